@@ -1,0 +1,8 @@
+//! Seedlog's broker: one code path for real and simulated runs.
+//!
+//! Decision modules (`log`, and later replication, controller, group) are plain structs driven
+//! with an explicit `now`; they never read a clock, spawn, sleep or touch `std::fs` directly.
+//! All bytes go through [`storage::Disk`], so the simulator can swap in its crash-faithful disk.
+
+pub mod constants;
+pub mod storage;

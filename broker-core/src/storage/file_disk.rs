@@ -1,0 +1,131 @@
+//! `FileDisk`: the [`Disk`] contract on real files.
+//!
+//! `sync` is `fdatasync`; after every create, rename and remove the parent directory is fsynced
+//! too, so a real broker never depends on callers remembering `sync_dir`. Errors are the OS's,
+//! with the path added so an operator can tell which file failed.
+
+use super::{parent_of, Disk, DiskFile};
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Real files under the process's file system.
+#[derive(Debug, Default, Clone)]
+pub struct FileDisk;
+
+impl FileDisk {
+    pub fn new() -> Self {
+        FileDisk
+    }
+}
+
+fn with_path(err: io::Error, what: &str, path: &Path) -> io::Error {
+    io::Error::new(err.kind(), format!("{what} {}: {err}", path.display()))
+}
+
+fn fsync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| with_path(e, "fsync directory", dir))
+}
+
+impl Disk for FileDisk {
+    fn open(&self, path: &Path, create: bool) -> io::Result<Box<dyn DiskFile>> {
+        let existed = path.exists();
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(create)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| with_path(e, "open", path))?;
+        if !existed {
+            fsync_dir(&parent_of(path))?;
+        }
+        let len = file.metadata().map_err(|e| with_path(e, "stat", path))?.len();
+        Ok(Box::new(RealFile { file, len: AtomicU64::new(len), path: path.to_path_buf() }))
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        path.exists()
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        fs::create_dir_all(dir).map_err(|e| with_path(e, "create directory", dir))?;
+        fsync_dir(&parent_of(dir))
+    }
+
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
+        let mut names = Vec::new();
+        for entry in fs::read_dir(dir).map_err(|e| with_path(e, "list", dir))? {
+            let entry = entry.map_err(|e| with_path(e, "list", dir))?;
+            names.push(entry.file_name().to_string_lossy().into_owned());
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        fs::rename(from, to).map_err(|e| with_path(e, "rename", from))?;
+        fsync_dir(&parent_of(to))?;
+        if parent_of(from) != parent_of(to) {
+            fsync_dir(&parent_of(from))?;
+        }
+        Ok(())
+    }
+
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        fs::remove_file(path).map_err(|e| with_path(e, "remove", path))?;
+        fsync_dir(&parent_of(path))
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        fsync_dir(dir)
+    }
+}
+
+struct RealFile {
+    file: File,
+    /// Cached length: `append` must not stat the file on every call.
+    len: AtomicU64,
+    path: PathBuf,
+}
+
+impl DiskFile for RealFile {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        loop {
+            match self.file.read_at(buf, offset) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                other => return other.map_err(|e| with_path(e, "read", &self.path)),
+            }
+        }
+    }
+
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        self.file.write_all_at(buf, offset).map_err(|e| with_path(e, "write", &self.path))?;
+        self.len.fetch_max(offset + buf.len() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn append(&self, buf: &[u8]) -> io::Result<u64> {
+        let at = self.len.load(Ordering::Relaxed);
+        self.write_at(buf, at)?;
+        Ok(at)
+    }
+
+    fn len(&self) -> io::Result<u64> {
+        Ok(self.len.load(Ordering::Relaxed))
+    }
+
+    fn truncate(&self, len: u64) -> io::Result<()> {
+        self.file.set_len(len).map_err(|e| with_path(e, "truncate", &self.path))?;
+        self.len.store(len, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn sync(&self) -> io::Result<()> {
+        self.file.sync_data().map_err(|e| with_path(e, "fdatasync", &self.path))
+    }
+}
