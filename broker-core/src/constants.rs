@@ -1,2 +1,57 @@
 //! Every limit and default of the broker, in one place, units last, each with the reason for
 //! its value. Kafka's name for the setting is given where one exists.
+//! Names are lower case, units last (TigerBeetle's `constants.zig` habit): they read as values.
+
+/// Size of a v2 record batch header (baseOffset .. recordsCount). Fixed by the format.
+pub const batch_header_bytes: usize = 61;
+
+/// Bytes before a batch's `batchLength` field counts (baseOffset + batchLength).
+pub const batch_log_overhead_bytes: usize = 12;
+
+/// Largest batch the log accepts. Kafka `message.max.bytes` default (1 MiB + log overhead):
+/// bigger batches are a client misconfiguration, answered with MESSAGE_TOO_LARGE.
+pub const message_bytes_max: usize = 1_048_588;
+
+/// Kafka `log.segment.bytes` default: 1 GiB per segment file.
+pub const segment_bytes_default: u64 = 1 << 30;
+
+/// Kafka `log.roll.ms` default: 7 days.
+pub const segment_ms_default: u64 = 7 * 24 * 3600 * 1000;
+
+/// Kafka `log.index.interval.bytes` default: one sparse index entry per 4 KiB of log, so a
+/// lookup scans at most ~4 KiB of batch headers after the binary search.
+pub const index_interval_bytes_default: u64 = 4096;
+
+/// Kafka `log.retention.ms` default: 7 days.
+pub const retention_ms_default: i64 = 7 * 24 * 3600 * 1000;
+
+/// Kafka `log.retention.bytes` default: unlimited (-1).
+pub const retention_bytes_default: i64 = -1;
+
+/// Segments hold offsets relative to their base as u32 in the indexes (Kafka's rule), so a
+/// segment may span at most this many offsets before it must roll.
+pub const segment_offsets_max: i64 = u32::MAX as i64;
+
+/// Segment files must stay addressable by the u32 positions of the offset index.
+pub const segment_bytes_max: u64 = i32::MAX as u64;
+
+/// Smallest segment size a config may ask for: below this every batch would roll (Kafka's
+/// `log.segment.bytes` minimum is 14 bytes; we require room for one header).
+pub const segment_bytes_min: u64 = batch_header_bytes as u64;
+
+/// Offset index entry: relative offset (u32) + position (u32), big-endian, as Kafka writes it.
+pub const offset_index_entry_bytes: usize = 8;
+
+/// Time index entry: timestamp (i64) + relative offset (u32), big-endian, as Kafka writes it.
+pub const time_index_entry_bytes: usize = 12;
+
+/// Sector size of the disk model: the unit a power loss can tear a write at.
+pub const sector_bytes: usize = 512;
+
+/// Chunk size when scanning a segment during recovery: big enough to amortise reads, small
+/// enough to keep recovery memory bounded whatever the segment size.
+pub const recovery_read_bytes: usize = 1 << 20;
+
+const _: () = assert!(message_bytes_max as u64 <= segment_bytes_max);
+const _: () = assert!(segment_bytes_default <= segment_bytes_max);
+const _: () = assert!(batch_header_bytes > batch_log_overhead_bytes);

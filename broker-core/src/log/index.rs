@@ -1,0 +1,188 @@
+//! The sparse indexes beside each segment: `.index` (offset → file position) and `.timeindex`
+//! (timestamp → offset), in Kafka's entry formats.
+//!
+//! Both are caches of what the `.log` file already says, so they are never trusted blindly:
+//! [`IndexFile::load`] rejects a file that is not a whole number of entries or not strictly
+//! increasing, and the segment rebuilds it from the log. Entries live in memory for lookup and
+//! are appended to the file as they are made; the file is synced with its segment.
+
+use crate::constants::{offset_index_entry_bytes, time_index_entry_bytes};
+use crate::storage::{read_exact_at, DiskFile};
+use std::io;
+
+/// One fixed-size index entry, big-endian on disk.
+pub trait Entry: Copy + std::fmt::Debug {
+    const BYTES: usize;
+    fn encode(&self, out: &mut [u8]);
+    fn decode(b: &[u8]) -> Self;
+    /// The key entries are sorted by; must strictly increase along the file.
+    fn key(&self) -> i64;
+}
+
+/// `.index` entry: offset relative to the segment base → byte position of the batch starting
+/// at that offset. (Kafka records a batch's last offset here; we record its first, which keeps
+/// "the entry points at a batch header with this base offset" checkable.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OffsetEntry {
+    pub relative_offset: u32,
+    pub position: u32,
+}
+
+impl Entry for OffsetEntry {
+    const BYTES: usize = offset_index_entry_bytes;
+    fn encode(&self, out: &mut [u8]) {
+        out[0..4].copy_from_slice(&self.relative_offset.to_be_bytes());
+        out[4..8].copy_from_slice(&self.position.to_be_bytes());
+    }
+    fn decode(b: &[u8]) -> Self {
+        OffsetEntry {
+            relative_offset: u32::from_be_bytes(b[0..4].try_into().expect("4")),
+            position: u32::from_be_bytes(b[4..8].try_into().expect("4")),
+        }
+    }
+    fn key(&self) -> i64 {
+        self.relative_offset as i64
+    }
+}
+
+/// `.timeindex` entry: the largest timestamp seen so far in the segment → relative offset of
+/// the batch that carried it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimeEntry {
+    pub timestamp: i64,
+    pub relative_offset: u32,
+}
+
+impl Entry for TimeEntry {
+    const BYTES: usize = time_index_entry_bytes;
+    fn encode(&self, out: &mut [u8]) {
+        out[0..8].copy_from_slice(&self.timestamp.to_be_bytes());
+        out[8..12].copy_from_slice(&self.relative_offset.to_be_bytes());
+    }
+    fn decode(b: &[u8]) -> Self {
+        TimeEntry {
+            timestamp: i64::from_be_bytes(b[0..8].try_into().expect("8")),
+            relative_offset: u32::from_be_bytes(b[8..12].try_into().expect("4")),
+        }
+    }
+    fn key(&self) -> i64 {
+        self.timestamp
+    }
+}
+
+/// An index file and its entries in memory.
+pub struct IndexFile<E: Entry> {
+    file: Box<dyn DiskFile>,
+    entries: Vec<E>,
+}
+
+impl<E: Entry> IndexFile<E> {
+    /// An index with no entries over `file`, which is truncated to empty.
+    pub fn empty(file: Box<dyn DiskFile>) -> io::Result<Self> {
+        file.truncate(0)?;
+        Ok(IndexFile { file, entries: Vec::new() })
+    }
+
+    /// Reads the entries of `file`. `Ok(None)` means the file is not a valid index (partial
+    /// entry, keys not strictly increasing) and must be rebuilt.
+    pub fn load(file: Box<dyn DiskFile>) -> io::Result<Result<Self, (Box<dyn DiskFile>, String)>> {
+        let len = file.len()? as usize;
+        if len % E::BYTES != 0 {
+            let why = format!("{len} bytes is not a whole number of {}-byte entries", E::BYTES);
+            return Ok(Err((file, why)));
+        }
+        let mut bytes = vec![0u8; len];
+        read_exact_at(file.as_ref(), &mut bytes, 0)?;
+        let entries: Vec<E> = bytes.chunks_exact(E::BYTES).map(E::decode).collect();
+        if let Some(i) = entries.windows(2).position(|w| w[0].key() >= w[1].key()) {
+            let why = format!("entry {} does not increase over entry {i}", i + 1);
+            return Ok(Err((file, why)));
+        }
+        Ok(Ok(IndexFile { file, entries }))
+    }
+
+    pub fn entries(&self) -> &[E] {
+        &self.entries
+    }
+
+    pub fn last(&self) -> Option<E> {
+        self.entries.last().copied()
+    }
+
+    /// Appends an entry whose key must exceed the last one's (a caller bug otherwise).
+    pub fn push(&mut self, e: E) -> io::Result<()> {
+        debug_assert!(self.last().is_none_or(|l| l.key() < e.key()), "index keys must increase");
+        let mut buf = [0u8; 16];
+        e.encode(&mut buf[..E::BYTES]);
+        self.file.append(&buf[..E::BYTES])?;
+        self.entries.push(e);
+        Ok(())
+    }
+
+    /// The last entry whose key is `<= key`.
+    pub fn floor(&self, key: i64) -> Option<E> {
+        let n = self.entries.partition_point(|e| e.key() <= key);
+        n.checked_sub(1).map(|i| self.entries[i])
+    }
+
+    /// Keeps only the entries for which `keep` holds on a prefix (the first failing entry and all
+    /// after it go), in memory and on disk.
+    pub fn truncate_where(&mut self, keep: impl Fn(&E) -> bool) -> io::Result<()> {
+        let n = self.entries.partition_point(|e| keep(e));
+        if n < self.entries.len() {
+            self.entries.truncate(n);
+            self.file.truncate((n * E::BYTES) as u64)?;
+        }
+        Ok(())
+    }
+
+    pub fn sync(&self) -> io::Result<()> {
+        self.file.sync()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::{Disk, FileDisk};
+
+    #[test]
+    fn entries_round_trip_and_floor() {
+        let tmp = tempfile::tempdir().unwrap();
+        let disk = FileDisk::new();
+        let path = tmp.path().join("0.index");
+        let mut idx = IndexFile::<OffsetEntry>::empty(disk.open(&path, true).unwrap()).unwrap();
+        for i in 1..=3u32 {
+            idx.push(OffsetEntry { relative_offset: i * 10, position: i * 4096 }).unwrap();
+        }
+        assert_eq!(idx.floor(5), None);
+        assert_eq!(idx.floor(25).unwrap().position, 8192);
+        assert_eq!(idx.floor(30).unwrap().position, 12288);
+        drop(idx);
+        let loaded = IndexFile::<OffsetEntry>::load(disk.open(&path, false).unwrap()).unwrap();
+        let mut loaded = loaded.ok().expect("valid index loads");
+        assert_eq!(loaded.entries().len(), 3);
+        loaded.truncate_where(|e| e.relative_offset < 20).unwrap();
+        assert_eq!(loaded.entries().len(), 1);
+        assert_eq!(disk.open(&path, false).unwrap().len().unwrap(), 8);
+    }
+
+    #[test]
+    fn invalid_files_are_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let disk = FileDisk::new();
+        let path = tmp.path().join("0.timeindex");
+        let f = disk.open(&path, true).unwrap();
+        f.append(&[0u8; 13]).unwrap();
+        let r = IndexFile::<TimeEntry>::load(f).unwrap();
+        assert!(r.err().unwrap().1.contains("whole number"));
+        let f = disk.open(&path, true).unwrap();
+        f.truncate(0).unwrap();
+        let mut b = [0u8; 24];
+        TimeEntry { timestamp: 50, relative_offset: 1 }.encode(&mut b[..12]);
+        TimeEntry { timestamp: 50, relative_offset: 2 }.encode(&mut b[12..]);
+        f.append(&b).unwrap();
+        let r = IndexFile::<TimeEntry>::load(f).unwrap();
+        assert!(r.err().unwrap().1.contains("does not increase"));
+    }
+}

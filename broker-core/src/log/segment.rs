@@ -1,0 +1,495 @@
+//! One segment: a `.log` file of whole v2 batches plus its `.index` and `.timeindex`.
+//!
+//! A segment owns the rule "the bytes of `.log` are exactly a sequence of valid batches with
+//! dense offsets starting at `base_offset`". It enforces it on every append (the caller has
+//! validated the batch), checks it on every read, and re-establishes it when opened:
+//! a *trusted* segment (fully below the recovery point, so it was synced) must already satisfy
+//! it — any breach is [`LogError::Corrupt`] naming the file and byte position; a segment at or
+//! after the recovery point is scanned from its start and cut at the first batch that breaks
+//! the rule, and its indexes are rebuilt. It never reads a clock: `now` comes from the caller.
+
+use super::batch::{self, BatchHeader};
+use super::index::{IndexFile, OffsetEntry, TimeEntry};
+use super::LogError;
+use crate::constants::{batch_header_bytes, batch_log_overhead_bytes, recovery_read_bytes};
+use crate::storage::{read_exact_at, Disk, DiskFile};
+use bytes::Bytes;
+use std::path::{Path, PathBuf};
+
+/// `00000000000000012345` — Kafka's file stem for a segment starting at offset 12345.
+pub fn file_stem(base_offset: i64) -> String {
+    format!("{base_offset:020}")
+}
+
+/// What a recovery scan cut from a segment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cut {
+    pub file: PathBuf,
+    pub position: u64,
+    pub bytes_removed: u64,
+    pub reason: String,
+}
+
+pub struct Segment {
+    pub base_offset: i64,
+    log_path: PathBuf,
+    log: Box<dyn DiskFile>,
+    /// Bytes of whole batches in `.log`.
+    size: u64,
+    /// Offset after the last batch (`base_offset` when empty).
+    next_offset: i64,
+    idx: Indexing,
+    /// Simulated or real ms at creation (or at open): the reference for `segment.ms` rolls.
+    pub created_ms: u64,
+}
+
+/// The indexes and the running state that decides their next entries. Kept apart from the
+/// `.log` handle so a scan can read the log while it rebuilds the indexes.
+struct Indexing {
+    base_offset: i64,
+    index: IndexFile<OffsetEntry>,
+    time_index: IndexFile<TimeEntry>,
+    max_timestamp: i64,
+    offset_of_max_timestamp: i64,
+    bytes_since_index: u64,
+    /// Kafka `index.interval.bytes`: log bytes between sparse index entries.
+    interval: u64,
+}
+
+impl Indexing {
+    fn note_timestamp(&mut self, h: &BatchHeader) {
+        if h.max_timestamp > self.max_timestamp {
+            self.max_timestamp = h.max_timestamp;
+            self.offset_of_max_timestamp = h.base_offset;
+        }
+    }
+
+    /// Updates timestamps and indexes for a batch written at `position`, by Kafka's rule: an
+    /// entry when more than `index.interval.bytes` of log were written since the last one.
+    /// Index write failures are returned but leave the segment consistent: an index is a
+    /// sparse cache, a missing entry only makes lookups scan further.
+    fn index_batch(&mut self, h: &BatchHeader, position: u64) -> Result<(), std::io::Error> {
+        self.note_timestamp(h);
+        let mut result = Ok(());
+        if self.bytes_since_index > self.interval {
+            let rel = (h.base_offset - self.base_offset) as u32;
+            result = self.index.push(OffsetEntry { relative_offset: rel, position: position as u32 });
+            if result.is_ok() && self.time_index.last().is_none_or(|t| t.timestamp < self.max_timestamp) {
+                let rel_max = (self.offset_of_max_timestamp - self.base_offset) as u32;
+                result = self.time_index.push(TimeEntry { timestamp: self.max_timestamp, relative_offset: rel_max });
+            }
+            self.bytes_since_index = 0;
+        }
+        self.bytes_since_index += h.size as u64;
+        result
+    }
+}
+
+fn paths(dir: &Path, base: i64) -> [PathBuf; 3] {
+    let stem = file_stem(base);
+    ["log", "index", "timeindex"].map(|ext| dir.join(format!("{stem}.{ext}")))
+}
+
+fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> LogError + 'a {
+    move |source| LogError::Io { op, path: path.to_path_buf(), source }
+}
+
+/// The end of a scan: where whole valid batches stop, and why, if not at end of file.
+struct ScanEnd {
+    position: u64,
+    next_offset: i64,
+    stop: Option<(u64, String)>,
+}
+
+impl Segment {
+    /// Creates an empty segment, replacing any files of that name.
+    pub fn create(disk: &dyn Disk, dir: &Path, base: i64, interval: u64, now: u64) -> Result<Segment, LogError> {
+        let [lp, ip, tp] = paths(dir, base);
+        let log = disk.open(&lp, true).map_err(io_err("create", &lp))?;
+        log.truncate(0).map_err(io_err("truncate", &lp))?;
+        let index = IndexFile::empty(disk.open(&ip, true).map_err(io_err("create", &ip))?)
+            .map_err(io_err("truncate", &ip))?;
+        let time_index = IndexFile::empty(disk.open(&tp, true).map_err(io_err("create", &tp))?)
+            .map_err(io_err("truncate", &tp))?;
+        Ok(Segment::assemble(base, lp, log, index, time_index, interval, now))
+    }
+
+    fn assemble(
+        base: i64,
+        log_path: PathBuf,
+        log: Box<dyn DiskFile>,
+        index: IndexFile<OffsetEntry>,
+        time_index: IndexFile<TimeEntry>,
+        index_interval: u64,
+        now: u64,
+    ) -> Segment {
+        Segment {
+            base_offset: base,
+            log_path,
+            log,
+            size: 0,
+            next_offset: base,
+            idx: Indexing {
+                base_offset: base,
+                index,
+                time_index,
+                max_timestamp: -1,
+                offset_of_max_timestamp: base,
+                bytes_since_index: 0,
+                interval: index_interval,
+            },
+            created_ms: now,
+        }
+    }
+
+    /// Opens a segment that lies wholly below the recovery point: it was synced, so it must be
+    /// intact. Indexes are loaded when they check out and rebuilt otherwise (reported through
+    /// `rebuilt`); the tail after the last index entry is validated batch by batch.
+    pub fn open_trusted(
+        disk: &dyn Disk,
+        dir: &Path,
+        base: i64,
+        interval: u64,
+        now: u64,
+        rebuilt: &mut Vec<PathBuf>,
+    ) -> Result<Segment, LogError> {
+        let [lp, ip, tp] = paths(dir, base);
+        let log = disk.open(&lp, false).map_err(io_err("open", &lp))?;
+        let file_len = log.len().map_err(io_err("stat", &lp))?;
+        let index = load_index::<OffsetEntry>(disk, &ip)?;
+        let time_index = load_index::<TimeEntry>(disk, &tp)?;
+        let index_ok = match &index {
+            Ok(idx) => idx.last().is_none_or(|e| entry_points_at_batch(log.as_ref(), base, &e, file_len)),
+            Err(_) => false,
+        };
+        let (index, time_index, from) = match (index, time_index) {
+            (Ok(index), Ok(time_index)) if index_ok => {
+                let from = index.last().map_or(0, |e| e.position as u64);
+                (index, time_index, from)
+            }
+            _ => {
+                rebuilt.push(ip.clone());
+                let index = IndexFile::empty(disk.open(&ip, true).map_err(io_err("create", &ip))?)
+                    .map_err(io_err("truncate", &ip))?;
+                let time_index = IndexFile::empty(disk.open(&tp, true).map_err(io_err("create", &tp))?)
+                    .map_err(io_err("truncate", &tp))?;
+                (index, time_index, 0)
+            }
+        };
+        let rebuilding = from == 0 && index.entries().is_empty();
+        let mut seg = Segment::assemble(base, lp, log, index, time_index, interval, now);
+        if let Some(last) = seg.idx.time_index.last() {
+            seg.idx.max_timestamp = last.timestamp;
+            seg.idx.offset_of_max_timestamp = base + last.relative_offset as i64;
+        }
+        let start_offset = match seg.idx.index.last() {
+            Some(e) if from > 0 => base + e.relative_offset as i64,
+            _ => base,
+        };
+        seg.size = from;
+        let end = seg.scan(from, file_len, start_offset, rebuilding, usize::MAX)?;
+        if let Some((position, reason)) = end.stop {
+            return Err(LogError::Corrupt { file: seg.log_path.clone(), position, reason });
+        }
+        seg.size = end.position;
+        seg.next_offset = end.next_offset;
+        Ok(seg)
+    }
+
+    /// Opens a segment at or after the recovery point: scans it from the start, cuts the `.log`
+    /// at the first invalid or torn batch and rebuilds both indexes.
+    pub fn recover(
+        disk: &dyn Disk,
+        dir: &Path,
+        base: i64,
+        interval: u64,
+        now: u64,
+        max_batch_bytes: usize,
+    ) -> Result<(Segment, Option<Cut>), LogError> {
+        let [lp, ip, tp] = paths(dir, base);
+        let log = disk.open(&lp, false).map_err(io_err("open", &lp))?;
+        let file_len = log.len().map_err(io_err("stat", &lp))?;
+        let index = IndexFile::empty(disk.open(&ip, true).map_err(io_err("create", &ip))?)
+            .map_err(io_err("truncate", &ip))?;
+        let time_index = IndexFile::empty(disk.open(&tp, true).map_err(io_err("create", &tp))?)
+            .map_err(io_err("truncate", &tp))?;
+        let mut seg = Segment::assemble(base, lp, log, index, time_index, interval, now);
+        let end = seg.scan(0, file_len, base, true, max_batch_bytes)?;
+        seg.size = end.position;
+        seg.next_offset = end.next_offset;
+        let cut = match end.stop {
+            None => None,
+            Some((position, reason)) => {
+                seg.log.truncate(position).map_err(io_err("truncate", &seg.log_path))?;
+                Some(Cut {
+                    file: seg.log_path.clone(),
+                    position,
+                    bytes_removed: file_len - position,
+                    reason,
+                })
+            }
+        };
+        Ok((seg, cut))
+    }
+
+    /// Walks batches from `from` (whose first batch must start at `expected`) to `file_len`,
+    /// fully validating each. With `index` set, adds index entries as appends would.
+    fn scan(
+        &mut self,
+        from: u64,
+        file_len: u64,
+        mut expected: i64,
+        index: bool,
+        max_batch_bytes: usize,
+    ) -> Result<ScanEnd, LogError> {
+        let mut reader = ChunkReader::new(self.log.as_ref(), &self.log_path, file_len);
+        let mut pos = from;
+        while pos < file_len {
+            let stop = |reason: String| Ok(ScanEnd { position: pos, next_offset: expected, stop: Some((pos, reason)) });
+            if file_len - pos < batch_log_overhead_bytes as u64 {
+                return stop(format!("{} trailing bytes, too few for a batch", file_len - pos));
+            }
+            let prefix = reader.get(pos, batch_log_overhead_bytes)?;
+            let size = match batch::declared_size(prefix) {
+                Some(s) if s <= max_batch_bytes => s,
+                _ => return stop("batch length field is not a plausible length".into()),
+            };
+            if pos + size as u64 > file_len {
+                return stop(format!("batch of {size} bytes runs past the end of the file (torn write)"));
+            }
+            let bytes = reader.get(pos, size)?;
+            let header = match batch::validate(bytes, usize::MAX) {
+                Ok(h) => h,
+                Err(e) => return stop(e.to_string()),
+            };
+            if header.base_offset != expected {
+                return stop(format!("batch base offset {} where {expected} was expected", header.base_offset));
+            }
+            if index {
+                // Rebuilding: index failures surface later as a missing or invalid index.
+                let _ = self.idx.index_batch(&header, pos);
+            } else {
+                self.idx.note_timestamp(&header);
+                self.idx.bytes_since_index += size as u64;
+            }
+            expected = header.next_offset();
+            pos += size as u64;
+        }
+        Ok(ScanEnd { position: pos, next_offset: expected, stop: None })
+    }
+
+    /// Appends a validated, stamped batch whose base offset is `next_offset()`.
+    pub fn append(&mut self, bytes: &[u8], h: &BatchHeader) -> Result<(), LogError> {
+        debug_assert_eq!(h.base_offset, self.next_offset, "caller assigns dense offsets");
+        debug_assert_eq!(h.size, bytes.len());
+        if let Err(source) = self.log.write_at(bytes, self.size) {
+            // Leave no partial batch behind: the next append must start on a batch boundary.
+            let _ = self.log.truncate(self.size);
+            return Err(LogError::Io { op: "append", path: self.log_path.clone(), source });
+        }
+        let position = self.size;
+        self.size += bytes.len() as u64;
+        self.next_offset = h.next_offset();
+        // The batch is in the log; an index failure must not fail the append (see index_batch).
+        let _ = self.idx.index_batch(h, position);
+        Ok(())
+    }
+
+    /// Byte position of the batch containing `offset` (or the first batch after it), scanning
+    /// headers forward from the nearest index entry. `None` if no batch ends at or after it.
+    fn position_of(&self, offset: i64) -> Result<Option<(u64, BatchHeader)>, LogError> {
+        let rel = (offset - self.base_offset).clamp(0, u32::MAX as i64);
+        let mut pos = self.idx.index.floor(rel).map_or(0, |e| e.position as u64);
+        let mut header = [0u8; batch_header_bytes];
+        while pos < self.size {
+            read_exact_at(self.log.as_ref(), &mut header, pos).map_err(io_err("read", &self.log_path))?;
+            let h = batch::read_header(&header).map_err(|e| self.corrupt(pos, e.to_string()))?;
+            if h.size < batch_header_bytes || pos + h.size as u64 > self.size {
+                return Err(self.corrupt(pos, format!("batch length {} does not fit the segment", h.size)));
+            }
+            if h.last_offset() >= offset {
+                return Ok(Some((pos, h)));
+            }
+            pos += h.size as u64;
+        }
+        Ok(None)
+    }
+
+    fn corrupt(&self, position: u64, reason: String) -> LogError {
+        LogError::Corrupt { file: self.log_path.clone(), position, reason }
+    }
+
+    /// Whole batches from the one containing `offset`, while their last offset is below
+    /// `upper` and they fit in `max_bytes` (the first batch is returned even if larger, as
+    /// Kafka does, so a consumer can always make progress). Each batch's CRC is checked.
+    pub fn read(&self, offset: i64, max_bytes: usize, upper: i64) -> Result<Option<(i64, Bytes)>, LogError> {
+        let Some((start, first)) = self.position_of(offset)? else { return Ok(None) };
+        if first.last_offset() >= upper {
+            return Ok(None);
+        }
+        let mut end = start + first.size as u64;
+        let mut header = [0u8; batch_header_bytes];
+        while end < self.size && (end - start) < max_bytes as u64 {
+            read_exact_at(self.log.as_ref(), &mut header, end).map_err(io_err("read", &self.log_path))?;
+            let h = batch::read_header(&header).map_err(|e| self.corrupt(end, e.to_string()))?;
+            if h.last_offset() >= upper || end - start + h.size as u64 > max_bytes as u64 {
+                break;
+            }
+            end += h.size as u64;
+        }
+        let mut buf = vec![0u8; (end - start) as usize];
+        read_exact_at(self.log.as_ref(), &mut buf, start).map_err(io_err("read", &self.log_path))?;
+        let mut at = 0usize;
+        while at < buf.len() {
+            let size = batch::declared_size(&buf[at..])
+                .filter(|s| at + s <= buf.len())
+                .ok_or_else(|| self.corrupt(start + at as u64, "batch length field is not a plausible length".into()))?;
+            batch::validate(&buf[at..at + size], usize::MAX)
+                .map_err(|e| self.corrupt(start + at as u64, e.to_string()))?;
+            at += size;
+        }
+        Ok(Some((first.base_offset, Bytes::from(buf))))
+    }
+
+    /// First offset whose record timestamp is `>= ts`, with that timestamp.
+    pub fn find_timestamp(&self, ts: i64) -> Result<Option<(i64, i64)>, LogError> {
+        if self.idx.max_timestamp < ts {
+            return Ok(None);
+        }
+        let from = self.idx.time_index.floor(ts - 1).map_or(self.base_offset, |e| self.base_offset + e.relative_offset as i64);
+        let Some((mut pos, _)) = self.position_of(from)? else { return Ok(None) };
+        while pos < self.size {
+            let mut header = [0u8; batch_header_bytes];
+            read_exact_at(self.log.as_ref(), &mut header, pos).map_err(io_err("read", &self.log_path))?;
+            let h = batch::read_header(&header).map_err(|e| self.corrupt(pos, e.to_string()))?;
+            if h.max_timestamp >= ts {
+                return self.find_in_batch(pos, &h, ts).map(Some);
+            }
+            pos += h.size as u64;
+        }
+        Ok(None)
+    }
+
+    /// The exact record for uncompressed batches; the batch's base offset otherwise (finding
+    /// the record inside a compressed batch needs decompression, which the log does not do).
+    fn find_in_batch(&self, pos: u64, h: &BatchHeader, ts: i64) -> Result<(i64, i64), LogError> {
+        if h.compression() != 0 {
+            return Ok((h.base_offset, h.max_timestamp));
+        }
+        let mut buf = vec![0u8; h.size];
+        read_exact_at(self.log.as_ref(), &mut buf, pos).map_err(io_err("read", &self.log_path))?;
+        let mut found = None;
+        batch::walk_records(&buf[batch_header_bytes..], h.records_count, |r| {
+            let rts = h.base_timestamp + r.timestamp_delta;
+            if found.is_none() && rts >= ts {
+                found = Some((h.base_offset + r.offset_delta as i64, rts));
+            }
+        })
+        .map_err(|e| self.corrupt(pos, e.to_string()))?;
+        Ok(found.unwrap_or((h.base_offset, h.max_timestamp)))
+    }
+
+    /// Makes the log and both indexes durable.
+    pub fn sync(&self) -> Result<(), LogError> {
+        self.log.sync().map_err(io_err("fdatasync", &self.log_path))?;
+        self.idx.index.sync().map_err(io_err("fdatasync", &self.log_path.with_extension("index")))?;
+        self.idx.time_index.sync().map_err(io_err("fdatasync", &self.log_path.with_extension("timeindex")))
+    }
+
+    /// Removes the segment's three files.
+    pub fn delete(self, disk: &dyn Disk, dir: &Path) -> Result<(), LogError> {
+        let base = self.base_offset;
+        drop(self);
+        delete_files(disk, dir, base).map(|_| ())
+    }
+
+    /// Raw bytes of the `.log` file (for cross-checks).
+    pub fn read_raw(&self, buf: &mut [u8], pos: u64) -> std::io::Result<()> {
+        read_exact_at(self.log.as_ref(), buf, pos)
+    }
+
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+    pub fn next_offset(&self) -> i64 {
+        self.next_offset
+    }
+    pub fn max_timestamp(&self) -> i64 {
+        self.idx.max_timestamp
+    }
+    pub fn is_empty(&self) -> bool {
+        self.size == 0
+    }
+    pub fn index_entries(&self) -> &[OffsetEntry] {
+        self.idx.index.entries()
+    }
+    pub fn time_entries(&self) -> &[TimeEntry] {
+        self.idx.time_index.entries()
+    }
+    pub fn log_path(&self) -> &Path {
+        &self.log_path
+    }
+}
+
+/// Removes the three files of the segment at `base` (those present); returns the `.log` path.
+pub fn delete_files(disk: &dyn Disk, dir: &Path, base: i64) -> Result<PathBuf, LogError> {
+    let all = paths(dir, base);
+    for p in &all {
+        match disk.remove(p) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io_err("remove", p)(e)),
+            _ => {}
+        }
+    }
+    let [log, _, _] = all;
+    Ok(log)
+}
+
+fn load_index<E: super::index::Entry>(
+    disk: &dyn Disk,
+    path: &Path,
+) -> Result<Result<IndexFile<E>, String>, LogError> {
+    match disk.open(path, false) {
+        Ok(f) => match IndexFile::<E>::load(f).map_err(io_err("read", path))? {
+            Ok(idx) => Ok(Ok(idx)),
+            Err((_, why)) => Ok(Err(why)),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Err("missing".into())),
+        Err(e) => Err(io_err("open", path)(e)),
+    }
+}
+
+/// Does an index entry point at a batch header carrying the offset it claims?
+fn entry_points_at_batch(log: &dyn DiskFile, base: i64, e: &OffsetEntry, file_len: u64) -> bool {
+    let mut prefix = [0u8; batch_log_overhead_bytes];
+    e.position as u64 + batch_header_bytes as u64 <= file_len
+        && read_exact_at(log, &mut prefix, e.position as u64).is_ok()
+        && i64::from_be_bytes(prefix[0..8].try_into().expect("8")) == base + e.relative_offset as i64
+}
+
+/// Sequential reads through a file in large chunks, for scans.
+struct ChunkReader<'a> {
+    file: &'a dyn DiskFile,
+    path: &'a Path,
+    file_len: u64,
+    buf: Vec<u8>,
+    buf_at: u64,
+}
+
+impl<'a> ChunkReader<'a> {
+    fn new(file: &'a dyn DiskFile, path: &'a Path, file_len: u64) -> Self {
+        ChunkReader { file, path, file_len, buf: Vec::new(), buf_at: 0 }
+    }
+
+    /// `n` bytes at `pos`; the caller has checked they lie inside the file.
+    fn get(&mut self, pos: u64, n: usize) -> Result<&[u8], LogError> {
+        let have = pos >= self.buf_at && pos + n as u64 <= self.buf_at + self.buf.len() as u64;
+        if !have {
+            let want = n.max(recovery_read_bytes).min((self.file_len - pos) as usize).max(n);
+            self.buf.resize(want, 0);
+            read_exact_at(self.file, &mut self.buf, pos).map_err(io_err("read", self.path))?;
+            self.buf_at = pos;
+        }
+        let from = (pos - self.buf_at) as usize;
+        Ok(&self.buf[from..from + n])
+    }
+}
