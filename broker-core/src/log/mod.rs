@@ -193,17 +193,24 @@ impl Log {
                 }
                 report.segments_trusted += 1;
                 segments.push(seg);
+            } else if let (Some(end), Some(prev)) = (expected.filter(|&e| e != base), segments.last()) {
+                // The previous segment lost an unsynced tail while this later file's name
+                // survived (legal: a directory sync commits the roll's create). Everything
+                // from here on is after the loss, so it goes, as after a cut.
+                report.cut = Some(Cut {
+                    file: prev.log_path().to_path_buf(),
+                    position: prev.size(),
+                    bytes_removed: 0,
+                    reason: format!("segment ends at offset {end} but the next file starts at {base}: lost unsynced tail"),
+                });
+                report.segments_removed.push(segment::delete_files(disk.as_ref(), &dir, base)?);
             } else {
-                let (seg, cut) = Segment::recover(disk.as_ref(), &dir, base, config.index_interval_bytes, now, config.max_message_bytes.max(message_bytes_max))?;
+                let (mut seg, cut) = Segment::recover(disk.as_ref(), &dir, base, config.index_interval_bytes, now, config.max_message_bytes.max(message_bytes_max))?;
                 report.segments_scanned += 1;
-                if let Some(e) = expected.filter(|&e| e != base) {
-                    return Err(LogError::Corrupt {
-                        file: seg.log_path().to_path_buf(),
-                        position: 0,
-                        reason: format!("segment starts at offset {base} but the previous one ends at {e}"),
-                    });
-                }
                 report.cut = cut;
+                // The rebuilt indexes must be durable before a later checkpoint can make this
+                // segment trusted: that checkpoint may come from before this open.
+                seg.sync_indexes()?;
                 segments.push(seg);
             }
         }
@@ -214,9 +221,12 @@ impl Log {
         let start = segments[0].base_offset;
         let recovery_point = report.recovery_point.clamp(start, end);
         let mut log = Log { disk, dir, config, segments, recovery_point, unflushed_records: 0, unflushed_since_ms: None, dir_dirty: true };
-        if report.cut.is_some() || !report.segments_removed.is_empty() {
-            // Make the cut durable before anything new lands on top of it.
+        if report.cut.is_some() || !report.segments_removed.is_empty() || report.recovery_point > end {
+            // Make the cut durable before anything new lands on top of it, and never leave a
+            // checkpoint on disk that vouches for offsets the log no longer has: a later roll
+            // would make the next open trust a segment whose rebuilt index was never synced.
             log.flush(now)?;
+            log.checkpoint()?;
         }
         Ok((log, report))
     }
@@ -326,8 +336,12 @@ impl Log {
         Ok(())
     }
 
-    /// Writes the recovery point to its checkpoint file (atomically). Call after `flush`.
+    /// Writes the recovery point to its checkpoint file (atomically), after making the indexes
+    /// of the segments it vouches for durable. Call after `flush`.
     pub fn checkpoint(&mut self) -> Result<(), LogError> {
+        for seg in &mut self.segments {
+            seg.sync_indexes()?;
+        }
         let path = self.dir.join(RECOVERY_POINT_FILE);
         let text = format!("{}\n", self.recovery_point);
         write_atomically(self.disk.as_ref(), &path, text.as_bytes()).map_err(|source| LogError::Io { op: "write checkpoint", path, source })

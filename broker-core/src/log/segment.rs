@@ -54,6 +54,8 @@ struct Indexing {
     bytes_since_index: u64,
     /// Kafka `index.interval.bytes`: log bytes between sparse index entries.
     interval: u64,
+    /// Entries were written since the index files were last synced.
+    dirty: bool,
 }
 
 impl Indexing {
@@ -73,6 +75,7 @@ impl Indexing {
         let mut result = Ok(());
         if self.bytes_since_index > self.interval {
             let rel = (h.base_offset - self.base_offset) as u32;
+            self.dirty = true;
             result = self.index.push(OffsetEntry { relative_offset: rel, position: position as u32 });
             if result.is_ok() && self.time_index.last().is_none_or(|t| t.timestamp < self.max_timestamp) {
                 let rel_max = (self.offset_of_max_timestamp - self.base_offset) as u32;
@@ -137,6 +140,7 @@ impl Segment {
                 offset_of_max_timestamp: base,
                 bytes_since_index: 0,
                 interval: index_interval,
+                dirty: true,
             },
             created_ms: now,
         }
@@ -389,11 +393,21 @@ impl Segment {
         Ok(found.unwrap_or((h.base_offset, h.max_timestamp)))
     }
 
-    /// Makes the log and both indexes durable.
+    /// Makes the `.log` durable. Indexes are not synced here: recovery rebuilds them for every
+    /// segment past the recovery point, so only [`Segment::sync_indexes`] before a checkpoint
+    /// needs them durable — which keeps a per-batch flush at one fdatasync.
     pub fn sync(&self) -> Result<(), LogError> {
-        self.log.sync().map_err(io_err("fdatasync", &self.log_path))?;
-        self.idx.index.sync().map_err(io_err("fdatasync", &self.log_path.with_extension("index")))?;
-        self.idx.time_index.sync().map_err(io_err("fdatasync", &self.log_path.with_extension("timeindex")))
+        self.log.sync().map_err(io_err("fdatasync", &self.log_path))
+    }
+
+    /// Makes both indexes durable if they changed since they were last synced.
+    pub fn sync_indexes(&mut self) -> Result<(), LogError> {
+        if self.idx.dirty {
+            self.idx.index.sync().map_err(io_err("fdatasync", &self.log_path.with_extension("index")))?;
+            self.idx.time_index.sync().map_err(io_err("fdatasync", &self.log_path.with_extension("timeindex")))?;
+            self.idx.dirty = false;
+        }
+        Ok(())
     }
 
     /// Removes the segment's three files.

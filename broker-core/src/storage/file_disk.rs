@@ -104,8 +104,14 @@ impl DiskFile for RealFile {
     }
 
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        if buf.is_empty() {
+            return Ok(());
+        }
+        let end = offset.checked_add(buf.len() as u64).ok_or_else(|| {
+            io::Error::new(io::ErrorKind::InvalidInput, format!("write past 2^64 in {}", self.path.display()))
+        })?;
         self.file.write_all_at(buf, offset).map_err(|e| with_path(e, "write", &self.path))?;
-        self.len.fetch_max(offset + buf.len() as u64, Ordering::Relaxed);
+        self.len.fetch_max(end, Ordering::Relaxed);
         Ok(())
     }
 

@@ -1,0 +1,7 @@
+//! The `sim` crate's integration tests, one binary, modules by theme.
+//! `cargo test -p sim` runs the pure ones; `cargo simtest` (built with `--cfg madsim`) runs
+//! them all, including those that need simulated nodes.
+
+mod log_crash;
+#[cfg(madsim)]
+mod madsim_node;
