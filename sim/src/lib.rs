@@ -1,6 +1,8 @@
-//! The simulator harness; SimDisk compiles in both builds, everything madsim-specific comes later.
+//! The simulator harness. `SimDisk` and the log crash rounds compile in both builds; whatever
+//! needs simulated nodes is `#[cfg(madsim)]` and runs under `cargo sim` / `cargo simtest`.
 //!
 //! Nothing in this crate may read a wall clock, a thread-local RNG or the real file system:
 //! every choice comes from a seed, so a failing run replays bit for bit.
 
+pub mod crash;
 pub mod disk;

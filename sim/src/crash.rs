@@ -1,0 +1,266 @@
+//! Seeded crash rounds of the partition log on `SimDisk`: random appends, flushes, checkpoints,
+//! rolls and retention, then a crash (mostly power loss), then recovery — over and over.
+//! After every recovery the log must be a prefix of what was appended (byte for byte), hold
+//! every batch that was synced, have dense offsets, and have indexes that agree with the log.
+//!
+//! [`crash_rounds`] runs in plain Rust (a decision-level test: crashes land between calls);
+//! [`node_rounds`] runs the same log inside madsim nodes that are killed mid-write
+//! (`--cfg madsim` only). Both are used by the test suite and by `cargo sim crash-log`.
+//! Nothing here reads a clock or an unseeded RNG.
+
+use broker_core::log::batch::{build, validate};
+use broker_core::log::{FlushPolicy, Log, LogConfig, LogError};
+use broker_core::storage::Disk;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use crate::disk::{CrashMode, DiskFaults, SimDisk};
+use std::path::Path;
+use std::sync::Arc;
+#[cfg(madsim)]
+use madsim::runtime::{Handle, Runtime};
+#[cfg(madsim)]
+use std::sync::Mutex;
+#[cfg(madsim)]
+use std::time::Duration;
+
+/// What the test knows: every batch ever acknowledged by `append`, by offset order, and how many
+/// of them a completed flush made durable.
+#[derive(Default)]
+pub struct Model {
+    /// `(base_offset, stamped bytes)` of every appended batch still possibly in the log.
+    pub batches: Vec<(i64, Vec<u8>)>,
+    /// Batches below this offset were synced by a completed flush.
+    pub synced_below: i64,
+}
+
+/// Reads the whole log batch by batch.
+pub fn read_all(log: &Log) -> Result<Vec<(i64, Vec<u8>)>, String> {
+    let mut out = Vec::new();
+    let mut at = log.log_start_offset();
+    while at < log.log_end_offset() {
+        let r = log.read(at, 1, log.log_end_offset()).map_err(|e| e.to_string())?;
+        let h = validate(&r.bytes, usize::MAX).map_err(|e| format!("read at {at}: {e}"))?;
+        if h.base_offset != at {
+            return Err(format!("offsets not dense: expected a batch at {at}, got {}", h.base_offset));
+        }
+        out.push((at, r.bytes.to_vec()));
+        at = h.next_offset();
+    }
+    Ok(out)
+}
+
+/// The invariants after a recovery; on success the model is cut to what survived.
+pub fn check_recovered(log: &Log, model: &mut Model) -> Result<(), String> {
+    let got = read_all(log)?;
+    let start = model.batches.iter().position(|(o, _)| *o == log.log_start_offset());
+    let start = match (start, got.is_empty()) {
+        (Some(s), _) => s,
+        (None, true) => model.batches.len(),
+        (None, false) => return Err(format!("log starts at {}, not at any appended batch", log.log_start_offset())),
+    };
+    for (i, (offset, bytes)) in got.iter().enumerate() {
+        match model.batches.get(start + i) {
+            Some((o, b)) if o == offset && b == bytes => {}
+            Some((o, _)) => return Err(format!("batch at offset {offset} differs from the one appended at {o}")),
+            None => return Err(format!("batch at offset {offset} was never appended")),
+        }
+    }
+    if log.log_end_offset() < model.synced_below {
+        return Err(format!("lost synced data: log ends at {} but everything below {} was synced", log.log_end_offset(), model.synced_below));
+    }
+    log.verify_indexes()?;
+    model.batches.truncate(start + got.len());
+    Ok(())
+}
+
+fn random_config(rng: &mut ChaCha8Rng) -> LogConfig {
+    let flush = match rng.gen_range(0..4) {
+        0 => FlushPolicy::Never,
+        1 => FlushPolicy::EveryBatch,
+        2 => FlushPolicy::EveryMessages(rng.gen_range(2..20)),
+        _ => FlushPolicy::EveryMs(rng.gen_range(5..50)),
+    };
+    LogConfig {
+        segment_bytes: rng.gen_range(1024..8192),
+        segment_ms: rng.gen_range(50..500),
+        index_interval_bytes: rng.gen_range(64..1024),
+        retention_bytes: if rng.gen_bool(0.3) { rng.gen_range(8192..32768) } else { -1 },
+        flush,
+        ..LogConfig::default()
+    }
+}
+
+fn random_batch(rng: &mut ChaCha8Rng, serial: &mut u64, now: u64) -> Vec<u8> {
+    let n = rng.gen_range(1..6);
+    let values: Vec<Vec<u8>> = (0..n)
+        .map(|_| {
+            *serial += 1;
+            let len = rng.gen_range(0..300);
+            let mut v = format!("v{serial}:").into_bytes();
+            v.extend((0..len).map(|i| (i as u8).wrapping_mul(31).wrapping_add(*serial as u8)));
+            v
+        })
+        .collect();
+    let refs: Vec<&[u8]> = values.iter().map(|v| v.as_slice()).collect();
+    build(&refs, now as i64)
+}
+
+/// One seed: `rounds` of open → check → random work → crash. Returns the final log's batches.
+/// `verbose` prints each recovery report and crash outcome to stderr.
+pub fn crash_rounds(seed: u64, rounds: usize, verbose: bool) -> Result<Vec<(i64, Vec<u8>)>, String> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let disk = SimDisk::new(seed);
+    let dir = Path::new("/data/topic-0");
+    let config = random_config(&mut rng);
+    let mut model = Model::default();
+    let mut now = 0u64;
+    let mut serial = 0u64;
+    for round in 0..rounds {
+        let ctx = |e: String| format!("seed {seed} round {round} ({config:?}): {e}");
+        let (mut log, report) = Log::open(Arc::new(disk.clone()) as Arc<dyn Disk>, dir, config.clone(), now).map_err(|e| ctx(e.to_string()))?;
+        if verbose {
+            eprintln!("seed {seed} round {round}: {report:?}; segments {:?}, end {}", log.segment_bases(), log.log_end_offset());
+        }
+        check_recovered(&log, &mut model).map_err(ctx)?;
+        // Occasionally a full disk: appends fail cleanly and change nothing.
+        let full = rng.gen_bool(0.1);
+        if full {
+            let used = disk.used_bytes();
+            disk.set_faults(DiskFaults { capacity_bytes: Some(used + rng.gen_range(0..4096)), ..DiskFaults::default() });
+        }
+        for _ in 0..rng.gen_range(1..40) {
+            now += rng.gen_range(0..20);
+            match rng.gen_range(0..100) {
+                0..=79 => {
+                    let mut batch = random_batch(&mut rng, &mut serial, now);
+                    match log.append(&mut batch, round as i32, now) {
+                        Ok(info) => model.batches.push((info.base_offset, batch)),
+                        Err(LogError::Io { source, .. }) if full && source.kind() == std::io::ErrorKind::StorageFull => {}
+                        Err(e) => return Err(ctx(format!("append: {e}"))),
+                    }
+                }
+                80..=89 => match log.flush(now) {
+                    Err(e) if !full => return Err(ctx(format!("flush: {e}"))),
+                    _ => {}
+                },
+                90..=94 => match log.flush(now).and_then(|_| log.checkpoint()) {
+                    Err(e) if !full => return Err(ctx(format!("checkpoint: {e}"))),
+                    _ => {}
+                },
+                _ => match log.tick(now) {
+                    Err(e) if !full => return Err(ctx(format!("tick: {e}"))),
+                    _ => {}
+                },
+            }
+            // The log's own claim, checked by the next recovery: everything below it is synced.
+            model.synced_below = model.synced_below.max(log.recovery_point());
+            check_prefix_live(&log, &model).map_err(ctx)?;
+        }
+        drop(log);
+        disk.set_faults(DiskFaults::default());
+        let mode = if rng.gen_bool(0.8) { CrashMode::PowerLoss } else { CrashMode::Clean };
+        let crash = disk.crash(mode);
+        if verbose {
+            eprintln!("seed {seed} round {round}: {crash}");
+        }
+        now += rng.gen_range(0..1000);
+    }
+    let (log, _) = Log::open(Arc::new(disk.clone()) as Arc<dyn Disk>, dir, config.clone(), now).map_err(|e| e.to_string())?;
+    check_recovered(&log, &mut model).map_err(|e| format!("seed {seed} final: {e}"))?;
+    read_all(&log)
+}
+
+/// Cheap check while running: the live log ends where the model does.
+fn check_prefix_live(log: &Log, model: &Model) -> Result<(), String> {
+    let end = model.batches.last().map(|(o, b)| o + validate(b, usize::MAX).map(|h| h.last_offset_delta as i64 + 1).unwrap_or(0));
+    if let Some(end) = end {
+        if end != log.log_end_offset() {
+            return Err(format!("live log ends at {} but the model at {end}", log.log_end_offset()));
+        }
+    }
+    Ok(())
+}
+
+
+// ---------------------------------------------------------------------------------------------
+// Inside madsim nodes: each round a fresh node opens the log on the surviving `SimDisk` and
+// appends, sleeping off the disk's simulated latency between calls, so the kill lands between a
+// write and its sync; then the harness applies power-loss semantics and checks the recovered log
+// against what the node had acknowledged.
+
+#[cfg(madsim)]
+const DIR: &str = "/data/orders-0";
+
+#[cfg(madsim)]
+fn node_config() -> LogConfig {
+    LogConfig { segment_bytes: 4096, index_interval_bytes: 256, flush: FlushPolicy::EveryMessages(7), ..LogConfig::default() }
+}
+
+/// The node's workload: append forever, recording each acknowledged batch in the model
+/// before the next await point (a kill can only land at an await).
+#[cfg(madsim)]
+async fn writer(disk: SimDisk, model: Arc<Mutex<Model>>) {
+    let (mut log, _) = Log::open(Arc::new(disk.clone()) as Arc<dyn Disk>, Path::new(DIR), node_config(), 0).expect("open on node");
+    let mut i = 0u64;
+    loop {
+        i += 1;
+        let value = format!("record {i}").into_bytes();
+        let mut batch = build(&[&value, &value], i as i64);
+        let info = log.append(&mut batch, 1, i).expect("append on node");
+        {
+            let mut m = model.lock().expect("model");
+            m.batches.push((info.base_offset, batch));
+            m.synced_below = m.synced_below.max(log.recovery_point());
+        }
+        tokio::time::sleep(disk.take_stall().max(Duration::from_micros(1))).await;
+    }
+}
+
+/// Runs `rounds` kill + power-loss rounds under madsim with `seed`; returns the final log.
+#[cfg(madsim)]
+pub fn node_rounds(seed: u64, rounds: usize) -> Result<Vec<(i64, Vec<u8>)>, String> {
+    let rt = Runtime::with_seed_and_config(seed, madsim::Config::default());
+    rt.block_on(async move {
+        let handle = Handle::current();
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let faults = DiskFaults { latency_ns_min: 20_000, latency_ns_max: 3_000_000, ..DiskFaults::default() };
+        let disk = SimDisk::with_faults(seed, faults);
+        let model = Arc::new(Mutex::new(Model::default()));
+        let mut killed_with_pending = 0;
+        for round in 0..rounds {
+            let node = handle.create_node().name(format!("broker-{round}")).build();
+            node.spawn(writer(disk.clone(), model.clone()));
+            tokio::time::sleep(Duration::from_micros(rng.gen_range(1..60_000))).await;
+            handle.kill(node.id());
+            if disk.pending_ops() > 0 {
+                killed_with_pending += 1;
+            }
+            disk.crash(CrashMode::PowerLoss);
+            let (log, _) = Log::open(Arc::new(disk.clone()) as Arc<dyn Disk>, Path::new(DIR), node_config(), 0)
+                .map_err(|e| format!("seed {seed} round {round}: open after power loss: {e}"))?;
+            let mut m = model.lock().expect("model");
+            check_recovered(&log, &mut m).map_err(|e| format!("seed {seed} round {round}: {e}"))?;
+        }
+        if killed_with_pending * 2 < rounds {
+            return Err(format!("seed {seed}: kills should mostly land mid-write ({killed_with_pending}/{rounds})"));
+        }
+        let (log, _) = Log::open(Arc::new(disk.clone()) as Arc<dyn Disk>, Path::new(DIR), node_config(), 0).map_err(|e| e.to_string())?;
+        if log.log_end_offset() == 0 {
+            return Err(format!("seed {seed}: nothing survived {rounds} rounds"));
+        }
+        read_all(&log)
+    })
+}
+
+/// A stable 64-bit digest (FNV-1a) of a log's batches, to compare runs.
+pub fn digest(batches: &[(i64, Vec<u8>)]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for (offset, bytes) in batches {
+        for b in offset.to_be_bytes().iter().chain(bytes) {
+            h ^= *b as u64;
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
+}
+
