@@ -383,7 +383,15 @@ impl Log {
             self.dir_dirty = true;
             deleted += 1;
         }
-        self.recovery_point = self.recovery_point.max(self.log_start_offset());
+        if deleted > 0 {
+            // The recovery point may only move up to the new start once the deletions are
+            // durable; otherwise a power loss could bring back an old segment that was never
+            // synced, with the offsets after it lost — below a recovery point that vouched
+            // for them.
+            self.disk.sync_dir(&self.dir).map_err(|source| LogError::Io { op: "fsync directory", path: self.dir.clone(), source })?;
+            self.dir_dirty = false;
+            self.recovery_point = self.recovery_point.max(self.log_start_offset());
+        }
         Ok(deleted)
     }
 

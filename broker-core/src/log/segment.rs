@@ -224,7 +224,11 @@ impl Segment {
         let cut = match end.stop {
             None => None,
             Some((position, reason)) => {
+                // Synced at once: the bytes past the cut are below no offset, so no later
+                // offset-driven flush would know to make the truncation durable, and a power
+                // loss could bring the garbage back under a segment that is by then trusted.
                 seg.log.truncate(position).map_err(io_err("truncate", &seg.log_path))?;
+                seg.log.sync().map_err(io_err("fdatasync", &seg.log_path))?;
                 Some(Cut {
                     file: seg.log_path.clone(),
                     position,

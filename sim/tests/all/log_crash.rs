@@ -44,3 +44,24 @@ fn power_loss_really_loses_unsynced_data_sometimes() {
     }
     assert!(cut >= 10, "only {cut} of 40 power losses lost unsynced data");
 }
+
+// Regression seeds, each named after the bug it found (all fixed in broker-core::log).
+
+#[test]
+fn regression_rebuilt_index_unsynced_when_an_old_checkpoint_later_trusts_it() {
+    crash_rounds(54, 12, false).unwrap();
+}
+
+#[test]
+fn regression_cut_not_synced_so_garbage_returned_under_a_trusted_segment() {
+    for seed in [517, 1026, 2783, 5409] {
+        crash_rounds(seed, 12, false).unwrap();
+    }
+}
+
+#[test]
+fn regression_retention_advanced_recovery_point_before_deletes_were_durable() {
+    for seed in [845, 6670, 10748] {
+        crash_rounds(seed, 12, false).unwrap();
+    }
+}

@@ -1,0 +1,3 @@
+//! `broker-core`'s integration tests, one binary, modules by theme.
+
+mod tidy;

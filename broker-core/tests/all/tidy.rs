@@ -1,0 +1,58 @@
+//! Mechanical determinism rules for the core (TigerBeetle's `tidy.zig` habit): decision code
+//! must not read wall-clock time or OS randomness, nor iterate hash maps into anything
+//! observable. The IO edge (`src/bin/`, `src/server/`) is exempt: it is where real time enters.
+
+use std::path::{Path, PathBuf};
+
+/// Substrings that must not appear in the core, with the reason shown on failure.
+const BANNED: &[(&str, &str)] = &[
+    ("SystemTime::now", "wall-clock time: take `now` from the caller"),
+    ("Instant::now", "wall-clock time: take `now` from the caller"),
+    ("thread_rng", "OS-seeded randomness: take an injected seeded RNG"),
+    ("rand::random", "OS-seeded randomness: take an injected seeded RNG"),
+    ("OsRng", "OS randomness: take an injected seeded RNG"),
+    ("HashMap", "iteration order varies per process: use BTreeMap"),
+    ("HashSet", "iteration order varies per process: use BTreeSet"),
+    ("std::fs::", "the core does IO only through storage::Disk (FileDisk is the one exception)"),
+];
+
+/// Files allowed to break a rule, and which rule.
+const EXEMPT: &[(&str, &str)] = &[("storage/file_disk.rs", "std::fs::"), ("storage/conformance.rs", "std::fs::")];
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("read src") {
+        let path = entry.expect("dir entry").path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn core_reads_no_clock_no_os_randomness_no_hash_order() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.sort();
+    assert!(files.len() >= 8, "found only {} source files under {}", files.len(), src.display());
+    let mut hits = Vec::new();
+    for file in &files {
+        let rel = file.strip_prefix(&src).unwrap().to_string_lossy().replace('\\', "/");
+        // The edge, and unit-test files (which poke real files to plant corruption).
+        if rel.starts_with("bin/") || rel.starts_with("server/") || rel.ends_with("/tests.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            for (pat, why) in BANNED {
+                if code.contains(pat) && !EXEMPT.iter().any(|(f, p)| rel == *f && p == pat) {
+                    hits.push(format!("src/{rel}:{}: `{pat}`: {why}", n + 1));
+                }
+            }
+        }
+    }
+    assert!(hits.is_empty(), "determinism rules broken:\n{}", hits.join("\n"));
+}
