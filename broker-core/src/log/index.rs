@@ -4,9 +4,10 @@
 //! Both are caches of what the `.log` file already says, so they are never trusted blindly:
 //! [`IndexFile::load`] rejects a file that is not a whole number of entries or not strictly
 //! increasing, and the segment rebuilds it from the log. Entries live in memory for lookup and
-//! are appended to the file as they are made; the file is synced with its segment.
+//! reach the file in groups (every [`index_write_entries`] entries, and always before a sync),
+//! which keeps index IO off the per-append path the way Kafka's mmap'd indexes do.
 
-use crate::constants::{offset_index_entry_bytes, time_index_entry_bytes};
+use crate::constants::{index_write_entries, offset_index_entry_bytes, time_index_entry_bytes};
 use crate::storage::{read_exact_at, DiskFile};
 use std::io;
 
@@ -74,13 +75,15 @@ impl Entry for TimeEntry {
 pub struct IndexFile<E: Entry> {
     file: Box<dyn DiskFile>,
     entries: Vec<E>,
+    /// How many of `entries` are in the file; the rest wait for the next group write.
+    written: usize,
 }
 
 impl<E: Entry> IndexFile<E> {
     /// An index with no entries over `file`, which is truncated to empty.
     pub fn empty(file: Box<dyn DiskFile>) -> io::Result<Self> {
         file.truncate(0)?;
-        Ok(IndexFile { file, entries: Vec::new() })
+        Ok(IndexFile { file, entries: Vec::new(), written: 0 })
     }
 
     /// Reads the entries of `file`. `Ok(None)` means the file is not a valid index (partial
@@ -98,7 +101,8 @@ impl<E: Entry> IndexFile<E> {
             let why = format!("entry {} does not increase over entry {i}", i + 1);
             return Ok(Err((file, why)));
         }
-        Ok(Ok(IndexFile { file, entries }))
+        let written = entries.len();
+        Ok(Ok(IndexFile { file, entries, written }))
     }
 
     pub fn entries(&self) -> &[E] {
@@ -109,13 +113,28 @@ impl<E: Entry> IndexFile<E> {
         self.entries.last().copied()
     }
 
-    /// Appends an entry whose key must exceed the last one's (a caller bug otherwise).
+    /// Adds an entry whose key must exceed the last one's (a caller bug otherwise); writes the
+    /// pending group to the file when it is full.
     pub fn push(&mut self, e: E) -> io::Result<()> {
         debug_assert!(self.last().is_none_or(|l| l.key() < e.key()), "index keys must increase");
-        let mut buf = [0u8; 16];
-        e.encode(&mut buf[..E::BYTES]);
-        self.file.append(&buf[..E::BYTES])?;
         self.entries.push(e);
+        if self.entries.len() - self.written >= index_write_entries {
+            self.write_pending()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the entries not yet in the file, in one append.
+    fn write_pending(&mut self) -> io::Result<()> {
+        if self.written == self.entries.len() {
+            return Ok(());
+        }
+        let mut buf = vec![0u8; (self.entries.len() - self.written) * E::BYTES];
+        for (e, chunk) in self.entries[self.written..].iter().zip(buf.chunks_exact_mut(E::BYTES)) {
+            e.encode(chunk);
+        }
+        self.file.write_at(&buf, (self.written * E::BYTES) as u64)?;
+        self.written = self.entries.len();
         Ok(())
     }
 
@@ -131,12 +150,17 @@ impl<E: Entry> IndexFile<E> {
         let n = self.entries.partition_point(|e| keep(e));
         if n < self.entries.len() {
             self.entries.truncate(n);
-            self.file.truncate((n * E::BYTES) as u64)?;
+            if n < self.written {
+                self.written = n;
+                self.file.truncate((n * E::BYTES) as u64)?;
+            }
         }
         Ok(())
     }
 
-    pub fn sync(&self) -> io::Result<()> {
+    /// Writes pending entries and makes the file durable.
+    pub fn sync(&mut self) -> io::Result<()> {
+        self.write_pending()?;
         self.file.sync()
     }
 }
@@ -155,6 +179,7 @@ mod tests {
         for i in 1..=3u32 {
             idx.push(OffsetEntry { relative_offset: i * 10, position: i * 4096 }).unwrap();
         }
+        idx.sync().unwrap();
         assert_eq!(idx.floor(5), None);
         assert_eq!(idx.floor(25).unwrap().position, 8192);
         assert_eq!(idx.floor(30).unwrap().position, 12288);

@@ -183,7 +183,8 @@ impl Log {
             }
             let expected = segments.last().map(|s| s.next_offset());
             if next_base.is_some_and(|n| n <= report.recovery_point) {
-                let seg = Segment::open_trusted(disk.as_ref(), &dir, base, config.index_interval_bytes, now, &mut report.indexes_rebuilt)?;
+                let mut seg = Segment::open_trusted(disk.as_ref(), &dir, base, config.index_interval_bytes, now, &mut report.indexes_rebuilt)?;
+                seg.sync_indexes()?; // a no-op unless they were rebuilt
                 if next_base != Some(seg.next_offset()) {
                     return Err(LogError::Corrupt {
                         file: seg.log_path().to_path_buf(),

@@ -182,6 +182,7 @@ impl Segment {
         };
         let rebuilding = from == 0 && index.entries().is_empty();
         let mut seg = Segment::assemble(base, lp, log, index, time_index, interval, now);
+        seg.idx.dirty = rebuilding;
         if let Some(last) = seg.idx.time_index.last() {
             seg.idx.max_timestamp = last.timestamp;
             seg.idx.offset_of_max_timestamp = base + last.relative_offset as i64;
