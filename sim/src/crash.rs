@@ -147,7 +147,7 @@ pub fn crash_rounds(seed: u64, rounds: usize, verbose: bool) -> Result<Vec<(i64,
                     Err(e) if !full => return Err(ctx(format!("checkpoint: {e}"))),
                     _ => {}
                 },
-                _ => match log.tick(now) {
+                _ => match log.tick(now, log.log_end_offset()) {
                     Err(e) if !full => return Err(ctx(format!("tick: {e}"))),
                     _ => {}
                 },

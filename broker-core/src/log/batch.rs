@@ -41,6 +41,9 @@ pub enum BatchError {
     /// Not magic 2 (v0/v1 message sets are not supported). Kafka: UNSUPPORTED_FOR_MESSAGE_FORMAT.
     #[error("batch magic is {0}, only magic 2 is supported")]
     UnsupportedMagic(u8),
+    /// Compression codec id above 4 (zstd). Kafka: UNSUPPORTED_COMPRESSION_TYPE.
+    #[error("batch compression codec {0} does not exist")]
+    UnsupportedCompression(u8),
     /// CRC-32C over attributes..end does not match. Kafka: CORRUPT_MESSAGE.
     #[error("batch CRC-32C is {stored:#010x} but the bytes hash to {computed:#010x}")]
     BadCrc { stored: u32, computed: u32 },
@@ -86,6 +89,10 @@ impl BatchHeader {
     }
     pub fn is_control(&self) -> bool {
         self.attributes & 0x20 != 0
+    }
+    /// Timestamp type bit: LogAppendTime (the broker's clock) instead of CreateTime.
+    pub fn log_append_time(&self) -> bool {
+        self.attributes & 0x08 != 0
     }
 }
 
@@ -164,10 +171,25 @@ pub fn validate(b: &[u8], max_bytes: usize) -> Result<BatchHeader, BatchError> {
             last_offset_delta: header.last_offset_delta,
         });
     }
+    if header.compression() > 4 {
+        return Err(BatchError::UnsupportedCompression(header.compression()));
+    }
     if header.compression() == 0 {
-        check_records(&b[batch_header_bytes..], header.records_count)?;
+        let max = check_records(&b[batch_header_bytes..], header.records_count, header.base_timestamp)?;
+        if !header.log_append_time() {
+            // The records' own newest timestamp is the truth; the caller rewrites a header
+            // that disagrees (as Kafka does), so time lookup and retention see the records.
+            return Ok(BatchHeader { max_timestamp: max, ..header });
+        }
     }
     Ok(header)
+}
+
+/// Sets maxTimestamp (which the CRC covers) and recomputes the CRC.
+pub fn set_max_timestamp(b: &mut [u8], ts: i64) {
+    b[max_timestamp_at..max_timestamp_at + 8].copy_from_slice(&ts.to_be_bytes());
+    let crc = crc32c::crc32c(&b[attributes_at..]);
+    b[crc_at..crc_at + 4].copy_from_slice(&crc.to_be_bytes());
 }
 
 /// Writes the log-assigned base offset and the leader epoch into a batch. Both fields sit
@@ -212,8 +234,22 @@ pub struct RecordInfo {
     pub timestamp_delta: i64,
 }
 
+/// Skips a length-prefixed field (`-1` = null when `nullable`); false if it does not fit.
+fn skip_field(rec: &[u8], p: &mut usize, nullable: bool) -> bool {
+    match varint(rec, p) {
+        Some(-1) if nullable => true,
+        Some(n) if n >= 0 && *p + n as usize <= rec.len() => {
+            *p += n as usize;
+            true
+        }
+        _ => false,
+    }
+}
+
 /// Walks the records of an uncompressed batch body, checking that exactly `count` records fill
-/// it, and calls `visit` for each.
+/// it and that each record's fields (attributes, timestamp and offset deltas, key, value,
+/// headers) end exactly at the record's length, as Kafka's `DefaultRecord.readFrom` does.
+/// Calls `visit` for each.
 pub fn walk_records(
     body: &[u8],
     count: i32,
@@ -222,17 +258,28 @@ pub fn walk_records(
     let mut pos = 0usize;
     for _ in 0..count {
         let len = varint(body, &mut pos).ok_or(BatchError::BadRecords("truncated record length"))?;
-        if len < 0 || pos + len as usize > body.len() {
+        if len < 1 || pos + len as usize > body.len() {
             return Err(BatchError::BadRecords("record length runs past the batch"));
         }
         let end = pos + len as usize;
         let rec = &body[..end];
-        let mut p = pos;
-        p += 1; // attributes (unused, must be present)
+        let mut p = pos + 1; // attributes (unused, must be present)
         let timestamp_delta = varlong(rec, &mut p).ok_or(BatchError::BadRecords("bad timestamp"))?;
         let offset_delta = varint(rec, &mut p).ok_or(BatchError::BadRecords("bad offset delta"))?;
-        if p > end {
-            return Err(BatchError::BadRecords("record header runs past its length"));
+        if !skip_field(rec, &mut p, true) {
+            return Err(BatchError::BadRecords("key runs past its record"));
+        }
+        if !skip_field(rec, &mut p, true) {
+            return Err(BatchError::BadRecords("value runs past its record"));
+        }
+        let headers = varint(rec, &mut p).filter(|&h| h >= 0).ok_or(BatchError::BadRecords("bad header count"))?;
+        for _ in 0..headers {
+            if !skip_field(rec, &mut p, false) || !skip_field(rec, &mut p, true) {
+                return Err(BatchError::BadRecords("header runs past its record"));
+            }
+        }
+        if p != end {
+            return Err(BatchError::BadRecords("record fields do not end at the record's length"));
         }
         visit(RecordInfo { offset_delta, timestamp_delta });
         pos = end;
@@ -243,17 +290,27 @@ pub fn walk_records(
     Ok(())
 }
 
-fn check_records(body: &[u8], count: i32) -> Result<(), BatchError> {
+/// Checks record framing, dense offset deltas and timestamps that do not overflow; returns
+/// the newest record timestamp.
+fn check_records(body: &[u8], count: i32, base_timestamp: i64) -> Result<i64, BatchError> {
     let mut expected = 0;
-    let mut ok = true;
+    let (mut dense, mut fits) = (true, true);
+    let mut max = i64::MIN;
     walk_records(body, count, |r| {
-        ok &= r.offset_delta == expected;
+        dense &= r.offset_delta == expected;
         expected += 1;
+        match base_timestamp.checked_add(r.timestamp_delta) {
+            Some(ts) => max = max.max(ts),
+            None => fits = false,
+        }
     })?;
-    if !ok {
+    if !dense {
         return Err(BatchError::BadRecords("offset deltas are not 0, 1, 2, ..."));
     }
-    Ok(())
+    if !fits {
+        return Err(BatchError::BadRecords("record timestamp overflows"));
+    }
+    Ok(max)
 }
 
 /// Encoding side, for tests, benchmarks and the simulator's workloads: one uncompressed v2

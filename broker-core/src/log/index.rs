@@ -86,10 +86,14 @@ impl<E: Entry> IndexFile<E> {
         Ok(IndexFile { file, entries: Vec::new(), written: 0 })
     }
 
-    /// Reads the entries of `file`. `Ok(None)` means the file is not a valid index (partial
-    /// entry, keys not strictly increasing) and must be rebuilt.
-    pub fn load(file: Box<dyn DiskFile>) -> io::Result<Result<Self, (Box<dyn DiskFile>, String)>> {
-        let len = file.len()? as usize;
+    /// Reads the entries of `file`. `Ok(Err(..))` means the file is not a valid index (longer
+    /// than `max_bytes`, partial entry, keys not strictly increasing) and must be rebuilt.
+    pub fn load(file: Box<dyn DiskFile>, max_bytes: u64) -> io::Result<Result<Self, (Box<dyn DiskFile>, String)>> {
+        let len = file.len()?;
+        if len > max_bytes {
+            return Ok(Err((file, format!("{len} bytes is more than the log could need ({max_bytes})"))));
+        }
+        let len = len as usize;
         if len % E::BYTES != 0 {
             let why = format!("{len} bytes is not a whole number of {}-byte entries", E::BYTES);
             return Ok(Err((file, why)));
@@ -184,7 +188,7 @@ mod tests {
         assert_eq!(idx.floor(25).unwrap().position, 8192);
         assert_eq!(idx.floor(30).unwrap().position, 12288);
         drop(idx);
-        let loaded = IndexFile::<OffsetEntry>::load(disk.open(&path, false).unwrap()).unwrap();
+        let loaded = IndexFile::<OffsetEntry>::load(disk.open(&path, false).unwrap(), 1 << 20).unwrap();
         let mut loaded = loaded.ok().expect("valid index loads");
         assert_eq!(loaded.entries().len(), 3);
         loaded.truncate_where(|e| e.relative_offset < 20).unwrap();
@@ -199,7 +203,7 @@ mod tests {
         let path = tmp.path().join("0.timeindex");
         let f = disk.open(&path, true).unwrap();
         f.append(&[0u8; 13]).unwrap();
-        let r = IndexFile::<TimeEntry>::load(f).unwrap();
+        let r = IndexFile::<TimeEntry>::load(f, 1 << 20).unwrap();
         assert!(r.err().unwrap().1.contains("whole number"));
         let f = disk.open(&path, true).unwrap();
         f.truncate(0).unwrap();
@@ -207,7 +211,7 @@ mod tests {
         TimeEntry { timestamp: 50, relative_offset: 1 }.encode(&mut b[..12]);
         TimeEntry { timestamp: 50, relative_offset: 2 }.encode(&mut b[12..]);
         f.append(&b).unwrap();
-        let r = IndexFile::<TimeEntry>::load(f).unwrap();
+        let r = IndexFile::<TimeEntry>::load(f, 1 << 20).unwrap();
         assert!(r.err().unwrap().1.contains("does not increase"));
     }
 }

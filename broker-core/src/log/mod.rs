@@ -110,6 +110,10 @@ pub enum LogError {
     /// A setting the log cannot honour. Kafka: INVALID_CONFIG.
     #[error("invalid log config: {0}")]
     Config(String),
+    /// The log refuses writes after a failed sync until it is reopened. Kafka:
+    /// KAFKA_STORAGE_ERROR.
+    #[error("log is offline until reopened: {0}")]
+    Failed(String),
 }
 
 /// Where an append landed.
@@ -163,6 +167,11 @@ pub struct Log {
     unflushed_since_ms: Option<u64>,
     /// A segment file was created or removed since the last directory sync.
     dir_dirty: bool,
+    /// Set when a sync (or the undoing of a failed write) failed. After a failed fsync the
+    /// kernel may have dropped the dirty pages while a later fsync reports success, so the
+    /// log refuses all further writes until it is reopened and recovered (Kafka takes the
+    /// log directory offline for the same reason).
+    failed: Option<String>,
 }
 
 impl Log {
@@ -195,6 +204,13 @@ impl Log {
                 report.segments_trusted += 1;
                 segments.push(seg);
             } else if let (Some(end), Some(prev)) = (expected.filter(|&e| e != base), segments.last()) {
+                if end < report.recovery_point {
+                    return Err(LogError::Corrupt {
+                        file: prev.log_path().to_path_buf(),
+                        position: prev.size(),
+                        reason: format!("segment ends at offset {end} but the next file starts at {base}, below the recovery point {}", report.recovery_point),
+                    });
+                }
                 // The previous segment lost an unsynced tail while this later file's name
                 // survived (legal: a directory sync commits the roll's create). Everything
                 // from here on is after the loss, so it goes, as after a cut.
@@ -206,7 +222,7 @@ impl Log {
                 });
                 report.segments_removed.push(segment::delete_files(disk.as_ref(), &dir, base)?);
             } else {
-                let (mut seg, cut) = Segment::recover(disk.as_ref(), &dir, base, config.index_interval_bytes, now, config.max_message_bytes.max(message_bytes_max))?;
+                let (mut seg, cut) = Segment::recover(disk.as_ref(), &dir, base, config.index_interval_bytes, now, report.recovery_point)?;
                 report.segments_scanned += 1;
                 report.cut = cut;
                 // The rebuilt indexes must be durable before a later checkpoint can make this
@@ -221,7 +237,7 @@ impl Log {
         let end = segments.last().expect("non-empty").next_offset();
         let start = segments[0].base_offset;
         let recovery_point = report.recovery_point.clamp(start, end);
-        let mut log = Log { disk, dir, config, segments, recovery_point, unflushed_records: 0, unflushed_since_ms: None, dir_dirty: true };
+        let mut log = Log { disk, dir, config, segments, recovery_point, unflushed_records: 0, unflushed_since_ms: None, dir_dirty: true, failed: None };
         if report.cut.is_some() || !report.segments_removed.is_empty() || report.recovery_point > end {
             // Make the cut durable before anything new lands on top of it, and never leave a
             // checkpoint on disk that vouches for offsets the log no longer has: a later roll
@@ -233,14 +249,26 @@ impl Log {
     }
 
     /// Validates `batch`, assigns its offsets from the log end, stamps `leader_epoch`, appends
-    /// it, and flushes if the policy says so. On any error nothing was appended.
+    /// it, and flushes if the policy says so. An invalid batch changes nothing. An IO error
+    /// during the write leaves the log as it was; an error from the flush after a successful
+    /// write means the batch is in the log but not known durable, and the log is then failed
+    /// (see [`Log::failure`]): recovery on reopen decides whether the batch survived.
     pub fn append(&mut self, batch: &mut [u8], leader_epoch: i32, now: u64) -> Result<AppendInfo, LogError> {
+        self.check_failed()?;
         let header = batch::validate(batch, self.config.max_message_bytes)?;
+        if !header.log_append_time() && batch::read_header(batch)?.max_timestamp != header.max_timestamp {
+            batch::set_max_timestamp(batch, header.max_timestamp);
+        }
         let base = self.log_end_offset();
-        self.maybe_roll(batch.len() as u64, header.last_offset_delta, now)?;
+        self.maybe_roll(batch.len() as u64, header.last_offset_delta, header.max_timestamp, now)?;
         batch::stamp(batch, base, leader_epoch);
         let header = BatchHeader { base_offset: base, leader_epoch, ..header };
-        self.active_mut().append(batch, &header)?;
+        if let Err(e) = self.active_mut().append(batch, &header) {
+            if let LogError::Failed(_) = e {
+                self.failed = Some(e.to_string());
+            }
+            return Err(e);
+        }
         self.unflushed_records += header.records_count as u64;
         self.unflushed_since_ms.get_or_insert(now);
         let flushed = match self.config.flush {
@@ -257,14 +285,14 @@ impl Log {
 
     /// Kafka's roll rules: the batch would overflow `segment.bytes`, the segment is older than
     /// `segment.ms`, or its offsets would overflow the u32 relative offsets of the indexes.
-    fn maybe_roll(&mut self, batch_bytes: u64, last_delta: i32, now: u64) -> Result<(), LogError> {
+    fn maybe_roll(&mut self, batch_bytes: u64, last_delta: i32, batch_timestamp: i64, now: u64) -> Result<(), LogError> {
         let end = self.log_end_offset();
         let active = self.active();
         if active.is_empty() {
             return Ok(());
         }
         let full = active.size() + batch_bytes > self.config.segment_bytes;
-        let old = now.saturating_sub(active.created_ms) >= self.config.segment_ms;
+        let old = active.age_ms(now, batch_timestamp) >= self.config.segment_ms;
         let offsets = end + last_delta as i64 - active.base_offset > segment_offsets_max;
         if full || old || offsets {
             self.roll(now)?;
@@ -319,6 +347,15 @@ impl Log {
     /// Syncs every segment holding data at or after the recovery point (oldest first, so a
     /// synced offset never sits after an unsynced one), and the directory if files changed.
     pub fn flush(&mut self, _now: u64) -> Result<(), LogError> {
+        self.check_failed()?;
+        let result = self.flush_inner();
+        if let Err(e) = &result {
+            self.failed = Some(format!("flush failed: {e}"));
+        }
+        result
+    }
+
+    fn flush_inner(&mut self) -> Result<(), LogError> {
         if self.dir_dirty {
             self.disk.sync_dir(&self.dir).map_err(|source| LogError::Io { op: "fsync directory", path: self.dir.clone(), source })?;
             self.dir_dirty = false;
@@ -337,9 +374,22 @@ impl Log {
         Ok(())
     }
 
+    /// Why the log refuses writes, if it does: a sync failed (see the `failed` field).
+    pub fn failure(&self) -> Option<&str> {
+        self.failed.as_deref()
+    }
+
+    fn check_failed(&self) -> Result<(), LogError> {
+        match &self.failed {
+            Some(why) => Err(LogError::Failed(why.clone())),
+            None => Ok(()),
+        }
+    }
+
     /// Writes the recovery point to its checkpoint file (atomically), after making the indexes
     /// of the segments it vouches for durable. Call after `flush`.
     pub fn checkpoint(&mut self) -> Result<(), LogError> {
+        self.check_failed()?;
         for seg in &mut self.segments {
             seg.sync_indexes()?;
         }
@@ -348,14 +398,15 @@ impl Log {
         write_atomically(self.disk.as_ref(), &path, text.as_bytes()).map_err(|source| LogError::Io { op: "write checkpoint", path, source })
     }
 
-    /// Time-driven work: `flush.ms` flushes and retention. Returns the segments deleted.
-    pub fn tick(&mut self, now: u64) -> Result<usize, LogError> {
+    /// Time-driven work: `flush.ms` flushes and retention (bounded by `upper`, see
+    /// [`Log::apply_retention`]). Returns the segments deleted.
+    pub fn tick(&mut self, now: u64, upper: i64) -> Result<usize, LogError> {
         if let (FlushPolicy::EveryMs(ms), Some(t)) = (self.config.flush, self.unflushed_since_ms) {
             if now >= t + ms {
                 self.flush(now)?;
             }
         }
-        self.apply_retention(now)
+        self.apply_retention(now, upper)
     }
 
     /// When `tick` next has time-driven work (a `flush.ms` deadline), if any.
@@ -367,11 +418,14 @@ impl Log {
     }
 
     /// Deletes whole non-active segments past `retention.ms` (by their largest timestamp) or
-    /// beyond `retention.bytes` (oldest first). Returns how many were deleted.
-    pub fn apply_retention(&mut self, now: u64) -> Result<usize, LogError> {
+    /// beyond `retention.bytes` (oldest first), but only segments wholly below `upper` (pass
+    /// the high watermark: Kafka never deletes what consumers may not yet have been able to
+    /// read). Returns how many were deleted.
+    pub fn apply_retention(&mut self, now: u64, upper: i64) -> Result<usize, LogError> {
+        self.check_failed()?;
         let mut deleted = 0;
         let mut total: u64 = self.segments.iter().map(|s| s.size()).sum();
-        while self.segments.len() > 1 {
+        while self.segments.len() > 1 && self.segments[1].base_offset <= upper {
             let oldest = &self.segments[0];
             let expired = self.config.retention_ms >= 0 && oldest.max_timestamp() >= 0 && oldest.max_timestamp() < now as i64 - self.config.retention_ms;
             let too_big = self.config.retention_bytes >= 0 && total - oldest.size() >= self.config.retention_bytes as u64;
@@ -466,7 +520,10 @@ fn read_recovery_point(disk: &dyn Disk, dir: &Path) -> Result<i64, LogError> {
         Err(source) => return Err(LogError::Io { op: "open", path, source }),
     };
     let len = file.len().map_err(|source| LogError::Io { op: "stat", path: path.clone(), source })?;
-    let mut buf = vec![0u8; len.min(64) as usize];
+    if len > 32 {
+        return Err(LogError::Corrupt { file: path, position: 32, reason: format!("recovery point file is {len} bytes; one number is at most 21") });
+    }
+    let mut buf = vec![0u8; len as usize];
     read_exact_at(file.as_ref(), &mut buf, 0).map_err(|source| LogError::Io { op: "read", path: path.clone(), source })?;
     // The file is replaced atomically, so anything unreadable is real corruption, not a tear.
     std::str::from_utf8(&buf)

@@ -39,8 +39,12 @@ pub struct Segment {
     /// Offset after the last batch (`base_offset` when empty).
     next_offset: i64,
     idx: Indexing,
-    /// Simulated or real ms at creation (or at open): the reference for `segment.ms` rolls.
+    /// Simulated or real ms at creation (or at open): the `segment.ms` reference while the
+    /// segment holds no batch.
     pub created_ms: u64,
+    /// maxTimestamp of the first batch: the `segment.ms` reference once there is one (Kafka's
+    /// rule, so restarts do not postpone time-based rolls).
+    first_batch_timestamp: Option<i64>,
 }
 
 /// The indexes and the running state that decides their next entries. Kept apart from the
@@ -143,6 +147,7 @@ impl Segment {
                 dirty: true,
             },
             created_ms: now,
+            first_batch_timestamp: None,
         }
     }
 
@@ -157,15 +162,38 @@ impl Segment {
         now: u64,
         rebuilt: &mut Vec<PathBuf>,
     ) -> Result<Segment, LogError> {
+        let seg = Segment::open_trusted_with(disk, dir, base, interval, now, rebuilt, false)?;
+        // A time index whose entries point past the segment (or claim more than its newest
+        // batch) cannot be checked before the scan; rebuild both and scan again.
+        let span = seg.next_offset - base;
+        let bad_time = seg.idx.time_index.entries().iter().any(|t| t.relative_offset as i64 >= span.max(1))
+            || seg.idx.time_index.last().is_some_and(|t| t.timestamp > seg.idx.max_timestamp);
+        if bad_time && !seg.idx.dirty {
+            drop(seg);
+            return Segment::open_trusted_with(disk, dir, base, interval, now, rebuilt, true);
+        }
+        Ok(seg)
+    }
+
+    fn open_trusted_with(
+        disk: &dyn Disk,
+        dir: &Path,
+        base: i64,
+        interval: u64,
+        now: u64,
+        rebuilt: &mut Vec<PathBuf>,
+        force_rebuild: bool,
+    ) -> Result<Segment, LogError> {
         let [lp, ip, tp] = paths(dir, base);
         let log = disk.open(&lp, false).map_err(io_err("open", &lp))?;
         let file_len = log.len().map_err(io_err("stat", &lp))?;
-        let index = load_index::<OffsetEntry>(disk, &ip)?;
-        let time_index = load_index::<TimeEntry>(disk, &tp)?;
-        let index_ok = match &index {
-            Ok(idx) => idx.last().is_none_or(|e| entry_points_at_batch(log.as_ref(), base, &e, file_len)),
-            Err(_) => false,
-        };
+        let index = load_index::<OffsetEntry>(disk, &ip, file_len)?;
+        let time_index = load_index::<TimeEntry>(disk, &tp, file_len)?;
+        let index_ok = !force_rebuild
+            && match &index {
+                Ok(idx) => offset_index_checks_out(log.as_ref(), base, idx.entries(), file_len),
+                Err(_) => false,
+            };
         let (index, time_index, from) = match (index, time_index) {
             (Ok(index), Ok(time_index)) if index_ok => {
                 let from = index.last().map_or(0, |e| e.position as u64);
@@ -187,12 +215,15 @@ impl Segment {
             seg.idx.max_timestamp = last.timestamp;
             seg.idx.offset_of_max_timestamp = base + last.relative_offset as i64;
         }
+        if file_len > 0 && from > 0 {
+            seg.first_batch_timestamp = Some(seg.header_at(0, Some(base), file_len)?.max_timestamp);
+        }
         let start_offset = match seg.idx.index.last() {
             Some(e) if from > 0 => base + e.relative_offset as i64,
             _ => base,
         };
         seg.size = from;
-        let end = seg.scan(from, file_len, start_offset, rebuilding, usize::MAX)?;
+        let end = seg.scan(from, file_len, start_offset, rebuilding)?;
         if let Some((position, reason)) = end.stop {
             return Err(LogError::Corrupt { file: seg.log_path.clone(), position, reason });
         }
@@ -202,14 +233,15 @@ impl Segment {
     }
 
     /// Opens a segment at or after the recovery point: scans it from the start, cuts the `.log`
-    /// at the first invalid or torn batch and rebuilds both indexes.
+    /// at the first invalid or torn batch and rebuilds both indexes. A bad batch below
+    /// `recovery_point` is synced data going bad: [`LogError::Corrupt`], nothing is cut.
     pub fn recover(
         disk: &dyn Disk,
         dir: &Path,
         base: i64,
         interval: u64,
         now: u64,
-        max_batch_bytes: usize,
+        recovery_point: i64,
     ) -> Result<(Segment, Option<Cut>), LogError> {
         let [lp, ip, tp] = paths(dir, base);
         let log = disk.open(&lp, false).map_err(io_err("open", &lp))?;
@@ -219,11 +251,15 @@ impl Segment {
         let time_index = IndexFile::empty(disk.open(&tp, true).map_err(io_err("create", &tp))?)
             .map_err(io_err("truncate", &tp))?;
         let mut seg = Segment::assemble(base, lp, log, index, time_index, interval, now);
-        let end = seg.scan(0, file_len, base, true, max_batch_bytes)?;
+        let end = seg.scan(0, file_len, base, true)?;
         seg.size = end.position;
         seg.next_offset = end.next_offset;
         let cut = match end.stop {
             None => None,
+            Some((position, reason)) if end.next_offset < recovery_point => {
+                let reason = format!("{reason} (below the recovery point {recovery_point}: this data was synced)");
+                return Err(LogError::Corrupt { file: seg.log_path.clone(), position, reason });
+            }
             Some((position, reason)) => {
                 // Synced at once: the bytes past the cut are below no offset, so no later
                 // offset-driven flush would know to make the truncation durable, and a power
@@ -243,14 +279,9 @@ impl Segment {
 
     /// Walks batches from `from` (whose first batch must start at `expected`) to `file_len`,
     /// fully validating each. With `index` set, adds index entries as appends would.
-    fn scan(
-        &mut self,
-        from: u64,
-        file_len: u64,
-        mut expected: i64,
-        index: bool,
-        max_batch_bytes: usize,
-    ) -> Result<ScanEnd, LogError> {
+    /// A batch may be as large as the rest of the file: `max.message.bytes` can have been
+    /// lowered since it was written, and the CRC, not a size guess, decides validity.
+    fn scan(&mut self, from: u64, file_len: u64, mut expected: i64, index: bool) -> Result<ScanEnd, LogError> {
         let mut reader = ChunkReader::new(self.log.as_ref(), &self.log_path, file_len);
         let mut pos = from;
         while pos < file_len {
@@ -259,9 +290,8 @@ impl Segment {
                 return stop(format!("{} trailing bytes, too few for a batch", file_len - pos));
             }
             let prefix = reader.get(pos, batch_log_overhead_bytes)?;
-            let size = match batch::declared_size(prefix) {
-                Some(s) if s <= max_batch_bytes => s,
-                _ => return stop("batch length field is not a plausible length".into()),
+            let Some(size) = batch::declared_size(prefix) else {
+                return stop("batch length field is not a plausible length".into());
             };
             if pos + size as u64 > file_len {
                 return stop(format!("batch of {size} bytes runs past the end of the file (torn write)"));
@@ -273,6 +303,9 @@ impl Segment {
             };
             if header.base_offset != expected {
                 return stop(format!("batch base offset {} where {expected} was expected", header.base_offset));
+            }
+            if pos == 0 {
+                self.first_batch_timestamp = Some(header.max_timestamp);
             }
             if index {
                 // Rebuilding: index failures surface later as a missing or invalid index.
@@ -293,10 +326,16 @@ impl Segment {
         debug_assert_eq!(h.size, bytes.len());
         if let Err(source) = self.log.write_at(bytes, self.size) {
             // Leave no partial batch behind: the next append must start on a batch boundary.
-            let _ = self.log.truncate(self.size);
+            if let Err(undo) = self.log.truncate(self.size) {
+                let path = self.log_path.display();
+                return Err(LogError::Failed(format!("append to {path} failed ({source}) and cutting it back failed ({undo})")));
+            }
             return Err(LogError::Io { op: "append", path: self.log_path.clone(), source });
         }
         let position = self.size;
+        if position == 0 {
+            self.first_batch_timestamp = Some(h.max_timestamp);
+        }
         self.size += bytes.len() as u64;
         self.next_offset = h.next_offset();
         // The batch is in the log; an index failure must not fail the append (see index_batch).
@@ -304,21 +343,45 @@ impl Segment {
         Ok(())
     }
 
-    /// Byte position of the batch containing `offset` (or the first batch after it), scanning
-    /// headers forward from the nearest index entry. `None` if no batch ends at or after it.
-    fn position_of(&self, offset: i64) -> Result<Option<(u64, BatchHeader)>, LogError> {
-        let rel = (offset - self.base_offset).clamp(0, u32::MAX as i64);
-        let mut pos = self.idx.index.floor(rel).map_or(0, |e| e.position as u64);
+    /// The header of the batch at `pos`, checked against the segment: a plausible length that
+    /// fits before `limit`, non-negative offset delta without overflow, and (when given) the
+    /// base offset the walk expects. Anything else is [`LogError::Corrupt`].
+    fn header_at(&self, pos: u64, expected: Option<i64>, limit: u64) -> Result<BatchHeader, LogError> {
         let mut header = [0u8; batch_header_bytes];
+        if pos + batch_header_bytes as u64 > limit {
+            return Err(self.corrupt(pos, "batch header runs past the end of the segment".into()));
+        }
+        read_exact_at(self.log.as_ref(), &mut header, pos).map_err(io_err("read", &self.log_path))?;
+        let h = batch::read_header(&header).map_err(|e| self.corrupt(pos, e.to_string()))?;
+        let len_ok = batch::declared_size(&header).is_some_and(|s| pos + s as u64 <= limit);
+        if !len_ok {
+            return Err(self.corrupt(pos, format!("batch length {} does not fit the segment", h.size)));
+        }
+        if h.last_offset_delta < 0 || h.base_offset.checked_add(h.last_offset_delta as i64 + 1).is_none() {
+            return Err(self.corrupt(pos, format!("batch offset delta {} is impossible", h.last_offset_delta)));
+        }
+        if let Some(e) = expected.filter(|&e| e != h.base_offset) {
+            return Err(self.corrupt(pos, format!("batch base offset {} where {e} was expected", h.base_offset)));
+        }
+        Ok(h)
+    }
+
+    /// Byte position of the batch containing `offset` (or the first batch after it), scanning
+    /// headers forward from the nearest index entry and checking that offsets run densely.
+    /// `None` if no batch ends at or after it.
+    fn position_of(&self, offset: i64) -> Result<Option<(u64, BatchHeader)>, LogError> {
+        let rel = (offset.saturating_sub(self.base_offset)).clamp(0, u32::MAX as i64);
+        let (mut pos, mut expected) = self
+            .idx
+            .index
+            .floor(rel)
+            .map_or((0, self.base_offset), |e| (e.position as u64, self.base_offset + e.relative_offset as i64));
         while pos < self.size {
-            read_exact_at(self.log.as_ref(), &mut header, pos).map_err(io_err("read", &self.log_path))?;
-            let h = batch::read_header(&header).map_err(|e| self.corrupt(pos, e.to_string()))?;
-            if h.size < batch_header_bytes || pos + h.size as u64 > self.size {
-                return Err(self.corrupt(pos, format!("batch length {} does not fit the segment", h.size)));
-            }
+            let h = self.header_at(pos, Some(expected), self.size)?;
             if h.last_offset() >= offset {
                 return Ok(Some((pos, h)));
             }
+            expected = h.next_offset();
             pos += h.size as u64;
         }
         Ok(None)
@@ -330,20 +393,21 @@ impl Segment {
 
     /// Whole batches from the one containing `offset`, while their last offset is below
     /// `upper` and they fit in `max_bytes` (the first batch is returned even if larger, as
-    /// Kafka does, so a consumer can always make progress). Each batch's CRC is checked.
+    /// Kafka does, so a consumer can always make progress). Each batch's CRC and offset
+    /// continuity are checked: bad bytes are reported with their position, never served.
     pub fn read(&self, offset: i64, max_bytes: usize, upper: i64) -> Result<Option<(i64, Bytes)>, LogError> {
         let Some((start, first)) = self.position_of(offset)? else { return Ok(None) };
         if first.last_offset() >= upper {
             return Ok(None);
         }
         let mut end = start + first.size as u64;
-        let mut header = [0u8; batch_header_bytes];
+        let mut expected = first.next_offset();
         while end < self.size && (end - start) < max_bytes as u64 {
-            read_exact_at(self.log.as_ref(), &mut header, end).map_err(io_err("read", &self.log_path))?;
-            let h = batch::read_header(&header).map_err(|e| self.corrupt(end, e.to_string()))?;
+            let h = self.header_at(end, Some(expected), self.size)?;
             if h.last_offset() >= upper || end - start + h.size as u64 > max_bytes as u64 {
                 break;
             }
+            expected = h.next_offset();
             end += h.size as u64;
         }
         let mut buf = vec![0u8; (end - start) as usize];
@@ -352,7 +416,7 @@ impl Segment {
         while at < buf.len() {
             let size = batch::declared_size(&buf[at..])
                 .filter(|s| at + s <= buf.len())
-                .ok_or_else(|| self.corrupt(start + at as u64, "batch length field is not a plausible length".into()))?;
+                .ok_or_else(|| self.corrupt(start + at as u64, "batch length changed under the read".into()))?;
             batch::validate(&buf[at..at + size], usize::MAX)
                 .map_err(|e| self.corrupt(start + at as u64, e.to_string()))?;
             at += size;
@@ -365,18 +429,22 @@ impl Segment {
         if self.idx.max_timestamp < ts {
             return Ok(None);
         }
-        let from = self.idx.time_index.floor(ts - 1).map_or(self.base_offset, |e| self.base_offset + e.relative_offset as i64);
-        let Some((mut pos, _)) = self.position_of(from)? else { return Ok(None) };
-        while pos < self.size {
-            let mut header = [0u8; batch_header_bytes];
-            read_exact_at(self.log.as_ref(), &mut header, pos).map_err(io_err("read", &self.log_path))?;
-            let h = batch::read_header(&header).map_err(|e| self.corrupt(pos, e.to_string()))?;
+        let from = self
+            .idx
+            .time_index
+            .floor(ts.saturating_sub(1))
+            .map_or(self.base_offset, |e| self.base_offset + e.relative_offset as i64);
+        let Some((mut pos, mut h)) = self.position_of(from)? else { return Ok(None) };
+        loop {
             if h.max_timestamp >= ts {
                 return self.find_in_batch(pos, &h, ts).map(Some);
             }
             pos += h.size as u64;
+            if pos >= self.size {
+                return Ok(None);
+            }
+            h = self.header_at(pos, Some(h.next_offset()), self.size)?;
         }
-        Ok(None)
     }
 
     /// The exact record for uncompressed batches; the batch's base offset otherwise (finding
@@ -387,15 +455,25 @@ impl Segment {
         }
         let mut buf = vec![0u8; h.size];
         read_exact_at(self.log.as_ref(), &mut buf, pos).map_err(io_err("read", &self.log_path))?;
+        batch::validate(&buf, usize::MAX).map_err(|e| self.corrupt(pos, e.to_string()))?;
         let mut found = None;
         batch::walk_records(&buf[batch_header_bytes..], h.records_count, |r| {
-            let rts = h.base_timestamp + r.timestamp_delta;
+            let rts = h.base_timestamp.saturating_add(r.timestamp_delta);
             if found.is_none() && rts >= ts {
                 found = Some((h.base_offset + r.offset_delta as i64, rts));
             }
         })
         .map_err(|e| self.corrupt(pos, e.to_string()))?;
         Ok(found.unwrap_or((h.base_offset, h.max_timestamp)))
+    }
+
+    /// How long this segment has been open for `segment.ms`: by record time once it holds a
+    /// batch (the new batch's maxTimestamp minus the first's), else by the caller's clock.
+    pub fn age_ms(&self, now: u64, new_batch_timestamp: i64) -> u64 {
+        match self.first_batch_timestamp {
+            Some(first) => new_batch_timestamp.saturating_sub(first).max(0) as u64,
+            None => now.saturating_sub(self.created_ms),
+        }
     }
 
     /// Makes the `.log` durable. Indexes are not synced here: recovery rebuilds them for every
@@ -466,9 +544,12 @@ pub fn delete_files(disk: &dyn Disk, dir: &Path, base: i64) -> Result<PathBuf, L
 fn load_index<E: super::index::Entry>(
     disk: &dyn Disk,
     path: &Path,
+    log_len: u64,
 ) -> Result<Result<IndexFile<E>, String>, LogError> {
+    // No index can hold more entries than the log holds batches; a longer file is not read.
+    let max_bytes = (log_len / batch_header_bytes as u64 + 1) * E::BYTES as u64;
     match disk.open(path, false) {
-        Ok(f) => match IndexFile::<E>::load(f).map_err(io_err("read", path))? {
+        Ok(f) => match IndexFile::<E>::load(f, max_bytes).map_err(io_err("read", path))? {
             Ok(idx) => Ok(Ok(idx)),
             Err((_, why)) => Ok(Err(why)),
         },
@@ -477,12 +558,17 @@ fn load_index<E: super::index::Entry>(
     }
 }
 
-/// Does an index entry point at a batch header carrying the offset it claims?
-fn entry_points_at_batch(log: &dyn DiskFile, base: i64, e: &OffsetEntry, file_len: u64) -> bool {
+/// Positions strictly increase inside the file, and the last entry points at a batch header
+/// carrying the offset it claims (reads check every other entry they use).
+fn offset_index_checks_out(log: &dyn DiskFile, base: i64, entries: &[OffsetEntry], file_len: u64) -> bool {
+    let positions_ok = entries.windows(2).all(|w| w[0].position < w[1].position)
+        && entries.iter().all(|e| e.position > 0 && (e.position as u64) < file_len);
+    let Some(last) = entries.last() else { return true };
     let mut prefix = [0u8; batch_log_overhead_bytes];
-    e.position as u64 + batch_header_bytes as u64 <= file_len
-        && read_exact_at(log, &mut prefix, e.position as u64).is_ok()
-        && i64::from_be_bytes(prefix[0..8].try_into().expect("8")) == base + e.relative_offset as i64
+    positions_ok
+        && last.position as u64 + batch_header_bytes as u64 <= file_len
+        && read_exact_at(log, &mut prefix, last.position as u64).is_ok()
+        && i64::from_be_bytes(prefix[0..8].try_into().expect("8")) == base + last.relative_offset as i64
 }
 
 /// Sequential reads through a file in large chunks, for scans.

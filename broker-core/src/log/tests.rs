@@ -1,6 +1,8 @@
 //! Unit tests of the partition log on real files (`FileDisk`); crash behaviour is tested on
 //! `SimDisk` in the `sim` crate.
 
+mod hardening;
+
 use super::batch::{build, validate};
 use super::*;
 use crate::storage::{Disk, FileDisk};
@@ -105,13 +107,16 @@ fn invalid_batches_are_refused_and_change_nothing() {
 #[test]
 fn rolls_by_time_and_finds_offsets_by_timestamp() {
     let tmp = tempfile::tempdir().unwrap();
-    let config = LogConfig { segment_ms: 100, index_interval_bytes: 64, ..LogConfig::default() };
+    // segment.ms counts record time once a segment has a batch (Kafka's rule): batches are
+    // 10 ms apart in record time, so a 25 ms segment.ms rolls every third batch, whatever the
+    // caller's clock says.
+    let config = LogConfig { segment_ms: 25, index_interval_bytes: 64, ..LogConfig::default() };
     let (mut log, _) = Log::open(disk(), tmp.path(), config, 0).unwrap();
     for b in 0..20i64 {
         let mut batch = build(&[b"a", b"b"], 10_000 + b * 10);
-        log.append(&mut batch, 0, (b as u64) * 30).unwrap();
+        log.append(&mut batch, 0, 0).unwrap();
     }
-    assert!(log.segment_bases().len() >= 5, "segment.ms=100 at 30 ms per batch: {:?}", log.segment_bases());
+    assert_eq!(log.segment_bases(), vec![0, 6, 12, 18, 24, 30, 36], "rolls by record time");
     assert_eq!(log.offset_for_timestamp(0).unwrap(), Some((0, 10_000)));
     assert_eq!(log.offset_for_timestamp(10_070).unwrap(), Some((14, 10_070)));
     assert_eq!(log.offset_for_timestamp(10_071).unwrap(), Some((16, 10_080)));
@@ -148,7 +153,7 @@ fn retention_deletes_whole_old_segments() {
     let (mut log, _) = Log::open(disk(), tmp.path(), config, 0).unwrap();
     fill(&mut log, 200, 0);
     let before = log.segment_bases();
-    let deleted = log.apply_retention(0).unwrap();
+    let deleted = log.apply_retention(0, i64::MAX).unwrap();
     assert!(deleted > 0);
     assert!(log.size_bytes() < 8192 + 4096);
     assert_eq!(log.log_start_offset(), before[deleted]);
@@ -159,7 +164,7 @@ fn retention_deletes_whole_old_segments() {
     let mut log = log;
     log.config.retention_bytes = -1;
     log.config.retention_ms = 86_400_000;
-    log.tick(86_400_000 + 1150).unwrap();
+    log.tick(86_400_000 + 1150, i64::MAX).unwrap();
     let start = log.log_start_offset();
     let first = log.read(start, 1, 600).unwrap();
     let ts = validate(&first.bytes, usize::MAX).unwrap().max_timestamp;
@@ -182,9 +187,9 @@ fn flush_policies_decide_when_appends_are_synced() {
     let (mut t, _) = Log::open(disk(), &tmp.path().join("c"), LogConfig { flush: FlushPolicy::EveryMs(50), ..LogConfig::default() }, 0).unwrap();
     assert!(!t.append(&mut batch(), 0, 10).unwrap().flushed);
     assert_eq!(t.next_deadline(), Some(60));
-    t.tick(59).unwrap();
+    t.tick(59, i64::MAX).unwrap();
     assert_eq!(t.recovery_point(), 0);
-    t.tick(60).unwrap();
+    t.tick(60, i64::MAX).unwrap();
     assert_eq!((t.recovery_point(), t.next_deadline()), (1, None));
 
     let (mut never, _) = Log::open(disk(), &tmp.path().join("d"), LogConfig::default(), 0).unwrap();
@@ -237,18 +242,41 @@ fn torn_tail_after_the_recovery_point_is_cut_and_reported() {
     assert_eq!(cut.bytes_removed, sent[9].len() as u64 - 5);
     assert!(cut.reason.contains("torn"), "{}", cut.reason);
     assert_eq!(log.log_end_offset(), 27);
-    // Now a bad CRC in batch 7 cuts batches 7 and 8.
-    flip_byte(&path, keep + 70);
-    drop(log);
-    let (log, report) = Log::open(disk(), tmp.path(), LogConfig::default(), 0).unwrap();
-    let cut = report.cut.expect("bad CRC is cut");
-    assert_eq!(cut.position, keep);
-    assert!(cut.reason.contains("CRC"), "{}", cut.reason);
-    assert_eq!(log.log_end_offset(), 21);
-    assert_eq!(read_all(&log), sent[..7].to_vec());
-    // Appends continue densely after the cut.
+    // The cut was made durable and checkpointed: the 9 batches left are now synced. More
+    // appends, never flushed; then a bad CRC in the first of them cuts it and what follows.
     let mut log = log;
-    assert_eq!(log.append(&mut build(&[b"z"], 5), 0, 0).unwrap().base_offset, 21);
+    let more = fill_from(&mut log, 9, 4);
+    drop(log);
+    let synced: u64 = sent[..9].iter().map(|b| b.len() as u64).sum();
+    flip_byte(&path, synced + 70);
+    let (mut log, report) = Log::open(disk(), tmp.path(), LogConfig::default(), 0).unwrap();
+    let cut = report.cut.expect("bad CRC after the recovery point is cut");
+    assert_eq!(cut.position, synced);
+    assert!(cut.reason.contains("CRC"), "{}", cut.reason);
+    assert_eq!(log.log_end_offset(), 27);
+    assert_eq!(read_all(&log), sent[..9].to_vec());
+    assert_eq!(more.len(), 4);
+    // Appends continue densely after the cut.
+    assert_eq!(log.append(&mut build(&[b"z"], 5), 0, 0).unwrap().base_offset, 27);
+    drop(log);
+    // A bad CRC below the recovery point is synced data gone bad: an error, nothing cut.
+    flip_byte(&path, keep + 70);
+    let err = Log::open(disk(), tmp.path(), LogConfig::default(), 0).err().expect("synced corruption refuses to open");
+    assert!(matches!(&err, LogError::Corrupt { position, .. } if *position == keep), "{err}");
+    assert!(err.to_string().contains("recovery point"), "{err}");
+}
+
+/// Appends `n` batches numbered from `first` (3 records each), returning their bytes.
+fn fill_from(log: &mut Log, first: usize, n: usize) -> Vec<Vec<u8>> {
+    (first..first + n)
+        .map(|b| {
+            let vals: Vec<Vec<u8>> = (0..3).map(|r| value(b * 3 + r)).collect();
+            let refs: Vec<&[u8]> = vals.iter().map(|v| v.as_slice()).collect();
+            let mut batch = build(&refs, 1000 + b as i64);
+            log.append(&mut batch, 5, 0).unwrap();
+            batch
+        })
+        .collect()
 }
 
 #[test]

@@ -53,8 +53,13 @@ impl Disk for FileDisk {
     }
 
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        let created: Vec<&Path> = dir.ancestors().take_while(|d| !d.as_os_str().is_empty() && !d.exists()).collect();
         fs::create_dir_all(dir).map_err(|e| with_path(e, "create directory", dir))?;
-        fsync_dir(&parent_of(dir))
+        // Every directory made here needs its entry in its parent synced, outermost first.
+        for d in created.iter().rev() {
+            fsync_dir(&parent_of(d))?;
+        }
+        Ok(())
     }
 
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
