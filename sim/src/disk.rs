@@ -518,6 +518,20 @@ impl State {
         }
     }
 
+    fn remove_dir(&mut self, dir: &Path) -> io::Result<()> {
+        match node(&self.current_ns, dir) {
+            None => Err(not_found("remove directory", dir)),
+            Some(Node::File(_)) => Err(not_a_dir("remove directory", dir)),
+            Some(Node::Dir) if is_root(dir) || descendants(&self.current_ns, dir).next().is_some() => {
+                Err(fail(ErrorKind::DirectoryNotEmpty, "remove directory", dir, "directory not empty"))
+            }
+            Some(Node::Dir) => {
+                self.log(NsOp::Remove(dir.to_path_buf()));
+                Ok(())
+            }
+        }
+    }
+
     fn sync_dir(&mut self, dir: &Path) -> io::Result<()> {
         check_dir(&self.current_ns, dir, "fsync directory")?;
         for op in self.journal.drain(..) {
@@ -793,6 +807,10 @@ impl Disk for SimDisk {
 
     fn remove(&self, path: &Path) -> io::Result<()> {
         self.enter().remove(&normalize(path))
+    }
+
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        self.enter().remove_dir(&normalize(dir))
     }
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {

@@ -107,6 +107,16 @@ pub fn run(disk: &dyn Disk, root: &Path) {
 
     // listing a missing directory is NotFound
     assert_eq!(disk.list(&root.join("nope")).unwrap_err().kind(), ErrorKind::NotFound);
+
+    // remove_dir: only empty directories
+    let sub = dir.join("sub");
+    disk.create_dir_all(&sub).unwrap();
+    disk.open(&sub.join("f"), true).unwrap();
+    assert_eq!(disk.remove_dir(&sub).unwrap_err().kind(), ErrorKind::DirectoryNotEmpty);
+    disk.remove(&sub.join("f")).unwrap();
+    disk.remove_dir(&sub).unwrap();
+    assert!(!disk.exists(&sub));
+    assert_eq!(disk.remove_dir(&sub).unwrap_err().kind(), ErrorKind::NotFound);
 }
 
 #[cfg(test)]

@@ -86,6 +86,11 @@ impl Disk for FileDisk {
         fsync_dir(&parent_of(path))
     }
 
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        fs::remove_dir(dir).map_err(|e| with_path(e, "remove directory", dir))?;
+        fsync_dir(&parent_of(dir))
+    }
+
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         fsync_dir(dir)
     }

@@ -36,6 +36,8 @@ pub trait Disk: Send + Sync + 'static {
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Removes a file.
     fn remove(&self, path: &Path) -> io::Result<()>;
+    /// Removes an empty directory (`DirectoryNotEmpty` otherwise).
+    fn remove_dir(&self, dir: &Path) -> io::Result<()>;
     /// Makes every create, rename and remove inside `dir` durable.
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
     /// Simulated IO time owed since the last call (zero on real disks). The async shell sleeps

@@ -175,6 +175,7 @@ impl Disk for FlakyDisk {
     fn list(&self, d: &Path) -> std::io::Result<Vec<String>> { self.inner.list(d) }
     fn rename(&self, a: &Path, b: &Path) -> std::io::Result<()> { self.inner.rename(a, b) }
     fn remove(&self, p: &Path) -> std::io::Result<()> { self.inner.remove(p) }
+    fn remove_dir(&self, d: &Path) -> std::io::Result<()> { self.inner.remove_dir(d) }
     fn sync_dir(&self, d: &Path) -> std::io::Result<()> { self.inner.sync_dir(d) }
 }
 impl DiskFile for FlakyFile {
