@@ -60,3 +60,25 @@ pub const recovery_read_bytes: usize = 1 << 20;
 const _: () = assert!(message_bytes_max as u64 <= segment_bytes_max);
 const _: () = assert!(segment_bytes_default <= segment_bytes_max);
 const _: () = assert!(batch_header_bytes > batch_log_overhead_bytes);
+
+/// Most partitions a topic may have here: every partition holds open files and memory, and a
+/// single node serving more is a misconfiguration, not a workload.
+pub const partitions_per_topic_max: i32 = 10_000;
+
+/// Kafka `socket.request.max.bytes`: a frame longer than this closes the connection before
+/// anything is allocated for it.
+pub const request_bytes_max: usize = 100 * 1024 * 1024;
+
+/// Kafka `num.partitions` default for auto-created topics.
+pub const num_partitions_default: i32 = 1;
+
+/// Responses queued per connection before the reader waits: bounds memory per client while
+/// letting pipelined requests overlap their disk and network work.
+pub const connection_responses_queued_max: usize = 64;
+
+/// How often the shell runs time-driven log work (flush.ms, retention) when no deadline is
+/// nearer (Kafka's `log.retention.check.interval.ms` is 5 minutes; this also drives flush.ms).
+pub const tick_interval_ms: u64 = 100;
+
+/// Kafka `log.flush.offset.checkpoint.interval.ms`: how often recovery points are written.
+pub const checkpoint_interval_ms: u64 = 60_000;

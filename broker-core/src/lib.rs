@@ -5,5 +5,6 @@
 //! All bytes go through [`storage::Disk`], so the simulator can swap in its crash-faithful disk.
 
 pub mod constants;
+pub mod broker;
 pub mod log;
 pub mod storage;

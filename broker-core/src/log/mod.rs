@@ -306,6 +306,9 @@ impl Log {
         if self.active().base_offset == base {
             return Ok(());
         }
+        // Kafka flushes a segment when it rolls, so the recovery point keeps up with the log
+        // even under flush=never and a restart scans only the active segment.
+        self.flush(now)?;
         let seg = Segment::create(self.disk.as_ref(), &self.dir, base, self.config.index_interval_bytes, now)?;
         self.segments.push(seg);
         self.dir_dirty = true;
@@ -330,6 +333,14 @@ impl Log {
             }
         }
         Ok(ReadResult { first_batch_offset: offset, bytes: Bytes::new() })
+    }
+
+    /// Calls `f` with the header of every batch, oldest first (to rebuild producer state).
+    pub fn for_each_header(&self, mut f: impl FnMut(&BatchHeader)) -> Result<(), LogError> {
+        for seg in &self.segments {
+            seg.for_each_header(&mut f)?;
+        }
+        Ok(())
     }
 
     /// Kafka ListOffsets by timestamp: the first offset whose record timestamp is `>= ts`.

@@ -467,6 +467,18 @@ impl Segment {
         Ok(found.unwrap_or((h.base_offset, h.max_timestamp)))
     }
 
+    /// Calls `f` with every batch header in order, checking lengths and offset continuity.
+    pub fn for_each_header(&self, f: &mut dyn FnMut(&BatchHeader)) -> Result<(), LogError> {
+        let (mut pos, mut expected) = (0u64, self.base_offset);
+        while pos < self.size {
+            let h = self.header_at(pos, Some(expected), self.size)?;
+            f(&h);
+            expected = h.next_offset();
+            pos += h.size as u64;
+        }
+        Ok(())
+    }
+
     /// How long this segment has been open for `segment.ms`: by record time once it holds a
     /// batch (the new batch's maxTimestamp minus the first's), else by the caller's clock.
     pub fn age_ms(&self, now: u64, new_batch_timestamp: i64) -> u64 {

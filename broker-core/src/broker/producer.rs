@@ -1,0 +1,196 @@
+//! Idempotent-producer state of one partition: for each producer id, its epoch and the last
+//! five batches it appended, so a retried batch is answered with its original offsets instead of
+//! being appended twice, and a gap in sequence numbers is refused (Kafka's ProducerStateManager).
+//!
+//! Pure bookkeeping over batch headers: no IO. The state is rebuilt on open by replaying the
+//! headers of the log, so it survives restarts exactly as far as the log does.
+
+use crate::log::BatchHeader;
+use std::collections::{BTreeMap, VecDeque};
+
+/// Batches remembered per producer, as in Kafka (`max.in.flight.requests.per.connection` ≤ 5
+/// is what idempotence allows).
+pub const batches_remembered: usize = 5;
+
+/// A batch as the producer state remembers it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SeenBatch {
+    pub first_seq: i32,
+    pub last_seq: i32,
+    pub base_offset: i64,
+    pub last_offset: i64,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Producer {
+    epoch: i16,
+    batches: VecDeque<SeenBatch>,
+}
+
+/// What to do with an incoming batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Append it (not idempotent, or the next in sequence).
+    Append,
+    /// Already appended: answer with these offsets, append nothing.
+    Duplicate(SeenBatch),
+}
+
+/// Why a batch was refused. Kafka error codes in the variant docs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum SequenceError {
+    /// INVALID_PRODUCER_EPOCH (47): an older epoch of a producer that has moved on.
+    #[error("producer epoch {got} is older than the current epoch {current}")]
+    StaleEpoch { got: i16, current: i16 },
+    /// OUT_OF_ORDER_SEQUENCE_NUMBER (45): a gap, or a new epoch not starting at 0.
+    #[error("sequence {got} where {expected} was expected")]
+    OutOfOrder { got: i32, expected: i32 },
+}
+
+/// The sequence number after `seq`, wrapping at i32::MAX as Kafka does.
+fn next_seq(seq: i32) -> i32 {
+    if seq == i32::MAX { 0 } else { seq + 1 }
+}
+
+fn last_seq(h: &BatchHeader) -> i32 {
+    let s = h.base_sequence as i64 + h.last_offset_delta as i64;
+    if s > i32::MAX as i64 { (s - i32::MAX as i64 - 1) as i32 } else { s as i32 }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ProducerStates {
+    producers: BTreeMap<i64, Producer>,
+}
+
+impl ProducerStates {
+    /// Decides whether `h` (as sent, before offsets are assigned) may be appended.
+    pub fn check(&self, h: &BatchHeader) -> Result<Verdict, SequenceError> {
+        if h.producer_id < 0 || h.base_sequence < 0 {
+            return Ok(Verdict::Append);
+        }
+        let Some(p) = self.producers.get(&h.producer_id) else {
+            return match h.base_sequence {
+                0 => Ok(Verdict::Append),
+                got => Err(SequenceError::OutOfOrder { got, expected: 0 }),
+            };
+        };
+        if h.producer_epoch < p.epoch {
+            return Err(SequenceError::StaleEpoch { got: h.producer_epoch, current: p.epoch });
+        }
+        if h.producer_epoch > p.epoch {
+            return match h.base_sequence {
+                0 => Ok(Verdict::Append),
+                got => Err(SequenceError::OutOfOrder { got, expected: 0 }),
+            };
+        }
+        let last = last_seq(h);
+        if let Some(seen) = p.batches.iter().find(|b| b.first_seq == h.base_sequence && b.last_seq == last) {
+            return Ok(Verdict::Duplicate(*seen));
+        }
+        let expected = p.batches.back().map_or(0, |b| next_seq(b.last_seq));
+        if h.base_sequence != expected {
+            return Err(SequenceError::OutOfOrder { got: h.base_sequence, expected });
+        }
+        Ok(Verdict::Append)
+    }
+
+    /// Records a batch that is now in the log (`h` carries its assigned offsets).
+    pub fn record(&mut self, h: &BatchHeader) {
+        if h.producer_id < 0 || h.base_sequence < 0 {
+            return;
+        }
+        let p = self.producers.entry(h.producer_id).or_default();
+        if h.producer_epoch != p.epoch {
+            p.epoch = h.producer_epoch;
+            p.batches.clear();
+        }
+        p.batches.push_back(SeenBatch {
+            first_seq: h.base_sequence,
+            last_seq: last_seq(h),
+            base_offset: h.base_offset,
+            last_offset: h.last_offset(),
+        });
+        while p.batches.len() > batches_remembered {
+            p.batches.pop_front();
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.producers.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.producers.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn h(pid: i64, epoch: i16, seq: i32, count: i32, base: i64) -> BatchHeader {
+        BatchHeader {
+            base_offset: base,
+            size: 100,
+            leader_epoch: 0,
+            attributes: 0,
+            last_offset_delta: count - 1,
+            base_timestamp: 0,
+            max_timestamp: 0,
+            producer_id: pid,
+            producer_epoch: epoch,
+            base_sequence: seq,
+            records_count: count,
+        }
+    }
+
+    #[test]
+    fn sequences_dedupe_and_gaps() {
+        let mut s = ProducerStates::default();
+        assert_eq!(s.check(&h(7, 0, 0, 3, -1)), Ok(Verdict::Append));
+        s.record(&h(7, 0, 0, 3, 100));
+        assert_eq!(s.check(&h(7, 0, 3, 2, -1)), Ok(Verdict::Append));
+        s.record(&h(7, 0, 3, 2, 103));
+        // A retry of the first batch gets its original offsets.
+        let dup = SeenBatch { first_seq: 0, last_seq: 2, base_offset: 100, last_offset: 102 };
+        assert_eq!(s.check(&h(7, 0, 0, 3, -1)), Ok(Verdict::Duplicate(dup)));
+        // A gap is refused, naming what was expected.
+        assert_eq!(s.check(&h(7, 0, 9, 1, -1)), Err(SequenceError::OutOfOrder { got: 9, expected: 5 }));
+        // Unknown producers start at 0.
+        assert_eq!(s.check(&h(8, 0, 4, 1, -1)), Err(SequenceError::OutOfOrder { got: 4, expected: 0 }));
+        // Non-idempotent batches always append.
+        assert_eq!(s.check(&h(-1, -1, -1, 1, -1)), Ok(Verdict::Append));
+    }
+
+    #[test]
+    fn epochs_fence_and_reset() {
+        let mut s = ProducerStates::default();
+        s.record(&h(7, 2, 0, 1, 0));
+        assert_eq!(s.check(&h(7, 1, 1, 1, -1)), Err(SequenceError::StaleEpoch { got: 1, current: 2 }));
+        assert_eq!(s.check(&h(7, 3, 5, 1, -1)), Err(SequenceError::OutOfOrder { got: 5, expected: 0 }));
+        assert_eq!(s.check(&h(7, 3, 0, 1, -1)), Ok(Verdict::Append));
+        s.record(&h(7, 3, 0, 1, 1));
+        assert_eq!(s.check(&h(7, 3, 1, 1, -1)), Ok(Verdict::Append));
+    }
+
+    #[test]
+    fn only_the_last_five_batches_are_remembered() {
+        let mut s = ProducerStates::default();
+        for i in 0..7 {
+            s.record(&h(1, 0, i, 1, i as i64));
+        }
+        assert!(matches!(s.check(&h(1, 0, 2, 1, -1)), Ok(Verdict::Duplicate(_))));
+        assert_eq!(s.check(&h(1, 0, 1, 1, -1)), Err(SequenceError::OutOfOrder { got: 1, expected: 7 }));
+    }
+
+    #[test]
+    fn sequence_wraps_at_i32_max() {
+        let mut s = ProducerStates::default();
+        s.record(&h(1, 0, 0, 1, 0));
+        let mut big = h(1, 0, 1, 1, 1);
+        big.base_sequence = 1;
+        s.record(&big);
+        let mut p = ProducerStates::default();
+        p.record(&h(2, 0, i32::MAX - 1, 2, 0)); // seqs MAX-1, MAX
+        assert_eq!(p.check(&h(2, 0, 0, 1, -1)), Ok(Verdict::Append));
+    }
+}

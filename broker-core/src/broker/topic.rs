@@ -1,0 +1,201 @@
+//! Topics as the broker keeps them: names (Kafka's rules), per-topic config overrides mapped
+//! onto [`LogConfig`], and the small TOML file that makes a topic survive restarts.
+//! No IO here beyond encoding and decoding that file's text.
+
+use crate::log::{FlushPolicy, LogConfig};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Kafka's limit on topic name length (249: room for a partition suffix in a 255-byte name).
+pub const topic_name_bytes_max: usize = 249;
+
+/// Kafka's topic name rule: 1–249 of `[a-zA-Z0-9._-]`, not `.` or `..`.
+pub fn validate_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("topic name is empty".into());
+    }
+    if name == "." || name == ".." {
+        return Err(format!("topic name cannot be '{name}'"));
+    }
+    if name.len() > topic_name_bytes_max {
+        return Err(format!("topic name is {} characters; the limit is {topic_name_bytes_max}", name.len()));
+    }
+    if let Some(c) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))) {
+        return Err(format!("topic name '{name}' contains '{c}'; only ASCII letters, digits, '.', '_' and '-' are allowed"));
+    }
+    Ok(())
+}
+
+/// The topic-level settings this broker understands, with Kafka's names.
+pub const TOPIC_CONFIGS: &[&str] = &[
+    "cleanup.policy",
+    "flush.messages",
+    "flush.ms",
+    "index.interval.bytes",
+    "max.message.bytes",
+    "min.insync.replicas",
+    "retention.bytes",
+    "retention.ms",
+    "segment.bytes",
+    "segment.ms",
+];
+
+/// Parses a numeric override, naming the setting when it is bad.
+fn num<T: std::str::FromStr>(key: &str, value: &str) -> Result<T, String> {
+    value.trim().parse().map_err(|_| format!("{key}={value} is not a valid number"))
+}
+
+/// Applies Kafka-named overrides to `base`. Unknown names and bad values are errors that name
+/// the setting (Kafka: INVALID_CONFIG).
+pub fn apply_overrides(base: &LogConfig, overrides: &BTreeMap<String, String>) -> Result<LogConfig, String> {
+    let mut c = base.clone();
+    let mut flush_messages: Option<u64> = None;
+    let mut flush_ms: Option<u64> = None;
+    for (key, value) in overrides {
+        match key.as_str() {
+            "segment.bytes" => c.segment_bytes = num(key, value)?,
+            "segment.ms" => c.segment_ms = num(key, value)?,
+            "index.interval.bytes" => c.index_interval_bytes = num(key, value)?,
+            "retention.ms" => c.retention_ms = num(key, value)?,
+            "retention.bytes" => c.retention_bytes = num(key, value)?,
+            "max.message.bytes" => c.max_message_bytes = num(key, value)?,
+            "flush.messages" => flush_messages = Some(num(key, value)?),
+            "flush.ms" => flush_ms = Some(num(key, value)?),
+            "min.insync.replicas" => {
+                let n: i32 = num(key, value)?;
+                if n < 1 {
+                    return Err(format!("min.insync.replicas={n} must be at least 1"));
+                }
+            }
+            "cleanup.policy" if value == "delete" => {}
+            "cleanup.policy" => return Err(format!("cleanup.policy={value} is not supported (only delete)")),
+            _ => return Err(format!("unknown topic config '{key}'")),
+        }
+    }
+    // Kafka's "never" is Long.MAX_VALUE for both; anything at or above i64::MAX means never.
+    c.flush = match (flush_messages.filter(|&n| n < i64::MAX as u64), flush_ms.filter(|&t| t < i64::MAX as u64)) {
+        (Some(1), _) => FlushPolicy::EveryBatch,
+        (Some(n), _) => FlushPolicy::EveryMessages(n),
+        (None, Some(t)) => FlushPolicy::EveryMs(t),
+        (None, None) => c.flush,
+    };
+    c.validate().map_err(|e| e.to_string())?;
+    Ok(c)
+}
+
+/// The value of each known topic setting under `config`, for DescribeConfigs.
+pub fn describe(config: &LogConfig, min_insync: i32) -> Vec<(&'static str, String)> {
+    let (messages, ms) = match config.flush {
+        FlushPolicy::Never => (i64::MAX as u64, i64::MAX as u64),
+        FlushPolicy::EveryBatch => (1, i64::MAX as u64),
+        FlushPolicy::EveryMessages(n) => (n, i64::MAX as u64),
+        FlushPolicy::EveryMs(t) => (i64::MAX as u64, t),
+    };
+    vec![
+        ("cleanup.policy", "delete".into()),
+        ("flush.messages", messages.to_string()),
+        ("flush.ms", ms.to_string()),
+        ("index.interval.bytes", config.index_interval_bytes.to_string()),
+        ("max.message.bytes", config.max_message_bytes.to_string()),
+        ("min.insync.replicas", min_insync.to_string()),
+        ("retention.bytes", config.retention_bytes.to_string()),
+        ("retention.ms", config.retention_ms.to_string()),
+        ("segment.bytes", config.segment_bytes.to_string()),
+        ("segment.ms", config.segment_ms.to_string()),
+    ]
+}
+
+/// `topics/<name>.toml`: what makes a topic exist across restarts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopicFile {
+    /// Topic id as 32 hex digits.
+    pub id: String,
+    pub partitions: i32,
+    #[serde(default)]
+    pub config: BTreeMap<String, String>,
+}
+
+impl TopicFile {
+    pub fn encode(&self) -> String {
+        toml::to_string(self).expect("a TopicFile always encodes")
+    }
+    pub fn decode(text: &str) -> Result<TopicFile, String> {
+        toml::from_str(text).map_err(|e| e.to_string())
+    }
+}
+
+/// A topic id from the name and the moment of creation: deterministic (no OS randomness in the
+/// core), distinct for a re-created topic of the same name. Two FNV-1a passes, never zero.
+pub fn topic_id(name: &str, now: u64, node_id: i32, serial: u64) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    for (half, seed) in [0xcbf2_9ce4_8422_2325u64, 0x8422_2325_cbf2_9ce4].into_iter().enumerate() {
+        let mut h = seed;
+        let bytes = name.bytes().chain(now.to_be_bytes()).chain(node_id.to_be_bytes()).chain(serial.to_be_bytes());
+        for b in bytes.chain([half as u8]) {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        out[half * 8..half * 8 + 8].copy_from_slice(&h.to_be_bytes());
+    }
+    if out == [0; 16] {
+        out[15] = 1;
+    }
+    out
+}
+
+pub fn hex(id: &[u8; 16]) -> String {
+    id.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+pub fn unhex(s: &str) -> Option<[u8; 16]> {
+    if s.len() != 32 {
+        return None;
+    }
+    let mut out = [0u8; 16];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_kafka_rules() {
+        assert!(validate_name("orders.v1_eu-2").is_ok());
+        assert!(validate_name("").is_err());
+        assert!(validate_name("..").is_err());
+        assert!(validate_name("bad/name").unwrap_err().contains('/'));
+        assert!(validate_name(&"x".repeat(250)).is_err());
+        assert!(validate_name(&"x".repeat(249)).is_ok());
+    }
+
+    #[test]
+    fn overrides_map_to_log_config_and_name_bad_ones() {
+        let mut o = BTreeMap::new();
+        o.insert("retention.ms".to_string(), "1000".to_string());
+        o.insert("flush.messages".to_string(), "1".to_string());
+        let c = apply_overrides(&LogConfig::default(), &o).unwrap();
+        assert_eq!((c.retention_ms, c.flush), (1000, FlushPolicy::EveryBatch));
+        o.insert("segment.bytes".to_string(), "ten".to_string());
+        assert!(apply_overrides(&LogConfig::default(), &o).unwrap_err().contains("segment.bytes=ten"));
+        let mut u = BTreeMap::new();
+        u.insert("compression.typo".to_string(), "x".to_string());
+        assert!(apply_overrides(&LogConfig::default(), &u).unwrap_err().contains("compression.typo"));
+        let described = describe(&c, 1);
+        assert!(described.contains(&("retention.ms", "1000".to_string())));
+    }
+
+    #[test]
+    fn topic_file_round_trips_and_ids_are_stable() {
+        let id = topic_id("t", 5, 0, 0);
+        assert_eq!(id, topic_id("t", 5, 0, 0));
+        assert_ne!(id, topic_id("t", 6, 0, 0));
+        assert_eq!(unhex(&hex(&id)), Some(id));
+        let f = TopicFile { id: hex(&id), partitions: 3, config: BTreeMap::from([("retention.ms".into(), "5".into())]) };
+        assert_eq!(TopicFile::decode(&f.encode()).unwrap(), f);
+        assert!(TopicFile::decode("partitions = 'x'").is_err());
+    }
+}
