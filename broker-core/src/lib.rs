@@ -7,4 +7,6 @@
 pub mod constants;
 pub mod broker;
 pub mod log;
+pub mod protocol;
+pub mod server;
 pub mod storage;

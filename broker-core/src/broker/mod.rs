@@ -101,6 +101,9 @@ pub enum Error {
     /// KAFKA_STORAGE_ERROR (56): disk full, IO error, corrupt or offline log.
     #[error("storage: {0}")]
     Storage(String),
+    /// NOT_ENOUGH_REPLICAS (19): acks=all while the ISR is smaller than min.insync.replicas.
+    #[error("in-sync replicas {isr} < min.insync.replicas {min}")]
+    NotEnoughReplicas { isr: i32, min: i32 },
     /// Transactions are not implemented. TRANSACTIONAL_ID_AUTHORIZATION_FAILED would mislead;
     /// UNSUPPORTED_VERSION (35) tells clients the feature is not there.
     #[error("transactions are not supported")]
@@ -128,6 +131,7 @@ impl Error {
             Error::Sequence(SequenceError::StaleEpoch { .. }) => 47,
             Error::Sequence(SequenceError::OutOfOrder { .. }) => 45,
             Error::Storage(_) => 56,
+            Error::NotEnoughReplicas { .. } => 19,
             Error::TransactionsUnsupported => 35,
         }
     }
@@ -160,6 +164,8 @@ impl Partition {
 
 pub struct Topic {
     pub id: [u8; 16],
+    /// `min.insync.replicas` for this topic (override or broker default).
+    pub min_insync: i32,
     pub partitions: Vec<Partition>,
     pub overrides: BTreeMap<String, String>,
     pub config: LogConfig,
@@ -232,7 +238,8 @@ impl Broker {
             for p in 0..meta.partitions {
                 partitions.push(broker.open_partition(name, p, &config, now, &mut notes)?);
             }
-            broker.topics.insert(name.to_string(), Topic { id, partitions, overrides: meta.config, config });
+            let min_insync = broker.min_insync(&meta.config);
+            broker.topics.insert(name.to_string(), Topic { id, min_insync, partitions, overrides: meta.config, config });
         }
         let pid_path = data.join("producer-ids");
         if broker.disk.exists(&pid_path) {
@@ -242,6 +249,10 @@ impl Broker {
             broker.producer_id_limit = next; // the rest of the last block may have been handed out
         }
         Ok((broker, notes))
+    }
+
+    fn min_insync(&self, overrides: &BTreeMap<String, String>) -> i32 {
+        overrides.get("min.insync.replicas").and_then(|v| v.trim().parse().ok()).unwrap_or(self.config.min_insync_replicas)
     }
 
     fn partition_dir(&self, name: &str, p: i32) -> PathBuf {
@@ -320,7 +331,8 @@ impl Broker {
         for p in 0..partitions {
             parts.push(self.open_partition(name, p, &config, now, &mut notes)?);
         }
-        self.topics.insert(name.to_string(), Topic { id, partitions: parts, overrides, config });
+        let min_insync = self.min_insync(&overrides);
+        self.topics.insert(name.to_string(), Topic { id, min_insync, partitions: parts, overrides, config });
         Ok(id)
     }
 
@@ -364,6 +376,11 @@ impl Broker {
     pub fn produce(&mut self, name: &str, p: i32, records: &[u8], acks: i16, now: u64) -> Result<Produced, Error> {
         if !matches!(acks, -1..=1) {
             return Err(Error::InvalidRequiredAcks(acks));
+        }
+        let min = self.topics.get(name).map_or(1, |t| t.min_insync);
+        // A single node is an ISR of one.
+        if acks == -1 && min > 1 {
+            return Err(Error::NotEnoughReplicas { isr: 1, min });
         }
         let part = self.partition_mut(name, p)?;
         let header = batch::read_header(records)?;

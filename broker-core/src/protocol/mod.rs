@@ -1,0 +1,128 @@
+//! The Kafka wire protocol: one request frame in, one response frame (or none, or "close this
+//! connection") out. Framing and header rules live here; each API's translation between wire
+//! messages and [`Broker`] calls lives in `handlers`. Decoding and encoding use the
+//! `kafka-protocol` crate. No IO and no clock: the shell passes `now` and does the sockets.
+//!
+//! Rules: an unknown API key, an unsupported version (other than ApiVersions, which answers
+//! UNSUPPORTED_VERSION with the supported list, as Kafka does), or a body that does not decode
+//! closes the connection — the client is broken or hostile and nothing it sends next can be
+//! trusted. Per-request problems are answered with Kafka error codes.
+
+mod handlers;
+
+use crate::broker::Broker;
+use bytes::{BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
+use kafka_protocol::protocol::{Decodable, Encodable};
+
+pub use handlers::SUPPORTED;
+
+/// What the shell does with a request.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Send this frame (size prefix included).
+    Reply(Bytes),
+    /// Send nothing (produce with acks=0).
+    NoReply,
+    /// Not enough data for a fetch yet: ask again when data arrives or after this many ms,
+    /// with `final_attempt` set once the wait is over.
+    Park { wait_ms: u64 },
+    /// Close the connection; the reason is for the log.
+    Close(String),
+}
+
+/// The size prefix of a frame: `Ok(len)` or why the connection must close.
+pub fn frame_len(prefix: [u8; 4], max: usize) -> Result<usize, String> {
+    let len = i32::from_be_bytes(prefix);
+    if len < 0 {
+        return Err(format!("negative frame size {len}"));
+    }
+    if len as usize > max {
+        return Err(format!("frame of {len} bytes exceeds socket.request.max.bytes={max}"));
+    }
+    if len < 8 {
+        return Err(format!("frame of {len} bytes is too short for a request header"));
+    }
+    Ok(len as usize)
+}
+
+/// Supported version range of `key`, if the broker serves it.
+pub fn supported(key: ApiKey) -> Option<(i16, i16)> {
+    SUPPORTED.iter().find(|(k, _, _)| *k == key).map(|(_, lo, hi)| (*lo, *hi))
+}
+
+/// Encodes a response frame: size, header, body.
+fn encode<R: Encodable>(key: ApiKey, version: i16, correlation_id: i32, body: &R) -> Result<Bytes, String> {
+    let header_version = key.response_header_version(version);
+    let header = ResponseHeader::default().with_correlation_id(correlation_id);
+    let size = header.compute_size(header_version).map_err(|e| e.to_string())? + body.compute_size(version).map_err(|e| e.to_string())?;
+    let mut out = BytesMut::with_capacity(4 + size);
+    out.put_i32(size as i32);
+    header.encode(&mut out, header_version).map_err(|e| e.to_string())?;
+    body.encode(&mut out, version).map_err(|e| format!("encoding {key:?} v{version}: {e}"))?;
+    Ok(out.freeze())
+}
+
+fn decode<R: Decodable>(key: ApiKey, version: i16, body: &mut Bytes) -> Result<R, String> {
+    R::decode(body, version).map_err(|e| format!("malformed {key:?} v{version} request: {e}"))
+}
+
+/// Handles one request frame (without its size prefix). `final_attempt` is false the first
+/// time a fetch is tried and true once its wait is over.
+pub fn handle(broker: &mut Broker, frame: &Bytes, now: u64, final_attempt: bool) -> Outcome {
+    match handle_inner(broker, frame, now, final_attempt) {
+        Ok(outcome) => outcome,
+        Err(reason) => Outcome::Close(reason),
+    }
+}
+
+fn handle_inner(broker: &mut Broker, frame: &Bytes, now: u64, final_attempt: bool) -> Result<Outcome, String> {
+    if frame.len() < 8 {
+        return Err("request shorter than its header".into());
+    }
+    let raw_key = i16::from_be_bytes([frame[0], frame[1]]);
+    let version = i16::from_be_bytes([frame[2], frame[3]]);
+    let correlation_id = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
+    let key = ApiKey::try_from(raw_key).map_err(|_| format!("unknown API key {raw_key}"))?;
+    let Some((lo, hi)) = supported(key) else {
+        return Err(format!("API {key:?} is not supported by this broker"));
+    };
+    if !(lo..=hi).contains(&version) {
+        if key == ApiKey::ApiVersions {
+            // Kafka answers with a v0 body so any client can read the supported range.
+            let body = handlers::api_versions_response(35);
+            return encode(key, 0, correlation_id, &body).map(Outcome::Reply);
+        }
+        return Err(format!("{key:?} v{version} is not supported (v{lo}..=v{hi})"));
+    }
+    let mut body = frame.clone();
+    let _header = RequestHeader::decode(&mut body, key.request_header_version(version))
+        .map_err(|e| format!("malformed request header: {e}"))?;
+    macro_rules! reply {
+        ($resp:expr) => {
+            encode(key, version, correlation_id, &$resp).map(Outcome::Reply)
+        };
+    }
+    match key {
+        ApiKey::ApiVersions => reply!(handlers::api_versions_response(0)),
+        ApiKey::Metadata => reply!(handlers::metadata(broker, version, decode(key, version, &mut body)?, now)),
+        ApiKey::Produce => match handlers::produce(broker, version, decode(key, version, &mut body)?, now) {
+            Some(resp) => reply!(resp),
+            None => Ok(Outcome::NoReply),
+        },
+        ApiKey::Fetch => match handlers::fetch(broker, version, decode(key, version, &mut body)?, final_attempt) {
+            handlers::FetchDecision::Respond(resp) => reply!(resp),
+            handlers::FetchDecision::Park(wait_ms) => Ok(Outcome::Park { wait_ms }),
+        },
+        ApiKey::ListOffsets => reply!(handlers::list_offsets(broker, version, decode(key, version, &mut body)?)),
+        ApiKey::CreateTopics => reply!(handlers::create_topics(broker, version, decode(key, version, &mut body)?, now)),
+        ApiKey::DeleteTopics => reply!(handlers::delete_topics(broker, version, decode(key, version, &mut body)?)),
+        ApiKey::DescribeConfigs => reply!(handlers::describe_configs(broker, decode(key, version, &mut body)?)),
+        ApiKey::InitProducerId => reply!(handlers::init_producer_id(broker, decode(key, version, &mut body)?)),
+        ApiKey::OffsetForLeaderEpoch => reply!(handlers::offset_for_leader_epoch(broker, decode(key, version, &mut body)?)),
+        other => Err(format!("API {other:?} is not supported by this broker")),
+    }
+}
+
+#[cfg(test)]
+mod tests;

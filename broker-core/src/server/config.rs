@@ -1,0 +1,178 @@
+//! Broker settings from three layers — embedded defaults, an optional TOML file with Kafka's
+//! setting names, command-line flags — into a [`BrokerConfig`] and a listen address. A bad
+//! file names the setting at fault; unknown settings are errors, not silently ignored.
+
+use crate::broker::BrokerConfig;
+use crate::log::FlushPolicy;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// Flags of the `broker` binary (Kafka's names, dots as dashes).
+#[derive(Debug, Clone, Default, clap::Parser)]
+#[command(name = "broker", about = "Seedlog broker: a Kafka-compatible broker on one node")]
+pub struct Flags {
+    /// Address to listen on.
+    #[arg(long)]
+    pub listen: Option<SocketAddr>,
+    /// Address clients are told to connect to (defaults to --listen).
+    #[arg(long)]
+    pub advertised: Option<String>,
+    /// node.id
+    #[arg(long)]
+    pub node_id: Option<i32>,
+    /// log.dirs: where partition logs live.
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// TOML file of Kafka-named settings (flags win over it).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// auto.create.topics.enable
+    #[arg(long)]
+    pub auto_create_topics_enable: Option<bool>,
+    /// num.partitions
+    #[arg(long)]
+    pub num_partitions: Option<i32>,
+    /// min.insync.replicas
+    #[arg(long)]
+    pub min_insync_replicas: Option<i32>,
+    /// log.segment.bytes
+    #[arg(long)]
+    pub log_segment_bytes: Option<u64>,
+    /// log.roll.ms
+    #[arg(long)]
+    pub log_roll_ms: Option<u64>,
+    /// log.retention.ms
+    #[arg(long)]
+    pub log_retention_ms: Option<i64>,
+    /// log.retention.bytes
+    #[arg(long)]
+    pub log_retention_bytes: Option<i64>,
+    /// log.index.interval.bytes
+    #[arg(long)]
+    pub log_index_interval_bytes: Option<u64>,
+    /// log.flush.interval.messages (1 = fsync every batch)
+    #[arg(long)]
+    pub log_flush_interval_messages: Option<u64>,
+    /// log.flush.interval.ms
+    #[arg(long)]
+    pub log_flush_interval_ms: Option<u64>,
+    /// message.max.bytes
+    #[arg(long)]
+    pub message_max_bytes: Option<usize>,
+}
+
+/// The settings a file may carry, as Kafka names them.
+pub const FILE_SETTINGS: &[&str] = &[
+    "listeners",
+    "advertised.listeners",
+    "node.id",
+    "log.dirs",
+    "auto.create.topics.enable",
+    "num.partitions",
+    "min.insync.replicas",
+    "log.segment.bytes",
+    "log.roll.ms",
+    "log.retention.ms",
+    "log.retention.bytes",
+    "log.index.interval.bytes",
+    "log.flush.interval.messages",
+    "log.flush.interval.ms",
+    "message.max.bytes",
+];
+
+/// Reads a TOML file's text into flags (file values first; `over` wins where it sets a value).
+pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
+    let table: BTreeMap<String, toml::Value> = toml::from_str(text).map_err(|e| format!("config file: {e}"))?;
+    let mut f = Flags::default();
+    for (key, value) in &table {
+        let bad = |want: &str| format!("config file: {key} = {value} is not {want}");
+        let int = || value.as_integer().ok_or_else(|| bad("an integer"));
+        let text = || value.as_str().map(str::to_string).ok_or_else(|| bad("a string"));
+        match key.as_str() {
+            "listeners" => f.listen = Some(text()?.trim_start_matches("PLAINTEXT://").parse().map_err(|_| bad("host:port"))?),
+            "advertised.listeners" => f.advertised = Some(text()?.trim_start_matches("PLAINTEXT://").to_string()),
+            "node.id" => f.node_id = Some(int()? as i32),
+            "log.dirs" => f.data_dir = Some(PathBuf::from(text()?)),
+            "auto.create.topics.enable" => f.auto_create_topics_enable = Some(value.as_bool().ok_or_else(|| bad("true or false"))?),
+            "num.partitions" => f.num_partitions = Some(int()? as i32),
+            "min.insync.replicas" => f.min_insync_replicas = Some(int()? as i32),
+            "log.segment.bytes" => f.log_segment_bytes = Some(int()? as u64),
+            "log.roll.ms" => f.log_roll_ms = Some(int()? as u64),
+            "log.retention.ms" => f.log_retention_ms = Some(int()?),
+            "log.retention.bytes" => f.log_retention_bytes = Some(int()?),
+            "log.index.interval.bytes" => f.log_index_interval_bytes = Some(int()? as u64),
+            "log.flush.interval.messages" => f.log_flush_interval_messages = Some(int()? as u64),
+            "log.flush.interval.ms" => f.log_flush_interval_ms = Some(int()? as u64),
+            "message.max.bytes" => f.message_max_bytes = Some(int()? as usize),
+            other => return Err(format!("config file: unknown setting '{other}' (known: {})", FILE_SETTINGS.join(", "))),
+        }
+    }
+    macro_rules! take { ($($field:ident),*) => { $( if over.$field.is_some() { f.$field = over.$field.clone(); } )* } }
+    take!(listen, advertised, node_id, data_dir, config, auto_create_topics_enable, num_partitions, min_insync_replicas,
+        log_segment_bytes, log_roll_ms, log_retention_ms, log_retention_bytes, log_index_interval_bytes,
+        log_flush_interval_messages, log_flush_interval_ms, message_max_bytes);
+    Ok(f)
+}
+
+/// Default listen address (Kafka's port).
+pub const listen_default: &str = "127.0.0.1:9092";
+
+/// Resolves flags into the listen address and the broker's config, checking ranges.
+pub fn resolve(f: &Flags) -> Result<(SocketAddr, BrokerConfig), String> {
+    let listen = f.listen.unwrap_or_else(|| listen_default.parse().expect("valid default"));
+    let mut c = BrokerConfig::default();
+    let advertised = f.advertised.clone().unwrap_or_else(|| listen.to_string());
+    let (host, port) = advertised.rsplit_once(':').ok_or_else(|| format!("--advertised {advertised}: expected host:port"))?;
+    c.advertised_host = host.to_string();
+    c.advertised_port = port.parse().map_err(|_| format!("--advertised {advertised}: bad port"))?;
+    if let Some(v) = f.node_id { c.node_id = v }
+    if let Some(v) = &f.data_dir { c.data_dir = v.clone() }
+    if let Some(v) = f.auto_create_topics_enable { c.auto_create_topics = v }
+    if let Some(v) = f.num_partitions {
+        if !(1..=crate::constants::partitions_per_topic_max).contains(&v) {
+            return Err(format!("num.partitions={v} must be 1..={}", crate::constants::partitions_per_topic_max));
+        }
+        c.num_partitions = v;
+    }
+    if let Some(v) = f.min_insync_replicas {
+        if v < 1 {
+            return Err(format!("min.insync.replicas={v} must be at least 1"));
+        }
+        c.min_insync_replicas = v;
+    }
+    if let Some(v) = f.log_segment_bytes { c.log.segment_bytes = v }
+    if let Some(v) = f.log_roll_ms { c.log.segment_ms = v }
+    if let Some(v) = f.log_retention_ms { c.log.retention_ms = v }
+    if let Some(v) = f.log_retention_bytes { c.log.retention_bytes = v }
+    if let Some(v) = f.log_index_interval_bytes { c.log.index_interval_bytes = v }
+    if let Some(v) = f.message_max_bytes { c.log.max_message_bytes = v }
+    c.log.flush = match (f.log_flush_interval_messages, f.log_flush_interval_ms) {
+        (Some(1), _) => FlushPolicy::EveryBatch,
+        (Some(n), _) if n < i64::MAX as u64 => FlushPolicy::EveryMessages(n),
+        (_, Some(t)) if t < i64::MAX as u64 => FlushPolicy::EveryMs(t),
+        _ => FlushPolicy::Never,
+    };
+    c.log.validate().map_err(|e| e.to_string())?;
+    Ok((listen, c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_then_flags_with_named_errors() {
+        let file = "\"log.segment.bytes\" = 1048576\n\"num.partitions\" = 3\n\"log.dirs\" = \"/x\"\n";
+        let over = Flags { num_partitions: Some(6), ..Flags::default() };
+        let (listen, c) = resolve(&merge_file(file, over).unwrap()).unwrap();
+        assert_eq!(listen.to_string(), "127.0.0.1:9092");
+        assert_eq!((c.log.segment_bytes, c.num_partitions, c.data_dir.clone()), (1048576, 6, PathBuf::from("/x")));
+        assert!(merge_file("\"log.segmnt.bytes\" = 1", Flags::default()).unwrap_err().contains("log.segmnt.bytes"));
+        assert!(merge_file("\"num.partitions\" = \"x\"", Flags::default()).unwrap_err().contains("num.partitions"));
+        let bad = Flags { log_segment_bytes: Some(3), ..Flags::default() };
+        assert!(resolve(&bad).unwrap_err().contains("segment.bytes=3"));
+        let every = Flags { log_flush_interval_messages: Some(1), ..Flags::default() };
+        assert_eq!(resolve(&every).unwrap().1.log.flush, FlushPolicy::EveryBatch);
+    }
+}

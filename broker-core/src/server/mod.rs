@@ -1,0 +1,179 @@
+//! The async shell around the broker: listener, one task per connection, the timers that drive
+//! time-based log work, graceful shutdown. Written against tokio's API as re-exported by
+//! madsim-tokio, so the same code runs on real sockets and on madsim's simulated network.
+//!
+//! This is the IO edge: it reads the clock and passes `now` into the decision code. Requests
+//! on one connection are answered strictly in order (Kafka's rule); a long-polling fetch holds
+//! its connection, as in Kafka, and wakes when a produce appends or its wait runs out.
+
+pub mod config;
+
+use crate::broker::Broker;
+use crate::constants::{checkpoint_interval_ms, request_bytes_max, tick_interval_ms};
+use crate::protocol::{self, Outcome};
+use crate::storage::Disk;
+use bytes::Bytes;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader, BufWriter};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Notify;
+
+/// Milliseconds since the epoch: real time, or simulated time under madsim.
+pub fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+/// What every connection task shares.
+pub struct Shared {
+    broker: Mutex<Broker>,
+    disk: Arc<dyn Disk>,
+    /// Woken after every produce, so parked fetches look again.
+    appended: Notify,
+}
+
+impl Shared {
+    pub fn new(broker: Broker, disk: Arc<dyn Disk>) -> Arc<Shared> {
+        Arc::new(Shared { broker: Mutex::new(broker), disk, appended: Notify::new() })
+    }
+
+    /// The broker, even if a request handler panicked while holding it (a bug, logged there):
+    /// its state is still the last consistent one, since every mutation is a whole call.
+    pub fn broker(&self) -> MutexGuard<'_, Broker> {
+        self.broker.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Sleeps off simulated disk latency owed by the last decision (zero on real disks).
+    async fn settle_disk(&self) {
+        let stall = self.disk.take_stall();
+        if !stall.is_zero() {
+            tokio::time::sleep(stall).await;
+        }
+    }
+}
+
+/// Accepts connections until `shutdown` resolves, then flushes and checkpoints every log.
+pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: impl std::future::Future<Output = ()>) {
+    let timers = tokio::spawn(run_timers(shared.clone()));
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    let _ = stream.set_nodelay(true);
+                    tokio::spawn(connection(stream, peer, shared.clone()));
+                }
+                Err(e) => tracing::warn!("accept failed: {e}"),
+            },
+            _ = &mut shutdown => break,
+        }
+    }
+    timers.abort();
+    tracing::info!("shutting down: flushing and checkpointing every partition");
+    for e in shared.broker().checkpoint(now_ms()) {
+        tracing::error!("checkpoint at shutdown failed: {e}");
+    }
+}
+
+/// Drives flush.ms and retention, and writes recovery-point checkpoints periodically.
+async fn run_timers(shared: Arc<Shared>) {
+    let mut last_checkpoint = now_ms();
+    loop {
+        let wait = {
+            let b = shared.broker();
+            let now = now_ms();
+            b.next_deadline().map_or(tick_interval_ms, |d| d.saturating_sub(now).clamp(1, tick_interval_ms))
+        };
+        tokio::time::sleep(Duration::from_millis(wait)).await;
+        let now = now_ms();
+        let errors = {
+            let mut b = shared.broker();
+            let mut errors = b.tick(now);
+            if now >= last_checkpoint + checkpoint_interval_ms {
+                errors.extend(b.checkpoint(now));
+                last_checkpoint = now;
+            }
+            errors
+        };
+        for e in errors {
+            tracing::error!("log maintenance: {e}");
+        }
+        shared.settle_disk().await;
+    }
+}
+
+/// Runs one request to completion, parking fetches until data arrives or their wait ends.
+async fn answer(shared: &Shared, frame: &Bytes) -> Outcome {
+    let is_produce = frame.len() >= 2 && frame[0..2] == [0, 0];
+    let mut deadline: Option<tokio::time::Instant> = None;
+    loop {
+        let notified = shared.appended.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable(); // registered before we look, so no append is missed
+        let final_attempt = deadline.is_some_and(|d| tokio::time::Instant::now() >= d);
+        let outcome = protocol::handle(&mut shared.broker(), frame, now_ms(), final_attempt);
+        shared.settle_disk().await;
+        match outcome {
+            Outcome::Park { wait_ms } => {
+                let d = *deadline.get_or_insert_with(|| tokio::time::Instant::now() + Duration::from_millis(wait_ms));
+                tokio::select! {
+                    _ = &mut notified => {}
+                    _ = tokio::time::sleep_until(d) => {}
+                }
+            }
+            other => {
+                if is_produce {
+                    shared.appended.notify_waiters();
+                }
+                return other;
+            }
+        }
+    }
+}
+
+/// One client connection: read frames, answer in order, close on protocol violations.
+async fn connection(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
+    let (rd, wr) = tokio::io::split(stream);
+    let mut rd = BufReader::with_capacity(64 * 1024, rd);
+    let mut wr = BufWriter::with_capacity(64 * 1024, wr);
+    loop {
+        let mut prefix = [0u8; 4];
+        if rd.read_exact(&mut prefix).await.is_err() {
+            break; // the client closed the connection
+        }
+        let len = match protocol::frame_len(prefix, request_bytes_max) {
+            Ok(len) => len,
+            Err(reason) => {
+                tracing::warn!("closing connection from {peer}: {reason}");
+                break;
+            }
+        };
+        // Grow the buffer as bytes arrive: a size prefix alone must not reserve 100 MiB.
+        let mut buf = Vec::with_capacity(len.min(1 << 16));
+        let got = (&mut rd).take(len as u64).read_to_end(&mut buf).await;
+        if got.is_err() || buf.len() < len {
+            tracing::warn!("closing connection from {peer}: request body cut short ({} of {len} bytes)", buf.len());
+            break;
+        }
+        match answer(&shared, &Bytes::from(buf)).await {
+            Outcome::Reply(bytes) => {
+                if wr.write_all(&bytes).await.is_err() {
+                    break;
+                }
+            }
+            Outcome::NoReply => {}
+            Outcome::Close(reason) => {
+                tracing::warn!("closing connection from {peer}: {reason}");
+                break;
+            }
+            Outcome::Park { .. } => unreachable!("answer() never returns Park"),
+        }
+        // Pipelined requests already buffered are answered before flushing, so a burst of
+        // requests costs one write; otherwise flush before waiting for the next request.
+        if rd.buffer().is_empty() && wr.flush().await.is_err() {
+            break;
+        }
+    }
+    let _ = wr.flush().await;
+}
