@@ -2,6 +2,7 @@
 //! `cargo test -p sim` runs the pure ones; `cargo simtest` (built with `--cfg madsim`) runs
 //! them all, including those that need simulated nodes.
 
+mod broker_storage;
 mod log_crash;
 #[cfg(madsim)]
 mod madsim_node;
