@@ -1,3 +1,4 @@
 //! `broker-core`'s integration tests, one binary, modules by theme.
 
+mod real_clients;
 mod tidy;

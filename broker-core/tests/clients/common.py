@@ -1,0 +1,139 @@
+"""Shared helpers for the real-client scripts: failing loudly, deadlines, topic metadata.
+
+Every script is a small CLI run by `tests/all/real_clients.rs`. A script must never hang (each
+wait has a deadline) and must never pass on "no error" alone: it compares what it reads with
+what it wrote, field by field, and exits non-zero with a message naming the first mismatch.
+"""
+
+import sys
+import time
+
+
+class Mismatch(Exception):
+    """What the broker returned is not what the script expected."""
+
+
+def fail(message):
+    """Stop the script: a mismatch or an error, said in one line the Rust test shows."""
+    raise Mismatch(message)
+
+
+def expect(condition, message):
+    if not condition:
+        fail(message)
+
+
+def main(body):
+    """Run `body()` and turn a Mismatch into exit code 1 with a clear message on stderr."""
+    script = sys.argv[0].rsplit("/", 1)[-1]
+    try:
+        body()
+    except Mismatch as e:
+        print(f"{script}: FAIL: {e}", file=sys.stderr)
+        sys.exit(1)
+    print(f"{script}: ok", file=sys.stderr)
+
+
+class Deadline:
+    """A wall-clock budget for one phase; `left()` feeds client timeouts."""
+
+    def __init__(self, seconds, what):
+        self.end = time.monotonic() + seconds
+        self.seconds = seconds
+        self.what = what
+
+    def left(self):
+        return max(0.0, self.end - time.monotonic())
+
+    def expired(self):
+        return self.left() == 0.0
+
+    def check(self, progress=""):
+        if self.expired():
+            fail(f"{self.what}: not done within {self.seconds} s{': ' + progress if progress else ''}")
+
+
+def confluent_partitions(client, topic, deadline):
+    """Partition ids of `topic` per the broker's metadata (confluent Producer/Consumer/Admin)."""
+    from confluent_kafka import KafkaException
+
+    while True:
+        try:
+            md = client.list_topics(topic, timeout=max(1.0, min(5.0, deadline.left())))
+        except KafkaException as e:
+            deadline.check(f"metadata for {topic!r}: {e}")
+            time.sleep(0.2)
+            continue
+        t = md.topics.get(topic)
+        if t is not None and t.error is None and t.partitions:
+            return sorted(t.partitions)
+        deadline.check(f"metadata for {topic!r}: {t.error if t is not None else 'topic not listed'}")
+        time.sleep(0.2)
+
+
+def group_by_partition(records):
+    """{partition: [record, ...] sorted by offset} for dicts with 'partition' and 'offset'."""
+    out = {}
+    for r in records:
+        out.setdefault(r["partition"], []).append(r)
+    for rs in out.values():
+        rs.sort(key=lambda r: r["offset"])
+    return out
+
+
+def check_dense(by_partition, what):
+    """Offsets in each partition are exactly 0, 1, 2, ... (a fresh topic, nothing lost or doubled)."""
+    for p, rs in sorted(by_partition.items()):
+        offsets = [r["offset"] for r in rs]
+        for i, offset in enumerate(offsets):
+            if offset != i:
+                fail(f"{what}: partition {p}: offsets not dense from 0: position {i} has offset "
+                     f"{offset} (nearby: {offsets[max(0, i - 2):i + 3]})")
+
+
+def confluent_read_all(bootstrap, topic, partitions, deadline, start=None):
+    """Every record of `partitions` from the beginning (or from `start[p]`) to the end.
+
+    A confluent Consumer with a group.id (librdkafka wants one) but no subscription: assign()
+    with explicit offsets and no commits, so no group coordinator is ever needed. Stops when
+    each partition reports end-of-partition (the Fetch high watermark). Returns dicts with
+    partition, offset, key, value (bytes or None), headers (list of (str, bytes)), and
+    timestamp (type, ms).
+    """
+    from confluent_kafka import Consumer, KafkaError, TopicPartition, OFFSET_BEGINNING
+
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap,
+        "group.id": "seedlog-real-clients",
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "auto.offset.reset": "error",
+        "enable.partition.eof": True,
+    })
+    try:
+        consumer.assign([TopicPartition(topic, p, (start or {}).get(p, OFFSET_BEGINNING)) for p in partitions])
+        records, at_end = [], set()
+        while at_end != set(partitions):
+            deadline.check(f"reading {topic!r}: {len(records)} records so far, at end of partitions "
+                           f"{sorted(at_end)} of {partitions}")
+            msg = consumer.poll(min(1.0, max(0.1, deadline.left())))
+            if msg is None:
+                continue
+            err = msg.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    at_end.add(msg.partition())
+                    continue
+                fail(f"reading {topic!r} partition {msg.partition()}: consumer error {err}")
+            at_end.discard(msg.partition())
+            records.append({
+                "partition": msg.partition(),
+                "offset": msg.offset(),
+                "key": msg.key(),
+                "value": msg.value(),
+                "headers": [(k, v) for k, v in (msg.headers() or [])],
+                "timestamp": msg.timestamp(),
+            })
+        return records
+    finally:
+        consumer.close()
