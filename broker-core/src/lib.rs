@@ -6,6 +6,7 @@
 
 pub mod constants;
 pub mod broker;
+pub mod client;
 pub mod log;
 pub mod protocol;
 pub mod server;

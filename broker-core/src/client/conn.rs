@@ -1,0 +1,99 @@
+//! One connection to a broker: encode a request with its header and size prefix, write it,
+//! read the response frame, decode it. One request in flight at a time.
+
+use super::ClientError;
+use bytes::{BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::{RequestHeader, ResponseHeader};
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader, ReadHalf, WriteHalf};
+use tokio::net::TcpStream;
+
+/// The largest response the client accepts (a broker answering more is misbehaving).
+pub const response_bytes_max: usize = 128 * 1024 * 1024;
+
+pub struct Conn {
+    addr: SocketAddr,
+    rd: BufReader<ReadHalf<TcpStream>>,
+    wr: WriteHalf<TcpStream>,
+    next_correlation_id: i32,
+    client_id: String,
+    timeout: Duration,
+}
+
+impl Conn {
+    pub async fn connect(addr: SocketAddr, client_id: &str, timeout: Duration) -> Result<Conn, ClientError> {
+        let io = |reason: String| ClientError::Io { addr: addr.to_string(), reason };
+        let stream = tokio::time::timeout(timeout, TcpStream::connect(addr))
+            .await
+            .map_err(|_| ClientError::Timeout(timeout.as_millis() as u64))?
+            .map_err(|e| io(e.to_string()))?;
+        let _ = stream.set_nodelay(true);
+        let (rd, wr) = tokio::io::split(stream);
+        Ok(Conn { addr, rd: BufReader::new(rd), wr, next_correlation_id: 0, client_id: client_id.to_string(), timeout })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    fn io(&self, e: impl std::fmt::Display) -> ClientError {
+        ClientError::Io { addr: self.addr.to_string(), reason: e.to_string() }
+    }
+
+    fn encode<R: Request>(&mut self, version: i16, req: &R) -> Result<(i32, Bytes), ClientError> {
+        let id = self.next_correlation_id;
+        self.next_correlation_id = self.next_correlation_id.wrapping_add(1);
+        let header = RequestHeader::default()
+            .with_request_api_key(R::KEY)
+            .with_request_api_version(version)
+            .with_correlation_id(id)
+            .with_client_id(Some(StrBytes::from_string(self.client_id.clone())));
+        let hv = R::header_version(version);
+        let size = header.compute_size(hv).and_then(|h| Ok(h + req.compute_size(version)?)).map_err(|e| ClientError::Protocol(e.to_string()))?;
+        let mut out = BytesMut::with_capacity(size + 4);
+        out.put_i32(size as i32);
+        header.encode(&mut out, hv).map_err(|e| ClientError::Protocol(e.to_string()))?;
+        req.encode(&mut out, version).map_err(|e| ClientError::Protocol(e.to_string()))?;
+        Ok((id, out.freeze()))
+    }
+
+    async fn write(&mut self, frame: &[u8]) -> Result<(), ClientError> {
+        self.wr.write_all(frame).await.map_err(|e| self.io(e))?;
+        self.wr.flush().await.map_err(|e| self.io(e))
+    }
+
+    /// Sends `req` and waits for its response (within the connection's timeout).
+    pub async fn send<R: Request>(&mut self, version: i16, req: &R) -> Result<R::Response, ClientError> {
+        let (id, frame) = self.encode(version, req)?;
+        let timeout = self.timeout;
+        tokio::time::timeout(timeout, async {
+            self.write(&frame).await?;
+            let mut prefix = [0u8; 4];
+            self.rd.read_exact(&mut prefix).await.map_err(|e| self.io(e))?;
+            let len = i32::from_be_bytes(prefix);
+            if len < 0 || len as usize > response_bytes_max {
+                return Err(ClientError::Protocol(format!("response size {len}")));
+            }
+            let mut body = vec![0u8; len as usize];
+            self.rd.read_exact(&mut body).await.map_err(|e| self.io(e))?;
+            let mut body = Bytes::from(body);
+            let header = ResponseHeader::decode(&mut body, <R::Response as HeaderVersion>::header_version(version))
+                .map_err(|e| ClientError::Protocol(e.to_string()))?;
+            if header.correlation_id != id {
+                return Err(ClientError::Protocol(format!("correlation id {} answers request {id}", header.correlation_id)));
+            }
+            R::Response::decode(&mut body, version).map_err(|e| ClientError::Protocol(e.to_string()))
+        })
+        .await
+        .map_err(|_| ClientError::Timeout(timeout.as_millis() as u64))?
+    }
+
+    /// Sends a request that gets no response (produce with acks=0).
+    pub async fn send_only<R: Request>(&mut self, version: i16, req: &R) -> Result<(), ClientError> {
+        let (_, frame) = self.encode(version, req)?;
+        let timeout = self.timeout;
+        tokio::time::timeout(timeout, self.write(&frame)).await.map_err(|_| ClientError::Timeout(timeout.as_millis() as u64))?
+    }
+}

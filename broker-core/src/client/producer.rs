@@ -1,0 +1,249 @@
+//! Producer: one batch per `send`, to the partition's leader found through Metadata, with
+//! retries on retriable errors and, when idempotent, a producer id and per-partition sequence
+//! numbers so a retried batch is appended at most once.
+
+use super::conn::Conn;
+use super::ClientError;
+use bytes::{Bytes, BytesMut};
+use indexmap::IndexMap;
+use kafka_protocol::messages::init_producer_id_request::InitProducerIdRequest;
+use kafka_protocol::messages::metadata_request::{MetadataRequest, MetadataRequestTopic};
+use kafka_protocol::messages::produce_request::{PartitionProduceData, ProduceRequest, TopicProduceData};
+use kafka_protocol::messages::{ProducerId, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// Versions the client speaks (all served by the broker, docs/protocol.md).
+const produce_version: i16 = 9;
+const metadata_version: i16 = 12;
+const init_producer_id_version: i16 = 4;
+
+#[derive(Debug, Clone)]
+pub struct ProducerConfig {
+    pub client_id: String,
+    /// -1 (all), 0 or 1.
+    pub acks: i16,
+    pub idempotent: bool,
+    /// Attempts after the first one.
+    pub retries: u32,
+    pub retry_backoff: Duration,
+    pub request_timeout: Duration,
+}
+
+impl Default for ProducerConfig {
+    fn default() -> Self {
+        ProducerConfig {
+            client_id: "seedlog-producer".into(),
+            acks: -1,
+            idempotent: true,
+            retries: 5,
+            retry_backoff: Duration::from_millis(100),
+            request_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+pub struct Producer {
+    bootstrap: SocketAddr,
+    config: ProducerConfig,
+    brokers: BTreeMap<i32, SocketAddr>,
+    leaders: BTreeMap<(String, i32), i32>,
+    conns: BTreeMap<SocketAddr, Conn>,
+    producer: Option<(i64, i16)>,
+    sequences: BTreeMap<(String, i32), i32>,
+}
+
+/// One record to send: key and value.
+pub type KeyValue = (Option<Bytes>, Option<Bytes>);
+
+impl Producer {
+    pub fn new(bootstrap: SocketAddr, config: ProducerConfig) -> Producer {
+        Producer {
+            bootstrap,
+            config,
+            brokers: BTreeMap::new(),
+            leaders: BTreeMap::new(),
+            conns: BTreeMap::new(),
+            producer: None,
+            sequences: BTreeMap::new(),
+        }
+    }
+
+    async fn conn(&mut self, addr: SocketAddr) -> Result<&mut Conn, ClientError> {
+        if !self.conns.contains_key(&addr) {
+            let c = Conn::connect(addr, &self.config.client_id, self.config.request_timeout).await?;
+            self.conns.insert(addr, c);
+        }
+        Ok(self.conns.get_mut(&addr).expect("just inserted"))
+    }
+
+    /// Forgets a connection after an error: the next attempt reconnects.
+    fn drop_conn(&mut self, addr: SocketAddr) {
+        self.conns.remove(&addr);
+    }
+
+    /// Refreshes brokers and the leader of `topic`'s partitions.
+    async fn refresh_metadata(&mut self, topic: &str) -> Result<(), ClientError> {
+        let addr = self.brokers.values().next().copied().unwrap_or(self.bootstrap);
+        let req = MetadataRequest::default()
+            .with_topics(Some(vec![MetadataRequestTopic::default().with_name(Some(TopicName(StrBytes::from_string(topic.into()))))]))
+            .with_allow_auto_topic_creation(true);
+        let resp = match self.conn(addr).await?.send(metadata_version, &req).await {
+            Ok(r) => r,
+            Err(e) => {
+                self.drop_conn(addr);
+                self.brokers.clear(); // fall back to the bootstrap address next time
+                return Err(e);
+            }
+        };
+        for b in &resp.brokers {
+            if let Ok(a) = format!("{}:{}", b.host, b.port).parse() {
+                self.brokers.insert(b.node_id.0, a);
+            }
+        }
+        for t in &resp.topics {
+            if t.error_code != 0 {
+                return Err(ClientError::Kafka { code: t.error_code, message: format!("metadata for {topic}") });
+            }
+            for p in &t.partitions {
+                self.leaders.insert((topic.to_string(), p.partition_index), p.leader_id.0);
+            }
+        }
+        Ok(())
+    }
+
+    async fn leader(&mut self, topic: &str, partition: i32) -> Result<SocketAddr, ClientError> {
+        let key = (topic.to_string(), partition);
+        if !self.leaders.contains_key(&key) {
+            self.refresh_metadata(topic).await?;
+        }
+        let id = self.leaders.get(&key).ok_or(ClientError::Kafka { code: 3, message: format!("{topic}-{partition} has no leader") })?;
+        self.brokers.get(id).copied().ok_or(ClientError::Kafka { code: 5, message: format!("leader {id} unknown") })
+    }
+
+    async fn ensure_producer_id(&mut self) -> Result<(i64, i16), ClientError> {
+        if let Some(p) = self.producer {
+            return Ok(p);
+        }
+        let addr = self.brokers.values().next().copied().unwrap_or(self.bootstrap);
+        let req = InitProducerIdRequest::default().with_transaction_timeout_ms(60_000).with_producer_id(ProducerId(-1)).with_producer_epoch(-1);
+        let resp = match self.conn(addr).await?.send(init_producer_id_version, &req).await {
+            Ok(r) => r,
+            Err(e) => {
+                self.drop_conn(addr);
+                return Err(e);
+            }
+        };
+        if resp.error_code != 0 {
+            return Err(ClientError::Kafka { code: resp.error_code, message: "InitProducerId".into() });
+        }
+        let p = (resp.producer_id.0, resp.producer_epoch);
+        self.producer = Some(p);
+        self.sequences.clear();
+        Ok(p)
+    }
+
+    fn encode_batch(&self, records: &[KeyValue], timestamp: i64, seq: i32) -> Result<Bytes, ClientError> {
+        let (pid, epoch) = self.producer.filter(|_| self.config.idempotent).unwrap_or((-1, -1));
+        let recs: Vec<Record> = records
+            .iter()
+            .enumerate()
+            .map(|(i, (k, v))| Record {
+                transactional: false,
+                control: false,
+                delete_horizon: false,
+                partition_leader_epoch: -1,
+                producer_id: pid,
+                producer_epoch: epoch,
+                timestamp_type: TimestampType::Creation,
+                offset: i as i64,
+                sequence: if pid >= 0 { seq.wrapping_add(i as i32) } else { -1 },
+                timestamp,
+                key: k.clone(),
+                value: v.clone(),
+                headers: IndexMap::new(),
+            })
+            .collect();
+        let mut buf = BytesMut::new();
+        let options = RecordEncodeOptions { version: 2, compression: Compression::None };
+        RecordBatchEncoder::encode(&mut buf, recs.iter(), &options).map_err(|e| ClientError::Protocol(e.to_string()))?;
+        Ok(buf.freeze())
+    }
+
+    /// Sends `records` as one batch to `topic`/`partition` and returns its base offset
+    /// (`-1` with acks=0, which gets no answer). Retries retriable failures up to
+    /// `config.retries` times, resending the same batch (same sequence numbers).
+    pub async fn send(&mut self, topic: &str, partition: i32, records: &[KeyValue], timestamp: i64) -> Result<i64, ClientError> {
+        if records.is_empty() {
+            return Err(ClientError::Protocol("a batch needs at least one record".into()));
+        }
+        if self.config.idempotent {
+            self.ensure_producer_id().await?;
+        }
+        let key = (topic.to_string(), partition);
+        let seq = *self.sequences.get(&key).unwrap_or(&0);
+        let batch = self.encode_batch(records, timestamp, seq)?;
+        let mut attempt = 0;
+        loop {
+            let result = self.try_send(topic, partition, batch.clone()).await;
+            match result {
+                Ok(offset) => {
+                    self.sequences.insert(key, seq.wrapping_add(records.len() as i32) & i32::MAX);
+                    return Ok(offset);
+                }
+                Err(e) if e.retriable() && attempt < self.config.retries => {
+                    attempt += 1;
+                    self.leaders.remove(&key);
+                    tokio::time::sleep(self.config.retry_backoff).await;
+                }
+                Err(e) => {
+                    if self.config.idempotent && e.outcome_unknown() {
+                        // The batch may or may not be in the log: a fresh producer id restarts
+                        // sequences at 0, so the next batch cannot be refused as a gap.
+                        self.producer = None;
+                    }
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    async fn try_send(&mut self, topic: &str, partition: i32, batch: Bytes) -> Result<i64, ClientError> {
+        let addr = self.leader(topic, partition).await?;
+        let part = PartitionProduceData::default().with_index(partition).with_records(Some(batch));
+        let t = TopicProduceData::default().with_name(TopicName(StrBytes::from_string(topic.into()))).with_partition_data(vec![part]);
+        let req = ProduceRequest::default()
+            .with_acks(self.config.acks)
+            .with_timeout_ms(self.config.request_timeout.as_millis() as i32)
+            .with_topic_data(vec![t]);
+        let acks = self.config.acks;
+        let conn = self.conn(addr).await?;
+        if acks == 0 {
+            let r = conn.send_only(produce_version, &req).await;
+            if r.is_err() {
+                self.drop_conn(addr);
+            }
+            return r.map(|_| -1);
+        }
+        let resp = match conn.send(produce_version, &req).await {
+            Ok(r) => r,
+            Err(e) => {
+                self.drop_conn(addr);
+                return Err(e);
+            }
+        };
+        let p = resp
+            .responses
+            .first()
+            .and_then(|t| t.partition_responses.first())
+            .ok_or_else(|| ClientError::Protocol("produce response without the partition".into()))?;
+        if p.error_code != 0 {
+            let message = p.error_message.as_ref().map_or(String::new(), |m| m.to_string());
+            return Err(ClientError::Kafka { code: p.error_code, message });
+        }
+        Ok(p.base_offset)
+    }
+}
