@@ -4,5 +4,8 @@
 //! Nothing in this crate may read a wall clock, a thread-local RNG or the real file system:
 //! every choice comes from a seed, so a failing run replays bit for bit.
 
+pub mod checkers;
 pub mod crash;
 pub mod disk;
+pub mod history;
+pub mod scenario;

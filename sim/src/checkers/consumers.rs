@@ -1,0 +1,72 @@
+//! Properties of what consumers received during the run.
+
+use crate::history::{History, Read, Violation};
+use std::collections::BTreeMap;
+
+fn violation(checker: &'static str, r: &Read, offsets: Vec<i64>, detail: String) -> Violation {
+    Violation { checker, topic: r.topic.clone(), partition: r.partition, offsets, at_ms: r.at_ms, detail, loss: false }
+}
+
+/// read-above-hw: a record is only served below the high watermark of its response.
+pub fn read_above_hw(h: &History, out: &mut Vec<Violation>) {
+    for r in &h.reads {
+        if r.offset >= r.high_watermark {
+            out.push(violation("read_above_hw", r, vec![r.offset], format!("{} read offset {} with high watermark {}", r.process, r.offset, r.high_watermark)));
+        }
+    }
+}
+
+/// inconsistent-offsets: every read of an offset (and the final log) agrees on its value.
+pub fn inconsistent_offsets(h: &History, out: &mut Vec<Violation>) {
+    let mut value_at: BTreeMap<(&str, i32, i64), &[u8]> = BTreeMap::new();
+    for ((topic, partition), log) in &h.final_read {
+        for (offset, value) in log {
+            value_at.insert((topic, *partition, *offset), value);
+        }
+    }
+    for r in &h.reads {
+        match value_at.get(&(r.topic.as_str(), r.partition, r.offset)) {
+            Some(v) if *v != r.value.as_slice() => out.push(violation(
+                "inconsistent_offsets",
+                r,
+                vec![r.offset],
+                format!("{} read {:?} at offset {}, elsewhere it holds {:?}", r.process, String::from_utf8_lossy(&r.value), r.offset, String::from_utf8_lossy(v)),
+            )),
+            Some(_) => {}
+            None => {
+                value_at.insert((r.topic.as_str(), r.partition, r.offset), &r.value);
+            }
+        }
+    }
+}
+
+/// Consecutive reads of one partition within one consumer session.
+fn session_pairs(h: &History) -> Vec<(&Read, &Read)> {
+    let mut last: BTreeMap<(&str, u32, &str, i32), &Read> = BTreeMap::new();
+    let mut pairs = Vec::new();
+    for r in &h.reads {
+        let key = (r.process.as_str(), r.session, r.topic.as_str(), r.partition);
+        if let Some(prev) = last.insert(key, r) {
+            pairs.push((prev, r));
+        }
+    }
+    pairs
+}
+
+/// nonmonotonic-poll: offsets a session receives from a partition strictly increase.
+pub fn nonmonotonic_poll(h: &History, out: &mut Vec<Violation>) {
+    for (a, b) in session_pairs(h) {
+        if b.offset <= a.offset {
+            out.push(violation("nonmonotonic_poll", b, vec![a.offset, b.offset], format!("{} received offset {} after {}", b.process, b.offset, a.offset)));
+        }
+    }
+}
+
+/// poll-skip: in assign mode a session receives every offset after the first, none skipped.
+pub fn poll_skip(h: &History, out: &mut Vec<Violation>) {
+    for (a, b) in session_pairs(h) {
+        if b.offset > a.offset + 1 {
+            out.push(violation("poll_skip", b, vec![a.offset, b.offset], format!("{} jumped from offset {} to {}", b.process, a.offset, b.offset)));
+        }
+    }
+}

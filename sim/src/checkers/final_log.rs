@@ -1,0 +1,60 @@
+//! Properties of the final read of every partition, after healing.
+
+use crate::history::{History, Violation};
+use std::collections::BTreeMap;
+
+/// offsets-dense: consecutive records of the final log have consecutive offsets.
+pub fn offsets_dense(h: &History, out: &mut Vec<Violation>) {
+    for ((topic, partition), log) in &h.final_read {
+        for w in log.windows(2) {
+            if w[1].0 != w[0].0 + 1 {
+                out.push(Violation {
+                    checker: "offsets_dense",
+                    topic: topic.clone(),
+                    partition: *partition,
+                    offsets: vec![w[0].0, w[1].0],
+                    at_ms: 0,
+                    detail: format!("offset {} is followed by {}", w[0].0, w[1].0),
+                    loss: false,
+                });
+            }
+        }
+    }
+}
+
+/// duplicate: each value (unique per write) appears once in the final log.
+pub fn duplicate(h: &History, out: &mut Vec<Violation>) {
+    for ((topic, partition), log) in &h.final_read {
+        let mut first: BTreeMap<&[u8], i64> = BTreeMap::new();
+        for (offset, value) in log {
+            if let Some(&earlier) = first.get(value.as_slice()) {
+                out.push(Violation {
+                    checker: "duplicate",
+                    topic: topic.clone(),
+                    partition: *partition,
+                    offsets: vec![earlier, *offset],
+                    at_ms: 0,
+                    detail: format!("value {:?} appears at {earlier} and {offset}", String::from_utf8_lossy(value)),
+                    loss: false,
+                });
+            } else {
+                first.insert(value, *offset);
+            }
+        }
+    }
+}
+
+/// liveness: after the healing phase every partition could be read in full.
+pub fn liveness(h: &History, out: &mut Vec<Violation>) {
+    for ((topic, partition), why) in &h.final_errors {
+        out.push(Violation {
+            checker: "liveness",
+            topic: topic.clone(),
+            partition: *partition,
+            offsets: vec![],
+            at_ms: 0,
+            detail: format!("not readable after healing: {why}"),
+            loss: false,
+        });
+    }
+}

@@ -1,0 +1,65 @@
+//! Properties of acknowledged writes: durable in the final log; visible to consumers that
+//! read past them.
+
+use crate::history::{History, Outcome, Violation, Write};
+use std::collections::{BTreeMap, BTreeSet};
+
+fn acked(h: &History) -> impl Iterator<Item = (&Write, i64)> {
+    h.writes.iter().filter_map(|w| match w.outcome {
+        Outcome::Ok(offset) if w.acks != 0 && offset >= 0 => Some((w, offset)),
+        _ => None,
+    })
+}
+
+/// acknowledged-durable: the final read holds every acknowledged write at its offset.
+pub fn acknowledged_durable(h: &History, out: &mut Vec<Violation>) {
+    for (w, offset) in acked(h) {
+        let key = (w.topic.clone(), w.partition);
+        if h.final_errors.contains_key(&key) {
+            continue; // liveness reports the unreadable partition
+        }
+        let log = h.final_read.get(&key).map(Vec::as_slice).unwrap_or(&[]);
+        let found = log.binary_search_by_key(&offset, |(o, _)| *o).ok().map(|i| &log[i].1);
+        if found != Some(&w.value) {
+            let what = match found {
+                None => "missing".to_string(),
+                Some(v) => format!("holds {:?} instead", String::from_utf8_lossy(v)),
+            };
+            out.push(Violation {
+                checker: "acknowledged_durable",
+                topic: w.topic.clone(),
+                partition: w.partition,
+                offsets: vec![offset],
+                at_ms: w.complete_ms,
+                detail: format!("write {:?} by {} (acks={}) acknowledged at offset {offset}: {what}", String::from_utf8_lossy(&w.value), w.process, w.acks),
+                loss: true,
+            });
+        }
+    }
+}
+
+/// lost-write: if any consumer read an offset beyond an acknowledged write's, some consumer
+/// must have read that write.
+pub fn lost_write(h: &History, out: &mut Vec<Violation>) {
+    let mut max_read: BTreeMap<(&str, i32), i64> = BTreeMap::new();
+    let mut seen: BTreeSet<(&str, i32, &[u8])> = BTreeSet::new();
+    for r in &h.reads {
+        let m = max_read.entry((&r.topic, r.partition)).or_insert(-1);
+        *m = (*m).max(r.offset);
+        seen.insert((&r.topic, r.partition, &r.value));
+    }
+    for (w, offset) in acked(h) {
+        let beyond = max_read.get(&(w.topic.as_str(), w.partition)).is_some_and(|&m| m > offset);
+        if beyond && !seen.contains(&(w.topic.as_str(), w.partition, w.value.as_slice())) {
+            out.push(Violation {
+                checker: "lost_write",
+                topic: w.topic.clone(),
+                partition: w.partition,
+                offsets: vec![offset],
+                at_ms: w.complete_ms,
+                detail: format!("write {:?} acknowledged at {offset} was never read, though consumers read past it", String::from_utf8_lossy(&w.value)),
+                loss: true,
+            });
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! The Jepsen-style record of a run: every produce invocation with its outcome, every record a
+//! consumer received, and the final read of every partition after healing. Simulated times only.
+//! Checkers read it; nothing here decides anything.
+
+use std::collections::BTreeMap;
+
+/// How a produce ended, as the client saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Acknowledged at this offset (acks=0 gets `-1`: nothing is promised).
+    Ok(i64),
+    /// Refused by the broker: certainly not appended.
+    Fail(String),
+    /// Timed out or the connection broke: may or may not be in the log.
+    Unknown(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Write {
+    pub process: String,
+    pub topic: String,
+    pub partition: i32,
+    /// Unique per write across the run, so a value identifies its write.
+    pub value: Vec<u8>,
+    pub acks: i16,
+    pub invoke_ms: u64,
+    pub complete_ms: u64,
+    pub outcome: Outcome,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Read {
+    pub process: String,
+    /// Increments whenever the consumer starts over (reconnect, out-of-range reset): order
+    /// rules hold within one session.
+    pub session: u32,
+    pub topic: String,
+    pub partition: i32,
+    pub offset: i64,
+    pub value: Vec<u8>,
+    /// High watermark in the fetch response that carried the record.
+    pub high_watermark: i64,
+    pub at_ms: u64,
+}
+
+pub type PartitionKey = (String, i32);
+
+#[derive(Debug, Clone, Default)]
+pub struct History {
+    pub writes: Vec<Write>,
+    pub reads: Vec<Read>,
+    /// Every record of every partition after the healing phase, by offset.
+    pub final_read: BTreeMap<PartitionKey, Vec<(i64, Vec<u8>)>>,
+    /// Partitions whose final read failed (the liveness phase did not recover them).
+    pub final_errors: BTreeMap<PartitionKey, String>,
+}
+
+/// One broken property. `loss` marks violations that only say "acknowledged data is gone",
+/// which a scenario may declare allowed (its faults exceed what its settings promise).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    pub checker: &'static str,
+    pub topic: String,
+    pub partition: i32,
+    pub offsets: Vec<i64>,
+    pub at_ms: u64,
+    pub detail: String,
+    pub loss: bool,
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "[{}] {}-{} offsets {:?} at {} ms: {}", self.checker, self.topic, self.partition, self.offsets, self.at_ms, self.detail)
+    }
+}
