@@ -23,6 +23,8 @@ pub struct Write {
     /// Unique per write across the run, so a value identifies its write.
     pub value: Vec<u8>,
     pub acks: i16,
+    /// Sent by an idempotent producer: retries must not duplicate it.
+    pub idempotent: bool,
     pub invoke_ms: u64,
     pub complete_ms: u64,
     pub outcome: Outcome,

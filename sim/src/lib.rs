@@ -5,7 +5,10 @@
 //! every choice comes from a seed, so a failing run replays bit for bit.
 
 pub mod checkers;
+#[cfg(madsim)]
+pub mod cluster;
 pub mod crash;
 pub mod disk;
 pub mod history;
 pub mod scenario;
+pub mod trace;

@@ -15,8 +15,12 @@ fn main() {
 #[cfg(madsim)]
 mod cli {
     use clap::{Parser, Subcommand};
+    use sim::cluster;
     use sim::crash::{crash_rounds, digest, node_rounds};
+    use sim::scenario::Scenario;
+    use std::collections::BTreeMap;
     use std::ops::Range;
+    use std::path::{Path, PathBuf};
 
     #[derive(Parser)]
     #[command(name = "sim", about = "Seedlog simulator (deterministic: same arguments, same output)")]
@@ -27,6 +31,34 @@ mod cli {
 
     #[derive(Subcommand)]
     enum Cmd {
+        /// Run one scenario with one seed: derived parameters, checker verdicts, digest.
+        /// Exit code 1 on a violation.
+        Run {
+            scenario: PathBuf,
+            #[arg(long, default_value_t = 0)]
+            seed: u64,
+            /// Write the trace (JSON Lines) here.
+            #[arg(long)]
+            trace: Option<PathBuf>,
+        },
+        /// Run a scenario (or every scenario in a directory) over a range of seeds.
+        Sweep {
+            target: PathBuf,
+            /// Seeds as A..B (B exclusive) or a single seed.
+            #[arg(long, default_value = "0..100", value_parser = parse_seeds)]
+            seeds: Range<u64>,
+            /// Parallel runs.
+            #[arg(long, default_value_t = 2)]
+            jobs: usize,
+            /// Run only shard i of N (seed % N == i), as `i/N`, to spread seeds over machines.
+            #[arg(long, value_parser = parse_shard)]
+            shard: Option<(u64, u64)>,
+            /// Where failing seeds' traces go.
+            #[arg(long, default_value = "traces")]
+            traces: PathBuf,
+        },
+        /// Re-run a trace's scenario and seed; report the first diverging line or "identical".
+        Replay { trace: PathBuf },
         /// Crash rounds of the partition log on SimDisk: random appends, flushes, checkpoints,
         /// rolls and retention, power loss, recovery, invariant checks.
         CrashLog {
@@ -46,6 +78,15 @@ mod cli {
         },
     }
 
+    fn parse_shard(s: &str) -> Result<(u64, u64), String> {
+        let (i, n) = s.split_once('/').ok_or_else(|| format!("shard `{s}`: expected i/N"))?;
+        let (i, n): (u64, u64) = (i.parse().map_err(|_| format!("shard `{s}`: bad i"))?, n.parse().map_err(|_| format!("shard `{s}`: bad N"))?);
+        if n == 0 || i >= n {
+            return Err(format!("shard `{s}`: need 0 <= i < N"));
+        }
+        Ok((i, n))
+    }
+
     fn parse_seeds(s: &str) -> Result<Range<u64>, String> {
         let num = |t: &str| t.trim().parse::<u64>().map_err(|_| format!("seed range `{s}`: `{t}` is not a number"));
         match s.split_once("..") {
@@ -60,8 +101,152 @@ mod cli {
         }
     }
 
+    fn load(path: &Path) -> Result<Scenario, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Scenario::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
     pub fn main() {
-        let Cmd::CrashLog { seeds, rounds, nodes, verbose } = Cli::parse().cmd;
+        let result = match Cli::parse().cmd {
+            Cmd::Run { scenario, seed, trace } => run(&scenario, seed, trace.as_deref()),
+            Cmd::Sweep { target, seeds, jobs, shard, traces } => sweep(&target, seeds, jobs, shard, &traces),
+            Cmd::Replay { trace } => replay(&trace),
+            Cmd::CrashLog { seeds, rounds, nodes, verbose } => crash_log(seeds, rounds, nodes, verbose),
+        };
+        match result {
+            Ok(true) => {}
+            Ok(false) => std::process::exit(1),
+            Err(e) => {
+                eprintln!("error: {e}");
+                std::process::exit(2);
+            }
+        }
+    }
+
+    fn run(path: &Path, seed: u64, trace: Option<&Path>) -> Result<bool, String> {
+        let s = load(path)?;
+        let wall = std::time::Instant::now();
+        let r = cluster::run(&s, &path.display().to_string(), seed, None);
+        let secs = wall.elapsed().as_secs_f64();
+        println!("scenario {} seed={seed}", s.name);
+        for (k, v) in &r.derived {
+            println!("  derived {k} = {v}");
+        }
+        let acked = r.history.writes.iter().filter(|w| matches!(w.outcome, sim::history::Outcome::Ok(_))).count();
+        println!("  {} writes ({acked} acknowledged), {} records read, {} final records", r.history.writes.len(), r.history.reads.len(), r.history.final_read.values().map(Vec::len).sum::<usize>());
+        for (name, _) in sim::checkers::CHECKERS {
+            let n = r.violations.iter().filter(|v| v.checker == *name).count();
+            let a = r.allowed.iter().filter(|v| v.checker == *name).count();
+            let verdict = match (n, a) {
+                (0, 0) => "ok".to_string(),
+                (0, a) => format!("ok ({a} losses allowed by expect.loss_allowed)"),
+                (n, _) => format!("VIOLATED ({n})"),
+            };
+            println!("  {name:<22} {verdict}");
+        }
+        for v in r.violations.iter().take(10) {
+            println!("    {v}");
+        }
+        println!("  simulated {:.1} s in {secs:.2} s wall ({:.0}x)", r.simulated_ms as f64 / 1000.0, r.simulated_ms as f64 / 1000.0 / secs.max(1e-9));
+        println!("  digest {:016x}", r.digest);
+        if let Some(t) = trace {
+            std::fs::write(t, r.trace.to_jsonl()).map_err(|e| format!("{}: {e}", t.display()))?;
+            println!("  trace written to {}", t.display());
+        }
+        if !r.passed() {
+            println!("  reproduce: cargo sim run {} --seed {seed} --trace {}-{seed}.jsonl", path.display(), s.name);
+        }
+        Ok(r.passed())
+    }
+
+    fn scenarios_in(target: &Path) -> Result<Vec<PathBuf>, String> {
+        if target.is_dir() {
+            let mut v: Vec<PathBuf> = std::fs::read_dir(target)
+                .map_err(|e| format!("{}: {e}", target.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+                .collect();
+            v.sort();
+            Ok(v)
+        } else {
+            Ok(vec![target.to_path_buf()])
+        }
+    }
+
+    fn sweep(target: &Path, seeds: Range<u64>, jobs: usize, shard: Option<(u64, u64)>, traces: &Path) -> Result<bool, String> {
+        let paths = scenarios_in(target)?;
+        let mut work: Vec<(PathBuf, Scenario, u64)> = Vec::new();
+        for p in &paths {
+            let s = load(p)?;
+            for seed in seeds.clone().filter(|seed| shard.is_none_or(|(i, n)| seed % n == i)) {
+                work.push((p.clone(), s.clone(), seed));
+            }
+        }
+        let total = work.len();
+        let bar = indicatif::ProgressBar::new(total as u64);
+        bar.set_style(indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} seeds {elapsed_precise} eta {eta}").expect("template"));
+        let queue = std::sync::Mutex::new(work.into_iter().enumerate());
+        let results = std::sync::Mutex::new(Vec::new());
+        let wall = std::time::Instant::now();
+        std::thread::scope(|scope| {
+            for _ in 0..jobs.max(1) {
+                scope.spawn(|| loop {
+                    let next = queue.lock().expect("queue").next();
+                    let Some((i, (path, s, seed))) = next else { break };
+                    let r = cluster::run(&s, &path.display().to_string(), seed, None);
+                    bar.inc(1);
+                    results.lock().expect("results").push((i, path, s.name.clone(), seed, r.passed(), r.violations.first().map(|v| v.to_string()), r.trace.to_jsonl(), r.simulated_ms));
+                });
+            }
+        });
+        bar.finish_and_clear();
+        let mut results = results.into_inner().expect("results");
+        results.sort_by_key(|r| r.0);
+        let secs = wall.elapsed().as_secs_f64();
+        let mut by_scenario: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+        let mut failures = 0;
+        let mut simulated = 0u64;
+        for (_, path, name, seed, passed, first, trace, sim_ms) in &results {
+            simulated += sim_ms;
+            let e = by_scenario.entry(name.clone()).or_default();
+            e.0 += 1;
+            if !passed {
+                e.1 += 1;
+                failures += 1;
+                std::fs::create_dir_all(traces).map_err(|e| format!("{}: {e}", traces.display()))?;
+                let file = traces.join(format!("{name}-{seed}.jsonl"));
+                std::fs::write(&file, trace).map_err(|e| format!("{}: {e}", file.display()))?;
+                println!("FAIL {name} seed {seed}: {}", first.as_deref().unwrap_or("?"));
+                println!("  trace: {}", file.display());
+                println!("  reproduce: cargo sim run {} --seed {seed}", path.display());
+            }
+        }
+        println!("{:<20} {:>8} {:>8}", "scenario", "seeds", "failed");
+        for (name, (n, f)) in &by_scenario {
+            println!("{name:<20} {n:>8} {f:>8}");
+        }
+        println!("{total} runs in {secs:.1} s wall ({:.0} seeds/min, {:.0}x real time over all runs)", total as f64 / secs.max(1e-9) * 60.0, simulated as f64 / 1000.0 / secs.max(1e-9));
+        Ok(failures == 0)
+    }
+
+    fn replay(trace_path: &Path) -> Result<bool, String> {
+        let text = std::fs::read_to_string(trace_path).map_err(|e| format!("{}: {e}", trace_path.display()))?;
+        let (scenario_path, seed) = sim::trace::read_header(&text)?;
+        let s = load(Path::new(&scenario_path))?;
+        let again = cluster::run(&s, &scenario_path, seed, None).trace.to_jsonl();
+        match sim::trace::first_divergence(&text, &again) {
+            None => {
+                println!("identical: {} lines, scenario {scenario_path} seed {seed}", text.lines().count());
+                Ok(true)
+            }
+            Some((line, was, now)) => {
+                println!("diverges at line {line}:\n  trace:  {was}\n  replay: {now}");
+                Ok(false)
+            }
+        }
+    }
+
+    fn crash_log(seeds: Range<u64>, rounds: usize, nodes: bool, verbose: bool) -> Result<bool, String> {
         let mode = if nodes { "madsim nodes, kill + power loss" } else { "between calls, power loss or clean" };
         println!("crash-log: seeds {}..{}, {rounds} rounds each ({mode})", seeds.start, seeds.end);
         let mut failed = 0;
@@ -80,8 +265,6 @@ mod cli {
         }
         let total = seeds.end - seeds.start;
         println!("{} of {total} seeds passed; digest {:016x}", total - failed, digest(&combined));
-        if failed > 0 {
-            std::process::exit(1);
-        }
+        Ok(failed == 0)
     }
 }

@@ -47,6 +47,21 @@ pub struct BrokerConfig {
     pub min_insync_replicas: i32,
     /// `log.*` defaults for every topic.
     pub log: LogConfig,
+    /// A known bug switched on, so tests can prove the simulator's checkers catch it. Only
+    /// test code sets this; no flag or file can.
+    #[doc(hidden)]
+    pub planted_bug: Option<PlantedBug>,
+}
+
+/// Bugs the simulator must be able to find (see sim's planted-bug test).
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlantedBug {
+    /// Acknowledge a produce before appending it (the append happens at the next tick), so a
+    /// crash in between loses an acknowledged write.
+    AckBeforeAppend,
+    /// Report a fetch's high watermark one below the truth, so consumers read above it.
+    FetchAboveHighWatermark,
 }
 
 impl Default for BrokerConfig {
@@ -61,6 +76,7 @@ impl Default for BrokerConfig {
             num_partitions: 1,
             min_insync_replicas: 1,
             log: LogConfig::default(),
+            planted_bug: None,
         }
     }
 }
@@ -197,6 +213,8 @@ pub struct Broker {
     producer_id_limit: i64,
     /// Topics created in this process, mixed into topic ids.
     serial: u64,
+    /// Appends acknowledged but not yet made (only with `PlantedBug::AckBeforeAppend`).
+    deferred: Vec<(String, i32, Vec<u8>)>,
 }
 
 fn storage(what: &str, path: &Path, e: impl std::fmt::Display) -> Error {
@@ -224,7 +242,7 @@ impl Broker {
         let topics_dir = data.join("topics");
         disk.create_dir_all(&topics_dir).map_err(|e| storage("create", &topics_dir, e))?;
         let mut notes = Vec::new();
-        let mut broker = Broker { config, disk, topics: BTreeMap::new(), next_producer_id: 0, producer_id_limit: 0, serial: 0 };
+        let mut broker = Broker { config, disk, topics: BTreeMap::new(), next_producer_id: 0, producer_id_limit: 0, serial: 0, deferred: Vec::new() };
         let names = broker.disk.list(&topics_dir).map_err(|e| storage("list", &topics_dir, e))?;
         for file in names {
             let Some(name) = file.strip_suffix(".toml") else { continue };
@@ -395,6 +413,14 @@ impl Broker {
             Verdict::Append => {}
         }
         let mut bytes = records.to_vec();
+        if self.config.planted_bug == Some(PlantedBug::AckBeforeAppend) {
+            let pending: i64 = self.deferred.iter().filter(|(t, q, _)| t == name && *q == p).filter_map(|(_, _, b)| batch::read_header(b).ok()).map(|h| h.records_count as i64).sum();
+            let part = self.partition(name, p)?;
+            let produced = Produced { base_offset: part.log.log_end_offset() + pending, log_start_offset: part.log.log_start_offset(), duplicate: false };
+            self.deferred.push((name.to_string(), p, bytes));
+            return Ok(produced);
+        }
+        let part = self.partition_mut(name, p)?;
         let info = part.log.append(&mut bytes, part.leader_epoch, now)?;
         let stamped = batch::read_header(&bytes)?;
         part.producers.record(&stamped);
@@ -417,6 +443,7 @@ impl Broker {
             let r = part.log.read(offset, max_bytes.max(1), hw)?;
             if !min_one && r.bytes.len() > max_bytes { Bytes::new() } else { r.bytes }
         };
+        let hw = if self.config.planted_bug == Some(PlantedBug::FetchAboveHighWatermark) && hw > 0 { hw - 1 } else { hw };
         Ok(Fetched { high_watermark: hw, log_start_offset: start, records })
     }
 
@@ -462,6 +489,14 @@ impl Broker {
     /// watermark). Returns one line per partition that failed.
     pub fn tick(&mut self, now: u64) -> Vec<String> {
         let mut errors = Vec::new();
+        for (name, p, mut bytes) in std::mem::take(&mut self.deferred) {
+            if let Ok(part) = self.partition_mut(&name, p) {
+                let epoch = part.leader_epoch;
+                if let Err(e) = part.log.append(&mut bytes, epoch, now) {
+                    errors.push(format!("{name}-{p}: deferred append: {e}"));
+                }
+            }
+        }
         for (name, t) in &mut self.topics {
             for (p, part) in t.partitions.iter_mut().enumerate() {
                 let hw = part.high_watermark();

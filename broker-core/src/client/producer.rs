@@ -129,7 +129,7 @@ impl Producer {
             return Ok(p);
         }
         let addr = self.brokers.values().next().copied().unwrap_or(self.bootstrap);
-        let req = InitProducerIdRequest::default().with_transaction_timeout_ms(60_000).with_producer_id(ProducerId(-1)).with_producer_epoch(-1);
+        let req = InitProducerIdRequest::default().with_transactional_id(None).with_transaction_timeout_ms(60_000).with_producer_id(ProducerId(-1)).with_producer_epoch(-1);
         let resp = match self.conn(addr).await?.send(init_producer_id_version, &req).await {
             Ok(r) => r,
             Err(e) => {
@@ -160,7 +160,10 @@ impl Producer {
                 producer_epoch: epoch,
                 timestamp_type: TimestampType::Creation,
                 offset: i as i64,
-                sequence: if pid >= 0 { seq.wrapping_add(i as i32) } else { -1 },
+                // The encoder keeps records in one batch while offset - sequence is constant, and
+                // takes the first record's sequence as the base: -1, 0, 1, ... gives one batch with
+                // base sequence -1, as a non-idempotent batch must have.
+                sequence: if pid >= 0 { seq.wrapping_add(i as i32) } else { i as i32 - 1 },
                 timestamp,
                 key: k.clone(),
                 value: v.clone(),

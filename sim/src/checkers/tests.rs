@@ -10,6 +10,7 @@ fn w(value: &str, offset: i64) -> Write {
         partition: 0,
         value: value.into(),
         acks: -1,
+        idempotent: true,
         invoke_ms: 1,
         complete_ms: 2,
         outcome: Outcome::Ok(offset),
@@ -56,10 +57,12 @@ fn each_planted_flaw_is_caught_by_its_checker() {
     h.reads[2].high_watermark = 2;
     assert_eq!(fired(&h), vec!["read_above_hw"]);
 
-    // The same value twice in the log.
+    // The same value twice in the log: a violation only for an idempotent producer's write.
     let mut h = clean();
     h.final_read.get_mut(&("t".into(), 0)).unwrap().push((3, "a".into()));
     assert_eq!(fired(&h), vec!["duplicate"]);
+    h.writes[0].idempotent = false;
+    assert_eq!(fired(&h), Vec::<&str>::new());
 
     // Two reads disagree on offset 1.
     let mut h = clean();

@@ -1,0 +1,447 @@
+//! The simulated cluster: the real broker server on madsim nodes over `SimDisk`, client nodes
+//! running workloads through the real Rust client, a fault schedule (fixed and/or drawn from
+//! the seed), a healing phase, a final read, the checkers, and the trace. One function,
+//! [`run`]: scenario + seed in, result out; same inputs, byte-identical trace.
+
+use crate::checkers;
+use crate::disk::{CrashMode, DiskFaults, SimDisk};
+use crate::history::{History, Outcome, Read, Violation, Write};
+use crate::scenario::{FaultKind, FaultSpec, Scenario};
+use crate::trace::Trace;
+use broker_core::broker::{Broker, BrokerConfig, PlantedBug};
+use broker_core::client::{ClientError, Consumer, Producer, ProducerConfig};
+use broker_core::log::FlushPolicy;
+use broker_core::server::{self, Shared};
+use broker_core::storage::Disk;
+use bytes::Bytes;
+use madsim::runtime::{Handle, NodeHandle, Runtime};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Client request timeout in simulated time: long enough for a paused or restarting broker to
+/// come back within a fault, short enough that a dead one is noticed.
+const request_timeout_ms: u64 = 1_000;
+const broker_port: u16 = 9092;
+
+pub struct RunResult {
+    pub trace: Trace,
+    pub history: History,
+    pub violations: Vec<Violation>,
+    /// Violations that are allowed losses under the scenario's `expect.loss_allowed`.
+    pub allowed: Vec<Violation>,
+    pub derived: Map<String, Value>,
+    pub digest: u64,
+    /// Simulated milliseconds the run covered.
+    pub simulated_ms: u64,
+}
+
+impl RunResult {
+    pub fn passed(&self) -> bool {
+        self.violations.is_empty()
+    }
+}
+
+/// Shared recorder for the trace and history, stamped with simulated time.
+struct Recorder {
+    start: madsim::time::Instant,
+    trace: Trace,
+    history: History,
+}
+
+type Rec = Arc<Mutex<Recorder>>;
+
+fn now_ms(rec: &Rec) -> u64 {
+    rec.lock().expect("recorder").start.elapsed().as_millis() as u64
+}
+
+fn event(rec: &Rec, node: &str, name: &str, fields: Value) {
+    let mut r = rec.lock().expect("recorder");
+    let t = r.start.elapsed().as_millis() as u64;
+    r.trace.event(t, node, name, fields);
+}
+
+/// The fault schedule: the scenario's fixed faults plus the random mix drawn from the seed.
+pub fn derive_faults(s: &Scenario, rng: &mut ChaCha8Rng) -> Vec<FaultSpec> {
+    let mut faults = s.faults.clone();
+    if let Some(mix) = &s.random_faults {
+        if !mix.kinds.is_empty() {
+            let n = rng.gen_range(0..=mix.max);
+            for _ in 0..n {
+                let kind = mix.kinds[rng.gen_range(0..mix.kinds.len())];
+                let at = rng.gen_range(0..s.duration_ms);
+                let for_ms = rng.gen_range(100..=mix.for_max_ms.max(100));
+                faults.push(FaultSpec { at, kind, target: "broker-0".into(), for_ms });
+            }
+        }
+    }
+    faults.sort_by_key(|f| f.at);
+    faults
+}
+
+fn broker_config(s: &Scenario, bug: Option<PlantedBug>) -> BrokerConfig {
+    let mut c = BrokerConfig { data_dir: "/data".into(), advertised_host: "10.0.0.1".into(), advertised_port: broker_port as i32, planted_bug: bug, ..BrokerConfig::default() };
+    if let Some(n) = s.broker.flush_messages {
+        c.log.flush = if n == 1 { FlushPolicy::EveryBatch } else { FlushPolicy::EveryMessages(n) };
+    }
+    if let Some(b) = s.broker.segment_bytes {
+        c.log.segment_bytes = b;
+    }
+    c
+}
+
+/// How long the node's supervisor (systemd's `Restart=on-failure` in a real deployment) waits
+/// before starting a broker process that exited.
+const supervisor_restart_ms: u64 = 1_000;
+
+/// The broker process: open the data dir on the node's disk, serve until killed. If opening
+/// fails (a full or failing disk), the process exits and its supervisor starts it again.
+async fn broker_main(disk: SimDisk, config: BrokerConfig, topics: Vec<(String, i32)>, rec: Rec) {
+    let d: Arc<dyn Disk> = Arc::new(disk);
+    let (mut broker, notes) = loop {
+        match Broker::open(d.clone(), config.clone(), server::now_ms()) {
+            Ok(b) => break b,
+            Err(e) => {
+                event(&rec, "broker-0", "open_failed", json!({"error": e.to_string(), "restart_in_ms": supervisor_restart_ms}));
+                tokio::time::sleep(Duration::from_millis(supervisor_restart_ms)).await;
+            }
+        }
+    };
+    for note in notes {
+        event(&rec, "broker-0", "recovery", json!({"note": note}));
+    }
+    for (name, partitions) in topics {
+        if broker.topic(&name).is_none() {
+            if let Err(e) = broker.create_topic(&name, partitions, 1, BTreeMap::new(), false, server::now_ms()) {
+                event(&rec, "broker-0", "create_topic_failed", json!({"topic": name, "error": e.to_string()}));
+            }
+        }
+    }
+    let ends: BTreeMap<String, Vec<i64>> = broker.topics().iter().map(|(n, t)| (n.clone(), t.partitions.iter().map(|p| p.log.log_end_offset()).collect())).collect();
+    event(&rec, "broker-0", "started", json!({"log_end_offsets": ends}));
+    let addr = SocketAddr::new(IpAddr::from([0, 0, 0, 0]), broker_port);
+    let listener = loop {
+        match tokio::net::TcpListener::bind(addr).await {
+            Ok(l) => break l,
+            Err(e) => {
+                // The previous incarnation's socket may not be released yet (a restart landing
+                // on a restart); the supervisor tries again.
+                event(&rec, "broker-0", "bind_failed", json!({"error": e.to_string(), "restart_in_ms": supervisor_restart_ms}));
+                tokio::time::sleep(Duration::from_millis(supervisor_restart_ms)).await;
+            }
+        }
+    };
+    server::serve(listener, Shared::new(broker, d), std::future::pending()).await;
+}
+
+fn outcome_of(r: &Result<i64, ClientError>) -> Outcome {
+    match r {
+        Ok(o) => Outcome::Ok(*o),
+        Err(e) if e.outcome_unknown() => Outcome::Unknown(e.to_string()),
+        Err(e) => Outcome::Fail(e.to_string()),
+    }
+}
+
+/// Most records in one batch: a producer that fell behind catches up in bounded steps.
+const batch_records_max: u64 = 500;
+
+/// A producer at `rate` records/s: every batch carries the records that fell due while the
+/// previous one was in flight (Kafka's linger, driven by simulated time), one batch in flight.
+#[allow(clippy::too_many_arguments)]
+async fn producer_main(name: String, broker: SocketAddr, topic: String, partitions: i32, acks: i16, idempotent: bool, rate: u32, bytes: usize, until_ms: u64, rec: Rec) {
+    let config = ProducerConfig { client_id: name.clone(), acks, idempotent, retries: 3, retry_backoff: Duration::from_millis(50), request_timeout: Duration::from_millis(request_timeout_ms) };
+    let mut producer = Producer::new(broker, config);
+    let start = now_ms(&rec);
+    let mut n: u64 = 0;
+    let mut batch_no: u64 = 0;
+    while now_ms(&rec) < until_ms {
+        let due = (now_ms(&rec) - start + 1) * rate as u64 / 1000;
+        if due <= n {
+            tokio::time::sleep(Duration::from_micros(1_000_000 / rate as u64)).await;
+            continue;
+        }
+        let count = (due - n).min(batch_records_max);
+        let partition = (batch_no % partitions as u64) as i32;
+        batch_no += 1;
+        let values: Vec<Vec<u8>> = (n..n + count)
+            .map(|i| {
+                let mut v = format!("{name}-{i}-").into_bytes();
+                v.resize(bytes.max(v.len()), b'.');
+                v
+            })
+            .collect();
+        let records: Vec<_> = values.iter().map(|v| (None, Some(Bytes::from(v.clone())))).collect();
+        let invoke_ms = now_ms(&rec);
+        let result = producer.send(&topic, partition, &records, server::now_ms() as i64).await;
+        let complete_ms = now_ms(&rec);
+        let fields = match &result {
+            Ok(o) => json!({"partition": partition, "first": n, "count": count, "ok": o}),
+            Err(e) if e.outcome_unknown() => json!({"partition": partition, "first": n, "count": count, "unknown": e.to_string()}),
+            Err(e) => json!({"partition": partition, "first": n, "count": count, "fail": e.to_string()}),
+        };
+        event(&rec, &name, "produce", fields);
+        let mut r = rec.lock().expect("recorder");
+        for (i, value) in values.into_iter().enumerate() {
+            let outcome = match outcome_of(&result) {
+                Outcome::Ok(base) if base >= 0 => Outcome::Ok(base + i as i64),
+                other => other,
+            };
+            r.history.writes.push(Write { process: name.clone(), topic: topic.clone(), partition, value, acks, idempotent, invoke_ms, complete_ms, outcome });
+        }
+        n += count;
+    }
+}
+
+async fn consumer_main(name: String, broker: SocketAddr, topic: String, partitions: i32, max_wait_ms: i32, until_ms: u64, rec: Rec) {
+    let mut session = 0u32;
+    let mut positions: Vec<i64> = vec![0; partitions as usize];
+    while now_ms(&rec) < until_ms {
+        let mut c = Consumer::new(broker, &name, Duration::from_millis(request_timeout_ms));
+        for (p, pos) in positions.iter().enumerate() {
+            c.assign(&topic, p as i32, *pos);
+        }
+        loop {
+            if now_ms(&rec) >= until_ms {
+                return;
+            }
+            match c.poll(max_wait_ms).await {
+                Ok(records) => {
+                    let at_ms = now_ms(&rec);
+                    if !records.is_empty() {
+                        event(&rec, &name, "poll", json!({"records": records.len(), "first": records[0].offset, "last": records[records.len() - 1].offset}));
+                    }
+                    let mut r = rec.lock().expect("recorder");
+                    for x in records {
+                        positions[x.partition as usize] = x.offset + 1;
+                        r.history.reads.push(Read { process: name.clone(), session, topic: x.topic, partition: x.partition, offset: x.offset, value: x.value.map(|v| v.to_vec()).unwrap_or_default(), high_watermark: x.high_watermark, at_ms });
+                    }
+                }
+                Err(e) => {
+                    event(&rec, &name, "poll_error", json!({"error": e.to_string()}));
+                    if let ClientError::Kafka { code: 1, .. } = e {
+                        // Offset out of range: the log lost what we had read past. Start over.
+                        positions.iter_mut().for_each(|p| *p = 0);
+                    }
+                    session += 1;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// Reads every partition in full after healing; records what could not be read.
+async fn final_read(broker: SocketAddr, topics: Vec<(String, i32)>, rec: Rec) {
+    for (topic, partitions) in topics {
+        for p in 0..partitions {
+            let key = (topic.clone(), p);
+            let mut c = Consumer::new(broker, "final-reader", Duration::from_millis(request_timeout_ms));
+            c.assign(&topic, p, 0);
+            let mut log = Vec::new();
+            let mut failure = None;
+            let mut errors = 0;
+            loop {
+                match c.poll(0).await {
+                    Ok(records) if records.is_empty() => break,
+                    Ok(records) => log.extend(records.into_iter().map(|r| (r.offset, r.value.map(|v| v.to_vec()).unwrap_or_default()))),
+                    Err(e) => {
+                        errors += 1;
+                        if errors >= 10 {
+                            failure = Some(e.to_string());
+                            break;
+                        }
+                        c = Consumer::new(broker, "final-reader", Duration::from_millis(request_timeout_ms));
+                        c.assign(&topic, p, log.last().map_or(0, |(o, _)| o + 1));
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                    }
+                }
+            }
+            event(&rec, "final-reader", "final_read", json!({"topic": topic, "partition": p, "records": log.len(), "error": failure}));
+            let mut r = rec.lock().expect("recorder");
+            match failure {
+                Some(why) => {
+                    r.history.final_errors.insert(key, why);
+                }
+                None => {
+                    r.history.final_read.insert(key, log);
+                }
+            }
+        }
+    }
+}
+
+/// The broker disk's fault settings: the scenario's base latency plus the active faults.
+struct DiskFaultState {
+    base: DiskFaults,
+    slow: u32,
+    full: u32,
+}
+
+impl DiskFaultState {
+    fn apply(&self, disk: &SimDisk) {
+        let mut f = self.base.clone();
+        if self.slow > 0 {
+            (f.latency_ns_min, f.latency_ns_max) = (1_000_000, 20_000_000);
+        }
+        if self.full > 0 {
+            f.capacity_bytes = Some(disk.used_bytes());
+        }
+        disk.set_faults(f);
+    }
+    fn enter(&mut self, slow: bool, disk: &SimDisk) {
+        if slow { self.slow += 1 } else { self.full += 1 }
+        self.apply(disk);
+    }
+    fn leave(&mut self, slow: bool, disk: &SimDisk) {
+        if slow { self.slow -= 1 } else { self.full -= 1 }
+        self.apply(disk);
+    }
+}
+
+/// Applies one fault and undoes it after `for_ms`.
+async fn inject(f: FaultSpec, nodes: BTreeMap<String, NodeHandle>, disk: SimDisk, disk_faults: Arc<Mutex<DiskFaultState>>, rec: Rec) {
+    let handle = Handle::current();
+    let Some(node) = nodes.get(&f.target) else {
+        event(&rec, "harness", "fault_skipped", json!({"target": f.target, "why": "no such node"}));
+        return;
+    };
+    let id = node.id();
+    let is_broker = f.target.starts_with("broker-");
+    let kind = format!("{:?}", f.kind);
+    match f.kind {
+        FaultKind::Kill | FaultKind::PowerLoss => {
+            handle.kill(id);
+            let report = if is_broker { Some(disk.crash(if f.kind == FaultKind::Kill { CrashMode::Clean } else { CrashMode::PowerLoss })) } else { None };
+            event(&rec, &f.target, "fault", json!({"kind": kind, "for": f.for_ms, "disk": report.map(|r| r.to_string())}));
+            tokio::time::sleep(Duration::from_millis(f.for_ms)).await;
+            // madsim's restart of a running node (a restart landing on a restart) does not
+            // release the old incarnation's sockets; kill first, which does.
+            handle.kill(id);
+            handle.restart(id);
+            event(&rec, &f.target, "restart", json!({}));
+        }
+        FaultKind::Pause => {
+            handle.pause(id);
+            event(&rec, &f.target, "fault", json!({"kind": kind, "for": f.for_ms}));
+            tokio::time::sleep(Duration::from_millis(f.for_ms)).await;
+            handle.resume(id);
+            event(&rec, &f.target, "heal", json!({"kind": kind}));
+        }
+        FaultKind::Isolate => {
+            madsim::net::NetSim::current().clog_node(id);
+            event(&rec, &f.target, "fault", json!({"kind": kind, "for": f.for_ms}));
+            tokio::time::sleep(Duration::from_millis(f.for_ms)).await;
+            madsim::net::NetSim::current().unclog_node(id);
+            event(&rec, &f.target, "heal", json!({"kind": kind}));
+        }
+        FaultKind::SlowDisk | FaultKind::DiskFull => {
+            // Overlapping disk faults compose: each counts itself in and out, and the disk's
+            // settings are recomputed from the counts (restoring a saved copy would resurrect
+            // a fault that ended in between).
+            let slow = f.kind == FaultKind::SlowDisk;
+            disk_faults.lock().expect("disk faults").enter(slow, &disk);
+            event(&rec, &f.target, "fault", json!({"kind": kind, "for": f.for_ms}));
+            tokio::time::sleep(Duration::from_millis(f.for_ms)).await;
+            disk_faults.lock().expect("disk faults").leave(slow, &disk);
+            event(&rec, &f.target, "heal", json!({"kind": kind}));
+        }
+    }
+}
+
+/// Runs `scenario` under `seed`. `scenario_path` is recorded in the trace header for replay.
+pub fn run(scenario: &Scenario, scenario_path: &str, seed: u64, bug: Option<PlantedBug>) -> RunResult {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let faults = derive_faults(scenario, &mut rng);
+    let disk_seed = rng.gen::<u64>();
+    let mut derived = Map::new();
+    derived.insert("faults".into(), json!(faults.iter().map(|f| json!({"at": f.at, "kind": format!("{:?}", f.kind), "target": f.target, "for": f.for_ms})).collect::<Vec<_>>()));
+    derived.insert("disk_seed".into(), json!(disk_seed));
+    let trace = Trace::header(&scenario.name, scenario_path, seed, &derived);
+    let s = scenario.clone();
+    let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
+    let (trace, history, simulated_ms) = runtime.block_on(async move {
+        let handle = Handle::current();
+        let rec: Rec = Arc::new(Mutex::new(Recorder { start: madsim::time::Instant::now(), trace, history: History::default() }));
+        let disk = SimDisk::new(disk_seed);
+        let base = match s.broker.disk_latency_us {
+            Some([lo, hi]) => DiskFaults { latency_ns_min: lo * 1000, latency_ns_max: hi.max(lo) * 1000, ..DiskFaults::default() },
+            None => DiskFaults::default(),
+        };
+        let disk_faults = Arc::new(Mutex::new(DiskFaultState { base, slow: 0, full: 0 }));
+        disk_faults.lock().expect("disk faults").apply(&disk);
+        let topics: Vec<(String, i32)> = s.topics.iter().map(|t| (t.name.clone(), t.partitions)).collect();
+        let broker_ip: IpAddr = IpAddr::from([10, 0, 0, 1]);
+        let broker_addr = SocketAddr::new(broker_ip, broker_port);
+        let config = broker_config(&s, bug);
+        let mut nodes = BTreeMap::new();
+        let (d, t, r) = (disk.clone(), topics.clone(), rec.clone());
+        let broker = handle
+            .create_node()
+            .name("broker-0")
+            .ip(broker_ip)
+            .init(move || broker_main(d.clone(), config.clone(), t.clone(), r.clone()))
+            .build();
+        nodes.insert("broker-0".to_string(), broker);
+        // Let the broker open and create topics before clients start.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let until = s.duration_ms;
+        let mut ip = 10u8;
+        let mut tasks = Vec::new();
+        for (i, p) in s.producers.iter().flat_map(|p| std::iter::repeat_n(p, p.count as usize)).enumerate() {
+            let name = format!("producer-{i}");
+            ip += 1;
+            let node = handle.create_node().name(&name).ip(IpAddr::from([10, 0, 1, ip])).build();
+            let parts = s.topics.iter().find(|t| t.name == p.topic).map_or(1, |t| t.partitions);
+            tasks.push(node.spawn(producer_main(name.clone(), broker_addr, p.topic.clone(), parts, Scenario::acks(p), p.idempotent, p.rate, p.record_bytes, until, rec.clone())));
+            nodes.insert(name, node);
+        }
+        for (i, c) in s.consumers.iter().enumerate() {
+            let name = format!("consumer-{i}");
+            ip += 1;
+            let node = handle.create_node().name(&name).ip(IpAddr::from([10, 0, 1, ip])).build();
+            let parts = s.topics.iter().find(|t| t.name == c.topic).map_or(1, |t| t.partitions);
+            tasks.push(node.spawn(consumer_main(name.clone(), broker_addr, c.topic.clone(), parts, c.max_wait_ms, until + s.heal_ms / 2, rec.clone())));
+            nodes.insert(name, node);
+        }
+        let mut injectors = Vec::new();
+        for f in faults {
+            let (nodes, disk, disk_faults, rec) = (nodes.clone(), disk.clone(), disk_faults.clone(), rec.clone());
+            injectors.push(tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(f.at)).await;
+                inject(f, nodes, disk, disk_faults, rec).await;
+            }));
+        }
+        for t in injectors {
+            let _ = t.await;
+        }
+        // Healing: every fault has been undone; give the cluster time to recover, then read.
+        let heal_from = now_ms(&rec).max(until);
+        tokio::time::sleep(Duration::from_millis((heal_from + s.heal_ms).saturating_sub(now_ms(&rec)))).await;
+        event(&rec, "harness", "healed", json!({}));
+        let reader = handle.create_node().name("final-reader").ip(IpAddr::from([10, 0, 2, 1])).build();
+        let _ = reader.spawn(final_read(broker_addr, topics, rec.clone())).await;
+        for t in tasks {
+            let _ = t.await;
+        }
+        let simulated_ms = now_ms(&rec);
+        // The broker node's init closure still holds the recorder; take what it gathered.
+        let mut r = rec.lock().expect("recorder");
+        (std::mem::take(&mut r.trace), std::mem::take(&mut r.history), simulated_ms)
+    });
+    let mut trace = trace;
+    let (allowed, violations): (Vec<_>, Vec<_>) = checkers::check_all(&history).into_iter().partition(|v| v.loss && scenario.expect.loss_allowed);
+    let verdicts = json!({
+        "writes": history.writes.len(),
+        "acknowledged": history.writes.iter().filter(|w| matches!(w.outcome, Outcome::Ok(_))).count(),
+        "reads": history.reads.len(),
+        "violations": violations.iter().map(|v| v.to_string()).collect::<Vec<_>>(),
+        "allowed_losses": allowed.len(),
+    });
+    let digest = trace.finish(verdicts);
+    RunResult { trace, history, violations, allowed, derived, digest, simulated_ms }
+}
