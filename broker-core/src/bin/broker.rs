@@ -52,6 +52,9 @@ fn run() -> Result<(), String> {
 async fn shutdown_signal() {
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("install SIGTERM handler");
     tokio::select! {
+        // biased: tokio picks branches with an unseeded RNG otherwise,
+        // which breaks replay under madsim.
+        biased;
         _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT received"),
         _ = term.recv() => tracing::info!("SIGTERM received"),
     }

@@ -15,7 +15,7 @@
 pub mod producer;
 pub mod topic;
 
-use crate::log::{batch, BatchError, Log, LogConfig, LogError};
+use crate::log::{batch, BatchError, BatchHeader, Log, LogConfig, LogError};
 use crate::storage::{read_exact_at, write_atomically, Disk};
 use bytes::Bytes;
 use producer::{ProducerStates, SequenceError, Verdict};
@@ -415,8 +415,10 @@ impl Broker {
         let mut bytes = records.to_vec();
         if self.config.planted_bug == Some(PlantedBug::AckBeforeAppend) {
             let pending: i64 = self.deferred.iter().filter(|(t, q, _)| t == name && *q == p).filter_map(|(_, _, b)| batch::read_header(b).ok()).map(|h| h.records_count as i64).sum();
-            let part = self.partition(name, p)?;
-            let produced = Produced { base_offset: part.log.log_end_offset() + pending, log_start_offset: part.log.log_start_offset(), duplicate: false };
+            let part = self.partition_mut(name, p)?;
+            let base_offset = part.log.log_end_offset() + pending;
+            part.producers.record(&BatchHeader { base_offset, ..h });
+            let produced = Produced { base_offset, log_start_offset: part.log.log_start_offset(), duplicate: false };
             self.deferred.push((name.to_string(), p, bytes));
             return Ok(produced);
         }

@@ -59,6 +59,9 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: impl st
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
+            // biased: tokio picks branches with an unseeded RNG otherwise,
+            // which breaks replay under madsim.
+            biased;
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
                     let _ = stream.set_nodelay(true);
@@ -118,6 +121,9 @@ async fn answer(shared: &Shared, frame: &Bytes) -> Outcome {
             Outcome::Park { wait_ms } => {
                 let d = *deadline.get_or_insert_with(|| tokio::time::Instant::now() + Duration::from_millis(wait_ms));
                 tokio::select! {
+                    // biased: tokio picks branches with an unseeded RNG otherwise,
+                    // which breaks replay under madsim.
+                    biased;
                     _ = &mut notified => {}
                     _ = tokio::time::sleep_until(d) => {}
                 }

@@ -56,3 +56,24 @@ fn core_reads_no_clock_no_os_randomness_no_hash_order() {
     }
     assert!(hits.is_empty(), "determinism rules broken:\n{}", hits.join("\n"));
 }
+
+#[test]
+fn every_select_is_biased() {
+    // tokio::select! picks among ready branches with an RNG that madsim does not seed, so an
+    // unbiased select makes simulated runs unrepeatable. The edge (server/) is included: it
+    // runs under madsim too.
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut hits = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for (n, line) in lines.iter().enumerate() {
+            if line.contains("select! {") && !lines[n + 1..(n + 5).min(lines.len())].iter().any(|l| l.trim() == "biased;") {
+                hits.push(format!("{}:{}", file.display(), n + 1));
+            }
+        }
+    }
+    assert!(hits.is_empty(), "tokio::select! without `biased;`:\n{}", hits.join("\n"));
+}

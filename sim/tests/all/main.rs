@@ -6,3 +6,5 @@ mod broker_storage;
 mod log_crash;
 #[cfg(madsim)]
 mod madsim_node;
+#[cfg(madsim)]
+mod scenarios;
