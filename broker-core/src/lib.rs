@@ -8,6 +8,7 @@ pub mod constants;
 pub mod broker;
 pub mod client;
 pub mod log;
+pub mod netfault;
 pub mod protocol;
 pub mod server;
 pub mod storage;

@@ -75,7 +75,21 @@ pub fn derive_faults(s: &Scenario, rng: &mut ChaCha8Rng) -> Vec<FaultSpec> {
                 let kind = mix.kinds[rng.gen_range(0..mix.kinds.len())];
                 let at = rng.gen_range(0..s.duration_ms);
                 let for_ms = rng.gen_range(100..=mix.for_max_ms.max(100));
-                faults.push(FaultSpec { at, kind, target: "broker-0".into(), for_ms });
+                // Link faults pick one direction between the broker and a client.
+                let clients: Vec<String> = (0..s.producers.iter().map(|p| p.count as usize).sum::<usize>())
+                    .map(|i| format!("producer-{i}"))
+                    .chain((0..s.consumers.len()).map(|i| format!("consumer-{i}")))
+                    .collect();
+                let target = if matches!(kind, FaultKind::ClogLink | FaultKind::SlowLink) && !clients.is_empty() {
+                    let client = &clients[rng.gen_range(0..clients.len())];
+                    if rng.gen_bool(0.5) { format!("broker-0>{client}") } else { format!("{client}>broker-0") }
+                } else {
+                    "broker-0".to_string()
+                };
+                let mut f = FaultSpec::new(at, kind, &target, for_ms);
+                f.delay_ms = rng.gen_range(10..=300);
+                f.loss_per_mille = rng.gen_range(0..=300);
+                faults.push(f);
             }
         }
     }
@@ -280,6 +294,8 @@ struct DiskFaultState {
     base: DiskFaults,
     slow: u32,
     full: u32,
+    /// Path substrings currently failing with EIO (one entry per active fault).
+    eio: Vec<String>,
 }
 
 impl DiskFaultState {
@@ -291,6 +307,7 @@ impl DiskFaultState {
         if self.full > 0 {
             f.capacity_bytes = Some(disk.used_bytes());
         }
+        f.eio_paths.extend(self.eio.iter().cloned());
         disk.set_faults(f);
     }
     fn enter(&mut self, slow: bool, disk: &SimDisk) {
@@ -304,15 +321,36 @@ impl DiskFaultState {
 }
 
 /// Applies one fault and undoes it after `for_ms`.
-async fn inject(f: FaultSpec, nodes: BTreeMap<String, NodeHandle>, disk: SimDisk, disk_faults: Arc<Mutex<DiskFaultState>>, rec: Rec) {
+async fn inject(f: FaultSpec, nodes: BTreeMap<String, (NodeHandle, IpAddr)>, disk: SimDisk, disk_faults: Arc<Mutex<DiskFaultState>>, rec: Rec) {
     let handle = Handle::current();
-    let Some(node) = nodes.get(&f.target) else {
+    let kind = format!("{:?}", f.kind);
+    if let Some((from, to)) = f.link() {
+        let (Some((a, a_ip)), Some((b, b_ip))) = (nodes.get(from), nodes.get(to)) else {
+            event(&rec, "harness", "fault_skipped", json!({"target": f.target, "why": "no such node"}));
+            return;
+        };
+        let net = madsim::net::NetSim::current();
+        if f.kind == FaultKind::ClogLink {
+            net.clog_link(a.id(), b.id());
+        } else {
+            broker_core::netfault::set_link(*a_ip, *b_ip, Some(broker_core::netfault::LinkFault { delay_ms: f.delay_ms, loss_per_mille: f.loss_per_mille }));
+        }
+        event(&rec, &f.target, "fault", json!({"kind": kind, "for": f.for_ms, "delay_ms": f.delay_ms, "loss_per_mille": f.loss_per_mille}));
+        tokio::time::sleep(Duration::from_millis(f.for_ms)).await;
+        if f.kind == FaultKind::ClogLink {
+            net.unclog_link(a.id(), b.id());
+        } else {
+            broker_core::netfault::set_link(*a_ip, *b_ip, None);
+        }
+        event(&rec, &f.target, "heal", json!({"kind": kind}));
+        return;
+    }
+    let Some((node, _)) = nodes.get(&f.target) else {
         event(&rec, "harness", "fault_skipped", json!({"target": f.target, "why": "no such node"}));
         return;
     };
     let id = node.id();
     let is_broker = f.target.starts_with("broker-");
-    let kind = format!("{:?}", f.kind);
     match f.kind {
         FaultKind::Kill | FaultKind::PowerLoss => {
             handle.kill(id);
@@ -332,11 +370,35 @@ async fn inject(f: FaultSpec, nodes: BTreeMap<String, NodeHandle>, disk: SimDisk
             handle.resume(id);
             event(&rec, &f.target, "heal", json!({"kind": kind}));
         }
-        FaultKind::Isolate => {
-            madsim::net::NetSim::current().clog_node(id);
+        FaultKind::Isolate | FaultKind::IsolateIn | FaultKind::IsolateOut => {
+            let net = madsim::net::NetSim::current();
+            match f.kind {
+                FaultKind::Isolate => net.clog_node(id),
+                FaultKind::IsolateIn => net.clog_node_in(id),
+                _ => net.clog_node_out(id),
+            }
             event(&rec, &f.target, "fault", json!({"kind": kind, "for": f.for_ms}));
             tokio::time::sleep(Duration::from_millis(f.for_ms)).await;
-            madsim::net::NetSim::current().unclog_node(id);
+            match f.kind {
+                FaultKind::Isolate => net.unclog_node(id),
+                FaultKind::IsolateIn => net.unclog_node_in(id),
+                _ => net.unclog_node_out(id),
+            }
+            event(&rec, &f.target, "heal", json!({"kind": kind}));
+        }
+        FaultKind::ClogLink | FaultKind::SlowLink => unreachable!("link faults handled above"),
+        FaultKind::DiskEio => {
+            disk_faults.lock().expect("disk faults").eio.push(f.path.clone());
+            disk_faults.lock().expect("disk faults").apply(&disk);
+            event(&rec, &f.target, "fault", json!({"kind": kind, "for": f.for_ms, "path": f.path}));
+            tokio::time::sleep(Duration::from_millis(f.for_ms)).await;
+            {
+                let mut st = disk_faults.lock().expect("disk faults");
+                if let Some(i) = st.eio.iter().position(|p| *p == f.path) {
+                    st.eio.remove(i);
+                }
+                st.apply(&disk);
+            }
             event(&rec, &f.target, "heal", json!({"kind": kind}));
         }
         FaultKind::SlowDisk | FaultKind::DiskFull => {
@@ -359,7 +421,7 @@ pub fn run(scenario: &Scenario, scenario_path: &str, seed: u64, bug: Option<Plan
     let faults = derive_faults(scenario, &mut rng);
     let disk_seed = rng.gen::<u64>();
     let mut derived = Map::new();
-    derived.insert("faults".into(), json!(faults.iter().map(|f| json!({"at": f.at, "kind": format!("{:?}", f.kind), "target": f.target, "for": f.for_ms})).collect::<Vec<_>>()));
+    derived.insert("faults".into(), json!(faults.iter().map(|f| json!({"at": f.at, "kind": format!("{:?}", f.kind), "target": f.target, "for": f.for_ms, "delay_ms": f.delay_ms, "loss_per_mille": f.loss_per_mille})).collect::<Vec<_>>()));
     derived.insert("disk_seed".into(), json!(disk_seed));
     let trace = Trace::header(&scenario.name, scenario_path, seed, &derived);
     let s = scenario.clone();
@@ -372,7 +434,8 @@ pub fn run(scenario: &Scenario, scenario_path: &str, seed: u64, bug: Option<Plan
             Some([lo, hi]) => DiskFaults { latency_ns_min: lo * 1000, latency_ns_max: hi.max(lo) * 1000, ..DiskFaults::default() },
             None => DiskFaults::default(),
         };
-        let disk_faults = Arc::new(Mutex::new(DiskFaultState { base, slow: 0, full: 0 }));
+        let disk_faults = Arc::new(Mutex::new(DiskFaultState { base, slow: 0, full: 0, eio: Vec::new() }));
+        broker_core::netfault::reset(disk_seed);
         disk_faults.lock().expect("disk faults").apply(&disk);
         let topics: Vec<(String, i32)> = s.topics.iter().map(|t| (t.name.clone(), t.partitions)).collect();
         let broker_ip: IpAddr = IpAddr::from([10, 0, 0, 1]);
@@ -386,7 +449,7 @@ pub fn run(scenario: &Scenario, scenario_path: &str, seed: u64, bug: Option<Plan
             .ip(broker_ip)
             .init(move || broker_main(d.clone(), config.clone(), t.clone(), r.clone()))
             .build();
-        nodes.insert("broker-0".to_string(), broker);
+        nodes.insert("broker-0".to_string(), (broker, broker_ip));
         // Let the broker open and create topics before clients start.
         tokio::time::sleep(Duration::from_millis(50)).await;
         let until = s.duration_ms;
@@ -395,18 +458,20 @@ pub fn run(scenario: &Scenario, scenario_path: &str, seed: u64, bug: Option<Plan
         for (i, p) in s.producers.iter().flat_map(|p| std::iter::repeat_n(p, p.count as usize)).enumerate() {
             let name = format!("producer-{i}");
             ip += 1;
-            let node = handle.create_node().name(&name).ip(IpAddr::from([10, 0, 1, ip])).build();
+            let node_ip = IpAddr::from([10, 0, 1, ip]);
+            let node = handle.create_node().name(&name).ip(node_ip).build();
             let parts = s.topics.iter().find(|t| t.name == p.topic).map_or(1, |t| t.partitions);
             tasks.push(node.spawn(producer_main(name.clone(), broker_addr, p.topic.clone(), parts, Scenario::acks(p), p.idempotent, p.rate, p.record_bytes, until, rec.clone())));
-            nodes.insert(name, node);
+            nodes.insert(name, (node, node_ip));
         }
         for (i, c) in s.consumers.iter().enumerate() {
             let name = format!("consumer-{i}");
             ip += 1;
-            let node = handle.create_node().name(&name).ip(IpAddr::from([10, 0, 1, ip])).build();
+            let node_ip = IpAddr::from([10, 0, 1, ip]);
+            let node = handle.create_node().name(&name).ip(node_ip).build();
             let parts = s.topics.iter().find(|t| t.name == c.topic).map_or(1, |t| t.partitions);
             tasks.push(node.spawn(consumer_main(name.clone(), broker_addr, c.topic.clone(), parts, c.max_wait_ms, until + s.heal_ms / 2, rec.clone())));
-            nodes.insert(name, node);
+            nodes.insert(name, (node, node_ip));
         }
         let mut injectors = Vec::new();
         for f in faults {

@@ -118,6 +118,17 @@ pub enum FaultKind {
     SlowDisk,
     /// The disk is full for `for` ms.
     DiskFull,
+    /// Disk operations on files whose path contains `path` fail with EIO for `for` ms.
+    DiskEio,
+    /// The target receives nothing for `for` ms (one-way partition: it can still send).
+    IsolateIn,
+    /// The target sends nothing for `for` ms (one-way partition: it can still receive).
+    IsolateOut,
+    /// `target` = "a>b": messages from a to b are dropped for `for` ms (one-way link cut).
+    ClogLink,
+    /// `target` = "a>b": messages from a to b take `delay_ms` more and are lost (retransmitted)
+    /// with probability `loss_per_mille`/1000, for `for` ms. A slow follower, a bad cable.
+    SlowLink,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -132,6 +143,34 @@ pub struct FaultSpec {
     /// How long the fault lasts, in ms.
     #[serde(rename = "for", default = "for_default")]
     pub for_ms: u64,
+    /// `slow_link`: extra delay per message, ms.
+    #[serde(default = "delay_default")]
+    pub delay_ms: u64,
+    /// `slow_link`: loss probability in thousandths.
+    #[serde(default)]
+    pub loss_per_mille: u32,
+    /// `disk_eio`: files whose path contains this fail (default: every partition).
+    #[serde(default = "eio_path_default")]
+    pub path: String,
+}
+
+fn delay_default() -> u64 {
+    50
+}
+fn eio_path_default() -> String {
+    "/data/".into()
+}
+
+impl FaultSpec {
+    /// A fault with every optional field at its default.
+    pub fn new(at: u64, kind: FaultKind, target: &str, for_ms: u64) -> FaultSpec {
+        FaultSpec { at, kind, target: target.into(), for_ms, delay_ms: delay_default(), loss_per_mille: 0, path: eio_path_default() }
+    }
+
+    /// The (from, to) node names of a link target `a>b`.
+    pub fn link(&self) -> Option<(&str, &str)> {
+        self.target.split_once('>')
+    }
 }
 
 fn broker0() -> String {
@@ -207,6 +246,13 @@ impl Scenario {
         for f in &self.faults {
             if f.at >= self.duration_ms {
                 return Err(format!("scenario: faults.at {} is not before duration_ms {}", f.at, self.duration_ms));
+            }
+            let is_link = matches!(f.kind, FaultKind::ClogLink | FaultKind::SlowLink);
+            if is_link != f.link().is_some() {
+                return Err(format!("scenario: faults.target '{}': link faults take \"a>b\", others a node name", f.target));
+            }
+            if f.loss_per_mille > 1000 {
+                return Err(format!("scenario: faults.loss_per_mille {} must be 0..=1000", f.loss_per_mille));
             }
         }
         Ok(())

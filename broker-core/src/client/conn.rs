@@ -15,6 +15,7 @@ pub const response_bytes_max: usize = 128 * 1024 * 1024;
 
 pub struct Conn {
     addr: SocketAddr,
+    local: std::net::IpAddr,
     rd: BufReader<ReadHalf<TcpStream>>,
     wr: WriteHalf<TcpStream>,
     next_correlation_id: i32,
@@ -30,8 +31,9 @@ impl Conn {
             .map_err(|_| ClientError::Timeout(timeout.as_millis() as u64))?
             .map_err(|e| io(e.to_string()))?;
         let _ = stream.set_nodelay(true);
+        let local = stream.local_addr().map(|a| a.ip()).unwrap_or(std::net::IpAddr::from([0, 0, 0, 0]));
         let (rd, wr) = tokio::io::split(stream);
-        Ok(Conn { addr, rd: BufReader::new(rd), wr, next_correlation_id: 0, client_id: client_id.to_string(), timeout })
+        Ok(Conn { addr, local, rd: BufReader::new(rd), wr, next_correlation_id: 0, client_id: client_id.to_string(), timeout })
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -60,6 +62,7 @@ impl Conn {
     }
 
     async fn write(&mut self, frame: &[u8]) -> Result<(), ClientError> {
+        crate::netfault::before_send(self.local, self.addr.ip()).await;
         self.wr.write_all(frame).await.map_err(|e| self.io(e))?;
         self.wr.flush().await.map_err(|e| self.io(e))
     }

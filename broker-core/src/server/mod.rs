@@ -13,7 +13,7 @@ use crate::constants::{checkpoint_interval_ms, request_bytes_max, tick_interval_
 use crate::protocol::{self, Outcome};
 use crate::storage::Disk;
 use bytes::Bytes;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader, BufWriter};
@@ -140,6 +140,7 @@ async fn answer(shared: &Shared, frame: &Bytes) -> Outcome {
 
 /// One client connection: read frames, answer in order, close on protocol violations.
 async fn connection(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
+    let local = stream.local_addr().map(|a| a.ip()).unwrap_or(IpAddr::from([0, 0, 0, 0]));
     let (rd, wr) = tokio::io::split(stream);
     let mut rd = BufReader::with_capacity(64 * 1024, rd);
     let mut wr = BufWriter::with_capacity(64 * 1024, wr);
@@ -164,6 +165,7 @@ async fn connection(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
         }
         match answer(&shared, &Bytes::from(buf)).await {
             Outcome::Reply(bytes) => {
+                crate::netfault::before_send(local, peer.ip()).await;
                 if wr.write_all(&bytes).await.is_err() {
                     break;
                 }
