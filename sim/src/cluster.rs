@@ -6,7 +6,7 @@
 use crate::checkers;
 use crate::disk::{CrashMode, DiskFaults, SimDisk};
 use crate::history::{History, Outcome, Read, Violation, Write};
-use crate::scenario::{FaultKind, FaultSpec, Scenario};
+use crate::scenario::{FaultKind, FaultSpec, ProducerSpec, Scenario};
 use crate::trace::Trace;
 use broker_core::broker::{Broker, BrokerConfig, PlantedBug};
 use broker_core::client::{ClientError, Consumer, Producer, ProducerConfig};
@@ -165,8 +165,8 @@ const batch_records_max: u64 = 500;
 
 /// A producer at `rate` records/s: every batch carries the records that fell due while the
 /// previous one was in flight (Kafka's linger, driven by simulated time), one batch in flight.
-#[allow(clippy::too_many_arguments)]
-async fn producer_main(name: String, broker: SocketAddr, topic: String, partitions: i32, acks: i16, idempotent: bool, rate: u32, bytes: usize, until_ms: u64, rec: Rec) {
+async fn producer_main(name: String, broker: SocketAddr, topic: String, partitions: i32, spec: ProducerSpec, until_ms: u64, rec: Rec) {
+    let (acks, idempotent, rate, bytes) = (Scenario::acks(&spec), spec.idempotent, spec.rate, spec.record_bytes);
     let config = ProducerConfig { client_id: name.clone(), acks, idempotent, retries: 3, retry_backoff: Duration::from_millis(50), request_timeout: Duration::from_millis(request_timeout_ms) };
     let mut producer = Producer::new(broker, config);
     let start = now_ms(&rec);
@@ -188,7 +188,8 @@ async fn producer_main(name: String, broker: SocketAddr, topic: String, partitio
                 v
             })
             .collect();
-        let records: Vec<_> = values.iter().map(|v| (None, Some(Bytes::from(v.clone())))).collect();
+        let key = |i: u64| (spec.keys > 0).then(|| Bytes::from(format!("key-{}", i % spec.keys as u64)));
+        let records: Vec<_> = values.iter().zip(n..).map(|(v, i)| (key(i), Some(Bytes::from(v.clone())))).collect();
         let invoke_ms = now_ms(&rec);
         let result = producer.send(&topic, partition, &records, server::now_ms() as i64).await;
         let complete_ms = now_ms(&rec);
@@ -461,7 +462,7 @@ pub fn run(scenario: &Scenario, scenario_path: &str, seed: u64, bug: Option<Plan
             let node_ip = IpAddr::from([10, 0, 1, ip]);
             let node = handle.create_node().name(&name).ip(node_ip).build();
             let parts = s.topics.iter().find(|t| t.name == p.topic).map_or(1, |t| t.partitions);
-            tasks.push(node.spawn(producer_main(name.clone(), broker_addr, p.topic.clone(), parts, Scenario::acks(p), p.idempotent, p.rate, p.record_bytes, until, rec.clone())));
+            tasks.push(node.spawn(producer_main(name.clone(), broker_addr, p.topic.clone(), parts, p.clone(), until, rec.clone())));
             nodes.insert(name, (node, node_ip));
         }
         for (i, c) in s.consumers.iter().enumerate() {

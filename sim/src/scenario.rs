@@ -71,6 +71,9 @@ pub struct ProducerSpec {
     pub record_bytes: usize,
     #[serde(default = "yes")]
     pub idempotent: bool,
+    /// Distinct record keys to cycle through (`key-0` .. `key-{keys-1}`); 0 for no keys.
+    #[serde(default)]
+    pub keys: u32,
     /// Producers of this spec (each its own client node).
     #[serde(default = "one_u")]
     pub count: u32,
