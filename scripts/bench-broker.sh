@@ -2,7 +2,7 @@
 # The broker benchmark with real clients (docs/benchmarks.md).
 #
 #   scripts/bench-broker.sh                      # one run of everything, about 2 minutes
-#   RUNS=3 scripts/bench-broker.sh               # three runs, medians in the table
+#   RUNS=3 scripts/bench-broker.sh               # three runs, medians in the table (about 5)
 #
 # Builds the release broker, starts it on a free loopback port with a fresh data directory under
 # target/ (not /tmp, which may be a tmpfs where writes cost nothing), and measures it from the
@@ -12,11 +12,13 @@
 # lines stay in target/bench-broker/results-*.jsonl.
 #
 # Environment: RUNS (default 1), N records per step (default 1000000), LAT_SECS (default 10),
-# STEP_TIMEOUT seconds per step (default 300), PY (a Python with confluent-kafka; default
+# STEP_TIMEOUT seconds per step (default 300), QUIET_WAIT seconds to wait before each step for
+# idle CPUs (default 60; 0 = do not wait), PY (a Python with confluent-kafka; default
 # target/client-venv/bin/python, then python3). Exits non-zero if any step failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-1}; N=${N:-1000000}; LAT_SECS=${LAT_SECS:-10}; STEP_TIMEOUT=${STEP_TIMEOUT:-300}
+QUIET_WAIT=${QUIET_WAIT:-60}
 here=scripts/bench_clients.py
 
 die() { echo "bench-broker: $*" >&2; exit 1; }
@@ -49,6 +51,11 @@ cleanup() {
       echo "bench-broker: broker $BPID ignored SIGTERM for 10 s; killing it" >&2
       kill -KILL "$BPID" 2>/dev/null || true
     fi
+    if ! grep -q "stopped cleanly" "$W/broker.log"; then
+      echo "bench-broker: the broker did not stop cleanly; its log ends:" >&2
+      tail -n 20 "$W/broker.log" >&2
+      [ "$rc" -ne 0 ] || rc=1
+    fi
   fi
   rm -rf "$W"
   exit "$rc"
@@ -72,15 +79,35 @@ env_line() {
   printf '{"kind":"env","when":"%s","phase":"%s","load":"%s","cpus":%s,"fs":"%s","kernel":"%s","runs":%s,"n":%s,"kcat":"%s","commit":"%s"}\n' \
     "$(date -u +%FT%TZ)" "$1" "$(cut -d' ' -f1-3 /proc/loadavg)" "$(nproc)" \
     "$(df -T "$W" | awk 'NR==2{print $2}')" "$(uname -r)" "$RUNS" "$N" "$kcat_version" \
-    "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    "$(git describe --always --dirty 2>/dev/null || echo unknown)"
 }
 { env_line start; echo "$clients"; } | tee -a "$RESULTS"
 
 FAILED=()
+# Waits (up to QUIET_WAIT seconds) until the CPUs have been idle for a second: on a small
+# machine a compile next door halves throughput and turns p99 latency into milliseconds. Each
+# step also reports `other_cores` (CPU neither the broker nor the client used), and the summary
+# leaves out steps where that was high, saying how many.
+busy_total() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat; }
+wait_quiet() {
+  local end=$((SECONDS + QUIET_WAIT)) calm=0 b0 t0 b1 t1
+  [ "$QUIET_WAIT" -gt 0 ] || return 0
+  read -r b0 t0 < <(busy_total)
+  while [ "$SECONDS" -lt "$end" ]; do
+    sleep 0.5
+    read -r b1 t1 < <(busy_total)
+    if [ $(( (b1 - b0) * 20 )) -le $(( t1 - t0 )) ]; then calm=$((calm + 1)); else calm=0; fi
+    b0=$b1; t0=$t1
+    [ "$calm" -ge 2 ] && return 0
+  done
+  echo "bench-broker: the CPUs were not idle within ${QUIET_WAIT} s; measuring anyway" >&2
+}
+
 # step DESCRIPTION SUBCOMMAND ARGS...: runs one bounded client step, appends its JSON line,
 # remembers a failure, and stops everything if the broker died.
 step() {
   local what=$1; shift
+  wait_quiet
   if ! timeout "$((STEP_TIMEOUT + 60))" "$PY" "$here" "$@" --broker-pid "$BPID" --timeout "$STEP_TIMEOUT" \
        | tee -a "$RESULTS"; then
     FAILED+=("$what")
