@@ -417,8 +417,7 @@ impl Segment {
             let size = batch::declared_size(&buf[at..])
                 .filter(|s| at + s <= buf.len())
                 .ok_or_else(|| self.corrupt(start + at as u64, "batch length changed under the read".into()))?;
-            batch::validate(&buf[at..at + size], usize::MAX)
-                .map_err(|e| self.corrupt(start + at as u64, e.to_string()))?;
+            batch::check_stored(&buf[at..at + size]).map_err(|e| self.corrupt(start + at as u64, e.to_string()))?;
             at += size;
         }
         Ok(Some((first.base_offset, Bytes::from(buf))))
