@@ -82,3 +82,14 @@ pub const tick_interval_ms: u64 = 100;
 
 /// Kafka `log.flush.offset.checkpoint.interval.ms`: how often recovery points are written.
 pub const checkpoint_interval_ms: u64 = 60_000;
+
+/// Kafka `connections.max.idle.ms`: a connection with no request for this long is closed.
+pub const connection_idle_ms_max: u64 = 10 * 60 * 1000;
+
+/// Time a client has to deliver the rest of a request once its size prefix arrived; a client
+/// that stops mid-request would otherwise hold its connection and buffer forever.
+pub const request_body_ms_max: u64 = 30_000;
+
+/// Open client connections at most (Kafka `max.connections` is unbounded by default; a bound
+/// keeps tasks and buffers finite). Connections past it are closed at once, with a log line.
+pub const connections_max: usize = 10_000;

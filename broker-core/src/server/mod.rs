@@ -9,7 +9,7 @@
 pub mod config;
 
 use crate::broker::Broker;
-use crate::constants::{checkpoint_interval_ms, request_bytes_max, tick_interval_ms};
+use crate::constants::{checkpoint_interval_ms, connection_idle_ms_max, connections_max, request_body_ms_max, request_bytes_max, tick_interval_ms};
 use crate::protocol::{self, Outcome};
 use crate::storage::Disk;
 use bytes::Bytes;
@@ -56,6 +56,7 @@ impl Shared {
 /// Accepts connections until `shutdown` resolves, then flushes and checkpoints every log.
 pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: impl std::future::Future<Output = ()>) {
     let timers = tokio::spawn(run_timers(shared.clone()));
+    let open = Arc::new(tokio::sync::Semaphore::new(connections_max));
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -64,8 +65,16 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: impl st
             biased;
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
+                    let Ok(permit) = open.clone().try_acquire_owned() else {
+                        tracing::warn!("refusing connection from {peer}: {connections_max} connections are open");
+                        continue;
+                    };
                     let _ = stream.set_nodelay(true);
-                    tokio::spawn(connection(stream, peer, shared.clone()));
+                    let shared = shared.clone();
+                    tokio::spawn(async move {
+                        connection(stream, peer, shared).await;
+                        drop(permit);
+                    });
                 }
                 Err(e) => tracing::warn!("accept failed: {e}"),
             },
@@ -146,8 +155,13 @@ async fn connection(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
     let mut wr = BufWriter::with_capacity(64 * 1024, wr);
     loop {
         let mut prefix = [0u8; 4];
-        if rd.read_exact(&mut prefix).await.is_err() {
-            break; // the client closed the connection
+        match tokio::time::timeout(Duration::from_millis(connection_idle_ms_max), rd.read_exact(&mut prefix)).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(_)) => break, // the client closed the connection
+            Err(_) => {
+                tracing::info!("closing connection from {peer}: idle for connections.max.idle.ms={connection_idle_ms_max}");
+                break;
+            }
         }
         let len = match protocol::frame_len(prefix, request_bytes_max) {
             Ok(len) => len,
@@ -158,8 +172,8 @@ async fn connection(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
         };
         // Grow the buffer as bytes arrive: a size prefix alone must not reserve 100 MiB.
         let mut buf = Vec::with_capacity(len.min(1 << 16));
-        let got = (&mut rd).take(len as u64).read_to_end(&mut buf).await;
-        if got.is_err() || buf.len() < len {
+        let got = tokio::time::timeout(Duration::from_millis(request_body_ms_max), (&mut rd).take(len as u64).read_to_end(&mut buf)).await;
+        if !matches!(got, Ok(Ok(_))) || buf.len() < len {
             tracing::warn!("closing connection from {peer}: request body cut short ({} of {len} bytes)", buf.len());
             break;
         }

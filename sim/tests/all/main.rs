@@ -8,3 +8,5 @@ mod log_crash;
 mod madsim_node;
 #[cfg(madsim)]
 mod scenarios;
+#[cfg(madsim)]
+mod server_limits;
