@@ -57,8 +57,9 @@ pub struct History {
     pub final_errors: BTreeMap<PartitionKey, String>,
 }
 
-/// One broken property. `loss` marks violations that only say "acknowledged data is gone",
-/// which a scenario may declare allowed (its faults exceed what its settings promise).
+/// One broken property. `loss` marks violations that only say "acknowledged data is gone" (or,
+/// for inconsistent offsets, "what was at this offset is gone"), which a scenario may declare
+/// allowed (its faults exceed what its settings promise).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Violation {
     pub checker: &'static str,

@@ -10,5 +10,6 @@ pub mod cluster;
 pub mod crash;
 pub mod disk;
 pub mod history;
+pub mod matrix;
 pub mod scenario;
 pub mod trace;

@@ -26,12 +26,17 @@ pub fn inconsistent_offsets(h: &History, out: &mut Vec<Violation>) {
     }
     for r in &h.reads {
         match value_at.get(&(r.topic.as_str(), r.partition, r.offset)) {
-            Some(v) if *v != r.value.as_slice() => out.push(violation(
-                "inconsistent_offsets",
-                r,
-                vec![r.offset],
-                format!("{} read {:?} at offset {}, elsewhere it holds {:?}", r.process, String::from_utf8_lossy(&r.value), r.offset, String::from_utf8_lossy(v)),
-            )),
+            Some(v) if *v != r.value.as_slice() => out.push(Violation {
+                // An offset that changed value means what was there first is gone: where the
+                // scenario allows loss, this is how that loss shows to consumers.
+                loss: true,
+                ..violation(
+                    "inconsistent_offsets",
+                    r,
+                    vec![r.offset],
+                    format!("{} read {:?} at offset {}, elsewhere it holds {:?}", r.process, String::from_utf8_lossy(&r.value), r.offset, String::from_utf8_lossy(v)),
+                )
+            }),
             Some(_) => {}
             None => {
                 value_at.insert((r.topic.as_str(), r.partition, r.offset), &r.value);

@@ -69,3 +69,20 @@ fn serving_above_the_high_watermark_is_caught_by_read_above_hw() {
     assert_eq!(seed, Some(0), "the smoke scenario reads continuously: the first seed must catch it");
 }
 
+
+#[test]
+fn durability_matrix_rows_keep_their_promises() {
+    for row in sim::matrix::rows() {
+        let mut lost = 0;
+        for seed in 0..4 {
+            let r = run(&row.scenario, "<matrix>", seed, None);
+            assert!(r.violations.iter().all(|v| v.loss), "{}: {:?}", row.scenario.name, r.violations.first());
+            lost += r.allowed.iter().chain(&r.violations).filter(|v| v.checker == "acknowledged_durable").count();
+        }
+        if !row.loss_allowed {
+            assert_eq!(lost, 0, "{} promises no acknowledged loss", row.scenario.name);
+        } else if row.acks != "0" {
+            assert!(lost > 0, "{}: the fault never cost data, so the row proves nothing", row.scenario.name);
+        }
+    }
+}
