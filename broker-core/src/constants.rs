@@ -72,16 +72,22 @@ pub const request_bytes_max: usize = 100 * 1024 * 1024;
 /// Kafka `num.partitions` default for auto-created topics.
 pub const num_partitions_default: i32 = 1;
 
-/// Responses queued per connection before the reader waits: bounds memory per client while
-/// letting pipelined requests overlap their disk and network work.
-pub const connection_responses_queued_max: usize = 64;
-
 /// How often the shell runs time-driven log work (flush.ms, retention) when no deadline is
 /// nearer (Kafka's `log.retention.check.interval.ms` is 5 minutes; this also drives flush.ms).
 pub const tick_interval_ms: u64 = 100;
 
 /// Kafka `log.flush.offset.checkpoint.interval.ms`: how often recovery points are written.
 pub const checkpoint_interval_ms: u64 = 60_000;
+
+/// How long a partition whose log went offline (failed fsync or write) waits between attempts
+/// to reopen it: long enough not to hammer a failing disk, short enough to heal quickly.
+pub const failed_log_reopen_ms: u64 = 1_000;
+
+/// Kafka `fetch.max.bytes` (55 MiB): the most one fetch response carries, whatever the request
+/// asks, so a request cannot make the broker allocate more.
+pub const fetch_bytes_max: usize = 55 * 1024 * 1024;
+
+const _: () = assert!(fetch_bytes_max <= i32::MAX as usize);
 
 /// Kafka `connections.max.idle.ms`: a connection with no request for this long is closed.
 pub const connection_idle_ms_max: u64 = 10 * 60 * 1000;

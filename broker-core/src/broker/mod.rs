@@ -169,6 +169,8 @@ pub struct Partition {
     pub log: Log,
     producers: ProducerStates,
     pub leader_epoch: i32,
+    /// When a failed (offline) log may next be reopened, in the caller's `now`.
+    reopen_at_ms: u64,
 }
 
 impl Partition {
@@ -288,7 +290,7 @@ impl Broker {
         }
         let mut producers = ProducerStates::default();
         log.for_each_header(|h| producers.record(h))?;
-        Ok(Partition { log, producers, leader_epoch: 0 })
+        Ok(Partition { log, producers, leader_epoch: 0, reopen_at_ms: 0 })
     }
 
     pub fn config(&self) -> &BrokerConfig {
@@ -490,7 +492,7 @@ impl Broker {
     /// Time-driven work for every partition (flush.ms, retention bounded by the high
     /// watermark). Returns one line per partition that failed.
     pub fn tick(&mut self, now: u64) -> Vec<String> {
-        let mut errors = Vec::new();
+        let mut errors = self.reopen_failed(now);
         for (name, p, mut bytes) in std::mem::take(&mut self.deferred) {
             if let Ok(part) = self.partition_mut(&name, p) {
                 let epoch = part.leader_epoch;
@@ -501,6 +503,9 @@ impl Broker {
         }
         for (name, t) in &mut self.topics {
             for (p, part) in t.partitions.iter_mut().enumerate() {
+                if part.log.failure().is_some() {
+                    continue; // reopen_failed deals with it
+                }
                 let hw = part.high_watermark();
                 if let Err(e) = part.log.tick(now, hw) {
                     errors.push(format!("{name}-{p}: {e}"));
@@ -508,6 +513,40 @@ impl Broker {
             }
         }
         errors
+    }
+
+    /// Reopens partitions whose log went offline after a failed sync or write, at most every
+    /// `failed_log_reopen_ms`: recovery decides what survived, and the partition takes writes
+    /// again once its disk answers. (Kafka halts a broker whose only log directory fails and
+    /// relies on a restart; reopening in place is that restart, for one partition.)
+    fn reopen_failed(&mut self, now: u64) -> Vec<String> {
+        let mut notes = Vec::new();
+        let failed: Vec<(String, i32)> = self
+            .topics
+            .iter()
+            .flat_map(|(n, t)| t.partitions.iter().enumerate().filter(|(_, p)| p.log.failure().is_some() && now >= p.reopen_at_ms).map(move |(i, _)| (n.clone(), i as i32)))
+            .collect();
+        for (name, p) in failed {
+            let Some(config) = self.topics.get(&name).map(|t| t.config.clone()) else { continue };
+            let mut opened = Vec::new();
+            match self.open_partition(&name, p, &config, now, &mut opened) {
+                Ok(fresh) => {
+                    let epoch = self.partition(&name, p).map_or(0, |x| x.leader_epoch);
+                    if let Ok(slot) = self.partition_mut(&name, p) {
+                        *slot = Partition { leader_epoch: epoch, ..fresh };
+                    }
+                    notes.push(format!("{name}-{p}: reopened after a storage failure; log end {}", self.partition(&name, p).map_or(-1, |x| x.log.log_end_offset())));
+                    notes.extend(opened);
+                }
+                Err(e) => {
+                    if let Ok(slot) = self.partition_mut(&name, p) {
+                        slot.reopen_at_ms = now + crate::constants::failed_log_reopen_ms;
+                    }
+                    notes.push(format!("{name}-{p}: still offline: {e}"));
+                }
+            }
+        }
+        notes
     }
 
     /// Flushes every partition and writes its recovery-point checkpoint.

@@ -68,12 +68,10 @@ impl ProducerStates {
         if h.producer_id < 0 || h.base_sequence < 0 {
             return Ok(Verdict::Append);
         }
-        let Some(p) = self.producers.get(&h.producer_id) else {
-            return match h.base_sequence {
-                0 => Ok(Verdict::Append),
-                got => Err(SequenceError::OutOfOrder { got, expected: 0 }),
-            };
-        };
+        // A producer this partition has no state for (new, or its batches were removed by
+        // retention or lost to an unflushed crash) may start at any sequence, as in Kafka:
+        // refusing it would wedge the producer forever.
+        let Some(p) = self.producers.get(&h.producer_id) else { return Ok(Verdict::Append) };
         if h.producer_epoch < p.epoch {
             return Err(SequenceError::StaleEpoch { got: h.producer_epoch, current: p.epoch });
         }
@@ -155,8 +153,8 @@ mod tests {
         assert_eq!(s.check(&h(7, 0, 0, 3, -1)), Ok(Verdict::Duplicate(dup)));
         // A gap is refused, naming what was expected.
         assert_eq!(s.check(&h(7, 0, 9, 1, -1)), Err(SequenceError::OutOfOrder { got: 9, expected: 5 }));
-        // Unknown producers start at 0.
-        assert_eq!(s.check(&h(8, 0, 4, 1, -1)), Err(SequenceError::OutOfOrder { got: 4, expected: 0 }));
+        // A producer with no state here may start anywhere (Kafka's rule).
+        assert_eq!(s.check(&h(8, 0, 4, 1, -1)), Ok(Verdict::Append));
         // Non-idempotent batches always append.
         assert_eq!(s.check(&h(-1, -1, -1, 1, -1)), Ok(Verdict::Append));
     }

@@ -76,6 +76,9 @@ impl Consumer {
             }
         };
         let mut out = Vec::new();
+        // Positions move only if the whole response is good: an error on one partition must
+        // not drop records already decoded for another while their positions advanced.
+        let mut next_positions = Vec::new();
         for t in resp.responses {
             let topic = t.topic.0.to_string();
             for p in t.partitions {
@@ -103,9 +106,10 @@ impl Consumer {
                         }
                     }
                 }
-                self.positions.insert(key, next);
+                next_positions.push((key, next));
             }
         }
+        self.positions.extend(next_positions);
         Ok(out)
     }
 }

@@ -28,13 +28,24 @@ pub enum ClientError {
     /// The response did not decode, or did not answer what was asked.
     #[error("protocol: {0}")]
     Protocol(String),
+    /// Retries ended in a definite error, but an earlier attempt may have been appended.
+    #[error("outcome unknown: {0}")]
+    Ambiguous(String),
 }
 
 impl ClientError {
     /// Whether the request may not have taken effect, and may have (a retry can duplicate
     /// unless the producer is idempotent).
     pub fn outcome_unknown(&self) -> bool {
-        matches!(self, ClientError::Io { .. } | ClientError::Timeout(_))
+        // KAFKA_STORAGE_ERROR: the write may have reached the log before its flush failed.
+        // REQUEST_TIMED_OUT and NOT_ENOUGH_REPLICAS_AFTER_APPEND: appended, not yet replicated.
+        matches!(self, ClientError::Io { .. } | ClientError::Timeout(_) | ClientError::Ambiguous(_) | ClientError::Kafka { code: 7 | 20 | 56, .. })
+    }
+
+    /// Codes after which the producer's id/epoch/sequence state is no good with this broker:
+    /// OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH, UNKNOWN_PRODUCER_ID.
+    pub fn producer_state_lost(&self) -> bool {
+        matches!(self, ClientError::Kafka { code: 45 | 47 | 59, .. })
     }
 
     /// Kafka codes worth retrying: the leader moved or is not ready, or a transient storage or
@@ -45,7 +56,7 @@ impl ClientError {
             // NOT_LEADER_OR_FOLLOWER, LEADER_NOT_AVAILABLE, UNKNOWN_TOPIC_OR_PARTITION (metadata
             // may be stale), REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS(_AFTER_APPEND), KAFKA_STORAGE_ERROR
             ClientError::Kafka { code, .. } => matches!(code, 3 | 5 | 6 | 7 | 19 | 20 | 56),
-            ClientError::Protocol(_) => false,
+            ClientError::Protocol(_) | ClientError::Ambiguous(_) => false,
         }
     }
 }

@@ -190,6 +190,9 @@ impl Producer {
         let seq = *self.sequences.get(&key).unwrap_or(&0);
         let batch = self.encode_batch(records, timestamp, seq)?;
         let mut attempt = 0;
+        // Whether any attempt may have reached the log: then a later definite error does not
+        // make the batch certainly absent.
+        let mut maybe_appended = false;
         loop {
             let result = self.try_send(topic, partition, batch.clone()).await;
             match result {
@@ -198,15 +201,21 @@ impl Producer {
                     return Ok(offset);
                 }
                 Err(e) if e.retriable() && attempt < self.config.retries => {
+                    maybe_appended |= e.outcome_unknown();
                     attempt += 1;
                     self.leaders.remove(&key);
                     tokio::time::sleep(self.config.retry_backoff).await;
                 }
                 Err(e) => {
-                    if self.config.idempotent && e.outcome_unknown() {
-                        // The batch may or may not be in the log: a fresh producer id restarts
-                        // sequences at 0, so the next batch cannot be refused as a gap.
+                    maybe_appended |= e.outcome_unknown();
+                    if self.config.idempotent && (maybe_appended || e.producer_state_lost()) {
+                        // The batch may be in the log, or the broker no longer accepts our
+                        // sequence: a fresh producer id restarts sequences, so the next batch
+                        // is neither refused as a gap nor mistaken for this one.
                         self.producer = None;
+                    }
+                    if maybe_appended && !e.outcome_unknown() {
+                        return Err(ClientError::Ambiguous(format!("an earlier attempt may have been appended; last error: {e}")));
                     }
                     return Err(e);
                 }

@@ -120,8 +120,9 @@ pub fn metadata(b: &mut Broker, version: i16, req: MetadataRequest, now: u64) ->
     r
 }
 
-/// Produce: `None` for acks=0 (Kafka sends no response at all).
-pub fn produce(b: &mut Broker, version: i16, req: ProduceRequest, now: u64) -> Option<ProduceResponse> {
+/// Produce: `Ok(None)` for acks=0 (Kafka sends no response at all), and `Err` — close the
+/// connection — when an acks=0 produce fails, which is how Kafka lets such a client notice.
+pub fn produce(b: &mut Broker, version: i16, req: ProduceRequest, now: u64) -> Result<Option<ProduceResponse>, String> {
     let acks = req.acks;
     let modern = version >= 8;
     let mut r = ProduceResponse::default();
@@ -156,7 +157,14 @@ pub fn produce(b: &mut Broker, version: i16, req: ProduceRequest, now: u64) -> O
         }
         r.responses.push(tr);
     }
-    (acks != 0).then_some(r)
+    if acks == 0 {
+        let failed = r.responses.iter().flat_map(|t| &t.partition_responses).find(|p| p.error_code != 0);
+        if let Some(p) = failed {
+            return Err(format!("acks=0 produce failed with error {} on partition {}", p.error_code, p.index));
+        }
+        return Ok(None);
+    }
+    Ok(Some(r))
 }
 
 pub enum FetchDecision {
@@ -170,13 +178,21 @@ pub enum FetchDecision {
 /// available and `max_wait_ms` has not passed.
 pub fn fetch(b: &Broker, version: i16, req: FetchRequest, final_attempt: bool) -> FetchDecision {
     let mut r = FetchResponse::default();
-    let mut budget = if version >= 3 { req.max_bytes.max(0) as usize } else { usize::MAX };
+    // The broker's own cap (Kafka `fetch.max.bytes`) bounds what one request can make it
+    // allocate, whatever the client asks for.
+    let cap = crate::constants::fetch_bytes_max;
+    let mut budget = if version >= 3 { (req.max_bytes.max(0) as usize).min(cap) } else { cap };
     let mut total = 0usize;
+    let mut errors = false;
+    let mut seen = std::collections::BTreeSet::new();
     for topic in &req.topics {
         let name = topic.topic.0.to_string();
         let mut tr = FetchableTopicResponse::default();
         tr.topic = topic.topic.clone();
         for fp in &topic.partitions {
+            if !seen.insert((name.clone(), fp.partition)) {
+                continue; // a partition asked twice is answered once
+            }
             let mut pd = PartitionData::default();
             pd.partition_index = fp.partition;
             pd.aborted_transactions = Some(Vec::new());
@@ -191,6 +207,7 @@ pub fn fetch(b: &Broker, version: i16, req: FetchRequest, final_attempt: bool) -
                     pd.records = Some(f.records);
                 }
                 Err(e) => {
+                    errors = true;
                     pd.error_code = e.code(true);
                     pd.high_watermark = -1;
                     pd.last_stable_offset = -1;
@@ -202,7 +219,8 @@ pub fn fetch(b: &Broker, version: i16, req: FetchRequest, final_attempt: bool) -
         }
         r.responses.push(tr);
     }
-    if !final_attempt && req.max_wait_ms > 0 && total < req.min_bytes.max(1) as usize {
+    // Kafka answers at once when any partition has an error (the client must act on it).
+    if !final_attempt && !errors && req.max_wait_ms > 0 && total < req.min_bytes.max(1) as usize {
         return FetchDecision::Park(req.max_wait_ms as u64);
     }
     FetchDecision::Respond(r)

@@ -106,7 +106,7 @@ fn handle_inner(broker: &mut Broker, frame: &Bytes, now: u64, final_attempt: boo
     match key {
         ApiKey::ApiVersions => reply!(handlers::api_versions_response(0)),
         ApiKey::Metadata => reply!(handlers::metadata(broker, version, decode(key, version, &mut body)?, now)),
-        ApiKey::Produce => match handlers::produce(broker, version, decode(key, version, &mut body)?, now) {
+        ApiKey::Produce => match handlers::produce(broker, version, decode(key, version, &mut body)?, now)? {
             Some(resp) => reply!(resp),
             None => Ok(Outcome::NoReply),
         },

@@ -177,6 +177,10 @@ async fn connection(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
             tracing::warn!("closing connection from {peer}: request body cut short ({} of {len} bytes)", buf.len());
             break;
         }
+        // A fetch may park for max_wait_ms: answers to earlier pipelined requests go out first.
+        if buf.len() >= 2 && buf[0..2] == [0, 1] && wr.flush().await.is_err() {
+            break;
+        }
         match answer(&shared, &Bytes::from(buf)).await {
             Outcome::Reply(bytes) => {
                 crate::netfault::before_send(local, peer.ip()).await;

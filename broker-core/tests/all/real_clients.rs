@@ -696,6 +696,16 @@ fn bad_input_truncated_body() {
 }
 
 #[test]
+fn bad_input_huge_array_count() {
+    // Metadata v1 whose topic array claims i32::MAX entries: 19 bytes that once made the broker
+    // try to allocate ~150 GB and abort (kafka-protocol pre-sizes arrays from the count).
+    bad_input_closes_only_that_connection("a Metadata request claiming 2^31-1 topics", |s| {
+        let frame = request_frame(3, 1, 7, "x", &i32::MAX.to_be_bytes());
+        s.write_all(&frame).expect("send request");
+    });
+}
+
+#[test]
 fn bad_input_unknown_api_key() {
     bad_input_closes_only_that_connection("a well-formed request for API key 9999", |s| {
         s.write_all(&request_frame(9999, 0, 7, "seedlog-raw", &[])).expect("send request");

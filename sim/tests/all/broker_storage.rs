@@ -61,3 +61,25 @@ fn full_disk_and_eio_fail_one_partition_and_lose_nothing_acknowledged() {
     assert_eq!(values(&b, "a", 0), acked);
     assert_eq!(values(&b, "b", 0).len(), 1);
 }
+
+#[test]
+fn a_partition_offline_after_an_eio_burst_is_reopened_once_the_disk_heals() {
+    let disk = SimDisk::new(5);
+    let mut b = open(&disk);
+    b.create_topic("a", 1, 1, BTreeMap::from([("flush.messages".into(), "1".into())]), false, 0).unwrap();
+    b.produce("a", 0, &build(&[b"before"], 1), -1, 0).unwrap();
+    disk.set_faults(DiskFaults { eio_paths: vec!["/data/a-0/".into()], ..DiskFaults::default() });
+    assert_eq!(b.produce("a", 0, &build(&[b"during"], 1), -1, 0).unwrap_err().code(true), 56);
+    // Still failing: tick tries, the partition stays offline, the broker stays up.
+    let notes = b.tick(10);
+    assert!(notes.iter().any(|n| n.contains("still offline")), "{notes:?}");
+    disk.set_faults(DiskFaults::default());
+    // Before the retry delay nothing happens; after it the partition is reopened.
+    let early = b.tick(500);
+    assert!(early.is_empty(), "{early:?}");
+    let notes = b.tick(2_000);
+    assert!(notes.iter().any(|n| n.contains("reopened after")), "{notes:?}");
+    let after = b.produce("a", 0, &build(&[b"after"], 1), -1, 0).unwrap();
+    assert_eq!(after.base_offset, 1, "the batch refused during the burst left nothing behind");
+    assert_eq!(values(&b, "a", 0).len(), 2);
+}
