@@ -65,6 +65,10 @@ const _: () = assert!(batch_header_bytes > batch_log_overhead_bytes);
 /// single node serving more is a misconfiguration, not a workload.
 pub const partitions_per_topic_max: i32 = 10_000;
 
+/// Partitions one broker holds at most, over all topics: each holds open files and memory, so
+/// auto-creation or CreateTopics must not be able to exhaust the process.
+pub const partitions_per_broker_max: usize = 20_000;
+
 /// Kafka `socket.request.max.bytes`: a frame longer than this closes the connection before
 /// anything is allocated for it.
 pub const request_bytes_max: usize = 100 * 1024 * 1024;

@@ -334,6 +334,13 @@ impl Broker {
         if !(1..=crate::constants::partitions_per_topic_max).contains(&partitions) {
             return Err(Error::InvalidPartitions(format!("{partitions} partitions; must be 1..={}", crate::constants::partitions_per_topic_max)));
         }
+        let held: usize = self.topics.values().map(|t| t.partitions.len()).sum();
+        if held + partitions as usize > crate::constants::partitions_per_broker_max {
+            return Err(Error::InvalidPartitions(format!(
+                "{partitions} more partitions would exceed this broker's limit of {} (it holds {held})",
+                crate::constants::partitions_per_broker_max
+            )));
+        }
         if replication_factor != 1 && replication_factor != -1 {
             return Err(Error::InvalidReplicationFactor(format!("replication factor {replication_factor}, but this cluster has 1 broker")));
         }
