@@ -2,12 +2,15 @@
 //! running workloads through the real Rust client, a fault schedule (fixed and/or drawn from
 //! the seed), a healing phase, a final read, the checkers, and the trace. One function,
 //! [`run`]: scenario + seed in, result out; same inputs, byte-identical trace.
+//!
+//! A scenario that slipped past validation must not crash the harness: what cannot be run (a
+//! fault on no such node, a link fault without a link) is skipped with a `fault_skipped` event.
 
 use crate::checkers;
 use crate::disk::{CrashMode, DiskFaults, SimDisk};
 use crate::history::{History, Outcome, Read, Violation, Write};
-use crate::scenario::{FaultKind, FaultSpec, ProducerSpec, Scenario};
-use crate::trace::Trace;
+use crate::scenario::{self, FaultKind, FaultSpec, ProducerSpec, Scenario};
+use crate::trace::{self, Trace};
 use broker_core::broker::{Broker, BrokerConfig, PlantedBug};
 use broker_core::client::{ClientError, Consumer, Producer, ProducerConfig};
 use broker_core::log::FlushPolicy;
@@ -51,12 +54,21 @@ struct Recorder {
     start: madsim::time::Instant,
     trace: Trace,
     history: History,
+    /// When producers stop invoking writes; unknown (`None`) until the last fault is undone.
+    produce_until_ms: Option<u64>,
 }
 
 type Rec = Arc<Mutex<Recorder>>;
 
 fn now_ms(rec: &Rec) -> u64 {
     rec.lock().expect("recorder").start.elapsed().as_millis() as u64
+}
+
+/// Whether producers should keep invoking writes.
+fn producing(rec: &Rec) -> bool {
+    let r = rec.lock().expect("recorder");
+    let now = r.start.elapsed().as_millis() as u64;
+    r.produce_until_ms.is_none_or(|until| now < until)
 }
 
 fn event(rec: &Rec, node: &str, name: &str, fields: Value) {
@@ -69,18 +81,18 @@ fn event(rec: &Rec, node: &str, name: &str, fields: Value) {
 pub fn derive_faults(s: &Scenario, rng: &mut ChaCha8Rng) -> Vec<FaultSpec> {
     let mut faults = s.faults.clone();
     if let Some(mix) = &s.random_faults {
-        if !mix.kinds.is_empty() {
-            let n = rng.gen_range(0..=mix.max);
+        let clients: Vec<String> = s.node_names().into_iter().filter(|n| n != "broker-0").collect();
+        // Validation refuses link kinds without clients; should one get here anyway, the mix
+        // draws from the other kinds rather than aim a link fault at a lone node.
+        let kinds: Vec<FaultKind> = mix.kinds.iter().copied().filter(|k| !k.is_link() || !clients.is_empty()).collect();
+        if !kinds.is_empty() {
+            let n = rng.gen_range(0..=mix.max.min(scenario::random_faults_max));
             for _ in 0..n {
-                let kind = mix.kinds[rng.gen_range(0..mix.kinds.len())];
-                let at = rng.gen_range(0..s.duration_ms);
+                let kind = kinds[rng.gen_range(0..kinds.len())];
+                let at = rng.gen_range(0..s.duration_ms.max(1));
                 let for_ms = rng.gen_range(100..=mix.for_max_ms.max(100));
                 // Link faults pick one direction between the broker and a client.
-                let clients: Vec<String> = (0..s.producers.iter().map(|p| p.count as usize).sum::<usize>())
-                    .map(|i| format!("producer-{i}"))
-                    .chain((0..s.consumers.len()).map(|i| format!("consumer-{i}")))
-                    .collect();
-                let target = if matches!(kind, FaultKind::ClogLink | FaultKind::SlowLink) && !clients.is_empty() {
+                let target = if kind.is_link() {
                     let client = &clients[rng.gen_range(0..clients.len())];
                     if rng.gen_bool(0.5) { format!("broker-0>{client}") } else { format!("{client}>broker-0") }
                 } else {
@@ -162,23 +174,30 @@ fn outcome_of(r: &Result<i64, ClientError>) -> Outcome {
 
 /// Most records in one batch: a producer that fell behind catches up in bounded steps.
 const batch_records_max: u64 = 500;
+/// Most value bytes in one batch, so that a batch of large records stays under the broker's
+/// `message.max.bytes` (1,048,588); a batch always carries at least one record.
+const batch_value_bytes_max: u64 = 1_000_000;
 
 /// A producer at `rate` records/s: every batch carries the records that fell due while the
 /// previous one was in flight (Kafka's linger, driven by simulated time), one batch in flight.
-async fn producer_main(name: String, broker: SocketAddr, topic: String, partitions: i32, spec: ProducerSpec, until_ms: u64, rec: Rec) {
-    let (acks, idempotent, rate, bytes) = (Scenario::acks(&spec), spec.idempotent, spec.rate, spec.record_bytes);
+/// It produces through the healing phase until the harness sets `produce_until_ms`, so that
+/// `write_liveness` can see whether writes succeed again once faults are gone.
+async fn producer_main(name: String, broker: SocketAddr, topic: String, partitions: i32, spec: ProducerSpec, rec: Rec) {
+    let (acks, idempotent, rate, bytes) = (Scenario::acks(&spec), spec.idempotent(), spec.rate.max(1), spec.record_bytes);
+    let partitions = partitions.max(1);
+    let batch_records = batch_records_max.min((batch_value_bytes_max / bytes.max(1) as u64).max(1));
     let config = ProducerConfig { client_id: name.clone(), acks, idempotent, retries: 3, retry_backoff: Duration::from_millis(50), request_timeout: Duration::from_millis(request_timeout_ms) };
     let mut producer = Producer::new(broker, config);
     let start = now_ms(&rec);
     let mut n: u64 = 0;
     let mut batch_no: u64 = 0;
-    while now_ms(&rec) < until_ms {
+    while producing(&rec) {
         let due = (now_ms(&rec) - start + 1) * rate as u64 / 1000;
         if due <= n {
             tokio::time::sleep(Duration::from_micros(1_000_000 / rate as u64)).await;
             continue;
         }
-        let count = (due - n).min(batch_records_max);
+        let count = (due - n).min(batch_records);
         let partition = (batch_no % partitions as u64) as i32;
         batch_no += 1;
         let values: Vec<Vec<u8>> = (n..n + count)
@@ -325,10 +344,13 @@ impl DiskFaultState {
 async fn inject(f: FaultSpec, nodes: BTreeMap<String, (NodeHandle, IpAddr)>, disk: SimDisk, disk_faults: Arc<Mutex<DiskFaultState>>, rec: Rec) {
     let handle = Handle::current();
     let kind = format!("{:?}", f.kind);
-    if let Some((from, to)) = f.link() {
+    let skip = |why: &str| event(&rec, "harness", "fault_skipped", json!({"kind": kind, "target": f.target, "why": why}));
+    if f.kind.is_link() {
+        let Some((from, to)) = f.link() else {
+            return skip("a link fault needs a target \"a>b\"");
+        };
         let (Some((a, a_ip)), Some((b, b_ip))) = (nodes.get(from), nodes.get(to)) else {
-            event(&rec, "harness", "fault_skipped", json!({"target": f.target, "why": "no such node"}));
-            return;
+            return skip("no such node");
         };
         let net = madsim::net::NetSim::current();
         if f.kind == FaultKind::ClogLink {
@@ -347,16 +369,19 @@ async fn inject(f: FaultSpec, nodes: BTreeMap<String, (NodeHandle, IpAddr)>, dis
         return;
     }
     let Some((node, _)) = nodes.get(&f.target) else {
-        event(&rec, "harness", "fault_skipped", json!({"target": f.target, "why": "no such node"}));
-        return;
+        return skip("no such node");
     };
     let id = node.id();
     let is_broker = f.target.starts_with("broker-");
+    if f.kind.broker_only() && !is_broker {
+        // A client node has no init to restart and no disk (scenario validation refuses this).
+        return skip("process and disk faults target brokers only");
+    }
     match f.kind {
         FaultKind::Kill | FaultKind::PowerLoss => {
             handle.kill(id);
-            let report = if is_broker { Some(disk.crash(if f.kind == FaultKind::Kill { CrashMode::Clean } else { CrashMode::PowerLoss })) } else { None };
-            event(&rec, &f.target, "fault", json!({"kind": kind, "for": f.for_ms, "disk": report.map(|r| r.to_string())}));
+            let report = disk.crash(if f.kind == FaultKind::Kill { CrashMode::Clean } else { CrashMode::PowerLoss });
+            event(&rec, &f.target, "fault", json!({"kind": kind, "for": f.for_ms, "disk": report.to_string()}));
             tokio::time::sleep(Duration::from_millis(f.for_ms)).await;
             // madsim's restart of a running node (a restart landing on a restart) does not
             // release the old incarnation's sockets; kill first, which does.
@@ -387,7 +412,7 @@ async fn inject(f: FaultSpec, nodes: BTreeMap<String, (NodeHandle, IpAddr)>, dis
             }
             event(&rec, &f.target, "heal", json!({"kind": kind}));
         }
-        FaultKind::ClogLink | FaultKind::SlowLink => unreachable!("link faults handled above"),
+        FaultKind::ClogLink | FaultKind::SlowLink => skip("link faults are handled above"),
         FaultKind::DiskEio => {
             disk_faults.lock().expect("disk faults").eio.push(f.path.clone());
             disk_faults.lock().expect("disk faults").apply(&disk);
@@ -424,15 +449,15 @@ pub fn run(scenario: &Scenario, scenario_path: &str, seed: u64, bug: Option<Plan
     let mut derived = Map::new();
     derived.insert("faults".into(), json!(faults.iter().map(|f| json!({"at": f.at, "kind": format!("{:?}", f.kind), "target": f.target, "for": f.for_ms, "delay_ms": f.delay_ms, "loss_per_mille": f.loss_per_mille})).collect::<Vec<_>>()));
     derived.insert("disk_seed".into(), json!(disk_seed));
-    let trace = Trace::header(&scenario.name, scenario_path, seed, &derived);
+    let trace = Trace::header(&scenario.name, scenario_path, trace::scenario_digest(scenario), seed, &derived);
     let s = scenario.clone();
     let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
     let (trace, history, simulated_ms) = runtime.block_on(async move {
         let handle = Handle::current();
-        let rec: Rec = Arc::new(Mutex::new(Recorder { start: madsim::time::Instant::now(), trace, history: History::default() }));
+        let rec: Rec = Arc::new(Mutex::new(Recorder { start: madsim::time::Instant::now(), trace, history: History::default(), produce_until_ms: None }));
         let disk = SimDisk::new(disk_seed);
         let base = match s.broker.disk_latency_us {
-            Some([lo, hi]) => DiskFaults { latency_ns_min: lo * 1000, latency_ns_max: hi.max(lo) * 1000, ..DiskFaults::default() },
+            Some([lo, hi]) => DiskFaults { latency_ns_min: lo.saturating_mul(1000), latency_ns_max: hi.max(lo).saturating_mul(1000), ..DiskFaults::default() },
             None => DiskFaults::default(),
         };
         let disk_faults = Arc::new(Mutex::new(DiskFaultState { base, slow: 0, full: 0, eio: Vec::new() }));
@@ -454,24 +479,34 @@ pub fn run(scenario: &Scenario, scenario_path: &str, seed: u64, bug: Option<Plan
         // Let the broker open and create topics before clients start.
         tokio::time::sleep(Duration::from_millis(50)).await;
         let until = s.duration_ms;
-        let mut ip = 10u8;
-        let mut tasks = Vec::new();
+        // Client k (producers first, then consumers) is 10.0.1.(11+k); validation keeps the
+        // count far below where the octet would run out, and past it clients are not started.
+        let client_ip = |k: usize| u8::try_from(11 + k).ok().map(|o| IpAddr::from([10, 0, 1, o]));
+        let mut clients = 0usize;
+        let mut producers = Vec::new();
+        let mut consumers = Vec::new();
         for (i, p) in s.producers.iter().flat_map(|p| std::iter::repeat_n(p, p.count as usize)).enumerate() {
             let name = format!("producer-{i}");
-            ip += 1;
-            let node_ip = IpAddr::from([10, 0, 1, ip]);
+            let Some(node_ip) = client_ip(clients) else {
+                event(&rec, "harness", "clients_skipped", json!({"from": name, "why": "no address left in 10.0.1.0/24"}));
+                break;
+            };
+            clients += 1;
             let node = handle.create_node().name(&name).ip(node_ip).build();
             let parts = s.topics.iter().find(|t| t.name == p.topic).map_or(1, |t| t.partitions);
-            tasks.push(node.spawn(producer_main(name.clone(), broker_addr, p.topic.clone(), parts, p.clone(), until, rec.clone())));
+            producers.push(node.spawn(producer_main(name.clone(), broker_addr, p.topic.clone(), parts, p.clone(), rec.clone())));
             nodes.insert(name, (node, node_ip));
         }
         for (i, c) in s.consumers.iter().enumerate() {
             let name = format!("consumer-{i}");
-            ip += 1;
-            let node_ip = IpAddr::from([10, 0, 1, ip]);
+            let Some(node_ip) = client_ip(clients) else {
+                event(&rec, "harness", "clients_skipped", json!({"from": name, "why": "no address left in 10.0.1.0/24"}));
+                break;
+            };
+            clients += 1;
             let node = handle.create_node().name(&name).ip(node_ip).build();
             let parts = s.topics.iter().find(|t| t.name == c.topic).map_or(1, |t| t.partitions);
-            tasks.push(node.spawn(consumer_main(name.clone(), broker_addr, c.topic.clone(), parts, c.max_wait_ms, until + s.heal_ms / 2, rec.clone())));
+            consumers.push(node.spawn(consumer_main(name.clone(), broker_addr, c.topic.clone(), parts, c.max_wait_ms, until + s.heal_ms / 2, rec.clone())));
             nodes.insert(name, (node, node_ip));
         }
         let mut injectors = Vec::new();
@@ -485,13 +520,29 @@ pub fn run(scenario: &Scenario, scenario_path: &str, seed: u64, bug: Option<Plan
         for t in injectors {
             let _ = t.await;
         }
-        // Healing: every fault has been undone; give the cluster time to recover, then read.
-        let heal_from = now_ms(&rec).max(until);
-        tokio::time::sleep(Duration::from_millis((heal_from + s.heal_ms).saturating_sub(now_ms(&rec)))).await;
+        tokio::time::sleep(Duration::from_millis(until.saturating_sub(now_ms(&rec)))).await;
+        // Healing: the safety phase is over and every fault has been undone. Producers go on
+        // for three quarters of the phase; write_liveness judges their writes from half-way,
+        // when the cluster has had time to recover; then the final read.
+        let healed_at = now_ms(&rec);
+        let produce_until = healed_at.saturating_add(s.heal_ms.saturating_mul(3) / 4);
+        {
+            let mut r = rec.lock().expect("recorder");
+            r.produce_until_ms = Some(produce_until);
+            r.history.healed_at_ms = healed_at;
+            r.history.heal_ms = s.heal_ms;
+        }
+        event(&rec, "harness", "heal_phase", json!({"produce_until_ms": produce_until, "write_liveness_from_ms": healed_at.saturating_add(s.heal_ms / 2), "heal_ms": s.heal_ms}));
+        tokio::time::sleep(Duration::from_millis(s.heal_ms)).await;
+        // A producer's last write may still be in flight (bounded by its timeout and retries);
+        // the final read must come after every acknowledgement it is checked against.
+        for t in producers {
+            let _ = t.await;
+        }
         event(&rec, "harness", "healed", json!({}));
         let reader = handle.create_node().name("final-reader").ip(IpAddr::from([10, 0, 2, 1])).build();
         let _ = reader.spawn(final_read(broker_addr, topics, rec.clone())).await;
-        for t in tasks {
+        for t in consumers {
             let _ = t.await;
         }
         let simulated_ms = now_ms(&rec);
@@ -503,7 +554,9 @@ pub fn run(scenario: &Scenario, scenario_path: &str, seed: u64, bug: Option<Plan
     let (allowed, violations): (Vec<_>, Vec<_>) = checkers::check_all(&history).into_iter().partition(|v| v.loss && scenario.expect.loss_allowed);
     let verdicts = json!({
         "writes": history.writes.len(),
-        "acknowledged": history.writes.iter().filter(|w| matches!(w.outcome, Outcome::Ok(_))).count(),
+        // acks=0 writes are never acknowledged: `Ok(-1)` only says they were sent.
+        "acknowledged": history.writes.iter().filter(|w| w.acknowledged().is_some()).count(),
+        "sent_acks0": history.writes.iter().filter(|w| w.acks == 0 && matches!(w.outcome, Outcome::Ok(_))).count(),
         "reads": history.reads.len(),
         "violations": violations.iter().map(|v| v.to_string()).collect::<Vec<_>>(),
         "allowed_losses": allowed.len(),

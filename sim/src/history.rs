@@ -30,6 +30,17 @@ pub struct Write {
     pub outcome: Outcome,
 }
 
+impl Write {
+    /// The offset the broker acknowledged this write at; `None` when nothing was promised
+    /// (acks=0's `Ok(-1)` only means "sent"), or the write failed or its outcome is unknown.
+    pub fn acknowledged(&self) -> Option<i64> {
+        match self.outcome {
+            Outcome::Ok(offset) if self.acks != 0 && offset >= 0 => Some(offset),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Read {
     pub process: String,
@@ -55,6 +66,12 @@ pub struct History {
     pub final_read: BTreeMap<PartitionKey, Vec<(i64, Vec<u8>)>>,
     /// Partitions whose final read failed (the liveness phase did not recover them).
     pub final_errors: BTreeMap<PartitionKey, String>,
+    /// Simulated ms at which the healing phase began: the safety phase was over and every
+    /// fault had been undone. Set by the harness; 0 in a history built by hand (then every
+    /// write counts as after healing).
+    pub healed_at_ms: u64,
+    /// Length of the healing phase, ms (the scenario's `heal_ms`).
+    pub heal_ms: u64,
 }
 
 /// One broken property. `loss` marks violations that only say "acknowledged data is gone" (or,

@@ -140,8 +140,11 @@ mod cli {
         for (k, v) in &r.derived {
             println!("  derived {k} = {v}");
         }
-        let acked = r.history.writes.iter().filter(|w| matches!(w.outcome, sim::history::Outcome::Ok(_))).count();
-        println!("  {} writes ({acked} acknowledged), {} records read, {} final records", r.history.writes.len(), r.history.reads.len(), r.history.final_read.values().map(Vec::len).sum::<usize>());
+        // acks=0 writes hear nothing back: "sent", never "acknowledged".
+        let acked = r.history.writes.iter().filter(|w| w.acknowledged().is_some()).count();
+        let sent = r.history.writes.iter().filter(|w| w.acks == 0 && matches!(w.outcome, sim::history::Outcome::Ok(_))).count();
+        let sent = if sent > 0 { format!(", {sent} sent with acks=0") } else { String::new() };
+        println!("  {} writes ({acked} acknowledged{sent}), {} records read, {} final records", r.history.writes.len(), r.history.reads.len(), r.history.final_read.values().map(Vec::len).sum::<usize>());
         for (name, _) in sim::checkers::CHECKERS {
             let n = r.violations.iter().filter(|v| v.checker == *name).count();
             let a = r.allowed.iter().filter(|v| v.checker == *name).count();

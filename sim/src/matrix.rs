@@ -24,7 +24,7 @@ fn scenario(name: &str, acks: &str, flush_messages: Option<u64>, fault: FaultKin
         heal_ms: 3_000,
         broker: BrokerSettings { flush_messages, segment_bytes: None, disk_latency_us: Some([20, 200]) },
         topics: vec![TopicSpec { name: "orders".into(), partitions: 2 }],
-        producers: vec![ProducerSpec { topic: "orders".into(), acks: acks.into(), rate: 300, record_bytes: 64, idempotent: acks != "0", keys: 0, count: 1 }],
+        producers: vec![ProducerSpec { topic: "orders".into(), acks: acks.into(), rate: 300, record_bytes: 64, idempotent: None, keys: 0, count: 1 }],
         consumers: vec![ConsumerSpec { topic: "orders".into(), max_wait_ms: 100 }],
         faults,
         random_faults: None,

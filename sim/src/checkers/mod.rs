@@ -12,9 +12,11 @@
 //! | `nonmonotonic_poll` | within a consumer session, offsets of a partition increase | Jepsen kafka: nonmonotonic-poll |
 //! | `poll_skip` | within a consumer session (assign mode), no offset is skipped | Jepsen kafka: poll-skip |
 //! | `liveness` | after healing, every partition can be read in full | DESIGN invariant 7 |
+//! | `write_liveness` | from half a healing phase after the last fault was undone, each producer's writes to each partition include one that succeeds | DESIGN invariant 7 |
 
 mod consumers;
 mod final_log;
+mod write_liveness;
 mod writes;
 
 use crate::history::{History, Violation};
@@ -32,6 +34,7 @@ pub const CHECKERS: &[(&str, Checker)] = &[
     ("nonmonotonic_poll", consumers::nonmonotonic_poll),
     ("poll_skip", consumers::poll_skip),
     ("liveness", final_log::liveness),
+    ("write_liveness", write_liveness::write_liveness),
 ];
 
 /// Runs every checker.

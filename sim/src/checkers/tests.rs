@@ -78,6 +78,42 @@ fn each_planted_flaw_is_caught_by_its_checker() {
     let mut h = clean();
     h.final_errors.insert(("t".into(), 0), "timed out".into());
     assert_eq!(fired(&h), vec!["liveness"]);
+
+    // Every write refused after healing (a broker that never forgives a lost producer state).
+    let mut h = clean();
+    (h.healed_at_ms, h.heal_ms) = (10, 10);
+    h.writes.push(Write { invoke_ms: 20, complete_ms: 21, outcome: Outcome::Fail("broker error 45: OUT_OF_ORDER_SEQUENCE_NUMBER".into()), ..w("d", -1) });
+    h.writes.push(Write { invoke_ms: 22, complete_ms: 23, outcome: Outcome::Unknown("timed out".into()), ..w("e", -1) });
+    assert_eq!(fired(&h), vec!["write_liveness"]);
+    assert!(check_all(&h).iter().all(|v| !v.loss), "refusing writes loses nothing: never an allowed loss");
+}
+
+#[test]
+fn write_liveness_judges_each_partition_only_after_half_the_healing_phase() {
+    let late = |value: &str, partition: i32, invoke_ms: u64, outcome: Outcome| Write { partition, invoke_ms, complete_ms: invoke_ms + 1, outcome, ..w(value, -1) };
+    let failed = || Outcome::Fail("broker error 56".into());
+    let mut h = clean();
+    (h.healed_at_ms, h.heal_ms) = (100, 40);
+    // Failures before healed_at + heal_ms/2 = 120 are the faults' doing: not judged.
+    h.writes.push(late("d", 0, 50, failed()));
+    h.writes.push(late("e", 0, 119, failed()));
+    assert_eq!(check_all(&h), vec![]);
+    // From 120 on, one success per partition is enough ...
+    h.writes.push(late("f", 0, 120, failed()));
+    h.writes.push(Write { acks: 1, ..late("g", 0, 125, Outcome::Ok(3)) });
+    h.final_read.get_mut(&("t".into(), 0)).unwrap().push((3, "g".into()));
+    assert_eq!(check_all(&h), vec![]);
+    // ... but a healthy partition does not excuse an offline one.
+    h.writes.push(late("h", 1, 126, failed()));
+    let v = check_all(&h);
+    assert_eq!((v.len(), v[0].checker, v[0].partition), (1, "write_liveness", 1), "{v:?}");
+    // Another producer's success does not count for this one.
+    h.writes.push(Write { process: "producer-1".into(), ..late("i", 1, 127, Outcome::Ok(0)) });
+    h.final_read.insert(("t".into(), 1), vec![(0, "i".into())]);
+    assert_eq!(check_all(&h).len(), 1);
+    // acks=0 hears nothing back: sent without error is its success.
+    h.writes.push(Write { acks: 0, ..late("j", 1, 128, Outcome::Ok(-1)) });
+    assert_eq!(check_all(&h), vec![]);
 }
 
 #[test]

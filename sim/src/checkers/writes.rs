@@ -1,14 +1,11 @@
 //! Properties of acknowledged writes: durable in the final log; visible to consumers that
 //! read past them.
 
-use crate::history::{History, Outcome, Violation, Write};
+use crate::history::{History, Violation, Write};
 use std::collections::{BTreeMap, BTreeSet};
 
 fn acked(h: &History) -> impl Iterator<Item = (&Write, i64)> {
-    h.writes.iter().filter_map(|w| match w.outcome {
-        Outcome::Ok(offset) if w.acks != 0 && offset >= 0 => Some((w, offset)),
-        _ => None,
-    })
+    h.writes.iter().filter_map(|w| w.acknowledged().map(|offset| (w, offset)))
 }
 
 /// acknowledged-durable: the final read holds every acknowledged write at its offset.

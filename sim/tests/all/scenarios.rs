@@ -51,6 +51,52 @@ fn smoke_moves_a_thousand_records_a_second_end_to_end() {
     assert!(r.passed());
 }
 
+#[test]
+fn producers_keep_writing_into_the_healing_phase_where_write_liveness_judges_them() {
+    for (path, s) in fast() {
+        let r = run(&s, &path, 2, None);
+        let h = &r.history;
+        assert!(h.healed_at_ms >= s.duration_ms && h.heal_ms == s.heal_ms, "{path}: healed at {} ms", h.healed_at_ms);
+        let judged = h.writes.iter().filter(|w| w.invoke_ms >= h.healed_at_ms + h.heal_ms / 2).count();
+        assert!(judged > 0, "{path}: no write invoked in the second half of the healing phase");
+        let last = h.writes.iter().map(|w| w.invoke_ms).max().unwrap();
+        assert!(last < h.healed_at_ms + h.heal_ms * 3 / 4 + 10, "{path}: a write invoked at {last} ms, after producers should stop");
+    }
+}
+
+#[test]
+fn the_digest_does_not_depend_on_how_the_scenario_path_is_spelled() {
+    let (_, s) = fast().into_iter().find(|(_, s)| s.name == "smoke").unwrap();
+    let a = run(&s, "scenarios/fast/smoke.toml", 3, None);
+    let b = run(&s, "./scenarios/fast/smoke.toml", 3, None);
+    assert_ne!(a.trace.lines()[0], b.trace.lines()[0], "the header keeps the path as given, for replay");
+    assert_eq!(a.digest, b.digest);
+    let mut edited = s.clone();
+    edited.topics[0].name = "other".into();
+    edited.producers[0].topic = "other".into();
+    edited.consumers[0].topic = "other".into();
+    assert_ne!(run(&edited, "scenarios/fast/smoke.toml", 3, None).digest, a.digest, "another scenario, another digest");
+}
+
+#[test]
+fn a_scenario_that_skipped_validation_does_not_crash_the_harness() {
+    use sim::scenario::{FaultKind, FaultSpec, RandomFaults};
+    let (_, mut s) = fast().into_iter().find(|(_, s)| s.name == "smoke").unwrap();
+    // No clients at all, a mix of link faults only, far too many of them, and fixed faults
+    // that name no node, lack a link, or aim a process fault at a client.
+    s.producers.clear();
+    s.consumers.clear();
+    s.random_faults = Some(RandomFaults { kinds: vec![FaultKind::ClogLink, FaultKind::SlowLink, FaultKind::SlowDisk], max: u32::MAX, for_max_ms: 500 });
+    s.faults = vec![FaultSpec::new(100, FaultKind::ClogLink, "broker-0", 100), FaultSpec::new(200, FaultKind::Kill, "producer-0", 100), FaultSpec::new(300, FaultKind::Isolate, "nobody", 100)];
+    assert!(s.validate().is_err());
+    let r = run(&s, "<unvalidated>", 1, None);
+    let drawn = r.derived["faults"].as_array().unwrap();
+    assert!(drawn.len() <= 3 + sim::scenario::random_faults_max as usize, "{} faults", drawn.len());
+    assert!(drawn.iter().all(|f| f["target"] == "broker-0" || f["target"] == "producer-0" || f["target"] == "nobody"), "no link fault without a client");
+    let skipped = r.trace.lines().iter().filter(|l| l.contains("fault_skipped")).count();
+    assert_eq!(skipped, 3, "{:#?}", r.trace.lines());
+}
+
 /// Seeds until `checker` reports the planted bug, or None within 100 seeds.
 fn seeds_to_catch(name: &str, bug: PlantedBug, checker: &str) -> Option<u64> {
     let (path, s) = fast().into_iter().find(|(_, s)| s.name == name).unwrap();
