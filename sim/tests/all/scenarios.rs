@@ -132,3 +132,14 @@ fn durability_matrix_rows_keep_their_promises() {
         }
     }
 }
+
+#[test]
+fn regression_partition_reopen_after_eio_crawled_on_a_slow_disk() {
+    // Seed 584: an EIO burst takes orders-1 offline while the disk is slow; rebuilding producer
+    // state read every batch header with its own disk operation, so the reopen owed tens of
+    // simulated seconds and the partition missed the heal window (write_liveness). Fixed by
+    // reading headers in chunks.
+    let (path, s) = fast().into_iter().find(|(_, s)| s.name == "random-faults").unwrap();
+    let r = run(&s, &path, 584, None);
+    assert!(r.passed(), "{:?}", r.violations.first());
+}
