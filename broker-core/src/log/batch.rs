@@ -143,27 +143,11 @@ pub fn read_header(b: &[u8]) -> Result<BatchHeader, BatchError> {
 /// Validates one complete batch (`b` must be exactly one batch) and returns its header.
 /// `max_bytes` is the size limit (normally [`message_bytes_max`]).
 pub fn validate(b: &[u8], max_bytes: usize) -> Result<BatchHeader, BatchError> {
-    if b.len() < batch_header_bytes {
-        return Err(BatchError::TooShort(b.len()));
-    }
-    let declared = be_i32(b, length_at) as i64;
-    if declared + batch_log_overhead_bytes as i64 != b.len() as i64 {
-        return Err(BatchError::LengthMismatch {
-            declared,
-            actual: b.len() - batch_log_overhead_bytes,
-        });
-    }
-    if b.len() > max_bytes {
+    // Size first: a batch over the limit is refused as too large, whatever else is wrong.
+    if b.len() > max_bytes && b.len() >= batch_header_bytes {
         return Err(BatchError::TooLarge { size: b.len(), max: max_bytes });
     }
-    if b[magic_at] != MAGIC_V2 {
-        return Err(BatchError::UnsupportedMagic(b[magic_at]));
-    }
-    let stored = be_i32(b, crc_at) as u32;
-    let computed = crc32c::crc32c(&b[attributes_at..]);
-    if stored != computed {
-        return Err(BatchError::BadCrc { stored, computed });
-    }
+    check_stored(b)?;
     let header = read_header(b)?;
     if header.records_count < 1 || header.last_offset_delta != header.records_count - 1 {
         return Err(BatchError::BadRecordCount {
