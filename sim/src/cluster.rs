@@ -485,26 +485,25 @@ pub fn run(scenario: &Scenario, scenario_path: &str, seed: u64, bug: Option<Plan
         let mut clients = 0usize;
         let mut producers = Vec::new();
         let mut consumers = Vec::new();
-        for (i, p) in s.producers.iter().flat_map(|p| std::iter::repeat_n(p, p.count as usize)).enumerate() {
-            let name = format!("producer-{i}");
+        // The next client node, or None (logged) when addresses ran out.
+        let mut new_client = |name: &str| {
             let Some(node_ip) = client_ip(clients) else {
                 event(&rec, "harness", "clients_skipped", json!({"from": name, "why": "no address left in 10.0.1.0/24"}));
-                break;
+                return None;
             };
             clients += 1;
-            let node = handle.create_node().name(&name).ip(node_ip).build();
+            Some((handle.create_node().name(name).ip(node_ip).build(), node_ip))
+        };
+        for (i, p) in s.producers.iter().flat_map(|p| std::iter::repeat_n(p, p.count as usize)).enumerate() {
+            let name = format!("producer-{i}");
+            let Some((node, node_ip)) = new_client(&name) else { break };
             let parts = s.topics.iter().find(|t| t.name == p.topic).map_or(1, |t| t.partitions);
             producers.push(node.spawn(producer_main(name.clone(), broker_addr, p.topic.clone(), parts, p.clone(), rec.clone())));
             nodes.insert(name, (node, node_ip));
         }
         for (i, c) in s.consumers.iter().enumerate() {
             let name = format!("consumer-{i}");
-            let Some(node_ip) = client_ip(clients) else {
-                event(&rec, "harness", "clients_skipped", json!({"from": name, "why": "no address left in 10.0.1.0/24"}));
-                break;
-            };
-            clients += 1;
-            let node = handle.create_node().name(&name).ip(node_ip).build();
+            let Some((node, node_ip)) = new_client(&name) else { break };
             let parts = s.topics.iter().find(|t| t.name == c.topic).map_or(1, |t| t.partitions);
             consumers.push(node.spawn(consumer_main(name.clone(), broker_addr, c.topic.clone(), parts, c.max_wait_ms, until + s.heal_ms / 2, rec.clone())));
             nodes.insert(name, (node, node_ip));

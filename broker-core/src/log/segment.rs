@@ -163,11 +163,10 @@ impl Segment {
         rebuilt: &mut Vec<PathBuf>,
     ) -> Result<Segment, LogError> {
         let seg = Segment::open_trusted_with(disk, dir, base, interval, now, rebuilt, false)?;
-        // A time index whose entries point past the segment (or claim more than its newest
-        // batch) cannot be checked before the scan; rebuild both and scan again.
+        // A time index whose entries point past the segment cannot be checked before the
+        // scan; rebuild both and scan again.
         let span = seg.next_offset - base;
-        let bad_time = seg.idx.time_index.entries().iter().any(|t| t.relative_offset as i64 >= span.max(1))
-            || seg.idx.time_index.last().is_some_and(|t| t.timestamp > seg.idx.max_timestamp);
+        let bad_time = seg.idx.time_index.entries().iter().any(|t| t.relative_offset as i64 >= span.max(1));
         if bad_time && !seg.idx.dirty {
             drop(seg);
             return Segment::open_trusted_with(disk, dir, base, interval, now, rebuilt, true);

@@ -137,3 +137,19 @@ def confluent_read_all(bootstrap, topic, partitions, deadline, start=None):
         return records
     finally:
         consumer.close()
+
+
+def check_records_match(topic, want, have, record, source):
+    """Each record read (`have`, by partition) is the one produced (`want`, by partition) at the
+    same offset: key, value and headers as `record(i)` built them, timestamp as `source` said."""
+    expect(sorted(have) == sorted(want), f"{topic}: read from partitions {sorted(have)}, produced to {sorted(want)}")
+    for p in sorted(want):
+        expect(len(have[p]) == len(want[p]), f"{topic}: partition {p}: read {len(have[p])} records, produced {len(want[p])}")
+        for w, h in zip(want[p], have[p]):
+            key, value, headers = record(w["i"])
+            where = f"{topic}: partition {p} offset {w['offset']}"
+            expect(h["offset"] == w["offset"], f"{where}: read offset {h['offset']} in its place")
+            expect(h["key"] == key, f"{where}: key {h['key']!r}, produced {key!r}")
+            expect(h["value"] == value, f"{where}: value {h['value']!r}, produced {value!r}")
+            expect(h["headers"] == headers, f"{where}: headers {h['headers']!r}, produced {headers!r}")
+            expect(h["timestamp"] == w["timestamp"], f"{where}: timestamp {h['timestamp']}, {source} said {w['timestamp']}")

@@ -12,7 +12,7 @@ import argparse
 
 from confluent_kafka import Producer
 
-from common import Deadline, check_dense, confluent_partitions, confluent_read_all, expect, fail, group_by_partition, main
+from common import Deadline, check_dense, check_records_match, confluent_partitions, confluent_read_all, expect, fail, group_by_partition, main
 
 
 def record(i):
@@ -77,19 +77,7 @@ def check_read_back(bootstrap, topic, n, delivered, expect_partitions):
     got = confluent_read_all(bootstrap, topic, partitions, deadline)
     expect(len(got) == n, f"{topic}: read {len(got)} records back, produced {n}")
     want = group_by_partition(delivered)
-    have = group_by_partition(got)
-    expect(sorted(have) == sorted(want),
-           f"{topic}: records read from partitions {sorted(have)}, delivered to {sorted(want)}")
-    for p in sorted(want):
-        for w, h in zip(want[p], have[p], strict=True):
-            key, value, headers = record(w["i"])
-            where = f"{topic}: partition {p} offset {w['offset']}"
-            expect(h["offset"] == w["offset"], f"{where}: read offset {h['offset']} in its place")
-            expect(h["key"] == key, f"{where}: key {h['key']!r}, produced {key!r}")
-            expect(h["value"] == value, f"{where}: value {h['value']!r}, produced {value!r}")
-            expect(h["headers"] == headers, f"{where}: headers {h['headers']!r}, produced {headers!r}")
-            expect(h["timestamp"] == w["timestamp"],
-                   f"{where}: timestamp {h['timestamp']}, delivery report said {w['timestamp']}")
+    check_records_match(topic, want, group_by_partition(got), record, "the delivery report")
 
 
 def confluent_partitions_for(bootstrap, topic, deadline):

@@ -14,7 +14,7 @@ import time
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaError
 
-from common import Deadline, check_dense, expect, fail, group_by_partition, main
+from common import Deadline, check_dense, check_records_match, expect, fail, group_by_partition, main
 
 
 def record(i):
@@ -89,18 +89,7 @@ def run():
     want = group_by_partition(delivered)
     check_dense(want, f"{args.topic} produce results")
 
-    have = group_by_partition(read_back(args.bootstrap, args.topic, args.n))
-    expect(sorted(have) == sorted(want), f"read from partitions {sorted(have)}, produced to {sorted(want)}")
-    for p in sorted(want):
-        expect(len(have[p]) == len(want[p]), f"partition {p}: read {len(have[p])} records, produced {len(want[p])}")
-        for w, h in zip(want[p], have[p]):
-            key, value, headers = record(w["i"])
-            where = f"{args.topic}: partition {p} offset {w['offset']}"
-            expect(h["offset"] == w["offset"], f"{where}: read offset {h['offset']} in its place")
-            expect(h["key"] == key, f"{where}: key {h['key']!r}, produced {key!r}")
-            expect(h["value"] == value, f"{where}: value {h['value']!r}, produced {value!r}")
-            expect(h["headers"] == headers, f"{where}: headers {h['headers']!r}, produced {headers!r}")
-            expect(h["timestamp"] == w["timestamp"], f"{where}: timestamp {h['timestamp']}, send result said {w['timestamp']}")
+    check_records_match(args.topic, want, group_by_partition(read_back(args.bootstrap, args.topic, args.n)), record, "the send result")
 
 
 if __name__ == "__main__":
