@@ -10,5 +10,6 @@ pub mod client;
 pub mod log;
 pub mod netfault;
 pub mod protocol;
+pub mod replication;
 pub mod server;
 pub mod storage;

@@ -1,0 +1,312 @@
+//! One partition's replication decisions on one broker: its role (leader, follower, or not a
+//! replica yet), the ISR, each follower's progress and the high watermark. A plain struct with
+//! an explicit `now`; the broker feeds it metadata from the controller, local appends and
+//! follower fetches, and asks it for ISR changes to propose. It never does IO.
+//!
+//! The rules, as in Kafka:
+//! - the leader's high watermark is the smallest log end offset over the ISR — counted over
+//!   the *maximal* ISR while an expansion is in flight, so a member the controller may already
+//!   have added is never left behind — and it never moves back during a leadership;
+//! - a follower's high watermark is the leader's, capped by its own log end offset;
+//! - a follower is caught up when it fetched from at least the leader's log end offset as of
+//!   its previous fetch; one that has not been caught up for `replica.lag.time.max.ms` is
+//!   proposed for removal from the ISR, and one whose log end reaches the high watermark (and
+//!   the start of this leader's epoch) is proposed for re-entry;
+//! - one ISR change is in flight at a time, and the controller's answer or a newer metadata
+//!   record settles it;
+//! - a replica that becomes a follower under a new leader epoch must truncate by epoch
+//!   (KIP-101/279) before it fetches.
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+
+/// A follower as the leader sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Progress {
+    /// Its log end offset (the offset it last fetched from); -1 until it fetches.
+    leo: i64,
+    /// The leader's log end offset when it last fetched.
+    leader_leo_at_fetch: i64,
+    /// When it last fetched.
+    fetch_ms: u64,
+    /// When it was last caught up.
+    caught_up_ms: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Not (yet) given a role by the controller, or the partition has no leader.
+    None,
+    Leader,
+    Follower { leader: i32 },
+}
+
+/// What applying a metadata record changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    Unchanged,
+    BecameLeader,
+    /// A new leader or leader epoch to follow: truncate by epoch before fetching.
+    BecameFollower,
+    /// Only the ISR or partition epoch moved.
+    IsrChanged,
+    /// No longer leader or follower (no leader, or not a replica).
+    Stopped,
+}
+
+/// A refused follower fetch, with its Kafka error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum FetchRefusal {
+    /// NOT_LEADER_OR_FOLLOWER (6): this broker does not lead the partition.
+    #[error("not the leader")]
+    NotLeader,
+    /// FENCED_LEADER_EPOCH (74): the fetcher's epoch is older than the leader's.
+    #[error("fetcher's leader epoch {0} is older than this leader's")]
+    Fenced(i32),
+    /// UNKNOWN_LEADER_EPOCH (76): the fetcher knows a newer epoch than this leader does yet.
+    #[error("fetcher's leader epoch {0} is newer than this leader's")]
+    UnknownEpoch(i32),
+    /// NOT_LEADER_OR_FOLLOWER as well: the fetcher is not a replica of this partition.
+    #[error("broker {0} is not a replica")]
+    NotReplica(i32),
+}
+
+impl FetchRefusal {
+    pub fn code(&self) -> i16 {
+        match self {
+            FetchRefusal::NotLeader | FetchRefusal::NotReplica(_) => 6,
+            FetchRefusal::Fenced(_) => 74,
+            FetchRefusal::UnknownEpoch(_) => 76,
+        }
+    }
+}
+
+/// An ISR change for the controller (Kafka's AlterPartition).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IsrProposal {
+    pub leader_epoch: i32,
+    pub partition_epoch: i32,
+    pub isr: Vec<i32>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Replication {
+    me: i32,
+    pub role: Role,
+    pub replicas: Vec<i32>,
+    /// The ISR as the controller last committed it.
+    pub isr: Vec<i32>,
+    pub leader_epoch: i32,
+    pub partition_epoch: i32,
+    high_watermark: i64,
+    /// Leader only: the log end offset when this leadership began (the epoch's start).
+    epoch_start: i64,
+    /// Leader only: each other replica's progress.
+    followers: BTreeMap<i32, Progress>,
+    /// An AlterPartition sent and not yet answered.
+    in_flight: Option<Vec<i32>>,
+    /// Follower only: epoch truncation still to do before fetching.
+    pub needs_truncation: bool,
+}
+
+impl Replication {
+    /// A replica with no role yet; `high_watermark` is what the log holds durably at open for
+    /// a single replica, else the log start (the leader will tell).
+    pub fn new(me: i32, high_watermark: i64) -> Replication {
+        Replication {
+            me,
+            role: Role::None,
+            replicas: Vec::new(),
+            isr: Vec::new(),
+            leader_epoch: -1,
+            partition_epoch: -1,
+            high_watermark,
+            epoch_start: 0,
+            followers: BTreeMap::new(),
+            in_flight: None,
+            needs_truncation: false,
+        }
+    }
+
+    pub fn high_watermark(&self) -> i64 {
+        self.high_watermark
+    }
+
+    pub fn is_leader(&self) -> bool {
+        self.role == Role::Leader
+    }
+
+    /// The controller's state of the partition. `leo` is the local log end offset.
+    pub fn apply(&mut self, replicas: &[i32], isr: &[i32], leader: i32, leader_epoch: i32, partition_epoch: i32, leo: i64, now: u64) -> Change {
+        if leader_epoch < self.leader_epoch || (leader_epoch == self.leader_epoch && partition_epoch < self.partition_epoch) {
+            return Change::Unchanged; // an older record than what we already applied
+        }
+        let new_role = if !replicas.contains(&self.me) || leader < 0 {
+            Role::None
+        } else if leader == self.me {
+            Role::Leader
+        } else {
+            Role::Follower { leader }
+        };
+        let new_epoch = leader_epoch != self.leader_epoch;
+        let role_changed = new_role != self.role;
+        self.replicas = replicas.to_vec();
+        self.isr = isr.to_vec();
+        self.partition_epoch = partition_epoch;
+        self.leader_epoch = leader_epoch;
+        self.in_flight = None; // a newer record settles whatever was in flight
+        self.role = new_role;
+        match new_role {
+            Role::Leader if role_changed || new_epoch => {
+                self.epoch_start = leo;
+                self.high_watermark = self.high_watermark.min(leo);
+                self.followers = replicas
+                    .iter()
+                    .filter(|&&r| r != self.me)
+                    .map(|&r| (r, Progress { leo: -1, leader_leo_at_fetch: leo, fetch_ms: now, caught_up_ms: now }))
+                    .collect();
+                self.advance(leo);
+                Change::BecameLeader
+            }
+            Role::Leader => {
+                self.advance(leo);
+                Change::IsrChanged
+            }
+            Role::Follower { .. } if role_changed || new_epoch => {
+                self.followers.clear();
+                self.needs_truncation = true;
+                Change::BecameFollower
+            }
+            Role::Follower { .. } => Change::IsrChanged,
+            Role::None if role_changed => {
+                self.followers.clear();
+                Change::Stopped
+            }
+            Role::None => Change::Unchanged,
+        }
+    }
+
+    /// The leader appended locally; with an ISR of one that alone moves the high watermark.
+    pub fn on_append(&mut self, leo: i64) -> bool {
+        self.role == Role::Leader && self.advance(leo)
+    }
+
+    /// Checks a follower fetch at the leader: `epoch` is the fetcher's current leader epoch
+    /// (-1: unchecked, old fetch versions).
+    pub fn check_fetch(&self, replica: i32, epoch: i32) -> Result<(), FetchRefusal> {
+        if self.role != Role::Leader {
+            return Err(FetchRefusal::NotLeader);
+        }
+        if !self.followers.contains_key(&replica) {
+            return Err(FetchRefusal::NotReplica(replica));
+        }
+        match epoch {
+            e if e >= 0 && e < self.leader_epoch => Err(FetchRefusal::Fenced(e)),
+            e if e > self.leader_epoch => Err(FetchRefusal::UnknownEpoch(e)),
+            _ => Ok(()),
+        }
+    }
+
+    /// A follower fetched from `offset` (so its log ends there). Call after `check_fetch`.
+    /// Returns whether the high watermark moved.
+    pub fn on_follower_fetch(&mut self, replica: i32, offset: i64, leo: i64, now: u64) -> bool {
+        let Some(p) = self.followers.get_mut(&replica) else { return false };
+        if offset >= leo {
+            p.caught_up_ms = now;
+        } else if offset >= p.leader_leo_at_fetch {
+            // It reached where we were at its last fetch: caught up as of then.
+            p.caught_up_ms = p.caught_up_ms.max(p.fetch_ms);
+        }
+        p.fetch_ms = now;
+        p.leo = offset.min(leo);
+        p.leader_leo_at_fetch = leo;
+        self.advance(leo)
+    }
+
+    /// The ISR the high watermark is computed over: the committed one plus any member an
+    /// in-flight expansion adds.
+    fn maximal_isr(&self) -> Vec<i32> {
+        let mut isr = self.isr.clone();
+        for r in self.in_flight.iter().flatten() {
+            if !isr.contains(r) {
+                isr.push(*r);
+            }
+        }
+        isr
+    }
+
+    fn advance(&mut self, leo: i64) -> bool {
+        let mut hw = leo;
+        for r in self.maximal_isr() {
+            if r == self.me {
+                continue;
+            }
+            match self.followers.get(&r) {
+                Some(p) if p.leo >= 0 => hw = hw.min(p.leo),
+                _ => return false, // an ISR member we have not heard from holds it back
+            }
+        }
+        if hw > self.high_watermark {
+            self.high_watermark = hw;
+            return true;
+        }
+        false
+    }
+
+    /// The follower learned the leader's high watermark.
+    pub fn on_leader_high_watermark(&mut self, leader_hw: i64, leo: i64) {
+        if matches!(self.role, Role::Follower { .. }) {
+            self.high_watermark = leader_hw.min(leo).max(self.high_watermark.min(leo));
+        }
+    }
+
+    /// After a truncation (follower only): the high watermark cannot exceed the log end.
+    pub fn on_truncate(&mut self, leo: i64) {
+        self.high_watermark = self.high_watermark.min(leo);
+        self.needs_truncation = false;
+    }
+
+    /// The ISR change to send the controller now, if any: lagging members out, caught-up
+    /// replicas in. Marks it in flight.
+    pub fn isr_proposal(&mut self, now: u64, lag_ms_max: u64) -> Option<IsrProposal> {
+        if self.role != Role::Leader || self.in_flight.is_some() {
+            return None;
+        }
+        let keep = |r: i32| -> bool {
+            if r == self.me {
+                return true;
+            }
+            let Some(p) = self.followers.get(&r) else { return false };
+            if self.isr.contains(&r) {
+                // A member stays until it has lagged for the whole window (a leader that has
+                // just taken over gives every member that window from the start).
+                now.saturating_sub(p.caught_up_ms) <= lag_ms_max
+            } else {
+                p.leo >= 0 && p.leo >= self.high_watermark && p.leo >= self.epoch_start
+            }
+        };
+        let isr: Vec<i32> = self.replicas.iter().copied().filter(|&r| keep(r)).collect();
+        if isr == self.isr {
+            return None;
+        }
+        self.in_flight = Some(isr.clone());
+        Some(IsrProposal { leader_epoch: self.leader_epoch, partition_epoch: self.partition_epoch, isr })
+    }
+
+    /// The controller accepted an ISR change (or told us the current state).
+    pub fn on_isr_committed(&mut self, isr: &[i32], leader_epoch: i32, partition_epoch: i32, leo: i64) {
+        self.in_flight = None;
+        if leader_epoch == self.leader_epoch && partition_epoch > self.partition_epoch {
+            self.isr = isr.to_vec();
+            self.partition_epoch = partition_epoch;
+            self.advance(leo);
+        }
+    }
+
+    /// The controller refused or did not answer: propose again at a later tick.
+    pub fn on_isr_failed(&mut self) {
+        self.in_flight = None;
+    }
+}

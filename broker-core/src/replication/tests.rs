@@ -1,0 +1,120 @@
+use super::*;
+
+const lag: u64 = 10_000;
+
+fn leader(leo: i64) -> Replication {
+    let mut r = Replication::new(1, 0);
+    assert_eq!(r.apply(&[1, 2, 3], &[1, 2, 3], 1, 5, 7, leo, 0), Change::BecameLeader);
+    r
+}
+
+#[test]
+fn leader_high_watermark_is_the_smallest_isr_log_end() {
+    let mut r = leader(10);
+    assert_eq!(r.high_watermark(), 0, "no follower heard from yet");
+    assert!(!r.on_follower_fetch(2, 10, 10, 1), "broker 3 has not fetched");
+    assert!(r.on_follower_fetch(3, 4, 10, 1));
+    assert_eq!(r.high_watermark(), 4);
+    r.on_follower_fetch(3, 10, 10, 2);
+    assert_eq!(r.high_watermark(), 10);
+    // A follower reporting less later never moves it back.
+    r.on_follower_fetch(3, 8, 10, 3);
+    assert_eq!(r.high_watermark(), 10);
+}
+
+#[test]
+fn a_single_replica_isr_follows_the_log_end() {
+    let mut r = Replication::new(1, 0);
+    r.apply(&[1], &[1], 1, 0, 0, 0, 0);
+    assert!(r.on_append(3));
+    assert_eq!(r.high_watermark(), 3);
+}
+
+#[test]
+fn fetches_with_the_wrong_epoch_are_refused() {
+    let r = leader(0);
+    assert_eq!(r.check_fetch(2, 4), Err(FetchRefusal::Fenced(4)));
+    assert_eq!(r.check_fetch(2, 6), Err(FetchRefusal::UnknownEpoch(6)));
+    assert_eq!(r.check_fetch(9, 5), Err(FetchRefusal::NotReplica(9)));
+    assert_eq!(r.check_fetch(2, 5), Ok(()));
+    assert_eq!(r.check_fetch(2, -1), Ok(()));
+    let mut f = Replication::new(2, 0);
+    f.apply(&[1, 2, 3], &[1, 2, 3], 1, 5, 7, 0, 0);
+    assert_eq!(f.check_fetch(3, 5), Err(FetchRefusal::NotLeader));
+}
+
+#[test]
+fn a_lagging_member_is_proposed_out_and_back_in_once_caught_up() {
+    let mut r = leader(10);
+    r.on_follower_fetch(2, 10, 10, 100);
+    r.on_follower_fetch(3, 10, 10, 100);
+    assert_eq!(r.isr_proposal(5_000, lag), None);
+    // Broker 3 stops fetching; broker 2 keeps up.
+    r.on_append(20);
+    r.on_follower_fetch(2, 20, 20, lag + 50);
+    assert_eq!(r.isr_proposal(lag + 50, lag), None, "3 has lagged for less than the window");
+    r.on_follower_fetch(2, 20, 20, lag + 200);
+    let p = r.isr_proposal(lag + 200, lag).expect("3 must be proposed out");
+    assert_eq!(p, IsrProposal { leader_epoch: 5, partition_epoch: 7, isr: vec![1, 2] });
+    assert_eq!(r.isr_proposal(lag + 300, lag), None, "one change in flight at a time");
+    r.on_isr_committed(&[1, 2], 5, 8, 20);
+    assert_eq!(r.isr, vec![1, 2]);
+    assert_eq!(r.high_watermark(), 20);
+    // It comes back and catches up to the high watermark: proposed in.
+    r.on_follower_fetch(3, 15, 20, lag + 400);
+    assert_eq!(r.isr_proposal(lag + 400, lag), None, "below the high watermark");
+    r.on_follower_fetch(3, 20, 20, lag + 500);
+    let p = r.isr_proposal(lag + 500, lag).unwrap();
+    assert_eq!(p.isr, vec![1, 2, 3]);
+}
+
+#[test]
+fn an_expansion_in_flight_counts_for_the_high_watermark() {
+    let mut r = leader(10);
+    r.on_follower_fetch(2, 10, 10, 1);
+    r.on_follower_fetch(3, 10, 10, 1);
+    r.apply(&[1, 2, 3], &[1, 2], 1, 5, 8, 10, 2);
+    r.on_follower_fetch(3, 10, 10, 3);
+    assert!(r.isr_proposal(3, lag).is_some());
+    r.on_append(12);
+    r.on_follower_fetch(2, 12, 12, 4);
+    assert_eq!(r.high_watermark(), 10, "broker 3 may already be in the ISR: it holds the mark");
+    r.on_follower_fetch(3, 12, 12, 5);
+    assert_eq!(r.high_watermark(), 12);
+}
+
+#[test]
+fn a_new_epoch_makes_a_follower_truncate_and_older_records_are_ignored() {
+    let mut f = Replication::new(2, 0);
+    assert_eq!(f.apply(&[1, 2, 3], &[1, 2, 3], 1, 5, 7, 10, 0), Change::BecameFollower);
+    assert!(f.needs_truncation);
+    f.on_truncate(8);
+    assert!(!f.needs_truncation);
+    assert_eq!(f.apply(&[1, 2, 3], &[1, 2], 1, 5, 8, 8, 0), Change::IsrChanged);
+    assert!(!f.needs_truncation);
+    assert_eq!(f.apply(&[1, 2, 3], &[1, 2, 3], 1, 4, 9, 8, 0), Change::Unchanged, "older epoch");
+    assert_eq!(f.apply(&[1, 2, 3], &[2, 3], 3, 6, 9, 8, 0), Change::BecameFollower);
+    assert_eq!(f.apply(&[1, 2, 3], &[2, 3], 2, 7, 10, 8, 0), Change::BecameLeader);
+    assert_eq!(f.apply(&[1, 2, 3], &[3], -1, 8, 11, 8, 0), Change::Stopped);
+}
+
+#[test]
+fn follower_high_watermark_is_capped_by_its_log_end() {
+    let mut f = Replication::new(2, 0);
+    f.apply(&[1, 2], &[1, 2], 1, 0, 0, 0, 0);
+    f.on_leader_high_watermark(50, 30);
+    assert_eq!(f.high_watermark(), 30);
+    f.on_leader_high_watermark(50, 60);
+    assert_eq!(f.high_watermark(), 50);
+}
+
+#[test]
+fn a_new_leader_keeps_its_high_watermark_until_followers_report() {
+    let mut f = Replication::new(2, 0);
+    f.apply(&[1, 2, 3], &[1, 2, 3], 1, 0, 0, 0, 0);
+    f.on_leader_high_watermark(40, 50);
+    assert_eq!(f.apply(&[1, 2, 3], &[2, 3], 2, 1, 1, 50, 10), Change::BecameLeader);
+    assert_eq!(f.high_watermark(), 40);
+    f.on_follower_fetch(3, 50, 50, 11);
+    assert_eq!(f.high_watermark(), 50);
+}
