@@ -7,6 +7,7 @@
 pub mod constants;
 pub mod broker;
 pub mod client;
+pub mod controller;
 pub mod log;
 pub mod netfault;
 pub mod protocol;

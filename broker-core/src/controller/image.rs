@@ -1,0 +1,232 @@
+//! The cluster metadata as a log of records, and the state (the [`Image`]) that replaying them
+//! builds: brokers with their epochs and fencing, topics with their config, and for every
+//! partition its replicas, ISR, leader and epochs. The records are what the controller commits
+//! to the metadata log (one voter today, a Raft quorum later: the same records, replicated).
+//!
+//! [`Image::apply`] must stay total and deterministic: every broker and every future controller
+//! rebuilds its view by replaying these records, so a record that does not fit the image (an
+//! unknown topic, a partition out of range, a stale broker epoch) is ignored, never a panic, and
+//! nothing here may depend on anything but the records and their order. No IO, no clock.
+
+use crate::broker::topic;
+use crate::constants::partitions_per_topic_max;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// No leader: the partition is offline until an eligible replica is unfenced.
+pub const no_leader: i32 = -1;
+
+/// One change to the cluster metadata. Partition records carry the whole state of the
+/// partition after the change (not a delta), so replay never depends on arithmetic over
+/// earlier records and a reader can take any one of them at face value.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+#[serde(tag = "type")]
+pub enum MetadataRecord {
+    /// Registers a broker, or re-registers it with a new epoch. Always fenced until it has
+    /// caught up with the metadata log (KRaft's RegisterBrokerRecord). The epoch is the
+    /// offset of this very record, so it is unique and increasing.
+    RegisterBroker { id: i32, epoch: i64, host: String, port: i32 },
+    /// The broker stops being eligible for leadership and ISR membership.
+    FenceBroker { id: i32, epoch: i64 },
+    /// The broker is eligible again.
+    UnfenceBroker { id: i32, epoch: i64 },
+    /// Creates a topic with `partitions` partitions; each one's state follows as a
+    /// [`MetadataRecord::Partition`] record in the same batch.
+    Topic { name: String, id: String, partitions: i32, config: BTreeMap<String, String> },
+    /// The full state of one partition after a change. `leader` is [`no_leader`] for none.
+    Partition { topic: String, partition: i32, replicas: Vec<i32>, isr: Vec<i32>, leader: i32, leader_epoch: i32, partition_epoch: i32 },
+    /// Deletes a topic and all its partitions.
+    RemoveTopic { name: String },
+}
+
+impl MetadataRecord {
+    /// JSON: readable in a hex dump and in traces; the metadata log is small and rarely written.
+    pub fn encode(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("a MetadataRecord has only string map keys, so it always encodes")
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<MetadataRecord, String> {
+        serde_json::from_slice(bytes).map_err(|e| e.to_string())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerInfo {
+    pub id: i32,
+    /// Offset of the broker's latest RegisterBroker record.
+    pub epoch: i64,
+    pub host: String,
+    pub port: i32,
+    /// A fenced broker leads nothing and joins no ISR.
+    pub fenced: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionInfo {
+    /// The assignment, in preference order: elections pick the first eligible replica.
+    pub replicas: Vec<i32>,
+    /// In-sync replicas, kept in replica order.
+    pub isr: Vec<i32>,
+    pub leader: i32,
+    /// Bumped whenever the leader changes (including to and from [`no_leader`]).
+    pub leader_epoch: i32,
+    /// Bumped on every change; AlterPartition must name the current one.
+    pub partition_epoch: i32,
+}
+
+impl PartitionInfo {
+    /// A partition named by a Topic record whose Partition record has not been applied yet.
+    fn unassigned() -> PartitionInfo {
+        PartitionInfo { replicas: Vec::new(), isr: Vec::new(), leader: no_leader, leader_epoch: 0, partition_epoch: 0 }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicInfo {
+    pub id: [u8; 16],
+    /// The topic's config overrides, Kafka-named, as given at creation.
+    pub config: BTreeMap<String, String>,
+    pub partitions: Vec<PartitionInfo>,
+}
+
+/// The metadata as of one offset of the metadata log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Image {
+    pub brokers: BTreeMap<i32, BrokerInfo>,
+    pub topics: BTreeMap<String, TopicInfo>,
+    /// Offset of the last applied record; -1 before any.
+    pub offset: i64,
+}
+
+impl Default for Image {
+    fn default() -> Self {
+        Image { brokers: BTreeMap::new(), topics: BTreeMap::new(), offset: -1 }
+    }
+}
+
+impl Image {
+    /// Applies the record committed at `offset`. Records that do not fit are ignored (see the
+    /// module header); the offset is taken either way, since the record was committed.
+    pub fn apply(&mut self, offset: i64, record: &MetadataRecord) {
+        self.offset = offset;
+        match record {
+            MetadataRecord::RegisterBroker { id, epoch, host, port } => {
+                let info = BrokerInfo { id: *id, epoch: *epoch, host: host.clone(), port: *port, fenced: true };
+                self.brokers.insert(*id, info);
+            }
+            MetadataRecord::FenceBroker { id, epoch } => self.set_fenced(*id, *epoch, true),
+            MetadataRecord::UnfenceBroker { id, epoch } => self.set_fenced(*id, *epoch, false),
+            MetadataRecord::Topic { name, id, partitions, config } => self.add_topic(name, id, *partitions, config),
+            MetadataRecord::Partition { topic, partition, replicas, isr, leader, leader_epoch, partition_epoch } => {
+                if let Some(slot) = self.partition_mut(topic, *partition) {
+                    *slot = PartitionInfo {
+                        replicas: replicas.clone(),
+                        isr: isr.clone(),
+                        leader: *leader,
+                        leader_epoch: *leader_epoch,
+                        partition_epoch: *partition_epoch,
+                    };
+                }
+            }
+            MetadataRecord::RemoveTopic { name } => {
+                self.topics.remove(name);
+            }
+        }
+    }
+
+    /// A fence change for an older registration is ignored: the broker has re-registered since,
+    /// and its new registration starts fenced on its own.
+    fn set_fenced(&mut self, id: i32, epoch: i64, fenced: bool) {
+        if let Some(b) = self.brokers.get_mut(&id).filter(|b| b.epoch == epoch) {
+            b.fenced = fenced;
+        }
+    }
+
+    /// Ignores a Topic record for a name that exists (the controller never writes one), with
+    /// an id that is not 32 hex digits, or with a partition count out of range (which would
+    /// otherwise let one corrupt record allocate without bound).
+    fn add_topic(&mut self, name: &str, id: &str, partitions: i32, config: &BTreeMap<String, String>) {
+        let Some(id) = topic::unhex(id) else { return };
+        if self.topics.contains_key(name) || !(0..=partitions_per_topic_max).contains(&partitions) {
+            return;
+        }
+        let partitions = (0..partitions).map(|_| PartitionInfo::unassigned()).collect();
+        self.topics.insert(name.to_string(), TopicInfo { id, config: config.clone(), partitions });
+    }
+
+    fn partition_mut(&mut self, topic: &str, partition: i32) -> Option<&mut PartitionInfo> {
+        self.topics.get_mut(topic)?.partitions.get_mut(usize::try_from(partition).ok()?)
+    }
+
+    pub fn partition(&self, topic: &str, partition: i32) -> Option<&PartitionInfo> {
+        self.topics.get(topic)?.partitions.get(usize::try_from(partition).ok()?)
+    }
+
+    /// Unfenced brokers, by id.
+    pub fn live_brokers(&self) -> impl Iterator<Item = &BrokerInfo> + '_ {
+        self.brokers.values().filter(|b| !b.fenced)
+    }
+
+    /// Whether `id` is registered and unfenced: eligible to lead and to be in an ISR.
+    pub fn is_live(&self, id: i32) -> bool {
+        self.brokers.get(&id).is_some_and(|b| !b.fenced)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn topic(name: &str, partitions: i32) -> MetadataRecord {
+        MetadataRecord::Topic { name: name.into(), id: topic::hex(&[7; 16]), partitions, config: BTreeMap::new() }
+    }
+
+    fn part(topic: &str, partition: i32, leader: i32) -> MetadataRecord {
+        MetadataRecord::Partition { topic: topic.into(), partition, replicas: vec![1], isr: vec![1], leader, leader_epoch: 0, partition_epoch: 0 }
+    }
+
+    #[test]
+    fn records_that_do_not_fit_are_ignored_but_advance_the_offset() {
+        let mut image = Image::default();
+        let ignored = [
+            part("nope", 0, 1),
+            MetadataRecord::FenceBroker { id: 9, epoch: 0 },
+            MetadataRecord::RemoveTopic { name: "nope".into() },
+            MetadataRecord::Topic { name: "bad-id".into(), id: "xyz".into(), partitions: 1, config: BTreeMap::new() },
+            topic("huge", i32::MAX),
+            topic("negative", -1),
+        ];
+        for (offset, r) in ignored.iter().enumerate() {
+            image.apply(offset as i64, r);
+        }
+        assert_eq!(image, Image { offset: 5, ..Image::default() });
+        image.apply(6, &topic("t", 1));
+        for (offset, p) in [(7, -1), (8, 1), (9, i32::MIN)] {
+            image.apply(offset, &part("t", p, 1));
+        }
+        image.apply(10, &topic("t", 5)); // a second Topic record for the same name
+        assert_eq!(image.topics["t"].partitions, vec![PartitionInfo::unassigned()]);
+        assert_eq!(image.offset, 10);
+    }
+
+    #[test]
+    fn fencing_for_an_old_registration_is_ignored() {
+        let mut image = Image::default();
+        image.apply(0, &MetadataRecord::RegisterBroker { id: 1, epoch: 0, host: "h".into(), port: 1 });
+        image.apply(1, &MetadataRecord::RegisterBroker { id: 1, epoch: 1, host: "h".into(), port: 1 });
+        image.apply(2, &MetadataRecord::UnfenceBroker { id: 1, epoch: 0 });
+        assert!(!image.is_live(1));
+        image.apply(3, &MetadataRecord::UnfenceBroker { id: 1, epoch: 1 });
+        assert_eq!(image.live_brokers().map(|b| b.id).collect::<Vec<_>>(), vec![1]);
+    }
+
+    #[test]
+    fn records_round_trip_and_garbage_is_an_error() {
+        let r = MetadataRecord::Partition { topic: "t".into(), partition: 2, replicas: vec![1, 2], isr: vec![2], leader: 2, leader_epoch: 3, partition_epoch: 4 };
+        assert_eq!(MetadataRecord::decode(&r.encode()), Ok(r));
+        assert!(String::from_utf8(topic("t", 1).encode()).unwrap().contains("\"type\":\"Topic\""));
+        for bad in [&b""[..], b"{}", b"{\"type\":\"Nope\"}", b"\xff\xfe", b"{\"type\":\"FenceBroker\",\"id\":\"1\"}"] {
+            assert!(MetadataRecord::decode(bad).is_err(), "{bad:?}");
+        }
+    }
+}

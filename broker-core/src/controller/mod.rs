@@ -1,0 +1,451 @@
+//! The metadata controller's decisions (KRaft-like, one voter for now): broker registration,
+//! heartbeats and fencing, topic creation and deletion with replica assignment, leader
+//! election, and the ISR changes partition leaders ask for (AlterPartition).
+//!
+//! A plain struct, driven with an explicit `now` (ms). A decision never changes the image: it
+//! returns the [`MetadataRecord`]s to commit. The shell appends them to the metadata log as one
+//! atomic batch, durably, then calls [`Controller::apply`] for each, holding its lock from the
+//! decision to the last apply, so a decision may assume nothing happens in between. Only
+//! volatile state (when each broker last heartbeated) changes outside `apply`, and it is never
+//! recorded: a new controller gives every broker a fresh session, as Kafka's does.
+//!
+//! Never IO, never a clock, never a panic on any request: every refusal is an [`Error`]
+//! carrying the Kafka error code the request is answered with.
+
+mod election;
+pub mod image;
+#[cfg(test)]
+mod tests;
+
+pub use image::{no_leader, BrokerInfo, Image, MetadataRecord, PartitionInfo, TopicInfo};
+
+use crate::broker::topic;
+use election::Draft;
+use crate::constants::{num_partitions_default, partitions_per_broker_max, partitions_per_topic_max};
+use crate::log::LogConfig;
+use std::collections::BTreeMap;
+
+/// Kafka `broker.session.timeout.ms` default: a broker that has not heartbeated for this long
+/// is fenced (brokers heartbeat every 2 s by default, so four can be lost first).
+pub const broker_session_timeout_ms_default: u64 = 9_000;
+
+/// Longest advertised host name a broker may register: DNS's limit, and a bound on the size
+/// of every RegisterBroker record.
+pub const broker_host_bytes_max: usize = 255;
+
+/// Kafka's topic config the controller reads and the log does not (see [`log_overrides`]).
+pub const unclean_leader_election_config: &str = "unclean.leader.election.enable";
+
+/// Cluster-wide controller settings (Kafka names in each field's doc).
+#[derive(Debug, Clone)]
+pub struct ControllerConfig {
+    /// `node.id` of this controller: mixed into topic ids.
+    pub node_id: i32,
+    /// `broker.session.timeout.ms`
+    pub session_timeout_ms: u64,
+    /// `default.replication.factor`: for CreateTopics with -1.
+    pub default_replication_factor: i16,
+    /// `num.partitions`: for CreateTopics with -1.
+    pub num_partitions: i32,
+    /// `unclean.leader.election.enable`, for topics that do not override it.
+    pub unclean_leader_election: bool,
+    /// `log.*` broker defaults, to validate topic config overrides against.
+    pub log: LogConfig,
+}
+
+impl Default for ControllerConfig {
+    fn default() -> Self {
+        ControllerConfig {
+            node_id: 0,
+            session_timeout_ms: broker_session_timeout_ms_default,
+            default_replication_factor: 1,
+            num_partitions: num_partitions_default,
+            unclean_leader_election: false,
+            log: LogConfig::default(),
+        }
+    }
+}
+
+/// A refused request, carrying the Kafka error code it is answered with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// STALE_BROKER_EPOCH (77): the broker has registered again since this epoch.
+    #[error("broker {id} has epoch {current}, not {given}")]
+    StaleBrokerEpoch { id: i32, given: i64, current: i64 },
+    /// STALE_BROKER_EPOCH (77) too, as Kafka answers it (ClusterControlManager.checkBrokerEpoch):
+    /// no registration for this id, so the broker should register. (BROKER_ID_NOT_REGISTERED,
+    /// 102, is what Kafka uses for UnregisterBroker and DescribeConfigs, not for heartbeats.)
+    #[error("broker {0} is not registered")]
+    UnknownBroker(i32),
+    /// UNKNOWN_TOPIC_OR_PARTITION (3)
+    #[error("unknown topic or partition {0}")]
+    UnknownTopicOrPartition(String),
+    /// INVALID_TOPIC_EXCEPTION (17)
+    #[error("{0}")]
+    InvalidTopic(String),
+    /// TOPIC_ALREADY_EXISTS (36)
+    #[error("topic '{0}' already exists")]
+    TopicAlreadyExists(String),
+    /// INVALID_PARTITIONS (37)
+    #[error("{0}")]
+    InvalidPartitions(String),
+    /// INVALID_REPLICATION_FACTOR (38)
+    #[error("{0}")]
+    InvalidReplicationFactor(String),
+    /// INVALID_CONFIG (40)
+    #[error("{0}")]
+    InvalidConfig(String),
+    /// NOT_CONTROLLER (41): the request carries a newer leader or partition epoch than this
+    /// controller's image, so a newer controller has decided since (Kafka's answer, so the
+    /// broker goes looking for it).
+    #[error("{0}")]
+    NotController(String),
+    /// INVALID_REQUEST (42): a malformed request (bad ISR, bad registration).
+    #[error("{0}")]
+    InvalidRequest(String),
+    /// INVALID_REQUEST (42) as Kafka answers it: AlterPartition from a broker that is not the
+    /// leader at the current leader epoch. A deposed leader has an older epoch and gets
+    /// FENCED_LEADER_EPOCH first, so only a confused broker gets here.
+    #[error("broker {broker} is not the leader of {partition} (the leader is {leader})")]
+    NotLeader { broker: i32, partition: String, leader: i32 },
+    /// FENCED_LEADER_EPOCH (74): the requester's leader epoch is older than the partition's.
+    #[error("leader epoch {given} is older than the current {current}")]
+    FencedLeaderEpoch { given: i32, current: i32 },
+    /// INVALID_UPDATE_VERSION (95): the requester's partition epoch is older than the current.
+    #[error("partition epoch {given} is older than the current {current}")]
+    InvalidUpdateVersion { given: i32, current: i32 },
+    /// INELIGIBLE_REPLICA (107): the new ISR names a fenced or unregistered broker.
+    #[error("{0}")]
+    IneligibleReplica(String),
+}
+
+impl Error {
+    /// The Kafka error code.
+    pub fn code(&self) -> i16 {
+        match self {
+            Error::StaleBrokerEpoch { .. } | Error::UnknownBroker(_) => 77,
+            Error::UnknownTopicOrPartition(_) => 3,
+            Error::InvalidTopic(_) => 17,
+            Error::TopicAlreadyExists(_) => 36,
+            Error::InvalidPartitions(_) => 37,
+            Error::InvalidReplicationFactor(_) => 38,
+            Error::InvalidConfig(_) => 40,
+            Error::NotController(_) => 41,
+            Error::InvalidRequest(_) | Error::NotLeader { .. } => 42,
+            Error::FencedLeaderEpoch { .. } => 74,
+            Error::InvalidUpdateVersion { .. } => 95,
+            Error::IneligibleReplica(_) => 107,
+        }
+    }
+}
+
+/// What a heartbeat tells the broker, as of the records it returns being applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeartbeatReply {
+    pub fenced: bool,
+    /// The broker has replayed the metadata log up to its own registration.
+    pub caught_up: bool,
+}
+
+/// AlterPartition for one partition: the leader asks to shrink or expand its ISR.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AlterPartition {
+    pub broker_id: i32,
+    pub broker_epoch: i64,
+    pub topic: String,
+    pub partition: i32,
+    /// The leader epoch and partition epoch the leader's request is based on.
+    pub leader_epoch: i32,
+    pub partition_epoch: i32,
+    pub new_isr: Vec<i32>,
+}
+
+pub struct Controller {
+    config: ControllerConfig,
+    image: Image,
+    /// Volatile: when each broker last heartbeated (or registered, or this controller started).
+    last_heartbeat: BTreeMap<i32, u64>,
+    /// The latest `now` any call brought: the start of the session of a broker that first
+    /// appears in a record applied here (see [`Controller::apply`]).
+    now: u64,
+}
+
+impl Controller {
+    /// A controller over `image`, replayed from the metadata log. Every registered broker gets
+    /// one session timeout from `now` to heartbeat before it is fenced.
+    pub fn new(config: ControllerConfig, image: Image, now: u64) -> Controller {
+        let last_heartbeat = image.brokers.keys().map(|&id| (id, now)).collect();
+        Controller { config, image, last_heartbeat, now }
+    }
+
+    pub fn config(&self) -> &ControllerConfig {
+        &self.config
+    }
+
+    pub fn image(&self) -> &Image {
+        &self.image
+    }
+
+    /// Applies a committed record to the image.
+    pub fn apply(&mut self, offset: i64, record: &MetadataRecord) {
+        if let MetadataRecord::RegisterBroker { id, .. } = record {
+            // Registered by another decision maker (a future Raft leader): its session starts now.
+            self.last_heartbeat.entry(*id).or_insert(self.now);
+        }
+        self.image.apply(offset, record);
+    }
+
+    fn observe(&mut self, now: u64) {
+        self.now = self.now.max(now);
+    }
+
+    /// Registers broker `id` (again), fenced, with the epoch `next_offset`: the offset the
+    /// shell will append the first returned record at (Kafka's rule: unique, increasing). A
+    /// re-registering broker may have restarted and lost what it had not flushed, so it leaves
+    /// every ISR it was in and every leadership now (as when fenced), not when its old session
+    /// would have expired. Mutates only the volatile heartbeat time.
+    pub fn register(&mut self, id: i32, host: &str, port: i32, next_offset: i64, now: u64) -> Result<Vec<MetadataRecord>, Error> {
+        self.observe(now);
+        if id < 0 {
+            return Err(Error::InvalidRequest(format!("broker id {id} is negative")));
+        }
+        if host.is_empty() || host.len() > broker_host_bytes_max {
+            return Err(Error::InvalidRequest(format!("host name of {} bytes; must be 1..={broker_host_bytes_max}", host.len())));
+        }
+        if !(0..=i32::from(u16::MAX)).contains(&port) {
+            return Err(Error::InvalidRequest(format!("port {port} is not a TCP port")));
+        }
+        if next_offset <= self.image.offset {
+            return Err(Error::InvalidRequest(format!("next metadata offset {next_offset} is not after the last applied {}", self.image.offset)));
+        }
+        let mut draft = Draft::new(&self.image);
+        draft.push(MetadataRecord::RegisterBroker { id, epoch: next_offset, host: host.to_string(), port });
+        draft.reelect(&[id], self.config.unclean_leader_election);
+        self.last_heartbeat.insert(id, now);
+        Ok(draft.records)
+    }
+
+    /// A broker's heartbeat. A fenced broker that has replayed the log up to its own
+    /// registration (`metadata_offset` >= its epoch) is unfenced, and then leads every
+    /// leaderless partition it is eligible for. Mutates only the volatile heartbeat time.
+    pub fn heartbeat(&mut self, id: i32, broker_epoch: i64, metadata_offset: i64, now: u64) -> Result<(HeartbeatReply, Vec<MetadataRecord>), Error> {
+        self.observe(now);
+        let broker = self.check_epoch(id, broker_epoch)?;
+        let (fenced, epoch) = (broker.fenced, broker.epoch);
+        self.last_heartbeat.insert(id, now);
+        let caught_up = metadata_offset >= epoch;
+        if !fenced || !caught_up {
+            return Ok((HeartbeatReply { fenced, caught_up }, Vec::new()));
+        }
+        let mut draft = Draft::new(&self.image);
+        draft.push(MetadataRecord::UnfenceBroker { id, epoch });
+        draft.reelect(&[], self.config.unclean_leader_election);
+        Ok((HeartbeatReply { fenced: false, caught_up }, draft.records))
+    }
+
+    fn check_epoch(&self, id: i32, epoch: i64) -> Result<&BrokerInfo, Error> {
+        let broker = self.image.brokers.get(&id).ok_or(Error::UnknownBroker(id))?;
+        if broker.epoch != epoch {
+            return Err(Error::StaleBrokerEpoch { id, given: epoch, current: broker.epoch });
+        }
+        Ok(broker)
+    }
+
+    /// Fences every unfenced broker whose session has expired: each leaves every ISR (unless
+    /// it is the last member) and every leadership. Partition records come before the fence
+    /// records, Kafka's order, so even a prefix of the batch never leaves a fenced leader.
+    pub fn tick(&self, now: u64) -> Vec<MetadataRecord> {
+        let expired: Vec<(i32, i64)> = self.image.live_brokers().filter(|b| self.session_end(b.id) < now).map(|b| (b.id, b.epoch)).collect();
+        if expired.is_empty() {
+            return Vec::new();
+        }
+        let mut draft = Draft::new(&self.image);
+        let ids: Vec<i32> = expired.iter().map(|&(id, _)| id).collect();
+        draft.reelect(&ids, self.config.unclean_leader_election);
+        for (id, epoch) in expired {
+            draft.push(MetadataRecord::FenceBroker { id, epoch });
+        }
+        draft.records
+    }
+
+    /// The last moment of `id`'s session (a broker with no heartbeat time has none left).
+    fn session_end(&self, id: i32) -> u64 {
+        self.last_heartbeat.get(&id).map_or(0, |t| t.saturating_add(self.config.session_timeout_ms))
+    }
+
+    /// When [`Controller::tick`] next has work: the first moment a live broker's session is over.
+    pub fn next_deadline(&self) -> Option<u64> {
+        self.image.live_brokers().map(|b| self.session_end(b.id).saturating_add(1)).min()
+    }
+
+    /// Creates a topic: `partitions` -1 means `num.partitions`, `replication_factor` -1 means
+    /// `default.replication.factor`. Returns the topic id and its records (the Topic record,
+    /// then one Partition record per partition). Like Kafka, a `min.insync.replicas` above the
+    /// replication factor is accepted; acks=all produces then fail with NOT_ENOUGH_REPLICAS.
+    pub fn create_topic(&self, name: &str, partitions: i32, replication_factor: i16, config: BTreeMap<String, String>, now: u64) -> Result<([u8; 16], Vec<MetadataRecord>), Error> {
+        topic::validate_name(name).map_err(Error::InvalidTopic)?;
+        if self.image.topics.contains_key(name) {
+            return Err(Error::TopicAlreadyExists(name.to_string()));
+        }
+        let partitions = if partitions == -1 { self.config.num_partitions } else { partitions };
+        if !(1..=partitions_per_topic_max).contains(&partitions) {
+            return Err(Error::InvalidPartitions(format!("{partitions} partitions; must be 1..={partitions_per_topic_max}")));
+        }
+        let live: Vec<i32> = self.image.live_brokers().map(|b| b.id).collect();
+        let rf = self.replication_factor(replication_factor, live.len())?;
+        validate_config(&self.config.log, &config)?;
+        let assignment = assign(&live, self.image.topics.len(), partitions, rf);
+        self.check_broker_load(&assignment)?;
+        let id = self.fresh_topic_id(name, now);
+        let mut records = vec![MetadataRecord::Topic { name: name.to_string(), id: topic::hex(&id), partitions, config }];
+        for (p, replicas) in (0..).zip(assignment) {
+            let leader = replicas.first().copied().unwrap_or(no_leader);
+            let state = PartitionInfo { leader, isr: replicas.clone(), replicas, leader_epoch: 0, partition_epoch: 0 };
+            records.push(partition_record(name, p, state));
+        }
+        Ok((id, records))
+    }
+
+    fn replication_factor(&self, requested: i16, live: usize) -> Result<usize, Error> {
+        let rf = if requested == -1 { self.config.default_replication_factor } else { requested };
+        if rf < 1 {
+            return Err(Error::InvalidReplicationFactor(format!("replication factor {rf}; must be at least 1, or -1 for the default")));
+        }
+        if rf as usize > live {
+            return Err(Error::InvalidReplicationFactor(format!("replication factor {rf} is larger than the {live} live (unfenced) brokers")));
+        }
+        Ok(rf as usize)
+    }
+
+    /// Every replica holds open files and memory on its broker (see `partitions_per_broker_max`).
+    fn check_broker_load(&self, assignment: &[Vec<i32>]) -> Result<(), Error> {
+        let mut held: BTreeMap<i32, usize> = BTreeMap::new();
+        let existing = self.image.topics.values().flat_map(|t| t.partitions.iter().map(|p| &p.replicas));
+        for r in existing.chain(assignment).flatten() {
+            *held.entry(*r).or_default() += 1;
+        }
+        match held.into_iter().find(|&(_, n)| n > partitions_per_broker_max) {
+            Some((broker, n)) => Err(Error::InvalidPartitions(format!("broker {broker} would hold {n} partitions; the limit is {partitions_per_broker_max}"))),
+            None => Ok(()),
+        }
+    }
+
+    /// Deterministic from the name, `now`, this controller and the next metadata offset; a
+    /// (vanishingly unlikely) clash with a live topic's id moves to the next serial.
+    fn fresh_topic_id(&self, name: &str, now: u64) -> [u8; 16] {
+        let mut serial = self.image.offset.saturating_add(1) as u64;
+        loop {
+            let id = topic::topic_id(name, now, self.config.node_id, serial);
+            if !self.image.topics.values().any(|t| t.id == id) {
+                return id;
+            }
+            serial = serial.wrapping_add(1);
+        }
+    }
+
+    /// Deletes a topic and its partitions.
+    pub fn delete_topic(&self, name: &str) -> Result<Vec<MetadataRecord>, Error> {
+        if !self.image.topics.contains_key(name) {
+            return Err(Error::UnknownTopicOrPartition(name.to_string()));
+        }
+        Ok(vec![MetadataRecord::RemoveTopic { name: name.to_string() }])
+    }
+
+    /// AlterPartition, checked in Kafka's order (ReplicationControlManager). On success the
+    /// leader and leader epoch stay, the partition epoch goes up by one; an ISR equal to the
+    /// current one returns the current state and no records.
+    pub fn alter_partition(&self, req: &AlterPartition) -> Result<(PartitionInfo, Vec<MetadataRecord>), Error> {
+        self.check_epoch(req.broker_id, req.broker_epoch)?;
+        let name = format!("{}-{}", req.topic, req.partition);
+        let part = self.image.partition(&req.topic, req.partition).ok_or_else(|| Error::UnknownTopicOrPartition(name.clone()))?;
+        check_epochs(req, part)?;
+        if req.broker_id != part.leader {
+            return Err(Error::NotLeader { broker: req.broker_id, partition: name, leader: part.leader });
+        }
+        let isr = self.check_isr(part, &req.new_isr)?;
+        if isr == part.isr {
+            return Ok((part.clone(), Vec::new()));
+        }
+        let next = PartitionInfo { isr, partition_epoch: part.partition_epoch.saturating_add(1), ..part.clone() };
+        Ok((next.clone(), vec![partition_record(&req.topic, req.partition, next)]))
+    }
+
+    /// The new ISR in replica order, if it is one: no duplicates, only replicas, holding the
+    /// leader, every member unfenced.
+    fn check_isr(&self, part: &PartitionInfo, new_isr: &[i32]) -> Result<Vec<i32>, Error> {
+        let isr: Vec<i32> = part.replicas.iter().copied().filter(|r| new_isr.contains(r)).collect();
+        if isr.len() != new_isr.len() {
+            return Err(Error::InvalidRequest(format!("ISR {new_isr:?} has duplicates or non-replicas (replicas {:?})", part.replicas)));
+        }
+        if !isr.contains(&part.leader) {
+            return Err(Error::InvalidRequest(format!("ISR {new_isr:?} does not include the leader {}", part.leader)));
+        }
+        match isr.iter().find(|&&r| !self.image.is_live(r)) {
+            Some(r) => Err(Error::IneligibleReplica(format!("broker {r} in ISR {new_isr:?} is fenced or not registered"))),
+            None => Ok(isr),
+        }
+    }
+}
+
+/// The requester's epochs against the partition's, Kafka's order: newer means this controller
+/// is behind, older means the requester is.
+fn check_epochs(req: &AlterPartition, part: &PartitionInfo) -> Result<(), Error> {
+    if req.leader_epoch > part.leader_epoch || req.partition_epoch > part.partition_epoch {
+        return Err(Error::NotController(format!(
+            "request at leader epoch {} / partition epoch {} is ahead of this controller's {} / {}",
+            req.leader_epoch, req.partition_epoch, part.leader_epoch, part.partition_epoch
+        )));
+    }
+    if req.leader_epoch < part.leader_epoch {
+        return Err(Error::FencedLeaderEpoch { given: req.leader_epoch, current: part.leader_epoch });
+    }
+    if req.partition_epoch < part.partition_epoch {
+        return Err(Error::InvalidUpdateVersion { given: req.partition_epoch, current: part.partition_epoch });
+    }
+    Ok(())
+}
+
+/// The topic config minus the keys only the controller reads: what the log's
+/// [`topic::apply_overrides`] understands.
+pub fn log_overrides(config: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    config.iter().filter(|(k, _)| k.as_str() != unclean_leader_election_config).map(|(k, v)| (k.clone(), v.clone())).collect()
+}
+
+fn validate_config(log: &LogConfig, config: &BTreeMap<String, String>) -> Result<(), Error> {
+    if let Some(v) = config.get(unclean_leader_election_config) {
+        parse_bool(v).ok_or_else(|| Error::InvalidConfig(format!("{unclean_leader_election_config}={v} is not true or false")))?;
+    }
+    topic::apply_overrides(log, &log_overrides(config)).map(drop).map_err(Error::InvalidConfig)
+}
+
+/// Kafka's boolean config values: `true` or `false`, any case, surrounding blanks ignored.
+fn parse_bool(value: &str) -> Option<bool> {
+    let v = value.trim();
+    if v.eq_ignore_ascii_case("true") {
+        Some(true)
+    } else if v.eq_ignore_ascii_case("false") {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// Replicas of each partition: live brokers by id, partition `p` starting at broker
+/// `(existing_topics + p) mod n` and taking the next `rf` in a ring. Rotating the start by the
+/// topic count spreads leaders of one-partition topics over the brokers.
+fn assign(live: &[i32], existing_topics: usize, partitions: i32, rf: usize) -> Vec<Vec<i32>> {
+    let n = live.len().max(1);
+    (0..partitions as usize).map(|p| (0..rf).filter_map(|k| live.get((existing_topics + p + k) % n).copied()).collect()).collect()
+}
+
+fn partition_record(topic: &str, partition: i32, p: PartitionInfo) -> MetadataRecord {
+    MetadataRecord::Partition {
+        topic: topic.to_string(),
+        partition,
+        replicas: p.replicas,
+        isr: p.isr,
+        leader: p.leader,
+        leader_epoch: p.leader_epoch,
+        partition_epoch: p.partition_epoch,
+    }
+}
