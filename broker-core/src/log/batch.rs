@@ -149,12 +149,7 @@ pub fn validate(b: &[u8], max_bytes: usize) -> Result<BatchHeader, BatchError> {
     }
     check_stored(b)?;
     let header = read_header(b)?;
-    if header.records_count < 1 || header.last_offset_delta != header.records_count - 1 {
-        return Err(BatchError::BadRecordCount {
-            count: header.records_count,
-            last_offset_delta: header.last_offset_delta,
-        });
-    }
+    check_record_count(&header)?;
     if header.compression() > 4 {
         return Err(BatchError::UnsupportedCompression(header.compression()));
     }
@@ -189,6 +184,41 @@ pub fn check_stored(b: &[u8]) -> Result<(), BatchError> {
         return Err(BatchError::BadCrc { stored, computed });
     }
     Ok(())
+}
+
+/// recordsCount ≥ 1 and lastOffsetDelta = recordsCount − 1: the offsets a batch claims are the
+/// records it holds.
+fn check_record_count(h: &BatchHeader) -> Result<(), BatchError> {
+    if h.records_count < 1 || h.last_offset_delta != h.records_count - 1 {
+        return Err(BatchError::BadRecordCount { count: h.records_count, last_offset_delta: h.last_offset_delta });
+    }
+    Ok(())
+}
+
+/// Splits bytes holding batches back to back (a fetch response's records) into the headers of
+/// the whole batches, each checked as a stored batch is (length, magic, CRC) and for a record
+/// count that matches its offsets. A trailing partial batch is left out: a fetch response may
+/// end mid-batch, and Kafka's consumers and followers drop that tail. Records are not walked:
+/// the leader validated them and the CRC vouches they are unchanged since.
+pub fn whole_batches(b: &[u8]) -> Result<Vec<BatchHeader>, BatchError> {
+    let mut headers = Vec::new();
+    let mut at = 0usize;
+    while b.len() - at >= batch_log_overhead_bytes {
+        let Some(size) = declared_size(&b[at..]) else {
+            let declared = be_i32(b, at + length_at) as i64;
+            return Err(BatchError::LengthMismatch { declared, actual: b.len() - at - batch_log_overhead_bytes });
+        };
+        if size > b.len() - at {
+            break; // the partial tail
+        }
+        let batch = &b[at..at + size];
+        check_stored(batch)?;
+        let header = read_header(batch)?;
+        check_record_count(&header)?;
+        headers.push(header);
+        at += size;
+    }
+    Ok(headers)
 }
 
 /// Sets maxTimestamp (which the CRC covers) and recomputes the CRC.
@@ -420,6 +450,22 @@ mod tests {
         let crc = crc32c::crc32c(&d[attributes_at..]);
         d[crc_at..crc_at + 4].copy_from_slice(&crc.to_be_bytes());
         assert!(matches!(validate(&d, 1 << 20), Err(BatchError::BadRecordCount { .. })));
+    }
+
+    #[test]
+    fn whole_batches_drops_a_partial_tail_and_refuses_bad_batches() {
+        let (a, b) = (sample(), build(&[b"delta"], 5));
+        let mut both = [a.clone(), b.clone()].concat();
+        let lens = |hs: Vec<BatchHeader>| hs.iter().map(|h| h.size).collect::<Vec<_>>();
+        assert_eq!(lens(whole_batches(&both).unwrap()), [a.len(), b.len()]);
+        assert_eq!(lens(whole_batches(&both[..a.len() + 70]).unwrap()), [a.len()], "partial batch");
+        assert_eq!(lens(whole_batches(&both[..a.len() + 5]).unwrap()), [a.len()], "partial length prefix");
+        assert_eq!(lens(whole_batches(&[]).unwrap()), Vec::<usize>::new());
+        both[a.len() + 70] ^= 1;
+        assert!(matches!(whole_batches(&both), Err(BatchError::BadCrc { .. })));
+        let mut zeroed = a.clone();
+        zeroed.extend_from_slice(&[0u8; 80]);
+        assert!(matches!(whole_batches(&zeroed), Err(BatchError::LengthMismatch { declared: 0, .. })));
     }
 
     #[test]

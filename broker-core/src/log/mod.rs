@@ -10,12 +10,19 @@
 //! shell calls it periodically and on close, like Kafka's `log.flush.offset.checkpoint.interval.ms`).
 //! On open, segments wholly below the checkpointed point are trusted and must be intact;
 //! later ones are scanned and cut at the first invalid batch. See docs/storage.md.
+//!
+//! Replication: a follower appends the leader's batches unchanged ([`Log::append_replicated`])
+//! and truncates durably ([`Log::truncate_to`], [`Log::truncate_fully`]); the leader-epoch
+//! cache ([`epochs`]) is derived from the batch headers and follows every change.
 
 pub mod batch;
+pub mod epochs;
 pub mod index;
+mod replica;
 mod segment;
 
 pub use batch::{BatchError, BatchHeader};
+pub use epochs::{EpochCache, EpochEntry};
 pub use segment::{file_stem, Cut};
 
 use crate::constants::*;
@@ -114,6 +121,11 @@ pub enum LogError {
     /// KAFKA_STORAGE_ERROR.
     #[error("log is offline until reopened: {0}")]
     Failed(String),
+    /// Replicated batches do not continue the log densely; nothing was written. Never sent to
+    /// a client: the follower fetches again from its log end (Kafka's
+    /// UnexpectedAppendOffsetException).
+    #[error("replicated batch starts at offset {found} where {expected} was expected")]
+    NonContiguous { expected: i64, found: i64 },
 }
 
 /// Where an append landed.
@@ -167,6 +179,8 @@ pub struct Log {
     unflushed_since_ms: Option<u64>,
     /// A segment file was created or removed since the last directory sync.
     dir_dirty: bool,
+    /// Where each leader epoch starts, derived from the batch headers.
+    epochs: EpochCache,
     /// Set when a sync (or the undoing of a failed write) failed. After a failed fsync the
     /// kernel may have dropped the dirty pages while a later fsync reports success, so the
     /// log refuses all further writes until it is reopened and recovered (Kafka takes the
@@ -237,7 +251,8 @@ impl Log {
         let end = segments.last().expect("non-empty").next_offset();
         let start = segments[0].base_offset;
         let recovery_point = report.recovery_point.clamp(start, end);
-        let mut log = Log { disk, dir, config, segments, recovery_point, unflushed_records: 0, unflushed_since_ms: None, dir_dirty: true, failed: None };
+        let epochs = derive_epochs(&segments)?;
+        let mut log = Log { disk, dir, config, segments, recovery_point, unflushed_records: 0, unflushed_since_ms: None, dir_dirty: true, epochs, failed: None };
         if report.cut.is_some() || !report.segments_removed.is_empty() || report.recovery_point > end {
             // Make the cut durable before anything new lands on top of it, and never leave a
             // checkpoint on disk that vouches for offsets the log no longer has: a later roll
@@ -260,27 +275,42 @@ impl Log {
             batch::set_max_timestamp(batch, header.max_timestamp);
         }
         let base = self.log_end_offset();
-        self.maybe_roll(batch.len() as u64, header.last_offset_delta, header.max_timestamp, now)?;
         batch::stamp(batch, base, leader_epoch);
         let header = BatchHeader { base_offset: base, leader_epoch, ..header };
-        if let Err(e) = self.active_mut().append(batch, &header) {
+        self.write_batch(batch, &header, now)?;
+        let flushed = self.flush_by_policy(now)?;
+        Ok(AppendInfo { base_offset: base, last_offset: header.last_offset(), max_timestamp: header.max_timestamp, flushed })
+    }
+
+    /// Writes one checked batch that already carries its offsets, starting at the log end:
+    /// rolls first if due, then appends, and counts it for the epoch cache and the flush policy.
+    fn write_batch(&mut self, bytes: &[u8], header: &BatchHeader, now: u64) -> Result<(), LogError> {
+        debug_assert_eq!(header.base_offset, self.log_end_offset());
+        self.maybe_roll(bytes.len() as u64, header.last_offset_delta, header.max_timestamp, now)?;
+        if let Err(e) = self.active_mut().append(bytes, header) {
             if let LogError::Failed(_) = e {
                 self.failed = Some(e.to_string());
             }
             return Err(e);
         }
+        self.epochs.assign(header.leader_epoch, header.base_offset);
         self.unflushed_records += header.records_count as u64;
         self.unflushed_since_ms.get_or_insert(now);
-        let flushed = match self.config.flush {
+        Ok(())
+    }
+
+    /// Flushes if the policy calls for it after the appends so far; returns whether it did.
+    fn flush_by_policy(&mut self, now: u64) -> Result<bool, LogError> {
+        let due = match self.config.flush {
             FlushPolicy::Never => false,
             FlushPolicy::EveryBatch => true,
             FlushPolicy::EveryMessages(n) => self.unflushed_records >= n,
             FlushPolicy::EveryMs(ms) => self.unflushed_since_ms.is_some_and(|t| now >= t + ms),
         };
-        if flushed {
+        if due {
             self.flush(now)?;
         }
-        Ok(AppendInfo { base_offset: base, last_offset: header.last_offset(), max_timestamp: header.max_timestamp, flushed })
+        Ok(due)
     }
 
     /// Kafka's roll rules: the batch would overflow `segment.bytes`, the segment is older than
@@ -360,17 +390,11 @@ impl Log {
     pub fn flush(&mut self, _now: u64) -> Result<(), LogError> {
         self.check_failed()?;
         let result = self.flush_inner();
-        if let Err(e) = &result {
-            self.failed = Some(format!("flush failed: {e}"));
-        }
-        result
+        self.offline_on_error(result, "flush")
     }
 
     fn flush_inner(&mut self) -> Result<(), LogError> {
-        if self.dir_dirty {
-            self.disk.sync_dir(&self.dir).map_err(|source| LogError::Io { op: "fsync directory", path: self.dir.clone(), source })?;
-            self.dir_dirty = false;
-        }
+        self.sync_dir_if_dirty()?;
         let end = self.log_end_offset();
         let rp = self.recovery_point;
         for (i, seg) in self.segments.iter().enumerate() {
@@ -388,6 +412,23 @@ impl Log {
     /// Why the log refuses writes, if it does: a sync failed (see the `failed` field).
     pub fn failure(&self) -> Option<&str> {
         self.failed.as_deref()
+    }
+
+    /// Records a failure of a multi-step change: the log refuses writes until reopened.
+    fn offline_on_error<T>(&mut self, result: Result<T, LogError>, what: &str) -> Result<T, LogError> {
+        if let Err(e) = &result {
+            self.failed.get_or_insert_with(|| format!("{what} failed: {e}"));
+        }
+        result
+    }
+
+    /// Makes segment creations and removals durable.
+    fn sync_dir_if_dirty(&mut self) -> Result<(), LogError> {
+        if self.dir_dirty {
+            self.disk.sync_dir(&self.dir).map_err(|source| LogError::Io { op: "fsync directory", path: self.dir.clone(), source })?;
+            self.dir_dirty = false;
+        }
+        Ok(())
     }
 
     fn check_failed(&self) -> Result<(), LogError> {
@@ -450,12 +491,12 @@ impl Log {
             deleted += 1;
         }
         if deleted > 0 {
+            self.epochs.truncate_from_start(self.log_start_offset());
             // The recovery point may only move up to the new start once the deletions are
             // durable; otherwise a power loss could bring back an old segment that was never
             // synced, with the offsets after it lost — below a recovery point that vouched
             // for them.
-            self.disk.sync_dir(&self.dir).map_err(|source| LogError::Io { op: "fsync directory", path: self.dir.clone(), source })?;
-            self.dir_dirty = false;
+            self.sync_dir_if_dirty()?;
             self.recovery_point = self.recovery_point.max(self.log_start_offset());
         }
         Ok(deleted)
@@ -516,6 +557,15 @@ impl Log {
         }
         Ok(())
     }
+}
+
+/// The epoch cache is derived, never stored: one walk over the batch headers at open.
+fn derive_epochs(segments: &[Segment]) -> Result<EpochCache, LogError> {
+    let mut epochs = EpochCache::default();
+    for seg in segments {
+        seg.for_each_header(&mut |h| epochs.assign(h.leader_epoch, h.base_offset))?;
+    }
+    Ok(epochs)
 }
 
 fn read_exact_at_log(seg: &Segment, buf: &mut [u8], pos: u64) -> Result<(), String> {

@@ -342,6 +342,51 @@ impl Segment {
         Ok(())
     }
 
+    /// Removes every batch from the one holding `offset` on (the whole batch when `offset` falls
+    /// inside it) and returns the new next offset. The `.log` cut is synced before this returns:
+    /// the bytes removed lie above every offset the log keeps, so no offset-driven flush would
+    /// ever make the cut durable (as with a recovery cut). Index entries beyond the cut go; the
+    /// index files are synced by the next checkpoint, like any index change.
+    pub fn truncate_to(&mut self, offset: i64, now: u64) -> Result<i64, LogError> {
+        let Some((position, first_removed)) = self.position_of(offset)? else { return Ok(self.next_offset) };
+        let end = first_removed.base_offset;
+        self.log.truncate(position).map_err(io_err("truncate", &self.log_path))?;
+        self.size = position;
+        self.next_offset = end;
+        let rel_end = end - self.base_offset;
+        let index_path = self.log_path.with_extension("index");
+        self.idx.index.truncate_where(|e| (e.position as u64) < position).map_err(io_err("truncate", &index_path))?;
+        let time_path = self.log_path.with_extension("timeindex");
+        self.idx.time_index.truncate_where(|t| (t.relative_offset as i64) < rel_end).map_err(io_err("truncate", &time_path))?;
+        self.idx.dirty = true;
+        if position == 0 {
+            // Empty again: `segment.ms` counts from now, as for a new segment (Kafka's rule).
+            self.first_batch_timestamp = None;
+            self.created_ms = now;
+        }
+        self.recompute_index_state()?;
+        self.log.sync().map_err(io_err("fdatasync", &self.log_path))?;
+        Ok(end)
+    }
+
+    /// Re-derives the largest timestamp and the bytes since the last index entry from the
+    /// remaining index entries and the batches after the last one, as a trusted open does.
+    fn recompute_index_state(&mut self) -> Result<(), LogError> {
+        let (max_timestamp, max_offset) = self.idx.time_index.last().map_or((-1, self.base_offset), |t| (t.timestamp, self.base_offset + t.relative_offset as i64));
+        self.idx.max_timestamp = max_timestamp;
+        self.idx.offset_of_max_timestamp = max_offset;
+        self.idx.bytes_since_index = 0;
+        let (from, start) = self.idx.index.last().map_or((0, self.base_offset), |e| (e.position as u64, self.base_offset + e.relative_offset as i64));
+        let end = self.scan(from, self.size, start, false)?;
+        match end.stop {
+            Some((position, reason)) => Err(self.corrupt(position, reason)),
+            None => {
+                debug_assert_eq!((end.position, end.next_offset), (self.size, self.next_offset));
+                Ok(())
+            }
+        }
+    }
+
     /// The header of the batch at `pos`, checked against the segment: a plausible length that
     /// fits before `limit`, non-negative offset delta without overflow, and (when given) the
     /// base offset the walk expects. Anything else is [`LogError::Corrupt`].

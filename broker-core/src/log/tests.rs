@@ -2,6 +2,7 @@
 //! `SimDisk` in the `sim` crate.
 
 mod hardening;
+mod replica;
 
 use super::batch::{build, validate};
 use super::*;

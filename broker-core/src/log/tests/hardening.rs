@@ -98,19 +98,25 @@ fn f3_corrupt_middle_index_entry_skips_records() {
 /// F4: baseOffset is outside the CRC; reads "validate every batch" but never check offsets, and
 /// bytes before the last index entry of a trusted segment are never checked on open. A batch whose
 /// baseOffset field reads low is skipped by position_of, so the read serves later offsets.
+/// (Since the epoch cache is derived at open, open walks every header and refuses this; the
+/// read path is checked by corrupting the bytes under an open log.)
 #[test]
 fn f4_wrong_base_offset_in_trusted_segment_is_served() {
     let tmp = tempfile::tempdir().unwrap();
     let (mut log, _) = Log::open(disk(), tmp.path(), small(), 0).unwrap();
     let sent = fill(&mut log, 100);
     log.close(0).unwrap();
-    // Batch 1 holds offsets 3..=5; its baseOffset field now says 0.
-    patch(&tmp.path().join("00000000000000000000.log"), sent[0].len() as u64, &0i64.to_be_bytes());
     let (log, report) = Log::open(disk(), tmp.path(), small(), 0).unwrap();
     assert!(report.cut.is_none());
+    // Batch 1 holds offsets 3..=5; its baseOffset field now says 0.
+    patch(&tmp.path().join("00000000000000000000.log"), sent[0].len() as u64, &0i64.to_be_bytes());
     match log.read(3, 1, log.log_end_offset()) {
         Err(LogError::Corrupt { .. }) => {}
         other => panic!("expected Corrupt for offset 3, got a batch starting at {:?}", other.map(|r| r.first_batch_offset)),
+    }
+    match Log::open(disk(), tmp.path(), small(), 0) {
+        Err(LogError::Corrupt { position, .. }) => assert_eq!(position, sent[0].len() as u64),
+        other => panic!("expected Corrupt at open, got {:?}", other.map(|(l, _)| l.log_end_offset())),
     }
 }
 
@@ -128,8 +134,8 @@ fn f5_timestamp_lookup_panics_on_short_batch_length() {
     let first = e[0];
     let b = (first.relative_offset / 3) as usize;
     let pos = first.position as u64 + sent[b].len() as u64;
-    patch(&tmp.path().join("00000000000000000000.log"), pos + 8, &0i32.to_be_bytes());
     let (log, _) = Log::open(disk(), tmp.path(), small(), 0).unwrap();
+    patch(&tmp.path().join("00000000000000000000.log"), pos + 8, &0i32.to_be_bytes());
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| log.offset_for_timestamp(1000 + b as i64 + 1)));
     assert!(r.is_ok(), "offset_for_timestamp panicked on a corrupt length field");
 }
