@@ -103,3 +103,43 @@ pub const request_body_ms_max: u64 = 30_000;
 /// Open client connections at most (Kafka `max.connections` is unbounded by default; a bound
 /// keeps tasks and buffers finite). Connections past it are closed at once, with a log line.
 pub const connections_max: usize = 10_000;
+
+/// Kafka `replica.lag.time.max.ms` default: a follower not caught up for 30 s leaves the ISR.
+pub const replica_lag_ms_default: u64 = 30_000;
+
+/// Kafka `broker.session.timeout.ms` default: the controller fences a broker whose heartbeats
+/// stopped 9 s ago, and moves its leaderships.
+pub const session_timeout_ms_default: u64 = 9_000;
+
+/// Kafka `broker.heartbeat.interval.ms` default.
+pub const heartbeat_interval_ms_default: u64 = 2_000;
+
+const _: () = assert!(heartbeat_interval_ms_default * 3 <= session_timeout_ms_default);
+
+/// Kafka `replica.fetch.wait.max.ms`: how long a follower's fetch waits at the leader for
+/// data; it bounds how late a follower notices a leader that stopped answering.
+pub const replica_fetch_wait_ms: u64 = 500;
+
+/// Kafka `replica.fetch.max.bytes`: bytes a follower asks for per partition per fetch.
+pub const replica_fetch_bytes: i32 = 1 << 20;
+
+/// How long the controller link and replica fetchers wait for an answer before dropping the
+/// connection and reconnecting (Kafka `replica.socket.timeout.ms` is 30 s; a dead peer must be
+/// noticed well within a session timeout).
+pub const peer_request_ms_max: u64 = 5_000;
+
+/// Pause before a controller link or replica fetcher reconnects after a failure, so a dead
+/// peer is not hammered (Kafka `reconnect.backoff.ms` is 50 ms; `replica.fetch.backoff.ms` 1 s).
+pub const peer_backoff_ms: u64 = 100;
+
+/// Bytes of metadata log a broker asks for per fetch from the controller.
+pub const metadata_fetch_bytes: i32 = 1 << 20;
+
+/// Longest wait a produce with acks=all may ask for (its `timeout_ms` is capped to this), so a
+/// request cannot hold its connection forever.
+pub const produce_wait_ms_max: u64 = 300_000;
+
+/// How long client requests wait at startup for the broker to be registered and unfenced
+/// before they are answered anyway (with whatever errors apply): a broker whose controller is
+/// unreachable must still answer.
+pub const startup_wait_ms_max: u64 = 10_000;

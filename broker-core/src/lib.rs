@@ -14,3 +14,5 @@ pub mod protocol;
 pub mod replication;
 pub mod server;
 pub mod storage;
+#[doc(hidden)]
+pub mod testing;

@@ -12,7 +12,9 @@ use crate::history::{History, Outcome, Read, Violation, Write};
 use crate::scenario::{self, FaultKind, FaultSpec, ProducerSpec, Scenario};
 use crate::trace::{self, Trace};
 use broker_core::broker::{Broker, BrokerConfig, PlantedBug};
+use broker_core::client::admin::{self, NewTopic};
 use broker_core::client::{ClientError, Consumer, Producer, ProducerConfig};
+use broker_core::controller::quorum::Quorum;
 use broker_core::log::FlushPolicy;
 use broker_core::server::{self, Shared};
 use broker_core::storage::Disk;
@@ -78,25 +80,29 @@ fn event(rec: &Rec, node: &str, name: &str, fields: Value) {
 }
 
 /// The fault schedule: the scenario's fixed faults plus the random mix drawn from the seed.
+/// Node faults hit a random broker; link faults cut one direction between a random broker and
+/// another random node (a client, or another broker).
 pub fn derive_faults(s: &Scenario, rng: &mut ChaCha8Rng) -> Vec<FaultSpec> {
     let mut faults = s.faults.clone();
     if let Some(mix) = &s.random_faults {
-        let clients: Vec<String> = s.node_names().into_iter().filter(|n| n != "broker-0").collect();
-        // Validation refuses link kinds without clients; should one get here anyway, the mix
-        // draws from the other kinds rather than aim a link fault at a lone node.
-        let kinds: Vec<FaultKind> = mix.kinds.iter().copied().filter(|k| !k.is_link() || !clients.is_empty()).collect();
-        if !kinds.is_empty() {
+        let brokers = s.broker_names();
+        let nodes = s.node_names();
+        // Validation refuses link kinds with no second node; should one get here anyway, the
+        // mix draws from the other kinds rather than aim a link fault at a lone node.
+        let kinds: Vec<FaultKind> = mix.kinds.iter().copied().filter(|k| !k.is_link() || nodes.len() > 1).collect();
+        if !kinds.is_empty() && !brokers.is_empty() {
             let n = rng.gen_range(0..=mix.max.min(scenario::random_faults_max));
             for _ in 0..n {
                 let kind = kinds[rng.gen_range(0..kinds.len())];
                 let at = rng.gen_range(0..s.duration_ms.max(1));
                 let for_ms = rng.gen_range(100..=mix.for_max_ms.max(100));
-                // Link faults pick one direction between the broker and a client.
+                let broker = &brokers[rng.gen_range(0..brokers.len())];
                 let target = if kind.is_link() {
-                    let client = &clients[rng.gen_range(0..clients.len())];
-                    if rng.gen_bool(0.5) { format!("broker-0>{client}") } else { format!("{client}>broker-0") }
+                    let others: Vec<&String> = nodes.iter().filter(|n| *n != broker).collect();
+                    let other = others[rng.gen_range(0..others.len())];
+                    if rng.gen_bool(0.5) { format!("{broker}>{other}") } else { format!("{other}>{broker}") }
                 } else {
-                    "broker-0".to_string()
+                    broker.clone()
                 };
                 let mut f = FaultSpec::new(at, kind, &target, for_ms);
                 f.delay_ms = rng.gen_range(10..=300);
@@ -109,13 +115,42 @@ pub fn derive_faults(s: &Scenario, rng: &mut ChaCha8Rng) -> Vec<FaultSpec> {
     faults
 }
 
-fn broker_config(s: &Scenario, bug: Option<PlantedBug>) -> BrokerConfig {
-    let mut c = BrokerConfig { data_dir: "/data".into(), advertised_host: "10.0.0.1".into(), advertised_port: broker_port as i32, planted_bug: bug, ..BrokerConfig::default() };
+/// Broker i's address: 10.0.0.(i+1).
+fn broker_ip(i: u32) -> IpAddr {
+    IpAddr::from([10, 0, 0, (i + 1) as u8])
+}
+
+/// Heartbeats, sessions and ISR lag scaled to simulated scenarios of tens of seconds, whose
+/// faults last up to a few seconds (Kafka's 2 s / 9 s / 30 s would see no failover at all).
+const heartbeat_ms: u64 = 250;
+const session_ms: u64 = 1_500;
+const replica_lag_ms: u64 = 2_000;
+
+fn broker_config(s: &Scenario, i: u32, bug: Option<PlantedBug>) -> BrokerConfig {
+    let mut c = BrokerConfig {
+        node_id: i as i32,
+        data_dir: "/data".into(),
+        advertised_host: broker_ip(i).to_string(),
+        advertised_port: broker_port as i32,
+        controller_id: 0,
+        controller_addr: SocketAddr::new(broker_ip(0), broker_port).to_string(),
+        heartbeat_interval_ms: heartbeat_ms,
+        session_timeout_ms: session_ms,
+        replica_lag_ms_max: replica_lag_ms,
+        planted_bug: bug,
+        ..BrokerConfig::default()
+    };
     if let Some(n) = s.broker.flush_messages {
         c.log.flush = if n == 1 { FlushPolicy::EveryBatch } else { FlushPolicy::EveryMessages(n) };
     }
     if let Some(b) = s.broker.segment_bytes {
         c.log.segment_bytes = b;
+    }
+    if let Some(m) = s.broker.min_insync_replicas {
+        c.min_insync_replicas = m;
+    }
+    if let Some(u) = s.broker.unclean_leader_election {
+        c.unclean_leader_election = u;
     }
     c
 }
@@ -124,31 +159,28 @@ fn broker_config(s: &Scenario, bug: Option<PlantedBug>) -> BrokerConfig {
 /// before starting a broker process that exited.
 const supervisor_restart_ms: u64 = 1_000;
 
-/// The broker process: open the data dir on the node's disk, serve until killed. If opening
-/// fails (a full or failing disk), the process exits and its supervisor starts it again.
-async fn broker_main(disk: SimDisk, config: BrokerConfig, topics: Vec<(String, i32)>, rec: Rec) {
+/// The broker process: open the data dir on the node's disk (and, on the controller node, the
+/// metadata log), serve until killed. If opening fails (a full or failing disk), the process
+/// exits and its supervisor starts it again.
+async fn broker_main(disk: SimDisk, config: BrokerConfig, rec: Rec) {
+    let name = format!("broker-{}", config.node_id);
     let d: Arc<dyn Disk> = Arc::new(disk);
-    let (mut broker, notes) = loop {
-        match Broker::open(d.clone(), config.clone(), server::now_ms()) {
-            Ok(b) => break b,
+    let (broker, quorum) = loop {
+        let now = server::now_ms();
+        let quorum = match config.node_id == config.controller_id {
+            true => Quorum::open(d.clone(), &config.data_dir, server::config::controller_config(&config), now).map(|(q, _)| Some(q)),
+            false => Ok(None),
+        };
+        let opened = quorum.and_then(|q| Broker::open(d.clone(), config.clone(), now).map(|b| (b, q)).map_err(|e| e.to_string()));
+        match opened {
+            Ok(x) => break x,
             Err(e) => {
-                event(&rec, "broker-0", "open_failed", json!({"error": e.to_string(), "restart_in_ms": supervisor_restart_ms}));
+                event(&rec, &name, "open_failed", json!({"error": e, "restart_in_ms": supervisor_restart_ms}));
                 tokio::time::sleep(Duration::from_millis(supervisor_restart_ms)).await;
             }
         }
     };
-    for note in notes {
-        event(&rec, "broker-0", "recovery", json!({"note": note}));
-    }
-    for (name, partitions) in topics {
-        if broker.topic(&name).is_none() {
-            if let Err(e) = broker.create_topic(&name, partitions, 1, BTreeMap::new(), false, server::now_ms()) {
-                event(&rec, "broker-0", "create_topic_failed", json!({"topic": name, "error": e.to_string()}));
-            }
-        }
-    }
-    let ends: BTreeMap<String, Vec<i64>> = broker.topics().iter().map(|(n, t)| (n.clone(), t.partitions.iter().map(|p| p.log.log_end_offset()).collect())).collect();
-    event(&rec, "broker-0", "started", json!({"log_end_offsets": ends}));
+    event(&rec, &name, "started", json!({}));
     let addr = SocketAddr::new(IpAddr::from([0, 0, 0, 0]), broker_port);
     let listener = loop {
         match tokio::net::TcpListener::bind(addr).await {
@@ -156,13 +188,36 @@ async fn broker_main(disk: SimDisk, config: BrokerConfig, topics: Vec<(String, i
             Err(e) => {
                 // The previous incarnation's socket may not be released yet (a restart landing
                 // on a restart); the supervisor tries again.
-                event(&rec, "broker-0", "bind_failed", json!({"error": e.to_string(), "restart_in_ms": supervisor_restart_ms}));
+                event(&rec, &name, "bind_failed", json!({"error": e.to_string(), "restart_in_ms": supervisor_restart_ms}));
                 tokio::time::sleep(Duration::from_millis(supervisor_restart_ms)).await;
             }
         }
     };
-    server::serve(listener, Shared::new(broker, d), std::future::pending()).await;
+    server::serve(listener, Shared::new(broker, quorum, d), std::future::pending()).await;
 }
+
+/// Creates the scenario's topics through the controller, retrying while brokers register
+/// (a replication factor needs that many live brokers). Gives up after `topics_deadline_ms`.
+async fn create_topics(controller: SocketAddr, topics: Vec<NewTopic>, rec: Rec) {
+    let start = now_ms(&rec);
+    loop {
+        match admin::create_topics(controller, &topics, Duration::from_millis(request_timeout_ms)).await {
+            Ok(()) => {
+                event(&rec, "admin", "topics_created", json!({"topics": topics.iter().map(|t| &t.0).collect::<Vec<_>>()}));
+                return;
+            }
+            Err(e) if now_ms(&rec) - start > topics_deadline_ms => {
+                event(&rec, "admin", "create_topics_failed", json!({"error": e.to_string()}));
+                return;
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+}
+
+/// How long the harness keeps trying to create the scenario's topics before starting the
+/// workload anyway (it then fails, and the checkers say so).
+const topics_deadline_ms: u64 = 10_000;
 
 fn outcome_of(r: &Result<i64, ClientError>) -> Outcome {
     match r {
@@ -182,12 +237,12 @@ const batch_value_bytes_max: u64 = 1_000_000;
 /// previous one was in flight (Kafka's linger, driven by simulated time), one batch in flight.
 /// It produces through the healing phase until the harness sets `produce_until_ms`, so that
 /// `write_liveness` can see whether writes succeed again once faults are gone.
-async fn producer_main(name: String, broker: SocketAddr, topic: String, partitions: i32, spec: ProducerSpec, rec: Rec) {
+async fn producer_main(name: String, brokers: Vec<SocketAddr>, topic: String, partitions: i32, spec: ProducerSpec, rec: Rec) {
     let (acks, idempotent, rate, bytes) = (Scenario::acks(&spec), spec.idempotent(), spec.rate.max(1), spec.record_bytes);
     let partitions = partitions.max(1);
     let batch_records = batch_records_max.min((batch_value_bytes_max / bytes.max(1) as u64).max(1));
     let config = ProducerConfig { client_id: name.clone(), acks, idempotent, retries: 3, retry_backoff: Duration::from_millis(50), request_timeout: Duration::from_millis(request_timeout_ms) };
-    let mut producer = Producer::new(broker, config);
+    let mut producer = Producer::with_bootstrap(brokers, config);
     let start = now_ms(&rec);
     let mut n: u64 = 0;
     let mut batch_no: u64 = 0;
@@ -230,11 +285,11 @@ async fn producer_main(name: String, broker: SocketAddr, topic: String, partitio
     }
 }
 
-async fn consumer_main(name: String, broker: SocketAddr, topic: String, partitions: i32, max_wait_ms: i32, until_ms: u64, rec: Rec) {
+async fn consumer_main(name: String, brokers: Vec<SocketAddr>, topic: String, partitions: i32, max_wait_ms: i32, until_ms: u64, rec: Rec) {
     let mut session = 0u32;
     let mut positions: Vec<i64> = vec![0; partitions as usize];
     while now_ms(&rec) < until_ms {
-        let mut c = Consumer::new(broker, &name, Duration::from_millis(request_timeout_ms));
+        let mut c = Consumer::with_bootstrap(brokers.clone(), &name, Duration::from_millis(request_timeout_ms));
         for (p, pos) in positions.iter().enumerate() {
             c.assign(&topic, p as i32, *pos);
         }
@@ -270,11 +325,11 @@ async fn consumer_main(name: String, broker: SocketAddr, topic: String, partitio
 }
 
 /// Reads every partition in full after healing; records what could not be read.
-async fn final_read(broker: SocketAddr, topics: Vec<(String, i32)>, rec: Rec) {
+async fn final_read(brokers: Vec<SocketAddr>, topics: Vec<(String, i32)>, rec: Rec) {
     for (topic, partitions) in topics {
         for p in 0..partitions {
             let key = (topic.clone(), p);
-            let mut c = Consumer::new(broker, "final-reader", Duration::from_millis(request_timeout_ms));
+            let mut c = Consumer::with_bootstrap(brokers.clone(), "final-reader", Duration::from_millis(request_timeout_ms));
             c.assign(&topic, p, 0);
             let mut log = Vec::new();
             let mut failure = None;
@@ -289,7 +344,7 @@ async fn final_read(broker: SocketAddr, topics: Vec<(String, i32)>, rec: Rec) {
                             failure = Some(e.to_string());
                             break;
                         }
-                        c = Consumer::new(broker, "final-reader", Duration::from_millis(request_timeout_ms));
+                        c = Consumer::with_bootstrap(brokers.clone(), "final-reader", Duration::from_millis(request_timeout_ms));
                         c.assign(&topic, p, log.last().map_or(0, |(o, _)| o + 1));
                         tokio::time::sleep(Duration::from_millis(200)).await;
                     }
@@ -341,7 +396,7 @@ impl DiskFaultState {
 }
 
 /// Applies one fault and undoes it after `for_ms`.
-async fn inject(f: FaultSpec, nodes: BTreeMap<String, (NodeHandle, IpAddr)>, disk: SimDisk, disk_faults: Arc<Mutex<DiskFaultState>>, rec: Rec) {
+async fn inject(f: FaultSpec, nodes: BTreeMap<String, (NodeHandle, IpAddr)>, disks: BTreeMap<String, (SimDisk, Arc<Mutex<DiskFaultState>>)>, rec: Rec) {
     let handle = Handle::current();
     let kind = format!("{:?}", f.kind);
     let skip = |why: &str| event(&rec, "harness", "fault_skipped", json!({"kind": kind, "target": f.target, "why": why}));
@@ -372,11 +427,14 @@ async fn inject(f: FaultSpec, nodes: BTreeMap<String, (NodeHandle, IpAddr)>, dis
         return skip("no such node");
     };
     let id = node.id();
-    let is_broker = f.target.starts_with("broker-");
-    if f.kind.broker_only() && !is_broker {
+    let disk = disks.get(&f.target);
+    if f.kind.broker_only() && disk.is_none() {
         // A client node has no init to restart and no disk (scenario validation refuses this).
         return skip("process and disk faults target brokers only");
     }
+    let Some((disk, disk_faults)) = disk.cloned().or_else(|| disks.values().next().cloned()) else {
+        return skip("no broker disk");
+    };
     match f.kind {
         FaultKind::Kill | FaultKind::PowerLoss => {
             handle.kill(id);
@@ -455,29 +513,31 @@ pub fn run(scenario: &Scenario, scenario_path: &str, seed: u64, bug: Option<Plan
     let (trace, history, simulated_ms) = runtime.block_on(async move {
         let handle = Handle::current();
         let rec: Rec = Arc::new(Mutex::new(Recorder { start: madsim::time::Instant::now(), trace, history: History::default(), produce_until_ms: None }));
-        let disk = SimDisk::new(disk_seed);
         let base = match s.broker.disk_latency_us {
             Some([lo, hi]) => DiskFaults { latency_ns_min: lo.saturating_mul(1000), latency_ns_max: hi.max(lo).saturating_mul(1000), ..DiskFaults::default() },
             None => DiskFaults::default(),
         };
-        let disk_faults = Arc::new(Mutex::new(DiskFaultState { base, slow: 0, full: 0, eio: Vec::new() }));
         broker_core::netfault::reset(disk_seed);
-        disk_faults.lock().expect("disk faults").apply(&disk);
         let topics: Vec<(String, i32)> = s.topics.iter().map(|t| (t.name.clone(), t.partitions)).collect();
-        let broker_ip: IpAddr = IpAddr::from([10, 0, 0, 1]);
-        let broker_addr = SocketAddr::new(broker_ip, broker_port);
-        let config = broker_config(&s, bug);
+        let brokers: Vec<SocketAddr> = (0..s.brokers).map(|i| SocketAddr::new(broker_ip(i), broker_port)).collect();
         let mut nodes = BTreeMap::new();
-        let (d, t, r) = (disk.clone(), topics.clone(), rec.clone());
-        let broker = handle
-            .create_node()
-            .name("broker-0")
-            .ip(broker_ip)
-            .init(move || broker_main(d.clone(), config.clone(), t.clone(), r.clone()))
-            .build();
-        nodes.insert("broker-0".to_string(), (broker, broker_ip));
-        // Let the broker open and create topics before clients start.
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        let mut disks = BTreeMap::new();
+        for i in 0..s.brokers {
+            let name = format!("broker-{i}");
+            // Each broker's disk has its own seed, derived from the run's.
+            let disk = SimDisk::new(disk_seed.wrapping_add(i as u64));
+            let faults = Arc::new(Mutex::new(DiskFaultState { base: base.clone(), slow: 0, full: 0, eio: Vec::new() }));
+            faults.lock().expect("disk faults").apply(&disk);
+            let (d, config, r) = (disk.clone(), broker_config(&s, i, bug), rec.clone());
+            let node = handle.create_node().name(&name).ip(broker_ip(i)).init(move || broker_main(d.clone(), config.clone(), r.clone())).build();
+            nodes.insert(name.clone(), (node, broker_ip(i)));
+            disks.insert(name, (disk, faults));
+        }
+        // Topics are created through the controller once enough brokers have registered;
+        // clients start after that.
+        let admin_node = handle.create_node().name("admin").ip(IpAddr::from([10, 0, 2, 2])).build();
+        let new_topics: Vec<NewTopic> = s.topics.iter().map(|t| (t.name.clone(), t.partitions, t.replication_factor)).collect();
+        let _ = admin_node.spawn(create_topics(brokers[0], new_topics, rec.clone())).await;
         let until = s.duration_ms;
         // Client k (producers first, then consumers) is 10.0.1.(11+k); validation keeps the
         // count far below where the octet would run out, and past it clients are not started.
@@ -498,22 +558,22 @@ pub fn run(scenario: &Scenario, scenario_path: &str, seed: u64, bug: Option<Plan
             let name = format!("producer-{i}");
             let Some((node, node_ip)) = new_client(&name) else { break };
             let parts = s.topics.iter().find(|t| t.name == p.topic).map_or(1, |t| t.partitions);
-            producers.push(node.spawn(producer_main(name.clone(), broker_addr, p.topic.clone(), parts, p.clone(), rec.clone())));
+            producers.push(node.spawn(producer_main(name.clone(), brokers.clone(), p.topic.clone(), parts, p.clone(), rec.clone())));
             nodes.insert(name, (node, node_ip));
         }
         for (i, c) in s.consumers.iter().enumerate() {
             let name = format!("consumer-{i}");
             let Some((node, node_ip)) = new_client(&name) else { break };
             let parts = s.topics.iter().find(|t| t.name == c.topic).map_or(1, |t| t.partitions);
-            consumers.push(node.spawn(consumer_main(name.clone(), broker_addr, c.topic.clone(), parts, c.max_wait_ms, until + s.heal_ms / 2, rec.clone())));
+            consumers.push(node.spawn(consumer_main(name.clone(), brokers.clone(), c.topic.clone(), parts, c.max_wait_ms, until + s.heal_ms / 2, rec.clone())));
             nodes.insert(name, (node, node_ip));
         }
         let mut injectors = Vec::new();
         for f in faults {
-            let (nodes, disk, disk_faults, rec) = (nodes.clone(), disk.clone(), disk_faults.clone(), rec.clone());
+            let (nodes, disks, rec) = (nodes.clone(), disks.clone(), rec.clone());
             injectors.push(tokio::spawn(async move {
                 tokio::time::sleep(Duration::from_millis(f.at)).await;
-                inject(f, nodes, disk, disk_faults, rec).await;
+                inject(f, nodes, disks, rec).await;
             }));
         }
         for t in injectors {
@@ -540,7 +600,7 @@ pub fn run(scenario: &Scenario, scenario_path: &str, seed: u64, bug: Option<Plan
         }
         event(&rec, "harness", "healed", json!({}));
         let reader = handle.create_node().name("final-reader").ip(IpAddr::from([10, 0, 2, 1])).build();
-        let _ = reader.spawn(final_read(broker_addr, topics, rec.clone())).await;
+        let _ = reader.spawn(final_read(brokers, topics, rec.clone())).await;
         for t in consumers {
             let _ = t.await;
         }

@@ -27,6 +27,9 @@ pub const record_bytes_max: usize = 1_000_000;
 pub const disk_latency_us_max: u64 = 1_000_000;
 /// Longest consumer long-poll wait, ms (Kafka's `fetch.max.wait.ms` is 500 by default).
 pub const max_wait_ms_max: i32 = 30_000;
+/// Most brokers: broker i is 10.0.0.(i+1); a handful is what replication scenarios need, and
+/// every broker multiplies the simulated work.
+pub const brokers_max: u32 = 9;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -39,6 +42,9 @@ pub struct Scenario {
     /// it; `write_liveness` judges their writes from half-way.
     #[serde(default = "heal_ms_default")]
     pub heal_ms: u64,
+    /// Broker nodes, `broker-0` .. `broker-{n-1}`; `broker-0` is also the controller.
+    #[serde(default = "one_u")]
+    pub brokers: u32,
     #[serde(default)]
     pub broker: BrokerSettings,
     pub topics: Vec<TopicSpec>,
@@ -58,10 +64,14 @@ fn heal_ms_default() -> u64 {
     5_000
 }
 
-/// Broker settings (single node until replication exists).
+/// Settings of every broker (Kafka's names in the docs).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BrokerSettings {
+    /// `min.insync.replicas`
+    pub min_insync_replicas: Option<i32>,
+    /// `unclean.leader.election.enable`
+    pub unclean_leader_election: Option<bool>,
     /// `log.flush.interval.messages` (1 = fsync before every acknowledgement).
     pub flush_messages: Option<u64>,
     /// `log.segment.bytes`
@@ -77,6 +87,13 @@ pub struct TopicSpec {
     pub name: String,
     #[serde(default = "one")]
     pub partitions: i32,
+    /// Replicas per partition, 1..=brokers.
+    #[serde(default = "one_i16")]
+    pub replication_factor: i16,
+}
+
+fn one_i16() -> i16 {
+    1
 }
 
 fn one() -> i32 {
@@ -297,6 +314,12 @@ impl Scenario {
         if self.heal_ms > phase_ms_max {
             return Err(format!("scenario: heal_ms {} must be 0..={phase_ms_max}", self.heal_ms));
         }
+        if !(1..=brokers_max).contains(&self.brokers) {
+            return Err(format!("scenario: brokers {} must be 1..={brokers_max}", self.brokers));
+        }
+        if self.broker.min_insync_replicas.is_some_and(|m| m < 1) {
+            return Err("scenario: broker.min_insync_replicas must be at least 1".into());
+        }
         if self.broker.flush_messages == Some(0) {
             return Err("scenario: broker.flush_messages must be at least 1 (1 = fsync before every ack)".into());
         }
@@ -319,6 +342,9 @@ impl Scenario {
             broker_core::broker::topic::validate_name(&t.name).map_err(|e| format!("scenario: topics.name: {e}"))?;
             if t.partitions < 1 || t.partitions > partitions_max {
                 return Err(format!("scenario: topics.partitions of '{}' must be 1..={partitions_max}", t.name));
+            }
+            if t.replication_factor < 1 || t.replication_factor as u32 > self.brokers {
+                return Err(format!("scenario: topics.replication_factor of '{}' must be 1..={} (brokers)", t.name, self.brokers));
             }
         }
         let known = |topic: &str| self.topics.iter().any(|t| t.name == topic);
@@ -357,7 +383,7 @@ impl Scenario {
             if nodes.iter().any(|n| n == name) {
                 Ok(())
             } else {
-                Err(format!("scenario: {field} '{name}' is not a node of this scenario (broker-0, producer-0.., consumer-0..)"))
+                Err(format!("scenario: {field} '{name}' is not a node of this scenario (broker-0.., producer-0.., consumer-0..)"))
             }
         };
         for f in &self.faults {
@@ -392,23 +418,29 @@ impl Scenario {
             if mix.for_max_ms > fault_ms_max {
                 return Err(format!("scenario: random_faults.for_max_ms {} must be 0..={fault_ms_max}", mix.for_max_ms));
             }
-            if clients == 0 {
+            if clients == 0 && self.brokers == 1 {
                 if let Some(k) = mix.kinds.iter().find(|k| k.is_link()) {
-                    return Err(format!("scenario: random_faults.kinds has {}, a link fault between the broker and a client, but there are no producers or consumers", k.name()));
+                    return Err(format!("scenario: random_faults.kinds has {}, a link fault between a broker and another node, but there is one broker and no producers or consumers", k.name()));
                 }
             }
         }
         Ok(())
     }
 
-    /// Every node a fault may target: the broker, then producers and consumers in file order
+    /// The broker nodes' names.
+    pub fn broker_names(&self) -> Vec<String> {
+        (0..self.brokers.min(brokers_max + 1)).map(|i| format!("broker-{i}")).collect()
+    }
+
+    /// Every node a fault may target: the brokers, then producers and consumers in file order
     /// (a spec with `count = n` gives n producers).
     pub fn node_names(&self) -> Vec<String> {
         let producers: u64 = self.producers.iter().map(|p| p.count as u64).sum();
         // Bounded so that an unvalidated scenario cannot make this allocate without limit.
         let producers = producers.min(clients_max as u64 + 1);
         let consumers = self.consumers.len().min(clients_max + 1);
-        std::iter::once("broker-0".to_string())
+        self.broker_names()
+            .into_iter()
             .chain((0..producers).map(|i| format!("producer-{i}")))
             .chain((0..consumers).map(|i| format!("consumer-{i}")))
             .collect()

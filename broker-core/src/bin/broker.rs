@@ -3,6 +3,7 @@
 //! settings, open the data directory on real files, run the shell until SIGINT or SIGTERM.
 
 use broker_core::broker::Broker;
+use broker_core::controller::quorum::Quorum;
 use broker_core::server::{self, config};
 use broker_core::storage::{Disk, FileDisk};
 use clap::Parser;
@@ -99,14 +100,23 @@ fn run() -> Result<(), String> {
     runtime.block_on(async move {
         let disk: Arc<dyn Disk> = Arc::new(FileDisk::new());
         let data = config.data_dir.clone();
-        let (broker, notes) = Broker::open(disk.clone(), config, server::now_ms()).map_err(|e| format!("opening {}: {e}", data.display()))?;
-        for note in notes {
-            tracing::warn!("{note}");
-        }
-        tracing::info!("{} topic(s) in {}", broker.topics().len(), data.display());
+        let now = server::now_ms();
+        let quorum = match config.controller_id == config.node_id {
+            true => {
+                let (q, notes) = Quorum::open(disk.clone(), &data, config::controller_config(&config), now).map_err(|e| format!("controller: {e}"))?;
+                for note in notes {
+                    tracing::info!("{note}");
+                }
+                Some(q)
+            }
+            false => None,
+        };
+        let node_id = config.node_id;
+        let controller = config.controller_addr.clone();
+        let broker = Broker::open(disk.clone(), config, now).map_err(|e| format!("opening {}: {e}", data.display()))?;
         let listener = tokio::net::TcpListener::bind(listen).await.map_err(|e| format!("listen on {listen}: {e}"))?;
-        tracing::info!("listening on {listen}");
-        server::serve(listener, server::Shared::new(broker, disk), shutdown_signal()).await;
+        tracing::info!("node {node_id} listening on {listen}; controller at {controller}{}", if quorum.is_some() { " (this node)" } else { "" });
+        server::serve(listener, server::Shared::new(broker, quorum, disk), shutdown_signal()).await;
         tracing::info!("stopped cleanly");
         Ok(())
     })

@@ -1,32 +1,39 @@
-//! The broker's decisions for a single node: which topics and partitions exist, what a produce
-//! appends (validation, idempotence, acks), what a fetch or offset lookup returns, topic
-//! creation and deletion, producer-id allocation. A plain struct driven with an explicit
-//! `now`: it does its IO only through the [`Disk`] it was given and never reads a clock,
-//! sleeps or touches a socket — the async shell (`server`) does that and calls in here.
+//! The broker's decisions on one node: which partitions it holds and in what role (from the
+//! cluster metadata the controller commits), what a produce appends (validation, idempotence,
+//! acks), what a fetch returns to a consumer or a follower, offset lookups, and how this node
+//! follows its leaders (epoch truncation, appending what they send). A plain struct driven with
+//! an explicit `now`: it does its IO only through the [`Disk`] it was given and never reads a
+//! clock, sleeps or touches a socket — the async shell (`server`) does that and calls in here.
 //!
 //! Layout of the data directory:
 //!
 //! ```text
-//! <data>/topics/<name>.toml     one per topic: id, partition count, config overrides
-//! <data>/<name>-<p>/            one partition log (see docs/storage.md)
-//! <data>/producer-ids           the next unallocated producer id block
+//! <data>/<topic>-<p>/                 one partition log (see docs/storage.md)
+//! <data>/<topic>-<p>/partition.metadata   the topic id the directory belongs to
+//! <data>/producer-ids                 the next unallocated producer id of this node
+//! <data>/__cluster_metadata-0/        the metadata log, on the controller node only
 //! ```
 
 pub mod producer;
 pub mod topic;
 
+use crate::controller::image::{Image, MetadataRecord, PartitionInfo};
 use crate::log::{batch, BatchError, BatchHeader, Log, LogConfig, LogError};
+use crate::replication::{Change, FetchRefusal, IsrProposal, Replication, Role};
 use crate::storage::{read_exact_at, write_atomically, Disk};
 use bytes::Bytes;
 use producer::{ProducerStates, SequenceError, Verdict};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use topic::TopicFile;
 
 /// Producer ids are persisted in blocks of this many, so allocation writes the disk once per
 /// block and a restart never hands out an id twice (it skips the rest of the block).
 pub const producer_id_block: i64 = 1000;
+
+/// Each node allocates producer ids from its own range, `node_id << producer_id_node_shift`
+/// onwards, so ids are unique in the cluster without asking the controller (2^32 per node).
+pub const producer_id_node_shift: u32 = 32;
 
 /// Broker-wide settings (Kafka names in the docs of each field).
 #[derive(Debug, Clone)]
@@ -39,12 +46,25 @@ pub struct BrokerConfig {
     /// `log.dirs` (one directory).
     pub data_dir: PathBuf,
     pub cluster_id: String,
+    /// The (single) controller voter, from `controller.quorum.voters` (`id@host:port`).
+    pub controller_id: i32,
+    pub controller_addr: String,
     /// `auto.create.topics.enable`
     pub auto_create_topics: bool,
     /// `num.partitions`: partitions of auto-created topics and of CreateTopics with -1.
     pub num_partitions: i32,
+    /// `default.replication.factor`: replicas of auto-created topics and of CreateTopics with -1.
+    pub default_replication_factor: i16,
     /// `min.insync.replicas`
     pub min_insync_replicas: i32,
+    /// `replica.lag.time.max.ms`: a follower not caught up for this long leaves the ISR.
+    pub replica_lag_ms_max: u64,
+    /// `broker.session.timeout.ms`: the controller fences a broker silent for this long.
+    pub session_timeout_ms: u64,
+    /// `broker.heartbeat.interval.ms`
+    pub heartbeat_interval_ms: u64,
+    /// `unclean.leader.election.enable` (the controller's default for topics).
+    pub unclean_leader_election: bool,
     /// `log.*` defaults for every topic.
     pub log: LogConfig,
     /// A known bug switched on, so tests can prove the simulator's checkers catch it. Only
@@ -72,9 +92,16 @@ impl Default for BrokerConfig {
             advertised_port: 9092,
             data_dir: PathBuf::from("data"),
             cluster_id: "seedlog-cluster".into(),
+            controller_id: 0,
+            controller_addr: "127.0.0.1:9092".into(),
             auto_create_topics: true,
             num_partitions: 1,
+            default_replication_factor: 1,
             min_insync_replicas: 1,
+            replica_lag_ms_max: crate::constants::replica_lag_ms_default,
+            session_timeout_ms: crate::constants::session_timeout_ms_default,
+            heartbeat_interval_ms: crate::constants::heartbeat_interval_ms_default,
+            unclean_leader_election: false,
             log: LogConfig::default(),
             planted_bug: None,
         }
@@ -87,6 +114,16 @@ pub enum Error {
     /// UNKNOWN_TOPIC_OR_PARTITION (3)
     #[error("unknown topic or partition")]
     UnknownTopicOrPartition,
+    /// LEADER_NOT_AVAILABLE (5): the partition has no leader right now (election, creation).
+    #[error("the partition has no leader right now")]
+    LeaderNotAvailable,
+    /// NOT_LEADER_OR_FOLLOWER (6): this broker does not lead the partition.
+    #[error("this broker is not the partition's leader")]
+    NotLeaderOrFollower,
+    /// FENCED_LEADER_EPOCH (74) / UNKNOWN_LEADER_EPOCH (76): the request's leader epoch is
+    /// older / newer than this leader's.
+    #[error("{0}")]
+    Epoch(FetchRefusal),
     /// INVALID_TOPIC_EXCEPTION (17)
     #[error("{0}")]
     InvalidTopic(String),
@@ -102,6 +139,9 @@ pub enum Error {
     /// INVALID_CONFIG (40)
     #[error("{0}")]
     InvalidConfig(String),
+    /// NOT_CONTROLLER (41): a controller request sent to a broker that is not the controller.
+    #[error("this node is not the controller (node {0} is)")]
+    NotController(i32),
     /// INVALID_REQUIRED_ACKS (21)
     #[error("acks={0} is not one of -1, 0, 1")]
     InvalidRequiredAcks(i16),
@@ -120,6 +160,13 @@ pub enum Error {
     /// NOT_ENOUGH_REPLICAS (19): acks=all while the ISR is smaller than min.insync.replicas.
     #[error("in-sync replicas {isr} < min.insync.replicas {min}")]
     NotEnoughReplicas { isr: i32, min: i32 },
+    /// NOT_ENOUGH_REPLICAS_AFTER_APPEND (20): appended, but the ISR shrank below
+    /// min.insync.replicas before the batch was replicated.
+    #[error("appended, but in-sync replicas {isr} < min.insync.replicas {min}")]
+    NotEnoughReplicasAfterAppend { isr: i32, min: i32 },
+    /// REQUEST_TIMED_OUT (7): acks=all and the ISR did not replicate within the timeout.
+    #[error("not replicated to the in-sync replicas within {0} ms")]
+    RequestTimedOut(u64),
     /// Transactions are not implemented. TRANSACTIONAL_ID_AUTHORIZATION_FAILED would mislead;
     /// UNSUPPORTED_VERSION (35) tells clients the feature is not there.
     #[error("transactions are not supported")]
@@ -132,11 +179,15 @@ impl Error {
     pub fn code(&self, modern: bool) -> i16 {
         match self {
             Error::UnknownTopicOrPartition => 3,
+            Error::LeaderNotAvailable => 5,
+            Error::NotLeaderOrFollower => 6,
+            Error::Epoch(r) => r.code(),
             Error::InvalidTopic(_) => 17,
             Error::TopicAlreadyExists(_) => 36,
             Error::InvalidPartitions(_) => 37,
             Error::InvalidReplicationFactor(_) => 38,
             Error::InvalidConfig(_) => 40,
+            Error::NotController(_) => 41,
             Error::InvalidRequiredAcks(_) => 21,
             Error::OffsetOutOfRange { .. } => 1,
             Error::Batch(BatchError::TooLarge { .. }) => 10,
@@ -148,6 +199,8 @@ impl Error {
             Error::Sequence(SequenceError::OutOfOrder { .. }) => 45,
             Error::Storage(_) => 56,
             Error::NotEnoughReplicas { .. } => 19,
+            Error::NotEnoughReplicasAfterAppend { .. } => 20,
+            Error::RequestTimedOut(_) => 7,
             Error::TransactionsUnsupported => 35,
         }
     }
@@ -164,36 +217,31 @@ impl From<LogError> for Error {
     }
 }
 
-/// One partition: its log, its producers, its leader epoch.
+/// One local replica: its log, its producers, its replication state.
 pub struct Partition {
     pub log: Log,
     producers: ProducerStates,
-    pub leader_epoch: i32,
-    /// When a failed (offline) log may next be reopened, in the caller's `now`.
-    reopen_at_ms: u64,
+    pub replication: Replication,
 }
 
 impl Partition {
-    /// The high watermark. A single node is the whole ISR, so it is the log end offset.
     pub fn high_watermark(&self) -> i64 {
+        self.replication.high_watermark()
+    }
+
+    fn leo(&self) -> i64 {
         self.log.log_end_offset()
     }
-}
-
-pub struct Topic {
-    pub id: [u8; 16],
-    /// `min.insync.replicas` for this topic (override or broker default).
-    pub min_insync: i32,
-    pub partitions: Vec<Partition>,
-    pub overrides: BTreeMap<String, String>,
-    pub config: LogConfig,
 }
 
 /// Where a produce landed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Produced {
     pub base_offset: i64,
+    pub last_offset: i64,
     pub log_start_offset: i64,
+    /// The leader epoch it was appended under (acks=all waits within that leadership).
+    pub leader_epoch: i32,
     /// The batch was a retry of one already appended; nothing new was written.
     pub duplicate: bool,
 }
@@ -206,15 +254,46 @@ pub struct Fetched {
     pub records: Bytes,
 }
 
+/// Who is fetching: a consumer, or a follower replica (Kafka's `replica_id`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fetcher {
+    /// The follower's node id, or None for a consumer.
+    pub replica: Option<i32>,
+    /// The fetcher's current leader epoch (-1: not checked).
+    pub leader_epoch: i32,
+}
+
+impl Fetcher {
+    pub const consumer: Fetcher = Fetcher { replica: None, leader_epoch: -1 };
+}
+
+/// A partition this node follows, as its replica fetcher needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Following {
+    pub topic: String,
+    pub partition: i32,
+    pub leader_epoch: i32,
+    pub fetch_offset: i64,
+    /// Epoch truncation to do first: the latest epoch in the local log (None: empty log).
+    pub truncate_from_epoch: Option<Option<i32>>,
+}
+
 pub struct Broker {
     config: BrokerConfig,
     disk: Arc<dyn Disk>,
-    topics: BTreeMap<String, Topic>,
+    /// The cluster metadata as far as this node has applied it.
+    image: Image,
+    /// Local replicas, opened when the metadata makes this node a replica.
+    partitions: BTreeMap<(String, i32), Partition>,
+    /// Replicas that failed to open or went offline, and when to try opening them again.
+    offline: BTreeMap<(String, i32), u64>,
     /// Next producer id to hand out, and the end of the block persisted for it.
     next_producer_id: i64,
     producer_id_limit: i64,
-    /// Topics created in this process, mixed into topic ids.
-    serial: u64,
+    /// Topics a Metadata request asked to auto-create; the shell forwards them to the controller.
+    auto_create: BTreeSet<String>,
+    /// Set when a leader's high watermark moved, so the shell wakes waiting producers.
+    progressed: bool,
     /// Appends acknowledged but not yet made (only with `PlantedBug::AckBeforeAppend`).
     deferred: Vec<(String, i32, Vec<u8>)>,
 }
@@ -223,11 +302,11 @@ fn storage(what: &str, path: &Path, e: impl std::fmt::Display) -> Error {
     Error::Storage(format!("{what} {}: {e}", path.display()))
 }
 
-fn read_text(disk: &dyn Disk, path: &Path) -> Result<String, Error> {
+pub(crate) fn read_text(disk: &dyn Disk, path: &Path) -> Result<String, Error> {
     let f = disk.open(path, false).map_err(|e| storage("open", path, e))?;
     let len = f.len().map_err(|e| storage("stat", path, e))?;
     if len > 1 << 20 {
-        return Err(Error::Storage(format!("{} is {len} bytes; not a topic file", path.display())));
+        return Err(Error::Storage(format!("{} is {len} bytes; not a metadata file", path.display())));
     }
     let mut buf = vec![0u8; len as usize];
     read_exact_at(f.as_ref(), &mut buf, 0).map_err(|e| storage("read", path, e))?;
@@ -235,53 +314,149 @@ fn read_text(disk: &dyn Disk, path: &Path) -> Result<String, Error> {
 }
 
 impl Broker {
-    /// Opens every topic under the data directory, recovering each partition log and
-    /// rebuilding its producer state. Returns the broker and one line per notable event
-    /// (recovery cuts, rebuilt indexes) for the shell to log.
-    pub fn open(disk: Arc<dyn Disk>, config: BrokerConfig, now: u64) -> Result<(Broker, Vec<String>), Error> {
+    /// Opens the broker with no partitions: they open as the metadata log names this node a
+    /// replica (`apply_metadata`). Reads the producer-id block.
+    pub fn open(disk: Arc<dyn Disk>, config: BrokerConfig, _now: u64) -> Result<Broker, Error> {
         config.log.validate().map_err(|e| Error::InvalidConfig(e.to_string()))?;
-        let data = config.data_dir.clone();
-        let topics_dir = data.join("topics");
-        disk.create_dir_all(&topics_dir).map_err(|e| storage("create", &topics_dir, e))?;
-        let mut notes = Vec::new();
-        let mut broker = Broker { config, disk, topics: BTreeMap::new(), next_producer_id: 0, producer_id_limit: 0, serial: 0, deferred: Vec::new() };
-        let names = broker.disk.list(&topics_dir).map_err(|e| storage("list", &topics_dir, e))?;
-        for file in names {
-            let Some(name) = file.strip_suffix(".toml") else { continue };
-            let path = topics_dir.join(&file);
-            let meta = TopicFile::decode(&read_text(broker.disk.as_ref(), &path)?)
-                .map_err(|e| Error::Storage(format!("{}: {e}", path.display())))?;
-            let id = topic::unhex(&meta.id).ok_or_else(|| Error::Storage(format!("{}: bad id '{}'", path.display(), meta.id)))?;
-            let config = topic::apply_overrides(&broker.config.log, &meta.config)
-                .map_err(|e| Error::Storage(format!("{}: {e}", path.display())))?;
-            let mut partitions = Vec::new();
-            for p in 0..meta.partitions {
-                partitions.push(broker.open_partition(name, p, &config, now, &mut notes)?);
-            }
-            let min_insync = broker.min_insync(&meta.config);
-            broker.topics.insert(name.to_string(), Topic { id, min_insync, partitions, overrides: meta.config, config });
+        if config.node_id < 0 {
+            return Err(Error::InvalidConfig(format!("node.id {} must be >= 0", config.node_id)));
         }
+        let data = config.data_dir.clone();
+        disk.create_dir_all(&data).map_err(|e| storage("create", &data, e))?;
+        let first_id = (config.node_id as i64) << producer_id_node_shift;
+        let mut broker = Broker {
+            config,
+            disk,
+            image: Image::default(),
+            partitions: BTreeMap::new(),
+            offline: BTreeMap::new(),
+            next_producer_id: first_id,
+            producer_id_limit: first_id,
+            auto_create: BTreeSet::new(),
+            progressed: false,
+            deferred: Vec::new(),
+        };
         let pid_path = data.join("producer-ids");
         if broker.disk.exists(&pid_path) {
             let text = read_text(broker.disk.as_ref(), &pid_path)?;
             let next: i64 = text.trim().parse().map_err(|_| Error::Storage(format!("{}: not a number", pid_path.display())))?;
-            broker.next_producer_id = next;
-            broker.producer_id_limit = next; // the rest of the last block may have been handed out
+            broker.next_producer_id = next.max(first_id);
+            broker.producer_id_limit = broker.next_producer_id; // the rest of the last block may have been handed out
         }
-        Ok((broker, notes))
+        Ok(broker)
     }
 
-    fn min_insync(&self, overrides: &BTreeMap<String, String>) -> i32 {
-        overrides.get("min.insync.replicas").and_then(|v| v.trim().parse().ok()).unwrap_or(self.config.min_insync_replicas)
+    pub fn config(&self) -> &BrokerConfig {
+        &self.config
+    }
+
+    pub fn image(&self) -> &Image {
+        &self.image
+    }
+
+    /// The log config and min.insync.replicas of a topic: broker defaults plus its overrides.
+    pub fn topic_config(&self, name: &str) -> Option<(LogConfig, i32)> {
+        let t = self.image.topics.get(name)?;
+        let log = topic::apply_overrides(&self.config.log, &crate::controller::log_overrides(&t.config)).unwrap_or_else(|_| self.config.log.clone());
+        let min = t.config.get("min.insync.replicas").and_then(|v| v.trim().parse().ok()).unwrap_or(self.config.min_insync_replicas);
+        Some((log, min))
+    }
+
+    pub fn partitions(&self) -> &BTreeMap<(String, i32), Partition> {
+        &self.partitions
     }
 
     fn partition_dir(&self, name: &str, p: i32) -> PathBuf {
         self.config.data_dir.join(format!("{name}-{p}"))
     }
 
-    fn open_partition(&self, name: &str, p: i32, config: &LogConfig, now: u64, notes: &mut Vec<String>) -> Result<Partition, Error> {
+    /// A local replica, or the error a client should get for it: unknown, or not here.
+    fn local(&self, name: &str, p: i32) -> Result<&Partition, Error> {
+        match self.partitions.get(&(name.to_string(), p)) {
+            Some(part) => Ok(part),
+            None if self.image.partition(name, p).is_some() => Err(Error::NotLeaderOrFollower),
+            None => Err(Error::UnknownTopicOrPartition),
+        }
+    }
+
+    fn local_mut(&mut self, name: &str, p: i32) -> Result<&mut Partition, Error> {
+        let known = self.image.partition(name, p).is_some();
+        match self.partitions.get_mut(&(name.to_string(), p)) {
+            Some(part) => Ok(part),
+            None if known => Err(Error::NotLeaderOrFollower),
+            None => Err(Error::UnknownTopicOrPartition),
+        }
+    }
+
+    /// A local replica this node leads, checking the request's leader epoch (-1: unchecked).
+    fn led(&self, name: &str, p: i32, epoch: i32) -> Result<&Partition, Error> {
+        let part = self.local(name, p)?;
+        lead_check(part, epoch)?;
+        Ok(part)
+    }
+
+    // ---- metadata -------------------------------------------------------------------------
+
+    /// Applies one committed metadata record and brings the local replicas in line with it.
+    /// Returns one line per notable event (partitions opened, recovered, removed, failed).
+    pub fn apply_metadata(&mut self, offset: i64, record: &MetadataRecord, now: u64) -> Vec<String> {
+        self.image.apply(offset, record);
+        let mut notes = Vec::new();
+        match record {
+            MetadataRecord::Partition { topic, partition, .. } => {
+                if let Err(e) = self.reconcile(topic, *partition, now, &mut notes) {
+                    notes.push(format!("{topic}-{partition}: {e}"));
+                    self.offline.insert((topic.clone(), *partition), now + crate::constants::failed_log_reopen_ms);
+                }
+            }
+            MetadataRecord::Topic { name, .. } => {
+                self.auto_create.remove(name);
+            }
+            MetadataRecord::RemoveTopic { name } => {
+                let local: Vec<i32> = self.partitions.keys().filter(|(t, _)| t == name).map(|(_, p)| *p).collect();
+                for p in local {
+                    if let Err(e) = self.remove_local(name, p) {
+                        notes.push(format!("{name}-{p}: removing: {e}"));
+                    }
+                }
+            }
+            _ => {}
+        }
+        notes
+    }
+
+    /// Opens, re-roles or removes the local replica of one partition per the image.
+    fn reconcile(&mut self, name: &str, p: i32, now: u64, notes: &mut Vec<String>) -> Result<(), Error> {
+        let Some(info) = self.image.partition(name, p).cloned() else { return Ok(()) };
+        let me = self.config.node_id;
+        let key = (name.to_string(), p);
+        if !info.replicas.contains(&me) {
+            if self.partitions.contains_key(&key) {
+                self.remove_local(name, p)?;
+                notes.push(format!("{name}-{p}: no longer a replica here; removed"));
+            }
+            return Ok(());
+        }
+        if !self.partitions.contains_key(&key) {
+            let part = self.open_partition(name, p, now, notes)?;
+            self.partitions.insert(key.clone(), part);
+        }
+        let part = self.partitions.get_mut(&key).expect("opened above");
+        let leo = part.leo();
+        let change = apply_info(&mut part.replication, &info, leo, now);
+        if change == Change::BecameLeader {
+            self.progressed = true;
+            notes.push(format!("{name}-{p}: leader at epoch {} from offset {leo}", info.leader_epoch));
+        }
+        Ok(())
+    }
+
+    fn open_partition(&self, name: &str, p: i32, now: u64, notes: &mut Vec<String>) -> Result<Partition, Error> {
+        let (config, _) = self.topic_config(name).ok_or(Error::UnknownTopicOrPartition)?;
+        let topic_id = self.image.topics.get(name).map(|t| t.id).ok_or(Error::UnknownTopicOrPartition)?;
         let dir = self.partition_dir(name, p);
-        let (log, report) = Log::open(self.disk.clone(), &dir, config.clone(), now)?;
+        self.claim_dir(&dir, &topic_id, notes)?;
+        let (log, report) = Log::open(self.disk.clone(), &dir, config, now)?;
         if let Some(cut) = &report.cut {
             notes.push(format!("{name}-{p}: recovery cut {} at byte {} ({} bytes): {}", cut.file.display(), cut.position, cut.bytes_removed, cut.reason));
         }
@@ -290,178 +465,186 @@ impl Broker {
         }
         let mut producers = ProducerStates::default();
         log.for_each_header(|h| producers.record(h))?;
-        Ok(Partition { log, producers, leader_epoch: 0, reopen_at_ms: 0 })
+        // Until the leader says otherwise, only what this replica holds is known committed
+        // by no one: start at the log start and learn the mark from the leader (or, as a
+        // leader, from the ISR).
+        let replication = Replication::new(self.config.node_id, log.log_start_offset());
+        Ok(Partition { log, producers, replication })
     }
 
-    pub fn config(&self) -> &BrokerConfig {
-        &self.config
-    }
-
-    pub fn topics(&self) -> &BTreeMap<String, Topic> {
-        &self.topics
-    }
-
-    pub fn topic(&self, name: &str) -> Option<&Topic> {
-        self.topics.get(name)
-    }
-
-    fn partition(&self, name: &str, p: i32) -> Result<&Partition, Error> {
-        self.topics.get(name).and_then(|t| t.partitions.get(usize::try_from(p).ok()?)).ok_or(Error::UnknownTopicOrPartition)
-    }
-
-    fn partition_mut(&mut self, name: &str, p: i32) -> Result<&mut Partition, Error> {
-        self.topics.get_mut(name).and_then(|t| t.partitions.get_mut(usize::try_from(p).ok()?)).ok_or(Error::UnknownTopicOrPartition)
-    }
-
-    /// Creates a topic with `partitions` (-1: `num.partitions`) and Kafka-named `overrides`.
-    /// `replication_factor` must be 1 or -1 on a single node. With `validate_only` nothing is
-    /// written. The topic file is durable before any partition directory exists, so a crash
-    /// leaves either no topic or a whole one.
-    pub fn create_topic(
-        &mut self,
-        name: &str,
-        partitions: i32,
-        replication_factor: i16,
-        overrides: BTreeMap<String, String>,
-        validate_only: bool,
-        now: u64,
-    ) -> Result<[u8; 16], Error> {
-        topic::validate_name(name).map_err(Error::InvalidTopic)?;
-        if self.topics.contains_key(name) {
-            return Err(Error::TopicAlreadyExists(name.to_string()));
-        }
-        let partitions = if partitions == -1 { self.config.num_partitions } else { partitions };
-        if !(1..=crate::constants::partitions_per_topic_max).contains(&partitions) {
-            return Err(Error::InvalidPartitions(format!("{partitions} partitions; must be 1..={}", crate::constants::partitions_per_topic_max)));
-        }
-        let held: usize = self.topics.values().map(|t| t.partitions.len()).sum();
-        if held + partitions as usize > crate::constants::partitions_per_broker_max {
-            return Err(Error::InvalidPartitions(format!(
-                "{partitions} more partitions would exceed this broker's limit of {} (it holds {held})",
-                crate::constants::partitions_per_broker_max
-            )));
-        }
-        if replication_factor != 1 && replication_factor != -1 {
-            return Err(Error::InvalidReplicationFactor(format!("replication factor {replication_factor}, but this cluster has 1 broker")));
-        }
-        let config = topic::apply_overrides(&self.config.log, &overrides).map_err(Error::InvalidConfig)?;
-        self.serial += 1;
-        let id = topic::topic_id(name, now, self.config.node_id, self.serial);
-        if validate_only {
-            return Ok(id);
-        }
-        let file = TopicFile { id: topic::hex(&id), partitions, config: overrides.clone() };
-        let path = self.config.data_dir.join("topics").join(format!("{name}.toml"));
-        write_atomically(self.disk.as_ref(), &path, file.encode().as_bytes()).map_err(|e| storage("write", &path, e))?;
-        let mut notes = Vec::new();
-        let mut parts = Vec::new();
-        for p in 0..partitions {
-            parts.push(self.open_partition(name, p, &config, now, &mut notes)?);
-        }
-        let min_insync = self.min_insync(&overrides);
-        self.topics.insert(name.to_string(), Topic { id, min_insync, partitions: parts, overrides, config });
-        Ok(id)
-    }
-
-    /// Creates `name` with broker defaults if auto-creation is on and the name is valid.
-    /// `Ok(false)` when auto-creation is off.
-    pub fn auto_create(&mut self, name: &str, now: u64) -> Result<bool, Error> {
-        if self.topics.contains_key(name) {
-            return Ok(true);
-        }
-        if !self.config.auto_create_topics {
-            return Ok(false);
-        }
-        self.create_topic(name, -1, -1, BTreeMap::new(), false, now)?;
-        Ok(true)
-    }
-
-    /// Deletes a topic: its file first (so a crash mid-way never resurrects it), then every
-    /// partition's files and directory.
-    pub fn delete_topic(&mut self, name: &str) -> Result<(), Error> {
-        let topic = self.topics.remove(name).ok_or(Error::UnknownTopicOrPartition)?;
-        let topics_dir = self.config.data_dir.join("topics");
-        let path = topics_dir.join(format!("{name}.toml"));
-        self.disk.remove(&path).map_err(|e| storage("remove", &path, e))?;
-        self.disk.sync_dir(&topics_dir).map_err(|e| storage("fsync", &topics_dir, e))?;
-        let count = topic.partitions.len() as i32;
-        drop(topic);
-        for p in 0..count {
-            let dir = self.partition_dir(name, p);
-            for file in self.disk.list(&dir).map_err(|e| storage("list", &dir, e))? {
-                let f = dir.join(file);
-                self.disk.remove(&f).map_err(|e| storage("remove", &f, e))?;
+    /// Makes `dir` this topic's: a directory left by a deleted topic of the same name (another
+    /// id in its `partition.metadata`) is emptied first, so old records never resurface.
+    fn claim_dir(&self, dir: &Path, id: &[u8; 16], notes: &mut Vec<String>) -> Result<(), Error> {
+        let marker = dir.join("partition.metadata");
+        let expected = format!("version: 0\ntopic_id: {}\n", topic::hex(id));
+        if self.disk.exists(&marker) {
+            if read_text(self.disk.as_ref(), &marker)? == expected {
+                return Ok(());
             }
-            self.disk.remove_dir(&dir).map_err(|e| storage("remove", &dir, e))?;
+            notes.push(format!("{}: left by a deleted topic of the same name; emptied", dir.display()));
+            self.remove_dir(dir)?;
         }
+        self.disk.create_dir_all(dir).map_err(|e| storage("create", dir, e))?;
+        write_atomically(self.disk.as_ref(), &marker, expected.as_bytes()).map_err(|e| storage("write", &marker, e))
+    }
+
+    fn remove_dir(&self, dir: &Path) -> Result<(), Error> {
+        if !self.disk.exists(dir) {
+            return Ok(());
+        }
+        for file in self.disk.list(dir).map_err(|e| storage("list", dir, e))? {
+            let f = dir.join(file);
+            self.disk.remove(&f).map_err(|e| storage("remove", &f, e))?;
+        }
+        self.disk.remove_dir(dir).map_err(|e| storage("remove", dir, e))?;
         let data = &self.config.data_dir;
         self.disk.sync_dir(data).map_err(|e| storage("fsync", data, e))
     }
 
-    /// Appends one v2 batch (a produce request's records for one partition) and answers with
-    /// its base offset. `records` must hold exactly one batch (produce v3+).
+    fn remove_local(&mut self, name: &str, p: i32) -> Result<(), Error> {
+        self.partitions.remove(&(name.to_string(), p));
+        self.remove_dir(&self.partition_dir(name, p))
+    }
+
+    /// Asks for `name` to be auto-created (Metadata with auto-creation allowed): `Ok(false)`
+    /// when auto-creation is off. The shell forwards the request to the controller.
+    pub fn request_auto_create(&mut self, name: &str) -> Result<bool, Error> {
+        if !self.config.auto_create_topics {
+            return Ok(false);
+        }
+        topic::validate_name(name).map_err(Error::InvalidTopic)?;
+        self.auto_create.insert(name.to_string());
+        Ok(true)
+    }
+
+    /// Topics waiting to be created by the controller.
+    pub fn auto_create_requests(&self) -> Vec<String> {
+        self.auto_create.iter().cloned().collect()
+    }
+
+    /// The controller refused to auto-create `name` (the next Metadata request may ask again).
+    pub fn auto_create_failed(&mut self, name: &str) {
+        self.auto_create.remove(name);
+    }
+
+    // ---- leader side ----------------------------------------------------------------------
+
+    /// Appends one v2 batch (a produce request's records for one partition) as the leader and
+    /// answers with its offsets. `records` must hold exactly one batch (produce v3+). With
+    /// acks=all the caller then waits for [`Broker::replicated`].
     pub fn produce(&mut self, name: &str, p: i32, records: &[u8], acks: i16, now: u64) -> Result<Produced, Error> {
         if !matches!(acks, -1..=1) {
             return Err(Error::InvalidRequiredAcks(acks));
         }
-        let min = self.topics.get(name).map_or(1, |t| t.min_insync);
-        // A single node is an ISR of one.
-        if acks == -1 && min > 1 {
-            return Err(Error::NotEnoughReplicas { isr: 1, min });
+        let min = self.topic_config(name).map_or(1, |(_, m)| m);
+        let part = self.led(name, p, -1)?;
+        let isr = part.replication.isr.len() as i32;
+        if acks == -1 && isr < min {
+            return Err(Error::NotEnoughReplicas { isr, min });
         }
-        let part = self.partition_mut(name, p)?;
         let header = batch::read_header(records)?;
         if header.is_transactional() || header.is_control() {
             return Err(Error::TransactionsUnsupported);
         }
         let h = batch::validate(records, part.log.config().max_message_bytes)?;
-        match part.producers.check(&h)? {
-            Verdict::Duplicate(seen) => {
-                return Ok(Produced { base_offset: seen.base_offset, log_start_offset: part.log.log_start_offset(), duplicate: true })
-            }
-            Verdict::Append => {}
+        let epoch = part.replication.leader_epoch;
+        if let Verdict::Duplicate(seen) = part.producers.check(&h)? {
+            let start = part.log.log_start_offset();
+            return Ok(Produced { base_offset: seen.base_offset, last_offset: seen.last_offset, log_start_offset: start, leader_epoch: epoch, duplicate: true });
         }
         let mut bytes = records.to_vec();
         if self.config.planted_bug == Some(PlantedBug::AckBeforeAppend) {
-            let pending: i64 = self.deferred.iter().filter(|(t, q, _)| t == name && *q == p).filter_map(|(_, _, b)| batch::read_header(b).ok()).map(|h| h.records_count as i64).sum();
-            let part = self.partition_mut(name, p)?;
-            let base_offset = part.log.log_end_offset() + pending;
-            part.producers.record(&BatchHeader { base_offset, ..h });
-            let produced = Produced { base_offset, log_start_offset: part.log.log_start_offset(), duplicate: false };
-            self.deferred.push((name.to_string(), p, bytes));
-            return Ok(produced);
+            return self.defer(name, p, h, bytes);
         }
-        let part = self.partition_mut(name, p)?;
-        let info = part.log.append(&mut bytes, part.leader_epoch, now)?;
+        let part = self.local_mut(name, p)?;
+        let info = part.log.append(&mut bytes, epoch, now)?;
         let stamped = batch::read_header(&bytes)?;
         part.producers.record(&stamped);
         debug_assert_eq!(stamped.base_offset, info.base_offset);
-        Ok(Produced { base_offset: info.base_offset, log_start_offset: part.log.log_start_offset(), duplicate: false })
+        let leo = part.leo();
+        let moved = part.replication.on_append(leo);
+        let start = part.log.log_start_offset();
+        self.progressed |= moved;
+        Ok(Produced { base_offset: info.base_offset, last_offset: info.last_offset, log_start_offset: start, leader_epoch: epoch, duplicate: false })
     }
 
-    /// Whole batches from `offset` up to the high watermark, within `max_bytes` (at least one
-    /// batch when `min_one`, Kafka's KIP-74 rule for the first partition of a response).
-    pub fn fetch(&self, name: &str, p: i32, offset: i64, max_bytes: usize, min_one: bool) -> Result<Fetched, Error> {
-        let part = self.partition(name, p)?;
-        let hw = part.high_watermark();
-        let start = part.log.log_start_offset();
-        if offset < start || offset > hw {
-            return Err(Error::OffsetOutOfRange { requested: offset, start, end: hw });
+    /// The planted bug: acknowledge now, append at the next tick.
+    fn defer(&mut self, name: &str, p: i32, h: BatchHeader, bytes: Vec<u8>) -> Result<Produced, Error> {
+        let pending: i64 = self.deferred.iter().filter(|(t, q, _)| t == name && *q == p).filter_map(|(_, _, b)| batch::read_header(b).ok()).map(|h| h.records_count as i64).sum();
+        let part = self.local_mut(name, p)?;
+        let base_offset = part.leo() + pending;
+        part.producers.record(&BatchHeader { base_offset, ..h });
+        let produced = Produced {
+            base_offset,
+            last_offset: base_offset + h.last_offset_delta as i64,
+            log_start_offset: part.log.log_start_offset(),
+            leader_epoch: part.replication.leader_epoch,
+            duplicate: false,
+        };
+        self.deferred.push((name.to_string(), p, bytes));
+        Ok(produced)
+    }
+
+    /// For an acks=all produce: `Ok(true)` once the high watermark passed `produced`, `Ok(false)`
+    /// while waiting, an error when the leadership it was appended under ended, or the ISR
+    /// shrank below min.insync.replicas by the time it was replicated.
+    pub fn replicated(&self, name: &str, p: i32, produced: &Produced) -> Result<bool, Error> {
+        if self.config.planted_bug == Some(PlantedBug::AckBeforeAppend) {
+            return Ok(true); // the planted bug acknowledges before anything is appended
         }
-        let records = if max_bytes == 0 && !min_one {
+        let part = self.led(name, p, produced.leader_epoch)?;
+        if part.high_watermark() <= produced.last_offset {
+            return Ok(false);
+        }
+        let min = self.topic_config(name).map_or(1, |(_, m)| m);
+        let isr = part.replication.isr.len() as i32;
+        if isr < min {
+            return Err(Error::NotEnoughReplicasAfterAppend { isr, min });
+        }
+        Ok(true)
+    }
+
+    /// Whole batches from `offset`, within `max_bytes` (at least one batch when `min_one`,
+    /// Kafka's KIP-74 rule for the first partition of a response). A consumer reads up to the
+    /// high watermark; a follower reads to the log end, and its fetch offset tells the leader
+    /// how far it has replicated.
+    pub fn fetch(&mut self, name: &str, p: i32, offset: i64, max_bytes: usize, min_one: bool, who: Fetcher, now: u64) -> Result<Fetched, Error> {
+        let part = self.led(name, p, who.leader_epoch)?;
+        let (leo, start) = (part.leo(), part.log.log_start_offset());
+        if offset < start || offset > leo {
+            return Err(Error::OffsetOutOfRange { requested: offset, start, end: leo });
+        }
+        let upper = match who.replica {
+            Some(r) => {
+                part.replication.check_fetch(r, who.leader_epoch).map_err(Error::Epoch)?;
+                let part = self.local_mut(name, p)?;
+                self.progressed |= part.replication.on_follower_fetch(r, offset, leo, now);
+                leo
+            }
+            None => part.high_watermark(),
+        };
+        let part = self.local(name, p)?;
+        let records = if (max_bytes == 0 && !min_one) || offset >= upper {
             Bytes::new()
         } else {
-            let r = part.log.read(offset, max_bytes.max(1), hw)?;
+            let r = part.log.read(offset, max_bytes.max(1), upper)?;
             if !min_one && r.bytes.len() > max_bytes { Bytes::new() } else { r.bytes }
         };
+        let hw = part.high_watermark();
         let hw = if self.config.planted_bug == Some(PlantedBug::FetchAboveHighWatermark) && hw > 0 { hw - 1 } else { hw };
         Ok(Fetched { high_watermark: hw, log_start_offset: start, records })
     }
 
-    /// ListOffsets: -2 earliest, -1 latest (the log end offset), else the first offset with a
+    /// Whether a leader's high watermark moved since the last call (the shell then wakes
+    /// producers waiting for acks=all).
+    pub fn take_progress(&mut self) -> bool {
+        std::mem::take(&mut self.progressed)
+    }
+
+    /// ListOffsets: -2 earliest, -1 latest (the high watermark), else the first offset with a
     /// timestamp at or after `ts`. Returns (timestamp, offset); (-1, -1) when none.
-    pub fn list_offset(&self, name: &str, p: i32, ts: i64) -> Result<(i64, i64), Error> {
-        let part = self.partition(name, p)?;
+    pub fn list_offset(&self, name: &str, p: i32, ts: i64, epoch: i32) -> Result<(i64, i64), Error> {
+        let part = self.led(name, p, epoch)?;
         Ok(match ts {
             -2 => (-1, part.log.log_start_offset()),
             -1 => (-1, part.high_watermark()),
@@ -473,15 +656,140 @@ impl Broker {
         })
     }
 
-    /// OffsetForLeaderEpoch: the end offset of `epoch` in this partition's log. A single node
-    /// has only ever had its one epoch, so every epoch up to it ends at the log end.
-    pub fn end_offset_for_epoch(&self, name: &str, p: i32, epoch: i32) -> Result<(i32, i64), Error> {
-        let part = self.partition(name, p)?;
-        if epoch > part.leader_epoch || epoch < 0 {
-            return Ok((-1, -1));
-        }
-        Ok((part.leader_epoch, part.log.log_end_offset()))
+    /// The leader epoch this node has for a partition it leads.
+    pub fn leader_epoch(&self, name: &str, p: i32) -> i32 {
+        self.local(name, p).map_or(-1, |x| x.replication.leader_epoch)
     }
+
+    /// OffsetForLeaderEpoch at the leader: the end offset of `epoch` in this log (KIP-101).
+    pub fn end_offset_for_epoch(&self, name: &str, p: i32, epoch: i32, current: i32) -> Result<(i32, i64), Error> {
+        let part = self.led(name, p, current)?;
+        Ok(part.log.end_offset_for_epoch(epoch, Some(part.replication.leader_epoch)))
+    }
+
+    /// ISR changes to send the controller, one per partition at most.
+    pub fn isr_proposals(&mut self, now: u64) -> Vec<(String, i32, IsrProposal)> {
+        let lag = self.config.replica_lag_ms_max;
+        let mut out = Vec::new();
+        for ((name, p), part) in &mut self.partitions {
+            if let Some(prop) = part.replication.isr_proposal(now, lag) {
+                out.push((name.clone(), *p, prop));
+            }
+        }
+        out
+    }
+
+    /// The controller's answer to an ISR proposal: the partition's state, or None if refused.
+    pub fn isr_answer(&mut self, name: &str, p: i32, answer: Option<&PartitionInfo>) {
+        let Some(part) = self.partitions.get_mut(&(name.to_string(), p)) else { return };
+        let leo = part.leo();
+        match answer {
+            Some(i) => {
+                part.replication.on_isr_committed(&i.isr, i.leader_epoch, i.partition_epoch, leo);
+                self.progressed = true;
+            }
+            None => part.replication.on_isr_failed(),
+        }
+    }
+
+    // ---- follower side --------------------------------------------------------------------
+
+    /// The leaders this node fetches from.
+    pub fn leaders_followed(&self) -> BTreeSet<i32> {
+        self.partitions.values().filter_map(|p| match p.replication.role {
+            Role::Follower { leader } => Some(leader),
+            _ => None,
+        }).collect()
+    }
+
+    /// The partitions this node follows from `leader`, for its replica fetcher.
+    pub fn following(&self, leader: i32) -> Vec<Following> {
+        self.partitions
+            .iter()
+            .filter(|(_, part)| part.replication.role == Role::Follower { leader } && part.log.failure().is_none())
+            .map(|((name, p), part)| Following {
+                topic: name.clone(),
+                partition: *p,
+                leader_epoch: part.replication.leader_epoch,
+                fetch_offset: part.leo(),
+                truncate_from_epoch: part.replication.needs_truncation.then(|| part.log.latest_epoch()),
+            })
+            .collect()
+    }
+
+    /// The follower's partition, if it still follows `leader` under `epoch`: answers that
+    /// arrive after a metadata change are dropped.
+    fn followed_mut(&mut self, name: &str, p: i32, leader: i32, epoch: i32) -> Option<&mut Partition> {
+        let part = self.partitions.get_mut(&(name.to_string(), p))?;
+        (part.replication.role == Role::Follower { leader } && part.replication.leader_epoch == epoch).then_some(part)
+    }
+
+    /// KIP-279 truncation: the leader answered OffsetForLeaderEpoch for our latest epoch with
+    /// (`epoch`, `end`). Cuts the local log where it diverges from the leader's.
+    pub fn truncate_to_leader(&mut self, name: &str, p: i32, leader: i32, leader_epoch: i32, epoch: i32, end: i64, now: u64) -> Result<Option<i64>, Error> {
+        let Some(part) = self.followed_mut(name, p, leader, leader_epoch) else { return Ok(None) };
+        let leo = part.leo();
+        let target = match (part.log.latest_epoch(), epoch) {
+            (None, _) => leo,
+            // The leader has no epoch at or below ours: fall back to the high watermark.
+            (Some(_), -1) => part.high_watermark().min(leo),
+            (Some(ours), e) if e == ours => end.min(leo),
+            // The leader's log ends an older epoch at `end`: cut to where both agree.
+            (Some(_), e) => end.min(part.log.end_offset_for_epoch(e, None).1.max(0)).min(leo),
+        };
+        if target < leo {
+            part.log.truncate_to(target, now)?;
+            part.producers = rebuild_producers(&part.log)?;
+        }
+        let leo = part.leo();
+        part.replication.on_truncate(leo);
+        Ok(Some(leo))
+    }
+
+    /// Appends what the leader sent for a partition this node follows, and learns the leader's
+    /// high watermark. Does nothing if the partition moved on meanwhile.
+    #[allow(clippy::too_many_arguments)]
+    pub fn append_from_leader(&mut self, name: &str, p: i32, leader: i32, leader_epoch: i32, fetch_offset: i64, records: &[u8], leader_hw: i64, now: u64) -> Result<(), Error> {
+        let Some(part) = self.followed_mut(name, p, leader, leader_epoch) else { return Ok(()) };
+        if part.replication.needs_truncation || part.leo() != fetch_offset {
+            return Ok(()); // a stale answer: the next fetch asks again from the right place
+        }
+        if !records.is_empty() {
+            part.log.append_replicated(records, now)?;
+            let mut pos = 0;
+            // The same whole batches the log kept (a trailing partial batch is dropped there too).
+            while let Ok(h) = batch::read_header(&records[pos..]) {
+                if pos + h.size > records.len() {
+                    break;
+                }
+                part.producers.record(&h);
+                pos += h.size;
+            }
+        }
+        let leo = part.leo();
+        part.replication.on_leader_high_watermark(leader_hw, leo);
+        Ok(())
+    }
+
+    /// The leader says this follower's offset is past its log end: truncate by epoch again.
+    pub fn retruncate(&mut self, name: &str, p: i32) -> Result<(), Error> {
+        if let Some(part) = self.partitions.get_mut(&(name.to_string(), p)) {
+            part.replication.needs_truncation = true;
+        }
+        Ok(())
+    }
+
+    /// The leader's log starts after ours ends (retention there): start over from its start.
+    pub fn restart_from(&mut self, name: &str, p: i32, leader: i32, leader_epoch: i32, leader_start: i64, now: u64) -> Result<(), Error> {
+        let Some(part) = self.followed_mut(name, p, leader, leader_epoch) else { return Ok(()) };
+        part.log.truncate_fully(leader_start, now)?;
+        part.producers = ProducerStates::default();
+        let leo = part.leo();
+        part.replication.on_truncate(leo);
+        Ok(())
+    }
+
+    // ---- producer ids, time, shutdown -----------------------------------------------------
 
     /// A fresh producer id (epoch 0), from a block persisted before use.
     pub fn init_producer_id(&mut self) -> Result<(i64, i16), Error> {
@@ -497,73 +805,81 @@ impl Broker {
     }
 
     /// Time-driven work for every partition (flush.ms, retention bounded by the high
-    /// watermark). Returns one line per partition that failed.
+    /// watermark, reopening failed logs, opening replicas that failed to open). Returns one
+    /// line per partition that failed.
     pub fn tick(&mut self, now: u64) -> Vec<String> {
         let mut errors = self.reopen_failed(now);
         for (name, p, mut bytes) in std::mem::take(&mut self.deferred) {
-            if let Ok(part) = self.partition_mut(&name, p) {
-                let epoch = part.leader_epoch;
-                if let Err(e) = part.log.append(&mut bytes, epoch, now) {
-                    errors.push(format!("{name}-{p}: deferred append: {e}"));
+            if let Some(part) = self.partitions.get_mut(&(name.clone(), p)) {
+                let epoch = part.replication.leader_epoch;
+                match part.log.append(&mut bytes, epoch, now) {
+                    Ok(_) => {
+                        let leo = part.leo();
+                        self.progressed |= part.replication.on_append(leo);
+                    }
+                    Err(e) => errors.push(format!("{name}-{p}: deferred append: {e}")),
                 }
             }
         }
-        for (name, t) in &mut self.topics {
-            for (p, part) in t.partitions.iter_mut().enumerate() {
-                if part.log.failure().is_some() {
-                    continue; // reopen_failed deals with it
-                }
-                let hw = part.high_watermark();
-                if let Err(e) = part.log.tick(now, hw) {
-                    errors.push(format!("{name}-{p}: {e}"));
-                }
+        for ((name, p), part) in &mut self.partitions {
+            if part.log.failure().is_some() {
+                continue; // reopen_failed deals with it
+            }
+            let hw = part.high_watermark();
+            if let Err(e) = part.log.tick(now, hw) {
+                errors.push(format!("{name}-{p}: {e}"));
             }
         }
         errors
     }
 
-    /// Reopens partitions whose log went offline after a failed sync or write, at most every
+    /// Reopens partitions whose log went offline after a failed sync or write, and opens
+    /// replicas the metadata names here that failed to open, at most every
     /// `failed_log_reopen_ms`: recovery decides what survived, and the partition takes writes
     /// again once its disk answers. (Kafka halts a broker whose only log directory fails and
     /// relies on a restart; reopening in place is that restart, for one partition.)
     fn reopen_failed(&mut self, now: u64) -> Vec<String> {
         let mut notes = Vec::new();
-        let failed: Vec<(String, i32)> = self
+        let me = self.config.node_id;
+        let failed: Vec<(String, i32)> = self.partitions.iter().filter(|(_, part)| part.log.failure().is_some()).map(|(k, _)| k.clone()).collect();
+        for key in failed {
+            self.partitions.remove(&key);
+            self.offline.entry(key).or_insert(now);
+        }
+        let missing: Vec<(String, i32)> = self
+            .image
             .topics
             .iter()
-            .flat_map(|(n, t)| t.partitions.iter().enumerate().filter(|(_, p)| p.log.failure().is_some() && now >= p.reopen_at_ms).map(move |(i, _)| (n.clone(), i as i32)))
+            .flat_map(|(n, t)| t.partitions.iter().enumerate().filter(|(_, i)| i.replicas.contains(&me)).map(move |(i, _)| (n.clone(), i as i32)))
+            .filter(|k| !self.partitions.contains_key(k))
             .collect();
-        for (name, p) in failed {
-            let Some(config) = self.topics.get(&name).map(|t| t.config.clone()) else { continue };
-            let mut opened = Vec::new();
-            match self.open_partition(&name, p, &config, now, &mut opened) {
-                Ok(fresh) => {
-                    let epoch = self.partition(&name, p).map_or(0, |x| x.leader_epoch);
-                    if let Ok(slot) = self.partition_mut(&name, p) {
-                        *slot = Partition { leader_epoch: epoch, ..fresh };
+        for (name, p) in missing {
+            let key = (name.clone(), p);
+            if self.offline.get(&key).is_some_and(|&at| now < at) {
+                continue;
+            }
+            match self.reconcile(&name, p, now, &mut notes) {
+                Ok(()) => {
+                    if self.offline.remove(&key).is_some() {
+                        notes.push(format!("{name}-{p}: reopened after a storage failure; log end {}", self.partitions.get(&key).map_or(-1, |x| x.leo())));
                     }
-                    notes.push(format!("{name}-{p}: reopened after a storage failure; log end {}", self.partition(&name, p).map_or(-1, |x| x.log.log_end_offset())));
-                    notes.extend(opened);
                 }
                 Err(e) => {
-                    if let Ok(slot) = self.partition_mut(&name, p) {
-                        slot.reopen_at_ms = now + crate::constants::failed_log_reopen_ms;
-                    }
+                    self.offline.insert(key, now + crate::constants::failed_log_reopen_ms);
                     notes.push(format!("{name}-{p}: still offline: {e}"));
                 }
             }
         }
+        self.offline.retain(|k, _| !self.partitions.contains_key(k));
         notes
     }
 
     /// Flushes every partition and writes its recovery-point checkpoint.
     pub fn checkpoint(&mut self, now: u64) -> Vec<String> {
         let mut errors = Vec::new();
-        for (name, t) in &mut self.topics {
-            for (p, part) in t.partitions.iter_mut().enumerate() {
-                if let Err(e) = part.log.flush(now).and_then(|_| part.log.checkpoint()) {
-                    errors.push(format!("{name}-{p}: {e}"));
-                }
+        for ((name, p), part) in &mut self.partitions {
+            if let Err(e) = part.log.flush(now).and_then(|_| part.log.checkpoint()) {
+                errors.push(format!("{name}-{p}: {e}"));
             }
         }
         errors
@@ -571,8 +887,33 @@ impl Broker {
 
     /// The earliest `flush.ms` deadline over all partitions.
     pub fn next_deadline(&self) -> Option<u64> {
-        self.topics.values().flat_map(|t| t.partitions.iter()).filter_map(|p| p.log.next_deadline()).min()
+        self.partitions.values().filter_map(|p| p.log.next_deadline()).min()
     }
+}
+
+/// Whether `part` is led here under the request's epoch (-1: unchecked).
+fn lead_check(part: &Partition, epoch: i32) -> Result<(), Error> {
+    let r = &part.replication;
+    match r.role {
+        Role::Leader => {}
+        Role::None => return Err(Error::LeaderNotAvailable),
+        Role::Follower { .. } => return Err(Error::NotLeaderOrFollower),
+    }
+    match epoch {
+        e if e >= 0 && e < r.leader_epoch => Err(Error::Epoch(FetchRefusal::Fenced(e))),
+        e if e > r.leader_epoch => Err(Error::Epoch(FetchRefusal::UnknownEpoch(e))),
+        _ => Ok(()),
+    }
+}
+
+fn apply_info(r: &mut Replication, i: &PartitionInfo, leo: i64, now: u64) -> Change {
+    r.apply(&i.replicas, &i.isr, i.leader, i.leader_epoch, i.partition_epoch, leo, now)
+}
+
+fn rebuild_producers(log: &Log) -> Result<ProducerStates, Error> {
+    let mut producers = ProducerStates::default();
+    log.for_each_header(|h| producers.record(h))?;
+    Ok(producers)
 }
 
 #[cfg(test)]

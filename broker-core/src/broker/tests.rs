@@ -1,13 +1,9 @@
-//! Broker decisions on real files: topics, produce/fetch, idempotence, persistence.
+//! Broker decisions on real files, in a one-node cluster (crate::testing): topics from the
+//! metadata log, produce/fetch, idempotence, persistence, and the follower side.
 
 use super::*;
 use crate::log::batch::build;
-use crate::storage::FileDisk;
-
-fn open(dir: &Path) -> Broker {
-    let config = BrokerConfig { data_dir: dir.to_path_buf(), ..BrokerConfig::default() };
-    Broker::open(Arc::new(FileDisk::new()), config, 0).unwrap().0
-}
+use crate::testing::{config, create, delete, one_node};
 
 /// A batch from an idempotent producer.
 fn idempotent(values: &[&[u8]], pid: i64, epoch: i16, seq: i32) -> Vec<u8> {
@@ -20,61 +16,84 @@ fn idempotent(values: &[&[u8]], pid: i64, epoch: i16, seq: i32) -> Vec<u8> {
     b
 }
 
+const consumer: Fetcher = Fetcher::consumer;
+
 #[test]
 fn produce_then_fetch_and_list_offsets() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut b = open(tmp.path());
-    b.create_topic("t", 2, 1, BTreeMap::new(), false, 0).unwrap();
+    let node = one_node(config(tmp.path()));
+    create(&node, "t", 2, BTreeMap::new()).unwrap();
+    let mut b = node.broker();
     let first = build(&[b"a", b"b"], 1000);
     assert_eq!(b.produce("t", 1, &first, -1, 0).unwrap().base_offset, 0);
     assert_eq!(b.produce("t", 1, &build(&[b"c"], 2000), 1, 0).unwrap().base_offset, 2);
-    let f = b.fetch("t", 1, 0, 1 << 20, true).unwrap();
-    assert_eq!(f.high_watermark, 3);
+    let f = b.fetch("t", 1, 0, 1 << 20, true, consumer, 0).unwrap();
+    assert_eq!(f.high_watermark, 3, "an ISR of one: the high watermark follows the log end");
     assert_eq!(&f.records[..8], &0i64.to_be_bytes());
-    assert_eq!(b.list_offset("t", 1, -2).unwrap(), (-1, 0));
-    assert_eq!(b.list_offset("t", 1, -1).unwrap(), (-1, 3));
-    assert_eq!(b.list_offset("t", 1, 1500).unwrap(), (2000, 2));
-    assert_eq!(b.list_offset("t", 1, 2001).unwrap(), (-1, -1));
-    assert!(matches!(b.fetch("t", 1, 4, 100, true), Err(Error::OffsetOutOfRange { .. })));
-    assert!(matches!(b.fetch("t", 2, 0, 100, true), Err(Error::UnknownTopicOrPartition)));
+    assert_eq!(b.list_offset("t", 1, -2, -1).unwrap(), (-1, 0));
+    assert_eq!(b.list_offset("t", 1, -1, -1).unwrap(), (-1, 3));
+    assert_eq!(b.list_offset("t", 1, 1500, -1).unwrap(), (2000, 2));
+    assert_eq!(b.list_offset("t", 1, 2001, -1).unwrap(), (-1, -1));
+    assert!(matches!(b.fetch("t", 1, 4, 100, true, consumer, 0), Err(Error::OffsetOutOfRange { .. })));
+    assert!(matches!(b.fetch("t", 2, 0, 100, true, consumer, 0), Err(Error::UnknownTopicOrPartition)));
     assert!(matches!(b.produce("nope", 0, &first, 1, 0), Err(Error::UnknownTopicOrPartition)));
     assert_eq!(b.produce("t", 0, &first, 2, 0).unwrap_err().code(true), 21);
     let mut bad = first.clone();
     *bad.last_mut().unwrap() ^= 1;
     assert_eq!(b.produce("t", 0, &bad, 1, 0).unwrap_err().code(true), 2, "bad CRC is CORRUPT_MESSAGE");
+    // Epochs: an older one is fenced, a newer one unknown.
+    let epoch = b.leader_epoch("t", 1);
+    assert_eq!(b.fetch("t", 1, 0, 100, true, Fetcher { replica: None, leader_epoch: epoch + 1 }, 0).unwrap_err().code(true), 76);
+    assert_eq!(b.list_offset("t", 1, -1, epoch + 1).unwrap_err().code(true), 76);
 }
 
 #[test]
-fn topics_are_validated_persisted_and_deleted() {
+fn topics_come_from_the_metadata_log_and_survive_restarts() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut b = open(tmp.path());
-    assert_eq!(b.create_topic("bad/name", 1, 1, BTreeMap::new(), false, 0).unwrap_err().code(true), 17);
-    assert_eq!(b.create_topic("t", 1, 3, BTreeMap::new(), false, 0).unwrap_err().code(true), 38);
-    assert_eq!(b.create_topic("t", 0, 1, BTreeMap::new(), false, 0).unwrap_err().code(true), 37);
-    let cfg = BTreeMap::from([("retention.ms".to_string(), "nope".to_string())]);
-    assert_eq!(b.create_topic("t", 1, 1, cfg, false, 0).unwrap_err().code(true), 40);
-    b.create_topic("v", 1, 1, BTreeMap::new(), true, 0).unwrap();
-    assert!(b.topic("v").is_none(), "validate_only creates nothing");
+    let node = one_node(config(tmp.path()));
     let cfg = BTreeMap::from([("retention.ms".to_string(), "60000".to_string())]);
-    let id = b.create_topic("t", 3, -1, cfg, false, 0).unwrap();
-    assert_eq!(b.create_topic("t", 1, 1, BTreeMap::new(), false, 0).unwrap_err().code(true), 36);
-    b.produce("t", 2, &build(&[b"x"], 1), 1, 0).unwrap();
-    drop(b);
-    let mut b = open(tmp.path());
-    let t = b.topic("t").expect("topic survives restart");
-    assert_eq!((t.id, t.partitions.len(), t.config.retention_ms), (id, 3, 60000));
-    assert_eq!(b.fetch("t", 2, 0, 100, true).unwrap().high_watermark, 1);
-    b.delete_topic("t").unwrap();
-    assert!(!tmp.path().join("t-0").exists() && !tmp.path().join("topics/t.toml").exists());
-    drop(b);
-    assert!(open(tmp.path()).topic("t").is_none(), "deleted topics stay deleted");
+    let id = create(&node, "t", 3, cfg).unwrap();
+    assert_eq!(create(&node, "t", 1, BTreeMap::new()).unwrap_err().code(), 36);
+    node.broker().produce("t", 2, &build(&[b"x"], 1), 1, 0).unwrap();
+    drop(node);
+    let node = one_node(config(tmp.path()));
+    {
+        let b = node.broker();
+        assert_eq!(b.image().topics["t"].id, id, "topic survives restart (replayed from the metadata log)");
+        assert_eq!(b.topic_config("t").unwrap().0.retention_ms, 60000);
+    }
+    // Registered again, the node leads its partitions again once unfenced.
+    crate::testing::sync(&node, 0);
+    assert_eq!(node.broker().fetch("t", 2, 0, 100, true, consumer, 0).unwrap().high_watermark, 1);
+    delete(&node, "t").unwrap();
+    assert!(!tmp.path().join("t-0").exists());
+    drop(node);
+    assert!(one_node(config(tmp.path())).broker().image().topics.get("t").is_none(), "deleted topics stay deleted");
+}
+
+#[test]
+fn a_recreated_topic_never_sees_the_old_records() {
+    let tmp = tempfile::tempdir().unwrap();
+    let node = one_node(config(tmp.path()));
+    create(&node, "t", 1, BTreeMap::new()).unwrap();
+    node.broker().produce("t", 0, &build(&[b"old"], 1), 1, 0).unwrap();
+    // A directory left behind (as if the delete was interrupted) holds another topic id.
+    let dir = tmp.path().join("t-0");
+    let kept = std::fs::read(dir.join("00000000000000000000.log")).unwrap();
+    delete(&node, "t").unwrap();
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("00000000000000000000.log"), kept).unwrap();
+    std::fs::write(dir.join("partition.metadata"), "version: 0\ntopic_id: 00000000000000000000000000000001\n").unwrap();
+    create(&node, "t", 1, BTreeMap::new()).unwrap();
+    assert_eq!(node.broker().fetch("t", 0, 0, 1 << 20, true, consumer, 0).unwrap().high_watermark, 0);
 }
 
 #[test]
 fn idempotent_retries_are_answered_not_appended_even_after_restart() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut b = open(tmp.path());
-    b.create_topic("t", 1, 1, BTreeMap::new(), false, 0).unwrap();
+    let node = one_node(config(tmp.path()));
+    create(&node, "t", 1, BTreeMap::new()).unwrap();
+    let mut b = node.broker();
     let (pid, epoch) = b.init_producer_id().unwrap();
     let first = idempotent(&[b"a", b"b"], pid, epoch, 0);
     assert_eq!(b.produce("t", 0, &first, -1, 0).unwrap().base_offset, 0);
@@ -83,22 +102,49 @@ fn idempotent_retries_are_answered_not_appended_even_after_restart() {
     assert_eq!(b.produce("t", 0, &idempotent(&[b"z"], pid, epoch, 5), -1, 0).unwrap_err().code(true), 45);
     assert_eq!(b.produce("t", 0, &idempotent(&[b"c"], pid, epoch, 2), -1, 0).unwrap().base_offset, 2);
     drop(b);
-    let mut b = open(tmp.path());
+    drop(node);
+    let node = one_node(config(tmp.path()));
+    crate::testing::sync(&node, 0);
+    let mut b = node.broker();
     let retry = b.produce("t", 0, &idempotent(&[b"c"], pid, epoch, 2), -1, 0).unwrap();
     assert_eq!((retry.base_offset, retry.duplicate), (2, true), "producer state is rebuilt from the log");
-    assert_eq!(b.fetch("t", 0, 0, 1 << 20, true).unwrap().high_watermark, 3);
+    assert_eq!(b.fetch("t", 0, 0, 1 << 20, true, consumer, 0).unwrap().high_watermark, 3);
     let (next, _) = b.init_producer_id().unwrap();
     assert!(next > pid, "producer ids are never reused across restarts ({next} after {pid})");
 }
 
 #[test]
+fn producer_ids_are_unique_per_node() {
+    let tmp = tempfile::tempdir().unwrap();
+    let one = Broker::open(Arc::new(crate::storage::FileDisk::new()), BrokerConfig { node_id: 1, ..config(&tmp.path().join("1")) }, 0);
+    let two = Broker::open(Arc::new(crate::storage::FileDisk::new()), BrokerConfig { node_id: 2, ..config(&tmp.path().join("2")) }, 0);
+    let (a, _) = one.unwrap().init_producer_id().unwrap();
+    let (b, _) = two.unwrap().init_producer_id().unwrap();
+    assert_eq!((a, b), (1 << 32, 2 << 32));
+}
+
+#[test]
 fn auto_create_follows_the_setting() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut b = open(tmp.path());
-    assert!(b.auto_create("fresh", 0).unwrap());
-    assert_eq!(b.topic("fresh").unwrap().partitions.len(), 1);
-    let config = BrokerConfig { data_dir: tmp.path().join("off"), auto_create_topics: false, ..BrokerConfig::default() };
-    let mut off = Broker::open(Arc::new(FileDisk::new()), config, 0).unwrap().0;
-    assert!(!off.auto_create("fresh", 0).unwrap());
-    assert!(off.topic("fresh").is_none());
+    let node = one_node(config(tmp.path()));
+    assert!(node.broker().request_auto_create("fresh").unwrap());
+    assert!(node.broker().request_auto_create("bad/name").is_err());
+    crate::testing::sync(&node, 0);
+    assert_eq!(node.broker().image().topics["fresh"].partitions.len(), 1);
+    assert!(node.broker().partitions().contains_key(&("fresh".to_string(), 0)));
+    let off = one_node(BrokerConfig { auto_create_topics: false, ..config(&tmp.path().join("off")) });
+    assert!(!off.broker().request_auto_create("fresh").unwrap());
+}
+
+#[test]
+fn acks_all_waits_for_the_isr_and_min_insync_is_enforced() {
+    let tmp = tempfile::tempdir().unwrap();
+    let node = one_node(config(tmp.path()));
+    let cfg = BTreeMap::from([("min.insync.replicas".to_string(), "2".to_string())]);
+    create(&node, "strict", 1, cfg).unwrap();
+    let mut b = node.broker();
+    let err = b.produce("strict", 0, &build(&[b"x"], 1), -1, 0).unwrap_err();
+    assert_eq!(err.code(true), 19, "{err}");
+    let p = b.produce("strict", 0, &build(&[b"x"], 1), 1, 0).unwrap();
+    assert_eq!(b.replicated("strict", 0, &p).unwrap_err().code(true), 20, "replicated, but the ISR is below min.insync");
 }

@@ -1,7 +1,7 @@
 //! Assign-mode consumer: fetch from chosen partitions at chosen offsets, decode the batches
 //! (gzip and snappy included), return the records at or after each position.
 
-use super::conn::Conn;
+use super::cluster::Cluster;
 use super::ClientError;
 use bytes::Bytes;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchRequest, FetchTopic};
@@ -27,19 +27,21 @@ pub struct ConsumedRecord {
 }
 
 pub struct Consumer {
-    addr: SocketAddr,
-    client_id: String,
-    timeout: Duration,
-    conn: Option<Conn>,
+    cluster: Cluster,
     positions: BTreeMap<(String, i32), i64>,
     /// Bytes per partition per fetch.
     pub partition_max_bytes: i32,
 }
 
 impl Consumer {
-    /// A consumer of the (single) broker at `addr`.
-    pub fn new(addr: SocketAddr, client_id: &str, timeout: Duration) -> Consumer {
-        Consumer { addr, client_id: client_id.into(), timeout, conn: None, positions: BTreeMap::new(), partition_max_bytes: 1 << 20 }
+    /// A consumer that finds partition leaders through the broker at `bootstrap`.
+    pub fn new(bootstrap: SocketAddr, client_id: &str, timeout: Duration) -> Consumer {
+        Consumer::with_bootstrap(vec![bootstrap], client_id, timeout)
+    }
+
+    /// A consumer that may ask any of `bootstrap` for metadata (at least one address).
+    pub fn with_bootstrap(bootstrap: Vec<SocketAddr>, client_id: &str, timeout: Duration) -> Consumer {
+        Consumer { cluster: Cluster::new(bootstrap, client_id, timeout), positions: BTreeMap::new(), partition_max_bytes: 1 << 20 }
     }
 
     /// Reads `topic`/`partition` from `offset` on.
@@ -51,14 +53,33 @@ impl Consumer {
         self.positions.get(&(topic.to_string(), partition)).copied()
     }
 
-    /// One fetch over every assigned partition, waiting up to `max_wait_ms` for data. Positions
-    /// advance past what is returned. A partition-level error is returned as the error.
+    /// One fetch from each leader of the assigned partitions, the first waiting up to
+    /// `max_wait_ms` for data (the others answer at once). Positions advance past what is
+    /// returned. A partition-level error is returned as the error, after forgetting that
+    /// partition's leader so the next poll looks it up again.
     pub async fn poll(&mut self, max_wait_ms: i32) -> Result<Vec<ConsumedRecord>, ClientError> {
-        if self.conn.is_none() {
-            self.conn = Some(Conn::connect(self.addr, &self.client_id, self.timeout).await?);
+        let mut by_leader: BTreeMap<SocketAddr, Vec<(String, i32, i64)>> = BTreeMap::new();
+        for ((t, p), offset) in self.positions.clone() {
+            let leader = self.cluster.leader(&t, p).await?;
+            by_leader.entry(leader).or_default().push((t, p, offset));
         }
+        let mut out = Vec::new();
+        for (i, (addr, parts)) in by_leader.into_iter().enumerate() {
+            let wait = if i == 0 { max_wait_ms } else { 0 };
+            match self.fetch_from(addr, &parts, wait).await {
+                Ok(records) => out.extend(records),
+                Err(e) if out.is_empty() => return Err(e),
+                // Positions already moved past what `out` holds: return it; the next poll
+                // meets the error again.
+                Err(_) => break,
+            }
+        }
+        Ok(out)
+    }
+
+    async fn fetch_from(&mut self, addr: SocketAddr, parts: &[(String, i32, i64)], max_wait_ms: i32) -> Result<Vec<ConsumedRecord>, ClientError> {
         let mut topics: BTreeMap<&str, Vec<FetchPartition>> = BTreeMap::new();
-        for ((t, p), offset) in &self.positions {
+        for (t, p, offset) in parts {
             topics.entry(t).or_default().push(FetchPartition::default().with_partition(*p).with_fetch_offset(*offset).with_partition_max_bytes(self.partition_max_bytes));
         }
         let req = FetchRequest::default()
@@ -68,10 +89,13 @@ impl Consumer {
             .with_max_bytes(50 << 20)
             .with_session_epoch(-1)
             .with_topics(topics.into_iter().map(|(t, ps)| FetchTopic::default().with_topic(TopicName(StrBytes::from_string(t.into()))).with_partitions(ps)).collect());
-        let resp = match self.conn.as_mut().expect("connected").send(fetch_version, &req).await {
+        let resp = match self.cluster.conn(addr).await?.send(fetch_version, &req).await {
             Ok(r) => r,
             Err(e) => {
-                self.conn = None;
+                self.cluster.drop_conn(addr);
+                for (t, p, _) in parts {
+                    self.cluster.forget(t, *p);
+                }
                 return Err(e);
             }
         };
@@ -83,6 +107,7 @@ impl Consumer {
             let topic = t.topic.0.to_string();
             for p in t.partitions {
                 if p.error_code != 0 {
+                    self.cluster.forget(&topic, p.partition_index);
                     return Err(ClientError::Kafka { code: p.error_code, message: format!("fetch {topic}-{}", p.partition_index) });
                 }
                 let key = (topic.clone(), p.partition_index);

@@ -5,6 +5,8 @@
 //! It never reads the wall clock for decisions: timeouts are tokio timers (simulated time
 //! under madsim) and record timestamps are given by the caller.
 
+pub mod admin;
+pub mod cluster;
 pub mod conn;
 pub mod consumer;
 pub mod producer;

@@ -2,12 +2,11 @@
 //! retries on retriable errors and, when idempotent, a producer id and per-partition sequence
 //! numbers so a retried batch is appended at most once.
 
-use super::conn::Conn;
+use super::cluster::Cluster;
 use super::ClientError;
 use bytes::{Bytes, BytesMut};
 use indexmap::IndexMap;
 use kafka_protocol::messages::init_producer_id_request::InitProducerIdRequest;
-use kafka_protocol::messages::metadata_request::{MetadataRequest, MetadataRequestTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, ProduceRequest, TopicProduceData};
 use kafka_protocol::messages::{ProducerId, TopicName};
 use kafka_protocol::protocol::StrBytes;
@@ -18,7 +17,6 @@ use std::time::Duration;
 
 /// Versions the client speaks (all served by the broker, docs/protocol.md).
 const produce_version: i16 = 9;
-const metadata_version: i16 = 12;
 const init_producer_id_version: i16 = 4;
 
 #[derive(Debug, Clone)]
@@ -47,11 +45,8 @@ impl Default for ProducerConfig {
 }
 
 pub struct Producer {
-    bootstrap: SocketAddr,
     config: ProducerConfig,
-    brokers: BTreeMap<i32, SocketAddr>,
-    leaders: BTreeMap<(String, i32), i32>,
-    conns: BTreeMap<SocketAddr, Conn>,
+    cluster: Cluster,
     producer: Option<(i64, i16)>,
     sequences: BTreeMap<(String, i32), i32>,
 }
@@ -61,79 +56,26 @@ pub type KeyValue = (Option<Bytes>, Option<Bytes>);
 
 impl Producer {
     pub fn new(bootstrap: SocketAddr, config: ProducerConfig) -> Producer {
-        Producer {
-            bootstrap,
-            config,
-            brokers: BTreeMap::new(),
-            leaders: BTreeMap::new(),
-            conns: BTreeMap::new(),
-            producer: None,
-            sequences: BTreeMap::new(),
-        }
+        Producer::with_bootstrap(vec![bootstrap], config)
     }
 
-    async fn conn(&mut self, addr: SocketAddr) -> Result<&mut Conn, ClientError> {
-        if !self.conns.contains_key(&addr) {
-            let c = Conn::connect(addr, &self.config.client_id, self.config.request_timeout).await?;
-            self.conns.insert(addr, c);
-        }
-        Ok(self.conns.get_mut(&addr).expect("just inserted"))
-    }
-
-    /// Forgets a connection after an error: the next attempt reconnects.
-    fn drop_conn(&mut self, addr: SocketAddr) {
-        self.conns.remove(&addr);
-    }
-
-    /// Refreshes brokers and the leader of `topic`'s partitions.
-    async fn refresh_metadata(&mut self, topic: &str) -> Result<(), ClientError> {
-        let addr = self.brokers.values().next().copied().unwrap_or(self.bootstrap);
-        let req = MetadataRequest::default()
-            .with_topics(Some(vec![MetadataRequestTopic::default().with_name(Some(TopicName(StrBytes::from_string(topic.into()))))]))
-            .with_allow_auto_topic_creation(true);
-        let resp = match self.conn(addr).await?.send(metadata_version, &req).await {
-            Ok(r) => r,
-            Err(e) => {
-                self.drop_conn(addr);
-                self.brokers.clear(); // fall back to the bootstrap address next time
-                return Err(e);
-            }
-        };
-        for b in &resp.brokers {
-            if let Ok(a) = format!("{}:{}", b.host, b.port).parse() {
-                self.brokers.insert(b.node_id.0, a);
-            }
-        }
-        for t in &resp.topics {
-            if t.error_code != 0 {
-                return Err(ClientError::Kafka { code: t.error_code, message: format!("metadata for {topic}") });
-            }
-            for p in &t.partitions {
-                self.leaders.insert((topic.to_string(), p.partition_index), p.leader_id.0);
-            }
-        }
-        Ok(())
-    }
-
-    async fn leader(&mut self, topic: &str, partition: i32) -> Result<SocketAddr, ClientError> {
-        let key = (topic.to_string(), partition);
-        if !self.leaders.contains_key(&key) {
-            self.refresh_metadata(topic).await?;
-        }
-        let id = self.leaders.get(&key).ok_or(ClientError::Kafka { code: 3, message: format!("{topic}-{partition} has no leader") })?;
-        self.brokers.get(id).copied().ok_or(ClientError::Kafka { code: 5, message: format!("leader {id} unknown") })
+    /// A producer that may ask any of `bootstrap` for metadata (at least one address).
+    pub fn with_bootstrap(bootstrap: Vec<SocketAddr>, config: ProducerConfig) -> Producer {
+        let cluster = Cluster::new(bootstrap, &config.client_id, config.request_timeout);
+        Producer { config, cluster, producer: None, sequences: BTreeMap::new() }
     }
 
     async fn ensure_producer_id(&mut self) -> Result<(i64, i16), ClientError> {
         if let Some(p) = self.producer {
             return Ok(p);
         }
-        let addr = self.brokers.values().next().copied().unwrap_or(self.bootstrap);
+        let addr = self.cluster.any_broker();
         let req = InitProducerIdRequest::default().with_transactional_id(None).with_transaction_timeout_ms(60_000).with_producer_id(ProducerId(-1)).with_producer_epoch(-1);
-        let resp = match self.conn(addr).await?.send(init_producer_id_version, &req).await {
+        let resp = match self.cluster.conn(addr).await?.send(init_producer_id_version, &req).await {
             Ok(r) => r,
             Err(e) => {
-                self.drop_conn(addr);
+                self.cluster.drop_conn(addr);
+                self.cluster.rotate();
                 return Err(e);
             }
         };
@@ -203,7 +145,7 @@ impl Producer {
                 Err(e) if e.retriable() && attempt < self.config.retries => {
                     maybe_appended |= e.outcome_unknown();
                     attempt += 1;
-                    self.leaders.remove(&key);
+                    self.cluster.forget(topic, partition);
                     tokio::time::sleep(self.config.retry_backoff).await;
                 }
                 Err(e) => {
@@ -224,26 +166,29 @@ impl Producer {
     }
 
     async fn try_send(&mut self, topic: &str, partition: i32, batch: Bytes) -> Result<i64, ClientError> {
-        let addr = self.leader(topic, partition).await?;
+        let addr = self.cluster.leader(topic, partition).await?;
         let part = PartitionProduceData::default().with_index(partition).with_records(Some(batch));
         let t = TopicProduceData::default().with_name(TopicName(StrBytes::from_string(topic.into()))).with_partition_data(vec![part]);
+        // The broker gives up on replication a little before the client gives up on the
+        // broker, so a slow ISR is answered with REQUEST_TIMED_OUT rather than a dead socket.
+        let broker_wait = self.config.request_timeout.as_millis() as i32 / 10 * 8;
         let req = ProduceRequest::default()
             .with_acks(self.config.acks)
-            .with_timeout_ms(self.config.request_timeout.as_millis() as i32)
+            .with_timeout_ms(broker_wait)
             .with_topic_data(vec![t]);
         let acks = self.config.acks;
-        let conn = self.conn(addr).await?;
+        let conn = self.cluster.conn(addr).await?;
         if acks == 0 {
             let r = conn.send_only(produce_version, &req).await;
             if r.is_err() {
-                self.drop_conn(addr);
+                self.cluster.drop_conn(addr);
             }
             return r.map(|_| -1);
         }
         let resp = match conn.send(produce_version, &req).await {
             Ok(r) => r,
             Err(e) => {
-                self.drop_conn(addr);
+                self.cluster.drop_conn(addr);
                 return Err(e);
             }
         };

@@ -14,6 +14,7 @@
 
 mod election;
 pub mod image;
+pub mod quorum;
 #[cfg(test)]
 mod tests;
 
@@ -49,6 +50,8 @@ pub struct ControllerConfig {
     pub num_partitions: i32,
     /// `unclean.leader.election.enable`, for topics that do not override it.
     pub unclean_leader_election: bool,
+    /// `min.insync.replicas`, for topics that do not override it (described to CreateTopics).
+    pub min_insync_replicas: i32,
     /// `log.*` broker defaults, to validate topic config overrides against.
     pub log: LogConfig,
 }
@@ -61,6 +64,7 @@ impl Default for ControllerConfig {
             default_replication_factor: 1,
             num_partitions: num_partitions_default,
             unclean_leader_election: false,
+            min_insync_replicas: 1,
             log: LogConfig::default(),
         }
     }

@@ -68,9 +68,13 @@ impl EpochCache {
     /// its `current_epoch`: when above the latest entry it counts as an entry starting at
     /// `log_end`, since the leader owns that epoch before writing under it. The latest epoch ends
     /// at `log_end`; an older one ends where the first later epoch starts, answered with the
-    /// largest epoch `<= requested`; an epoch below the first or above the latest is undefined.
+    /// largest epoch `<= requested`; an epoch below the first ends where the first starts (Kafka
+    /// 2.0+, KIP-279: answered with the requested epoch); one above the latest is undefined.
     pub fn end_offset_for(&self, requested: i32, current_epoch: Option<i32>, log_end: i64) -> (i32, i64) {
         const UNDEFINED: (i32, i64) = (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET);
+        if requested == UNDEFINED_EPOCH {
+            return UNDEFINED;
+        }
         let current = current_epoch
             .filter(|&c| self.latest_epoch().is_none_or(|latest| c > latest))
             .map(|epoch| EpochEntry { epoch, start_offset: log_end });
@@ -81,9 +85,8 @@ impl EpochCache {
             return (requested, log_end);
         }
         let Some(next) = all().find(|e| e.epoch > requested) else { return UNDEFINED };
-        // Below the first epoch Kafka 2.0+ answers (requested, next.start_offset); this log answers
-        // UNDEFINED, the KIP-101 rule, so the follower falls back to its high watermark.
-        let Some(floor) = all().take_while(|e| e.epoch <= requested).last() else { return UNDEFINED };
+        // Below the first epoch: everything from the first retained epoch on is not the asker's.
+        let Some(floor) = all().take_while(|e| e.epoch <= requested).last() else { return (requested, next.start_offset) };
         (floor.epoch, next.start_offset)
     }
 }
@@ -158,7 +161,7 @@ mod tests {
         assert_eq!(c.end_offset_for(3, None, end), (3, 20), "an epoch ends where the next starts");
         assert_eq!(c.end_offset_for(2, None, end), (1, 10), "a missing epoch: the one before it, to where the next starts");
         assert_eq!(c.end_offset_for(1, None, end), (1, 10));
-        assert_eq!(c.end_offset_for(0, None, end), (-1, -1), "below the first epoch");
+        assert_eq!(c.end_offset_for(0, None, end), (0, 0), "below the first epoch: it ends where the first starts");
         assert_eq!(c.end_offset_for(UNDEFINED_EPOCH, None, end), (-1, -1));
         assert_eq!(c.end_offset_for(5, None, end), (-1, -1), "above the latest epoch");
         // A leader in epoch 6 that has not written under it yet.
@@ -177,6 +180,6 @@ mod tests {
         let c = EpochCache::default();
         assert_eq!(c.end_offset_for(0, None, 7), (-1, -1));
         assert_eq!(c.end_offset_for(2, Some(2), 7), (2, 7), "a new leader of an empty or unstamped log");
-        assert_eq!(c.end_offset_for(1, Some(2), 7), (-1, -1));
+        assert_eq!(c.end_offset_for(1, Some(2), 7), (1, 7), "below the leader's only epoch");
     }
 }

@@ -1,13 +1,11 @@
 //! One function per Kafka API: wire request in, wire response out, decisions delegated to the
 //! [`Broker`]. Field-by-field translation only; see docs/protocol.md for versions and errors.
 
-use crate::broker::{Broker, Error};
+use super::waiting::{Pending, Waiting};
+use super::Outcome;
+use crate::broker::{Broker, Error, Fetcher};
 use bytes::Bytes;
 use kafka_protocol::messages::api_versions_response::{ApiVersion, ApiVersionsResponse};
-use kafka_protocol::messages::create_topics_request::CreateTopicsRequest;
-use kafka_protocol::messages::create_topics_response::{CreatableTopicConfigs, CreatableTopicResult, CreateTopicsResponse};
-use kafka_protocol::messages::delete_topics_request::DeleteTopicsRequest;
-use kafka_protocol::messages::delete_topics_response::{DeletableTopicResult, DeleteTopicsResponse};
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsRequest;
 use kafka_protocol::messages::describe_configs_response::{DescribeConfigsResourceResult, DescribeConfigsResponse, DescribeConfigsResult};
 use kafka_protocol::messages::fetch_request::FetchRequest;
@@ -24,7 +22,6 @@ use kafka_protocol::messages::produce_request::ProduceRequest;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, ProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{ApiKey, BrokerId, ProducerId, TopicName};
 use kafka_protocol::protocol::StrBytes;
-use std::collections::BTreeMap;
 
 /// APIs and version ranges this broker serves (docs/protocol.md explains each bound).
 pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
@@ -38,17 +35,21 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeConfigs, 0, 4),
     (ApiKey::InitProducerId, 0, 4),
     (ApiKey::OffsetForLeaderEpoch, 0, 4),
+    // Broker to controller (see docs/replication.md).
+    (ApiKey::AlterPartition, 2, 2),
+    (ApiKey::BrokerRegistration, 0, 0),
+    (ApiKey::BrokerHeartbeat, 0, 0),
 ];
 
-fn s(text: &str) -> StrBytes {
+pub(crate) fn s(text: &str) -> StrBytes {
     StrBytes::from_string(text.to_string())
 }
 
-fn topic_name(name: &str) -> TopicName {
+pub(crate) fn topic_name(name: &str) -> TopicName {
     TopicName(s(name))
 }
 
-fn uuid(id: [u8; 16]) -> uuid::Uuid {
+pub(crate) fn uuid(id: [u8; 16]) -> uuid::Uuid {
     uuid::Uuid::from_bytes(id)
 }
 
@@ -68,16 +69,32 @@ pub fn api_versions_response(error_code: i16) -> ApiVersionsResponse {
     r
 }
 
-pub fn metadata(b: &mut Broker, version: i16, req: MetadataRequest, now: u64) -> MetadataResponse {
+pub fn metadata(b: &mut Broker, version: i16, req: MetadataRequest) -> MetadataResponse {
     let mut r = MetadataResponse::default();
     let c = b.config().clone();
-    let mut broker = MetadataResponseBroker::default();
-    broker.node_id = BrokerId(c.node_id);
-    broker.host = s(&c.advertised_host);
-    broker.port = c.advertised_port;
-    r.brokers = vec![broker];
+    let image = b.image();
+    r.brokers = image
+        .brokers
+        .values()
+        .filter(|x| !x.fenced)
+        .map(|x| {
+            let mut m = MetadataResponseBroker::default();
+            m.node_id = BrokerId(x.id);
+            m.host = s(&x.host);
+            m.port = x.port;
+            m
+        })
+        .collect();
+    if !r.brokers.iter().any(|x| x.node_id.0 == c.node_id) {
+        // Not registered (or fenced) yet: clients bootstrapped here still need a way back.
+        let mut m = MetadataResponseBroker::default();
+        m.node_id = BrokerId(c.node_id);
+        m.host = s(&c.advertised_host);
+        m.port = c.advertised_port;
+        r.brokers.push(m);
+    }
     r.cluster_id = Some(s(&c.cluster_id));
-    r.controller_id = BrokerId(c.node_id);
+    r.controller_id = BrokerId(c.controller_id);
     // v0: an empty list means all topics; v1+: null means all topics.
     let wanted: Option<Vec<String>> = match req.topics {
         Some(ts) if !(version == 0 && ts.is_empty()) => Some(ts.into_iter().filter_map(|t| t.name.map(|n| n.0.to_string())).collect()),
@@ -85,17 +102,12 @@ pub fn metadata(b: &mut Broker, version: i16, req: MetadataRequest, now: u64) ->
     };
     // Before v4 a request could not refuse auto-creation, so it is on.
     let allow_auto = version < 4 || req.allow_auto_topic_creation;
-    let names: Vec<String> = wanted.clone().unwrap_or_else(|| b.topics().keys().cloned().collect());
+    let names: Vec<String> = wanted.clone().unwrap_or_else(|| b.image().topics.keys().cloned().collect());
     for name in names {
         let mut t = MetadataResponseTopic::default();
         t.name = Some(topic_name(&name));
-        let created = match (b.topic(&name).is_some(), wanted.is_some() && allow_auto) {
-            (true, _) => Ok(true),
-            (false, true) => b.auto_create(&name, now),
-            (false, false) => Ok(false),
-        };
-        match (created, b.topic(&name)) {
-            (Ok(true), Some(topic)) => {
+        match b.image().topics.get(&name) {
+            Some(topic) => {
                 t.topic_id = uuid(topic.id);
                 t.partitions = topic
                     .partitions
@@ -104,33 +116,43 @@ pub fn metadata(b: &mut Broker, version: i16, req: MetadataRequest, now: u64) ->
                     .map(|(i, p)| {
                         let mut m = MetadataResponsePartition::default();
                         m.partition_index = i as i32;
-                        m.leader_id = BrokerId(c.node_id);
+                        m.leader_id = BrokerId(p.leader);
                         m.leader_epoch = p.leader_epoch;
-                        m.replica_nodes = vec![BrokerId(c.node_id)];
-                        m.isr_nodes = vec![BrokerId(c.node_id)];
+                        m.replica_nodes = p.replicas.iter().map(|&x| BrokerId(x)).collect();
+                        m.isr_nodes = p.isr.iter().map(|&x| BrokerId(x)).collect();
+                        if p.leader < 0 {
+                            m.error_code = Error::LeaderNotAvailable.code(true);
+                        }
                         m
                     })
                     .collect();
             }
-            (Err(e), _) => t.error_code = e.code(true),
-            _ => t.error_code = Error::UnknownTopicOrPartition.code(true),
+            // Kafka answers LEADER_NOT_AVAILABLE while an auto-created topic comes into being.
+            None if wanted.is_some() && allow_auto => match b.request_auto_create(&name) {
+                Ok(true) => t.error_code = Error::LeaderNotAvailable.code(true),
+                Ok(false) => t.error_code = Error::UnknownTopicOrPartition.code(true),
+                Err(e) => t.error_code = e.code(true),
+            },
+            None => t.error_code = Error::UnknownTopicOrPartition.code(true),
         }
         r.topics.push(t);
     }
     r
 }
 
-/// Produce: `Ok(None)` for acks=0 (Kafka sends no response at all), and `Err` — close the
-/// connection — when an acks=0 produce fails, which is how Kafka lets such a client notice.
-pub fn produce(b: &mut Broker, version: i16, req: ProduceRequest, now: u64) -> Result<Option<ProduceResponse>, String> {
+/// Produce. acks=0 gets no response at all (and a failure closes the connection, which is how
+/// Kafka lets such a client notice); acks=1 is answered at once; acks=all waits until the ISR
+/// holds every appended batch or the request's timeout passes.
+pub fn produce(b: &mut Broker, version: i16, correlation_id: i32, req: ProduceRequest, now: u64) -> Result<Outcome, String> {
     let acks = req.acks;
     let modern = version >= 8;
     let mut r = ProduceResponse::default();
-    for topic in req.topic_data {
+    let mut pending = Vec::new();
+    for (ti, topic) in req.topic_data.into_iter().enumerate() {
         let name = topic.name.0.to_string();
         let mut tr = TopicProduceResponse::default();
         tr.name = topic.name.clone();
-        for part in topic.partition_data {
+        for (slot, part) in topic.partition_data.into_iter().enumerate() {
             let mut pr = PartitionProduceResponse::default();
             pr.index = part.index;
             pr.log_append_time_ms = -1;
@@ -143,6 +165,9 @@ pub fn produce(b: &mut Broker, version: i16, req: ProduceRequest, now: u64) -> R
                 Ok(p) => {
                     pr.base_offset = p.base_offset;
                     pr.log_start_offset = p.log_start_offset;
+                    if acks == -1 {
+                        pending.push(Pending { topic: ti, slot, name: name.clone(), partition: part.index, produced: p });
+                    }
                 }
                 Err(e) => {
                     pr.error_code = e.code(modern);
@@ -162,9 +187,12 @@ pub fn produce(b: &mut Broker, version: i16, req: ProduceRequest, now: u64) -> R
         if let Some(p) = failed {
             return Err(format!("acks=0 produce failed with error {} on partition {}", p.error_code, p.index));
         }
-        return Ok(None);
+        return Ok(Outcome::NoReply);
     }
-    Ok(Some(r))
+    let timeout = (req.timeout_ms.max(0) as u64).min(crate::constants::produce_wait_ms_max);
+    let mut waiting = Waiting::produce(version, correlation_id, r, pending, timeout);
+    // Already replicated (an ISR of one): answer now.
+    Ok(waiting.poll_broker(b, false).unwrap_or(Outcome::Wait(waiting)))
 }
 
 pub enum FetchDecision {
@@ -176,7 +204,9 @@ pub enum FetchDecision {
 /// `max_bytes` (the first batch of the first non-empty partition may exceed it, KIP-74) and each
 /// partition within its `partition_max_bytes`. Waits (`Park`) while fewer than `min_bytes` are
 /// available and `max_wait_ms` has not passed.
-pub fn fetch(b: &Broker, version: i16, req: FetchRequest, final_attempt: bool) -> FetchDecision {
+pub fn fetch(b: &mut Broker, version: i16, req: FetchRequest, final_attempt: bool, now: u64) -> FetchDecision {
+    // A follower names itself (Kafka's replica_id; -1 for consumers).
+    let replica = (req.replica_id.0 >= 0).then_some(req.replica_id.0);
     let mut r = FetchResponse::default();
     // The broker's own cap (Kafka `fetch.max.bytes`) bounds what one request can make it
     // allocate, whatever the client asks for.
@@ -197,7 +227,8 @@ pub fn fetch(b: &Broker, version: i16, req: FetchRequest, final_attempt: bool) -
             pd.partition_index = fp.partition;
             pd.aborted_transactions = Some(Vec::new());
             let limit = (fp.partition_max_bytes.max(0) as usize).min(budget);
-            match b.fetch(&name, fp.partition, fp.fetch_offset, limit, total == 0) {
+            let who = Fetcher { replica, leader_epoch: if version >= 9 { fp.current_leader_epoch } else { -1 } };
+            match b.fetch(&name, fp.partition, fp.fetch_offset, limit, total == 0, who, now) {
                 Ok(f) => {
                     pd.high_watermark = f.high_watermark;
                     pd.last_stable_offset = f.high_watermark;
@@ -211,7 +242,11 @@ pub fn fetch(b: &Broker, version: i16, req: FetchRequest, final_attempt: bool) -
                     pd.error_code = e.code(true);
                     pd.high_watermark = -1;
                     pd.last_stable_offset = -1;
-                    pd.log_start_offset = -1;
+                    // A follower below the log start restarts from there (see server::peers).
+                    pd.log_start_offset = match e {
+                        Error::OffsetOutOfRange { start, .. } => start,
+                        _ => -1,
+                    };
                     pd.records = Some(Bytes::new());
                 }
             }
@@ -235,12 +270,13 @@ pub fn list_offsets(b: &Broker, version: i16, req: ListOffsetsRequest) -> ListOf
         for p in topic.partitions {
             let mut pr = ListOffsetsPartitionResponse::default();
             pr.partition_index = p.partition_index;
-            match b.list_offset(&name, p.partition_index, p.timestamp) {
+            let epoch = if version >= 4 { p.current_leader_epoch } else { -1 };
+            match b.list_offset(&name, p.partition_index, p.timestamp, epoch) {
                 Ok((ts, offset)) => {
                     pr.timestamp = ts;
                     pr.offset = offset;
                     if version >= 4 {
-                        pr.leader_epoch = b.topic(&name).and_then(|t| t.partitions.get(p.partition_index as usize)).map_or(-1, |x| x.leader_epoch);
+                        pr.leader_epoch = b.leader_epoch(&name, p.partition_index);
                     }
                 }
                 Err(e) => {
@@ -252,86 +288,6 @@ pub fn list_offsets(b: &Broker, version: i16, req: ListOffsetsRequest) -> ListOf
             tr.partitions.push(pr);
         }
         r.topics.push(tr);
-    }
-    r
-}
-
-pub fn create_topics(b: &mut Broker, version: i16, req: CreateTopicsRequest, now: u64) -> CreateTopicsResponse {
-    let mut r = CreateTopicsResponse::default();
-    for t in req.topics {
-        let name = t.name.0.to_string();
-        let mut tr = CreatableTopicResult::default();
-        tr.name = t.name.clone();
-        let overrides: BTreeMap<String, String> =
-            t.configs.iter().filter_map(|c| Some((c.name.to_string(), c.value.as_ref()?.to_string()))).collect();
-        let assignments_ok = t.assignments.iter().all(|a| a.broker_ids.iter().all(|id| id.0 == b.config().node_id));
-        let result = if !assignments_ok {
-            Err(Error::InvalidReplicationFactor("replica assignment names a broker that does not exist".into()))
-        } else if !t.assignments.is_empty() && (t.num_partitions != -1 || t.replication_factor != -1) {
-            Err(Error::InvalidPartitions("give either assignments or partitions and replication factor".into()))
-        } else {
-            let parts = if t.assignments.is_empty() { t.num_partitions } else { t.assignments.len() as i32 };
-            b.create_topic(&name, parts, t.replication_factor, overrides, req.validate_only, now)
-        };
-        match result {
-            Ok(id) => {
-                tr.topic_id = uuid(id);
-                if version >= 5 {
-                    let topic = b.topic(&name);
-                    tr.num_partitions = topic.map_or(t.num_partitions, |x| x.partitions.len() as i32);
-                    tr.replication_factor = 1;
-                    tr.configs = topic.map(|x| {
-                        crate::broker::topic::describe(&x.config, x.min_insync)
-                            .into_iter()
-                            .map(|(k, v)| {
-                                let mut c = CreatableTopicConfigs::default();
-                                c.name = s(k);
-                                c.value = Some(s(&v));
-                                c.config_source = if x.overrides.contains_key(k) { 1 } else { 5 };
-                                c
-                            })
-                            .collect()
-                    });
-                }
-            }
-            Err(e) => {
-                tr.error_code = e.code(true);
-                tr.error_message = Some(s(&e.to_string()));
-                tr.num_partitions = -1;
-                tr.replication_factor = -1;
-            }
-        }
-        r.topics.push(tr);
-    }
-    r
-}
-
-pub fn delete_topics(b: &mut Broker, version: i16, req: DeleteTopicsRequest) -> DeleteTopicsResponse {
-    let mut r = DeleteTopicsResponse::default();
-    let names: Vec<(Option<String>, uuid::Uuid)> = if version >= 6 {
-        req.topics
-            .iter()
-            .map(|t| {
-                let by_id = || b.topics().iter().find(|(_, x)| uuid(x.id) == t.topic_id).map(|(n, _)| n.clone());
-                (t.name.as_ref().map(|n| n.0.to_string()).or_else(by_id), t.topic_id)
-            })
-            .collect()
-    } else {
-        req.topic_names.iter().map(|n| (Some(n.0.to_string()), uuid::Uuid::nil())).collect()
-    };
-    for (name, id) in names {
-        let mut tr = DeletableTopicResult::default();
-        tr.name = name.as_deref().map(topic_name);
-        tr.topic_id = b.topic(name.as_deref().unwrap_or("")).map_or(id, |t| uuid(t.id));
-        let result = match &name {
-            Some(n) => b.delete_topic(n),
-            None => Err(Error::UnknownTopicOrPartition),
-        };
-        if let Err(e) = result {
-            tr.error_code = e.code(true);
-            tr.error_message = Some(s(&e.to_string()));
-        }
-        r.responses.push(tr);
     }
     r
 }
@@ -348,12 +304,12 @@ pub fn describe_configs(b: &Broker, req: DescribeConfigsRequest) -> DescribeConf
         rr.resource_name = res.resource_name.clone();
         let name = res.resource_name.to_string();
         let entries: Result<Vec<(String, String, bool)>, (i16, String)> = match res.resource_type {
-            resource_topic => match b.topic(&name) {
-                Some(t) => Ok(crate::broker::topic::describe(&t.config, t.min_insync)
+            resource_topic => match (b.topic_config(&name), b.image().topics.get(&name)) {
+                (Some((config, min_insync)), Some(t)) => Ok(crate::broker::topic::describe(&config, min_insync)
                     .into_iter()
-                    .map(|(k, v)| (k.to_string(), v, !t.overrides.contains_key(k)))
+                    .map(|(k, v)| (k.to_string(), v, !t.config.contains_key(k)))
                     .collect()),
-                None => Err((3, format!("unknown topic '{name}'"))),
+                _ => Err((3, format!("unknown topic '{name}'"))),
             },
             resource_broker if name.is_empty() || name == b.config().node_id.to_string() => Ok(broker_configs(b)),
             resource_broker => Err((42, format!("broker '{name}' is not this broker ({})", b.config().node_id))),
@@ -431,7 +387,7 @@ pub fn init_producer_id(b: &mut Broker, req: InitProducerIdRequest) -> InitProdu
     r
 }
 
-pub fn offset_for_leader_epoch(b: &Broker, req: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse {
+pub fn offset_for_leader_epoch(b: &Broker, version: i16, req: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse {
     let mut r = OffsetForLeaderEpochResponse::default();
     for t in req.topics {
         let name = t.topic.0.to_string();
@@ -440,7 +396,8 @@ pub fn offset_for_leader_epoch(b: &Broker, req: OffsetForLeaderEpochRequest) -> 
         for p in t.partitions {
             let mut e = EpochEndOffset::default();
             e.partition = p.partition;
-            match b.end_offset_for_epoch(&name, p.partition, p.leader_epoch) {
+            let current = if version >= 2 { p.current_leader_epoch } else { -1 };
+            match b.end_offset_for_epoch(&name, p.partition, p.leader_epoch, current) {
                 Ok((epoch, end)) => {
                     e.leader_epoch = epoch;
                     e.end_offset = end;

@@ -8,14 +8,44 @@
 //! closes the connection — the client is broken or hostile and nothing it sends next can be
 //! trusted. Per-request problems are answered with Kafka error codes.
 
+mod controller_handlers;
 mod handlers;
+mod waiting;
 
 use crate::broker::Broker;
+use crate::controller::quorum::Quorum;
+use std::sync::{Mutex, MutexGuard};
 use bytes::{BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::fetch_request::FetchRequest;
 use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable};
 
 pub use handlers::SUPPORTED;
+pub use waiting::Waiting;
+
+/// What requests act on: this node's broker and, on the controller node, the controller.
+/// Each request locks what it needs for one whole decision, never both at once.
+pub struct Node {
+    broker: Mutex<Broker>,
+    controller: Option<Mutex<Quorum>>,
+}
+
+impl Node {
+    pub fn new(broker: Broker, controller: Option<Quorum>) -> Node {
+        Node { broker: Mutex::new(broker), controller: controller.map(Mutex::new) }
+    }
+
+    /// The broker, even if a request handler panicked while holding it (a bug, logged there):
+    /// its state is still the last consistent one, since every mutation is a whole call.
+    pub fn broker(&self) -> MutexGuard<'_, Broker> {
+        self.broker.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The controller, on the controller node.
+    pub fn controller(&self) -> Option<MutexGuard<'_, Quorum>> {
+        self.controller.as_ref().map(|c| c.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
 
 /// What the shell does with a request.
 #[derive(Debug)]
@@ -29,6 +59,9 @@ pub enum Outcome {
     Park { wait_ms: u64 },
     /// Close the connection; the reason is for the log.
     Close(String),
+    /// Answer once a condition holds (acks=all replicated, metadata applied) or a timeout
+    /// passes: ask [`Waiting::poll`] again whenever the node changed.
+    Wait(Waiting),
 }
 
 /// The size prefix of a frame: `Ok(len)` or why the connection must close.
@@ -52,7 +85,7 @@ pub fn supported(key: ApiKey) -> Option<(i16, i16)> {
 }
 
 /// Encodes a response frame: size, header, body.
-fn encode<R: Encodable>(key: ApiKey, version: i16, correlation_id: i32, body: &R) -> Result<Bytes, String> {
+pub(crate) fn encode<R: Encodable>(key: ApiKey, version: i16, correlation_id: i32, body: &R) -> Result<Bytes, String> {
     let header_version = key.response_header_version(version);
     let header = ResponseHeader::default().with_correlation_id(correlation_id);
     let size = header.compute_size(header_version).map_err(|e| e.to_string())? + body.compute_size(version).map_err(|e| e.to_string())?;
@@ -69,14 +102,14 @@ fn decode<R: Decodable>(key: ApiKey, version: i16, body: &mut Bytes) -> Result<R
 
 /// Handles one request frame (without its size prefix). `final_attempt` is false the first
 /// time a fetch is tried and true once its wait is over.
-pub fn handle(broker: &mut Broker, frame: &Bytes, now: u64, final_attempt: bool) -> Outcome {
-    match handle_inner(broker, frame, now, final_attempt) {
+pub fn handle(node: &Node, frame: &Bytes, now: u64, final_attempt: bool) -> Outcome {
+    match handle_inner(node, frame, now, final_attempt) {
         Ok(outcome) => outcome,
         Err(reason) => Outcome::Close(reason),
     }
 }
 
-fn handle_inner(broker: &mut Broker, frame: &Bytes, now: u64, final_attempt: bool) -> Result<Outcome, String> {
+fn handle_inner(node: &Node, frame: &Bytes, now: u64, final_attempt: bool) -> Result<Outcome, String> {
     if frame.len() < 8 {
         return Err("request shorter than its header".into());
     }
@@ -103,23 +136,32 @@ fn handle_inner(broker: &mut Broker, frame: &Bytes, now: u64, final_attempt: boo
             encode(key, version, correlation_id, &$resp).map(Outcome::Reply)
         };
     }
+    let b = || node.broker();
     match key {
         ApiKey::ApiVersions => reply!(handlers::api_versions_response(0)),
-        ApiKey::Metadata => reply!(handlers::metadata(broker, version, decode(key, version, &mut body)?, now)),
-        ApiKey::Produce => match handlers::produce(broker, version, decode(key, version, &mut body)?, now)? {
-            Some(resp) => reply!(resp),
-            None => Ok(Outcome::NoReply),
-        },
-        ApiKey::Fetch => match handlers::fetch(broker, version, decode(key, version, &mut body)?, final_attempt) {
-            handlers::FetchDecision::Respond(resp) => reply!(resp),
-            handlers::FetchDecision::Park(wait_ms) => Ok(Outcome::Park { wait_ms }),
-        },
-        ApiKey::ListOffsets => reply!(handlers::list_offsets(broker, version, decode(key, version, &mut body)?)),
-        ApiKey::CreateTopics => reply!(handlers::create_topics(broker, version, decode(key, version, &mut body)?, now)),
-        ApiKey::DeleteTopics => reply!(handlers::delete_topics(broker, version, decode(key, version, &mut body)?)),
-        ApiKey::DescribeConfigs => reply!(handlers::describe_configs(broker, decode(key, version, &mut body)?)),
-        ApiKey::InitProducerId => reply!(handlers::init_producer_id(broker, decode(key, version, &mut body)?)),
-        ApiKey::OffsetForLeaderEpoch => reply!(handlers::offset_for_leader_epoch(broker, decode(key, version, &mut body)?)),
+        ApiKey::Metadata => reply!(handlers::metadata(&mut b(), version, decode(key, version, &mut body)?)),
+        ApiKey::Produce => handlers::produce(&mut b(), version, correlation_id, decode(key, version, &mut body)?, now),
+        ApiKey::Fetch => {
+            let req: FetchRequest = decode(key, version, &mut body)?;
+            let decision = if controller_handlers::is_metadata_fetch(&req) {
+                controller_handlers::metadata_fetch(node, req, final_attempt)
+            } else {
+                handlers::fetch(&mut b(), version, req, final_attempt, now)
+            };
+            match decision {
+                handlers::FetchDecision::Respond(resp) => reply!(resp),
+                handlers::FetchDecision::Park(wait_ms) => Ok(Outcome::Park { wait_ms }),
+            }
+        }
+        ApiKey::ListOffsets => reply!(handlers::list_offsets(&b(), version, decode(key, version, &mut body)?)),
+        ApiKey::CreateTopics => controller_handlers::create_topics(node, version, correlation_id, decode(key, version, &mut body)?, now),
+        ApiKey::DeleteTopics => controller_handlers::delete_topics(node, version, correlation_id, decode(key, version, &mut body)?, now),
+        ApiKey::DescribeConfigs => reply!(handlers::describe_configs(&b(), decode(key, version, &mut body)?)),
+        ApiKey::InitProducerId => reply!(handlers::init_producer_id(&mut b(), decode(key, version, &mut body)?)),
+        ApiKey::OffsetForLeaderEpoch => reply!(handlers::offset_for_leader_epoch(&b(), version, decode(key, version, &mut body)?)),
+        ApiKey::BrokerRegistration => reply!(controller_handlers::broker_registration(node, decode(key, version, &mut body)?, now)),
+        ApiKey::BrokerHeartbeat => reply!(controller_handlers::broker_heartbeat(node, decode(key, version, &mut body)?, now)),
+        ApiKey::AlterPartition => reply!(controller_handlers::alter_partition(node, decode(key, version, &mut body)?, now)),
         other => Err(format!("API {other:?} is not supported by this broker")),
     }
 }

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 /// Flags of the `broker` binary (Kafka's names, dots as dashes).
 #[derive(Debug, Clone, Default, clap::Parser)]
-#[command(name = "broker", about = "Seedlog broker: a Kafka-compatible broker on one node")]
+#[command(name = "broker", about = "Seedlog broker: a Kafka-compatible broker; one node, or one of a cluster")]
 pub struct Flags {
     /// Address to listen on.
     #[arg(long)]
@@ -60,6 +60,25 @@ pub struct Flags {
     /// message.max.bytes
     #[arg(long)]
     pub message_max_bytes: Option<usize>,
+    /// controller.quorum.voters: the controller as `id@host:port` (one voter; default: this
+    /// node, which then runs the controller too).
+    #[arg(long)]
+    pub controller_quorum_voters: Option<String>,
+    /// default.replication.factor
+    #[arg(long)]
+    pub default_replication_factor: Option<i16>,
+    /// replica.lag.time.max.ms
+    #[arg(long)]
+    pub replica_lag_time_max_ms: Option<u64>,
+    /// broker.session.timeout.ms (read by the controller)
+    #[arg(long)]
+    pub broker_session_timeout_ms: Option<u64>,
+    /// broker.heartbeat.interval.ms
+    #[arg(long)]
+    pub broker_heartbeat_interval_ms: Option<u64>,
+    /// unclean.leader.election.enable (read by the controller)
+    #[arg(long)]
+    pub unclean_leader_election_enable: Option<bool>,
 }
 
 /// The settings a file may carry, as Kafka names them.
@@ -79,6 +98,12 @@ pub const FILE_SETTINGS: &[&str] = &[
     "log.flush.interval.messages",
     "log.flush.interval.ms",
     "message.max.bytes",
+    "controller.quorum.voters",
+    "default.replication.factor",
+    "replica.lag.time.max.ms",
+    "broker.session.timeout.ms",
+    "broker.heartbeat.interval.ms",
+    "unclean.leader.election.enable",
 ];
 
 /// Reads a TOML file's text into flags (file values first; `over` wins where it sets a value).
@@ -105,13 +130,21 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
             "log.flush.interval.messages" => f.log_flush_interval_messages = Some(int()? as u64),
             "log.flush.interval.ms" => f.log_flush_interval_ms = Some(int()? as u64),
             "message.max.bytes" => f.message_max_bytes = Some(int()? as usize),
+            "controller.quorum.voters" => f.controller_quorum_voters = Some(text()?),
+            "default.replication.factor" => f.default_replication_factor = Some(int()? as i16),
+            "replica.lag.time.max.ms" => f.replica_lag_time_max_ms = Some(int()? as u64),
+            "broker.session.timeout.ms" => f.broker_session_timeout_ms = Some(int()? as u64),
+            "broker.heartbeat.interval.ms" => f.broker_heartbeat_interval_ms = Some(int()? as u64),
+            "unclean.leader.election.enable" => f.unclean_leader_election_enable = Some(value.as_bool().ok_or_else(|| bad("true or false"))?),
             other => return Err(format!("config file: unknown setting '{other}' (known: {})", FILE_SETTINGS.join(", "))),
         }
     }
     macro_rules! take { ($($field:ident),*) => { $( if over.$field.is_some() { f.$field = over.$field.clone(); } )* } }
     take!(listen, advertised, node_id, data_dir, config, auto_create_topics_enable, num_partitions, min_insync_replicas,
         log_segment_bytes, log_roll_ms, log_retention_ms, log_retention_bytes, log_index_interval_bytes,
-        log_flush_interval_messages, log_flush_interval_ms, message_max_bytes);
+        log_flush_interval_messages, log_flush_interval_ms, message_max_bytes, controller_quorum_voters,
+        default_replication_factor, replica_lag_time_max_ms, broker_session_timeout_ms, broker_heartbeat_interval_ms,
+        unclean_leader_election_enable);
     Ok(f)
 }
 
@@ -154,7 +187,52 @@ pub fn resolve(f: &Flags) -> Result<(SocketAddr, BrokerConfig), String> {
         _ => FlushPolicy::Never,
     };
     c.log.validate().map_err(|e| e.to_string())?;
+    let voters = f.controller_quorum_voters.clone().unwrap_or_else(|| format!("{}@{advertised}", c.node_id));
+    let (id, addr) = parse_voter(&voters)?;
+    (c.controller_id, c.controller_addr) = (id, addr);
+    if let Some(v) = f.default_replication_factor {
+        if v < 1 {
+            return Err(format!("default.replication.factor={v} must be at least 1"));
+        }
+        c.default_replication_factor = v;
+    }
+    if let Some(v) = f.replica_lag_time_max_ms { c.replica_lag_ms_max = v }
+    if let Some(v) = f.broker_session_timeout_ms { c.session_timeout_ms = v }
+    if let Some(v) = f.broker_heartbeat_interval_ms { c.heartbeat_interval_ms = v }
+    if let Some(v) = f.unclean_leader_election_enable { c.unclean_leader_election = v }
+    if c.heartbeat_interval_ms == 0 || c.heartbeat_interval_ms * 2 > c.session_timeout_ms {
+        return Err(format!(
+            "broker.heartbeat.interval.ms={} must be positive and at most half of broker.session.timeout.ms={}",
+            c.heartbeat_interval_ms, c.session_timeout_ms
+        ));
+    }
     Ok((listen, c))
+}
+
+/// `controller.quorum.voters` with one voter, `id@host:port` (Kafka's syntax).
+fn parse_voter(text: &str) -> Result<(i32, String), String> {
+    let bad = || format!("controller.quorum.voters={text}: expected one voter as id@host:port");
+    if text.contains(',') {
+        return Err(format!("controller.quorum.voters={text}: only a single controller voter is supported so far"));
+    }
+    let (id, addr) = text.split_once('@').ok_or_else(bad)?;
+    let id: i32 = id.trim().parse().map_err(|_| bad())?;
+    let (_, port) = addr.rsplit_once(':').ok_or_else(bad)?;
+    port.parse::<u16>().map_err(|_| bad())?;
+    Ok((id, addr.trim().to_string()))
+}
+
+/// The controller's settings, from the broker's (the node that runs the controller).
+pub fn controller_config(c: &BrokerConfig) -> crate::controller::ControllerConfig {
+    crate::controller::ControllerConfig {
+        node_id: c.node_id,
+        session_timeout_ms: c.session_timeout_ms,
+        default_replication_factor: c.default_replication_factor,
+        num_partitions: c.num_partitions,
+        unclean_leader_election: c.unclean_leader_election,
+        min_insync_replicas: c.min_insync_replicas,
+        log: c.log.clone(),
+    }
 }
 
 #[cfg(test)]
@@ -174,5 +252,11 @@ mod tests {
         assert!(resolve(&bad).unwrap_err().contains("segment.bytes=3"));
         let every = Flags { log_flush_interval_messages: Some(1), ..Flags::default() };
         assert_eq!(resolve(&every).unwrap().1.log.flush, FlushPolicy::EveryBatch);
+        let c = resolve(&Flags::default()).unwrap().1;
+        assert_eq!((c.controller_id, c.controller_addr.as_str()), (0, "127.0.0.1:9092"), "a lone node is its own controller");
+        let other = Flags { controller_quorum_voters: Some("3@10.0.0.4:9093".into()), ..Flags::default() };
+        assert_eq!(resolve(&other).unwrap().1.controller_id, 3);
+        let two = Flags { controller_quorum_voters: Some("1@a:1,2@b:2".into()), ..Flags::default() };
+        assert!(resolve(&two).unwrap_err().contains("single controller"));
     }
 }

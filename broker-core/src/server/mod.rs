@@ -7,14 +7,17 @@
 //! its connection, as in Kafka, and wakes when a produce appends or its wait runs out.
 
 pub mod config;
+mod peers;
 
 use crate::broker::Broker;
-use crate::constants::{checkpoint_interval_ms, connection_idle_ms_max, connections_max, request_body_ms_max, request_bytes_max, tick_interval_ms};
-use crate::protocol::{self, Outcome};
+use crate::controller::quorum::Quorum;
+use crate::constants::{startup_wait_ms_max, checkpoint_interval_ms, connection_idle_ms_max, connections_max, request_body_ms_max, request_bytes_max, tick_interval_ms};
+use crate::protocol::{self, Node, Outcome, Waiting};
 use crate::storage::Disk;
 use bytes::Bytes;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::time::Instant;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader, BufWriter};
 use tokio::net::{TcpListener, TcpStream};
@@ -27,21 +30,58 @@ pub fn now_ms() -> u64 {
 
 /// What every connection task shares.
 pub struct Shared {
-    broker: Mutex<Broker>,
+    pub node: Node,
     disk: Arc<dyn Disk>,
-    /// Woken after every produce, so parked fetches look again.
-    appended: Notify,
+    /// Woken whenever the node changed (an append, a high watermark, metadata, a controller
+    /// commit), so parked fetches and waiting requests look again.
+    changed: Notify,
+    /// This broker's epoch with the controller, once registered.
+    broker_epoch: Mutex<Option<i64>>,
+    /// Set once the broker was first unfenced: client requests wait for it at startup.
+    started: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
-    pub fn new(broker: Broker, disk: Arc<dyn Disk>) -> Arc<Shared> {
-        Arc::new(Shared { broker: Mutex::new(broker), disk, appended: Notify::new() })
+    /// `controller` is the metadata quorum if this node is the controller.
+    pub fn new(broker: Broker, controller: Option<Quorum>, disk: Arc<dyn Disk>) -> Arc<Shared> {
+        Arc::new(Shared { node: Node::new(broker, controller), disk, changed: Notify::new(), broker_epoch: Mutex::new(None), started: Default::default() })
     }
 
-    /// The broker, even if a request handler panicked while holding it (a bug, logged there):
-    /// its state is still the last consistent one, since every mutation is a whole call.
     pub fn broker(&self) -> MutexGuard<'_, Broker> {
-        self.broker.lock().unwrap_or_else(|p| p.into_inner())
+        self.node.broker()
+    }
+
+    /// Resolves once this broker has been registered and unfenced (once; later fencing does
+    /// not hold requests), or after `startup_wait_ms_max`.
+    async fn started(&self) {
+        if self.started.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
+        let deadline = Instant::now() + Duration::from_millis(startup_wait_ms_max);
+        loop {
+            let notified = self.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let ready = {
+                let b = self.broker();
+                b.image().brokers.get(&b.config().node_id).is_some_and(|x| !x.fenced)
+            };
+            if ready || Instant::now() >= deadline {
+                self.started.store(true, std::sync::atomic::Ordering::Relaxed);
+                return;
+            }
+            tokio::select! {
+                // biased: tokio picks branches with an unseeded RNG otherwise,
+                // which breaks replay under madsim.
+                biased;
+                _ = &mut notified => {}
+                _ = tokio::time::sleep_until(deadline) => {}
+            }
+        }
+    }
+
+    fn changed(&self) {
+        self.changed.notify_waiters();
     }
 
     /// Sleeps off simulated disk latency owed by the last decision (zero on real disks).
@@ -56,6 +96,7 @@ impl Shared {
 /// Accepts connections until `shutdown` resolves, then flushes and checkpoints every log.
 pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: impl std::future::Future<Output = ()>) {
     let timers = tokio::spawn(run_timers(shared.clone()));
+    let peers = peers::spawn(shared.clone());
     let open = Arc::new(tokio::sync::Semaphore::new(connections_max));
     tokio::pin!(shutdown);
     loop {
@@ -82,6 +123,9 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: impl st
         }
     }
     timers.abort();
+    for task in peers {
+        task.abort();
+    }
     tracing::info!("shutting down: flushing and checkpointing every partition");
     for e in shared.broker().checkpoint(now_ms()) {
         tracing::error!("checkpoint at shutdown failed: {e}");
@@ -93,9 +137,10 @@ async fn run_timers(shared: Arc<Shared>) {
     let mut last_checkpoint = now_ms();
     loop {
         let wait = {
-            let b = shared.broker();
             let now = now_ms();
-            b.next_deadline().map_or(tick_interval_ms, |d| d.saturating_sub(now).clamp(1, tick_interval_ms))
+            let broker = shared.broker().next_deadline();
+            let controller = shared.node.controller().and_then(|q| q.next_deadline());
+            broker.into_iter().chain(controller).min().map_or(tick_interval_ms, |d| d.saturating_sub(now).clamp(1, tick_interval_ms))
         };
         tokio::time::sleep(Duration::from_millis(wait)).await;
         let now = now_ms();
@@ -111,24 +156,43 @@ async fn run_timers(shared: Arc<Shared>) {
         for e in errors {
             tracing::error!("log maintenance: {e}");
         }
+        if let Some(mut q) = shared.node.controller() {
+            let before = q.end_offset();
+            if let Err(e) = q.tick(now) {
+                tracing::error!("controller: {e}");
+            }
+            if q.end_offset() != before {
+                drop(q);
+                shared.changed();
+            }
+        }
         shared.settle_disk().await;
     }
 }
 
-/// Runs one request to completion, parking fetches until data arrives or their wait ends.
+/// Runs one request to completion: parks fetches until data arrives or their wait ends, and
+/// holds requests that answer later (acks=all, topic changes) until they can.
 async fn answer(shared: &Shared, frame: &Bytes) -> Outcome {
-    let is_produce = frame.len() >= 2 && frame[0..2] == [0, 0];
-    let mut deadline: Option<tokio::time::Instant> = None;
+    let is_fetch = frame.len() >= 2 && frame[0..2] == [0, 1];
+    if frame.len() >= 2 && waits_for_startup(i16::from_be_bytes([frame[0], frame[1]])) {
+        shared.started().await;
+    }
+    let mut deadline: Option<Instant> = None;
     loop {
-        let notified = shared.appended.notified();
+        let notified = shared.changed.notified();
         tokio::pin!(notified);
-        notified.as_mut().enable(); // registered before we look, so no append is missed
-        let final_attempt = deadline.is_some_and(|d| tokio::time::Instant::now() >= d);
-        let outcome = protocol::handle(&mut shared.broker(), frame, now_ms(), final_attempt);
+        notified.as_mut().enable(); // registered before we look, so no change is missed
+        let final_attempt = deadline.is_some_and(|d| Instant::now() >= d);
+        let outcome = protocol::handle(&shared.node, frame, now_ms(), final_attempt);
+        // Anything but a fetch may have changed the node; a fetch only when a follower's
+        // progress moved a high watermark.
+        if !is_fetch || shared.broker().take_progress() {
+            shared.changed();
+        }
         shared.settle_disk().await;
         match outcome {
             Outcome::Park { wait_ms } => {
-                let d = *deadline.get_or_insert_with(|| tokio::time::Instant::now() + Duration::from_millis(wait_ms));
+                let d = *deadline.get_or_insert_with(|| Instant::now() + Duration::from_millis(wait_ms));
                 tokio::select! {
                     // biased: tokio picks branches with an unseeded RNG otherwise,
                     // which breaks replay under madsim.
@@ -137,12 +201,36 @@ async fn answer(shared: &Shared, frame: &Bytes) -> Outcome {
                     _ = tokio::time::sleep_until(d) => {}
                 }
             }
-            other => {
-                if is_produce {
-                    shared.appended.notify_waiters();
-                }
-                return other;
-            }
+            Outcome::Wait(waiting) => return wait_for(shared, waiting).await,
+            other => return other,
+        }
+    }
+}
+
+/// Client requests that wait, at startup, until the broker is registered and unfenced (Kafka
+/// opens its client listener only then): Produce, ListOffsets, Metadata, CreateTopics,
+/// DeleteTopics, InitProducerId, DescribeConfigs. Never the requests brokers and the controller
+/// exchange (Fetch, heartbeats, registration), which are how the broker gets started.
+fn waits_for_startup(key: i16) -> bool {
+    matches!(key, 0 | 2 | 3 | 19 | 20 | 22 | 32)
+}
+
+/// Polls a waiting request whenever the node changes, until it answers or times out.
+async fn wait_for(shared: &Shared, mut waiting: Waiting) -> Outcome {
+    let deadline = Instant::now() + Duration::from_millis(waiting.timeout_ms);
+    loop {
+        let notified = shared.changed.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if let Some(outcome) = waiting.poll(&shared.node, Instant::now() >= deadline) {
+            return outcome;
+        }
+        tokio::select! {
+            // biased: tokio picks branches with an unseeded RNG otherwise,
+            // which breaks replay under madsim.
+            biased;
+            _ = &mut notified => {}
+            _ = tokio::time::sleep_until(deadline) => {}
         }
     }
 }
@@ -193,7 +281,7 @@ async fn connection(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
                 tracing::warn!("closing connection from {peer}: {reason}");
                 break;
             }
-            Outcome::Park { .. } => unreachable!("answer() never returns Park"),
+            Outcome::Park { .. } | Outcome::Wait(_) => unreachable!("answer() never returns Park or Wait"),
         }
         // Pipelined requests already buffered are answered before flushing, so a burst of
         // requests costs one write; otherwise flush before waiting for the next request.

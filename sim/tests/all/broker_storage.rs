@@ -2,24 +2,32 @@
 //! with KAFKA_STORAGE_ERROR for that partition only; the broker keeps serving, and nothing it
 //! acknowledged is lost — across a power loss too.
 
-use broker_core::broker::{Broker, BrokerConfig};
+use broker_core::broker::{Broker, BrokerConfig, Fetcher};
+use broker_core::protocol::Node;
+use broker_core::testing::{create, one_node_on, sync};
 use broker_core::log::batch::{build, validate};
 use broker_core::storage::Disk;
 use sim::disk::{CrashMode, DiskFaults, SimDisk};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-fn open(disk: &SimDisk) -> Broker {
+fn open(disk: &SimDisk) -> Node {
     let config = BrokerConfig { data_dir: "/data".into(), ..BrokerConfig::default() };
-    Broker::open(Arc::new(disk.clone()) as Arc<dyn Disk>, config, 0).unwrap().0
+    let node = one_node_on(Arc::new(disk.clone()) as Arc<dyn Disk>, config);
+    sync(&node, 0);
+    node
+}
+
+fn flushed() -> BTreeMap<String, String> {
+    BTreeMap::from([("flush.messages".into(), "1".into())])
 }
 
 /// The records section of every batch readable from partition `p`, in order.
-fn values(b: &Broker, topic: &str, p: i32) -> Vec<Vec<u8>> {
+fn values(b: &mut Broker, topic: &str, p: i32) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     let mut at = 0;
     loop {
-        let f = b.fetch(topic, p, at, 1 << 20, true).unwrap();
+        let f = b.fetch(topic, p, at, 1 << 20, true, Fetcher::consumer, 0).unwrap();
         if f.records.is_empty() {
             return out;
         }
@@ -37,18 +45,19 @@ fn values(b: &Broker, topic: &str, p: i32) -> Vec<Vec<u8>> {
 #[test]
 fn full_disk_and_eio_fail_one_partition_and_lose_nothing_acknowledged() {
     let disk = SimDisk::new(11);
-    let mut b = open(&disk);
-    b.create_topic("a", 1, 1, BTreeMap::from([("flush.messages".into(), "1".into())]), false, 0).unwrap();
-    b.create_topic("b", 1, 1, BTreeMap::from([("flush.messages".into(), "1".into())]), false, 0).unwrap();
+    let node = open(&disk);
+    create(&node, "a", 1, flushed()).unwrap();
+    create(&node, "b", 1, flushed()).unwrap();
+    let mut b = node.broker();
     for i in 0..10u8 {
         b.produce("a", 0, &build(&[&[i; 100]], 1), -1, 0).unwrap();
     }
-    let acked = values(&b, "a", 0);
+    let acked = values(&mut b, "a", 0);
     // Full disk: the append fails with KAFKA_STORAGE_ERROR and writes nothing.
     disk.set_faults(DiskFaults { capacity_bytes: Some(disk.used_bytes() + 10), ..DiskFaults::default() });
     let err = b.produce("a", 0, &build(&[&[99; 100]], 1), -1, 0).unwrap_err();
     assert_eq!(err.code(true), 56, "{err}");
-    assert_eq!(values(&b, "a", 0), acked, "nothing half-written is visible");
+    assert_eq!(values(&mut b, "a", 0), acked, "nothing half-written is visible");
     // EIO on partition a's files only: b keeps working.
     disk.set_faults(DiskFaults { eio_paths: vec!["/data/a-0/".into()], ..DiskFaults::default() });
     assert_eq!(b.produce("a", 0, &build(&[&[98; 100]], 1), -1, 0).unwrap_err().code(true), 56);
@@ -56,17 +65,20 @@ fn full_disk_and_eio_fail_one_partition_and_lose_nothing_acknowledged() {
     // The disk heals; the broker restarts after a power loss; everything acknowledged is there.
     disk.set_faults(DiskFaults::default());
     drop(b);
+    drop(node);
     disk.crash(CrashMode::PowerLoss);
-    let b = open(&disk);
-    assert_eq!(values(&b, "a", 0), acked);
-    assert_eq!(values(&b, "b", 0).len(), 1);
+    let node = open(&disk);
+    let mut b = node.broker();
+    assert_eq!(values(&mut b, "a", 0), acked);
+    assert_eq!(values(&mut b, "b", 0).len(), 1);
 }
 
 #[test]
 fn a_partition_offline_after_an_eio_burst_is_reopened_once_the_disk_heals() {
     let disk = SimDisk::new(5);
-    let mut b = open(&disk);
-    b.create_topic("a", 1, 1, BTreeMap::from([("flush.messages".into(), "1".into())]), false, 0).unwrap();
+    let node = open(&disk);
+    create(&node, "a", 1, flushed()).unwrap();
+    let mut b = node.broker();
     b.produce("a", 0, &build(&[b"before"], 1), -1, 0).unwrap();
     disk.set_faults(DiskFaults { eio_paths: vec!["/data/a-0/".into()], ..DiskFaults::default() });
     assert_eq!(b.produce("a", 0, &build(&[b"during"], 1), -1, 0).unwrap_err().code(true), 56);
@@ -81,5 +93,5 @@ fn a_partition_offline_after_an_eio_burst_is_reopened_once_the_disk_heals() {
     assert!(notes.iter().any(|n| n.contains("reopened after")), "{notes:?}");
     let after = b.produce("a", 0, &build(&[b"after"], 1), -1, 0).unwrap();
     assert_eq!(after.base_offset, 1, "the batch refused during the burst left nothing behind");
-    assert_eq!(values(&b, "a", 0).len(), 2);
+    assert_eq!(values(&mut b, "a", 0).len(), 2);
 }

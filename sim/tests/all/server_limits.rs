@@ -48,9 +48,9 @@ fn stalled_requests_and_idle_connections_are_closed_in_simulated_time() {
                 async move {
                     let d: Arc<dyn Disk> = Arc::new(disk);
                     let config = BrokerConfig { data_dir: "/data".into(), ..BrokerConfig::default() };
-                    let (broker, _) = Broker::open(d.clone(), config, server::now_ms()).unwrap();
+                    let broker = Broker::open(d.clone(), config, server::now_ms()).unwrap();
                     let l = tokio::net::TcpListener::bind("0.0.0.0:9092").await.unwrap();
-                    server::serve(l, Shared::new(broker, d), std::future::pending()).await;
+                    server::serve(l, Shared::new(broker, None, d), std::future::pending()).await;
                 }
             })
             .build();

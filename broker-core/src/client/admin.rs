@@ -1,0 +1,42 @@
+//! Admin requests: topic creation, sent to the controller (the broker Metadata names as
+//! `controller_id`, or a known controller address), as Kafka's admin clients do.
+
+use super::conn::Conn;
+use super::ClientError;
+use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreateTopicsRequest};
+use kafka_protocol::messages::TopicName;
+use kafka_protocol::protocol::StrBytes;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+const create_topics_version: i16 = 5;
+
+/// A topic to create: name, partitions, replication factor.
+pub type NewTopic = (String, i32, i16);
+
+/// Creates `topics` through the controller at `controller`. A topic that already exists counts
+/// as created; any other refusal is the error (the first one).
+pub async fn create_topics(controller: SocketAddr, topics: &[NewTopic], timeout: Duration) -> Result<(), ClientError> {
+    let mut conn = Conn::connect(controller, "seedlog-admin", timeout).await?;
+    let mut req = CreateTopicsRequest::default();
+    req.timeout_ms = timeout.as_millis() as i32 / 10 * 8;
+    req.topics = topics
+        .iter()
+        .map(|(name, partitions, rf)| {
+            let mut t = CreatableTopic::default();
+            t.name = TopicName(StrBytes::from_string(name.clone()));
+            t.num_partitions = *partitions;
+            t.replication_factor = *rf;
+            t
+        })
+        .collect();
+    let resp = conn.send(create_topics_version, &req).await?;
+    // TOPIC_ALREADY_EXISTS (36): created earlier, by us or someone else.
+    match resp.topics.iter().find(|t| t.error_code != 0 && t.error_code != 36) {
+        Some(t) => Err(ClientError::Kafka {
+            code: t.error_code,
+            message: format!("creating {}: {}", t.name.0.as_str(), t.error_message.as_ref().map_or("", |m| m.as_str())),
+        }),
+        None => Ok(()),
+    }
+}

@@ -1,0 +1,111 @@
+//! What a client knows of the cluster: its connections (one per broker address) and, from
+//! Metadata, the brokers and each partition's leader. A failed metadata request moves on to the
+//! next known broker (then the bootstrap address), so one dead broker does not blind the client.
+
+use super::conn::Conn;
+use super::ClientError;
+use kafka_protocol::messages::metadata_request::{MetadataRequest, MetadataRequestTopic};
+use kafka_protocol::messages::TopicName;
+use kafka_protocol::protocol::StrBytes;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+const metadata_version: i16 = 12;
+
+pub struct Cluster {
+    bootstrap: Vec<SocketAddr>,
+    client_id: String,
+    timeout: Duration,
+    conns: BTreeMap<SocketAddr, Conn>,
+    brokers: BTreeMap<i32, SocketAddr>,
+    leaders: BTreeMap<(String, i32), i32>,
+    /// Which candidate the next metadata request goes to.
+    cursor: usize,
+}
+
+impl Cluster {
+    /// `bootstrap`: brokers to ask for metadata until some answered (at least one).
+    pub fn new(bootstrap: Vec<SocketAddr>, client_id: &str, timeout: Duration) -> Cluster {
+        assert!(!bootstrap.is_empty(), "a client needs at least one bootstrap broker");
+        Cluster { bootstrap, client_id: client_id.into(), timeout, conns: BTreeMap::new(), brokers: BTreeMap::new(), leaders: BTreeMap::new(), cursor: 0 }
+    }
+
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// The connection to `addr`, opened if needed.
+    pub async fn conn(&mut self, addr: SocketAddr) -> Result<&mut Conn, ClientError> {
+        if !self.conns.contains_key(&addr) {
+            let c = Conn::connect(addr, &self.client_id, self.timeout).await?;
+            self.conns.insert(addr, c);
+        }
+        Ok(self.conns.get_mut(&addr).expect("just inserted"))
+    }
+
+    /// Forgets a connection after an error: the next request reconnects.
+    pub fn drop_conn(&mut self, addr: SocketAddr) {
+        self.conns.remove(&addr);
+    }
+
+    /// Any broker to ask something of (the one metadata would ask next).
+    pub fn any_broker(&self) -> SocketAddr {
+        let candidates: Vec<SocketAddr> = self.brokers.values().chain(&self.bootstrap).copied().collect();
+        candidates[self.cursor % candidates.len()]
+    }
+
+    /// The broker did not answer: ask the next one next time.
+    pub fn rotate(&mut self) {
+        self.cursor = self.cursor.wrapping_add(1);
+    }
+
+    /// Refreshes the brokers and the leaders of `topics`' partitions. A topic-level error is
+    /// returned as the error (after what was learned is kept).
+    pub async fn refresh(&mut self, topics: &[&str]) -> Result<(), ClientError> {
+        let addr = self.any_broker();
+        let req = MetadataRequest::default()
+            .with_topics(Some(topics.iter().map(|t| MetadataRequestTopic::default().with_name(Some(TopicName(StrBytes::from_string(t.to_string()))))).collect()))
+            .with_allow_auto_topic_creation(true);
+        let resp = match self.conn(addr).await?.send(metadata_version, &req).await {
+            Ok(r) => r,
+            Err(e) => {
+                self.drop_conn(addr);
+                self.rotate();
+                return Err(e);
+            }
+        };
+        for b in &resp.brokers {
+            if let Ok(a) = format!("{}:{}", b.host, b.port).parse() {
+                self.brokers.insert(b.node_id.0, a);
+            }
+        }
+        let mut failure = None;
+        for t in &resp.topics {
+            let name = t.name.as_ref().map_or(String::new(), |n| n.0.to_string());
+            if t.error_code != 0 {
+                failure.get_or_insert(ClientError::Kafka { code: t.error_code, message: format!("metadata for {name}") });
+                continue;
+            }
+            for p in &t.partitions {
+                self.leaders.insert((name.clone(), p.partition_index), p.leader_id.0);
+            }
+        }
+        failure.map_or(Ok(()), Err)
+    }
+
+    /// The leader's address of a partition, refreshing metadata when unknown.
+    pub async fn leader(&mut self, topic: &str, partition: i32) -> Result<SocketAddr, ClientError> {
+        let key = (topic.to_string(), partition);
+        if !self.leaders.contains_key(&key) {
+            self.refresh(&[topic]).await?;
+        }
+        let id = *self.leaders.get(&key).ok_or(ClientError::Kafka { code: 3, message: format!("{topic}-{partition} is not in the metadata") })?;
+        self.brokers.get(&id).copied().ok_or(ClientError::Kafka { code: 5, message: format!("{topic}-{partition} has no leader (leader id {id})") })
+    }
+
+    /// Forgets a partition's leader (it moved, or did not answer).
+    pub fn forget(&mut self, topic: &str, partition: i32) {
+        self.leaders.remove(&(topic.to_string(), partition));
+    }
+}

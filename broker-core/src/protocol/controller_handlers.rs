@@ -1,0 +1,286 @@
+//! The APIs the controller serves: broker registration and heartbeats, ISR changes from
+//! partition leaders (AlterPartition), topic creation and deletion, and Fetch of the metadata
+//! log. Each decision is committed to the metadata log before it is answered. On a node that
+//! is not the controller they are answered with NOT_CONTROLLER (41), or for the metadata log
+//! NOT_LEADER_OR_FOLLOWER (6), so the asker looks elsewhere.
+
+use super::handlers::{s, topic_name, uuid, FetchDecision};
+use super::{encode, Node, Outcome, Waiting};
+use crate::broker::topic;
+use crate::controller::quorum::{metadata_topic, Quorum};
+use crate::controller::{log_overrides, AlterPartition, MetadataRecord};
+use kafka_protocol::messages::alter_partition_request::AlterPartitionRequest;
+use kafka_protocol::messages::alter_partition_response::{AlterPartitionResponse, PartitionData as AlterPartitionData, TopicData};
+use kafka_protocol::messages::broker_heartbeat_request::BrokerHeartbeatRequest;
+use kafka_protocol::messages::broker_heartbeat_response::BrokerHeartbeatResponse;
+use kafka_protocol::messages::broker_registration_request::BrokerRegistrationRequest;
+use kafka_protocol::messages::broker_registration_response::BrokerRegistrationResponse;
+use kafka_protocol::messages::create_topics_request::CreateTopicsRequest;
+use kafka_protocol::messages::create_topics_response::{CreatableTopicConfigs, CreatableTopicResult, CreateTopicsResponse};
+use kafka_protocol::messages::delete_topics_request::DeleteTopicsRequest;
+use kafka_protocol::messages::delete_topics_response::{DeletableTopicResult, DeleteTopicsResponse};
+use kafka_protocol::messages::fetch_request::FetchRequest;
+use kafka_protocol::messages::fetch_response::{FetchResponse, FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::{ApiKey, BrokerId};
+use std::collections::BTreeMap;
+
+const not_controller: i16 = 41;
+
+/// Whether a Fetch asks for the metadata log (brokers following the controller).
+pub fn is_metadata_fetch(req: &FetchRequest) -> bool {
+    req.topics.iter().any(|t| t.topic.0.as_str() == metadata_topic)
+}
+
+/// Fetch of the metadata log: committed records from the asked offset, parked like any fetch
+/// while there is nothing new.
+pub fn metadata_fetch(node: &Node, req: FetchRequest, final_attempt: bool) -> FetchDecision {
+    let mut r = FetchResponse::default();
+    let mut total = 0usize;
+    let quorum = node.controller();
+    for t in &req.topics {
+        let mut tr = FetchableTopicResponse::default();
+        tr.topic = t.topic.clone();
+        for fp in &t.partitions {
+            let mut pd = PartitionData::default();
+            pd.partition_index = fp.partition;
+            pd.aborted_transactions = Some(Vec::new());
+            let result = match &quorum {
+                Some(q) if t.topic.0.as_str() == metadata_topic && fp.partition == 0 => {
+                    q.read(fp.fetch_offset, (fp.partition_max_bytes.max(1) as usize).min(crate::constants::fetch_bytes_max)).map(|b| (b, q.end_offset(), q.log_start_offset())).map_err(|_| 1)
+                }
+                Some(_) => Err(3),
+                None => Err(6),
+            };
+            match result {
+                Ok((bytes, end, start)) => {
+                    total += bytes.len();
+                    pd.high_watermark = end;
+                    pd.last_stable_offset = end;
+                    pd.log_start_offset = start;
+                    pd.records = Some(bytes);
+                }
+                Err(code) => {
+                    pd.error_code = code;
+                    pd.high_watermark = -1;
+                    pd.records = Some(Default::default());
+                    return FetchDecision::Respond(with(r, tr, pd));
+                }
+            }
+            tr.partitions.push(pd);
+        }
+        r.responses.push(tr);
+    }
+    if !final_attempt && req.max_wait_ms > 0 && total == 0 {
+        return FetchDecision::Park(req.max_wait_ms as u64);
+    }
+    FetchDecision::Respond(r)
+}
+
+fn with(mut r: FetchResponse, mut tr: FetchableTopicResponse, pd: PartitionData) -> FetchResponse {
+    tr.partitions.push(pd);
+    r.responses.push(tr);
+    r
+}
+
+pub fn broker_registration(node: &Node, req: BrokerRegistrationRequest, now: u64) -> BrokerRegistrationResponse {
+    let mut r = BrokerRegistrationResponse::default();
+    r.broker_epoch = -1;
+    let Some(mut q) = node.controller() else {
+        r.error_code = not_controller;
+        return r;
+    };
+    let Some(listener) = req.listeners.first() else {
+        r.error_code = 42;
+        return r;
+    };
+    let next = q.end_offset();
+    let id = req.broker_id.0;
+    let result = q.controller_mut().register(id, listener.host.as_str(), listener.port as i32, next, now).map_err(|e| e.code());
+    match result.and_then(|records| q.commit(records, now).map_err(|_| 56)) {
+        Ok(_) => r.broker_epoch = q.controller().image().brokers.get(&id).map_or(-1, |b| b.epoch),
+        Err(code) => r.error_code = code,
+    }
+    r
+}
+
+pub fn broker_heartbeat(node: &Node, req: BrokerHeartbeatRequest, now: u64) -> BrokerHeartbeatResponse {
+    let mut r = BrokerHeartbeatResponse::default();
+    r.is_fenced = true;
+    let Some(mut q) = node.controller() else {
+        r.error_code = not_controller;
+        return r;
+    };
+    let result = q.controller_mut().heartbeat(req.broker_id.0, req.broker_epoch, req.current_metadata_offset, now).map_err(|e| e.code());
+    match result.and_then(|(reply, records)| q.commit(records, now).map(|_| reply).map_err(|_| 56)) {
+        Ok(reply) => {
+            r.is_fenced = reply.fenced;
+            r.is_caught_up = reply.caught_up;
+        }
+        Err(code) => r.error_code = code,
+    }
+    r
+}
+
+pub fn alter_partition(node: &Node, req: AlterPartitionRequest, now: u64) -> AlterPartitionResponse {
+    let mut r = AlterPartitionResponse::default();
+    let Some(mut q) = node.controller() else {
+        r.error_code = not_controller;
+        return r;
+    };
+    for t in req.topics {
+        let mut tr = TopicData::default();
+        tr.topic_id = t.topic_id;
+        let name = q.controller().image().topics.iter().find(|(_, x)| uuid(x.id) == t.topic_id).map(|(n, _)| n.clone());
+        for p in t.partitions {
+            let mut pr = AlterPartitionData::default();
+            pr.partition_index = p.partition_index;
+            let Some(name) = &name else {
+                pr.error_code = 100; // UNKNOWN_TOPIC_ID
+                tr.partitions.push(pr);
+                continue;
+            };
+            let ask = AlterPartition {
+                broker_id: req.broker_id.0,
+                broker_epoch: req.broker_epoch,
+                topic: name.clone(),
+                partition: p.partition_index,
+                leader_epoch: p.leader_epoch,
+                partition_epoch: p.partition_epoch,
+                new_isr: p.new_isr.iter().map(|b| b.0).collect(),
+            };
+            let result = q.controller().alter_partition(&ask).map_err(|e| e.code());
+            match result.and_then(|(info, records)| q.commit(records, now).map(|_| info).map_err(|_| 56)) {
+                Ok(info) => {
+                    pr.leader_id = BrokerId(info.leader);
+                    pr.leader_epoch = info.leader_epoch;
+                    pr.isr = info.isr.iter().map(|&b| BrokerId(b)).collect();
+                    pr.partition_epoch = info.partition_epoch;
+                }
+                Err(code) => pr.error_code = code,
+            }
+            tr.partitions.push(pr);
+        }
+        r.topics.push(tr);
+    }
+    r
+}
+
+/// How long a topic change waits for this node's broker to apply it before answering anyway.
+fn applied_wait_ms(timeout_ms: i32) -> u64 {
+    (timeout_ms.max(0) as u64).min(crate::constants::produce_wait_ms_max)
+}
+
+pub fn create_topics(node: &Node, version: i16, correlation_id: i32, req: CreateTopicsRequest, now: u64) -> Result<Outcome, String> {
+    let mut r = CreateTopicsResponse::default();
+    let mut quorum = node.controller();
+    let mut last = -1;
+    for t in req.topics {
+        let mut tr = CreatableTopicResult::default();
+        tr.name = t.name.clone();
+        let overrides: BTreeMap<String, String> = t.configs.iter().filter_map(|c| Some((c.name.to_string(), c.value.as_ref()?.to_string()))).collect();
+        let result = match quorum.as_deref_mut() {
+            None => Err((not_controller, "this node is not the controller".to_string())),
+            Some(_) if !t.assignments.is_empty() => Err((42, "manual replica assignment is not supported: give partitions and replication factor".into())),
+            Some(q) => create_one(q, t.name.0.as_str(), t.num_partitions, t.replication_factor, overrides.clone(), req.validate_only, now).map(|(id, offset)| {
+                last = last.max(offset);
+                id
+            }),
+        };
+        match result {
+            Ok(id) => {
+                tr.topic_id = uuid(id);
+                if version >= 5 {
+                    let q = quorum.as_deref().expect("created on the controller");
+                    describe_created(q, &mut tr, t.num_partitions, t.replication_factor, &overrides);
+                }
+            }
+            Err((code, message)) => {
+                tr.error_code = code;
+                tr.error_message = Some(s(&message));
+                tr.num_partitions = -1;
+                tr.replication_factor = -1;
+            }
+        }
+        r.topics.push(tr);
+    }
+    drop(quorum);
+    let reply = encode(ApiKey::CreateTopics, version, correlation_id, &r)?;
+    Ok(Outcome::Wait(Waiting::applied(last, reply, applied_wait_ms(req.timeout_ms))))
+}
+
+/// Decides and commits one topic; returns its id and the offset of its last record.
+fn create_one(q: &mut Quorum, name: &str, partitions: i32, rf: i16, overrides: BTreeMap<String, String>, validate_only: bool, now: u64) -> Result<([u8; 16], i64), (i16, String)> {
+    let (id, records) = q.controller().create_topic(name, partitions, rf, overrides, now).map_err(|e| (e.code(), e.to_string()))?;
+    if validate_only {
+        return Ok((id, -1));
+    }
+    let offset = q.commit(records, now).map_err(|e| (56, e))?;
+    Ok((id, offset))
+}
+
+/// CreateTopics v5+ tells the client what it got: partitions, replication factor, configs.
+fn describe_created(q: &Quorum, tr: &mut CreatableTopicResult, partitions: i32, rf: i16, overrides: &BTreeMap<String, String>) {
+    let c = q.controller().config();
+    let name = tr.name.0.to_string();
+    let created = q.controller().image().topics.get(&name);
+    tr.num_partitions = created.map_or(if partitions == -1 { c.num_partitions } else { partitions }, |t| t.partitions.len() as i32);
+    tr.replication_factor = created.and_then(|t| t.partitions.first()).map_or(if rf == -1 { c.default_replication_factor } else { rf }, |p| p.replicas.len() as i16);
+    let Ok(log) = topic::apply_overrides(&c.log, &log_overrides(overrides)) else { return };
+    let min_insync = overrides.get("min.insync.replicas").and_then(|v| v.trim().parse().ok()).unwrap_or(c.min_insync_replicas);
+    tr.configs = Some(
+        topic::describe(&log, min_insync)
+            .into_iter()
+            .map(|(k, v)| {
+                let mut x = CreatableTopicConfigs::default();
+                x.name = s(k);
+                x.value = Some(s(&v));
+                x.config_source = if overrides.contains_key(k) { 1 } else { 5 };
+                x
+            })
+            .collect(),
+    );
+}
+
+pub fn delete_topics(node: &Node, version: i16, correlation_id: i32, req: DeleteTopicsRequest, now: u64) -> Result<Outcome, String> {
+    let mut r = DeleteTopicsResponse::default();
+    let mut quorum = node.controller();
+    let names: Vec<(Option<String>, uuid::Uuid)> = if version >= 6 {
+        req.topics
+            .iter()
+            .map(|t| {
+                let by_id = || quorum.as_ref()?.controller().image().topics.iter().find(|(_, x)| uuid(x.id) == t.topic_id).map(|(n, _)| n.clone());
+                (t.name.as_ref().map(|n| n.0.to_string()).or_else(by_id), t.topic_id)
+            })
+            .collect()
+    } else {
+        req.topic_names.iter().map(|n| (Some(n.0.to_string()), uuid::Uuid::nil())).collect()
+    };
+    let mut last = -1;
+    for (name, id) in names {
+        let mut tr = DeletableTopicResult::default();
+        tr.name = name.as_deref().map(topic_name);
+        tr.topic_id = id;
+        let result = match (quorum.as_deref_mut(), &name) {
+            (None, _) => Err((not_controller, "this node is not the controller".to_string())),
+            (Some(_), None) => Err((3, "unknown topic id".to_string())),
+            (Some(q), Some(n)) => {
+                if let Some(t) = q.controller().image().topics.get(n) {
+                    tr.topic_id = uuid(t.id);
+                }
+                let records: Result<Vec<MetadataRecord>, _> = q.controller().delete_topic(n).map_err(|e| (e.code(), e.to_string()));
+                records.and_then(|rs| q.commit(rs, now).map_err(|e| (56, e)))
+            }
+        };
+        match result {
+            Ok(offset) => last = last.max(offset),
+            Err((code, message)) => {
+                tr.error_code = code;
+                tr.error_message = Some(s(&message));
+            }
+        }
+        r.responses.push(tr);
+    }
+    drop(quorum);
+    let reply = encode(ApiKey::DeleteTopics, version, correlation_id, &r)?;
+    Ok(Outcome::Wait(Waiting::applied(last, reply, applied_wait_ms(req.timeout_ms))))
+}

@@ -1,0 +1,452 @@
+//! This node's conversations with other nodes, each a task with its own connection:
+//! - the controller link: register, heartbeat, send the ISR changes leaders propose and the
+//!   topics Metadata requests asked to auto-create;
+//! - the metadata follower: long-polling Fetch of the controller's metadata log, applying what
+//!   arrives (a replay is applied only once it has reached the log's end, so no request ever
+//!   sees a half-replayed past);
+//! - one replica fetcher per leader this node follows: epoch truncation (OffsetForLeaderEpoch,
+//!   KIP-279) and then Fetch with this node's replica id, appending what the leader sends.
+//!
+//! IO only: every decision is the broker's or the controller's. Failures are logged, the
+//! connection dropped and retried after a pause; nothing here panics or gives up.
+
+use super::{now_ms, Shared};
+use crate::broker::Following;
+use crate::client::{ClientError, Conn};
+use crate::constants::{heartbeat_interval_ms_default, metadata_fetch_bytes, peer_backoff_ms, peer_request_ms_max, replica_fetch_bytes, replica_fetch_wait_ms, tick_interval_ms};
+use crate::controller::quorum::{decode_records, metadata_topic};
+use kafka_protocol::messages::alter_partition_request::{AlterPartitionRequest, PartitionData as AlterPartitionData, TopicData};
+use kafka_protocol::messages::broker_heartbeat_request::BrokerHeartbeatRequest;
+use kafka_protocol::messages::broker_registration_request::{BrokerRegistrationRequest, Listener};
+use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreateTopicsRequest};
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchRequest, FetchTopic};
+use kafka_protocol::messages::offset_for_leader_epoch_request::{OffsetForLeaderEpochRequest, OffsetForLeaderPartition, OffsetForLeaderTopic};
+use kafka_protocol::messages::{BrokerId, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+const fetch_version: i16 = 12;
+
+fn s(text: &str) -> StrBytes {
+    StrBytes::from_string(text.to_string())
+}
+
+/// Starts the controller link, the metadata follower and the replica fetcher supervisor.
+pub fn spawn(shared: Arc<Shared>) -> Vec<tokio::task::JoinHandle<()>> {
+    vec![
+        tokio::spawn(controller_link(shared.clone())),
+        tokio::spawn(metadata_follower(shared.clone())),
+        tokio::spawn(replica_fetchers(shared)),
+    ]
+}
+
+/// `host:port` as a socket address: an IP literal, or (real builds only) a name to look up.
+fn resolve(host: &str, port: i32) -> Result<SocketAddr, String> {
+    if let Ok(ip) = host.parse::<std::net::IpAddr>() {
+        return Ok(SocketAddr::new(ip, port as u16));
+    }
+    #[cfg(not(madsim))]
+    {
+        use std::net::ToSocketAddrs;
+        if let Some(a) = (host, port as u16).to_socket_addrs().ok().and_then(|mut a| a.next()) {
+            return Ok(a);
+        }
+    }
+    Err(format!("cannot resolve {host}:{port}"))
+}
+
+fn controller_addr(shared: &Shared) -> Result<SocketAddr, String> {
+    let c = shared.broker().config().clone();
+    let (host, port) = c.controller_addr.rsplit_once(':').ok_or_else(|| format!("controller address {} is not host:port", c.controller_addr))?;
+    resolve(host, port.parse().map_err(|_| format!("controller address {}: bad port", c.controller_addr))?)
+}
+
+async fn connect(addr: SocketAddr, who: &str) -> Option<Conn> {
+    match Conn::connect(addr, who, Duration::from_millis(peer_request_ms_max)).await {
+        Ok(c) => Some(c),
+        Err(e) => {
+            tracing::debug!("{who}: connecting to {addr}: {e}");
+            backoff().await;
+            None
+        }
+    }
+}
+
+async fn backoff() {
+    tokio::time::sleep(Duration::from_millis(peer_backoff_ms)).await;
+}
+
+fn kafka(code: i16) -> Result<(), ClientError> {
+    if code == 0 { Ok(()) } else { Err(ClientError::Kafka { code, message: String::new() }) }
+}
+
+// ---- controller link ------------------------------------------------------------------------
+
+async fn controller_link(shared: Arc<Shared>) {
+    loop {
+        let addr = match controller_addr(&shared) {
+            Ok(a) => a,
+            Err(e) => {
+                tracing::error!("controller link: {e}");
+                tokio::time::sleep(Duration::from_millis(heartbeat_interval_ms_default)).await;
+                continue;
+            }
+        };
+        let Some(mut conn) = connect(addr, "controller-link").await else { continue };
+        if let Err(e) = session(&shared, &mut conn).await {
+            tracing::info!("controller link to {addr}: {e}; registering again");
+            *shared.broker_epoch.lock().unwrap_or_else(|p| p.into_inner()) = None;
+            backoff().await;
+        }
+    }
+}
+
+/// Registers, then heartbeats and forwards work until something fails.
+async fn session(shared: &Shared, conn: &mut Conn) -> Result<(), ClientError> {
+    let c = shared.broker().config().clone();
+    let mut reg = BrokerRegistrationRequest::default();
+    reg.broker_id = BrokerId(c.node_id);
+    reg.cluster_id = s(&c.cluster_id);
+    let mut listener = Listener::default();
+    listener.name = s("PLAINTEXT");
+    listener.host = s(&c.advertised_host);
+    listener.port = c.advertised_port as u16;
+    reg.listeners = vec![listener];
+    let resp = conn.send(0, &reg).await?;
+    kafka(resp.error_code)?;
+    let epoch = resp.broker_epoch;
+    *shared.broker_epoch.lock().unwrap_or_else(|p| p.into_inner()) = Some(epoch);
+    tracing::info!("registered with the controller: broker epoch {epoch}");
+    let mut next_heartbeat = now_ms();
+    let mut fenced = true;
+    loop {
+        let now = now_ms();
+        let applied = shared.broker().image().offset;
+        // A fenced broker that has caught up with its registration says so at once: that is
+        // what unfences it, and clients wait for it at startup.
+        if now >= next_heartbeat || (fenced && applied >= epoch) {
+            let mut hb = BrokerHeartbeatRequest::default();
+            hb.broker_id = BrokerId(c.node_id);
+            hb.broker_epoch = epoch;
+            hb.current_metadata_offset = applied;
+            let reply = conn.send(0, &hb).await?;
+            kafka(reply.error_code)?;
+            fenced = reply.is_fenced;
+            next_heartbeat = now + c.heartbeat_interval_ms;
+        }
+        alter_partitions(shared, conn, c.node_id, epoch).await?;
+        auto_create(shared, conn).await?;
+        tokio::time::sleep(Duration::from_millis(tick_interval_ms.min(c.heartbeat_interval_ms))).await;
+    }
+}
+
+/// Sends the ISR changes partition leaders propose, and hands the answers back.
+async fn alter_partitions(shared: &Shared, conn: &mut Conn, me: i32, epoch: i64) -> Result<(), ClientError> {
+    let proposals = shared.broker().isr_proposals(now_ms());
+    for (name, p, prop) in proposals {
+        let Some(topic_id) = shared.broker().image().topics.get(&name).map(|t| uuid::Uuid::from_bytes(t.id)) else { continue };
+        let mut req = AlterPartitionRequest::default();
+        req.broker_id = BrokerId(me);
+        req.broker_epoch = epoch;
+        let mut part = AlterPartitionData::default();
+        part.partition_index = p;
+        part.leader_epoch = prop.leader_epoch;
+        part.partition_epoch = prop.partition_epoch;
+        part.new_isr = prop.isr.iter().map(|&b| BrokerId(b)).collect();
+        let mut topic = TopicData::default();
+        topic.topic_id = topic_id;
+        topic.partitions = vec![part];
+        req.topics = vec![topic];
+        let answer = match conn.send(2, &req).await {
+            Ok(resp) => resp,
+            Err(e) => {
+                shared.broker().isr_answer(&name, p, None);
+                return Err(e);
+            }
+        };
+        let result = answer.topics.first().and_then(|t| t.partitions.first()).filter(|x| answer.error_code == 0 && x.error_code == 0);
+        let info = result.map(|x| crate::controller::PartitionInfo {
+            replicas: Vec::new(),
+            isr: x.isr.iter().map(|b| b.0).collect(),
+            leader: x.leader_id.0,
+            leader_epoch: x.leader_epoch,
+            partition_epoch: x.partition_epoch,
+        });
+        tracing::info!("{name}-{p}: ISR change to {:?}: {}", prop.isr, if info.is_some() { "committed" } else { "refused" });
+        shared.broker().isr_answer(&name, p, info.as_ref());
+        shared.changed();
+    }
+    Ok(())
+}
+
+/// Asks the controller to create the topics Metadata requests wanted auto-created.
+async fn auto_create(shared: &Shared, conn: &mut Conn) -> Result<(), ClientError> {
+    let names = shared.broker().auto_create_requests();
+    if names.is_empty() {
+        return Ok(());
+    }
+    let mut req = CreateTopicsRequest::default();
+    req.timeout_ms = peer_request_ms_max as i32;
+    req.topics = names
+        .iter()
+        .map(|n| {
+            let mut t = CreatableTopic::default();
+            t.name = TopicName(s(n));
+            t.num_partitions = -1;
+            t.replication_factor = -1;
+            t
+        })
+        .collect();
+    let resp = conn.send(4, &req).await?;
+    for t in resp.topics {
+        // TOPIC_ALREADY_EXISTS: someone else created it; it arrives with the metadata.
+        if t.error_code != 0 && t.error_code != 36 {
+            tracing::warn!("auto-creating {}: error {} {}", t.name.0.as_str(), t.error_code, t.error_message.as_ref().map_or("", |m| m.as_str()));
+            shared.broker().auto_create_failed(t.name.0.as_str());
+        }
+    }
+    Ok(())
+}
+
+// ---- metadata follower ----------------------------------------------------------------------
+
+async fn metadata_follower(shared: Arc<Shared>) {
+    let me = shared.broker().config().node_id;
+    // Records fetched but not applied yet: a replay is applied whole, at the log's end.
+    let mut pending = Vec::new();
+    loop {
+        let addr = match controller_addr(&shared) {
+            Ok(a) => a,
+            Err(_) => {
+                backoff().await;
+                continue;
+            }
+        };
+        let Some(mut conn) = connect(addr, "metadata-follower").await else { continue };
+        loop {
+            let next = pending.last().map_or_else(|| shared.broker().image().offset + 1, |(o, _)| o + 1);
+            match fetch_metadata(&mut conn, me, next).await {
+                Ok((records, end)) => {
+                    pending.extend(records.into_iter().filter(|(o, _)| *o >= next));
+                    let reached = pending.last().map_or(next, |(o, _)| o + 1) >= end;
+                    if reached && !pending.is_empty() {
+                        let now = now_ms();
+                        let notes: Vec<String> = {
+                            let mut b = shared.broker();
+                            pending.drain(..).flat_map(|(o, r)| b.apply_metadata(o, &r, now)).collect()
+                        };
+                        for n in notes {
+                            tracing::info!("{n}");
+                        }
+                        shared.changed();
+                        shared.settle_disk().await;
+                    }
+                }
+                Err(e) => {
+                    tracing::info!("metadata follower: {e}");
+                    backoff().await;
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// One long-polling fetch of the metadata log: its records from `offset`, and its end.
+async fn fetch_metadata(conn: &mut Conn, me: i32, offset: i64) -> Result<(Vec<(i64, crate::controller::MetadataRecord)>, i64), ClientError> {
+    let mut p = FetchPartition::default();
+    p.partition = 0;
+    p.fetch_offset = offset;
+    p.partition_max_bytes = metadata_fetch_bytes;
+    p.current_leader_epoch = -1;
+    p.last_fetched_epoch = -1;
+    let mut t = FetchTopic::default();
+    t.topic = TopicName(s(metadata_topic));
+    t.partitions = vec![p];
+    let req = fetch_request(me, vec![t], metadata_fetch_bytes);
+    let resp = conn.send(fetch_version, &req).await?;
+    let pd = resp.responses.first().and_then(|t| t.partitions.first()).ok_or_else(|| ClientError::Protocol("empty metadata fetch response".into()))?;
+    kafka(pd.error_code)?;
+    let records = match &pd.records {
+        Some(bytes) if !bytes.is_empty() => decode_records(bytes).map_err(ClientError::Protocol)?,
+        _ => Vec::new(),
+    };
+    Ok((records, pd.high_watermark))
+}
+
+fn fetch_request(me: i32, topics: Vec<FetchTopic>, max_bytes: i32) -> FetchRequest {
+    let mut req = FetchRequest::default();
+    req.replica_id = BrokerId(me);
+    req.max_wait_ms = replica_fetch_wait_ms as i32;
+    req.min_bytes = 1;
+    req.max_bytes = max_bytes;
+    req.isolation_level = 0;
+    req.session_epoch = -1;
+    req.topics = topics;
+    req
+}
+
+// ---- replica fetchers -----------------------------------------------------------------------
+
+/// Starts one fetcher per leader this node follows, as leaders appear. A fetcher idles while
+/// it has nothing to follow, so there are at most as many as there are brokers.
+async fn replica_fetchers(shared: Arc<Shared>) {
+    let mut started = BTreeSet::new();
+    loop {
+        let leaders = shared.broker().leaders_followed();
+        for leader in leaders {
+            if started.insert(leader) {
+                tokio::spawn(replica_fetcher(shared.clone(), leader));
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(tick_interval_ms)).await;
+    }
+}
+
+async fn replica_fetcher(shared: Arc<Shared>, leader: i32) {
+    let me = shared.broker().config().node_id;
+    let mut conn: Option<Conn> = None;
+    loop {
+        let following = shared.broker().following(leader);
+        if following.is_empty() {
+            conn = None;
+            tokio::time::sleep(Duration::from_millis(tick_interval_ms)).await;
+            continue;
+        }
+        if conn.is_none() {
+            let addr = shared.broker().image().brokers.get(&leader).map(|b| resolve(&b.host, b.port));
+            let Some(Ok(addr)) = addr else {
+                backoff().await;
+                continue;
+            };
+            conn = connect(addr, &format!("replica-fetcher-{me}")).await;
+        }
+        let Some(c) = conn.as_mut() else { continue };
+        let result = match following.iter().any(|f| f.truncate_from_epoch.is_some()) {
+            true => truncate(&shared, c, me, leader, &following).await,
+            false => replicate(&shared, c, me, leader, &following).await,
+        };
+        if let Err(e) = result {
+            tracing::info!("replica fetcher from {leader}: {e}");
+            conn = None;
+            backoff().await;
+        }
+    }
+}
+
+/// KIP-279: ask the leader where each diverging epoch ends, and cut the local log there.
+async fn truncate(shared: &Shared, conn: &mut Conn, me: i32, leader: i32, following: &[Following]) -> Result<(), ClientError> {
+    let mut topics: Vec<OffsetForLeaderTopic> = Vec::new();
+    let now = now_ms();
+    for f in following {
+        let Some(latest) = f.truncate_from_epoch else { continue };
+        let Some(latest) = latest else {
+            // An empty log has nothing to cut.
+            report(shared.broker().truncate_to_leader(&f.topic, f.partition, leader, f.leader_epoch, -1, -1, now), f);
+            continue;
+        };
+        let mut p = OffsetForLeaderPartition::default();
+        p.partition = f.partition;
+        p.current_leader_epoch = f.leader_epoch;
+        p.leader_epoch = latest;
+        match topics.iter_mut().find(|t| t.topic.0.as_str() == f.topic) {
+            Some(t) => t.partitions.push(p),
+            None => {
+                let mut t = OffsetForLeaderTopic::default();
+                t.topic = TopicName(s(&f.topic));
+                t.partitions = vec![p];
+                topics.push(t);
+            }
+        }
+    }
+    if topics.is_empty() {
+        return Ok(());
+    }
+    let mut req = OffsetForLeaderEpochRequest::default();
+    req.replica_id = BrokerId(me);
+    req.topics = topics;
+    let resp = conn.send(3, &req).await?;
+    let now = now_ms();
+    let mut waiting = false;
+    for t in resp.topics {
+        for p in t.partitions {
+            let Some(f) = following.iter().find(|f| f.topic == t.topic.0.as_str() && f.partition == p.partition) else { continue };
+            if p.error_code != 0 {
+                waiting = true; // the leader has not caught up with the metadata yet, or moved on
+                continue;
+            }
+            let r = shared.broker().truncate_to_leader(&f.topic, f.partition, leader, f.leader_epoch, p.leader_epoch, p.end_offset, now);
+            report(r, f);
+        }
+    }
+    shared.settle_disk().await;
+    if waiting {
+        backoff().await;
+    }
+    Ok(())
+}
+
+fn report(r: Result<Option<i64>, crate::broker::Error>, f: &Following) {
+    match r {
+        Ok(Some(leo)) if leo < f.fetch_offset => tracing::info!("{}-{}: truncated to {leo} (epoch {})", f.topic, f.partition, f.leader_epoch),
+        Ok(_) => {}
+        Err(e) => tracing::error!("{}-{}: truncating: {e}", f.topic, f.partition),
+    }
+}
+
+/// One Fetch as a follower for every partition followed from `leader`, and its appends.
+async fn replicate(shared: &Shared, conn: &mut Conn, me: i32, leader: i32, following: &[Following]) -> Result<(), ClientError> {
+    let mut topics: Vec<FetchTopic> = Vec::new();
+    for f in following {
+        let mut p = FetchPartition::default();
+        p.partition = f.partition;
+        p.fetch_offset = f.fetch_offset;
+        p.current_leader_epoch = f.leader_epoch;
+        p.last_fetched_epoch = -1;
+        p.log_start_offset = -1;
+        p.partition_max_bytes = replica_fetch_bytes;
+        match topics.iter_mut().find(|t| t.topic.0.as_str() == f.topic) {
+            Some(t) => t.partitions.push(p),
+            None => {
+                let mut t = FetchTopic::default();
+                t.topic = TopicName(s(&f.topic));
+                t.partitions = vec![p];
+                topics.push(t);
+            }
+        }
+    }
+    let req = fetch_request(me, topics, crate::constants::fetch_bytes_max as i32);
+    let resp = conn.send(fetch_version, &req).await?;
+    let now = now_ms();
+    let mut refused = false;
+    for t in resp.responses {
+        for p in t.partitions {
+            let Some(f) = following.iter().find(|f| f.topic == t.topic.0.as_str() && f.partition == p.partition_index) else { continue };
+            let result = match p.error_code {
+                0 => {
+                    let records = p.records.unwrap_or_default();
+                    shared.broker().append_from_leader(&f.topic, f.partition, leader, f.leader_epoch, f.fetch_offset, &records, p.high_watermark, now)
+                }
+                // OFFSET_OUT_OF_RANGE below the leader's log start: start over from there.
+                1 if p.log_start_offset > f.fetch_offset => shared.broker().restart_from(&f.topic, f.partition, leader, f.leader_epoch, p.log_start_offset, now),
+                1 => shared.broker().retruncate(&f.topic, f.partition),
+                _ => {
+                    refused = true;
+                    Ok(())
+                }
+            };
+            if let Err(e) = result {
+                tracing::error!("{}-{}: following {leader}: {e}", f.topic, f.partition);
+            }
+        }
+    }
+    shared.changed();
+    shared.settle_disk().await;
+    if refused {
+        backoff().await; // the leader's metadata differs from ours: wait for it to settle
+    }
+    Ok(())
+}
