@@ -38,6 +38,7 @@ pub fn register(node: &Node, now: u64) -> i64 {
         q.commit(records, now).unwrap();
         next
     };
+    node.broker().registered(epoch, now);
     for _ in 0..2 {
         sync(node, now);
     }

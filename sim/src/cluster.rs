@@ -19,6 +19,7 @@ use broker_core::log::FlushPolicy;
 use broker_core::server::{self, Shared};
 use broker_core::storage::Disk;
 use bytes::Bytes;
+use tracing::Instrument;
 use madsim::runtime::{Handle, NodeHandle, Runtime};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -107,12 +108,38 @@ pub fn derive_faults(s: &Scenario, rng: &mut ChaCha8Rng) -> Vec<FaultSpec> {
                 let mut f = FaultSpec::new(at, kind, &target, for_ms);
                 f.delay_ms = rng.gen_range(10..=300);
                 f.loss_per_mille = rng.gen_range(0..=300);
-                faults.push(f);
+                if mix.brokers_at_once.is_none_or(|max| within_budget(&faults, &f, max as usize, mix.recovery_ms)) {
+                    faults.push(f);
+                }
             }
         }
     }
     faults.sort_by_key(|f| f.at);
     faults
+}
+
+/// The brokers a fault makes faulty: its target, or a link's broker ends.
+fn faulty_brokers(f: &FaultSpec) -> Vec<&str> {
+    let ends = match f.link() {
+        Some((a, b)) => vec![a, b],
+        None => vec![f.target.as_str()],
+    };
+    ends.into_iter().filter(|n| n.starts_with("broker-")).collect()
+}
+
+/// Whether adding `f` keeps at most `max` brokers faulty at any moment, a broker counting as
+/// faulty until `recovery_ms` after its fault ends. Checked at every fault start inside `f`'s
+/// window (the number of faulty brokers only grows at a start).
+fn within_budget(kept: &[FaultSpec], f: &FaultSpec, max: usize, recovery_ms: u64) -> bool {
+    let window = |x: &FaultSpec| (x.at, x.at.saturating_add(x.for_ms).saturating_add(recovery_ms));
+    let (start, end) = window(f);
+    let starts = kept.iter().map(|x| x.at).filter(|&t| t > start && t < end).chain([start]);
+    starts.into_iter().all(|t| {
+        let mut faulty: Vec<&str> = kept.iter().chain([f]).filter(|x| window(x).0 <= t && t < window(x).1).flat_map(faulty_brokers).collect();
+        faulty.sort_unstable();
+        faulty.dedup();
+        faulty.len() <= max
+    })
 }
 
 /// Broker i's address: 10.0.0.(i+1).
@@ -529,7 +556,12 @@ pub fn run(scenario: &Scenario, scenario_path: &str, seed: u64, bug: Option<Plan
             let faults = Arc::new(Mutex::new(DiskFaultState { base: base.clone(), slow: 0, full: 0, eio: Vec::new() }));
             faults.lock().expect("disk faults").apply(&disk);
             let (d, config, r) = (disk.clone(), broker_config(&s, i, bug), rec.clone());
-            let node = handle.create_node().name(&name).ip(broker_ip(i)).init(move || broker_main(d.clone(), config.clone(), r.clone())).build();
+            let node = handle
+                .create_node()
+                .name(&name)
+                .ip(broker_ip(i))
+                .init(move || broker_main(d.clone(), config.clone(), r.clone()).instrument(tracing::info_span!("broker", id = i)))
+                .build();
             nodes.insert(name.clone(), (node, broker_ip(i)));
             disks.insert(name, (disk, faults));
         }

@@ -7,8 +7,24 @@ fn main() {
     std::process::exit(2);
 }
 
+/// Log lines stamped with simulated time, as the trace is.
+#[cfg(madsim)]
+struct SimTime;
+
+#[cfg(madsim)]
+impl tracing_subscriber::fmt::time::FormatTime for SimTime {
+    fn format_time(&self, w: &mut tracing_subscriber::fmt::format::Writer<'_>) -> std::fmt::Result {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        write!(w, "{:>10.3}", now.as_secs_f64() % 100_000.0)
+    }
+}
+
 #[cfg(madsim)]
 fn main() {
+    // The brokers' own log lines (the simulated time is in the trace): `SEEDLOG_LOG=info`.
+    if let Ok(filter) = std::env::var("SEEDLOG_LOG") {
+        tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::new(filter)).with_timer(SimTime).with_ansi(false).with_writer(std::io::stderr).init();
+    }
     cli::main()
 }
 

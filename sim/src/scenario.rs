@@ -281,6 +281,15 @@ pub struct RandomFaults {
     /// Longest fault, in ms; the seed picks each duration up to it.
     #[serde(default = "for_max_default")]
     pub for_max_ms: u64,
+    /// Fault budget: at most this many brokers faulty at once (a drawn fault that would exceed
+    /// it is dropped). A broker counts as faulty from its fault's start until `recovery_ms`
+    /// after its end: a restarted replica must catch up and rejoin the ISR before another may
+    /// fail. Unset: no budget. Kafka's promise for acks=all with min.insync.replicas=2 and
+    /// RF=3 is about one broker at a time (docs/scenarios.md).
+    #[serde(default)]
+    pub brokers_at_once: Option<u32>,
+    #[serde(default)]
+    pub recovery_ms: u64,
 }
 
 fn for_max_default() -> u64 {
@@ -414,6 +423,12 @@ impl Scenario {
         if let Some(mix) = &self.random_faults {
             if mix.max > random_faults_max {
                 return Err(format!("scenario: random_faults.max {} must be 0..={random_faults_max}", mix.max));
+            }
+            if mix.brokers_at_once == Some(0) {
+                return Err("scenario: random_faults.brokers_at_once must be at least 1 (or unset for no budget)".into());
+            }
+            if mix.recovery_ms > fault_ms_max {
+                return Err(format!("scenario: random_faults.recovery_ms {} must be 0..={fault_ms_max}", mix.recovery_ms));
             }
             if mix.for_max_ms > fault_ms_max {
                 return Err(format!("scenario: random_faults.for_max_ms {} must be 0..={fault_ms_max}", mix.for_max_ms));

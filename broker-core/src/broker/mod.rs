@@ -294,6 +294,10 @@ pub struct Broker {
     auto_create: BTreeSet<String>,
     /// Set when a leader's high watermark moved, so the shell wakes waiting producers.
     progressed: bool,
+    /// The epoch this process registered with. Until the metadata shows that registration,
+    /// the image may be stale — a restart may have lost records while it led — so this node
+    /// takes no role (it neither leads nor follows) before then.
+    registered: Option<i64>,
     /// Appends acknowledged but not yet made (only with `PlantedBug::AckBeforeAppend`).
     deferred: Vec<(String, i32, Vec<u8>)>,
 }
@@ -334,6 +338,7 @@ impl Broker {
             producer_id_limit: first_id,
             auto_create: BTreeSet::new(),
             progressed: false,
+            registered: None,
             deferred: Vec::new(),
         };
         let pid_path = data.join("producer-ids");
@@ -412,6 +417,9 @@ impl Broker {
             MetadataRecord::Topic { name, .. } => {
                 self.auto_create.remove(name);
             }
+            MetadataRecord::RegisterBroker { id, epoch, .. } if *id == self.config.node_id && Some(*epoch) == self.registered => {
+                notes.extend(self.reconcile_all(now));
+            }
             MetadataRecord::RemoveTopic { name } => {
                 let local: Vec<i32> = self.partitions.keys().filter(|(t, _)| t == name).map(|(_, p)| *p).collect();
                 for p in local {
@@ -421,6 +429,33 @@ impl Broker {
                 }
             }
             _ => {}
+        }
+        notes
+    }
+
+    /// Whether the image holds this process's own registration: only then are its roles current.
+    fn ready(&self) -> bool {
+        self.registered.is_some() && self.image.brokers.get(&self.config.node_id).map(|b| b.epoch) == self.registered
+    }
+
+    /// The controller accepted this process's registration with `epoch`. Every role is dropped
+    /// until the metadata log shows that registration (see [`Broker::ready`]).
+    pub fn registered(&mut self, epoch: i64, now: u64) -> Vec<String> {
+        self.registered = Some(epoch);
+        for part in self.partitions.values_mut() {
+            part.replication.stop();
+        }
+        if self.ready() { self.reconcile_all(now) } else { Vec::new() }
+    }
+
+    fn reconcile_all(&mut self, now: u64) -> Vec<String> {
+        let mut notes = Vec::new();
+        let keys: Vec<(String, i32)> = self.image.topics.iter().flat_map(|(n, t)| (0..t.partitions.len() as i32).map(move |p| (n.clone(), p))).collect();
+        for (name, p) in keys {
+            if let Err(e) = self.reconcile(&name, p, now, &mut notes) {
+                notes.push(format!("{name}-{p}: {e}"));
+                self.offline.insert((name, p), now + crate::constants::failed_log_reopen_ms);
+            }
         }
         notes
     }
@@ -440,6 +475,9 @@ impl Broker {
         if !self.partitions.contains_key(&key) {
             let part = self.open_partition(name, p, now, notes)?;
             self.partitions.insert(key.clone(), part);
+        }
+        if !self.ready() {
+            return Ok(()); // opened, but no role before this process's registration is applied
         }
         let part = self.partitions.get_mut(&key).expect("opened above");
         let leo = part.leo();
@@ -592,7 +630,9 @@ impl Broker {
         if self.config.planted_bug == Some(PlantedBug::AckBeforeAppend) {
             return Ok(true); // the planted bug acknowledges before anything is appended
         }
-        let part = self.led(name, p, produced.leader_epoch)?;
+        // Kafka's answer when the leadership a delayed produce was appended under ends; the
+        // batch may or may not survive, and an idempotent retry is deduplicated.
+        let part = self.led(name, p, produced.leader_epoch).map_err(|_| Error::NotLeaderOrFollower)?;
         if part.high_watermark() <= produced.last_offset {
             return Ok(false);
         }

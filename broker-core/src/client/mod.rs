@@ -41,7 +41,9 @@ impl ClientError {
     pub fn outcome_unknown(&self) -> bool {
         // KAFKA_STORAGE_ERROR: the write may have reached the log before its flush failed.
         // REQUEST_TIMED_OUT and NOT_ENOUGH_REPLICAS_AFTER_APPEND: appended, not yet replicated.
-        matches!(self, ClientError::Io { .. } | ClientError::Timeout(_) | ClientError::Ambiguous(_) | ClientError::Kafka { code: 7 | 20 | 56, .. })
+        // NOT_LEADER_OR_FOLLOWER: also what an acks=all produce gets when the leadership it was
+        // appended under ends while it waits, so the batch may survive.
+        matches!(self, ClientError::Io { .. } | ClientError::Timeout(_) | ClientError::Ambiguous(_) | ClientError::Kafka { code: 6 | 7 | 20 | 56, .. })
     }
 
     /// Codes after which the producer's id/epoch/sequence state is no good with this broker:

@@ -150,10 +150,12 @@ impl Producer {
                 }
                 Err(e) => {
                     maybe_appended |= e.outcome_unknown();
-                    if self.config.idempotent && (maybe_appended || e.producer_state_lost()) {
-                        // The batch may be in the log, or the broker no longer accepts our
-                        // sequence: a fresh producer id restarts sequences, so the next batch
-                        // is neither refused as a gap nor mistaken for this one.
+                    if self.config.idempotent {
+                        // The batch failed (or may be in the log, or the broker no longer
+                        // accepts our sequence): a fresh producer id restarts sequences, so the
+                        // next batch is neither refused as a gap nor mistaken for this one — a
+                        // batch that reuses a failed batch's sequence would be "deduplicated"
+                        // against it if that one was appended after all.
                         self.producer = None;
                     }
                     if maybe_appended && !e.outcome_unknown() {

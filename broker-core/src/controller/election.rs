@@ -4,17 +4,20 @@
 
 use super::{parse_bool, partition_record, unclean_leader_election_config};
 use super::image::{no_leader, Image, MetadataRecord, PartitionInfo};
+use std::collections::BTreeSet;
 
 /// Records being decided, applied to a scratch copy of the image as they are made, so each
 /// decision in a batch sees the ones before it exactly as replay will.
-pub(super) struct Draft {
+pub(super) struct Draft<'a> {
     image: Image,
+    /// Brokers this controller has heard from since it started: only they may be elected.
+    heard: &'a BTreeSet<i32>,
     pub(super) records: Vec<MetadataRecord>,
 }
 
-impl Draft {
-    pub(super) fn new(image: &Image) -> Draft {
-        Draft { image: image.clone(), records: Vec::new() }
+impl<'a> Draft<'a> {
+    pub(super) fn new(image: &Image, heard: &'a BTreeSet<i32>) -> Draft<'a> {
+        Draft { image: image.clone(), heard, records: Vec::new() }
     }
 
     pub(super) fn push(&mut self, record: MetadataRecord) {
@@ -34,8 +37,12 @@ impl Draft {
                 if !(touched || part.leader == no_leader) {
                     continue;
                 }
-                let eligible = |r: i32| !removed.contains(&r) && self.image.is_live(r);
-                if let Some(next) = elect(part, removed, eligible, unclean) {
+                // A current leader stays while it is live and not removed. A broker this
+                // controller has not heard from may have restarted and lost its log while no
+                // controller was watching: it is not newly elected until it speaks.
+                let keep = |r: i32| !removed.contains(&r) && self.image.is_live(r);
+                let eligible = |r: i32| keep(r) && self.heard.contains(&r);
+                if let Some(next) = elect(part, removed, keep, eligible, unclean) {
                     changes.push(partition_record(name, p, next));
                 }
             }
@@ -49,10 +56,10 @@ impl Draft {
 /// The next state of one partition, or None if it does not change. The ISR loses `removed`
 /// one at a time while more than one member is left: KRaft keeps the last member, which holds
 /// every committed record, so the partition can come back without loss when that broker does.
-/// The current leader stays if still eligible; else the first replica (replica order) that is
+/// The current leader stays if still live and not removed; else the first replica (replica order) that is
 /// in the ISR and eligible; else, with unclean election, the first eligible replica alone in a
 /// new ISR (committed records may be lost); else none.
-fn elect(part: &PartitionInfo, removed: &[i32], eligible: impl Fn(i32) -> bool, unclean: bool) -> Option<PartitionInfo> {
+fn elect(part: &PartitionInfo, removed: &[i32], keep: impl Fn(i32) -> bool, eligible: impl Fn(i32) -> bool, unclean: bool) -> Option<PartitionInfo> {
     let mut isr = part.isr.clone();
     for r in removed {
         if isr.len() > 1 {
@@ -60,7 +67,7 @@ fn elect(part: &PartitionInfo, removed: &[i32], eligible: impl Fn(i32) -> bool, 
         }
     }
     let in_isr = |r: i32| isr.contains(&r) && eligible(r);
-    let leader = if in_isr(part.leader) {
+    let leader = if isr.contains(&part.leader) && keep(part.leader) {
         Some(part.leader)
     } else {
         part.replicas.iter().copied().find(|&r| in_isr(r))

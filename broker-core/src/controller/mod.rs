@@ -24,7 +24,7 @@ use crate::broker::topic;
 use election::Draft;
 use crate::constants::{num_partitions_default, partitions_per_broker_max, partitions_per_topic_max};
 use crate::log::LogConfig;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Kafka `broker.session.timeout.ms` default: a broker that has not heartbeated for this long
 /// is fenced (brokers heartbeat every 2 s by default, so four can be lost first).
@@ -172,6 +172,12 @@ pub struct Controller {
     /// The latest `now` any call brought: the start of the session of a broker that first
     /// appears in a record applied here (see [`Controller::apply`]).
     now: u64,
+    /// Volatile: brokers that registered or heartbeated since this controller started. A
+    /// broker the image still shows unfenced may have crashed and lost unflushed records while
+    /// no controller was running; electing it then would discard committed records, so it is
+    /// eligible for leadership only once it has spoken to this controller (and a restarted
+    /// broker re-registers, which takes it out of every ISR first).
+    heard: BTreeSet<i32>,
 }
 
 impl Controller {
@@ -179,7 +185,7 @@ impl Controller {
     /// one session timeout from `now` to heartbeat before it is fenced.
     pub fn new(config: ControllerConfig, image: Image, now: u64) -> Controller {
         let last_heartbeat = image.brokers.keys().map(|&id| (id, now)).collect();
-        Controller { config, image, last_heartbeat, now }
+        Controller { config, image, last_heartbeat, now, heard: BTreeSet::new() }
     }
 
     pub fn config(&self) -> &ControllerConfig {
@@ -222,11 +228,13 @@ impl Controller {
         if next_offset <= self.image.offset {
             return Err(Error::InvalidRequest(format!("next metadata offset {next_offset} is not after the last applied {}", self.image.offset)));
         }
-        let mut draft = Draft::new(&self.image);
+        let mut draft = Draft::new(&self.image, &self.heard);
         draft.push(MetadataRecord::RegisterBroker { id, epoch: next_offset, host: host.to_string(), port });
         draft.reelect(&[id], self.config.unclean_leader_election);
+        let records = draft.records;
         self.last_heartbeat.insert(id, now);
-        Ok(draft.records)
+        self.heard.insert(id);
+        Ok(records)
     }
 
     /// A broker's heartbeat. A fenced broker that has replayed the log up to its own
@@ -237,11 +245,18 @@ impl Controller {
         let broker = self.check_epoch(id, broker_epoch)?;
         let (fenced, epoch) = (broker.fenced, broker.epoch);
         self.last_heartbeat.insert(id, now);
+        let first_heard = self.heard.insert(id);
         let caught_up = metadata_offset >= epoch;
+        if !fenced && first_heard {
+            // Eligible from now on: it may lead what has had no eligible leader.
+            let mut draft = Draft::new(&self.image, &self.heard);
+            draft.reelect(&[], self.config.unclean_leader_election);
+            return Ok((HeartbeatReply { fenced, caught_up }, draft.records));
+        }
         if !fenced || !caught_up {
             return Ok((HeartbeatReply { fenced, caught_up }, Vec::new()));
         }
-        let mut draft = Draft::new(&self.image);
+        let mut draft = Draft::new(&self.image, &self.heard);
         draft.push(MetadataRecord::UnfenceBroker { id, epoch });
         draft.reelect(&[], self.config.unclean_leader_election);
         Ok((HeartbeatReply { fenced: false, caught_up }, draft.records))
@@ -263,7 +278,7 @@ impl Controller {
         if expired.is_empty() {
             return Vec::new();
         }
-        let mut draft = Draft::new(&self.image);
+        let mut draft = Draft::new(&self.image, &self.heard);
         let ids: Vec<i32> = expired.iter().map(|&(id, _)| id).collect();
         draft.reelect(&ids, self.config.unclean_leader_election);
         for (id, epoch) in expired {

@@ -188,6 +188,14 @@ impl Replication {
         }
     }
 
+    /// Gives up any role until the controller's metadata is applied again (the broker is
+    /// registering anew: what it knew may be stale).
+    pub fn stop(&mut self) {
+        self.role = Role::None;
+        self.followers.clear();
+        self.in_flight = None;
+    }
+
     /// The leader appended locally; with an ISR of one that alone moves the high watermark.
     pub fn on_append(&mut self, leo: i64) -> bool {
         self.role == Role::Leader && self.advance(leo)

@@ -97,16 +97,22 @@ async fn controller_link(shared: Arc<Shared>) {
         };
         let Some(mut conn) = connect(addr, "controller-link").await else { continue };
         if let Err(e) = session(&shared, &mut conn).await {
-            tracing::info!("controller link to {addr}: {e}; registering again");
-            *shared.broker_epoch.lock().unwrap_or_else(|p| p.into_inner()) = None;
+            // Only the controller saying the epoch is stale means registering again: a lost
+            // connection (or a restarted controller) keeps the epoch, and with it the ISRs.
+            if matches!(e, ClientError::Kafka { code: 77, .. }) {
+                tracing::info!("controller link to {addr}: {e}; registering again");
+                *shared.broker_epoch.lock().unwrap_or_else(|p| p.into_inner()) = None;
+            } else {
+                tracing::info!("controller link to {addr}: {e}; reconnecting");
+            }
             backoff().await;
         }
     }
 }
 
-/// Registers, then heartbeats and forwards work until something fails.
-async fn session(shared: &Shared, conn: &mut Conn) -> Result<(), ClientError> {
-    let c = shared.broker().config().clone();
+/// Registers this process (a new broker epoch) and tells the broker, which drops its roles
+/// until the metadata log shows the registration.
+async fn register(shared: &Shared, conn: &mut Conn, c: &crate::broker::BrokerConfig) -> Result<i64, ClientError> {
     let mut reg = BrokerRegistrationRequest::default();
     reg.broker_id = BrokerId(c.node_id);
     reg.cluster_id = s(&c.cluster_id);
@@ -120,6 +126,22 @@ async fn session(shared: &Shared, conn: &mut Conn) -> Result<(), ClientError> {
     let epoch = resp.broker_epoch;
     *shared.broker_epoch.lock().unwrap_or_else(|p| p.into_inner()) = Some(epoch);
     tracing::info!("registered with the controller: broker epoch {epoch}");
+    for note in shared.broker().registered(epoch, now_ms()) {
+        tracing::info!("{note}");
+    }
+    shared.changed();
+    Ok(epoch)
+}
+
+/// Heartbeats (registering first if this process has no epoch yet) and forwards work until
+/// something fails.
+async fn session(shared: &Shared, conn: &mut Conn) -> Result<(), ClientError> {
+    let c = shared.broker().config().clone();
+    let known = *shared.broker_epoch.lock().unwrap_or_else(|p| p.into_inner());
+    let epoch = match known {
+        Some(epoch) => epoch,
+        None => register(shared, conn, &c).await?,
+    };
     let mut next_heartbeat = now_ms();
     let mut fenced = true;
     loop {
