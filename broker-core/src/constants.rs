@@ -143,3 +143,8 @@ pub const produce_wait_ms_max: u64 = 300_000;
 /// before they are answered anyway (with whatever errors apply): a broker whose controller is
 /// unreachable must still answer.
 pub const startup_wait_ms_max: u64 = 10_000;
+
+/// How long a leader waits before proposing an ISR change again after the controller refused
+/// it or could not be reached: the condition (a fenced replica, a controller restarting) rarely
+/// changes faster, and each proposal is a metadata request.
+pub const isr_change_retry_ms: u64 = 1_000;

@@ -66,6 +66,9 @@ pub struct History {
     pub final_read: BTreeMap<PartitionKey, Vec<(i64, Vec<u8>)>>,
     /// Partitions whose final read failed (the liveness phase did not recover them).
     pub final_errors: BTreeMap<PartitionKey, String>,
+    /// Every replica's log of every partition at the end (brokers stopped, logs opened from
+    /// their disks), by broker name.
+    pub replica_logs: BTreeMap<PartitionKey, BTreeMap<String, Vec<(i64, Vec<u8>)>>>,
     /// Simulated ms at which the healing phase began: the safety phase was over and every
     /// fault had been undone. Set by the harness; 0 in a history built by hand (then every
     /// write counts as after healing).
@@ -86,6 +89,9 @@ pub struct Violation {
     pub at_ms: u64,
     pub detail: String,
     pub loss: bool,
+    /// The acks setting of the write a loss concerns, when one is known (`expect` may allow
+    /// losing acks=1 writes only).
+    pub acks: Option<i16>,
 }
 
 impl std::fmt::Display for Violation {

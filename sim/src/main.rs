@@ -161,6 +161,8 @@ mod cli {
         let sent = r.history.writes.iter().filter(|w| w.acks == 0 && matches!(w.outcome, sim::history::Outcome::Ok(_))).count();
         let sent = if sent > 0 { format!(", {sent} sent with acks=0") } else { String::new() };
         println!("  {} writes ({acked} acknowledged{sent}), {} records read, {} final records", r.history.writes.len(), r.history.reads.len(), r.history.final_read.values().map(Vec::len).sum::<usize>());
+        let replicas: Vec<usize> = r.history.replica_logs.values().flat_map(|by_broker| by_broker.values().map(Vec::len)).collect();
+        println!("  {} replica logs read from the brokers' disks, {} records in all", replicas.len(), replicas.iter().sum::<usize>());
         for (name, _) in sim::checkers::CHECKERS {
             let n = r.violations.iter().filter(|v| v.checker == *name).count();
             let a = r.allowed.iter().filter(|v| v.checker == *name).count();

@@ -303,6 +303,10 @@ fn for_max_default() -> u64 {
 pub struct Expect {
     #[serde(default)]
     pub loss_allowed: bool,
+    /// Losing acknowledged acks=1 writes is allowed (and reported): acks=1 is acknowledged by
+    /// the leader alone, so Kafka promises nothing for it once leadership moves.
+    #[serde(default)]
+    pub acks1_loss_allowed: bool,
 }
 
 impl Scenario {

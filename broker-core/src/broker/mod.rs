@@ -769,13 +769,19 @@ impl Broker {
     pub fn truncate_to_leader(&mut self, name: &str, p: i32, leader: i32, leader_epoch: i32, epoch: i32, end: i64, now: u64) -> Result<Option<i64>, Error> {
         let Some(part) = self.followed_mut(name, p, leader, leader_epoch) else { return Ok(None) };
         let leo = part.leo();
-        let target = match (part.log.latest_epoch(), epoch) {
-            (None, _) => leo,
+        // (where to cut, whether that settles it) — Kafka's getOffsetTruncationState.
+        let (target, complete) = match (part.log.latest_epoch(), epoch) {
+            (None, _) => (leo, true),
             // The leader has no epoch at or below ours: fall back to the high watermark.
-            (Some(_), -1) => part.high_watermark().min(leo),
-            (Some(ours), e) if e == ours => end.min(leo),
-            // The leader's log ends an older epoch at `end`: cut to where both agree.
-            (Some(_), e) => end.min(part.log.end_offset_for_epoch(e, None).1.max(0)).min(leo),
+            (Some(_), -1) => (part.high_watermark().min(leo), true),
+            (Some(ours), e) if e == ours => (end.min(leo), true),
+            // The leader's log ends an older epoch `e` at `end`. If this log has `e` too, both
+            // agree up to where the earlier of the two ends it. If not, its answer is an even
+            // older epoch: cut to where that ends and ask the leader again about it.
+            (Some(_), e) => {
+                let (ours, our_end) = part.log.end_offset_for_epoch(e, None);
+                (end.min(our_end.max(0)).min(leo), ours == e)
+            }
         };
         if target < leo {
             part.log.truncate_to(target, now)?;
@@ -783,6 +789,7 @@ impl Broker {
         }
         let leo = part.leo();
         part.replication.on_truncate(leo);
+        part.replication.needs_truncation = !complete;
         Ok(Some(leo))
     }
 
@@ -923,6 +930,18 @@ impl Broker {
             }
         }
         errors
+    }
+
+    /// One line per local replica: role, epochs, ISR, high watermark, log end (for logs).
+    pub fn describe(&self) -> Vec<String> {
+        self.partitions
+            .iter()
+            .map(|((n, p), part)| {
+                let r = &part.replication;
+                format!("{n}-{p}: {:?} epoch {} isr {:?} hw {} leo {}{}", r.role, r.leader_epoch, r.isr, r.high_watermark(), part.leo(), if r.needs_truncation { " (to truncate)" } else { "" })
+            })
+            .chain(self.offline.keys().map(|(n, p)| format!("{n}-{p}: offline")))
+            .collect()
     }
 
     /// The earliest `flush.ms` deadline over all partitions.

@@ -148,3 +148,5 @@ fn acks_all_waits_for_the_isr_and_min_insync_is_enforced() {
     let p = b.produce("strict", 0, &build(&[b"x"], 1), 1, 0).unwrap();
     assert_eq!(b.replicated("strict", 0, &p).unwrap_err().code(true), 20, "replicated, but the ISR is below min.insync");
 }
+
+mod replication;

@@ -26,6 +26,16 @@ pub struct ConsumedRecord {
     pub high_watermark: i64,
 }
 
+/// The records in `bytes` (whole v2 batches, any codec the decoder knows): offset, key, value.
+pub fn decode_records(mut bytes: Bytes) -> Result<Vec<(i64, Option<Bytes>, Option<Bytes>)>, ClientError> {
+    let mut out = Vec::new();
+    while !bytes.is_empty() {
+        let set = RecordBatchDecoder::decode(&mut bytes).map_err(|e| ClientError::Protocol(format!("decode: {e}")))?;
+        out.extend(set.records.into_iter().map(|r| (r.offset, r.key, r.value)));
+    }
+    Ok(out)
+}
+
 pub struct Consumer {
     cluster: Cluster,
     positions: BTreeMap<(String, i32), i64>,

@@ -273,9 +273,20 @@ impl Controller {
     /// Fences every unfenced broker whose session has expired: each leaves every ISR (unless
     /// it is the last member) and every leadership. Partition records come before the fence
     /// records, Kafka's order, so even a prefix of the batch never leaves a fenced leader.
+    ///
+    /// Check-quorum: it fences only while a majority of the registered brokers are still
+    /// heartbeating. A single controller voter cut off from the network sees every other
+    /// session expire at once; fencing them would make it elect itself for everything, and a
+    /// crash of its own unflushed log would then lose committed records. A Raft quorum gets
+    /// this from its majority; one voter must hold back. (A majority of brokers really gone
+    /// stalls failover until they return, as a KRaft quorum that lost its majority would.)
     pub fn tick(&self, now: u64) -> Vec<MetadataRecord> {
         let expired: Vec<(i32, i64)> = self.image.live_brokers().filter(|b| self.session_end(b.id) < now).map(|b| (b.id, b.epoch)).collect();
         if expired.is_empty() {
+            return Vec::new();
+        }
+        let heard_recently = self.image.brokers.keys().filter(|&&id| self.session_end(id) >= now).count();
+        if heard_recently * 2 <= self.image.brokers.len() {
             return Vec::new();
         }
         let mut draft = Draft::new(&self.image, &self.heard);
@@ -293,8 +304,10 @@ impl Controller {
     }
 
     /// When [`Controller::tick`] next has work: the first moment a live broker's session is over.
+    /// Sessions that already ended are left out: their tick is due (or held back by
+    /// check-quorum), and the shell's periodic tick covers them without spinning.
     pub fn next_deadline(&self) -> Option<u64> {
-        self.image.live_brokers().map(|b| self.session_end(b.id).saturating_add(1)).min()
+        self.image.live_brokers().map(|b| self.session_end(b.id).saturating_add(1)).filter(|&d| d > self.now).min()
     }
 
     /// Creates a topic: `partitions` -1 means `num.partitions`, `replication_factor` -1 means

@@ -107,6 +107,10 @@ pub struct Replication {
     followers: BTreeMap<i32, Progress>,
     /// An AlterPartition sent and not yet answered.
     in_flight: Option<Vec<i32>>,
+    /// When the last ISR change was proposed, and whether it failed: a refused or unsent change
+    /// is proposed again only `isr_change_retry_ms` later, not at every tick.
+    proposed_ms: u64,
+    refused: bool,
     /// Follower only: epoch truncation still to do before fetching.
     pub needs_truncation: bool,
 }
@@ -126,6 +130,8 @@ impl Replication {
             epoch_start: 0,
             followers: BTreeMap::new(),
             in_flight: None,
+            proposed_ms: 0,
+            refused: false,
             needs_truncation: false,
         }
     }
@@ -282,6 +288,9 @@ impl Replication {
         if self.role != Role::Leader || self.in_flight.is_some() {
             return None;
         }
+        if self.refused && now < self.proposed_ms.saturating_add(crate::constants::isr_change_retry_ms) {
+            return None;
+        }
         let keep = |r: i32| -> bool {
             if r == self.me {
                 return true;
@@ -292,7 +301,9 @@ impl Replication {
                 // just taken over gives every member that window from the start).
                 now.saturating_sub(p.caught_up_ms) <= lag_ms_max
             } else {
-                p.leo >= 0 && p.leo >= self.high_watermark && p.leo >= self.epoch_start
+                // Caught up, and recently: a replica that stopped fetching (dead, or cut off)
+                // while its last fetch happened to reach the mark stays out.
+                p.leo >= 0 && p.leo >= self.high_watermark && p.leo >= self.epoch_start && now.saturating_sub(p.caught_up_ms) <= lag_ms_max
             }
         };
         let isr: Vec<i32> = self.replicas.iter().copied().filter(|&r| keep(r)).collect();
@@ -300,6 +311,8 @@ impl Replication {
             return None;
         }
         self.in_flight = Some(isr.clone());
+        self.proposed_ms = now;
+        self.refused = false;
         Some(IsrProposal { leader_epoch: self.leader_epoch, partition_epoch: self.partition_epoch, isr })
     }
 
@@ -313,8 +326,9 @@ impl Replication {
         }
     }
 
-    /// The controller refused or did not answer: propose again at a later tick.
+    /// The controller refused or did not answer: propose again, after `isr_change_retry_ms`.
     pub fn on_isr_failed(&mut self) {
         self.in_flight = None;
+        self.refused = true;
     }
 }

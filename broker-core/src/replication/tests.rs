@@ -118,3 +118,22 @@ fn a_new_leader_keeps_its_high_watermark_until_followers_report() {
     f.on_follower_fetch(3, 50, 50, 11);
     assert_eq!(f.high_watermark(), 50);
 }
+
+#[test]
+fn a_replica_that_stopped_fetching_is_not_proposed_back_and_refusals_back_off() {
+    let mut r = leader(10);
+    r.on_follower_fetch(2, 10, 10, 0);
+    r.on_follower_fetch(3, 10, 10, 0);
+    // Broker 3 dies with its last fetch at the mark; 2 keeps fetching. 3 is proposed out.
+    r.on_follower_fetch(2, 10, 10, lag + 100);
+    assert_eq!(r.isr_proposal(lag + 100, lag).unwrap().isr, vec![1, 2]);
+    r.on_isr_committed(&[1, 2], 5, 8, 10);
+    // Idle partition: its last fetch still equals the mark, but it is not fetching.
+    assert_eq!(r.isr_proposal(lag + 200, lag), None, "a silent replica is not proposed back in");
+    // A refusal is not retried at every tick.
+    r.on_follower_fetch(3, 10, 10, lag + 300);
+    assert_eq!(r.isr_proposal(lag + 300, lag).unwrap().isr, vec![1, 2, 3]);
+    r.on_isr_failed();
+    assert_eq!(r.isr_proposal(lag + 400, lag), None, "retried only after isr_change_retry_ms");
+    assert!(r.isr_proposal(lag + 300 + crate::constants::isr_change_retry_ms, lag).is_some());
+}

@@ -132,9 +132,13 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: impl st
     }
 }
 
+/// How often the timers log every replica's state at debug level.
+const replica_state_log_ms: u64 = 5_000;
+
 /// Drives flush.ms and retention, and writes recovery-point checkpoints periodically.
 async fn run_timers(shared: Arc<Shared>) {
     let mut last_checkpoint = now_ms();
+    let mut last_state_log = now_ms();
     loop {
         let wait = {
             let now = now_ms();
@@ -147,6 +151,12 @@ async fn run_timers(shared: Arc<Shared>) {
         let errors = {
             let mut b = shared.broker();
             let mut errors = b.tick(now);
+            if now / replica_state_log_ms != last_state_log / replica_state_log_ms {
+                for line in b.describe() {
+                    tracing::debug!("{line}");
+                }
+            }
+            last_state_log = now;
             if now >= last_checkpoint + checkpoint_interval_ms {
                 errors.extend(b.checkpoint(now));
                 last_checkpoint = now;

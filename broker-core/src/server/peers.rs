@@ -168,8 +168,17 @@ async fn session(shared: &Shared, conn: &mut Conn) -> Result<(), ClientError> {
 /// Sends the ISR changes partition leaders propose, and hands the answers back.
 async fn alter_partitions(shared: &Shared, conn: &mut Conn, me: i32, epoch: i64) -> Result<(), ClientError> {
     let proposals = shared.broker().isr_proposals(now_ms());
+    let mut failure = None;
     for (name, p, prop) in proposals {
-        let Some(topic_id) = shared.broker().image().topics.get(&name).map(|t| uuid::Uuid::from_bytes(t.id)) else { continue };
+        if failure.is_some() {
+            // Not sent: no longer in flight, so the next round proposes it again.
+            shared.broker().isr_answer(&name, p, None);
+            continue;
+        }
+        let Some(topic_id) = shared.broker().image().topics.get(&name).map(|t| uuid::Uuid::from_bytes(t.id)) else {
+            shared.broker().isr_answer(&name, p, None);
+            continue;
+        };
         let mut req = AlterPartitionRequest::default();
         req.broker_id = BrokerId(me);
         req.broker_epoch = epoch;
@@ -186,7 +195,8 @@ async fn alter_partitions(shared: &Shared, conn: &mut Conn, me: i32, epoch: i64)
             Ok(resp) => resp,
             Err(e) => {
                 shared.broker().isr_answer(&name, p, None);
-                return Err(e);
+                failure = Some(e);
+                continue;
             }
         };
         let result = answer.topics.first().and_then(|t| t.partitions.first()).filter(|x| answer.error_code == 0 && x.error_code == 0);
@@ -201,7 +211,7 @@ async fn alter_partitions(shared: &Shared, conn: &mut Conn, me: i32, epoch: i64)
         shared.broker().isr_answer(&name, p, info.as_ref());
         shared.changed();
     }
-    Ok(())
+    failure.map_or(Ok(()), Err)
 }
 
 /// Asks the controller to create the topics Metadata requests wanted auto-created.

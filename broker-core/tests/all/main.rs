@@ -1,4 +1,5 @@
 //! `broker-core`'s integration tests, one binary, modules by theme.
 
 mod real_clients;
+mod real_cluster;
 mod tidy;

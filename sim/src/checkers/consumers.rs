@@ -4,7 +4,7 @@ use crate::history::{History, Read, Violation};
 use std::collections::BTreeMap;
 
 fn violation(checker: &'static str, r: &Read, offsets: Vec<i64>, detail: String) -> Violation {
-    Violation { checker, topic: r.topic.clone(), partition: r.partition, offsets, at_ms: r.at_ms, detail, loss: false }
+    Violation { checker, topic: r.topic.clone(), partition: r.partition, offsets, at_ms: r.at_ms, detail, loss: false, acks: None }
 }
 
 /// read-above-hw: a record is only served below the high watermark of its response.
@@ -18,6 +18,7 @@ pub fn read_above_hw(h: &History, out: &mut Vec<Violation>) {
 
 /// inconsistent-offsets: every read of an offset (and the final log) agrees on its value.
 pub fn inconsistent_offsets(h: &History, out: &mut Vec<Violation>) {
+    let acks_of: BTreeMap<&[u8], i16> = h.writes.iter().map(|w| (w.value.as_slice(), w.acks)).collect();
     let mut value_at: BTreeMap<(&str, i32, i64), &[u8]> = BTreeMap::new();
     for ((topic, partition), log) in &h.final_read {
         for (offset, value) in log {
@@ -30,6 +31,8 @@ pub fn inconsistent_offsets(h: &History, out: &mut Vec<Violation>) {
                 // An offset that changed value means what was there first is gone: where the
                 // scenario allows loss, this is how that loss shows to consumers.
                 loss: true,
+                // The value read first is the one that is gone: its write's acks say what was promised.
+                acks: acks_of.get(r.value.as_slice()).copied(),
                 ..violation(
                     "inconsistent_offsets",
                     r,

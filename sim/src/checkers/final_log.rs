@@ -16,6 +16,7 @@ pub fn offsets_dense(h: &History, out: &mut Vec<Violation>) {
                     at_ms: 0,
                     detail: format!("offset {} is followed by {}", w[0].0, w[1].0),
                     loss: false,
+                    acks: None,
                 });
             }
         }
@@ -38,6 +39,7 @@ pub fn duplicate(h: &History, out: &mut Vec<Violation>) {
                     at_ms: 0,
                     detail: format!("value {:?} appears at {earlier} and {offset}", String::from_utf8_lossy(value)),
                     loss: false,
+                    acks: None,
                 });
             } else {
                 first.insert(value, *offset);
@@ -57,6 +59,7 @@ pub fn liveness(h: &History, out: &mut Vec<Violation>) {
             at_ms: 0,
             detail: format!("not readable after healing: {why}"),
             loss: false,
+            acks: None,
         });
     }
 }

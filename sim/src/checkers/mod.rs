@@ -12,10 +12,12 @@
 //! | `nonmonotonic_poll` | within a consumer session, offsets of a partition increase | Jepsen kafka: nonmonotonic-poll |
 //! | `poll_skip` | within a consumer session (assign mode), no offset is skipped | Jepsen kafka: poll-skip |
 //! | `liveness` | after healing, every partition can be read in full | DESIGN invariant 7 |
+//! | `committed_consistent` | below the final read's high watermark, every replica holding an offset holds the same value | DESIGN invariant 2 |
 //! | `write_liveness` | from half a healing phase after the last fault was undone, each producer's writes to each partition include one that succeeds | DESIGN invariant 7 |
 
 mod consumers;
 mod final_log;
+mod replicas;
 mod write_liveness;
 mod writes;
 
@@ -34,6 +36,7 @@ pub const CHECKERS: &[(&str, Checker)] = &[
     ("nonmonotonic_poll", consumers::nonmonotonic_poll),
     ("poll_skip", consumers::poll_skip),
     ("liveness", final_log::liveness),
+    ("committed_consistent", replicas::committed_consistent),
     ("write_liveness", write_liveness::write_liveness),
 ];
 

@@ -32,6 +32,7 @@ pub fn write_liveness(h: &History, out: &mut Vec<Violation>) {
             at_ms: last.complete_ms,
             detail: format!("{process}: none of {n} writes invoked from {from} ms (healed at {} ms + half of heal_ms {}) succeeded; the last: {:?}", h.healed_at_ms, h.heal_ms, last.outcome),
             loss: false,
+            acks: None,
         });
     }
 }

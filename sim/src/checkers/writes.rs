@@ -30,6 +30,7 @@ pub fn acknowledged_durable(h: &History, out: &mut Vec<Violation>) {
                 at_ms: w.complete_ms,
                 detail: format!("write {:?} by {} (acks={}) acknowledged at offset {offset}: {what}", String::from_utf8_lossy(&w.value), w.process, w.acks),
                 loss: true,
+                acks: Some(w.acks),
             });
         }
     }
@@ -56,6 +57,7 @@ pub fn lost_write(h: &History, out: &mut Vec<Violation>) {
                 at_ms: w.complete_ms,
                 detail: format!("write {:?} acknowledged at {offset} was never read, though consumers read past it", String::from_utf8_lossy(&w.value)),
                 loss: true,
+                acks: Some(w.acks),
             });
         }
     }
