@@ -82,6 +82,12 @@ pub enum PlantedBug {
     AckBeforeAppend,
     /// Report a fetch's high watermark one below the truth, so consumers read above it.
     FetchAboveHighWatermark,
+    /// Answer acks=all once the leader has appended, without waiting for the ISR (acks=1 in
+    /// disguise), so a leader failure loses acknowledged writes.
+    AcksAllWithoutIsr,
+    /// A follower skips KIP-279 truncation, keeping records the new leader never had, so
+    /// replicas disagree below the high watermark.
+    FollowerSkipsTruncation,
 }
 
 impl Default for BrokerConfig {
@@ -627,8 +633,8 @@ impl Broker {
     /// while waiting, an error when the leadership it was appended under ended, or the ISR
     /// shrank below min.insync.replicas by the time it was replicated.
     pub fn replicated(&self, name: &str, p: i32, produced: &Produced) -> Result<bool, Error> {
-        if self.config.planted_bug == Some(PlantedBug::AckBeforeAppend) {
-            return Ok(true); // the planted bug acknowledges before anything is appended
+        if matches!(self.config.planted_bug, Some(PlantedBug::AckBeforeAppend | PlantedBug::AcksAllWithoutIsr)) {
+            return Ok(true); // the planted bugs acknowledge without the ISR
         }
         // Kafka's answer when the leadership a delayed produce was appended under ends; the
         // batch may or may not survive, and an idempotent retry is deduplicated.
@@ -783,13 +789,15 @@ impl Broker {
                 (end.min(our_end.max(0)).min(leo), ours == e)
             }
         };
-        if target < leo {
+        let skip = self.config.planted_bug == Some(PlantedBug::FollowerSkipsTruncation);
+        let part = self.followed_mut(name, p, leader, leader_epoch).expect("checked above");
+        if target < leo && !skip {
             part.log.truncate_to(target, now)?;
             part.producers = rebuild_producers(&part.log)?;
         }
         let leo = part.leo();
         part.replication.on_truncate(leo);
-        part.replication.needs_truncation = !complete;
+        part.replication.needs_truncation = !complete && !skip;
         Ok(Some(leo))
     }
 

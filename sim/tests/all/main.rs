@@ -10,3 +10,5 @@ mod madsim_node;
 mod scenarios;
 #[cfg(madsim)]
 mod server_limits;
+#[cfg(madsim)]
+mod replication;
