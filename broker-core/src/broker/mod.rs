@@ -772,6 +772,7 @@ impl Broker {
 
     /// KIP-279 truncation: the leader answered OffsetForLeaderEpoch for our latest epoch with
     /// (`epoch`, `end`). Cuts the local log where it diverges from the leader's.
+    #[allow(clippy::too_many_arguments)]
     pub fn truncate_to_leader(&mut self, name: &str, p: i32, leader: i32, leader_epoch: i32, epoch: i32, end: i64, now: u64) -> Result<Option<i64>, Error> {
         let Some(part) = self.followed_mut(name, p, leader, leader_epoch) else { return Ok(None) };
         let leo = part.leo();

@@ -26,8 +26,11 @@ pub struct ConsumedRecord {
     pub high_watermark: i64,
 }
 
-/// The records in `bytes` (whole v2 batches, any codec the decoder knows): offset, key, value.
-pub fn decode_records(mut bytes: Bytes) -> Result<Vec<(i64, Option<Bytes>, Option<Bytes>)>, ClientError> {
+/// A decoded record: offset, key, value.
+pub type DecodedRecord = (i64, Option<Bytes>, Option<Bytes>);
+
+/// The records in `bytes` (whole v2 batches, any codec the decoder knows).
+pub fn decode_records(mut bytes: Bytes) -> Result<Vec<DecodedRecord>, ClientError> {
     let mut out = Vec::new();
     while !bytes.is_empty() {
         let set = RecordBatchDecoder::decode(&mut bytes).map_err(|e| ClientError::Protocol(format!("decode: {e}")))?;
