@@ -653,3 +653,19 @@ fn a_one_broker_cluster_is_its_own_majority() {
     assert_eq!(c.tick(15_000 + session + 1), "");
     assert!(c.ctl.image().is_live(1));
 }
+
+#[test]
+fn a_controlled_shutdown_moves_leadership_at_once_and_fences() {
+    // Why: a broker stopped on purpose must not leave its partitions leaderless for a whole
+    // session timeout; Kafka moves leadership before the broker goes.
+    let mut c = Cluster::with_brokers(ControllerConfig::default(), &[1, 2, 3]);
+    c.create("t", 3, 3, &[]);
+    let records = c.ctl.shut_down(1, c.epoch(1), 100).expect("shuts down");
+    let expected = "t-0 replicas=[1, 2, 3] isr=[2, 3] leader=2 epochs=1/1
+        t-1 replicas=[2, 3, 1] isr=[2, 3] leader=2 epochs=0/1
+        t-2 replicas=[3, 1, 2] isr=[3, 2] leader=3 epochs=0/1
+        fence 1 epoch=0";
+    assert_eq!(c.commit(records), lines(expected));
+    assert!(c.ctl.shut_down(1, c.epoch(1), 200).unwrap().is_empty(), "a second request changes nothing");
+    assert_eq!(c.ctl.shut_down(2, 99, 200).unwrap_err().code(), 77, "a stale epoch is refused");
+}

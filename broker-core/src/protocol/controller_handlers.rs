@@ -110,6 +110,14 @@ pub fn broker_heartbeat(node: &Node, req: BrokerHeartbeatRequest, now: u64) -> B
         r.error_code = not_controller;
         return r;
     };
+    if req.want_shut_down {
+        let result = q.controller_mut().shut_down(req.broker_id.0, req.broker_epoch, now).map_err(|e| e.code());
+        match result.and_then(|records| q.commit(records, now).map_err(|_| 56)) {
+            Ok(_) => r.should_shut_down = true,
+            Err(code) => r.error_code = code,
+        }
+        return r;
+    }
     let result = q.controller_mut().heartbeat(req.broker_id.0, req.broker_epoch, req.current_metadata_offset, now).map_err(|e| e.code());
     match result.and_then(|(reply, records)| q.commit(records, now).map(|_| reply).map_err(|_| 56)) {
         Ok(reply) => {

@@ -122,6 +122,8 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: impl st
             _ = &mut shutdown => break,
         }
     }
+    // Hand leaderships over to the other brokers, then stop talking to peers.
+    peers::controlled_shutdown(&shared).await;
     timers.abort();
     for task in peers {
         task.abort();

@@ -85,6 +85,33 @@ fn kafka(code: i16) -> Result<(), ClientError> {
 
 // ---- controller link ------------------------------------------------------------------------
 
+/// Controlled shutdown: asks the controller to fence this broker now, so its leaderships move
+/// before it stops (instead of after a session timeout). Best effort, bounded by
+/// `peer_request_ms_max`; a broker that never registered has nothing to hand over, and the
+/// controller's own node has nobody to hand over to.
+pub async fn controlled_shutdown(shared: &Shared) {
+    if shared.node.controller().is_some() {
+        return; // the controller stops with this node: nobody is left to move leaderships
+    }
+    let Some(epoch) = *shared.broker_epoch.lock().unwrap_or_else(|p| p.into_inner()) else { return };
+    let Ok(addr) = controller_addr(shared) else { return };
+    let me = shared.broker().config().node_id;
+    let attempt = async {
+        let mut conn = Conn::connect(addr, "controlled-shutdown", Duration::from_millis(peer_request_ms_max)).await?;
+        let mut hb = BrokerHeartbeatRequest::default();
+        hb.broker_id = BrokerId(me);
+        hb.broker_epoch = epoch;
+        hb.current_metadata_offset = shared.broker().image().offset;
+        hb.want_shut_down = true;
+        let reply = conn.send(0, &hb).await?;
+        kafka(reply.error_code)
+    };
+    match attempt.await {
+        Ok(()) => tracing::info!("controlled shutdown: the controller moved this broker's leaderships"),
+        Err(e) => tracing::warn!("controlled shutdown: {e}; leaderships move when the session expires"),
+    }
+}
+
 async fn controller_link(shared: Arc<Shared>) {
     loop {
         let addr = match controller_addr(&shared) {
