@@ -74,12 +74,8 @@ pub fn sync(node: &Node, now: u64) {
 pub fn apply_metadata(node: &Node, now: u64) {
     let from = node.broker().image().offset + 1;
     let bytes = node.controller().unwrap().read(from, 1 << 30).unwrap();
-    let mut b = node.broker();
-    for (offset, record) in decode_records(&bytes).unwrap() {
-        if offset >= from {
-            b.apply_metadata(offset, &record, now);
-        }
-    }
+    let run: Vec<_> = decode_records(&bytes).unwrap().into_iter().filter(|(o, _)| *o >= from).collect();
+    node.broker().apply_metadata_batch(&run, now);
 }
 
 /// Creates a topic through the controller and applies it.

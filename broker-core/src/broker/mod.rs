@@ -126,7 +126,7 @@ pub enum Error {
     /// NOT_LEADER_OR_FOLLOWER (6): this broker does not lead the partition.
     #[error("this broker is not the partition's leader")]
     NotLeaderOrFollower,
-    /// FENCED_LEADER_EPOCH (74) / UNKNOWN_LEADER_EPOCH (76): the request's leader epoch is
+    /// FENCED_LEADER_EPOCH (74) / UNKNOWN_LEADER_EPOCH (75): the request's leader epoch is
     /// older / newer than this leader's.
     #[error("{0}")]
     Epoch(FetchRefusal),
@@ -225,6 +225,8 @@ impl From<LogError> for Error {
 
 /// One local replica: its log, its producers, its replication state.
 pub struct Partition {
+    /// The id of the topic this replica belongs to (a re-created topic has another).
+    pub topic_id: [u8; 16],
     pub log: Log,
     producers: ProducerStates,
     pub replication: Replication,
@@ -408,33 +410,57 @@ impl Broker {
 
     // ---- metadata -------------------------------------------------------------------------
 
-    /// Applies one committed metadata record and brings the local replicas in line with it.
-    /// Returns one line per notable event (partitions opened, recovered, removed, failed).
+    /// Applies one committed metadata record (see [`Broker::apply_metadata_batch`]).
     pub fn apply_metadata(&mut self, offset: i64, record: &MetadataRecord, now: u64) -> Vec<String> {
-        self.image.apply(offset, record);
+        self.apply_metadata_batch(&[(offset, record.clone())], now)
+    }
+
+    /// Applies a run of committed metadata records as one step, then brings the local replicas
+    /// in line with the resulting image: a replica whose topic is gone, or was re-created under
+    /// another id, is removed; the partitions the records touched are opened and given their
+    /// roles. Reconciling once at the end, not per record, is what makes a replay safe: replaying
+    /// a log in which a topic was deleted and re-created must never open the old topic over the
+    /// new one's directory. Returns one line per notable event.
+    pub fn apply_metadata_batch(&mut self, records: &[(i64, MetadataRecord)], now: u64) -> Vec<String> {
+        let mut touched: BTreeSet<(String, i32)> = BTreeSet::new();
+        let mut all = false;
+        for (offset, record) in records {
+            self.image.apply(*offset, record);
+            match record {
+                MetadataRecord::Partition { topic, partition, .. } => {
+                    touched.insert((topic.clone(), *partition));
+                }
+                MetadataRecord::Topic { name, .. } => {
+                    self.auto_create.remove(name);
+                }
+                MetadataRecord::RegisterBroker { id, epoch, .. } if *id == self.config.node_id && Some(*epoch) == self.registered => all = true,
+                _ => {}
+            }
+        }
         let mut notes = Vec::new();
-        match record {
-            MetadataRecord::Partition { topic, partition, .. } => {
-                if let Err(e) = self.reconcile(topic, *partition, now, &mut notes) {
-                    notes.push(format!("{topic}-{partition}: {e}"));
-                    self.offline.insert((topic.clone(), *partition), now + crate::constants::failed_log_reopen_ms);
-                }
+        let stale: Vec<(String, i32)> = self
+            .partitions
+            .iter()
+            .filter(|((n, p), part)| self.image.topics.get(n).is_none_or(|t| t.id != part.topic_id || *p as usize >= t.partitions.len()))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for (name, p) in stale {
+            match self.remove_local(&name, p) {
+                Ok(()) => notes.push(format!("{name}-{p}: topic deleted; replica removed")),
+                Err(e) => notes.push(format!("{name}-{p}: removing: {e}")),
             }
-            MetadataRecord::Topic { name, .. } => {
-                self.auto_create.remove(name);
+        }
+        let image = &self.image;
+        self.offline.retain(|(n, _), _| image.topics.contains_key(n));
+        if all {
+            notes.extend(self.reconcile_all(now));
+            return notes;
+        }
+        for (topic, partition) in touched {
+            if let Err(e) = self.reconcile(&topic, partition, now, &mut notes) {
+                notes.push(format!("{topic}-{partition}: {e}"));
+                self.offline.insert((topic, partition), now + crate::constants::failed_log_reopen_ms);
             }
-            MetadataRecord::RegisterBroker { id, epoch, .. } if *id == self.config.node_id && Some(*epoch) == self.registered => {
-                notes.extend(self.reconcile_all(now));
-            }
-            MetadataRecord::RemoveTopic { name } => {
-                let local: Vec<i32> = self.partitions.keys().filter(|(t, _)| t == name).map(|(_, p)| *p).collect();
-                for p in local {
-                    if let Err(e) = self.remove_local(name, p) {
-                        notes.push(format!("{name}-{p}: removing: {e}"));
-                    }
-                }
-            }
-            _ => {}
         }
         notes
     }
@@ -513,7 +539,7 @@ impl Broker {
         // by no one: start at the log start and learn the mark from the leader (or, as a
         // leader, from the ISR).
         let replication = Replication::new(self.config.node_id, log.log_start_offset());
-        Ok(Partition { log, producers, replication })
+        Ok(Partition { topic_id, log, producers, replication })
     }
 
     /// Makes `dir` this topic's: a directory left by a deleted topic of the same name (another

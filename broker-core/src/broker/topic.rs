@@ -3,7 +3,6 @@
 //! No IO here beyond encoding and decoding that file's text.
 
 use crate::log::{FlushPolicy, LogConfig};
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Kafka's limit on topic name length (249: room for a partition suffix in a 255-byte name).
@@ -16,6 +15,10 @@ pub fn validate_name(name: &str) -> Result<(), String> {
     }
     if name == "." || name == ".." {
         return Err(format!("topic name cannot be '{name}'"));
+    }
+    if name == crate::controller::quorum::metadata_topic {
+        // Its directory would be the metadata log's, and fetches of it go to the controller.
+        return Err(format!("topic name '{name}' is reserved for the cluster metadata log"));
     }
     if name.len() > topic_name_bytes_max {
         return Err(format!("topic name is {} characters; the limit is {topic_name_bytes_max}", name.len()));
@@ -105,25 +108,6 @@ pub fn describe(config: &LogConfig, min_insync: i32) -> Vec<(&'static str, Strin
     ]
 }
 
-/// `topics/<name>.toml`: what makes a topic exist across restarts.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TopicFile {
-    /// Topic id as 32 hex digits.
-    pub id: String,
-    pub partitions: i32,
-    #[serde(default)]
-    pub config: BTreeMap<String, String>,
-}
-
-impl TopicFile {
-    pub fn encode(&self) -> String {
-        toml::to_string(self).expect("a TopicFile always encodes")
-    }
-    pub fn decode(text: &str) -> Result<TopicFile, String> {
-        toml::from_str(text).map_err(|e| e.to_string())
-    }
-}
-
 /// A topic id from the name and the moment of creation: deterministic (no OS randomness in the
 /// core), distinct for a re-created topic of the same name. Two FNV-1a passes, never zero.
 pub fn topic_id(name: &str, now: u64, node_id: i32, serial: u64) -> [u8; 16] {
@@ -189,13 +173,11 @@ mod tests {
     }
 
     #[test]
-    fn topic_file_round_trips_and_ids_are_stable() {
+    fn ids_are_stable_and_round_trip_through_hex() {
         let id = topic_id("t", 5, 0, 0);
         assert_eq!(id, topic_id("t", 5, 0, 0));
         assert_ne!(id, topic_id("t", 6, 0, 0));
         assert_eq!(unhex(&hex(&id)), Some(id));
-        let f = TopicFile { id: hex(&id), partitions: 3, config: BTreeMap::from([("retention.ms".into(), "5".into())]) };
-        assert_eq!(TopicFile::decode(&f.encode()).unwrap(), f);
-        assert!(TopicFile::decode("partitions = 'x'").is_err());
+        assert!(validate_name("__cluster_metadata").unwrap_err().contains("reserved"));
     }
 }

@@ -26,9 +26,8 @@ use crate::constants::{num_partitions_default, partitions_per_broker_max, partit
 use crate::log::LogConfig;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Kafka `broker.session.timeout.ms` default: a broker that has not heartbeated for this long
-/// is fenced (brokers heartbeat every 2 s by default, so four can be lost first).
-pub const broker_session_timeout_ms_default: u64 = 9_000;
+/// Kafka `broker.session.timeout.ms` default (see `constants::session_timeout_ms_default`).
+pub const broker_session_timeout_ms_default: u64 = crate::constants::session_timeout_ms_default;
 
 /// Longest advertised host name a broker may register: DNS's limit, and a bound on the size
 /// of every RegisterBroker record.
@@ -178,6 +177,10 @@ pub struct Controller {
     /// eligible for leadership only once it has spoken to this controller (and a restarted
     /// broker re-registers, which takes it out of every ISR first).
     heard: BTreeSet<i32>,
+    /// Volatile: brokers that asked for a controlled shutdown under their current epoch. A
+    /// heartbeat still in flight from such a broker must not unfence it; it registers anew
+    /// when it starts again.
+    shutting_down: BTreeSet<i32>,
 }
 
 impl Controller {
@@ -185,7 +188,7 @@ impl Controller {
     /// one session timeout from `now` to heartbeat before it is fenced.
     pub fn new(config: ControllerConfig, image: Image, now: u64) -> Controller {
         let last_heartbeat = image.brokers.keys().map(|&id| (id, now)).collect();
-        Controller { config, image, last_heartbeat, now, heard: BTreeSet::new() }
+        Controller { config, image, last_heartbeat, now, heard: BTreeSet::new(), shutting_down: BTreeSet::new() }
     }
 
     pub fn config(&self) -> &ControllerConfig {
@@ -234,6 +237,7 @@ impl Controller {
         let records = draft.records;
         self.last_heartbeat.insert(id, now);
         self.heard.insert(id);
+        self.shutting_down.remove(&id);
         Ok(records)
     }
 
@@ -244,6 +248,9 @@ impl Controller {
         self.observe(now);
         let broker = self.check_epoch(id, broker_epoch)?;
         let (fenced, epoch) = (broker.fenced, broker.epoch);
+        if self.shutting_down.contains(&id) {
+            return Ok((HeartbeatReply { fenced: true, caught_up: metadata_offset >= epoch }, Vec::new()));
+        }
         self.last_heartbeat.insert(id, now);
         let first_heard = self.heard.insert(id);
         let caught_up = metadata_offset >= epoch;
@@ -268,7 +275,9 @@ impl Controller {
     pub fn shut_down(&mut self, id: i32, broker_epoch: i64, now: u64) -> Result<Vec<MetadataRecord>, Error> {
         self.observe(now);
         let broker = self.check_epoch(id, broker_epoch)?;
-        if broker.fenced {
+        let fenced = broker.fenced;
+        self.shutting_down.insert(id);
+        if fenced {
             return Ok(Vec::new());
         }
         let mut draft = Draft::new(&self.image, &self.heard);

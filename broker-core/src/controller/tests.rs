@@ -669,3 +669,17 @@ fn a_controlled_shutdown_moves_leadership_at_once_and_fences() {
     assert!(c.ctl.shut_down(1, c.epoch(1), 200).unwrap().is_empty(), "a second request changes nothing");
     assert_eq!(c.ctl.shut_down(2, 99, 200).unwrap_err().code(), 77, "a stale epoch is refused");
 }
+
+#[test]
+fn a_heartbeat_after_a_controlled_shutdown_does_not_unfence() {
+    // Why: the broker's regular heartbeat may still be in flight when it asks to shut down; it
+    // must not bring the broker back into leadership on its way out.
+    let mut c = Cluster::with_brokers(ControllerConfig::default(), &[1, 2, 3]);
+    c.create("t", 3, 3, &[]);
+    let records = c.ctl.shut_down(1, c.epoch(1), 100).unwrap();
+    c.commit(records);
+    assert_eq!(c.heartbeat(1, 150), HeartbeatReply { fenced: true, caught_up: true });
+    assert_eq!(c.part("t", 0).leader, 2);
+    c.register(1, 200);
+    assert_eq!(c.heartbeat(1, 250), HeartbeatReply { fenced: false, caught_up: true }, "a new registration starts over");
+}

@@ -270,7 +270,7 @@ pub fn delete_topics(node: &Node, version: i16, correlation_id: i32, req: Delete
         tr.topic_id = id;
         let result = match (quorum.as_deref_mut(), &name) {
             (None, _) => Err((not_controller, "this node is not the controller".to_string())),
-            (Some(_), None) => Err((3, "unknown topic id".to_string())),
+            (Some(_), None) => Err((100, "unknown topic id".to_string())), // UNKNOWN_TOPIC_ID
             (Some(q), Some(n)) => {
                 if let Some(t) = q.controller().image().topics.get(n) {
                     tr.topic_id = uuid(t.id);

@@ -23,18 +23,20 @@ use kafka_protocol::messages::produce_response::{PartitionProduceResponse, Produ
 use kafka_protocol::messages::{ApiKey, BrokerId, ProducerId, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
-/// APIs and version ranges this broker serves (docs/protocol.md explains each bound).
+/// APIs and version ranges this broker serves (docs/protocol.md explains each bound). A lower
+/// bound is never below what kafka-protocol decodes: advertising a version that cannot be
+/// read would close the connection of a client that picked it.
 pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::Produce, 3, 9),
     (ApiKey::Fetch, 4, 12),
     (ApiKey::ListOffsets, 1, 6),
     (ApiKey::Metadata, 0, 12),
     (ApiKey::ApiVersions, 0, 3),
-    (ApiKey::CreateTopics, 0, 7),
-    (ApiKey::DeleteTopics, 0, 6),
-    (ApiKey::DescribeConfigs, 0, 4),
+    (ApiKey::CreateTopics, 2, 7),
+    (ApiKey::DeleteTopics, 1, 6),
+    (ApiKey::DescribeConfigs, 1, 4),
     (ApiKey::InitProducerId, 0, 4),
-    (ApiKey::OffsetForLeaderEpoch, 0, 4),
+    (ApiKey::OffsetForLeaderEpoch, 2, 4),
     // Broker to controller (see docs/replication.md).
     (ApiKey::AlterPartition, 2, 2),
     (ApiKey::BrokerRegistration, 0, 0),

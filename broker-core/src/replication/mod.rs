@@ -65,7 +65,7 @@ pub enum FetchRefusal {
     /// FENCED_LEADER_EPOCH (74): the fetcher's epoch is older than the leader's.
     #[error("fetcher's leader epoch {0} is older than this leader's")]
     Fenced(i32),
-    /// UNKNOWN_LEADER_EPOCH (76): the fetcher knows a newer epoch than this leader does yet.
+    /// UNKNOWN_LEADER_EPOCH (75): the fetcher knows a newer epoch than this leader does yet.
     #[error("fetcher's leader epoch {0} is newer than this leader's")]
     UnknownEpoch(i32),
     /// NOT_LEADER_OR_FOLLOWER as well: the fetcher is not a replica of this partition.
@@ -78,7 +78,7 @@ impl FetchRefusal {
         match self {
             FetchRefusal::NotLeader | FetchRefusal::NotReplica(_) => 6,
             FetchRefusal::Fenced(_) => 74,
-            FetchRefusal::UnknownEpoch(_) => 76,
+            FetchRefusal::UnknownEpoch(_) => 75,
         }
     }
 }

@@ -295,7 +295,8 @@ async fn metadata_follower(shared: Arc<Shared>) {
                         let now = now_ms();
                         let notes: Vec<String> = {
                             let mut b = shared.broker();
-                            pending.drain(..).flat_map(|(o, r)| b.apply_metadata(o, &r, now)).collect()
+                            let run: Vec<_> = pending.drain(..).collect();
+                            b.apply_metadata_batch(&run, now)
                         };
                         for n in notes {
                             tracing::info!("{n}");

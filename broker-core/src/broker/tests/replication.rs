@@ -400,7 +400,7 @@ fn follower_fetches_under_another_leader_epoch_are_refused_and_move_nothing() {
     c.round(1);
     assert_eq!((c.leo(1), c.hw(2)), (1, 0));
     c.broker(2).take_progress();
-    for (epoch, code) in [(0, 74), (2, 76)] {
+    for (epoch, code) in [(0, 74), (2, 75)] {
         let who = Fetcher { replica: Some(1), leader_epoch: epoch };
         let err = c.broker(2).fetch(topic_name, 0, 1, 1 << 20, true, who, 0).unwrap_err();
         assert_eq!((err.code(true), c.hw(2)), (code, 0), "epoch {epoch}");
