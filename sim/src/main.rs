@@ -76,11 +76,22 @@ mod cli {
         /// Re-run a trace's scenario and seed; report the first diverging line or "identical".
         Replay { trace: PathBuf },
         /// The durability matrix, measured: acknowledged losses per acks × flush × fault row.
+        /// Rows that promise no loss fail on any; loss-allowed rows fail if no seed shows loss.
+        /// Exit code 1 on a failing row; its scenario is written to `--traces` to reproduce.
         Matrix {
             #[arg(long, default_value = "0..50", value_parser = parse_seeds)]
             seeds: Range<u64>,
             #[arg(long, default_value_t = 2)]
             jobs: usize,
+            /// Only rows whose scenario name contains this (e.g. `unclean`, `1broker`).
+            #[arg(long)]
+            row: Option<String>,
+            /// Write every selected row's scenario as TOML into this directory (for `sim run`).
+            #[arg(long)]
+            dump: Option<PathBuf>,
+            /// Where a failing row's scenario goes.
+            #[arg(long, default_value = "traces")]
+            traces: PathBuf,
         },
         /// Crash rounds of the partition log on SimDisk: random appends, flushes, checkpoints,
         /// rolls and retention, power loss, recovery, invariant checks.
@@ -134,7 +145,7 @@ mod cli {
             Cmd::Run { scenario, seed, trace } => run(&scenario, seed, trace.as_deref()),
             Cmd::Sweep { target, seeds, jobs, shard, traces } => sweep(&target, seeds, jobs, shard, &traces),
             Cmd::Replay { trace } => replay(&trace),
-            Cmd::Matrix { seeds, jobs } => matrix(seeds, jobs),
+            Cmd::Matrix { seeds, jobs, row, dump, traces } => matrix(seeds, jobs, row.as_deref(), dump.as_deref(), &traces),
             Cmd::CrashLog { seeds, rounds, nodes, verbose } => crash_log(seeds, rounds, nodes, verbose),
         };
         match result {
@@ -224,7 +235,10 @@ mod cli {
                     let Some((i, (path, s, seed))) = next else { break };
                     let r = cluster::run(&s, &path.display().to_string(), seed, None);
                     bar.inc(1);
-                    results.lock().expect("results").push((i, path, s.name.clone(), seed, r.passed(), r.violations.first().map(|v| v.to_string()), r.trace.to_jsonl(), r.simulated_ms));
+                    // Only a failing run's trace is kept (to be written out): a sweep of
+                    // thousands of seeds must not hold every trace in memory.
+                    let trace = (!r.passed()).then(|| r.trace.to_jsonl());
+                    results.lock().expect("results").push((i, path, s.name.clone(), seed, r.passed(), r.violations.first().map(|v| v.to_string()), trace, r.simulated_ms));
                 });
             }
         });
@@ -244,7 +258,7 @@ mod cli {
                 failures += 1;
                 std::fs::create_dir_all(traces).map_err(|e| format!("{}: {e}", traces.display()))?;
                 let file = traces.join(format!("{name}-{seed}.jsonl"));
-                std::fs::write(&file, trace).map_err(|e| format!("{}: {e}", file.display()))?;
+                std::fs::write(&file, trace.as_deref().unwrap_or_default()).map_err(|e| format!("{}: {e}", file.display()))?;
                 println!("FAIL {name} seed {seed}: {}", first.as_deref().unwrap_or("?"));
                 println!("  trace: {}", file.display());
                 println!("  reproduce: cargo sim run {} --seed {seed}", path.display());
@@ -275,55 +289,88 @@ mod cli {
         }
     }
 
-    /// Acknowledged records lost in one run: for acks=0 (nothing is acknowledged), records
-    /// sent and missing from the final log.
-    fn lost(r: &cluster::RunResult) -> usize {
-        use sim::history::Outcome;
-        let acks0 = r.history.writes.iter().filter(|w| w.acks == 0 && matches!(w.outcome, Outcome::Ok(_)));
-        let final_values: std::collections::BTreeSet<&[u8]> = r.history.final_read.values().flatten().map(|(_, v)| v.as_slice()).collect();
-        let acks0_lost = acks0.filter(|w| !final_values.contains(w.value.as_slice())).count();
-        let acked_lost = r.violations.iter().chain(&r.allowed).filter(|v| v.checker == "acknowledged_durable").count();
-        acks0_lost + acked_lost
+    fn write_scenario(dir: &Path, s: &Scenario) -> Result<PathBuf, String> {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let file = dir.join(format!("{}.toml", s.name));
+        let text = toml::to_string(s).map_err(|e| format!("{}: {e}", s.name))?;
+        std::fs::write(&file, text).map_err(|e| format!("{}: {e}", file.display()))?;
+        Ok(file)
     }
 
-    fn matrix(seeds: Range<u64>, jobs: usize) -> Result<bool, String> {
-        let rows = sim::matrix::rows();
-        println!("durability matrix: {} rows x seeds {}..{} (one broker; 3 faults of 700 ms per run)", rows.len(), seeds.start, seeds.end);
-        println!("| acks | flush | fault | promise | runs with loss | records lost | verdict |");
-        println!("|---|---|---|---|---:|---:|---|");
-        let mut ok = true;
-        for row in &rows {
-            let queue = std::sync::Mutex::new(seeds.clone());
-            let results = std::sync::Mutex::new(Vec::new());
-            std::thread::scope(|scope| {
-                for _ in 0..jobs.max(1) {
-                    scope.spawn(|| loop {
-                        let Some(seed) = queue.lock().expect("queue").next() else { break };
-                        let r = cluster::run(&row.scenario, &format!("<matrix:{}>", row.scenario.name), seed, None);
-                        let other: Vec<String> = r.violations.iter().filter(|v| !v.loss).map(|v| v.to_string()).collect();
-                        results.lock().expect("results").push((seed, lost(&r), other));
-                    });
-                }
-            });
-            let results = results.into_inner().expect("results");
-            let runs_with_loss = results.iter().filter(|r| r.1 > 0).count();
-            let records: usize = results.iter().map(|r| r.1).sum();
-            let other: Vec<&String> = results.iter().flat_map(|r| &r.2).collect();
-            let verdict = match (row.loss_allowed, records, other.is_empty()) {
-                (_, _, false) => "VIOLATION (other checkers)",
-                (false, 0, true) => "ok: no acknowledged loss",
-                (false, _, true) => "VIOLATION: acknowledged loss",
-                (true, 0, true) => "ok (no loss seen)",
-                (true, _, true) => "ok (loss allowed, and seen)",
-            };
-            ok &= verdict.starts_with("ok");
-            let promise = if row.loss_allowed { "loss allowed" } else { "no acknowledged loss" };
-            println!("| {} | {} | {} | {promise} | {runs_with_loss}/{} | {records} | {verdict} |", row.acks, row.flush, row.fault, results.len());
-            for v in other.iter().take(3) {
-                println!("    {v}");
+    fn matrix(seeds: Range<u64>, jobs: usize, only: Option<&str>, dump: Option<&Path>, traces: &Path) -> Result<bool, String> {
+        use sim::matrix::{measure, Measured, Verdict};
+        let rows: Vec<_> = sim::matrix::rows().into_iter().filter(|r| only.is_none_or(|o| r.scenario.name.contains(o))).collect();
+        if rows.is_empty() {
+            return Err(format!("no matrix row matches `{}`", only.unwrap_or_default()));
+        }
+        if let Some(dir) = dump {
+            for row in &rows {
+                println!("wrote {}", write_scenario(dir, &row.scenario)?.display());
             }
         }
-        Ok(ok)
+        // Every (row, seed) pair is one job, so both cores stay busy across rows.
+        let work: Vec<(usize, u64)> = (0..rows.len()).flat_map(|i| seeds.clone().map(move |seed| (i, seed))).collect();
+        let queue = std::sync::Mutex::new(work.into_iter());
+        let results: std::sync::Mutex<Vec<(usize, Measured)>> = std::sync::Mutex::new(Vec::new());
+        let wall = std::time::Instant::now();
+        std::thread::scope(|scope| {
+            for _ in 0..jobs.max(1) {
+                scope.spawn(|| loop {
+                    let Some((i, seed)) = queue.lock().expect("queue").next() else { break };
+                    let m = measure(&rows[i], seed);
+                    results.lock().expect("results").push((i, m));
+                });
+            }
+        });
+        let mut results = results.into_inner().expect("results");
+        results.sort_by_key(|(i, m)| (*i, m.seed));
+        println!("durability matrix: {} rows x seeds {}..{} ({:.1} s wall)", rows.len(), seeds.start, seeds.end, wall.elapsed().as_secs_f64());
+        println!("| # | setup | acks | flush | fault | promise | seeds | acknowledged | lost | seeds with loss | verdict |");
+        println!("|---:|---|---|---|---|---|---:|---:|---:|---:|---|");
+        let mut failed = Vec::new();
+        for (i, row) in rows.iter().enumerate() {
+            let measured: Vec<Measured> = results.iter().filter(|(r, _)| *r == i).map(|(_, m)| m.clone()).collect();
+            let acknowledged: usize = measured.iter().map(|m| m.acknowledged).sum();
+            let sent: usize = measured.iter().map(|m| m.sent_acks0).sum();
+            let lost: usize = measured.iter().map(|m| m.lost).sum();
+            let with_loss = measured.iter().filter(|m| m.lost > 0).count();
+            // acks=0 acknowledges nothing: its loss is of records sent.
+            let (acknowledged, lost) = if row.acks == "0" { (format!("0 ({sent} sent)"), format!("{lost} sent")) } else { (acknowledged.to_string(), lost.to_string()) };
+            let verdict = Verdict::of(row, &measured);
+            let promise = if row.loss_allowed { "loss allowed" } else { "no acknowledged loss" };
+            println!("| {} | {} | {} | {} | {} | {promise} | {} | {acknowledged} | {lost} | {with_loss} | {} |", i + 1, row.setup, row.acks, row.flush, row.fault, measured.len(), verdict.text());
+            if !verdict.ok() {
+                failed.push((row, verdict, measured));
+            }
+        }
+        println!();
+        for (i, row) in rows.iter().enumerate() {
+            println!("{:>2}. {}: {}", i + 1, row.scenario.name, row.note);
+        }
+        match failed.len() {
+            0 => println!("\nevery row keeps its promise"),
+            n => println!("\n{n} of {} rows FAILED", rows.len()),
+        }
+        for (row, verdict, measured) in &failed {
+            let file = write_scenario(traces, &row.scenario)?;
+            println!("\n{} — {}", row.scenario.name, verdict.text());
+            let bad: Vec<&Measured> = match verdict {
+                Verdict::NoLossSeen => Vec::new(),
+                Verdict::AcknowledgedLoss => measured.iter().filter(|m| m.lost > 0).collect(),
+                _ => measured.iter().filter(|m| !m.other.is_empty()).collect(),
+            };
+            if bad.is_empty() {
+                println!("  no seed lost anything; the fault as staged does not reach what the row is about");
+            }
+            for m in bad.iter().take(5) {
+                println!("  seed {}: {} lost, {} other violations", m.seed, m.lost, m.other.len());
+                for v in m.other.iter().take(2).chain(m.losses.iter().take(2)) {
+                    println!("    {v}");
+                }
+                println!("    reproduce: cargo sim run {} --seed {}", file.display(), m.seed);
+            }
+        }
+        Ok(failed.is_empty())
     }
 
     fn crash_log(seeds: Range<u64>, rounds: usize, nodes: bool, verbose: bool) -> Result<bool, String> {
