@@ -223,10 +223,17 @@ async fn broker_main(disk: SimDisk, config: BrokerConfig, rec: Rec) {
     server::serve(listener, Shared::new(broker, quorum, d), std::future::pending()).await;
 }
 
-/// Creates the scenario's topics through the controller, retrying while brokers register
-/// (a replication factor needs that many live brokers). Gives up after `topics_deadline_ms`.
-async fn create_topics(controller: SocketAddr, topics: Vec<NewTopic>, rec: Rec) {
+/// Creates the scenario's topics through the controller once every broker is registered and
+/// unfenced (retrying while they register). Gives up after `topics_deadline_ms`.
+async fn create_topics(controller: SocketAddr, brokers: usize, topics: Vec<NewTopic>, rec: Rec) {
     let start = now_ms(&rec);
+    // Every broker first, so replica placement does not depend on which registered first.
+    while now_ms(&rec) - start <= topics_deadline_ms {
+        match admin::live_brokers(controller, Duration::from_millis(request_timeout_ms)).await {
+            Ok(n) if n >= brokers => break,
+            _ => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
     loop {
         match admin::create_topics(controller, &topics, Duration::from_millis(request_timeout_ms)).await {
             Ok(()) => {
@@ -609,7 +616,7 @@ pub fn run(scenario: &Scenario, scenario_path: &str, seed: u64, bug: Option<Plan
         // clients start after that.
         let admin_node = handle.create_node().name("admin").ip(IpAddr::from([10, 0, 2, 2])).build();
         let new_topics: Vec<NewTopic> = s.topics.iter().map(|t| (t.name.clone(), t.partitions, t.replication_factor)).collect();
-        let _ = admin_node.spawn(create_topics(brokers[0], new_topics, rec.clone())).await;
+        let _ = admin_node.spawn(create_topics(brokers[0], brokers.len(), new_topics, rec.clone())).await;
         let until = s.duration_ms;
         // Client k (producers first, then consumers) is 10.0.1.(11+k); validation keeps the
         // count far below where the octet would run out, and past it clients are not started.

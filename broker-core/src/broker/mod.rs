@@ -742,9 +742,10 @@ impl Broker {
     /// ISR changes to send the controller, one per partition at most.
     pub fn isr_proposals(&mut self, now: u64) -> Vec<(String, i32, IsrProposal)> {
         let lag = self.config.replica_lag_ms_max;
+        let image = &self.image;
         let mut out = Vec::new();
         for ((name, p), part) in &mut self.partitions {
-            if let Some(prop) = part.replication.isr_proposal(now, lag) {
+            if let Some(prop) = part.replication.isr_proposal_among(now, lag, |r| image.is_live(r)) {
                 out.push((name.clone(), *p, prop));
             }
         }

@@ -4,12 +4,22 @@
 use super::conn::Conn;
 use super::ClientError;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreateTopicsRequest};
+use kafka_protocol::messages::metadata_request::MetadataRequest;
 use kafka_protocol::messages::TopicName;
 use kafka_protocol::protocol::StrBytes;
 use std::net::SocketAddr;
 use std::time::Duration;
 
 const create_topics_version: i16 = 5;
+const metadata_version: i16 = 12;
+
+/// How many brokers the broker at `addr` lists in Metadata (the live, unfenced ones).
+pub async fn live_brokers(addr: SocketAddr, timeout: Duration) -> Result<usize, ClientError> {
+    let mut conn = Conn::connect(addr, "seedlog-admin", timeout).await?;
+    // An empty topic list (not null) asks for brokers only.
+    let req = MetadataRequest::default().with_topics(Some(Vec::new())).with_allow_auto_topic_creation(false);
+    Ok(conn.send(metadata_version, &req).await?.brokers.len())
+}
 
 /// A topic to create: name, partitions, replication factor.
 pub type NewTopic = (String, i32, i16);

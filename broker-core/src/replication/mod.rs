@@ -285,6 +285,12 @@ impl Replication {
     /// The ISR change to send the controller now, if any: lagging members out, caught-up
     /// replicas in. Marks it in flight.
     pub fn isr_proposal(&mut self, now: u64, lag_ms_max: u64) -> Option<IsrProposal> {
+        self.isr_proposal_among(now, lag_ms_max, |_| true)
+    }
+
+    /// [`Replication::isr_proposal`], adding only replicas `eligible` says the controller would
+    /// accept (unfenced ones): proposing a fenced one is refused and holds back other changes.
+    pub fn isr_proposal_among(&mut self, now: u64, lag_ms_max: u64, eligible: impl Fn(i32) -> bool) -> Option<IsrProposal> {
         if self.role != Role::Leader || self.in_flight.is_some() {
             return None;
         }
@@ -303,7 +309,7 @@ impl Replication {
             } else {
                 // Caught up, and recently: a replica that stopped fetching (dead, or cut off)
                 // while its last fetch happened to reach the mark stays out.
-                p.leo >= 0 && p.leo >= self.high_watermark && p.leo >= self.epoch_start && now.saturating_sub(p.caught_up_ms) <= lag_ms_max
+                eligible(r) && p.leo >= 0 && p.leo >= self.high_watermark && p.leo >= self.epoch_start && now.saturating_sub(p.caught_up_ms) <= lag_ms_max
             }
         };
         let isr: Vec<i32> = self.replicas.iter().copied().filter(|&r| keep(r)).collect();
