@@ -54,9 +54,9 @@ pub enum Outcome {
     Reply(Bytes),
     /// Send nothing (produce with acks=0).
     NoReply,
-    /// Not enough data for a fetch yet: ask again when data arrives or after this many ms,
-    /// with `final_attempt` set once the wait is over.
-    Park { wait_ms: u64 },
+    /// Not enough data for a fetch yet: ask again when data arrives (new metadata, for a fetch
+    /// of the metadata log) or after this many ms, with `final_attempt` set once the wait is over.
+    Park { wait_ms: u64, metadata: bool },
     /// Close the connection; the reason is for the log.
     Close(String),
     /// Answer once a condition holds (acks=all replicated, metadata applied) or a timeout
@@ -80,6 +80,11 @@ pub fn frame_len(prefix: [u8; 4], max: usize) -> Result<usize, String> {
 }
 
 /// Supported version range of `key`, if the broker serves it.
+/// Requests the controller commits metadata for: after one, parked metadata fetches look again.
+pub fn is_controller_api(key: i16) -> bool {
+    [ApiKey::CreateTopics, ApiKey::DeleteTopics, ApiKey::AlterPartition, ApiKey::BrokerRegistration, ApiKey::BrokerHeartbeat].iter().any(|k| *k as i16 == key)
+}
+
 pub fn supported(key: ApiKey) -> Option<(i16, i16)> {
     SUPPORTED.iter().find(|(k, _, _)| *k == key).map(|(_, lo, hi)| (*lo, *hi))
 }
@@ -143,14 +148,14 @@ fn handle_inner(node: &Node, frame: &Bytes, now: u64, final_attempt: bool) -> Re
         ApiKey::Produce => handlers::produce(&mut b(), version, correlation_id, decode(key, version, &mut body)?, now),
         ApiKey::Fetch => {
             let req: FetchRequest = decode(key, version, &mut body)?;
-            let decision = if controller_handlers::is_metadata_fetch(&req) {
-                controller_handlers::metadata_fetch(node, req, final_attempt)
-            } else {
-                handlers::fetch(&mut b(), version, req, final_attempt, now)
+            let metadata = controller_handlers::is_metadata_fetch(&req);
+            let decision = match metadata {
+                true => controller_handlers::metadata_fetch(node, req, final_attempt),
+                false => handlers::fetch(&mut b(), version, req, final_attempt, now),
             };
             match decision {
                 handlers::FetchDecision::Respond(resp) => reply!(resp),
-                handlers::FetchDecision::Park(wait_ms) => Ok(Outcome::Park { wait_ms }),
+                handlers::FetchDecision::Park(wait_ms) => Ok(Outcome::Park { wait_ms, metadata }),
             }
         }
         ApiKey::ListOffsets => reply!(handlers::list_offsets(&b(), version, decode(key, version, &mut body)?)),

@@ -124,7 +124,7 @@ fn produce_fetch_and_long_poll() {
     assert_eq!(r.brokers[0].port, 9092);
     // An empty partition parks a fetch with max_wait, then answers empty when the wait is over.
     let f = frame(ApiKey::Fetch, 12, &fetch_req("t", 0, 500));
-    assert!(matches!(handle(&b, &f, 0, false), Outcome::Park { wait_ms: 500 }));
+    assert!(matches!(handle(&b, &f, 0, false), Outcome::Park { wait_ms: 500, metadata: false }));
     let r: FetchResponse = reply(handle(&b, &f, 0, true), ApiKey::Fetch, 12);
     assert_eq!(r.responses[0].partitions[0].records.as_ref().map(|x| x.len()), Some(0));
     // Produce acks=1, then the fetch has data at once.

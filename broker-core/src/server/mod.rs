@@ -32,9 +32,12 @@ pub fn now_ms() -> u64 {
 pub struct Shared {
     pub node: Node,
     disk: Arc<dyn Disk>,
-    /// Woken whenever the node changed (an append, a high watermark, metadata, a controller
-    /// commit), so parked fetches and waiting requests look again.
+    /// Woken whenever the node's data changed (an append, a high watermark, applied metadata),
+    /// so parked fetches and waiting requests look again.
     changed: Notify,
+    /// Woken when the controller committed metadata, so parked fetches of the metadata log look
+    /// again (kept apart: every produce would otherwise wake them for nothing).
+    metadata_committed: Notify,
     /// This broker's epoch with the controller, once registered.
     broker_epoch: Mutex<Option<i64>>,
     /// Set once the broker was first unfenced: client requests wait for it at startup.
@@ -44,7 +47,7 @@ pub struct Shared {
 impl Shared {
     /// `controller` is the metadata quorum if this node is the controller.
     pub fn new(broker: Broker, controller: Option<Quorum>, disk: Arc<dyn Disk>) -> Arc<Shared> {
-        Arc::new(Shared { node: Node::new(broker, controller), disk, changed: Notify::new(), broker_epoch: Mutex::new(None), started: Default::default() })
+        Arc::new(Shared { node: Node::new(broker, controller), disk, changed: Notify::new(), metadata_committed: Notify::new(), broker_epoch: Mutex::new(None), started: Default::default() })
     }
 
     pub fn broker(&self) -> MutexGuard<'_, Broker> {
@@ -175,7 +178,7 @@ async fn run_timers(shared: Arc<Shared>) {
             }
             if q.end_offset() != before {
                 drop(q);
-                shared.changed();
+                shared.metadata_committed.notify_waiters();
             }
         }
         shared.settle_disk().await;
@@ -185,15 +188,20 @@ async fn run_timers(shared: Arc<Shared>) {
 /// Runs one request to completion: parks fetches until data arrives or their wait ends, and
 /// holds requests that answer later (acks=all, topic changes) until they can.
 async fn answer(shared: &Shared, frame: &Bytes) -> Outcome {
-    let is_fetch = frame.len() >= 2 && frame[0..2] == [0, 1];
-    if frame.len() >= 2 && waits_for_startup(i16::from_be_bytes([frame[0], frame[1]])) {
+    let key = if frame.len() >= 2 { i16::from_be_bytes([frame[0], frame[1]]) } else { -1 };
+    let is_fetch = key == 1;
+    if waits_for_startup(key) {
         shared.started().await;
     }
     let mut deadline: Option<Instant> = None;
     loop {
-        let notified = shared.changed.notified();
-        tokio::pin!(notified);
-        notified.as_mut().enable(); // registered before we look, so no change is missed
+        // Registered before we look, so no change is missed.
+        let data = shared.changed.notified();
+        let metadata = shared.metadata_committed.notified();
+        tokio::pin!(data);
+        tokio::pin!(metadata);
+        data.as_mut().enable();
+        metadata.as_mut().enable();
         let final_attempt = deadline.is_some_and(|d| Instant::now() >= d);
         let outcome = protocol::handle(&shared.node, frame, now_ms(), final_attempt);
         // Anything but a fetch may have changed the node; a fetch only when a follower's
@@ -201,15 +209,19 @@ async fn answer(shared: &Shared, frame: &Bytes) -> Outcome {
         if !is_fetch || shared.broker().take_progress() {
             shared.changed();
         }
+        if protocol::is_controller_api(key) {
+            shared.metadata_committed.notify_waiters();
+        }
         shared.settle_disk().await;
         match outcome {
-            Outcome::Park { wait_ms } => {
+            Outcome::Park { wait_ms, metadata: for_metadata } => {
                 let d = *deadline.get_or_insert_with(|| Instant::now() + Duration::from_millis(wait_ms));
                 tokio::select! {
                     // biased: tokio picks branches with an unseeded RNG otherwise,
                     // which breaks replay under madsim.
                     biased;
-                    _ = &mut notified => {}
+                    _ = &mut data, if !for_metadata => {}
+                    _ = &mut metadata, if for_metadata => {}
                     _ = tokio::time::sleep_until(d) => {}
                 }
             }
