@@ -148,3 +148,11 @@ pub const startup_wait_ms_max: u64 = 10_000;
 /// it or could not be reached: the condition (a fenced replica, a controller restarting) rarely
 /// changes faster, and each proposal is a metadata request.
 pub const isr_change_retry_ms: u64 = 1_000;
+
+/// Largest metadata batch (one controller decision) the metadata log accepts. A decision over
+/// every partition of the largest topic, or a fence of a broker leading `partitions_per_broker_max`
+/// partitions, is ~200 bytes of JSON per partition: 20,000 × 200 B = 4 MB, with room to spare.
+/// Brokers fetch it whole (the first batch of a fetch may exceed the fetch size, KIP-74).
+pub const metadata_batch_bytes_max: usize = 32 * 1024 * 1024;
+
+const _: () = assert!(metadata_batch_bytes_max as u64 <= segment_bytes_default);

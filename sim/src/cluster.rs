@@ -323,7 +323,11 @@ async fn consumer_main(name: String, brokers: Vec<SocketAddr>, topic: String, pa
     let mut session = 0u32;
     let mut positions: Vec<i64> = vec![0; partitions as usize];
     while now_ms(&rec) < until_ms {
-        let mut c = Consumer::with_bootstrap(brokers.clone(), &name, Duration::from_millis(request_timeout_ms));
+        // Each session starts from another broker, so a dead one does not blind every session.
+        let mut bootstrap = brokers.clone();
+        let shift = session as usize % bootstrap.len().max(1);
+        bootstrap.rotate_left(shift);
+        let mut c = Consumer::with_bootstrap(bootstrap, &name, Duration::from_millis(request_timeout_ms));
         for (p, pos) in positions.iter().enumerate() {
             c.assign(&topic, p as i32, *pos);
         }
@@ -378,7 +382,10 @@ async fn final_read(brokers: Vec<SocketAddr>, topics: Vec<(String, i32)>, rec: R
                             failure = Some(e.to_string());
                             break;
                         }
-                        c = Consumer::with_bootstrap(brokers.clone(), "final-reader", Duration::from_millis(request_timeout_ms));
+                        let mut bootstrap = brokers.clone();
+                        let shift = errors % bootstrap.len().max(1);
+                        bootstrap.rotate_left(shift);
+                        c = Consumer::with_bootstrap(bootstrap, "final-reader", Duration::from_millis(request_timeout_ms));
                         c.assign(&topic, p, log.last().map_or(0, |(o, _)| o + 1));
                         tokio::time::sleep(Duration::from_millis(200)).await;
                     }

@@ -262,6 +262,19 @@ pub struct Fetched {
     pub records: Bytes,
 }
 
+/// What became of an ISR proposal (AlterPartition).
+#[derive(Debug, Clone, Copy)]
+pub enum IsrAnswer<'a> {
+    /// Committed: the partition's new state.
+    Committed(&'a PartitionInfo),
+    /// Refused for good (ineligible replica, fenced epoch, ...): certainly not committed.
+    Refused,
+    /// INVALID_UPDATE_VERSION: the controller is ahead; wait for its metadata.
+    Stale,
+    /// No answer (connection lost, not sent): it may have been committed.
+    Lost,
+}
+
 /// Who is fetching: a consumer, or a follower replica (Kafka's `replica_id`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Fetcher {
@@ -269,10 +282,19 @@ pub struct Fetcher {
     pub replica: Option<i32>,
     /// The fetcher's current leader epoch (-1: not checked).
     pub leader_epoch: i32,
+    /// A request answered again after waiting for data is not a new fetch: its offset says
+    /// where the follower was when it sent it, so only the first handling counts as progress
+    /// (a request parked from a follower that has since crashed must not keep it "caught up").
+    pub again: bool,
 }
 
 impl Fetcher {
-    pub const consumer: Fetcher = Fetcher { replica: None, leader_epoch: -1 };
+    pub const consumer: Fetcher = Fetcher { replica: None, leader_epoch: -1, again: false };
+
+    /// A follower's fetch, handled for the first time.
+    pub fn follower(id: i32, leader_epoch: i32) -> Fetcher {
+        Fetcher { replica: Some(id), leader_epoch, again: false }
+    }
 }
 
 /// A partition this node follows, as its replica fetcher needs it.
@@ -385,19 +407,30 @@ impl Broker {
 
     /// A local replica, or the error a client should get for it: unknown, or not here.
     fn local(&self, name: &str, p: i32) -> Result<&Partition, Error> {
-        match self.partitions.get(&(name.to_string(), p)) {
+        let key = (name.to_string(), p);
+        match self.partitions.get(&key) {
             Some(part) => Ok(part),
-            None if self.image.partition(name, p).is_some() => Err(Error::NotLeaderOrFollower),
-            None => Err(Error::UnknownTopicOrPartition),
+            None => Err(self.missing(&key)),
         }
     }
 
     fn local_mut(&mut self, name: &str, p: i32) -> Result<&mut Partition, Error> {
-        let known = self.image.partition(name, p).is_some();
-        match self.partitions.get_mut(&(name.to_string(), p)) {
-            Some(part) => Ok(part),
-            None if known => Err(Error::NotLeaderOrFollower),
-            None => Err(Error::UnknownTopicOrPartition),
+        let key = (name.to_string(), p);
+        if !self.partitions.contains_key(&key) {
+            return Err(self.missing(&key));
+        }
+        Ok(self.partitions.get_mut(&key).expect("checked above"))
+    }
+
+    /// Why a partition is not open here: its log is offline (KAFKA_STORAGE_ERROR, as Kafka
+    /// answers for a failed log directory), it is not a replica here, or it does not exist.
+    fn missing(&self, key: &(String, i32)) -> Error {
+        if self.offline.contains_key(key) {
+            return Error::Storage(format!("{}-{} is offline after a storage failure; it is reopened once the disk answers", key.0, key.1));
+        }
+        match self.image.partition(&key.0, key.1) {
+            Some(_) => Error::NotLeaderOrFollower,
+            None => Error::UnknownTopicOrPartition,
         }
     }
 
@@ -689,8 +722,10 @@ impl Broker {
         let upper = match who.replica {
             Some(r) => {
                 part.replication.check_fetch(r, who.leader_epoch).map_err(Error::Epoch)?;
-                let part = self.local_mut(name, p)?;
-                self.progressed |= part.replication.on_follower_fetch(r, offset, leo, now);
+                if !who.again {
+                    let part = self.local_mut(name, p)?;
+                    self.progressed |= part.replication.on_follower_fetch(r, offset, leo, now);
+                }
                 leo
             }
             None => part.high_watermark(),
@@ -752,16 +787,18 @@ impl Broker {
         out
     }
 
-    /// The controller's answer to an ISR proposal: the partition's state, or None if refused.
-    pub fn isr_answer(&mut self, name: &str, p: i32, answer: Option<&PartitionInfo>) {
+    /// What became of an ISR proposal.
+    pub fn isr_answer(&mut self, name: &str, p: i32, answer: IsrAnswer<'_>) {
         let Some(part) = self.partitions.get_mut(&(name.to_string(), p)) else { return };
         let leo = part.leo();
         match answer {
-            Some(i) => {
+            IsrAnswer::Committed(i) => {
                 part.replication.on_isr_committed(&i.isr, i.leader_epoch, i.partition_epoch, leo);
                 self.progressed = true;
             }
-            None => part.replication.on_isr_failed(),
+            IsrAnswer::Refused => part.replication.on_isr_failed(),
+            IsrAnswer::Stale => part.replication.on_isr_stale(),
+            IsrAnswer::Lost => part.replication.on_isr_lost(),
         }
     }
 
@@ -819,6 +856,8 @@ impl Broker {
         };
         let skip = self.config.planted_bug == Some(PlantedBug::FollowerSkipsTruncation);
         let part = self.followed_mut(name, p, leader, leader_epoch).expect("checked above");
+        // A leader never answers a negative end offset; a broken one must not make us panic.
+        let target = target.max(0);
         if target < leo && !skip {
             part.log.truncate_to(target, now)?;
             part.producers = rebuild_producers(&part.log)?;

@@ -43,7 +43,7 @@ fn produce_then_fetch_and_list_offsets() {
     assert_eq!(b.produce("t", 0, &bad, 1, 0).unwrap_err().code(true), 2, "bad CRC is CORRUPT_MESSAGE");
     // Epochs: an older one is fenced, a newer one unknown.
     let epoch = b.leader_epoch("t", 1);
-    assert_eq!(b.fetch("t", 1, 0, 100, true, Fetcher { replica: None, leader_epoch: epoch + 1 }, 0).unwrap_err().code(true), 75);
+    assert_eq!(b.fetch("t", 1, 0, 100, true, Fetcher { replica: None, leader_epoch: epoch + 1, again: false }, 0).unwrap_err().code(true), 75);
     assert_eq!(b.list_offset("t", 1, -1, epoch + 1).unwrap_err().code(true), 75);
 }
 

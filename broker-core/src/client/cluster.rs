@@ -67,9 +67,14 @@ impl Cluster {
         let req = MetadataRequest::default()
             .with_topics(Some(topics.iter().map(|t| MetadataRequestTopic::default().with_name(Some(TopicName(StrBytes::from_string(t.to_string()))))).collect()))
             .with_allow_auto_topic_creation(true);
-        let resp = match self.conn(addr).await?.send(metadata_version, &req).await {
+        let sent = match self.conn(addr).await {
+            Ok(conn) => conn.send(metadata_version, &req).await,
+            Err(e) => Err(e),
+        };
+        let resp = match sent {
             Ok(r) => r,
             Err(e) => {
+                // Unreachable or failed: ask the next known broker next time.
                 self.drop_conn(addr);
                 self.rotate();
                 return Err(e);

@@ -71,7 +71,11 @@ impl Producer {
         }
         let addr = self.cluster.any_broker();
         let req = InitProducerIdRequest::default().with_transactional_id(None).with_transaction_timeout_ms(60_000).with_producer_id(ProducerId(-1)).with_producer_epoch(-1);
-        let resp = match self.cluster.conn(addr).await?.send(init_producer_id_version, &req).await {
+        let sent = match self.cluster.conn(addr).await {
+            Ok(conn) => conn.send(init_producer_id_version, &req).await,
+            Err(e) => Err(e),
+        };
+        let resp = match sent {
             Ok(r) => r,
             Err(e) => {
                 self.cluster.drop_conn(addr);

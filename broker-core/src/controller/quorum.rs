@@ -31,7 +31,9 @@ pub struct Quorum {
 
 fn log_config() -> LogConfig {
     // Every batch synced before it counts; retention never (snapshots would be needed first).
-    LogConfig { flush: FlushPolicy::EveryBatch, retention_ms: -1, retention_bytes: -1, ..LogConfig::default() }
+    // One decision is one batch, and a decision over thousands of partitions (a topic of 10,000
+    // partitions, fencing a broker that leads thousands) is megabytes of records.
+    LogConfig { flush: FlushPolicy::EveryBatch, retention_ms: -1, retention_bytes: -1, max_message_bytes: crate::constants::metadata_batch_bytes_max, ..LogConfig::default() }
 }
 
 /// Decodes the metadata records in `bytes` (whole batches), with their offsets.

@@ -206,7 +206,8 @@ pub enum FetchDecision {
 /// `max_bytes` (the first batch of the first non-empty partition may exceed it, KIP-74) and each
 /// partition within its `partition_max_bytes`. Waits (`Park`) while fewer than `min_bytes` are
 /// available and `max_wait_ms` has not passed.
-pub fn fetch(b: &mut Broker, version: i16, req: FetchRequest, final_attempt: bool, now: u64) -> FetchDecision {
+pub fn fetch(b: &mut Broker, version: i16, req: FetchRequest, attempt: super::Attempt, now: u64) -> FetchDecision {
+    let final_attempt = attempt == super::Attempt::Final;
     // A follower names itself (Kafka's replica_id; -1 for consumers).
     let replica = (req.replica_id.0 >= 0).then_some(req.replica_id.0);
     let mut r = FetchResponse::default();
@@ -229,7 +230,7 @@ pub fn fetch(b: &mut Broker, version: i16, req: FetchRequest, final_attempt: boo
             pd.partition_index = fp.partition;
             pd.aborted_transactions = Some(Vec::new());
             let limit = (fp.partition_max_bytes.max(0) as usize).min(budget);
-            let who = Fetcher { replica, leader_epoch: if version >= 9 { fp.current_leader_epoch } else { -1 } };
+            let who = Fetcher { replica, leader_epoch: if version >= 9 { fp.current_leader_epoch } else { -1 }, again: attempt != super::Attempt::First };
             match b.fetch(&name, fp.partition, fp.fetch_offset, limit, total == 0, who, now) {
                 Ok(f) => {
                     pd.high_watermark = f.high_watermark;

@@ -105,16 +105,26 @@ fn decode<R: Decodable>(key: ApiKey, version: i16, body: &mut Bytes) -> Result<R
     R::decode(body, version).map_err(|e| format!("malformed {key:?} v{version} request: {e}"))
 }
 
+/// Which time a request is handled: a parked fetch is handled again when data arrives and a
+/// last time when its wait is over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attempt {
+    First,
+    Again,
+    Final,
+}
+
 /// Handles one request frame (without its size prefix). `final_attempt` is false the first
 /// time a fetch is tried and true once its wait is over.
-pub fn handle(node: &Node, frame: &Bytes, now: u64, final_attempt: bool) -> Outcome {
-    match handle_inner(node, frame, now, final_attempt) {
+pub fn handle(node: &Node, frame: &Bytes, now: u64, attempt: Attempt) -> Outcome {
+    match handle_inner(node, frame, now, attempt) {
         Ok(outcome) => outcome,
         Err(reason) => Outcome::Close(reason),
     }
 }
 
-fn handle_inner(node: &Node, frame: &Bytes, now: u64, final_attempt: bool) -> Result<Outcome, String> {
+fn handle_inner(node: &Node, frame: &Bytes, now: u64, attempt: Attempt) -> Result<Outcome, String> {
+    let final_attempt = attempt == Attempt::Final;
     if frame.len() < 8 {
         return Err("request shorter than its header".into());
     }
@@ -151,7 +161,7 @@ fn handle_inner(node: &Node, frame: &Bytes, now: u64, final_attempt: bool) -> Re
             let metadata = controller_handlers::is_metadata_fetch(&req);
             let decision = match metadata {
                 true => controller_handlers::metadata_fetch(node, req, final_attempt),
-                false => handlers::fetch(&mut b(), version, req, final_attempt, now),
+                false => handlers::fetch(&mut b(), version, req, attempt, now),
             };
             match decision {
                 handlers::FetchDecision::Respond(resp) => reply!(resp),

@@ -111,6 +111,9 @@ pub struct Replication {
     /// is proposed again only `isr_change_retry_ms` later, not at every tick.
     proposed_ms: u64,
     refused: bool,
+    /// The in-flight change's answer was lost: the controller may have committed it, so it
+    /// stays in flight (the maximal ISR holds) and the same proposal is sent again.
+    resend: bool,
     /// Follower only: epoch truncation still to do before fetching.
     pub needs_truncation: bool,
 }
@@ -132,6 +135,7 @@ impl Replication {
             in_flight: None,
             proposed_ms: 0,
             refused: false,
+            resend: false,
             needs_truncation: false,
         }
     }
@@ -158,11 +162,13 @@ impl Replication {
         };
         let new_epoch = leader_epoch != self.leader_epoch;
         let role_changed = new_role != self.role;
+        let dropped: Vec<i32> = self.isr.iter().copied().filter(|r| !isr.contains(r)).collect();
         self.replicas = replicas.to_vec();
         self.isr = isr.to_vec();
         self.partition_epoch = partition_epoch;
         self.leader_epoch = leader_epoch;
         self.in_flight = None; // a newer record settles whatever was in flight
+        self.resend = false;
         self.role = new_role;
         match new_role {
             Role::Leader if role_changed || new_epoch => {
@@ -177,6 +183,7 @@ impl Replication {
                 Change::BecameLeader
             }
             Role::Leader => {
+                self.forget_progress(&dropped);
                 self.advance(leo);
                 Change::IsrChanged
             }
@@ -191,6 +198,17 @@ impl Replication {
                 Change::Stopped
             }
             Role::None => Change::Unchanged,
+        }
+    }
+
+    /// Replicas that left the ISR must prove they are caught up by fetching again: what the
+    /// leader remembers of them may predate a crash that emptied their log (KIP-903's concern;
+    /// a re-registered broker leaves every ISR, and must not be re-admitted on stale progress).
+    fn forget_progress(&mut self, dropped: &[i32]) {
+        for r in dropped {
+            if let Some(p) = self.followers.get_mut(r) {
+                p.leo = -1;
+            }
         }
     }
 
@@ -291,8 +309,16 @@ impl Replication {
     /// [`Replication::isr_proposal`], adding only replicas `eligible` says the controller would
     /// accept (unfenced ones): proposing a fenced one is refused and holds back other changes.
     pub fn isr_proposal_among(&mut self, now: u64, lag_ms_max: u64, eligible: impl Fn(i32) -> bool) -> Option<IsrProposal> {
-        if self.role != Role::Leader || self.in_flight.is_some() {
+        if self.role != Role::Leader {
             return None;
+        }
+        if let Some(isr) = &self.in_flight {
+            if !self.resend || now < self.proposed_ms.saturating_add(crate::constants::isr_change_retry_ms) {
+                return None;
+            }
+            self.resend = false;
+            self.proposed_ms = now;
+            return Some(IsrProposal { leader_epoch: self.leader_epoch, partition_epoch: self.partition_epoch, isr: isr.clone() });
         }
         if self.refused && now < self.proposed_ms.saturating_add(crate::constants::isr_change_retry_ms) {
             return None;
@@ -325,7 +351,10 @@ impl Replication {
     /// The controller accepted an ISR change (or told us the current state).
     pub fn on_isr_committed(&mut self, isr: &[i32], leader_epoch: i32, partition_epoch: i32, leo: i64) {
         self.in_flight = None;
+        self.resend = false;
         if leader_epoch == self.leader_epoch && partition_epoch > self.partition_epoch {
+            let dropped: Vec<i32> = self.isr.iter().copied().filter(|r| !isr.contains(r)).collect();
+            self.forget_progress(&dropped);
             self.isr = isr.to_vec();
             self.partition_epoch = partition_epoch;
             self.advance(leo);
@@ -335,6 +364,22 @@ impl Replication {
     /// The controller refused or did not answer: propose again, after `isr_change_retry_ms`.
     pub fn on_isr_failed(&mut self) {
         self.in_flight = None;
+        self.resend = false;
         self.refused = true;
+    }
+
+    /// The answer never came (connection lost, controller unreachable or restarting): keep the
+    /// change in flight and send it again after `isr_change_retry_ms`. Committed or not, a
+    /// newer metadata record for the partition settles it.
+    pub fn on_isr_lost(&mut self) {
+        if self.in_flight.is_some() {
+            self.resend = true;
+        }
+    }
+
+    /// The controller has a newer partition epoch than this leader (INVALID_UPDATE_VERSION):
+    /// perhaps this very change. Keep it in flight until that metadata arrives.
+    pub fn on_isr_stale(&mut self) {
+        self.resend = false;
     }
 }

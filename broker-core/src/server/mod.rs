@@ -12,7 +12,7 @@ mod peers;
 use crate::broker::Broker;
 use crate::controller::quorum::Quorum;
 use crate::constants::{startup_wait_ms_max, checkpoint_interval_ms, connection_idle_ms_max, connections_max, request_body_ms_max, request_bytes_max, tick_interval_ms};
-use crate::protocol::{self, Node, Outcome, Waiting};
+use crate::protocol::{self, Attempt, Node, Outcome, Waiting};
 use crate::storage::Disk;
 use bytes::Bytes;
 use std::net::{IpAddr, SocketAddr};
@@ -202,8 +202,12 @@ async fn answer(shared: &Shared, frame: &Bytes) -> Outcome {
         tokio::pin!(metadata);
         data.as_mut().enable();
         metadata.as_mut().enable();
-        let final_attempt = deadline.is_some_and(|d| Instant::now() >= d);
-        let outcome = protocol::handle(&shared.node, frame, now_ms(), final_attempt);
+        let attempt = match deadline {
+            None => Attempt::First,
+            Some(d) if Instant::now() >= d => Attempt::Final,
+            Some(_) => Attempt::Again,
+        };
+        let outcome = protocol::handle(&shared.node, frame, now_ms(), attempt);
         // Anything but a fetch may have changed the node; a fetch only when a follower's
         // progress moved a high watermark.
         if !is_fetch || shared.broker().take_progress() {

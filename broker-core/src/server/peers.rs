@@ -11,7 +11,7 @@
 //! connection dropped and retried after a pause; nothing here panics or gives up.
 
 use super::{now_ms, Shared};
-use crate::broker::Following;
+use crate::broker::{Following, IsrAnswer};
 use crate::client::{ClientError, Conn};
 use crate::constants::{heartbeat_interval_ms_default, metadata_fetch_bytes, peer_backoff_ms, peer_request_ms_max, replica_fetch_bytes, replica_fetch_wait_ms, tick_interval_ms};
 use crate::controller::quorum::{decode_records, metadata_topic};
@@ -198,12 +198,12 @@ async fn alter_partitions(shared: &Shared, conn: &mut Conn, me: i32, epoch: i64)
     let mut failure = None;
     for (name, p, prop) in proposals {
         if failure.is_some() {
-            // Not sent: no longer in flight, so the next round proposes it again.
-            shared.broker().isr_answer(&name, p, None);
+            // Not sent: the next round sends it again.
+            shared.broker().isr_answer(&name, p, IsrAnswer::Lost);
             continue;
         }
         let Some(topic_id) = shared.broker().image().topics.get(&name).map(|t| uuid::Uuid::from_bytes(t.id)) else {
-            shared.broker().isr_answer(&name, p, None);
+            shared.broker().isr_answer(&name, p, IsrAnswer::Refused);
             continue;
         };
         let mut req = AlterPartitionRequest::default();
@@ -221,21 +221,31 @@ async fn alter_partitions(shared: &Shared, conn: &mut Conn, me: i32, epoch: i64)
         let answer = match conn.send(2, &req).await {
             Ok(resp) => resp,
             Err(e) => {
-                shared.broker().isr_answer(&name, p, None);
+                // The request may have reached the controller and been committed.
+                shared.broker().isr_answer(&name, p, IsrAnswer::Lost);
                 failure = Some(e);
                 continue;
             }
         };
-        let result = answer.topics.first().and_then(|t| t.partitions.first()).filter(|x| answer.error_code == 0 && x.error_code == 0);
-        let info = result.map(|x| crate::controller::PartitionInfo {
+        let part = answer.topics.first().and_then(|t| t.partitions.first());
+        let code = if answer.error_code != 0 { answer.error_code } else { part.map_or(-1, |x| x.error_code) };
+        let info = part.filter(|_| code == 0).map(|x| crate::controller::PartitionInfo {
             replicas: Vec::new(),
             isr: x.isr.iter().map(|b| b.0).collect(),
             leader: x.leader_id.0,
             leader_epoch: x.leader_epoch,
             partition_epoch: x.partition_epoch,
         });
-        tracing::info!("{name}-{p}: ISR change to {:?}: {}", prop.isr, if info.is_some() { "committed" } else { "refused" });
-        shared.broker().isr_answer(&name, p, info.as_ref());
+        let verdict = match (&info, code) {
+            (Some(i), _) => IsrAnswer::Committed(i),
+            // INVALID_UPDATE_VERSION: the controller moved on, perhaps with this change.
+            (None, 95) => IsrAnswer::Stale,
+            // Not the controller, stale broker epoch, no answer: it may come back committed.
+            (None, 41 | 77 | -1) => IsrAnswer::Lost,
+            (None, _) => IsrAnswer::Refused,
+        };
+        tracing::info!("{name}-{p}: ISR change to {:?}: {}", prop.isr, if code == 0 { "committed".to_string() } else { format!("error {code}") });
+        shared.broker().isr_answer(&name, p, verdict);
         shared.changed();
     }
     failure.map_or(Ok(()), Err)

@@ -69,6 +69,20 @@ const regressions: &[(&str, u64, &str)] = &[
         "ISR proposals not sent after an earlier one failed stayed in flight forever, so the ISR \
          never grew back and acks=all writes failed after healing",
     ),
+    (
+        "scenarios/regression/replication-stale-follower-progress.toml",
+        1,
+        "a leader re-admitted a follower that had lost its log on restart, from fetch progress \
+         recorded before the crash (a fetch parked before the crash kept refreshing it); the \
+         leader then died and the emptied follower was elected",
+    ),
+    (
+        "scenarios/regression/replication-lost-isr-answer.toml",
+        7,
+        "an ISR expansion whose answer was lost (controller killed after committing it) was \
+         dropped from the maximal ISR, so the high watermark passed the new member, which was \
+         later elected without those records",
+    ),
 ];
 
 #[test]

@@ -137,7 +137,7 @@ impl Cluster {
             let leo = self.broker(follower).truncate_to_leader(topic_name, 0, leader, f.leader_epoch, epoch, end, now).unwrap();
             return Round::Truncated(leo.expect("still following"));
         }
-        let who = Fetcher { replica: Some(follower), leader_epoch: f.leader_epoch };
+        let who = Fetcher { replica: Some(follower), leader_epoch: f.leader_epoch, again: false };
         let got = self.broker(leader).fetch(topic_name, 0, f.fetch_offset, 1 << 20, true, who, now).unwrap();
         self.broker(follower).append_from_leader(topic_name, 0, leader, f.leader_epoch, f.fetch_offset, &got.records, got.high_watermark, now).unwrap();
         Round::Fetched(got.records)
@@ -226,7 +226,7 @@ fn a_broker_takes_no_role_until_its_own_registration_is_applied() {
     let no_role = |b: &mut Broker, when: &str| {
         let produce = b.produce(topic_name, 0, &build(&[b"x"], 1), 1, 0).unwrap_err().code(true);
         let consume = b.fetch(topic_name, 0, 0, 100, true, Fetcher::consumer, 0).unwrap_err().code(true);
-        let replica = b.fetch(topic_name, 0, 0, 100, true, Fetcher { replica: Some(2), leader_epoch: 0 }, 0).unwrap_err().code(true);
+        let replica = b.fetch(topic_name, 0, 0, 100, true, Fetcher { replica: Some(2), leader_epoch: 0, again: false }, 0).unwrap_err().code(true);
         assert!([produce, consume, replica].iter().all(|code| [5, 6].contains(code)), "{when}: {produce} {consume} {replica}");
         assert!(b.following(2).is_empty() && b.leaders_followed().is_empty(), "{when}: follows");
     };
@@ -353,7 +353,7 @@ fn a_stale_fetch_answer_is_dropped() {
     c.catch_up(3);
     c.produce(1, &[b"b"]);
     let fetch = |c: &mut Cluster, leader: i32, follower: i32, leader_epoch: i32| {
-        let who = Fetcher { replica: Some(follower), leader_epoch };
+        let who = Fetcher { replica: Some(follower), leader_epoch, again: false };
         c.broker(leader).fetch(topic_name, 0, 1, 1 << 20, true, who, 0).unwrap()
     };
     let append = |c: &mut Cluster, follower: i32, leader: i32, leader_epoch: i32, answer: &Fetched| {
@@ -401,7 +401,7 @@ fn follower_fetches_under_another_leader_epoch_are_refused_and_move_nothing() {
     assert_eq!((c.leo(1), c.hw(2)), (1, 0));
     c.broker(2).take_progress();
     for (epoch, code) in [(0, 74), (2, 75)] {
-        let who = Fetcher { replica: Some(1), leader_epoch: epoch };
+        let who = Fetcher { replica: Some(1), leader_epoch: epoch, again: false };
         let err = c.broker(2).fetch(topic_name, 0, 1, 1 << 20, true, who, 0).unwrap_err();
         assert_eq!((err.code(true), c.hw(2)), (code, 0), "epoch {epoch}");
     }
@@ -432,7 +432,7 @@ fn a_follower_silent_past_the_lag_limit_is_proposed_out_and_stops_holding_the_ma
     let req = crate::controller::AlterPartition { broker_id: 1, broker_epoch: epoch, topic: topic_name.into(), partition: 0, leader_epoch: 0, partition_epoch: 0, new_isr: prop.isr };
     let (info, records) = c.ctl.alter_partition(&req).unwrap();
     c.broker(1).take_progress();
-    c.broker(1).isr_answer(topic_name, 0, Some(&info));
+    c.broker(1).isr_answer(topic_name, 0, IsrAnswer::Committed(&info));
     assert_eq!(c.hw(1), 1);
     assert!(c.broker(1).take_progress());
     assert_eq!(c.replicated(1, &p), Ok(true));
