@@ -41,6 +41,9 @@ const metadata_timeout_s: u64 = 20;
 /// From SIGKILL of a leader to metadata naming new leaders for all its partitions: the
 /// session timeout (2 s) plus heartbeats, the election, metadata propagation and a Python start.
 const failover_s_max: f64 = 8.0;
+/// Longest time from SIGTERM to metadata naming new leaders: under the 2 s session timeout
+/// the brokers run with here, so only a controlled shutdown can meet it.
+const handover_s_max: f64 = 1.5;
 /// From restarting the killed broker to every ISR having all three members again: start,
 /// registration, metadata replay, and the follower catching up on what it missed.
 const isr_rejoin_s_max: u64 = 20;
@@ -314,38 +317,37 @@ impl Cluster {
     }
 
     fn sigkill(&mut self, id: i32) {
+        let status = self.stop(id, libc::SIGKILL, "SIGKILL");
+        assert_eq!(status.signal(), Some(libc::SIGKILL), "node {id} after SIGKILL: {status}");
+    }
+
+    /// SIGTERM: the broker hands its leaderships over and exits cleanly.
+    fn sigterm(&mut self, id: i32) {
+        let status = self.stop(id, libc::SIGTERM, "SIGTERM");
+        if !status.success() {
+            self.fail(&format!("node {id} after SIGTERM exited with {status}, expected a clean exit"));
+        }
+    }
+
+    /// Sends `sig` to node `id` and waits for it to exit.
+    fn stop(&mut self, id: i32, sig: libc::c_int, name: &str) -> ExitStatus {
         let node = self.node_mut(id);
-        assert!(
-            node.exited.is_none(),
-            "SIGKILL to node {id}, which already exited"
-        );
+        assert!(node.exited.is_none(), "{name} to node {id}, which already exited");
         // SAFETY: kill(2) on our own child's pid; the child is not reaped yet, so the pid is ours.
-        let rc = unsafe { libc::kill(node.pid(), libc::SIGKILL) };
-        assert_eq!(
-            rc,
-            0,
-            "kill({}, SIGKILL): {}",
-            node.pid(),
-            std::io::Error::last_os_error()
-        );
+        let rc = unsafe { libc::kill(node.pid(), sig) };
+        assert_eq!(rc, 0, "kill({}, {name}): {}", node.pid(), std::io::Error::last_os_error());
         let deadline = Instant::now() + Duration::from_secs(broker_exit_timeout_s);
         let status = loop {
             if let Some(status) = node.child.try_wait().expect("try_wait") {
                 break status;
             }
             if Instant::now() > deadline {
-                self.fail(&format!(
-                    "node {id} still running {broker_exit_timeout_s} s after SIGKILL"
-                ));
+                self.fail(&format!("node {id} still running {broker_exit_timeout_s} s after {name}"));
             }
             thread::sleep(Duration::from_millis(10));
         };
-        node.exited = Some(status);
-        assert_eq!(
-            status.signal(),
-            Some(libc::SIGKILL),
-            "node {id} after SIGKILL: {status}"
-        );
+        self.node_mut(id).exited = Some(status);
+        status
     }
 
     /// Starts node `id` again on its port and data directory.
@@ -983,6 +985,38 @@ fn cluster_leader_sigkill_mid_produce_then_rejoin() {
         back.raw
     );
     cluster.assert_alive("after the restart", None);
+}
+
+/// SIGTERM to a leader that is not the controller: the broker asks the controller to fence it
+/// (controlled shutdown), so metadata names new leaders for its partitions well before its
+/// session (2 s here) could have expired, and it exits cleanly.
+#[test]
+fn cluster_sigterm_hands_leadership_over_at_once() {
+    let mut cluster = Cluster::start();
+    // A warm-up topic moves partition 0 of the next one off node 0 (see the SIGKILL test).
+    let warmup = cluster.metadata(0, cluster_size, &["--topic", "warmup", "--create", "--partitions", "1", "--min-isr", "3"]);
+    check_fully_replicated(&cluster, &warmup, "warmup", 1);
+    let topic = "handover";
+    let md = cluster.metadata(0, cluster_size, &["--topic", topic, "--create", "--partitions", "3", "--min-isr", "3"]);
+    check_fully_replicated(&cluster, &md, topic, 3);
+    let victim = md.partitions[&0].leader;
+    if victim == 0 {
+        cluster.fail(&format!("{topic}-0 is led by node 0, the controller; this test needs another leader\n{}", md.raw));
+    }
+    let stopped_at = Instant::now();
+    cluster.sigterm(victim);
+    let victim_arg = victim.to_string();
+    let after = cluster.metadata(0, cluster_size - 1, &["--topic", topic, "--leader-not", &victim_arg]);
+    let handover_s = stopped_at.elapsed().as_secs_f64();
+    eprintln!("node {victim} stopped with SIGTERM; new leaders after {handover_s:.2} s: {}", after.raw);
+    if handover_s > handover_s_max {
+        cluster.fail(&format!(
+            "new leaders for node {victim}'s partitions only {handover_s:.2} s after SIGTERM (exit included); \
+             a controlled shutdown must beat the 2 s session timeout (limit {handover_s_max} s)\n{}",
+            after.raw
+        ));
+    }
+    cluster.assert_alive("after the controlled shutdown", Some(victim));
 }
 
 /// kcat bootstrapped from node 1 and from node 2 lists all three brokers at their addresses;
