@@ -324,6 +324,10 @@ pub struct Broker {
     auto_create: BTreeSet<String>,
     /// Set when a leader's high watermark moved, so the shell wakes waiting producers.
     progressed: bool,
+    /// A partition this node led went offline: the shell registers the broker anew, which takes
+    /// it out of every leadership and ISR (Kafka halts a broker whose only log directory
+    /// failed; this is that restart, without stopping the process).
+    leader_log_failed: bool,
     /// The epoch this process registered with. Until the metadata shows that registration,
     /// the image may be stale — a restart may have lost records while it led — so this node
     /// takes no role (it neither leads nor follows) before then.
@@ -369,6 +373,7 @@ impl Broker {
             auto_create: BTreeSet::new(),
             progressed: false,
             registered: None,
+            leader_log_failed: false,
             deferred: Vec::new(),
         };
         let pid_path = data.join("producer-ids");
@@ -501,6 +506,17 @@ impl Broker {
     /// Whether the image holds this process's own registration: only then are its roles current.
     fn ready(&self) -> bool {
         self.registered.is_some() && self.image.brokers.get(&self.config.node_id).map(|b| b.epoch) == self.registered
+    }
+
+    /// Whether a partition this node led went offline since the last call (see
+    /// `leader_log_failed`).
+    pub fn take_leader_log_failure(&mut self) -> bool {
+        std::mem::take(&mut self.leader_log_failed)
+    }
+
+    /// The re-registration that `take_leader_log_failure` asked for did not happen: ask again.
+    pub fn leader_log_failure_pending(&mut self) {
+        self.leader_log_failed = true;
     }
 
     /// The controller accepted this process's registration with `epoch`. Every role is dropped
@@ -965,7 +981,9 @@ impl Broker {
         let me = self.config.node_id;
         let failed: Vec<(String, i32)> = self.partitions.iter().filter(|(_, part)| part.log.failure().is_some()).map(|(k, _)| k.clone()).collect();
         for key in failed {
-            self.partitions.remove(&key);
+            if self.partitions.remove(&key).is_some_and(|part| part.replication.is_leader()) {
+                self.leader_log_failed = true;
+            }
             self.offline.entry(key).or_insert(now);
         }
         let missing: Vec<(String, i32)> = self

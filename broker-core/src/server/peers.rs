@@ -165,13 +165,25 @@ async fn register(shared: &Shared, conn: &mut Conn, c: &crate::broker::BrokerCon
 async fn session(shared: &Shared, conn: &mut Conn) -> Result<(), ClientError> {
     let c = shared.broker().config().clone();
     let known = *shared.broker_epoch.lock().unwrap_or_else(|p| p.into_inner());
-    let epoch = match known {
+    let mut epoch = match known {
         Some(epoch) => epoch,
         None => register(shared, conn, &c).await?,
     };
     let mut next_heartbeat = now_ms();
     let mut fenced = true;
     loop {
+        if shared.broker().take_leader_log_failure() {
+            // A log it led failed: give up every leadership by registering anew; it rejoins
+            // as a follower (after epoch truncation) once the log is reopened.
+            tracing::warn!("a partition log this broker led went offline: registering again to hand leaderships over");
+            match register(shared, conn, &c).await {
+                Ok(new_epoch) => (epoch, fenced) = (new_epoch, true),
+                Err(e) => {
+                    shared.broker().leader_log_failure_pending(); // try again on the next session
+                    return Err(e);
+                }
+            }
+        }
         let now = now_ms();
         let applied = shared.broker().image().offset;
         // A fenced broker that has caught up with its registration says so at once: that is
