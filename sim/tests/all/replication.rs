@@ -93,3 +93,16 @@ fn seeds_that_found_replication_bugs_stay_green() {
         assert!(r.passed(), "{rel} seed {seed} ({bug}): {:?}", r.violations.first());
     }
 }
+
+#[test]
+fn a_leader_whose_log_fails_hands_its_leadership_over() {
+    // Why: a partition whose leader's disk fails must fail over to its healthy replicas, not
+    // refuse every write until the disk heals.
+    let (path, s) = scenario("scenarios/regression/replication-leader-log-failure.toml");
+    let r = run(&s, &path, 1, None);
+    assert!(r.passed(), "{:?}", r.violations.first());
+    let (from, to) = (5_000 + 3_000, 5_000 + 15_000);
+    let during = r.history.writes.iter().filter(|w| w.invoke_ms >= from && w.invoke_ms < to);
+    let acked = during.filter(|w| w.acknowledged().is_some()).count();
+    assert!(acked > 500, "only {acked} writes acknowledged between {from} and {to} ms, while the leader's log was failing");
+}
