@@ -170,6 +170,10 @@ pub enum Error {
     /// min.insync.replicas before the batch was replicated.
     #[error("appended, but in-sync replicas {isr} < min.insync.replicas {min}")]
     NotEnoughReplicasAfterAppend { isr: i32, min: i32 },
+    /// OFFSET_NOT_AVAILABLE (78): a new leader's high watermark has not reached the start of
+    /// its epoch yet (KIP-207); the client retries.
+    #[error("the leader's high watermark is not yet known in this leader epoch")]
+    OffsetNotAvailable,
     /// REQUEST_TIMED_OUT (7): acks=all and the ISR did not replicate within the timeout.
     #[error("not replicated to the in-sync replicas within {0} ms")]
     RequestTimedOut(u64),
@@ -207,6 +211,7 @@ impl Error {
             Error::NotEnoughReplicas { .. } => 19,
             Error::NotEnoughReplicasAfterAppend { .. } => 20,
             Error::RequestTimedOut(_) => 7,
+            Error::OffsetNotAvailable => 78,
             Error::TransactionsUnsupported => 35,
         }
     }
@@ -461,7 +466,7 @@ impl Broker {
     /// new one's directory. Returns one line per notable event.
     pub fn apply_metadata_batch(&mut self, records: &[(i64, MetadataRecord)], now: u64) -> Vec<String> {
         let mut touched: BTreeSet<(String, i32)> = BTreeSet::new();
-        let mut all = false;
+        let (mut all, mut stale) = (false, false);
         for (offset, record) in records {
             self.image.apply(*offset, record);
             match record {
@@ -472,10 +477,18 @@ impl Broker {
                     self.auto_create.remove(name);
                 }
                 MetadataRecord::RegisterBroker { id, epoch, .. } if *id == self.config.node_id && Some(*epoch) == self.registered => all = true,
+                // A registration of this node that this process did not get the answer to:
+                // the controller has moved its roles; none of ours is current any more.
+                MetadataRecord::RegisterBroker { id, .. } if *id == self.config.node_id => stale = true,
                 _ => {}
             }
         }
         let mut notes = Vec::new();
+        if stale && !all {
+            for part in self.partitions.values_mut() {
+                part.replication.stop();
+            }
+        }
         let stale: Vec<(String, i32)> = self
             .partitions
             .iter()
@@ -768,6 +781,11 @@ impl Broker {
     /// timestamp at or after `ts`. Returns (timestamp, offset); (-1, -1) when none.
     pub fn list_offset(&self, name: &str, p: i32, ts: i64, epoch: i32) -> Result<(i64, i64), Error> {
         let part = self.led(name, p, epoch)?;
+        if ts != -2 && part.high_watermark() < part.replication.epoch_start() {
+            // KIP-207: a new leader's high watermark lags until its followers fetch; answering
+            // it as "latest" would send consumers back in the log.
+            return Err(Error::OffsetNotAvailable);
+        }
         Ok(match ts {
             -2 => (-1, part.log.log_start_offset()),
             -1 => (-1, part.high_watermark()),

@@ -144,6 +144,11 @@ impl Replication {
         self.high_watermark
     }
 
+    /// Leader only: the log end offset when this leadership began.
+    pub fn epoch_start(&self) -> i64 {
+        self.epoch_start
+    }
+
     pub fn is_leader(&self) -> bool {
         self.role == Role::Leader
     }

@@ -391,8 +391,14 @@ async fn replica_fetchers(shared: Arc<Shared>) {
 async fn replica_fetcher(shared: Arc<Shared>, leader: i32) {
     let me = shared.broker().config().node_id;
     let mut conn: Option<Conn> = None;
+    let mut round = 0usize;
     loop {
-        let following = shared.broker().following(leader);
+        let mut following = shared.broker().following(leader);
+        // Each partition leads the request in turn: only the first may exceed its byte limit
+        // (KIP-74), so a batch bigger than that limit elsewhere must get its turn.
+        round = round.wrapping_add(1);
+        let shift = round % following.len().max(1);
+        following.rotate_left(shift);
         if following.is_empty() {
             conn = None;
             tokio::time::sleep(Duration::from_millis(tick_interval_ms)).await;

@@ -439,3 +439,34 @@ fn a_follower_silent_past_the_lag_limit_is_proposed_out_and_stops_holding_the_ma
     c.commit(records);
     assert_eq!((c.hw(1), c.part(1).replication.isr.clone()), (1, vec![1, 2]));
 }
+
+#[test]
+fn a_new_leader_answers_offset_not_available_until_its_mark_reaches_its_epoch_start() {
+    // Why (KIP-207): a new leader's high watermark lags until its followers fetch; answering
+    // it as "latest" would send a consumer back in the log.
+    let mut c = Cluster::new(&[1, 2, 3]);
+    c.create(3);
+    c.produce(1, &[b"a", b"b"]);
+    c.catch_up(2);
+    c.catch_up(3);
+    // Broker 2 fetched before broker 3 moved the mark: it has not learned it when it takes over.
+    assert!(c.hw(2) < 2, "broker 2's mark should lag ({})", c.hw(2));
+    c.elect(2, &[2, 3]);
+    assert_eq!(c.broker(2).list_offset(topic_name, 0, -1, -1).unwrap_err().code(true), 78);
+    assert_eq!(c.broker(2).list_offset(topic_name, 0, -2, -1).unwrap(), (-1, 0), "earliest is always known");
+    c.catch_up(3);
+    assert_eq!(c.broker(2).list_offset(topic_name, 0, -1, -1).unwrap(), (-1, 2));
+}
+
+#[test]
+fn a_registration_this_process_never_heard_back_from_drops_every_role() {
+    // Why: if the answer to a re-registration is lost, the controller has already moved this
+    // broker's roles; acting on the old ones would serve stale leadership.
+    let mut c = Cluster::new(&[1, 2, 3]);
+    c.create(3);
+    assert!(c.part(1).replication.is_leader());
+    let records = c.ctl.register(1, "host", 9092, c.next, 0).unwrap();
+    c.commit(records);
+    assert!(!c.part(1).replication.is_leader());
+    assert!(c.broker(1).produce(topic_name, 0, &build(&[b"x"], 1), 1, 0).is_err());
+}
