@@ -2,4 +2,5 @@
 
 mod real_clients;
 mod real_cluster;
+mod support;
 mod tidy;
