@@ -683,6 +683,19 @@ fn check_fully_replicated(cluster: &Cluster, md: &Metadata, topic: &str, partiti
     }
 }
 
+/// Creates `topic` (3 partitions, fully replicated) so that its partition 0 is not led by node 0,
+/// the controller, which the failover tests must not stop (one controller voter for now).
+/// Replicas are assigned on a ring whose start rotates by the number of existing topics, so a
+/// one-partition warm-up topic first moves it. Returns the metadata and partition 0's leader.
+fn topic_led_off_the_controller(cluster: &mut Cluster, topic: &str) -> (Metadata, i32) {
+    let warmup = cluster.metadata(0, cluster_size, &["--topic", "warmup", "--create", "--partitions", "1", "--min-isr", "3"]);
+    check_fully_replicated(cluster, &warmup, "warmup", 1);
+    let md = cluster.metadata(0, cluster_size, &["--topic", topic, "--create", "--partitions", "3", "--min-isr", "3"]);
+    check_fully_replicated(cluster, &md, topic, 3);
+    let leader = md.partitions[&0].leader;
+    (md, leader)
+}
+
 /// A topic with 3 partitions and replication factor 3 on 3 brokers: fully replicated, leaders
 /// on three different brokers; 20,000 idempotent acks=all records read back exactly once, in
 /// order per partition (confluent-kafka both ways).
@@ -724,39 +737,8 @@ fn cluster_replicated_topic_roundtrip_confluent() {
 #[test]
 fn cluster_leader_sigkill_mid_produce_then_rejoin() {
     let mut cluster = Cluster::start();
-    // Replicas are assigned on a ring whose start rotates by the number of existing topics, so
-    // the first topic's partition 0 would be led by node 0, the controller, which this test
-    // must not kill (one controller voter for now). A one-partition topic first moves it.
-    let warmup = cluster.metadata(
-        0,
-        cluster_size,
-        &[
-            "--topic",
-            "warmup",
-            "--create",
-            "--partitions",
-            "1",
-            "--min-isr",
-            "3",
-        ],
-    );
-    check_fully_replicated(&cluster, &warmup, "warmup", 1);
     let topic = "failover";
-    let md = cluster.metadata(
-        0,
-        cluster_size,
-        &[
-            "--topic",
-            topic,
-            "--create",
-            "--partitions",
-            "3",
-            "--min-isr",
-            "3",
-        ],
-    );
-    check_fully_replicated(&cluster, &md, topic, 3);
-    let victim = md.partitions[&0].leader;
+    let (md, victim) = topic_led_off_the_controller(&mut cluster, topic);
     if victim == 0 {
         cluster.fail(&format!(
             "{topic}-0 is led by node 0, the controller, even after a warm-up topic; this test needs a \
@@ -911,13 +893,8 @@ fn cluster_leader_sigkill_mid_produce_then_rejoin() {
 #[test]
 fn cluster_sigterm_hands_leadership_over_at_once() {
     let mut cluster = Cluster::start();
-    // A warm-up topic moves partition 0 of the next one off node 0 (see the SIGKILL test).
-    let warmup = cluster.metadata(0, cluster_size, &["--topic", "warmup", "--create", "--partitions", "1", "--min-isr", "3"]);
-    check_fully_replicated(&cluster, &warmup, "warmup", 1);
     let topic = "handover";
-    let md = cluster.metadata(0, cluster_size, &["--topic", topic, "--create", "--partitions", "3", "--min-isr", "3"]);
-    check_fully_replicated(&cluster, &md, topic, 3);
-    let victim = md.partitions[&0].leader;
+    let (md, victim) = topic_led_off_the_controller(&mut cluster, topic);
     if victim == 0 {
         cluster.fail(&format!("{topic}-0 is led by node 0, the controller; this test needs another leader\n{}", md.raw));
     }
