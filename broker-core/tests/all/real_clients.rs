@@ -8,9 +8,9 @@
 //! A missing tool (kcat, a Python with confluent_kafka and kafka-python) fails the test with the
 //! command that installs it: these tests never skip silently. `.ci/run` installs both.
 
-use crate::support::{kcat, python};
+use crate::support::{kcat, keep_lines, python};
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -77,8 +77,8 @@ impl Broker {
         // Both pipes are drained for the broker's whole life, so it never blocks on a full pipe.
         let stdout = child.stdout.take().expect("piped stdout");
         let stderr = child.stderr.take().expect("piped stderr");
-        keep_lines(stdout, "stdout", Arc::clone(&log), None);
-        keep_lines(stderr, "stderr", Arc::clone(&log), Some((ready_line.clone(), ready_tx)));
+        keep_lines(stdout, "stdout", Arc::clone(&log), broker_log_lines_max, None);
+        keep_lines(stderr, "stderr", Arc::clone(&log), broker_log_lines_max, Some((ready_line.clone(), ready_tx)));
         let mut broker = Broker { child, port, data_dir: data_dir.to_path_buf(), extra_args, log, exited: None };
 
         let deadline = Instant::now() + Duration::from_secs(broker_ready_timeout_s);
@@ -152,47 +152,7 @@ impl Drop for Broker {
     }
 }
 
-/// Keeps the last lines of a broker pipe in `log`; signals `ready` once a line contains its text.
-fn keep_lines(
-    pipe: impl Read + Send + 'static,
-    name: &'static str,
-    log: Arc<Mutex<VecDeque<String>>>,
-    mut ready: Option<(String, mpsc::Sender<()>)>,
-) {
-    thread::spawn(move || {
-        for line in BufReader::new(pipe).lines() {
-            let Ok(line) = line else { break };
-            let line = strip_ansi(&line);
-            if ready.as_ref().is_some_and(|(text, _)| line.contains(text.as_str())) {
-                let (_, tx) = ready.take().expect("checked");
-                let _ = tx.send(());
-            }
-            let mut log = log.lock().unwrap_or_else(|e| e.into_inner());
-            if log.len() == broker_log_lines_max {
-                log.pop_front();
-            }
-            log.push_back(format!("[{name}] {line}"));
-        }
-    });
-}
 
-/// Removes terminal colour sequences (`ESC [ ... letter`), in case the logger adds them to a pipe.
-fn strip_ansi(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            for c in chars.by_ref() {
-                if c.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
 
 /// A port the OS just handed out and took back. Another process could grab it before the broker
 /// binds; the OS hands out ephemeral ports round-robin, so in practice it does not.

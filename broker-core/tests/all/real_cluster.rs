@@ -16,9 +16,9 @@
 //! `real_clients.rs` rather than shared, so the two files can change independently.
 
 use serde_json::Value;
-use crate::support::{kcat, python};
+use crate::support::{kcat, keep_lines, python};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::net::TcpListener;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -128,12 +128,14 @@ impl Node {
             child.stdout.take().expect("piped stdout"),
             "stdout",
             Arc::clone(&log),
+            broker_log_lines_max,
             None,
         );
         keep_lines(
             child.stderr.take().expect("piped stderr"),
             "stderr",
             Arc::clone(&log),
+            broker_log_lines_max,
             Some((ready_line.clone(), ready_tx)),
         );
         let mut node = Node {
@@ -210,31 +212,6 @@ impl Drop for Node {
     }
 }
 
-/// Keeps the last lines of a broker pipe in `log`; signals `ready` once a line contains its text.
-fn keep_lines(
-    pipe: impl Read + Send + 'static,
-    name: &'static str,
-    log: Arc<Mutex<VecDeque<String>>>,
-    mut ready: Option<(String, mpsc::Sender<()>)>,
-) {
-    thread::spawn(move || {
-        for line in BufReader::new(pipe).lines() {
-            let Ok(line) = line else { break };
-            if ready
-                .as_ref()
-                .is_some_and(|(text, _)| line.contains(text.as_str()))
-            {
-                let (_, tx) = ready.take().expect("checked");
-                let _ = tx.send(());
-            }
-            let mut log = log.lock().unwrap_or_else(|e| e.into_inner());
-            if log.len() == broker_log_lines_max {
-                log.pop_front();
-            }
-            log.push_back(format!("[{name}] {line}"));
-        }
-    });
-}
 
 // ---------------------------------------------------------------------------------------------
 // The cluster.

@@ -1,9 +1,13 @@
-//! What the real-client tests share: where the workspace is, and the client tools they run
-//! (found once; a missing tool fails the test with the command that installs it, never skips).
+//! What the real-client tests share: where the workspace is, the client tools they run (found
+//! once; a missing tool fails the test with the command that installs it, never skips), and
+//! the capture of a broker process's output.
 
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
+use std::sync::{mpsc, Arc, Mutex, OnceLock};
+use std::thread;
 
 pub fn workspace_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace above broker-core").to_path_buf()
@@ -72,4 +76,47 @@ pub fn python() -> &'static Path {
              (or run `.ci/run`, which makes target/client-venv with them), or set $SEEDLOG_PYTHON to a Python that has them."
         ),
     }
+}
+
+/// Keeps the last `lines_max` lines of a broker pipe in `log` (colour codes removed); signals `ready` once a line contains its text.
+pub fn keep_lines(
+    pipe: impl Read + Send + 'static,
+    name: &'static str,
+    log: Arc<Mutex<VecDeque<String>>>,
+    lines_max: usize,
+    mut ready: Option<(String, mpsc::Sender<()>)>,
+) {
+    thread::spawn(move || {
+        for line in BufReader::new(pipe).lines() {
+            let Ok(line) = line else { break };
+            let line = strip_ansi(&line);
+            if ready.as_ref().is_some_and(|(text, _)| line.contains(text.as_str())) {
+                let (_, tx) = ready.take().expect("checked");
+                let _ = tx.send(());
+            }
+            let mut log = log.lock().unwrap_or_else(|e| e.into_inner());
+            if log.len() >= lines_max {
+                log.pop_front();
+            }
+            log.push_back(format!("[{name}] {line}"));
+        }
+    });
+}
+
+/// Removes terminal colour sequences (`ESC [ ... letter`), in case the logger adds them to a pipe.
+pub fn strip_ansi(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
