@@ -133,21 +133,9 @@ pub enum Error {
     /// INVALID_TOPIC_EXCEPTION (17)
     #[error("{0}")]
     InvalidTopic(String),
-    /// TOPIC_ALREADY_EXISTS (36)
-    #[error("topic '{0}' already exists")]
-    TopicAlreadyExists(String),
-    /// INVALID_PARTITIONS (37)
-    #[error("{0}")]
-    InvalidPartitions(String),
-    /// INVALID_REPLICATION_FACTOR (38)
-    #[error("{0}")]
-    InvalidReplicationFactor(String),
     /// INVALID_CONFIG (40)
     #[error("{0}")]
     InvalidConfig(String),
-    /// NOT_CONTROLLER (41): a controller request sent to a broker that is not the controller.
-    #[error("this node is not the controller (node {0} is)")]
-    NotController(i32),
     /// INVALID_REQUIRED_ACKS (21)
     #[error("acks={0} is not one of -1, 0, 1")]
     InvalidRequiredAcks(i16),
@@ -193,11 +181,7 @@ impl Error {
             Error::NotLeaderOrFollower => 6,
             Error::Epoch(r) => r.code(),
             Error::InvalidTopic(_) => 17,
-            Error::TopicAlreadyExists(_) => 36,
-            Error::InvalidPartitions(_) => 37,
-            Error::InvalidReplicationFactor(_) => 38,
             Error::InvalidConfig(_) => 40,
-            Error::NotController(_) => 41,
             Error::InvalidRequiredAcks(_) => 21,
             Error::OffsetOutOfRange { .. } => 1,
             Error::Batch(BatchError::TooLarge { .. }) => 10,
