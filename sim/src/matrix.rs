@@ -203,7 +203,7 @@ pub fn rows() -> Vec<Row> {
             flush: "never",
             fault: "unclean leader election",
             loss_allowed: true,
-            note: "orders-1 on broker-1/2/3: isolate 2 and 3 (they leave the ISR; leader 1 alone acknowledges), kill leader 1, heal 2 and 3: broker-2 is elected uncleanly and broker-1 truncates to it when back. Four brokers keep the controller (broker-0) out of orders-1; when the harness created the topic before all four had registered, orders-1 includes broker-0, stays in sync and the election is clean (no loss on those seeds)",
+            note: "orders-1 on broker-1/2/3: isolate 2 and 3 (they leave the ISR; leader 1 alone acknowledges), kill leader 1, heal 2 and 3: broker-2 is elected uncleanly and broker-1 truncates to it when back. Four brokers keep the controller (broker-0) out of orders-1 (the harness creates topics once every broker has registered)",
             scenario: unclean,
         },
         Row {
