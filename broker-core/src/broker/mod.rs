@@ -468,7 +468,9 @@ impl Broker {
             }
         }
         let mut notes = Vec::new();
-        if stale && !all {
+        if stale {
+            // Dropped even if this process's own registration is in the same run: a newer one
+            // follows it, and `ready` is false until this process registers again.
             for part in self.partitions.values_mut() {
                 part.replication.stop();
             }

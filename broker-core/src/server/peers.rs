@@ -252,8 +252,10 @@ async fn alter_partitions(shared: &Shared, conn: &mut Conn, me: i32, epoch: i64)
             (Some(i), _) => IsrAnswer::Committed(i),
             // INVALID_UPDATE_VERSION: the controller moved on, perhaps with this change.
             (None, 95) => IsrAnswer::Stale,
-            // Not the controller, stale broker epoch, no answer: it may come back committed.
-            (None, 41 | 77 | -1) => IsrAnswer::Lost,
+            // Not the controller, stale broker epoch, no answer, or the controller's own log
+            // failing (its write may have landed before the sync failed, and a reopen replays
+            // it): it may come back committed.
+            (None, 41 | 56 | 77 | -1) => IsrAnswer::Lost,
             (None, _) => IsrAnswer::Refused,
         };
         tracing::info!("{name}-{p}: ISR change to {:?}: {}", prop.isr, if code == 0 { "committed".to_string() } else { format!("error {code}") });
