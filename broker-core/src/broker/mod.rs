@@ -216,6 +216,9 @@ impl From<LogError> for Error {
 pub struct Partition {
     /// The id of the topic this replica belongs to (a re-created topic has another).
     pub topic_id: [u8; 16],
+    /// The topic's `min.insync.replicas` (topic configs are fixed at creation), kept here so a
+    /// produce does not re-derive the topic's config.
+    min_insync: i32,
     pub log: Log,
     producers: ProducerStates,
     pub replication: Replication,
@@ -570,7 +573,7 @@ impl Broker {
     }
 
     fn open_partition(&self, name: &str, p: i32, now: u64, notes: &mut Vec<String>) -> Result<Partition, Error> {
-        let (config, _) = self.topic_config(name).ok_or(Error::UnknownTopicOrPartition)?;
+        let (config, min_insync) = self.topic_config(name).ok_or(Error::UnknownTopicOrPartition)?;
         let topic_id = self.image.topics.get(name).map(|t| t.id).ok_or(Error::UnknownTopicOrPartition)?;
         let dir = self.partition_dir(name, p);
         self.claim_dir(&dir, &topic_id, notes)?;
@@ -587,7 +590,7 @@ impl Broker {
         // by no one: start at the log start and learn the mark from the leader (or, as a
         // leader, from the ISR).
         let replication = Replication::new(self.config.node_id, log.log_start_offset());
-        Ok(Partition { topic_id, log, producers, replication })
+        Ok(Partition { topic_id, min_insync, log, producers, replication })
     }
 
     /// Makes `dir` this topic's: a directory left by a deleted topic of the same name (another
@@ -654,9 +657,8 @@ impl Broker {
         if !matches!(acks, -1..=1) {
             return Err(Error::InvalidRequiredAcks(acks));
         }
-        let min = self.topic_config(name).map_or(1, |(_, m)| m);
         let part = self.led(name, p, -1)?;
-        let isr = part.replication.isr.len() as i32;
+        let (isr, min) = (part.replication.isr.len() as i32, part.min_insync);
         if acks == -1 && isr < min {
             return Err(Error::NotEnoughReplicas { isr, min });
         }
@@ -716,8 +718,7 @@ impl Broker {
         if part.high_watermark() <= produced.last_offset {
             return Ok(false);
         }
-        let min = self.topic_config(name).map_or(1, |(_, m)| m);
-        let isr = part.replication.isr.len() as i32;
+        let (isr, min) = (part.replication.isr.len() as i32, part.min_insync);
         if isr < min {
             return Err(Error::NotEnoughReplicasAfterAppend { isr, min });
         }

@@ -427,9 +427,22 @@ async fn replica_fetcher(shared: Arc<Shared>, leader: i32) {
     }
 }
 
+/// Groups per-partition request entries under their topics, in first-seen order (the first
+/// partition of a request is the one that may exceed its byte limit, so order matters).
+fn by_topic<P, T>(entries: Vec<(String, P)>, topic: impl Fn(&str, Vec<P>) -> T) -> Vec<T> {
+    let mut groups: Vec<(String, Vec<P>)> = Vec::new();
+    for (name, p) in entries {
+        match groups.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, ps)) => ps.push(p),
+            None => groups.push((name, vec![p])),
+        }
+    }
+    groups.into_iter().map(|(n, ps)| topic(&n, ps)).collect()
+}
+
 /// KIP-279: ask the leader where each diverging epoch ends, and cut the local log there.
 async fn truncate(shared: &Shared, conn: &mut Conn, me: i32, leader: i32, following: &[Following]) -> Result<(), ClientError> {
-    let mut topics: Vec<OffsetForLeaderTopic> = Vec::new();
+    let mut asked = Vec::new();
     let now = now_ms();
     for f in following {
         let Some(latest) = f.truncate_from_epoch else { continue };
@@ -442,16 +455,14 @@ async fn truncate(shared: &Shared, conn: &mut Conn, me: i32, leader: i32, follow
         p.partition = f.partition;
         p.current_leader_epoch = f.leader_epoch;
         p.leader_epoch = latest;
-        match topics.iter_mut().find(|t| t.topic.0.as_str() == f.topic) {
-            Some(t) => t.partitions.push(p),
-            None => {
-                let mut t = OffsetForLeaderTopic::default();
-                t.topic = TopicName(s(&f.topic));
-                t.partitions = vec![p];
-                topics.push(t);
-            }
-        }
+        asked.push((f.topic.clone(), p));
     }
+    let topics = by_topic(asked, |name, partitions| {
+        let mut t = OffsetForLeaderTopic::default();
+        t.topic = TopicName(s(name));
+        t.partitions = partitions;
+        t
+    });
     if topics.is_empty() {
         return Ok(());
     }
@@ -489,7 +500,7 @@ fn report(r: Result<Option<i64>, crate::broker::Error>, f: &Following) {
 
 /// One Fetch as a follower for every partition followed from `leader`, and its appends.
 async fn replicate(shared: &Shared, conn: &mut Conn, me: i32, leader: i32, following: &[Following]) -> Result<(), ClientError> {
-    let mut topics: Vec<FetchTopic> = Vec::new();
+    let mut asked = Vec::new();
     for f in following {
         let mut p = FetchPartition::default();
         p.partition = f.partition;
@@ -498,16 +509,14 @@ async fn replicate(shared: &Shared, conn: &mut Conn, me: i32, leader: i32, follo
         p.last_fetched_epoch = -1;
         p.log_start_offset = -1;
         p.partition_max_bytes = replica_fetch_bytes;
-        match topics.iter_mut().find(|t| t.topic.0.as_str() == f.topic) {
-            Some(t) => t.partitions.push(p),
-            None => {
-                let mut t = FetchTopic::default();
-                t.topic = TopicName(s(&f.topic));
-                t.partitions = vec![p];
-                topics.push(t);
-            }
-        }
+        asked.push((f.topic.clone(), p));
     }
+    let topics = by_topic(asked, |name, partitions| {
+        let mut t = FetchTopic::default();
+        t.topic = TopicName(s(name));
+        t.partitions = partitions;
+        t
+    });
     let req = fetch_request(me, topics, crate::constants::fetch_bytes_max as i32);
     let resp = conn.send(fetch_version, &req).await?;
     let now = now_ms();
