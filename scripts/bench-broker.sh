@@ -31,7 +31,7 @@ if [ -z "${PY:-}" ]; then
 fi
 [ -n "${PY:-}" ] || die "no Python with confluent-kafka found. Install it:
   python3 -m venv target/client-venv && target/client-venv/bin/pip install confluent-kafka kafka-python
-(or run .ci/run, which does), or set PY=/path/to/python."
+(or run scripts/test.sh, which does), or set PY=/path/to/python."
 clients=$("$PY" "$here" check) || die "$PY cannot run the confluent-kafka client (see above)"
 command -v kcat >/dev/null 2>&1 || die "kcat not found on PATH. Install it: apt-get install kcat"
 kcat_version=$(kcat -V 2>&1 | grep -o 'Version [0-9.]*\|librdkafka [0-9.]*' | paste -sd' ' || true)

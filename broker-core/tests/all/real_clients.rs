@@ -6,7 +6,7 @@
 //! is bounded: a broker that never gets ready, a client that hangs, a connection that stays open
 //! all end as a failure that names what was waited for and shows the broker's last log lines.
 //! A missing tool (kcat, a Python with confluent_kafka and kafka-python) fails the test with the
-//! command that installs it: these tests never skip silently. `.ci/run` installs both.
+//! command that installs it: these tests never skip silently. `scripts/test.sh` (the README's test command) installs both.
 
 use crate::support::{kcat, keep_lines, python};
 use std::collections::VecDeque;

@@ -22,13 +22,13 @@ pub fn kcat() -> &'static str {
         Err(e) => Err(format!("`kcat` not runnable from PATH: {e}")),
     });
     if let Err(why) = found {
-        panic!("{why}\nThese tests need kcat: install it with `apt-get install kcat`, or run `.ci/run`, which does.");
+        panic!("{why}\nThese tests need kcat: install it with `apt-get install kcat`, or run `scripts/test.sh` (the README's test command), which does.");
     }
     "kcat"
 }
 
 /// A Python that can `import confluent_kafka, kafka`: `$SEEDLOG_PYTHON` if set (then it must
-/// work: it was asked for), else `target/client-venv/bin/python` (made by `.ci/run`), else
+/// work: it was asked for), else `target/client-venv/bin/python` (made by `scripts/test.sh`), else
 /// `python3`.
 pub fn python() -> &'static Path {
     static FOUND: OnceLock<Result<PathBuf, String>> = OnceLock::new();
@@ -73,7 +73,7 @@ pub fn python() -> &'static Path {
         Ok(path) => path,
         Err(why) => panic!(
             "{why}\nThese tests need confluent-kafka and kafka-python: `pip install confluent-kafka kafka-python` \
-             (or run `.ci/run`, which makes target/client-venv with them), or set $SEEDLOG_PYTHON to a Python that has them."
+             (or run `scripts/test.sh`, which makes target/client-venv with them), or set $SEEDLOG_PYTHON to a Python that has them."
         ),
     }
 }

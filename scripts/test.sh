@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The README's test command, and CI's (.ci/run calls it). On a fresh machine it first installs
+# what the real-client tests need (broker-core/tests/all/support.rs: kcat from apt, and
+# confluent-kafka + kafka-python in target/client-venv), then runs every test: the workspace's
+# (real build) and the simulated build's. Each install is skipped when its tool already works,
+# so a second run goes straight to the tests. Arguments are passed to both cargo commands
+# (e.g. `scripts/test.sh -- --nocapture`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "error: cargo not found; Seedlog needs a Rust toolchain (rustup, stable >= 1.85)" >&2
+  exit 1
+fi
+cargo --version
+
+# apt-get as root: directly when we are root, else through sudo if there is one.
+apt_updated=no
+apt_install() {
+  local root=()
+  if [ "$(id -u)" -ne 0 ]; then
+    if ! command -v sudo >/dev/null 2>&1; then
+      echo "error: need root or sudo to apt-get install $*" >&2
+      exit 1
+    fi
+    root=(sudo -n)
+  fi
+  if [ "$apt_updated" = no ]; then
+    "${root[@]}" apt-get update -qq
+    apt_updated=yes
+  fi
+  "${root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@"
+}
+
+# kcat: librdkafka's command-line producer and consumer.
+if ! command -v kcat >/dev/null 2>&1; then
+  apt_install kcat
+fi
+kcat -V | head -n 1
+
+# The Python clients, in a venv the tests look for (after $SEEDLOG_PYTHON, before python3).
+venv=target/client-venv
+if ! "$venv/bin/python" -c 'import confluent_kafka, kafka' >/dev/null 2>&1; then
+  if ! command -v python3 >/dev/null 2>&1; then
+    apt_install python3 python3-venv
+  fi
+  rm -rf "$venv"
+  if ! python3 -m venv "$venv"; then
+    # Debian's python3 makes venvs (with pip) only once python3-venv is installed.
+    rm -rf "$venv"
+    apt_install python3-venv
+    python3 -m venv "$venv"
+  fi
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check confluent-kafka kafka-python
+fi
+"$venv/bin/python" -c 'import confluent_kafka, kafka; print("confluent-kafka", confluent_kafka.__version__, "kafka-python", kafka.__version__)'
+
+# The tests find this venv themselves; naming it makes a stale $SEEDLOG_PYTHON harmless.
+export SEEDLOG_PYTHON="$PWD/$venv/bin/python"
+cargo test --workspace "$@"
+cargo simtest "$@"
