@@ -5,9 +5,11 @@
 //! All bytes go through [`storage::Disk`], so the simulator can swap in its crash-faithful disk.
 
 pub mod constants;
+pub mod kafka;
 pub mod broker;
 pub mod client;
 pub mod controller;
+pub mod metadata;
 pub mod log;
 pub mod netfault;
 pub mod protocol;

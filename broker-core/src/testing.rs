@@ -3,7 +3,8 @@
 //! tasks do over the network (register, heartbeat, forward auto-creation, apply metadata).
 
 use crate::broker::{Broker, BrokerConfig};
-use crate::controller::quorum::{decode_records, Quorum};
+use crate::controller::quorum::Quorum;
+use crate::metadata::decode_records;
 use crate::protocol::Node;
 use crate::storage::{Disk, FileDisk};
 use std::collections::BTreeMap;

@@ -349,7 +349,7 @@ async fn consumer_main(name: String, brokers: Vec<SocketAddr>, topic: String, pa
                 }
                 Err(e) => {
                     event(&rec, &name, "poll_error", json!({"error": e.to_string()}));
-                    if let ClientError::Kafka { code: 1, .. } = e {
+                    if let ClientError::Kafka { code: broker_core::kafka::Code::OffsetOutOfRange, .. } = e {
                         // Offset out of range: the log lost what we had read past. Start over.
                         positions.iter_mut().for_each(|p| *p = 0);
                     }

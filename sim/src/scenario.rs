@@ -352,7 +352,7 @@ impl Scenario {
         }
         let partitions_max = broker_core::constants::partitions_per_topic_max;
         for t in &self.topics {
-            broker_core::broker::topic::validate_name(&t.name).map_err(|e| format!("scenario: topics.name: {e}"))?;
+            broker_core::metadata::topic::validate_name(&t.name).map_err(|e| format!("scenario: topics.name: {e}"))?;
             if t.partitions < 1 || t.partitions > partitions_max {
                 return Err(format!("scenario: topics.partitions of '{}' must be 1..={partitions_max}", t.name));
             }

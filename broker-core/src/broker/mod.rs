@@ -15,9 +15,9 @@
 //! ```
 
 pub mod producer;
-pub mod topic;
 
-use crate::controller::image::{Image, MetadataRecord, PartitionInfo};
+use crate::kafka::{list_offsets, Code};
+use crate::metadata::{topic, Image, MetadataRecord, PartitionInfo};
 use crate::log::{batch, BatchError, BatchHeader, Log, LogConfig, LogError};
 use crate::replication::{Change, FetchRefusal, IsrProposal, Replication, Role};
 use crate::storage::{read_exact_at, write_atomically, Disk};
@@ -174,29 +174,29 @@ pub enum Error {
 impl Error {
     /// The Kafka error code. `modern` is false for request versions older than the one that
     /// introduced INVALID_RECORD, which then get CORRUPT_MESSAGE.
-    pub fn code(&self, modern: bool) -> i16 {
+    pub fn kafka_error(&self, modern: bool) -> Code {
         match self {
-            Error::UnknownTopicOrPartition => 3,
-            Error::LeaderNotAvailable => 5,
-            Error::NotLeaderOrFollower => 6,
-            Error::Epoch(r) => r.code(),
-            Error::InvalidTopic(_) => 17,
-            Error::InvalidConfig(_) => 40,
-            Error::InvalidRequiredAcks(_) => 21,
-            Error::OffsetOutOfRange { .. } => 1,
-            Error::Batch(BatchError::TooLarge { .. }) => 10,
-            Error::Batch(BatchError::UnsupportedMagic(_)) => 43,
-            Error::Batch(BatchError::UnsupportedCompression(_)) => 76,
-            Error::Batch(BatchError::BadRecordCount { .. } | BatchError::BadRecords(_)) if modern => 87,
-            Error::Batch(_) => 2,
-            Error::Sequence(SequenceError::StaleEpoch { .. }) => 47,
-            Error::Sequence(SequenceError::OutOfOrder { .. }) => 45,
-            Error::Storage(_) => 56,
-            Error::NotEnoughReplicas { .. } => 19,
-            Error::NotEnoughReplicasAfterAppend { .. } => 20,
-            Error::RequestTimedOut(_) => 7,
-            Error::OffsetNotAvailable => 78,
-            Error::TransactionsUnsupported => 35,
+            Error::UnknownTopicOrPartition => Code::UnknownTopicOrPartition,
+            Error::LeaderNotAvailable => Code::LeaderNotAvailable,
+            Error::NotLeaderOrFollower => Code::NotLeaderOrFollower,
+            Error::Epoch(r) => r.kafka_error(),
+            Error::InvalidTopic(_) => Code::InvalidTopicException,
+            Error::InvalidConfig(_) => Code::InvalidConfig,
+            Error::InvalidRequiredAcks(_) => Code::InvalidRequiredAcks,
+            Error::OffsetOutOfRange { .. } => Code::OffsetOutOfRange,
+            Error::Batch(BatchError::TooLarge { .. }) => Code::MessageTooLarge,
+            Error::Batch(BatchError::UnsupportedMagic(_)) => Code::UnsupportedForMessageFormat,
+            Error::Batch(BatchError::UnsupportedCompression(_)) => Code::UnsupportedCompressionType,
+            Error::Batch(BatchError::BadRecordCount { .. } | BatchError::BadRecords(_)) if modern => Code::InvalidRecord,
+            Error::Batch(_) => Code::CorruptMessage,
+            Error::Sequence(SequenceError::StaleEpoch { .. }) => Code::InvalidProducerEpoch,
+            Error::Sequence(SequenceError::OutOfOrder { .. }) => Code::OutOfOrderSequenceNumber,
+            Error::Storage(_) => Code::KafkaStorageError,
+            Error::NotEnoughReplicas { .. } => Code::NotEnoughReplicas,
+            Error::NotEnoughReplicasAfterAppend { .. } => Code::NotEnoughReplicasAfterAppend,
+            Error::RequestTimedOut(_) => Code::RequestTimedOut,
+            Error::OffsetNotAvailable => Code::OffsetNotAvailable,
+            Error::TransactionsUnsupported => Code::UnsupportedVersion,
         }
     }
 }
@@ -389,7 +389,7 @@ impl Broker {
     /// The log config and min.insync.replicas of a topic: broker defaults plus its overrides.
     pub fn topic_config(&self, name: &str) -> Option<(LogConfig, i32)> {
         let t = self.image.topics.get(name)?;
-        let log = topic::apply_overrides(&self.config.log, &crate::controller::log_overrides(&t.config)).unwrap_or_else(|_| self.config.log.clone());
+        let log = topic::apply_overrides(&self.config.log, &topic::log_overrides(&t.config)).unwrap_or_else(|_| self.config.log.clone());
         let min = t.config.get("min.insync.replicas").and_then(|v| v.trim().parse().ok()).unwrap_or(self.config.min_insync_replicas);
         Some((log, min))
     }
@@ -768,14 +768,14 @@ impl Broker {
     /// timestamp at or after `ts`. Returns (timestamp, offset); (-1, -1) when none.
     pub fn list_offset(&self, name: &str, p: i32, ts: i64, epoch: i32) -> Result<(i64, i64), Error> {
         let part = self.led(name, p, epoch)?;
-        if ts != -2 && part.high_watermark() < part.replication.epoch_start() {
+        if ts != list_offsets::earliest && part.high_watermark() < part.replication.epoch_start() {
             // KIP-207: a new leader's high watermark lags until its followers fetch; answering
             // it as "latest" would send consumers back in the log.
             return Err(Error::OffsetNotAvailable);
         }
         Ok(match ts {
-            -2 => (-1, part.log.log_start_offset()),
-            -1 => (-1, part.high_watermark()),
+            list_offsets::earliest => (-1, part.log.log_start_offset()),
+            list_offsets::latest => (-1, part.high_watermark()),
             t if t < 0 => return Err(Error::InvalidConfig(format!("timestamp {t} is not a ListOffsets target"))),
             t => match part.log.offset_for_timestamp(t)? {
                 Some((offset, found)) if offset < part.high_watermark() => (found, offset),

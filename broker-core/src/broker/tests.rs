@@ -37,14 +37,14 @@ fn produce_then_fetch_and_list_offsets() {
     assert!(matches!(b.fetch("t", 1, 4, 100, true, consumer, 0), Err(Error::OffsetOutOfRange { .. })));
     assert!(matches!(b.fetch("t", 2, 0, 100, true, consumer, 0), Err(Error::UnknownTopicOrPartition)));
     assert!(matches!(b.produce("nope", 0, &first, 1, 0), Err(Error::UnknownTopicOrPartition)));
-    assert_eq!(b.produce("t", 0, &first, 2, 0).unwrap_err().code(true), 21);
+    assert_eq!(b.produce("t", 0, &first, 2, 0).unwrap_err().kafka_error(true), Code::InvalidRequiredAcks);
     let mut bad = first.clone();
     *bad.last_mut().unwrap() ^= 1;
-    assert_eq!(b.produce("t", 0, &bad, 1, 0).unwrap_err().code(true), 2, "bad CRC is CORRUPT_MESSAGE");
+    assert_eq!(b.produce("t", 0, &bad, 1, 0).unwrap_err().kafka_error(true), Code::CorruptMessage, "bad CRC is CORRUPT_MESSAGE");
     // Epochs: an older one is fenced, a newer one unknown.
     let epoch = b.leader_epoch("t", 1);
-    assert_eq!(b.fetch("t", 1, 0, 100, true, Fetcher { replica: None, leader_epoch: epoch + 1, again: false }, 0).unwrap_err().code(true), 75);
-    assert_eq!(b.list_offset("t", 1, -1, epoch + 1).unwrap_err().code(true), 75);
+    assert_eq!(b.fetch("t", 1, 0, 100, true, Fetcher { replica: None, leader_epoch: epoch + 1, again: false }, 0).unwrap_err().kafka_error(true), Code::UnknownLeaderEpoch);
+    assert_eq!(b.list_offset("t", 1, -1, epoch + 1).unwrap_err().kafka_error(true), Code::UnknownLeaderEpoch);
 }
 
 #[test]
@@ -53,7 +53,7 @@ fn topics_come_from_the_metadata_log_and_survive_restarts() {
     let node = one_node(config(tmp.path()));
     let cfg = BTreeMap::from([("retention.ms".to_string(), "60000".to_string())]);
     let id = create(&node, "t", 3, cfg).unwrap();
-    assert_eq!(create(&node, "t", 1, BTreeMap::new()).unwrap_err().code(), 36);
+    assert_eq!(create(&node, "t", 1, BTreeMap::new()).unwrap_err().kafka_error(), Code::TopicAlreadyExists);
     node.broker().produce("t", 2, &build(&[b"x"], 1), 1, 0).unwrap();
     drop(node);
     let node = one_node(config(tmp.path()));
@@ -99,7 +99,7 @@ fn idempotent_retries_are_answered_not_appended_even_after_restart() {
     assert_eq!(b.produce("t", 0, &first, -1, 0).unwrap().base_offset, 0);
     let again = b.produce("t", 0, &first, -1, 0).unwrap();
     assert_eq!((again.base_offset, again.duplicate), (0, true));
-    assert_eq!(b.produce("t", 0, &idempotent(&[b"z"], pid, epoch, 5), -1, 0).unwrap_err().code(true), 45);
+    assert_eq!(b.produce("t", 0, &idempotent(&[b"z"], pid, epoch, 5), -1, 0).unwrap_err().kafka_error(true), Code::OutOfOrderSequenceNumber);
     assert_eq!(b.produce("t", 0, &idempotent(&[b"c"], pid, epoch, 2), -1, 0).unwrap().base_offset, 2);
     drop(b);
     drop(node);
@@ -144,9 +144,9 @@ fn acks_all_waits_for_the_isr_and_min_insync_is_enforced() {
     create(&node, "strict", 1, cfg).unwrap();
     let mut b = node.broker();
     let err = b.produce("strict", 0, &build(&[b"x"], 1), -1, 0).unwrap_err();
-    assert_eq!(err.code(true), 19, "{err}");
+    assert_eq!(err.kafka_error(true), Code::NotEnoughReplicas, "{err}");
     let p = b.produce("strict", 0, &build(&[b"x"], 1), 1, 0).unwrap();
-    assert_eq!(b.replicated("strict", 0, &p).unwrap_err().code(true), 20, "replicated, but the ISR is below min.insync");
+    assert_eq!(b.replicated("strict", 0, &p).unwrap_err().kafka_error(true), Code::NotEnoughReplicasAfterAppend, "replicated, but the ISR is below min.insync");
 }
 
 mod replication;

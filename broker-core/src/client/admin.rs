@@ -1,6 +1,7 @@
 //! Admin requests: topic creation, sent to the controller (the broker Metadata names as
 //! `controller_id`, or a known controller address), as Kafka's admin clients do.
 
+use crate::kafka::Code;
 use super::conn::Conn;
 use super::ClientError;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreateTopicsRequest};
@@ -10,15 +11,13 @@ use kafka_protocol::protocol::StrBytes;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-const create_topics_version: i16 = 5;
-const metadata_version: i16 = 12;
 
 /// How many brokers the broker at `addr` lists in Metadata (the live, unfenced ones).
 pub async fn live_brokers(addr: SocketAddr, timeout: Duration) -> Result<usize, ClientError> {
     let mut conn = Conn::connect(addr, "seedlog-admin", timeout).await?;
     // An empty topic list (not null) asks for brokers only.
     let req = MetadataRequest::default().with_topics(Some(Vec::new())).with_allow_auto_topic_creation(false);
-    Ok(conn.send(metadata_version, &req).await?.brokers.len())
+    Ok(conn.send(&req).await?.brokers.len())
 }
 
 /// A topic to create: name, partitions, replication factor.
@@ -40,13 +39,10 @@ pub async fn create_topics(controller: SocketAddr, topics: &[NewTopic], timeout:
             t
         })
         .collect();
-    let resp = conn.send(create_topics_version, &req).await?;
-    // TOPIC_ALREADY_EXISTS (36): created earlier, by us or someone else.
-    match resp.topics.iter().find(|t| t.error_code != 0 && t.error_code != 36) {
-        Some(t) => Err(ClientError::Kafka {
-            code: t.error_code,
-            message: format!("creating {}: {}", t.name.0.as_str(), t.error_message.as_ref().map_or("", |m| m.as_str())),
-        }),
+    let resp = conn.send(&req).await?;
+    // TOPIC_ALREADY_EXISTS: created earlier, by us or someone else.
+    match resp.topics.iter().find(|t| t.error_code != 0 && t.error_code != Code::TopicAlreadyExists.code()) {
+        Some(t) => Err(ClientError::kafka(t.error_code, format!("creating {}: {}", t.name.0.as_str(), t.error_message.as_ref().map_or("", |m| m.as_str())))),
         None => Ok(()),
     }
 }

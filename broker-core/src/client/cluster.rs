@@ -2,6 +2,7 @@
 //! Metadata, the brokers and each partition's leader. A failed metadata request moves on to the
 //! next known broker (then the bootstrap address), so one dead broker does not blind the client.
 
+use crate::kafka::Code;
 use super::conn::Conn;
 use super::ClientError;
 use kafka_protocol::messages::metadata_request::{MetadataRequest, MetadataRequestTopic};
@@ -11,7 +12,6 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-const metadata_version: i16 = 12;
 
 pub struct Cluster {
     bootstrap: Vec<SocketAddr>,
@@ -68,7 +68,7 @@ impl Cluster {
             .with_topics(Some(topics.iter().map(|t| MetadataRequestTopic::default().with_name(Some(TopicName(StrBytes::from_string(t.to_string()))))).collect()))
             .with_allow_auto_topic_creation(true);
         let sent = match self.conn(addr).await {
-            Ok(conn) => conn.send(metadata_version, &req).await,
+            Ok(conn) => conn.send(&req).await,
             Err(e) => Err(e),
         };
         let resp = match sent {
@@ -89,7 +89,7 @@ impl Cluster {
         for t in &resp.topics {
             let name = t.name.as_ref().map_or(String::new(), |n| n.0.to_string());
             if t.error_code != 0 {
-                failure.get_or_insert(ClientError::Kafka { code: t.error_code, message: format!("metadata for {name}") });
+                failure.get_or_insert(ClientError::kafka(t.error_code, format!("metadata for {name}")));
                 continue;
             }
             for p in &t.partitions {
@@ -105,8 +105,8 @@ impl Cluster {
         if !self.leaders.contains_key(&key) {
             self.refresh(&[topic]).await?;
         }
-        let id = *self.leaders.get(&key).ok_or(ClientError::Kafka { code: 3, message: format!("{topic}-{partition} is not in the metadata") })?;
-        self.brokers.get(&id).copied().ok_or(ClientError::Kafka { code: 5, message: format!("{topic}-{partition} has no leader (leader id {id})") })
+        let id = *self.leaders.get(&key).ok_or(ClientError::Kafka { code: Code::UnknownTopicOrPartition, message: format!("{topic}-{partition} is not in the metadata") })?;
+        self.brokers.get(&id).copied().ok_or(ClientError::Kafka { code: Code::LeaderNotAvailable, message: format!("{topic}-{partition} has no leader (leader id {id})") })
     }
 
     /// Forgets a partition's leader (it moved, or did not answer).

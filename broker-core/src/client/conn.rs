@@ -44,7 +44,9 @@ impl Conn {
         ClientError::Io { addr: self.addr.to_string(), reason: e.to_string() }
     }
 
-    fn encode<R: Request>(&mut self, version: i16, req: &R) -> Result<(i32, Bytes), ClientError> {
+    /// The frame of `req` at the version this crate sends of it ([`crate::kafka::SENT`]).
+    fn encode<R: Request>(&mut self, req: &R) -> Result<(i32, i16, Bytes), ClientError> {
+        let version = crate::kafka::sent(R::KEY).ok_or_else(|| ClientError::Protocol(format!("no version of API key {} is sent", R::KEY)))?;
         let id = self.next_correlation_id;
         self.next_correlation_id = self.next_correlation_id.wrapping_add(1);
         let header = RequestHeader::default()
@@ -58,7 +60,7 @@ impl Conn {
         out.put_i32(size as i32);
         header.encode(&mut out, hv).map_err(|e| ClientError::Protocol(e.to_string()))?;
         req.encode(&mut out, version).map_err(|e| ClientError::Protocol(e.to_string()))?;
-        Ok((id, out.freeze()))
+        Ok((id, version, out.freeze()))
     }
 
     async fn write(&mut self, frame: &[u8]) -> Result<(), ClientError> {
@@ -68,8 +70,8 @@ impl Conn {
     }
 
     /// Sends `req` and waits for its response (within the connection's timeout).
-    pub async fn send<R: Request>(&mut self, version: i16, req: &R) -> Result<R::Response, ClientError> {
-        let (id, frame) = self.encode(version, req)?;
+    pub async fn send<R: Request>(&mut self, req: &R) -> Result<R::Response, ClientError> {
+        let (id, version, frame) = self.encode(req)?;
         let timeout = self.timeout;
         tokio::time::timeout(timeout, async {
             self.write(&frame).await?;
@@ -94,8 +96,8 @@ impl Conn {
     }
 
     /// Sends a request that gets no response (produce with acks=0).
-    pub async fn send_only<R: Request>(&mut self, version: i16, req: &R) -> Result<(), ClientError> {
-        let (_, frame) = self.encode(version, req)?;
+    pub async fn send_only<R: Request>(&mut self, req: &R) -> Result<(), ClientError> {
+        let (_, _, frame) = self.encode(req)?;
         let timeout = self.timeout;
         tokio::time::timeout(timeout, self.write(&frame)).await.map_err(|_| ClientError::Timeout(timeout.as_millis() as u64))?
     }

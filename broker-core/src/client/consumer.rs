@@ -12,7 +12,6 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-const fetch_version: i16 = 12;
 
 /// A record as the consumer saw it, with the high watermark of the response that carried it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,7 +101,7 @@ impl Consumer {
             .with_max_bytes(50 << 20)
             .with_session_epoch(-1)
             .with_topics(topics.into_iter().map(|(t, ps)| FetchTopic::default().with_topic(TopicName(StrBytes::from_string(t.into()))).with_partitions(ps)).collect());
-        let resp = match self.cluster.conn(addr).await?.send(fetch_version, &req).await {
+        let resp = match self.cluster.conn(addr).await?.send(&req).await {
             Ok(r) => r,
             Err(e) => {
                 self.cluster.drop_conn(addr);
@@ -121,7 +120,7 @@ impl Consumer {
             for p in t.partitions {
                 if p.error_code != 0 {
                     self.cluster.forget(&topic, p.partition_index);
-                    return Err(ClientError::Kafka { code: p.error_code, message: format!("fetch {topic}-{}", p.partition_index) });
+                    return Err(ClientError::kafka(p.error_code, format!("fetch {topic}-{}", p.partition_index)));
                 }
                 let key = (topic.clone(), p.partition_index);
                 let Some(pos) = self.positions.get(&key).copied() else { continue };

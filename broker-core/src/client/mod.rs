@@ -15,6 +15,15 @@ pub use conn::Conn;
 pub use consumer::{Consumer, ConsumedRecord};
 pub use producer::{Producer, ProducerConfig};
 
+use crate::kafka::Code;
+
+impl ClientError {
+    /// The error a response's non-zero `error_code` names.
+    pub fn kafka(code: i16, message: impl Into<String>) -> ClientError {
+        ClientError::Kafka { code: crate::kafka::error(code).unwrap_or(Code::Unknown(code)), message: message.into() }
+    }
+}
+
 /// Why a client call failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ClientError {
@@ -25,8 +34,8 @@ pub enum ClientError {
     #[error("request timed out after {0} ms")]
     Timeout(u64),
     /// The broker answered with a Kafka error code.
-    #[error("broker error {code}: {message}")]
-    Kafka { code: i16, message: String },
+    #[error("broker error {}: {message}", code.code())]
+    Kafka { code: Code, message: String },
     /// The response did not decode, or did not answer what was asked.
     #[error("protocol: {0}")]
     Protocol(String),
@@ -43,13 +52,13 @@ impl ClientError {
         // REQUEST_TIMED_OUT and NOT_ENOUGH_REPLICAS_AFTER_APPEND: appended, not yet replicated.
         // NOT_LEADER_OR_FOLLOWER: also what an acks=all produce gets when the leadership it was
         // appended under ends while it waits, so the batch may survive.
-        matches!(self, ClientError::Io { .. } | ClientError::Timeout(_) | ClientError::Ambiguous(_) | ClientError::Kafka { code: 6 | 7 | 20 | 56, .. })
+        matches!(self, ClientError::Io { .. } | ClientError::Timeout(_) | ClientError::Ambiguous(_) | ClientError::Kafka { code: Code::NotLeaderOrFollower | Code::RequestTimedOut | Code::NotEnoughReplicasAfterAppend | Code::KafkaStorageError, .. })
     }
 
     /// Codes after which the producer's id/epoch/sequence state is no good with this broker:
     /// OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH, UNKNOWN_PRODUCER_ID.
     pub fn producer_state_lost(&self) -> bool {
-        matches!(self, ClientError::Kafka { code: 45 | 47 | 59, .. })
+        matches!(self, ClientError::Kafka { code: Code::OutOfOrderSequenceNumber | Code::InvalidProducerEpoch | Code::UnknownProducerId, .. })
     }
 
     /// Kafka codes worth retrying: the leader moved or is not ready, or a transient storage or
@@ -57,9 +66,17 @@ impl ClientError {
     pub fn retriable(&self) -> bool {
         match self {
             ClientError::Io { .. } | ClientError::Timeout(_) => true,
-            // NOT_LEADER_OR_FOLLOWER, LEADER_NOT_AVAILABLE, UNKNOWN_TOPIC_OR_PARTITION (metadata
-            // may be stale), REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS(_AFTER_APPEND), KAFKA_STORAGE_ERROR
-            ClientError::Kafka { code, .. } => matches!(code, 3 | 5 | 6 | 7 | 19 | 20 | 56),
+            // UNKNOWN_TOPIC_OR_PARTITION: the client's metadata may be stale.
+            ClientError::Kafka { code, .. } => matches!(
+                code,
+                Code::UnknownTopicOrPartition
+                    | Code::LeaderNotAvailable
+                    | Code::NotLeaderOrFollower
+                    | Code::RequestTimedOut
+                    | Code::NotEnoughReplicas
+                    | Code::NotEnoughReplicasAfterAppend
+                    | Code::KafkaStorageError
+            ),
             ClientError::Protocol(_) | ClientError::Ambiguous(_) => false,
         }
     }

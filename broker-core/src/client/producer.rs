@@ -16,8 +16,6 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 /// Versions the client speaks (all served by the broker, docs/protocol.md).
-const produce_version: i16 = 9;
-const init_producer_id_version: i16 = 4;
 
 #[derive(Debug, Clone)]
 pub struct ProducerConfig {
@@ -72,7 +70,7 @@ impl Producer {
         let addr = self.cluster.any_broker();
         let req = InitProducerIdRequest::default().with_transactional_id(None).with_transaction_timeout_ms(60_000).with_producer_id(ProducerId(-1)).with_producer_epoch(-1);
         let sent = match self.cluster.conn(addr).await {
-            Ok(conn) => conn.send(init_producer_id_version, &req).await,
+            Ok(conn) => conn.send(&req).await,
             Err(e) => Err(e),
         };
         let resp = match sent {
@@ -84,7 +82,7 @@ impl Producer {
             }
         };
         if resp.error_code != 0 {
-            return Err(ClientError::Kafka { code: resp.error_code, message: "InitProducerId".into() });
+            return Err(ClientError::kafka(resp.error_code, "InitProducerId"));
         }
         let p = (resp.producer_id.0, resp.producer_epoch);
         self.producer = Some(p);
@@ -117,7 +115,7 @@ impl Producer {
             })
             .collect();
         let mut buf = BytesMut::new();
-        let options = RecordEncodeOptions { version: 2, compression: Compression::None };
+        let options = RecordEncodeOptions { version: crate::kafka::batch_magic, compression: Compression::None };
         RecordBatchEncoder::encode(&mut buf, recs.iter(), &options).map_err(|e| ClientError::Protocol(e.to_string()))?;
         Ok(buf.freeze())
     }
@@ -185,13 +183,13 @@ impl Producer {
         let acks = self.config.acks;
         let conn = self.cluster.conn(addr).await?;
         if acks == 0 {
-            let r = conn.send_only(produce_version, &req).await;
+            let r = conn.send_only(&req).await;
             if r.is_err() {
                 self.cluster.drop_conn(addr);
             }
             return r.map(|_| -1);
         }
-        let resp = match conn.send(produce_version, &req).await {
+        let resp = match conn.send(&req).await {
             Ok(r) => r,
             Err(e) => {
                 self.cluster.drop_conn(addr);
@@ -205,7 +203,7 @@ impl Producer {
             .ok_or_else(|| ClientError::Protocol("produce response without the partition".into()))?;
         if p.error_code != 0 {
             let message = p.error_message.as_ref().map_or(String::new(), |m| m.to_string());
-            return Err(ClientError::Kafka { code: p.error_code, message });
+            return Err(ClientError::kafka(p.error_code, message));
         }
         Ok(p.base_offset)
     }

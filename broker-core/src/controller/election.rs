@@ -2,8 +2,9 @@
 //! Kafka's PartitionChangeBuilder and generateLeaderAndIsrUpdates, for the changes this
 //! controller makes. Decisions only: it changes a scratch copy of the image, never the real one.
 
-use super::{parse_bool, partition_record, unclean_leader_election_config};
-use super::image::{no_leader, Image, MetadataRecord, PartitionInfo};
+use super::partition_record;
+use crate::metadata::topic::{parse_bool, unclean_leader_election_config};
+use crate::metadata::{no_leader, Image, MetadataRecord, PartitionInfo};
 use std::collections::BTreeSet;
 
 /// Records being decided, applied to a scratch copy of the image as they are made, so each

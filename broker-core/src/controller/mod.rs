@@ -13,14 +13,13 @@
 //! carrying the Kafka error code the request is answered with.
 
 mod election;
-pub mod image;
 pub mod quorum;
 #[cfg(test)]
 mod tests;
 
-pub use image::{no_leader, BrokerInfo, Image, MetadataRecord, PartitionInfo, TopicInfo};
-
-use crate::broker::topic;
+use crate::kafka::Code;
+use crate::metadata::topic::{self, log_overrides, parse_bool, unclean_leader_election_config};
+use crate::metadata::{no_leader, BrokerInfo, Image, MetadataRecord, PartitionInfo};
 use election::Draft;
 use crate::constants::{num_partitions_default, partitions_per_broker_max, partitions_per_topic_max};
 use crate::log::LogConfig;
@@ -32,9 +31,6 @@ pub const broker_session_timeout_ms_default: u64 = crate::constants::session_tim
 /// Longest advertised host name a broker may register: DNS's limit, and a bound on the size
 /// of every RegisterBroker record.
 pub const broker_host_bytes_max: usize = 255;
-
-/// Kafka's topic config the controller reads and the log does not (see [`log_overrides`]).
-pub const unclean_leader_election_config: &str = "unclean.leader.election.enable";
 
 /// Cluster-wide controller settings (Kafka names in each field's doc).
 #[derive(Debug, Clone)]
@@ -124,20 +120,20 @@ pub enum Error {
 
 impl Error {
     /// The Kafka error code.
-    pub fn code(&self) -> i16 {
+    pub fn kafka_error(&self) -> Code {
         match self {
-            Error::StaleBrokerEpoch { .. } | Error::UnknownBroker(_) => 77,
-            Error::UnknownTopicOrPartition(_) => 3,
-            Error::InvalidTopic(_) => 17,
-            Error::TopicAlreadyExists(_) => 36,
-            Error::InvalidPartitions(_) => 37,
-            Error::InvalidReplicationFactor(_) => 38,
-            Error::InvalidConfig(_) => 40,
-            Error::NotController(_) => 41,
-            Error::InvalidRequest(_) | Error::NotLeader { .. } => 42,
-            Error::FencedLeaderEpoch { .. } => 74,
-            Error::InvalidUpdateVersion { .. } => 95,
-            Error::IneligibleReplica(_) => 107,
+            Error::StaleBrokerEpoch { .. } | Error::UnknownBroker(_) => Code::StaleBrokerEpoch,
+            Error::UnknownTopicOrPartition(_) => Code::UnknownTopicOrPartition,
+            Error::InvalidTopic(_) => Code::InvalidTopicException,
+            Error::TopicAlreadyExists(_) => Code::TopicAlreadyExists,
+            Error::InvalidPartitions(_) => Code::InvalidPartitions,
+            Error::InvalidReplicationFactor(_) => Code::InvalidReplicationFactor,
+            Error::InvalidConfig(_) => Code::InvalidConfig,
+            Error::NotController(_) => Code::NotController,
+            Error::InvalidRequest(_) | Error::NotLeader { .. } => Code::InvalidRequest,
+            Error::FencedLeaderEpoch { .. } => Code::FencedLeaderEpoch,
+            Error::InvalidUpdateVersion { .. } => Code::InvalidUpdateVersion,
+            Error::IneligibleReplica(_) => Code::IneligibleReplica,
         }
     }
 }
@@ -461,29 +457,11 @@ fn check_epochs(req: &AlterPartition, part: &PartitionInfo) -> Result<(), Error>
     Ok(())
 }
 
-/// The topic config minus the keys only the controller reads: what the log's
-/// [`topic::apply_overrides`] understands.
-pub fn log_overrides(config: &BTreeMap<String, String>) -> BTreeMap<String, String> {
-    config.iter().filter(|(k, _)| k.as_str() != unclean_leader_election_config).map(|(k, v)| (k.clone(), v.clone())).collect()
-}
-
 fn validate_config(log: &LogConfig, config: &BTreeMap<String, String>) -> Result<(), Error> {
     if let Some(v) = config.get(unclean_leader_election_config) {
         parse_bool(v).ok_or_else(|| Error::InvalidConfig(format!("{unclean_leader_election_config}={v} is not true or false")))?;
     }
     topic::apply_overrides(log, &log_overrides(config)).map(drop).map_err(Error::InvalidConfig)
-}
-
-/// Kafka's boolean config values: `true` or `false`, any case, surrounding blanks ignored.
-fn parse_bool(value: &str) -> Option<bool> {
-    let v = value.trim();
-    if v.eq_ignore_ascii_case("true") {
-        Some(true)
-    } else if v.eq_ignore_ascii_case("false") {
-        Some(false)
-    } else {
-        None
-    }
 }
 
 /// Replicas of each partition: live brokers by id, partition `p` starting at broker

@@ -7,19 +7,13 @@
 //! One voter for now: a record is committed once it is synced here. A Raft quorum will make
 //! `commit` replicate to a majority first; the records and the readers stay as they are.
 
-use super::{Controller, ControllerConfig, Image, MetadataRecord};
+use super::{Controller, ControllerConfig};
+use crate::metadata::{decode_records, metadata_dir, Image, MetadataRecord};
 use crate::log::{batch, FlushPolicy, Log, LogConfig};
 use crate::storage::Disk;
 use bytes::Bytes;
-use kafka_protocol::records::RecordBatchDecoder;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-/// The metadata log's directory name under the data directory (Kafka's name).
-pub const metadata_dir: &str = "__cluster_metadata-0";
-
-/// The topic name brokers fetch the metadata log under.
-pub const metadata_topic: &str = "__cluster_metadata";
 
 pub struct Quorum {
     controller: Controller,
@@ -34,20 +28,6 @@ fn log_config() -> LogConfig {
     // One decision is one batch, and a decision over thousands of partitions (a topic of 10,000
     // partitions, fencing a broker that leads thousands) is megabytes of records.
     LogConfig { flush: FlushPolicy::EveryBatch, retention_ms: -1, retention_bytes: -1, max_message_bytes: crate::constants::metadata_batch_bytes_max, ..LogConfig::default() }
-}
-
-/// Decodes the metadata records in `bytes` (whole batches), with their offsets.
-pub fn decode_records(bytes: &Bytes) -> Result<Vec<(i64, MetadataRecord)>, String> {
-    let mut buf = bytes.clone();
-    let mut out = Vec::new();
-    while !buf.is_empty() {
-        let set = RecordBatchDecoder::decode(&mut buf).map_err(|e| format!("metadata batch: {e}"))?;
-        for r in set.records {
-            let value = r.value.ok_or_else(|| format!("metadata record at {} has no value", r.offset))?;
-            out.push((r.offset, MetadataRecord::decode(&value)?));
-        }
-    }
-    Ok(out)
 }
 
 impl Quorum {

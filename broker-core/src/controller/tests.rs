@@ -234,14 +234,14 @@ fn a_reregistered_broker_is_fenced_until_it_catches_up() {
     );
     assert_eq!(c.commit(records), lines(&expected));
     let stale = c.ctl.heartbeat(2, 1, offset, 1_000).unwrap_err();
-    assert_eq!((stale.code(), stale.clone()), (77, Error::StaleBrokerEpoch { id: 2, given: 1, current: offset }));
+    assert_eq!((stale.kafka_error(), stale.clone()), (Code::StaleBrokerEpoch, Error::StaleBrokerEpoch { id: 2, given: 1, current: offset }));
     let (reply, records) = c.ctl.heartbeat(2, offset, offset - 1, 1_500).unwrap();
     assert_eq!((reply, records), (HeartbeatReply { fenced: true, caught_up: false }, vec![]));
     let (reply, records) = c.ctl.heartbeat(2, offset, offset, 2_000).unwrap();
     assert_eq!(reply, HeartbeatReply { fenced: false, caught_up: true });
     assert_eq!(c.commit(records), format!("unfence 2 epoch={offset}"));
     let unknown = c.ctl.heartbeat(9, 0, 0, 2_000).unwrap_err();
-    assert_eq!((unknown.code(), unknown), (77, Error::UnknownBroker(9)));
+    assert_eq!((unknown.kafka_error(), unknown), (Code::StaleBrokerEpoch, Error::UnknownBroker(9)));
 }
 
 #[test]
@@ -259,7 +259,7 @@ fn registration_is_checked() {
     let mut c = Cluster::new(ControllerConfig::default());
     let long = "h".repeat(broker_host_bytes_max + 1);
     for (id, host, port, next) in [(-1, "h", 1, 0), (1, "", 1, 0), (1, long.as_str(), 1, 0), (1, "h", -1, 0), (1, "h", 65_536, 0)] {
-        assert_eq!(c.ctl.register(id, host, port, next, 0).unwrap_err().code(), 42, "{id} {host} {port}");
+        assert_eq!(c.ctl.register(id, host, port, next, 0).unwrap_err().kafka_error(), Code::InvalidRequest, "{id} {host} {port}");
     }
     c.register(1, 0);
     let err = c.ctl.register(2, "h", 1, 0, 0).unwrap_err();
@@ -271,22 +271,22 @@ fn alter_partition_refuses_in_kafkas_order_and_bumps_the_partition_epoch() {
     let mut c = Cluster::with_brokers(ControllerConfig::default(), &[1, 2, 3, 4]);
     c.create("t", 1, 3, &[]);
     let ok = c.alter(1, "t", &[1, 2, 3]);
-    let cases: Vec<(AlterPartition, i16)> = vec![
-        (AlterPartition { broker_epoch: 99, ..ok.clone() }, 77),
-        (AlterPartition { broker_id: 9, ..ok.clone() }, 77),
-        (AlterPartition { topic: "nope".into(), ..ok.clone() }, 3),
-        (AlterPartition { partition: 1, ..ok.clone() }, 3),
-        (AlterPartition { partition: -1, ..ok.clone() }, 3),
-        (AlterPartition { leader_epoch: 1, ..ok.clone() }, 41),
-        (AlterPartition { partition_epoch: 1, ..ok.clone() }, 41),
-        (AlterPartition { broker_id: 2, broker_epoch: c.epoch(2), ..ok.clone() }, 42),
-        (AlterPartition { new_isr: vec![], ..ok.clone() }, 42),
-        (AlterPartition { new_isr: vec![2, 3], ..ok.clone() }, 42),
-        (AlterPartition { new_isr: vec![1, 4], ..ok.clone() }, 42),
-        (AlterPartition { new_isr: vec![1, 1, 2], ..ok.clone() }, 42),
+    let cases: Vec<(AlterPartition, Code)> = vec![
+        (AlterPartition { broker_epoch: 99, ..ok.clone() }, Code::StaleBrokerEpoch),
+        (AlterPartition { broker_id: 9, ..ok.clone() }, Code::StaleBrokerEpoch),
+        (AlterPartition { topic: "nope".into(), ..ok.clone() }, Code::UnknownTopicOrPartition),
+        (AlterPartition { partition: 1, ..ok.clone() }, Code::UnknownTopicOrPartition),
+        (AlterPartition { partition: -1, ..ok.clone() }, Code::UnknownTopicOrPartition),
+        (AlterPartition { leader_epoch: 1, ..ok.clone() }, Code::NotController),
+        (AlterPartition { partition_epoch: 1, ..ok.clone() }, Code::NotController),
+        (AlterPartition { broker_id: 2, broker_epoch: c.epoch(2), ..ok.clone() }, Code::InvalidRequest),
+        (AlterPartition { new_isr: vec![], ..ok.clone() }, Code::InvalidRequest),
+        (AlterPartition { new_isr: vec![2, 3], ..ok.clone() }, Code::InvalidRequest),
+        (AlterPartition { new_isr: vec![1, 4], ..ok.clone() }, Code::InvalidRequest),
+        (AlterPartition { new_isr: vec![1, 1, 2], ..ok.clone() }, Code::InvalidRequest),
     ];
     for (req, code) in cases {
-        assert_eq!(c.ctl.alter_partition(&req).map(|_| ()).map_err(|e| e.code()), Err(code), "{req:?}");
+        assert_eq!(c.ctl.alter_partition(&req).map(|_| ()).map_err(|e| e.kafka_error()), Err(code), "{req:?}");
     }
     // Unchanged ISR: the current state, nothing to commit.
     assert_eq!(c.ctl.alter_partition(&ok), Ok((c.part("t", 0), vec![])));
@@ -295,7 +295,7 @@ fn alter_partition_refuses_in_kafkas_order_and_bumps_the_partition_epoch() {
     assert_eq!(c.commit(records), "t-0 replicas=[1, 2, 3] isr=[1, 3] leader=1 epochs=0/1");
     assert_eq!(state, c.part("t", 0));
     let old = c.ctl.alter_partition(&ok).unwrap_err();
-    assert_eq!((old.code(), old), (95, Error::InvalidUpdateVersion { given: 0, current: 1 }));
+    assert_eq!((old.kafka_error(), old), (Code::InvalidUpdateVersion, Error::InvalidUpdateVersion { given: 0, current: 1 }));
 
     // Broker 2 is fenced: the leader may not add it back.
     for id in [1, 3, 4] {
@@ -303,7 +303,7 @@ fn alter_partition_refuses_in_kafkas_order_and_bumps_the_partition_epoch() {
     }
     c.tick(session + 1);
     let expand = c.alter(1, "t", &[1, 2, 3]);
-    assert_eq!(c.ctl.alter_partition(&expand).unwrap_err().code(), 107);
+    assert_eq!(c.ctl.alter_partition(&expand).unwrap_err().kafka_error(), Code::IneligibleReplica);
     c.heartbeat(2, session + 2);
     let (_, records) = c.ctl.alter_partition(&expand).unwrap();
     assert_eq!(c.commit(records), "t-0 replicas=[1, 2, 3] isr=[1, 2, 3] leader=1 epochs=0/2");
@@ -314,7 +314,7 @@ fn alter_partition_refuses_in_kafkas_order_and_bumps_the_partition_epoch() {
     }
     assert_eq!(c.tick(5_000 + session + 1), "t-0 replicas=[1, 2, 3] isr=[2, 3] leader=2 epochs=1/3\nfence 1 epoch=0");
     let err = c.ctl.alter_partition(&AlterPartition { broker_epoch: c.epoch(1), ..expand }).unwrap_err();
-    assert_eq!((err.code(), err), (74, Error::FencedLeaderEpoch { given: 0, current: 1 }));
+    assert_eq!((err.kafka_error(), err), (Code::FencedLeaderEpoch, Error::FencedLeaderEpoch { given: 0, current: 1 }));
 }
 
 #[test]
@@ -325,7 +325,7 @@ fn alter_partition_refuses_an_unregistered_member() {
     let state = MetadataRecord::Partition { topic: "t".into(), partition: 0, replicas: vec![1, 7], isr: vec![1], leader: 1, leader_epoch: 0, partition_epoch: 1 };
     c.commit(vec![state]);
     let err = c.ctl.alter_partition(&c.alter(1, "t", &[1, 7])).unwrap_err();
-    assert_eq!(err.code(), 107);
+    assert_eq!(err.kafka_error(), Code::IneligibleReplica);
     assert!(err.to_string().contains("broker 7"), "{err}");
 }
 
@@ -402,24 +402,24 @@ fn create_topic_is_validated_like_kafka() {
     let mut c = Cluster::with_brokers(ControllerConfig::default(), &[1, 2, 3]);
     c.create("t", 1, 1, &[]);
     let none = BTreeMap::new();
-    let cases: Vec<(&str, i32, i16, Vec<(&str, &str)>, i16)> = vec![
-        ("", 1, 1, vec![], 17),
-        ("bad/name", 1, 1, vec![], 17),
-        ("t", 1, 1, vec![], 36),
-        ("n", 0, 1, vec![], 37),
-        ("n", -2, 1, vec![], 37),
-        ("n", partitions_per_topic_max + 1, 1, vec![], 37),
-        ("n", 1, 0, vec![], 38),
-        ("n", 1, -2, vec![], 38),
-        ("n", 1, 4, vec![], 38),
-        ("n", 1, 1, vec![("segment.bytes", "ten")], 40),
-        ("n", 1, 1, vec![("compression.typo", "x")], 40),
-        ("n", 1, 1, vec![(unclean_leader_election_config, "yes")], 40),
+    let cases: Vec<(&str, i32, i16, Vec<(&str, &str)>, Code)> = vec![
+        ("", 1, 1, vec![], Code::InvalidTopicException),
+        ("bad/name", 1, 1, vec![], Code::InvalidTopicException),
+        ("t", 1, 1, vec![], Code::TopicAlreadyExists),
+        ("n", 0, 1, vec![], Code::InvalidPartitions),
+        ("n", -2, 1, vec![], Code::InvalidPartitions),
+        ("n", partitions_per_topic_max + 1, 1, vec![], Code::InvalidPartitions),
+        ("n", 1, 0, vec![], Code::InvalidReplicationFactor),
+        ("n", 1, -2, vec![], Code::InvalidReplicationFactor),
+        ("n", 1, 4, vec![], Code::InvalidReplicationFactor),
+        ("n", 1, 1, vec![("segment.bytes", "ten")], Code::InvalidConfig),
+        ("n", 1, 1, vec![("compression.typo", "x")], Code::InvalidConfig),
+        ("n", 1, 1, vec![(unclean_leader_election_config, "yes")], Code::InvalidConfig),
     ];
     for (name, partitions, rf, config, code) in cases {
         let config = config.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         let err = c.ctl.create_topic(name, partitions, rf, config, 0).unwrap_err();
-        assert_eq!(err.code(), code, "{name} {partitions} {rf}: {err}");
+        assert_eq!(err.kafka_error(), code, "{name} {partitions} {rf}: {err}");
     }
     let err = c.ctl.create_topic("n", 1, 4, none.clone(), 0).unwrap_err();
     assert!(err.to_string().contains("3 live"), "{err}");
@@ -433,7 +433,7 @@ fn create_topic_is_validated_like_kafka() {
 #[test]
 fn deleted_topics_are_gone_and_come_back_with_a_new_id() {
     let mut c = Cluster::with_brokers(ControllerConfig::default(), &[1]);
-    assert_eq!(c.ctl.delete_topic("t").unwrap_err().code(), 3);
+    assert_eq!(c.ctl.delete_topic("t").unwrap_err().kafka_error(), Code::UnknownTopicOrPartition);
     c.create("t", 2, 1, &[]);
     let first = c.ctl.image().topics["t"].id;
     assert_eq!(c.commit(c.ctl.delete_topic("t").unwrap()), "remove t");
@@ -667,7 +667,7 @@ fn a_controlled_shutdown_moves_leadership_at_once_and_fences() {
         fence 1 epoch=0";
     assert_eq!(c.commit(records), lines(expected));
     assert!(c.ctl.shut_down(1, c.epoch(1), 200).unwrap().is_empty(), "a second request changes nothing");
-    assert_eq!(c.ctl.shut_down(2, 99, 200).unwrap_err().code(), 77, "a stale epoch is refused");
+    assert_eq!(c.ctl.shut_down(2, 99, 200).unwrap_err().kafka_error(), Code::StaleBrokerEpoch, "a stale epoch is refused");
 }
 
 #[test]

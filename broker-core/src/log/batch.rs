@@ -24,7 +24,7 @@ const base_sequence_at: usize = 53;
 const records_count_at: usize = 57;
 
 /// The only batch format the log accepts.
-pub const MAGIC_V2: u8 = 2;
+pub const MAGIC_V2: u8 = crate::kafka::batch_magic as u8;
 
 /// Why a batch was refused. Each maps to one Kafka error code at the protocol edge.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -4,11 +4,15 @@
 //! is not the controller they are answered with NOT_CONTROLLER (41), or for the metadata log
 //! NOT_LEADER_OR_FOLLOWER (6), so the asker looks elsewhere.
 
+use crate::kafka::Code;
 use super::handlers::{s, topic_name, uuid, FetchDecision};
 use super::{encode, Node, Outcome, Waiting};
-use crate::broker::topic;
-use crate::controller::quorum::{metadata_topic, Quorum};
-use crate::controller::{log_overrides, AlterPartition, MetadataRecord};
+use crate::metadata::topic;
+use crate::controller::quorum::Quorum;
+use crate::metadata::metadata_topic;
+use crate::controller::AlterPartition;
+use crate::metadata::topic::log_overrides;
+use crate::metadata::MetadataRecord;
 use kafka_protocol::messages::alter_partition_request::AlterPartitionRequest;
 use kafka_protocol::messages::alter_partition_response::{AlterPartitionResponse, PartitionData as AlterPartitionData, TopicData};
 use kafka_protocol::messages::broker_heartbeat_request::BrokerHeartbeatRequest;
@@ -46,10 +50,10 @@ pub fn metadata_fetch(node: &Node, req: FetchRequest, final_attempt: bool) -> Fe
             pd.aborted_transactions = Some(Vec::new());
             let result = match &quorum {
                 Some(q) if t.topic.0.as_str() == metadata_topic && fp.partition == 0 => {
-                    q.read(fp.fetch_offset, (fp.partition_max_bytes.max(1) as usize).min(crate::constants::fetch_bytes_max)).map(|b| (b, q.end_offset(), q.log_start_offset())).map_err(|_| 1)
+                    q.read(fp.fetch_offset, (fp.partition_max_bytes.max(1) as usize).min(crate::constants::fetch_bytes_max)).map(|b| (b, q.end_offset(), q.log_start_offset())).map_err(|_| Code::OffsetOutOfRange.code())
                 }
-                Some(_) => Err(3),
-                None => Err(6),
+                Some(_) => Err(Code::UnknownTopicOrPartition.code()),
+                None => Err(Code::NotLeaderOrFollower.code()),
             };
             match result {
                 Ok((bytes, end, start)) => {
@@ -90,13 +94,13 @@ pub fn broker_registration(node: &Node, req: BrokerRegistrationRequest, now: u64
         return r;
     };
     let Some(listener) = req.listeners.first() else {
-        r.error_code = 42;
+        r.error_code = Code::InvalidRequest.code();
         return r;
     };
     let next = q.end_offset();
     let id = req.broker_id.0;
-    let result = q.controller_mut().register(id, listener.host.as_str(), listener.port as i32, next, now).map_err(|e| e.code());
-    match result.and_then(|records| q.commit(records, now).map_err(|_| 56)) {
+    let result = q.controller_mut().register(id, listener.host.as_str(), listener.port as i32, next, now).map_err(|e| e.kafka_error().code());
+    match result.and_then(|records| q.commit(records, now).map_err(|_| Code::KafkaStorageError.code())) {
         Ok(_) => r.broker_epoch = q.controller().image().brokers.get(&id).map_or(-1, |b| b.epoch),
         Err(code) => r.error_code = code,
     }
@@ -111,15 +115,15 @@ pub fn broker_heartbeat(node: &Node, req: BrokerHeartbeatRequest, now: u64) -> B
         return r;
     };
     if req.want_shut_down {
-        let result = q.controller_mut().shut_down(req.broker_id.0, req.broker_epoch, now).map_err(|e| e.code());
-        match result.and_then(|records| q.commit(records, now).map_err(|_| 56)) {
+        let result = q.controller_mut().shut_down(req.broker_id.0, req.broker_epoch, now).map_err(|e| e.kafka_error().code());
+        match result.and_then(|records| q.commit(records, now).map_err(|_| Code::KafkaStorageError.code())) {
             Ok(_) => r.should_shut_down = true,
             Err(code) => r.error_code = code,
         }
         return r;
     }
-    let result = q.controller_mut().heartbeat(req.broker_id.0, req.broker_epoch, req.current_metadata_offset, now).map_err(|e| e.code());
-    match result.and_then(|(reply, records)| q.commit(records, now).map(|_| reply).map_err(|_| 56)) {
+    let result = q.controller_mut().heartbeat(req.broker_id.0, req.broker_epoch, req.current_metadata_offset, now).map_err(|e| e.kafka_error().code());
+    match result.and_then(|(reply, records)| q.commit(records, now).map(|_| reply).map_err(|_| Code::KafkaStorageError.code())) {
         Ok(reply) => {
             r.is_fenced = reply.fenced;
             r.is_caught_up = reply.caught_up;
@@ -143,7 +147,7 @@ pub fn alter_partition(node: &Node, req: AlterPartitionRequest, now: u64) -> Alt
             let mut pr = AlterPartitionData::default();
             pr.partition_index = p.partition_index;
             let Some(name) = &name else {
-                pr.error_code = 100; // UNKNOWN_TOPIC_ID
+                pr.error_code = Code::UnknownTopicId.code();
                 tr.partitions.push(pr);
                 continue;
             };
@@ -156,8 +160,8 @@ pub fn alter_partition(node: &Node, req: AlterPartitionRequest, now: u64) -> Alt
                 partition_epoch: p.partition_epoch,
                 new_isr: p.new_isr.iter().map(|b| b.0).collect(),
             };
-            let result = q.controller().alter_partition(&ask).map_err(|e| e.code());
-            match result.and_then(|(info, records)| q.commit(records, now).map(|_| info).map_err(|_| 56)) {
+            let result = q.controller().alter_partition(&ask).map_err(|e| e.kafka_error().code());
+            match result.and_then(|(info, records)| q.commit(records, now).map(|_| info).map_err(|_| Code::KafkaStorageError.code())) {
                 Ok(info) => {
                     pr.leader_id = BrokerId(info.leader);
                     pr.leader_epoch = info.leader_epoch;
@@ -188,7 +192,7 @@ pub fn create_topics(node: &Node, version: i16, correlation_id: i32, req: Create
         let overrides: BTreeMap<String, String> = t.configs.iter().filter_map(|c| Some((c.name.to_string(), c.value.as_ref()?.to_string()))).collect();
         let result = match quorum.as_deref_mut() {
             None => Err((not_controller, "this node is not the controller".to_string())),
-            Some(_) if !t.assignments.is_empty() => Err((42, "manual replica assignment is not supported: give partitions and replication factor".into())),
+            Some(_) if !t.assignments.is_empty() => Err((Code::InvalidRequest.code(), "manual replica assignment is not supported: give partitions and replication factor".into())),
             Some(q) => create_one(q, t.name.0.as_str(), t.num_partitions, t.replication_factor, overrides.clone(), req.validate_only, now).map(|(id, offset)| {
                 last = last.max(offset);
                 id
@@ -218,11 +222,11 @@ pub fn create_topics(node: &Node, version: i16, correlation_id: i32, req: Create
 
 /// Decides and commits one topic; returns its id and the offset of its last record.
 fn create_one(q: &mut Quorum, name: &str, partitions: i32, rf: i16, overrides: BTreeMap<String, String>, validate_only: bool, now: u64) -> Result<([u8; 16], i64), (i16, String)> {
-    let (id, records) = q.controller().create_topic(name, partitions, rf, overrides, now).map_err(|e| (e.code(), e.to_string()))?;
+    let (id, records) = q.controller().create_topic(name, partitions, rf, overrides, now).map_err(|e| (e.kafka_error().code(), e.to_string()))?;
     if validate_only {
         return Ok((id, -1));
     }
-    let offset = q.commit(records, now).map_err(|e| (56, e))?;
+    let offset = q.commit(records, now).map_err(|e| (Code::KafkaStorageError.code(), e))?;
     Ok((id, offset))
 }
 
@@ -270,13 +274,13 @@ pub fn delete_topics(node: &Node, version: i16, correlation_id: i32, req: Delete
         tr.topic_id = id;
         let result = match (quorum.as_deref_mut(), &name) {
             (None, _) => Err((not_controller, "this node is not the controller".to_string())),
-            (Some(_), None) => Err((100, "unknown topic id".to_string())), // UNKNOWN_TOPIC_ID
+            (Some(_), None) => Err((Code::UnknownTopicId.code(), "unknown topic id".to_string())),
             (Some(q), Some(n)) => {
                 if let Some(t) = q.controller().image().topics.get(n) {
                     tr.topic_id = uuid(t.id);
                 }
-                let records: Result<Vec<MetadataRecord>, _> = q.controller().delete_topic(n).map_err(|e| (e.code(), e.to_string()));
-                records.and_then(|rs| q.commit(rs, now).map_err(|e| (56, e)))
+                let records: Result<Vec<MetadataRecord>, _> = q.controller().delete_topic(n).map_err(|e| (e.kafka_error().code(), e.to_string()));
+                records.and_then(|rs| q.commit(rs, now).map_err(|e| (Code::KafkaStorageError.code(), e)))
             }
         };
         match result {

@@ -1,6 +1,7 @@
 //! One function per Kafka API: wire request in, wire response out, decisions delegated to the
 //! [`Broker`]. Field-by-field translation only; see docs/protocol.md for versions and errors.
 
+use crate::kafka::{config_source, Code, SERVED};
 use super::waiting::{Pending, Waiting};
 use super::Outcome;
 use crate::broker::{Broker, Error, Fetcher};
@@ -20,28 +21,8 @@ use kafka_protocol::messages::offset_for_leader_epoch_request::OffsetForLeaderEp
 use kafka_protocol::messages::offset_for_leader_epoch_response::{EpochEndOffset, OffsetForLeaderEpochResponse, OffsetForLeaderTopicResult};
 use kafka_protocol::messages::produce_request::ProduceRequest;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, ProduceResponse, TopicProduceResponse};
-use kafka_protocol::messages::{ApiKey, BrokerId, ProducerId, TopicName};
+use kafka_protocol::messages::{BrokerId, ProducerId, TopicName};
 use kafka_protocol::protocol::StrBytes;
-
-/// APIs and version ranges this broker serves (docs/protocol.md explains each bound). A lower
-/// bound is never below what kafka-protocol decodes: advertising a version that cannot be
-/// read would close the connection of a client that picked it.
-pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
-    (ApiKey::Produce, 3, 9),
-    (ApiKey::Fetch, 4, 12),
-    (ApiKey::ListOffsets, 1, 6),
-    (ApiKey::Metadata, 0, 12),
-    (ApiKey::ApiVersions, 0, 3),
-    (ApiKey::CreateTopics, 2, 7),
-    (ApiKey::DeleteTopics, 1, 6),
-    (ApiKey::DescribeConfigs, 1, 4),
-    (ApiKey::InitProducerId, 0, 4),
-    (ApiKey::OffsetForLeaderEpoch, 2, 4),
-    // Broker to controller (see docs/replication.md).
-    (ApiKey::AlterPartition, 2, 2),
-    (ApiKey::BrokerRegistration, 0, 0),
-    (ApiKey::BrokerHeartbeat, 0, 0),
-];
 
 pub(crate) fn s(text: &str) -> StrBytes {
     StrBytes::from_string(text.to_string())
@@ -58,7 +39,7 @@ pub(crate) fn uuid(id: [u8; 16]) -> uuid::Uuid {
 pub fn api_versions_response(error_code: i16) -> ApiVersionsResponse {
     let mut r = ApiVersionsResponse::default();
     r.error_code = error_code;
-    r.api_keys = SUPPORTED
+    r.api_keys = SERVED
         .iter()
         .map(|(k, lo, hi)| {
             let mut v = ApiVersion::default();
@@ -123,7 +104,7 @@ pub fn metadata(b: &mut Broker, version: i16, req: MetadataRequest) -> MetadataR
                         m.replica_nodes = p.replicas.iter().map(|&x| BrokerId(x)).collect();
                         m.isr_nodes = p.isr.iter().map(|&x| BrokerId(x)).collect();
                         if p.leader < 0 {
-                            m.error_code = Error::LeaderNotAvailable.code(true);
+                            m.error_code = Error::LeaderNotAvailable.kafka_error(true).code();
                         }
                         m
                     })
@@ -131,11 +112,11 @@ pub fn metadata(b: &mut Broker, version: i16, req: MetadataRequest) -> MetadataR
             }
             // Kafka answers LEADER_NOT_AVAILABLE while an auto-created topic comes into being.
             None if wanted.is_some() && allow_auto => match b.request_auto_create(&name) {
-                Ok(true) => t.error_code = Error::LeaderNotAvailable.code(true),
-                Ok(false) => t.error_code = Error::UnknownTopicOrPartition.code(true),
-                Err(e) => t.error_code = e.code(true),
+                Ok(true) => t.error_code = Error::LeaderNotAvailable.kafka_error(true).code(),
+                Ok(false) => t.error_code = Error::UnknownTopicOrPartition.kafka_error(true).code(),
+                Err(e) => t.error_code = e.kafka_error(true).code(),
             },
-            None => t.error_code = Error::UnknownTopicOrPartition.code(true),
+            None => t.error_code = Error::UnknownTopicOrPartition.kafka_error(true).code(),
         }
         r.topics.push(t);
     }
@@ -172,7 +153,7 @@ pub fn produce(b: &mut Broker, version: i16, correlation_id: i32, req: ProduceRe
                     }
                 }
                 Err(e) => {
-                    pr.error_code = e.code(modern);
+                    pr.error_code = e.kafka_error(modern).code();
                     pr.base_offset = -1;
                     pr.log_start_offset = -1;
                     if modern {
@@ -242,7 +223,7 @@ pub fn fetch(b: &mut Broker, version: i16, req: FetchRequest, attempt: super::At
                 }
                 Err(e) => {
                     errors = true;
-                    pd.error_code = e.code(true);
+                    pd.error_code = e.kafka_error(true).code();
                     pd.high_watermark = -1;
                     pd.last_stable_offset = -1;
                     // A follower below the log start restarts from there (see server::peers).
@@ -283,7 +264,7 @@ pub fn list_offsets(b: &Broker, version: i16, req: ListOffsetsRequest) -> ListOf
                     }
                 }
                 Err(e) => {
-                    pr.error_code = e.code(true);
+                    pr.error_code = e.kafka_error(true).code();
                     pr.timestamp = -1;
                     pr.offset = -1;
                 }
@@ -308,15 +289,15 @@ pub fn describe_configs(b: &Broker, req: DescribeConfigsRequest) -> DescribeConf
         let name = res.resource_name.to_string();
         let entries: Result<Vec<(String, String, bool)>, (i16, String)> = match res.resource_type {
             resource_topic => match (b.topic_config(&name), b.image().topics.get(&name)) {
-                (Some((config, min_insync)), Some(t)) => Ok(crate::broker::topic::describe(&config, min_insync)
+                (Some((config, min_insync)), Some(t)) => Ok(crate::metadata::topic::describe(&config, min_insync)
                     .into_iter()
                     .map(|(k, v)| (k.to_string(), v, !t.config.contains_key(k)))
                     .collect()),
-                _ => Err((3, format!("unknown topic '{name}'"))),
+                _ => Err((Code::UnknownTopicOrPartition.code(), format!("unknown topic '{name}'"))),
             },
             resource_broker if name.is_empty() || name == b.config().node_id.to_string() => Ok(broker_configs(b)),
-            resource_broker => Err((42, format!("broker '{name}' is not this broker ({})", b.config().node_id))),
-            other => Err((42, format!("config resource type {other} is not supported"))),
+            resource_broker => Err((Code::InvalidRequest.code(), format!("broker '{name}' is not this broker ({})", b.config().node_id))),
+            other => Err((Code::InvalidRequest.code(), format!("config resource type {other} is not supported"))),
         };
         match entries {
             Ok(list) => {
@@ -330,9 +311,9 @@ pub fn describe_configs(b: &Broker, req: DescribeConfigsRequest) -> DescribeConf
                         c.value = Some(s(&v));
                         c.read_only = res.resource_type == resource_broker;
                         c.config_source = match (res.resource_type, default) {
-                            (resource_topic, false) => 1, // DYNAMIC_TOPIC_CONFIG
-                            (resource_broker, _) => 4,    // STATIC_BROKER_CONFIG
-                            _ => 5,                       // DEFAULT_CONFIG
+                            (resource_topic, false) => config_source::dynamic_topic,
+                            (resource_broker, _) => config_source::static_broker,
+                            _ => config_source::default,
                         };
                         c
                     })
@@ -382,7 +363,7 @@ pub fn init_producer_id(b: &mut Broker, req: InitProducerIdRequest) -> InitProdu
             r.producer_epoch = epoch;
         }
         Err(e) => {
-            r.error_code = e.code(true);
+            r.error_code = e.kafka_error(true).code();
             r.producer_id = ProducerId(-1);
             r.producer_epoch = -1;
         }
@@ -406,7 +387,7 @@ pub fn offset_for_leader_epoch(b: &Broker, version: i16, req: OffsetForLeaderEpo
                     e.end_offset = end;
                 }
                 Err(err) => {
-                    e.error_code = err.code(true);
+                    e.error_code = err.kafka_error(true).code();
                     e.leader_epoch = -1;
                     e.end_offset = -1;
                 }

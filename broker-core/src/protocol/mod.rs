@@ -20,7 +20,6 @@ use kafka_protocol::messages::fetch_request::FetchRequest;
 use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable};
 
-pub use handlers::SUPPORTED;
 pub use waiting::Waiting;
 
 /// What requests act on: this node's broker and, on the controller node, the controller.
@@ -79,14 +78,9 @@ pub fn frame_len(prefix: [u8; 4], max: usize) -> Result<usize, String> {
     Ok(len as usize)
 }
 
-/// Supported version range of `key`, if the broker serves it.
 /// Requests the controller commits metadata for: after one, parked metadata fetches look again.
 pub fn is_controller_api(key: i16) -> bool {
     [ApiKey::CreateTopics, ApiKey::DeleteTopics, ApiKey::AlterPartition, ApiKey::BrokerRegistration, ApiKey::BrokerHeartbeat].iter().any(|k| *k as i16 == key)
-}
-
-pub fn supported(key: ApiKey) -> Option<(i16, i16)> {
-    SUPPORTED.iter().find(|(k, _, _)| *k == key).map(|(_, lo, hi)| (*lo, *hi))
 }
 
 /// Encodes a response frame: size, header, body.
@@ -132,13 +126,13 @@ fn handle_inner(node: &Node, frame: &Bytes, now: u64, attempt: Attempt) -> Resul
     let version = i16::from_be_bytes([frame[2], frame[3]]);
     let correlation_id = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
     let key = ApiKey::try_from(raw_key).map_err(|_| format!("unknown API key {raw_key}"))?;
-    let Some((lo, hi)) = supported(key) else {
+    let Some((lo, hi)) = crate::kafka::served(key) else {
         return Err(format!("API {key:?} is not supported by this broker"));
     };
     if !(lo..=hi).contains(&version) {
         if key == ApiKey::ApiVersions {
             // Kafka answers with a v0 body so any client can read the supported range.
-            let body = handlers::api_versions_response(35);
+            let body = handlers::api_versions_response(crate::kafka::Code::UnsupportedVersion.code());
             return encode(key, 0, correlation_id, &body).map(Outcome::Reply);
         }
         return Err(format!("{key:?} v{version} is not supported (v{lo}..=v{hi})"));

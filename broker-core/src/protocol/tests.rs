@@ -2,6 +2,7 @@
 //! `handle`, responses decoded back. No sockets: the shell's framing is tested with real
 //! clients in `tests/all/real_clients.rs`.
 
+use crate::kafka::Code;
 use super::*;
 use crate::log::batch::build;
 use kafka_protocol::messages::api_versions_request::ApiVersionsRequest;
@@ -80,8 +81,8 @@ fn api_versions_lists_what_is_served_without_feature_fields() {
     v9[2..4].copy_from_slice(&9i16.to_be_bytes());
     let out = handle(&b, &v9.into(), 0, Attempt::First);
     let r: ApiVersionsResponse = reply(out, ApiKey::ApiVersions, 0);
-    assert_eq!(r.error_code, 35);
-    assert_eq!(r.api_keys.len(), SUPPORTED.len());
+    assert_eq!(r.error_code, Code::UnsupportedVersion.code());
+    assert_eq!(r.api_keys.len(), crate::kafka::SERVED.len());
 }
 
 #[test]
@@ -116,7 +117,7 @@ fn produce_fetch_and_long_poll() {
         .with_topics(Some(vec![MetadataRequestTopic::default().with_name(Some(TopicName(StrBytes::from_static_str("t"))))]))
         .with_allow_auto_topic_creation(true);
     let r: MetadataResponse = reply(handle(&b, &frame(ApiKey::Metadata, 12, &md), 0, Attempt::First), ApiKey::Metadata, 12);
-    assert_eq!(r.topics[0].error_code, 5, "LEADER_NOT_AVAILABLE while the controller creates it");
+    assert_eq!(r.topics[0].error_code, Code::LeaderNotAvailable.code(), "while the controller creates it");
     crate::testing::sync(&b, 0);
     let r: MetadataResponse = reply(handle(&b, &frame(ApiKey::Metadata, 12, &md), 0, Attempt::First), ApiKey::Metadata, 12);
     assert_eq!((r.topics[0].error_code, r.topics[0].partitions.len()), (0, 1));
@@ -140,9 +141,9 @@ fn produce_fetch_and_long_poll() {
     assert!(matches!(handle(&b, &frame(ApiKey::Produce, 9, &produce_req("t", batch.clone(), 0)), 0, Attempt::First), Outcome::NoReply));
     // Errors per partition: bad acks, unknown topic, out-of-range fetch.
     let r: ProduceResponse = reply(handle(&b, &frame(ApiKey::Produce, 9, &produce_req("t", batch.clone(), 5)), 0, Attempt::First), ApiKey::Produce, 9);
-    assert_eq!(r.responses[0].partition_responses[0].error_code, 21);
+    assert_eq!(r.responses[0].partition_responses[0].error_code, Code::InvalidRequiredAcks.code());
     let r: ProduceResponse = reply(handle(&b, &frame(ApiKey::Produce, 9, &produce_req("none", batch, 1)), 0, Attempt::First), ApiKey::Produce, 9);
-    assert_eq!(r.responses[0].partition_responses[0].error_code, 3);
+    assert_eq!(r.responses[0].partition_responses[0].error_code, Code::UnknownTopicOrPartition.code());
     let r: FetchResponse = reply(handle(&b, &frame(ApiKey::Fetch, 12, &fetch_req("t", 99, 0)), 0, Attempt::First), ApiKey::Fetch, 12);
-    assert_eq!(r.responses[0].partitions[0].error_code, 1);
+    assert_eq!(r.responses[0].partitions[0].error_code, Code::OffsetOutOfRange.code());
 }

@@ -66,7 +66,7 @@ impl Waiting {
                     };
                     if let Some(e) = failed {
                         let pr = &mut response.responses[p.topic].partition_responses[p.slot];
-                        pr.error_code = e.code(true);
+                        pr.error_code = e.kafka_error(true).code();
                         pr.base_offset = -1;
                         if *version >= 8 {
                             pr.error_message = Some(StrBytes::from_string(e.to_string()));

@@ -74,11 +74,12 @@ pub enum FetchRefusal {
 }
 
 impl FetchRefusal {
-    pub fn code(&self) -> i16 {
+    pub fn kafka_error(&self) -> crate::kafka::Code {
+        use crate::kafka::Code;
         match self {
-            FetchRefusal::NotLeader | FetchRefusal::NotReplica(_) => 6,
-            FetchRefusal::Fenced(_) => 74,
-            FetchRefusal::UnknownEpoch(_) => 75,
+            FetchRefusal::NotLeader | FetchRefusal::NotReplica(_) => Code::NotLeaderOrFollower,
+            FetchRefusal::Fenced(_) => Code::FencedLeaderEpoch,
+            FetchRefusal::UnknownEpoch(_) => Code::UnknownLeaderEpoch,
         }
     }
 }

@@ -12,6 +12,7 @@ mod peers;
 use crate::broker::Broker;
 use crate::controller::quorum::Quorum;
 use crate::constants::{startup_wait_ms_max, checkpoint_interval_ms, connection_idle_ms_max, connections_max, request_body_ms_max, request_bytes_max, tick_interval_ms};
+use crate::kafka::ApiKey;
 use crate::protocol::{self, Attempt, Node, Outcome, Waiting};
 use crate::storage::Disk;
 use bytes::Bytes;
@@ -189,7 +190,7 @@ async fn run_timers(shared: Arc<Shared>) {
 /// holds requests that answer later (acks=all, topic changes) until they can.
 async fn answer(shared: &Shared, frame: &Bytes) -> Outcome {
     let key = if frame.len() >= 2 { i16::from_be_bytes([frame[0], frame[1]]) } else { -1 };
-    let is_fetch = key == 1;
+    let is_fetch = key == ApiKey::Fetch as i16;
     if waits_for_startup(key) {
         shared.started().await;
     }
@@ -240,7 +241,8 @@ async fn answer(shared: &Shared, frame: &Bytes) -> Outcome {
 /// DeleteTopics, InitProducerId, DescribeConfigs. Never the requests brokers and the controller
 /// exchange (Fetch, heartbeats, registration), which are how the broker gets started.
 fn waits_for_startup(key: i16) -> bool {
-    matches!(key, 0 | 2 | 3 | 19 | 20 | 22 | 32)
+    use ApiKey::*;
+    [Produce, ListOffsets, Metadata, CreateTopics, DeleteTopics, InitProducerId, DescribeConfigs].iter().any(|k| *k as i16 == key)
 }
 
 /// Polls a waiting request whenever the node changes, until it answers or times out.
@@ -294,7 +296,7 @@ async fn connection(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
             break;
         }
         // A fetch may park for max_wait_ms: answers to earlier pipelined requests go out first.
-        if buf.len() >= 2 && buf[0..2] == [0, 1] && wr.flush().await.is_err() {
+        if buf.len() >= 2 && buf[0..2] == (ApiKey::Fetch as i16).to_be_bytes() && wr.flush().await.is_err() {
             break;
         }
         match answer(&shared, &Bytes::from(buf)).await {

@@ -10,11 +10,12 @@
 //! IO only: every decision is the broker's or the controller's. Failures are logged, the
 //! connection dropped and retried after a pause; nothing here panics or gives up.
 
+use crate::kafka::Code;
 use super::{now_ms, Shared};
 use crate::broker::{Following, IsrAnswer};
 use crate::client::{ClientError, Conn};
 use crate::constants::{heartbeat_interval_ms_default, metadata_fetch_bytes, peer_backoff_ms, peer_request_ms_max, replica_fetch_bytes, replica_fetch_wait_ms, tick_interval_ms};
-use crate::controller::quorum::{decode_records, metadata_topic};
+use crate::metadata::{decode_records, metadata_topic};
 use kafka_protocol::messages::alter_partition_request::{AlterPartitionRequest, PartitionData as AlterPartitionData, TopicData};
 use kafka_protocol::messages::broker_heartbeat_request::BrokerHeartbeatRequest;
 use kafka_protocol::messages::broker_registration_request::{BrokerRegistrationRequest, Listener};
@@ -28,7 +29,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-const fetch_version: i16 = 12;
 
 fn s(text: &str) -> StrBytes {
     StrBytes::from_string(text.to_string())
@@ -80,7 +80,7 @@ async fn backoff() {
 }
 
 fn kafka(code: i16) -> Result<(), ClientError> {
-    if code == 0 { Ok(()) } else { Err(ClientError::Kafka { code, message: String::new() }) }
+    if code == 0 { Ok(()) } else { Err(ClientError::kafka(code, String::new())) }
 }
 
 // ---- controller link ------------------------------------------------------------------------
@@ -103,7 +103,7 @@ pub async fn controlled_shutdown(shared: &Shared) {
         hb.broker_epoch = epoch;
         hb.current_metadata_offset = shared.broker().image().offset;
         hb.want_shut_down = true;
-        let reply = conn.send(0, &hb).await?;
+        let reply = conn.send(&hb).await?;
         kafka(reply.error_code)
     };
     match attempt.await {
@@ -126,7 +126,7 @@ async fn controller_link(shared: Arc<Shared>) {
         if let Err(e) = session(&shared, &mut conn).await {
             // Only the controller saying the epoch is stale means registering again: a lost
             // connection (or a restarted controller) keeps the epoch, and with it the ISRs.
-            if matches!(e, ClientError::Kafka { code: 77, .. }) {
+            if matches!(e, ClientError::Kafka { code: Code::StaleBrokerEpoch, .. }) {
                 tracing::info!("controller link to {addr}: {e}; registering again");
                 *shared.broker_epoch.lock().unwrap_or_else(|p| p.into_inner()) = None;
             } else {
@@ -148,7 +148,7 @@ async fn register(shared: &Shared, conn: &mut Conn, c: &crate::broker::BrokerCon
     listener.host = s(&c.advertised_host);
     listener.port = c.advertised_port as u16;
     reg.listeners = vec![listener];
-    let resp = conn.send(0, &reg).await?;
+    let resp = conn.send(&reg).await?;
     kafka(resp.error_code)?;
     let epoch = resp.broker_epoch;
     *shared.broker_epoch.lock().unwrap_or_else(|p| p.into_inner()) = Some(epoch);
@@ -193,7 +193,7 @@ async fn session(shared: &Shared, conn: &mut Conn) -> Result<(), ClientError> {
             hb.broker_id = BrokerId(c.node_id);
             hb.broker_epoch = epoch;
             hb.current_metadata_offset = applied;
-            let reply = conn.send(0, &hb).await?;
+            let reply = conn.send(&hb).await?;
             kafka(reply.error_code)?;
             fenced = reply.is_fenced;
             next_heartbeat = now + c.heartbeat_interval_ms;
@@ -230,7 +230,7 @@ async fn alter_partitions(shared: &Shared, conn: &mut Conn, me: i32, epoch: i64)
         topic.topic_id = topic_id;
         topic.partitions = vec![part];
         req.topics = vec![topic];
-        let answer = match conn.send(2, &req).await {
+        let answer = match conn.send(&req).await {
             Ok(resp) => resp,
             Err(e) => {
                 // The request may have reached the controller and been committed.
@@ -241,21 +241,21 @@ async fn alter_partitions(shared: &Shared, conn: &mut Conn, me: i32, epoch: i64)
         };
         let part = answer.topics.first().and_then(|t| t.partitions.first());
         let code = if answer.error_code != 0 { answer.error_code } else { part.map_or(-1, |x| x.error_code) };
-        let info = part.filter(|_| code == 0).map(|x| crate::controller::PartitionInfo {
+        let info = part.filter(|_| code == 0).map(|x| crate::metadata::PartitionInfo {
             replicas: Vec::new(),
             isr: x.isr.iter().map(|b| b.0).collect(),
             leader: x.leader_id.0,
             leader_epoch: x.leader_epoch,
             partition_epoch: x.partition_epoch,
         });
-        let verdict = match (&info, code) {
+        let verdict = match (&info, crate::kafka::error(code)) {
             (Some(i), _) => IsrAnswer::Committed(i),
             // INVALID_UPDATE_VERSION: the controller moved on, perhaps with this change.
-            (None, 95) => IsrAnswer::Stale,
+            (None, Some(Code::InvalidUpdateVersion)) => IsrAnswer::Stale,
             // Not the controller, stale broker epoch, no answer, or the controller's own log
             // failing (its write may have landed before the sync failed, and a reopen replays
             // it): it may come back committed.
-            (None, 41 | 56 | 77 | -1) => IsrAnswer::Lost,
+            (None, Some(Code::NotController | Code::KafkaStorageError | Code::StaleBrokerEpoch | Code::UnknownServerError)) => IsrAnswer::Lost,
             (None, _) => IsrAnswer::Refused,
         };
         tracing::info!("{name}-{p}: ISR change to {:?}: {}", prop.isr, if code == 0 { "committed".to_string() } else { format!("error {code}") });
@@ -283,10 +283,10 @@ async fn auto_create(shared: &Shared, conn: &mut Conn) -> Result<(), ClientError
             t
         })
         .collect();
-    let resp = conn.send(4, &req).await?;
+    let resp = conn.send(&req).await?;
     for t in resp.topics {
         // TOPIC_ALREADY_EXISTS: someone else created it; it arrives with the metadata.
-        if t.error_code != 0 && t.error_code != 36 {
+        if t.error_code != 0 && t.error_code != Code::TopicAlreadyExists.code() {
             tracing::warn!("auto-creating {}: error {} {}", t.name.0.as_str(), t.error_code, t.error_message.as_ref().map_or("", |m| m.as_str()));
             shared.broker().auto_create_failed(t.name.0.as_str());
         }
@@ -340,7 +340,7 @@ async fn metadata_follower(shared: Arc<Shared>) {
 }
 
 /// One long-polling fetch of the metadata log: its records from `offset`, and its end.
-async fn fetch_metadata(conn: &mut Conn, me: i32, offset: i64) -> Result<(Vec<(i64, crate::controller::MetadataRecord)>, i64), ClientError> {
+async fn fetch_metadata(conn: &mut Conn, me: i32, offset: i64) -> Result<(Vec<(i64, crate::metadata::MetadataRecord)>, i64), ClientError> {
     let mut p = FetchPartition::default();
     p.partition = 0;
     p.fetch_offset = offset;
@@ -351,7 +351,7 @@ async fn fetch_metadata(conn: &mut Conn, me: i32, offset: i64) -> Result<(Vec<(i
     t.topic = TopicName(s(metadata_topic));
     t.partitions = vec![p];
     let req = fetch_request(me, vec![t], metadata_fetch_bytes);
-    let resp = conn.send(fetch_version, &req).await?;
+    let resp = conn.send(&req).await?;
     let pd = resp.responses.first().and_then(|t| t.partitions.first()).ok_or_else(|| ClientError::Protocol("empty metadata fetch response".into()))?;
     kafka(pd.error_code)?;
     let records = match &pd.records {
@@ -469,7 +469,7 @@ async fn truncate(shared: &Shared, conn: &mut Conn, me: i32, leader: i32, follow
     let mut req = OffsetForLeaderEpochRequest::default();
     req.replica_id = BrokerId(me);
     req.topics = topics;
-    let resp = conn.send(3, &req).await?;
+    let resp = conn.send(&req).await?;
     let now = now_ms();
     let mut waiting = false;
     for t in resp.topics {
@@ -518,7 +518,7 @@ async fn replicate(shared: &Shared, conn: &mut Conn, me: i32, leader: i32, follo
         t
     });
     let req = fetch_request(me, topics, crate::constants::fetch_bytes_max as i32);
-    let resp = conn.send(fetch_version, &req).await?;
+    let resp = conn.send(&req).await?;
     let now = now_ms();
     let mut refused = false;
     for t in resp.responses {
@@ -530,8 +530,8 @@ async fn replicate(shared: &Shared, conn: &mut Conn, me: i32, leader: i32, follo
                     shared.broker().append_from_leader(&f.topic, f.partition, leader, f.leader_epoch, f.fetch_offset, &records, p.high_watermark, now)
                 }
                 // OFFSET_OUT_OF_RANGE below the leader's log start: start over from there.
-                1 if p.log_start_offset > f.fetch_offset => shared.broker().restart_from(&f.topic, f.partition, leader, f.leader_epoch, p.log_start_offset, now),
-                1 => shared.broker().retruncate(&f.topic, f.partition),
+                c if c == Code::OffsetOutOfRange.code() && p.log_start_offset > f.fetch_offset => shared.broker().restart_from(&f.topic, f.partition, leader, f.leader_epoch, p.log_start_offset, now),
+                c if c == Code::OffsetOutOfRange.code() => shared.broker().retruncate(&f.topic, f.partition),
                 _ => {
                     refused = true;
                     Ok(())

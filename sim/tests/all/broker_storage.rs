@@ -2,6 +2,7 @@
 //! with KAFKA_STORAGE_ERROR for that partition only; the broker keeps serving, and nothing it
 //! acknowledged is lost — across a power loss too.
 
+use broker_core::kafka::Code;
 use broker_core::broker::{Broker, BrokerConfig, Fetcher};
 use broker_core::protocol::Node;
 use broker_core::testing::{create, one_node_on, sync};
@@ -56,11 +57,11 @@ fn full_disk_and_eio_fail_one_partition_and_lose_nothing_acknowledged() {
     // Full disk: the append fails with KAFKA_STORAGE_ERROR and writes nothing.
     disk.set_faults(DiskFaults { capacity_bytes: Some(disk.used_bytes() + 10), ..DiskFaults::default() });
     let err = b.produce("a", 0, &build(&[&[99; 100]], 1), -1, 0).unwrap_err();
-    assert_eq!(err.code(true), 56, "{err}");
+    assert_eq!(err.kafka_error(true), Code::KafkaStorageError, "{err}");
     assert_eq!(values(&mut b, "a", 0), acked, "nothing half-written is visible");
     // EIO on partition a's files only: b keeps working.
     disk.set_faults(DiskFaults { eio_paths: vec!["/data/a-0/".into()], ..DiskFaults::default() });
-    assert_eq!(b.produce("a", 0, &build(&[&[98; 100]], 1), -1, 0).unwrap_err().code(true), 56);
+    assert_eq!(b.produce("a", 0, &build(&[&[98; 100]], 1), -1, 0).unwrap_err().kafka_error(true), Code::KafkaStorageError);
     assert_eq!(b.produce("b", 0, &build(&[b"fine"], 1), -1, 0).unwrap().base_offset, 0);
     // The disk heals; the broker restarts after a power loss; everything acknowledged is there.
     disk.set_faults(DiskFaults::default());
@@ -81,7 +82,7 @@ fn a_partition_offline_after_an_eio_burst_is_reopened_once_the_disk_heals() {
     let mut b = node.broker();
     b.produce("a", 0, &build(&[b"before"], 1), -1, 0).unwrap();
     disk.set_faults(DiskFaults { eio_paths: vec!["/data/a-0/".into()], ..DiskFaults::default() });
-    assert_eq!(b.produce("a", 0, &build(&[b"during"], 1), -1, 0).unwrap_err().code(true), 56);
+    assert_eq!(b.produce("a", 0, &build(&[b"during"], 1), -1, 0).unwrap_err().kafka_error(true), Code::KafkaStorageError);
     // Still failing: tick tries, the partition stays offline, the broker stays up.
     let notes = b.tick(10);
     assert!(notes.iter().any(|n| n.contains("still offline")), "{notes:?}");

@@ -6,7 +6,8 @@
 //! them by fencing; only the records matter to a broker).
 
 use super::*;
-use crate::controller::{no_leader, Controller, ControllerConfig};
+use crate::controller::{Controller, ControllerConfig};
+use crate::metadata::{no_leader, topic};
 use crate::storage::FileDisk;
 
 /// Every test replicates this one partition, `t-0`.
@@ -120,8 +121,8 @@ impl Cluster {
         self.broker(id).produce(topic_name, 0, &build(values, 1_000), -1, now).unwrap()
     }
 
-    fn replicated(&mut self, id: i32, produced: &Produced) -> Result<bool, i16> {
-        self.broker(id).replicated(topic_name, 0, produced).map_err(|e| e.code(true))
+    fn replicated(&mut self, id: i32, produced: &Produced) -> Result<bool, Code> {
+        self.broker(id).replicated(topic_name, 0, produced).map_err(|e| e.kafka_error(true))
     }
 
     /// One round of `follower`'s replica fetcher for `t-0`.
@@ -195,11 +196,11 @@ fn an_acks_all_wait_ends_with_not_leader_when_its_leadership_ends() {
     c.create(3);
     let waiting = c.produce(1, &[b"a"]);
     c.elect(2, &[2, 3]);
-    assert_eq!(c.replicated(1, &waiting), Err(6), "now a follower");
+    assert_eq!(c.replicated(1, &waiting), Err(Code::NotLeaderOrFollower), "now a follower");
     // Leading again under a newer epoch, with the batch still in its log, is no better.
     c.elect(1, &[1, 2, 3]);
     assert_eq!(c.leo(1), 1);
-    assert_eq!(c.replicated(1, &waiting), Err(6));
+    assert_eq!(c.replicated(1, &waiting), Err(Code::NotLeaderOrFollower));
 }
 
 #[test]
@@ -224,10 +225,10 @@ fn a_broker_takes_no_role_until_its_own_registration_is_applied() {
     // The controller's answer to this process's registration, as one batch at offset 7.
     let this_life = vec![register(1, 7), partition(0, vec![1, 2], 2, 1)];
     let no_role = |b: &mut Broker, when: &str| {
-        let produce = b.produce(topic_name, 0, &build(&[b"x"], 1), 1, 0).unwrap_err().code(true);
-        let consume = b.fetch(topic_name, 0, 0, 100, true, Fetcher::consumer, 0).unwrap_err().code(true);
-        let replica = b.fetch(topic_name, 0, 0, 100, true, Fetcher { replica: Some(2), leader_epoch: 0, again: false }, 0).unwrap_err().code(true);
-        assert!([produce, consume, replica].iter().all(|code| [5, 6].contains(code)), "{when}: {produce} {consume} {replica}");
+        let produce = b.produce(topic_name, 0, &build(&[b"x"], 1), 1, 0).unwrap_err().kafka_error(true);
+        let consume = b.fetch(topic_name, 0, 0, 100, true, Fetcher::consumer, 0).unwrap_err().kafka_error(true);
+        let replica = b.fetch(topic_name, 0, 0, 100, true, Fetcher { replica: Some(2), leader_epoch: 0, again: false }, 0).unwrap_err().kafka_error(true);
+        assert!([produce, consume, replica].iter().all(|code| [Code::LeaderNotAvailable, Code::NotLeaderOrFollower].contains(code)), "{when}: {produce:?} {consume:?} {replica:?}");
         assert!(b.following(2).is_empty() && b.leaders_followed().is_empty(), "{when}: follows");
     };
 
@@ -243,7 +244,7 @@ fn a_broker_takes_no_role_until_its_own_registration_is_applied() {
         b.apply_metadata(offset, r, 0);
     }
     assert_eq!(b.following(2).len(), 2, "follows 2 in both partitions, as the image says");
-    assert_eq!(b.produce(topic_name, 0, &build(&[b"x"], 1), 1, 0).unwrap_err().code(true), 6);
+    assert_eq!(b.produce(topic_name, 0, &build(&[b"x"], 1), 1, 0).unwrap_err().kafka_error(true), Code::NotLeaderOrFollower);
     // Registering again (say the controller called the epoch stale) drops every role at once.
     b.registered(9, 0);
     no_role(&mut b, "registered again");
@@ -400,10 +401,10 @@ fn follower_fetches_under_another_leader_epoch_are_refused_and_move_nothing() {
     c.round(1);
     assert_eq!((c.leo(1), c.hw(2)), (1, 0));
     c.broker(2).take_progress();
-    for (epoch, code) in [(0, 74), (2, 75)] {
+    for (epoch, code) in [(0, Code::FencedLeaderEpoch), (2, Code::UnknownLeaderEpoch)] {
         let who = Fetcher { replica: Some(1), leader_epoch: epoch, again: false };
         let err = c.broker(2).fetch(topic_name, 0, 1, 1 << 20, true, who, 0).unwrap_err();
-        assert_eq!((err.code(true), c.hw(2)), (code, 0), "epoch {epoch}");
+        assert_eq!((err.kafka_error(true), c.hw(2)), (code, 0), "epoch {epoch}");
     }
     assert!(!c.broker(2).take_progress());
     c.round(1);
@@ -452,7 +453,7 @@ fn a_new_leader_answers_offset_not_available_until_its_mark_reaches_its_epoch_st
     // Broker 2 fetched before broker 3 moved the mark: it has not learned it when it takes over.
     assert!(c.hw(2) < 2, "broker 2's mark should lag ({})", c.hw(2));
     c.elect(2, &[2, 3]);
-    assert_eq!(c.broker(2).list_offset(topic_name, 0, -1, -1).unwrap_err().code(true), 78);
+    assert_eq!(c.broker(2).list_offset(topic_name, 0, -1, -1).unwrap_err().kafka_error(true), Code::OffsetNotAvailable);
     assert_eq!(c.broker(2).list_offset(topic_name, 0, -2, -1).unwrap(), (-1, 0), "earliest is always known");
     c.catch_up(3);
     assert_eq!(c.broker(2).list_offset(topic_name, 0, -1, -1).unwrap(), (-1, 2));

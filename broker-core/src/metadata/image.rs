@@ -1,54 +1,16 @@
-//! The cluster metadata as a log of records, and the state (the [`Image`]) that replaying them
-//! builds: brokers with their epochs and fencing, topics with their config, and for every
-//! partition its replicas, ISR, leader and epochs. The records are what the controller commits
-//! to the metadata log (one voter today, a Raft quorum later: the same records, replicated).
+//! The state (the [`Image`]) that replaying the metadata records builds: brokers with their
+//! epochs and fencing, topics with their config, and for every partition its replicas, ISR,
+//! leader and epochs.
 //!
 //! [`Image::apply`] must stay total and deterministic: every broker and every future controller
 //! rebuilds its view by replaying these records, so a record that does not fit the image (an
 //! unknown topic, a partition out of range, a stale broker epoch) is ignored, never a panic, and
 //! nothing here may depend on anything but the records and their order. No IO, no clock.
 
-use crate::broker::topic;
+use super::records::{no_leader, MetadataRecord};
+use super::topic;
 use crate::constants::partitions_per_topic_max;
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-
-/// No leader: the partition is offline until an eligible replica is unfenced.
-pub const no_leader: i32 = -1;
-
-/// One change to the cluster metadata. Partition records carry the whole state of the
-/// partition after the change (not a delta), so replay never depends on arithmetic over
-/// earlier records and a reader can take any one of them at face value.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
-#[serde(tag = "type")]
-pub enum MetadataRecord {
-    /// Registers a broker, or re-registers it with a new epoch. Always fenced until it has
-    /// caught up with the metadata log (KRaft's RegisterBrokerRecord). The epoch is the
-    /// offset of this very record, so it is unique and increasing.
-    RegisterBroker { id: i32, epoch: i64, host: String, port: i32 },
-    /// The broker stops being eligible for leadership and ISR membership.
-    FenceBroker { id: i32, epoch: i64 },
-    /// The broker is eligible again.
-    UnfenceBroker { id: i32, epoch: i64 },
-    /// Creates a topic with `partitions` partitions; each one's state follows as a
-    /// [`MetadataRecord::Partition`] record in the same batch.
-    Topic { name: String, id: String, partitions: i32, config: BTreeMap<String, String> },
-    /// The full state of one partition after a change. `leader` is [`no_leader`] for none.
-    Partition { topic: String, partition: i32, replicas: Vec<i32>, isr: Vec<i32>, leader: i32, leader_epoch: i32, partition_epoch: i32 },
-    /// Deletes a topic and all its partitions.
-    RemoveTopic { name: String },
-}
-
-impl MetadataRecord {
-    /// JSON: readable in a hex dump and in traces; the metadata log is small and rarely written.
-    pub fn encode(&self) -> Vec<u8> {
-        serde_json::to_vec(self).expect("a MetadataRecord has only string map keys, so it always encodes")
-    }
-
-    pub fn decode(bytes: &[u8]) -> Result<MetadataRecord, String> {
-        serde_json::from_slice(bytes).map_err(|e| e.to_string())
-    }
-}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BrokerInfo {

@@ -1,6 +1,5 @@
-//! Topics as the broker keeps them: names (Kafka's rules), per-topic config overrides mapped
-//! onto [`LogConfig`], and the small TOML file that makes a topic survive restarts.
-//! No IO here beyond encoding and decoding that file's text.
+//! Topics as broker and controller both name them: names (Kafka's rules), ids, and per-topic
+//! config overrides mapped onto [`LogConfig`]. No IO.
 
 use crate::log::{FlushPolicy, LogConfig};
 use std::collections::BTreeMap;
@@ -16,7 +15,7 @@ pub fn validate_name(name: &str) -> Result<(), String> {
     if name == "." || name == ".." {
         return Err(format!("topic name cannot be '{name}'"));
     }
-    if name == crate::controller::quorum::metadata_topic {
+    if name == super::metadata_topic {
         // Its directory would be the metadata log's, and fetches of it go to the controller.
         return Err(format!("topic name '{name}' is reserved for the cluster metadata log"));
     }
@@ -42,6 +41,27 @@ pub const TOPIC_CONFIGS: &[&str] = &[
     "segment.bytes",
     "segment.ms",
 ];
+
+/// Kafka's topic config the controller reads and the log does not (see [`log_overrides`]).
+pub const unclean_leader_election_config: &str = "unclean.leader.election.enable";
+
+/// The topic config minus the keys only the controller reads: what the log's
+/// [`apply_overrides`] understands.
+pub fn log_overrides(config: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    config.iter().filter(|(k, _)| k.as_str() != unclean_leader_election_config).map(|(k, v)| (k.clone(), v.clone())).collect()
+}
+
+/// Kafka's boolean config values: `true` or `false`, any case, surrounding blanks ignored.
+pub fn parse_bool(value: &str) -> Option<bool> {
+    let v = value.trim();
+    if v.eq_ignore_ascii_case("true") {
+        Some(true)
+    } else if v.eq_ignore_ascii_case("false") {
+        Some(false)
+    } else {
+        None
+    }
+}
 
 /// Parses a numeric override, naming the setting when it is bad.
 fn num<T: std::str::FromStr>(key: &str, value: &str) -> Result<T, String> {

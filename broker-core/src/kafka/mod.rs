@@ -1,0 +1,101 @@
+//! Kafka's vocabulary, named once: error codes, the APIs and version ranges this broker serves,
+//! the versions its own client and peer links send, and the small enumerations of the wire
+//! (config sources). Every Kafka number in the crate comes from here; a bare `56` or `(3, 9)`
+//! anywhere else is a bug in waiting. Lookups only: no decisions, no IO.
+
+pub use kafka_protocol::error::ResponseError as Code;
+pub use kafka_protocol::messages::ApiKey;
+
+/// APIs and version ranges this broker serves (docs/protocol.md explains each bound). A lower
+/// bound is never below what kafka-protocol decodes: advertising a version that cannot be
+/// read would close the connection of a client that picked it.
+pub const SERVED: &[(ApiKey, i16, i16)] = &[
+    (ApiKey::Produce, 3, 9),
+    (ApiKey::Fetch, 4, 12),
+    (ApiKey::ListOffsets, 1, 6),
+    (ApiKey::Metadata, 0, 12),
+    (ApiKey::ApiVersions, 0, 3),
+    (ApiKey::CreateTopics, 2, 7),
+    (ApiKey::DeleteTopics, 1, 6),
+    (ApiKey::DescribeConfigs, 1, 4),
+    (ApiKey::InitProducerId, 0, 4),
+    (ApiKey::OffsetForLeaderEpoch, 2, 4),
+    // Broker to controller (see docs/replication.md).
+    (ApiKey::AlterPartition, 2, 2),
+    (ApiKey::BrokerRegistration, 0, 0),
+    (ApiKey::BrokerHeartbeat, 0, 0),
+];
+
+/// The version range of `key` this broker serves, if it serves it.
+pub fn served(key: ApiKey) -> Option<(i16, i16)> {
+    SERVED.iter().find(|(k, _, _)| *k == key).map(|(_, lo, hi)| (*lo, *hi))
+}
+
+/// The version this crate's client (workloads, admin) and the broker's peer links (controller
+/// link, metadata follower, replica fetcher) send of each API: always one the broker serves.
+pub const SENT: &[(ApiKey, i16)] = &[
+    (ApiKey::Produce, 9),
+    (ApiKey::Fetch, 12),
+    (ApiKey::Metadata, 12),
+    (ApiKey::CreateTopics, 5),
+    (ApiKey::InitProducerId, 4),
+    (ApiKey::OffsetForLeaderEpoch, 3),
+    (ApiKey::AlterPartition, 2),
+    (ApiKey::BrokerRegistration, 0),
+    (ApiKey::BrokerHeartbeat, 0),
+];
+
+/// The version sent of the API with key `key` (a `Request::KEY`); `None` for an API this crate
+/// never sends.
+pub fn sent(key: i16) -> Option<i16> {
+    SENT.iter().find(|(k, _)| *k as i16 == key).map(|(_, v)| *v)
+}
+
+/// The error a response's `error_code` names: `None` for 0 (no error); a code this crate does
+/// not know is `Code::Unknown(n)`.
+pub fn error(code: i16) -> Option<Code> {
+    Code::try_from_code(code)
+}
+
+/// DescribeConfigs `config_source` values (KIP-226).
+pub mod config_source {
+    /// Set on the topic (a topic-level override).
+    pub const dynamic_topic: i8 = 1;
+    /// The broker's static configuration (its flags or file).
+    pub const static_broker: i8 = 4;
+    /// The broker's default.
+    pub const default: i8 = 5;
+}
+
+/// ListOffsets special timestamps.
+pub mod list_offsets {
+    /// The latest offset (for consumers: the high watermark).
+    pub const latest: i64 = -1;
+    /// The log start offset.
+    pub const earliest: i64 = -2;
+}
+
+/// The record batch format this broker reads and writes (v2, KIP-98); v0/v1 message sets are
+/// refused.
+pub const batch_magic: i8 = 2;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_sent_version_is_served() {
+        for (key, v) in SENT {
+            let (lo, hi) = served(*key).unwrap_or_else(|| panic!("{key:?} is sent but not served"));
+            assert!((lo..=hi).contains(v), "{key:?} v{v} outside {lo}..={hi}");
+        }
+    }
+
+    #[test]
+    fn names_are_the_wire_numbers() {
+        assert_eq!(Code::KafkaStorageError.code(), 56);
+        assert_eq!(Code::UnknownLeaderEpoch.code(), 75);
+        assert_eq!(error(0), None);
+        assert_eq!(error(6), Some(Code::NotLeaderOrFollower));
+    }
+}

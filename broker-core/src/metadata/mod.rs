@@ -1,0 +1,17 @@
+//! The cluster metadata's vocabulary, shared by the broker, the controller and (later) the group
+//! coordinator so that none of them imports another: the records of the metadata log, the
+//! image they replay into, and topics (names, ids, config overrides). Plain data and pure
+//! functions: no IO, no clock, no decisions about who leads what.
+
+pub mod image;
+pub mod records;
+pub mod topic;
+
+pub use image::{BrokerInfo, Image, PartitionInfo, TopicInfo};
+pub use records::{decode_records, no_leader, MetadataRecord};
+
+/// The metadata log's directory name under the data directory (Kafka's name).
+pub const metadata_dir: &str = "__cluster_metadata-0";
+
+/// The topic name brokers fetch the metadata log under.
+pub const metadata_topic: &str = "__cluster_metadata";
