@@ -2,6 +2,7 @@
 //! metadata log, produce/fetch, idempotence, persistence, and the follower side.
 
 use super::*;
+use crate::kafka::Code;
 use crate::log::batch::build;
 use crate::testing::{config, create, delete, one_node};
 
@@ -25,25 +26,25 @@ fn produce_then_fetch_and_list_offsets() {
     create(&node, "t", 2, BTreeMap::new()).unwrap();
     let mut b = node.broker();
     let first = build(&[b"a", b"b"], 1000);
-    assert_eq!(b.produce("t", 1, &first, -1, 0).unwrap().base_offset, 0);
-    assert_eq!(b.produce("t", 1, &build(&[b"c"], 2000), 1, 0).unwrap().base_offset, 2);
-    let f = b.fetch("t", 1, 0, 1 << 20, true, consumer, 0).unwrap();
+    assert_eq!(b.produce("t", 1, &first, -1, 0, &mut Vec::new()).unwrap().base_offset, 0);
+    assert_eq!(b.produce("t", 1, &build(&[b"c"], 2000), 1, 0, &mut Vec::new()).unwrap().base_offset, 2);
+    let f = b.fetch("t", 1, 0, 1 << 20, true, consumer, 0, &mut Vec::new()).unwrap();
     assert_eq!(f.high_watermark, 3, "an ISR of one: the high watermark follows the log end");
     assert_eq!(&f.records[..8], &0i64.to_be_bytes());
     assert_eq!(b.list_offset("t", 1, -2, -1).unwrap(), (-1, 0));
     assert_eq!(b.list_offset("t", 1, -1, -1).unwrap(), (-1, 3));
     assert_eq!(b.list_offset("t", 1, 1500, -1).unwrap(), (2000, 2));
     assert_eq!(b.list_offset("t", 1, 2001, -1).unwrap(), (-1, -1));
-    assert!(matches!(b.fetch("t", 1, 4, 100, true, consumer, 0), Err(Error::OffsetOutOfRange { .. })));
-    assert!(matches!(b.fetch("t", 2, 0, 100, true, consumer, 0), Err(Error::UnknownTopicOrPartition)));
-    assert!(matches!(b.produce("nope", 0, &first, 1, 0), Err(Error::UnknownTopicOrPartition)));
-    assert_eq!(b.produce("t", 0, &first, 2, 0).unwrap_err().kafka_error(true), Code::InvalidRequiredAcks);
+    assert!(matches!(b.fetch("t", 1, 4, 100, true, consumer, 0, &mut Vec::new()), Err(Error::OffsetOutOfRange { .. })));
+    assert!(matches!(b.fetch("t", 2, 0, 100, true, consumer, 0, &mut Vec::new()), Err(Error::UnknownTopicOrPartition)));
+    assert!(matches!(b.produce("nope", 0, &first, 1, 0, &mut Vec::new()), Err(Error::UnknownTopicOrPartition)));
+    assert_eq!(b.produce("t", 0, &first, 2, 0, &mut Vec::new()).unwrap_err().kafka_error(true), Code::InvalidRequiredAcks);
     let mut bad = first.clone();
     *bad.last_mut().unwrap() ^= 1;
-    assert_eq!(b.produce("t", 0, &bad, 1, 0).unwrap_err().kafka_error(true), Code::CorruptMessage, "bad CRC is CORRUPT_MESSAGE");
+    assert_eq!(b.produce("t", 0, &bad, 1, 0, &mut Vec::new()).unwrap_err().kafka_error(true), Code::CorruptMessage, "bad CRC is CORRUPT_MESSAGE");
     // Epochs: an older one is fenced, a newer one unknown.
     let epoch = b.leader_epoch("t", 1);
-    assert_eq!(b.fetch("t", 1, 0, 100, true, Fetcher { replica: None, leader_epoch: epoch + 1, again: false }, 0).unwrap_err().kafka_error(true), Code::UnknownLeaderEpoch);
+    assert_eq!(b.fetch("t", 1, 0, 100, true, Fetcher { replica: None, leader_epoch: epoch + 1, again: false }, 0, &mut Vec::new()).unwrap_err().kafka_error(true), Code::UnknownLeaderEpoch);
     assert_eq!(b.list_offset("t", 1, -1, epoch + 1).unwrap_err().kafka_error(true), Code::UnknownLeaderEpoch);
 }
 
@@ -54,7 +55,7 @@ fn topics_come_from_the_metadata_log_and_survive_restarts() {
     let cfg = BTreeMap::from([("retention.ms".to_string(), "60000".to_string())]);
     let id = create(&node, "t", 3, cfg).unwrap();
     assert_eq!(create(&node, "t", 1, BTreeMap::new()).unwrap_err().kafka_error(), Code::TopicAlreadyExists);
-    node.broker().produce("t", 2, &build(&[b"x"], 1), 1, 0).unwrap();
+    node.broker().produce("t", 2, &build(&[b"x"], 1), 1, 0, &mut Vec::new()).unwrap();
     drop(node);
     let node = one_node(config(tmp.path()));
     {
@@ -64,7 +65,7 @@ fn topics_come_from_the_metadata_log_and_survive_restarts() {
     }
     // Registered again, the node leads its partitions again once unfenced.
     crate::testing::sync(&node, 0);
-    assert_eq!(node.broker().fetch("t", 2, 0, 100, true, consumer, 0).unwrap().high_watermark, 1);
+    assert_eq!(node.broker().fetch("t", 2, 0, 100, true, consumer, 0, &mut Vec::new()).unwrap().high_watermark, 1);
     delete(&node, "t").unwrap();
     assert!(!tmp.path().join("t-0").exists());
     drop(node);
@@ -76,7 +77,7 @@ fn a_recreated_topic_never_sees_the_old_records() {
     let tmp = tempfile::tempdir().unwrap();
     let node = one_node(config(tmp.path()));
     create(&node, "t", 1, BTreeMap::new()).unwrap();
-    node.broker().produce("t", 0, &build(&[b"old"], 1), 1, 0).unwrap();
+    node.broker().produce("t", 0, &build(&[b"old"], 1), 1, 0, &mut Vec::new()).unwrap();
     // A directory left behind (as if the delete was interrupted) holds another topic id.
     let dir = tmp.path().join("t-0");
     let kept = std::fs::read(dir.join("00000000000000000000.log")).unwrap();
@@ -85,7 +86,7 @@ fn a_recreated_topic_never_sees_the_old_records() {
     std::fs::write(dir.join("00000000000000000000.log"), kept).unwrap();
     std::fs::write(dir.join("partition.metadata"), "version: 0\ntopic_id: 00000000000000000000000000000001\n").unwrap();
     create(&node, "t", 1, BTreeMap::new()).unwrap();
-    assert_eq!(node.broker().fetch("t", 0, 0, 1 << 20, true, consumer, 0).unwrap().high_watermark, 0);
+    assert_eq!(node.broker().fetch("t", 0, 0, 1 << 20, true, consumer, 0, &mut Vec::new()).unwrap().high_watermark, 0);
 }
 
 #[test]
@@ -96,19 +97,19 @@ fn idempotent_retries_are_answered_not_appended_even_after_restart() {
     let mut b = node.broker();
     let (pid, epoch) = b.init_producer_id().unwrap();
     let first = idempotent(&[b"a", b"b"], pid, epoch, 0);
-    assert_eq!(b.produce("t", 0, &first, -1, 0).unwrap().base_offset, 0);
-    let again = b.produce("t", 0, &first, -1, 0).unwrap();
+    assert_eq!(b.produce("t", 0, &first, -1, 0, &mut Vec::new()).unwrap().base_offset, 0);
+    let again = b.produce("t", 0, &first, -1, 0, &mut Vec::new()).unwrap();
     assert_eq!((again.base_offset, again.duplicate), (0, true));
-    assert_eq!(b.produce("t", 0, &idempotent(&[b"z"], pid, epoch, 5), -1, 0).unwrap_err().kafka_error(true), Code::OutOfOrderSequenceNumber);
-    assert_eq!(b.produce("t", 0, &idempotent(&[b"c"], pid, epoch, 2), -1, 0).unwrap().base_offset, 2);
+    assert_eq!(b.produce("t", 0, &idempotent(&[b"z"], pid, epoch, 5), -1, 0, &mut Vec::new()).unwrap_err().kafka_error(true), Code::OutOfOrderSequenceNumber);
+    assert_eq!(b.produce("t", 0, &idempotent(&[b"c"], pid, epoch, 2), -1, 0, &mut Vec::new()).unwrap().base_offset, 2);
     drop(b);
     drop(node);
     let node = one_node(config(tmp.path()));
     crate::testing::sync(&node, 0);
     let mut b = node.broker();
-    let retry = b.produce("t", 0, &idempotent(&[b"c"], pid, epoch, 2), -1, 0).unwrap();
+    let retry = b.produce("t", 0, &idempotent(&[b"c"], pid, epoch, 2), -1, 0, &mut Vec::new()).unwrap();
     assert_eq!((retry.base_offset, retry.duplicate), (2, true), "producer state is rebuilt from the log");
-    assert_eq!(b.fetch("t", 0, 0, 1 << 20, true, consumer, 0).unwrap().high_watermark, 3);
+    assert_eq!(b.fetch("t", 0, 0, 1 << 20, true, consumer, 0, &mut Vec::new()).unwrap().high_watermark, 3);
     let (next, _) = b.init_producer_id().unwrap();
     assert!(next > pid, "producer ids are never reused across restarts ({next} after {pid})");
 }
@@ -143,9 +144,9 @@ fn acks_all_waits_for_the_isr_and_min_insync_is_enforced() {
     let cfg = BTreeMap::from([("min.insync.replicas".to_string(), "2".to_string())]);
     create(&node, "strict", 1, cfg).unwrap();
     let mut b = node.broker();
-    let err = b.produce("strict", 0, &build(&[b"x"], 1), -1, 0).unwrap_err();
+    let err = b.produce("strict", 0, &build(&[b"x"], 1), -1, 0, &mut Vec::new()).unwrap_err();
     assert_eq!(err.kafka_error(true), Code::NotEnoughReplicas, "{err}");
-    let p = b.produce("strict", 0, &build(&[b"x"], 1), 1, 0).unwrap();
+    let p = b.produce("strict", 0, &build(&[b"x"], 1), 1, 0, &mut Vec::new()).unwrap();
     assert_eq!(b.replicated("strict", 0, &p).unwrap_err().kafka_error(true), Code::NotEnoughReplicasAfterAppend, "replicated, but the ISR is below min.insync");
 }
 
@@ -158,14 +159,14 @@ fn a_topic_deleted_and_recreated_keeps_its_new_records_across_a_restart() {
     let tmp = tempfile::tempdir().unwrap();
     let node = one_node(config(tmp.path()));
     create(&node, "t", 1, BTreeMap::new()).unwrap();
-    node.broker().produce("t", 0, &build(&[b"old"], 1), 1, 0).unwrap();
+    node.broker().produce("t", 0, &build(&[b"old"], 1), 1, 0, &mut Vec::new()).unwrap();
     delete(&node, "t").unwrap();
     create(&node, "t", 1, BTreeMap::new()).unwrap();
     for v in [b"n1", b"n2", b"n3"] {
-        node.broker().produce("t", 0, &build(&[v], 1), 1, 0).unwrap();
+        node.broker().produce("t", 0, &build(&[v], 1), 1, 0, &mut Vec::new()).unwrap();
     }
     drop(node);
     let node = one_node(config(tmp.path()));
     crate::testing::sync(&node, 0);
-    assert_eq!(node.broker().fetch("t", 0, 0, 1 << 20, true, consumer, 0).unwrap().high_watermark, 3, "the new topic's records survive the replay");
+    assert_eq!(node.broker().fetch("t", 0, 0, 1 << 20, true, consumer, 0, &mut Vec::new()).unwrap().high_watermark, 3, "the new topic's records survive the replay");
 }

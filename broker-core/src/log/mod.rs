@@ -16,6 +16,7 @@
 //! cache ([`epochs`]) is derived from the batch headers and follows every change.
 
 pub mod batch;
+pub mod dir;
 pub mod epochs;
 pub mod index;
 mod replica;

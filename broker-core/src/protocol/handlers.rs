@@ -4,7 +4,7 @@
 use crate::kafka::{config_source, Code, SERVED};
 use super::waiting::{Pending, Waiting};
 use super::Outcome;
-use crate::broker::{Broker, Error, Fetcher};
+use crate::broker::{Action, Broker, Error, Fetcher};
 use bytes::Bytes;
 use kafka_protocol::messages::api_versions_response::{ApiVersion, ApiVersionsResponse};
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsRequest;
@@ -126,7 +126,7 @@ pub fn metadata(b: &mut Broker, version: i16, req: MetadataRequest) -> MetadataR
 /// Produce. acks=0 gets no response at all (and a failure closes the connection, which is how
 /// Kafka lets such a client notice); acks=1 is answered at once; acks=all waits until the ISR
 /// holds every appended batch or the request's timeout passes.
-pub fn produce(b: &mut Broker, version: i16, correlation_id: i32, req: ProduceRequest, now: u64) -> Result<Outcome, String> {
+pub fn produce(b: &mut Broker, version: i16, correlation_id: i32, req: ProduceRequest, now: u64, out: &mut Vec<Action>) -> Result<Outcome, String> {
     let acks = req.acks;
     let modern = version >= 8;
     let mut r = ProduceResponse::default();
@@ -142,7 +142,7 @@ pub fn produce(b: &mut Broker, version: i16, correlation_id: i32, req: ProduceRe
             let result = match (&req.transactional_id, part.records.as_deref()) {
                 (Some(_), _) => Err(Error::TransactionsUnsupported),
                 (None, None) => Err(Error::Batch(crate::log::BatchError::TooShort(0))),
-                (None, Some(records)) => b.produce(&name, part.index, records, acks, now),
+                (None, Some(records)) => b.produce(&name, part.index, records, acks, now, out),
             };
             match result {
                 Ok(p) => {
@@ -187,7 +187,7 @@ pub enum FetchDecision {
 /// `max_bytes` (the first batch of the first non-empty partition may exceed it, KIP-74) and each
 /// partition within its `partition_max_bytes`. Waits (`Park`) while fewer than `min_bytes` are
 /// available and `max_wait_ms` has not passed.
-pub fn fetch(b: &mut Broker, version: i16, req: FetchRequest, attempt: super::Attempt, now: u64) -> FetchDecision {
+pub fn fetch(b: &mut Broker, version: i16, req: FetchRequest, attempt: super::Attempt, now: u64, out: &mut Vec<Action>) -> FetchDecision {
     let final_attempt = attempt == super::Attempt::Final;
     // A follower names itself (Kafka's replica_id; -1 for consumers).
     let replica = (req.replica_id.0 >= 0).then_some(req.replica_id.0);
@@ -212,7 +212,7 @@ pub fn fetch(b: &mut Broker, version: i16, req: FetchRequest, attempt: super::At
             pd.aborted_transactions = Some(Vec::new());
             let limit = (fp.partition_max_bytes.max(0) as usize).min(budget);
             let who = Fetcher { replica, leader_epoch: if version >= 9 { fp.current_leader_epoch } else { -1 }, again: attempt != super::Attempt::First };
-            match b.fetch(&name, fp.partition, fp.fetch_offset, limit, total == 0, who, now) {
+            match b.fetch(&name, fp.partition, fp.fetch_offset, limit, total == 0, who, now, out) {
                 Ok(f) => {
                     pd.high_watermark = f.high_watermark;
                     pd.last_stable_offset = f.high_watermark;

@@ -12,7 +12,7 @@ mod controller_handlers;
 mod handlers;
 mod waiting;
 
-use crate::broker::Broker;
+use crate::broker::{Action, Broker};
 use crate::controller::quorum::Quorum;
 use std::sync::{Mutex, MutexGuard};
 use bytes::{BufMut, Bytes, BytesMut};
@@ -108,16 +108,16 @@ pub enum Attempt {
     Final,
 }
 
-/// Handles one request frame (without its size prefix). `final_attempt` is false the first
-/// time a fetch is tried and true once its wait is over.
-pub fn handle(node: &Node, frame: &Bytes, now: u64, attempt: Attempt) -> Outcome {
-    match handle_inner(node, frame, now, attempt) {
+/// Handles one request frame (without its size prefix). What the broker asks of the shell
+/// besides the answer (wake waiting requests, log a line) is added to `out`.
+pub fn handle(node: &Node, frame: &Bytes, now: u64, attempt: Attempt, out: &mut Vec<Action>) -> Outcome {
+    match handle_inner(node, frame, now, attempt, out) {
         Ok(outcome) => outcome,
         Err(reason) => Outcome::Close(reason),
     }
 }
 
-fn handle_inner(node: &Node, frame: &Bytes, now: u64, attempt: Attempt) -> Result<Outcome, String> {
+fn handle_inner(node: &Node, frame: &Bytes, now: u64, attempt: Attempt, out: &mut Vec<Action>) -> Result<Outcome, String> {
     let final_attempt = attempt == Attempt::Final;
     if frame.len() < 8 {
         return Err("request shorter than its header".into());
@@ -149,13 +149,13 @@ fn handle_inner(node: &Node, frame: &Bytes, now: u64, attempt: Attempt) -> Resul
     match key {
         ApiKey::ApiVersions => reply!(handlers::api_versions_response(0)),
         ApiKey::Metadata => reply!(handlers::metadata(&mut b(), version, decode(key, version, &mut body)?)),
-        ApiKey::Produce => handlers::produce(&mut b(), version, correlation_id, decode(key, version, &mut body)?, now),
+        ApiKey::Produce => handlers::produce(&mut b(), version, correlation_id, decode(key, version, &mut body)?, now, out),
         ApiKey::Fetch => {
             let req: FetchRequest = decode(key, version, &mut body)?;
             let metadata = controller_handlers::is_metadata_fetch(&req);
             let decision = match metadata {
                 true => controller_handlers::metadata_fetch(node, req, final_attempt),
-                false => handlers::fetch(&mut b(), version, req, attempt, now),
+                false => handlers::fetch(&mut b(), version, req, attempt, now, out),
             };
             match decision {
                 handlers::FetchDecision::Respond(resp) => reply!(resp),

@@ -66,7 +66,7 @@ fn fetch_req(topic: &str, offset: i64, max_wait_ms: i32) -> FetchRequest {
 fn api_versions_lists_what_is_served_without_feature_fields() {
     let tmp = tempfile::tempdir().unwrap();
     let b = broker(tmp.path());
-    let out = handle(&b, &frame(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default()), 0, Attempt::First);
+    let out = handle(&b, &frame(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default()), 0, Attempt::First, &mut Vec::new());
     let Outcome::Reply(raw) = &out else { panic!() };
     // librdkafka 2.0.2 cannot parse v3 responses carrying the optional feature tags: the body
     // must end with an empty tagged-field section (a single 0 byte).
@@ -79,7 +79,7 @@ fn api_versions_lists_what_is_served_without_feature_fields() {
     // A newer ApiVersions than served: UNSUPPORTED_VERSION, in a v0 body, with the list.
     let mut v9 = frame(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default()).to_vec();
     v9[2..4].copy_from_slice(&9i16.to_be_bytes());
-    let out = handle(&b, &v9.into(), 0, Attempt::First);
+    let out = handle(&b, &v9.into(), 0, Attempt::First, &mut Vec::new());
     let r: ApiVersionsResponse = reply(out, ApiKey::ApiVersions, 0);
     assert_eq!(r.error_code, Code::UnsupportedVersion.code());
     assert_eq!(r.api_keys.len(), crate::kafka::SERVED.len());
@@ -92,17 +92,17 @@ fn hostile_frames_close_the_connection() {
     let close = |o: Outcome| matches!(o, Outcome::Close(_));
     let mut unknown = frame(ApiKey::ApiVersions, 0, &ApiVersionsRequest::default()).to_vec();
     unknown[0..2].copy_from_slice(&9999i16.to_be_bytes());
-    assert!(close(handle(&b, &unknown.into(), 0, Attempt::First)), "unknown API key");
+    assert!(close(handle(&b, &unknown.into(), 0, Attempt::First, &mut Vec::new())), "unknown API key");
     let mut join = frame(ApiKey::ApiVersions, 0, &ApiVersionsRequest::default()).to_vec();
     join[0..2].copy_from_slice(&(ApiKey::JoinGroup as i16).to_be_bytes());
-    assert!(close(handle(&b, &join.into(), 0, Attempt::First)), "API not served");
+    assert!(close(handle(&b, &join.into(), 0, Attempt::First, &mut Vec::new())), "API not served");
     let produce = frame(ApiKey::Produce, 9, &produce_req("t", build(&[b"x"], 1), 1));
-    assert!(close(handle(&b, &produce.slice(..produce.len() - 20), 0, Attempt::First)), "truncated body");
+    assert!(close(handle(&b, &produce.slice(..produce.len() - 20), 0, Attempt::First, &mut Vec::new())), "truncated body");
     let mut v2 = produce.to_vec();
     v2[2..4].copy_from_slice(&2i16.to_be_bytes());
-    assert!(close(handle(&b, &v2.into(), 0, Attempt::First)), "produce v2 is below the served range");
-    assert!(close(handle(&b, &Bytes::from_static(&[0xde; 64]), 0, Attempt::First)), "garbage");
-    assert!(close(handle(&b, &Bytes::from_static(&[0, 3]), 0, Attempt::First)), "shorter than a header");
+    assert!(close(handle(&b, &v2.into(), 0, Attempt::First, &mut Vec::new())), "produce v2 is below the served range");
+    assert!(close(handle(&b, &Bytes::from_static(&[0xde; 64]), 0, Attempt::First, &mut Vec::new())), "garbage");
+    assert!(close(handle(&b, &Bytes::from_static(&[0, 3]), 0, Attempt::First, &mut Vec::new())), "shorter than a header");
     assert!(frame_len((-1i32).to_be_bytes(), 100).is_err());
     assert!(frame_len(101i32.to_be_bytes(), 100).unwrap_err().contains("socket.request.max.bytes"));
     assert_eq!(frame_len(100i32.to_be_bytes(), 100), Ok(100));
@@ -116,34 +116,34 @@ fn produce_fetch_and_long_poll() {
     let md = MetadataRequest::default()
         .with_topics(Some(vec![MetadataRequestTopic::default().with_name(Some(TopicName(StrBytes::from_static_str("t"))))]))
         .with_allow_auto_topic_creation(true);
-    let r: MetadataResponse = reply(handle(&b, &frame(ApiKey::Metadata, 12, &md), 0, Attempt::First), ApiKey::Metadata, 12);
+    let r: MetadataResponse = reply(handle(&b, &frame(ApiKey::Metadata, 12, &md), 0, Attempt::First, &mut Vec::new()), ApiKey::Metadata, 12);
     assert_eq!(r.topics[0].error_code, Code::LeaderNotAvailable.code(), "while the controller creates it");
     crate::testing::sync(&b, 0);
-    let r: MetadataResponse = reply(handle(&b, &frame(ApiKey::Metadata, 12, &md), 0, Attempt::First), ApiKey::Metadata, 12);
+    let r: MetadataResponse = reply(handle(&b, &frame(ApiKey::Metadata, 12, &md), 0, Attempt::First, &mut Vec::new()), ApiKey::Metadata, 12);
     assert_eq!((r.topics[0].error_code, r.topics[0].partitions.len()), (0, 1));
     assert_eq!((r.topics[0].partitions[0].leader_id.0, r.controller_id.0), (0, 0));
     assert_eq!(r.brokers[0].port, 9092);
     // An empty partition parks a fetch with max_wait, then answers empty when the wait is over.
     let f = frame(ApiKey::Fetch, 12, &fetch_req("t", 0, 500));
-    assert!(matches!(handle(&b, &f, 0, Attempt::First), Outcome::Park { wait_ms: 500, metadata: false }));
-    let r: FetchResponse = reply(handle(&b, &f, 0, Attempt::Final), ApiKey::Fetch, 12);
+    assert!(matches!(handle(&b, &f, 0, Attempt::First, &mut Vec::new()), Outcome::Park { wait_ms: 500, metadata: false }));
+    let r: FetchResponse = reply(handle(&b, &f, 0, Attempt::Final, &mut Vec::new()), ApiKey::Fetch, 12);
     assert_eq!(r.responses[0].partitions[0].records.as_ref().map(|x| x.len()), Some(0));
     // Produce acks=1, then the fetch has data at once.
     let batch = build(&[b"hello", b"world"], 7);
-    let r: ProduceResponse = reply(handle(&b, &frame(ApiKey::Produce, 9, &produce_req("t", batch.clone(), 1)), 0, Attempt::First), ApiKey::Produce, 9);
+    let r: ProduceResponse = reply(handle(&b, &frame(ApiKey::Produce, 9, &produce_req("t", batch.clone(), 1)), 0, Attempt::First, &mut Vec::new()), ApiKey::Produce, 9);
     let pr = &r.responses[0].partition_responses[0];
     assert_eq!((pr.error_code, pr.base_offset), (0, 0));
-    let r: FetchResponse = reply(handle(&b, &f, 0, Attempt::First), ApiKey::Fetch, 12);
+    let r: FetchResponse = reply(handle(&b, &f, 0, Attempt::First, &mut Vec::new()), ApiKey::Fetch, 12);
     let pd = &r.responses[0].partitions[0];
     assert_eq!((pd.error_code, pd.high_watermark), (0, 2));
     assert_eq!(&pd.records.as_ref().unwrap()[61..], &batch[61..], "the batch comes back byte for byte after its header");
     // acks=0: no response at all; the record is appended.
-    assert!(matches!(handle(&b, &frame(ApiKey::Produce, 9, &produce_req("t", batch.clone(), 0)), 0, Attempt::First), Outcome::NoReply));
+    assert!(matches!(handle(&b, &frame(ApiKey::Produce, 9, &produce_req("t", batch.clone(), 0)), 0, Attempt::First, &mut Vec::new()), Outcome::NoReply));
     // Errors per partition: bad acks, unknown topic, out-of-range fetch.
-    let r: ProduceResponse = reply(handle(&b, &frame(ApiKey::Produce, 9, &produce_req("t", batch.clone(), 5)), 0, Attempt::First), ApiKey::Produce, 9);
+    let r: ProduceResponse = reply(handle(&b, &frame(ApiKey::Produce, 9, &produce_req("t", batch.clone(), 5)), 0, Attempt::First, &mut Vec::new()), ApiKey::Produce, 9);
     assert_eq!(r.responses[0].partition_responses[0].error_code, Code::InvalidRequiredAcks.code());
-    let r: ProduceResponse = reply(handle(&b, &frame(ApiKey::Produce, 9, &produce_req("none", batch, 1)), 0, Attempt::First), ApiKey::Produce, 9);
+    let r: ProduceResponse = reply(handle(&b, &frame(ApiKey::Produce, 9, &produce_req("none", batch, 1)), 0, Attempt::First, &mut Vec::new()), ApiKey::Produce, 9);
     assert_eq!(r.responses[0].partition_responses[0].error_code, Code::UnknownTopicOrPartition.code());
-    let r: FetchResponse = reply(handle(&b, &frame(ApiKey::Fetch, 12, &fetch_req("t", 99, 0)), 0, Attempt::First), ApiKey::Fetch, 12);
+    let r: FetchResponse = reply(handle(&b, &frame(ApiKey::Fetch, 12, &fetch_req("t", 99, 0)), 0, Attempt::First, &mut Vec::new()), ApiKey::Fetch, 12);
     assert_eq!(r.responses[0].partitions[0].error_code, Code::OffsetOutOfRange.code());
 }

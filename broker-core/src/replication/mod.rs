@@ -240,6 +240,12 @@ impl Replication {
         if !self.followers.contains_key(&replica) {
             return Err(FetchRefusal::NotReplica(replica));
         }
+        self.check_epoch(epoch)
+    }
+
+    /// Checks a request's current leader epoch against this leadership's (KIP-320): older is
+    /// fenced, newer is not known here yet, -1 is not checked (old request versions).
+    pub fn check_epoch(&self, epoch: i32) -> Result<(), FetchRefusal> {
         match epoch {
             e if e >= 0 && e < self.leader_epoch => Err(FetchRefusal::Fenced(e)),
             e if e > self.leader_epoch => Err(FetchRefusal::UnknownEpoch(e)),

@@ -9,7 +9,7 @@
 pub mod config;
 mod peers;
 
-use crate::broker::Broker;
+use crate::broker::{Action, Broker, Level};
 use crate::controller::quorum::Quorum;
 use crate::constants::{startup_wait_ms_max, checkpoint_interval_ms, connection_idle_ms_max, connections_max, request_body_ms_max, request_bytes_max, tick_interval_ms};
 use crate::kafka::ApiKey;
@@ -43,12 +43,14 @@ pub struct Shared {
     broker_epoch: Mutex<Option<i64>>,
     /// Set once the broker was first unfenced: client requests wait for it at startup.
     started: std::sync::atomic::AtomicBool,
+    /// Set by [`Action::Reregister`]; the controller link registers anew and clears it.
+    reregister: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
     /// `controller` is the metadata quorum if this node is the controller.
     pub fn new(broker: Broker, controller: Option<Quorum>, disk: Arc<dyn Disk>) -> Arc<Shared> {
-        Arc::new(Shared { node: Node::new(broker, controller), disk, changed: Notify::new(), metadata_committed: Notify::new(), broker_epoch: Mutex::new(None), started: Default::default() })
+        Arc::new(Shared { node: Node::new(broker, controller), disk, changed: Notify::new(), metadata_committed: Notify::new(), broker_epoch: Mutex::new(None), started: Default::default(), reregister: Default::default() })
     }
 
     pub fn broker(&self) -> MutexGuard<'_, Broker> {
@@ -86,6 +88,18 @@ impl Shared {
 
     fn changed(&self) {
         self.changed.notify_waiters();
+    }
+
+    /// Does what the broker asked for besides its answer.
+    fn perform(&self, actions: Vec<Action>) {
+        for action in actions {
+            match action {
+                Action::Wake => self.changed(),
+                Action::Reregister => self.reregister.store(true, std::sync::atomic::Ordering::Relaxed),
+                Action::Log(Level::Info, line) => tracing::info!("{line}"),
+                Action::Log(Level::Error, line) => tracing::error!("{line}"),
+            }
+        }
     }
 
     /// Sleeps off simulated disk latency owed by the last decision (zero on real disks).
@@ -133,9 +147,8 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: impl st
         task.abort();
     }
     tracing::info!("shutting down: flushing and checkpointing every partition");
-    for e in shared.broker().checkpoint(now_ms()) {
-        tracing::error!("checkpoint at shutdown failed: {e}");
-    }
+    let failures = shared.broker().checkpoint(now_ms());
+    shared.perform(failures);
 }
 
 /// How often the timers log every replica's state at debug level.
@@ -154,9 +167,9 @@ async fn run_timers(shared: Arc<Shared>) {
         };
         tokio::time::sleep(Duration::from_millis(wait)).await;
         let now = now_ms();
-        let errors = {
+        let actions = {
             let mut b = shared.broker();
-            let mut errors = b.tick(now);
+            let mut actions = b.tick(now);
             if now / replica_state_log_ms != last_state_log / replica_state_log_ms {
                 for line in b.describe() {
                     tracing::debug!("{line}");
@@ -164,14 +177,12 @@ async fn run_timers(shared: Arc<Shared>) {
             }
             last_state_log = now;
             if now >= last_checkpoint + checkpoint_interval_ms {
-                errors.extend(b.checkpoint(now));
+                actions.extend(b.checkpoint(now));
                 last_checkpoint = now;
             }
-            errors
+            actions
         };
-        for e in errors {
-            tracing::error!("log maintenance: {e}");
-        }
+        shared.perform(actions);
         if let Some(mut q) = shared.node.controller() {
             let before = q.end_offset();
             if let Err(e) = q.tick(now) {
@@ -208,12 +219,14 @@ async fn answer(shared: &Shared, frame: &Bytes) -> Outcome {
             Some(d) if Instant::now() >= d => Attempt::Final,
             Some(_) => Attempt::Again,
         };
-        let outcome = protocol::handle(&shared.node, frame, now_ms(), attempt);
+        let mut actions = Vec::new();
+        let outcome = protocol::handle(&shared.node, frame, now_ms(), attempt, &mut actions);
         // Anything but a fetch may have changed the node; a fetch only when a follower's
-        // progress moved a high watermark.
-        if !is_fetch || shared.broker().take_progress() {
+        // progress moved a high watermark (its Wake action).
+        if !is_fetch && !actions.contains(&Action::Wake) {
             shared.changed();
         }
+        shared.perform(actions);
         if protocol::is_controller_api(key) {
             shared.metadata_committed.notify_waiters();
         }

@@ -26,6 +26,7 @@ use kafka_protocol::messages::{BrokerId, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -153,9 +154,8 @@ async fn register(shared: &Shared, conn: &mut Conn, c: &crate::broker::BrokerCon
     let epoch = resp.broker_epoch;
     *shared.broker_epoch.lock().unwrap_or_else(|p| p.into_inner()) = Some(epoch);
     tracing::info!("registered with the controller: broker epoch {epoch}");
-    for note in shared.broker().registered(epoch, now_ms()) {
-        tracing::info!("{note}");
-    }
+    let actions = shared.broker().registered(epoch, now_ms());
+    shared.perform(actions);
     shared.changed();
     Ok(epoch)
 }
@@ -172,14 +172,14 @@ async fn session(shared: &Shared, conn: &mut Conn) -> Result<(), ClientError> {
     let mut next_heartbeat = now_ms();
     let mut fenced = true;
     loop {
-        if shared.broker().take_leader_log_failure() {
+        if shared.reregister.swap(false, Ordering::Relaxed) {
             // A log it led failed: give up every leadership by registering anew; it rejoins
             // as a follower (after epoch truncation) once the log is reopened.
             tracing::warn!("a partition log this broker led went offline: registering again to hand leaderships over");
             match register(shared, conn, &c).await {
                 Ok(new_epoch) => (epoch, fenced) = (new_epoch, true),
                 Err(e) => {
-                    shared.broker().leader_log_failure_pending(); // try again on the next session
+                    shared.reregister.store(true, Ordering::Relaxed); // try again on the next session
                     return Err(e);
                 }
             }
@@ -211,11 +211,13 @@ async fn alter_partitions(shared: &Shared, conn: &mut Conn, me: i32, epoch: i64)
     for (name, p, prop) in proposals {
         if failure.is_some() {
             // Not sent: the next round sends it again.
-            shared.broker().isr_answer(&name, p, IsrAnswer::Lost);
+            let actions = shared.broker().isr_answer(&name, p, IsrAnswer::Lost);
+        shared.perform(actions);
             continue;
         }
         let Some(topic_id) = shared.broker().image().topics.get(&name).map(|t| uuid::Uuid::from_bytes(t.id)) else {
-            shared.broker().isr_answer(&name, p, IsrAnswer::Refused);
+            let actions = shared.broker().isr_answer(&name, p, IsrAnswer::Refused);
+        shared.perform(actions);
             continue;
         };
         let mut req = AlterPartitionRequest::default();
@@ -234,7 +236,8 @@ async fn alter_partitions(shared: &Shared, conn: &mut Conn, me: i32, epoch: i64)
             Ok(resp) => resp,
             Err(e) => {
                 // The request may have reached the controller and been committed.
-                shared.broker().isr_answer(&name, p, IsrAnswer::Lost);
+                let actions = shared.broker().isr_answer(&name, p, IsrAnswer::Lost);
+        shared.perform(actions);
                 failure = Some(e);
                 continue;
             }
@@ -259,7 +262,8 @@ async fn alter_partitions(shared: &Shared, conn: &mut Conn, me: i32, epoch: i64)
             (None, _) => IsrAnswer::Refused,
         };
         tracing::info!("{name}-{p}: ISR change to {:?}: {}", prop.isr, if code == 0 { "committed".to_string() } else { format!("error {code}") });
-        shared.broker().isr_answer(&name, p, verdict);
+        let actions = shared.broker().isr_answer(&name, p, verdict);
+        shared.perform(actions);
         shared.changed();
     }
     failure.map_or(Ok(()), Err)
@@ -317,14 +321,12 @@ async fn metadata_follower(shared: Arc<Shared>) {
                     let reached = pending.last().map_or(next, |(o, _)| o + 1) >= end;
                     if reached && !pending.is_empty() {
                         let now = now_ms();
-                        let notes: Vec<String> = {
+                        let actions = {
                             let mut b = shared.broker();
                             let run: Vec<_> = pending.drain(..).collect();
                             b.apply_metadata_batch(&run, now)
                         };
-                        for n in notes {
-                            tracing::info!("{n}");
-                        }
+                        shared.perform(actions);
                         shared.changed();
                         shared.settle_disk().await;
                     }

@@ -3,7 +3,7 @@
 //! acknowledged is lost — across a power loss too.
 
 use broker_core::kafka::Code;
-use broker_core::broker::{Broker, BrokerConfig, Fetcher};
+use broker_core::broker::{Action, Broker, BrokerConfig, Fetcher};
 use broker_core::protocol::Node;
 use broker_core::testing::{create, one_node_on, sync};
 use broker_core::log::batch::{build, validate};
@@ -28,7 +28,7 @@ fn values(b: &mut Broker, topic: &str, p: i32) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     let mut at = 0;
     loop {
-        let f = b.fetch(topic, p, at, 1 << 20, true, Fetcher::consumer, 0).unwrap();
+        let f = b.fetch(topic, p, at, 1 << 20, true, Fetcher::consumer, 0, &mut Vec::new()).unwrap();
         if f.records.is_empty() {
             return out;
         }
@@ -51,18 +51,18 @@ fn full_disk_and_eio_fail_one_partition_and_lose_nothing_acknowledged() {
     create(&node, "b", 1, flushed()).unwrap();
     let mut b = node.broker();
     for i in 0..10u8 {
-        b.produce("a", 0, &build(&[&[i; 100]], 1), -1, 0).unwrap();
+        b.produce("a", 0, &build(&[&[i; 100]], 1), -1, 0, &mut Vec::new()).unwrap();
     }
     let acked = values(&mut b, "a", 0);
     // Full disk: the append fails with KAFKA_STORAGE_ERROR and writes nothing.
     disk.set_faults(DiskFaults { capacity_bytes: Some(disk.used_bytes() + 10), ..DiskFaults::default() });
-    let err = b.produce("a", 0, &build(&[&[99; 100]], 1), -1, 0).unwrap_err();
+    let err = b.produce("a", 0, &build(&[&[99; 100]], 1), -1, 0, &mut Vec::new()).unwrap_err();
     assert_eq!(err.kafka_error(true), Code::KafkaStorageError, "{err}");
     assert_eq!(values(&mut b, "a", 0), acked, "nothing half-written is visible");
     // EIO on partition a's files only: b keeps working.
     disk.set_faults(DiskFaults { eio_paths: vec!["/data/a-0/".into()], ..DiskFaults::default() });
-    assert_eq!(b.produce("a", 0, &build(&[&[98; 100]], 1), -1, 0).unwrap_err().kafka_error(true), Code::KafkaStorageError);
-    assert_eq!(b.produce("b", 0, &build(&[b"fine"], 1), -1, 0).unwrap().base_offset, 0);
+    assert_eq!(b.produce("a", 0, &build(&[&[98; 100]], 1), -1, 0, &mut Vec::new()).unwrap_err().kafka_error(true), Code::KafkaStorageError);
+    assert_eq!(b.produce("b", 0, &build(&[b"fine"], 1), -1, 0, &mut Vec::new()).unwrap().base_offset, 0);
     // The disk heals; the broker restarts after a power loss; everything acknowledged is there.
     disk.set_faults(DiskFaults::default());
     drop(b);
@@ -80,19 +80,19 @@ fn a_partition_offline_after_an_eio_burst_is_reopened_once_the_disk_heals() {
     let node = open(&disk);
     create(&node, "a", 1, flushed()).unwrap();
     let mut b = node.broker();
-    b.produce("a", 0, &build(&[b"before"], 1), -1, 0).unwrap();
+    b.produce("a", 0, &build(&[b"before"], 1), -1, 0, &mut Vec::new()).unwrap();
     disk.set_faults(DiskFaults { eio_paths: vec!["/data/a-0/".into()], ..DiskFaults::default() });
-    assert_eq!(b.produce("a", 0, &build(&[b"during"], 1), -1, 0).unwrap_err().kafka_error(true), Code::KafkaStorageError);
+    assert_eq!(b.produce("a", 0, &build(&[b"during"], 1), -1, 0, &mut Vec::new()).unwrap_err().kafka_error(true), Code::KafkaStorageError);
     // Still failing: tick tries, the partition stays offline, the broker stays up.
     let notes = b.tick(10);
-    assert!(notes.iter().any(|n| n.contains("still offline")), "{notes:?}");
+    assert!(notes.iter().filter_map(Action::line).any(|n| n.contains("still offline")), "{notes:?}");
     disk.set_faults(DiskFaults::default());
     // Before the retry delay nothing happens; after it the partition is reopened.
     let early = b.tick(500);
     assert!(early.is_empty(), "{early:?}");
     let notes = b.tick(2_000);
-    assert!(notes.iter().any(|n| n.contains("reopened after")), "{notes:?}");
-    let after = b.produce("a", 0, &build(&[b"after"], 1), -1, 0).unwrap();
+    assert!(notes.iter().filter_map(Action::line).any(|n| n.contains("reopened after")), "{notes:?}");
+    let after = b.produce("a", 0, &build(&[b"after"], 1), -1, 0, &mut Vec::new()).unwrap();
     assert_eq!(after.base_offset, 1, "the batch refused during the burst left nothing behind");
     assert_eq!(values(&mut b, "a", 0).len(), 2);
 }

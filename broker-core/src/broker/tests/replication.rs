@@ -6,6 +6,11 @@
 //! them by fencing; only the records matter to a broker).
 
 use super::*;
+use crate::kafka::Code;
+use crate::log::batch;
+use crate::metadata::MetadataRecord;
+use crate::replication::IsrProposal;
+use bytes::Bytes;
 use crate::controller::{Controller, ControllerConfig};
 use crate::metadata::{no_leader, topic};
 use crate::storage::FileDisk;
@@ -21,6 +26,8 @@ struct Cluster {
     brokers: BTreeMap<i32, Broker>,
     /// The time every call is made at.
     now: u64,
+    /// What the leaders' fetch handling asked of the shell, since [`Cluster::woke`].
+    actions: Vec<Action>,
 }
 
 /// One round of a follower's replica fetcher.
@@ -41,7 +48,7 @@ impl Cluster {
             let config = BrokerConfig { node_id: id, ..crate::testing::config(&dir.path().join(id.to_string())) };
             brokers.insert(id, Broker::open(Arc::new(FileDisk::new()), config, 0).unwrap());
         }
-        let mut c = Cluster { _dir: dir, ctl: Controller::new(ControllerConfig::default(), Image::default(), 0), next: 0, brokers, now: 0 };
+        let mut c = Cluster { _dir: dir, ctl: Controller::new(ControllerConfig::default(), Image::default(), 0), next: 0, brokers, now: 0, actions: Vec::new() };
         for &id in ids {
             let epoch = c.next;
             let records = c.ctl.register(id, "host", 9092, epoch, 0).unwrap();
@@ -118,7 +125,7 @@ impl Cluster {
     /// An acks=all produce of one batch of `values` at the leader `id`.
     fn produce(&mut self, id: i32, values: &[&[u8]]) -> Produced {
         let now = self.now;
-        self.broker(id).produce(topic_name, 0, &build(values, 1_000), -1, now).unwrap()
+        self.broker(id).produce(topic_name, 0, &build(values, 1_000), -1, now, &mut Vec::new()).unwrap()
     }
 
     fn replicated(&mut self, id: i32, produced: &Produced) -> Result<bool, Code> {
@@ -139,9 +146,16 @@ impl Cluster {
             return Round::Truncated(leo.expect("still following"));
         }
         let who = Fetcher { replica: Some(follower), leader_epoch: f.leader_epoch, again: false };
-        let got = self.broker(leader).fetch(topic_name, 0, f.fetch_offset, 1 << 20, true, who, now).unwrap();
+        let mut out = Vec::new();
+        let got = self.broker(leader).fetch(topic_name, 0, f.fetch_offset, 1 << 20, true, who, now, &mut out).unwrap();
+        self.actions.extend(out);
         self.broker(follower).append_from_leader(topic_name, 0, leader, f.leader_epoch, f.fetch_offset, &got.records, got.high_watermark, now).unwrap();
         Round::Fetched(got.records)
+    }
+
+    /// Whether a leader asked to wake waiting requests since the last call.
+    fn woke(&mut self) -> bool {
+        std::mem::take(&mut self.actions).contains(&Action::Wake)
     }
 
     /// Rounds until a fetch returns nothing: `follower` holds the leader's whole log, and its
@@ -172,11 +186,11 @@ fn followers_copy_the_leader_and_the_high_watermark_waits_for_the_whole_isr() {
     c.catch_up(2);
     assert_eq!(c.hw(1), 0, "broker 3 holds the first batch but has not fetched past it yet");
     assert_eq!(c.replicated(1, &first), Ok(false));
-    c.broker(1).take_progress();
+    c.woke();
     c.round(3);
     assert_eq!(c.hw(1), 2, "every ISR member is past the first batch, not the second");
     assert_eq!((c.replicated(1, &first), c.replicated(1, &second)), (Ok(true), Ok(false)));
-    assert!(c.broker(1).take_progress(), "producers waiting on acks=all are woken");
+    assert!(c.woke(), "producers waiting on acks=all are woken");
     c.round(3);
     assert_eq!((c.hw(1), c.replicated(1, &second)), (3, Ok(true)));
     c.assert_same_log(2, 1);
@@ -225,9 +239,9 @@ fn a_broker_takes_no_role_until_its_own_registration_is_applied() {
     // The controller's answer to this process's registration, as one batch at offset 7.
     let this_life = vec![register(1, 7), partition(0, vec![1, 2], 2, 1)];
     let no_role = |b: &mut Broker, when: &str| {
-        let produce = b.produce(topic_name, 0, &build(&[b"x"], 1), 1, 0).unwrap_err().kafka_error(true);
-        let consume = b.fetch(topic_name, 0, 0, 100, true, Fetcher::consumer, 0).unwrap_err().kafka_error(true);
-        let replica = b.fetch(topic_name, 0, 0, 100, true, Fetcher { replica: Some(2), leader_epoch: 0, again: false }, 0).unwrap_err().kafka_error(true);
+        let produce = b.produce(topic_name, 0, &build(&[b"x"], 1), 1, 0, &mut Vec::new()).unwrap_err().kafka_error(true);
+        let consume = b.fetch(topic_name, 0, 0, 100, true, Fetcher::consumer, 0, &mut Vec::new()).unwrap_err().kafka_error(true);
+        let replica = b.fetch(topic_name, 0, 0, 100, true, Fetcher { replica: Some(2), leader_epoch: 0, again: false }, 0, &mut Vec::new()).unwrap_err().kafka_error(true);
         assert!([produce, consume, replica].iter().all(|code| [Code::LeaderNotAvailable, Code::NotLeaderOrFollower].contains(code)), "{when}: {produce:?} {consume:?} {replica:?}");
         assert!(b.following(2).is_empty() && b.leaders_followed().is_empty(), "{when}: follows");
     };
@@ -244,7 +258,7 @@ fn a_broker_takes_no_role_until_its_own_registration_is_applied() {
         b.apply_metadata(offset, r, 0);
     }
     assert_eq!(b.following(2).len(), 2, "follows 2 in both partitions, as the image says");
-    assert_eq!(b.produce(topic_name, 0, &build(&[b"x"], 1), 1, 0).unwrap_err().kafka_error(true), Code::NotLeaderOrFollower);
+    assert_eq!(b.produce(topic_name, 0, &build(&[b"x"], 1), 1, 0, &mut Vec::new()).unwrap_err().kafka_error(true), Code::NotLeaderOrFollower);
     // Registering again (say the controller called the epoch stale) drops every role at once.
     b.registered(9, 0);
     no_role(&mut b, "registered again");
@@ -355,7 +369,7 @@ fn a_stale_fetch_answer_is_dropped() {
     c.produce(1, &[b"b"]);
     let fetch = |c: &mut Cluster, leader: i32, follower: i32, leader_epoch: i32| {
         let who = Fetcher { replica: Some(follower), leader_epoch, again: false };
-        c.broker(leader).fetch(topic_name, 0, 1, 1 << 20, true, who, 0).unwrap()
+        c.broker(leader).fetch(topic_name, 0, 1, 1 << 20, true, who, 0, &mut Vec::new()).unwrap()
     };
     let append = |c: &mut Cluster, follower: i32, leader: i32, leader_epoch: i32, answer: &Fetched| {
         c.broker(follower).append_from_leader(topic_name, 0, leader, leader_epoch, 1, &answer.records, answer.high_watermark, 0).unwrap();
@@ -400,13 +414,13 @@ fn follower_fetches_under_another_leader_epoch_are_refused_and_move_nothing() {
     assert_eq!(c.round(1), Round::Truncated(0));
     c.round(1);
     assert_eq!((c.leo(1), c.hw(2)), (1, 0));
-    c.broker(2).take_progress();
+    let mut out = Vec::new();
     for (epoch, code) in [(0, Code::FencedLeaderEpoch), (2, Code::UnknownLeaderEpoch)] {
         let who = Fetcher { replica: Some(1), leader_epoch: epoch, again: false };
-        let err = c.broker(2).fetch(topic_name, 0, 1, 1 << 20, true, who, 0).unwrap_err();
+        let err = c.broker(2).fetch(topic_name, 0, 1, 1 << 20, true, who, 0, &mut out).unwrap_err();
         assert_eq!((err.kafka_error(true), c.hw(2)), (code, 0), "epoch {epoch}");
     }
-    assert!(!c.broker(2).take_progress());
+    assert_eq!(out, vec![], "a refused fetch wakes nobody");
     c.round(1);
     assert_eq!(c.hw(2), 1, "the same fetch under the current epoch counts");
 }
@@ -432,10 +446,9 @@ fn a_follower_silent_past_the_lag_limit_is_proposed_out_and_stops_holding_the_ma
     let epoch = c.ctl.image().brokers[&1].epoch;
     let req = crate::controller::AlterPartition { broker_id: 1, broker_epoch: epoch, topic: topic_name.into(), partition: 0, leader_epoch: 0, partition_epoch: 0, new_isr: prop.isr };
     let (info, records) = c.ctl.alter_partition(&req).unwrap();
-    c.broker(1).take_progress();
-    c.broker(1).isr_answer(topic_name, 0, IsrAnswer::Committed(&info));
+    let actions = c.broker(1).isr_answer(topic_name, 0, IsrAnswer::Committed(&info));
     assert_eq!(c.hw(1), 1);
-    assert!(c.broker(1).take_progress());
+    assert_eq!(actions, vec![Action::Wake], "producers waiting on acks=all are woken");
     assert_eq!(c.replicated(1, &p), Ok(true));
     c.commit(records);
     assert_eq!((c.hw(1), c.part(1).replication.isr.clone()), (1, vec![1, 2]));
@@ -469,5 +482,5 @@ fn a_registration_this_process_never_heard_back_from_drops_every_role() {
     let records = c.ctl.register(1, "host", 9092, c.next, 0).unwrap();
     c.commit(records);
     assert!(!c.part(1).replication.is_leader());
-    assert!(c.broker(1).produce(topic_name, 0, &build(&[b"x"], 1), 1, 0).is_err());
+    assert!(c.broker(1).produce(topic_name, 0, &build(&[b"x"], 1), 1, 0, &mut Vec::new()).is_err());
 }

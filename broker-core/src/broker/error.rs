@@ -1,0 +1,106 @@
+//! What the broker refuses, and the Kafka error each refusal is answered with: the one table
+//! from broker outcomes to [`Code`]s (the controller's and the replication state's refusals
+//! have their own, next to their decisions).
+
+use super::producer::SequenceError;
+use crate::kafka::Code;
+use crate::log::{BatchError, LogError};
+use crate::replication::FetchRefusal;
+
+/// A refused operation, carrying the Kafka error code it is answered with.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// UNKNOWN_TOPIC_OR_PARTITION (3)
+    #[error("unknown topic or partition")]
+    UnknownTopicOrPartition,
+    /// LEADER_NOT_AVAILABLE (5): the partition has no leader right now (election, creation).
+    #[error("the partition has no leader right now")]
+    LeaderNotAvailable,
+    /// NOT_LEADER_OR_FOLLOWER (6): this broker does not lead the partition.
+    #[error("this broker is not the partition's leader")]
+    NotLeaderOrFollower,
+    /// FENCED_LEADER_EPOCH (74) / UNKNOWN_LEADER_EPOCH (75): the request's leader epoch is
+    /// older / newer than this leader's.
+    #[error("{0}")]
+    Epoch(FetchRefusal),
+    /// INVALID_TOPIC_EXCEPTION (17)
+    #[error("{0}")]
+    InvalidTopic(String),
+    /// INVALID_CONFIG (40)
+    #[error("{0}")]
+    InvalidConfig(String),
+    /// INVALID_REQUIRED_ACKS (21)
+    #[error("acks={0} is not one of -1, 0, 1")]
+    InvalidRequiredAcks(i16),
+    /// OFFSET_OUT_OF_RANGE (1)
+    #[error("offset {requested} is outside [{start}, {end}]")]
+    OffsetOutOfRange { requested: i64, start: i64, end: i64 },
+    /// The batch failed validation; code per [`BatchError`].
+    #[error("{0}")]
+    Batch(#[from] BatchError),
+    /// INVALID_PRODUCER_EPOCH (47) / OUT_OF_ORDER_SEQUENCE_NUMBER (45)
+    #[error("{0}")]
+    Sequence(#[from] SequenceError),
+    /// KAFKA_STORAGE_ERROR (56): disk full, IO error, corrupt or offline log.
+    #[error("storage: {0}")]
+    Storage(String),
+    /// NOT_ENOUGH_REPLICAS (19): acks=all while the ISR is smaller than min.insync.replicas.
+    #[error("in-sync replicas {isr} < min.insync.replicas {min}")]
+    NotEnoughReplicas { isr: i32, min: i32 },
+    /// NOT_ENOUGH_REPLICAS_AFTER_APPEND (20): appended, but the ISR shrank below
+    /// min.insync.replicas before the batch was replicated.
+    #[error("appended, but in-sync replicas {isr} < min.insync.replicas {min}")]
+    NotEnoughReplicasAfterAppend { isr: i32, min: i32 },
+    /// OFFSET_NOT_AVAILABLE (78): a new leader's high watermark has not reached the start of
+    /// its epoch yet (KIP-207); the client retries.
+    #[error("the leader's high watermark is not yet known in this leader epoch")]
+    OffsetNotAvailable,
+    /// REQUEST_TIMED_OUT (7): acks=all and the ISR did not replicate within the timeout.
+    #[error("not replicated to the in-sync replicas within {0} ms")]
+    RequestTimedOut(u64),
+    /// Transactions are not implemented. TRANSACTIONAL_ID_AUTHORIZATION_FAILED would mislead;
+    /// UNSUPPORTED_VERSION (35) tells clients the feature is not there.
+    #[error("transactions are not supported")]
+    TransactionsUnsupported,
+}
+
+impl Error {
+    /// The Kafka error code. `modern` is false for request versions older than the one that
+    /// introduced INVALID_RECORD, which then get CORRUPT_MESSAGE.
+    pub fn kafka_error(&self, modern: bool) -> Code {
+        match self {
+            Error::UnknownTopicOrPartition => Code::UnknownTopicOrPartition,
+            Error::LeaderNotAvailable => Code::LeaderNotAvailable,
+            Error::NotLeaderOrFollower => Code::NotLeaderOrFollower,
+            Error::Epoch(r) => r.kafka_error(),
+            Error::InvalidTopic(_) => Code::InvalidTopicException,
+            Error::InvalidConfig(_) => Code::InvalidConfig,
+            Error::InvalidRequiredAcks(_) => Code::InvalidRequiredAcks,
+            Error::OffsetOutOfRange { .. } => Code::OffsetOutOfRange,
+            Error::Batch(BatchError::TooLarge { .. }) => Code::MessageTooLarge,
+            Error::Batch(BatchError::UnsupportedMagic(_)) => Code::UnsupportedForMessageFormat,
+            Error::Batch(BatchError::UnsupportedCompression(_)) => Code::UnsupportedCompressionType,
+            Error::Batch(BatchError::BadRecordCount { .. } | BatchError::BadRecords(_)) if modern => Code::InvalidRecord,
+            Error::Batch(_) => Code::CorruptMessage,
+            Error::Sequence(SequenceError::StaleEpoch { .. }) => Code::InvalidProducerEpoch,
+            Error::Sequence(SequenceError::OutOfOrder { .. }) => Code::OutOfOrderSequenceNumber,
+            Error::Storage(_) => Code::KafkaStorageError,
+            Error::NotEnoughReplicas { .. } => Code::NotEnoughReplicas,
+            Error::NotEnoughReplicasAfterAppend { .. } => Code::NotEnoughReplicasAfterAppend,
+            Error::RequestTimedOut(_) => Code::RequestTimedOut,
+            Error::OffsetNotAvailable => Code::OffsetNotAvailable,
+            Error::TransactionsUnsupported => Code::UnsupportedVersion,
+        }
+    }
+}
+
+impl From<LogError> for Error {
+    fn from(e: LogError) -> Self {
+        match e {
+            LogError::InvalidBatch(b) => Error::Batch(b),
+            LogError::OffsetOutOfRange { requested, start, end } => Error::OffsetOutOfRange { requested, start, end },
+            LogError::Config(c) => Error::InvalidConfig(c),
+            other => Error::Storage(other.to_string()),
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! The follower's side of a partition: which leaders this node fetches from and what, KIP-279
+//! epoch truncation, appending what the leader sent (its bytes unchanged), and starting over
+//! when the leader's log starts after ours ends. An answer that arrives after the partition
+//! moved on (another leader or epoch) is dropped, never applied.
+
+use super::partition::{Following, Partition};
+use super::producer::ProducerStates;
+use super::{Broker, Error, PlantedBug};
+use crate::log::batch;
+use crate::replication::Role;
+use std::collections::BTreeSet;
+
+impl Broker {
+    /// The leaders this node fetches from.
+    pub fn leaders_followed(&self) -> BTreeSet<i32> {
+        self.partitions.values().filter_map(|p| match p.replication.role {
+            Role::Follower { leader } => Some(leader),
+            _ => None,
+        }).collect()
+    }
+
+    /// The partitions this node follows from `leader`, for its replica fetcher.
+    pub fn following(&self, leader: i32) -> Vec<Following> {
+        self.partitions
+            .iter()
+            .filter(|(_, part)| part.replication.role == Role::Follower { leader } && part.log.failure().is_none())
+            .map(|((name, p), part)| Following {
+                topic: name.clone(),
+                partition: *p,
+                leader_epoch: part.replication.leader_epoch,
+                fetch_offset: part.leo(),
+                truncate_from_epoch: part.replication.needs_truncation.then(|| part.log.latest_epoch()),
+            })
+            .collect()
+    }
+
+    /// The follower's partition, if it still follows `leader` under `epoch`: answers that
+    /// arrive after a metadata change are dropped.
+    fn followed_mut(&mut self, name: &str, p: i32, leader: i32, epoch: i32) -> Option<&mut Partition> {
+        let part = self.partitions.get_mut(&(name.to_string(), p))?;
+        (part.replication.role == Role::Follower { leader } && part.replication.leader_epoch == epoch).then_some(part)
+    }
+
+    /// KIP-279 truncation: the leader answered OffsetForLeaderEpoch for our latest epoch with
+    /// (`epoch`, `end`). Cuts the local log where it diverges from the leader's.
+    #[allow(clippy::too_many_arguments)]
+    pub fn truncate_to_leader(&mut self, name: &str, p: i32, leader: i32, leader_epoch: i32, epoch: i32, end: i64, now: u64) -> Result<Option<i64>, Error> {
+        let Some(part) = self.followed_mut(name, p, leader, leader_epoch) else { return Ok(None) };
+        let leo = part.leo();
+        // (where to cut, whether that settles it) — Kafka's getOffsetTruncationState.
+        let (target, complete) = match (part.log.latest_epoch(), epoch) {
+            (None, _) => (leo, true),
+            // The leader has no epoch at or below ours: fall back to the high watermark.
+            (Some(_), -1) => (part.high_watermark().min(leo), true),
+            (Some(ours), e) if e == ours => (end.min(leo), true),
+            // The leader's log ends an older epoch `e` at `end`. If this log has `e` too, both
+            // agree up to where the earlier of the two ends it. If not, its answer is an even
+            // older epoch: cut to where that ends and ask the leader again about it.
+            (Some(_), e) => {
+                let (ours, our_end) = part.log.end_offset_for_epoch(e, None);
+                (end.min(our_end.max(0)).min(leo), ours == e)
+            }
+        };
+        let skip = self.config.planted(PlantedBug::FollowerSkipsTruncation);
+        let part = self.followed_mut(name, p, leader, leader_epoch).expect("checked above");
+        // A leader never answers a negative end offset; a broken one must not make us panic.
+        let target = target.max(0);
+        if target < leo && !skip {
+            part.log.truncate_to(target, now)?;
+            part.rebuild_producers()?;
+        }
+        let leo = part.leo();
+        part.replication.on_truncate(leo);
+        part.replication.needs_truncation = !complete && !skip;
+        Ok(Some(leo))
+    }
+
+    /// Appends what the leader sent for a partition this node follows, and learns the leader's
+    /// high watermark. Does nothing if the partition moved on meanwhile.
+    #[allow(clippy::too_many_arguments)]
+    pub fn append_from_leader(&mut self, name: &str, p: i32, leader: i32, leader_epoch: i32, fetch_offset: i64, records: &[u8], leader_hw: i64, now: u64) -> Result<(), Error> {
+        let Some(part) = self.followed_mut(name, p, leader, leader_epoch) else { return Ok(()) };
+        if part.replication.needs_truncation || part.leo() != fetch_offset {
+            return Ok(()); // a stale answer: the next fetch asks again from the right place
+        }
+        if !records.is_empty() {
+            part.log.append_replicated(records, now)?;
+            let mut pos = 0;
+            // The same whole batches the log kept (a trailing partial batch is dropped there too).
+            while let Ok(h) = batch::read_header(&records[pos..]) {
+                if pos + h.size > records.len() {
+                    break;
+                }
+                part.producers.record(&h);
+                pos += h.size;
+            }
+        }
+        let leo = part.leo();
+        part.replication.on_leader_high_watermark(leader_hw, leo);
+        Ok(())
+    }
+
+    /// The leader says this follower's offset is past its log end: truncate by epoch again.
+    pub fn retruncate(&mut self, name: &str, p: i32) -> Result<(), Error> {
+        if let Some(part) = self.partitions.get_mut(&(name.to_string(), p)) {
+            part.replication.needs_truncation = true;
+        }
+        Ok(())
+    }
+
+    /// The leader's log starts after ours ends (retention there): start over from its start.
+    pub fn restart_from(&mut self, name: &str, p: i32, leader: i32, leader_epoch: i32, leader_start: i64, now: u64) -> Result<(), Error> {
+        let Some(part) = self.followed_mut(name, p, leader, leader_epoch) else { return Ok(()) };
+        part.log.truncate_fully(leader_start, now)?;
+        part.producers = ProducerStates::default();
+        let leo = part.leo();
+        part.replication.on_truncate(leo);
+        Ok(())
+    }
+}

@@ -1,0 +1,185 @@
+//! The leader's side of a partition: produce (validation, idempotence, acks), the acks=all
+//! wait, fetches by consumers and followers, offset lookups, and the ISR changes it proposes.
+
+use super::partition::{Fetched, Fetcher, IsrAnswer, Produced};
+use super::producer::Verdict;
+use super::{Action, Broker, Error, PlantedBug};
+use crate::kafka::list_offsets;
+use crate::log::batch::{self, BatchHeader};
+use crate::replication::IsrProposal;
+use bytes::Bytes;
+
+impl Broker {
+    /// Appends one v2 batch (a produce request's records for one partition) as the leader and
+    /// answers with its offsets. `records` must hold exactly one batch (produce v3+). With
+    /// acks=all the caller then waits for [`Broker::replicated`]. A moved high watermark (an
+    /// ISR of one) adds [`Action::Wake`] to `out`.
+    pub fn produce(&mut self, name: &str, p: i32, records: &[u8], acks: i16, now: u64, out: &mut Vec<Action>) -> Result<Produced, Error> {
+        if !matches!(acks, -1..=1) {
+            return Err(Error::InvalidRequiredAcks(acks));
+        }
+        let part = self.led(name, p, -1)?;
+        let (isr, min) = (part.replication.isr.len() as i32, part.min_insync);
+        if acks == -1 && isr < min {
+            return Err(Error::NotEnoughReplicas { isr, min });
+        }
+        let header = batch::read_header(records)?;
+        if header.is_transactional() || header.is_control() {
+            return Err(Error::TransactionsUnsupported);
+        }
+        let h = batch::validate(records, part.log.config().max_message_bytes)?;
+        let epoch = part.replication.leader_epoch;
+        if let Verdict::Duplicate(seen) = part.producers.check(&h)? {
+            let start = part.log.log_start_offset();
+            return Ok(Produced { base_offset: seen.base_offset, last_offset: seen.last_offset, log_start_offset: start, leader_epoch: epoch, duplicate: true });
+        }
+        let mut bytes = records.to_vec();
+        if self.config.planted(PlantedBug::AckBeforeAppend) {
+            return self.defer(name, p, h, bytes);
+        }
+        let part = self.local_mut(name, p)?;
+        let info = part.log.append(&mut bytes, epoch, now)?;
+        let stamped = batch::read_header(&bytes)?;
+        part.producers.record(&stamped);
+        debug_assert_eq!(stamped.base_offset, info.base_offset);
+        let leo = part.leo();
+        if part.replication.on_append(leo) {
+            out.push(Action::Wake);
+        }
+        let start = part.log.log_start_offset();
+        Ok(Produced { base_offset: info.base_offset, last_offset: info.last_offset, log_start_offset: start, leader_epoch: epoch, duplicate: false })
+    }
+
+    /// The planted bug: acknowledge now, append at the next tick.
+    fn defer(&mut self, name: &str, p: i32, h: BatchHeader, bytes: Vec<u8>) -> Result<Produced, Error> {
+        let pending: i64 = self.deferred.iter().filter(|(t, q, _)| t == name && *q == p).filter_map(|(_, _, b)| batch::read_header(b).ok()).map(|h| h.records_count as i64).sum();
+        let part = self.local_mut(name, p)?;
+        let base_offset = part.leo() + pending;
+        part.producers.record(&BatchHeader { base_offset, ..h });
+        let produced = Produced {
+            base_offset,
+            last_offset: base_offset + h.last_offset_delta as i64,
+            log_start_offset: part.log.log_start_offset(),
+            leader_epoch: part.replication.leader_epoch,
+            duplicate: false,
+        };
+        self.deferred.push((name.to_string(), p, bytes));
+        Ok(produced)
+    }
+
+    /// For an acks=all produce: `Ok(true)` once the high watermark passed `produced`, `Ok(false)`
+    /// while waiting, an error when the leadership it was appended under ended, or the ISR
+    /// shrank below min.insync.replicas by the time it was replicated.
+    pub fn replicated(&self, name: &str, p: i32, produced: &Produced) -> Result<bool, Error> {
+        if self.config.planted(PlantedBug::AckBeforeAppend) || self.config.planted(PlantedBug::AcksAllWithoutIsr) {
+            return Ok(true); // the planted bugs acknowledge without the ISR
+        }
+        // Kafka's answer when the leadership a delayed produce was appended under ends; the
+        // batch may or may not survive, and an idempotent retry is deduplicated.
+        let part = self.led(name, p, produced.leader_epoch).map_err(|_| Error::NotLeaderOrFollower)?;
+        if part.high_watermark() <= produced.last_offset {
+            return Ok(false);
+        }
+        let (isr, min) = (part.replication.isr.len() as i32, part.min_insync);
+        if isr < min {
+            return Err(Error::NotEnoughReplicasAfterAppend { isr, min });
+        }
+        Ok(true)
+    }
+
+    /// Whole batches from `offset`, within `max_bytes` (at least one batch when `min_one`,
+    /// Kafka's KIP-74 rule for the first partition of a response). A consumer reads up to the
+    /// high watermark; a follower reads to the log end, and its fetch offset tells the leader
+    /// how far it has replicated (a moved high watermark adds [`Action::Wake`] to `out`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn fetch(&mut self, name: &str, p: i32, offset: i64, max_bytes: usize, min_one: bool, who: Fetcher, now: u64, out: &mut Vec<Action>) -> Result<Fetched, Error> {
+        let part = self.led(name, p, who.leader_epoch)?;
+        let (leo, start) = (part.leo(), part.log.log_start_offset());
+        if offset < start || offset > leo {
+            return Err(Error::OffsetOutOfRange { requested: offset, start, end: leo });
+        }
+        let upper = match who.replica {
+            Some(r) => {
+                part.replication.check_fetch(r, who.leader_epoch).map_err(Error::Epoch)?;
+                if !who.again {
+                    let part = self.local_mut(name, p)?;
+                    if part.replication.on_follower_fetch(r, offset, leo, now) {
+                        out.push(Action::Wake);
+                    }
+                }
+                leo
+            }
+            None => part.high_watermark(),
+        };
+        let part = self.local(name, p)?;
+        let records = if (max_bytes == 0 && !min_one) || offset >= upper {
+            Bytes::new()
+        } else {
+            let r = part.log.read(offset, max_bytes.max(1), upper)?;
+            if !min_one && r.bytes.len() > max_bytes { Bytes::new() } else { r.bytes }
+        };
+        let hw = part.high_watermark();
+        let hw = if self.config.planted(PlantedBug::FetchAboveHighWatermark) && hw > 0 { hw - 1 } else { hw };
+        Ok(Fetched { high_watermark: hw, log_start_offset: start, records })
+    }
+
+    /// ListOffsets: -2 earliest, -1 latest (the high watermark), else the first offset with a
+    /// timestamp at or after `ts`. Returns (timestamp, offset); (-1, -1) when none.
+    pub fn list_offset(&self, name: &str, p: i32, ts: i64, epoch: i32) -> Result<(i64, i64), Error> {
+        let part = self.led(name, p, epoch)?;
+        if ts != list_offsets::earliest && part.high_watermark() < part.replication.epoch_start() {
+            // KIP-207: a new leader's high watermark lags until its followers fetch; answering
+            // it as "latest" would send consumers back in the log.
+            return Err(Error::OffsetNotAvailable);
+        }
+        Ok(match ts {
+            list_offsets::earliest => (-1, part.log.log_start_offset()),
+            list_offsets::latest => (-1, part.high_watermark()),
+            t if t < 0 => return Err(Error::InvalidConfig(format!("timestamp {t} is not a ListOffsets target"))),
+            t => match part.log.offset_for_timestamp(t)? {
+                Some((offset, found)) if offset < part.high_watermark() => (found, offset),
+                _ => (-1, -1),
+            },
+        })
+    }
+
+    /// The leader epoch this node has for a partition it leads.
+    pub fn leader_epoch(&self, name: &str, p: i32) -> i32 {
+        self.local(name, p).map_or(-1, |x| x.replication.leader_epoch)
+    }
+
+    /// OffsetForLeaderEpoch at the leader: the end offset of `epoch` in this log (KIP-101).
+    pub fn end_offset_for_epoch(&self, name: &str, p: i32, epoch: i32, current: i32) -> Result<(i32, i64), Error> {
+        let part = self.led(name, p, current)?;
+        Ok(part.log.end_offset_for_epoch(epoch, Some(part.replication.leader_epoch)))
+    }
+
+    /// ISR changes to send the controller, one per partition at most.
+    pub fn isr_proposals(&mut self, now: u64) -> Vec<(String, i32, IsrProposal)> {
+        let lag = self.config.replica_lag_ms_max;
+        let image = &self.image;
+        let mut out = Vec::new();
+        for ((name, p), part) in &mut self.partitions {
+            if let Some(prop) = part.replication.isr_proposal_among(now, lag, |r| image.is_live(r)) {
+                out.push((name.clone(), *p, prop));
+            }
+        }
+        out
+    }
+
+    /// What became of an ISR proposal. A committed one may move the high watermark.
+    pub fn isr_answer(&mut self, name: &str, p: i32, answer: IsrAnswer<'_>) -> Vec<Action> {
+        let Some(part) = self.partitions.get_mut(&(name.to_string(), p)) else { return Vec::new() };
+        let leo = part.leo();
+        match answer {
+            IsrAnswer::Committed(i) => {
+                part.replication.on_isr_committed(&i.isr, i.leader_epoch, i.partition_epoch, leo);
+                return vec![Action::Wake];
+            }
+            IsrAnswer::Refused => part.replication.on_isr_failed(),
+            IsrAnswer::Stale => part.replication.on_isr_stale(),
+            IsrAnswer::Lost => part.replication.on_isr_lost(),
+        }
+        Vec::new()
+    }
+}

@@ -1,0 +1,127 @@
+//! One local replica (its log, its idempotent producers, its replication state) and the
+//! values the broker's calls take and return about partitions. No IO beyond the log's own.
+
+use super::producer::ProducerStates;
+use super::Error;
+use crate::log::Log;
+use crate::metadata::PartitionInfo;
+use crate::replication::{Change, Replication, Role};
+use bytes::Bytes;
+
+/// One local replica: its log, its producers, its replication state.
+pub struct Partition {
+    /// The id of the topic this replica belongs to (a re-created topic has another).
+    pub topic_id: [u8; 16],
+    /// The topic's `min.insync.replicas` (topic configs are fixed at creation), kept here so a
+    /// produce does not re-derive the topic's config.
+    pub(super) min_insync: i32,
+    pub log: Log,
+    pub(super) producers: ProducerStates,
+    pub replication: Replication,
+}
+
+impl Partition {
+    pub fn high_watermark(&self) -> i64 {
+        self.replication.high_watermark()
+    }
+
+    pub(super) fn leo(&self) -> i64 {
+        self.log.log_end_offset()
+    }
+
+    /// Whether this replica is led here under a request's leader epoch (-1: unchecked).
+    pub(super) fn check_lead(&self, epoch: i32) -> Result<(), Error> {
+        let r = &self.replication;
+        match r.role {
+            Role::Leader => {}
+            Role::None => return Err(Error::LeaderNotAvailable),
+            Role::Follower { .. } => return Err(Error::NotLeaderOrFollower),
+        }
+        r.check_epoch(epoch).map_err(Error::Epoch)
+    }
+
+    /// Takes the partition's state from the metadata.
+    pub(super) fn apply(&mut self, i: &PartitionInfo, now: u64) -> Change {
+        let leo = self.leo();
+        self.replication.apply(&i.replicas, &i.isr, i.leader, i.leader_epoch, i.partition_epoch, leo, now)
+    }
+
+    /// Producer state rebuilt from the batch headers of the whole log (after a truncation).
+    pub(super) fn rebuild_producers(&mut self) -> Result<(), Error> {
+        self.producers = producers_of(&self.log)?;
+        Ok(())
+    }
+}
+
+/// The idempotent producers' state as the batches in `log` leave it.
+pub(super) fn producers_of(log: &Log) -> Result<ProducerStates, Error> {
+    let mut producers = ProducerStates::default();
+    log.for_each_header(|h| producers.record(h))?;
+    Ok(producers)
+}
+
+/// Where a produce landed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Produced {
+    pub base_offset: i64,
+    pub last_offset: i64,
+    pub log_start_offset: i64,
+    /// The leader epoch it was appended under (acks=all waits within that leadership).
+    pub leader_epoch: i32,
+    /// The batch was a retry of one already appended; nothing new was written.
+    pub duplicate: bool,
+}
+
+/// What a fetch of one partition returns.
+#[derive(Debug, Clone)]
+pub struct Fetched {
+    pub high_watermark: i64,
+    pub log_start_offset: i64,
+    pub records: Bytes,
+}
+
+/// What became of an ISR proposal (AlterPartition).
+#[derive(Debug, Clone, Copy)]
+pub enum IsrAnswer<'a> {
+    /// Committed: the partition's new state.
+    Committed(&'a PartitionInfo),
+    /// Refused for good (ineligible replica, fenced epoch, ...): certainly not committed.
+    Refused,
+    /// INVALID_UPDATE_VERSION: the controller is ahead; wait for its metadata.
+    Stale,
+    /// No answer (connection lost, not sent): it may have been committed.
+    Lost,
+}
+
+/// Who is fetching: a consumer, or a follower replica (Kafka's `replica_id`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fetcher {
+    /// The follower's node id, or None for a consumer.
+    pub replica: Option<i32>,
+    /// The fetcher's current leader epoch (-1: not checked).
+    pub leader_epoch: i32,
+    /// A request answered again after waiting for data is not a new fetch: its offset says
+    /// where the follower was when it sent it, so only the first handling counts as progress
+    /// (a request parked from a follower that has since crashed must not keep it "caught up").
+    pub again: bool,
+}
+
+impl Fetcher {
+    pub const consumer: Fetcher = Fetcher { replica: None, leader_epoch: -1, again: false };
+
+    /// A follower's fetch, handled for the first time.
+    pub fn follower(id: i32, leader_epoch: i32) -> Fetcher {
+        Fetcher { replica: Some(id), leader_epoch, again: false }
+    }
+}
+
+/// A partition this node follows, as its replica fetcher needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Following {
+    pub topic: String,
+    pub partition: i32,
+    pub leader_epoch: i32,
+    pub fetch_offset: i64,
+    /// Epoch truncation to do first: the latest epoch in the local log (None: empty log).
+    pub truncate_from_epoch: Option<Option<i32>>,
+}

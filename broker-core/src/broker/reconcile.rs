@@ -1,0 +1,184 @@
+//! The local replicas brought in line with the cluster metadata: committed records applied to
+//! the image, replicas opened, re-roled or removed, and nothing given a role before this
+//! process's own registration is in the image. Also the topics Metadata requests asked to
+//! auto-create, until the controller has them.
+
+use super::partition::{producers_of, Partition};
+use super::{Action, Broker, Error, Level};
+use crate::constants::failed_log_reopen_ms;
+use crate::log::dir::{self, Claimed};
+use crate::log::Log;
+use crate::metadata::{topic, MetadataRecord};
+use crate::replication::{Change, Replication};
+use std::collections::BTreeSet;
+
+impl Broker {
+    /// Applies one committed metadata record (see [`Broker::apply_metadata_batch`]).
+    pub fn apply_metadata(&mut self, offset: i64, record: &MetadataRecord, now: u64) -> Vec<Action> {
+        self.apply_metadata_batch(&[(offset, record.clone())], now)
+    }
+
+    /// Applies a run of committed metadata records as one step, then brings the local replicas
+    /// in line with the resulting image: a replica whose topic is gone, or was re-created under
+    /// another id, is removed; the partitions the records touched are opened and given their
+    /// roles. Reconciling once at the end, not per record, is what makes a replay safe: replaying
+    /// a log in which a topic was deleted and re-created must never open the old topic over the
+    /// new one's directory.
+    pub fn apply_metadata_batch(&mut self, records: &[(i64, MetadataRecord)], now: u64) -> Vec<Action> {
+        let mut touched: BTreeSet<(String, i32)> = BTreeSet::new();
+        let (mut all, mut stale) = (false, false);
+        for (offset, record) in records {
+            self.image.apply(*offset, record);
+            match record {
+                MetadataRecord::Partition { topic, partition, .. } => {
+                    touched.insert((topic.clone(), *partition));
+                }
+                MetadataRecord::Topic { name, .. } => {
+                    self.auto_create.remove(name);
+                }
+                MetadataRecord::RegisterBroker { id, epoch, .. } if *id == self.config.node_id && Some(*epoch) == self.registered => all = true,
+                // A registration of this node that this process did not get the answer to:
+                // the controller has moved its roles; none of ours is current any more.
+                MetadataRecord::RegisterBroker { id, .. } if *id == self.config.node_id => stale = true,
+                _ => {}
+            }
+        }
+        let mut out = Vec::new();
+        if stale {
+            // Dropped even if this process's own registration is in the same run: a newer one
+            // follows it, and `ready` is false until this process registers again.
+            for part in self.partitions.values_mut() {
+                part.replication.stop();
+            }
+        }
+        let gone: Vec<(String, i32)> = self
+            .partitions
+            .iter()
+            .filter(|((n, p), part)| self.image.topics.get(n).is_none_or(|t| t.id != part.topic_id || *p as usize >= t.partitions.len()))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for (name, p) in gone {
+            match self.remove_local(&name, p) {
+                Ok(()) => out.push(Action::Log(Level::Info, format!("{name}-{p}: topic deleted; replica removed"))),
+                Err(e) => out.push(Action::Log(Level::Error, format!("{name}-{p}: removing: {e}"))),
+            }
+        }
+        let image = &self.image;
+        self.offline.retain(|(n, _), _| image.topics.contains_key(n));
+        if all {
+            out.extend(self.reconcile_all(now));
+            return out;
+        }
+        for key in touched {
+            self.reconcile_or_offline(key, now, &mut out);
+        }
+        out
+    }
+
+    /// Whether the image holds this process's own registration: only then are its roles current.
+    pub(super) fn ready(&self) -> bool {
+        self.registered.is_some() && self.image.brokers.get(&self.config.node_id).map(|b| b.epoch) == self.registered
+    }
+
+    /// The controller accepted this process's registration with `epoch`. Every role is dropped
+    /// until the metadata log shows that registration (see [`Broker::ready`]).
+    pub fn registered(&mut self, epoch: i64, now: u64) -> Vec<Action> {
+        self.registered = Some(epoch);
+        for part in self.partitions.values_mut() {
+            part.replication.stop();
+        }
+        if self.ready() { self.reconcile_all(now) } else { Vec::new() }
+    }
+
+    fn reconcile_all(&mut self, now: u64) -> Vec<Action> {
+        let mut out = Vec::new();
+        let keys: Vec<(String, i32)> = self.image.topics.iter().flat_map(|(n, t)| (0..t.partitions.len() as i32).map(move |p| (n.clone(), p))).collect();
+        for key in keys {
+            self.reconcile_or_offline(key, now, &mut out);
+        }
+        out
+    }
+
+    /// [`Broker::reconcile`], marking the replica offline (retried later) when it fails.
+    fn reconcile_or_offline(&mut self, (name, p): (String, i32), now: u64, out: &mut Vec<Action>) {
+        if let Err(e) = self.reconcile(&name, p, now, out) {
+            out.push(Action::Log(Level::Error, format!("{name}-{p}: {e}")));
+            self.offline.insert((name, p), now + failed_log_reopen_ms);
+        }
+    }
+
+    /// Opens, re-roles or removes the local replica of one partition per the image.
+    pub(super) fn reconcile(&mut self, name: &str, p: i32, now: u64, out: &mut Vec<Action>) -> Result<(), Error> {
+        let Some(info) = self.image.partition(name, p).cloned() else { return Ok(()) };
+        let me = self.config.node_id;
+        let key = (name.to_string(), p);
+        if !info.replicas.contains(&me) {
+            if self.partitions.contains_key(&key) {
+                self.remove_local(name, p)?;
+                out.push(Action::Log(Level::Info, format!("{name}-{p}: no longer a replica here; removed")));
+            }
+            return Ok(());
+        }
+        if !self.partitions.contains_key(&key) {
+            let part = self.open_partition(name, p, now, out)?;
+            self.partitions.insert(key.clone(), part);
+        }
+        if !self.ready() {
+            return Ok(()); // opened, but no role before this process's registration is applied
+        }
+        let part = self.partitions.get_mut(&key).expect("opened above");
+        if part.apply(&info, now) == Change::BecameLeader {
+            out.push(Action::Wake);
+            out.push(Action::Log(Level::Info, format!("{name}-{p}: leader at epoch {} from offset {}", info.leader_epoch, part.leo())));
+        }
+        Ok(())
+    }
+
+    fn open_partition(&self, name: &str, p: i32, now: u64, out: &mut Vec<Action>) -> Result<Partition, Error> {
+        let (config, min_insync) = self.topic_config(name).ok_or(Error::UnknownTopicOrPartition)?;
+        let topic_id = self.image.topics.get(name).map(|t| t.id).ok_or(Error::UnknownTopicOrPartition)?;
+        let dir = self.partition_dir(name, p);
+        if dir::claim(self.disk.as_ref(), &self.config.data_dir, &dir, &topic::hex(&topic_id))? == Claimed::Emptied {
+            out.push(Action::Log(Level::Info, format!("{}: left by a deleted topic of the same name; emptied", dir.display())));
+        }
+        let (log, report) = Log::open(self.disk.clone(), &dir, config, now)?;
+        if let Some(cut) = &report.cut {
+            out.push(Action::Log(Level::Info, format!("{name}-{p}: recovery cut {} at byte {} ({} bytes): {}", cut.file.display(), cut.position, cut.bytes_removed, cut.reason)));
+        }
+        for path in report.indexes_rebuilt.iter().chain(&report.segments_removed) {
+            out.push(Action::Log(Level::Info, format!("{name}-{p}: recovery rebuilt or removed {}", path.display())));
+        }
+        let producers = producers_of(&log)?;
+        // Until the leader says otherwise, only what this replica holds is known committed
+        // by no one: start at the log start and learn the mark from the leader (or, as a
+        // leader, from the ISR).
+        let replication = Replication::new(self.config.node_id, log.log_start_offset());
+        Ok(Partition { topic_id, min_insync, log, producers, replication })
+    }
+
+    pub(super) fn remove_local(&mut self, name: &str, p: i32) -> Result<(), Error> {
+        self.partitions.remove(&(name.to_string(), p));
+        Ok(dir::remove(self.disk.as_ref(), &self.config.data_dir, &self.partition_dir(name, p))?)
+    }
+
+    /// Asks for `name` to be auto-created (Metadata with auto-creation allowed): `Ok(false)`
+    /// when auto-creation is off. The shell forwards the request to the controller.
+    pub fn request_auto_create(&mut self, name: &str) -> Result<bool, Error> {
+        if !self.config.auto_create_topics {
+            return Ok(false);
+        }
+        topic::validate_name(name).map_err(Error::InvalidTopic)?;
+        self.auto_create.insert(name.to_string());
+        Ok(true)
+    }
+
+    /// Topics waiting to be created by the controller.
+    pub fn auto_create_requests(&self) -> Vec<String> {
+        self.auto_create.iter().cloned().collect()
+    }
+
+    /// The controller refused to auto-create `name` (the next Metadata request may ask again).
+    pub fn auto_create_failed(&mut self, name: &str) {
+        self.auto_create.remove(name);
+    }
+}

@@ -1,0 +1,139 @@
+//! Time-driven work (flush.ms, retention bounded by the high watermark, reopening logs that
+//! failed, checkpoints) and this node's producer ids, allocated from blocks persisted before
+//! use so a restart never hands one out twice.
+
+use super::{Action, Broker, Error, Level};
+use crate::constants::failed_log_reopen_ms;
+use crate::log::dir;
+use crate::storage::Disk;
+use std::path::Path;
+
+/// Producer ids are persisted in blocks of this many, so allocation writes the disk once per
+/// block and a restart never hands out an id twice (it skips the rest of the block).
+pub const producer_id_block: i64 = 1000;
+
+/// Each node allocates producer ids from its own range, `node_id << producer_id_node_shift`
+/// onwards, so ids are unique in the cluster without asking the controller (2^32 per node).
+pub const producer_id_node_shift: u32 = 32;
+
+/// The producer-id file under the data directory.
+const producer_ids_file: &str = "producer-ids";
+
+/// The ids this node hands out: `next`, up to the end of the block persisted for it.
+pub(super) struct ProducerIds {
+    next: i64,
+    limit: i64,
+}
+
+impl ProducerIds {
+    /// Resumes after the last block persisted: the rest of that block may have been handed out.
+    pub(super) fn open(disk: &dyn Disk, data_dir: &Path, node_id: i32) -> Result<ProducerIds, Error> {
+        let first = (node_id as i64) << producer_id_node_shift;
+        let next = dir::read_producer_ids(disk, &data_dir.join(producer_ids_file))?.map_or(first, |n| n.max(first));
+        Ok(ProducerIds { next, limit: next })
+    }
+
+    /// The next id, persisting a new block first when this one is used up.
+    fn next(&mut self, disk: &dyn Disk, data_dir: &Path) -> Result<i64, Error> {
+        if self.next >= self.limit {
+            let limit = self.next + producer_id_block;
+            dir::write_producer_ids(disk, &data_dir.join(producer_ids_file), limit)?;
+            self.limit = limit;
+        }
+        self.next += 1;
+        Ok(self.next - 1)
+    }
+}
+
+impl Broker {
+    /// A fresh producer id (epoch 0), from a block persisted before use.
+    pub fn init_producer_id(&mut self) -> Result<(i64, i16), Error> {
+        let id = self.producer_ids.next(self.disk.as_ref(), &self.config.data_dir)?;
+        Ok((id, 0))
+    }
+
+    /// Time-driven work for every partition (flush.ms, retention bounded by the high
+    /// watermark, reopening failed logs, opening replicas that failed to open).
+    pub fn tick(&mut self, now: u64) -> Vec<Action> {
+        let mut out = self.reopen_failed(now);
+        for (name, p, mut bytes) in std::mem::take(&mut self.deferred) {
+            if let Some(part) = self.partitions.get_mut(&(name.clone(), p)) {
+                let epoch = part.replication.leader_epoch;
+                match part.log.append(&mut bytes, epoch, now) {
+                    Ok(_) => {
+                        let leo = part.leo();
+                        if part.replication.on_append(leo) {
+                            out.push(Action::Wake);
+                        }
+                    }
+                    Err(e) => out.push(Action::Log(Level::Error, format!("{name}-{p}: deferred append: {e}"))),
+                }
+            }
+        }
+        for ((name, p), part) in &mut self.partitions {
+            if part.log.failure().is_some() {
+                continue; // reopen_failed deals with it
+            }
+            let hw = part.high_watermark();
+            if let Err(e) = part.log.tick(now, hw) {
+                out.push(Action::Log(Level::Error, format!("{name}-{p}: {e}")));
+            }
+        }
+        out
+    }
+
+    /// Reopens partitions whose log went offline after a failed sync or write, and opens
+    /// replicas the metadata names here that failed to open, at most every
+    /// `failed_log_reopen_ms`: recovery decides what survived, and the partition takes writes
+    /// again once its disk answers. (Kafka halts a broker whose only log directory fails and
+    /// relies on a restart; reopening in place is that restart, for one partition.)
+    fn reopen_failed(&mut self, now: u64) -> Vec<Action> {
+        let mut out = Vec::new();
+        let me = self.config.node_id;
+        let failed: Vec<(String, i32)> = self.partitions.iter().filter(|(_, part)| part.log.failure().is_some()).map(|(k, _)| k.clone()).collect();
+        for key in failed {
+            if self.partitions.remove(&key).is_some_and(|part| part.replication.is_leader()) && !out.contains(&Action::Reregister) {
+                out.push(Action::Reregister);
+            }
+            self.offline.entry(key).or_insert(now);
+        }
+        let missing: Vec<(String, i32)> = self
+            .image
+            .topics
+            .iter()
+            .flat_map(|(n, t)| t.partitions.iter().enumerate().filter(|(_, i)| i.replicas.contains(&me)).map(move |(i, _)| (n.clone(), i as i32)))
+            .filter(|k| !self.partitions.contains_key(k))
+            .collect();
+        for (name, p) in missing {
+            let key = (name.clone(), p);
+            if self.offline.get(&key).is_some_and(|&at| now < at) {
+                continue;
+            }
+            match self.reconcile(&name, p, now, &mut out) {
+                Ok(()) => {
+                    if self.offline.remove(&key).is_some() {
+                        let leo = self.partitions.get(&key).map_or(-1, |x| x.leo());
+                        out.push(Action::Log(Level::Info, format!("{name}-{p}: reopened after a storage failure; log end {leo}")));
+                    }
+                }
+                Err(e) => {
+                    self.offline.insert(key, now + failed_log_reopen_ms);
+                    out.push(Action::Log(Level::Error, format!("{name}-{p}: still offline: {e}")));
+                }
+            }
+        }
+        self.offline.retain(|k, _| !self.partitions.contains_key(k));
+        out
+    }
+
+    /// Flushes every partition and writes its recovery-point checkpoint.
+    pub fn checkpoint(&mut self, now: u64) -> Vec<Action> {
+        let mut out = Vec::new();
+        for ((name, p), part) in &mut self.partitions {
+            if let Err(e) = part.log.flush(now).and_then(|_| part.log.checkpoint()) {
+                out.push(Action::Log(Level::Error, format!("{name}-{p}: {e}")));
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,130 @@
+//! The data directory around the partition logs, through [`Disk`]: a partition directory
+//! belongs to one topic id (its `partition.metadata`, as Kafka writes it), is emptied before a
+//! re-created topic of the same name takes it, and is removed whole with its topic; and the
+//! node's `producer-ids` file, the end of the last producer-id block handed out. The broker
+//! decides when; this module only does the IO, so no decision module touches the disk.
+//!
+//! ```text
+//! <data>/<topic>-<p>/partition.metadata   "version: 0\ntopic_id: <32 hex digits>\n"
+//! <data>/producer-ids                     "<next unallocated id>\n"
+//! ```
+
+use super::LogError;
+use crate::storage::{read_exact_at, write_atomically, Disk};
+use std::path::Path;
+
+/// The name of the file that says which topic id a partition directory belongs to.
+pub const partition_marker: &str = "partition.metadata";
+
+/// A metadata file larger than this is not one of ours (both are a line or two).
+const small_file_bytes_max: u64 = 1 << 20;
+
+/// What [`claim`] found in the directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Claimed {
+    /// The directory already belonged to this topic id.
+    Ours,
+    /// The directory is new (or had no marker) and now belongs to this topic id.
+    Fresh,
+    /// A deleted topic of the same name had left it; its files were removed first, so old
+    /// records never resurface under the new topic.
+    Emptied,
+}
+
+fn io<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> LogError + 'a {
+    move |source| LogError::Io { op, path: path.to_path_buf(), source }
+}
+
+/// Makes `dir` the directory of the topic with id `topic_id_hex`, durably.
+pub fn claim(disk: &dyn Disk, data_dir: &Path, dir: &Path, topic_id_hex: &str) -> Result<Claimed, LogError> {
+    let marker = dir.join(partition_marker);
+    let expected = format!("version: 0\ntopic_id: {topic_id_hex}\n");
+    let mut claimed = Claimed::Fresh;
+    if disk.exists(&marker) {
+        if read_small(disk, &marker)? == expected {
+            return Ok(Claimed::Ours);
+        }
+        remove(disk, data_dir, dir)?;
+        claimed = Claimed::Emptied;
+    }
+    disk.create_dir_all(dir).map_err(io("create", dir))?;
+    write_atomically(disk, &marker, expected.as_bytes()).map_err(io("write", &marker))?;
+    Ok(claimed)
+}
+
+/// Removes a partition directory and everything in it, then syncs the data directory so the
+/// removal survives a crash.
+pub fn remove(disk: &dyn Disk, data_dir: &Path, dir: &Path) -> Result<(), LogError> {
+    if !disk.exists(dir) {
+        return Ok(());
+    }
+    for file in disk.list(dir).map_err(io("list", dir))? {
+        let f = dir.join(file);
+        disk.remove(&f).map_err(io("remove", &f))?;
+    }
+    disk.remove_dir(dir).map_err(io("remove", dir))?;
+    disk.sync_dir(data_dir).map_err(io("fsync", data_dir))
+}
+
+/// The next unallocated producer id persisted in `path`, if the file exists.
+pub fn read_producer_ids(disk: &dyn Disk, path: &Path) -> Result<Option<i64>, LogError> {
+    if !disk.exists(path) {
+        return Ok(None);
+    }
+    let text = read_small(disk, path)?;
+    let next = text.trim().parse().map_err(|_| LogError::Corrupt { file: path.to_path_buf(), position: 0, reason: "not a number".into() })?;
+    Ok(Some(next))
+}
+
+/// Persists `limit` as the next unallocated producer id (atomically, synced).
+pub fn write_producer_ids(disk: &dyn Disk, path: &Path, limit: i64) -> Result<(), LogError> {
+    write_atomically(disk, path, format!("{limit}\n").as_bytes()).map_err(io("write", path))
+}
+
+fn read_small(disk: &dyn Disk, path: &Path) -> Result<String, LogError> {
+    let f = disk.open(path, false).map_err(io("open", path))?;
+    let len = f.len().map_err(io("stat", path))?;
+    if len > small_file_bytes_max {
+        return Err(LogError::Corrupt { file: path.to_path_buf(), position: 0, reason: format!("{len} bytes; not a metadata file") });
+    }
+    let mut buf = vec![0u8; len as usize];
+    read_exact_at(f.as_ref(), &mut buf, 0).map_err(io("read", path))?;
+    String::from_utf8(buf).map_err(|e| LogError::Corrupt { file: path.to_path_buf(), position: e.utf8_error().valid_up_to() as u64, reason: "not UTF-8".into() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::FileDisk;
+
+    fn plant(disk: &dyn Disk, path: &Path, bytes: &[u8]) {
+        let f = disk.open(path, true).unwrap();
+        f.truncate(0).unwrap();
+        f.write_at(bytes, 0).unwrap();
+    }
+
+    #[test]
+    fn a_directory_left_by_another_topic_id_is_emptied_before_it_is_claimed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let disk = FileDisk::new();
+        let (data, dir) = (tmp.path(), tmp.path().join("t-0"));
+        assert_eq!(claim(&disk, data, &dir, "aa").unwrap(), Claimed::Fresh);
+        assert_eq!(claim(&disk, data, &dir, "aa").unwrap(), Claimed::Ours);
+        plant(&disk, &dir.join("00000000000000000000.log"), b"old records");
+        assert_eq!(claim(&disk, data, &dir, "bb").unwrap(), Claimed::Emptied);
+        assert_eq!(disk.list(&dir).unwrap(), vec![partition_marker.to_string()]);
+        remove(&disk, data, &dir).unwrap();
+        assert!(!disk.exists(&dir));
+    }
+
+    #[test]
+    fn producer_ids_round_trip_and_garbage_is_corrupt() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (disk, path) = (FileDisk::new(), tmp.path().join("producer-ids"));
+        assert_eq!(read_producer_ids(&disk, &path).unwrap(), None);
+        write_producer_ids(&disk, &path, 4000).unwrap();
+        assert_eq!(read_producer_ids(&disk, &path).unwrap(), Some(4000));
+        plant(&disk, &path, b"four thousand");
+        assert!(matches!(read_producer_ids(&disk, &path), Err(LogError::Corrupt { .. })));
+    }
+}
