@@ -8,6 +8,7 @@
 //!
 //! By responsibility: `reconcile` (replicas and roles from the metadata), `leader` (produce,
 //! fetch, offsets, ISR proposals), `follower` (epoch truncation, appending what leaders send),
+//! `fetcher` (the replica fetcher's rounds, shared by the shell and the tests),
 //! `upkeep` (time-driven work, producer ids), `partition` (one replica), `error`, `config`.
 //!
 //! Layout of the data directory:
@@ -21,6 +22,7 @@
 
 mod config;
 mod error;
+mod fetcher;
 mod follower;
 mod leader;
 mod partition;
@@ -30,6 +32,7 @@ mod upkeep;
 
 pub use config::{BrokerConfig, PlantedBug};
 pub use error::Error;
+pub use fetcher::{FetchAnswer, ReplicaFetcher, Step, Then};
 pub use partition::{Fetched, Fetcher, Following, IsrAnswer, Partition, Produced};
 pub use upkeep::{producer_id_block, producer_id_node_shift};
 

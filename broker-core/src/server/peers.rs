@@ -12,7 +12,7 @@
 
 use crate::kafka::Code;
 use super::{now_ms, Shared};
-use crate::broker::{Following, IsrAnswer};
+use crate::broker::{FetchAnswer, Following, IsrAnswer, ReplicaFetcher, Step, Then};
 use crate::client::{ClientError, Conn};
 use crate::constants::{heartbeat_interval_ms_default, metadata_fetch_bytes, peer_backoff_ms, peer_request_ms_max, replica_fetch_bytes, replica_fetch_wait_ms, tick_interval_ms};
 use crate::metadata::{decode_records, metadata_topic};
@@ -395,15 +395,12 @@ async fn replica_fetchers(shared: Arc<Shared>) {
 async fn replica_fetcher(shared: Arc<Shared>, leader: i32) {
     let me = shared.broker().config().node_id;
     let mut conn: Option<Conn> = None;
-    let mut round = 0usize;
+    let mut fetcher = ReplicaFetcher::new(leader);
     loop {
-        let mut following = shared.broker().following(leader);
-        // Each partition leads the request in turn: only the first may exceed its byte limit
-        // (KIP-74), so a batch bigger than that limit elsewhere must get its turn.
-        round = round.wrapping_add(1);
-        let shift = round % following.len().max(1);
-        following.rotate_left(shift);
-        if following.is_empty() {
+        let mut actions = Vec::new();
+        let step = fetcher.next(&mut shared.broker(), now_ms(), &mut actions);
+        shared.perform(actions);
+        if step == Step::Idle {
             conn = None;
             tokio::time::sleep(Duration::from_millis(tick_interval_ms)).await;
             continue;
@@ -417,14 +414,19 @@ async fn replica_fetcher(shared: Arc<Shared>, leader: i32) {
             conn = connect(addr, &format!("replica-fetcher-{me}")).await;
         }
         let Some(c) = conn.as_mut() else { continue };
-        let result = match following.iter().any(|f| f.truncate_from_epoch.is_some()) {
-            true => truncate(&shared, c, me, leader, &following).await,
-            false => replicate(&shared, c, me, leader, &following).await,
+        let result = match step {
+            Step::Truncate(ask) => truncate(&shared, c, me, &fetcher, ask).await,
+            Step::Fetch(following) => replicate(&shared, c, me, &fetcher, &following).await,
+            Step::Idle => Ok(Then::Continue),
         };
-        if let Err(e) = result {
-            tracing::info!("replica fetcher from {leader}: {e}");
-            conn = None;
-            backoff().await;
+        match result {
+            Ok(Then::Continue) => {}
+            Ok(Then::BackOff) => backoff().await,
+            Err(e) => {
+                tracing::info!("replica fetcher from {leader}: {e}");
+                conn = None;
+                backoff().await;
+            }
         }
     }
 }
@@ -442,66 +444,54 @@ fn by_topic<P, T>(entries: Vec<(String, P)>, topic: impl Fn(&str, Vec<P>) -> T) 
     groups.into_iter().map(|(n, ps)| topic(&n, ps)).collect()
 }
 
-/// KIP-279: ask the leader where each diverging epoch ends, and cut the local log there.
-async fn truncate(shared: &Shared, conn: &mut Conn, me: i32, leader: i32, following: &[Following]) -> Result<(), ClientError> {
-    let mut asked = Vec::new();
-    let now = now_ms();
-    for f in following {
-        let Some(latest) = f.truncate_from_epoch else { continue };
-        let Some(latest) = latest else {
-            // An empty log has nothing to cut.
-            report(shared.broker().truncate_to_leader(&f.topic, f.partition, leader, f.leader_epoch, -1, -1, now), f);
-            continue;
-        };
-        let mut p = OffsetForLeaderPartition::default();
-        p.partition = f.partition;
-        p.current_leader_epoch = f.leader_epoch;
-        p.leader_epoch = latest;
-        asked.push((f.topic.clone(), p));
-    }
-    let topics = by_topic(asked, |name, partitions| {
+/// KIP-279: asks the leader where each diverging epoch ends; the fetcher cuts the local logs.
+async fn truncate(shared: &Shared, conn: &mut Conn, me: i32, fetcher: &ReplicaFetcher, ask: Vec<(Following, i32)>) -> Result<Then, ClientError> {
+    let entries = ask
+        .iter()
+        .map(|(f, latest)| {
+            let mut p = OffsetForLeaderPartition::default();
+            p.partition = f.partition;
+            p.current_leader_epoch = f.leader_epoch;
+            p.leader_epoch = *latest;
+            (f.topic.clone(), p)
+        })
+        .collect();
+    let topics = by_topic(entries, |name, partitions| {
         let mut t = OffsetForLeaderTopic::default();
         t.topic = TopicName(s(name));
         t.partitions = partitions;
         t
     });
     if topics.is_empty() {
-        return Ok(());
+        return Ok(Then::Continue);
     }
     let mut req = OffsetForLeaderEpochRequest::default();
     req.replica_id = BrokerId(me);
     req.topics = topics;
     let resp = conn.send(&req).await?;
     let now = now_ms();
-    let mut waiting = false;
+    let mut then = Then::Continue;
+    let mut actions = Vec::new();
     for t in resp.topics {
         for p in t.partitions {
-            let Some(f) = following.iter().find(|f| f.topic == t.topic.0.as_str() && f.partition == p.partition) else { continue };
-            if p.error_code != 0 {
-                waiting = true; // the leader has not caught up with the metadata yet, or moved on
-                continue;
+            let Some((f, _)) = ask.iter().find(|(f, _)| f.topic == t.topic.0.as_str() && f.partition == p.partition) else { continue };
+            let answer = match crate::kafka::error(p.error_code) {
+                None => Ok((p.leader_epoch, p.end_offset)),
+                Some(code) => Err(code),
+            };
+            if fetcher.on_epoch_answer(&mut shared.broker(), f, answer, now, &mut actions) == Then::BackOff {
+                then = Then::BackOff;
             }
-            let r = shared.broker().truncate_to_leader(&f.topic, f.partition, leader, f.leader_epoch, p.leader_epoch, p.end_offset, now);
-            report(r, f);
         }
     }
+    shared.perform(actions);
     shared.settle_disk().await;
-    if waiting {
-        backoff().await;
-    }
-    Ok(())
+    Ok(then)
 }
 
-fn report(r: Result<Option<i64>, crate::broker::Error>, f: &Following) {
-    match r {
-        Ok(Some(leo)) if leo < f.fetch_offset => tracing::info!("{}-{}: truncated to {leo} (epoch {})", f.topic, f.partition, f.leader_epoch),
-        Ok(_) => {}
-        Err(e) => tracing::error!("{}-{}: truncating: {e}", f.topic, f.partition),
-    }
-}
-
-/// One Fetch as a follower for every partition followed from `leader`, and its appends.
-async fn replicate(shared: &Shared, conn: &mut Conn, me: i32, leader: i32, following: &[Following]) -> Result<(), ClientError> {
+/// One Fetch as a follower for every partition followed from the fetcher's leader; the
+/// fetcher appends what it returns.
+async fn replicate(shared: &Shared, conn: &mut Conn, me: i32, fetcher: &ReplicaFetcher, following: &[Following]) -> Result<Then, ClientError> {
     let mut asked = Vec::new();
     for f in following {
         let mut p = FetchPartition::default();
@@ -522,32 +512,20 @@ async fn replicate(shared: &Shared, conn: &mut Conn, me: i32, leader: i32, follo
     let req = fetch_request(me, topics, crate::constants::fetch_bytes_max as i32);
     let resp = conn.send(&req).await?;
     let now = now_ms();
-    let mut refused = false;
+    let mut then = Then::Continue;
+    let mut actions = Vec::new();
     for t in resp.responses {
         for p in t.partitions {
             let Some(f) = following.iter().find(|f| f.topic == t.topic.0.as_str() && f.partition == p.partition_index) else { continue };
-            let result = match p.error_code {
-                0 => {
-                    let records = p.records.unwrap_or_default();
-                    shared.broker().append_from_leader(&f.topic, f.partition, leader, f.leader_epoch, f.fetch_offset, &records, p.high_watermark, now)
-                }
-                // OFFSET_OUT_OF_RANGE below the leader's log start: start over from there.
-                c if c == Code::OffsetOutOfRange.code() && p.log_start_offset > f.fetch_offset => shared.broker().restart_from(&f.topic, f.partition, leader, f.leader_epoch, p.log_start_offset, now),
-                c if c == Code::OffsetOutOfRange.code() => shared.broker().retruncate(&f.topic, f.partition),
-                _ => {
-                    refused = true;
-                    Ok(())
-                }
-            };
-            if let Err(e) = result {
-                tracing::error!("{}-{}: following {leader}: {e}", f.topic, f.partition);
+            let records = p.records.unwrap_or_default();
+            let answer = FetchAnswer { error: crate::kafka::error(p.error_code), records: &records, high_watermark: p.high_watermark, log_start_offset: p.log_start_offset };
+            if fetcher.on_fetch_answer(&mut shared.broker(), f, answer, now, &mut actions) == Then::BackOff {
+                then = Then::BackOff;
             }
         }
     }
+    shared.perform(actions);
     shared.changed();
     shared.settle_disk().await;
-    if refused {
-        backoff().await; // the leader's metadata differs from ours: wait for it to settle
-    }
-    Ok(())
+    Ok(then)
 }

@@ -132,25 +132,40 @@ impl Cluster {
         self.broker(id).replicated(topic_name, 0, produced).map_err(|e| e.kafka_error(true))
     }
 
-    /// One round of `follower`'s replica fetcher for `t-0`.
+    /// One round of `follower`'s replica fetcher (the one `server::peers` runs), the leader
+    /// answering by direct calls: what happened to `t-0`.
     fn round(&mut self, follower: i32) -> Round {
         let now = self.now;
         let leader = self.brokers[&follower].image().partition(topic_name, 0).unwrap().leader;
-        let f = self.brokers[&follower].following(leader).into_iter().find(|f| f.topic == topic_name).expect("follows t-0");
-        if let Some(latest) = f.truncate_from_epoch {
-            let (epoch, end) = match latest {
-                None => (-1, -1), // an empty log asks nothing (server::peers does the same)
-                Some(latest) => self.broker(leader).end_offset_for_epoch(topic_name, 0, latest, f.leader_epoch).unwrap(),
-            };
-            let leo = self.broker(follower).truncate_to_leader(topic_name, 0, leader, f.leader_epoch, epoch, end, now).unwrap();
-            return Round::Truncated(leo.expect("still following"));
-        }
-        let who = Fetcher { replica: Some(follower), leader_epoch: f.leader_epoch, again: false };
+        let mut fetcher = ReplicaFetcher::new(leader);
         let mut out = Vec::new();
-        let got = self.broker(leader).fetch(topic_name, 0, f.fetch_offset, 1 << 20, true, who, now, &mut out).unwrap();
-        self.actions.extend(out);
-        self.broker(follower).append_from_leader(topic_name, 0, leader, f.leader_epoch, f.fetch_offset, &got.records, got.high_watermark, now).unwrap();
-        Round::Fetched(got.records)
+        let step = fetcher.next(self.broker(follower), now, &mut out);
+        let mut fetched = Bytes::new();
+        match step {
+            Step::Idle => panic!("{follower} follows nothing from {leader}"),
+            Step::Truncate(ask) => {
+                for (f, latest) in ask {
+                    let answer = self.broker(leader).end_offset_for_epoch(&f.topic, f.partition, latest, f.leader_epoch).map_err(|e| e.kafka_error(true));
+                    fetcher.on_epoch_answer(self.broker(follower), &f, answer, now, &mut out);
+                }
+                return Round::Truncated(self.leo(follower));
+            }
+            Step::Fetch(following) => {
+                for f in following {
+                    let who = Fetcher { replica: Some(follower), leader_epoch: f.leader_epoch, again: false };
+                    let mut woke = Vec::new();
+                    let got = self.broker(leader).fetch(&f.topic, f.partition, f.fetch_offset, 1 << 20, true, who, now, &mut woke).unwrap();
+                    self.actions.extend(woke);
+                    let answer = FetchAnswer { error: None, records: &got.records, high_watermark: got.high_watermark, log_start_offset: got.log_start_offset };
+                    fetcher.on_fetch_answer(self.broker(follower), &f, answer, now, &mut out);
+                    if f.topic == topic_name && f.partition == 0 {
+                        fetched = got.records;
+                    }
+                }
+            }
+        }
+        assert!(out.iter().all(|a| !matches!(a, Action::Log(Level::Error, _))), "{out:?}");
+        Round::Fetched(fetched)
     }
 
     /// Whether a leader asked to wake waiting requests since the last call.
