@@ -94,3 +94,125 @@ pub fn delete(node: &Node, name: &str) -> Result<(), crate::controller::Error> {
     apply_metadata(node, 0);
     Ok(())
 }
+
+/// A disk whose `sync` is slow for files whose path contains `slow_path`, once armed: the real
+/// build sleeps the thread (as a slow fsync does), the simulated build owes the time as stall
+/// (as `SimDisk`'s latency does). Used by [`slow_fsync_delays_other_partitions`].
+pub struct SlowSync {
+    inner: Arc<dyn Disk>,
+    slow_path: String,
+    delay: std::time::Duration,
+    /// Set by the test just before the write it wants slowed.
+    pub armed: Arc<std::sync::atomic::AtomicBool>,
+    /// Set once a slow sync has begun.
+    pub started: Arc<std::sync::atomic::AtomicBool>,
+    owed_ns: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl SlowSync {
+    pub fn new(inner: Arc<dyn Disk>, slow_path: &str, delay: std::time::Duration) -> SlowSync {
+        SlowSync { inner, slow_path: slow_path.into(), delay, armed: Default::default(), started: Default::default(), owed_ns: Default::default() }
+    }
+}
+
+struct SlowFile {
+    inner: Box<dyn crate::storage::DiskFile>,
+    slow: bool,
+    delay: std::time::Duration,
+    armed: Arc<std::sync::atomic::AtomicBool>,
+    started: Arc<std::sync::atomic::AtomicBool>,
+    /// The simulated build's stall owed (the real build sleeps instead).
+    #[cfg_attr(not(madsim), allow(dead_code))]
+    owed_ns: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl crate::storage::DiskFile for SlowFile {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        self.inner.read_at(buf, offset)
+    }
+    fn write_at(&self, buf: &[u8], offset: u64) -> std::io::Result<()> {
+        self.inner.write_at(buf, offset)
+    }
+    fn append(&self, buf: &[u8]) -> std::io::Result<u64> {
+        self.inner.append(buf)
+    }
+    fn len(&self) -> std::io::Result<u64> {
+        self.inner.len()
+    }
+    fn truncate(&self, len: u64) -> std::io::Result<()> {
+        self.inner.truncate(len)
+    }
+    fn sync(&self) -> std::io::Result<()> {
+        use std::sync::atomic::Ordering::SeqCst;
+        if self.slow && self.armed.load(SeqCst) {
+            self.started.store(true, SeqCst);
+            #[cfg(not(madsim))]
+            std::thread::sleep(self.delay);
+            #[cfg(madsim)]
+            self.owed_ns.fetch_add(self.delay.as_nanos() as u64, SeqCst);
+        }
+        self.inner.sync()
+    }
+}
+
+impl Disk for SlowSync {
+    fn open(&self, path: &Path, create: bool) -> std::io::Result<Box<dyn crate::storage::DiskFile>> {
+        let inner = self.inner.open(path, create)?;
+        let slow = path.to_string_lossy().contains(&self.slow_path);
+        let (armed, started, owed_ns) = (self.armed.clone(), self.started.clone(), self.owed_ns.clone());
+        Ok(Box::new(SlowFile { inner, slow, delay: self.delay, armed, started, owed_ns }))
+    }
+    fn exists(&self, path: &Path) -> bool {
+        self.inner.exists(path)
+    }
+    fn create_dir_all(&self, dir: &Path) -> std::io::Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+    fn list(&self, dir: &Path) -> std::io::Result<Vec<String>> {
+        self.inner.list(dir)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn remove(&self, path: &Path) -> std::io::Result<()> {
+        self.inner.remove(path)
+    }
+    fn remove_dir(&self, dir: &Path) -> std::io::Result<()> {
+        self.inner.remove_dir(dir)
+    }
+    fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
+        self.inner.sync_dir(dir)
+    }
+    fn take_stall(&self) -> std::time::Duration {
+        let own = self.owed_ns.swap(0, std::sync::atomic::Ordering::SeqCst);
+        self.inner.take_stall() + std::time::Duration::from_nanos(own)
+    }
+}
+
+/// What waits for what when one partition's fsync is slow, the same in the real and the
+/// simulated build: against a one-node broker at `addr` whose disk is `slow` (slow on topic
+/// `a`'s files) and whose log config flushes every batch, a produce to `b` sent while `a`'s
+/// fsync is under way is answered only after that fsync is done — the node's disk is one
+/// resource, as it is for a Kafka broker's log directory. Returns how long after the produce
+/// to `a` was sent the produce to `b` was answered (at least the slow sync's delay).
+pub async fn slow_fsync_delays_other_partitions(addr: std::net::SocketAddr, armed: Arc<std::sync::atomic::AtomicBool>, started: Arc<std::sync::atomic::AtomicBool>) -> std::time::Duration {
+    use crate::client::{Producer, ProducerConfig};
+    use std::sync::atomic::Ordering::SeqCst;
+    use std::time::Duration;
+    let config = ProducerConfig { acks: 1, idempotent: false, request_timeout: Duration::from_secs(30), ..ProducerConfig::default() };
+    let mut to_a = Producer::new(addr, config.clone());
+    let mut to_b = Producer::new(addr, config);
+    // Both topics exist and both producers know their leader before the measured sends.
+    to_a.send("a", 0, &[(None, Some("warm".into()))], 0).await.expect("produce to a");
+    to_b.send("b", 0, &[(None, Some("warm".into()))], 0).await.expect("produce to b");
+    armed.store(true, SeqCst);
+    let sent = crate::server::now_ms();
+    let slow = tokio::spawn(async move { to_a.send("a", 0, &[(None, Some("slow".into()))], 0).await });
+    while !started.load(SeqCst) {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    to_b.send("b", 0, &[(None, Some("fast".into()))], 0).await.expect("produce to b during a's fsync");
+    let b_answered = Duration::from_millis(crate::server::now_ms() - sent);
+    slow.await.expect("task").expect("produce to a");
+    b_answered
+}

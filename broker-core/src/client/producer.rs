@@ -15,8 +15,6 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-/// Versions the client speaks (all served by the broker, docs/protocol.md).
-
 #[derive(Debug, Clone)]
 pub struct ProducerConfig {
     pub client_id: String,

@@ -45,12 +45,14 @@ pub struct Shared {
     started: std::sync::atomic::AtomicBool,
     /// Set by [`Action::Reregister`]; the controller link registers anew and clears it.
     reregister: std::sync::atomic::AtomicBool,
+    /// Held for one decision and its disk IO (see [`Shared::decide`]).
+    disk_gate: tokio::sync::Mutex<()>,
 }
 
 impl Shared {
     /// `controller` is the metadata quorum if this node is the controller.
     pub fn new(broker: Broker, controller: Option<Quorum>, disk: Arc<dyn Disk>) -> Arc<Shared> {
-        Arc::new(Shared { node: Node::new(broker, controller), disk, changed: Notify::new(), metadata_committed: Notify::new(), broker_epoch: Mutex::new(None), started: Default::default(), reregister: Default::default() })
+        Arc::new(Shared { node: Node::new(broker, controller), disk, changed: Notify::new(), metadata_committed: Notify::new(), broker_epoch: Mutex::new(None), started: Default::default(), reregister: Default::default(), disk_gate: tokio::sync::Mutex::new(()) })
     }
 
     pub fn broker(&self) -> MutexGuard<'_, Broker> {
@@ -102,12 +104,20 @@ impl Shared {
         }
     }
 
-    /// Sleeps off simulated disk latency owed by the last decision (zero on real disks).
-    async fn settle_disk(&self) {
+    /// Runs one decision that may do disk IO with the node's disk to itself, and lets the next
+    /// decision in only once its IO is done: on a real disk the fsync happens inside `decide`;
+    /// on the simulated disk the latency it owes is slept before the gate opens. So in both
+    /// builds a slow fsync delays every other decision of the node alike (requests for other
+    /// partitions included), while requests waiting for the gate wait asynchronously instead
+    /// of blocking runtime workers on the node's lock.
+    pub(crate) async fn decide<T>(&self, decide: impl FnOnce(&Shared) -> T) -> T {
+        let _disk = self.disk_gate.lock().await;
+        let out = decide(self);
         let stall = self.disk.take_stall();
         if !stall.is_zero() {
             tokio::time::sleep(stall).await;
         }
+        out
     }
 }
 
@@ -147,7 +157,7 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: impl st
         task.abort();
     }
     tracing::info!("shutting down: flushing and checkpointing every partition");
-    let failures = shared.broker().checkpoint(now_ms());
+    let failures = shared.decide(|s| s.broker().checkpoint(now_ms())).await;
     shared.perform(failures);
 }
 
@@ -167,33 +177,39 @@ async fn run_timers(shared: Arc<Shared>) {
         };
         tokio::time::sleep(Duration::from_millis(wait)).await;
         let now = now_ms();
-        let actions = {
-            let mut b = shared.broker();
-            let mut actions = b.tick(now);
-            if now / replica_state_log_ms != last_state_log / replica_state_log_ms {
-                for line in b.describe() {
-                    tracing::debug!("{line}");
+        let checkpoint_due = now >= last_checkpoint + checkpoint_interval_ms;
+        let log_state = now / replica_state_log_ms != last_state_log / replica_state_log_ms;
+        let (actions, committed) = shared
+            .decide(|s| {
+                let mut b = s.broker();
+                let mut actions = b.tick(now);
+                if log_state {
+                    for line in b.describe() {
+                        tracing::debug!("{line}");
+                    }
                 }
-            }
-            last_state_log = now;
-            if now >= last_checkpoint + checkpoint_interval_ms {
-                actions.extend(b.checkpoint(now));
-                last_checkpoint = now;
-            }
-            actions
-        };
-        shared.perform(actions);
-        if let Some(mut q) = shared.node.controller() {
-            let before = q.end_offset();
-            if let Err(e) = q.tick(now) {
-                tracing::error!("controller: {e}");
-            }
-            if q.end_offset() != before {
-                drop(q);
-                shared.metadata_committed.notify_waiters();
-            }
+                if checkpoint_due {
+                    actions.extend(b.checkpoint(now));
+                }
+                drop(b);
+                let committed = s.node.controller().is_some_and(|mut q| {
+                    let before = q.end_offset();
+                    if let Err(e) = q.tick(now) {
+                        tracing::error!("controller: {e}");
+                    }
+                    q.end_offset() != before
+                });
+                (actions, committed)
+            })
+            .await;
+        last_state_log = now;
+        if checkpoint_due {
+            last_checkpoint = now;
         }
-        shared.settle_disk().await;
+        shared.perform(actions);
+        if committed {
+            shared.metadata_committed.notify_waiters();
+        }
     }
 }
 
@@ -219,8 +235,12 @@ async fn answer(shared: &Shared, frame: &Bytes) -> Outcome {
             Some(d) if Instant::now() >= d => Attempt::Final,
             Some(_) => Attempt::Again,
         };
-        let mut actions = Vec::new();
-        let outcome = protocol::handle(&shared.node, frame, now_ms(), attempt, &mut actions);
+        let (outcome, actions) = shared
+            .decide(|s| {
+                let mut actions = Vec::new();
+                (protocol::handle(&s.node, frame, now_ms(), attempt, &mut actions), actions)
+            })
+            .await;
         // Anything but a fetch may have changed the node; a fetch only when a follower's
         // progress moved a high watermark (its Wake action).
         if !is_fetch && !actions.contains(&Action::Wake) {
@@ -230,7 +250,6 @@ async fn answer(shared: &Shared, frame: &Bytes) -> Outcome {
         if protocol::is_controller_api(key) {
             shared.metadata_committed.notify_waiters();
         }
-        shared.settle_disk().await;
         match outcome {
             Outcome::Park { wait_ms, metadata: for_metadata } => {
                 let d = *deadline.get_or_insert_with(|| Instant::now() + Duration::from_millis(wait_ms));

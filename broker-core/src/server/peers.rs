@@ -154,7 +154,7 @@ async fn register(shared: &Shared, conn: &mut Conn, c: &crate::broker::BrokerCon
     let epoch = resp.broker_epoch;
     *shared.broker_epoch.lock().unwrap_or_else(|p| p.into_inner()) = Some(epoch);
     tracing::info!("registered with the controller: broker epoch {epoch}");
-    let actions = shared.broker().registered(epoch, now_ms());
+    let actions = shared.decide(|s| s.broker().registered(epoch, now_ms())).await;
     shared.perform(actions);
     shared.changed();
     Ok(epoch)
@@ -320,15 +320,10 @@ async fn metadata_follower(shared: Arc<Shared>) {
                     pending.extend(records.into_iter().filter(|(o, _)| *o >= next));
                     let reached = pending.last().map_or(next, |(o, _)| o + 1) >= end;
                     if reached && !pending.is_empty() {
-                        let now = now_ms();
-                        let actions = {
-                            let mut b = shared.broker();
-                            let run: Vec<_> = pending.drain(..).collect();
-                            b.apply_metadata_batch(&run, now)
-                        };
+                        let run: Vec<_> = pending.drain(..).collect();
+                        let actions = shared.decide(|s| s.broker().apply_metadata_batch(&run, now_ms())).await;
                         shared.perform(actions);
                         shared.changed();
-                        shared.settle_disk().await;
                     }
                 }
                 Err(e) => {
@@ -397,8 +392,12 @@ async fn replica_fetcher(shared: Arc<Shared>, leader: i32) {
     let mut conn: Option<Conn> = None;
     let mut fetcher = ReplicaFetcher::new(leader);
     loop {
-        let mut actions = Vec::new();
-        let step = fetcher.next(&mut shared.broker(), now_ms(), &mut actions);
+        let (step, actions) = shared
+            .decide(|s| {
+                let mut actions = Vec::new();
+                (fetcher.next(&mut s.broker(), now_ms(), &mut actions), actions)
+            })
+            .await;
         shared.perform(actions);
         if step == Step::Idle {
             conn = None;
@@ -469,23 +468,26 @@ async fn truncate(shared: &Shared, conn: &mut Conn, me: i32, fetcher: &ReplicaFe
     req.replica_id = BrokerId(me);
     req.topics = topics;
     let resp = conn.send(&req).await?;
-    let now = now_ms();
-    let mut then = Then::Continue;
-    let mut actions = Vec::new();
-    for t in resp.topics {
-        for p in t.partitions {
-            let Some((f, _)) = ask.iter().find(|(f, _)| f.topic == t.topic.0.as_str() && f.partition == p.partition) else { continue };
-            let answer = match crate::kafka::error(p.error_code) {
-                None => Ok((p.leader_epoch, p.end_offset)),
-                Some(code) => Err(code),
-            };
-            if fetcher.on_epoch_answer(&mut shared.broker(), f, answer, now, &mut actions) == Then::BackOff {
-                then = Then::BackOff;
+    let (then, actions) = shared
+        .decide(|s| {
+            let now = now_ms();
+            let (mut then, mut actions) = (Then::Continue, Vec::new());
+            for t in &resp.topics {
+                for p in &t.partitions {
+                    let Some((f, _)) = ask.iter().find(|(f, _)| f.topic == t.topic.0.as_str() && f.partition == p.partition) else { continue };
+                    let answer = match crate::kafka::error(p.error_code) {
+                        None => Ok((p.leader_epoch, p.end_offset)),
+                        Some(code) => Err(code),
+                    };
+                    if fetcher.on_epoch_answer(&mut s.broker(), f, answer, now, &mut actions) == Then::BackOff {
+                        then = Then::BackOff;
+                    }
+                }
             }
-        }
-    }
+            (then, actions)
+        })
+        .await;
     shared.perform(actions);
-    shared.settle_disk().await;
     Ok(then)
 }
 
@@ -511,21 +513,24 @@ async fn replicate(shared: &Shared, conn: &mut Conn, me: i32, fetcher: &ReplicaF
     });
     let req = fetch_request(me, topics, crate::constants::fetch_bytes_max as i32);
     let resp = conn.send(&req).await?;
-    let now = now_ms();
-    let mut then = Then::Continue;
-    let mut actions = Vec::new();
-    for t in resp.responses {
-        for p in t.partitions {
-            let Some(f) = following.iter().find(|f| f.topic == t.topic.0.as_str() && f.partition == p.partition_index) else { continue };
-            let records = p.records.unwrap_or_default();
-            let answer = FetchAnswer { error: crate::kafka::error(p.error_code), records: &records, high_watermark: p.high_watermark, log_start_offset: p.log_start_offset };
-            if fetcher.on_fetch_answer(&mut shared.broker(), f, answer, now, &mut actions) == Then::BackOff {
-                then = Then::BackOff;
+    let (then, actions) = shared
+        .decide(|s| {
+            let now = now_ms();
+            let (mut then, mut actions) = (Then::Continue, Vec::new());
+            for t in &resp.responses {
+                for p in &t.partitions {
+                    let Some(f) = following.iter().find(|f| f.topic == t.topic.0.as_str() && f.partition == p.partition_index) else { continue };
+                    let records = p.records.clone().unwrap_or_default();
+                    let answer = FetchAnswer { error: crate::kafka::error(p.error_code), records: &records, high_watermark: p.high_watermark, log_start_offset: p.log_start_offset };
+                    if fetcher.on_fetch_answer(&mut s.broker(), f, answer, now, &mut actions) == Then::BackOff {
+                        then = Then::BackOff;
+                    }
+                }
             }
-        }
-    }
+            (then, actions)
+        })
+        .await;
     shared.perform(actions);
     shared.changed();
-    shared.settle_disk().await;
     Ok(then)
 }

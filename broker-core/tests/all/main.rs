@@ -2,5 +2,6 @@
 
 mod real_clients;
 mod real_cluster;
+mod slow_disk;
 mod support;
 mod tidy;

@@ -11,4 +11,6 @@ mod scenarios;
 #[cfg(madsim)]
 mod server_limits;
 #[cfg(madsim)]
+mod slow_disk;
+#[cfg(madsim)]
 mod replication;

@@ -1,0 +1,55 @@
+//! What waits for what on a slow disk, in simulated time: while one partition's fsync is under
+//! way (its latency owed to the simulated clock), a produce to another partition of the same
+//! node waits for it — exactly as on real files (broker-core/tests/all/slow_disk.rs runs the
+//! same body on a real disk and real sockets).
+
+use broker_core::broker::{Broker, BrokerConfig};
+use broker_core::controller::quorum::Quorum;
+use broker_core::log::{FlushPolicy, LogConfig};
+use broker_core::server::{self, config::controller_config, Shared};
+use broker_core::storage::Disk;
+use broker_core::testing::{slow_fsync_delays_other_partitions, SlowSync};
+use madsim::runtime::{Handle, Runtime};
+use sim::disk::SimDisk;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long topic `a`'s fsync takes once armed, in simulated time.
+const slow_sync: Duration = Duration::from_millis(800);
+
+#[test]
+fn a_slow_fsync_on_one_partition_delays_produce_on_another() {
+    Runtime::with_seed_and_config(1, madsim::Config::default()).block_on(async {
+        let handle = Handle::current();
+        let ip: IpAddr = IpAddr::from([10, 0, 0, 1]);
+        let addr = SocketAddr::new(ip, 9092);
+        let slow = Arc::new(SlowSync::new(Arc::new(SimDisk::new(1)), "/a-0/", slow_sync));
+        let (armed, started) = (slow.armed.clone(), slow.started.clone());
+        handle
+            .create_node()
+            .name("broker-0")
+            .ip(ip)
+            .init(move || {
+                let disk: Arc<dyn Disk> = slow.clone();
+                async move {
+                    let config = BrokerConfig {
+                        data_dir: "/data".into(),
+                        advertised_host: ip.to_string(),
+                        controller_addr: addr.to_string(),
+                        log: LogConfig { flush: FlushPolicy::EveryBatch, ..LogConfig::default() },
+                        ..BrokerConfig::default()
+                    };
+                    let now = server::now_ms();
+                    let (quorum, _) = Quorum::open(disk.clone(), &config.data_dir, controller_config(&config), now).unwrap();
+                    let broker = Broker::open(disk.clone(), config, now).unwrap();
+                    let listener = tokio::net::TcpListener::bind("0.0.0.0:9092").await.unwrap();
+                    server::serve(listener, Shared::new(broker, Some(quorum), disk), std::future::pending()).await;
+                }
+            })
+            .build();
+        let client = handle.create_node().name("client").ip(IpAddr::from([10, 0, 1, 1])).build();
+        let waited = client.spawn(async move { slow_fsync_delays_other_partitions(addr, armed, started).await }).await.unwrap();
+        assert!(waited >= slow_sync, "the produce to b was answered {waited:?} after the one to a, inside a's {slow_sync:?} fsync");
+    });
+}
