@@ -9,7 +9,7 @@
 //! <data>/producer-ids                     "<next unallocated id>\n"
 //! ```
 
-use super::LogError;
+use super::{io_err as io, LogError};
 use crate::storage::{read_exact_at, write_atomically, Disk};
 use std::path::Path;
 
@@ -29,10 +29,6 @@ pub enum Claimed {
     /// A deleted topic of the same name had left it; its files were removed first, so old
     /// records never resurface under the new topic.
     Emptied,
-}
-
-fn io<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> LogError + 'a {
-    move |source| LogError::Io { op, path: path.to_path_buf(), source }
 }
 
 /// Makes `dir` the directory of the topic with id `topic_id_hex`, durably.

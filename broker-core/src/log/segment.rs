@@ -10,8 +10,10 @@
 
 use super::batch::{self, BatchHeader};
 use super::index::{IndexFile, OffsetEntry, TimeEntry};
-use super::LogError;
-use crate::constants::{batch_header_bytes, batch_log_overhead_bytes, recovery_read_bytes};
+use super::segment_files::{load_index, offset_index_checks_out, paths, ChunkReader};
+pub use super::segment_files::delete_files;
+use super::{io_err, LogError};
+use crate::constants::{batch_header_bytes, batch_log_overhead_bytes};
 use crate::storage::{read_exact_at, Disk, DiskFile};
 use bytes::Bytes;
 use std::path::{Path, PathBuf};
@@ -90,15 +92,6 @@ impl Indexing {
         self.bytes_since_index += h.size as u64;
         result
     }
-}
-
-fn paths(dir: &Path, base: i64) -> [PathBuf; 3] {
-    let stem = file_stem(base);
-    ["log", "index", "timeindex"].map(|ext| dir.join(format!("{stem}.{ext}")))
-}
-
-fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> LogError + 'a {
-    move |source| LogError::Io { op, path: path.to_path_buf(), source }
 }
 
 /// The end of a scan: where whole valid batches stop, and why, if not at end of file.
@@ -592,76 +585,5 @@ impl Segment {
     }
     pub fn log_path(&self) -> &Path {
         &self.log_path
-    }
-}
-
-/// Removes the three files of the segment at `base` (those present); returns the `.log` path.
-pub fn delete_files(disk: &dyn Disk, dir: &Path, base: i64) -> Result<PathBuf, LogError> {
-    let all = paths(dir, base);
-    for p in &all {
-        match disk.remove(p) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io_err("remove", p)(e)),
-            _ => {}
-        }
-    }
-    let [log, _, _] = all;
-    Ok(log)
-}
-
-fn load_index<E: super::index::Entry>(
-    disk: &dyn Disk,
-    path: &Path,
-    log_len: u64,
-) -> Result<Result<IndexFile<E>, String>, LogError> {
-    // No index can hold more entries than the log holds batches; a longer file is not read.
-    let max_bytes = (log_len / batch_header_bytes as u64 + 1) * E::BYTES as u64;
-    match disk.open(path, false) {
-        Ok(f) => match IndexFile::<E>::load(f, max_bytes).map_err(io_err("read", path))? {
-            Ok(idx) => Ok(Ok(idx)),
-            Err((_, why)) => Ok(Err(why)),
-        },
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Err("missing".into())),
-        Err(e) => Err(io_err("open", path)(e)),
-    }
-}
-
-/// Positions strictly increase inside the file, and the last entry points at a batch header
-/// carrying the offset it claims (reads check every other entry they use).
-fn offset_index_checks_out(log: &dyn DiskFile, base: i64, entries: &[OffsetEntry], file_len: u64) -> bool {
-    let positions_ok = entries.windows(2).all(|w| w[0].position < w[1].position)
-        && entries.iter().all(|e| e.position > 0 && (e.position as u64) < file_len);
-    let Some(last) = entries.last() else { return true };
-    let mut prefix = [0u8; batch_log_overhead_bytes];
-    positions_ok
-        && last.position as u64 + batch_header_bytes as u64 <= file_len
-        && read_exact_at(log, &mut prefix, last.position as u64).is_ok()
-        && i64::from_be_bytes(prefix[0..8].try_into().expect("8")) == base + last.relative_offset as i64
-}
-
-/// Sequential reads through a file in large chunks, for scans.
-struct ChunkReader<'a> {
-    file: &'a dyn DiskFile,
-    path: &'a Path,
-    file_len: u64,
-    buf: Vec<u8>,
-    buf_at: u64,
-}
-
-impl<'a> ChunkReader<'a> {
-    fn new(file: &'a dyn DiskFile, path: &'a Path, file_len: u64) -> Self {
-        ChunkReader { file, path, file_len, buf: Vec::new(), buf_at: 0 }
-    }
-
-    /// `n` bytes at `pos`; the caller has checked they lie inside the file.
-    fn get(&mut self, pos: u64, n: usize) -> Result<&[u8], LogError> {
-        let have = pos >= self.buf_at && pos + n as u64 <= self.buf_at + self.buf.len() as u64;
-        if !have {
-            let want = n.max(recovery_read_bytes).min((self.file_len - pos) as usize).max(n);
-            self.buf.resize(want, 0);
-            read_exact_at(self.file, &mut self.buf, pos).map_err(io_err("read", self.path))?;
-            self.buf_at = pos;
-        }
-        let from = (pos - self.buf_at) as usize;
-        Ok(&self.buf[from..from + n])
     }
 }
