@@ -9,6 +9,7 @@ pub mod kafka;
 pub mod broker;
 pub mod client;
 pub mod controller;
+pub mod hash;
 pub mod metadata;
 pub mod log;
 pub mod netfault;

@@ -121,18 +121,8 @@ fn demo(dir: Option<PathBuf>) -> Res {
     let (log, report) = Log::open(disk, &dir, config, now_ms())?;
     println!("reopened:");
     print_report(&report);
-    let mut at = log.log_start_offset();
     let mut records = 0i64;
-    while at < log.log_end_offset() {
-        let r = log.read(at, 64 * 1024, log.log_end_offset())?;
-        let mut pos = 0;
-        while pos < r.bytes.len() {
-            let h = batch::validate(&r.bytes[pos..pos + batch::declared_size(&r.bytes[pos..]).ok_or("bad length")?], usize::MAX)?;
-            records += h.records_count as i64;
-            at = h.next_offset();
-            pos += h.size;
-        }
-    }
+    log.for_each_batch(log.log_start_offset(), 64 * 1024, |h, _| records += h.records_count as i64)?;
     println!("read back {records} records, every batch CRC-checked; log end offset {}", log.log_end_offset());
     let probe = start as i64 + 500;
     if let Some((offset, ts)) = log.offset_for_timestamp(probe)? {
@@ -225,14 +215,8 @@ fn log_append(dir: &Path, batch: &[u8], count: u64, flush: FlushPolicy) -> Resul
     }
     let append = t.elapsed();
     let t = Instant::now();
-    let mut at = 0;
     let mut read = 0u64;
-    while at < log.log_end_offset() {
-        let r = log.read(at, 1 << 20, log.log_end_offset())?;
-        read += r.bytes.len() as u64;
-        let last = batch::read_header(&r.bytes[r.bytes.len() - batch.len()..])?;
-        at = last.next_offset();
-    }
+    log.for_each_batch(0, 1 << 20, |_, bytes| read += bytes.len() as u64)?;
     let read_time = t.elapsed();
     drop(log);
     std::fs::remove_dir_all(&part)?;

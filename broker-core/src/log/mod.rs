@@ -308,6 +308,29 @@ impl Log {
         Ok(ReadResult { first_batch_offset: offset, bytes: Bytes::new() })
     }
 
+    /// Calls `f` with every whole batch (header and bytes) from the one holding `from` to the
+    /// log end, reading `chunk_bytes` at a time: the one way to read a whole log (tools, the
+    /// simulator's final reads, crash checks). Each read is checked as [`Log::read`] checks it.
+    pub fn for_each_batch(&self, from: i64, chunk_bytes: usize, mut f: impl FnMut(&BatchHeader, &[u8])) -> Result<(), LogError> {
+        let mut at = from.max(self.log_start_offset());
+        let end = self.log_end_offset();
+        while at < end {
+            let read = self.read(at, chunk_bytes, end)?;
+            if read.bytes.is_empty() {
+                break;
+            }
+            let mut pos = 0;
+            while pos < read.bytes.len() {
+                let h = batch::read_header(&read.bytes[pos..])?;
+                let whole = read.bytes.get(pos..pos + h.size).ok_or(BatchError::TooShort(read.bytes.len() - pos))?;
+                f(&h, whole);
+                at = h.next_offset();
+                pos += h.size;
+            }
+        }
+        Ok(())
+    }
+
     /// Calls `f` with the header of every batch, oldest first (to rebuild producer state).
     pub fn for_each_header(&self, mut f: impl FnMut(&BatchHeader)) -> Result<(), LogError> {
         for seg in &self.segments {

@@ -132,13 +132,9 @@ pub fn describe(config: &LogConfig, min_insync: i32) -> Vec<(&'static str, Strin
 /// core), distinct for a re-created topic of the same name. Two FNV-1a passes, never zero.
 pub fn topic_id(name: &str, now: u64, node_id: i32, serial: u64) -> [u8; 16] {
     let mut out = [0u8; 16];
-    for (half, seed) in [0xcbf2_9ce4_8422_2325u64, 0x8422_2325_cbf2_9ce4].into_iter().enumerate() {
-        let mut h = seed;
+    for (half, seed) in [crate::hash::fnv_offset, 0x8422_2325_cbf2_9ce4].into_iter().enumerate() {
         let bytes = name.bytes().chain(now.to_be_bytes()).chain(node_id.to_be_bytes()).chain(serial.to_be_bytes());
-        for b in bytes.chain([half as u8]) {
-            h ^= b as u64;
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
+        let h = crate::hash::fnv1a(seed, bytes.chain([half as u8]));
         out[half * 8..half * 8 + 8].copy_from_slice(&h.to_be_bytes());
     }
     if out == [0; 16] {
