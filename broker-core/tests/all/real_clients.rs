@@ -8,14 +8,12 @@
 //! A missing tool (kcat, a Python with confluent_kafka and kafka-python) fails the test with the
 //! command that installs it: these tests never skip silently. `scripts/test.sh` (the README's test command) installs both.
 
-use crate::support::{kcat, keep_lines, python};
-use std::collections::VecDeque;
+use crate::support::{self, client_command, free_ports, kcat, BrokerProcess};
 use std::io::{ErrorKind, Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::net::{Shutdown, TcpStream};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Output, Stdio};
-use std::sync::{mpsc, Arc, Mutex};
+use std::process::{Command, ExitStatus, Output};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -34,201 +32,68 @@ const broker_log_lines_max: usize = 200;
 // ---------------------------------------------------------------------------------------------
 // The broker process.
 
-/// A running `broker` process, killed (SIGKILL) and reaped on drop so no test leaves one behind.
+/// The broker under test: a [`BrokerProcess`] and what restarting it needs.
 struct Broker {
-    child: Child,
-    port: u16,
+    process: BrokerProcess,
     data_dir: PathBuf,
     extra_args: Vec<String>,
-    log: Arc<Mutex<VecDeque<String>>>,
-    exited: Option<ExitStatus>,
 }
 
 impl Broker {
     /// A broker on a free port, data in `data_dir`, with extra flags (`--num-partitions 3`, ...).
     fn start(data_dir: &Path, extra_args: &[&str]) -> Broker {
         let extra_args: Vec<String> = extra_args.iter().map(|s| s.to_string()).collect();
-        Broker::start_on(free_port(), data_dir, extra_args)
+        Broker::start_on(free_ports(1)[0], data_dir, extra_args)
     }
 
     /// Another broker process on the same port, data directory and flags: a restart.
-    fn restart(&self) -> Broker {
-        assert!(self.exited.is_some(), "restart() of a broker that has not exited");
-        Broker::start_on(self.port, &self.data_dir, self.extra_args.clone())
+    fn restart(&mut self) -> Broker {
+        assert!(self.process.exited().is_some(), "restart() of a broker that has not exited");
+        Broker::start_on(self.process.port, &self.data_dir, self.extra_args.clone())
     }
 
     fn start_on(port: u16, data_dir: &Path, extra_args: Vec<String>) -> Broker {
-        let addr = format!("127.0.0.1:{port}");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_broker"))
-            .args(["--listen", &addr, "--node-id", "0", "--data-dir"])
-            .arg(data_dir)
-            .args(&extra_args)
-            .env("RUST_LOG", "info")
-            .env("RUST_BACKTRACE", "1")
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn {}: {e}", env!("CARGO_BIN_EXE_broker")));
-        let log = Arc::new(Mutex::new(VecDeque::new()));
-        let (ready_tx, ready_rx) = mpsc::channel();
-        let ready_line = format!("listening on {addr}");
-        // Both pipes are drained for the broker's whole life, so it never blocks on a full pipe.
-        let stdout = child.stdout.take().expect("piped stdout");
-        let stderr = child.stderr.take().expect("piped stderr");
-        keep_lines(stdout, "stdout", Arc::clone(&log), broker_log_lines_max, None);
-        keep_lines(stderr, "stderr", Arc::clone(&log), broker_log_lines_max, Some((ready_line.clone(), ready_tx)));
-        let mut broker = Broker { child, port, data_dir: data_dir.to_path_buf(), extra_args, log, exited: None };
-
-        let deadline = Instant::now() + Duration::from_secs(broker_ready_timeout_s);
-        loop {
-            if ready_rx.recv_timeout(Duration::from_millis(50)).is_ok() {
-                return broker;
-            }
-            if let Some(status) = broker.child.try_wait().expect("try_wait") {
-                broker.exited = Some(status);
-                panic!("broker exited ({status}) before printing {ready_line:?}\n{}", broker.log_tail());
-            }
-            if Instant::now() > deadline {
-                panic!("broker did not print {ready_line:?} within {broker_ready_timeout_s} s\n{}", broker.log_tail());
-            }
-        }
+        let mut args = vec!["--node-id".to_string(), "0".into(), "--data-dir".into(), data_dir.display().to_string()];
+        args.extend(extra_args.iter().cloned());
+        let ready = Duration::from_secs(broker_ready_timeout_s);
+        let process = BrokerProcess::start(port, &args, broker_log_lines_max, ready).unwrap_or_else(|why| panic!("broker on port {port}: {why}"));
+        Broker { process, data_dir: data_dir.to_path_buf(), extra_args }
     }
 
     fn bootstrap(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
-    }
-
-    fn pid(&self) -> libc::pid_t {
-        libc::pid_t::try_from(self.child.id()).expect("pid fits pid_t")
+        self.process.addr()
     }
 
     fn assert_alive(&mut self, when: &str) {
-        if let Some(status) = self.child.try_wait().expect("try_wait") {
-            self.exited = Some(status);
+        if let Some(status) = self.process.exited() {
             panic!("broker died {when}: {status}\n{}", self.log_tail());
         }
     }
 
     /// Sends `signal` and waits for the process to exit.
     fn signal_and_wait(&mut self, signal: libc::c_int) -> ExitStatus {
-        assert!(self.exited.is_none(), "signal to a broker that already exited");
-        // SAFETY: kill(2) on our own child's pid; the child is not reaped yet, so the pid is ours.
-        let rc = unsafe { libc::kill(self.pid(), signal) };
-        assert_eq!(rc, 0, "kill({}, {signal}): {}", self.pid(), std::io::Error::last_os_error());
-        let deadline = Instant::now() + Duration::from_secs(broker_exit_timeout_s);
-        loop {
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
-                self.exited = Some(status);
-                return status;
-            }
-            if Instant::now() > deadline {
-                panic!("broker still running {broker_exit_timeout_s} s after signal {signal}\n{}", self.log_tail());
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
+        let timeout = Duration::from_secs(broker_exit_timeout_s);
+        self.process.signal_and_wait(signal, timeout).unwrap_or_else(|why| panic!("broker {why}\n{}", self.log_tail()))
     }
 
     fn log_tail(&self) -> String {
-        // Give the pipe readers a moment to catch the last lines of a process that just exited.
-        thread::sleep(Duration::from_millis(100));
-        let log = self.log.lock().unwrap_or_else(|e| e.into_inner());
-        let mut out = format!("--- last {} lines of the broker's output ---\n", log.len());
-        for line in log.iter() {
-            out.push_str(line);
-            out.push('\n');
-        }
-        out
+        let lines = self.process.lines();
+        format!("--- last {} lines of the broker's output ---\n{}\n", lines.len(), lines.join("\n"))
     }
-}
-
-impl Drop for Broker {
-    fn drop(&mut self) {
-        if self.exited.is_none() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-}
-
-
-
-/// A port the OS just handed out and took back. Another process could grab it before the broker
-/// binds; the OS hands out ephemeral ports round-robin, so in practice it does not.
-fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    listener.local_addr().expect("local_addr").port()
 }
 
 // ---------------------------------------------------------------------------------------------
 // Tools and subprocesses.
 
-/// Runs `cmd` to completion with `stdin` fed in, killing it after `timeout`.
+/// Runs `cmd` to completion with `stdin` fed in, killing it after `timeout`; fails naming `what`.
 fn run_bounded(cmd: &mut Command, stdin: Option<Vec<u8>>, timeout: Duration, what: &str) -> Output {
-    let mut child = cmd
-        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{what}: cannot start {cmd:?}: {e}"));
-    let writer = stdin.map(|bytes| {
-        let mut pipe = child.stdin.take().expect("piped stdin");
-        thread::spawn(move || {
-            let _ = pipe.write_all(&bytes); // a client that died early shows in its own output
-        })
-    });
-    let read_all = |mut pipe: Box<dyn Read + Send>| {
-        thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = pipe.read_to_end(&mut buf);
-            buf
-        })
-    };
-    let stdout = read_all(Box::new(child.stdout.take().expect("piped stdout")));
-    let stderr = read_all(Box::new(child.stderr.take().expect("piped stderr")));
-    let deadline = Instant::now() + timeout;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            let (out, err) = (stdout.join().unwrap_or_default(), stderr.join().unwrap_or_default());
-            panic!(
-                "{what}: still running after {} s, killed\n--- stdout ---\n{}\n--- stderr ---\n{}",
-                timeout.as_secs(),
-                String::from_utf8_lossy(&out),
-                String::from_utf8_lossy(&err)
-            );
-        }
-        thread::sleep(Duration::from_millis(20));
-    };
-    if let Some(writer) = writer {
-        let _ = writer.join();
-    }
-    Output { status, stdout: stdout.join().unwrap_or_default(), stderr: stderr.join().unwrap_or_default() }
+    support::run_bounded(cmd, stdin, timeout).unwrap_or_else(|why| panic!("{what}: {why}"))
 }
-
-
-
 
 /// Runs `tests/clients/<script>` against `broker`; fails with the script's and the broker's output.
 fn client_script(broker: &mut Broker, script: &str, args: &[&str]) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients").join(script);
     let bootstrap = broker.bootstrap();
-    let out = run_bounded(
-        Command::new(python())
-            .arg("-u")
-            .arg(&path)
-            .args(["--bootstrap", &bootstrap])
-            .args(args)
-            .env("PYTHONDONTWRITEBYTECODE", "1"),
-        None,
-        Duration::from_secs(client_timeout_s),
-        script,
-    );
+    let out = run_bounded(&mut client_command(&bootstrap, script, args), None, Duration::from_secs(client_timeout_s), script);
     if !out.status.success() {
         panic!(
             "{script} {args:?} failed ({})\n--- stdout ---\n{}\n--- stderr ---\n{}\n{}",
@@ -401,18 +266,13 @@ fn restart_after_sigkill_mid_produce_keeps_acknowledged_records() {
     let topic = "killed-mid-stream";
 
     let mut broker = Broker::start(&data, &["--num-partitions", "2"]);
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/produce_acked.py");
     let (bootstrap, acked_out, started_out) = (broker.bootstrap(), acked.clone(), started.clone());
     // A million records: far more than can be acknowledged in the half second before the kill.
     let producer = thread::spawn(move || {
+        let started_out = started_out.to_str().expect("utf-8 temp path").to_string();
+        let args = ["--topic", topic, "--n", "1000000", "--until-killed", "--out", &acked_out, "--started", &started_out];
         run_bounded(
-            Command::new(python())
-                .arg("-u")
-                .arg(&script)
-                .args(["--bootstrap", &bootstrap, "--topic", topic, "--n", "1000000", "--until-killed"])
-                .args(["--out", &acked_out, "--started"])
-                .arg(&started_out)
-                .env("PYTHONDONTWRITEBYTECODE", "1"),
+            &mut client_command(&bootstrap, "produce_acked.py", &args),
             None,
             Duration::from_secs(client_timeout_s),
             "produce_acked.py --until-killed",

@@ -1,13 +1,16 @@
 //! What the real-client tests share: where the workspace is, the client tools they run (found
-//! once; a missing tool fails the test with the command that installs it, never skips), and
-//! the capture of a broker process's output.
+//! once; a missing tool fails the test with the command that installs it, never skips), broker
+//! processes (started on a port, their output kept, signalled, killed and reaped on drop) and
+//! client processes run with a bound on their time.
 
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use std::thread;
+use std::time::{Duration, Instant};
 
 pub fn workspace_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace above broker-core").to_path_buf()
@@ -119,4 +122,204 @@ pub fn strip_ansi(line: &str) -> String {
         }
     }
     out
+}
+
+/// A running `broker` process listening on 127.0.0.1:`port`, its output kept (the last
+/// `lines_max` lines); SIGKILLed and reaped on drop, so no test leaves one behind.
+pub struct BrokerProcess {
+    pub port: u16,
+    child: Child,
+    log: Arc<Mutex<VecDeque<String>>>,
+    exited: Option<ExitStatus>,
+}
+
+impl BrokerProcess {
+    /// Spawns `broker --listen 127.0.0.1:<port> <args>` and returns once it printed its
+    /// `listening on` line; otherwise why not, with its output.
+    pub fn start(port: u16, args: &[String], lines_max: usize, ready_timeout: Duration) -> Result<BrokerProcess, String> {
+        let addr = format!("127.0.0.1:{port}");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_broker"))
+            .args(["--listen", &addr])
+            .args(args)
+            .env("RUST_LOG", "info")
+            .env("RUST_BACKTRACE", "1")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("spawn {}: {e}", env!("CARGO_BIN_EXE_broker")))?;
+        let log = Arc::new(Mutex::new(VecDeque::new()));
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let ready_line = format!("listening on {addr}");
+        // Both pipes are drained for the process's whole life, so it never blocks on a full pipe.
+        keep_lines(child.stdout.take().expect("piped stdout"), "stdout", Arc::clone(&log), lines_max, None);
+        keep_lines(child.stderr.take().expect("piped stderr"), "stderr", Arc::clone(&log), lines_max, Some((ready_line.clone(), ready_tx)));
+        let mut broker = BrokerProcess { port, child, log, exited: None };
+        let deadline = Instant::now() + ready_timeout;
+        loop {
+            if ready_rx.recv_timeout(Duration::from_millis(50)).is_ok() {
+                return Ok(broker);
+            }
+            if let Some(status) = broker.exited() {
+                return Err(format!("exited ({status}) before printing {ready_line:?}\n{}", broker.lines().join("\n")));
+            }
+            if Instant::now() > deadline {
+                return Err(format!("did not print {ready_line:?} within {} s\n{}", ready_timeout.as_secs(), broker.lines().join("\n")));
+            }
+        }
+    }
+
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    pub fn pid(&self) -> libc::pid_t {
+        libc::pid_t::try_from(self.child.id()).expect("pid fits pid_t")
+    }
+
+    /// How the process exited, or None while it runs.
+    pub fn exited(&mut self) -> Option<ExitStatus> {
+        if self.exited.is_none() {
+            self.exited = self.child.try_wait().expect("try_wait");
+        }
+        self.exited
+    }
+
+    /// Sends `signal` and waits (at most `timeout`) for the process to exit.
+    pub fn signal_and_wait(&mut self, signal: libc::c_int, timeout: Duration) -> Result<ExitStatus, String> {
+        assert!(self.exited.is_none(), "signal {signal} to a broker that already exited");
+        // SAFETY: kill(2) on our own child's pid; the child is not reaped yet, so the pid is ours.
+        let rc = unsafe { libc::kill(self.pid(), signal) };
+        assert_eq!(rc, 0, "kill({}, {signal}): {}", self.pid(), std::io::Error::last_os_error());
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.exited() {
+                return Ok(status);
+            }
+            if Instant::now() > deadline {
+                return Err(format!("still running {} s after signal {signal}", timeout.as_secs()));
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// The output lines kept so far (after a moment for the pipe readers to catch the last
+    /// lines of a process that just exited).
+    pub fn lines(&self) -> Vec<String> {
+        thread::sleep(Duration::from_millis(100));
+        self.log.lock().unwrap_or_else(|e| e.into_inner()).iter().cloned().collect()
+    }
+}
+
+impl Drop for BrokerProcess {
+    fn drop(&mut self) {
+        if self.exited.is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// `n` distinct ports the OS just handed out and took back (all listeners are held at once so
+/// the ports differ). Another process could grab one before a broker binds it; the OS hands out
+/// ephemeral ports round-robin, so in practice it does not.
+pub fn free_ports(n: usize) -> Vec<u16> {
+    let listeners: Vec<TcpListener> = (0..n).map(|_| TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0")).collect();
+    listeners.iter().map(|l| l.local_addr().expect("local_addr").port()).collect()
+}
+
+/// A client process (script or tool) whose output is collected as it runs; SIGKILLed and
+/// reaped on drop, so a test that fails while a client runs in the background leaves none.
+pub struct ClientProcess {
+    child: Child,
+    stdin: Option<thread::JoinHandle<()>>,
+    stdout: Option<thread::JoinHandle<Vec<u8>>>,
+    stderr: Option<thread::JoinHandle<Vec<u8>>>,
+    reaped: bool,
+}
+
+impl ClientProcess {
+    /// Starts `cmd` with `stdin` fed in (or no input).
+    pub fn spawn(cmd: &mut Command, stdin: Option<Vec<u8>>) -> Result<ClientProcess, String> {
+        let mut child = cmd
+            .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start {cmd:?}: {e}"))?;
+        let writer = stdin.map(|bytes| {
+            let mut pipe = child.stdin.take().expect("piped stdin");
+            thread::spawn(move || {
+                let _ = pipe.write_all(&bytes); // a client that died early shows in its own output
+            })
+        });
+        let read_all = |mut pipe: Box<dyn Read + Send>| {
+            thread::spawn(move || {
+                let mut buf = Vec::new();
+                let _ = pipe.read_to_end(&mut buf);
+                buf
+            })
+        };
+        let stdout = Some(read_all(Box::new(child.stdout.take().expect("piped stdout"))));
+        let stderr = Some(read_all(Box::new(child.stderr.take().expect("piped stderr"))));
+        Ok(ClientProcess { child, stdin: writer, stdout, stderr, reaped: false })
+    }
+
+    pub fn finished(&mut self) -> bool {
+        self.child.try_wait().expect("try_wait").is_some()
+    }
+
+    /// Its exit and output, or (killed after `timeout`) a description with its output so far.
+    pub fn wait(mut self, timeout: Duration) -> Result<Output, String> {
+        let deadline = Instant::now() + timeout;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                break Some(status);
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                break None;
+            }
+            thread::sleep(Duration::from_millis(20));
+        };
+        self.reaped = true;
+        if let Some(writer) = self.stdin.take() {
+            let _ = writer.join();
+        }
+        let out = self.stdout.take().expect("joined once").join().unwrap_or_default();
+        let err = self.stderr.take().expect("joined once").join().unwrap_or_default();
+        match status {
+            Some(status) => Ok(Output { status, stdout: out, stderr: err }),
+            None => Err(format!(
+                "still running after {} s, killed\n--- its stdout ---\n{}\n--- its stderr ---\n{}",
+                timeout.as_secs(),
+                String::from_utf8_lossy(&out),
+                String::from_utf8_lossy(&err)
+            )),
+        }
+    }
+}
+
+impl Drop for ClientProcess {
+    fn drop(&mut self) {
+        if !self.reaped {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Runs `cmd` to completion with `stdin` fed in, killing it after `timeout`.
+pub fn run_bounded(cmd: &mut Command, stdin: Option<Vec<u8>>, timeout: Duration) -> Result<Output, String> {
+    ClientProcess::spawn(cmd, stdin)?.wait(timeout)
+}
+
+/// `python -u tests/clients/<script> --bootstrap <bootstrap> args...`.
+pub fn client_command(bootstrap: &str, script: &str, args: &[&str]) -> Command {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients").join(script);
+    let mut cmd = Command::new(python());
+    cmd.arg("-u").arg(&path).args(["--bootstrap", bootstrap]).args(args).env("PYTHONDONTWRITEBYTECODE", "1");
+    cmd
 }

@@ -1,0 +1,302 @@
+//! The cluster the tests drive: three broker processes on loopback (node 0 also the
+//! controller), their output for failure messages, and the metadata `cluster_topic.py` prints.
+
+use super::*;
+
+// ---------------------------------------------------------------------------------------------
+// One broker process.
+
+/// A `broker` process of the cluster, or the memory of one that was killed (its port, data
+/// directory and last output stay, for a restart and for failure messages).
+pub(super) struct Node {
+    pub(super) id: i32,
+    pub(super) data_dir: PathBuf,
+    pub(super) controller_port: u16,
+    pub(super) process: BrokerProcess,
+    /// Output of earlier lives of this node (before a restart), kept for failure messages.
+    pub(super) earlier_log: Vec<String>,
+}
+
+impl Node {
+    pub(super) fn addr(&self) -> String {
+        self.process.addr()
+    }
+
+    /// Spawns the process; returns once it printed `listening on`, or a description of why not.
+    pub(super) fn start(id: i32, port: u16, data_dir: &Path, controller_port: u16) -> Result<Node, String> {
+        let mut args: Vec<String> = vec!["--node-id".into(), id.to_string(), "--controller-quorum-voters".into(), format!("0@127.0.0.1:{controller_port}")];
+        args.extend(["--data-dir".to_string(), data_dir.display().to_string()]);
+        args.extend(cluster_flags.iter().map(|f| f.to_string()));
+        let ready = Duration::from_secs(broker_ready_timeout_s);
+        let process = BrokerProcess::start(port, &args, broker_log_lines_max, ready).map_err(|why| format!("node {id}: {why}"))?;
+        Ok(Node { id, data_dir: data_dir.to_path_buf(), controller_port, process, earlier_log: Vec::new() })
+    }
+
+    /// Why this node is not running, or None if it is.
+    pub(super) fn dead(&mut self) -> Option<ExitStatus> {
+        self.process.exited()
+    }
+
+    pub(super) fn log_tail(&self) -> String {
+        let lines: Vec<String> = self.earlier_log.iter().cloned().chain(self.process.lines()).collect();
+        let shown = &lines[lines.len().saturating_sub(broker_log_lines_shown)..];
+        format!("--- node {} ({}): last {} lines ---\n{}\n", self.id, self.addr(), shown.len(), shown.join("\n"))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The cluster.
+
+/// Cluster tests run one at a time: three brokers plus clients already fill a 2-core machine,
+/// and the failover test measures failure detection against a 2 s session timeout, which a
+/// second cluster competing for the CPU would turn into noise.
+pub(super) fn one_cluster_at_a_time() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner()) // a failed test poisons it; the next may run
+}
+
+pub(super) struct Cluster {
+    pub(super) nodes: Vec<Node>,
+    pub(super) _dir: tempfile::TempDir,
+    pub(super) _serial: MutexGuard<'static, ()>,
+}
+
+impl Cluster {
+    /// `cluster_size` brokers on free loopback ports with their own data directories; node 0
+    /// also runs the controller. Returns once each printed `listening on` (clients then wait
+    /// by themselves until their broker is registered and unfenced).
+    pub(super) fn start() -> Cluster {
+        let serial = one_cluster_at_a_time();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ports = free_ports(cluster_size);
+        let mut cluster = Cluster {
+            nodes: Vec::new(),
+            _dir: dir,
+            _serial: serial,
+        };
+        for (id, port) in (0..).zip(&ports) {
+            let data = cluster._dir.path().join(format!("node-{id}"));
+            std::fs::create_dir_all(&data).expect("create data dir");
+            match Node::start(id, *port, &data, ports[0]) {
+                Ok(node) => cluster.nodes.push(node),
+                Err(why) => cluster.fail(&format!("starting the cluster: {why}")),
+            }
+        }
+        cluster
+    }
+
+    pub(super) fn addr(&self, id: i32) -> String {
+        self.node(id).addr()
+    }
+
+    pub(super) fn node(&self, id: i32) -> &Node {
+        &self.nodes[usize::try_from(id).expect("node ids are small and non-negative")]
+    }
+
+    pub(super) fn node_mut(&mut self, id: i32) -> &mut Node {
+        &mut self.nodes[usize::try_from(id).expect("node ids are small and non-negative")]
+    }
+
+    /// The last lines of every broker's output, node by node.
+    pub(super) fn logs(&self) -> String {
+        // Let the pipe readers catch the last lines of a process that just exited.
+        thread::sleep(Duration::from_millis(100));
+        self.nodes
+            .iter()
+            .map(Node::log_tail)
+            .collect::<Vec<_>>()
+            .join("")
+    }
+
+    pub(super) fn fail(&self, what: &str) -> ! {
+        panic!("{what}\n{}", self.logs());
+    }
+
+    /// Fails if a broker that should be running has exited.
+    pub(super) fn assert_alive(&mut self, when: &str, except: Option<i32>) {
+        let mut died = Vec::new();
+        for node in self.nodes.iter_mut().filter(|n| Some(n.id) != except) {
+            if let Some(status) = node.dead() {
+                died.push(format!("node {} ({status})", node.id));
+            }
+        }
+        if !died.is_empty() {
+            self.fail(&format!("broker died {when}: {}", died.join(", ")));
+        }
+    }
+
+    pub(super) fn sigkill(&mut self, id: i32) {
+        let status = self.stop(id, libc::SIGKILL, "SIGKILL");
+        assert_eq!(status.signal(), Some(libc::SIGKILL), "node {id} after SIGKILL: {status}");
+    }
+
+    /// SIGTERM: the broker hands its leaderships over and exits cleanly.
+    pub(super) fn sigterm(&mut self, id: i32) {
+        let status = self.stop(id, libc::SIGTERM, "SIGTERM");
+        if !status.success() {
+            self.fail(&format!("node {id} after SIGTERM exited with {status}, expected a clean exit"));
+        }
+    }
+
+    /// Sends `sig` to node `id` and waits for it to exit.
+    pub(super) fn stop(&mut self, id: i32, sig: libc::c_int, name: &str) -> ExitStatus {
+        let timeout = Duration::from_secs(broker_exit_timeout_s);
+        match self.node_mut(id).process.signal_and_wait(sig, timeout) {
+            Ok(status) => status,
+            Err(why) => self.fail(&format!("node {id} after {name}: {why}")),
+        }
+    }
+
+    /// Starts node `id` again on its port and data directory.
+    pub(super) fn restart(&mut self, id: i32) {
+        let node = self.node_mut(id);
+        assert!(node.dead().is_some(), "restart of node {id}, which is still running");
+        let (port, data, controller_port) = (node.process.port, node.data_dir.clone(), node.controller_port);
+        let earlier: Vec<String> = node.earlier_log.iter().cloned().chain(node.process.lines()).chain(["--- restarted ---".to_string()]).collect();
+        match Node::start(id, port, &data, controller_port) {
+            Ok(mut node) => {
+                node.earlier_log = earlier;
+                *self.node_mut(id) = node;
+            }
+            Err(why) => self.fail(&format!("restarting node {id}: {why}")),
+        }
+    }
+
+    /// Runs `tests/clients/<script> --bootstrap <node's address> args...`; fails with the
+    /// script's output and every broker's log unless it exits 0. Returns its stdout.
+    pub(super) fn script(&mut self, bootstrap: i32, script: &str, args: &[&str]) -> String {
+        let out = run_bounded(
+            &mut client_command(&self.addr(bootstrap), script, args),
+            None,
+            Duration::from_secs(client_timeout_s),
+        )
+        .unwrap_or_else(|why| self.fail(&format!("{script} {args:?}: {why}")));
+        self.check_script(script, args, &out)
+    }
+
+    pub(super) fn check_script(&self, script: &str, args: &[&str], out: &Output) -> String {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if !out.status.success() {
+            self.fail(&format!(
+                "{script} {args:?} failed ({})\n--- its stdout ---\n{}\n--- its stderr ---\n{stderr}",
+                out.status,
+                String::from_utf8_lossy(&out.stdout),
+            ));
+        }
+        eprintln!("{}", stderr.trim());
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// `cluster_topic.py` against node `bootstrap`: waits until metadata lists `brokers` brokers
+    /// (only live ones are listed) and the state `args` ask for, then returns what it saw.
+    /// The wait is bounded by `metadata_timeout_s` unless `args` give their own `--timeout`.
+    pub(super) fn metadata(&mut self, bootstrap: i32, brokers: usize, args: &[&str]) -> Metadata {
+        let (brokers, timeout) = (brokers.to_string(), metadata_timeout_s.to_string());
+        let mut all = vec!["--brokers", brokers.as_str()];
+        if !args.contains(&"--timeout") {
+            all.extend(["--timeout", timeout.as_str()]);
+        }
+        all.extend_from_slice(args);
+        let stdout = self.script(bootstrap, "cluster_topic.py", &all);
+        Metadata::parse(&stdout)
+            .unwrap_or_else(|why| self.fail(&format!("cluster_topic.py {args:?}: {why}")))
+    }
+
+    /// `kcat -L` against node `bootstrap`, optionally for one topic.
+    pub(super) fn kcat_metadata(&self, bootstrap: i32, topic: Option<&str>) -> String {
+        let addr = self.addr(bootstrap);
+        let mut cmd = Command::new(kcat());
+        cmd.args(["-L", "-b", &addr, "-m", "10"]);
+        if let Some(topic) = topic {
+            cmd.args(["-t", topic]);
+        }
+        let out = run_bounded(&mut cmd, None, Duration::from_secs(30))
+            .unwrap_or_else(|why| self.fail(&format!("kcat -L: {why}")));
+        if !out.status.success() {
+            self.fail(&format!(
+                "kcat -L -b {addr} failed ({}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Metadata as `cluster_topic.py` prints it.
+
+#[derive(Debug)]
+pub(super) struct PartitionMetadata {
+    pub(super) leader: i32,
+    pub(super) replicas: Vec<i32>,
+    pub(super) isr: Vec<i32>,
+}
+
+#[derive(Debug)]
+pub(super) struct Metadata {
+    pub(super) brokers: BTreeMap<i32, String>,
+    pub(super) partitions: BTreeMap<i32, PartitionMetadata>,
+    /// How long the script waited for the state it was asked for.
+    pub(super) elapsed_s: f64,
+    pub(super) raw: String,
+}
+
+impl Metadata {
+    pub(super) fn parse(stdout: &str) -> Result<Metadata, String> {
+        let raw = stdout
+            .trim()
+            .lines()
+            .last()
+            .ok_or("printed nothing")?
+            .to_string();
+        let v: Value = serde_json::from_str(&raw).map_err(|e| format!("not JSON ({e}): {raw}"))?;
+        let int = |v: &Value| {
+            v.as_i64()
+                .and_then(|i| i32::try_from(i).ok())
+                .ok_or_else(|| format!("not an i32: {v}"))
+        };
+        let ints = |v: &Value| -> Result<Vec<i32>, String> {
+            let mut out = v
+                .as_array()
+                .ok_or_else(|| format!("not an array: {v}"))?
+                .iter()
+                .map(int)
+                .collect::<Result<Vec<_>, _>>()?;
+            out.sort_unstable();
+            Ok(out)
+        };
+        let key = |k: &str| k.parse::<i32>().map_err(|_| format!("bad id {k:?}"));
+        let mut brokers = BTreeMap::new();
+        for (id, addr) in v["brokers"].as_object().ok_or("no brokers")? {
+            brokers.insert(
+                key(id)?,
+                addr.as_str()
+                    .ok_or("broker address not a string")?
+                    .to_string(),
+            );
+        }
+        let mut partitions = BTreeMap::new();
+        for (p, info) in v["partitions"].as_object().ok_or("no partitions")? {
+            partitions.insert(
+                key(p)?,
+                PartitionMetadata {
+                    leader: int(&info["leader"])?,
+                    replicas: ints(&info["replicas"])?,
+                    isr: ints(&info["isr"])?,
+                },
+            );
+        }
+        let elapsed_s = v["elapsed_s"].as_f64().ok_or("no elapsed_s")?;
+        Ok(Metadata {
+            brokers,
+            partitions,
+            elapsed_s,
+            raw,
+        })
+    }
+
+    pub(super) fn leaders(&self) -> BTreeSet<i32> {
+        self.partitions.values().map(|p| p.leader).collect()
+    }
+}
