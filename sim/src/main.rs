@@ -199,18 +199,26 @@ mod cli {
         Ok(r.passed())
     }
 
+    /// The scenario files at `target`: the file itself, or every `.toml` below the directory,
+    /// subdirectories included (`cargo sim sweep scenarios` sweeps fast, regression and slow).
     fn scenarios_in(target: &Path) -> Result<Vec<PathBuf>, String> {
-        if target.is_dir() {
-            let mut v: Vec<PathBuf> = std::fs::read_dir(target)
-                .map_err(|e| format!("{}: {e}", target.display()))?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-                .collect();
-            v.sort();
-            Ok(v)
-        } else {
-            Ok(vec![target.to_path_buf()])
+        if !target.is_dir() {
+            return Ok(vec![target.to_path_buf()]);
         }
+        let mut found = Vec::new();
+        let mut dirs = vec![target.to_path_buf()];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))? {
+                let path = entry.map_err(|e| format!("{}: {e}", dir.display()))?.path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|x| x == "toml") {
+                    found.push(path);
+                }
+            }
+        }
+        found.sort();
+        Ok(found)
     }
 
     fn sweep(target: &Path, seeds: Range<u64>, jobs: usize, shard: Option<(u64, u64)>, traces: &Path) -> Result<bool, String> {
@@ -223,6 +231,10 @@ mod cli {
             }
         }
         let total = work.len();
+        if total == 0 {
+            // A sweep that runs nothing must not pass: a typo in a path would look green.
+            return Err(format!("{}: no runs (scenario files found: {}, seeds {seeds:?}, shard {shard:?})", target.display(), paths.len()));
+        }
         let bar = indicatif::ProgressBar::new(total as u64);
         bar.set_style(indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} seeds {elapsed_precise} eta {eta}").expect("template"));
         let queue = std::sync::Mutex::new(work.into_iter().enumerate());
