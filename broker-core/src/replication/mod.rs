@@ -167,14 +167,20 @@ impl Replication {
             Role::Follower { leader }
         };
         let new_epoch = leader_epoch != self.leader_epoch;
+        // A record at the epochs this replica already holds (taken from an AlterPartition
+        // answer, or applied before a re-registration) settles nothing new: an ISR change
+        // proposed since is still in flight and must stay in the maximal ISR.
+        let newer = new_epoch || partition_epoch != self.partition_epoch;
         let role_changed = new_role != self.role;
         let dropped: Vec<i32> = self.isr.iter().copied().filter(|r| !isr.contains(r)).collect();
         self.replicas = replicas.to_vec();
         self.isr = isr.to_vec();
         self.partition_epoch = partition_epoch;
         self.leader_epoch = leader_epoch;
-        self.in_flight = None; // a newer record settles whatever was in flight
-        self.resend = false;
+        if newer {
+            self.in_flight = None; // a newer record settles whatever was in flight
+            self.resend = false;
+        }
         self.role = new_role;
         match new_role {
             Role::Leader if role_changed || new_epoch => {

@@ -137,3 +137,31 @@ fn a_replica_that_stopped_fetching_is_not_proposed_back_and_refusals_back_off() 
     assert_eq!(r.isr_proposal(lag + 400, lag), None, "retried only after isr_change_retry_ms");
     assert!(r.isr_proposal(lag + 300 + crate::constants::isr_change_retry_ms, lag).is_some());
 }
+
+#[test]
+fn a_late_record_of_the_committed_change_keeps_the_next_expansion_in_flight() {
+    // Why: the leader learns that its shrink (partition epoch 8) committed from the
+    // AlterPartition answer, then proposes an expansion back to [1, 2, 3]. The metadata record
+    // of that same shrink arrives afterwards. It settles nothing new: if it cleared the
+    // expansion, the high watermark would pass broker 3 while the controller may commit the
+    // expansion and later elect 3 without those records.
+    let mut r = leader(10);
+    r.on_follower_fetch(2, 10, 10, 100);
+    r.on_follower_fetch(3, 10, 10, 100);
+    r.on_append(20);
+    r.on_follower_fetch(2, 20, 20, lag + 200);
+    assert_eq!(r.isr_proposal(lag + 200, lag).map(|p| p.isr), Some(vec![1, 2]));
+    r.on_isr_committed(&[1, 2], 5, 8, 20);
+    r.on_follower_fetch(3, 20, 20, lag + 300);
+    assert_eq!(r.isr_proposal(lag + 300, lag).map(|p| p.isr), Some(vec![1, 2, 3]), "3 caught up: proposed back in");
+    // The shrink's own record, late.
+    assert_eq!(r.apply(&[1, 2, 3], &[1, 2], 1, 5, 8, 20, lag + 301), Change::IsrChanged);
+    r.on_append(30);
+    r.on_follower_fetch(2, 30, 30, lag + 400);
+    assert_eq!(r.high_watermark(), 20, "3 (in the maximal ISR) is at 20");
+    assert_eq!(r.isr_proposal(lag + 400, lag), None, "the expansion is still in flight");
+    // The expansion's record (partition epoch 9) settles it.
+    r.apply(&[1, 2, 3], &[1, 2, 3], 1, 5, 9, 30, lag + 500);
+    r.on_follower_fetch(3, 30, 30, lag + 600);
+    assert_eq!(r.high_watermark(), 30);
+}
