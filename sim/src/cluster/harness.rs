@@ -9,7 +9,8 @@
 use crate::checkers;
 use crate::disk::{CrashMode, DiskFaults, SimDisk};
 use crate::history::{History, Outcome, Read, Violation, Write};
-use crate::scenario::{self, FaultKind, FaultSpec, ProducerSpec, Scenario};
+use super::derive_faults;
+use crate::scenario::{FaultKind, FaultSpec, ProducerSpec, Scenario};
 use crate::trace::{self, Trace};
 use broker_core::broker::{Broker, BrokerConfig, PlantedBug};
 use broker_core::client::admin::{self, NewTopic};
@@ -78,68 +79,6 @@ fn event(rec: &Rec, node: &str, name: &str, fields: Value) {
     let mut r = rec.lock().expect("recorder");
     let t = r.start.elapsed().as_millis() as u64;
     r.trace.event(t, node, name, fields);
-}
-
-/// The fault schedule: the scenario's fixed faults plus the random mix drawn from the seed.
-/// Node faults hit a random broker; link faults cut one direction between a random broker and
-/// another random node (a client, or another broker).
-pub fn derive_faults(s: &Scenario, rng: &mut ChaCha8Rng) -> Vec<FaultSpec> {
-    let mut faults = s.faults.clone();
-    if let Some(mix) = &s.random_faults {
-        let brokers = s.broker_names();
-        let nodes = s.node_names();
-        // Validation refuses link kinds with no second node; should one get here anyway, the
-        // mix draws from the other kinds rather than aim a link fault at a lone node.
-        let kinds: Vec<FaultKind> = mix.kinds.iter().copied().filter(|k| !k.is_link() || nodes.len() > 1).collect();
-        if !kinds.is_empty() && !brokers.is_empty() {
-            let n = rng.gen_range(0..=mix.max.min(scenario::random_faults_max));
-            for _ in 0..n {
-                let kind = kinds[rng.gen_range(0..kinds.len())];
-                let at = rng.gen_range(0..s.duration_ms.max(1));
-                let for_ms = rng.gen_range(100..=mix.for_max_ms.max(100));
-                let broker = &brokers[rng.gen_range(0..brokers.len())];
-                let target = if kind.is_link() {
-                    let others: Vec<&String> = nodes.iter().filter(|n| *n != broker).collect();
-                    let other = others[rng.gen_range(0..others.len())];
-                    if rng.gen_bool(0.5) { format!("{broker}>{other}") } else { format!("{other}>{broker}") }
-                } else {
-                    broker.clone()
-                };
-                let mut f = FaultSpec::new(at, kind, &target, for_ms);
-                f.delay_ms = rng.gen_range(10..=300);
-                f.loss_per_mille = rng.gen_range(0..=300);
-                if mix.brokers_at_once.is_none_or(|max| within_budget(&faults, &f, max as usize, mix.recovery_ms)) {
-                    faults.push(f);
-                }
-            }
-        }
-    }
-    faults.sort_by_key(|f| f.at);
-    faults
-}
-
-/// The brokers a fault makes faulty: its target, or a link's broker ends.
-fn faulty_brokers(f: &FaultSpec) -> Vec<&str> {
-    let ends = match f.link() {
-        Some((a, b)) => vec![a, b],
-        None => vec![f.target.as_str()],
-    };
-    ends.into_iter().filter(|n| n.starts_with("broker-")).collect()
-}
-
-/// Whether adding `f` keeps at most `max` brokers faulty at any moment, a broker counting as
-/// faulty until `recovery_ms` after its fault ends. Checked at every fault start inside `f`'s
-/// window (the number of faulty brokers only grows at a start).
-fn within_budget(kept: &[FaultSpec], f: &FaultSpec, max: usize, recovery_ms: u64) -> bool {
-    let window = |x: &FaultSpec| (x.at, x.at.saturating_add(x.for_ms).saturating_add(recovery_ms));
-    let (start, end) = window(f);
-    let starts = kept.iter().map(|x| x.at).filter(|&t| t > start && t < end).chain([start]);
-    starts.into_iter().all(|t| {
-        let mut faulty: Vec<&str> = kept.iter().chain([f]).filter(|x| window(x).0 <= t && t < window(x).1).flat_map(faulty_brokers).collect();
-        faulty.sort_unstable();
-        faulty.dedup();
-        faulty.len() <= max
-    })
 }
 
 /// Broker i's address: 10.0.0.(i+1).
