@@ -8,6 +8,7 @@
 //! (`--cfg madsim` only). Both are used by the test suite and by `cargo sim crash-log`.
 //! Nothing here reads a clock or an unseeded RNG.
 
+use broker_core::hash::{fnv1a, fnv_offset};
 use broker_core::log::batch::{build, validate};
 use broker_core::log::{FlushPolicy, Log, LogConfig, LogError};
 use broker_core::storage::Disk;
@@ -35,18 +36,23 @@ pub struct Model {
 
 /// Reads the whole log batch by batch.
 pub fn read_all(log: &Log) -> Result<Vec<(i64, Vec<u8>)>, String> {
-    let mut out = Vec::new();
-    let mut at = log.log_start_offset();
-    while at < log.log_end_offset() {
-        let r = log.read(at, 1, log.log_end_offset()).map_err(|e| e.to_string())?;
-        let h = validate(&r.bytes, usize::MAX).map_err(|e| format!("read at {at}: {e}"))?;
-        if h.base_offset != at {
-            return Err(format!("offsets not dense: expected a batch at {at}, got {}", h.base_offset));
+    let (mut out, mut at, mut failed) = (Vec::new(), log.log_start_offset(), None);
+    log.for_each_batch(at, 1, |_, batch| {
+        let checked = validate(batch, usize::MAX).map_err(|e| format!("read at {at}: {e}")).and_then(|h| match h.base_offset == at {
+            true => Ok(h),
+            false => Err(format!("offsets not dense: expected a batch at {at}, got {}", h.base_offset)),
+        });
+        match checked {
+            Ok(h) if failed.is_none() => {
+                out.push((at, batch.to_vec()));
+                at = h.next_offset();
+            }
+            Ok(_) => {}
+            Err(e) => drop(failed.get_or_insert(e)),
         }
-        out.push((at, r.bytes.to_vec()));
-        at = h.next_offset();
-    }
-    Ok(out)
+    })
+    .map_err(|e| e.to_string())?;
+    failed.map_or(Ok(out), Err)
 }
 
 /// The invariants after a recovery; on success the model is cut to what survived.
@@ -254,13 +260,6 @@ pub fn node_rounds(seed: u64, rounds: usize) -> Result<Vec<(i64, Vec<u8>)>, Stri
 
 /// A stable 64-bit digest (FNV-1a) of a log's batches, to compare runs.
 pub fn digest(batches: &[(i64, Vec<u8>)]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for (offset, bytes) in batches {
-        for b in offset.to_be_bytes().iter().chain(bytes) {
-            h ^= *b as u64;
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    h
+    batches.iter().fold(fnv_offset, |h, (offset, bytes)| fnv1a(h, offset.to_be_bytes().into_iter().chain(bytes.iter().copied())))
 }
 

@@ -1,11 +1,12 @@
-//! The simulator harness. `SimDisk` and the log crash rounds compile in both builds; whatever
-//! needs simulated nodes is `#[cfg(madsim)]` and runs under `cargo sim` / `cargo simtest`.
+//! The simulator harness. `SimDisk`, scenarios, the fault schedule (`cluster::faults`), the
+//! checkers and the log crash rounds compile in both builds, so their unit tests run in
+//! `cargo test`; whatever needs simulated nodes is `#[cfg(madsim)]` and runs under `cargo sim`
+//! / `cargo simtest`.
 //!
 //! Nothing in this crate may read a wall clock, a thread-local RNG or the real file system:
 //! every choice comes from a seed, so a failing run replays bit for bit.
 
 pub mod checkers;
-#[cfg(madsim)]
 pub mod cluster;
 pub mod crash;
 pub mod disk;

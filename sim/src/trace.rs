@@ -7,6 +7,7 @@
 //! `scenario_path` left out (so `./scenarios/x.toml` and `scenarios/x.toml` agree), and the
 //! header's `scenario_digest` (of the scenario's contents) makes an edited scenario differ.
 
+use broker_core::hash::{fnv1a, fnv_offset};
 use serde_json::{json, Map, Value};
 
 #[derive(Debug, Clone, Default)]
@@ -16,12 +17,10 @@ pub struct Trace {
     digest_header: String,
 }
 
-/// FNV-1a over bytes: small, stable across platforms and releases.
-pub fn fnv64(h: u64, bytes: &[u8]) -> u64 {
-    bytes.iter().fold(h, |h, b| (h ^ *b as u64).wrapping_mul(0x0100_0000_01b3))
+/// FNV-1a over bytes (`broker_core::hash`): small, stable across platforms and releases.
+fn fnv64(h: u64, bytes: &[u8]) -> u64 {
+    fnv1a(h, bytes.iter().copied())
 }
-
-pub const fnv_offset: u64 = 0xcbf2_9ce4_8422_2325;
 
 impl Trace {
     /// `scenario_digest` fingerprints the scenario's contents (see [`scenario_digest`]);

@@ -1,0 +1,213 @@
+//! The fault schedule of a run: the scenario's fixed faults plus the random mix drawn from the
+//! seed, kept within the scenario's fault budget. Pure — a scenario and an RNG in, a sorted
+//! list of faults out — so it compiles in the plain build too and is tested without madsim.
+//!
+//! The draws must never change order or number: the run's RNG goes on to draw the disk seed,
+//! so one extra draw here changes every trace of every seed.
+
+use crate::scenario::{self, FaultSpec, Scenario};
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+
+/// The fault schedule: the scenario's fixed faults plus the random mix drawn from the seed.
+/// Node faults hit a random broker; link faults cut one direction between a random broker and
+/// another random node (a client, or another broker).
+pub fn derive_faults(s: &Scenario, rng: &mut ChaCha8Rng) -> Vec<FaultSpec> {
+    let mut faults = s.faults.clone();
+    if let Some(mix) = &s.random_faults {
+        let brokers = s.broker_names();
+        let nodes = s.node_names();
+        // Validation refuses link kinds with no second node; should one get here anyway, the
+        // mix draws from the other kinds rather than aim a link fault at a lone node.
+        let kinds: Vec<_> = mix.kinds.iter().copied().filter(|k| !k.is_link() || nodes.len() > 1).collect();
+        if !kinds.is_empty() && !brokers.is_empty() {
+            let n = rng.gen_range(0..=mix.max.min(scenario::random_faults_max));
+            for _ in 0..n {
+                let kind = kinds[rng.gen_range(0..kinds.len())];
+                let at = rng.gen_range(0..s.duration_ms.max(1));
+                let for_ms = rng.gen_range(100..=mix.for_max_ms.max(100));
+                let broker = &brokers[rng.gen_range(0..brokers.len())];
+                let target = if kind.is_link() {
+                    let others: Vec<&String> = nodes.iter().filter(|n| *n != broker).collect();
+                    let other = others[rng.gen_range(0..others.len())];
+                    if rng.gen_bool(0.5) { format!("{broker}>{other}") } else { format!("{other}>{broker}") }
+                } else {
+                    broker.clone()
+                };
+                let mut f = FaultSpec::new(at, kind, &target, for_ms);
+                f.delay_ms = rng.gen_range(10..=300);
+                f.loss_per_mille = rng.gen_range(0..=300);
+                if mix.brokers_at_once.is_none_or(|max| within_budget(&faults, &f, max as usize, mix.recovery_ms)) {
+                    faults.push(f);
+                }
+            }
+        }
+    }
+    faults.sort_by_key(|f| f.at);
+    faults
+}
+
+/// The brokers a fault makes faulty: its target, or a link's broker ends.
+fn faulty_brokers(f: &FaultSpec) -> Vec<&str> {
+    let ends = match f.link() {
+        Some((a, b)) => vec![a, b],
+        None => vec![f.target.as_str()],
+    };
+    ends.into_iter().filter(|n| n.starts_with("broker-")).collect()
+}
+
+/// Whether adding `f` keeps at most `max` brokers faulty at any moment, a broker counting as
+/// faulty until `recovery_ms` after its fault ends. Checked at every fault start inside `f`'s
+/// window (the number of faulty brokers only grows at a start).
+fn within_budget(kept: &[FaultSpec], f: &FaultSpec, max: usize, recovery_ms: u64) -> bool {
+    let window = |x: &FaultSpec| (x.at, x.at.saturating_add(x.for_ms).saturating_add(recovery_ms));
+    let (start, end) = window(f);
+    let starts = kept.iter().map(|x| x.at).filter(|&t| t > start && t < end).chain([start]);
+    starts.into_iter().all(|t| {
+        let mut faulty: Vec<&str> = kept.iter().chain([f]).filter(|x| window(x).0 <= t && t < window(x).1).flat_map(faulty_brokers).collect();
+        faulty.sort_unstable();
+        faulty.dedup();
+        faulty.len() <= max
+    })
+}
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::{FaultKind, RandomFaults};
+    use rand::SeedableRng;
+
+    fn fast(name: &str) -> Scenario {
+        let path = format!("{}/../scenarios/fast/{name}.toml", env!("CARGO_MANIFEST_DIR"));
+        Scenario::parse(&std::fs::read_to_string(&path).unwrap()).unwrap()
+    }
+
+    /// The schedule for `seed`, and the run's next draw (the disk seed `cluster::run` takes).
+    fn draw(s: &Scenario, seed: u64) -> (Vec<FaultSpec>, u64) {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let faults = derive_faults(s, &mut rng);
+        (faults, rng.gen())
+    }
+
+    /// `replicated` with a bigger mix (every kind, up to 20 faults of up to 3 s) and the budget
+    /// given.
+    fn swarm(brokers_at_once: Option<u32>, recovery_ms: u64) -> Scenario {
+        let mut s = fast("replicated");
+        let mix = s.random_faults.as_mut().unwrap();
+        (mix.max, mix.for_max_ms, mix.brokers_at_once, mix.recovery_ms) = (20, 3_000, brokers_at_once, recovery_ms);
+        s
+    }
+
+    /// The most brokers faulty at one moment, a broker counting until `recovery_ms` after its
+    /// fault ends. The count only grows when a fault starts, so the starts are enough.
+    fn most_faulty_at_once(faults: &[FaultSpec], recovery_ms: u64) -> usize {
+        let faulty_at = |t: u64| {
+            let live = faults.iter().filter(|f| f.at <= t && t < f.at + f.for_ms + recovery_ms);
+            let mut brokers: Vec<&str> = live.flat_map(faulty_brokers).collect();
+            brokers.sort_unstable();
+            brokers.dedup();
+            brokers.len()
+        };
+        faults.iter().map(|f| faulty_at(f.at)).max().unwrap_or(0)
+    }
+
+    #[test]
+    fn the_same_seed_draws_the_same_schedule_and_other_seeds_differ() {
+        let s = fast("random-faults");
+        let mut distinct = std::collections::BTreeSet::new();
+        for seed in 0..50 {
+            let (faults, disk_seed) = draw(&s, seed);
+            assert_eq!((faults.clone(), disk_seed), draw(&s, seed), "seed {seed}");
+            distinct.insert(format!("{faults:?}"));
+        }
+        assert!(distinct.len() > 40, "only {} distinct schedules from 50 seeds", distinct.len());
+    }
+
+    /// Pinned from `cargo sim run scenarios/fast/replicated.toml --seed 1` (its `derived` lines):
+    /// a change in what is drawn, or in how many draws, shows here before it shows in a trace.
+    #[test]
+    fn the_schedule_and_the_disk_seed_drawn_after_it_are_pinned_for_a_seed() {
+        let (faults, disk_seed) = draw(&fast("replicated"), 1);
+        let fault = |at, kind, target: &str, for_ms, delay_ms, loss_per_mille| FaultSpec { delay_ms, loss_per_mille, ..FaultSpec::new(at, kind, target, for_ms) };
+        let expected = vec![fault(11605, FaultKind::Pause, "broker-1", 2750, 22, 263), fault(17316, FaultKind::IsolateOut, "broker-1", 388, 91, 11)];
+        assert_eq!((faults, disk_seed), (expected, 902408894705456202));
+        let (faults, disk_seed) = draw(&fast("random-faults"), 1);
+        let targets: Vec<(u64, &str)> = faults.iter().map(|f| (f.at, f.target.as_str())).collect();
+        assert_eq!(targets, [(3638, "broker-0"), (8510, "broker-0"), (21922, "consumer-1>broker-0"), (28249, "broker-0"), (28413, "broker-0")]);
+        assert_eq!(disk_seed, 14174955670282043493);
+    }
+
+    #[test]
+    fn fixed_faults_are_kept_and_the_schedule_is_sorted_by_start() {
+        let mut s = swarm(Some(1), 5_000);
+        // Two fixed faults on different brokers at once: over the budget, kept all the same
+        // (the budget bounds what is drawn, not what the scenario asks for).
+        s.faults = vec![FaultSpec::new(9_000, FaultKind::Kill, "broker-2", 500), FaultSpec::new(9_100, FaultKind::Pause, "broker-1", 500)];
+        for seed in 0..50 {
+            let (faults, _) = draw(&s, seed);
+            assert!(s.faults.iter().all(|fixed| faults.contains(fixed)), "seed {seed}: a fixed fault was dropped");
+            assert!(faults.windows(2).all(|w| w[0].at <= w[1].at), "seed {seed}: not sorted");
+            assert!(faults.len() <= s.faults.len() + scenario::random_faults_max as usize);
+        }
+    }
+
+    #[test]
+    fn the_budget_never_lets_more_brokers_be_faulty_within_the_recovery_time() {
+        for (max, recovery_ms) in [(1, 5_000), (1, 0), (2, 5_000)] {
+            let s = swarm(Some(max), recovery_ms);
+            let mut drawn = 0;
+            for seed in 0..300 {
+                let (faults, _) = draw(&s, seed);
+                let most = most_faulty_at_once(&faults, recovery_ms);
+                assert!(most <= max as usize, "seed {seed}: {most} brokers faulty at once, budget {max} with {recovery_ms} ms recovery: {faults:?}");
+                drawn += faults.len();
+            }
+            assert!(drawn > 300, "budget {max}: only {drawn} faults over 300 seeds; the budget is dropping nearly everything");
+        }
+        // Without a budget the same mix does overlap, so the checks above are not vacuous.
+        let s = swarm(None, 0);
+        assert!((0..300).any(|seed| most_faulty_at_once(&draw(&s, seed).0, 5_000) > 1));
+    }
+
+    #[test]
+    fn a_fault_counts_against_the_budget_on_its_broker_ends_until_recovered() {
+        let kill = |at, target: &str| FaultSpec::new(at, FaultKind::Kill, target, 1_000);
+        let link = |at, target: &str| FaultSpec::new(at, FaultKind::ClogLink, target, 1_000);
+        let kept = [kill(0, "broker-0")];
+        // Overlapping another broker's fault, or its recovery time; the same broker again is fine.
+        assert!(!within_budget(&kept, &kill(500, "broker-1"), 1, 0));
+        assert!(!within_budget(&kept, &kill(1_500, "broker-1"), 1, 1_000));
+        assert!(within_budget(&kept, &kill(1_000, "broker-1"), 1, 0), "the window ends before its end");
+        assert!(within_budget(&kept, &kill(500, "broker-0"), 1, 0));
+        assert!(within_budget(&kept, &kill(500, "broker-1"), 2, 0));
+        // A link counts its broker ends, not its client ends.
+        assert!(within_budget(&kept, &link(500, "producer-0>broker-0"), 1, 0));
+        assert!(!within_budget(&kept, &link(500, "broker-0>broker-1"), 1, 0));
+        // A fault that starts earlier and is still running when a kept one starts counts too.
+        assert!(!within_budget(&kept, &kill(0, "broker-2"), 1, 0));
+        assert!(!within_budget(&[kill(600, "broker-0")], &kill(0, "broker-2"), 1, 0));
+    }
+
+    #[test]
+    fn link_faults_join_a_broker_and_another_node_and_a_lone_broker_gets_none() {
+        let s = swarm(None, 0);
+        let nodes = s.node_names();
+        let mut links = 0;
+        for seed in 0..100 {
+            for f in draw(&s, seed).0.iter().filter(|f| f.kind.is_link()) {
+                let (a, b) = f.link().expect("a link target is a>b");
+                assert!(a != b && nodes.iter().any(|n| n == a) && nodes.iter().any(|n| n == b), "seed {seed}: {}", f.target);
+                assert!(a.starts_with("broker-") || b.starts_with("broker-"), "seed {seed}: {}", f.target);
+                links += 1;
+            }
+        }
+        assert!(links > 0);
+        // One broker, no clients, a mix of link faults only (validation refuses this): nothing
+        // to draw, and the RNG is left as it was.
+        let mut lonely = fast("replicated");
+        (lonely.brokers, lonely.producers, lonely.consumers) = (1, vec![], vec![]);
+        lonely.random_faults = Some(RandomFaults { kinds: vec![FaultKind::ClogLink, FaultKind::SlowLink], max: 8, for_max_ms: 500, brokers_at_once: None, recovery_ms: 0 });
+        assert_eq!(draw(&lonely, 3), (vec![], ChaCha8Rng::seed_from_u64(3).gen()));
+    }
+}

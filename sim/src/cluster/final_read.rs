@@ -1,0 +1,135 @@
+//! The final read, after healing: every partition read in full through a client, as a user
+//! would see it; then every broker stopped cleanly and each replica's log read straight from
+//! its disk, so the checkers can compare replicas with each other and with what was served.
+//!
+//! It reads and records, and must never repair anything: a partition that cannot be read is
+//! recorded as such (`final_errors`, `replica_unreadable`), never retried into looking fine.
+
+use super::recorder::{event, Rec};
+use super::request_timeout_ms;
+use super::topology::{broker_config, final_reader_ip, harness_node, Cluster, Disks};
+use crate::disk::CrashMode;
+use crate::scenario::Scenario;
+use broker_core::client::Consumer;
+use broker_core::log::{Log, LogConfig};
+use broker_core::storage::Disk;
+use madsim::runtime::Handle;
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A log's records as (offset, value).
+type Records = Vec<(i64, Vec<u8>)>;
+
+/// Poll errors after which the final read of a partition gives up.
+const final_read_errors_max: usize = 10;
+
+/// Reads every partition in full from the final-reader node, into the history's `final_read`
+/// (or `final_errors`).
+pub(super) async fn through_clients(s: &Scenario, cluster: &Cluster, rec: &Rec) {
+    let topics: Vec<(String, i32)> = s.topics.iter().map(|t| (t.name.clone(), t.partitions)).collect();
+    let reader = harness_node("final-reader", final_reader_ip);
+    let _ = reader.spawn(final_reader_main(cluster.brokers.clone(), topics, rec.clone())).await;
+}
+
+/// Stops every broker cleanly and reads each replica's log from its disk into the history's
+/// `replica_logs`.
+pub(super) fn from_disks(s: &Scenario, cluster: &Cluster, rec: &Rec) {
+    let handle = Handle::current();
+    for (name, (disk, _)) in &cluster.disks {
+        if let Some((node, _)) = cluster.nodes.get(name) {
+            handle.kill(node.id());
+        }
+        disk.crash(CrashMode::Clean);
+    }
+    let logs = replica_logs(s, &cluster.disks, rec);
+    rec.lock().expect("recorder").history.replica_logs = logs;
+}
+
+/// Reads every partition in full after healing; records what could not be read.
+async fn final_reader_main(brokers: Vec<SocketAddr>, topics: Vec<(String, i32)>, rec: Rec) {
+    for (topic, partitions) in topics {
+        for p in 0..partitions {
+            let (log, failure) = read_partition(&brokers, &topic, p).await;
+            event(&rec, "final-reader", "final_read", json!({"topic": topic, "partition": p, "records": log.len(), "error": failure}));
+            let mut r = rec.lock().expect("recorder");
+            match failure {
+                Some(why) => {
+                    r.history.final_errors.insert((topic.clone(), p), why);
+                }
+                None => {
+                    r.history.final_read.insert((topic.clone(), p), log);
+                }
+            }
+        }
+    }
+}
+
+/// Polls one partition from offset 0 until a poll comes back empty. After an error it goes
+/// on from the next broker where it got to; after `final_read_errors_max` errors it gives up,
+/// returning what it read and the last error.
+async fn read_partition(brokers: &[SocketAddr], topic: &str, p: i32) -> (Records, Option<String>) {
+    let mut c = Consumer::with_bootstrap(brokers.to_vec(), "final-reader", Duration::from_millis(request_timeout_ms));
+    c.assign(topic, p, 0);
+    let mut log = Vec::new();
+    let mut errors = 0;
+    loop {
+        match c.poll(0).await {
+            Ok(records) if records.is_empty() => return (log, None),
+            Ok(records) => log.extend(records.into_iter().map(|r| (r.offset, r.value.map(|v| v.to_vec()).unwrap_or_default()))),
+            Err(e) => {
+                errors += 1;
+                if errors >= final_read_errors_max {
+                    return (log, Some(e.to_string()));
+                }
+                let mut bootstrap = brokers.to_vec();
+                let shift = errors % bootstrap.len().max(1);
+                bootstrap.rotate_left(shift);
+                c = Consumer::with_bootstrap(bootstrap, "final-reader", Duration::from_millis(request_timeout_ms));
+                c.assign(topic, p, log.last().map_or(0, |(o, _)| o + 1));
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    }
+}
+
+/// Every replica's records of every partition, read from each (stopped) broker's disk. A log
+/// that does not open or read is recorded as an event and left out.
+fn replica_logs(s: &Scenario, disks: &Disks, rec: &Rec) -> BTreeMap<(String, i32), BTreeMap<String, Records>> {
+    let mut out: BTreeMap<(String, i32), BTreeMap<String, Records>> = BTreeMap::new();
+    let config = broker_config(s, 0, None).log;
+    for (name, (disk, _)) in disks {
+        let d: Arc<dyn Disk> = Arc::new(disk.clone());
+        for t in &s.topics {
+            for p in 0..t.partitions {
+                let dir = PathBuf::from(format!("/data/{}-{p}", t.name));
+                if !d.exists(&dir) {
+                    continue;
+                }
+                match read_replica(d.clone(), &dir, config.clone()) {
+                    Ok(records) => {
+                        out.entry((t.name.clone(), p)).or_default().insert(name.clone(), records);
+                    }
+                    Err(e) => event(rec, name, "replica_unreadable", json!({"topic": t.name, "partition": p, "error": e})),
+                }
+            }
+        }
+    }
+    out
+}
+
+/// One replica's records, opening its log as the broker would and reading it end to end.
+fn read_replica(disk: Arc<dyn Disk>, dir: &Path, config: LogConfig) -> Result<Records, String> {
+    let (log, _) = Log::open(disk, dir, config, 0).map_err(|e| e.to_string())?;
+    let start = log.log_start_offset();
+    let (mut out, mut failed) = (Vec::new(), None);
+    log.for_each_batch(start, 1 << 20, |_, batch| match broker_core::client::consumer::decode_records(bytes::Bytes::copy_from_slice(batch)) {
+        Ok(records) => out.extend(records.into_iter().filter(|r| r.0 >= start).map(|(o, _, v)| (o, v.map(|v| v.to_vec()).unwrap_or_default()))),
+        Err(e) => drop(failed.get_or_insert(e.to_string())),
+    })
+    .map_err(|e| e.to_string())?;
+    failed.map_or(Ok(out), Err)
+}

@@ -1,0 +1,238 @@
+//! Fault injection: every fault of the schedule gets a task that sleeps until the fault's
+//! time, applies it, holds it for `for` ms and undoes it, with a `fault` and a `heal` (or
+//! `restart`) event. One function per kind of fault says what applying and undoing mean.
+//!
+//! The schedule is fixed before the run (`faults`): nothing here may draw from an RNG or add a
+//! fault. A fault that cannot be aimed (no such node, a process fault on a client, a link
+//! without a link) must not crash the harness: it is skipped with a `fault_skipped` event.
+
+use super::recorder::{event, Rec};
+use super::topology::{Cluster, Disks, Nodes};
+use crate::disk::{CrashMode, DiskFaults, SimDisk};
+use crate::scenario::{FaultKind, FaultSpec};
+use broker_core::netfault::{self, LinkFault};
+use madsim::net::NetSim;
+use madsim::runtime::{Handle, NodeHandle};
+use madsim::task::NodeId;
+use serde_json::json;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Why a fault could not be aimed, as the `fault_skipped` event says it.
+type Skip = &'static str;
+
+/// Runs the whole schedule: one injector task per fault, all spawned now; returns once every
+/// fault has been undone.
+pub(super) async fn run_schedule(faults: Vec<FaultSpec>, cluster: &Cluster, rec: &Rec) {
+    let mut injectors = Vec::new();
+    for f in faults {
+        let (nodes, disks, rec) = (cluster.nodes.clone(), cluster.disks.clone(), rec.clone());
+        injectors.push(tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(f.at)).await;
+            inject(f, nodes, disks, rec).await;
+        }));
+    }
+    for t in injectors {
+        let _ = t.await;
+    }
+}
+
+/// Applies one fault and undoes it after `for_ms`, or says why it was skipped.
+async fn inject(f: FaultSpec, nodes: Nodes, disks: Disks, rec: Rec) {
+    let done = match f.kind {
+        FaultKind::Kill | FaultKind::PowerLoss => crash_and_restart(&f, &nodes, &disks, &rec).await,
+        FaultKind::Pause => pause(&f, &nodes, &disks, &rec).await,
+        FaultKind::Isolate | FaultKind::IsolateIn | FaultKind::IsolateOut => isolate(&f, &nodes, &rec).await,
+        FaultKind::ClogLink => clog_link(&f, &nodes, &rec).await,
+        FaultKind::SlowLink => slow_link(&f, &nodes, &rec).await,
+        FaultKind::DiskEio => disk_eio(&f, &nodes, &disks, &rec).await,
+        FaultKind::SlowDisk | FaultKind::DiskFull => slow_or_full_disk(&f, &nodes, &disks, &rec).await,
+    };
+    if let Err(why) = done {
+        event(&rec, "harness", "fault_skipped", json!({"kind": kind(&f), "target": f.target, "why": why}));
+    }
+}
+
+/// The kind as trace events spell it (its Rust name).
+fn kind(f: &FaultSpec) -> String {
+    format!("{:?}", f.kind)
+}
+
+async fn hold(f: &FaultSpec) {
+    tokio::time::sleep(Duration::from_millis(f.for_ms)).await;
+}
+
+/// The target node's id.
+fn node_id(f: &FaultSpec, nodes: &Nodes) -> Result<NodeId, Skip> {
+    nodes.get(&f.target).map(|(node, _)| node.id()).ok_or("no such node")
+}
+
+/// The target broker's disk and its fault state.
+fn broker_disk<'a>(f: &FaultSpec, nodes: &Nodes, disks: &'a Disks) -> Result<&'a (SimDisk, Arc<Mutex<DiskFaultState>>), Skip> {
+    node_id(f, nodes)?;
+    // A client node has no init to restart and no disk (scenario validation refuses this).
+    disks.get(&f.target).ok_or("process and disk faults target brokers only")
+}
+
+/// `kill` and `power_loss`: the process dies and the disk crashes — keeping every write, or
+/// losing what was not synced — and the node restarts after `for`.
+async fn crash_and_restart(f: &FaultSpec, nodes: &Nodes, disks: &Disks, rec: &Rec) -> Result<(), Skip> {
+    let (disk, _) = broker_disk(f, nodes, disks)?;
+    let (id, handle) = (node_id(f, nodes)?, Handle::current());
+    handle.kill(id);
+    let report = disk.crash(if f.kind == FaultKind::Kill { CrashMode::Clean } else { CrashMode::PowerLoss });
+    event(rec, &f.target, "fault", json!({"kind": kind(f), "for": f.for_ms, "disk": report.to_string()}));
+    hold(f).await;
+    // madsim's restart of a running node (a restart landing on a restart) does not release
+    // the old incarnation's sockets; kill first, which does.
+    handle.kill(id);
+    handle.restart(id);
+    event(rec, &f.target, "restart", json!({}));
+    Ok(())
+}
+
+/// `pause`: the node's tasks are not scheduled for `for`.
+async fn pause(f: &FaultSpec, nodes: &Nodes, disks: &Disks, rec: &Rec) -> Result<(), Skip> {
+    broker_disk(f, nodes, disks)?;
+    let (id, handle) = (node_id(f, nodes)?, Handle::current());
+    handle.pause(id);
+    event(rec, &f.target, "fault", json!({"kind": kind(f), "for": f.for_ms}));
+    hold(f).await;
+    handle.resume(id);
+    event(rec, &f.target, "heal", json!({"kind": kind(f)}));
+    Ok(())
+}
+
+/// `isolate`, `isolate_in`, `isolate_out`: the node's traffic is cut both ways, or one way.
+async fn isolate(f: &FaultSpec, nodes: &Nodes, rec: &Rec) -> Result<(), Skip> {
+    let id = node_id(f, nodes)?;
+    let net = NetSim::current();
+    match f.kind {
+        FaultKind::Isolate => net.clog_node(id),
+        FaultKind::IsolateIn => net.clog_node_in(id),
+        _ => net.clog_node_out(id),
+    }
+    event(rec, &f.target, "fault", json!({"kind": kind(f), "for": f.for_ms}));
+    hold(f).await;
+    match f.kind {
+        FaultKind::Isolate => net.unclog_node(id),
+        FaultKind::IsolateIn => net.unclog_node_in(id),
+        _ => net.unclog_node_out(id),
+    }
+    event(rec, &f.target, "heal", json!({"kind": kind(f)}));
+    Ok(())
+}
+
+/// The two ends of a link target `a>b`: each node with its address.
+fn link_ends<'a>(f: &'a FaultSpec, nodes: &'a Nodes) -> Result<[&'a (NodeHandle, IpAddr); 2], Skip> {
+    let (from, to) = f.link().ok_or("a link fault needs a target \"a>b\"")?;
+    let (Some(a), Some(b)) = (nodes.get(from), nodes.get(to)) else {
+        return Err("no such node");
+    };
+    Ok([a, b])
+}
+
+/// The `fault` event of a link fault, with the link settings (drawn for every random fault).
+fn link_fault_event(f: &FaultSpec, rec: &Rec) {
+    event(rec, &f.target, "fault", json!({"kind": kind(f), "for": f.for_ms, "delay_ms": f.delay_ms, "loss_per_mille": f.loss_per_mille}));
+}
+
+/// `clog_link`: messages from a to b are dropped for `for`.
+async fn clog_link(f: &FaultSpec, nodes: &Nodes, rec: &Rec) -> Result<(), Skip> {
+    let [(a, _), (b, _)] = link_ends(f, nodes)?;
+    let net = NetSim::current();
+    net.clog_link(a.id(), b.id());
+    link_fault_event(f, rec);
+    hold(f).await;
+    net.unclog_link(a.id(), b.id());
+    event(rec, &f.target, "heal", json!({"kind": kind(f)}));
+    Ok(())
+}
+
+/// `slow_link`: messages from a to b are delayed and lost (retransmitted) for `for`, through
+/// the broker's network fault hook.
+async fn slow_link(f: &FaultSpec, nodes: &Nodes, rec: &Rec) -> Result<(), Skip> {
+    let [(_, a_ip), (_, b_ip)] = link_ends(f, nodes)?;
+    netfault::set_link(*a_ip, *b_ip, Some(LinkFault { delay_ms: f.delay_ms, loss_per_mille: f.loss_per_mille }));
+    link_fault_event(f, rec);
+    hold(f).await;
+    netfault::set_link(*a_ip, *b_ip, None);
+    event(rec, &f.target, "heal", json!({"kind": kind(f)}));
+    Ok(())
+}
+
+/// `disk_eio`: calls on the broker's files whose path contains `path` fail with EIO for `for`.
+async fn disk_eio(f: &FaultSpec, nodes: &Nodes, disks: &Disks, rec: &Rec) -> Result<(), Skip> {
+    let (disk, state) = broker_disk(f, nodes, disks)?;
+    state.lock().expect("disk faults").fail_path(&f.path, disk);
+    event(rec, &f.target, "fault", json!({"kind": kind(f), "for": f.for_ms, "path": f.path}));
+    hold(f).await;
+    state.lock().expect("disk faults").heal_path(&f.path, disk);
+    event(rec, &f.target, "heal", json!({"kind": kind(f)}));
+    Ok(())
+}
+
+/// `slow_disk` (every call takes 1–20 ms) and `disk_full` (no byte more fits) for `for`.
+async fn slow_or_full_disk(f: &FaultSpec, nodes: &Nodes, disks: &Disks, rec: &Rec) -> Result<(), Skip> {
+    let (disk, state) = broker_disk(f, nodes, disks)?;
+    let slow = f.kind == FaultKind::SlowDisk;
+    state.lock().expect("disk faults").enter(slow, disk);
+    event(rec, &f.target, "fault", json!({"kind": kind(f), "for": f.for_ms}));
+    hold(f).await;
+    state.lock().expect("disk faults").leave(slow, disk);
+    event(rec, &f.target, "heal", json!({"kind": kind(f)}));
+    Ok(())
+}
+
+/// A broker disk's fault settings: the scenario's base latency plus the active faults.
+/// Overlapping disk faults compose: each counts itself in and out, and the disk's settings are
+/// recomputed from the counts (restoring a saved copy would resurrect a fault that ended in
+/// between).
+pub(super) struct DiskFaultState {
+    base: DiskFaults,
+    slow: u32,
+    full: u32,
+    /// Path substrings currently failing with EIO (one entry per active fault).
+    eio: Vec<String>,
+}
+
+impl DiskFaultState {
+    pub(super) fn new(base: DiskFaults) -> DiskFaultState {
+        DiskFaultState { base, slow: 0, full: 0, eio: Vec::new() }
+    }
+
+    pub(super) fn apply(&self, disk: &SimDisk) {
+        let mut f = self.base.clone();
+        if self.slow > 0 {
+            (f.latency_ns_min, f.latency_ns_max) = (1_000_000, 20_000_000);
+        }
+        if self.full > 0 {
+            f.capacity_bytes = Some(disk.used_bytes());
+        }
+        f.eio_paths.extend(self.eio.iter().cloned());
+        disk.set_faults(f);
+    }
+
+    fn enter(&mut self, slow: bool, disk: &SimDisk) {
+        if slow { self.slow += 1 } else { self.full += 1 }
+        self.apply(disk);
+    }
+
+    fn leave(&mut self, slow: bool, disk: &SimDisk) {
+        if slow { self.slow -= 1 } else { self.full -= 1 }
+        self.apply(disk);
+    }
+
+    fn fail_path(&mut self, path: &str, disk: &SimDisk) {
+        self.eio.push(path.into());
+        self.apply(disk);
+    }
+
+    fn heal_path(&mut self, path: &str, disk: &SimDisk) {
+        if let Some(i) = self.eio.iter().position(|p| p == path) {
+            self.eio.remove(i);
+        }
+        self.apply(disk);
+    }
+}

@@ -1,0 +1,130 @@
+//! The simulated cluster: the real broker server on madsim nodes over `SimDisk`, client nodes
+//! running workloads through the real Rust client, a fault schedule (fixed and/or drawn from
+//! the seed), a healing phase, a final read, the checkers, and the trace. One function,
+//! `run`: scenario + seed in, result out; same inputs, byte-identical trace.
+//!
+//! A scenario that slipped past validation must not crash the harness: what cannot be run (a
+//! fault on no such node, a link fault without a link) is skipped with a `fault_skipped` event.
+//!
+//! # Phases
+//!
+//! `run` reads in the order a run goes, one module per phase:
+//!
+//! | phase | module | what happens |
+//! |---|---|---|
+//! | fault schedule | `faults` | fixed faults plus the random mix from the seed, within the budget (pure: both builds) |
+//! | topology | `topology` | one node per broker over its own disk; addresses; broker configs |
+//! | workloads | `workloads` | topics created through the controller, then producer and consumer nodes |
+//! | safety | `inject` | each fault applied at its time and undone after `for` |
+//! | healing | here | faults gone; producers go on for ¾ of `heal_ms`, judged from ½ |
+//! | final read | `final_read` | every partition through a client; every replica from its disk |
+//! | verdict | `verdict` | the checkers, allowed losses, the trace's summary and digest |
+//!
+//! `recorder` stamps every event and operation with simulated time. The run's RNG draws the
+//! schedule and then the disk seed; madsim's runtime takes the seed itself. Nodes are created
+//! and tasks spawned and awaited in one fixed order: moving a step, or adding a draw, changes
+//! every trace (and the digests in `scenarios/` tests say so).
+
+pub mod faults;
+#[cfg(madsim)]
+mod final_read;
+#[cfg(madsim)]
+mod inject;
+#[cfg(madsim)]
+mod recorder;
+#[cfg(madsim)]
+mod topology;
+#[cfg(madsim)]
+mod verdict;
+#[cfg(madsim)]
+mod workloads;
+
+pub use faults::derive_faults;
+#[cfg(madsim)]
+pub use verdict::RunResult;
+
+#[cfg(madsim)]
+use {
+    crate::history::History,
+    crate::scenario::{FaultSpec, Scenario},
+    crate::trace::{self, Trace},
+    broker_core::broker::PlantedBug,
+    madsim::runtime::Runtime,
+    rand::{Rng, SeedableRng},
+    rand_chacha::ChaCha8Rng,
+    recorder::{event, now_ms, Rec, Recorder},
+    serde_json::{json, Map, Value},
+    std::time::Duration,
+};
+
+/// Client request timeout in simulated time: long enough for a paused or restarting broker to
+/// come back within a fault, short enough that a dead one is noticed.
+#[cfg(madsim)]
+const request_timeout_ms: u64 = 1_000;
+
+/// Runs `scenario` under `seed`. `scenario_path` is recorded in the trace header for replay.
+#[cfg(madsim)]
+pub fn run(scenario: &Scenario, scenario_path: &str, seed: u64, bug: Option<PlantedBug>) -> RunResult {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let faults = derive_faults(scenario, &mut rng);
+    let disk_seed = rng.gen::<u64>();
+    let derived = derived(&faults, disk_seed);
+    let trace = Trace::header(&scenario.name, scenario_path, trace::scenario_digest(scenario), seed, &derived);
+    let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
+    let (trace, history, simulated_ms) = runtime.block_on(simulate(scenario.clone(), faults, disk_seed, bug, trace));
+    verdict::judge(scenario, trace, history, derived, simulated_ms)
+}
+
+/// What the seed decided, for the trace header and `sim run`'s `derived` lines.
+#[cfg(madsim)]
+fn derived(faults: &[FaultSpec], disk_seed: u64) -> Map<String, Value> {
+    let mut derived = Map::new();
+    derived.insert("faults".into(), json!(faults.iter().map(|f| json!({"at": f.at, "kind": format!("{:?}", f.kind), "target": f.target, "for": f.for_ms, "delay_ms": f.delay_ms, "loss_per_mille": f.loss_per_mille})).collect::<Vec<_>>()));
+    derived.insert("disk_seed".into(), json!(disk_seed));
+    derived
+}
+
+/// The run inside the simulator, phase by phase: the trace and history it recorded, and the
+/// simulated milliseconds up to the end of the final read.
+#[cfg(madsim)]
+async fn simulate(s: Scenario, faults: Vec<FaultSpec>, disk_seed: u64, bug: Option<PlantedBug>, trace: Trace) -> (Trace, History, u64) {
+    let rec = Recorder::start(trace);
+    broker_core::netfault::reset(disk_seed);
+    let mut cluster = topology::start_brokers(&s, disk_seed, bug, &rec);
+    workloads::create_topics(&s, &cluster, &rec).await;
+    let clients = workloads::start_clients(&s, &mut cluster, &rec);
+    inject::run_schedule(faults, &cluster, &rec).await;
+    tokio::time::sleep(Duration::from_millis(s.duration_ms.saturating_sub(now_ms(&rec)))).await;
+    heal(&s, &rec).await;
+    // A producer's last write may still be in flight (bounded by its timeout and retries);
+    // the final read must come after every acknowledgement it is checked against.
+    for t in clients.producers {
+        let _ = t.await;
+    }
+    event(&rec, "harness", "healed", json!({}));
+    final_read::through_clients(&s, &cluster, &rec).await;
+    for t in clients.consumers {
+        let _ = t.await;
+    }
+    let simulated_ms = now_ms(&rec);
+    final_read::from_disks(&s, &cluster, &rec);
+    let (trace, history) = recorder::take(&rec);
+    (trace, history, simulated_ms)
+}
+
+/// Healing: the safety phase is over and every fault has been undone. Producers go on for
+/// three quarters of the phase; `write_liveness` judges their writes from half-way, when the
+/// cluster has had time to recover; then the final read.
+#[cfg(madsim)]
+async fn heal(s: &Scenario, rec: &Rec) {
+    let healed_at = now_ms(rec);
+    let produce_until = healed_at.saturating_add(s.heal_ms.saturating_mul(3) / 4);
+    {
+        let mut r = rec.lock().expect("recorder");
+        r.produce_until_ms = Some(produce_until);
+        r.history.healed_at_ms = healed_at;
+        r.history.heal_ms = s.heal_ms;
+    }
+    event(rec, "harness", "heal_phase", json!({"produce_until_ms": produce_until, "write_liveness_from_ms": healed_at.saturating_add(s.heal_ms / 2), "heal_ms": s.heal_ms}));
+    tokio::time::sleep(Duration::from_millis(s.heal_ms)).await;
+}

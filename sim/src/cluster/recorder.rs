@@ -1,0 +1,53 @@
+//! The run's recorder: one trace and one history shared by every node's tasks, each event and
+//! operation stamped with simulated milliseconds since the run began. It also carries the one
+//! signal the harness gives the producers: when to stop invoking writes.
+//!
+//! It records and never decides: nothing here may read a wall clock, or order events any way
+//! but the order the simulator ran them in.
+
+use crate::history::History;
+use crate::trace::Trace;
+use serde_json::Value;
+use std::sync::{Arc, Mutex};
+
+/// Shared recorder for the trace and history, stamped with simulated time.
+pub(super) struct Recorder {
+    start: madsim::time::Instant,
+    trace: Trace,
+    pub(super) history: History,
+    /// When producers stop invoking writes; unknown (`None`) until the last fault is undone.
+    pub(super) produce_until_ms: Option<u64>,
+}
+
+pub(super) type Rec = Arc<Mutex<Recorder>>;
+
+impl Recorder {
+    /// A recorder whose clock starts now, writing after the trace's header.
+    pub(super) fn start(trace: Trace) -> Rec {
+        Arc::new(Mutex::new(Recorder { start: madsim::time::Instant::now(), trace, history: History::default(), produce_until_ms: None }))
+    }
+}
+
+pub(super) fn now_ms(rec: &Rec) -> u64 {
+    rec.lock().expect("recorder").start.elapsed().as_millis() as u64
+}
+
+/// Whether producers should keep invoking writes.
+pub(super) fn producing(rec: &Rec) -> bool {
+    let r = rec.lock().expect("recorder");
+    let now = r.start.elapsed().as_millis() as u64;
+    r.produce_until_ms.is_none_or(|until| now < until)
+}
+
+pub(super) fn event(rec: &Rec, node: &str, name: &str, fields: Value) {
+    let mut r = rec.lock().expect("recorder");
+    let t = r.start.elapsed().as_millis() as u64;
+    r.trace.event(t, node, name, fields);
+}
+
+/// What was recorded. Broker nodes' init closures still hold the recorder, so it is taken
+/// out rather than unwrapped.
+pub(super) fn take(rec: &Rec) -> (Trace, History) {
+    let mut r = rec.lock().expect("recorder");
+    (std::mem::take(&mut r.trace), std::mem::take(&mut r.history))
+}

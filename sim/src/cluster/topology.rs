@@ -1,0 +1,188 @@
+//! The cluster's topology: one madsim node per broker, each running the real broker process
+//! over its own `SimDisk`, the address plan for every node, and the broker configuration a
+//! scenario's settings give.
+//!
+//! Addresses: broker i is 10.0.0.(i+1):9092 and broker-0 is also the controller; client k
+//! (producers first, then consumers) is 10.0.1.(11+k); the admin and the final reader sit at
+//! 10.0.2.2 and 10.0.2.1. Nodes are created in that order — brokers, admin, clients, final
+//! reader — and the order must never change: madsim numbers nodes as they are created.
+
+use super::inject::DiskFaultState;
+use super::recorder::{event, Rec};
+use crate::disk::{DiskFaults, SimDisk};
+use crate::scenario::Scenario;
+use broker_core::broker::{Broker, BrokerConfig, PlantedBug};
+use broker_core::controller::quorum::Quorum;
+use broker_core::log::FlushPolicy;
+use broker_core::server::{self, Shared};
+use broker_core::storage::Disk;
+use madsim::runtime::{Handle, NodeHandle};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tracing::Instrument;
+
+const broker_port: u16 = 9092;
+
+/// Heartbeats, sessions and ISR lag scaled to simulated scenarios of tens of seconds, whose
+/// faults last up to a few seconds (Kafka's 2 s / 9 s / 30 s would see no failover at all).
+const heartbeat_ms: u64 = 250;
+const session_ms: u64 = 1_500;
+const replica_lag_ms: u64 = 2_000;
+
+/// How long the node's supervisor (systemd's `Restart=on-failure` in a real deployment) waits
+/// before starting a broker process that exited.
+const supervisor_restart_ms: u64 = 1_000;
+
+/// The admin node, which creates the topics.
+pub(super) const admin_ip: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 2, 2));
+/// The final reader's node.
+pub(super) const final_reader_ip: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 2, 1));
+
+/// Every node by name — brokers, then clients — with its address.
+pub(super) type Nodes = BTreeMap<String, (NodeHandle, IpAddr)>;
+/// Every broker's disk with the fault state `inject` changes, by node name.
+pub(super) type Disks = BTreeMap<String, (SimDisk, Arc<Mutex<DiskFaultState>>)>;
+
+/// The nodes of a run, as the later phases need them.
+pub(super) struct Cluster {
+    /// Every broker's address, broker-0 (the controller) first: what clients bootstrap from.
+    pub(super) brokers: Vec<SocketAddr>,
+    pub(super) nodes: Nodes,
+    pub(super) disks: Disks,
+    /// Client nodes created so far.
+    clients: usize,
+}
+
+/// Broker i's address: 10.0.0.(i+1).
+fn broker_ip(i: u32) -> IpAddr {
+    IpAddr::from([10, 0, 0, (i + 1) as u8])
+}
+
+/// Client k's address, 10.0.1.(11+k): validation keeps the count far below where the octet
+/// would run out, and past it (`None`) clients are not started.
+fn client_ip(k: usize) -> Option<IpAddr> {
+    u8::try_from(11 + k).ok().map(|o| IpAddr::from([10, 0, 1, o]))
+}
+
+/// Creates one node per broker, each over its own disk (seeded from `disk_seed`) with the
+/// scenario's base disk latency. The nodes start their broker process at once.
+pub(super) fn start_brokers(s: &Scenario, disk_seed: u64, bug: Option<PlantedBug>, rec: &Rec) -> Cluster {
+    let handle = Handle::current();
+    let base = base_disk_faults(s);
+    let brokers = (0..s.brokers).map(|i| SocketAddr::new(broker_ip(i), broker_port)).collect();
+    let mut cluster = Cluster { brokers, nodes: BTreeMap::new(), disks: BTreeMap::new(), clients: 0 };
+    for i in 0..s.brokers {
+        let name = format!("broker-{i}");
+        // Each broker's disk has its own seed, derived from the run's.
+        let disk = SimDisk::new(disk_seed.wrapping_add(i as u64));
+        let faults = Arc::new(Mutex::new(DiskFaultState::new(base.clone())));
+        faults.lock().expect("disk faults").apply(&disk);
+        let (d, config, r) = (disk.clone(), broker_config(s, i, bug), rec.clone());
+        let node = handle
+            .create_node()
+            .name(&name)
+            .ip(broker_ip(i))
+            .init(move || broker_main(d.clone(), config.clone(), r.clone()).instrument(tracing::info_span!("broker", id = i)))
+            .build();
+        cluster.nodes.insert(name.clone(), (node, broker_ip(i)));
+        cluster.disks.insert(name, (disk, faults));
+    }
+    cluster
+}
+
+impl Cluster {
+    /// The next client node, named `name` and counted among the nodes faults may target; or
+    /// `None` (logged) when client addresses ran out.
+    pub(super) fn add_client(&mut self, name: &str, rec: &Rec) -> Option<NodeHandle> {
+        let Some(ip) = client_ip(self.clients) else {
+            event(rec, "harness", "clients_skipped", json!({"from": name, "why": "no address left in 10.0.1.0/24"}));
+            return None;
+        };
+        self.clients += 1;
+        let node = Handle::current().create_node().name(name).ip(ip).build();
+        self.nodes.insert(name.into(), (node.clone(), ip));
+        Some(node)
+    }
+}
+
+/// A node of the harness's own (the admin, the final reader): no fault targets it.
+pub(super) fn harness_node(name: &str, ip: IpAddr) -> NodeHandle {
+    Handle::current().create_node().name(name).ip(ip).build()
+}
+
+/// The scenario's `broker.disk_latency_us`, as every broker disk's standing faults.
+fn base_disk_faults(s: &Scenario) -> DiskFaults {
+    match s.broker.disk_latency_us {
+        Some([lo, hi]) => DiskFaults { latency_ns_min: lo.saturating_mul(1000), latency_ns_max: hi.max(lo).saturating_mul(1000), ..DiskFaults::default() },
+        None => DiskFaults::default(),
+    }
+}
+
+pub(super) fn broker_config(s: &Scenario, i: u32, bug: Option<PlantedBug>) -> BrokerConfig {
+    let mut c = BrokerConfig {
+        node_id: i as i32,
+        data_dir: "/data".into(),
+        advertised_host: broker_ip(i).to_string(),
+        advertised_port: broker_port as i32,
+        controller_id: 0,
+        controller_addr: SocketAddr::new(broker_ip(0), broker_port).to_string(),
+        heartbeat_interval_ms: heartbeat_ms,
+        session_timeout_ms: session_ms,
+        replica_lag_ms_max: replica_lag_ms,
+        planted_bug: bug,
+        ..BrokerConfig::default()
+    };
+    if let Some(n) = s.broker.flush_messages {
+        c.log.flush = if n == 1 { FlushPolicy::EveryBatch } else { FlushPolicy::EveryMessages(n) };
+    }
+    if let Some(b) = s.broker.segment_bytes {
+        c.log.segment_bytes = b;
+    }
+    if let Some(m) = s.broker.min_insync_replicas {
+        c.min_insync_replicas = m;
+    }
+    if let Some(u) = s.broker.unclean_leader_election {
+        c.unclean_leader_election = u;
+    }
+    c
+}
+
+/// The broker process: open the data dir on the node's disk (and, on the controller node, the
+/// metadata log), serve until killed. If opening fails (a full or failing disk), the process
+/// exits and its supervisor starts it again.
+async fn broker_main(disk: SimDisk, config: BrokerConfig, rec: Rec) {
+    let name = format!("broker-{}", config.node_id);
+    let d: Arc<dyn Disk> = Arc::new(disk);
+    let (broker, quorum) = loop {
+        let now = server::now_ms();
+        let quorum = match config.node_id == config.controller_id {
+            true => Quorum::open(d.clone(), &config.data_dir, server::config::controller_config(&config), now).map(|(q, _)| Some(q)),
+            false => Ok(None),
+        };
+        let opened = quorum.and_then(|q| Broker::open(d.clone(), config.clone(), now).map(|b| (b, q)).map_err(|e| e.to_string()));
+        match opened {
+            Ok(x) => break x,
+            Err(e) => {
+                event(&rec, &name, "open_failed", json!({"error": e, "restart_in_ms": supervisor_restart_ms}));
+                tokio::time::sleep(Duration::from_millis(supervisor_restart_ms)).await;
+            }
+        }
+    };
+    event(&rec, &name, "started", json!({}));
+    let addr = SocketAddr::new(IpAddr::from([0, 0, 0, 0]), broker_port);
+    let listener = loop {
+        match tokio::net::TcpListener::bind(addr).await {
+            Ok(l) => break l,
+            Err(e) => {
+                // The previous incarnation's socket may not be released yet (a restart landing
+                // on a restart); the supervisor tries again.
+                event(&rec, &name, "bind_failed", json!({"error": e.to_string(), "restart_in_ms": supervisor_restart_ms}));
+                tokio::time::sleep(Duration::from_millis(supervisor_restart_ms)).await;
+            }
+        }
+    };
+    server::serve(listener, Shared::new(broker, quorum, d), std::future::pending()).await;
+}

@@ -1,0 +1,55 @@
+//! The verdict: every checker over the run's history, the violations the scenario's
+//! expectations allow (reported, not failed), and the trace's summary line with the digest.
+//!
+//! It judges the history as recorded and must never look at the cluster again, so a history
+//! and a scenario always give the same verdict.
+
+use crate::checkers;
+use crate::history::{History, Outcome, Violation};
+use crate::scenario::Scenario;
+use crate::trace::Trace;
+use serde_json::{json, Map, Value};
+
+pub struct RunResult {
+    pub trace: Trace,
+    pub history: History,
+    pub violations: Vec<Violation>,
+    /// Violations that are allowed losses under the scenario's `expect.loss_allowed`.
+    pub allowed: Vec<Violation>,
+    pub derived: Map<String, Value>,
+    pub digest: u64,
+    /// Simulated milliseconds the run covered.
+    pub simulated_ms: u64,
+}
+
+impl RunResult {
+    pub fn passed(&self) -> bool {
+        self.violations.is_empty()
+    }
+}
+
+/// Runs the checkers, splits allowed losses from violations and closes the trace.
+pub(super) fn judge(scenario: &Scenario, mut trace: Trace, history: History, derived: Map<String, Value>, simulated_ms: u64) -> RunResult {
+    let (allowed, violations): (Vec<_>, Vec<_>) = checkers::check_all(&history).into_iter().partition(|v| allowed_loss(scenario, v));
+    let digest = trace.finish(summary(&history, &violations, &allowed));
+    RunResult { trace, history, violations, allowed, derived, digest, simulated_ms }
+}
+
+/// Whether the scenario's `expect` allows this violation: a loss, with loss allowed for every
+/// write or for acks=1 writes.
+fn allowed_loss(scenario: &Scenario, v: &Violation) -> bool {
+    v.loss && (scenario.expect.loss_allowed || (scenario.expect.acks1_loss_allowed && v.acks == Some(1)))
+}
+
+/// The trace's summary: counts and every violation.
+fn summary(history: &History, violations: &[Violation], allowed: &[Violation]) -> Value {
+    json!({
+        "writes": history.writes.len(),
+        // acks=0 writes are never acknowledged: `Ok(-1)` only says they were sent.
+        "acknowledged": history.writes.iter().filter(|w| w.acknowledged().is_some()).count(),
+        "sent_acks0": history.writes.iter().filter(|w| w.acks == 0 && matches!(w.outcome, Outcome::Ok(_))).count(),
+        "reads": history.reads.len(),
+        "violations": violations.iter().map(|v| v.to_string()).collect::<Vec<_>>(),
+        "allowed_losses": allowed.len(),
+    })
+}

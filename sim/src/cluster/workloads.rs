@@ -1,0 +1,208 @@
+//! The workloads: the scenario's topics, created through the controller from an admin node,
+//! then one client node per producer and per consumer, each running the real Rust client and
+//! recording every operation it invokes — with what came back — into the history.
+//!
+//! Clients only ever talk to brokers over the simulated network, like any Kafka client; they
+//! must never look inside a broker or its disk, and never decide what the checkers conclude.
+
+use super::recorder::{event, now_ms, producing, Rec};
+use super::request_timeout_ms;
+use super::topology::{admin_ip, harness_node, Cluster};
+use crate::history::{Outcome, Read, Write};
+use crate::scenario::{ProducerSpec, Scenario};
+use broker_core::client::admin::{self, NewTopic};
+use broker_core::client::{ClientError, Consumer, Producer, ProducerConfig};
+use broker_core::server;
+use bytes::Bytes;
+use madsim::task::JoinHandle;
+use serde_json::{json, Value};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// How long the harness keeps trying to create the scenario's topics before starting the
+/// workload anyway (it then fails, and the checkers say so).
+const topics_deadline_ms: u64 = 10_000;
+
+/// Most records in one batch: a producer that fell behind catches up in bounded steps.
+const batch_records_max: u64 = 500;
+/// Most value bytes in one batch, so that a batch of large records stays under the broker's
+/// `message.max.bytes` (1,048,588); a batch always carries at least one record.
+const batch_value_bytes_max: u64 = 1_000_000;
+
+/// The running client tasks, awaited at different points of the run.
+pub(super) struct Clients {
+    pub(super) producers: Vec<JoinHandle<()>>,
+    pub(super) consumers: Vec<JoinHandle<()>>,
+}
+
+/// Creates the scenario's topics from the admin node; returns once they exist or the harness
+/// gave up on them.
+pub(super) async fn create_topics(s: &Scenario, cluster: &Cluster, rec: &Rec) {
+    let admin = harness_node("admin", admin_ip);
+    let topics: Vec<NewTopic> = s.topics.iter().map(|t| (t.name.clone(), t.partitions, t.replication_factor)).collect();
+    let _ = admin.spawn(admin_main(cluster.brokers[0], cluster.brokers.len(), topics, rec.clone())).await;
+}
+
+/// Starts every producer (each spec `count` times), then every consumer, each on its own
+/// client node. Consumers read until half-way through the healing phase.
+pub(super) fn start_clients(s: &Scenario, cluster: &mut Cluster, rec: &Rec) -> Clients {
+    let partitions = |topic: &str| s.topics.iter().find(|t| t.name == topic).map_or(1, |t| t.partitions);
+    let mut clients = Clients { producers: Vec::new(), consumers: Vec::new() };
+    for (i, p) in s.producers.iter().flat_map(|p| std::iter::repeat_n(p, p.count as usize)).enumerate() {
+        let name = format!("producer-{i}");
+        let Some(node) = cluster.add_client(&name, rec) else { break };
+        let task = producer_main(name, cluster.brokers.clone(), p.topic.clone(), partitions(&p.topic), p.clone(), rec.clone());
+        clients.producers.push(node.spawn(task));
+    }
+    let until_ms = s.duration_ms + s.heal_ms / 2;
+    for (i, c) in s.consumers.iter().enumerate() {
+        let name = format!("consumer-{i}");
+        let Some(node) = cluster.add_client(&name, rec) else { break };
+        let task = consumer_main(name, cluster.brokers.clone(), c.topic.clone(), partitions(&c.topic), c.max_wait_ms, until_ms, rec.clone());
+        clients.consumers.push(node.spawn(task));
+    }
+    clients
+}
+
+/// Creates the scenario's topics through the controller once every broker is registered and
+/// unfenced (retrying while they register). Gives up after `topics_deadline_ms`.
+async fn admin_main(controller: SocketAddr, brokers: usize, topics: Vec<NewTopic>, rec: Rec) {
+    let start = now_ms(&rec);
+    // Every broker first, so replica placement does not depend on which registered first.
+    while now_ms(&rec) - start <= topics_deadline_ms {
+        match admin::live_brokers(controller, Duration::from_millis(request_timeout_ms)).await {
+            Ok(n) if n >= brokers => break,
+            _ => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+    loop {
+        match admin::create_topics(controller, &topics, Duration::from_millis(request_timeout_ms)).await {
+            Ok(()) => {
+                event(&rec, "admin", "topics_created", json!({"topics": topics.iter().map(|t| &t.0).collect::<Vec<_>>()}));
+                return;
+            }
+            Err(e) if now_ms(&rec) - start > topics_deadline_ms => {
+                event(&rec, "admin", "create_topics_failed", json!({"error": e.to_string()}));
+                return;
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+}
+
+/// A producer at `rate` records/s: every batch carries the records that fell due while the
+/// previous one was in flight (Kafka's linger, driven by simulated time), one batch in flight.
+/// It produces through the healing phase until the harness sets `produce_until_ms`, so that
+/// `write_liveness` can see whether writes succeed again once faults are gone.
+async fn producer_main(name: String, brokers: Vec<SocketAddr>, topic: String, partitions: i32, spec: ProducerSpec, rec: Rec) {
+    let (acks, idempotent, rate, bytes) = (Scenario::acks(&spec), spec.idempotent(), spec.rate.max(1), spec.record_bytes);
+    let partitions = partitions.max(1);
+    let batch_records = batch_records_max.min((batch_value_bytes_max / bytes.max(1) as u64).max(1));
+    let config = ProducerConfig { client_id: name.clone(), acks, idempotent, retries: 3, retry_backoff: Duration::from_millis(50), request_timeout: Duration::from_millis(request_timeout_ms) };
+    let mut producer = Producer::with_bootstrap(brokers, config);
+    let start = now_ms(&rec);
+    let mut n: u64 = 0;
+    let mut batch_no: u64 = 0;
+    while producing(&rec) {
+        let due = (now_ms(&rec) - start + 1) * rate as u64 / 1000;
+        if due <= n {
+            tokio::time::sleep(Duration::from_micros(1_000_000 / rate as u64)).await;
+            continue;
+        }
+        let count = (due - n).min(batch_records);
+        let partition = (batch_no % partitions as u64) as i32;
+        batch_no += 1;
+        let values = batch_values(&name, n, count, bytes);
+        let key = |i: u64| (spec.keys > 0).then(|| Bytes::from(format!("key-{}", i % spec.keys as u64)));
+        let records: Vec<_> = values.iter().zip(n..).map(|(v, i)| (key(i), Some(Bytes::from(v.clone())))).collect();
+        let invoke_ms = now_ms(&rec);
+        let result = producer.send(&topic, partition, &records, server::now_ms() as i64).await;
+        let complete_ms = now_ms(&rec);
+        event(&rec, &name, "produce", produce_fields(partition, n, count, &result));
+        let mut r = rec.lock().expect("recorder");
+        for (i, value) in values.into_iter().enumerate() {
+            let outcome = match outcome_of(&result) {
+                Outcome::Ok(base) if base >= 0 => Outcome::Ok(base + i as i64),
+                other => other,
+            };
+            r.history.writes.push(Write { process: name.clone(), topic: topic.clone(), partition, value, acks, idempotent, invoke_ms, complete_ms, outcome });
+        }
+        n += count;
+    }
+}
+
+/// Record values `first..first + count` of producer `name`: `{name}-{i}-` padded with dots to
+/// `bytes`, so every value is unique and says who wrote it.
+fn batch_values(name: &str, first: u64, count: u64, bytes: usize) -> Vec<Vec<u8>> {
+    (first..first + count)
+        .map(|i| {
+            let mut v = format!("{name}-{i}-").into_bytes();
+            v.resize(bytes.max(v.len()), b'.');
+            v
+        })
+        .collect()
+}
+
+/// The `produce` event of a batch: where it went and what came back.
+fn produce_fields(partition: i32, first: u64, count: u64, result: &Result<i64, ClientError>) -> Value {
+    match result {
+        Ok(o) => json!({"partition": partition, "first": first, "count": count, "ok": o}),
+        Err(e) if e.outcome_unknown() => json!({"partition": partition, "first": first, "count": count, "unknown": e.to_string()}),
+        Err(e) => json!({"partition": partition, "first": first, "count": count, "fail": e.to_string()}),
+    }
+}
+
+fn outcome_of(r: &Result<i64, ClientError>) -> Outcome {
+    match r {
+        Ok(o) => Outcome::Ok(*o),
+        Err(e) if e.outcome_unknown() => Outcome::Unknown(e.to_string()),
+        Err(e) => Outcome::Fail(e.to_string()),
+    }
+}
+
+/// An assign-mode consumer of every partition of `topic` until `until_ms`. A poll error ends
+/// the session; the next one starts where this one got to (from 0 if the log lost it).
+async fn consumer_main(name: String, brokers: Vec<SocketAddr>, topic: String, partitions: i32, max_wait_ms: i32, until_ms: u64, rec: Rec) {
+    let mut session = 0u32;
+    let mut positions: Vec<i64> = vec![0; partitions as usize];
+    while now_ms(&rec) < until_ms {
+        // Each session starts from another broker, so a dead one does not blind every session.
+        let mut bootstrap = brokers.clone();
+        let shift = session as usize % bootstrap.len().max(1);
+        bootstrap.rotate_left(shift);
+        let mut c = Consumer::with_bootstrap(bootstrap, &name, Duration::from_millis(request_timeout_ms));
+        for (p, pos) in positions.iter().enumerate() {
+            c.assign(&topic, p as i32, *pos);
+        }
+        let Err(e) = poll_session(&mut c, &name, session, max_wait_ms, until_ms, &mut positions, &rec).await else {
+            return;
+        };
+        event(&rec, &name, "poll_error", json!({"error": e.to_string()}));
+        if let ClientError::Kafka { code: broker_core::kafka::Code::OffsetOutOfRange, .. } = e {
+            // Offset out of range: the log lost what we had read past. Start over.
+            positions.iter_mut().for_each(|p| *p = 0);
+        }
+        session += 1;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Polls until `until_ms` (`Ok`) or the first error, recording every record read and moving
+/// `positions` past it.
+async fn poll_session(c: &mut Consumer, name: &str, session: u32, max_wait_ms: i32, until_ms: u64, positions: &mut [i64], rec: &Rec) -> Result<(), ClientError> {
+    loop {
+        if now_ms(rec) >= until_ms {
+            return Ok(());
+        }
+        let records = c.poll(max_wait_ms).await?;
+        let at_ms = now_ms(rec);
+        if !records.is_empty() {
+            event(rec, name, "poll", json!({"records": records.len(), "first": records[0].offset, "last": records[records.len() - 1].offset}));
+        }
+        let mut r = rec.lock().expect("recorder");
+        for x in records {
+            positions[x.partition as usize] = x.offset + 1;
+            r.history.reads.push(Read { process: name.to_string(), session, topic: x.topic, partition: x.partition, offset: x.offset, value: x.value.map(|v| v.to_vec()).unwrap_or_default(), high_watermark: x.high_watermark, at_ms });
+        }
+    }
+}

@@ -1,0 +1,220 @@
+//! The scenario's faults: the kinds, fixed faults (when, what, on which node or link, for how
+//! long) and the random mix the seed draws from, with its fault budget. Declarations and their
+//! validation only: `cluster::faults` derives the schedule from the seed and `cluster::inject`
+//! applies it. Validation must refuse what the harness cannot aim (a process fault on a client,
+//! a link fault with no second node), so that a run never has to guess.
+
+use super::{fault_ms_max, link_delay_ms_max, random_faults_max, Scenario};
+use serde::{Deserialize, Serialize};
+
+/// What a fault does to its target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultKind {
+    /// Kill the process; the OS page cache survives (every write is kept). Restart after `for`.
+    Kill,
+    /// Kill and lose power: unsynced writes are kept, dropped or torn. Restart after `for`.
+    PowerLoss,
+    /// Stop scheduling the node's tasks for `for` ms (a stalled process).
+    Pause,
+    /// Cut the target off the network (both directions) for `for` ms.
+    Isolate,
+    /// Disk operations take 1–20 ms for `for` ms.
+    SlowDisk,
+    /// The disk is full for `for` ms.
+    DiskFull,
+    /// Disk operations on files whose path contains `path` fail with EIO for `for` ms.
+    DiskEio,
+    /// The target receives nothing for `for` ms (one-way partition: it can still send).
+    IsolateIn,
+    /// The target sends nothing for `for` ms (one-way partition: it can still receive).
+    IsolateOut,
+    /// `target` = "a>b": messages from a to b are dropped for `for` ms (one-way link cut).
+    ClogLink,
+    /// `target` = "a>b": messages from a to b take `delay_ms` more and are lost (retransmitted)
+    /// with probability `loss_per_mille`/1000, for `for` ms. A slow follower, a bad cable.
+    SlowLink,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultSpec {
+    /// Simulated ms from the start.
+    pub at: u64,
+    pub kind: FaultKind,
+    /// A node name: `broker-0`, `producer-0`, `consumer-0`, ... Process and disk faults
+    /// (`kill`, `power_loss`, `pause`, `slow_disk`, `disk_full`, `disk_eio`) target brokers
+    /// only: a client node has no process the harness can restart and no disk.
+    #[serde(default = "broker0")]
+    pub target: String,
+    /// How long the fault lasts, in ms.
+    #[serde(rename = "for", default = "for_default")]
+    pub for_ms: u64,
+    /// `slow_link`: extra delay per message, ms.
+    #[serde(default = "delay_default")]
+    pub delay_ms: u64,
+    /// `slow_link`: loss probability in thousandths.
+    #[serde(default)]
+    pub loss_per_mille: u32,
+    /// `disk_eio`: files whose path contains this fail (default: every partition).
+    #[serde(default = "eio_path_default")]
+    pub path: String,
+}
+
+fn delay_default() -> u64 {
+    50
+}
+fn eio_path_default() -> String {
+    "/data/".into()
+}
+
+impl FaultSpec {
+    /// A fault with every optional field at its default.
+    pub fn new(at: u64, kind: FaultKind, target: &str, for_ms: u64) -> FaultSpec {
+        FaultSpec { at, kind, target: target.into(), for_ms, delay_ms: delay_default(), loss_per_mille: 0, path: eio_path_default() }
+    }
+
+    /// The (from, to) node names of a link target `a>b`.
+    pub fn link(&self) -> Option<(&str, &str)> {
+        self.target.split_once('>')
+    }
+}
+
+impl FaultKind {
+    /// Faults on one link `a>b` rather than on a node.
+    pub fn is_link(self) -> bool {
+        matches!(self, FaultKind::ClogLink | FaultKind::SlowLink)
+    }
+
+    /// The kind as scenario files spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultKind::Kill => "kill",
+            FaultKind::PowerLoss => "power_loss",
+            FaultKind::Pause => "pause",
+            FaultKind::Isolate => "isolate",
+            FaultKind::SlowDisk => "slow_disk",
+            FaultKind::DiskFull => "disk_full",
+            FaultKind::DiskEio => "disk_eio",
+            FaultKind::IsolateIn => "isolate_in",
+            FaultKind::IsolateOut => "isolate_out",
+            FaultKind::ClogLink => "clog_link",
+            FaultKind::SlowLink => "slow_link",
+        }
+    }
+
+    /// Faults on a node's process or disk, which only a broker node has: clients run as plain
+    /// tasks (nothing restarts them after a kill) and write nothing to disk.
+    pub fn broker_only(self) -> bool {
+        matches!(self, FaultKind::Kill | FaultKind::PowerLoss | FaultKind::Pause | FaultKind::SlowDisk | FaultKind::DiskFull | FaultKind::DiskEio)
+    }
+}
+
+fn broker0() -> String {
+    "broker-0".into()
+}
+fn for_default() -> u64 {
+    500
+}
+
+/// A swarm-style fault mix: which kinds, and how many, drawn from the seed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RandomFaults {
+    pub kinds: Vec<FaultKind>,
+    /// At most this many faults, 0..=`random_faults_max`; the seed picks how many (0..=max).
+    pub max: u32,
+    /// Longest fault, in ms; the seed picks each duration up to it.
+    #[serde(default = "for_max_default")]
+    pub for_max_ms: u64,
+    /// Fault budget: at most this many brokers faulty at once (a drawn fault that would exceed
+    /// it is dropped). A broker counts as faulty from its fault's start until `recovery_ms`
+    /// after its end: a restarted replica must catch up and rejoin the ISR before another may
+    /// fail. Unset: no budget. Kafka's promise for acks=all with min.insync.replicas=2 and
+    /// RF=3 is about one broker at a time (docs/scenarios.md).
+    #[serde(default)]
+    pub brokers_at_once: Option<u32>,
+    #[serde(default)]
+    pub recovery_ms: u64,
+}
+
+fn for_max_default() -> u64 {
+    2_000
+}
+
+impl Scenario {
+    /// Fixed faults fall inside the safety phase and aim at nodes (or links) of this scenario;
+    /// the random mix stays within its limits. Errors name the field.
+    pub(super) fn validate_faults(&self) -> Result<(), String> {
+        let nodes = self.node_names();
+        for f in &self.faults {
+            f.validate(self.duration_ms, &nodes)?;
+        }
+        if let Some(mix) = &self.random_faults {
+            mix.validate(self.client_count() == 0 && self.brokers == 1)?;
+        }
+        Ok(())
+    }
+}
+
+impl FaultSpec {
+    /// Checks one fixed fault of a run of `duration_ms` among `nodes`.
+    fn validate(&self, duration_ms: u64, nodes: &[String]) -> Result<(), String> {
+        let node = |field: &str, name: &str| -> Result<(), String> {
+            if nodes.iter().any(|n| n == name) {
+                Ok(())
+            } else {
+                Err(format!("scenario: {field} '{name}' is not a node of this scenario (broker-0.., producer-0.., consumer-0..)"))
+            }
+        };
+        if self.at >= duration_ms {
+            return Err(format!("scenario: faults.at {} is not before duration_ms {}", self.at, duration_ms));
+        }
+        if self.for_ms > fault_ms_max {
+            return Err(format!("scenario: faults.for {} must be 0..={fault_ms_max}", self.for_ms));
+        }
+        match self.link() {
+            Some((from, to)) if self.kind.is_link() => {
+                node("faults.target", from)?;
+                node("faults.target", to)?;
+            }
+            None if !self.kind.is_link() => node("faults.target", &self.target)?,
+            _ => return Err(format!("scenario: faults.target '{}': link faults take \"a>b\", others a node name", self.target)),
+        }
+        if self.kind.broker_only() && !self.target.starts_with("broker-") {
+            return Err(format!("scenario: faults.target '{}': {} faults target brokers only (a client node is never restarted and has no disk); network faults may target clients", self.target, self.kind.name()));
+        }
+        if self.loss_per_mille > 1000 {
+            return Err(format!("scenario: faults.loss_per_mille {} must be 0..=1000", self.loss_per_mille));
+        }
+        if self.delay_ms > link_delay_ms_max {
+            return Err(format!("scenario: faults.delay_ms {} must be 0..={link_delay_ms_max}", self.delay_ms));
+        }
+        Ok(())
+    }
+}
+
+impl RandomFaults {
+    /// Checks the mix; `lonely` is a scenario with one broker and no clients, where a link
+    /// fault has no second node to cut a broker from.
+    fn validate(&self, lonely: bool) -> Result<(), String> {
+        if self.max > random_faults_max {
+            return Err(format!("scenario: random_faults.max {} must be 0..={random_faults_max}", self.max));
+        }
+        if self.brokers_at_once == Some(0) {
+            return Err("scenario: random_faults.brokers_at_once must be at least 1 (or unset for no budget)".into());
+        }
+        if self.recovery_ms > fault_ms_max {
+            return Err(format!("scenario: random_faults.recovery_ms {} must be 0..={fault_ms_max}", self.recovery_ms));
+        }
+        if self.for_max_ms > fault_ms_max {
+            return Err(format!("scenario: random_faults.for_max_ms {} must be 0..={fault_ms_max}", self.for_max_ms));
+        }
+        if lonely {
+            if let Some(k) = self.kinds.iter().find(|k| k.is_link()) {
+                return Err(format!("scenario: random_faults.kinds has {}, a link fault between a broker and another node, but there is one broker and no producers or consumers", k.name()));
+            }
+        }
+        Ok(())
+    }
+}

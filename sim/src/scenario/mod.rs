@@ -1,0 +1,155 @@
+//! Scenario files: the cluster, topics, workloads, faults and expectations of a simulated run,
+//! in TOML (docs/scenarios.md). Parsing is strict — an unknown or mistyped field is an error
+//! that names it — and every derived choice (the random fault mix) comes from the seed.
+//!
+//! A scenario is data: this module and its parts never run anything, read a clock or draw
+//! from an RNG. The parts follow the harness's phases: `topology` (brokers, their settings,
+//! topics), `workloads` (producers, consumers), `faults` (fixed faults and the random mix);
+//! each declares its fields and validates them, and [`Scenario::validate`] runs them in order.
+
+mod faults;
+#[cfg(test)]
+mod tests;
+mod topology;
+mod workloads;
+
+pub use faults::{FaultKind, FaultSpec, RandomFaults};
+pub use topology::{BrokerSettings, TopicSpec};
+pub use workloads::{ConsumerSpec, ProducerSpec};
+
+use serde::{Deserialize, Serialize};
+
+// Limits on what a scenario may ask for. Each keeps a typo or a fuzzed file from exhausting the
+// harness (billions of faults, thousands of nodes, gigabyte batches) or overflowing its clocks.
+
+/// Longest safety or healing phase, ms: a simulated day; keeps `at + for` sums far from overflow.
+pub const phase_ms_max: u64 = 86_400_000;
+/// Longest single fault (`for`, `random_faults.for_max_ms`), ms: no longer than a phase.
+pub const fault_ms_max: u64 = phase_ms_max;
+/// Longest `slow_link` delay per message, ms: a minute is already far past any client timeout.
+pub const link_delay_ms_max: u64 = 60_000;
+/// Most faults `random_faults` may draw in one run: each is an injector task and a trace line.
+pub const random_faults_max: u32 = 100;
+/// Most client nodes (producers × count + consumers). Client i gets 10.0.1.(11+i), so the
+/// bound keeps every client in one /24 with room to spare.
+pub const clients_max: usize = 200;
+/// Largest record value, bytes. A record alone must fit the broker's `message.max.bytes`
+/// (1,048,588) with its key and batch overhead, or every write is refused: 1 MB (decimal)
+/// leaves room for both.
+pub const record_bytes_max: usize = 1_000_000;
+/// Slowest disk operation `broker.disk_latency_us` may ask for, µs: a second per operation
+/// already starves every client timeout.
+pub const disk_latency_us_max: u64 = 1_000_000;
+/// Longest consumer long-poll wait, ms (Kafka's `fetch.max.wait.ms` is 500 by default).
+pub const max_wait_ms_max: i32 = 30_000;
+/// Most brokers: broker i is 10.0.0.(i+1); a handful is what replication scenarios need, and
+/// every broker multiplies the simulated work.
+pub const brokers_max: u32 = 9;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub name: String,
+    /// Simulated milliseconds of workload and faults (the safety phase).
+    pub duration_ms: u64,
+    /// Simulated milliseconds after the safety phase ends and every fault is undone (the
+    /// liveness phase), before the final read. Producers keep writing for three quarters of
+    /// it; `write_liveness` judges their writes from half-way.
+    #[serde(default = "heal_ms_default")]
+    pub heal_ms: u64,
+    /// Broker nodes, `broker-0` .. `broker-{n-1}`; `broker-0` is also the controller.
+    #[serde(default = "one_u")]
+    pub brokers: u32,
+    #[serde(default)]
+    pub broker: BrokerSettings,
+    pub topics: Vec<TopicSpec>,
+    #[serde(default)]
+    pub producers: Vec<ProducerSpec>,
+    #[serde(default)]
+    pub consumers: Vec<ConsumerSpec>,
+    #[serde(default)]
+    pub faults: Vec<FaultSpec>,
+    #[serde(default)]
+    pub random_faults: Option<RandomFaults>,
+    #[serde(default)]
+    pub expect: Expect,
+}
+
+fn heal_ms_default() -> u64 {
+    5_000
+}
+
+fn one_u() -> u32 {
+    1
+}
+
+/// What the checkers must conclude. `loss_allowed` is for fault mixes that exceed what the
+/// acks/flush setting promises (docs/durability.md): loss is then reported, not a violation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    #[serde(default)]
+    pub loss_allowed: bool,
+    /// Losing acknowledged acks=1 writes is allowed (and reported): acks=1 is acknowledged by
+    /// the leader alone, so Kafka promises nothing for it once leadership moves.
+    #[serde(default)]
+    pub acks1_loss_allowed: bool,
+}
+
+impl Scenario {
+    /// Parses and checks a scenario; errors name the field.
+    pub fn parse(text: &str) -> Result<Scenario, String> {
+        let s: Scenario = toml::from_str(text).map_err(|e| format!("scenario: {e}"))?;
+        s.validate()?;
+        Ok(s)
+    }
+
+    /// Checks what parsing cannot: ranges, references between fields, and combinations the
+    /// harness cannot run. Errors name the field. Scenarios built in code (the matrix) should
+    /// pass it too. The first error found is returned, phase by phase in this order.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.duration_ms == 0 || self.duration_ms > phase_ms_max {
+            return Err(format!("scenario: duration_ms {} must be 1..={phase_ms_max}", self.duration_ms));
+        }
+        if self.heal_ms > phase_ms_max {
+            return Err(format!("scenario: heal_ms {} must be 0..={phase_ms_max}", self.heal_ms));
+        }
+        self.validate_topology()?;
+        self.validate_workloads()?;
+        self.validate_faults()
+    }
+
+    /// The broker nodes' names.
+    pub fn broker_names(&self) -> Vec<String> {
+        (0..self.brokers.min(brokers_max + 1)).map(|i| format!("broker-{i}")).collect()
+    }
+
+    /// Every node a fault may target: the brokers, then producers and consumers in file order
+    /// (a spec with `count = n` gives n producers).
+    pub fn node_names(&self) -> Vec<String> {
+        let producers: u64 = self.producers.iter().map(|p| p.count as u64).sum();
+        // Bounded so that an unvalidated scenario cannot make this allocate without limit.
+        let producers = producers.min(clients_max as u64 + 1);
+        let consumers = self.consumers.len().min(clients_max + 1);
+        self.broker_names()
+            .into_iter()
+            .chain((0..producers).map(|i| format!("producer-{i}")))
+            .chain((0..consumers).map(|i| format!("consumer-{i}")))
+            .collect()
+    }
+
+    /// Client nodes: producers (each spec `count` times) and consumers.
+    pub fn client_count(&self) -> u64 {
+        let producer_nodes: u64 = self.producers.iter().map(|p| p.count as u64).sum();
+        producer_nodes + self.consumers.len() as u64
+    }
+
+    /// acks as the wire number.
+    pub fn acks(p: &ProducerSpec) -> i16 {
+        match p.acks.as_str() {
+            "0" => 0,
+            "1" => 1,
+            _ => -1,
+        }
+    }
+}

@@ -1,0 +1,174 @@
+//! Scenario parsing and validation: defaults, strict field names, and every limit that
+//! protects the harness refused with an error naming its field.
+
+use super::*;
+
+const SMOKE: &str = r#"
+name = "smoke"
+duration_ms = 1000
+topics = [{ name = "t", partitions = 2 }]
+producers = [{ topic = "t", rate = 100 }]
+consumers = [{ topic = "t" }]
+faults = [{ at = 100, kind = "power_loss", for = 200 }]
+"#;
+
+#[test]
+fn parses_with_defaults_and_names_bad_fields() {
+    let s = Scenario::parse(SMOKE).unwrap();
+    assert_eq!((s.heal_ms, s.producers[0].acks.as_str(), s.faults[0].target.as_str()), (5000, "all", "broker-0"));
+    let typo = SMOKE.replace("duration_ms", "duraton_ms");
+    assert!(Scenario::parse(&typo).unwrap_err().contains("duraton_ms"));
+    let kind = SMOKE.replace("power_loss", "meteor");
+    assert!(Scenario::parse(&kind).unwrap_err().contains("meteor"));
+    let topic = SMOKE.replace("{ topic = \"t\", rate", "{ topic = \"u\", rate");
+    assert!(Scenario::parse(&topic).unwrap_err().contains("producers.topic 'u'"));
+    let late = SMOKE.replace("at = 100", "at = 5000");
+    assert!(Scenario::parse(&late).unwrap_err().contains("faults.at"));
+}
+
+/// `SMOKE` with `field = value` lines added before the tables (top-level keys).
+fn with(extra: &str) -> String {
+    format!("{extra}\n{SMOKE}")
+}
+
+fn rejected(text: &str, field: &str) {
+    match Scenario::parse(text) {
+        Ok(_) => panic!("accepted, expected an error naming {field}:\n{text}"),
+        Err(e) => assert!(e.contains(field), "error {e:?} does not name {field}"),
+    }
+}
+
+#[test]
+fn idempotence_defaults_to_acks_all_and_is_refused_without_it() {
+    let p = |acks: &str, idem: &str| SMOKE.replace("{ topic = \"t\", rate = 100 }", &format!("{{ topic = \"t\", rate = 100, acks = \"{acks}\"{idem} }}"));
+    let idempotent = |text: String| Scenario::parse(&text).unwrap().producers[0].idempotent();
+    assert!(Scenario::parse(SMOKE).unwrap().producers[0].idempotent(), "acks defaults to all, so idempotent");
+    assert!(idempotent(p("all", "")));
+    assert!(idempotent(p("-1", "")));
+    assert!(!idempotent(p("1", "")));
+    assert!(!idempotent(p("0", "")));
+    assert!(!idempotent(p("all", ", idempotent = false")));
+    assert!(!idempotent(p("1", ", idempotent = false")));
+    rejected(&p("1", ", idempotent = true"), "producers.idempotent");
+    rejected(&p("0", ", idempotent = true"), "producers.idempotent");
+}
+
+#[test]
+fn process_and_disk_faults_on_clients_are_refused_network_faults_allowed() {
+    for kind in ["kill", "power_loss", "pause", "slow_disk", "disk_full", "disk_eio"] {
+        let text = SMOKE.replace("kind = \"power_loss\"", &format!("kind = \"{kind}\", target = \"producer-0\""));
+        rejected(&text, "faults.target");
+        let text = SMOKE.replace("kind = \"power_loss\"", &format!("kind = \"{kind}\", target = \"consumer-0\""));
+        rejected(&text, "faults.target");
+    }
+    for kind in ["isolate", "isolate_in", "isolate_out"] {
+        let text = SMOKE.replace("kind = \"power_loss\"", &format!("kind = \"{kind}\", target = \"consumer-0\""));
+        Scenario::parse(&text).unwrap();
+    }
+    let link = SMOKE.replace("kind = \"power_loss\"", "kind = \"clog_link\", target = \"producer-0>broker-0\"");
+    Scenario::parse(&link).unwrap();
+    // Names that are no node of the scenario.
+    rejected(&SMOKE.replace("kind = \"power_loss\"", "kind = \"isolate\", target = \"producer-1\""), "faults.target");
+    rejected(&SMOKE.replace("kind = \"power_loss\"", "kind = \"slow_link\", target = \"broker-0>nobody\""), "faults.target");
+    rejected(&SMOKE.replace("kind = \"power_loss\"", "kind = \"kill\", target = \"broker-0>producer-0\""), "faults.target");
+}
+
+#[test]
+fn limits_that_protect_the_harness_name_their_field() {
+    // Too many random faults.
+    rejected(&with("random_faults = { kinds = [\"kill\"], max = 101 }"), "random_faults.max");
+    Scenario::parse(&with("random_faults = { kinds = [\"kill\"], max = 100 }")).unwrap();
+    // Link faults in the mix with nobody on the other end of the link.
+    let lonely = "name = \"x\"\nduration_ms = 1000\ntopics = [{ name = \"t\" }]\n";
+    rejected(&format!("{lonely}random_faults = {{ kinds = [\"kill\", \"clog_link\"], max = 3 }}"), "random_faults.kinds");
+    rejected(&format!("{lonely}random_faults = {{ kinds = [\"slow_link\"], max = 3 }}"), "random_faults.kinds");
+    Scenario::parse(&format!("{lonely}random_faults = {{ kinds = [\"kill\"], max = 3 }}")).unwrap();
+    // Too many client nodes for the harness's address plan.
+    let crowd = SMOKE.replace("rate = 100 }", "rate = 100, count = 200 }");
+    rejected(&crowd, "producers.count");
+    Scenario::parse(&SMOKE.replace("rate = 100 }", "rate = 100, count = 199 }")).unwrap();
+    // Record sizes.
+    rejected(&SMOKE.replace("rate = 100 }", "rate = 100, record_bytes = 0 }"), "producers.record_bytes");
+    rejected(&SMOKE.replace("rate = 100 }", &format!("rate = 100, record_bytes = {} }}", record_bytes_max + 1)), "producers.record_bytes");
+    Scenario::parse(&SMOKE.replace("rate = 100 }", &format!("rate = 100, record_bytes = {record_bytes_max} }}"))).unwrap();
+    // Clocks that would overflow.
+    rejected(&SMOKE.replace("duration_ms = 1000", &format!("duration_ms = {}", phase_ms_max + 1)), "duration_ms");
+    rejected(&with(&format!("heal_ms = {}", phase_ms_max + 1)), "heal_ms");
+    rejected(&SMOKE.replace("for = 200", &format!("for = {}", fault_ms_max + 1)), "faults.for");
+    // Broker settings the broker would refuse to open with (it would never start).
+    rejected(&with("broker = { segment_bytes = 0 }"), "broker.segment_bytes");
+    rejected(&with("broker = { flush_messages = 0 }"), "broker.flush_messages");
+    rejected(&with("broker = { disk_latency_us = [0, 10000000] }"), "broker.disk_latency_us");
+    Scenario::parse(&with("broker = { segment_bytes = 65536, flush_messages = 1, disk_latency_us = [20, 200] }")).unwrap();
+}
+
+#[test]
+fn the_matrix_scenarios_are_valid() {
+    for row in crate::matrix::rows() {
+        row.scenario.validate().unwrap_or_else(|e| panic!("{}: {e}", row.scenario.name));
+    }
+}
+
+/// The whole error for `text`, which must be refused.
+fn error(text: &str) -> String {
+    Scenario::parse(text).expect_err("a bad scenario was accepted")
+}
+
+#[test]
+fn bad_ranges_are_refused_with_a_readable_error() {
+    // Topology.
+    assert_eq!(error(&with("brokers = 0")), "scenario: brokers 0 must be 1..=9");
+    assert_eq!(error(&with("brokers = 10")), "scenario: brokers 10 must be 1..=9");
+    assert_eq!(error(&with("broker = { min_insync_replicas = 0 }")), "scenario: broker.min_insync_replicas must be at least 1");
+    assert_eq!(
+        error(&SMOKE.replace("partitions = 2 }", "partitions = 2, replication_factor = 2 }")),
+        "scenario: topics.replication_factor of 't' must be 1..=1 (brokers)"
+    );
+    Scenario::parse(&with("brokers = 3").replace("partitions = 2 }", "partitions = 2, replication_factor = 3 }")).unwrap();
+    rejected(&SMOKE.replace("partitions = 2", "partitions = 0"), "topics.partitions of 't'");
+    rejected(&SMOKE.replace("topics = [{ name = \"t\", partitions = 2 }]", "topics = []"), "topics must name at least one topic");
+    // Workloads.
+    assert_eq!(error(&SMOKE.replace("rate = 100", "rate = 0")), "scenario: producers.rate 0 must be 1..=10000");
+    assert_eq!(error(&SMOKE.replace("rate = 100", "rate = 10001")), "scenario: producers.rate 10001 must be 1..=10000");
+    assert_eq!(error(&SMOKE.replace("rate = 100 }", "rate = 100, acks = \"2\" }")), "scenario: producers.acks '2' must be 0, 1 or all");
+    assert_eq!(
+        error(&SMOKE.replace("{ topic = \"t\" }", "{ topic = \"t\", max_wait_ms = -1 }")),
+        format!("scenario: consumers.max_wait_ms -1 must be 0..={max_wait_ms_max}")
+    );
+    // Faults.
+    assert_eq!(error(&SMOKE.replace("for = 200", "for = 200, loss_per_mille = 1001")), "scenario: faults.loss_per_mille 1001 must be 0..=1000");
+    assert_eq!(
+        error(&SMOKE.replace("for = 200", &format!("for = 200, delay_ms = {}", link_delay_ms_max + 1))),
+        format!("scenario: faults.delay_ms {} must be 0..={link_delay_ms_max}", link_delay_ms_max + 1)
+    );
+    assert_eq!(
+        error(&SMOKE.replace("kind = \"power_loss\"", "kind = \"clog_link\", target = \"broker-0\"")),
+        "scenario: faults.target 'broker-0': link faults take \"a>b\", others a node name"
+    );
+    assert_eq!(error(&SMOKE.replace("at = 100", "at = 1000")), "scenario: faults.at 1000 is not before duration_ms 1000");
+    let mix = |fields: &str| with(&format!("random_faults = {{ kinds = [\"kill\"], max = 3, {fields} }}"));
+    assert_eq!(error(&mix("brokers_at_once = 0")), "scenario: random_faults.brokers_at_once must be at least 1 (or unset for no budget)");
+    rejected(&mix(&format!("recovery_ms = {}", fault_ms_max + 1)), "random_faults.recovery_ms");
+    rejected(&mix(&format!("for_max_ms = {}", fault_ms_max + 1)), "random_faults.for_max_ms");
+    Scenario::parse(&mix(&format!("brokers_at_once = 1, recovery_ms = {fault_ms_max}, for_max_ms = {fault_ms_max}"))).unwrap();
+    // Phases.
+    assert_eq!(error(&SMOKE.replace("duration_ms = 1000", "duration_ms = 0")), format!("scenario: duration_ms 0 must be 1..={phase_ms_max}"));
+}
+
+#[test]
+fn the_first_error_reported_follows_the_phases() {
+    // A bad broker count (topology), a bad rate (workloads) and a late fault (faults) at once:
+    // the earliest phase speaks, so fixing errors one by one converges.
+    let all_bad = with("brokers = 0").replace("rate = 100", "rate = 0").replace("at = 100", "at = 5000");
+    assert!(error(&all_bad).starts_with("scenario: brokers 0"), "{}", error(&all_bad));
+    let two_bad = SMOKE.replace("rate = 100", "rate = 0").replace("at = 100", "at = 5000");
+    assert!(error(&two_bad).starts_with("scenario: producers.rate"), "{}", error(&two_bad));
+}
+
+#[test]
+fn node_names_are_brokers_then_each_producer_then_each_consumer() {
+    let s = Scenario::parse(&with("brokers = 2").replace("rate = 100 }", "rate = 100, count = 2 }")).unwrap();
+    assert_eq!(s.broker_names(), ["broker-0", "broker-1"]);
+    assert_eq!(s.node_names(), ["broker-0", "broker-1", "producer-0", "producer-1", "consumer-0"]);
+    assert_eq!(s.client_count(), 3);
+}

@@ -1,0 +1,91 @@
+//! The scenario's topology: how many brokers, the settings every broker runs with, and the
+//! topics (partitions, replication factor) the harness creates before the workloads start.
+//! Declarations and their validation only; the harness's `cluster::topology` builds the nodes.
+
+use super::{brokers_max, disk_latency_us_max, Scenario};
+use serde::{Deserialize, Serialize};
+
+/// Settings of every broker (Kafka's names in the docs).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BrokerSettings {
+    /// `min.insync.replicas`
+    pub min_insync_replicas: Option<i32>,
+    /// `unclean.leader.election.enable`
+    pub unclean_leader_election: Option<bool>,
+    /// `log.flush.interval.messages` (1 = fsync before every acknowledgement).
+    pub flush_messages: Option<u64>,
+    /// `log.segment.bytes`
+    pub segment_bytes: Option<u64>,
+    /// Per-operation disk latency range in microseconds.
+    #[serde(default)]
+    pub disk_latency_us: Option<[u64; 2]>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopicSpec {
+    pub name: String,
+    #[serde(default = "one")]
+    pub partitions: i32,
+    /// Replicas per partition, 1..=brokers.
+    #[serde(default = "one_i16")]
+    pub replication_factor: i16,
+}
+
+fn one_i16() -> i16 {
+    1
+}
+
+fn one() -> i32 {
+    1
+}
+
+impl Scenario {
+    /// The brokers, their settings and the topics; errors name the field.
+    pub(super) fn validate_topology(&self) -> Result<(), String> {
+        if !(1..=brokers_max).contains(&self.brokers) {
+            return Err(format!("scenario: brokers {} must be 1..={brokers_max}", self.brokers));
+        }
+        self.broker.validate()?;
+        if self.topics.is_empty() {
+            return Err("scenario: topics must name at least one topic".into());
+        }
+        let partitions_max = broker_core::constants::partitions_per_topic_max;
+        for t in &self.topics {
+            broker_core::metadata::topic::validate_name(&t.name).map_err(|e| format!("scenario: topics.name: {e}"))?;
+            if t.partitions < 1 || t.partitions > partitions_max {
+                return Err(format!("scenario: topics.partitions of '{}' must be 1..={partitions_max}", t.name));
+            }
+            if t.replication_factor < 1 || t.replication_factor as u32 > self.brokers {
+                return Err(format!("scenario: topics.replication_factor of '{}' must be 1..={} (brokers)", t.name, self.brokers));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl BrokerSettings {
+    /// Settings the broker would refuse to open with (it would never start), or that would
+    /// starve every client timeout.
+    fn validate(&self) -> Result<(), String> {
+        if self.min_insync_replicas.is_some_and(|m| m < 1) {
+            return Err("scenario: broker.min_insync_replicas must be at least 1".into());
+        }
+        if self.flush_messages == Some(0) {
+            return Err("scenario: broker.flush_messages must be at least 1 (1 = fsync before every ack)".into());
+        }
+        if let Some(b) = self.segment_bytes {
+            let (lo, hi) = (broker_core::constants::segment_bytes_min, broker_core::constants::segment_bytes_max);
+            if !(lo..=hi).contains(&b) {
+                return Err(format!("scenario: broker.segment_bytes {b} must be {lo}..={hi}"));
+            }
+        }
+        if let Some(range) = self.disk_latency_us {
+            if range.iter().any(|us| *us > disk_latency_us_max) {
+                return Err(format!("scenario: broker.disk_latency_us {range:?} must be within 0..={disk_latency_us_max}"));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,102 @@
+//! The scenario's workloads: producers (acks, rate, record size, idempotence, keys, how many)
+//! and consumers (which topic, how long a fetch may wait), each on its own client node.
+//! Declarations and their validation only; the harness's `cluster::workloads` runs them.
+
+use super::{clients_max, max_wait_ms_max, record_bytes_max, Scenario};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProducerSpec {
+    pub topic: String,
+    /// "0", "1" or "all".
+    #[serde(default = "acks_all")]
+    pub acks: String,
+    /// Records per second, 1..=10000. Batching is linger-driven: each batch carries every
+    /// record that fell due while the previous batch was in flight (one batch in flight).
+    pub rate: u32,
+    /// Bytes per record value, 1..=`record_bytes_max`.
+    #[serde(default = "record_bytes_default")]
+    pub record_bytes: usize,
+    /// Idempotent producer (Kafka's `enable.idempotence`). Unset: true with acks=all, false
+    /// otherwise — Kafka clients refuse idempotence without acks=all, so an explicit `true`
+    /// with acks 0 or 1 is an error. Read it through [`ProducerSpec::idempotent`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotent: Option<bool>,
+    /// Distinct record keys to cycle through (`key-0` .. `key-{keys-1}`); 0 for no keys.
+    #[serde(default)]
+    pub keys: u32,
+    /// Producers of this spec (each its own client node).
+    #[serde(default = "super::one_u")]
+    pub count: u32,
+}
+
+fn acks_all() -> String {
+    "all".into()
+}
+fn record_bytes_default() -> usize {
+    64
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConsumerSpec {
+    pub topic: String,
+    /// Milliseconds a fetch may wait for data.
+    #[serde(default = "max_wait_default")]
+    pub max_wait_ms: i32,
+}
+
+impl ProducerSpec {
+    /// Whether acks is "all" (or its wire spelling "-1").
+    pub fn acks_all(&self) -> bool {
+        matches!(self.acks.as_str(), "all" | "-1")
+    }
+
+    /// Whether this producer is idempotent: as set, or by default exactly when acks=all.
+    pub fn idempotent(&self) -> bool {
+        self.idempotent.unwrap_or(self.acks_all())
+    }
+}
+
+fn max_wait_default() -> i32 {
+    100
+}
+
+impl Scenario {
+    /// Producers and consumers name known topics with sane settings, and the client nodes fit
+    /// the harness's address plan; errors name the field.
+    pub(super) fn validate_workloads(&self) -> Result<(), String> {
+        let known = |topic: &str| self.topics.iter().any(|t| t.name == topic);
+        for p in &self.producers {
+            if !known(&p.topic) {
+                return Err(format!("scenario: producers.topic '{}' is not in topics", p.topic));
+            }
+            if !matches!(p.acks.as_str(), "0" | "1" | "all" | "-1") {
+                return Err(format!("scenario: producers.acks '{}' must be 0, 1 or all", p.acks));
+            }
+            if p.idempotent == Some(true) && !p.acks_all() {
+                return Err(format!("scenario: producers.idempotent = true needs producers.acks = \"all\" (is \"{}\"): Kafka clients refuse idempotence without it", p.acks));
+            }
+            if p.rate == 0 || p.rate > 10_000 {
+                return Err(format!("scenario: producers.rate {} must be 1..=10000", p.rate));
+            }
+            if p.record_bytes == 0 || p.record_bytes > record_bytes_max {
+                return Err(format!("scenario: producers.record_bytes {} must be 1..={record_bytes_max}", p.record_bytes));
+            }
+        }
+        for c in &self.consumers {
+            if !known(&c.topic) {
+                return Err(format!("scenario: consumers.topic '{}' is not in topics", c.topic));
+            }
+            if !(0..=max_wait_ms_max).contains(&c.max_wait_ms) {
+                return Err(format!("scenario: consumers.max_wait_ms {} must be 0..={max_wait_ms_max}", c.max_wait_ms));
+            }
+        }
+        let clients = self.client_count();
+        if clients > clients_max as u64 {
+            return Err(format!("scenario: producers.count and consumers add up to {clients} client nodes, more than {clients_max}"));
+        }
+        Ok(())
+    }
+}
