@@ -47,12 +47,37 @@ pub struct Shared {
     reregister: std::sync::atomic::AtomicBool,
     /// Held for one decision and its disk IO (see [`Shared::decide`]).
     disk_gate: tokio::sync::Mutex<()>,
+    /// Sees every action the broker asks for before it is performed (the simulator records
+    /// them in its trace); None in the real broker.
+    observer: Option<Observer>,
 }
+
+/// A callback for each [`Action`], see [`Shared::observed`].
+pub type Observer = Box<dyn Fn(&Action) + Send + Sync>;
 
 impl Shared {
     /// `controller` is the metadata quorum if this node is the controller.
     pub fn new(broker: Broker, controller: Option<Quorum>, disk: Arc<dyn Disk>) -> Arc<Shared> {
-        Arc::new(Shared { node: Node::new(broker, controller), disk, changed: Notify::new(), metadata_committed: Notify::new(), broker_epoch: Mutex::new(None), started: Default::default(), reregister: Default::default(), disk_gate: tokio::sync::Mutex::new(()) })
+        Shared::build(broker, controller, disk, None)
+    }
+
+    /// [`Shared::new`], with `observer` called for every action the broker asks for.
+    pub fn observed(broker: Broker, controller: Option<Quorum>, disk: Arc<dyn Disk>, observer: Observer) -> Arc<Shared> {
+        Shared::build(broker, controller, disk, Some(observer))
+    }
+
+    fn build(broker: Broker, controller: Option<Quorum>, disk: Arc<dyn Disk>, observer: Option<Observer>) -> Arc<Shared> {
+        Arc::new(Shared {
+            node: Node::new(broker, controller),
+            disk,
+            changed: Notify::new(),
+            metadata_committed: Notify::new(),
+            broker_epoch: Mutex::new(None),
+            started: Default::default(),
+            reregister: Default::default(),
+            disk_gate: tokio::sync::Mutex::new(()),
+            observer,
+        })
     }
 
     pub fn broker(&self) -> MutexGuard<'_, Broker> {
@@ -95,6 +120,9 @@ impl Shared {
     /// Does what the broker asked for besides its answer.
     fn perform(&self, actions: Vec<Action>) {
         for action in actions {
+            if let Some(observe) = &self.observer {
+                observe(&action);
+            }
             match action {
                 Action::Wake => self.changed(),
                 Action::Reregister => self.reregister.store(true, std::sync::atomic::Ordering::Relaxed),

@@ -11,10 +11,10 @@ use super::inject::DiskFaultState;
 use super::recorder::{event, Rec};
 use crate::disk::{DiskFaults, SimDisk};
 use crate::scenario::Scenario;
-use broker_core::broker::{Broker, BrokerConfig, PlantedBug};
+use broker_core::broker::{Action, Broker, BrokerConfig, PlantedBug};
 use broker_core::controller::quorum::Quorum;
 use broker_core::log::FlushPolicy;
-use broker_core::server::{self, Shared};
+use broker_core::server::{self, Observer, Shared};
 use broker_core::storage::Disk;
 use madsim::runtime::{Handle, NodeHandle};
 use serde_json::json;
@@ -184,5 +184,13 @@ async fn broker_main(disk: SimDisk, config: BrokerConfig, rec: Rec) {
             }
         }
     };
-    server::serve(listener, Shared::new(broker, quorum, d), std::future::pending()).await;
+    // The broker's own account of what it did (leaderships taken, replicas opened or removed,
+    // recovery cuts, storage failures) goes into the trace beside the harness's events.
+    let (r, node) = (rec.clone(), name.clone());
+    let observer: Observer = Box::new(move |action| match action {
+        Action::Wake => {} // every produce: noise in a trace
+        Action::Reregister => event(&r, &node, "reregister", json!({})),
+        Action::Log(level, line) => event(&r, &node, "broker_log", json!({"level": format!("{level:?}").to_lowercase(), "line": line})),
+    });
+    server::serve(listener, Shared::observed(broker, quorum, d, observer), std::future::pending()).await;
 }
