@@ -69,6 +69,8 @@ pub struct History {
     /// Every replica's log of every partition at the end (brokers stopped, logs opened from
     /// their disks), by broker name.
     pub replica_logs: BTreeMap<PartitionKey, BTreeMap<String, Vec<(i64, Vec<u8>)>>>,
+    /// Replica logs that did not open or read at the end, by broker name: why.
+    pub replica_errors: BTreeMap<PartitionKey, BTreeMap<String, String>>,
     /// Simulated ms at which the healing phase began: the safety phase was over and every
     /// fault had been undone. Set by the harness; 0 in a history built by hand (then every
     /// write counts as after healing).

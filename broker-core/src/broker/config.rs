@@ -60,6 +60,13 @@ pub enum PlantedBug {
     /// A follower skips KIP-279 truncation, keeping records the new leader never had, so
     /// replicas disagree below the high watermark.
     FollowerSkipsTruncation,
+    /// Every seventh produce is appended and then answered with a definite error
+    /// (INVALID_REQUIRED_ACKS): the client is told "not appended" about a record in the log.
+    FailAfterAppend,
+    /// Consumers are served up to the log end and told it is the high watermark: they read
+    /// records not yet replicated, which a leader change can take away (dirty reads that
+    /// `read_above_hw` cannot see, since the reported mark covers them).
+    ConsumersReadToLogEnd,
 }
 
 impl Default for BrokerConfig {

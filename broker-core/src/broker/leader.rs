@@ -47,6 +47,9 @@ impl Broker {
             out.push(Action::Wake);
         }
         let start = part.log.log_start_offset();
+        if self.config.planted(PlantedBug::FailAfterAppend) && info.base_offset % 7 == 3 {
+            return Err(Error::InvalidRequiredAcks(acks));
+        }
         Ok(Produced { base_offset: info.base_offset, last_offset: info.last_offset, log_start_offset: start, leader_epoch: epoch, duplicate: false })
     }
 
@@ -109,6 +112,7 @@ impl Broker {
                 }
                 leo
             }
+            None if self.config.planted(PlantedBug::ConsumersReadToLogEnd) => leo,
             None => part.high_watermark(),
         };
         let part = self.local(name, p)?;
@@ -120,6 +124,7 @@ impl Broker {
         };
         let hw = part.high_watermark();
         let hw = if self.config.planted(PlantedBug::FetchAboveHighWatermark) && hw > 0 { hw - 1 } else { hw };
+        let hw = if who.replica.is_none() && self.config.planted(PlantedBug::ConsumersReadToLogEnd) { upper } else { hw };
         Ok(Fetched { high_watermark: hw, log_start_offset: start, records })
     }
 

@@ -48,6 +48,39 @@ pub fn inconsistent_offsets(h: &History, out: &mut Vec<Violation>) {
     }
 }
 
+/// dirty-read: every value a consumer received is in the final log. A read value that is
+/// gone was either never committed (served too early) or committed and then lost; where the
+/// scenario allows loss of that write's acks setting, the violation counts as allowed loss.
+/// Offsets below the final log's start are skipped (retention may have removed them).
+pub fn dirty_read(h: &History, out: &mut Vec<Violation>) {
+    let acks_of: BTreeMap<&[u8], i16> = h.writes.iter().map(|w| (w.value.as_slice(), w.acks)).collect();
+    let mut present: BTreeMap<(&str, i32), (i64, std::collections::BTreeSet<&[u8]>)> = BTreeMap::new();
+    for ((topic, partition), log) in &h.final_read {
+        let start = log.first().map_or(i64::MAX, |(o, _)| *o);
+        present.insert((topic, *partition), (start, log.iter().map(|(_, v)| v.as_slice()).collect()));
+    }
+    for r in &h.reads {
+        let key = (r.topic.clone(), r.partition);
+        if h.final_errors.contains_key(&key) {
+            continue; // liveness reports the unreadable partition
+        }
+        let (start, values) = match present.get(&(r.topic.as_str(), r.partition)) {
+            Some((start, values)) => (*start, Some(values)),
+            None => (i64::MAX, None),
+        };
+        if r.offset < start && values.is_some() {
+            continue;
+        }
+        if values.is_none_or(|v| !v.contains(r.value.as_slice())) {
+            out.push(Violation {
+                loss: true,
+                acks: acks_of.get(r.value.as_slice()).copied(),
+                ..violation("dirty_read", r, vec![r.offset], format!("{} read {:?} at offset {} (high watermark {}); it is not in the final log", r.process, String::from_utf8_lossy(&r.value), r.offset, r.high_watermark))
+            });
+        }
+    }
+}
+
 /// Consecutive reads of one partition within one consumer session.
 fn session_pairs(h: &History) -> Vec<(&Read, &Read)> {
     let mut last: BTreeMap<(&str, u32, &str, i32), &Read> = BTreeMap::new();

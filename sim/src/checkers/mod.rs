@@ -14,6 +14,9 @@
 //! | `liveness` | after healing, every partition can be read in full | DESIGN invariant 7 |
 //! | `committed_consistent` | below the final read's high watermark, every replica holding an offset holds the same value | DESIGN invariant 2 |
 //! | `write_liveness` | from half a healing phase after the last fault was undone, each producer's writes to each partition include one that succeeds | DESIGN invariant 7 |
+//! | `definite_failure` | a write refused with a definite error is not in the final log | Jepsen: a failed op must not take effect |
+//! | `dirty_read` | every value a consumer read is in the final log (or its loss is allowed) | Jepsen kafka: lost reads / G1a-style aborted reads |
+//! | `replica_readable` | every replica's log opens and reads at the end | DESIGN invariant 2 (a replica that cannot open cannot agree) |
 
 mod consumers;
 mod final_log;
@@ -38,6 +41,9 @@ pub const CHECKERS: &[(&str, Checker)] = &[
     ("liveness", final_log::liveness),
     ("committed_consistent", replicas::committed_consistent),
     ("write_liveness", write_liveness::write_liveness),
+    ("definite_failure", writes::definite_failure),
+    ("dirty_read", consumers::dirty_read),
+    ("replica_readable", replicas::replica_readable),
 ];
 
 /// Runs every checker.

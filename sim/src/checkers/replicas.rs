@@ -33,3 +33,24 @@ pub fn committed_consistent(h: &History, out: &mut Vec<Violation>) {
         }
     }
 }
+
+/// replica-readable: every replica's log opens and reads end to end once the brokers stop. A
+/// log its own broker could not open is a replica that cannot serve or be elected; the
+/// scenarios' faults (crashes, power loss, full or failing disks, all healed by then) never
+/// justify one, and recovery must cut only what was never synced.
+pub fn replica_readable(h: &History, out: &mut Vec<Violation>) {
+    for (key, brokers) in &h.replica_errors {
+        for (broker, why) in brokers {
+            out.push(Violation {
+                checker: "replica_readable",
+                topic: key.0.clone(),
+                partition: key.1,
+                offsets: Vec::new(),
+                at_ms: 0,
+                detail: format!("{broker}'s log does not open: {why}"),
+                loss: false,
+                acks: None,
+            });
+        }
+    }
+}

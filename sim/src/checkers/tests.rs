@@ -42,10 +42,10 @@ fn a_clean_history_passes_every_checker() {
 
 #[test]
 fn each_planted_flaw_is_caught_by_its_checker() {
-    // The final log lost "b" (offset 1): durable and dense both fire; consumers saw it.
+    // The final log lost "b" (offset 1): durable and dense both fire; a consumer had read it.
     let mut h = clean();
     h.final_read.insert(("t".into(), 0), vec![(0, "a".into()), (2, "c".into())]);
-    assert_eq!(fired(&h), vec!["acknowledged_durable", "offsets_dense"]);
+    assert_eq!(fired(&h), vec!["acknowledged_durable", "offsets_dense", "dirty_read"]);
 
     // A consumer read past "b" but never saw it.
     let mut h = clean();
@@ -67,7 +67,7 @@ fn each_planted_flaw_is_caught_by_its_checker() {
     // Two reads disagree on offset 1.
     let mut h = clean();
     h.reads.push(r("z", 1, 1));
-    assert_eq!(fired(&h), vec!["inconsistent_offsets"]);
+    assert_eq!(fired(&h), vec!["inconsistent_offsets", "dirty_read"], "and \"z\" is in no final record");
 
     // Within a session: backwards, then a skip.
     let mut h = clean();
@@ -86,6 +86,43 @@ fn each_planted_flaw_is_caught_by_its_checker() {
     h.writes.push(Write { invoke_ms: 22, complete_ms: 23, outcome: Outcome::Unknown("timed out".into()), ..w("e", -1) });
     assert_eq!(fired(&h), vec!["write_liveness"]);
     assert!(check_all(&h).iter().all(|v| !v.loss), "refusing writes loses nothing: never an allowed loss");
+}
+
+#[test]
+fn the_gaps_the_older_checkers_left_are_caught_by_the_new_ones() {
+    // A write refused with a definite error that is in the log anyway: no older checker
+    // looks at refused writes.
+    let mut h = clean();
+    h.writes.push(Write { outcome: Outcome::Fail("broker error 21: acks".into()), ..w("d", -1) });
+    h.final_read.get_mut(&("t".into(), 0)).unwrap().push((3, "d".into()));
+    h.reads.push(r("d", 3, 0));
+    assert_eq!(fired(&h), vec!["definite_failure"]);
+
+    // A value read below the reported high watermark that the final log lacks, its offset
+    // never refilled (so no other read or final record disagrees at that offset): only
+    // dirty_read sees it. It is a loss (the scenario may allow losing its acks setting).
+    let mut h = clean();
+    h.writes.push(Write { acks: 1, outcome: Outcome::Ok(3), ..w("d", 3) });
+    h.reads.push(r("d", 3, 0));
+    let v = check_all(&h);
+    let names: Vec<&str> = v.iter().map(|v| v.checker).collect();
+    assert_eq!(names, vec!["acknowledged_durable", "dirty_read"], "{v:?}");
+    assert!(v.iter().all(|v| v.loss && v.acks == Some(1)));
+    // The same with an unacknowledged write (acks=all that timed out): only dirty_read.
+    let mut h = clean();
+    h.writes.push(Write { outcome: Outcome::Unknown("timed out".into()), ..w("d", -1) });
+    h.reads.push(r("d", 3, 0));
+    assert_eq!(fired(&h), vec!["dirty_read"]);
+    // Below the final log's start (retention), a read value may be gone.
+    let mut h = clean();
+    h.final_read.insert(("t".into(), 0), vec![(2, "c".into())]);
+    h.writes.truncate(0);
+    assert_eq!(fired(&h), Vec::<&str>::new());
+
+    // A replica log that does not open at the end.
+    let mut h = clean();
+    h.replica_errors.entry(("t".into(), 0)).or_default().insert("broker-1".into(), "corrupt segment".into());
+    assert_eq!(fired(&h), vec!["replica_readable"]);
 }
 
 #[test]

@@ -1,7 +1,7 @@
-//! Properties of acknowledged writes: durable in the final log; visible to consumers that
-//! read past them.
+//! Properties of writes: acknowledged ones are durable in the final log and visible to
+//! consumers that read past them; definitely refused ones are nowhere.
 
-use crate::history::{History, Violation, Write};
+use crate::history::{History, Outcome, Violation, Write};
 use std::collections::{BTreeMap, BTreeSet};
 
 fn acked(h: &History) -> impl Iterator<Item = (&Write, i64)> {
@@ -57,6 +57,34 @@ pub fn lost_write(h: &History, out: &mut Vec<Violation>) {
                 at_ms: w.complete_ms,
                 detail: format!("write {:?} acknowledged at {offset} was never read, though consumers read past it", String::from_utf8_lossy(&w.value)),
                 loss: true,
+                acks: Some(w.acks),
+            });
+        }
+    }
+}
+
+/// definite-failure: a write the broker refused with a definite error ("certainly not
+/// appended") is not in the final log. The client moves on as if it never happened (an
+/// idempotent producer reuses nothing of it), so a refused write that lands anyway is a
+/// record its producer believes absent.
+pub fn definite_failure(h: &History, out: &mut Vec<Violation>) {
+    let mut offset_of: BTreeMap<(&str, i32, &[u8]), i64> = BTreeMap::new();
+    for ((topic, partition), log) in &h.final_read {
+        for (offset, value) in log {
+            offset_of.insert((topic, *partition, value), *offset);
+        }
+    }
+    for w in &h.writes {
+        let Outcome::Fail(why) = &w.outcome else { continue };
+        if let Some(offset) = offset_of.get(&(w.topic.as_str(), w.partition, w.value.as_slice())) {
+            out.push(Violation {
+                checker: "definite_failure",
+                topic: w.topic.clone(),
+                partition: w.partition,
+                offsets: vec![*offset],
+                at_ms: w.complete_ms,
+                detail: format!("write {:?} by {} was refused ({why}) but is in the final log at offset {offset}", String::from_utf8_lossy(&w.value), w.process),
+                loss: false,
                 acks: Some(w.acks),
             });
         }

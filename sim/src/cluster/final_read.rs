@@ -113,7 +113,11 @@ fn replica_logs(s: &Scenario, disks: &Disks, rec: &Rec) -> BTreeMap<(String, i32
                     Ok(records) => {
                         out.entry((t.name.clone(), p)).or_default().insert(name.clone(), records);
                     }
-                    Err(e) => event(rec, name, "replica_unreadable", json!({"topic": t.name, "partition": p, "error": e})),
+                    Err(e) => {
+                        event(rec, name, "replica_unreadable", json!({"topic": t.name, "partition": p, "error": e}));
+                        let mut r = rec.lock().expect("recorder");
+                        r.history.replica_errors.entry((t.name.clone(), p)).or_default().insert(name.clone(), e);
+                    }
                 }
             }
         }

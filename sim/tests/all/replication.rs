@@ -13,10 +13,14 @@ fn scenario(rel: &str) -> (String, Scenario) {
     (path.display().to_string(), Scenario::parse(&text).unwrap())
 }
 
-/// The first seed in 0..100 where `checker` reports the planted bug.
+/// The first seed in 0..100 where `checker` reports the planted bug; that seed must pass
+/// without the bug (the checker caught the bug, not the seed).
 fn seeds_to_catch(rel: &str, bug: PlantedBug, checker: &str) -> Option<u64> {
     let (path, s) = scenario(rel);
-    (0..100).find(|&seed| run(&s, &path, seed, Some(bug)).violations.iter().any(|v| v.checker == checker))
+    let seed = (0..100).find(|&seed| run(&s, &path, seed, Some(bug)).violations.iter().any(|v| v.checker == checker))?;
+    let clean = run(&s, &path, seed, None);
+    assert!(clean.passed(), "{rel} seed {seed} fails without the bug: {:?}", clean.violations.first());
+    Some(seed)
 }
 
 #[test]
