@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's test command, and CI's (.ci/run calls it). On a fresh machine it first installs
 # what the real-client tests need (broker-core/tests/all/support.rs: kcat from apt, and
-# confluent-kafka + kafka-python in target/client-venv), then runs every test: the workspace's
+# confluent-kafka + kafka-python in target/client-venv) and what the `sim view` browser test
+# needs (sim/tests/all/view.rs: Debian's chromium), then runs every test: the workspace's
 # (real build) and the simulated build's. Each install is skipped when its tool already works,
 # so a second run goes straight to the tests. Arguments are passed to both cargo commands
 # (e.g. `scripts/test.sh -- --nocapture`).
@@ -36,6 +37,11 @@ if ! command -v kcat >/dev/null 2>&1; then
   apt_install kcat
 fi
 kcat -V | head -n 1
+
+# chromium: `cargo simtest` loads a `sim view` page in it, headless.
+if [ ! -x /usr/bin/chromium ] && ! command -v chromium >/dev/null 2>&1; then
+  apt_install chromium
+fi
 
 # The Python clients, in a venv the tests look for (after $SEEDLOG_PYTHON, before python3).
 venv=target/client-venv

@@ -14,3 +14,4 @@ pub mod history;
 pub mod matrix;
 pub mod scenario;
 pub mod trace;
+pub mod view;

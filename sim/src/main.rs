@@ -93,6 +93,15 @@ mod cli {
             #[arg(long, default_value = "traces")]
             traces: PathBuf,
         },
+        /// A trace as a space-time diagram: one self-contained HTML page (no network), a lane
+        /// per node and client, faults, leader changes, acknowledged and lost writes, and the
+        /// checkers' violations with their causal past.
+        View {
+            trace: PathBuf,
+            /// Where the page goes (default: the trace's path with `.html`).
+            #[arg(long, short)]
+            out: Option<PathBuf>,
+        },
         /// Crash rounds of the partition log on SimDisk: random appends, flushes, checkpoints,
         /// rolls and retention, power loss, recovery, invariant checks.
         CrashLog {
@@ -147,6 +156,7 @@ mod cli {
             Cmd::Replay { trace } => replay(&trace),
             Cmd::Matrix { seeds, jobs, row, dump, traces } => matrix(seeds, jobs, row.as_deref(), dump.as_deref(), &traces),
             Cmd::CrashLog { seeds, rounds, nodes, verbose } => crash_log(seeds, rounds, nodes, verbose),
+            Cmd::View { trace, out } => view(&trace, out.as_deref()),
         };
         match result {
             Ok(true) => {}
@@ -299,6 +309,16 @@ mod cli {
                 Ok(false)
             }
         }
+    }
+
+    fn view(trace: &Path, out: Option<&Path>) -> Result<bool, String> {
+        let text = sim::view::read_trace(trace).map_err(|e| format!("{}: {e}", trace.display()))?;
+        let title = format!("sim view: {}", trace.display());
+        let page = sim::view::render(&text, &title).map_err(|e| format!("{}: {e}", trace.display()))?;
+        let out = out.map(Path::to_path_buf).unwrap_or_else(|| trace.with_extension("html"));
+        std::fs::write(&out, page).map_err(|e| format!("{}: {e}", out.display()))?;
+        println!("wrote {}", out.display());
+        Ok(true)
     }
 
     fn write_scenario(dir: &Path, s: &Scenario) -> Result<PathBuf, String> {

@@ -41,7 +41,9 @@ fn allowed_loss(scenario: &Scenario, v: &Violation) -> bool {
     v.loss && (scenario.expect.loss_allowed || (scenario.expect.acks1_loss_allowed && v.acks == Some(1)))
 }
 
-/// The trace's summary: counts and every violation.
+/// The trace's summary: counts, every violation and every allowed loss, each structured (as
+/// `sim view` places them in time). The digest covers the lines before it, so the summary's
+/// shape never changes a digest.
 fn summary(history: &History, violations: &[Violation], allowed: &[Violation]) -> Value {
     json!({
         "writes": history.writes.len(),
@@ -49,7 +51,13 @@ fn summary(history: &History, violations: &[Violation], allowed: &[Violation]) -
         "acknowledged": history.writes.iter().filter(|w| w.acknowledged().is_some()).count(),
         "sent_acks0": history.writes.iter().filter(|w| w.acks == 0 && matches!(w.outcome, Outcome::Ok(_))).count(),
         "reads": history.reads.len(),
-        "violations": violations.iter().map(|v| v.to_string()).collect::<Vec<_>>(),
+        "violations": violations.iter().map(violation).collect::<Vec<_>>(),
         "allowed_losses": allowed.len(),
+        "allowed": allowed.iter().map(violation).collect::<Vec<_>>(),
     })
+}
+
+/// One violation as the summary carries it: every field of [`Violation`].
+fn violation(v: &Violation) -> Value {
+    json!({"checker": v.checker, "topic": v.topic, "partition": v.partition, "offsets": v.offsets, "at_ms": v.at_ms, "detail": v.detail, "loss": v.loss, "acks": v.acks})
 }

@@ -14,3 +14,4 @@ mod server_limits;
 mod slow_disk;
 #[cfg(madsim)]
 mod replication;
+mod view;
