@@ -298,7 +298,11 @@ mod cli {
         let text = std::fs::read_to_string(trace_path).map_err(|e| format!("{}: {e}", trace_path.display()))?;
         let (scenario_path, seed) = sim::trace::read_header(&text)?;
         let s = load(Path::new(&scenario_path))?;
-        let again = cluster::run(&s, &scenario_path, seed, None).trace.to_jsonl();
+        let bug = match sim::trace::read_planted_bug(&text)? {
+            Some(name) => Some(broker_core::broker::PlantedBug::named(&name).ok_or_else(|| format!("the trace's planted bug {name:?} is not one this build knows"))?),
+            None => None,
+        };
+        let again = cluster::run(&s, &scenario_path, seed, bug).trace.to_jsonl();
         match sim::trace::first_divergence(&text, &again) {
             None => {
                 println!("identical: {} lines, scenario {scenario_path} seed {seed}", text.lines().count());

@@ -87,11 +87,20 @@ pub fn scenario_digest(s: &crate::scenario::Scenario) -> u64 {
 
 /// The scenario path and seed recorded in a trace's header.
 pub fn read_header(text: &str) -> Result<(String, u64), String> {
-    let first = text.lines().next().ok_or("empty trace")?;
-    let v: Value = serde_json::from_str(first).map_err(|e| format!("trace header: {e}"))?;
+    let v = header_value(text)?;
     let path = v["scenario_path"].as_str().ok_or("trace header has no scenario_path")?.to_string();
     let seed = v["seed"].as_u64().ok_or("trace header has no seed")?;
     Ok((path, seed))
+}
+
+/// The planted bug a trace's run had (`derived.planted_bug`), if any.
+pub fn read_planted_bug(text: &str) -> Result<Option<String>, String> {
+    Ok(header_value(text)?["derived"]["planted_bug"].as_str().map(str::to_string))
+}
+
+fn header_value(text: &str) -> Result<Value, String> {
+    let first = text.lines().next().ok_or("empty trace")?;
+    serde_json::from_str(first).map_err(|e| format!("trace header: {e}"))
 }
 
 /// The first line where two traces differ (1-based), with both lines; `None` if identical.

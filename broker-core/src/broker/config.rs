@@ -94,6 +94,23 @@ impl Default for BrokerConfig {
     }
 }
 
+impl PlantedBug {
+    /// Every planted bug, so a name read back from a trace finds its bug.
+    pub const ALL: &'static [PlantedBug] = &[
+        PlantedBug::AckBeforeAppend,
+        PlantedBug::FetchAboveHighWatermark,
+        PlantedBug::AcksAllWithoutIsr,
+        PlantedBug::FollowerSkipsTruncation,
+        PlantedBug::FailAfterAppend,
+        PlantedBug::ConsumersReadToLogEnd,
+    ];
+
+    /// The bug named `name` (its variant name, as traces record it).
+    pub fn named(name: &str) -> Option<PlantedBug> {
+        PlantedBug::ALL.iter().copied().find(|b| format!("{b:?}") == name)
+    }
+}
+
 impl BrokerConfig {
     /// Whether `bug` is planted in this run (never, in the real build).
     #[inline]

@@ -68,7 +68,11 @@ pub fn run(scenario: &Scenario, scenario_path: &str, seed: u64, bug: Option<Plan
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let faults = derive_faults(scenario, &mut rng);
     let disk_seed = rng.gen::<u64>();
-    let derived = derived(&faults, disk_seed);
+    let mut derived = derived(&faults, disk_seed);
+    if let Some(bug) = bug {
+        // So `sim replay` plants it again (traces of clean runs are unchanged).
+        derived.insert("planted_bug".into(), json!(format!("{bug:?}")));
+    }
     let trace = Trace::header(&scenario.name, scenario_path, trace::scenario_digest(scenario), seed, &derived);
     let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
     let (trace, history, simulated_ms) = runtime.block_on(simulate(scenario.clone(), faults, disk_seed, bug, trace));

@@ -214,3 +214,14 @@ fn consumers_served_unreplicated_records_are_caught_by_dirty_read() {
     let clean = run(s, &s.name, seed, None);
     assert!(clean.passed(), "{} seed {seed} fails without the bug: {:?}", s.name, clean.violations.first());
 }
+
+#[test]
+fn a_planted_bug_run_names_its_bug_so_replay_plants_it_again() {
+    let (path, s) = fast().into_iter().find(|(_, s)| s.name == "smoke").unwrap();
+    let first = run(&s, &path, 0, Some(PlantedBug::FetchAboveHighWatermark)).trace.to_jsonl();
+    let name = sim::trace::read_planted_bug(&first).unwrap().expect("the header names the planted bug");
+    let again = run(&s, &path, 0, PlantedBug::named(&name)).trace.to_jsonl();
+    assert_eq!(sim::trace::first_divergence(&first, &again), None);
+    let clean = run(&s, &path, 0, None).trace.to_jsonl();
+    assert_eq!(sim::trace::read_planted_bug(&clean).unwrap(), None, "a clean run's header is as before");
+}
