@@ -216,3 +216,20 @@ pub async fn slow_fsync_delays_other_partitions(addr: std::net::SocketAddr, arme
     slow.await.expect("task").expect("produce to a");
     b_answered
 }
+
+/// A one-node broker (its own controller) for the slow-disk test, advertised at `addr`, data
+/// in `data_dir`, flushing every batch so each produce fsyncs: the shell state to `serve`.
+pub fn flush_every_batch_node(disk: Arc<dyn Disk>, data_dir: &Path, addr: std::net::SocketAddr) -> Arc<crate::server::Shared> {
+    let config = BrokerConfig {
+        data_dir: data_dir.to_path_buf(),
+        advertised_host: addr.ip().to_string(),
+        advertised_port: addr.port() as i32,
+        controller_addr: addr.to_string(),
+        log: crate::log::LogConfig { flush: crate::log::FlushPolicy::EveryBatch, ..crate::log::LogConfig::default() },
+        ..BrokerConfig::default()
+    };
+    let now = crate::server::now_ms();
+    let (quorum, _) = Quorum::open(disk.clone(), &config.data_dir, crate::server::config::controller_config(&config), now).expect("open the metadata log");
+    let broker = Broker::open(disk.clone(), config, now).expect("open the broker");
+    crate::server::Shared::new(broker, Some(quorum), disk)
+}

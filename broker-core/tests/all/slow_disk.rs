@@ -3,12 +3,9 @@
 //! body runs in the simulator (sim/tests/all/slow_disk.rs), so both builds model the node's
 //! disk alike (docs/architecture.md, "IO at the edge").
 
-use broker_core::broker::{Broker, BrokerConfig};
-use broker_core::controller::quorum::Quorum;
-use broker_core::log::{FlushPolicy, LogConfig};
-use broker_core::server::{self, config::controller_config, Shared};
+use broker_core::server;
 use broker_core::storage::{Disk, FileDisk};
-use broker_core::testing::{slow_fsync_delays_other_partitions, SlowSync};
+use broker_core::testing::{flush_every_batch_node, slow_fsync_delays_other_partitions, SlowSync};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -25,17 +22,7 @@ fn a_slow_fsync_on_one_partition_delays_produce_on_another() {
         let slow = SlowSync::new(Arc::new(FileDisk::new()), "/a-0/", slow_sync);
         let (armed, started) = (slow.armed.clone(), slow.started.clone());
         let disk: Arc<dyn Disk> = Arc::new(slow);
-        let config = BrokerConfig {
-            data_dir: dir.path().to_path_buf(),
-            advertised_port: addr.port() as i32,
-            controller_addr: addr.to_string(),
-            log: LogConfig { flush: FlushPolicy::EveryBatch, ..LogConfig::default() },
-            ..BrokerConfig::default()
-        };
-        let now = server::now_ms();
-        let (quorum, _) = Quorum::open(disk.clone(), &config.data_dir, controller_config(&config), now).unwrap();
-        let broker = Broker::open(disk.clone(), config, now).unwrap();
-        let node = tokio::spawn(server::serve(listener, Shared::new(broker, Some(quorum), disk), std::future::pending()));
+        let node = tokio::spawn(server::serve(listener, flush_every_batch_node(disk, dir.path(), addr), std::future::pending()));
         let waited = slow_fsync_delays_other_partitions(addr, armed, started).await;
         assert!(waited >= slow_sync, "the produce to b was answered {waited:?} after the one to a, inside a's {slow_sync:?} fsync");
         node.abort();

@@ -3,15 +3,13 @@
 //! node waits for it — exactly as on real files (broker-core/tests/all/slow_disk.rs runs the
 //! same body on a real disk and real sockets).
 
-use broker_core::broker::{Broker, BrokerConfig};
-use broker_core::controller::quorum::Quorum;
-use broker_core::log::{FlushPolicy, LogConfig};
-use broker_core::server::{self, config::controller_config, Shared};
+use broker_core::server;
 use broker_core::storage::Disk;
-use broker_core::testing::{slow_fsync_delays_other_partitions, SlowSync};
+use broker_core::testing::{flush_every_batch_node, slow_fsync_delays_other_partitions, SlowSync};
 use madsim::runtime::{Handle, Runtime};
 use sim::disk::SimDisk;
 use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -33,18 +31,8 @@ fn a_slow_fsync_on_one_partition_delays_produce_on_another() {
             .init(move || {
                 let disk: Arc<dyn Disk> = slow.clone();
                 async move {
-                    let config = BrokerConfig {
-                        data_dir: "/data".into(),
-                        advertised_host: ip.to_string(),
-                        controller_addr: addr.to_string(),
-                        log: LogConfig { flush: FlushPolicy::EveryBatch, ..LogConfig::default() },
-                        ..BrokerConfig::default()
-                    };
-                    let now = server::now_ms();
-                    let (quorum, _) = Quorum::open(disk.clone(), &config.data_dir, controller_config(&config), now).unwrap();
-                    let broker = Broker::open(disk.clone(), config, now).unwrap();
                     let listener = tokio::net::TcpListener::bind("0.0.0.0:9092").await.unwrap();
-                    server::serve(listener, Shared::new(broker, Some(quorum), disk), std::future::pending()).await;
+                    server::serve(listener, flush_every_batch_node(disk, Path::new("/data"), addr), std::future::pending()).await;
                 }
             })
             .build();
