@@ -320,7 +320,7 @@ async fn metadata_follower(shared: Arc<Shared>) {
                     pending.extend(records.into_iter().filter(|(o, _)| *o >= next));
                     let reached = pending.last().map_or(next, |(o, _)| o + 1) >= end;
                     if reached && !pending.is_empty() {
-                        let run: Vec<_> = pending.drain(..).collect();
+                        let run = std::mem::take(&mut pending);
                         let actions = shared.decide(|s| s.broker().apply_metadata_batch(&run, now_ms())).await;
                         shared.perform(actions);
                         shared.changed();

@@ -53,8 +53,10 @@ pub fn inconsistent_offsets(h: &History, out: &mut Vec<Violation>) {
 /// scenario allows loss of that write's acks setting, the violation counts as allowed loss.
 /// Offsets below the final log's start are skipped (retention may have removed them).
 pub fn dirty_read(h: &History, out: &mut Vec<Violation>) {
+    /// A partition's final log: its first offset and the values it holds.
+    type Present<'a> = (i64, std::collections::BTreeSet<&'a [u8]>);
     let acks_of: BTreeMap<&[u8], i16> = h.writes.iter().map(|w| (w.value.as_slice(), w.acks)).collect();
-    let mut present: BTreeMap<(&str, i32), (i64, std::collections::BTreeSet<&[u8]>)> = BTreeMap::new();
+    let mut present: BTreeMap<(&str, i32), Present> = BTreeMap::new();
     for ((topic, partition), log) in &h.final_read {
         let start = log.first().map_or(i64::MAX, |(o, _)| *o);
         present.insert((topic, *partition), (start, log.iter().map(|(_, v)| v.as_slice()).collect()));
