@@ -14,4 +14,5 @@ mod server_limits;
 mod slow_disk;
 #[cfg(madsim)]
 mod replication;
+mod slow_scenarios;
 mod view;
