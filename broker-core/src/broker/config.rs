@@ -67,6 +67,9 @@ pub enum PlantedBug {
     /// records not yet replicated, which a leader change can take away (dirty reads that
     /// `read_above_hw` cannot see, since the reported mark covers them).
     ConsumersReadToLogEnd,
+    /// A consumer fetch answers its first batch twice (once more at the end): a client that
+    /// drops what it already has hides it; `nonmonotonic_poll` must see it.
+    FetchRepeatsFirstBatch,
 }
 
 impl Default for BrokerConfig {
@@ -103,6 +106,7 @@ impl PlantedBug {
         PlantedBug::FollowerSkipsTruncation,
         PlantedBug::FailAfterAppend,
         PlantedBug::ConsumersReadToLogEnd,
+        PlantedBug::FetchRepeatsFirstBatch,
     ];
 
     /// The bug named `name` (its variant name, as traces record it).

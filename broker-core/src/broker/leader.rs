@@ -122,6 +122,10 @@ impl Broker {
             let r = part.log.read(offset, max_bytes.max(1), upper)?;
             if !min_one && r.bytes.len() > max_bytes { Bytes::new() } else { r.bytes }
         };
+        let records = match who.replica.is_none() && self.config.planted(PlantedBug::FetchRepeatsFirstBatch) {
+            true => repeat_first_batch(records),
+            false => records,
+        };
         let hw = part.high_watermark();
         let hw = if self.config.planted(PlantedBug::FetchAboveHighWatermark) && hw > 0 { hw - 1 } else { hw };
         let hw = if who.replica.is_none() && self.config.planted(PlantedBug::ConsumersReadToLogEnd) { upper } else { hw };
@@ -186,5 +190,17 @@ impl Broker {
             IsrAnswer::Lost => part.replication.on_isr_lost(),
         }
         Vec::new()
+    }
+}
+
+/// The planted bug `FetchRepeatsFirstBatch`: the response's first batch again at its end.
+fn repeat_first_batch(records: Bytes) -> Bytes {
+    match batch::read_header(&records) {
+        Ok(h) if h.size <= records.len() => {
+            let mut twice = records.to_vec();
+            twice.extend_from_slice(&records[..h.size]);
+            Bytes::from(twice)
+        }
+        _ => records,
     }
 }

@@ -23,6 +23,10 @@ pub struct ConsumedRecord {
     pub key: Option<Bytes>,
     pub value: Option<Bytes>,
     pub high_watermark: i64,
+    /// Whether the client takes it: false for a record at or below one this fetch already
+    /// returned (a repeat, or a step back a broker must never send). Callers act on fresh
+    /// records only; a history of what the broker sent keeps them all.
+    pub fresh: bool,
 }
 
 /// A decoded record: offset, key, value.
@@ -67,7 +71,8 @@ impl Consumer {
 
     /// One fetch from each leader of the assigned partitions, the first waiting up to
     /// `max_wait_ms` for data (the others answer at once). Positions advance past what is
-    /// returned. A partition-level error is returned as the error, after forgetting that
+    /// returned. Every record the brokers sent at or after the fetch position is returned, in
+    /// their order; those the client would not take are marked not [`ConsumedRecord::fresh`]. A partition-level error is returned as the error, after forgetting that
     /// partition's leader so the next poll looks it up again.
     pub async fn poll(&mut self, max_wait_ms: i32) -> Result<Vec<ConsumedRecord>, ClientError> {
         let mut by_leader: BTreeMap<SocketAddr, Vec<(String, i32, i64)>> = BTreeMap::new();
@@ -126,22 +131,32 @@ impl Consumer {
                 let Some(pos) = self.positions.get(&key).copied() else { continue };
                 let mut records = p.records.unwrap_or_default();
                 let mut next = pos;
+                let mut first_batch = true;
                 while !records.is_empty() {
                     let set = RecordBatchDecoder::decode(&mut records).map_err(|e| ClientError::Protocol(format!("decode {topic}-{}: {e}", p.partition_index)))?;
                     for r in set.records {
-                        if r.offset >= next {
-                            next = r.offset + 1;
-                            out.push(ConsumedRecord {
-                                topic: topic.clone(),
-                                partition: p.partition_index,
-                                offset: r.offset,
-                                timestamp: r.timestamp,
-                                key: r.key,
-                                value: r.value,
-                                high_watermark: p.high_watermark,
-                            });
+                        // The first batch holds the fetch offset and may start before it (Kafka
+                        // returns whole batches): that prefix is expected and skipped. Anything
+                        // else at or below what this fetch returned is passed on, not fresh.
+                        if first_batch && r.offset < pos {
+                            continue;
                         }
+                        let fresh = r.offset >= next;
+                        if fresh {
+                            next = r.offset + 1;
+                        }
+                        out.push(ConsumedRecord {
+                            topic: topic.clone(),
+                            partition: p.partition_index,
+                            offset: r.offset,
+                            timestamp: r.timestamp,
+                            key: r.key,
+                            value: r.value,
+                            high_watermark: p.high_watermark,
+                            fresh,
+                        });
                     }
+                    first_batch = false;
                 }
                 next_positions.push((key, next));
             }

@@ -79,7 +79,7 @@ async fn read_partition(brokers: &[SocketAddr], topic: &str, p: i32) -> (Records
     loop {
         match c.poll(0).await {
             Ok(records) if records.is_empty() => return (log, None),
-            Ok(records) => log.extend(records.into_iter().map(|r| (r.offset, r.value.map(|v| v.to_vec()).unwrap_or_default()))),
+            Ok(records) => log.extend(records.into_iter().filter(|r| r.fresh).map(|r| (r.offset, r.value.map(|v| v.to_vec()).unwrap_or_default()))),
             Err(e) => {
                 errors += 1;
                 if errors >= final_read_errors_max {

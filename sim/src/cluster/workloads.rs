@@ -200,8 +200,12 @@ async fn poll_session(c: &mut Consumer, name: &str, session: u32, max_wait_ms: i
             event(rec, name, "poll", json!({"records": records.len(), "first": records[0].offset, "last": records[records.len() - 1].offset}));
         }
         let mut r = rec.lock().expect("recorder");
+        // Every record the broker sent is history (a repeat or a step back is what
+        // nonmonotonic_poll looks for); only fresh ones move this consumer on.
         for x in records {
-            positions[x.partition as usize] = x.offset + 1;
+            if x.fresh {
+                positions[x.partition as usize] = x.offset + 1;
+            }
             r.history.reads.push(Read { process: name.to_string(), session, topic: x.topic, partition: x.partition, offset: x.offset, value: x.value.map(|v| v.to_vec()).unwrap_or_default(), high_watermark: x.high_watermark, at_ms });
         }
     }

@@ -225,3 +225,11 @@ fn a_planted_bug_run_names_its_bug_so_replay_plants_it_again() {
     let clean = run(&s, &path, 0, None).trace.to_jsonl();
     assert_eq!(sim::trace::read_planted_bug(&clean).unwrap(), None, "a clean run's header is as before");
 }
+
+#[test]
+fn a_repeated_batch_the_client_would_drop_is_caught_by_nonmonotonic_poll() {
+    // Before, the client dropped records below its position before the history saw them, so
+    // nonmonotonic_poll could never fire; now the history holds what the broker sent.
+    let seed = seeds_to_catch("smoke", PlantedBug::FetchRepeatsFirstBatch, "nonmonotonic_poll");
+    assert_eq!(seed, Some(0), "smoke reads continuously: the first seed must catch it");
+}
