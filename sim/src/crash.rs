@@ -36,23 +36,18 @@ pub struct Model {
 
 /// Reads the whole log batch by batch.
 pub fn read_all(log: &Log) -> Result<Vec<(i64, Vec<u8>)>, String> {
-    let (mut out, mut at, mut failed) = (Vec::new(), log.log_start_offset(), None);
-    log.for_each_batch(at, 1, |_, batch| {
-        let checked = validate(batch, usize::MAX).map_err(|e| format!("read at {at}: {e}")).and_then(|h| match h.base_offset == at {
-            true => Ok(h),
-            false => Err(format!("offsets not dense: expected a batch at {at}, got {}", h.base_offset)),
-        });
-        match checked {
-            Ok(h) if failed.is_none() => {
-                out.push((at, batch.to_vec()));
-                at = h.next_offset();
-            }
-            Ok(_) => {}
-            Err(e) => drop(failed.get_or_insert(e)),
+    let (mut out, mut at) = (Vec::new(), log.log_start_offset());
+    log.for_each_batch(at, 1, |_, batch| -> Result<(), Box<dyn std::error::Error>> {
+        let h = validate(&batch, usize::MAX).map_err(|e| format!("read at {at}: {e}"))?;
+        if h.base_offset != at {
+            return Err(format!("offsets not dense: expected a batch at {at}, got {}", h.base_offset).into());
         }
+        out.push((at, batch.to_vec()));
+        at = h.next_offset();
+        Ok(())
     })
     .map_err(|e| e.to_string())?;
-    failed.map_or(Ok(out), Err)
+    Ok(out)
 }
 
 /// The invariants after a recovery; on success the model is cut to what survived.

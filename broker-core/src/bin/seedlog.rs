@@ -3,7 +3,7 @@
 //! read clocks and touch the file system; the log itself never does.
 
 use broker_core::log::batch::{self, build};
-use broker_core::log::{FlushPolicy, Log, LogConfig, RecoveryReport};
+use broker_core::log::{FlushPolicy, Log, LogConfig, LogError, RecoveryReport};
 use broker_core::storage::{Disk, FileDisk};
 use clap::{Parser, Subcommand};
 use std::io::Write;
@@ -122,7 +122,10 @@ fn demo(dir: Option<PathBuf>) -> Res {
     println!("reopened:");
     print_report(&report);
     let mut records = 0i64;
-    log.for_each_batch(log.log_start_offset(), 64 * 1024, |h, _| records += h.records_count as i64)?;
+    log.for_each_batch(log.log_start_offset(), 64 * 1024, |h, _| {
+        records += h.records_count as i64;
+        Ok::<_, LogError>(())
+    })?;
     println!("read back {records} records, every batch CRC-checked; log end offset {}", log.log_end_offset());
     let probe = start as i64 + 500;
     if let Some((offset, ts)) = log.offset_for_timestamp(probe)? {
@@ -216,7 +219,10 @@ fn log_append(dir: &Path, batch: &[u8], count: u64, flush: FlushPolicy) -> Resul
     let append = t.elapsed();
     let t = Instant::now();
     let mut read = 0u64;
-    log.for_each_batch(0, 1 << 20, |_, bytes| read += bytes.len() as u64)?;
+    log.for_each_batch(0, 1 << 20, |_, bytes| {
+        read += bytes.len() as u64;
+        Ok::<_, LogError>(())
+    })?;
     let read_time = t.elapsed();
     drop(log);
     std::fs::remove_dir_all(&part)?;

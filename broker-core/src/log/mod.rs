@@ -308,10 +308,11 @@ impl Log {
         Ok(ReadResult { first_batch_offset: offset, bytes: Bytes::new() })
     }
 
-    /// Calls `f` with every whole batch (header and bytes) from the one holding `from` to the
-    /// log end, reading `chunk_bytes` at a time: the one way to read a whole log (tools, the
+    /// Calls `f` with every whole batch (header and bytes, shared with the read, not copied)
+    /// from the one holding `from` to the log end, reading `chunk_bytes` at a time, and stops
+    /// at the first error, the log's or `f`'s: the one way to read a whole log (tools, the
     /// simulator's final reads, crash checks). Each read is checked as [`Log::read`] checks it.
-    pub fn for_each_batch(&self, from: i64, chunk_bytes: usize, mut f: impl FnMut(&BatchHeader, &[u8])) -> Result<(), LogError> {
+    pub fn for_each_batch<E: From<LogError>>(&self, from: i64, chunk_bytes: usize, mut f: impl FnMut(&BatchHeader, Bytes) -> Result<(), E>) -> Result<(), E> {
         let mut at = from.max(self.log_start_offset());
         let end = self.log_end_offset();
         while at < end {
@@ -321,9 +322,11 @@ impl Log {
             }
             let mut pos = 0;
             while pos < read.bytes.len() {
-                let h = batch::read_header(&read.bytes[pos..])?;
-                let whole = read.bytes.get(pos..pos + h.size).ok_or(BatchError::TooShort(read.bytes.len() - pos))?;
-                f(&h, whole);
+                let h = batch::read_header(&read.bytes[pos..]).map_err(LogError::from)?;
+                if pos + h.size > read.bytes.len() {
+                    return Err(LogError::from(BatchError::TooShort(read.bytes.len() - pos)).into());
+                }
+                f(&h, read.bytes.slice(pos..pos + h.size))?;
                 at = h.next_offset();
                 pos += h.size;
             }

@@ -129,11 +129,12 @@ fn replica_logs(s: &Scenario, disks: &Disks, rec: &Rec) -> BTreeMap<(String, i32
 fn read_replica(disk: Arc<dyn Disk>, dir: &Path, config: LogConfig) -> Result<Records, String> {
     let (log, _) = Log::open(disk, dir, config, 0).map_err(|e| e.to_string())?;
     let start = log.log_start_offset();
-    let (mut out, mut failed) = (Vec::new(), None);
-    log.for_each_batch(start, 1 << 20, |_, batch| match broker_core::client::consumer::decode_records(bytes::Bytes::copy_from_slice(batch)) {
-        Ok(records) => out.extend(records.into_iter().filter(|r| r.0 >= start).map(|(o, _, v)| (o, v.map(|v| v.to_vec()).unwrap_or_default()))),
-        Err(e) => drop(failed.get_or_insert(e.to_string())),
+    let mut out = Vec::new();
+    log.for_each_batch(start, 1 << 20, |_, batch| -> Result<(), Box<dyn std::error::Error>> {
+        let records = broker_core::client::consumer::decode_records(batch)?;
+        out.extend(records.into_iter().filter(|r| r.0 >= start).map(|(o, _, v)| (o, v.map(|v| v.to_vec()).unwrap_or_default())));
+        Ok(())
     })
     .map_err(|e| e.to_string())?;
-    failed.map_or(Ok(out), Err)
+    Ok(out)
 }
