@@ -35,14 +35,17 @@ pub enum Claimed {
 pub fn claim(disk: &dyn Disk, data_dir: &Path, dir: &Path, topic_id_hex: &str) -> Result<Claimed, LogError> {
     let marker = dir.join(partition_marker);
     let expected = format!("version: 0\ntopic_id: {topic_id_hex}\n");
-    let mut claimed = Claimed::Fresh;
-    if disk.exists(&marker) {
-        if read_small(disk, &marker)? == expected {
-            return Ok(Claimed::Ours);
+    // `exists` first: on a fresh directory no open is attempted (a failed open is still a disk
+    // call, and the simulated disk charges latency for it).
+    let text = if disk.exists(&marker) { read_small(disk, &marker, small_file_bytes_max)? } else { None };
+    let claimed = match text {
+        Some(text) if text == expected => return Ok(Claimed::Ours),
+        Some(_) => {
+            remove(disk, data_dir, dir)?;
+            Claimed::Emptied
         }
-        remove(disk, data_dir, dir)?;
-        claimed = Claimed::Emptied;
-    }
+        None => Claimed::Fresh,
+    };
     disk.create_dir_all(dir).map_err(io("create", dir))?;
     write_atomically(disk, &marker, expected.as_bytes()).map_err(io("write", &marker))?;
     Ok(claimed)
@@ -67,7 +70,7 @@ pub fn read_producer_ids(disk: &dyn Disk, path: &Path) -> Result<Option<i64>, Lo
     if !disk.exists(path) {
         return Ok(None);
     }
-    let text = read_small(disk, path)?;
+    let Some(text) = read_small(disk, path, small_file_bytes_max)? else { return Ok(None) };
     let next = text.trim().parse().map_err(|_| LogError::Corrupt { file: path.to_path_buf(), position: 0, reason: "not a number".into() })?;
     Ok(Some(next))
 }
@@ -77,15 +80,23 @@ pub fn write_producer_ids(disk: &dyn Disk, path: &Path, limit: i64) -> Result<()
     write_atomically(disk, path, format!("{limit}\n").as_bytes()).map_err(io("write", path))
 }
 
-fn read_small(disk: &dyn Disk, path: &Path) -> Result<String, LogError> {
-    let f = disk.open(path, false).map_err(io("open", path))?;
+/// The text of a small file the log layer replaces atomically (a line or two), or None when it
+/// does not exist. A file longer than `bytes_max`, or not UTF-8, is corrupt: atomic replacement
+/// never tears it.
+pub(super) fn read_small(disk: &dyn Disk, path: &Path, bytes_max: u64) -> Result<Option<String>, LogError> {
+    let f = match disk.open(path, false) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io("open", path)(e)),
+    };
     let len = f.len().map_err(io("stat", path))?;
-    if len > small_file_bytes_max {
-        return Err(LogError::Corrupt { file: path.to_path_buf(), position: 0, reason: format!("{len} bytes; not a metadata file") });
+    if len > bytes_max {
+        return Err(LogError::Corrupt { file: path.to_path_buf(), position: bytes_max, reason: format!("{len} bytes; a file of this kind holds at most {bytes_max}") });
     }
     let mut buf = vec![0u8; len as usize];
     read_exact_at(f.as_ref(), &mut buf, 0).map_err(io("read", path))?;
-    String::from_utf8(buf).map_err(|e| LogError::Corrupt { file: path.to_path_buf(), position: e.utf8_error().valid_up_to() as u64, reason: "not UTF-8".into() })
+    let text = String::from_utf8(buf).map_err(|e| LogError::Corrupt { file: path.to_path_buf(), position: e.utf8_error().valid_up_to() as u64, reason: "not UTF-8".into() })?;
+    Ok(Some(text))
 }
 
 #[cfg(test)]

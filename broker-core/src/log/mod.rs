@@ -30,7 +30,7 @@ pub use epochs::{EpochCache, EpochEntry};
 pub use segment::{file_stem, Cut};
 
 use crate::constants::*;
-use crate::storage::{read_exact_at, write_atomically, Disk};
+use crate::storage::{write_atomically, Disk};
 use bytes::Bytes;
 use segment::Segment;
 use std::path::{Path, PathBuf};
@@ -544,21 +544,12 @@ fn read_exact_at_log(seg: &Segment, buf: &mut [u8], pos: u64) -> Result<(), Stri
 /// Reads the checkpointed recovery point; absent means 0 (scan everything).
 fn read_recovery_point(disk: &dyn Disk, dir: &Path) -> Result<i64, LogError> {
     let path = dir.join(RECOVERY_POINT_FILE);
-    let file = match disk.open(&path, false) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
-        Err(source) => return Err(LogError::Io { op: "open", path, source }),
-    };
-    let len = file.len().map_err(|source| LogError::Io { op: "stat", path: path.clone(), source })?;
-    if len > 32 {
-        return Err(LogError::Corrupt { file: path, position: 32, reason: format!("recovery point file is {len} bytes; one number is at most 21") });
-    }
-    let mut buf = vec![0u8; len as usize];
-    read_exact_at(file.as_ref(), &mut buf, 0).map_err(|source| LogError::Io { op: "read", path: path.clone(), source })?;
+    // One number is at most 21 bytes.
+    let Some(text) = self::dir::read_small(disk, &path, 32)? else { return Ok(0) };
     // The file is replaced atomically, so anything unreadable is real corruption, not a tear.
-    std::str::from_utf8(&buf)
+    text.trim()
+        .parse::<i64>()
         .ok()
-        .and_then(|s| s.trim().parse::<i64>().ok())
         .filter(|&v| v >= 0)
         .ok_or_else(|| LogError::Corrupt { file: path, position: 0, reason: "recovery point is not a non-negative integer".into() })
 }
