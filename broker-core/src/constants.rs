@@ -156,3 +156,62 @@ pub const isr_change_retry_ms: u64 = 1_000;
 pub const metadata_batch_bytes_max: usize = 32 * 1024 * 1024;
 
 const _: () = assert!(metadata_batch_bytes_max as u64 <= segment_bytes_default);
+
+/// Kafka `group.min.session.timeout.ms` default: a consumer asking for a shorter session is
+/// refused (INVALID_SESSION_TIMEOUT), so a flapping client cannot make its group rebalance
+/// more often than this.
+pub const group_min_session_timeout_ms_default: u64 = 6_000;
+
+/// Kafka `group.max.session.timeout.ms` default: 30 minutes, the longest a dead member may
+/// hold partitions.
+pub const group_max_session_timeout_ms_default: u64 = 1_800_000;
+
+/// Kafka `group.initial.rebalance.delay.ms` default (KIP-134): an empty group's first
+/// rebalance waits this long for more members, so a group starting together rebalances once.
+pub const group_initial_rebalance_delay_ms_default: u64 = 3_000;
+
+/// `group.max.size` default. Kafka's is unlimited; every member adds its subscription and
+/// assignment to the group's stored record, which must fit one batch of the offsets topic.
+pub const group_members_max: usize = 1_000;
+
+/// Kafka `offsets.retention.minutes` default: 7 days.
+pub const offsets_retention_ms_default: u64 = 7 * 24 * 3600 * 1000;
+
+/// Kafka `offsets.retention.check.interval.ms` default: how often expired offsets are looked for.
+pub const offsets_retention_check_ms: u64 = 600_000;
+
+/// Kafka `offset.metadata.max.bytes` default: the metadata string of one committed offset.
+pub const offset_metadata_bytes_max: usize = 4096;
+
+/// Kafka `offsets.topic.num.partitions` default.
+pub const offsets_partitions_default: i32 = 50;
+
+/// Kafka `offsets.topic.replication.factor` default (capped by the brokers present).
+pub const offsets_replication_factor_default: i16 = 3;
+
+/// Longest group id accepted: ids are stored as i16-length strings in the offsets topic, and
+/// no real deployment needs more.
+pub const group_id_bytes_max: usize = 1024;
+
+/// Protocols one member may offer in a JoinGroup (clients offer one to three assignors).
+pub const group_protocols_max: usize = 32;
+
+/// Largest protocol name plus metadata of one member (a consumer's subscription: topic names
+/// and owned partitions). 128 KiB covers thousands of topics.
+pub const group_member_metadata_bytes_max: usize = 128 * 1024;
+
+/// Largest assignment the leader may give one member.
+pub const group_assignment_bytes_max: usize = 128 * 1024;
+
+/// Bytes of the offsets topic read per load step when a node takes over a partition: a load
+/// never holds the broker for more than one such read.
+pub const offsets_load_bytes_per_step: usize = 1 << 20;
+
+/// How much longer than its rebalance timeout a JoinGroup may wait: the rebalance completes at
+/// its deadline (on the next tick), and the answer must get out before the client, which waits
+/// the rebalance timeout plus 5 s, gives up.
+pub const group_join_wait_margin_ms: u64 = 2_000;
+
+/// Longest any group request waits for its answer (Kafka's default max.poll.interval.ms, the
+/// rebalance timeout clients send).
+pub const group_request_wait_ms_max: u64 = 300_000;

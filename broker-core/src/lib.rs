@@ -9,6 +9,7 @@ pub mod kafka;
 pub mod broker;
 pub mod client;
 pub mod controller;
+pub mod group;
 pub mod hash;
 pub mod metadata;
 pub mod log;

@@ -1,6 +1,7 @@
 //! A broker's settings (Kafka's names in each field's doc) and the bugs the simulator plants.
 //! Plain data: parsing flags and files is the shell's (`server::config`).
 
+use crate::group::GroupConfig;
 use crate::log::LogConfig;
 use std::path::PathBuf;
 
@@ -36,6 +37,8 @@ pub struct BrokerConfig {
     pub unclean_leader_election: bool,
     /// `log.*` defaults for every topic.
     pub log: LogConfig,
+    /// `group.*` and `offsets.*`: the group coordinator's settings.
+    pub groups: GroupConfig,
     /// A known bug switched on, so tests can prove the simulator's checkers catch it. Exists
     /// only in the simulated build: no flag, file or real binary can set it.
     #[cfg(madsim)]
@@ -91,6 +94,7 @@ impl Default for BrokerConfig {
             heartbeat_interval_ms: crate::constants::heartbeat_interval_ms_default,
             unclean_leader_election: false,
             log: LogConfig::default(),
+            groups: GroupConfig::default(),
             #[cfg(madsim)]
             planted_bug: None,
         }

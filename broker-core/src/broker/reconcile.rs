@@ -164,7 +164,8 @@ impl Broker {
     /// Asks for `name` to be auto-created (Metadata with auto-creation allowed): `Ok(false)`
     /// when auto-creation is off. The shell forwards the request to the controller.
     pub fn request_auto_create(&mut self, name: &str) -> Result<bool, Error> {
-        if !self.config.auto_create_topics {
+        // The offsets topic is the coordinator's, created on first use whatever the setting.
+        if !self.config.auto_create_topics && name != crate::group::offsets_topic {
             return Ok(false);
         }
         topic::validate_name(name).map_err(Error::InvalidTopic)?;

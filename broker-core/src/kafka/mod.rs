@@ -20,6 +20,18 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeConfigs, 1, 4),
     (ApiKey::InitProducerId, 0, 4),
     (ApiKey::OffsetForLeaderEpoch, 2, 4),
+    // Consumer groups, classic protocol (docs/groups.md).
+    (ApiKey::FindCoordinator, 0, 4),
+    (ApiKey::JoinGroup, 0, 9),
+    (ApiKey::SyncGroup, 0, 5),
+    (ApiKey::Heartbeat, 0, 4),
+    (ApiKey::LeaveGroup, 0, 5),
+    (ApiKey::OffsetCommit, 2, 9),
+    (ApiKey::OffsetFetch, 1, 9),
+    (ApiKey::ListGroups, 0, 5),
+    (ApiKey::DescribeGroups, 0, 5),
+    (ApiKey::DeleteGroups, 0, 2),
+    (ApiKey::OffsetDelete, 0, 0),
     // Broker to controller (see docs/replication.md).
     (ApiKey::AlterPartition, 2, 2),
     (ApiKey::BrokerRegistration, 0, 0),

@@ -352,6 +352,16 @@ fn check_records(body: &[u8], count: i32, base_timestamp: i64) -> Result<i64, Ba
 /// Encoding side, for tests, benchmarks and the simulator's workloads: one uncompressed v2
 /// batch of `values` (no keys, no headers), all with `timestamp`.
 pub fn build(values: &[&[u8]], timestamp: i64) -> Vec<u8> {
+    let records: Vec<KeyValue> = values.iter().map(|v| (None, Some(*v))).collect();
+    build_keyed(&records, timestamp)
+}
+
+/// A record's key and value; None is null.
+pub type KeyValue<'a> = (Option<&'a [u8]>, Option<&'a [u8]>);
+
+/// One uncompressed v2 batch of (key, value) records, None being null (a value of None is a
+/// tombstone), no headers, all with `timestamp`: what the group coordinator appends.
+pub fn build_keyed(kvs: &[KeyValue], timestamp: i64) -> Vec<u8> {
     fn put_varint(out: &mut Vec<u8>, v: i64) {
         let mut z = ((v << 1) ^ (v >> 63)) as u64;
         while z >= 0x80 {
@@ -360,15 +370,23 @@ pub fn build(values: &[&[u8]], timestamp: i64) -> Vec<u8> {
         }
         out.push(z as u8);
     }
+    fn put_field(out: &mut Vec<u8>, f: Option<&[u8]>) {
+        match f {
+            Some(b) => {
+                put_varint(out, b.len() as i64);
+                out.extend_from_slice(b);
+            }
+            None => put_varint(out, -1),
+        }
+    }
     let mut records = Vec::new();
-    for (i, value) in values.iter().enumerate() {
-        let mut r = Vec::with_capacity(value.len() + 8);
+    for (i, (key, value)) in kvs.iter().enumerate() {
+        let mut r = Vec::with_capacity(value.map_or(0, <[u8]>::len) + key.map_or(0, <[u8]>::len) + 8);
         r.push(0); // attributes
         put_varint(&mut r, 0); // timestamp delta
         put_varint(&mut r, i as i64); // offset delta
-        put_varint(&mut r, -1); // key: null
-        put_varint(&mut r, value.len() as i64);
-        r.extend_from_slice(value);
+        put_field(&mut r, *key);
+        put_field(&mut r, *value);
         put_varint(&mut r, 0); // headers
         put_varint(&mut records, r.len() as i64);
         records.extend_from_slice(&r);
@@ -379,7 +397,7 @@ pub fn build(values: &[&[u8]], timestamp: i64) -> Vec<u8> {
     b[length_at..length_at + 4].copy_from_slice(&len.to_be_bytes());
     b[leader_epoch_at..leader_epoch_at + 4].copy_from_slice(&(-1i32).to_be_bytes());
     b[magic_at] = MAGIC_V2;
-    let count = values.len() as i32;
+    let count = kvs.len() as i32;
     b[last_offset_delta_at..last_offset_delta_at + 4].copy_from_slice(&(count - 1).to_be_bytes());
     b[base_timestamp_at..base_timestamp_at + 8].copy_from_slice(&timestamp.to_be_bytes());
     b[max_timestamp_at..max_timestamp_at + 8].copy_from_slice(&timestamp.to_be_bytes());

@@ -9,11 +9,14 @@
 //! trusted. Per-request problems are answered with Kafka error codes.
 
 mod controller_handlers;
+mod group_handlers;
+mod group_link;
 mod handlers;
 mod waiting;
 
 use crate::broker::{Action, Broker};
 use crate::controller::quorum::Quorum;
+use crate::group::Coordinator;
 use std::sync::{Mutex, MutexGuard};
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::fetch_request::FetchRequest;
@@ -22,16 +25,31 @@ use kafka_protocol::protocol::{Decodable, Encodable};
 
 pub use waiting::Waiting;
 
-/// What requests act on: this node's broker and, on the controller node, the controller.
-/// Each request locks what it needs for one whole decision, never both at once.
+/// What requests act on: this node's broker, its group coordinator and, on the controller
+/// node, the controller. Each request locks what it needs for one whole decision: the
+/// controller alone, or the broker and then (for group requests) the coordinator.
 pub struct Node {
     broker: Mutex<Broker>,
+    groups: Mutex<Coordinator>,
     controller: Option<Mutex<Quorum>>,
 }
 
 impl Node {
     pub fn new(broker: Broker, controller: Option<Quorum>) -> Node {
-        Node { broker: Mutex::new(broker), controller: controller.map(Mutex::new) }
+        let groups = Coordinator::new(broker.config().groups.clone());
+        Node { broker: Mutex::new(broker), groups: Mutex::new(groups), controller: controller.map(Mutex::new) }
+    }
+
+    /// The group coordinator; lock the broker first when both are needed.
+    pub fn groups(&self) -> MutexGuard<'_, Coordinator> {
+        self.groups.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The group coordinator's timers (sessions, rebalance deadlines, loading, expiry).
+    pub fn tick_groups(&self, now: u64) -> Vec<Action> {
+        let mut b = self.broker();
+        let mut c = self.groups();
+        group_link::tick(&mut b, &mut c, now)
     }
 
     /// The broker, even if a request handler panicked while holding it (a bug, logged there):
@@ -138,8 +156,9 @@ fn handle_inner(node: &Node, frame: &Bytes, now: u64, attempt: Attempt, out: &mu
         return Err(format!("{key:?} v{version} is not supported (v{lo}..=v{hi})"));
     }
     let mut body = frame.clone();
-    let _header = RequestHeader::decode(&mut body, key.request_header_version(version))
+    let header = RequestHeader::decode(&mut body, key.request_header_version(version))
         .map_err(|e| format!("malformed request header: {e}"))?;
+    let client_id = header.client_id.as_ref().map_or("", |c| c.as_str());
     macro_rules! reply {
         ($resp:expr) => {
             encode(key, version, correlation_id, &$resp).map(Outcome::Reply)
@@ -171,6 +190,17 @@ fn handle_inner(node: &Node, frame: &Bytes, now: u64, attempt: Attempt, out: &mu
         ApiKey::BrokerRegistration => reply!(controller_handlers::broker_registration(node, decode(key, version, &mut body)?, now)),
         ApiKey::BrokerHeartbeat => reply!(controller_handlers::broker_heartbeat(node, decode(key, version, &mut body)?, now)),
         ApiKey::AlterPartition => reply!(controller_handlers::alter_partition(node, decode(key, version, &mut body)?, now)),
+        ApiKey::FindCoordinator => reply!(group_handlers::find_coordinator(&mut b(), version, decode(key, version, &mut body)?)),
+        ApiKey::JoinGroup => group_handlers::join_group(node, version, correlation_id, client_id, decode(key, version, &mut body)?, now, out),
+        ApiKey::SyncGroup => group_handlers::sync_group(node, version, correlation_id, decode(key, version, &mut body)?, now, out),
+        ApiKey::Heartbeat => reply!(group_handlers::heartbeat(node, decode(key, version, &mut body)?, now, out)),
+        ApiKey::LeaveGroup => reply!(group_handlers::leave_group(node, version, decode(key, version, &mut body)?, now, out)),
+        ApiKey::OffsetCommit => group_handlers::offset_commit(node, version, correlation_id, decode(key, version, &mut body)?, now, out),
+        ApiKey::OffsetFetch => reply!(group_handlers::offset_fetch(node, version, decode(key, version, &mut body)?, now, out)),
+        ApiKey::ListGroups => reply!(group_handlers::list_groups(node, version, decode(key, version, &mut body)?, now, out)),
+        ApiKey::DescribeGroups => reply!(group_handlers::describe_groups(node, decode(key, version, &mut body)?, now, out)),
+        ApiKey::DeleteGroups => group_handlers::delete_groups(node, version, correlation_id, decode(key, version, &mut body)?, now, out),
+        ApiKey::OffsetDelete => group_handlers::offset_delete(node, version, correlation_id, decode(key, version, &mut body)?, now, out),
         other => Err(format!("API {other:?} is not supported by this broker")),
     }
 }

@@ -1,11 +1,15 @@
 //! Requests that are answered later: an acks=all produce waits until the ISR holds its batches
 //! (Kafka's delayed produce), and a CreateTopics/DeleteTopics on the controller node waits
-//! until this node's broker has applied the change, so the client's next request here sees it.
-//! Each is a response under construction plus a condition; the shell polls it whenever the
-//! node changed and once more when its timeout passed.
+//! until this node's broker has applied the change, so the client's next request here sees it,
+//! and a group request waits for the coordinator's answer (a rebalance completing, a commit
+//! replicated). Each is a response under construction plus a condition; the shell polls it
+//! whenever the node changed and once more when its timeout passed.
 
+use super::group_handlers::GroupReply;
+use super::group_link;
 use super::{encode, Node, Outcome};
-use crate::broker::{Broker, Error, Produced};
+use crate::broker::{Action, Broker, Error, Produced};
+use crate::group::{Answer, Ticket, Work};
 use bytes::Bytes;
 use kafka_protocol::messages::produce_response::ProduceResponse;
 use kafka_protocol::messages::ApiKey;
@@ -22,6 +26,8 @@ pub struct Waiting {
 enum What {
     Produce { version: i16, correlation_id: i32, response: ProduceResponse, pending: Vec<Pending> },
     Applied { offset: i64, reply: Bytes },
+    /// A group request: the response, the coordinator tickets it waits on, and the answers so far.
+    Group { reply: Option<GroupReply>, tickets: Vec<Ticket>, answers: Vec<(Ticket, Answer)> },
 }
 
 /// One partition of a produce waiting for its high watermark.
@@ -45,15 +51,55 @@ impl Waiting {
         Waiting { timeout_ms, what: What::Applied { offset, reply } }
     }
 
+    /// Waits for the group coordinator to answer every one of `tickets`.
+    pub(crate) fn group(reply: GroupReply, tickets: Vec<Ticket>, timeout_ms: u64) -> Waiting {
+        Waiting { timeout_ms, what: What::Group { reply: Some(reply), tickets, answers: Vec::new() } }
+    }
+
     /// The answer, once the condition holds or `expired` (then what is still missing is
-    /// answered with REQUEST_TIMED_OUT, or for metadata sent as it is).
-    pub fn poll(&mut self, node: &Node, expired: bool) -> Option<Outcome> {
-        self.poll_broker(&node.broker(), expired)
+    /// answered with REQUEST_TIMED_OUT, or for metadata sent as it is). What the node must do
+    /// besides (wake other waiting requests) is added to `out`.
+    pub fn poll(&mut self, node: &Node, now: u64, expired: bool, out: &mut Vec<Action>) -> Option<Outcome> {
+        match &mut self.what {
+            What::Group { reply, tickets, answers } => Self::poll_group(node, reply, tickets, answers, now, expired, out),
+            _ => self.poll_broker(&node.broker(), expired),
+        }
+    }
+
+    /// A group request: settles the coordinator's writes, then takes its tickets' answers.
+    fn poll_group(node: &Node, reply: &mut Option<GroupReply>, tickets: &mut Vec<Ticket>, answers: &mut Vec<(Ticket, Answer)>, now: u64, expired: bool, out: &mut Vec<Action>) -> Option<Outcome> {
+        {
+            let mut b = node.broker();
+            let mut c = node.groups();
+            group_link::perform(&mut b, &mut c, Work::default(), now, out);
+            tickets.retain(|t| match c.take_answer(*t) {
+                Some(a) => {
+                    answers.push((*t, a));
+                    false
+                }
+                None => true,
+            });
+            if !tickets.is_empty() && !expired {
+                return None;
+            }
+            for t in tickets.drain(..) {
+                c.forget(t);
+                let late = reply.as_ref().map(GroupReply::expired)?;
+                answers.push((t, late));
+            }
+        }
+        answers.sort_by_key(|(t, _)| *t);
+        let all: Vec<Answer> = answers.drain(..).map(|(_, a)| a).collect();
+        Some(match reply.take()?.encode(&all) {
+            Ok(bytes) => Outcome::Reply(bytes),
+            Err(reason) => Outcome::Close(reason),
+        })
     }
 
     /// [`Waiting::poll`] with the broker already locked.
     pub(crate) fn poll_broker(&mut self, b: &Broker, expired: bool) -> Option<Outcome> {
         match &mut self.what {
+            What::Group { .. } => None,
             What::Applied { offset, reply } => (expired || b.image().offset >= *offset).then(|| Outcome::Reply(reply.clone())),
             What::Produce { version, correlation_id, response, pending } => {
                 let timeout = self.timeout_ms;

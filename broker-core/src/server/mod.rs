@@ -199,7 +199,7 @@ async fn run_timers(shared: Arc<Shared>) {
     loop {
         let wait = {
             let now = now_ms();
-            let broker = shared.broker().next_deadline();
+            let broker = shared.broker().next_deadline().into_iter().chain(shared.node.groups().next_deadline()).min();
             let controller = shared.node.controller().and_then(|q| q.next_deadline());
             broker.into_iter().chain(controller).min().map_or(tick_interval_ms, |d| d.saturating_sub(now).clamp(1, tick_interval_ms))
         };
@@ -220,6 +220,7 @@ async fn run_timers(shared: Arc<Shared>) {
                     actions.extend(b.checkpoint(now));
                 }
                 drop(b);
+                actions.extend(s.node.tick_groups(now));
                 let committed = s.node.controller().is_some_and(|mut q| {
                     let before = q.end_offset();
                     if let Err(e) = q.tick(now) {
@@ -312,7 +313,10 @@ async fn wait_for(shared: &Shared, mut waiting: Waiting) -> Outcome {
         let notified = shared.changed.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
-        if let Some(outcome) = waiting.poll(&shared.node, Instant::now() >= deadline) {
+        let mut actions = Vec::new();
+        let outcome = waiting.poll(&shared.node, now_ms(), Instant::now() >= deadline, &mut actions);
+        shared.perform(actions);
+        if let Some(outcome) = outcome {
             return outcome;
         }
         tokio::select! {

@@ -271,6 +271,7 @@ async fn alter_partitions(shared: &Shared, conn: &mut Conn, me: i32, epoch: i64)
 
 /// Asks the controller to create the topics Metadata requests wanted auto-created.
 async fn auto_create(shared: &Shared, conn: &mut Conn) -> Result<(), ClientError> {
+    use crate::group::offsets_topic;
     let names = shared.broker().auto_create_requests();
     if names.is_empty() {
         return Ok(());
@@ -282,8 +283,15 @@ async fn auto_create(shared: &Shared, conn: &mut Conn) -> Result<(), ClientError
         .map(|n| {
             let mut t = CreatableTopic::default();
             t.name = TopicName(s(n));
-            t.num_partitions = -1;
-            t.replication_factor = -1;
+            (t.num_partitions, t.replication_factor) = (-1, -1);
+            if n == offsets_topic {
+                // Kafka's offsets.topic.* settings, the replication factor capped by the
+                // brokers present (Kafka would refuse until enough register).
+                let b = shared.broker();
+                let present = b.image().brokers.values().filter(|x| !x.fenced).count().max(1) as i16;
+                t.num_partitions = b.config().groups.offsets_partitions;
+                t.replication_factor = b.config().groups.offsets_replication_factor.min(present);
+            }
             t
         })
         .collect();

@@ -1,0 +1,629 @@
+//! The group coordinator of one node: the consumer groups whose `__consumer_offsets` partition
+//! this node leads, their committed offsets, and the writes that make both durable. A plain
+//! struct driven with an explicit `now`; no IO, no locks, no clock. What the shell must do comes
+//! back in [`Work`]: batches to append to the offsets topic (then reported with
+//! [`Coordinator::appended`] and, once replicated, [`Coordinator::settle`]), and whether waiting
+//! requests should look again. A request that cannot be answered at once gets a [`Ticket`];
+//! its answer appears in [`Coordinator::take_answer`].
+//!
+//! Placement is Kafka's: a group lives in partition `abs(javaHash(group id)) % partitions` of
+//! `__consumer_offsets`, and its coordinator is that partition's leader. When this node starts
+//! leading a partition it loads the partition's groups from the log (requests for them get
+//! COORDINATOR_LOAD_IN_PROGRESS meanwhile); when it stops, their waiting requests get
+//! NOT_COORDINATOR and the groups are dropped from memory. A commit takes effect, and is
+//! answered, only once the offsets topic's high watermark passes it (acks=all); so does a
+//! leader's assignment and a deletion. See docs/groups.md.
+
+pub mod records;
+pub mod state;
+
+pub use state::{Answer, Group, JoinAnswer, JoinRequest, Member, Reply, State, Ticket};
+
+use crate::kafka::Code;
+use crate::log::batch;
+use records::{Key, OffsetValue};
+use state::{Out, Store};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The internal topic holding group metadata and committed offsets.
+pub const offsets_topic: &str = "__consumer_offsets";
+
+/// Group settings (Kafka's names).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupConfig {
+    /// `group.min.session.timeout.ms`
+    pub min_session_timeout_ms: u64,
+    /// `group.max.session.timeout.ms`
+    pub max_session_timeout_ms: u64,
+    /// `group.initial.rebalance.delay.ms` (KIP-134)
+    pub initial_rebalance_delay_ms: u64,
+    /// `group.max.size`
+    pub max_size: usize,
+    /// `offsets.retention.minutes`, in ms: offsets of an Empty group are dropped this long
+    /// after it became Empty (a standalone committer's, after their commit).
+    pub offsets_retention_ms: u64,
+    /// `offset.metadata.max.bytes`
+    pub offset_metadata_max_bytes: usize,
+    /// `offsets.topic.num.partitions`
+    pub offsets_partitions: i32,
+    /// `offsets.topic.replication.factor` (capped by the brokers present at creation).
+    pub offsets_replication_factor: i16,
+}
+
+impl Default for GroupConfig {
+    fn default() -> Self {
+        use crate::constants::*;
+        GroupConfig {
+            min_session_timeout_ms: group_min_session_timeout_ms_default,
+            max_session_timeout_ms: group_max_session_timeout_ms_default,
+            initial_rebalance_delay_ms: group_initial_rebalance_delay_ms_default,
+            max_size: group_members_max,
+            offsets_retention_ms: offsets_retention_ms_default,
+            offset_metadata_max_bytes: offset_metadata_bytes_max,
+            offsets_partitions: offsets_partitions_default,
+            offsets_replication_factor: offsets_replication_factor_default,
+        }
+    }
+}
+
+/// Kafka's placement: `Utils.abs(groupId.hashCode) % partitions`, with Java's String hash over
+/// UTF-16 code units, so a group lands where a Kafka cluster would put it.
+pub fn partition_for(group: &str, partitions: i32) -> i32 {
+    let h = group.encode_utf16().fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(c as i32));
+    (h & 0x7fff_ffff) % partitions.max(1)
+}
+
+/// A partition and its committed offset, if any (OffsetFetch).
+pub type Committed = ((String, i32), Option<OffsetValue>);
+
+/// A batch the shell must append to `__consumer_offsets` (as the leader, acks=all), then
+/// report with [`Coordinator::appended`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Append {
+    pub write: u64,
+    pub partition: i32,
+    pub batch: Vec<u8>,
+}
+
+/// What a coordinator call asks of the shell.
+#[derive(Debug, Default)]
+pub struct Work {
+    pub appends: Vec<Append>,
+    /// Tickets were answered: waiting requests should look again.
+    pub wake: bool,
+    /// Lines for the operator's log.
+    pub lines: Vec<String>,
+}
+
+/// An answer now, or a ticket to wait on.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Pending<T> {
+    Now(T),
+    Wait(Ticket),
+}
+
+/// An offsets partition this node leads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Owned {
+    leader_epoch: i32,
+    /// The next offset to load, while loading.
+    loading: Option<i64>,
+}
+
+/// A write appended (or being appended) and what it does once replicated.
+#[derive(Debug)]
+struct Write {
+    partition: i32,
+    /// The last offset and leader epoch it was appended at.
+    appended: Option<(i64, i32)>,
+    effect: Effect,
+}
+
+#[derive(Debug)]
+enum Effect {
+    /// The leader's assignment for a generation.
+    Assignment { group: String, generation: i32 },
+    /// Nothing waits on it.
+    Background,
+    /// Offsets take effect and the committer is answered.
+    Commit { group: String, offsets: Vec<((String, i32), OffsetValue)>, ticket: Ticket },
+    /// The group (or some of its offsets) is gone, and the caller is answered.
+    Delete { group: String, offsets: Option<Vec<(String, i32)>>, ticket: Ticket },
+}
+
+pub struct Coordinator {
+    config: GroupConfig,
+    /// Partitions of the offsets topic in the metadata (0: not created yet).
+    partitions: i32,
+    owned: BTreeMap<i32, Owned>,
+    groups: BTreeMap<String, Group>,
+    /// Tickets handed out and not yet answered or given up.
+    open: BTreeSet<Ticket>,
+    answers: BTreeMap<Ticket, Answer>,
+    next_ticket: Ticket,
+    writes: BTreeMap<u64, Write>,
+    next_write: u64,
+    /// Makes member ids unique within a partition's leader epoch.
+    counter: u64,
+    /// When empty groups' offsets are next checked for expiry.
+    next_expiry_check: u64,
+}
+
+impl Coordinator {
+    pub fn new(config: GroupConfig) -> Coordinator {
+        Coordinator {
+            config,
+            partitions: 0,
+            owned: BTreeMap::new(),
+            groups: BTreeMap::new(),
+            open: BTreeSet::new(),
+            answers: BTreeMap::new(),
+            next_ticket: 1,
+            writes: BTreeMap::new(),
+            next_write: 1,
+            counter: 0,
+            next_expiry_check: 0,
+        }
+    }
+
+    pub fn config(&self) -> &GroupConfig {
+        &self.config
+    }
+
+    /// The offsets partitions this node leads and their leader epochs.
+    pub fn owned(&self) -> BTreeMap<i32, i32> {
+        self.owned.iter().map(|(p, o)| (*p, o.leader_epoch)).collect()
+    }
+
+    /// Partitions still loading, with the next offset to load.
+    pub fn loading(&self) -> Vec<(i32, i64)> {
+        self.owned.iter().filter_map(|(p, o)| o.loading.map(|n| (*p, n))).collect()
+    }
+
+    /// The partition of `group`, if this node coordinates it now.
+    fn owner(&self, group: &str) -> Result<i32, Code> {
+        if group.len() > crate::constants::group_id_bytes_max {
+            return Err(Code::InvalidGroupId);
+        }
+        if self.partitions == 0 {
+            return Err(Code::CoordinatorNotAvailable);
+        }
+        let p = partition_for(group, self.partitions);
+        match self.owned.get(&p) {
+            None => Err(Code::NotCoordinator),
+            Some(o) if o.loading.is_some() => Err(Code::CoordinatorLoadInProgress),
+            Some(_) => Ok(p),
+        }
+    }
+
+    fn ticket(&mut self) -> Ticket {
+        let t = self.next_ticket;
+        self.next_ticket += 1;
+        self.open.insert(t);
+        t
+    }
+
+    /// The answer for `ticket`, once there is one.
+    pub fn take_answer(&mut self, ticket: Ticket) -> Option<Answer> {
+        let a = self.answers.remove(&ticket)?;
+        self.open.remove(&ticket);
+        Some(a)
+    }
+
+    /// The request holding `ticket` stopped waiting (its timeout passed).
+    pub fn forget(&mut self, ticket: Ticket) {
+        self.open.remove(&ticket);
+        self.answers.remove(&ticket);
+    }
+
+    /// Answers and writes a group call produced.
+    fn deliver(&mut self, group: &str, out: Out, now: u64, work: &mut Work) {
+        for (t, a) in out.answers {
+            if self.open.contains(&t) {
+                self.answers.insert(t, a);
+                work.wake = true;
+            }
+        }
+        let Some(store) = out.store else { return };
+        let Some(g) = self.groups.get(group) else { return };
+        let effect = match store {
+            Store::Assignment(generation) => Effect::Assignment { group: group.to_string(), generation },
+            Store::Background => Effect::Background,
+        };
+        let key = records::encode_key(&Key::Group { group: group.to_string() });
+        let value = records::encode_group(&g.value());
+        self.write(group, vec![(key, Some(value))], effect, now, work);
+    }
+
+    fn write(&mut self, group: &str, kvs: Vec<(Vec<u8>, Option<Vec<u8>>)>, effect: Effect, now: u64, work: &mut Work) {
+        let partition = partition_for(group, self.partitions);
+        let id = self.next_write;
+        self.next_write += 1;
+        let records: Vec<batch::KeyValue> = kvs.iter().map(|(k, v)| (Some(k.as_slice()), v.as_deref())).collect();
+        work.appends.push(Append { write: id, partition, batch: batch::build_keyed(&records, now as i64) });
+        self.writes.insert(id, Write { partition, appended: None, effect });
+    }
+
+    /// The shell appended `write` at `last_offset` under `leader_epoch`, or could not.
+    pub fn appended(&mut self, write: u64, result: Result<(i64, i32), Code>, now: u64, work: &mut Work) {
+        match result {
+            Ok(at) => {
+                if let Some(w) = self.writes.get_mut(&write) {
+                    w.appended = Some(at);
+                }
+            }
+            Err(code) => self.finish(write, Err(write_error(code)), now, work),
+        }
+    }
+
+    /// Writes whose fate is known by now: `replicated(partition, last_offset, leader_epoch)`
+    /// says whether the offsets topic's high watermark passed it, or why it never will.
+    pub fn settle(&mut self, replicated: impl Fn(i32, i64, i32) -> Result<bool, Code>, now: u64, work: &mut Work) {
+        let done: Vec<(u64, Result<(), Code>)> = self
+            .writes
+            .iter()
+            .filter_map(|(id, w)| {
+                let (last, epoch) = w.appended?;
+                match replicated(w.partition, last, epoch) {
+                    Ok(true) => Some((*id, Ok(()))),
+                    Ok(false) => None,
+                    Err(code) => Some((*id, Err(write_error(code)))),
+                }
+            })
+            .collect();
+        for (id, result) in done {
+            self.finish(id, result, now, work);
+        }
+    }
+
+    /// Whether writes are waiting for replication (the shell settles them when marks move).
+    pub fn has_writes(&self) -> bool {
+        !self.writes.is_empty()
+    }
+
+    fn finish(&mut self, write: u64, result: Result<(), Code>, now: u64, work: &mut Work) {
+        let Some(w) = self.writes.remove(&write) else { return };
+        let mut out = Out::default();
+        let group = match w.effect {
+            Effect::Background => return,
+            Effect::Assignment { group, generation } => {
+                if let Some(g) = self.groups.get_mut(&group) {
+                    g.stored(generation, result, now, &mut out);
+                }
+                group
+            }
+            Effect::Commit { group, offsets, ticket } => {
+                if result.is_ok() {
+                    let g = self.groups.entry(group.clone()).or_insert_with(|| Group::new(&group, now, String::new()));
+                    g.offsets.extend(offsets);
+                }
+                out.answers.push((ticket, Answer::Written(result)));
+                group
+            }
+            Effect::Delete { group, offsets, ticket } => {
+                if result.is_ok() {
+                    match offsets {
+                        Some(parts) => {
+                            if let Some(g) = self.groups.get_mut(&group) {
+                                parts.iter().for_each(|tp| drop(g.offsets.remove(tp)));
+                            }
+                        }
+                        None => drop(self.groups.remove(&group)),
+                    }
+                }
+                out.answers.push((ticket, Answer::Written(result)));
+                group
+            }
+        };
+        self.deliver(&group, out, now, work);
+    }
+
+    fn id_prefix(&self, group: &str) -> String {
+        let p = partition_for(group, self.partitions);
+        format!("{p}.{}", self.owned.get(&p).map_or(-1, |o| o.leader_epoch))
+    }
+
+    fn group_mut(&mut self, id: &str, now: u64) -> &mut Group {
+        let prefix = self.id_prefix(id);
+        self.groups.entry(id.to_string()).or_insert_with(|| Group::new(id, now, prefix))
+    }
+
+    /// JoinGroup.
+    pub fn join(&mut self, group: &str, req: JoinRequest, now: u64, work: &mut Work) -> Pending<JoinAnswer> {
+        if group.is_empty() {
+            return Pending::Now(JoinAnswer::error(Code::InvalidGroupId, &req.member_id));
+        }
+        if let Err(code) = self.owner(group) {
+            return Pending::Now(JoinAnswer::error(code, &req.member_id));
+        }
+        let c = &self.config;
+        if req.session_timeout_ms < c.min_session_timeout_ms || req.session_timeout_ms > c.max_session_timeout_ms {
+            return Pending::Now(JoinAnswer::error(Code::InvalidSessionTimeout, &req.member_id));
+        }
+        let oversize = req.protocols.len() > crate::constants::group_protocols_max || req.protocols.iter().any(|(n, m)| n.len() + m.len() > crate::constants::group_member_metadata_bytes_max);
+        if oversize {
+            return Pending::Now(JoinAnswer::error(Code::InvalidRequest, &req.member_id));
+        }
+        let cfg = self.config.clone();
+        self.counter += 1;
+        let (counter, ticket) = (self.counter, self.ticket());
+        let mut out = Out::default();
+        let reply = self.group_mut(group, now).join(req, &cfg, counter, ticket, now, &mut out);
+        self.deliver(group, out, now, work);
+        self.pending(reply, ticket)
+    }
+
+    fn pending<T>(&mut self, reply: Reply<T>, ticket: Ticket) -> Pending<T> {
+        match reply {
+            Reply::Now(a) => {
+                self.forget(ticket);
+                Pending::Now(a)
+            }
+            Reply::Later => Pending::Wait(ticket),
+        }
+    }
+
+    /// SyncGroup.
+    #[allow(clippy::too_many_arguments)]
+    pub fn sync(&mut self, group: &str, member: &str, instance: Option<&str>, generation: i32, protocol: Option<(&str, &str)>, assignments: Vec<(String, bytes::Bytes)>, now: u64, work: &mut Work) -> Pending<Result<bytes::Bytes, Code>> {
+        if group.is_empty() {
+            return Pending::Now(Err(Code::InvalidGroupId));
+        }
+        if let Err(code) = self.owner(group) {
+            return Pending::Now(Err(code));
+        }
+        if assignments.iter().any(|(_, a)| a.len() > crate::constants::group_assignment_bytes_max) {
+            return Pending::Now(Err(Code::InvalidRequest));
+        }
+        let ticket = self.ticket();
+        let Some(g) = self.groups.get_mut(group) else {
+            self.forget(ticket);
+            return Pending::Now(Err(Code::UnknownMemberId));
+        };
+        let mut out = Out::default();
+        let reply = g.sync(member, instance, generation, protocol, assignments, ticket, now, &mut out);
+        self.deliver(group, out, now, work);
+        self.pending(reply, ticket)
+    }
+
+    /// Heartbeat.
+    pub fn heartbeat(&mut self, group: &str, member: &str, instance: Option<&str>, generation: i32, now: u64) -> Result<(), Code> {
+        if group.is_empty() {
+            return Err(Code::InvalidGroupId);
+        }
+        self.owner(group)?;
+        match self.groups.get_mut(group) {
+            Some(g) => g.heartbeat(member, instance, generation, now),
+            None => Err(Code::UnknownMemberId),
+        }
+    }
+
+    /// LeaveGroup: the group-level error, or one result per member.
+    pub fn leave(&mut self, group: &str, members: &[(String, Option<String>)], now: u64, work: &mut Work) -> Result<Vec<Result<(), Code>>, Code> {
+        if group.is_empty() {
+            return Err(Code::InvalidGroupId);
+        }
+        self.owner(group)?;
+        let Some(g) = self.groups.get_mut(group) else {
+            return Ok(members.iter().map(|_| Err(Code::UnknownMemberId)).collect());
+        };
+        let mut out = Out::default();
+        let results = members.iter().map(|(m, i)| g.leave(m, i.as_deref(), now, &mut out)).collect();
+        self.deliver(group, out, now, work);
+        Ok(results)
+    }
+
+    /// OffsetCommit of already validated offsets: checks the member and generation, writes
+    /// them, and answers once they are replicated.
+    #[allow(clippy::too_many_arguments)]
+    pub fn commit(&mut self, group: &str, member: &str, instance: Option<&str>, generation: i32, offsets: Vec<((String, i32), OffsetValue)>, now: u64, work: &mut Work) -> Result<Pending<()>, Code> {
+        self.owner(group)?;
+        match self.groups.get_mut(group) {
+            Some(g) => g.check_commit(member, instance, generation, now)?,
+            // A standalone consumer (no group management) commits to a group of its own.
+            None if generation < 0 => {}
+            None => return Err(Code::IllegalGeneration),
+        }
+        if offsets.is_empty() {
+            return Ok(Pending::Now(()));
+        }
+        self.group_mut(group, now);
+        let ticket = self.ticket();
+        let kvs = offsets
+            .iter()
+            .map(|((t, p), v)| (records::encode_key(&Key::Offset { group: group.to_string(), topic: t.clone(), partition: *p }), Some(records::encode_offset(v))))
+            .collect();
+        self.write(group, kvs, Effect::Commit { group: group.to_string(), offsets, ticket }, now, work);
+        Ok(Pending::Wait(ticket))
+    }
+
+    /// OffsetFetch: the committed offsets of `group` (all of them when `partitions` is None).
+    pub fn fetch_offsets(&self, group: &str, partitions: Option<&[(String, i32)]>) -> Result<Vec<Committed>, Code> {
+        self.owner(group)?;
+        let offsets = self.groups.get(group).map(|g| &g.offsets);
+        Ok(match partitions {
+            Some(ps) => ps.iter().map(|tp| (tp.clone(), offsets.and_then(|o| o.get(tp).cloned()))).collect(),
+            None => offsets.into_iter().flatten().map(|(tp, v)| (tp.clone(), Some(v.clone()))).collect(),
+        })
+    }
+
+    /// DeleteGroups for one group: only an Empty group (GROUP_NOT_EMPTY otherwise); its
+    /// offsets and metadata are tombstoned, and it is gone once that is replicated.
+    pub fn delete_group(&mut self, group: &str, now: u64, work: &mut Work) -> Result<Pending<()>, Code> {
+        self.owner(group)?;
+        let Some(g) = self.groups.get(group) else { return Err(Code::GroupIdNotFound) };
+        match g.state {
+            State::Dead => return Err(Code::GroupIdNotFound),
+            State::Empty => {}
+            _ => return Err(Code::NonEmptyGroup),
+        }
+        let mut kvs: Vec<(Vec<u8>, Option<Vec<u8>>)> = g.offsets.keys().map(|(t, p)| (records::encode_key(&Key::Offset { group: group.to_string(), topic: t.clone(), partition: *p }), None)).collect();
+        kvs.push((records::encode_key(&Key::Group { group: group.to_string() }), None));
+        let ticket = self.ticket();
+        self.write(group, kvs, Effect::Delete { group: group.to_string(), offsets: None, ticket }, now, work);
+        Ok(Pending::Wait(ticket))
+    }
+
+    /// OffsetDelete: the group must not be consuming the topics (GROUP_SUBSCRIBED_TO_TOPIC).
+    pub fn delete_offsets(&mut self, group: &str, partitions: Vec<(String, i32)>, now: u64, work: &mut Work) -> Result<Pending<()>, Code> {
+        self.owner(group)?;
+        let Some(g) = self.groups.get(group) else { return Err(Code::GroupIdNotFound) };
+        if g.state == State::Dead {
+            return Err(Code::GroupIdNotFound);
+        }
+        if g.state != State::Empty && partitions.iter().any(|(t, _)| g.subscribed(t)) {
+            return Err(Code::GroupSubscribedToTopic);
+        }
+        let kvs = partitions.iter().map(|(t, p)| (records::encode_key(&Key::Offset { group: group.to_string(), topic: t.clone(), partition: *p }), None)).collect();
+        let ticket = self.ticket();
+        self.write(group, kvs, Effect::Delete { group: group.to_string(), offsets: Some(partitions), ticket }, now, work);
+        Ok(Pending::Wait(ticket))
+    }
+
+    /// A group for DescribeGroups (None: not known here, Kafka's "Dead" answer).
+    pub fn describe(&self, group: &str) -> Result<Option<&Group>, Code> {
+        self.owner(group)?;
+        Ok(self.groups.get(group).filter(|g| g.state != State::Dead))
+    }
+
+    /// Every group this node coordinates (ListGroups).
+    pub fn groups(&self) -> impl Iterator<Item = &Group> {
+        self.groups.values().filter(|g| g.state != State::Dead && self.owner(&g.id).is_ok())
+    }
+
+    /// The offsets topic has `partitions` partitions (0: it does not exist).
+    pub fn set_partitions(&mut self, partitions: i32, now: u64, work: &mut Work) {
+        if partitions != self.partitions {
+            let all: Vec<i32> = self.owned.keys().copied().collect();
+            for p in all {
+                self.resign(p, now, work);
+            }
+            self.partitions = partitions;
+        }
+    }
+
+    /// This node now leads offsets partition `p` under `leader_epoch`, its log starting at
+    /// `start`: its groups load from there.
+    pub fn take_over(&mut self, p: i32, leader_epoch: i32, start: i64) {
+        self.owned.insert(p, Owned { leader_epoch, loading: Some(start) });
+    }
+
+    /// This node no longer leads offsets partition `p`: its groups' waiting requests get
+    /// NOT_COORDINATOR, its pending writes fail, and the groups leave memory.
+    pub fn resign(&mut self, p: i32, now: u64, work: &mut Work) {
+        self.owned.remove(&p);
+        let writes: Vec<u64> = self.writes.iter().filter(|(_, w)| w.partition == p).map(|(id, _)| *id).collect();
+        for id in writes {
+            self.finish(id, Err(Code::NotCoordinator), now, work);
+        }
+        let ids: Vec<String> = self.groups.keys().filter(|g| partition_for(g, self.partitions) == p).cloned().collect();
+        for id in ids {
+            let mut out = Out::default();
+            if let Some(mut g) = self.groups.remove(&id) {
+                g.abandon(Code::NotCoordinator, &mut out);
+            }
+            self.deliver(&id, out, now, work);
+        }
+    }
+
+    /// Records read from offsets partition `p` while loading, in offset order: (key, value)
+    /// with None for a tombstone. `next` is the offset after them; `done` ends the load.
+    pub fn load(&mut self, p: i32, records: Vec<(bytes::Bytes, Option<bytes::Bytes>)>, next: i64, done: bool, now: u64, work: &mut Work) {
+        let Some(owned) = self.owned.get_mut(&p) else { return };
+        owned.loading = if done { None } else { Some(next) };
+        let mut skipped = 0usize;
+        for (k, v) in records {
+            let Ok(key) = records::decode_key(&k) else {
+                skipped += 1;
+                continue;
+            };
+            let group = key.group().to_string();
+            match (key, v) {
+                (Key::Offset { topic, partition, .. }, Some(v)) => match records::decode_offset(&v) {
+                    Ok(value) => drop(self.group_mut(&group, now).offsets.insert((topic, partition), value)),
+                    Err(_) => skipped += 1,
+                },
+                (Key::Offset { topic, partition, .. }, None) => {
+                    if let Some(g) = self.groups.get_mut(&group) {
+                        g.offsets.remove(&(topic, partition));
+                    }
+                }
+                (Key::Group { .. }, Some(v)) => match records::decode_group(&v) {
+                    Ok(value) => self.group_mut(&group, now).restore(value, now),
+                    Err(_) => skipped += 1,
+                },
+                (Key::Group { .. }, None) => drop(self.groups.remove(&group)),
+            }
+        }
+        if skipped > 0 {
+            work.lines.push(format!("{offsets_topic}-{p}: skipped {skipped} records that are not group records"));
+        }
+        if done {
+            work.lines.push(format!("{offsets_topic}-{p}: loaded; coordinating {} groups", self.groups.keys().filter(|g| partition_for(g, self.partitions) == p).count()));
+        }
+    }
+
+    /// Time passes: sessions expire, rebalances reach their deadlines, and (every
+    /// `offsets_retention_check_ms`) expired offsets of empty groups are removed.
+    pub fn tick(&mut self, now: u64, work: &mut Work) {
+        let ids: Vec<String> = self.groups.keys().filter(|g| self.owner(g).is_ok()).cloned().collect();
+        for id in &ids {
+            let mut out = Out::default();
+            if let Some(g) = self.groups.get_mut(id) {
+                g.tick(now, &mut out);
+            }
+            self.deliver(id, out, now, work);
+        }
+        if now >= self.next_expiry_check {
+            self.next_expiry_check = now + crate::constants::offsets_retention_check_ms;
+            for id in ids {
+                self.expire_offsets(&id, now, work);
+            }
+        }
+    }
+
+    /// KIP-211: an Empty group's offsets expire `offsets.retention` after it became Empty
+    /// (a standalone committer's, after each commit); an Empty group left with no offsets goes.
+    fn expire_offsets(&mut self, id: &str, now: u64, work: &mut Work) {
+        let retention = self.config.offsets_retention_ms;
+        let Some(g) = self.groups.get_mut(id) else { return };
+        if g.state != State::Empty {
+            return;
+        }
+        let managed = g.protocol_type.is_some();
+        let since = g.state_since;
+        let expired: Vec<(String, i32)> = g.offsets.iter().filter(|(_, v)| (if managed { since } else { v.commit_timestamp.max(0) as u64 }) + retention <= now).map(|(tp, _)| tp.clone()).collect();
+        for tp in &expired {
+            g.offsets.remove(tp);
+        }
+        let gone = g.offsets.is_empty();
+        let mut kvs: Vec<(Vec<u8>, Option<Vec<u8>>)> = expired.into_iter().map(|(t, p)| (records::encode_key(&Key::Offset { group: id.to_string(), topic: t, partition: p }), None)).collect();
+        if gone {
+            g.kill(now);
+            self.groups.remove(id);
+            kvs.push((records::encode_key(&Key::Group { group: id.to_string() }), None));
+        }
+        if !kvs.is_empty() {
+            self.write(id, kvs, Effect::Background, now, work);
+        }
+    }
+
+    /// The next time [`Coordinator::tick`] has work.
+    pub fn next_deadline(&self) -> Option<u64> {
+        let expiry = (!self.groups.is_empty()).then_some(self.next_expiry_check);
+        self.groups.values().filter_map(Group::next_deadline).chain(expiry).min()
+    }
+}
+
+/// Kafka's translation of a failed offsets-topic write into what a group client understands.
+fn write_error(code: Code) -> Code {
+    match code {
+        Code::NotLeaderOrFollower | Code::KafkaStorageError | Code::UnknownTopicOrPartition | Code::NotCoordinator => Code::NotCoordinator,
+        Code::NotEnoughReplicas | Code::NotEnoughReplicasAfterAppend | Code::RequestTimedOut | Code::CoordinatorNotAvailable => Code::CoordinatorNotAvailable,
+        Code::MessageTooLarge | Code::RecordListTooLarge | Code::InvalidFetchSize => Code::InvalidCommitOffsetSize,
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,524 @@
+//! The group APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+//! OffsetCommit, OffsetFetch, ListGroups, DescribeGroups, DeleteGroups, OffsetDelete.
+//! Field-by-field translation between the wire and the [`Coordinator`]; every decision is the
+//! coordinator's (docs/groups.md). Requests the coordinator answers later wait on their tickets
+//! ([`Waiting::group`]).
+
+use super::group_link::{perform, sync_ownership};
+use super::handlers::{s, topic_name};
+use super::{encode, Node, Outcome, Waiting};
+use crate::broker::{Action, Broker};
+use crate::constants::{group_join_wait_margin_ms, group_request_wait_ms_max};
+use crate::group::records::OffsetValue;
+use crate::group::{offsets_topic, Committed, partition_for, Answer, Coordinator, JoinAnswer, JoinRequest, Pending, State, Ticket, Work};
+use crate::kafka::Code;
+use bytes::Bytes;
+use kafka_protocol::messages::delete_groups_request::DeleteGroupsRequest;
+use kafka_protocol::messages::delete_groups_response::{DeletableGroupResult, DeleteGroupsResponse};
+use kafka_protocol::messages::describe_groups_request::DescribeGroupsRequest;
+use kafka_protocol::messages::describe_groups_response::{DescribeGroupsResponse, DescribedGroup, DescribedGroupMember};
+use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
+use kafka_protocol::messages::find_coordinator_response::{Coordinator as Located, FindCoordinatorResponse};
+use kafka_protocol::messages::heartbeat_request::HeartbeatRequest;
+use kafka_protocol::messages::heartbeat_response::HeartbeatResponse;
+use kafka_protocol::messages::join_group_request::JoinGroupRequest;
+use kafka_protocol::messages::join_group_response::{JoinGroupResponse, JoinGroupResponseMember};
+use kafka_protocol::messages::leave_group_request::LeaveGroupRequest;
+use kafka_protocol::messages::leave_group_response::{LeaveGroupResponse, MemberResponse};
+use kafka_protocol::messages::list_groups_request::ListGroupsRequest;
+use kafka_protocol::messages::list_groups_response::{ListGroupsResponse, ListedGroup};
+use kafka_protocol::messages::offset_commit_request::OffsetCommitRequest;
+use kafka_protocol::messages::offset_commit_response::{OffsetCommitResponse, OffsetCommitResponsePartition, OffsetCommitResponseTopic};
+use kafka_protocol::messages::offset_delete_request::OffsetDeleteRequest;
+use kafka_protocol::messages::offset_delete_response::{OffsetDeleteResponse, OffsetDeleteResponsePartition, OffsetDeleteResponseTopic};
+use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequest;
+use kafka_protocol::messages::offset_fetch_response::{OffsetFetchResponse, OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions, OffsetFetchResponseTopic, OffsetFetchResponseTopics};
+use kafka_protocol::messages::sync_group_request::SyncGroupRequest;
+use kafka_protocol::messages::sync_group_response::SyncGroupResponse;
+use kafka_protocol::messages::{ApiKey, BrokerId, GroupId};
+use kafka_protocol::protocol::StrBytes;
+
+/// Runs `f` on the coordinator with ownership brought up to date, then performs its work.
+fn with_groups<T>(node: &Node, now: u64, out: &mut Vec<Action>, f: impl FnOnce(&Broker, &mut Coordinator, &mut Work) -> T) -> T {
+    let mut b = node.broker();
+    let mut c = node.groups();
+    let mut work = Work::default();
+    sync_ownership(&b, &mut c, now, &mut work);
+    let result = f(&b, &mut c, &mut work);
+    perform(&mut b, &mut c, work, now, out);
+    result
+}
+
+fn code(c: Code) -> i16 {
+    c.code()
+}
+
+fn err_code(r: &Result<(), Code>) -> i16 {
+    r.err().map_or(0, code)
+}
+
+/// FindCoordinator (v0–v4; v4 batches keys). Creates `__consumer_offsets` on first use.
+pub fn find_coordinator(b: &mut Broker, version: i16, req: FindCoordinatorRequest) -> FindCoordinatorResponse {
+    let keys = if version >= 4 { req.coordinator_keys.clone() } else { vec![req.key.clone()] };
+    let mut r = FindCoordinatorResponse::default();
+    for key in keys {
+        let located = match req.key_type {
+            0 => locate(b, key.as_str()),
+            _ => Err((Code::InvalidRequest, "transactions are not supported by this broker")),
+        };
+        let mut c = Located::default();
+        c.key = key;
+        match located {
+            Ok((id, host, port)) => (c.node_id, c.host, c.port) = (BrokerId(id), s(&host), port),
+            Err((e, why)) => {
+                (c.node_id, c.host, c.port, c.error_code) = (BrokerId(-1), s(""), -1, code(e));
+                c.error_message = Some(s(why));
+            }
+        }
+        r.coordinators.push(c);
+    }
+    if version < 4 {
+        let c = r.coordinators.pop().unwrap_or_default();
+        (r.node_id, r.host, r.port, r.error_code) = (c.node_id, c.host, c.port, c.error_code);
+        r.error_message = if version >= 1 { c.error_message } else { None };
+    }
+    r
+}
+
+/// The leader of the group's offsets partition, or why there is none yet.
+fn locate(b: &mut Broker, group: &str) -> Result<(i32, String, i32), (Code, &'static str)> {
+    let unavailable = |why| Err((Code::CoordinatorNotAvailable, why));
+    let Some(topic) = b.image().topics.get(offsets_topic) else {
+        let _ = b.request_auto_create(offsets_topic);
+        return unavailable("the offsets topic is being created");
+    };
+    let p = partition_for(group, topic.partitions.len() as i32);
+    let leader = topic.partitions.get(p as usize).map_or(-1, |i| i.leader);
+    match b.image().brokers.get(&leader).filter(|x| !x.fenced) {
+        Some(x) => Ok((x.id, x.host.clone(), x.port)),
+        None => unavailable("the group's offsets partition has no leader"),
+    }
+}
+
+fn str_opt(v: &Option<StrBytes>) -> Option<String> {
+    v.as_ref().map(|x| x.to_string())
+}
+
+/// JoinGroup: answered when the rebalance completes (or at once for errors and KIP-394).
+pub fn join_group(node: &Node, version: i16, cid: i32, client_id: &str, req: JoinGroupRequest, now: u64, out: &mut Vec<Action>) -> Result<Outcome, String> {
+    let session = req.session_timeout_ms.max(0) as u64;
+    let rebalance = if version >= 1 { req.rebalance_timeout_ms.max(0) as u64 } else { session };
+    let jr = JoinRequest {
+        member_id: req.member_id.to_string(),
+        instance_id: str_opt(&req.group_instance_id),
+        client_id: client_id.to_string(),
+        client_host: String::new(),
+        session_timeout_ms: session,
+        rebalance_timeout_ms: rebalance,
+        protocol_type: req.protocol_type.to_string(),
+        protocols: req.protocols.iter().map(|p| (p.name.to_string(), p.metadata.clone())).collect(),
+        require_known_member_id: version >= 4,
+    };
+    let group = req.group_id.0.to_string();
+    let pending = with_groups(node, now, out, |_, c, w| c.join(&group, jr, now, w));
+    let reply = GroupReply::Join { version, cid };
+    let wait = (rebalance + group_join_wait_margin_ms).min(group_request_wait_ms_max);
+    finish(reply, pending.map(Answer::Join), wait)
+}
+
+fn join_response(version: i16, a: JoinAnswer) -> JoinGroupResponse {
+    let mut r = JoinGroupResponse::default();
+    r.error_code = a.error.map_or(0, code);
+    r.generation_id = a.generation;
+    r.protocol_type = if version >= 7 { a.protocol_type.as_deref().map(s) } else { None };
+    r.protocol_name = a.protocol.as_deref().map(s).or_else(|| (version < 7).then(|| s("")));
+    r.leader = s(&a.leader);
+    r.member_id = s(&a.member_id);
+    r.skip_assignment = version >= 9 && a.skip_assignment;
+    r.members = a
+        .members
+        .into_iter()
+        .map(|(id, instance, metadata)| {
+            let mut m = JoinGroupResponseMember::default();
+            m.member_id = s(&id);
+            m.group_instance_id = instance.as_deref().map(s);
+            m.metadata = metadata;
+            m
+        })
+        .collect();
+    r
+}
+
+/// SyncGroup: a follower waits for the leader's assignment; the leader waits for it to be stored.
+pub fn sync_group(node: &Node, version: i16, cid: i32, req: SyncGroupRequest, now: u64, out: &mut Vec<Action>) -> Result<Outcome, String> {
+    let group = req.group_id.0.to_string();
+    let instance = str_opt(&req.group_instance_id);
+    let protocol = match (&req.protocol_type, &req.protocol_name) {
+        (Some(t), Some(n)) if version >= 5 => Some((t.to_string(), n.to_string())),
+        _ => None,
+    };
+    let assignments = req.assignments.iter().map(|a| (a.member_id.to_string(), a.assignment.clone())).collect();
+    let (pending, protocol) = with_groups(node, now, out, |_, c, w| {
+        let p = protocol.as_ref().map(|(t, n)| (t.as_str(), n.as_str()));
+        let pending = c.sync(&group, req.member_id.as_str(), instance.as_deref(), req.generation_id, p, assignments, now, w);
+        (pending, c.describe(&group).ok().flatten().map(|g| (g.protocol_type.clone(), g.protocol.clone())))
+    });
+    finish(GroupReply::Sync { version, cid, protocol }, pending.map(Answer::Sync), group_request_wait_ms_max)
+}
+
+/// Heartbeat.
+pub fn heartbeat(node: &Node, req: HeartbeatRequest, now: u64, out: &mut Vec<Action>) -> HeartbeatResponse {
+    let group = req.group_id.0.to_string();
+    let instance = str_opt(&req.group_instance_id);
+    let result = with_groups(node, now, out, |_, c, _| c.heartbeat(&group, req.member_id.as_str(), instance.as_deref(), req.generation_id, now));
+    let mut r = HeartbeatResponse::default();
+    r.error_code = err_code(&result);
+    r
+}
+
+/// LeaveGroup (v3+: a batch of members, each answered).
+pub fn leave_group(node: &Node, version: i16, req: LeaveGroupRequest, now: u64, out: &mut Vec<Action>) -> LeaveGroupResponse {
+    let group = req.group_id.0.to_string();
+    let members: Vec<(String, Option<String>)> = match version >= 3 {
+        true => req.members.iter().map(|m| (m.member_id.to_string(), str_opt(&m.group_instance_id))).collect(),
+        false => vec![(req.member_id.to_string(), None)],
+    };
+    let result = with_groups(node, now, out, |_, c, w| c.leave(&group, &members, now, w));
+    let mut r = LeaveGroupResponse::default();
+    match result {
+        Err(e) => r.error_code = code(e),
+        Ok(results) if version < 3 => r.error_code = results.first().map_or(0, err_code),
+        Ok(results) => {
+            r.members = members
+                .iter()
+                .zip(&results)
+                .map(|((id, instance), res)| {
+                    let mut m = MemberResponse::default();
+                    m.member_id = s(id);
+                    m.group_instance_id = instance.as_deref().map(s);
+                    m.error_code = err_code(res);
+                    m
+                })
+                .collect();
+        }
+    }
+    r
+}
+
+/// OffsetCommit: unknown partitions and oversized metadata are refused one by one; the rest
+/// are written together and answered once replicated.
+pub fn offset_commit(node: &Node, version: i16, cid: i32, req: OffsetCommitRequest, now: u64, out: &mut Vec<Action>) -> Result<Outcome, String> {
+    let group = req.group_id.0.to_string();
+    let instance = str_opt(&req.group_instance_id);
+    let mut r = OffsetCommitResponse::default();
+    let mut slots = Vec::new();
+    let mut offsets = Vec::new();
+    let metadata_max = node.groups().config().offset_metadata_max_bytes;
+    {
+        let b = node.broker();
+        for (ti, t) in req.topics.iter().enumerate() {
+            let mut tr = OffsetCommitResponseTopic::default();
+            tr.name = t.name.clone();
+            let known = b.image().topics.get(t.name.0.as_str()).map(|x| x.partitions.len() as i32);
+            for (pi, p) in t.partitions.iter().enumerate() {
+                let mut pr = OffsetCommitResponsePartition::default();
+                pr.partition_index = p.partition_index;
+                let metadata = p.committed_metadata.as_ref().map_or(String::new(), |m| m.to_string());
+                if !known.is_some_and(|n| (0..n).contains(&p.partition_index)) {
+                    pr.error_code = code(Code::UnknownTopicOrPartition);
+                } else if metadata.len() > metadata_max {
+                    pr.error_code = code(Code::OffsetMetadataTooLarge);
+                } else {
+                    slots.push((ti, pi));
+                    let leader_epoch = if version >= 6 { p.committed_leader_epoch } else { -1 };
+                    offsets.push(((t.name.0.to_string(), p.partition_index), OffsetValue { offset: p.committed_offset, leader_epoch, metadata, commit_timestamp: now as i64 }));
+                }
+                tr.partitions.push(pr);
+            }
+            r.topics.push(tr);
+        }
+    }
+    let result = with_groups(node, now, out, |_, c, w| c.commit(&group, req.member_id.as_str(), instance.as_deref(), req.generation_id_or_member_epoch, offsets, now, w));
+    let pending = match result {
+        Ok(p) => p.map(|()| Answer::Written(Ok(()))),
+        Err(e) => Pending::Now(Answer::Written(Err(e))),
+    };
+    finish(GroupReply::Commit { version, cid, response: r, slots }, pending, group_request_wait_ms_max)
+}
+
+/// OffsetFetch: one group (v1–v7) or several (v8+); null topics mean every committed offset.
+pub fn offset_fetch(node: &Node, version: i16, req: OffsetFetchRequest, now: u64, out: &mut Vec<Action>) -> OffsetFetchResponse {
+    let mut r = OffsetFetchResponse::default();
+    if version >= 8 {
+        for g in &req.groups {
+            let wanted = g.topics.as_ref().map(|ts| ts.iter().flat_map(|t| t.partition_indexes.iter().map(|p| (t.name.0.to_string(), *p))).collect::<Vec<_>>());
+            let result = with_groups(node, now, out, |_, c, _| c.fetch_offsets(g.group_id.0.as_str(), wanted.as_deref()));
+            let mut gr = OffsetFetchResponseGroup::default();
+            gr.group_id = g.group_id.clone();
+            match result {
+                Err(e) => gr.error_code = code(e),
+                Ok(found) => {
+                    for ((t, p), v) in found {
+                        if gr.topics.last().is_none_or(|x: &OffsetFetchResponseTopics| x.name.0.as_str() != t) {
+                            let mut tr = OffsetFetchResponseTopics::default();
+                            tr.name = topic_name(&t);
+                            gr.topics.push(tr);
+                        }
+                        let mut pr = OffsetFetchResponsePartitions::default();
+                        pr.partition_index = p;
+                        (pr.committed_offset, pr.committed_leader_epoch, pr.metadata) = committed(v);
+                        gr.topics.last_mut().expect("pushed").partitions.push(pr);
+                    }
+                }
+            }
+            r.groups.push(gr);
+        }
+        return r;
+    }
+    let wanted = req.topics.as_ref().map(|ts| ts.iter().flat_map(|t| t.partition_indexes.iter().map(|p| (t.name.0.to_string(), *p))).collect::<Vec<_>>());
+    let result = with_groups(node, now, out, |_, c, _| c.fetch_offsets(req.group_id.0.as_str(), wanted.as_deref()));
+    let found = match result {
+        Ok(found) => found,
+        // v1 has no group-level error: each asked partition carries it.
+        Err(e) if version < 2 => {
+            r.topics = group_by_topic(wanted.unwrap_or_default().into_iter().map(|tp| (tp, None)).collect(), code(e));
+            return r;
+        }
+        Err(e) => {
+            r.error_code = code(e);
+            return r;
+        }
+    };
+    r.topics = group_by_topic(found, 0);
+    r
+}
+
+fn committed(v: Option<OffsetValue>) -> (i64, i32, Option<StrBytes>) {
+    match v {
+        Some(v) => (v.offset, v.leader_epoch, Some(s(&v.metadata))),
+        None => (-1, -1, Some(s(""))),
+    }
+}
+
+fn group_by_topic(found: Vec<Committed>, error: i16) -> Vec<OffsetFetchResponseTopic> {
+    let mut topics: Vec<OffsetFetchResponseTopic> = Vec::new();
+    for ((t, p), v) in found {
+        if topics.last().is_none_or(|x| x.name.0.as_str() != t) {
+            let mut tr = OffsetFetchResponseTopic::default();
+            tr.name = topic_name(&t);
+            topics.push(tr);
+        }
+        let mut pr = OffsetFetchResponsePartition::default();
+        pr.partition_index = p;
+        pr.error_code = error;
+        (pr.committed_offset, pr.committed_leader_epoch, pr.metadata) = committed(v);
+        topics.last_mut().expect("pushed").partitions.push(pr);
+    }
+    topics
+}
+
+/// ListGroups (v4 filters by state, v5 by type: every group here is "classic").
+pub fn list_groups(node: &Node, version: i16, req: ListGroupsRequest, now: u64, out: &mut Vec<Action>) -> ListGroupsResponse {
+    let states: Vec<String> = req.states_filter.iter().map(|x| x.to_lowercase()).collect();
+    let types: Vec<String> = req.types_filter.iter().map(|x| x.to_lowercase()).collect();
+    let mut r = ListGroupsResponse::default();
+    if !types.is_empty() && !types.iter().any(|t| t == "classic") {
+        return r;
+    }
+    r.groups = with_groups(node, now, out, |_, c, _| {
+        c.groups()
+            .filter(|g| states.is_empty() || states.contains(&g.state.name().to_lowercase()))
+            .map(|g| {
+                let mut l = ListedGroup::default();
+                l.group_id = GroupId(s(&g.id));
+                l.protocol_type = s(g.protocol_type.as_deref().unwrap_or(""));
+                l.group_state = s(g.state.name());
+                l.group_type = if version >= 5 { s("classic") } else { s("") };
+                l
+            })
+            .collect()
+    });
+    r
+}
+
+/// DescribeGroups: members with metadata and assignment while Stable; an unknown group is Dead.
+pub fn describe_groups(node: &Node, req: DescribeGroupsRequest, now: u64, out: &mut Vec<Action>) -> DescribeGroupsResponse {
+    let mut r = DescribeGroupsResponse::default();
+    with_groups(node, now, out, |_, c, _| {
+        for id in &req.groups {
+            let mut d = DescribedGroup::default();
+            d.group_id = id.clone();
+            d.authorized_operations = i32::MIN;
+            match c.describe(id.0.as_str()) {
+                Err(e) => d.error_code = code(e),
+                Ok(None) => d.group_state = s(State::Dead.name()),
+                Ok(Some(g)) => {
+                    let stable = g.state == State::Stable;
+                    let protocol = g.protocol.clone().unwrap_or_default();
+                    d.group_state = s(g.state.name());
+                    d.protocol_type = s(g.protocol_type.as_deref().unwrap_or(""));
+                    d.protocol_data = s(if stable { &protocol } else { "" });
+                    d.members = g
+                        .members
+                        .values()
+                        .map(|m| {
+                            let mut dm = DescribedGroupMember::default();
+                            dm.member_id = s(&m.id);
+                            dm.group_instance_id = m.instance_id.as_deref().map(s);
+                            dm.client_id = s(&m.client_id);
+                            dm.client_host = s(&m.client_host);
+                            if stable {
+                                dm.member_metadata = m.protocols.iter().find(|(n, _)| *n == protocol).map(|(_, b)| b.clone()).unwrap_or_default();
+                                dm.member_assignment = m.assignment.clone();
+                            }
+                            dm
+                        })
+                        .collect();
+                }
+            }
+            r.groups.push(d);
+        }
+    });
+    r
+}
+
+/// DeleteGroups: each Empty group's offsets and metadata are tombstoned; answered once replicated.
+pub fn delete_groups(node: &Node, version: i16, cid: i32, req: DeleteGroupsRequest, now: u64, out: &mut Vec<Action>) -> Result<Outcome, String> {
+    let mut r = DeleteGroupsResponse::default();
+    let mut tickets = Vec::new();
+    with_groups(node, now, out, |_, c, w| {
+        for (i, id) in req.groups_names.iter().enumerate() {
+            let mut d = DeletableGroupResult::default();
+            d.group_id = id.clone();
+            match c.delete_group(id.0.as_str(), now, w) {
+                Err(e) => d.error_code = code(e),
+                Ok(Pending::Now(())) => {}
+                Ok(Pending::Wait(t)) => tickets.push((t, i)),
+            }
+            r.results.push(d);
+        }
+    });
+    let reply = GroupReply::DeleteGroups { version, cid, response: r, slots: tickets.clone() };
+    wait_all(reply, tickets.into_iter().map(|(t, _)| t).collect(), group_request_wait_ms_max)
+}
+
+/// OffsetDelete: refused (GROUP_SUBSCRIBED_TO_TOPIC) for topics the group consumes.
+pub fn offset_delete(node: &Node, version: i16, cid: i32, req: OffsetDeleteRequest, now: u64, out: &mut Vec<Action>) -> Result<Outcome, String> {
+    let mut r = OffsetDeleteResponse::default();
+    let mut parts = Vec::new();
+    for t in &req.topics {
+        let mut tr = OffsetDeleteResponseTopic::default();
+        tr.name = t.name.clone();
+        for p in &t.partitions {
+            let mut pr = OffsetDeleteResponsePartition::default();
+            pr.partition_index = p.partition_index;
+            parts.push((t.name.0.to_string(), p.partition_index));
+            tr.partitions.push(pr);
+        }
+        r.topics.push(tr);
+    }
+    let result = with_groups(node, now, out, |_, c, w| c.delete_offsets(req.group_id.0.as_str(), parts, now, w));
+    let pending = match result {
+        Ok(p) => p.map(|()| Answer::Written(Ok(()))),
+        Err(e) => Pending::Now(Answer::Written(Err(e))),
+    };
+    finish(GroupReply::OffsetDelete { version, cid, response: r }, pending, group_request_wait_ms_max)
+}
+
+impl<T> Pending<T> {
+    fn map<U>(self, f: impl FnOnce(T) -> U) -> Pending<U> {
+        match self {
+            Pending::Now(t) => Pending::Now(f(t)),
+            Pending::Wait(t) => Pending::Wait(t),
+        }
+    }
+}
+
+fn finish(reply: GroupReply, pending: Pending<Answer>, wait_ms: u64) -> Result<Outcome, String> {
+    match pending {
+        Pending::Now(a) => reply.encode(&[a]).map(Outcome::Reply),
+        Pending::Wait(t) => wait_all(reply, vec![t], wait_ms),
+    }
+}
+
+fn wait_all(reply: GroupReply, tickets: Vec<Ticket>, wait_ms: u64) -> Result<Outcome, String> {
+    if tickets.is_empty() {
+        return reply.encode(&[]).map(Outcome::Reply);
+    }
+    Ok(Outcome::Wait(Waiting::group(reply, tickets, wait_ms)))
+}
+
+/// A group response under construction, finished with its tickets' answers.
+#[derive(Debug)]
+pub(crate) enum GroupReply {
+    Join { version: i16, cid: i32 },
+    Sync { version: i16, cid: i32, protocol: Option<(Option<String>, Option<String>)> },
+    Commit { version: i16, cid: i32, response: OffsetCommitResponse, slots: Vec<(usize, usize)> },
+    DeleteGroups { version: i16, cid: i32, response: DeleteGroupsResponse, slots: Vec<(Ticket, usize)> },
+    OffsetDelete { version: i16, cid: i32, response: OffsetDeleteResponse },
+}
+
+impl GroupReply {
+    /// What a request still waiting when its time is up is answered.
+    pub(crate) fn expired(&self) -> Answer {
+        match self {
+            GroupReply::Join { .. } => Answer::Join(JoinAnswer::error(Code::RebalanceInProgress, "")),
+            GroupReply::Sync { .. } => Answer::Sync(Err(Code::RebalanceInProgress)),
+            _ => Answer::Written(Err(Code::CoordinatorNotAvailable)),
+        }
+    }
+
+    /// The response frame, given the answers (in ticket order; all of them).
+    pub(crate) fn encode(self, answers: &[Answer]) -> Result<Bytes, String> {
+        let written = |i: usize| match answers.get(i) {
+            Some(Answer::Written(r)) => err_code(r),
+            _ => 0,
+        };
+        match self {
+            GroupReply::Join { version, cid } => {
+                let a = match answers.first() {
+                    Some(Answer::Join(a)) => a.clone(),
+                    _ => JoinAnswer::error(Code::UnknownServerError, ""),
+                };
+                encode(ApiKey::JoinGroup, version, cid, &join_response(version, a))
+            }
+            GroupReply::Sync { version, cid, protocol } => {
+                let mut r = SyncGroupResponse::default();
+                match answers.first() {
+                    Some(Answer::Sync(Ok(a))) => r.assignment = a.clone(),
+                    Some(Answer::Sync(Err(e))) => r.error_code = code(*e),
+                    _ => r.error_code = code(Code::UnknownServerError),
+                }
+                if version >= 5 && r.error_code == 0 {
+                    if let Some((t, n)) = protocol {
+                        r.protocol_type = t.as_deref().map(s);
+                        r.protocol_name = n.as_deref().map(s);
+                    }
+                }
+                encode(ApiKey::SyncGroup, version, cid, &r)
+            }
+            GroupReply::Commit { version, cid, mut response, slots } => {
+                let e = written(0);
+                for (ti, pi) in slots {
+                    response.topics[ti].partitions[pi].error_code = e;
+                }
+                encode(ApiKey::OffsetCommit, version, cid, &response)
+            }
+            GroupReply::DeleteGroups { version, cid, mut response, slots } => {
+                for (i, (_, slot)) in slots.iter().enumerate() {
+                    response.results[*slot].error_code = written(i);
+                }
+                encode(ApiKey::DeleteGroups, version, cid, &response)
+            }
+            GroupReply::OffsetDelete { version, cid, mut response } => {
+                match answers.first() {
+                    Some(Answer::Written(Err(Code::GroupSubscribedToTopic))) => {
+                        response.topics.iter_mut().flat_map(|t| t.partitions.iter_mut()).for_each(|p| p.error_code = code(Code::GroupSubscribedToTopic));
+                    }
+                    _ => response.error_code = written(0),
+                }
+                encode(ApiKey::OffsetDelete, version, cid, &response)
+            }
+        }
+    }
+}
