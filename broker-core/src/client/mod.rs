@@ -6,6 +6,7 @@
 //! under madsim) and record timestamps are given by the caller.
 
 pub mod admin;
+pub mod assignor;
 pub mod cluster;
 pub mod conn;
 pub mod consumer;
