@@ -79,6 +79,30 @@ pub struct Flags {
     /// unclean.leader.election.enable (read by the controller)
     #[arg(long)]
     pub unclean_leader_election_enable: Option<bool>,
+    /// group.initial.rebalance.delay.ms
+    #[arg(long)]
+    pub group_initial_rebalance_delay_ms: Option<u64>,
+    /// group.min.session.timeout.ms
+    #[arg(long)]
+    pub group_min_session_timeout_ms: Option<u64>,
+    /// group.max.session.timeout.ms
+    #[arg(long)]
+    pub group_max_session_timeout_ms: Option<u64>,
+    /// group.max.size
+    #[arg(long)]
+    pub group_max_size: Option<usize>,
+    /// offsets.topic.num.partitions
+    #[arg(long)]
+    pub offsets_topic_num_partitions: Option<i32>,
+    /// offsets.topic.replication.factor
+    #[arg(long)]
+    pub offsets_topic_replication_factor: Option<i16>,
+    /// offsets.retention.minutes
+    #[arg(long)]
+    pub offsets_retention_minutes: Option<u64>,
+    /// offset.metadata.max.bytes
+    #[arg(long)]
+    pub offset_metadata_max_bytes: Option<usize>,
 }
 
 /// The settings a file may carry, as Kafka names them.
@@ -104,6 +128,14 @@ pub const FILE_SETTINGS: &[&str] = &[
     "broker.session.timeout.ms",
     "broker.heartbeat.interval.ms",
     "unclean.leader.election.enable",
+    "group.initial.rebalance.delay.ms",
+    "group.min.session.timeout.ms",
+    "group.max.session.timeout.ms",
+    "group.max.size",
+    "offsets.topic.num.partitions",
+    "offsets.topic.replication.factor",
+    "offsets.retention.minutes",
+    "offset.metadata.max.bytes",
 ];
 
 /// Reads a TOML file's text into flags (file values first; `over` wins where it sets a value).
@@ -136,6 +168,14 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
             "broker.session.timeout.ms" => f.broker_session_timeout_ms = Some(int()? as u64),
             "broker.heartbeat.interval.ms" => f.broker_heartbeat_interval_ms = Some(int()? as u64),
             "unclean.leader.election.enable" => f.unclean_leader_election_enable = Some(value.as_bool().ok_or_else(|| bad("true or false"))?),
+            "group.initial.rebalance.delay.ms" => f.group_initial_rebalance_delay_ms = Some(int()? as u64),
+            "group.min.session.timeout.ms" => f.group_min_session_timeout_ms = Some(int()? as u64),
+            "group.max.session.timeout.ms" => f.group_max_session_timeout_ms = Some(int()? as u64),
+            "group.max.size" => f.group_max_size = Some(int()? as usize),
+            "offsets.topic.num.partitions" => f.offsets_topic_num_partitions = Some(int()? as i32),
+            "offsets.topic.replication.factor" => f.offsets_topic_replication_factor = Some(int()? as i16),
+            "offsets.retention.minutes" => f.offsets_retention_minutes = Some(int()? as u64),
+            "offset.metadata.max.bytes" => f.offset_metadata_max_bytes = Some(int()? as usize),
             other => return Err(format!("config file: unknown setting '{other}' (known: {})", FILE_SETTINGS.join(", "))),
         }
     }
@@ -144,7 +184,7 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
         log_segment_bytes, log_roll_ms, log_retention_ms, log_retention_bytes, log_index_interval_bytes,
         log_flush_interval_messages, log_flush_interval_ms, message_max_bytes, controller_quorum_voters,
         default_replication_factor, replica_lag_time_max_ms, broker_session_timeout_ms, broker_heartbeat_interval_ms,
-        unclean_leader_election_enable);
+        unclean_leader_election_enable, group_initial_rebalance_delay_ms, group_min_session_timeout_ms, group_max_session_timeout_ms, group_max_size, offsets_topic_num_partitions, offsets_topic_replication_factor, offsets_retention_minutes, offset_metadata_max_bytes);
     Ok(f)
 }
 
@@ -200,6 +240,7 @@ pub fn resolve(f: &Flags) -> Result<(SocketAddr, BrokerConfig), String> {
     if let Some(v) = f.broker_session_timeout_ms { c.session_timeout_ms = v }
     if let Some(v) = f.broker_heartbeat_interval_ms { c.heartbeat_interval_ms = v }
     if let Some(v) = f.unclean_leader_election_enable { c.unclean_leader_election = v }
+    resolve_groups(f, &mut c.groups)?;
     if c.heartbeat_interval_ms == 0 || c.heartbeat_interval_ms * 2 > c.session_timeout_ms {
         return Err(format!(
             "broker.heartbeat.interval.ms={} must be positive and at most half of broker.session.timeout.ms={}",
@@ -207,6 +248,28 @@ pub fn resolve(f: &Flags) -> Result<(SocketAddr, BrokerConfig), String> {
         ));
     }
     Ok((listen, c))
+}
+
+/// The group coordinator's settings, checked as Kafka checks them.
+fn resolve_groups(f: &Flags, g: &mut crate::group::GroupConfig) -> Result<(), String> {
+    if let Some(v) = f.group_initial_rebalance_delay_ms { g.initial_rebalance_delay_ms = v }
+    if let Some(v) = f.group_min_session_timeout_ms { g.min_session_timeout_ms = v }
+    if let Some(v) = f.group_max_session_timeout_ms { g.max_session_timeout_ms = v }
+    if let Some(v) = f.group_max_size { g.max_size = v }
+    if let Some(v) = f.offsets_topic_num_partitions { g.offsets_partitions = v }
+    if let Some(v) = f.offsets_topic_replication_factor { g.offsets_replication_factor = v }
+    if let Some(v) = f.offsets_retention_minutes { g.offsets_retention_ms = v.saturating_mul(60_000) }
+    if let Some(v) = f.offset_metadata_max_bytes { g.offset_metadata_max_bytes = v }
+    if g.min_session_timeout_ms > g.max_session_timeout_ms {
+        return Err(format!("group.min.session.timeout.ms={} exceeds group.max.session.timeout.ms={}", g.min_session_timeout_ms, g.max_session_timeout_ms));
+    }
+    if !(1..=crate::constants::partitions_per_topic_max).contains(&g.offsets_partitions) {
+        return Err(format!("offsets.topic.num.partitions={} must be 1..={}", g.offsets_partitions, crate::constants::partitions_per_topic_max));
+    }
+    if g.offsets_replication_factor < 1 || g.max_size < 1 {
+        return Err("offsets.topic.replication.factor and group.max.size must be at least 1".into());
+    }
+    Ok(())
 }
 
 /// `controller.quorum.voters` with one voter, `id@host:port` (Kafka's syntax).
@@ -258,5 +321,16 @@ mod tests {
         assert_eq!(resolve(&other).unwrap().1.controller_id, 3);
         let two = Flags { controller_quorum_voters: Some("1@a:1,2@b:2".into()), ..Flags::default() };
         assert!(resolve(&two).unwrap_err().contains("single controller"));
+    }
+
+    #[test]
+    fn group_settings_by_kafkas_names() {
+        let file = "\"group.initial.rebalance.delay.ms\" = 0\n\"offsets.topic.num.partitions\" = 5\n\"offsets.retention.minutes\" = 2\n";
+        let c = resolve(&merge_file(file, Flags::default()).unwrap()).unwrap().1;
+        assert_eq!((c.groups.initial_rebalance_delay_ms, c.groups.offsets_partitions, c.groups.offsets_retention_ms), (0, 5, 120_000));
+        let bad = Flags { group_min_session_timeout_ms: Some(10), group_max_session_timeout_ms: Some(5), ..Flags::default() };
+        assert!(resolve(&bad).unwrap_err().contains("group.min.session.timeout.ms=10"));
+        let none = Flags { offsets_topic_num_partitions: Some(0), ..Flags::default() };
+        assert!(resolve(&none).unwrap_err().contains("offsets.topic.num.partitions=0"));
     }
 }
