@@ -220,7 +220,13 @@ pub async fn slow_fsync_delays_other_partitions(addr: std::net::SocketAddr, arme
 /// A one-node broker (its own controller) for the slow-disk test, advertised at `addr`, data
 /// in `data_dir`, flushing every batch so each produce fsyncs: the shell state to `serve`.
 pub fn flush_every_batch_node(disk: Arc<dyn Disk>, data_dir: &Path, addr: std::net::SocketAddr) -> Arc<crate::server::Shared> {
-    let config = BrokerConfig {
+    node_serving(disk, data_dir, addr, |_| {})
+}
+
+/// A one-node broker and controller to serve on `addr` (with [`crate::server::serve`]), every
+/// batch flushed, its config adjusted by `adjust`.
+pub fn node_serving(disk: Arc<dyn Disk>, data_dir: &Path, addr: std::net::SocketAddr, adjust: impl FnOnce(&mut BrokerConfig)) -> Arc<crate::server::Shared> {
+    let mut config = BrokerConfig {
         data_dir: data_dir.to_path_buf(),
         advertised_host: addr.ip().to_string(),
         advertised_port: addr.port() as i32,
@@ -228,6 +234,7 @@ pub fn flush_every_batch_node(disk: Arc<dyn Disk>, data_dir: &Path, addr: std::n
         log: crate::log::LogConfig { flush: crate::log::FlushPolicy::EveryBatch, ..crate::log::LogConfig::default() },
         ..BrokerConfig::default()
     };
+    adjust(&mut config);
     let now = crate::server::now_ms();
     let (quorum, _) = Quorum::open(disk.clone(), &config.data_dir, crate::server::config::controller_config(&config), now).expect("open the metadata log");
     let broker = Broker::open(disk.clone(), config, now).expect("open the broker");

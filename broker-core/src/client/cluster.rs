@@ -109,6 +109,12 @@ impl Cluster {
         self.brokers.get(&id).copied().ok_or(ClientError::Kafka { code: Code::LeaderNotAvailable, message: format!("{topic}-{partition} has no leader (leader id {id})") })
     }
 
+    /// Partitions of `topic` as the last metadata listed them.
+    pub fn partition_count(&self, topic: &str) -> Option<i32> {
+        let n = self.leaders.range((topic.to_string(), i32::MIN)..=(topic.to_string(), i32::MAX)).count();
+        (n > 0).then_some(n as i32)
+    }
+
     /// Forgets a partition's leader (it moved, or did not answer).
     pub fn forget(&mut self, topic: &str, partition: i32) {
         self.leaders.remove(&(topic.to_string(), partition));

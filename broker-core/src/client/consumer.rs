@@ -65,6 +65,16 @@ impl Consumer {
         self.positions.insert((topic.to_string(), partition), offset);
     }
 
+    /// Stops reading `topic`/`partition`.
+    pub fn unassign(&mut self, topic: &str, partition: i32) {
+        self.positions.remove(&(topic.to_string(), partition));
+    }
+
+    /// The cluster view it fetches through (shared with a group consumer's requests).
+    pub fn cluster(&mut self) -> &mut Cluster {
+        &mut self.cluster
+    }
+
     pub fn position(&self, topic: &str, partition: i32) -> Option<i64> {
         self.positions.get(&(topic.to_string(), partition)).copied()
     }

@@ -10,10 +10,12 @@ pub mod assignor;
 pub mod cluster;
 pub mod conn;
 pub mod consumer;
+pub mod group;
 pub mod producer;
 
 pub use conn::Conn;
 pub use consumer::{Consumer, ConsumedRecord};
+pub use group::{GroupConfig, GroupConsumer, GroupEvent, Polled};
 pub use producer::{Producer, ProducerConfig};
 
 use crate::kafka::Code;

@@ -53,6 +53,15 @@ pub const SENT: &[(ApiKey, i16)] = &[
     (ApiKey::InitProducerId, 4),
     (ApiKey::OffsetForLeaderEpoch, 3),
     (ApiKey::AlterPartition, 2),
+    (ApiKey::ListOffsets, 6),
+    (ApiKey::FindCoordinator, 4),
+    (ApiKey::JoinGroup, 9),
+    (ApiKey::SyncGroup, 5),
+    (ApiKey::Heartbeat, 4),
+    (ApiKey::LeaveGroup, 5),
+    // v8: batched groups; v9 carries KIP-848 member epochs this client does not use.
+    (ApiKey::OffsetCommit, 8),
+    (ApiKey::OffsetFetch, 8),
     (ApiKey::BrokerRegistration, 0),
     (ApiKey::BrokerHeartbeat, 0),
 ];
