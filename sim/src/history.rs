@@ -58,6 +58,50 @@ pub struct Read {
 
 pub type PartitionKey = (String, i32);
 
+/// What happened to a group member, as its client saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GroupEventKind {
+    /// It joined `generation` (as the leader if `leader`).
+    Joined { generation: i32, member_id: String, leader: bool },
+    /// After a SyncGroup of `generation`: every partition it owns now, and where each newly
+    /// assigned one starts (its committed offset, or the reset point).
+    Owned { generation: i32, member_id: String, partitions: Vec<i32>, starts: Vec<(i32, i64)> },
+    /// Partitions it gave up in order (revoked).
+    Revoked(Vec<i32>),
+    /// Partitions taken from it without notice (fenced, expired): a zombie's.
+    Lost(Vec<i32>),
+    /// The harness's churn: the member left (LeaveGroup), crashed (no leave), or stalls
+    /// `ms` between a poll and its commit (slow processing, past its session).
+    Left,
+    Crashed,
+    Stalled { ms: u64 },
+}
+
+/// One group event of one member.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupEvent {
+    pub process: String,
+    pub group: String,
+    pub topic: String,
+    pub at_ms: u64,
+    pub kind: GroupEventKind,
+}
+
+/// One OffsetCommit by a group member.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Commit {
+    pub process: String,
+    pub group: String,
+    pub topic: String,
+    pub member_id: String,
+    pub generation: i32,
+    /// Partition → the next offset to read.
+    pub offsets: Vec<(i32, i64)>,
+    pub invoke_ms: u64,
+    pub complete_ms: u64,
+    pub outcome: Outcome,
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct History {
     pub writes: Vec<Write>,
@@ -77,6 +121,16 @@ pub struct History {
     pub healed_at_ms: u64,
     /// Length of the healing phase, ms (the scenario's `heal_ms`).
     pub heal_ms: u64,
+    /// Every group member's events, in the order they happened.
+    pub group_events: Vec<GroupEvent>,
+    /// Every offset commit.
+    pub commits: Vec<Commit>,
+    /// Each group's committed offsets after healing, read by the harness: (group, topic,
+    /// partition) → offset (absent: none committed); groups whose offsets could not be read.
+    pub final_commits: BTreeMap<(String, String, i32), i64>,
+    pub final_commit_errors: BTreeMap<String, String>,
+    /// When group members stopped (the end of their reads), ms.
+    pub members_until_ms: u64,
 }
 
 /// One broken property. `loss` marks violations that only say "acknowledged data is gone" (or,

@@ -55,6 +55,7 @@ fn scenario(name: &str, shape: Shape, broker: BrokerSettings, acks: &str, durati
         topics: vec![TopicSpec { name: topic.into(), partitions: shape.partitions, replication_factor: shape.rf }],
         producers: vec![ProducerSpec { topic: topic.into(), acks: acks.into(), rate: 300, record_bytes: 64, idempotent: None, keys: 0, count: 1 }],
         consumers: vec![ConsumerSpec { topic: topic.into(), max_wait_ms: 100 }],
+        groups: Vec::new(),
         faults,
         random_faults: None,
         expect: Expect::default(),

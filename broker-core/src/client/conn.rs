@@ -71,8 +71,13 @@ impl Conn {
 
     /// Sends `req` and waits for its response (within the connection's timeout).
     pub async fn send<R: Request>(&mut self, req: &R) -> Result<R::Response, ClientError> {
-        let (id, version, frame) = self.encode(req)?;
         let timeout = self.timeout;
+        self.send_within(req, timeout).await
+    }
+
+    /// [`Conn::send`] with its own timeout: a JoinGroup waits as long as a rebalance.
+    pub async fn send_within<R: Request>(&mut self, req: &R, timeout: Duration) -> Result<R::Response, ClientError> {
+        let (id, version, frame) = self.encode(req)?;
         tokio::time::timeout(timeout, async {
             self.write(&frame).await?;
             let mut prefix = [0u8; 4];

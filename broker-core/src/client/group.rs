@@ -30,6 +30,9 @@ use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::time::Instant;
 
+/// How much longer than the rebalance timeout a JoinGroup may take (Kafka's clients: 5 s).
+const join_grace_ms: u64 = 5_000;
+
 /// Where a partition with no committed offset starts (`auto.offset.reset`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reset {
@@ -88,8 +91,9 @@ impl GroupConfig {
 pub enum GroupEvent {
     /// Joined generation `generation` as `member_id` (the leader if `leader`).
     Joined { generation: i32, member_id: String, leader: bool, protocol: String },
-    /// Partitions handed to this member (it starts at their committed offsets).
-    Assigned(TopicPartitions),
+    /// Partitions handed to this member, and where each starts (its committed offset, or the
+    /// `auto.offset.reset` point).
+    Assigned { partitions: TopicPartitions, starts: BTreeMap<(String, i32), i64> },
     /// Partitions given up in an orderly way (their progress was committed first when
     /// auto-commit is on).
     Revoked(TopicPartitions),
@@ -100,11 +104,22 @@ pub enum GroupEvent {
     Committed(BTreeMap<(String, i32), i64>),
 }
 
+/// A [`GroupEvent`] and the moment (tokio's clock: simulated under madsim) it happened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stamped {
+    pub at: Instant,
+    pub event: GroupEvent,
+}
+
+fn stamp(event: GroupEvent) -> Stamped {
+    Stamped { at: Instant::now(), event }
+}
+
 /// What one poll returned: records, group events, and the error that cut it short, if any.
 #[derive(Debug, Default)]
 pub struct Polled {
     pub records: Vec<ConsumedRecord>,
-    pub events: Vec<GroupEvent>,
+    pub events: Vec<Stamped>,
     pub error: Option<ClientError>,
 }
 
@@ -190,7 +205,7 @@ impl GroupConsumer {
         out
     }
 
-    async fn maintain(&mut self, events: &mut Vec<GroupEvent>) -> Result<(), ClientError> {
+    async fn maintain(&mut self, events: &mut Vec<Stamped>) -> Result<(), ClientError> {
         if self.rejoin || self.generation < 0 {
             self.join(events).await?;
         }
@@ -225,9 +240,15 @@ impl GroupConsumer {
     }
 
     async fn send_to<R: kafka_protocol::protocol::Request>(&mut self, addr: SocketAddr, req: &R) -> Result<R::Response, ClientError> {
+        // A JoinGroup is answered when the rebalance completes: Kafka's clients wait the
+        // rebalance timeout plus 5 s for it.
+        let timeout = match R::KEY == kafka_protocol::messages::ApiKey::JoinGroup as i16 {
+            true => self.config.request_timeout.max(Duration::from_millis(self.config.rebalance_timeout_ms.max(0) as u64 + join_grace_ms)),
+            false => self.config.request_timeout,
+        };
         let cluster = self.consumer.cluster();
         let sent = match cluster.conn(addr).await {
-            Ok(conn) => conn.send(req).await,
+            Ok(conn) => conn.send_within(req, timeout).await,
             Err(e) => Err(e),
         };
         if sent.is_err() {
@@ -237,13 +258,13 @@ impl GroupConsumer {
     }
 
     /// A request to the coordinator; a failed connection forgets it.
-    async fn to_coordinator<R: kafka_protocol::protocol::Request>(&mut self, req: &R) -> Result<R::Response, ClientError> {
+    async fn ask_coordinator<R: kafka_protocol::protocol::Request>(&mut self, req: &R) -> Result<R::Response, ClientError> {
         let addr = self.coordinator().await?;
         self.send_to(addr, req).await.inspect_err(|_| self.coordinator = None)
     }
 
     /// An error code from the coordinator: what the member must do about it, and the error.
-    fn on_error(&mut self, code: i16, what: &str, events: &mut Vec<GroupEvent>) -> ClientError {
+    fn on_error(&mut self, code: i16, what: &str, events: &mut Vec<Stamped>) -> ClientError {
         let e = ClientError::kafka(code, format!("{what} in group {}", self.config.group_id));
         match crate::kafka::error(code) {
             Some(Code::NotCoordinator | Code::CoordinatorNotAvailable | Code::CoordinatorLoadInProgress) => self.coordinator = None,
@@ -260,20 +281,20 @@ impl GroupConsumer {
     }
 
     /// Fenced or expired: the partitions may already be someone else's.
-    fn lose(&mut self, events: &mut Vec<GroupEvent>) {
+    fn lose(&mut self, events: &mut Vec<Stamped>) {
         let lost = std::mem::take(&mut self.owned);
         for (t, p) in partitions_of(&lost) {
             self.consumer.unassign(&t, p);
         }
         if !lost.is_empty() {
-            events.push(GroupEvent::Lost(lost));
+            events.push(stamp(GroupEvent::Lost(lost)));
         }
         self.generation = -1;
         self.rejoin = true;
     }
 
     /// JoinGroup then SyncGroup: one generation's assignment.
-    async fn join(&mut self, events: &mut Vec<GroupEvent>) -> Result<(), ClientError> {
+    async fn join(&mut self, events: &mut Vec<Stamped>) -> Result<(), ClientError> {
         let eager = self.config.assignors.first().map(|a| a.rebalance_protocol()) != Some(RebalanceProtocol::Cooperative);
         if eager && !self.owned.is_empty() {
             if self.config.auto_commit && self.generation >= 0 {
@@ -284,11 +305,11 @@ impl GroupConsumer {
             for (t, p) in partitions_of(&revoked) {
                 self.consumer.unassign(&t, p);
             }
-            events.push(GroupEvent::Revoked(revoked));
+            events.push(stamp(GroupEvent::Revoked(revoked)));
         }
         let resp = loop {
             let req = self.join_request()?;
-            let resp = self.to_coordinator(&req).await?;
+            let resp = self.ask_coordinator(&req).await?;
             match crate::kafka::error(resp.error_code) {
                 None => break resp,
                 Some(Code::MemberIdRequired) => self.member_id = resp.member_id.to_string(),
@@ -301,7 +322,7 @@ impl GroupConsumer {
         let assignor = by_name(&name).ok_or_else(|| ClientError::Protocol(format!("the group chose protocol '{name}', which this client does not know")))?;
         self.protocol = Some(assignor);
         let leader = resp.leader.as_str() == self.member_id;
-        events.push(GroupEvent::Joined { generation: self.generation, member_id: self.member_id.clone(), leader, protocol: name.clone() });
+        events.push(stamp(GroupEvent::Joined { generation: self.generation, member_id: self.member_id.clone(), leader, protocol: name.clone() }));
         let assignments = match leader {
             true => self.assign(assignor, &resp.members).await?,
             false => Vec::new(),
@@ -314,7 +335,7 @@ impl GroupConsumer {
         req.protocol_type = Some(s("consumer"));
         req.protocol_name = Some(s(&name));
         req.assignments = assignments;
-        let resp = self.to_coordinator(&req).await?;
+        let resp = self.ask_coordinator(&req).await?;
         if resp.error_code != 0 {
             return Err(self.on_error(resp.error_code, "SyncGroup", events));
         }
@@ -368,7 +389,7 @@ impl GroupConsumer {
 
     /// Takes a generation's assignment: revokes what is no longer ours (cooperative), starts
     /// what is new at its committed offset (or the reset point).
-    async fn adopt(&mut self, assigned: TopicPartitions, assignor: Assignor, events: &mut Vec<GroupEvent>) -> Result<(), ClientError> {
+    async fn adopt(&mut self, assigned: TopicPartitions, assignor: Assignor, events: &mut Vec<Stamped>) -> Result<(), ClientError> {
         let revoked = minus(&self.owned, &assigned);
         let added = minus(&assigned, &self.owned);
         if !revoked.is_empty() {
@@ -378,7 +399,7 @@ impl GroupConsumer {
             for (t, p) in partitions_of(&revoked) {
                 self.consumer.unassign(&t, p);
             }
-            events.push(GroupEvent::Revoked(revoked.clone()));
+            events.push(stamp(GroupEvent::Revoked(revoked.clone())));
             // KIP-429: after giving partitions up, rejoin so they can go to their new owner.
             if assignor.rebalance_protocol() == RebalanceProtocol::Cooperative {
                 self.rejoin = true;
@@ -400,17 +421,18 @@ impl GroupConsumer {
             let o = self.reset_offset(&t, p).await?;
             self.consumer.assign(&t, p, o);
         }
-        events.push(GroupEvent::Assigned(added));
+        let starts = partitions_of(&added).filter_map(|(t, p)| self.consumer.position(&t, p).map(|o| ((t, p), o))).collect();
+        events.push(stamp(GroupEvent::Assigned { partitions: added, starts }));
         Ok(())
     }
 
-    async fn heartbeat(&mut self, events: &mut Vec<GroupEvent>) -> Result<(), ClientError> {
+    async fn heartbeat(&mut self, events: &mut Vec<Stamped>) -> Result<(), ClientError> {
         let mut req = HeartbeatRequest::default();
         req.group_id = GroupId(s(&self.config.group_id));
         req.generation_id = self.generation;
         req.member_id = s(&self.member_id);
         req.group_instance_id = self.config.instance_id.as_deref().map(s);
-        let resp = self.to_coordinator(&req).await?;
+        let resp = self.ask_coordinator(&req).await?;
         match resp.error_code {
             0 => Ok(()),
             c => Err(self.on_error(c, "Heartbeat", events)),
@@ -418,18 +440,18 @@ impl GroupConsumer {
     }
 
     /// Commits the positions of every owned partition.
-    pub async fn commit(&mut self, events: &mut Vec<GroupEvent>) -> Result<(), ClientError> {
+    pub async fn commit(&mut self, events: &mut Vec<Stamped>) -> Result<(), ClientError> {
         let owned = self.owned.clone();
         self.commit_partitions(&owned, events).await
     }
 
-    async fn commit_partitions(&mut self, parts: &TopicPartitions, events: &mut Vec<GroupEvent>) -> Result<(), ClientError> {
+    async fn commit_partitions(&mut self, parts: &TopicPartitions, events: &mut Vec<Stamped>) -> Result<(), ClientError> {
         let offsets: BTreeMap<(String, i32), i64> = partitions_of(parts).filter_map(|(t, p)| self.consumer.position(&t, p).map(|o| ((t, p), o))).collect();
         self.commit_offsets(offsets, events).await
     }
 
     /// Commits `offsets` (the next offset to read, Kafka's convention) in this generation.
-    pub async fn commit_offsets(&mut self, offsets: BTreeMap<(String, i32), i64>, events: &mut Vec<GroupEvent>) -> Result<(), ClientError> {
+    pub async fn commit_offsets(&mut self, offsets: BTreeMap<(String, i32), i64>, events: &mut Vec<Stamped>) -> Result<(), ClientError> {
         if offsets.is_empty() {
             return Ok(());
         }
@@ -443,11 +465,11 @@ impl GroupConsumer {
             topics.entry(t).or_default().push(OffsetCommitRequestPartition::default().with_partition_index(*p).with_committed_offset(*o).with_committed_leader_epoch(-1));
         }
         req.topics = topics.into_iter().map(|(t, ps)| OffsetCommitRequestTopic::default().with_name(TopicName(s(t))).with_partitions(ps)).collect();
-        let resp = self.to_coordinator(&req).await?;
+        let resp = self.ask_coordinator(&req).await?;
         if let Some(bad) = resp.topics.iter().flat_map(|t| &t.partitions).find(|p| p.error_code != 0) {
             return Err(self.on_error(bad.error_code, "OffsetCommit", events));
         }
-        events.push(GroupEvent::Committed(offsets));
+        events.push(stamp(GroupEvent::Committed(offsets)));
         Ok(())
     }
 
@@ -459,7 +481,7 @@ impl GroupConsumer {
         g.member_epoch = -1;
         g.topics = Some(parts.iter().map(|(t, ps)| OffsetFetchRequestTopics::default().with_name(TopicName(s(t))).with_partition_indexes(ps.clone())).collect());
         req.groups = vec![g];
-        let resp = self.to_coordinator(&req).await?;
+        let resp = self.ask_coordinator(&req).await?;
         let g = resp.groups.into_iter().next().ok_or_else(|| ClientError::Protocol("OffsetFetch answered no group".into()))?;
         if g.error_code != 0 {
             return Err(self.on_error(g.error_code, "OffsetFetch", &mut Vec::new()));
@@ -488,19 +510,19 @@ impl GroupConsumer {
 
     /// Leaves the group: commits first with auto-commit; a static member stays a member (its
     /// session keeps its place, KIP-345), a dynamic one sends LeaveGroup.
-    pub async fn close(&mut self) -> Vec<GroupEvent> {
+    pub async fn close(&mut self) -> Vec<Stamped> {
         let mut events = Vec::new();
         if self.config.auto_commit && self.generation >= 0 {
             let _ = self.commit(&mut events).await;
         }
         if !self.owned.is_empty() {
-            events.push(GroupEvent::Revoked(std::mem::take(&mut self.owned)));
+            events.push(stamp(GroupEvent::Revoked(std::mem::take(&mut self.owned))));
         }
         if self.config.instance_id.is_none() && !self.member_id.is_empty() {
             let mut req = LeaveGroupRequest::default();
             req.group_id = GroupId(s(&self.config.group_id));
             req.members = vec![MemberIdentity::default().with_member_id(s(&self.member_id))];
-            let _ = self.to_coordinator(&req).await;
+            let _ = self.ask_coordinator(&req).await;
         }
         self.generation = -1;
         self.member_id.clear();

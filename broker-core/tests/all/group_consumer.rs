@@ -59,7 +59,7 @@ async fn run(
                     }
                 }
             }
-            s.events.extend(polled.events);
+            s.events.extend(polled.events.into_iter().map(|e| e.event));
             for r in polled.records.iter().filter(|r| r.fresh) {
                 s.first_after_assign.entry(r.partition).or_insert(r.offset);
                 s.read.insert((r.partition, r.offset));
@@ -70,7 +70,7 @@ async fn run(
             if g.commit(&mut events).await.is_ok() {
                 let mut s = seen.lock().unwrap();
                 for e in &events {
-                    if let GroupEvent::Committed(offsets) = e {
+                    if let GroupEvent::Committed(offsets) = &e.event {
                         s.committed
                             .extend(offsets.iter().map(|((_, p), o)| (*p, *o)));
                     }
@@ -191,7 +191,7 @@ fn two_members_split_a_topic_and_one_takes_over_at_the_committed_offsets() {
             );
         }
         assert!(
-            left.iter().all(|e| matches!(e, GroupEvent::Revoked(_))),
+            left.iter().all(|e| matches!(e.event, GroupEvent::Revoked(_))),
             "{left:?}"
         );
         node.abort();

@@ -17,9 +17,18 @@
 //! | `definite_failure` | a write refused with a definite error is not in the final log | Jepsen: a failed op must not take effect |
 //! | `dirty_read` | every value a consumer read is in the final log (or its loss is allowed) | Jepsen kafka: lost reads / G1a-style aborted reads |
 //! | `replica_readable` | every replica's log opens and reads at the end | DESIGN invariant 2 (a replica that cannot open cannot agree) |
+//! | `group_owners` | no partition owned by two members in one generation, nor by two live members at one moment | Kafka's group contract; KIP-429 |
+//! | `group_commits` | a group's committed offsets never move back, survive what acks=all survives, and stay within the log | Kafka's OffsetCommit contract |
+//! | `group_delivery` | a member starts a partition at its committed offset (never past, never below an acknowledged commit); every surviving acknowledged record is delivered | at-least-once consumption |
+//! | `group_liveness` | after healing every partition is owned and the group stops rebalancing | DESIGN invariant 7; VOPR's liveness phase |
 
 mod consumers;
 mod final_log;
+mod group_commits;
+mod group_delivery;
+mod group_history;
+mod group_liveness;
+mod group_owners;
 mod replicas;
 mod write_liveness;
 mod writes;
@@ -44,6 +53,10 @@ pub const CHECKERS: &[(&str, Checker)] = &[
     ("definite_failure", writes::definite_failure),
     ("dirty_read", consumers::dirty_read),
     ("replica_readable", replicas::replica_readable),
+    ("group_owners", group_owners::exclusive_owners),
+    ("group_commits", group_commits::commits_durable),
+    ("group_delivery", group_delivery::at_least_once),
+    ("group_liveness", group_liveness::group_settles),
 ];
 
 /// Runs every checker.

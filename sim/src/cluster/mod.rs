@@ -14,10 +14,10 @@
 //! |---|---|---|
 //! | fault schedule | `faults` | fixed faults plus the random mix from the seed, within the budget (pure: both builds) |
 //! | topology | `topology` | one node per broker over its own disk; addresses; broker configs |
-//! | workloads | `workloads` | topics created through the controller, then producer and consumer nodes |
+//! | workloads | `workloads`, `groups` | topics created through the controller, then producer, consumer and group member nodes |
 //! | safety | `inject` | each fault applied at its time and undone after `for` |
 //! | healing | here | faults gone; producers go on for ¾ of `heal_ms`, judged from ½ |
-//! | final read | `final_read` | every partition through a client; every replica from its disk |
+//! | final read | `final_read`, `groups` | every partition through a client; every group's committed offsets; every replica from its disk |
 //! | verdict | `verdict` | the checkers, allowed losses, the trace's summary and digest |
 //!
 //! `recorder` stamps every event and operation with simulated time. The run's RNG draws the
@@ -28,6 +28,8 @@
 pub mod faults;
 #[cfg(madsim)]
 mod final_read;
+#[cfg(madsim)]
+mod groups;
 #[cfg(madsim)]
 mod inject;
 #[cfg(madsim)]
@@ -97,6 +99,7 @@ async fn simulate(s: Scenario, faults: Vec<FaultSpec>, disk_seed: u64, bug: Opti
     let mut cluster = topology::start_brokers(&s, disk_seed, bug, &rec);
     workloads::create_topics(&s, &cluster, &rec).await;
     let clients = workloads::start_clients(&s, &mut cluster, &rec);
+    let members = groups::start(&s, &mut cluster, disk_seed, &rec);
     inject::run_schedule(faults, &cluster, &rec).await;
     tokio::time::sleep(Duration::from_millis(s.duration_ms.saturating_sub(now_ms(&rec)))).await;
     heal(&s, &rec).await;
@@ -107,9 +110,10 @@ async fn simulate(s: Scenario, faults: Vec<FaultSpec>, disk_seed: u64, bug: Opti
     }
     event(&rec, "harness", "healed", json!({}));
     final_read::through_clients(&s, &cluster, &rec).await;
-    for t in clients.consumers {
+    for t in clients.consumers.into_iter().chain(members) {
         let _ = t.await;
     }
+    groups::final_commits(&s, &cluster, &rec).await;
     let simulated_ms = now_ms(&rec);
     final_read::from_disks(&s, &cluster, &rec);
     let (trace, history) = recorder::take(&rec);

@@ -32,6 +32,11 @@ pub(super) fn now_ms(rec: &Rec) -> u64 {
     rec.lock().expect("recorder").start.elapsed().as_millis() as u64
 }
 
+/// Simulated ms of `at` since the run began (an instant a client stamped).
+pub(super) fn ms_at(rec: &Rec, at: madsim::time::Instant) -> u64 {
+    at.saturating_duration_since(rec.lock().expect("recorder").start).as_millis() as u64
+}
+
 /// Whether producers should keep invoking writes.
 pub(super) fn producing(rec: &Rec) -> bool {
     let r = rec.lock().expect("recorder");

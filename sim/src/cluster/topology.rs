@@ -40,6 +40,8 @@ const supervisor_restart_ms: u64 = 1_000;
 pub(super) const admin_ip: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 2, 2));
 /// The final reader's node.
 pub(super) const final_reader_ip: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 2, 1));
+/// The harness node that reads every group's committed offsets after healing.
+pub(super) const commit_reader_ip: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 2, 3));
 
 /// Every node by name — brokers, then clients — with its address.
 pub(super) type Nodes = BTreeMap<String, (NodeHandle, IpAddr)>;
@@ -121,6 +123,9 @@ fn base_disk_faults(s: &Scenario) -> DiskFaults {
     }
 }
 
+/// Partitions of `__consumer_offsets` in simulated clusters.
+pub(super) const sim_offsets_partitions: i32 = 3;
+
 pub(super) fn broker_config(s: &Scenario, i: u32, bug: Option<PlantedBug>) -> BrokerConfig {
     let mut c = BrokerConfig {
         node_id: i as i32,
@@ -135,6 +140,9 @@ pub(super) fn broker_config(s: &Scenario, i: u32, bug: Option<PlantedBug>) -> Br
         planted_bug: bug,
         ..BrokerConfig::default()
     };
+    // Three offsets partitions keep group scenarios cheap; sessions as short as a second let
+    // them churn within a fast scenario.
+    (c.groups.offsets_partitions, c.groups.min_session_timeout_ms) = (sim_offsets_partitions, 1_000);
     if let Some(n) = s.broker.flush_messages {
         c.log.flush = if n == 1 { FlushPolicy::EveryBatch } else { FlushPolicy::EveryMessages(n) };
     }

@@ -15,7 +15,7 @@ mod workloads;
 
 pub use faults::{FaultKind, FaultSpec, RandomFaults};
 pub use topology::{BrokerSettings, TopicSpec};
-pub use workloads::{ConsumerSpec, ProducerSpec};
+pub use workloads::{ConsumerSpec, GroupSpec, ProducerSpec};
 
 use serde::{Deserialize, Serialize};
 
@@ -67,6 +67,8 @@ pub struct Scenario {
     pub producers: Vec<ProducerSpec>,
     #[serde(default)]
     pub consumers: Vec<ConsumerSpec>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<GroupSpec>,
     #[serde(default)]
     pub faults: Vec<FaultSpec>,
     #[serde(default)]
@@ -135,13 +137,20 @@ impl Scenario {
             .into_iter()
             .chain((0..producers).map(|i| format!("producer-{i}")))
             .chain((0..consumers).map(|i| format!("consumer-{i}")))
+            .chain(self.member_names())
             .collect()
+    }
+
+    /// Group members' node names, `member-{group}-{i}`, in file order.
+    pub fn member_names(&self) -> Vec<String> {
+        self.groups.iter().enumerate().flat_map(|(g, spec)| (0..spec.members.min(workloads::group_members_max)).map(move |i| format!("member-{g}-{i}"))).collect()
     }
 
     /// Client nodes: producers (each spec `count` times) and consumers.
     pub fn client_count(&self) -> u64 {
         let producer_nodes: u64 = self.producers.iter().map(|p| p.count as u64).sum();
-        producer_nodes + self.consumers.len() as u64
+        let members: u64 = self.groups.iter().map(|g| g.members as u64).sum();
+        producer_nodes + self.consumers.len() as u64 + members
     }
 
     /// acks as the wire number.

@@ -59,6 +59,44 @@ impl ProducerSpec {
     }
 }
 
+/// A consumer group: `members` members subscribed to `topic`, each on its own client node,
+/// reading, committing after each poll, and (with `churn`) leaving, crashing and stalling at
+/// times drawn from the seed during the safety phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupSpec {
+    /// The group id.
+    pub id: String,
+    pub topic: String,
+    pub members: u32,
+    /// range, roundrobin, sticky or cooperative-sticky.
+    #[serde(default = "assignor_default")]
+    pub assignor: String,
+    /// Static members (KIP-345): each keeps a group.instance.id across restarts.
+    #[serde(default)]
+    pub static_members: bool,
+    #[serde(default = "session_default")]
+    pub session_timeout_ms: u64,
+    #[serde(default = "heartbeat_default")]
+    pub heartbeat_interval_ms: u64,
+    /// Members leave, crash and stall (past their session) during the safety phase.
+    #[serde(default)]
+    pub churn: bool,
+}
+
+fn assignor_default() -> String {
+    "range".into()
+}
+fn session_default() -> u64 {
+    3_000
+}
+fn heartbeat_default() -> u64 {
+    500
+}
+
+/// Most members of one group in a scenario.
+pub const group_members_max: u32 = 16;
+
 fn max_wait_default() -> i32 {
     100
 }
@@ -68,6 +106,20 @@ impl Scenario {
     /// the harness's address plan; errors name the field.
     pub(super) fn validate_workloads(&self) -> Result<(), String> {
         let known = |topic: &str| self.topics.iter().any(|t| t.name == topic);
+        for g in &self.groups {
+            if !known(&g.topic) {
+                return Err(format!("scenario: groups.topic '{}' is not in topics", g.topic));
+            }
+            if g.id.is_empty() || !(1..=group_members_max).contains(&g.members) {
+                return Err(format!("scenario: groups '{}' needs an id and 1..={group_members_max} members", g.id));
+            }
+            if broker_core::client::assignor::by_name(&g.assignor).is_none() {
+                return Err(format!("scenario: groups.assignor '{}' must be range, roundrobin, sticky or cooperative-sticky", g.assignor));
+            }
+            if !(1_000..=60_000).contains(&g.session_timeout_ms) || g.heartbeat_interval_ms == 0 || g.heartbeat_interval_ms * 2 > g.session_timeout_ms {
+                return Err(format!("scenario: groups '{}': session_timeout_ms must be 1000..=60000 and heartbeat_interval_ms at most half of it", g.id));
+            }
+        }
         for p in &self.producers {
             if !known(&p.topic) {
                 return Err(format!("scenario: producers.topic '{}' is not in topics", p.topic));

@@ -1,0 +1,246 @@
+//! Consumer-group workloads: each member of each scenario group on its own client node, running
+//! the real Rust group consumer (`broker_core::client::GroupConsumer`) against the brokers, and
+//! recording into the history every generation it joins, what it owns and where it starts, each
+//! revocation and loss, every record it reads and every commit with its outcome. With `churn`,
+//! each member leaves, crashes or stalls (slow processing past its session, then commits as a
+//! zombie) at times drawn from the run's seed, during the safety phase only. After healing the
+//! harness reads every group's committed offsets for the checkers.
+//!
+//! Like every workload, members talk to brokers only over the simulated network and never
+//! decide what the checkers conclude.
+
+use super::recorder::{event, ms_at, now_ms, Rec};
+use super::request_timeout_ms;
+use super::topology::{commit_reader_ip, harness_node, Cluster};
+use crate::history::{Commit, GroupEvent, GroupEventKind, Outcome, Read};
+use crate::scenario::{GroupSpec, Scenario};
+use broker_core::client::assignor::{by_name, TopicPartitions};
+use broker_core::client::group::Reset;
+use broker_core::client::group::Stamped;
+use broker_core::client::{ClientError, GroupConfig, GroupConsumer, GroupEvent as ClientEvent};
+use madsim::task::JoinHandle;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// How long a member's fetch waits for data.
+const poll_wait_ms: i32 = 100;
+/// Shortest and longest time between two churn actions of one member, ms.
+const churn_gap_ms: (u64, u64) = (2_000, 8_000);
+/// How long a left or crashed member stays away, ms.
+const away_ms: (u64, u64) = (300, 3_000);
+
+/// What one member needs to run.
+struct Member {
+    name: String,
+    spec: GroupSpec,
+    brokers: Vec<SocketAddr>,
+    /// Churn stops here (the end of the safety phase); reading stops at `until_ms`.
+    churn_until_ms: u64,
+    until_ms: u64,
+    rng: ChaCha8Rng,
+    rec: Rec,
+}
+
+/// Starts every member of every group on its own client node.
+pub(super) fn start(s: &Scenario, cluster: &mut Cluster, seed: u64, rec: &Rec) -> Vec<JoinHandle<()>> {
+    let until_ms = s.duration_ms + s.heal_ms / 2;
+    rec.lock().expect("recorder").history.members_until_ms = until_ms;
+    let mut tasks = Vec::new();
+    let names = s.member_names();
+    let specs = s.groups.iter().flat_map(|g| std::iter::repeat_n(g, g.members as usize));
+    for (name, spec) in names.into_iter().zip(specs) {
+        let Some(node) = cluster.add_client(&name, rec) else { break };
+        let rng = ChaCha8Rng::seed_from_u64(seed ^ broker_core::hash::fnv1a(broker_core::hash::fnv_offset, name.bytes()));
+        let m = Member { name, spec: spec.clone(), brokers: cluster.brokers.clone(), churn_until_ms: s.duration_ms, until_ms, rng, rec: rec.clone() };
+        tasks.push(node.spawn(member_main(m)));
+    }
+    tasks
+}
+
+fn consumer(m: &Member, incarnation: u32) -> GroupConsumer {
+    let mut c = GroupConfig::new(&m.spec.id, &m.name);
+    c.instance_id = m.spec.static_members.then(|| m.name.clone());
+    c.session_timeout_ms = m.spec.session_timeout_ms as i32;
+    c.rebalance_timeout_ms = (m.spec.session_timeout_ms * 2) as i32;
+    c.heartbeat_interval_ms = m.spec.heartbeat_interval_ms;
+    c.assignors = by_name(&m.spec.assignor).into_iter().collect();
+    c.auto_commit = false;
+    c.reset = Reset::Earliest;
+    c.request_timeout = Duration::from_millis(request_timeout_ms);
+    let mut bootstrap = m.brokers.clone();
+    let shift = incarnation as usize % bootstrap.len().max(1);
+    bootstrap.rotate_left(shift);
+    let mut g = GroupConsumer::new(bootstrap, c);
+    g.subscribe(&[m.spec.topic.as_str()]);
+    g
+}
+
+/// What the member does next, drawn from its RNG.
+enum Churn {
+    Leave,
+    Crash,
+    Stall,
+}
+
+/// One member: poll, record, commit; now and then (with churn) leave, crash or stall.
+async fn member_main(mut m: Member) {
+    let mut incarnation = 0u32;
+    let mut session = 0u32;
+    let mut g = consumer(&m, incarnation);
+    let mut next_churn = now_ms(&m.rec) + m.rng.gen_range(churn_gap_ms.0..=churn_gap_ms.1);
+    while now_ms(&m.rec) < m.until_ms {
+        let polled = g.poll(poll_wait_ms).await;
+        let changed = record_events(&m, &g, &polled.events);
+        session += changed as u32;
+        if let Some(e) = &polled.error {
+            event(&m.rec, &m.name, "group_error", json!({"error": e.to_string()}));
+            session += 1;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let mut positions = BTreeMap::new();
+        {
+            let at_ms = now_ms(&m.rec);
+            let mut r = m.rec.lock().expect("recorder");
+            for x in polled.records {
+                if x.fresh {
+                    positions.insert(x.partition, x.offset + 1);
+                }
+                r.history.reads.push(Read { process: m.name.clone(), session, topic: x.topic, partition: x.partition, offset: x.offset, value: x.value.map(|v| v.to_vec()).unwrap_or_default(), high_watermark: x.high_watermark, at_ms });
+            }
+        }
+        let churning = m.spec.churn && now_ms(&m.rec) >= next_churn && now_ms(&m.rec) < m.churn_until_ms;
+        let action = churning.then(|| match m.rng.gen_range(0..3) {
+            0 => Churn::Leave,
+            1 => Churn::Crash,
+            _ => Churn::Stall,
+        });
+        if churning {
+            next_churn = now_ms(&m.rec) + m.rng.gen_range(churn_gap_ms.0..=churn_gap_ms.1);
+        }
+        if let Some(Churn::Stall) = action {
+            // Slow processing between a poll and its commit, past the session: the group moves
+            // on without this member, whose commit then comes from a past generation.
+            let ms = m.spec.session_timeout_ms + m.rng.gen_range(200..=2_000);
+            group_event(&m, GroupEventKind::Stalled { ms });
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+        }
+        if !positions.is_empty() {
+            commit(&m, &mut g, positions).await;
+        }
+        match action {
+            Some(Churn::Leave) => {
+                let events = g.close().await;
+                record_events(&m, &g, &events);
+                group_event(&m, GroupEventKind::Left);
+            }
+            Some(Churn::Crash) => group_event(&m, GroupEventKind::Crashed),
+            _ => continue,
+        }
+        // Away for a while, then a new consumer (a static member keeps its instance id).
+        session += 1;
+        incarnation += 1;
+        let away = m.rng.gen_range(away_ms.0..=away_ms.1);
+        tokio::time::sleep(Duration::from_millis(away)).await;
+        g = consumer(&m, incarnation);
+    }
+}
+
+fn group_event(m: &Member, kind: GroupEventKind) {
+    group_event_at(m, now_ms(&m.rec), kind);
+}
+
+fn group_event_at(m: &Member, at_ms: u64, kind: GroupEventKind) {
+    let e = GroupEvent { process: m.name.clone(), group: m.spec.id.clone(), topic: m.spec.topic.clone(), at_ms, kind };
+    m.rec.lock().expect("recorder").history.group_events.push(e);
+}
+
+fn partitions(tp: &TopicPartitions, topic: &str) -> Vec<i32> {
+    tp.get(topic).cloned().unwrap_or_default()
+}
+
+/// Records the client's events at the moments it stamped them; true when what the member
+/// owns changed.
+fn record_events(m: &Member, g: &GroupConsumer, events: &[Stamped]) -> bool {
+    let topic = m.spec.topic.as_str();
+    let mut changed = false;
+    for e in events {
+        let kind = match &e.event {
+            ClientEvent::Joined { generation, member_id, leader, .. } => GroupEventKind::Joined { generation: *generation, member_id: member_id.clone(), leader: *leader },
+            ClientEvent::Assigned { partitions: added, starts } => {
+                changed = true;
+                let starts = starts.iter().filter(|((t, _), _)| t == topic).map(|((_, p), o)| (*p, *o)).collect();
+                let _ = added;
+                GroupEventKind::Owned { generation: g.generation(), member_id: g.member_id().to_string(), partitions: partitions(g.assignment(), topic), starts }
+            }
+            ClientEvent::Revoked(tp) => {
+                changed = true;
+                GroupEventKind::Revoked(partitions(tp, topic))
+            }
+            ClientEvent::Lost(tp) => {
+                changed = true;
+                GroupEventKind::Lost(partitions(tp, topic))
+            }
+            ClientEvent::Committed(_) => continue,
+        };
+        if let GroupEventKind::Joined { generation, leader, .. } = &kind {
+            event(&m.rec, &m.name, "joined", json!({"generation": generation, "leader": leader}));
+        }
+        group_event_at(m, ms_at(&m.rec, e.at), kind);
+    }
+    changed
+}
+
+/// Commits `positions` and records the commit with its outcome.
+async fn commit(m: &Member, g: &mut GroupConsumer, positions: BTreeMap<i32, i64>) {
+    let (member_id, generation) = (g.member_id().to_string(), g.generation());
+    let offsets: BTreeMap<(String, i32), i64> = positions.iter().map(|(p, o)| ((m.spec.topic.clone(), *p), *o)).collect();
+    let invoke_ms = now_ms(&m.rec);
+    let mut events = Vec::new();
+    let result = g.commit_offsets(offsets, &mut events).await;
+    record_events(m, g, &events);
+    let outcome = match &result {
+        Ok(()) => Outcome::Ok(0),
+        Err(e) if e.outcome_unknown() => Outcome::Unknown(e.to_string()),
+        Err(e) => Outcome::Fail(e.to_string()),
+    };
+    let c = Commit { process: m.name.clone(), group: m.spec.id.clone(), topic: m.spec.topic.clone(), member_id, generation, offsets: positions.into_iter().collect(), invoke_ms, complete_ms: now_ms(&m.rec), outcome };
+    m.rec.lock().expect("recorder").history.commits.push(c);
+}
+
+/// After healing: every group's committed offsets, read through a client as a user would.
+pub(super) async fn final_commits(s: &Scenario, cluster: &Cluster, rec: &Rec) {
+    if s.groups.is_empty() {
+        return;
+    }
+    let groups: Vec<(String, String, i32)> = s.groups.iter().map(|g| (g.id.clone(), g.topic.clone(), s.topics.iter().find(|t| t.name == g.topic).map_or(1, |t| t.partitions))).collect();
+    let reader = harness_node("commit-reader", commit_reader_ip);
+    let _ = reader.spawn(read_commits(cluster.brokers.clone(), groups, rec.clone())).await;
+}
+
+async fn read_commits(brokers: Vec<SocketAddr>, groups: Vec<(String, String, i32)>, rec: Rec) {
+    for (id, topic, n) in groups {
+        let mut g = GroupConsumer::new(brokers.clone(), GroupConfig { request_timeout: Duration::from_millis(request_timeout_ms), ..GroupConfig::new(&id, "commit-reader") });
+        let wanted: TopicPartitions = [(topic.clone(), (0..n).collect())].into_iter().collect();
+        let mut result: Result<_, ClientError> = Err(ClientError::Protocol("not tried".into()));
+        for _ in 0..10 {
+            result = g.committed(&wanted).await;
+            if result.is_ok() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+        let mut r = rec.lock().expect("recorder");
+        match result {
+            Ok(offsets) => {
+                for ((t, p), o) in offsets.into_iter().filter(|(_, o)| *o >= 0) {
+                    r.history.final_commits.insert((id.clone(), t, p), o);
+                }
+            }
+            Err(e) => drop(r.history.final_commit_errors.insert(id.clone(), e.to_string())),
+        }
+    }
+}
