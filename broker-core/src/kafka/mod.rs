@@ -52,6 +52,12 @@ pub const SENT: &[(ApiKey, i16)] = &[
     (ApiKey::CreateTopics, 5),
     (ApiKey::InitProducerId, 4),
     (ApiKey::OffsetForLeaderEpoch, 3),
+    // The operator's group queries (client::groups_admin).
+    (ApiKey::ListOffsets, 6),
+    (ApiKey::FindCoordinator, 4),
+    (ApiKey::ListGroups, 5),
+    (ApiKey::DescribeGroups, 5),
+    (ApiKey::OffsetFetch, 8),
     (ApiKey::AlterPartition, 2),
     (ApiKey::BrokerRegistration, 0),
     (ApiKey::BrokerHeartbeat, 0),
