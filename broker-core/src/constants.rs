@@ -215,3 +215,24 @@ pub const group_join_wait_margin_ms: u64 = 2_000;
 /// Longest any group request waits for its answer (Kafka's default max.poll.interval.ms, the
 /// rebalance timeout clients send).
 pub const group_request_wait_ms_max: u64 = 300_000;
+
+/// How long the operator tools (`seedlog groups`) wait for one broker's answer by default: long
+/// enough for a loaded broker, short enough that a dead one is reported while the operator waits.
+pub const admin_request_ms_default: u64 = 10_000;
+
+/// Attempts a group query gets while the coordinator answers COORDINATOR_NOT_AVAILABLE (the
+/// offsets topic is being created, or the group's partition has no leader),
+/// COORDINATOR_LOAD_IN_PROGRESS (a new coordinator is reading the group back) or
+/// NOT_COORDINATOR (it moved): these pass within seconds, anything longer is an outage to report.
+pub const admin_coordinator_attempts_max: u32 = 8;
+
+/// Pause before the second attempt; it doubles on each retry up to [`admin_backoff_ms_max`]
+/// (Kafka's admin client: `retry.backoff.ms` 100, `retry.backoff.max.ms` 1000).
+pub const admin_backoff_ms_first: u64 = 100;
+
+/// Longest pause between two attempts.
+pub const admin_backoff_ms_max: u64 = 1_000;
+
+// All retries together stay a few seconds: 100 + 200 + 400 + 800 + 1000 × 3 = 4.5 s.
+const _: () = assert!(admin_backoff_ms_first <= admin_backoff_ms_max);
+const _: () = assert!(admin_coordinator_attempts_max as u64 * admin_backoff_ms_max <= 10_000);

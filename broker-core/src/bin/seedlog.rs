@@ -1,7 +1,15 @@
 //! `seedlog`: tools over the partition log on real files — a demo of the log on embedded
-//! defaults, the storage benchmark, and a dump of segment files. This is the IO edge: it may
-//! read clocks and touch the file system; the log itself never does.
+//! defaults, the storage benchmark, and a dump of segment files — and the operator's view of a
+//! running cluster's consumer groups (`seedlog groups`, in `seedlog/groups.rs`). This is the IO
+//! edge: it may read clocks, touch the file system and start a runtime; the log and the client
+//! library never do.
 
+// A crate root looks for modules beside itself, where cargo would take any `.rs` for another
+// binary; the directory named after the binary keeps its modules out of that namespace.
+#[path = "seedlog/groups.rs"]
+mod groups;
+
+use broker_core::constants::admin_request_ms_default;
 use broker_core::log::batch::{self, build};
 use broker_core::log::{FlushPolicy, Log, LogConfig, LogError, RecoveryReport};
 use broker_core::storage::{Disk, FileDisk};
@@ -13,7 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 #[derive(Parser)]
-#[command(name = "seedlog", about = "Seedlog partition-log tools (real files)")]
+#[command(name = "seedlog", about = "Seedlog partition-log tools (real files) and consumer-group queries")]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -44,6 +52,17 @@ enum Cmd {
     },
     /// Print every batch header of a `.log` segment file, like kafka-dump-log.
     Dump { file: PathBuf },
+    /// Consumer groups of a running cluster, like kafka-consumer-groups.sh (read-only).
+    Groups {
+        /// Any broker of the cluster, host:port.
+        #[arg(long, global = true, default_value = "127.0.0.1:9092")]
+        bootstrap: String,
+        /// How long to wait for each broker's answer.
+        #[arg(long, global = true, default_value_t = admin_request_ms_default)]
+        timeout_ms: u64,
+        #[command(subcommand)]
+        cmd: groups::GroupsCmd,
+    },
 }
 
 fn main() {
@@ -52,6 +71,7 @@ fn main() {
         Cmd::Demo { dir } => demo(dir),
         Cmd::Bench { dir, mib, synced_batches, runs } => bench(dir, mib, synced_batches, runs),
         Cmd::Dump { file } => dump(&file),
+        Cmd::Groups { bootstrap, timeout_ms, cmd } => groups::run(&bootstrap, Duration::from_millis(timeout_ms), cmd),
     };
     if let Err(e) = result {
         eprintln!("error: {e}");

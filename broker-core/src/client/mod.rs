@@ -1,9 +1,10 @@
 //! A Rust Kafka client over the wire protocol: a connection that speaks request/response, a
-//! producer (acks, retries, idempotence, leader discovery through Metadata) and an assign-mode
-//! consumer. The simulator's workloads use it, so simulated runs exercise the real request
-//! path; it is written against tokio's API as madsim-tokio re-exports it and runs on both.
-//! It never reads the wall clock for decisions: timeouts are tokio timers (simulated time
-//! under madsim) and record timestamps are given by the caller.
+//! producer (acks, retries, idempotence, leader discovery through Metadata), an assign-mode
+//! consumer, and admin requests (topic creation; the operator's consumer-group queries). The
+//! simulator's workloads use it, so simulated runs exercise the real request path; it is written
+//! against tokio's API as madsim-tokio re-exports it and runs on both. It never reads the wall
+//! clock for decisions: timeouts are tokio timers (simulated time under madsim) and record
+//! timestamps are given by the caller.
 
 pub mod admin;
 pub mod assignor;
@@ -11,6 +12,7 @@ pub mod cluster;
 pub mod conn;
 pub mod consumer;
 pub mod group;
+pub mod groups_admin;
 pub mod producer;
 
 pub use conn::Conn;

@@ -54,7 +54,10 @@ pub const SENT: &[(ApiKey, i16)] = &[
     (ApiKey::OffsetForLeaderEpoch, 3),
     (ApiKey::AlterPartition, 2),
     (ApiKey::ListOffsets, 6),
+    // The group consumer (client::group) and the operator's queries (client::groups_admin).
     (ApiKey::FindCoordinator, 4),
+    (ApiKey::ListGroups, 5),
+    (ApiKey::DescribeGroups, 5),
     (ApiKey::JoinGroup, 9),
     (ApiKey::SyncGroup, 5),
     (ApiKey::Heartbeat, 4),

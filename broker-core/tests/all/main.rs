@@ -1,6 +1,7 @@
 //! `broker-core`'s integration tests, one binary, modules by theme.
 
 mod group_consumer;
+mod groups_cli;
 mod real_clients;
 mod real_cluster;
 mod slow_disk;
