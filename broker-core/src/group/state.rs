@@ -470,7 +470,11 @@ impl Group {
     fn remove_member(&mut self, id: &str, now: u64, out: &mut Out) {
         self.forget_member(id, out);
         match self.state {
-            State::Stable | State::CompletingRebalance => self.prepare_rebalance(now, out),
+            State::Stable | State::CompletingRebalance => {
+                self.prepare_rebalance(now, out);
+                // The last member gone: nobody is left to wait for, so Empty at once.
+                self.maybe_complete_join(now, out);
+            }
             State::PreparingRebalance => self.maybe_complete_join(now, out),
             State::Empty | State::Dead => {}
         }

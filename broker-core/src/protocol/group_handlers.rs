@@ -105,14 +105,15 @@ fn str_opt(v: &Option<StrBytes>) -> Option<String> {
 }
 
 /// JoinGroup: answered when the rebalance completes (or at once for errors and KIP-394).
-pub fn join_group(node: &Node, version: i16, cid: i32, client_id: &str, req: JoinGroupRequest, now: u64, out: &mut Vec<Action>) -> Result<Outcome, String> {
+pub fn join_group(node: &Node, version: i16, cid: i32, (client_id, peer): (&str, Option<std::net::IpAddr>), req: JoinGroupRequest, now: u64, out: &mut Vec<Action>) -> Result<Outcome, String> {
     let session = req.session_timeout_ms.max(0) as u64;
     let rebalance = if version >= 1 { req.rebalance_timeout_ms.max(0) as u64 } else { session };
     let jr = JoinRequest {
         member_id: req.member_id.to_string(),
         instance_id: str_opt(&req.group_instance_id),
         client_id: client_id.to_string(),
-        client_host: String::new(),
+        // Kafka's form: the connection's address after a slash.
+        client_host: peer.map_or(String::new(), |ip| format!("/{ip}")),
         session_timeout_ms: session,
         rebalance_timeout_ms: rebalance,
         protocol_type: req.protocol_type.to_string(),
@@ -326,6 +327,10 @@ pub fn list_groups(node: &Node, version: i16, req: ListGroupsRequest, now: u64, 
         return r;
     }
     r.groups = with_groups(node, now, out, |_, c, _| {
+        if !c.loading().is_empty() {
+            // Some groups here are still loading: the client asks again rather than miss them.
+            r.error_code = code(Code::CoordinatorLoadInProgress);
+        }
         c.groups()
             .filter(|g| states.is_empty() || states.contains(&g.state.name().to_lowercase()))
             .map(|g| {

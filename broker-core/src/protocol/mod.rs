@@ -129,13 +129,18 @@ pub enum Attempt {
 /// Handles one request frame (without its size prefix). What the broker asks of the shell
 /// besides the answer (wake waiting requests, log a line) is added to `out`.
 pub fn handle(node: &Node, frame: &Bytes, now: u64, attempt: Attempt, out: &mut Vec<Action>) -> Outcome {
-    match handle_inner(node, frame, now, attempt, out) {
+    handle_from(node, frame, None, now, attempt, out)
+}
+
+/// [`handle`] for a request from `peer` (the address group members are described with).
+pub fn handle_from(node: &Node, frame: &Bytes, peer: Option<std::net::IpAddr>, now: u64, attempt: Attempt, out: &mut Vec<Action>) -> Outcome {
+    match handle_inner(node, frame, peer, now, attempt, out) {
         Ok(outcome) => outcome,
         Err(reason) => Outcome::Close(reason),
     }
 }
 
-fn handle_inner(node: &Node, frame: &Bytes, now: u64, attempt: Attempt, out: &mut Vec<Action>) -> Result<Outcome, String> {
+fn handle_inner(node: &Node, frame: &Bytes, peer: Option<std::net::IpAddr>, now: u64, attempt: Attempt, out: &mut Vec<Action>) -> Result<Outcome, String> {
     let final_attempt = attempt == Attempt::Final;
     if frame.len() < 8 {
         return Err("request shorter than its header".into());
@@ -191,7 +196,7 @@ fn handle_inner(node: &Node, frame: &Bytes, now: u64, attempt: Attempt, out: &mu
         ApiKey::BrokerHeartbeat => reply!(controller_handlers::broker_heartbeat(node, decode(key, version, &mut body)?, now)),
         ApiKey::AlterPartition => reply!(controller_handlers::alter_partition(node, decode(key, version, &mut body)?, now)),
         ApiKey::FindCoordinator => reply!(group_handlers::find_coordinator(&mut b(), version, decode(key, version, &mut body)?)),
-        ApiKey::JoinGroup => group_handlers::join_group(node, version, correlation_id, client_id, decode(key, version, &mut body)?, now, out),
+        ApiKey::JoinGroup => group_handlers::join_group(node, version, correlation_id, (client_id, peer), decode(key, version, &mut body)?, now, out),
         ApiKey::SyncGroup => group_handlers::sync_group(node, version, correlation_id, decode(key, version, &mut body)?, now, out),
         ApiKey::Heartbeat => reply!(group_handlers::heartbeat(node, decode(key, version, &mut body)?, now, out)),
         ApiKey::LeaveGroup => reply!(group_handlers::leave_group(node, version, decode(key, version, &mut body)?, now, out)),

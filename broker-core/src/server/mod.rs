@@ -244,7 +244,7 @@ async fn run_timers(shared: Arc<Shared>) {
 
 /// Runs one request to completion: parks fetches until data arrives or their wait ends, and
 /// holds requests that answer later (acks=all, topic changes) until they can.
-async fn answer(shared: &Shared, frame: &Bytes) -> Outcome {
+async fn answer(shared: &Shared, frame: &Bytes, peer: IpAddr) -> Outcome {
     let key = if frame.len() >= 2 { i16::from_be_bytes([frame[0], frame[1]]) } else { -1 };
     let is_fetch = key == ApiKey::Fetch as i16;
     if waits_for_startup(key) {
@@ -267,7 +267,7 @@ async fn answer(shared: &Shared, frame: &Bytes) -> Outcome {
         let (outcome, actions) = shared
             .decide(|s| {
                 let mut actions = Vec::new();
-                (protocol::handle(&s.node, frame, now_ms(), attempt, &mut actions), actions)
+                (protocol::handle_from(&s.node, frame, Some(peer), now_ms(), attempt, &mut actions), actions)
             })
             .await;
         // Anything but a fetch may have changed the node; a fetch only when a follower's
@@ -363,7 +363,7 @@ async fn connection(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
         if buf.len() >= 2 && buf[0..2] == (ApiKey::Fetch as i16).to_be_bytes() && wr.flush().await.is_err() {
             break;
         }
-        match answer(&shared, &Bytes::from(buf)).await {
+        match answer(&shared, &Bytes::from(buf), peer.ip()).await {
             Outcome::Reply(bytes) => {
                 crate::netfault::before_send(local, peer.ip()).await;
                 if wr.write_all(&bytes).await.is_err() {

@@ -186,9 +186,14 @@ fn record_events(m: &Member, g: &GroupConsumer, events: &[Stamped]) -> bool {
             }
             ClientEvent::Committed(_) => continue,
         };
-        if let GroupEventKind::Joined { generation, leader, .. } = &kind {
-            event(&m.rec, &m.name, "joined", json!({"generation": generation, "leader": leader}));
-        }
+        let fields = match &kind {
+            GroupEventKind::Joined { generation, leader, .. } => ("joined", json!({"generation": generation, "leader": leader})),
+            GroupEventKind::Owned { generation, partitions, starts, .. } => ("owned", json!({"generation": generation, "partitions": partitions, "starts": starts})),
+            GroupEventKind::Revoked(ps) => ("revoked", json!({"partitions": ps})),
+            GroupEventKind::Lost(ps) => ("lost", json!({"partitions": ps})),
+            _ => ("group", json!({})),
+        };
+        event(&m.rec, &m.name, fields.0, fields.1);
         group_event_at(m, ms_at(&m.rec, e.at), kind);
     }
     changed
