@@ -1,5 +1,6 @@
 //! `broker-core`'s integration tests, one binary, modules by theme.
 
+mod groups;
 mod real_clients;
 mod real_cluster;
 mod slow_disk;
