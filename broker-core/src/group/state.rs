@@ -678,7 +678,13 @@ impl Group {
     /// The next time [`Group::tick`] has work.
     pub fn next_deadline(&self) -> Option<u64> {
         let members = self.members.values().filter(|m| m.join.is_none() && m.sync.is_none()).map(|m| m.expires_at);
-        let rebalance = matches!(self.state, State::PreparingRebalance | State::CompletingRebalance).then_some(self.deadline);
+        // While the leader's assignment is being stored the group waits for the write (it
+        // settles or fails by itself), and `tick` leaves it alone: no deadline then.
+        let rebalance = match self.state {
+            State::PreparingRebalance => Some(self.deadline),
+            State::CompletingRebalance if self.storing.is_none() => Some(self.deadline),
+            _ => None,
+        };
         members.chain(self.pending.values().copied()).chain(rebalance).min()
     }
 

@@ -361,3 +361,21 @@ fn placement_is_kafkas() {
     // A hash whose top bit is set stays non-negative.
     assert!((0..50).contains(&partition_for("zzzzzzzzzzzzzzzzz", 50)));
 }
+
+/// The timers sleep until `next_deadline`; a deadline `tick` will not act on must not be
+/// reported, or the shell wakes every millisecond. A leader's assignment still being stored
+/// when the sync deadline passes is such a case: the group waits for the write, not the clock.
+#[test]
+fn no_past_deadline_while_the_assignment_is_being_stored() {
+    let mut d = Driver::quick();
+    let a = d.join("A", req("", &["range"])).expect("id").member_id;
+    d.join("A", req(&a, &["range"]));
+    d.sync("A", &a, 1, &[(&a, "p0")]);
+    d.advance(30_001); // past the rebalance timeout; the write is not replicated yet
+    let g = d.c.describe("g").expect("owned").expect("group");
+    assert_eq!(g.state, State::CompletingRebalance, "{}", d.log);
+    let next = d.c.next_deadline();
+    assert!(next.is_none_or(|t| t > d.now), "next deadline {next:?} at {}: tick has nothing to do then\n{}", d.now, d.log);
+    d.replicate();
+    assert!(d.log.contains("-> sync A: NONE assignment \"p0\""), "{}", d.log);
+}

@@ -2,6 +2,7 @@
 
 mod group_consumer;
 mod groups_cli;
+mod groups;
 mod real_clients;
 mod real_cluster;
 mod slow_disk;

@@ -33,7 +33,7 @@ const broker_log_lines_max: usize = 200;
 // The broker process.
 
 /// The broker under test: a [`BrokerProcess`] and what restarting it needs.
-struct Broker {
+pub(crate) struct Broker {
     process: BrokerProcess,
     data_dir: PathBuf,
     extra_args: Vec<String>,
@@ -41,7 +41,7 @@ struct Broker {
 
 impl Broker {
     /// A broker on a free port, data in `data_dir`, with extra flags (`--num-partitions 3`, ...).
-    fn start(data_dir: &Path, extra_args: &[&str]) -> Broker {
+    pub(crate) fn start(data_dir: &Path, extra_args: &[&str]) -> Broker {
         let extra_args: Vec<String> = extra_args.iter().map(|s| s.to_string()).collect();
         Broker::start_on(free_ports(1)[0], data_dir, extra_args)
     }
@@ -60,11 +60,11 @@ impl Broker {
         Broker { process, data_dir: data_dir.to_path_buf(), extra_args }
     }
 
-    fn bootstrap(&self) -> String {
+    pub(crate) fn bootstrap(&self) -> String {
         self.process.addr()
     }
 
-    fn assert_alive(&mut self, when: &str) {
+    pub(crate) fn assert_alive(&mut self, when: &str) {
         if let Some(status) = self.process.exited() {
             panic!("broker died {when}: {status}\n{}", self.log_tail());
         }
@@ -76,7 +76,7 @@ impl Broker {
         self.process.signal_and_wait(signal, timeout).unwrap_or_else(|why| panic!("broker {why}\n{}", self.log_tail()))
     }
 
-    fn log_tail(&self) -> String {
+    pub(crate) fn log_tail(&self) -> String {
         let lines = self.process.lines();
         format!("--- last {} lines of the broker's output ---\n{}\n", lines.len(), lines.join("\n"))
     }
@@ -86,12 +86,13 @@ impl Broker {
 // Tools and subprocesses.
 
 /// Runs `cmd` to completion with `stdin` fed in, killing it after `timeout`; fails naming `what`.
-fn run_bounded(cmd: &mut Command, stdin: Option<Vec<u8>>, timeout: Duration, what: &str) -> Output {
+pub(crate) fn run_bounded(cmd: &mut Command, stdin: Option<Vec<u8>>, timeout: Duration, what: &str) -> Output {
     support::run_bounded(cmd, stdin, timeout).unwrap_or_else(|why| panic!("{what}: {why}"))
 }
 
-/// Runs `tests/clients/<script>` against `broker`; fails with the script's and the broker's output.
-fn client_script(broker: &mut Broker, script: &str, args: &[&str]) {
+/// Runs `tests/clients/<script>` against `broker`; fails with the script's and the broker's
+/// output. Returns the output of a script that succeeded.
+pub(crate) fn client_script(broker: &mut Broker, script: &str, args: &[&str]) -> Output {
     let bootstrap = broker.bootstrap();
     let out = run_bounded(&mut client_command(&bootstrap, script, args), None, Duration::from_secs(client_timeout_s), script);
     if !out.status.success() {
@@ -104,6 +105,7 @@ fn client_script(broker: &mut Broker, script: &str, args: &[&str]) {
         );
     }
     broker.assert_alive(&format!("during {script}"));
+    out
 }
 
 // ---------------------------------------------------------------------------------------------
