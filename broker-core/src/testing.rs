@@ -60,7 +60,12 @@ pub fn sync(node: &Node, now: u64) {
             q.commit(records, now).unwrap();
         }
         for n in names {
-            match q.controller().create_topic(&n, -1, -1, BTreeMap::new(), now) {
+            let (partitions, rf, configs) = match n == crate::group::offsets_topic {
+                true => crate::group::offsets_topic_spec(&node.broker().config().groups, 1),
+                false => (-1, -1, Vec::new()),
+            };
+            let configs = configs.into_iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            match q.controller().create_topic(&n, partitions, rf, configs, now) {
                 Ok((_, records)) => {
                     q.commit(records, now).unwrap();
                 }

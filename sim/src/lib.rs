@@ -12,6 +12,7 @@ pub mod crash;
 pub mod disk;
 pub mod history;
 pub mod matrix;
+pub mod rebalances;
 pub mod scenario;
 pub mod trace;
 pub mod view;

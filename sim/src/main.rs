@@ -56,6 +56,9 @@ mod cli {
             /// Write the trace (JSON Lines) here.
             #[arg(long)]
             trace: Option<PathBuf>,
+            /// Print the consumer groups' rebalance timeline.
+            #[arg(long)]
+            timeline: bool,
         },
         /// Run a scenario (or every scenario in a directory) over a range of seeds.
         Sweep {
@@ -151,7 +154,7 @@ mod cli {
 
     pub fn main() {
         let result = match Cli::parse().cmd {
-            Cmd::Run { scenario, seed, trace } => run(&scenario, seed, trace.as_deref()),
+            Cmd::Run { scenario, seed, trace, timeline } => run(&scenario, seed, trace.as_deref(), timeline),
             Cmd::Sweep { target, seeds, jobs, shard, traces } => sweep(&target, seeds, jobs, shard, &traces),
             Cmd::Replay { trace } => replay(&trace),
             Cmd::Matrix { seeds, jobs, row, dump, traces } => matrix(seeds, jobs, row.as_deref(), dump.as_deref(), &traces),
@@ -168,7 +171,7 @@ mod cli {
         }
     }
 
-    fn run(path: &Path, seed: u64, trace: Option<&Path>) -> Result<bool, String> {
+    fn run(path: &Path, seed: u64, trace: Option<&Path>, timeline: bool) -> Result<bool, String> {
         let s = load(path)?;
         let wall = std::time::Instant::now();
         let r = cluster::run(&s, &path.display().to_string(), seed, None);
@@ -182,6 +185,13 @@ mod cli {
         let sent = r.history.writes.iter().filter(|w| w.acks == 0 && matches!(w.outcome, sim::history::Outcome::Ok(_))).count();
         let sent = if sent > 0 { format!(", {sent} sent with acks=0") } else { String::new() };
         println!("  {} writes ({acked} acknowledged{sent}), {} records read, {} final records", r.history.writes.len(), r.history.reads.len(), r.history.final_read.values().map(Vec::len).sum::<usize>());
+        if !r.history.group_events.is_empty() {
+            let acked = r.history.commits.iter().filter(|c| matches!(c.outcome, sim::history::Outcome::Ok(_))).count();
+            println!("  {} group events, {} commits ({acked} acknowledged)", r.history.group_events.len(), r.history.commits.len());
+        }
+        if timeline {
+            print!("{}", sim::rebalances::timeline(&r.history));
+        }
         let replicas: Vec<usize> = r.history.replica_logs.values().flat_map(|by_broker| by_broker.values().map(Vec::len)).collect();
         println!("  {} replica logs read from the brokers' disks, {} records in all", replicas.len(), replicas.iter().sum::<usize>());
         for (name, _) in sim::checkers::CHECKERS {

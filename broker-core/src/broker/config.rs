@@ -73,6 +73,10 @@ pub enum PlantedBug {
     /// A consumer fetch answers its first batch twice (once more at the end): a client that
     /// drops what it already has hides it; `nonmonotonic_poll` must see it.
     FetchRepeatsFirstBatch,
+    /// The group coordinator takes any OffsetCommit without checking the member and its
+    /// generation, so a member the group moved on without (a zombie) can move a committed
+    /// offset back under the partition's new owner.
+    CommitIgnoresGeneration,
 }
 
 impl Default for BrokerConfig {
@@ -111,6 +115,7 @@ impl PlantedBug {
         PlantedBug::FailAfterAppend,
         PlantedBug::ConsumersReadToLogEnd,
         PlantedBug::FetchRepeatsFirstBatch,
+        PlantedBug::CommitIgnoresGeneration,
     ];
 
     /// The bug named `name` (its variant name, as traces record it).

@@ -66,6 +66,16 @@ impl Default for GroupConfig {
     }
 }
 
+/// How `__consumer_offsets` is created: partitions, replication factor (capped by the brokers
+/// present), and topic configs. Kafka's is compacted; until this log compacts (docs/groups.md)
+/// nothing in it may expire, or a group idle for a week would lose its offsets at the next
+/// coordinator move, so retention is unlimited — at the cost of loading time growing with
+/// the topic's history.
+pub fn offsets_topic_spec(c: &GroupConfig, brokers_present: usize) -> (i32, i16, Vec<(&'static str, &'static str)>) {
+    let rf = c.offsets_replication_factor.min(brokers_present.max(1) as i16);
+    (c.offsets_partitions, rf, vec![("retention.ms", "-1"), ("retention.bytes", "-1")])
+}
+
 /// Kafka's placement: `Utils.abs(groupId.hashCode) % partitions`, with Java's String hash over
 /// UTF-16 code units, so a group lands where a Kafka cluster would put it.
 pub fn partition_for(group: &str, partitions: i32) -> i32 {
@@ -147,6 +157,10 @@ pub struct Coordinator {
     counter: u64,
     /// When empty groups' offsets are next checked for expiry.
     next_expiry_check: u64,
+    /// The simulator's planted bug: commits skip the member and generation checks (never set
+    /// in the real build, where `BrokerConfig::planted` is always false).
+    #[doc(hidden)]
+    pub unfenced_commits: bool,
 }
 
 impl Coordinator {
@@ -163,6 +177,7 @@ impl Coordinator {
             next_write: 1,
             counter: 0,
             next_expiry_check: 0,
+            unfenced_commits: false,
         }
     }
 
@@ -301,15 +316,16 @@ impl Coordinator {
                 group
             }
             Effect::Delete { group, offsets, ticket } => {
-                if result.is_ok() {
-                    match offsets {
-                        Some(parts) => {
-                            if let Some(g) = self.groups.get_mut(&group) {
-                                parts.iter().for_each(|tp| drop(g.offsets.remove(tp)));
-                            }
+                match (result.is_ok(), offsets) {
+                    (true, Some(parts)) => {
+                        if let Some(g) = self.groups.get_mut(&group) {
+                            parts.iter().for_each(|tp| drop(g.offsets.remove(tp)));
                         }
-                        None => drop(self.groups.remove(&group)),
                     }
+                    (true, None) => drop(self.groups.remove(&group)),
+                    // Not deleted after all: the group is back, as Empty as it was.
+                    (false, None) => self.groups.get_mut(&group).into_iter().for_each(|g| g.revive(now)),
+                    (false, Some(_)) => {}
                 }
                 out.answers.push((ticket, Answer::Written(result)));
                 group
@@ -419,6 +435,7 @@ impl Coordinator {
     pub fn commit(&mut self, group: &str, member: &str, instance: Option<&str>, generation: i32, offsets: Vec<((String, i32), OffsetValue)>, now: u64, work: &mut Work) -> Result<Pending<()>, Code> {
         self.owner(group)?;
         match self.groups.get_mut(group) {
+            Some(_) if self.unfenced_commits => {}
             Some(g) => g.check_commit(member, instance, generation, now)?,
             // A standalone consumer (no group management) commits to a group of its own.
             None if generation < 0 => {}
@@ -459,6 +476,10 @@ impl Coordinator {
         }
         let mut kvs: Vec<(Vec<u8>, Option<Vec<u8>>)> = g.offsets.keys().map(|(t, p)| (records::encode_key(&Key::Offset { group: group.to_string(), topic: t.clone(), partition: *p }), None)).collect();
         kvs.push((records::encode_key(&Key::Group { group: group.to_string() }), None));
+        // Dead at once, as in Kafka: nothing joins or commits into a group being deleted.
+        if let Some(g) = self.groups.get_mut(group) {
+            g.kill(now);
+        }
         let ticket = self.ticket();
         self.write(group, kvs, Effect::Delete { group: group.to_string(), offsets: None, ticket }, now, work);
         Ok(Pending::Wait(ticket))
@@ -611,7 +632,8 @@ impl Coordinator {
     /// The next time [`Coordinator::tick`] has work.
     pub fn next_deadline(&self) -> Option<u64> {
         let expiry = (!self.groups.is_empty()).then_some(self.next_expiry_check);
-        self.groups.values().filter_map(Group::next_deadline).chain(expiry).min()
+        // Groups of a partition still loading wait for the load, not for their deadlines.
+        self.groups.values().filter(|g| self.owner(&g.id).is_ok()).filter_map(Group::next_deadline).chain(expiry).min()
     }
 }
 

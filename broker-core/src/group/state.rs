@@ -748,6 +748,13 @@ impl Group {
     pub fn kill(&mut self, now: u64) {
         self.transition(State::Dead, now);
     }
+
+    /// A deletion that did not happen: the group is Empty again.
+    pub fn revive(&mut self, now: u64) {
+        if self.state == State::Dead {
+            self.transition(State::Empty, now);
+        }
+    }
 }
 
 /// The topic names at the start of a consumer protocol subscription; empty if it does not parse.

@@ -123,7 +123,7 @@ pub fn join_group(node: &Node, version: i16, cid: i32, (client_id, peer): (&str,
     let group = req.group_id.0.to_string();
     let pending = with_groups(node, now, out, |_, c, w| c.join(&group, jr, now, w));
     let reply = GroupReply::Join { version, cid };
-    let wait = (rebalance + group_join_wait_margin_ms).min(group_request_wait_ms_max);
+    let wait = rebalance.min(group_request_wait_ms_max) + group_join_wait_margin_ms;
     finish(reply, pending.map(Answer::Join), wait)
 }
 
@@ -346,6 +346,9 @@ pub fn list_groups(node: &Node, version: i16, req: ListGroupsRequest, now: u64, 
     r
 }
 
+/// Kafka's AclOperation codes a group has: READ (3), DELETE (6), DESCRIBE (8), as a bit set.
+const group_operations: i32 = (1 << 3) | (1 << 6) | (1 << 8);
+
 /// DescribeGroups: members with metadata and assignment while Stable; an unknown group is Dead.
 pub fn describe_groups(node: &Node, req: DescribeGroupsRequest, now: u64, out: &mut Vec<Action>) -> DescribeGroupsResponse {
     let mut r = DescribeGroupsResponse::default();
@@ -353,7 +356,9 @@ pub fn describe_groups(node: &Node, req: DescribeGroupsRequest, now: u64, out: &
         for id in &req.groups {
             let mut d = DescribedGroup::default();
             d.group_id = id.clone();
-            d.authorized_operations = i32::MIN;
+            // Kafka without an authorizer: every group operation (READ, DELETE, DESCRIBE), and
+            // i32::MIN when not asked for.
+            d.authorized_operations = if req.include_authorized_operations { group_operations } else { i32::MIN };
             match c.describe(id.0.as_str()) {
                 Err(e) => d.error_code = code(e),
                 Ok(None) => d.group_state = s(State::Dead.name()),

@@ -271,7 +271,8 @@ async fn alter_partitions(shared: &Shared, conn: &mut Conn, me: i32, epoch: i64)
 
 /// Asks the controller to create the topics Metadata requests wanted auto-created.
 async fn auto_create(shared: &Shared, conn: &mut Conn) -> Result<(), ClientError> {
-    use crate::group::offsets_topic;
+    use crate::group::{offsets_topic, offsets_topic_spec};
+    use kafka_protocol::messages::create_topics_request::CreatableTopicConfig;
     let names = shared.broker().auto_create_requests();
     if names.is_empty() {
         return Ok(());
@@ -288,9 +289,10 @@ async fn auto_create(shared: &Shared, conn: &mut Conn) -> Result<(), ClientError
                 // Kafka's offsets.topic.* settings, the replication factor capped by the
                 // brokers present (Kafka would refuse until enough register).
                 let b = shared.broker();
-                let present = b.image().brokers.values().filter(|x| !x.fenced).count().max(1) as i16;
-                t.num_partitions = b.config().groups.offsets_partitions;
-                t.replication_factor = b.config().groups.offsets_replication_factor.min(present);
+                let present = b.image().brokers.values().filter(|x| !x.fenced).count();
+                let (partitions, rf, configs) = offsets_topic_spec(&b.config().groups, present);
+                (t.num_partitions, t.replication_factor) = (partitions, rf);
+                t.configs = configs.into_iter().map(|(k, v)| CreatableTopicConfig::default().with_name(s(k)).with_value(Some(s(v)))).collect();
             }
             t
         })

@@ -53,7 +53,7 @@ async fn run(
         {
             let mut s = seen.lock().unwrap();
             for e in &polled.events {
-                if let GroupEvent::Assigned(tp) = e {
+                if let GroupEvent::Assigned { partitions: tp, .. } = &e.event {
                     for p in tp.get("t").into_iter().flatten() {
                         s.first_after_assign.remove(p);
                     }

@@ -233,3 +233,51 @@ fn a_repeated_batch_the_client_would_drop_is_caught_by_nonmonotonic_poll() {
     let seed = seeds_to_catch("smoke", PlantedBug::FetchRepeatsFirstBatch, "nonmonotonic_poll");
     assert_eq!(seed, Some(0), "smoke reads continuously: the first seed must catch it");
 }
+
+/// The consumer-group scenarios (`scenarios/groups/`).
+fn group_scenarios() -> Vec<(String, Scenario)> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios/groups");
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "toml")).collect();
+    paths.sort();
+    assert!(paths.len() >= 2, "expected the group scenarios in {}", dir.display());
+    paths.into_iter().map(|p| (p.display().to_string(), Scenario::parse(&std::fs::read_to_string(&p).unwrap()).unwrap())).collect()
+}
+
+#[test]
+fn group_scenarios_pass_and_replay_identically() {
+    let mut failures = Vec::new();
+    for (path, s) in group_scenarios() {
+        for seed in 0..8 {
+            let r = run(&s, &path, seed, None);
+            assert!(!r.history.commits.is_empty(), "{path} seed {seed}: the group committed nothing");
+            if !r.passed() {
+                failures.push(format!("{path} seed {seed}: {}", r.violations[0]));
+            }
+        }
+        let (a, b) = (run(&s, &path, 3, None), run(&s, &path, 3, None));
+        assert_eq!(a.trace.to_jsonl(), b.trace.to_jsonl(), "{path}: seed 3 twice, two traces");
+    }
+    assert!(failures.is_empty(), "{} failing runs:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn a_commit_without_generation_fencing_is_caught_by_group_commits() {
+    let (path, s) = group_scenarios().into_iter().find(|(_, s)| s.name == "group-churn").unwrap();
+    let caught = (0..100).find(|&seed| run(&s, &path, seed, Some(PlantedBug::CommitIgnoresGeneration)).violations.iter().any(|v| v.checker == "group_commits"));
+    let seed = caught.expect("a coordinator taking zombie commits survived 100 group-churn seeds");
+    eprintln!("group-churn: CommitIgnoresGeneration caught on seed {seed}");
+    let clean = run(&s, &path, seed, None);
+    assert!(clean.passed(), "group-churn seed {seed} fails without the bug: {:?}", clean.violations.first());
+}
+
+/// Issue 8's third level of rebalance snapshots: a group scenario plus seed in the simulator,
+/// its rebalance timeline (simulated ms, generation, member → partitions, what moved, and the
+/// churn behind it) kept as a reviewable snapshot. Same seed, same timeline.
+#[test]
+fn a_seeded_group_run_has_a_stable_rebalance_timeline() {
+    let (path, s) = group_scenarios().into_iter().find(|(_, s)| s.name == "group-cooperative-static").unwrap();
+    let first = sim::rebalances::timeline(&run(&s, &path, 7, None).history);
+    let again = sim::rebalances::timeline(&run(&s, &path, 7, None).history);
+    assert_eq!(first, again, "seed 7 twice, two timelines");
+    insta::assert_snapshot!(first);
+}
