@@ -124,7 +124,7 @@ pub fn join_group(node: &Node, version: i16, cid: i32, (client_id, peer): (&str,
     let pending = with_groups(node, now, out, |_, c, w| c.join(&group, jr, now, w));
     let reply = GroupReply::Join { version, cid };
     let wait = rebalance.min(group_request_wait_ms_max) + group_join_wait_margin_ms;
-    finish(reply, pending.map(Answer::Join), wait)
+    finish(At { node, now, out }, reply, pending.map(Answer::Join), wait)
 }
 
 fn join_response(version: i16, a: JoinAnswer) -> JoinGroupResponse {
@@ -164,7 +164,7 @@ pub fn sync_group(node: &Node, version: i16, cid: i32, req: SyncGroupRequest, no
         let pending = c.sync(&group, req.member_id.as_str(), instance.as_deref(), req.generation_id, p, assignments, now, w);
         (pending, c.describe(&group).ok().flatten().map(|g| (g.protocol_type.clone(), g.protocol.clone())))
     });
-    finish(GroupReply::Sync { version, cid, protocol }, pending.map(Answer::Sync), group_request_wait_ms_max)
+    finish(At { node, now, out }, GroupReply::Sync { version, cid, protocol }, pending.map(Answer::Sync), group_request_wait_ms_max)
 }
 
 /// Heartbeat.
@@ -244,7 +244,7 @@ pub fn offset_commit(node: &Node, version: i16, cid: i32, req: OffsetCommitReque
         Ok(p) => p.map(|()| Answer::Written(Ok(()))),
         Err(e) => Pending::Now(Answer::Written(Err(e))),
     };
-    finish(GroupReply::Commit { version, cid, response: r, slots }, pending, group_request_wait_ms_max)
+    finish(At { node, now, out }, GroupReply::Commit { version, cid, response: r, slots }, pending, group_request_wait_ms_max)
 }
 
 /// OffsetFetch: one group (v1–v7) or several (v8+); null topics mean every committed offset.
@@ -409,7 +409,7 @@ pub fn delete_groups(node: &Node, version: i16, cid: i32, req: DeleteGroupsReque
         }
     });
     let reply = GroupReply::DeleteGroups { version, cid, response: r, slots: tickets.clone() };
-    wait_all(reply, tickets.into_iter().map(|(t, _)| t).collect(), group_request_wait_ms_max)
+    wait_all(At { node, now, out }, reply, tickets.into_iter().map(|(t, _)| t).collect(), group_request_wait_ms_max)
 }
 
 /// OffsetDelete: refused (GROUP_SUBSCRIBED_TO_TOPIC) for topics the group consumes.
@@ -432,7 +432,7 @@ pub fn offset_delete(node: &Node, version: i16, cid: i32, req: OffsetDeleteReque
         Ok(p) => p.map(|()| Answer::Written(Ok(()))),
         Err(e) => Pending::Now(Answer::Written(Err(e))),
     };
-    finish(GroupReply::OffsetDelete { version, cid, response: r }, pending, group_request_wait_ms_max)
+    finish(At { node, now, out }, GroupReply::OffsetDelete { version, cid, response: r }, pending, group_request_wait_ms_max)
 }
 
 impl<T> Pending<T> {
@@ -444,18 +444,28 @@ impl<T> Pending<T> {
     }
 }
 
-fn finish(reply: GroupReply, pending: Pending<Answer>, wait_ms: u64) -> Result<Outcome, String> {
+/// Where a request's waiting happens: the node, its clock, and the actions it collects.
+struct At<'a> {
+    node: &'a Node,
+    now: u64,
+    out: &'a mut Vec<Action>,
+}
+
+fn finish(at: At<'_>, reply: GroupReply, pending: Pending<Answer>, wait_ms: u64) -> Result<Outcome, String> {
     match pending {
         Pending::Now(a) => reply.encode(&[a]).map(Outcome::Reply),
-        Pending::Wait(t) => wait_all(reply, vec![t], wait_ms),
+        Pending::Wait(t) => wait_all(at, reply, vec![t], wait_ms),
     }
 }
 
-fn wait_all(reply: GroupReply, tickets: Vec<Ticket>, wait_ms: u64) -> Result<Outcome, String> {
+/// Waits for every ticket; answered at once if they already are (a commit on a one-replica
+/// offsets partition is replicated as it is appended).
+fn wait_all(at: At<'_>, reply: GroupReply, tickets: Vec<Ticket>, wait_ms: u64) -> Result<Outcome, String> {
     if tickets.is_empty() {
         return reply.encode(&[]).map(Outcome::Reply);
     }
-    Ok(Outcome::Wait(Waiting::group(reply, tickets, wait_ms)))
+    let mut waiting = Waiting::group(reply, tickets, wait_ms);
+    Ok(waiting.poll(at.node, at.now, false, at.out).unwrap_or(Outcome::Wait(waiting)))
 }
 
 /// A group response under construction, finished with its tickets' answers.

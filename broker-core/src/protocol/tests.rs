@@ -147,3 +147,70 @@ fn produce_fetch_and_long_poll() {
     let r: FetchResponse = reply(handle(&b, &frame(ApiKey::Fetch, 12, &fetch_req("t", 99, 0)), 0, Attempt::First, &mut Vec::new()), ApiKey::Fetch, 12);
     assert_eq!(r.responses[0].partitions[0].error_code, Code::OffsetOutOfRange.code());
 }
+
+mod groups {
+    //! The group APIs through `handle`: the offsets topic created on first FindCoordinator,
+    //! and every invalid request answered with Kafka's code. (Bodies that do not decode close
+    //! the connection like any other API's; a huge announced array count is survived by the
+    //! broker binary's allocator, tested on the real socket in tests/all/real_clients.rs.)
+
+    use super::*;
+    use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
+    use kafka_protocol::messages::find_coordinator_response::FindCoordinatorResponse;
+    use kafka_protocol::messages::join_group_request::{JoinGroupRequest, JoinGroupRequestProtocol};
+    use kafka_protocol::messages::join_group_response::JoinGroupResponse;
+    use kafka_protocol::messages::offset_commit_request::{OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic};
+    use kafka_protocol::messages::offset_commit_response::OffsetCommitResponse;
+    use kafka_protocol::messages::GroupId;
+
+    fn s(text: &str) -> StrBytes {
+        StrBytes::from_string(text.into())
+    }
+
+    /// A node whose offsets topic exists and is led here (loaded), with topic `t`.
+    fn coordinator(dir: &std::path::Path) -> Node {
+        let mut config = crate::testing::config(dir);
+        config.groups.offsets_partitions = 2;
+        let node = crate::testing::one_node(config);
+        crate::testing::create(&node, "t", 1, Default::default()).unwrap();
+        let req = FindCoordinatorRequest::default().with_coordinator_keys(vec![s("g")]);
+        let first: FindCoordinatorResponse = reply(handle(&node, &frame(ApiKey::FindCoordinator, 4, &req), 0, Attempt::First, &mut Vec::new()), ApiKey::FindCoordinator, 4);
+        assert_eq!(first.coordinators[0].error_code, Code::CoordinatorNotAvailable.code(), "the first answer: the topic is being created");
+        crate::testing::sync(&node, 0);
+        let again: FindCoordinatorResponse = reply(handle(&node, &frame(ApiKey::FindCoordinator, 4, &req), 0, Attempt::First, &mut Vec::new()), ApiKey::FindCoordinator, 4);
+        assert_eq!((again.coordinators[0].error_code, again.coordinators[0].node_id.0), (0, 0));
+        node
+    }
+
+    fn join(node: &Node, group: &str, session_ms: i32, protocols: usize) -> JoinGroupResponse {
+        let p = (0..protocols).map(|i| JoinGroupRequestProtocol::default().with_name(s(&format!("p{i}"))).with_metadata(Bytes::from_static(b"m"))).collect();
+        let req = JoinGroupRequest::default().with_group_id(GroupId(s(group))).with_session_timeout_ms(session_ms).with_rebalance_timeout_ms(10_000).with_protocol_type(s("consumer")).with_protocols(p);
+        reply(handle(node, &frame(ApiKey::JoinGroup, 5, &req), 0, Attempt::First, &mut Vec::new()), ApiKey::JoinGroup, 5)
+    }
+
+    fn commit(node: &Node, topic: &str, partition: i32, metadata: &str) -> i16 {
+        let p = OffsetCommitRequestPartition::default().with_partition_index(partition).with_committed_offset(5).with_committed_metadata(Some(s(metadata)));
+        let t = OffsetCommitRequestTopic::default().with_name(TopicName(s(topic))).with_partitions(vec![p]);
+        let req = OffsetCommitRequest::default().with_group_id(GroupId(s("g"))).with_generation_id_or_member_epoch(-1).with_topics(vec![t]);
+        let r: OffsetCommitResponse = reply(handle(node, &frame(ApiKey::OffsetCommit, 8, &req), 0, Attempt::First, &mut Vec::new()), ApiKey::OffsetCommit, 8);
+        r.topics[0].partitions[0].error_code
+    }
+
+    #[test]
+    fn invalid_group_requests_get_kafkas_codes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let node = coordinator(tmp.path());
+        assert_eq!(join(&node, "", 10_000, 1).error_code, Code::InvalidGroupId.code());
+        assert_eq!(join(&node, "g", 10, 1).error_code, Code::InvalidSessionTimeout.code());
+        assert_eq!(join(&node, "g", 10_000, 0).error_code, Code::InconsistentGroupProtocol.code());
+        assert_eq!(join(&node, "g", 10_000, crate::constants::group_protocols_max + 1).error_code, Code::InvalidRequest.code());
+        assert_eq!(join(&node, &"x".repeat(crate::constants::group_id_bytes_max + 1), 10_000, 1).error_code, Code::InvalidGroupId.code());
+        let required = join(&node, "g", 10_000, 1);
+        assert_eq!(required.error_code, Code::MemberIdRequired.code());
+        assert!(!required.member_id.is_empty(), "KIP-394: the answer carries the id to come back with");
+        assert_eq!(commit(&node, "nope", 0, ""), Code::UnknownTopicOrPartition.code());
+        assert_eq!(commit(&node, "t", 7, ""), Code::UnknownTopicOrPartition.code());
+        assert_eq!(commit(&node, "t", 0, &"m".repeat(5_000)), Code::OffsetMetadataTooLarge.code());
+        assert_eq!(commit(&node, "t", 0, "fine"), 0, "a standalone commit, replicated at once on one node");
+    }
+}
