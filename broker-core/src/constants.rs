@@ -236,3 +236,10 @@ pub const admin_backoff_ms_max: u64 = 1_000;
 // All retries together stay a few seconds: 100 + 200 + 400 + 800 + 1000 × 3 = 4.5 s.
 const _: () = assert!(admin_backoff_ms_first <= admin_backoff_ms_max);
 const _: () = assert!(admin_coordinator_attempts_max as u64 * admin_backoff_ms_max <= 10_000);
+
+/// Kafka `delete.retention.ms` default: a tombstone is kept a day after the cleaning that
+/// reached it, so a consumer that was behind still sees the delete.
+pub const delete_retention_ms_default: u64 = 86_400_000;
+
+/// Kafka `min.cleanable.dirty.ratio` default (0.5), in parts per million.
+pub const min_cleanable_dirty_ratio_ppm_default: u32 = 500_000;

@@ -25,7 +25,7 @@ mod segment;
 mod segment_files;
 
 pub use batch::{BatchError, BatchHeader};
-pub use config::{FlushPolicy, LogConfig};
+pub use config::{CleanupPolicy, FlushPolicy, LogConfig};
 pub use epochs::{EpochCache, EpochEntry};
 pub use segment::{file_stem, Cut};
 
@@ -444,6 +444,9 @@ impl Log {
     /// read). Returns how many were deleted.
     pub fn apply_retention(&mut self, now: u64, upper: i64) -> Result<usize, LogError> {
         self.check_failed()?;
+        if !self.config.cleanup.delete {
+            return Ok(0); // cleanup.policy=compact: old data goes by key, never by age or size
+        }
         let mut deleted = 0;
         let mut total: u64 = self.segments.iter().map(|s| s.size()).sum();
         while self.segments.len() > 1 && self.segments[1].base_offset <= upper {

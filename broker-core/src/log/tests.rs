@@ -380,3 +380,16 @@ fn stray_files_are_cleaned_and_bad_config_is_named() {
     let err = Log::open(disk(), tmp.path(), LogConfig::default(), 0).err().unwrap();
     assert!(err.to_string().contains("recovery point"), "{err}");
 }
+
+#[test]
+fn a_compacted_log_is_not_cut_by_retention() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = LogConfig { retention_bytes: 8192, cleanup: crate::log::CleanupPolicy::COMPACT, ..small() };
+    let (mut log, _) = Log::open(disk(), tmp.path(), config, 0).unwrap();
+    for i in 0..200 {
+        log.append(&mut build(&[format!("value-{i:04}-{}", "x".repeat(60)).as_bytes()], 0), 0, 0).unwrap();
+    }
+    assert!(log.segment_bases().len() > 3);
+    assert_eq!(log.apply_retention(1_000_000_000, log.log_end_offset()).unwrap(), 0);
+    assert_eq!(log.log_start_offset(), 0);
+}

@@ -31,10 +31,14 @@ pub fn validate_name(name: &str) -> Result<(), String> {
 /// The topic-level settings this broker understands, with Kafka's names.
 pub const TOPIC_CONFIGS: &[&str] = &[
     "cleanup.policy",
+    "delete.retention.ms",
     "flush.messages",
     "flush.ms",
     "index.interval.bytes",
+    "max.compaction.lag.ms",
     "max.message.bytes",
+    "min.cleanable.dirty.ratio",
+    "min.compaction.lag.ms",
     "min.insync.replicas",
     "retention.bytes",
     "retention.ms",
@@ -90,8 +94,17 @@ pub fn apply_overrides(base: &LogConfig, overrides: &BTreeMap<String, String>) -
                     return Err(format!("min.insync.replicas={n} must be at least 1"));
                 }
             }
-            "cleanup.policy" if value == "delete" => {}
-            "cleanup.policy" => return Err(format!("cleanup.policy={value} is not supported (only delete)")),
+            "cleanup.policy" => c.cleanup = crate::log::CleanupPolicy::parse(value)?,
+            "delete.retention.ms" => c.delete_retention_ms = num(key, value)?,
+            "min.cleanable.dirty.ratio" => {
+                let r: f64 = num(key, value)?;
+                if !(0.0..=1.0).contains(&r) {
+                    return Err(format!("min.cleanable.dirty.ratio={value} must be in 0..=1"));
+                }
+                c.min_cleanable_dirty_ratio_ppm = (r * 1e6).round() as u32;
+            }
+            "min.compaction.lag.ms" => c.min_compaction_lag_ms = num(key, value)?,
+            "max.compaction.lag.ms" => c.max_compaction_lag_ms = num(key, value)?,
             _ => return Err(format!("unknown topic config '{key}'")),
         }
     }
@@ -115,11 +128,15 @@ pub fn describe(config: &LogConfig, min_insync: i32) -> Vec<(&'static str, Strin
         FlushPolicy::EveryMs(t) => (i64::MAX as u64, t),
     };
     vec![
-        ("cleanup.policy", "delete".into()),
+        ("cleanup.policy", config.cleanup.name().into()),
+        ("delete.retention.ms", config.delete_retention_ms.to_string()),
         ("flush.messages", messages.to_string()),
         ("flush.ms", ms.to_string()),
         ("index.interval.bytes", config.index_interval_bytes.to_string()),
+        ("max.compaction.lag.ms", config.max_compaction_lag_ms.to_string()),
         ("max.message.bytes", config.max_message_bytes.to_string()),
+        ("min.cleanable.dirty.ratio", (config.min_cleanable_dirty_ratio_ppm as f64 / 1e6).to_string()),
+        ("min.compaction.lag.ms", config.min_compaction_lag_ms.to_string()),
         ("min.insync.replicas", min_insync.to_string()),
         ("retention.bytes", config.retention_bytes.to_string()),
         ("retention.ms", config.retention_ms.to_string()),
