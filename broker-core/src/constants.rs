@@ -243,3 +243,11 @@ pub const delete_retention_ms_default: u64 = 86_400_000;
 
 /// Kafka `min.cleanable.dirty.ratio` default (0.5), in parts per million.
 pub const min_cleanable_dirty_ratio_ppm_default: u32 = 500_000;
+
+/// Bytes the log cleaner reads at a time while mapping keys and rewriting segments.
+pub const cleaner_read_bytes: usize = 1 << 20;
+
+/// Kafka `log.cleaner.dedupe.buffer.size` default is 128 MiB for all cleaner threads; one pass
+/// of this broker's single cleaner maps at most this many bytes of keys (a bigger dirty range
+/// takes several passes).
+pub const cleaner_key_map_bytes: usize = 32 << 20;

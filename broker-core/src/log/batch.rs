@@ -187,7 +187,7 @@ pub fn check_stored(b: &[u8]) -> Result<(), BatchError> {
 }
 
 /// recordsCount ≥ 1 and lastOffsetDelta = recordsCount − 1: the offsets a batch claims are the
-/// records it holds.
+/// records it holds (what a producer must send).
 fn check_record_count(h: &BatchHeader) -> Result<(), BatchError> {
     if h.records_count < 1 || h.last_offset_delta != h.records_count - 1 {
         return Err(BatchError::BadRecordCount { count: h.records_count, last_offset_delta: h.last_offset_delta });
@@ -195,9 +195,42 @@ fn check_record_count(h: &BatchHeader) -> Result<(), BatchError> {
     Ok(())
 }
 
+/// A stored batch may have been compacted (log::clean): fewer records than its offsets span,
+/// none at all, never more.
+fn check_stored_record_count(h: &BatchHeader) -> Result<(), BatchError> {
+    if h.records_count < 0 || h.last_offset_delta < 0 || h.records_count as i64 > h.last_offset_delta as i64 + 1 {
+        return Err(BatchError::BadRecordCount { count: h.records_count, last_offset_delta: h.last_offset_delta });
+    }
+    Ok(())
+}
+
+/// Validates one complete batch read back from a log (recovery): as [`validate`], except that
+/// a compacted batch's records may be fewer than its offsets and their deltas may skip (they
+/// still increase and stay within the batch). Returns the header as stored.
+pub fn validate_stored(b: &[u8]) -> Result<BatchHeader, BatchError> {
+    check_stored(b)?;
+    let header = read_header(b)?;
+    check_stored_record_count(&header)?;
+    if header.compression() > 4 {
+        return Err(BatchError::UnsupportedCompression(header.compression()));
+    }
+    if header.compression() == 0 {
+        let mut last = -1i32;
+        let mut ordered = true;
+        walk_records(&b[batch_header_bytes..], header.records_count, |r| {
+            ordered &= r.offset_delta > last && r.offset_delta <= header.last_offset_delta;
+            last = r.offset_delta;
+        })?;
+        if !ordered {
+            return Err(BatchError::BadRecords("offset deltas do not increase within the batch"));
+        }
+    }
+    Ok(header)
+}
+
 /// Splits bytes holding batches back to back (a fetch response's records) into the headers of
 /// the whole batches, each checked as a stored batch is (length, magic, CRC) and for a record
-/// count that matches its offsets. A trailing partial batch is left out: a fetch response may
+/// count within its offsets (a leader's compacted batches hold fewer). A trailing partial batch is left out: a fetch response may
 /// end mid-batch, and Kafka's consumers and followers drop that tail. Records are not walked:
 /// the leader validated them and the CRC vouches they are unchanged since.
 pub fn whole_batches(b: &[u8]) -> Result<Vec<BatchHeader>, BatchError> {
@@ -214,7 +247,7 @@ pub fn whole_batches(b: &[u8]) -> Result<Vec<BatchHeader>, BatchError> {
         let batch = &b[at..at + size];
         check_stored(batch)?;
         let header = read_header(batch)?;
-        check_record_count(&header)?;
+        check_stored_record_count(&header)?;
         headers.push(header);
         at += size;
     }

@@ -19,6 +19,8 @@ pub mod batch;
 pub mod dir;
 pub mod epochs;
 pub mod index;
+pub mod clean;
+mod cleaner;
 mod config;
 mod replica;
 mod segment;
@@ -27,6 +29,7 @@ mod segment_files;
 pub use batch::{BatchError, BatchHeader};
 pub use config::{CleanupPolicy, FlushPolicy, LogConfig};
 pub use epochs::{EpochCache, EpochEntry};
+pub use cleaner::CleanStats;
 pub use segment::{file_stem, Cut};
 
 use crate::constants::*;
@@ -104,6 +107,8 @@ pub struct RecoveryReport {
     pub indexes_rebuilt: Vec<PathBuf>,
     /// Leftover files removed (`.tmp`, `.deleted`, `.cleaned`, orphan indexes).
     pub stray_files_removed: Vec<PathBuf>,
+    /// Cleaning swaps a crash interrupted after their commit point, completed (`cleaner`).
+    pub swaps_completed: Vec<PathBuf>,
 }
 
 /// Name of the file holding the recovery point, as Kafka names its broker-wide one.
@@ -129,6 +134,8 @@ pub struct Log {
     /// log refuses all further writes until it is reopened and recovered (Kafka takes the
     /// log directory offline for the same reason).
     failed: Option<String>,
+    /// Offsets below this have been through a cleaning pass (compacted logs; `cleaner`).
+    cleaned_to: i64,
 }
 
 impl Log {
@@ -138,6 +145,8 @@ impl Log {
         let dir = dir.to_path_buf();
         disk.create_dir_all(&dir).map_err(|source| LogError::Io { op: "create directory", path: dir.clone(), source })?;
         let mut report = RecoveryReport { recovery_point: read_recovery_point(disk.as_ref(), &dir)?, ..Default::default() };
+        // A cleaning swap a crash interrupted is finished first: its `.swap` is whole.
+        report.swaps_completed = cleaner::complete_swaps(disk.as_ref(), &dir)?;
         let bases = list_segments(disk.as_ref(), &dir, &mut report)?;
         let mut segments: Vec<Segment> = Vec::new();
         for (i, &base) in bases.iter().enumerate() {
@@ -195,7 +204,8 @@ impl Log {
         let start = segments[0].base_offset;
         let recovery_point = report.recovery_point.clamp(start, end);
         let epochs = derive_epochs(&segments)?;
-        let mut log = Log { disk, dir, config, segments, recovery_point, unflushed_records: 0, unflushed_since_ms: None, dir_dirty: true, epochs, failed: None };
+        let cleaned_to = cleaner::read_checkpoint(disk.as_ref(), &dir)?;
+        let mut log = Log { disk, dir, config, segments, recovery_point, unflushed_records: 0, unflushed_since_ms: None, dir_dirty: true, epochs, failed: None, cleaned_to };
         if report.cut.is_some() || !report.segments_removed.is_empty() || report.recovery_point > end {
             // Make the cut durable before anything new lands on top of it, and never leave a
             // checkpoint on disk that vouches for offsets the log no longer has: a later roll

@@ -289,7 +289,7 @@ impl Segment {
                 return stop(format!("batch of {size} bytes runs past the end of the file (torn write)"));
             }
             let bytes = reader.get(pos, size)?;
-            let header = match batch::validate(bytes, usize::MAX) {
+            let header = match batch::validate_stored(bytes) {
                 Ok(h) => h,
                 Err(e) => return stop(e.to_string()),
             };

@@ -3,6 +3,7 @@
 
 mod hardening;
 mod replica;
+mod cleaning;
 
 use super::batch::{build, validate};
 use super::*;

@@ -1,0 +1,278 @@
+//! Compaction's decisions, on bytes and without IO: the key map of a dirty range (the last
+//! offset of every key, bounded), and for each stored batch what survives — every record, some
+//! of them, or none. [`super::cleaner`] does the reading, writing and swapping.
+//!
+//! Offsets stay where they were. A batch that loses records is rewritten with the same base
+//! offset, last offset delta, leader epoch, producer fields and timestamps, and only the
+//! surviving records (uncompressed, their offset and timestamp deltas unchanged); a batch that
+//! loses every record becomes an empty batch spanning the same offsets, and runs of empty
+//! batches of one leader epoch with no producer state to keep merge into one. So batches still
+//! tile the offset space exactly as before cleaning — recovery, replication and reads keep
+//! their "each batch starts where the previous ended" rule — while a cleaned log's size follows
+//! its live keys, not its history. Consumers skip an empty batch to its last offset + 1, as
+//! they do for Kafka's own empty batches.
+//!
+//! A record survives if it is the latest of its key in the map, or its key is not in the map
+//! (nothing newer was written in this pass's dirty range), or it has no key. A tombstone (null
+//! value) that survives so far stays until an earlier pass reached it and its timestamp is
+//! `delete.retention.ms` old; then it goes too.
+
+use super::batch::{self, BatchHeader};
+use crate::constants::{batch_header_bytes, batch_log_overhead_bytes};
+use bytes::Bytes;
+use kafka_protocol::records::{Record, RecordBatchDecoder};
+use std::collections::BTreeMap;
+
+/// Bytes one key costs the map beyond its own length (the entry and its offset).
+pub const key_overhead_bytes: usize = 24;
+
+/// The last offset of each key seen in a dirty range, within a byte budget.
+#[derive(Debug, Default)]
+pub struct KeyMap {
+    latest: BTreeMap<Bytes, i64>,
+    bytes: usize,
+    budget: usize,
+}
+
+impl KeyMap {
+    pub fn new(budget: usize) -> KeyMap {
+        KeyMap { latest: BTreeMap::new(), bytes: 0, budget }
+    }
+
+    /// Records that `key` is at `offset` (later offsets win). False when a new key would not
+    /// fit: the pass must end its dirty range before the batch holding it.
+    pub fn insert(&mut self, key: &Bytes, offset: i64) -> bool {
+        if let Some(o) = self.latest.get_mut(key) {
+            *o = (*o).max(offset);
+            return true;
+        }
+        let cost = key.len() + key_overhead_bytes;
+        if self.bytes + cost > self.budget {
+            return false;
+        }
+        self.bytes += cost;
+        self.latest.insert(key.clone(), offset);
+        true
+    }
+
+    pub fn latest(&self, key: &[u8]) -> Option<i64> {
+        self.latest.get(key).copied()
+    }
+
+    pub fn len(&self) -> usize {
+        self.latest.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.latest.is_empty()
+    }
+}
+
+/// Why a batch could not be looked inside.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CleanError {
+    #[error("batch does not decode: {0}")]
+    Decode(String),
+}
+
+/// The records of one stored batch (any codec the decoder knows).
+pub fn records(batch: &[u8]) -> Result<Vec<Record>, CleanError> {
+    let mut b = Bytes::copy_from_slice(batch);
+    let set = RecordBatchDecoder::decode(&mut b).map_err(|e| CleanError::Decode(e.to_string()))?;
+    Ok(set.records)
+}
+
+/// Puts every keyed record of `batch` in the map; false if the map filled before the batch
+/// was whole: the caller ends the dirty range before this batch. Keys already mapped from it
+/// point at records that stay in the log, so the map is still sound.
+pub fn map_batch(map: &mut KeyMap, batch: &[u8]) -> Result<bool, CleanError> {
+    for r in records(batch)? {
+        if let Some(k) = &r.key {
+            if !map.insert(k, r.offset) {
+                return Ok(false);
+            }
+        }
+    }
+    Ok(true)
+}
+
+/// Tombstones that may go in this pass: those below `reached` (an earlier pass saw them) whose
+/// record timestamp is older than `horizon_ms` (now − delete.retention.ms).
+#[derive(Debug, Clone, Copy)]
+pub struct Tombstones {
+    pub reached: i64,
+    pub horizon_ms: i64,
+}
+
+/// What cleaning makes of one batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Every record survives: the stored bytes stay as they are.
+    Whole,
+    /// Some records survive: the batch rewritten around them.
+    Rewritten(Vec<u8>),
+    /// None survives: an empty batch over the same offsets (mergeable with its neighbours).
+    Empty,
+}
+
+/// Decides the fate of `batch` against `map`.
+pub fn clean_batch(batch: &[u8], h: &BatchHeader, map: &KeyMap, tombstones: Tombstones) -> Result<Outcome, CleanError> {
+    let all = records(batch)?;
+    let total = all.len();
+    let keep: Vec<Record> = all
+        .into_iter()
+        .filter(|r| {
+            let Some(k) = &r.key else { return true };
+            match map.latest(k) {
+                Some(latest) if r.offset < latest => false,
+                // The latest of its key (or its key was not seen in this pass's dirty range).
+                _ => r.value.is_some() || !(r.offset < tombstones.reached && r.timestamp < tombstones.horizon_ms),
+            }
+        })
+        .collect();
+    Ok(match keep.len() {
+        n if n == total => Outcome::Whole,
+        0 => Outcome::Empty,
+        _ => Outcome::Rewritten(encode(h, &keep)),
+    })
+}
+
+/// An uncompressed v2 batch with `h`'s offsets, epoch, producer fields and timestamps, holding
+/// `records` (offsets inside `h`'s range).
+pub fn encode(h: &BatchHeader, records: &[Record]) -> Vec<u8> {
+    let mut body = Vec::new();
+    for r in records {
+        let mut rec = Vec::new();
+        rec.push(0u8); // attributes
+        put_varint(&mut rec, r.timestamp - h.base_timestamp);
+        put_varint(&mut rec, r.offset - h.base_offset);
+        put_field(&mut rec, r.key.as_deref());
+        put_field(&mut rec, r.value.as_deref());
+        put_varint(&mut rec, r.headers.len() as i64);
+        for (k, v) in &r.headers {
+            put_field(&mut rec, Some(k.as_bytes()));
+            put_field(&mut rec, v.as_deref());
+        }
+        put_varint(&mut body, rec.len() as i64);
+        body.extend_from_slice(&rec);
+    }
+    frame(h, records.len() as i32, h.last_offset_delta, h.base_timestamp, h.max_timestamp, &body)
+}
+
+/// An empty batch spanning `first.base_offset ..= last.last_offset()` with `first`'s epoch and
+/// producer fields: what a run of batches that lost every record becomes.
+pub fn empty(first: &BatchHeader, last: &BatchHeader) -> Vec<u8> {
+    let delta = (last.last_offset() - first.base_offset) as i32;
+    let max_ts = first.max_timestamp.max(last.max_timestamp);
+    frame(first, 0, delta, first.base_timestamp, max_ts, &[])
+}
+
+fn frame(h: &BatchHeader, count: i32, last_offset_delta: i32, base_ts: i64, max_ts: i64, body: &[u8]) -> Vec<u8> {
+    let mut b = vec![0u8; batch_header_bytes];
+    b.extend_from_slice(body);
+    let put = |b: &mut Vec<u8>, at: usize, bytes: &[u8]| b[at..at + bytes.len()].copy_from_slice(bytes);
+    put(&mut b, 0, &h.base_offset.to_be_bytes());
+    let length = (b.len() - batch_log_overhead_bytes) as i32;
+    put(&mut b, 8, &length.to_be_bytes());
+    put(&mut b, 12, &h.leader_epoch.to_be_bytes());
+    b[16] = crate::kafka::batch_magic as u8;
+    // Compression bits cleared (the records are written uncompressed); the timestamp type kept.
+    put(&mut b, 21, &(h.attributes & !0x07).to_be_bytes());
+    put(&mut b, 23, &last_offset_delta.to_be_bytes());
+    put(&mut b, 27, &base_ts.to_be_bytes());
+    put(&mut b, 35, &max_ts.to_be_bytes());
+    put(&mut b, 43, &h.producer_id.to_be_bytes());
+    put(&mut b, 51, &h.producer_epoch.to_be_bytes());
+    put(&mut b, 53, &h.base_sequence.to_be_bytes());
+    put(&mut b, 57, &count.to_be_bytes());
+    let crc = crc32c::crc32c(&b[21..]);
+    put(&mut b, 17, &crc.to_be_bytes());
+    debug_assert!(batch::check_stored(&b).is_ok());
+    b
+}
+
+fn put_varint(out: &mut Vec<u8>, v: i64) {
+    let mut z = ((v << 1) ^ (v >> 63)) as u64;
+    while z >= 0x80 {
+        out.push((z as u8) | 0x80);
+        z >>= 7;
+    }
+    out.push(z as u8);
+}
+
+fn put_field(out: &mut Vec<u8>, f: Option<&[u8]>) {
+    match f {
+        Some(b) => {
+            put_varint(out, b.len() as i64);
+            out.extend_from_slice(b);
+        }
+        None => put_varint(out, -1),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::batch::{build_keyed, read_header, stamp};
+
+    fn batch(base: i64, kvs: &[(&str, Option<&str>)]) -> (Vec<u8>, BatchHeader) {
+        let kv: Vec<batch::KeyValue> = kvs.iter().map(|(k, v)| (Some(k.as_bytes()), v.map(str::as_bytes))).collect();
+        let mut b = build_keyed(&kv, 1_000);
+        stamp(&mut b, base, 3);
+        let h = read_header(&b).unwrap();
+        (b, h)
+    }
+
+    const none: Tombstones = Tombstones { reached: 0, horizon_ms: 0 };
+
+    #[test]
+    fn the_latest_record_per_key_survives_at_its_offset() {
+        let (b1, h1) = batch(0, &[("a", Some("1")), ("b", Some("1")), ("a", Some("2"))]);
+        let (b2, _) = batch(3, &[("b", Some("2"))]);
+        let mut map = KeyMap::new(1 << 20);
+        assert!(map_batch(&mut map, &b1).unwrap() && map_batch(&mut map, &b2).unwrap());
+        let Outcome::Rewritten(out) = clean_batch(&b1, &h1, &map, none).unwrap() else { panic!("a@0 and b@1 go") };
+        let oh = read_header(&out).unwrap();
+        assert_eq!((oh.base_offset, oh.last_offset_delta, oh.records_count, oh.leader_epoch), (0, 2, 1, 3));
+        let left = records(&out).unwrap();
+        assert_eq!(left.iter().map(|r| (r.offset, r.value.clone())).collect::<Vec<_>>(), vec![(2, Some(Bytes::from("2")))]);
+        assert_eq!(clean_batch(&b2, &read_header(&b2).unwrap(), &map, none).unwrap(), Outcome::Whole);
+    }
+
+    #[test]
+    fn a_batch_that_loses_everything_is_an_empty_batch_over_its_offsets() {
+        let (b1, h1) = batch(10, &[("a", Some("1")), ("a", Some("2"))]);
+        let (b2, h2) = batch(12, &[("a", Some("3"))]);
+        let mut map = KeyMap::new(1 << 20);
+        map_batch(&mut map, &b1).unwrap();
+        map_batch(&mut map, &b2).unwrap();
+        assert_eq!(clean_batch(&b1, &h1, &map, none).unwrap(), Outcome::Empty, "a@10 and a@11 are behind a@12");
+        assert_eq!(clean_batch(&b2, &h2, &map, none).unwrap(), Outcome::Whole);
+        let e = empty(&h1, &h2);
+        let eh = read_header(&e).unwrap();
+        assert_eq!((eh.base_offset, eh.last_offset(), eh.records_count), (10, 12, 0));
+        assert!(records(&e).unwrap().is_empty());
+    }
+
+    #[test]
+    fn tombstones_stay_until_an_earlier_pass_reached_them_and_their_time_is_up() {
+        let (b, h) = batch(0, &[("a", Some("1")), ("a", None)]);
+        let mut map = KeyMap::new(1 << 20);
+        map_batch(&mut map, &b).unwrap();
+        let kept = |t| match clean_batch(&b, &h, &map, t).unwrap() {
+            Outcome::Rewritten(out) => records(&out).unwrap().len(),
+            Outcome::Empty => 0,
+            Outcome::Whole => 2,
+        };
+        assert_eq!(kept(none), 1, "first pass: the tombstone stays");
+        assert_eq!(kept(Tombstones { reached: 2, horizon_ms: 500 }), 1, "reached, but not old enough");
+        assert_eq!(kept(Tombstones { reached: 2, horizon_ms: 2_000 }), 0, "reached and old: gone");
+    }
+
+    #[test]
+    fn a_full_map_says_so() {
+        let (b, _) = batch(0, &[("aaaa", Some("1")), ("bbbb", Some("1"))]);
+        let mut map = KeyMap::new(4 + key_overhead_bytes);
+        assert!(!map_batch(&mut map, &b).unwrap());
+    }
+}

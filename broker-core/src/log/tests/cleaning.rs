@@ -1,0 +1,190 @@
+//! Compaction on real files: the latest value of every key survives at its offset, batches
+//! still tile the offsets, a reopened log reads the same, tombstones go after
+//! `delete.retention.ms`, and an interrupted swap recovers to the old or the cleaned log.
+
+use super::*;
+use crate::log::batch::{build_keyed, KeyValue};
+use crate::log::clean::records;
+use std::collections::BTreeMap;
+
+const map_bytes: usize = 1 << 20;
+
+fn compacted() -> LogConfig {
+    LogConfig { segment_bytes: 2048, index_interval_bytes: 256, cleanup: CleanupPolicy::COMPACT, min_cleanable_dirty_ratio_ppm: 0, ..LogConfig::default() }
+}
+
+/// Appends `rounds` updates of keys k0..k{keys-1}, two records per batch; every sixth update
+/// of k0 is a tombstone. Returns the latest value (None: deleted) of each key with its offset.
+fn updates(log: &mut Log, keys: usize, rounds: usize, ts: i64) -> BTreeMap<String, (i64, Option<String>)> {
+    let mut latest = BTreeMap::new();
+    for r in 0..rounds {
+        for pair in (0..keys).collect::<Vec<_>>().chunks(2) {
+            let entries: Vec<(String, Option<String>)> = pair.iter().map(|k| (format!("k{k}"), (!(*k == 0 && r % 6 == 5)).then(|| format!("v{r}-{k}")))).collect();
+            let kv: Vec<KeyValue> = entries.iter().map(|(k, v)| (Some(k.as_bytes()), v.as_deref().map(str::as_bytes))).collect();
+            let info = log.append(&mut build_keyed(&kv, ts), 1, 0).unwrap();
+            for (i, (k, v)) in entries.into_iter().enumerate() {
+                latest.insert(k, (info.base_offset + i as i64, v));
+            }
+        }
+    }
+    latest
+}
+
+/// Every record of the log: key → (offset, value), in offset order (later wins), plus checks
+/// that batches tile the offsets from the log start to the end.
+fn contents(log: &Log) -> (Vec<(i64, String, Option<String>)>, usize) {
+    let mut out = Vec::new();
+    let mut next = log.log_start_offset();
+    let mut batches = 0;
+    log.for_each_batch(0, 1 << 20, |h, bytes| {
+        assert_eq!(h.base_offset, next, "batches tile the offsets");
+        next = h.next_offset();
+        batches += 1;
+        for r in records(&bytes).unwrap() {
+            out.push((r.offset, String::from_utf8(r.key.unwrap().to_vec()).unwrap(), r.value.map(|v| String::from_utf8(v.to_vec()).unwrap())));
+        }
+        Ok::<(), LogError>(())
+    })
+    .unwrap();
+    assert_eq!(next, log.log_end_offset());
+    (out, batches)
+}
+
+fn latest_of(records: &[(i64, String, Option<String>)]) -> BTreeMap<String, (i64, Option<String>)> {
+    records.iter().map(|(o, k, v)| (k.clone(), (*o, v.clone()))).collect()
+}
+
+#[test]
+fn the_latest_value_of_every_key_survives_at_its_offset() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut log, _) = Log::open(disk(), tmp.path(), compacted(), 0).unwrap();
+    let latest = updates(&mut log, 6, 40, 1_000);
+    log.roll(0).unwrap();
+    let (before, _) = contents(&log);
+    let size_before = log.size_bytes();
+    let stats = log.clean(10_000, log.log_end_offset(), map_bytes).unwrap().expect("due");
+    assert!(stats.segments_rewritten > 0 && stats.keys == 6, "{stats:?}");
+    let (after, batches) = contents(&log);
+    assert_eq!(latest_of(&after), latest, "the latest of each key, at its offset");
+    assert_eq!(latest_of(&before), latest);
+    assert!(after.len() <= 6, "one record per key is left: {after:?}");
+    assert!(log.size_bytes() * 4 < size_before, "{} of {size_before} bytes left", log.size_bytes());
+    assert!(batches < 20, "empty batches merged: {batches}");
+    log.verify_indexes().unwrap();
+    // Reopened, the cleaned log is the same, and a second pass has nothing to do.
+    let end = log.log_end_offset();
+    log.close(0).unwrap();
+    let (mut log, report) = Log::open(disk(), tmp.path(), compacted(), 0).unwrap();
+    assert!(report.cut.is_none(), "{report:?}");
+    assert_eq!((contents(&log).0, log.log_end_offset()), (after, end));
+    assert_eq!(log.clean(10_000, log.log_end_offset(), map_bytes).unwrap(), None);
+    // Appends go on at the end.
+    let info = log.append(&mut build_keyed(&[(Some(b"k1"), Some(b"new"))], 2_000), 2, 0).unwrap();
+    assert_eq!(info.base_offset, end);
+}
+
+#[test]
+fn a_tombstone_goes_once_a_pass_reached_it_and_its_retention_passed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = LogConfig { delete_retention_ms: 5_000, ..compacted() };
+    let (mut log, _) = Log::open(disk(), tmp.path(), config, 0).unwrap();
+    let kv: Vec<KeyValue> = vec![(Some(b"gone"), Some(b"1"))];
+    log.append(&mut build_keyed(&kv, 1_000), 1, 0).unwrap();
+    log.append(&mut build_keyed(&[(Some(b"gone"), None)], 1_000), 1, 0).unwrap();
+    log.append(&mut build_keyed(&[(Some(b"stays"), Some(b"x"))], 1_000), 1, 0).unwrap();
+    log.roll(0).unwrap();
+    log.clean(2_000, log.log_end_offset(), map_bytes).unwrap().expect("first pass");
+    let keys = |log: &Log| contents(log).0.into_iter().map(|(_, k, v)| (k, v)).collect::<Vec<_>>();
+    assert_eq!(keys(&log), vec![("gone".into(), None), ("stays".into(), Some("x".into()))], "the tombstone stays after the first pass");
+    // More writes make the log dirty again; a pass after delete.retention.ms drops it.
+    log.append(&mut build_keyed(&[(Some(b"stays"), Some(b"y"))], 9_000), 1, 0).unwrap();
+    log.roll(0).unwrap();
+    log.clean(10_000, log.log_end_offset(), map_bytes).unwrap().expect("second pass");
+    assert_eq!(keys(&log), vec![("stays".into(), Some("y".into()))]);
+}
+
+#[test]
+fn a_small_key_map_cleans_in_several_passes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut log, _) = Log::open(disk(), tmp.path(), compacted(), 0).unwrap();
+    let latest = updates(&mut log, 20, 10, 1_000);
+    log.roll(0).unwrap();
+    let small = 4 * (3 + crate::log::clean::key_overhead_bytes);
+    let mut passes = 0;
+    while log.clean(10_000, log.log_end_offset(), small).unwrap().is_some() {
+        passes += 1;
+        assert!(passes < 100, "no progress");
+    }
+    assert!(passes > 1, "a map of four keys cannot take twenty in one pass");
+    assert_eq!(latest_of(&contents(&log).0), latest);
+}
+
+#[test]
+fn the_active_segment_and_young_records_are_not_cleaned() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = LogConfig { min_compaction_lag_ms: 60_000, ..compacted() };
+    let (mut log, _) = Log::open(disk(), tmp.path(), config, 0).unwrap();
+    updates(&mut log, 4, 20, 1_000);
+    assert_eq!(log.clean(30_000, log.log_end_offset(), map_bytes).unwrap(), None, "younger than the lag");
+    assert!(log.clean(100_000, log.log_end_offset(), map_bytes).unwrap().is_some());
+    let tmp2 = tempfile::tempdir().unwrap();
+    let (mut one, _) = Log::open(disk(), tmp2.path(), compacted(), 0).unwrap();
+    one.append(&mut build_keyed(&[(Some(b"a"), Some(b"1")), (Some(b"a"), Some(b"2"))], 1_000), 1, 0).unwrap();
+    assert_eq!(one.clean(100_000, one.log_end_offset(), map_bytes).unwrap(), None, "the active segment is never cleaned");
+}
+
+/// Copies a log directory's files through the Disk API.
+fn copy_dir(d: &dyn Disk, from: &Path, to: &Path) {
+    d.create_dir_all(to).unwrap();
+    for name in d.list(from).unwrap() {
+        let src = d.open(&from.join(&name), false).unwrap();
+        let mut buf = vec![0u8; src.len().unwrap() as usize];
+        crate::storage::read_exact_at(src.as_ref(), &mut buf, 0).unwrap();
+        let dst = d.open(&to.join(&name), true).unwrap();
+        dst.truncate(0).unwrap();
+        dst.write_at(&buf, 0).unwrap();
+    }
+}
+
+#[test]
+fn an_interrupted_swap_recovers_to_the_old_or_the_cleaned_log() {
+    let d = disk();
+    let tmp = tempfile::tempdir().unwrap();
+    let (old, cleaned) = (tmp.path().join("old"), tmp.path().join("cleaned"));
+    let (mut log, _) = Log::open(d.clone(), &old, compacted(), 0).unwrap();
+    updates(&mut log, 6, 30, 1_000);
+    log.roll(0).unwrap();
+    let old_contents = contents(&log).0;
+    log.close(0).unwrap();
+    copy_dir(d.as_ref(), &old, &cleaned);
+    // Cleaned as one group (segment.bytes large enough for every closed segment), so the
+    // first cleaned segment replaces them all.
+    let (mut log, _) = Log::open(d.clone(), &cleaned, LogConfig { segment_bytes: 1 << 20, ..compacted() }, 0).unwrap();
+    log.clean(10_000, log.log_end_offset(), map_bytes).unwrap().expect("due");
+    let clean_contents = contents(&log).0;
+    let first = log.segment_bases()[0];
+    log.close(0).unwrap();
+    let cleaned_first = {
+        let f = d.open(&cleaned.join(format!("{}.log", file_stem(first))), false).unwrap();
+        let mut buf = vec![0u8; f.len().unwrap() as usize];
+        crate::storage::read_exact_at(f.as_ref(), &mut buf, 0).unwrap();
+        buf
+    };
+    // Each crash point: the old segments with the cleaned bytes as `.cleaned` (before the
+    // commit), as `.swap` (committed), and as `.swap` with some old segments already removed.
+    for (i, (suffix, remove_old)) in [(".log.cleaned", 0), (".log.swap", 0), (".log.swap", 2)].into_iter().enumerate() {
+        let dir = tmp.path().join(format!("crash-{i}"));
+        copy_dir(d.as_ref(), &old, &dir);
+        let stem = file_stem(first);
+        let f = d.open(&dir.join(format!("{stem}{suffix}")), true).unwrap();
+        f.write_at(&cleaned_first, 0).unwrap();
+        let mut bases: Vec<String> = d.list(&dir).unwrap().into_iter().filter(|n| n.ends_with(".log")).collect();
+        bases.sort();
+        for name in bases.iter().take(remove_old) {
+            d.remove(&dir.join(name)).unwrap();
+        }
+        let (log, report) = Log::open(d.clone(), &dir, compacted(), 0).unwrap();
+        let expected = if suffix == ".log.cleaned" { &old_contents } else { &clean_contents };
+        assert_eq!(&contents(&log).0, expected, "crash point {i} ({suffix}, {remove_old} old segments removed): {report:?}");
+    }
+}
