@@ -251,3 +251,7 @@ pub const cleaner_read_bytes: usize = 1 << 20;
 /// of this broker's single cleaner maps at most this many bytes of keys (a bigger dirty range
 /// takes several passes).
 pub const cleaner_key_map_bytes: usize = 32 << 20;
+
+/// Kafka `log.cleaner.backoff.ms` default: the cleaner looks for work this often, and runs at
+/// most one pass per turn, so cleaning takes a bounded share of the broker.
+pub const log_cleaner_backoff_ms: u64 = 15_000;

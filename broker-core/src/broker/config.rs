@@ -39,6 +39,8 @@ pub struct BrokerConfig {
     pub log: LogConfig,
     /// `group.*` and `offsets.*`: the group coordinator's settings.
     pub groups: GroupConfig,
+    /// `log.cleaner.backoff.ms`: how often the log cleaner takes a turn (one pass at most).
+    pub cleaner_backoff_ms: u64,
     /// A known bug switched on, so tests can prove the simulator's checkers catch it. Exists
     /// only in the simulated build: no flag, file or real binary can set it.
     #[cfg(madsim)]
@@ -99,6 +101,7 @@ impl Default for BrokerConfig {
             unclean_leader_election: false,
             log: LogConfig::default(),
             groups: GroupConfig::default(),
+            cleaner_backoff_ms: crate::constants::log_cleaner_backoff_ms,
             #[cfg(madsim)]
             planted_bug: None,
         }

@@ -95,6 +95,9 @@ pub struct Broker {
     registered: Option<i64>,
     /// Appends acknowledged but not yet made (only with `PlantedBug::AckBeforeAppend`).
     deferred: Vec<(String, i32, Vec<u8>)>,
+    /// The log cleaner's next turn, and the partition it cleaned last (turns rotate).
+    next_clean_ms: u64,
+    last_cleaned: Option<(String, i32)>,
 }
 
 impl Broker {
@@ -118,6 +121,8 @@ impl Broker {
             auto_create: BTreeSet::new(),
             registered: None,
             deferred: Vec::new(),
+            next_clean_ms: 0,
+            last_cleaned: None,
         })
     }
 

@@ -170,3 +170,42 @@ fn a_topic_deleted_and_recreated_keeps_its_new_records_across_a_restart() {
     crate::testing::sync(&node, 0);
     assert_eq!(node.broker().fetch("t", 0, 0, 1 << 20, true, consumer, 0, &mut Vec::new()).unwrap().high_watermark, 3, "the new topic's records survive the replay");
 }
+
+/// A compacted topic: keyless records refused (INVALID_RECORD), and the cleaner, on the
+/// broker's timer, leaves the latest value of each key readable at its offset through a fetch.
+#[test]
+fn a_compacted_topic_is_cleaned_on_the_timer_and_refuses_keyless_records() {
+    use crate::log::batch::build_keyed;
+    let tmp = tempfile::tempdir().unwrap();
+    let node = one_node(config(tmp.path()));
+    let configs = [("cleanup.policy", "compact"), ("segment.bytes", "1024"), ("min.cleanable.dirty.ratio", "0.01")];
+    create(&node, "c", 1, configs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()).unwrap();
+    let mut b = node.broker();
+    let keyless = b.produce("c", 0, &build(&[b"no key"], 1000), 1, 0, &mut Vec::new()).unwrap_err();
+    assert_eq!(keyless.kafka_error(true), Code::InvalidRecord, "{keyless}");
+    for i in 0..200 {
+        let (k, v) = (format!("k{}", i % 5), format!("v{i}"));
+        b.produce("c", 0, &build_keyed(&[(Some(k.as_bytes()), Some(v.as_bytes()))], 1000), 1, 0, &mut Vec::new()).unwrap();
+    }
+    let before = b.partitions()[&("c".to_string(), 0)].log.size_bytes();
+    let lines = b.tick(1_000_000);
+    assert!(lines.iter().filter_map(Action::line).any(|l| l.contains("c-0: cleaned")), "{lines:?}");
+    let after = b.partitions()[&("c".to_string(), 0)].log.size_bytes();
+    assert!(after * 3 < before, "{after} of {before} bytes left");
+    // Fetch after fetch from offset 0, as a consumer reads, moving past each answer's last batch.
+    let (mut latest, mut offset) = (BTreeMap::new(), 0);
+    while offset < 200 {
+        let f = b.fetch("c", 0, offset, 1 << 20, true, consumer, 0, &mut Vec::new()).unwrap();
+        for h in crate::log::batch::whole_batches(&f.records).unwrap() {
+            offset = h.next_offset();
+        }
+        for (_, k, v) in crate::client::consumer::decode_records(f.records).unwrap() {
+            latest.insert(String::from_utf8(k.unwrap().to_vec()).unwrap(), String::from_utf8(v.unwrap().to_vec()).unwrap());
+        }
+    }
+    let active_start = b.partitions()[&("c".to_string(), 0)].log.segment_bases().last().copied().unwrap();
+    for k in 0..5 {
+        // The last write of each key was 195+k; older ones survive only in the active segment.
+        assert_eq!(latest[&format!("k{k}")], format!("v{}", 195 + k), "active segment starts at {active_start}");
+    }
+}

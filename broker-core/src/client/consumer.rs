@@ -29,6 +29,13 @@ pub struct ConsumedRecord {
     pub fresh: bool,
 }
 
+/// The last offset a v2 batch covers (base offset + last offset delta), from its header.
+fn batch_last_offset(batch: &[u8]) -> Option<i64> {
+    let base = i64::from_be_bytes(batch.get(0..8)?.try_into().ok()?);
+    let delta = i32::from_be_bytes(batch.get(23..27)?.try_into().ok()?);
+    Some(base + delta as i64)
+}
+
 /// A decoded record: offset, key, value.
 pub type DecodedRecord = (i64, Option<Bytes>, Option<Bytes>);
 
@@ -143,7 +150,11 @@ impl Consumer {
                 let mut next = pos;
                 let mut first_batch = true;
                 while !records.is_empty() {
+                    let whole = records.clone();
                     let set = RecordBatchDecoder::decode(&mut records).map_err(|e| ClientError::Protocol(format!("decode {topic}-{}: {e}", p.partition_index)))?;
+                    // A compacted batch may hold fewer records than its offsets, or none: the
+                    // position moves past the batch's last offset, as Kafka's consumers do.
+                    let batch_end = batch_last_offset(&whole[..whole.len() - records.len()]).map(|last| last + 1);
                     for r in set.records {
                         // The first batch holds the fetch offset and may start before it (Kafka
                         // returns whole batches): that prefix is expected and skipped. Anything
@@ -165,6 +176,9 @@ impl Consumer {
                             high_watermark: p.high_watermark,
                             fresh,
                         });
+                    }
+                    if let Some(end) = batch_end.filter(|&e| e > pos) {
+                        next = next.max(end);
                     }
                     first_batch = false;
                 }

@@ -67,13 +67,12 @@ impl Default for GroupConfig {
 }
 
 /// How `__consumer_offsets` is created: partitions, replication factor (capped by the brokers
-/// present), and topic configs. Kafka's is compacted; until this log compacts (docs/groups.md)
-/// nothing in it may expire, or a group idle for a week would lose its offsets at the next
-/// coordinator move, so retention is unlimited — at the cost of loading time growing with
-/// the topic's history.
+/// present), and topic configs — compacted, as Kafka's is, so a coordinator's load reads the
+/// latest record of each group and offset, not the topic's history; segments of 100 MiB
+/// (Kafka's `offsets.topic.segment.bytes`) so the closed ones compact early.
 pub fn offsets_topic_spec(c: &GroupConfig, brokers_present: usize) -> (i32, i16, Vec<(&'static str, &'static str)>) {
     let rf = c.offsets_replication_factor.min(brokers_present.max(1) as i16);
-    (c.offsets_partitions, rf, vec![("retention.ms", "-1"), ("retention.bytes", "-1")])
+    (c.offsets_partitions, rf, vec![("cleanup.policy", "compact"), ("segment.bytes", "104857600")])
 }
 
 /// Kafka's placement: `Utils.abs(groupId.hashCode) % partitions`, with Java's String hash over

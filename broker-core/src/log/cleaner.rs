@@ -138,7 +138,11 @@ impl Log {
         while i + 1 < self.segments.len() && self.segments[i].base_offset < mapped {
             let j = self.group_end(i, mapped);
             // A rewritten group is one segment now; an untouched one is still j - i.
-            i = match self.clean_group(i, j, &map, tombstones, &last_of_producer, now)? {
+            let cleaned = self.clean_group(i, j, &map, tombstones, &last_of_producer, now);
+            // A swap that failed half-way leaves memory unsure of the disk: the log goes offline
+            // and reopening completes or drops the swap (see the module header).
+            let cleaned = cleaned.inspect_err(|e| self.failed = Some(format!("cleaning: {e}")))?;
+            i = match cleaned {
                 Some((before, after)) => {
                     stats.segments_rewritten += j - i;
                     stats.bytes_before += before;

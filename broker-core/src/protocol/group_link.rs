@@ -54,8 +54,14 @@ fn load_step(b: &Broker, c: &mut Coordinator, p: i32, next: i64, now: u64, work:
     let mut after = next;
     let mut bytes = read.clone();
     while !bytes.is_empty() {
+        let whole = bytes.clone();
         match RecordBatchDecoder::decode(&mut bytes) {
             Ok(set) => {
+                // A compacted batch may hold none of its offsets' records: the load moves past
+                // the batch's last offset all the same.
+                if let Ok(h) = crate::log::batch::read_header(&whole[..whole.len() - bytes.len()]) {
+                    after = after.max(h.next_offset());
+                }
                 for r in set.records {
                     after = after.max(r.offset + 1);
                     if r.offset >= next {

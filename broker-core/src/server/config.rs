@@ -103,6 +103,9 @@ pub struct Flags {
     /// offset.metadata.max.bytes
     #[arg(long)]
     pub offset_metadata_max_bytes: Option<usize>,
+    /// log.cleaner.backoff.ms
+    #[arg(long)]
+    pub log_cleaner_backoff_ms: Option<u64>,
 }
 
 /// The settings a file may carry, as Kafka names them.
@@ -136,6 +139,7 @@ pub const FILE_SETTINGS: &[&str] = &[
     "offsets.topic.replication.factor",
     "offsets.retention.minutes",
     "offset.metadata.max.bytes",
+    "log.cleaner.backoff.ms",
 ];
 
 /// Reads a TOML file's text into flags (file values first; `over` wins where it sets a value).
@@ -176,6 +180,7 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
             "offsets.topic.replication.factor" => f.offsets_topic_replication_factor = Some(int()? as i16),
             "offsets.retention.minutes" => f.offsets_retention_minutes = Some(int()? as u64),
             "offset.metadata.max.bytes" => f.offset_metadata_max_bytes = Some(int()? as usize),
+            "log.cleaner.backoff.ms" => f.log_cleaner_backoff_ms = Some(int()? as u64),
             other => return Err(format!("config file: unknown setting '{other}' (known: {})", FILE_SETTINGS.join(", "))),
         }
     }
@@ -184,7 +189,7 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
         log_segment_bytes, log_roll_ms, log_retention_ms, log_retention_bytes, log_index_interval_bytes,
         log_flush_interval_messages, log_flush_interval_ms, message_max_bytes, controller_quorum_voters,
         default_replication_factor, replica_lag_time_max_ms, broker_session_timeout_ms, broker_heartbeat_interval_ms,
-        unclean_leader_election_enable, group_initial_rebalance_delay_ms, group_min_session_timeout_ms, group_max_session_timeout_ms, group_max_size, offsets_topic_num_partitions, offsets_topic_replication_factor, offsets_retention_minutes, offset_metadata_max_bytes);
+        unclean_leader_election_enable, group_initial_rebalance_delay_ms, group_min_session_timeout_ms, group_max_session_timeout_ms, group_max_size, offsets_topic_num_partitions, offsets_topic_replication_factor, offsets_retention_minutes, offset_metadata_max_bytes, log_cleaner_backoff_ms);
     Ok(f)
 }
 
@@ -241,6 +246,7 @@ pub fn resolve(f: &Flags) -> Result<(SocketAddr, BrokerConfig), String> {
     if let Some(v) = f.broker_heartbeat_interval_ms { c.heartbeat_interval_ms = v }
     if let Some(v) = f.unclean_leader_election_enable { c.unclean_leader_election = v }
     resolve_groups(f, &mut c.groups)?;
+    if let Some(v) = f.log_cleaner_backoff_ms { c.cleaner_backoff_ms = v.max(1) }
     if c.heartbeat_interval_ms == 0 || c.heartbeat_interval_ms * 2 > c.session_timeout_ms {
         return Err(format!(
             "broker.heartbeat.interval.ms={} must be positive and at most half of broker.session.timeout.ms={}",
