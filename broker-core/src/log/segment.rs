@@ -473,7 +473,11 @@ impl Segment {
         let Some((mut pos, mut h)) = self.position_of(from)? else { return Ok(None) };
         loop {
             if h.max_timestamp >= ts {
-                return self.find_in_batch(pos, &h, ts).map(Some);
+                // A compacted batch may no longer hold the record that made its max timestamp:
+                // the search goes on to the next batch.
+                if let Some(found) = self.find_in_batch(pos, &h, ts)? {
+                    return Ok(Some(found));
+                }
             }
             pos += h.size as u64;
             if pos >= self.size {
@@ -483,15 +487,16 @@ impl Segment {
         }
     }
 
-    /// The exact record for uncompressed batches; the batch's base offset otherwise (finding
-    /// the record inside a compressed batch needs decompression, which the log does not do).
-    fn find_in_batch(&self, pos: u64, h: &BatchHeader, ts: i64) -> Result<(i64, i64), LogError> {
+    /// The exact record for uncompressed batches (None if none has the timestamp: a compacted
+    /// batch); the batch's base offset otherwise (finding the record inside a compressed batch
+    /// needs decompression, which the log does not do).
+    fn find_in_batch(&self, pos: u64, h: &BatchHeader, ts: i64) -> Result<Option<(i64, i64)>, LogError> {
         if h.compression() != 0 {
-            return Ok((h.base_offset, h.max_timestamp));
+            return Ok(Some((h.base_offset, h.max_timestamp)));
         }
         let mut buf = vec![0u8; h.size];
         read_exact_at(self.log.as_ref(), &mut buf, pos).map_err(io_err("read", &self.log_path))?;
-        batch::validate(&buf, usize::MAX).map_err(|e| self.corrupt(pos, e.to_string()))?;
+        batch::validate_stored(&buf).map_err(|e| self.corrupt(pos, e.to_string()))?;
         let mut found = None;
         batch::walk_records(&buf[batch_header_bytes..], h.records_count, |r| {
             let rts = h.base_timestamp.saturating_add(r.timestamp_delta);
@@ -500,7 +505,7 @@ impl Segment {
             }
         })
         .map_err(|e| self.corrupt(pos, e.to_string()))?;
-        Ok(found.unwrap_or((h.base_offset, h.max_timestamp)))
+        Ok(found)
     }
 
     /// Calls `f` with every batch header in order, checking lengths and offset continuity.

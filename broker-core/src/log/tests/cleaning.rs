@@ -188,3 +188,18 @@ fn an_interrupted_swap_recovers_to_the_old_or_the_cleaned_log() {
         assert_eq!(&contents(&log).0, expected, "crash point {i} ({suffix}, {remove_old} old segments removed): {report:?}");
     }
 }
+
+#[test]
+fn time_lookups_read_cleaned_batches() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut log, _) = Log::open(disk(), tmp.path(), compacted(), 0).unwrap();
+    for t in 0..60i64 {
+        let kv: Vec<KeyValue> = vec![(Some(b"a"), Some(b"x")), (Some(b"b"), Some(b"y"))];
+        log.append(&mut build_keyed(&kv, 1_000 + t), 1, 0).unwrap();
+    }
+    log.roll(0).unwrap();
+    log.clean(10_000, log.log_end_offset(), map_bytes).unwrap().expect("due");
+    // Every batch but the last lost its records: a lookup lands on the survivors, (offset, ts).
+    assert_eq!(log.offset_for_timestamp(1_030).unwrap(), Some((118, 1_059)));
+    assert_eq!(log.offset_for_timestamp(0).unwrap(), Some((118, 1_059)));
+}
