@@ -50,6 +50,22 @@ enum Cmd {
         #[arg(long, default_value_t = 3)]
         runs: usize,
     },
+    /// Log cleaner throughput: compact a log of keyed records (a share of them live), next to a
+    /// raw sequential read + write of the same bytes (docs/benchmarks.md).
+    BenchCleaner {
+        /// Directory to work in (default: a temporary directory on the current file system).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// MiB of log to compact.
+        #[arg(long, default_value_t = 1024)]
+        mib: u64,
+        /// Percent of the records whose key is written once (the live share after cleaning).
+        #[arg(long, default_value_t = 10)]
+        live_percent: u64,
+        /// Key map budget, MiB (Kafka's log.cleaner.dedupe.buffer.size is 128).
+        #[arg(long, default_value_t = 128)]
+        map_mib: usize,
+    },
     /// Print every batch header of a `.log` segment file, like kafka-dump-log.
     Dump { file: PathBuf },
     /// Consumer groups of a running cluster, like kafka-consumer-groups.sh (read-only).
@@ -70,6 +86,7 @@ fn main() {
     let result = match cli.cmd {
         Cmd::Demo { dir } => demo(dir),
         Cmd::Bench { dir, mib, synced_batches, runs } => bench(dir, mib, synced_batches, runs),
+        Cmd::BenchCleaner { dir, mib, live_percent, map_mib } => bench_cleaner(dir, mib, live_percent, map_mib),
         Cmd::Dump { file } => dump(&file),
         Cmd::Groups { bootstrap, timeout_ms, cmd } => groups::run(&bootstrap, Duration::from_millis(timeout_ms), cmd),
     };
@@ -247,6 +264,68 @@ fn log_append(dir: &Path, batch: &[u8], count: u64, flush: FlushPolicy) -> Resul
     drop(log);
     std::fs::remove_dir_all(&part)?;
     Ok((append, read_time, read))
+}
+
+/// Records of ~100 bytes in batches of 16; keys cycle so that `live_percent` of the records hold
+/// the last value of their key.
+fn bench_cleaner(dir: Option<PathBuf>, mib: u64, live_percent: u64, map_mib: usize) -> Res {
+    use broker_core::log::batch::build_keyed;
+    use broker_core::log::CleanupPolicy;
+    let (dir, _tmp) = work_dir(dir, "seedlog-bench-cleaner-", Path::new("."))?;
+    let part = dir.join("compacted-0");
+    let disk: Arc<dyn Disk> = Arc::new(FileDisk::new());
+    let config = LogConfig { segment_bytes: 128 << 20, cleanup: CleanupPolicy::COMPACT, min_cleanable_dirty_ratio_ppm: 0, ..LogConfig::default() };
+    let (mut log, _) = Log::open(disk, &part, config, 0)?;
+    let value = vec![b'v'; 80];
+    let records_per_batch = 16u64;
+    let batch_bytes = build_keyed(&[(Some(b"key-00000000"), Some(&value))], 1).len() as u64 * records_per_batch;
+    let batches = (mib << 20) / batch_bytes.max(1);
+    let keys = (batches * records_per_batch * live_percent.clamp(1, 100) / 100).max(1);
+    println!("seedlog bench-cleaner: {mib} MiB, {batches} batches of {records_per_batch} records, {keys} keys ({live_percent}% live), map {map_mib} MiB, in {}", dir.display());
+    let mut n = 0u64;
+    for _ in 0..batches {
+        let names: Vec<String> = (0..records_per_batch).map(|i| format!("key-{:08}", (n + i) % keys)).collect();
+        let kv: Vec<_> = names.iter().map(|k| (Some(k.as_bytes()), Some(value.as_slice()))).collect();
+        log.append(&mut build_keyed(&kv, 1), 0, 0)?;
+        n += records_per_batch;
+    }
+    log.roll(0)?;
+    log.flush(0)?;
+    let before = log.size_bytes();
+    let t = Instant::now();
+    let mut passes = 0;
+    while log.clean(1, log.log_end_offset(), map_mib << 20)?.is_some() {
+        passes += 1;
+    }
+    let clean = t.elapsed();
+    let after = log.size_bytes();
+    // The same number of bytes read and written once, sequentially: the cleaner's IO at best.
+    let raw_estimate = raw_read_write(&part, before)?;
+    println!("{:<44} {:>10}", "measurement", "MB/s");
+    println!("{:<44} {:>10.1}", format!("cleaner ({passes} passes, {before} -> {after} bytes)"), mbps(before, clean));
+    println!("{:<44} {:>10.1}", "raw sequential read + write of the same bytes", mbps(before, raw_estimate));
+    println!("ratio cleaner/raw           {:.2} (target >= 0.50)", mbps(before, clean) / mbps(before, raw_estimate));
+    Ok(())
+}
+
+/// Reads `bytes` of a fresh file written to `dir` and writes them again: a raw read + write.
+fn raw_read_write(dir: &Path, bytes: u64) -> Result<Duration, std::io::Error> {
+    let path = dir.join("raw-source.bin");
+    let chunk = vec![b'r'; 1 << 20];
+    {
+        let mut f = std::fs::File::create(&path)?;
+        for _ in 0..bytes.div_ceil(1 << 20) {
+            f.write_all(&chunk)?;
+        }
+    }
+    let t = Instant::now();
+    let mut src = std::fs::File::open(&path)?;
+    let mut dst = std::fs::File::create(dir.join("raw-target.bin"))?;
+    std::io::copy(&mut std::io::Read::by_ref(&mut src), &mut dst)?;
+    let d = t.elapsed();
+    std::fs::remove_file(&path)?;
+    std::fs::remove_file(dir.join("raw-target.bin"))?;
+    Ok(d)
 }
 
 fn bench(dir: Option<PathBuf>, mib: u64, synced: u64, runs: usize) -> Res {

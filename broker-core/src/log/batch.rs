@@ -296,11 +296,18 @@ fn varlong(b: &[u8], pos: &mut usize) -> Option<i64> {
     None
 }
 
-/// One uncompressed record's position and the fields the log needs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One uncompressed record's position and the fields the log needs (ranges are within the
+/// batch body walked).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordInfo {
     pub offset_delta: i32,
     pub timestamp_delta: i64,
+    /// The key's bytes; None for a null key.
+    pub key: Option<std::ops::Range<usize>>,
+    /// A null value: a tombstone.
+    pub null_value: bool,
+    /// The whole record, its length prefix included.
+    pub bytes: std::ops::Range<usize>,
 }
 
 /// Skips a length-prefixed field (`-1` = null when `nullable`); false if it does not fit.
@@ -326,6 +333,7 @@ pub fn walk_records(
 ) -> Result<(), BatchError> {
     let mut pos = 0usize;
     for _ in 0..count {
+        let start = pos;
         let len = varint(body, &mut pos).ok_or(BatchError::BadRecords("truncated record length"))?;
         if len < 1 || pos + len as usize > body.len() {
             return Err(BatchError::BadRecords("record length runs past the batch"));
@@ -335,9 +343,17 @@ pub fn walk_records(
         let mut p = pos + 1; // attributes (unused, must be present)
         let timestamp_delta = varlong(rec, &mut p).ok_or(BatchError::BadRecords("bad timestamp"))?;
         let offset_delta = varint(rec, &mut p).ok_or(BatchError::BadRecords("bad offset delta"))?;
-        if !skip_field(rec, &mut p, true) {
-            return Err(BatchError::BadRecords("key runs past its record"));
+        let key_len = varint(rec, &mut p);
+        p = p.min(rec.len());
+        let key = match key_len {
+            Some(-1) => None,
+            Some(n) if n >= 0 && p + n as usize <= rec.len() => Some(p..p + n as usize),
+            _ => return Err(BatchError::BadRecords("key runs past its record")),
+        };
+        if let Some(k) = &key {
+            p = k.end;
         }
+        let null_value = rec.get(p) == Some(&1); // zigzag varint -1
         if !skip_field(rec, &mut p, true) {
             return Err(BatchError::BadRecords("value runs past its record"));
         }
@@ -350,7 +366,7 @@ pub fn walk_records(
         if p != end {
             return Err(BatchError::BadRecords("record fields do not end at the record's length"));
         }
-        visit(RecordInfo { offset_delta, timestamp_delta });
+        visit(RecordInfo { offset_delta, timestamp_delta, key, null_value, bytes: start..end });
         pos = end;
     }
     if pos != body.len() {

@@ -437,26 +437,34 @@ impl Segment {
         if first.last_offset() >= upper {
             return Ok(None);
         }
-        let mut end = start + first.size as u64;
-        let mut expected = first.next_offset();
-        while end < self.size && (end - start) < max_bytes as u64 {
-            let h = self.header_at(end, Some(expected), self.size)?;
-            if h.last_offset() >= upper || end - start + h.size as u64 > max_bytes as u64 {
+        // One read of everything that may be returned, then the batches walked in memory: a
+        // pread per batch header would cost a syscall per batch (hundreds per MiB).
+        let want = (first.size as u64).max((max_bytes as u64).min(self.size - start));
+        let mut buf = vec![0u8; want as usize];
+        read_exact_at(self.log.as_ref(), &mut buf, start).map_err(io_err("read", &self.log_path))?;
+        let (mut at, mut expected) = (0usize, first.base_offset);
+        while buf.len() - at >= batch_log_overhead_bytes {
+            let Some(size) = batch::declared_size(&buf[at..]) else {
+                return Err(self.corrupt(start + at as u64, "batch length is not plausible".into()));
+            };
+            if at + size > buf.len() {
+                if at == 0 {
+                    return Err(self.corrupt(start, format!("batch of {size} bytes runs past the segment")));
+                }
+                break; // the next batch does not fit max_bytes (or the read): stop before it
+            }
+            let h = batch::read_header(&buf[at..at + size]).map_err(|e| self.corrupt(start + at as u64, e.to_string()))?;
+            if h.base_offset != expected {
+                return Err(self.corrupt(start + at as u64, format!("batch base offset {} where {expected} was expected", h.base_offset)));
+            }
+            if at > 0 && h.last_offset() >= upper {
                 break;
             }
-            expected = h.next_offset();
-            end += h.size as u64;
-        }
-        let mut buf = vec![0u8; (end - start) as usize];
-        read_exact_at(self.log.as_ref(), &mut buf, start).map_err(io_err("read", &self.log_path))?;
-        let mut at = 0usize;
-        while at < buf.len() {
-            let size = batch::declared_size(&buf[at..])
-                .filter(|s| at + s <= buf.len())
-                .ok_or_else(|| self.corrupt(start + at as u64, "batch length changed under the read".into()))?;
             batch::check_stored(&buf[at..at + size]).map_err(|e| self.corrupt(start + at as u64, e.to_string()))?;
+            expected = h.next_offset();
             at += size;
         }
+        buf.truncate(at);
         Ok(Some((first.base_offset, Bytes::from(buf))))
     }
 
