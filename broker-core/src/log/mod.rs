@@ -307,15 +307,34 @@ impl Log {
             return Err(LogError::OffsetOutOfRange { requested: offset, start, end });
         }
         let first = self.segments.partition_point(|s| s.base_offset <= offset).saturating_sub(1);
+        let mut found: Option<(i64, Bytes)> = None;
         for seg in &self.segments[first..] {
             if seg.base_offset >= upper {
                 break;
             }
-            if let Some((first_batch_offset, bytes)) = seg.read(offset, max_bytes, upper)? {
-                return Ok(ReadResult { first_batch_offset, bytes });
+            let Some((first_batch_offset, bytes)) = (match &found {
+                None => seg.read(offset, max_bytes, upper)?,
+                Some((_, so_far)) => seg.read(seg.base_offset, max_bytes - so_far.len(), upper)?,
+            }) else {
+                continue;
+            };
+            found = Some(match found.take() {
+                None => (first_batch_offset, bytes),
+                // Only while nothing fit: the next segment's first batch must fit what is left.
+                Some((at, so_far)) if so_far.len() + bytes.len() <= max_bytes => (at, [so_far, bytes].concat().into()),
+                Some(done) => {
+                    found = Some(done);
+                    break;
+                }
+            });
+            // One segment's batches make an answer, as in Kafka, unless every one of them is an
+            // empty compacted batch: an answer with no record in it reads to librdkafka as a
+            // record too large to fetch, so the read goes on to the next segment's.
+            if found.as_ref().is_some_and(|(_, b)| holds_a_record(b)) || found.as_ref().is_some_and(|(_, b)| b.len() >= max_bytes) {
+                break;
             }
         }
-        Ok(ReadResult { first_batch_offset: offset, bytes: Bytes::new() })
+        Ok(found.map_or(ReadResult { first_batch_offset: offset, bytes: Bytes::new() }, |(first_batch_offset, bytes)| ReadResult { first_batch_offset, bytes }))
     }
 
     /// Calls `f` with every whole batch (header and bytes, shared with the read, not copied)
@@ -539,6 +558,21 @@ impl Log {
         }
         Ok(())
     }
+}
+
+/// Whether whole batches back to back hold at least one record (compacted ones may hold none).
+fn holds_a_record(bytes: &[u8]) -> bool {
+    let mut at = 0;
+    while let Ok(h) = batch::read_header(&bytes[at..]) {
+        if h.records_count > 0 {
+            return true;
+        }
+        at += h.size.max(1);
+        if at >= bytes.len() {
+            break;
+        }
+    }
+    false
 }
 
 /// The epoch cache is derived, never stored: one walk over the batch headers at open.

@@ -1,5 +1,6 @@
 //! `broker-core`'s integration tests, one binary, modules by theme.
 
+mod compaction;
 mod group_consumer;
 mod groups_cli;
 mod groups;
