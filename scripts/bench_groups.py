@@ -401,6 +401,10 @@ def cmd_sim(a):
 
 # ----- summary ------------------------------------------------------------------------------
 
+def uncontended(ds):
+    return [d for d in ds if d.get("other_cores", 0) <= 0.25] or ds
+
+
 def cmd_summarize(a):
     rows = defaultdict(list)
     for path in a.files:
@@ -414,12 +418,17 @@ def cmd_summarize(a):
         ds = [d for d in rows.get((kind, tag), []) if d.get(key) is not None]
         if not ds:
             return "—"
+        # As bench_clients.py: steps during which other programs took more than 0.25 cores are
+        # left out when uncontended runs of the same measurement exist, and counted in a note.
+        clean = [d for d in ds if d.get("other_cores", 0) <= 0.25]
+        contended = len(ds) - len(clean)
+        ds = clean or ds
         xs = [d[key] for d in ds]
-        contended = sum(d.get("other_cores", 0) > 0.25 for d in ds)
         bad = sum(not d["ok"] for d in ds)
         f = (lambda x: f"{x / 1e6:.2f}M" if x >= 1e6 else f"{x / 1e3:.0f}k") if "per_s" in key and max(xs) >= 10_000 else \
             (lambda x: f"{x:,.0f}" if "per_s" in key else f"{x:.3f}")
-        notes = [s for s in (f"{bad} of {len(ds)} FAILED" if bad else "", f"{contended} of {len(ds)} contended" if contended else "") if s]
+        left_out = f"{contended} contended run(s) left out" if contended and clean else (f"all {len(ds)} contended" if contended else "")
+        notes = [s for s in (f"{bad} of {len(ds)} FAILED" if bad else "", left_out) if s]
         spread = f" [{f(min(xs))}–{f(max(xs))}]" if len(xs) > 1 else ""
         return f"{f(statistics.median(xs))}{spread}, n={len(xs)}" + (f" ({'; '.join(notes)})" if notes else "")
 
@@ -437,8 +446,8 @@ def cmd_summarize(a):
     for kind in ("consume-subscribe", "consume-subscribe-committed"):
         for tag in sorted({t for (k, t) in rows if k == kind}):
             for key in ("msgs_per_s", "steady_msgs_per_s"):
-                g = [d[key] for d in rows.get((kind, tag), []) if d.get(key)]
-                s = [d[key] for d in rows.get(("consume-assign", tag), []) if d.get(key)]
+                g = [d[key] for d in uncontended(rows.get((kind, tag), [])) if d.get(key)]
+                s = [d[key] for d in uncontended(rows.get(("consume-assign", tag), [])) if d.get(key)]
                 if g and s:
                     out.append(f"| {kind} / assign {tag}: {key} | {statistics.median(g) / statistics.median(s):.3f} |")
     print("\n".join(out))
