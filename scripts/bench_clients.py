@@ -7,7 +7,7 @@ the line and still say loudly that something went wrong. Every wait has a deadli
 broker ends a step, it never hangs the benchmark.
 
     bench_clients.py check                         client versions, or what to install
-    bench_clients.py topic create|delete NAME [PARTITIONS]
+    bench_clients.py topic create|delete NAME [PARTITIONS] [--replication-factor R]
     bench_clients.py produce --topic T --n N --acks 1|all [--broker-pid PID]
     bench_clients.py consume --topic T --expect N [--backoff-ms 10] [--broker-pid PID]
     bench_clients.py latency --topic T --rate 1000 --secs 10
@@ -127,7 +127,7 @@ def cmd_topic(a):
     from confluent_kafka.admin import AdminClient, NewTopic
     admin = AdminClient({"bootstrap.servers": BOOTSTRAP})
     if a.op == "create":
-        for f in admin.create_topics([NewTopic(a.name, num_partitions=a.partitions, replication_factor=1)],
+        for f in admin.create_topics([NewTopic(a.name, num_partitions=a.partitions, replication_factor=a.replication_factor)],
                                      request_timeout=30).values():
             f.result(30)
         deadline = time.monotonic() + 30
@@ -435,6 +435,7 @@ def main():
     s.add_argument("op", choices=["create", "delete"])
     s.add_argument("name")
     s.add_argument("partitions", type=int, nargs="?", default=1)
+    s.add_argument("--replication-factor", type=int, default=1)
     s.set_defaults(f=cmd_topic)
     for name, f in (("produce", cmd_produce), ("consume", cmd_consume), ("latency", cmd_latency),
                     ("kcat-produce", cmd_kcat_produce), ("kcat-consume", cmd_kcat_consume)):

@@ -100,6 +100,16 @@ fn limits_that_protect_the_harness_name_their_field() {
     rejected(&with("broker = { flush_messages = 0 }"), "broker.flush_messages");
     rejected(&with("broker = { disk_latency_us = [0, 10000000] }"), "broker.disk_latency_us");
     Scenario::parse(&with("broker = { segment_bytes = 65536, flush_messages = 1, disk_latency_us = [20, 200] }")).unwrap();
+    rejected(&with(&format!("broker = {{ group_initial_rebalance_delay_ms = {} }}", phase_ms_max + 1)), "broker.group_initial_rebalance_delay_ms");
+    Scenario::parse(&with("broker = { group_initial_rebalance_delay_ms = 0 }")).unwrap();
+}
+
+/// The benchmark scenario docs/benchmarks.md reads its simulated rebalance figures from.
+#[test]
+fn the_bench_scenario_is_valid() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/bench/group-rebalance.toml");
+    let s = Scenario::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
+    assert_eq!(s.broker.group_initial_rebalance_delay_ms, Some(0));
 }
 
 #[test]

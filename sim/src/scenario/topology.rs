@@ -2,7 +2,7 @@
 //! topics (partitions, replication factor) the harness creates before the workloads start.
 //! Declarations and their validation only; the harness's `cluster::topology` builds the nodes.
 
-use super::{brokers_max, disk_latency_us_max, Scenario};
+use super::{brokers_max, disk_latency_us_max, phase_ms_max, Scenario};
 use serde::{Deserialize, Serialize};
 
 /// Settings of every broker (Kafka's names in the docs).
@@ -20,6 +20,9 @@ pub struct BrokerSettings {
     /// Per-operation disk latency range in microseconds.
     #[serde(default)]
     pub disk_latency_us: Option<[u64; 2]>,
+    /// `group.initial.rebalance.delay.ms` (Kafka's 3 s by default).
+    #[serde(default)]
+    pub group_initial_rebalance_delay_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -80,6 +83,9 @@ impl BrokerSettings {
             if !(lo..=hi).contains(&b) {
                 return Err(format!("scenario: broker.segment_bytes {b} must be {lo}..={hi}"));
             }
+        }
+        if self.group_initial_rebalance_delay_ms.is_some_and(|d| d > phase_ms_max) {
+            return Err(format!("scenario: broker.group_initial_rebalance_delay_ms must be at most {phase_ms_max}"));
         }
         if let Some(range) = self.disk_latency_us {
             if range.iter().any(|us| *us > disk_latency_us_max) {

@@ -12,6 +12,8 @@ pub(super) struct Node {
     pub(super) id: i32,
     pub(super) data_dir: PathBuf,
     pub(super) controller_port: u16,
+    /// Flags beyond `cluster_flags` this node was started with (kept for a restart).
+    pub(super) extra_flags: Vec<String>,
     pub(super) process: BrokerProcess,
     /// Output of earlier lives of this node (before a restart), kept for failure messages.
     pub(super) earlier_log: Vec<String>,
@@ -23,13 +25,15 @@ impl Node {
     }
 
     /// Spawns the process; returns once it printed `listening on`, or a description of why not.
-    pub(super) fn start(id: i32, port: u16, data_dir: &Path, controller_port: u16) -> Result<Node, String> {
+    /// `extra_flags` come after `cluster_flags`, so they may override them.
+    pub(super) fn start(id: i32, port: u16, data_dir: &Path, controller_port: u16, extra_flags: &[String]) -> Result<Node, String> {
         let mut args: Vec<String> = vec!["--node-id".into(), id.to_string(), "--controller-quorum-voters".into(), format!("0@127.0.0.1:{controller_port}")];
         args.extend(["--data-dir".to_string(), data_dir.display().to_string()]);
         args.extend(cluster_flags.iter().map(|f| f.to_string()));
+        args.extend(extra_flags.iter().cloned());
         let ready = Duration::from_secs(broker_ready_timeout_s);
         let process = BrokerProcess::start(port, &args, broker_log_lines_max, ready).map_err(|why| format!("node {id}: {why}"))?;
-        Ok(Node { id, data_dir: data_dir.to_path_buf(), controller_port, process, earlier_log: Vec::new() })
+        Ok(Node { id, data_dir: data_dir.to_path_buf(), controller_port, extra_flags: extra_flags.to_vec(), process, earlier_log: Vec::new() })
     }
 
     /// Why this node is not running, or None if it is.
@@ -66,6 +70,12 @@ impl Cluster {
     /// also runs the controller. Returns once each printed `listening on` (clients then wait
     /// by themselves until their broker is registered and unfenced).
     pub(super) fn start() -> Cluster {
+        Cluster::start_with(&[])
+    }
+
+    /// [`Cluster::start`] with more broker flags on every node (after `cluster_flags`).
+    pub(super) fn start_with(extra_flags: &[&str]) -> Cluster {
+        let extra_flags: Vec<String> = extra_flags.iter().map(|f| f.to_string()).collect();
         let serial = one_cluster_at_a_time();
         let dir = tempfile::tempdir().expect("tempdir");
         let ports = free_ports(cluster_size);
@@ -77,7 +87,7 @@ impl Cluster {
         for (id, port) in (0..).zip(&ports) {
             let data = cluster._dir.path().join(format!("node-{id}"));
             std::fs::create_dir_all(&data).expect("create data dir");
-            match Node::start(id, *port, &data, ports[0]) {
+            match Node::start(id, *port, &data, ports[0], &extra_flags) {
                 Ok(node) => cluster.nodes.push(node),
                 Err(why) => cluster.fail(&format!("starting the cluster: {why}")),
             }
@@ -151,9 +161,9 @@ impl Cluster {
     pub(super) fn restart(&mut self, id: i32) {
         let node = self.node_mut(id);
         assert!(node.dead().is_some(), "restart of node {id}, which is still running");
-        let (port, data, controller_port) = (node.process.port, node.data_dir.clone(), node.controller_port);
+        let (port, data, controller_port, extra) = (node.process.port, node.data_dir.clone(), node.controller_port, node.extra_flags.clone());
         let earlier: Vec<String> = node.earlier_log.iter().cloned().chain(node.process.lines()).chain(["--- restarted ---".to_string()]).collect();
-        match Node::start(id, port, &data, controller_port) {
+        match Node::start(id, port, &data, controller_port, &extra) {
             Ok(mut node) => {
                 node.earlier_log = earlier;
                 *self.node_mut(id) = node;

@@ -3,7 +3,8 @@
 //! idempotence and reads everything back; a leader is SIGKILLed mid-produce and every
 //! acknowledged record must survive on the new leaders, and the killed broker must rejoin the
 //! ISR after a restart; kcat and kafka-python bootstrapped from a non-controller node see the
-//! whole cluster.
+//! whole cluster; a consumer group's coordinator is SIGKILLed mid-consumption and the group
+//! carries on at another broker with every acknowledged commit (`groups.rs`).
 //!
 //! Node 0 also runs the metadata controller, in the same process and on the same port, and it
 //! is the only controller voter for now: no test here kills node 0, since that would stop the
@@ -15,6 +16,7 @@
 //! test with the command that installs them; nothing skips. Processes are started and watched by
 //! `support.rs`, which `real_clients.rs` shares.
 
+mod groups;
 mod harness;
 
 use harness::*;

@@ -1,0 +1,100 @@
+//! Consumer groups on the three-broker cluster: the group's coordinator is SIGKILLed while two
+//! confluent-kafka members consume, and the group must carry on at another broker without
+//! losing an acknowledged commit (issue 8 item 7). The client side, and what it checks record by
+//! record and commit by commit, is `tests/clients/group_coordinator_kill.py`.
+
+use super::*;
+
+/// The offsets topic on all three brokers (one dead broker leaves two in sync, enough for
+/// min.insync.replicas 2), in 3 partitions so its creation and every load are quick, and no
+/// initial rebalance delay (KIP-134's 3 s would only slow the test down).
+const group_flags: &[&str] = &[
+    "--offsets-topic-replication-factor",
+    "3",
+    "--offsets-topic-num-partitions",
+    "3",
+    "--group-initial-rebalance-delay-ms",
+    "0",
+];
+/// Records produced: at the script's 1,500 records/s the members read for 10 s, so the kill
+/// (after 3,000) and the recovery fall well inside the consumption.
+const coordinator_kill_records: &str = "15000";
+/// From the script's start to its `--ready` file: producing 15,000 acks=all records through a
+/// debug-build cluster, the offsets topic's creation, the group's first join, and 3,000 records
+/// read at 1,500/s.
+const coordinator_kill_ready_s_max: u64 = 90;
+/// From the script seeing the kill to the group recovered (offsets read from the new
+/// coordinator, a commit acknowledged per member, Stable at another broker, 1,000 more records
+/// read): the broker session timeout (2 s) until the controller fences the dead broker, the
+/// election, librdkafka's coordinator re-query (every 1 s after an error), the load of one
+/// offsets partition, and a 2-core machine shared with a debug build beside it.
+const coordinator_kill_recovery_s_max: u64 = 20;
+/// The whole script, a hang included: ready, the kill, recovery, and the rest of the records.
+const coordinator_kill_script_s_max: u64 = 240;
+
+/// SIGKILL of the broker coordinating a group mid-consumption: the two members keep consuming
+/// through another coordinator within `coordinator_kill_recovery_s_max`, every commit they saw
+/// acknowledged before the kill is at most the committed offset read afterwards, and every
+/// produced record is read at least once.
+#[test]
+fn cluster_group_coordinator_sigkill_mid_consumption() {
+    let mut cluster = Cluster::start_with(group_flags);
+    let topic = "coordinator-kill";
+    let md = cluster.metadata(0, cluster_size, &["--topic", topic, "--create", "--partitions", "6", "--min-isr", "3"]);
+    check_fully_replicated(&cluster, &md, topic, 6);
+
+    let work = tempfile::tempdir().expect("tempdir");
+    let path = |name: &str| work.path().join(name).to_str().expect("utf-8 temp path").to_string();
+    let (ready, killed) = (path("ready.json"), path("killed"));
+    let recovery = coordinator_kill_recovery_s_max.to_string();
+    // Node 0 runs the controller, the only voter: the script picks a group coordinated elsewhere.
+    let args = [
+        "--topic", topic, "--group", "coordinator-kill", "--partitions", "6", "--n", coordinator_kill_records,
+        "--avoid", "0", "--replicas", "3", "--ready", &ready, "--killed", &killed, "--recovery-s-max", &recovery,
+    ];
+    let script = "group_coordinator_kill.py";
+    let mut client = ClientProcess::spawn(&mut client_command(&cluster.addr(0), script, &args), None)
+        .unwrap_or_else(|why| cluster.fail(&format!("{script}: {why}")));
+
+    let deadline = Instant::now() + Duration::from_secs(coordinator_kill_ready_s_max);
+    while !Path::new(&ready).exists() {
+        if client.finished() || Instant::now() > deadline {
+            let out = client.wait(Duration::ZERO);
+            cluster.fail(&format!(
+                "{script}: no {ready} (the group consuming and its coordinator known) within {coordinator_kill_ready_s_max} s: {}",
+                match out {
+                    Ok(out) => format!("exited {}\n--- stdout ---\n{}\n--- stderr ---\n{}", out.status, String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)),
+                    Err(why) => why,
+                }
+            ));
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+    let said: Value = serde_json::from_str(&std::fs::read_to_string(&ready).expect("read the ready file")).expect("ready file is JSON");
+    let (group, victim) = (said["group"].as_str().unwrap_or("?").to_string(), said["coordinator"].as_i64().unwrap_or(-1));
+    let victim = i32::try_from(victim).ok().filter(|v| *v != 0 && cluster.nodes.iter().any(|n| n.id == *v));
+    let Some(victim) = victim else {
+        cluster.fail(&format!("{script} named coordinator {} for {group}; expected node 1 or 2 (not the controller)", said["coordinator"]));
+    };
+
+    cluster.sigkill(victim);
+    std::fs::write(&killed, b"").expect("write the kill marker");
+    eprintln!("SIGKILLed node {victim}, coordinator of group {group}");
+
+    let out = client
+        .wait(Duration::from_secs(coordinator_kill_script_s_max))
+        .unwrap_or_else(|why| cluster.fail(&format!("{script}: {why}")));
+    let stdout = cluster.check_script(script, &args, &out);
+    cluster.assert_alive("while the group recovered", Some(victim));
+    let summary: Value = serde_json::from_str(stdout.trim().lines().last().unwrap_or(""))
+        .unwrap_or_else(|e| cluster.fail(&format!("{script} printed no JSON summary ({e}): {stdout}")));
+    eprintln!("{summary}");
+    let recovered_s = summary["recovered_s"].as_f64().unwrap_or(f64::INFINITY);
+    let new_coordinator = summary["new_coordinator"].as_i64();
+    if recovered_s > coordinator_kill_recovery_s_max as f64 || new_coordinator == Some(i64::from(victim)) || new_coordinator.is_none() {
+        cluster.fail(&format!(
+            "group {group} after node {victim} was killed: recovered in {recovered_s} s at coordinator {new_coordinator:?}; \
+             expected another coordinator within {coordinator_kill_recovery_s_max} s\n{summary}"
+        ));
+    }
+}
