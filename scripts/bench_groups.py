@@ -253,6 +253,8 @@ def cmd_commits(a):
            "p99_ms": ms(pct(lat, .99)), "max_ms": ms(max(lat)), "coordinator": d.coordinator.id,
            "errors": errors[:3], "committed": got}
     cpu.stop(rec)
+    if "cpu_s" in rec:
+        rec["broker_cpu_us_per_commit"] = round(rec["cpu_s"] / len(lat) * 1e6)
     c.close()
     emit(rec, not errors and len(lat) == a.n and got == a.warmup + a.n)
 
@@ -426,7 +428,7 @@ def cmd_summarize(a):
         xs = [d[key] for d in ds]
         bad = sum(not d["ok"] for d in ds)
         f = (lambda x: f"{x / 1e6:.2f}M" if x >= 1e6 else f"{x / 1e3:.0f}k") if "per_s" in key and max(xs) >= 10_000 else \
-            (lambda x: f"{x:,.0f}" if "per_s" in key else f"{x:.3f}")
+            (lambda x: f"{x:,.0f}" if "per_s" in key or key.endswith("per_commit") else f"{x:.3f}")
         left_out = f"{contended} contended run(s) left out" if contended and clean else (f"all {len(ds)} contended" if contended else "")
         notes = [s for s in (f"{bad} of {len(ds)} FAILED" if bad else "", left_out) if s]
         spread = f" [{f(min(xs))}–{f(max(xs))}]" if len(xs) > 1 else ""
@@ -436,7 +438,7 @@ def cmd_summarize(a):
     for (kind, tag) in sorted(rows):
         keys = {"rebalance": ["join_s", "join_generations", "leave_s", "leave_notice_s", "leave_rebalance_s"],
                 "sim-rebalance": ["join_s", "leave_s", "leave_notice_s", "leave_rebalance_s"],
-                "commits": ["commits_per_s", "p50_ms", "p99_ms", "max_ms"],
+                "commits": ["commits_per_s", "p50_ms", "p99_ms", "max_ms", "broker_cpu_us_per_commit"],
                 "consume-assign": ["msgs_per_s", "steady_msgs_per_s", "first_record_s"],
                 "consume-subscribe": ["msgs_per_s", "steady_msgs_per_s", "first_record_s"],
                 "consume-subscribe-committed": ["msgs_per_s", "steady_msgs_per_s", "first_record_s"]}.get(kind, [])
