@@ -139,6 +139,11 @@ pub const metadata_fetch_bytes: i32 = 1 << 20;
 /// request cannot hold its connection forever.
 pub const produce_wait_ms_max: u64 = 300_000;
 
+/// How long AlterConfigs and IncrementalAlterConfigs wait for this node's broker to apply the
+/// committed change before answering anyway: they carry no timeout, and clients give up after
+/// `request.timeout.ms` (30 s by default) whatever the broker does.
+pub const alter_configs_wait_ms: u64 = 30_000;
+
 /// How long client requests wait at startup for the broker to be registered and unfenced
 /// before they are answered anyway (with whatever errors apply): a broker whose controller is
 /// unreachable must still answer.

@@ -92,6 +92,16 @@ pub fn create(node: &Node, name: &str, partitions: i32, config: BTreeMap<String,
     Ok(id)
 }
 
+/// Changes a topic's config through the controller (IncrementalAlterConfigs' decision) and
+/// applies it.
+pub fn alter_config(node: &Node, name: &str, ops: &[(&str, crate::metadata::configs::Op)]) -> Result<(), crate::controller::Error> {
+    let ops: Vec<(String, crate::metadata::configs::Op)> = ops.iter().map(|(k, op)| (k.to_string(), op.clone())).collect();
+    let records = node.controller().unwrap().controller().alter_topic_config(name, &ops)?;
+    node.controller().unwrap().commit(records, 0).unwrap();
+    apply_metadata(node, 0);
+    Ok(())
+}
+
 /// Deletes a topic through the controller and applies it.
 pub fn delete(node: &Node, name: &str) -> Result<(), crate::controller::Error> {
     let records = node.controller().unwrap().controller().delete_topic(name)?;

@@ -58,6 +58,9 @@ pub enum Error {
     /// REQUEST_TIMED_OUT (7): acks=all and the ISR did not replicate within the timeout.
     #[error("not replicated to the in-sync replicas within {0} ms")]
     RequestTimedOut(u64),
+    /// POLICY_VIOLATION (44): DeleteRecords on a topic whose cleanup.policy lacks `delete`.
+    #[error("{0}")]
+    PolicyViolation(String),
     /// Transactions are not implemented. TRANSACTIONAL_ID_AUTHORIZATION_FAILED would mislead;
     /// UNSUPPORTED_VERSION (35) tells clients the feature is not there.
     #[error("transactions are not supported")]
@@ -89,6 +92,7 @@ impl Error {
             Error::NotEnoughReplicasAfterAppend { .. } => Code::NotEnoughReplicasAfterAppend,
             Error::RequestTimedOut(_) => Code::RequestTimedOut,
             Error::OffsetNotAvailable => Code::OffsetNotAvailable,
+            Error::PolicyViolation(_) => Code::PolicyViolation,
             Error::TransactionsUnsupported => Code::UnsupportedVersion,
         }
     }

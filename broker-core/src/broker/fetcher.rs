@@ -105,7 +105,11 @@ impl ReplicaFetcher {
     pub fn on_fetch_answer(&self, broker: &mut Broker, f: &Following, answer: FetchAnswer<'_>, now: u64, out: &mut Vec<Action>) -> Then {
         let leader = self.leader;
         let (result, then) = match answer.error {
-            None => (broker.append_from_leader(&f.topic, f.partition, leader, f.leader_epoch, f.fetch_offset, answer.records, answer.high_watermark, now), Then::Continue),
+            None => {
+                let appended = broker.append_from_leader(&f.topic, f.partition, leader, f.leader_epoch, f.fetch_offset, answer.records, answer.high_watermark, now);
+                let adopted = appended.and_then(|()| broker.adopt_leader_start(&f.topic, f.partition, leader, f.leader_epoch, answer.log_start_offset, now));
+                (adopted, Then::Continue)
+            }
             // OFFSET_OUT_OF_RANGE below the leader's log start: start over from there.
             Some(Code::OffsetOutOfRange) if answer.log_start_offset > f.fetch_offset => {
                 (broker.restart_from(&f.topic, f.partition, leader, f.leader_epoch, answer.log_start_offset, now), Then::Continue)

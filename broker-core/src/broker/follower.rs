@@ -1,7 +1,7 @@
 //! The follower's side of a partition: which leaders this node fetches from and what, KIP-279
-//! epoch truncation, appending what the leader sent (its bytes unchanged), and starting over
-//! when the leader's log starts after ours ends. An answer that arrives after the partition
-//! moved on (another leader or epoch) is dropped, never applied.
+//! epoch truncation, appending what the leader sent (its bytes unchanged), taking the leader's
+//! log start, and starting over when the leader's log starts after ours ends. An answer that
+//! arrives after the partition moved on (another leader or epoch) is dropped, never applied.
 
 use super::partition::{Following, Partition};
 use super::producer::ProducerStates;
@@ -29,6 +29,7 @@ impl Broker {
                 partition: *p,
                 leader_epoch: part.replication.leader_epoch,
                 fetch_offset: part.leo(),
+                log_start_offset: part.log_start_offset(),
                 truncate_from_epoch: part.replication.needs_truncation.then(|| part.log.latest_epoch()),
             })
             .collect()
@@ -65,13 +66,17 @@ impl Broker {
         let part = self.followed_mut(name, p, leader, leader_epoch).expect("checked above");
         // A leader never answers a negative end offset; a broken one must not make us panic.
         let target = target.max(0);
-        if target < leo && !skip {
+        let cut = target < leo && !skip;
+        if cut {
             part.log.truncate_to(target, now)?;
             part.rebuild_producers()?;
         }
         let leo = part.leo();
         part.replication.on_truncate(leo);
         part.replication.needs_truncation = !complete && !skip;
+        if cut {
+            self.lower_log_start(name, p)?;
+        }
         Ok(Some(leo))
     }
 
@@ -100,6 +105,18 @@ impl Broker {
         Ok(())
     }
 
+    /// Takes the leader's log start from a fetch answer (Kafka's followers do, so records
+    /// DeleteRecords removed at the leader go here too), up to this replica's high watermark:
+    /// a start never passes what is known committed here.
+    pub fn adopt_leader_start(&mut self, name: &str, p: i32, leader: i32, leader_epoch: i32, leader_start: i64, now: u64) -> Result<(), Error> {
+        let Some(part) = self.followed_mut(name, p, leader, leader_epoch) else { return Ok(()) };
+        let target = leader_start.min(part.high_watermark());
+        if target <= part.log_start_offset() {
+            return Ok(());
+        }
+        self.raise_log_start(name, p, target, now)
+    }
+
     /// The leader says this follower's offset is past its log end: truncate by epoch again.
     pub fn retruncate(&mut self, name: &str, p: i32) -> Result<(), Error> {
         if let Some(part) = self.partitions.get_mut(&(name.to_string(), p)) {
@@ -115,6 +132,6 @@ impl Broker {
         part.producers = ProducerStates::default();
         let leo = part.leo();
         part.replication.on_truncate(leo);
-        Ok(())
+        self.lower_log_start(name, p)
     }
 }

@@ -36,8 +36,8 @@ impl Broker {
         }
         let epoch = part.replication.leader_epoch;
         if let Verdict::Duplicate(seen) = part.producers.check(&h)? {
-            let start = part.log.log_start_offset();
-            return Ok(Produced { base_offset: seen.base_offset, last_offset: seen.last_offset, log_start_offset: start, leader_epoch: epoch, duplicate: true });
+            let start = part.log_start_offset();
+            return Ok(Produced { base_offset: seen.base_offset, last_offset: seen.last_offset, log_start_offset: start, leader_epoch: epoch, log_append_time: -1, duplicate: true });
         }
         let mut bytes = records.to_vec();
         if self.config.planted(PlantedBug::AckBeforeAppend) {
@@ -52,11 +52,13 @@ impl Broker {
         if part.replication.on_append(leo) {
             out.push(Action::Wake);
         }
-        let start = part.log.log_start_offset();
+        let start = part.log_start_offset();
+        // Kafka answers the stamped time when the topic uses LogAppendTime, else -1.
+        let log_append_time = if part.log.config().log_append_time { info.max_timestamp } else { -1 };
         if self.config.planted(PlantedBug::FailAfterAppend) && info.base_offset % 7 == 3 {
             return Err(Error::InvalidRequiredAcks(acks));
         }
-        Ok(Produced { base_offset: info.base_offset, last_offset: info.last_offset, log_start_offset: start, leader_epoch: epoch, duplicate: false })
+        Ok(Produced { base_offset: info.base_offset, last_offset: info.last_offset, log_start_offset: start, leader_epoch: epoch, log_append_time, duplicate: false })
     }
 
     /// The planted bug: acknowledge now, append at the next tick.
@@ -68,8 +70,9 @@ impl Broker {
         let produced = Produced {
             base_offset,
             last_offset: base_offset + h.last_offset_delta as i64,
-            log_start_offset: part.log.log_start_offset(),
+            log_start_offset: part.log_start_offset(),
             leader_epoch: part.replication.leader_epoch,
+            log_append_time: -1,
             duplicate: false,
         };
         self.deferred.push((name.to_string(), p, bytes));
@@ -103,16 +106,22 @@ impl Broker {
     #[allow(clippy::too_many_arguments)]
     pub fn fetch(&mut self, name: &str, p: i32, offset: i64, max_bytes: usize, min_one: bool, who: Fetcher, now: u64, out: &mut Vec<Action>) -> Result<Fetched, Error> {
         let part = self.led(name, p, who.leader_epoch)?;
-        let (leo, start) = (part.leo(), part.log.log_start_offset());
+        let (leo, start) = (part.leo(), part.log_start_offset());
         if offset < start || offset > leo {
             return Err(Error::OffsetOutOfRange { requested: offset, start, end: leo });
         }
         let upper = match who.replica {
             Some(r) => {
                 part.replication.check_fetch(r, who.leader_epoch).map_err(Error::Epoch)?;
+                // A DeleteRecords may be waiting for this follower's start, as an acks=all
+                // produce may be waiting for its log end: either moving wakes waiting requests.
+                // (Only when one may be waiting: a wake changes when every waiting request is
+                // looked at again, so needless ones would change what the simulator replays.)
+                let delete_waiting = part.delete_asked > part.replication.low_watermark(start, |x| self.image.is_live(x));
                 if !who.again {
                     let part = self.local_mut(name, p)?;
-                    if part.replication.on_follower_fetch(r, offset, leo, now) {
+                    let moved_start = who.log_start_offset >= 0 && part.replication.on_follower_log_start(r, who.log_start_offset);
+                    if part.replication.on_follower_fetch(r, offset, leo, now) || (moved_start && delete_waiting) {
                         out.push(Action::Wake);
                     }
                 }
@@ -148,11 +157,15 @@ impl Broker {
             return Err(Error::OffsetNotAvailable);
         }
         Ok(match ts {
-            list_offsets::earliest => (-1, part.log.log_start_offset()),
+            list_offsets::earliest => (-1, part.log_start_offset()),
             list_offsets::latest => (-1, part.high_watermark()),
             t if t < 0 => return Err(Error::InvalidConfig(format!("timestamp {t} is not a ListOffsets target"))),
             t => match part.log.offset_for_timestamp(t)? {
-                Some((offset, found)) if offset < part.high_watermark() => (found, offset),
+                // A match below the start DeleteRecords set is in the segment holding it:
+                // records at and after the start come later, so they answer (Kafka searches
+                // from the start; the timestamp of the record at the start is not looked up).
+                Some((offset, _)) if offset < part.log_start_offset() && part.log_start_offset() < part.high_watermark() => (-1, part.log_start_offset()),
+                Some((offset, found)) if offset >= part.log_start_offset() && offset < part.high_watermark() => (found, offset),
                 _ => (-1, -1),
             },
         })

@@ -6,8 +6,10 @@
 //! only through the partition logs and `log::dir`. What the shell must do besides answering —
 //! wake waiting requests, register anew, log a line — comes back as [`Action`]s.
 //!
-//! By responsibility: `reconcile` (replicas and roles from the metadata), `leader` (produce,
-//! fetch, offsets, ISR proposals), `follower` (epoch truncation, appending what leaders send),
+//! By responsibility: `reconcile` (replicas and roles from the metadata, topic configs applied
+//! to open logs), `leader` (produce, fetch, offsets, ISR proposals), `log_start` (DeleteRecords
+//! and the log start offset it persists), `follower` (epoch truncation, appending what leaders
+//! send),
 //! `fetcher` (the replica fetcher's rounds, shared by the shell and the tests),
 //! `upkeep` (time-driven work, producer ids), `partition` (one replica), `error`, `config`.
 //!
@@ -16,6 +18,7 @@
 //! ```text
 //! <data>/<topic>-<p>/                 one partition log (see docs/storage.md)
 //! <data>/<topic>-<p>/partition.metadata   the topic id the directory belongs to (log::dir)
+//! <data>/<topic>-<p>/log-start-offset-checkpoint   the log start DeleteRecords set (log::dir)
 //! <data>/producer-ids                 the next unallocated producer id of this node (log::dir)
 //! <data>/__cluster_metadata-0/        the metadata log, on the controller node only
 //! ```
@@ -25,6 +28,7 @@ mod error;
 mod fetcher;
 mod follower;
 mod leader;
+mod log_start;
 mod partition;
 pub mod producer;
 mod reconcile;
@@ -36,8 +40,8 @@ pub use fetcher::{FetchAnswer, ReplicaFetcher, Step, Then};
 pub use partition::{Fetched, Fetcher, Following, IsrAnswer, Partition, Produced};
 pub use upkeep::{producer_id_block, producer_id_node_shift};
 
-use crate::log::LogConfig;
-use crate::metadata::{topic, Image};
+use crate::metadata::configs::TopicSettings;
+use crate::metadata::Image;
 use crate::storage::Disk;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -134,12 +138,19 @@ impl Broker {
         &self.image
     }
 
-    /// The log config and min.insync.replicas of a topic: broker defaults plus its overrides.
-    pub fn topic_config(&self, name: &str) -> Option<(LogConfig, i32)> {
+    /// What a topic without overrides gets on this broker: its own settings.
+    pub fn topic_defaults(&self) -> TopicSettings {
+        let c = &self.config;
+        TopicSettings { log: c.log.clone(), min_insync: c.min_insync_replicas, unclean_leader_election: c.unclean_leader_election }
+    }
+
+    /// A topic's effective settings here: this broker's defaults under the topic's overrides.
+    /// The controller checked the overrides against its own defaults; a set that does not
+    /// resolve against this broker's (say, `min.compaction.lag.ms` above this broker's
+    /// `max.compaction.lag.ms`) is an error, and the caller keeps this broker's defaults.
+    pub fn topic_settings(&self, name: &str) -> Option<Result<TopicSettings, String>> {
         let t = self.image.topics.get(name)?;
-        let log = topic::apply_overrides(&self.config.log, &topic::log_overrides(&t.config)).unwrap_or_else(|_| self.config.log.clone());
-        let min = t.config.get("min.insync.replicas").and_then(|v| v.trim().parse().ok()).unwrap_or(self.config.min_insync_replicas);
-        Some((log, min))
+        Some(TopicSettings::resolve(&self.topic_defaults(), &t.config))
     }
 
     pub fn partitions(&self) -> &BTreeMap<(String, i32), Partition> {

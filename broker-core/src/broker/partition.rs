@@ -12,15 +12,27 @@ use bytes::Bytes;
 pub struct Partition {
     /// The id of the topic this replica belongs to (a re-created topic has another).
     pub topic_id: [u8; 16],
-    /// The topic's `min.insync.replicas` (topic configs are fixed at creation), kept here so a
-    /// produce does not re-derive the topic's config.
+    /// The topic's `min.insync.replicas`, kept here so a produce does not re-derive the topic's
+    /// config (updated when a `TopicConfig` record changes it).
     pub(super) min_insync: i32,
     pub log: Log,
     pub(super) producers: ProducerStates,
     pub replication: Replication,
+    /// The log start DeleteRecords set (at this leader, or adopted from the leader as a
+    /// follower), persisted in the partition directory; 0 when never set. Kafka's logical
+    /// logStartOffset: it may fall inside a segment, which stays until it is wholly below.
+    pub(super) start_floor: i64,
+    /// The highest offset a DeleteRecords asked this leader for (-1: none since it opened):
+    /// while the low watermark is below it, a request may be waiting for followers' starts.
+    pub(super) delete_asked: i64,
 }
 
 impl Partition {
+    /// The log start offset clients see (Kafka's logStartOffset): see [`start_of`].
+    pub fn log_start_offset(&self) -> i64 {
+        start_of(&self.log, self.start_floor)
+    }
+
     pub fn high_watermark(&self) -> i64 {
         self.replication.high_watermark()
     }
@@ -53,6 +65,12 @@ impl Partition {
     }
 }
 
+/// The log start of a replica whose DeleteRecords floor is `floor`: the later of the floor and
+/// the log's first offset (retention may have passed the floor), never past the log end.
+pub(super) fn start_of(log: &Log, floor: i64) -> i64 {
+    floor.max(log.log_start_offset()).min(log.log_end_offset())
+}
+
 /// The idempotent producers' state as the batches in `log` leave it.
 pub(super) fn producers_of(log: &Log) -> Result<ProducerStates, Error> {
     let mut producers = ProducerStates::default();
@@ -68,6 +86,8 @@ pub struct Produced {
     pub log_start_offset: i64,
     /// The leader epoch it was appended under (acks=all waits within that leadership).
     pub leader_epoch: i32,
+    /// The broker's timestamp stamped on the batch when the topic uses LogAppendTime; -1 else.
+    pub log_append_time: i64,
     /// The batch was a retry of one already appended; nothing new was written.
     pub duplicate: bool,
 }
@@ -100,6 +120,9 @@ pub struct Fetcher {
     pub replica: Option<i32>,
     /// The fetcher's current leader epoch (-1: not checked).
     pub leader_epoch: i32,
+    /// A follower's own log start (Fetch v5+; -1: not told): the leader's low watermark for
+    /// DeleteRecords counts it.
+    pub log_start_offset: i64,
     /// A request answered again after waiting for data is not a new fetch: its offset says
     /// where the follower was when it sent it, so only the first handling counts as progress
     /// (a request parked from a follower that has since crashed must not keep it "caught up").
@@ -107,11 +130,11 @@ pub struct Fetcher {
 }
 
 impl Fetcher {
-    pub const consumer: Fetcher = Fetcher { replica: None, leader_epoch: -1, again: false };
+    pub const consumer: Fetcher = Fetcher { replica: None, leader_epoch: -1, log_start_offset: -1, again: false };
 
     /// A follower's fetch, handled for the first time.
     pub fn follower(id: i32, leader_epoch: i32) -> Fetcher {
-        Fetcher { replica: Some(id), leader_epoch, again: false }
+        Fetcher { replica: Some(id), leader_epoch, log_start_offset: -1, again: false }
     }
 }
 
@@ -122,6 +145,8 @@ pub struct Following {
     pub partition: i32,
     pub leader_epoch: i32,
     pub fetch_offset: i64,
+    /// This replica's log start, told to the leader in each fetch.
+    pub log_start_offset: i64,
     /// Epoch truncation to do first: the latest epoch in the local log (None: empty log).
     pub truncate_from_epoch: Option<Option<i32>>,
 }

@@ -1,13 +1,14 @@
 //! The local replicas brought in line with the cluster metadata: committed records applied to
-//! the image, replicas opened, re-roled or removed, and nothing given a role before this
-//! process's own registration is in the image. Also the topics Metadata requests asked to
-//! auto-create, until the controller has them.
+//! the image, replicas opened, re-roled or removed, topic config changes applied to open logs,
+//! and nothing given a role before this process's own registration is in the image. Also the
+//! topics Metadata requests asked to auto-create, until the controller has them.
 
-use super::partition::{producers_of, Partition};
-use super::{Action, Broker, Error, Level};
+use super::partition::{producers_of, start_of, Partition};
+use super::{log_start, Action, Broker, Error, Level};
 use crate::constants::failed_log_reopen_ms;
 use crate::log::dir::{self, Claimed};
 use crate::log::Log;
+use crate::metadata::configs::TopicSettings;
 use crate::metadata::{topic, MetadataRecord};
 use crate::replication::{Change, Replication};
 use std::collections::BTreeSet;
@@ -26,6 +27,7 @@ impl Broker {
     /// new one's directory.
     pub fn apply_metadata_batch(&mut self, records: &[(i64, MetadataRecord)], now: u64) -> Vec<Action> {
         let mut touched: BTreeSet<(String, i32)> = BTreeSet::new();
+        let mut reconfigured: BTreeSet<String> = BTreeSet::new();
         let (mut all, mut stale) = (false, false);
         for (offset, record) in records {
             self.image.apply(*offset, record);
@@ -35,6 +37,9 @@ impl Broker {
                 }
                 MetadataRecord::Topic { name, .. } => {
                     self.auto_create.remove(name);
+                }
+                MetadataRecord::TopicConfig { name, .. } => {
+                    reconfigured.insert(name.clone());
                 }
                 MetadataRecord::RegisterBroker { id, epoch, .. } if *id == self.config.node_id && Some(*epoch) == self.registered => all = true,
                 // A registration of this node that this process did not get the answer to:
@@ -63,6 +68,9 @@ impl Broker {
                 Err(e) => out.push(Action::Log(Level::Error, format!("{name}-{p}: removing: {e}"))),
             }
         }
+        for name in reconfigured {
+            self.apply_topic_config(&name, &mut out);
+        }
         let image = &self.image;
         self.offline.retain(|(n, _), _| image.topics.contains_key(n));
         if all {
@@ -73,6 +81,33 @@ impl Broker {
             self.reconcile_or_offline(key, now, &mut out);
         }
         out
+    }
+
+    /// A topic's config changed: every open replica of it takes the new settings at once —
+    /// retention, roll, flush, size limit, cleaning and timestamp type from the next append or
+    /// tick, `min.insync.replicas` from the next acks=all produce.
+    fn apply_topic_config(&mut self, name: &str, out: &mut Vec<Action>) {
+        let Some(settings) = self.settings_or_defaults(name, out) else { return };
+        let overrides = self.image.topics.get(name).map(|t| t.config.clone()).unwrap_or_default();
+        for ((n, p), part) in self.partitions.iter_mut().filter(|((n, _), _)| n == name) {
+            part.min_insync = settings.min_insync;
+            if let Err(e) = part.log.set_config(settings.log.clone()) {
+                out.push(Action::Log(Level::Error, format!("{n}-{p}: new config refused by the log: {e}")));
+            }
+        }
+        out.push(Action::Log(Level::Info, format!("{name}: topic config overrides now {overrides:?}")));
+    }
+
+    /// [`Broker::topic_settings`], or this broker's defaults (with a log line) when the
+    /// topic's overrides do not resolve here; None for an unknown topic.
+    fn settings_or_defaults(&self, name: &str, out: &mut Vec<Action>) -> Option<TopicSettings> {
+        match self.topic_settings(name)? {
+            Ok(s) => Some(s),
+            Err(e) => {
+                out.push(Action::Log(Level::Error, format!("{name}: config overrides do not apply on this broker ({e}); using its defaults")));
+                Some(self.topic_defaults())
+            }
+        }
     }
 
     /// Whether the image holds this process's own registration: only then are its roles current.
@@ -135,25 +170,26 @@ impl Broker {
     }
 
     fn open_partition(&self, name: &str, p: i32, now: u64, out: &mut Vec<Action>) -> Result<Partition, Error> {
-        let (config, min_insync) = self.topic_config(name).ok_or(Error::UnknownTopicOrPartition)?;
+        let settings = self.settings_or_defaults(name, out).ok_or(Error::UnknownTopicOrPartition)?;
         let topic_id = self.image.topics.get(name).map(|t| t.id).ok_or(Error::UnknownTopicOrPartition)?;
         let dir = self.partition_dir(name, p);
         if dir::claim(self.disk.as_ref(), &self.config.data_dir, &dir, &topic::hex(&topic_id))? == Claimed::Emptied {
             out.push(Action::Log(Level::Info, format!("{}: left by a deleted topic of the same name; emptied", dir.display())));
         }
-        let (log, report) = Log::open(self.disk.clone(), &dir, config, now)?;
+        let (mut log, report) = Log::open(self.disk.clone(), &dir, settings.log, now)?;
         if let Some(cut) = &report.cut {
             out.push(Action::Log(Level::Info, format!("{name}-{p}: recovery cut {} at byte {} ({} bytes): {}", cut.file.display(), cut.position, cut.bytes_removed, cut.reason)));
         }
         for path in report.indexes_rebuilt.iter().chain(&report.segments_removed) {
             out.push(Action::Log(Level::Info, format!("{name}-{p}: recovery rebuilt or removed {}", path.display())));
         }
+        let start_floor = log_start::open(self.disk.as_ref(), &dir, &mut log, now)?;
         let producers = producers_of(&log)?;
         // Until the leader says otherwise, only what this replica holds is known committed
         // by no one: start at the log start and learn the mark from the leader (or, as a
         // leader, from the ISR).
-        let replication = Replication::new(self.config.node_id, log.log_start_offset());
-        Ok(Partition { topic_id, min_insync, log, producers, replication })
+        let replication = Replication::new(self.config.node_id, start_of(&log, start_floor));
+        Ok(Partition { topic_id, min_insync: settings.min_insync, log, producers, replication, start_floor, delete_asked: -1 })
     }
 
     pub(super) fn remove_local(&mut self, name: &str, p: i32) -> Result<(), Error> {

@@ -44,7 +44,7 @@ fn produce_then_fetch_and_list_offsets() {
     assert_eq!(b.produce("t", 0, &bad, 1, 0, &mut Vec::new()).unwrap_err().kafka_error(true), Code::CorruptMessage, "bad CRC is CORRUPT_MESSAGE");
     // Epochs: an older one is fenced, a newer one unknown.
     let epoch = b.leader_epoch("t", 1);
-    assert_eq!(b.fetch("t", 1, 0, 100, true, Fetcher { replica: None, leader_epoch: epoch + 1, again: false }, 0, &mut Vec::new()).unwrap_err().kafka_error(true), Code::UnknownLeaderEpoch);
+    assert_eq!(b.fetch("t", 1, 0, 100, true, Fetcher { leader_epoch: epoch + 1, ..Fetcher::consumer }, 0, &mut Vec::new()).unwrap_err().kafka_error(true), Code::UnknownLeaderEpoch);
     assert_eq!(b.list_offset("t", 1, -1, epoch + 1).unwrap_err().kafka_error(true), Code::UnknownLeaderEpoch);
 }
 
@@ -61,7 +61,7 @@ fn topics_come_from_the_metadata_log_and_survive_restarts() {
     {
         let b = node.broker();
         assert_eq!(b.image().topics["t"].id, id, "topic survives restart (replayed from the metadata log)");
-        assert_eq!(b.topic_config("t").unwrap().0.retention_ms, 60000);
+        assert_eq!(b.topic_settings("t").unwrap().unwrap().log.retention_ms, 60000);
     }
     // Registered again, the node leads its partitions again once unfenced.
     crate::testing::sync(&node, 0);
@@ -150,6 +150,7 @@ fn acks_all_waits_for_the_isr_and_min_insync_is_enforced() {
     assert_eq!(b.replicated("strict", 0, &p).unwrap_err().kafka_error(true), Code::NotEnoughReplicasAfterAppend, "replicated, but the ISR is below min.insync");
 }
 
+mod configs;
 mod replication;
 
 #[test]

@@ -1,6 +1,7 @@
 //! The metadata controller's decisions (KRaft-like, one voter for now): broker registration,
-//! heartbeats and fencing, topic creation and deletion with replica assignment, leader
-//! election, and the ISR changes partition leaders ask for (AlterPartition).
+//! heartbeats and fencing, topic creation and deletion with replica assignment, topic config
+//! changes (`configs`), leader election, and the ISR changes partition leaders ask for
+//! (AlterPartition).
 //!
 //! A plain struct, driven with an explicit `now` (ms). A decision never changes the image: it
 //! returns the [`MetadataRecord`]s to commit. The shell appends them to the metadata log as one
@@ -12,13 +13,15 @@
 //! Never IO, never a clock, never a panic on any request: every refusal is an [`Error`]
 //! carrying the Kafka error code the request is answered with.
 
+mod configs;
 mod election;
 pub mod quorum;
 #[cfg(test)]
 mod tests;
 
 use crate::kafka::Code;
-use crate::metadata::topic::{self, log_overrides, parse_bool, unclean_leader_election_config};
+use crate::metadata::configs::TopicSettings;
+use crate::metadata::topic;
 use crate::metadata::{no_leader, BrokerInfo, Image, MetadataRecord, PartitionInfo};
 use election::Draft;
 use crate::constants::{num_partitions_default, partitions_per_broker_max, partitions_per_topic_max};
@@ -345,7 +348,7 @@ impl Controller {
         }
         let live: Vec<i32> = self.image.live_brokers().map(|b| b.id).collect();
         let rf = self.replication_factor(replication_factor, live.len())?;
-        validate_config(&self.config.log, &config)?;
+        TopicSettings::resolve(&self.topic_defaults(), &config).map_err(Error::InvalidConfig)?;
         let assignment = assign(&live, self.image.topics.len(), partitions, rf);
         self.check_broker_load(&assignment)?;
         let id = self.fresh_topic_id(name, now);
@@ -455,13 +458,6 @@ fn check_epochs(req: &AlterPartition, part: &PartitionInfo) -> Result<(), Error>
         return Err(Error::InvalidUpdateVersion { given: req.partition_epoch, current: part.partition_epoch });
     }
     Ok(())
-}
-
-fn validate_config(log: &LogConfig, config: &BTreeMap<String, String>) -> Result<(), Error> {
-    if let Some(v) = config.get(unclean_leader_election_config) {
-        parse_bool(v).ok_or_else(|| Error::InvalidConfig(format!("{unclean_leader_election_config}={v} is not true or false")))?;
-    }
-    topic::apply_overrides(log, &log_overrides(config)).map(drop).map_err(Error::InvalidConfig)
 }
 
 /// Replicas of each partition: live brokers by id, partition `p` starting at broker

@@ -4,6 +4,7 @@
 //! keeps the controller's invariants.
 
 use super::*;
+use crate::metadata::topic::unclean_leader_election_config;
 
 const session: u64 = broker_session_timeout_ms_default;
 
@@ -142,6 +143,7 @@ fn render(records: &[MetadataRecord]) -> String {
             format!("{topic}-{partition} replicas={replicas:?} isr={isr:?} leader={leader} epochs={leader_epoch}/{partition_epoch}")
         }
         MetadataRecord::RemoveTopic { name } => format!("remove {name}"),
+        MetadataRecord::TopicConfig { name, config } => format!("config {name} {config:?}"),
     };
     records.iter().map(line).collect::<Vec<_>>().join("\n")
 }
@@ -483,4 +485,5 @@ fn restarted(c: Cluster, now: u64) -> Cluster {
     Cluster { ctl: Controller::new(ControllerConfig::default(), image, now), log: c.log }
 }
 
+mod configs;
 mod sessions;

@@ -18,6 +18,9 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::CreateTopics, 2, 7),
     (ApiKey::DeleteTopics, 1, 6),
     (ApiKey::DescribeConfigs, 1, 4),
+    (ApiKey::AlterConfigs, 0, 2),
+    (ApiKey::IncrementalAlterConfigs, 0, 1),
+    (ApiKey::DeleteRecords, 0, 2),
     (ApiKey::InitProducerId, 0, 4),
     (ApiKey::OffsetForLeaderEpoch, 2, 4),
     // Consumer groups, classic protocol (docs/groups.md).
@@ -80,6 +83,37 @@ pub fn sent(key: i16) -> Option<i16> {
 pub fn error(code: i16) -> Option<Code> {
     Code::try_from_code(code)
 }
+
+/// Config resource types (Kafka's ConfigResource.Type) in DescribeConfigs, AlterConfigs and
+/// IncrementalAlterConfigs.
+pub mod config_resource {
+    pub const topic: i8 = 2;
+    pub const broker: i8 = 4;
+}
+
+/// IncrementalAlterConfigs operations (KIP-339's AlterConfigOp.OpType).
+pub mod config_op {
+    pub const set: i8 = 0;
+    /// Back to the default: the override is removed.
+    pub const delete: i8 = 1;
+    /// Add to a list config (cleanup.policy), from its current value.
+    pub const append: i8 = 2;
+    /// Remove from a list config.
+    pub const subtract: i8 = 3;
+}
+
+/// DescribeConfigs v3+ `config_type` values (KIP-569's ConfigEntry.ConfigType).
+pub mod config_type {
+    pub const boolean: i8 = 1;
+    pub const string: i8 = 2;
+    pub const int: i8 = 3;
+    pub const long: i8 = 5;
+    pub const double: i8 = 6;
+    pub const list: i8 = 7;
+}
+
+/// DeleteRecords `offset` meaning "up to the high watermark".
+pub const delete_records_to_high_watermark: i64 = -1;
 
 /// DescribeConfigs `config_source` values (KIP-226).
 pub mod config_source {

@@ -261,6 +261,14 @@ pub fn set_max_timestamp(b: &mut [u8], ts: i64) {
     b[crc_at..crc_at + 4].copy_from_slice(&crc.to_be_bytes());
 }
 
+/// Kafka's LogAppendTime: sets the timestamp-type attribute bit and maxTimestamp to `ts` (the
+/// broker's clock; consumers read it as every record's timestamp), and recomputes the CRC.
+pub fn set_log_append_time(b: &mut [u8], ts: i64) {
+    let attributes = be_i16(b, attributes_at) | 0x08;
+    b[attributes_at..attributes_at + 2].copy_from_slice(&attributes.to_be_bytes());
+    set_max_timestamp(b, ts);
+}
+
 /// Writes the log-assigned base offset and the leader epoch into a batch. Both fields sit
 /// before the CRC-covered range, so the CRC stays valid.
 pub fn stamp(b: &mut [u8], base_offset: i64, leader_epoch: i32) {

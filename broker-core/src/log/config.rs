@@ -80,6 +80,9 @@ pub struct LogConfig {
     /// `max.compaction.lag.ms`: a dirty record older than this makes the log cleanable
     /// whatever its dirty ratio.
     pub max_compaction_lag_ms: u64,
+    /// `message.timestamp.type=LogAppendTime`: the leader stamps each appended batch with its
+    /// own clock (Kafka's LogAppendTime) instead of keeping the producer's CreateTime.
+    pub log_append_time: bool,
 }
 
 impl Default for LogConfig {
@@ -97,6 +100,7 @@ impl Default for LogConfig {
             min_cleanable_dirty_ratio_ppm: min_cleanable_dirty_ratio_ppm_default,
             min_compaction_lag_ms: 0,
             max_compaction_lag_ms: i64::MAX as u64,
+            log_append_time: false,
         }
     }
 }

@@ -223,8 +223,12 @@ impl Log {
     /// (see [`Log::failure`]): recovery on reopen decides whether the batch survived.
     pub fn append(&mut self, batch: &mut [u8], leader_epoch: i32, now: u64) -> Result<AppendInfo, LogError> {
         self.check_failed()?;
-        let header = batch::validate(batch, self.config.max_message_bytes)?;
-        if !header.log_append_time() && batch::read_header(batch)?.max_timestamp != header.max_timestamp {
+        let mut header = batch::validate(batch, self.config.max_message_bytes)?;
+        if self.config.log_append_time {
+            // message.timestamp.type=LogAppendTime: the batch carries the broker's clock.
+            batch::set_log_append_time(batch, now as i64);
+            header = BatchHeader { attributes: batch::read_header(batch)?.attributes, max_timestamp: now as i64, ..header };
+        } else if !header.log_append_time() && batch::read_header(batch)?.max_timestamp != header.max_timestamp {
             batch::set_max_timestamp(batch, header.max_timestamp);
         }
         let base = self.log_end_offset();
@@ -233,6 +237,14 @@ impl Log {
         self.write_batch(batch, &header, now)?;
         let flushed = self.flush_by_policy(now)?;
         Ok(AppendInfo { base_offset: base, last_offset: header.last_offset(), max_timestamp: header.max_timestamp, flushed })
+    }
+
+    /// Takes new settings for an open log (a topic's config changed): they apply from the next
+    /// append, roll, flush or retention pass; segments already written keep their index interval.
+    pub fn set_config(&mut self, config: LogConfig) -> Result<(), LogError> {
+        config.validate()?;
+        self.config = config;
+        Ok(())
     }
 
     /// Writes one checked batch that already carries its offsets, starting at the log end:

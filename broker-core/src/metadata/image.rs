@@ -46,7 +46,8 @@ impl PartitionInfo {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TopicInfo {
     pub id: [u8; 16],
-    /// The topic's config overrides, Kafka-named, as given at creation.
+    /// The topic's config overrides, Kafka-named: as given at creation, then as the last
+    /// `TopicConfig` record set them.
     pub config: BTreeMap<String, String>,
     pub partitions: Vec<PartitionInfo>,
 }
@@ -92,6 +93,11 @@ impl Image {
             }
             MetadataRecord::RemoveTopic { name } => {
                 self.topics.remove(name);
+            }
+            MetadataRecord::TopicConfig { name, config } => {
+                if let Some(t) = self.topics.get_mut(name) {
+                    t.config = config.clone();
+                }
             }
         }
     }
@@ -154,6 +160,7 @@ mod tests {
             part("nope", 0, 1),
             MetadataRecord::FenceBroker { id: 9, epoch: 0 },
             MetadataRecord::RemoveTopic { name: "nope".into() },
+            MetadataRecord::TopicConfig { name: "nope".into(), config: BTreeMap::new() },
             MetadataRecord::Topic { name: "bad-id".into(), id: "xyz".into(), partitions: 1, config: BTreeMap::new() },
             topic("huge", i32::MAX),
             topic("negative", -1),
@@ -161,14 +168,26 @@ mod tests {
         for (offset, r) in ignored.iter().enumerate() {
             image.apply(offset as i64, r);
         }
-        assert_eq!(image, Image { offset: 5, ..Image::default() });
-        image.apply(6, &topic("t", 1));
-        for (offset, p) in [(7, -1), (8, 1), (9, i32::MIN)] {
+        assert_eq!(image, Image { offset: 6, ..Image::default() });
+        image.apply(7, &topic("t", 1));
+        for (offset, p) in [(8, -1), (9, 1), (10, i32::MIN)] {
             image.apply(offset, &part("t", p, 1));
         }
-        image.apply(10, &topic("t", 5)); // a second Topic record for the same name
+        image.apply(11, &topic("t", 5)); // a second Topic record for the same name
         assert_eq!(image.topics["t"].partitions, vec![PartitionInfo::unassigned()]);
-        assert_eq!(image.offset, 10);
+        assert_eq!(image.offset, 11);
+    }
+
+    #[test]
+    fn a_topic_config_record_replaces_the_whole_override_set() {
+        let mut image = Image::default();
+        let created = BTreeMap::from([("retention.ms".to_string(), "1000".to_string()), ("segment.ms".to_string(), "50".to_string())]);
+        image.apply(0, &MetadataRecord::Topic { name: "t".into(), id: topic::hex(&[7; 16]), partitions: 1, config: created });
+        let changed = BTreeMap::from([("cleanup.policy".to_string(), "compact".to_string())]);
+        image.apply(1, &MetadataRecord::TopicConfig { name: "t".into(), config: changed.clone() });
+        assert_eq!(image.topics["t"].config, changed, "retention.ms and segment.ms are back at the default");
+        let r = MetadataRecord::TopicConfig { name: "t".into(), config: changed };
+        assert_eq!(MetadataRecord::decode(&r.encode()), Ok(r));
     }
 
     #[test]

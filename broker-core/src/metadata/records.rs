@@ -31,6 +31,10 @@ pub enum MetadataRecord {
     Partition { topic: String, partition: i32, replicas: Vec<i32>, isr: Vec<i32>, leader: i32, leader_epoch: i32, partition_epoch: i32 },
     /// Deletes a topic and all its partitions.
     RemoveTopic { name: String },
+    /// A topic's config overrides after a change (AlterConfigs, IncrementalAlterConfigs): the
+    /// whole set, replacing the one before (never a delta, like `Partition`). A key left out is
+    /// back at the broker's default.
+    TopicConfig { name: String, config: BTreeMap<String, String> },
 }
 
 impl MetadataRecord {

@@ -37,6 +37,7 @@ pub const TOPIC_CONFIGS: &[&str] = &[
     "index.interval.bytes",
     "max.compaction.lag.ms",
     "max.message.bytes",
+    "message.timestamp.type",
     "min.cleanable.dirty.ratio",
     "min.compaction.lag.ms",
     "min.insync.replicas",
@@ -72,6 +73,16 @@ fn num<T: std::str::FromStr>(key: &str, value: &str) -> Result<T, String> {
     value.trim().parse().map_err(|_| format!("{key}={value} is not a valid number"))
 }
 
+/// Parses a whole-number override of at least `min` (Kafka's `ConfigDef.Range.atLeast`),
+/// naming the setting when it is bad.
+fn at_least(key: &str, value: &str, min: i64) -> Result<i64, String> {
+    let n: i64 = num(key, value)?;
+    if n < min {
+        return Err(format!("{key}={n} must be at least {min}"));
+    }
+    Ok(n)
+}
+
 /// Applies Kafka-named overrides to `base`. Unknown names and bad values are errors that name
 /// the setting (Kafka: INVALID_CONFIG).
 pub fn apply_overrides(base: &LogConfig, overrides: &BTreeMap<String, String>) -> Result<LogConfig, String> {
@@ -80,14 +91,16 @@ pub fn apply_overrides(base: &LogConfig, overrides: &BTreeMap<String, String>) -
     let mut flush_ms: Option<u64> = None;
     for (key, value) in overrides {
         match key.as_str() {
-            "segment.bytes" => c.segment_bytes = num(key, value)?,
-            "segment.ms" => c.segment_ms = num(key, value)?,
-            "index.interval.bytes" => c.index_interval_bytes = num(key, value)?,
-            "retention.ms" => c.retention_ms = num(key, value)?,
+            // The lower bounds are Kafka's (LogConfig's validators); upper bounds and what the
+            // log cannot honour are LogConfig::validate's, below.
+            "segment.bytes" => c.segment_bytes = at_least(key, value, 1)? as u64,
+            "segment.ms" => c.segment_ms = at_least(key, value, 1)? as u64,
+            "index.interval.bytes" => c.index_interval_bytes = at_least(key, value, 0)? as u64,
+            "retention.ms" => c.retention_ms = at_least(key, value, -1)?,
             "retention.bytes" => c.retention_bytes = num(key, value)?,
-            "max.message.bytes" => c.max_message_bytes = num(key, value)?,
-            "flush.messages" => flush_messages = Some(num(key, value)?),
-            "flush.ms" => flush_ms = Some(num(key, value)?),
+            "max.message.bytes" => c.max_message_bytes = usize::try_from(at_least(key, value, 0)?).map_err(|_| format!("{key}={value} is too large"))?,
+            "flush.messages" => flush_messages = Some(at_least(key, value, 1)? as u64),
+            "flush.ms" => flush_ms = Some(at_least(key, value, 1)? as u64),
             "min.insync.replicas" => {
                 let n: i32 = num(key, value)?;
                 if n < 1 {
@@ -95,7 +108,14 @@ pub fn apply_overrides(base: &LogConfig, overrides: &BTreeMap<String, String>) -
                 }
             }
             "cleanup.policy" => c.cleanup = crate::log::CleanupPolicy::parse(value)?,
-            "delete.retention.ms" => c.delete_retention_ms = num(key, value)?,
+            "message.timestamp.type" => {
+                c.log_append_time = match value.trim() {
+                    "CreateTime" => false,
+                    "LogAppendTime" => true,
+                    other => return Err(format!("message.timestamp.type '{other}' must be CreateTime or LogAppendTime")),
+                }
+            }
+            "delete.retention.ms" => c.delete_retention_ms = at_least(key, value, 0)? as u64,
             "min.cleanable.dirty.ratio" => {
                 let r: f64 = num(key, value)?;
                 if !(0.0..=1.0).contains(&r) {
@@ -103,8 +123,8 @@ pub fn apply_overrides(base: &LogConfig, overrides: &BTreeMap<String, String>) -
                 }
                 c.min_cleanable_dirty_ratio_ppm = (r * 1e6).round() as u32;
             }
-            "min.compaction.lag.ms" => c.min_compaction_lag_ms = num(key, value)?,
-            "max.compaction.lag.ms" => c.max_compaction_lag_ms = num(key, value)?,
+            "min.compaction.lag.ms" => c.min_compaction_lag_ms = at_least(key, value, 0)? as u64,
+            "max.compaction.lag.ms" => c.max_compaction_lag_ms = at_least(key, value, 1)? as u64,
             _ => return Err(format!("unknown topic config '{key}'")),
         }
     }
@@ -117,32 +137,6 @@ pub fn apply_overrides(base: &LogConfig, overrides: &BTreeMap<String, String>) -
     };
     c.validate().map_err(|e| e.to_string())?;
     Ok(c)
-}
-
-/// The value of each known topic setting under `config`, for DescribeConfigs.
-pub fn describe(config: &LogConfig, min_insync: i32) -> Vec<(&'static str, String)> {
-    let (messages, ms) = match config.flush {
-        FlushPolicy::Never => (i64::MAX as u64, i64::MAX as u64),
-        FlushPolicy::EveryBatch => (1, i64::MAX as u64),
-        FlushPolicy::EveryMessages(n) => (n, i64::MAX as u64),
-        FlushPolicy::EveryMs(t) => (i64::MAX as u64, t),
-    };
-    vec![
-        ("cleanup.policy", config.cleanup.name().into()),
-        ("delete.retention.ms", config.delete_retention_ms.to_string()),
-        ("flush.messages", messages.to_string()),
-        ("flush.ms", ms.to_string()),
-        ("index.interval.bytes", config.index_interval_bytes.to_string()),
-        ("max.compaction.lag.ms", config.max_compaction_lag_ms.to_string()),
-        ("max.message.bytes", config.max_message_bytes.to_string()),
-        ("min.cleanable.dirty.ratio", (config.min_cleanable_dirty_ratio_ppm as f64 / 1e6).to_string()),
-        ("min.compaction.lag.ms", config.min_compaction_lag_ms.to_string()),
-        ("min.insync.replicas", min_insync.to_string()),
-        ("retention.bytes", config.retention_bytes.to_string()),
-        ("retention.ms", config.retention_ms.to_string()),
-        ("segment.bytes", config.segment_bytes.to_string()),
-        ("segment.ms", config.segment_ms.to_string()),
-    ]
 }
 
 /// A topic id from the name and the moment of creation: deterministic (no OS randomness in the
@@ -201,8 +195,6 @@ mod tests {
         let mut u = BTreeMap::new();
         u.insert("compression.typo".to_string(), "x".to_string());
         assert!(apply_overrides(&LogConfig::default(), &u).unwrap_err().contains("compression.typo"));
-        let described = describe(&c, 1);
-        assert!(described.contains(&("retention.ms", "1000".to_string())));
     }
 
     #[test]

@@ -7,11 +7,10 @@
 use crate::kafka::Code;
 use super::handlers::{s, topic_name, uuid, FetchDecision};
 use super::{encode, Node, Outcome, Waiting};
-use crate::metadata::topic;
+use crate::metadata::configs::describe_topic;
 use crate::controller::quorum::Quorum;
 use crate::metadata::metadata_topic;
 use crate::controller::AlterPartition;
-use crate::metadata::topic::log_overrides;
 use crate::metadata::MetadataRecord;
 use kafka_protocol::messages::alter_partition_request::AlterPartitionRequest;
 use kafka_protocol::messages::alter_partition_response::{AlterPartitionResponse, PartitionData as AlterPartitionData, TopicData};
@@ -237,16 +236,14 @@ fn describe_created(q: &Quorum, tr: &mut CreatableTopicResult, partitions: i32, 
     let created = q.controller().image().topics.get(&name);
     tr.num_partitions = created.map_or(if partitions == -1 { c.num_partitions } else { partitions }, |t| t.partitions.len() as i32);
     tr.replication_factor = created.and_then(|t| t.partitions.first()).map_or(if rf == -1 { c.default_replication_factor } else { rf }, |p| p.replicas.len() as i16);
-    let Ok(log) = topic::apply_overrides(&c.log, &log_overrides(overrides)) else { return };
-    let min_insync = overrides.get("min.insync.replicas").and_then(|v| v.trim().parse().ok()).unwrap_or(c.min_insync_replicas);
     tr.configs = Some(
-        topic::describe(&log, min_insync)
+        describe_topic(&q.controller().topic_defaults(), overrides)
             .into_iter()
-            .map(|(k, v)| {
+            .map(|d| {
                 let mut x = CreatableTopicConfigs::default();
-                x.name = s(k);
-                x.value = Some(s(&v));
-                x.config_source = if overrides.contains_key(k) { 1 } else { 5 };
+                x.name = s(d.name);
+                x.value = Some(s(&d.value));
+                x.config_source = d.source;
                 x
             })
             .collect(),

@@ -19,7 +19,7 @@ pub fn sync_ownership(b: &Broker, c: &mut Coordinator, now: u64, work: &mut Work
         .filter_map(|p| {
             let part = b.partitions().get(&(offsets_topic.to_string(), p))?;
             let r = &part.replication;
-            (r.role == Role::Leader).then_some((p, r.leader_epoch, part.log.log_start_offset()))
+            (r.role == Role::Leader).then_some((p, r.leader_epoch, part.log_start_offset()))
         })
         .collect();
     let owned = c.owned();
@@ -42,7 +42,7 @@ pub fn sync_ownership(b: &Broker, c: &mut Coordinator, now: u64, work: &mut Work
 fn load_step(b: &Broker, c: &mut Coordinator, p: i32, next: i64, now: u64, work: &mut Work) {
     let Some(part) = b.partitions().get(&(offsets_topic.to_string(), p)) else { return };
     let end = part.log.log_end_offset();
-    let read = match part.log.read(next.max(part.log.log_start_offset()), offsets_load_bytes_per_step, end) {
+    let read = match part.log.read(next.max(part.log_start_offset()), offsets_load_bytes_per_step, end) {
         Ok(r) => r.bytes,
         Err(e) => {
             // The log answers again once its disk does; the partition stays loading meanwhile.
@@ -102,7 +102,7 @@ pub fn perform(b: &mut Broker, c: &mut Coordinator, mut work: Work, now: u64, ou
 }
 
 fn replicated(b: &Broker, p: i32, last_offset: i64, leader_epoch: i32) -> Result<bool, Code> {
-    let produced = Produced { base_offset: last_offset, last_offset, log_start_offset: 0, leader_epoch, duplicate: false };
+    let produced = Produced { base_offset: last_offset, last_offset, log_start_offset: 0, leader_epoch, log_append_time: -1, duplicate: false };
     b.replicated(offsets_topic, p, &produced).map_err(|e| e.kafka_error(true))
 }
 

@@ -1,14 +1,14 @@
 //! One function per Kafka API: wire request in, wire response out, decisions delegated to the
 //! [`Broker`]. Field-by-field translation only; see docs/protocol.md for versions and errors.
 
-use crate::kafka::{config_source, Code, SERVED};
-use super::waiting::{Pending, Waiting};
+use crate::kafka::SERVED;
+use super::waiting::{Pending, PendingDelete, Waiting};
 use super::Outcome;
 use crate::broker::{Action, Broker, Error, Fetcher};
 use bytes::Bytes;
 use kafka_protocol::messages::api_versions_response::{ApiVersion, ApiVersionsResponse};
-use kafka_protocol::messages::describe_configs_request::DescribeConfigsRequest;
-use kafka_protocol::messages::describe_configs_response::{DescribeConfigsResourceResult, DescribeConfigsResponse, DescribeConfigsResult};
+use kafka_protocol::messages::delete_records_request::DeleteRecordsRequest;
+use kafka_protocol::messages::delete_records_response::{DeleteRecordsPartitionResult, DeleteRecordsResponse, DeleteRecordsTopicResult};
 use kafka_protocol::messages::fetch_request::FetchRequest;
 use kafka_protocol::messages::fetch_response::{FetchResponse, FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::init_producer_id_request::InitProducerIdRequest;
@@ -148,6 +148,7 @@ pub fn produce(b: &mut Broker, version: i16, correlation_id: i32, req: ProduceRe
                 Ok(p) => {
                     pr.base_offset = p.base_offset;
                     pr.log_start_offset = p.log_start_offset;
+                    pr.log_append_time_ms = p.log_append_time;
                     if acks == -1 {
                         pending.push(Pending { topic: ti, slot, name: name.clone(), partition: part.index, produced: p });
                     }
@@ -211,7 +212,12 @@ pub fn fetch(b: &mut Broker, version: i16, req: FetchRequest, attempt: super::At
             pd.partition_index = fp.partition;
             pd.aborted_transactions = Some(Vec::new());
             let limit = (fp.partition_max_bytes.max(0) as usize).min(budget);
-            let who = Fetcher { replica, leader_epoch: if version >= 9 { fp.current_leader_epoch } else { -1 }, again: attempt != super::Attempt::First };
+            let who = Fetcher {
+                replica,
+                leader_epoch: if version >= 9 { fp.current_leader_epoch } else { -1 },
+                log_start_offset: if version >= 5 { fp.log_start_offset } else { -1 },
+                again: attempt != super::Attempt::First,
+            };
             match b.fetch(&name, fp.partition, fp.fetch_offset, limit, total == 0, who, now, out) {
                 Ok(f) => {
                     pd.high_watermark = f.high_watermark;
@@ -276,79 +282,32 @@ pub fn list_offsets(b: &Broker, version: i16, req: ListOffsetsRequest) -> ListOf
     r
 }
 
-/// Config resource types (Kafka's ConfigResource.Type).
-const resource_topic: i8 = 2;
-const resource_broker: i8 = 4;
-
-pub fn describe_configs(b: &Broker, req: DescribeConfigsRequest) -> DescribeConfigsResponse {
-    let mut r = DescribeConfigsResponse::default();
-    for res in req.resources {
-        let mut rr = DescribeConfigsResult::default();
-        rr.resource_type = res.resource_type;
-        rr.resource_name = res.resource_name.clone();
-        let name = res.resource_name.to_string();
-        let entries: Result<Vec<(String, String, bool)>, (i16, String)> = match res.resource_type {
-            resource_topic => match (b.topic_config(&name), b.image().topics.get(&name)) {
-                (Some((config, min_insync)), Some(t)) => Ok(crate::metadata::topic::describe(&config, min_insync)
-                    .into_iter()
-                    .map(|(k, v)| (k.to_string(), v, !t.config.contains_key(k)))
-                    .collect()),
-                _ => Err((Code::UnknownTopicOrPartition.code(), format!("unknown topic '{name}'"))),
-            },
-            resource_broker if name.is_empty() || name == b.config().node_id.to_string() => Ok(broker_configs(b)),
-            resource_broker => Err((Code::InvalidRequest.code(), format!("broker '{name}' is not this broker ({})", b.config().node_id))),
-            other => Err((Code::InvalidRequest.code(), format!("config resource type {other} is not supported"))),
-        };
-        match entries {
-            Ok(list) => {
-                let keys = res.configuration_keys.as_ref().map(|ks| ks.iter().map(|k| k.to_string()).collect::<Vec<_>>());
-                rr.configs = list
-                    .into_iter()
-                    .filter(|(k, _, _)| keys.as_ref().is_none_or(|ks| ks.contains(k)))
-                    .map(|(k, v, default)| {
-                        let mut c = DescribeConfigsResourceResult::default();
-                        c.name = s(&k);
-                        c.value = Some(s(&v));
-                        c.read_only = res.resource_type == resource_broker;
-                        c.config_source = match (res.resource_type, default) {
-                            (resource_topic, false) => config_source::dynamic_topic,
-                            (resource_broker, _) => config_source::static_broker,
-                            _ => config_source::default,
-                        };
-                        c
-                    })
-                    .collect();
+/// DeleteRecords at each partition's leader: the log start moves at once; the answer waits
+/// until every replica on a live broker reports a start at or past the offset (Kafka's
+/// DelayedDeleteRecords), or the request's `timeout_ms` passes (REQUEST_TIMED_OUT).
+pub fn delete_records(b: &mut Broker, version: i16, correlation_id: i32, req: DeleteRecordsRequest, now: u64) -> Result<Outcome, String> {
+    let mut r = DeleteRecordsResponse::default();
+    let mut pending = Vec::new();
+    for (ti, topic) in req.topics.into_iter().enumerate() {
+        let name = topic.name.0.to_string();
+        let mut tr = DeleteRecordsTopicResult::default();
+        tr.name = topic.name.clone();
+        for (slot, p) in topic.partitions.into_iter().enumerate() {
+            let mut pr = DeleteRecordsPartitionResult::default();
+            pr.partition_index = p.partition_index;
+            pr.low_watermark = -1;
+            match b.delete_records(&name, p.partition_index, p.offset, now) {
+                Ok((offset, leader_epoch)) => pending.push(PendingDelete { topic: ti, slot, name: name.clone(), partition: p.partition_index, offset, leader_epoch }),
+                Err(e) => pr.error_code = e.kafka_error(true).code(),
             }
-            Err((code, msg)) => {
-                rr.error_code = code;
-                rr.error_message = Some(s(&msg));
-            }
+            tr.partitions.push(pr);
         }
-        r.results.push(rr);
+        r.topics.push(tr);
     }
-    r
-}
-
-fn broker_configs(b: &Broker) -> Vec<(String, String, bool)> {
-    let c = b.config();
-    let l = &c.log;
-    [
-        ("node.id", c.node_id.to_string()),
-        ("log.dirs", c.data_dir.display().to_string()),
-        ("auto.create.topics.enable", c.auto_create_topics.to_string()),
-        ("num.partitions", c.num_partitions.to_string()),
-        ("min.insync.replicas", c.min_insync_replicas.to_string()),
-        ("message.max.bytes", l.max_message_bytes.to_string()),
-        ("log.segment.bytes", l.segment_bytes.to_string()),
-        ("log.roll.ms", l.segment_ms.to_string()),
-        ("log.retention.ms", l.retention_ms.to_string()),
-        ("log.retention.bytes", l.retention_bytes.to_string()),
-        ("log.index.interval.bytes", l.index_interval_bytes.to_string()),
-        ("socket.request.max.bytes", crate::constants::request_bytes_max.to_string()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v, false))
-    .collect()
+    let timeout = (req.timeout_ms.max(0) as u64).min(crate::constants::produce_wait_ms_max);
+    let mut waiting = Waiting::delete_records(version, correlation_id, r, pending, timeout);
+    // Every replica already there (a replication factor of one): answer now.
+    Ok(waiting.poll_broker(b, false).unwrap_or(Outcome::Wait(waiting)))
 }
 
 pub fn init_producer_id(b: &mut Broker, req: InitProducerIdRequest) -> InitProducerIdResponse {

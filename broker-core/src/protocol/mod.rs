@@ -8,6 +8,7 @@
 //! closes the connection — the client is broken or hostile and nothing it sends next can be
 //! trusted. Per-request problems are answered with Kafka error codes.
 
+mod config_handlers;
 mod controller_handlers;
 mod group_handlers;
 mod group_link;
@@ -99,7 +100,8 @@ pub fn frame_len(prefix: [u8; 4], max: usize) -> Result<usize, String> {
 
 /// Requests the controller commits metadata for: after one, parked metadata fetches look again.
 pub fn is_controller_api(key: i16) -> bool {
-    [ApiKey::CreateTopics, ApiKey::DeleteTopics, ApiKey::AlterPartition, ApiKey::BrokerRegistration, ApiKey::BrokerHeartbeat].iter().any(|k| *k as i16 == key)
+    use ApiKey::*;
+    [CreateTopics, DeleteTopics, AlterConfigs, IncrementalAlterConfigs, AlterPartition, BrokerRegistration, BrokerHeartbeat].iter().any(|k| *k as i16 == key)
 }
 
 /// Encodes a response frame: size, header, body.
@@ -190,7 +192,10 @@ fn handle_inner(node: &Node, frame: &Bytes, peer: Option<std::net::IpAddr>, now:
         ApiKey::ListOffsets => reply!(handlers::list_offsets(&b(), version, decode(key, version, &mut body)?)),
         ApiKey::CreateTopics => controller_handlers::create_topics(node, version, correlation_id, decode(key, version, &mut body)?, now),
         ApiKey::DeleteTopics => controller_handlers::delete_topics(node, version, correlation_id, decode(key, version, &mut body)?, now),
-        ApiKey::DescribeConfigs => reply!(handlers::describe_configs(&b(), decode(key, version, &mut body)?)),
+        ApiKey::DescribeConfigs => reply!(config_handlers::describe_configs(&b(), decode(key, version, &mut body)?)),
+        ApiKey::AlterConfigs => config_handlers::alter_configs(node, version, correlation_id, decode(key, version, &mut body)?, now),
+        ApiKey::IncrementalAlterConfigs => config_handlers::incremental_alter_configs(node, version, correlation_id, decode(key, version, &mut body)?, now),
+        ApiKey::DeleteRecords => handlers::delete_records(&mut b(), version, correlation_id, decode(key, version, &mut body)?, now),
         ApiKey::InitProducerId => reply!(handlers::init_producer_id(&mut b(), decode(key, version, &mut body)?)),
         ApiKey::OffsetForLeaderEpoch => reply!(handlers::offset_for_leader_epoch(&b(), version, decode(key, version, &mut body)?)),
         ApiKey::BrokerRegistration => reply!(controller_handlers::broker_registration(node, decode(key, version, &mut body)?, now)),

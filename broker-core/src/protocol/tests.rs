@@ -148,6 +148,8 @@ fn produce_fetch_and_long_poll() {
     assert_eq!(r.responses[0].partitions[0].error_code, Code::OffsetOutOfRange.code());
 }
 
+mod configs;
+
 mod groups {
     //! The group APIs through `handle`: the offsets topic created on first FindCoordinator,
     //! and every invalid request answered with Kafka's code. (Bodies that do not decode close

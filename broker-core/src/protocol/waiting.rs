@@ -1,7 +1,8 @@
 //! Requests that are answered later: an acks=all produce waits until the ISR holds its batches
-//! (Kafka's delayed produce), and a CreateTopics/DeleteTopics on the controller node waits
-//! until this node's broker has applied the change, so the client's next request here sees it,
-//! and a group request waits for the coordinator's answer (a rebalance completing, a commit
+//! (Kafka's delayed produce), a DeleteRecords until every live replica's log start has moved
+//! (Kafka's delayed delete records), a CreateTopics/DeleteTopics/AlterConfigs on the controller
+//! node waits until this node's broker has applied the change, so the client's next request
+//! here sees it, and a group request waits for the coordinator's answer (a rebalance completing, a commit
 //! replicated). Each is a response under construction plus a condition; the shell polls it
 //! whenever the node changed and once more when its timeout passed.
 
@@ -11,6 +12,7 @@ use super::{encode, Node, Outcome};
 use crate::broker::{Action, Broker, Error, Produced};
 use crate::group::{Answer, Ticket, Work};
 use bytes::Bytes;
+use kafka_protocol::messages::delete_records_response::DeleteRecordsResponse;
 use kafka_protocol::messages::produce_response::ProduceResponse;
 use kafka_protocol::messages::ApiKey;
 use kafka_protocol::protocol::StrBytes;
@@ -26,6 +28,7 @@ pub struct Waiting {
 enum What {
     Produce { version: i16, correlation_id: i32, response: ProduceResponse, pending: Vec<Pending> },
     Applied { offset: i64, reply: Bytes },
+    DeleteRecords { version: i16, correlation_id: i32, response: DeleteRecordsResponse, pending: Vec<PendingDelete> },
     /// A group request: the response, the coordinator tickets it waits on, and the answers so far.
     Group { reply: Option<GroupReply>, tickets: Vec<Ticket>, answers: Vec<(Ticket, Answer)> },
 }
@@ -41,9 +44,27 @@ pub(crate) struct Pending {
     pub produced: Produced,
 }
 
+/// One partition of a DeleteRecords waiting for its low watermark.
+#[derive(Debug)]
+pub(crate) struct PendingDelete {
+    /// Where its answer sits in the response.
+    pub topic: usize,
+    pub slot: usize,
+    pub name: String,
+    pub partition: i32,
+    /// The new log start (the high watermark for -1).
+    pub offset: i64,
+    /// The leadership it was moved under: the wait ends with it.
+    pub leader_epoch: i32,
+}
+
 impl Waiting {
     pub(crate) fn produce(version: i16, correlation_id: i32, response: ProduceResponse, pending: Vec<Pending>, timeout_ms: u64) -> Waiting {
         Waiting { timeout_ms, what: What::Produce { version, correlation_id, response, pending } }
+    }
+
+    pub(crate) fn delete_records(version: i16, correlation_id: i32, response: DeleteRecordsResponse, pending: Vec<PendingDelete>, timeout_ms: u64) -> Waiting {
+        Waiting { timeout_ms, what: What::DeleteRecords { version, correlation_id, response, pending } }
     }
 
     /// Reply with `reply` once the local broker applied metadata up to `offset`.
@@ -101,6 +122,27 @@ impl Waiting {
         match &mut self.what {
             What::Group { .. } => None,
             What::Applied { offset, reply } => (expired || b.image().offset >= *offset).then(|| Outcome::Reply(reply.clone())),
+            What::DeleteRecords { version, correlation_id, response, pending } => {
+                let timeout = self.timeout_ms;
+                pending.retain(|p| {
+                    let pr = &mut response.topics[p.topic].partitions[p.slot];
+                    match b.low_watermark(&p.name, p.partition, p.leader_epoch) {
+                        Ok(low) if low >= p.offset => pr.low_watermark = low,
+                        Ok(_) if !expired => return true,
+                        Ok(_) => pr.error_code = Error::RequestTimedOut(timeout).kafka_error(true).code(),
+                        // The leadership ended: the start moved here may not be the new leader's.
+                        Err(_) => pr.error_code = Error::NotLeaderOrFollower.kafka_error(true).code(),
+                    }
+                    false
+                });
+                if !pending.is_empty() {
+                    return None;
+                }
+                Some(match encode(ApiKey::DeleteRecords, *version, *correlation_id, response) {
+                    Ok(bytes) => Outcome::Reply(bytes),
+                    Err(reason) => Outcome::Close(reason),
+                })
+            }
             What::Produce { version, correlation_id, response, pending } => {
                 let timeout = self.timeout_ms;
                 pending.retain(|p| {

@@ -33,6 +33,8 @@ struct Progress {
     fetch_ms: u64,
     /// When it was last caught up.
     caught_up_ms: u64,
+    /// Its log start, as its last fetch said (-1 until one did): the low watermark's part.
+    log_start: i64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -189,7 +191,7 @@ impl Replication {
                 self.followers = replicas
                     .iter()
                     .filter(|&&r| r != self.me)
-                    .map(|&r| (r, Progress { leo: -1, leader_leo_at_fetch: leo, fetch_ms: now, caught_up_ms: now }))
+                    .map(|&r| (r, Progress { leo: -1, leader_leo_at_fetch: leo, fetch_ms: now, caught_up_ms: now, log_start: -1 }))
                     .collect();
                 self.advance(leo);
                 Change::BecameLeader
@@ -235,6 +237,25 @@ impl Replication {
     /// The leader appended locally; with an ISR of one that alone moves the high watermark.
     pub fn on_append(&mut self, leo: i64) -> bool {
         self.role == Role::Leader && self.advance(leo)
+    }
+
+    /// A follower's fetch told its log start (Fetch v5+); returns whether it changed (a
+    /// DeleteRecords may be waiting for it).
+    pub fn on_follower_log_start(&mut self, replica: i32, log_start: i64) -> bool {
+        match self.followers.get_mut(&replica) {
+            Some(p) if p.log_start != log_start => {
+                p.log_start = log_start;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Leader only: the smallest log start over `own` (this replica's) and every follower
+    /// for which `live` holds, -1 for one that has not told its start in this leadership
+    /// (Kafka's lowWatermarkIfLeader): what DeleteRecords waits on.
+    pub fn low_watermark(&self, own: i64, live: impl Fn(i32) -> bool) -> i64 {
+        self.followers.iter().filter(|(r, _)| live(**r)).map(|(_, p)| p.log_start).fold(own, i64::min)
     }
 
     /// Checks a follower fetch at the leader: `epoch` is the fetcher's current leader epoch

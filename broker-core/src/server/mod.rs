@@ -299,11 +299,14 @@ async fn answer(shared: &Shared, frame: &Bytes, peer: IpAddr) -> Outcome {
 
 /// Client requests that wait, at startup, until the broker is registered and unfenced (Kafka
 /// opens its client listener only then): Produce, ListOffsets, Metadata, CreateTopics,
-/// DeleteTopics, InitProducerId, DescribeConfigs. Never the requests brokers and the controller
-/// exchange (Fetch, heartbeats, registration), which are how the broker gets started.
+/// DeleteTopics, InitProducerId, DescribeConfigs, AlterConfigs, IncrementalAlterConfigs,
+/// DeleteRecords. Never the requests brokers and the controller exchange (Fetch, heartbeats,
+/// registration), which are how the broker gets started.
 fn waits_for_startup(key: i16) -> bool {
     use ApiKey::*;
-    [Produce, ListOffsets, Metadata, CreateTopics, DeleteTopics, InitProducerId, DescribeConfigs].iter().any(|k| *k as i16 == key)
+    [Produce, ListOffsets, Metadata, CreateTopics, DeleteTopics, InitProducerId, DescribeConfigs, AlterConfigs, IncrementalAlterConfigs, DeleteRecords]
+        .iter()
+        .any(|k| *k as i16 == key)
 }
 
 /// Polls a waiting request whenever the node changes, until it answers or times out.

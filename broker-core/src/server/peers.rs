@@ -511,7 +511,7 @@ async fn replicate(shared: &Shared, conn: &mut Conn, me: i32, fetcher: &ReplicaF
         p.fetch_offset = f.fetch_offset;
         p.current_leader_epoch = f.leader_epoch;
         p.last_fetched_epoch = -1;
-        p.log_start_offset = -1;
+        p.log_start_offset = f.log_start_offset;
         p.partition_max_bytes = replica_fetch_bytes;
         asked.push((f.topic.clone(), p));
     }

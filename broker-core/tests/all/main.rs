@@ -9,3 +9,4 @@ mod real_cluster;
 mod slow_disk;
 mod support;
 mod tidy;
+mod topic_configs;

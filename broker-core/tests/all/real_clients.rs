@@ -47,7 +47,7 @@ impl Broker {
     }
 
     /// Another broker process on the same port, data directory and flags: a restart.
-    fn restart(&mut self) -> Broker {
+    pub(crate) fn restart(&mut self) -> Broker {
         assert!(self.process.exited().is_some(), "restart() of a broker that has not exited");
         Broker::start_on(self.process.port, &self.data_dir, self.extra_args.clone())
     }
@@ -71,7 +71,7 @@ impl Broker {
     }
 
     /// Sends `signal` and waits for the process to exit.
-    fn signal_and_wait(&mut self, signal: libc::c_int) -> ExitStatus {
+    pub(crate) fn signal_and_wait(&mut self, signal: libc::c_int) -> ExitStatus {
         let timeout = Duration::from_secs(broker_exit_timeout_s);
         self.process.signal_and_wait(signal, timeout).unwrap_or_else(|why| panic!("broker {why}\n{}", self.log_tail()))
     }

@@ -152,7 +152,7 @@ impl Cluster {
             }
             Step::Fetch(following) => {
                 for f in following {
-                    let who = Fetcher { replica: Some(follower), leader_epoch: f.leader_epoch, again: false };
+                    let who = Fetcher { replica: Some(follower), leader_epoch: f.leader_epoch, log_start_offset: f.log_start_offset, again: false };
                     let mut woke = Vec::new();
                     let got = self.broker(leader).fetch(&f.topic, f.partition, f.fetch_offset, 1 << 20, true, who, now, &mut woke).unwrap();
                     self.actions.extend(woke);
@@ -256,7 +256,7 @@ fn a_broker_takes_no_role_until_its_own_registration_is_applied() {
     let no_role = |b: &mut Broker, when: &str| {
         let produce = b.produce(topic_name, 0, &build(&[b"x"], 1), 1, 0, &mut Vec::new()).unwrap_err().kafka_error(true);
         let consume = b.fetch(topic_name, 0, 0, 100, true, Fetcher::consumer, 0, &mut Vec::new()).unwrap_err().kafka_error(true);
-        let replica = b.fetch(topic_name, 0, 0, 100, true, Fetcher { replica: Some(2), leader_epoch: 0, again: false }, 0, &mut Vec::new()).unwrap_err().kafka_error(true);
+        let replica = b.fetch(topic_name, 0, 0, 100, true, Fetcher::follower(2, 0), 0, &mut Vec::new()).unwrap_err().kafka_error(true);
         assert!([produce, consume, replica].iter().all(|code| [Code::LeaderNotAvailable, Code::NotLeaderOrFollower].contains(code)), "{when}: {produce:?} {consume:?} {replica:?}");
         assert!(b.following(2).is_empty() && b.leaders_followed().is_empty(), "{when}: follows");
     };
@@ -383,7 +383,7 @@ fn a_stale_fetch_answer_is_dropped() {
     c.catch_up(3);
     c.produce(1, &[b"b"]);
     let fetch = |c: &mut Cluster, leader: i32, follower: i32, leader_epoch: i32| {
-        let who = Fetcher { replica: Some(follower), leader_epoch, again: false };
+        let who = Fetcher::follower(follower, leader_epoch);
         c.broker(leader).fetch(topic_name, 0, 1, 1 << 20, true, who, 0, &mut Vec::new()).unwrap()
     };
     let append = |c: &mut Cluster, follower: i32, leader: i32, leader_epoch: i32, answer: &Fetched| {
@@ -431,7 +431,7 @@ fn follower_fetches_under_another_leader_epoch_are_refused_and_move_nothing() {
     assert_eq!((c.leo(1), c.hw(2)), (1, 0));
     let mut out = Vec::new();
     for (epoch, code) in [(0, Code::FencedLeaderEpoch), (2, Code::UnknownLeaderEpoch)] {
-        let who = Fetcher { replica: Some(1), leader_epoch: epoch, again: false };
+        let who = Fetcher::follower(1, epoch);
         let err = c.broker(2).fetch(topic_name, 0, 1, 1 << 20, true, who, 0, &mut out).unwrap_err();
         assert_eq!((err.kafka_error(true), c.hw(2)), (code, 0), "epoch {epoch}");
     }
@@ -499,3 +499,5 @@ fn a_registration_this_process_never_heard_back_from_drops_every_role() {
     assert!(!c.part(1).replication.is_leader());
     assert!(c.broker(1).produce(topic_name, 0, &build(&[b"x"], 1), 1, 0, &mut Vec::new()).is_err());
 }
+
+mod log_start;

@@ -2,6 +2,7 @@
 //! shutdown, driven through the same [`Cluster`] as the other controller tests.
 
 use super::*;
+use crate::metadata::topic::unclean_leader_election_config;
 
 #[test]
 fn after_a_controller_restart_only_brokers_heard_from_are_newly_elected() {

@@ -1,0 +1,57 @@
+//! The controller's decisions on topic configs after creation (AlterConfigs and
+//! IncrementalAlterConfigs): the new override set, checked against this controller's defaults
+//! exactly as CreateTopics checks one, becomes one `TopicConfig` record that every broker
+//! replays, so every replica applies the same values and they survive restarts.
+//!
+//! Like every decision here it returns records and never changes the image. A change that turns
+//! `unclean.leader.election.enable` on is followed, in the same batch, by the elections it now
+//! allows (leaderless partitions whose ISR is gone), decided on a scratch copy that holds the
+//! new config exactly as replay will.
+
+use super::election::Draft;
+use super::{Controller, Error};
+use crate::metadata::configs::{self, Op, TopicSettings};
+use crate::metadata::MetadataRecord;
+use std::collections::BTreeMap;
+
+impl Controller {
+    /// The settings a topic without overrides gets from this controller's node: what overrides
+    /// are checked against, and what APPEND and SUBTRACT start from.
+    pub fn topic_defaults(&self) -> TopicSettings {
+        let c = &self.config;
+        TopicSettings { log: c.log.clone(), min_insync: c.min_insync_replicas, unclean_leader_election: c.unclean_leader_election }
+    }
+
+    /// IncrementalAlterConfigs for topic `name`: `ops` applied in order to its overrides.
+    /// Returns no records when nothing changes.
+    pub fn alter_topic_config(&self, name: &str, ops: &[(String, Op)]) -> Result<Vec<MetadataRecord>, Error> {
+        let current = self.topic_overrides(name)?;
+        let defaults = self.topic_defaults();
+        let next = configs::alter(current, ops, |k| defaults.value(k)).map_err(Error::InvalidConfig)?;
+        self.set_topic_config(name, next)
+    }
+
+    /// AlterConfigs for topic `name`: `config` replaces its overrides whole, so a config left
+    /// out goes back to its default (Kafka's semantics for the legacy API).
+    pub fn replace_topic_config(&self, name: &str, config: BTreeMap<String, String>) -> Result<Vec<MetadataRecord>, Error> {
+        self.topic_overrides(name)?;
+        self.set_topic_config(name, config)
+    }
+
+    fn topic_overrides(&self, name: &str) -> Result<&BTreeMap<String, String>, Error> {
+        self.image.topics.get(name).map(|t| &t.config).ok_or_else(|| Error::UnknownTopicOrPartition(name.to_string()))
+    }
+
+    fn set_topic_config(&self, name: &str, next: BTreeMap<String, String>) -> Result<Vec<MetadataRecord>, Error> {
+        TopicSettings::resolve(&self.topic_defaults(), &next).map_err(Error::InvalidConfig)?;
+        if self.image.topics.get(name).is_some_and(|t| t.config == next) {
+            return Ok(Vec::new());
+        }
+        let mut draft = Draft::new(&self.image, &self.heard);
+        draft.push(MetadataRecord::TopicConfig { name: name.to_string(), config: next });
+        // Only leaderless partitions can change here, and only if unclean election is now on
+        // for them: with nobody removed, reelect elects where nobody leads.
+        draft.reelect(&[], self.config.unclean_leader_election);
+        Ok(draft.records)
+    }
+}

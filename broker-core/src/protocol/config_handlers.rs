@@ -1,0 +1,269 @@
+//! The config APIs. DescribeConfigs is answered by any broker from its image: a topic's every
+//! config with its source and synonyms, or this broker's own settings. AlterConfigs and
+//! IncrementalAlterConfigs change topic configs: decided and committed by the controller as one
+//! `TopicConfig` record, like CreateTopics (NOT_CONTROLLER elsewhere), and answered once this
+//! node's broker has applied it. Broker resources are refused with INVALID_REQUEST, Kafka's
+//! answer for a broker config it cannot update dynamically: Seedlog reads its settings at start.
+//! Field-by-field translation and the per-request checks Kafka makes before deciding
+//! (duplicate resources or keys, null values, unknown operations); decisions are the
+//! controller's (`controller::configs`) and `metadata::configs`'.
+
+use super::handlers::s;
+use super::{encode, Node, Outcome, Waiting};
+use crate::broker::Broker;
+use crate::constants::alter_configs_wait_ms;
+use crate::kafka::{config_op, config_resource, config_source, Code};
+use crate::metadata::configs::{describe_topic, Op};
+use kafka_protocol::messages::alter_configs_request::AlterConfigsRequest;
+use kafka_protocol::messages::alter_configs_response::{AlterConfigsResourceResponse, AlterConfigsResponse};
+use kafka_protocol::messages::describe_configs_request::DescribeConfigsRequest;
+use kafka_protocol::messages::describe_configs_response::{DescribeConfigsResourceResult, DescribeConfigsResponse, DescribeConfigsResult, DescribeConfigsSynonym};
+use kafka_protocol::messages::incremental_alter_configs_request::IncrementalAlterConfigsRequest;
+use kafka_protocol::messages::incremental_alter_configs_response::{AlterConfigsResourceResponse as IncrementalResult, IncrementalAlterConfigsResponse};
+use kafka_protocol::messages::ApiKey;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// DescribeConfigs. Synonyms are listed when asked (`include_synonyms`); documentation is not
+/// kept (null).
+pub fn describe_configs(b: &Broker, req: DescribeConfigsRequest) -> DescribeConfigsResponse {
+    let mut r = DescribeConfigsResponse::default();
+    for res in req.resources {
+        let mut rr = DescribeConfigsResult::default();
+        rr.resource_type = res.resource_type;
+        rr.resource_name = res.resource_name.clone();
+        let name = res.resource_name.to_string();
+        let entries = match res.resource_type {
+            config_resource::topic => match b.image().topics.get(&name) {
+                Some(t) => Ok(topic_entries(b, &t.config, req.include_synonyms)),
+                None => Err((Code::UnknownTopicOrPartition, format!("unknown topic '{name}'"))),
+            },
+            config_resource::broker if name.is_empty() || name == b.config().node_id.to_string() => Ok(broker_entries(b)),
+            config_resource::broker => Err((Code::InvalidRequest, format!("broker '{name}' is not this broker ({})", b.config().node_id))),
+            other => Err((Code::InvalidRequest, format!("config resource type {other} is not supported"))),
+        };
+        match entries {
+            Ok(list) => {
+                // Null or empty: every config (Kafka's ConfigHelper reads both as "all").
+                let keys = res.configuration_keys.as_ref().filter(|ks| !ks.is_empty()).map(|ks| ks.iter().map(|k| k.to_string()).collect::<BTreeSet<_>>());
+                rr.configs = list.into_iter().filter(|c| keys.as_ref().is_none_or(|ks| ks.contains(c.name.as_str()))).collect();
+            }
+            Err((code, msg)) => {
+                rr.error_code = code.code();
+                rr.error_message = Some(s(&msg));
+            }
+        }
+        r.results.push(rr);
+    }
+    r
+}
+
+fn topic_entries(b: &Broker, overrides: &BTreeMap<String, String>, synonyms: bool) -> Vec<DescribeConfigsResourceResult> {
+    describe_topic(&b.topic_defaults(), overrides)
+        .into_iter()
+        .map(|d| {
+            let mut c = DescribeConfigsResourceResult::default();
+            c.name = s(d.name);
+            c.value = Some(s(&d.value));
+            c.config_source = d.source;
+            c.config_type = d.kind;
+            if synonyms {
+                c.synonyms = d
+                    .synonyms
+                    .into_iter()
+                    .map(|(name, value, source)| {
+                        let mut x = DescribeConfigsSynonym::default();
+                        x.name = s(name);
+                        x.value = Some(s(&value));
+                        x.source = source;
+                        x
+                    })
+                    .collect();
+            }
+            c
+        })
+        .collect()
+}
+
+/// This broker's settings, read-only: they are set at start.
+fn broker_entries(b: &Broker) -> Vec<DescribeConfigsResourceResult> {
+    let c = b.config();
+    let l = &c.log;
+    [
+        ("node.id", c.node_id.to_string()),
+        ("log.dirs", c.data_dir.display().to_string()),
+        ("auto.create.topics.enable", c.auto_create_topics.to_string()),
+        ("num.partitions", c.num_partitions.to_string()),
+        ("min.insync.replicas", c.min_insync_replicas.to_string()),
+        ("message.max.bytes", l.max_message_bytes.to_string()),
+        ("log.segment.bytes", l.segment_bytes.to_string()),
+        ("log.roll.ms", l.segment_ms.to_string()),
+        ("log.retention.ms", l.retention_ms.to_string()),
+        ("log.retention.bytes", l.retention_bytes.to_string()),
+        ("log.index.interval.bytes", l.index_interval_bytes.to_string()),
+        ("socket.request.max.bytes", crate::constants::request_bytes_max.to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| {
+        let mut x = DescribeConfigsResourceResult::default();
+        x.name = s(k);
+        x.value = Some(s(&v));
+        x.read_only = true;
+        x.config_source = config_source::static_broker;
+        x
+    })
+    .collect()
+}
+
+/// What one resource of an alter request asks, once the request-level checks passed.
+enum Ask {
+    /// AlterConfigs: this whole set replaces the overrides.
+    Replace(BTreeMap<String, String>),
+    /// IncrementalAlterConfigs: these operations, in order.
+    Ops(Vec<(String, Op)>),
+}
+
+/// One resource's answer: its type and name, and the error (None: done).
+type Answered = (i8, String, Option<(Code, String)>);
+
+pub fn alter_configs(node: &Node, version: i16, correlation_id: i32, req: AlterConfigsRequest, now: u64) -> Result<Outcome, String> {
+    let asks = req
+        .resources
+        .iter()
+        .map(|res| {
+            let configs: Vec<(String, Option<String>)> = res.configs.iter().map(|c| (c.name.to_string(), c.value.as_ref().map(|v| v.to_string()))).collect();
+            let ask = unique_keys(configs.iter().map(|(k, _)| k)).and_then(|()| {
+                let nulls: Vec<&str> = configs.iter().filter(|(_, v)| v.is_none()).map(|(k, _)| k.as_str()).collect();
+                match nulls.is_empty() {
+                    true => Ok(Ask::Replace(configs.iter().filter_map(|(k, v)| Some((k.clone(), v.clone()?))).collect())),
+                    false => Err(format!("null value not supported for: {}", nulls.join(","))),
+                }
+            });
+            (res.resource_type, res.resource_name.to_string(), ask)
+        })
+        .collect();
+    let (answers, last) = alter(node, asks, req.validate_only, now);
+    let mut r = AlterConfigsResponse::default();
+    r.responses = answers
+        .into_iter()
+        .map(|(kind, name, error)| {
+            let mut x = AlterConfigsResourceResponse::default();
+            x.resource_type = kind;
+            x.resource_name = s(&name);
+            if let Some((code, message)) = error {
+                x.error_code = code.code();
+                x.error_message = Some(s(&message));
+            }
+            x
+        })
+        .collect();
+    let reply = encode(ApiKey::AlterConfigs, version, correlation_id, &r)?;
+    Ok(Outcome::Wait(Waiting::applied(last, reply, alter_configs_wait_ms)))
+}
+
+pub fn incremental_alter_configs(node: &Node, version: i16, correlation_id: i32, req: IncrementalAlterConfigsRequest, now: u64) -> Result<Outcome, String> {
+    let asks = req
+        .resources
+        .iter()
+        .map(|res| {
+            let ops = unique_keys(res.configs.iter().map(|c| c.name.to_string())).and_then(|()| {
+                res.configs
+                    .iter()
+                    .map(|c| {
+                        let name = c.name.to_string();
+                        let value = c.value.as_ref().map(|v| v.to_string());
+                        let op = match (c.config_operation, value) {
+                            (config_op::delete, _) => Op::Delete,
+                            (config_op::set | config_op::append | config_op::subtract, None) => return Err(format!("null value not supported for: {name}")),
+                            (config_op::set, Some(v)) => Op::Set(v),
+                            (config_op::append, Some(v)) => Op::Append(v),
+                            (config_op::subtract, Some(v)) => Op::Subtract(v),
+                            (other, _) => return Err(format!("unknown config operation {other} for {name}")),
+                        };
+                        Ok((name, op))
+                    })
+                    .collect::<Result<Vec<_>, String>>()
+                    .map(Ask::Ops)
+            });
+            (res.resource_type, res.resource_name.to_string(), ops)
+        })
+        .collect();
+    let (answers, last) = alter(node, asks, req.validate_only, now);
+    let mut r = IncrementalAlterConfigsResponse::default();
+    r.responses = answers
+        .into_iter()
+        .map(|(kind, name, error)| {
+            let mut x = IncrementalResult::default();
+            x.resource_type = kind;
+            x.resource_name = s(&name);
+            if let Some((code, message)) = error {
+                x.error_code = code.code();
+                x.error_message = Some(s(&message));
+            }
+            x
+        })
+        .collect();
+    let reply = encode(ApiKey::IncrementalAlterConfigs, version, correlation_id, &r)?;
+    Ok(Outcome::Wait(Waiting::applied(last, reply, alter_configs_wait_ms)))
+}
+
+/// Kafka's request check: a config named twice in one resource is INVALID_REQUEST.
+fn unique_keys<S: AsRef<str>>(keys: impl Iterator<Item = S>) -> Result<(), String> {
+    let mut seen = BTreeSet::new();
+    for k in keys {
+        if !seen.insert(k.as_ref().to_string()) {
+            return Err(format!("config '{}' appears more than once", k.as_ref()));
+        }
+    }
+    Ok(())
+}
+
+/// Decides, and unless `validate_only` commits, each resource's change; returns every answer
+/// and the offset of the last record committed (-1 for none), which the reply waits for.
+fn alter(node: &Node, asks: Vec<(i8, String, Result<Ask, String>)>, validate_only: bool, now: u64) -> (Vec<Answered>, i64) {
+    let mut quorum = node.controller();
+    let mut last = -1;
+    let mut count: BTreeMap<(i8, String), usize> = BTreeMap::new();
+    for (kind, name, _) in &asks {
+        *count.entry((*kind, name.clone())).or_default() += 1;
+    }
+    let mut answers = Vec::new();
+    for (kind, name, ask) in asks {
+        let result = match (kind, ask) {
+            _ if count[&(kind, name.clone())] > 1 => Err((Code::InvalidRequest, format!("resource {kind}/'{name}' appears more than once"))),
+            (_, Err(why)) => Err((Code::InvalidRequest, why)),
+            (config_resource::broker, Ok(ask)) => refuse_broker(&ask),
+            (config_resource::topic, Ok(ask)) => match quorum.as_deref_mut() {
+                None => Err((Code::NotController, "this node is not the controller".to_string())),
+                Some(q) => {
+                    let decided = match ask {
+                        Ask::Replace(config) => q.controller().replace_topic_config(&name, config),
+                        Ask::Ops(ops) => q.controller().alter_topic_config(&name, &ops),
+                    };
+                    match decided {
+                        Err(e) => Err((e.kafka_error(), e.to_string())),
+                        Ok(_) if validate_only => Ok(()),
+                        Ok(records) if records.is_empty() => Ok(()),
+                        Ok(records) => q.commit(records, now).map(|offset| last = last.max(offset)).map_err(|e| (Code::KafkaStorageError, e)),
+                    }
+                }
+            },
+            (other, Ok(_)) => Err((Code::InvalidRequest, format!("config resource type {other} is not supported"))),
+        };
+        answers.push((kind, name, result.err()));
+    }
+    (answers, last)
+}
+
+/// Broker configs are read at start (flags or `--config`); Kafka answers INVALID_REQUEST for a
+/// broker config it cannot update dynamically, and so does this broker for all of them. An
+/// empty change changes nothing and succeeds.
+fn refuse_broker(ask: &Ask) -> Result<(), (Code, String)> {
+    let keys: Vec<&str> = match ask {
+        Ask::Replace(config) => config.keys().map(String::as_str).collect(),
+        Ask::Ops(ops) => ops.iter().map(|(k, _)| k.as_str()).collect(),
+    };
+    if keys.is_empty() {
+        return Ok(());
+    }
+    Err((Code::InvalidRequest, format!("cannot update these configs dynamically: {} (broker settings are read at start, from flags or --config)", keys.join(", "))))
+}

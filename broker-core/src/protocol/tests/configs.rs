@@ -1,0 +1,184 @@
+//! The config APIs and DeleteRecords through `handle`, as real request bytes: what
+//! IncrementalAlterConfigs and AlterConfigs change is what DescribeConfigs then reports (with
+//! its source and synonyms), every bad request gets Kafka's code and a reason, a node that is
+//! not the controller answers NOT_CONTROLLER, and DeleteRecords answers the low watermark.
+
+use super::*;
+use crate::kafka::{config_op, config_resource, config_source, config_type};
+use kafka_protocol::messages::alter_configs_request::{AlterConfigsRequest, AlterConfigsResource as LegacyResource, AlterableConfig as LegacyConfig};
+use kafka_protocol::messages::alter_configs_response::AlterConfigsResponse;
+use kafka_protocol::messages::delete_records_request::{DeleteRecordsPartition, DeleteRecordsRequest, DeleteRecordsTopic};
+use kafka_protocol::messages::delete_records_response::DeleteRecordsResponse;
+use kafka_protocol::messages::describe_configs_request::{DescribeConfigsRequest, DescribeConfigsResource};
+use kafka_protocol::messages::describe_configs_response::{DescribeConfigsResourceResult, DescribeConfigsResponse};
+use kafka_protocol::messages::incremental_alter_configs_request::{AlterConfigsResource, AlterableConfig, IncrementalAlterConfigsRequest};
+use kafka_protocol::messages::incremental_alter_configs_response::IncrementalAlterConfigsResponse;
+
+fn s(text: &str) -> StrBytes {
+    StrBytes::from_string(text.into())
+}
+
+/// Handles a request; one that waits for metadata to be applied is answered after this
+/// node's broker applies it (what the shell's metadata follower does).
+fn answer<R: Encodable + HeaderVersion>(node: &Node, key: ApiKey, version: i16, req: &R) -> Outcome {
+    match handle(node, &frame(key, version, req), 0, Attempt::First, &mut Vec::new()) {
+        Outcome::Wait(mut waiting) => {
+            if node.controller().is_some() {
+                crate::testing::apply_metadata(node, 0);
+            }
+            waiting.poll(node, 0, false, &mut Vec::new()).expect("answered once applied")
+        }
+        other => other,
+    }
+}
+
+type Change<'a> = (&'a str, i8, Option<&'a str>);
+
+fn incremental(resources: &[(i8, &str, &[Change])], validate_only: bool) -> IncrementalAlterConfigsRequest {
+    let resources = resources
+        .iter()
+        .map(|(kind, name, changes)| {
+            let configs = changes.iter().map(|(k, op, v)| AlterableConfig::default().with_name(s(k)).with_config_operation(*op).with_value(v.map(s))).collect();
+            AlterConfigsResource::default().with_resource_type(*kind).with_resource_name(s(name)).with_configs(configs)
+        })
+        .collect();
+    IncrementalAlterConfigsRequest::default().with_resources(resources).with_validate_only(validate_only)
+}
+
+/// (error code, error message) per resource, at `version`.
+fn alter_incrementally(node: &Node, version: i16, req: &IncrementalAlterConfigsRequest) -> Vec<(i16, String)> {
+    let r: IncrementalAlterConfigsResponse = reply(answer(node, ApiKey::IncrementalAlterConfigs, version, req), ApiKey::IncrementalAlterConfigs, version);
+    r.responses.iter().map(|x| (x.error_code, x.error_message.as_ref().map_or(String::new(), |m| m.to_string()))).collect()
+}
+
+fn describe(node: &Node, topic: &str) -> Vec<DescribeConfigsResourceResult> {
+    let res = DescribeConfigsResource::default().with_resource_type(config_resource::topic).with_resource_name(s(topic));
+    let req = DescribeConfigsRequest::default().with_resources(vec![res]).with_include_synonyms(true);
+    let r: DescribeConfigsResponse = reply(answer(node, ApiKey::DescribeConfigs, 4, &req), ApiKey::DescribeConfigs, 4);
+    assert_eq!(r.results[0].error_code, 0, "{:?}", r.results[0].error_message);
+    r.results[0].configs.clone()
+}
+
+/// (value, source) of config `name` in a DescribeConfigs answer.
+fn entry(configs: &[DescribeConfigsResourceResult], name: &str) -> (String, i8) {
+    let c = configs.iter().find(|c| c.name.as_str() == name).unwrap_or_else(|| panic!("{name} not described"));
+    (c.value.as_ref().unwrap().to_string(), c.config_source)
+}
+
+#[test]
+fn incremental_alter_configs_changes_what_describe_configs_reports() {
+    let tmp = tempfile::tempdir().unwrap();
+    let node = broker(tmp.path());
+    crate::testing::create(&node, "t", 1, Default::default()).unwrap();
+    let before = describe(&node, "t");
+    assert_eq!(before.len(), crate::metadata::configs::CATALOG.len(), "every topic config is described");
+    assert_eq!(entry(&before, "cleanup.policy"), ("delete".into(), config_source::default));
+    let set: &[Change] = &[("retention.ms", config_op::set, Some("5000")), ("cleanup.policy", config_op::append, Some("compact"))];
+    assert_eq!(alter_incrementally(&node, 0, &incremental(&[(config_resource::topic, "t", set)], false)), vec![(0, String::new())]);
+    let after = describe(&node, "t");
+    assert_eq!(entry(&after, "retention.ms"), ("5000".into(), config_source::dynamic_topic));
+    assert_eq!(entry(&after, "cleanup.policy"), ("delete,compact".into(), config_source::dynamic_topic));
+    assert_eq!(entry(&after, "segment.ms"), ("604800000".into(), config_source::default));
+    let retention = after.iter().find(|c| c.name.as_str() == "retention.ms").unwrap();
+    assert_eq!((retention.read_only, retention.config_type), (false, config_type::long));
+    let synonyms: Vec<(String, i8)> = retention.synonyms.iter().map(|x| (x.name.to_string(), x.source)).collect();
+    assert_eq!(synonyms, vec![("retention.ms".into(), config_source::dynamic_topic), ("log.retention.ms".into(), config_source::default)]);
+    let b = node.broker();
+    let log = b.partitions()[&("t".to_string(), 0)].log.config().clone();
+    assert_eq!((log.retention_ms, log.cleanup.compact, log.cleanup.delete), (5000, true, true), "the open log took it");
+    drop(b);
+    // v1 (flexible) as well; DELETE goes back to the default.
+    let delete: &[Change] = &[("retention.ms", config_op::delete, None)];
+    assert_eq!(alter_incrementally(&node, 1, &incremental(&[(config_resource::topic, "t", delete)], false)), vec![(0, String::new())]);
+    assert_eq!(entry(&describe(&node, "t"), "retention.ms"), ("604800000".into(), config_source::default));
+}
+
+#[test]
+fn bad_config_changes_get_kafkas_codes_and_a_reason() {
+    let tmp = tempfile::tempdir().unwrap();
+    let node = broker(tmp.path());
+    crate::testing::create(&node, "t", 1, Default::default()).unwrap();
+    let topic = config_resource::topic;
+    let req = incremental(
+        &[
+            (topic, "t", &[("retention.ms", config_op::set, Some("-7"))]),
+            (topic, "nope", &[("retention.ms", config_op::set, Some("1"))]),
+            (config_resource::broker, "0", &[("log.retention.ms", config_op::set, Some("1"))]),
+            (config_resource::broker, "1", &[]),
+            (topic, "twice", &[]),
+            (topic, "twice", &[]),
+            (topic, "n1", &[("retention.ms", config_op::set, None)]),
+            (topic, "n2", &[("retention.ms", 9, Some("1"))]),
+            (topic, "n3", &[("retention.ms", config_op::set, Some("1")), ("retention.ms", config_op::delete, None)]),
+            (8, "root", &[("root", config_op::set, Some("DEBUG"))]),
+        ],
+        false,
+    );
+    let answers = alter_incrementally(&node, 1, &req);
+    let codes: Vec<i16> = answers.iter().map(|(c, _)| *c).collect();
+    assert_eq!(codes, vec![40, 3, 42, 0, 42, 42, 42, 42, 42, 42]);
+    assert_eq!(answers[0].1, "retention.ms=-7 must be at least -1");
+    assert!(answers[2].1.starts_with("cannot update these configs dynamically: log.retention.ms"), "{}", answers[2].1);
+    assert!(answers[6].1.contains("null value"), "{}", answers[6].1);
+    // validate_only decides and commits nothing.
+    let check = incremental(&[(topic, "t", &[("retention.ms", config_op::set, Some("1234"))])], true);
+    assert_eq!(alter_incrementally(&node, 1, &check), vec![(0, String::new())]);
+    assert_eq!(entry(&describe(&node, "t"), "retention.ms").1, config_source::default);
+    assert!(node.broker().image().topics["t"].config.is_empty());
+}
+
+#[test]
+fn alter_configs_replaces_the_whole_override_set() {
+    let tmp = tempfile::tempdir().unwrap();
+    let node = broker(tmp.path());
+    crate::testing::create(&node, "t", 1, [("retention.ms".to_string(), "5000".to_string())].into()).unwrap();
+    let legacy = |pairs: &[(&str, Option<&str>)]| {
+        let configs = pairs.iter().map(|(k, v)| LegacyConfig::default().with_name(s(k)).with_value(v.map(s))).collect();
+        let res = LegacyResource::default().with_resource_type(config_resource::topic).with_resource_name(s("t")).with_configs(configs);
+        AlterConfigsRequest::default().with_resources(vec![res])
+    };
+    for version in [0, 2] {
+        let r: AlterConfigsResponse = reply(answer(&node, ApiKey::AlterConfigs, version, &legacy(&[("segment.ms", Some("100"))])), ApiKey::AlterConfigs, version);
+        assert_eq!(r.responses[0].error_code, 0, "v{version}: {:?}", r.responses[0].error_message);
+    }
+    let described = describe(&node, "t");
+    assert_eq!(entry(&described, "segment.ms"), ("100".into(), config_source::dynamic_topic));
+    assert_eq!(entry(&described, "retention.ms"), ("604800000".into(), config_source::default), "left out: back to the default");
+    let r: AlterConfigsResponse = reply(answer(&node, ApiKey::AlterConfigs, 1, &legacy(&[("segment.ms", None)])), ApiKey::AlterConfigs, 1);
+    assert_eq!(r.responses[0].error_code, Code::InvalidRequest.code());
+    let r: AlterConfigsResponse = reply(answer(&node, ApiKey::AlterConfigs, 1, &legacy(&[("segment.ms", Some("0"))])), ApiKey::AlterConfigs, 1);
+    assert_eq!(r.responses[0].error_code, Code::InvalidConfig.code());
+}
+
+#[test]
+fn a_node_that_is_not_the_controller_answers_not_controller() {
+    let tmp = tempfile::tempdir().unwrap();
+    let b = crate::broker::Broker::open(std::sync::Arc::new(crate::storage::FileDisk::new()), crate::testing::config(tmp.path()), 0).unwrap();
+    let node = Node::new(b, None);
+    let req = incremental(&[(config_resource::topic, "t", &[("retention.ms", config_op::set, Some("1"))]), (config_resource::broker, "0", &[("x", config_op::set, Some("1"))])], false);
+    let codes: Vec<i16> = alter_incrementally(&node, 1, &req).into_iter().map(|(c, _)| c).collect();
+    assert_eq!(codes, vec![Code::NotController.code(), Code::InvalidRequest.code()]);
+}
+
+#[test]
+fn delete_records_answers_the_new_low_watermark() {
+    let tmp = tempfile::tempdir().unwrap();
+    let node = broker(tmp.path());
+    crate::testing::create(&node, "t", 1, Default::default()).unwrap();
+    let produced: ProduceResponse = reply(answer(&node, ApiKey::Produce, 9, &produce_req("t", build(&[b"a", b"b", b"c"], 1), 1)), ApiKey::Produce, 9);
+    assert_eq!(produced.responses[0].partition_responses[0].error_code, 0);
+    let delete = |topic: &str, offset: i64| {
+        let p = DeleteRecordsPartition::default().with_partition_index(0).with_offset(offset);
+        let t = DeleteRecordsTopic::default().with_name(TopicName(s(topic))).with_partitions(vec![p]);
+        let req = DeleteRecordsRequest::default().with_topics(vec![t]).with_timeout_ms(1000);
+        let r: DeleteRecordsResponse = reply(answer(&node, ApiKey::DeleteRecords, 2, &req), ApiKey::DeleteRecords, 2);
+        (r.topics[0].partitions[0].error_code, r.topics[0].partitions[0].low_watermark)
+    };
+    assert_eq!(delete("t", 2), (0, 2));
+    assert_eq!(delete("t", 9), (Code::OffsetOutOfRange.code(), -1));
+    assert_eq!(delete("nope", 1), (Code::UnknownTopicOrPartition.code(), -1));
+    assert_eq!(delete("t", -1), (0, 3), "-1: up to the high watermark");
+    let r: FetchResponse = reply(answer(&node, ApiKey::Fetch, 12, &fetch_req("t", 0, 0)), ApiKey::Fetch, 12);
+    let pd = &r.responses[0].partitions[0];
+    assert_eq!((pd.error_code, pd.log_start_offset), (Code::OffsetOutOfRange.code(), 3));
+}
