@@ -499,7 +499,8 @@ impl Segment {
     /// batch); the batch's base offset otherwise (finding the record inside a compressed batch
     /// needs decompression, which the log does not do).
     fn find_in_batch(&self, pos: u64, h: &BatchHeader, ts: i64) -> Result<Option<(i64, i64)>, LogError> {
-        if h.compression() != 0 {
+        // With LogAppendTime the batch's max timestamp is every record's timestamp (Kafka's rule).
+        if h.compression() != 0 || h.log_append_time() {
             return Ok(Some((h.base_offset, h.max_timestamp)));
         }
         let mut buf = vec![0u8; h.size];
