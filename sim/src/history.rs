@@ -15,13 +15,36 @@ pub enum Outcome {
     Unknown(String),
 }
 
+/// The record header that names a tombstone's write: a tombstone's value is null, so this is
+/// what identifies it (see [`record_identity`]). Compaction keeps headers.
+pub const write_header: &str = "seedlog.write";
+
+/// What the history records as a record's value: its value, or for a tombstone (null value)
+/// `tombstone:` and its [`write_header`] — so that every write, tombstones included, is
+/// identified by its "value" in writes, reads and final logs alike. A null value without the
+/// header records as empty.
+pub fn record_identity<'a>(value: Option<&[u8]>, mut headers: impl Iterator<Item = (&'a str, Option<&'a [u8]>)>) -> Vec<u8> {
+    match value {
+        Some(v) => v.to_vec(),
+        None => match headers.find(|(k, _)| *k == write_header) {
+            Some((_, id)) => [b"tombstone:".as_slice(), id.unwrap_or_default()].concat(),
+            None => Vec::new(),
+        },
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Write {
     pub process: String,
     pub topic: String,
     pub partition: i32,
-    /// Unique per write across the run, so a value identifies its write.
+    /// Unique per write across the run, so a value identifies its write (a tombstone's is
+    /// its [`record_identity`]).
     pub value: Vec<u8>,
+    /// The record's key, if it has one.
+    pub key: Option<Vec<u8>>,
+    /// A tombstone: sent with a null value (the key's deletion on a compacted topic).
+    pub tombstone: bool,
     pub acks: i16,
     /// Sent by an idempotent producer: retries must not duplicate it.
     pub idempotent: bool,
@@ -102,19 +125,35 @@ pub struct Commit {
     pub outcome: Outcome,
 }
 
+/// What the history needs to know of a compacted topic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Compaction {
+    /// `delete.retention.ms`: a tombstone may go once its timestamp is this old.
+    pub delete_retention_ms: u64,
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct History {
     pub writes: Vec<Write>,
+    /// Topics with `cleanup.policy` compact: their logs keep the latest record per key, so
+    /// superseded records may be gone and offsets have gaps (the checkers say where that is
+    /// allowed).
+    pub compacted_topics: BTreeMap<String, Compaction>,
     pub reads: Vec<Read>,
     /// Every record of every partition after the healing phase, by offset.
     pub final_read: BTreeMap<PartitionKey, Vec<(i64, Vec<u8>)>>,
     /// Partitions whose final read failed (the liveness phase did not recover them).
     pub final_errors: BTreeMap<PartitionKey, String>,
+    /// Simulated ms at which the final read ended: whatever a broker did to what the final
+    /// read saw (a cleaner dropping a tombstone, say), it did before this.
+    pub final_read_ms: u64,
     /// Every replica's log of every partition at the end (brokers stopped, logs opened from
     /// their disks), by broker name.
     pub replica_logs: BTreeMap<PartitionKey, BTreeMap<String, Vec<(i64, Vec<u8>)>>>,
     /// Replica logs that did not open or read at the end, by broker name: why.
     pub replica_errors: BTreeMap<PartitionKey, BTreeMap<String, String>>,
+    /// Simulated ms at which the brokers were stopped and their logs read.
+    pub replica_logs_ms: u64,
     /// Simulated ms at which the healing phase began: the safety phase was over and every
     /// fault had been undone. Set by the harness; 0 in a history built by hand (then every
     /// write counts as after healing).

@@ -9,6 +9,7 @@
 pub mod checkers;
 pub mod cluster;
 pub mod crash;
+pub mod crash_clean;
 pub mod disk;
 pub mod history;
 pub mod matrix;

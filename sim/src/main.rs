@@ -59,6 +59,10 @@ mod cli {
             /// Print the consumer groups' rebalance timeline.
             #[arg(long)]
             timeline: bool,
+            /// Plant a known broker bug (a `PlantedBug` variant, e.g. CleanerKeepsFirstValue),
+            /// as the planted-bug tests do, to see what the checkers make of it.
+            #[arg(long)]
+            plant: Option<String>,
         },
         /// Run a scenario (or every scenario in a directory) over a range of seeds.
         Sweep {
@@ -118,6 +122,10 @@ mod cli {
             /// between calls).
             #[arg(long)]
             nodes: bool,
+            /// Crash a compacted log inside cleaning passes instead (sim::crash_clean): keyed
+            /// appends, passes that die at a random disk call, power loss, recovery.
+            #[arg(long, conflicts_with = "nodes")]
+            clean: bool,
             /// Print each recovery report and crash outcome.
             #[arg(long, short)]
             verbose: bool,
@@ -154,11 +162,12 @@ mod cli {
 
     pub fn main() {
         let result = match Cli::parse().cmd {
-            Cmd::Run { scenario, seed, trace, timeline } => run(&scenario, seed, trace.as_deref(), timeline),
+            Cmd::Run { scenario, seed, trace, timeline, plant } => run(&scenario, seed, trace.as_deref(), timeline, plant.as_deref()),
             Cmd::Sweep { target, seeds, jobs, shard, traces } => sweep(&target, seeds, jobs, shard, &traces),
             Cmd::Replay { trace } => replay(&trace),
             Cmd::Matrix { seeds, jobs, row, dump, traces } => matrix(seeds, jobs, row.as_deref(), dump.as_deref(), &traces),
-            Cmd::CrashLog { seeds, rounds, nodes, verbose } => crash_log(seeds, rounds, nodes, verbose),
+            Cmd::CrashLog { seeds, rounds, clean: true, verbose, .. } => crash_clean(seeds, rounds, verbose),
+            Cmd::CrashLog { seeds, rounds, nodes, verbose, .. } => crash_log(seeds, rounds, nodes, verbose),
             Cmd::View { trace, out } => view(&trace, out.as_deref()),
         };
         match result {
@@ -171,10 +180,14 @@ mod cli {
         }
     }
 
-    fn run(path: &Path, seed: u64, trace: Option<&Path>, timeline: bool) -> Result<bool, String> {
+    fn run(path: &Path, seed: u64, trace: Option<&Path>, timeline: bool, plant: Option<&str>) -> Result<bool, String> {
         let s = load(path)?;
+        let bug = match plant {
+            Some(name) => Some(broker_core::broker::PlantedBug::named(name).ok_or_else(|| format!("--plant {name}: no such planted bug; one of {:?}", broker_core::broker::PlantedBug::ALL))?),
+            None => None,
+        };
         let wall = std::time::Instant::now();
-        let r = cluster::run(&s, &path.display().to_string(), seed, None);
+        let r = cluster::run(&s, &path.display().to_string(), seed, bug);
         let secs = wall.elapsed().as_secs_f64();
         println!("scenario {} seed={seed}", s.name);
         for (k, v) in &r.derived {
@@ -214,7 +227,8 @@ mod cli {
             println!("  trace written to {}", t.display());
         }
         if !r.passed() {
-            println!("  reproduce: cargo sim run {} --seed {seed} --trace {}-{seed}.jsonl", path.display(), s.name);
+            let plant = plant.map(|b| format!(" --plant {b}")).unwrap_or_default();
+            println!("  reproduce: cargo sim run {} --seed {seed}{plant} --trace {}-{seed}.jsonl", path.display(), s.name);
         }
         Ok(r.passed())
     }
@@ -417,6 +431,35 @@ mod cli {
             }
         }
         Ok(failed.is_empty())
+    }
+
+    fn crash_clean(seeds: Range<u64>, rounds: usize, verbose: bool) -> Result<bool, String> {
+        use broker_core::log::clean::Keep;
+        println!("crash-log --clean: seeds {}..{}, {rounds} rounds each (dying inside cleaning, then power loss or clean)", seeds.start, seeds.end);
+        let (mut failed, mut total) = (0u64, sim::crash_clean::CleanRounds::default());
+        for seed in seeds.clone() {
+            match sim::crash_clean::clean_rounds(seed, rounds, Keep::Latest, verbose) {
+                Ok(s) => {
+                    total.rounds += s.rounds;
+                    total.passes += s.passes;
+                    total.died_mid_pass += s.died_mid_pass;
+                    total.died_in_recovery += s.died_in_recovery;
+                    total.swaps_completed += s.swaps_completed;
+                    total.tombstones_gone += s.tombstones_gone;
+                }
+                Err(e) => {
+                    failed += 1;
+                    println!("FAIL {e}");
+                    println!("  reproduce: cargo sim crash-log --clean --seeds {seed} --rounds {rounds} --verbose");
+                }
+            }
+        }
+        let seeds_run = seeds.end - seeds.start;
+        println!(
+            "{} of {seeds_run} seeds passed: {} rounds, {} passes completed, {} died mid-pass, {} recoveries died, {} swaps completed at open, {} tombstones gone",
+            seeds_run - failed, total.rounds, total.passes, total.died_mid_pass, total.died_in_recovery, total.swaps_completed, total.tombstones_gone
+        );
+        Ok(failed == 0)
     }
 
     fn crash_log(seeds: Range<u64>, rounds: usize, nodes: bool, verbose: bool) -> Result<bool, String> {

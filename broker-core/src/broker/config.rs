@@ -79,6 +79,9 @@ pub enum PlantedBug {
     /// generation, so a member the group moved on without (a zombie) can move a committed
     /// offset back under the partition's new owner.
     CommitIgnoresGeneration,
+    /// The log cleaner keeps the first record of each key in its dirty range instead of the
+    /// last, so a key's latest value can be compacted away under an older one.
+    CleanerKeepsFirstValue,
 }
 
 impl Default for BrokerConfig {
@@ -119,6 +122,7 @@ impl PlantedBug {
         PlantedBug::ConsumersReadToLogEnd,
         PlantedBug::FetchRepeatsFirstBatch,
         PlantedBug::CommitIgnoresGeneration,
+        PlantedBug::CleanerKeepsFirstValue,
     ];
 
     /// The bug named `name` (its variant name, as traces record it).

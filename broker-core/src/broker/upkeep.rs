@@ -2,8 +2,9 @@
 //! reopening logs that failed, checkpoints) and this node's producer ids, allocated from
 //! blocks persisted before use so a restart never hands one out twice.
 
-use super::{Action, Broker, Error, Level};
+use super::{Action, Broker, Error, Level, PlantedBug};
 use crate::constants::{cleaner_key_map_bytes, failed_log_reopen_ms};
+use crate::log::clean::Keep;
 use crate::log::dir;
 use crate::storage::Disk;
 use std::path::Path;
@@ -104,7 +105,9 @@ impl Broker {
         };
         let part = self.partitions.get_mut(&key).expect("listed");
         let hw = part.high_watermark();
-        match part.log.clean(now, hw, cleaner_key_map_bytes) {
+        // The planted cleaner bug (simulated build only) keeps each key's first record.
+        let keep = if self.config.planted(PlantedBug::CleanerKeepsFirstValue) { Keep::First } else { Keep::Latest };
+        match part.log.clean_keeping(now, hw, cleaner_key_map_bytes, keep) {
             Ok(Some(s)) => out.push(Action::Log(Level::Info, format!("{}-{}: cleaned [{}, {}): {} keys, {} segments rewritten, {} -> {} bytes", key.0, key.1, s.from, s.to, s.keys, s.segments_rewritten, s.bytes_before, s.bytes_after))),
             Ok(None) => {}
             Err(e) => out.push(Action::Log(Level::Error, format!("{}-{}: cleaning failed: {e}", key.0, key.1))),

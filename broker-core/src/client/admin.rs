@@ -4,13 +4,13 @@
 use crate::kafka::Code;
 use super::conn::Conn;
 use super::ClientError;
-use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreateTopicsRequest};
+use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig, CreateTopicsRequest};
 use kafka_protocol::messages::metadata_request::MetadataRequest;
 use kafka_protocol::messages::TopicName;
 use kafka_protocol::protocol::StrBytes;
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
-
 
 /// How many brokers the broker at `addr` lists in Metadata (the live, unfenced ones).
 pub async fn live_brokers(addr: SocketAddr, timeout: Duration) -> Result<usize, ClientError> {
@@ -23,19 +23,43 @@ pub async fn live_brokers(addr: SocketAddr, timeout: Duration) -> Result<usize, 
 /// A topic to create: name, partitions, replication factor.
 pub type NewTopic = (String, i32, i16);
 
+/// A topic to create with topic configs (Kafka's names, e.g. `cleanup.policy`), which the
+/// controller checks and keeps (INVALID_CONFIG names a bad one).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TopicToCreate {
+    pub name: String,
+    pub partitions: i32,
+    pub replication_factor: i16,
+    pub configs: BTreeMap<String, String>,
+}
+
+impl From<&NewTopic> for TopicToCreate {
+    fn from((name, partitions, replication_factor): &NewTopic) -> TopicToCreate {
+        TopicToCreate { name: name.clone(), partitions: *partitions, replication_factor: *replication_factor, configs: BTreeMap::new() }
+    }
+}
+
 /// Creates `topics` through the controller at `controller`. A topic that already exists counts
 /// as created; any other refusal is the error (the first one).
 pub async fn create_topics(controller: SocketAddr, topics: &[NewTopic], timeout: Duration) -> Result<(), ClientError> {
+    let topics: Vec<TopicToCreate> = topics.iter().map(TopicToCreate::from).collect();
+    create_topics_with_configs(controller, &topics, timeout).await
+}
+
+/// [`create_topics`] with each topic's configs. A topic that already exists counts as created
+/// (whatever its configs); any other refusal is the error (the first one).
+pub async fn create_topics_with_configs(controller: SocketAddr, topics: &[TopicToCreate], timeout: Duration) -> Result<(), ClientError> {
     let mut conn = Conn::connect(controller, "seedlog-admin", timeout).await?;
     let mut req = CreateTopicsRequest::default();
     req.timeout_ms = timeout.as_millis() as i32 / 10 * 8;
     req.topics = topics
         .iter()
-        .map(|(name, partitions, rf)| {
+        .map(|spec| {
             let mut t = CreatableTopic::default();
-            t.name = TopicName(StrBytes::from_string(name.clone()));
-            t.num_partitions = *partitions;
-            t.replication_factor = *rf;
+            t.name = TopicName(StrBytes::from_string(spec.name.clone()));
+            t.num_partitions = spec.partitions;
+            t.replication_factor = spec.replication_factor;
+            t.configs = spec.configs.iter().map(|(k, v)| CreatableTopicConfig::default().with_name(StrBytes::from_string(k.clone())).with_value(Some(StrBytes::from_string(v.clone())))).collect();
             t
         })
         .collect();

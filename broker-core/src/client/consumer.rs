@@ -22,6 +22,8 @@ pub struct ConsumedRecord {
     pub timestamp: i64,
     pub key: Option<Bytes>,
     pub value: Option<Bytes>,
+    /// Record headers in the order they were written: name, value.
+    pub headers: Vec<(String, Option<Bytes>)>,
     pub high_watermark: i64,
     /// Whether the client takes it: false for a record at or below one this fetch already
     /// returned (a repeat, or a step back a broker must never send). Callers act on fresh
@@ -173,6 +175,7 @@ impl Consumer {
                             timestamp: r.timestamp,
                             key: r.key,
                             value: r.value,
+                            headers: r.headers.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
                             high_watermark: p.high_watermark,
                             fresh,
                         });

@@ -50,6 +50,21 @@ pub struct Producer {
 /// One record to send: key and value.
 pub type KeyValue = (Option<Bytes>, Option<Bytes>);
 
+/// One record to send with headers (Kafka record headers: name, value).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProducerRecord {
+    pub key: Option<Bytes>,
+    /// `None` is a tombstone: on a compacted topic, the key's deletion.
+    pub value: Option<Bytes>,
+    pub headers: Vec<(String, Option<Bytes>)>,
+}
+
+impl From<&KeyValue> for ProducerRecord {
+    fn from((key, value): &KeyValue) -> ProducerRecord {
+        ProducerRecord { key: key.clone(), value: value.clone(), headers: Vec::new() }
+    }
+}
+
 impl Producer {
     pub fn new(bootstrap: SocketAddr, config: ProducerConfig) -> Producer {
         Producer::with_bootstrap(vec![bootstrap], config)
@@ -88,12 +103,12 @@ impl Producer {
         Ok(p)
     }
 
-    fn encode_batch(&self, records: &[KeyValue], timestamp: i64, seq: i32) -> Result<Bytes, ClientError> {
+    fn encode_batch(&self, records: &[ProducerRecord], timestamp: i64, seq: i32) -> Result<Bytes, ClientError> {
         let (pid, epoch) = self.producer.filter(|_| self.config.idempotent).unwrap_or((-1, -1));
         let recs: Vec<Record> = records
             .iter()
             .enumerate()
-            .map(|(i, (k, v))| Record {
+            .map(|(i, r)| Record {
                 transactional: false,
                 control: false,
                 delete_horizon: false,
@@ -107,9 +122,9 @@ impl Producer {
                 // base sequence -1, as a non-idempotent batch must have.
                 sequence: if pid >= 0 { seq.wrapping_add(i as i32) } else { i as i32 - 1 },
                 timestamp,
-                key: k.clone(),
-                value: v.clone(),
-                headers: IndexMap::new(),
+                key: r.key.clone(),
+                value: r.value.clone(),
+                headers: r.headers.iter().map(|(k, v)| (StrBytes::from_string(k.clone()), v.clone())).collect::<IndexMap<_, _>>(),
             })
             .collect();
         let mut buf = BytesMut::new();
@@ -122,6 +137,12 @@ impl Producer {
     /// (`-1` with acks=0, which gets no answer). Retries retriable failures up to
     /// `config.retries` times, resending the same batch (same sequence numbers).
     pub async fn send(&mut self, topic: &str, partition: i32, records: &[KeyValue], timestamp: i64) -> Result<i64, ClientError> {
+        let records: Vec<ProducerRecord> = records.iter().map(ProducerRecord::from).collect();
+        self.send_records(topic, partition, &records, timestamp).await
+    }
+
+    /// [`Producer::send`] for records with headers.
+    pub async fn send_records(&mut self, topic: &str, partition: i32, records: &[ProducerRecord], timestamp: i64) -> Result<i64, ClientError> {
         if records.is_empty() {
             return Err(ClientError::Protocol("a batch needs at least one record".into()));
         }

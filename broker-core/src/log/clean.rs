@@ -37,6 +37,20 @@ fn key_hash(key: &[u8]) -> u128 {
     (((a as u128) << 64) | b as u128).max(1)
 }
 
+/// Which record of a key a pass keeps. Only [`Keep::Latest`] is compaction; [`Keep::First`]
+/// is a known bug kept so the simulator can plant it (`PlantedBug::CleanerKeepsFirstValue`)
+/// and prove its `compaction` checker sees it. Compiled in both builds so the log needs no
+/// `cfg`, but nothing except that planted bug ever asks for it.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Keep {
+    /// The last record of each key in the dirty range (and everything above it).
+    #[default]
+    Latest,
+    /// Planted bug: the first record of each key in the dirty range, the later ones dropped.
+    First,
+}
+
 /// The last offset of each key seen in a dirty range, within a byte budget. An ordered map of
 /// hashes: measured faster here than a budget-sized open-addressing table (which must be
 /// allocated and zeroed whole, and misses the cache on every probe); lookups only, never
@@ -44,12 +58,20 @@ fn key_hash(key: &[u8]) -> u128 {
 #[derive(Debug, Default)]
 pub struct KeyMap {
     latest: BTreeMap<u128, i64>,
+    /// The first offset of each key, kept only for the planted [`Keep::First`].
+    first: Option<BTreeMap<u128, i64>>,
     max_keys: usize,
 }
 
 impl KeyMap {
     pub fn new(budget: usize) -> KeyMap {
-        KeyMap { latest: BTreeMap::new(), max_keys: (budget / key_overhead_bytes).max(1) }
+        KeyMap::keeping(budget, Keep::Latest)
+    }
+
+    /// A map whose decisions keep `keep` (see [`Keep`]: only `Latest` is correct).
+    #[doc(hidden)]
+    pub fn keeping(budget: usize, keep: Keep) -> KeyMap {
+        KeyMap { latest: BTreeMap::new(), first: (keep == Keep::First).then(BTreeMap::new), max_keys: (budget / key_overhead_bytes).max(1) }
     }
 
     /// Records that `key` is at `offset` (later offsets win). False when a new key would not
@@ -58,17 +80,38 @@ impl KeyMap {
         let h = key_hash(key);
         if let Some(o) = self.latest.get_mut(&h) {
             *o = (*o).max(offset);
+            if let Some(f) = self.first.as_mut().and_then(|first| first.get_mut(&h)) {
+                *f = (*f).min(offset);
+            }
             return true;
         }
         if self.latest.len() >= self.max_keys {
             return false;
         }
         self.latest.insert(h, offset);
+        if let Some(first) = self.first.as_mut() {
+            first.insert(h, offset);
+        }
         true
     }
 
     pub fn latest(&self, key: &[u8]) -> Option<i64> {
         self.latest.get(&key_hash(key)).copied()
+    }
+
+    /// Whether the record of `key` at `offset` is the one of its key this pass keeps: the
+    /// latest mapped (or the first, planted), or one the map never saw — its key was not in
+    /// the dirty range, or it lies above the range's mapped end.
+    pub fn keeps(&self, key: &[u8], offset: i64) -> bool {
+        let h = key_hash(key);
+        match self.latest.get(&h) {
+            None => true,
+            Some(&latest) if offset > latest => true,
+            Some(&latest) => match self.first.as_ref().and_then(|f| f.get(&h)) {
+                Some(&first) => offset == first,
+                None => offset == latest,
+            },
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -142,11 +185,12 @@ pub struct Tombstones {
 /// What cleaning makes of one batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
-    /// Every record survives: the stored bytes stay as they are.
+    /// Every record survives (and there is one): the stored bytes stay as they are.
     Whole,
     /// Some records survive: the batch rewritten around them.
     Rewritten(Vec<u8>),
-    /// None survives: an empty batch over the same offsets (mergeable with its neighbours).
+    /// None survives, or there was none (a batch an earlier pass emptied): an empty batch over
+    /// the same offsets, mergeable with its neighbours.
     Empty,
 }
 
@@ -154,14 +198,10 @@ pub enum Outcome {
 pub fn clean_batch(batch: &[u8], h: &BatchHeader, map: &KeyMap, tombstones: Tombstones) -> Result<Outcome, CleanError> {
     let survives = |key: Option<&[u8]>, offset: i64, tombstone: bool, timestamp: i64| {
         let Some(k) = key else { return true };
-        match map.latest(k) {
-            Some(latest) if offset < latest => false,
-            // The latest of its key (or its key was not seen in this pass's dirty range).
-            _ => {
-                let expired = offset < tombstones.reached && timestamp < tombstones.horizon_ms;
-                !(tombstone && expired)
-            }
-        }
+        // The latest of its key (or its key was not seen in this pass's dirty range); a
+        // tombstone among those goes once a pass reached it and its time is up.
+        let expired = offset < tombstones.reached && timestamp < tombstones.horizon_ms;
+        map.keeps(k, offset) && !(tombstone && expired)
     };
     if let Some((_, raw)) = raw_records(batch) {
         // Uncompressed: surviving records are copied as they are (their deltas are relative to
@@ -169,8 +209,10 @@ pub fn clean_batch(batch: &[u8], h: &BatchHeader, map: &KeyMap, tombstones: Tomb
         let body = &batch[batch_header_bytes..];
         let keep: Vec<&batch::RecordInfo> = raw.iter().filter(|r| survives(r.key.clone().map(|k| &body[k]), h.base_offset + r.offset_delta as i64, r.null_value, h.base_timestamp + r.timestamp_delta)).collect();
         return Ok(match keep.len() {
-            n if n == raw.len() => Outcome::Whole,
+            // Empty already (an earlier pass emptied it): mergeable with the empty batches
+            // beside it.
             0 => Outcome::Empty,
+            n if n == raw.len() => Outcome::Whole,
             n => {
                 let mut kept = Vec::with_capacity(batch.len());
                 for r in &keep {
@@ -184,8 +226,8 @@ pub fn clean_batch(batch: &[u8], h: &BatchHeader, map: &KeyMap, tombstones: Tomb
     let total = all.len();
     let keep: Vec<Record> = all.into_iter().filter(|r| survives(r.key.as_deref(), r.offset, r.value.is_none(), r.timestamp)).collect();
     Ok(match keep.len() {
-        n if n == total => Outcome::Whole,
         0 => Outcome::Empty,
+        n if n == total => Outcome::Whole,
         _ => Outcome::Rewritten(encode(h, &keep)),
     })
 }
@@ -320,6 +362,16 @@ mod tests {
         assert_eq!(kept(none), 1, "first pass: the tombstone stays");
         assert_eq!(kept(Tombstones { reached: 2, horizon_ms: 500 }), 1, "reached, but not old enough");
         assert_eq!(kept(Tombstones { reached: 2, horizon_ms: 2_000 }), 0, "reached and old: gone");
+    }
+
+    #[test]
+    fn the_planted_keep_first_map_keeps_the_first_record_of_each_key() {
+        let (b, h) = batch(0, &[("a", Some("1")), ("a", Some("2")), ("a", Some("3"))]);
+        let mut map = KeyMap::keeping(1 << 20, Keep::First);
+        map_batch(&mut map, &b).unwrap();
+        let Outcome::Rewritten(out) = clean_batch(&b, &h, &map, none).unwrap() else { panic!("two of three go") };
+        assert_eq!(records(&out).unwrap().iter().map(|r| r.offset).collect::<Vec<_>>(), vec![0], "the bug keeps a@0, not a@2");
+        assert!(map.keeps(b"a", 7), "records above the mapped range are not judged");
     }
 
     #[test]

@@ -17,7 +17,7 @@
 //! batches say which segments it replaces. The clean point is in
 //! `cleaner-offset-checkpoint`; a stale one only makes the next pass redo work.
 
-use super::clean::{self, KeyMap, Outcome, Tombstones};
+use super::clean::{self, Keep, KeyMap, Outcome, Tombstones};
 use super::segment::{file_stem, Segment};
 use super::{batch, BatchHeader, Log, LogError};
 use crate::constants::{cleaner_read_bytes, segment_offsets_max};
@@ -104,11 +104,18 @@ impl Log {
     /// `map_bytes`. `None` when no pass was due. An error takes nothing away: a failed pass
     /// leaves the old segments (or a whole `.swap` that the next open completes).
     pub fn clean(&mut self, now: u64, upper: i64, map_bytes: usize) -> Result<Option<CleanStats>, LogError> {
+        self.clean_keeping(now, upper, map_bytes, Keep::Latest)
+    }
+
+    /// [`Log::clean`], keeping `keep` of each key: only the simulator's planted cleaner bug
+    /// passes anything but [`Keep::Latest`].
+    #[doc(hidden)]
+    pub fn clean_keeping(&mut self, now: u64, upper: i64, map_bytes: usize, keep: Keep) -> Result<Option<CleanStats>, LogError> {
         if !self.cleaning_due(now, upper) {
             return Ok(None);
         }
         let (start, end) = (self.cleaned_to(), self.dirty_end(now, upper));
-        let mut map = KeyMap::new(map_bytes);
+        let mut map = KeyMap::keeping(map_bytes, keep);
         let mut stats = CleanStats { from: start, to: start, ..CleanStats::default() };
         let mut mapped = start;
         let walk = self.for_each_batch(start, cleaner_read_bytes, |h, bytes| {
@@ -187,8 +194,12 @@ impl Log {
         Ok(last)
     }
 
-    /// Rewrites segments `i..j` as one and swaps it in; `None` if every batch survives whole
-    /// (nothing is written). Returns the bytes before and after.
+    /// Rewrites segments `i..j` as one and swaps it in; `None` if it is one segment whose every
+    /// batch survives whole (nothing is written). A group of several segments is merged even
+    /// when nothing in it goes, as Kafka's cleaner rewrites every group: otherwise segments
+    /// that cleaning shrank and that never change again would stay apart forever, and a
+    /// compacted log's file count would follow its history instead of its live keys. Returns
+    /// the bytes before and after.
     fn clean_group(&mut self, i: usize, j: usize, map: &KeyMap, tombstones: Tombstones, last_of_producer: &BTreeMap<i64, i64>, now: u64) -> Result<Option<(u64, u64)>, LogError> {
         let (base, end) = (self.segments[i].base_offset, self.segments[j - 1].next_offset());
         let before: u64 = self.segments[i..j].iter().map(|s| s.size()).sum();
@@ -199,14 +210,16 @@ impl Log {
                 return Err(Walk::Stop);
             }
             let outcome = clean::clean_batch(&bytes, h, map, tombstones).unwrap_or(Outcome::Whole);
-            changed |= outcome != Outcome::Whole;
+            // A batch an earlier pass emptied is no change by itself; merging it is (below).
+            changed |= matches!(outcome, Outcome::Rewritten(_)) || (outcome == Outcome::Empty && h.records_count > 0);
             let keeps_producer = h.producer_id >= 0 && last_of_producer.get(&h.producer_id) == Some(&h.base_offset);
             out.push(h, bytes, outcome, keeps_producer);
             Ok(())
         });
         walk_result(walk)?;
         out.flush_empty();
-        if !changed {
+        changed |= out.merged;
+        if !changed && j - i == 1 {
             return Ok(None);
         }
         let after = out.bytes.len() as u64;
@@ -223,6 +236,8 @@ impl Log {
 struct Output {
     bytes: Vec<u8>,
     empty: Option<(BatchHeader, BatchHeader)>,
+    /// Some run took in more than one batch: the output differs from the stored bytes.
+    merged: bool,
 }
 
 impl Output {
@@ -230,7 +245,10 @@ impl Output {
         match outcome {
             Outcome::Empty if !keeps_producer => {
                 match &mut self.empty {
-                    Some((first, last)) if first.leader_epoch == h.leader_epoch => *last = *h,
+                    Some((first, last)) if first.leader_epoch == h.leader_epoch => {
+                        *last = *h;
+                        self.merged = true;
+                    }
                     _ => {
                         self.flush_empty();
                         // A run carries no producer: its fields are cleared so it never looks like one.

@@ -1,7 +1,7 @@
 //! Each checker against a clean history (no violation) and a history with its flaw planted.
 
 use super::*;
-use crate::history::{Outcome, Read, Write};
+use crate::history::{Compaction, Outcome, Read, Write};
 
 fn w(value: &str, offset: i64) -> Write {
     Write {
@@ -9,6 +9,8 @@ fn w(value: &str, offset: i64) -> Write {
         topic: "t".into(),
         partition: 0,
         value: value.into(),
+        key: None,
+        tombstone: false,
         acks: -1,
         idempotent: true,
         invoke_ms: 1,
@@ -158,5 +160,97 @@ fn acks_zero_and_unknown_outcomes_promise_nothing() {
     let mut h = clean();
     h.writes.push(Write { acks: 0, outcome: Outcome::Ok(-1), ..w("d", -1) });
     h.writes.push(Write { outcome: Outcome::Unknown("timeout".into()), ..w("e", -1) });
+    assert_eq!(check_all(&h), vec![]);
+}
+
+/// A compacted topic "c" (delete.retention.ms 100): c1, a1, b1, a2 at offsets 0..=3, then b
+/// deleted by a tombstone at 4 (invoked at 10 ms). consumer-0 read c1 and a1 before the cleaner
+/// ran, consumer-1 read what was left after it; the final read (ended at 50 ms) and broker-0
+/// hold the cleaned log, broker-1 the uncleaned one.
+fn compacted() -> History {
+    let kw = |value: &str, key: &str, offset: i64| Write { topic: "c".into(), key: Some(key.into()), ..w(value, offset) };
+    let mut h = History::default();
+    h.compacted_topics.insert("c".into(), Compaction { delete_retention_ms: 100 });
+    h.writes = vec![kw("c1", "c", 0), kw("a1", "a", 1), kw("b1", "b", 2), kw("a2", "a", 3), Write { tombstone: true, invoke_ms: 10, complete_ms: 11, ..kw("tombstone:b", "b", 4) }];
+    let cr = |value: &str, offset: i64, consumer: &str| Read { topic: "c".into(), process: consumer.into(), ..r(value, offset, 0) };
+    h.reads = vec![cr("c1", 0, "consumer-0"), cr("a1", 1, "consumer-0"), cr("c1", 0, "consumer-1"), cr("a2", 3, "consumer-1"), cr("tombstone:b", 4, "consumer-1")];
+    let cleaned: Vec<(i64, Vec<u8>)> = vec![(0, "c1".into()), (3, "a2".into()), (4, "tombstone:b".into())];
+    let whole: Vec<(i64, Vec<u8>)> = ["c1", "a1", "b1", "a2", "tombstone:b"].iter().enumerate().map(|(o, v)| (o as i64, v.as_bytes().to_vec())).collect();
+    h.final_read.insert(("c".into(), 0), cleaned.clone());
+    h.final_read_ms = 50;
+    h.replica_logs.insert(("c".into(), 0), [("broker-0".to_string(), cleaned), ("broker-1".to_string(), whole)].into_iter().collect());
+    h
+}
+
+fn final_log(h: &mut History) -> &mut Vec<(i64, Vec<u8>)> {
+    h.final_read.get_mut(&("c".into(), 0)).unwrap()
+}
+
+#[test]
+fn a_compacted_log_may_lose_superseded_records_and_skip_offsets() {
+    assert_eq!(check_all(&compacted()), vec![], "the cleaned log passes every checker");
+    // The same log in a topic that is not compacted: the gaps are violations.
+    let mut h = compacted();
+    h.compacted_topics.clear();
+    assert_eq!(fired(&h), vec!["acknowledged_durable", "offsets_dense", "lost_write", "poll_skip", "dirty_read"]);
+    // The tombstone itself may go once its retention passed before the final read ended.
+    let mut h = compacted();
+    final_log(&mut h).pop();
+    h.replica_logs.clear();
+    h.final_read_ms = 110;
+    assert_eq!(check_all(&h), vec![]);
+}
+
+#[test]
+fn the_compaction_checker_catches_a_cleaner_keeping_old_values_or_deleting_early() {
+    // A cleaner that kept a's first value, not its last.
+    let mut h = compacted();
+    *final_log(&mut h) = vec![(0, "c1".into()), (1, "a1".into()), (4, "tombstone:b".into())];
+    h.replica_logs.clear();
+    let v = check_all(&h);
+    assert_eq!(fired(&h), vec!["acknowledged_durable", "dirty_read", "compaction"], "{v:?}");
+    let c = v.iter().find(|v| v.checker == "compaction").unwrap();
+    assert!(c.loss && c.offsets == vec![1, 3] && c.detail.contains("below"), "{c:?}");
+    // A tombstone dropped before delete.retention.ms: b is gone at 50 ms (written at 10).
+    let mut h = compacted();
+    final_log(&mut h).pop();
+    h.replica_logs.clear();
+    assert!(fired(&h).contains(&"compaction"));
+    // A value acknowledged below reappearing as a key's last record: only compaction sees it
+    // (a1 is superseded at its own offset, so acknowledged_durable excuses its absence there).
+    let mut h = compacted();
+    final_log(&mut h).push((5, "a1".into()));
+    let v = check_all(&h);
+    assert_eq!((v.len(), v[0].checker), (1, "compaction"), "{v:?}");
+    assert!(v[0].detail.contains("acknowledged at 1"), "{v:?}");
+    // Record offsets must still increase.
+    let mut h = compacted();
+    final_log(&mut h).push((4, "c1".into()));
+    assert!(fired(&h).contains(&"offsets_dense"));
+}
+
+#[test]
+fn compacted_replicas_agree_on_shared_offsets_and_each_keys_latest() {
+    let with = |log: Vec<(i64, &str)>| {
+        let mut h = compacted();
+        h.replica_logs.get_mut(&("c".into(), 0)).unwrap().insert("broker-2".into(), log.into_iter().map(|(o, v)| (o, v.as_bytes().to_vec())).collect());
+        check_all(&h)
+    };
+    // broker-2 kept a's old value and lost its new one, though it reaches offset 4.
+    let v = with(vec![(0, "c1"), (1, "a1"), (4, "tombstone:b")]);
+    assert_eq!((v.len(), v[0].checker), (1, "committed_consistent"), "{v:?}");
+    assert!(v[0].detail.contains("broker-2") && v[0].detail.contains("at 1"), "{v:?}");
+    // Two replicas disagreeing at an offset the final read no longer holds.
+    let v = with(vec![(0, "c1"), (1, "zz"), (2, "b1")]);
+    assert_eq!((v.len(), v[0].checker, v[0].offsets.clone()), (1, "committed_consistent", vec![1]), "{v:?}");
+    // A replica that lags (reaches only offset 1) need not hold the later latest records.
+    assert_eq!(with(vec![(0, "c1"), (1, "a1")]), vec![]);
+    // A replica whose own pass already dropped b's tombstone: fine once its retention was up
+    // when the brokers stopped (written at 10 ms, 100 ms retention), not before.
+    let mut h = compacted();
+    h.replica_logs.get_mut(&("c".into(), 0)).unwrap().insert("broker-2".into(), vec![(0, "c1".into()), (3, "a2".into()), (5, "x".into())]);
+    h.replica_logs_ms = 60;
+    assert_eq!(fired(&h), vec!["committed_consistent"]);
+    h.replica_logs_ms = 110;
     assert_eq!(check_all(&h), vec![]);
 }

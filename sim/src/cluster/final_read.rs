@@ -9,6 +9,7 @@ use super::recorder::{event, Rec};
 use super::request_timeout_ms;
 use super::topology::{broker_config, final_reader_ip, harness_node, Cluster, Disks};
 use crate::disk::CrashMode;
+use crate::history::record_identity;
 use crate::scenario::Scenario;
 use broker_core::client::Consumer;
 use broker_core::log::{Log, LogConfig};
@@ -46,7 +47,9 @@ pub(super) fn from_disks(s: &Scenario, cluster: &Cluster, rec: &Rec) {
         disk.crash(CrashMode::Clean);
     }
     let logs = replica_logs(s, &cluster.disks, rec);
-    rec.lock().expect("recorder").history.replica_logs = logs;
+    let at = super::recorder::now_ms(rec);
+    let mut r = rec.lock().expect("recorder");
+    (r.history.replica_logs, r.history.replica_logs_ms) = (logs, at);
 }
 
 /// Reads every partition in full after healing; records what could not be read.
@@ -68,18 +71,21 @@ async fn final_reader_main(brokers: Vec<SocketAddr>, topics: Vec<(String, i32)>,
     }
 }
 
-/// Polls one partition from offset 0 until a poll comes back empty. After an error it goes
-/// on from the next broker where it got to; after `final_read_errors_max` errors it gives up,
-/// returning what it read and the last error.
+/// Polls one partition from offset 0 until a poll comes back empty without moving the
+/// position (a compacted log's batches may hold no record: the position still moves past
+/// them). After an error it goes on from the next broker where it got to; after
+/// `final_read_errors_max` errors it gives up, returning what it read and the last error.
 async fn read_partition(brokers: &[SocketAddr], topic: &str, p: i32) -> (Records, Option<String>) {
     let mut c = Consumer::with_bootstrap(brokers.to_vec(), "final-reader", Duration::from_millis(request_timeout_ms));
     c.assign(topic, p, 0);
     let mut log = Vec::new();
     let mut errors = 0;
     loop {
+        let at = c.position(topic, p);
         match c.poll(0).await {
-            Ok(records) if records.is_empty() => return (log, None),
-            Ok(records) => log.extend(records.into_iter().filter(|r| r.fresh).map(|r| (r.offset, r.value.map(|v| v.to_vec()).unwrap_or_default()))),
+            Ok(records) if records.is_empty() && c.position(topic, p) == at => return (log, None),
+            Ok(records) if records.is_empty() => {}
+            Ok(records) => log.extend(records.iter().filter(|r| r.fresh).map(|r| (r.offset, super::workloads::identity(r)))),
             Err(e) => {
                 errors += 1;
                 if errors >= final_read_errors_max {
@@ -88,8 +94,9 @@ async fn read_partition(brokers: &[SocketAddr], topic: &str, p: i32) -> (Records
                 let mut bootstrap = brokers.to_vec();
                 let shift = errors % bootstrap.len().max(1);
                 bootstrap.rotate_left(shift);
+                let resume = c.position(topic, p).unwrap_or(0);
                 c = Consumer::with_bootstrap(bootstrap, "final-reader", Duration::from_millis(request_timeout_ms));
-                c.assign(topic, p, log.last().map_or(0, |(o, _)| o + 1));
+                c.assign(topic, p, resume);
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
         }
@@ -131,8 +138,8 @@ fn read_replica(disk: Arc<dyn Disk>, dir: &Path, config: LogConfig) -> Result<Re
     let start = log.log_start_offset();
     let mut out = Vec::new();
     log.for_each_batch(start, 1 << 20, |_, batch| -> Result<(), Box<dyn std::error::Error>> {
-        let records = broker_core::client::consumer::decode_records(batch)?;
-        out.extend(records.into_iter().filter(|r| r.0 >= start).map(|(o, _, v)| (o, v.map(|v| v.to_vec()).unwrap_or_default())));
+        let records = broker_core::log::clean::records(&batch)?;
+        out.extend(records.into_iter().filter(|r| r.offset >= start).map(|r| (r.offset, record_identity(r.value.as_deref(), r.headers.iter().map(|(k, v)| (k.as_str(), v.as_deref()))))));
         Ok(())
     })
     .map_err(|e| e.to_string())?;

@@ -109,7 +109,8 @@ async fn member_main(mut m: Member) {
                 if x.fresh {
                     positions.insert(x.partition, x.offset + 1);
                 }
-                r.history.reads.push(Read { process: m.name.clone(), session, topic: x.topic, partition: x.partition, offset: x.offset, value: x.value.map(|v| v.to_vec()).unwrap_or_default(), high_watermark: x.high_watermark, at_ms });
+                let value = super::workloads::identity(&x);
+                r.history.reads.push(Read { process: m.name.clone(), session, topic: x.topic, partition: x.partition, offset: x.offset, value, high_watermark: x.high_watermark, at_ms });
             }
         }
         let churning = m.spec.churn && now_ms(&m.rec) >= next_churn && now_ms(&m.rec) < m.churn_until_ms;

@@ -47,7 +47,7 @@ pub use verdict::RunResult;
 
 #[cfg(madsim)]
 use {
-    crate::history::History,
+    crate::history::{Compaction, History},
     crate::scenario::{FaultSpec, Scenario},
     crate::trace::{self, Trace},
     broker_core::broker::PlantedBug,
@@ -95,6 +95,7 @@ fn derived(faults: &[FaultSpec], disk_seed: u64) -> Map<String, Value> {
 #[cfg(madsim)]
 async fn simulate(s: Scenario, faults: Vec<FaultSpec>, disk_seed: u64, bug: Option<PlantedBug>, trace: Trace) -> (Trace, History, u64) {
     let rec = Recorder::start(trace);
+    rec.lock().expect("recorder").history.compacted_topics = s.compacted_topics().into_iter().map(|(t, delete_retention_ms)| (t, Compaction { delete_retention_ms })).collect();
     broker_core::netfault::reset(disk_seed);
     let mut cluster = topology::start_brokers(&s, disk_seed, bug, &rec);
     workloads::create_topics(&s, &cluster, &rec).await;
@@ -110,6 +111,8 @@ async fn simulate(s: Scenario, faults: Vec<FaultSpec>, disk_seed: u64, bug: Opti
     }
     event(&rec, "harness", "healed", json!({}));
     final_read::through_clients(&s, &cluster, &rec).await;
+    let final_read_ms = now_ms(&rec);
+    rec.lock().expect("recorder").history.final_read_ms = final_read_ms;
     for t in clients.consumers.into_iter().chain(members) {
         let _ = t.await;
     }

@@ -158,6 +158,9 @@ pub(super) fn broker_config(s: &Scenario, i: u32, bug: Option<PlantedBug>) -> Br
     if let Some(d) = s.broker.group_initial_rebalance_delay_ms {
         c.groups.initial_rebalance_delay_ms = d;
     }
+    if let Some(ms) = s.broker.cleaner_backoff_ms {
+        c.cleaner_backoff_ms = ms;
+    }
     c
 }
 

@@ -8,9 +8,10 @@
 use super::recorder::{event, now_ms, producing, Rec};
 use super::request_timeout_ms;
 use super::topology::{admin_ip, harness_node, Cluster};
-use crate::history::{Outcome, Read, Write};
+use crate::history::{record_identity, write_header, Outcome, Read, Write};
 use crate::scenario::{ProducerSpec, Scenario};
-use broker_core::client::admin::{self, NewTopic};
+use broker_core::client::admin::{self, TopicToCreate};
+use broker_core::client::producer::ProducerRecord;
 use broker_core::client::{ClientError, Consumer, Producer, ProducerConfig};
 use broker_core::server;
 use bytes::Bytes;
@@ -39,7 +40,7 @@ pub(super) struct Clients {
 /// gave up on them.
 pub(super) async fn create_topics(s: &Scenario, cluster: &Cluster, rec: &Rec) {
     let admin = harness_node("admin", admin_ip);
-    let topics: Vec<NewTopic> = s.topics.iter().map(|t| (t.name.clone(), t.partitions, t.replication_factor)).collect();
+    let topics: Vec<TopicToCreate> = s.topics.iter().map(|t| TopicToCreate { name: t.name.clone(), partitions: t.partitions, replication_factor: t.replication_factor, configs: t.config.clone() }).collect();
     let _ = admin.spawn(admin_main(cluster.brokers[0], cluster.brokers.len(), topics, rec.clone())).await;
 }
 
@@ -66,7 +67,7 @@ pub(super) fn start_clients(s: &Scenario, cluster: &mut Cluster, rec: &Rec) -> C
 
 /// Creates the scenario's topics through the controller once every broker is registered and
 /// unfenced (retrying while they register). Gives up after `topics_deadline_ms`.
-async fn admin_main(controller: SocketAddr, brokers: usize, topics: Vec<NewTopic>, rec: Rec) {
+async fn admin_main(controller: SocketAddr, brokers: usize, topics: Vec<TopicToCreate>, rec: Rec) {
     let start = now_ms(&rec);
     // Every broker first, so replica placement does not depend on which registered first.
     while now_ms(&rec) - start <= topics_deadline_ms {
@@ -76,9 +77,9 @@ async fn admin_main(controller: SocketAddr, brokers: usize, topics: Vec<NewTopic
         }
     }
     loop {
-        match admin::create_topics(controller, &topics, Duration::from_millis(request_timeout_ms)).await {
+        match admin::create_topics_with_configs(controller, &topics, Duration::from_millis(request_timeout_ms)).await {
             Ok(()) => {
-                event(&rec, "admin", "topics_created", json!({"topics": topics.iter().map(|t| &t.0).collect::<Vec<_>>()}));
+                event(&rec, "admin", "topics_created", json!({"topics": topics.iter().map(|t| &t.name).collect::<Vec<_>>()}));
                 return;
             }
             Err(e) if now_ms(&rec) - start > topics_deadline_ms => {
@@ -112,35 +113,40 @@ async fn producer_main(name: String, brokers: Vec<SocketAddr>, topic: String, pa
         let count = (due - n).min(batch_records);
         let partition = (batch_no % partitions as u64) as i32;
         batch_no += 1;
-        let values = batch_values(&name, n, count, bytes);
-        let key = |i: u64| (spec.keys > 0).then(|| Bytes::from(format!("key-{}", i % spec.keys as u64)));
-        let records: Vec<_> = values.iter().zip(n..).map(|(v, i)| (key(i), Some(Bytes::from(v.clone())))).collect();
+        let records: Vec<ProducerRecord> = (n..n + count).map(|i| record(&name, &spec, i, bytes)).collect();
         let invoke_ms = now_ms(&rec);
-        let result = producer.send(&topic, partition, &records, server::now_ms() as i64).await;
+        let result = producer.send_records(&topic, partition, &records, server::now_ms() as i64).await;
         let complete_ms = now_ms(&rec);
         event(&rec, &name, "produce", produce_fields(partition, n, count, &result));
         let mut r = rec.lock().expect("recorder");
-        for (i, value) in values.into_iter().enumerate() {
+        for (i, x) in records.into_iter().enumerate() {
             let outcome = match outcome_of(&result) {
                 Outcome::Ok(base) if base >= 0 => Outcome::Ok(base + i as i64),
                 other => other,
             };
-            r.history.writes.push(Write { process: name.clone(), topic: topic.clone(), partition, value, acks, idempotent, invoke_ms, complete_ms, outcome });
+            let value = record_identity(x.value.as_deref(), x.headers.iter().map(|(k, v)| (k.as_str(), v.as_deref())));
+            let (key, tombstone) = (x.key.map(|k| k.to_vec()), x.value.is_none());
+            r.history.writes.push(Write { process: name.clone(), topic: topic.clone(), partition, value, key, tombstone, acks, idempotent, invoke_ms, complete_ms, outcome });
         }
         n += count;
     }
 }
 
-/// Record values `first..first + count` of producer `name`: `{name}-{i}-` padded with dots to
-/// `bytes`, so every value is unique and says who wrote it.
-fn batch_values(name: &str, first: u64, count: u64, bytes: usize) -> Vec<Vec<u8>> {
-    (first..first + count)
-        .map(|i| {
-            let mut v = format!("{name}-{i}-").into_bytes();
-            v.resize(bytes.max(v.len()), b'.');
-            v
-        })
-        .collect()
+/// Record `i` of producer `name`: key `key-{i % keys}` (none without keys), value `{name}-{i}-`
+/// padded with dots to `bytes`, so every value is unique and says who wrote it — or, for the
+/// serials `tombstone_per_mille` picks, a tombstone (null value) whose `seedlog.write` header
+/// names it instead.
+fn record(name: &str, spec: &ProducerSpec, i: u64, bytes: usize) -> ProducerRecord {
+    let key = (spec.keys > 0).then(|| Bytes::from(format!("key-{}", i % spec.keys as u64)));
+    let id = format!("{name}-{i}");
+    // Which serials are tombstones depends on the producer and serial only (no draw).
+    let tombstone = spec.tombstone_per_mille > 0 && broker_core::hash::fnv1a(broker_core::hash::fnv_offset, id.bytes()) % 1000 < spec.tombstone_per_mille as u64;
+    if tombstone {
+        return ProducerRecord { key, value: None, headers: vec![(write_header.to_string(), Some(Bytes::from(id)))] };
+    }
+    let mut v = format!("{id}-").into_bytes();
+    v.resize(bytes.max(v.len()), b'.');
+    ProducerRecord { key, value: Some(Bytes::from(v)), headers: Vec::new() }
 }
 
 /// The `produce` event of a batch: where it went and what came back.
@@ -206,7 +212,13 @@ async fn poll_session(c: &mut Consumer, name: &str, session: u32, max_wait_ms: i
             if x.fresh {
                 positions[x.partition as usize] = x.offset + 1;
             }
-            r.history.reads.push(Read { process: name.to_string(), session, topic: x.topic, partition: x.partition, offset: x.offset, value: x.value.map(|v| v.to_vec()).unwrap_or_default(), high_watermark: x.high_watermark, at_ms });
+            let value = identity(&x);
+            r.history.reads.push(Read { process: name.to_string(), session, topic: x.topic, partition: x.partition, offset: x.offset, value, high_watermark: x.high_watermark, at_ms });
         }
     }
+}
+
+/// What the history records as a consumed record's value (see [`record_identity`]).
+pub(super) fn identity(x: &broker_core::client::consumer::ConsumedRecord) -> Vec<u8> {
+    record_identity(x.value.as_deref(), x.headers.iter().map(|(k, v)| (k.as_str(), v.as_deref())))
 }

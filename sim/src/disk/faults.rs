@@ -29,6 +29,14 @@ pub struct DiskFaults {
     /// `write_at`, `append`, `truncate` and `sync` with raw OS error EIO; namespace calls still
     /// work, as with bad blocks under one file. An empty string matches every file.
     pub eio_paths: Vec<String>,
+    /// The process dies at this call: counting every charged call since the disk was made
+    /// ([`SimDisk::ops`]), the `n`th and every later one fail with `ErrorKind::Other` ("process
+    /// died") and change nothing, as if the process had stopped just before it. The harness then
+    /// crashes the disk to decide what survives. This reaches crash points inside a synchronous
+    /// run of calls (a whole cleaning pass) that a kill, landing only at an await, cannot.
+    ///
+    /// [`SimDisk::ops`]: super::SimDisk::ops
+    pub dead_from_op: Option<u64>,
 }
 
 impl DiskFaults {
@@ -58,6 +66,15 @@ pub(super) fn assert_valid(faults: &DiskFaults) {
 }
 
 impl State {
+    /// Counts one charged call, or fails it (changing nothing) once the process is dead.
+    pub(super) fn count_op(&mut self, path: &Path) -> io::Result<()> {
+        if self.faults.dead_from_op.is_some_and(|n| self.ops >= n) {
+            return Err(fail(ErrorKind::Other, "call on", path, "the process died (dead_from_op)"));
+        }
+        self.ops += 1;
+        Ok(())
+    }
+
     pub(super) fn charge_latency(&mut self) {
         let (min, max) = (self.faults.latency_ns_min, self.faults.latency_ns_max);
         let ns = if max > min { self.rng.gen_range(min..=max) } else { min };

@@ -16,18 +16,19 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 impl SimDisk {
-    /// Locks the disk for one charged call.
-    fn enter(&self) -> MutexGuard<'_, State> {
+    /// Locks the disk for one charged call on `path` (which fails once the process is dead).
+    fn enter(&self, path: &Path) -> io::Result<MutexGuard<'_, State>> {
         let mut s = lock(&self.state);
+        s.count_op(path)?;
         s.charge_latency();
-        s
+        Ok(s)
     }
 }
 
 impl Disk for SimDisk {
     fn open(&self, path: &Path, create: bool) -> io::Result<Box<dyn DiskFile>> {
         let path = normalize(path);
-        let mut s = self.enter();
+        let mut s = self.enter(&path)?;
         let ino = s.open(&path, create)?;
         let generation = s.generation;
         Ok(Box::new(SimFile { state: self.state.clone(), ino, generation, path }))
@@ -38,27 +39,27 @@ impl Disk for SimDisk {
     }
 
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        self.enter().create_dir_all(&normalize(dir))
+        self.enter(dir)?.create_dir_all(&normalize(dir))
     }
 
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
-        self.enter().list(&normalize(dir))
+        self.enter(dir)?.list(&normalize(dir))
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.enter().rename(&normalize(from), &normalize(to))
+        self.enter(from)?.rename(&normalize(from), &normalize(to))
     }
 
     fn remove(&self, path: &Path) -> io::Result<()> {
-        self.enter().remove(&normalize(path))
+        self.enter(path)?.remove(&normalize(path))
     }
 
     fn remove_dir(&self, dir: &Path) -> io::Result<()> {
-        self.enter().remove_dir(&normalize(dir))
+        self.enter(dir)?.remove_dir(&normalize(dir))
     }
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        self.enter().sync_dir(&normalize(dir))
+        self.enter(dir)?.sync_dir(&normalize(dir))
     }
 
     fn take_stall(&self) -> Duration {
@@ -87,6 +88,7 @@ impl SimFile {
             return Err(fail(ErrorKind::Other, "use of", &self.path, &why));
         }
         if charged {
+            s.count_op(&self.path)?;
             s.charge_latency();
         }
         Ok(s)
@@ -127,9 +129,11 @@ impl Drop for SimFile {
         // Never panic in drop: a poisoned lock already has a panic in flight.
         let Ok(mut s) = self.state.lock() else { return };
         if s.generation == self.generation {
-            if let Some(inode) = s.inodes.get_mut(&self.ino) {
+            let closed = s.inodes.get_mut(&self.ino).is_some_and(|inode| {
                 inode.handles = inode.handles.saturating_sub(1);
-            }
+                inode.handles == 0
+            });
+            s.gc_due |= closed;
         }
     }
 }

@@ -37,8 +37,9 @@
 //! # Faults
 //!
 //! [`DiskFaults`] (all off by default, changeable with [`SimDisk::set_faults`]): per-call latency
-//! owed through [`Disk::take_stall`], a byte capacity (ENOSPC, nothing written), and EIO on files
-//! whose path contains a chosen substring. Faults live beside the bytes, never in them: a failed
+//! owed through [`Disk::take_stall`], a byte capacity (ENOSPC, nothing written), EIO on files
+//! whose path contains a chosen substring, and a process death at the Nth call (every call from
+//! it on fails, so the harness can crash the disk at a point inside a synchronous run of calls). Faults live beside the bytes, never in them: a failed
 //! call changes nothing, and only `sync`, `sync_dir`, a crash or [`SimDisk::corrupt`] (planted
 //! corruption, for tests) change what is durable.
 //!
@@ -111,6 +112,11 @@ struct State {
     /// Sum of `current.len()` over all inodes, checked against `capacity_bytes`.
     used_bytes: u64,
     stall_ns: u64,
+    /// Charged calls so far (see `DiskFaults::dead_from_op`).
+    ops: u64,
+    /// An inode may have become unreachable since the last garbage collection (a name was
+    /// removed or replaced, or a handle closed): the next `sync_dir` collects.
+    gc_due: bool,
 }
 
 fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
@@ -137,6 +143,8 @@ impl SimDisk {
             journal: Vec::new(),
             used_bytes: 0,
             stall_ns: 0,
+            ops: 0,
+            gc_due: false,
         };
         SimDisk { state: Arc::new(Mutex::new(state)) }
     }
@@ -170,6 +178,11 @@ impl SimDisk {
         let s = lock(&self.state);
         let ino = file_ino(&s.current_ns, &normalize(path))?;
         s.inodes.get(&ino).map(|i| i.current.clone())
+    }
+
+    /// Charged calls made so far: what [`DiskFaults::dead_from_op`] counts.
+    pub fn ops(&self) -> u64 {
+        lock(&self.state).ops
     }
 
     /// Total current bytes of all live files: what `capacity_bytes` is checked against.

@@ -8,7 +8,7 @@
 use super::contents::Inode;
 use super::paths::{fail, is_a_dir, is_root, not_a_dir, not_found};
 use super::State;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::io::{self, ErrorKind};
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
@@ -98,6 +98,8 @@ pub(super) fn ns_apply(ns: &mut Namespace, op: &NsOp) {
 
 impl State {
     fn log(&mut self, op: NsOp) {
+        // A remove or a rename (which may replace a file) can take an inode's last name.
+        self.gc_due |= matches!(op, NsOp::Remove(_) | NsOp::Rename(..));
         ns_apply(&mut self.current_ns, &op);
         self.journal.push(op);
     }
@@ -211,14 +213,19 @@ impl State {
         for op in self.journal.drain(..) {
             ns_apply(&mut self.durable_ns, &op);
         }
-        self.collect_garbage();
+        // Only a lost name or a closed handle can free an inode; without one the collection
+        // would change nothing, and it costs a walk of every file on the disk.
+        if self.gc_due {
+            self.collect_garbage();
+        }
         Ok(())
     }
 
     /// Frees inodes nothing can reach any more: no name in either namespace, no journal entry,
     /// no open handle.
     pub(super) fn collect_garbage(&mut self) {
-        let mut live: BTreeSet<u64> = BTreeSet::new();
+        // A sorted vector, not a set: this runs after most directory syncs, over every file.
+        let mut live: Vec<u64> = Vec::with_capacity(self.durable_ns.len() + self.current_ns.len());
         for ns in [&self.durable_ns, &self.current_ns] {
             live.extend(ns.values().filter_map(|n| match n {
                 Node::File(ino) => Some(*ino),
@@ -229,7 +236,10 @@ impl State {
             NsOp::Create(_, ino) => Some(*ino),
             _ => None,
         }));
-        self.inodes.retain(|ino, inode| inode.handles > 0 || live.contains(ino));
+        live.sort_unstable();
+        live.dedup();
+        self.inodes.retain(|ino, inode| inode.handles > 0 || live.binary_search(ino).is_ok());
         self.used_bytes = self.inodes.values().map(|i| i.current.len() as u64).sum();
+        self.gc_due = false;
     }
 }

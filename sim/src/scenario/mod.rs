@@ -153,6 +153,11 @@ impl Scenario {
         producer_nodes + self.consumers.len() as u64 + members
     }
 
+    /// Compacted topics by name, with their `delete.retention.ms`.
+    pub fn compacted_topics(&self) -> std::collections::BTreeMap<String, u64> {
+        self.topics.iter().filter_map(|t| Some((t.name.clone(), t.compaction()?))).collect()
+    }
+
     /// acks as the wire number.
     pub fn acks(p: &ProducerSpec) -> i16 {
         match p.acks.as_str() {

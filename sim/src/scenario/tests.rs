@@ -182,3 +182,33 @@ fn node_names_are_brokers_then_each_producer_then_each_consumer() {
     assert_eq!(s.node_names(), ["broker-0", "broker-1", "producer-0", "producer-1", "consumer-0"]);
     assert_eq!(s.client_count(), 3);
 }
+
+#[test]
+fn compacted_topics_tombstones_and_cleaner_backoff_are_checked() {
+    let compacted = SMOKE
+        .replace("{ name = \"t\", partitions = 2 }", "{ name = \"t\", partitions = 2, config = { \"cleanup.policy\" = \"compact\", \"delete.retention.ms\" = \"2000\" } }")
+        .replace("{ topic = \"t\", rate = 100 }", "{ topic = \"t\", rate = 100, keys = 5, tombstone_per_mille = 50 }");
+    let s = Scenario::parse(&format!("{compacted}\n[broker]\ncleaner_backoff_ms = 500\n")).unwrap();
+    assert_eq!((s.broker.cleaner_backoff_ms, s.producers[0].tombstone_per_mille), (Some(500), 50));
+    assert_eq!(s.compacted_topics(), [("t".to_string(), 2000)].into_iter().collect());
+    assert_eq!(Scenario::parse(&toml::to_string(&s).unwrap()).unwrap(), s, "the new fields read back from their TOML");
+    assert!(Scenario::parse(SMOKE).unwrap().compacted_topics().is_empty());
+    let default_retention = compacted.replace(", \"delete.retention.ms\" = \"2000\"", "");
+    assert_eq!(Scenario::parse(&default_retention).unwrap().compacted_topics()["t"], broker_core::constants::delete_retention_ms_default);
+    rejected(&compacted.replace("\"compact\"", "\"squash\""), "topics.config of 't'");
+    rejected(&compacted.replace("\"delete.retention.ms\"", "\"delete.retention.minutes\""), "topics.config of 't'");
+    rejected(&compacted.replace(", keys = 5", ""), "producers.tombstone_per_mille");
+    rejected(&compacted.replace(", keys = 5, tombstone_per_mille = 50", ""), "need keys");
+    rejected(&compacted.replace("tombstone_per_mille = 50", "tombstone_per_mille = 1001"), "producers.tombstone_per_mille");
+    rejected(&format!("{SMOKE}\n[broker]\ncleaner_backoff_ms = 0\n"), "broker.cleaner_backoff_ms");
+}
+
+#[test]
+fn scenarios_without_the_new_fields_serialize_as_before() {
+    // The scenario digest is taken over the re-serialized TOML: optional fields left at their
+    // defaults must not appear, or every existing trace digest would change.
+    let text = toml::to_string(&Scenario::parse(SMOKE).unwrap()).unwrap();
+    for field in ["config", "tombstone_per_mille", "cleaner_backoff_ms"] {
+        assert!(!text.contains(field), "{field} in\n{text}");
+    }
+}

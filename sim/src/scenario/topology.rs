@@ -4,6 +4,7 @@
 
 use super::{brokers_max, disk_latency_us_max, phase_ms_max, Scenario};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Settings of every broker (Kafka's names in the docs).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -23,6 +24,10 @@ pub struct BrokerSettings {
     /// `group.initial.rebalance.delay.ms` (Kafka's 3 s by default).
     #[serde(default)]
     pub group_initial_rebalance_delay_ms: Option<u64>,
+    /// `log.cleaner.backoff.ms`: how often each broker's log cleaner takes a turn (the
+    /// broker's default, 15 s, would barely clean within a fast scenario).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cleaner_backoff_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -34,6 +39,23 @@ pub struct TopicSpec {
     /// Replicas per partition, 1..=brokers.
     #[serde(default = "one_i16")]
     pub replication_factor: i16,
+    /// Topic configs by Kafka's names (`cleanup.policy`, `segment.bytes`,
+    /// `delete.retention.ms`, ...), sent with CreateTopics.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub config: BTreeMap<String, String>,
+}
+
+impl TopicSpec {
+    /// `delete.retention.ms` if the topic is compacted (`cleanup.policy` names `compact`).
+    /// Validation has parsed the config; an unparsable one counts as not compacted.
+    pub fn compaction(&self) -> Option<u64> {
+        let policy = broker_core::log::CleanupPolicy::parse(self.config.get("cleanup.policy")?).ok()?;
+        let retention = match self.config.get("delete.retention.ms") {
+            Some(v) => v.trim().parse().ok()?,
+            None => broker_core::constants::delete_retention_ms_default,
+        };
+        policy.compact.then_some(retention)
+    }
 }
 
 fn one_i16() -> i16 {
@@ -63,6 +85,12 @@ impl Scenario {
             if t.replication_factor < 1 || t.replication_factor as u32 > self.brokers {
                 return Err(format!("scenario: topics.replication_factor of '{}' must be 1..={} (brokers)", t.name, self.brokers));
             }
+            // What the controller would refuse (INVALID_CONFIG), refused here with the reason.
+            use broker_core::metadata::topic::{apply_overrides, log_overrides, parse_bool, unclean_leader_election_config};
+            apply_overrides(&broker_core::log::LogConfig::default(), &log_overrides(&t.config)).map_err(|e| format!("scenario: topics.config of '{}': {e}", t.name))?;
+            if t.config.get(unclean_leader_election_config).is_some_and(|v| parse_bool(v).is_none()) {
+                return Err(format!("scenario: topics.config of '{}': {unclean_leader_election_config} must be true or false", t.name));
+            }
         }
         Ok(())
     }
@@ -86,6 +114,9 @@ impl BrokerSettings {
         }
         if self.group_initial_rebalance_delay_ms.is_some_and(|d| d > phase_ms_max) {
             return Err(format!("scenario: broker.group_initial_rebalance_delay_ms must be at most {phase_ms_max}"));
+        }
+        if self.cleaner_backoff_ms.is_some_and(|ms| ms == 0 || ms > phase_ms_max) {
+            return Err(format!("scenario: broker.cleaner_backoff_ms must be 1..={phase_ms_max}"));
         }
         if let Some(range) = self.disk_latency_us {
             if range.iter().any(|us| *us > disk_latency_us_max) {

@@ -29,6 +29,15 @@ pub struct ProducerSpec {
     /// Producers of this spec (each its own client node).
     #[serde(default = "super::one_u")]
     pub count: u32,
+    /// Per mille of records sent as tombstones (null value: the key's deletion on a compacted
+    /// topic); needs `keys`. Which serials are tombstones follows from the producer's name and
+    /// serial alone.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tombstone_per_mille: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 fn acks_all() -> String {
@@ -135,6 +144,12 @@ impl Scenario {
             }
             if p.record_bytes == 0 || p.record_bytes > record_bytes_max {
                 return Err(format!("scenario: producers.record_bytes {} must be 1..={record_bytes_max}", p.record_bytes));
+            }
+            if p.tombstone_per_mille > 1000 || (p.tombstone_per_mille > 0 && p.keys == 0) {
+                return Err(format!("scenario: producers.tombstone_per_mille {} must be 0..=1000, and needs keys", p.tombstone_per_mille));
+            }
+            if p.keys == 0 && self.topics.iter().any(|t| t.name == p.topic && t.compaction().is_some()) {
+                return Err(format!("scenario: producers of compacted topic '{}' need keys (the broker refuses keyless records there)", p.topic));
             }
         }
         for c in &self.consumers {

@@ -234,6 +234,33 @@ fn a_repeated_batch_the_client_would_drop_is_caught_by_nonmonotonic_poll() {
     assert_eq!(seed, Some(0), "smoke reads continuously: the first seed must catch it");
 }
 
+/// A cleaner keeping each key's first record of its dirty range instead of its last (planted):
+/// the `compacted` scenario's last quarter of healing has no writes, so the cleaners compact
+/// closed segments whose latest records are no longer rewritten, and the final read shows an
+/// older value as a key's last — which only the `compaction` checker states outright.
+#[test]
+fn a_cleaner_keeping_first_values_is_caught_by_compaction() {
+    let seed = seeds_to_catch("compacted", PlantedBug::CleanerKeepsFirstValue, "compaction");
+    let seed = seed.expect("a cleaner keeping each key's first value survived 100 compacted seeds");
+    eprintln!("compacted: CleanerKeepsFirstValue caught on seed {seed}");
+}
+
+/// The compacted scenario really compacts: tombstones are written, the final log holds far
+/// fewer records than were acknowledged, offsets have gaps, and its checkers all hold.
+#[test]
+fn the_compacted_scenario_compacts() {
+    let (path, s) = fast().into_iter().find(|(_, s)| s.name == "compacted").unwrap();
+    let r = run(&s, &path, 0, None);
+    assert!(r.passed(), "{:?}", r.violations.first());
+    let h = &r.history;
+    assert!(h.compacted_topics.contains_key("kv"));
+    let acked = h.writes.iter().filter(|w| w.acknowledged().is_some()).count();
+    let tombstones = h.writes.iter().filter(|w| w.tombstone && w.acknowledged().is_some()).count();
+    let log = &h.final_read[&("kv".to_string(), 0)];
+    assert!(tombstones > 50 && log.len() * 10 < acked, "{acked} acknowledged ({tombstones} tombstones), {} in the final log", log.len());
+    assert!(log.windows(2).any(|w| w[1].0 > w[0].0 + 1), "no gap: nothing was cleaned");
+}
+
 /// The consumer-group scenarios (`scenarios/groups/`).
 fn group_scenarios() -> Vec<(String, Scenario)> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios/groups");

@@ -1,5 +1,6 @@
 //! What each disk fault does: a full disk fails growing calls and writes nothing, EIO hits only
-//! the chosen file and heals, latency accumulates until taken, and bad settings are refused.
+//! the chosen file and heals, a dead process's calls fail from a chosen call on, latency
+//! accumulates until taken, and bad settings are refused.
 
 use super::{disk_with_dir, p, read_all};
 use crate::disk::{DiskFaults, SimDisk};
@@ -35,6 +36,30 @@ fn full_disk_fails_writes_and_writes_nothing() {
     disk.sync_dir(&p("/d")).unwrap();
     assert_eq!(disk.used_bytes(), 0);
     g.append(&[5; 500]).unwrap();
+    disk.check_invariants();
+}
+
+#[test]
+fn a_dead_process_fails_every_call_from_the_chosen_one_and_changes_nothing() {
+    let disk = disk_with_dir(6, DiskFaults::default());
+    let f = disk.open(&p("/d/f"), true).unwrap();
+    f.append(b"before").unwrap();
+    let at = disk.ops();
+    disk.set_faults(DiskFaults { dead_from_op: Some(at + 2), ..DiskFaults::default() });
+    f.append(b"-one").unwrap();
+    f.sync().unwrap();
+    let (bytes, pending, ops) = (disk.current_bytes(&p("/d/f")).unwrap(), disk.pending_ops(), disk.ops());
+    let dead = |r: io::Result<()>| assert_eq!(r.unwrap_err().kind(), ErrorKind::Other);
+    dead(f.append(b"-two").map(drop));
+    dead(f.sync());
+    dead(disk.rename(&p("/d/f"), &p("/d/g")));
+    dead(disk.open(&p("/d/h"), true).map(drop));
+    dead(disk.sync_dir(&p("/d")));
+    assert_eq!((disk.current_bytes(&p("/d/f")).unwrap(), disk.pending_ops(), disk.ops()), (bytes, pending, ops), "nothing changed");
+    assert!(disk.exists(&p("/d/f")) && !disk.exists(&p("/d/g")));
+    disk.set_faults(DiskFaults::default());
+    f.append(b"-three").unwrap();
+    assert_eq!(read_all(&disk, "/d/f"), b"before-one-three");
     disk.check_invariants();
 }
 

@@ -1,0 +1,277 @@
+//! Seeded crash rounds of a compacted log on `SimDisk`, the crash landing inside cleaning:
+//! random keyed appends (updates and tombstones of a few keys), rolls and flushes, then
+//! cleaning passes during which the process dies at a random disk call
+//! (`DiskFaults::dead_from_op`), then a power loss (or a clean crash), then recovery — which may
+//! itself die at a random call while it completes an interrupted swap, and lose power again.
+//!
+//! After every recovery: the log opens; its batches tile the offsets from the log start to the
+//! end; it ends no earlier than the recovery point the log claimed before cleaning and no later
+//! than it ended; every record it holds was at that offset before cleaning (nothing invented,
+//! nothing moved); and for every key, the latest record below the recovered end is the one
+//! that was latest there before cleaning — or, for a tombstone, gone, when a completed pass
+//! had reached it and `delete.retention.ms` had passed (the cleaner's own rule). So a crash at
+//! any step leaves the old segments or the cleaned ones, never a mix that loses a key's latest
+//! value (issue 9, item 2).
+//!
+//! Cleaning reads only closed segments, which a roll syncs, so everything a pass uses is durable
+//! before the pass starts; the active segment may still lose an unsynced tail, which is why the
+//! key check looks below the recovered end. Plain Rust, both builds; nothing reads a clock or an
+//! unseeded RNG.
+
+use crate::disk::{CrashMode, DiskFaults, SimDisk};
+use broker_core::log::batch::{build_keyed, KeyValue};
+use broker_core::log::clean::{key_overhead_bytes, records, Keep};
+use broker_core::log::{CleanupPolicy, FlushPolicy, Log, LogConfig};
+use broker_core::storage::Disk;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+/// A record as the rounds know it: key, value (`None`: a tombstone), timestamp.
+type Rec = (String, Option<Vec<u8>>, i64);
+
+/// Most disk calls a round lets the cleaning passes make before the process dies. A pass over
+/// a few small segments makes tens to hundreds (reads, the `.cleaned` write and sync, renames,
+/// removals, directory syncs, index rebuilds, the cleaner checkpoint); drawn uniformly below
+/// this, deaths land in every step of the first pass and in later passes.
+const death_ops_max: u64 = 600;
+/// Share of rounds (per mille) whose passes are left to finish, crashing only after them.
+const no_death_per_mille: u32 = 200;
+/// Most passes per round: enough for a tombstone reached by one pass to go in a later one.
+const passes_max: usize = 4;
+
+/// What the rounds of one seed did, so a test can tell they exercised what they claim.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct CleanRounds {
+    pub rounds: usize,
+    /// Passes that completed.
+    pub passes: usize,
+    /// Disk calls the completed passes made (to see where deaths land).
+    pub pass_ops: u64,
+    /// Rounds whose process died inside a cleaning pass.
+    pub died_mid_pass: usize,
+    /// Rounds whose recovery died too (while completing a swap, or later in open).
+    pub died_in_recovery: usize,
+    /// Interrupted swaps that an open completed (their `.swap` was committed).
+    pub swaps_completed: usize,
+    /// Tombstones a recovered log no longer holds.
+    pub tombstones_gone: usize,
+}
+
+/// What the log held before a round's cleaning, for the check after its crash.
+struct Before {
+    records: BTreeMap<i64, Rec>,
+    end: i64,
+    /// The recovery point the log claimed: everything below it was synced.
+    durable: i64,
+    /// The highest clean point a pass started from: tombstones below it were reached.
+    reached: i64,
+    /// The latest `now` a pass ran at.
+    now: u64,
+}
+
+fn config(rng: &mut ChaCha8Rng) -> LogConfig {
+    let flush = match rng.gen_range(0..3) {
+        0 => FlushPolicy::Never,
+        1 => FlushPolicy::EveryBatch,
+        _ => FlushPolicy::EveryMessages(rng.gen_range(2..20)),
+    };
+    LogConfig {
+        segment_bytes: rng.gen_range(400..2048),
+        index_interval_bytes: rng.gen_range(64..512),
+        cleanup: CleanupPolicy::COMPACT,
+        delete_retention_ms: rng.gen_range(0..300),
+        min_cleanable_dirty_ratio_ppm: if rng.gen_bool(0.7) { 0 } else { rng.gen_range(0..600_000) },
+        flush,
+        ..LogConfig::default()
+    }
+}
+
+/// One seed: `rounds` of open → check → keyed work → cleaning passes that die at a random
+/// call → crash. `keep` is the cleaner's decision (only the planted-bug test passes anything
+/// but `Keep::Latest`). `verbose` prints each round's recovery and crash to stderr.
+pub fn clean_rounds(seed: u64, rounds: usize, keep: Keep, verbose: bool) -> Result<CleanRounds, String> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let disk = SimDisk::new(seed);
+    let dir = Path::new("/data/kv-0");
+    let config = config(&mut rng);
+    let keys = rng.gen_range(2..40u32);
+    let mut stats = CleanRounds { rounds, ..CleanRounds::default() };
+    let (mut now, mut serial) = (1_000u64, 0u64);
+    let mut before: Option<Before> = None;
+    let open = |now: u64| Log::open(Arc::new(disk.clone()) as Arc<dyn Disk>, dir, config.clone(), now);
+    for round in 0..=rounds {
+        let ctx = |e: String| format!("seed {seed} round {round} ({config:?}, {keys} keys): {e}");
+        // Sometimes recovery dies too (mid-completion of a swap, or later), and loses power.
+        if before.is_some() && rng.gen_bool(0.25) {
+            disk.set_faults(DiskFaults { dead_from_op: Some(disk.ops() + rng.gen_range(0..16)), ..DiskFaults::default() });
+            if open(now).is_err() {
+                stats.died_in_recovery += 1;
+            }
+            disk.set_faults(DiskFaults::default());
+            disk.crash(CrashMode::PowerLoss);
+        }
+        let (mut log, report) = open(now).map_err(|e| ctx(format!("open: {e}")))?;
+        stats.swaps_completed += report.swaps_completed.len();
+        if verbose {
+            eprintln!("seed {seed} round {round}: {report:?}; segments {:?}, end {}", log.segment_bases(), log.log_end_offset());
+        }
+        if let Some(b) = before.take() {
+            stats.tombstones_gone += check(&log, &b, config.delete_retention_ms).map_err(ctx)?;
+        }
+        if round == rounds {
+            break;
+        }
+        for _ in 0..rng.gen_range(5..60) {
+            now += rng.gen_range(0..30);
+            match rng.gen_range(0..100) {
+                0..=84 => {
+                    let mut batch = keyed_batch(&mut rng, &mut serial, keys, now);
+                    log.append(&mut batch, round as i32, now).map_err(|e| ctx(format!("append: {e}")))?;
+                }
+                85..=94 => log.roll(now).map_err(|e| ctx(format!("roll: {e}")))?,
+                _ => log.flush(now).map_err(|e| ctx(format!("flush: {e}")))?,
+            }
+        }
+        let (records, end) = (contents(&log).map_err(ctx)?, log.log_end_offset());
+        let mut b = Before { records, end, durable: log.recovery_point(), reached: log.cleaned_to(), now };
+        // A small key map now and then, so a pass covers only part of the dirty range.
+        let map_bytes = if rng.gen_bool(0.3) { rng.gen_range(1..4) * (2 + key_overhead_bytes) } else { 1 << 20 };
+        let death = rng.gen_ratio(1000 - no_death_per_mille, 1000).then(|| disk.ops() + rng.gen_range(0..death_ops_max));
+        disk.set_faults(DiskFaults { dead_from_op: death, ..DiskFaults::default() });
+        for pass in 0..passes_max {
+            if pass > 0 {
+                // Writes go on between passes, so a later pass has a dirty range (and may drop
+                // tombstones the earlier one reached). Each batch is expected from before its
+                // append: a death after the write and before the policy's flush leaves it in
+                // the log or not.
+                for _ in 0..rng.gen_range(1..4) {
+                    now += rng.gen_range(0..100);
+                    let mut batch = keyed_batch(&mut rng, &mut serial, keys, now);
+                    let base = log.log_end_offset();
+                    for (i, (_, r)) in contents_of(&batch).into_iter().enumerate() {
+                        b.records.insert(base + i as i64, r);
+                    }
+                    if log.append(&mut batch, round as i32, now).is_err() {
+                        b.end = b.end.max(base + batch_records(&batch));
+                        break;
+                    }
+                    b.end = b.end.max(log.log_end_offset());
+                }
+                if log.failure().is_some() || log.roll(now).is_err() {
+                    stats.died_mid_pass += 1;
+                    break;
+                }
+                b.durable = b.durable.max(log.recovery_point());
+            }
+            b.reached = b.reached.max(log.cleaned_to());
+            b.now = now;
+            let upper = if rng.gen_bool(0.8) { log.log_end_offset() } else { rng.gen_range(log.log_start_offset()..=log.log_end_offset()) };
+            let ops = disk.ops();
+            match log.clean_keeping(now, upper, map_bytes, keep) {
+                Ok(Some(_)) => {
+                    stats.passes += 1;
+                    stats.pass_ops += disk.ops() - ops;
+                }
+                Ok(None) => {}
+                Err(_) => {
+                    stats.died_mid_pass += 1;
+                    break;
+                }
+            }
+            now += rng.gen_range(0..200);
+        }
+        drop(log);
+        disk.set_faults(DiskFaults::default());
+        let crash = disk.crash(if rng.gen_bool(0.8) { CrashMode::PowerLoss } else { CrashMode::Clean });
+        if verbose {
+            eprintln!("seed {seed} round {round}: {crash}");
+        }
+        before = Some(b);
+        now += rng.gen_range(0..100);
+    }
+    Ok(stats)
+}
+
+/// A batch of 1..4 updates of keys `k0..k{keys-1}`, 15% of them tombstones; values unique.
+fn keyed_batch(rng: &mut ChaCha8Rng, serial: &mut u64, keys: u32, now: u64) -> Vec<u8> {
+    let batch: Vec<(String, Option<String>)> = (0..rng.gen_range(1..5))
+        .map(|_| {
+            *serial += 1;
+            (format!("k{}", rng.gen_range(0..keys)), (!rng.gen_bool(0.15)).then(|| format!("v{serial}")))
+        })
+        .collect();
+    let kv: Vec<KeyValue> = batch.iter().map(|(k, v)| (Some(k.as_bytes()), v.as_deref().map(str::as_bytes))).collect();
+    build_keyed(&kv, now as i64)
+}
+
+/// The records of one batch as (offset delta, record).
+fn contents_of(batch: &[u8]) -> Vec<(i64, Rec)> {
+    records(batch).expect("built here").into_iter().map(|r| (r.offset, (r.key.map(|k| String::from_utf8_lossy(&k).into_owned()).unwrap_or_default(), r.value.map(|v| v.to_vec()), r.timestamp))).collect()
+}
+
+/// How many offsets a batch built here spans.
+fn batch_records(batch: &[u8]) -> i64 {
+    contents_of(batch).len() as i64
+}
+
+/// Every record of the log by offset, checking that batches tile the offsets from the log
+/// start to its end.
+fn contents(log: &Log) -> Result<BTreeMap<i64, Rec>, String> {
+    let (mut out, mut next) = (BTreeMap::new(), log.log_start_offset());
+    log.for_each_batch(next, 1 << 16, |h, batch| -> Result<(), Box<dyn std::error::Error>> {
+        if h.base_offset != next {
+            return Err(format!("batches do not tile the offsets: expected a batch at {next}, got {}", h.base_offset).into());
+        }
+        next = h.next_offset();
+        for r in records(&batch).map_err(|e| format!("batch at {}: {e}", h.base_offset))? {
+            let key = r.key.map(|k| String::from_utf8_lossy(&k).into_owned()).unwrap_or_default();
+            out.insert(r.offset, (key, r.value.map(|v| v.to_vec()), r.timestamp));
+        }
+        Ok(())
+    })
+    .map_err(|e| e.to_string())?;
+    if next != log.log_end_offset() {
+        return Err(format!("batches end at {next}, the log at {}", log.log_end_offset()));
+    }
+    Ok(out)
+}
+
+/// The latest record of each key among `records` below `end`.
+fn latest(records: &BTreeMap<i64, Rec>, end: i64) -> BTreeMap<&str, (i64, &Rec)> {
+    records.range(..end).map(|(o, r)| (r.0.as_str(), (*o, r))).collect()
+}
+
+/// The recovered log against what it held before the round's cleaning; returns how many
+/// tombstones went (legitimately).
+fn check(log: &Log, b: &Before, retention_ms: u64) -> Result<usize, String> {
+    let got = contents(log)?;
+    let end = log.log_end_offset();
+    if end < b.durable || end > b.end {
+        return Err(format!("recovered log ends at {end}: before cleaning it ended at {} with everything below {} synced", b.end, b.durable));
+    }
+    for (o, r) in &got {
+        if b.records.get(o) != Some(r) {
+            return Err(format!("offset {o} holds {r:?}, before cleaning {:?}", b.records.get(o)));
+        }
+    }
+    let horizon = b.now as i64 - retention_ms as i64;
+    let (want, have) = (latest(&b.records, end), latest(&got, end));
+    let mut gone = 0;
+    for (key, (o, r)) in &want {
+        match have.get(key) {
+            Some((h, _)) if h == o => {}
+            // The cleaner's rule: a tombstone goes once a completed pass reached it and its
+            // timestamp is older than delete.retention.ms at the time of a later pass.
+            None if r.1.is_none() && *o < b.reached && r.2 < horizon => gone += 1,
+            other => return Err(format!("key {key}: latest was {r:?} at {o}, the recovered log's is {other:?} (log {:?})", got)),
+        }
+    }
+    if let Some(extra) = have.keys().find(|k| !want.contains_key(*k)) {
+        return Err(format!("key {extra} is in the recovered log but was in no record below {end}"));
+    }
+    log.verify_indexes()?;
+    Ok(gone)
+}
