@@ -11,124 +11,12 @@
 //! silent past its session timeout is removed; the leader's SyncGroup assignment takes effect
 //! only once the group is stored.
 
-use super::records::{GroupValue, MemberValue, OffsetValue};
+use super::records::OffsetValue;
 use super::GroupConfig;
 use crate::kafka::Code;
 use bytes::Bytes;
+pub use super::calls::*;
 use std::collections::BTreeMap;
-
-/// A request waiting for its answer; the coordinator hands them out.
-pub type Ticket = u64;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum State {
-    Empty,
-    PreparingRebalance,
-    CompletingRebalance,
-    Stable,
-    Dead,
-}
-
-impl State {
-    /// Kafka's name, as DescribeGroups and ListGroups report it.
-    pub fn name(self) -> &'static str {
-        match self {
-            State::Empty => "Empty",
-            State::PreparingRebalance => "PreparingRebalance",
-            State::CompletingRebalance => "CompletingRebalance",
-            State::Stable => "Stable",
-            State::Dead => "Dead",
-        }
-    }
-}
-
-/// One member as the coordinator knows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Member {
-    pub id: String,
-    pub instance_id: Option<String>,
-    pub client_id: String,
-    pub client_host: String,
-    pub session_timeout_ms: u64,
-    pub rebalance_timeout_ms: u64,
-    /// The protocols it supports, in its order of preference, with their metadata.
-    pub protocols: Vec<(String, Bytes)>,
-    pub assignment: Bytes,
-    /// Removed if no heartbeat comes before this (unless a request of its is waiting).
-    pub expires_at: u64,
-    /// Its JoinGroup waiting for the rebalance to complete.
-    join: Option<Ticket>,
-    /// Its SyncGroup waiting for the leader's assignment to be stored.
-    sync: Option<Ticket>,
-}
-
-/// What a JoinGroup asks.
-#[derive(Debug, Clone, Default)]
-pub struct JoinRequest {
-    pub member_id: String,
-    pub instance_id: Option<String>,
-    pub client_id: String,
-    pub client_host: String,
-    pub session_timeout_ms: u64,
-    pub rebalance_timeout_ms: u64,
-    pub protocol_type: String,
-    pub protocols: Vec<(String, Bytes)>,
-    /// v4+: an unknown member first gets its id with MEMBER_ID_REQUIRED (KIP-394).
-    pub require_known_member_id: bool,
-}
-
-/// A JoinGroup's answer.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct JoinAnswer {
-    pub error: Option<Code>,
-    pub generation: i32,
-    pub protocol_type: Option<String>,
-    pub protocol: Option<String>,
-    pub leader: String,
-    pub member_id: String,
-    /// For the leader: every member's id, instance id and metadata for the chosen protocol.
-    pub members: Vec<(String, Option<String>, Bytes)>,
-    /// The leader need not assign again (a static leader replaced while Stable, KIP-814).
-    pub skip_assignment: bool,
-}
-
-impl JoinAnswer {
-    pub fn error(code: Code, member_id: &str) -> JoinAnswer {
-        JoinAnswer { error: Some(code), generation: -1, member_id: member_id.to_string(), ..Default::default() }
-    }
-}
-
-/// What a delayed request is answered with.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Answer {
-    Join(JoinAnswer),
-    Sync(Result<Bytes, Code>),
-    /// A write (commit, deletion) is replicated, or why not.
-    Written(Result<(), Code>),
-}
-
-/// Why the group must be written to the offsets topic.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Store {
-    /// The leader's assignment for this generation: effective once written.
-    Assignment(i32),
-    /// Membership changed without a rebalance (Empty, a static member replaced).
-    Background,
-}
-
-/// What a call produced besides its direct answer.
-#[derive(Debug, Default)]
-pub struct Out {
-    pub answers: Vec<(Ticket, Answer)>,
-    pub store: Option<Store>,
-}
-
-/// Answered now, or later through the ticket the call was given.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Reply<T> {
-    Now(T),
-    Later,
-}
 
 /// KIP-134's wait before an empty group's first rebalance completes.
 #[derive(Debug, Clone, Copy)]
@@ -160,7 +48,7 @@ pub struct Group {
     /// The first rebalance of an empty group waits for more members (KIP-134).
     initial_delay: Option<InitialDelay>,
     /// The leader's assignment while it is being stored.
-    storing: Option<BTreeMap<String, Bytes>>,
+    pub(super) storing: Option<BTreeMap<String, Bytes>>,
     /// When the group entered its state (ms).
     pub state_since: u64,
     pub offsets: BTreeMap<(String, i32), OffsetValue>,
@@ -535,32 +423,6 @@ impl Group {
         }
     }
 
-    /// The stored value: members with their assignment (the one being stored, if any).
-    pub fn value(&self) -> GroupValue {
-        let protocol = self.protocol.clone().unwrap_or_default();
-        GroupValue {
-            protocol_type: self.protocol_type.clone().unwrap_or_default(),
-            generation: self.generation,
-            protocol: self.protocol.clone(),
-            leader: self.leader.clone(),
-            current_state_timestamp: self.state_since as i64,
-            members: self
-                .members
-                .values()
-                .map(|m| MemberValue {
-                    member_id: m.id.clone(),
-                    group_instance_id: m.instance_id.clone(),
-                    client_id: m.client_id.clone(),
-                    client_host: m.client_host.clone(),
-                    rebalance_timeout_ms: m.rebalance_timeout_ms as i32,
-                    session_timeout_ms: m.session_timeout_ms as i32,
-                    subscription: m.protocols.iter().find(|(n, _)| *n == protocol).map(|(_, b)| b.clone()).unwrap_or_default(),
-                    assignment: self.storing.as_ref().and_then(|s| s.get(&m.id).cloned()).unwrap_or_else(|| m.assignment.clone()),
-                })
-                .collect(),
-        }
-    }
-
     /// The write of the leader's assignment for `generation` finished: the group becomes
     /// Stable and every waiting SyncGroup gets its assignment, or on failure they get the
     /// error and the group rebalances.
@@ -688,40 +550,6 @@ impl Group {
         members.chain(self.pending.values().copied()).chain(rebalance).min()
     }
 
-    /// The group as loaded from its stored value: Stable with its members (their sessions
-    /// start now), or Empty.
-    pub fn restore(&mut self, v: GroupValue, now: u64) {
-        self.generation = v.generation;
-        self.protocol_type = (!v.protocol_type.is_empty()).then_some(v.protocol_type);
-        self.protocol = v.protocol;
-        self.leader = v.leader;
-        self.members.clear();
-        self.instances.clear();
-        for m in v.members {
-            if let Some(i) = &m.group_instance_id {
-                self.instances.insert(i.clone(), m.member_id.clone());
-            }
-            let protocols = self.protocol.iter().map(|p| (p.clone(), m.subscription.clone())).collect();
-            let member = Member {
-                id: m.member_id.clone(),
-                instance_id: m.group_instance_id,
-                client_id: m.client_id,
-                client_host: m.client_host,
-                session_timeout_ms: m.session_timeout_ms.max(0) as u64,
-                rebalance_timeout_ms: m.rebalance_timeout_ms.max(0) as u64,
-                protocols,
-                assignment: m.assignment,
-                expires_at: now + m.session_timeout_ms.max(0) as u64,
-                join: None,
-                sync: None,
-            };
-            self.members.insert(m.member_id, member);
-        }
-        let state = if self.members.is_empty() { State::Empty } else { State::Stable };
-        self.state = state;
-        self.state_since = v.current_state_timestamp.max(0) as u64;
-    }
-
     /// Every waiting request answered with `code` (the coordinator moved or the group went).
     pub fn abandon(&mut self, code: Code, out: &mut Out) {
         for m in self.members.values_mut() {
@@ -732,16 +560,6 @@ impl Group {
                 out.answers.push((t, Answer::Sync(Err(code))));
             }
         }
-    }
-
-    /// Whether a member of this consumer group subscribes to `topic` (the topics that open a
-    /// consumer protocol subscription of any version: i16 version, i32 count, i16-length names).
-    pub fn subscribed(&self, topic: &str) -> bool {
-        if self.protocol_type.as_deref() != Some("consumer") {
-            return false;
-        }
-        let protocol = self.protocol.as_deref().unwrap_or_default();
-        self.members.values().filter_map(|m| m.protocols.iter().find(|(n, _)| n == protocol)).any(|(_, meta)| subscription_topics(meta).iter().any(|t| t == topic))
     }
 
     /// Marks the group deleted.
@@ -755,18 +573,4 @@ impl Group {
             self.transition(State::Empty, now);
         }
     }
-}
-
-/// The topic names at the start of a consumer protocol subscription; empty if it does not parse.
-fn subscription_topics(meta: &[u8]) -> Vec<String> {
-    let mut topics = Vec::new();
-    let Some(count) = meta.get(2..6).map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]])) else { return topics };
-    let mut pos = 6;
-    for _ in 0..count.max(0) {
-        let Some(len) = meta.get(pos..pos + 2).map(|b| i16::from_be_bytes([b[0], b[1]]).max(0) as usize) else { break };
-        let Some(name) = meta.get(pos + 2..pos + 2 + len).and_then(|b| std::str::from_utf8(b).ok()) else { break };
-        topics.push(name.to_string());
-        pos += 2 + len;
-    }
-    topics
 }

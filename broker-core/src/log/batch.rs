@@ -413,29 +413,33 @@ pub fn build(values: &[&[u8]], timestamp: i64) -> Vec<u8> {
     build_keyed(&records, timestamp)
 }
 
+/// Appends a zigzag varint (Kafka's record encoding).
+pub(crate) fn put_varint(out: &mut Vec<u8>, v: i64) {
+    let mut z = ((v << 1) ^ (v >> 63)) as u64;
+    while z >= 0x80 {
+        out.push((z as u8) | 0x80);
+        z >>= 7;
+    }
+    out.push(z as u8);
+}
+
+/// Appends a length-prefixed field, -1 for null.
+pub(crate) fn put_field(out: &mut Vec<u8>, f: Option<&[u8]>) {
+    match f {
+        Some(b) => {
+            put_varint(out, b.len() as i64);
+            out.extend_from_slice(b);
+        }
+        None => put_varint(out, -1),
+    }
+}
+
 /// A record's key and value; None is null.
 pub type KeyValue<'a> = (Option<&'a [u8]>, Option<&'a [u8]>);
 
 /// One uncompressed v2 batch of (key, value) records, None being null (a value of None is a
 /// tombstone), no headers, all with `timestamp`: what the group coordinator appends.
 pub fn build_keyed(kvs: &[KeyValue], timestamp: i64) -> Vec<u8> {
-    fn put_varint(out: &mut Vec<u8>, v: i64) {
-        let mut z = ((v << 1) ^ (v >> 63)) as u64;
-        while z >= 0x80 {
-            out.push((z as u8) | 0x80);
-            z >>= 7;
-        }
-        out.push(z as u8);
-    }
-    fn put_field(out: &mut Vec<u8>, f: Option<&[u8]>) {
-        match f {
-            Some(b) => {
-                put_varint(out, b.len() as i64);
-                out.extend_from_slice(b);
-            }
-            None => put_varint(out, -1),
-        }
-    }
     let mut records = Vec::new();
     for (i, (key, value)) in kvs.iter().enumerate() {
         let mut r = Vec::with_capacity(value.map_or(0, <[u8]>::len) + key.map_or(0, <[u8]>::len) + 8);

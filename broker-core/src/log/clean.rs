@@ -17,7 +17,7 @@
 //! value) that survives so far stays until an earlier pass reached it and its timestamp is
 //! `delete.retention.ms` old; then it goes too.
 
-use super::batch::{self, BatchHeader};
+use super::batch::{self, put_field, put_varint, BatchHeader};
 use crate::constants::{batch_header_bytes, batch_log_overhead_bytes};
 use bytes::Bytes;
 use kafka_protocol::records::{Record, RecordBatchDecoder};
@@ -284,25 +284,6 @@ fn frame(h: &BatchHeader, count: i32, last_offset_delta: i32, base_ts: i64, max_
     put(&mut b, 17, &crc.to_be_bytes());
     debug_assert!(batch::check_stored(&b).is_ok());
     b
-}
-
-fn put_varint(out: &mut Vec<u8>, v: i64) {
-    let mut z = ((v << 1) ^ (v >> 63)) as u64;
-    while z >= 0x80 {
-        out.push((z as u8) | 0x80);
-        z >>= 7;
-    }
-    out.push(z as u8);
-}
-
-fn put_field(out: &mut Vec<u8>, f: Option<&[u8]>) {
-    match f {
-        Some(b) => {
-            put_varint(out, b.len() as i64);
-            out.extend_from_slice(b);
-        }
-        None => put_varint(out, -1),
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,59 @@
+//! Where groups live and how they are set up: the offsets topic's name and creation settings,
+//! Kafka's placement of a group in it, and the coordinator's settings (Kafka's names).
+
+/// The internal topic holding group metadata and committed offsets.
+pub const offsets_topic: &str = "__consumer_offsets";
+
+/// Group settings (Kafka's names).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupConfig {
+    /// `group.min.session.timeout.ms`
+    pub min_session_timeout_ms: u64,
+    /// `group.max.session.timeout.ms`
+    pub max_session_timeout_ms: u64,
+    /// `group.initial.rebalance.delay.ms` (KIP-134)
+    pub initial_rebalance_delay_ms: u64,
+    /// `group.max.size`
+    pub max_size: usize,
+    /// `offsets.retention.minutes`, in ms: offsets of an Empty group are dropped this long
+    /// after it became Empty (a standalone committer's, after their commit).
+    pub offsets_retention_ms: u64,
+    /// `offset.metadata.max.bytes`
+    pub offset_metadata_max_bytes: usize,
+    /// `offsets.topic.num.partitions`
+    pub offsets_partitions: i32,
+    /// `offsets.topic.replication.factor` (capped by the brokers present at creation).
+    pub offsets_replication_factor: i16,
+}
+
+impl Default for GroupConfig {
+    fn default() -> Self {
+        use crate::constants::*;
+        GroupConfig {
+            min_session_timeout_ms: group_min_session_timeout_ms_default,
+            max_session_timeout_ms: group_max_session_timeout_ms_default,
+            initial_rebalance_delay_ms: group_initial_rebalance_delay_ms_default,
+            max_size: group_members_max,
+            offsets_retention_ms: offsets_retention_ms_default,
+            offset_metadata_max_bytes: offset_metadata_bytes_max,
+            offsets_partitions: offsets_partitions_default,
+            offsets_replication_factor: offsets_replication_factor_default,
+        }
+    }
+}
+
+/// How `__consumer_offsets` is created: partitions, replication factor (capped by the brokers
+/// present), and topic configs — compacted, as Kafka's is, so a coordinator's load reads the
+/// latest record of each group and offset, not the topic's history; segments of 100 MiB
+/// (Kafka's `offsets.topic.segment.bytes`) so the closed ones compact early.
+pub fn offsets_topic_spec(c: &GroupConfig, brokers_present: usize) -> (i32, i16, Vec<(&'static str, &'static str)>) {
+    let rf = c.offsets_replication_factor.min(brokers_present.max(1) as i16);
+    (c.offsets_partitions, rf, vec![("cleanup.policy", "compact"), ("segment.bytes", "104857600")])
+}
+
+/// Kafka's placement: `Utils.abs(groupId.hashCode) % partitions`, with Java's String hash over
+/// UTF-16 code units, so a group lands where a Kafka cluster would put it.
+pub fn partition_for(group: &str, partitions: i32) -> i32 {
+    let h = group.encode_utf16().fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(c as i32));
+    (h & 0x7fff_ffff) % partitions.max(1)
+}
