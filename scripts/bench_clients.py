@@ -7,8 +7,8 @@ the line and still say loudly that something went wrong. Every wait has a deadli
 broker ends a step, it never hangs the benchmark.
 
     bench_clients.py check                         client versions, or what to install
-    bench_clients.py topic create|delete NAME [PARTITIONS] [--replication-factor R]
-    bench_clients.py produce --topic T --n N --acks 1|all [--broker-pid PID]
+    bench_clients.py topic create|delete|alter NAME [PARTITIONS] [--replication-factor R] [--config K=V ...]
+    bench_clients.py produce --topic T --n N --acks 1|all [--keys K] [--broker-pid PID]
     bench_clients.py consume --topic T --expect N [--backoff-ms 10] [--broker-pid PID]
     bench_clients.py latency --topic T --rate 1000 --secs 10
     bench_clients.py datafile PATH --n N           N lines of 100 letters, the kcat input
@@ -126,8 +126,15 @@ def cmd_topic(a):
     need_confluent()
     from confluent_kafka.admin import AdminClient, NewTopic
     admin = AdminClient({"bootstrap.servers": BOOTSTRAP})
+    configs = dict(kv.split("=", 1) for kv in a.config)
+    if a.op == "alter":
+        from confluent_kafka.admin import ConfigResource, ConfigEntry, AlterConfigOpType, ResourceType
+        entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in configs.items()]
+        for f in admin.incremental_alter_configs([ConfigResource(ResourceType.TOPIC, a.name, incremental_configs=entries)]).values():
+            f.result(30)
+        return
     if a.op == "create":
-        for f in admin.create_topics([NewTopic(a.name, num_partitions=a.partitions, replication_factor=a.replication_factor)],
+        for f in admin.create_topics([NewTopic(a.name, num_partitions=a.partitions, replication_factor=a.replication_factor, config=configs)],
                                      request_timeout=30).values():
             f.result(30)
         deadline = time.monotonic() + 30
@@ -164,9 +171,13 @@ def cmd_produce(a):
     cpu.start()
     t0 = time.perf_counter()
     sent = 0
+    keys = [b"key-%08d" % k for k in range(a.keys)] if a.keys else None
     while sent < a.n and time.monotonic() < deadline:
         try:
-            producer.produce(a.topic, payload)
+            if keys:
+                producer.produce(a.topic, payload, key=keys[sent % a.keys])
+            else:
+                producer.produce(a.topic, payload)
         except BufferError:            # the client queue is full: let deliveries drain it
             producer.poll(0.005)
             continue
@@ -432,10 +443,11 @@ def main():
     s = sub.add_parser("check")
     s.set_defaults(f=cmd_check)
     s = sub.add_parser("topic")
-    s.add_argument("op", choices=["create", "delete"])
+    s.add_argument("op", choices=["create", "delete", "alter"])
     s.add_argument("name")
     s.add_argument("partitions", type=int, nargs="?", default=1)
     s.add_argument("--replication-factor", type=int, default=1)
+    s.add_argument("--config", action="append", default=[], help="a topic config K=V (create, alter)")
     s.set_defaults(f=cmd_topic)
     for name, f in (("produce", cmd_produce), ("consume", cmd_consume), ("latency", cmd_latency),
                     ("kcat-produce", cmd_kcat_produce), ("kcat-consume", cmd_kcat_consume)):
@@ -452,6 +464,8 @@ def main():
             s.add_argument("--linger", default="0" if name == "latency" else "5")
         if name in ("produce", "kcat-produce"):
             s.add_argument("--n", type=int, default=1_000_000)
+        if name == "produce":
+            s.add_argument("--keys", type=int, default=0, help="keys cycled over the records (0: keyless)")
         if name in ("consume", "kcat-consume"):
             s.add_argument("--expect", type=int, required=True)
         if name == "consume":

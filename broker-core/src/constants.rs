@@ -257,6 +257,9 @@ pub const cleaner_read_bytes: usize = 1 << 20;
 /// takes several passes).
 pub const cleaner_key_map_bytes: usize = 32 << 20;
 
-/// Kafka `log.cleaner.backoff.ms` default: the cleaner looks for work this often, and runs at
-/// most one pass per turn, so cleaning takes a bounded share of the broker.
+/// Bytes one step of the log cleaner reads and writes before the broker takes requests again
+/// (about a millisecond of work): the longest a cleaning pass holds the broker at a time.
+pub const cleaner_step_bytes: usize = 256 << 10;
+
+/// Kafka `log.cleaner.backoff.ms` default: how long the cleaner waits when no log is due.
 pub const log_cleaner_backoff_ms: u64 = 15_000;

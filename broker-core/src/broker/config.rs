@@ -39,8 +39,10 @@ pub struct BrokerConfig {
     pub log: LogConfig,
     /// `group.*` and `offsets.*`: the group coordinator's settings.
     pub groups: GroupConfig,
-    /// `log.cleaner.backoff.ms`: how often the log cleaner takes a turn (one pass at most).
+    /// `log.cleaner.backoff.ms`: how long the log cleaner waits when no log is due a pass.
     pub cleaner_backoff_ms: u64,
+    /// `log.cleaner.io.max.bytes.per.second`: the cleaner's read+write rate; None: no limit.
+    pub cleaner_io_bytes_per_second: Option<u64>,
     /// A known bug switched on, so tests can prove the simulator's checkers catch it. Exists
     /// only in the simulated build: no flag, file or real binary can set it.
     #[cfg(madsim)]
@@ -105,6 +107,7 @@ impl Default for BrokerConfig {
             log: LogConfig::default(),
             groups: GroupConfig::default(),
             cleaner_backoff_ms: crate::constants::log_cleaner_backoff_ms,
+            cleaner_io_bytes_per_second: None,
             #[cfg(madsim)]
             planted_bug: None,
         }

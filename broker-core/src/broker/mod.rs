@@ -23,6 +23,7 @@
 //! <data>/__cluster_metadata-0/        the metadata log, on the controller node only
 //! ```
 
+mod cleaning;
 mod config;
 mod error;
 mod fetcher;
@@ -99,9 +100,8 @@ pub struct Broker {
     registered: Option<i64>,
     /// Appends acknowledged but not yet made (only with `PlantedBug::AckBeforeAppend`).
     deferred: Vec<(String, i32, Vec<u8>)>,
-    /// The log cleaner's next turn, and the partition it cleaned last (turns rotate).
-    next_clean_ms: u64,
-    last_cleaned: Option<(String, i32)>,
+    /// The log cleaner's turns (`cleaning`).
+    cleaner: cleaning::Cleaner,
 }
 
 impl Broker {
@@ -115,6 +115,7 @@ impl Broker {
         let data = config.data_dir.clone();
         disk.create_dir_all(&data).map_err(|e| Error::Storage(format!("create {}: {e}", data.display())))?;
         let producer_ids = ProducerIds::open(disk.as_ref(), &data, config.node_id)?;
+        let cleaner = cleaning::Cleaner::new(config.cleaner_io_bytes_per_second);
         Ok(Broker {
             config,
             disk,
@@ -125,8 +126,7 @@ impl Broker {
             auto_create: BTreeSet::new(),
             registered: None,
             deferred: Vec::new(),
-            next_clean_ms: 0,
-            last_cleaned: None,
+            cleaner,
         })
     }
 

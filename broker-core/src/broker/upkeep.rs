@@ -1,10 +1,8 @@
-//! Time-driven work (flush.ms, retention bounded by the high watermark, the log cleaner,
-//! reopening logs that failed, checkpoints) and this node's producer ids, allocated from
+//! Time-driven work (flush.ms, retention bounded by the high watermark, reopening logs that failed, checkpoints) and this node's producer ids, allocated from
 //! blocks persisted before use so a restart never hands one out twice.
 
-use super::{Action, Broker, Error, Level, PlantedBug};
-use crate::constants::{cleaner_key_map_bytes, failed_log_reopen_ms};
-use crate::log::clean::Keep;
+use super::{Action, Broker, Error, Level};
+use crate::constants::failed_log_reopen_ms;
 use crate::log::dir;
 use crate::storage::Disk;
 use std::path::Path;
@@ -80,40 +78,6 @@ impl Broker {
                 out.push(Action::Log(Level::Error, format!("{name}-{p}: {e}")));
             }
         }
-        if now >= self.next_clean_ms {
-            out.extend(self.clean_one(now));
-        }
-        out
-    }
-
-    /// The log cleaner: at most one compaction pass per `log.cleaner.backoff.ms`, on the first
-    /// partition (after the last one cleaned) that is due, below its high watermark. Leaders
-    /// and followers clean their own copies, as Kafka's do; a pass runs inside the tick, so the
-    /// backoff is what keeps it from starving produce.
-    fn clean_one(&mut self, now: u64) -> Vec<Action> {
-        let mut out = Vec::new();
-        let after = self.last_cleaned.clone();
-        let due = self
-            .partitions
-            .iter()
-            .filter(|(_, part)| part.log.failure().is_none() && part.log.cleaning_due(now, part.high_watermark()))
-            .map(|(k, _)| k.clone())
-            .min_by_key(|k| (after.as_ref().is_some_and(|a| k <= a), k.clone()));
-        let Some(key) = due else {
-            self.next_clean_ms = now + self.config.cleaner_backoff_ms;
-            return out;
-        };
-        let part = self.partitions.get_mut(&key).expect("listed");
-        let hw = part.high_watermark();
-        // The planted cleaner bug (simulated build only) keeps each key's first record.
-        let keep = if self.config.planted(PlantedBug::CleanerKeepsFirstValue) { Keep::First } else { Keep::Latest };
-        match part.log.clean_keeping(now, hw, cleaner_key_map_bytes, keep) {
-            Ok(Some(s)) => out.push(Action::Log(Level::Info, format!("{}-{}: cleaned [{}, {}): {} keys, {} segments rewritten, {} -> {} bytes", key.0, key.1, s.from, s.to, s.keys, s.segments_rewritten, s.bytes_before, s.bytes_after))),
-            Ok(None) => {}
-            Err(e) => out.push(Action::Log(Level::Error, format!("{}-{}: cleaning failed: {e}", key.0, key.1))),
-        }
-        self.last_cleaned = Some(key);
-        self.next_clean_ms = now + self.config.cleaner_backoff_ms;
         out
     }
 

@@ -22,6 +22,8 @@ pub mod index;
 pub mod clean;
 mod cleaner;
 mod config;
+mod pass;
+mod read;
 mod replica;
 mod segment;
 mod segment_files;
@@ -30,6 +32,7 @@ pub use batch::{BatchError, BatchHeader};
 pub use config::{CleanupPolicy, FlushPolicy, LogConfig};
 pub use epochs::{EpochCache, EpochEntry};
 pub use cleaner::CleanStats;
+pub use pass::Step as CleanStep;
 pub use segment::{file_stem, Cut};
 
 use crate::constants::*;
@@ -136,6 +139,8 @@ pub struct Log {
     failed: Option<String>,
     /// Offsets below this have been through a cleaning pass (compacted logs; `cleaner`).
     cleaned_to: i64,
+    /// The cleaning pass in flight between steps (`pass`).
+    pass: Option<pass::Pass>,
 }
 
 impl Log {
@@ -204,8 +209,10 @@ impl Log {
         let start = segments[0].base_offset;
         let recovery_point = report.recovery_point.clamp(start, end);
         let epochs = derive_epochs(&segments)?;
-        let cleaned_to = cleaner::read_checkpoint(disk.as_ref(), &dir)?;
-        let mut log = Log { disk, dir, config, segments, recovery_point, unflushed_records: 0, unflushed_since_ms: None, dir_dirty: true, epochs, failed: None, cleaned_to };
+        // A clean point above the end (a crash cut the log after it was written) would call
+        // records appended later clean.
+        let cleaned_to = cleaner::read_checkpoint(disk.as_ref(), &dir)?.min(end);
+        let mut log = Log { disk, dir, config, segments, recovery_point, unflushed_records: 0, unflushed_since_ms: None, dir_dirty: true, epochs, failed: None, cleaned_to, pass: None };
         if report.cut.is_some() || !report.segments_removed.is_empty() || report.recovery_point > end {
             // Make the cut durable before anything new lands on top of it, and never leave a
             // checkpoint on disk that vouches for offsets the log no longer has: a later roll
@@ -310,91 +317,6 @@ impl Log {
         Ok(())
     }
 
-    /// Reads whole batches from the one containing `offset`, stopping before any batch that
-    /// reaches `upper` (pass the high watermark, or `log_end_offset()`), within `max_bytes`
-    /// (at least one batch). Empty bytes when `offset` is at `upper` or the log end.
-    pub fn read(&self, offset: i64, max_bytes: usize, upper: i64) -> Result<ReadResult, LogError> {
-        let (start, end) = (self.log_start_offset(), self.log_end_offset());
-        if offset < start || offset > end {
-            return Err(LogError::OffsetOutOfRange { requested: offset, start, end });
-        }
-        let first = self.segments.partition_point(|s| s.base_offset <= offset).saturating_sub(1);
-        let mut found: Option<(i64, Bytes)> = None;
-        for seg in &self.segments[first..] {
-            if seg.base_offset >= upper {
-                break;
-            }
-            let Some((first_batch_offset, bytes)) = (match &found {
-                None => seg.read(offset, max_bytes, upper)?,
-                Some((_, so_far)) => seg.read(seg.base_offset, max_bytes - so_far.len(), upper)?,
-            }) else {
-                continue;
-            };
-            found = Some(match found.take() {
-                None => (first_batch_offset, bytes),
-                // Only while nothing fit: the next segment's first batch must fit what is left.
-                Some((at, so_far)) if so_far.len() + bytes.len() <= max_bytes => (at, [so_far, bytes].concat().into()),
-                Some(done) => {
-                    found = Some(done);
-                    break;
-                }
-            });
-            // One segment's batches make an answer, as in Kafka, unless every one of them is an
-            // empty compacted batch: an answer with no record in it reads to librdkafka as a
-            // record too large to fetch, so the read goes on to the next segment's.
-            if found.as_ref().is_some_and(|(_, b)| holds_a_record(b)) || found.as_ref().is_some_and(|(_, b)| b.len() >= max_bytes) {
-                break;
-            }
-        }
-        Ok(found.map_or(ReadResult { first_batch_offset: offset, bytes: Bytes::new() }, |(first_batch_offset, bytes)| ReadResult { first_batch_offset, bytes }))
-    }
-
-    /// Calls `f` with every whole batch (header and bytes, shared with the read, not copied)
-    /// from the one holding `from` to the log end, reading `chunk_bytes` at a time, and stops
-    /// at the first error, the log's or `f`'s: the one way to read a whole log (tools, the
-    /// simulator's final reads, crash checks). Each read is checked as [`Log::read`] checks it.
-    pub fn for_each_batch<E: From<LogError>>(&self, from: i64, chunk_bytes: usize, mut f: impl FnMut(&BatchHeader, Bytes) -> Result<(), E>) -> Result<(), E> {
-        let mut at = from.max(self.log_start_offset());
-        let end = self.log_end_offset();
-        while at < end {
-            let read = self.read(at, chunk_bytes, end)?;
-            if read.bytes.is_empty() {
-                break;
-            }
-            let mut pos = 0;
-            while pos < read.bytes.len() {
-                let h = batch::read_header(&read.bytes[pos..]).map_err(LogError::from)?;
-                if pos + h.size > read.bytes.len() {
-                    return Err(LogError::from(BatchError::TooShort(read.bytes.len() - pos)).into());
-                }
-                f(&h, read.bytes.slice(pos..pos + h.size))?;
-                at = h.next_offset();
-                pos += h.size;
-            }
-        }
-        Ok(())
-    }
-
-    /// Calls `f` with the header of every batch, oldest first (to rebuild producer state).
-    pub fn for_each_header(&self, mut f: impl FnMut(&BatchHeader)) -> Result<(), LogError> {
-        for seg in &self.segments {
-            seg.for_each_header(&mut f)?;
-        }
-        Ok(())
-    }
-
-    /// Kafka ListOffsets by timestamp: the first offset whose record timestamp is `>= ts`.
-    pub fn offset_for_timestamp(&self, ts: i64) -> Result<Option<(i64, i64)>, LogError> {
-        for seg in &self.segments {
-            if seg.max_timestamp() >= ts {
-                if let Some(found) = seg.find_timestamp(ts)? {
-                    return Ok(Some(found));
-                }
-            }
-        }
-        Ok(None)
-    }
-
     /// Syncs every segment holding data at or after the recovery point (oldest first, so a
     /// synced offset never sits after an unsynced one), and the directory if files changed.
     pub fn flush(&mut self, _now: u64) -> Result<(), LogError> {
@@ -497,6 +419,7 @@ impl Log {
             if !(expired || too_big) {
                 break;
             }
+            self.abort_cleaning();
             let seg = self.segments.remove(0);
             total -= seg.size();
             seg.delete(self.disk.as_ref(), &self.dir)?;
@@ -549,42 +472,6 @@ impl Log {
     pub fn config(&self) -> &LogConfig {
         &self.config
     }
-
-    /// Cross-checks every segment's indexes against its log (for tests and `debug` checks):
-    /// each offset entry points at a batch with that base offset, time entries are covered.
-    pub fn verify_indexes(&self) -> Result<(), String> {
-        for seg in &self.segments {
-            for e in seg.index_entries() {
-                let mut prefix = [0u8; 8];
-                read_exact_at_log(seg, &mut prefix, e.position as u64)?;
-                let at = i64::from_be_bytes(prefix);
-                if at != seg.base_offset + e.relative_offset as i64 {
-                    return Err(format!("{}: index entry {e:?} points at batch {at}", seg.log_path().display()));
-                }
-            }
-            for t in seg.time_entries() {
-                if seg.base_offset + t.relative_offset as i64 >= seg.next_offset() || t.timestamp > seg.max_timestamp() {
-                    return Err(format!("{}: time entry {t:?} beyond the segment", seg.log_path().display()));
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Whether whole batches back to back hold at least one record (compacted ones may hold none).
-fn holds_a_record(bytes: &[u8]) -> bool {
-    let mut at = 0;
-    while let Ok(h) = batch::read_header(&bytes[at..]) {
-        if h.records_count > 0 {
-            return true;
-        }
-        at += h.size.max(1);
-        if at >= bytes.len() {
-            break;
-        }
-    }
-    false
 }
 
 /// The epoch cache is derived, never stored: one walk over the batch headers at open.
@@ -594,10 +481,6 @@ fn derive_epochs(segments: &[Segment]) -> Result<EpochCache, LogError> {
         seg.for_each_header(&mut |h| epochs.assign(h.leader_epoch, h.base_offset))?;
     }
     Ok(epochs)
-}
-
-fn read_exact_at_log(seg: &Segment, buf: &mut [u8], pos: u64) -> Result<(), String> {
-    seg.read_raw(buf, pos).map_err(|e| format!("{}: {e}", seg.log_path().display()))
 }
 
 /// Reads the checkpointed recovery point; absent means 0 (scan everything).

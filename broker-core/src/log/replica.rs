@@ -64,6 +64,7 @@ impl Log {
     }
 
     fn cut_tail(&mut self, offset: i64, now: u64) -> Result<(), LogError> {
+        self.abort_cleaning();
         let keep = self.segments.partition_point(|s| s.base_offset <= offset);
         // Newest first: whatever prefix of the removals a crash keeps, the log stays dense.
         while self.segments.len() > keep {
@@ -88,6 +89,7 @@ impl Log {
     }
 
     fn start_over_at(&mut self, new_start: i64, now: u64) -> Result<(), LogError> {
+        self.abort_cleaning();
         // Newest first, as in truncate_to; the new segment's name is journaled after every
         // removal, so a crash leaves either a dense prefix of the old log or the new empty one,
         // never both. Old segments stay in memory until the new one exists: never empty.
@@ -102,13 +104,15 @@ impl Log {
         self.settle_after_truncation()
     }
 
-    /// After the log end moved down: everything left is made durable and the checkpoint
-    /// rewritten at the new end. A checkpoint left above it would vouch for offsets that new,
-    /// unsynced appends later reuse, and a torn one would then read as synced data gone bad.
+    /// After the log end moved down: everything left is made durable and the checkpoints
+    /// rewritten at the new end. A recovery point left above it would vouch for offsets that
+    /// new, unsynced appends later reuse, and a torn one would then read as synced data gone
+    /// bad; a clean point left above it would call the records refilled there clean.
     fn settle_after_truncation(&mut self) -> Result<(), LogError> {
         self.recovery_point = self.recovery_point.min(self.log_end_offset());
         self.flush_inner()?;
-        self.checkpoint()
+        self.checkpoint()?;
+        self.lower_clean_point(self.log_end_offset())
     }
 
     /// The leader epoch of the newest batch that carries one (the epoch cache's last entry).

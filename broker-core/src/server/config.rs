@@ -106,6 +106,14 @@ pub struct Flags {
     /// log.cleaner.backoff.ms
     #[arg(long)]
     pub log_cleaner_backoff_ms: Option<u64>,
+    /// log.cleaner.io.max.bytes.per.second (read and written by the cleaner; default no limit)
+    #[arg(long, value_parser = positive_rate)]
+    pub log_cleaner_io_max_bytes_per_second: Option<f64>,
+}
+
+/// A byte rate: a positive number (Kafka's setting is a double).
+fn positive_rate(text: &str) -> Result<f64, String> {
+    text.parse::<f64>().ok().filter(|v| *v > 0.0).ok_or_else(|| format!("{text} is not a positive number"))
 }
 
 /// The settings a file may carry, as Kafka names them.
@@ -140,6 +148,7 @@ pub const FILE_SETTINGS: &[&str] = &[
     "offsets.retention.minutes",
     "offset.metadata.max.bytes",
     "log.cleaner.backoff.ms",
+    "log.cleaner.io.max.bytes.per.second",
 ];
 
 /// Reads a TOML file's text into flags (file values first; `over` wins where it sets a value).
@@ -181,6 +190,7 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
             "offsets.retention.minutes" => f.offsets_retention_minutes = Some(int()? as u64),
             "offset.metadata.max.bytes" => f.offset_metadata_max_bytes = Some(int()? as usize),
             "log.cleaner.backoff.ms" => f.log_cleaner_backoff_ms = Some(int()? as u64),
+            "log.cleaner.io.max.bytes.per.second" => f.log_cleaner_io_max_bytes_per_second = Some(value.as_float().or(value.as_integer().map(|i| i as f64)).filter(|v| *v > 0.0).ok_or_else(|| bad("a positive number"))?),
             other => return Err(format!("config file: unknown setting '{other}' (known: {})", FILE_SETTINGS.join(", "))),
         }
     }
@@ -189,7 +199,7 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
         log_segment_bytes, log_roll_ms, log_retention_ms, log_retention_bytes, log_index_interval_bytes,
         log_flush_interval_messages, log_flush_interval_ms, message_max_bytes, controller_quorum_voters,
         default_replication_factor, replica_lag_time_max_ms, broker_session_timeout_ms, broker_heartbeat_interval_ms,
-        unclean_leader_election_enable, group_initial_rebalance_delay_ms, group_min_session_timeout_ms, group_max_session_timeout_ms, group_max_size, offsets_topic_num_partitions, offsets_topic_replication_factor, offsets_retention_minutes, offset_metadata_max_bytes, log_cleaner_backoff_ms);
+        unclean_leader_election_enable, group_initial_rebalance_delay_ms, group_min_session_timeout_ms, group_max_session_timeout_ms, group_max_size, offsets_topic_num_partitions, offsets_topic_replication_factor, offsets_retention_minutes, offset_metadata_max_bytes, log_cleaner_backoff_ms, log_cleaner_io_max_bytes_per_second);
     Ok(f)
 }
 
@@ -247,6 +257,8 @@ pub fn resolve(f: &Flags) -> Result<(SocketAddr, BrokerConfig), String> {
     if let Some(v) = f.unclean_leader_election_enable { c.unclean_leader_election = v }
     resolve_groups(f, &mut c.groups)?;
     if let Some(v) = f.log_cleaner_backoff_ms { c.cleaner_backoff_ms = v.max(1) }
+    // Kafka's default is Double.MaxValue: no limit. A rate beyond u64 is none either.
+    if let Some(v) = f.log_cleaner_io_max_bytes_per_second { c.cleaner_io_bytes_per_second = (v < u64::MAX as f64).then_some(v as u64) }
     if c.heartbeat_interval_ms == 0 || c.heartbeat_interval_ms * 2 > c.session_timeout_ms {
         return Err(format!(
             "broker.heartbeat.interval.ms={} must be positive and at most half of broker.session.timeout.ms={}",

@@ -152,6 +152,7 @@ impl Shared {
 /// Accepts connections until `shutdown` resolves, then flushes and checkpoints every log.
 pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: impl std::future::Future<Output = ()>) {
     let timers = tokio::spawn(run_timers(shared.clone()));
+    let cleaner = tokio::spawn(run_cleaner(shared.clone()));
     let peers = peers::spawn(shared.clone());
     let open = Arc::new(tokio::sync::Semaphore::new(connections_max));
     tokio::pin!(shutdown);
@@ -181,6 +182,7 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: impl st
     // Hand leaderships over to the other brokers, then stop talking to peers.
     peers::controlled_shutdown(&shared).await;
     timers.abort();
+    cleaner.abort();
     for task in peers {
         task.abort();
     }
@@ -238,6 +240,23 @@ async fn run_timers(shared: Arc<Shared>) {
         shared.perform(actions);
         if committed {
             shared.metadata_committed.notify_waiters();
+        }
+    }
+}
+
+/// The log cleaner, in its own task as Kafka's is its own thread: each turn is one bounded
+/// step ([`Broker::clean_step`] decides which, and when the next is due), so requests are
+/// answered between the steps of a pass.
+///
+/// [`Broker::clean_step`]: crate::broker::Broker::clean_step
+async fn run_cleaner(shared: Arc<Shared>) {
+    loop {
+        let now = now_ms();
+        let (actions, next) = shared.decide(|s| s.broker().clean_step(now)).await;
+        shared.perform(actions);
+        match next.saturating_sub(now_ms()) {
+            0 => tokio::task::yield_now().await,
+            wait => tokio::time::sleep(Duration::from_millis(wait)).await,
         }
     }
 }

@@ -264,3 +264,111 @@ fn time_lookups_read_cleaned_batches() {
     assert_eq!(log.offset_for_timestamp(1_030).unwrap(), Some((118, 1_059)));
     assert_eq!(log.offset_for_timestamp(0).unwrap(), Some((118, 1_059)));
 }
+
+/// Runs a pass a few bytes at a time, calling `between` after every step that leaves it in
+/// flight; returns the steps taken and what the pass did.
+fn clean_in_steps(log: &mut Log, now: u64, budget: usize, mut between: impl FnMut(&mut Log)) -> (usize, Option<CleanStats>) {
+    let mut steps = 0;
+    loop {
+        steps += 1;
+        match log.clean_step(now, log.log_end_offset(), map_bytes, budget, clean::Keep::Latest).unwrap() {
+            CleanStep::Idle => return (steps, None),
+            CleanStep::Working { bytes } => {
+                assert!(bytes > 0, "a step makes progress");
+                between(log);
+            }
+            CleanStep::Done { stats, .. } => return (steps, stats),
+        }
+    }
+}
+
+fn cleaned_files(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).filter(|n| n.ends_with(".cleaned") || n.ends_with(".swap")).collect()
+}
+
+#[test]
+fn a_pass_in_small_steps_cleans_as_a_whole_pass_does_while_appends_go_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let whole_tmp = tempfile::tempdir().unwrap();
+    let (mut log, _) = Log::open(disk(), tmp.path(), compacted(), 0).unwrap();
+    let (mut whole, _) = Log::open(disk(), whole_tmp.path(), compacted(), 0).unwrap();
+    let latest = updates(&mut log, 6, 40, 1_000);
+    updates(&mut whole, 6, 40, 1_000);
+    log.roll(0).unwrap();
+    whole.roll(0).unwrap();
+    let expected = whole.clean(10_000, whole.log_end_offset(), map_bytes).unwrap().expect("due");
+    let mut appended = Vec::new();
+    let (steps, stats) = clean_in_steps(&mut log, 10_000, 200, |log| {
+        // Appends land in the active segment between steps, never in the pass's way.
+        let value = format!("late-{}", appended.len());
+        let info = log.append(&mut build_keyed(&[(Some(b"late"), Some(value.as_bytes()))], 9_000), 2, 0).unwrap();
+        appended.push((info.base_offset, value));
+    });
+    assert_eq!(stats.as_ref(), Some(&expected), "the same pass, in {steps} steps");
+    assert!(steps > 20, "small budgets make many steps: {steps}");
+    let (after, _) = contents(&log);
+    let mut want = latest;
+    let (o, v) = appended.last().unwrap().clone();
+    want.insert("late".into(), (o, Some(v)));
+    assert_eq!(latest_of(&after), want);
+    assert_eq!(after.iter().filter(|(_, k, _)| k == "late").count(), appended.len(), "the active segment is not cleaned");
+    assert!(cleaned_files(tmp.path()).is_empty());
+    log.verify_indexes().unwrap();
+}
+
+#[test]
+fn a_truncation_aborts_the_pass_in_flight_and_lowers_the_clean_point() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut log, _) = Log::open(disk(), tmp.path(), compacted(), 0).unwrap();
+    updates(&mut log, 6, 40, 1_000);
+    log.roll(0).unwrap();
+    log.clean(10_000, log.log_end_offset(), map_bytes).unwrap().expect("due");
+    let clean_point = log.cleaned_to();
+    assert_eq!(clean_point, log.log_end_offset());
+    // A second dirty range; its pass is cut short mid-rewrite by a truncation below the clean
+    // point (a follower told to truncate after an unclean election).
+    updates(&mut log, 6, 40, 2_000);
+    log.roll(0).unwrap();
+    let mut rewriting = false;
+    while !rewriting {
+        assert!(matches!(log.clean_step(10_000, log.log_end_offset(), map_bytes, 300, clean::Keep::Latest).unwrap(), CleanStep::Working { .. }));
+        rewriting = !cleaned_files(tmp.path()).is_empty();
+    }
+    let (before, _) = contents(&log);
+    let cut = clean_point - 3;
+    log.truncate_to(cut, 0).unwrap();
+    assert!(!log.cleaning(), "the pass is gone");
+    assert!(cleaned_files(tmp.path()).is_empty(), "and its file");
+    let end = log.log_end_offset();
+    assert!(end <= cut);
+    assert_eq!(log.cleaned_to(), end, "refilled offsets are dirty");
+    let (after, _) = contents(&log);
+    assert_eq!(after, before.into_iter().filter(|(o, _, _)| *o < end).collect::<Vec<_>>());
+    // The lowered clean point is durable.
+    log.close(0).unwrap();
+    let (mut log, _) = Log::open(disk(), tmp.path(), compacted(), 0).unwrap();
+    assert_eq!(log.cleaned_to(), end);
+    // A later pass starts over and finishes.
+    updates(&mut log, 6, 5, 3_000);
+    log.roll(0).unwrap();
+    assert!(log.clean(10_000, log.log_end_offset(), map_bytes).unwrap().is_some());
+    log.verify_indexes().unwrap();
+}
+
+#[test]
+fn retention_aborts_the_pass_in_flight() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = LogConfig { cleanup: CleanupPolicy { delete: true, compact: true }, retention_ms: 1_000, ..compacted() };
+    let (mut log, _) = Log::open(disk(), tmp.path(), config, 0).unwrap();
+    updates(&mut log, 6, 40, 1_000);
+    log.roll(0).unwrap();
+    let mut rewriting = false;
+    while !rewriting {
+        assert!(matches!(log.clean_step(3_000, log.log_end_offset(), map_bytes, 300, clean::Keep::Latest).unwrap(), CleanStep::Working { .. }));
+        rewriting = !cleaned_files(tmp.path()).is_empty();
+    }
+    assert!(log.apply_retention(10_000, log.log_end_offset()).unwrap() > 0);
+    assert!(!log.cleaning());
+    assert!(cleaned_files(tmp.path()).is_empty());
+    assert_eq!(log.clean_step(10_000, log.log_end_offset(), map_bytes, 300, clean::Keep::Latest).unwrap(), CleanStep::Idle, "nothing closed is left to clean");
+}

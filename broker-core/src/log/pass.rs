@@ -1,0 +1,316 @@
+//! A cleaning pass in bounded steps, so the broker never stops for one: each step reads and
+//! writes about `budget` bytes (at least one batch) and returns, and the caller paces the steps
+//! (`log.cleaner.io.max.bytes.per.second`). The pass lives in the [`Log`] between steps:
+//!
+//! 1. **Map**: key offsets of the dirty range, from the clean point towards the first segment
+//!    that is active, above `upper` or younger than `min.compaction.lag.ms` (fixed when the
+//!    pass starts), until the key map is full.
+//! 2. **Rewrite**: groups of closed segments from the log start through the mapped end, each
+//!    streamed into its `.cleaned` file a step at a time and swapped in when whole
+//!    ([`super::cleaner`] holds the swap and its crash rules).
+//!
+//! Between steps the log takes appends and rolls (they only add segments after the pass's).
+//! Anything that removes segments — retention, truncation, DeleteRecords — aborts the pass
+//! first ([`Log::abort_cleaning`]): its `.cleaned` file goes and the next pass starts over.
+
+use super::clean::{self, Keep, KeyMap, Outcome, Tombstones};
+use super::cleaner::{self, CleanStats, Output};
+use super::{BatchHeader, Log, LogError};
+use crate::constants::segment_offsets_max;
+use crate::storage::{write_atomically, DiskFile};
+use bytes::Bytes;
+use std::collections::BTreeMap;
+
+/// A pass between steps.
+pub(super) struct Pass {
+    map: KeyMap,
+    /// The dirty range this pass maps: [start, end).
+    start: i64,
+    end: i64,
+    stats: CleanStats,
+    phase: Phase,
+}
+
+enum Phase {
+    /// Mapping keys from `next`.
+    Map { next: i64 },
+    /// Rewriting groups below `stats.to`; `next` is the base offset of the next group.
+    Rewrite { tombstones: Tombstones, last_of_producer: BTreeMap<i64, i64>, next: i64, group: Option<Group> },
+}
+
+/// One group of segments being rewritten into its `.cleaned` file.
+struct Group {
+    /// Base offsets of the segments it replaces; the first names the files.
+    bases: Vec<i64>,
+    /// The offset after its last batch.
+    end: i64,
+    /// The next batch to read.
+    next: i64,
+    before: u64,
+    file: Box<dyn DiskFile>,
+    out: Output,
+    changed: bool,
+}
+
+/// What one step did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// No pass is in flight and none is due.
+    Idle,
+    /// A pass went on: `bytes` read and written.
+    Working { bytes: u64 },
+    /// A pass ended with this step: what it did (None: it found nothing to map).
+    Done { bytes: u64, stats: Option<CleanStats> },
+}
+
+enum Progress {
+    More(u64),
+    Done(u64, Option<CleanStats>),
+}
+
+impl Log {
+    /// One step of cleaning below `upper` (pass the high watermark): goes on with the pass in
+    /// flight, or starts one if due, with a key map of at most `map_bytes`. A failure while a
+    /// group is being swapped takes the log offline (memory would be unsure of the disk); any
+    /// other failure only ends the pass.
+    pub fn clean_step(&mut self, now: u64, upper: i64, map_bytes: usize, budget: usize, keep: Keep) -> Result<Step, LogError> {
+        let mut pass = match self.pass.take() {
+            Some(pass) => pass,
+            None if self.cleaning_due(now, upper) => {
+                let (start, end) = (self.cleaned_to(), self.dirty_end(now, upper));
+                Pass { map: KeyMap::keeping(map_bytes, keep), start, end, stats: CleanStats { from: start, to: start, ..CleanStats::default() }, phase: Phase::Map { next: start } }
+            }
+            None => return Ok(Step::Idle),
+        };
+        match self.advance(&mut pass, now, budget.max(1) as u64) {
+            Ok(Progress::More(bytes)) => {
+                self.pass = Some(pass);
+                Ok(Step::Working { bytes })
+            }
+            Ok(Progress::Done(bytes, stats)) => Ok(Step::Done { bytes, stats }),
+            Err(e) => {
+                self.pass = Some(pass);
+                self.abort_cleaning();
+                Err(e)
+            }
+        }
+    }
+
+    /// A whole pass at once ([`Log::clean_step`] until it ends): `None` when none was due or
+    /// it mapped nothing.
+    pub fn clean(&mut self, now: u64, upper: i64, map_bytes: usize) -> Result<Option<CleanStats>, LogError> {
+        self.clean_keeping(now, upper, map_bytes, Keep::Latest)
+    }
+
+    /// [`Log::clean`], keeping `keep` of each key: only the simulator's planted cleaner bug
+    /// passes anything but [`Keep::Latest`].
+    #[doc(hidden)]
+    pub fn clean_keeping(&mut self, now: u64, upper: i64, map_bytes: usize, keep: Keep) -> Result<Option<CleanStats>, LogError> {
+        loop {
+            match self.clean_step(now, upper, map_bytes, crate::constants::cleaner_read_bytes, keep)? {
+                Step::Idle => return Ok(None),
+                Step::Working { .. } => {}
+                Step::Done { stats, .. } => return Ok(stats),
+            }
+        }
+    }
+
+    /// Whether a pass is in flight.
+    pub fn cleaning(&self) -> bool {
+        self.pass.is_some()
+    }
+
+    /// Ends the pass in flight, if any, removing its `.cleaned` file (a leftover one is removed
+    /// at the next open anyway). Called before anything removes segments.
+    pub(super) fn abort_cleaning(&mut self) {
+        if let Some(Pass { phase: Phase::Rewrite { group: Some(g), .. }, .. }) = self.pass.take() {
+            drop(g.file);
+            let _ = self.disk.remove(&cleaner::cleaned_path(&self.dir, g.bases[0]));
+        }
+    }
+
+    fn advance(&mut self, pass: &mut Pass, now: u64, budget: u64) -> Result<Progress, LogError> {
+        let mut bytes = 0u64;
+        while bytes < budget {
+            let left = (budget - bytes) as usize;
+            match &mut pass.phase {
+                Phase::Map { next } => {
+                    let mut full = false;
+                    let batches = if *next < pass.end { self.batches_at(*next, left, pass.end)? } else { Vec::new() };
+                    for (h, b) in &batches {
+                        bytes += b.len() as u64;
+                        pass.stats.bytes_read += b.len() as u64;
+                        // A batch the decoder cannot read (a codec it lacks) keeps all its
+                        // records: they are simply not compacted.
+                        if clean::map_batch(&mut pass.map, b) == Ok(false) {
+                            full = true;
+                            break;
+                        }
+                        *next = h.next_offset();
+                    }
+                    if full || batches.is_empty() || *next >= pass.end {
+                        pass.stats.to = *next;
+                        pass.stats.keys = pass.map.len();
+                        if *next <= pass.start {
+                            return Ok(Progress::Done(bytes, None));
+                        }
+                        let tombstones = Tombstones { reached: pass.start, horizon_ms: now as i64 - self.config.delete_retention_ms.min(i64::MAX as u64) as i64 };
+                        pass.phase = Phase::Rewrite { tombstones, last_of_producer: self.last_batch_of_each_producer()?, next: self.log_start_offset(), group: None };
+                    }
+                }
+                Phase::Rewrite { tombstones, last_of_producer, next, group } => {
+                    let mapped = pass.stats.to;
+                    let Some(g) = group else {
+                        let i = self.segments.partition_point(|s| s.base_offset < *next);
+                        if i + 1 >= self.segments.len() || self.segments[i].base_offset >= mapped {
+                            self.set_clean_point(mapped)?;
+                            return Ok(Progress::Done(bytes, Some(pass.stats.clone())));
+                        }
+                        let j = self.group_end(i, mapped);
+                        let segs = &self.segments[i..j];
+                        let (bases, end, before) = (segs.iter().map(|s| s.base_offset).collect::<Vec<_>>(), segs[segs.len() - 1].next_offset(), segs.iter().map(|s| s.size()).sum());
+                        let file = cleaner::create_cleaned(self.disk.as_ref(), &self.dir, bases[0])?;
+                        *group = Some(Group { next: bases[0], bases, end, before, file, out: Output::default(), changed: false });
+                        continue;
+                    };
+                    let batches = if g.next < g.end { self.batches_at(g.next, left, g.end)? } else { Vec::new() };
+                    for (h, b) in &batches {
+                        bytes += b.len() as u64;
+                        let outcome = clean::clean_batch(b, h, &pass.map, *tombstones).unwrap_or(Outcome::Whole);
+                        // A batch an earlier pass emptied is no change by itself; merging it is.
+                        g.changed |= matches!(outcome, Outcome::Rewritten(_)) || (outcome == Outcome::Empty && h.records_count > 0);
+                        let keeps_producer = h.producer_id >= 0 && last_of_producer.get(&h.producer_id) == Some(&h.base_offset);
+                        g.out.push(h, b.clone(), outcome, keeps_producer);
+                        g.next = h.next_offset();
+                    }
+                    let whole = batches.is_empty() || g.next >= g.end;
+                    if whole {
+                        g.out.flush_empty();
+                    }
+                    bytes += g.out.drain_into(g.file.as_ref(), &cleaner::cleaned_path(&self.dir, g.bases[0]))?;
+                    if whole {
+                        let g = group.take().expect("matched above");
+                        *next = g.end;
+                        self.finish_group(g, &mut pass.stats, now)?;
+                    }
+                }
+            }
+        }
+        Ok(Progress::More(bytes))
+    }
+
+    /// Swaps a whole group in, or drops its `.cleaned` file when it is one segment whose every
+    /// batch survived whole. A group of several segments is merged even when nothing in it
+    /// goes, as Kafka's cleaner rewrites every group: otherwise segments that cleaning shrank
+    /// and that never change again would stay apart forever, and a compacted log's file count
+    /// would follow its history instead of its live keys.
+    fn finish_group(&mut self, g: Group, stats: &mut CleanStats, now: u64) -> Result<(), LogError> {
+        let base = g.bases[0];
+        if !(g.changed || g.out.merged) && g.bases.len() == 1 {
+            drop(g.file);
+            let path = cleaner::cleaned_path(&self.dir, base);
+            return self.disk.remove(&path).map_err(super::io_err("remove", &path));
+        }
+        let i = self.segments.partition_point(|s| s.base_offset < base);
+        let j = i + g.bases.len();
+        debug_assert!(self.segments[i..j].iter().map(|s| s.base_offset).eq(g.bases.iter().copied()), "segments change only after an abort");
+        // From the rename on, a failure leaves memory unsure of the disk: the log goes offline
+        // and reopening completes or drops the swap (see `cleaner`).
+        let seg = cleaner::swap_in(self.disk.as_ref(), &self.dir, g.file, &g.bases, self.config.index_interval_bytes, now);
+        let seg = seg.inspect_err(|e| self.failed = Some(format!("cleaning: {e}")))?;
+        stats.segments_rewritten += g.bases.len();
+        stats.bytes_before += g.before;
+        stats.bytes_after += seg.size();
+        self.segments.splice(i..j, [seg]);
+        Ok(())
+    }
+
+    /// Brings the clean point down to `end` if it is above (after a truncation), persisted.
+    pub(super) fn lower_clean_point(&mut self, end: i64) -> Result<(), LogError> {
+        if self.cleaned_to > end {
+            self.set_clean_point(end)?;
+        }
+        Ok(())
+    }
+
+    fn set_clean_point(&mut self, offset: i64) -> Result<(), LogError> {
+        self.cleaned_to = offset;
+        let path = self.dir.join(cleaner::CLEANER_CHECKPOINT_FILE);
+        write_atomically(self.disk.as_ref(), &path, offset.to_string().as_bytes()).map_err(super::io_err("write", &path))
+    }
+
+    /// The clean point: offsets below it have been through a cleaning pass.
+    pub fn cleaned_to(&self) -> i64 {
+        self.cleaned_to.max(self.log_start_offset())
+    }
+
+    /// Where a pass's dirty range ends: before the first segment that is active, reaches
+    /// `upper`, or holds records younger than `min.compaction.lag.ms`.
+    fn dirty_end(&self, now: u64, upper: i64) -> i64 {
+        let horizon = now as i64 - self.config.min_compaction_lag_ms.min(i64::MAX as u64) as i64;
+        let mut end = self.log_start_offset();
+        for seg in &self.segments[..self.segments.len() - 1] {
+            if seg.next_offset() > upper || seg.max_timestamp() > horizon {
+                break;
+            }
+            end = seg.next_offset();
+        }
+        end
+    }
+
+    /// Whether a pass is due: compaction on, a dirty range, and either the dirty share of the
+    /// closed bytes at `min.cleanable.dirty.ratio` or a dirty record past `max.compaction.lag.ms`.
+    pub fn cleaning_due(&self, now: u64, upper: i64) -> bool {
+        if !self.config.cleanup.compact || self.check_failed().is_err() {
+            return false;
+        }
+        let (start, end) = (self.cleaned_to(), self.dirty_end(now, upper));
+        if end <= start {
+            return false;
+        }
+        let closed = &self.segments[..self.segments.len() - 1];
+        let total: u64 = closed.iter().filter(|s| s.next_offset() <= end).map(|s| s.size()).sum();
+        let dirty: u64 = closed.iter().filter(|s| s.base_offset >= start && s.next_offset() <= end).map(|s| s.size()).sum();
+        let by_ratio = dirty as u128 * 1_000_000 >= self.config.min_cleanable_dirty_ratio_ppm as u128 * total.max(1) as u128;
+        let oldest_dirty = closed.iter().find(|s| s.next_offset() > start).map_or(i64::MAX, |s| s.max_timestamp());
+        let by_lag = (oldest_dirty as i128) < now as i128 - self.config.max_compaction_lag_ms as i128;
+        by_ratio || by_lag
+    }
+
+    /// The exclusive end index of the group starting at segment `i`: closed segments below
+    /// `mapped` whose bytes fit `segment.bytes` together and whose offsets fit one index.
+    fn group_end(&self, i: usize, mapped: i64) -> usize {
+        let base = self.segments[i].base_offset;
+        let mut size = 0u64;
+        let mut j = i;
+        while j + 1 < self.segments.len() && self.segments[j].base_offset < mapped {
+            let s = &self.segments[j];
+            let fits = size + s.size() <= self.config.segment_bytes && s.next_offset() - base <= segment_offsets_max;
+            if j > i && !fits {
+                break;
+            }
+            size += s.size();
+            j += 1;
+        }
+        j
+    }
+
+    /// For each idempotent producer, the base offset of its last batch: that batch is never
+    /// merged away, so producer state rebuilt from the headers stays what it was.
+    fn last_batch_of_each_producer(&self) -> Result<BTreeMap<i64, i64>, LogError> {
+        let mut last = BTreeMap::new();
+        self.for_each_header(|h| {
+            if h.producer_id >= 0 {
+                last.insert(h.producer_id, h.base_offset);
+            }
+        })?;
+        Ok(last)
+    }
+
+    /// The whole batches of one read from `at`, at most `max_bytes` (at least one batch), none
+    /// reaching `upper`.
+    fn batches_at(&self, at: i64, max_bytes: usize, upper: i64) -> Result<Vec<(BatchHeader, Bytes)>, LogError> {
+        let read = self.read(at, max_bytes, upper)?;
+        super::read::split_batches(&read.bytes)
+    }
+}

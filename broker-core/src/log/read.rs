@@ -1,0 +1,143 @@
+//! Reading the log: whole batches by offset (fetches, the cleaner, tools), by timestamp
+//! (ListOffsets), and the index cross-check tests use. Reads never change the log.
+
+use super::batch::{self, BatchError, BatchHeader};
+use super::segment::Segment;
+use super::{Log, LogError, ReadResult};
+use bytes::Bytes;
+
+impl Log {
+    /// Reads whole batches from the one containing `offset`, stopping before any batch that
+    /// reaches `upper` (pass the high watermark, or `log_end_offset()`), within `max_bytes`
+    /// (at least one batch). Empty bytes when `offset` is at `upper` or the log end.
+    pub fn read(&self, offset: i64, max_bytes: usize, upper: i64) -> Result<ReadResult, LogError> {
+        let (start, end) = (self.log_start_offset(), self.log_end_offset());
+        if offset < start || offset > end {
+            return Err(LogError::OffsetOutOfRange { requested: offset, start, end });
+        }
+        let first = self.segments.partition_point(|s| s.base_offset <= offset).saturating_sub(1);
+        let mut found: Option<(i64, Bytes)> = None;
+        for seg in &self.segments[first..] {
+            if seg.base_offset >= upper {
+                break;
+            }
+            let Some((first_batch_offset, bytes)) = (match &found {
+                None => seg.read(offset, max_bytes, upper)?,
+                Some((_, so_far)) => seg.read(seg.base_offset, max_bytes - so_far.len(), upper)?,
+            }) else {
+                continue;
+            };
+            found = Some(match found.take() {
+                None => (first_batch_offset, bytes),
+                // Only while nothing fit: the next segment's first batch must fit what is left.
+                Some((at, so_far)) if so_far.len() + bytes.len() <= max_bytes => (at, [so_far, bytes].concat().into()),
+                Some(done) => {
+                    found = Some(done);
+                    break;
+                }
+            });
+            // One segment's batches make an answer, as in Kafka, unless every one of them is an
+            // empty compacted batch: an answer with no record in it reads to librdkafka as a
+            // record too large to fetch, so the read goes on to the next segment's.
+            if found.as_ref().is_some_and(|(_, b)| holds_a_record(b)) || found.as_ref().is_some_and(|(_, b)| b.len() >= max_bytes) {
+                break;
+            }
+        }
+        Ok(found.map_or(ReadResult { first_batch_offset: offset, bytes: Bytes::new() }, |(first_batch_offset, bytes)| ReadResult { first_batch_offset, bytes }))
+    }
+
+    /// Calls `f` with every whole batch (header and bytes, shared with the read, not copied)
+    /// from the one holding `from` to the log end, reading `chunk_bytes` at a time, and stops
+    /// at the first error, the log's or `f`'s: the one way to read a whole log (tools, the
+    /// simulator's final reads, crash checks). Each read is checked as [`Log::read`] checks it.
+    pub fn for_each_batch<E: From<LogError>>(&self, from: i64, chunk_bytes: usize, mut f: impl FnMut(&BatchHeader, Bytes) -> Result<(), E>) -> Result<(), E> {
+        let mut at = from.max(self.log_start_offset());
+        let end = self.log_end_offset();
+        while at < end {
+            let batches = split_batches(&self.read(at, chunk_bytes, end)?.bytes)?;
+            if batches.is_empty() {
+                break;
+            }
+            for (h, bytes) in batches {
+                at = h.next_offset();
+                f(&h, bytes)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Calls `f` with the header of every batch, oldest first (to rebuild producer state).
+    pub fn for_each_header(&self, mut f: impl FnMut(&BatchHeader)) -> Result<(), LogError> {
+        for seg in &self.segments {
+            seg.for_each_header(&mut f)?;
+        }
+        Ok(())
+    }
+
+    /// Kafka ListOffsets by timestamp: the first offset whose record timestamp is `>= ts`.
+    pub fn offset_for_timestamp(&self, ts: i64) -> Result<Option<(i64, i64)>, LogError> {
+        for seg in &self.segments {
+            if seg.max_timestamp() >= ts {
+                if let Some(found) = seg.find_timestamp(ts)? {
+                    return Ok(Some(found));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Cross-checks every segment's indexes against its log (for tests and `debug` checks):
+    /// each offset entry points at a batch with that base offset, time entries are covered.
+    pub fn verify_indexes(&self) -> Result<(), String> {
+        for seg in &self.segments {
+            for e in seg.index_entries() {
+                let mut prefix = [0u8; 8];
+                read_exact_at_log(seg, &mut prefix, e.position as u64)?;
+                let at = i64::from_be_bytes(prefix);
+                if at != seg.base_offset + e.relative_offset as i64 {
+                    return Err(format!("{}: index entry {e:?} points at batch {at}", seg.log_path().display()));
+                }
+            }
+            for t in seg.time_entries() {
+                if seg.base_offset + t.relative_offset as i64 >= seg.next_offset() || t.timestamp > seg.max_timestamp() {
+                    return Err(format!("{}: time entry {t:?} beyond the segment", seg.log_path().display()));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whole batches back to back, each with its header (the bytes shared, not copied).
+pub(super) fn split_batches(bytes: &Bytes) -> Result<Vec<(BatchHeader, Bytes)>, LogError> {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while pos < bytes.len() {
+        let h = batch::read_header(&bytes[pos..])?;
+        if pos + h.size > bytes.len() {
+            return Err(BatchError::TooShort(bytes.len() - pos).into());
+        }
+        out.push((h, bytes.slice(pos..pos + h.size)));
+        pos += h.size;
+    }
+    Ok(out)
+}
+
+/// Whether whole batches back to back hold at least one record (compacted ones may hold none).
+fn holds_a_record(bytes: &[u8]) -> bool {
+    let mut at = 0;
+    while let Ok(h) = batch::read_header(&bytes[at..]) {
+        if h.records_count > 0 {
+            return true;
+        }
+        at += h.size.max(1);
+        if at >= bytes.len() {
+            break;
+        }
+    }
+    false
+}
+
+fn read_exact_at_log(seg: &Segment, buf: &mut [u8], pos: u64) -> Result<(), String> {
+    seg.read_raw(buf, pos).map_err(|e| format!("{}: {e}", seg.log_path().display()))
+}
