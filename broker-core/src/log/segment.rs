@@ -8,6 +8,8 @@
 //! after the recovery point is scanned from its start and cut at the first batch that breaks
 //! the rule, and its indexes are rebuilt. It never reads a clock: `now` comes from the caller.
 
+mod lookup;
+
 use super::batch::{self, BatchHeader};
 use super::index::{IndexFile, OffsetEntry, TimeEntry};
 use super::segment_files::{load_index, offset_index_checks_out, paths, ChunkReader};
@@ -15,7 +17,6 @@ pub use super::segment_files::delete_files;
 use super::{io_err, LogError};
 use crate::constants::{batch_header_bytes, batch_log_overhead_bytes};
 use crate::storage::{read_exact_at, Disk, DiskFile};
-use bytes::Bytes;
 use std::path::{Path, PathBuf};
 
 /// `00000000000000012345` — Kafka's file stem for a segment starting at offset 12345.
@@ -426,119 +427,6 @@ impl Segment {
 
     fn corrupt(&self, position: u64, reason: String) -> LogError {
         LogError::Corrupt { file: self.log_path.clone(), position, reason }
-    }
-
-    /// Whole batches from the one containing `offset`, while their last offset is below
-    /// `upper` and they fit in `max_bytes` (the first batch is returned even if larger, as
-    /// Kafka does, so a consumer can always make progress). Each batch's CRC and offset
-    /// continuity are checked: bad bytes are reported with their position, never served.
-    pub fn read(&self, offset: i64, max_bytes: usize, upper: i64) -> Result<Option<(i64, Bytes)>, LogError> {
-        let Some((start, first)) = self.position_of(offset)? else { return Ok(None) };
-        if first.last_offset() >= upper {
-            return Ok(None);
-        }
-        // One read of everything that may be returned, then the batches walked in memory: a
-        // pread per batch header would cost a syscall per batch (hundreds per MiB).
-        let want = (first.size as u64).max((max_bytes as u64).min(self.size - start));
-        let mut buf = vec![0u8; want as usize];
-        read_exact_at(self.log.as_ref(), &mut buf, start).map_err(io_err("read", &self.log_path))?;
-        let (mut at, mut expected) = (0usize, first.base_offset);
-        while buf.len() - at >= batch_log_overhead_bytes {
-            let Some(size) = batch::declared_size(&buf[at..]) else {
-                return Err(self.corrupt(start + at as u64, "batch length is not plausible".into()));
-            };
-            if at + size > buf.len() {
-                if at == 0 {
-                    return Err(self.corrupt(start, format!("batch of {size} bytes runs past the segment")));
-                }
-                break; // the next batch does not fit max_bytes (or the read): stop before it
-            }
-            let h = batch::read_header(&buf[at..at + size]).map_err(|e| self.corrupt(start + at as u64, e.to_string()))?;
-            if h.base_offset != expected {
-                return Err(self.corrupt(start + at as u64, format!("batch base offset {} where {expected} was expected", h.base_offset)));
-            }
-            if at > 0 && h.last_offset() >= upper {
-                break;
-            }
-            batch::check_stored(&buf[at..at + size]).map_err(|e| self.corrupt(start + at as u64, e.to_string()))?;
-            expected = h.next_offset();
-            at += size;
-        }
-        buf.truncate(at);
-        Ok(Some((first.base_offset, Bytes::from(buf))))
-    }
-
-    /// First offset whose record timestamp is `>= ts`, with that timestamp.
-    pub fn find_timestamp(&self, ts: i64) -> Result<Option<(i64, i64)>, LogError> {
-        if self.idx.max_timestamp < ts {
-            return Ok(None);
-        }
-        let from = self
-            .idx
-            .time_index
-            .floor(ts.saturating_sub(1))
-            .map_or(self.base_offset, |e| self.base_offset + e.relative_offset as i64);
-        let Some((mut pos, mut h)) = self.position_of(from)? else { return Ok(None) };
-        loop {
-            if h.max_timestamp >= ts {
-                // A compacted batch may no longer hold the record that made its max timestamp:
-                // the search goes on to the next batch.
-                if let Some(found) = self.find_in_batch(pos, &h, ts)? {
-                    return Ok(Some(found));
-                }
-            }
-            pos += h.size as u64;
-            if pos >= self.size {
-                return Ok(None);
-            }
-            h = self.header_at(pos, Some(h.next_offset()), self.size)?;
-        }
-    }
-
-    /// The exact record for uncompressed batches (None if none has the timestamp: a compacted
-    /// batch); the batch's base offset otherwise (finding the record inside a compressed batch
-    /// needs decompression, which the log does not do).
-    fn find_in_batch(&self, pos: u64, h: &BatchHeader, ts: i64) -> Result<Option<(i64, i64)>, LogError> {
-        // With LogAppendTime the batch's max timestamp is every record's timestamp (Kafka's rule).
-        if h.compression() != 0 || h.log_append_time() {
-            return Ok(Some((h.base_offset, h.max_timestamp)));
-        }
-        let mut buf = vec![0u8; h.size];
-        read_exact_at(self.log.as_ref(), &mut buf, pos).map_err(io_err("read", &self.log_path))?;
-        batch::validate_stored(&buf).map_err(|e| self.corrupt(pos, e.to_string()))?;
-        let mut found = None;
-        batch::walk_records(&buf[batch_header_bytes..], h.records_count, |r| {
-            let rts = h.base_timestamp.saturating_add(r.timestamp_delta);
-            if found.is_none() && rts >= ts {
-                found = Some((h.base_offset + r.offset_delta as i64, rts));
-            }
-        })
-        .map_err(|e| self.corrupt(pos, e.to_string()))?;
-        Ok(found)
-    }
-
-    /// Calls `f` with every batch header in order, checking lengths and offset continuity.
-    /// Reads the segment in large chunks: a header-by-header pread would cost one disk
-    /// operation per batch, which makes start-up (producer-state rebuild) crawl on a slow disk.
-    pub fn for_each_header(&self, f: &mut dyn FnMut(&BatchHeader)) -> Result<(), LogError> {
-        let mut reader = ChunkReader::new(self.log.as_ref(), &self.log_path, self.size);
-        let (mut pos, mut expected) = (0u64, self.base_offset);
-        while pos < self.size {
-            if self.size - pos < batch_header_bytes as u64 {
-                return Err(self.corrupt(pos, "batch header runs past the end of the segment".into()));
-            }
-            let h = batch::read_header(reader.get(pos, batch_header_bytes)?).map_err(|e| self.corrupt(pos, e.to_string()))?;
-            if h.size < batch_header_bytes || pos + h.size as u64 > self.size {
-                return Err(self.corrupt(pos, format!("batch length {} does not fit the segment", h.size)));
-            }
-            if h.last_offset_delta < 0 || h.base_offset.checked_add(h.last_offset_delta as i64 + 1).is_none() || h.base_offset != expected {
-                return Err(self.corrupt(pos, format!("batch at offset {} where {expected} was expected", h.base_offset)));
-            }
-            f(&h);
-            expected = h.next_offset();
-            pos += h.size as u64;
-        }
-        Ok(())
     }
 
     /// How long this segment has been open for `segment.ms`: by record time once it holds a
