@@ -261,5 +261,9 @@ pub const cleaner_key_map_bytes: usize = 32 << 20;
 /// (about a millisecond of work): the longest a cleaning pass holds the broker at a time.
 pub const cleaner_step_bytes: usize = 256 << 10;
 
+/// Bytes of a cleaned group written between syncs of its `.cleaned` file: the swap's final
+/// sync, inside one step, then flushes no more than this.
+pub const cleaner_sync_bytes: usize = 8 << 20;
+
 /// Kafka `log.cleaner.backoff.ms` default: how long the cleaner waits when no log is due.
 pub const log_cleaner_backoff_ms: u64 = 15_000;

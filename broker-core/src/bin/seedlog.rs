@@ -292,12 +292,24 @@ fn bench_cleaner(dir: Option<PathBuf>, mib: u64, live_percent: u64, map_mib: usi
     log.roll(0)?;
     log.flush(0)?;
     let before = log.size_bytes();
+    // The passes as the broker runs them: a step at a time, each timed (the longest step is
+    // the longest the cleaner holds the broker).
+    use broker_core::log::{clean::Keep, CleanStep};
     let t = Instant::now();
-    let mut passes = 0;
-    while log.clean(1, log.log_end_offset(), map_mib << 20)?.is_some() {
-        passes += 1;
+    let (mut passes, mut steps) = (0, Vec::new());
+    loop {
+        let s = Instant::now();
+        let step = log.clean_step(1, log.log_end_offset(), map_mib << 20, broker_core::constants::cleaner_step_bytes, Keep::Latest)?;
+        steps.push(s.elapsed());
+        match step {
+            CleanStep::Idle => break,
+            CleanStep::Working { .. } => {}
+            CleanStep::Done { .. } => passes += 1,
+        }
     }
     let clean = t.elapsed();
+    steps.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     let after = log.size_bytes();
     // The same number of bytes read and written once, sequentially: the cleaner's IO at best.
     let raw_estimate = raw_read_write(&part, before)?;
@@ -305,6 +317,7 @@ fn bench_cleaner(dir: Option<PathBuf>, mib: u64, live_percent: u64, map_mib: usi
     println!("{:<44} {:>10.1}", format!("cleaner ({passes} passes, {before} -> {after} bytes)"), mbps(before, clean));
     println!("{:<44} {:>10.1}", "raw sequential read + write of the same bytes", mbps(before, raw_estimate));
     println!("ratio cleaner/raw           {:.2} (target >= 0.50)", mbps(before, clean) / mbps(before, raw_estimate));
+    println!("steps: {}, median {:.2} ms, p99 {:.2} ms, longest {:.2} ms", steps.len(), ms(steps[steps.len() / 2]), ms(steps[steps.len() * 99 / 100]), ms(steps[steps.len() - 1]));
     Ok(())
 }
 

@@ -5,8 +5,11 @@
 //! 1. **Map**: key offsets of the dirty range, from the clean point towards the first segment
 //!    that is active, above `upper` or younger than `min.compaction.lag.ms` (fixed when the
 //!    pass starts), until the key map is full.
-//! 2. **Rewrite**: groups of closed segments from the log start through the mapped end, each
-//!    streamed into its `.cleaned` file a step at a time and swapped in when whole
+//! 2. **Producers**: every batch header of the log, for each idempotent producer's last batch
+//!    (never merged away, so producer state rebuilt from headers stays what it was).
+//! 3. **Rewrite**: groups of closed segments from the log start through the mapped end, each
+//!    streamed into its `.cleaned` file a step at a time (synced every `cleaner_sync_bytes`,
+//!    so the swap's sync is short) and swapped in when whole
 //!    ([`super::cleaner`] holds the swap and its crash rules).
 //!
 //! Between steps the log takes appends and rolls (they only add segments after the pass's).
@@ -16,7 +19,7 @@
 use super::clean::{self, Keep, KeyMap, Outcome, Tombstones};
 use super::cleaner::{self, CleanStats, Output};
 use super::{BatchHeader, Log, LogError};
-use crate::constants::segment_offsets_max;
+use crate::constants::{cleaner_sync_bytes, segment_offsets_max};
 use crate::storage::{write_atomically, DiskFile};
 use bytes::Bytes;
 use std::collections::BTreeMap;
@@ -34,6 +37,9 @@ pub(super) struct Pass {
 enum Phase {
     /// Mapping keys from `next`.
     Map { next: i64 },
+    /// Finding each idempotent producer's last batch (the rewrite keeps it), reading headers
+    /// from byte `pos` of the segment at `base`, where the batch at `expected` starts.
+    Producers { base: i64, pos: u64, expected: i64, last: BTreeMap<i64, i64> },
     /// Rewriting groups below `stats.to`; `next` is the base offset of the next group.
     Rewrite { tombstones: Tombstones, last_of_producer: BTreeMap<i64, i64>, next: i64, group: Option<Group> },
 }
@@ -48,6 +54,8 @@ struct Group {
     next: i64,
     before: u64,
     file: Box<dyn DiskFile>,
+    /// Bytes written to `file` since it was last synced.
+    unsynced: u64,
     out: Output,
     changed: bool,
 }
@@ -154,8 +162,32 @@ impl Log {
                         if *next <= pass.start {
                             return Ok(Progress::Done(bytes, None));
                         }
-                        let tombstones = Tombstones { reached: pass.start, horizon_ms: now as i64 - self.config.delete_retention_ms.min(i64::MAX as u64) as i64 };
-                        pass.phase = Phase::Rewrite { tombstones, last_of_producer: self.last_batch_of_each_producer()?, next: self.log_start_offset(), group: None };
+                        let start = self.log_start_offset();
+                        pass.phase = Phase::Producers { base: start, pos: 0, expected: start, last: BTreeMap::new() };
+                    }
+                }
+                Phase::Producers { base, pos, expected, last } => {
+                    let i = self.segments.partition_point(|s| s.base_offset < *base);
+                    let seg = &self.segments[i];
+                    let (to, next) = seg.headers_from(*pos, *expected, left as u64, &mut |h| {
+                        if h.producer_id >= 0 {
+                            last.insert(h.producer_id, h.base_offset);
+                        }
+                    })?;
+                    bytes += to - *pos;
+                    (*pos, *expected) = (to, next);
+                    if to < seg.size() {
+                        continue;
+                    }
+                    match self.segments.get(i + 1) {
+                        Some(n) => (*base, *pos, *expected) = (n.base_offset, 0, n.base_offset),
+                        // Batches appended from here on are above every group: a producer's
+                        // batch found last may have a later one, and is only kept needlessly.
+                        None => {
+                            let tombstones = Tombstones { reached: pass.start, horizon_ms: now as i64 - self.config.delete_retention_ms.min(i64::MAX as u64) as i64 };
+                            let last_of_producer = std::mem::take(last);
+                            pass.phase = Phase::Rewrite { tombstones, last_of_producer, next: self.log_start_offset(), group: None };
+                        }
                     }
                 }
                 Phase::Rewrite { tombstones, last_of_producer, next, group } => {
@@ -170,7 +202,7 @@ impl Log {
                         let segs = &self.segments[i..j];
                         let (bases, end, before) = (segs.iter().map(|s| s.base_offset).collect::<Vec<_>>(), segs[segs.len() - 1].next_offset(), segs.iter().map(|s| s.size()).sum());
                         let file = cleaner::create_cleaned(self.disk.as_ref(), &self.dir, bases[0])?;
-                        *group = Some(Group { next: bases[0], bases, end, before, file, out: Output::default(), changed: false });
+                        *group = Some(Group { next: bases[0], bases, end, before, file, unsynced: 0, out: Output::default(), changed: false });
                         continue;
                     };
                     let batches = if g.next < g.end { self.batches_at(g.next, left, g.end)? } else { Vec::new() };
@@ -187,7 +219,14 @@ impl Log {
                     if whole {
                         g.out.flush_empty();
                     }
-                    bytes += g.out.drain_into(g.file.as_ref(), &cleaner::cleaned_path(&self.dir, g.bases[0]))?;
+                    let path = cleaner::cleaned_path(&self.dir, g.bases[0]);
+                    let written = g.out.drain_into(g.file.as_ref(), &path)?;
+                    (bytes, g.unsynced) = (bytes + written, g.unsynced + written);
+                    // Synced as it grows, so the swap's own sync (inside one step) is short.
+                    if g.unsynced >= cleaner_sync_bytes as u64 {
+                        g.file.sync().map_err(super::io_err("sync", &path))?;
+                        g.unsynced = 0;
+                    }
                     if whole {
                         let g = group.take().expect("matched above");
                         *next = g.end;
@@ -293,18 +332,6 @@ impl Log {
             j += 1;
         }
         j
-    }
-
-    /// For each idempotent producer, the base offset of its last batch: that batch is never
-    /// merged away, so producer state rebuilt from the headers stays what it was.
-    fn last_batch_of_each_producer(&self) -> Result<BTreeMap<i64, i64>, LogError> {
-        let mut last = BTreeMap::new();
-        self.for_each_header(|h| {
-            if h.producer_id >= 0 {
-                last.insert(h.producer_id, h.base_offset);
-            }
-        })?;
-        Ok(last)
     }
 
     /// The whole batches of one read from `at`, at most `max_bytes` (at least one batch), none

@@ -101,12 +101,19 @@ impl Segment {
     }
 
     /// Calls `f` with every batch header in order, checking lengths and offset continuity.
-    /// Reads the segment in large chunks: a header-by-header pread would cost one disk
-    /// operation per batch, which makes start-up (producer-state rebuild) crawl on a slow disk.
     pub fn for_each_header(&self, f: &mut dyn FnMut(&BatchHeader)) -> Result<(), LogError> {
+        self.headers_from(0, self.base_offset, u64::MAX, f).map(|_| ())
+    }
+
+    /// Calls `f` with the headers of the batches from byte `pos` (where the batch at offset
+    /// `expected` starts) until batches of `max_bytes` are passed or the segment ends; returns
+    /// where it stopped, to go on from there. Reads the segment in large chunks: a
+    /// header-by-header pread would cost one disk operation per batch, which makes start-up
+    /// (producer-state rebuild) crawl on a slow disk.
+    pub fn headers_from(&self, mut pos: u64, mut expected: i64, max_bytes: u64, f: &mut dyn FnMut(&BatchHeader)) -> Result<(u64, i64), LogError> {
         let mut reader = ChunkReader::new(self.log.as_ref(), &self.log_path, self.size);
-        let (mut pos, mut expected) = (0u64, self.base_offset);
-        while pos < self.size {
+        let stop = pos.saturating_add(max_bytes);
+        while pos < self.size && pos < stop {
             if self.size - pos < batch_header_bytes as u64 {
                 return Err(self.corrupt(pos, "batch header runs past the end of the segment".into()));
             }
@@ -121,6 +128,6 @@ impl Segment {
             expected = h.next_offset();
             pos += h.size as u64;
         }
-        Ok(())
+        Ok((pos, expected))
     }
 }

@@ -372,3 +372,39 @@ fn retention_aborts_the_pass_in_flight() {
     assert!(cleaned_files(tmp.path()).is_empty());
     assert_eq!(log.clean_step(10_000, log.log_end_offset(), map_bytes, 300, clean::Keep::Latest).unwrap(), CleanStep::Idle, "nothing closed is left to clean");
 }
+
+/// `b` as producer `pid`'s batch number `seq` (producer fields set, CRC redone).
+fn as_producer(mut b: Vec<u8>, pid: i64, seq: i32) -> Vec<u8> {
+    b[43..51].copy_from_slice(&pid.to_be_bytes());
+    b[51..53].copy_from_slice(&0i16.to_be_bytes());
+    b[53..57].copy_from_slice(&seq.to_be_bytes());
+    let crc = crc32c::crc32c(&b[21..]);
+    b[17..21].copy_from_slice(&crc.to_be_bytes());
+    b
+}
+
+#[test]
+fn each_producers_last_batch_survives_as_its_own_batch_when_its_records_go() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut log, _) = Log::open(disk(), tmp.path(), compacted(), 0).unwrap();
+    let mut last_of_7 = 0;
+    for seq in 0..30 {
+        let b = as_producer(build_keyed(&[(Some(b"a"), Some(format!("v{seq}").as_bytes()))], 1_000), 7, seq);
+        last_of_7 = log.append(&mut b.clone(), 1, 0).unwrap().base_offset;
+    }
+    // A later write of the same key, by no producer: every record of producer 7 goes.
+    log.append(&mut build_keyed(&[(Some(b"a"), Some(b"final"))], 1_000), 1, 0).unwrap();
+    log.roll(0).unwrap();
+    // In small steps, so the header scan for producers spans several.
+    let (steps, stats) = clean_in_steps(&mut log, 10_000, 100, |_| {});
+    assert!(stats.is_some() && steps > 5, "{steps} steps");
+    let mut batches = Vec::new();
+    log.for_each_batch(0, 1 << 20, |h, _| {
+        batches.push((h.base_offset, h.producer_id, h.records_count));
+        Ok::<(), LogError>(())
+    })
+    .unwrap();
+    let of_7: Vec<_> = batches.iter().filter(|b| b.1 == 7).collect();
+    assert_eq!(of_7, vec![&(last_of_7, 7, 0)], "only producer 7's last batch is kept, empty: {batches:?}");
+    assert!(batches.len() <= 4, "the rest merged (a group ends at segment.bytes of old segments): {batches:?}");
+}
