@@ -267,3 +267,39 @@ pub const cleaner_sync_bytes: usize = 8 << 20;
 
 /// Kafka `log.cleaner.backoff.ms` default: how long the cleaner waits when no log is due.
 pub const log_cleaner_backoff_ms: u64 = 15_000;
+
+/// KRaft `quorum.election.timeout.ms` default: a voter with no leader waits this long plus a
+/// random part of it (from the seeded RNG) before asking for pre-votes, so voters rarely time
+/// out together and split the vote.
+pub const quorum_election_timeout_ms_default: u64 = 1_000;
+
+/// KRaft `quorum.fetch.timeout.ms` default: a follower that has had no answer from its leader
+/// for this long starts an election; a leader that has not been fetched from by a majority for
+/// 1.5 times this long resigns (check-quorum). Longer than the election timeout so that one
+/// lost fetch does not unseat a live leader.
+pub const quorum_fetch_timeout_ms_default: u64 = 2_000;
+
+const _: () = assert!(quorum_election_timeout_ms_default < quorum_fetch_timeout_ms_default);
+
+/// KRaft `quorum.election.backoff.max.ms` default: after a lost election a voter waits a random
+/// time up to this before trying again, so two candidates stop colliding.
+pub const quorum_election_backoff_ms_max_default: u64 = 1_000;
+
+/// KRaft `quorum.request.timeout.ms`: a Fetch or BeginQuorumEpoch not answered within this is
+/// sent again. KRaft's default is 2 s, as long as its fetch timeout, so one lost fetch can start
+/// an election; half of it lets a follower retry once before it gives its leader up.
+pub const quorum_request_timeout_ms_default: u64 = 1_000;
+
+/// How long the Raft leader holds a follower's Fetch that finds nothing new (KRaft's
+/// `fetch.max.wait.ms` for the metadata log is 500 ms): new entries or a new high watermark
+/// answer it at once, so followers learn commits without polling.
+pub const quorum_fetch_wait_ms: u64 = 500;
+
+const _: () = assert!(quorum_fetch_wait_ms < quorum_request_timeout_ms_default);
+const _: () = assert!(quorum_request_timeout_ms_default < quorum_fetch_timeout_ms_default);
+
+/// Bytes of entries the Raft leader returns per Fetch (at least one whole entry).
+pub const quorum_fetch_bytes: usize = 1 << 20;
+
+/// Most voters a Raft quorum may have. KRaft clusters run 1, 3 or 5; more only slows commits.
+pub const quorum_voters_max: usize = 7;

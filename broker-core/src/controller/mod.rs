@@ -16,6 +16,7 @@
 mod configs;
 mod election;
 pub mod quorum;
+pub mod raft;
 #[cfg(test)]
 mod tests;
 

@@ -23,7 +23,7 @@ pub struct Quorum {
     config: ControllerConfig,
 }
 
-fn log_config() -> LogConfig {
+pub(super) fn log_config() -> LogConfig {
     // Every batch synced before it counts; retention never (snapshots would be needed first).
     // One decision is one batch, and a decision over thousands of partitions (a topic of 10,000
     // partitions, fencing a broker that leads thousands) is megabytes of records.

@@ -1,0 +1,87 @@
+//! A voter's durable Raft state through [`Disk`]: the `quorum-state` file and the entries in
+//! the metadata log (`<data>/__cluster_metadata-0/`, the partition segment format, one batch
+//! per entry with the entry's epoch as its partition leader epoch), and the shell's side of the
+//! durability contract: [`RaftStore::perform`] does a `Persist` or `WriteLog` action and
+//! returns only once it is synced, so the caller may then report `io_done`.
+//!
+//! It must never report an action done that is not durable. After an error the log may be
+//! offline and memory unsure of the disk: the shell drops the node and the store and restarts
+//! both from the disk ([`RaftStore::open`]), exactly as after a crash.
+
+use super::{state_file, Action, Entry, QuorumState};
+use crate::controller::quorum::log_config;
+use crate::log::{Log, LogError};
+use crate::metadata::metadata_dir;
+use crate::storage::Disk;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub struct RaftStore {
+    disk: Arc<dyn Disk>,
+    dir: PathBuf,
+    log: Log,
+}
+
+/// What a restart reads back.
+#[derive(Debug)]
+pub struct Restored {
+    pub state: QuorumState,
+    pub entries: Vec<Entry>,
+    /// What recovery did (cuts of torn tails), for the log.
+    pub notes: Vec<String>,
+}
+
+impl RaftStore {
+    /// Opens (or creates) the metadata log and the quorum state under `data_dir`.
+    pub fn open(disk: Arc<dyn Disk>, data_dir: &Path, now: u64) -> Result<(RaftStore, Restored), String> {
+        let dir = data_dir.join(metadata_dir);
+        let err = |e: LogError| format!("{}: {e}", dir.display());
+        let (log, report) = Log::open(disk.clone(), &dir, log_config(), now).map_err(err)?;
+        let mut notes = Vec::new();
+        if let Some(cut) = &report.cut {
+            notes.push(format!("raft log: recovery cut {} at byte {}: {}", cut.file.display(), cut.position, cut.reason));
+        }
+        let state = state_file::read(disk.as_ref(), &dir)?;
+        let mut batches = Vec::new();
+        log.for_each_batch(0, 1 << 20, |_, bytes| {
+            batches.push(bytes);
+            Ok::<_, LogError>(())
+        })
+        .map_err(err)?;
+        let entries = batches.into_iter().map(Entry::from_batch).collect::<Result<Vec<_>, _>>().map_err(|e| format!("{}: {e}", dir.display()))?;
+        Ok((RaftStore { disk, dir, log }, Restored { state, entries, notes }))
+    }
+
+    /// Makes `state` durable.
+    pub fn persist(&mut self, state: &QuorumState) -> Result<(), String> {
+        state_file::write(self.disk.as_ref(), &self.dir, state).map_err(|e| format!("{}: {e}", self.dir.display()))
+    }
+
+    /// Cuts the log at `truncate_to` (durable on return), appends `entries` exactly as given
+    /// and syncs them.
+    pub fn write_log(&mut self, truncate_to: Option<i64>, entries: &[Entry], now: u64) -> Result<(), String> {
+        let err = |e: LogError| format!("{}: {e}", self.dir.display());
+        if let Some(offset) = truncate_to {
+            self.log.truncate_to(offset.max(0), now).map_err(err)?;
+        }
+        if !entries.is_empty() {
+            let bytes: Vec<u8> = entries.iter().flat_map(|e| e.batch.iter().copied()).collect();
+            self.log.append_replicated(&bytes, now).map_err(err)?;
+            self.log.flush(now).map_err(err)?;
+        }
+        Ok(())
+    }
+
+    /// Does an IO action; returns the id to report with `io_done` (None for other actions).
+    pub fn perform(&mut self, action: &Action, now: u64) -> Result<Option<u64>, String> {
+        match action {
+            Action::Persist { id, state } => self.persist(state).map(|_| Some(*id)),
+            Action::WriteLog { id, truncate_to, entries } => self.write_log(*truncate_to, entries, now).map(|_| Some(*id)),
+            Action::Send(_) | Action::Commit { .. } => Ok(None),
+        }
+    }
+
+    pub fn log_end_offset(&self) -> i64 {
+        self.log.log_end_offset()
+    }
+}
