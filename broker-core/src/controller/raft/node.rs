@@ -102,7 +102,7 @@ impl Node {
     pub fn next_deadline(&self) -> u64 {
         match &self.role {
             Role::Leader(l) => l.next_deadline(&self.config),
-            Role::Follower(f) => f.next_deadline(&self.config),
+            Role::Follower(f) => f.next_deadline(&self.config, self.io.log_writes_pending()),
             _ => self.deadline,
         }
     }
@@ -114,7 +114,7 @@ impl Node {
             Role::Prospective(_) if now >= self.deadline => self.become_prospective(now, &mut out),
             Role::Candidate(_) if now >= self.deadline => self.become_prospective(now, &mut out),
             Role::Follower(f) if f.timed_out(now, &self.config) && self.config.is_voter(self.id()) => self.become_prospective(now, &mut out),
-            Role::Leader(l) if !l.has_quorum(now, &self.config) => self.resign(now),
+            Role::Leader(l) if !l.has_quorum(now, &self.config) => self.forget_leader(now),
             Role::Leader(_) => self.leader_tick(now, &mut out),
             _ => {}
         }
@@ -253,9 +253,10 @@ impl Node {
         }
     }
 
-    /// Check-quorum: a leader no majority has fetched from lately steps down, so a partitioned
-    /// leader stops taking proposals and the majority's pre-votes are not refused on its behalf.
-    fn resign(&mut self, now: u64) {
+    /// No leader in this epoch any more: this one resigned (check-quorum: no majority fetched
+    /// from it lately, so a cut-off leader stops taking proposals and stops standing in the way
+    /// of the majority's pre-votes), or the one followed did. Pre-vote after a random timeout.
+    pub(super) fn forget_leader(&mut self, now: u64) {
         self.role = Role::Unattached;
         self.deadline = election::election_deadline(&mut self.rng, now, self.config.election_timeout_ms);
     }
@@ -275,7 +276,7 @@ impl Node {
     fn has_live_leader(&self, now: u64) -> bool {
         match &self.role {
             Role::Leader(_) => true,
-            Role::Follower(f) => !f.timed_out(now, &self.config),
+            Role::Follower(f) => f.heard && !f.timed_out(now, &self.config),
             _ => false,
         }
     }
@@ -283,7 +284,7 @@ impl Node {
     fn on_pre_vote(&mut self, now: u64, from: NodeId, epoch: i32, last_epoch: i32, end: i64, out: &mut Vec<Action>) {
         let granted = epoch > self.state.epoch
             && self.config.is_voter(from)
-            && !self.has_live_leader(now)
+            && (!self.has_live_leader(now) || self.leader() == Some(from))
             && log_up_to_date(last_epoch, end, self.log.last_epoch(), self.log.end());
         out.push(self.send(from, Body::VoteResponse { epoch: self.state.epoch, pre_vote: true, granted, leader: self.leader() }));
     }
@@ -312,6 +313,9 @@ impl Node {
     #[allow(clippy::too_many_arguments)]
     fn on_vote_response(&mut self, now: u64, from: NodeId, epoch: i32, pre_vote: bool, granted: bool, leader: Option<NodeId>, out: &mut Vec<Action>) {
         if epoch == self.state.epoch && !self.is_leader() {
+            // Followed on hearsay (KIP-996): until the leader answers a fetch, this node does not
+            // refuse pre-votes on its behalf, or two voters whose timers run out at different
+            // times would keep sending each other back to a dead leader.
             if let Some(l) = leader.filter(|&l| l != self.id()) {
                 return self.become_follower(now, epoch, l, out);
             }
@@ -368,6 +372,9 @@ impl Node {
     fn on_begin(&mut self, now: u64, from: NodeId, epoch: i32, out: &mut Vec<Action>) {
         if epoch == self.state.epoch && !self.is_leader() && self.leader() != Some(from) {
             self.become_follower(now, epoch, from, out);
+        }
+        if let Role::Follower(f) = &mut self.role {
+            f.heard_from(from, now);
         }
     }
 }

@@ -18,23 +18,39 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Following {
     pub leader: NodeId,
-    /// When the leader last answered (or announced itself).
+    /// When the leader last answered (or announced itself), or when this node began to
+    /// follow it.
     last_contact: u64,
+    /// Whether the leader itself answered, rather than another voter naming it or the quorum
+    /// state remembering it: only then does this node refuse pre-votes on its behalf.
+    pub(super) heard: bool,
     /// When the Fetch in flight was sent, and its fetch offset.
     fetch_sent: Option<(u64, i64)>,
 }
 
 impl Following {
     pub(super) fn new(leader: NodeId, now: u64) -> Following {
-        Following { leader, last_contact: now, fetch_sent: None }
+        Following { leader, last_contact: now, heard: false, fetch_sent: None }
+    }
+
+    pub(super) fn heard_from(&mut self, from: NodeId, now: u64) {
+        if from == self.leader {
+            self.last_contact = now;
+            self.heard = true;
+        }
     }
 
     pub(super) fn timed_out(&self, now: u64, config: &RaftConfig) -> bool {
         now >= self.last_contact + config.fetch_timeout_ms
     }
 
-    pub(super) fn next_deadline(&self, config: &RaftConfig) -> u64 {
+    /// The fetch timeout, or the retry of the fetch in flight; no retry while writes are
+    /// pending, since the next fetch waits for them (their completion is the next event).
+    pub(super) fn next_deadline(&self, config: &RaftConfig, writes_pending: bool) -> u64 {
         let timeout = self.last_contact + config.fetch_timeout_ms;
+        if writes_pending {
+            return timeout;
+        }
         self.fetch_sent.map_or(timeout, |(s, _)| timeout.min(s + config.request_timeout_ms))
     }
 }
@@ -80,8 +96,12 @@ impl Leadership {
     }
 
     pub(super) fn next_deadline(&self, config: &RaftConfig) -> u64 {
+        // Quorum is lost when the (majority - 1)-th latest fetcher (the leader counts itself)
+        // expires: the only check-quorum time worth waking for.
         let window = config.fetch_timeout_ms * 3 / 2;
-        let mut times: Vec<u64> = self.fetched_at.values().map(|t| t + window).collect();
+        let mut expiries: Vec<u64> = self.fetched_at.values().map(|t| t + window).collect();
+        expiries.sort_unstable_by(|a, b| b.cmp(a));
+        let mut times: Vec<u64> = config.majority().checked_sub(2).and_then(|i| expiries.get(i)).copied().into_iter().collect();
         times.extend(self.announced.values().map(|t| t + config.request_timeout_ms));
         times.extend(self.parked.values().map(|p| p.until));
         times.into_iter().min().unwrap_or(u64::MAX)
@@ -118,6 +138,10 @@ impl Node {
 
     #[allow(clippy::too_many_arguments)]
     pub(super) fn on_fetch_response(&mut self, now: u64, from: NodeId, epoch: i32, leader: Option<NodeId>, fetch_offset: i64, hw: Option<i64>, result: FetchResult, out: &mut Vec<Action>) {
+        let from_my_leader = matches!(&self.role, Role::Follower(f) if f.leader == from);
+        if epoch == self.state.epoch && from_my_leader && result == FetchResult::NotLeader {
+            return self.forget_leader(now); // it resigned (check-quorum)
+        }
         if epoch != self.state.epoch || leader != Some(from) || from == self.config.node_id {
             return;
         }
@@ -128,7 +152,7 @@ impl Node {
             self.become_follower(now, epoch, from, out);
         }
         let Role::Follower(f) = &mut self.role else { return };
-        f.last_contact = now;
+        f.heard_from(from, now);
         if f.fetch_sent.map(|(_, o)| o) != Some(fetch_offset) {
             return; // late: a newer fetch, or none, is in flight
         }

@@ -1,1 +1,8 @@
-//! Tests of the Raft state machine.
+//! Tests of the Raft state machine: scripted rules (`rules`), and the seeded simulated cluster
+//! (`cluster`) with its checkers (`checks`) swept over many seeds, with and without the planted
+//! bugs (`sweep`).
+
+mod checks;
+mod cluster;
+mod rules;
+mod sweep;

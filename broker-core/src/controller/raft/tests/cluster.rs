@@ -1,0 +1,416 @@
+//! A simulated cluster of in-process Raft nodes, for the seeded tests: a discrete-event loop
+//! over simulated time, a network that delays, drops and partitions (minority, majority,
+//! one-way links), and per node a disk model that performs `Persist`/`WriteLog` actions in
+//! order, each taking a random time, and on power loss keeps a random prefix of what was not
+//! yet synced (the last write kept may be torn: a prefix of its entries). Crashes also strike
+//! between two actions of one step. Every choice comes from the seed; no clock, no OS RNG.
+//!
+//! A run has two phases (VOPR's): faults for `fault_ms`, then everything healed and restarted,
+//! and a leader must commit a new entry on every voter within `liveness_ms`.
+
+use super::checks::{self, History};
+use crate::controller::raft::{Action, Entry, Message, Node, NodeId, PlantedRaftBug, QuorumState, RaftConfig};
+use rand_chacha::rand_core::{RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+/// Simulated time with faults, then the time allowed to recover.
+const fault_ms: u64 = 20_000;
+const liveness_ms: u64 = 15_000;
+/// Proposals stop this long before the end, so the last ones can reach every voter.
+const quiet_ms: u64 = 5_000;
+
+/// The fault mix of one seed (swarm testing: each seed turns kinds on and off).
+#[derive(Debug, Clone)]
+pub struct Faults {
+    pub voters: usize,
+    pub drop_per_mille: u64,
+    pub delay_ms_max: u64,
+    pub io_ms_max: u64,
+    /// Mean time between fault events (crash, partition, heal).
+    pub fault_every_ms: u64,
+    /// Chance of dying between two actions of one step.
+    pub crash_at_action_per_mille: u64,
+    pub partitions: bool,
+    pub crashes: bool,
+}
+
+impl Faults {
+    pub fn from_seed(rng: &mut ChaCha8Rng) -> Faults {
+        let mut pick = |n: u64| rng.next_u64() % n;
+        Faults {
+            voters: [3, 3, 5, 1][pick(4) as usize],
+            drop_per_mille: [0, 10, 50, 200][pick(4) as usize],
+            delay_ms_max: [2, 10, 50, 300][pick(4) as usize],
+            io_ms_max: [1, 5, 30, 100][pick(4) as usize],
+            fault_every_ms: [300, 1_000, 3_000][pick(3) as usize],
+            crash_at_action_per_mille: [0, 5, 20][pick(3) as usize],
+            partitions: pick(4) != 0,
+            crashes: pick(4) != 0,
+        }
+    }
+}
+
+enum Event {
+    Deliver(Message),
+    IoDone { node: NodeId, incarnation: u64 },
+    Tick { node: NodeId, incarnation: u64 },
+    Fault,
+    Propose,
+    Restart(NodeId),
+}
+
+enum Op {
+    Persist(QuorumState),
+    Write { truncate_to: Option<i64>, entries: Vec<Entry> },
+}
+
+/// One node's slot: the node while it runs, and its disk, which outlives it.
+struct Slot {
+    node: Option<Node>,
+    incarnation: u64,
+    durable_state: QuorumState,
+    durable_log: Vec<Entry>,
+    /// Actions handed to the disk, oldest first, with their ids; each completes in turn.
+    pending: VecDeque<(u64, Op)>,
+    io_busy_until: u64,
+    /// How far this incarnation applied the committed log.
+    applied: i64,
+    /// The node's deadline a tick is already queued for.
+    tick_at: Option<u64>,
+}
+
+impl Slot {
+    fn apply(&mut self, op: Op, torn_keep: Option<usize>) {
+        match op {
+            Op::Persist(s) => self.durable_state = s,
+            Op::Write { truncate_to, entries } => {
+                if let Some(t) = truncate_to {
+                    let keep = self.durable_log.partition_point(|e| e.next_offset <= t);
+                    self.durable_log.truncate(keep);
+                }
+                let n = torn_keep.unwrap_or(entries.len()).min(entries.len());
+                for e in entries.into_iter().take(n) {
+                    // As Log::append_replicated: only what continues the log densely.
+                    if e.base_offset == self.durable_log.last().map_or(0, |l| l.next_offset) {
+                        self.durable_log.push(e);
+                    }
+                }
+            }
+        }
+    }
+}
+
+pub struct Cluster {
+    seed: u64,
+    rng: ChaCha8Rng,
+    pub faults: Faults,
+    plant: Option<PlantedRaftBug>,
+    now: u64,
+    seq: u64,
+    queue: BTreeMap<(u64, u64), Event>,
+    slots: BTreeMap<NodeId, Slot>,
+    /// Directed links that drop everything.
+    cut: BTreeSet<(NodeId, NodeId)>,
+    proposed: u64,
+    /// Whether the fault phase is over.
+    healed: bool,
+    pub history: History,
+    /// Every event and action, when asked for (`RAFT_SEED=n cargo test ... replay -- --ignored`).
+    pub trace: Option<Vec<String>>,
+}
+
+impl Cluster {
+    pub fn new(seed: u64, plant: Option<PlantedRaftBug>) -> Cluster {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let faults = Faults::from_seed(&mut rng);
+        let slots = (0..faults.voters as NodeId)
+            .map(|id| (id, Slot { node: None, incarnation: 0, durable_state: QuorumState::default(), durable_log: Vec::new(), pending: VecDeque::new(), io_busy_until: 0, applied: 0, tick_at: None }))
+            .collect();
+        let mut c = Cluster { seed, rng, faults, plant, now: 0, seq: 0, queue: BTreeMap::new(), slots, cut: BTreeSet::new(), proposed: 0, healed: false, history: History::default(), trace: None };
+        for id in 0..c.faults.voters as NodeId {
+            c.start(id);
+        }
+        c.push(c.faults.fault_every_ms, Event::Fault);
+        c.push(100, Event::Propose);
+        c
+    }
+
+    fn rand(&mut self, n: u64) -> u64 {
+        self.rng.next_u64() % n.max(1)
+    }
+
+    fn push(&mut self, at: u64, e: Event) {
+        self.seq += 1;
+        self.queue.insert((at, self.seq), e);
+    }
+
+    fn config(&self, id: NodeId) -> RaftConfig {
+        // One entry per fetch (so a follower acknowledges entry by entry, as a slow one does)
+        // only where round trips are short enough to keep up with the proposals.
+        let fetch_bytes = if self.faults.delay_ms_max <= 50 { 1 } else { crate::constants::quorum_fetch_bytes };
+        RaftConfig { plant: self.plant, fetch_bytes, ..RaftConfig::new(id, 0..self.faults.voters as NodeId) }
+    }
+
+    fn start(&mut self, id: NodeId) {
+        let config = self.config(id);
+        let now = self.now;
+        let seed = self.seed.wrapping_mul(1_000_003).wrapping_add(id as u64 * 7919 + self.slots[&id].incarnation);
+        let slot = self.slots.get_mut(&id).expect("known node");
+        let node = Node::restart(config, slot.durable_state, slot.durable_log.clone(), seed, now);
+        match node {
+            Ok(n) => slot.node = Some(n),
+            Err(e) => self.history.violations.push(format!("t={now}: node {id} cannot restart from its disk: {e}")),
+        }
+        slot.applied = 0;
+        slot.tick_at = None;
+        self.schedule_tick(id);
+    }
+
+    /// Power loss: a random prefix of the unsynced actions reached the disk, the last of them
+    /// maybe torn; the rest is gone, and so is everything in memory.
+    fn crash(&mut self, id: NodeId, down_ms: u64) {
+        let slot = &self.slots[&id];
+        if slot.node.is_none() {
+            return;
+        }
+        if let Some(t) = &mut self.trace {
+            t.push(format!("{:>6} {id} CRASH for {down_ms} ms, {} IO pending", self.now, slot.pending.len()));
+        }
+        let keep = self.rand(slot.pending.len() as u64 + 1) as usize;
+        let torn = self.rand(4) as usize;
+        let slot = self.slots.get_mut(&id).expect("known node");
+        for i in 0..keep {
+            let (_, op) = slot.pending.pop_front().expect("counted");
+            slot.apply(op, (i + 1 == keep).then_some(torn));
+        }
+        slot.pending.clear();
+        slot.node = None;
+        slot.incarnation += 1;
+        slot.io_busy_until = 0;
+        let at = self.now + down_ms;
+        self.push(at, Event::Restart(id));
+    }
+
+    fn schedule_tick(&mut self, id: NodeId) {
+        let slot = &self.slots[&id];
+        let Some(node) = &slot.node else { return };
+        let at = node.next_deadline().max(self.now);
+        if slot.tick_at.is_none_or(|t| at < t || t < self.now) {
+            let incarnation = slot.incarnation;
+            self.slots.get_mut(&id).expect("known").tick_at = Some(at);
+            self.push(at, Event::Tick { node: id, incarnation });
+        }
+    }
+
+    /// Performs a node's actions in order; it may die between two of them.
+    fn perform(&mut self, id: NodeId, actions: Vec<Action>) {
+        for a in actions {
+            if let Some(t) = &mut self.trace {
+                t.push(format!("{:>6} {id} does {a:?}", self.now));
+            }
+            if !self.healed && self.faults.crashes && self.rand(1000) < self.faults.crash_at_action_per_mille {
+                let down = 1 + self.rand(3_000);
+                return self.crash(id, down);
+            }
+            match a {
+                Action::Persist { id: io, state } => self.submit(id, io, Op::Persist(state)),
+                Action::WriteLog { id: io, truncate_to, entries } => self.submit(id, io, Op::Write { truncate_to, entries }),
+                Action::Send(m) => {
+                    if self.rand(1000) >= self.faults.drop_per_mille || self.healed {
+                        let at = self.now + 1 + self.rand(self.faults.delay_ms_max);
+                        self.push(at, Event::Deliver(m));
+                    }
+                }
+                Action::Commit { high_watermark } => {
+                    let slot = &self.slots[&id];
+                    let (node, from) = (slot.node.as_ref().expect("a running node acts"), slot.applied);
+                    self.history.applied(self.now, node, from, high_watermark);
+                    self.slots.get_mut(&id).expect("known").applied = high_watermark;
+                }
+            }
+        }
+        self.note_leader(id);
+        self.schedule_tick(id);
+    }
+
+    fn submit(&mut self, id: NodeId, io: u64, op: Op) {
+        let took = 1 + self.rand(self.faults.io_ms_max);
+        let slot = self.slots.get_mut(&id).expect("known node");
+        slot.pending.push_back((io, op));
+        slot.io_busy_until = slot.io_busy_until.max(self.now) + took;
+        let (at, incarnation) = (slot.io_busy_until, slot.incarnation);
+        self.push(at, Event::IoDone { node: id, incarnation });
+    }
+
+    fn note_leader(&mut self, id: NodeId) {
+        if let Some(node) = self.slots[&id].node.as_ref().filter(|n| n.is_leader()) {
+            if self.history.leaders.get(&node.epoch()) != Some(&id) {
+                self.history.became_leader(self.now, node);
+            }
+        }
+    }
+
+    fn running(&mut self, id: NodeId, incarnation: u64) -> Option<&mut Node> {
+        let slot = self.slots.get_mut(&id)?;
+        if slot.incarnation != incarnation {
+            return None;
+        }
+        slot.node.as_mut()
+    }
+
+    fn step(&mut self, event: Event) {
+        let now = self.now;
+        if let Some(t) = &mut self.trace {
+            let role = |id: &NodeId| self.slots.get(id).and_then(|s| s.node.as_ref()).map(|n| format!("{:?}@{}", n.role(), n.epoch()));
+            match &event {
+                Event::Deliver(m) => t.push(format!("{now:>6} {} gets {m:?} cut={}", m.to, self.cut.contains(&(m.from, m.to)))),
+                Event::IoDone { node, .. } => t.push(format!("{now:>6} {node} io done")),
+                Event::Tick { node, .. } => t.push(format!("{now:>6} {node} tick {:?}", role(node))),
+                Event::Fault => t.push(format!("{now:>6} fault; cut {:?}", self.cut)),
+                Event::Propose => {}
+                Event::Restart(n) => t.push(format!("{now:>6} {n} restart")),
+            }
+        }
+        match event {
+            Event::Deliver(m) => {
+                let (from, to) = (m.from, m.to);
+                if self.cut.contains(&(from, to)) {
+                    return;
+                }
+                let Some(node) = self.slots.get_mut(&to).and_then(|s| s.node.as_mut()) else { return };
+                let actions = node.receive(now, m);
+                self.perform(to, actions);
+            }
+            Event::IoDone { node: id, incarnation } => {
+                let Some(slot) = self.slots.get_mut(&id).filter(|s| s.incarnation == incarnation) else { return };
+                let Some((io, op)) = slot.pending.pop_front() else { return };
+                slot.apply(op, None);
+                let node = slot.node.as_mut().expect("same incarnation");
+                match node.io_done(now, io) {
+                    Ok(actions) => self.perform(id, actions),
+                    Err(e) => self.history.violations.push(format!("t={now}: node {id}: {e}")),
+                }
+            }
+            Event::Tick { node: id, incarnation } => {
+                let Some(node) = self.running(id, incarnation) else { return };
+                let actions = node.tick(now);
+                if node.next_deadline() <= now {
+                    let what = format!("t={now}: node {id} in {:?} left its deadline at {} after a tick (a busy loop)", node.role(), node.next_deadline());
+                    self.history.violations.push(what);
+                }
+                self.slots.get_mut(&id).expect("known").tick_at = None;
+                self.perform(id, actions);
+            }
+            Event::Restart(id) => {
+                if self.slots[&id].node.is_none() {
+                    self.start(id);
+                }
+            }
+            Event::Propose => self.propose(),
+            Event::Fault => self.fault(),
+        }
+    }
+
+    fn propose(&mut self) {
+        if self.now < fault_ms + liveness_ms - quiet_ms {
+            let at = self.now + 100 + self.rand(600);
+            self.push(at, Event::Propose);
+        }
+        let leaders: Vec<NodeId> = self.slots.iter().filter(|(_, s)| s.node.as_ref().is_some_and(Node::is_leader)).map(|(&id, _)| id).collect();
+        for id in leaders {
+            self.proposed += 1;
+            let value = format!("{}:{}", if self.healed { "healed" } else { "v" }, self.proposed);
+            let now = self.now;
+            let node = self.slots.get_mut(&id).and_then(|s| s.node.as_mut()).expect("listed as running");
+            let count = 1 + (self.proposed % 3) as usize;
+            let values: Vec<&[u8]> = std::iter::repeat_n(value.as_bytes(), count).collect();
+            match node.propose(now, &values) {
+                Ok((_, actions)) => self.perform(id, actions),
+                Err(e) => self.history.violations.push(format!("t={now}: leader {id} refused a proposal: {e}")),
+            }
+        }
+    }
+
+    fn fault(&mut self) {
+        if self.now >= fault_ms {
+            return self.heal();
+        }
+        let at = self.now + 1 + self.rand(2 * self.faults.fault_every_ms);
+        self.push(at, Event::Fault);
+        let n = self.faults.voters as NodeId;
+        match self.rand(5) {
+            0 | 1 if self.faults.crashes => {
+                let victim = self.rand(n as u64) as NodeId;
+                let down = self.rand(4_000);
+                self.crash(victim, down);
+            }
+            2 if self.faults.partitions => {
+                // A random side (minority or majority) cut off from the rest, both ways.
+                let side: BTreeSet<NodeId> = (0..n).filter(|_| self.rand(2) == 0).collect();
+                self.cut.clear();
+                for a in 0..n {
+                    for b in 0..n {
+                        if side.contains(&a) != side.contains(&b) {
+                            self.cut.insert((a, b));
+                        }
+                    }
+                }
+            }
+            3 if self.faults.partitions => {
+                let (a, b) = (self.rand(n as u64) as NodeId, self.rand(n as u64) as NodeId);
+                self.cut.insert((a, b)); // one way
+            }
+            _ => self.cut.clear(),
+        }
+    }
+
+    fn heal(&mut self) {
+        self.healed = true;
+        self.cut.clear();
+        let down: Vec<NodeId> = self.slots.iter().filter(|(_, s)| s.node.is_none()).map(|(&id, _)| id).collect();
+        for id in down {
+            self.start(id);
+        }
+    }
+
+    /// Runs both phases and the end-of-run checks; returns every violation found.
+    pub fn run(self) -> Vec<String> {
+        self.run_traced().0
+    }
+
+    /// [`Cluster::run`], and the trace if one was asked for.
+    pub fn run_traced(mut self) -> (Vec<String>, Vec<String>) {
+        while let Some(((at, _), event)) = self.queue.pop_first() {
+            if at > fault_ms + liveness_ms || self.history.violations.len() > 10 {
+                break;
+            }
+            self.now = at;
+            self.step(event);
+        }
+        let mut violations = std::mem::take(&mut self.history.violations);
+        let logs: Vec<(NodeId, Vec<Entry>)> = self.slots.iter().filter_map(|(&id, s)| s.node.as_ref().map(|n| (id, n.log().iter().cloned().collect()))).collect();
+        checks::log_matching(&logs, &mut violations);
+        checks::nothing_committed_lost(&self.history, &logs, &mut violations);
+        self.liveness(&mut violations);
+        (violations, self.trace.take().unwrap_or_default())
+    }
+
+    /// After healing: one leader, followed by every voter, which committed an entry proposed
+    /// after the heal, and every voter applied the whole committed log.
+    fn liveness(&self, out: &mut Vec<String>) {
+        let leaders: Vec<&Node> = self.slots.values().filter_map(|s| s.node.as_ref()).filter(|n| n.is_leader()).collect();
+        let [leader] = leaders[..] else {
+            return out.push(format!("liveness: {} leaders {liveness_ms} ms after healing", leaders.len()));
+        };
+        let healed_committed = self.history.committed.iter().any(|(e, _)| e.batch.windows(7).any(|w| w == b"healed:"));
+        if !healed_committed {
+            out.push(format!("liveness: leader {} of epoch {} committed nothing proposed after healing", leader.id(), leader.epoch()));
+        }
+        for (id, s) in &self.slots {
+            if s.applied != self.history.committed_end() {
+                out.push(format!("liveness: node {id} applied up to {} of {} committed", s.applied, self.history.committed_end()));
+            }
+        }
+    }
+}
