@@ -19,6 +19,10 @@ const fault_ms: u64 = 20_000;
 const liveness_ms: u64 = 15_000;
 /// Proposals stop this long before the end, so the last ones can reach every voter.
 const quiet_ms: u64 = 5_000;
+/// Longest slow fsync, and longest life of a leader the churn fault kills.
+const io_stall_ms_max: u64 = 1_500;
+/// A churned leader dying at an action dies within this many of them.
+const leader_actions_max: u64 = 40;
 
 /// The fault mix of one seed (swarm testing: each seed turns kinds on and off).
 #[derive(Debug, Clone)]
@@ -31,23 +35,72 @@ pub struct Faults {
     pub fault_every_ms: u64,
     /// Chance of dying between two actions of one step.
     pub crash_at_action_per_mille: u64,
+    /// Chance, per step that hands IO to the disk, of a power loss while that IO may still be
+    /// pending (within `io_ms_max`): the window where unsynced votes and entries are lost.
+    pub crash_during_io_per_mille: u64,
+    /// Chance that an IO stalls for up to `io_stall_ms_max` (a slow fsync), holding back every
+    /// IO after it on that node: long windows in which votes and entries are not yet durable.
+    pub io_stall_per_mille: u64,
+    /// Chance that a new leader loses power within `leader_life_ms_max` of being elected:
+    /// back-to-back leader failures, which leave uncommitted tails of many epochs.
+    pub leader_churn_per_mille: u64,
+    pub leader_life_ms_max: u64,
+    /// Chance that a follower loses power right after taking entries from its leader, before
+    /// they are synced: the voter that loses its unsynced tail.
+    pub tail_loss_per_mille: u64,
+    /// Mean time between proposals to each leader while faults last (every 400 ms after).
+    pub propose_every_ms: u64,
+    /// Bytes per fetch answer (whole entries, at least one).
+    pub fetch_bytes: usize,
     pub partitions: bool,
     pub crashes: bool,
+    /// KRaft's timeouts divided by this (as the simulator scales Kafka's), for more elections
+    /// per run; only where round trips are short enough for them.
+    pub timeout_divisor: u64,
 }
 
 impl Faults {
+    /// Back-to-back leader failures (issue 10's scenario): three voters, new leaders often
+    /// losing power within moments, power losses while IO is pending, short round trips (so
+    /// followers fetch entry by entry), timeouts scaled down and proposals every few ms: long
+    /// uncommitted tails of several epochs, where figure 8 and lost votes live.
+    pub fn churn(&mut self) {
+        self.voters = 3;
+        self.crashes = true;
+        self.leader_churn_per_mille = 700;
+        self.crash_during_io_per_mille = 200;
+        self.delay_ms_max = 10;
+        self.partitions = false;
+        self.timeout_divisor = 4;
+        self.propose_every_ms = 20;
+        self.io_ms_max = 5;
+        self.fetch_bytes = 256; // two or three entries: old tails are acknowledged piecemeal
+    }
+
     pub fn from_seed(rng: &mut ChaCha8Rng) -> Faults {
         let mut pick = |n: u64| rng.next_u64() % n;
-        Faults {
-            voters: [3, 3, 5, 1][pick(4) as usize],
+        let mut f = Faults {
+            voters: [3, 3, 3, 5, 5, 1][pick(6) as usize],
             drop_per_mille: [0, 10, 50, 200][pick(4) as usize],
             delay_ms_max: [2, 10, 50, 300][pick(4) as usize],
             io_ms_max: [1, 5, 30, 100][pick(4) as usize],
             fault_every_ms: [300, 1_000, 3_000][pick(3) as usize],
             crash_at_action_per_mille: [0, 5, 20][pick(3) as usize],
+            crash_during_io_per_mille: [0, 50, 200][pick(3) as usize],
+            io_stall_per_mille: [0, 20, 100][pick(3) as usize],
+            leader_churn_per_mille: [0, 300, 700][pick(3) as usize],
+            leader_life_ms_max: 500,
+            tail_loss_per_mille: 0,
+            propose_every_ms: 400,
             partitions: pick(4) != 0,
             crashes: pick(4) != 0,
-        }
+            timeout_divisor: 1,
+            fetch_bytes: 0,
+        };
+        // One entry per fetch (so a follower acknowledges entry by entry, as a slow one does)
+        // only where round trips are short enough to keep up with the proposals.
+        f.fetch_bytes = if f.delay_ms_max <= 50 { 1 } else { crate::constants::quorum_fetch_bytes };
+        f
     }
 }
 
@@ -58,6 +111,7 @@ enum Event {
     Fault,
     Propose,
     Restart(NodeId),
+    Crash { node: NodeId, incarnation: u64 },
 }
 
 enum Op {
@@ -78,6 +132,8 @@ struct Slot {
     applied: i64,
     /// The node's deadline a tick is already queued for.
     tick_at: Option<u64>,
+    /// Actions this incarnation still performs before it loses power (leader churn).
+    actions_left: Option<u32>,
 }
 
 impl Slot {
@@ -116,18 +172,26 @@ pub struct Cluster {
     /// Whether the fault phase is over.
     healed: bool,
     pub history: History,
+    /// (epoch, node, incarnation) of every leadership seen, so each is checked once.
+    seen_leaders: BTreeSet<(i32, NodeId, u64)>,
     /// Every event and action, when asked for (`RAFT_SEED=n cargo test ... replay -- --ignored`).
     pub trace: Option<Vec<String>>,
 }
 
 impl Cluster {
     pub fn new(seed: u64, plant: Option<PlantedRaftBug>) -> Cluster {
+        Cluster::with(seed, plant, |_| {})
+    }
+
+    /// [`Cluster::new`] with the seed's fault mix adjusted by `adjust`.
+    pub fn with(seed: u64, plant: Option<PlantedRaftBug>, adjust: impl FnOnce(&mut Faults)) -> Cluster {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let faults = Faults::from_seed(&mut rng);
+        let mut faults = Faults::from_seed(&mut rng);
+        adjust(&mut faults);
         let slots = (0..faults.voters as NodeId)
-            .map(|id| (id, Slot { node: None, incarnation: 0, durable_state: QuorumState::default(), durable_log: Vec::new(), pending: VecDeque::new(), io_busy_until: 0, applied: 0, tick_at: None }))
+            .map(|id| (id, Slot { node: None, incarnation: 0, durable_state: QuorumState::default(), durable_log: Vec::new(), pending: VecDeque::new(), io_busy_until: 0, applied: 0, tick_at: None, actions_left: None }))
             .collect();
-        let mut c = Cluster { seed, rng, faults, plant, now: 0, seq: 0, queue: BTreeMap::new(), slots, cut: BTreeSet::new(), proposed: 0, healed: false, history: History::default(), trace: None };
+        let mut c = Cluster { seed, rng, faults, plant, now: 0, seq: 0, queue: BTreeMap::new(), slots, cut: BTreeSet::new(), proposed: 0, healed: false, history: History::default(), seen_leaders: BTreeSet::new(), trace: None };
         for id in 0..c.faults.voters as NodeId {
             c.start(id);
         }
@@ -146,10 +210,18 @@ impl Cluster {
     }
 
     fn config(&self, id: NodeId) -> RaftConfig {
-        // One entry per fetch (so a follower acknowledges entry by entry, as a slow one does)
-        // only where round trips are short enough to keep up with the proposals.
-        let fetch_bytes = if self.faults.delay_ms_max <= 50 { 1 } else { crate::constants::quorum_fetch_bytes };
-        RaftConfig { plant: self.plant, fetch_bytes, ..RaftConfig::new(id, 0..self.faults.voters as NodeId) }
+        let d = self.faults.timeout_divisor;
+        let c = RaftConfig::new(id, 0..self.faults.voters as NodeId);
+        RaftConfig {
+            plant: self.plant,
+            fetch_bytes: self.faults.fetch_bytes,
+            election_timeout_ms: c.election_timeout_ms / d,
+            fetch_timeout_ms: c.fetch_timeout_ms / d,
+            election_backoff_ms_max: c.election_backoff_ms_max / d,
+            request_timeout_ms: c.request_timeout_ms / d,
+            fetch_wait_ms: c.fetch_wait_ms / d,
+            ..c
+        }
     }
 
     fn start(&mut self, id: NodeId) {
@@ -164,6 +236,7 @@ impl Cluster {
         }
         slot.applied = 0;
         slot.tick_at = None;
+        slot.actions_left = None;
         self.schedule_tick(id);
     }
 
@@ -175,7 +248,8 @@ impl Cluster {
             return;
         }
         if let Some(t) = &mut self.trace {
-            t.push(format!("{:>6} {id} CRASH for {down_ms} ms, {} IO pending", self.now, slot.pending.len()));
+            let n = slot.node.as_ref().expect("checked");
+            t.push(format!("{:>6} {id} CRASH for {down_ms} ms, {} IO pending, epoch {} durable {:?}", self.now, slot.pending.len(), n.epoch(), slot.durable_state));
         }
         let keep = self.rand(slot.pending.len() as u64 + 1) as usize;
         let torn = self.rand(4) as usize;
@@ -205,7 +279,30 @@ impl Cluster {
 
     /// Performs a node's actions in order; it may die between two of them.
     fn perform(&mut self, id: NodeId, actions: Vec<Action>) {
+        let does_io = actions.iter().any(|a| matches!(a, Action::Persist { .. } | Action::WriteLog { .. }));
+        if does_io && !self.healed && self.faults.crashes && self.rand(1000) < self.faults.crash_during_io_per_mille {
+            let (at, incarnation) = (self.now + self.rand(self.faults.io_ms_max + 1), self.slots[&id].incarnation);
+            self.push(at, Event::Crash { node: id, incarnation });
+        }
+        let appends = actions.iter().any(|a| matches!(a, Action::WriteLog { entries, .. } if !entries.is_empty()));
+        let follower = self.slots[&id].node.as_ref().is_some_and(|n| !n.is_leader());
+        if appends && follower && !self.healed && self.rand(1000) < self.faults.tail_loss_per_mille {
+            let incarnation = self.slots[&id].incarnation;
+            self.push(self.now, Event::Crash { node: id, incarnation });
+        }
         for a in actions {
+            let slot = self.slots.get_mut(&id).expect("known node");
+            match slot.actions_left {
+                Some(1) => {
+                    slot.actions_left = None;
+                    if !self.healed {
+                        let down = 1 + self.rand(3_000);
+                        return self.crash(id, down);
+                    }
+                }
+                Some(n) => slot.actions_left = Some(n - 1),
+                None => {}
+            }
             if let Some(t) = &mut self.trace {
                 t.push(format!("{:>6} {id} does {a:?}", self.now));
             }
@@ -235,7 +332,10 @@ impl Cluster {
     }
 
     fn submit(&mut self, id: NodeId, io: u64, op: Op) {
-        let took = 1 + self.rand(self.faults.io_ms_max);
+        let mut took = 1 + self.rand(self.faults.io_ms_max);
+        if !self.healed && self.rand(1000) < self.faults.io_stall_per_mille {
+            took += self.rand(io_stall_ms_max);
+        }
         let slot = self.slots.get_mut(&id).expect("known node");
         slot.pending.push_back((io, op));
         slot.io_busy_until = slot.io_busy_until.max(self.now) + took;
@@ -244,9 +344,22 @@ impl Cluster {
     }
 
     fn note_leader(&mut self, id: NodeId) {
-        if let Some(node) = self.slots[&id].node.as_ref().filter(|n| n.is_leader()) {
-            if self.history.leaders.get(&node.epoch()) != Some(&id) {
-                self.history.became_leader(self.now, node);
+        let slot = &self.slots[&id];
+        let Some(node) = slot.node.as_ref().filter(|n| n.is_leader()) else { return };
+        if !self.seen_leaders.insert((node.epoch(), id, slot.incarnation)) {
+            return;
+        }
+        self.history.became_leader(self.now, node);
+        let incarnation = slot.incarnation;
+        if !self.healed && self.faults.crashes && self.rand(1000) < self.faults.leader_churn_per_mille {
+            // Half die within a random time, half at a random one of their next actions (a
+            // crash point inside a step: between a commit and the fetch answer carrying it).
+            if self.rand(2) == 0 {
+                let at = self.now + self.rand(self.faults.leader_life_ms_max);
+                self.push(at, Event::Crash { node: id, incarnation });
+            } else {
+                let n = 1 + self.rand(leader_actions_max) as u32;
+                self.slots.get_mut(&id).expect("known").actions_left = Some(n);
             }
         }
     }
@@ -270,6 +383,7 @@ impl Cluster {
                 Event::Fault => t.push(format!("{now:>6} fault; cut {:?}", self.cut)),
                 Event::Propose => {}
                 Event::Restart(n) => t.push(format!("{now:>6} {n} restart")),
+                Event::Crash { .. } => {}
             }
         }
         match event {
@@ -307,6 +421,12 @@ impl Cluster {
                     self.start(id);
                 }
             }
+            Event::Crash { node, incarnation } => {
+                if self.slots[&node].incarnation == incarnation && !self.healed {
+                    let down = self.rand(3_000);
+                    self.crash(node, down);
+                }
+            }
             Event::Propose => self.propose(),
             Event::Fault => self.fault(),
         }
@@ -314,7 +434,8 @@ impl Cluster {
 
     fn propose(&mut self) {
         if self.now < fault_ms + liveness_ms - quiet_ms {
-            let at = self.now + 100 + self.rand(600);
+            let every = if self.healed { 400 } else { self.faults.propose_every_ms };
+            let at = self.now + 1 + self.rand(2 * every);
             self.push(at, Event::Propose);
         }
         let leaders: Vec<NodeId> = self.slots.iter().filter(|(_, s)| s.node.as_ref().is_some_and(Node::is_leader)).map(|(&id, _)| id).collect();
@@ -341,8 +462,13 @@ impl Cluster {
         let n = self.faults.voters as NodeId;
         match self.rand(5) {
             0 | 1 if self.faults.crashes => {
-                let victim = self.rand(n as u64) as NodeId;
-                let down = self.rand(4_000);
+                // Half the time the leader (if any): its failover is where Raft's rules bite.
+                let leader = self.slots.iter().find(|(_, s)| s.node.as_ref().is_some_and(Node::is_leader)).map(|(&id, _)| id);
+                let victim = match leader {
+                    Some(l) if self.rand(2) == 0 => l,
+                    _ => self.rand(n as u64) as NodeId,
+                };
+                let down = self.rand(3_000);
                 self.crash(victim, down);
             }
             2 if self.faults.partitions => {

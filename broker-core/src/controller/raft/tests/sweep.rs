@@ -1,15 +1,32 @@
-//! The seeded sweeps: many seeds of the simulated cluster must pass every checker, and each
-//! planted Raft bug must be caught within 100 seeds that pass without it.
+//! The seeded sweeps: many seeds of the simulated cluster must pass every checker, under the
+//! seed's own fault mix and under the leader-churn profile, and each planted Raft bug must be
+//! caught within 100 churn seeds that pass without it.
 
-use super::cluster::Cluster;
+use super::cluster::{Cluster, Faults};
 use crate::controller::raft::PlantedRaftBug;
 
-/// Seeds per sweep: enough to exercise every fault mix many times over, bounded so the unit
-/// tests stay quick.
-const sweep_seeds: u64 = 100;
+/// Seeds per sweep: every fault mix many times over, bounded so the unit tests stay quick
+/// (about 15 s unoptimized).
+const sweep_seeds: u64 = 1_000;
+const churn_seeds: u64 = 200;
 
-fn failures(seeds: std::ops::Range<u64>, plant: Option<PlantedRaftBug>) -> Vec<(u64, Vec<String>)> {
-    seeds.filter_map(|seed| Some((seed, Cluster::new(seed, plant).run())).filter(|(_, v)| !v.is_empty())).collect()
+#[derive(Clone, Copy, Debug)]
+enum Profile {
+    /// The seed's own fault mix ([`Faults::from_seed`]).
+    Mix,
+    /// [`Faults::churn`].
+    Churn,
+}
+
+fn cluster(seed: u64, plant: Option<PlantedRaftBug>, profile: Profile) -> Cluster {
+    match profile {
+        Profile::Mix => Cluster::new(seed, plant),
+        Profile::Churn => Cluster::with(seed, plant, Faults::churn),
+    }
+}
+
+fn failures(seeds: std::ops::Range<u64>, plant: Option<PlantedRaftBug>, profile: Profile) -> Vec<(u64, Vec<String>)> {
+    seeds.filter_map(|seed| Some((seed, cluster(seed, plant, profile).run())).filter(|(_, v)| !v.is_empty())).collect()
 }
 
 fn report(failed: &[(u64, Vec<String>)]) -> String {
@@ -18,25 +35,31 @@ fn report(failed: &[(u64, Vec<String>)]) -> String {
 
 #[test]
 fn every_checker_passes_over_the_seed_sweep() {
-    let failed = failures(0..sweep_seeds, None);
+    let failed = failures(0..sweep_seeds, None, Profile::Mix);
     assert!(failed.is_empty(), "{} of {sweep_seeds} seeds failed:\n{}", failed.len(), report(&failed));
 }
 
 #[test]
+fn every_checker_passes_under_leader_churn() {
+    let failed = failures(0..churn_seeds, None, Profile::Churn);
+    assert!(failed.is_empty(), "{} of {churn_seeds} churn seeds failed:\n{}", failed.len(), report(&failed));
+}
+
+#[test]
 fn a_seed_replays_exactly() {
-    let run = |seed| format!("{:?}", Cluster::new(seed, Some(PlantedRaftBug::VoteBeforeSync)).run());
+    let run = |seed| format!("{:?}", cluster(seed, Some(PlantedRaftBug::VoteBeforeSync), Profile::Churn).run());
     for seed in [1, 17, 99] {
         assert_eq!(run(seed), run(seed));
     }
 }
 
-/// Runs seeds 0..100 with `plant`: some must fail, and every one that fails must pass without
-/// the bug (so the checker caught the bug, not a flaw of the harness).
+/// Runs churn seeds 0..100 with `plant`: some must fail, and every one that fails must pass
+/// without the bug (so the checkers caught the bug, not a flaw of the harness).
 fn caught_within_100_seeds(plant: PlantedRaftBug) -> Vec<u64> {
-    let caught: Vec<u64> = failures(0..100, Some(plant)).into_iter().map(|(seed, _)| seed).collect();
+    let caught: Vec<u64> = failures(0..100, Some(plant), Profile::Churn).into_iter().map(|(seed, _)| seed).collect();
     assert!(!caught.is_empty(), "{plant:?} was not caught in 100 seeds");
     for &seed in &caught {
-        let clean = Cluster::new(seed, None).run();
+        let clean = cluster(seed, None, Profile::Churn).run();
         assert!(clean.is_empty(), "seed {seed} fails without {plant:?} too: {clean:?}");
     }
     caught
@@ -54,8 +77,8 @@ fn an_old_epoch_entry_committed_by_counting_is_caught() {
     eprintln!("CommitOldEpochByCount caught by seeds {caught:?}");
 }
 
-/// Prints the trace of one seed: `RAFT_SEED=14 [RAFT_PLANT=vote|commit] cargo test -p broker-core
-/// --lib raft::tests::sweep::replay -- --ignored --nocapture`.
+/// Prints the trace of one seed: `RAFT_SEED=14 [RAFT_PLANT=vote|commit] [RAFT_PROFILE=churn]
+/// cargo test -p broker-core --lib raft::tests::sweep::replay -- --ignored --nocapture`.
 #[test]
 #[ignore]
 fn replay() {
@@ -65,7 +88,8 @@ fn replay() {
         Ok("commit") => Some(PlantedRaftBug::CommitOldEpochByCount),
         _ => None,
     };
-    let mut c = Cluster::new(seed, plant);
+    let profile = if std::env::var("RAFT_PROFILE").as_deref() == Ok("churn") { Profile::Churn } else { Profile::Mix };
+    let mut c = cluster(seed, plant, profile);
     c.trace = Some(Vec::new());
     println!("seed {seed}: {:?}", c.faults);
     let (violations, trace) = c.run_traced();
@@ -74,3 +98,4 @@ fn replay() {
     }
     println!("violations: {violations:#?}");
 }
+
