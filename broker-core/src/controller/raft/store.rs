@@ -85,3 +85,63 @@ impl RaftStore {
         self.log.log_end_offset()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::raft::{Node, RaftConfig};
+    use crate::storage::FileDisk;
+
+    /// A one-voter node elected and fed two proposals, every IO action done through the store.
+    fn run_one_voter(store: &mut RaftStore, restored: Restored, now: u64) -> Node {
+        let mut node = Node::restart(RaftConfig::new(0, [0]), restored.state, restored.entries, 1, now).unwrap();
+        let mut actions = node.tick(node.next_deadline());
+        for round in 0..3 {
+            while !actions.is_empty() {
+                let mut next = Vec::new();
+                for a in &actions {
+                    if let Some(id) = store.perform(a, now).unwrap() {
+                        next.extend(node.io_done(now, id).unwrap());
+                    }
+                }
+                actions = next;
+            }
+            if round < 2 {
+                actions = node.propose(now, &[format!("record {round}").as_bytes()]).unwrap().1;
+            }
+        }
+        node
+    }
+
+    #[test]
+    fn state_and_entries_survive_a_reopen_and_a_cut_tail_stays_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let disk: Arc<dyn Disk> = Arc::new(FileDisk::new());
+        let (mut store, restored) = RaftStore::open(disk.clone(), dir.path(), 0).unwrap();
+        assert_eq!((restored.state, restored.entries.len()), (QuorumState::default(), 0));
+        let node = run_one_voter(&mut store, restored, 0);
+        assert_eq!(node.high_watermark(), Some(3), "leader change + two proposals committed");
+        drop(store);
+
+        let (mut store, restored) = RaftStore::open(disk.clone(), dir.path(), 0).unwrap();
+        assert_eq!(restored.state, QuorumState { epoch: 1, voted_for: Some(0), leader: Some(0) });
+        let written: Vec<Entry> = node.log().iter().cloned().collect();
+        assert_eq!(restored.entries, written, "entries read back byte for byte");
+        store.write_log(Some(1), &[], 0).unwrap();
+        drop(store);
+
+        let (_, restored) = RaftStore::open(disk, dir.path(), 0).unwrap();
+        assert_eq!(restored.entries, written[..1]);
+    }
+
+    #[test]
+    fn a_damaged_quorum_state_refuses_to_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let disk: Arc<dyn Disk> = Arc::new(FileDisk::new());
+        drop(RaftStore::open(disk.clone(), dir.path(), 0).unwrap());
+        let path = dir.path().join(metadata_dir).join(state_file::QUORUM_STATE_FILE);
+        crate::storage::write_atomically(disk.as_ref(), &path, b"{\"leaderId\":").unwrap();
+        let err = RaftStore::open(disk, dir.path(), 0).err().expect("refused");
+        assert!(err.contains("quorum-state"), "{err}");
+    }
+}

@@ -4,6 +4,7 @@
 
 mod crash;
 mod faults;
+mod raft_store;
 
 use super::{CrashMode, DiskFaults, SimDisk};
 use broker_core::storage::{conformance, read_exact_at, Disk, DiskFile};
