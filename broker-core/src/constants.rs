@@ -301,5 +301,8 @@ const _: () = assert!(quorum_request_timeout_ms_default < quorum_fetch_timeout_m
 /// Bytes of entries the Raft leader returns per Fetch (at least one whole entry).
 pub const quorum_fetch_bytes: usize = 1 << 20;
 
+/// Largest `quorum-state` file read: a few integer fields; anything bigger is not one.
+pub const quorum_state_bytes_max: u64 = 4096;
+
 /// Most voters a Raft quorum may have. KRaft clusters run 1, 3 or 5; more only slows commits.
 pub const quorum_voters_max: usize = 7;

@@ -6,6 +6,7 @@
 //! not a fresh start, since forgetting a vote could elect two leaders in one epoch.
 
 use super::{NodeId, QuorumState};
+use crate::constants::quorum_state_bytes_max;
 use crate::storage::{read_exact_at, write_atomically, Disk};
 use serde::{Deserialize, Serialize};
 use std::io;
@@ -13,9 +14,6 @@ use std::path::Path;
 
 /// File name inside the metadata log directory (KRaft's).
 pub const QUORUM_STATE_FILE: &str = "quorum-state";
-
-/// Largest quorum-state file read: a few fields; anything bigger is not ours.
-const state_file_bytes_max: u64 = 4096;
 
 /// KRaft's `quorum-state` fields (`data_version` 0); -1 is "none".
 #[derive(Serialize, Deserialize)]
@@ -60,7 +58,7 @@ pub fn read(disk: &dyn Disk, dir: &Path) -> Result<QuorumState, String> {
     let err = |e: io::Error| format!("{}: {e}", path.display());
     let file = disk.open(&path, false).map_err(err)?;
     let len = file.len().map_err(err)?;
-    if len > state_file_bytes_max {
+    if len > quorum_state_bytes_max {
         return Err(format!("{}: {len} bytes, not a quorum-state file", path.display()));
     }
     let mut bytes = vec![0; len as usize];
