@@ -124,7 +124,9 @@ impl Node {
 
     pub fn receive(&mut self, now: u64, m: Message) -> Vec<Action> {
         let mut out = Vec::new();
-        if m.to == self.id() {
+        // A message to another node, or claiming to come from this one (it would count this
+        // node's log twice towards a commit), is dropped.
+        if m.to == self.id() && m.from != self.id() {
             self.observe_epoch(now, &m, &mut out);
             match m.body {
                 Body::Vote { epoch, pre_vote: true, last_epoch, end_offset } => self.on_pre_vote(now, m.from, epoch, last_epoch, end_offset, &mut out),

@@ -139,3 +139,54 @@ fn restoring_a_log_newer_than_the_quorum_state_is_refused() {
     assert!(matches!(Node::restart(RaftConfig::new(0, [0]), old, entries, 0, 0), Err(Error::Restore(_))));
     assert!(matches!(Node::restart(RaftConfig::new(0, 0..9), old, Vec::new(), 0, 0), Err(Error::Config(_))));
 }
+
+/// Hostile input: random messages, ticks and IO completions in any order never panic a node,
+/// and its epoch never goes back.
+#[test]
+fn random_input_never_panics_a_node() {
+    use crate::log::batch;
+    use rand_chacha::rand_core::{RngCore, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+    for seed in 0..300 {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut r = move |n: u64| (rng.next_u64() % n) as i64;
+        let mut n = node((r(3)) as NodeId, 3);
+        let (mut now, mut epoch) = (0u64, 0);
+        for _ in 0..300 {
+            now += r(400) as u64;
+            let epoch_field = r(6) as i32 - 1;
+            let offset = r(24) - 3;
+            let entries = (0..r(3))
+                .map(|i| {
+                    let mut b = batch::build(&[b"x"], 0);
+                    batch::stamp(&mut b, offset + i, 1 + r(5) as i32);
+                    crate::controller::raft::Entry::from_batch(b.into()).unwrap()
+                })
+                .collect();
+            let body = match r(7) {
+                0 => Body::Vote { epoch: epoch_field, pre_vote: r(2) == 0, last_epoch: r(6) as i32 - 1, end_offset: offset },
+                1 => Body::VoteResponse { epoch: epoch_field, pre_vote: r(2) == 0, granted: r(2) == 0, leader: (r(2) == 0).then(|| r(4) as NodeId - 1) },
+                2 => Body::BeginQuorumEpoch { epoch: epoch_field },
+                3 => Body::Fetch { epoch: epoch_field, fetch_offset: offset, last_fetched_epoch: r(6) as i32 - 1 },
+                4 => {
+                    let result = match r(4) {
+                        0 => FetchResult::Entries(entries),
+                        1 => FetchResult::Diverging { epoch: r(6) as i32 - 1, end_offset: r(24) - 3 },
+                        2 => FetchResult::FencedEpoch,
+                        _ => FetchResult::NotLeader,
+                    };
+                    Body::FetchResponse { epoch: epoch_field, leader: (r(2) == 0).then(|| r(4) as NodeId - 1), fetch_offset: offset, high_watermark: (r(2) == 0).then(|| r(30) - 3), result }
+                }
+                _ => Body::BeginQuorumEpoch { epoch: epoch_field },
+            };
+            let _ = match r(4) {
+                0 => n.tick(now),
+                1 => n.io_done(now, r(8) as u64).unwrap_or_default(),
+                2 => n.propose(now, &[b"v"]).map(|(_, a)| a).unwrap_or_default(),
+                _ => n.receive(now, Message { from: r(5) as NodeId - 1, to: n.id(), body }),
+            };
+            assert!(n.epoch() >= epoch, "seed {seed}: epoch went back");
+            epoch = n.epoch();
+        }
+    }
+}
