@@ -6,7 +6,7 @@
 //! between two actions of one step. Every choice comes from the seed; no clock, no OS RNG.
 //!
 //! A run has two phases (VOPR's): faults for `fault_ms`, then everything healed and restarted,
-//! and a leader must commit a new entry on every voter within `liveness_ms`.
+//! and a leader must commit a new entry on every voter within `Faults::liveness_ms`.
 
 use super::checks::{self, History};
 use crate::controller::raft::{Action, Entry, Message, Node, NodeId, PlantedRaftBug, QuorumState, RaftConfig};
@@ -16,10 +16,9 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// Simulated time with faults, then the time allowed to recover.
 const fault_ms: u64 = 20_000;
-const liveness_ms: u64 = 15_000;
 /// Proposals stop this long before the end, so the last ones can reach every voter.
 const quiet_ms: u64 = 5_000;
-/// Longest slow fsync, and longest life of a leader the churn fault kills.
+/// Longest slow fsync.
 const io_stall_ms_max: u64 = 1_500;
 /// A churned leader dying at an action dies within this many of them.
 const leader_actions_max: u64 = 40;
@@ -45,13 +44,12 @@ pub struct Faults {
     /// back-to-back leader failures, which leave uncommitted tails of many epochs.
     pub leader_churn_per_mille: u64,
     pub leader_life_ms_max: u64,
-    /// Chance that a follower loses power right after taking entries from its leader, before
-    /// they are synced: the voter that loses its unsynced tail.
-    pub tail_loss_per_mille: u64,
     /// Mean time between proposals to each leader while faults last (every 400 ms after).
     pub propose_every_ms: u64,
     /// Bytes per fetch answer (whole entries, at least one).
     pub fetch_bytes: usize,
+    /// Time allowed after healing for a leader to commit on every voter (catching up included).
+    pub liveness_ms: u64,
     pub partitions: bool,
     pub crashes: bool,
     /// KRaft's timeouts divided by this (as the simulator scales Kafka's), for more elections
@@ -61,20 +59,24 @@ pub struct Faults {
 
 impl Faults {
     /// Back-to-back leader failures (issue 10's scenario): three voters, new leaders often
-    /// losing power within moments, power losses while IO is pending, short round trips (so
-    /// followers fetch entry by entry), timeouts scaled down and proposals every few ms: long
-    /// uncommitted tails of several epochs, where figure 8 and lost votes live.
+    /// losing power within moments, power losses while IO is pending, partitions, short round
+    /// trips and fast disks (so followers can fetch entry by entry), timeouts scaled down and
+    /// proposals every few ms: long uncommitted tails of several epochs, where figure 8 and
+    /// lost votes live.
     pub fn churn(&mut self) {
         self.voters = 3;
         self.crashes = true;
         self.leader_churn_per_mille = 700;
         self.crash_during_io_per_mille = 200;
         self.delay_ms_max = 10;
-        self.partitions = false;
+        // Partitions now and then strand a leader that keeps taking proposals until
+        // check-quorum: the long tails of old epochs that a later leader commits piecemeal.
+        self.partitions = true;
+        self.fault_every_ms = 1_000;
         self.timeout_divisor = 4;
         self.propose_every_ms = 20;
         self.io_ms_max = 5;
-        self.fetch_bytes = 256; // two or three entries: old tails are acknowledged piecemeal
+        self.fetch_bytes = 1; // entry by entry: old tails are acknowledged piecemeal
     }
 
     pub fn from_seed(rng: &mut ChaCha8Rng) -> Faults {
@@ -90,12 +92,12 @@ impl Faults {
             io_stall_per_mille: [0, 20, 100][pick(3) as usize],
             leader_churn_per_mille: [0, 300, 700][pick(3) as usize],
             leader_life_ms_max: 500,
-            tail_loss_per_mille: 0,
             propose_every_ms: 400,
             partitions: pick(4) != 0,
             crashes: pick(4) != 0,
             timeout_divisor: 1,
             fetch_bytes: 0,
+            liveness_ms: 15_000,
         };
         // One entry per fetch (so a follower acknowledges entry by entry, as a slow one does)
         // only where round trips are short enough to keep up with the proposals.
@@ -284,12 +286,6 @@ impl Cluster {
             let (at, incarnation) = (self.now + self.rand(self.faults.io_ms_max + 1), self.slots[&id].incarnation);
             self.push(at, Event::Crash { node: id, incarnation });
         }
-        let appends = actions.iter().any(|a| matches!(a, Action::WriteLog { entries, .. } if !entries.is_empty()));
-        let follower = self.slots[&id].node.as_ref().is_some_and(|n| !n.is_leader());
-        if appends && follower && !self.healed && self.rand(1000) < self.faults.tail_loss_per_mille {
-            let incarnation = self.slots[&id].incarnation;
-            self.push(self.now, Event::Crash { node: id, incarnation });
-        }
         for a in actions {
             let slot = self.slots.get_mut(&id).expect("known node");
             match slot.actions_left {
@@ -433,7 +429,7 @@ impl Cluster {
     }
 
     fn propose(&mut self) {
-        if self.now < fault_ms + liveness_ms - quiet_ms {
+        if self.now < fault_ms + self.faults.liveness_ms - quiet_ms {
             let every = if self.healed { 400 } else { self.faults.propose_every_ms };
             let at = self.now + 1 + self.rand(2 * every);
             self.push(at, Event::Propose);
@@ -508,7 +504,7 @@ impl Cluster {
     /// [`Cluster::run`], and the trace if one was asked for.
     pub fn run_traced(mut self) -> (Vec<String>, Vec<String>) {
         while let Some(((at, _), event)) = self.queue.pop_first() {
-            if at > fault_ms + liveness_ms || self.history.violations.len() > 10 {
+            if at > fault_ms + self.faults.liveness_ms || self.history.violations.len() > 10 {
                 break;
             }
             self.now = at;
@@ -527,7 +523,7 @@ impl Cluster {
     fn liveness(&self, out: &mut Vec<String>) {
         let leaders: Vec<&Node> = self.slots.values().filter_map(|s| s.node.as_ref()).filter(|n| n.is_leader()).collect();
         let [leader] = leaders[..] else {
-            return out.push(format!("liveness: {} leaders {liveness_ms} ms after healing", leaders.len()));
+            return out.push(format!("liveness: {} leaders {} ms after healing", leaders.len(), self.faults.liveness_ms));
         };
         let healed_committed = self.history.committed.iter().any(|(e, _)| e.batch.windows(7).any(|w| w == b"healed:"));
         if !healed_committed {

@@ -99,3 +99,4 @@ fn replay() {
     println!("violations: {violations:#?}");
 }
 
+
