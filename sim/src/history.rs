@@ -53,6 +53,15 @@ pub struct Write {
     pub outcome: Outcome,
 }
 
+/// An acks setting as Kafka's configs spell it: `0`, `1` or `all` (the wire's -1).
+pub fn acks_name(acks: i16) -> &'static str {
+    match acks {
+        0 => "0",
+        1 => "1",
+        _ => "all",
+    }
+}
+
 impl Write {
     /// The offset the broker acknowledged this write at; `None` when nothing was promised
     /// (acks=0's `Ok(-1)` only means "sent"), or the write failed or its outcome is unknown.

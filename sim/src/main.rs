@@ -187,7 +187,7 @@ mod cli {
             None => None,
         };
         let wall = std::time::Instant::now();
-        let r = cluster::run(&s, &path.display().to_string(), seed, bug);
+        let r = cluster::run(&s, &path.display().to_string(), seed, bug)?;
         let secs = wall.elapsed().as_secs_f64();
         println!("scenario {} seed={seed}", s.name);
         for (k, v) in &r.derived {
@@ -279,7 +279,7 @@ mod cli {
                 scope.spawn(|| loop {
                     let next = queue.lock().expect("queue").next();
                     let Some((i, (path, s, seed))) = next else { break };
-                    let r = cluster::run(&s, &path.display().to_string(), seed, None);
+                    let r = cluster::run(&s, &path.display().to_string(), seed, None).expect("load validated the scenario");
                     bar.inc(1);
                     // Only a failing run's trace is kept (to be written out): a sweep of
                     // thousands of seeds must not hold every trace in memory.
@@ -326,7 +326,7 @@ mod cli {
             Some(name) => Some(broker_core::broker::PlantedBug::named(&name).ok_or_else(|| format!("the trace's planted bug {name:?} is not one this build knows"))?),
             None => None,
         };
-        let again = cluster::run(&s, &scenario_path, seed, bug).trace.to_jsonl();
+        let again = cluster::run(&s, &scenario_path, seed, bug)?.trace.to_jsonl();
         match sim::trace::first_divergence(&text, &again) {
             None => {
                 println!("identical: {} lines, scenario {scenario_path} seed {seed}", text.lines().count());

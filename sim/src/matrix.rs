@@ -282,7 +282,7 @@ pub struct Measured {
 #[cfg(madsim)]
 pub fn measure(row: &Row, seed: u64) -> Measured {
     use crate::history::Outcome;
-    let r = crate::cluster::run(&row.scenario, &format!("<matrix:{}>", row.scenario.name), seed, None);
+    let r = crate::cluster::run(&row.scenario, &format!("<matrix:{}>", row.scenario.name), seed, None).expect("every row is a valid scenario (tested)");
     let h = &r.history;
     let final_values: std::collections::BTreeSet<&[u8]> = h.final_read.values().flatten().map(|(_, v)| v.as_slice()).collect();
     let sent: Vec<_> = h.writes.iter().filter(|w| w.acks == 0 && matches!(w.outcome, Outcome::Ok(_))).collect();

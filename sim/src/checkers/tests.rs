@@ -49,6 +49,10 @@ fn each_planted_flaw_is_caught_by_its_checker() {
     h.final_read.insert(("t".into(), 0), vec![(0, "a".into()), (2, "c".into())]);
     assert_eq!(fired(&h), vec!["acknowledged_durable", "offsets_dense", "dirty_read"]);
 
+    // Violation texts spell acks as Kafka's configs do: acks=all, not the wire's -1.
+    let lost = check_all(&h).into_iter().find(|v| v.checker == "acknowledged_durable").unwrap();
+    assert!(lost.detail.contains("(acks=all)") && !lost.detail.contains("acks=-1"), "{}", lost.detail);
+
     // A consumer read past "b" but never saw it.
     let mut h = clean();
     h.reads = vec![r("a", 0, 0), r("c", 2, 1)];

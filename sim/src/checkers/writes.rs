@@ -2,7 +2,7 @@
 //! consumers that read past them; definitely refused ones are nowhere.
 
 use super::keyed::Keys;
-use crate::history::{History, Outcome, Violation, Write};
+use crate::history::{acks_name, History, Outcome, Violation, Write};
 use std::collections::{BTreeMap, BTreeSet};
 
 fn acked(h: &History) -> impl Iterator<Item = (&Write, i64)> {
@@ -38,7 +38,7 @@ pub fn acknowledged_durable(h: &History, out: &mut Vec<Violation>) {
                 partition: w.partition,
                 offsets: vec![offset],
                 at_ms: w.complete_ms,
-                detail: format!("write {:?} by {} (acks={}) acknowledged at offset {offset}: {what}", String::from_utf8_lossy(&w.value), w.process, w.acks),
+                detail: format!("write {:?} by {} (acks={}) acknowledged at offset {offset}: {what}", String::from_utf8_lossy(&w.value), w.process, acks_name(w.acks)),
                 loss: true,
                 acks: Some(w.acks),
             });

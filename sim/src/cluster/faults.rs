@@ -9,6 +9,10 @@ use crate::scenario::{self, FaultSpec, Scenario};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
+/// Shortest drawn fault, ms, when `for_max_ms` allows it: shorter ones barely outlast a
+/// request and mostly test nothing.
+const fault_ms_min: u64 = 100;
+
 /// The fault schedule: the scenario's fixed faults plus the random mix drawn from the seed.
 /// Node faults hit a random broker; link faults cut one direction between a random broker and
 /// another random node (a client, or another broker).
@@ -25,7 +29,8 @@ pub fn derive_faults(s: &Scenario, rng: &mut ChaCha8Rng) -> Vec<FaultSpec> {
             for _ in 0..n {
                 let kind = kinds[rng.gen_range(0..kinds.len())];
                 let at = rng.gen_range(0..s.duration_ms.max(1));
-                let for_ms = rng.gen_range(100..=mix.for_max_ms.max(100));
+                // 100 ms at least, and never past `for_max_ms`: a smaller max is every length.
+                let for_ms = rng.gen_range(mix.for_max_ms.min(fault_ms_min)..=mix.for_max_ms);
                 let broker = &brokers[rng.gen_range(0..brokers.len())];
                 let target = if kind.is_link() {
                     let others: Vec<&String> = nodes.iter().filter(|n| *n != broker).collect();
@@ -59,7 +64,7 @@ fn faulty_brokers(f: &FaultSpec) -> Vec<&str> {
 /// Whether adding `f` keeps at most `max` brokers faulty at any moment, a broker counting as
 /// faulty until `recovery_ms` after its fault ends. Checked at every fault start inside `f`'s
 /// window (the number of faulty brokers only grows at a start).
-fn within_budget(kept: &[FaultSpec], f: &FaultSpec, max: usize, recovery_ms: u64) -> bool {
+pub(crate) fn within_budget(kept: &[FaultSpec], f: &FaultSpec, max: usize, recovery_ms: u64) -> bool {
     let window = |x: &FaultSpec| (x.at, x.at.saturating_add(x.for_ms).saturating_add(recovery_ms));
     let (start, end) = window(f);
     let starts = kept.iter().map(|x| x.at).filter(|&t| t > start && t < end).chain([start]);
@@ -141,14 +146,27 @@ mod tests {
     #[test]
     fn fixed_faults_are_kept_and_the_schedule_is_sorted_by_start() {
         let mut s = swarm(Some(1), 5_000);
-        // Two fixed faults on different brokers at once: over the budget, kept all the same
-        // (the budget bounds what is drawn, not what the scenario asks for).
+        // Two fixed faults on different brokers at once: over the budget, which validation
+        // refuses; should such a scenario get here anyway, they are kept all the same (the
+        // budget bounds what is drawn, not what the scenario asks for).
         s.faults = vec![FaultSpec::new(9_000, FaultKind::Kill, "broker-2", 500), FaultSpec::new(9_100, FaultKind::Pause, "broker-1", 500)];
+        assert!(s.validate().unwrap_err().contains("brokers_at_once"), "{:?}", s.validate());
         for seed in 0..50 {
             let (faults, _) = draw(&s, seed);
             assert!(s.faults.iter().all(|fixed| faults.contains(fixed)), "seed {seed}: a fixed fault was dropped");
             assert!(faults.windows(2).all(|w| w[0].at <= w[1].at), "seed {seed}: not sorted");
             assert!(faults.len() <= s.faults.len() + scenario::random_faults_max as usize);
+        }
+    }
+
+    #[test]
+    fn a_drawn_fault_never_outlasts_for_max_ms() {
+        let mut s = swarm(None, 0);
+        for for_max_ms in [0, 1, 40, 99, 100, 101, 3_000] {
+            s.random_faults.as_mut().unwrap().for_max_ms = for_max_ms;
+            let lengths: Vec<u64> = (0..100).flat_map(|seed| draw(&s, seed).0).filter(|f| !s.faults.contains(f)).map(|f| f.for_ms).collect();
+            assert!(!lengths.is_empty());
+            assert!(lengths.iter().all(|&ms| ms <= for_max_ms && ms >= for_max_ms.min(fault_ms_min)), "for_max_ms {for_max_ms}: {lengths:?}");
         }
     }
 

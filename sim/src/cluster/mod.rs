@@ -3,8 +3,10 @@
 //! the seed), a healing phase, a final read, the checkers, and the trace. One function,
 //! `run`: scenario + seed in, result out; same inputs, byte-identical trace.
 //!
-//! A scenario that slipped past validation must not crash the harness: what cannot be run (a
-//! fault on no such node, a link fault without a link) is skipped with a `fault_skipped` event.
+//! A scenario that slipped past validation must not crash the harness: one it cannot run at all
+//! (no broker, more brokers than the address plan holds) is refused with the validation error;
+//! what cannot be run of the rest (a fault on no such node, a link fault without a link) is
+//! skipped with a `fault_skipped` event.
 //!
 //! # Phases
 //!
@@ -65,8 +67,11 @@ use {
 const request_timeout_ms: u64 = 1_000;
 
 /// Runs `scenario` under `seed`. `scenario_path` is recorded in the trace header for replay.
+/// A scenario the harness cannot run at all (see [`Scenario::runnable`]) is an error naming
+/// the field; anything else that slipped past validation is skipped as the run goes.
 #[cfg(madsim)]
-pub fn run(scenario: &Scenario, scenario_path: &str, seed: u64, bug: Option<PlantedBug>) -> RunResult {
+pub fn run(scenario: &Scenario, scenario_path: &str, seed: u64, bug: Option<PlantedBug>) -> Result<RunResult, String> {
+    scenario.runnable()?;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let faults = derive_faults(scenario, &mut rng);
     let disk_seed = rng.gen::<u64>();
@@ -78,7 +83,7 @@ pub fn run(scenario: &Scenario, scenario_path: &str, seed: u64, bug: Option<Plan
     let trace = Trace::header(&scenario.name, scenario_path, trace::scenario_digest(scenario), seed, &derived);
     let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
     let (trace, history, simulated_ms) = runtime.block_on(simulate(scenario.clone(), faults, disk_seed, bug, trace));
-    verdict::judge(scenario, trace, history, derived, simulated_ms)
+    Ok(verdict::judge(scenario, trace, history, derived, simulated_ms))
 }
 
 /// What the seed decided, for the trace header and `sim run`'s `derived` lines.

@@ -58,9 +58,11 @@ pub(super) struct Cluster {
     clients: usize,
 }
 
-/// Broker i's address: 10.0.0.(i+1).
+/// Broker i's address: 10.0.0.(i+1). `run` refuses scenarios with more than `brokers_max`
+/// brokers (`Scenario::runnable`), and a const assertion keeps that below the octet's end.
 fn broker_ip(i: u32) -> IpAddr {
-    IpAddr::from([10, 0, 0, (i + 1) as u8])
+    let octet = u8::try_from(i + 1).expect("Scenario::runnable bounds the brokers");
+    IpAddr::from([10, 0, 0, octet])
 }
 
 /// Client k's address, 10.0.1.(11+k): validation keeps the count far below where the octet

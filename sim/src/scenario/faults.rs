@@ -124,7 +124,8 @@ pub struct RandomFaults {
     pub kinds: Vec<FaultKind>,
     /// At most this many faults, 0..=`random_faults_max`; the seed picks how many (0..=max).
     pub max: u32,
-    /// Longest fault, in ms; the seed picks each duration up to it.
+    /// Longest fault, in ms; the seed picks each duration in 100..=`for_max_ms` (all of it
+    /// when it is below 100).
     #[serde(default = "for_max_default")]
     pub for_max_ms: u64,
     /// Fault budget: at most this many brokers faulty at once (a drawn fault that would exceed
@@ -152,6 +153,24 @@ impl Scenario {
         }
         if let Some(mix) = &self.random_faults {
             mix.validate(self.client_count() == 0 && self.brokers == 1)?;
+            self.validate_fixed_within_budget(mix)?;
+        }
+        Ok(())
+    }
+
+    /// The fixed faults count against the budget and are never dropped, so they must keep it
+    /// themselves: otherwise the budget's promise (what the expectations rest on) is broken by
+    /// the scenario's own schedule. Checked start by start, in time order.
+    fn validate_fixed_within_budget(&self, mix: &RandomFaults) -> Result<(), String> {
+        let Some(max) = mix.brokers_at_once else { return Ok(()) };
+        let mut fixed: Vec<&FaultSpec> = self.faults.iter().collect();
+        fixed.sort_by_key(|f| f.at);
+        let mut kept: Vec<FaultSpec> = Vec::new();
+        for f in fixed {
+            if !crate::cluster::faults::within_budget(&kept, f, max as usize, mix.recovery_ms) {
+                return Err(format!("scenario: faults: {} on {} at {} ms makes more than random_faults.brokers_at_once = {max} brokers faulty at once (counting random_faults.recovery_ms = {} after each fault); fixed faults are never dropped, so they must keep the budget", f.kind.name(), f.target, f.at, mix.recovery_ms));
+            }
+            kept.push(f.clone());
         }
         Ok(())
     }

@@ -45,6 +45,8 @@ pub const max_wait_ms_max: i32 = 30_000;
 /// Most brokers: broker i is 10.0.0.(i+1); a handful is what replication scenarios need, and
 /// every broker multiplies the simulated work.
 pub const brokers_max: u32 = 9;
+// Broker addresses end at 10.0.0.(brokers_max): past .254 they would wrap onto other nodes.
+const _: () = assert!(brokers_max < 255);
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -161,6 +161,11 @@ fn bad_ranges_are_refused_with_a_readable_error() {
     rejected(&mix(&format!("recovery_ms = {}", fault_ms_max + 1)), "random_faults.recovery_ms");
     rejected(&mix(&format!("for_max_ms = {}", fault_ms_max + 1)), "random_faults.for_max_ms");
     Scenario::parse(&mix(&format!("brokers_at_once = 1, recovery_ms = {fault_ms_max}, for_max_ms = {fault_ms_max}"))).unwrap();
+    // Fixed faults count against the budget and are never dropped: they must keep it.
+    let budget = |faults: &str| with(&format!("brokers = 2\nrandom_faults = {{ kinds = [\"kill\"], max = 3, brokers_at_once = 1, recovery_ms = 300 }}")).replace("faults = [{ at = 100, kind = \"power_loss\", for = 200 }]", faults);
+    let over = budget(r#"faults = [{ at = 100, kind = "kill", for = 200 }, { at = 550, kind = "kill", target = "broker-1", for = 200 }]"#);
+    assert!(error(&over).starts_with("scenario: faults: kill on broker-1 at 550 ms makes more than random_faults.brokers_at_once = 1"), "{}", error(&over));
+    Scenario::parse(&budget(r#"faults = [{ at = 100, kind = "kill", for = 200 }, { at = 600, kind = "kill", target = "broker-1", for = 200 }, { at = 700, kind = "pause", target = "broker-1", for = 100 }]"#)).unwrap();
     // Phases.
     assert_eq!(error(&SMOKE.replace("duration_ms = 1000", "duration_ms = 0")), format!("scenario: duration_ms 0 must be 1..={phase_ms_max}"));
 }

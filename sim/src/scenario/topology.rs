@@ -69,9 +69,7 @@ fn one() -> i32 {
 impl Scenario {
     /// The brokers, their settings and the topics; errors name the field.
     pub(super) fn validate_topology(&self) -> Result<(), String> {
-        if !(1..=brokers_max).contains(&self.brokers) {
-            return Err(format!("scenario: brokers {} must be 1..={brokers_max}", self.brokers));
-        }
+        self.runnable()?;
         self.broker.validate()?;
         if self.topics.is_empty() {
             return Err("scenario: topics must name at least one topic".into());
@@ -91,6 +89,18 @@ impl Scenario {
             if t.config.get(unclean_leader_election_config).is_some_and(|v| parse_bool(v).is_none()) {
                 return Err(format!("scenario: topics.config of '{}': {unclean_leader_election_config} must be true or false", t.name));
             }
+        }
+        Ok(())
+    }
+}
+
+impl Scenario {
+    /// What the harness cannot run without, checked even for a scenario that skipped
+    /// validation: at least one broker (`broker-0` is the controller every client bootstraps
+    /// from) and at most `brokers_max` (broker i's address is 10.0.0.(i+1)).
+    pub fn runnable(&self) -> Result<(), String> {
+        if !(1..=brokers_max).contains(&self.brokers) {
+            return Err(format!("scenario: brokers {} must be 1..={brokers_max}", self.brokers));
         }
         Ok(())
     }

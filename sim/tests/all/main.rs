@@ -16,3 +16,10 @@ mod slow_disk;
 mod replication;
 mod slow_scenarios;
 mod view;
+
+/// Runs a scenario the test knows the harness can run (`sim::cluster::run` refuses only
+/// scenarios without a runnable topology).
+#[cfg(madsim)]
+fn run(s: &sim::scenario::Scenario, path: &str, seed: u64, bug: Option<broker_core::broker::PlantedBug>) -> sim::cluster::RunResult {
+    sim::cluster::run(s, path, seed, bug).unwrap_or_else(|e| panic!("{path}: {e}"))
+}

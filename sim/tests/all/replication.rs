@@ -3,7 +3,7 @@
 //! bugs while it was built stay green (scenarios/regression/, each named after its bug).
 
 use broker_core::broker::PlantedBug;
-use sim::cluster::run;
+use crate::run;
 use sim::scenario::Scenario;
 use std::path::PathBuf;
 

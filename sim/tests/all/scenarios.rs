@@ -3,7 +3,7 @@
 //! reports "identical"; and planted broker bugs are caught by the right checker.
 
 use broker_core::broker::PlantedBug;
-use sim::cluster::run;
+use crate::run;
 use sim::scenario::Scenario;
 use std::path::PathBuf;
 
@@ -95,6 +95,17 @@ fn a_scenario_that_skipped_validation_does_not_crash_the_harness() {
     assert!(drawn.iter().all(|f| f["target"] == "broker-0" || f["target"] == "producer-0" || f["target"] == "nobody"), "no link fault without a client");
     let skipped = r.trace.lines().iter().filter(|l| l.contains("fault_skipped")).count();
     assert_eq!(skipped, 3, "{:#?}", r.trace.lines());
+}
+
+#[test]
+fn a_scenario_the_harness_cannot_run_is_refused_with_the_validation_error() {
+    let (path, mut s) = fast().into_iter().find(|(_, s)| s.name == "smoke").unwrap();
+    // No broker (no controller to bootstrap from), or more than broker addresses hold.
+    for brokers in [0, sim::scenario::brokers_max + 1, 300] {
+        s.brokers = brokers;
+        let e = sim::cluster::run(&s, &path, 1, None).err().expect("refused");
+        assert_eq!(e, format!("scenario: brokers {brokers} must be 1..={}", sim::scenario::brokers_max));
+    }
 }
 
 /// Seeds until `checker` reports the planted bug, or None within 100 seeds. The catching seed

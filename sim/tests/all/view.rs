@@ -99,7 +99,7 @@ fn a_failing_run_renders_in_a_headless_browser() {
     use broker_core::broker::PlantedBug;
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios/fast/smoke.toml");
     let s = sim::scenario::Scenario::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    let r = sim::cluster::run(&s, "scenarios/fast/smoke.toml", 0, Some(PlantedBug::FetchAboveHighWatermark));
+    let r = crate::run(&s, "scenarios/fast/smoke.toml", 0, Some(PlantedBug::FetchAboveHighWatermark));
     assert!(r.violations.iter().any(|v| v.checker == "read_above_hw"), "the planted bug must fail the run");
 
     // `SEEDLOG_VIEW_KEEP=dir` keeps the trace, page and screenshot (how traces/'s example was made).
@@ -135,7 +135,7 @@ fn write_the_example_trace() {
     use broker_core::broker::PlantedBug;
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios/fast/crash-restart.toml");
     let s = sim::scenario::Scenario::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    let r = sim::cluster::run(&s, "scenarios/fast/crash-restart.toml", 0, Some(PlantedBug::AckBeforeAppend));
+    let r = crate::run(&s, "scenarios/fast/crash-restart.toml", 0, Some(PlantedBug::AckBeforeAppend));
     assert!(r.violations.iter().any(|v| v.checker == "acknowledged_durable"), "seed 0 no longer catches the bug: pick another seed and rename the example");
     std::fs::write(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(EXAMPLE), r.trace.to_jsonl()).unwrap();
 }
