@@ -84,6 +84,15 @@ pub enum PlantedBug {
     /// The log cleaner keeps the first record of each key in its dirty range instead of the
     /// last, so a key's latest value can be compacted away under an older one.
     CleanerKeepsFirstValue,
+    /// The idempotent-producer check compares a batch only with the producer's last batch, and
+    /// refuses only sequences ahead of the next expected one: a retry of an older batch still
+    /// in the five-batch window is appended again. Invisible with one batch in flight (the
+    /// only retry is of the last batch); with several, a retry after a lost answer duplicates.
+    DuplicateCheckLastBatchOnly,
+    /// The recovery-point checkpoint is written over the old file in place (no temporary file,
+    /// no sync, no rename) — at every open of a replica's log and at every later checkpoint —
+    /// so a power loss can leave it empty or torn, and the next open refuses the replica's log.
+    CheckpointInPlace,
 }
 
 impl Default for BrokerConfig {
@@ -126,6 +135,8 @@ impl PlantedBug {
         PlantedBug::FetchRepeatsFirstBatch,
         PlantedBug::CommitIgnoresGeneration,
         PlantedBug::CleanerKeepsFirstValue,
+        PlantedBug::DuplicateCheckLastBatchOnly,
+        PlantedBug::CheckpointInPlace,
     ];
 
     /// The bug named `name` (its variant name, as traces record it).

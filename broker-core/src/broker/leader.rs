@@ -35,7 +35,8 @@ impl Broker {
             return Err(Error::Batch(crate::log::BatchError::BadRecords("a compacted topic accepts only records with a key")));
         }
         let epoch = part.replication.leader_epoch;
-        if let Verdict::Duplicate(seen) = part.producers.check(&h)? {
+        let verdict = if self.config.planted(PlantedBug::DuplicateCheckLastBatchOnly) { part.producers.check_last_batch_only(&h)? } else { part.producers.check(&h)? };
+        if let Verdict::Duplicate(seen) = verdict {
             let start = part.log_start_offset();
             return Ok(Produced { base_offset: seen.base_offset, last_offset: seen.last_offset, log_start_offset: start, leader_epoch: epoch, log_append_time: -1, duplicate: true });
         }

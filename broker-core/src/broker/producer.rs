@@ -57,6 +57,15 @@ fn last_seq(h: &BatchHeader) -> i32 {
     if s > i32::MAX as i64 { (s - i32::MAX as i64 - 1) as i32 } else { s as i32 }
 }
 
+/// Which remembered batches a retry is recognised among.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Window {
+    /// All of them (the last [`batches_remembered`]).
+    Remembered,
+    /// The last one only: the planted bug.
+    LastOnly,
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct ProducerStates {
     producers: BTreeMap<i64, Producer>,
@@ -65,6 +74,18 @@ pub struct ProducerStates {
 impl ProducerStates {
     /// Decides whether `h` (as sent, before offsets are assigned) may be appended.
     pub fn check(&self, h: &BatchHeader) -> Result<Verdict, SequenceError> {
+        self.check_against(h, Window::Remembered)
+    }
+
+    /// The planted bug `DuplicateCheckLastBatchOnly`, kept so the simulator can plant it:
+    /// [`ProducerStates::check`] against the last batch only, refusing only a sequence ahead
+    /// of the next expected one, so a retry of an older remembered batch is appended again.
+    #[doc(hidden)]
+    pub fn check_last_batch_only(&self, h: &BatchHeader) -> Result<Verdict, SequenceError> {
+        self.check_against(h, Window::LastOnly)
+    }
+
+    fn check_against(&self, h: &BatchHeader, window: Window) -> Result<Verdict, SequenceError> {
         if h.producer_id < 0 || h.base_sequence < 0 {
             return Ok(Verdict::Append);
         }
@@ -82,11 +103,19 @@ impl ProducerStates {
             };
         }
         let last = last_seq(h);
-        if let Some(seen) = p.batches.iter().find(|b| b.first_seq == h.base_sequence && b.last_seq == last) {
+        let remembered = match window {
+            Window::Remembered => p.batches.len(),
+            Window::LastOnly => 1,
+        };
+        if let Some(seen) = p.batches.iter().rev().take(remembered).find(|b| b.first_seq == h.base_sequence && b.last_seq == last) {
             return Ok(Verdict::Duplicate(*seen));
         }
         let expected = p.batches.back().map_or(0, |b| next_seq(b.last_seq));
-        if h.base_sequence != expected {
+        let refused = match window {
+            Window::Remembered => h.base_sequence != expected,
+            Window::LastOnly => h.base_sequence > expected,
+        };
+        if refused {
             return Err(SequenceError::OutOfOrder { got: h.base_sequence, expected });
         }
         Ok(Verdict::Append)
@@ -178,6 +207,20 @@ mod tests {
         }
         assert!(matches!(s.check(&h(1, 0, 2, 1, -1)), Ok(Verdict::Duplicate(_))));
         assert_eq!(s.check(&h(1, 0, 1, 1, -1)), Err(SequenceError::OutOfOrder { got: 1, expected: 7 }));
+    }
+
+    #[test]
+    fn a_retry_of_any_remembered_batch_is_a_duplicate_and_only_the_planted_bug_appends_it() {
+        let mut s = ProducerStates::default();
+        for (i, seq) in [0, 2, 4].into_iter().enumerate() {
+            s.record(&h(1, 0, seq, 2, 2 * i as i64));
+        }
+        // Three batches in flight were appended, their answers lost; the producer resends all.
+        let first = SeenBatch { first_seq: 0, last_seq: 1, base_offset: 0, last_offset: 1 };
+        assert_eq!(s.check(&h(1, 0, 0, 2, -1)), Ok(Verdict::Duplicate(first)));
+        assert!(matches!(s.check_last_batch_only(&h(1, 0, 4, 2, -1)), Ok(Verdict::Duplicate(_))), "the last batch: the same");
+        assert_eq!(s.check_last_batch_only(&h(1, 0, 0, 2, -1)), Ok(Verdict::Append), "the planted bug appends it again");
+        assert_eq!(s.check_last_batch_only(&h(1, 0, 9, 1, -1)), Err(SequenceError::OutOfOrder { got: 9, expected: 6 }));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! topics Metadata requests asked to auto-create, until the controller has them.
 
 use super::partition::{producers_of, start_of, Partition};
-use super::{log_start, Action, Broker, Error, Level};
+use super::{log_start, Action, Broker, Error, Level, PlantedBug};
 use crate::constants::failed_log_reopen_ms;
 use crate::log::dir::{self, Claimed};
 use crate::log::Log;
@@ -177,6 +177,11 @@ impl Broker {
             out.push(Action::Log(Level::Info, format!("{}: left by a deleted topic of the same name; emptied", dir.display())));
         }
         let (mut log, report) = Log::open(self.disk.clone(), &dir, settings.log, now)?;
+        if self.config.planted(PlantedBug::CheckpointInPlace) {
+            // Every checkpoint from here on is written in place, starting with one at open.
+            log.plant_checkpoint_in_place();
+            log.checkpoint()?;
+        }
         if let Some(cut) = &report.cut {
             out.push(Action::Log(Level::Info, format!("{name}-{p}: recovery cut {} at byte {} ({} bytes): {}", cut.file.display(), cut.position, cut.bytes_removed, cut.reason)));
         }

@@ -1,5 +1,6 @@
 //! One connection to a broker: encode a request with its header and size prefix, write it,
-//! read the response frame, decode it. One request in flight at a time.
+//! read the response frame, decode it. One request in flight at a time, or a group of them
+//! pipelined ([`Conn::send_all`]) with their answers read in order.
 
 use super::ClientError;
 use bytes::{BufMut, Bytes, BytesMut};
@@ -80,24 +81,68 @@ impl Conn {
         let (id, version, frame) = self.encode(req)?;
         tokio::time::timeout(timeout, async {
             self.write(&frame).await?;
-            let mut prefix = [0u8; 4];
-            self.rd.read_exact(&mut prefix).await.map_err(|e| self.io(e))?;
-            let len = i32::from_be_bytes(prefix);
-            if len < 0 || len as usize > response_bytes_max {
-                return Err(ClientError::Protocol(format!("response size {len}")));
-            }
-            let mut body = vec![0u8; len as usize];
-            self.rd.read_exact(&mut body).await.map_err(|e| self.io(e))?;
-            let mut body = Bytes::from(body);
-            let header = ResponseHeader::decode(&mut body, <R::Response as HeaderVersion>::header_version(version))
-                .map_err(|e| ClientError::Protocol(e.to_string()))?;
-            if header.correlation_id != id {
-                return Err(ClientError::Protocol(format!("correlation id {} answers request {id}", header.correlation_id)));
-            }
-            R::Response::decode(&mut body, version).map_err(|e| ClientError::Protocol(e.to_string()))
+            self.read_answer::<R>(id, version).await
         })
         .await
         .map_err(|_| ClientError::Timeout(timeout.as_millis() as u64))?
+    }
+
+    /// Sends every request of `reqs` at once, pipelined (Kafka answers a connection's requests
+    /// in the order they came), and reads their answers in order, all within the connection's
+    /// timeout from the write. One answer per request; an answer that cannot be read (timeout,
+    /// IO, garbage) fails it and every later one, and leaves the connection unusable.
+    pub async fn send_all<R: Request>(&mut self, reqs: &[R]) -> Vec<Result<R::Response, ClientError>> {
+        let mut frames = Vec::new();
+        let mut sent = Vec::with_capacity(reqs.len());
+        for req in reqs {
+            match self.encode(req) {
+                Ok((id, version, frame)) => {
+                    sent.push((id, version));
+                    frames.extend_from_slice(&frame);
+                }
+                Err(e) => return reqs.iter().map(|_| Err(e.clone())).collect(),
+            }
+        }
+        let timeout = self.timeout;
+        let mut answers = Vec::with_capacity(reqs.len());
+        let failed = match tokio::time::timeout(timeout, self.write_then_read::<R>(&frames, &sent, &mut answers)).await {
+            Ok(Ok(())) => None,
+            Ok(Err(e)) => Some(e),
+            Err(_) => Some(ClientError::Timeout(timeout.as_millis() as u64)),
+        };
+        let mut out: Vec<Result<R::Response, ClientError>> = answers.into_iter().map(Ok).collect();
+        if let Some(e) = failed {
+            out.resize_with(reqs.len(), || Err(e.clone()));
+        }
+        out
+    }
+
+    /// Writes `frames` and reads the answer to each of `sent` into `answers`, stopping at the
+    /// first that cannot be read.
+    async fn write_then_read<R: Request>(&mut self, frames: &[u8], sent: &[(i32, i16)], answers: &mut Vec<R::Response>) -> Result<(), ClientError> {
+        self.write(frames).await?;
+        for &(id, version) in sent {
+            answers.push(self.read_answer::<R>(id, version).await?);
+        }
+        Ok(())
+    }
+
+    /// Reads one response frame and decodes it as the answer to request `id`.
+    async fn read_answer<R: Request>(&mut self, id: i32, version: i16) -> Result<R::Response, ClientError> {
+        let mut prefix = [0u8; 4];
+        self.rd.read_exact(&mut prefix).await.map_err(|e| self.io(e))?;
+        let len = i32::from_be_bytes(prefix);
+        if len < 0 || len as usize > response_bytes_max {
+            return Err(ClientError::Protocol(format!("response size {len}")));
+        }
+        let mut body = vec![0u8; len as usize];
+        self.rd.read_exact(&mut body).await.map_err(|e| self.io(e))?;
+        let mut body = Bytes::from(body);
+        let header = ResponseHeader::decode(&mut body, <R::Response as HeaderVersion>::header_version(version)).map_err(|e| ClientError::Protocol(e.to_string()))?;
+        if header.correlation_id != id {
+            return Err(ClientError::Protocol(format!("correlation id {} answers request {id}", header.correlation_id)));
+        }
+        R::Response::decode(&mut body, version).map_err(|e| ClientError::Protocol(e.to_string()))
     }
 
     /// Sends a request that gets no response (produce with acks=0).

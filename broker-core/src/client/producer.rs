@@ -1,19 +1,46 @@
-//! Producer: one batch per `send`, to the partition's leader found through Metadata, with
-//! retries on retriable errors and, when idempotent, a producer id and per-partition sequence
-//! numbers so a retried batch is appended at most once.
+//! Producer: one batch per `send`, or up to [`in_flight_max`] batches in flight at once
+//! (`send_batches`, pipelined on each leader's connection: Kafka's
+//! `max.in.flight.requests.per.connection`), to the partition's leader found through Metadata,
+//! with retries on retriable errors and, when idempotent, a producer id and per-partition
+//! sequence numbers so a retried batch is appended at most once and in its place.
 
 use super::cluster::Cluster;
 use super::ClientError;
 use bytes::{Bytes, BytesMut};
 use indexmap::IndexMap;
 use kafka_protocol::messages::init_producer_id_request::InitProducerIdRequest;
+use crate::kafka::Code;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, ProduceRequest, TopicProduceData};
-use kafka_protocol::messages::{ProducerId, TopicName};
+use kafka_protocol::messages::{ProduceResponse, ProducerId, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
+
+/// Most batches an idempotent producer keeps in flight: Kafka's limit for idempotence, since
+/// the broker remembers the last five batches of each producer to answer a retry of any of
+/// them as a duplicate (`broker::producer::batches_remembered`).
+pub const in_flight_max: usize = 5;
+const _: () = assert!(in_flight_max <= crate::broker::producer::batches_remembered);
+
+/// One batch for [`Producer::send_batches`]: records for one partition.
+#[derive(Debug, Clone, Copy)]
+pub struct BatchTo<'a> {
+    pub topic: &'a str,
+    pub partition: i32,
+    pub records: &'a [ProducerRecord],
+}
+
+/// A batch of [`Producer::send_batches`] on its way: its bytes (the same on every retry, so its
+/// sequence numbers stay), what it has come to, and whether any attempt may be in the log.
+struct InFlight<'a> {
+    to: BatchTo<'a>,
+    bytes: Bytes,
+    result: Option<Result<i64, ClientError>>,
+    last_error: Option<ClientError>,
+    maybe_appended: bool,
+}
 
 #[derive(Debug, Clone)]
 pub struct ProducerConfig {
@@ -171,34 +198,144 @@ impl Producer {
                 }
                 Err(e) => {
                     maybe_appended |= e.outcome_unknown();
-                    if self.config.idempotent {
-                        // The batch failed (or may be in the log, or the broker no longer
-                        // accepts our sequence): a fresh producer id restarts sequences, so the
-                        // next batch is neither refused as a gap nor mistaken for this one — a
-                        // batch that reuses a failed batch's sequence would be "deduplicated"
-                        // against it if that one was appended after all.
-                        self.producer = None;
-                    }
-                    if maybe_appended && !e.outcome_unknown() {
-                        return Err(ClientError::Ambiguous(format!("an earlier attempt may have been appended; last error: {e}")));
-                    }
-                    return Err(e);
+                    return Err(self.gave_up(e, maybe_appended));
                 }
             }
         }
     }
 
-    async fn try_send(&mut self, topic: &str, partition: i32, batch: Bytes) -> Result<i64, ClientError> {
-        let addr = self.cluster.leader(topic, partition).await?;
+    /// A batch failed for good with `e`: the error to report, ambiguous when an earlier attempt
+    /// may have been appended.
+    fn gave_up(&mut self, e: ClientError, maybe_appended: bool) -> ClientError {
+        if self.config.idempotent {
+            // The batch failed (or may be in the log, or the broker no longer accepts our
+            // sequence): a fresh producer id restarts sequences, so the next batch is neither
+            // refused as a gap nor mistaken for this one — a batch that reuses a failed batch's
+            // sequence would be "deduplicated" against it if that one was appended after all.
+            self.producer = None;
+        }
+        if maybe_appended && !e.outcome_unknown() {
+            return ClientError::Ambiguous(format!("an earlier attempt may have been appended; last error: {e}"));
+        }
+        e
+    }
+
+    /// Sends `batches` (at most [`in_flight_max`]; idempotent producers only) with all of them
+    /// in flight at once: each leader gets its share pipelined on its connection, in order, and
+    /// answers in order. Returns one result per batch, as [`Producer::send_records`] would.
+    ///
+    /// As Kafka's idempotent producer does with several batches in flight: every batch gets
+    /// its sequence numbers when first sent and keeps them (and its bytes) on every retry;
+    /// the batches still unanswered are retried together, in their order, up to
+    /// `config.retries` times; OUT_OF_ORDER_SEQUENCE_NUMBER on a batch behind one being
+    /// retried only means it came before its turn, and is retried too. A batch that fails for
+    /// good takes with it the later batches of its partition not yet appended (their sequences
+    /// follow one that will never be in the log): they fail as certainly absent if no attempt
+    /// of theirs may have been appended, ambiguously otherwise.
+    pub async fn send_batches(&mut self, batches: &[BatchTo<'_>], timestamp: i64) -> Vec<Result<i64, ClientError>> {
+        let refuse = |why: String| batches.iter().map(|_| Err(ClientError::Protocol(why.clone()))).collect();
+        if !self.config.idempotent || self.config.acks == 0 {
+            return refuse("several batches in flight need an idempotent producer (acks=all)".into());
+        }
+        if batches.len() > in_flight_max || batches.iter().any(|b| b.records.is_empty()) {
+            return refuse(format!("1..={in_flight_max} batches in flight, each of at least one record"));
+        }
+        if let Err(e) = self.ensure_producer_id().await {
+            return batches.iter().map(|_| Err(e.clone())).collect();
+        }
+        let mut flights = Vec::with_capacity(batches.len());
+        for b in batches {
+            let key = (b.topic.to_string(), b.partition);
+            let seq = *self.sequences.get(&key).unwrap_or(&0);
+            self.sequences.insert(key, seq.wrapping_add(b.records.len() as i32) & i32::MAX);
+            let bytes = match self.encode_batch(b.records, timestamp, seq) {
+                Ok(bytes) => bytes,
+                Err(e) => return batches.iter().map(|_| Err(e.clone())).collect(),
+            };
+            flights.push(InFlight { to: *b, bytes, result: None, last_error: None, maybe_appended: false });
+        }
+        for attempt in 0..=self.config.retries {
+            if attempt > 0 {
+                tokio::time::sleep(self.config.retry_backoff).await;
+            }
+            self.attempt_in_flight(&mut flights).await;
+            self.settle_attempt(&mut flights, attempt < self.config.retries);
+            if flights.iter().all(|f| f.result.is_some()) {
+                break;
+            }
+        }
+        flights.into_iter().map(|f| f.result.expect("the last attempt settles every batch")).collect()
+    }
+
+    /// One attempt of every unsettled batch: grouped by leader, pipelined in order on each
+    /// leader's connection. Each batch attempted gets `result` Ok or `last_error`.
+    async fn attempt_in_flight(&mut self, flights: &mut [InFlight<'_>]) {
+        let mut by_leader: BTreeMap<SocketAddr, Vec<usize>> = BTreeMap::new();
+        for (i, f) in flights.iter_mut().enumerate().filter(|(_, f)| f.result.is_none()) {
+            f.last_error = None;
+            match self.cluster.leader(f.to.topic, f.to.partition).await {
+                Ok(addr) => by_leader.entry(addr).or_default().push(i),
+                Err(e) => f.last_error = Some(e),
+            }
+        }
+        for (addr, group) in by_leader {
+            let reqs: Vec<ProduceRequest> = group.iter().map(|&i| self.produce_request(flights[i].to.topic, flights[i].to.partition, flights[i].bytes.clone())).collect();
+            let answers = match self.cluster.conn(addr).await {
+                Ok(conn) => conn.send_all(&reqs).await,
+                Err(e) => reqs.iter().map(|_| Err(e.clone())).collect(),
+            };
+            if answers.iter().any(|a| a.is_err()) {
+                self.cluster.drop_conn(addr);
+            }
+            for (&i, answer) in group.iter().zip(answers) {
+                match answer.and_then(|resp| partition_answer(&resp)) {
+                    Ok(offset) => flights[i].result = Some(Ok(offset)),
+                    Err(e) => flights[i].last_error = Some(e),
+                }
+            }
+        }
+    }
+
+    /// After an attempt: which failed batches are retried (`retry_left`), and which fail for
+    /// good — each with the later unsettled batches of its partition.
+    fn settle_attempt(&mut self, flights: &mut [InFlight<'_>], retry_left: bool) {
+        for i in 0..flights.len() {
+            let Some(e) = flights[i].last_error.take() else { continue };
+            flights[i].maybe_appended |= e.outcome_unknown();
+            let (topic, partition) = (flights[i].to.topic, flights[i].to.partition);
+            let same_partition = |f: &InFlight| f.to.topic == topic && f.to.partition == partition;
+            // Refused because an earlier batch of its partition is missing, which is retried.
+            let behind_a_retry = matches!(e, ClientError::Kafka { code: Code::OutOfOrderSequenceNumber, .. }) && flights[..i].iter().any(|f| same_partition(f) && f.result.is_none());
+            if retry_left && (e.retriable() || behind_a_retry) {
+                self.cluster.forget(topic, partition);
+                continue;
+            }
+            let gave_up = self.gave_up(e, flights[i].maybe_appended);
+            flights[i].result = Some(Err(gave_up.clone()));
+            for j in i + 1..flights.len() {
+                if same_partition(&flights[j]) && flights[j].result.is_none() {
+                    let why = format!("an earlier batch of {topic}-{partition} failed: {gave_up}");
+                    let after = if flights[j].maybe_appended || flights[j].last_error.as_ref().is_some_and(ClientError::outcome_unknown) { ClientError::Ambiguous(why) } else { ClientError::Protocol(why) };
+                    flights[j].result = Some(Err(after));
+                    flights[j].last_error = None;
+                }
+            }
+        }
+    }
+
+    /// The Produce request of one batch to one partition.
+    fn produce_request(&self, topic: &str, partition: i32, batch: Bytes) -> ProduceRequest {
         let part = PartitionProduceData::default().with_index(partition).with_records(Some(batch));
         let t = TopicProduceData::default().with_name(TopicName(StrBytes::from_string(topic.into()))).with_partition_data(vec![part]);
         // The broker gives up on replication a little before the client gives up on the
         // broker, so a slow ISR is answered with REQUEST_TIMED_OUT rather than a dead socket.
         let broker_wait = self.config.request_timeout.as_millis() as i32 / 10 * 8;
-        let req = ProduceRequest::default()
-            .with_acks(self.config.acks)
-            .with_timeout_ms(broker_wait)
-            .with_topic_data(vec![t]);
+        ProduceRequest::default().with_acks(self.config.acks).with_timeout_ms(broker_wait).with_topic_data(vec![t])
+    }
+
+    async fn try_send(&mut self, topic: &str, partition: i32, batch: Bytes) -> Result<i64, ClientError> {
+        let addr = self.cluster.leader(topic, partition).await?;
+        let req = self.produce_request(topic, partition, batch);
         let acks = self.config.acks;
         let conn = self.cluster.conn(addr).await?;
         if acks == 0 {
@@ -215,15 +352,20 @@ impl Producer {
                 return Err(e);
             }
         };
-        let p = resp
-            .responses
-            .first()
-            .and_then(|t| t.partition_responses.first())
-            .ok_or_else(|| ClientError::Protocol("produce response without the partition".into()))?;
-        if p.error_code != 0 {
-            let message = p.error_message.as_ref().map_or(String::new(), |m| m.to_string());
-            return Err(ClientError::kafka(p.error_code, message));
-        }
-        Ok(p.base_offset)
+        partition_answer(&resp)
     }
+}
+
+/// What a Produce response of one partition says: the batch's base offset, or the error.
+fn partition_answer(resp: &ProduceResponse) -> Result<i64, ClientError> {
+    let p = resp
+        .responses
+        .first()
+        .and_then(|t| t.partition_responses.first())
+        .ok_or_else(|| ClientError::Protocol("produce response without the partition".into()))?;
+    if p.error_code != 0 {
+        let message = p.error_message.as_ref().map_or(String::new(), |m| m.to_string());
+        return Err(ClientError::kafka(p.error_code, message));
+    }
+    Ok(p.base_offset)
 }

@@ -25,6 +25,7 @@ mod config;
 mod pass;
 mod read;
 mod replica;
+mod planted;
 mod segment;
 mod segment_files;
 
@@ -141,6 +142,8 @@ pub struct Log {
     cleaned_to: i64,
     /// The cleaning pass in flight between steps (`pass`).
     pass: Option<pass::Pass>,
+    /// The planted bug `CheckpointInPlace` (see `planted`); false but in simulated tests.
+    checkpoint_in_place: bool,
 }
 
 impl Log {
@@ -212,7 +215,7 @@ impl Log {
         // A clean point above the end (a crash cut the log after it was written) would call
         // records appended later clean.
         let cleaned_to = cleaner::read_checkpoint(disk.as_ref(), &dir)?.min(end);
-        let mut log = Log { disk, dir, config, segments, recovery_point, unflushed_records: 0, unflushed_since_ms: None, dir_dirty: true, epochs, failed: None, cleaned_to, pass: None };
+        let mut log = Log { disk, dir, config, segments, recovery_point, unflushed_records: 0, unflushed_since_ms: None, dir_dirty: true, epochs, failed: None, cleaned_to, pass: None, checkpoint_in_place: false };
         if report.cut.is_some() || !report.segments_removed.is_empty() || report.recovery_point > end {
             // Make the cut durable before anything new lands on top of it, and never leave a
             // checkpoint on disk that vouches for offsets the log no longer has: a later roll
@@ -374,6 +377,9 @@ impl Log {
     /// of the segments it vouches for durable. Call after `flush`.
     pub fn checkpoint(&mut self) -> Result<(), LogError> {
         self.check_failed()?;
+        if self.checkpoint_in_place {
+            return self.write_checkpoint_in_place();
+        }
         for seg in &mut self.segments {
             seg.sync_indexes()?;
         }

@@ -385,6 +385,12 @@ async fn connection(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
         if buf.len() >= 2 && buf[0..2] == (ApiKey::Fetch as i16).to_be_bytes() && wr.flush().await.is_err() {
             break;
         }
+        // So may a produce (acks=all waits for the ISR): a pipelining producer hears about its
+        // earlier batches as each is answered, not when the last one is. Only when an answer
+        // waits: an empty flush would still send a (simulated) packet.
+        if buf.len() >= 2 && buf[0..2] == (ApiKey::Produce as i16).to_be_bytes() && !wr.buffer().is_empty() && wr.flush().await.is_err() {
+            break;
+        }
         match answer(&shared, &Bytes::from(buf), peer.ip()).await {
             Outcome::Reply(bytes) => {
                 crate::netfault::before_send(local, peer.ip()).await;

@@ -11,7 +11,7 @@ use super::topology::{admin_ip, harness_node, Cluster};
 use crate::history::{record_identity, write_header, Outcome, Read, Write};
 use crate::scenario::{ProducerSpec, Scenario};
 use broker_core::client::admin::{self, TopicToCreate};
-use broker_core::client::producer::ProducerRecord;
+use broker_core::client::producer::{in_flight_max, BatchTo, ProducerRecord};
 use broker_core::client::{ClientError, Consumer, Producer, ProducerConfig};
 use broker_core::server;
 use bytes::Bytes;
@@ -91,14 +91,17 @@ async fn admin_main(controller: SocketAddr, brokers: usize, topics: Vec<TopicToC
     }
 }
 
-/// A producer at `rate` records/s: every batch carries the records that fell due while the
-/// previous one was in flight (Kafka's linger, driven by simulated time), one batch in flight.
-/// It produces through the healing phase until the harness sets `produce_until_ms`, so that
-/// `write_liveness` can see whether writes succeed again once faults are gone.
+/// A producer at `rate` records/s: every round carries the records that fell due while the
+/// previous round was in flight (Kafka's linger, driven by simulated time) — one batch, or
+/// with `in_flight` k > 1 up to k batches sent at once (pipelined per leader, partitions in
+/// turn), the next round starting when all are answered. It produces through the healing
+/// phase until the harness sets `produce_until_ms`, so that `write_liveness` can see whether
+/// writes succeed again once faults are gone.
 async fn producer_main(name: String, brokers: Vec<SocketAddr>, topic: String, partitions: i32, spec: ProducerSpec, rec: Rec) {
     let (acks, idempotent, rate, bytes) = (Scenario::acks(&spec), spec.idempotent(), spec.rate.max(1), spec.record_bytes);
     let partitions = partitions.max(1);
     let batch_records = batch_records_max.min((batch_value_bytes_max / bytes.max(1) as u64).max(1));
+    let in_flight = (spec.in_flight.max(1) as u64).min(in_flight_max as u64);
     let config = ProducerConfig { client_id: name.clone(), acks, idempotent, retries: 3, retry_backoff: Duration::from_millis(50), request_timeout: Duration::from_millis(request_timeout_ms) };
     let mut producer = Producer::with_bootstrap(brokers, config);
     let start = now_ms(&rec);
@@ -110,25 +113,52 @@ async fn producer_main(name: String, brokers: Vec<SocketAddr>, topic: String, pa
             tokio::time::sleep(Duration::from_micros(1_000_000 / rate as u64)).await;
             continue;
         }
-        let count = (due - n).min(batch_records);
-        let partition = (batch_no % partitions as u64) as i32;
-        batch_no += 1;
-        let records: Vec<ProducerRecord> = (n..n + count).map(|i| record(&name, &spec, i, bytes)).collect();
         let invoke_ms = now_ms(&rec);
-        let result = producer.send_records(&topic, partition, &records, server::now_ms() as i64).await;
+        if in_flight == 1 {
+            let count = (due - n).min(batch_records);
+            let partition = (batch_no % partitions as u64) as i32;
+            batch_no += 1;
+            let records: Vec<ProducerRecord> = (n..n + count).map(|i| record(&name, &spec, i, bytes)).collect();
+            let result = producer.send_records(&topic, partition, &records, server::now_ms() as i64).await;
+            record_batch(&rec, &name, &topic, partition, n, records, &result, (acks, idempotent), (invoke_ms, now_ms(&rec)));
+            n += count;
+            continue;
+        }
+        // Up to `in_flight` batches of at least one record each, the records spread evenly.
+        let count = (due - n).min(batch_records * in_flight);
+        let batches = count.min(in_flight);
+        let mut round: Vec<(i32, u64, Vec<ProducerRecord>)> = Vec::new();
+        for b in 0..batches {
+            let (from, to) = (n + count * b / batches, n + count * (b + 1) / batches);
+            let partition = (batch_no % partitions as u64) as i32;
+            batch_no += 1;
+            round.push((partition, from, (from..to).map(|i| record(&name, &spec, i, bytes)).collect()));
+        }
+        let to: Vec<BatchTo> = round.iter().map(|(partition, _, records)| BatchTo { topic: &topic, partition: *partition, records }).collect();
+        let results = producer.send_batches(&to, server::now_ms() as i64).await;
         let complete_ms = now_ms(&rec);
-        event(&rec, &name, "produce", produce_fields(partition, n, count, &result));
-        let mut r = rec.lock().expect("recorder");
-        for (i, x) in records.into_iter().enumerate() {
-            let outcome = match outcome_of(&result) {
-                Outcome::Ok(base) if base >= 0 => Outcome::Ok(base + i as i64),
-                other => other,
-            };
-            let value = record_identity(x.value.as_deref(), x.headers.iter().map(|(k, v)| (k.as_str(), v.as_deref())));
-            let (key, tombstone) = (x.key.map(|k| k.to_vec()), x.value.is_none());
-            r.history.writes.push(Write { process: name.clone(), topic: topic.clone(), partition, value, key, tombstone, acks, idempotent, invoke_ms, complete_ms, outcome });
+        for ((partition, first, records), result) in round.into_iter().zip(results) {
+            record_batch(&rec, &name, &topic, partition, first, records, &result, (acks, idempotent), (invoke_ms, complete_ms));
         }
         n += count;
+    }
+}
+
+/// One batch's `produce` event and its records' writes in the history. Writes of one producer
+/// may overlap in time (several batches in flight): each carries its own invoke and complete
+/// times, and they are recorded in the order they were sent.
+#[allow(clippy::too_many_arguments)]
+fn record_batch(rec: &Rec, name: &str, topic: &str, partition: i32, first: u64, records: Vec<ProducerRecord>, result: &Result<i64, ClientError>, (acks, idempotent): (i16, bool), (invoke_ms, complete_ms): (u64, u64)) {
+    event(rec, name, "produce", produce_fields(partition, first, records.len() as u64, result));
+    let mut r = rec.lock().expect("recorder");
+    for (i, x) in records.into_iter().enumerate() {
+        let outcome = match outcome_of(result) {
+            Outcome::Ok(base) if base >= 0 => Outcome::Ok(base + i as i64),
+            other => other,
+        };
+        let value = record_identity(x.value.as_deref(), x.headers.iter().map(|(k, v)| (k.as_str(), v.as_deref())));
+        let (key, tombstone) = (x.key.map(|k| k.to_vec()), x.value.is_none());
+        r.history.writes.push(Write { process: name.to_string(), topic: topic.to_string(), partition, value, key, tombstone, acks, idempotent, invoke_ms, complete_ms, outcome });
     }
 }
 

@@ -145,6 +145,10 @@ fn bad_ranges_are_refused_with_a_readable_error() {
         error(&SMOKE.replace("{ topic = \"t\" }", "{ topic = \"t\", max_wait_ms = -1 }")),
         format!("scenario: consumers.max_wait_ms -1 must be 0..={max_wait_ms_max}")
     );
+    for bad in ["in_flight = 0", "in_flight = 6", "in_flight = 2, acks = \"1\""] {
+        assert_eq!(error(&SMOKE.replace("rate = 100 }", &format!("rate = 100, {bad} }}"))), "scenario: producers.in_flight must be 1..=5, and above 1 needs an idempotent producer (acks = \"all\")".replace("in_flight must", &format!("in_flight {} must", &bad[12..13])));
+    }
+    Scenario::parse(&SMOKE.replace("rate = 100 }", "rate = 100, in_flight = 5 }")).unwrap();
     // Faults.
     assert_eq!(error(&SMOKE.replace("for = 200", "for = 200, loss_per_mille = 1001")), "scenario: faults.loss_per_mille 1001 must be 0..=1000");
     assert_eq!(

@@ -12,8 +12,8 @@ pub struct ProducerSpec {
     /// "0", "1" or "all".
     #[serde(default = "acks_all")]
     pub acks: String,
-    /// Records per second, 1..=10000. Batching is linger-driven: each batch carries every
-    /// record that fell due while the previous batch was in flight (one batch in flight).
+    /// Records per second, 1..=10000. Batching is linger-driven: each round carries every
+    /// record that fell due while the previous round was in flight (`in_flight` batches).
     pub rate: u32,
     /// Bytes per record value, 1..=`record_bytes_max`.
     #[serde(default = "record_bytes_default")]
@@ -34,6 +34,15 @@ pub struct ProducerSpec {
     /// serial alone.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub tombstone_per_mille: u32,
+    /// Batches in flight at once, 1..=5 (Kafka's `max.in.flight.requests.per.connection`,
+    /// at most 5 with idempotence); more than 1 needs an idempotent producer. Each round sends
+    /// up to this many batches pipelined and waits for all of them.
+    #[serde(default = "super::one_u", skip_serializing_if = "is_one")]
+    pub in_flight: u32,
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -144,6 +153,10 @@ impl Scenario {
             }
             if p.record_bytes == 0 || p.record_bytes > record_bytes_max {
                 return Err(format!("scenario: producers.record_bytes {} must be 1..={record_bytes_max}", p.record_bytes));
+            }
+            let in_flight_max = broker_core::client::producer::in_flight_max as u32;
+            if !(1..=in_flight_max).contains(&p.in_flight) || (p.in_flight > 1 && !p.idempotent()) {
+                return Err(format!("scenario: producers.in_flight {} must be 1..={in_flight_max}, and above 1 needs an idempotent producer (acks = \"all\")", p.in_flight));
             }
             if p.tombstone_per_mille > 1000 || (p.tombstone_per_mille > 0 && p.keys == 0) {
                 return Err(format!("scenario: producers.tombstone_per_mille {} must be 0..=1000, and needs keys", p.tombstone_per_mille));

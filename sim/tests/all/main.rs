@@ -3,6 +3,8 @@
 //! them all, including those that need simulated nodes.
 
 mod broker_storage;
+#[cfg(madsim)]
+mod in_flight;
 mod log_crash;
 #[cfg(madsim)]
 mod madsim_node;
