@@ -33,6 +33,9 @@ pub fn record_identity<'a>(value: Option<&[u8]>, mut headers: impl Iterator<Item
     }
 }
 
+/// One record a producer sent. A producer may have several batches in flight (`in_flight`):
+/// its writes are recorded in the order they were sent, and their `invoke_ms..complete_ms`
+/// spans may overlap, so no checker may take a producer's write as complete before its next.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Write {
     pub process: String,
