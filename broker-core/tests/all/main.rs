@@ -4,6 +4,7 @@ mod compaction;
 mod group_consumer;
 mod groups_cli;
 mod groups;
+mod producer_in_flight;
 mod real_clients;
 mod real_cluster;
 mod slow_disk;
