@@ -250,7 +250,11 @@ impl Producer {
             self.sequences.insert(key, seq.wrapping_add(b.records.len() as i32) & i32::MAX);
             let bytes = match self.encode_batch(b.records, timestamp, seq) {
                 Ok(bytes) => bytes,
-                Err(e) => return batches.iter().map(|_| Err(e.clone())).collect(),
+                Err(e) => {
+                    // Sequences were given out to batches that will not be sent: start afresh.
+                    self.producer = None;
+                    return batches.iter().map(|_| Err(e.clone())).collect();
+                }
             };
             flights.push(InFlight { to: *b, bytes, result: None, last_error: None, maybe_appended: false });
         }
