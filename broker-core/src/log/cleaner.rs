@@ -5,10 +5,12 @@
 //!
 //! The swap, through `Disk`, for a group whose first segment is `B`:
 //!
-//! 1. `B.log.cleaned`: the cleaned batches, appended a step at a time, then synced;
+//! 1. `B.log.cleaned`: the cleaned batches, appended a step at a time (with its indexes in
+//!    `B.index.cleaned` and `B.timeindex.cleaned`), then synced;
 //! 2. renamed `B.log.swap`, directory synced — the commit point;
 //! 3. the group's old `.log`, `.index` and `.timeindex` files removed, directory synced;
-//! 4. `B.log.swap` renamed `B.log`, directory synced; its indexes are rebuilt as it opens.
+//! 4. `B.log.swap` renamed `B.log`, directory synced; then the indexes renamed `B.index` and
+//!    `B.timeindex` (a crash before leaves `.cleaned` leftovers, and open rebuilds them).
 //!
 //! A crash before 2 leaves the old segments and a stray `.cleaned` (removed at open). From 2 on,
 //! the `.swap` is whole and synced: opening completes the swap (removes what is left of the
@@ -20,7 +22,7 @@
 use super::clean::{self, Outcome};
 use super::segment::{file_stem, Segment};
 use super::{batch, BatchHeader, LogError};
-use crate::storage::{read_exact_at, Disk, DiskFile};
+use crate::storage::{read_exact_at, Disk};
 use bytes::Bytes;
 use std::path::{Path, PathBuf};
 
@@ -89,11 +91,11 @@ impl Output {
         }
     }
 
-    /// Appends what is built so far to the `.cleaned` file; returns the bytes written.
-    pub(super) fn drain_into(&mut self, file: &dyn DiskFile, path: &Path) -> Result<u64, LogError> {
+    /// Appends what is built so far to the group's segment; returns the bytes written.
+    pub(super) fn drain_into(&mut self, seg: &mut Segment) -> Result<u64, LogError> {
         let n = self.bytes.len() as u64;
         if n > 0 {
-            file.append(&self.bytes).map_err(super::io_err("write", path))?;
+            seg.append_run(&self.bytes)?;
             self.bytes.clear();
         }
         Ok(n)
@@ -105,35 +107,41 @@ fn paths(dir: &Path, base: i64) -> (PathBuf, PathBuf, PathBuf) {
     (dir.join(format!("{stem}.log.cleaned")), dir.join(format!("{stem}.log.swap")), dir.join(format!("{stem}.log")))
 }
 
-/// Where the group whose first segment is `base` is written before the swap.
-pub(super) fn cleaned_path(dir: &Path, base: i64) -> PathBuf {
-    paths(dir, base).0
+/// The `.log`, `.index` and `.timeindex` files of the group whose first segment is `base`,
+/// while it is built.
+pub(super) fn cleaned_paths(dir: &Path, base: i64) -> [PathBuf; 3] {
+    let stem = file_stem(base);
+    ["log", "index", "timeindex"].map(|ext| dir.join(format!("{stem}.{ext}.cleaned")))
 }
 
-/// Step 1 begins: an empty `.cleaned` file for the group starting at `base`.
-pub(super) fn create_cleaned(disk: &dyn Disk, dir: &Path, base: i64) -> Result<Box<dyn DiskFile>, LogError> {
-    let path = cleaned_path(dir, base);
-    let f = disk.open(&path, true).map_err(super::io_err("create", &path))?;
-    f.truncate(0).map_err(super::io_err("truncate", &path))?;
-    Ok(f)
+/// Step 1 begins: an empty segment for the group starting at `base`, under the `.cleaned`
+/// names; its indexes are built as it is written, so the swapped-in segment opens without a
+/// scan.
+pub(super) fn create_cleaned(disk: &dyn Disk, dir: &Path, base: i64, interval: u64, now: u64) -> Result<Segment, LogError> {
+    Segment::create_at(disk, cleaned_paths(dir, base), base, interval, now)
 }
 
-/// Steps 1–4 of the module header, once the group's bytes are all in `cleaned`: it replaces
-/// segments `bases` (the first names it), and the new segment is opened.
-pub(super) fn swap_in(disk: &dyn Disk, dir: &Path, cleaned: Box<dyn DiskFile>, bases: &[i64], interval: u64, now: u64) -> Result<Segment, LogError> {
+/// Steps 1–4 of the module header, once the group is all in `cleaned`: it replaces segments
+/// `bases` (the first names it), and the new segment is opened with the indexes built.
+pub(super) fn swap_in(disk: &dyn Disk, dir: &Path, mut cleaned: Segment, bases: &[i64], interval: u64, now: u64) -> Result<Segment, LogError> {
     let base = bases[0];
-    let (cleaned_path, swap, log) = paths(dir, base);
+    let (cleaned_log, swap, _) = paths(dir, base);
     use super::io_err as io;
-    cleaned.sync().map_err(io("sync", &cleaned_path))?;
+    cleaned.sync()?;
+    cleaned.sync_indexes()?;
     drop(cleaned);
-    disk.rename(&cleaned_path, &swap).map_err(io("rename", &cleaned_path))?;
+    disk.rename(&cleaned_log, &swap).map_err(io("rename", &cleaned_log))?;
     disk.sync_dir(dir).map_err(io("sync", dir))?;
     finish_swap(disk, dir, base, bases)?;
-    debug_assert!(disk.exists(&log));
+    // The indexes built with the group take the segment's names after its `.log` has: a
+    // crash before leaves a segment without them (rebuilt at open) and `.cleaned` leftovers.
+    let [_, index, timeindex] = cleaned_paths(dir, base);
+    let [_, index_to, timeindex_to] = super::segment_files::paths(dir, base);
+    disk.rename(&index, &index_to).map_err(io("rename", &index))?;
+    disk.rename(&timeindex, &timeindex_to).map_err(io("rename", &timeindex))?;
+    disk.sync_dir(dir).map_err(io("sync", dir))?;
     let mut rebuilt = Vec::new();
-    let mut seg = Segment::open_trusted(disk, dir, base, interval, now, &mut rebuilt)?;
-    seg.sync_indexes()?;
-    Ok(seg)
+    Segment::open_trusted(disk, dir, base, interval, now, &mut rebuilt)
 }
 
 /// Steps 3–4: removes the replaced segments' files and renames the `.swap` into place.

@@ -20,7 +20,8 @@ use super::clean::{self, Keep, KeyMap, Outcome, Tombstones};
 use super::cleaner::{self, CleanStats, Output};
 use super::{BatchHeader, Log, LogError};
 use crate::constants::{cleaner_sync_bytes, segment_offsets_max};
-use crate::storage::{write_atomically, DiskFile};
+use super::segment::Segment;
+use crate::storage::write_atomically;
 use bytes::Bytes;
 use std::collections::BTreeMap;
 
@@ -53,8 +54,9 @@ struct Group {
     /// The next batch to read.
     next: i64,
     before: u64,
-    file: Box<dyn DiskFile>,
-    /// Bytes written to `file` since it was last synced.
+    /// The cleaned segment being written, under its `.cleaned` names.
+    seg: Segment,
+    /// Bytes written to `seg` since it was last synced.
     unsynced: u64,
     out: Output,
     changed: bool,
@@ -132,8 +134,10 @@ impl Log {
     /// at the next open anyway). Called before anything removes segments.
     pub(super) fn abort_cleaning(&mut self) {
         if let Some(Pass { phase: Phase::Rewrite { group: Some(g), .. }, .. }) = self.pass.take() {
-            drop(g.file);
-            let _ = self.disk.remove(&cleaner::cleaned_path(&self.dir, g.bases[0]));
+            drop(g.seg);
+            for path in cleaner::cleaned_paths(&self.dir, g.bases[0]) {
+                let _ = self.disk.remove(&path);
+            }
         }
     }
 
@@ -201,8 +205,8 @@ impl Log {
                         let j = self.group_end(i, mapped);
                         let segs = &self.segments[i..j];
                         let (bases, end, before) = (segs.iter().map(|s| s.base_offset).collect::<Vec<_>>(), segs[segs.len() - 1].next_offset(), segs.iter().map(|s| s.size()).sum());
-                        let file = cleaner::create_cleaned(self.disk.as_ref(), &self.dir, bases[0])?;
-                        *group = Some(Group { next: bases[0], bases, end, before, file, unsynced: 0, out: Output::default(), changed: false });
+                        let seg = cleaner::create_cleaned(self.disk.as_ref(), &self.dir, bases[0], self.config.index_interval_bytes, now)?;
+                        *group = Some(Group { next: bases[0], bases, end, before, seg, unsynced: 0, out: Output::default(), changed: false });
                         continue;
                     };
                     let batches = if g.next < g.end { self.batches_at(g.next, left, g.end)? } else { Vec::new() };
@@ -219,12 +223,11 @@ impl Log {
                     if whole {
                         g.out.flush_empty();
                     }
-                    let path = cleaner::cleaned_path(&self.dir, g.bases[0]);
-                    let written = g.out.drain_into(g.file.as_ref(), &path)?;
+                    let written = g.out.drain_into(&mut g.seg)?;
                     (bytes, g.unsynced) = (bytes + written, g.unsynced + written);
                     // Synced as it grows, so the swap's own sync (inside one step) is short.
                     if g.unsynced >= cleaner_sync_bytes as u64 {
-                        g.file.sync().map_err(super::io_err("sync", &path))?;
+                        g.seg.sync()?;
                         g.unsynced = 0;
                     }
                     if whole {
@@ -246,16 +249,18 @@ impl Log {
     fn finish_group(&mut self, g: Group, stats: &mut CleanStats, now: u64) -> Result<(), LogError> {
         let base = g.bases[0];
         if !(g.changed || g.out.merged) && g.bases.len() == 1 {
-            drop(g.file);
-            let path = cleaner::cleaned_path(&self.dir, base);
-            return self.disk.remove(&path).map_err(super::io_err("remove", &path));
+            drop(g.seg);
+            for path in cleaner::cleaned_paths(&self.dir, base) {
+                self.disk.remove(&path).map_err(super::io_err("remove", &path))?;
+            }
+            return Ok(());
         }
         let i = self.segments.partition_point(|s| s.base_offset < base);
         let j = i + g.bases.len();
         debug_assert!(self.segments[i..j].iter().map(|s| s.base_offset).eq(g.bases.iter().copied()), "segments change only after an abort");
         // From the rename on, a failure leaves memory unsure of the disk: the log goes offline
         // and reopening completes or drops the swap (see `cleaner`).
-        let seg = cleaner::swap_in(self.disk.as_ref(), &self.dir, g.file, &g.bases, self.config.index_interval_bytes, now);
+        let seg = cleaner::swap_in(self.disk.as_ref(), &self.dir, g.seg, &g.bases, self.config.index_interval_bytes, now);
         let seg = seg.inspect_err(|e| self.failed = Some(format!("cleaning: {e}")))?;
         stats.segments_rewritten += g.bases.len();
         stats.bytes_before += g.before;

@@ -105,7 +105,12 @@ struct ScanEnd {
 impl Segment {
     /// Creates an empty segment, replacing any files of that name.
     pub fn create(disk: &dyn Disk, dir: &Path, base: i64, interval: u64, now: u64) -> Result<Segment, LogError> {
-        let [lp, ip, tp] = paths(dir, base);
+        Segment::create_at(disk, paths(dir, base), base, interval, now)
+    }
+
+    /// [`Segment::create`] under other names (`.log`, `.index`, `.timeindex`, in that order):
+    /// the cleaner builds a group's segment, indexes included, before it is swapped in.
+    pub fn create_at(disk: &dyn Disk, [lp, ip, tp]: [PathBuf; 3], base: i64, interval: u64, now: u64) -> Result<Segment, LogError> {
         let log = disk.open(&lp, true).map_err(io_err("create", &lp))?;
         log.truncate(0).map_err(io_err("truncate", &lp))?;
         let index = IndexFile::empty(disk.open(&ip, true).map_err(io_err("create", &ip))?)
@@ -451,6 +456,26 @@ impl Segment {
             self.idx.index.sync().map_err(io_err("fdatasync", &self.log_path.with_extension("index")))?;
             self.idx.time_index.sync().map_err(io_err("fdatasync", &self.log_path.with_extension("timeindex")))?;
             self.idx.dirty = false;
+        }
+        Ok(())
+    }
+
+    /// Appends whole batches back to back (offsets continuing this segment's, checked by the
+    /// caller) in one write, indexing each as [`Segment::append`] does.
+    pub fn append_run(&mut self, bytes: &[u8]) -> Result<(), LogError> {
+        let headers = batch::whole_batches(bytes).map_err(|e| self.corrupt(self.size, e.to_string()))?;
+        if let Err(source) = self.log.write_at(bytes, self.size) {
+            let _ = self.log.truncate(self.size);
+            return Err(LogError::Io { op: "append", path: self.log_path.clone(), source });
+        }
+        for h in headers {
+            let position = self.size;
+            if position == 0 {
+                self.first_batch_timestamp = Some(h.max_timestamp);
+            }
+            self.size += h.size as u64;
+            self.next_offset = h.next_offset();
+            let _ = self.idx.index_batch(&h, position);
         }
         Ok(())
     }
