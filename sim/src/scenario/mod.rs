@@ -91,6 +91,11 @@ fn one_u() -> u32 {
     1
 }
 
+/// For `skip_serializing_if`: a zero count or rate is the default, left out when written.
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 /// What the checkers must conclude. `loss_allowed` is for fault mixes that exceed what the
 /// acks/flush setting promises (docs/durability.md): loss is then reported, not a violation.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -32,12 +32,8 @@ pub struct ProducerSpec {
     /// Per mille of records sent as tombstones (null value: the key's deletion on a compacted
     /// topic); needs `keys`. Which serials are tombstones follows from the producer's name and
     /// serial alone.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "super::is_zero")]
     pub tombstone_per_mille: u32,
-}
-
-fn is_zero(n: &u32) -> bool {
-    *n == 0
 }
 
 fn acks_all() -> String {

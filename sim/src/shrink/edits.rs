@@ -10,7 +10,9 @@ use std::collections::BTreeMap;
 /// `s` with the schedule a seed drew (`faults`, the fixed ones included, in start order) as its
 /// fixed faults, no random mix, and the disk seed that seed drew pinned: under the same seed it
 /// runs the same faults on the same disks, and every fault can now be removed one by one.
+/// Settings a fault's kind does not read are left at their defaults (not written).
 pub fn explicit(s: &Scenario, faults: Vec<FaultSpec>, disk_seed: u64) -> Scenario {
+    let faults = faults.iter().map(FaultSpec::without_unused).collect();
     Scenario { name: format!("{}-shrunk", s.name.trim_end_matches("-shrunk")), faults, random_faults: None, disk_seed: Some(disk_seed.to_string()), ..s.clone() }
 }
 

@@ -97,11 +97,11 @@ pub struct Shrunk {
 /// the run it came from did (a harness bug: the run is not reproducible).
 pub fn shrink(req: &Request, run: &mut dyn FnMut(&Scenario) -> Failing, progress: &mut dyn FnMut(&Step)) -> Result<Shrunk, String> {
     let mut o = Oracle { run, progress, checker: String::new(), runs: 0, searched: 0, runs_max: req.runs_max, limited: false, tried: BTreeMap::new() };
-    let before = o.run(&req.scenario, "first", "the scenario as given", None);
-    let checker = target(req.checker.as_deref(), &before)?;
-    o.checker = checker.clone();
     let (schedule, disk_seed) = crate::cluster::schedule(&req.scenario, req.seed);
     let faults_before = schedule.len();
+    let before = o.run(&req.scenario, "first", &format!("the scenario as given ({faults_before} faults drawn and fixed)"), None);
+    let checker = target(req.checker.as_deref(), &before)?;
+    o.checker = checker.clone();
     let mut s = edits::explicit(&req.scenario, schedule.clone(), disk_seed);
     if !o.fails(&s, "explicit", "the seed's faults written out as fixed faults") {
         return Err(format!("the seed's {faults_before} faults written out as fixed faults (disk seed {disk_seed}) no longer fail {checker}: the run does not follow from its schedule"));
