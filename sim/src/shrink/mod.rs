@@ -96,6 +96,9 @@ pub struct Shrunk {
 /// (or not the checker asked for), or the written-out schedule or the output does not fail as
 /// the run it came from did (a harness bug: the run is not reproducible).
 pub fn shrink(req: &Request, run: &mut dyn FnMut(&Scenario) -> Failing, progress: &mut dyn FnMut(&Step)) -> Result<Shrunk, String> {
+    if req.runs_max == 0 {
+        return Err("the run bound must allow at least one search run (--max-runs 1 or more)".into());
+    }
     let mut o = Oracle { run, progress, checker: String::new(), runs: 0, searched: 0, runs_max: req.runs_max, limited: false, tried: BTreeMap::new() };
     let (schedule, disk_seed) = crate::cluster::schedule(&req.scenario, req.seed);
     let faults_before = schedule.len();
@@ -254,8 +257,8 @@ fn render(req: &Request, checker: &str, schedule: &[FaultSpec], before: &Failing
     h.extend(changes(&req.scenario, schedule, s).into_iter().map(|c| format!("  - {c}")));
     h.push(format!("The faults are the seed's schedule (drawn and fixed) written out; disk_seed is what seed {} drew, so the same seed runs the same disks.", req.seed));
     h.push(match limited {
-        true => format!("{runs} runs; STOPPED by the run limit ({}) before a round changed nothing: --max-runs may shrink it further.", req.runs_max),
-        false => format!("{runs} runs; a further round changed nothing."),
+        true => format!("{runs} runs (and one more to check this file); STOPPED by the run limit ({}) before a round changed nothing: --max-runs may shrink it further.", req.runs_max),
+        false => format!("{runs} runs (and one more to check this file); a further round changed nothing."),
     });
     h.push(format!("Reproduce: cargo sim run {} --seed {}{plant} --trace T.jsonl   (then: cargo sim view T.jsonl)", req.out_path, req.seed));
     let toml = toml::to_string(s).map_err(|e| format!("the shrunk scenario cannot be written as TOML: {e}"))?;
