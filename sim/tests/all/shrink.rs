@@ -1,8 +1,9 @@
 //! `sim shrink` on real runs (`cargo simtest` only): a planted bug's failure under a mix of
 //! drawn faults shrinks to at most 3 faults, the written scenario fails the same checker under
 //! the same seed and passes without the bug, and shrinking again writes the same bytes. The
-//! shrunk examples checked in under `scenarios/shrunk/` keep failing with their bug and
-//! passing without it (a sweep of `scenarios` runs them without it).
+//! shrunk example checked in under `scenarios/shrunk/` keeps failing with its bug and passing
+//! without it (a sweep of `scenarios` runs it without it); a change to what the simulator
+//! schedules can make it pass, and `write_the_shrunk_example` writes it again.
 
 use broker_core::broker::PlantedBug;
 use sim::cluster::{run, schedule};
@@ -76,10 +77,36 @@ fn checked_in_shrunk_scenarios_fail_with_their_bug_and_pass_without_it() {
         assert!(s.faults.len() <= 3 && s.random_faults.is_none(), "{}: not a shrunk scenario", path.display());
         let name = path.display().to_string();
         let failing = run(&s, &name, seed, planted);
-        assert!(failing.violations.iter().any(|v| v.checker == named), "{name} seed {seed} with {planted:?} no longer fails {named}");
+        assert!(
+            failing.violations.iter().any(|v| v.checker == named),
+            "{name} seed {seed} with {planted:?} no longer fails {named}: the simulator schedules differently since it was shrunk; write it again with `cargo simtest shrink::write_the_shrunk_example -- --ignored`"
+        );
         if planted.is_some() {
             let clean = run(&s, &name, seed, None);
             assert!(clean.passed(), "{name} seed {seed} fails without its planted bug: {:?}", clean.violations.first());
         }
     }
+}
+
+/// Writes `scenarios/shrunk/replicated-fsync-acks-all-without-isr.toml` and its trace
+/// `traces/replicated-fsync-shrunk.jsonl` (docs/scenarios.md's example) again, from the first
+/// seed of `replicated-fsync` with five or more faults where `AcksAllWithoutIsr` loses an
+/// acknowledged write — as `cargo sim run … --trace` then `cargo sim shrink TRACE --out …`
+/// would. `cargo simtest shrink::write_the_shrunk_example -- --ignored`.
+#[test]
+#[ignore]
+fn write_the_shrunk_example() {
+    let (from, out, trace) = ("scenarios/fast/replicated-fsync.toml", "scenarios/shrunk/replicated-fsync-acks-all-without-isr.toml", "traces/replicated-fsync-shrunk.jsonl");
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let s = Scenario::parse(&std::fs::read_to_string(root.join(from)).unwrap()).unwrap();
+    let planted = Some(PlantedBug::AcksAllWithoutIsr);
+    let seed = (0..50)
+        .filter(|&seed| schedule(&s, seed).0.len() >= 5)
+        .find(|&seed| run(&s, from, seed, planted).violations.iter().any(|v| v.checker == the_checker))
+        .expect("no seed of replicated-fsync in 0..50 with five faults where AcksAllWithoutIsr loses a write");
+    let req = Request { scenario: s, scenario_path: from.into(), seed, bug: planted, checker: None, runs_max: shrink::shrink_runs_max, out_path: out.into() };
+    let shrunk = shrink(&req, &mut shrink::runner(seed, planted), &mut |_| {}).unwrap();
+    std::fs::write(root.join(out), &shrunk.text).unwrap();
+    std::fs::write(root.join(trace), run(&shrunk.scenario, out, seed, planted).trace.to_jsonl()).unwrap();
+    eprintln!("seed {seed}: {} faults → {}, {} runs; wrote {out} and {trace}", shrunk.faults_before, shrunk.scenario.faults.len(), shrunk.runs);
 }
