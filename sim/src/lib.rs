@@ -15,5 +15,6 @@ pub mod history;
 pub mod matrix;
 pub mod rebalances;
 pub mod scenario;
+pub mod shrink;
 pub mod trace;
 pub mod view;

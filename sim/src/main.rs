@@ -82,6 +82,29 @@ mod cli {
         },
         /// Re-run a trace's scenario and seed; report the first diverging line or "identical".
         Replay { trace: PathBuf },
+        /// Shrink a failing run to a small scenario that still fails the same checker: the
+        /// seed's faults written out as fixed ones, then delta debugging over them, shorter
+        /// faults and safety phase, lower rates, fewer clients and brokers. Writes the result
+        /// as scenario TOML whose header says what was removed and how to reproduce it.
+        Shrink {
+            /// A scenario file (with --seed, --plant) or a trace, whose header names the
+            /// scenario, the seed and the planted bug.
+            input: PathBuf,
+            #[arg(long)]
+            seed: Option<u64>,
+            /// Plant a known broker bug (as `run --plant`).
+            #[arg(long)]
+            plant: Option<String>,
+            /// The checker that must keep failing (default: the first failing one).
+            #[arg(long)]
+            checker: Option<String>,
+            /// Where the shrunk scenario goes (default: traces/<name>-<seed>-shrunk.toml).
+            #[arg(long, short)]
+            out: Option<PathBuf>,
+            /// Most simulated runs the search may spend.
+            #[arg(long, default_value_t = sim::shrink::shrink_runs_max)]
+            max_runs: usize,
+        },
         /// The durability matrix, measured: acknowledged losses per acks × flush × fault row.
         /// Rows that promise no loss fail on any; loss-allowed rows fail if no seed shows loss.
         /// Exit code 1 on a failing row; its scenario is written to `--traces` to reproduce.
@@ -165,6 +188,7 @@ mod cli {
             Cmd::Run { scenario, seed, trace, timeline, plant } => run(&scenario, seed, trace.as_deref(), timeline, plant.as_deref()),
             Cmd::Sweep { target, seeds, jobs, shard, traces } => sweep(&target, seeds, jobs, shard, &traces),
             Cmd::Replay { trace } => replay(&trace),
+            Cmd::Shrink { input, seed, plant, checker, out, max_runs } => shrink(&input, seed, plant.as_deref(), checker, out, max_runs),
             Cmd::Matrix { seeds, jobs, row, dump, traces } => matrix(seeds, jobs, row.as_deref(), dump.as_deref(), &traces),
             Cmd::CrashLog { seeds, rounds, clean: true, verbose, .. } => crash_clean(seeds, rounds, verbose),
             Cmd::CrashLog { seeds, rounds, nodes, verbose, .. } => crash_log(seeds, rounds, nodes, verbose),
@@ -182,10 +206,7 @@ mod cli {
 
     fn run(path: &Path, seed: u64, trace: Option<&Path>, timeline: bool, plant: Option<&str>) -> Result<bool, String> {
         let s = load(path)?;
-        let bug = match plant {
-            Some(name) => Some(broker_core::broker::PlantedBug::named(name).ok_or_else(|| format!("--plant {name}: no such planted bug; one of {:?}", broker_core::broker::PlantedBug::ALL))?),
-            None => None,
-        };
+        let bug = planted(plant)?;
         let wall = std::time::Instant::now();
         let r = cluster::run(&s, &path.display().to_string(), seed, bug)?;
         let secs = wall.elapsed().as_secs_f64();
@@ -318,14 +339,46 @@ mod cli {
         Ok(failures == 0)
     }
 
+    /// The planted bug `--plant` names.
+    fn planted(plant: Option<&str>) -> Result<Option<broker_core::broker::PlantedBug>, String> {
+        use broker_core::broker::PlantedBug;
+        plant.map(|name| PlantedBug::named(name).ok_or_else(|| format!("planted bug {name:?}: not one this build knows; one of {:?}", PlantedBug::ALL))).transpose()
+    }
+
+    fn shrink(input: &Path, seed: Option<u64>, plant: Option<&str>, checker: Option<String>, out: Option<PathBuf>, runs_max: usize) -> Result<bool, String> {
+        let text = std::fs::read_to_string(input).map_err(|e| format!("{}: {e}", input.display()))?;
+        // A trace is JSON Lines (its header opens with `{`); a TOML file cannot start so.
+        let (scenario_path, seed, bug) = if text.starts_with('{') {
+            if seed.is_some() || plant.is_some() {
+                return Err(format!("{}: a trace names its seed and planted bug; --seed and --plant are for a scenario file", input.display()));
+            }
+            let (path, seed) = sim::trace::read_header(&text)?;
+            (PathBuf::from(path), seed, sim::trace::read_planted_bug(&text)?)
+        } else {
+            (input.to_path_buf(), seed.ok_or("shrinking a scenario file needs --seed")?, plant.map(str::to_string))
+        };
+        let scenario = load(&scenario_path)?;
+        let bug = planted(bug.as_deref())?;
+        let out = out.unwrap_or_else(|| PathBuf::from("traces").join(format!("{}-{seed}-shrunk.toml", scenario.name.trim_end_matches("-shrunk"))));
+        let req = sim::shrink::Request { scenario, scenario_path: scenario_path.display().to_string(), seed, bug, checker, runs_max, out_path: out.display().to_string() };
+        let wall = std::time::Instant::now();
+        let mut progress = |s: &sim::shrink::Step| println!("run {:>4}/{} {:<10} {:>3} faults  {:<6}  {}", s.run, s.runs_max, s.pass, s.faults, if s.fails { "fails" } else { "passes" }, s.what);
+        let shrunk = sim::shrink::shrink(&req, &mut sim::shrink::runner(seed, bug), &mut progress)?;
+        if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        std::fs::write(&out, &shrunk.text).map_err(|e| format!("{}: {e}", out.display()))?;
+        print!("{}", shrunk.text.lines().take_while(|l| l.starts_with('#')).map(|l| format!("{l}\n")).collect::<String>());
+        let limit = if shrunk.limited { " (stopped by the run limit)" } else { "" };
+        println!("shrunk {} seed {seed}: faults {} → {}, {} still fails; {} runs{limit} in {:.1} s wall; written to {}", req.scenario_path, shrunk.faults_before, shrunk.scenario.faults.len(), shrunk.checker, shrunk.runs, wall.elapsed().as_secs_f64(), out.display());
+        Ok(true)
+    }
+
     fn replay(trace_path: &Path) -> Result<bool, String> {
         let text = std::fs::read_to_string(trace_path).map_err(|e| format!("{}: {e}", trace_path.display()))?;
         let (scenario_path, seed) = sim::trace::read_header(&text)?;
         let s = load(Path::new(&scenario_path))?;
-        let bug = match sim::trace::read_planted_bug(&text)? {
-            Some(name) => Some(broker_core::broker::PlantedBug::named(&name).ok_or_else(|| format!("the trace's planted bug {name:?} is not one this build knows"))?),
-            None => None,
-        };
+        let bug = planted(sim::trace::read_planted_bug(&text)?.as_deref())?;
         let again = cluster::run(&s, &scenario_path, seed, bug)?.trace.to_jsonl();
         match sim::trace::first_divergence(&text, &again) {
             None => {

@@ -59,6 +59,7 @@ fn scenario(name: &str, shape: Shape, broker: BrokerSettings, acks: &str, durati
         faults,
         random_faults: None,
         expect: Expect::default(),
+        disk_seed: None,
     }
 }
 

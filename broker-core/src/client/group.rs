@@ -405,13 +405,31 @@ impl GroupConsumer {
                 self.rejoin = true;
             }
         }
-        self.owned = assigned;
         if added.is_empty() {
+            self.owned = assigned;
             return Ok(());
         }
-        let committed = self.committed(&added).await?;
+        // The new partitions are owned once they have positions: an owned partition without one
+        // has nothing to fetch, and every poll would return at once, empty, without waiting.
+        self.owned = minus(&assigned, &added);
+        if let Err(e) = self.start_positions(&added).await {
+            for (t, p) in partitions_of(&added) {
+                self.consumer.unassign(&t, p);
+            }
+            self.rejoin = true;
+            return Err(e);
+        }
+        self.owned = assigned;
+        let starts = partitions_of(&added).filter_map(|(t, p)| self.consumer.position(&t, p).map(|o| ((t, p), o))).collect();
+        events.push(stamp(GroupEvent::Assigned { partitions: added, starts }));
+        Ok(())
+    }
+
+    /// Positions for `added`: each at its committed offset, or the reset point.
+    async fn start_positions(&mut self, added: &TopicPartitions) -> Result<(), ClientError> {
+        let committed = self.committed(added).await?;
         let mut missing = Vec::new();
-        for (t, p) in partitions_of(&added) {
+        for (t, p) in partitions_of(added) {
             match committed.get(&(t.clone(), p)) {
                 Some(&o) if o >= 0 => self.consumer.assign(&t, p, o),
                 _ => missing.push((t, p)),
@@ -421,8 +439,6 @@ impl GroupConsumer {
             let o = self.reset_offset(&t, p).await?;
             self.consumer.assign(&t, p, o);
         }
-        let starts = partitions_of(&added).filter_map(|(t, p)| self.consumer.position(&t, p).map(|o| ((t, p), o))).collect();
-        events.push(stamp(GroupEvent::Assigned { partitions: added, starts }));
         Ok(())
     }
 

@@ -6,12 +6,22 @@
 //! so one extra draw here changes every trace of every seed.
 
 use crate::scenario::{self, FaultSpec, Scenario};
-use rand::Rng;
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 /// Shortest drawn fault, ms, when `for_max_ms` allows it: shorter ones barely outlast a
 /// request and mostly test nothing.
 const fault_ms_min: u64 = 100;
+
+/// What a run under `seed` draws before it starts: the fault schedule, then the disk seed
+/// (unless the scenario pins one: `disk_seed`). `cluster::run` runs exactly this schedule, and
+/// `sim shrink` writes it out as fixed faults.
+pub fn schedule(s: &Scenario, seed: u64) -> (Vec<FaultSpec>, u64) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let faults = derive_faults(s, &mut rng);
+    let disk_seed = s.pinned_disk_seed().unwrap_or_else(|| rng.gen());
+    (faults, disk_seed)
+}
 
 /// The fault schedule: the scenario's fixed faults plus the random mix drawn from the seed.
 /// Node faults hit a random broker; link faults cut one direction between a random broker and
@@ -81,7 +91,6 @@ pub(crate) fn within_budget(kept: &[FaultSpec], f: &FaultSpec, max: usize, recov
 mod tests {
     use super::*;
     use crate::scenario::{FaultKind, RandomFaults};
-    use rand::SeedableRng;
 
     fn fast(name: &str) -> Scenario {
         let path = format!("{}/../scenarios/fast/{name}.toml", env!("CARGO_MANIFEST_DIR"));
@@ -90,9 +99,7 @@ mod tests {
 
     /// The schedule for `seed`, and the run's next draw (the disk seed `cluster::run` takes).
     fn draw(s: &Scenario, seed: u64) -> (Vec<FaultSpec>, u64) {
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let faults = derive_faults(s, &mut rng);
-        (faults, rng.gen())
+        schedule(s, seed)
     }
 
     /// `replicated` with a bigger mix (every kind, up to 20 faults of up to 3 s) and the budget
@@ -141,6 +148,15 @@ mod tests {
         let targets: Vec<(u64, &str)> = faults.iter().map(|f| (f.at, f.target.as_str())).collect();
         assert_eq!(targets, [(3638, "broker-0"), (8510, "broker-0"), (21922, "consumer-1>broker-0"), (28249, "broker-0"), (28413, "broker-0")]);
         assert_eq!(disk_seed, 14174955670282043493);
+    }
+
+    #[test]
+    fn a_pinned_disk_seed_replaces_the_drawn_one_and_leaves_the_faults_alone() {
+        let mut s = fast("replicated");
+        let (faults, drawn) = draw(&s, 1);
+        s.disk_seed = Some("42".into());
+        assert_eq!(draw(&s, 1), (faults, 42));
+        assert_ne!(drawn, 42);
     }
 
     #[test]

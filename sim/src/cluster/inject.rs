@@ -1,5 +1,5 @@
-//! Fault injection: every fault of the schedule gets a task that sleeps until the fault's
-//! time, applies it, holds it for `for` ms and undoes it, with a `fault` and a `heal` (or
+//! Fault injection: every fault of the schedule gets a task, spawned at the fault's time, that
+//! applies it, holds it for `for` ms and undoes it, with a `fault` and a `heal` (or
 //! `restart`) event. One function per kind of fault says what applying and undoing mean.
 //!
 //! The schedule is fixed before the run (`faults`): nothing here may draw from an RNG or add a
@@ -22,16 +22,25 @@ use std::time::Duration;
 /// Why a fault could not be aimed, as the `fault_skipped` event says it.
 type Skip = &'static str;
 
-/// Runs the whole schedule: one injector task per fault, all spawned now; returns once every
-/// fault has been undone.
+/// Runs the whole schedule (sorted by start): each fault's injector task is spawned when the
+/// fault starts, not before; returns once every fault has been undone.
+///
+/// Why not all at once: madsim picks the next ready task with the run's one RNG, so a task
+/// that merely exists (spawned, sleeping) already shifts every later choice. Spawned at its
+/// start, a fault changes nothing before it: a run without its last faults is the same run up
+/// to where they would have started, which is what lets `sim shrink` remove faults one by one
+/// without losing a failure that happened earlier.
 pub(super) async fn run_schedule(faults: Vec<FaultSpec>, cluster: &Cluster, rec: &Rec) {
+    let start = tokio::time::Instant::now();
     let mut injectors = Vec::new();
     for f in faults {
+        let due = start + Duration::from_millis(f.at);
+        // madsim sleeps at least 1 ms: faults due at the same moment start at the same moment.
+        if tokio::time::Instant::now() < due {
+            tokio::time::sleep_until(due).await;
+        }
         let (nodes, disks, rec) = (cluster.nodes.clone(), cluster.disks.clone(), rec.clone());
-        injectors.push(tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(f.at)).await;
-            inject(f, nodes, disks, rec).await;
-        }));
+        injectors.push(tokio::spawn(inject(f, nodes, disks, rec)));
     }
     for t in injectors {
         let _ = t.await;

@@ -23,7 +23,8 @@
 //! | verdict | `verdict` | the checkers, allowed losses, the trace's summary and digest |
 //!
 //! `recorder` stamps every event and operation with simulated time. The run's RNG draws the
-//! schedule and then the disk seed; madsim's runtime takes the seed itself. Nodes are created
+//! schedule and then the disk seed (unless the scenario pins it, as `sim shrink` writes it);
+//! madsim's runtime takes the seed itself. Nodes are created
 //! and tasks spawned and awaited in one fixed order: moving a step, or adding a draw, changes
 //! every trace (and the digests in `scenarios/` tests say so).
 
@@ -43,7 +44,7 @@ mod verdict;
 #[cfg(madsim)]
 mod workloads;
 
-pub use faults::derive_faults;
+pub use faults::{derive_faults, schedule};
 #[cfg(madsim)]
 pub use verdict::RunResult;
 
@@ -54,8 +55,6 @@ use {
     crate::trace::{self, Trace},
     broker_core::broker::PlantedBug,
     madsim::runtime::Runtime,
-    rand::{Rng, SeedableRng},
-    rand_chacha::ChaCha8Rng,
     recorder::{event, now_ms, Rec, Recorder},
     serde_json::{json, Map, Value},
     std::time::Duration,
@@ -72,9 +71,7 @@ const request_timeout_ms: u64 = 1_000;
 #[cfg(madsim)]
 pub fn run(scenario: &Scenario, scenario_path: &str, seed: u64, bug: Option<PlantedBug>) -> Result<RunResult, String> {
     scenario.runnable()?;
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let faults = derive_faults(scenario, &mut rng);
-    let disk_seed = rng.gen::<u64>();
+    let (faults, disk_seed) = schedule(scenario, seed);
     let mut derived = derived(&faults, disk_seed);
     if let Some(bug) = bug {
         // So `sim replay` plants it again (traces of clean runs are unchanged).

@@ -51,13 +51,13 @@ pub struct FaultSpec {
     #[serde(rename = "for", default = "for_default")]
     pub for_ms: u64,
     /// `slow_link`: extra delay per message, ms.
-    #[serde(default = "delay_default")]
+    #[serde(default = "delay_default", skip_serializing_if = "is_delay_default")]
     pub delay_ms: u64,
     /// `slow_link`: loss probability in thousandths.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "super::is_zero")]
     pub loss_per_mille: u32,
     /// `disk_eio`: files whose path contains this fail (default: every partition).
-    #[serde(default = "eio_path_default")]
+    #[serde(default = "eio_path_default", skip_serializing_if = "is_eio_path_default")]
     pub path: String,
 }
 
@@ -67,11 +67,30 @@ fn delay_default() -> u64 {
 fn eio_path_default() -> String {
     "/data/".into()
 }
+// Defaults are left out when a scenario is written (`sim shrink`, `sim matrix --dump`).
+fn is_delay_default(ms: &u64) -> bool {
+    *ms == delay_default()
+}
+fn is_eio_path_default(path: &str) -> bool {
+    path == eio_path_default()
+}
 
 impl FaultSpec {
     /// A fault with every optional field at its default.
     pub fn new(at: u64, kind: FaultKind, target: &str, for_ms: u64) -> FaultSpec {
         FaultSpec { at, kind, target: target.into(), for_ms, delay_ms: delay_default(), loss_per_mille: 0, path: eio_path_default() }
+    }
+
+    /// The fault with the settings its kind does not read (a drawn fault has them all) back at
+    /// their defaults: the same fault, written without noise.
+    pub fn without_unused(&self) -> FaultSpec {
+        let slow_link = self.kind == FaultKind::SlowLink;
+        FaultSpec {
+            delay_ms: if slow_link { self.delay_ms } else { delay_default() },
+            loss_per_mille: if slow_link { self.loss_per_mille } else { 0 },
+            path: if self.kind == FaultKind::DiskEio { self.path.clone() } else { eio_path_default() },
+            ..self.clone()
+        }
     }
 
     /// The (from, to) node names of a link target `a>b`.

@@ -77,6 +77,12 @@ pub struct Scenario {
     pub random_faults: Option<RandomFaults>,
     #[serde(default)]
     pub expect: Expect,
+    /// Pins the disk seed (each broker's `SimDisk`, link loss draws, group churn) instead of
+    /// the one the run draws after the random fault mix. `sim shrink` writes it when it turns
+    /// a seed's drawn faults into fixed ones, so the shrunk scenario keeps that seed's disk.
+    /// Decimal digits in a string: a u64 does not fit TOML's signed integers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk_seed: Option<String>,
 }
 
 fn heal_ms_default() -> u64 {
@@ -85,6 +91,11 @@ fn heal_ms_default() -> u64 {
 
 fn one_u() -> u32 {
     1
+}
+
+/// For `skip_serializing_if`: a zero count or rate is the default, left out when written.
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// What the checkers must conclude. `loss_allowed` is for fault mixes that exceed what the
@@ -118,9 +129,19 @@ impl Scenario {
         if self.heal_ms > phase_ms_max {
             return Err(format!("scenario: heal_ms {} must be 0..={phase_ms_max}", self.heal_ms));
         }
+        if let Some(text) = &self.disk_seed {
+            if !text.bytes().all(|b| b.is_ascii_digit()) || text.parse::<u64>().is_err() {
+                return Err(format!("scenario: disk_seed {text:?} must be a decimal number 0..={} in a string", u64::MAX));
+            }
+        }
         self.validate_topology()?;
         self.validate_workloads()?;
         self.validate_faults()
+    }
+
+    /// The pinned disk seed, if the scenario sets a valid one (see `disk_seed`).
+    pub fn pinned_disk_seed(&self) -> Option<u64> {
+        self.disk_seed.as_deref()?.parse().ok()
     }
 
     /// The broker nodes' names.

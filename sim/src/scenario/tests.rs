@@ -221,3 +221,14 @@ fn scenarios_without_the_new_fields_serialize_as_before() {
         assert!(!text.contains(field), "{field} in\n{text}");
     }
 }
+
+#[test]
+fn a_pinned_disk_seed_is_a_decimal_u64_in_a_string() {
+    let s = Scenario::parse(&with("disk_seed = \"18446744073709551615\"")).unwrap();
+    assert_eq!(s.pinned_disk_seed(), Some(u64::MAX));
+    assert_eq!(Scenario::parse(SMOKE).unwrap().pinned_disk_seed(), None);
+    for bad in ["\"18446744073709551616\"", "\"-1\"", "\"0x10\"", "\"\"", "\" 7\""] {
+        rejected(&with(&format!("disk_seed = {bad}")), "disk_seed");
+    }
+    rejected(&with("disk_seed = 7"), "disk_seed");
+}

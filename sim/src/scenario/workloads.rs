@@ -32,7 +32,7 @@ pub struct ProducerSpec {
     /// Per mille of records sent as tombstones (null value: the key's deletion on a compacted
     /// topic); needs `keys`. Which serials are tombstones follows from the producer's name and
     /// serial alone.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "super::is_zero")]
     pub tombstone_per_mille: u32,
     /// Batches in flight at once, 1..=5 (Kafka's `max.in.flight.requests.per.connection`,
     /// at most 5 with idempotence); more than 1 needs an idempotent producer. Each round sends
@@ -43,10 +43,6 @@ pub struct ProducerSpec {
 
 fn is_one(n: &u32) -> bool {
     *n == 1
-}
-
-fn is_zero(n: &u32) -> bool {
-    *n == 0
 }
 
 fn acks_all() -> String {

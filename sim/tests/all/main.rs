@@ -13,6 +13,8 @@ mod scenarios;
 #[cfg(madsim)]
 mod server_limits;
 #[cfg(madsim)]
+mod shrink;
+#[cfg(madsim)]
 mod slow_disk;
 #[cfg(madsim)]
 mod replication;
