@@ -5,7 +5,7 @@
 //! The draws must never change order or number: the run's RNG goes on to draw the disk seed,
 //! so one extra draw here changes every trace of every seed.
 
-use crate::scenario::{self, FaultSpec, Scenario};
+use crate::scenario::{self, FaultKind, FaultSpec, Scenario};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
@@ -25,12 +25,20 @@ pub fn derive_faults(s: &Scenario, rng: &mut ChaCha8Rng) -> Vec<FaultSpec> {
         // mix draws from the other kinds rather than aim a link fault at a lone node.
         let kinds: Vec<_> = mix.kinds.iter().copied().filter(|k| !k.is_link() || nodes.len() > 1).collect();
         if !kinds.is_empty() && !brokers.is_empty() {
-            let n = rng.gen_range(0..=mix.max.min(scenario::random_faults_max));
+            let (kinds, max, for_max_ms) = if mix.swarm { swarm(&kinds, mix.max, mix.for_max_ms, rng) } else { (kinds, mix.max, mix.for_max_ms) };
+            let bursts: Vec<u64> = match mix.burst_ms {
+                0 => Vec::new(),
+                _ => (0..rng.gen_range(1..=3)).map(|_| rng.gen_range(0..s.duration_ms.max(1))).collect(),
+            };
+            let n = rng.gen_range(0..=max.min(scenario::random_faults_max));
             for _ in 0..n {
                 let kind = kinds[rng.gen_range(0..kinds.len())];
-                let at = rng.gen_range(0..s.duration_ms.max(1));
+                let at = match bursts.len() {
+                    0 => rng.gen_range(0..s.duration_ms.max(1)),
+                    b => (bursts[rng.gen_range(0..b)] + rng.gen_range(0..mix.burst_ms)).min(s.duration_ms.saturating_sub(1)),
+                };
                 // 100 ms at least, and never past `for_max_ms`: a smaller max is every length.
-                let for_ms = rng.gen_range(mix.for_max_ms.min(fault_ms_min)..=mix.for_max_ms);
+                let for_ms = rng.gen_range(for_max_ms.min(fault_ms_min)..=for_max_ms);
                 let broker = &brokers[rng.gen_range(0..brokers.len())];
                 let target = if kind.is_link() {
                     let others: Vec<&String> = nodes.iter().filter(|n| *n != broker).collect();
@@ -50,6 +58,16 @@ pub fn derive_faults(s: &Scenario, rng: &mut ChaCha8Rng) -> Vec<FaultSpec> {
     }
     faults.sort_by_key(|f| f.at);
     faults
+}
+
+/// A seed's own swarm: a non-empty subset of `kinds` (each with probability 1/2), a count limit
+/// in 1..=`max` and a longest fault in 100..=`for_max_ms`.
+fn swarm(kinds: &[FaultKind], max: u32, for_max_ms: u64, rng: &mut ChaCha8Rng) -> (Vec<FaultKind>, u32, u64) {
+    let mut on: Vec<FaultKind> = kinds.iter().copied().filter(|_| rng.gen_bool(0.5)).collect();
+    if on.is_empty() {
+        on.push(kinds[rng.gen_range(0..kinds.len())]);
+    }
+    (on, rng.gen_range(1..=max.max(1)), rng.gen_range(100..=for_max_ms.max(100)))
 }
 
 /// The brokers a fault makes faulty: its target, or a link's broker ends.
@@ -80,7 +98,7 @@ pub(crate) fn within_budget(kept: &[FaultSpec], f: &FaultSpec, max: usize, recov
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::{FaultKind, RandomFaults};
+    use crate::scenario::RandomFaults;
     use rand::SeedableRng;
 
     fn fast(name: &str) -> Scenario {
@@ -225,7 +243,7 @@ mod tests {
         // to draw, and the RNG is left as it was.
         let mut lonely = fast("replicated");
         (lonely.brokers, lonely.producers, lonely.consumers) = (1, vec![], vec![]);
-        lonely.random_faults = Some(RandomFaults { kinds: vec![FaultKind::ClogLink, FaultKind::SlowLink], max: 8, for_max_ms: 500, brokers_at_once: None, recovery_ms: 0 });
+        lonely.random_faults = Some(RandomFaults { kinds: vec![FaultKind::ClogLink, FaultKind::SlowLink], max: 8, for_max_ms: 500, brokers_at_once: None, recovery_ms: 0, swarm: false, burst_ms: 0 });
         assert_eq!(draw(&lonely, 3), (vec![], ChaCha8Rng::seed_from_u64(3).gen()));
     }
 }

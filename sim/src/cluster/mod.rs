@@ -53,6 +53,7 @@ use {
     crate::scenario::{FaultSpec, Scenario},
     crate::trace::{self, Trace},
     broker_core::broker::PlantedBug,
+    broker_core::buggify::Buggify,
     madsim::runtime::Runtime,
     rand::{Rng, SeedableRng},
     rand_chacha::ChaCha8Rng,
@@ -76,6 +77,10 @@ pub fn run(scenario: &Scenario, scenario_path: &str, seed: u64, bug: Option<Plan
     let faults = derive_faults(scenario, &mut rng);
     let disk_seed = rng.gen::<u64>();
     let mut derived = derived(&faults, disk_seed);
+    if scenario.buggify {
+        let sites = |i| Buggify::seeded(topology::buggify_seed(disk_seed, i)).enabled().iter().map(|(site, per_mille)| format!("{site:?}:{per_mille}")).collect::<Vec<_>>();
+        derived.insert("buggify".into(), json!((0..scenario.brokers).map(|i| (format!("broker-{i}"), sites(i))).collect::<Map<String, Value>>()));
+    }
     if let Some(bug) = bug {
         // So `sim replay` plants it again (traces of clean runs are unchanged).
         derived.insert("planted_bug".into(), json!(format!("{bug:?}")));
@@ -108,6 +113,7 @@ async fn simulate(s: Scenario, faults: Vec<FaultSpec>, disk_seed: u64, bug: Opti
     let members = groups::start(&s, &mut cluster, disk_seed, &rec);
     inject::run_schedule(faults, &cluster, &rec).await;
     tokio::time::sleep(Duration::from_millis(s.duration_ms.saturating_sub(now_ms(&rec)))).await;
+    cluster.quiet_buggify();
     heal(&s, &rec).await;
     // A producer's last write may still be in flight (bounded by its timeout and retries);
     // the final read must come after every acknowledgement it is checked against.
