@@ -50,14 +50,20 @@ struct State {
     evaluations: [u64; Site::ALL.len()],
 }
 
-/// A well-mixed 64-bit hash of `seed` and two words (FNV-1a, then SplitMix64's finalizer, so
-/// that low bits are usable for a modulo).
+/// SplitMix64's finalizer: a bijection that spreads every input bit over the output.
 #[cfg(madsim)]
-fn mix(seed: u64, a: u64, b: u64) -> u64 {
-    let h = crate::hash::fnv1a(seed, a.to_le_bytes().into_iter().chain(b.to_le_bytes()));
+fn finalize(h: u64) -> u64 {
     let h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     let h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     h ^ (h >> 31)
+}
+
+/// A well-mixed hash of `seed` and two words: each is mixed in through the finalizer, so
+/// nearby seeds, sites and evaluation numbers draw unrelated values.
+#[cfg(madsim)]
+fn mix(seed: u64, a: u64, b: u64) -> u64 {
+    const golden: u64 = 0x9e37_79b9_7f4a_7c15;
+    finalize(finalize(finalize(seed).wrapping_add(a.wrapping_mul(golden))).wrapping_add(b.wrapping_mul(golden)))
 }
 
 impl Buggify {

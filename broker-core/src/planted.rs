@@ -86,6 +86,9 @@ pub enum PlantedBug {
     /// A leader whose partition log failed (EIO) keeps its leadership for the whole fault
     /// instead of registering anew, so healthy replicas wait and writes fail (reviewer).
     FailedLeaderKeepsLeadership,
+    /// A partition whose log failed (EIO, a failed fsync) stays offline until the process
+    /// restarts instead of being reopened once the disk answers (found by `write_liveness`).
+    OfflineLogStaysOffline,
 }
 
 impl PlantedBug {
@@ -114,6 +117,7 @@ impl PlantedBug {
         PlantedBug::ControllerStorageErrorIsRefusal,
         PlantedBug::SameEpochRecordClearsInFlight,
         PlantedBug::FailedLeaderKeepsLeadership,
+        PlantedBug::OfflineLogStaysOffline,
     ];
 
     /// The bug named `name` (its variant name, as traces record it).

@@ -89,7 +89,9 @@ impl Broker {
     fn reopen_failed(&mut self, now: u64) -> Vec<Action> {
         let mut out = Vec::new();
         let me = self.config.node_id;
-        let failed: Vec<(String, i32)> = self.partitions.iter().filter(|(_, part)| part.log.failure().is_some()).map(|(k, _)| k.clone()).collect();
+        // Planted `OfflineLogStaysOffline`: a failed log is left as it is until the process restarts.
+        let stays = self.config.planted(PlantedBug::OfflineLogStaysOffline);
+        let failed: Vec<(String, i32)> = self.partitions.iter().filter(|(_, part)| part.log.failure().is_some() && !stays).map(|(k, _)| k.clone()).collect();
         let hand_over = !self.config.planted(PlantedBug::FailedLeaderKeepsLeadership);
         for key in failed {
             if self.partitions.remove(&key).is_some_and(|part| part.replication.is_leader()) && hand_over && !out.contains(&Action::Reregister) {

@@ -26,6 +26,9 @@ pub fn derive_faults(s: &Scenario, rng: &mut ChaCha8Rng) -> Vec<FaultSpec> {
         let kinds: Vec<_> = mix.kinds.iter().copied().filter(|k| !k.is_link() || nodes.len() > 1).collect();
         if !kinds.is_empty() && !brokers.is_empty() {
             let (kinds, max, for_max_ms) = if mix.swarm { swarm(&kinds, mix.max, mix.for_max_ms, rng) } else { (kinds, mix.max, mix.for_max_ms) };
+            // A swarm also picks which brokers its faults aim at, so that several faults often
+            // hit one broker in turn (isolated, then losing power; killed twice in a row).
+            let brokers = if mix.swarm { subset(&brokers, rng) } else { brokers };
             let bursts: Vec<u64> = match mix.burst_ms {
                 0 => Vec::new(),
                 _ => (0..rng.gen_range(1..=3)).map(|_| rng.gen_range(0..s.duration_ms.max(1))).collect(),
@@ -60,14 +63,19 @@ pub fn derive_faults(s: &Scenario, rng: &mut ChaCha8Rng) -> Vec<FaultSpec> {
     faults
 }
 
-/// A seed's own swarm: a non-empty subset of `kinds` (each with probability 1/2), a count limit
-/// in 1..=`max` and a longest fault in 100..=`for_max_ms`.
+/// A seed's own swarm: a non-empty subset of `kinds`, a count limit in 1..=`max` and a longest
+/// fault in 100..=`for_max_ms`.
 fn swarm(kinds: &[FaultKind], max: u32, for_max_ms: u64, rng: &mut ChaCha8Rng) -> (Vec<FaultKind>, u32, u64) {
-    let mut on: Vec<FaultKind> = kinds.iter().copied().filter(|_| rng.gen_bool(0.5)).collect();
+    (subset(kinds, rng), rng.gen_range(1..=max.max(1)), rng.gen_range(100..=for_max_ms.max(100)))
+}
+
+/// A non-empty subset of `all` (each member with probability 1/2, else one at random).
+fn subset<T: Clone>(all: &[T], rng: &mut ChaCha8Rng) -> Vec<T> {
+    let mut on: Vec<T> = all.iter().filter(|_| rng.gen_bool(0.5)).cloned().collect();
     if on.is_empty() {
-        on.push(kinds[rng.gen_range(0..kinds.len())]);
+        on.push(all[rng.gen_range(0..all.len())].clone());
     }
-    (on, rng.gen_range(1..=max.max(1)), rng.gen_range(100..=for_max_ms.max(100)))
+    on
 }
 
 /// The brokers a fault makes faulty: its target, or a link's broker ends.
@@ -159,6 +167,36 @@ mod tests {
         let targets: Vec<(u64, &str)> = faults.iter().map(|f| (f.at, f.target.as_str())).collect();
         assert_eq!(targets, [(3638, "broker-0"), (8510, "broker-0"), (21922, "consumer-1>broker-0"), (28249, "broker-0"), (28413, "broker-0")]);
         assert_eq!(disk_seed, 14174955670282043493);
+    }
+
+    #[test]
+    fn a_swarm_seed_picks_its_own_kinds_and_brokers_and_bursts_cluster_its_faults() {
+        let mut s = swarm(None, 0);
+        let mix = s.random_faults.as_mut().unwrap();
+        (mix.swarm, mix.burst_ms) = (true, 2_000);
+        let (mut kind_sets, mut focused) = (std::collections::BTreeSet::new(), 0);
+        for seed in 0..300 {
+            let (faults, _) = draw(&s, seed);
+            assert_eq!(draw(&s, seed).0, faults, "seed {seed}");
+            let kinds: std::collections::BTreeSet<&str> = faults.iter().map(|f| f.kind.name()).collect();
+            kind_sets.insert(format!("{kinds:?}"));
+            // Every start lies within 2 s after one of at most 3 moments: greedy covering by
+            // 2 s windows needs at most 3 of them.
+            let (mut windows, mut covered_to) = (0, None);
+            for f in &faults {
+                if covered_to.is_none_or(|end| f.at >= end) {
+                    windows += 1;
+                    covered_to = Some(f.at + 2_000);
+                }
+            }
+            assert!(windows <= 3, "seed {seed}: faults spread over {windows} windows of 2 s: {faults:?}");
+            let node_faults: Vec<&FaultSpec> = faults.iter().filter(|f| !f.kind.is_link()).collect();
+            if node_faults.len() >= 3 && node_faults.iter().all(|f| f.target == node_faults[0].target) {
+                focused += 1;
+            }
+        }
+        assert!(kind_sets.len() > 100, "only {} distinct sets of kinds over 300 seeds", kind_sets.len());
+        assert!(focused > 10, "only {focused} seeds aim three or more node faults at one broker");
     }
 
     #[test]

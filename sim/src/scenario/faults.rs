@@ -138,9 +138,10 @@ pub struct RandomFaults {
     #[serde(default)]
     pub recovery_ms: u64,
     /// Swarm testing (TigerBeetle's VOPR, FoundationDB): each seed turns on its own subset of
-    /// `kinds` (each with probability 1/2, at least one), a count limit of 1..=`max` and a
-    /// longest fault of 100..=`for_max_ms`, so seeds differ in which faults they stress and how
-    /// hard, not only in when (default false: every kind, `max` and `for_max_ms` as given).
+    /// `kinds` and of the brokers its faults aim at (each with probability 1/2, at least one),
+    /// a count limit of 1..=`max` and a longest fault of 100..=`for_max_ms`, so seeds differ in
+    /// which faults they stress, where and how hard, not only in when (default false: every
+    /// kind and broker, `max` and `for_max_ms` as given).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub swarm: bool,
     /// Faults come in bursts: the seed picks 1..=3 moments of the safety phase and each fault
