@@ -78,7 +78,7 @@ pub fn run(scenario: &Scenario, scenario_path: &str, seed: u64, bug: Option<Plan
     let disk_seed = rng.gen::<u64>();
     let mut derived = derived(&faults, disk_seed);
     if scenario.buggify {
-        let sites = |i| Buggify::seeded(topology::buggify_seed(disk_seed, i)).enabled().iter().map(|(site, per_mille)| format!("{site:?}:{per_mille}")).collect::<Vec<_>>();
+        let sites = |i| Buggify::seeded(topology::buggify_seed(disk_seed, i), &topology::buggify_sites(scenario)).enabled().iter().map(|(site, per_mille)| format!("{site:?}:{per_mille}")).collect::<Vec<_>>();
         derived.insert("buggify".into(), json!((0..scenario.brokers).map(|i| (format!("broker-{i}"), json!(sites(i)))).collect::<Map<String, Value>>()));
     }
     if let Some(bug) = bug {

@@ -12,7 +12,7 @@ use super::recorder::{event, Rec};
 use crate::disk::{DiskFaults, SimDisk};
 use crate::scenario::Scenario;
 use broker_core::broker::{Action, Broker, BrokerConfig, PlantedBug};
-use broker_core::buggify::Buggify;
+use broker_core::buggify::{Buggify, Site};
 use broker_core::controller::quorum::Quorum;
 use broker_core::log::FlushPolicy;
 use broker_core::server::{self, Observer, Shared};
@@ -89,7 +89,7 @@ pub(super) fn start_brokers(s: &Scenario, disk_seed: u64, bug: Option<PlantedBug
         faults.lock().expect("disk faults").apply(&disk);
         let mut config = broker_config(s, i, bug);
         if s.buggify {
-            config.buggify = Buggify::seeded(buggify_seed(disk_seed, i));
+            config.buggify = Buggify::seeded(buggify_seed(disk_seed, i), &buggify_sites(s));
         }
         cluster.buggify.push(config.buggify.clone());
         let (d, r) = (disk.clone(), rec.clone());
@@ -103,6 +103,12 @@ pub(super) fn start_brokers(s: &Scenario, disk_seed: u64, bug: Option<PlantedBug
         cluster.disks.insert(name, (disk, faults));
     }
     cluster
+}
+
+/// The BUGGIFY sites a scenario's brokers may enable: `ShortLag` only where every batch is
+/// fsynced before it is acknowledged (see [`Site::ShortLag`]).
+pub(super) fn buggify_sites(s: &Scenario) -> Vec<Site> {
+    Site::ALL.into_iter().filter(|&site| site != Site::ShortLag || s.broker.flush_messages == Some(1)).collect()
 }
 
 /// Broker i's BUGGIFY seed, derived from the run's disk seed (itself drawn from the run's seed).

@@ -7,6 +7,7 @@
 
 use broker_core::broker::PlantedBug;
 use crate::run;
+use broker_core::buggify::{Buggify, Site};
 use sim::scenario::Scenario;
 use std::path::PathBuf;
 
@@ -38,4 +39,23 @@ fn re_planted_bugs_are_found_by_fresh_seeds() {
         assert!(clean.passed(), "{rel} seed {seed} fails without {bug:?}: {:?}", clean.violations.first());
     }
     assert!(missed.is_empty(), "the search got weaker:\n{}", missed.join("\n"));
+}
+
+#[test]
+fn buggify_fires_the_same_evaluations_for_the_same_seed_and_only_allowed_sites() {
+    let draws = |seed, allowed: &[Site]| {
+        let b = Buggify::seeded(seed, allowed);
+        (0..500).map(|_| Site::ALL.map(|s| b.fires(s))).collect::<Vec<_>>()
+    };
+    assert_eq!(draws(7, &Site::ALL), draws(7, &Site::ALL));
+    assert!((0..20).any(|seed| draws(seed, &Site::ALL) != draws(7, &Site::ALL)));
+    assert!((0..20).any(|seed| draws(seed, &Site::ALL).iter().any(|d| d.iter().any(|&f| f))), "no site ever fired");
+    // A site left out never fires; the others draw as they would with it allowed.
+    let without = draws(3, &[Site::IsrAnswerDropped, Site::SlowSync]);
+    assert!(without.iter().all(|d| !d[0]));
+    assert_eq!(without.iter().map(|d| (d[1], d[2])).collect::<Vec<_>>(), draws(3, &Site::ALL).iter().map(|d| (d[1], d[2])).collect::<Vec<_>>());
+    let quiet = Buggify::seeded(3, &Site::ALL);
+    quiet.quiet();
+    assert!((0..500).all(|_| Site::ALL.iter().all(|&s| !quiet.fires(s))));
+    assert!(!Buggify::default().fires(Site::IsrAnswerDropped), "an unseeded handle never fires");
 }
