@@ -14,13 +14,22 @@ use std::path::PathBuf;
 /// Where fresh seeds start: no pinned seed, sweep in the docs or other test comes near it.
 const fresh_seed: u64 = 10_000;
 
-/// (bug, scenario, checker, seeds to try): the try budget is a few times what the table
-/// measured, so the test stays bounded (a couple of minutes in the release sim build) and fails
-/// if the search gets weaker.
-const cheap_half: &[(PlantedBug, &str, &str, u64)] = &[];
+/// (bug, scenario file or matrix row, checker, seeds to try): the try budget is several times
+/// the seeds the table measured, so the test stays bounded (well under a minute in the release
+/// sim build) and fails if the search gets weaker.
+const cheap_half: &[(PlantedBug, &str, &str, u64)] = &[
+    (PlantedBug::UnsentIsrChangeStaysInFlight, "scenarios/swarm/swarm-fsync.toml", "write_liveness", 8),
+    (PlantedBug::OfflineLogStaysOffline, "scenarios/fast/random-faults.toml", "write_liveness", 40),
+    (PlantedBug::RolesBeforeRegistration, "matrix-acks1-never-leader-crash", "committed_consistent", 5),
+];
 
-fn scenario(rel: &str) -> (String, Scenario) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join(rel);
+/// A scenario file under the repository, or a durability-matrix row by its scenario name.
+fn scenario(name: &str) -> (String, Scenario) {
+    if name.starts_with("matrix-") {
+        let row = sim::matrix::rows().into_iter().find(|r| r.scenario.name == name).unwrap_or_else(|| panic!("no matrix row {name}"));
+        return (format!("<matrix:{name}>"), row.scenario);
+    }
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join(name);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     (path.display().to_string(), Scenario::parse(&text).unwrap())
 }
