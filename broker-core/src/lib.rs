@@ -7,6 +7,7 @@
 pub mod constants;
 pub mod kafka;
 pub mod broker;
+pub mod buggify;
 pub mod client;
 pub mod controller;
 pub mod group;
@@ -14,6 +15,7 @@ pub mod hash;
 pub mod metadata;
 pub mod log;
 pub mod netfault;
+pub mod planted;
 pub mod protocol;
 pub mod replication;
 pub mod server;

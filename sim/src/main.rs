@@ -30,6 +30,7 @@ fn main() {
 
 #[cfg(madsim)]
 mod cli {
+    use broker_core::broker::PlantedBug;
     use clap::{Parser, Subcommand};
     use sim::cluster;
     use sim::crash::{crash_rounds, digest, node_rounds};
@@ -79,6 +80,12 @@ mod cli {
             /// Where failing seeds' traces go.
             #[arg(long, default_value = "traces")]
             traces: PathBuf,
+            /// Plant a known broker bug in every run (see `run --plant`): how many seeds find it?
+            #[arg(long)]
+            plant: Option<String>,
+            /// Stop sweeping a scenario at its first failing seed (with `--plant`: seeds to find).
+            #[arg(long)]
+            until_found: bool,
         },
         /// Re-run a trace's scenario and seed; report the first diverging line or "identical".
         Replay { trace: PathBuf },
@@ -122,6 +129,9 @@ mod cli {
             /// Where a failing row's scenario goes.
             #[arg(long, default_value = "traces")]
             traces: PathBuf,
+            /// Plant a known broker bug in every run (see `run --plant`).
+            #[arg(long)]
+            plant: Option<String>,
         },
         /// A trace as a space-time diagram: one self-contained HTML page (no network), a lane
         /// per node and client, faults, leader changes, acknowledged and lost writes, and the
@@ -186,10 +196,10 @@ mod cli {
     pub fn main() {
         let result = match Cli::parse().cmd {
             Cmd::Run { scenario, seed, trace, timeline, plant } => run(&scenario, seed, trace.as_deref(), timeline, plant.as_deref()),
-            Cmd::Sweep { target, seeds, jobs, shard, traces } => sweep(&target, seeds, jobs, shard, &traces),
+            Cmd::Sweep { target, seeds, jobs, shard, traces, plant, until_found } => planted(plant.as_deref()).and_then(|bug| sweep(&target, seeds, jobs, shard, &traces, bug, until_found)),
             Cmd::Replay { trace } => replay(&trace),
             Cmd::Shrink { input, seed, plant, checker, out, max_runs } => shrink(&input, seed, plant.as_deref(), checker, out, max_runs),
-            Cmd::Matrix { seeds, jobs, row, dump, traces } => matrix(seeds, jobs, row.as_deref(), dump.as_deref(), &traces),
+            Cmd::Matrix { seeds, jobs, row, dump, traces, plant } => planted(plant.as_deref()).and_then(|bug| matrix(seeds, jobs, row.as_deref(), dump.as_deref(), &traces, bug)),
             Cmd::CrashLog { seeds, rounds, clean: true, verbose, .. } => crash_clean(seeds, rounds, verbose),
             Cmd::CrashLog { seeds, rounds, nodes, verbose, .. } => crash_log(seeds, rounds, nodes, verbose),
             Cmd::View { trace, out } => view(&trace, out.as_deref()),
@@ -201,6 +211,14 @@ mod cli {
                 eprintln!("error: {e}");
                 std::process::exit(2);
             }
+        }
+    }
+
+    /// The bug `--plant NAME` names.
+    fn planted(plant: Option<&str>) -> Result<Option<PlantedBug>, String> {
+        match plant {
+            Some(name) => Ok(Some(PlantedBug::named(name).ok_or_else(|| format!("--plant {name}: no such planted bug; one of {:?}", PlantedBug::ALL))?)),
+            None => Ok(None),
         }
     }
 
@@ -276,7 +294,7 @@ mod cli {
         Ok(found)
     }
 
-    fn sweep(target: &Path, seeds: Range<u64>, jobs: usize, shard: Option<(u64, u64)>, traces: &Path) -> Result<bool, String> {
+    fn sweep(target: &Path, seeds: Range<u64>, jobs: usize, shard: Option<(u64, u64)>, traces: &Path, bug: Option<PlantedBug>, until_found: bool) -> Result<bool, String> {
         let paths = scenarios_in(target)?;
         let mut work: Vec<(PathBuf, Scenario, u64)> = Vec::new();
         for p in &paths {
@@ -294,13 +312,23 @@ mod cli {
         bar.set_style(indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} seeds {elapsed_precise} eta {eta}").expect("template"));
         let queue = std::sync::Mutex::new(work.into_iter().enumerate());
         let results = std::sync::Mutex::new(Vec::new());
+        // Scenarios with a failing seed, when `until_found` stops them there: the seeds queued
+        // after it are skipped, those before it all run (the queue is in seed order).
+        let found = std::sync::Mutex::new(std::collections::BTreeSet::new());
         let wall = std::time::Instant::now();
         std::thread::scope(|scope| {
             for _ in 0..jobs.max(1) {
                 scope.spawn(|| loop {
                     let next = queue.lock().expect("queue").next();
                     let Some((i, (path, s, seed))) = next else { break };
-                    let r = cluster::run(&s, &path.display().to_string(), seed, None).expect("load validated the scenario");
+                    if until_found && found.lock().expect("found").contains(&path) {
+                        bar.inc(1);
+                        continue;
+                    }
+                    let r = cluster::run(&s, &path.display().to_string(), seed, bug).expect("load validated the scenario");
+                    if until_found && !r.passed() {
+                        found.lock().expect("found").insert(path.clone());
+                    }
                     bar.inc(1);
                     // Only a failing run's trace is kept (to be written out): a sweep of
                     // thousands of seeds must not hold every trace in memory.
@@ -313,36 +341,32 @@ mod cli {
         let mut results = results.into_inner().expect("results");
         results.sort_by_key(|r| r.0);
         let secs = wall.elapsed().as_secs_f64();
-        let mut by_scenario: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+        let mut by_scenario: BTreeMap<String, (usize, usize, Option<u64>)> = BTreeMap::new();
         let mut failures = 0;
         let mut simulated = 0u64;
+        let plant = bug.map(|b| format!(" --plant {b:?}")).unwrap_or_default();
         for (_, path, name, seed, passed, first, trace, sim_ms) in &results {
             simulated += sim_ms;
             let e = by_scenario.entry(name.clone()).or_default();
             e.0 += 1;
             if !passed {
                 e.1 += 1;
+                e.2 = e.2.or(Some(*seed));
                 failures += 1;
                 std::fs::create_dir_all(traces).map_err(|e| format!("{}: {e}", traces.display()))?;
                 let file = traces.join(format!("{name}-{seed}.jsonl"));
                 std::fs::write(&file, trace.as_deref().unwrap_or_default()).map_err(|e| format!("{}: {e}", file.display()))?;
                 println!("FAIL {name} seed {seed}: {}", first.as_deref().unwrap_or("?"));
                 println!("  trace: {}", file.display());
-                println!("  reproduce: cargo sim run {} --seed {seed}", path.display());
+                println!("  reproduce: cargo sim run {} --seed {seed}{plant}", path.display());
             }
         }
-        println!("{:<20} {:>8} {:>8}", "scenario", "seeds", "failed");
-        for (name, (n, f)) in &by_scenario {
-            println!("{name:<20} {n:>8} {f:>8}");
+        println!("{:<32} {:>8} {:>8} {:>12}", "scenario", "seeds", "failed", "first failed");
+        for (name, (n, f, first)) in &by_scenario {
+            println!("{name:<32} {n:>8} {f:>8} {:>12}", first.map_or("-".to_string(), |s| s.to_string()));
         }
         println!("{total} runs in {secs:.1} s wall ({:.0} seeds/min, {:.0}x real time over all runs)", total as f64 / secs.max(1e-9) * 60.0, simulated as f64 / 1000.0 / secs.max(1e-9));
         Ok(failures == 0)
-    }
-
-    /// The planted bug `--plant` names.
-    fn planted(plant: Option<&str>) -> Result<Option<broker_core::broker::PlantedBug>, String> {
-        use broker_core::broker::PlantedBug;
-        plant.map(|name| PlantedBug::named(name).ok_or_else(|| format!("planted bug {name:?}: not one this build knows; one of {:?}", PlantedBug::ALL))).transpose()
     }
 
     fn shrink(input: &Path, seed: Option<u64>, plant: Option<&str>, checker: Option<String>, out: Option<PathBuf>, runs_max: usize) -> Result<bool, String> {
@@ -410,7 +434,7 @@ mod cli {
         Ok(file)
     }
 
-    fn matrix(seeds: Range<u64>, jobs: usize, only: Option<&str>, dump: Option<&Path>, traces: &Path) -> Result<bool, String> {
+    fn matrix(seeds: Range<u64>, jobs: usize, only: Option<&str>, dump: Option<&Path>, traces: &Path, bug: Option<PlantedBug>) -> Result<bool, String> {
         use sim::matrix::{measure, Measured, Verdict};
         let rows: Vec<_> = sim::matrix::rows().into_iter().filter(|r| only.is_none_or(|o| r.scenario.name.contains(o))).collect();
         if rows.is_empty() {
@@ -430,7 +454,7 @@ mod cli {
             for _ in 0..jobs.max(1) {
                 scope.spawn(|| loop {
                     let Some((i, seed)) = queue.lock().expect("queue").next() else { break };
-                    let m = measure(&rows[i], seed);
+                    let m = measure(&rows[i], seed, bug);
                     results.lock().expect("results").push((i, m));
                 });
             }

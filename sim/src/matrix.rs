@@ -51,6 +51,7 @@ fn scenario(name: &str, shape: Shape, broker: BrokerSettings, acks: &str, durati
         duration_ms,
         heal_ms: if shape.brokers == 1 { 3_000 } else { 6_000 },
         brokers: shape.brokers,
+        buggify: false,
         broker: BrokerSettings { disk_latency_us: Some([20, 200]), ..broker },
         topics: vec![TopicSpec { name: topic.into(), partitions: shape.partitions, replication_factor: shape.rf, config: Default::default() }],
         producers: vec![ProducerSpec { topic: topic.into(), acks: acks.into(), rate: 300, record_bytes: 64, idempotent: None, keys: 0, count: 1, tombstone_per_mille: 0, in_flight: 1 }],
@@ -281,9 +282,9 @@ pub struct Measured {
 
 /// Runs one row under one seed.
 #[cfg(madsim)]
-pub fn measure(row: &Row, seed: u64) -> Measured {
+pub fn measure(row: &Row, seed: u64, bug: Option<broker_core::broker::PlantedBug>) -> Measured {
     use crate::history::Outcome;
-    let r = crate::cluster::run(&row.scenario, &format!("<matrix:{}>", row.scenario.name), seed, None).expect("every row is a valid scenario (tested)");
+    let r = crate::cluster::run(&row.scenario, &format!("<matrix:{}>", row.scenario.name), seed, bug).expect("every row is a valid scenario (tested)");
     let h = &r.history;
     let final_values: std::collections::BTreeSet<&[u8]> = h.final_read.values().flatten().map(|(_, v)| v.as_slice()).collect();
     let sent: Vec<_> = h.writes.iter().filter(|w| w.acks == 0 && matches!(w.outcome, Outcome::Ok(_))).collect();

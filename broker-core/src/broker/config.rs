@@ -1,8 +1,10 @@
-//! A broker's settings (Kafka's names in each field's doc) and the bugs the simulator plants.
+//! A broker's settings (Kafka's names in each field's doc), and the bug the simulator plants in
+//! it (`crate::planted`).
 //! Plain data: parsing flags and files is the shell's (`server::config`).
 
 use crate::group::GroupConfig;
 use crate::log::LogConfig;
+pub use crate::planted::{Planted, PlantedBug};
 use std::path::PathBuf;
 
 /// Broker-wide settings (Kafka names in the docs of each field).
@@ -48,51 +50,10 @@ pub struct BrokerConfig {
     #[cfg(madsim)]
     #[doc(hidden)]
     pub planted_bug: Option<PlantedBug>,
-}
-
-/// Bugs the simulator must be able to find (see sim's planted-bug tests). The branches that
-/// plant them are compiled only in the simulated build ([`BrokerConfig::planted`] is a
-/// constant `false` in the real one).
-#[doc(hidden)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PlantedBug {
-    /// Acknowledge a produce before appending it (the append happens at the next tick), so a
-    /// crash in between loses an acknowledged write.
-    AckBeforeAppend,
-    /// Report a fetch's high watermark one below the truth, so consumers read above it.
-    FetchAboveHighWatermark,
-    /// Answer acks=all once the leader has appended, without waiting for the ISR (acks=1 in
-    /// disguise), so a leader failure loses acknowledged writes.
-    AcksAllWithoutIsr,
-    /// A follower skips KIP-279 truncation, keeping records the new leader never had, so
-    /// replicas disagree below the high watermark.
-    FollowerSkipsTruncation,
-    /// Every seventh produce is appended and then answered with a definite error
-    /// (INVALID_REQUIRED_ACKS): the client is told "not appended" about a record in the log.
-    FailAfterAppend,
-    /// Consumers are served up to the log end and told it is the high watermark: they read
-    /// records not yet replicated, which a leader change can take away (dirty reads that
-    /// `read_above_hw` cannot see, since the reported mark covers them).
-    ConsumersReadToLogEnd,
-    /// A consumer fetch answers its first batch twice (once more at the end): a client that
-    /// drops what it already has hides it; `nonmonotonic_poll` must see it.
-    FetchRepeatsFirstBatch,
-    /// The group coordinator takes any OffsetCommit without checking the member and its
-    /// generation, so a member the group moved on without (a zombie) can move a committed
-    /// offset back under the partition's new owner.
-    CommitIgnoresGeneration,
-    /// The log cleaner keeps the first record of each key in its dirty range instead of the
-    /// last, so a key's latest value can be compacted away under an older one.
-    CleanerKeepsFirstValue,
-    /// The idempotent-producer check compares a batch only with the producer's last batch, and
-    /// refuses only sequences ahead of the next expected one: a retry of an older batch still
-    /// in the five-batch window is appended again. Invisible with one batch in flight (the
-    /// only retry is of the last batch); with several, a retry after a lost answer duplicates.
-    DuplicateCheckLastBatchOnly,
-    /// The recovery-point checkpoint is written over the old file in place (no temporary file,
-    /// no sync, no rename) — at every open of a replica's log and at every later checkpoint —
-    /// so a power loss can leave it empty or torn, and the next open refuses the replica's log.
-    CheckpointInPlace,
+    /// BUGGIFY's perturbation points: seeded by the simulator for runs that ask for it; never
+    /// fires otherwise (zero-sized in the real build).
+    #[doc(hidden)]
+    pub buggify: crate::buggify::Buggify,
 }
 
 impl Default for BrokerConfig {
@@ -119,29 +80,8 @@ impl Default for BrokerConfig {
             cleaner_io_bytes_per_second: None,
             #[cfg(madsim)]
             planted_bug: None,
+            buggify: crate::buggify::Buggify::default(),
         }
-    }
-}
-
-impl PlantedBug {
-    /// Every planted bug, so a name read back from a trace finds its bug.
-    pub const ALL: &'static [PlantedBug] = &[
-        PlantedBug::AckBeforeAppend,
-        PlantedBug::FetchAboveHighWatermark,
-        PlantedBug::AcksAllWithoutIsr,
-        PlantedBug::FollowerSkipsTruncation,
-        PlantedBug::FailAfterAppend,
-        PlantedBug::ConsumersReadToLogEnd,
-        PlantedBug::FetchRepeatsFirstBatch,
-        PlantedBug::CommitIgnoresGeneration,
-        PlantedBug::CleanerKeepsFirstValue,
-        PlantedBug::DuplicateCheckLastBatchOnly,
-        PlantedBug::CheckpointInPlace,
-    ];
-
-    /// The bug named `name` (its variant name, as traces record it).
-    pub fn named(name: &str) -> Option<PlantedBug> {
-        PlantedBug::ALL.iter().copied().find(|b| format!("{b:?}") == name)
     }
 }
 
@@ -149,13 +89,15 @@ impl BrokerConfig {
     /// Whether `bug` is planted in this run (never, in the real build).
     #[inline]
     pub fn planted(&self, bug: PlantedBug) -> bool {
+        self.planted_set().is(bug)
+    }
+
+    /// The planted bug as a value the other decision structs (the controller's config) hold.
+    #[inline]
+    pub fn planted_set(&self) -> Planted {
         #[cfg(madsim)]
-        return self.planted_bug == Some(bug);
+        return Planted(self.planted_bug);
         #[cfg(not(madsim))]
-        {
-            let _ = bug;
-            false
-        }
+        Planted::default()
     }
 }
-

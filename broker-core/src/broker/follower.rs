@@ -63,6 +63,7 @@ impl Broker {
             }
         };
         let skip = self.config.planted(PlantedBug::FollowerSkipsTruncation);
+        let one_round = self.config.planted(PlantedBug::TruncationStopsAfterOneRound);
         let part = self.followed_mut(name, p, leader, leader_epoch).expect("checked above");
         // A leader never answers a negative end offset; a broken one must not make us panic.
         let target = target.max(0);
@@ -73,7 +74,7 @@ impl Broker {
         }
         let leo = part.leo();
         part.replication.on_truncate(leo);
-        part.replication.needs_truncation = !complete && !skip;
+        part.replication.needs_truncation = !complete && !skip && !one_round;
         if cut {
             self.lower_log_start(name, p)?;
         }

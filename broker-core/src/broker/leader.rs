@@ -89,7 +89,8 @@ impl Broker {
         }
         // Kafka's answer when the leadership a delayed produce was appended under ends; the
         // batch may or may not survive, and an idempotent retry is deduplicated.
-        let part = self.led(name, p, produced.leader_epoch).map_err(|_| Error::NotLeaderOrFollower)?;
+        let planted = self.config.planted(PlantedBug::DelayedProduceFenced);
+        let part = self.led(name, p, produced.leader_epoch).map_err(|e| if planted { e } else { Error::NotLeaderOrFollower })?;
         if part.high_watermark() <= produced.last_offset {
             return Ok(false);
         }
@@ -119,7 +120,7 @@ impl Broker {
                 // (Only when one may be waiting: a wake changes when every waiting request is
                 // looked at again, so needless ones would change what the simulator replays.)
                 let delete_waiting = part.delete_asked > part.replication.low_watermark(start, |x| self.image.is_live(x));
-                if !who.again {
+                if !who.again || self.config.planted(PlantedBug::ParkedFetchIsProgress) {
                     let part = self.local_mut(name, p)?;
                     let moved_start = who.log_start_offset >= 0 && part.replication.on_follower_log_start(r, who.log_start_offset);
                     if part.replication.on_follower_fetch(r, offset, leo, now) || (moved_start && delete_waiting) {
@@ -186,6 +187,7 @@ impl Broker {
     /// ISR changes to send the controller, one per partition at most.
     pub fn isr_proposals(&mut self, now: u64) -> Vec<(String, i32, IsrProposal)> {
         let lag = self.config.replica_lag_ms_max;
+        let lag = if self.config.buggify.fires(crate::buggify::Site::ShortLag) { lag / 5 } else { lag };
         let image = &self.image;
         let mut out = Vec::new();
         for ((name, p), part) in &mut self.partitions {
@@ -207,6 +209,7 @@ impl Broker {
             }
             IsrAnswer::Refused => part.replication.on_isr_failed(),
             IsrAnswer::Stale => part.replication.on_isr_stale(),
+            IsrAnswer::Lost if self.config.planted(PlantedBug::LostIsrAnswerIsRefusal) => part.replication.on_isr_failed(),
             IsrAnswer::Lost => part.replication.on_isr_lost(),
         }
         Vec::new()

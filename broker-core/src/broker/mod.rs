@@ -35,7 +35,7 @@ pub mod producer;
 mod reconcile;
 mod upkeep;
 
-pub use config::{BrokerConfig, PlantedBug};
+pub use config::{BrokerConfig, Planted, PlantedBug};
 pub use error::Error;
 pub use fetcher::{FetchAnswer, ReplicaFetcher, Step, Then};
 pub use partition::{Fetched, Fetcher, Following, IsrAnswer, Partition, Produced};

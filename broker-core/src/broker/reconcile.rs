@@ -112,6 +112,9 @@ impl Broker {
 
     /// Whether the image holds this process's own registration: only then are its roles current.
     pub(super) fn ready(&self) -> bool {
+        if self.config.planted(super::PlantedBug::RolesBeforeRegistration) {
+            return true; // planted: roles straight from a replayed, possibly stale image
+        }
         self.registered.is_some() && self.image.brokers.get(&self.config.node_id).map(|b| b.epoch) == self.registered
     }
 
@@ -162,7 +165,11 @@ impl Broker {
             return Ok(()); // opened, but no role before this process's registration is applied
         }
         let part = self.partitions.get_mut(&key).expect("opened above");
-        if part.apply(&info, now) == Change::BecameLeader {
+        let change = part.apply(&info, now);
+        if self.config.planted(super::PlantedBug::SameEpochRecordClearsInFlight) {
+            part.replication.forget_in_flight(); // planted: any record settles the change in flight
+        }
+        if change == Change::BecameLeader {
             out.push(Action::Wake);
             out.push(Action::Log(Level::Info, format!("{name}-{p}: leader at epoch {} from offset {}", info.leader_epoch, part.leo())));
         }

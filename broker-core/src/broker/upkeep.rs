@@ -1,7 +1,7 @@
 //! Time-driven work (flush.ms, retention bounded by the high watermark, reopening logs that failed, checkpoints) and this node's producer ids, allocated from
 //! blocks persisted before use so a restart never hands one out twice.
 
-use super::{Action, Broker, Error, Level};
+use super::{Action, Broker, Error, Level, PlantedBug};
 use crate::constants::failed_log_reopen_ms;
 use crate::log::dir;
 use crate::storage::Disk;
@@ -89,9 +89,12 @@ impl Broker {
     fn reopen_failed(&mut self, now: u64) -> Vec<Action> {
         let mut out = Vec::new();
         let me = self.config.node_id;
-        let failed: Vec<(String, i32)> = self.partitions.iter().filter(|(_, part)| part.log.failure().is_some()).map(|(k, _)| k.clone()).collect();
+        // Planted `OfflineLogStaysOffline`: a failed log is left as it is until the process restarts.
+        let stays = self.config.planted(PlantedBug::OfflineLogStaysOffline);
+        let failed: Vec<(String, i32)> = self.partitions.iter().filter(|(_, part)| part.log.failure().is_some() && !stays).map(|(k, _)| k.clone()).collect();
+        let hand_over = !self.config.planted(PlantedBug::FailedLeaderKeepsLeadership);
         for key in failed {
-            if self.partitions.remove(&key).is_some_and(|part| part.replication.is_leader()) && !out.contains(&Action::Reregister) {
+            if self.partitions.remove(&key).is_some_and(|part| part.replication.is_leader()) && hand_over && !out.contains(&Action::Reregister) {
                 out.push(Action::Reregister);
             }
             self.offline.entry(key).or_insert(now);

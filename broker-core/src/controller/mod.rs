@@ -27,6 +27,7 @@ use crate::metadata::{no_leader, BrokerInfo, Image, MetadataRecord, PartitionInf
 use election::Draft;
 use crate::constants::{num_partitions_default, partitions_per_broker_max, partitions_per_topic_max};
 use crate::log::LogConfig;
+use crate::planted::{Planted, PlantedBug};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Kafka `broker.session.timeout.ms` default (see `constants::session_timeout_ms_default`).
@@ -53,6 +54,10 @@ pub struct ControllerConfig {
     pub min_insync_replicas: i32,
     /// `log.*` broker defaults, to validate topic config overrides against.
     pub log: LogConfig,
+    /// The simulator's planted bug, the broker's (`BrokerConfig::planted_bug`); never in the
+    /// real build.
+    #[doc(hidden)]
+    pub planted: Planted,
 }
 
 impl Default for ControllerConfig {
@@ -65,6 +70,7 @@ impl Default for ControllerConfig {
             unclean_leader_election: false,
             min_insync_replicas: 1,
             log: LogConfig::default(),
+            planted: Planted::default(),
         }
     }
 }
@@ -188,7 +194,9 @@ impl Controller {
     /// one session timeout from `now` to heartbeat before it is fenced.
     pub fn new(config: ControllerConfig, image: Image, now: u64) -> Controller {
         let last_heartbeat = image.brokers.keys().map(|&id| (id, now)).collect();
-        Controller { config, image, last_heartbeat, now, heard: BTreeSet::new(), shutting_down: BTreeSet::new() }
+        // Planted `ElectsUnheardBroker`: every registered broker counts as heard from the start.
+        let heard = if config.planted.is(PlantedBug::ElectsUnheardBroker) { image.brokers.keys().copied().collect() } else { BTreeSet::new() };
+        Controller { config, image, last_heartbeat, now, heard, shutting_down: BTreeSet::new() }
     }
 
     pub fn config(&self) -> &ControllerConfig {
@@ -310,7 +318,7 @@ impl Controller {
             return Vec::new();
         }
         let heard_recently = self.image.brokers.keys().filter(|&&id| self.session_end(id) >= now).count();
-        if heard_recently * 2 <= self.image.brokers.len() {
+        if heard_recently * 2 <= self.image.brokers.len() && !self.config.planted.is(PlantedBug::NoCheckQuorum) {
             return Vec::new();
         }
         let mut draft = Draft::new(&self.image, &self.heard);

@@ -234,6 +234,14 @@ impl Replication {
         self.in_flight = None;
     }
 
+    /// Drops the change in flight as if a newer record had settled it: only for the planted
+    /// `SameEpochRecordClearsInFlight` (what `apply` did before it compared epochs).
+    #[doc(hidden)]
+    pub fn forget_in_flight(&mut self) {
+        self.in_flight = None;
+        self.resend = false;
+    }
+
     /// The leader appended locally; with an ISR of one that alone moves the high watermark.
     pub fn on_append(&mut self, leo: i64) -> bool {
         self.role == Role::Leader && self.advance(leo)

@@ -313,6 +313,7 @@ pub fn controller_config(c: &BrokerConfig) -> crate::controller::ControllerConfi
         unclean_leader_election: c.unclean_leader_election,
         min_insync_replicas: c.min_insync_replicas,
         log: c.log.clone(),
+        planted: c.planted_set(),
     }
 }
 

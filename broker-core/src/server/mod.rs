@@ -47,6 +47,8 @@ pub struct Shared {
     reregister: std::sync::atomic::AtomicBool,
     /// Held for one decision and its disk IO (see [`Shared::decide`]).
     disk_gate: tokio::sync::Mutex<()>,
+    /// The broker's BUGGIFY handle (for late disk completions; inert outside seeded runs).
+    buggify: crate::buggify::Buggify,
     /// Sees every action the broker asks for before it is performed (the simulator records
     /// them in its trace); None in the real broker.
     observer: Option<Observer>,
@@ -67,6 +69,7 @@ impl Shared {
     }
 
     fn build(broker: Broker, controller: Option<Quorum>, disk: Arc<dyn Disk>, observer: Option<Observer>) -> Arc<Shared> {
+        let buggify = broker.config().buggify.clone();
         Arc::new(Shared {
             node: Node::new(broker, controller),
             disk,
@@ -76,6 +79,7 @@ impl Shared {
             started: Default::default(),
             reregister: Default::default(),
             disk_gate: tokio::sync::Mutex::new(()),
+            buggify,
             observer,
         })
     }
@@ -143,7 +147,9 @@ impl Shared {
         let out = decide(self);
         let stall = self.disk.take_stall();
         if !stall.is_zero() {
-            tokio::time::sleep(stall).await;
+            // BUGGIFY: now and then the disk work completes late (an fsync that takes its time).
+            let late = self.buggify.draw(crate::buggify::Site::SlowSync).map_or(0, |n| 20 + n % 381);
+            tokio::time::sleep(stall + Duration::from_millis(late)).await;
         }
         out
     }

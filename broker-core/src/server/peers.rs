@@ -10,9 +10,10 @@
 //! IO only: every decision is the broker's or the controller's. Failures are logged, the
 //! connection dropped and retried after a pause; nothing here panics or gives up.
 
+use crate::buggify::Site;
 use crate::kafka::Code;
 use super::{now_ms, Shared};
-use crate::broker::{FetchAnswer, Following, IsrAnswer, ReplicaFetcher, Step, Then};
+use crate::broker::{FetchAnswer, Following, IsrAnswer, PlantedBug, ReplicaFetcher, Step, Then};
 use crate::client::{ClientError, Conn};
 use crate::constants::{heartbeat_interval_ms_default, metadata_fetch_bytes, peer_backoff_ms, peer_request_ms_max, replica_fetch_bytes, replica_fetch_wait_ms, tick_interval_ms};
 use crate::metadata::{decode_records, metadata_topic};
@@ -210,6 +211,9 @@ async fn alter_partitions(shared: &Shared, conn: &mut Conn, me: i32, epoch: i64)
     let mut failure = None;
     for (name, p, prop) in proposals {
         if failure.is_some() {
+            if shared.broker().config().planted(PlantedBug::UnsentIsrChangeStaysInFlight) {
+                continue; // planted: never answered, so it stays in flight
+            }
             // Not sent: the next round sends it again.
             let actions = shared.broker().isr_answer(&name, p, IsrAnswer::Lost);
         shared.perform(actions);
@@ -233,6 +237,13 @@ async fn alter_partitions(shared: &Shared, conn: &mut Conn, me: i32, epoch: i64)
         topic.partitions = vec![part];
         req.topics = vec![topic];
         let answer = match conn.send(&req).await {
+            Ok(_) if shared.broker().config().buggify.fires(Site::IsrAnswerDropped) => {
+                // BUGGIFY: the controller answered (perhaps committed it); we never hear it.
+                let actions = shared.broker().isr_answer(&name, p, IsrAnswer::Lost);
+                shared.perform(actions);
+                failure = Some(ClientError::Timeout(peer_request_ms_max));
+                continue;
+            }
             Ok(resp) => resp,
             Err(e) => {
                 // The request may have reached the controller and been committed.
@@ -258,6 +269,7 @@ async fn alter_partitions(shared: &Shared, conn: &mut Conn, me: i32, epoch: i64)
             // Not the controller, stale broker epoch, no answer, or the controller's own log
             // failing (its write may have landed before the sync failed, and a reopen replays
             // it): it may come back committed.
+            (None, Some(Code::KafkaStorageError)) if shared.broker().config().planted(PlantedBug::ControllerStorageErrorIsRefusal) => IsrAnswer::Refused,
             (None, Some(Code::NotController | Code::KafkaStorageError | Code::StaleBrokerEpoch | Code::UnknownServerError)) => IsrAnswer::Lost,
             (None, _) => IsrAnswer::Refused,
         };

@@ -5,7 +5,7 @@
 //! The draws must never change order or number: the run's RNG goes on to draw the disk seed,
 //! so one extra draw here changes every trace of every seed.
 
-use crate::scenario::{self, FaultSpec, Scenario};
+use crate::scenario::{self, FaultKind, FaultSpec, Scenario};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -35,12 +35,23 @@ pub fn derive_faults(s: &Scenario, rng: &mut ChaCha8Rng) -> Vec<FaultSpec> {
         // mix draws from the other kinds rather than aim a link fault at a lone node.
         let kinds: Vec<_> = mix.kinds.iter().copied().filter(|k| !k.is_link() || nodes.len() > 1).collect();
         if !kinds.is_empty() && !brokers.is_empty() {
-            let n = rng.gen_range(0..=mix.max.min(scenario::random_faults_max));
+            let (kinds, max, for_max_ms) = if mix.swarm { swarm(&kinds, mix.max, mix.for_max_ms, rng) } else { (kinds, mix.max, mix.for_max_ms) };
+            // A swarm also picks which brokers its faults aim at, so that several faults often
+            // hit one broker in turn (isolated, then losing power; killed twice in a row).
+            let brokers = if mix.swarm { subset(&brokers, rng) } else { brokers };
+            let bursts: Vec<u64> = match mix.burst_ms {
+                0 => Vec::new(),
+                _ => (0..rng.gen_range(1..=3)).map(|_| rng.gen_range(0..s.duration_ms.max(1))).collect(),
+            };
+            let n = rng.gen_range(0..=max.min(scenario::random_faults_max));
             for _ in 0..n {
                 let kind = kinds[rng.gen_range(0..kinds.len())];
-                let at = rng.gen_range(0..s.duration_ms.max(1));
+                let at = match bursts.len() {
+                    0 => rng.gen_range(0..s.duration_ms.max(1)),
+                    b => (bursts[rng.gen_range(0..b)] + rng.gen_range(0..mix.burst_ms)).min(s.duration_ms.saturating_sub(1)),
+                };
                 // 100 ms at least, and never past `for_max_ms`: a smaller max is every length.
-                let for_ms = rng.gen_range(mix.for_max_ms.min(fault_ms_min)..=mix.for_max_ms);
+                let for_ms = rng.gen_range(for_max_ms.min(fault_ms_min)..=for_max_ms);
                 let broker = &brokers[rng.gen_range(0..brokers.len())];
                 let target = if kind.is_link() {
                     let others: Vec<&String> = nodes.iter().filter(|n| *n != broker).collect();
@@ -60,6 +71,21 @@ pub fn derive_faults(s: &Scenario, rng: &mut ChaCha8Rng) -> Vec<FaultSpec> {
     }
     faults.sort_by_key(|f| f.at);
     faults
+}
+
+/// A seed's own swarm: a non-empty subset of `kinds`, a count limit in 1..=`max` and a longest
+/// fault in 100..=`for_max_ms`.
+fn swarm(kinds: &[FaultKind], max: u32, for_max_ms: u64, rng: &mut ChaCha8Rng) -> (Vec<FaultKind>, u32, u64) {
+    (subset(kinds, rng), rng.gen_range(1..=max.max(1)), rng.gen_range(100..=for_max_ms.max(100)))
+}
+
+/// A non-empty subset of `all` (each member with probability 1/2, else one at random).
+fn subset<T: Clone>(all: &[T], rng: &mut ChaCha8Rng) -> Vec<T> {
+    let mut on: Vec<T> = all.iter().filter(|_| rng.gen_bool(0.5)).cloned().collect();
+    if on.is_empty() {
+        on.push(all[rng.gen_range(0..all.len())].clone());
+    }
+    on
 }
 
 /// The brokers a fault makes faulty: its target, or a link's broker ends.
@@ -90,7 +116,7 @@ pub(crate) fn within_budget(kept: &[FaultSpec], f: &FaultSpec, max: usize, recov
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::{FaultKind, RandomFaults};
+    use crate::scenario::RandomFaults;
 
     fn fast(name: &str) -> Scenario {
         let path = format!("{}/../scenarios/fast/{name}.toml", env!("CARGO_MANIFEST_DIR"));
@@ -157,6 +183,36 @@ mod tests {
         s.disk_seed = Some("42".into());
         assert_eq!(draw(&s, 1), (faults, 42));
         assert_ne!(drawn, 42);
+    }
+
+    #[test]
+    fn a_swarm_seed_picks_its_own_kinds_and_brokers_and_bursts_cluster_its_faults() {
+        let mut s = swarm(None, 0);
+        let mix = s.random_faults.as_mut().unwrap();
+        (mix.swarm, mix.burst_ms) = (true, 2_000);
+        let (mut kind_sets, mut focused) = (std::collections::BTreeSet::new(), 0);
+        for seed in 0..300 {
+            let (faults, _) = draw(&s, seed);
+            assert_eq!(draw(&s, seed).0, faults, "seed {seed}");
+            let kinds: std::collections::BTreeSet<&str> = faults.iter().map(|f| f.kind.name()).collect();
+            kind_sets.insert(format!("{kinds:?}"));
+            // Every start lies within 2 s after one of at most 3 moments: greedy covering by
+            // 2 s windows needs at most 3 of them.
+            let (mut windows, mut covered_to) = (0, None);
+            for f in &faults {
+                if covered_to.is_none_or(|end| f.at >= end) {
+                    windows += 1;
+                    covered_to = Some(f.at + 2_000);
+                }
+            }
+            assert!(windows <= 3, "seed {seed}: faults spread over {windows} windows of 2 s: {faults:?}");
+            let node_faults: Vec<&FaultSpec> = faults.iter().filter(|f| !f.kind.is_link()).collect();
+            if node_faults.len() >= 3 && node_faults.iter().all(|f| f.target == node_faults[0].target) {
+                focused += 1;
+            }
+        }
+        assert!(kind_sets.len() > 100, "only {} distinct sets of kinds over 300 seeds", kind_sets.len());
+        assert!(focused > 10, "only {focused} seeds aim three or more node faults at one broker");
     }
 
     #[test]
@@ -241,7 +297,7 @@ mod tests {
         // to draw, and the RNG is left as it was.
         let mut lonely = fast("replicated");
         (lonely.brokers, lonely.producers, lonely.consumers) = (1, vec![], vec![]);
-        lonely.random_faults = Some(RandomFaults { kinds: vec![FaultKind::ClogLink, FaultKind::SlowLink], max: 8, for_max_ms: 500, brokers_at_once: None, recovery_ms: 0 });
+        lonely.random_faults = Some(RandomFaults { kinds: vec![FaultKind::ClogLink, FaultKind::SlowLink], max: 8, for_max_ms: 500, brokers_at_once: None, recovery_ms: 0, swarm: false, burst_ms: 0 });
         assert_eq!(draw(&lonely, 3), (vec![], ChaCha8Rng::seed_from_u64(3).gen()));
     }
 }

@@ -54,6 +54,7 @@ use {
     crate::scenario::{FaultSpec, Scenario},
     crate::trace::{self, Trace},
     broker_core::broker::PlantedBug,
+    broker_core::buggify::Buggify,
     madsim::runtime::Runtime,
     recorder::{event, now_ms, Rec, Recorder},
     serde_json::{json, Map, Value},
@@ -73,6 +74,10 @@ pub fn run(scenario: &Scenario, scenario_path: &str, seed: u64, bug: Option<Plan
     scenario.runnable()?;
     let (faults, disk_seed) = schedule(scenario, seed);
     let mut derived = derived(&faults, disk_seed);
+    if scenario.buggify {
+        let sites = |i| Buggify::seeded(topology::buggify_seed(disk_seed, i), &topology::buggify_sites(scenario)).enabled().iter().map(|(site, per_mille)| format!("{site:?}:{per_mille}")).collect::<Vec<_>>();
+        derived.insert("buggify".into(), json!((0..scenario.brokers).map(|i| (format!("broker-{i}"), json!(sites(i)))).collect::<Map<String, Value>>()));
+    }
     if let Some(bug) = bug {
         // So `sim replay` plants it again (traces of clean runs are unchanged).
         derived.insert("planted_bug".into(), json!(format!("{bug:?}")));
@@ -105,6 +110,7 @@ async fn simulate(s: Scenario, faults: Vec<FaultSpec>, disk_seed: u64, bug: Opti
     let members = groups::start(&s, &mut cluster, disk_seed, &rec);
     inject::run_schedule(faults, &cluster, &rec).await;
     tokio::time::sleep(Duration::from_millis(s.duration_ms.saturating_sub(now_ms(&rec)))).await;
+    cluster.quiet_buggify();
     heal(&s, &rec).await;
     // A producer's last write may still be in flight (bounded by its timeout and retries);
     // the final read must come after every acknowledgement it is checked against.

@@ -12,6 +12,7 @@ use super::recorder::{event, Rec};
 use crate::disk::{DiskFaults, SimDisk};
 use crate::scenario::Scenario;
 use broker_core::broker::{Action, Broker, BrokerConfig, PlantedBug};
+use broker_core::buggify::{Buggify, Site};
 use broker_core::controller::quorum::Quorum;
 use broker_core::log::FlushPolicy;
 use broker_core::server::{self, Observer, Shared};
@@ -56,6 +57,8 @@ pub(super) struct Cluster {
     pub(super) disks: Disks,
     /// Client nodes created so far.
     clients: usize,
+    /// Each broker's BUGGIFY handle (unseeded, so inert, unless the scenario asks for it).
+    buggify: Vec<Buggify>,
 }
 
 /// Broker i's address: 10.0.0.(i+1). `run` refuses scenarios with more than `brokers_max`
@@ -77,14 +80,19 @@ pub(super) fn start_brokers(s: &Scenario, disk_seed: u64, bug: Option<PlantedBug
     let handle = Handle::current();
     let base = base_disk_faults(s);
     let brokers = (0..s.brokers).map(|i| SocketAddr::new(broker_ip(i), broker_port)).collect();
-    let mut cluster = Cluster { brokers, nodes: BTreeMap::new(), disks: BTreeMap::new(), clients: 0 };
+    let mut cluster = Cluster { brokers, nodes: BTreeMap::new(), disks: BTreeMap::new(), clients: 0, buggify: Vec::new() };
     for i in 0..s.brokers {
         let name = format!("broker-{i}");
         // Each broker's disk has its own seed, derived from the run's.
         let disk = SimDisk::new(disk_seed.wrapping_add(i as u64));
         let faults = Arc::new(Mutex::new(DiskFaultState::new(base.clone())));
         faults.lock().expect("disk faults").apply(&disk);
-        let (d, config, r) = (disk.clone(), broker_config(s, i, bug), rec.clone());
+        let mut config = broker_config(s, i, bug);
+        if s.buggify {
+            config.buggify = Buggify::seeded(buggify_seed(disk_seed, i), &buggify_sites(s));
+        }
+        cluster.buggify.push(config.buggify.clone());
+        let (d, r) = (disk.clone(), rec.clone());
         let node = handle
             .create_node()
             .name(&name)
@@ -97,7 +105,26 @@ pub(super) fn start_brokers(s: &Scenario, disk_seed: u64, bug: Option<PlantedBug
     cluster
 }
 
+/// The BUGGIFY sites a scenario's brokers may enable: `ShortLag` only where every batch is
+/// fsynced before it is acknowledged (see [`Site::ShortLag`]).
+pub(super) fn buggify_sites(s: &Scenario) -> Vec<Site> {
+    Site::ALL.into_iter().filter(|&site| site != Site::ShortLag || s.broker.flush_messages == Some(1)).collect()
+}
+
+/// Broker i's BUGGIFY seed, derived from the run's disk seed (itself drawn from the run's seed).
+pub(super) fn buggify_seed(disk_seed: u64, i: u32) -> u64 {
+    disk_seed ^ 0xb066_1f7e_0000_0000 ^ u64::from(i)
+}
+
 impl Cluster {
+    /// Healing begins: every BUGGIFY point goes quiet (FoundationDB's quiet phase), so the
+    /// liveness phase judges the broker, not the perturbations.
+    pub(super) fn quiet_buggify(&self) {
+        for b in &self.buggify {
+            b.quiet();
+        }
+    }
+
     /// The next client node, named `name` and counted among the nodes faults may target; or
     /// `None` (logged) when client addresses ran out.
     pub(super) fn add_client(&mut self, name: &str, rec: &Rec) -> Option<NodeHandle> {

@@ -156,6 +156,21 @@ pub struct RandomFaults {
     pub brokers_at_once: Option<u32>,
     #[serde(default)]
     pub recovery_ms: u64,
+    /// Swarm testing (TigerBeetle's VOPR, FoundationDB): each seed turns on its own subset of
+    /// `kinds` and of the brokers its faults aim at (each with probability 1/2, at least one),
+    /// a count limit of 1..=`max` and a longest fault of 100..=`for_max_ms`, so seeds differ in
+    /// which faults they stress, where and how hard, not only in when (default false: every
+    /// kind and broker, `max` and `for_max_ms` as given).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub swarm: bool,
+    /// Faults come in bursts: the seed picks 1..=3 moments of the safety phase and each fault
+    /// starts within this many ms after one of them (default 0: anywhere, uniformly).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub burst_ms: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn for_max_default() -> u64 {
@@ -247,6 +262,9 @@ impl RandomFaults {
         }
         if self.for_max_ms > fault_ms_max {
             return Err(format!("scenario: random_faults.for_max_ms {} must be 0..={fault_ms_max}", self.for_max_ms));
+        }
+        if self.burst_ms > fault_ms_max {
+            return Err(format!("scenario: random_faults.burst_ms {} must be 0..={fault_ms_max}", self.burst_ms));
         }
         if lonely {
             if let Some(k) = self.kinds.iter().find(|k| k.is_link()) {

@@ -62,6 +62,10 @@ pub struct Scenario {
     /// Broker nodes, `broker-0` .. `broker-{n-1}`; `broker-0` is also the controller.
     #[serde(default = "one_u")]
     pub brokers: u32,
+    /// BUGGIFY: each broker's perturbation points (`broker_core::buggify`) are seeded from the
+    /// run's seed and fire during the safety phase; quiet from healing on (default false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub buggify: bool,
     #[serde(default)]
     pub broker: BrokerSettings,
     pub topics: Vec<TopicSpec>,

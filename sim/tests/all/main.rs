@@ -4,6 +4,8 @@
 
 mod broker_storage;
 #[cfg(madsim)]
+mod fresh_seeds;
+#[cfg(madsim)]
 mod in_flight;
 mod log_crash;
 #[cfg(madsim)]

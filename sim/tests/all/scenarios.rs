@@ -86,7 +86,7 @@ fn a_scenario_that_skipped_validation_does_not_crash_the_harness() {
     // that name no node, lack a link, or aim a process fault at a client.
     s.producers.clear();
     s.consumers.clear();
-    s.random_faults = Some(RandomFaults { kinds: vec![FaultKind::ClogLink, FaultKind::SlowLink, FaultKind::SlowDisk], max: u32::MAX, for_max_ms: 500, brokers_at_once: None, recovery_ms: 0 });
+    s.random_faults = Some(RandomFaults { kinds: vec![FaultKind::ClogLink, FaultKind::SlowLink, FaultKind::SlowDisk], max: u32::MAX, for_max_ms: 500, brokers_at_once: None, recovery_ms: 0, swarm: false, burst_ms: 0 });
     s.faults = vec![FaultSpec::new(100, FaultKind::ClogLink, "broker-0", 100), FaultSpec::new(200, FaultKind::Kill, "producer-0", 100), FaultSpec::new(300, FaultKind::Isolate, "nobody", 100)];
     assert!(s.validate().is_err());
     let r = run(&s, "<unvalidated>", 1, None);
@@ -142,7 +142,7 @@ fn durability_matrix_rows_keep_their_promises() {
         let name = &row.scenario.name;
         let mut lost = 0;
         for seed in seeds.clone() {
-            let m = sim::matrix::measure(&row, seed);
+            let m = sim::matrix::measure(&row, seed, None);
             assert!(m.other.is_empty(), "{name} seed {seed}: {:?}", m.other.first());
             assert!(m.acknowledged + m.sent_acks0 > 0, "{name} seed {seed}: the workload wrote nothing");
             assert!(row.loss_allowed || m.lost == 0, "{name} seed {seed} promises no acknowledged loss and lost {}: {:?}\n  cargo sim matrix --row {name} --seeds {seed} (writes the scenario to traces/ and prints the `sim run` that reproduces it)", m.lost, m.losses);

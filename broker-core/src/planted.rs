@@ -1,0 +1,147 @@
+//! The bugs the simulator plants (issue 11): each restores a known wrong behaviour of the broker
+//! or the controller, so tests can prove a checker catches it and sweeps can measure how many
+//! fresh seeds find it. A leaf module (the broker and the controller both read it, neither
+//! imports the other). Nothing is planted in the real build: [`Planted::is`] is a constant
+//! `false` there and the planting branches compile away.
+
+/// Bugs the simulator must be able to find (see sim's planted-bug tests). The branches that
+/// plant them are compiled only in the simulated build ([`BrokerConfig::planted`] is a
+/// constant `false` in the real one).
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlantedBug {
+    /// Acknowledge a produce before appending it (the append happens at the next tick), so a
+    /// crash in between loses an acknowledged write.
+    AckBeforeAppend,
+    /// Report a fetch's high watermark one below the truth, so consumers read above it.
+    FetchAboveHighWatermark,
+    /// Answer acks=all once the leader has appended, without waiting for the ISR (acks=1 in
+    /// disguise), so a leader failure loses acknowledged writes.
+    AcksAllWithoutIsr,
+    /// A follower skips KIP-279 truncation, keeping records the new leader never had, so
+    /// replicas disagree below the high watermark.
+    FollowerSkipsTruncation,
+    /// Every seventh produce is appended and then answered with a definite error
+    /// (INVALID_REQUIRED_ACKS): the client is told "not appended" about a record in the log.
+    FailAfterAppend,
+    /// Consumers are served up to the log end and told it is the high watermark: they read
+    /// records not yet replicated, which a leader change can take away (dirty reads that
+    /// `read_above_hw` cannot see, since the reported mark covers them).
+    ConsumersReadToLogEnd,
+    /// A consumer fetch answers its first batch twice (once more at the end): a client that
+    /// drops what it already has hides it; `nonmonotonic_poll` must see it.
+    FetchRepeatsFirstBatch,
+    /// The group coordinator takes any OffsetCommit without checking the member and its
+    /// generation, so a member the group moved on without (a zombie) can move a committed
+    /// offset back under the partition's new owner.
+    CommitIgnoresGeneration,
+    /// The log cleaner keeps the first record of each key in its dirty range instead of the
+    /// last, so a key's latest value can be compacted away under an older one.
+    CleanerKeepsFirstValue,
+    /// The idempotent-producer check compares a batch only with the producer's last batch, and
+    /// refuses only sequences ahead of the next expected one: a retry of an older batch still
+    /// in the five-batch window is appended again. Invisible with one batch in flight (the
+    /// only retry is of the last batch); with several, a retry after a lost answer duplicates.
+    DuplicateCheckLastBatchOnly,
+    /// The recovery-point checkpoint is written over the old file in place (no temporary file,
+    /// no sync, no rename) — at every open of a replica's log and at every later checkpoint —
+    /// so a power loss can leave it empty or torn, and the next open refuses the replica's log.
+    CheckpointInPlace,
+    // Re-planted: safety bugs the simulator, its reviewers and its tests found and that were
+    // fixed (issue 11 item 2: fresh seeds must find each again; docs/scenarios.md's table).
+    /// A broker takes roles from the metadata it replayed before its own new registration is
+    /// in the image: restarted after a power loss, it leads its emptied log on stale metadata
+    /// and its followers truncate to it (found by a 3-broker sweep, seed 111).
+    RolesBeforeRegistration,
+    /// An acks=all produce whose leadership ended while it waited is answered
+    /// FENCED_LEADER_EPOCH, a definite error, though it was appended and may survive (seed 54).
+    DelayedProduceFenced,
+    /// The controller elects a broker it has not heard from since it started, which may have
+    /// restarted and lost its log while no controller watched (the `heard` rule).
+    ElectsUnheardBroker,
+    /// No check-quorum: the single controller voter, cut off, fences every other broker and
+    /// elects itself for everything; its power loss then loses committed records (seed 470).
+    NoCheckQuorum,
+    /// ISR proposals left unsent after an earlier one failed stay in flight forever, so the
+    /// ISR never changes again and acks=all writes fail after healing (seed 211).
+    UnsentIsrChangeStaysInFlight,
+    /// KIP-279 truncation stops after one round even when the leader answered an older epoch
+    /// than this replica's latest: the follower keeps a divergent tail.
+    TruncationStopsAfterOneRound,
+    /// A follower fetch handled again after waiting counts as new progress: a fetch parked
+    /// before the follower crashed keeps it "caught up", and an emptied follower re-enters
+    /// the ISR (reviewer, scenarios/regression/replication-stale-follower-progress.toml).
+    ParkedFetchIsProgress,
+    /// A lost AlterPartition answer counts as a refusal: the expansion, perhaps committed, leaves
+    /// the maximal ISR and the high watermark passes the new member, which may later be
+    /// elected without those records (reviewer, replication-lost-isr-answer.toml).
+    LostIsrAnswerIsRefusal,
+    /// KAFKA_STORAGE_ERROR from the controller's metadata log counts as a refusal, though the
+    /// ISR change may be in its log (the second replication review).
+    ControllerStorageErrorIsRefusal,
+    /// A Partition record at the partition epoch the leader already holds (its own committed
+    /// ISR change, arriving after the answer) clears the next ISR change in flight, so the high
+    /// watermark can pass a member the controller may add (session 7's reviewer finding).
+    SameEpochRecordClearsInFlight,
+    /// A leader whose partition log failed (EIO) keeps its leadership for the whole fault
+    /// instead of registering anew, so healthy replicas wait and writes fail (reviewer).
+    FailedLeaderKeepsLeadership,
+    /// A partition whose log failed (EIO, a failed fsync) stays offline until the process
+    /// restarts instead of being reopened once the disk answers (found by `write_liveness`).
+    OfflineLogStaysOffline,
+}
+
+impl PlantedBug {
+    /// Every planted bug, so a name read back from a trace finds its bug.
+    pub const ALL: &'static [PlantedBug] = &[
+        PlantedBug::AckBeforeAppend,
+        PlantedBug::FetchAboveHighWatermark,
+        PlantedBug::AcksAllWithoutIsr,
+        PlantedBug::FollowerSkipsTruncation,
+        PlantedBug::FailAfterAppend,
+        PlantedBug::ConsumersReadToLogEnd,
+        PlantedBug::FetchRepeatsFirstBatch,
+        PlantedBug::CommitIgnoresGeneration,
+        PlantedBug::CleanerKeepsFirstValue,
+        PlantedBug::DuplicateCheckLastBatchOnly,
+        PlantedBug::CheckpointInPlace,
+        // Re-planted (see the enum).
+        PlantedBug::RolesBeforeRegistration,
+        PlantedBug::DelayedProduceFenced,
+        PlantedBug::ElectsUnheardBroker,
+        PlantedBug::NoCheckQuorum,
+        PlantedBug::UnsentIsrChangeStaysInFlight,
+        PlantedBug::TruncationStopsAfterOneRound,
+        PlantedBug::ParkedFetchIsProgress,
+        PlantedBug::LostIsrAnswerIsRefusal,
+        PlantedBug::ControllerStorageErrorIsRefusal,
+        PlantedBug::SameEpochRecordClearsInFlight,
+        PlantedBug::FailedLeaderKeepsLeadership,
+        PlantedBug::OfflineLogStaysOffline,
+    ];
+
+    /// The bug named `name` (its variant name, as traces record it).
+    pub fn named(name: &str) -> Option<PlantedBug> {
+        PlantedBug::ALL.iter().copied().find(|b| format!("{b:?}") == name)
+    }
+}
+
+/// The bug planted in a simulated run, for decision structs other than the broker's config.
+/// Zero-sized in the real build, where [`Planted::is`] is a constant `false`.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Planted(#[cfg(madsim)] pub Option<PlantedBug>);
+
+impl Planted {
+    /// Whether `bug` is the planted one.
+    #[inline]
+    pub fn is(self, bug: PlantedBug) -> bool {
+        #[cfg(madsim)]
+        return self.0 == Some(bug);
+        #[cfg(not(madsim))]
+        {
+            let _ = bug;
+            false
+        }
+    }
+}
