@@ -282,6 +282,13 @@ fn clean_in_steps(log: &mut Log, now: u64, budget: usize, mut between: impl FnMu
     }
 }
 
+/// Steps a pass (300 bytes a step) until its first group's `.cleaned` files exist.
+fn step_until_rewriting(log: &mut Log, now: u64) {
+    while cleaned_files(log.dir()).is_empty() {
+        assert!(matches!(log.clean_step(now, log.log_end_offset(), map_bytes, 300, clean::Keep::Latest).unwrap(), CleanStep::Working { .. }));
+    }
+}
+
 fn cleaned_files(dir: &std::path::Path) -> Vec<String> {
     std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).filter(|n| n.ends_with(".cleaned") || n.ends_with(".swap")).collect()
 }
@@ -329,11 +336,7 @@ fn a_truncation_aborts_the_pass_in_flight_and_lowers_the_clean_point() {
     // point (a follower told to truncate after an unclean election).
     updates(&mut log, 6, 40, 2_000);
     log.roll(0).unwrap();
-    let mut rewriting = false;
-    while !rewriting {
-        assert!(matches!(log.clean_step(10_000, log.log_end_offset(), map_bytes, 300, clean::Keep::Latest).unwrap(), CleanStep::Working { .. }));
-        rewriting = !cleaned_files(tmp.path()).is_empty();
-    }
+    step_until_rewriting(&mut log, 10_000);
     let (before, _) = contents(&log);
     let cut = clean_point - 3;
     log.truncate_to(cut, 0).unwrap();
@@ -362,11 +365,7 @@ fn retention_aborts_the_pass_in_flight() {
     let (mut log, _) = Log::open(disk(), tmp.path(), config, 0).unwrap();
     updates(&mut log, 6, 40, 1_000);
     log.roll(0).unwrap();
-    let mut rewriting = false;
-    while !rewriting {
-        assert!(matches!(log.clean_step(3_000, log.log_end_offset(), map_bytes, 300, clean::Keep::Latest).unwrap(), CleanStep::Working { .. }));
-        rewriting = !cleaned_files(tmp.path()).is_empty();
-    }
+    step_until_rewriting(&mut log, 3_000);
     assert!(log.apply_retention(10_000, log.log_end_offset()).unwrap() > 0);
     assert!(!log.cleaning());
     assert!(cleaned_files(tmp.path()).is_empty());
