@@ -135,10 +135,16 @@ impl Log {
     pub(super) fn abort_cleaning(&mut self) {
         if let Some(Pass { phase: Phase::Rewrite { group: Some(g), .. }, .. }) = self.pass.take() {
             drop(g.seg);
-            for path in cleaner::cleaned_paths(&self.dir, g.bases[0]) {
-                let _ = self.disk.remove(&path);
-            }
+            let _ = self.remove_cleaned(g.bases[0]);
         }
+    }
+
+    /// Removes the `.cleaned` files of the group at `base`.
+    fn remove_cleaned(&self, base: i64) -> Result<(), LogError> {
+        for path in cleaner::cleaned_paths(&self.dir, base) {
+            self.disk.remove(&path).map_err(super::io_err("remove", &path))?;
+        }
+        Ok(())
     }
 
     fn advance(&mut self, pass: &mut Pass, now: u64, budget: u64) -> Result<Progress, LogError> {
@@ -171,8 +177,13 @@ impl Log {
                     }
                 }
                 Phase::Producers { base, pos, expected, last } => {
+                    // Segments only grow between steps (anything that removes one aborts the
+                    // pass), so the one at `base` is there; were it not, the pass would end
+                    // here, rewriting nothing, rather than rewrite without every producer.
                     let i = self.segments.partition_point(|s| s.base_offset < *base);
-                    let seg = &self.segments[i];
+                    let Some(seg) = self.segments.get(i).filter(|s| s.base_offset == *base) else {
+                        return Ok(Progress::Done(bytes, None));
+                    };
                     let (to, next) = seg.headers_from(*pos, *expected, left as u64, &mut |h| {
                         if h.producer_id >= 0 {
                             last.insert(h.producer_id, h.base_offset);
@@ -250,14 +261,16 @@ impl Log {
         let base = g.bases[0];
         if !(g.changed || g.out.merged) && g.bases.len() == 1 {
             drop(g.seg);
-            for path in cleaner::cleaned_paths(&self.dir, base) {
-                self.disk.remove(&path).map_err(super::io_err("remove", &path))?;
-            }
-            return Ok(());
+            return self.remove_cleaned(base);
         }
         let i = self.segments.partition_point(|s| s.base_offset < base);
         let j = i + g.bases.len();
-        debug_assert!(self.segments[i..j].iter().map(|s| s.base_offset).eq(g.bases.iter().copied()), "segments change only after an abort");
+        // Segments change only after an abort; were these not the group's, nothing is swapped.
+        if !self.segments.get(i..j).is_some_and(|s| s.iter().map(|s| s.base_offset).eq(g.bases.iter().copied())) {
+            drop(g.seg);
+            let _ = self.remove_cleaned(base);
+            return Err(LogError::Failed(format!("cleaning {}: the segments of the group at {base} changed under the pass", self.dir.display())));
+        }
         // From the rename on, a failure leaves memory unsure of the disk: the log goes offline
         // and reopening completes or drops the swap (see `cleaner`).
         let seg = cleaner::swap_in(self.disk.as_ref(), &self.dir, g.seg, &g.bases, self.config.index_interval_bytes, now);
