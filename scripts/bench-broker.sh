@@ -24,11 +24,7 @@ here=scripts/bench_clients.py
 die() { echo "bench-broker: $*" >&2; exit 1; }
 
 # --- clients: fail loudly, never skip ---------------------------------------------------------
-if [ -z "${PY:-}" ]; then
-  for candidate in target/client-venv/bin/python python3; do
-    if "$candidate" -c 'import confluent_kafka' >/dev/null 2>&1; then PY=$candidate; break; fi
-  done
-fi
+. scripts/client-python.sh
 [ -n "${PY:-}" ] || die "no Python with confluent-kafka found. Install it:
   python3 -m venv target/client-venv && target/client-venv/bin/pip install confluent-kafka kafka-python
 (or run scripts/test.sh, which does), or set PY=/path/to/python."

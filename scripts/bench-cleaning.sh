@@ -16,11 +16,7 @@ cd "$(dirname "$0")/.."
 FILL_MIB=${FILL_MIB:-512}; LAT_SECS=${LAT_SECS:-10}; CLEANER_RATE=${CLEANER_RATE:-}
 here=scripts/bench_clients.py
 die() { echo "bench-cleaning: $*" >&2; exit 1; }
-if [ -z "${PY:-}" ]; then
-  for candidate in target/client-venv/bin/python python3; do
-    if "$candidate" -c 'import confluent_kafka' >/dev/null 2>&1; then PY=$candidate; break; fi
-  done
-fi
+. scripts/client-python.sh
 [ -n "${PY:-}" ] || die "no Python with confluent-kafka found (scripts/test.sh installs it in target/client-venv)"
 
 timeout 1800 cargo build --release -p broker-core --bin broker >&2 || die "cargo build failed"

@@ -51,11 +51,7 @@ clients=scripts/bench_clients.py
 die() { echo "bench-groups: $*" >&2; exit 1; }
 wants() { [[ " $STEPS " == *" $1 "* ]]; }
 
-if [ -z "${PY:-}" ]; then
-  for candidate in target/client-venv/bin/python python3; do
-    if "$candidate" -c 'import confluent_kafka' >/dev/null 2>&1; then PY=$candidate; break; fi
-  done
-fi
+. scripts/client-python.sh
 [ -n "${PY:-}" ] || die "no Python with confluent-kafka found. Install it:
   python3 -m venv target/client-venv && target/client-venv/bin/pip install confluent-kafka kafka-python
 or set PY=/path/to/python."
