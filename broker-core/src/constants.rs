@@ -104,6 +104,10 @@ pub const request_body_ms_max: u64 = 30_000;
 /// keeps tasks and buffers finite). Connections past it are closed at once, with a log line.
 pub const connections_max: usize = 10_000;
 
+/// After a failed accept (EMFILE: out of file descriptors) the listener waits this long before
+/// the next: retrying at once spins a core and floods the log while nothing has freed a slot.
+pub const accept_error_backoff_ms: u64 = 100;
+
 /// Kafka `replica.lag.time.max.ms` default: a follower not caught up for 30 s leaves the ISR.
 pub const replica_lag_ms_default: u64 = 30_000;
 

@@ -198,6 +198,18 @@ impl Disk for SlowSync {
     fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
         self.inner.sync_dir(dir)
     }
+    fn sync_all(&self, dir: &Path) -> std::io::Result<()> {
+        // It syncs the slow file too, so it is as slow as that file's sync.
+        use std::sync::atomic::Ordering::SeqCst;
+        if self.armed.load(SeqCst) {
+            self.started.store(true, SeqCst);
+            #[cfg(not(madsim))]
+            std::thread::sleep(self.delay);
+            #[cfg(madsim)]
+            self.owed_ns.fetch_add(self.delay.as_nanos() as u64, SeqCst);
+        }
+        self.inner.sync_all(dir)
+    }
     fn take_stall(&self) -> std::time::Duration {
         let own = self.owed_ns.swap(0, std::sync::atomic::Ordering::SeqCst);
         self.inner.take_stall() + std::time::Duration::from_nanos(own)

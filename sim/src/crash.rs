@@ -144,10 +144,23 @@ pub fn crash_rounds(seed: u64, rounds: usize, verbose: bool) -> Result<Vec<(i64,
                     Err(e) if !full => return Err(ctx(format!("flush: {e}"))),
                     _ => {}
                 },
-                90..=94 => match log.flush(now).and_then(|_| log.checkpoint()) {
+                90..=92 => match log.flush(now).and_then(|_| log.checkpoint()) {
                     Err(e) if !full => return Err(ctx(format!("checkpoint: {e}"))),
                     _ => {}
                 },
+                93..=94 => {
+                    // The broker's checkpoint of many logs: stage, syncfs, commit, syncfs; a
+                    // crash may follow any of the four steps.
+                    let steps = rng.gen_range(1..=4);
+                    match staged_checkpoint(&mut log, &disk, dir, steps) {
+                        Err(e) if !full => return Err(ctx(format!("staged checkpoint: {e}"))),
+                        _ => {}
+                    }
+                    model.synced_below = model.synced_below.max(log.recovery_point());
+                    if steps < 4 {
+                        break; // crash with the checkpoint half done
+                    }
+                }
                 _ => match log.tick(now, log.log_end_offset()) {
                     Err(e) if !full => return Err(ctx(format!("tick: {e}"))),
                     _ => {}
@@ -169,6 +182,22 @@ pub fn crash_rounds(seed: u64, rounds: usize, verbose: bool) -> Result<Vec<(i64,
     let (log, _) = Log::open(Arc::new(disk.clone()) as Arc<dyn Disk>, dir, config.clone(), now).map_err(|e| e.to_string())?;
     check_recovered(&log, &mut model).map_err(|e| format!("seed {seed} final: {e}"))?;
     read_all(&log)
+}
+
+/// The first `steps` of the broker's shared checkpoint (`Broker::checkpoint`) on this one log.
+fn staged_checkpoint(log: &mut Log, disk: &SimDisk, dir: &Path, steps: u32) -> Result<(), String> {
+    let root = dir.parent().unwrap_or(dir);
+    let staged = log.checkpoint_stage().map_err(|e| e.to_string())?;
+    if steps >= 2 {
+        disk.sync_all(root).map_err(|e| e.to_string())?;
+        if steps >= 3 {
+            log.checkpoint_commit(staged).map_err(|e| e.to_string())?;
+            if steps >= 4 {
+                disk.sync_all(root).map_err(|e| e.to_string())?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Cheap check while running: the live log ends where the model does.

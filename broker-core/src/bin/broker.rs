@@ -96,6 +96,7 @@ fn run() -> Result<(), String> {
         None => flags,
     };
     let (listen, config) = config::resolve(&flags)?;
+    raise_open_files_limit();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| format!("runtime: {e}"))?;
     runtime.block_on(async move {
         let disk: Arc<dyn Disk> = Arc::new(FileDisk::new());
@@ -120,6 +121,22 @@ fn run() -> Result<(), String> {
         tracing::info!("stopped cleanly");
         Ok(())
     })
+}
+
+/// Raises the soft limit on open files to the hard one, as Kafka's operators are told to and
+/// Go's runtime does by itself: a partition keeps a file open per segment, and with the common
+/// soft default of 1,024 a few hundred partitions would fail to open with EMFILE.
+fn raise_open_files_limit() {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit and setrlimit only read and write the struct passed.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 || limit.rlim_cur >= limit.rlim_max {
+        return;
+    }
+    let was = limit.rlim_cur;
+    limit.rlim_cur = limit.rlim_max;
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } == 0 {
+        tracing::info!("open files limit raised from {was} to {}", limit.rlim_cur);
+    }
 }
 
 /// SIGINT (Ctrl-C) or SIGTERM.

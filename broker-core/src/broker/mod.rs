@@ -113,7 +113,7 @@ impl Broker {
             return Err(Error::InvalidConfig(format!("node.id {} must be >= 0", config.node_id)));
         }
         let data = config.data_dir.clone();
-        disk.create_dir_all(&data).map_err(|e| Error::Storage(format!("create {}: {e}", data.display())))?;
+        crate::storage::create_dir_all_durably(disk.as_ref(), &data).map_err(|e| Error::Storage(format!("create {}: {e}", data.display())))?;
         let producer_ids = ProducerIds::open(disk.as_ref(), &data, config.node_id)?;
         let cleaner = cleaning::Cleaner::new(config.cleaner_io_bytes_per_second);
         Ok(Broker {

@@ -180,10 +180,16 @@ impl Broker {
         let settings = self.settings_or_defaults(name, out).ok_or(Error::UnknownTopicOrPartition)?;
         let topic_id = self.image.topics.get(name).map(|t| t.id).ok_or(Error::UnknownTopicOrPartition)?;
         let dir = self.partition_dir(name, p);
-        if dir::claim(self.disk.as_ref(), &self.config.data_dir, &dir, &topic::hex(&topic_id))? == Claimed::Emptied {
-            out.push(Action::Log(Level::Info, format!("{}: left by a deleted topic of the same name; emptied", dir.display())));
+        let claimed = dir::claim(self.disk.as_ref(), &self.config.data_dir, &dir, &topic::hex(&topic_id))?;
+        match claimed {
+            Claimed::Emptied => out.push(Action::Log(Level::Info, format!("{}: left by a deleted topic of the same name; emptied", dir.display()))),
+            Claimed::Torn => out.push(Action::Log(Level::Info, format!("{}: its marker was torn by a power loss before its first flush; emptied", dir.display()))),
+            Claimed::Ours | Claimed::Fresh => {}
         }
         let (mut log, report) = Log::open(self.disk.clone(), &dir, settings.log, now)?;
+        if claimed.marker_written() {
+            log.owe_sync(dir.join(dir::partition_marker), self.config.data_dir.clone());
+        }
         if self.config.planted(PlantedBug::CheckpointInPlace) {
             // Every checkpoint from here on is written in place, starting with one at open.
             log.plant_checkpoint_in_place();

@@ -220,3 +220,24 @@ fn a_compacted_topic_is_cleaned_on_the_timer_and_refuses_keyless_records() {
         assert_eq!(latest[&format!("k{k}")], format!("v{}", 195 + k), "active segment starts at {active_start}");
     }
 }
+
+#[test]
+fn one_checkpoint_covers_every_partition_with_its_log_end() {
+    let tmp = tempfile::tempdir().unwrap();
+    let node = one_node(config(tmp.path()));
+    create(&node, "t", 40, BTreeMap::new()).unwrap();
+    let mut b = node.broker();
+    for p in 0..40 {
+        for _ in 0..p % 4 {
+            b.produce("t", p, &build(&[b"v"], 1000), 1, 0, &mut Vec::new()).unwrap();
+        }
+    }
+    assert!(b.checkpoint(5).is_empty(), "no errors");
+    for p in 0..40 {
+        let dir = tmp.path().join(format!("t-{p}"));
+        let text = std::fs::read_to_string(dir.join(crate::log::RECOVERY_POINT_FILE)).unwrap();
+        assert_eq!(text, format!("{}\n", p % 4), "t-{p}");
+        assert!(!dir.join(format!("{}.tmp", crate::log::RECOVERY_POINT_FILE)).exists(), "t-{p}: staged file renamed");
+        assert_eq!(std::fs::read_to_string(dir.join(crate::log::dir::partition_marker)).unwrap().len(), 54, "t-{p}: marker whole");
+    }
+}

@@ -128,13 +128,41 @@ impl Broker {
         out
     }
 
-    /// Flushes every partition and writes its recovery-point checkpoint.
-    pub fn checkpoint(&mut self, now: u64) -> Vec<Action> {
+    /// Flushes every partition and writes its recovery-point checkpoint, with three file-system
+    /// syncs for all of them rather than several fsyncs each (`log::durability`): at 5,000
+    /// partitions the difference between a stop of seconds and one of milliseconds.
+    pub fn checkpoint(&mut self, _now: u64) -> Vec<Action> {
         let mut out = Vec::new();
+        let mut staged = Vec::new();
         for ((name, p), part) in &mut self.partitions {
-            if let Err(e) = part.log.flush(now).and_then(|_| part.log.checkpoint()) {
-                out.push(Action::Log(Level::Error, format!("{name}-{p}: {e}")));
+            match part.log.checkpoint_stage() {
+                Ok(s) => staged.push(((name.clone(), *p), s)),
+                Err(e) => out.push(Action::Log(Level::Error, format!("{name}-{p}: checkpoint: {e}"))),
             }
+        }
+        if staged.is_empty() {
+            return out;
+        }
+        let data_dir = self.config.data_dir.clone();
+        if let Err(e) = self.disk.sync_all(&data_dir) {
+            // Which pages the kernel dropped is unknown: every log it covered goes offline and
+            // is recovered on reopen, as after its own failed flush.
+            for (key, _) in &staged {
+                if let Some(part) = self.partitions.get_mut(key) {
+                    part.log.sync_failed(&e.to_string());
+                }
+            }
+            out.push(Action::Log(Level::Error, format!("checkpoint: syncfs {}: {e}; its {} logs go offline until recovered", data_dir.display(), staged.len())));
+            return out;
+        }
+        for ((name, p), s) in staged {
+            if let Some(Err(e)) = self.partitions.get_mut(&(name.clone(), p)).map(|part| part.log.checkpoint_commit(s)) {
+                out.push(Action::Log(Level::Error, format!("{name}-{p}: checkpoint: {e}")));
+            }
+        }
+        if let Err(e) = self.disk.sync_all(&data_dir) {
+            // The data is durable; only which checkpoint file (old or new) a crash keeps is open.
+            out.push(Action::Log(Level::Error, format!("checkpoint: syncfs {} after the renames: {e}", data_dir.display())));
         }
         out
     }

@@ -30,9 +30,23 @@ pub enum Claimed {
     /// A deleted topic of the same name had left it; its files were removed first, so old
     /// records never resurface under the new topic.
     Emptied,
+    /// Its marker was not whole: a power loss before the partition's first flush (the only
+    /// time a marker is unsynced). Nothing in it was ever flushed, so it was emptied as above.
+    Torn,
 }
 
-/// Makes `dir` the directory of the topic with id `topic_id_hex`, durably.
+impl Claimed {
+    /// Whether the marker was written just now, unsynced: the caller must make it durable
+    /// (and the directory's entry in the data directory) before the partition's first flush
+    /// counts, with [`crate::log::Log::owe_sync`].
+    pub fn marker_written(self) -> bool {
+        self != Claimed::Ours
+    }
+}
+
+/// Makes `dir` the directory of the topic with id `topic_id_hex`. A new marker is written in
+/// place and unsynced (see [`Claimed::marker_written`]): creating a topic of 4,000 partitions
+/// must not cost 4,000 fsyncs (Kafka writes `partition.metadata` lazily for the same reason).
 pub fn claim(disk: &dyn Disk, data_dir: &Path, dir: &Path, topic_id_hex: &str) -> Result<Claimed, LogError> {
     let marker = dir.join(partition_marker);
     let expected = format!("version: 0\ntopic_id: {topic_id_hex}\n");
@@ -41,15 +55,21 @@ pub fn claim(disk: &dyn Disk, data_dir: &Path, dir: &Path, topic_id_hex: &str) -
     let text = if disk.exists(&marker) { read_small(disk, &marker, small_file_bytes_max)? } else { None };
     let claimed = match text {
         Some(text) if text == expected => return Ok(Claimed::Ours),
-        Some(_) => {
+        Some(text) => {
             remove(disk, data_dir, dir)?;
-            Claimed::Emptied
+            if is_marker(&text) { Claimed::Emptied } else { Claimed::Torn }
         }
         None => Claimed::Fresh,
     };
     disk.create_dir_all(dir).map_err(io("create", dir))?;
-    write_atomically(disk, &marker, expected.as_bytes()).map_err(io("write", &marker))?;
+    let file = disk.open(&marker, true).map_err(io("create", &marker))?;
+    file.truncate(0).and_then(|_| file.write_at(expected.as_bytes(), 0)).map_err(io("write", &marker))?;
     Ok(claimed)
+}
+
+/// Whether `text` is a whole marker (of any topic id).
+fn is_marker(text: &str) -> bool {
+    text.strip_prefix("version: 0\ntopic_id: ").and_then(|id| id.strip_suffix('\n')).is_some_and(|id| id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// Removes a partition directory and everything in it, then syncs the data directory so the
@@ -139,13 +159,29 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let disk = FileDisk::new();
         let (data, dir) = (tmp.path(), tmp.path().join("t-0"));
-        assert_eq!(claim(&disk, data, &dir, "aa").unwrap(), Claimed::Fresh);
-        assert_eq!(claim(&disk, data, &dir, "aa").unwrap(), Claimed::Ours);
+        let (aa, bb) = ("aa".repeat(16), "bb".repeat(16));
+        assert_eq!(claim(&disk, data, &dir, &aa).unwrap(), Claimed::Fresh);
+        assert_eq!(claim(&disk, data, &dir, &aa).unwrap(), Claimed::Ours);
         plant(&disk, &dir.join("00000000000000000000.log"), b"old records");
-        assert_eq!(claim(&disk, data, &dir, "bb").unwrap(), Claimed::Emptied);
+        assert_eq!(claim(&disk, data, &dir, &bb).unwrap(), Claimed::Emptied);
         assert_eq!(disk.list(&dir).unwrap(), vec![partition_marker.to_string()]);
         remove(&disk, data, &dir).unwrap();
         assert!(!disk.exists(&dir));
+    }
+
+    #[test]
+    fn a_torn_marker_is_told_apart_from_another_topics() {
+        let tmp = tempfile::tempdir().unwrap();
+        let disk = FileDisk::new();
+        let (data, dir) = (tmp.path(), tmp.path().join("t-0"));
+        let aa = "aa".repeat(16);
+        for torn in [&b""[..], b"version: 0\ntopic_id: aaaa", b"\0\0\0\0"] {
+            assert!(claim(&disk, data, &dir, &aa).unwrap().marker_written());
+            plant(&disk, &dir.join(partition_marker), torn);
+            assert_eq!(claim(&disk, data, &dir, &aa).unwrap(), Claimed::Torn, "{torn:?}");
+            assert_eq!(claim(&disk, data, &dir, &aa).unwrap(), Claimed::Ours);
+            remove(&disk, data, &dir).unwrap();
+        }
     }
 
     #[test]

@@ -123,13 +123,13 @@ impl<E: Entry> IndexFile<E> {
         debug_assert!(self.last().is_none_or(|l| l.key() < e.key()), "index keys must increase");
         self.entries.push(e);
         if self.entries.len() - self.written >= index_write_entries {
-            self.write_pending()?;
+            self.write_out()?;
         }
         Ok(())
     }
 
-    /// Writes the entries not yet in the file, in one append.
-    fn write_pending(&mut self) -> io::Result<()> {
+    /// Writes the entries not yet in the file, in one append (unsynced).
+    pub fn write_out(&mut self) -> io::Result<()> {
         if self.written == self.entries.len() {
             return Ok(());
         }
@@ -164,7 +164,7 @@ impl<E: Entry> IndexFile<E> {
 
     /// Writes pending entries and makes the file durable.
     pub fn sync(&mut self) -> io::Result<()> {
-        self.write_pending()?;
+        self.write_out()?;
         self.file.sync()
     }
 }

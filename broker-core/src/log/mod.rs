@@ -22,6 +22,7 @@ pub mod index;
 pub mod clean;
 mod cleaner;
 mod config;
+mod durability;
 mod pass;
 mod read;
 mod replica;
@@ -34,10 +35,11 @@ pub use config::{CleanupPolicy, FlushPolicy, LogConfig};
 pub use epochs::{EpochCache, EpochEntry};
 pub use cleaner::CleanStats;
 pub use pass::Step as CleanStep;
+pub use durability::StagedCheckpoint;
 pub use segment::{file_stem, Cut};
 
 use crate::constants::*;
-use crate::storage::{write_atomically, Disk};
+use crate::storage::Disk;
 use bytes::Bytes;
 use segment::Segment;
 use std::path::{Path, PathBuf};
@@ -131,6 +133,9 @@ pub struct Log {
     unflushed_since_ms: Option<u64>,
     /// A segment file was created or removed since the last directory sync.
     dir_dirty: bool,
+    /// Names and files outside the segments that the next flush must make durable
+    /// (`durability`): the log directory's own entry when open created it, a partition marker.
+    owed: Vec<durability::Owed>,
     /// Where each leader epoch starts, derived from the batch headers.
     epochs: EpochCache,
     /// Set when a sync (or the undoing of a failed write) failed. After a failed fsync the
@@ -151,6 +156,7 @@ impl Log {
     pub fn open(disk: Arc<dyn Disk>, dir: &Path, config: LogConfig, now: u64) -> Result<(Log, RecoveryReport), LogError> {
         config.validate()?;
         let dir = dir.to_path_buf();
+        let owed = if disk.exists(&dir) { Vec::new() } else { vec![durability::Owed::Dir(crate::storage::parent_of(&dir))] };
         disk.create_dir_all(&dir).map_err(|source| LogError::Io { op: "create directory", path: dir.clone(), source })?;
         let mut report = RecoveryReport { recovery_point: read_recovery_point(disk.as_ref(), &dir)?, ..Default::default() };
         // A cleaning swap a crash interrupted is finished first: its `.swap` is whole.
@@ -196,12 +202,13 @@ impl Log {
                 });
                 report.segments_removed.push(segment::delete_files(disk.as_ref(), &dir, base)?);
             } else {
-                let (mut seg, cut) = Segment::recover(disk.as_ref(), &dir, base, config.index_interval_bytes, now, report.recovery_point)?;
+                let (seg, cut) = Segment::recover(disk.as_ref(), &dir, base, config.index_interval_bytes, now, report.recovery_point)?;
                 report.segments_scanned += 1;
                 report.cut = cut;
-                // The rebuilt indexes must be durable before a later checkpoint can make this
-                // segment trusted: that checkpoint may come from before this open.
-                seg.sync_indexes()?;
+                // Its rebuilt indexes are not synced here (two fdatasyncs a partition made a
+                // restart with thousands of them take half a minute): they are synced before
+                // anything can vouch for them — by the roll that makes this segment not the
+                // last (`roll`), or by the checkpoint that covers it.
                 segments.push(seg);
             }
         }
@@ -215,7 +222,7 @@ impl Log {
         // A clean point above the end (a crash cut the log after it was written) would call
         // records appended later clean.
         let cleaned_to = cleaner::read_checkpoint(disk.as_ref(), &dir)?.min(end);
-        let mut log = Log { disk, dir, config, segments, recovery_point, unflushed_records: 0, unflushed_since_ms: None, dir_dirty: true, epochs, failed: None, cleaned_to, pass: None, checkpoint_in_place: false };
+        let mut log = Log { disk, dir, config, segments, recovery_point, unflushed_records: 0, unflushed_since_ms: None, dir_dirty: true, owed, epochs, failed: None, cleaned_to, pass: None, checkpoint_in_place: false };
         if report.cut.is_some() || !report.segments_removed.is_empty() || report.recovery_point > end {
             // Make the cut durable before anything new lands on top of it, and never leave a
             // checkpoint on disk that vouches for offsets the log no longer has: a later roll
@@ -312,35 +319,14 @@ impl Log {
             return Ok(());
         }
         // Kafka flushes a segment when it rolls, so the recovery point keeps up with the log
-        // even under flush=never and a restart scans only the active segment.
+        // even under flush=never and a restart scans only the active segment. Its indexes too:
+        // once it is not the last segment a checkpoint may vouch for it, and open then trusts
+        // them (open rebuilds the active segment's indexes without syncing them).
         self.flush(now)?;
+        self.active_mut().sync_indexes()?;
         let seg = Segment::create(self.disk.as_ref(), &self.dir, base, self.config.index_interval_bytes, now)?;
         self.segments.push(seg);
         self.dir_dirty = true;
-        Ok(())
-    }
-
-    /// Syncs every segment holding data at or after the recovery point (oldest first, so a
-    /// synced offset never sits after an unsynced one), and the directory if files changed.
-    pub fn flush(&mut self, _now: u64) -> Result<(), LogError> {
-        self.check_failed()?;
-        let result = self.flush_inner();
-        self.offline_on_error(result, "flush")
-    }
-
-    fn flush_inner(&mut self) -> Result<(), LogError> {
-        self.sync_dir_if_dirty()?;
-        let end = self.log_end_offset();
-        let rp = self.recovery_point;
-        for (i, seg) in self.segments.iter().enumerate() {
-            let seg_end = self.segments.get(i + 1).map_or(end, |n| n.base_offset);
-            if seg_end > rp {
-                seg.sync()?;
-            }
-        }
-        self.recovery_point = end;
-        self.unflushed_records = 0;
-        self.unflushed_since_ms = None;
         Ok(())
     }
 
@@ -357,35 +343,11 @@ impl Log {
         result
     }
 
-    /// Makes segment creations and removals durable.
-    fn sync_dir_if_dirty(&mut self) -> Result<(), LogError> {
-        if self.dir_dirty {
-            self.disk.sync_dir(&self.dir).map_err(|source| LogError::Io { op: "fsync directory", path: self.dir.clone(), source })?;
-            self.dir_dirty = false;
-        }
-        Ok(())
-    }
-
     fn check_failed(&self) -> Result<(), LogError> {
         match &self.failed {
             Some(why) => Err(LogError::Failed(why.clone())),
             None => Ok(()),
         }
-    }
-
-    /// Writes the recovery point to its checkpoint file (atomically), after making the indexes
-    /// of the segments it vouches for durable. Call after `flush`.
-    pub fn checkpoint(&mut self) -> Result<(), LogError> {
-        self.check_failed()?;
-        if self.checkpoint_in_place {
-            return self.write_checkpoint_in_place();
-        }
-        for seg in &mut self.segments {
-            seg.sync_indexes()?;
-        }
-        let path = self.dir.join(RECOVERY_POINT_FILE);
-        let text = format!("{}\n", self.recovery_point);
-        write_atomically(self.disk.as_ref(), &path, text.as_bytes()).map_err(|source| LogError::Io { op: "write checkpoint", path, source })
     }
 
     /// Time-driven work: `flush.ms` flushes and retention (bounded by `upper`, see

@@ -460,6 +460,18 @@ impl Segment {
         Ok(())
     }
 
+    /// Writes index entries still buffered in memory to their files, unsynced (a checkpoint's
+    /// file-system sync follows; see `log::durability`).
+    pub fn write_indexes(&mut self) -> Result<(), LogError> {
+        self.idx.index.write_out().map_err(io_err("write", &self.log_path.with_extension("index")))?;
+        self.idx.time_index.write_out().map_err(io_err("write", &self.log_path.with_extension("timeindex")))
+    }
+
+    /// A file-system sync after [`Segment::write_indexes`] made both indexes durable.
+    pub fn indexes_are_durable(&mut self) {
+        self.idx.dirty = false;
+    }
+
     /// Appends whole batches back to back (offsets continuing this segment's, checked by the
     /// caller) in one write, indexing each as [`Segment::append`] does.
     pub fn append_run(&mut self, bytes: &[u8]) -> Result<(), LogError> {

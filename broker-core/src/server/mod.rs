@@ -11,7 +11,7 @@ mod peers;
 
 use crate::broker::{Action, Broker, Level};
 use crate::controller::quorum::Quorum;
-use crate::constants::{startup_wait_ms_max, checkpoint_interval_ms, connection_idle_ms_max, connections_max, request_body_ms_max, request_bytes_max, tick_interval_ms};
+use crate::constants::{accept_error_backoff_ms, startup_wait_ms_max, checkpoint_interval_ms, connection_idle_ms_max, connections_max, request_body_ms_max, request_bytes_max, tick_interval_ms};
 use crate::kafka::ApiKey;
 use crate::protocol::{self, Attempt, Node, Outcome, Waiting};
 use crate::storage::Disk;
@@ -180,7 +180,10 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: impl st
                         drop(permit);
                     });
                 }
-                Err(e) => tracing::warn!("accept failed: {e}"),
+                Err(e) => {
+                    tracing::warn!("accept failed: {e}; accepting again in {accept_error_backoff_ms} ms");
+                    tokio::time::sleep(std::time::Duration::from_millis(accept_error_backoff_ms)).await;
+                }
             },
             _ = &mut shutdown => break,
         }

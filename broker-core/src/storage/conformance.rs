@@ -103,6 +103,7 @@ pub fn run(disk: &dyn Disk, root: &Path) {
     let mut cbuf = vec![0u8; fc.len().unwrap() as usize];
     read_exact_at(fc.as_ref(), &mut cbuf, 0).unwrap();
     assert_eq!(cbuf, b"second");
+    disk.sync_all(&dir).unwrap();
     assert_eq!(disk.list(&dir).unwrap(), vec!["0.index", "checkpoint"]);
 
     // listing a missing directory is NotFound

@@ -1,10 +1,12 @@
 //! `FileDisk`: the [`Disk`] contract on real files.
 //!
-//! `sync` is `fdatasync`; after every create, rename and remove the parent directory is fsynced
-//! too, so a real broker never depends on callers remembering `sync_dir`. Errors are the OS's,
-//! with the path added so an operator can tell which file failed.
+//! `sync` is `fdatasync`, `sync_dir` an fsync of the directory, `sync_all` Linux's `syncfs`.
+//! Creates, renames and removes are durable only once the caller syncs their directory, as
+//! POSIX says and the simulator enforces (a sync per create made creating 4,000 partitions
+//! cost 32,000 fsyncs). Errors are the OS's, with the path added so an operator can tell which
+//! file failed.
 
-use super::{parent_of, Disk, DiskFile};
+use super::{Disk, DiskFile};
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
@@ -33,7 +35,6 @@ fn fsync_dir(dir: &Path) -> io::Result<()> {
 
 impl Disk for FileDisk {
     fn open(&self, path: &Path, create: bool) -> io::Result<Box<dyn DiskFile>> {
-        let existed = path.exists();
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -41,9 +42,6 @@ impl Disk for FileDisk {
             .truncate(false)
             .open(path)
             .map_err(|e| with_path(e, "open", path))?;
-        if !existed {
-            fsync_dir(&parent_of(path))?;
-        }
         let len = file.metadata().map_err(|e| with_path(e, "stat", path))?.len();
         Ok(Box::new(RealFile { file, len: AtomicU64::new(len), path: path.to_path_buf() }))
     }
@@ -53,13 +51,7 @@ impl Disk for FileDisk {
     }
 
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        let created: Vec<&Path> = dir.ancestors().take_while(|d| !d.as_os_str().is_empty() && !d.exists()).collect();
-        fs::create_dir_all(dir).map_err(|e| with_path(e, "create directory", dir))?;
-        // Every directory made here needs its entry in its parent synced, outermost first.
-        for d in created.iter().rev() {
-            fsync_dir(&parent_of(d))?;
-        }
-        Ok(())
+        fs::create_dir_all(dir).map_err(|e| with_path(e, "create directory", dir))
     }
 
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
@@ -73,26 +65,29 @@ impl Disk for FileDisk {
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        fs::rename(from, to).map_err(|e| with_path(e, "rename", from))?;
-        fsync_dir(&parent_of(to))?;
-        if parent_of(from) != parent_of(to) {
-            fsync_dir(&parent_of(from))?;
-        }
-        Ok(())
+        fs::rename(from, to).map_err(|e| with_path(e, "rename", from))
     }
 
     fn remove(&self, path: &Path) -> io::Result<()> {
-        fs::remove_file(path).map_err(|e| with_path(e, "remove", path))?;
-        fsync_dir(&parent_of(path))
+        fs::remove_file(path).map_err(|e| with_path(e, "remove", path))
     }
 
     fn remove_dir(&self, dir: &Path) -> io::Result<()> {
-        fs::remove_dir(dir).map_err(|e| with_path(e, "remove directory", dir))?;
-        fsync_dir(&parent_of(dir))
+        fs::remove_dir(dir).map_err(|e| with_path(e, "remove directory", dir))
     }
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         fsync_dir(dir)
+    }
+
+    fn sync_all(&self, dir: &Path) -> io::Result<()> {
+        use std::os::fd::AsRawFd;
+        let d = File::open(dir).map_err(|e| with_path(e, "open", dir))?;
+        // SAFETY: syncfs only reads the descriptor, which `d` keeps open for the call.
+        if unsafe { libc::syncfs(d.as_raw_fd()) } != 0 {
+            return Err(with_path(io::Error::last_os_error(), "syncfs", dir));
+        }
+        Ok(())
     }
 }
 

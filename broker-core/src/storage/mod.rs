@@ -5,8 +5,8 @@
 //! The contract is POSIX's, not a stronger one, because that is what the simulator enforces:
 //!
 //! * file contents written with `write_at`/`append` are durable only after that file's `sync`;
-//! * a `create`, `rename` or `remove` is durable only after `sync_dir` of the directory holding it
-//!   (FileDisk syncs the directory anyway, as belt and braces; callers must not rely on it);
+//! * a `create`, `rename` or `remove` is durable only after `sync_dir` of the directory holding it;
+//! * `sync_all` makes all of the above durable for every file and directory at once;
 //! * a crash may keep, drop or tear (at sector granularity) any write not yet synced.
 //!
 //! Nothing here buffers: every call reaches the implementation. Implementations never panic on
@@ -40,6 +40,11 @@ pub trait Disk: Send + Sync + 'static {
     fn remove_dir(&self, dir: &Path) -> io::Result<()>;
     /// Makes every create, rename and remove inside `dir` durable.
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    /// Makes everything done so far on the file system holding `dir` durable: every file's
+    /// contents and every directory's entries (Linux `syncfs`). One call where thousands of
+    /// logs would each sync their files: a checkpoint of every partition, or a topic's
+    /// partitions created together.
+    fn sync_all(&self, dir: &Path) -> io::Result<()>;
     /// Simulated IO time owed since the last call (zero on real disks). The async shell sleeps
     /// it off, so a decision module can stay synchronous while a slow disk still costs time.
     fn take_stall(&self) -> Duration {
@@ -95,6 +100,17 @@ pub fn write_atomically(disk: &dyn Disk, path: &Path, bytes: &[u8]) -> io::Resul
     }
     disk.rename(&tmp, path)?;
     disk.sync_dir(&dir)
+}
+
+/// Creates `dir` and any missing parents, each entry synced in its parent, outermost first:
+/// for directories made once per process (the data directory), where an fsync is cheap.
+pub fn create_dir_all_durably(disk: &dyn Disk, dir: &Path) -> io::Result<()> {
+    let missing: Vec<&Path> = dir.ancestors().take_while(|d| !d.as_os_str().is_empty() && !disk.exists(d)).collect();
+    disk.create_dir_all(dir)?;
+    for d in missing.iter().rev() {
+        disk.sync_dir(&parent_of(d))?;
+    }
+    Ok(())
 }
 
 /// The directory holding `path` (`.` for a bare name).

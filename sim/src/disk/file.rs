@@ -62,6 +62,23 @@ impl Disk for SimDisk {
         self.enter(dir)?.sync_dir(&normalize(dir))
     }
 
+    fn sync_all(&self, dir: &Path) -> io::Result<()> {
+        let dir = normalize(dir);
+        let mut s = self.enter(&dir)?;
+        // Every file first (an EIO path among those with unsynced data fails the call, as a
+        // writeback error fails syncfs), then every directory's entries.
+        let files: Vec<(PathBuf, u64)> = s.current_ns.iter().filter_map(|(p, n)| match n {
+            super::namespace::Node::File(ino) => Some((p.clone(), *ino)),
+            super::namespace::Node::Dir => None,
+        }).collect();
+        for (path, ino) in files {
+            if s.inodes.get(&ino).is_some_and(|i| !i.pending.is_empty()) {
+                s.sync(ino, &path)?;
+            }
+        }
+        s.sync_dir(&dir)
+    }
+
     fn take_stall(&self) -> Duration {
         Duration::from_nanos(std::mem::take(&mut lock(&self.state).stall_ns))
     }

@@ -13,6 +13,7 @@
 //!   of any directory commits the *whole* journal, like ext4's one ordered journal (POSIX only
 //!   promises the synced directory, so this is kinder than POSIX to code that syncs the wrong
 //!   one). `sync` of a file never commits the journal: a synced file may still lose its name.
+//!   `sync_all` (syncfs) syncs every file with unsynced ops, then commits the journal.
 //! * **Contents.** Per inode: `durable` bytes, the ops (`Write`, `Truncate`) since its last
 //!   `sync`, and `current` = durable with those ops applied (cached: reads always see it).
 //!   `sync` applies the pending ops to `durable`. An unlinked inode lives while an open handle,

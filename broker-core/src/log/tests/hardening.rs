@@ -183,6 +183,12 @@ impl Disk for FlakyDisk {
     fn remove(&self, p: &Path) -> std::io::Result<()> { self.inner.remove(p) }
     fn remove_dir(&self, d: &Path) -> std::io::Result<()> { self.inner.remove_dir(d) }
     fn sync_dir(&self, d: &Path) -> std::io::Result<()> { self.inner.sync_dir(d) }
+    fn sync_all(&self, d: &Path) -> std::io::Result<()> {
+        if self.fail_sync.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            return Err(std::io::Error::other("injected sync failure"));
+        }
+        self.inner.sync_all(d)
+    }
 }
 impl DiskFile for FlakyFile {
     fn read_at(&self, b: &mut [u8], o: u64) -> std::io::Result<usize> { self.inner.read_at(b, o) }

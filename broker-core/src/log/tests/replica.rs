@@ -359,6 +359,7 @@ impl Disk for Recorder {
     fn remove(&self, p: &Path) -> std::io::Result<()> { self.note(format!("remove {}", name_of(p))); self.inner.remove(p) }
     fn remove_dir(&self, d: &Path) -> std::io::Result<()> { self.inner.remove_dir(d) }
     fn sync_dir(&self, d: &Path) -> std::io::Result<()> { self.note("sync_dir".into()); self.inner.sync_dir(d) }
+    fn sync_all(&self, d: &Path) -> std::io::Result<()> { self.note("sync_all".into()); self.inner.sync_all(d) }
 }
 #[rustfmt::skip]
 impl DiskFile for RecordedFile {

@@ -168,6 +168,25 @@ fn unsynced_create_can_vanish_synced_create_cannot() {
 }
 
 #[test]
+fn sync_all_makes_every_file_and_name_durable() {
+    for seed in 0..50 {
+        let disk = disk_with_dir(seed, DiskFaults::default());
+        disk.create_dir_all(&p("/d/a/b")).unwrap();
+        for (i, path) in ["/d/x", "/d/a/y", "/d/a/b/z"].iter().enumerate() {
+            let f = disk.open(&p(path), true).unwrap();
+            f.append(&vec![i as u8 + 1; 700 * (i + 1)]).unwrap();
+        }
+        disk.rename(&p("/d/x"), &p("/d/a/x")).unwrap();
+        disk.sync_all(&p("/d")).unwrap();
+        disk.crash(CrashMode::PowerLoss);
+        assert_eq!(disk.durable_bytes(&p("/d/a/x")), Some(vec![1; 700]), "seed {seed}");
+        assert_eq!(disk.durable_bytes(&p("/d/a/y")), Some(vec![2; 1400]), "seed {seed}");
+        assert_eq!(disk.durable_bytes(&p("/d/a/b/z")), Some(vec![3; 2100]), "seed {seed}");
+        assert!(!disk.exists(&p("/d/x")), "seed {seed}");
+    }
+}
+
+#[test]
 fn rename_is_atomic_across_power_loss() {
     let (mut old, mut new) = (0, 0);
     for seed in 0..100 {

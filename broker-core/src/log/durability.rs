@@ -1,0 +1,161 @@
+//! What a log has made durable, and how. `flush` syncs the segments past the recovery point,
+//! the directory when segment files came or went, and whatever else the log owes (its own
+//! entry in the parent directory when opening created it, a marker file the broker wrote
+//! beside it); `checkpoint` then records the recovery point atomically.
+//!
+//! For thousands of logs at once (the broker's periodic and shutdown checkpoint),
+//! `checkpoint_stage` and `checkpoint_commit` split a checkpoint around file-system syncs the
+//! caller does once for all of them (`Disk::sync_all`) instead of several fsyncs per log:
+//! stage writes out what the log buffers and the new checkpoint to a temporary file; after a
+//! `sync_all` every byte it vouches for and the temporary file are durable, so commit renames
+//! it into place; a second `sync_all` makes the renames durable. A crash anywhere leaves each
+//! log with its old checkpoint or its new one, never one that vouches for unsynced bytes.
+
+use super::{Log, LogError, RECOVERY_POINT_FILE};
+use crate::storage::write_atomically;
+use std::path::PathBuf;
+
+/// Something outside the segments the log's next flush must make durable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Owed {
+    /// A file's contents (written unsynced by the broker, e.g. a partition marker).
+    File(PathBuf),
+    /// A directory's entries (the parent of a log directory that open created).
+    Dir(PathBuf),
+}
+
+/// A checkpoint written to its temporary file, waiting for the caller's `sync_all`.
+#[must_use]
+pub struct StagedCheckpoint {
+    end: i64,
+}
+
+fn tmp_path(log: &Log) -> PathBuf {
+    log.dir.join(format!("{RECOVERY_POINT_FILE}.tmp"))
+}
+
+impl Log {
+    /// Syncs every segment holding data at or after the recovery point (oldest first, so a
+    /// synced offset never sits after an unsynced one), and the directory if files changed.
+    pub fn flush(&mut self, _now: u64) -> Result<(), LogError> {
+        self.check_failed()?;
+        let result = self.flush_inner();
+        self.offline_on_error(result, "flush")
+    }
+
+    pub(super) fn flush_inner(&mut self) -> Result<(), LogError> {
+        self.pay_owed()?;
+        self.sync_dir_if_dirty()?;
+        let end = self.log_end_offset();
+        let rp = self.recovery_point;
+        for (i, seg) in self.segments.iter().enumerate() {
+            let seg_end = self.segments.get(i + 1).map_or(end, |n| n.base_offset);
+            if seg_end > rp {
+                seg.sync()?;
+            }
+        }
+        self.mark_flushed(end);
+        Ok(())
+    }
+
+    fn mark_flushed(&mut self, end: i64) {
+        self.recovery_point = end;
+        self.unflushed_records = 0;
+        self.unflushed_since_ms = None;
+    }
+
+    /// The broker wrote `file` (in `dir`) without syncing either: the next flush, or the next
+    /// staged checkpoint, makes them durable before it vouches for anything.
+    pub fn owe_sync(&mut self, file: PathBuf, dir: PathBuf) {
+        self.owed.push(Owed::File(file));
+        self.owed.push(Owed::Dir(dir));
+    }
+
+    fn pay_owed(&mut self) -> Result<(), LogError> {
+        for owed in &self.owed {
+            match owed {
+                Owed::File(path) => {
+                    let io = |source| LogError::Io { op: "fdatasync", path: path.clone(), source };
+                    self.disk.open(path, false).and_then(|f| f.sync()).map_err(io)?;
+                }
+                Owed::Dir(dir) => self.disk.sync_dir(dir).map_err(|source| LogError::Io { op: "fsync directory", path: dir.clone(), source })?,
+            }
+        }
+        self.owed.clear();
+        Ok(())
+    }
+
+    /// Makes segment creations and removals durable.
+    pub(super) fn sync_dir_if_dirty(&mut self) -> Result<(), LogError> {
+        if self.dir_dirty {
+            self.disk.sync_dir(&self.dir).map_err(|source| LogError::Io { op: "fsync directory", path: self.dir.clone(), source })?;
+            self.dir_dirty = false;
+        }
+        Ok(())
+    }
+
+    /// Writes the recovery point to its checkpoint file (atomically), after making the indexes
+    /// of the segments it vouches for durable. Call after `flush`.
+    pub fn checkpoint(&mut self) -> Result<(), LogError> {
+        self.check_failed()?;
+        if self.checkpoint_in_place {
+            return self.write_checkpoint_in_place();
+        }
+        for seg in &mut self.segments {
+            seg.sync_indexes()?;
+        }
+        let path = self.dir.join(RECOVERY_POINT_FILE);
+        let text = format!("{}\n", self.recovery_point);
+        write_atomically(self.disk.as_ref(), &path, text.as_bytes()).map_err(|source| LogError::Io { op: "write checkpoint", path, source })
+    }
+
+    /// The first half of a checkpoint shared with other logs (see the module header): index
+    /// entries still buffered are written, and the log end goes to the temporary checkpoint
+    /// file. Nothing is synced; the caller runs `Disk::sync_all` before
+    /// [`Log::checkpoint_commit`], and must not change the log in between.
+    pub fn checkpoint_stage(&mut self) -> Result<StagedCheckpoint, LogError> {
+        self.check_failed()?;
+        for seg in &mut self.segments {
+            seg.write_indexes()?;
+        }
+        let end = self.log_end_offset();
+        let path = tmp_path(self);
+        let io = |source| LogError::Io { op: "write checkpoint", path: path.clone(), source };
+        let file = self.disk.open(&path, true).map_err(io)?;
+        file.truncate(0).map_err(io)?;
+        file.write_at(format!("{end}\n").as_bytes(), 0).map_err(io)?;
+        Ok(StagedCheckpoint { end })
+    }
+
+    /// The second half, after a `sync_all` that followed [`Log::checkpoint_stage`]: everything
+    /// the log had written is durable, so it counts as flushed, and the staged file replaces the
+    /// checkpoint (durable at the caller's next `sync_all`; until then the old one stands, which
+    /// vouches for less).
+    pub fn checkpoint_commit(&mut self, staged: StagedCheckpoint) -> Result<(), LogError> {
+        self.check_failed()?;
+        if staged.end != self.log_end_offset() {
+            // The caller changed the log between the halves: what the file says is not what
+            // the sync covered. Leave the old checkpoint; the next one will do.
+            let path = tmp_path(self);
+            return Err(LogError::Corrupt { file: path, position: 0, reason: format!("log end moved from {} to {} between the halves of a checkpoint", staged.end, self.log_end_offset()) });
+        }
+        self.owed.clear();
+        self.dir_dirty = false;
+        for seg in &mut self.segments {
+            seg.indexes_are_durable();
+        }
+        self.mark_flushed(staged.end);
+        if self.checkpoint_in_place {
+            return self.write_checkpoint_in_place();
+        }
+        let (from, to) = (tmp_path(self), self.dir.join(RECOVERY_POINT_FILE));
+        self.disk.rename(&from, &to).map_err(|source| LogError::Io { op: "rename checkpoint", path: from, source })
+    }
+
+    /// A file-system sync covering this log failed: after a failed sync the kernel may have
+    /// dropped the dirty pages, so the log refuses writes until it is reopened and recovered,
+    /// as after its own failed flush.
+    pub fn sync_failed(&mut self, why: &str) {
+        self.failed.get_or_insert_with(|| format!("file-system sync failed: {why}"));
+    }
+}
