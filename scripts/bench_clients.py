@@ -273,6 +273,51 @@ def cmd_latency(a):
 
 # ----- kcat steps ---------------------------------------------------------------------------
 
+def cmd_batches(a):
+    """Counts the record batches and records the broker holds for a topic, from its segment files
+    (docs/storage.md: base offset 8 bytes, length 4, then `length` bytes; records count at byte
+    57 of the batch): the denominator of CPU per batch."""
+    import struct
+    batches = records = 0
+    for log in glob.glob(os.path.join(a.data_dir, f"{a.topic}-*", "*.log")):
+        data = open(log, "rb").read()
+        pos = 0
+        while pos + 61 <= len(data):
+            length = struct.unpack_from(">i", data, pos + 8)[0]
+            if length <= 0:
+                break
+            batches += 1
+            records += struct.unpack_from(">i", data, pos + 57)[0]
+            pos += 12 + length
+    emit({"kind": "batches", "tag": a.tag, "topic": a.topic, "batches": batches, "records": records}, batches > 0)
+
+
+def cmd_serving(a):
+    """Waits until every partition of the topic has a leader and answers ListOffsets: how long a
+    restarted broker takes to serve again. An AdminClient, not a consumer: a consumer would ask
+    for a group coordinator and have the broker create `__consumer_offsets` on the clock."""
+    need_confluent()
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient, OffsetSpec
+    t0 = time.perf_counter()
+    admin = AdminClient({"bootstrap.servers": BOOTSTRAP})
+    deadline = time.monotonic() + a.timeout
+    served = False
+    while not served and time.monotonic() < deadline:
+        try:
+            t = admin.list_topics(a.topic, timeout=5).topics.get(a.topic)
+            if t is not None and t.error is None and len(t.partitions) == a.partitions \
+                    and all(p.leader >= 0 and p.error is None for p in t.partitions.values()):
+                asked = {TopicPartition(a.topic, p): OffsetSpec.latest() for p in range(a.partitions)}
+                for f in admin.list_offsets(asked, request_timeout=10).values():
+                    f.result(10)
+                served = True
+        except Exception:
+            time.sleep(0.02)
+    secs = time.perf_counter() - t0
+    emit({"kind": "serving", "tag": a.tag, "topic": a.topic, "partitions": a.partitions, "secs": round(secs, 3)}, served)
+
+
 def cmd_datafile(a):
     # Same bytes as the shared kcat benchmark: seeded letters, one record per line.
     r = random.Random(1)
@@ -477,6 +522,17 @@ def main():
             s.add_argument("--file", required=True)
         if name == "kcat-consume":
             s.add_argument("--big-queue", action="store_true")
+    s = sub.add_parser("batches")
+    s.add_argument("data_dir")
+    s.add_argument("topic")
+    s.add_argument("--tag", default="")
+    s.set_defaults(f=cmd_batches)
+    s = sub.add_parser("serving")
+    s.add_argument("topic")
+    s.add_argument("partitions", type=int)
+    s.add_argument("--tag", default="")
+    s.add_argument("--timeout", type=float, default=120)
+    s.set_defaults(f=cmd_serving)
     s = sub.add_parser("datafile")
     s.add_argument("path")
     s.add_argument("--n", type=int, default=1_000_000)

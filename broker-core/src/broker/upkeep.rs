@@ -136,7 +136,8 @@ impl Broker {
         let mut staged = Vec::new();
         for ((name, p), part) in &mut self.partitions {
             match part.log.checkpoint_stage() {
-                Ok(s) => staged.push(((name.clone(), *p), s)),
+                Ok(Some(s)) => staged.push(((name.clone(), *p), s)),
+                Ok(None) => {} // unchanged since its last checkpoint
                 Err(e) => out.push(Action::Log(Level::Error, format!("{name}-{p}: checkpoint: {e}"))),
             }
         }

@@ -106,25 +106,31 @@ impl Log {
         }
         let path = self.dir.join(RECOVERY_POINT_FILE);
         let text = format!("{}\n", self.recovery_point);
-        write_atomically(self.disk.as_ref(), &path, text.as_bytes()).map_err(|source| LogError::Io { op: "write checkpoint", path, source })
+        write_atomically(self.disk.as_ref(), &path, text.as_bytes()).map_err(|source| LogError::Io { op: "write checkpoint", path, source })?;
+        self.checkpointed = self.recovery_point;
+        Ok(())
     }
 
     /// The first half of a checkpoint shared with other logs (see the module header): index
     /// entries still buffered are written, and the log end goes to the temporary checkpoint
     /// file. Nothing is synced; the caller runs `Disk::sync_all` before
-    /// [`Log::checkpoint_commit`], and must not change the log in between.
-    pub fn checkpoint_stage(&mut self) -> Result<StagedCheckpoint, LogError> {
+    /// [`Log::checkpoint_commit`], and must not change the log in between. `None`: the log has
+    /// not changed since its checkpoint file was written, which already says its end.
+    pub fn checkpoint_stage(&mut self) -> Result<Option<StagedCheckpoint>, LogError> {
         self.check_failed()?;
+        let end = self.log_end_offset();
+        if self.checkpointed == end && self.recovery_point == end && !self.dir_dirty && self.owed.is_empty() && !self.checkpoint_in_place {
+            return Ok(None);
+        }
         for seg in &mut self.segments {
             seg.write_indexes()?;
         }
-        let end = self.log_end_offset();
         let path = tmp_path(self);
         let io = |source| LogError::Io { op: "write checkpoint", path: path.clone(), source };
         let file = self.disk.open(&path, true).map_err(io)?;
         file.truncate(0).map_err(io)?;
         file.write_at(format!("{end}\n").as_bytes(), 0).map_err(io)?;
-        Ok(StagedCheckpoint { end })
+        Ok(Some(StagedCheckpoint { end }))
     }
 
     /// The second half, after a `sync_all` that followed [`Log::checkpoint_stage`]: everything
@@ -149,7 +155,9 @@ impl Log {
             return self.write_checkpoint_in_place();
         }
         let (from, to) = (tmp_path(self), self.dir.join(RECOVERY_POINT_FILE));
-        self.disk.rename(&from, &to).map_err(|source| LogError::Io { op: "rename checkpoint", path: from, source })
+        self.disk.rename(&from, &to).map_err(|source| LogError::Io { op: "rename checkpoint", path: from, source })?;
+        self.checkpointed = staged.end;
+        Ok(())
     }
 
     /// A file-system sync covering this log failed: after a failed sync the kernel may have

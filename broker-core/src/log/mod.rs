@@ -149,6 +149,9 @@ pub struct Log {
     pass: Option<pass::Pass>,
     /// The planted bug `CheckpointInPlace` (see `planted`); false but in simulated tests.
     checkpoint_in_place: bool,
+    /// What the checkpoint file says (as read at open, or last written): a checkpoint of an
+    /// unchanged log writes nothing.
+    checkpointed: i64,
 }
 
 impl Log {
@@ -222,7 +225,7 @@ impl Log {
         // A clean point above the end (a crash cut the log after it was written) would call
         // records appended later clean.
         let cleaned_to = cleaner::read_checkpoint(disk.as_ref(), &dir)?.min(end);
-        let mut log = Log { disk, dir, config, segments, recovery_point, unflushed_records: 0, unflushed_since_ms: None, dir_dirty: true, owed, epochs, failed: None, cleaned_to, pass: None, checkpoint_in_place: false };
+        let mut log = Log { disk, dir, config, segments, recovery_point, unflushed_records: 0, unflushed_since_ms: None, dir_dirty: true, owed, epochs, failed: None, cleaned_to, pass: None, checkpoint_in_place: false, checkpointed: report.recovery_point };
         if report.cut.is_some() || !report.segments_removed.is_empty() || report.recovery_point > end {
             // Make the cut durable before anything new lands on top of it, and never leave a
             // checkpoint on disk that vouches for offsets the log no longer has: a later roll

@@ -394,3 +394,23 @@ fn a_compacted_log_is_not_cut_by_retention() {
     assert_eq!(log.apply_retention(1_000_000_000, log.log_end_offset()).unwrap(), 0);
     assert_eq!(log.log_start_offset(), 0);
 }
+
+#[test]
+fn a_staged_checkpoint_of_an_unchanged_log_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = disk();
+    let (mut log, _) = Log::open(d.clone(), tmp.path(), small(), 0).unwrap();
+    fill(&mut log, 5, 1);
+    let staged = log.checkpoint_stage().unwrap().expect("a changed log stages");
+    d.sync_all(tmp.path()).unwrap();
+    log.checkpoint_commit(staged).unwrap();
+    assert_eq!(log.recovery_point(), log.log_end_offset());
+    assert!(log.checkpoint_stage().unwrap().is_none(), "nothing changed since");
+    let mut one = || build(&[b"more"], 2000);
+    log.append(&mut one(), 5, 2).unwrap();
+    let staged = log.checkpoint_stage().unwrap().expect("an append changes it");
+    log.append(&mut one(), 5, 3).unwrap();
+    assert!(log.checkpoint_commit(staged).is_err(), "an append between the halves is refused");
+    let text = std::fs::read_to_string(tmp.path().join(RECOVERY_POINT_FILE)).unwrap();
+    assert_eq!(text, "15\n", "the refused half left the old checkpoint");
+}
