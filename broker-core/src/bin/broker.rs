@@ -101,6 +101,7 @@ fn run() -> Result<(), String> {
     runtime.block_on(async move {
         let disk: Arc<dyn Disk> = Arc::new(FileDisk::new());
         let data = config.data_dir.clone();
+        let _lock = lock_data_dir(&data)?;
         let now = server::now_ms();
         let quorum = match config.controller_id == config.node_id {
             true => {
@@ -121,6 +122,24 @@ fn run() -> Result<(), String> {
         tracing::info!("stopped cleanly");
         Ok(())
     })
+}
+
+/// Takes an exclusive lock on `<data>/.lock` for the life of the process, as Kafka does: two
+/// brokers on one data directory would overwrite each other's checkpoints and segments.
+fn lock_data_dir(data: &std::path::Path) -> Result<std::fs::File, String> {
+    use std::os::fd::AsRawFd;
+    std::fs::create_dir_all(data).map_err(|e| format!("create {}: {e}", data.display()))?;
+    let path = data.join(".lock");
+    let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(|e| format!("open {}: {e}", path.display()))?;
+    // SAFETY: flock only reads the descriptor, which `file` keeps open for the call.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(match e.raw_os_error() {
+            Some(libc::EWOULDBLOCK) => format!("data directory {} is in use by another broker process (it holds {})", data.display(), path.display()),
+            _ => format!("lock {}: {e}", path.display()),
+        });
+    }
+    Ok(file)
 }
 
 /// Raises the soft limit on open files to the hard one, as Kafka's operators are told to and

@@ -246,6 +246,23 @@ fn acknowledged_records_survive(signal: libc::c_int) {
 }
 
 #[test]
+fn a_second_broker_on_the_same_data_directory_is_refused() {
+    let data = tempfile::tempdir().unwrap();
+    let mut first = Broker::start(data.path(), &[]);
+    let args = vec!["--node-id".to_string(), "0".into(), "--data-dir".into(), data.path().display().to_string()];
+    let port = free_ports(1)[0];
+    let why = match BrokerProcess::start(port, &args, broker_log_lines_max, Duration::from_secs(broker_ready_timeout_s)) {
+        Ok(_) => panic!("a second broker started on {}", data.path().display()),
+        Err(why) => why,
+    };
+    assert!(why.contains("is in use by another broker process"), "{why}");
+    first.assert_alive("after the second one was refused");
+    first.signal_and_wait(libc::SIGTERM);
+    let mut again = first.restart();
+    again.assert_alive("restarted once the first had exited (the lock went with it)");
+}
+
+#[test]
 fn restart_after_sigterm_keeps_acknowledged_records() {
     acknowledged_records_survive(libc::SIGTERM);
 }
