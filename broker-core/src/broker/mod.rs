@@ -90,6 +90,9 @@ pub struct Broker {
     partitions: BTreeMap<(String, i32), Partition>,
     /// Replicas that failed to open or went offline, and when to try opening them again.
     offline: BTreeMap<(String, i32), u64>,
+    /// Replicas whose directory this step created, unsynced: one file-system sync makes them
+    /// all durable before the step returns (`reconcile::sync_created`).
+    created: Vec<(String, i32)>,
     /// Producer ids handed out by this node.
     producer_ids: ProducerIds,
     /// Topics a Metadata request asked to auto-create; the shell forwards them to the controller.
@@ -122,6 +125,7 @@ impl Broker {
             image: Image::default(),
             partitions: BTreeMap::new(),
             offline: BTreeMap::new(),
+            created: Vec::new(),
             producer_ids,
             auto_create: BTreeSet::new(),
             registered: None,

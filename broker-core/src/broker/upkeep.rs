@@ -125,6 +125,7 @@ impl Broker {
             }
         }
         self.offline.retain(|k, _| !self.partitions.contains_key(k));
+        self.sync_created(&mut out);
         out
     }
 

@@ -30,15 +30,16 @@ pub enum Claimed {
     /// A deleted topic of the same name had left it; its files were removed first, so old
     /// records never resurface under the new topic.
     Emptied,
-    /// Its marker was not whole: a power loss before the partition's first flush (the only
-    /// time a marker is unsynced). Nothing in it was ever flushed, so it was emptied as above.
+    /// Its marker was not whole: a power loss while the step that created the directory ran
+    /// (the only time a marker is unsynced, see `Broker::sync_created`); no record was ever
+    /// written there, so it was emptied as above.
     Torn,
 }
 
 impl Claimed {
-    /// Whether the marker was written just now, unsynced: the caller must make it durable
-    /// (and the directory's entry in the data directory) before the partition's first flush
-    /// counts, with [`crate::log::Log::owe_sync`].
+    /// Whether the marker was written just now, unsynced: the caller must make it and the
+    /// directory's entry in the data directory durable before the partition takes a write (the
+    /// broker syncs the file system once for every replica a step created).
     pub fn marker_written(self) -> bool {
         self != Claimed::Ours
     }
@@ -46,7 +47,7 @@ impl Claimed {
 
 /// Makes `dir` the directory of the topic with id `topic_id_hex`. A new marker is written in
 /// place and unsynced (see [`Claimed::marker_written`]): creating a topic of 4,000 partitions
-/// must not cost 4,000 fsyncs (Kafka writes `partition.metadata` lazily for the same reason).
+/// must not cost 4,000 rounds of fsyncs.
 pub fn claim(disk: &dyn Disk, data_dir: &Path, dir: &Path, topic_id_hex: &str) -> Result<Claimed, LogError> {
     let marker = dir.join(partition_marker);
     let expected = format!("version: 0\ntopic_id: {topic_id_hex}\n");

@@ -71,6 +71,11 @@ impl Log {
         self.owed.push(Owed::Dir(dir));
     }
 
+    /// The caller made everything this log owes durable (a file-system sync after creating it).
+    pub fn owed_durable(&mut self) {
+        self.owed.clear();
+    }
+
     fn pay_owed(&mut self) -> Result<(), LogError> {
         for owed in &self.owed {
             match owed {

@@ -406,7 +406,7 @@ fn a_staged_checkpoint_of_an_unchanged_log_writes_nothing() {
     log.checkpoint_commit(staged).unwrap();
     assert_eq!(log.recovery_point(), log.log_end_offset());
     assert!(log.checkpoint_stage().unwrap().is_none(), "nothing changed since");
-    let mut one = || build(&[b"more"], 2000);
+    let one = || build(&[b"more"], 2000);
     log.append(&mut one(), 5, 2).unwrap();
     let staged = log.checkpoint_stage().unwrap().expect("an append changes it");
     log.append(&mut one(), 5, 3).unwrap();
