@@ -99,13 +99,19 @@ impl Broker {
             }
             self.offline.entry(key).or_insert(now);
         }
-        let missing: Vec<(String, i32)> = self
-            .image
-            .topics
-            .iter()
-            .flat_map(|(n, t)| t.partitions.iter().enumerate().filter(|(_, i)| i.replicas.contains(&me)).map(move |(i, _)| (n.clone(), i as i32)))
-            .filter(|k| !self.partitions.contains_key(k))
-            .collect();
+        // Both are in (topic, partition) order: one walk, no allocation for the replicas that are
+        // open (every tick, for every partition).
+        let mut open = self.partitions.keys().map(|(n, p)| (n.as_str(), *p)).peekable();
+        let mut missing: Vec<(String, i32)> = Vec::new();
+        for (n, t) in &self.image.topics {
+            for (i, _) in t.partitions.iter().enumerate().filter(|(_, info)| info.replicas.contains(&me)) {
+                let key = (n.as_str(), i as i32);
+                while open.next_if(|k| *k < key).is_some() {}
+                if open.peek() != Some(&key) {
+                    missing.push((n.clone(), i as i32));
+                }
+            }
+        }
         for (name, p) in missing {
             let key = (name.clone(), p);
             if self.offline.get(&key).is_some_and(|&at| now < at) {

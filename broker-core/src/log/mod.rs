@@ -378,8 +378,10 @@ impl Log {
     /// read). Returns how many were deleted.
     pub fn apply_retention(&mut self, now: u64, upper: i64) -> Result<usize, LogError> {
         self.check_failed()?;
-        if !self.config.cleanup.delete {
-            return Ok(0); // cleanup.policy=compact: old data goes by key, never by age or size
+        if !self.config.cleanup.delete || self.segments.len() < 2 {
+            // cleanup.policy=compact: old data goes by key, never by age or size; and the
+            // active segment never goes (this runs for every partition on every tick)
+            return Ok(0);
         }
         let mut deleted = 0;
         let mut total: u64 = self.segments.iter().map(|s| s.size()).sum();
