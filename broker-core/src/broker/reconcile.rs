@@ -105,9 +105,15 @@ impl Broker {
             }
             return;
         }
+        let in_place = self.config.planted(PlantedBug::CheckpointInPlace);
         for key in created {
             if let Some(part) = self.partitions.get_mut(&key) {
                 part.log.owed_durable();
+                if in_place {
+                    // Planted: its in-place checkpoint at open is written again after the sync
+                    // that covered the first, so it stays unsynced as the bug has it.
+                    let _ = part.log.checkpoint();
+                }
             }
         }
     }

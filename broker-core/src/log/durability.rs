@@ -123,8 +123,15 @@ impl Log {
     /// not changed since its checkpoint file was written, which already says its end.
     pub fn checkpoint_stage(&mut self) -> Result<Option<StagedCheckpoint>, LogError> {
         self.check_failed()?;
+        if self.checkpoint_in_place {
+            // Planted `CheckpointInPlace`: the old per-log flush and an unsynced in-place write,
+            // which the file-system syncs around a staged checkpoint would otherwise cover.
+            self.flush_inner()?;
+            self.write_checkpoint_in_place()?;
+            return Ok(None);
+        }
         let end = self.log_end_offset();
-        if self.checkpointed == end && self.recovery_point == end && !self.dir_dirty && self.owed.is_empty() && !self.checkpoint_in_place {
+        if self.checkpointed == end && self.recovery_point == end && !self.dir_dirty && self.owed.is_empty() {
             return Ok(None);
         }
         for seg in &mut self.segments {
@@ -156,9 +163,6 @@ impl Log {
             seg.indexes_are_durable();
         }
         self.mark_flushed(staged.end);
-        if self.checkpoint_in_place {
-            return self.write_checkpoint_in_place();
-        }
         let (from, to) = (tmp_path(self), self.dir.join(RECOVERY_POINT_FILE));
         self.disk.rename(&from, &to).map_err(|source| LogError::Io { op: "rename checkpoint", path: from, source })?;
         self.checkpointed = staged.end;
