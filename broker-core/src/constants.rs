@@ -93,6 +93,11 @@ pub const fetch_bytes_max: usize = 55 * 1024 * 1024;
 
 const _: () = assert!(fetch_bytes_max <= i32::MAX as usize);
 
+/// The most one `sendfile` call of a zero-copy fetch asks to send: the call runs on a runtime
+/// worker, and on a non-blocking socket it stops when the socket buffer is full anyway; a bound
+/// keeps one call from holding the worker for a whole 55 MiB answer read from a cold disk.
+pub const sendfile_bytes_max: usize = 4 * 1024 * 1024;
+
 /// Kafka `connections.max.idle.ms`: a connection with no request for this long is closed.
 pub const connection_idle_ms_max: u64 = 10 * 60 * 1000;
 

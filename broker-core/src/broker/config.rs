@@ -45,6 +45,11 @@ pub struct BrokerConfig {
     pub cleaner_backoff_ms: u64,
     /// `log.cleaner.io.max.bytes.per.second`: the cleaner's read+write rate; None: no limit.
     pub cleaner_io_bytes_per_second: Option<u64>,
+    /// Zero-copy fetch (no Kafka name; `--fetch-zero-copy`): fetch answers carry regions of
+    /// the segment files, sent with `sendfile`, instead of bytes read (and CRC-checked) into
+    /// memory. On by default in the real build; off in the simulated build, whose traces and
+    /// checkers were made on the copying path (the same bytes either way).
+    pub fetch_zero_copy: bool,
     /// A known bug switched on, so tests can prove the simulator's checkers catch it. Exists
     /// only in the simulated build: no flag, file or real binary can set it.
     #[cfg(madsim)]
@@ -78,6 +83,7 @@ impl Default for BrokerConfig {
             groups: GroupConfig::default(),
             cleaner_backoff_ms: crate::constants::log_cleaner_backoff_ms,
             cleaner_io_bytes_per_second: None,
+            fetch_zero_copy: !cfg!(madsim),
             #[cfg(madsim)]
             planted_bug: None,
             buggify: crate::buggify::Buggify::default(),

@@ -6,6 +6,7 @@ use super::producer::Verdict;
 use super::{Action, Broker, Error, PlantedBug};
 use crate::kafka::list_offsets;
 use crate::log::batch::{self, BatchHeader};
+use crate::log::Records;
 use crate::replication::IsrProposal;
 use bytes::Bytes;
 
@@ -134,13 +135,16 @@ impl Broker {
         };
         let part = self.local(name, p)?;
         let records = if (max_bytes == 0 && !min_one) || offset >= upper {
-            Bytes::new()
+            Records::default()
         } else {
-            let r = part.log.read(offset, max_bytes.max(1), upper)?;
-            if !min_one && r.bytes.len() > max_bytes { Bytes::new() } else { r.bytes }
+            let r = match self.config.fetch_zero_copy {
+                true => part.log.slice(offset, max_bytes.max(1), upper)?,
+                false => Records::Memory(part.log.read(offset, max_bytes.max(1), upper)?.bytes),
+            };
+            if !min_one && r.len() > max_bytes { Records::default() } else { r }
         };
         let records = match who.replica.is_none() && self.config.planted(PlantedBug::FetchRepeatsFirstBatch) {
-            true => repeat_first_batch(records),
+            true => records.to_bytes().map(|b| Records::Memory(repeat_first_batch(b))).unwrap_or(records),
             false => records,
         };
         let hw = part.high_watermark();

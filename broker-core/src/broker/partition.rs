@@ -6,7 +6,6 @@ use super::Error;
 use crate::log::Log;
 use crate::metadata::PartitionInfo;
 use crate::replication::{Change, Replication, Role};
-use bytes::Bytes;
 
 /// One local replica: its log, its producers, its replication state.
 pub struct Partition {
@@ -97,7 +96,8 @@ pub struct Produced {
 pub struct Fetched {
     pub high_watermark: i64,
     pub log_start_offset: i64,
-    pub records: Bytes,
+    /// In memory or file regions (`BrokerConfig::fetch_zero_copy`); the same bytes either way.
+    pub records: crate::log::Records,
 }
 
 /// What became of an ISR proposal (AlterPartition).

@@ -30,7 +30,7 @@ fn produce_then_fetch_and_list_offsets() {
     assert_eq!(b.produce("t", 1, &build(&[b"c"], 2000), 1, 0, &mut Vec::new()).unwrap().base_offset, 2);
     let f = b.fetch("t", 1, 0, 1 << 20, true, consumer, 0, &mut Vec::new()).unwrap();
     assert_eq!(f.high_watermark, 3, "an ISR of one: the high watermark follows the log end");
-    assert_eq!(&f.records[..8], &0i64.to_be_bytes());
+    assert_eq!(&f.records.to_bytes().unwrap()[..8], &0i64.to_be_bytes());
     assert_eq!(b.list_offset("t", 1, -2, -1).unwrap(), (-1, 0));
     assert_eq!(b.list_offset("t", 1, -1, -1).unwrap(), (-1, 3));
     assert_eq!(b.list_offset("t", 1, 1500, -1).unwrap(), (2000, 2));
@@ -207,10 +207,10 @@ fn a_compacted_topic_is_cleaned_on_the_timer_and_refuses_keyless_records() {
     let (mut latest, mut offset) = (BTreeMap::new(), 0);
     while offset < 200 {
         let f = b.fetch("c", 0, offset, 1 << 20, true, consumer, 0, &mut Vec::new()).unwrap();
-        for h in crate::log::batch::whole_batches(&f.records).unwrap() {
+        for h in crate::log::batch::whole_batches(&f.records.to_bytes().unwrap()).unwrap() {
             offset = h.next_offset();
         }
-        for (_, k, v) in crate::client::consumer::decode_records(f.records).unwrap() {
+        for (_, k, v) in crate::client::consumer::decode_records(f.records.to_bytes().unwrap()).unwrap() {
             latest.insert(String::from_utf8(k.unwrap().to_vec()).unwrap(), String::from_utf8(v.unwrap().to_vec()).unwrap());
         }
     }

@@ -25,6 +25,7 @@ mod config;
 mod durability;
 mod pass;
 mod read;
+pub mod region;
 mod replica;
 mod planted;
 mod segment;
@@ -36,6 +37,7 @@ pub use epochs::{EpochCache, EpochEntry};
 pub use cleaner::CleanStats;
 pub use pass::Step as CleanStep;
 pub use durability::StagedCheckpoint;
+pub use region::{FileRegion, Records, RegionError};
 pub use segment::{file_stem, Cut};
 
 use crate::constants::*;

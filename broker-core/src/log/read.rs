@@ -3,6 +3,7 @@
 
 use super::batch::{self, BatchError, BatchHeader};
 use super::segment::Segment;
+use super::region::{FileRegion, Records};
 use super::{Log, LogError, ReadResult};
 use bytes::Bytes;
 
@@ -44,6 +45,37 @@ impl Log {
             }
         }
         Ok(found.map_or(ReadResult { first_batch_offset: offset, bytes: Bytes::new() }, |(first_batch_offset, bytes)| ReadResult { first_batch_offset, bytes }))
+    }
+
+    /// [`Log::read`] as regions of the segment files (zero-copy fetch, see `log::region`): the
+    /// same batches, bounded by their headers instead of read, so they are not CRC-checked
+    /// here (Kafka does not check on fetch either; the client does, and a follower on append).
+    pub fn slice(&self, offset: i64, max_bytes: usize, upper: i64) -> Result<Records, LogError> {
+        let (start, end) = (self.log_start_offset(), self.log_end_offset());
+        if offset < start || offset > end {
+            return Err(LogError::OffsetOutOfRange { requested: offset, start, end });
+        }
+        let first = self.segments.partition_point(|s| s.base_offset <= offset).saturating_sub(1);
+        let (mut regions, mut total, mut holds_a_record) = (Vec::<FileRegion>::new(), 0usize, false);
+        for seg in &self.segments[first..] {
+            if seg.base_offset >= upper {
+                break;
+            }
+            let from = if regions.is_empty() { offset } else { seg.base_offset };
+            let Some((_, region, holds)) = seg.slice(from, max_bytes.saturating_sub(total), upper)? else { continue };
+            // Only while nothing fit: the next segment's first batch must fit what is left.
+            if !regions.is_empty() && total + region.len as usize > max_bytes {
+                break;
+            }
+            total += region.len as usize;
+            holds_a_record |= holds;
+            regions.push(region);
+            // As in Log::read: on past segments of empty compacted batches only.
+            if holds_a_record || total >= max_bytes {
+                break;
+            }
+        }
+        Ok(Records::File(regions))
     }
 
     /// Calls `f` with every whole batch (header and bytes, shared with the read, not copied)

@@ -16,8 +16,10 @@ use super::segment_files::{load_index, offset_index_checks_out, paths, ChunkRead
 pub use super::segment_files::delete_files;
 use super::{io_err, LogError};
 use crate::constants::{batch_header_bytes, batch_log_overhead_bytes};
+use super::region::SegmentLog;
 use crate::storage::{read_exact_at, Disk, DiskFile};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// `00000000000000012345` — Kafka's file stem for a segment starting at offset 12345.
 pub fn file_stem(base_offset: i64) -> String {
@@ -36,7 +38,8 @@ pub struct Cut {
 pub struct Segment {
     pub base_offset: i64,
     log_path: PathBuf,
-    log: Box<dyn DiskFile>,
+    /// Shared with the fetch regions in flight from this segment (see `log::region`).
+    log: Arc<SegmentLog>,
     /// Bytes of whole batches in `.log`.
     size: u64,
     /// Offset after the last batch (`base_offset` when empty).
@@ -132,7 +135,7 @@ impl Segment {
         Segment {
             base_offset: base,
             log_path,
-            log,
+            log: Arc::new(SegmentLog::new(log)),
             size: 0,
             next_offset: base,
             idx: Indexing {
@@ -349,7 +352,7 @@ impl Segment {
     pub fn truncate_to(&mut self, offset: i64, now: u64) -> Result<i64, LogError> {
         let Some((position, first_removed)) = self.position_of(offset)? else { return Ok(self.next_offset) };
         let end = first_removed.base_offset;
-        self.log.truncate(position).map_err(io_err("truncate", &self.log_path))?;
+        self.log.cut(position).map_err(io_err("truncate", &self.log_path))?;
         self.size = position;
         self.next_offset = end;
         let rel_end = end - self.base_offset;

@@ -4,6 +4,7 @@
 mod hardening;
 mod replica;
 mod cleaning;
+mod region;
 
 use super::batch::{build, validate};
 use super::*;

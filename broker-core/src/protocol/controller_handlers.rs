@@ -66,7 +66,7 @@ pub fn metadata_fetch(node: &Node, req: FetchRequest, final_attempt: bool) -> Fe
                     pd.error_code = code;
                     pd.high_watermark = -1;
                     pd.records = Some(Default::default());
-                    return FetchDecision::Respond(with(r, tr, pd));
+                    return FetchDecision::Respond(with(r, tr, pd), Vec::new());
                 }
             }
             tr.partitions.push(pd);
@@ -76,7 +76,7 @@ pub fn metadata_fetch(node: &Node, req: FetchRequest, final_attempt: bool) -> Fe
     if !final_attempt && req.max_wait_ms > 0 && total == 0 {
         return FetchDecision::Park(req.max_wait_ms as u64);
     }
-    FetchDecision::Respond(r)
+    FetchDecision::Respond(r, Vec::new())
 }
 
 fn with(mut r: FetchResponse, mut tr: FetchableTopicResponse, pd: PartitionData) -> FetchResponse {

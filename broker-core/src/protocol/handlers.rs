@@ -3,7 +3,9 @@
 
 use crate::kafka::SERVED;
 use super::waiting::{Pending, PendingDelete, Waiting};
+use super::fetch_frame::FileRecords;
 use super::Outcome;
+use crate::log::Records;
 use crate::broker::{Action, Broker, Error, Fetcher};
 use bytes::Bytes;
 use kafka_protocol::messages::api_versions_response::{ApiVersion, ApiVersionsResponse};
@@ -180,7 +182,8 @@ pub fn produce(b: &mut Broker, version: i16, correlation_id: i32, req: ProduceRe
 }
 
 pub enum FetchDecision {
-    Respond(FetchResponse),
+    /// The response, and which of its partitions' records are file regions.
+    Respond(FetchResponse, Vec<FileRecords>),
     Park(u64),
 }
 
@@ -200,6 +203,7 @@ pub fn fetch(b: &mut Broker, version: i16, req: FetchRequest, attempt: super::At
     let mut total = 0usize;
     let mut errors = false;
     let mut seen = std::collections::BTreeSet::new();
+    let mut files = Vec::new();
     for topic in &req.topics {
         let name = topic.topic.0.to_string();
         let mut tr = FetchableTopicResponse::default();
@@ -225,7 +229,14 @@ pub fn fetch(b: &mut Broker, version: i16, req: FetchRequest, attempt: super::At
                     pd.log_start_offset = f.log_start_offset;
                     budget = budget.saturating_sub(f.records.len());
                     total += f.records.len();
-                    pd.records = Some(f.records);
+                    pd.records = Some(match f.records {
+                        Records::Memory(bytes) => bytes,
+                        Records::File(regions) => {
+                            // Sent from the files by the shell; an empty placeholder here.
+                            files.push(FileRecords { topic: r.responses.len(), partition: tr.partitions.len(), regions });
+                            Bytes::new()
+                        }
+                    });
                 }
                 Err(e) => {
                     errors = true;
@@ -248,7 +259,7 @@ pub fn fetch(b: &mut Broker, version: i16, req: FetchRequest, attempt: super::At
     if !final_attempt && !errors && req.max_wait_ms > 0 && total < req.min_bytes.max(1) as usize {
         return FetchDecision::Park(req.max_wait_ms as u64);
     }
-    FetchDecision::Respond(r)
+    FetchDecision::Respond(r, files)
 }
 
 pub fn list_offsets(b: &Broker, version: i16, req: ListOffsetsRequest) -> ListOffsetsResponse {

@@ -10,6 +10,7 @@
 
 mod config_handlers;
 mod controller_handlers;
+pub mod fetch_frame;
 mod group_handlers;
 mod group_link;
 mod handlers;
@@ -71,6 +72,8 @@ impl Node {
 pub enum Outcome {
     /// Send this frame (size prefix included).
     Reply(Bytes),
+    /// Send this frame, parts of which are file regions (a zero-copy Fetch response).
+    Frame(fetch_frame::Frame),
     /// Send nothing (produce with acks=0).
     NoReply,
     /// Not enough data for a fetch yet: ask again when data arrives (new metadata, for a fetch
@@ -185,7 +188,8 @@ fn handle_inner(node: &Node, frame: &Bytes, peer: Option<std::net::IpAddr>, now:
                 false => handlers::fetch(&mut b(), version, req, attempt, now, out),
             };
             match decision {
-                handlers::FetchDecision::Respond(resp) => reply!(resp),
+                handlers::FetchDecision::Respond(resp, files) if files.is_empty() => reply!(resp),
+                handlers::FetchDecision::Respond(resp, files) => fetch_frame::encode(version, correlation_id, &resp, &files).map(Outcome::Frame),
                 handlers::FetchDecision::Park(wait_ms) => Ok(Outcome::Park { wait_ms, metadata }),
             }
         }

@@ -35,7 +35,12 @@ fn frame<R: Encodable + HeaderVersion>(key: ApiKey, version: i16, body: &R) -> B
 
 /// Decodes a reply frame, checking the size prefix and correlation id.
 fn reply<R: Decodable>(outcome: Outcome, key: ApiKey, version: i16) -> R {
-    let Outcome::Reply(mut bytes) = outcome else { panic!("expected a reply, got {outcome:?}") };
+    let mut bytes = match outcome {
+        Outcome::Reply(bytes) => bytes,
+        // A zero-copy fetch answer: its regions read back.
+        Outcome::Frame(frame) => frame.to_bytes().unwrap(),
+        other => panic!("expected a reply, got {other:?}"),
+    };
     let size = i32::from_be_bytes(bytes[..4].try_into().unwrap()) as usize;
     assert_eq!(size + 4, bytes.len(), "size prefix matches the frame");
     let mut body = bytes.split_off(4);

@@ -8,6 +8,7 @@
 
 pub mod config;
 mod peers;
+mod send;
 
 use crate::broker::{Action, Broker, Level};
 use crate::controller::quorum::Quorum;
@@ -363,7 +364,7 @@ async fn wait_for(shared: &Shared, mut waiting: Waiting) -> Outcome {
 /// One client connection: read frames, answer in order, close on protocol violations.
 async fn connection(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
     let local = stream.local_addr().map(|a| a.ip()).unwrap_or(IpAddr::from([0, 0, 0, 0]));
-    let (rd, wr) = tokio::io::split(stream);
+    let (rd, wr) = send::split(stream);
     let mut rd = BufReader::with_capacity(64 * 1024, rd);
     let mut wr = BufWriter::with_capacity(64 * 1024, wr);
     loop {
@@ -404,6 +405,13 @@ async fn connection(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
             Outcome::Reply(bytes) => {
                 crate::netfault::before_send(local, peer.ip()).await;
                 if wr.write_all(&bytes).await.is_err() {
+                    break;
+                }
+            }
+            Outcome::Frame(frame) => {
+                crate::netfault::before_send(local, peer.ip()).await;
+                if let Err(e) = send::frame(&mut wr, &frame).await {
+                    tracing::warn!("closing connection from {peer}: fetch response cut short: {e}");
                     break;
                 }
             }

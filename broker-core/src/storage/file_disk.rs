@@ -139,4 +139,8 @@ impl DiskFile for RealFile {
     fn sync(&self) -> io::Result<()> {
         self.file.sync_data().map_err(|e| with_path(e, "fdatasync", &self.path))
     }
+
+    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        Some(std::os::fd::AsRawFd::as_raw_fd(&self.file))
+    }
 }

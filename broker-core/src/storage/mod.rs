@@ -67,6 +67,12 @@ pub trait DiskFile: Send + Sync {
     fn truncate(&self, len: u64) -> io::Result<()>;
     /// Makes this file's contents and length durable (fdatasync).
     fn sync(&self) -> io::Result<()>;
+    /// The OS file descriptor, for `sendfile` from this file to a socket (zero-copy fetch,
+    /// `server::send`); None where there is none (the simulator's files), and the caller then
+    /// copies with [`DiskFile::read_at`].
+    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        None
+    }
 }
 
 /// Reads exactly `buf.len()` bytes at `offset`, or `UnexpectedEof`.

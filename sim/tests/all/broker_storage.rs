@@ -29,14 +29,15 @@ fn values(b: &mut Broker, topic: &str, p: i32) -> Vec<Vec<u8>> {
     let mut at = 0;
     loop {
         let f = b.fetch(topic, p, at, 1 << 20, true, Fetcher::consumer, 0, &mut Vec::new()).unwrap();
-        if f.records.is_empty() {
+        let records = f.records.to_bytes().unwrap();
+        if records.is_empty() {
             return out;
         }
         let mut pos = 0;
-        while pos < f.records.len() {
-            let size = broker_core::log::batch::declared_size(&f.records[pos..]).unwrap();
-            let h = validate(&f.records[pos..pos + size], usize::MAX).unwrap();
-            out.push(f.records[pos + 61..pos + size].to_vec());
+        while pos < records.len() {
+            let size = broker_core::log::batch::declared_size(&records[pos..]).unwrap();
+            let h = validate(&records[pos..pos + size], usize::MAX).unwrap();
+            out.push(records[pos + 61..pos + size].to_vec());
             at = h.next_offset();
             pos += size;
         }

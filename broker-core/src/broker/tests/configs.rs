@@ -60,10 +60,10 @@ fn log_append_time_stamps_the_brokers_clock_on_each_batch() {
     let produced = b.produce("t", 0, &build(&[b"b", b"c"], 1_000), 1, 7_000, &mut Vec::new()).unwrap();
     assert_eq!((produced.base_offset, produced.log_append_time), (1, 7_000));
     let f = b.fetch("t", 0, 1, 1 << 20, true, consumer, 0, &mut Vec::new()).unwrap();
-    let h = batch::read_header(&f.records).unwrap();
+    let h = batch::read_header(&f.records.to_bytes().unwrap()).unwrap();
     assert!(h.log_append_time(), "the timestamp-type attribute bit is set");
     assert_eq!((h.base_offset, h.max_timestamp), (1, 7_000));
-    batch::check_stored(&f.records[..h.size]).expect("the CRC covers the rewritten header");
+    batch::check_stored(&f.records.to_bytes().unwrap()[..h.size]).expect("the CRC covers the rewritten header");
     // Not asserted: ListOffsets by timestamp on a LogAppendTime batch. The log's time lookup
     // (log/segment.rs `find_in_batch`) walks each record's own CreateTime delta, where Kafka
     // reads every record of a LogAppendTime batch as the batch's maxTimestamp (docs/protocol.md).
@@ -88,7 +88,7 @@ fn delete_records_moves_the_start_inside_a_segment_persists_it_and_trims_whole_s
     assert_eq!(b.low_watermark("d", 0, -1).unwrap(), 3, "a single replica is the whole low watermark");
     assert!(matches!(b.fetch("d", 0, 2, 1 << 20, true, consumer, 0, &mut Vec::new()), Err(Error::OffsetOutOfRange { start: 3, .. })));
     let from_start = b.fetch("d", 0, 3, 1 << 20, true, consumer, 0, &mut Vec::new()).unwrap();
-    assert_eq!((from_start.log_start_offset, batch::read_header(&from_start.records).unwrap().base_offset), (3, 3));
+    assert_eq!((from_start.log_start_offset, batch::read_header(&from_start.records.to_bytes().unwrap()).unwrap().base_offset), (3, 3));
     assert_eq!(b.list_offset("d", 0, -2, -1).unwrap(), (-1, 3));
     assert_eq!(b.delete_records("d", 0, 1, 0).unwrap().0, 1, "a start already past the offset stays");
     assert_eq!(b.partitions()[&key("d")].log_start_offset(), 3);

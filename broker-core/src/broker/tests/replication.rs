@@ -156,10 +156,11 @@ impl Cluster {
                     let mut woke = Vec::new();
                     let got = self.broker(leader).fetch(&f.topic, f.partition, f.fetch_offset, 1 << 20, true, who, now, &mut woke).unwrap();
                     self.actions.extend(woke);
-                    let answer = FetchAnswer { error: None, records: &got.records, high_watermark: got.high_watermark, log_start_offset: got.log_start_offset };
+                    let records = got.records.to_bytes().unwrap();
+                    let answer = FetchAnswer { error: None, records: &records, high_watermark: got.high_watermark, log_start_offset: got.log_start_offset };
                     fetcher.on_fetch_answer(self.broker(follower), &f, answer, now, &mut out);
                     if f.topic == topic_name && f.partition == 0 {
-                        fetched = got.records;
+                        fetched = records;
                     }
                 }
             }
@@ -387,7 +388,7 @@ fn a_stale_fetch_answer_is_dropped() {
         c.broker(leader).fetch(topic_name, 0, 1, 1 << 20, true, who, 0, &mut Vec::new()).unwrap()
     };
     let append = |c: &mut Cluster, follower: i32, leader: i32, leader_epoch: i32, answer: &Fetched| {
-        c.broker(follower).append_from_leader(topic_name, 0, leader, leader_epoch, 1, &answer.records, answer.high_watermark, 0).unwrap();
+        c.broker(follower).append_from_leader(topic_name, 0, leader, leader_epoch, 1, &answer.records.to_bytes().unwrap(), answer.high_watermark, 0).unwrap();
     };
 
     // The same answer twice: the second is for offset 1, but the log now ends at 2.

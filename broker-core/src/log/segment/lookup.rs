@@ -4,6 +4,8 @@
 
 use super::super::batch;
 use super::super::segment_files::ChunkReader;
+use super::super::index::OffsetEntry;
+use super::super::region::FileRegion;
 use super::super::{io_err, BatchHeader, LogError};
 use super::Segment;
 use crate::constants::{batch_header_bytes, batch_log_overhead_bytes};
@@ -49,6 +51,41 @@ impl Segment {
         }
         buf.truncate(at);
         Ok(Some((first.base_offset, Bytes::from(buf))))
+    }
+
+    /// The whole batches [`Segment::read`] would return, as a region of the file instead of
+    /// bytes (zero-copy fetch), with whether any of them holds a record; only batch headers are
+    /// read (no CRC check: the bytes go to the socket unread, as in Kafka). The sparse offset
+    /// index skips ahead to the last entry before the bound, so a fetch reads a few headers
+    /// whatever `max_bytes` is; entries are batch starts, so a batch before an entry at or
+    /// below `upper` ends below `upper`.
+    pub fn slice(&self, offset: i64, max_bytes: usize, upper: i64) -> Result<Option<(i64, FileRegion, bool)>, LogError> {
+        let Some((start, first)) = self.position_of(offset)? else { return Ok(None) };
+        if first.last_offset() >= upper {
+            return Ok(None);
+        }
+        let limit = start.saturating_add(max_bytes as u64);
+        let (mut end, mut expected) = (start + first.size as u64, first.next_offset());
+        let mut holds_a_record = first.records_count > 0;
+        // Skipped batches are not looked at: only once the answer is known to hold a record.
+        if holds_a_record {
+            let entries = self.idx.index.entries();
+            let base_of = |e: &OffsetEntry| self.base_offset + e.relative_offset as i64;
+            let below = entries.partition_point(|e| e.position as u64 <= limit && base_of(e) <= upper);
+            if let Some(e) = below.checked_sub(1).map(|i| entries[i]).filter(|e| e.position as u64 > end) {
+                (end, expected) = (e.position as u64, base_of(&e));
+            }
+        }
+        while end < self.size {
+            let h = self.header_at(end, Some(expected), self.size)?;
+            if end + h.size as u64 > limit || h.last_offset() >= upper {
+                break;
+            }
+            holds_a_record |= h.records_count > 0;
+            expected = h.next_offset();
+            end += h.size as u64;
+        }
+        Ok(Some((first.base_offset, FileRegion::new(self.log.clone(), start, end - start), holds_a_record)))
     }
 
     /// First offset whose record timestamp is `>= ts`, with that timestamp.

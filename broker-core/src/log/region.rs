@@ -1,0 +1,200 @@
+//! The records part of a fetch answer: bytes in memory, or regions of segment files that the
+//! shell sends with `sendfile` (zero-copy fetch, Kafka's `FileRecords.writeTo`). Decision code
+//! carries [`Records`] without knowing which it holds; only the socket writer looks inside.
+//!
+//! Safety while a region is in flight (between the read that bounded it and the last byte
+//! sent), the model Kafka's `FileRecords` follows too:
+//! * A region holds its segment's open file ([`SegmentLog`], shared by `Arc`), so a segment
+//!   deleted by retention, by a truncation or by the cleaner's swap keeps its bytes readable:
+//!   removing a file unlinks its name, never the open inode, and the region sends exactly the
+//!   bytes its read saw.
+//! * A truncation cuts the file in place (a follower's KIP-101 cut of the active segment). The
+//!   region was bounded at read time to whole batches; [`SegmentLog::cut`] counts cuts, and a
+//!   region whose file was cut since its read — or that finds the file shorter than its end —
+//!   refuses to send ([`RegionError`]); the shell then closes the connection, as Kafka does
+//!   when `FileRecords.writeTo` finds its file truncated. Never padded: the client retries the
+//!   fetch on a new connection and sees the log as it now is.
+//!
+//! This module never touches sockets; it reads files only for the copying path.
+
+use crate::storage::DiskFile;
+use bytes::Bytes;
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// A segment's `.log` file, shared between the segment and the regions in flight from it, with
+/// a count of the in-place cuts made to it (see the module header).
+pub struct SegmentLog {
+    file: Box<dyn DiskFile>,
+    cuts: AtomicU64,
+}
+
+impl SegmentLog {
+    pub fn new(file: Box<dyn DiskFile>) -> SegmentLog {
+        SegmentLog { file, cuts: AtomicU64::new(0) }
+    }
+
+    /// Cuts the file to `len` bytes, removing whole batches: every region bounded before the
+    /// cut refuses to send from now on. (An append that failed and is undone with a plain
+    /// `truncate` removes no served batch, so it is no cut.)
+    pub fn cut(&self, len: u64) -> io::Result<()> {
+        self.cuts.fetch_add(1, Ordering::AcqRel);
+        self.file.truncate(len)
+    }
+
+    fn cuts(&self) -> u64 {
+        self.cuts.load(Ordering::Acquire)
+    }
+}
+
+impl DiskFile for SegmentLog {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        self.file.read_at(buf, offset)
+    }
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        self.file.write_at(buf, offset)
+    }
+    fn append(&self, buf: &[u8]) -> io::Result<u64> {
+        self.file.append(buf)
+    }
+    fn len(&self) -> io::Result<u64> {
+        self.file.len()
+    }
+    fn truncate(&self, len: u64) -> io::Result<()> {
+        self.file.truncate(len)
+    }
+    fn sync(&self) -> io::Result<()> {
+        self.file.sync()
+    }
+    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        self.file.raw_fd()
+    }
+}
+
+/// Whole batches at `position..position + len` of a segment file, as bounded when read.
+#[derive(Clone)]
+pub struct FileRegion {
+    file: Arc<SegmentLog>,
+    pub position: u64,
+    pub len: u64,
+    /// The file's cut count when the region was bounded.
+    cuts: u64,
+}
+
+impl std::fmt::Debug for FileRegion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "FileRegion({}..{})", self.position, self.position + self.len)
+    }
+}
+
+/// Why a region in flight cannot be sent: its bytes are no longer the ones its read bounded.
+#[derive(Debug, thiserror::Error)]
+pub enum RegionError {
+    /// The segment was truncated in place after the read.
+    #[error("segment cut since the fetch read it (region {0}..{1})")]
+    Cut(u64, u64),
+    /// The file ends before the region does (a cut the count did not see, or a short read).
+    #[error("segment file ends at {0}, before the region's end {1}")]
+    Short(u64, u64),
+    /// Reading the file failed (the copying path, or the length check).
+    #[error("reading the region: {0}")]
+    Io(#[from] io::Error),
+}
+
+impl From<RegionError> for io::Error {
+    fn from(e: RegionError) -> io::Error {
+        match e {
+            RegionError::Io(e) => e,
+            other => io::Error::new(io::ErrorKind::UnexpectedEof, other.to_string()),
+        }
+    }
+}
+
+impl FileRegion {
+    pub(super) fn new(file: Arc<SegmentLog>, position: u64, len: u64) -> FileRegion {
+        let cuts = file.cuts();
+        FileRegion { file, position, len, cuts }
+    }
+
+    pub fn end(&self) -> u64 {
+        self.position + self.len
+    }
+
+    /// Ok while the region's bytes are still the ones its read saw (call before each send).
+    pub fn check(&self) -> Result<(), RegionError> {
+        if self.file.cuts() != self.cuts {
+            return Err(RegionError::Cut(self.position, self.end()));
+        }
+        let len = self.file.len()?;
+        if len < self.end() {
+            return Err(RegionError::Short(len, self.end()));
+        }
+        Ok(())
+    }
+
+    /// The file's descriptor, for `sendfile` (None on the simulator's disk).
+    pub fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        self.file.raw_fd()
+    }
+
+    /// Appends the region's bytes to `out` (the copying path), checked as [`FileRegion::check`].
+    pub fn read_into(&self, out: &mut Vec<u8>) -> Result<(), RegionError> {
+        self.check()?;
+        let at = out.len();
+        out.resize(at + self.len as usize, 0);
+        let mut done = 0usize;
+        while done < self.len as usize {
+            let n = self.file.read_at(&mut out[at + done..], self.position + done as u64)?;
+            if n == 0 {
+                out.truncate(at);
+                return Err(RegionError::Short(self.position + done as u64, self.end()));
+            }
+            done += n;
+        }
+        // A cut during the read may have mixed old and new bytes: checked again after.
+        self.check().inspect_err(|_| out.truncate(at))
+    }
+}
+
+/// The records of one partition in a fetch answer: whole batches, in memory or in files.
+#[derive(Debug, Clone)]
+pub enum Records {
+    /// Read into memory (the copying path; CRC-checked on the read).
+    Memory(Bytes),
+    /// Regions of segment files, in log order (one per segment the answer spans).
+    File(Vec<FileRegion>),
+}
+
+impl Default for Records {
+    fn default() -> Self {
+        Records::Memory(Bytes::new())
+    }
+}
+
+impl Records {
+    pub fn len(&self) -> usize {
+        match self {
+            Records::Memory(b) => b.len(),
+            Records::File(regions) => regions.iter().map(|r| r.len as usize).sum(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The bytes, read from the files if need be (tests, tools, the simulator's writer).
+    pub fn to_bytes(&self) -> Result<Bytes, RegionError> {
+        match self {
+            Records::Memory(b) => Ok(b.clone()),
+            Records::File(regions) => {
+                let mut out = Vec::with_capacity(self.len());
+                for r in regions {
+                    r.read_into(&mut out)?;
+                }
+                Ok(out.into())
+            }
+        }
+    }
+}
