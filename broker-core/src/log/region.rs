@@ -11,9 +11,16 @@
 //! * A truncation cuts the file in place (a follower's KIP-101 cut of the active segment). The
 //!   region was bounded at read time to whole batches; [`SegmentLog::cut`] counts cuts, and a
 //!   region whose file was cut since its read — or that finds the file shorter than its end —
-//!   refuses to send ([`RegionError`]); the shell then closes the connection, as Kafka does
-//!   when `FileRecords.writeTo` finds its file truncated. Never padded: the client retries the
-//!   fetch on a new connection and sees the log as it now is.
+//!   refuses to send more ([`RegionError`]); the shell then closes the connection, as Kafka
+//!   does when `FileRecords.writeTo` finds its file truncated. Never padded: the frame stays
+//!   incomplete, so the client discards it and fetches again on a new connection.
+//! * What `sendfile` already queued is page-cache pages, not copies. Pages wholly past a cut
+//!   leave the file but keep their old bytes for the socket; the one page holding the cut point
+//!   is zeroed past it and refilled by later appends in place, so up to a page of queued bytes
+//!   past the cut can change. Those bytes belong to batches the cut removes (above the high
+//!   watermark: only a follower fetched them), and they reach a client only if the frame was
+//!   already whole when the cut came; a follower checks every batch's CRC before appending.
+//!   Bytes below a cut are always the read's (tested over a real socket in `server::send`).
 //!
 //! This module never touches sockets; it reads files only for the copying path.
 

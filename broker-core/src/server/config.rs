@@ -109,6 +109,10 @@ pub struct Flags {
     /// log.cleaner.io.max.bytes.per.second (read and written by the cleaner; default no limit)
     #[arg(long, value_parser = positive_rate)]
     pub log_cleaner_io_max_bytes_per_second: Option<f64>,
+    /// Zero-copy fetch: send records from the segment files with sendfile (default true);
+    /// false reads them into memory, CRC-checked, and copies them (Seedlog's own setting).
+    #[arg(long)]
+    pub fetch_zero_copy: Option<bool>,
 }
 
 /// A byte rate: a positive number (Kafka's setting is a double).
@@ -149,6 +153,7 @@ pub const FILE_SETTINGS: &[&str] = &[
     "offset.metadata.max.bytes",
     "log.cleaner.backoff.ms",
     "log.cleaner.io.max.bytes.per.second",
+    "fetch.zero.copy",
 ];
 
 /// Reads a TOML file's text into flags (file values first; `over` wins where it sets a value).
@@ -191,6 +196,7 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
             "offset.metadata.max.bytes" => f.offset_metadata_max_bytes = Some(int()? as usize),
             "log.cleaner.backoff.ms" => f.log_cleaner_backoff_ms = Some(int()? as u64),
             "log.cleaner.io.max.bytes.per.second" => f.log_cleaner_io_max_bytes_per_second = Some(value.as_float().or(value.as_integer().map(|i| i as f64)).filter(|v| *v > 0.0).ok_or_else(|| bad("a positive number"))?),
+            "fetch.zero.copy" => f.fetch_zero_copy = Some(value.as_bool().ok_or_else(|| bad("true or false"))?),
             other => return Err(format!("config file: unknown setting '{other}' (known: {})", FILE_SETTINGS.join(", "))),
         }
     }
@@ -199,7 +205,7 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
         log_segment_bytes, log_roll_ms, log_retention_ms, log_retention_bytes, log_index_interval_bytes,
         log_flush_interval_messages, log_flush_interval_ms, message_max_bytes, controller_quorum_voters,
         default_replication_factor, replica_lag_time_max_ms, broker_session_timeout_ms, broker_heartbeat_interval_ms,
-        unclean_leader_election_enable, group_initial_rebalance_delay_ms, group_min_session_timeout_ms, group_max_session_timeout_ms, group_max_size, offsets_topic_num_partitions, offsets_topic_replication_factor, offsets_retention_minutes, offset_metadata_max_bytes, log_cleaner_backoff_ms, log_cleaner_io_max_bytes_per_second);
+        unclean_leader_election_enable, group_initial_rebalance_delay_ms, group_min_session_timeout_ms, group_max_session_timeout_ms, group_max_size, offsets_topic_num_partitions, offsets_topic_replication_factor, offsets_retention_minutes, offset_metadata_max_bytes, log_cleaner_backoff_ms, log_cleaner_io_max_bytes_per_second, fetch_zero_copy);
     Ok(f)
 }
 
@@ -258,6 +264,7 @@ pub fn resolve(f: &Flags) -> Result<(SocketAddr, BrokerConfig), String> {
     resolve_groups(f, &mut c.groups)?;
     if let Some(v) = f.log_cleaner_backoff_ms { c.cleaner_backoff_ms = v.max(1) }
     // Kafka's default is Double.MaxValue: no limit. A rate beyond u64 is none either.
+    if let Some(v) = f.fetch_zero_copy { c.fetch_zero_copy = v }
     if let Some(v) = f.log_cleaner_io_max_bytes_per_second { c.cleaner_io_bytes_per_second = (v < u64::MAX as f64).then_some(v as u64) }
     if c.heartbeat_interval_ms == 0 || c.heartbeat_interval_ms * 2 > c.session_timeout_ms {
         return Err(format!(

@@ -7,8 +7,7 @@
 //!
 //! Before every call the region is checked against its file (see `log::region`): a segment cut
 //! since the fetch read it, or shorter than the region, fails the send, and the caller closes
-//! the connection — bytes already sent are the ones the read bounded, never others. Nothing
-//! here decides what to send.
+//! the connection with the frame incomplete. Nothing here decides what to send.
 
 use crate::protocol::fetch_frame::{Frame, Part};
 use std::io;
@@ -87,4 +86,90 @@ async fn send_region(wr: &mut BufWriter<WriteHalf>, region: &crate::log::FileReg
         }
     }
     Ok(())
+}
+
+/// `sendfile` over a real socket: a region sent whole, and a region whose segment is cut while
+/// the reader is slow stops with an error, the frame short and the bytes below the cut intact.
+#[cfg(all(test, not(madsim)))]
+mod tests {
+    use super::*;
+    use crate::log::{Log, LogConfig, Records};
+    use crate::storage::FileDisk;
+    use std::sync::Arc;
+    use tokio::io::AsyncReadExt;
+
+    /// A log of one segment holding 256 batches of 64 KiB (16 MiB), and its whole slice.
+    fn log(dir: &std::path::Path) -> (Log, Frame, bytes::Bytes) {
+        let (mut log, _) = Log::open(Arc::new(FileDisk::new()), dir, LogConfig::default(), 0).unwrap();
+        for b in 0..256usize {
+            log.append(&mut crate::log::batch::build(&[&vec![b as u8; 64 * 1024]], b as i64), 1, 0).unwrap();
+        }
+        let end = log.log_end_offset();
+        let Records::File(regions) = log.slice(0, 32 << 20, end).unwrap() else { panic!("a file slice") };
+        let bytes = log.read(0, 32 << 20, end).unwrap().bytes;
+        let mut parts = vec![Part::Memory(bytes::Bytes::from_static(b"head"))];
+        parts.extend(regions.into_iter().map(Part::File));
+        (log, Frame { parts }, bytes)
+    }
+
+    /// A connection whose socket buffers are small (64 KiB each way), so a region of many MiB
+    /// stays in flight until the client reads it.
+    async fn pair() -> (tokio::net::TcpStream, BufWriter<WriteHalf>) {
+        use std::os::fd::AsRawFd;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.set_recv_buffer_size(64 * 1024).unwrap();
+        let client = socket.connect(listener.local_addr().unwrap()).await.unwrap();
+        let (server, _) = listener.accept().await.unwrap();
+        let size: libc::c_int = 64 * 1024;
+        // SAFETY: a valid socket and a c_int option value of the size given.
+        let set = unsafe { libc::setsockopt(server.as_raw_fd(), libc::SOL_SOCKET, libc::SO_SNDBUF, (&size as *const libc::c_int).cast(), std::mem::size_of::<libc::c_int>() as libc::socklen_t) };
+        assert_eq!(set, 0);
+        let (_, wr) = split(server);
+        (client, BufWriter::new(wr))
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_region_goes_out_whole_after_the_memory_before_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (_log, response, bytes) = log(tmp.path());
+        let (mut client, mut wr) = pair().await;
+        let sender = tokio::spawn(async move {
+            frame(&mut wr, &response).await.unwrap();
+            wr.flush().await.unwrap();
+        });
+        let mut got = Vec::new();
+        client.read_to_end(&mut got).await.unwrap();
+        sender.await.unwrap();
+        assert_eq!(&got[..4], b"head");
+        assert!(got[4..] == bytes[..], "the region's bytes, in order");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_cut_while_the_reader_lags_ends_the_send_short_with_the_bytes_below_the_cut_intact() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (mut log, response, bytes) = log(tmp.path());
+        let (mut client, mut wr) = pair().await;
+        let sender = tokio::spawn(async move { frame(&mut wr, &response).await });
+        let mut got = vec![0u8; 64 * 1024];
+        client.read_exact(&mut got).await.unwrap();
+        // The sender is parked on a full socket: cut the segment to its first batch, then
+        // append other batches past the region's old end.
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        log.truncate_to(1, 0).unwrap();
+        for b in 0..300usize {
+            log.append(&mut crate::log::batch::build(&[&vec![!(b as u8); 64 * 1024]], b as i64), 2, 0).unwrap();
+        }
+        client.read_to_end(&mut got).await.unwrap();
+        let sent = sender.await.unwrap();
+        assert!(sent.is_err(), "the send must fail once the segment is cut");
+        assert!(got.len() < 4 + bytes.len(), "the send stopped short: {} of {}", got.len(), 4 + bytes.len());
+        // Bytes before the cut are the read's. Bytes past it that were queued in the socket may
+        // not be: sendfile queues page-cache pages, and the page holding the cut point is zeroed
+        // past it and refilled in place (see log::region). The frame never completes, so no
+        // client parses them.
+        let cut = crate::log::batch::read_header(&bytes).unwrap().size;
+        let differ = got[4..].iter().zip(bytes.iter()).position(|(a, b)| a != b);
+        assert!(differ.is_none_or(|at| at >= cut), "a byte before the cut differs: {differ:?}");
+    }
 }

@@ -11,3 +11,4 @@ mod slow_disk;
 mod support;
 mod tidy;
 mod topic_configs;
+mod zero_copy;
