@@ -64,7 +64,8 @@ pub struct FileRecords {
     pub regions: Vec<FileRegion>,
 }
 
-/// Encodes `resp` as a frame whose file-backed partitions' records are `files`' regions.
+/// Encodes `resp` as a frame whose file-backed partitions' records are `files`' regions
+/// (`files` in response order, as the fetch handler builds them).
 pub fn encode(version: i16, correlation_id: i32, resp: &FetchResponse, files: &[FileRecords]) -> Result<Frame, String> {
     if !versions.contains(&version) {
         return Err(format!("Fetch v{version} cannot be sent with file regions"));
@@ -83,6 +84,7 @@ pub fn encode(version: i16, correlation_id: i32, resp: &FetchResponse, files: &[
         cur.put_i32(resp.session_id);
     }
     put_len(&mut cur, flexible, resp.responses.len());
+    let mut files = files.iter().peekable();
     for (ti, topic) in resp.responses.iter().enumerate() {
         let name = topic.topic.0.as_bytes();
         match flexible {
@@ -92,7 +94,7 @@ pub fn encode(version: i16, correlation_id: i32, resp: &FetchResponse, files: &[
         cur.put_slice(name);
         put_len(&mut cur, flexible, topic.partitions.len());
         for (pi, pd) in topic.partitions.iter().enumerate() {
-            let Some(file) = files.iter().find(|f| f.topic == ti && f.partition == pi) else {
+            let Some(file) = files.next_if(|f| f.topic == ti && f.partition == pi) else {
                 pd.encode(&mut cur, version).map_err(&err)?;
                 continue;
             };
@@ -125,6 +127,9 @@ pub fn encode(version: i16, correlation_id: i32, resp: &FetchResponse, files: &[
     }
     if flexible {
         cur.put_u8(0);
+    }
+    if let Some(f) = files.next() {
+        return Err(format!("Fetch v{version}: file records for topic {} partition {} are out of order or absent from the response", f.topic, f.partition));
     }
     parts.push(Part::Memory(cur.freeze()));
     let mut frame = Frame { parts };

@@ -231,6 +231,7 @@ pub fn fetch(b: &mut Broker, version: i16, req: FetchRequest, attempt: super::At
                     total += f.records.len();
                     pd.records = Some(match f.records {
                         Records::Memory(bytes) => bytes,
+                        Records::File(regions) if regions.is_empty() => Bytes::new(),
                         Records::File(regions) => {
                             // Sent from the files by the shell; an empty placeholder here.
                             files.push(FileRecords { topic: r.responses.len(), partition: tr.partitions.len(), regions });

@@ -190,6 +190,9 @@ pub(super) fn broker_config(s: &Scenario, i: u32, bug: Option<PlantedBug>) -> Br
     if let Some(ms) = s.broker.cleaner_backoff_ms {
         c.cleaner_backoff_ms = ms;
     }
+    if let Some(z) = s.broker.fetch_zero_copy {
+        c.fetch_zero_copy = z;
+    }
     c
 }
 

@@ -28,6 +28,11 @@ pub struct BrokerSettings {
     /// broker's default, 15 s, would barely clean within a fast scenario).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cleaner_backoff_ms: Option<u64>,
+    /// Zero-copy fetch (`--fetch-zero-copy`): fetch answers carry file regions, which the
+    /// simulated server reads into memory as it sends them. Off by default in the simulator,
+    /// whose scenarios were made on the copying path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fetch_zero_copy: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -30,6 +30,26 @@ fn fast_scenarios_pass_over_a_fixed_seed_range() {
     assert!(failures.is_empty(), "{} failing runs:\n{}", failures.len(), failures.join("\n"));
 }
 
+/// Zero-copy fetch under faults: answers carry file regions (read into memory by the simulated
+/// server as it sends them) while segments roll, are deleted and are cut by follower truncation
+/// under crashes, power loss and partitions; every checker's promise still holds.
+#[test]
+fn zero_copy_fetch_keeps_the_promises_of_the_replicated_scenarios() {
+    let mut failures = Vec::new();
+    for name in ["replicated", "replicated-fsync", "crash-restart"] {
+        let (path, mut s) = fast().into_iter().find(|(_, s)| s.name == name).unwrap_or_else(|| panic!("scenario {name}"));
+        s.broker.fetch_zero_copy = Some(true);
+        for seed in 0..8 {
+            let r = run(&s, &path, seed, None);
+            assert!(!r.history.reads.is_empty(), "{path} seed {seed}: nothing was read");
+            if !r.passed() {
+                failures.push(format!("{path} seed {seed} with fetch_zero_copy: {}", r.violations[0]));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} failing runs:\n{}", failures.len(), failures.join("\n"));
+}
+
 #[test]
 fn same_scenario_and_seed_give_a_byte_identical_trace() {
     for (path, s) in fast() {

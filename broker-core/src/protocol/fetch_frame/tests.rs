@@ -68,7 +68,7 @@ fn spliced_frames_are_the_crates_encoding_for_every_version() {
 }
 
 #[test]
-fn versions_it_does_not_know_and_tagged_fields_are_refused_not_mangled() {
+fn unknown_versions_misplaced_regions_and_tagged_fields_are_refused_not_mangled() {
     let tmp = tempfile::tempdir().unwrap();
     let (_log, slices) = slices(tmp.path());
     let Records::File(regions) = &slices[0] else { panic!() };
@@ -76,6 +76,8 @@ fn versions_it_does_not_know_and_tagged_fields_are_refused_not_mangled() {
     let mut r = FetchResponse::default();
     r.responses = vec![FetchableTopicResponse::default().with_partitions(vec![partition(0, Bytes::new())])];
     assert!(encode(13, 1, &r, &files).unwrap_err().contains("v13"));
+    let elsewhere = [FileRecords { topic: 0, partition: 5, regions: regions.clone() }];
+    assert!(encode(12, 1, &r, &elsewhere).unwrap_err().contains("out of order or absent"));
     r.responses[0].partitions[0].diverging_epoch.epoch = 4;
     r.responses[0].partitions[0].diverging_epoch.end_offset = 9;
     assert!(encode(12, 1, &r, &files).unwrap_err().contains("tagged fields"));
