@@ -43,7 +43,7 @@ start() {
   local name=$1 port=$2; shift 2
   "$BIN" --listen "127.0.0.1:$port" --message-max-bytes 2000000 "$@" 2>"$W/$name.log" &
   LAST=$!; PIDS+=("$LAST")
-  for _ in $(seq 300); do grep -q "listening on" "$W/$name.log" && return 0; kill -0 "$LAST" || break; sleep 0.1; done
+  for _ in $(seq 300); do grep -qs "listening on" "$W/$name.log" && return 0; kill -0 "$LAST" || break; sleep 0.1; done
   tail "$W/$name.log" >&2; die "broker $name did not start"
 }
 stop() { kill -TERM "$1"; wait "$1" 2>/dev/null || true; local keep=(); for p in "${PIDS[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done; PIDS=("${keep[@]}"); }
