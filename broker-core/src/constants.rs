@@ -73,6 +73,16 @@ pub const partitions_per_broker_max: usize = 20_000;
 /// anything is allocated for it.
 pub const request_bytes_max: usize = 100 * 1024 * 1024;
 
+/// Most bytes the records of one gzip or snappy batch may decompress to. The broker looks
+/// inside compressed batches (to validate them on append, and when compacting), and every
+/// decompressed byte is memory: a 100-byte snappy batch can declare 4 GiB, a gzip stream
+/// inflate a thousandfold. 64 MiB is 64 times `message.max.bytes`, above what clients'
+/// batch sizes (librdkafka's `batch.size` is 1 MB of records) ever make; larger ones are
+/// refused as CORRUPT_MESSAGE. Kafka has no such bound and relies on its heap limit.
+pub const batch_decompressed_bytes_max: usize = 64 * 1024 * 1024;
+
+const _: () = assert!(batch_decompressed_bytes_max >= message_bytes_max);
+
 /// Kafka `num.partitions` default for auto-created topics.
 pub const num_partitions_default: i32 = 1;
 

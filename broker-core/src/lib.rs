@@ -4,12 +4,15 @@
 //! with an explicit `now`; they never read a clock, spawn, sleep or touch `std::fs` directly.
 //! All bytes go through [`storage::Disk`], so the simulator can swap in its crash-faithful disk.
 
+pub mod alloc;
 pub mod constants;
 pub mod kafka;
 pub mod broker;
 pub mod buggify;
 pub mod client;
 pub mod controller;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod group;
 pub mod hash;
 pub mod metadata;

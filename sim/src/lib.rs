@@ -11,6 +11,8 @@ pub mod cluster;
 pub mod crash;
 pub mod crash_clean;
 pub mod disk;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod history;
 pub mod matrix;
 pub mod rebalances;

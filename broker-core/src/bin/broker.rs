@@ -9,69 +9,10 @@ use broker_core::storage::{Disk, FileDisk};
 use clap::Parser;
 use std::sync::Arc;
 
-/// kafka-protocol 0.18 sizes a `Vec` from a request's array count before decoding a single
-/// element, so a 19-byte Metadata request claiming 2^31 topics asks for ~150 GB and the failed
-/// allocation aborts the process (the fix is still an open upstream PR). No allocation that
-/// large is ever real here — requests are at most 100 MiB, responses at most 55 MiB — so this
-/// allocator gives such requests address space only (`mmap` with `MAP_NORESERVE`, no memory is
-/// committed): the decode then fails at the end of the request having touched a few pages,
-/// and the connection is closed as for any malformed request. Everything smaller goes to the
-/// system allocator untouched. (With `vm.overcommit_memory=2` the kernel refuses even that and
-/// the old abort returns.)
-struct LazyHuge;
-
-/// Allocations from this size up get address space only.
-const lazy_bytes_min: usize = 1 << 30;
-
-/// Page size alignment `mmap` guarantees.
-const mmap_align: usize = 4096;
-
-fn lazy(layout: std::alloc::Layout) -> bool {
-    layout.size() >= lazy_bytes_min && layout.align() <= mmap_align
-}
-
-unsafe impl std::alloc::GlobalAlloc for LazyHuge {
-    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
-        if !lazy(layout) {
-            return unsafe { std::alloc::System.alloc(layout) };
-        }
-        let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE;
-        let p = unsafe { libc::mmap(std::ptr::null_mut(), layout.size(), libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0) };
-        if p == libc::MAP_FAILED { std::ptr::null_mut() } else { p.cast() }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
-        if lazy(layout) {
-            unsafe { self.alloc(layout) } // anonymous mappings are zero-filled
-        } else {
-            unsafe { std::alloc::System.alloc_zeroed(layout) }
-        }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
-        if lazy(layout) {
-            unsafe { libc::munmap(ptr.cast(), layout.size()) };
-        } else {
-            unsafe { std::alloc::System.dealloc(ptr, layout) };
-        }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
-        let new_layout = unsafe { std::alloc::Layout::from_size_align_unchecked(new_size, layout.align()) };
-        if !lazy(layout) && !lazy(new_layout) {
-            return unsafe { std::alloc::System.realloc(ptr, layout, new_size) };
-        }
-        let fresh = unsafe { self.alloc(new_layout) };
-        if !fresh.is_null() {
-            unsafe { std::ptr::copy_nonoverlapping(ptr, fresh, layout.size().min(new_size)) };
-            unsafe { self.dealloc(ptr, layout) };
-        }
-        fresh
-    }
-}
-
+/// Huge allocations get address space only: see broker_core::alloc (kafka-protocol sizes
+/// arrays from a request's claimed count before decoding them).
 #[global_allocator]
-static allocator: LazyHuge = LazyHuge;
+static allocator: broker_core::alloc::LazyHuge = broker_core::alloc::LazyHuge;
 
 fn main() {
     tracing_subscriber::fmt()

@@ -2,9 +2,10 @@
 //!
 //! The log stores batches exactly as producers send them, after the leader stamps the base
 //! offset and partition leader epoch (neither is covered by the CRC, so stamping never
-//! re-checksums). Validation is strict and cheap: sizes, magic, CRC-32C over attributes..end,
-//! record count, and for uncompressed batches the record framing itself. This module only
-//! looks at bytes; it never does IO.
+//! re-checksums). Validation is strict: sizes, magic, CRC-32C over attributes..end, record
+//! count, and the record framing itself — of the records as sent, or as they decompress for
+//! gzip and snappy (`compressed`, within a bound). This module only looks at bytes; it never
+//! does IO.
 
 use crate::constants::{batch_header_bytes, batch_log_overhead_bytes};
 
@@ -54,6 +55,10 @@ pub enum BatchError {
     /// Kafka: INVALID_RECORD / CORRUPT_MESSAGE.
     #[error("malformed records: {0}")]
     BadRecords(&'static str),
+    /// A gzip or snappy records section that does not decompress, or decompresses past
+    /// `batch_decompressed_bytes_max`. Kafka: CORRUPT_MESSAGE.
+    #[error("compressed records: {0}")]
+    BadCompression(&'static str),
 }
 
 /// A validated view of a batch header.
@@ -74,11 +79,13 @@ pub struct BatchHeader {
 }
 
 impl BatchHeader {
+    /// Saturating: a header read from a disk that lies (the base offset is outside the CRC)
+    /// may sit at i64::MAX; no real log gets there, and the continuity checks then refuse it.
     pub fn last_offset(&self) -> i64 {
-        self.base_offset + self.last_offset_delta as i64
+        self.base_offset.saturating_add(self.last_offset_delta as i64)
     }
     pub fn next_offset(&self) -> i64 {
-        self.last_offset() + 1
+        self.last_offset().saturating_add(1)
     }
     /// Compression codec id (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd).
     pub fn compression(&self) -> u8 {
@@ -152,6 +159,11 @@ pub fn validate(b: &[u8], max_bytes: usize) -> Result<BatchHeader, BatchError> {
     check_record_count(&header)?;
     if header.compression() > 4 {
         return Err(BatchError::UnsupportedCompression(header.compression()));
+    }
+    if header.compression() != 0 && super::compressed::readable(header.compression()) {
+        // As Kafka's LogValidator does: a compressed batch is only as good as its records.
+        let records = super::compressed::decompress(header.compression(), &b[batch_header_bytes..])?;
+        check_records(&records, header.records_count, header.base_timestamp)?;
     }
     if header.compression() == 0 {
         let max = check_records(&b[batch_header_bytes..], header.records_count, header.base_timestamp)?;

@@ -185,10 +185,21 @@ pub enum CleanError {
     Decode(String),
 }
 
-/// The records of one stored batch (any codec the decoder knows).
+/// The records of one stored batch (uncompressed, gzip or snappy). The records section is
+/// decompressed within `batch_decompressed_bytes_max` and its framing walked before the
+/// decoder sees it: the decoder reserves room for the header's record count and each record's
+/// header count before reading one, so those counts must first be shown to match the bytes.
 pub fn records(batch: &[u8]) -> Result<Vec<Record>, CleanError> {
+    let decode = |e: batch::BatchError| CleanError::Decode(e.to_string());
+    let h = batch::read_header(batch).map_err(decode)?;
+    let body = &batch[batch_header_bytes.min(batch.len())..];
+    let plain = match h.compression() {
+        0 => Bytes::copy_from_slice(body),
+        codec => Bytes::from(super::compressed::decompress(codec, body).map_err(decode)?),
+    };
+    batch::walk_records(&plain, h.records_count, |_| {}).map_err(decode)?;
     let mut b = Bytes::copy_from_slice(batch);
-    let set = RecordBatchDecoder::decode(&mut b).map_err(|e| CleanError::Decode(e.to_string()))?;
+    let set = RecordBatchDecoder::decode_with_custom_compression(&mut b, Some(|_: &mut Bytes, _| Ok(plain.clone()))).map_err(|e| CleanError::Decode(e.to_string()))?;
     Ok(set.records)
 }
 

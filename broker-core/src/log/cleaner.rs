@@ -164,7 +164,7 @@ pub(super) fn complete_swaps(disk: &dyn Disk, dir: &Path) -> Result<Vec<PathBuf>
         let Some(base) = name.strip_suffix(".log.swap").and_then(|s| s.parse::<i64>().ok()) else { continue };
         let path = dir.join(name);
         let end = swap_end(disk, &path)?;
-        let replaced: Vec<i64> = names.iter().filter_map(|n| n.strip_suffix(".log")).filter_map(|s| s.parse::<i64>().ok()).filter(|b| (base..end.max(base + 1)).contains(b)).collect();
+        let replaced: Vec<i64> = names.iter().filter_map(|n| n.strip_suffix(".log")).filter_map(|s| s.parse::<i64>().ok()).filter(|b| (base..end.max(base.saturating_add(1))).contains(b)).collect();
         finish_swap(disk, dir, base, &replaced)?;
         done.push(path);
     }
@@ -192,8 +192,13 @@ fn swap_end(disk: &dyn Disk, path: &Path) -> Result<i64, LogError> {
 /// The clean point from `cleaner-offset-checkpoint`; absent means 0 (everything is dirty).
 pub(super) fn read_checkpoint(disk: &dyn Disk, dir: &Path) -> Result<i64, LogError> {
     let path = dir.join(CLEANER_CHECKPOINT_FILE);
-    let Some(text) = super::dir::read_small(disk, &path, 32)? else { return Ok(0) };
     // Replaced atomically, so anything unreadable is corruption; a lost clean point only costs
-    // a pass, so it is forgotten rather than failing the log.
+    // a pass, so it is forgotten rather than failing the log — whether the bytes are too many,
+    // not text, or not a number (fuzzing found the first two failing the whole log's open).
+    let text = match super::dir::read_small(disk, &path, 32) {
+        Ok(Some(text)) => text,
+        Ok(None) | Err(LogError::Corrupt { .. }) => return Ok(0),
+        Err(e) => return Err(e),
+    };
     Ok(text.trim().parse::<i64>().ok().filter(|&v| v >= 0).unwrap_or(0))
 }

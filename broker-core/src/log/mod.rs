@@ -20,6 +20,7 @@ pub mod dir;
 pub mod epochs;
 pub mod index;
 pub mod clean;
+pub mod compressed;
 mod cleaner;
 mod config;
 mod durability;

@@ -1,9 +1,11 @@
 //! `broker-core`'s integration tests, one binary, modules by theme.
 
 mod compaction;
+mod fuzz_replay;
 mod group_consumer;
 mod groups_cli;
 mod groups;
+mod hostile_peers;
 mod producer_in_flight;
 mod real_clients;
 mod real_cluster;

@@ -64,6 +64,10 @@ impl Broker {
         self.process.addr()
     }
 
+    pub(crate) fn pid(&self) -> libc::pid_t {
+        self.process.pid()
+    }
+
     pub(crate) fn assert_alive(&mut self, when: &str) {
         if let Some(status) = self.process.exited() {
             panic!("broker died {when}: {status}\n{}", self.log_tail());

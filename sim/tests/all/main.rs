@@ -3,6 +3,7 @@
 //! them all, including those that need simulated nodes.
 
 mod broker_storage;
+mod fuzz_replay;
 #[cfg(madsim)]
 mod fresh_seeds;
 #[cfg(madsim)]

@@ -1,0 +1,58 @@
+//! Target `request_frames`: any bytes, read as a client's side of one connection — size
+//! prefix, frame, size prefix, frame, ... — through the real framing check
+//! ([`protocol::frame_len`] with `socket.request.max.bytes`) and the real dispatch
+//! ([`protocol::handle`]) on a node with real logs on a temporary directory.
+//!
+//! Promises checked: no panic anywhere in the broker; every answer is a whole frame (its size
+//! prefix counts exactly the bytes that follow) carrying the request's correlation id and a
+//! response header that decodes; a frame the broker refuses closes the connection, and then
+//! nothing more is read from it, as the shell does. Allocation is bounded by the fuzzer's
+//! `-malloc_limit_mb` (scripts/fuzz.sh), which the replay test cannot check.
+
+use super::Scratch;
+use crate::constants::request_bytes_max;
+use crate::kafka::ApiKey;
+use crate::protocol::{self, Outcome};
+use bytes::Bytes;
+use kafka_protocol::messages::ResponseHeader;
+use kafka_protocol::protocol::Decodable;
+
+/// Frames one input may carry: the seeds are whole client sessions (tens of requests); more
+/// would only slow the fuzzer down.
+const frames_per_input_max: usize = 64;
+
+pub fn run(data: &[u8]) {
+    let mut scratch = Scratch::new();
+    let mut rest = data;
+    for _ in 0..frames_per_input_max {
+        let Some(prefix) = rest.get(..4) else { return };
+        let Ok(len) = protocol::frame_len(prefix.try_into().expect("4 bytes"), request_bytes_max) else { return };
+        let Some(frame) = rest.get(4..4 + len) else { return }; // cut short: the shell closes
+        rest = &rest[4 + len..];
+        let frame = Bytes::copy_from_slice(frame);
+        match scratch.answer(&frame) {
+            Outcome::Reply(reply) => check_reply(&frame, &reply),
+            Outcome::NoReply => {}
+            Outcome::Close(_) => return,
+            other => panic!("answer() returned {other:?}"),
+        }
+        scratch.now += 1;
+        scratch.sync();
+    }
+}
+
+/// A reply is one frame: the size prefix, then a response header with the request's
+/// correlation id in the header version its API and version call for.
+fn check_reply(request: &Bytes, reply: &Bytes) {
+    assert!(reply.len() >= 8, "a reply of {} bytes cannot hold a size and a correlation id", reply.len());
+    let size = i32::from_be_bytes(reply[..4].try_into().expect("4 bytes"));
+    assert_eq!(size as usize, reply.len() - 4, "the size prefix counts the bytes that follow");
+    let key = ApiKey::try_from(i16::from_be_bytes([request[0], request[1]])).expect("only known APIs are answered");
+    let version = i16::from_be_bytes([request[2], request[3]]);
+    // An ApiVersions of a version not served is answered in v0 (Kafka's rule).
+    let served = crate::kafka::served(key).is_some_and(|(lo, hi)| (lo..=hi).contains(&version));
+    let version = if served { version } else { 0 };
+    let mut body = reply.slice(4..);
+    let header = ResponseHeader::decode(&mut body, key.response_header_version(version)).expect("the response header decodes");
+    assert_eq!(header.correlation_id.to_be_bytes(), request[4..8], "the reply carries the request's correlation id");
+}

@@ -1,0 +1,28 @@
+//! Every checked-in input of broker-core's fuzz targets (fuzz/corpus and fuzz/regressions),
+//! replayed through the targets' own functions on the stable toolchain: a crash once found
+//! and fixed stays fixed (docs/fuzzing.md). The simulator's targets replay in sim's tests.
+
+use broker_core::fuzzing::{batch, frames, replay::replay, requests};
+
+// Allocate as the broker binary and the fuzz targets do: a request claiming a huge array
+// count reserves address space only (broker_core::alloc).
+#[global_allocator]
+static allocator: broker_core::alloc::LazyHuge = broker_core::alloc::LazyHuge;
+
+#[test]
+fn request_frames_corpus_replays() {
+    let n = replay("request_frames", frames::run);
+    println!("request_frames: {n} inputs");
+}
+
+#[test]
+fn request_sequence_corpus_replays() {
+    let n = replay("request_sequence", requests::run);
+    println!("request_sequence: {n} inputs");
+}
+
+#[test]
+fn record_batch_corpus_replays() {
+    let n = replay("record_batch", batch::run);
+    println!("record_batch: {n} inputs");
+}
