@@ -326,6 +326,9 @@ pub struct RecordInfo {
     pub key: Option<std::ops::Range<usize>>,
     /// A null value: a tombstone.
     pub null_value: bool,
+    /// Every header key is UTF-8 (the protocol's String; append requires it, see
+    /// [`check_records`]).
+    pub header_keys_utf8: bool,
     /// The whole record, its length prefix included.
     pub bytes: std::ops::Range<usize>,
 }
@@ -378,15 +381,23 @@ pub fn walk_records(
             return Err(BatchError::BadRecords("value runs past its record"));
         }
         let headers = varint(rec, &mut p).filter(|&h| h >= 0).ok_or(BatchError::BadRecords("bad header count"))?;
+        let mut header_keys_utf8 = true;
         for _ in 0..headers {
-            if !skip_field(rec, &mut p, false) || !skip_field(rec, &mut p, true) {
+            let key_at = p;
+            if !skip_field(rec, &mut p, false) {
+                return Err(BatchError::BadRecords("header runs past its record"));
+            }
+            let mut at = key_at;
+            let key_len = varint(rec, &mut at).unwrap_or(0) as usize;
+            header_keys_utf8 &= std::str::from_utf8(&rec[at..at + key_len]).is_ok();
+            if !skip_field(rec, &mut p, true) {
                 return Err(BatchError::BadRecords("header runs past its record"));
             }
         }
         if p != end {
             return Err(BatchError::BadRecords("record fields do not end at the record's length"));
         }
-        visit(RecordInfo { offset_delta, timestamp_delta, key, null_value, bytes: start..end });
+        visit(RecordInfo { offset_delta, timestamp_delta, key, null_value, header_keys_utf8, bytes: start..end });
         pos = end;
     }
     if pos != body.len() {
@@ -395,13 +406,16 @@ pub fn walk_records(
     Ok(())
 }
 
-/// Checks record framing, dense offset deltas and timestamps that do not overflow; returns
-/// the newest record timestamp.
+/// Checks record framing, dense offset deltas, timestamps that do not overflow and header keys
+/// that are UTF-8 (Kafka decodes them leniently; kafka-protocol's decoder, which compaction
+/// uses for compressed batches, and many clients refuse them: fuzzing found compaction unable
+/// to read such a batch); returns the newest record timestamp.
 fn check_records(body: &[u8], count: i32, base_timestamp: i64) -> Result<i64, BatchError> {
     let mut expected = 0;
-    let (mut dense, mut fits) = (true, true);
+    let (mut dense, mut fits, mut utf8) = (true, true, true);
     let mut max = i64::MIN;
     walk_records(body, count, |r| {
+        utf8 &= r.header_keys_utf8;
         dense &= r.offset_delta == expected;
         expected += 1;
         match base_timestamp.checked_add(r.timestamp_delta) {
@@ -414,6 +428,9 @@ fn check_records(body: &[u8], count: i32, base_timestamp: i64) -> Result<i64, Ba
     }
     if !fits {
         return Err(BatchError::BadRecords("record timestamp overflows"));
+    }
+    if !utf8 {
+        return Err(BatchError::BadRecords("a record header key is not UTF-8"));
     }
     Ok(max)
 }
