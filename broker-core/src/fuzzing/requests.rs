@@ -192,7 +192,9 @@ fn apply(s: &mut Scratch, m: &mut Model, op: &Op) {
                 m.commits.insert((group(*g), *topic, partition), *offset);
             }
         }
-        Op::FetchCommitted { .. } => {} // verify() fetches every group's commits after each op
+        // verify() asks for every group's commits (all topics) after each op; this asks for the
+        // partitions by name, the other form of OffsetFetch.
+        Op::FetchCommitted { group: g } => check_commits(s, m, &group(*g), true, op),
         Op::Tick { ms } => s.now += *ms as u64,
     }
 }
@@ -318,12 +320,23 @@ fn verify(s: &mut Scratch, m: &mut Model, op: &Op) {
     }
     let groups: Vec<String> = m.commits.keys().map(|(g, _, _)| g.clone()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
     for g in groups {
-        let req = OffsetFetchRequest::default().with_group_id(GroupId(name(&g))).with_topics(None);
-        let f = frame(ApiKey::OffsetFetch, 7, &req).expect("encodes");
-        let r: OffsetFetchResponse = reply(s.answer(&f), ApiKey::OffsetFetch, 7);
-        for ((_, t, p), offset) in m.commits.range((g.clone(), Topic::A, i32::MIN)..=(g.clone(), Topic::C, i32::MAX)) {
-            let found = r.topics.iter().filter(|x| x.name.0.as_str() == t.name()).flat_map(|x| &x.partitions).find(|x| x.partition_index == *p).map(|x| x.committed_offset);
-            assert_eq!(found, Some(*offset), "group {g}: committed offset of {}-{p} after {op:?}", t.name());
-        }
+        check_commits(s, m, &g, false, op);
+    }
+}
+
+/// Every commit acknowledged to `g` is what OffsetFetch returns, asked for all topics or for
+/// the committed partitions by name.
+fn check_commits(s: &mut Scratch, m: &Model, g: &str, by_name: bool, op: &Op) {
+    let committed: Vec<(Topic, i32, i64)> = m.commits.range((g.to_string(), Topic::A, i32::MIN)..=(g.to_string(), Topic::C, i32::MAX)).map(|((_, t, p), o)| (*t, *p, *o)).collect();
+    let topics = by_name.then(|| {
+        let names: std::collections::BTreeSet<Topic> = committed.iter().map(|c| c.0).collect();
+        names.into_iter().map(|t| offset_fetch_request::OffsetFetchRequestTopic::default().with_name(topic_name(t)).with_partition_indexes(committed.iter().filter(|c| c.0 == t).map(|c| c.1).collect())).collect()
+    });
+    let req = OffsetFetchRequest::default().with_group_id(GroupId(name(g))).with_topics(topics);
+    let f = frame(ApiKey::OffsetFetch, 7, &req).expect("encodes");
+    let r: OffsetFetchResponse = reply(s.answer(&f), ApiKey::OffsetFetch, 7);
+    for (t, p, offset) in committed {
+        let found = r.topics.iter().filter(|x| x.name.0.as_str() == t.name()).flat_map(|x| &x.partitions).find(|x| x.partition_index == p).map(|x| x.committed_offset);
+        assert_eq!(found, Some(offset), "group {g}: committed offset of {}-{p} after {op:?}", t.name());
     }
 }
