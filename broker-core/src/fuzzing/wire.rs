@@ -30,6 +30,8 @@ pub fn frame<R: Encodable + HeaderVersion>(key: ApiKey, version: i16, body: &R) 
 pub fn reply<R: Decodable>(outcome: Outcome, key: ApiKey, version: i16) -> R {
     let mut bytes = match outcome {
         Outcome::Reply(bytes) => bytes,
+        // A zero-copy Fetch answer: the same bytes the socket would get.
+        Outcome::Frame(frame) => frame.to_bytes().unwrap_or_else(|e| panic!("{key:?} v{version}: its file regions do not read: {e}")),
         other => panic!("{key:?} v{version}: a well-formed request got {other:?}"),
     };
     let size = i32::from_be_bytes(bytes[..4].try_into().expect("4 bytes")) as usize;
