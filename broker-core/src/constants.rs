@@ -325,3 +325,19 @@ pub const quorum_state_bytes_max: u64 = 4096;
 
 /// Most voters a Raft quorum may have. KRaft clusters run 1, 3 or 5; more only slows commits.
 pub const quorum_voters_max: usize = 7;
+
+/// Raft messages waiting in a voter's outbox for the shell to send: beyond this the oldest is
+/// dropped (Raft tolerates lost messages; a peer that is down must not make the outbox grow).
+/// A voter sends a handful per round to each of at most six others.
+pub const quorum_outbox_messages_max: usize = 1_024;
+
+/// Raft messages queued for one peer connection: a peer that is slow or unreachable loses the
+/// rest, as a lossy network would, and Raft retries on its timers.
+pub const quorum_peer_queue_max: usize = 256;
+
+/// How long a controller request waits for its decision to be committed by the quorum before
+/// it is answered NOT_CONTROLLER (the asker retries, perhaps elsewhere): below the peers'
+/// `peer_request_ms_max`, so a broker hears the refusal instead of timing out.
+pub const controller_commit_wait_ms: u64 = 4_000;
+
+const _: () = assert!(controller_commit_wait_ms < peer_request_ms_max);

@@ -3,7 +3,6 @@
 //! tasks do over the network (register, heartbeat, forward auto-creation, apply metadata).
 
 use crate::broker::{Broker, BrokerConfig};
-use crate::controller::quorum::Quorum;
 use crate::metadata::decode_records;
 use crate::protocol::Node;
 use crate::storage::{Disk, FileDisk};
@@ -22,7 +21,7 @@ pub fn one_node(config: BrokerConfig) -> Node {
 
 /// [`one_node`] on any disk.
 pub fn one_node_on(disk: Arc<dyn Disk>, config: BrokerConfig) -> Node {
-    let (quorum, _) = Quorum::open(disk.clone(), &config.data_dir, crate::server::config::controller_config(&config), 0).unwrap();
+    let (quorum, _) = crate::server::config::open_quorum(disk.clone(), &config, 0).unwrap().expect("a node of its own quorum");
     let broker = Broker::open(disk, config, 0).unwrap();
     let node = Node::new(broker, Some(quorum));
     register(&node, 0);
@@ -79,7 +78,7 @@ pub fn sync(node: &Node, now: u64) {
 /// Applies every committed metadata record the broker has not seen.
 pub fn apply_metadata(node: &Node, now: u64) {
     let from = node.broker().image().offset + 1;
-    let bytes = node.controller().unwrap().read(from, 1 << 30).unwrap();
+    let bytes = node.controller().unwrap().read(from, 1 << 30);
     let run: Vec<_> = decode_records(&bytes).unwrap().into_iter().filter(|(o, _)| *o >= from).collect();
     node.broker().apply_metadata_batch(&run, now);
 }
@@ -257,13 +256,13 @@ pub fn node_serving(disk: Arc<dyn Disk>, data_dir: &Path, addr: std::net::Socket
         data_dir: data_dir.to_path_buf(),
         advertised_host: addr.ip().to_string(),
         advertised_port: addr.port() as i32,
-        controller_addr: addr.to_string(),
+        voters: [(0, addr.to_string())].into(),
         log: crate::log::LogConfig { flush: crate::log::FlushPolicy::EveryBatch, ..crate::log::LogConfig::default() },
         ..BrokerConfig::default()
     };
     adjust(&mut config);
     let now = crate::server::now_ms();
-    let (quorum, _) = Quorum::open(disk.clone(), &config.data_dir, crate::server::config::controller_config(&config), now).expect("open the metadata log");
+    let (quorum, _) = crate::server::config::open_quorum(disk.clone(), &config, now).expect("open the metadata log").expect("a node of its own quorum");
     let broker = Broker::open(disk.clone(), config, now).expect("open the broker");
     crate::server::Shared::new(broker, Some(quorum), disk)
 }

@@ -3,7 +3,6 @@
 //! settings, open the data directory on real files, run the shell until SIGINT or SIGTERM.
 
 use broker_core::broker::Broker;
-use broker_core::controller::quorum::Quorum;
 use broker_core::server::{self, config};
 use broker_core::storage::{Disk, FileDisk};
 use clap::Parser;
@@ -44,21 +43,20 @@ fn run() -> Result<(), String> {
         let data = config.data_dir.clone();
         let _lock = lock_data_dir(&data)?;
         let now = server::now_ms();
-        let quorum = match config.controller_id == config.node_id {
-            true => {
-                let (q, notes) = Quorum::open(disk.clone(), &data, config::controller_config(&config), now).map_err(|e| format!("controller: {e}"))?;
+        let quorum = match config::open_quorum(disk.clone(), &config, now).map_err(|e| format!("controller: {e}"))? {
+            Some((q, notes)) => {
                 for note in notes {
                     tracing::info!("{note}");
                 }
                 Some(q)
             }
-            false => None,
+            None => None,
         };
         let node_id = config.node_id;
-        let controller = config.controller_addr.clone();
+        let controller = config.voters.iter().map(|(id, a)| format!("{id}@{a}")).collect::<Vec<_>>().join(",");
         let broker = Broker::open(disk.clone(), config, now).map_err(|e| format!("opening {}: {e}", data.display()))?;
         let listener = tokio::net::TcpListener::bind(listen).await.map_err(|e| format!("listen on {listen}: {e}"))?;
-        tracing::info!("node {node_id} listening on {listen}; controller at {controller}{}", if quorum.is_some() { " (this node)" } else { "" });
+        tracing::info!("node {node_id} listening on {listen}; controller quorum {controller}{}", if quorum.is_some() { " (this node votes)" } else { "" });
         server::serve(listener, server::Shared::new(broker, quorum, disk), shutdown_signal()).await;
         tracing::info!("stopped cleanly");
         Ok(())

@@ -18,9 +18,12 @@ pub struct BrokerConfig {
     /// `log.dirs` (one directory).
     pub data_dir: PathBuf,
     pub cluster_id: String,
-    /// The (single) controller voter, from `controller.quorum.voters` (`id@host:port`).
-    pub controller_id: i32,
-    pub controller_addr: String,
+    /// `controller.quorum.voters` (`id@host:port,...`): the Raft metadata quorum's voters and
+    /// their addresses. A node whose `node.id` is among them runs a voter (combined mode).
+    pub voters: std::collections::BTreeMap<i32, String>,
+    /// `controller.quorum.election.timeout.ms`; the quorum's other timeouts follow from it in
+    /// KRaft's default ratios (see `server::config::raft_config`).
+    pub quorum_election_timeout_ms: u64,
     /// `auto.create.topics.enable`
     pub auto_create_topics: bool,
     /// `num.partitions`: partitions of auto-created topics and of CreateTopics with -1.
@@ -69,8 +72,8 @@ impl Default for BrokerConfig {
             advertised_port: 9092,
             data_dir: PathBuf::from("data"),
             cluster_id: "seedlog-cluster".into(),
-            controller_id: 0,
-            controller_addr: "127.0.0.1:9092".into(),
+            voters: [(0, "127.0.0.1:9092".to_string())].into(),
+            quorum_election_timeout_ms: crate::constants::quorum_election_timeout_ms_default,
             auto_create_topics: true,
             num_partitions: 1,
             default_replication_factor: 1,

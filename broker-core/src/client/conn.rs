@@ -70,6 +70,13 @@ impl Conn {
         self.wr.flush().await.map_err(|e| self.io(e))
     }
 
+    /// Writes one whole frame that gets no answer (a Raft message between voters), within the
+    /// connection's timeout.
+    pub async fn send_frame(&mut self, frame: &[u8]) -> Result<(), ClientError> {
+        let timeout = self.timeout;
+        tokio::time::timeout(timeout, self.write(frame)).await.map_err(|_| ClientError::Timeout(timeout.as_millis() as u64))?
+    }
+
     /// Sends `req` and waits for its response (within the connection's timeout).
     pub async fn send<R: Request>(&mut self, req: &R) -> Result<R::Response, ClientError> {
         let timeout = self.timeout;

@@ -1,26 +1,75 @@
-//! The controller's durable side: the metadata log, `<data>/__cluster_metadata-0/`, in the same
-//! segment format as every partition (docs/storage.md), one Kafka record per
-//! [`MetadataRecord`] (JSON value). At open the log is replayed into the [`Controller`]; a
-//! decision's records are appended as one batch and synced before they are applied, so what a
-//! request was told survives any crash. Brokers read the log with ordinary Fetch requests.
+//! The controller on the Raft metadata quorum: a [`raft::Node`] and its [`RaftStore`] over the
+//! metadata log `<data>/__cluster_metadata-0/` (one v2 batch per Raft entry, one Kafka record
+//! per [`MetadataRecord`], JSON value), and the [`Controller`] whose decisions become entries.
 //!
-//! One voter for now: a record is committed once it is synced here. A Raft quorum will make
-//! `commit` replicate to a majority first; the records and the readers stay as they are.
+//! Every voter applies committed records to its `committed` image. The leader becomes the
+//! *active* controller once the first entry of its epoch (the LeaderChange record) is
+//! committed: at that moment its committed image is its whole log, and a fresh [`Controller`]
+//! starts from it (every broker gets a new session, as after a controller restart). While active,
+//! each decision is proposed as one entry and applied to the active controller at once, so the
+//! next decision sees it exactly as replay will; the request that caused it is answered only
+//! once the entry is committed ([`Quorum::is_committed`]). A leader that loses its leadership
+//! drops the active controller and what it proposed that never committed.
+//!
+//! The store's IO is done here, synchronously through [`Disk`], in the order the node asks, and
+//! each completion reported at once (the node's durability contract); messages to other voters
+//! wait in the outbox for the shell to send. A store error drops the node and the store and
+//! opens both again from the disk, as after a crash. Never a clock, never a socket.
 
+use super::raft::store::RaftStore;
+use super::raft::{Action, Error as RaftError, Message, Node, NodeId, RaftConfig};
 use super::{Controller, ControllerConfig};
-use crate::metadata::{decode_records, metadata_dir, Image, MetadataRecord};
-use crate::log::{batch, FlushPolicy, Log, LogConfig};
+use crate::constants::quorum_outbox_messages_max;
+use crate::kafka::Code;
+use crate::log::{FlushPolicy, LogConfig};
+use crate::metadata::{decode_records, Image, MetadataRecord};
 use crate::storage::Disk;
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub struct Quorum {
-    controller: Controller,
-    log: Log,
-    disk: Arc<dyn Disk>,
-    dir: PathBuf,
     config: ControllerConfig,
+    raft: RaftConfig,
+    disk: Arc<dyn Disk>,
+    data_dir: PathBuf,
+    node: Node,
+    store: RaftStore,
+    /// Every committed record applied, on every voter.
+    committed: Image,
+    /// The decisions' state; meaningful only while `active`.
+    controller: Controller,
+    /// The epoch this node leads as the active controller.
+    active: Option<i32>,
+    /// This node's leadership: its epoch and where the epoch's first entry ends.
+    leading: Option<(i32, i64)>,
+    /// Messages for other voters, sent by the shell.
+    outbox: VecDeque<Message>,
+}
+
+/// Why a decision was not proposed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CommitError {
+    /// NOT_CONTROLLER (41): this node is not the active controller; `leader` is the leader it knows.
+    #[error("this node is not the active controller (the quorum leader is {leader:?})")]
+    NotController { leader: Option<NodeId> },
+    /// KAFKA_STORAGE_ERROR (56): the metadata log failed; it was reopened from the disk.
+    #[error("metadata log: {0}")]
+    Storage(String),
+    /// RECORD_LIST_TOO_LARGE (18): the decision's records exceed one entry's limit.
+    #[error("{0}")]
+    TooLarge(String),
+}
+
+impl CommitError {
+    pub fn kafka_error(&self) -> Code {
+        match self {
+            CommitError::NotController { .. } => Code::NotController,
+            CommitError::Storage(_) => Code::KafkaStorageError,
+            CommitError::TooLarge(_) => Code::RecordListTooLarge,
+        }
+    }
 }
 
 pub(super) fn log_config() -> LogConfig {
@@ -31,31 +80,24 @@ pub(super) fn log_config() -> LogConfig {
 }
 
 impl Quorum {
-    /// Opens (or creates) the metadata log under `data_dir` and replays it.
-    pub fn open(disk: Arc<dyn Disk>, data_dir: &Path, config: ControllerConfig, now: u64) -> Result<(Quorum, Vec<String>), String> {
-        let dir = data_dir.join(metadata_dir);
-        let (log, report) = Log::open(disk.clone(), &dir, log_config(), now).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let mut notes = Vec::new();
-        if let Some(cut) = &report.cut {
-            notes.push(format!("metadata log: recovery cut {} at byte {}: {}", cut.file.display(), cut.position, cut.reason));
-        }
-        let mut image = Image::default();
-        let end = log.log_end_offset();
-        let mut offset = log.log_start_offset();
-        while offset < end {
-            let read = log.read(offset, 1 << 20, end).map_err(|e| format!("metadata log at {offset}: {e}"))?;
-            let records = decode_records(&read.bytes)?;
-            let Some(&(last, _)) = records.last() else { break };
-            for (o, r) in records.iter().filter(|(o, _)| *o >= offset) {
-                image.apply(*o, r);
-            }
-            offset = last + 1;
-        }
-        notes.push(format!("metadata log replayed: {} records, {} brokers, {} topics", end, image.brokers.len(), image.topics.len()));
-        let controller = Controller::new(config.clone(), image, now);
-        Ok((Quorum { controller, log, disk, dir, config }, notes))
+    /// Opens (or creates) the metadata log and quorum state under `data_dir` and restarts the
+    /// Raft node from them. A lone voter elects itself here, so it is active once open.
+    pub fn open(disk: Arc<dyn Disk>, data_dir: &Path, config: ControllerConfig, raft: RaftConfig, now: u64) -> Result<(Quorum, Vec<String>), String> {
+        let (store, restored) = RaftStore::open(disk.clone(), data_dir, now)?;
+        let mut notes = restored.notes;
+        notes.push(format!("metadata log: {} entries, quorum state {:?}", restored.entries.len(), restored.state));
+        // Election timeouts differ per node and per start; `now` is simulated time under madsim.
+        let seed = now ^ ((raft.node_id as u64) << 48);
+        let node = Node::restart(raft.clone(), restored.state, restored.entries, seed, now).map_err(|e| e.to_string())?;
+        let controller = Controller::new(config.clone(), Image::default(), now);
+        let mut q = Quorum { config, raft, disk, data_dir: data_dir.to_path_buf(), node, store, committed: Image::default(), controller, active: None, leading: None, outbox: VecDeque::new() };
+        let actions = q.node.tick(now);
+        q.perform(actions, now)?;
+        q.settle_role(now);
+        Ok((q, notes))
     }
 
+    /// The active controller's decisions (see [`Quorum::is_active`]).
     pub fn controller(&self) -> &Controller {
         &self.controller
     }
@@ -64,38 +106,191 @@ impl Quorum {
         &mut self.controller
     }
 
-    /// The offset the next committed record gets.
-    pub fn end_offset(&self) -> i64 {
-        self.log.log_end_offset()
+    /// Whether this node is the active controller: the leader, its epoch's first entry committed.
+    pub fn is_active(&self) -> bool {
+        self.active.is_some()
     }
 
-    /// Appends `records` as one batch, syncs it, then applies each to the controller. Returns
-    /// the offset of the last record (or of the last committed one, if `records` is empty).
-    pub fn commit(&mut self, records: Vec<MetadataRecord>, now: u64) -> Result<i64, String> {
+    /// The epoch this node is the active controller in.
+    pub fn active_epoch(&self) -> Option<i32> {
+        self.active
+    }
+
+    /// The quorum leader this node knows (itself included).
+    pub fn leader(&self) -> Option<NodeId> {
+        self.node.leader()
+    }
+
+    pub fn raft(&self) -> &Node {
+        &self.node
+    }
+
+    /// The offset the next proposed record gets.
+    pub fn end_offset(&self) -> i64 {
+        self.node.log().end()
+    }
+
+    /// Everything below this offset is committed (0 while unknown).
+    pub fn committed_end(&self) -> i64 {
+        self.node.high_watermark().unwrap_or(0)
+    }
+
+    /// Whether the record at `offset` (and everything before it) is committed.
+    pub fn is_committed(&self, offset: i64) -> bool {
+        offset < self.committed_end()
+    }
+
+    /// The committed image (every voter's).
+    pub fn committed(&self) -> &Image {
+        &self.committed
+    }
+
+    /// Proposes `records` as one entry and applies them to the active controller. Returns the
+    /// offset of the last record (of the last proposed one, if `records` is empty): the caller
+    /// answers once [`Quorum::is_committed`] says so, in this same epoch.
+    pub fn commit(&mut self, records: Vec<MetadataRecord>, now: u64) -> Result<i64, CommitError> {
+        if self.active.is_none() {
+            return Err(CommitError::NotController { leader: self.node.leader() });
+        }
         if records.is_empty() {
             return Ok(self.end_offset() - 1);
         }
         let values: Vec<Vec<u8>> = records.iter().map(|r| r.encode()).collect();
         let refs: Vec<&[u8]> = values.iter().map(|v| v.as_slice()).collect();
-        let mut bytes = batch::build(&refs, now as i64);
-        let info = match self.log.append(&mut bytes, 0, now).and_then(|i| self.log.flush(now).map(|_| i)) {
-            Ok(info) => info,
-            Err(e) => {
-                self.reopen(now);
-                return Err(format!("metadata log: {e}"));
-            }
-        };
+        let (base, actions) = self.node.propose(now, &refs).map_err(|e| match e {
+            RaftError::NotLeader { leader, .. } => CommitError::NotController { leader },
+            RaftError::TooLarge { .. } => CommitError::TooLarge(e.to_string()),
+            other => CommitError::Storage(other.to_string()),
+        })?;
         for (i, r) in records.iter().enumerate() {
-            self.controller.apply(info.base_offset + i as i64, r);
+            self.controller.apply(base + i as i64, r);
         }
-        Ok(info.last_offset)
+        self.step(actions, now).map_err(CommitError::Storage)?;
+        Ok(base + records.len() as i64 - 1)
     }
 
-    /// After a failed append the log is offline and may hold an unsynced batch that was never
-    /// applied: reopen and replay, so the controller is exactly what the disk says.
+    /// A message from another voter.
+    pub fn receive(&mut self, now: u64, m: Message) -> Result<(), String> {
+        let actions = self.node.receive(now, m);
+        self.step(actions, now)
+    }
+
+    /// The node's timers, then (while active) the controller's: fences brokers whose sessions
+    /// expired and elects leaders, proposing what that decides.
+    pub fn tick(&mut self, now: u64) -> Result<(), String> {
+        let actions = self.node.tick(now);
+        self.step(actions, now)?;
+        if self.active.is_some() {
+            let records = self.controller.tick(now);
+            if !records.is_empty() {
+                self.commit(records, now).map_err(|e| e.to_string())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// When [`Quorum::tick`] next has work.
+    pub fn next_deadline(&self) -> Option<u64> {
+        let controller = self.active.and_then(|_| self.controller.next_deadline());
+        Some(self.node.next_deadline()).into_iter().chain(controller).min()
+    }
+
+    /// The messages to send to other voters, oldest first.
+    pub fn outbox(&mut self) -> Vec<Message> {
+        self.outbox.drain(..).collect()
+    }
+
+    /// Committed metadata from `offset`: whole entries, at least one if any, about `max_bytes`.
+    pub fn read(&self, offset: i64, max_bytes: usize) -> Bytes {
+        let end = self.committed_end();
+        let mut out = BytesMut::new();
+        for e in self.node.log().read(offset.max(0), max_bytes).iter().take_while(|e| e.next_offset <= end) {
+            out.extend_from_slice(&e.batch);
+        }
+        out.freeze()
+    }
+
+    /// Performs the node's actions, then settles the role; after a store error, reopens.
+    fn step(&mut self, actions: Vec<Action>, now: u64) -> Result<(), String> {
+        let done = self.perform(actions, now);
+        if let Err(e) = &done {
+            self.reopen(now);
+            return Err(e.clone());
+        }
+        self.settle_role(now);
+        done
+    }
+
+    /// Does `actions` in order: store IO (reporting each completion at once, and doing what
+    /// that releases after the rest), sends into the outbox, commits into the image.
+    fn perform(&mut self, actions: Vec<Action>, now: u64) -> Result<(), String> {
+        let mut queue: VecDeque<Action> = actions.into();
+        while let Some(action) = queue.pop_front() {
+            match action {
+                Action::Send(m) => {
+                    // Raft survives lost messages; an outbox nobody drains must not grow forever.
+                    if self.outbox.len() >= quorum_outbox_messages_max {
+                        self.outbox.pop_front();
+                    }
+                    self.outbox.push_back(m);
+                }
+                Action::Commit { high_watermark } => self.apply_committed(high_watermark),
+                io => {
+                    if let Some(id) = self.store.perform(&io, now)? {
+                        queue.extend(self.node.io_done(now, id).map_err(|e| e.to_string())?);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies committed records below `high_watermark` to the committed image.
+    fn apply_committed(&mut self, high_watermark: i64) {
+        let from = self.committed.offset + 1;
+        for e in self.node.log().read(from, usize::MAX).iter().take_while(|e| e.base_offset < high_watermark) {
+            match decode_records(&e.batch) {
+                Ok(records) => {
+                    for (o, r) in records.iter().filter(|(o, _)| *o >= from && *o < high_watermark) {
+                        self.committed.apply(*o, r);
+                    }
+                }
+                Err(why) => {
+                    // Cannot be (the batch's CRC was checked); skipped so the image moves on.
+                    tracing::error!("metadata log: entry at {}: {why}", e.base_offset);
+                    self.committed.offset = e.next_offset - 1;
+                }
+            }
+        }
+    }
+
+    /// Starts or stops being the active controller as the node's role moved.
+    fn settle_role(&mut self, now: u64) {
+        if !self.node.is_leader() {
+            if let Some(epoch) = self.active.take() {
+                tracing::info!("controller: no longer active (epoch {epoch}); the quorum leader is {:?}", self.node.leader());
+            }
+            self.leading = None;
+            return;
+        }
+        let epoch = self.node.epoch();
+        if self.leading.is_none_or(|(e, _)| e != epoch) {
+            // Just elected: the epoch's LeaderChange entry is the log's last.
+            self.leading = Some((epoch, self.node.log().end()));
+            self.active = None;
+        }
+        let first_end = self.leading.map_or(i64::MAX, |(_, end)| end);
+        if self.active.is_none() && self.committed_end() >= first_end {
+            // Everything in the log is committed now: the image is the whole log.
+            self.controller = Controller::new(self.config.clone(), self.committed.clone(), now);
+            self.active = Some(epoch);
+            tracing::info!("controller: active in epoch {epoch} from metadata offset {}", self.committed.offset);
+        }
+    }
+
+    /// After a store error memory is unsure of the disk: open both again, as after a crash.
     fn reopen(&mut self, now: u64) {
-        let data = self.dir.parent().map(Path::to_path_buf).unwrap_or_default();
-        match Quorum::open(self.disk.clone(), &data, self.config.clone(), now) {
+        match Quorum::open(self.disk.clone(), &self.data_dir, self.config.clone(), self.raft.clone(), now) {
             Ok((fresh, notes)) => {
                 for n in notes {
                     tracing::warn!("controller reopened: {n}");
@@ -104,28 +299,5 @@ impl Quorum {
             }
             Err(e) => tracing::error!("controller: metadata log still failing: {e}"),
         }
-    }
-
-    /// Committed metadata from `offset` (whole batches, at most about `max_bytes`).
-    pub fn read(&self, offset: i64, max_bytes: usize) -> Result<Bytes, crate::log::LogError> {
-        let end = self.end_offset();
-        if offset >= end {
-            return Ok(Bytes::new());
-        }
-        Ok(self.log.read(offset, max_bytes.max(1), end)?.bytes)
-    }
-
-    pub fn log_start_offset(&self) -> i64 {
-        self.log.log_start_offset()
-    }
-
-    /// Fences brokers whose sessions expired and elects leaders; commits what that decides.
-    pub fn tick(&mut self, now: u64) -> Result<(), String> {
-        let records = self.controller.tick(now);
-        self.commit(records, now).map(|_| ())
-    }
-
-    pub fn next_deadline(&self) -> Option<u64> {
-        self.controller.next_deadline()
     }
 }

@@ -144,6 +144,7 @@ fn render(records: &[MetadataRecord]) -> String {
         }
         MetadataRecord::RemoveTopic { name } => format!("remove {name}"),
         MetadataRecord::TopicConfig { name, config } => format!("config {name} {config:?}"),
+        MetadataRecord::LeaderChange { leader, epoch } => format!("leader change {leader} epoch={epoch}"),
     };
     records.iter().map(line).collect::<Vec<_>>().join("\n")
 }
@@ -486,4 +487,5 @@ fn restarted(c: Cluster, now: u64) -> Cluster {
 }
 
 mod configs;
+mod quorum;
 mod sessions;

@@ -99,6 +99,7 @@ impl Image {
                     t.config = config.clone();
                 }
             }
+            MetadataRecord::LeaderChange { .. } => {}
         }
     }
 

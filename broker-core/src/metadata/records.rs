@@ -1,5 +1,5 @@
 //! The cluster metadata as a log of records: what the controller commits to the metadata log
-//! (one voter today, a Raft quorum later: the same records, replicated) and what every broker
+//! (a Raft log over the controller quorum's voters) and what every broker
 //! replays into its [`super::Image`]. Encoding only: no IO, no clock.
 
 use bytes::Bytes;
@@ -35,6 +35,9 @@ pub enum MetadataRecord {
     /// whole set, replacing the one before (never a delta, like `Partition`). A key left out is
     /// back at the broker's default.
     TopicConfig { name: String, config: BTreeMap<String, String> },
+    /// The first entry of every Raft leader's epoch (KRaft's LeaderChange control record,
+    /// written by `controller::raft`): it changes nothing in the image, but takes an offset.
+    LeaderChange { leader: i32, epoch: i32 },
 }
 
 impl MetadataRecord {

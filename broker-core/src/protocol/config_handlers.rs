@@ -141,7 +141,8 @@ pub fn alter_configs(node: &Node, version: i16, correlation_id: i32, req: AlterC
             (res.resource_type, res.resource_name.to_string(), ask)
         })
         .collect();
-    let (answers, last) = alter(node, asks, req.validate_only, now);
+    let (answers, last, epoch) = alter(node, asks, req.validate_only, now);
+    after_commit(answers, last, epoch, |answers| {
     let mut r = AlterConfigsResponse::default();
     r.responses = answers
         .into_iter()
@@ -156,8 +157,8 @@ pub fn alter_configs(node: &Node, version: i16, correlation_id: i32, req: AlterC
             x
         })
         .collect();
-    let reply = encode(ApiKey::AlterConfigs, version, correlation_id, &r)?;
-    Ok(Outcome::Wait(Waiting::applied(last, reply, alter_configs_wait_ms)))
+    encode(ApiKey::AlterConfigs, version, correlation_id, &r)
+    })
 }
 
 pub fn incremental_alter_configs(node: &Node, version: i16, correlation_id: i32, req: IncrementalAlterConfigsRequest, now: u64) -> Result<Outcome, String> {
@@ -187,7 +188,8 @@ pub fn incremental_alter_configs(node: &Node, version: i16, correlation_id: i32,
             (res.resource_type, res.resource_name.to_string(), ops)
         })
         .collect();
-    let (answers, last) = alter(node, asks, req.validate_only, now);
+    let (answers, last, epoch) = alter(node, asks, req.validate_only, now);
+    after_commit(answers, last, epoch, |answers| {
     let mut r = IncrementalAlterConfigsResponse::default();
     r.responses = answers
         .into_iter()
@@ -202,8 +204,8 @@ pub fn incremental_alter_configs(node: &Node, version: i16, correlation_id: i32,
             x
         })
         .collect();
-    let reply = encode(ApiKey::IncrementalAlterConfigs, version, correlation_id, &r)?;
-    Ok(Outcome::Wait(Waiting::applied(last, reply, alter_configs_wait_ms)))
+    encode(ApiKey::IncrementalAlterConfigs, version, correlation_id, &r)
+    })
 }
 
 /// Kafka's request check: a config named twice in one resource is INVALID_REQUEST.
@@ -219,8 +221,8 @@ fn unique_keys<S: AsRef<str>>(keys: impl Iterator<Item = S>) -> Result<(), Strin
 
 /// Decides, and unless `validate_only` commits, each resource's change; returns every answer
 /// and the offset of the last record committed (-1 for none), which the reply waits for.
-fn alter(node: &Node, asks: Vec<(i8, String, Result<Ask, String>)>, validate_only: bool, now: u64) -> (Vec<Answered>, i64) {
-    let mut quorum = node.controller();
+fn alter(node: &Node, asks: Vec<(i8, String, Result<Ask, String>)>, validate_only: bool, now: u64) -> (Vec<Answered>, i64, Option<i32>) {
+    let mut quorum = super::controller_handlers::active(node);
     let mut last = -1;
     let mut count: BTreeMap<(i8, String), usize> = BTreeMap::new();
     for (kind, name, _) in &asks {
@@ -243,7 +245,7 @@ fn alter(node: &Node, asks: Vec<(i8, String, Result<Ask, String>)>, validate_onl
                         Err(e) => Err((e.kafka_error(), e.to_string())),
                         Ok(_) if validate_only => Ok(()),
                         Ok(records) if records.is_empty() => Ok(()),
-                        Ok(records) => q.commit(records, now).map(|offset| last = last.max(offset)).map_err(|e| (Code::KafkaStorageError, e)),
+                        Ok(records) => q.commit(records, now).map(|offset| last = last.max(offset)).map_err(|e| (e.kafka_error(), e.to_string())),
                     }
                 }
             },
@@ -251,7 +253,22 @@ fn alter(node: &Node, asks: Vec<(i8, String, Result<Ask, String>)>, validate_onl
         };
         answers.push((kind, name, result.err()));
     }
-    (answers, last)
+    (answers, last, quorum.and_then(|q| q.active_epoch()))
+}
+
+/// The answer once the quorum committed the changes (decided in controller `epoch`) and this
+/// node's broker applied them; if the leadership ends first, every change that was to be made
+/// is answered NOT_CONTROLLER (it may or may not have been committed).
+fn after_commit(answers: Vec<Answered>, last: i64, epoch: Option<i32>, encode: impl Fn(Vec<Answered>) -> Result<bytes::Bytes, String>) -> Result<Outcome, String> {
+    let refused: Vec<Answered> = answers
+        .iter()
+        .map(|(kind, name, error)| (*kind, name.clone(), error.clone().or_else(|| Some((Code::NotController, "the controller lost its leadership before the change was committed".to_string())))))
+        .collect();
+    let reply = encode(answers)?;
+    Ok(Outcome::Wait(match epoch {
+        Some(epoch) => Waiting::committed(last, epoch, reply, encode(refused)?, true, alter_configs_wait_ms),
+        None => Waiting::applied(last, reply, alter_configs_wait_ms),
+    }))
 }
 
 /// Broker configs are read at start (flags or `--config`); Kafka answers INVALID_REQUEST for a

@@ -1,8 +1,9 @@
 //! The APIs the controller serves: broker registration and heartbeats, ISR changes from
 //! partition leaders (AlterPartition), topic creation and deletion, and Fetch of the metadata
-//! log. Each decision is committed to the metadata log before it is answered. On a node that
-//! is not the controller they are answered with NOT_CONTROLLER (41), or for the metadata log
-//! NOT_LEADER_OR_FOLLOWER (6), so the asker looks elsewhere.
+//! log. Each decision is committed by the metadata quorum before it is answered. On a node that
+//! is not the active controller (not a voter, or not the quorum leader, or a leader whose
+//! epoch's first entry is not committed yet) they are answered with NOT_CONTROLLER (41), or for
+//! the metadata log NOT_LEADER_OR_FOLLOWER (6), so the asker looks elsewhere.
 
 use crate::kafka::Code;
 use super::handlers::{s, topic_name, uuid, FetchDecision};
@@ -25,9 +26,27 @@ use kafka_protocol::messages::delete_topics_response::{DeletableTopicResult, Del
 use kafka_protocol::messages::fetch_request::FetchRequest;
 use kafka_protocol::messages::fetch_response::{FetchResponse, FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::{ApiKey, BrokerId};
+use bytes::Bytes;
 use std::collections::BTreeMap;
+use std::sync::MutexGuard;
 
-const not_controller: i16 = 41;
+const not_controller: i16 = Code::NotController.code();
+
+/// This node's controller, if it is the active one.
+pub(super) fn active(node: &Node) -> Option<MutexGuard<'_, Quorum>> {
+    node.controller().filter(|q| q.is_active())
+}
+
+/// Answers a decision whose last record is at `last`: with `reply` once the quorum committed it
+/// (at once if it already is, as on a lone voter) and, with `applied`, once this node's broker
+/// applied it too (or `timeout_ms` passed); with `refused` if the leadership ends first.
+pub(super) fn after_commit(q: &Quorum, last: i64, reply: Bytes, refused: Bytes, applied: bool, timeout_ms: u64) -> Outcome {
+    match (q.is_committed(last) && !applied, q.active_epoch()) {
+        (true, _) => Outcome::Reply(reply),
+        (false, Some(epoch)) => Outcome::Wait(Waiting::committed(last, epoch, reply, refused, applied, timeout_ms)),
+        (false, None) => Outcome::Reply(refused),
+    }
+}
 
 /// Whether a Fetch asks for the metadata log (brokers following the controller).
 pub fn is_metadata_fetch(req: &FetchRequest) -> bool {
@@ -39,7 +58,7 @@ pub fn is_metadata_fetch(req: &FetchRequest) -> bool {
 pub fn metadata_fetch(node: &Node, req: FetchRequest, final_attempt: bool) -> FetchDecision {
     let mut r = FetchResponse::default();
     let mut total = 0usize;
-    let quorum = node.controller();
+    let quorum = active(node);
     for t in &req.topics {
         let mut tr = FetchableTopicResponse::default();
         tr.topic = t.topic.clone();
@@ -49,7 +68,7 @@ pub fn metadata_fetch(node: &Node, req: FetchRequest, final_attempt: bool) -> Fe
             pd.aborted_transactions = Some(Vec::new());
             let result = match &quorum {
                 Some(q) if t.topic.0.as_str() == metadata_topic && fp.partition == 0 => {
-                    q.read(fp.fetch_offset, (fp.partition_max_bytes.max(1) as usize).min(crate::constants::fetch_bytes_max)).map(|b| (b, q.end_offset(), q.log_start_offset())).map_err(|_| Code::OffsetOutOfRange.code())
+                    Ok((q.read(fp.fetch_offset, (fp.partition_max_bytes.max(1) as usize).min(crate::constants::fetch_bytes_max)), q.committed_end(), 0))
                 }
                 Some(_) => Err(Code::UnknownTopicOrPartition.code()),
                 None => Err(Code::NotLeaderOrFollower.code()),
@@ -66,6 +85,10 @@ pub fn metadata_fetch(node: &Node, req: FetchRequest, final_attempt: bool) -> Fe
                     pd.error_code = code;
                     pd.high_watermark = -1;
                     pd.records = Some(Default::default());
+                    // The quorum leader this voter knows, so the asker goes there (KIP-595).
+                    if let Some(leader) = node.controller().and_then(|q| q.leader()) {
+                        pd.current_leader.leader_id = BrokerId(leader);
+                    }
                     return FetchDecision::Respond(with(r, tr, pd), Vec::new());
                 }
             }
@@ -85,59 +108,72 @@ fn with(mut r: FetchResponse, mut tr: FetchableTopicResponse, pd: PartitionData)
     r
 }
 
-pub fn broker_registration(node: &Node, req: BrokerRegistrationRequest, now: u64) -> BrokerRegistrationResponse {
+pub fn broker_registration(node: &Node, version: i16, correlation_id: i32, req: BrokerRegistrationRequest, now: u64) -> Result<Outcome, String> {
     let mut r = BrokerRegistrationResponse::default();
     r.broker_epoch = -1;
-    let Some(mut q) = node.controller() else {
-        r.error_code = not_controller;
-        return r;
-    };
+    let mut refused = r.clone();
+    refused.error_code = not_controller;
+    let refused = encode(ApiKey::BrokerRegistration, version, correlation_id, &refused)?;
+    let Some(mut q) = active(node) else { return Ok(Outcome::Reply(refused)) };
     let Some(listener) = req.listeners.first() else {
         r.error_code = Code::InvalidRequest.code();
-        return r;
+        return encode(ApiKey::BrokerRegistration, version, correlation_id, &r).map(Outcome::Reply);
     };
     let next = q.end_offset();
     let id = req.broker_id.0;
     let result = q.controller_mut().register(id, listener.host.as_str(), listener.port as i32, next, now).map_err(|e| e.kafka_error().code());
-    match result.and_then(|records| q.commit(records, now).map_err(|_| Code::KafkaStorageError.code())) {
-        Ok(_) => r.broker_epoch = q.controller().image().brokers.get(&id).map_or(-1, |b| b.epoch),
-        Err(code) => r.error_code = code,
-    }
-    r
+    let last = match result.and_then(|records| q.commit(records, now).map_err(|e| e.kafka_error().code())) {
+        Ok(last) => {
+            r.broker_epoch = q.controller().image().brokers.get(&id).map_or(-1, |b| b.epoch);
+            last
+        }
+        Err(code) => {
+            r.error_code = code;
+            -1
+        }
+    };
+    let reply = encode(ApiKey::BrokerRegistration, version, correlation_id, &r)?;
+    Ok(after_commit(&q, last, reply, refused, false, crate::constants::controller_commit_wait_ms))
 }
 
-pub fn broker_heartbeat(node: &Node, req: BrokerHeartbeatRequest, now: u64) -> BrokerHeartbeatResponse {
+pub fn broker_heartbeat(node: &Node, version: i16, correlation_id: i32, req: BrokerHeartbeatRequest, now: u64) -> Result<Outcome, String> {
     let mut r = BrokerHeartbeatResponse::default();
     r.is_fenced = true;
-    let Some(mut q) = node.controller() else {
-        r.error_code = not_controller;
-        return r;
+    let mut refused = r.clone();
+    refused.error_code = not_controller;
+    let refused = encode(ApiKey::BrokerHeartbeat, version, correlation_id, &refused)?;
+    let Some(mut q) = active(node) else { return Ok(Outcome::Reply(refused)) };
+    let decided = match req.want_shut_down {
+        true => q.controller_mut().shut_down(req.broker_id.0, req.broker_epoch, now).map(|records| (None, records)),
+        false => q.controller_mut().heartbeat(req.broker_id.0, req.broker_epoch, req.current_metadata_offset, now).map(|(reply, records)| (Some(reply), records)),
     };
-    if req.want_shut_down {
-        let result = q.controller_mut().shut_down(req.broker_id.0, req.broker_epoch, now).map_err(|e| e.kafka_error().code());
-        match result.and_then(|records| q.commit(records, now).map_err(|_| Code::KafkaStorageError.code())) {
-            Ok(_) => r.should_shut_down = true,
-            Err(code) => r.error_code = code,
-        }
-        return r;
-    }
-    let result = q.controller_mut().heartbeat(req.broker_id.0, req.broker_epoch, req.current_metadata_offset, now).map_err(|e| e.kafka_error().code());
-    match result.and_then(|(reply, records)| q.commit(records, now).map(|_| reply).map_err(|_| Code::KafkaStorageError.code())) {
-        Ok(reply) => {
+    let decided = decided.map_err(|e| e.kafka_error().code());
+    let last = match decided.and_then(|(reply, records)| q.commit(records, now).map(|last| (reply, last)).map_err(|e| e.kafka_error().code())) {
+        Ok((Some(reply), last)) => {
             r.is_fenced = reply.fenced;
             r.is_caught_up = reply.caught_up;
+            last
         }
-        Err(code) => r.error_code = code,
-    }
-    r
+        Ok((None, last)) => {
+            r.should_shut_down = true;
+            last
+        }
+        Err(code) => {
+            r.error_code = code;
+            -1
+        }
+    };
+    let reply = encode(ApiKey::BrokerHeartbeat, version, correlation_id, &r)?;
+    Ok(after_commit(&q, last, reply, refused, false, crate::constants::controller_commit_wait_ms))
 }
 
-pub fn alter_partition(node: &Node, req: AlterPartitionRequest, now: u64) -> AlterPartitionResponse {
+pub fn alter_partition(node: &Node, version: i16, correlation_id: i32, req: AlterPartitionRequest, now: u64) -> Result<Outcome, String> {
     let mut r = AlterPartitionResponse::default();
-    let Some(mut q) = node.controller() else {
-        r.error_code = not_controller;
-        return r;
-    };
+    let mut refused = r.clone();
+    refused.error_code = not_controller;
+    let refused = encode(ApiKey::AlterPartition, version, correlation_id, &refused)?;
+    let Some(mut q) = active(node) else { return Ok(Outcome::Reply(refused)) };
+    let mut last = -1;
     for t in req.topics {
         let mut tr = TopicData::default();
         tr.topic_id = t.topic_id;
@@ -160,8 +196,9 @@ pub fn alter_partition(node: &Node, req: AlterPartitionRequest, now: u64) -> Alt
                 new_isr: p.new_isr.iter().map(|b| b.0).collect(),
             };
             let result = q.controller().alter_partition(&ask).map_err(|e| e.kafka_error().code());
-            match result.and_then(|(info, records)| q.commit(records, now).map(|_| info).map_err(|_| Code::KafkaStorageError.code())) {
-                Ok(info) => {
+            match result.and_then(|(info, records)| q.commit(records, now).map(|o| (info, o)).map_err(|e| e.kafka_error().code())) {
+                Ok((info, offset)) => {
+                    last = last.max(offset);
                     pr.leader_id = BrokerId(info.leader);
                     pr.leader_epoch = info.leader_epoch;
                     pr.isr = info.isr.iter().map(|&b| BrokerId(b)).collect();
@@ -173,7 +210,8 @@ pub fn alter_partition(node: &Node, req: AlterPartitionRequest, now: u64) -> Alt
         }
         r.topics.push(tr);
     }
-    r
+    let reply = encode(ApiKey::AlterPartition, version, correlation_id, &r)?;
+    Ok(after_commit(&q, last, reply, refused, false, crate::constants::controller_commit_wait_ms))
 }
 
 /// How long a topic change waits for this node's broker to apply it before answering anyway.
@@ -183,7 +221,7 @@ fn applied_wait_ms(timeout_ms: i32) -> u64 {
 
 pub fn create_topics(node: &Node, version: i16, correlation_id: i32, req: CreateTopicsRequest, now: u64) -> Result<Outcome, String> {
     let mut r = CreateTopicsResponse::default();
-    let mut quorum = node.controller();
+    let mut quorum = active(node);
     let mut last = -1;
     for t in req.topics {
         let mut tr = CreatableTopicResult::default();
@@ -214,9 +252,14 @@ pub fn create_topics(node: &Node, version: i16, correlation_id: i32, req: Create
         }
         r.topics.push(tr);
     }
-    drop(quorum);
     let reply = encode(ApiKey::CreateTopics, version, correlation_id, &r)?;
-    Ok(Outcome::Wait(Waiting::applied(last, reply, applied_wait_ms(req.timeout_ms))))
+    let Some(q) = quorum else { return Ok(Outcome::Reply(reply)) };
+    for tr in r.topics.iter_mut().filter(|tr| tr.error_code == 0) {
+        tr.error_code = not_controller;
+        tr.error_message = Some(s("the controller lost its leadership before the topic was committed"));
+    }
+    let refused = encode(ApiKey::CreateTopics, version, correlation_id, &r)?;
+    Ok(after_commit(&q, last, reply, refused, true, applied_wait_ms(req.timeout_ms)))
 }
 
 /// Decides and commits one topic; returns its id and the offset of its last record.
@@ -225,7 +268,7 @@ fn create_one(q: &mut Quorum, name: &str, partitions: i32, rf: i16, overrides: B
     if validate_only {
         return Ok((id, -1));
     }
-    let offset = q.commit(records, now).map_err(|e| (Code::KafkaStorageError.code(), e))?;
+    let offset = q.commit(records, now).map_err(|e| (e.kafka_error().code(), e.to_string()))?;
     Ok((id, offset))
 }
 
@@ -252,7 +295,7 @@ fn describe_created(q: &Quorum, tr: &mut CreatableTopicResult, partitions: i32, 
 
 pub fn delete_topics(node: &Node, version: i16, correlation_id: i32, req: DeleteTopicsRequest, now: u64) -> Result<Outcome, String> {
     let mut r = DeleteTopicsResponse::default();
-    let mut quorum = node.controller();
+    let mut quorum = active(node);
     let names: Vec<(Option<String>, uuid::Uuid)> = if version >= 6 {
         req.topics
             .iter()
@@ -277,7 +320,7 @@ pub fn delete_topics(node: &Node, version: i16, correlation_id: i32, req: Delete
                     tr.topic_id = uuid(t.id);
                 }
                 let records: Result<Vec<MetadataRecord>, _> = q.controller().delete_topic(n).map_err(|e| (e.kafka_error().code(), e.to_string()));
-                records.and_then(|rs| q.commit(rs, now).map_err(|e| (Code::KafkaStorageError.code(), e)))
+                records.and_then(|rs| q.commit(rs, now).map_err(|e| (e.kafka_error().code(), e.to_string())))
             }
         };
         match result {
@@ -289,7 +332,12 @@ pub fn delete_topics(node: &Node, version: i16, correlation_id: i32, req: Delete
         }
         r.responses.push(tr);
     }
-    drop(quorum);
     let reply = encode(ApiKey::DeleteTopics, version, correlation_id, &r)?;
-    Ok(Outcome::Wait(Waiting::applied(last, reply, applied_wait_ms(req.timeout_ms))))
+    let Some(q) = quorum else { return Ok(Outcome::Reply(reply)) };
+    for tr in r.responses.iter_mut().filter(|tr| tr.error_code == 0) {
+        tr.error_code = not_controller;
+        tr.error_message = Some(s("the controller lost its leadership before the deletion was committed"));
+    }
+    let refused = encode(ApiKey::DeleteTopics, version, correlation_id, &r)?;
+    Ok(after_commit(&q, last, reply, refused, true, applied_wait_ms(req.timeout_ms)))
 }

@@ -54,7 +54,7 @@ pub fn api_versions_response(error_code: i16) -> ApiVersionsResponse {
     r
 }
 
-pub fn metadata(b: &mut Broker, version: i16, req: MetadataRequest) -> MetadataResponse {
+pub fn metadata(b: &mut Broker, version: i16, req: MetadataRequest, controller_id: i32) -> MetadataResponse {
     let mut r = MetadataResponse::default();
     let c = b.config().clone();
     let image = b.image();
@@ -79,7 +79,7 @@ pub fn metadata(b: &mut Broker, version: i16, req: MetadataRequest) -> MetadataR
         r.brokers.push(m);
     }
     r.cluster_id = Some(s(&c.cluster_id));
-    r.controller_id = BrokerId(c.controller_id);
+    r.controller_id = BrokerId(controller_id);
     // v0: an empty list means all topics; v1+: null means all topics.
     let wanted: Option<Vec<String>> = match req.topics {
         Some(ts) if !(version == 0 && ts.is_empty()) => Some(ts.into_iter().filter_map(|t| t.name.map(|n| n.0.to_string())).collect()),

@@ -18,6 +18,7 @@ mod waiting;
 
 use crate::broker::{Action, Broker};
 use crate::controller::quorum::Quorum;
+use crate::controller::raft::wire;
 use crate::group::Coordinator;
 use std::sync::{Mutex, MutexGuard};
 use bytes::{BufMut, Bytes, BytesMut};
@@ -34,13 +35,15 @@ pub struct Node {
     broker: Mutex<Broker>,
     groups: Mutex<Coordinator>,
     controller: Option<Mutex<Quorum>>,
+    /// The quorum leader a voter last named to this node's peer links (-1: none known).
+    controller_hint: std::sync::atomic::AtomicI32,
 }
 
 impl Node {
     pub fn new(broker: Broker, controller: Option<Quorum>) -> Node {
         let mut groups = Coordinator::new(broker.config().groups.clone());
         groups.unfenced_commits = broker.config().planted(crate::broker::PlantedBug::CommitIgnoresGeneration);
-        Node { broker: Mutex::new(broker), groups: Mutex::new(groups), controller: controller.map(Mutex::new) }
+        Node { broker: Mutex::new(broker), groups: Mutex::new(groups), controller: controller.map(Mutex::new), controller_hint: (-1).into() }
     }
 
     /// The group coordinator; lock the broker first when both are needed.
@@ -61,9 +64,26 @@ impl Node {
         self.broker.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The controller, on the controller node.
+    /// The metadata quorum's voter, on a node that is one (active as controller or not).
     pub fn controller(&self) -> Option<MutexGuard<'_, Quorum>> {
         self.controller.as_ref().map(|c| c.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// The quorum leader a voter last named to this node, if any.
+    pub fn controller_hint(&self) -> Option<i32> {
+        Some(self.controller_hint.load(std::sync::atomic::Ordering::Relaxed)).filter(|&id| id >= 0)
+    }
+
+    /// Remembers (or, with None, forgets) the quorum leader a voter named.
+    pub fn set_controller_hint(&self, id: Option<i32>) {
+        self.controller_hint.store(id.unwrap_or(-1), std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The controller id clients are told (Metadata): the quorum leader this node knows, else
+    /// the one last named to it, else the first voter (so a client always has one to ask).
+    pub fn controller_id(&self) -> i32 {
+        let own = self.controller().and_then(|q| q.leader());
+        own.or_else(|| self.controller_hint()).unwrap_or_else(|| self.broker().config().voters.keys().next().copied().unwrap_or(-1))
     }
 }
 
@@ -101,10 +121,25 @@ pub fn frame_len(prefix: [u8; 4], max: usize) -> Result<usize, String> {
     Ok(len as usize)
 }
 
-/// Requests the controller commits metadata for: after one, parked metadata fetches look again.
+/// Requests the controller commits metadata for, and Raft messages (which may commit it): after
+/// one, parked metadata fetches look again and the quorum's outbox is sent.
 pub fn is_controller_api(key: i16) -> bool {
     use ApiKey::*;
-    [CreateTopics, DeleteTopics, AlterConfigs, IncrementalAlterConfigs, AlterPartition, BrokerRegistration, BrokerHeartbeat].iter().any(|k| *k as i16 == key)
+    key == wire::api_key || [CreateTopics, DeleteTopics, AlterConfigs, IncrementalAlterConfigs, AlterPartition, BrokerRegistration, BrokerHeartbeat].iter().any(|k| *k as i16 == key)
+}
+
+/// A Raft message from another voter (`controller::raft::wire`): fed to this node's voter,
+/// never answered. One that does not decode, or reaches a node that is not a voter, closes the
+/// connection: the sender is misconfigured or hostile.
+fn raft_message(node: &Node, body: Bytes, now: u64) -> Result<Outcome, String> {
+    let m = wire::decode_body(body)?;
+    let Some(mut q) = node.controller() else {
+        return Err(format!("raft message from node {} to node {}, which is not a controller voter", m.from, m.to));
+    };
+    if let Err(e) = q.receive(now, m) {
+        tracing::error!("controller: {e}");
+    }
+    Ok(Outcome::NoReply)
 }
 
 /// Encodes a response frame: size, header, body.
@@ -154,6 +189,9 @@ fn handle_inner(node: &Node, frame: &Bytes, peer: Option<std::net::IpAddr>, now:
     let raw_key = i16::from_be_bytes([frame[0], frame[1]]);
     let version = i16::from_be_bytes([frame[2], frame[3]]);
     let correlation_id = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
+    if raw_key == wire::api_key {
+        return raft_message(node, frame.slice(8..), now);
+    }
     let key = ApiKey::try_from(raw_key).map_err(|_| format!("unknown API key {raw_key}"))?;
     let Some((lo, hi)) = crate::kafka::served(key) else {
         return Err(format!("API {key:?} is not supported by this broker"));
@@ -178,7 +216,10 @@ fn handle_inner(node: &Node, frame: &Bytes, peer: Option<std::net::IpAddr>, now:
     let b = || node.broker();
     match key {
         ApiKey::ApiVersions => reply!(handlers::api_versions_response(0)),
-        ApiKey::Metadata => reply!(handlers::metadata(&mut b(), version, decode(key, version, &mut body)?)),
+        ApiKey::Metadata => {
+            let controller_id = node.controller_id();
+            reply!(handlers::metadata(&mut b(), version, decode(key, version, &mut body)?, controller_id))
+        }
         ApiKey::Produce => handlers::produce(&mut b(), version, correlation_id, decode(key, version, &mut body)?, now, out),
         ApiKey::Fetch => {
             let req: FetchRequest = decode(key, version, &mut body)?;
@@ -202,9 +243,9 @@ fn handle_inner(node: &Node, frame: &Bytes, peer: Option<std::net::IpAddr>, now:
         ApiKey::DeleteRecords => handlers::delete_records(&mut b(), version, correlation_id, decode(key, version, &mut body)?, now),
         ApiKey::InitProducerId => reply!(handlers::init_producer_id(&mut b(), decode(key, version, &mut body)?)),
         ApiKey::OffsetForLeaderEpoch => reply!(handlers::offset_for_leader_epoch(&b(), version, decode(key, version, &mut body)?)),
-        ApiKey::BrokerRegistration => reply!(controller_handlers::broker_registration(node, decode(key, version, &mut body)?, now)),
-        ApiKey::BrokerHeartbeat => reply!(controller_handlers::broker_heartbeat(node, decode(key, version, &mut body)?, now)),
-        ApiKey::AlterPartition => reply!(controller_handlers::alter_partition(node, decode(key, version, &mut body)?, now)),
+        ApiKey::BrokerRegistration => controller_handlers::broker_registration(node, version, correlation_id, decode(key, version, &mut body)?, now),
+        ApiKey::BrokerHeartbeat => controller_handlers::broker_heartbeat(node, version, correlation_id, decode(key, version, &mut body)?, now),
+        ApiKey::AlterPartition => controller_handlers::alter_partition(node, version, correlation_id, decode(key, version, &mut body)?, now),
         ApiKey::FindCoordinator => reply!(group_handlers::find_coordinator(&mut b(), version, decode(key, version, &mut body)?)),
         ApiKey::JoinGroup => group_handlers::join_group(node, version, correlation_id, (client_id, peer), decode(key, version, &mut body)?, now, out),
         ApiKey::SyncGroup => group_handlers::sync_group(node, version, correlation_id, decode(key, version, &mut body)?, now, out),

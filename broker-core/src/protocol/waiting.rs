@@ -28,6 +28,10 @@ pub struct Waiting {
 enum What {
     Produce { version: i16, correlation_id: i32, response: ProduceResponse, pending: Vec<Pending> },
     Applied { offset: i64, reply: Bytes },
+    /// A controller decision whose last record is at `offset`, proposed in the controller epoch
+    /// `epoch` (None once it is committed); `applied`: then wait for this node's broker to apply
+    /// it too. `refused` answers if the epoch ends or the wait runs out before the commit.
+    Committed { offset: i64, epoch: Option<i32>, reply: Bytes, refused: Bytes, applied: bool },
     DeleteRecords { version: i16, correlation_id: i32, response: DeleteRecordsResponse, pending: Vec<PendingDelete> },
     /// A group request: the response, the coordinator tickets it waits on, and the answers so far.
     Group { reply: Option<GroupReply>, tickets: Vec<Ticket>, answers: Vec<(Ticket, Answer)> },
@@ -72,6 +76,13 @@ impl Waiting {
         Waiting { timeout_ms, what: What::Applied { offset, reply } }
     }
 
+    /// Reply with `reply` once the controller's record at `offset` is committed in `epoch` (and
+    /// with `applied`, once this node's broker applied it, or the wait ran out); with `refused`
+    /// if that leadership ends or the wait runs out first.
+    pub(crate) fn committed(offset: i64, epoch: i32, reply: Bytes, refused: Bytes, applied: bool, timeout_ms: u64) -> Waiting {
+        Waiting { timeout_ms, what: What::Committed { offset, epoch: Some(epoch), reply, refused, applied } }
+    }
+
     /// Waits for the group coordinator to answer every one of `tickets`.
     pub(crate) fn group(reply: GroupReply, tickets: Vec<Ticket>, timeout_ms: u64) -> Waiting {
         Waiting { timeout_ms, what: What::Group { reply: Some(reply), tickets, answers: Vec::new() } }
@@ -83,6 +94,17 @@ impl Waiting {
     pub fn poll(&mut self, node: &Node, now: u64, expired: bool, out: &mut Vec<Action>) -> Option<Outcome> {
         match &mut self.what {
             What::Group { reply, tickets, answers } => Self::poll_group(node, reply, tickets, answers, now, expired, out),
+            What::Committed { offset, epoch, reply, refused, applied } => {
+                if let Some(e) = *epoch {
+                    let state = node.controller().map(|q| (q.active_epoch() == Some(e), q.is_committed(*offset)));
+                    match state {
+                        Some((true, true)) => *epoch = None,
+                        Some((true, false)) if !expired => return None,
+                        _ => return Some(Outcome::Reply(refused.clone())),
+                    }
+                }
+                (!*applied || expired || node.broker().image().offset >= *offset).then(|| Outcome::Reply(reply.clone()))
+            }
             _ => self.poll_broker(&node.broker(), expired),
         }
     }
@@ -120,7 +142,7 @@ impl Waiting {
     /// [`Waiting::poll`] with the broker already locked.
     pub(crate) fn poll_broker(&mut self, b: &Broker, expired: bool) -> Option<Outcome> {
         match &mut self.what {
-            What::Group { .. } => None,
+            What::Group { .. } | What::Committed { .. } => None,
             What::Applied { offset, reply } => (expired || b.image().offset >= *offset).then(|| Outcome::Reply(reply.clone())),
             What::DeleteRecords { version, correlation_id, response, pending } => {
                 let timeout = self.timeout_ms;

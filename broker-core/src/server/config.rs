@@ -60,10 +60,14 @@ pub struct Flags {
     /// message.max.bytes
     #[arg(long)]
     pub message_max_bytes: Option<usize>,
-    /// controller.quorum.voters: the controller as `id@host:port` (one voter; default: this
-    /// node, which then runs the controller too).
+    /// controller.quorum.voters: the Raft metadata quorum as `id@host:port,...` (1 to 7
+    /// voters; default: this node alone). A node named there runs a voter too (combined mode).
     #[arg(long)]
     pub controller_quorum_voters: Option<String>,
+    /// controller.quorum.election.timeout.ms (the quorum's fetch timeout is twice it, its
+    /// request timeout and election backoff equal to it, as KRaft's defaults are)
+    #[arg(long)]
+    pub controller_quorum_election_timeout_ms: Option<u64>,
     /// default.replication.factor
     #[arg(long)]
     pub default_replication_factor: Option<i16>,
@@ -138,6 +142,7 @@ pub const FILE_SETTINGS: &[&str] = &[
     "log.flush.interval.ms",
     "message.max.bytes",
     "controller.quorum.voters",
+    "controller.quorum.election.timeout.ms",
     "default.replication.factor",
     "replica.lag.time.max.ms",
     "broker.session.timeout.ms",
@@ -181,6 +186,7 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
             "log.flush.interval.ms" => f.log_flush_interval_ms = Some(int()? as u64),
             "message.max.bytes" => f.message_max_bytes = Some(int()? as usize),
             "controller.quorum.voters" => f.controller_quorum_voters = Some(text()?),
+            "controller.quorum.election.timeout.ms" => f.controller_quorum_election_timeout_ms = Some(int()? as u64),
             "default.replication.factor" => f.default_replication_factor = Some(int()? as i16),
             "replica.lag.time.max.ms" => f.replica_lag_time_max_ms = Some(int()? as u64),
             "broker.session.timeout.ms" => f.broker_session_timeout_ms = Some(int()? as u64),
@@ -203,7 +209,7 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
     macro_rules! take { ($($field:ident),*) => { $( if over.$field.is_some() { f.$field = over.$field.clone(); } )* } }
     take!(listen, advertised, node_id, data_dir, config, auto_create_topics_enable, num_partitions, min_insync_replicas,
         log_segment_bytes, log_roll_ms, log_retention_ms, log_retention_bytes, log_index_interval_bytes,
-        log_flush_interval_messages, log_flush_interval_ms, message_max_bytes, controller_quorum_voters,
+        log_flush_interval_messages, log_flush_interval_ms, message_max_bytes, controller_quorum_voters, controller_quorum_election_timeout_ms,
         default_replication_factor, replica_lag_time_max_ms, broker_session_timeout_ms, broker_heartbeat_interval_ms,
         unclean_leader_election_enable, group_initial_rebalance_delay_ms, group_min_session_timeout_ms, group_max_session_timeout_ms, group_max_size, offsets_topic_num_partitions, offsets_topic_replication_factor, offsets_retention_minutes, offset_metadata_max_bytes, log_cleaner_backoff_ms, log_cleaner_io_max_bytes_per_second, fetch_zero_copy);
     Ok(f)
@@ -249,8 +255,11 @@ pub fn resolve(f: &Flags) -> Result<(SocketAddr, BrokerConfig), String> {
     };
     c.log.validate().map_err(|e| e.to_string())?;
     let voters = f.controller_quorum_voters.clone().unwrap_or_else(|| format!("{}@{advertised}", c.node_id));
-    let (id, addr) = parse_voter(&voters)?;
-    (c.controller_id, c.controller_addr) = (id, addr);
+    c.voters = parse_voters(&voters)?;
+    if let Some(ms) = f.controller_quorum_election_timeout_ms {
+        c.quorum_election_timeout_ms = ms;
+    }
+    raft_config(&c).validate().map_err(|e| e.to_string())?;
     if let Some(v) = f.default_replication_factor {
         if v < 1 {
             return Err(format!("default.replication.factor={v} must be at least 1"));
@@ -298,16 +307,40 @@ fn resolve_groups(f: &Flags, g: &mut crate::group::GroupConfig) -> Result<(), St
 }
 
 /// `controller.quorum.voters` with one voter, `id@host:port` (Kafka's syntax).
-fn parse_voter(text: &str) -> Result<(i32, String), String> {
-    let bad = || format!("controller.quorum.voters={text}: expected one voter as id@host:port");
-    if text.contains(',') {
-        return Err(format!("controller.quorum.voters={text}: only a single controller voter is supported so far"));
+fn parse_voters(text: &str) -> Result<std::collections::BTreeMap<i32, String>, String> {
+    let bad = |why: &str| format!("controller.quorum.voters={text}: {why}; expected id@host:port,...");
+    let mut voters = std::collections::BTreeMap::new();
+    for voter in text.split(',') {
+        let (id, addr) = voter.split_once('@').ok_or_else(|| bad(&format!("'{voter}' has no '@'")))?;
+        let id: i32 = id.trim().parse().ok().filter(|&i| i >= 0).ok_or_else(|| bad(&format!("'{id}' is not a node id")))?;
+        let (_, port) = addr.rsplit_once(':').ok_or_else(|| bad(&format!("'{addr}' has no port")))?;
+        port.parse::<u16>().map_err(|_| bad(&format!("'{port}' is not a port")))?;
+        if voters.insert(id, addr.trim().to_string()).is_some() {
+            return Err(bad(&format!("voter {id} is named twice")));
+        }
     }
-    let (id, addr) = text.split_once('@').ok_or_else(bad)?;
-    let id: i32 = id.trim().parse().map_err(|_| bad())?;
-    let (_, port) = addr.rsplit_once(':').ok_or_else(bad)?;
-    port.parse::<u16>().map_err(|_| bad())?;
-    Ok((id, addr.trim().to_string()))
+    if voters.len() > crate::constants::quorum_voters_max {
+        return Err(bad(&format!("{} voters; at most {}", voters.len(), crate::constants::quorum_voters_max)));
+    }
+    Ok(voters)
+}
+
+/// The Raft node's settings: the voters, and timeouts in KRaft's default ratios to the election
+/// timeout (fetch timeout 2x, request timeout and election backoff 1x, a held fetch 0.5x).
+pub fn raft_config(c: &BrokerConfig) -> crate::controller::raft::RaftConfig {
+    let mut r = crate::controller::raft::RaftConfig::new(c.node_id, c.voters.keys().copied());
+    let e = c.quorum_election_timeout_ms;
+    (r.election_timeout_ms, r.fetch_timeout_ms, r.request_timeout_ms, r.election_backoff_ms_max, r.fetch_wait_ms) = (e, 2 * e, e, e, e / 2);
+    r
+}
+
+/// The metadata quorum's voter on this node, if `node.id` is among `controller.quorum.voters`:
+/// the metadata log and quorum state opened under the data directory, and what opening noted.
+pub fn open_quorum(disk: std::sync::Arc<dyn crate::storage::Disk>, c: &BrokerConfig, now: u64) -> Result<Option<(crate::controller::quorum::Quorum, Vec<String>)>, String> {
+    if !c.voters.contains_key(&c.node_id) {
+        return Ok(None);
+    }
+    crate::controller::quorum::Quorum::open(disk, &c.data_dir, controller_config(c), raft_config(c), now).map(Some)
 }
 
 /// The controller's settings, from the broker's (the node that runs the controller).
@@ -342,11 +375,17 @@ mod tests {
         let every = Flags { log_flush_interval_messages: Some(1), ..Flags::default() };
         assert_eq!(resolve(&every).unwrap().1.log.flush, FlushPolicy::EveryBatch);
         let c = resolve(&Flags::default()).unwrap().1;
-        assert_eq!((c.controller_id, c.controller_addr.as_str()), (0, "127.0.0.1:9092"), "a lone node is its own controller");
+        assert_eq!(c.voters, [(0, "127.0.0.1:9092".to_string())].into(), "a lone node is its own controller");
         let other = Flags { controller_quorum_voters: Some("3@10.0.0.4:9093".into()), ..Flags::default() };
-        assert_eq!(resolve(&other).unwrap().1.controller_id, 3);
-        let two = Flags { controller_quorum_voters: Some("1@a:1,2@b:2".into()), ..Flags::default() };
-        assert!(resolve(&two).unwrap_err().contains("single controller"));
+        assert_eq!(resolve(&other).unwrap().1.voters.keys().copied().collect::<Vec<_>>(), vec![3]);
+        let three = Flags { controller_quorum_voters: Some("1@a:1,2@b:2,0@c:3".into()), ..Flags::default() };
+        assert_eq!(resolve(&three).unwrap().1.voters.keys().copied().collect::<Vec<_>>(), vec![0, 1, 2]);
+        for bad in ["1@a:1,1@b:2", "1@a", "x@a:1", "1a:1", "1@a:99999", "0@a:1,1@a:2,2@a:3,3@a:4,4@a:5,5@a:6,6@a:7,7@a:8"] {
+            let f = Flags { controller_quorum_voters: Some(bad.into()), ..Flags::default() };
+            assert!(resolve(&f).unwrap_err().contains("controller.quorum.voters"), "{bad}");
+        }
+        let slow = Flags { controller_quorum_election_timeout_ms: Some(0), ..Flags::default() };
+        assert!(resolve(&slow).is_err(), "a zero election timeout is refused");
     }
 
     #[test]

@@ -8,6 +8,7 @@
 
 pub mod config;
 mod peers;
+mod raft;
 mod send;
 
 use crate::broker::{Action, Broker, Level};
@@ -40,6 +41,10 @@ pub struct Shared {
     /// Woken when the controller committed metadata, so parked fetches of the metadata log look
     /// again (kept apart: every produce would otherwise wake them for nothing).
     metadata_committed: Notify,
+    /// Woken when the metadata quorum may have messages to send or a new deadline.
+    raft_wake: Notify,
+    /// Which voter the peer links ask next when no quorum leader is known (round robin).
+    controller_turn: std::sync::atomic::AtomicUsize,
     /// This broker's epoch with the controller, once registered.
     broker_epoch: Mutex<Option<i64>>,
     /// Set once the broker was first unfenced: client requests wait for it at startup.
@@ -76,6 +81,8 @@ impl Shared {
             disk,
             changed: Notify::new(),
             metadata_committed: Notify::new(),
+            raft_wake: Notify::new(),
+            controller_turn: Default::default(),
             broker_epoch: Mutex::new(None),
             started: Default::default(),
             reregister: Default::default(),
@@ -160,7 +167,8 @@ impl Shared {
 pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: impl std::future::Future<Output = ()>) {
     let timers = tokio::spawn(run_timers(shared.clone()));
     let cleaner = tokio::spawn(run_cleaner(shared.clone()));
-    let peers = peers::spawn(shared.clone());
+    let mut peers = peers::spawn(shared.clone());
+    peers.extend(raft::spawn(shared.clone()));
     let open = Arc::new(tokio::sync::Semaphore::new(connections_max));
     tokio::pin!(shutdown);
     loop {
@@ -212,14 +220,13 @@ async fn run_timers(shared: Arc<Shared>) {
         let wait = {
             let now = now_ms();
             let broker = shared.broker().next_deadline().into_iter().chain(shared.node.groups().next_deadline()).min();
-            let controller = shared.node.controller().and_then(|q| q.next_deadline());
-            broker.into_iter().chain(controller).min().map_or(tick_interval_ms, |d| d.saturating_sub(now).clamp(1, tick_interval_ms))
+            broker.map_or(tick_interval_ms, |d| d.saturating_sub(now).clamp(1, tick_interval_ms))
         };
         tokio::time::sleep(Duration::from_millis(wait)).await;
         let now = now_ms();
         let checkpoint_due = now >= last_checkpoint + checkpoint_interval_ms;
         let log_state = now / replica_state_log_ms != last_state_log / replica_state_log_ms;
-        let (actions, committed) = shared
+        let actions = shared
             .decide(|s| {
                 let mut b = s.broker();
                 let mut actions = b.tick(now);
@@ -233,14 +240,7 @@ async fn run_timers(shared: Arc<Shared>) {
                 }
                 drop(b);
                 actions.extend(s.node.tick_groups(now));
-                let committed = s.node.controller().is_some_and(|mut q| {
-                    let before = q.end_offset();
-                    if let Err(e) = q.tick(now) {
-                        tracing::error!("controller: {e}");
-                    }
-                    q.end_offset() != before
-                });
-                (actions, committed)
+                actions
             })
             .await;
         last_state_log = now;
@@ -248,9 +248,6 @@ async fn run_timers(shared: Arc<Shared>) {
             last_checkpoint = now;
         }
         shared.perform(actions);
-        if committed {
-            shared.metadata_committed.notify_waiters();
-        }
     }
 }
 
@@ -307,6 +304,7 @@ async fn answer(shared: &Shared, frame: &Bytes, peer: IpAddr) -> Outcome {
         shared.perform(actions);
         if protocol::is_controller_api(key) {
             shared.metadata_committed.notify_waiters();
+            shared.raft_wake.notify_one();
         }
         match outcome {
             Outcome::Park { wait_ms, metadata: for_metadata } => {

@@ -60,10 +60,25 @@ fn resolve(host: &str, port: i32) -> Result<SocketAddr, String> {
     Err(format!("cannot resolve {host}:{port}"))
 }
 
+/// `host:port` (a voter's address in `controller.quorum.voters`) as a socket address.
+pub(super) fn resolve_addr(addr: &str) -> Result<SocketAddr, String> {
+    let (host, port) = addr.rsplit_once(':').ok_or_else(|| format!("address {addr} is not host:port"))?;
+    resolve(host, port.parse().map_err(|_| format!("address {addr}: bad port"))?)
+}
+
+/// The voter to ask for the active controller: the quorum leader this node knows (its own
+/// voter's view, or the last one a voter named), else the next voter in turn after `tried`.
 fn controller_addr(shared: &Shared) -> Result<SocketAddr, String> {
-    let c = shared.broker().config().clone();
-    let (host, port) = c.controller_addr.rsplit_once(':').ok_or_else(|| format!("controller address {} is not host:port", c.controller_addr))?;
-    resolve(host, port.parse().map_err(|_| format!("controller address {}: bad port", c.controller_addr))?)
+    let voters = shared.broker().config().voters.clone();
+    let known = shared.node.controller().and_then(|q| q.leader()).or_else(|| shared.node.controller_hint());
+    let id = match known.filter(|id| voters.contains_key(id)) {
+        Some(id) => id,
+        None => {
+            let turn = shared.controller_turn.fetch_add(1, Ordering::Relaxed);
+            *voters.keys().nth(turn % voters.len().max(1)).ok_or("controller.quorum.voters is empty")?
+        }
+    };
+    resolve_addr(&voters[&id])
 }
 
 async fn connect(addr: SocketAddr, who: &str) -> Option<Conn> {
@@ -92,7 +107,8 @@ fn kafka(code: i16) -> Result<(), ClientError> {
 /// `peer_request_ms_max`; a broker that never registered has nothing to hand over, and the
 /// controller's own node has nobody to hand over to.
 pub async fn controlled_shutdown(shared: &Shared) {
-    if shared.node.controller().is_some() {
+    let lone_voter = shared.broker().config().voters.len() == 1 && shared.node.controller().is_some();
+    if lone_voter {
         return; // the controller stops with this node: nobody is left to move leaderships
     }
     let Some(epoch) = *shared.broker_epoch.lock().unwrap_or_else(|p| p.into_inner()) else { return };
@@ -128,6 +144,8 @@ async fn controller_link(shared: Arc<Shared>) {
         if let Err(e) = session(&shared, &mut conn).await {
             // Only the controller saying the epoch is stale means registering again: a lost
             // connection (or a restarted controller) keeps the epoch, and with it the ISRs.
+            // Whoever was named leader did not answer as the controller: ask around again.
+            shared.node.set_controller_hint(None);
             if matches!(e, ClientError::Kafka { code: Code::StaleBrokerEpoch, .. }) {
                 tracing::info!("controller link to {addr}: {e}; registering again");
                 *shared.broker_epoch.lock().unwrap_or_else(|p| p.into_inner()) = None;
@@ -337,7 +355,7 @@ async fn metadata_follower(shared: Arc<Shared>) {
         let Some(mut conn) = connect(addr, "metadata-follower").await else { continue };
         loop {
             let next = pending.last().map_or_else(|| shared.broker().image().offset + 1, |(o, _)| o + 1);
-            match fetch_metadata(&mut conn, me, next).await {
+            match fetch_metadata(&shared, &mut conn, me, next).await {
                 Ok((records, end)) => {
                     pending.extend(records.into_iter().filter(|(o, _)| *o >= next));
                     let reached = pending.last().map_or(next, |(o, _)| o + 1) >= end;
@@ -350,6 +368,9 @@ async fn metadata_follower(shared: Arc<Shared>) {
                 }
                 Err(e) => {
                     tracing::info!("metadata follower: {e}");
+                    if !matches!(e, ClientError::Kafka { .. }) {
+                        shared.node.set_controller_hint(None); // that voter is gone: ask around
+                    }
                     backoff().await;
                     break;
                 }
@@ -358,8 +379,10 @@ async fn metadata_follower(shared: Arc<Shared>) {
     }
 }
 
-/// One long-polling fetch of the metadata log: its records from `offset`, and its end.
-async fn fetch_metadata(conn: &mut Conn, me: i32, offset: i64) -> Result<(Vec<(i64, crate::metadata::MetadataRecord)>, i64), ClientError> {
+/// One long-polling fetch of the metadata log: its records from `offset`, and its end. The
+/// voter that answers is the quorum leader (remembered for the controller link), or names the
+/// one it knows with its refusal.
+async fn fetch_metadata(shared: &Shared, conn: &mut Conn, me: i32, offset: i64) -> Result<(Vec<(i64, crate::metadata::MetadataRecord)>, i64), ClientError> {
     let mut p = FetchPartition::default();
     p.partition = 0;
     p.fetch_offset = offset;
@@ -372,7 +395,14 @@ async fn fetch_metadata(conn: &mut Conn, me: i32, offset: i64) -> Result<(Vec<(i
     let req = fetch_request(me, vec![t], metadata_fetch_bytes);
     let resp = conn.send(&req).await?;
     let pd = resp.responses.first().and_then(|t| t.partitions.first()).ok_or_else(|| ClientError::Protocol("empty metadata fetch response".into()))?;
+    if pd.error_code != 0 {
+        shared.node.set_controller_hint(Some(pd.current_leader.leader_id.0).filter(|&l| l >= 0));
+    }
     kafka(pd.error_code)?;
+    let answered_by = shared.broker().config().voters.iter().find(|(_, a)| resolve_addr(a).ok() == Some(conn.addr())).map(|(id, _)| *id);
+    if answered_by.is_some() {
+        shared.node.set_controller_hint(answered_by);
+    }
     let records = match &pd.records {
         Some(bytes) if !bytes.is_empty() => decode_records(bytes).map_err(ClientError::Protocol)?,
         _ => Vec::new(),

@@ -13,7 +13,6 @@ use crate::disk::{DiskFaults, SimDisk};
 use crate::scenario::Scenario;
 use broker_core::broker::{Action, Broker, BrokerConfig, PlantedBug};
 use broker_core::buggify::{Buggify, Site};
-use broker_core::controller::quorum::Quorum;
 use broker_core::log::FlushPolicy;
 use broker_core::server::{self, Observer, Shared};
 use broker_core::storage::Disk;
@@ -32,6 +31,9 @@ const broker_port: u16 = 9092;
 const heartbeat_ms: u64 = 250;
 const session_ms: u64 = 1_500;
 const replica_lag_ms: u64 = 2_000;
+/// The metadata quorum's election timeout, scaled like the sessions (KRaft's 1 s against its 9 s
+/// session): a dead quorum leader is replaced within about a second.
+const quorum_election_ms: u64 = 300;
 
 /// How long the node's supervisor (systemd's `Restart=on-failure` in a real deployment) waits
 /// before starting a broker process that exited.
@@ -161,8 +163,8 @@ pub(super) fn broker_config(s: &Scenario, i: u32, bug: Option<PlantedBug>) -> Br
         data_dir: "/data".into(),
         advertised_host: broker_ip(i).to_string(),
         advertised_port: broker_port as i32,
-        controller_id: 0,
-        controller_addr: SocketAddr::new(broker_ip(0), broker_port).to_string(),
+        voters: (0..s.broker.controller_voters.unwrap_or(1).clamp(1, s.brokers)).map(|v| (v as i32, SocketAddr::new(broker_ip(v), broker_port).to_string())).collect(),
+        quorum_election_timeout_ms: quorum_election_ms,
         heartbeat_interval_ms: heartbeat_ms,
         session_timeout_ms: session_ms,
         replica_lag_ms_max: replica_lag_ms,
@@ -204,10 +206,7 @@ async fn broker_main(disk: SimDisk, config: BrokerConfig, rec: Rec) {
     let d: Arc<dyn Disk> = Arc::new(disk);
     let (broker, quorum) = loop {
         let now = server::now_ms();
-        let quorum = match config.node_id == config.controller_id {
-            true => Quorum::open(d.clone(), &config.data_dir, server::config::controller_config(&config), now).map(|(q, _)| Some(q)),
-            false => Ok(None),
-        };
+        let quorum = server::config::open_quorum(d.clone(), &config, now).map(|q| q.map(|(q, _)| q));
         let opened = quorum.and_then(|q| Broker::open(d.clone(), config.clone(), now).map(|b| (b, q)).map_err(|e| e.to_string()));
         match opened {
             Ok(x) => break x,

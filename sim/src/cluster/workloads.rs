@@ -77,7 +77,9 @@ async fn admin_main(controller: SocketAddr, brokers: usize, topics: Vec<TopicToC
         }
     }
     loop {
-        match admin::create_topics_with_configs(controller, &topics, Duration::from_millis(request_timeout_ms)).await {
+        // The active controller moves with the quorum's leader: ask broker-0 which one it is.
+        let target = admin::find_controller(controller, Duration::from_millis(request_timeout_ms)).await.unwrap_or(controller);
+        match admin::create_topics_with_configs(target, &topics, Duration::from_millis(request_timeout_ms)).await {
             Ok(()) => {
                 event(&rec, "admin", "topics_created", json!({"topics": topics.iter().map(|t| &t.name).collect::<Vec<_>>()}));
                 return;

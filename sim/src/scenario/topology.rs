@@ -33,6 +33,10 @@ pub struct BrokerSettings {
     /// whose scenarios were made on the copying path.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fetch_zero_copy: Option<bool>,
+    /// `controller.quorum.voters`: how many brokers, `broker-0` on, are the Raft metadata
+    /// quorum's voters (combined mode). Default 1: `broker-0` alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controller_voters: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -76,6 +80,10 @@ impl Scenario {
     pub(super) fn validate_topology(&self) -> Result<(), String> {
         self.runnable()?;
         self.broker.validate()?;
+        let voters_max = (broker_core::constants::quorum_voters_max as u32).min(self.brokers);
+        if self.broker.controller_voters.is_some_and(|v| !(1..=voters_max).contains(&v)) {
+            return Err(format!("scenario: broker.controller_voters must be 1..={voters_max} (brokers, and at most a quorum's voters)"));
+        }
         if self.topics.is_empty() {
             return Err("scenario: topics must name at least one topic".into());
         }

@@ -23,6 +23,7 @@ mod node;
 mod replication;
 pub mod state_file;
 pub mod store;
+pub mod wire;
 #[cfg(test)]
 mod tests;
 

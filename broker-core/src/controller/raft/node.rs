@@ -56,6 +56,8 @@ impl Node {
             // Following the leader it knew; a leader that restarts cannot lead that epoch again
             // (its followers' progress is gone), so it waits for the next election.
             Some(leader) if leader != node.config.node_id => node.role = Role::Follower(Following::new(leader, now)),
+            // A lone voter has no rival to wait for: it stands at once.
+            _ if node.config.voters.len() == 1 && node.config.is_voter(node.id()) => node.deadline = now,
             _ => node.deadline = election::election_deadline(&mut node.rng, now, node.config.election_timeout_ms),
         }
         Ok(node)
