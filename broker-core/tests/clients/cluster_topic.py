@@ -6,7 +6,8 @@ Run by `tests/all/real_cluster.rs`. Steps, each bounded by --timeout overall:
    created before three brokers are registered and unfenced);
 2. with --create, create --topic with --partitions and --replication-factor (AdminClient);
 3. wait until every partition of --topic has a leader that metadata lists, at least --min-isr
-   in-sync replicas, and (with --leader-not X) no partition led by broker X;
+   in-sync replicas, and (with --leader-not X) no partition led by broker X; with
+   --controller-not X, until metadata names a listed broker other than X as the controller;
 4. print the last metadata as one JSON line on stdout:
    {"elapsed_s": S, "brokers": {"ID": "host:port"}, "controller": ID,
     "partitions": {"P": {"leader": L, "replicas": [...], "isr": [...]}}}
@@ -52,6 +53,8 @@ def unmet(snap, args):
     """Why `snap` is not yet the state asked for, or None when it is."""
     if len(snap["brokers"]) != args.brokers:
         return f"{len(snap['brokers'])} brokers listed, waiting for {args.brokers}"
+    if args.controller_not is not None and (snap["controller"] == args.controller_not or str(snap["controller"]) not in snap["brokers"]):
+        return f"controller {snap['controller']}, waiting for a listed broker other than {args.controller_not}"
     if not args.topic:
         return None
     if snap["topic_error"] is not None:
@@ -80,6 +83,7 @@ def run():
     ap.add_argument("--replication-factor", type=int, default=3)
     ap.add_argument("--min-isr", type=int, default=0)
     ap.add_argument("--leader-not", type=int)
+    ap.add_argument("--controller-not", type=int)
     ap.add_argument("--timeout", type=float, default=20)
     args = ap.parse_args()
     expect(not args.create or (args.topic and args.partitions > 0), "--create needs --topic and --partitions")

@@ -1,5 +1,6 @@
-//! The cluster the tests drive: three broker processes on loopback (node 0 also the
-//! controller), their output for failure messages, and the metadata `cluster_topic.py` prints.
+//! The cluster the tests drive: three broker processes on loopback (node 0 the one controller
+//! voter, or all three voters of a Raft quorum), their output for failure messages, and the
+//! metadata `cluster_topic.py` prints.
 
 use super::*;
 
@@ -11,7 +12,8 @@ use super::*;
 pub(super) struct Node {
     pub(super) id: i32,
     pub(super) data_dir: PathBuf,
-    pub(super) controller_port: u16,
+    /// `--controller-quorum-voters`, as every node of the cluster is given it.
+    pub(super) voters: String,
     /// Flags beyond `cluster_flags` this node was started with (kept for a restart).
     pub(super) extra_flags: Vec<String>,
     pub(super) process: BrokerProcess,
@@ -26,14 +28,14 @@ impl Node {
 
     /// Spawns the process; returns once it printed `listening on`, or a description of why not.
     /// `extra_flags` come after `cluster_flags`, so they may override them.
-    pub(super) fn start(id: i32, port: u16, data_dir: &Path, controller_port: u16, extra_flags: &[String]) -> Result<Node, String> {
-        let mut args: Vec<String> = vec!["--node-id".into(), id.to_string(), "--controller-quorum-voters".into(), format!("0@127.0.0.1:{controller_port}")];
+    pub(super) fn start(id: i32, port: u16, data_dir: &Path, voters: &str, extra_flags: &[String]) -> Result<Node, String> {
+        let mut args: Vec<String> = vec!["--node-id".into(), id.to_string(), "--controller-quorum-voters".into(), voters.to_string()];
         args.extend(["--data-dir".to_string(), data_dir.display().to_string()]);
         args.extend(cluster_flags.iter().map(|f| f.to_string()));
         args.extend(extra_flags.iter().cloned());
         let ready = Duration::from_secs(broker_ready_timeout_s);
         let process = BrokerProcess::start(port, &args, broker_log_lines_max, ready).map_err(|why| format!("node {id}: {why}"))?;
-        Ok(Node { id, data_dir: data_dir.to_path_buf(), controller_port, extra_flags: extra_flags.to_vec(), process, earlier_log: Vec::new() })
+        Ok(Node { id, data_dir: data_dir.to_path_buf(), voters: voters.to_string(), extra_flags: extra_flags.to_vec(), process, earlier_log: Vec::new() })
     }
 
     /// Why this node is not running, or None if it is.
@@ -75,6 +77,11 @@ impl Cluster {
 
     /// [`Cluster::start`] with more broker flags on every node (after `cluster_flags`).
     pub(super) fn start_with(extra_flags: &[&str]) -> Cluster {
+        Cluster::start_voters(1, extra_flags)
+    }
+
+    /// [`Cluster::start_with`], nodes 0 to `voters - 1` the metadata quorum's voters.
+    pub(super) fn start_voters(voters: usize, extra_flags: &[&str]) -> Cluster {
         let extra_flags: Vec<String> = extra_flags.iter().map(|f| f.to_string()).collect();
         let serial = one_cluster_at_a_time();
         let dir = tempfile::tempdir().expect("tempdir");
@@ -84,10 +91,12 @@ impl Cluster {
             _dir: dir,
             _serial: serial,
         };
+        let voters: Vec<String> = (0..).zip(&ports).take(voters).map(|(id, port)| format!("{id}@127.0.0.1:{port}")).collect();
+        let voters = voters.join(",");
         for (id, port) in (0..).zip(&ports) {
             let data = cluster._dir.path().join(format!("node-{id}"));
             std::fs::create_dir_all(&data).expect("create data dir");
-            match Node::start(id, *port, &data, ports[0], &extra_flags) {
+            match Node::start(id, *port, &data, &voters, &extra_flags) {
                 Ok(node) => cluster.nodes.push(node),
                 Err(why) => cluster.fail(&format!("starting the cluster: {why}")),
             }
@@ -161,9 +170,9 @@ impl Cluster {
     pub(super) fn restart(&mut self, id: i32) {
         let node = self.node_mut(id);
         assert!(node.dead().is_some(), "restart of node {id}, which is still running");
-        let (port, data, controller_port, extra) = (node.process.port, node.data_dir.clone(), node.controller_port, node.extra_flags.clone());
+        let (port, data, voters, extra) = (node.process.port, node.data_dir.clone(), node.voters.clone(), node.extra_flags.clone());
         let earlier: Vec<String> = node.earlier_log.iter().cloned().chain(node.process.lines()).chain(["--- restarted ---".to_string()]).collect();
-        match Node::start(id, port, &data, controller_port, &extra) {
+        match Node::start(id, port, &data, &voters, &extra) {
             Ok(mut node) => {
                 node.earlier_log = earlier;
                 *self.node_mut(id) = node;
@@ -247,6 +256,8 @@ pub(super) struct PartitionMetadata {
 pub(super) struct Metadata {
     pub(super) brokers: BTreeMap<i32, String>,
     pub(super) partitions: BTreeMap<i32, PartitionMetadata>,
+    /// The controller id metadata named.
+    pub(super) controller: i32,
     /// How long the script waited for the state it was asked for.
     pub(super) elapsed_s: f64,
     pub(super) raw: String,
@@ -298,9 +309,11 @@ impl Metadata {
             );
         }
         let elapsed_s = v["elapsed_s"].as_f64().ok_or("no elapsed_s")?;
+        let controller = int(&v["controller"])?;
         Ok(Metadata {
             brokers,
             partitions,
+            controller,
             elapsed_s,
             raw,
         })

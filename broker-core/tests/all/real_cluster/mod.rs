@@ -6,9 +6,10 @@
 //! whole cluster; a consumer group's coordinator is SIGKILLed mid-consumption and the group
 //! carries on at another broker with every acknowledged commit (`groups.rs`).
 //!
-//! Node 0 also runs the metadata controller, in the same process and on the same port, and it
-//! is the only controller voter for now: no test here kills node 0, since that would stop the
-//! cluster's metadata rather than fail over a partition leader.
+//! In these tests node 0 is the only metadata controller voter, in the same process and on the
+//! same port: no test here kills node 0, since that would stop the cluster's metadata rather
+//! than fail over a partition leader. `quorum.rs` runs all three nodes as voters of a Raft
+//! quorum and kills the active controller.
 //!
 //! Every wait is bounded and every failure names what was waited for, with the last lines of
 //! every broker's output. Processes are SIGKILLed and reaped on drop, so a failed test leaves
@@ -18,6 +19,7 @@
 
 mod groups;
 mod harness;
+mod quorum;
 
 use harness::*;
 use serde_json::Value;
@@ -181,65 +183,10 @@ fn cluster_leader_sigkill_mid_produce_then_rejoin() {
         .map(|(p, _)| *p)
         .collect();
 
-    let work = tempfile::tempdir().expect("tempdir");
-    let path = |name: &str| {
-        work.path()
-            .join(name)
-            .to_str()
-            .expect("utf-8 temp path")
-            .to_string()
-    };
-    let (started, killed, acked) = (path("started"), path("killed"), path("acked.json"));
-    let (n, rate, kill_after) = (
-        records_n.to_string(),
-        failover_rate.to_string(),
-        failover_kill_after_acks.to_string(),
-    );
-    let produce_args: Vec<String> = [
-        "--topic",
-        topic,
-        "--n",
-        &n,
-        "--rate",
-        &rate,
-        "--started",
-        &started,
-        "--started-after",
-        &kill_after,
-        "--killed",
-        &killed,
-        "--out",
-        &acked,
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let producer_cmd = &mut client_command(
-        &cluster.addr(0),
-        "cluster_failover_produce.py",
-        &produce_args.iter().map(String::as_str).collect::<Vec<_>>(),
-    );
-    let mut producer = ClientProcess::spawn(producer_cmd, None)
-        .unwrap_or_else(|why| cluster.fail(&format!("cluster_failover_produce.py: {why}")));
-
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !Path::new(&started).exists() {
-        if producer.finished() || Instant::now() > deadline {
-            let out = producer.wait(Duration::ZERO);
-            cluster.fail(&format!(
-                "cluster_failover_produce.py: no {failover_kill_after_acks} acknowledgements within 30 s: {}",
-                match out {
-                    Ok(out) => format!("exited {}: {}", out.status, String::from_utf8_lossy(&out.stderr)),
-                    Err(why) => why,
-                }
-            ));
-        }
-        thread::sleep(Duration::from_millis(10));
-    }
-
+    let producer = FailoverProducer::start(&cluster, 0, topic);
     cluster.sigkill(victim);
     let killed_at = Instant::now();
-    std::fs::write(&killed, b"").expect("write the kill marker");
+    producer.killed();
     eprintln!("SIGKILLed node {victim}, leader of {topic} partitions {victim_partitions:?}");
 
     let victim_arg = victim.to_string();
@@ -270,32 +217,14 @@ fn cluster_leader_sigkill_mid_produce_then_rejoin() {
             ));
         }
     }
-
-    let out = producer
-        .wait(Duration::from_secs(client_timeout_s))
-        .unwrap_or_else(|why| cluster.fail(&format!("cluster_failover_produce.py: {why}")));
-    cluster.check_script("cluster_failover_produce.py", &[], &out);
-    cluster.assert_alive("while producing through the failover", Some(victim));
-    let report: Value =
-        serde_json::from_str(&std::fs::read_to_string(&acked).expect("read the producer's report"))
-            .expect("producer report is JSON");
-    let acked_after_kill = report["acked_after_kill"].as_u64().unwrap_or(0);
-    if report["killed_seen"] != Value::Bool(true) || acked_after_kill == 0 {
-        cluster.fail(&format!(
-            "no record was acknowledged after node {victim} was killed (killed_seen {}): production did not resume \
-             on the new leaders; {} acknowledged before, {} failed",
-            report["killed_seen"],
-            report["acked"].as_array().map_or(0, Vec::len),
-            report["failed"].as_array().map_or(0, Vec::len)
-        ));
-    }
+    let acked = producer.finish(&mut cluster, victim);
 
     // Read back from the survivors, before the killed broker returns: the new leaders alone
     // must hold every acknowledged record.
     cluster.script(
         0,
         "cluster_verify_acked.py",
-        &["--topic", topic, "--acked", &acked, "--no-duplicates"],
+        &["--topic", topic, "--acked", &acked.path, "--no-duplicates"],
     );
 
     cluster.restart(victim);
@@ -313,6 +242,76 @@ fn cluster_leader_sigkill_mid_produce_then_rejoin() {
         back.raw
     );
     cluster.assert_alive("after the restart", None);
+}
+
+/// The acks=all idempotent producer of the failover tests (`cluster_failover_produce.py`),
+/// bootstrapped from node `bootstrap`, `records_n` records at `failover_rate`.
+struct FailoverProducer {
+    process: ClientProcess,
+    killed: String,
+    acked: String,
+    work: tempfile::TempDir,
+}
+
+/// The producer's report: every acknowledged record, for `cluster_verify_acked.py`.
+struct Acked {
+    path: String,
+    _work: tempfile::TempDir,
+}
+
+impl FailoverProducer {
+    /// Starts it; returns once it has `failover_kill_after_acks` acknowledgements.
+    fn start(cluster: &Cluster, bootstrap: i32, topic: &str) -> FailoverProducer {
+        let work = tempfile::tempdir().expect("tempdir");
+        let path = |name: &str| work.path().join(name).to_str().expect("utf-8 temp path").to_string();
+        let (started, killed, acked) = (path("started"), path("killed"), path("acked.json"));
+        let (n, rate, kill_after) = (records_n.to_string(), failover_rate.to_string(), failover_kill_after_acks.to_string());
+        let args = ["--topic", topic, "--n", &n, "--rate", &rate, "--started", &started, "--started-after", &kill_after, "--killed", &killed, "--out", &acked];
+        let mut process = ClientProcess::spawn(&mut client_command(&cluster.addr(bootstrap), "cluster_failover_produce.py", &args), None)
+            .unwrap_or_else(|why| cluster.fail(&format!("cluster_failover_produce.py: {why}")));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !Path::new(&started).exists() {
+            if process.finished() || Instant::now() > deadline {
+                let out = process.wait(Duration::ZERO);
+                cluster.fail(&format!(
+                    "cluster_failover_produce.py: no {failover_kill_after_acks} acknowledgements within 30 s: {}",
+                    match out {
+                        Ok(out) => format!("exited {}: {}", out.status, String::from_utf8_lossy(&out.stderr)),
+                        Err(why) => why,
+                    }
+                ));
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+        FailoverProducer { process, killed, acked, work }
+    }
+
+    /// Tells it the kill happened: acknowledgements from now on count as after the kill.
+    fn killed(&self) {
+        std::fs::write(&self.killed, b"").expect("write the kill marker");
+    }
+
+    /// Waits for it to finish; fails unless some record was acknowledged after the kill.
+    fn finish(self, cluster: &mut Cluster, victim: i32) -> Acked {
+        let out = self
+            .process
+            .wait(Duration::from_secs(client_timeout_s))
+            .unwrap_or_else(|why| cluster.fail(&format!("cluster_failover_produce.py: {why}")));
+        cluster.check_script("cluster_failover_produce.py", &[], &out);
+        cluster.assert_alive("while producing through the failover", Some(victim));
+        let report: Value = serde_json::from_str(&std::fs::read_to_string(&self.acked).expect("read the producer's report")).expect("producer report is JSON");
+        let acked_after_kill = report["acked_after_kill"].as_u64().unwrap_or(0);
+        if report["killed_seen"] != Value::Bool(true) || acked_after_kill == 0 {
+            cluster.fail(&format!(
+                "no record was acknowledged after node {victim} was killed (killed_seen {}): production did not resume; \
+                 {} acknowledged before, {} failed",
+                report["killed_seen"],
+                report["acked"].as_array().map_or(0, Vec::len),
+                report["failed"].as_array().map_or(0, Vec::len)
+            ));
+        }
+        Acked { path: self.acked, _work: self.work }
+    }
 }
 
 /// SIGTERM to a leader that is not the controller: the broker asks the controller to fence it

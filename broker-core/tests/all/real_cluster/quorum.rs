@@ -1,0 +1,57 @@
+//! Three real broker processes as three voters of the Raft metadata quorum (combined mode): the
+//! active controller's process is SIGKILLed while an acks=all idempotent producer runs. Another
+//! voter must become the active controller within `controller_failover_s_max`, a topic must
+//! still be creatable, every acknowledged record must be readable from the survivors, and the
+//! killed node, restarted on its data directory, must be listed again.
+
+use super::*;
+
+/// From SIGKILL of the active controller to metadata naming another one: the quorum's fetch
+/// timeout (2 x the 500 ms election timeout given below), a pre-vote and vote round, the new
+/// leader's first entry committed, and a Python start, on a loaded 2-core machine.
+const controller_failover_s_max: f64 = 8.0;
+
+/// The quorum's election timeout here: half KRaft's default, so the test fails over in seconds.
+const election_timeout_flags: &[&str] = &["--controller-quorum-election-timeout-ms", "500"];
+
+#[test]
+fn cluster_active_controller_sigkill_mid_produce() {
+    let mut cluster = Cluster::start_voters(cluster_size, election_timeout_flags);
+    let topic = "quorum-failover";
+    let md = cluster.metadata(0, cluster_size, &["--topic", topic, "--create", "--partitions", "3", "--min-isr", "3"]);
+    check_fully_replicated(&cluster, &md, topic, 3);
+    let victim = md.controller;
+    if !(0..cluster_size as i32).contains(&victim) {
+        cluster.fail(&format!("metadata names controller {victim}, not one of the three voters\n{}", md.raw));
+    }
+    let survivor = (victim + 1) % cluster_size as i32;
+    let producer = FailoverProducer::start(&cluster, survivor, topic);
+    cluster.sigkill(victim);
+    let killed_at = Instant::now();
+    producer.killed();
+    eprintln!("SIGKILLed node {victim}, the active controller");
+
+    let victim_arg = victim.to_string();
+    let after = cluster.metadata(survivor, cluster_size - 1, &["--controller-not", &victim_arg]);
+    let failover_s = killed_at.elapsed().as_secs_f64();
+    eprintln!("controller {} after {failover_s:.2} s: {}", after.controller, after.raw);
+    if failover_s > controller_failover_s_max {
+        cluster.fail(&format!(
+            "a new controller only {failover_s:.2} s after node {victim} was killed; expected within {controller_failover_s_max} s\n{}",
+            after.raw
+        ));
+    }
+    // The new controller decides: a topic on the two survivors.
+    let created = cluster.metadata(survivor, cluster_size - 1, &["--topic", "after-the-kill", "--create", "--partitions", "2", "--replication-factor", "2", "--min-isr", "2"]);
+    eprintln!("created after the kill, {:.2} s after it: {}", killed_at.elapsed().as_secs_f64(), created.raw);
+    let moved = cluster.metadata(survivor, cluster_size - 1, &["--topic", topic, "--leader-not", &victim_arg]);
+    eprintln!("{topic} led by survivors: {}", moved.raw);
+
+    let acked = producer.finish(&mut cluster, victim);
+    cluster.script(survivor, "cluster_verify_acked.py", &["--topic", topic, "--acked", &acked.path, "--no-duplicates"]);
+
+    cluster.restart(victim);
+    let back = cluster.metadata(survivor, cluster_size, &["--topic", topic, "--min-isr", "3", "--timeout", &isr_rejoin_s_max.to_string()]);
+    check_fully_replicated(&cluster, &back, topic, 3);
+    cluster.assert_alive("after the restart", None);
+}
