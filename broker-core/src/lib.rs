@@ -22,6 +22,7 @@ pub mod planted;
 pub mod protocol;
 pub mod replication;
 pub mod server;
+pub mod simprobe;
 pub mod storage;
 #[doc(hidden)]
 pub mod testing;

@@ -47,8 +47,15 @@ pub(super) async fn run_schedule(faults: Vec<FaultSpec>, cluster: &Cluster, rec:
     }
 }
 
-/// Applies one fault and undoes it after `for_ms`, or says why it was skipped.
-async fn inject(f: FaultSpec, nodes: Nodes, disks: Disks, rec: Rec) {
+/// Applies one fault and undoes it after `for_ms`, or says why it was skipped. A fault aimed at
+/// `controller` hits the broker that is the active metadata controller when it starts.
+async fn inject(mut f: FaultSpec, nodes: Nodes, disks: Disks, rec: Rec) {
+    if f.target == crate::scenario::controller_target {
+        match broker_core::simprobe::current_controller() {
+            Some(id) => f.target = format!("broker-{id}"),
+            None => return event(&rec, "harness", "fault_skipped", json!({"kind": kind(&f), "target": f.target, "why": "no active controller yet"})),
+        }
+    }
     let done = match f.kind {
         FaultKind::Kill | FaultKind::PowerLoss => crash_and_restart(&f, &nodes, &disks, &rec).await,
         FaultKind::Pause => pause(&f, &nodes, &disks, &rec).await,

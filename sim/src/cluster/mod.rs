@@ -104,6 +104,7 @@ async fn simulate(s: Scenario, faults: Vec<FaultSpec>, disk_seed: u64, bug: Opti
     let rec = Recorder::start(trace);
     rec.lock().expect("recorder").history.compacted_topics = s.compacted_topics().into_iter().map(|(t, delete_retention_ms)| (t, Compaction { delete_retention_ms })).collect();
     broker_core::netfault::reset(disk_seed);
+    broker_core::simprobe::reset();
     let mut cluster = topology::start_brokers(&s, disk_seed, bug, &rec);
     workloads::create_topics(&s, &cluster, &rec).await;
     let clients = workloads::start_clients(&s, &mut cluster, &rec);

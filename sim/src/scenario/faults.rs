@@ -61,6 +61,11 @@ pub struct FaultSpec {
     pub path: String,
 }
 
+/// A fault target resolved when the fault starts: the broker that is then the active metadata
+/// controller (the Raft quorum's leader). Not a link end. Counted as a broker of its own by the
+/// fault budget, which cannot know which broker it will be.
+pub const controller_target: &str = "controller";
+
 fn delay_default() -> u64 {
     50
 }
@@ -214,7 +219,7 @@ impl FaultSpec {
     /// Checks one fixed fault of a run of `duration_ms` among `nodes`.
     fn validate(&self, duration_ms: u64, nodes: &[String]) -> Result<(), String> {
         let node = |field: &str, name: &str| -> Result<(), String> {
-            if nodes.iter().any(|n| n == name) {
+            if nodes.iter().any(|n| n == name) || name == controller_target {
                 Ok(())
             } else {
                 Err(format!("scenario: {field} '{name}' is not a node of this scenario (broker-0.., producer-0.., consumer-0..)"))
@@ -234,7 +239,7 @@ impl FaultSpec {
             None if !self.kind.is_link() => node("faults.target", &self.target)?,
             _ => return Err(format!("scenario: faults.target '{}': link faults take \"a>b\", others a node name", self.target)),
         }
-        if self.kind.broker_only() && !self.target.starts_with("broker-") {
+        if self.kind.broker_only() && !self.target.starts_with("broker-") && self.target != controller_target {
             return Err(format!("scenario: faults.target '{}': {} faults target brokers only (a client node is never restarted and has no disk); network faults may target clients", self.target, self.kind.name()));
         }
         if self.loss_per_mille > 1000 {

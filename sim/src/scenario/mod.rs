@@ -13,7 +13,7 @@ mod tests;
 mod topology;
 mod workloads;
 
-pub use faults::{FaultKind, FaultSpec, RandomFaults};
+pub use faults::{controller_target, FaultKind, FaultSpec, RandomFaults};
 pub use topology::{BrokerSettings, TopicSpec};
 pub use workloads::{ConsumerSpec, GroupSpec, ProducerSpec};
 

@@ -285,12 +285,20 @@ impl Node {
         }
     }
 
+    /// The leader a vote answer names: only one this node has heard from and that still stands.
+    /// A leader followed on hearsay, or gone silent, is not passed on: two voters that each
+    /// timed out on a dead leader would otherwise keep naming it to each other, and each, told
+    /// of it, follow it again for another fetch timeout (found by the real three-voter test).
+    fn leader_hint(&self, now: u64) -> Option<NodeId> {
+        self.leader().filter(|_| self.has_live_leader(now))
+    }
+
     fn on_pre_vote(&mut self, now: u64, from: NodeId, epoch: i32, last_epoch: i32, end: i64, out: &mut Vec<Action>) {
         let granted = epoch > self.state.epoch
             && self.config.is_voter(from)
             && (!self.has_live_leader(now) || self.leader() == Some(from))
             && log_up_to_date(last_epoch, end, self.log.last_epoch(), self.log.end());
-        out.push(self.send(from, Body::VoteResponse { epoch: self.state.epoch, pre_vote: true, granted, leader: self.leader() }));
+        out.push(self.send(from, Body::VoteResponse { epoch: self.state.epoch, pre_vote: true, granted, leader: self.leader_hint(now) }));
     }
 
     fn on_vote(&mut self, now: u64, from: NodeId, epoch: i32, last_epoch: i32, end: i64, out: &mut Vec<Action>) {
@@ -299,7 +307,7 @@ impl Node {
             && self.state.leader.is_none()
             && self.state.voted_for.is_none_or(|v| v == from)
             && log_up_to_date(last_epoch, end, self.log.last_epoch(), self.log.end());
-        let reply = Message { from: self.id(), to: from, body: Body::VoteResponse { epoch: self.state.epoch, pre_vote: false, granted, leader: self.leader() } };
+        let reply = Message { from: self.id(), to: from, body: Body::VoteResponse { epoch: self.state.epoch, pre_vote: false, granted, leader: self.leader_hint(now) } };
         if !granted {
             return out.push(Action::Send(reply));
         }
