@@ -10,9 +10,10 @@
 //! (`broker-core/src/controller/mod.rs`, `assign`). The harness creates the topic once as many
 //! brokers as the replication factor have registered, so with RF = brokers = 3 the assignment
 //! is fixed: `orders-1` starts on `broker-1`, `orders-2` on `broker-2`. After a failover the
-//! first in-sync replica in that order leads, and nothing moves leadership back. `broker-0`
-//! also runs the controller — the only metadata voter — so faults on it stall every election;
-//! rows about data replicas leave it alone, and the rows that hit it say so.
+//! first in-sync replica in that order leads, and nothing moves leadership back. In the
+//! three-broker rows every broker is also a voter of the Raft metadata quorum (combined mode),
+//! so a fault on the active controller (often `broker-0`, which may win the first election)
+//! moves the controller instead of stalling elections; the rows that hit `broker-0` say so.
 //!
 //! The promises are DESIGN.md's, not this module's: a row that cannot show what it claims
 //! fails (no loss where loss is allowed proves nothing) rather than being weakened to pass.
@@ -70,7 +71,7 @@ fn fault(at: u64, kind: FaultKind, target: &str, for_ms: u64) -> FaultSpec {
 
 /// Three brokers, every partition on all three, min.insync.replicas=2.
 fn replicated(name: &str, acks: &str, flush_messages: Option<u64>, duration_ms: u64, faults: Vec<FaultSpec>) -> Scenario {
-    let broker = BrokerSettings { min_insync_replicas: Some(2), flush_messages, ..BrokerSettings::default() };
+    let broker = BrokerSettings { min_insync_replicas: Some(2), flush_messages, controller_voters: Some(3), ..BrokerSettings::default() };
     scenario(name, Shape { brokers: 3, partitions: 3, rf: 3 }, broker, acks, duration_ms, faults)
 }
 
@@ -179,7 +180,7 @@ pub fn rows() -> Vec<Row> {
             flush: "never",
             fault: "single broker crash/restart, broker-0 included",
             loss_allowed: false,
-            note: "as above on broker-0/1/0/2: broker-0 also runs the only controller voter, so its crashes stall elections too",
+            note: "as above on broker-0/1/0/2: every broker is a controller voter, so a crash of the active controller moves it to another voter and elections go on",
             scenario: replicated("acksall-never-single-crash-controller", "all", None, 26_000, single_broker_crashes(["broker-0", "broker-1", "broker-0", "broker-2"])),
         },
         Row {
@@ -224,7 +225,7 @@ pub fn rows() -> Vec<Row> {
             flush: "never",
             fault: "partition isolates broker-0 (leader and controller)",
             loss_allowed: false,
-            note: "isolate broker-0 (leader of orders-0, the only controller voter) for 3 s, twice: its controller hears nobody and check-quorum keeps it from fencing anyone, no ISR can shrink, so acks=all writes stall everywhere (unavailable, not lost); once healed, broker-0's own session (cut off too) has usually expired first: it is fenced and orders-0 fails over",
+            note: "isolate broker-0 (leader of orders-0, one of three controller voters) for 3 s, twice: if it was the active controller it resigns (check-quorum) and the other two elect one that fences it, so orders-0 fails over while it is cut off; no acknowledged loss either way",
             scenario: replicated("acksall-never-isolate-controller", "all", None, 16_000, vec![fault(2_000, FaultKind::Isolate, "broker-0", 3_000), fault(9_000, FaultKind::Isolate, "broker-0", 3_000)]),
         },
         Row {

@@ -107,9 +107,10 @@ fn kafka(code: i16) -> Result<(), ClientError> {
 /// `peer_request_ms_max`; a broker that never registered has nothing to hand over, and the
 /// controller's own node has nobody to hand over to.
 pub async fn controlled_shutdown(shared: &Shared) {
-    let lone_voter = shared.broker().config().voters.len() == 1 && shared.node.controller().is_some();
-    if lone_voter {
-        return; // the controller stops with this node: nobody is left to move leaderships
+    if shared.node.controller().is_some_and(|q| q.is_active()) {
+        // The active controller stops with this node (its listener is already closed): the
+        // next one fences it when its session ends, or nobody is left to.
+        return;
     }
     let Some(epoch) = *shared.broker_epoch.lock().unwrap_or_else(|p| p.into_inner()) else { return };
     let Ok(addr) = controller_addr(shared) else { return };
