@@ -182,6 +182,20 @@ pub struct History {
     pub final_commit_errors: BTreeMap<String, String>,
     /// When group members stopped (the end of their reads), ms.
     pub members_until_ms: u64,
+    /// Every time a broker became a partition's leader, in the order they happened.
+    pub leaderships: Vec<Leadership>,
+}
+
+/// A broker became the leader of a partition at a leader epoch (it applied metadata naming it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Leadership {
+    pub at_ms: u64,
+    pub broker: String,
+    pub topic: String,
+    /// The topic's id: a topic deleted and created again starts its epochs over.
+    pub topic_id: [u8; 16],
+    pub partition: i32,
+    pub leader_epoch: i32,
 }
 
 /// One broken property. `loss` marks violations that only say "acknowledged data is gone" (or,

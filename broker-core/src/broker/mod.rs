@@ -62,6 +62,9 @@ pub enum Action {
     Reregister,
     /// A line for the operator: recovery cuts, replicas opened or removed, storage failures.
     Log(Level, String),
+    /// This node became the leader of a partition at a leader epoch (logged as a line too); the
+    /// simulator checks that no two nodes lead one partition at one epoch.
+    Leading { topic: String, topic_id: [u8; 16], partition: i32, leader_epoch: i32 },
 }
 
 /// How loud an [`Action::Log`] line is.

@@ -208,6 +208,8 @@ impl Broker {
         if change == Change::BecameLeader {
             out.push(Action::Wake);
             out.push(Action::Log(Level::Info, format!("{name}-{p}: leader at epoch {} from offset {}", info.leader_epoch, part.leo())));
+            let topic_id = self.image.topics.get(name).map_or([0; 16], |t| t.id);
+            out.push(Action::Leading { topic: name.to_string(), topic_id, partition: p, leader_epoch: info.leader_epoch });
         }
         Ok(())
     }

@@ -46,6 +46,8 @@ pub struct Quorum {
     leading: Option<(i32, i64)>,
     /// Messages for other voters, sent by the shell.
     outbox: VecDeque<Message>,
+    /// The store failed and could not be opened again: every tick tries, nothing else acts.
+    broken: bool,
 }
 
 /// Why a decision was not proposed.
@@ -90,7 +92,7 @@ impl Quorum {
         let seed = now ^ ((raft.node_id as u64) << 48);
         let node = Node::restart(raft.clone(), restored.state, restored.entries, seed, now).map_err(|e| e.to_string())?;
         let controller = Controller::new(config.clone(), Image::default(), now);
-        let mut q = Quorum { config, raft, disk, data_dir: data_dir.to_path_buf(), node, store, committed: Image::default(), controller, active: None, leading: None, outbox: VecDeque::new() };
+        let mut q = Quorum { config, raft, disk, data_dir: data_dir.to_path_buf(), node, store, committed: Image::default(), controller, active: None, leading: None, outbox: VecDeque::new(), broken: false };
         let actions = q.node.tick(now);
         q.perform(actions, now)?;
         q.settle_role(now);
@@ -149,6 +151,9 @@ impl Quorum {
     /// offset of the last record (of the last proposed one, if `records` is empty): the caller
     /// answers once [`Quorum::is_committed`] says so, in this same epoch.
     pub fn commit(&mut self, records: Vec<MetadataRecord>, now: u64) -> Result<i64, CommitError> {
+        if self.broken {
+            return Err(CommitError::Storage("the metadata log failed and could not be opened again".into()));
+        }
         if self.active.is_none() {
             return Err(CommitError::NotController { leader: self.node.leader() });
         }
@@ -171,6 +176,9 @@ impl Quorum {
 
     /// A message from another voter.
     pub fn receive(&mut self, now: u64, m: Message) -> Result<(), String> {
+        if self.broken {
+            return Err("metadata log failed; not taking messages until it opens again".into());
+        }
         let actions = self.node.receive(now, m);
         self.step(actions, now)
     }
@@ -178,6 +186,12 @@ impl Quorum {
     /// The node's timers, then (while active) the controller's: fences brokers whose sessions
     /// expired and elects leaders, proposing what that decides.
     pub fn tick(&mut self, now: u64) -> Result<(), String> {
+        if self.broken {
+            self.reopen(now);
+            if self.broken {
+                return Err("metadata log still failing".into());
+            }
+        }
         let actions = self.node.tick(now);
         self.step(actions, now)?;
         if self.active.is_some() {
@@ -297,7 +311,12 @@ impl Quorum {
                 }
                 *self = fresh;
             }
-            Err(e) => tracing::error!("controller: metadata log still failing: {e}"),
+            Err(e) => {
+                // Memory may hold proposals the disk never took: no more decisions, no more
+                // messages, until a tick opens it again (a disk that heals).
+                tracing::error!("controller: metadata log still failing: {e}");
+                (self.active, self.leading, self.broken) = (None, None, true);
+            }
         }
     }
 }

@@ -140,6 +140,7 @@ impl Shared {
                 Action::Reregister => self.reregister.store(true, std::sync::atomic::Ordering::Relaxed),
                 Action::Log(Level::Info, line) => tracing::info!("{line}"),
                 Action::Log(Level::Error, line) => tracing::error!("{line}"),
+                Action::Leading { .. } => {} // logged as a line too
             }
         }
     }

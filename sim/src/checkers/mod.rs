@@ -21,6 +21,7 @@
 //! | `group_commits` | a group's committed offsets never move back, survive what acks=all survives, and stay within the log | Kafka's OffsetCommit contract |
 //! | `group_delivery` | a member starts a partition at its committed offset (never past, never below an acknowledged commit); every surviving acknowledged record is delivered | at-least-once consumption |
 //! | `group_liveness` | after healing every partition is owned and the group stops rebalancing | DESIGN invariant 7; VOPR's liveness phase |
+//! | `leader_epochs` | at most one broker becomes leader of a partition per leader epoch, and a broker's leader epochs of a partition never go back | DESIGN invariant 3; KIP-101 leader epochs; issue 10 item 5 |
 //! | `compaction` | in a compacted topic, each key's last record in the final log is its last acknowledged write (or a later one of unknown outcome); a key is gone only after its last tombstone's `delete.retention.ms` | Kafka's log compaction guarantees (docs: "Log Compaction Basics"); issue 9 |
 //!
 //! Compacted topics (`History::compacted_topics`) relax some properties, each where its module
@@ -40,6 +41,7 @@ mod group_history;
 mod group_liveness;
 mod group_owners;
 mod keyed;
+mod leader_epochs;
 mod replicas;
 mod write_liveness;
 mod writes;
@@ -69,6 +71,7 @@ pub const CHECKERS: &[(&str, Checker)] = &[
     ("group_delivery", group_delivery::at_least_once),
     ("group_liveness", group_liveness::group_settles),
     ("compaction", compaction::compaction),
+    ("leader_epochs", leader_epochs::leader_epochs),
 ];
 
 /// Runs every checker.

@@ -29,7 +29,14 @@ impl Recorder {
 }
 
 pub(super) fn now_ms(rec: &Rec) -> u64 {
-    rec.lock().expect("recorder").start.elapsed().as_millis() as u64
+    rec.lock().expect("recorder").now_ms()
+}
+
+impl Recorder {
+    /// Simulated ms since the run began.
+    pub(super) fn now_ms(&self) -> u64 {
+        self.start.elapsed().as_millis() as u64
+    }
 }
 
 /// Simulated ms of `at` since the run began (an instant a client stamped).

@@ -10,6 +10,7 @@
 use super::inject::DiskFaultState;
 use super::recorder::{event, Rec};
 use crate::disk::{DiskFaults, SimDisk};
+use crate::history::Leadership;
 use crate::scenario::Scenario;
 use broker_core::broker::{Action, Broker, BrokerConfig, PlantedBug};
 use broker_core::buggify::{Buggify, Site};
@@ -236,6 +237,12 @@ async fn broker_main(disk: SimDisk, config: BrokerConfig, rec: Rec) {
         Action::Wake => {} // every produce: noise in a trace
         Action::Reregister => event(&r, &node, "reregister", json!({})),
         Action::Log(level, line) => event(&r, &node, "broker_log", json!({"level": format!("{level:?}").to_lowercase(), "line": line})),
+        // In the trace as its log line already; the history keeps it for `leader_epochs`.
+        Action::Leading { topic, topic_id, partition, leader_epoch } => {
+            let mut rec = r.lock().expect("recorder");
+            let at_ms = rec.now_ms();
+            rec.history.leaderships.push(Leadership { at_ms, broker: node.clone(), topic: topic.clone(), topic_id: *topic_id, partition: *partition, leader_epoch: *leader_epoch });
+        }
     });
     server::serve(listener, Shared::observed(broker, quorum, d, observer), std::future::pending()).await;
 }
