@@ -85,8 +85,13 @@ pub fn metadata_fetch(node: &Node, req: FetchRequest, final_attempt: bool) -> Fe
                     pd.error_code = code;
                     pd.high_watermark = -1;
                     pd.records = Some(Default::default());
-                    // The quorum leader this voter knows, so the asker goes there (KIP-595).
-                    if let Some(leader) = node.controller().and_then(|q| q.leader()) {
+                    // The quorum leader this voter knows, so the asker goes there (KIP-595). The
+                    // active controller's own lock is already held here: lock it only if not.
+                    let leader = match &quorum {
+                        Some(q) => q.leader(),
+                        None => node.controller().and_then(|q| q.leader()),
+                    };
+                    if let Some(leader) = leader {
                         pd.current_leader.leader_id = BrokerId(leader);
                     }
                     return FetchDecision::Respond(with(r, tr, pd), Vec::new());
