@@ -341,3 +341,9 @@ pub const quorum_peer_queue_max: usize = 256;
 pub const controller_commit_wait_ms: u64 = 4_000;
 
 const _: () = assert!(controller_commit_wait_ms < peer_request_ms_max);
+
+/// How long a broker that is not the active controller keeps trying to forward a CreateTopics,
+/// DeleteTopics or config change to it (KIP-590), answer included, before it answers the client
+/// NOT_CONTROLLER: the request timeout Kafka's clients use by default (30 s), so a forward
+/// outlasts an election and the client never waits for nothing.
+pub const forward_wait_ms_max: u64 = 30_000;

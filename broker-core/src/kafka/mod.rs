@@ -39,6 +39,8 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::AlterPartition, 2, 2),
     (ApiKey::BrokerRegistration, 0, 0),
     (ApiKey::BrokerHeartbeat, 0, 0),
+    // A broker forwarding a controller request to the active controller (KIP-590).
+    (ApiKey::Envelope, 0, 0),
 ];
 
 /// The version range of `key` this broker serves, if it serves it.
@@ -70,6 +72,7 @@ pub const SENT: &[(ApiKey, i16)] = &[
     (ApiKey::OffsetFetch, 8),
     (ApiKey::BrokerRegistration, 0),
     (ApiKey::BrokerHeartbeat, 0),
+    (ApiKey::Envelope, 0),
 ];
 
 /// The version sent of the API with key `key` (a `Request::KEY`); `None` for an API this crate

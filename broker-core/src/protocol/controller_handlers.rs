@@ -3,7 +3,8 @@
 //! log. Each decision is committed by the metadata quorum before it is answered. On a node that
 //! is not the active controller (not a voter, or not the quorum leader, or a leader whose
 //! epoch's first entry is not committed yet) they are answered with NOT_CONTROLLER (41), or for
-//! the metadata log NOT_LEADER_OR_FOLLOWER (6), so the asker looks elsewhere.
+//! the metadata log NOT_LEADER_OR_FOLLOWER (6), so the asker looks elsewhere; topic creation
+//! and deletion there are then forwarded to the active controller (`forward`).
 
 use crate::kafka::Code;
 use super::handlers::{s, topic_name, uuid, FetchDecision};

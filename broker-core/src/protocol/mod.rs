@@ -11,6 +11,7 @@
 mod config_handlers;
 mod controller_handlers;
 pub mod fetch_frame;
+pub mod forward;
 mod group_handlers;
 mod group_link;
 mod handlers;
@@ -104,6 +105,25 @@ pub enum Outcome {
     /// Answer once a condition holds (acks=all replicated, metadata applied) or a timeout
     /// passes: ask [`Waiting::poll`] again whenever the node changed.
     Wait(Waiting),
+    /// This node is not the active controller: forward `request` (the client's frame without
+    /// its size prefix) to it in an envelope and relay its answer, or answer `fallback`
+    /// (NOT_CONTROLLER) if none answers in time (`forward`).
+    Forward { request: Bytes, fallback: Bytes },
+}
+
+impl Outcome {
+    /// The outcome's name, for the log.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Outcome::Reply(_) => "a reply",
+            Outcome::Frame(_) => "a zero-copy frame",
+            Outcome::NoReply => "no reply",
+            Outcome::Park { .. } => "a parked fetch",
+            Outcome::Close(_) => "a closed connection",
+            Outcome::Wait(_) => "a wait",
+            Outcome::Forward { .. } => "a forward",
+        }
+    }
 }
 
 /// The size prefix of a frame: `Ok(len)` or why the connection must close.
@@ -175,13 +195,14 @@ pub fn handle(node: &Node, frame: &Bytes, now: u64, attempt: Attempt, out: &mut 
 
 /// [`handle`] for a request from `peer` (the address group members are described with).
 pub fn handle_from(node: &Node, frame: &Bytes, peer: Option<std::net::IpAddr>, now: u64, attempt: Attempt, out: &mut Vec<Action>) -> Outcome {
-    match handle_inner(node, frame, peer, now, attempt, out) {
+    match handle_inner(node, frame, peer, now, attempt, out, false) {
         Ok(outcome) => outcome,
         Err(reason) => Outcome::Close(reason),
     }
 }
 
-fn handle_inner(node: &Node, frame: &Bytes, peer: Option<std::net::IpAddr>, now: u64, attempt: Attempt, out: &mut Vec<Action>) -> Result<Outcome, String> {
+/// `enveloped`: the request was forwarded here by another node (never forwarded again).
+fn handle_inner(node: &Node, frame: &Bytes, peer: Option<std::net::IpAddr>, now: u64, attempt: Attempt, out: &mut Vec<Action>, enveloped: bool) -> Result<Outcome, String> {
     let final_attempt = attempt == Attempt::Final;
     if frame.len() < 8 {
         return Err("request shorter than its header".into());
@@ -214,7 +235,8 @@ fn handle_inner(node: &Node, frame: &Bytes, peer: Option<std::net::IpAddr>, now:
         };
     }
     let b = || node.broker();
-    match key {
+    let forwards = forward::forwards(node, key, enveloped);
+    let outcome = match key {
         ApiKey::ApiVersions => reply!(handlers::api_versions_response(0)),
         ApiKey::Metadata => {
             let controller_id = node.controller_id();
@@ -257,7 +279,14 @@ fn handle_inner(node: &Node, frame: &Bytes, peer: Option<std::net::IpAddr>, now:
         ApiKey::DescribeGroups => reply!(group_handlers::describe_groups(node, decode(key, version, &mut body)?, now, out)),
         ApiKey::DeleteGroups => group_handlers::delete_groups(node, version, correlation_id, decode(key, version, &mut body)?, now, out),
         ApiKey::OffsetDelete => group_handlers::offset_delete(node, version, correlation_id, decode(key, version, &mut body)?, now, out),
+        ApiKey::Envelope => forward::serve(node, version, correlation_id, decode(key, version, &mut body)?, now, attempt, out),
         other => Err(format!("API {other:?} is not supported by this broker")),
+    };
+    match outcome {
+        // What this node answers alone (NOT_CONTROLLER) is what the client gets if no
+        // controller answers the forward.
+        Ok(Outcome::Reply(fallback)) if forwards => Ok(Outcome::Forward { request: frame.clone(), fallback }),
+        other => other,
     }
 }
 

@@ -221,3 +221,75 @@ mod groups {
         assert_eq!(commit(&node, "t", 0, "fine"), 0, "a standalone commit, replicated at once on one node");
     }
 }
+
+mod forwarding {
+    use super::*;
+    use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreateTopicsRequest};
+    use kafka_protocol::messages::create_topics_response::CreateTopicsResponse;
+    use kafka_protocol::messages::envelope_response::EnvelopeResponse;
+
+    fn create_req(name: &str) -> CreateTopicsRequest {
+        let t = CreatableTopic::default().with_name(TopicName(StrBytes::from_string(name.into()))).with_num_partitions(1).with_replication_factor(1);
+        CreateTopicsRequest::default().with_topics(vec![t]).with_timeout_ms(1000)
+    }
+
+    /// Runs a request to its answer on a lone node (its waits settle once metadata is applied).
+    fn settle(node: &Node, outcome: Outcome) -> Outcome {
+        let Outcome::Wait(mut waiting) = outcome else { return outcome };
+        crate::testing::sync(node, 0);
+        waiting.poll(node, 0, false, &mut Vec::new()).expect("answered once applied")
+    }
+
+    /// An envelope's answer, and the response inside it (header checked: the client's own
+    /// correlation id).
+    fn opened<R: Decodable>(outcome: Outcome, key: ApiKey, version: i16) -> (EnvelopeResponse, Option<R>) {
+        let envelope: EnvelopeResponse = reply(outcome, ApiKey::Envelope, 0);
+        let inner = envelope.response_data.clone().map(|mut data| {
+            let header = ResponseHeader::decode(&mut data, key.response_header_version(version)).unwrap();
+            assert_eq!(header.correlation_id, 42, "the client's correlation id, relayed unchanged");
+            R::decode(&mut data, version).unwrap()
+        });
+        (envelope, inner)
+    }
+
+    #[test]
+    fn a_node_that_is_not_the_controller_forwards_and_falls_back_to_not_controller() {
+        let tmp = tempfile::tempdir().unwrap();
+        let disk: std::sync::Arc<dyn crate::storage::Disk> = std::sync::Arc::new(crate::storage::FileDisk::new());
+        let node = Node::new(Broker::open(disk, crate::testing::config(tmp.path()), 0).unwrap(), None);
+        let request = frame(ApiKey::CreateTopics, 5, &create_req("t"));
+        let Outcome::Forward { request: forwarded, fallback } = handle(&node, &request, 0, Attempt::First, &mut Vec::new()) else {
+            panic!("a CreateTopics on a node without a controller must be forwarded")
+        };
+        assert_eq!(forwarded, request, "the client's frame is forwarded as it came");
+        let r: CreateTopicsResponse = reply(Outcome::Reply(fallback), ApiKey::CreateTopics, 5);
+        assert_eq!(r.topics[0].error_code, Code::NotController.code());
+        // An envelope reaching it is refused as a whole: the forwarder asks elsewhere.
+        let envelope = frame(ApiKey::Envelope, 0, &forward::envelope(request, [127, 0, 0, 1].into()));
+        let (e, inner) = opened::<CreateTopicsResponse>(handle(&node, &envelope, 0, Attempt::First, &mut Vec::new()), ApiKey::CreateTopics, 5);
+        assert_eq!((e.error_code, inner), (Code::NotController.code(), None));
+    }
+
+    #[test]
+    fn the_controller_answers_an_envelope_inside_it_and_never_forwards_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let node = broker(tmp.path());
+        let inner = frame(ApiKey::CreateTopics, 5, &create_req("forwarded"));
+        let envelope = frame(ApiKey::Envelope, 0, &forward::envelope(inner.clone(), [127, 0, 0, 1].into()));
+        let outcome = settle(&node, handle(&node, &envelope, 0, Attempt::First, &mut Vec::new()));
+        let (e, created) = opened::<CreateTopicsResponse>(outcome, ApiKey::CreateTopics, 5);
+        assert_eq!(e.error_code, 0);
+        let created = created.expect("the CreateTopics answer inside");
+        assert_eq!((created.topics[0].error_code, created.topics[0].num_partitions), (0, 1));
+        assert!(node.broker().image().topics.contains_key("forwarded"));
+        // The same request again, sent directly: answered here, not forwarded.
+        let direct = settle(&node, handle(&node, &inner, 0, Attempt::First, &mut Vec::new()));
+        let r: CreateTopicsResponse = reply(direct, ApiKey::CreateTopics, 5);
+        assert_eq!(r.topics[0].error_code, Code::TopicAlreadyExists.code());
+        // Only the forwarded APIs may travel in an envelope.
+        let produce = frame(ApiKey::Produce, 9, &produce_req("forwarded", build(&[b"x"], 1), 1));
+        let envelope = frame(ApiKey::Envelope, 0, &forward::envelope(produce, [127, 0, 0, 1].into()));
+        let (e, inner) = opened::<CreateTopicsResponse>(handle(&node, &envelope, 0, Attempt::First, &mut Vec::new()), ApiKey::CreateTopics, 5);
+        assert_eq!((e.error_code, inner), (Code::InvalidRequest.code(), None));
+    }
+}

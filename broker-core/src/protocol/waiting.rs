@@ -22,6 +22,9 @@ pub struct Waiting {
     /// How long the request may wait in all.
     pub timeout_ms: u64,
     what: What,
+    /// A forwarded request: its answer goes back sealed in the Envelope answer of this version
+    /// and correlation id.
+    envelope: Option<(i16, i32)>,
 }
 
 #[derive(Debug)]
@@ -64,34 +67,48 @@ pub(crate) struct PendingDelete {
 
 impl Waiting {
     pub(crate) fn produce(version: i16, correlation_id: i32, response: ProduceResponse, pending: Vec<Pending>, timeout_ms: u64) -> Waiting {
-        Waiting { timeout_ms, what: What::Produce { version, correlation_id, response, pending } }
+        Waiting { timeout_ms, envelope: None, what: What::Produce { version, correlation_id, response, pending } }
     }
 
     pub(crate) fn delete_records(version: i16, correlation_id: i32, response: DeleteRecordsResponse, pending: Vec<PendingDelete>, timeout_ms: u64) -> Waiting {
-        Waiting { timeout_ms, what: What::DeleteRecords { version, correlation_id, response, pending } }
+        Waiting { timeout_ms, envelope: None, what: What::DeleteRecords { version, correlation_id, response, pending } }
     }
 
     /// Reply with `reply` once the local broker applied metadata up to `offset`.
     pub(crate) fn applied(offset: i64, reply: Bytes, timeout_ms: u64) -> Waiting {
-        Waiting { timeout_ms, what: What::Applied { offset, reply } }
+        Waiting { timeout_ms, envelope: None, what: What::Applied { offset, reply } }
     }
 
     /// Reply with `reply` once the controller's record at `offset` is committed in `epoch` (and
     /// with `applied`, once this node's broker applied it, or the wait ran out); with `refused`
     /// if that leadership ends or the wait runs out first.
     pub(crate) fn committed(offset: i64, epoch: i32, reply: Bytes, refused: Bytes, applied: bool, timeout_ms: u64) -> Waiting {
-        Waiting { timeout_ms, what: What::Committed { offset, epoch: Some(epoch), reply, refused, applied } }
+        Waiting { timeout_ms, envelope: None, what: What::Committed { offset, epoch: Some(epoch), reply, refused, applied } }
     }
 
     /// Waits for the group coordinator to answer every one of `tickets`.
     pub(crate) fn group(reply: GroupReply, tickets: Vec<Ticket>, timeout_ms: u64) -> Waiting {
-        Waiting { timeout_ms, what: What::Group { reply: Some(reply), tickets, answers: Vec::new() } }
+        Waiting { timeout_ms, envelope: None, what: What::Group { reply: Some(reply), tickets, answers: Vec::new() } }
     }
 
     /// The answer, once the condition holds or `expired` (then what is still missing is
     /// answered with REQUEST_TIMED_OUT, or for metadata sent as it is). What the node must do
     /// besides (wake other waiting requests) is added to `out`.
     pub fn poll(&mut self, node: &Node, now: u64, expired: bool, out: &mut Vec<Action>) -> Option<Outcome> {
+        let outcome = self.poll_inner(node, now, expired, out)?;
+        Some(match (self.envelope, outcome) {
+            (Some((version, correlation_id)), Outcome::Reply(reply)) => super::forward::seal(version, correlation_id, reply).map_or_else(Outcome::Close, Outcome::Reply),
+            (_, outcome) => outcome,
+        })
+    }
+
+    /// This request came in an envelope: its answer goes back in the envelope's answer.
+    pub(crate) fn sealed(mut self, version: i16, correlation_id: i32) -> Waiting {
+        self.envelope = Some((version, correlation_id));
+        self
+    }
+
+    fn poll_inner(&mut self, node: &Node, now: u64, expired: bool, out: &mut Vec<Action>) -> Option<Outcome> {
         match &mut self.what {
             What::Group { reply, tickets, answers } => Self::poll_group(node, reply, tickets, answers, now, expired, out),
             What::Committed { offset, epoch, reply, refused, applied } => {

@@ -7,6 +7,7 @@
 //! its connection, as in Kafka, and wakes when a produce appends or its wait runs out.
 
 pub mod config;
+mod forward;
 mod peers;
 mod raft;
 mod send;
@@ -320,6 +321,7 @@ async fn answer(shared: &Shared, frame: &Bytes, peer: IpAddr) -> Outcome {
                 }
             }
             Outcome::Wait(waiting) => return wait_for(shared, waiting).await,
+            Outcome::Forward { request, fallback } => return forward::forward(shared, request, peer, fallback).await,
             other => return other,
         }
     }
@@ -419,7 +421,7 @@ async fn connection(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
                 tracing::warn!("closing connection from {peer}: {reason}");
                 break;
             }
-            Outcome::Park { .. } | Outcome::Wait(_) => unreachable!("answer() never returns Park or Wait"),
+            Outcome::Park { .. } | Outcome::Wait(_) | Outcome::Forward { .. } => unreachable!("answer() never returns Park, Wait or Forward"),
         }
         // Pipelined requests already buffered are answered before flushing, so a burst of
         // requests costs one write; otherwise flush before waiting for the next request.

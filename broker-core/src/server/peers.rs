@@ -68,7 +68,7 @@ pub(super) fn resolve_addr(addr: &str) -> Result<SocketAddr, String> {
 
 /// The voter to ask for the active controller: the quorum leader this node knows (its own
 /// voter's view, or the last one a voter named), else the next voter in turn after `tried`.
-fn controller_addr(shared: &Shared) -> Result<SocketAddr, String> {
+pub(super) fn controller_addr(shared: &Shared) -> Result<SocketAddr, String> {
     let voters = shared.broker().config().voters.clone();
     let known = shared.node.controller().and_then(|q| q.leader()).or_else(|| shared.node.controller_hint());
     let id = match known.filter(|id| voters.contains_key(id)) {
@@ -92,7 +92,7 @@ async fn connect(addr: SocketAddr, who: &str) -> Option<Conn> {
     }
 }
 
-async fn backoff() {
+pub(super) async fn backoff() {
     tokio::time::sleep(Duration::from_millis(peer_backoff_ms)).await;
 }
 

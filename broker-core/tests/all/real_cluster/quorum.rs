@@ -1,7 +1,8 @@
 //! Three real broker processes as three voters of the Raft metadata quorum (combined mode): the
 //! active controller's process is SIGKILLed while an acks=all idempotent producer runs. Another
 //! voter must become the active controller within `controller_failover_s_max`, a topic must
-//! still be creatable, every acknowledged record must be readable from the survivors, and the
+//! still be creatable (also through the survivor that is not the controller, which forwards
+//! the request to it: KIP-590), every acknowledged record must be readable from the survivors, and the
 //! killed node, restarted on its data directory, must be listed again.
 
 use super::*;
@@ -44,6 +45,11 @@ fn cluster_active_controller_sigkill_mid_produce() {
     // The new controller decides: a topic on the two survivors.
     let created = cluster.metadata(survivor, cluster_size - 1, &["--topic", "after-the-kill", "--create", "--partitions", "2", "--replication-factor", "2", "--min-isr", "2"]);
     eprintln!("created after the kill, {:.2} s after it: {}", killed_at.elapsed().as_secs_f64(), created.raw);
+    // Asked of the survivor that is not the controller, the request is forwarded to it.
+    let follower = (0..cluster_size as i32).find(|&n| n != victim && n != after.controller).expect("a third node");
+    create_through(&cluster, follower, "forwarded-after-the-kill");
+    let forwarded = cluster.metadata(survivor, cluster_size - 1, &["--topic", "forwarded-after-the-kill", "--min-isr", "2"]);
+    eprintln!("created through node {follower}, not the controller: {}", forwarded.raw);
     let moved = cluster.metadata(survivor, cluster_size - 1, &["--topic", topic, "--leader-not", &victim_arg]);
     eprintln!("{topic} led by survivors: {}", moved.raw);
 
@@ -54,4 +60,16 @@ fn cluster_active_controller_sigkill_mid_produce() {
     let back = cluster.metadata(survivor, cluster_size, &["--topic", topic, "--min-isr", "3", "--timeout", &isr_rejoin_s_max.to_string()]);
     check_fully_replicated(&cluster, &back, topic, 3);
     cluster.assert_alive("after the restart", None);
+}
+
+/// Creates `topic` (2 partitions, replication factor 2) by sending CreateTopics to `node` itself
+/// with this crate's client, whatever Metadata names as the controller.
+fn create_through(cluster: &Cluster, node: i32, topic: &str) {
+    use broker_core::client::admin;
+    let addr: std::net::SocketAddr = cluster.addr(node).parse().expect("a node's address");
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
+    let created = runtime.block_on(admin::create_topics(addr, &[(topic.to_string(), 2, 2)], Duration::from_secs(20)));
+    if let Err(e) = created {
+        cluster.fail(&format!("CreateTopics {topic} sent to node {node}, which is not the controller: {e}"));
+    }
 }
