@@ -89,6 +89,17 @@ pub enum PlantedBug {
     /// A partition whose log failed (EIO, a failed fsync) stays offline until the process
     /// restarts instead of being reopened once the disk answers (found by `write_liveness`).
     OfflineLogStaysOffline,
+    // The metadata quorum's Raft rules (controller::raft's own planted bugs, run in the whole
+    // simulated cluster: issue 10 item 6).
+    /// A voter grants a vote, and a candidate counts its own, before the vote is synced: a
+    /// power loss forgets it, and the voter votes again in the same epoch.
+    RaftVoteBeforeSync,
+    /// A leader commits an entry of an earlier epoch once a majority holds it (Raft's figure
+    /// 8): a later leader may overwrite it.
+    RaftCommitOldEpochByCount,
+    /// A voter's term and vote are written without a sync yet counted durable ("grant a vote
+    /// without syncing it"): a power loss takes its vote back, and it may vote again.
+    RaftStateUnsynced,
 }
 
 impl PlantedBug {
@@ -118,6 +129,9 @@ impl PlantedBug {
         PlantedBug::SameEpochRecordClearsInFlight,
         PlantedBug::FailedLeaderKeepsLeadership,
         PlantedBug::OfflineLogStaysOffline,
+        PlantedBug::RaftVoteBeforeSync,
+        PlantedBug::RaftCommitOldEpochByCount,
+        PlantedBug::RaftStateUnsynced,
     ];
 
     /// The bug named `name` (its variant name, as traces record it).

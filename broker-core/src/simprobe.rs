@@ -1,18 +1,73 @@
-//! What the simulator may aim a fault at, as the running brokers see it: the active metadata
-//! controller (the node and its quorum epoch). The shell's Raft task publishes it; the
-//! harness's fault injector reads it to resolve a fault target `controller` to the broker that
-//! is the active controller when the fault starts. One simulation runs on one thread, so a
-//! thread-local is per run; the harness clears it at the start of each run.
+//! What the simulator observes of the metadata quorum, as the running voters see it:
+//! - the active metadata controller (the node and its quorum epoch), which the fault injector
+//!   reads to resolve a fault target `controller` to the broker that is the active controller
+//!   when the fault starts;
+//! - the Raft history the quorum checkers read (`sim/src/checkers/raft_*.rs`): each voter's
+//!   durable term and vote as it synced and restored them, its elections (the epoch and which epoch each entry of its log has) and the entries it
+//!   applied as committed, and when an active controller reported itself.
+//!
+//! One simulation runs on one thread, so a thread-local is per run; the harness clears it at
+//! the start of each run and takes the Raft history at its end.
 //!
 //! Observation only: nothing in the broker reads it back, so it cannot change what a run does.
 //! In the real build every function is empty.
 
+use crate::controller::raft::{Entries, Entry};
+
+/// A voter became the Raft leader of `epoch`: its log then (offsets below `log_start` are in
+/// its snapshot, so committed) and the epoch of each range of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Elected {
+    pub node: i32,
+    pub epoch: i32,
+    pub log_start: i64,
+    pub log_end: i64,
+    /// (epoch, first offset) of each run of entries, ascending.
+    pub epoch_starts: Vec<(i32, i64)>,
+}
+
+/// A voter applied the entry at `offset` as committed, while in `node_epoch` (as its leader,
+/// or not).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Committed {
+    pub node: i32,
+    pub node_epoch: i32,
+    pub leader: bool,
+    pub offset: i64,
+    pub entry_epoch: i32,
+    /// CRC32C of the entry's whole batch but its base offset: equal content, equal digest.
+    pub digest: u32,
+}
+
+/// A voter's durable Raft state: synced by its store (`restored`: false), or read back when its
+/// quorum opened (`restored`: true).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VoterState {
+    pub node: i32,
+    pub restored: bool,
+    pub epoch: i32,
+    pub voted_for: Option<i32>,
+}
+
+/// What the voters of one run reported.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RaftHistory {
+    /// Every quorum-state a voter persisted or restored, in order.
+    pub states: Vec<VoterState>,
+    pub elected: Vec<Elected>,
+    pub committed: Vec<Committed>,
+    /// (ms, node, epoch): an active controller's report, at most one per node, epoch and
+    /// simulated second (the Raft task reports every tick).
+    pub active: Vec<(u64, i32, i32)>,
+}
+
 #[cfg(madsim)]
 mod registry {
-    use std::cell::Cell;
+    use std::cell::{Cell, RefCell};
     thread_local! {
         /// (quorum epoch, node id) of the newest active controller reported.
         pub static ACTIVE: Cell<Option<(i32, i32)>> = const { Cell::new(None) };
+        pub static RAFT: RefCell<super::RaftHistory> = RefCell::new(super::RaftHistory::default());
     }
 }
 
@@ -20,16 +75,62 @@ mod registry {
 #[cfg(madsim)]
 pub fn reset() {
     registry::ACTIVE.with(|a| a.set(None));
+    registry::RAFT.with(|r| *r.borrow_mut() = RaftHistory::default());
 }
 
-/// Node `node` is the active controller in quorum epoch `epoch` (a newer epoch replaces it).
+/// Node `node` is the active controller in quorum epoch `epoch` at `now_ms` (a newer epoch
+/// replaces it).
 #[cfg(madsim)]
-pub fn active_controller(node: i32, epoch: i32) {
+pub fn active_controller(node: i32, epoch: i32, now_ms: u64) {
     registry::ACTIVE.with(|a| {
         if a.get().is_none_or(|(e, _)| epoch >= e) {
             a.set(Some((epoch, node)));
         }
     });
+    registry::RAFT.with(|r| {
+        let active = &mut r.borrow_mut().active;
+        let second = |ms: u64| ms / 1000;
+        if !active.iter().rev().take(16).any(|&(t, n, e)| n == node && e == epoch && second(t) == second(now_ms)) {
+            active.push((now_ms, node, epoch));
+        }
+    });
+}
+
+/// Voter `node`'s store made `state` durable (`restored`: false) or read it back at open.
+#[cfg(madsim)]
+pub fn raft_state(node: i32, restored: bool, state: &crate::controller::raft::QuorumState) {
+    let s = VoterState { node, restored, epoch: state.epoch, voted_for: state.voted_for };
+    registry::RAFT.with(|r| r.borrow_mut().states.push(s));
+}
+
+/// Voter `node` became leader of `epoch` with `log`.
+#[cfg(madsim)]
+pub fn raft_elected(node: i32, epoch: i32, log: &Entries) {
+    let mut epoch_starts: Vec<(i32, i64)> = Vec::new();
+    let mut log_start = log.end();
+    for e in log.iter() {
+        log_start = log_start.min(e.base_offset);
+        if epoch_starts.last().is_none_or(|&(ep, _)| ep != e.epoch) {
+            epoch_starts.push((e.epoch, e.base_offset));
+        }
+    }
+    let elected = Elected { node, epoch, log_start, log_end: log.end(), epoch_starts };
+    registry::RAFT.with(|r| r.borrow_mut().elected.push(elected));
+}
+
+/// Voter `node`, in `node_epoch` (its leader or not), applied `entry` as committed.
+#[cfg(madsim)]
+pub fn raft_committed(node: i32, node_epoch: i32, leader: bool, entry: &Entry) {
+    // The base offset is the batch's first 8 bytes; the rest is the entry as written.
+    let digest = crc32c::crc32c(entry.batch.get(8..).unwrap_or_default());
+    let c = Committed { node, node_epoch, leader, offset: entry.base_offset, entry_epoch: entry.epoch, digest };
+    registry::RAFT.with(|r| r.borrow_mut().committed.push(c));
+}
+
+/// Everything the voters reported in this run, taken.
+#[cfg(madsim)]
+pub fn take_raft_history() -> RaftHistory {
+    registry::RAFT.with(|r| std::mem::take(&mut *r.borrow_mut()))
 }
 
 /// The node of the newest active controller reported in this run.
@@ -41,4 +142,19 @@ pub fn current_controller() -> Option<i32> {
 /// Real build: nothing is published.
 #[cfg(not(madsim))]
 #[inline(always)]
-pub fn active_controller(_node: i32, _epoch: i32) {}
+pub fn active_controller(_node: i32, _epoch: i32, _now_ms: u64) {}
+
+/// Real build: nothing is published.
+#[cfg(not(madsim))]
+#[inline(always)]
+pub fn raft_state(_node: i32, _restored: bool, _state: &crate::controller::raft::QuorumState) {}
+
+/// Real build: nothing is published.
+#[cfg(not(madsim))]
+#[inline(always)]
+pub fn raft_elected(_node: i32, _epoch: i32, _log: &Entries) {}
+
+/// Real build: nothing is published.
+#[cfg(not(madsim))]
+#[inline(always)]
+pub fn raft_committed(_node: i32, _node_epoch: i32, _leader: bool, _entry: &Entry) {}

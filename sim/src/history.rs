@@ -184,6 +184,9 @@ pub struct History {
     pub members_until_ms: u64,
     /// Every time a broker became a partition's leader, in the order they happened.
     pub leaderships: Vec<Leadership>,
+    /// The metadata quorum as its voters reported it: elections, committed entries applied,
+    /// active controllers (`broker_core::simprobe`).
+    pub raft: broker_core::simprobe::RaftHistory,
 }
 
 /// A broker became the leader of a partition at a leader epoch (it applied metadata naming it).

@@ -17,7 +17,7 @@
 //! opens both again from the disk, as after a crash. Never a clock, never a socket.
 
 use super::raft::store::RaftStore;
-use super::raft::{Action, Error as RaftError, Message, Node, NodeId, RaftConfig};
+use super::raft::{Action, Error as RaftError, Message, Node, NodeId, PlantedRaftBug, RaftConfig};
 use super::{Controller, ControllerConfig};
 use crate::constants::quorum_outbox_messages_max;
 use crate::kafka::Code;
@@ -90,6 +90,7 @@ impl Quorum {
         notes.push(format!("metadata log: {} entries, quorum state {:?}", restored.entries.len(), restored.state));
         // Election timeouts differ per node and per start; `now` is simulated time under madsim.
         let seed = now ^ ((raft.node_id as u64) << 48);
+        crate::simprobe::raft_state(raft.node_id, true, &restored.state);
         let node = Node::restart(raft.clone(), restored.state, restored.entries, seed, now).map_err(|e| e.to_string())?;
         let controller = Controller::new(config.clone(), Image::default(), now);
         let mut q = Quorum { config, raft, disk, data_dir: data_dir.to_path_buf(), node, store, committed: Image::default(), controller, active: None, leading: None, outbox: VecDeque::new(), broken: false };
@@ -249,8 +250,17 @@ impl Quorum {
                     self.outbox.push_back(m);
                 }
                 Action::Commit { high_watermark } => self.apply_committed(high_watermark),
+                Action::Persist { id, state } if self.raft.plant == Some(PlantedRaftBug::StateUnsynced) => {
+                    let dir = self.data_dir.join(crate::metadata::metadata_dir);
+                    super::raft::state_file::write_unsynced(self.disk.as_ref(), &dir, &state).map_err(|e| format!("{}: {e}", dir.display()))?;
+                    crate::simprobe::raft_state(self.config.node_id, false, &state);
+                    queue.extend(self.node.io_done(now, id).map_err(|e| e.to_string())?);
+                }
                 io => {
                     if let Some(id) = self.store.perform(&io, now)? {
+                        if let Action::Persist { state, .. } = &io {
+                            crate::simprobe::raft_state(self.config.node_id, false, state);
+                        }
                         queue.extend(self.node.io_done(now, id).map_err(|e| e.to_string())?);
                     }
                 }
@@ -262,7 +272,11 @@ impl Quorum {
     /// Applies committed records below `high_watermark` to the committed image.
     fn apply_committed(&mut self, high_watermark: i64) {
         let from = self.committed.offset + 1;
+        let (me, epoch, leader) = (self.config.node_id, self.node.epoch(), self.node.is_leader());
         for e in self.node.log().read(from, usize::MAX).iter().take_while(|e| e.base_offset < high_watermark) {
+            if e.base_offset >= from {
+                crate::simprobe::raft_committed(me, epoch, leader, e);
+            }
             match decode_records(&e.batch) {
                 Ok(records) => {
                     for (o, r) in records.iter().filter(|(o, _)| *o >= from && *o < high_watermark) {
@@ -291,6 +305,7 @@ impl Quorum {
         if self.leading.is_none_or(|(e, _)| e != epoch) {
             // Just elected: the epoch's LeaderChange entry is the log's last.
             self.leading = Some((epoch, self.node.log().end()));
+            crate::simprobe::raft_elected(self.config.node_id, epoch, self.node.log());
             self.active = None;
         }
         let first_end = self.leading.map_or(i64::MAX, |(_, end)| end);

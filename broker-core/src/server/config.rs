@@ -331,6 +331,13 @@ pub fn raft_config(c: &BrokerConfig) -> crate::controller::raft::RaftConfig {
     let mut r = crate::controller::raft::RaftConfig::new(c.node_id, c.voters.keys().copied());
     let e = c.quorum_election_timeout_ms;
     (r.election_timeout_ms, r.fetch_timeout_ms, r.request_timeout_ms, r.election_backoff_ms_max, r.fetch_wait_ms) = (e, 2 * e, e, e, e / 2);
+    use crate::broker::PlantedBug;
+    use crate::controller::raft::PlantedRaftBug;
+    let planted = c.planted_set();
+    r.plant = [(PlantedBug::RaftVoteBeforeSync, PlantedRaftBug::VoteBeforeSync), (PlantedBug::RaftCommitOldEpochByCount, PlantedRaftBug::CommitOldEpochByCount), (PlantedBug::RaftStateUnsynced, PlantedRaftBug::StateUnsynced)]
+        .into_iter()
+        .find(|(bug, _)| planted.is(*bug))
+        .map(|(_, raft)| raft);
     r
 }
 

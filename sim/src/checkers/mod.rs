@@ -22,6 +22,11 @@
 //! | `group_delivery` | a member starts a partition at its committed offset (never past, never below an acknowledged commit); every surviving acknowledged record is delivered | at-least-once consumption |
 //! | `group_liveness` | after healing every partition is owned and the group stops rebalancing | DESIGN invariant 7; VOPR's liveness phase |
 //! | `leader_epochs` | at most one broker becomes leader of a partition per leader epoch, and a broker's leader epochs of a partition never go back | DESIGN invariant 3; KIP-101 leader epochs; issue 10 item 5 |
+//! | `raft_votes` | a voter votes for one candidate per epoch, and restarts with the epoch and vote its store synced, never older | Raft: persistent currentTerm and votedFor; KRaft's quorum-state |
+//! | `raft_leaders` | at most one voter becomes Raft leader of the metadata quorum per epoch | Raft: Election Safety; issue 10 item 5 |
+//! | `raft_log` | every voter that applies an entry of the metadata log as committed applies the same entry at that offset | Raft: Log Matching, State Machine Safety |
+//! | `raft_completeness` | an entry committed by the leader of epoch T is in the log of every leader of a later epoch | Raft: Leader Completeness |
+//! | `metadata_liveness` | within half the healing phase some voter is the active controller | DESIGN invariant 7; issue 10 item 5 |
 //! | `compaction` | in a compacted topic, each key's last record in the final log is its last acknowledged write (or a later one of unknown outcome); a key is gone only after its last tombstone's `delete.retention.ms` | Kafka's log compaction guarantees (docs: "Log Compaction Basics"); issue 9 |
 //!
 //! Compacted topics (`History::compacted_topics`) relax some properties, each where its module
@@ -42,6 +47,11 @@ mod group_liveness;
 mod group_owners;
 mod keyed;
 mod leader_epochs;
+mod metadata_liveness;
+mod raft_completeness;
+mod raft_leaders;
+mod raft_log;
+mod raft_votes;
 mod replicas;
 mod write_liveness;
 mod writes;
@@ -72,6 +82,11 @@ pub const CHECKERS: &[(&str, Checker)] = &[
     ("group_liveness", group_liveness::group_settles),
     ("compaction", compaction::compaction),
     ("leader_epochs", leader_epochs::leader_epochs),
+    ("raft_votes", raft_votes::votes_durable),
+    ("raft_leaders", raft_leaders::one_leader_per_epoch),
+    ("raft_log", raft_log::committed_entries_agree),
+    ("raft_completeness", raft_completeness::leaders_hold_committed),
+    ("metadata_liveness", metadata_liveness::controller_after_healing),
 ];
 
 /// Runs every checker.

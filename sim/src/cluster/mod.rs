@@ -128,6 +128,14 @@ async fn simulate(s: Scenario, faults: Vec<FaultSpec>, disk_seed: u64, bug: Opti
     groups::final_commits(&s, &cluster, &rec).await;
     let simulated_ms = now_ms(&rec);
     final_read::from_disks(&s, &cluster, &rec);
+    {
+        // The voters stamp with the broker's clock (simulated ms since the epoch): to run time.
+        let mut r = rec.lock().expect("recorder");
+        let mut raft = broker_core::simprobe::take_raft_history();
+        let run_start = broker_core::server::now_ms().saturating_sub(r.now_ms());
+        raft.active.iter_mut().for_each(|(at, _, _)| *at = at.saturating_sub(run_start));
+        r.history.raft = raft;
+    }
     let (trace, history) = recorder::take(&rec);
     (trace, history, simulated_ms)
 }

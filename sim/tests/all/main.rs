@@ -12,6 +12,8 @@ mod log_crash;
 #[cfg(madsim)]
 mod madsim_node;
 #[cfg(madsim)]
+mod quorum;
+#[cfg(madsim)]
 mod scenarios;
 #[cfg(madsim)]
 mod server_limits;

@@ -45,13 +45,17 @@ pub struct QuorumState {
     pub leader: Option<NodeId>,
 }
 
-/// A Raft bug the tests plant to prove their checkers find it. Never set outside tests.
+/// A Raft bug the tests plant to prove their checkers find it: the state machine's sweeps, and
+/// the simulator through `PlantedBug::Raft*`. Never set in the real build.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PlantedRaftBug {
     /// Grants a vote (and counts its own) before the vote is synced to the quorum state.
     VoteBeforeSync,
     /// Commits an entry of an earlier epoch once a majority holds it (Raft paper, figure 8).
     CommitOldEpochByCount,
+    /// The shell writes the quorum state (term and vote) over its file without syncing it, and
+    /// reports it durable: a power loss forgets a vote already granted (the simulator only).
+    StateUnsynced,
 }
 
 /// Settings of one node (KRaft names in the docs of each field).

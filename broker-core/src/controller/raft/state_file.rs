@@ -49,6 +49,15 @@ pub fn write(disk: &dyn Disk, dir: &Path, state: &QuorumState) -> io::Result<()>
     write_atomically(disk, &dir.join(QUORUM_STATE_FILE), &encode(state))
 }
 
+/// Planted `StateUnsynced` only: `state` written over the file in place, never synced, so a
+/// power loss may drop or tear it.
+pub fn write_unsynced(disk: &dyn Disk, dir: &Path, state: &QuorumState) -> io::Result<()> {
+    let file = disk.open(&dir.join(QUORUM_STATE_FILE), true)?;
+    let bytes = encode(state);
+    file.truncate(0)?;
+    file.write_at(&bytes, 0)
+}
+
 /// Reads `dir/quorum-state`; the default state (epoch 0, no vote) when there is none yet.
 pub fn read(disk: &dyn Disk, dir: &Path) -> Result<QuorumState, String> {
     let path = dir.join(QUORUM_STATE_FILE);
