@@ -21,6 +21,11 @@ pub struct BrokerConfig {
     /// `controller.quorum.voters` (`id@host:port,...`): the Raft metadata quorum's voters and
     /// their addresses. A node whose `node.id` is among them runs a voter (combined mode).
     pub voters: std::collections::BTreeMap<i32, String>,
+    /// `process.roles` includes `broker`: the node registers with the controller, leads and
+    /// follows partitions and serves clients. False on a voter-only node (`process.roles=
+    /// controller`), which takes part in the metadata quorum and follows the committed
+    /// metadata but never registers, so no partition is ever placed on it.
+    pub broker_role: bool,
     /// `controller.quorum.election.timeout.ms`; the quorum's other timeouts follow from it in
     /// KRaft's default ratios (see `server::config::raft_config`).
     pub quorum_election_timeout_ms: u64,
@@ -73,6 +78,7 @@ impl Default for BrokerConfig {
             data_dir: PathBuf::from("data"),
             cluster_id: "seedlog-cluster".into(),
             voters: [(0, "127.0.0.1:9092".to_string())].into(),
+            broker_role: true,
             quorum_election_timeout_ms: crate::constants::quorum_election_timeout_ms_default,
             auto_create_topics: true,
             num_partitions: 1,

@@ -81,10 +81,23 @@ impl Node {
     }
 
     /// The controller id clients are told (Metadata): the quorum leader this node knows, else
-    /// the one last named to it, else the first voter (so a client always has one to ask).
+    /// the one last named to it, else the first voter (so a client always has one to ask); but
+    /// a leader that is not a registered broker (a voter-only node) is replaced by this broker
+    /// (or, on a voter-only node, the first live broker), which forwards controller requests.
     pub fn controller_id(&self) -> i32 {
         let own = self.controller().and_then(|q| q.leader());
-        own.or_else(|| self.controller_hint()).unwrap_or_else(|| self.broker().config().voters.keys().next().copied().unwrap_or(-1))
+        let leader = own.or_else(|| self.controller_hint()).unwrap_or_else(|| self.broker().config().voters.keys().next().copied().unwrap_or(-1));
+        let b = self.broker();
+        if leader < 0 || b.image().brokers.contains_key(&leader) {
+            return leader;
+        }
+        // A voter-only controller is no broker a client can reach by Metadata: name a broker,
+        // which forwards (as KRaft's brokers name one of themselves).
+        let me = b.config().node_id;
+        match b.config().broker_role {
+            true => me,
+            false => b.image().brokers.iter().find(|(_, x)| !x.fenced).map_or(leader, |(id, _)| *id),
+        }
     }
 }
 

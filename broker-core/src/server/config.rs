@@ -64,6 +64,11 @@ pub struct Flags {
     /// voters; default: this node alone). A node named there runs a voter too (combined mode).
     #[arg(long)]
     pub controller_quorum_voters: Option<String>,
+    /// process.roles: `broker,controller` (combined mode, the default for a node named in
+    /// controller.quorum.voters), `broker` (the default for any other node) or `controller` (a
+    /// voter that is not a broker: it never registers, so no partition is placed on it).
+    #[arg(long)]
+    pub process_roles: Option<String>,
     /// controller.quorum.election.timeout.ms (the quorum's fetch timeout is twice it, its
     /// request timeout and election backoff equal to it, as KRaft's defaults are)
     #[arg(long)]
@@ -142,6 +147,7 @@ pub const FILE_SETTINGS: &[&str] = &[
     "log.flush.interval.ms",
     "message.max.bytes",
     "controller.quorum.voters",
+    "process.roles",
     "controller.quorum.election.timeout.ms",
     "default.replication.factor",
     "replica.lag.time.max.ms",
@@ -186,6 +192,7 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
             "log.flush.interval.ms" => f.log_flush_interval_ms = Some(int()? as u64),
             "message.max.bytes" => f.message_max_bytes = Some(int()? as usize),
             "controller.quorum.voters" => f.controller_quorum_voters = Some(text()?),
+            "process.roles" => f.process_roles = Some(text()?),
             "controller.quorum.election.timeout.ms" => f.controller_quorum_election_timeout_ms = Some(int()? as u64),
             "default.replication.factor" => f.default_replication_factor = Some(int()? as i16),
             "replica.lag.time.max.ms" => f.replica_lag_time_max_ms = Some(int()? as u64),
@@ -209,7 +216,7 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
     macro_rules! take { ($($field:ident),*) => { $( if over.$field.is_some() { f.$field = over.$field.clone(); } )* } }
     take!(listen, advertised, node_id, data_dir, config, auto_create_topics_enable, num_partitions, min_insync_replicas,
         log_segment_bytes, log_roll_ms, log_retention_ms, log_retention_bytes, log_index_interval_bytes,
-        log_flush_interval_messages, log_flush_interval_ms, message_max_bytes, controller_quorum_voters, controller_quorum_election_timeout_ms,
+        log_flush_interval_messages, log_flush_interval_ms, message_max_bytes, controller_quorum_voters, process_roles, controller_quorum_election_timeout_ms,
         default_replication_factor, replica_lag_time_max_ms, broker_session_timeout_ms, broker_heartbeat_interval_ms,
         unclean_leader_election_enable, group_initial_rebalance_delay_ms, group_min_session_timeout_ms, group_max_session_timeout_ms, group_max_size, offsets_topic_num_partitions, offsets_topic_replication_factor, offsets_retention_minutes, offset_metadata_max_bytes, log_cleaner_backoff_ms, log_cleaner_io_max_bytes_per_second, fetch_zero_copy);
     Ok(f)
@@ -256,6 +263,9 @@ pub fn resolve(f: &Flags) -> Result<(SocketAddr, BrokerConfig), String> {
     c.log.validate().map_err(|e| e.to_string())?;
     let voters = f.controller_quorum_voters.clone().unwrap_or_else(|| format!("{}@{advertised}", c.node_id));
     c.voters = parse_voters(&voters)?;
+    if let Some(roles) = &f.process_roles {
+        c.broker_role = parse_roles(roles, c.voters.contains_key(&c.node_id), c.node_id)?;
+    }
     if let Some(ms) = f.controller_quorum_election_timeout_ms {
         c.quorum_election_timeout_ms = ms;
     }
@@ -325,6 +335,21 @@ fn parse_voters(text: &str) -> Result<std::collections::BTreeMap<i32, String>, S
     Ok(voters)
 }
 
+/// `process.roles` (Kafka's syntax): whether the node is a broker. A node runs a voter exactly
+/// when `controller.quorum.voters` names it, so the roles must agree with that list.
+fn parse_roles(text: &str, voter: bool, node_id: i32) -> Result<bool, String> {
+    let roles: std::collections::BTreeSet<&str> = text.split(',').map(str::trim).filter(|r| !r.is_empty()).collect();
+    if let Some(bad) = roles.iter().find(|r| !["broker", "controller"].contains(*r)) {
+        return Err(format!("process.roles={text}: unknown role '{bad}'; expected broker, controller or both"));
+    }
+    match (roles.contains("controller"), voter) {
+        _ if roles.is_empty() => Err(format!("process.roles={text}: no role; expected broker, controller or both")),
+        (true, false) => Err(format!("process.roles={text}: node {node_id} is not in controller.quorum.voters, so it cannot be a controller")),
+        (false, true) => Err(format!("process.roles={text}: node {node_id} is in controller.quorum.voters, so it must include controller")),
+        _ => Ok(roles.contains("broker")),
+    }
+}
+
 /// The Raft node's settings: the voters, and timeouts in KRaft's default ratios to the election
 /// timeout (fetch timeout 2x, request timeout and election backoff 1x, a held fetch 0.5x).
 pub fn raft_config(c: &BrokerConfig) -> crate::controller::raft::RaftConfig {
@@ -367,6 +392,21 @@ pub fn controller_config(c: &BrokerConfig) -> crate::controller::ControllerConfi
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn process_roles_agree_with_the_voters() {
+        let voters = Some("0@127.0.0.1:9092,1@127.0.0.1:9093".to_string());
+        let with = |id: i32, roles: Option<&str>| resolve(&Flags { node_id: Some(id), controller_quorum_voters: voters.clone(), process_roles: roles.map(String::from), ..Flags::default() });
+        assert!(with(0, None).unwrap().1.broker_role, "combined mode by default");
+        assert!(with(2, None).unwrap().1.broker_role, "a broker that is not a voter");
+        assert!(!with(1, Some("controller")).unwrap().1.broker_role, "a voter-only node");
+        assert!(with(1, Some(" controller , broker ")).unwrap().1.broker_role);
+        assert!(with(2, Some("broker")).unwrap().1.broker_role);
+        for (id, roles, why) in [(2, "controller", "not in controller.quorum.voters"), (0, "broker", "must include controller"), (0, "controller,zookeeper", "unknown role 'zookeeper'"), (0, ",", "no role")] {
+            let e = with(id, Some(roles)).unwrap_err();
+            assert!(e.contains(why), "{roles}: {e}");
+        }
+    }
 
     #[test]
     fn file_then_flags_with_named_errors() {

@@ -98,9 +98,10 @@ impl Shared {
     }
 
     /// Resolves once this broker has been registered and unfenced (once; later fencing does
-    /// not hold requests), or after `startup_wait_ms_max`.
+    /// not hold requests), or after `startup_wait_ms_max`; at once on a voter-only node, which
+    /// never registers.
     async fn started(&self) {
-        if self.started.load(std::sync::atomic::Ordering::Relaxed) {
+        if self.started.load(std::sync::atomic::Ordering::Relaxed) || !self.broker().config().broker_role {
             return;
         }
         let deadline = Instant::now() + Duration::from_millis(startup_wait_ms_max);

@@ -36,8 +36,13 @@ fn s(text: &str) -> StrBytes {
     StrBytes::from_string(text.to_string())
 }
 
-/// Starts the controller link, the metadata follower and the replica fetcher supervisor.
+/// Starts the controller link, the metadata follower and the replica fetcher supervisor; on a
+/// voter-only node (not a broker) the metadata follower alone, so it answers Metadata with the
+/// committed cluster but never registers.
 pub fn spawn(shared: Arc<Shared>) -> Vec<tokio::task::JoinHandle<()>> {
+    if !shared.broker().config().broker_role {
+        return vec![tokio::spawn(metadata_follower(shared))];
+    }
     vec![
         tokio::spawn(controller_link(shared.clone())),
         tokio::spawn(metadata_follower(shared.clone())),
@@ -107,6 +112,9 @@ fn kafka(code: i16) -> Result<(), ClientError> {
 /// `peer_request_ms_max`; a broker that never registered has nothing to hand over, and the
 /// controller's own node has nobody to hand over to.
 pub async fn controlled_shutdown(shared: &Shared) {
+    if !shared.broker().config().broker_role {
+        return; // never registered: nothing to fence
+    }
     if shared.node.controller().is_some_and(|q| q.is_active()) {
         // The active controller stops with this node (its listener is already closed): the
         // next one fences it when its session ends, or nobody is left to.

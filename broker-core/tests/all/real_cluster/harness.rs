@@ -82,6 +82,11 @@ impl Cluster {
 
     /// [`Cluster::start_with`], nodes 0 to `voters - 1` the metadata quorum's voters.
     pub(super) fn start_voters(voters: usize, extra_flags: &[&str]) -> Cluster {
+        Cluster::start_nodes(voters, extra_flags, |_| Vec::new())
+    }
+
+    /// [`Cluster::start_voters`] with `node_flags(id)` added to node `id`'s flags.
+    pub(super) fn start_nodes(voters: usize, extra_flags: &[&str], node_flags: impl Fn(i32) -> Vec<&'static str>) -> Cluster {
         let extra_flags: Vec<String> = extra_flags.iter().map(|f| f.to_string()).collect();
         let serial = one_cluster_at_a_time();
         let dir = tempfile::tempdir().expect("tempdir");
@@ -96,7 +101,8 @@ impl Cluster {
         for (id, port) in (0..).zip(&ports) {
             let data = cluster._dir.path().join(format!("node-{id}"));
             std::fs::create_dir_all(&data).expect("create data dir");
-            match Node::start(id, *port, &data, &voters, &extra_flags) {
+            let flags: Vec<String> = extra_flags.iter().cloned().chain(node_flags(id).into_iter().map(String::from)).collect();
+            match Node::start(id, *port, &data, &voters, &flags) {
                 Ok(node) => cluster.nodes.push(node),
                 Err(why) => cluster.fail(&format!("starting the cluster: {why}")),
             }

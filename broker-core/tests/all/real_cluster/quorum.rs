@@ -47,7 +47,7 @@ fn cluster_active_controller_sigkill_mid_produce() {
     eprintln!("created after the kill, {:.2} s after it: {}", killed_at.elapsed().as_secs_f64(), created.raw);
     // Asked of the survivor that is not the controller, the request is forwarded to it.
     let follower = (0..cluster_size as i32).find(|&n| n != victim && n != after.controller).expect("a third node");
-    create_through(&cluster, follower, "forwarded-after-the-kill");
+    create_through(&cluster, follower, "forwarded-after-the-kill", 2);
     let forwarded = cluster.metadata(survivor, cluster_size - 1, &["--topic", "forwarded-after-the-kill", "--min-isr", "2"]);
     eprintln!("created through node {follower}, not the controller: {}", forwarded.raw);
     let moved = cluster.metadata(survivor, cluster_size - 1, &["--topic", topic, "--leader-not", &victim_arg]);
@@ -62,13 +62,35 @@ fn cluster_active_controller_sigkill_mid_produce() {
     cluster.assert_alive("after the restart", None);
 }
 
-/// Creates `topic` (2 partitions, replication factor 2) by sending CreateTopics to `node` itself
+/// Node 2 is a voter only (`--process-roles controller`): it never appears among the brokers,
+/// no partition is placed on it, yet its vote counts: with broker 1 killed, nodes 0 and 2 must
+/// still elect (or keep) an active controller and commit a topic asked of broker 0 (forwarded
+/// if node 2 leads).
+#[test]
+fn cluster_with_a_voter_only_node() {
+    let mut cluster = Cluster::start_nodes(cluster_size, election_timeout_flags, |id| if id == 2 { vec!["--process-roles", "controller"] } else { Vec::new() });
+    let md = cluster.metadata(0, 2, &["--topic", "on-brokers", "--create", "--partitions", "2", "--replication-factor", "2", "--min-isr", "2"]);
+    if md.brokers.keys().copied().collect::<Vec<_>>() != vec![0, 1] {
+        cluster.fail(&format!("metadata lists brokers {:?}; the voter-only node 2 must not be one\n{}", md.brokers, md.raw));
+    }
+    if md.partitions.values().any(|p| p.replicas.contains(&2)) {
+        cluster.fail(&format!("a partition placed on the voter-only node 2\n{}", md.raw));
+    }
+    // Broker 1's vote is gone: every commit now needs node 2's (broker 1 stays listed, since
+    // fencing it would need a majority of the brokers). A topic asked of broker 0 is created.
+    cluster.sigkill(1);
+    create_through(&cluster, 0, "after-broker-1", 1);
+    let created = cluster.metadata(0, 2, &["--topic", "after-broker-1"]);
+    eprintln!("created with broker 1 dead: {}", created.raw);
+}
+
+/// Creates `topic` (2 partitions) by sending CreateTopics to `node` itself
 /// with this crate's client, whatever Metadata names as the controller.
-fn create_through(cluster: &Cluster, node: i32, topic: &str) {
+fn create_through(cluster: &Cluster, node: i32, topic: &str, replication_factor: i16) {
     use broker_core::client::admin;
     let addr: std::net::SocketAddr = cluster.addr(node).parse().expect("a node's address");
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
-    let created = runtime.block_on(admin::create_topics(addr, &[(topic.to_string(), 2, 2)], Duration::from_secs(20)));
+    let created = runtime.block_on(admin::create_topics(addr, &[(topic.to_string(), 2, replication_factor)], Duration::from_secs(20)));
     if let Err(e) = created {
         cluster.fail(&format!("CreateTopics {topic} sent to node {node}, which is not the controller: {e}"));
     }
