@@ -144,19 +144,7 @@ pub fn alter_configs(node: &Node, version: i16, correlation_id: i32, req: AlterC
     let (answers, last, epoch) = alter(node, asks, req.validate_only, now);
     after_commit(answers, last, epoch, |answers| {
     let mut r = AlterConfigsResponse::default();
-    r.responses = answers
-        .into_iter()
-        .map(|(kind, name, error)| {
-            let mut x = AlterConfigsResourceResponse::default();
-            x.resource_type = kind;
-            x.resource_name = s(&name);
-            if let Some((code, message)) = error {
-                x.error_code = code.code();
-                x.error_message = Some(s(&message));
-            }
-            x
-        })
-        .collect();
+    r.responses = entries(answers, |kind, name, code, message| AlterConfigsResourceResponse::default().with_resource_type(kind).with_resource_name(name).with_error_code(code).with_error_message(message));
     encode(ApiKey::AlterConfigs, version, correlation_id, &r)
     })
 }
@@ -191,21 +179,21 @@ pub fn incremental_alter_configs(node: &Node, version: i16, correlation_id: i32,
     let (answers, last, epoch) = alter(node, asks, req.validate_only, now);
     after_commit(answers, last, epoch, |answers| {
     let mut r = IncrementalAlterConfigsResponse::default();
-    r.responses = answers
-        .into_iter()
-        .map(|(kind, name, error)| {
-            let mut x = IncrementalResult::default();
-            x.resource_type = kind;
-            x.resource_name = s(&name);
-            if let Some((code, message)) = error {
-                x.error_code = code.code();
-                x.error_message = Some(s(&message));
-            }
-            x
-        })
-        .collect();
+    r.responses = entries(answers, |kind, name, code, message| IncrementalResult::default().with_resource_type(kind).with_resource_name(name).with_error_code(code).with_error_message(message));
     encode(ApiKey::IncrementalAlterConfigs, version, correlation_id, &r)
     })
+}
+
+/// Each resource's answer as the response's entry, built by `entry(type, name, error code,
+/// error message)`: AlterConfigs and IncrementalAlterConfigs answer alike in different types.
+fn entries<T>(answers: Vec<Answered>, entry: impl Fn(i8, kafka_protocol::protocol::StrBytes, i16, Option<kafka_protocol::protocol::StrBytes>) -> T) -> Vec<T> {
+    answers
+        .into_iter()
+        .map(|(kind, name, error)| match error {
+            Some((code, message)) => entry(kind, s(&name), code.code(), Some(s(&message))),
+            None => entry(kind, s(&name), 0, None),
+        })
+        .collect()
 }
 
 /// Kafka's request check: a config named twice in one resource is INVALID_REQUEST.
