@@ -57,6 +57,10 @@ pub fn derive_faults(s: &Scenario, rng: &mut ChaCha8Rng) -> Vec<FaultSpec> {
                     let others: Vec<&String> = nodes.iter().filter(|n| *n != broker).collect();
                     let other = others[rng.gen_range(0..others.len())];
                     if rng.gen_bool(0.5) { format!("{broker}>{other}") } else { format!("{other}>{broker}") }
+                } else if mix.leaders && !s.topics.is_empty() && rng.gen_bool(0.5) {
+                    // Drawn only with `leaders` on: other scenarios draw exactly as before.
+                    let t = &s.topics[rng.gen_range(0..s.topics.len())];
+                    format!("{}{}-{}", scenario::leader_target_prefix, t.name, rng.gen_range(0..t.partitions.max(1)))
                 } else {
                     broker.clone()
                 };
@@ -94,7 +98,7 @@ fn faulty_brokers(f: &FaultSpec) -> Vec<&str> {
         Some((a, b)) => vec![a, b],
         None => vec![f.target.as_str()],
     };
-    ends.into_iter().filter(|n| n.starts_with("broker-")).collect()
+    ends.into_iter().filter(|n| n.starts_with("broker-") || n.starts_with(scenario::leader_target_prefix)).collect()
 }
 
 /// Whether adding `f` keeps at most `max` brokers faulty at any moment, a broker counting as
@@ -297,7 +301,21 @@ mod tests {
         // to draw, and the RNG is left as it was.
         let mut lonely = fast("replicated");
         (lonely.brokers, lonely.producers, lonely.consumers) = (1, vec![], vec![]);
-        lonely.random_faults = Some(RandomFaults { kinds: vec![FaultKind::ClogLink, FaultKind::SlowLink], max: 8, for_max_ms: 500, brokers_at_once: None, recovery_ms: 0, swarm: false, burst_ms: 0 });
+        lonely.random_faults = Some(RandomFaults { kinds: vec![FaultKind::ClogLink, FaultKind::SlowLink], max: 8, for_max_ms: 500, brokers_at_once: None, recovery_ms: 0, swarm: false, burst_ms: 0, leaders: false });
         assert_eq!(draw(&lonely, 3), (vec![], ChaCha8Rng::seed_from_u64(3).gen()));
+    }
+
+    #[test]
+    fn leader_targets_are_drawn_only_when_asked_and_name_a_partition_of_the_scenario() {
+        let mut s = fast("replicated-fsync");
+        let plain = schedule(&s, 7);
+        assert!(plain.0.iter().all(|f| !f.target.starts_with(scenario::leader_target_prefix)));
+        s.random_faults.as_mut().unwrap().leaders = true;
+        let aimed: Vec<FaultSpec> = (0..20).flat_map(|seed| schedule(&s, seed).0).filter(|f| f.target.starts_with(scenario::leader_target_prefix)).collect();
+        assert!(aimed.len() > 10, "{} leader-aimed faults in 20 seeds", aimed.len());
+        for f in &aimed {
+            let (topic, p) = scenario::leader_target(&f.target).expect("leader:TOPIC-P");
+            assert!(s.topics.iter().any(|t| t.name == topic && (0..t.partitions).contains(&p)), "{}", f.target);
+        }
     }
 }

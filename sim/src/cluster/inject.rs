@@ -48,12 +48,20 @@ pub(super) async fn run_schedule(faults: Vec<FaultSpec>, cluster: &Cluster, rec:
 }
 
 /// Applies one fault and undoes it after `for_ms`, or says why it was skipped. A fault aimed at
-/// `controller` hits the broker that is the active metadata controller when it starts.
+/// `controller` hits the broker that is the active metadata controller when it starts; one at
+/// `leader:TOPIC-P` the broker that last became that partition's leader.
 async fn inject(mut f: FaultSpec, nodes: Nodes, disks: Disks, rec: Rec) {
     if f.target == crate::scenario::controller_target {
         match broker_core::simprobe::current_controller() {
             Some(id) => f.target = format!("broker-{id}"),
             None => return event(&rec, "harness", "fault_skipped", json!({"kind": kind(&f), "target": f.target, "why": "no active controller yet"})),
+        }
+    }
+    if let Some((topic, partition)) = crate::scenario::leader_target(&f.target) {
+        let leader = rec.lock().expect("recorder").history.leaderships.iter().rev().find(|l| l.topic == topic && l.partition == partition).map(|l| l.broker.clone());
+        match leader {
+            Some(broker) => f.target = broker,
+            None => return event(&rec, "harness", "fault_skipped", json!({"kind": kind(&f), "target": f.target, "why": "no leader yet"})),
         }
     }
     let done = match f.kind {

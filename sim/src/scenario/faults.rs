@@ -66,6 +66,17 @@ pub struct FaultSpec {
 /// fault budget, which cannot know which broker it will be.
 pub const controller_target: &str = "controller";
 
+/// A fault target resolved when the fault starts: `leader:TOPIC-P` is the broker that last
+/// became leader of partition P of TOPIC (as the brokers reported it). Not a link end. Counted
+/// as a broker of its own by the fault budget.
+pub const leader_target_prefix: &str = "leader:";
+
+/// The (topic, partition) a `leader:TOPIC-P` target names.
+pub fn leader_target(target: &str) -> Option<(&str, i32)> {
+    let (topic, partition) = target.strip_prefix(leader_target_prefix)?.rsplit_once('-')?;
+    Some((topic, partition.parse().ok()?))
+}
+
 fn delay_default() -> u64 {
     50
 }
@@ -172,6 +183,11 @@ pub struct RandomFaults {
     /// starts within this many ms after one of them (default 0: anywhere, uniformly).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub burst_ms: u64,
+    /// Half the node faults aim at a partition's current leader (`leader:TOPIC-P`, a random
+    /// partition of a random topic) instead of a random broker: replication bugs live where
+    /// leadership is (default false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub leaders: bool,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -189,6 +205,12 @@ impl Scenario {
         let nodes = self.node_names();
         for f in &self.faults {
             f.validate(self.duration_ms, &nodes)?;
+            if f.target.starts_with(leader_target_prefix) {
+                let named = leader_target(&f.target).filter(|(t, p)| self.topics.iter().any(|x| x.name == *t && (0..x.partitions).contains(p)));
+                if named.is_none() {
+                    return Err(format!("scenario: faults.target '{}' is not leader:TOPIC-P of a topic and partition of this scenario", f.target));
+                }
+            }
         }
         if let Some(mix) = &self.random_faults {
             mix.validate(self.client_count() == 0 && self.brokers == 1)?;
@@ -219,7 +241,7 @@ impl FaultSpec {
     /// Checks one fixed fault of a run of `duration_ms` among `nodes`.
     fn validate(&self, duration_ms: u64, nodes: &[String]) -> Result<(), String> {
         let node = |field: &str, name: &str| -> Result<(), String> {
-            if nodes.iter().any(|n| n == name) || name == controller_target {
+            if nodes.iter().any(|n| n == name) || name == controller_target || name.starts_with(leader_target_prefix) {
                 Ok(())
             } else {
                 Err(format!("scenario: {field} '{name}' is not a node of this scenario (broker-0.., producer-0.., consumer-0..)"))
@@ -239,7 +261,7 @@ impl FaultSpec {
             None if !self.kind.is_link() => node("faults.target", &self.target)?,
             _ => return Err(format!("scenario: faults.target '{}': link faults take \"a>b\", others a node name", self.target)),
         }
-        if self.kind.broker_only() && !self.target.starts_with("broker-") && self.target != controller_target {
+        if self.kind.broker_only() && !self.target.starts_with("broker-") && self.target != controller_target && !self.target.starts_with(leader_target_prefix) {
             return Err(format!("scenario: faults.target '{}': {} faults target brokers only (a client node is never restarted and has no disk); network faults may target clients", self.target, self.kind.name()));
         }
         if self.loss_per_mille > 1000 {

@@ -13,7 +13,7 @@ mod tests;
 mod topology;
 mod workloads;
 
-pub use faults::{controller_target, FaultKind, FaultSpec, RandomFaults};
+pub use faults::{controller_target, leader_target, leader_target_prefix, FaultKind, FaultSpec, RandomFaults};
 pub use topology::{BrokerSettings, TopicSpec};
 pub use workloads::{ConsumerSpec, GroupSpec, ProducerSpec};
 
