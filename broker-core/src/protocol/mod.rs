@@ -155,8 +155,7 @@ pub fn frame_len(prefix: [u8; 4], max: usize) -> Result<usize, String> {
 }
 
 /// Requests the controller commits metadata for (forwarded ones too), and Raft messages (which
-/// may commit it): after
-/// one, parked metadata fetches look again and the quorum's outbox is sent.
+/// may commit it): after one, parked metadata fetches look again and the quorum's outbox is sent.
 pub fn is_controller_api(key: i16) -> bool {
     use ApiKey::*;
     key == wire::api_key || [CreateTopics, DeleteTopics, AlterConfigs, IncrementalAlterConfigs, AlterPartition, BrokerRegistration, BrokerHeartbeat, Envelope].iter().any(|k| *k as i16 == key)
