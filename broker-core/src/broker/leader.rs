@@ -31,8 +31,8 @@ impl Broker {
         let h = batch::validate(records, part.log.config().max_message_bytes)?;
         if part.log.config().cleanup.compact && crate::log::clean::records(records).is_ok_and(|rs| rs.iter().any(|r| r.key.is_none())) {
             // Kafka's rule: compaction keeps the latest record per key, so a keyless one has no
-            // place (INVALID_RECORD; CORRUPT_MESSAGE for old clients). A codec the broker cannot
-            // read is let through, as the cleaner then keeps its batch whole.
+            // place (INVALID_RECORD; CORRUPT_MESSAGE for old clients). Every codec is read
+            // here: validate decompressed the batch within its bound just before.
             return Err(Error::Batch(crate::log::BatchError::BadRecords("a compacted topic accepts only records with a key")));
         }
         let epoch = part.replication.leader_epoch;

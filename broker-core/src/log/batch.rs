@@ -4,7 +4,7 @@
 //! offset and partition leader epoch (neither is covered by the CRC, so stamping never
 //! re-checksums). Validation is strict: sizes, magic, CRC-32C over attributes..end, record
 //! count, and the record framing itself — of the records as sent, or as they decompress for
-//! gzip and snappy (`compressed`, within a bound). This module only looks at bytes; it never
+//! every codec (`compressed`, within a bound). This module only looks at bytes; it never
 //! does IO.
 
 use crate::constants::{batch_header_bytes, batch_log_overhead_bytes};
@@ -55,7 +55,7 @@ pub enum BatchError {
     /// Kafka: INVALID_RECORD / CORRUPT_MESSAGE.
     #[error("malformed records: {0}")]
     BadRecords(&'static str),
-    /// A gzip or snappy records section that does not decompress, or decompresses past
+    /// A compressed records section that does not decompress, or decompresses past
     /// `batch_decompressed_bytes_max`. Kafka: CORRUPT_MESSAGE.
     #[error("compressed records: {0}")]
     BadCompression(&'static str),
@@ -157,10 +157,10 @@ pub fn validate(b: &[u8], max_bytes: usize) -> Result<BatchHeader, BatchError> {
     check_stored(b)?;
     let header = read_header(b)?;
     check_record_count(&header)?;
-    if header.compression() > 4 {
+    if header.compression() > super::compressed::codec_max {
         return Err(BatchError::UnsupportedCompression(header.compression()));
     }
-    if header.compression() != 0 && super::compressed::readable(header.compression()) {
+    if header.compression() != 0 {
         // As Kafka's LogValidator does: a compressed batch is only as good as its records.
         let records = super::compressed::decompress(header.compression(), &b[batch_header_bytes..])?;
         check_records(&records, header.records_count, header.base_timestamp)?;
@@ -223,7 +223,7 @@ pub fn validate_stored(b: &[u8]) -> Result<BatchHeader, BatchError> {
     check_stored(b)?;
     let header = read_header(b)?;
     check_stored_record_count(&header)?;
-    if header.compression() > 4 {
+    if header.compression() > super::compressed::codec_max {
         return Err(BatchError::UnsupportedCompression(header.compression()));
     }
     if header.compression() == 0 {
@@ -440,6 +440,21 @@ fn check_records(body: &[u8], count: i32, base_timestamp: i64) -> Result<i64, Ba
 pub fn build(values: &[&[u8]], timestamp: i64) -> Vec<u8> {
     let records: Vec<KeyValue> = values.iter().map(|v| (None, Some(*v))).collect();
     build_keyed(&records, timestamp)
+}
+
+/// `b`'s header with `body` as its records section, compressed with `codec` (attributes bits
+/// 0-2 set to it, the rest kept), its length and CRC-32C recomputed.
+pub fn reframe(b: &[u8], codec: u8, body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(batch_header_bytes + body.len());
+    out.extend_from_slice(&b[..batch_header_bytes]);
+    out.extend_from_slice(body);
+    let len = (out.len() - batch_log_overhead_bytes) as i32;
+    out[length_at..length_at + 4].copy_from_slice(&len.to_be_bytes());
+    let attributes = (be_i16(&out, attributes_at) & !0x07) | (codec & 0x07) as i16;
+    out[attributes_at..attributes_at + 2].copy_from_slice(&attributes.to_be_bytes());
+    let crc = crc32c::crc32c(&out[attributes_at..]);
+    out[crc_at..crc_at + 4].copy_from_slice(&crc.to_be_bytes());
+    out
 }
 
 /// Appends a zigzag varint (Kafka's record encoding).

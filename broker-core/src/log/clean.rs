@@ -4,7 +4,8 @@
 //!
 //! Offsets stay where they were. A batch that loses records is rewritten with the same base
 //! offset, last offset delta, leader epoch, producer fields and timestamps, and only the
-//! surviving records (uncompressed, their offset and timestamp deltas unchanged); a batch that
+//! surviving records (their offset and timestamp deltas unchanged, compressed with the batch's
+//! own codec as Kafka's cleaner does); a batch that
 //! loses every record becomes an empty batch spanning the same offsets, and runs of empty
 //! batches of one leader epoch with no producer state to keep merge into one. So batches still
 //! tile the offset space exactly as before cleaning — recovery, replication and reads keep
@@ -185,7 +186,7 @@ pub enum CleanError {
     Decode(String),
 }
 
-/// The records of one stored batch (uncompressed, gzip or snappy). The records section is
+/// The records of one stored batch (uncompressed or any codec). The records section is
 /// decompressed within `batch_decompressed_bytes_max` and its framing walked before the
 /// decoder sees it: the decoder reserves room for the header's record count and each record's
 /// header count before reading one, so those counts must first be shown to match the bytes.
@@ -284,7 +285,7 @@ pub fn clean_batch(batch: &[u8], h: &BatchHeader, map: &KeyMap, tombstones: Tomb
                 for r in &keep {
                     kept.extend_from_slice(&body[r.bytes.clone()]);
                 }
-                Outcome::Rewritten(frame(h, n as i32, h.last_offset_delta, h.base_timestamp, h.max_timestamp, &kept))
+                Outcome::Rewritten(frame(h, 0, n as i32, h.last_offset_delta, h.base_timestamp, h.max_timestamp, &kept))
             }
         });
     }
@@ -294,13 +295,13 @@ pub fn clean_batch(batch: &[u8], h: &BatchHeader, map: &KeyMap, tombstones: Tomb
     Ok(match keep.len() {
         0 => Outcome::Empty,
         n if n == total => Outcome::Whole,
-        _ => Outcome::Rewritten(encode(h, &keep)),
+        _ => Outcome::Rewritten(encode(h, &keep)?),
     })
 }
 
-/// An uncompressed v2 batch with `h`'s offsets, epoch, producer fields and timestamps, holding
+/// A v2 batch with `h`'s offsets, epoch, producer fields, timestamps and codec, holding
 /// `records` (offsets inside `h`'s range).
-pub fn encode(h: &BatchHeader, records: &[Record]) -> Vec<u8> {
+pub fn encode(h: &BatchHeader, records: &[Record]) -> Result<Vec<u8>, CleanError> {
     let mut body = Vec::new();
     for r in records {
         let mut rec = Vec::new();
@@ -317,7 +318,9 @@ pub fn encode(h: &BatchHeader, records: &[Record]) -> Vec<u8> {
         put_varint(&mut body, rec.len() as i64);
         body.extend_from_slice(&rec);
     }
-    frame(h, records.len() as i32, h.last_offset_delta, h.base_timestamp, h.max_timestamp, &body)
+    let codec = h.compression();
+    let body = super::compressed::compress(codec, &body).map_err(|e| CleanError::Decode(e.to_string()))?;
+    Ok(frame(h, codec, records.len() as i32, h.last_offset_delta, h.base_timestamp, h.max_timestamp, &body))
 }
 
 /// An empty batch spanning `first.base_offset ..= last.last_offset()` with `first`'s epoch and
@@ -325,10 +328,11 @@ pub fn encode(h: &BatchHeader, records: &[Record]) -> Vec<u8> {
 pub fn empty(first: &BatchHeader, last: &BatchHeader) -> Vec<u8> {
     let delta = (last.last_offset() - first.base_offset) as i32;
     let max_ts = first.max_timestamp.max(last.max_timestamp);
-    frame(first, 0, delta, first.base_timestamp, max_ts, &[])
+    frame(first, 0, 0, delta, first.base_timestamp, max_ts, &[])
 }
 
-fn frame(h: &BatchHeader, count: i32, last_offset_delta: i32, base_ts: i64, max_ts: i64, body: &[u8]) -> Vec<u8> {
+/// A batch of `h`'s epoch and producer fields over `body`, records compressed with `codec`.
+fn frame(h: &BatchHeader, codec: u8, count: i32, last_offset_delta: i32, base_ts: i64, max_ts: i64, body: &[u8]) -> Vec<u8> {
     let mut b = vec![0u8; batch_header_bytes];
     b.extend_from_slice(body);
     let put = |b: &mut Vec<u8>, at: usize, bytes: &[u8]| b[at..at + bytes.len()].copy_from_slice(bytes);
@@ -337,8 +341,8 @@ fn frame(h: &BatchHeader, count: i32, last_offset_delta: i32, base_ts: i64, max_
     put(&mut b, 8, &length.to_be_bytes());
     put(&mut b, 12, &h.leader_epoch.to_be_bytes());
     b[16] = crate::kafka::batch_magic as u8;
-    // Compression bits cleared (the records are written uncompressed); the timestamp type kept.
-    put(&mut b, 21, &(h.attributes & !0x07).to_be_bytes());
+    // The codec bits are `codec`'s; the timestamp type and the rest kept.
+    put(&mut b, 21, &((h.attributes & !0x07) | codec as i16).to_be_bytes());
     put(&mut b, 23, &last_offset_delta.to_be_bytes());
     put(&mut b, 27, &base_ts.to_be_bytes());
     put(&mut b, 35, &max_ts.to_be_bytes());
@@ -474,7 +478,26 @@ mod tests {
         map_batch(&mut map, &buf).unwrap();
         let Outcome::Rewritten(out) = clean_batch(&buf, &h, &map, none).unwrap() else { panic!("a@0 goes") };
         let oh = read_header(&out).unwrap();
-        assert_eq!((oh.compression(), oh.base_offset, oh.last_offset_delta, oh.records_count), (0, 0, 2, 2));
+        assert_eq!((oh.compression(), oh.base_offset, oh.last_offset_delta, oh.records_count), (1, 0, 2, 2), "rewritten in gzip");
         assert_eq!(records(&out).unwrap().iter().map(|r| r.offset).collect::<Vec<_>>(), vec![1, 2]);
+    }
+
+    #[test]
+    fn every_codec_is_mapped_and_rewritten_in_its_own_codec() {
+        use crate::log::compressed::{self, with_codec};
+        let (plain, _) = batch(5, &[("a", Some("1")), ("b", Some("1")), ("a", None), ("c", Some("1"))]);
+        for codec in [compressed::codec_gzip, compressed::codec_snappy, compressed::codec_lz4, compressed::codec_zstd] {
+            let b = with_codec(&plain, codec).unwrap();
+            let h = batch::validate(&b, crate::constants::message_bytes_max).unwrap();
+            assert_eq!((h.compression(), h.base_offset, h.leader_epoch), (codec, 5, 3));
+            let mut map = KeyMap::new(1 << 20);
+            assert!(map_batch(&mut map, &b).unwrap());
+            assert_eq!((map.len(), map.latest(b"a")), (3, Some(7)), "codec {codec}");
+            let Outcome::Rewritten(out) = clean_batch(&b, &h, &map, none).unwrap() else { panic!("a@5 goes") };
+            let oh = batch::validate_stored(&out).unwrap();
+            assert_eq!((oh.compression(), oh.base_offset, oh.last_offset_delta, oh.records_count), (codec, 5, 3, 3), "codec {codec}");
+            let left: Vec<_> = records(&out).unwrap().into_iter().map(|r| (r.offset, r.value)).collect();
+            assert_eq!(left, vec![(6, Some(Bytes::from("1"))), (7, None), (8, Some(Bytes::from("1")))], "codec {codec}");
+        }
     }
 }

@@ -1,47 +1,130 @@
-//! The records inside a compressed batch, decompressed within a byte bound: gzip and snappy
-//! (Kafka's xerial framing, or a raw snappy block as Kafka's Java reader also accepts), the
-//! codecs the broker's clients send and the protocol crate was built with. lz4 and zstd
-//! batches are stored and served as they came but never looked inside (see docs/fuzzing.md).
+//! The records inside a compressed batch, for every codec Kafka's clients send: gzip, snappy
+//! (Kafka's xerial framing, or a raw snappy block as Kafka's Java reader also accepts), lz4
+//! (the LZ4 frame format, Kafka's `KafkaLZ4BlockOutputStream` and librdkafka's LZ4F) and zstd
+//! (zstd frames, as zstd-jni and librdkafka write them). Decompression stays within a byte
+//! bound; compression (the cleaner's rewrite keeps a batch's codec, as Kafka's does) uses
+//! Kafka's default settings per codec.
 //!
 //! Every size a compressed stream declares is checked against what is left of the bound
-//! before anything is allocated for it: a 100-byte snappy batch may declare 4 GiB blocks, and
-//! a gzip stream may inflate a thousandfold. Bytes only; no IO.
+//! before anything is allocated for it: a 100-byte snappy batch may declare 4 GiB blocks, an
+//! lz4 or zstd frame may declare a content size or window of gigabytes, and any stream may
+//! inflate a thousandfold. Bytes only; no IO.
 
-use super::batch::BatchError;
-use crate::constants::batch_decompressed_bytes_max;
-use std::io::Read;
+use super::batch::{self, BatchError};
+use crate::constants::{batch_decompressed_bytes_max, batch_header_bytes};
+use std::io::{Read, Write};
+
+mod lz4;
 
 /// Compression codec ids as a batch's attributes carry them.
+pub const codec_none: u8 = 0;
 pub const codec_gzip: u8 = 1;
 pub const codec_snappy: u8 = 2;
+pub const codec_lz4: u8 = 3;
+pub const codec_zstd: u8 = 4;
+/// The highest codec id Kafka defines; above it, UNSUPPORTED_COMPRESSION_TYPE.
+pub const codec_max: u8 = codec_zstd;
 
 /// The stream header xerial's snappy-java writes (and Kafka's clients with it).
 const xerial_magic: &[u8; 16] = b"\x82SNAPPY\x00\x00\x00\x00\x01\x00\x00\x00\x01";
+/// snappy-java's block size for `SnappyOutputStream`, which Kafka's producer uses.
+const snappy_block_bytes: usize = 32 * 1024;
+/// Kafka's `compression.zstd.level` default (KIP-390), which is zstd's own default too.
+const zstd_level: i32 = 3;
+/// The largest zstd window (log2 bytes) a frame may ask for: the decompression bound, so a
+/// tiny frame declaring a 2 GiB window is refused instead of allocating it. Kafka (zstd-jni)
+/// allows 2^27; no client writes windows past 2^23 at its default levels.
+const zstd_window_log_max: u32 = batch_decompressed_bytes_max.trailing_zeros();
+const _: () = assert!(batch_decompressed_bytes_max.is_power_of_two());
 
-/// Whether the broker can look inside batches of `codec` (none needs no decompression).
-pub fn readable(codec: u8) -> bool {
-    matches!(codec, 0 | codec_gzip | codec_snappy)
+const too_big: BatchError = BatchError::BadCompression("records decompress to more than batch.decompressed.bytes.max");
+
+/// The records section of a batch of `codec` (gzip, snappy, lz4 or zstd), decompressed, at
+/// most `batch_decompressed_bytes_max` bytes.
+pub fn decompress(codec: u8, body: &[u8]) -> Result<Vec<u8>, BatchError> {
+    decompress_within(codec, body, batch_decompressed_bytes_max)
 }
 
-/// The records section of a batch of `codec` (gzip or snappy), decompressed, at most
-/// `batch_decompressed_bytes_max` bytes.
-pub fn decompress(codec: u8, body: &[u8]) -> Result<Vec<u8>, BatchError> {
+fn decompress_within(codec: u8, body: &[u8], max: usize) -> Result<Vec<u8>, BatchError> {
     match codec {
-        codec_gzip => gunzip(body, batch_decompressed_bytes_max),
-        codec_snappy => unsnappy(body, batch_decompressed_bytes_max),
+        codec_gzip => gunzip(body, max),
+        codec_snappy => unsnappy(body, max),
+        codec_lz4 => lz4::decompress(body, max),
+        codec_zstd => unzstd(body, max),
         other => Err(BatchError::UnsupportedCompression(other)),
     }
 }
 
-fn gunzip(body: &[u8], max: usize) -> Result<Vec<u8>, BatchError> {
+/// `plain` (a records section) compressed with `codec` as Kafka's producer and cleaner write
+/// it: gzip at the default level, snappy in xerial framing with 32 KiB blocks, lz4 as one
+/// frame of independent 64 KiB blocks without checksums, zstd at level 3 with its content size.
+pub fn compress(codec: u8, plain: &[u8]) -> Result<Vec<u8>, BatchError> {
+    let failed = |_| BatchError::BadCompression("records do not compress");
+    match codec {
+        codec_none => Ok(plain.to_vec()),
+        codec_gzip => {
+            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            gz.write_all(plain).map_err(failed)?;
+            gz.finish().map_err(failed)
+        }
+        codec_snappy => {
+            let mut out = xerial_magic.to_vec();
+            for chunk in plain.chunks(snappy_block_bytes) {
+                let block = snap::raw::Encoder::new().compress_vec(chunk).map_err(|_| BatchError::BadCompression("records do not compress"))?;
+                out.extend_from_slice(&(block.len() as u32).to_be_bytes());
+                out.extend_from_slice(&block);
+            }
+            Ok(out)
+        }
+        codec_lz4 => {
+            use lz4_flex::frame::{BlockMode, BlockSize, FrameEncoder, FrameInfo};
+            let info = FrameInfo::new().block_size(BlockSize::Max64KB).block_mode(BlockMode::Independent);
+            let mut enc = FrameEncoder::with_frame_info(info, Vec::new());
+            enc.write_all(plain).map_err(failed)?;
+            enc.finish().map_err(|_| BatchError::BadCompression("records do not compress"))
+        }
+        codec_zstd => zstd::bulk::compress(plain, zstd_level).map_err(failed),
+        other => Err(BatchError::UnsupportedCompression(other)),
+    }
+}
+
+/// The uncompressed batch `plain` with its records compressed by `codec` (attributes and CRC
+/// set to match): how a client would have sent it. For tests, fuzz seeds and benchmarks.
+pub fn with_codec(plain: &[u8], codec: u8) -> Result<Vec<u8>, BatchError> {
+    let h = batch::read_header(plain)?;
+    if h.compression() != codec_none {
+        return Err(BatchError::BadCompression("batch is compressed already"));
+    }
+    let body = compress(codec, &plain[batch_header_bytes..])?;
+    Ok(batch::reframe(plain, codec, &body))
+}
+
+/// Reads `reader` to its end into a vector, refusing output past `max` (read at most one byte
+/// further to know).
+fn read_bounded(reader: impl Read, max: usize, what: &'static str) -> Result<Vec<u8>, BatchError> {
     let mut out = Vec::new();
-    // Concatenated gzip members read as one stream, as Java's GZIPInputStream does.
-    let mut reader = flate2::read::MultiGzDecoder::new(body).take(max as u64 + 1);
-    reader.read_to_end(&mut out).map_err(|_| BatchError::BadCompression("gzip stream does not decode"))?;
+    reader.take(max as u64 + 1).read_to_end(&mut out).map_err(|_| BatchError::BadCompression(what))?;
     if out.len() > max {
-        return Err(BatchError::BadCompression("records decompress to more than batch.decompressed.bytes.max"));
+        return Err(too_big);
     }
     Ok(out)
+}
+
+fn gunzip(body: &[u8], max: usize) -> Result<Vec<u8>, BatchError> {
+    // Concatenated gzip members read as one stream, as Java's GZIPInputStream does.
+    read_bounded(flate2::read::MultiGzDecoder::new(body), max, "gzip stream does not decode")
+}
+
+fn unzstd(body: &[u8], max: usize) -> Result<Vec<u8>, BatchError> {
+    if let Ok(Some(n)) = zstd::zstd_safe::get_frame_content_size(body) {
+        if n > max as u64 {
+            return Err(too_big);
+        }
+    }
+    let mut dec = zstd::stream::read::Decoder::with_buffer(body).map_err(|_| BatchError::BadCompression("zstd decoder does not start"))?;
+    // A window past the bound is refused as the frame header is read, before it is allocated.
+    dec.window_log_max(zstd_window_log_max).map_err(|_| BatchError::BadCompression("zstd decoder does not start"))?;
+    read_bounded(dec, max, "zstd frame does not decode")
 }
 
 fn unsnappy(body: &[u8], max: usize) -> Result<Vec<u8>, BatchError> {
@@ -70,7 +153,7 @@ fn unsnappy(body: &[u8], max: usize) -> Result<Vec<u8>, BatchError> {
 fn snappy_block(block: &[u8], out: &mut Vec<u8>, max: usize) -> Result<(), BatchError> {
     let len = snap::raw::decompress_len(block).map_err(|_| BatchError::BadCompression("snappy block header does not decode"))?;
     if len > max - out.len() {
-        return Err(BatchError::BadCompression("records decompress to more than batch.decompressed.bytes.max"));
+        return Err(too_big);
     }
     let start = out.len();
     out.resize(start + len, 0);
@@ -80,42 +163,4 @@ fn snappy_block(block: &[u8], out: &mut Vec<u8>, max: usize) -> Result<(), Batch
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::io::Write;
-
-    #[test]
-    fn gzip_and_both_snappy_forms_round_trip() {
-        let text = b"seedlog ".repeat(1000);
-        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-        gz.write_all(&text).unwrap();
-        assert_eq!(decompress(codec_gzip, &gz.finish().unwrap()).unwrap(), text);
-        let raw = snap::raw::Encoder::new().compress_vec(&text).unwrap();
-        assert_eq!(decompress(codec_snappy, &raw).unwrap(), text);
-        let mut framed = xerial_magic.to_vec();
-        for half in text.chunks(text.len() / 2) {
-            let block = snap::raw::Encoder::new().compress_vec(half).unwrap();
-            framed.extend_from_slice(&(block.len() as u32).to_be_bytes());
-            framed.extend_from_slice(&block);
-        }
-        assert_eq!(decompress(codec_snappy, &framed).unwrap(), text);
-    }
-
-    #[test]
-    fn declared_sizes_over_the_bound_are_refused_before_allocation() {
-        // A raw snappy block declaring 4 GiB - 1 (varint ff ff ff ff 0f) and nothing else.
-        let bomb = [0xff, 0xff, 0xff, 0xff, 0x0f, 0x00];
-        assert!(matches!(decompress(codec_snappy, &bomb), Err(BatchError::BadCompression(_))));
-        let mut framed = xerial_magic.to_vec();
-        framed.extend_from_slice(&(bomb.len() as u32).to_be_bytes());
-        framed.extend_from_slice(&bomb);
-        assert!(matches!(decompress(codec_snappy, &framed), Err(BatchError::BadCompression(_))));
-        // gzip inflating past the bound stops at the bound.
-        let zeros = vec![0u8; 4096];
-        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
-        gz.write_all(&zeros).unwrap();
-        assert!(matches!(gunzip(&gz.finish().unwrap(), 4095), Err(BatchError::BadCompression(_))));
-        assert!(matches!(decompress(codec_gzip, b"not gzip"), Err(BatchError::BadCompression(_))));
-        assert_eq!(decompress(3, b""), Err(BatchError::UnsupportedCompression(3)));
-    }
-}
+mod tests;

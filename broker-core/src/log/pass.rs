@@ -158,8 +158,9 @@ impl Log {
                     for (h, b) in &batches {
                         bytes += b.len() as u64;
                         pass.stats.bytes_read += b.len() as u64;
-                        // A batch the decoder cannot read (a codec it lacks) keeps all its
-                        // records: they are simply not compacted.
+                        // A batch that does not decode keeps all its records: they are simply
+                        // not compacted. (Append decoded every batch it took; only one written
+                        // before the broker read lz4 and zstd, or damaged under its CRC, can.)
                         if clean::map_batch(&mut pass.map, b) == Ok(false) {
                             full = true;
                             break;

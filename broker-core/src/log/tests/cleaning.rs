@@ -5,6 +5,7 @@
 use super::*;
 use crate::log::batch::{build_keyed, KeyValue};
 use crate::log::clean::records;
+use crate::log::compressed;
 use std::collections::BTreeMap;
 
 const map_bytes: usize = 1 << 20;
@@ -16,12 +17,21 @@ fn compacted() -> LogConfig {
 /// Appends `rounds` updates of keys k0..k{keys-1}, two records per batch; every sixth update
 /// of k0 is a tombstone. Returns the latest value (None: deleted) of each key with its offset.
 fn updates(log: &mut Log, keys: usize, rounds: usize, ts: i64) -> BTreeMap<String, (i64, Option<String>)> {
+    updates_in(log, keys, rounds, ts, compressed::codec_none)
+}
+
+/// [`updates`] in batches compressed with `codec`.
+fn updates_in(log: &mut Log, keys: usize, rounds: usize, ts: i64, codec: u8) -> BTreeMap<String, (i64, Option<String>)> {
     let mut latest = BTreeMap::new();
     for r in 0..rounds {
         for pair in (0..keys).collect::<Vec<_>>().chunks(2) {
             let entries: Vec<(String, Option<String>)> = pair.iter().map(|k| (format!("k{k}"), (!(*k == 0 && r % 6 == 5)).then(|| format!("v{r}-{k}")))).collect();
             let kv: Vec<KeyValue> = entries.iter().map(|(k, v)| (Some(k.as_bytes()), v.as_deref().map(str::as_bytes))).collect();
-            let info = log.append(&mut build_keyed(&kv, ts), 1, 0).unwrap();
+            let mut b = build_keyed(&kv, ts);
+            if codec != compressed::codec_none {
+                b = compressed::with_codec(&b, codec).unwrap();
+            }
+            let info = log.append(&mut b, 1, 0).unwrap();
             for (i, (k, v)) in entries.into_iter().enumerate() {
                 latest.insert(k, (info.base_offset + i as i64, v));
             }
@@ -81,6 +91,33 @@ fn the_latest_value_of_every_key_survives_at_its_offset() {
     // Appends go on at the end.
     let info = log.append(&mut build_keyed(&[(Some(b"k1"), Some(b"new"))], 2_000), 2, 0).unwrap();
     assert_eq!(info.base_offset, end);
+}
+
+#[test]
+fn every_codec_is_compacted_and_rewritten_in_its_own_codec() {
+    for codec in [compressed::codec_gzip, compressed::codec_snappy, compressed::codec_lz4, compressed::codec_zstd] {
+        let tmp = tempfile::tempdir().unwrap();
+        let (mut log, _) = Log::open(disk(), tmp.path(), compacted(), 0).unwrap();
+        // Three keys in batches of two: every batch loses a record to a later one, and the
+        // last round leaves batches that keep one of their two.
+        let latest = updates_in(&mut log, 3, 12, 1_000, codec);
+        log.roll(0).unwrap();
+        let stats = log.clean(10_000, log.log_end_offset(), map_bytes).unwrap().expect("due");
+        assert_eq!(stats.keys, 3, "codec {codec}: every key mapped");
+        let (after, _) = contents(&log);
+        assert_eq!(latest_of(&after), latest, "codec {codec}: the latest of each key, at its offset");
+        assert!(after.len() <= 3, "codec {codec}: one record per key is left: {after:?}");
+        let mut codecs = std::collections::BTreeSet::new();
+        log.for_each_batch(0, 1 << 20, |h, _| {
+            if h.records_count > 0 {
+                codecs.insert(h.compression());
+            }
+            Ok::<(), LogError>(())
+        })
+        .unwrap();
+        assert_eq!(codecs.into_iter().collect::<Vec<_>>(), [codec], "batches with records keep their codec");
+        log.verify_indexes().unwrap();
+    }
 }
 
 #[test]
