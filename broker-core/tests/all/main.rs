@@ -1,5 +1,6 @@
 //! `broker-core`'s integration tests, one binary, modules by theme.
 
+mod codecs;
 mod compaction;
 mod fuzz_replay;
 mod group_consumer;

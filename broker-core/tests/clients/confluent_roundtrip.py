@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """confluent-kafka (librdkafka) round trip: idempotent acks=all produce, then read everything back.
 
-Three passes, each on its own topic so offsets start at 0: uncompressed (`TOPIC`), gzip
-(`TOPIC-gzip`) and snappy (`TOPIC-snappy`). Each pass produces N keyed records with a header,
+Five passes, each on its own topic so offsets start at 0: uncompressed (`TOPIC`), gzip
+(`TOPIC-gzip`), snappy (`TOPIC-snappy`), lz4 (`TOPIC-lz4`) and zstd (`TOPIC-zstd`). Each pass produces N keyed records with a header,
 checks that every delivery report succeeded with offsets dense from 0 in each partition and
 increasing in send order (idempotence keeps order), then reads every partition from the
 beginning with assign() and compares key, value, header and timestamp record by record.
@@ -94,7 +94,7 @@ def run():
     ap.add_argument("--expect-partitions", type=int, default=None,
                     help="the auto-created topic must have this many partitions, all of them used")
     args = ap.parse_args()
-    for suffix, compression in (("", "none"), ("-gzip", "gzip"), ("-snappy", "snappy")):
+    for suffix, compression in (("", "none"), ("-gzip", "gzip"), ("-snappy", "snappy"), ("-lz4", "lz4"), ("-zstd", "zstd")):
         topic = args.topic + suffix
         delivered = produce(args.bootstrap, topic, args.n, compression)
         check_dense(group_by_partition(delivered), f"{topic} ({compression}) delivery reports")
