@@ -146,6 +146,8 @@ def main():
             run("kafka-python-group", proxy, py("kafka_python_group.py", "--topic", "kpg", "--group", "g1", "--n", "12", "--m", "4"))
             run("admin", proxy, py("admin.py"))
             run("compacted", proxy, py("compacted_topic.py", "--topic", "cmp"))
+            run("compacted-lz4", proxy, py("compacted_topic.py", "--topic", "cmp-lz4", "--compression", "lz4"))
+            run("compacted-zstd", proxy, py("compacted_topic.py", "--topic", "cmp-zstd", "--compression", "zstd"))
         finally:
             b.send_signal(signal.SIGTERM)
             b.wait(timeout=30)

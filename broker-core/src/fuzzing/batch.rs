@@ -53,7 +53,7 @@ pub fn run(data: &[u8]) {
 /// every key but the last of each is superseded), then its fate; a rewrite must be a valid
 /// stored batch over the same offsets.
 fn look_inside(b: &[u8], h: &BatchHeader) {
-    let _ = clean::records(b);
+    let readable = clean::records(b).is_ok();
     let mut map = KeyMap::new(key_map_bytes);
     if clean::map_batch(&mut map, b).is_err() {
         return;
@@ -65,7 +65,10 @@ fn look_inside(b: &[u8], h: &BatchHeader) {
         assert_eq!((nh.base_offset, nh.last_offset_delta), (h.base_offset, h.last_offset_delta), "a rewrite keeps its offsets");
         assert!(nh.records_count < h.records_count, "a rewrite drops records");
         assert_eq!(nh.compression(), h.compression(), "a rewrite keeps its codec");
-        let kept = clean::records(&nb).unwrap_or_else(|e| panic!("compaction rewrote a batch it cannot read back: {e}"));
-        assert_eq!(kept.len(), nh.records_count as usize, "records of the rewrite vs its count");
+        // A batch whose records read (all that append lets in) is rewritten into one that does.
+        if readable {
+            let kept = clean::records(&nb).unwrap_or_else(|e| panic!("compaction rewrote a batch it cannot read back: {e}"));
+            assert_eq!(kept.len(), nh.records_count as usize, "records of the rewrite vs its count");
+        }
     }
 }
