@@ -7,7 +7,7 @@ use bytes::Bytes;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchRequest, FetchTopic};
 use kafka_protocol::messages::{BrokerId, TopicName};
 use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::records::RecordBatchDecoder;
+use crate::log::compressed;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -41,11 +41,11 @@ fn batch_last_offset(batch: &[u8]) -> Option<i64> {
 /// A decoded record: offset, key, value.
 pub type DecodedRecord = (i64, Option<Bytes>, Option<Bytes>);
 
-/// The records in `bytes` (whole v2 batches, any codec the decoder knows).
+/// The records in `bytes` (whole v2 batches, any codec).
 pub fn decode_records(mut bytes: Bytes) -> Result<Vec<DecodedRecord>, ClientError> {
     let mut out = Vec::new();
     while !bytes.is_empty() {
-        let set = RecordBatchDecoder::decode(&mut bytes).map_err(|e| ClientError::Protocol(format!("decode: {e}")))?;
+        let set = compressed::decode_batch(&mut bytes).map_err(|e| ClientError::Protocol(format!("decode: {e}")))?;
         out.extend(set.records.into_iter().map(|r| (r.offset, r.key, r.value)));
     }
     Ok(out)
@@ -153,7 +153,7 @@ impl Consumer {
                 let mut first_batch = true;
                 while !records.is_empty() {
                     let whole = records.clone();
-                    let set = RecordBatchDecoder::decode(&mut records).map_err(|e| ClientError::Protocol(format!("decode {topic}-{}: {e}", p.partition_index)))?;
+                    let set = compressed::decode_batch(&mut records).map_err(|e| ClientError::Protocol(format!("decode {topic}-{}: {e}", p.partition_index)))?;
                     // A compacted batch may hold fewer records than its offsets, or none: the
                     // position moves past the batch's last offset, as Kafka's consumers do.
                     let batch_end = batch_last_offset(&whole[..whole.len() - records.len()]).map(|last| last + 1);

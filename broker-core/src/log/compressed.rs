@@ -99,6 +99,21 @@ pub fn with_codec(plain: &[u8], codec: u8) -> Result<Vec<u8>, BatchError> {
     Ok(batch::reframe(plain, codec, &body))
 }
 
+/// The whole batch at the front of `bytes`, taken off it and decoded by kafka-protocol with its
+/// records decompressed here (every codec, within the bound), not by the protocol crate (built
+/// with gzip and snappy only, and without a bound). For readers of fetched batches.
+pub fn decode_batch(bytes: &mut bytes::Bytes) -> Result<kafka_protocol::records::RecordSet, String> {
+    let size = batch::declared_size(bytes).filter(|&n| n <= bytes.len()).ok_or("a batch cut short or of no plausible length")?;
+    let mut whole = bytes.split_to(size);
+    let h = batch::read_header(&whole).map_err(|e| e.to_string())?;
+    // The decoder hands every records section to the hook, uncompressed ones too.
+    let plain = match h.compression() {
+        codec_none => whole.slice(batch_header_bytes..),
+        codec => bytes::Bytes::from(decompress(codec, &whole[batch_header_bytes..]).map_err(|e| e.to_string())?),
+    };
+    kafka_protocol::records::RecordBatchDecoder::decode_with_custom_compression(&mut whole, Some(|_: &mut bytes::Bytes, _| Ok(plain.clone()))).map_err(|e| e.to_string())
+}
+
 /// Reads `reader` to its end into a vector, refusing output past `max` (read at most one byte
 /// further to know).
 fn read_bounded(reader: impl Read, max: usize, what: &'static str) -> Result<Vec<u8>, BatchError> {

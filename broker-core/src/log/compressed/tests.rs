@@ -210,3 +210,23 @@ fn a_batch_in_every_codec_validates_as_its_plain_twin() {
         assert!(matches!(batch::validate(&bad, 1 << 20), Err(BatchError::BadRecords(_))), "codec {codec}");
     }
 }
+
+#[test]
+fn fetched_batches_of_every_codec_decode_one_after_another() {
+    let kv: Vec<batch::KeyValue> = vec![(Some(b"k"), Some(b"v")), (None, None)];
+    let mut fetched = Vec::new();
+    for (i, codec) in [codec_none, codec_gzip, codec_snappy, codec_lz4, codec_zstd].into_iter().enumerate() {
+        let mut b = with_codec(&build_keyed(&kv, 1_000), codec).unwrap_or_else(|_| build_keyed(&kv, 1_000));
+        batch::stamp(&mut b, 2 * i as i64, 0);
+        fetched.extend_from_slice(&b);
+    }
+    let mut bytes = bytes::Bytes::from(fetched);
+    let mut offsets = Vec::new();
+    while !bytes.is_empty() {
+        let set = decode_batch(&mut bytes).unwrap();
+        offsets.extend(set.records.iter().map(|r| (r.offset, r.key.is_some(), r.value.is_some())));
+    }
+    assert_eq!(offsets, (0..10).map(|o| (o, o % 2 == 0, o % 2 == 0)).collect::<Vec<_>>());
+    let mut cut = bytes::Bytes::from(build_keyed(&kv, 1_000)).slice(..70);
+    assert!(decode_batch(&mut cut).is_err(), "a partial batch");
+}
