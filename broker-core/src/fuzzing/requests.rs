@@ -1,5 +1,5 @@
 //! Target `request_sequence`: a sequence of valid-looking requests, structured with
-//! `arbitrary` — produce (any acks, uncompressed, gzip or snappy), fetch, metadata with
+//! `arbitrary` — produce (any acks, any codec), fetch, metadata with
 //! auto-creation, create and delete topics, list offsets, delete records, topic config
 //! changes (retention, segment size and age, max message size, timestamp type), the group
 //! coordinator's find, commit and fetch of offsets, and time passing — each encoded as a real
@@ -18,7 +18,8 @@ use crate::kafka::ApiKey;
 use arbitrary::{Arbitrary, Unstructured};
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::*;
-use kafka_protocol::records::{Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType};
+use crate::log::compressed;
+use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType};
 use std::collections::BTreeMap;
 
 /// Requests one input may make: enough to fill, roll and expire a few segments.
@@ -62,6 +63,10 @@ pub enum Codec {
     None,
     Gzip,
     Snappy,
+    /// Compressed by the broker's own writer (`log::compressed`): the protocol crate is built
+    /// without lz4 and zstd.
+    Lz4,
+    Zstd,
 }
 
 #[derive(Arbitrary, Debug, Clone, Copy)]
@@ -226,12 +231,20 @@ fn produce(s: &mut Scratch, m: &mut Model, topic: Topic, partition: i32, acks: A
         })
         .collect();
     let compression = match codec {
-        Codec::None => Compression::None,
         Codec::Gzip => Compression::Gzip,
         Codec::Snappy => Compression::Snappy,
+        Codec::None | Codec::Lz4 | Codec::Zstd => Compression::None,
     };
     let mut batch = BytesMut::new();
     RecordBatchEncoder::encode(&mut batch, recs.iter(), &RecordEncodeOptions { version: crate::kafka::batch_magic, compression }).expect("a batch of valid records encodes");
+    let recompress = match codec {
+        Codec::Lz4 => Some(compressed::codec_lz4),
+        Codec::Zstd => Some(compressed::codec_zstd),
+        _ => None,
+    };
+    if let Some(c) = recompress {
+        batch = BytesMut::from(&compressed::with_codec(&batch, c).expect("an uncompressed batch compresses")[..]);
+    }
     let acks = match acks {
         Acks::None => 0,
         Acks::Leader => 1,
@@ -272,7 +285,8 @@ fn fetch(s: &mut Scratch, topic: Topic, partition: i32, offset: i64, max_bytes: 
         // The broker's batches are whole (a partial tail is legal and skipped by clients).
         let whole: usize = crate::log::batch::whole_batches(bytes).expect("served batches check out").iter().map(|h| h.size).sum();
         let mut b = bytes.slice(..whole);
-        for set in RecordBatchDecoder::decode_all(&mut b).expect("served batches decode") {
+        while !b.is_empty() {
+            let set = compressed::decode_batch(&mut b).expect("served batches decode");
             out.extend(set.records.into_iter().map(|r| (r.offset, r.key, r.value)));
         }
     }
