@@ -139,6 +139,15 @@ const _: () = assert!(heartbeat_interval_ms_default * 3 <= session_timeout_ms_de
 /// data; it bounds how late a follower notices a leader that stopped answering.
 pub const replica_fetch_wait_ms: u64 = 500;
 
+/// Kafka `max.incremental.fetch.session.cache.slots` default: fetch sessions (KIP-227) a
+/// leader keeps (broker::fetch_session). Each holds one fetcher's partitions, so the cache is
+/// bounded by sessions times the partitions one Fetch can name.
+pub const fetch_sessions_max: usize = 1000;
+
+/// Kafka `min.incremental.fetch.session.eviction.ms` default: a session unused this long may
+/// give its slot to a new one.
+pub const fetch_session_eviction_ms: u64 = 120_000;
+
 /// Kafka `replica.fetch.max.bytes`: bytes a follower asks for per partition per fetch.
 pub const replica_fetch_bytes: i32 = 1 << 20;
 

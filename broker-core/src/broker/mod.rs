@@ -26,6 +26,7 @@
 mod cleaning;
 mod config;
 mod error;
+pub mod fetch_session;
 mod fetcher;
 mod follower;
 mod leader;
