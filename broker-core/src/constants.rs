@@ -335,6 +335,28 @@ pub const quorum_state_bytes_max: u64 = 4096;
 /// Most voters a Raft quorum may have. KRaft clusters run 1, 3 or 5; more only slows commits.
 pub const quorum_voters_max: usize = 7;
 
+/// `metadata.log.max.record.bytes.between.snapshots` default: committed metadata bytes after
+/// which a voter writes a snapshot of its image and drops the log before it. Kafka's is 20 MiB
+/// of binary records; ours are JSON, about three times larger, and the snapshot of a
+/// 4,000-partition cluster is ~1 MB. At 4 MiB a restart replays at most ~20,000 records after
+/// the snapshot (a few seconds at the measured rate), while a snapshot is written at most once
+/// per ~4 MiB of decisions, so its cost stays a small fraction of the log writes it replaces.
+pub const metadata_snapshot_bytes_between_default: u64 = 4 * 1024 * 1024;
+
+/// Largest snapshot file read back or installed: far above any image this broker can hold
+/// (`partitions_per_broker_max` partitions × ~200 B), and a bound on what one allocation takes
+/// for a corrupt length.
+pub const metadata_snapshot_bytes_max: u64 = 512 * 1024 * 1024;
+
+/// Bytes of snapshot per FetchSnapshot answer between voters (KRaft chunks snapshots the same
+/// way): a large image crosses in several messages instead of one frame the size of the image.
+pub const quorum_snapshot_chunk_bytes: usize = 1 << 20;
+
+/// Snapshots kept in the metadata log directory: the newest and the one before it. The log is
+/// kept from the older one's end, so a newest snapshot found damaged at restart falls back to
+/// the older one plus the log, and no committed record is lost.
+pub const metadata_snapshots_kept: usize = 2;
+
 /// Raft messages waiting in a voter's outbox for the shell to send: beyond this the oldest is
 /// dropped (Raft tolerates lost messages; a peer that is down must not make the outbox grow).
 /// A voter sends a handful per round to each of at most six others.

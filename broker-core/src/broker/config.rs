@@ -29,6 +29,9 @@ pub struct BrokerConfig {
     /// `controller.quorum.election.timeout.ms`; the quorum's other timeouts follow from it in
     /// KRaft's default ratios (see `server::config::raft_config`).
     pub quorum_election_timeout_ms: u64,
+    /// `metadata.log.max.record.bytes.between.snapshots`: a voter snapshots the metadata image
+    /// after this many bytes of committed metadata records.
+    pub metadata_snapshot_bytes_between: u64,
     /// `auto.create.topics.enable`
     pub auto_create_topics: bool,
     /// `num.partitions`: partitions of auto-created topics and of CreateTopics with -1.
@@ -80,6 +83,7 @@ impl Default for BrokerConfig {
             voters: [(0, "127.0.0.1:9092".to_string())].into(),
             broker_role: true,
             quorum_election_timeout_ms: crate::constants::quorum_election_timeout_ms_default,
+            metadata_snapshot_bytes_between: crate::constants::metadata_snapshot_bytes_between_default,
             auto_create_topics: true,
             num_partitions: 1,
             default_replication_factor: 1,

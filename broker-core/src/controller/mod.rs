@@ -17,6 +17,7 @@ mod configs;
 mod election;
 pub mod quorum;
 pub mod raft;
+pub mod snapshot;
 #[cfg(test)]
 mod tests;
 
@@ -25,7 +26,7 @@ use crate::metadata::configs::TopicSettings;
 use crate::metadata::topic;
 use crate::metadata::{no_leader, BrokerInfo, Image, MetadataRecord, PartitionInfo};
 use election::Draft;
-use crate::constants::{num_partitions_default, partitions_per_broker_max, partitions_per_topic_max};
+use crate::constants::{metadata_snapshot_bytes_between_default, num_partitions_default, partitions_per_broker_max, partitions_per_topic_max};
 use crate::log::LogConfig;
 use crate::planted::{Planted, PlantedBug};
 use std::collections::{BTreeMap, BTreeSet};
@@ -54,6 +55,9 @@ pub struct ControllerConfig {
     pub min_insync_replicas: i32,
     /// `log.*` broker defaults, to validate topic config overrides against.
     pub log: LogConfig,
+    /// `metadata.log.max.record.bytes.between.snapshots`: committed metadata bytes after which
+    /// a voter snapshots its image and drops the log before it.
+    pub snapshot_bytes_between: u64,
     /// The simulator's planted bug, the broker's (`BrokerConfig::planted_bug`); never in the
     /// real build.
     #[doc(hidden)]
@@ -70,6 +74,7 @@ impl Default for ControllerConfig {
             unclean_leader_election: false,
             min_insync_replicas: 1,
             log: LogConfig::default(),
+            snapshot_bytes_between: metadata_snapshot_bytes_between_default,
             planted: Planted::default(),
         }
     }

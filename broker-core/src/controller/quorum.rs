@@ -11,13 +11,20 @@
 //! once the entry is committed ([`Quorum::is_committed`]). A leader that loses its leadership
 //! drops the active controller and what it proposed that never committed.
 //!
+//! Snapshots (docs/controller.md, "Snapshots"): once the committed bytes applied since the last
+//! one pass `snapshot_bytes_between` ([`SnapshotPolicy`]), the committed image is written as a
+//! snapshot ending at the high watermark, and the node and the store drop the log before it. A
+//! restart loads the newest snapshot and replays only the entries after it; a follower below the
+//! leader's log start installs the leader's snapshot, which replaces its committed image.
+//!
 //! The store's IO is done here, synchronously through [`Disk`], in the order the node asks, and
 //! each completion reported at once (the node's durability contract); messages to other voters
 //! wait in the outbox for the shell to send. A store error drops the node and the store and
 //! opens both again from the disk, as after a crash. Never a clock, never a socket.
 
 use super::raft::store::RaftStore;
-use super::raft::{Action, Error as RaftError, Message, Node, NodeId, PlantedRaftBug, RaftConfig};
+use super::raft::{Action, Error as RaftError, Message, Node, NodeId, PlantedRaftBug, RaftConfig, Snapshot, SnapshotId};
+use super::snapshot::{self, SnapshotPolicy};
 use super::{Controller, ControllerConfig};
 use crate::constants::quorum_outbox_messages_max;
 use crate::kafka::Code;
@@ -48,6 +55,8 @@ pub struct Quorum {
     outbox: VecDeque<Message>,
     /// The store failed and could not be opened again: every tick tries, nothing else acts.
     broken: bool,
+    /// When to snapshot the committed image next.
+    policy: SnapshotPolicy,
 }
 
 /// Why a decision was not proposed.
@@ -87,13 +96,19 @@ impl Quorum {
     pub fn open(disk: Arc<dyn Disk>, data_dir: &Path, config: ControllerConfig, raft: RaftConfig, now: u64) -> Result<(Quorum, Vec<String>), String> {
         let (store, restored) = RaftStore::open(disk.clone(), data_dir, now)?;
         let mut notes = restored.notes;
-        notes.push(format!("metadata log: {} entries, quorum state {:?}", restored.entries.len(), restored.state));
+        let committed = match &restored.snapshot {
+            Some(s) => snapshot::decode(&s.bytes, s.id.end).map_err(|e| format!("metadata snapshot {:?}: {e}", s.id))?,
+            None => Image::default(),
+        };
+        let from = restored.snapshot.as_ref().map(|s| s.id);
+        notes.push(format!("metadata log: snapshot {from:?}, {} entries after it, quorum state {:?}", restored.entries.len(), restored.state));
         // Election timeouts differ per node and per start; `now` is simulated time under madsim.
         let seed = now ^ ((raft.node_id as u64) << 48);
         crate::simprobe::raft_state(raft.node_id, true, &restored.state);
-        let node = Node::restart(raft.clone(), restored.state, restored.entries, seed, now).map_err(|e| e.to_string())?;
+        let node = Node::restart_from(raft.clone(), restored.state, restored.snapshot, restored.entries, seed, now).map_err(|e| e.to_string())?;
         let controller = Controller::new(config.clone(), Image::default(), now);
-        let mut q = Quorum { config, raft, disk, data_dir: data_dir.to_path_buf(), node, store, committed: Image::default(), controller, active: None, leading: None, outbox: VecDeque::new(), broken: false };
+        let policy = SnapshotPolicy::new(config.snapshot_bytes_between);
+        let mut q = Quorum { config, raft, disk, data_dir: data_dir.to_path_buf(), node, store, committed, controller, active: None, leading: None, outbox: VecDeque::new(), broken: false, policy };
         let actions = q.node.tick(now);
         q.perform(actions, now)?;
         q.settle_role(now);
@@ -215,7 +230,18 @@ impl Quorum {
         self.outbox.drain(..).collect()
     }
 
-    /// Committed metadata from `offset`: whole entries, at least one if any, about `max_bytes`.
+    /// The first offset the log holds: below it, readers need [`Quorum::snapshot`].
+    pub fn log_start(&self) -> i64 {
+        self.node.log().start()
+    }
+
+    /// The newest durable snapshot, which the log starts after.
+    pub fn snapshot(&self) -> Option<&Snapshot> {
+        self.node.snapshot()
+    }
+
+    /// Committed metadata from `offset` (at or above [`Quorum::log_start`]): whole entries, at
+    /// least one if any, about `max_bytes`.
     pub fn read(&self, offset: i64, max_bytes: usize) -> Bytes {
         let end = self.committed_end();
         let mut out = BytesMut::new();
@@ -233,7 +259,28 @@ impl Quorum {
             return Err(e.clone());
         }
         self.settle_role(now);
+        if let Err(e) = self.maybe_snapshot(now) {
+            self.reopen(now);
+            return Err(e);
+        }
         done
+    }
+
+    /// Snapshots the committed image once the policy says so and it ends an entry above the
+    /// log start (it always does after a Commit: high watermarks end entries).
+    fn maybe_snapshot(&mut self, now: u64) -> Result<(), String> {
+        let end = self.committed.offset + 1;
+        let log = self.node.log();
+        if !self.policy.due() || end <= log.start() || !log.is_boundary(end) || self.node.high_watermark().is_none_or(|hw| end > hw) {
+            return Ok(());
+        }
+        let Some(epoch) = log.epoch_at(end - 1) else { return Ok(()) };
+        let snapshot = Snapshot { id: SnapshotId { end, epoch }, bytes: snapshot::encode(&self.committed) };
+        self.store.take_snapshot(&snapshot, now)?;
+        self.node.snapshot_taken(snapshot).map_err(|e| e.to_string())?;
+        self.policy.taken();
+        tracing::info!("metadata snapshot at offset {end} (epoch {epoch}); log now starts there");
+        Ok(())
     }
 
     /// Does `actions` in order: store IO (reporting each completion at once, and doing what
@@ -254,6 +301,14 @@ impl Quorum {
                     let dir = self.data_dir.join(crate::metadata::metadata_dir);
                     super::raft::state_file::write_unsynced(self.disk.as_ref(), &dir, &state).map_err(|e| format!("{}: {e}", dir.display()))?;
                     crate::simprobe::raft_state(self.config.node_id, false, &state);
+                    queue.extend(self.node.io_done(now, id).map_err(|e| e.to_string())?);
+                }
+                Action::InstallSnapshot { id, snapshot } => {
+                    let image = snapshot::decode(&snapshot.bytes, snapshot.id.end).map_err(|e| format!("installing metadata snapshot {:?}: {e}", snapshot.id))?;
+                    self.store.install_snapshot(&snapshot, now)?;
+                    self.committed = image;
+                    self.policy.taken();
+                    tracing::info!("metadata snapshot {:?} installed from the leader", snapshot.id);
                     queue.extend(self.node.io_done(now, id).map_err(|e| e.to_string())?);
                 }
                 io => {
@@ -277,6 +332,7 @@ impl Quorum {
             if e.base_offset >= from {
                 crate::simprobe::raft_committed(me, epoch, leader, e);
             }
+            self.policy.applied(e.batch.len());
             match decode_records(&e.batch) {
                 Ok(records) => {
                     for (o, r) in records.iter().filter(|(o, _)| *o >= from && *o < high_watermark) {

@@ -489,3 +489,4 @@ fn restarted(c: Cluster, now: u64) -> Cluster {
 mod configs;
 mod quorum;
 mod sessions;
+mod snapshots;

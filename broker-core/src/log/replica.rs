@@ -115,6 +115,34 @@ impl Log {
         self.lower_clean_point(self.log_end_offset())
     }
 
+    /// Deletes, oldest first, every segment whose records all lie below `offset` (the next
+    /// segment starts at or below it), never the active one: the metadata log's prefix once a
+    /// durable snapshot covers it. Returns how many were deleted; durable on return. Any error
+    /// takes the log offline, as for [`Log::truncate_to`].
+    pub fn delete_segments_below(&mut self, offset: i64) -> Result<usize, LogError> {
+        self.check_failed()?;
+        let result = self.delete_prefix(offset);
+        self.offline_on_error(result, "prefix deletion")
+    }
+
+    fn delete_prefix(&mut self, offset: i64) -> Result<usize, LogError> {
+        let mut deleted = 0;
+        while self.segments.len() > 1 && self.segments[1].base_offset <= offset {
+            self.abort_cleaning();
+            let seg = self.segments.remove(0);
+            seg.delete(self.disk.as_ref(), &self.dir)?;
+            self.dir_dirty = true;
+            deleted += 1;
+        }
+        if deleted > 0 {
+            self.epochs.truncate_from_start(self.log_start_offset());
+            // As after retention: the recovery point moves up only once the deletions are durable.
+            self.sync_dir_if_dirty()?;
+            self.recovery_point = self.recovery_point.max(self.log_start_offset());
+        }
+        Ok(deleted)
+    }
+
     /// The leader epoch of the newest batch that carries one (the epoch cache's last entry).
     pub fn latest_epoch(&self) -> Option<i32> {
         self.epochs.latest_epoch()

@@ -103,6 +103,38 @@ impl Image {
         }
     }
 
+    /// The records that rebuild this image from nothing (offsets aside): each broker's latest
+    /// registration and, if live, its unfencing; each topic with its config; each assigned
+    /// partition's whole state. A metadata snapshot is these records. Every field is named
+    /// below, so a field added to the image fails to compile until it is written here too.
+    pub fn to_records(&self) -> Vec<MetadataRecord> {
+        let mut out = Vec::new();
+        for b in self.brokers.values() {
+            let BrokerInfo { id, epoch, host, port, fenced } = b;
+            out.push(MetadataRecord::RegisterBroker { id: *id, epoch: *epoch, host: host.clone(), port: *port });
+            if !fenced {
+                out.push(MetadataRecord::UnfenceBroker { id: *id, epoch: *epoch });
+            }
+        }
+        for (name, t) in &self.topics {
+            let TopicInfo { id, config, partitions } = t;
+            out.push(MetadataRecord::Topic { name: name.clone(), id: topic::hex(id), partitions: partitions.len() as i32, config: config.clone() });
+            for (i, p) in partitions.iter().enumerate().filter(|(_, p)| **p != PartitionInfo::unassigned()) {
+                let PartitionInfo { replicas, isr, leader, leader_epoch, partition_epoch } = p;
+                out.push(MetadataRecord::Partition {
+                    topic: name.clone(),
+                    partition: i as i32,
+                    replicas: replicas.clone(),
+                    isr: isr.clone(),
+                    leader: *leader,
+                    leader_epoch: *leader_epoch,
+                    partition_epoch: *partition_epoch,
+                });
+            }
+        }
+        out
+    }
+
     /// A fence change for an older registration is ignored: the broker has re-registered since,
     /// and its new registration starts fenced on its own.
     fn set_fenced(&mut self, id: i32, epoch: i64, fenced: bool) {

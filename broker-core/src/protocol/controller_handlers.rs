@@ -55,7 +55,9 @@ pub fn is_metadata_fetch(req: &FetchRequest) -> bool {
 }
 
 /// Fetch of the metadata log: committed records from the asked offset, parked like any fetch
-/// while there is nothing new.
+/// while there is nothing new. Below the log start (the log before the newest snapshot is
+/// gone) the answer is that snapshot's records instead, whole, with `log_start_offset` = its
+/// end: the broker rebuilds its image from them and fetches on from there.
 pub fn metadata_fetch(node: &Node, req: FetchRequest, final_attempt: bool) -> FetchDecision {
     let mut r = FetchResponse::default();
     let mut total = 0usize;
@@ -68,9 +70,10 @@ pub fn metadata_fetch(node: &Node, req: FetchRequest, final_attempt: bool) -> Fe
             pd.partition_index = fp.partition;
             pd.aborted_transactions = Some(Vec::new());
             let result = match &quorum {
-                Some(q) if t.topic.0.as_str() == metadata_topic && fp.partition == 0 => {
-                    Ok((q.read(fp.fetch_offset, (fp.partition_max_bytes.max(1) as usize).min(crate::constants::fetch_bytes_max)), q.committed_end(), 0))
-                }
+                Some(q) if t.topic.0.as_str() == metadata_topic && fp.partition == 0 => match q.snapshot().filter(|s| fp.fetch_offset < s.id.end) {
+                    Some(s) => Ok((s.bytes.clone(), q.committed_end(), s.id.end)),
+                    None => Ok((q.read(fp.fetch_offset, (fp.partition_max_bytes.max(1) as usize).min(crate::constants::fetch_bytes_max)), q.committed_end(), q.log_start())),
+                },
                 Some(_) => Err(Code::UnknownTopicOrPartition.code()),
                 None => Err(Code::NotLeaderOrFollower.code()),
             };

@@ -73,6 +73,10 @@ pub struct Flags {
     /// request timeout and election backoff equal to it, as KRaft's defaults are)
     #[arg(long)]
     pub controller_quorum_election_timeout_ms: Option<u64>,
+    /// metadata.log.max.record.bytes.between.snapshots: committed metadata bytes after which a
+    /// voter snapshots its image and deletes the metadata log before it (default 4 MiB)
+    #[arg(long)]
+    pub metadata_log_max_record_bytes_between_snapshots: Option<u64>,
     /// default.replication.factor
     #[arg(long)]
     pub default_replication_factor: Option<i16>,
@@ -149,6 +153,7 @@ pub const FILE_SETTINGS: &[&str] = &[
     "controller.quorum.voters",
     "process.roles",
     "controller.quorum.election.timeout.ms",
+    "metadata.log.max.record.bytes.between.snapshots",
     "default.replication.factor",
     "replica.lag.time.max.ms",
     "broker.session.timeout.ms",
@@ -194,6 +199,7 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
             "controller.quorum.voters" => f.controller_quorum_voters = Some(text()?),
             "process.roles" => f.process_roles = Some(text()?),
             "controller.quorum.election.timeout.ms" => f.controller_quorum_election_timeout_ms = Some(int()? as u64),
+            "metadata.log.max.record.bytes.between.snapshots" => f.metadata_log_max_record_bytes_between_snapshots = Some(int()? as u64),
             "default.replication.factor" => f.default_replication_factor = Some(int()? as i16),
             "replica.lag.time.max.ms" => f.replica_lag_time_max_ms = Some(int()? as u64),
             "broker.session.timeout.ms" => f.broker_session_timeout_ms = Some(int()? as u64),
@@ -216,7 +222,7 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
     macro_rules! take { ($($field:ident),*) => { $( if over.$field.is_some() { f.$field = over.$field.clone(); } )* } }
     take!(listen, advertised, node_id, data_dir, config, auto_create_topics_enable, num_partitions, min_insync_replicas,
         log_segment_bytes, log_roll_ms, log_retention_ms, log_retention_bytes, log_index_interval_bytes,
-        log_flush_interval_messages, log_flush_interval_ms, message_max_bytes, controller_quorum_voters, process_roles, controller_quorum_election_timeout_ms,
+        log_flush_interval_messages, log_flush_interval_ms, message_max_bytes, controller_quorum_voters, process_roles, controller_quorum_election_timeout_ms, metadata_log_max_record_bytes_between_snapshots,
         default_replication_factor, replica_lag_time_max_ms, broker_session_timeout_ms, broker_heartbeat_interval_ms,
         unclean_leader_election_enable, group_initial_rebalance_delay_ms, group_min_session_timeout_ms, group_max_session_timeout_ms, group_max_size, offsets_topic_num_partitions, offsets_topic_replication_factor, offsets_retention_minutes, offset_metadata_max_bytes, log_cleaner_backoff_ms, log_cleaner_io_max_bytes_per_second, fetch_zero_copy);
     Ok(f)
@@ -270,6 +276,12 @@ pub fn resolve(f: &Flags) -> Result<(SocketAddr, BrokerConfig), String> {
         c.quorum_election_timeout_ms = ms;
     }
     raft_config(&c).validate().map_err(|e| e.to_string())?;
+    if let Some(bytes) = f.metadata_log_max_record_bytes_between_snapshots {
+        if bytes < 1 {
+            return Err("metadata.log.max.record.bytes.between.snapshots must be at least 1".into());
+        }
+        c.metadata_snapshot_bytes_between = bytes;
+    }
     if let Some(v) = f.default_replication_factor {
         if v < 1 {
             return Err(format!("default.replication.factor={v} must be at least 1"));
@@ -385,6 +397,7 @@ pub fn controller_config(c: &BrokerConfig) -> crate::controller::ControllerConfi
         unclean_leader_election: c.unclean_leader_election,
         min_insync_replicas: c.min_insync_replicas,
         log: c.log.clone(),
+        snapshot_bytes_between: c.metadata_snapshot_bytes_between,
         planted: c.planted_set(),
     }
 }

@@ -16,7 +16,7 @@ use super::{now_ms, Shared};
 use crate::broker::{FetchAnswer, Following, IsrAnswer, PlantedBug, ReplicaFetcher, Step, Then};
 use crate::client::{ClientError, Conn};
 use crate::constants::{heartbeat_interval_ms_default, metadata_fetch_bytes, peer_backoff_ms, peer_request_ms_max, replica_fetch_bytes, replica_fetch_wait_ms, tick_interval_ms};
-use crate::metadata::{decode_records, metadata_topic};
+use crate::metadata::{decode_records, metadata_topic, MetadataRecord};
 use kafka_protocol::messages::alter_partition_request::{AlterPartitionRequest, PartitionData as AlterPartitionData, TopicData};
 use kafka_protocol::messages::broker_heartbeat_request::BrokerHeartbeatRequest;
 use kafka_protocol::messages::broker_registration_request::{BrokerRegistrationRequest, Listener};
@@ -365,7 +365,23 @@ async fn metadata_follower(shared: Arc<Shared>) {
         loop {
             let next = pending.last().map_or_else(|| shared.broker().image().offset + 1, |(o, _)| o + 1);
             match fetch_metadata(&shared, &mut conn, me, next).await {
-                Ok((records, end)) => {
+                Ok((records, end, Some(start))) => {
+                    // Below the log start: the controller sent its snapshot instead. It replaces
+                    // this broker's image (topics it does not name are gone), then the log from
+                    // its end follows; applied together once the end is reached, like a replay.
+                    let topics: Vec<String> = shared.broker().image().topics.keys().cloned().collect();
+                    pending = topics.into_iter().map(|name| (start - 1, MetadataRecord::RemoveTopic { name })).collect();
+                    pending.extend(records.into_iter().map(|(_, r)| (start - 1, r)));
+                    // Takes the offset even when the snapshot holds nothing (Image ignores it).
+                    pending.push((start - 1, MetadataRecord::LeaderChange { leader: -1, epoch: -1 }));
+                    if start >= end {
+                        let run = std::mem::take(&mut pending);
+                        let actions = shared.decide(|s| s.broker().apply_metadata_batch(&run, now_ms())).await;
+                        shared.perform(actions);
+                        shared.changed();
+                    }
+                }
+                Ok((records, end, None)) => {
                     pending.extend(records.into_iter().filter(|(o, _)| *o >= next));
                     let reached = pending.last().map_or(next, |(o, _)| o + 1) >= end;
                     if reached && !pending.is_empty() {
@@ -388,10 +404,11 @@ async fn metadata_follower(shared: Arc<Shared>) {
     }
 }
 
-/// One long-polling fetch of the metadata log: its records from `offset`, and its end. The
+/// One long-polling fetch of the metadata log: its records from `offset`, its end, and, when
+/// `offset` was below the log start, the end of the snapshot whose records these are. The
 /// voter that answers is the quorum leader (remembered for the controller link), or names the
 /// one it knows with its refusal.
-async fn fetch_metadata(shared: &Shared, conn: &mut Conn, me: i32, offset: i64) -> Result<(Vec<(i64, crate::metadata::MetadataRecord)>, i64), ClientError> {
+async fn fetch_metadata(shared: &Shared, conn: &mut Conn, me: i32, offset: i64) -> Result<(Vec<(i64, MetadataRecord)>, i64, Option<i64>), ClientError> {
     let mut p = FetchPartition::default();
     p.partition = 0;
     p.fetch_offset = offset;
@@ -416,7 +433,7 @@ async fn fetch_metadata(shared: &Shared, conn: &mut Conn, me: i32, offset: i64) 
         Some(bytes) if !bytes.is_empty() => decode_records(bytes).map_err(ClientError::Protocol)?,
         _ => Vec::new(),
     };
-    Ok((records, pd.high_watermark))
+    Ok((records, pd.high_watermark, Some(pd.log_start_offset).filter(|&start| start > offset)))
 }
 
 fn fetch_request(me: i32, topics: Vec<FetchTopic>, max_bytes: i32) -> FetchRequest {

@@ -7,7 +7,7 @@
 //! `synced_end` never exceeds the prefix of the *current* in-memory log that completed writes
 //! made durable (a completed write's end is clamped by any truncation queued after it).
 
-use super::{Action, Entry, Error, Message, QuorumState};
+use super::{Action, Entry, Error, Message, QuorumState, Snapshot};
 use std::collections::VecDeque;
 
 /// Something that must wait for the quorum state issued before it to be durable.
@@ -60,6 +60,15 @@ impl Durability {
         }
         self.pending.push_back((id, Pending::Log { truncate_to, end_after }));
         Action::WriteLog { id, truncate_to, entries }
+    }
+
+    /// Installing a snapshot: the log is replaced by an empty one at the snapshot's end. Counted
+    /// as a log write (the next fetch waits for it); nothing of the new log is durable before.
+    pub(super) fn install(&mut self, snapshot: Snapshot) -> Action {
+        let id = self.id();
+        self.synced_end = self.synced_end.min(snapshot.id.end);
+        self.pending.push_back((id, Pending::Log { truncate_to: None, end_after: snapshot.id.end }));
+        Action::InstallSnapshot { id, snapshot }
     }
 
     /// `held` now if no quorum state is pending, else nothing until it is durable.

@@ -19,8 +19,10 @@ mod commit;
 mod durability;
 mod election;
 mod entries;
+mod install;
 mod node;
 mod replication;
+pub mod snapshot_file;
 pub mod state_file;
 pub mod store;
 pub mod wire;
@@ -31,6 +33,7 @@ pub use entries::{Entries, Entry};
 pub use node::{Node, Role};
 
 use crate::constants::*;
+use bytes::Bytes;
 use std::collections::BTreeSet;
 
 /// A voter's (or observer's) `node.id`.
@@ -43,6 +46,21 @@ pub struct QuorumState {
     pub epoch: i32,
     pub voted_for: Option<NodeId>,
     pub leader: Option<NodeId>,
+}
+
+/// Where a snapshot ends: the log offset after its last record (Raft's lastIncludedIndex + 1)
+/// and the epoch of the entry holding that record (lastIncludedTerm). Ordered by offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SnapshotId {
+    pub end: i64,
+    pub epoch: i32,
+}
+
+/// The committed state up to `id.end`, as opaque bytes (the controller's image as records).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    pub id: SnapshotId,
+    pub bytes: Bytes,
 }
 
 /// A Raft bug the tests plant to prove their checkers find it: the state machine's sweeps, and
@@ -152,6 +170,12 @@ pub enum Body {
     /// `fetch_offset` is the request's, so a follower can tell the answer to its fetch in
     /// flight from a late one (Kafka matches them by correlation id).
     FetchResponse { epoch: i32, leader: Option<NodeId>, fetch_offset: i64, high_watermark: Option<i64>, result: FetchResult },
+    /// A follower told to catch up from the snapshot `end` asks for its bytes from `position`
+    /// (KRaft's FetchSnapshot).
+    FetchSnapshot { epoch: i32, end: i64, position: u64 },
+    /// Up to `quorum_snapshot_chunk_bytes` of the leader's newest snapshot (`snapshot`; none if
+    /// it has none) from `position`, of `size` bytes in all.
+    FetchSnapshotResponse { epoch: i32, leader: Option<NodeId>, snapshot: Option<SnapshotId>, position: u64, size: u64, chunk: Bytes },
 }
 
 impl Body {
@@ -162,7 +186,9 @@ impl Body {
             | Body::VoteResponse { epoch, .. }
             | Body::BeginQuorumEpoch { epoch }
             | Body::Fetch { epoch, .. }
-            | Body::FetchResponse { epoch, .. } => *epoch,
+            | Body::FetchResponse { epoch, .. }
+            | Body::FetchSnapshot { epoch, .. }
+            | Body::FetchSnapshotResponse { epoch, .. } => *epoch,
         }
     }
 }
@@ -175,6 +201,8 @@ pub enum FetchResult {
     /// The follower's log differs from the leader's from `end_offset` on, or earlier: the
     /// leader's last epoch `<= last_fetched_epoch` is `epoch` and ends at `end_offset` (KIP-320).
     Diverging { epoch: i32, end_offset: i64 },
+    /// The fetch offset is below the leader's log start: catch up from this snapshot first.
+    Snapshot(SnapshotId),
     /// The fetch carried an older epoch; the response's epoch and leader are the current ones.
     FencedEpoch,
     /// The receiver does not lead this epoch.
@@ -188,6 +216,10 @@ pub enum Action {
     Persist { id: u64, state: QuorumState },
     /// Cut the log at `truncate_to` (if any), append `entries`, sync, then report `io_done(id)`.
     WriteLog { id: u64, truncate_to: Option<i64>, entries: Vec<Entry> },
+    /// A follower received the leader's whole snapshot: write it durably, replace the log with an
+    /// empty one starting at its end and the applied state with the snapshot's, then report
+    /// `io_done(id)`. Only ever for a snapshot ending above the log's end.
+    InstallSnapshot { id: u64, snapshot: Snapshot },
     Send(Message),
     /// Every entry below `high_watermark` is committed: apply it. Only ever grows.
     Commit { high_watermark: i64 },

@@ -9,7 +9,7 @@
 use super::durability::{Durability, Held};
 use super::election::{self, log_up_to_date, Tally};
 use super::replication::{Following, Leadership};
-use super::{Action, Body, Entries, Entry, Error, Message, NodeId, PlantedRaftBug, QuorumState, RaftConfig};
+use super::{Action, Body, Entries, Entry, Error, Message, NodeId, PlantedRaftBug, QuorumState, RaftConfig, Snapshot};
 use crate::constants::metadata_batch_bytes_max;
 use crate::log::batch;
 use rand_chacha::rand_core::SeedableRng;
@@ -38,6 +38,8 @@ pub struct Node {
     pub(super) high_watermark: Option<i64>,
     /// When the current role next acts on its own (see [`Role`]).
     pub(super) deadline: u64,
+    /// The newest durable snapshot, which the log starts after; served to followers below it.
+    pub(super) snapshot: Option<Snapshot>,
     rng: ChaCha8Rng,
 }
 
@@ -45,13 +47,20 @@ impl Node {
     /// A node starting from what its disk holds (`QuorumState::default()` and no entries the
     /// first time). `seed` feeds its election timeouts.
     pub fn restart(config: RaftConfig, state: QuorumState, entries: Vec<Entry>, seed: u64, now: u64) -> Result<Node, Error> {
+        Node::restart_from(config, state, None, entries, seed, now)
+    }
+
+    /// [`Node::restart`] from the newest snapshot on disk and the entries after it.
+    pub fn restart_from(config: RaftConfig, state: QuorumState, snapshot: Option<Snapshot>, entries: Vec<Entry>, seed: u64, now: u64) -> Result<Node, Error> {
         config.validate()?;
-        let log = Entries::restore(entries).map_err(Error::Restore)?;
+        let log = Entries::restore(snapshot.as_ref().map(|s| s.id), entries).map_err(Error::Restore)?;
         if log.last_epoch() > state.epoch {
             return Err(Error::Restore(format!("log has epoch {} beyond the quorum state's {}", log.last_epoch(), state.epoch)));
         }
         let io = Durability::new(log.end());
-        let mut node = Node { config, state, log, role: Role::Unattached, io, high_watermark: None, deadline: now, rng: ChaCha8Rng::seed_from_u64(seed) };
+        // What a snapshot holds was committed before it was written.
+        let high_watermark = snapshot.as_ref().map(|s| s.id.end);
+        let mut node = Node { config, state, log, role: Role::Unattached, io, high_watermark, deadline: now, snapshot, rng: ChaCha8Rng::seed_from_u64(seed) };
         match state.leader {
             // Following the leader it knew; a leader that restarts cannot lead that epoch again
             // (its followers' progress is gone), so it waits for the next election.
@@ -85,6 +94,26 @@ impl Node {
 
     pub fn high_watermark(&self) -> Option<i64> {
         self.high_watermark
+    }
+
+    /// The newest durable snapshot, which the log starts after.
+    pub fn snapshot(&self) -> Option<&Snapshot> {
+        self.snapshot.as_ref()
+    }
+
+    /// The shell made `snapshot` durable (it holds the committed state up to its end, an entry
+    /// boundary at or below the high watermark): the log now starts there, and followers below
+    /// it are sent the snapshot. Refused for a snapshot of uncommitted or unknown entries.
+    pub fn snapshot_taken(&mut self, snapshot: Snapshot) -> Result<(), Error> {
+        if self.snapshot.as_ref().is_some_and(|s| s.id.end >= snapshot.id.end) {
+            return Ok(());
+        }
+        if self.high_watermark.is_none_or(|hw| snapshot.id.end > hw) {
+            return Err(Error::Restore(format!("snapshot {:?} is above the high watermark {:?}", snapshot.id, self.high_watermark)));
+        }
+        self.log.compact_to(snapshot.id).map_err(Error::Restore)?;
+        self.snapshot = Some(snapshot);
+        Ok(())
     }
 
     pub fn is_leader(&self) -> bool {
@@ -138,6 +167,10 @@ impl Node {
                 Body::Fetch { epoch, fetch_offset, last_fetched_epoch } => self.on_fetch(now, m.from, epoch, fetch_offset, last_fetched_epoch, &mut out),
                 Body::FetchResponse { epoch, leader, fetch_offset, high_watermark, result } => {
                     self.on_fetch_response(now, m.from, epoch, leader, fetch_offset, high_watermark, result, &mut out)
+                }
+                Body::FetchSnapshot { epoch, end, position } => self.on_fetch_snapshot(now, m.from, epoch, end, position, &mut out),
+                Body::FetchSnapshotResponse { epoch, leader, snapshot, position, size, chunk } => {
+                    self.on_snapshot_chunk(now, m.from, epoch, leader, snapshot, position, size, chunk, &mut out)
                 }
             }
         }
@@ -195,7 +228,7 @@ impl Node {
         }
         let leader = match &m.body {
             Body::BeginQuorumEpoch { .. } => Some(m.from),
-            Body::FetchResponse { leader, .. } | Body::VoteResponse { leader, .. } => *leader,
+            Body::FetchResponse { leader, .. } | Body::VoteResponse { leader, .. } | Body::FetchSnapshotResponse { leader, .. } => *leader,
             _ => None,
         };
         match leader {

@@ -10,6 +10,7 @@
 //! only matching, durable prefixes. Never IO, never a clock.
 
 use super::commit;
+use super::install::Installing;
 use super::node::{Node, Role};
 use super::{Action, Body, FetchResult, NodeId, PlantedRaftBug, RaftConfig};
 use std::collections::BTreeMap;
@@ -24,13 +25,16 @@ pub struct Following {
     /// Whether the leader itself answered, rather than another voter naming it or the quorum
     /// state remembering it: only then does this node refuse pre-votes on its behalf.
     pub(super) heard: bool,
-    /// When the Fetch in flight was sent, and its fetch offset.
-    fetch_sent: Option<(u64, i64)>,
+    /// When the Fetch in flight was sent, and its fetch offset (while installing, the
+    /// FetchSnapshot in flight and its position).
+    pub(super) fetch_sent: Option<(u64, i64)>,
+    /// The leader's snapshot being fetched, when this log ends below the leader's start.
+    pub(super) installing: Option<Installing>,
 }
 
 impl Following {
     pub(super) fn new(leader: NodeId, now: u64) -> Following {
-        Following { leader, last_contact: now, heard: false, fetch_sent: None }
+        Following { leader, last_contact: now, heard: false, fetch_sent: None, installing: None }
     }
 
     pub(super) fn heard_from(&mut self, from: NodeId, now: u64) {
@@ -95,6 +99,12 @@ impl Leadership {
         live >= config.majority()
     }
 
+    /// A voter fetched (entries or a snapshot chunk): it is live and knows this leader.
+    pub(super) fn fetched(&mut self, voter: NodeId, now: u64) {
+        self.fetched_at.insert(voter, now);
+        self.announced.remove(&voter);
+    }
+
     pub(super) fn next_deadline(&self, config: &RaftConfig) -> u64 {
         // Quorum is lost when the (majority - 1)-th latest fetcher (the leader counts itself)
         // expires: the only check-quorum time worth waking for.
@@ -120,8 +130,11 @@ impl Node {
             return out.push(self.send(from, reply));
         }
         if self.config.is_voter(from) {
-            lead.fetched_at.insert(from, now);
-            lead.announced.remove(&from);
+            lead.fetched(from, now);
+        }
+        if let Some(id) = self.log.start_id().filter(|id| fetch_offset < id.end) {
+            let reply = Body::FetchResponse { epoch: my_epoch, leader: Some(self.config.node_id), fetch_offset, high_watermark: self.high_watermark, result: FetchResult::Snapshot(id) };
+            return out.push(self.send(from, reply));
         }
         let (e, end) = self.log.end_offset_for(last_fetched_epoch);
         if fetch_offset < 0 || (fetch_offset > 0 && (e != last_fetched_epoch || end < fetch_offset)) {
@@ -153,7 +166,7 @@ impl Node {
         }
         let Role::Follower(f) = &mut self.role else { return };
         f.heard_from(from, now);
-        if f.fetch_sent.map(|(_, o)| o) != Some(fetch_offset) {
+        if f.installing.is_some() || f.fetch_sent.map(|(_, o)| o) != Some(fetch_offset) {
             return; // late: a newer fetch, or none, is in flight
         }
         f.fetch_sent = None;
@@ -181,6 +194,12 @@ impl Node {
                 if cut.max(0) < self.log.end() {
                     let end = self.log.truncate_to(cut.max(0));
                     out.push(self.io.write(Some(end), Vec::new(), end));
+                }
+            }
+            FetchResult::Snapshot(id) => {
+                let below = id.end > self.log.end();
+                if let (Role::Follower(f), true) = (&mut self.role, below) {
+                    f.installing = Some(Installing::new(id));
                 }
             }
             FetchResult::FencedEpoch | FetchResult::NotLeader => {}
@@ -217,8 +236,11 @@ impl Node {
         if let Role::Follower(f) = &mut self.role {
             let due = f.fetch_sent.is_none_or(|(s, _)| now >= s + self.config.request_timeout_ms);
             if due && !writes_pending {
-                f.fetch_sent = Some((now, fetch_offset));
-                let body = Body::Fetch { epoch, fetch_offset, last_fetched_epoch };
+                let (sent, body) = match &f.installing {
+                    Some(inst) => (inst.position(), inst.request(epoch)),
+                    None => (fetch_offset, Body::Fetch { epoch, fetch_offset, last_fetched_epoch }),
+                };
+                f.fetch_sent = Some((now, sent));
                 out.push(Action::Send(super::Message { from: self.config.node_id, to: f.leader, body }));
             }
         }
@@ -242,8 +264,10 @@ impl Node {
         let ready: Vec<NodeId> = lead.parked.iter().filter(|(_, p)| changed || p.fetch_offset < end || now >= p.until).map(|(&v, _)| v).collect();
         for v in ready {
             let p = lead.parked.remove(&v).expect("listed above");
-            let entries = self.log.read(p.fetch_offset, self.config.fetch_bytes);
-            let result = FetchResult::Entries(entries);
+            let result = match self.log.start_id().filter(|id| p.fetch_offset < id.end) {
+                Some(id) => FetchResult::Snapshot(id), // a snapshot was taken while it waited
+                None => FetchResult::Entries(self.log.read(p.fetch_offset, self.config.fetch_bytes)),
+            };
             let body = Body::FetchResponse { epoch: self.state.epoch, leader: Some(self.config.node_id), fetch_offset: p.fetch_offset, high_watermark: hw, result };
             out.push(Action::Send(super::Message { from: self.config.node_id, to: v, body }));
         }

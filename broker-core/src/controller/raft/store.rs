@@ -4,11 +4,19 @@
 //! durability contract: [`RaftStore::perform`] does a `Persist` or `WriteLog` action and
 //! returns only once it is synced, so the caller may then report `io_done`.
 //!
-//! It must never report an action done that is not durable. After an error the log may be
+//! Snapshots (`snapshot_file`) sit in the same directory. Taking one writes it durably, then
+//! rolls the log (so later segments start near snapshot ends), keeps the newest
+//! `metadata_snapshots_kept` files and deletes whole segments below the *oldest kept* one: a
+//! newest snapshot found damaged at restart falls back to the one before it plus the log. A
+//! restart loads the newest snapshot that reads back whole and the entries after it.
+//!
+//! It must never report an action done that is not durable, nor delete log not covered by a
+//! durable snapshot. After an error the log may be
 //! offline and memory unsure of the disk: the shell drops the node and the store and restarts
 //! both from the disk ([`RaftStore::open`]), exactly as after a crash.
 
-use super::{state_file, Action, Entry, QuorumState};
+use super::{snapshot_file, state_file, Action, Entry, QuorumState, Snapshot};
+use crate::constants::metadata_snapshots_kept;
 use crate::controller::quorum::log_config;
 use crate::log::{Log, LogError};
 use crate::metadata::metadata_dir;
@@ -26,6 +34,8 @@ pub struct RaftStore {
 #[derive(Debug)]
 pub struct Restored {
     pub state: QuorumState,
+    /// The newest snapshot that read back whole; `entries` follow it.
+    pub snapshot: Option<Snapshot>,
     pub entries: Vec<Entry>,
     /// What recovery did (cuts of torn tails), for the log.
     pub notes: Vec<String>,
@@ -36,20 +46,32 @@ impl RaftStore {
     pub fn open(disk: Arc<dyn Disk>, data_dir: &Path, now: u64) -> Result<(RaftStore, Restored), String> {
         let dir = data_dir.join(metadata_dir);
         let err = |e: LogError| format!("{}: {e}", dir.display());
-        let (log, report) = Log::open(disk.clone(), &dir, log_config(), now).map_err(err)?;
+        let (mut log, report) = Log::open(disk.clone(), &dir, log_config(), now).map_err(err)?;
         let mut notes = Vec::new();
         if let Some(cut) = &report.cut {
             notes.push(format!("raft log: recovery cut {} at byte {}: {}", cut.file.display(), cut.position, cut.reason));
         }
         let state = state_file::read(disk.as_ref(), &dir)?;
+        let (snapshot, skipped) = snapshot_file::read_newest(disk.as_ref(), &dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        notes.extend(skipped);
+        let from = snapshot.as_ref().map_or(0, |s| s.id.end);
+        if log.log_start_offset() > from {
+            // The log was deleted below a snapshot that no longer reads back: refuse rather
+            // than start without committed records.
+            return Err(format!("{}: the log starts at {} but the newest readable snapshot ends at {from}", dir.display(), log.log_start_offset()));
+        }
+        if log.log_end_offset() < from {
+            // A snapshot installed from the leader, and a crash before the log was replaced.
+            log.truncate_fully(from, now).map_err(err)?;
+        }
         let mut batches = Vec::new();
-        log.for_each_batch(0, 1 << 20, |_, bytes| {
+        log.for_each_batch(from, 1 << 20, |_, bytes| {
             batches.push(bytes);
             Ok::<_, LogError>(())
         })
         .map_err(err)?;
         let entries = batches.into_iter().map(Entry::from_batch).collect::<Result<Vec<_>, _>>().map_err(|e| format!("{}: {e}", dir.display()))?;
-        Ok((RaftStore { disk, dir, log }, Restored { state, entries, notes }))
+        Ok((RaftStore { disk, dir, log }, Restored { state, snapshot, entries, notes }))
     }
 
     /// Makes `state` durable.
@@ -72,17 +94,56 @@ impl RaftStore {
         Ok(())
     }
 
+    /// Writes `snapshot` (of committed entries this log holds) durably, then drops what it and
+    /// the snapshot kept before it make unnecessary.
+    pub fn take_snapshot(&mut self, snapshot: &Snapshot, now: u64) -> Result<(), String> {
+        let err = |e: std::io::Error| format!("{}: {e}", self.dir.display());
+        snapshot_file::write(self.disk.as_ref(), &self.dir, snapshot).map_err(err)?;
+        self.log.roll(now).map_err(|e| format!("{}: {e}", self.dir.display()))?;
+        self.prune()
+    }
+
+    /// Writes the leader's `snapshot` durably, then replaces the log with an empty one at its
+    /// end (a crash between the two is finished by [`RaftStore::open`]).
+    pub fn install_snapshot(&mut self, snapshot: &Snapshot, now: u64) -> Result<(), String> {
+        snapshot_file::write(self.disk.as_ref(), &self.dir, snapshot).map_err(|e| format!("{}: {e}", self.dir.display()))?;
+        self.log.truncate_fully(snapshot.id.end, now).map_err(|e| format!("{}: {e}", self.dir.display()))?;
+        self.prune()
+    }
+
+    /// Keeps the newest snapshots and the log from the oldest kept one's end.
+    fn prune(&mut self) -> Result<(), String> {
+        let err = |e: std::io::Error| format!("{}: {e}", self.dir.display());
+        let ids = snapshot_file::list(self.disk.as_ref(), &self.dir).map_err(err)?;
+        let drop = ids.len().saturating_sub(metadata_snapshots_kept);
+        for id in &ids[..drop] {
+            self.disk.remove(&self.dir.join(snapshot_file::file_name(*id))).map_err(err)?;
+        }
+        if drop > 0 {
+            self.disk.sync_dir(&self.dir).map_err(err)?;
+        }
+        if ids.len() >= metadata_snapshots_kept {
+            self.log.delete_segments_below(ids[drop].end).map_err(|e| format!("{}: {e}", self.dir.display()))?;
+        }
+        Ok(())
+    }
+
     /// Does an IO action; returns the id to report with `io_done` (None for other actions).
     pub fn perform(&mut self, action: &Action, now: u64) -> Result<Option<u64>, String> {
         match action {
             Action::Persist { id, state } => self.persist(state).map(|_| Some(*id)),
             Action::WriteLog { id, truncate_to, entries } => self.write_log(*truncate_to, entries, now).map(|_| Some(*id)),
+            Action::InstallSnapshot { id, snapshot } => self.install_snapshot(snapshot, now).map(|_| Some(*id)),
             Action::Send(_) | Action::Commit { .. } => Ok(None),
         }
     }
 
     pub fn log_end_offset(&self) -> i64 {
         self.log.log_end_offset()
+    }
+
+    pub fn log_start_offset(&self) -> i64 {
+        self.log.log_start_offset()
     }
 }
 

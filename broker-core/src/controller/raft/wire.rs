@@ -12,14 +12,17 @@
 //!   4 FetchResponse     epoch i32 | leader i32 | fetch_offset i64 | high_watermark i64 (-1: none)
 //!                       | result i8: 0 Entries (count i32, then per entry: size i32, one stored
 //!                       v2 batch) | 1 Diverging (epoch i32, end_offset i64) | 2 FencedEpoch
-//!                       | 3 NotLeader
+//!                       | 3 NotLeader | 4 Snapshot (end i64, epoch i32)
+//!   5 FetchSnapshot     epoch i32 | end i64 | position i64
+//!   6 FetchSnapshotResponse  epoch i32 | leader i32 | snapshot end i64 (-1: none) | snapshot
+//!                       epoch i32 | position i64 | size i64 | chunk length i32 | chunk bytes
 //! ```
 //!
 //! Decoding never trusts a length: every count and size is checked against the bytes left, and
 //! every entry's batch is checked as a stored batch (CRC included) before it reaches the node.
 //! Kafka's own Vote/BeginQuorumEpoch/Fetch RPCs would replace this later (docs/controller.md).
 
-use super::{Body, Entry, FetchResult, Message, NodeId};
+use super::{Body, Entry, FetchResult, Message, NodeId, SnapshotId};
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
 /// The API key of a Raft message: outside Kafka's range, so no Kafka client sends it by mistake.
@@ -80,7 +83,29 @@ pub fn encode_frame(m: &Message) -> Bytes {
                 }
                 FetchResult::FencedEpoch => body.put_i8(2),
                 FetchResult::NotLeader => body.put_i8(3),
+                FetchResult::Snapshot(id) => {
+                    body.put_i8(4);
+                    body.put_i64(id.end);
+                    body.put_i32(id.epoch);
+                }
             }
+        }
+        Body::FetchSnapshot { epoch, end, position } => {
+            body.put_i8(5);
+            body.put_i32(*epoch);
+            body.put_i64(*end);
+            body.put_i64(*position as i64);
+        }
+        Body::FetchSnapshotResponse { epoch, leader, snapshot, position, size, chunk } => {
+            body.put_i8(6);
+            body.put_i32(*epoch);
+            body.put_i32(leader.unwrap_or(-1));
+            body.put_i64(snapshot.map_or(-1, |s| s.end));
+            body.put_i32(snapshot.map_or(-1, |s| s.epoch));
+            body.put_i64(*position as i64);
+            body.put_i64(*size as i64);
+            body.put_i32(chunk.len() as i32);
+            body.put_slice(chunk);
         }
     }
     let mut frame = BytesMut::with_capacity(4 + body.len());
@@ -123,9 +148,23 @@ pub fn decode_body(mut b: Bytes) -> Result<Message, String> {
                 1 => FetchResult::Diverging { epoch: i32_(r)?, end_offset: i64_(r)? },
                 2 => FetchResult::FencedEpoch,
                 3 => FetchResult::NotLeader,
+                4 => FetchResult::Snapshot(snapshot_id(i64_(r)?, i32_(r)?).ok_or("raft message: a snapshot id that cannot be")?),
                 k => return Err(format!("raft message: unknown fetch result {k}")),
             };
             Body::FetchResponse { epoch, leader, fetch_offset, high_watermark, result }
+        }
+        5 => Body::FetchSnapshot { epoch: i32_(r)?, end: i64_(r)?, position: u64_(r)? },
+        6 => {
+            let (epoch, leader, end, snap_epoch) = (i32_(r)?, id(i32_(r)?), i64_(r)?, i32_(r)?);
+            let snapshot = match (end, snap_epoch) {
+                (-1, -1) => None,
+                (end, epoch) => Some(snapshot_id(end, epoch).ok_or("raft message: a snapshot id that cannot be")?),
+            };
+            let (position, size, len) = (u64_(r)?, u64_(r)?, i32_(r)?);
+            if len < 0 || len as usize > r.remaining() {
+                return Err(format!("raft message: snapshot chunk of {len} bytes, {} left", r.remaining()));
+            }
+            Body::FetchSnapshotResponse { epoch, leader, snapshot, position, size, chunk: r.split_to(len as usize) }
         }
         k => return Err(format!("raft message: unknown kind {k}")),
     };
@@ -133,6 +172,15 @@ pub fn decode_body(mut b: Bytes) -> Result<Message, String> {
         return Err(format!("raft message: {} bytes after its end", r.remaining()));
     }
     Ok(Message { from, to, body })
+}
+
+fn snapshot_id(end: i64, epoch: i32) -> Option<SnapshotId> {
+    (end >= 1 && epoch >= 1).then_some(SnapshotId { end, epoch })
+}
+
+fn u64_(r: &mut Bytes) -> Result<u64, String> {
+    let v = i64_(r)?;
+    u64::try_from(v).map_err(|_| format!("raft message: {v} is not a position or size"))
 }
 
 fn id(v: i32) -> Option<NodeId> {
@@ -192,6 +240,10 @@ mod tests {
             Body::FetchResponse { epoch: 6, leader: None, fetch_offset: 3, high_watermark: None, result: FetchResult::Diverging { epoch: 2, end_offset: 2 } },
             Body::FetchResponse { epoch: 6, leader: Some(0), fetch_offset: 3, high_watermark: None, result: FetchResult::FencedEpoch },
             Body::FetchResponse { epoch: 6, leader: None, fetch_offset: 3, high_watermark: None, result: FetchResult::NotLeader },
+            Body::FetchResponse { epoch: 6, leader: Some(0), fetch_offset: 3, high_watermark: Some(9), result: FetchResult::Snapshot(SnapshotId { end: 9, epoch: 4 }) },
+            Body::FetchSnapshot { epoch: 6, end: 9, position: 1 << 20 },
+            Body::FetchSnapshotResponse { epoch: 6, leader: Some(0), snapshot: Some(SnapshotId { end: 9, epoch: 4 }), position: 3, size: 10, chunk: Bytes::from_static(b"abcd") },
+            Body::FetchSnapshotResponse { epoch: 6, leader: None, snapshot: None, position: 0, size: 0, chunk: Bytes::new() },
         ]
     }
 

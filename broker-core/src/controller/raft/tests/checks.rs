@@ -3,7 +3,7 @@
 //! every entry committed in an earlier epoch), committed entries never lost or changed, and
 //! liveness after healing. Each pushes a readable violation; none panics.
 
-use crate::controller::raft::{Entry, Node, NodeId};
+use crate::controller::raft::{Entry, Node, NodeId, Snapshot};
 use std::collections::BTreeMap;
 
 /// What the checkers need to know, gathered while the cluster runs.
@@ -15,6 +15,8 @@ pub struct History {
     /// any node applied it.
     pub committed: Vec<(Entry, i32)>,
     pub violations: Vec<String>,
+    /// Snapshots taken and installed, so a sweep can show it exercised them.
+    pub snapshots: (u64, u64),
 }
 
 impl History {
@@ -28,9 +30,10 @@ impl History {
                 self.leaders.insert(epoch, node.id());
             }
         }
-        let log: Vec<&Entry> = node.log().iter().collect();
-        for (i, (entry, at)) in self.committed.iter().enumerate() {
-            if *at < epoch && log.get(i).is_none_or(|e| *e != entry) {
+        // Below its log start it holds what its snapshot holds (checked on its own).
+        let log: BTreeMap<i64, &Entry> = node.log().iter().map(|e| (e.base_offset, e)).collect();
+        for (entry, at) in self.committed.iter().filter(|(e, _)| e.base_offset >= node.log().start()) {
+            if *at < epoch && log.get(&entry.base_offset).is_none_or(|e| *e != entry) {
                 self.violations.push(format!(
                     "t={now}: leader {} of epoch {epoch} lacks the entry at {} committed in epoch {at}",
                     node.id(),
@@ -66,6 +69,28 @@ impl History {
     pub fn committed_end(&self) -> i64 {
         self.committed.last().map_or(0, |(e, _)| e.next_offset)
     }
+
+    /// A snapshot holds exactly the committed entries below its end (the cluster's snapshots
+    /// are their bytes), and ends where one of them of its epoch ends.
+    pub fn check_snapshot(&self, id: NodeId, s: &Snapshot, out: &mut Vec<String>) {
+        let held: Vec<&(Entry, i32)> = self.committed.iter().take_while(|(e, _)| e.next_offset <= s.id.end).collect();
+        let bytes: Vec<u8> = held.iter().flat_map(|(e, _)| e.batch.iter().copied()).collect();
+        let ends_right = held.last().is_some_and(|(e, _)| e.next_offset == s.id.end && e.epoch == s.id.epoch);
+        if !ends_right || bytes[..] != s.bytes[..] {
+            out.push(format!("node {id}: snapshot {:?} is not the committed log below its end (committed end {})", s.id, self.committed_end()));
+        }
+    }
+
+    /// [`History::check_snapshot`] at the moment a node takes or installs one.
+    pub fn snapshot_holds_committed(&mut self, now: u64, id: NodeId, s: &Snapshot, how: &str) {
+        let mut found = Vec::new();
+        self.check_snapshot(id, s, &mut found);
+        match how {
+            "installed" => self.snapshots.1 += 1,
+            _ => self.snapshots.0 += 1,
+        }
+        self.violations.extend(found.into_iter().map(|v| format!("t={now}: {how}: {v}")));
+    }
 }
 
 /// Log matching: two logs holding an entry with the same offset and epoch are identical up to
@@ -73,6 +98,9 @@ impl History {
 pub fn log_matching(logs: &[(NodeId, Vec<Entry>)], out: &mut Vec<String>) {
     for (i, (a, la)) in logs.iter().enumerate() {
         for (b, lb) in &logs[i + 1..] {
+            // Compared where both still hold entries: below a log's start is its snapshot.
+            let start = la.first().map_or(0, |e| e.base_offset).max(lb.first().map_or(0, |e| e.base_offset));
+            let (la, lb) = (&la[la.partition_point(|e| e.base_offset < start)..], &lb[lb.partition_point(|e| e.base_offset < start)..]);
             let by_base: BTreeMap<i64, (usize, &Entry)> = lb.iter().enumerate().map(|(j, e)| (e.base_offset, (j, e))).collect();
             let last_same = la.iter().enumerate().rev().find(|(_, e)| by_base.get(&e.base_offset).is_some_and(|(_, o)| o.epoch == e.epoch && o.next_offset == e.next_offset));
             if let Some((k, e)) = last_same {
@@ -89,7 +117,9 @@ pub fn log_matching(logs: &[(NodeId, Vec<Entry>)], out: &mut Vec<String>) {
 /// committed entries (a voter still catching up is liveness's business).
 pub fn nothing_committed_lost(history: &History, logs: &[(NodeId, Vec<Entry>)], out: &mut Vec<String>) {
     for (id, log) in logs {
-        if let Some(((c, at), _)) = history.committed.iter().zip(log.iter()).find(|((c, _), e)| c != *e) {
+        let start = log.first().map_or(0, |e| e.base_offset);
+        let committed = history.committed.iter().skip_while(|(c, _)| c.base_offset < start);
+        if let Some(((c, at), _)) = committed.zip(log.iter()).find(|((c, _), e)| c != *e) {
             out.push(format!("node {id} lost or changed the entry at {} committed in epoch {at}", c.base_offset));
         }
     }

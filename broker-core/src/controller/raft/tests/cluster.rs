@@ -5,11 +5,16 @@
 //! yet synced (the last write kept may be torn: a prefix of its entries). Crashes also strike
 //! between two actions of one step. Every choice comes from the seed; no clock, no OS RNG.
 //!
+//! Snapshots (when the seed turns them on): a node whose committed log since its last snapshot
+//! reaches `snapshot_every` offsets snapshots it at once (the bytes of every committed entry,
+//! so the checkers can compare it with the committed log) and drops the log before it; a
+//! follower below the leader's start installs the leader's snapshot through the disk model.
+//!
 //! A run has two phases (VOPR's): faults for `fault_ms`, then everything healed and restarted,
 //! and a leader must commit a new entry on every voter within `Faults::liveness_ms`.
 
 use super::checks::{self, History};
-use crate::controller::raft::{Action, Entry, Message, Node, NodeId, PlantedRaftBug, QuorumState, RaftConfig};
+use crate::controller::raft::{Action, Entry, Message, Node, NodeId, PlantedRaftBug, QuorumState, RaftConfig, Snapshot, SnapshotId};
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -55,6 +60,8 @@ pub struct Faults {
     /// KRaft's timeouts divided by this (as the simulator scales Kafka's), for more elections
     /// per run; only where round trips are short enough for them.
     pub timeout_divisor: u64,
+    /// Committed offsets since a node's last snapshot after which it takes one (0: never).
+    pub snapshot_every: i64,
 }
 
 impl Faults {
@@ -77,6 +84,15 @@ impl Faults {
         self.propose_every_ms = 20;
         self.io_ms_max = 5;
         self.fetch_bytes = 1; // entry by entry: old tails are acknowledged piecemeal
+        self.snapshot_every = 0; // as the planted-bug seeds were found
+    }
+
+    /// [`Faults::churn`] with a snapshot every few committed entries: followers that were
+    /// down or cut off come back below the leader's log start and install its snapshot, under
+    /// the same leader failures and power losses.
+    pub fn snapshot_churn(&mut self) {
+        self.churn();
+        self.snapshot_every = 8;
     }
 
     pub fn from_seed(rng: &mut ChaCha8Rng) -> Faults {
@@ -98,6 +114,7 @@ impl Faults {
             timeout_divisor: 1,
             fetch_bytes: 0,
             liveness_ms: 15_000,
+            snapshot_every: 0,
         };
         // One entry per fetch (so a follower acknowledges entry by entry, as a slow one does)
         // only where round trips are short enough to keep up with the proposals.
@@ -119,6 +136,7 @@ enum Event {
 enum Op {
     Persist(QuorumState),
     Write { truncate_to: Option<i64>, entries: Vec<Entry> },
+    Install(Snapshot),
 }
 
 /// One node's slot: the node while it runs, and its disk, which outlives it.
@@ -126,6 +144,8 @@ struct Slot {
     node: Option<Node>,
     incarnation: u64,
     durable_state: QuorumState,
+    /// The newest durable snapshot; `durable_log` follows it.
+    durable_snapshot: Option<Snapshot>,
     durable_log: Vec<Entry>,
     /// Actions handed to the disk, oldest first, with their ids; each completes in turn.
     pending: VecDeque<(u64, Op)>,
@@ -150,11 +170,35 @@ impl Slot {
                 let n = torn_keep.unwrap_or(entries.len()).min(entries.len());
                 for e in entries.into_iter().take(n) {
                     // As Log::append_replicated: only what continues the log densely.
-                    if e.base_offset == self.durable_log.last().map_or(0, |l| l.next_offset) {
+                    if e.base_offset == self.durable_end() {
                         self.durable_log.push(e);
                     }
                 }
             }
+            // As RaftStore::install_snapshot: the file, then a log starting at its end.
+            Op::Install(s) => {
+                self.durable_snapshot = Some(s);
+                self.durable_log.clear();
+            }
+        }
+    }
+
+    fn durable_start(&self) -> i64 {
+        self.durable_snapshot.as_ref().map_or(0, |s| s.id.end)
+    }
+
+    fn durable_end(&self) -> i64 {
+        self.durable_log.last().map_or(self.durable_start(), |l| l.next_offset)
+    }
+
+    /// A snapshot was made durable: the durable log keeps the dense run from its end (an entry
+    /// there that a queued truncation will remove goes too: nothing else could follow it).
+    fn snapshot_durable(&mut self, s: Snapshot) {
+        let end = s.id.end;
+        self.durable_snapshot = Some(s);
+        match self.durable_log.iter().position(|e| e.base_offset == end) {
+            Some(i) => drop(self.durable_log.drain(..i)),
+            None => self.durable_log.clear(),
         }
     }
 }
@@ -189,9 +233,11 @@ impl Cluster {
     pub fn with(seed: u64, plant: Option<PlantedRaftBug>, adjust: impl FnOnce(&mut Faults)) -> Cluster {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let mut faults = Faults::from_seed(&mut rng);
+        // From a second stream, so the rest of each seed's run is what it was before snapshots.
+        faults.snapshot_every = [0, 3, 10, 40][(ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_5a95).next_u64() % 4) as usize];
         adjust(&mut faults);
         let slots = (0..faults.voters as NodeId)
-            .map(|id| (id, Slot { node: None, incarnation: 0, durable_state: QuorumState::default(), durable_log: Vec::new(), pending: VecDeque::new(), io_busy_until: 0, applied: 0, tick_at: None, actions_left: None }))
+            .map(|id| (id, Slot { node: None, incarnation: 0, durable_state: QuorumState::default(), durable_snapshot: None, durable_log: Vec::new(), pending: VecDeque::new(), io_busy_until: 0, applied: 0, tick_at: None, actions_left: None }))
             .collect();
         let mut c = Cluster { seed, rng, faults, plant, now: 0, seq: 0, queue: BTreeMap::new(), slots, cut: BTreeSet::new(), proposed: 0, healed: false, history: History::default(), seen_leaders: BTreeSet::new(), trace: None };
         for id in 0..c.faults.voters as NodeId {
@@ -231,12 +277,12 @@ impl Cluster {
         let now = self.now;
         let seed = self.seed.wrapping_mul(1_000_003).wrapping_add(id as u64 * 7919 + self.slots[&id].incarnation);
         let slot = self.slots.get_mut(&id).expect("known node");
-        let node = Node::restart(config, slot.durable_state, slot.durable_log.clone(), seed, now);
+        let node = Node::restart_from(config, slot.durable_state, slot.durable_snapshot.clone(), slot.durable_log.clone(), seed, now);
         match node {
             Ok(n) => slot.node = Some(n),
             Err(e) => self.history.violations.push(format!("t={now}: node {id} cannot restart from its disk: {e}")),
         }
-        slot.applied = 0;
+        slot.applied = slot.durable_start();
         slot.tick_at = None;
         slot.actions_left = None;
         self.schedule_tick(id);
@@ -281,7 +327,7 @@ impl Cluster {
 
     /// Performs a node's actions in order; it may die between two of them.
     fn perform(&mut self, id: NodeId, actions: Vec<Action>) {
-        let does_io = actions.iter().any(|a| matches!(a, Action::Persist { .. } | Action::WriteLog { .. }));
+        let does_io = actions.iter().any(|a| matches!(a, Action::Persist { .. } | Action::WriteLog { .. } | Action::InstallSnapshot { .. }));
         if does_io && !self.healed && self.faults.crashes && self.rand(1000) < self.faults.crash_during_io_per_mille {
             let (at, incarnation) = (self.now + self.rand(self.faults.io_ms_max + 1), self.slots[&id].incarnation);
             self.push(at, Event::Crash { node: id, incarnation });
@@ -309,6 +355,11 @@ impl Cluster {
             match a {
                 Action::Persist { id: io, state } => self.submit(id, io, Op::Persist(state)),
                 Action::WriteLog { id: io, truncate_to, entries } => self.submit(id, io, Op::Write { truncate_to, entries }),
+                Action::InstallSnapshot { id: io, snapshot } => {
+                    self.history.snapshot_holds_committed(self.now, id, &snapshot, "installed");
+                    self.slots.get_mut(&id).expect("known").applied = snapshot.id.end;
+                    self.submit(id, io, Op::Install(snapshot));
+                }
                 Action::Send(m) => {
                     if self.rand(1000) >= self.faults.drop_per_mille || self.healed {
                         let at = self.now + 1 + self.rand(self.faults.delay_ms_max);
@@ -320,11 +371,38 @@ impl Cluster {
                     let (node, from) = (slot.node.as_ref().expect("a running node acts"), slot.applied);
                     self.history.applied(self.now, node, from, high_watermark);
                     self.slots.get_mut(&id).expect("known").applied = high_watermark;
+                    self.maybe_snapshot(id);
                 }
             }
         }
         self.note_leader(id);
         self.schedule_tick(id);
+    }
+
+    /// As `Quorum::maybe_snapshot`: at the high watermark, once `snapshot_every` committed
+    /// offsets passed since the log start; written durably at once, as the store does.
+    fn maybe_snapshot(&mut self, id: NodeId) {
+        let every = self.faults.snapshot_every;
+        let slot = self.slots.get_mut(&id).expect("known");
+        let Some(node) = slot.node.as_mut() else { return };
+        let (start, hw) = (node.log().start(), node.high_watermark().unwrap_or(0));
+        if every == 0 || hw - start < every || !node.log().is_boundary(hw) {
+            return;
+        }
+        let Some(epoch) = node.log().epoch_at(hw - 1) else { return };
+        let mut bytes = node.snapshot().map(|s| s.bytes.to_vec()).unwrap_or_default();
+        for e in node.log().iter().take_while(|e| e.next_offset <= hw) {
+            bytes.extend_from_slice(&e.batch);
+        }
+        let snapshot = Snapshot { id: SnapshotId { end: hw, epoch }, bytes: bytes.into() };
+        if let Err(e) = node.snapshot_taken(snapshot.clone()) {
+            return self.history.violations.push(format!("t={}: node {id} refused its own snapshot: {e}", self.now));
+        }
+        slot.snapshot_durable(snapshot.clone());
+        if let Some(t) = &mut self.trace {
+            t.push(format!("{:>6} {id} SNAPSHOT {:?}", self.now, snapshot.id));
+        }
+        self.history.snapshot_holds_committed(self.now, id, &snapshot, "taken");
     }
 
     fn submit(&mut self, id: NodeId, io: u64, op: Op) {
@@ -501,8 +579,26 @@ impl Cluster {
         self.run_traced().0
     }
 
+    /// [`Cluster::run`], and how many snapshots were taken and installed.
+    pub fn run_counting_snapshots(mut self) -> (Vec<String>, (u64, u64)) {
+        self.trace = None;
+        let counted = std::cell::Cell::new((0, 0));
+        let violations = self.run_then(|h| counted.set(h.snapshots));
+        (violations, counted.get())
+    }
+
     /// [`Cluster::run`], and the trace if one was asked for.
-    pub fn run_traced(mut self) -> (Vec<String>, Vec<String>) {
+    pub fn run_traced(self) -> (Vec<String>, Vec<String>) {
+        let mut trace = Vec::new();
+        let violations = self.run_inner(&mut trace, |_| {});
+        (violations, trace)
+    }
+
+    fn run_then(self, f: impl FnOnce(&History)) -> Vec<String> {
+        self.run_inner(&mut Vec::new(), f)
+    }
+
+    fn run_inner(mut self, trace_out: &mut Vec<String>, f: impl FnOnce(&History)) -> Vec<String> {
         while let Some(((at, _), event)) = self.queue.pop_first() {
             if at > fault_ms + self.faults.liveness_ms || self.history.violations.len() > 10 {
                 break;
@@ -512,10 +608,17 @@ impl Cluster {
         }
         let mut violations = std::mem::take(&mut self.history.violations);
         let logs: Vec<(NodeId, Vec<Entry>)> = self.slots.iter().filter_map(|(&id, s)| s.node.as_ref().map(|n| (id, n.log().iter().cloned().collect()))).collect();
+        for (&id, s) in &self.slots {
+            if let Some(snapshot) = s.node.as_ref().and_then(|n| n.snapshot()) {
+                self.history.check_snapshot(id, snapshot, &mut violations);
+            }
+        }
         checks::log_matching(&logs, &mut violations);
         checks::nothing_committed_lost(&self.history, &logs, &mut violations);
         self.liveness(&mut violations);
-        (violations, self.trace.take().unwrap_or_default())
+        f(&self.history);
+        *trace_out = self.trace.take().unwrap_or_default();
+        violations
     }
 
     /// After healing: one leader, followed by every voter, which committed an entry proposed
