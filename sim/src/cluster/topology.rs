@@ -196,6 +196,9 @@ pub(super) fn broker_config(s: &Scenario, i: u32, bug: Option<PlantedBug>) -> Br
     if let Some(z) = s.broker.fetch_zero_copy {
         c.fetch_zero_copy = z;
     }
+    if let Some(b) = s.broker.metadata_snapshot_bytes {
+        c.metadata_snapshot_bytes_between = b;
+    }
     c
 }
 

@@ -37,6 +37,10 @@ pub struct BrokerSettings {
     /// quorum's voters (combined mode). Default 1: `broker-0` alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub controller_voters: Option<u32>,
+    /// `metadata.log.max.record.bytes.between.snapshots` (4 MiB by default, which a scenario
+    /// never reaches): a few KiB makes voters snapshot, truncate and install within a run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata_snapshot_bytes: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -81,6 +85,9 @@ impl Scenario {
         self.runnable()?;
         self.broker.validate()?;
         let voters_max = (broker_core::constants::quorum_voters_max as u32).min(self.brokers);
+        if self.broker.metadata_snapshot_bytes == Some(0) {
+            return Err("scenario: broker.metadata_snapshot_bytes must be at least 1".into());
+        }
         if self.broker.controller_voters.is_some_and(|v| !(1..=voters_max).contains(&v)) {
             return Err(format!("scenario: broker.controller_voters must be 1..={voters_max} (brokers, and at most a quorum's voters)"));
         }

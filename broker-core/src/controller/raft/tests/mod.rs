@@ -4,5 +4,6 @@
 
 mod checks;
 mod cluster;
+mod disk_model;
 mod rules;
 mod sweep;
