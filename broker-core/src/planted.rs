@@ -59,6 +59,10 @@ pub enum PlantedBug {
     /// The controller elects a broker it has not heard from since it started, which may have
     /// restarted and lost its log while no controller watched (the `heard` rule).
     ElectsUnheardBroker,
+    /// KIP-966 without its unclean-shutdown check: a broker that registers again after a power
+    /// loss stays in the ELR, so the last ISR member that lost unflushed records can be elected
+    /// from it (with `eligible.leader.replicas.enable`; the matrix's ELR rows catch it).
+    ElrKeepsUncleanReplica,
     /// No check-quorum: the single controller voter, cut off, fences every other broker and
     /// elects itself for everything; its power loss then loses committed records (seed 470).
     NoCheckQuorum,
@@ -132,6 +136,7 @@ impl PlantedBug {
         PlantedBug::RaftVoteBeforeSync,
         PlantedBug::RaftCommitOldEpochByCount,
         PlantedBug::RaftStateUnsynced,
+        PlantedBug::ElrKeepsUncleanReplica,
     ];
 
     /// The bug named `name` (its variant name, as traces record it).

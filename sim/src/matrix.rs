@@ -114,6 +114,26 @@ fn all_lose_power() -> Vec<FaultSpec> {
     [3_000, 11_000].into_iter().flat_map(|at| (0..3).map(move |b| fault(at, FaultKind::PowerLoss, &format!("broker-{b}"), 1_000))).collect()
 }
 
+/// KIP-966's "last replica standing", the same faults with `eligible.leader.replicas.enable`
+/// off and on. Five brokers, one controller voter (`broker-0`), `orders-1` on broker-1 (leader),
+/// broker-2 and broker-3: broker-3 is cut off (fenced: ISR {1,2}, at the minimum, so no ELR),
+/// then broker-2 (fenced: ISR {1}, below it; with ELR on broker-2 enters the ELR and the leader's
+/// high watermark stands still), then the last ISR member, broker-1, loses power and comes back
+/// without what it had not flushed, before the others heal. Off: it is the last ISR member, so
+/// it is elected again, and broker-2 and -3 truncate to it: acknowledged records are lost. On:
+/// it registers after an unclean shutdown, leaves the ISR and is not in the ELR, so the
+/// partition waits for broker-2, which holds every acknowledged record. The two bystanders
+/// (broker-0, broker-4) keep a majority of brokers heartbeating, so the controller fences.
+fn last_replica_standing(name: &str, elr: bool) -> Scenario {
+    let broker = BrokerSettings { min_insync_replicas: Some(2), eligible_leader_replicas: Some(elr), ..BrokerSettings::default() };
+    let faults = vec![
+        fault(2_000, FaultKind::Isolate, "broker-3", 7_000),
+        fault(4_000, FaultKind::Isolate, "broker-2", 5_000),
+        fault(6_500, FaultKind::PowerLoss, "broker-1", 1_000),
+    ];
+    scenario(name, Shape { brokers: 5, partitions: 2, rf: 3 }, broker, "all", 12_000, faults)
+}
+
 /// The rows of DESIGN.md's table, with replication, then the one-broker rows.
 pub fn rows() -> Vec<Row> {
     let rf3 = "3 brokers, RF=3, minISR=2";
@@ -227,6 +247,24 @@ pub fn rows() -> Vec<Row> {
             loss_allowed: false,
             note: "isolate broker-0 (leader of orders-0, one of three controller voters) for 3 s, twice: if it was the active controller it resigns (check-quorum) and the other two elect one that fences it, so orders-0 fails over while it is cut off; no acknowledged loss either way",
             scenario: replicated("acksall-never-isolate-controller", "all", None, 16_000, vec![fault(2_000, FaultKind::Isolate, "broker-0", 3_000), fault(9_000, FaultKind::Isolate, "broker-0", 3_000)]),
+        },
+        Row {
+            setup: "5 brokers, RF=3, minISR=2, ELR off",
+            acks: "all",
+            flush: "never",
+            fault: "ISR shrinks to the leader, which then loses power",
+            loss_allowed: true,
+            note: "orders-1 on broker-1/2/3: isolate 3, then 2 (ISR {1}), power loss on leader 1 before they heal: the last ISR member is elected again without what it lost, and 2 and 3 truncate to it (Kafka before KIP-966)",
+            scenario: last_replica_standing("acksall-never-last-replica-standing", false),
+        },
+        Row {
+            setup: "5 brokers, RF=3, minISR=2, ELR on",
+            acks: "all",
+            flush: "never",
+            fault: "ISR shrinks to the leader, which then loses power",
+            loss_allowed: false,
+            note: "the same faults with eligible.leader.replicas.enable: broker-2 left an ISR at the minimum, so it is in the ELR (the high watermark stood still since); broker-1 registers after an unclean shutdown and is not eligible; broker-2 is elected when it heals (KIP-966)",
+            scenario: last_replica_standing("acksall-never-last-replica-standing-elr", true),
         },
         Row {
             setup: one,

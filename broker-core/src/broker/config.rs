@@ -48,6 +48,10 @@ pub struct BrokerConfig {
     pub heartbeat_interval_ms: u64,
     /// `unclean.leader.election.enable` (the controller's default for topics).
     pub unclean_leader_election: bool,
+    /// `eligible.leader.replicas.enable` (KIP-966): the controller keeps ELRs, and a leader's
+    /// high watermark stands still while its ISR is below `min.insync.replicas`. Cluster-wide:
+    /// give every node the same value (and the same `min.insync.replicas`).
+    pub eligible_leader_replicas: bool,
     /// `log.*` defaults for every topic.
     pub log: LogConfig,
     /// `group.*` and `offsets.*`: the group coordinator's settings.
@@ -92,6 +96,7 @@ impl Default for BrokerConfig {
             session_timeout_ms: crate::constants::session_timeout_ms_default,
             heartbeat_interval_ms: crate::constants::heartbeat_interval_ms_default,
             unclean_leader_election: false,
+            eligible_leader_replicas: false,
             log: LogConfig::default(),
             groups: GroupConfig::default(),
             cleaner_backoff_ms: crate::constants::log_cleaner_backoff_ms,

@@ -105,6 +105,9 @@ pub struct Broker {
     /// the image may be stale — a restart may have lost records while it led — so this node
     /// takes no role (it neither leads nor follows) before then.
     registered: Option<i64>,
+    /// The broker epoch named by the clean-shutdown marker found at open (KIP-966's previous
+    /// broker epoch), until the first registration takes it; -1: none, an unclean shutdown.
+    previous_epoch: i64,
     /// Appends acknowledged but not yet made (only with `PlantedBug::AckBeforeAppend`).
     deferred: Vec<(String, i32, Vec<u8>)>,
     /// The log cleaner's turns (`cleaning`).
@@ -123,6 +126,12 @@ impl Broker {
         crate::storage::create_dir_all_durably(disk.as_ref(), &data).map_err(|e| Error::Storage(format!("create {}: {e}", data.display())))?;
         let producer_ids = ProducerIds::open(disk.as_ref(), &data, config.node_id)?;
         let cleaner = cleaning::Cleaner::new(config.cleaner_io_bytes_per_second);
+        // Only ELR reads the marker, and without it nothing touches the file: runs without
+        // ELR do the disk calls they always did.
+        let previous_epoch = match config.eligible_leader_replicas {
+            true => crate::log::dir::take_clean_shutdown(disk.as_ref(), &data).map_err(Error::from)?.unwrap_or(crate::controller::no_previous_epoch),
+            false => crate::controller::no_previous_epoch,
+        };
         Ok(Broker {
             config,
             disk,
@@ -133,6 +142,7 @@ impl Broker {
             producer_ids,
             auto_create: BTreeSet::new(),
             registered: None,
+            previous_epoch,
             deferred: Vec::new(),
             cleaner,
         })
@@ -140,6 +150,22 @@ impl Broker {
 
     pub fn config(&self) -> &BrokerConfig {
         &self.config
+    }
+
+    /// The previous broker epoch to register with (BrokerRegistration v3): the one the
+    /// clean-shutdown marker named, for the first registration of this process only; every
+    /// later one (a log went offline) is as after an unclean shutdown.
+    pub fn take_previous_epoch(&mut self) -> i64 {
+        std::mem::replace(&mut self.previous_epoch, crate::controller::no_previous_epoch)
+    }
+
+    /// After a clean stop (every partition flushed and checkpointed): leaves the marker that
+    /// lets the next start register as a clean shutdown of `broker_epoch` (ELR only).
+    pub fn mark_clean_shutdown(&self, broker_epoch: i64) -> Result<(), Error> {
+        if !self.config.eligible_leader_replicas {
+            return Ok(());
+        }
+        crate::log::dir::write_clean_shutdown(self.disk.as_ref(), &self.config.data_dir, broker_epoch).map_err(Error::from)
     }
 
     pub fn image(&self) -> &Image {

@@ -126,6 +126,7 @@ impl Broker {
         let overrides = self.image.topics.get(name).map(|t| t.config.clone()).unwrap_or_default();
         for ((n, p), part) in self.partitions.iter_mut().filter(|((n, _), _)| n == name) {
             part.min_insync = settings.min_insync;
+            part.replication.set_strict_min_isr(self.config.eligible_leader_replicas.then_some(settings.min_insync));
             if let Err(e) = part.log.set_config(settings.log.clone()) {
                 out.push(Action::Log(Level::Error, format!("{n}-{p}: new config refused by the log: {e}")));
             }
@@ -245,7 +246,8 @@ impl Broker {
         // Until the leader says otherwise, only what this replica holds is known committed
         // by no one: start at the log start and learn the mark from the leader (or, as a
         // leader, from the ISR).
-        let replication = Replication::new(self.config.node_id, start_of(&log, start_floor));
+        let mut replication = Replication::new(self.config.node_id, start_of(&log, start_floor));
+        replication.set_strict_min_isr(self.config.eligible_leader_replicas.then_some(settings.min_insync));
         Ok(Partition { topic_id, min_insync: settings.min_insync, log, producers, replication, start_floor, delete_asked: -1 })
     }
 

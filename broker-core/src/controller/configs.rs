@@ -47,11 +47,11 @@ impl Controller {
         if self.image.topics.get(name).is_some_and(|t| t.config == next) {
             return Ok(Vec::new());
         }
-        let mut draft = Draft::new(&self.image, &self.heard);
+        let mut draft = Draft::new(&self.image, &self.heard, &self.config);
         draft.push(MetadataRecord::TopicConfig { name: name.to_string(), config: next });
         // Only leaderless partitions can change here, and only if unclean election is now on
         // for them: with nobody removed, reelect elects where nobody leads.
-        draft.reelect(&[], self.config.unclean_leader_election);
+        draft.reelect(&[]);
         Ok(draft.records)
     }
 }

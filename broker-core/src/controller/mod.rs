@@ -15,6 +15,7 @@
 
 mod configs;
 mod election;
+mod elr;
 pub mod quorum;
 pub mod raft;
 pub mod snapshot;
@@ -34,6 +35,10 @@ use std::collections::{BTreeMap, BTreeSet};
 /// Kafka `broker.session.timeout.ms` default (see `constants::session_timeout_ms_default`).
 pub const broker_session_timeout_ms_default: u64 = crate::constants::session_timeout_ms_default;
 
+/// BrokerRegistration's `previous_broker_epoch` when the broker did not shut down cleanly
+/// (Kafka's -1).
+pub const no_previous_epoch: i64 = -1;
+
 /// Longest advertised host name a broker may register: DNS's limit, and a bound on the size
 /// of every RegisterBroker record.
 pub const broker_host_bytes_max: usize = 255;
@@ -51,8 +56,13 @@ pub struct ControllerConfig {
     pub num_partitions: i32,
     /// `unclean.leader.election.enable`, for topics that do not override it.
     pub unclean_leader_election: bool,
-    /// `min.insync.replicas`, for topics that do not override it (described to CreateTopics).
+    /// `min.insync.replicas`, for topics that do not override it (described to CreateTopics,
+    /// and the ELR's threshold).
     pub min_insync_replicas: i32,
+    /// `eligible.leader.replicas.enable` (KIP-966; Kafka 4.0's `eligible.leader.replicas.version=1`):
+    /// an ISR may empty into the ELR, and a broker that registers after an unclean shutdown
+    /// leaves it. Off by default, as in Kafka 4.0.
+    pub eligible_leader_replicas: bool,
     /// `log.*` broker defaults, to validate topic config overrides against.
     pub log: LogConfig,
     /// `metadata.log.max.record.bytes.between.snapshots`: committed metadata bytes after which
@@ -73,6 +83,7 @@ impl Default for ControllerConfig {
             num_partitions: num_partitions_default,
             unclean_leader_election: false,
             min_insync_replicas: 1,
+            eligible_leader_replicas: false,
             log: LogConfig::default(),
             snapshot_bytes_between: metadata_snapshot_bytes_between_default,
             planted: Planted::default(),
@@ -231,6 +242,15 @@ impl Controller {
     /// every ISR it was in and every leadership now (as when fenced), not when its old session
     /// would have expired. Mutates only the volatile heartbeat time.
     pub fn register(&mut self, id: i32, host: &str, port: i32, next_offset: i64, now: u64) -> Result<Vec<MetadataRecord>, Error> {
+        self.register_broker(id, host, port, no_previous_epoch, next_offset, now)
+    }
+
+    /// [`Controller::register`] with the epoch the broker held when it last shut down cleanly
+    /// (BrokerRegistration v3's `previous_broker_epoch`; [`no_previous_epoch`] after a crash or
+    /// a power loss). Another epoch than its current registration's is an unclean shutdown
+    /// (KIP-966): with ELR on, the broker also leaves every ELR, since it may have lost records
+    /// it had not flushed.
+    pub fn register_broker(&mut self, id: i32, host: &str, port: i32, previous_epoch: i64, next_offset: i64, now: u64) -> Result<Vec<MetadataRecord>, Error> {
         self.observe(now);
         if id < 0 {
             return Err(Error::InvalidRequest(format!("broker id {id} is negative")));
@@ -244,9 +264,11 @@ impl Controller {
         if next_offset <= self.image.offset {
             return Err(Error::InvalidRequest(format!("next metadata offset {next_offset} is not after the last applied {}", self.image.offset)));
         }
-        let mut draft = Draft::new(&self.image, &self.heard);
+        let mut draft = Draft::new(&self.image, &self.heard, &self.config);
+        let clean = self.image.brokers.get(&id).is_some_and(|b| b.epoch == previous_epoch);
         draft.push(MetadataRecord::RegisterBroker { id, epoch: next_offset, host: host.to_string(), port });
-        draft.reelect(&[id], self.config.unclean_leader_election);
+        let unclean = if clean { Vec::new() } else { vec![id] };
+        draft.reelect_after(&[id], &unclean);
         let records = draft.records;
         self.last_heartbeat.insert(id, now);
         self.heard.insert(id);
@@ -269,16 +291,16 @@ impl Controller {
         let caught_up = metadata_offset >= epoch;
         if !fenced && first_heard {
             // Eligible from now on: it may lead what has had no eligible leader.
-            let mut draft = Draft::new(&self.image, &self.heard);
-            draft.reelect(&[], self.config.unclean_leader_election);
+            let mut draft = Draft::new(&self.image, &self.heard, &self.config);
+            draft.reelect(&[]);
             return Ok((HeartbeatReply { fenced, caught_up }, draft.records));
         }
         if !fenced || !caught_up {
             return Ok((HeartbeatReply { fenced, caught_up }, Vec::new()));
         }
-        let mut draft = Draft::new(&self.image, &self.heard);
+        let mut draft = Draft::new(&self.image, &self.heard, &self.config);
         draft.push(MetadataRecord::UnfenceBroker { id, epoch });
-        draft.reelect(&[], self.config.unclean_leader_election);
+        draft.reelect(&[]);
         Ok((HeartbeatReply { fenced: false, caught_up }, draft.records))
     }
 
@@ -293,8 +315,8 @@ impl Controller {
         if fenced {
             return Ok(Vec::new());
         }
-        let mut draft = Draft::new(&self.image, &self.heard);
-        draft.reelect(&[id], self.config.unclean_leader_election);
+        let mut draft = Draft::new(&self.image, &self.heard, &self.config);
+        draft.reelect(&[id]);
         draft.push(MetadataRecord::FenceBroker { id, epoch: broker_epoch });
         Ok(draft.records)
     }
@@ -326,9 +348,9 @@ impl Controller {
         if heard_recently * 2 <= self.image.brokers.len() && !self.config.planted.is(PlantedBug::NoCheckQuorum) {
             return Vec::new();
         }
-        let mut draft = Draft::new(&self.image, &self.heard);
+        let mut draft = Draft::new(&self.image, &self.heard, &self.config);
         let ids: Vec<i32> = expired.iter().map(|&(id, _)| id).collect();
-        draft.reelect(&ids, self.config.unclean_leader_election);
+        draft.reelect(&ids);
         for (id, epoch) in expired {
             draft.push(MetadataRecord::FenceBroker { id, epoch });
         }
@@ -369,7 +391,7 @@ impl Controller {
         let mut records = vec![MetadataRecord::Topic { name: name.to_string(), id: topic::hex(&id), partitions, config }];
         for (p, replicas) in (0..).zip(assignment) {
             let leader = replicas.first().copied().unwrap_or(no_leader);
-            let state = PartitionInfo { leader, isr: replicas.clone(), replicas, leader_epoch: 0, partition_epoch: 0 };
+            let state = PartitionInfo { leader, isr: replicas.clone(), replicas, leader_epoch: 0, partition_epoch: 0, elr: Vec::new(), last_known_elr: Vec::new() };
             records.push(partition_record(name, p, state));
         }
         Ok((id, records))
@@ -435,7 +457,11 @@ impl Controller {
         if isr == part.isr {
             return Ok((part.clone(), Vec::new()));
         }
-        let next = PartitionInfo { isr, partition_epoch: part.partition_epoch.saturating_add(1), ..part.clone() };
+        let (elr, last_known_elr) = match self.config.eligible_leader_replicas {
+            true => elr::next(part, &isr, election::min_insync(&self.image.topics[&req.topic], self.config.min_insync_replicas), &[]),
+            false => (Vec::new(), Vec::new()),
+        };
+        let next = PartitionInfo { isr, partition_epoch: part.partition_epoch.saturating_add(1), elr, last_known_elr, ..part.clone() };
         Ok((next.clone(), vec![partition_record(&req.topic, req.partition, next)]))
     }
 
@@ -491,5 +517,7 @@ fn partition_record(topic: &str, partition: i32, p: PartitionInfo) -> MetadataRe
         leader: p.leader,
         leader_epoch: p.leader_epoch,
         partition_epoch: p.partition_epoch,
+        elr: p.elr,
+        last_known_elr: p.last_known_elr,
     }
 }

@@ -139,8 +139,15 @@ fn render(records: &[MetadataRecord]) -> String {
         MetadataRecord::FenceBroker { id, epoch } => format!("fence {id} epoch={epoch}"),
         MetadataRecord::UnfenceBroker { id, epoch } => format!("unfence {id} epoch={epoch}"),
         MetadataRecord::Topic { name, partitions, .. } => format!("topic {name} partitions={partitions}"),
-        MetadataRecord::Partition { topic, partition, replicas, isr, leader, leader_epoch, partition_epoch } => {
-            format!("{topic}-{partition} replicas={replicas:?} isr={isr:?} leader={leader} epochs={leader_epoch}/{partition_epoch}")
+        MetadataRecord::Partition { topic, partition, replicas, isr, leader, leader_epoch, partition_epoch, elr, last_known_elr } => {
+            let mut elrs = String::new();
+            if !elr.is_empty() {
+                elrs += &format!(" elr={elr:?}");
+            }
+            if !last_known_elr.is_empty() {
+                elrs += &format!(" lke={last_known_elr:?}");
+            }
+            format!("{topic}-{partition} replicas={replicas:?} isr={isr:?} leader={leader}{elrs} epochs={leader_epoch}/{partition_epoch}")
         }
         MetadataRecord::RemoveTopic { name } => format!("remove {name}"),
         MetadataRecord::TopicConfig { name, config } => format!("config {name} {config:?}"),
@@ -325,7 +332,7 @@ fn alter_partition_refuses_an_unregistered_member() {
     let mut c = Cluster::with_brokers(ControllerConfig::default(), &[1]);
     c.create("t", 1, 1, &[]);
     // A replica list naming broker 7, which never registered (as if assigned by hand).
-    let state = MetadataRecord::Partition { topic: "t".into(), partition: 0, replicas: vec![1, 7], isr: vec![1], leader: 1, leader_epoch: 0, partition_epoch: 1 };
+    let state = MetadataRecord::Partition { topic: "t".into(), partition: 0, replicas: vec![1, 7], isr: vec![1], leader: 1, leader_epoch: 0, partition_epoch: 1, elr: vec![], last_known_elr: vec![] };
     c.commit(vec![state]);
     let err = c.ctl.alter_partition(&c.alter(1, "t", &[1, 7])).unwrap_err();
     assert_eq!(err.kafka_error(), Code::IneligibleReplica);
@@ -465,7 +472,7 @@ fn a_new_controller_gives_every_broker_a_fresh_session() {
 fn hostile_values_refuse_or_saturate_without_panicking() {
     let mut c = Cluster::with_brokers(ControllerConfig::default(), &[1, 2]);
     c.create("t", 1, 2, &[]);
-    let at_limit = MetadataRecord::Partition { topic: "t".into(), partition: 0, replicas: vec![1, 2], isr: vec![1, 2], leader: 1, leader_epoch: i32::MAX, partition_epoch: i32::MAX };
+    let at_limit = MetadataRecord::Partition { topic: "t".into(), partition: 0, replicas: vec![1, 2], isr: vec![1, 2], leader: 1, leader_epoch: i32::MAX, partition_epoch: i32::MAX, elr: vec![], last_known_elr: vec![] };
     c.commit(vec![at_limit]);
     c.add_bystanders(&[3], 0);
     c.heartbeats(&[2, 3], u64::MAX - 1);
@@ -487,6 +494,7 @@ fn restarted(c: Cluster, now: u64) -> Cluster {
 }
 
 mod configs;
+mod elr;
 mod quorum;
 mod sessions;
 mod snapshots;

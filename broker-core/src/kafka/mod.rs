@@ -37,7 +37,7 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::OffsetDelete, 0, 0),
     // Broker to controller (see docs/replication.md).
     (ApiKey::AlterPartition, 2, 2),
-    (ApiKey::BrokerRegistration, 0, 0),
+    (ApiKey::BrokerRegistration, 0, 3),
     (ApiKey::BrokerHeartbeat, 0, 0),
     // A broker forwarding a controller request to the active controller (KIP-590).
     (ApiKey::Envelope, 0, 0),
@@ -70,7 +70,8 @@ pub const SENT: &[(ApiKey, i16)] = &[
     // v8: batched groups; v9 carries KIP-848 member epochs this client does not use.
     (ApiKey::OffsetCommit, 8),
     (ApiKey::OffsetFetch, 8),
-    (ApiKey::BrokerRegistration, 0),
+    // v3 carries KIP-966's previous broker epoch.
+    (ApiKey::BrokerRegistration, 3),
     (ApiKey::BrokerHeartbeat, 0),
     (ApiKey::Envelope, 0),
 ];

@@ -8,6 +8,7 @@
 //! <data>/<topic>-<p>/partition.metadata   "version: 0\ntopic_id: <32 hex digits>\n"
 //! <data>/producer-ids                     "<next unallocated id>\n"
 //! <data>/<topic>-<p>/log-start-offset-checkpoint   "<log start offset>\n" (DeleteRecords)
+//! <data>/clean-shutdown                   "<broker epoch>\n" (KIP-966; only while stopped)
 //! ```
 
 use super::{io_err as io, LogError};
@@ -100,6 +101,31 @@ pub fn read_producer_ids(disk: &dyn Disk, path: &Path) -> Result<Option<i64>, Lo
 /// Persists `limit` as the next unallocated producer id (atomically, synced).
 pub fn write_producer_ids(disk: &dyn Disk, path: &Path, limit: i64) -> Result<(), LogError> {
     write_atomically(disk, path, format!("{limit}\n").as_bytes()).map_err(io("write", path))
+}
+
+/// The file a broker leaves after a clean shutdown (every partition flushed and checkpointed),
+/// naming the broker epoch it held: Kafka's `.kafka_cleanshutdown`. Read and removed at the
+/// next start, so a crash after that start leaves none; its absence is an unclean shutdown.
+pub const clean_shutdown_file: &str = "clean-shutdown";
+
+/// Takes the clean-shutdown marker: the broker epoch it names, if there is one, after removing
+/// it durably (the next stop must write its own). A marker that does not parse is treated as
+/// none (an unclean shutdown: the safe side), and removed too.
+pub fn take_clean_shutdown(disk: &dyn Disk, data_dir: &Path) -> Result<Option<i64>, LogError> {
+    let path = data_dir.join(clean_shutdown_file);
+    if !disk.exists(&path) {
+        return Ok(None);
+    }
+    let epoch = read_small(disk, &path, small_file_bytes_max)?.and_then(|text| text.trim().parse().ok()).filter(|&e: &i64| e >= 0);
+    disk.remove(&path).map_err(io("remove", &path))?;
+    disk.sync_dir(data_dir).map_err(io("sync", data_dir))?;
+    Ok(epoch)
+}
+
+/// Leaves the clean-shutdown marker naming `broker_epoch` (atomically, synced).
+pub fn write_clean_shutdown(disk: &dyn Disk, data_dir: &Path, broker_epoch: i64) -> Result<(), LogError> {
+    let path = data_dir.join(clean_shutdown_file);
+    write_atomically(disk, &path, format!("{broker_epoch}\n").as_bytes()).map_err(io("write", &path))
 }
 
 /// The file holding the log start offset DeleteRecords set, in the partition directory (Kafka

@@ -34,12 +34,20 @@ pub struct PartitionInfo {
     pub leader_epoch: i32,
     /// Bumped on every change; AlterPartition must name the current one.
     pub partition_epoch: i32,
+    /// KIP-966 eligible leader replicas, in replica order: out of the ISR, but holding every
+    /// record below the high watermark (the ISR was below `min.insync.replicas` when they left
+    /// it, so the mark stood still). Empty unless `eligible.leader.replicas.enable`.
+    pub elr: Vec<i32>,
+    /// KIP-966's last-known ELR: members that left the ELR after an unclean shutdown (or were
+    /// in the ISR when it went below the minimum), kept for the operator. Cleared, like the
+    /// ELR, once the ISR is back at `min.insync.replicas`.
+    pub last_known_elr: Vec<i32>,
 }
 
 impl PartitionInfo {
     /// A partition named by a Topic record whose Partition record has not been applied yet.
     fn unassigned() -> PartitionInfo {
-        PartitionInfo { replicas: Vec::new(), isr: Vec::new(), leader: no_leader, leader_epoch: 0, partition_epoch: 0 }
+        PartitionInfo { replicas: Vec::new(), isr: Vec::new(), leader: no_leader, leader_epoch: 0, partition_epoch: 0, elr: Vec::new(), last_known_elr: Vec::new() }
     }
 }
 
@@ -80,7 +88,7 @@ impl Image {
             MetadataRecord::FenceBroker { id, epoch } => self.set_fenced(*id, *epoch, true),
             MetadataRecord::UnfenceBroker { id, epoch } => self.set_fenced(*id, *epoch, false),
             MetadataRecord::Topic { name, id, partitions, config } => self.add_topic(name, id, *partitions, config),
-            MetadataRecord::Partition { topic, partition, replicas, isr, leader, leader_epoch, partition_epoch } => {
+            MetadataRecord::Partition { topic, partition, replicas, isr, leader, leader_epoch, partition_epoch, elr, last_known_elr } => {
                 if let Some(slot) = self.partition_mut(topic, *partition) {
                     *slot = PartitionInfo {
                         replicas: replicas.clone(),
@@ -88,6 +96,8 @@ impl Image {
                         leader: *leader,
                         leader_epoch: *leader_epoch,
                         partition_epoch: *partition_epoch,
+                        elr: elr.clone(),
+                        last_known_elr: last_known_elr.clone(),
                     };
                 }
             }
@@ -183,7 +193,7 @@ mod tests {
     }
 
     fn part(topic: &str, partition: i32, leader: i32) -> MetadataRecord {
-        MetadataRecord::Partition { topic: topic.into(), partition, replicas: vec![1], isr: vec![1], leader, leader_epoch: 0, partition_epoch: 0 }
+        MetadataRecord::Partition { topic: topic.into(), partition, replicas: vec![1], isr: vec![1], leader, leader_epoch: 0, partition_epoch: 0, elr: vec![], last_known_elr: vec![] }
     }
 
     #[test]
@@ -236,8 +246,14 @@ mod tests {
 
     #[test]
     fn records_round_trip_and_garbage_is_an_error() {
-        let r = MetadataRecord::Partition { topic: "t".into(), partition: 2, replicas: vec![1, 2], isr: vec![2], leader: 2, leader_epoch: 3, partition_epoch: 4 };
-        assert_eq!(MetadataRecord::decode(&r.encode()), Ok(r));
+        let r = MetadataRecord::Partition { topic: "t".into(), partition: 2, replicas: vec![1, 2], isr: vec![2], leader: 2, leader_epoch: 3, partition_epoch: 4, elr: vec![], last_known_elr: vec![] };
+        assert_eq!(MetadataRecord::decode(&r.encode()), Ok(r.clone()));
+        // Without ELR the bytes are what they were before KIP-966, and such a record decodes.
+        let old = r#"{"type":"Partition","topic":"t","partition":2,"replicas":[1,2],"isr":[2],"leader":2,"leader_epoch":3,"partition_epoch":4}"#;
+        assert_eq!(String::from_utf8(r.encode()).unwrap(), old);
+        let with = MetadataRecord::Partition { topic: "t".into(), partition: 2, replicas: vec![1, 2, 3], isr: vec![], leader: -1, leader_epoch: 3, partition_epoch: 4, elr: vec![2], last_known_elr: vec![1] };
+        assert!(String::from_utf8(with.encode()).unwrap().ends_with(r#""elr":[2],"last_known_elr":[1]}"#));
+        assert_eq!(MetadataRecord::decode(&with.encode()), Ok(with));
         assert!(String::from_utf8(topic("t", 1).encode()).unwrap().contains("\"type\":\"Topic\""));
         for bad in [&b""[..], b"{}", b"{\"type\":\"Nope\"}", b"\xff\xfe", b"{\"type\":\"FenceBroker\",\"id\":\"1\"}"] {
             assert!(MetadataRecord::decode(bad).is_err(), "{bad:?}");

@@ -28,7 +28,22 @@ pub enum MetadataRecord {
     /// [`MetadataRecord::Partition`] record in the same batch.
     Topic { name: String, id: String, partitions: i32, config: BTreeMap<String, String> },
     /// The full state of one partition after a change. `leader` is [`no_leader`] for none.
-    Partition { topic: String, partition: i32, replicas: Vec<i32>, isr: Vec<i32>, leader: i32, leader_epoch: i32, partition_epoch: i32 },
+    /// `elr` and `last_known_elr` are KIP-966's eligible leader replicas (only with
+    /// `eligible.leader.replicas.enable`): left out of the JSON when empty, so a record without
+    /// them is exactly the bytes it was before KIP-966, and an old log decodes with them empty.
+    Partition {
+        topic: String,
+        partition: i32,
+        replicas: Vec<i32>,
+        isr: Vec<i32>,
+        leader: i32,
+        leader_epoch: i32,
+        partition_epoch: i32,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        elr: Vec<i32>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        last_known_elr: Vec<i32>,
+    },
     /// Deletes a topic and all its partitions.
     RemoveTopic { name: String },
     /// A topic's config overrides after a change (AlterConfigs, IncrementalAlterConfigs): the

@@ -130,7 +130,9 @@ pub fn broker_registration(node: &Node, version: i16, correlation_id: i32, req: 
     };
     let next = q.end_offset();
     let id = req.broker_id.0;
-    let result = q.controller_mut().register(id, listener.host.as_str(), listener.port as i32, next, now).map_err(|e| e.kafka_error().code());
+    // v0-2 carry no previous epoch: as after an unclean shutdown (Kafka's default, -1).
+    let previous = if version >= 3 { req.previous_broker_epoch } else { crate::controller::no_previous_epoch };
+    let result = q.controller_mut().register_broker(id, listener.host.as_str(), listener.port as i32, previous, next, now).map_err(|e| e.kafka_error().code());
     let last = match result.and_then(|records| q.commit(records, now).map_err(|e| e.kafka_error().code())) {
         Ok(last) => {
             r.broker_epoch = q.controller().image().brokers.get(&id).map_or(-1, |b| b.epoch);

@@ -119,6 +119,11 @@ pub struct Replication {
     resend: bool,
     /// Follower only: epoch truncation still to do before fetching.
     pub needs_truncation: bool,
+    /// KIP-966's strict min ISR (with `eligible.leader.replicas.enable`): the high watermark
+    /// does not move while the committed ISR has fewer members than this, so every replica
+    /// that left an ISR already at the minimum holds every record below the mark (what makes
+    /// the controller's ELR safe to elect). 0: no such rule.
+    strict_min_isr: usize,
 }
 
 impl Replication {
@@ -140,7 +145,14 @@ impl Replication {
             refused: false,
             resend: false,
             needs_truncation: false,
+            strict_min_isr: 0,
         }
+    }
+
+    /// Turns KIP-966's strict min ISR on (`min_isr`, the partition's `min.insync.replicas`) or
+    /// off (None); see the field.
+    pub fn set_strict_min_isr(&mut self, min_isr: Option<i32>) {
+        self.strict_min_isr = min_isr.map_or(0, |m| usize::try_from(m).unwrap_or(0));
     }
 
     pub fn high_watermark(&self) -> i64 {
@@ -317,6 +329,9 @@ impl Replication {
     }
 
     fn advance(&mut self, leo: i64) -> bool {
+        if self.isr.len() < self.strict_min_isr {
+            return false; // KIP-966: below min ISR the mark stands still
+        }
         let mut hw = leo;
         for r in self.maximal_isr() {
             if r == self.me {

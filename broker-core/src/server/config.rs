@@ -92,6 +92,10 @@ pub struct Flags {
     /// unclean.leader.election.enable (read by the controller)
     #[arg(long)]
     pub unclean_leader_election_enable: Option<bool>,
+    /// eligible.leader.replicas.enable (KIP-966; read by the controller and by every leader,
+    /// so give it to every node)
+    #[arg(long)]
+    pub eligible_leader_replicas_enable: Option<bool>,
     /// group.initial.rebalance.delay.ms
     #[arg(long)]
     pub group_initial_rebalance_delay_ms: Option<u64>,
@@ -159,6 +163,7 @@ pub const FILE_SETTINGS: &[&str] = &[
     "broker.session.timeout.ms",
     "broker.heartbeat.interval.ms",
     "unclean.leader.election.enable",
+    "eligible.leader.replicas.enable",
     "group.initial.rebalance.delay.ms",
     "group.min.session.timeout.ms",
     "group.max.session.timeout.ms",
@@ -205,6 +210,7 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
             "broker.session.timeout.ms" => f.broker_session_timeout_ms = Some(int()? as u64),
             "broker.heartbeat.interval.ms" => f.broker_heartbeat_interval_ms = Some(int()? as u64),
             "unclean.leader.election.enable" => f.unclean_leader_election_enable = Some(value.as_bool().ok_or_else(|| bad("true or false"))?),
+            "eligible.leader.replicas.enable" => f.eligible_leader_replicas_enable = Some(value.as_bool().ok_or_else(|| bad("true or false"))?),
             "group.initial.rebalance.delay.ms" => f.group_initial_rebalance_delay_ms = Some(int()? as u64),
             "group.min.session.timeout.ms" => f.group_min_session_timeout_ms = Some(int()? as u64),
             "group.max.session.timeout.ms" => f.group_max_session_timeout_ms = Some(int()? as u64),
@@ -224,7 +230,7 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
         log_segment_bytes, log_roll_ms, log_retention_ms, log_retention_bytes, log_index_interval_bytes,
         log_flush_interval_messages, log_flush_interval_ms, message_max_bytes, controller_quorum_voters, process_roles, controller_quorum_election_timeout_ms, metadata_log_max_record_bytes_between_snapshots,
         default_replication_factor, replica_lag_time_max_ms, broker_session_timeout_ms, broker_heartbeat_interval_ms,
-        unclean_leader_election_enable, group_initial_rebalance_delay_ms, group_min_session_timeout_ms, group_max_session_timeout_ms, group_max_size, offsets_topic_num_partitions, offsets_topic_replication_factor, offsets_retention_minutes, offset_metadata_max_bytes, log_cleaner_backoff_ms, log_cleaner_io_max_bytes_per_second, fetch_zero_copy);
+        unclean_leader_election_enable, eligible_leader_replicas_enable, group_initial_rebalance_delay_ms, group_min_session_timeout_ms, group_max_session_timeout_ms, group_max_size, offsets_topic_num_partitions, offsets_topic_replication_factor, offsets_retention_minutes, offset_metadata_max_bytes, log_cleaner_backoff_ms, log_cleaner_io_max_bytes_per_second, fetch_zero_copy);
     Ok(f)
 }
 
@@ -292,6 +298,7 @@ pub fn resolve(f: &Flags) -> Result<(SocketAddr, BrokerConfig), String> {
     if let Some(v) = f.broker_session_timeout_ms { c.session_timeout_ms = v }
     if let Some(v) = f.broker_heartbeat_interval_ms { c.heartbeat_interval_ms = v }
     if let Some(v) = f.unclean_leader_election_enable { c.unclean_leader_election = v }
+    if let Some(v) = f.eligible_leader_replicas_enable { c.eligible_leader_replicas = v }
     resolve_groups(f, &mut c.groups)?;
     if let Some(v) = f.log_cleaner_backoff_ms { c.cleaner_backoff_ms = v.max(1) }
     // Kafka's default is Double.MaxValue: no limit. A rate beyond u64 is none either.
@@ -396,6 +403,7 @@ pub fn controller_config(c: &BrokerConfig) -> crate::controller::ControllerConfi
         num_partitions: c.num_partitions,
         unclean_leader_election: c.unclean_leader_election,
         min_insync_replicas: c.min_insync_replicas,
+        eligible_leader_replicas: c.eligible_leader_replicas,
         log: c.log.clone(),
         snapshot_bytes_between: c.metadata_snapshot_bytes_between,
         planted: c.planted_set(),

@@ -209,7 +209,16 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: impl st
     }
     tracing::info!("shutting down: flushing and checkpointing every partition");
     let failures = shared.decide(|s| s.broker().checkpoint(now_ms())).await;
+    let clean = !failures.iter().any(|a| matches!(a, Action::Log(Level::Error, _)));
     shared.perform(failures);
+    // KIP-966: the next start registers as a clean shutdown of this epoch, so it may stay in
+    // the ELRs it is in. Any failure above leaves no marker: that start counts as unclean.
+    let epoch = *shared.broker_epoch.lock().unwrap_or_else(|p| p.into_inner());
+    if let (true, Some(epoch)) = (clean, epoch) {
+        if let Err(e) = shared.broker().mark_clean_shutdown(epoch) {
+            tracing::error!("clean-shutdown marker: {e}; the next start counts as unclean");
+        }
+    }
 }
 
 /// How often the timers log every replica's state at debug level.

@@ -177,6 +177,7 @@ async fn register(shared: &Shared, conn: &mut Conn, c: &crate::broker::BrokerCon
     listener.host = s(&c.advertised_host);
     listener.port = c.advertised_port as u16;
     reg.listeners = vec![listener];
+    reg.previous_broker_epoch = shared.broker().take_previous_epoch();
     let resp = conn.send(&reg).await?;
     kafka(resp.error_code)?;
     let epoch = resp.broker_epoch;
@@ -288,6 +289,9 @@ async fn alter_partitions(shared: &Shared, conn: &mut Conn, me: i32, epoch: i64)
             leader: x.leader_id.0,
             leader_epoch: x.leader_epoch,
             partition_epoch: x.partition_epoch,
+            // AlterPartition's answer carries no ELR; the leader takes only the ISR and epochs.
+            elr: Vec::new(),
+            last_known_elr: Vec::new(),
         });
         let verdict = match (&info, crate::kafka::error(code)) {
             (Some(i), _) => IsrAnswer::Committed(i),

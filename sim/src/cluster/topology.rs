@@ -187,6 +187,9 @@ pub(super) fn broker_config(s: &Scenario, i: u32, bug: Option<PlantedBug>) -> Br
     if let Some(u) = s.broker.unclean_leader_election {
         c.unclean_leader_election = u;
     }
+    if let Some(e) = s.broker.eligible_leader_replicas {
+        c.eligible_leader_replicas = e;
+    }
     if let Some(d) = s.broker.group_initial_rebalance_delay_ms {
         c.groups.initial_rebalance_delay_ms = d;
     }

@@ -33,6 +33,9 @@ pub struct BrokerSettings {
     /// whose scenarios were made on the copying path.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fetch_zero_copy: Option<bool>,
+    /// `eligible.leader.replicas.enable` (KIP-966), on every node. Default off, as in Kafka 4.0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eligible_leader_replicas: Option<bool>,
     /// `controller.quorum.voters`: how many brokers, `broker-0` on, are the Raft metadata
     /// quorum's voters (combined mode). Default 1: `broker-0` alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -85,7 +85,7 @@ impl Cluster {
     fn elect(&mut self, leader: i32, isr: &[i32]) {
         let p = self.ctl.image().partition(topic_name, 0).unwrap().clone();
         let (leader_epoch, partition_epoch) = (p.leader_epoch + 1, p.partition_epoch + 1);
-        self.commit(vec![MetadataRecord::Partition { topic: topic_name.into(), partition: 0, replicas: p.replicas, isr: isr.to_vec(), leader, leader_epoch, partition_epoch }]);
+        self.commit(vec![MetadataRecord::Partition { topic: topic_name.into(), partition: 0, replicas: p.replicas, isr: isr.to_vec(), leader, leader_epoch, partition_epoch, elr: vec![], last_known_elr: vec![] }]);
     }
 
     fn broker(&mut self, id: i32) -> &mut Broker {
@@ -241,7 +241,7 @@ fn a_broker_takes_no_role_until_its_own_registration_is_applied() {
     // which happens in the batch holding its new registration.
     let dir = tempfile::tempdir().unwrap();
     let open = || Broker::open(Arc::new(FileDisk::new()), BrokerConfig { node_id: 1, ..crate::testing::config(dir.path()) }, 0).unwrap();
-    let partition = |p: i32, replicas: Vec<i32>, leader: i32, epoch: i32| MetadataRecord::Partition { topic: topic_name.into(), partition: p, isr: replicas.clone(), replicas, leader, leader_epoch: epoch, partition_epoch: epoch };
+    let partition = |p: i32, replicas: Vec<i32>, leader: i32, epoch: i32| MetadataRecord::Partition { topic: topic_name.into(), partition: p, isr: replicas.clone(), replicas, leader, leader_epoch: epoch, partition_epoch: epoch, elr: vec![], last_known_elr: vec![] };
     let register = |id: i32, epoch: i64| MetadataRecord::RegisterBroker { id, epoch, host: "host".into(), port: 9092 };
     let previous_life = vec![
         register(1, 0),
