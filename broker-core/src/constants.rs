@@ -378,3 +378,12 @@ const _: () = assert!(controller_commit_wait_ms < peer_request_ms_max);
 /// NOT_CONTROLLER: the request timeout Kafka's clients use by default (30 s), so a forward
 /// outlasts an election and the client never waits for nothing.
 pub const forward_wait_ms_max: u64 = 30_000;
+
+/// Kafka's `leader.imbalance.check.interval.seconds` default (300 s): how often the active
+/// controller moves leadership back to preferred replicas. Long, so a broker that just
+/// rejoined an ISR has caught up well before it leads again.
+pub const leader_imbalance_check_interval_ms_default: u64 = 300_000;
+
+/// Kafka's `leader.imbalance.per.broker.percentage` default: a broker's leaderships move back
+/// once more than 10% of the partitions it is preferred for are led elsewhere.
+pub const leader_imbalance_per_broker_percentage_default: u32 = 10;

@@ -52,6 +52,13 @@ pub struct BrokerConfig {
     /// high watermark stands still while its ISR is below `min.insync.replicas`. Cluster-wide:
     /// give every node the same value (and the same `min.insync.replicas`).
     pub eligible_leader_replicas: bool,
+    /// `auto.leader.rebalance.enable` (the controller's): leadership moves back to preferred
+    /// replicas. On by default, as in Kafka; the simulator turns it off unless a scenario asks.
+    pub auto_leader_rebalance: bool,
+    /// `leader.imbalance.check.interval.seconds`, in ms.
+    pub leader_imbalance_check_interval_ms: u64,
+    /// `leader.imbalance.per.broker.percentage`
+    pub leader_imbalance_per_broker_percentage: u32,
     /// `log.*` defaults for every topic.
     pub log: LogConfig,
     /// `group.*` and `offsets.*`: the group coordinator's settings.
@@ -97,6 +104,9 @@ impl Default for BrokerConfig {
             heartbeat_interval_ms: crate::constants::heartbeat_interval_ms_default,
             unclean_leader_election: false,
             eligible_leader_replicas: false,
+            auto_leader_rebalance: true,
+            leader_imbalance_check_interval_ms: crate::constants::leader_imbalance_check_interval_ms_default,
+            leader_imbalance_per_broker_percentage: crate::constants::leader_imbalance_per_broker_percentage_default,
             log: LogConfig::default(),
             groups: GroupConfig::default(),
             cleaner_backoff_ms: crate::constants::log_cleaner_backoff_ms,

@@ -17,6 +17,7 @@ mod configs;
 mod election;
 mod elr;
 pub mod quorum;
+mod rebalance;
 pub mod raft;
 pub mod snapshot;
 #[cfg(test)]
@@ -59,6 +60,14 @@ pub struct ControllerConfig {
     /// `min.insync.replicas`, for topics that do not override it (described to CreateTopics,
     /// and the ELR's threshold).
     pub min_insync_replicas: i32,
+    /// `auto.leader.rebalance.enable`: move leadership back to each partition's preferred
+    /// replica (the first of its assignment) when it is in the ISR (`rebalance.rs`).
+    pub auto_leader_rebalance: bool,
+    /// `leader.imbalance.check.interval.seconds`, in ms: how often the rebalance looks.
+    pub leader_imbalance_check_interval_ms: u64,
+    /// `leader.imbalance.per.broker.percentage`: a broker's partitions are moved back only
+    /// when more than this share of those it is preferred for are led elsewhere.
+    pub leader_imbalance_per_broker_percentage: u32,
     /// `eligible.leader.replicas.enable` (KIP-966; Kafka 4.0's `eligible.leader.replicas.version=1`):
     /// an ISR may empty into the ELR, and a broker that registers after an unclean shutdown
     /// leaves it. Off by default, as in Kafka 4.0.
@@ -84,6 +93,9 @@ impl Default for ControllerConfig {
             unclean_leader_election: false,
             min_insync_replicas: 1,
             eligible_leader_replicas: false,
+            auto_leader_rebalance: true,
+            leader_imbalance_check_interval_ms: crate::constants::leader_imbalance_check_interval_ms_default,
+            leader_imbalance_per_broker_percentage: crate::constants::leader_imbalance_per_broker_percentage_default,
             log: LogConfig::default(),
             snapshot_bytes_between: metadata_snapshot_bytes_between_default,
             planted: Planted::default(),
@@ -203,6 +215,9 @@ pub struct Controller {
     /// heartbeat still in flight from such a broker must not unfence it; it registers anew
     /// when it starts again.
     shutting_down: BTreeSet<i32>,
+    /// Volatile: when the next preferred-leader rebalance is due (`rebalance.rs`); a new
+    /// controller waits one whole interval first.
+    next_rebalance_ms: u64,
 }
 
 impl Controller {
@@ -212,7 +227,8 @@ impl Controller {
         let last_heartbeat = image.brokers.keys().map(|&id| (id, now)).collect();
         // Planted `ElectsUnheardBroker`: every registered broker counts as heard from the start.
         let heard = if config.planted.is(PlantedBug::ElectsUnheardBroker) { image.brokers.keys().copied().collect() } else { BTreeSet::new() };
-        Controller { config, image, last_heartbeat, now, heard, shutting_down: BTreeSet::new() }
+        let next_rebalance_ms = now.saturating_add(config.leader_imbalance_check_interval_ms);
+        Controller { config, image, last_heartbeat, now, heard, shutting_down: BTreeSet::new(), next_rebalance_ms }
     }
 
     pub fn config(&self) -> &ControllerConfig {
@@ -339,7 +355,15 @@ impl Controller {
     /// crash of its own unflushed log would then lose committed records. A Raft quorum gets
     /// this from its majority; one voter must hold back. (A majority of brokers really gone
     /// stalls failover until they return, as a KRaft quorum that lost its majority would.)
-    pub fn tick(&self, now: u64) -> Vec<MetadataRecord> {
+    pub fn tick(&mut self, now: u64) -> Vec<MetadataRecord> {
+        let fenced = self.fence_expired(now);
+        if !fenced.is_empty() {
+            return fenced;
+        }
+        self.rebalance_if_due(now)
+    }
+
+    fn fence_expired(&self, now: u64) -> Vec<MetadataRecord> {
         let expired: Vec<(i32, i64)> = self.image.live_brokers().filter(|b| self.session_end(b.id) < now).map(|b| (b.id, b.epoch)).collect();
         if expired.is_empty() {
             return Vec::new();
@@ -366,7 +390,8 @@ impl Controller {
     /// Sessions that already ended are left out: their tick is due (or held back by
     /// check-quorum), and the shell's periodic tick covers them without spinning.
     pub fn next_deadline(&self) -> Option<u64> {
-        self.image.live_brokers().map(|b| self.session_end(b.id).saturating_add(1)).filter(|&d| d > self.now).min()
+        let sessions = self.image.live_brokers().map(|b| self.session_end(b.id).saturating_add(1)).filter(|&d| d > self.now).min();
+        sessions.into_iter().chain(self.rebalance_deadline()).min()
     }
 
     /// Creates a topic: `partitions` -1 means `num.partitions`, `replication_factor` -1 means

@@ -465,12 +465,15 @@ fn a_new_controller_gives_every_broker_a_fresh_session() {
     // The bystanders speak to the new controller, so a majority is heard when 1 and 2 expire.
     c.heartbeats(&bystanders, 101_000);
     assert_eq!(c.tick(100_000 + session + 1), "t-0 replicas=[1, 2] isr=[2] leader=-1 epochs=1/1\nfence 1 epoch=0\nfence 2 epoch=1");
-    assert_eq!(Controller::new(ControllerConfig::default(), Image::default(), 0).next_deadline(), None);
+    let quiet = ControllerConfig { auto_leader_rebalance: false, ..ControllerConfig::default() };
+    assert_eq!(Controller::new(quiet, Image::default(), 0).next_deadline(), None);
+    let rebalancing = ControllerConfig::default();
+    assert_eq!(Controller::new(rebalancing, Image::default(), 7).next_deadline(), Some(7 + crate::constants::leader_imbalance_check_interval_ms_default));
 }
 
 #[test]
 fn hostile_values_refuse_or_saturate_without_panicking() {
-    let mut c = Cluster::with_brokers(ControllerConfig::default(), &[1, 2]);
+    let mut c = Cluster::with_brokers(ControllerConfig { auto_leader_rebalance: false, ..ControllerConfig::default() }, &[1, 2]);
     c.create("t", 1, 2, &[]);
     let at_limit = MetadataRecord::Partition { topic: "t".into(), partition: 0, replicas: vec![1, 2], isr: vec![1, 2], leader: 1, leader_epoch: i32::MAX, partition_epoch: i32::MAX, elr: vec![], last_known_elr: vec![] };
     c.commit(vec![at_limit]);
@@ -496,5 +499,6 @@ fn restarted(c: Cluster, now: u64) -> Cluster {
 mod configs;
 mod elr;
 mod quorum;
+mod rebalance;
 mod sessions;
 mod snapshots;

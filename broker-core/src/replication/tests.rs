@@ -165,3 +165,25 @@ fn a_late_record_of_the_committed_change_keeps_the_next_expansion_in_flight() {
     r.on_follower_fetch(3, 30, 30, lag + 600);
     assert_eq!(r.high_watermark(), 30);
 }
+
+/// KIP-966's strict min ISR (with ELR on): below `min.insync.replicas` the mark stands still,
+/// so who left the ISR holds everything below it; back at the minimum it moves again.
+#[test]
+fn with_a_strict_min_isr_the_mark_stands_still_below_it() {
+    let mut r = leader(10);
+    r.set_strict_min_isr(Some(2));
+    r.on_follower_fetch(2, 10, 10, 1);
+    r.on_follower_fetch(3, 10, 10, 1);
+    assert_eq!(r.high_watermark(), 10);
+    assert_eq!(r.apply(&[1, 2, 3], &[1], 1, 5, 8, 10, 2), Change::IsrChanged);
+    assert!(!r.on_append(15), "ISR {{1}} is below the minimum of 2");
+    assert_eq!(r.high_watermark(), 10);
+    r.on_follower_fetch(2, 15, 15, 3);
+    r.on_isr_committed(&[1, 2], 5, 9, 15);
+    assert_eq!(r.high_watermark(), 15, "at the minimum again");
+    // Without the rule (ELR off), a lone ISR member moves it: today's behaviour.
+    r.set_strict_min_isr(None);
+    r.apply(&[1, 2, 3], &[1], 1, 5, 10, 15, 4);
+    assert!(r.on_append(20));
+    assert_eq!(r.high_watermark(), 20);
+}

@@ -96,6 +96,15 @@ pub struct Flags {
     /// so give it to every node)
     #[arg(long)]
     pub eligible_leader_replicas_enable: Option<bool>,
+    /// auto.leader.rebalance.enable (read by the controller; default true)
+    #[arg(long)]
+    pub auto_leader_rebalance_enable: Option<bool>,
+    /// leader.imbalance.check.interval.seconds (read by the controller; default 300)
+    #[arg(long)]
+    pub leader_imbalance_check_interval_seconds: Option<u64>,
+    /// leader.imbalance.per.broker.percentage (read by the controller; default 10)
+    #[arg(long)]
+    pub leader_imbalance_per_broker_percentage: Option<u32>,
     /// group.initial.rebalance.delay.ms
     #[arg(long)]
     pub group_initial_rebalance_delay_ms: Option<u64>,
@@ -164,6 +173,9 @@ pub const FILE_SETTINGS: &[&str] = &[
     "broker.heartbeat.interval.ms",
     "unclean.leader.election.enable",
     "eligible.leader.replicas.enable",
+    "auto.leader.rebalance.enable",
+    "leader.imbalance.check.interval.seconds",
+    "leader.imbalance.per.broker.percentage",
     "group.initial.rebalance.delay.ms",
     "group.min.session.timeout.ms",
     "group.max.session.timeout.ms",
@@ -211,6 +223,9 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
             "broker.heartbeat.interval.ms" => f.broker_heartbeat_interval_ms = Some(int()? as u64),
             "unclean.leader.election.enable" => f.unclean_leader_election_enable = Some(value.as_bool().ok_or_else(|| bad("true or false"))?),
             "eligible.leader.replicas.enable" => f.eligible_leader_replicas_enable = Some(value.as_bool().ok_or_else(|| bad("true or false"))?),
+            "auto.leader.rebalance.enable" => f.auto_leader_rebalance_enable = Some(value.as_bool().ok_or_else(|| bad("true or false"))?),
+            "leader.imbalance.check.interval.seconds" => f.leader_imbalance_check_interval_seconds = Some(u64::try_from(int()?).map_err(|_| bad("a positive integer"))?),
+            "leader.imbalance.per.broker.percentage" => f.leader_imbalance_per_broker_percentage = Some(u32::try_from(int()?).map_err(|_| bad("a percentage"))?),
             "group.initial.rebalance.delay.ms" => f.group_initial_rebalance_delay_ms = Some(int()? as u64),
             "group.min.session.timeout.ms" => f.group_min_session_timeout_ms = Some(int()? as u64),
             "group.max.session.timeout.ms" => f.group_max_session_timeout_ms = Some(int()? as u64),
@@ -230,7 +245,7 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
         log_segment_bytes, log_roll_ms, log_retention_ms, log_retention_bytes, log_index_interval_bytes,
         log_flush_interval_messages, log_flush_interval_ms, message_max_bytes, controller_quorum_voters, process_roles, controller_quorum_election_timeout_ms, metadata_log_max_record_bytes_between_snapshots,
         default_replication_factor, replica_lag_time_max_ms, broker_session_timeout_ms, broker_heartbeat_interval_ms,
-        unclean_leader_election_enable, eligible_leader_replicas_enable, group_initial_rebalance_delay_ms, group_min_session_timeout_ms, group_max_session_timeout_ms, group_max_size, offsets_topic_num_partitions, offsets_topic_replication_factor, offsets_retention_minutes, offset_metadata_max_bytes, log_cleaner_backoff_ms, log_cleaner_io_max_bytes_per_second, fetch_zero_copy);
+        unclean_leader_election_enable, eligible_leader_replicas_enable, auto_leader_rebalance_enable, leader_imbalance_check_interval_seconds, leader_imbalance_per_broker_percentage, group_initial_rebalance_delay_ms, group_min_session_timeout_ms, group_max_session_timeout_ms, group_max_size, offsets_topic_num_partitions, offsets_topic_replication_factor, offsets_retention_minutes, offset_metadata_max_bytes, log_cleaner_backoff_ms, log_cleaner_io_max_bytes_per_second, fetch_zero_copy);
     Ok(f)
 }
 
@@ -299,6 +314,19 @@ pub fn resolve(f: &Flags) -> Result<(SocketAddr, BrokerConfig), String> {
     if let Some(v) = f.broker_heartbeat_interval_ms { c.heartbeat_interval_ms = v }
     if let Some(v) = f.unclean_leader_election_enable { c.unclean_leader_election = v }
     if let Some(v) = f.eligible_leader_replicas_enable { c.eligible_leader_replicas = v }
+    if let Some(v) = f.auto_leader_rebalance_enable { c.auto_leader_rebalance = v }
+    if let Some(v) = f.leader_imbalance_check_interval_seconds {
+        if v == 0 {
+            return Err("leader.imbalance.check.interval.seconds=0 must be at least 1".into());
+        }
+        c.leader_imbalance_check_interval_ms = v.saturating_mul(1_000);
+    }
+    if let Some(v) = f.leader_imbalance_per_broker_percentage {
+        if v > 100 {
+            return Err(format!("leader.imbalance.per.broker.percentage={v} must be 0..=100"));
+        }
+        c.leader_imbalance_per_broker_percentage = v;
+    }
     resolve_groups(f, &mut c.groups)?;
     if let Some(v) = f.log_cleaner_backoff_ms { c.cleaner_backoff_ms = v.max(1) }
     // Kafka's default is Double.MaxValue: no limit. A rate beyond u64 is none either.
@@ -404,6 +432,9 @@ pub fn controller_config(c: &BrokerConfig) -> crate::controller::ControllerConfi
         unclean_leader_election: c.unclean_leader_election,
         min_insync_replicas: c.min_insync_replicas,
         eligible_leader_replicas: c.eligible_leader_replicas,
+        auto_leader_rebalance: c.auto_leader_rebalance,
+        leader_imbalance_check_interval_ms: c.leader_imbalance_check_interval_ms,
+        leader_imbalance_per_broker_percentage: c.leader_imbalance_per_broker_percentage,
         log: c.log.clone(),
         snapshot_bytes_between: c.metadata_snapshot_bytes_between,
         planted: c.planted_set(),

@@ -187,6 +187,10 @@ pub(super) fn broker_config(s: &Scenario, i: u32, bug: Option<PlantedBug>) -> Br
     if let Some(u) = s.broker.unclean_leader_election {
         c.unclean_leader_election = u;
     }
+    c.auto_leader_rebalance = s.broker.auto_leader_rebalance.unwrap_or(false);
+    if let Some(ms) = s.broker.leader_imbalance_check_interval_ms {
+        c.leader_imbalance_check_interval_ms = ms.max(1);
+    }
     if let Some(e) = s.broker.eligible_leader_replicas {
         c.eligible_leader_replicas = e;
     }

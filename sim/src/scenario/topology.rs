@@ -36,6 +36,15 @@ pub struct BrokerSettings {
     /// `eligible.leader.replicas.enable` (KIP-966), on every node. Default off, as in Kafka 4.0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eligible_leader_replicas: Option<bool>,
+    /// `auto.leader.rebalance.enable`. Off in the simulator unless a scenario turns it on (the
+    /// broker's default is Kafka's, on): the scenarios, traces and pinned seeds were made
+    /// without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_leader_rebalance: Option<bool>,
+    /// `leader.imbalance.check.interval.seconds`, in ms (the broker's 300 s would never come
+    /// within a scenario).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leader_imbalance_check_interval_ms: Option<u64>,
     /// `controller.quorum.voters`: how many brokers, `broker-0` on, are the Raft metadata
     /// quorum's voters (combined mode). Default 1: `broker-0` alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]

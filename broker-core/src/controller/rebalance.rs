@@ -1,0 +1,60 @@
+//! Preferred-leader election (`auto.leader.rebalance.enable`): every
+//! `leader.imbalance.check.interval.seconds` the active controller moves leadership back to each
+//! partition's preferred replica — the first of its assignment — where that replica is in the
+//! ISR, eligible (unfenced, heard by this controller) and the broker's imbalance is over
+//! `leader.imbalance.per.broker.percentage` (Kafka's checkAndTriggerAutoLeaderRebalance: per
+//! preferred broker, the share of the partitions it is preferred for that others lead). A
+//! move bumps the leader epoch as any election does; the ISR and ELR stay.
+//!
+//! A decision like the others: records out, the image untouched; its only state is when it
+//! is next due, volatile like the sessions (a new controller waits one interval).
+
+use super::{partition_record, Controller};
+use crate::metadata::{MetadataRecord, PartitionInfo};
+use std::collections::BTreeMap;
+
+impl Controller {
+    /// When the next rebalance is due, if it is on.
+    pub(super) fn rebalance_deadline(&self) -> Option<u64> {
+        self.config.auto_leader_rebalance.then_some(self.next_rebalance_ms)
+    }
+
+    /// The preferred-leader elections due at `now` (none before the interval has passed).
+    pub(super) fn rebalance_if_due(&mut self, now: u64) -> Vec<MetadataRecord> {
+        if !self.config.auto_leader_rebalance || now < self.next_rebalance_ms {
+            return Vec::new();
+        }
+        self.next_rebalance_ms = now.saturating_add(self.config.leader_imbalance_check_interval_ms.max(1));
+        self.preferred_elections(self.config.leader_imbalance_per_broker_percentage)
+    }
+
+    /// Moves leadership to the preferred replica of every partition whose preferred broker is
+    /// imbalanced by more than `percentage`, where that replica may lead. Brokers in id order,
+    /// partitions in name order: deterministic.
+    pub(super) fn preferred_elections(&self, percentage: u32) -> Vec<MetadataRecord> {
+        // Per preferred broker: how many partitions it is preferred for, and which are led elsewhere.
+        let mut by_broker: BTreeMap<i32, (usize, Vec<(&str, i32, &PartitionInfo)>)> = BTreeMap::new();
+        for (name, t) in &self.image.topics {
+            for (p, part) in (0..).zip(&t.partitions) {
+                let Some(&preferred) = part.replicas.first() else { continue };
+                let entry = by_broker.entry(preferred).or_default();
+                entry.0 += 1;
+                if part.leader != preferred {
+                    entry.1.push((name, p, part));
+                }
+            }
+        }
+        let mut records = Vec::new();
+        for (broker, (preferred_for, elsewhere)) in by_broker {
+            let imbalanced = elsewhere.len() * 100 > preferred_for * percentage as usize;
+            if !imbalanced || !self.image.is_live(broker) || !self.heard.contains(&broker) {
+                continue;
+            }
+            for (name, p, part) in elsewhere.into_iter().filter(|(_, _, part)| part.isr.contains(&broker)) {
+                let next = PartitionInfo { leader: broker, leader_epoch: part.leader_epoch.saturating_add(1), partition_epoch: part.partition_epoch.saturating_add(1), ..part.clone() };
+                records.push(partition_record(name, p, next));
+            }
+        }
+        records
+    }
+}

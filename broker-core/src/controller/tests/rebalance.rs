@@ -1,0 +1,49 @@
+//! Preferred-leader election (`auto.leader.rebalance.enable`): leadership goes back to the first
+//! replica once it is in the ISR again, at the next check of the interval, only past the
+//! imbalance percentage, with a new leader epoch; never while the option is off.
+
+use super::*;
+
+const interval: u64 = 10_000;
+
+fn config(enabled: bool, percentage: u32) -> ControllerConfig {
+    ControllerConfig { auto_leader_rebalance: enabled, leader_imbalance_check_interval_ms: interval, leader_imbalance_per_broker_percentage: percentage, ..ControllerConfig::default() }
+}
+
+/// t (3 partitions on 1, 2, 3, led by 1, 2, 3); broker 1's session expires and t-0 moves to
+/// broker 2; broker 1 comes back (same epoch) and broker 2 takes it back into t-0's ISR.
+fn after_a_failover(config: ControllerConfig) -> Cluster {
+    let mut c = Cluster::with_brokers(config, &[1, 2, 3]);
+    c.create("t", 3, 3, &[]);
+    c.add_bystanders(&[4, 5], 5_000);
+    c.heartbeats(&[2, 3], 5_000);
+    assert!(c.tick(session + 1).starts_with("t-0 replicas=[1, 2, 3] isr=[2, 3] leader=2 epochs=1/1"));
+    c.heartbeat(1, 12_000);
+    c.heartbeats(&[2, 3, 4, 5], 12_000);
+    c
+}
+
+#[test]
+fn leadership_goes_back_to_the_preferred_replica_once_it_is_in_sync() {
+    let mut c = after_a_failover(config(true, 10));
+    assert_eq!(c.ctl.next_deadline(), Some(12_000 + session + 1).min(Some(interval)), "the check is a deadline");
+    assert_eq!(c.tick(12_000), "", "due, but broker 1 is not in t-0's ISR yet");
+    let (_, records) = c.ctl.alter_partition(&c.alter(2, "t", &[1, 2, 3])).unwrap();
+    c.commit(records);
+    assert_eq!(c.tick(15_000), "", "the next check is one interval after the last");
+    c.heartbeats(&[1, 2, 3, 4, 5], 20_000);
+    assert_eq!(c.tick(22_000), "t-0 replicas=[1, 2, 3] isr=[1, 2, 3] leader=1 epochs=2/3");
+    assert_eq!(c.tick(32_000), "", "balanced: nothing moves");
+}
+
+#[test]
+fn no_rebalance_when_off_or_within_the_percentage() {
+    for config in [config(false, 10), config(true, 100)] {
+        let mut c = after_a_failover(config);
+        let (_, records) = c.ctl.alter_partition(&c.alter(2, "t", &[1, 2, 3])).unwrap();
+        c.commit(records);
+        c.heartbeats(&[1, 2, 3, 4, 5], 20_000);
+        assert_eq!(c.tick(22_000), "");
+        assert_eq!(c.part("t", 0).leader, 2);
+    }
+}
