@@ -10,6 +10,8 @@ mod fresh_seeds;
 mod in_flight;
 mod log_crash;
 #[cfg(madsim)]
+mod leadership;
+#[cfg(madsim)]
 mod madsim_node;
 #[cfg(madsim)]
 mod quorum;
