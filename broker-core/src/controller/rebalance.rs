@@ -6,10 +6,14 @@
 //! preferred broker, the share of the partitions it is preferred for that others lead). A
 //! move bumps the leader epoch as any election does; the ISR and ELR stay.
 //!
+//! ElectLeaders (API 43) of type PREFERRED asks for the same move for named partitions, at
+//! once and whatever the imbalance ([`Controller::elect_preferred`]).
+//!
 //! A decision like the others: records out, the image untouched; its only state is when it
 //! is next due, volatile like the sessions (a new controller waits one interval).
 
 use super::{partition_record, Controller};
+use crate::kafka::Code;
 use crate::metadata::{MetadataRecord, PartitionInfo};
 use std::collections::BTreeMap;
 
@@ -50,11 +54,61 @@ impl Controller {
             if !imbalanced || !self.image.is_live(broker) || !self.heard.contains(&broker) {
                 continue;
             }
-            for (name, p, part) in elsewhere.into_iter().filter(|(_, _, part)| part.isr.contains(&broker)) {
-                let next = PartitionInfo { leader: broker, leader_epoch: part.leader_epoch.saturating_add(1), partition_epoch: part.partition_epoch.saturating_add(1), ..part.clone() };
-                records.push(partition_record(name, p, next));
+            for (name, p, part) in elsewhere {
+                if let Ok(next) = self.preferred_move(part) {
+                    records.push(partition_record(name, p, next));
+                }
             }
         }
         records
+    }
+
+    /// The partition led by its preferred replica, or why it cannot be (Kafka's answers to
+    /// ElectLeaders): ELECTION_NOT_NEEDED if it already leads, PREFERRED_LEADER_NOT_AVAILABLE if
+    /// it is not in the ISR, fenced, or not heard by this controller.
+    fn preferred_move(&self, part: &PartitionInfo) -> Result<PartitionInfo, Code> {
+        let Some(&preferred) = part.replicas.first() else { return Err(Code::PreferredLeaderNotAvailable) };
+        if part.leader == preferred {
+            return Err(Code::ElectionNotNeeded);
+        }
+        if !part.isr.contains(&preferred) || !self.image.is_live(preferred) || !self.heard.contains(&preferred) {
+            return Err(Code::PreferredLeaderNotAvailable);
+        }
+        Ok(PartitionInfo { leader: preferred, leader_epoch: part.leader_epoch.saturating_add(1), partition_epoch: part.partition_epoch.saturating_add(1), ..part.clone() })
+    }
+
+    /// ElectLeaders (API 43) with election type PREFERRED: each named partition moves to its
+    /// preferred replica where it can (whatever the imbalance), or gets the error Kafka answers
+    /// (UNKNOWN_TOPIC_OR_PARTITION for one that does not exist). `None` asks for every
+    /// partition, and then, as Kafka, answers only those not already led by their preferred
+    /// replica. One record per move, in the order asked.
+    pub fn elect_preferred(&self, partitions: Option<&[(String, i32)]>) -> (Vec<(String, i32, Option<Code>)>, Vec<MetadataRecord>) {
+        let every: Vec<(String, i32)>;
+        let asked = match partitions {
+            Some(list) => list,
+            None => {
+                every = self.image.topics.iter().flat_map(|(name, t)| (0..t.partitions.len() as i32).map(move |p| (name.clone(), p))).collect();
+                &every
+            }
+        };
+        let (mut results, mut records) = (Vec::new(), Vec::new());
+        for (name, p) in asked {
+            let outcome = match self.image.partition(name, *p) {
+                None => Err(Code::UnknownTopicOrPartition),
+                Some(part) => self.preferred_move(part),
+            };
+            match outcome {
+                Ok(next) => {
+                    if records.iter().any(|r| matches!(r, MetadataRecord::Partition { topic, partition, .. } if topic == name && partition == p)) {
+                        continue; // named twice: moved once
+                    }
+                    records.push(partition_record(name, *p, next));
+                    results.push((name.clone(), *p, None));
+                }
+                Err(Code::ElectionNotNeeded) if partitions.is_none() => {}
+                Err(code) => results.push((name.clone(), *p, Some(code))),
+            }
+        }
+        (results, records)
     }
 }

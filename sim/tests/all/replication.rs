@@ -110,3 +110,16 @@ fn a_leader_whose_log_fails_hands_its_leadership_over() {
     let acked = during.filter(|w| w.acknowledged().is_some()).count();
     assert!(acked > 500, "only {acked} writes acknowledged between {from} and {to} ms, while the leader's log was failing");
 }
+
+/// KIP-966 without its unclean-shutdown check (planted `ElrKeepsUncleanReplica`): the matrix's
+/// ELR row (the last ISR member loses power while the others are cut off) elects it from the
+/// ELR again, and acknowledged records are lost; the same seed passes with the real rule.
+#[test]
+fn an_elr_member_kept_after_an_unclean_shutdown_is_caught_by_acknowledged_durable() {
+    let row = sim::matrix::rows().into_iter().find(|r| r.scenario.name == "matrix-acksall-never-last-replica-standing-elr").expect("the ELR row");
+    let (s, path) = (&row.scenario, "<matrix:last-replica-standing-elr>");
+    let caught = |seed: u64| run(s, path, seed, Some(PlantedBug::ElrKeepsUncleanReplica)).violations.iter().any(|v| v.checker == "acknowledged_durable");
+    let seed = (0..100).find(|&seed| caught(seed)).expect("an unclean ELR member elected again survived 100 seeds");
+    let clean = run(s, path, seed, None);
+    assert!(clean.passed(), "seed {seed} fails without the bug: {:?}", clean.violations.first());
+}

@@ -47,3 +47,20 @@ fn no_rebalance_when_off_or_within_the_percentage() {
         assert_eq!(c.part("t", 0).leader, 2);
     }
 }
+
+#[test]
+fn elect_leaders_preferred_moves_what_it_can_and_names_why_not() {
+    let mut c = after_a_failover(config(false, 10));
+    let asked = [("t".to_string(), 0), ("t".to_string(), 1), ("nope".to_string(), 0)];
+    let (results, records) = c.ctl.elect_preferred(Some(&asked));
+    assert!(records.is_empty());
+    let codes: Vec<Option<Code>> = results.iter().map(|r| r.2).collect();
+    assert_eq!(codes, vec![Some(Code::PreferredLeaderNotAvailable), Some(Code::ElectionNotNeeded), Some(Code::UnknownTopicOrPartition)], "broker 1 is not in t-0's ISR yet");
+    let (_, records) = c.ctl.alter_partition(&c.alter(2, "t", &[1, 2, 3])).unwrap();
+    c.commit(records);
+    let (results, records) = c.ctl.elect_preferred(Some(&asked[..1]));
+    assert_eq!(results, vec![("t".to_string(), 0, None)]);
+    assert_eq!(c.commit(records), "t-0 replicas=[1, 2, 3] isr=[1, 2, 3] leader=1 epochs=2/3");
+    let (results, records) = c.ctl.elect_preferred(None);
+    assert!(results.is_empty() && records.is_empty(), "every partition is led by its preferred replica: nothing to answer");
+}
