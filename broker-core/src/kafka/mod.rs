@@ -36,6 +36,7 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteGroups, 0, 2),
     (ApiKey::OffsetDelete, 0, 0),
     // Broker to controller (see docs/replication.md).
+    (ApiKey::ElectLeaders, 0, 2),
     (ApiKey::AlterPartition, 2, 2),
     (ApiKey::BrokerRegistration, 0, 3),
     (ApiKey::BrokerHeartbeat, 0, 0),

@@ -10,6 +10,7 @@
 
 mod config_handlers;
 mod controller_handlers;
+mod elect_leaders;
 pub mod fetch_frame;
 pub mod forward;
 mod group_handlers;
@@ -158,7 +159,7 @@ pub fn frame_len(prefix: [u8; 4], max: usize) -> Result<usize, String> {
 /// may commit it): after one, parked metadata fetches look again and the quorum's outbox is sent.
 pub fn is_controller_api(key: i16) -> bool {
     use ApiKey::*;
-    key == wire::api_key || [CreateTopics, DeleteTopics, AlterConfigs, IncrementalAlterConfigs, AlterPartition, BrokerRegistration, BrokerHeartbeat, Envelope].iter().any(|k| *k as i16 == key)
+    key == wire::api_key || [CreateTopics, DeleteTopics, AlterConfigs, IncrementalAlterConfigs, AlterPartition, BrokerRegistration, BrokerHeartbeat, Envelope, ElectLeaders].iter().any(|k| *k as i16 == key)
 }
 
 /// A Raft message from another voter (`controller::raft::wire`): fed to this node's voter,
@@ -272,6 +273,7 @@ fn handle_inner(node: &Node, frame: &Bytes, peer: Option<std::net::IpAddr>, now:
         ApiKey::ListOffsets => reply!(handlers::list_offsets(&b(), version, decode(key, version, &mut body)?)),
         ApiKey::CreateTopics => controller_handlers::create_topics(node, version, correlation_id, decode(key, version, &mut body)?, now),
         ApiKey::DeleteTopics => controller_handlers::delete_topics(node, version, correlation_id, decode(key, version, &mut body)?, now),
+        ApiKey::ElectLeaders => elect_leaders::elect_leaders(node, version, correlation_id, decode(key, version, &mut body)?, now),
         ApiKey::DescribeConfigs => reply!(config_handlers::describe_configs(&b(), decode(key, version, &mut body)?)),
         ApiKey::AlterConfigs => config_handlers::alter_configs(node, version, correlation_id, decode(key, version, &mut body)?, now),
         ApiKey::IncrementalAlterConfigs => config_handlers::incremental_alter_configs(node, version, correlation_id, decode(key, version, &mut body)?, now),

@@ -154,6 +154,7 @@ fn produce_fetch_and_long_poll() {
 }
 
 mod configs;
+mod elect_leaders;
 
 mod groups {
     //! The group APIs through `handle`: the offsets topic created on first FindCoordinator,

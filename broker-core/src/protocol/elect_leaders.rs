@@ -1,0 +1,73 @@
+//! ElectLeaders (API 43) on the active controller: an operator's preferred-leader election
+//! (`kafka-leader-election.sh --election-type PREFERRED`, Admin.electLeaders). The decision is
+//! the controller's (`Controller::elect_preferred`); this handler only reads the request, commits
+//! the moves as one batch and answers each partition once it is committed. UNCLEAN elections
+//! are refused per partition with INVALID_REQUEST (not built). On a node that is not the active
+//! controller the whole request is answered NOT_CONTROLLER: admin clients then ask the
+//! controller Metadata names (it is not forwarded).
+
+use super::controller_handlers::{active, after_commit};
+use super::handlers::{s, topic_name};
+use super::{encode, Node, Outcome};
+use crate::kafka::Code;
+use kafka_protocol::messages::elect_leaders_request::ElectLeadersRequest;
+use kafka_protocol::messages::elect_leaders_response::{ElectLeadersResponse, PartitionResult, ReplicaElectionResult};
+use kafka_protocol::messages::ApiKey;
+
+/// ElectLeaders' `election_type` for a preferred-replica election (Kafka's ElectionType.PREFERRED).
+const preferred: i8 = 0;
+
+pub fn elect_leaders(node: &Node, version: i16, correlation_id: i32, req: ElectLeadersRequest, now: u64) -> Result<Outcome, String> {
+    let asked: Option<Vec<(String, i32)>> = req.topic_partitions.as_ref().map(|tps| tps.iter().flat_map(|t| t.partitions.iter().map(move |&p| (t.topic.0.to_string(), p))).collect());
+    let Some(mut q) = active(node) else {
+        let answers: Vec<(String, i32, Option<Code>)> = asked.iter().flatten().map(|(t, p)| (t.clone(), *p, Some(Code::NotController))).collect();
+        let r = response(version, Code::NotController.code(), &answers, "this node is not the controller");
+        return encode(ApiKey::ElectLeaders, version, correlation_id, &r).map(Outcome::Reply);
+    };
+    let (mut answers, records) = match req.election_type {
+        preferred => q.controller().elect_preferred(asked.as_deref()),
+        _ => (asked.iter().flatten().map(|(t, p)| (t.clone(), *p, Some(Code::InvalidRequest))).collect(), Vec::new()),
+    };
+    let mut last = -1;
+    if !records.is_empty() {
+        match q.commit(records, now) {
+            Ok(offset) => last = offset,
+            Err(e) => {
+                for a in answers.iter_mut().filter(|a| a.2.is_none()) {
+                    a.2 = Some(e.kafka_error());
+                }
+            }
+        }
+    }
+    let why = if req.election_type == preferred { "the preferred replica cannot lead now" } else { "only PREFERRED elections are served" };
+    let reply = encode(ApiKey::ElectLeaders, version, correlation_id, &response(version, 0, &answers, why))?;
+    for a in answers.iter_mut().filter(|a| a.2.is_none()) {
+        a.2 = Some(Code::NotController); // the leadership ended before the moves were committed
+    }
+    let refused = encode(ApiKey::ElectLeaders, version, correlation_id, &response(version, 0, &answers, "the controller lost its leadership"))?;
+    Ok(after_commit(&q, last, reply, refused, false, crate::constants::controller_commit_wait_ms))
+}
+
+/// The answer: per topic in the order first asked, per partition its error (none: moved). v0
+/// has no top-level error code; a refused v0 request names it on every partition.
+fn response(version: i16, error_code: i16, answers: &[(String, i32, Option<Code>)], why: &str) -> ElectLeadersResponse {
+    let mut r = ElectLeadersResponse::default();
+    if version >= 1 {
+        r.error_code = error_code;
+    }
+    for (topic, p, code) in answers {
+        if r.replica_election_results.last().is_none_or(|t| t.topic.0.as_str() != topic) {
+            let mut t = ReplicaElectionResult::default();
+            t.topic = topic_name(topic);
+            r.replica_election_results.push(t);
+        }
+        let mut pr = PartitionResult::default();
+        pr.partition_id = *p;
+        if let Some(code) = code {
+            pr.error_code = code.code();
+            pr.error_message = Some(s(why));
+        }
+        r.replica_election_results.last_mut().expect("pushed above").partition_result.push(pr);
+    }
+    r
+}
