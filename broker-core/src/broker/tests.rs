@@ -241,3 +241,27 @@ fn one_checkpoint_covers_every_partition_with_its_log_end() {
         assert_eq!(std::fs::read_to_string(dir.join(crate::log::dir::partition_marker)).unwrap().len(), 54, "t-{p}: marker whole");
     }
 }
+
+/// KIP-966's clean-shutdown marker: left after a clean stop (ELR on), taken once at the next
+/// open (the first registration sends its epoch, later ones -1), gone from the disk so a crash
+/// after that start counts as unclean; a garbled marker counts as none; without ELR nothing
+/// is written or read.
+#[test]
+fn the_clean_shutdown_marker_is_taken_once_and_only_with_elr() {
+    let tmp = tempfile::tempdir().unwrap();
+    let disk: Arc<dyn Disk> = Arc::new(crate::storage::FileDisk::new());
+    let elr = BrokerConfig { eligible_leader_replicas: true, ..config(tmp.path()) };
+    let marker = tmp.path().join(crate::log::dir::clean_shutdown_file);
+    Broker::open(disk.clone(), elr.clone(), 0).unwrap().mark_clean_shutdown(17).unwrap();
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "17\n");
+    let mut b = Broker::open(disk.clone(), elr.clone(), 0).unwrap();
+    assert!(!marker.exists(), "taken at open");
+    assert_eq!((b.take_previous_epoch(), b.take_previous_epoch()), (17, -1), "for the first registration only");
+    assert_eq!(Broker::open(disk.clone(), elr.clone(), 0).unwrap().take_previous_epoch(), -1, "no marker: unclean");
+    std::fs::write(&marker, "garbage").unwrap();
+    assert_eq!(Broker::open(disk.clone(), elr, 0).unwrap().take_previous_epoch(), -1, "a garbled marker counts as none");
+    assert!(!marker.exists());
+    let off = config(tmp.path());
+    Broker::open(disk.clone(), off.clone(), 0).unwrap().mark_clean_shutdown(3).unwrap();
+    assert!(!marker.exists(), "without ELR no marker is written");
+}
