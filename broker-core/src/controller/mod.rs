@@ -355,6 +355,9 @@ impl Controller {
     /// crash of its own unflushed log would then lose committed records. A Raft quorum gets
     /// this from its majority; one voter must hold back. (A majority of brokers really gone
     /// stalls failover until they return, as a KRaft quorum that lost its majority would.)
+    ///
+    /// A tick that fences nobody runs the preferred-leader rebalance when it is due
+    /// (`rebalance.rs`).
     pub fn tick(&mut self, now: u64) -> Vec<MetadataRecord> {
         let fenced = self.fence_expired(now);
         if !fenced.is_empty() {
