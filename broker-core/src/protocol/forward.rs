@@ -1,5 +1,5 @@
-//! Forwarding of controller requests (KIP-590). A CreateTopics, DeleteTopics, AlterConfigs or
-//! IncrementalAlterConfigs that reaches a node which is not the active controller is not
+//! Forwarding of controller requests (KIP-590). A CreateTopics, DeleteTopics, AlterConfigs,
+//! IncrementalAlterConfigs or ElectLeaders that reaches a node which is not the active controller is not
 //! refused: the shell forwards the client's frame to the active controller inside an Envelope
 //! (API 58) and relays the answer. This module decides which requests are forwarded and wraps
 //! and unwraps envelopes; the shell (`server/forward.rs`) does the sending and retrying.
@@ -22,7 +22,7 @@ use kafka_protocol::messages::ApiKey;
 use std::net::IpAddr;
 
 /// The APIs a node that is not the active controller forwards to it.
-const forwarded_apis: [ApiKey; 4] = [ApiKey::CreateTopics, ApiKey::DeleteTopics, ApiKey::AlterConfigs, ApiKey::IncrementalAlterConfigs];
+const forwarded_apis: [ApiKey; 5] = [ApiKey::CreateTopics, ApiKey::DeleteTopics, ApiKey::AlterConfigs, ApiKey::IncrementalAlterConfigs, ApiKey::ElectLeaders];
 
 /// Whether requests of `key` are forwarded to the active controller.
 pub fn forwarded(key: ApiKey) -> bool {

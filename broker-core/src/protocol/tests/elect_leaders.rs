@@ -1,5 +1,6 @@
 //! ElectLeaders (API 43) through `handle`, as real request bytes, on a lone node: what needs no
-//! election, an unknown partition, an UNCLEAN request, and a node that is not the controller.
+//! election, an unknown partition, an UNCLEAN request, and a node that is not the controller
+//! (which forwards it).
 //! The move itself is the controller's decision, tested in controller/tests/rebalance.rs.
 
 use super::*;
@@ -33,11 +34,13 @@ fn elect_leaders_answers_each_partition_with_kafkas_code() {
     let unclean = frame(ApiKey::ElectLeaders, 2, &request(1, &[("t", 0)]));
     let r: ElectLeadersResponse = reply(handle(&node, &unclean, 0, Attempt::First, &mut Vec::new()), ApiKey::ElectLeaders, 2);
     assert_eq!(codes(&r), vec![("t".to_string(), 0, Code::InvalidRequest.code())], "UNCLEAN is not served");
-    // v0 (no election type: preferred) on a node without a controller: NOT_CONTROLLER per partition.
+    // v0 (no election type: preferred) on a node without a controller: forwarded, and if no
+    // controller answers, NOT_CONTROLLER per partition.
     let other = tempfile::tempdir().unwrap();
     let disk: std::sync::Arc<dyn crate::storage::Disk> = std::sync::Arc::new(crate::storage::FileDisk::new());
     let lone = Node::new(Broker::open(disk, crate::testing::config(other.path()), 0).unwrap(), None);
     let v0 = frame(ApiKey::ElectLeaders, 0, &request(0, &[("t", 0)]));
-    let r: ElectLeadersResponse = reply(handle(&lone, &v0, 0, Attempt::First, &mut Vec::new()), ApiKey::ElectLeaders, 0);
+    let Outcome::Forward { fallback, .. } = handle(&lone, &v0, 0, Attempt::First, &mut Vec::new()) else { panic!("ElectLeaders is forwarded") };
+    let r: ElectLeadersResponse = reply(Outcome::Reply(fallback), ApiKey::ElectLeaders, 0);
     assert_eq!(codes(&r), vec![("t".to_string(), 0, Code::NotController.code())]);
 }
