@@ -395,19 +395,30 @@ impl Log {
             if !(expired || too_big) {
                 break;
             }
-            self.abort_cleaning();
-            let seg = self.segments.remove(0);
-            total -= seg.size();
-            seg.delete(self.disk.as_ref(), &self.dir)?;
-            self.dir_dirty = true;
+            total -= self.delete_oldest_segment()?;
             deleted += 1;
         }
+        self.deleted_prefix(deleted)
+    }
+
+    /// Deletes the oldest segment (never called with the active one alone); returns its size.
+    /// The directory sync is owed until [`Log::deleted_prefix`].
+    fn delete_oldest_segment(&mut self) -> Result<u64, LogError> {
+        self.abort_cleaning();
+        let seg = self.segments.remove(0);
+        let size = seg.size();
+        seg.delete(self.disk.as_ref(), &self.dir)?;
+        self.dir_dirty = true;
+        Ok(size)
+    }
+
+    /// After `deleted` oldest segments went: the epoch cache starts at the new log start, and
+    /// the recovery point moves up to it — but only once the deletions are durable; otherwise
+    /// a power loss could bring back an old segment that was never synced, with the offsets
+    /// after it lost, below a recovery point that vouched for them. Returns `deleted`.
+    fn deleted_prefix(&mut self, deleted: usize) -> Result<usize, LogError> {
         if deleted > 0 {
             self.epochs.truncate_from_start(self.log_start_offset());
-            // The recovery point may only move up to the new start once the deletions are
-            // durable; otherwise a power loss could bring back an old segment that was never
-            // synced, with the offsets after it lost — below a recovery point that vouched
-            // for them.
             self.sync_dir_if_dirty()?;
             self.recovery_point = self.recovery_point.max(self.log_start_offset());
         }

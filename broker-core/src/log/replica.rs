@@ -128,19 +128,10 @@ impl Log {
     fn delete_prefix(&mut self, offset: i64) -> Result<usize, LogError> {
         let mut deleted = 0;
         while self.segments.len() > 1 && self.segments[1].base_offset <= offset {
-            self.abort_cleaning();
-            let seg = self.segments.remove(0);
-            seg.delete(self.disk.as_ref(), &self.dir)?;
-            self.dir_dirty = true;
+            self.delete_oldest_segment()?;
             deleted += 1;
         }
-        if deleted > 0 {
-            self.epochs.truncate_from_start(self.log_start_offset());
-            // As after retention: the recovery point moves up only once the deletions are durable.
-            self.sync_dir_if_dirty()?;
-            self.recovery_point = self.recovery_point.max(self.log_start_offset());
-        }
-        Ok(deleted)
+        self.deleted_prefix(deleted)
     }
 
     /// The leader epoch of the newest batch that carries one (the epoch cache's last entry).

@@ -9,15 +9,23 @@ use broker_core::storage::Disk;
 use std::path::Path;
 use std::sync::Arc;
 
+const data_dir: &str = "/data";
+
+/// A fresh SimDisk under `seed` with a one-voter node and its store opened on it.
+fn lone_voter(seed: u64) -> (SimDisk, Arc<dyn Disk>, RaftStore, Node) {
+    let disk = SimDisk::new(seed);
+    let shared: Arc<dyn Disk> = Arc::new(disk.clone());
+    let (store, restored) = RaftStore::open(shared.clone(), Path::new(data_dir), 0).unwrap();
+    let node = Node::restart(RaftConfig::new(0, [0]), restored.state, restored.entries, seed, 0).unwrap();
+    (disk, shared, store, node)
+}
+
 #[test]
 fn what_the_store_reported_synced_survives_power_loss_at_any_disk_call() {
     let mut died = 0;
     for seed in 0..300u64 {
-        let disk = SimDisk::new(seed);
-        let shared: Arc<dyn Disk> = Arc::new(disk.clone());
-        let data = Path::new("/data");
-        let (mut store, restored) = RaftStore::open(shared.clone(), data, 0).unwrap();
-        let mut node = Node::restart(RaftConfig::new(0, [0]), restored.state, restored.entries, seed, 0).unwrap();
+        let (disk, shared, mut store, mut node) = lone_voter(seed);
+        let data = Path::new(data_dir);
         // The process dies at a disk call somewhere in the next few actions.
         disk.set_faults(DiskFaults { dead_from_op: Some(disk.ops() + seed % 61), ..DiskFaults::default() });
         let (mut acked_state, mut acked_log) = (QuorumState::default(), Vec::<Entry>::new());
@@ -73,11 +81,8 @@ fn a_death_at_any_step_of_a_snapshot_loses_nothing_synced() {
     use broker_core::controller::raft::{Snapshot, SnapshotId};
     let mut died = 0;
     for seed in 0..300u64 {
-        let disk = SimDisk::new(seed);
-        let shared: Arc<dyn Disk> = Arc::new(disk.clone());
-        let data = Path::new("/data");
-        let (mut store, restored) = RaftStore::open(shared.clone(), data, 0).unwrap();
-        let mut node = Node::restart(RaftConfig::new(0, [0]), restored.state, restored.entries, seed, 0).unwrap();
+        let (disk, shared, mut store, mut node) = lone_voter(seed);
+        let data = Path::new(data_dir);
         disk.set_faults(DiskFaults { dead_from_op: Some(disk.ops() + 20 + seed % 97), ..DiskFaults::default() });
         let mut synced = Vec::<Entry>::new();
         let mut actions = node.tick(node.next_deadline());
