@@ -10,6 +10,7 @@ pub mod config;
 mod forward;
 mod peers;
 mod raft;
+mod replica_fetch;
 mod send;
 
 use crate::broker::{Action, Broker, Level};

@@ -4,8 +4,7 @@
 //! - the metadata follower: long-polling Fetch of the controller's metadata log, applying what
 //!   arrives (a replay is applied only once it has reached the log's end, so no request ever
 //!   sees a half-replayed past);
-//! - one replica fetcher per leader this node follows: epoch truncation (OffsetForLeaderEpoch,
-//!   KIP-279) and then Fetch with this node's replica id, appending what the leader sends.
+//! - one replica fetcher per leader this node follows (`replica_fetch.rs`).
 //!
 //! IO only: every decision is the broker's or the controller's. Failures are logged, the
 //! connection dropped and retried after a pause; nothing here panics or gives up.
@@ -13,26 +12,24 @@
 use crate::buggify::Site;
 use crate::kafka::Code;
 use super::{now_ms, Shared};
-use crate::broker::{FetchAnswer, Following, IsrAnswer, PlantedBug, ReplicaFetcher, Step, Then};
+use crate::broker::{IsrAnswer, PlantedBug};
 use crate::client::{ClientError, Conn};
-use crate::constants::{heartbeat_interval_ms_default, metadata_fetch_bytes, peer_backoff_ms, peer_request_ms_max, replica_fetch_bytes, replica_fetch_wait_ms, tick_interval_ms};
+use crate::constants::{heartbeat_interval_ms_default, metadata_fetch_bytes, peer_backoff_ms, peer_request_ms_max, replica_fetch_wait_ms, tick_interval_ms};
 use crate::metadata::{decode_records, metadata_topic, MetadataRecord};
 use kafka_protocol::messages::alter_partition_request::{AlterPartitionRequest, PartitionData as AlterPartitionData, TopicData};
 use kafka_protocol::messages::broker_heartbeat_request::BrokerHeartbeatRequest;
 use kafka_protocol::messages::broker_registration_request::{BrokerRegistrationRequest, Listener};
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreateTopicsRequest};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchRequest, FetchTopic};
-use kafka_protocol::messages::offset_for_leader_epoch_request::{OffsetForLeaderEpochRequest, OffsetForLeaderPartition, OffsetForLeaderTopic};
 use kafka_protocol::messages::{BrokerId, TopicName};
 use kafka_protocol::protocol::StrBytes;
-use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 
-fn s(text: &str) -> StrBytes {
+pub(super) fn s(text: &str) -> StrBytes {
     StrBytes::from_string(text.to_string())
 }
 
@@ -46,12 +43,12 @@ pub fn spawn(shared: Arc<Shared>) -> Vec<tokio::task::JoinHandle<()>> {
     vec![
         tokio::spawn(controller_link(shared.clone())),
         tokio::spawn(metadata_follower(shared.clone())),
-        tokio::spawn(replica_fetchers(shared)),
+        tokio::spawn(super::replica_fetch::replica_fetchers(shared)),
     ]
 }
 
 /// `host:port` as a socket address: an IP literal, or (real builds only) a name to look up.
-fn resolve(host: &str, port: i32) -> Result<SocketAddr, String> {
+pub(super) fn resolve(host: &str, port: i32) -> Result<SocketAddr, String> {
     if let Ok(ip) = host.parse::<std::net::IpAddr>() {
         return Ok(SocketAddr::new(ip, port as u16));
     }
@@ -86,7 +83,7 @@ pub(super) fn controller_addr(shared: &Shared) -> Result<SocketAddr, String> {
     resolve_addr(&voters[&id])
 }
 
-async fn connect(addr: SocketAddr, who: &str) -> Option<Conn> {
+pub(super) async fn connect(addr: SocketAddr, who: &str) -> Option<Conn> {
     match Conn::connect(addr, who, Duration::from_millis(peer_request_ms_max)).await {
         Ok(c) => Some(c),
         Err(e) => {
@@ -101,7 +98,7 @@ pub(super) async fn backoff() {
     tokio::time::sleep(Duration::from_millis(peer_backoff_ms)).await;
 }
 
-fn kafka(code: i16) -> Result<(), ClientError> {
+pub(super) fn kafka(code: i16) -> Result<(), ClientError> {
     if code == 0 { Ok(()) } else { Err(ClientError::kafka(code, String::new())) }
 }
 
@@ -440,7 +437,7 @@ async fn fetch_metadata(shared: &Shared, conn: &mut Conn, me: i32, offset: i64) 
     Ok((records, pd.high_watermark, Some(pd.log_start_offset).filter(|&start| start > offset)))
 }
 
-fn fetch_request(me: i32, topics: Vec<FetchTopic>, max_bytes: i32) -> FetchRequest {
+pub(super) fn fetch_request(me: i32, topics: Vec<FetchTopic>, max_bytes: i32) -> FetchRequest {
     let mut req = FetchRequest::default();
     req.replica_id = BrokerId(me);
     req.max_wait_ms = replica_fetch_wait_ms as i32;
@@ -450,172 +447,4 @@ fn fetch_request(me: i32, topics: Vec<FetchTopic>, max_bytes: i32) -> FetchReque
     req.session_epoch = -1;
     req.topics = topics;
     req
-}
-
-// ---- replica fetchers -----------------------------------------------------------------------
-
-/// Starts one fetcher per leader this node follows, as leaders appear. A fetcher idles while
-/// it has nothing to follow, so there are at most as many as there are brokers.
-async fn replica_fetchers(shared: Arc<Shared>) {
-    let mut started = BTreeSet::new();
-    loop {
-        let leaders = shared.broker().leaders_followed();
-        for leader in leaders {
-            if started.insert(leader) {
-                tokio::spawn(replica_fetcher(shared.clone(), leader));
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(tick_interval_ms)).await;
-    }
-}
-
-async fn replica_fetcher(shared: Arc<Shared>, leader: i32) {
-    let me = shared.broker().config().node_id;
-    let mut conn: Option<Conn> = None;
-    let mut fetcher = ReplicaFetcher::new(leader);
-    loop {
-        let (step, actions) = shared
-            .decide(|s| {
-                let mut actions = Vec::new();
-                (fetcher.next(&mut s.broker(), now_ms(), &mut actions), actions)
-            })
-            .await;
-        shared.perform(actions);
-        if step == Step::Idle {
-            conn = None;
-            tokio::time::sleep(Duration::from_millis(tick_interval_ms)).await;
-            continue;
-        }
-        if conn.is_none() {
-            let addr = shared.broker().image().brokers.get(&leader).map(|b| resolve(&b.host, b.port));
-            let Some(Ok(addr)) = addr else {
-                backoff().await;
-                continue;
-            };
-            conn = connect(addr, &format!("replica-fetcher-{me}")).await;
-        }
-        let Some(c) = conn.as_mut() else { continue };
-        let result = match step {
-            Step::Truncate(ask) => truncate(&shared, c, me, &fetcher, ask).await,
-            Step::Fetch(following) => replicate(&shared, c, me, &fetcher, &following).await,
-            Step::Idle => Ok(Then::Continue),
-        };
-        match result {
-            Ok(Then::Continue) => {}
-            Ok(Then::BackOff) => backoff().await,
-            Err(e) => {
-                tracing::info!("replica fetcher from {leader}: {e}");
-                conn = None;
-                backoff().await;
-            }
-        }
-    }
-}
-
-/// Groups per-partition request entries under their topics, in first-seen order (the first
-/// partition of a request is the one that may exceed its byte limit, so order matters).
-fn by_topic<P, T>(entries: Vec<(String, P)>, topic: impl Fn(&str, Vec<P>) -> T) -> Vec<T> {
-    let mut groups: Vec<(String, Vec<P>)> = Vec::new();
-    for (name, p) in entries {
-        match groups.iter_mut().find(|(n, _)| *n == name) {
-            Some((_, ps)) => ps.push(p),
-            None => groups.push((name, vec![p])),
-        }
-    }
-    groups.into_iter().map(|(n, ps)| topic(&n, ps)).collect()
-}
-
-/// KIP-279: asks the leader where each diverging epoch ends; the fetcher cuts the local logs.
-async fn truncate(shared: &Shared, conn: &mut Conn, me: i32, fetcher: &ReplicaFetcher, ask: Vec<(Following, i32)>) -> Result<Then, ClientError> {
-    let entries = ask
-        .iter()
-        .map(|(f, latest)| {
-            let mut p = OffsetForLeaderPartition::default();
-            p.partition = f.partition;
-            p.current_leader_epoch = f.leader_epoch;
-            p.leader_epoch = *latest;
-            (f.topic.clone(), p)
-        })
-        .collect();
-    let topics = by_topic(entries, |name, partitions| {
-        let mut t = OffsetForLeaderTopic::default();
-        t.topic = TopicName(s(name));
-        t.partitions = partitions;
-        t
-    });
-    if topics.is_empty() {
-        return Ok(Then::Continue);
-    }
-    let mut req = OffsetForLeaderEpochRequest::default();
-    req.replica_id = BrokerId(me);
-    req.topics = topics;
-    let resp = conn.send(&req).await?;
-    let (then, actions) = shared
-        .decide(|s| {
-            let now = now_ms();
-            let (mut then, mut actions) = (Then::Continue, Vec::new());
-            for t in &resp.topics {
-                for p in &t.partitions {
-                    let Some((f, _)) = ask.iter().find(|(f, _)| f.topic == t.topic.0.as_str() && f.partition == p.partition) else { continue };
-                    let answer = match crate::kafka::error(p.error_code) {
-                        None => Ok((p.leader_epoch, p.end_offset)),
-                        Some(code) => Err(code),
-                    };
-                    if fetcher.on_epoch_answer(&mut s.broker(), f, answer, now, &mut actions) == Then::BackOff {
-                        then = Then::BackOff;
-                    }
-                }
-            }
-            (then, actions)
-        })
-        .await;
-    shared.perform(actions);
-    Ok(then)
-}
-
-/// One Fetch as a follower for every partition followed from the fetcher's leader; the
-/// fetcher appends what it returns.
-async fn replicate(shared: &Shared, conn: &mut Conn, me: i32, fetcher: &ReplicaFetcher, following: &[Following]) -> Result<Then, ClientError> {
-    let mut asked = Vec::new();
-    for f in following {
-        let mut p = FetchPartition::default();
-        p.partition = f.partition;
-        p.fetch_offset = f.fetch_offset;
-        p.current_leader_epoch = f.leader_epoch;
-        p.last_fetched_epoch = -1;
-        p.log_start_offset = f.log_start_offset;
-        p.partition_max_bytes = replica_fetch_bytes;
-        asked.push((f.topic.clone(), p));
-    }
-    let topics = by_topic(asked, |name, partitions| {
-        let mut t = FetchTopic::default();
-        t.topic = TopicName(s(name));
-        t.partitions = partitions;
-        t
-    });
-    let req = fetch_request(me, topics, crate::constants::fetch_bytes_max as i32);
-    let resp = conn.send(&req).await?;
-    // Each answer finds its partition by lookup: a scan per answer cost a fetch of N
-    // partitions N^2/2 string comparisons (most of an idle follower's CPU at 4,000 partitions).
-    let asked: BTreeMap<(&str, i32), &Following> = following.iter().map(|f| ((f.topic.as_str(), f.partition), f)).collect();
-    let (then, actions) = shared
-        .decide(|s| {
-            let now = now_ms();
-            let (mut then, mut actions) = (Then::Continue, Vec::new());
-            for t in &resp.responses {
-                for p in &t.partitions {
-                    let Some(&f) = asked.get(&(t.topic.0.as_str(), p.partition_index)) else { continue };
-                    let records = p.records.clone().unwrap_or_default();
-                    let answer = FetchAnswer { error: crate::kafka::error(p.error_code), records: &records, high_watermark: p.high_watermark, log_start_offset: p.log_start_offset };
-                    if fetcher.on_fetch_answer(&mut s.broker(), f, answer, now, &mut actions) == Then::BackOff {
-                        then = Then::BackOff;
-                    }
-                }
-            }
-            (then, actions)
-        })
-        .await;
-    shared.perform(actions);
-    shared.changed();
-    Ok(then)
 }
