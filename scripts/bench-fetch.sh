@@ -83,7 +83,9 @@ if [ "$REPLICA_MB" -gt 0 ]; then
     start r1 "$P1" --node-id 1 --data-dir "$W/r1" $V; R1=$LAST
     start r2 "$P2" --node-id 2 --data-dir "$W/r2" $V; R2=$LAST
     # The topic made while all three run (RF 3), broker 2 in its ISR, then broker 2 stopped.
-    echo x | kcat -P -b "127.0.0.1:$P0" -t rep -p 0 -X acks=all
+    # The first produce creates the topic; right after three fresh starts it may race the
+    # brokers' registration (kcat then exits 1 and the whole run stopped here once): retry.
+    for _ in $(seq 50); do echo x | kcat -P -b "127.0.0.1:$P0" -t rep -p 0 -X acks=all 2>/dev/null && break; sleep 0.2; done
     for _ in $(seq 100); do kcat -L -b "127.0.0.1:$P0" -t rep | grep -q "isrs: .*2" && break; sleep 0.2; done
     stop "$R2"
     "$PY" scripts/bench_fetch.py produce --bootstrap "127.0.0.1:$P0" --topic rep --size 65536 --total-mb "$REPLICA_MB" >/dev/null

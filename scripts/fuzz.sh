@@ -2,6 +2,7 @@
 # Fuzzes one target for a time budget (docs/fuzzing.md):
 #
 #     scripts/fuzz.sh TARGET MINUTES [JOBS]
+#     RUNS=10000000 scripts/fuzz.sh TARGET 60    # stop at 10 M executions or an hour, whichever first
 #
 # TARGET is one of: request_frames request_sequence log_recovery record_batch scenario trace
 # (`cargo +nightly fuzz list` from fuzz/). Needs nightly Rust and cargo-fuzz
@@ -17,6 +18,7 @@ minutes=${2:?usage: scripts/fuzz.sh TARGET MINUTES [JOBS]}
 jobs=${3:-1}
 parallel=()
 if [ "$jobs" -gt 1 ]; then parallel=(-jobs="$jobs" -workers="$jobs"); fi
+if [ -n "${RUNS:-}" ]; then parallel+=(-runs="$RUNS"); fi
 cd "$(dirname "$0")/../fuzz"
 mkdir -p "work/$target" "corpus/$target" "regressions/$target"
 # No sanitizer: the code under test is safe Rust, and without ASan a target runs about twice
