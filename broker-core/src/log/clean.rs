@@ -22,162 +22,8 @@ use super::batch::{self, put_field, put_varint, BatchHeader};
 use crate::constants::{batch_header_bytes, batch_log_overhead_bytes};
 use bytes::Bytes;
 use kafka_protocol::records::{Record, RecordBatchDecoder};
-use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
 
-/// Bytes one key costs the map at most: its 128-bit hash and its offset in a table slot, with
-/// the table at its lowest load (just grown). Kafka's `SkimpyOffsetMap` keeps MD5s the same
-/// way, so a key's own length does not matter.
-pub const key_overhead_bytes: usize = 56;
-
-/// A key's identity in the map: 128 bits of MurmurHash3's x64 construction (16 bytes a round,
-/// then its finalizer), never 0. Two keys sharing a hash would share a slot (the older one's
-/// records would go); at 2^-64 per pair it is Kafka's own trade-off with MD5.
-fn key_hash(key: &[u8]) -> u128 {
-    const c1: u64 = 0x87c3_7b91_1142_53d5;
-    const c2: u64 = 0x4cf5_ad43_2745_937f;
-    let mix1 = |k: u64| k.wrapping_mul(c1).rotate_left(31).wrapping_mul(c2);
-    let mix2 = |k: u64| k.wrapping_mul(c2).rotate_left(33).wrapping_mul(c1);
-    let word = |b: &[u8]| b.iter().rev().fold(0u64, |w, &x| (w << 8) | x as u64);
-    let (mut h1, mut h2) = (0u64, 0u64);
-    let mut blocks = key.chunks_exact(16);
-    for b in &mut blocks {
-        h1 ^= mix1(word(&b[..8]));
-        h1 = h1.rotate_left(27).wrapping_add(h2).wrapping_mul(5).wrapping_add(0x52dc_e729);
-        h2 ^= mix2(word(&b[8..]));
-        h2 = h2.rotate_left(31).wrapping_add(h1).wrapping_mul(5).wrapping_add(0x3849_5ab5);
-    }
-    let tail = blocks.remainder();
-    if tail.len() > 8 {
-        h2 ^= mix2(word(&tail[8..]));
-    }
-    if !tail.is_empty() {
-        h1 ^= mix1(word(&tail[..tail.len().min(8)]));
-    }
-    let fmix = |mut k: u64| {
-        k ^= k >> 33;
-        k = k.wrapping_mul(0xff51_afd7_ed55_8ccd);
-        k ^= k >> 33;
-        k = k.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-        k ^ (k >> 33)
-    };
-    h1 ^= key.len() as u64;
-    h2 ^= key.len() as u64;
-    h1 = h1.wrapping_add(h2);
-    h2 = h2.wrapping_add(h1);
-    h1 = fmix(h1);
-    h2 = fmix(h2);
-    h1 = h1.wrapping_add(h2);
-    h2 = h2.wrapping_add(h1);
-    (((h1 as u128) << 64) | h2 as u128).max(1)
-}
-
-/// Hashes the map's keys, which are hashes already: their low 64 bits, as they are.
-#[derive(Default, Clone, Copy)]
-struct Prehashed(u64);
-
-impl std::hash::Hasher for Prehashed {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        // Only u128 keys are hashed here (write_u128); anything else folds in, never panics.
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ b as u64;
-        }
-    }
-    fn write_u128(&mut self, h: u128) {
-        self.0 = h as u64;
-    }
-}
-
-type Table = HashMap<u128, i64, BuildHasherDefault<Prehashed>>;
-
-/// Which record of a key a pass keeps. Only [`Keep::Latest`] is compaction; [`Keep::First`]
-/// is a known bug kept so the simulator can plant it (`PlantedBug::CleanerKeepsFirstValue`)
-/// and prove its `compaction` checker sees it. Compiled in both builds so the log needs no
-/// `cfg`, but nothing except that planted bug ever asks for it.
-#[doc(hidden)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Keep {
-    /// The last record of each key in the dirty range (and everything above it).
-    #[default]
-    Latest,
-    /// Planted bug: the first record of each key in the dirty range, the later ones dropped.
-    First,
-}
-
-/// The last offset of each key seen in a dirty range, within a byte budget: a hash table of
-/// key hashes that grows as keys come (a budget-sized table would be allocated whole for every
-/// pass). Its keys are uniform already, so the table uses them as they are, no second hash and
-/// no per-process seed; lookups only, never iterated into anything.
-#[derive(Debug, Default)]
-pub struct KeyMap {
-    latest: Table,
-    /// The first offset of each key, kept only for the planted [`Keep::First`].
-    first: Option<Table>,
-    max_keys: usize,
-}
-
-impl KeyMap {
-    pub fn new(budget: usize) -> KeyMap {
-        KeyMap::keeping(budget, Keep::Latest)
-    }
-
-    /// A map whose decisions keep `keep` (see [`Keep`]: only `Latest` is correct).
-    #[doc(hidden)]
-    pub fn keeping(budget: usize, keep: Keep) -> KeyMap {
-        KeyMap { latest: Table::default(), first: (keep == Keep::First).then(Table::default), max_keys: (budget / key_overhead_bytes).max(1) }
-    }
-
-    /// Records that `key` is at `offset` (later offsets win). False when a new key would not
-    /// fit: the pass must end its dirty range before the batch holding it.
-    pub fn insert(&mut self, key: &[u8], offset: i64) -> bool {
-        let h = key_hash(key);
-        if let Some(o) = self.latest.get_mut(&h) {
-            *o = (*o).max(offset);
-            if let Some(f) = self.first.as_mut().and_then(|first| first.get_mut(&h)) {
-                *f = (*f).min(offset);
-            }
-            return true;
-        }
-        if self.latest.len() >= self.max_keys {
-            return false;
-        }
-        self.latest.insert(h, offset);
-        if let Some(first) = self.first.as_mut() {
-            first.insert(h, offset);
-        }
-        true
-    }
-
-    pub fn latest(&self, key: &[u8]) -> Option<i64> {
-        self.latest.get(&key_hash(key)).copied()
-    }
-
-    /// Whether the record of `key` at `offset` is the one of its key this pass keeps: the
-    /// latest mapped (or the first, planted), or one the map never saw — its key was not in
-    /// the dirty range, or it lies above the range's mapped end.
-    pub fn keeps(&self, key: &[u8], offset: i64) -> bool {
-        let h = key_hash(key);
-        match self.latest.get(&h) {
-            None => true,
-            Some(&latest) if offset > latest => true,
-            Some(&latest) => match self.first.as_ref().and_then(|f| f.get(&h)) {
-                Some(&first) => offset == first,
-                None => offset == latest,
-            },
-        }
-    }
-
-    pub fn len(&self) -> usize {
-        self.latest.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.latest.is_empty()
-    }
-}
+pub use super::key_map::{key_overhead_bytes, Keep, KeyMap};
 
 /// Why a batch could not be looked inside.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -210,14 +56,7 @@ pub fn records(batch: &[u8]) -> Result<Vec<Record>, CleanError> {
 pub fn map_batch(map: &mut KeyMap, batch: &[u8]) -> Result<bool, CleanError> {
     if let Some((h, raw)) = raw_records(batch) {
         let body = &batch[batch_header_bytes..];
-        for r in raw {
-            if let Some(k) = r.key {
-                if !map.insert(&body[k], h.base_offset + r.offset_delta as i64) {
-                    return Ok(false);
-                }
-            }
-        }
-        return Ok(true);
+        return Ok(map.insert_all(raw.iter().filter_map(|r| Some((&body[r.key.clone()?], h.base_offset + r.offset_delta as i64)))));
     }
     for r in records(batch)? {
         if let Some(k) = &r.key {
@@ -274,7 +113,19 @@ pub fn clean_batch(batch: &[u8], h: &BatchHeader, map: &KeyMap, tombstones: Tomb
         // Uncompressed: surviving records are copied as they are (their deltas are relative to
         // the same base offset and timestamp), no decoding.
         let body = &batch[batch_header_bytes..];
-        let keep: Vec<&batch::RecordInfo> = raw.iter().filter(|r| survives(r.key.clone().map(|k| &body[k]), h.base_offset + r.offset_delta as i64, r.null_value, h.base_timestamp + r.timestamp_delta)).collect();
+        // The map's verdicts for the keyed records, asked all at once (see `KeyMap::keeps_all`).
+        let mut latest = Vec::with_capacity(raw.len());
+        map.keeps_all(raw.iter().filter_map(|r| Some((&body[r.key.clone()?], h.base_offset + r.offset_delta as i64))), &mut latest);
+        let mut latest = latest.into_iter();
+        let keep: Vec<&batch::RecordInfo> = raw
+            .iter()
+            .filter(|r| {
+                let Some(_) = r.key else { return true };
+                let offset = h.base_offset + r.offset_delta as i64;
+                let expired = offset < tombstones.reached && h.base_timestamp + r.timestamp_delta < tombstones.horizon_ms;
+                latest.next().expect("one verdict per keyed record") && !(r.null_value && expired)
+            })
+            .collect();
         return Ok(match keep.len() {
             // Empty already (an earlier pass emptied it): mergeable with the empty batches
             // beside it.
@@ -360,23 +211,6 @@ fn frame(h: &BatchHeader, codec: u8, count: i32, last_offset_delta: i32, base_ts
 mod tests {
     use super::*;
     use crate::log::batch::{build_keyed, read_header, stamp};
-
-    #[test]
-    fn key_hashes_are_murmur3_x64_128_and_do_not_collide_on_similar_keys() {
-        // Reference values from the `mmh3` Python package (hash128, seed 0), as (h1, h2).
-        let swap = |v: u128| (v << 64) | (v >> 64);
-        assert_eq!(key_hash(b"hello"), swap(0x5b1e906a48ae1d19cbd8a7b341bd9b02));
-        assert_eq!(key_hash(b"a"), swap(0xe6b53a48510e895a85555565f6597889));
-        assert_eq!(key_hash(b"key-00000001"), swap(0x3e4b88d086e085f3020e86c725c45c88));
-        assert_eq!(key_hash(b"0123456789abcdef"), swap(0x87c35b5c63a708da4be06d94cf4ad1a7));
-        assert_eq!(key_hash(b"0123456789abcdefXYZ"), swap(0x4e69e256eaf89cf399d375026c4a901d));
-        assert_eq!(key_hash(b""), 1, "0 is never a key's hash");
-        let mut seen = std::collections::BTreeSet::new();
-        for i in 0..200_000 {
-            assert!(seen.insert(key_hash(format!("key-{i:08}").as_bytes())));
-            assert!(seen.insert(key_hash(&(i as u64).to_le_bytes())));
-        }
-    }
 
     fn batch(base: i64, kvs: &[(&str, Option<&str>)]) -> (Vec<u8>, BatchHeader) {
         let kv: Vec<batch::KeyValue> = kvs.iter().map(|(k, v)| (Some(k.as_bytes()), v.map(str::as_bytes))).collect();

@@ -22,6 +22,7 @@ pub mod index;
 pub mod clean;
 pub mod compressed;
 mod cleaner;
+mod key_map;
 mod config;
 mod durability;
 mod pass;

@@ -5,8 +5,10 @@
 //! 1. **Map**: key offsets of the dirty range, from the clean point towards the first segment
 //!    that is active, above `upper` or younger than `min.compaction.lag.ms` (fixed when the
 //!    pass starts), until the key map is full.
-//! 2. **Producers**: every batch header of the log, for each idempotent producer's last batch
-//!    (never merged away, so producer state rebuilt from headers stays what it was).
+//! 2. **Producers**: each idempotent producer's last batch below the mapped end (never merged
+//!    away, so producer state rebuilt from headers stays what it was): the map walk notes them
+//!    in the dirty range, and this phase reads the batch headers of the clean part below it
+//!    (small once cleaned), so the dirty bytes are read twice, not three times.
 //! 3. **Rewrite**: groups of closed segments from the log start through the mapped end, each
 //!    streamed into its `.cleaned` file a step at a time (synced every `cleaner_sync_bytes`,
 //!    so the swap's sync is short) and swapped in when whole
@@ -31,6 +33,8 @@ pub(super) struct Pass {
     /// The dirty range this pass maps: [start, end).
     start: i64,
     end: i64,
+    /// Each idempotent producer's last batch in the mapped range (its base offset).
+    producers: BTreeMap<i64, i64>,
     stats: CleanStats,
     phase: Phase,
 }
@@ -88,7 +92,7 @@ impl Log {
             Some(pass) => pass,
             None if self.cleaning_due(now, upper) => {
                 let (start, end) = (self.cleaned_to(), self.dirty_end(now, upper));
-                Pass { map: KeyMap::keeping(map_bytes, keep), start, end, stats: CleanStats { from: start, to: start, ..CleanStats::default() }, phase: Phase::Map { next: start } }
+                Pass { map: KeyMap::keeping(map_bytes, keep), start, end, producers: BTreeMap::new(), stats: CleanStats { from: start, to: start, ..CleanStats::default() }, phase: Phase::Map { next: start } }
             }
             None => return Ok(Step::Idle),
         };
@@ -165,6 +169,9 @@ impl Log {
                             full = true;
                             break;
                         }
+                        if h.producer_id >= 0 {
+                            pass.producers.insert(h.producer_id, h.base_offset);
+                        }
                         *next = h.next_offset();
                     }
                     if full || batches.is_empty() || *next >= pass.end {
@@ -178,33 +185,39 @@ impl Log {
                     }
                 }
                 Phase::Producers { base, pos, expected, last } => {
-                    // Segments only grow between steps (anything that removes one aborts the
-                    // pass), so the one at `base` is there; were it not, the pass would end
-                    // here, rewriting nothing, rather than rewrite without every producer.
+                    // The clean part, [log start, pass start), read header by header (the
+                    // mapped range's producers are known from the map walk). Segments only
+                    // grow between steps (anything that removes one aborts the pass), so the
+                    // one at `base` is there; were it not, the pass would end here, rewriting
+                    // nothing, rather than rewrite without every producer.
                     let i = self.segments.partition_point(|s| s.base_offset < *base);
-                    let Some(seg) = self.segments.get(i).filter(|s| s.base_offset == *base) else {
-                        return Ok(Progress::Done(bytes, None));
-                    };
-                    let (to, next) = seg.headers_from(*pos, *expected, left as u64, &mut |h| {
-                        if h.producer_id >= 0 {
-                            last.insert(h.producer_id, h.base_offset);
+                    let scanned = *expected >= pass.start;
+                    if !scanned {
+                        let Some(seg) = self.segments.get(i).filter(|s| s.base_offset == *base) else {
+                            return Ok(Progress::Done(bytes, None));
+                        };
+                        let (to, next) = seg.headers_from(*pos, *expected, left as u64, &mut |h| {
+                            if h.producer_id >= 0 && h.base_offset < pass.start {
+                                last.insert(h.producer_id, h.base_offset);
+                            }
+                        })?;
+                        bytes += to - *pos;
+                        (*pos, *expected) = (to, next);
+                        if to < seg.size() {
+                            continue;
                         }
-                    })?;
-                    bytes += to - *pos;
-                    (*pos, *expected) = (to, next);
-                    if to < seg.size() {
-                        continue;
-                    }
-                    match self.segments.get(i + 1) {
-                        Some(n) => (*base, *pos, *expected) = (n.base_offset, 0, n.base_offset),
-                        // Batches appended from here on are above every group: a producer's
-                        // batch found last may have a later one, and is only kept needlessly.
-                        None => {
-                            let tombstones = Tombstones { reached: pass.start, horizon_ms: now as i64 - self.config.delete_retention_ms.min(i64::MAX as u64) as i64 };
-                            let last_of_producer = std::mem::take(last);
-                            pass.phase = Phase::Rewrite { tombstones, last_of_producer, next: self.log_start_offset(), group: None };
+                        if let Some(n) = self.segments.get(i + 1) {
+                            (*base, *pos, *expected) = (n.base_offset, 0, n.base_offset);
+                            continue;
                         }
                     }
+                    // The mapped range's last batches are later than the clean part's. Batches
+                    // past the mapped end are above every group: a producer's batch found last
+                    // may have a later one there, and is only kept needlessly.
+                    let mut last_of_producer = std::mem::take(last);
+                    last_of_producer.append(&mut pass.producers);
+                    let tombstones = Tombstones { reached: pass.start, horizon_ms: now as i64 - self.config.delete_retention_ms.min(i64::MAX as u64) as i64 };
+                    pass.phase = Phase::Rewrite { tombstones, last_of_producer, next: self.log_start_offset(), group: None };
                 }
                 Phase::Rewrite { tombstones, last_of_producer, next, group } => {
                     let mapped = pass.stats.to;
