@@ -135,18 +135,19 @@ impl Table {
         let _ = slot;
     }
 
-    /// Sets `h`'s offset with `merge(old, new)` if present, else inserts it when the table
-    /// holds fewer than `max_keys`; false when it was full.
-    fn upsert(&mut self, h: u128, offset: i64, max_keys: usize, merge: fn(i64, i64) -> i64) -> bool {
+    /// Sets `h`'s offset with `merge(old, new)` if present (returning the old one), else
+    /// inserts it when the table holds fewer than `max_keys`; `Err(Full)` when it was full.
+    fn upsert(&mut self, h: u128, offset: i64, max_keys: usize, merge: fn(i64, i64) -> i64) -> Result<Option<i64>, Full> {
         if self.slots.is_empty() {
             self.slots = vec![Slot::default(); initial_slots];
         }
         match self.find(words(h)) {
             Ok(i) => {
-                self.slots[i].offset = merge(self.slots[i].offset, offset);
-                true
+                let old = self.slots[i].offset;
+                self.slots[i].offset = merge(old, offset);
+                Ok(Some(old))
             }
-            Err(_) if self.len >= max_keys => false,
+            Err(_) if self.len >= max_keys => Err(Full),
             Err(mut i) => {
                 if (self.len + 1) * 4 > self.slots.len() * 3 {
                     self.grow();
@@ -154,7 +155,7 @@ impl Table {
                 }
                 self.slots[i] = Slot { hash: words(h), offset };
                 self.len += 1;
-                true
+                Ok(None)
             }
         }
     }
@@ -169,6 +170,39 @@ impl Table {
     }
 }
 
+/// A new key found the table at its key budget.
+#[derive(Debug)]
+struct Full;
+
+/// Which keyed records of a pass's dirty range a later record of their key superseded: one bit
+/// per offset from `start`, set by the map walk as it replaces a key's offset. The rewrite walk
+/// then judges a record of the dirty range by its bit, without hashing its key or probing the
+/// table (only records below the range, already cleaned, still ask the table). It answers as
+/// the table would: a record is superseded exactly when a later offset of its key was mapped.
+#[derive(Debug)]
+struct Superseded {
+    start: i64,
+    bits: Vec<u64>,
+}
+
+impl Superseded {
+    fn index(&self, offset: i64) -> Option<usize> {
+        let i = usize::try_from(offset.checked_sub(self.start)?).ok()?;
+        (i / 64 < self.bits.len()).then_some(i)
+    }
+
+    fn set(&mut self, offset: i64) {
+        if let Some(i) = self.index(offset) {
+            self.bits[i / 64] |= 1 << (i % 64);
+        }
+    }
+
+    /// Whether the record at `offset` was superseded; None outside the range.
+    fn get(&self, offset: i64) -> Option<bool> {
+        self.index(offset).map(|i| self.bits[i / 64] & (1 << (i % 64)) != 0)
+    }
+}
+
 /// Keys of one batch, hashed, at most this many at a time (a batch with more goes in chunks).
 const chunk_keys: usize = 64;
 
@@ -178,6 +212,8 @@ pub struct KeyMap {
     latest: Table,
     /// The first offset of each key, kept only for the planted [`Keep::First`].
     first: Option<Table>,
+    /// Set by [`KeyMap::for_range`] when the range's bits fit a quarter of the budget.
+    superseded: Option<Superseded>,
     max_keys: usize,
 }
 
@@ -189,7 +225,22 @@ impl KeyMap {
     /// A map whose decisions keep `keep` (see [`Keep`]: only `Latest` is correct).
     #[doc(hidden)]
     pub fn keeping(budget: usize, keep: Keep) -> KeyMap {
-        KeyMap { latest: Table::default(), first: (keep == Keep::First).then(Table::default), max_keys: (budget / key_overhead_bytes).max(1) }
+        KeyMap { latest: Table::default(), first: (keep == Keep::First).then(Table::default), superseded: None, max_keys: (budget / key_overhead_bytes).max(1) }
+    }
+
+    /// [`KeyMap::keeping`] for a pass whose dirty range is `[start, end)`: when one bit per
+    /// offset of the range fits a quarter of `budget`, the map also tracks which records a
+    /// later one superseded (see [`Superseded`]), and its key budget shrinks by those bytes.
+    /// (Not for the planted [`Keep::First`], whose verdicts the bits cannot give.)
+    pub fn for_range(budget: usize, keep: Keep, start: i64, end: i64) -> KeyMap {
+        let mut map = KeyMap::keeping(budget, keep);
+        let words = usize::try_from(end.saturating_sub(start)).unwrap_or(usize::MAX).div_ceil(64);
+        let bytes = words.saturating_mul(8);
+        if keep == Keep::Latest && bytes <= budget / 4 {
+            map.superseded = Some(Superseded { start, bits: vec![0; words] });
+            map.max_keys = ((budget - bytes) / key_overhead_bytes).max(1);
+        }
+        map
     }
 
     /// Records that `key` is at `offset` (later offsets win). False when a new key would not
@@ -199,11 +250,12 @@ impl KeyMap {
     }
 
     fn insert_hashed(&mut self, h: u128, offset: i64) -> bool {
-        if !self.latest.upsert(h, offset, self.max_keys, i64::max) {
-            return false;
+        let Ok(old) = self.latest.upsert(h, offset, self.max_keys, i64::max) else { return false };
+        if let (Some(old), Some(superseded)) = (old, self.superseded.as_mut()) {
+            superseded.set(old.min(offset));
         }
         if let Some(first) = self.first.as_mut() {
-            first.upsert(h, offset, usize::MAX, i64::min);
+            let _ = first.upsert(h, offset, usize::MAX, i64::min);
         }
         true
     }
@@ -236,7 +288,10 @@ impl KeyMap {
     /// latest mapped (or the first, planted), or one the map never saw — its key was not in
     /// the dirty range, or it lies above the range's mapped end.
     pub fn keeps(&self, key: &[u8], offset: i64) -> bool {
-        self.keeps_hashed(key_hash(key), offset)
+        match self.superseded.as_ref().and_then(|s| s.get(offset)) {
+            Some(gone) => !gone,
+            None => self.keeps_hashed(key_hash(key), offset),
+        }
     }
 
     fn keeps_hashed(&self, h: u128, offset: i64) -> bool {
@@ -258,13 +313,29 @@ impl KeyMap {
         let mut keys = keys.peekable();
         while keys.peek().is_some() {
             let mut n = 0;
+            let from = out.len();
             for (key, offset) in keys.by_ref().take(chunk_keys) {
-                let h = key_hash(key);
-                self.latest.prefetch(h);
+                // Within the dirty range the bit answers; 0 marks a key still to probe.
+                let h = match self.superseded.as_ref().and_then(|s| s.get(offset)) {
+                    Some(gone) => {
+                        out.push(!gone);
+                        0
+                    }
+                    None => {
+                        let h = key_hash(key);
+                        self.latest.prefetch(h);
+                        out.push(true);
+                        h
+                    }
+                };
                 chunk[n] = (h, offset);
                 n += 1;
             }
-            out.extend(chunk[..n].iter().map(|&(h, offset)| self.keeps_hashed(h, offset)));
+            for (verdict, &(h, offset)) in out[from..].iter_mut().zip(&chunk[..n]) {
+                if h != 0 {
+                    *verdict = self.keeps_hashed(h, offset);
+                }
+            }
         }
     }
 
@@ -316,6 +387,45 @@ mod tests {
         map.keeps_all([(&b"k2"[..], 2), (&b"k2"[..], 10_002), (&b"absent"[..], 0), (&b"k3"[..], 99_999)].into_iter(), &mut out);
         assert_eq!(out, [false, true, true, true]);
         assert!(map.latest.slots.len() * std::mem::size_of::<Slot>() <= 4_000 * key_overhead_bytes, "the table stays within the budget");
+    }
+
+    #[test]
+    fn the_superseded_bits_answer_as_the_table_does() {
+        // Offsets 100..400 hold keys drawn from 40 (a seeded walk), some keyless; the map fills
+        // at 30 keys in the second run. Each record, and records below and above the range,
+        // must get the same verdict from a map with bits and one without.
+        for budget_keys in [1_000, 30] {
+            let mut x = 7u64;
+            let mut records: Vec<(i64, Option<String>)> = Vec::new();
+            for offset in 100..400 {
+                x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                records.push((offset, (x >> 60 != 0).then(|| format!("k{}", (x >> 33) % 40))));
+            }
+            let budget = budget_keys * key_overhead_bytes * 2;
+            let mut plain = KeyMap::keeping(budget, Keep::Latest);
+            let mut bits = KeyMap::for_range(budget, Keep::Latest, 100, 400);
+            assert!(bits.superseded.is_some(), "300 bits fit a quarter of the budget");
+            bits.max_keys = plain.max_keys; // the same key budget, so both fill at the same key
+            let keyed = || records.iter().filter_map(|(o, k)| Some((k.as_deref()?.as_bytes(), *o)));
+            assert_eq!(plain.insert_all(keyed()), bits.insert_all(keyed()));
+            let asked: Vec<(Vec<u8>, i64)> = keyed().map(|(k, o)| (k.to_vec(), o)).chain([(b"k1".to_vec(), 50), (b"k2".to_vec(), 450)]).collect();
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            plain.keeps_all(asked.iter().map(|(k, o)| (k.as_slice(), *o)), &mut a);
+            bits.keeps_all(asked.iter().map(|(k, o)| (k.as_slice(), *o)), &mut b);
+            assert_eq!(a, b, "budget of {budget_keys} keys");
+            assert!(a.iter().any(|v| !v) && a.iter().any(|v| *v));
+            for (k, o) in &asked {
+                assert_eq!(plain.keeps(k, *o), bits.keeps(k, *o));
+            }
+        }
+    }
+
+    #[test]
+    fn a_range_too_long_for_the_budget_gets_no_bits_and_the_planted_map_none() {
+        assert!(KeyMap::for_range(1 << 10, Keep::Latest, 0, 1 << 20).superseded.is_none());
+        assert!(KeyMap::for_range(1 << 20, Keep::First, 0, 100).superseded.is_none());
+        let map = KeyMap::for_range(1 << 20, Keep::Latest, 0, 1 << 20);
+        assert_eq!(map.max_keys, ((1 << 20) - (1 << 17)) / key_overhead_bytes, "the bits come out of the key budget");
     }
 
     #[test]
