@@ -67,7 +67,7 @@ impl Broker {
             return (out, self.cleaner.next_ms);
         }
         let backoff = now + self.config.cleaner_backoff_ms;
-        let in_flight = self.cleaner.in_flight.take().filter(|k| self.partitions.get(k).is_some_and(|p| p.log.cleaning()));
+        let in_flight = self.cleaner.in_flight.take().filter(|k| self.partitions.get(&k.0, k.1).is_some_and(|p| p.log.cleaning()));
         let starts = in_flight.is_none();
         let Some(key) = in_flight.or_else(|| self.next_due(now)) else {
             self.cleaner.next_ms = backoff;
@@ -75,7 +75,7 @@ impl Broker {
         };
         // The planted cleaner bug (simulated build only) keeps each key's first record.
         let keep = if self.config.planted(PlantedBug::CleanerKeepsFirstValue) { Keep::First } else { Keep::Latest };
-        let part = self.partitions.get_mut(&key).expect("listed");
+        let part = self.partitions.get_mut(&key.0, key.1).expect("listed");
         let hw = part.high_watermark();
         self.cleaner.next_ms = match part.log.clean_step(now, hw, cleaner_key_map_bytes, cleaner_step_bytes, keep) {
             Ok(CleanStep::Idle) => backoff,
@@ -108,9 +108,9 @@ impl Broker {
         self.partitions
             .iter()
             .filter(|(_, part)| part.log.failure().is_none() && part.log.cleaning_due(now, part.high_watermark()))
-            .map(|(k, _)| k)
-            .min_by_key(|k| (after.is_some_and(|a| *k <= a), *k))
-            .cloned()
+            .map(|((n, p), _)| (n, p))
+            .min_by_key(|&(n, p)| (after.is_some_and(|a| (&**n, p) <= (a.0.as_str(), a.1)), (n, p)))
+            .map(|(n, p)| (n.to_string(), p))
     }
 }
 

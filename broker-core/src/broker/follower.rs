@@ -26,7 +26,7 @@ impl Broker {
             .filter(|(_, part)| part.replication.role == Role::Follower { leader } && part.log.failure().is_none())
             .map(|((name, p), part)| Following {
                 topic: name.clone(),
-                partition: *p,
+                partition: p,
                 leader_epoch: part.replication.leader_epoch,
                 fetch_offset: part.leo(),
                 log_start_offset: part.log_start_offset(),
@@ -38,7 +38,7 @@ impl Broker {
     /// The follower's partition, if it still follows `leader` under `epoch`: answers that
     /// arrive after a metadata change are dropped.
     fn followed_mut(&mut self, name: &str, p: i32, leader: i32, epoch: i32) -> Option<&mut Partition> {
-        let part = self.partitions.get_mut(&(name.to_string(), p))?;
+        let part = self.partitions.get_mut(name, p)?;
         (part.replication.role == Role::Follower { leader } && part.replication.leader_epoch == epoch).then_some(part)
     }
 
@@ -120,7 +120,7 @@ impl Broker {
 
     /// The leader says this follower's offset is past its log end: truncate by epoch again.
     pub fn retruncate(&mut self, name: &str, p: i32) -> Result<(), Error> {
-        if let Some(part) = self.partitions.get_mut(&(name.to_string(), p)) {
+        if let Some(part) = self.partitions.get_mut(name, p) {
             part.replication.needs_truncation = true;
         }
         Ok(())

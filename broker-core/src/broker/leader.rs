@@ -194,9 +194,9 @@ impl Broker {
         let lag = if self.config.buggify.fires(crate::buggify::Site::ShortLag) { lag / 5 } else { lag };
         let image = &self.image;
         let mut out = Vec::new();
-        for ((name, p), part) in &mut self.partitions {
+        for ((name, p), part) in self.partitions.iter_mut() {
             if let Some(prop) = part.replication.isr_proposal_among(now, lag, |r| image.is_live(r)) {
-                out.push((name.clone(), *p, prop));
+                out.push((name.to_string(), p, prop));
             }
         }
         out
@@ -204,7 +204,7 @@ impl Broker {
 
     /// What became of an ISR proposal. A committed one may move the high watermark.
     pub fn isr_answer(&mut self, name: &str, p: i32, answer: IsrAnswer<'_>) -> Vec<Action> {
-        let Some(part) = self.partitions.get_mut(&(name.to_string(), p)) else { return Vec::new() };
+        let Some(part) = self.partitions.get_mut(name, p) else { return Vec::new() };
         let leo = part.leo();
         match answer {
             IsrAnswer::Committed(i) => {

@@ -32,6 +32,7 @@ mod follower;
 mod leader;
 mod log_start;
 mod partition;
+mod partitions;
 pub mod producer;
 mod reconcile;
 mod upkeep;
@@ -40,6 +41,7 @@ pub use config::{BrokerConfig, Planted, PlantedBug};
 pub use error::Error;
 pub use fetcher::{FetchAnswer, ReplicaFetcher, Step, Then};
 pub use partition::{Fetched, Fetcher, Following, IsrAnswer, Partition, Produced};
+pub use partitions::{PartitionMap, Partitions};
 pub use upkeep::{producer_id_block, producer_id_node_shift};
 
 use crate::metadata::configs::TopicSettings;
@@ -91,7 +93,7 @@ pub struct Broker {
     /// The cluster metadata as far as this node has applied it.
     image: Image,
     /// Local replicas, opened when the metadata makes this node a replica.
-    partitions: BTreeMap<(String, i32), Partition>,
+    partitions: Partitions,
     /// Replicas that failed to open or went offline, and when to try opening them again.
     offline: BTreeMap<(String, i32), u64>,
     /// Replicas whose directory this step created, unsynced: one file-system sync makes them
@@ -136,7 +138,7 @@ impl Broker {
             config,
             disk,
             image: Image::default(),
-            partitions: BTreeMap::new(),
+            partitions: Partitions::default(),
             offline: BTreeMap::new(),
             created: Vec::new(),
             producer_ids,
@@ -187,7 +189,7 @@ impl Broker {
         Some(TopicSettings::resolve(&self.topic_defaults(), &t.config))
     }
 
-    pub fn partitions(&self) -> &BTreeMap<(String, i32), Partition> {
+    pub fn partitions(&self) -> &Partitions {
         &self.partitions
     }
 
@@ -197,28 +199,23 @@ impl Broker {
 
     /// A local replica, or the error a client should get for it: unknown, or not here.
     fn local(&self, name: &str, p: i32) -> Result<&Partition, Error> {
-        let key = (name.to_string(), p);
-        match self.partitions.get(&key) {
-            Some(part) => Ok(part),
-            None => Err(self.missing(&key)),
-        }
+        self.partitions.get(name, p).ok_or_else(|| self.missing(name, p))
     }
 
     fn local_mut(&mut self, name: &str, p: i32) -> Result<&mut Partition, Error> {
-        let key = (name.to_string(), p);
-        if !self.partitions.contains_key(&key) {
-            return Err(self.missing(&key));
+        if !self.partitions.contains(name, p) {
+            return Err(self.missing(name, p));
         }
-        Ok(self.partitions.get_mut(&key).expect("checked above"))
+        Ok(self.partitions.get_mut(name, p).expect("checked above"))
     }
 
     /// Why a partition is not open here: its log is offline (KAFKA_STORAGE_ERROR, as Kafka
     /// answers for a failed log directory), it is not a replica here, or it does not exist.
-    fn missing(&self, key: &(String, i32)) -> Error {
-        if self.offline.contains_key(key) {
-            return Error::Storage(format!("{}-{} is offline after a storage failure; it is reopened once the disk answers", key.0, key.1));
+    fn missing(&self, name: &str, p: i32) -> Error {
+        if self.offline.contains_key(&(name.to_string(), p)) {
+            return Error::Storage(format!("{name}-{p} is offline after a storage failure; it is reopened once the disk answers"));
         }
-        match self.image.partition(&key.0, key.1) {
+        match self.image.partition(name, p) {
             Some(_) => Error::NotLeaderOrFollower,
             None => Error::UnknownTopicOrPartition,
         }

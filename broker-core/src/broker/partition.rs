@@ -141,7 +141,9 @@ impl Fetcher {
 /// A partition this node follows, as its replica fetcher needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Following {
-    pub topic: String,
+    /// The topic's name, shared with the broker's map of replicas (a round names every
+    /// followed partition: a copy of the name each would be an allocation each).
+    pub topic: std::sync::Arc<str>,
     pub partition: i32,
     pub leader_epoch: i32,
     pub fetch_offset: i64,

@@ -59,8 +59,8 @@ impl Broker {
         let gone: Vec<(String, i32)> = self
             .partitions
             .iter()
-            .filter(|((n, p), part)| self.image.topics.get(n).is_none_or(|t| t.id != part.topic_id || *p as usize >= t.partitions.len()))
-            .map(|(k, _)| k.clone())
+            .filter(|((n, p), part)| self.image.topics.get(&***n).is_none_or(|t| t.id != part.topic_id || *p as usize >= t.partitions.len()))
+            .map(|((n, p), _)| (n.to_string(), p))
             .collect();
         for (name, p) in gone {
             match self.remove_local(&name, p) {
@@ -99,7 +99,7 @@ impl Broker {
             out.push(Action::Log(Level::Error, format!("syncfs after creating {} replicas: {e}; they go offline", created.len())));
             for key in created {
                 let marker = self.partition_dir(&key.0, key.1).join(dir::partition_marker);
-                self.partitions.remove(&key);
+                self.partitions.remove(&key.0, key.1);
                 let _ = self.disk.remove(&marker);
                 self.offline.insert(key, 0);
             }
@@ -107,7 +107,7 @@ impl Broker {
         }
         let in_place = self.config.planted(PlantedBug::CheckpointInPlace);
         for key in created {
-            if let Some(part) = self.partitions.get_mut(&key) {
+            if let Some(part) = self.partitions.get_mut(&key.0, key.1) {
                 part.log.owed_durable();
                 if in_place {
                     // Planted: its in-place checkpoint at open is written again after the sync
@@ -124,7 +124,8 @@ impl Broker {
     fn apply_topic_config(&mut self, name: &str, out: &mut Vec<Action>) {
         let Some(settings) = self.settings_or_defaults(name, out) else { return };
         let overrides = self.image.topics.get(name).map(|t| t.config.clone()).unwrap_or_default();
-        for ((n, p), part) in self.partitions.iter_mut().filter(|((n, _), _)| n == name) {
+        for (p, part) in self.partitions.topic_mut(name) {
+            let n = name;
             part.min_insync = settings.min_insync;
             part.replication.set_strict_min_isr(self.config.eligible_leader_replicas.then_some(settings.min_insync));
             if let Err(e) = part.log.set_config(settings.log.clone()) {
@@ -186,22 +187,21 @@ impl Broker {
     pub(super) fn reconcile(&mut self, name: &str, p: i32, now: u64, out: &mut Vec<Action>) -> Result<(), Error> {
         let Some(info) = self.image.partition(name, p).cloned() else { return Ok(()) };
         let me = self.config.node_id;
-        let key = (name.to_string(), p);
         if !info.replicas.contains(&me) {
-            if self.partitions.contains_key(&key) {
+            if self.partitions.contains(name, p) {
                 self.remove_local(name, p)?;
                 out.push(Action::Log(Level::Info, format!("{name}-{p}: no longer a replica here; removed")));
             }
             return Ok(());
         }
-        if !self.partitions.contains_key(&key) {
+        if !self.partitions.contains(name, p) {
             let part = self.open_partition(name, p, now, out)?;
-            self.partitions.insert(key.clone(), part);
+            self.partitions.insert(name, p, part);
         }
         if !self.ready() {
             return Ok(()); // opened, but no role before this process's registration is applied
         }
-        let part = self.partitions.get_mut(&key).expect("opened above");
+        let part = self.partitions.get_mut(name, p).expect("opened above");
         let change = part.apply(&info, now);
         if self.config.planted(super::PlantedBug::SameEpochRecordClearsInFlight) {
             part.replication.forget_in_flight(); // planted: any record settles the change in flight
@@ -252,7 +252,7 @@ impl Broker {
     }
 
     pub(super) fn remove_local(&mut self, name: &str, p: i32) -> Result<(), Error> {
-        self.partitions.remove(&(name.to_string(), p));
+        self.partitions.remove(name, p);
         Ok(dir::remove(self.disk.as_ref(), &self.config.data_dir, &self.partition_dir(name, p))?)
     }
 

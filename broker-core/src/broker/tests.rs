@@ -132,7 +132,7 @@ fn auto_create_follows_the_setting() {
     assert!(node.broker().request_auto_create("bad/name").is_err());
     crate::testing::sync(&node, 0);
     assert_eq!(node.broker().image().topics["fresh"].partitions.len(), 1);
-    assert!(node.broker().partitions().contains_key(&("fresh".to_string(), 0)));
+    assert!(node.broker().partitions().contains("fresh", 0));
     let off = one_node(BrokerConfig { auto_create_topics: false, ..config(&tmp.path().join("off")) });
     assert!(!off.broker().request_auto_create("fresh").unwrap());
 }
@@ -188,7 +188,7 @@ fn a_compacted_topic_is_cleaned_on_the_timer_and_refuses_keyless_records() {
         let (k, v) = (format!("k{}", i % 5), format!("v{i}"));
         b.produce("c", 0, &build_keyed(&[(Some(k.as_bytes()), Some(v.as_bytes()))], 1000), 1, 0, &mut Vec::new()).unwrap();
     }
-    let before = b.partitions()[&("c".to_string(), 0)].log.size_bytes();
+    let before = b.partitions()[("c", 0)].log.size_bytes();
     // The cleaner's turns, each a bounded step, each saying when the next is due.
     let (mut now, mut lines) = (1_000_000, Vec::new());
     for _ in 0..1000 {
@@ -201,7 +201,7 @@ fn a_compacted_topic_is_cleaned_on_the_timer_and_refuses_keyless_records() {
         now = next;
     }
     assert!(lines.iter().filter_map(Action::line).any(|l| l.contains("c-0: cleaned")), "{lines:?}");
-    let after = b.partitions()[&("c".to_string(), 0)].log.size_bytes();
+    let after = b.partitions()[("c", 0)].log.size_bytes();
     assert!(after * 3 < before, "{after} of {before} bytes left");
     // Fetch after fetch from offset 0, as a consumer reads, moving past each answer's last batch.
     let (mut latest, mut offset) = (BTreeMap::new(), 0);
@@ -214,7 +214,7 @@ fn a_compacted_topic_is_cleaned_on_the_timer_and_refuses_keyless_records() {
             latest.insert(String::from_utf8(k.unwrap().to_vec()).unwrap(), String::from_utf8(v.unwrap().to_vec()).unwrap());
         }
     }
-    let active_start = b.partitions()[&("c".to_string(), 0)].log.segment_bases().last().copied().unwrap();
+    let active_start = b.partitions()[("c", 0)].log.segment_bases().last().copied().unwrap();
     for k in 0..5 {
         // The last write of each key was 195+k; older ones survive only in the active segment.
         assert_eq!(latest[&format!("k{k}")], format!("v{}", 195 + k), "active segment starts at {active_start}");

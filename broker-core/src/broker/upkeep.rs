@@ -56,7 +56,7 @@ impl Broker {
     pub fn tick(&mut self, now: u64) -> Vec<Action> {
         let mut out = self.reopen_failed(now);
         for (name, p, mut bytes) in std::mem::take(&mut self.deferred) {
-            if let Some(part) = self.partitions.get_mut(&(name.clone(), p)) {
+            if let Some(part) = self.partitions.get_mut(&name, p) {
                 let epoch = part.replication.leader_epoch;
                 match part.log.append(&mut bytes, epoch, now) {
                     Ok(_) => {
@@ -69,7 +69,7 @@ impl Broker {
                 }
             }
         }
-        for ((name, p), part) in &mut self.partitions {
+        for ((name, p), part) in self.partitions.iter_mut() {
             if part.log.failure().is_some() {
                 continue; // reopen_failed deals with it
             }
@@ -91,17 +91,17 @@ impl Broker {
         let me = self.config.node_id;
         // Planted `OfflineLogStaysOffline`: a failed log is left as it is until the process restarts.
         let stays = self.config.planted(PlantedBug::OfflineLogStaysOffline);
-        let failed: Vec<(String, i32)> = self.partitions.iter().filter(|(_, part)| part.log.failure().is_some() && !stays).map(|(k, _)| k.clone()).collect();
+        let failed: Vec<(String, i32)> = self.partitions.iter().filter(|(_, part)| part.log.failure().is_some() && !stays).map(|((n, p), _)| (n.to_string(), p)).collect();
         let hand_over = !self.config.planted(PlantedBug::FailedLeaderKeepsLeadership);
         for key in failed {
-            if self.partitions.remove(&key).is_some_and(|part| part.replication.is_leader()) && hand_over && !out.contains(&Action::Reregister) {
+            if self.partitions.remove(&key.0, key.1).is_some_and(|part| part.replication.is_leader()) && hand_over && !out.contains(&Action::Reregister) {
                 out.push(Action::Reregister);
             }
             self.offline.entry(key).or_insert(now);
         }
         // Both are in (topic, partition) order: one walk, no allocation for the replicas that are
         // open (every tick, for every partition).
-        let mut open = self.partitions.keys().map(|(n, p)| (n.as_str(), *p)).peekable();
+        let mut open = self.partitions.keys().peekable();
         let mut missing: Vec<(String, i32)> = Vec::new();
         for (n, t) in &self.image.topics {
             for (i, _) in t.partitions.iter().enumerate().filter(|(_, info)| info.replicas.contains(&me)) {
@@ -112,6 +112,7 @@ impl Broker {
                 }
             }
         }
+        drop(open);
         for (name, p) in missing {
             let key = (name.clone(), p);
             if self.offline.get(&key).is_some_and(|&at| now < at) {
@@ -120,7 +121,7 @@ impl Broker {
             match self.reconcile(&name, p, now, &mut out) {
                 Ok(()) => {
                     if self.offline.remove(&key).is_some() {
-                        let leo = self.partitions.get(&key).map_or(-1, |x| x.leo());
+                        let leo = self.partitions.get(&name, p).map_or(-1, |x| x.leo());
                         out.push(Action::Log(Level::Info, format!("{name}-{p}: reopened after a storage failure; log end {leo}")));
                     }
                 }
@@ -130,7 +131,7 @@ impl Broker {
                 }
             }
         }
-        self.offline.retain(|k, _| !self.partitions.contains_key(k));
+        self.offline.retain(|(n, p), _| !self.partitions.contains(n, *p));
         self.sync_created(&mut out);
         out
     }
@@ -141,9 +142,9 @@ impl Broker {
     pub fn checkpoint(&mut self, _now: u64) -> Vec<Action> {
         let mut out = Vec::new();
         let mut staged = Vec::new();
-        for ((name, p), part) in &mut self.partitions {
+        for ((name, p), part) in self.partitions.iter_mut() {
             match part.log.checkpoint_stage() {
-                Ok(Some(s)) => staged.push(((name.clone(), *p), s)),
+                Ok(Some(s)) => staged.push(((name.clone(), p), s)),
                 Ok(None) => {} // unchanged since its last checkpoint
                 Err(e) => out.push(Action::Log(Level::Error, format!("{name}-{p}: checkpoint: {e}"))),
             }
@@ -156,7 +157,7 @@ impl Broker {
             // Which pages the kernel dropped is unknown: every log it covered goes offline and
             // is recovered on reopen, as after its own failed flush.
             for (key, _) in &staged {
-                if let Some(part) = self.partitions.get_mut(key) {
+                if let Some(part) = self.partitions.get_mut(&key.0, key.1) {
                     part.log.sync_failed(&e.to_string());
                 }
             }
@@ -164,7 +165,7 @@ impl Broker {
             return out;
         }
         for ((name, p), s) in staged {
-            if let Some(Err(e)) = self.partitions.get_mut(&(name.clone(), p)).map(|part| part.log.checkpoint_commit(s)) {
+            if let Some(Err(e)) = self.partitions.get_mut(&name, p).map(|part| part.log.checkpoint_commit(s)) {
                 out.push(Action::Log(Level::Error, format!("{name}-{p}: checkpoint: {e}")));
             }
         }

@@ -17,7 +17,7 @@ pub fn sync_ownership(b: &Broker, c: &mut Coordinator, now: u64, work: &mut Work
     c.set_partitions(partitions, now, work);
     let led: Vec<(i32, i32, i64)> = (0..partitions)
         .filter_map(|p| {
-            let part = b.partitions().get(&(offsets_topic.to_string(), p))?;
+            let part = b.partitions().get(offsets_topic, p)?;
             let r = &part.replication;
             (r.role == Role::Leader).then_some((p, r.leader_epoch, part.log_start_offset()))
         })
@@ -40,7 +40,7 @@ pub fn sync_ownership(b: &Broker, c: &mut Coordinator, now: u64, work: &mut Work
 
 /// Reads up to one step of offsets partition `p` from `next` and hands its records over.
 fn load_step(b: &Broker, c: &mut Coordinator, p: i32, next: i64, now: u64, work: &mut Work) {
-    let Some(part) = b.partitions().get(&(offsets_topic.to_string(), p)) else { return };
+    let Some(part) = b.partitions().get(offsets_topic, p) else { return };
     let end = part.log.log_end_offset();
     let read = match part.log.read(next.max(part.log_start_offset()), offsets_load_bytes_per_step, end) {
         Ok(r) => r.bytes,

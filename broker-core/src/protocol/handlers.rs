@@ -134,7 +134,8 @@ pub fn produce(b: &mut Broker, version: i16, correlation_id: i32, req: ProduceRe
     let mut r = ProduceResponse::default();
     let mut pending = Vec::new();
     for (ti, topic) in req.topic_data.into_iter().enumerate() {
-        let name = topic.name.0.to_string();
+        // Shared by the topic's pending partitions (acks=all): one allocation per topic.
+        let name: std::sync::Arc<str> = std::sync::Arc::from(topic.name.0.as_str());
         let mut tr = TopicProduceResponse::default();
         tr.name = topic.name.clone();
         for (slot, part) in topic.partition_data.into_iter().enumerate() {
@@ -205,11 +206,11 @@ pub fn fetch(b: &mut Broker, version: i16, req: FetchRequest, attempt: super::At
     let mut seen = std::collections::BTreeSet::new();
     let mut files = Vec::new();
     for topic in &req.topics {
-        let name = topic.topic.0.to_string();
+        let name = topic.topic.0.as_str();
         let mut tr = FetchableTopicResponse::default();
         tr.topic = topic.topic.clone();
         for fp in &topic.partitions {
-            if !seen.insert((name.clone(), fp.partition)) {
+            if !seen.insert((name, fp.partition)) {
                 continue; // a partition asked twice is answered once
             }
             let mut pd = PartitionData::default();
@@ -222,7 +223,7 @@ pub fn fetch(b: &mut Broker, version: i16, req: FetchRequest, attempt: super::At
                 log_start_offset: if version >= 5 { fp.log_start_offset } else { -1 },
                 again: attempt != super::Attempt::First,
             };
-            match b.fetch(&name, fp.partition, fp.fetch_offset, limit, total == 0, who, now, out) {
+            match b.fetch(name, fp.partition, fp.fetch_offset, limit, total == 0, who, now, out) {
                 Ok(f) => {
                     pd.high_watermark = f.high_watermark;
                     pd.last_stable_offset = f.high_watermark;

@@ -46,7 +46,7 @@ pub(crate) struct Pending {
     /// Where its answer sits in the response.
     pub topic: usize,
     pub slot: usize,
-    pub name: String,
+    pub name: std::sync::Arc<str>,
     pub partition: i32,
     pub produced: Produced,
 }

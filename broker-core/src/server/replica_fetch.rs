@@ -76,8 +76,8 @@ async fn replica_fetcher(shared: Arc<Shared>, leader: i32) {
 
 /// Groups per-partition request entries under their topics, in first-seen order (the first
 /// partition of a request is the one that may exceed its byte limit, so order matters).
-fn by_topic<P, T>(entries: Vec<(String, P)>, topic: impl Fn(&str, Vec<P>) -> T) -> Vec<T> {
-    let mut groups: Vec<(String, Vec<P>)> = Vec::new();
+fn by_topic<P, T>(entries: Vec<(Arc<str>, P)>, topic: impl Fn(&str, Vec<P>) -> T) -> Vec<T> {
+    let mut groups: Vec<(Arc<str>, Vec<P>)> = Vec::new();
     for (name, p) in entries {
         match groups.iter_mut().find(|(n, _)| *n == name) {
             Some((_, ps)) => ps.push(p),
@@ -118,7 +118,7 @@ async fn truncate(shared: &Shared, conn: &mut Conn, me: i32, fetcher: &ReplicaFe
             let (mut then, mut actions) = (Then::Continue, Vec::new());
             for t in &resp.topics {
                 for p in &t.partitions {
-                    let Some((f, _)) = ask.iter().find(|(f, _)| f.topic == t.topic.0.as_str() && f.partition == p.partition) else { continue };
+                    let Some((f, _)) = ask.iter().find(|(f, _)| &*f.topic == t.topic.0.as_str() && f.partition == p.partition) else { continue };
                     let answer = match crate::kafka::error(p.error_code) {
                         None => Ok((p.leader_epoch, p.end_offset)),
                         Some(code) => Err(code),
@@ -159,7 +159,7 @@ async fn replicate(shared: &Shared, conn: &mut Conn, me: i32, fetcher: &ReplicaF
     let resp = conn.send(&req).await?;
     // Each answer finds its partition by lookup: a scan per answer cost a fetch of N
     // partitions N^2/2 string comparisons (most of an idle follower's CPU at 4,000 partitions).
-    let asked: BTreeMap<(&str, i32), &Following> = following.iter().map(|f| ((f.topic.as_str(), f.partition), f)).collect();
+    let asked: BTreeMap<(&str, i32), &Following> = following.iter().map(|f| ((&*f.topic, f.partition), f)).collect();
     let (then, actions) = shared
         .decide(|s| {
             let now = now_ms();

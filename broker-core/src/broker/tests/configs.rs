@@ -9,7 +9,7 @@ use crate::metadata::configs::Op;
 use crate::protocol::Node;
 use crate::testing::alter_config;
 
-const key: fn(&str) -> (String, i32) = |t| (t.to_string(), 0);
+const key: fn(&str) -> (&str, i32) = |t| (t, 0);
 
 /// One batch of one 80-byte record: with `segment.bytes` 400, two batches per segment.
 fn produce_n(node: &Node, topic: &str, n: usize) {
@@ -29,21 +29,21 @@ fn a_config_change_reaches_the_open_log_at_once_and_survives_a_restart() {
     create(&node, "t", 1, overrides(&[("segment.bytes", "200")])).unwrap();
     produce_n(&node, "t", 4);
     node.broker().tick(100_000);
-    assert_eq!(node.broker().partitions()[&key("t")].log_start_offset(), 0, "seven days of retention keep everything");
+    assert_eq!(node.broker().partitions()[key("t")].log_start_offset(), 0, "seven days of retention keep everything");
     alter_config(&node, "t", &[("retention.ms", Op::Set("10000".into())), ("min.insync.replicas", Op::Set("2".into()))]).unwrap();
     {
         let mut b = node.broker();
-        let part = &b.partitions()[&key("t")];
+        let part = &b.partitions()[key("t")];
         assert_eq!((part.log.config().retention_ms, part.log.config().segment_bytes, part.min_insync), (10_000, 200, 2));
         b.tick(100_000);
-        assert_eq!(b.partitions()[&key("t")].log_start_offset(), 3, "retention applies: every closed segment is older than 10 s");
+        assert_eq!(b.partitions()[key("t")].log_start_offset(), 3, "retention applies: every closed segment is older than 10 s");
         let refused = b.produce("t", 0, &build(&[b"x"], 1), -1, 0, &mut Vec::new()).unwrap_err();
         assert!(matches!(refused, Error::NotEnoughReplicas { isr: 1, min: 2 }), "{refused}");
     }
     drop(node);
     let node = one_node(config(tmp.path()));
     let b = node.broker();
-    let part = &b.partitions()[&key("t")];
+    let part = &b.partitions()[key("t")];
     assert_eq!((part.log.config().retention_ms, part.min_insync), (10_000, 2), "replayed from the metadata log");
 }
 
@@ -77,13 +77,13 @@ fn delete_records_moves_the_start_inside_a_segment_persists_it_and_trims_whole_s
     create(&node, "c", 1, overrides(&[("cleanup.policy", "compact")])).unwrap();
     produce_n(&node, "d", 5);
     let mut b = node.broker();
-    assert_eq!(b.partitions()[&key("d")].log.segment_bases(), vec![0, 2, 4]);
+    assert_eq!(b.partitions()[key("d")].log.segment_bases(), vec![0, 2, 4]);
     for beyond in [6, -2] {
         assert_eq!(b.delete_records("d", 0, beyond, 0).unwrap_err().kafka_error(true), Code::OffsetOutOfRange, "{beyond}");
     }
     assert_eq!(b.delete_records("c", 0, 0, 0).unwrap_err().kafka_error(true), Code::PolicyViolation, "a compacted topic keeps its keys");
     assert_eq!(b.delete_records("d", 0, 3, 0).unwrap().0, 3);
-    let part = &b.partitions()[&key("d")];
+    let part = &b.partitions()[key("d")];
     assert_eq!((part.log_start_offset(), part.log.segment_bases()), (3, vec![2, 4]), "the segment holding 3 stays");
     assert_eq!(b.low_watermark("d", 0, -1).unwrap(), 3, "a single replica is the whole low watermark");
     assert!(matches!(b.fetch("d", 0, 2, 1 << 20, true, consumer, 0, &mut Vec::new()), Err(Error::OffsetOutOfRange { start: 3, .. })));
@@ -91,13 +91,13 @@ fn delete_records_moves_the_start_inside_a_segment_persists_it_and_trims_whole_s
     assert_eq!((from_start.log_start_offset, batch::read_header(&from_start.records.to_bytes().unwrap()).unwrap().base_offset), (3, 3));
     assert_eq!(b.list_offset("d", 0, -2, -1).unwrap(), (-1, 3));
     assert_eq!(b.delete_records("d", 0, 1, 0).unwrap().0, 1, "a start already past the offset stays");
-    assert_eq!(b.partitions()[&key("d")].log_start_offset(), 3);
+    assert_eq!(b.partitions()[key("d")].log_start_offset(), 3);
     assert_eq!(b.delete_records("d", 0, -1, 0).unwrap().0, 5, "-1 is the high watermark");
     drop(b);
     drop(node);
     let node = one_node(config(tmp.path()));
     let mut b = node.broker();
-    let part = &b.partitions()[&key("d")];
+    let part = &b.partitions()[key("d")];
     assert_eq!((part.log_start_offset(), part.log.log_end_offset(), part.log.segment_bases()), (5, 5, vec![4]), "persisted");
     assert_eq!(b.produce("d", 0, &build(&[b"after"], 1), 1, 0, &mut Vec::new()).unwrap().base_offset, 5);
 }

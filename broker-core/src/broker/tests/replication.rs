@@ -93,7 +93,7 @@ impl Cluster {
     }
 
     fn part(&self, id: i32) -> &Partition {
-        &self.brokers[&id].partitions()[&(topic_name.to_string(), 0)]
+        &self.brokers[&id].partitions()[(topic_name, 0)]
     }
 
     fn hw(&self, id: i32) -> i64 {
@@ -159,7 +159,7 @@ impl Cluster {
                     let records = got.records.to_bytes().unwrap();
                     let answer = FetchAnswer { error: None, records: &records, high_watermark: got.high_watermark, log_start_offset: got.log_start_offset };
                     fetcher.on_fetch_answer(self.broker(follower), &f, answer, now, &mut out);
-                    if f.topic == topic_name && f.partition == 0 {
+                    if &*f.topic == topic_name && f.partition == 0 {
                         fetched = records;
                     }
                 }

@@ -84,7 +84,7 @@ fn incremental_alter_configs_changes_what_describe_configs_reports() {
     let synonyms: Vec<(String, i8)> = retention.synonyms.iter().map(|x| (x.name.to_string(), x.source)).collect();
     assert_eq!(synonyms, vec![("retention.ms".into(), config_source::dynamic_topic), ("log.retention.ms".into(), config_source::default)]);
     let b = node.broker();
-    let log = b.partitions()[&("t".to_string(), 0)].log.config().clone();
+    let log = b.partitions()[("t", 0)].log.config().clone();
     assert_eq!((log.retention_ms, log.cleanup.compact, log.cleanup.delete), (5000, true, true), "the open log took it");
     drop(b);
     // v1 (flexible) as well; DELETE goes back to the default.
