@@ -16,18 +16,25 @@
 //! the least recently used consumer session if the newcomer is a follower (followers are
 //! privileged, as in Kafka), else it gets none and is answered without a session (id 0).
 //!
-//! Never reads a clock (every call takes `now`), never iterates a hash map; session ids come
-//! from a counter, so the simulator replays them.
+//! A parked fetch is handled again whenever data may have arrived, so the Fetch handler
+//! (`protocol::handlers::fetch`) changes a session only where a repeat changes nothing: an
+//! incremental fetch takes its epoch at its first handling only (its partition changes are the
+//! same each time), a full fetch opens its session only when it is answered, and only the
+//! answer actually sent updates what each partition was last told.
 //!
-//! Status: the cache and its rules only. The Fetch handler and the replica fetcher do not use
-//! it yet (see docs/benchmarks.md, "Replica fetch as partitions grow").
+//! Never reads a clock (every call takes `now`), never iterates a hash map; session ids come
+//! from a counter, so the simulator replays them. The fetcher's side of a session (which
+//! partitions to name) is `fetch_session::asking`.
 
+mod asking;
+
+pub use asking::{Ask, Asking};
+
+use super::partitions::PartitionMap;
 use crate::constants::{fetch_session_eviction_ms, fetch_sessions_max};
 use crate::kafka::Code;
 use std::collections::BTreeMap;
-
-/// A partition by topic name and index.
-pub type PartitionKey = (String, i32);
+use std::sync::Arc;
 
 /// What a fetcher asks of one partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,12 +45,15 @@ pub struct Wanted {
     pub max_bytes: i32,
 }
 
+/// What an answer told of a partition: its high watermark and log start.
+pub type Told = (i64, i64);
+
 /// A session's partition: what was asked, and what the last answer carrying it said.
 #[derive(Debug, Clone, Copy)]
 struct Cached {
     wanted: Wanted,
-    /// (high watermark, log start) last sent; None before the first answer.
-    sent: Option<(i64, i64)>,
+    /// None before the first answer.
+    sent: Option<Told>,
 }
 
 #[derive(Debug)]
@@ -52,7 +62,7 @@ struct Session {
     replica: Option<i32>,
     /// The epoch the next incremental fetch must carry.
     next_epoch: i32,
-    partitions: BTreeMap<PartitionKey, Cached>,
+    partitions: PartitionMap<Cached>,
     used_ms: u64,
 }
 
@@ -77,12 +87,16 @@ impl Context {
     }
 }
 
-/// A fetch once its session rules applied: how to answer it, and every partition it fetches
-/// (for an incremental fetch, the whole session, in key order).
+/// What a fetch reads once its session fields are applied.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Begun {
-    pub context: Context,
-    pub partitions: Vec<(PartitionKey, Wanted)>,
+pub enum Plan {
+    /// The partitions the request names, in its order; `open`: a full fetch, whose answer opens
+    /// a session ([`FetchSessions::open`]), else answered without one.
+    Asked { open: bool },
+    /// Every partition of session `id`, from a different one each epoch: only the first
+    /// partition with records may exceed its byte limit (KIP-74), so a batch over the limit
+    /// elsewhere gets its turn (Kafka moves answered partitions to the end for the same reason).
+    Session { id: i32, partitions: Vec<(Arc<str>, i32, Wanted)> },
 }
 
 /// The leader's cache of fetch sessions.
@@ -114,58 +128,53 @@ impl FetchSessions {
 
     /// Applies a fetch's session fields: `id` and `epoch` as the request carries them, `asked`
     /// its partitions, `forgotten` its forgotten topics' partitions (incremental fetches only).
-    pub fn begin(&mut self, now: u64, replica: Option<i32>, id: i32, epoch: i32, asked: Vec<(PartitionKey, Wanted)>, forgotten: &[PartitionKey]) -> Result<Begun, Code> {
+    /// `first`: the request's first handling; handled again (parked, data may have arrived) an
+    /// incremental fetch must find its own epoch the last one taken, and takes none.
+    pub fn begin(&mut self, now: u64, replica: Option<i32>, id: i32, epoch: i32, first: bool, asked: &[(&str, i32, Wanted)], forgotten: &[(&str, i32)]) -> Result<Plan, Code> {
         if epoch == final_epoch || epoch == initial_epoch {
             if id != 0 {
                 self.sessions.remove(&id);
             }
-            let context = match epoch {
-                initial_epoch => self.open(now, replica, &asked).map_or(Context::Sessionless, |id| Context::Full { id }),
-                _ => Context::Sessionless,
-            };
-            return Ok(Begun { context, partitions: asked });
+            return Ok(Plan::Asked { open: epoch == initial_epoch });
         }
         let session = match self.sessions.get_mut(&id) {
             Some(s) if s.replica == replica => s,
             _ => return Err(Code::FetchSessionIdNotFound),
         };
-        if epoch != session.next_epoch {
+        let taken = if first { epoch == session.next_epoch } else { next(epoch) == session.next_epoch };
+        if !taken {
             return Err(Code::InvalidFetchSessionEpoch);
         }
-        for key in forgotten {
-            session.partitions.remove(key);
+        for &(topic, p) in forgotten {
+            session.partitions.remove(topic, p);
         }
-        for (key, wanted) in asked {
-            let sent = session.partitions.get(&key).and_then(|c| c.sent);
-            session.partitions.insert(key, Cached { wanted, sent });
+        for &(topic, p, wanted) in asked {
+            match session.partitions.get_mut(topic, p) {
+                // Named again: answered again, news or not (an answer the fetcher dropped,
+                // its partition having moved on meanwhile, is not lost for good).
+                Some(cached) => *cached = Cached { wanted, sent: None },
+                None => {
+                    session.partitions.insert(topic, p, Cached { wanted, sent: None });
+                }
+            }
         }
-        session.next_epoch = next(epoch);
+        if first {
+            session.next_epoch = next(epoch);
+        }
         session.used_ms = now;
-        let partitions = session.partitions.iter().map(|(k, c)| (k.clone(), c.wanted)).collect();
-        Ok(Begun { context: Context::Incremental { id }, partitions })
-    }
-
-    /// Whether the answer under `context` carries `key`, given what it has for it: records or
-    /// an error (`news`), its high watermark and log start. A full or sessionless answer carries
-    /// every partition; an incremental one only those with news or a changed high watermark or
-    /// log start. What a carried partition said is remembered for the next answer.
-    pub fn carries(&mut self, context: Context, key: &PartitionKey, news: bool, high_watermark: i64, log_start: i64) -> bool {
-        let id = context.id();
-        let Some(cached) = self.sessions.get_mut(&id).and_then(|s| s.partitions.get_mut(key)) else {
-            return context == Context::Sessionless || matches!(context, Context::Full { .. });
-        };
-        let now = (high_watermark, log_start);
-        let carry = !matches!(context, Context::Incremental { .. }) || news || cached.sent != Some(now);
-        if carry {
-            cached.sent = Some(now);
+        let mut partitions: Vec<(Arc<str>, i32, Wanted)> = session.partitions.iter().map(|((n, p), c)| (n.clone(), p, c.wanted)).collect();
+        if !partitions.is_empty() {
+            let shift = epoch.unsigned_abs() as usize % partitions.len();
+            partitions.rotate_left(shift);
         }
-        carry
+        Ok(Plan::Session { id, partitions })
     }
 
-    /// A new session for `asked`, if a slot is free or can be taken: its id.
-    fn open(&mut self, now: u64, replica: Option<i32>, asked: &[(PartitionKey, Wanted)]) -> Option<i32> {
+    /// A full fetch is answered: opens its session if a slot is free or can be taken, with
+    /// each partition as asked and as the answer tells it. The context to answer under.
+    pub fn open<'a>(&mut self, now: u64, replica: Option<i32>, told: impl Iterator<Item = (&'a str, i32, Wanted, Told)>) -> Context {
         if self.sessions.len() >= fetch_sessions_max {
-            let victim = self.victim(now, replica.is_some())?;
+            let Some(victim) = self.victim(now, replica.is_some()) else { return Context::Sessionless };
             self.sessions.remove(&victim);
         }
         // Ids are positive and unused; a counter, so a run replays them.
@@ -177,9 +186,31 @@ impl FetchSessions {
             }
         }
         self.last_id = id;
-        let partitions = asked.iter().map(|(k, w)| (k.clone(), Cached { wanted: *w, sent: None })).collect();
+        let mut partitions = PartitionMap::default();
+        let mut name: Option<Arc<str>> = None;
+        for (topic, p, wanted, sent) in told {
+            // One shared name per run of a topic's partitions: an allocation per topic.
+            let shared = match name.take() {
+                Some(n) if &*n == topic => n,
+                _ => partitions.topic_name(topic).cloned().unwrap_or_else(|| Arc::from(topic)),
+            };
+            partitions.insert_shared(&shared, p, Cached { wanted, sent: Some(sent) });
+            name = Some(shared);
+        }
         self.sessions.insert(id, Session { replica, next_epoch: next(initial_epoch), partitions, used_ms: now });
-        Some(id)
+        Context::Full { id }
+    }
+
+    /// Whether the incremental answer of session `id` carries a partition, given what it has
+    /// for it: records or an error (`news`), and what it tells. Carried are partitions with
+    /// news or a changed high watermark or log start; what a carried one told is remembered.
+    pub fn carries(&mut self, id: i32, topic: &str, p: i32, news: bool, told: Told) -> bool {
+        let Some(cached) = self.sessions.get_mut(&id).and_then(|s| s.partitions.get_mut(topic, p)) else { return true };
+        let carry = news || cached.sent != Some(told);
+        if carry {
+            cached.sent = Some(told);
+        }
+        carry
     }
 
     /// The session a newcomer may take the slot of: the least recently used one idle past the

@@ -114,6 +114,8 @@ pub struct Broker {
     deferred: Vec<(String, i32, Vec<u8>)>,
     /// The log cleaner's turns (`cleaning`).
     cleaner: cleaning::Cleaner,
+    /// The KIP-227 fetch sessions of this node's fetchers, as leader (`fetch_session`).
+    fetch_sessions: fetch_session::FetchSessions,
 }
 
 impl Broker {
@@ -147,6 +149,7 @@ impl Broker {
             previous_epoch,
             deferred: Vec::new(),
             cleaner,
+            fetch_sessions: fetch_session::FetchSessions::new(),
         })
     }
 
@@ -187,6 +190,11 @@ impl Broker {
     pub fn topic_settings(&self, name: &str) -> Option<Result<TopicSettings, String>> {
         let t = self.image.topics.get(name)?;
         Some(TopicSettings::resolve(&self.topic_defaults(), &t.config))
+    }
+
+    /// The fetch sessions this node keeps as leader (the Fetch handler applies them).
+    pub fn fetch_sessions(&mut self) -> &mut fetch_session::FetchSessions {
+        &mut self.fetch_sessions
     }
 
     pub fn partitions(&self) -> &Partitions {

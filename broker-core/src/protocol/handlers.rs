@@ -6,7 +6,8 @@ use super::waiting::{Pending, PendingDelete, Waiting};
 use super::fetch_frame::FileRecords;
 use super::Outcome;
 use crate::log::Records;
-use crate::broker::{Action, Broker, Error, Fetcher};
+use crate::broker::fetch_session::{Context, Plan, Wanted};
+use crate::broker::{Action, Broker, Error, Fetcher, PartitionMap};
 use bytes::Bytes;
 use kafka_protocol::messages::api_versions_response::{ApiVersion, ApiVersionsResponse};
 use kafka_protocol::messages::delete_records_request::DeleteRecordsRequest;
@@ -191,77 +192,125 @@ pub enum FetchDecision {
 /// Fetch: whole batches up to the high watermark, the response within the request's
 /// `max_bytes` (the first batch of the first non-empty partition may exceed it, KIP-74) and each
 /// partition within its `partition_max_bytes`. Waits (`Park`) while fewer than `min_bytes` are
-/// available and `max_wait_ms` has not passed.
+/// available and `max_wait_ms` has not passed. KIP-227 sessions (v7+, `broker::fetch_session`):
+/// an incremental fetch reads every partition of its session and is answered with those that
+/// have news; a parked fetch handled again changes its session only where a repeat changes
+/// nothing, and only the answer sent updates what the session last told.
 pub fn fetch(b: &mut Broker, version: i16, req: FetchRequest, attempt: super::Attempt, now: u64, out: &mut Vec<Action>) -> FetchDecision {
     let final_attempt = attempt == super::Attempt::Final;
     // A follower names itself (Kafka's replica_id; -1 for consumers).
     let replica = (req.replica_id.0 >= 0).then_some(req.replica_id.0);
-    let mut r = FetchResponse::default();
+    let asked = asked_partitions(version, &req);
+    let forgotten: Vec<(&str, i32)> = req.forgotten_topics_data.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.topic.0.as_str(), *p))).collect();
+    let (id, epoch) = if version >= 7 { (req.session_id, req.session_epoch) } else { (0, -1) };
+    let plan = match b.fetch_sessions().begin(now, replica, id, epoch, attempt == super::Attempt::First, &asked, &forgotten) {
+        Ok(plan) => plan,
+        Err(code) => {
+            let mut r = FetchResponse::default();
+            r.error_code = code.code();
+            return FetchDecision::Respond(r, Vec::new());
+        }
+    };
+    let read: Vec<(&str, i32, Wanted)> = match &plan {
+        Plan::Asked { .. } => asked.clone(),
+        Plan::Session { partitions, .. } => partitions.iter().map(|(n, p, w)| (&**n, *p, *w)).collect(),
+    };
     // The broker's own cap (Kafka `fetch.max.bytes`) bounds what one request can make it
     // allocate, whatever the client asks for.
     let cap = crate::constants::fetch_bytes_max;
     let mut budget = if version >= 3 { (req.max_bytes.max(0) as usize).min(cap) } else { cap };
     let mut total = 0usize;
     let mut errors = false;
-    let mut seen = std::collections::BTreeSet::new();
-    let mut files = Vec::new();
-    for topic in &req.topics {
-        let name = topic.topic.0.as_str();
-        let mut tr = FetchableTopicResponse::default();
-        tr.topic = topic.topic.clone();
-        for fp in &topic.partitions {
-            if !seen.insert((name, fp.partition)) {
-                continue; // a partition asked twice is answered once
+    let mut results = Vec::with_capacity(read.len());
+    for &(name, p, w) in &read {
+        let mut pd = PartitionData::default();
+        pd.partition_index = p;
+        pd.aborted_transactions = Some(Vec::new());
+        let limit = (w.max_bytes.max(0) as usize).min(budget);
+        let who = Fetcher { replica, leader_epoch: w.leader_epoch, log_start_offset: w.log_start_offset, again: attempt != super::Attempt::First };
+        let mut records = Records::default();
+        match b.fetch(name, p, w.fetch_offset, limit, total == 0, who, now, out) {
+            Ok(f) => {
+                pd.high_watermark = f.high_watermark;
+                pd.last_stable_offset = f.high_watermark;
+                pd.log_start_offset = f.log_start_offset;
+                budget = budget.saturating_sub(f.records.len());
+                total += f.records.len();
+                records = f.records;
             }
-            let mut pd = PartitionData::default();
-            pd.partition_index = fp.partition;
-            pd.aborted_transactions = Some(Vec::new());
-            let limit = (fp.partition_max_bytes.max(0) as usize).min(budget);
-            let who = Fetcher {
-                replica,
-                leader_epoch: if version >= 9 { fp.current_leader_epoch } else { -1 },
-                log_start_offset: if version >= 5 { fp.log_start_offset } else { -1 },
-                again: attempt != super::Attempt::First,
-            };
-            match b.fetch(name, fp.partition, fp.fetch_offset, limit, total == 0, who, now, out) {
-                Ok(f) => {
-                    pd.high_watermark = f.high_watermark;
-                    pd.last_stable_offset = f.high_watermark;
-                    pd.log_start_offset = f.log_start_offset;
-                    budget = budget.saturating_sub(f.records.len());
-                    total += f.records.len();
-                    pd.records = Some(match f.records {
-                        Records::Memory(bytes) => bytes,
-                        Records::File(regions) if regions.is_empty() => Bytes::new(),
-                        Records::File(regions) => {
-                            // Sent from the files by the shell; an empty placeholder here.
-                            files.push(FileRecords { topic: r.responses.len(), partition: tr.partitions.len(), regions });
-                            Bytes::new()
-                        }
-                    });
-                }
-                Err(e) => {
-                    errors = true;
-                    pd.error_code = e.kafka_error(true).code();
-                    pd.high_watermark = -1;
-                    pd.last_stable_offset = -1;
-                    // A follower below the log start restarts from there (see server::peers).
-                    pd.log_start_offset = match e {
-                        Error::OffsetOutOfRange { start, .. } => start,
-                        _ => -1,
-                    };
-                    pd.records = Some(Bytes::new());
-                }
+            Err(e) => {
+                errors = true;
+                pd.error_code = e.kafka_error(true).code();
+                pd.high_watermark = -1;
+                pd.last_stable_offset = -1;
+                // A follower below the log start restarts from there (see server::replica_fetch).
+                pd.log_start_offset = match e {
+                    Error::OffsetOutOfRange { start, .. } => start,
+                    _ => -1,
+                };
             }
-            tr.partitions.push(pd);
         }
-        r.responses.push(tr);
+        results.push((name, pd, records));
     }
     // Kafka answers at once when any partition has an error (the client must act on it).
     if !final_attempt && !errors && req.max_wait_ms > 0 && total < req.min_bytes.max(1) as usize {
         return FetchDecision::Park(req.max_wait_ms as u64);
     }
+    let told = |pd: &PartitionData| (pd.high_watermark, pd.log_start_offset);
+    let context = match plan {
+        Plan::Asked { open: false } => Context::Sessionless,
+        Plan::Asked { open: true } => b.fetch_sessions().open(now, replica, results.iter().zip(&read).map(|((n, pd, _), (_, _, w))| (*n, pd.partition_index, *w, told(pd)))),
+        Plan::Session { id, .. } => {
+            let sessions = b.fetch_sessions();
+            results.retain(|(n, pd, records)| sessions.carries(id, n, pd.partition_index, pd.error_code != 0 || !records.is_empty(), told(pd)));
+            Context::Incremental { id }
+        }
+    };
+    let mut r = FetchResponse::default();
+    r.session_id = context.id();
+    let mut files = Vec::new();
+    for (name, mut pd, records) in results {
+        if r.responses.last().is_none_or(|t: &FetchableTopicResponse| t.topic.0.as_str() != name) {
+            let mut tr = FetchableTopicResponse::default();
+            tr.topic = topic_name(name);
+            r.responses.push(tr);
+        }
+        let (topic, tr) = (r.responses.len() - 1, r.responses.last_mut().expect("pushed above"));
+        pd.records = Some(match records {
+            Records::Memory(bytes) => bytes,
+            Records::File(regions) if regions.is_empty() => Bytes::new(),
+            Records::File(regions) => {
+                // Sent from the files by the shell; an empty placeholder here.
+                files.push(FileRecords { topic, partition: tr.partitions.len(), regions });
+                Bytes::new()
+            }
+        });
+        tr.partitions.push(pd);
+    }
     FetchDecision::Respond(r, files)
+}
+
+/// The partitions a Fetch names, each once (a partition asked twice is answered once), in its
+/// order, with what it asks of each.
+fn asked_partitions(version: i16, req: &FetchRequest) -> Vec<(&str, i32, Wanted)> {
+    let mut seen = PartitionMap::default();
+    let mut asked = Vec::new();
+    for topic in &req.topics {
+        let name = topic.topic.0.as_str();
+        for fp in &topic.partitions {
+            if seen.insert(name, fp.partition, ()).is_some() {
+                continue;
+            }
+            let wanted = Wanted {
+                fetch_offset: fp.fetch_offset,
+                log_start_offset: if version >= 5 { fp.log_start_offset } else { -1 },
+                leader_epoch: if version >= 9 { fp.current_leader_epoch } else { -1 },
+                max_bytes: fp.partition_max_bytes,
+            };
+            asked.push((name, fp.partition, wanted));
+        }
+    }
+    asked
 }
 
 pub fn list_offsets(b: &Broker, version: i16, req: ListOffsetsRequest) -> ListOffsetsResponse {

@@ -154,6 +154,7 @@ fn produce_fetch_and_long_poll() {
 }
 
 mod configs;
+mod fetch_sessions;
 mod elect_leaders;
 
 mod groups {

@@ -2,6 +2,7 @@
 
 mod codecs;
 mod compaction;
+mod fetch_sessions;
 mod fuzz_replay;
 mod group_consumer;
 mod groups_cli;
