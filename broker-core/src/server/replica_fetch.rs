@@ -1,18 +1,21 @@
 //! The replica fetchers: one task per leader this node follows, with its own connection —
 //! epoch truncation (OffsetForLeaderEpoch, KIP-279) and then Fetch with this node's replica
-//! id, appending what the leader sends. IO only: what to fetch, truncate and append is
-//! `broker::ReplicaFetcher`'s decision. Failures are logged, the connection dropped and
-//! retried after a pause.
+//! id, appending what the leader sends. Fetches go in a KIP-227 session, as Kafka's followers'
+//! do: after a full fetch, each names only the partitions whose position changed and gets only
+//! those with news (`broker::fetch_session::Asking`). IO only: what to fetch, truncate and
+//! append is `broker::ReplicaFetcher`'s decision. Failures are logged, the connection dropped
+//! (the next fetch a full one) and retried after a pause.
 
 use super::peers::{backoff, connect, fetch_request, resolve, s};
 use super::{now_ms, Shared};
-use crate::broker::{FetchAnswer, Following, ReplicaFetcher, Step, Then};
+use crate::broker::fetch_session::{Asking, Wanted};
+use crate::broker::{FetchAnswer, Following, PartitionMap, ReplicaFetcher, Step, Then};
 use crate::client::{ClientError, Conn};
 use crate::constants::{replica_fetch_bytes, tick_interval_ms};
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ForgottenTopic};
 use kafka_protocol::messages::offset_for_leader_epoch_request::{OffsetForLeaderEpochRequest, OffsetForLeaderPartition, OffsetForLeaderTopic};
 use kafka_protocol::messages::{BrokerId, TopicName};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,6 +38,7 @@ async fn replica_fetcher(shared: Arc<Shared>, leader: i32) {
     let me = shared.broker().config().node_id;
     let mut conn: Option<Conn> = None;
     let mut fetcher = ReplicaFetcher::new(leader);
+    let mut session = Asking::new();
     loop {
         let (step, actions) = shared
             .decide(|s| {
@@ -45,6 +49,7 @@ async fn replica_fetcher(shared: Arc<Shared>, leader: i32) {
         shared.perform(actions);
         if step == Step::Idle {
             conn = None;
+            session.reset();
             tokio::time::sleep(Duration::from_millis(tick_interval_ms)).await;
             continue;
         }
@@ -59,7 +64,7 @@ async fn replica_fetcher(shared: Arc<Shared>, leader: i32) {
         let Some(c) = conn.as_mut() else { continue };
         let result = match step {
             Step::Truncate(ask) => truncate(&shared, c, me, &fetcher, ask).await,
-            Step::Fetch(following) => replicate(&shared, c, me, &fetcher, &following).await,
+            Step::Fetch(following) => replicate(&shared, c, me, &fetcher, &following, &mut session).await,
             Step::Idle => Ok(Then::Continue),
         };
         match result {
@@ -68,6 +73,7 @@ async fn replica_fetcher(shared: Arc<Shared>, leader: i32) {
             Err(e) => {
                 tracing::info!("replica fetcher from {leader}: {e}");
                 conn = None;
+                session.reset();
                 backoff().await;
             }
         }
@@ -135,11 +141,19 @@ async fn truncate(shared: &Shared, conn: &mut Conn, me: i32, fetcher: &ReplicaFe
     Ok(then)
 }
 
-/// One Fetch as a follower for every partition followed from the fetcher's leader; the
-/// fetcher appends what it returns.
-async fn replicate(shared: &Shared, conn: &mut Conn, me: i32, fetcher: &ReplicaFetcher, following: &[Following]) -> Result<Then, ClientError> {
-    let mut asked = Vec::new();
-    for f in following {
+/// One Fetch as a follower in the fetcher's session with its leader: every partition followed
+/// from it in a full fetch, only those whose position changed in an incremental one; the
+/// fetcher appends what the answer carries. A top-level error (the session is unknown or at
+/// another epoch) makes the next fetch a full one, at once.
+async fn replicate(shared: &Shared, conn: &mut Conn, me: i32, fetcher: &ReplicaFetcher, following: &[Following], session: &mut Asking) -> Result<Then, ClientError> {
+    let wanted: Vec<(Arc<str>, i32, Wanted)> = following
+        .iter()
+        .map(|f| (f.topic.clone(), f.partition, Wanted { fetch_offset: f.fetch_offset, log_start_offset: f.log_start_offset, leader_epoch: f.leader_epoch, max_bytes: replica_fetch_bytes }))
+        .collect();
+    let ask = session.next_fetch(&wanted);
+    let mut named = Vec::new();
+    for &i in &ask.named {
+        let f = &following[i];
         let mut p = FetchPartition::default();
         p.partition = f.partition;
         p.fetch_offset = f.fetch_offset;
@@ -147,29 +161,55 @@ async fn replicate(shared: &Shared, conn: &mut Conn, me: i32, fetcher: &ReplicaF
         p.last_fetched_epoch = -1;
         p.log_start_offset = f.log_start_offset;
         p.partition_max_bytes = replica_fetch_bytes;
-        asked.push((f.topic.clone(), p));
+        named.push((f.topic.clone(), p));
     }
-    let topics = by_topic(asked, |name, partitions| {
+    let topics = by_topic(named, |name, partitions| {
         let mut t = FetchTopic::default();
         t.topic = TopicName(s(name));
         t.partitions = partitions;
         t
     });
-    let req = fetch_request(me, topics, crate::constants::fetch_bytes_max as i32);
-    let resp = conn.send(&req).await?;
-    // Each answer finds its partition by lookup: a scan per answer cost a fetch of N
-    // partitions N^2/2 string comparisons (most of an idle follower's CPU at 4,000 partitions).
-    let asked: BTreeMap<(&str, i32), &Following> = following.iter().map(|f| ((&*f.topic, f.partition), f)).collect();
+    let mut req = fetch_request(me, topics, crate::constants::fetch_bytes_max as i32);
+    req.session_id = ask.session_id;
+    req.session_epoch = ask.epoch;
+    req.forgotten_topics_data = by_topic(ask.forgotten, |name, partitions| {
+        let mut t = ForgottenTopic::default();
+        t.topic = TopicName(s(name));
+        t.partitions = partitions;
+        t
+    });
+    let resp = match conn.send(&req).await {
+        Ok(resp) => resp,
+        Err(e) => {
+            session.reset();
+            return Err(e);
+        }
+    };
+    let error = crate::kafka::error(resp.error_code);
+    session.answered(error, resp.session_id);
+    if let Some(code) = error {
+        tracing::info!("replica fetcher from {}: {code:?}; the next fetch is a full one", fetcher.leader);
+        return Ok(Then::Continue);
+    }
+    if resp.responses.is_empty() {
+        return Ok(Then::Continue); // an incremental answer with no news
+    }
+    // Each answer finds its partition by lookup (a scan per answer cost a fetch of N
+    // partitions N^2/2 string comparisons).
+    let mut index = PartitionMap::default();
+    for (i, f) in following.iter().enumerate() {
+        index.insert_shared(&f.topic, f.partition, i);
+    }
     let (then, actions) = shared
         .decide(|s| {
             let now = now_ms();
             let (mut then, mut actions) = (Then::Continue, Vec::new());
             for t in &resp.responses {
                 for p in &t.partitions {
-                    let Some(&f) = asked.get(&(t.topic.0.as_str(), p.partition_index)) else { continue };
+                    let Some(&i) = index.get(t.topic.0.as_str(), p.partition_index) else { continue };
                     let records = p.records.clone().unwrap_or_default();
                     let answer = FetchAnswer { error: crate::kafka::error(p.error_code), records: &records, high_watermark: p.high_watermark, log_start_offset: p.log_start_offset };
-                    if fetcher.on_fetch_answer(&mut s.broker(), f, answer, now, &mut actions) == Then::BackOff {
+                    if fetcher.on_fetch_answer(&mut s.broker(), &following[i], answer, now, &mut actions) == Then::BackOff {
                         then = Then::BackOff;
                     }
                 }
