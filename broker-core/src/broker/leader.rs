@@ -120,7 +120,9 @@ impl Broker {
                 // produce may be waiting for its log end: either moving wakes waiting requests.
                 // (Only when one may be waiting: a wake changes when every waiting request is
                 // looked at again, so needless ones would change what the simulator replays.)
-                let delete_waiting = part.delete_asked > part.replication.low_watermark(start, |x| self.image.is_live(x));
+                // (Its low watermark is looked at only once a DeleteRecords was asked: a follower
+                // fetch visits every partition of its session, most of them idle.)
+                let delete_waiting = part.delete_asked >= 0 && part.delete_asked > part.replication.low_watermark(start, |x| self.image.is_live(x));
                 if !who.again || self.config.planted(PlantedBug::ParkedFetchIsProgress) {
                     let part = self.local_mut(name, p)?;
                     let moved_start = who.log_start_offset >= 0 && part.replication.on_follower_log_start(r, who.log_start_offset);

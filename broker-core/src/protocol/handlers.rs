@@ -221,55 +221,54 @@ pub fn fetch(b: &mut Broker, version: i16, req: FetchRequest, attempt: super::At
     let mut budget = if version >= 3 { (req.max_bytes.max(0) as usize).min(cap) } else { cap };
     let mut total = 0usize;
     let mut errors = false;
-    let mut results = Vec::with_capacity(read.len());
+    // What each partition answers, small: most of an incremental session's are left out.
+    let mut results: Vec<(&str, i32, Read)> = Vec::with_capacity(read.len());
     for &(name, p, w) in &read {
-        let mut pd = PartitionData::default();
-        pd.partition_index = p;
-        pd.aborted_transactions = Some(Vec::new());
         let limit = (w.max_bytes.max(0) as usize).min(budget);
         let who = Fetcher { replica, leader_epoch: w.leader_epoch, log_start_offset: w.log_start_offset, again: attempt != super::Attempt::First };
-        let mut records = Records::default();
-        match b.fetch(name, p, w.fetch_offset, limit, total == 0, who, now, out) {
+        let answer = match b.fetch(name, p, w.fetch_offset, limit, total == 0, who, now, out) {
             Ok(f) => {
-                pd.high_watermark = f.high_watermark;
-                pd.last_stable_offset = f.high_watermark;
-                pd.log_start_offset = f.log_start_offset;
                 budget = budget.saturating_sub(f.records.len());
                 total += f.records.len();
-                records = f.records;
+                Read { error_code: 0, high_watermark: f.high_watermark, log_start_offset: f.log_start_offset, records: f.records }
             }
             Err(e) => {
                 errors = true;
-                pd.error_code = e.kafka_error(true).code();
-                pd.high_watermark = -1;
-                pd.last_stable_offset = -1;
                 // A follower below the log start restarts from there (see server::replica_fetch).
-                pd.log_start_offset = match e {
+                let log_start_offset = match e {
                     Error::OffsetOutOfRange { start, .. } => start,
                     _ => -1,
                 };
+                Read { error_code: e.kafka_error(true).code(), high_watermark: -1, log_start_offset, records: Records::default() }
             }
-        }
-        results.push((name, pd, records));
+        };
+        results.push((name, p, answer));
     }
     // Kafka answers at once when any partition has an error (the client must act on it).
     if !final_attempt && !errors && req.max_wait_ms > 0 && total < req.min_bytes.max(1) as usize {
         return FetchDecision::Park(req.max_wait_ms as u64);
     }
-    let told = |pd: &PartitionData| (pd.high_watermark, pd.log_start_offset);
     let context = match plan {
         Plan::Asked { open: false } => Context::Sessionless,
-        Plan::Asked { open: true } => b.fetch_sessions().open(now, replica, results.iter().zip(&read).map(|((n, pd, _), (_, _, w))| (*n, pd.partition_index, *w, told(pd)))),
+        Plan::Asked { open: true } => b.fetch_sessions().open(now, replica, results.iter().zip(&read).map(|((n, p, a), (_, _, w))| (*n, *p, *w, a.told()))),
         Plan::Session { id, .. } => {
             let sessions = b.fetch_sessions();
-            results.retain(|(n, pd, records)| sessions.carries(id, n, pd.partition_index, pd.error_code != 0 || !records.is_empty(), told(pd)));
+            results.retain(|(n, p, a)| sessions.carries(id, n, *p, a.error_code != 0 || !a.records.is_empty(), a.told()));
             Context::Incremental { id }
         }
     };
     let mut r = FetchResponse::default();
     r.session_id = context.id();
     let mut files = Vec::new();
-    for (name, mut pd, records) in results {
+    for (name, p, a) in results {
+        let mut pd = PartitionData::default();
+        pd.partition_index = p;
+        pd.aborted_transactions = Some(Vec::new());
+        pd.error_code = a.error_code;
+        pd.high_watermark = a.high_watermark;
+        pd.last_stable_offset = a.high_watermark;
+        pd.log_start_offset = a.log_start_offset;
+        let records = a.records;
         if r.responses.last().is_none_or(|t: &FetchableTopicResponse| t.topic.0.as_str() != name) {
             let mut tr = FetchableTopicResponse::default();
             tr.topic = topic_name(name);
@@ -288,6 +287,20 @@ pub fn fetch(b: &mut Broker, version: i16, req: FetchRequest, attempt: super::At
         tr.partitions.push(pd);
     }
     FetchDecision::Respond(r, files)
+}
+
+/// What a fetch read of one partition: an error code (0: none), and what the answer tells.
+struct Read {
+    error_code: i16,
+    high_watermark: i64,
+    log_start_offset: i64,
+    records: Records,
+}
+
+impl Read {
+    fn told(&self) -> crate::broker::fetch_session::Told {
+        (self.high_watermark, self.log_start_offset)
+    }
 }
 
 /// The partitions a Fetch names, each once (a partition asked twice is answered once), in its
