@@ -1,5 +1,5 @@
 # Sourced by the benchmark scripts (after scripts/client-python.sh, which sets PY).
-#   start_broker DIR [BROKER FLAGS...]   starts target/release/broker on a free loopback port,
+#   start_broker DIR [BROKER FLAGS...]   starts $BROKER (target/release/broker) on a free loopback port,
 #                                        data in DIR/data, log in DIR/broker.log; sets BPID and
 #                                        exports BOOTSTRAP; fails if it is not listening in 30 s
 #   stop_broker                          SIGTERM, then waits for the exit (SIGKILL after 60 s);
@@ -9,7 +9,7 @@ start_broker() {
   local port
   port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   export BOOTSTRAP=127.0.0.1:$port
-  target/release/broker --listen "$BOOTSTRAP" --data-dir "$dir/data" "$@" 2>>"$dir/broker.log" &
+  "${BROKER:-target/release/broker}" --listen "$BOOTSTRAP" --data-dir "$dir/data" "$@" 2>>"$dir/broker.log" &
   BPID=$!
   for _ in $(seq 300); do
     grep -q "listening on $BOOTSTRAP" "$dir/broker.log" 2>/dev/null && return 0

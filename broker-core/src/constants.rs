@@ -119,6 +119,30 @@ pub const request_body_ms_max: u64 = 30_000;
 /// keeps tasks and buffers finite). Connections past it are closed at once, with a log line.
 pub const connections_max: usize = 10_000;
 
+/// The read buffer a connection keeps between requests (server::connection). Produce batches
+/// of librdkafka's defaults and every other client request fit in it, and one read takes a
+/// pipelining client's burst; a larger request grows the buffer as its bytes arrive (never past
+/// its frame) and the grown buffer is released once the request is answered.
+pub const connection_read_buffer_bytes: usize = 16 * 1024;
+
+/// The write buffer of a connection: answers queue in it until a flush, so a pipelined burst
+/// goes out in one write; a larger answer (a fetch's header and framing, not its records, which
+/// go by `sendfile`) is written past it.
+pub const connection_write_buffer_bytes: usize = 16 * 1024;
+
+/// What one open connection may cost the broker's memory between requests: its task (at most
+/// `connection_task_bytes_max`), the runtime's registration of its socket, and the allocator's
+/// rounding; no buffer (server::connection takes its two buffers for a burst of requests and
+/// gives them back after). 1,000 idle connections cost at most 1,000 times this; the real
+/// broker's RSS is held to it by tests/all/many_connections.rs (measured: about 5 KiB).
+pub const connection_idle_bytes_max: usize = 16 * 1024;
+
+/// The size of a connection task's future (server::connection; asserted at every spawn in debug
+/// builds): the state it holds across every await of reading, answering and writing.
+pub const connection_task_bytes_max: usize = 8 * 1024;
+
+const _: () = assert!(connection_task_bytes_max < connection_idle_bytes_max);
+
 /// After a failed accept (EMFILE: out of file descriptors) the listener waits this long before
 /// the next: retrying at once spins a core and floods the log while nothing has freed a slot.
 pub const accept_error_backoff_ms: u64 = 100;

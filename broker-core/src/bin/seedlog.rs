@@ -8,6 +8,8 @@
 // binary; the directory named after the binary keeps its modules out of that namespace.
 #[path = "seedlog/groups.rs"]
 mod groups;
+#[path = "seedlog/bench_connections.rs"]
+mod bench_connections;
 
 use broker_core::constants::admin_request_ms_default;
 use broker_core::log::batch::{self, build};
@@ -69,6 +71,9 @@ enum Cmd {
         #[arg(long, default_value_t = 80)]
         value_bytes: usize,
     },
+    /// Many producer connections and many idle ones against a running broker: records/s,
+    /// latency, and the broker's memory and CPU per connection (docs/benchmarks.md).
+    BenchConnections(bench_connections::Args),
     /// Print every batch header of a `.log` segment file, like kafka-dump-log.
     Dump { file: PathBuf },
     /// Consumer groups of a running cluster, like kafka-consumer-groups.sh (read-only).
@@ -90,6 +95,7 @@ fn main() {
         Cmd::Demo { dir } => demo(dir),
         Cmd::Bench { dir, mib, synced_batches, runs } => bench(dir, mib, synced_batches, runs),
         Cmd::BenchCleaner { dir, mib, live_percent, map_mib, value_bytes } => bench_cleaner(dir, mib, live_percent, map_mib, value_bytes),
+        Cmd::BenchConnections(args) => bench_connections::run(args),
         Cmd::Dump { file } => dump(&file),
         Cmd::Groups { bootstrap, timeout_ms, cmd } => groups::run(&bootstrap, Duration::from_millis(timeout_ms), cmd),
     };

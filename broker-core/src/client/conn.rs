@@ -45,23 +45,12 @@ impl Conn {
         ClientError::Io { addr: self.addr.to_string(), reason: e.to_string() }
     }
 
-    /// The frame of `req` at the version this crate sends of it ([`crate::kafka::SENT`]).
+    /// The frame of `req` at the version this crate sends of it, with the next correlation id.
     fn encode<R: Request>(&mut self, req: &R) -> Result<(i32, i16, Bytes), ClientError> {
-        let version = crate::kafka::sent(R::KEY).ok_or_else(|| ClientError::Protocol(format!("no version of API key {} is sent", R::KEY)))?;
         let id = self.next_correlation_id;
         self.next_correlation_id = self.next_correlation_id.wrapping_add(1);
-        let header = RequestHeader::default()
-            .with_request_api_key(R::KEY)
-            .with_request_api_version(version)
-            .with_correlation_id(id)
-            .with_client_id(Some(StrBytes::from_string(self.client_id.clone())));
-        let hv = R::header_version(version);
-        let size = header.compute_size(hv).and_then(|h| Ok(h + req.compute_size(version)?)).map_err(|e| ClientError::Protocol(e.to_string()))?;
-        let mut out = BytesMut::with_capacity(size + 4);
-        out.put_i32(size as i32);
-        header.encode(&mut out, hv).map_err(|e| ClientError::Protocol(e.to_string()))?;
-        req.encode(&mut out, version).map_err(|e| ClientError::Protocol(e.to_string()))?;
-        Ok((id, version, out.freeze()))
+        let (version, frame) = request_frame(req, id, &self.client_id)?;
+        Ok((id, version, frame))
     }
 
     async fn write(&mut self, frame: &[u8]) -> Result<(), ClientError> {
@@ -144,12 +133,7 @@ impl Conn {
         }
         let mut body = vec![0u8; len as usize];
         self.rd.read_exact(&mut body).await.map_err(|e| self.io(e))?;
-        let mut body = Bytes::from(body);
-        let header = ResponseHeader::decode(&mut body, <R::Response as HeaderVersion>::header_version(version)).map_err(|e| ClientError::Protocol(e.to_string()))?;
-        if header.correlation_id != id {
-            return Err(ClientError::Protocol(format!("correlation id {} answers request {id}", header.correlation_id)));
-        }
-        R::Response::decode(&mut body, version).map_err(|e| ClientError::Protocol(e.to_string()))
+        answer::<R>(Bytes::from(body), id, version)
     }
 
     /// Sends a request that gets no response (produce with acks=0).
@@ -158,4 +142,33 @@ impl Conn {
         let timeout = self.timeout;
         tokio::time::timeout(timeout, self.write(&frame)).await.map_err(|_| ClientError::Timeout(timeout.as_millis() as u64))?
     }
+}
+
+/// The frame of `req` (size prefix, header, body) at the version this crate sends of it
+/// ([`crate::kafka::SENT`]), and that version. Correlation id 0 is as good as any for a
+/// caller that patches its own in: it sits at bytes 8..12 of the frame.
+pub fn request_frame<R: Request>(req: &R, correlation_id: i32, client_id: &str) -> Result<(i16, Bytes), ClientError> {
+    let version = crate::kafka::sent(R::KEY).ok_or_else(|| ClientError::Protocol(format!("no version of API key {} is sent", R::KEY)))?;
+    let header = RequestHeader::default()
+        .with_request_api_key(R::KEY)
+        .with_request_api_version(version)
+        .with_correlation_id(correlation_id)
+        .with_client_id(Some(StrBytes::from_string(client_id.to_string())));
+    let hv = R::header_version(version);
+    let size = header.compute_size(hv).and_then(|h| Ok(h + req.compute_size(version)?)).map_err(|e| ClientError::Protocol(e.to_string()))?;
+    let mut out = BytesMut::with_capacity(size + 4);
+    out.put_i32(size as i32);
+    header.encode(&mut out, hv).map_err(|e| ClientError::Protocol(e.to_string()))?;
+    req.encode(&mut out, version).map_err(|e| ClientError::Protocol(e.to_string()))?;
+    Ok((version, out.freeze()))
+}
+
+/// Decodes an answer frame's `body` (after its size prefix) as the answer to request `id`, sent
+/// at `version`.
+pub fn answer<R: Request>(mut body: Bytes, id: i32, version: i16) -> Result<R::Response, ClientError> {
+    let header = ResponseHeader::decode(&mut body, <R::Response as HeaderVersion>::header_version(version)).map_err(|e| ClientError::Protocol(e.to_string()))?;
+    if header.correlation_id != id {
+        return Err(ClientError::Protocol(format!("correlation id {} answers request {id}", header.correlation_id)));
+    }
+    R::Response::decode(&mut body, version).map_err(|e| ClientError::Protocol(e.to_string()))
 }

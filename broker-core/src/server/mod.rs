@@ -7,6 +7,7 @@
 //! its connection, as in Kafka, and wakes when a produce appends or its wait runs out.
 
 pub mod config;
+mod connection;
 mod forward;
 mod peers;
 mod raft;
@@ -15,17 +16,16 @@ mod send;
 
 use crate::broker::{Action, Broker, Level};
 use crate::controller::quorum::Quorum;
-use crate::constants::{accept_error_backoff_ms, startup_wait_ms_max, checkpoint_interval_ms, connection_idle_ms_max, connections_max, request_body_ms_max, request_bytes_max, tick_interval_ms};
+use crate::constants::{accept_error_backoff_ms, startup_wait_ms_max, checkpoint_interval_ms, connections_max, tick_interval_ms};
 use crate::kafka::ApiKey;
 use crate::protocol::{self, Attempt, Node, Outcome, Waiting};
 use crate::storage::Disk;
 use bytes::Bytes;
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::time::Instant;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader, BufWriter};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::Notify;
 
 /// Milliseconds since the epoch: real time, or simulated time under madsim.
@@ -187,9 +187,11 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: impl st
                         continue;
                     };
                     let _ = stream.set_nodelay(true);
-                    let shared = shared.clone();
+                    let task = connection::connection(stream, peer, shared.clone());
+                    // What every open connection holds across its awaits (constants.rs).
+                    debug_assert!(std::mem::size_of_val(&task) <= crate::constants::connection_task_bytes_max, "a connection task takes {} bytes", std::mem::size_of_val(&task));
                     tokio::spawn(async move {
-                        connection(stream, peer, shared).await;
+                        task.await;
                         drop(permit);
                     });
                 }
@@ -371,74 +373,4 @@ async fn wait_for(shared: &Shared, mut waiting: Waiting) -> Outcome {
             _ = tokio::time::sleep_until(deadline) => {}
         }
     }
-}
-
-/// One client connection: read frames, answer in order, close on protocol violations.
-async fn connection(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
-    let local = stream.local_addr().map(|a| a.ip()).unwrap_or(IpAddr::from([0, 0, 0, 0]));
-    let (rd, wr) = send::split(stream);
-    let mut rd = BufReader::with_capacity(64 * 1024, rd);
-    let mut wr = BufWriter::with_capacity(64 * 1024, wr);
-    loop {
-        let mut prefix = [0u8; 4];
-        match tokio::time::timeout(Duration::from_millis(connection_idle_ms_max), rd.read_exact(&mut prefix)).await {
-            Ok(Ok(_)) => {}
-            Ok(Err(_)) => break, // the client closed the connection
-            Err(_) => {
-                tracing::info!("closing connection from {peer}: idle for connections.max.idle.ms={connection_idle_ms_max}");
-                break;
-            }
-        }
-        let len = match protocol::frame_len(prefix, request_bytes_max) {
-            Ok(len) => len,
-            Err(reason) => {
-                tracing::warn!("closing connection from {peer}: {reason}");
-                break;
-            }
-        };
-        // Grow the buffer as bytes arrive: a size prefix alone must not reserve 100 MiB.
-        let mut buf = Vec::with_capacity(len.min(1 << 16));
-        let got = tokio::time::timeout(Duration::from_millis(request_body_ms_max), (&mut rd).take(len as u64).read_to_end(&mut buf)).await;
-        if !matches!(got, Ok(Ok(_))) || buf.len() < len {
-            tracing::warn!("closing connection from {peer}: request body cut short ({} of {len} bytes)", buf.len());
-            break;
-        }
-        // A fetch may park for max_wait_ms: answers to earlier pipelined requests go out first.
-        if buf.len() >= 2 && buf[0..2] == (ApiKey::Fetch as i16).to_be_bytes() && wr.flush().await.is_err() {
-            break;
-        }
-        // So may a produce (acks=all waits for the ISR): a pipelining producer hears about its
-        // earlier batches as each is answered, not when the last one is. Only when an answer
-        // waits: an empty flush would still send a (simulated) packet.
-        if buf.len() >= 2 && buf[0..2] == (ApiKey::Produce as i16).to_be_bytes() && !wr.buffer().is_empty() && wr.flush().await.is_err() {
-            break;
-        }
-        match answer(&shared, &Bytes::from(buf), peer.ip()).await {
-            Outcome::Reply(bytes) => {
-                crate::netfault::before_send(local, peer.ip()).await;
-                if wr.write_all(&bytes).await.is_err() {
-                    break;
-                }
-            }
-            Outcome::Frame(frame) => {
-                crate::netfault::before_send(local, peer.ip()).await;
-                if let Err(e) = send::frame(&mut wr, &frame).await {
-                    tracing::warn!("closing connection from {peer}: fetch response cut short: {e}");
-                    break;
-                }
-            }
-            Outcome::NoReply => {}
-            Outcome::Close(reason) => {
-                tracing::warn!("closing connection from {peer}: {reason}");
-                break;
-            }
-            Outcome::Park { .. } | Outcome::Wait(_) | Outcome::Forward { .. } => unreachable!("answer() never returns Park, Wait or Forward"),
-        }
-        // Pipelined requests already buffered are answered before flushing, so a burst of
-        // requests costs one write; otherwise flush before waiting for the next request.
-        if rd.buffer().is_empty() && wr.flush().await.is_err() {
-            break;
-        }
-    }
-    let _ = wr.flush().await;
 }

@@ -1,4 +1,4 @@
-//! Writing a response [`Frame`] to a connection: memory parts through the connection's buffer,
+//! A connection's two halves, and writing a response [`Frame`] to one: memory parts through the connection's buffer,
 //! file regions (zero-copy fetch) with `sendfile` from the segment file straight to the socket
 //! in the real build — the buffer flushed first, the socket non-blocking, each call bounded by
 //! `sendfile_bytes_max` and retried on writable readiness, so a slow reader parks the task,
@@ -20,13 +20,29 @@ pub(super) type WriteHalf = tokio::net::tcp::OwnedWriteHalf;
 #[cfg(madsim)]
 pub(super) type WriteHalf = tokio::io::WriteHalf<tokio::net::TcpStream>;
 
+/// The reading half of a connection.
+#[cfg(not(madsim))]
+pub(super) type ReadHalf = tokio::net::tcp::OwnedReadHalf;
+#[cfg(madsim)]
+pub(super) type ReadHalf = tokio::io::ReadHalf<tokio::net::TcpStream>;
+
+/// Waits until the connection has bytes to read (or an error or end to report), so that an idle
+/// connection waits without a buffer. Under madsim, whose halves have no readiness, at once: the
+/// read that follows waits instead, its buffer taken (simulated runs hold a few connections).
+#[cfg(not(madsim))]
+pub(super) async fn readable(rd: &ReadHalf) {
+    let _ = rd.readable().await;
+}
+#[cfg(madsim)]
+pub(super) async fn readable(_: &ReadHalf) {}
+
 /// Splits a connection into its reading half and [`WriteHalf`].
 #[cfg(not(madsim))]
-pub(super) fn split(stream: tokio::net::TcpStream) -> (tokio::net::tcp::OwnedReadHalf, WriteHalf) {
+pub(super) fn split(stream: tokio::net::TcpStream) -> (ReadHalf, WriteHalf) {
     stream.into_split()
 }
 #[cfg(madsim)]
-pub(super) fn split(stream: tokio::net::TcpStream) -> (tokio::io::ReadHalf<tokio::net::TcpStream>, WriteHalf) {
+pub(super) fn split(stream: tokio::net::TcpStream) -> (ReadHalf, WriteHalf) {
     tokio::io::split(stream)
 }
 

@@ -8,6 +8,7 @@ mod group_consumer;
 mod groups_cli;
 mod groups;
 mod hostile_peers;
+mod many_connections;
 mod producer_in_flight;
 mod real_clients;
 mod real_cluster;

@@ -1,0 +1,293 @@
+//! One client connection: read frames, answer them strictly in order, close on protocol
+//! violations. What it holds is bounded by named limits: between requests a read buffer of at
+//! most `connection_read_buffer_bytes` (a larger request grows it only as its bytes arrive, and
+//! the grown buffer is released once the request is answered) and a write buffer of
+//! `connection_write_buffer_bytes`, so a thousand idle connections cost a thousand times
+//! `connection_idle_bytes_max`, not a thousand times the largest request they ever sent.
+//!
+//! Several requests that arrive together (a pipelining client) are read by one system call and
+//! answered before one flush. Nothing here decides anything: frames go to `answer`.
+
+use super::{answer, send, Shared};
+use crate::constants::{connection_idle_ms_max, connection_read_buffer_bytes, connection_write_buffer_bytes, request_body_ms_max, request_bytes_max};
+use crate::kafka::ApiKey;
+use crate::protocol::{self, Outcome};
+use bytes::{Buf, Bytes, BytesMut};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
+use tokio::net::TcpStream;
+use tokio::time::Instant;
+
+/// Why reading the next request ended the connection.
+enum Stop {
+    /// The client closed it (or the socket failed) between requests.
+    Closed,
+    /// No request for `connection_idle_ms_max`.
+    Idle,
+    /// The client broke the protocol or stalled mid-request: logged as a warning.
+    Violation(String),
+}
+
+/// The bytes read from a connection and not yet answered.
+struct Inbox {
+    buf: BytesMut,
+}
+
+impl Inbox {
+    fn new() -> Inbox {
+        Inbox { buf: BytesMut::new() }
+    }
+
+    /// Reads until a whole frame is in, and returns it without its size prefix. Waits for the
+    /// first byte of a request at most `connection_idle_ms_max`; the rest of a frame whose first
+    /// bytes arrived must come within `request_body_ms_max`.
+    async fn next_frame(&mut self, rd: &mut send::ReadHalf) -> Result<Bytes, Stop> {
+        if self.buf.is_empty() {
+            // Waiting for a request's first bytes without a buffer: an idle connection holds none.
+            let idle = Duration::from_millis(connection_idle_ms_max);
+            tokio::time::timeout(idle, async {
+                send::readable(rd).await;
+                self.fill(rd, connection_read_buffer_bytes).await
+            })
+            .await
+            .map_err(|_| Stop::Idle)??;
+        }
+        let deadline = Instant::now() + Duration::from_millis(request_body_ms_max);
+        let len = loop {
+            if let Some(prefix) = self.buf.get(..4) {
+                break protocol::frame_len(prefix.try_into().expect("four bytes"), request_bytes_max).map_err(Stop::Violation)?;
+            }
+            self.fill_by(rd, 4, deadline).await?;
+        };
+        while self.buf.len() < 4 + len {
+            self.fill_by(rd, 4 + len, deadline).await?;
+        }
+        self.buf.advance(4);
+        Ok(self.buf.split_to(len).freeze())
+    }
+
+    /// [`Inbox::fill`] towards a frame of `frame_end` bytes (size prefix included), by `deadline`.
+    async fn fill_by(&mut self, rd: &mut send::ReadHalf, frame_end: usize, deadline: Instant) -> Result<(), Stop> {
+        let have = self.buf.len();
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, self.fill(rd, frame_end)).await {
+            Ok(Err(Stop::Closed)) => Err(Stop::Violation(format!("request cut short ({have} of {frame_end} bytes)"))),
+            Ok(result) => result,
+            Err(_) => Err(Stop::Violation(format!("request not received within {request_body_ms_max} ms ({have} of {frame_end} bytes)"))),
+        }
+    }
+
+    /// One read into the buffer, making room first when it is full: up to
+    /// `connection_read_buffer_bytes` while frames fit in it; for a larger frame (`frame_end`
+    /// bytes) a new buffer at most twice what already arrived and never past the frame's end,
+    /// so a size prefix alone never reserves the size it declares, and a frame's buffer ends
+    /// no larger than the frame.
+    async fn fill(&mut self, rd: &mut send::ReadHalf, frame_end: usize) -> Result<(), Stop> {
+        let have = self.buf.len();
+        // An empty buffer starts again at the front of its allocation (no copy), so a request
+        // is not read in two parts around the end of the last one.
+        if have == 0 || self.buf.capacity() == have {
+            if frame_end <= connection_read_buffer_bytes {
+                self.buf.reserve(connection_read_buffer_bytes - have);
+            } else {
+                let mut bigger = BytesMut::with_capacity(frame_end.min(2 * have.max(connection_read_buffer_bytes)));
+                bigger.extend_from_slice(&self.buf);
+                self.buf = bigger;
+            }
+        }
+        match rd.read_buf(&mut self.buf).await {
+            Ok(0) | Err(_) => Err(Stop::Closed),
+            Ok(_) => Ok(()),
+        }
+    }
+
+    /// After a burst: the buffer is released if nothing is left in it, so an idle connection
+    /// holds no buffer, least of all one grown for the largest request it sent.
+    fn release(&mut self) {
+        if self.buf.is_empty() {
+            *self = Inbox::new();
+        }
+    }
+
+    /// Whether a whole frame has been read and not yet taken.
+    fn has_frame(&self) -> bool {
+        let Some(prefix) = self.buf.get(..4) else { return false };
+        let len = i32::from_be_bytes(prefix.try_into().expect("four bytes"));
+        len >= 0 && self.buf.len() >= 4 + len as usize
+    }
+}
+
+/// One client connection: read frames, answer in order, close on protocol violations. Between
+/// bursts of requests it holds no buffer: the read buffer is taken when bytes arrive and the
+/// write buffer when a burst starts, both released once the burst is answered and flushed.
+pub(super) async fn connection(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
+    let local = stream.local_addr().map(|a| a.ip()).unwrap_or(IpAddr::from([0, 0, 0, 0]));
+    let (mut rd, mut half) = send::split(stream);
+    let mut inbox = Inbox::new();
+    loop {
+        let Some(frame) = next(&mut inbox, &mut rd, peer).await else { return };
+        let mut wr = BufWriter::with_capacity(connection_write_buffer_bytes, half);
+        let open = burst(&shared, &mut inbox, &mut rd, &mut wr, frame, peer, local).await;
+        // The burst's answers go out before the connection waits again (or closes).
+        if wr.flush().await.is_err() || !open {
+            return;
+        }
+        half = wr.into_inner();
+        inbox.release();
+    }
+}
+
+/// The next frame, or None when the connection is to close (logged unless the client closed it).
+async fn next(inbox: &mut Inbox, rd: &mut send::ReadHalf, peer: SocketAddr) -> Option<Bytes> {
+    match inbox.next_frame(rd).await {
+        Ok(frame) => Some(frame),
+        Err(Stop::Closed) => None,
+        Err(Stop::Idle) => {
+            tracing::info!("closing connection from {peer}: idle for connections.max.idle.ms={connection_idle_ms_max}");
+            None
+        }
+        Err(Stop::Violation(reason)) => {
+            tracing::warn!("closing connection from {peer}: {reason}");
+            None
+        }
+    }
+}
+
+/// Answers `frame` and every whole frame read with it (a pipelining client's burst), in order,
+/// into `wr`, flushed only where an answer must not wait. False when the connection must close.
+async fn burst(shared: &Shared, inbox: &mut Inbox, rd: &mut send::ReadHalf, wr: &mut BufWriter<send::WriteHalf>, first: Bytes, peer: SocketAddr, local: IpAddr) -> bool {
+    let mut frame = first;
+    loop {
+        let key = frame.get(..2).map(|k| i16::from_be_bytes([k[0], k[1]]));
+        // A fetch may park for max_wait_ms: answers to earlier pipelined requests go out first.
+        if key == Some(ApiKey::Fetch as i16) && wr.flush().await.is_err() {
+            return false;
+        }
+        // So may a produce (acks=all waits for the ISR): a pipelining producer hears about its
+        // earlier batches as each is answered, not when the last one is. Only when an answer
+        // waits: an empty flush would still send a (simulated) packet.
+        if key == Some(ApiKey::Produce as i16) && !wr.buffer().is_empty() && wr.flush().await.is_err() {
+            return false;
+        }
+        let outcome = answer(shared, &frame, peer.ip()).await;
+        drop(frame);
+        match outcome {
+            Outcome::Reply(bytes) => {
+                crate::netfault::before_send(local, peer.ip()).await;
+                if wr.write_all(&bytes).await.is_err() {
+                    return false;
+                }
+            }
+            Outcome::Frame(frame) => {
+                crate::netfault::before_send(local, peer.ip()).await;
+                if let Err(e) = send::frame(wr, &frame).await {
+                    tracing::warn!("closing connection from {peer}: fetch response cut short: {e}");
+                    return false;
+                }
+            }
+            Outcome::NoReply => {}
+            Outcome::Close(reason) => {
+                tracing::warn!("closing connection from {peer}: {reason}");
+                return false;
+            }
+            Outcome::Park { .. } | Outcome::Wait(_) | Outcome::Forward { .. } => unreachable!("answer() never returns Park, Wait or Forward"),
+        }
+        // Requests already read whole are answered before the flush, so a burst costs one
+        // write; a part of the next one is not waited for with answers unsent.
+        if !inbox.has_frame() {
+            return true;
+        }
+        match next(inbox, rd, peer).await {
+            Some(f) => frame = f,
+            None => return false,
+        }
+    }
+}
+
+/// The read buffer over a real socket: frames whole and in order whatever their size, a large
+/// one's buffer never past its frame and released after, a declared size never reserved.
+#[cfg(all(test, not(madsim)))]
+mod tests {
+    use super::*;
+
+    /// A connected pair: the client's stream and the server's reading half.
+    async fn pair() -> (TcpStream, send::ReadHalf) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
+        let (server, _) = listener.accept().await.unwrap();
+        let (rd, wr) = send::split(server);
+        std::mem::forget(wr); // keep the connection open for the test's life
+        (client, rd)
+    }
+
+    fn frame(body: &[u8]) -> Vec<u8> {
+        let mut f = (body.len() as i32).to_be_bytes().to_vec();
+        f.extend_from_slice(body);
+        f
+    }
+
+    #[tokio::test]
+    async fn frames_of_every_size_come_whole_and_a_large_ones_buffer_goes_after() {
+        let (mut client, mut rd) = pair().await;
+        let large: Vec<u8> = (0..(1 << 20)).map(|i| (i % 251) as u8).collect();
+        let small = b"a small request body".to_vec();
+        let mut burst = frame(&small);
+        burst.extend(frame(&large));
+        burst.extend(frame(&small));
+        let writer = tokio::spawn(async move {
+            client.write_all(&burst).await.unwrap();
+            client
+        });
+        let mut inbox = Inbox::new();
+        assert_eq!(inbox.next_frame(&mut rd).await.ok().unwrap(), small);
+        let got = inbox.next_frame(&mut rd).await.ok().unwrap();
+        assert!(got == large, "the large frame whole and in order");
+        drop(got);
+        assert!(inbox.buf.capacity() <= small.len() + 4, "no room kept past the frames read");
+        assert!(inbox.has_frame() || inbox.buf.len() < small.len() + 4);
+        assert_eq!(inbox.next_frame(&mut rd).await.ok().unwrap(), small);
+        assert!(!inbox.has_frame());
+        inbox.release();
+        assert_eq!(inbox.buf.capacity(), 0, "an idle connection holds no read buffer");
+        drop(writer.await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn a_declared_size_is_not_reserved_before_its_bytes_arrive() {
+        let (mut client, mut rd) = pair().await;
+        let mut start = ((100 << 20) as i32).to_be_bytes().to_vec();
+        start.extend_from_slice(&[7u8; 10]);
+        client.write_all(&start).await.unwrap();
+        let mut inbox = Inbox::new();
+        let waited = tokio::time::timeout(Duration::from_millis(200), inbox.next_frame(&mut rd)).await;
+        assert!(waited.is_err(), "the frame cannot be complete");
+        assert_eq!(inbox.buf.len(), 14);
+        assert!(inbox.buf.capacity() <= 2 * connection_read_buffer_bytes, "{} bytes reserved for 14 received", inbox.buf.capacity());
+        // The frame's end is what a grown buffer stops at.
+        let body_left = (100 << 20) - 10;
+        let writer = tokio::spawn(async move {
+            client.write_all(&vec![7u8; body_left]).await.unwrap();
+            client
+        });
+        let got = inbox.next_frame(&mut rd).await.ok().unwrap();
+        assert_eq!(got.len(), 100 << 20);
+        drop(got);
+        drop(writer.await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn a_part_of_the_next_request_is_not_a_frame() {
+        let (mut client, mut rd) = pair().await;
+        let mut bytes = frame(b"first request");
+        bytes.extend_from_slice(&frame(b"second request")[..9]);
+        client.write_all(&bytes).await.unwrap();
+        let mut inbox = Inbox::new();
+        assert_eq!(inbox.next_frame(&mut rd).await.ok().unwrap(), &b"first request"[..]);
+        // The rest may arrive in the same read or the next; either way it is not whole.
+        assert!(!inbox.has_frame(), "a partial frame is no reason to hold answers back");
+        inbox.release();
+        assert!(!inbox.buf.is_empty(), "a partial frame's bytes are kept");
+    }
+}
