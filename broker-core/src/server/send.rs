@@ -34,7 +34,10 @@ pub(super) async fn readable(rd: &ReadHalf) {
     let _ = rd.readable().await;
 }
 #[cfg(madsim)]
-pub(super) async fn readable(_: &ReadHalf) {}
+pub(super) fn readable(_: &ReadHalf) -> std::future::Ready<()> {
+    // Not an async fn: the future must not hold the (non-Sync) half across the await.
+    std::future::ready(())
+}
 
 /// Splits a connection into its reading half and [`WriteHalf`].
 #[cfg(not(madsim))]
