@@ -143,6 +143,15 @@ pub const connection_task_bytes_max: usize = 8 * 1024;
 
 const _: () = assert!(connection_task_bytes_max < connection_idle_bytes_max);
 
+/// Requests read from their connections and not yet through their first decision, over all
+/// connections (Kafka's `queued.max.requests`, 500 there): a connection reads a request only
+/// with a turn, and gives it back once the request is decided, parked or waiting, or while it
+/// waits for more of the request's bytes. So memory under load is bounded by this count of
+/// requests, not by the number of connections, and a request is checked while its bytes are
+/// still in the CPU's caches (64 batches of 10 KiB are 640 KiB), not after a thousand others.
+/// A few per runtime worker keep the decision lock busy.
+pub const requests_read_max: usize = 64;
+
 /// After a failed accept (EMFILE: out of file descriptors) the listener waits this long before
 /// the next: retrying at once spins a core and floods the log while nothing has freed a slot.
 pub const accept_error_backoff_ms: u64 = 100;

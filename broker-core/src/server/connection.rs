@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
 use tokio::net::TcpStream;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 /// Why reading the next request ended the connection.
@@ -40,43 +41,99 @@ impl Inbox {
         Inbox { buf: BytesMut::new() }
     }
 
-    /// Reads until a whole frame is in, and returns it without its size prefix. Waits for the
-    /// first byte of a request at most `connection_idle_ms_max`; the rest of a frame whose first
-    /// bytes arrived must come within `request_body_ms_max`.
-    async fn next_frame(&mut self, rd: &mut send::ReadHalf) -> Result<Bytes, Stop> {
-        if self.buf.is_empty() {
-            // Waiting for a request's first bytes without a buffer: an idle connection holds none.
-            let idle = Duration::from_millis(connection_idle_ms_max);
-            tokio::time::timeout(idle, async {
-                send::readable(rd).await;
-                self.fill(rd, connection_read_buffer_bytes).await
-            })
-            .await
-            .map_err(|_| Stop::Idle)??;
-        }
-        let deadline = Instant::now() + Duration::from_millis(request_body_ms_max);
-        let len = loop {
-            if let Some(prefix) = self.buf.get(..4) {
-                break protocol::frame_len(prefix.try_into().expect("four bytes"), request_bytes_max).map_err(Stop::Violation)?;
+    /// Reads until a whole frame is in and returns it (without its size prefix) with the turn it
+    /// is to be answered under. Bytes are read only under a turn (`requests_read_max` over all
+    /// connections), one read at a time, and the turn is given back while the connection waits
+    /// for more: an idle or slow client holds none. Waits for a request's first bytes at most
+    /// `connection_idle_ms_max`; the rest must come within `request_body_ms_max` of them.
+    async fn next_frame(&mut self, rd: &mut send::ReadHalf, turns: &Arc<Semaphore>) -> Result<(Bytes, OwnedSemaphorePermit), Stop> {
+        let mut deadline: Option<Instant> = None;
+        loop {
+            if let Some(len) = self.whole()? {
+                let turn = turns.clone().acquire_owned().await.expect("the request turns are never closed");
+                return Ok((self.take(len), turn));
             }
-            self.fill_by(rd, 4, deadline).await?;
-        };
-        while self.buf.len() < 4 + len {
-            self.fill_by(rd, 4 + len, deadline).await?;
+            let end = self.frame_end()?;
+            if self.buf.is_empty() && deadline.is_none() {
+                let idle = Duration::from_millis(connection_idle_ms_max);
+                tokio::time::timeout(idle, self.wait_for_bytes(rd, end)).await.map_err(|_| Stop::Idle)??;
+            } else {
+                let d = *deadline.get_or_insert_with(|| Instant::now() + Duration::from_millis(request_body_ms_max));
+                let waited = tokio::time::timeout(d.saturating_duration_since(Instant::now()), self.wait_for_bytes(rd, end)).await;
+                self.within_body_time(waited.ok(), end)?;
+            }
+            if self.whole()?.is_some() {
+                continue; // the wait read it (the simulated build)
+            }
+            let turn = turns.clone().acquire_owned().await.expect("the request turns are never closed");
+            let end = self.frame_end()?;
+            // One read, polled once: ready bytes come in under the turn; none ready gives it back.
+            let read = tokio::select! {
+                // biased: tokio picks branches with an unseeded RNG otherwise,
+                // which breaks replay under madsim.
+                biased;
+                read = self.fill(rd, end) => Some(read),
+                _ = std::future::ready(()) => None,
+            };
+            if let Some(read) = read {
+                if self.buf.is_empty() {
+                    read?;
+                } else {
+                    self.within_body_time(Some(read), end)?;
+                }
+            }
+            if let Some(len) = self.whole()? {
+                return Ok((self.take(len), turn));
+            }
+            drop(turn);
+            if !self.buf.is_empty() && deadline.is_none() {
+                deadline = Some(Instant::now() + Duration::from_millis(request_body_ms_max));
+            }
         }
-        self.buf.advance(4);
-        Ok(self.buf.split_to(len).freeze())
     }
 
-    /// [`Inbox::fill`] towards a frame of `frame_end` bytes (size prefix included), by `deadline`.
-    async fn fill_by(&mut self, rd: &mut send::ReadHalf, frame_end: usize, deadline: Instant) -> Result<(), Stop> {
-        let have = self.buf.len();
-        let left = deadline.saturating_duration_since(Instant::now());
-        match tokio::time::timeout(left, self.fill(rd, frame_end)).await {
-            Ok(Err(Stop::Closed)) => Err(Stop::Violation(format!("request cut short ({have} of {frame_end} bytes)"))),
-            Ok(result) => result,
-            Err(_) => Err(Stop::Violation(format!("request not received within {request_body_ms_max} ms ({have} of {frame_end} bytes)"))),
+    /// Until bytes can be read: readiness alone in the real build (no buffer is taken); a read
+    /// under madsim, whose connection halves have no readiness to wait for.
+    async fn wait_for_bytes(&mut self, rd: &mut send::ReadHalf, frame_end: usize) -> Result<(), Stop> {
+        if send::has_readiness {
+            send::readable(rd).await;
+            Ok(())
+        } else {
+            self.fill(rd, frame_end).await
         }
+    }
+
+    /// What a wait or read inside a frame came to (None: the body time ran out).
+    fn within_body_time(&self, got: Option<Result<(), Stop>>, frame_end: usize) -> Result<(), Stop> {
+        let have = self.buf.len();
+        match got {
+            Some(Err(Stop::Closed)) => Err(Stop::Violation(format!("request cut short ({have} of {frame_end} bytes)"))),
+            Some(result) => result,
+            None => Err(Stop::Violation(format!("request not received within {request_body_ms_max} ms ({have} of {frame_end} bytes)"))),
+        }
+    }
+
+    /// The length of the whole frame at the front of the buffer, if it is all in; a size prefix
+    /// out of bounds is a violation.
+    fn whole(&self) -> Result<Option<usize>, Stop> {
+        let Some(prefix) = self.buf.get(..4) else { return Ok(None) };
+        let len = protocol::frame_len(prefix.try_into().expect("four bytes"), request_bytes_max).map_err(Stop::Violation)?;
+        Ok((self.buf.len() >= 4 + len).then_some(len))
+    }
+
+    /// Where the frame being read ends (size prefix included), as far as is known.
+    fn frame_end(&self) -> Result<usize, Stop> {
+        match self.buf.get(..4) {
+            Some(prefix) => Ok(4 + protocol::frame_len(prefix.try_into().expect("four bytes"), request_bytes_max).map_err(Stop::Violation)?),
+            None if self.buf.is_empty() => Ok(connection_read_buffer_bytes),
+            None => Ok(4),
+        }
+    }
+
+    /// Takes the whole frame of `len` bytes at the front, without its size prefix.
+    fn take(&mut self, len: usize) -> Bytes {
+        self.buf.advance(4);
+        self.buf.split_to(len).freeze()
     }
 
     /// One read into the buffer, making room first when it is full: up to
@@ -127,9 +184,9 @@ pub(super) async fn connection(stream: TcpStream, peer: SocketAddr, shared: Arc<
     let (mut rd, mut half) = send::split(stream);
     let mut inbox = Inbox::new();
     loop {
-        let Some(frame) = next(&mut inbox, &mut rd, peer).await else { return };
+        let Some(first) = next(&mut inbox, &mut rd, &shared, peer).await else { return };
         let mut wr = BufWriter::with_capacity(connection_write_buffer_bytes, half);
-        let open = burst(&shared, &mut inbox, &mut rd, &mut wr, frame, peer, local).await;
+        let open = burst(&shared, &mut inbox, &mut rd, &mut wr, first, peer, local).await;
         // The burst's answers go out before the connection waits again (or closes).
         if wr.flush().await.is_err() || !open {
             return;
@@ -139,9 +196,10 @@ pub(super) async fn connection(stream: TcpStream, peer: SocketAddr, shared: Arc<
     }
 }
 
-/// The next frame, or None when the connection is to close (logged unless the client closed it).
-async fn next(inbox: &mut Inbox, rd: &mut send::ReadHalf, peer: SocketAddr) -> Option<Bytes> {
-    match inbox.next_frame(rd).await {
+/// The next frame and its turn, or None when the connection is to close (logged unless the
+/// client closed it).
+async fn next(inbox: &mut Inbox, rd: &mut send::ReadHalf, shared: &Shared, peer: SocketAddr) -> Option<(Bytes, OwnedSemaphorePermit)> {
+    match inbox.next_frame(rd, &shared.request_turns).await {
         Ok(frame) => Some(frame),
         Err(Stop::Closed) => None,
         Err(Stop::Idle) => {
@@ -157,8 +215,8 @@ async fn next(inbox: &mut Inbox, rd: &mut send::ReadHalf, peer: SocketAddr) -> O
 
 /// Answers `frame` and every whole frame read with it (a pipelining client's burst), in order,
 /// into `wr`, flushed only where an answer must not wait. False when the connection must close.
-async fn burst(shared: &Shared, inbox: &mut Inbox, rd: &mut send::ReadHalf, wr: &mut BufWriter<send::WriteHalf>, first: Bytes, peer: SocketAddr, local: IpAddr) -> bool {
-    let mut frame = first;
+async fn burst(shared: &Shared, inbox: &mut Inbox, rd: &mut send::ReadHalf, wr: &mut BufWriter<send::WriteHalf>, first: (Bytes, OwnedSemaphorePermit), peer: SocketAddr, local: IpAddr) -> bool {
+    let (mut frame, mut turn) = first;
     loop {
         let key = frame.get(..2).map(|k| i16::from_be_bytes([k[0], k[1]]));
         // A fetch may park for max_wait_ms: answers to earlier pipelined requests go out first.
@@ -171,7 +229,7 @@ async fn burst(shared: &Shared, inbox: &mut Inbox, rd: &mut send::ReadHalf, wr: 
         if key == Some(ApiKey::Produce as i16) && !wr.buffer().is_empty() && wr.flush().await.is_err() {
             return false;
         }
-        let outcome = answer(shared, &frame, peer.ip()).await;
+        let outcome = answer(shared, &frame, peer.ip(), turn).await;
         drop(frame);
         match outcome {
             Outcome::Reply(bytes) => {
@@ -199,8 +257,8 @@ async fn burst(shared: &Shared, inbox: &mut Inbox, rd: &mut send::ReadHalf, wr: 
         if !inbox.has_frame() {
             return true;
         }
-        match next(inbox, rd, peer).await {
-            Some(f) => frame = f,
+        match next(inbox, rd, shared, peer).await {
+            Some(next) => (frame, turn) = next,
             None => return false,
         }
     }
@@ -222,6 +280,10 @@ mod tests {
         (client, rd)
     }
 
+    fn turns() -> Arc<Semaphore> {
+        Arc::new(Semaphore::new(1))
+    }
+
     fn frame(body: &[u8]) -> Vec<u8> {
         let mut f = (body.len() as i32).to_be_bytes().to_vec();
         f.extend_from_slice(body);
@@ -241,13 +303,13 @@ mod tests {
             client
         });
         let mut inbox = Inbox::new();
-        assert_eq!(inbox.next_frame(&mut rd).await.ok().unwrap(), small);
-        let got = inbox.next_frame(&mut rd).await.ok().unwrap();
+        assert_eq!(inbox.next_frame(&mut rd, &turns()).await.ok().unwrap().0, small);
+        let got = inbox.next_frame(&mut rd, &turns()).await.ok().unwrap().0;
         assert!(got == large, "the large frame whole and in order");
         drop(got);
         assert!(inbox.buf.capacity() <= small.len() + 4, "no room kept past the frames read");
         assert!(inbox.has_frame() || inbox.buf.len() < small.len() + 4);
-        assert_eq!(inbox.next_frame(&mut rd).await.ok().unwrap(), small);
+        assert_eq!(inbox.next_frame(&mut rd, &turns()).await.ok().unwrap().0, small);
         assert!(!inbox.has_frame());
         inbox.release();
         assert_eq!(inbox.buf.capacity(), 0, "an idle connection holds no read buffer");
@@ -261,7 +323,7 @@ mod tests {
         start.extend_from_slice(&[7u8; 10]);
         client.write_all(&start).await.unwrap();
         let mut inbox = Inbox::new();
-        let waited = tokio::time::timeout(Duration::from_millis(200), inbox.next_frame(&mut rd)).await;
+        let waited = tokio::time::timeout(Duration::from_millis(200), inbox.next_frame(&mut rd, &turns())).await;
         assert!(waited.is_err(), "the frame cannot be complete");
         assert_eq!(inbox.buf.len(), 14);
         assert!(inbox.buf.capacity() <= 2 * connection_read_buffer_bytes, "{} bytes reserved for 14 received", inbox.buf.capacity());
@@ -271,7 +333,7 @@ mod tests {
             client.write_all(&vec![7u8; body_left]).await.unwrap();
             client
         });
-        let got = inbox.next_frame(&mut rd).await.ok().unwrap();
+        let got = inbox.next_frame(&mut rd, &turns()).await.ok().unwrap().0;
         assert_eq!(got.len(), 100 << 20);
         drop(got);
         drop(writer.await.unwrap());
@@ -284,7 +346,7 @@ mod tests {
         bytes.extend_from_slice(&frame(b"second request")[..9]);
         client.write_all(&bytes).await.unwrap();
         let mut inbox = Inbox::new();
-        assert_eq!(inbox.next_frame(&mut rd).await.ok().unwrap(), &b"first request"[..]);
+        assert_eq!(inbox.next_frame(&mut rd, &turns()).await.ok().unwrap().0, &b"first request"[..]);
         // The rest may arrive in the same read or the next; either way it is not whole.
         assert!(!inbox.has_frame(), "a partial frame is no reason to hold answers back");
         inbox.release();

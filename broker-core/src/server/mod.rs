@@ -55,6 +55,8 @@ pub struct Shared {
     reregister: std::sync::atomic::AtomicBool,
     /// Held for one decision and its disk IO (see [`Shared::decide`]).
     disk_gate: tokio::sync::Mutex<()>,
+    /// Turns to read a request and take it through its first decision: `requests_read_max`.
+    request_turns: Arc<tokio::sync::Semaphore>,
     /// The broker's BUGGIFY handle (for late disk completions; inert outside seeded runs).
     buggify: crate::buggify::Buggify,
     /// Sees every action the broker asks for before it is performed (the simulator records
@@ -89,6 +91,7 @@ impl Shared {
             started: Default::default(),
             reregister: Default::default(),
             disk_gate: tokio::sync::Mutex::new(()),
+            request_turns: Arc::new(tokio::sync::Semaphore::new(crate::constants::requests_read_max)),
             buggify,
             observer,
         })
@@ -102,7 +105,7 @@ impl Shared {
     /// not hold requests), or after `startup_wait_ms_max`; at once on a voter-only node, which
     /// never registers.
     async fn started(&self) {
-        if self.started.load(std::sync::atomic::Ordering::Relaxed) || !self.broker().config().broker_role {
+        if self.is_started() {
             return;
         }
         let deadline = Instant::now() + Duration::from_millis(startup_wait_ms_max);
@@ -126,6 +129,11 @@ impl Shared {
                 _ = tokio::time::sleep_until(deadline) => {}
             }
         }
+    }
+
+    /// Whether [`Shared::started`] resolves at once.
+    fn is_started(&self) -> bool {
+        self.started.load(std::sync::atomic::Ordering::Relaxed) || !self.broker().config().broker_role
     }
 
     fn changed(&self) {
@@ -284,11 +292,16 @@ async fn run_cleaner(shared: Arc<Shared>) {
 }
 
 /// Runs one request to completion: parks fetches until data arrives or their wait ends, and
-/// holds requests that answer later (acks=all, topic changes) until they can.
-async fn answer(shared: &Shared, frame: &Bytes, peer: IpAddr) -> Outcome {
+/// holds requests that answer later (acks=all, topic changes) until they can. `turn` (the one
+/// the request was read under) is given back after its first decision, before any wait: a
+/// request that parks or waits holds none, so it never keeps another from being read.
+async fn answer(shared: &Shared, frame: &Bytes, peer: IpAddr, turn: tokio::sync::OwnedSemaphorePermit) -> Outcome {
+    let mut turn = Some(turn);
     let key = if frame.len() >= 2 { i16::from_be_bytes([frame[0], frame[1]]) } else { -1 };
     let is_fetch = key == ApiKey::Fetch as i16;
-    if waits_for_startup(key) {
+    if waits_for_startup(key) && !shared.is_started() {
+        // The requests that register this broker must be read meanwhile.
+        turn = None;
         shared.started().await;
     }
     let mut deadline: Option<Instant> = None;
@@ -311,6 +324,7 @@ async fn answer(shared: &Shared, frame: &Bytes, peer: IpAddr) -> Outcome {
                 (protocol::handle_from(&s.node, frame, Some(peer), now_ms(), attempt, &mut actions), actions)
             })
             .await;
+        drop(turn.take());
         // Anything but a fetch may have changed the node; a fetch only when a follower's
         // progress moved a high watermark (its Wake action).
         if !is_fetch && !actions.contains(&Action::Wake) {

@@ -26,6 +26,9 @@ pub(super) type ReadHalf = tokio::net::tcp::OwnedReadHalf;
 #[cfg(madsim)]
 pub(super) type ReadHalf = tokio::io::ReadHalf<tokio::net::TcpStream>;
 
+/// Whether [`readable`] waits for bytes (the real build) or returns at once (madsim).
+pub(super) const has_readiness: bool = cfg!(not(madsim));
+
 /// Waits until the connection has bytes to read (or an error or end to report), so that an idle
 /// connection waits without a buffer. Under madsim, whose halves have no readiness, at once: the
 /// read that follows waits instead, its buffer taken (simulated runs hold a few connections).
