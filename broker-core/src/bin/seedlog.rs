@@ -1,6 +1,8 @@
 //! `seedlog`: tools over the partition log on real files — a demo of the log on embedded
 //! defaults, the storage benchmark, and a dump of segment files — and the operator's view of a
-//! running cluster's consumer groups (`seedlog groups`, in `seedlog/groups.rs`). This is the IO
+//! running cluster's consumer groups (`seedlog groups`, in `seedlog/groups.rs`), and a load of
+//! many connections against a running broker (`seedlog bench-connections`, in
+//! `seedlog/bench_connections.rs`). This is the IO
 //! edge: it may read clocks, touch the file system and start a runtime; the log and the client
 //! library never do.
 

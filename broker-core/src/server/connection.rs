@@ -1,9 +1,11 @@
 //! One client connection: read frames, answer them strictly in order, close on protocol
-//! violations. What it holds is bounded by named limits: between requests a read buffer of at
-//! most `connection_read_buffer_bytes` (a larger request grows it only as its bytes arrive, and
-//! the grown buffer is released once the request is answered) and a write buffer of
-//! `connection_write_buffer_bytes`, so a thousand idle connections cost a thousand times
-//! `connection_idle_bytes_max`, not a thousand times the largest request they ever sent.
+//! violations. Between bursts of requests a connection holds no buffer: it waits for
+//! readability, then takes a request turn (`requests_read_max` over the broker), a read buffer of
+//! `connection_read_buffer_bytes` (grown for a larger request only as its bytes arrive, never
+//! past its frame) and a write buffer of `connection_write_buffer_bytes`, and gives all three back:
+//! the turn while it waits for more bytes and after the request's first decision, the buffers
+//! once the burst is answered and flushed. So a thousand idle connections cost a thousand times
+//! `connection_idle_bytes_max`, and under load memory follows the turns, not the connections.
 //!
 //! Several requests that arrive together (a pipelining client) are read by one system call and
 //! answered before one flush. Nothing here decides anything: frames go to `answer`.

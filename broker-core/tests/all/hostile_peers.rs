@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 /// Resident memory the broker may reach under the attacks. The debug build sits near 13 MiB
 /// idle and reached 23 MiB under them (measured); they may cost buffers per open connection
-/// (64 KiB each way) and the 100 MiB frame's bytes as far as they arrived (the 8 MiB sent), but
+/// (16 KiB each way, during a burst) and the 100 MiB frame's bytes as far as they arrived (the 8 MiB sent), but
 /// never a frame's declared size or one buffer per connection ever opened.
 const broker_rss_bytes_max: u64 = 128 << 20;
 /// Slowloris connections, each sending one byte a second of a valid request.
