@@ -310,6 +310,8 @@ async fn bench(a: Args) -> Res<()> {
             loop {
                 peak.fetch_max(sample(pid).rss_bytes, Ordering::Relaxed);
                 tokio::select! {
+                    // biased: the rule everywhere in the crate (tests/all/tidy.rs).
+                    biased;
                     _ = done.notified() => return,
                     _ = tokio::time::sleep(Duration::from_millis(100)) => {}
                 }
