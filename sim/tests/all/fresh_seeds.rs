@@ -18,7 +18,7 @@ const fresh_seed: u64 = 10_000;
 /// the seeds the table measured, so the test stays bounded (well under a minute in the release
 /// sim build) and fails if the search gets weaker.
 const cheap_half: &[(PlantedBug, &str, &str, u64)] = &[
-    (PlantedBug::UnsentIsrChangeStaysInFlight, "scenarios/swarm/swarm-fsync.toml", "write_liveness", 8),
+    (PlantedBug::UnsentIsrChangeStaysInFlight, "scenarios/swarm/swarm-fsync.toml", "write_liveness", 60),
     (PlantedBug::OfflineLogStaysOffline, "scenarios/fast/random-faults.toml", "write_liveness", 40),
     (PlantedBug::RolesBeforeRegistration, "matrix-acks1-never-leader-crash", "committed_consistent", 5),
 ];
