@@ -28,10 +28,19 @@ pub enum Site {
     /// A decision that touched the disk completes 20–400 ms late (a slow fsync), holding the
     /// node's disk gate meanwhile.
     SlowSync,
+    /// The controller answers an AlterPartition it committed with KAFKA_STORAGE_ERROR, as when
+    /// its metadata log's sync fails after the write landed (a reopen replays it): the leader
+    /// hears an error about a change that is in the log.
+    IsrAnswerStorageError,
+    /// Metadata records the broker fetched are applied 50–1,000 ms late (a slow metadata
+    /// fetch), so the answers of its own ISR changes arrive long before their records.
+    MetadataLate,
 }
 
 impl Site {
-    pub const ALL: [Site; 3] = [Site::ShortLag, Site::IsrAnswerDropped, Site::SlowSync];
+    /// Every site, in the order of their draws: a site added at the end leaves the draws of the
+    /// earlier ones (and so which of them a seed enables) unchanged.
+    pub const ALL: [Site; 5] = [Site::ShortLag, Site::IsrAnswerDropped, Site::SlowSync, Site::IsrAnswerStorageError, Site::MetadataLate];
 
     #[cfg(madsim)]
     fn index(self) -> usize {

@@ -187,6 +187,10 @@ pub struct History {
     /// The metadata quorum as its voters reported it: elections, committed entries applied,
     /// active controllers (`broker_core::simprobe`).
     pub raft: broker_core::simprobe::RaftHistory,
+    /// The moments a committed ISR member did not hold the high watermark, as the brokers and
+    /// the controller reported them while the run went (`broker_core::simprobe::isr`; ms from
+    /// the run's start).
+    pub isr_breaches: Vec<broker_core::simprobe::IsrBreach>,
 }
 
 /// A broker became the leader of a partition at a leader epoch (it applied metadata naming it).

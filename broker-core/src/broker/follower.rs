@@ -64,6 +64,7 @@ impl Broker {
         };
         let skip = self.config.planted(PlantedBug::FollowerSkipsTruncation);
         let one_round = self.config.planted(PlantedBug::TruncationStopsAfterOneRound);
+        let me = self.config.node_id;
         let part = self.followed_mut(name, p, leader, leader_epoch).expect("checked above");
         // A leader never answers a negative end offset; a broken one must not make us panic.
         let target = target.max(0);
@@ -75,6 +76,7 @@ impl Broker {
         let leo = part.leo();
         part.replication.on_truncate(leo);
         part.replication.needs_truncation = !complete && !skip && !one_round;
+        part.observed(me, name, p, now);
         if cut {
             self.lower_log_start(name, p)?;
         }
@@ -85,6 +87,7 @@ impl Broker {
     /// high watermark. Does nothing if the partition moved on meanwhile.
     #[allow(clippy::too_many_arguments)]
     pub fn append_from_leader(&mut self, name: &str, p: i32, leader: i32, leader_epoch: i32, fetch_offset: i64, records: &[u8], leader_hw: i64, now: u64) -> Result<(), Error> {
+        let me = self.config.node_id;
         let Some(part) = self.followed_mut(name, p, leader, leader_epoch) else { return Ok(()) };
         if part.replication.needs_truncation || part.leo() != fetch_offset {
             return Ok(()); // a stale answer: the next fetch asks again from the right place
@@ -103,6 +106,7 @@ impl Broker {
         }
         let leo = part.leo();
         part.replication.on_leader_high_watermark(leader_hw, leo);
+        part.observed(me, name, p, now);
         Ok(())
     }
 
@@ -128,11 +132,13 @@ impl Broker {
 
     /// The leader's log starts after ours ends (retention there): start over from its start.
     pub fn restart_from(&mut self, name: &str, p: i32, leader: i32, leader_epoch: i32, leader_start: i64, now: u64) -> Result<(), Error> {
+        let me = self.config.node_id;
         let Some(part) = self.followed_mut(name, p, leader, leader_epoch) else { return Ok(()) };
         part.log.truncate_fully(leader_start, now)?;
         part.producers = ProducerStates::default();
         let leo = part.leo();
         part.replication.on_truncate(leo);
+        part.observed(me, name, p, now);
         self.lower_log_start(name, p)
     }
 }

@@ -45,6 +45,7 @@ impl Broker {
         if self.config.planted(PlantedBug::AckBeforeAppend) {
             return self.defer(name, p, h, bytes);
         }
+        let me = self.config.node_id;
         let part = self.local_mut(name, p)?;
         let info = part.log.append(&mut bytes, epoch, now)?;
         let stamped = batch::read_header(&bytes)?;
@@ -54,6 +55,7 @@ impl Broker {
         if part.replication.on_append(leo) {
             out.push(Action::Wake);
         }
+        part.observed(me, name, p, now);
         let start = part.log_start_offset();
         // Kafka answers the stamped time when the topic uses LogAppendTime, else -1.
         let log_append_time = if part.log.config().log_append_time { info.max_timestamp } else { -1 };
@@ -124,9 +126,14 @@ impl Broker {
                 // fetch visits every partition of its session, most of them idle.)
                 let delete_waiting = part.delete_asked >= 0 && part.delete_asked > part.replication.low_watermark(start, |x| self.image.is_live(x));
                 if !who.again || self.config.planted(PlantedBug::ParkedFetchIsProgress) {
+                    let me = self.config.node_id;
                     let part = self.local_mut(name, p)?;
                     let moved_start = who.log_start_offset >= 0 && part.replication.on_follower_log_start(r, who.log_start_offset);
-                    if part.replication.on_follower_fetch(r, offset, leo, now) || (moved_start && delete_waiting) {
+                    let moved = part.replication.on_follower_fetch(r, offset, leo, now);
+                    if moved {
+                        part.observed(me, name, p, now);
+                    }
+                    if moved || (moved_start && delete_waiting) {
                         out.push(Action::Wake);
                     }
                 }
@@ -205,12 +212,14 @@ impl Broker {
     }
 
     /// What became of an ISR proposal. A committed one may move the high watermark.
-    pub fn isr_answer(&mut self, name: &str, p: i32, answer: IsrAnswer<'_>) -> Vec<Action> {
+    pub fn isr_answer(&mut self, name: &str, p: i32, answer: IsrAnswer<'_>, now: u64) -> Vec<Action> {
+        let me = self.config.node_id;
         let Some(part) = self.partitions.get_mut(name, p) else { return Vec::new() };
         let leo = part.leo();
         match answer {
             IsrAnswer::Committed(i) => {
                 part.replication.on_isr_committed(&i.isr, i.leader_epoch, i.partition_epoch, leo);
+                part.observed(me, name, p, now);
                 return vec![Action::Wake];
             }
             IsrAnswer::Refused => part.replication.on_isr_failed(),

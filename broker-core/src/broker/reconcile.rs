@@ -99,7 +99,7 @@ impl Broker {
             out.push(Action::Log(Level::Error, format!("syncfs after creating {} replicas: {e}; they go offline", created.len())));
             for key in created {
                 let marker = self.partition_dir(&key.0, key.1).join(dir::partition_marker);
-                self.partitions.remove(&key.0, key.1);
+                self.forget(&key.0, key.1, 0);
                 let _ = self.disk.remove(&marker);
                 self.offline.insert(key, 0);
             }
@@ -206,6 +206,7 @@ impl Broker {
         if self.config.planted(super::PlantedBug::SameEpochRecordClearsInFlight) {
             part.replication.forget_in_flight(); // planted: any record settles the change in flight
         }
+        part.observed(self.config.node_id, name, p, now);
         if change == Change::BecameLeader {
             out.push(Action::Wake);
             out.push(Action::Log(Level::Info, format!("{name}-{p}: leader at epoch {} from offset {}", info.leader_epoch, part.leo())));
@@ -251,8 +252,15 @@ impl Broker {
         Ok(Partition { topic_id, min_insync: settings.min_insync, log, producers, replication, start_floor, delete_asked: -1 })
     }
 
+    /// Closes this node's replica (no file is touched) and tells the simulator's ISR watch.
+    pub(super) fn forget(&mut self, name: &str, p: i32, now: u64) -> Option<Partition> {
+        let part = self.partitions.remove(name, p)?;
+        crate::simprobe::replica_log_end(self.config.node_id, name, part.topic_id, p, None, now);
+        Some(part)
+    }
+
     pub(super) fn remove_local(&mut self, name: &str, p: i32) -> Result<(), Error> {
-        self.partitions.remove(name, p);
+        self.forget(name, p, 0);
         Ok(dir::remove(self.disk.as_ref(), &self.config.data_dir, &self.partition_dir(name, p))?)
     }
 

@@ -64,6 +64,7 @@ impl Broker {
                         if part.replication.on_append(leo) {
                             out.push(Action::Wake);
                         }
+                        part.observed(self.config.node_id, &name, p, now);
                     }
                     Err(e) => out.push(Action::Log(Level::Error, format!("{name}-{p}: deferred append: {e}"))),
                 }
@@ -94,7 +95,7 @@ impl Broker {
         let failed: Vec<(String, i32)> = self.partitions.iter().filter(|(_, part)| part.log.failure().is_some() && !stays).map(|((n, p), _)| (n.to_string(), p)).collect();
         let hand_over = !self.config.planted(PlantedBug::FailedLeaderKeepsLeadership);
         for key in failed {
-            if self.partitions.remove(&key.0, key.1).is_some_and(|part| part.replication.is_leader()) && hand_over && !out.contains(&Action::Reregister) {
+            if self.forget(&key.0, key.1, now).is_some_and(|part| part.replication.is_leader()) && hand_over && !out.contains(&Action::Reregister) {
                 out.push(Action::Reregister);
             }
             self.offline.entry(key).or_insert(now);

@@ -296,7 +296,7 @@ impl Quorum {
                     }
                     self.outbox.push_back(m);
                 }
-                Action::Commit { high_watermark } => self.apply_committed(high_watermark),
+                Action::Commit { high_watermark } => self.apply_committed(high_watermark, now),
                 Action::Persist { id, state } if self.raft.plant == Some(PlantedRaftBug::StateUnsynced) => {
                     let dir = self.data_dir.join(crate::metadata::metadata_dir);
                     super::raft::state_file::write_unsynced(self.disk.as_ref(), &dir, &state).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -325,7 +325,7 @@ impl Quorum {
     }
 
     /// Applies committed records below `high_watermark` to the committed image.
-    fn apply_committed(&mut self, high_watermark: i64) {
+    fn apply_committed(&mut self, high_watermark: i64, now: u64) {
         let from = self.committed.offset + 1;
         let (me, epoch, leader) = (self.config.node_id, self.node.epoch(), self.node.is_leader());
         for e in self.node.log().read(from, usize::MAX).iter().take_while(|e| e.base_offset < high_watermark) {
@@ -337,6 +337,10 @@ impl Quorum {
                 Ok(records) => {
                     for (o, r) in records.iter().filter(|(o, _)| *o >= from && *o < high_watermark) {
                         self.committed.apply(*o, r);
+                        if let MetadataRecord::Partition { topic, partition, isr, .. } = r {
+                            let id = self.committed.topics.get(topic).map_or([0; 16], |t| t.id);
+                            crate::simprobe::isr_committed(topic, id, *partition, *o, isr, now);
+                        }
                     }
                 }
                 Err(why) => {

@@ -316,6 +316,11 @@ impl Replication {
         self.advance(leo)
     }
 
+    /// How many replicas the high watermark is computed over (see `maximal_isr`).
+    pub fn maximal_isr_len(&self) -> usize {
+        self.maximal_isr().len()
+    }
+
     /// The ISR the high watermark is computed over: the committed one plus any member an
     /// in-flight expansion adds.
     fn maximal_isr(&self) -> Vec<i32> {

@@ -240,12 +240,12 @@ async fn alter_partitions(shared: &Shared, conn: &mut Conn, me: i32, epoch: i64)
                 continue; // planted: never answered, so it stays in flight
             }
             // Not sent: the next round sends it again.
-            let actions = shared.broker().isr_answer(&name, p, IsrAnswer::Lost);
+            let actions = shared.broker().isr_answer(&name, p, IsrAnswer::Lost, now_ms());
         shared.perform(actions);
             continue;
         }
         let Some(topic_id) = shared.broker().image().topics.get(&name).map(|t| uuid::Uuid::from_bytes(t.id)) else {
-            let actions = shared.broker().isr_answer(&name, p, IsrAnswer::Refused);
+            let actions = shared.broker().isr_answer(&name, p, IsrAnswer::Refused, now_ms());
         shared.perform(actions);
             continue;
         };
@@ -264,7 +264,7 @@ async fn alter_partitions(shared: &Shared, conn: &mut Conn, me: i32, epoch: i64)
         let answer = match conn.send(&req).await {
             Ok(_) if shared.broker().config().buggify.fires(Site::IsrAnswerDropped) => {
                 // BUGGIFY: the controller answered (perhaps committed it); we never hear it.
-                let actions = shared.broker().isr_answer(&name, p, IsrAnswer::Lost);
+                let actions = shared.broker().isr_answer(&name, p, IsrAnswer::Lost, now_ms());
                 shared.perform(actions);
                 failure = Some(ClientError::Timeout(peer_request_ms_max));
                 continue;
@@ -272,7 +272,7 @@ async fn alter_partitions(shared: &Shared, conn: &mut Conn, me: i32, epoch: i64)
             Ok(resp) => resp,
             Err(e) => {
                 // The request may have reached the controller and been committed.
-                let actions = shared.broker().isr_answer(&name, p, IsrAnswer::Lost);
+                let actions = shared.broker().isr_answer(&name, p, IsrAnswer::Lost, now_ms());
         shared.perform(actions);
                 failure = Some(e);
                 continue;
@@ -280,6 +280,8 @@ async fn alter_partitions(shared: &Shared, conn: &mut Conn, me: i32, epoch: i64)
         };
         let part = answer.topics.first().and_then(|t| t.partitions.first());
         let code = if answer.error_code != 0 { answer.error_code } else { part.map_or(-1, |x| x.error_code) };
+        // BUGGIFY: the change is committed, and the controller says its log failed.
+        let code = if code == 0 && shared.broker().config().buggify.fires(Site::IsrAnswerStorageError) { Code::KafkaStorageError.code() } else { code };
         let info = part.filter(|_| code == 0).map(|x| crate::metadata::PartitionInfo {
             replicas: Vec::new(),
             isr: x.isr.iter().map(|b| b.0).collect(),
@@ -302,7 +304,7 @@ async fn alter_partitions(shared: &Shared, conn: &mut Conn, me: i32, epoch: i64)
             (None, _) => IsrAnswer::Refused,
         };
         tracing::info!("{name}-{p}: ISR change to {:?}: {}", prop.isr, if code == 0 { "committed".to_string() } else { format!("error {code}") });
-        let actions = shared.broker().isr_answer(&name, p, verdict);
+        let actions = shared.broker().isr_answer(&name, p, verdict, now_ms());
         shared.perform(actions);
         shared.changed();
     }
@@ -386,6 +388,11 @@ async fn metadata_follower(shared: Arc<Shared>) {
                     pending.extend(records.into_iter().filter(|(o, _)| *o >= next));
                     let reached = pending.last().map_or(next, |(o, _)| o + 1) >= end;
                     if reached && !pending.is_empty() {
+                        let late = shared.broker().config().buggify.draw(Site::MetadataLate);
+                        if let Some(n) = late {
+                            // BUGGIFY: these records reach this broker late.
+                            tokio::time::sleep(Duration::from_millis(50 + n % 951)).await;
+                        }
                         let run = std::mem::take(&mut pending);
                         let actions = shared.decide(|s| s.broker().apply_metadata_batch(&run, now_ms())).await;
                         shared.perform(actions);

@@ -27,6 +27,7 @@
 //! | `raft_log` | every voter that applies an entry of the metadata log as committed applies the same entry at that offset | Raft: Log Matching, State Machine Safety |
 //! | `raft_completeness` | an entry committed by the leader of epoch T is in the log of every leader of a later epoch | Raft: Leader Completeness |
 //! | `metadata_liveness` | within half the healing phase some voter is the active controller | DESIGN invariant 7; issue 10 item 5 |
+//! | `isr_complete` | every replica in a committed ISR holds every record below the highest high watermark reached under min ISR, at every moment of the run | Kafka's ISR definition; KIP-279, KIP-966; issue 11 item 2 |
 //! | `compaction` | in a compacted topic, each key's last record in the final log is its last acknowledged write (or a later one of unknown outcome); a key is gone only after its last tombstone's `delete.retention.ms` | Kafka's log compaction guarantees (docs: "Log Compaction Basics"); issue 9 |
 //!
 //! Compacted topics (`History::compacted_topics`) relax some properties, each where its module
@@ -45,6 +46,7 @@ mod group_delivery;
 mod group_history;
 mod group_liveness;
 mod group_owners;
+mod isr_complete;
 mod keyed;
 mod leader_epochs;
 mod metadata_liveness;
@@ -81,6 +83,7 @@ pub const CHECKERS: &[(&str, Checker)] = &[
     ("group_delivery", group_delivery::at_least_once),
     ("group_liveness", group_liveness::group_settles),
     ("compaction", compaction::compaction),
+    ("isr_complete", isr_complete::isr_complete),
     ("leader_epochs", leader_epochs::leader_epochs),
     ("raft_votes", raft_votes::votes_durable),
     ("raft_leaders", raft_leaders::one_leader_per_epoch),

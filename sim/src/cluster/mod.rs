@@ -135,6 +135,9 @@ async fn simulate(s: Scenario, faults: Vec<FaultSpec>, disk_seed: u64, bug: Opti
         let run_start = broker_core::server::now_ms().saturating_sub(r.now_ms());
         raft.active.iter_mut().for_each(|(at, _, _)| *at = at.saturating_sub(run_start));
         r.history.raft = raft;
+        let mut breaches = broker_core::simprobe::take_isr_breaches();
+        breaches.iter_mut().for_each(|b| b.at_ms = b.at_ms.saturating_sub(run_start));
+        r.history.isr_breaches = breaches;
     }
     let (trace, history) = recorder::take(&rec);
     (trace, history, simulated_ms)

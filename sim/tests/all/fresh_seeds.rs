@@ -21,6 +21,11 @@ const cheap_half: &[(PlantedBug, &str, &str, u64)] = &[
     (PlantedBug::UnsentIsrChangeStaysInFlight, "scenarios/swarm/swarm-fsync.toml", "write_liveness", 60),
     (PlantedBug::OfflineLogStaysOffline, "scenarios/fast/random-faults.toml", "write_liveness", 40),
     (PlantedBug::RolesBeforeRegistration, "matrix-acks1-never-leader-crash", "committed_consistent", 5),
+    // Found once `isr_complete` watched the ISR's promise while the run goes, and BUGGIFY
+    // answered committed ISR changes with KAFKA_STORAGE_ERROR and applied metadata late.
+    (PlantedBug::LostIsrAnswerIsRefusal, "scenarios/swarm/swarm-fsync.toml", "isr_complete", 10),
+    (PlantedBug::ControllerStorageErrorIsRefusal, "scenarios/swarm/swarm-leaders.toml", "isr_complete", 100),
+    (PlantedBug::SameEpochRecordClearsInFlight, "scenarios/swarm/swarm-leaders.toml", "isr_complete", 100),
 ];
 
 /// A scenario file under the repository, or a durability-matrix row by its scenario name.

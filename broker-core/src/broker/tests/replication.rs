@@ -462,7 +462,7 @@ fn a_follower_silent_past_the_lag_limit_is_proposed_out_and_stops_holding_the_ma
     let epoch = c.ctl.image().brokers[&1].epoch;
     let req = crate::controller::AlterPartition { broker_id: 1, broker_epoch: epoch, topic: topic_name.into(), partition: 0, leader_epoch: 0, partition_epoch: 0, new_isr: prop.isr };
     let (info, records) = c.ctl.alter_partition(&req).unwrap();
-    let actions = c.broker(1).isr_answer(topic_name, 0, IsrAnswer::Committed(&info));
+    let actions = c.broker(1).isr_answer(topic_name, 0, IsrAnswer::Committed(&info), 0);
     assert_eq!(c.hw(1), 1);
     assert_eq!(actions, vec![Action::Wake], "producers waiting on acks=all are woken");
     assert_eq!(c.replicated(1, &p), Ok(true));

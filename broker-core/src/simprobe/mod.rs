@@ -9,10 +9,15 @@
 //! One simulation runs on one thread, so a thread-local is per run; the harness clears it at
 //! the start of each run and takes the Raft history at its end.
 //!
+//! - the ISR's promise as the brokers and the active controller report it ([`isr`]).
+//!
 //! Observation only: nothing in the broker reads it back, so it cannot change what a run does.
 //! In the real build every function is empty.
 
+mod isr;
+
 use crate::controller::raft::{Entries, Entry};
+pub use isr::IsrBreach;
 
 /// A voter became the Raft leader of `epoch`: its log then (offsets below `log_start` are in
 /// its snapshot, so committed) and the epoch of each range of it.
@@ -68,6 +73,7 @@ mod registry {
         /// (quorum epoch, node id) of the newest active controller reported.
         pub static ACTIVE: Cell<Option<(i32, i32)>> = const { Cell::new(None) };
         pub static RAFT: RefCell<super::RaftHistory> = RefCell::new(super::RaftHistory::default());
+        pub static ISR: RefCell<super::isr::watch::Watch> = RefCell::new(Default::default());
     }
 }
 
@@ -76,6 +82,33 @@ mod registry {
 pub fn reset() {
     registry::ACTIVE.with(|a| a.set(None));
     registry::RAFT.with(|r| *r.borrow_mut() = RaftHistory::default());
+    registry::ISR.with(|w| *w.borrow_mut() = Default::default());
+}
+
+/// Node `node`'s replica of `topic` (id `topic_id`) partition `p` now ends at `leo` (opened,
+/// appended, truncated), or is closed or failed (None).
+#[cfg(madsim)]
+pub fn replica_log_end(node: i32, topic: &str, topic_id: [u8; 16], p: i32, leo: Option<i64>, now: u64) {
+    registry::ISR.with(|w| w.borrow_mut().log_end(node, topic, (topic_id, p), leo, now));
+}
+
+/// Leader `node` moved the partition's high watermark to `hw`, with an ISR (the maximal one
+/// it computes the mark over) smaller than `min.insync.replicas` or not.
+#[cfg(madsim)]
+pub fn leader_high_watermark(node: i32, topic: &str, topic_id: [u8; 16], p: i32, hw: i64, below_min_isr: bool, now: u64) {
+    registry::ISR.with(|w| w.borrow_mut().high_watermark(node, topic, (topic_id, p), hw, below_min_isr, now));
+}
+
+/// The active controller applied the Partition record at metadata `offset`, with `isr`.
+#[cfg(madsim)]
+pub fn isr_committed(topic: &str, topic_id: [u8; 16], p: i32, offset: i64, isr: &[i32], now: u64) {
+    registry::ISR.with(|w| w.borrow_mut().isr(topic, (topic_id, p), offset, isr, now));
+}
+
+/// The moments this run broke the ISR's promise, taken.
+#[cfg(madsim)]
+pub fn take_isr_breaches() -> Vec<IsrBreach> {
+    registry::ISR.with(|w| std::mem::take(&mut w.borrow_mut().breaches))
 }
 
 /// Node `node` is the active controller in quorum epoch `epoch` at `now_ms` (a newer epoch
@@ -138,6 +171,21 @@ pub fn take_raft_history() -> RaftHistory {
 pub fn current_controller() -> Option<i32> {
     registry::ACTIVE.with(|a| a.get().map(|(_, node)| node))
 }
+
+/// Real build: nothing is published.
+#[cfg(not(madsim))]
+#[inline(always)]
+pub fn replica_log_end(_node: i32, _topic: &str, _topic_id: [u8; 16], _p: i32, _leo: Option<i64>, _now: u64) {}
+
+/// Real build: nothing is published.
+#[cfg(not(madsim))]
+#[inline(always)]
+pub fn leader_high_watermark(_node: i32, _topic: &str, _topic_id: [u8; 16], _p: i32, _hw: i64, _below_min_isr: bool, _now: u64) {}
+
+/// Real build: nothing is published.
+#[cfg(not(madsim))]
+#[inline(always)]
+pub fn isr_committed(_topic: &str, _topic_id: [u8; 16], _p: i32, _offset: i64, _isr: &[i32], _now: u64) {}
 
 /// Real build: nothing is published.
 #[cfg(not(madsim))]
