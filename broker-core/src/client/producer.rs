@@ -198,6 +198,11 @@ impl Producer {
                 }
                 Err(e) => {
                     maybe_appended |= e.outcome_unknown();
+                    if e.retriable() {
+                        // Not retried (retries spent, or 0): the next batch must still ask where
+                        // the partition went, not go back to the broker that refused it.
+                        self.cluster.forget(topic, partition);
+                    }
                     return Err(self.gave_up(e, maybe_appended));
                 }
             }
@@ -310,8 +315,10 @@ impl Producer {
             let same_partition = |f: &InFlight| f.to.topic == topic && f.to.partition == partition;
             // Refused because an earlier batch of its partition is missing, which is retried.
             let behind_a_retry = matches!(e, ClientError::Kafka { code: Code::OutOfOrderSequenceNumber, .. }) && flights[..i].iter().any(|f| same_partition(f) && f.result.is_none());
+            if e.retriable() || behind_a_retry {
+                self.cluster.forget(topic, partition); // retried or not, ask where it went
+            }
             if retry_left && (e.retriable() || behind_a_retry) {
-                self.cluster.forget(topic, partition);
                 continue;
             }
             let gave_up = self.gave_up(e, flights[i].maybe_appended);

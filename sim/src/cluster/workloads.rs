@@ -104,7 +104,7 @@ async fn producer_main(name: String, brokers: Vec<SocketAddr>, topic: String, pa
     let partitions = partitions.max(1);
     let batch_records = batch_records_max.min((batch_value_bytes_max / bytes.max(1) as u64).max(1));
     let in_flight = (spec.in_flight.max(1) as u64).min(in_flight_max as u64);
-    let config = ProducerConfig { client_id: name.clone(), acks, idempotent, retries: 3, retry_backoff: Duration::from_millis(50), request_timeout: Duration::from_millis(request_timeout_ms) };
+    let config = ProducerConfig { client_id: name.clone(), acks, idempotent, retries: spec.retries, retry_backoff: Duration::from_millis(50), request_timeout: Duration::from_millis(request_timeout_ms) };
     let mut producer = Producer::with_bootstrap(brokers, config);
     let start = now_ms(&rec);
     let mut n: u64 = 0;

@@ -149,6 +149,8 @@ fn bad_ranges_are_refused_with_a_readable_error() {
         assert_eq!(error(&SMOKE.replace("rate = 100 }", &format!("rate = 100, {bad} }}"))), "scenario: producers.in_flight must be 1..=5, and above 1 needs an idempotent producer (acks = \"all\")".replace("in_flight must", &format!("in_flight {} must", &bad[12..13])));
     }
     Scenario::parse(&SMOKE.replace("rate = 100 }", "rate = 100, in_flight = 5 }")).unwrap();
+    assert_eq!(error(&SMOKE.replace("rate = 100 }", "rate = 100, retries = 11 }")), "scenario: producers.retries 11 must be 0..=10");
+    assert_eq!(Scenario::parse(&SMOKE.replace("rate = 100 }", "rate = 100, retries = 0 }")).unwrap().producers[0].retries, 0);
     // Faults.
     assert_eq!(error(&SMOKE.replace("for = 200", "for = 200, loss_per_mille = 1001")), "scenario: faults.loss_per_mille 1001 must be 0..=1000");
     assert_eq!(

@@ -39,6 +39,23 @@ pub struct ProducerSpec {
     /// up to this many batches pipelined and waits for all of them.
     #[serde(default = "super::one_u", skip_serializing_if = "is_one")]
     pub in_flight: u32,
+    /// Attempts after a batch's first (Kafka's `retries`), 0..=`producer_retries_max`: with 0
+    /// (Kafka's default before 2.1) the first error is the batch's outcome, so a definite
+    /// error the broker should not have given reaches the history instead of being retried
+    /// away.
+    #[serde(default = "retries_default", skip_serializing_if = "is_retries_default")]
+    pub retries: u32,
+}
+
+/// The most retries a producer may ask for (each waits its backoff: more only slows a run).
+pub const producer_retries_max: u32 = 10;
+
+fn retries_default() -> u32 {
+    3
+}
+
+fn is_retries_default(n: &u32) -> bool {
+    *n == retries_default()
 }
 
 fn is_one(n: &u32) -> bool {
@@ -151,6 +168,9 @@ impl Scenario {
                 return Err(format!("scenario: producers.record_bytes {} must be 1..={record_bytes_max}", p.record_bytes));
             }
             let in_flight_max = broker_core::client::producer::in_flight_max as u32;
+            if p.retries > producer_retries_max {
+                return Err(format!("scenario: producers.retries {} must be 0..={producer_retries_max}", p.retries));
+            }
             if !(1..=in_flight_max).contains(&p.in_flight) || (p.in_flight > 1 && !p.idempotent()) {
                 return Err(format!("scenario: producers.in_flight {} must be 1..={in_flight_max}, and above 1 needs an idempotent producer (acks = \"all\")", p.in_flight));
             }
