@@ -3,18 +3,14 @@
 //! the partitions that took records since; a parked incremental fetch wakes with the one
 //! partition produced to while it waits; a wrong epoch is refused at the top level.
 
-use broker_core::client::admin::create_topics;
+use crate::support::node_in_process;
 use broker_core::client::{Conn, Producer, ProducerConfig};
 use broker_core::kafka::Code;
-use broker_core::server;
-use broker_core::storage::FileDisk;
-use broker_core::testing::node_serving;
 use bytes::Bytes;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchRequest, FetchTopic};
 use kafka_protocol::messages::fetch_response::FetchResponse;
 use kafka_protocol::messages::{BrokerId, TopicName};
 use kafka_protocol::protocol::StrBytes;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const partitions: i32 = 8;
@@ -47,11 +43,7 @@ fn a_session_over_a_socket_answers_only_partitions_with_news() {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     runtime.block_on(async {
         let dir = tempfile::tempdir().unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let shared = node_serving(Arc::new(FileDisk::new()), dir.path(), addr, |_| {});
-        let node = tokio::spawn(server::serve(listener, shared, std::future::pending()));
-        create_topics(addr, &[("t".into(), partitions, 1)], Duration::from_secs(10)).await.expect("create t");
+        let (addr, node) = node_in_process(dir.path(), &[("t".into(), partitions, 1)]).await;
         let mut p = Producer::new(addr, ProducerConfig { client_id: "p".into(), ..ProducerConfig::default() });
         produce(&mut p, 3).await;
         let mut c = Conn::connect(addr, "session", Duration::from_secs(5)).await.expect("connect");

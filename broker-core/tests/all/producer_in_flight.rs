@@ -2,14 +2,10 @@
 //! sockets, real files): five batches pipelined per round land in the order sent, each at the
 //! offsets it was answered with; what idempotence cannot cover is refused up front.
 
-use broker_core::client::admin::create_topics;
+use crate::support::node_in_process;
 use broker_core::client::consumer::Consumer;
 use broker_core::client::producer::{in_flight_max, BatchTo, ProducerRecord};
 use broker_core::client::{ClientError, Producer, ProducerConfig};
-use broker_core::server;
-use broker_core::storage::FileDisk;
-use broker_core::testing::node_serving;
-use std::sync::Arc;
 use std::time::Duration;
 
 fn records(round: usize, batch: usize, n: usize) -> Vec<ProducerRecord> {
@@ -21,11 +17,7 @@ fn five_batches_in_flight_land_in_the_order_sent() {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     runtime.block_on(async {
         let dir = tempfile::tempdir().unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let shared = node_serving(Arc::new(FileDisk::new()), dir.path(), addr, |_| {});
-        let node = tokio::spawn(server::serve(listener, shared, std::future::pending()));
-        create_topics(addr, &[("t".into(), 2, 1)], Duration::from_secs(10)).await.expect("create t");
+        let (addr, node) = node_in_process(dir.path(), &[("t".into(), 2, 1)]).await;
         let mut p = Producer::new(addr, ProducerConfig { client_id: "p".into(), ..ProducerConfig::default() });
         // Partition → the values in the order they were sent, and where each batch landed.
         let mut sent: [Vec<String>; 2] = [Vec::new(), Vec::new()];

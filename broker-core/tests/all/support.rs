@@ -323,3 +323,14 @@ pub fn client_command(bootstrap: &str, script: &str, args: &[&str]) -> Command {
     cmd.arg("-u").arg(&path).args(["--bootstrap", bootstrap]).args(args).env("PYTHONDONTWRITEBYTECODE", "1");
     cmd
 }
+
+/// A node in this process (real files under `dir`) serving on a fresh 127.0.0.1 port, with
+/// `topics` created through it: its address, and its task (abort it when done).
+pub async fn node_in_process(dir: &Path, topics: &[broker_core::client::admin::NewTopic]) -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1:0");
+    let addr = listener.local_addr().expect("the listener's address");
+    let shared = broker_core::testing::node_serving(Arc::new(broker_core::storage::FileDisk::new()), dir, addr, |_| {});
+    let node = tokio::spawn(broker_core::server::serve(listener, shared, std::future::pending()));
+    broker_core::client::admin::create_topics(addr, topics, Duration::from_secs(10)).await.expect("create the topics");
+    (addr, node)
+}
