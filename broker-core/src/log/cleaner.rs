@@ -23,7 +23,6 @@ use super::clean::{self, Outcome};
 use super::segment::{file_stem, Segment};
 use super::{batch, BatchHeader, LogError};
 use crate::storage::{read_exact_at, Disk};
-use bytes::Bytes;
 use std::path::{Path, PathBuf};
 
 /// Name of the file holding a partition's clean point.
@@ -53,7 +52,7 @@ pub(super) struct Output {
 }
 
 impl Output {
-    pub(super) fn push(&mut self, h: &BatchHeader, stored: Bytes, outcome: Outcome, keeps_producer: bool) {
+    pub(super) fn push(&mut self, h: &BatchHeader, stored: &[u8], outcome: Outcome, keeps_producer: bool) {
         match outcome {
             Outcome::Empty if !keeps_producer => {
                 match &mut self.empty {
@@ -75,7 +74,7 @@ impl Output {
             }
             Outcome::Whole => {
                 self.flush_empty();
-                self.bytes.extend_from_slice(&stored);
+                self.bytes.extend_from_slice(stored);
             }
             Outcome::Rewritten(b) => {
                 self.flush_empty();

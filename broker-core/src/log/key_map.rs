@@ -8,8 +8,12 @@
 //! map a batch's keys at once ([`KeyMap::insert_all`], [`KeyMap::keeps_all`]): every slot is
 //! prefetched first, and the misses overlap instead of following one another.
 //!
-//! The table grows by doubling at 3/4 load, from 16 slots, until the budget's key count is
-//! reached; it is never iterated, so its layout is observable nowhere.
+//! A pass's map is made at its final size when the pass starts ([`KeyMap::for_range`]: room for
+//! the fewer of the budget's keys and the range's offsets at 3/4 load, so no pass rehashes its
+//! keys while it maps), in huge pages where the kernel gives them (a probe would otherwise also
+//! miss the TLB: at 10⁶ keys the table spans 10⁴ small pages). Other maps grow by doubling at
+//! 3/4 load, from 16 slots, until the budget's key count is reached. The table is never
+//! iterated, so its layout is observable nowhere.
 
 /// Bytes one key costs the map at most: a 24-byte slot at the table's lowest load (3/8, just
 /// grown). Kafka's `SkimpyOffsetMap` keeps MD5s the same way.
@@ -95,6 +99,16 @@ fn words(h: u128) -> [u64; 2] {
 }
 
 impl Table {
+    /// A table of room for `keys` at 3/4 load (a power of two of slots, at least 16), in huge
+    /// pages where the kernel gives them.
+    fn with_room(keys: usize) -> Table {
+        let n = keys.saturating_mul(4).div_ceil(3).max(initial_slots).next_power_of_two();
+        let mut slots = Vec::with_capacity(n);
+        advise_huge_pages(&slots);
+        slots.resize(n, Slot::default());
+        Table { slots, len: 0 }
+    }
+
     fn home(&self, h: [u64; 2]) -> usize {
         h[0] as usize & (self.slots.len() - 1)
     }
@@ -170,6 +184,27 @@ impl Table {
     }
 }
 
+/// Asks Linux to back `slots`' buffer, not yet touched, with transparent huge pages (a hint:
+/// no effect on results; where THP is off or the buffer is small nothing changes).
+fn advise_huge_pages(slots: &Vec<Slot>) {
+    const huge_page_bytes: usize = 2 << 20;
+    let bytes = slots.capacity() * std::mem::size_of::<Slot>();
+    if bytes < 2 * huge_page_bytes {
+        return;
+    }
+    // Only whole 2 MiB pages inside the buffer can be huge ones.
+    let start = (slots.as_ptr() as usize).next_multiple_of(huge_page_bytes);
+    let end = (slots.as_ptr() as usize + bytes) / huge_page_bytes * huge_page_bytes;
+    #[cfg(target_os = "linux")]
+    if end > start {
+        // SAFETY: madvise(MADV_HUGEPAGE) on whole pages of memory this Vec owns changes how the
+        // kernel backs them, never their contents; a failure is only a hint not taken.
+        unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (start, end);
+}
+
 /// A new key found the table at its key budget.
 #[derive(Debug)]
 struct Full;
@@ -200,6 +235,23 @@ impl Superseded {
     /// Whether the record at `offset` was superseded; None outside the range.
     fn get(&self, offset: i64) -> Option<bool> {
         self.index(offset).map(|i| self.bits[i / 64] & (1 << (i % 64)) != 0)
+    }
+
+    /// How many records in `first..=last` were superseded; None unless the range is inside.
+    fn count(&self, first: i64, last: i64) -> Option<u32> {
+        let (a, b) = (self.index(first)?, self.index(last)?);
+        if a > b {
+            return None;
+        }
+        let (wa, wb) = (a / 64, b / 64);
+        // Bits a%64.. of word wa through bits ..=b%64 of word wb.
+        let low = u64::MAX << (a % 64);
+        let high = u64::MAX >> (63 - b % 64);
+        if wa == wb {
+            return Some((self.bits[wa] & low & high).count_ones());
+        }
+        let middle: u32 = self.bits[wa + 1..wb].iter().map(|w| w.count_ones()).sum();
+        Some((self.bits[wa] & low).count_ones() + middle + (self.bits[wb] & high).count_ones())
     }
 }
 
@@ -232,14 +284,18 @@ impl KeyMap {
     /// offset of the range fits a quarter of `budget`, the map also tracks which records a
     /// later one superseded (see [`Superseded`]), and its key budget shrinks by those bytes.
     /// (Not for the planted [`Keep::First`], whose verdicts the bits cannot give.)
+    /// Its table is made at its final size: room for the fewer of its key budget and the
+    /// range's offsets (no range holds more keys than offsets).
     pub fn for_range(budget: usize, keep: Keep, start: i64, end: i64) -> KeyMap {
         let mut map = KeyMap::keeping(budget, keep);
-        let words = usize::try_from(end.saturating_sub(start)).unwrap_or(usize::MAX).div_ceil(64);
+        let offsets = usize::try_from(end.saturating_sub(start)).unwrap_or(usize::MAX);
+        let words = offsets.div_ceil(64);
         let bytes = words.saturating_mul(8);
         if keep == Keep::Latest && bytes <= budget / 4 {
             map.superseded = Some(Superseded { start, bits: vec![0; words] });
             map.max_keys = ((budget - bytes) / key_overhead_bytes).max(1);
         }
+        map.latest = Table::with_room(map.max_keys.min(offsets));
         map
     }
 
@@ -292,6 +348,16 @@ impl KeyMap {
             Some(gone) => !gone,
             None => self.keeps_hashed(key_hash(key), offset),
         }
+    }
+
+    /// How many records with offsets in `first..=last` a later record of their key superseded,
+    /// from the bits alone (no hashing, no probe); None when the map keeps no bits or the range
+    /// is not inside its dirty range. Each offset holds at most one record and only mapped
+    /// (keyed) records get a bit, so a batch whose count equals its record count loses every
+    /// record, and one whose count is 0 loses none — unless it is below the range, where
+    /// tombstones may expire, which is why only the dirty range answers.
+    pub fn superseded_in(&self, first: i64, last: i64) -> Option<u32> {
+        self.superseded.as_ref()?.count(first, last)
     }
 
     fn keeps_hashed(&self, h: u128, offset: i64) -> bool {
@@ -418,6 +484,35 @@ mod tests {
                 assert_eq!(plain.keeps(k, *o), bits.keeps(k, *o));
             }
         }
+    }
+
+    #[test]
+    fn the_bits_count_superseded_records_over_any_span_and_only_inside_the_range() {
+        // Offsets 1_000..1_300, key k(o % 50): each key's last record survives, the rest go.
+        let mut map = KeyMap::for_range(1 << 20, Keep::Latest, 1_000, 1_300);
+        let keys: Vec<String> = (1_000..1_300).map(|o| format!("k{}", o % 50)).collect();
+        assert!(map.insert_all(keys.iter().zip(1_000..).map(|(k, o)| (k.as_bytes(), o))));
+        for (first, last) in [(1_000, 1_000), (1_000, 1_063), (1_060, 1_070), (1_001, 1_299), (1_240, 1_299), (1_249, 1_250), (1_127, 1_128)] {
+            let want = (first..=last).filter(|&o| !map.keeps_hashed(key_hash(format!("k{}", o % 50).as_bytes()), o)).count() as u32;
+            assert_eq!(map.superseded_in(first, last), Some(want), "{first}..={last}");
+        }
+        assert_eq!(map.superseded_in(1_250, 1_299), Some(0), "the last 50 are each key's latest");
+        assert_eq!(map.superseded_in(999, 1_010), None, "starts below the range");
+        assert_eq!(map.superseded_in(1_290, 1_400), None, "ends above it (its bits are whole words)");
+        assert_eq!(KeyMap::new(1 << 20).superseded_in(0, 0), None, "no bits: no answer");
+    }
+
+    #[test]
+    fn a_pass_map_is_made_at_its_final_size_within_the_budget() {
+        let budget = 4_000 * key_overhead_bytes;
+        let mut map = KeyMap::for_range(budget, Keep::Latest, 0, 1 << 20);
+        let slots = map.latest.slots.len();
+        assert!(slots * std::mem::size_of::<Slot>() <= budget, "{slots} slots");
+        let keys: Vec<String> = (0..map.max_keys + 1).map(|i| format!("k{i}")).collect();
+        assert!(!map.insert_all(keys.iter().zip(0..).map(|(k, o)| (k.as_bytes(), o))), "the last key is past the budget");
+        assert_eq!((map.len(), map.latest.slots.len()), (map.max_keys, slots), "full, and never grown");
+        let small = KeyMap::for_range(budget, Keep::Latest, 0, 10);
+        assert_eq!(small.latest.slots.len(), initial_slots, "a short range needs no more than its offsets");
     }
 
     #[test]

@@ -12,39 +12,47 @@ impl Log {
     /// reaches `upper` (pass the high watermark, or `log_end_offset()`), within `max_bytes`
     /// (at least one batch). Empty bytes when `offset` is at `upper` or the log end.
     pub fn read(&self, offset: i64, max_bytes: usize, upper: i64) -> Result<ReadResult, LogError> {
+        let mut buf = Vec::new();
+        let (first_batch_offset, len) = self.read_into(offset, max_bytes, upper, 0..0, &mut buf)?;
+        buf.truncate(len);
+        Ok(ReadResult { first_batch_offset, bytes: Bytes::from(buf) })
+    }
+
+    /// [`Log::read`] into `buf` (grown as needed, never shrunk, so a caller reading a lot
+    /// reuses one buffer): returns the first batch's offset and the length of the whole
+    /// batches at the front of `buf`. Batches whose base offset is in `trusted` are not
+    /// CRC-checked (their lengths and offsets still are): only the cleaner's rewrite passes a
+    /// range, the one its map walk has just read and checked in the same closed segments,
+    /// which nothing changes while the pass runs (appends add segments after them; whatever
+    /// rewrites or removes one aborts the pass first). A second check would find what the
+    /// first found.
+    pub(super) fn read_into(&self, offset: i64, max_bytes: usize, upper: i64, trusted: std::ops::Range<i64>, buf: &mut Vec<u8>) -> Result<(i64, usize), LogError> {
         let (start, end) = (self.log_start_offset(), self.log_end_offset());
         if offset < start || offset > end {
             return Err(LogError::OffsetOutOfRange { requested: offset, start, end });
         }
         let first = self.segments.partition_point(|s| s.base_offset <= offset).saturating_sub(1);
-        let mut found: Option<(i64, Bytes)> = None;
+        let (mut found, mut len) = (None, 0usize);
         for seg in &self.segments[first..] {
             if seg.base_offset >= upper {
                 break;
             }
-            let Some((first_batch_offset, bytes)) = (match &found {
-                None => seg.read(offset, max_bytes, upper)?,
-                Some((_, so_far)) => seg.read(seg.base_offset, max_bytes - so_far.len(), upper)?,
-            }) else {
-                continue;
-            };
-            found = Some(match found.take() {
-                None => (first_batch_offset, bytes),
+            let from = if found.is_none() { offset } else { seg.base_offset };
+            let Some((at, n)) = seg.read_into(from, max_bytes - len, upper, trusted.clone(), buf, len)? else { continue };
+            match found {
+                None => (found, len) = (Some(at), n),
                 // Only while nothing fit: the next segment's first batch must fit what is left.
-                Some((at, so_far)) if so_far.len() + bytes.len() <= max_bytes => (at, [so_far, bytes].concat().into()),
-                Some(done) => {
-                    found = Some(done);
-                    break;
-                }
-            });
+                Some(_) if len + n <= max_bytes => len += n,
+                Some(_) => break,
+            }
             // One segment's batches make an answer, as in Kafka, unless every one of them is an
             // empty compacted batch: an answer with no record in it reads to librdkafka as a
             // record too large to fetch, so the read goes on to the next segment's.
-            if found.as_ref().is_some_and(|(_, b)| holds_a_record(b)) || found.as_ref().is_some_and(|(_, b)| b.len() >= max_bytes) {
+            if holds_a_record(&buf[..len]) || len >= max_bytes {
                 break;
             }
         }
-        Ok(found.map_or(ReadResult { first_batch_offset: offset, bytes: Bytes::new() }, |(first_batch_offset, bytes)| ReadResult { first_batch_offset, bytes }))
+        Ok((found.unwrap_or(offset), len))
     }
 
     /// [`Log::read`] as regions of the segment files (zero-copy fetch, see `log::region`): the
@@ -142,6 +150,11 @@ impl Log {
 
 /// Whole batches back to back, each with its header (the bytes shared, not copied).
 pub(super) fn split_batches(bytes: &Bytes) -> Result<Vec<(BatchHeader, Bytes)>, LogError> {
+    Ok(batch_ranges(bytes)?.into_iter().map(|(h, at)| (h, bytes.slice(at))).collect())
+}
+
+/// Whole batches back to back: each one's header and where it lies in `bytes`.
+pub(super) fn batch_ranges(bytes: &[u8]) -> Result<Vec<(BatchHeader, std::ops::Range<usize>)>, LogError> {
     let mut out = Vec::new();
     let mut pos = 0;
     while pos < bytes.len() {
@@ -149,7 +162,7 @@ pub(super) fn split_batches(bytes: &Bytes) -> Result<Vec<(BatchHeader, Bytes)>, 
         if pos + h.size > bytes.len() {
             return Err(BatchError::TooShort(bytes.len() - pos).into());
         }
-        out.push((h, bytes.slice(pos..pos + h.size)));
+        out.push((h, pos..pos + h.size));
         pos += h.size;
     }
     Ok(out)

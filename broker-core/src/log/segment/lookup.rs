@@ -10,23 +10,36 @@ use super::super::{io_err, BatchHeader, LogError};
 use super::Segment;
 use crate::constants::{batch_header_bytes, batch_log_overhead_bytes};
 use crate::storage::read_exact_at;
-use bytes::Bytes;
 
 impl Segment {
     /// Whole batches from the one containing `offset`, while their last offset is below
     /// `upper` and they fit in `max_bytes` (the first batch is returned even if larger, as
-    /// Kafka does, so a consumer can always make progress). Each batch's CRC and offset
-    /// continuity are checked: bad bytes are reported with their position, never served.
-    pub fn read(&self, offset: i64, max_bytes: usize, upper: i64) -> Result<Option<(i64, Bytes)>, LogError> {
+    /// Kafka does, so a consumer can always make progress), read into `buf` from index `at`
+    /// (grown as needed, never shrunk: the cleaner reuses one buffer for a whole pass instead
+    /// of allocating and zeroing one per read). Each batch's CRC and offset continuity are
+    /// checked — bad bytes are reported with their position, never served — except that
+    /// batches whose base offset is in `trusted` skip the CRC (see [`super::super::Log::read_into`]).
+    /// Returns the first batch's offset and the bytes of whole batches at `buf[at..]`.
+    pub fn read_into(&self, offset: i64, max_bytes: usize, upper: i64, trusted: std::ops::Range<i64>, buf: &mut Vec<u8>, at: usize) -> Result<Option<(i64, usize)>, LogError> {
         let Some((start, first)) = self.position_of(offset)? else { return Ok(None) };
         if first.last_offset() >= upper {
             return Ok(None);
         }
         // One read of everything that may be returned, then the batches walked in memory: a
         // pread per batch header would cost a syscall per batch (hundreds per MiB).
-        let want = (first.size as u64).max((max_bytes as u64).min(self.size - start));
-        let mut buf = vec![0u8; want as usize];
-        read_exact_at(self.log.as_ref(), &mut buf, start).map_err(io_err("read", &self.log_path))?;
+        let want = (first.size as u64).max((max_bytes as u64).min(self.size - start)) as usize;
+        if buf.len() < at + want {
+            buf.resize(at + want, 0);
+        }
+        let buf = &mut buf[at..at + want];
+        read_exact_at(self.log.as_ref(), buf, start).map_err(io_err("read", &self.log_path))?;
+        let len = self.whole_batches(start, &first, buf, upper, &trusted)?;
+        Ok(Some((first.base_offset, len)))
+    }
+
+    /// The length of the whole batches at the front of `buf` (read from `start`, where the
+    /// batch `first` begins), each checked as [`Segment::read_into`] says.
+    fn whole_batches(&self, start: u64, first: &BatchHeader, buf: &[u8], upper: i64, trusted: &std::ops::Range<i64>) -> Result<usize, LogError> {
         let (mut at, mut expected) = (0usize, first.base_offset);
         while buf.len() - at >= batch_log_overhead_bytes {
             let Some(size) = batch::declared_size(&buf[at..]) else {
@@ -45,15 +58,16 @@ impl Segment {
             if at > 0 && h.last_offset() >= upper {
                 break;
             }
-            batch::check_stored(&buf[at..at + size]).map_err(|e| self.corrupt(start + at as u64, e.to_string()))?;
+            if !trusted.contains(&h.base_offset) {
+                batch::check_stored(&buf[at..at + size]).map_err(|e| self.corrupt(start + at as u64, e.to_string()))?;
+            }
             expected = h.next_offset();
             at += size;
         }
-        buf.truncate(at);
-        Ok(Some((first.base_offset, Bytes::from(buf))))
+        Ok(at)
     }
 
-    /// The whole batches [`Segment::read`] would return, as a region of the file instead of
+    /// The whole batches [`Segment::read_into`] would return, as a region of the file instead of
     /// bytes (zero-copy fetch), with whether any of them holds a record; only batch headers are
     /// read (no CRC check: the bytes go to the socket unread, as in Kafka). The sparse offset
     /// index skips ahead to the last entry before the bound, so a fetch reads a few headers
