@@ -322,6 +322,12 @@ pub const cleaner_key_map_bytes: usize = 32 << 20;
 /// (about a millisecond of work): the longest a cleaning pass holds the broker at a time.
 pub const cleaner_step_bytes: usize = 256 << 10;
 
+/// Mean batch size in a pass's dirty range from which its rewrite reads only the header of a
+/// batch that loses every record (one small read each) instead of reading every batch in
+/// large runs: a read costs about what copying 2–3 KiB does (docs/benchmarks.md, session 13),
+/// so below this the large runs are cheaper.
+pub const cleaner_header_read_batch_bytes_min: u64 = 4 << 10;
+
 /// Bytes of a cleaned group written between syncs of its `.cleaned` file: the swap's final
 /// sync, inside one step, then flushes no more than this.
 pub const cleaner_sync_bytes: usize = 8 << 20;

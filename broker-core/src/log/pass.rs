@@ -21,7 +21,7 @@
 use super::clean::{self, Keep, KeyMap, Outcome, Tombstones};
 use super::cleaner::{self, CleanStats, Output};
 use super::{BatchHeader, Log, LogError};
-use crate::constants::{cleaner_sync_bytes, segment_offsets_max};
+use crate::constants::{cleaner_header_read_batch_bytes_min, cleaner_sync_bytes, segment_offsets_max};
 use super::segment::Segment;
 use crate::storage::write_atomically;
 use std::collections::BTreeMap;
@@ -40,6 +40,11 @@ pub(super) struct Pass {
     /// Every read of the pass lands here, one buffer for the whole pass (a fresh one per read
     /// cost its allocation and page faults, about a tenth of a pass).
     buf: Vec<u8>,
+    /// Batches the map walk read, and whether the rewrite reads only the header of a mapped
+    /// batch that loses every record (when the mean batch is large enough that a small read
+    /// costs less than copying it; see `cleaner_header_read_batch_bytes_min`).
+    mapped_batches: u64,
+    header_reads: bool,
 }
 
 enum Phase {
@@ -95,7 +100,7 @@ impl Log {
             Some(pass) => pass,
             None if self.cleaning_due(now, upper) => {
                 let (start, end) = (self.cleaned_to(), self.dirty_end(now, upper));
-                Pass { map: KeyMap::for_range(map_bytes, keep, start, end), start, end, producers: BTreeMap::new(), stats: CleanStats { from: start, to: start, ..CleanStats::default() }, phase: Phase::Map { next: start }, buf: Vec::new() }
+                Pass { map: KeyMap::for_range(map_bytes, keep, start, end), start, end, producers: BTreeMap::new(), stats: CleanStats { from: start, to: start, ..CleanStats::default() }, phase: Phase::Map { next: start }, buf: Vec::new(), mapped_batches: 0, header_reads: false }
             }
             None => return Ok(Step::Idle),
         };
@@ -176,11 +181,13 @@ impl Log {
                         if h.producer_id >= 0 {
                             pass.producers.insert(h.producer_id, h.base_offset);
                         }
+                        pass.mapped_batches += 1;
                         *next = h.next_offset();
                     }
                     if full || batches.is_empty() || *next >= pass.end {
                         pass.stats.to = *next;
                         pass.stats.keys = pass.map.len();
+                        pass.header_reads = pass.stats.bytes_read >= pass.mapped_batches.max(1) * cleaner_header_read_batch_bytes_min;
                         if *next <= pass.start {
                             return Ok(Progress::Done(bytes, None));
                         }
@@ -242,11 +249,25 @@ impl Log {
                     // `Log::read_into` for why its CRCs are not checked again, and `judge` for
                     // the batches that are.
                     let mapped_range = pass.start..mapped;
-                    let batches = if g.next < g.end { self.batches_into(g.next, left, g.end, mapped_range.clone(), &mut pass.buf)? } else { Vec::new() };
+                    let batches = if g.next >= g.end {
+                        Vec::new()
+                    } else if pass.header_reads && mapped_range.contains(&g.next) {
+                        pass.buf.clear();
+                        let map = &pass.map;
+                        let mut header_only = |h: &BatchHeader| h.last_offset() < mapped && map.superseded_in(h.base_offset, h.last_offset()) == Some(h.records_count.max(0) as u32);
+                        let i = self.segments.partition_point(|s| s.base_offset <= g.next).saturating_sub(1);
+                        self.segments[i].read_sparse(g.next, left, g.end, mapped_range.clone(), &mut pass.buf, &mut header_only)?.unwrap_or_default()
+                    } else {
+                        self.batches_into(g.next, left, g.end, mapped_range.clone(), &mut pass.buf)?.into_iter().map(|(h, at)| (h, Some(at))).collect()
+                    };
                     for (h, at) in &batches {
-                        let b = &pass.buf[at.clone()];
-                        bytes += b.len() as u64;
-                        let outcome = judge(b, h, &pass.map, *tombstones, &mapped_range)?;
+                        // Counted whole even when only its header was read: a step covers about
+                        // `budget` bytes of log either way, and is paced by them.
+                        bytes += h.size as u64;
+                        let (b, outcome) = match at {
+                            Some(at) => (&pass.buf[at.clone()], judge(&pass.buf[at.clone()], h, &pass.map, *tombstones, &mapped_range)?),
+                            None => (&[][..], Outcome::Empty),
+                        };
                         // A batch an earlier pass emptied is no change by itself; merging it is.
                         g.changed |= matches!(outcome, Outcome::Rewritten(_)) || (outcome == Outcome::Empty && h.records_count > 0);
                         let keeps_producer = h.producer_id >= 0 && last_of_producer.get(&h.producer_id) == Some(&h.base_offset);

@@ -37,6 +37,40 @@ impl Segment {
         Ok(Some((first.base_offset, len)))
     }
 
+    /// The batches from the one containing `offset`, while their last offset is below `upper`
+    /// and until `max_bytes` of them are passed (at least one), each read whole into `buf`
+    /// (appended) unless `header_only` says its header is all the caller needs: then only the
+    /// header is read. Lengths and offset continuity are checked, and the CRC of each batch read
+    /// whole outside `trusted` (the cleaner's rewrite passes the range its map walk has just
+    /// checked; see [`super::super::Log::read_into`]). None if no batch here holds `offset`.
+    #[allow(clippy::type_complexity)]
+    pub fn read_sparse(&self, offset: i64, max_bytes: usize, upper: i64, trusted: std::ops::Range<i64>, buf: &mut Vec<u8>, header_only: &mut dyn FnMut(&BatchHeader) -> bool) -> Result<Option<Vec<(BatchHeader, Option<std::ops::Range<usize>>)>>, LogError> {
+        let Some((mut pos, mut h)) = self.position_of(offset)? else { return Ok(None) };
+        let (mut out, mut passed) = (Vec::new(), 0usize);
+        while h.last_offset() < upper {
+            if header_only(&h) {
+                out.push((h, None));
+            } else {
+                let at = buf.len();
+                buf.resize(at + h.size, 0);
+                read_exact_at(self.log.as_ref(), &mut buf[at..], pos).map_err(io_err("read", &self.log_path))?;
+                if batch::read_header(&buf[at..]).ok() != Some(h) {
+                    return Err(self.corrupt(pos, "batch changed between two reads".into()));
+                }
+                if !trusted.contains(&h.base_offset) {
+                    batch::check_stored(&buf[at..]).map_err(|e| self.corrupt(pos, e.to_string()))?;
+                }
+                out.push((h, Some(at..at + h.size)));
+            }
+            (pos, passed) = (pos + h.size as u64, passed + h.size);
+            if passed >= max_bytes || pos >= self.size {
+                break;
+            }
+            h = self.header_at(pos, Some(h.next_offset()), self.size)?;
+        }
+        Ok(Some(out))
+    }
+
     /// The length of the whole batches at the front of `buf` (read from `start`, where the
     /// batch `first` begins), each checked as [`Segment::read_into`] says.
     fn whole_batches(&self, start: u64, first: &BatchHeader, buf: &[u8], upper: i64, trusted: &std::ops::Range<i64>) -> Result<usize, LogError> {
