@@ -426,3 +426,43 @@ fn judge(b: &[u8], h: &BatchHeader, map: &KeyMap, tombstones: Tombstones, mapped
     }
     Ok(outcome)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::batch::{build_keyed, read_header, stamp};
+
+    #[test]
+    fn the_rewrite_judges_mapped_batches_by_their_bits_and_checks_those_it_rewrites() {
+        // Offsets 0..6 in three batches: a a | a b | b c. Only a@2, b@4 and c@5 are latest.
+        let batches: Vec<(Vec<u8>, BatchHeader)> = [(0, ["a", "a"]), (2, ["a", "b"]), (4, ["b", "c"])]
+            .into_iter()
+            .map(|(base, keys)| {
+                let mut b = build_keyed(&keys.map(|k| (Some(k.as_bytes()), Some(&b"value"[..]))), 1_000);
+                stamp(&mut b, base, 1);
+                let h = read_header(&b).unwrap();
+                (b, h)
+            })
+            .collect();
+        let mut map = KeyMap::for_range(1 << 20, Keep::Latest, 0, 6);
+        for (b, _) in &batches {
+            assert_eq!(clean::map_batch(&mut map, b), Ok(true));
+        }
+        let none = Tombstones { reached: 0, horizon_ms: 0 };
+        let judged: Vec<Outcome> = batches.iter().map(|(b, h)| judge(b, h, &map, none, &(0..6)).unwrap()).collect();
+        assert_eq!(judged[0], Outcome::Empty);
+        assert!(matches!(judged[1], Outcome::Rewritten(_)), "a@2 stays, b@3 goes");
+        assert_eq!(judged[2], Outcome::Whole);
+        // The same verdicts as record by record.
+        for ((b, h), j) in batches.iter().zip(&judged) {
+            assert_eq!(&clean::clean_batch(b, h, &map, none).unwrap(), j);
+        }
+        // Bytes damaged since the map walk: a batch copied whole keeps its stored CRC (so the
+        // damage stays visible), but one to be rewritten with a new CRC is refused.
+        let (mut damaged, h) = batches[1].clone();
+        let value = damaged.windows(5).rposition(|w| w == b"value").unwrap();
+        damaged[value] ^= 0x20;
+        assert!(judge(&damaged, &h, &map, none, &(0..6)).is_err(), "a new CRC over damaged bytes");
+        assert!(judge(&damaged, &h, &map, none, &(0..0)).is_ok(), "outside the mapped range the read checked it");
+    }
+}

@@ -6,6 +6,7 @@ use super::*;
 use crate::log::batch::{build_keyed, KeyValue};
 use crate::log::clean::records;
 use crate::log::compressed;
+use crate::storage::DiskFile;
 use std::collections::BTreeMap;
 
 const map_bytes: usize = 1 << 20;
@@ -443,4 +444,80 @@ fn each_producers_last_batch_survives_as_its_own_batch_when_its_records_go() {
     let of_7: Vec<_> = batches.iter().filter(|b| b.1 == 7).collect();
     assert_eq!(of_7, vec![&(last_of_7, 7, 0)], "only producer 7's last batch is kept, empty: {batches:?}");
     assert!(batches.len() <= 4, "the rest merged (a group ends at segment.bytes of old segments): {batches:?}");
+}
+
+/// A real disk that counts the bytes read through it.
+struct CountingDisk {
+    inner: FileDisk,
+    read: Arc<std::sync::atomic::AtomicU64>,
+}
+struct CountingFile {
+    inner: Box<dyn DiskFile>,
+    read: Arc<std::sync::atomic::AtomicU64>,
+}
+impl Disk for CountingDisk {
+    fn open(&self, p: &Path, c: bool) -> std::io::Result<Box<dyn DiskFile>> {
+        Ok(Box::new(CountingFile { inner: self.inner.open(p, c)?, read: self.read.clone() }))
+    }
+    fn exists(&self, p: &Path) -> bool { self.inner.exists(p) }
+    fn create_dir_all(&self, d: &Path) -> std::io::Result<()> { self.inner.create_dir_all(d) }
+    fn list(&self, d: &Path) -> std::io::Result<Vec<String>> { self.inner.list(d) }
+    fn rename(&self, a: &Path, b: &Path) -> std::io::Result<()> { self.inner.rename(a, b) }
+    fn remove(&self, p: &Path) -> std::io::Result<()> { self.inner.remove(p) }
+    fn remove_dir(&self, d: &Path) -> std::io::Result<()> { self.inner.remove_dir(d) }
+    fn sync_dir(&self, d: &Path) -> std::io::Result<()> { self.inner.sync_dir(d) }
+    fn sync_all(&self, d: &Path) -> std::io::Result<()> { self.inner.sync_all(d) }
+}
+impl DiskFile for CountingFile {
+    fn read_at(&self, b: &mut [u8], o: u64) -> std::io::Result<usize> {
+        let n = self.inner.read_at(b, o)?;
+        self.read.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(n)
+    }
+    fn write_at(&self, b: &[u8], o: u64) -> std::io::Result<()> { self.inner.write_at(b, o) }
+    fn append(&self, b: &[u8]) -> std::io::Result<u64> { self.inner.append(b) }
+    fn len(&self) -> std::io::Result<u64> { self.inner.len() }
+    fn truncate(&self, l: u64) -> std::io::Result<()> { self.inner.truncate(l) }
+    fn sync(&self) -> std::io::Result<()> { self.inner.sync() }
+}
+
+#[test]
+fn with_large_batches_the_rewrite_reads_only_the_headers_of_batches_that_lose_everything() {
+    // 60 batches of 8 records of ~700 bytes (~5.8 KB each) over 20 keys in turn: the last 20
+    // records survive (two and a half batches), every other batch loses everything.
+    let tmp = tempfile::tempdir().unwrap();
+    let read = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let d: Arc<dyn Disk> = Arc::new(CountingDisk { inner: FileDisk::new(), read: read.clone() });
+    let config = LogConfig { segment_bytes: 64 << 10, index_interval_bytes: 4096, cleanup: CleanupPolicy::COMPACT, min_cleanable_dirty_ratio_ppm: 0, ..LogConfig::default() };
+    let (mut log, _) = Log::open(d.clone(), tmp.path(), config.clone(), 0).unwrap();
+    let mut latest = BTreeMap::new();
+    for b in 0..60u64 {
+        let entries: Vec<(String, String)> = (0..8).map(|i| (format!("k{}", (b * 8 + i) % 20), format!("{b}-{i}-{}", "v".repeat(700)))).collect();
+        let kv: Vec<KeyValue> = entries.iter().map(|(k, v)| (Some(k.as_bytes()), Some(v.as_bytes()))).collect();
+        let info = log.append(&mut build_keyed(&kv, 1_000), 1, 0).unwrap();
+        for (i, (k, v)) in entries.into_iter().enumerate() {
+            latest.insert(k, (info.base_offset + i as i64, Some(v)));
+        }
+    }
+    log.roll(0).unwrap();
+    let size = log.size_bytes();
+    read.store(0, std::sync::atomic::Ordering::Relaxed);
+    let stats = log.clean(10_000, log.log_end_offset(), map_bytes).unwrap().expect("due");
+    let cleaning_read = read.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(stats.segments_rewritten >= 5 && stats.keys == 20, "{stats:?}");
+    // The map walk reads every byte once; the rewrite reads the survivors' batches and ~61 bytes
+    // of each other one (reading them all would be 2x the log).
+    assert!(cleaning_read < size + size / 4, "read {cleaning_read} bytes cleaning a {size}-byte log");
+    let (after, batches) = contents(&log);
+    assert_eq!(latest_of(&after), latest, "the latest of each key, at its offset");
+    assert_eq!(after.len(), 20);
+    // Each group is one old segment here (they were full): one merged empty batch each, and
+    // the survivors' three batches.
+    assert!(batches <= stats.segments_rewritten + 3, "the empty batches merged: {batches}");
+    log.verify_indexes().unwrap();
+    let end = log.log_end_offset();
+    log.close(0).unwrap();
+    let (log, report) = Log::open(d, tmp.path(), config, 0).unwrap();
+    assert!(report.cut.is_none(), "{report:?}");
+    assert_eq!((contents(&log).0, log.log_end_offset()), (after, end));
 }
