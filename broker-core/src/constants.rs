@@ -324,9 +324,10 @@ pub const cleaner_step_bytes: usize = 256 << 10;
 
 /// Mean batch size in a pass's dirty range from which its rewrite reads only the header of a
 /// batch that loses every record (one small read each) instead of reading every batch in
-/// large runs: a read costs about what copying 2–3 KiB does (docs/benchmarks.md, session 13),
-/// so below this the large runs are cheaper.
-pub const cleaner_header_read_batch_bytes_min: u64 = 4 << 10;
+/// large runs: on the benchmark machine a header read cost about 1.5 µs, as much as copying
+/// 7–8 KiB out of the page cache (docs/benchmarks.md, session 13), so below this the large
+/// runs are cheaper.
+pub const cleaner_header_read_batch_bytes_min: u64 = 8 << 10;
 
 /// Bytes of a cleaned group written between syncs of its `.cleaned` file: the swap's final
 /// sync, inside one step, then flushes no more than this.

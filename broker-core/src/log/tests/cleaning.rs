@@ -483,7 +483,7 @@ impl DiskFile for CountingFile {
 
 #[test]
 fn with_large_batches_the_rewrite_reads_only_the_headers_of_batches_that_lose_everything() {
-    // 60 batches of 8 records of ~700 bytes (~5.8 KB each) over 20 keys in turn: the last 20
+    // 60 batches of 8 records of ~1.2 KB (~9.8 KB each) over 20 keys in turn: the last 20
     // records survive (two and a half batches), every other batch loses everything.
     let tmp = tempfile::tempdir().unwrap();
     let read = Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -492,7 +492,7 @@ fn with_large_batches_the_rewrite_reads_only_the_headers_of_batches_that_lose_ev
     let (mut log, _) = Log::open(d.clone(), tmp.path(), config.clone(), 0).unwrap();
     let mut latest = BTreeMap::new();
     for b in 0..60u64 {
-        let entries: Vec<(String, String)> = (0..8).map(|i| (format!("k{}", (b * 8 + i) % 20), format!("{b}-{i}-{}", "v".repeat(700)))).collect();
+        let entries: Vec<(String, String)> = (0..8).map(|i| (format!("k{}", (b * 8 + i) % 20), format!("{b}-{i}-{}", "v".repeat(1_200)))).collect();
         let kv: Vec<KeyValue> = entries.iter().map(|(k, v)| (Some(k.as_bytes()), Some(v.as_bytes()))).collect();
         let info = log.append(&mut build_keyed(&kv, 1_000), 1, 0).unwrap();
         for (i, (k, v)) in entries.into_iter().enumerate() {
