@@ -237,6 +237,23 @@ impl Superseded {
         self.index(offset).map(|i| self.bits[i / 64] & (1 << (i % 64)) != 0)
     }
 
+    /// The first offset from `from` whose bit is clear, at most `limit`; None if `from` is
+    /// outside the range.
+    fn clear_from(&self, from: i64, limit: i64) -> Option<i64> {
+        let mut i = self.index(from)?;
+        let end = usize::try_from(limit.saturating_sub(self.start)).unwrap_or(0).min(self.bits.len() * 64);
+        while i < end {
+            let k = i % 64;
+            // Set bits from bit k of this word on (the shifted-in top bits read as clear).
+            let ones = (!(self.bits[i / 64] >> k)).trailing_zeros() as usize;
+            i += ones;
+            if ones < 64 - k {
+                break;
+            }
+        }
+        Some(self.start + i.min(end.max(self.index(from)?)) as i64)
+    }
+
     /// How many records in `first..=last` were superseded; None unless the range is inside.
     fn count(&self, first: i64, last: i64) -> Option<u32> {
         let (a, b) = (self.index(first)?, self.index(last)?);
@@ -358,6 +375,13 @@ impl KeyMap {
     /// tombstones may expire, which is why only the dirty range answers.
     pub fn superseded_in(&self, first: i64, last: i64) -> Option<u32> {
         self.superseded.as_ref()?.count(first, last)
+    }
+
+    /// Where the run of superseded records from `from` ends (at most `limit`): every offset
+    /// in `from..end` holds a record a later one of its key superseded, so every batch wholly
+    /// inside loses every record, whatever its header says. None without bits or outside them.
+    pub fn superseded_through(&self, from: i64, limit: i64) -> Option<i64> {
+        self.superseded.as_ref()?.clear_from(from, limit)
     }
 
     fn keeps_hashed(&self, h: u128, offset: i64) -> bool {
@@ -500,6 +524,24 @@ mod tests {
         assert_eq!(map.superseded_in(999, 1_010), None, "starts below the range");
         assert_eq!(map.superseded_in(1_290, 1_400), None, "ends above it (its bits are whole words)");
         assert_eq!(KeyMap::new(1 << 20).superseded_in(0, 0), None, "no bits: no answer");
+    }
+
+    #[test]
+    fn a_run_of_superseded_records_ends_at_the_first_clear_bit() {
+        let mut bits = Superseded { start: 100, bits: vec![0; 4] };
+        for o in (103..230).chain(231..240) {
+            bits.set(o);
+        }
+        assert_eq!(bits.clear_from(100, 356), Some(100), "100 is clear");
+        assert_eq!(bits.clear_from(103, 356), Some(230), "across words, to the clear bit");
+        assert_eq!(bits.clear_from(103, 200), Some(200), "at most the limit");
+        assert_eq!(bits.clear_from(231, 356), Some(240));
+        assert_eq!(bits.clear_from(103, 50), Some(103), "a limit below `from`");
+        for o in 240..356 {
+            bits.set(o);
+        }
+        assert_eq!(bits.clear_from(231, 1_000), Some(356), "to the end of the bits");
+        assert_eq!(bits.clear_from(99, 356), None);
     }
 
     #[test]

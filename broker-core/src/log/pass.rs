@@ -8,7 +8,9 @@
 //! 2. **Producers**: each idempotent producer's last batch below the mapped end (never merged
 //!    away, so producer state rebuilt from headers stays what it was): the map walk notes them
 //!    in the dirty range, and this phase reads the batch headers of the clean part below it
-//!    (small once cleaned), so the dirty bytes are read twice, not three times.
+//!    (small once cleaned), so the dirty bytes are read twice, not three times — or about
+//!    once, when batches are large enough that the rewrite reads only the header of each one
+//!    that loses every record (see [`judge`] and `cleaner_header_read_batch_bytes_min`).
 //! 3. **Rewrite**: groups of closed segments from the log start through the mapped end, each
 //!    streamed into its `.cleaned` file a step at a time (synced every `cleaner_sync_bytes`,
 //!    so the swap's sync is short) and swapped in when whole
@@ -249,6 +251,18 @@ impl Log {
                     // `Log::read_into` for why its CRCs are not checked again, and `judge` for
                     // the batches that are.
                     let mapped_range = pass.start..mapped;
+                    // A run of batches that lose everything is passed over unread: its first
+                    // and last headers are all the merged empty batch needs.
+                    if mapped_range.contains(&g.next) {
+                        if let Some((first, last, span)) = self.dead_run(g.next, g.end.min(mapped), &pass.map, last_of_producer)? {
+                            bytes += span;
+                            g.changed = true;
+                            g.out.push(&first, &[], Outcome::Empty, false);
+                            g.out.push(&last, &[], Outcome::Empty, false);
+                            g.next = last.next_offset();
+                            continue;
+                        }
+                    }
                     let batches = if g.next >= g.end {
                         Vec::new()
                     } else if pass.header_reads && mapped_range.contains(&g.next) {
@@ -394,6 +408,33 @@ impl Log {
             j += 1;
         }
         j
+    }
+
+    /// A run of two or more whole batches from `at` (up to `limit`) in one segment that lose
+    /// every record by the map's bits, none of them a producer's last batch (those stay apart):
+    /// its first and last headers and its bytes, found with two or three header lookups and
+    /// without reading the batches between. Epochs only grow along a log, so a run whose ends
+    /// share one is of one epoch, as a merged empty batch must be. The bytes are those the map
+    /// walk checked. None when there is no such run.
+    fn dead_run(&self, at: i64, limit: i64, map: &KeyMap, last_of_producer: &BTreeMap<i64, i64>) -> Result<Option<(BatchHeader, BatchHeader, u64)>, LogError> {
+        let i = self.segments.partition_point(|s| s.base_offset <= at).saturating_sub(1);
+        let Some(seg) = self.segments.get(i) else { return Ok(None) };
+        let kept = last_of_producer.values().filter(|&&b| b >= at).min().copied().unwrap_or(i64::MAX);
+        let Some(stop) = map.superseded_through(at, limit.min(seg.next_offset()).min(kept)) else { return Ok(None) };
+        if stop <= at {
+            return Ok(None);
+        }
+        let Some((first_pos, first)) = seg.position_of(at)? else { return Ok(None) };
+        let Some((mut last_pos, mut last)) = seg.position_of(stop - 1)? else { return Ok(None) };
+        if last.last_offset() >= stop {
+            // The batch holding `stop - 1` keeps a record: the run ends before it.
+            let Some(before) = seg.position_of(last.base_offset - 1)?.filter(|_| last.base_offset > at) else { return Ok(None) };
+            (last_pos, last) = before;
+        }
+        if first.base_offset != at || last.base_offset <= first.base_offset || last.last_offset() >= stop || last.leader_epoch != first.leader_epoch {
+            return Ok(None);
+        }
+        Ok(Some((first, last, last_pos + last.size as u64 - first_pos)))
     }
 
     /// The whole batches of one read from `at` into `buf`, at most `max_bytes` (at least one

@@ -415,7 +415,7 @@ impl Segment {
     /// Byte position of the batch containing `offset` (or the first batch after it), scanning
     /// headers forward from the nearest index entry and checking that offsets run densely.
     /// `None` if no batch ends at or after it.
-    fn position_of(&self, offset: i64) -> Result<Option<(u64, BatchHeader)>, LogError> {
+    pub(super) fn position_of(&self, offset: i64) -> Result<Option<(u64, BatchHeader)>, LogError> {
         let rel = (offset.saturating_sub(self.base_offset)).clamp(0, u32::MAX as i64);
         let (mut pos, mut expected) = self
             .idx
