@@ -8,13 +8,17 @@
 //! 2. **Producers**: each idempotent producer's last batch below the mapped end (never merged
 //!    away, so producer state rebuilt from headers stays what it was): the map walk notes them
 //!    in the dirty range, and this phase reads the batch headers of the clean part below it
-//!    (small once cleaned), so the dirty bytes are read twice, not three times — or about
-//!    once, when batches are large enough that the rewrite reads only the header of each one
-//!    that loses every record (see [`judge`] and `cleaner_header_read_batch_bytes_min`).
+//!    (small once cleaned), so the dirty bytes are not read a third time.
 //! 3. **Rewrite**: groups of closed segments from the log start through the mapped end, each
 //!    streamed into its `.cleaned` file a step at a time (synced every `cleaner_sync_bytes`,
 //!    so the swap's sync is short) and swapped in when whole
 //!    ([`super::cleaner`] holds the swap and its crash rules).
+//!
+//! The rewrite reads what it needs: runs of batches that lose every record by the map's bits
+//! are passed over from their first and last headers ([`Log::dead_run`]), a scattered dead
+//! batch is read as its header alone when batches are large
+//! (`cleaner_header_read_batch_bytes_min`), and a read batch is judged by the bits before any
+//! record walk ([`judge`]).
 //!
 //! Between steps the log takes appends and rolls (they only add segments after the pass's).
 //! Anything that removes segments — retention, truncation, DeleteRecords — aborts the pass
