@@ -521,3 +521,53 @@ fn with_large_batches_the_rewrite_reads_only_the_headers_of_batches_that_lose_ev
     assert!(report.cut.is_none(), "{report:?}");
     assert_eq!((contents(&log).0, log.log_end_offset()), (after, end));
 }
+
+#[test]
+fn runs_of_dead_batches_passed_over_unread_stop_at_epochs_and_at_producers_last_batches() {
+    // One closed segment: 12 batches of epoch 1 (the 6th is producer 9's only batch), 12 of
+    // epoch 2, then the one live batch (every key again). Every batch before it loses all.
+    // Cleaned whole (1 MiB reads: the first run is passed over, the rest read) and in small
+    // steps (each step starts a run where it can: the epoch-2 run is passed over too).
+    for step_bytes in [None, Some(150)] {
+        let tmp = tempfile::tempdir().unwrap();
+        let config = LogConfig { segment_bytes: 1 << 20, index_interval_bytes: 256, cleanup: CleanupPolicy::COMPACT, min_cleanable_dirty_ratio_ppm: 0, ..LogConfig::default() };
+        let (mut log, _) = Log::open(disk(), tmp.path(), config, 0).unwrap();
+        let kv = |r: usize| -> Vec<u8> { build_keyed(&[(Some(b"a"), Some(format!("a{r}").as_bytes())), (Some(b"b"), Some(format!("b{r}").as_bytes()))], 1_000 + r as i64) };
+        let mut producer_batch = 0;
+        for r in 0..24 {
+            let b = if r == 5 { as_producer(kv(r), 9, 0) } else { kv(r) };
+            let info = log.append(&mut b.clone(), 1 + (r >= 12) as i32, 0).unwrap();
+            if r == 5 {
+                producer_batch = info.base_offset;
+            }
+        }
+        let live = log.append(&mut kv(99), 2, 0).unwrap().base_offset;
+        log.roll(0).unwrap();
+        match step_bytes {
+            None => assert!(log.clean(10_000, log.log_end_offset(), map_bytes).unwrap().is_some()),
+            Some(budget) => assert!(clean_in_steps(&mut log, 10_000, budget, |_| {}).1.is_some()),
+        }
+        let mut batches = Vec::new();
+        log.for_each_batch(0, 1 << 20, |h, _| {
+            batches.push((h.base_offset, h.last_offset(), h.leader_epoch, h.producer_id, h.records_count));
+            Ok::<(), LogError>(())
+        })
+        .unwrap();
+        assert_eq!(
+            batches,
+            vec![
+                (0, producer_batch - 1, 1, -1, 0),
+                (producer_batch, producer_batch + 1, 1, 9, 0),
+                (producer_batch + 2, 23, 1, -1, 0),
+                (24, live - 1, 2, -1, 0),
+                (live, live + 1, 2, -1, 2),
+            ],
+            "one empty batch per run of one epoch, the producer's last batch apart, then the survivors ({step_bytes:?})"
+        );
+        // Each merged run's timestamps are its first batch's base and its ends' max, as a
+        // batch-by-batch walk makes them.
+        let first = log.read(0, 1 << 20, log.log_end_offset()).unwrap();
+        let h = crate::log::batch::read_header(&first.bytes).unwrap();
+        assert_eq!((h.base_timestamp, h.max_timestamp), (1_000, 1_004));
+    }
+}
