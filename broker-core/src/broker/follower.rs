@@ -93,7 +93,10 @@ impl Broker {
             return Ok(()); // a stale answer: the next fetch asks again from the right place
         }
         if !records.is_empty() {
-            part.log.append_replicated(records, now)?;
+            if let Err(e) = part.log.append_replicated(records, now) {
+                self.note_log(name, p);
+                return Err(e.into());
+            }
             let mut pos = 0;
             // The same whole batches the log kept (a trailing partial batch is dropped there too).
             while let Ok(h) = batch::read_header(&records[pos..]) {
@@ -107,6 +110,8 @@ impl Broker {
         let leo = part.leo();
         part.replication.on_leader_high_watermark(leader_hw, leo);
         part.observed(me, name, p, now);
+        // A flush.ms deadline, a roll or a higher mark may bring time-driven work (`due`).
+        self.note_log(name, p);
         Ok(())
     }
 

@@ -46,8 +46,12 @@ impl Broker {
             return self.defer(name, p, h, bytes);
         }
         let me = self.config.node_id;
-        let part = self.local_mut(name, p)?;
-        let info = part.log.append(&mut bytes, epoch, now)?;
+        let Some((topic, part)) = self.partitions.get_mut_named(name, p) else { return Err(self.missing(name, p)) };
+        let appended = part.log.append(&mut bytes, epoch, now);
+        if appended.is_err() {
+            self.due.logs.note(topic, p, &part.log, part.high_watermark());
+        }
+        let info = appended?;
         let stamped = batch::read_header(&bytes)?;
         part.producers.record(&stamped);
         debug_assert_eq!(stamped.base_offset, info.base_offset);
@@ -56,6 +60,8 @@ impl Broker {
             out.push(Action::Wake);
         }
         part.observed(me, name, p, now);
+        // A flush.ms deadline, a roll or a higher mark may bring time-driven work (`due`).
+        self.due.logs.note(topic, p, &part.log, part.high_watermark());
         let start = part.log_start_offset();
         // Kafka answers the stamped time when the topic uses LogAppendTime, else -1.
         let log_append_time = if part.log.config().log_append_time { info.max_timestamp } else { -1 };
@@ -127,7 +133,7 @@ impl Broker {
                 let delete_waiting = part.delete_asked >= 0 && part.delete_asked > part.replication.low_watermark(start, |x| self.image.is_live(x));
                 if !who.again || self.config.planted(PlantedBug::ParkedFetchIsProgress) {
                     let me = self.config.node_id;
-                    let part = self.local_mut(name, p)?;
+                    let Some((topic, part)) = self.partitions.get_mut_named(name, p) else { return Err(self.missing(name, p)) };
                     let moved_start = who.log_start_offset >= 0 && part.replication.on_follower_log_start(r, who.log_start_offset);
                     let moved = part.replication.on_follower_fetch(r, offset, leo, now);
                     if moved {
@@ -135,6 +141,14 @@ impl Broker {
                     }
                     if moved || (moved_start && delete_waiting) {
                         out.push(Action::Wake);
+                    }
+                    // (`due`) A replica outside the ISR may qualify now; a member's fetch only
+                    // puts its own lag window's end later. A higher mark may let retention go on.
+                    if !part.replication.in_isr(r) {
+                        self.due.isr.at((topic.clone(), p), now);
+                    }
+                    if moved {
+                        self.due.logs.note(topic, p, &part.log, part.high_watermark());
                     }
                 }
                 leo
@@ -198,14 +212,31 @@ impl Broker {
     }
 
     /// ISR changes to send the controller, one per partition at most.
+    /// Only the leaders with a check due are looked at (`due`): every one after new metadata
+    /// or when BUGGIFY shortens the lag window for this round, else those whose window end or
+    /// retry came, or that a fetch from outside the ISR or a controller's answer touched.
     pub fn isr_proposals(&mut self, now: u64) -> Vec<(String, i32, IsrProposal)> {
-        let lag = self.config.replica_lag_ms_max;
-        let lag = if self.config.buggify.fires(crate::buggify::Site::ShortLag) { lag / 5 } else { lag };
+        let window = self.config.replica_lag_ms_max;
+        let short = self.config.buggify.fires(crate::buggify::Site::ShortLag);
+        let lag = if short { window / 5 } else { window };
+        let keys: Vec<(std::sync::Arc<str>, i32)> = match std::mem::take(&mut self.due.isr_all) || short {
+            true => {
+                self.due.isr = Default::default(); // every entry is visited now
+                self.partitions.iter().map(|((n, p), _)| (n.clone(), p)).collect()
+            }
+            false => self.due.isr.take(now),
+        };
         let image = &self.image;
         let mut out = Vec::new();
-        for ((name, p), part) in self.partitions.iter_mut() {
+        for (name, p) in keys {
+            let Some(part) = self.partitions.get_mut(&name, p) else { continue };
             if let Some(prop) = part.replication.isr_proposal_among(now, lag, |r| image.is_live(r)) {
                 out.push((name.to_string(), p, prop));
+            }
+            // Due again when its members' windows end (the full window: a shortened round is
+            // a BUGGIFY choice of that round only), or at a retry.
+            if let Some(t) = part.replication.isr_check_at(now, window) {
+                self.due.isr.at((name, p), t);
             }
         }
         out
@@ -214,12 +245,15 @@ impl Broker {
     /// What became of an ISR proposal. A committed one may move the high watermark.
     pub fn isr_answer(&mut self, name: &str, p: i32, answer: IsrAnswer<'_>, now: u64) -> Vec<Action> {
         let me = self.config.node_id;
-        let Some(part) = self.partitions.get_mut(name, p) else { return Vec::new() };
+        let Some((topic, part)) = self.partitions.get_mut_named(name, p) else { return Vec::new() };
         let leo = part.leo();
+        // Whatever the answer, the partition's ISR is looked at again next round (`due`).
+        self.due.isr.at((topic.clone(), p), 0);
         match answer {
             IsrAnswer::Committed(i) => {
                 part.replication.on_isr_committed(&i.isr, i.leader_epoch, i.partition_epoch, leo);
                 part.observed(me, name, p, now);
+                self.due.logs.note(topic, p, &part.log, part.high_watermark());
                 return vec![Action::Wake];
             }
             IsrAnswer::Refused => part.replication.on_isr_failed(),

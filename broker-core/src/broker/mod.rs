@@ -11,7 +11,7 @@
 //! and the log start offset it persists), `follower` (epoch truncation, appending what leaders
 //! send),
 //! `fetcher` (the replica fetcher's rounds, shared by the shell and the tests),
-//! `upkeep` (time-driven work, producer ids), `partition` (one replica), `error`, `config`.
+//! `upkeep` (time-driven work, producer ids), `due` (what the upkeep has to visit), `partition` (one replica), `error`, `config`.
 //!
 //! Layout of the data directory:
 //!
@@ -25,6 +25,7 @@
 
 mod cleaning;
 mod config;
+mod due;
 mod error;
 pub mod fetch_session;
 mod fetcher;
@@ -116,6 +117,8 @@ pub struct Broker {
     cleaner: cleaning::Cleaner,
     /// The KIP-227 fetch sessions of this node's fetchers, as leader (`fetch_session`).
     fetch_sessions: fetch_session::FetchSessions,
+    /// What the time-driven upkeep has to visit, kept by the calls that create the work (`due`).
+    due: due::Upkeep,
 }
 
 impl Broker {
@@ -150,6 +153,7 @@ impl Broker {
             deferred: Vec::new(),
             cleaner,
             fetch_sessions: fetch_session::FetchSessions::new(),
+            due: due::Upkeep::default(),
         })
     }
 
@@ -250,7 +254,14 @@ impl Broker {
 
     /// The earliest `flush.ms` deadline over all partitions.
     pub fn next_deadline(&self) -> Option<u64> {
-        self.partitions.values().filter_map(|p| p.log.next_deadline()).min()
+        self.due.logs.next_flush(&self.partitions)
+    }
+
+    /// After a call that may have given a partition's log time-driven work (`due`).
+    fn note_log(&mut self, name: &str, p: i32) {
+        if let Some((topic, part)) = self.partitions.get_named(name, p) {
+            self.due.logs.note(topic, p, &part.log, part.high_watermark());
+        }
     }
 }
 

@@ -38,6 +38,19 @@ impl<V> PartitionMap<V> {
         self.topics.get_mut(topic)?.get_mut(&p)
     }
 
+    /// An entry with its topic's shared name (to keep the key without copying the name).
+    pub fn get_named(&self, topic: &str, p: i32) -> Option<(&Arc<str>, &V)> {
+        let (name, t) = self.topics.get_key_value(topic)?;
+        Some((name, t.get(&p)?))
+    }
+
+    /// [`PartitionMap::get_named`], the entry mutable.
+    pub fn get_mut_named(&mut self, topic: &str, p: i32) -> Option<(&Arc<str>, &mut V)> {
+        use std::ops::Bound::Included;
+        let (name, t) = self.topics.range_mut::<str, _>((Included(topic), Included(topic))).next()?;
+        Some((name, t.get_mut(&p)?))
+    }
+
     pub fn contains(&self, topic: &str, p: i32) -> bool {
         self.get(topic, p).is_some()
     }

@@ -27,6 +27,9 @@ impl Broker {
     /// new one's directory.
     pub fn apply_metadata_batch(&mut self, records: &[(i64, MetadataRecord)], now: u64) -> Vec<Action> {
         let mut touched: BTreeSet<(String, i32)> = BTreeSet::new();
+        // Roles, ISRs, live brokers and the replicas named here may all have moved (`due`).
+        self.due.merge = true;
+        self.due.isr_all = true;
         let mut reconfigured: BTreeSet<String> = BTreeSet::new();
         let (mut all, mut stale) = (false, false);
         for (offset, record) in records {
@@ -124,6 +127,10 @@ impl Broker {
     fn apply_topic_config(&mut self, name: &str, out: &mut Vec<Action>) {
         let Some(settings) = self.settings_or_defaults(name, out) else { return };
         let overrides = self.image.topics.get(name).map(|t| t.config.clone()).unwrap_or_default();
+        let Some(topic) = self.partitions.topic_name(name).cloned() else {
+            out.push(Action::Log(Level::Info, format!("{name}: topic config overrides now {overrides:?}")));
+            return;
+        };
         for (p, part) in self.partitions.topic_mut(name) {
             let n = name;
             part.min_insync = settings.min_insync;
@@ -131,6 +138,7 @@ impl Broker {
             if let Err(e) = part.log.set_config(settings.log.clone()) {
                 out.push(Action::Log(Level::Error, format!("{n}-{p}: new config refused by the log: {e}")));
             }
+            self.due.logs.note(&topic, p, &part.log, part.high_watermark());
         }
         out.push(Action::Log(Level::Info, format!("{name}: topic config overrides now {overrides:?}")));
     }
@@ -159,6 +167,7 @@ impl Broker {
     /// until the metadata log shows that registration (see [`Broker::ready`]).
     pub fn registered(&mut self, epoch: i64, now: u64) -> Vec<Action> {
         self.registered = Some(epoch);
+        self.due.isr_all = true;
         for part in self.partitions.values_mut() {
             part.replication.stop();
         }
@@ -198,10 +207,14 @@ impl Broker {
             let part = self.open_partition(name, p, now, out)?;
             self.partitions.insert(name, p, part);
         }
+        self.note_log(name, p);
         if !self.ready() {
             return Ok(()); // opened, but no role before this process's registration is applied
         }
-        let part = self.partitions.get_mut(name, p).expect("opened above");
+        let (topic, part) = self.partitions.get_mut_named(name, p).expect("opened above");
+        // A new role or ISR: its ISR is looked at next (`due`), its log's retention may be
+        // nearer with the high watermark the role brought.
+        self.due.isr.at((topic.clone(), p), 0);
         let change = part.apply(&info, now);
         if self.config.planted(super::PlantedBug::SameEpochRecordClearsInFlight) {
             part.replication.forget_in_flight(); // planted: any record settles the change in flight
@@ -213,6 +226,7 @@ impl Broker {
             let topic_id = self.image.topics.get(name).map_or([0; 16], |t| t.id);
             out.push(Action::Leading { topic: name.to_string(), topic_id, partition: p, leader_epoch: info.leader_epoch });
         }
+        self.note_log(name, p);
         Ok(())
     }
 
@@ -227,6 +241,7 @@ impl Broker {
             Claimed::Ours | Claimed::Fresh => {}
         }
         let (mut log, report) = Log::open(self.disk.clone(), &dir, settings.log, now)?;
+        log.ring_on_failure(self.due.failures.clone());
         if claimed.marker_written() {
             log.owe_sync(dir.join(dir::partition_marker), self.config.data_dir.clone());
             self.created.push((name.to_string(), p));
@@ -255,6 +270,7 @@ impl Broker {
     /// Closes this node's replica (no file is touched) and tells the simulator's ISR watch.
     pub(super) fn forget(&mut self, name: &str, p: i32, now: u64) -> Option<Partition> {
         let part = self.partitions.remove(name, p)?;
+        self.due.merge = true; // (`due`) the open replicas changed
         crate::simprobe::replica_log_end(self.config.node_id, name, part.topic_id, p, None, now);
         Some(part)
     }

@@ -51,8 +51,9 @@ impl Broker {
         Ok((id, 0))
     }
 
-    /// Time-driven work for every partition (flush.ms, retention bounded by the high
-    /// watermark, reopening failed logs, opening replicas that failed to open).
+    /// Time-driven work (flush.ms, retention bounded by the high watermark, reopening failed
+    /// logs, opening replicas that failed to open), for the partitions that have some due
+    /// (`due`): a partition left out is one whose visit would have done nothing.
     pub fn tick(&mut self, now: u64) -> Vec<Action> {
         let mut out = self.reopen_failed(now);
         for (name, p, mut bytes) in std::mem::take(&mut self.deferred) {
@@ -68,16 +69,19 @@ impl Broker {
                     }
                     Err(e) => out.push(Action::Log(Level::Error, format!("{name}-{p}: deferred append: {e}"))),
                 }
+                self.note_log(&name, p);
             }
         }
-        for ((name, p), part) in self.partitions.iter_mut() {
-            if part.log.failure().is_some() {
-                continue; // reopen_failed deals with it
+        for (name, p) in self.due.logs.take(now) {
+            let Some(part) = self.partitions.get_mut(&name, p) else { continue };
+            if part.log.failure().is_none() {
+                // (a failed one is reopen_failed's; a planted bug may leave it be)
+                let hw = part.high_watermark();
+                if let Err(e) = part.log.tick(now, hw) {
+                    out.push(Action::Log(Level::Error, format!("{name}-{p}: {e}")));
+                }
             }
-            let hw = part.high_watermark();
-            if let Err(e) = part.log.tick(now, hw) {
-                out.push(Action::Log(Level::Error, format!("{name}-{p}: {e}")));
-            }
+            self.due.logs.note(&name, p, &part.log, part.high_watermark());
         }
         out
     }
@@ -86,13 +90,17 @@ impl Broker {
     /// replicas the metadata names here that failed to open, at most every
     /// `failed_log_reopen_ms`: recovery decides what survived, and the partition takes writes
     /// again once its disk answers. (Kafka halts a broker whose only log directory fails and
-    /// relies on a restart; reopening in place is that restart, for one partition.)
+    /// relies on a restart; reopening in place is that restart, for one partition.) Logs are
+    /// looked at only after one rang the failure alarm, the image compared with the open
+    /// replicas only after either changed or an offline replica's retry came (`due`).
     fn reopen_failed(&mut self, now: u64) -> Vec<Action> {
         let mut out = Vec::new();
-        let me = self.config.node_id;
         // Planted `OfflineLogStaysOffline`: a failed log is left as it is until the process restarts.
         let stays = self.config.planted(PlantedBug::OfflineLogStaysOffline);
-        let failed: Vec<(String, i32)> = self.partitions.iter().filter(|(_, part)| part.log.failure().is_some() && !stays).map(|((n, p), _)| (n.to_string(), p)).collect();
+        let failed: Vec<(String, i32)> = match self.due.failures.take() && !stays {
+            true => self.partitions.iter().filter(|(_, part)| part.log.failure().is_some()).map(|((n, p), _)| (n.to_string(), p)).collect(),
+            false => Vec::new(),
+        };
         let hand_over = !self.config.planted(PlantedBug::FailedLeaderKeepsLeadership);
         for key in failed {
             if self.forget(&key.0, key.1, now).is_some_and(|part| part.replication.is_leader()) && hand_over && !out.contains(&Action::Reregister) {
@@ -100,8 +108,20 @@ impl Broker {
             }
             self.offline.entry(key).or_insert(now);
         }
+        if std::mem::take(&mut self.due.merge) || self.offline.values().any(|&at| at <= now) {
+            self.open_missing(now, &mut out);
+        }
+        self.offline.retain(|(n, p), _| !self.partitions.contains(n, *p));
+        self.sync_created(&mut out);
+        out
+    }
+
+    /// Opens the replicas the image names here that are not open, but not those offline until
+    /// a later retry.
+    fn open_missing(&mut self, now: u64, out: &mut Vec<Action>) {
+        let me = self.config.node_id;
         // Both are in (topic, partition) order: one walk, no allocation for the replicas that are
-        // open (every tick, for every partition).
+        // open.
         let mut open = self.partitions.keys().peekable();
         let mut missing: Vec<(String, i32)> = Vec::new();
         for (n, t) in &self.image.topics {
@@ -119,7 +139,7 @@ impl Broker {
             if self.offline.get(&key).is_some_and(|&at| now < at) {
                 continue;
             }
-            match self.reconcile(&name, p, now, &mut out) {
+            match self.reconcile(&name, p, now, out) {
                 Ok(()) => {
                     if self.offline.remove(&key).is_some() {
                         let leo = self.partitions.get(&name, p).map_or(-1, |x| x.leo());
@@ -132,9 +152,6 @@ impl Broker {
                 }
             }
         }
-        self.offline.retain(|(n, p), _| !self.partitions.contains(n, *p));
-        self.sync_created(&mut out);
-        out
     }
 
     /// Flushes every partition and writes its recovery-point checkpoint, with three file-system

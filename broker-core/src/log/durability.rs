@@ -173,6 +173,6 @@ impl Log {
     /// dropped the dirty pages, so the log refuses writes until it is reopened and recovered,
     /// as after its own failed flush.
     pub fn sync_failed(&mut self, why: &str) {
-        self.failed.get_or_insert_with(|| format!("file-system sync failed: {why}"));
+        self.go_offline(format!("file-system sync failed: {why}"), false);
     }
 }

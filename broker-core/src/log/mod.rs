@@ -15,6 +15,7 @@
 //! and truncates durably ([`Log::truncate_to`], [`Log::truncate_fully`]); the leader-epoch
 //! cache ([`epochs`]) is derived from the batch headers and follows every change.
 
+pub mod alarm;
 pub mod batch;
 pub mod dir;
 pub mod epochs;
@@ -33,6 +34,7 @@ mod planted;
 mod segment;
 mod segment_files;
 
+pub use alarm::FailureAlarm;
 pub use batch::{BatchError, BatchHeader};
 pub use config::{CleanupPolicy, FlushPolicy, LogConfig};
 pub use epochs::{EpochCache, EpochEntry};
@@ -156,6 +158,8 @@ pub struct Log {
     /// What the checkpoint file says (as read at open, or last written): a checkpoint of an
     /// unchanged log writes nothing.
     checkpointed: i64,
+    /// Rung when this log goes offline (`alarm`): its owner then looks for failed logs.
+    alarm: Option<FailureAlarm>,
 }
 
 impl Log {
@@ -229,7 +233,7 @@ impl Log {
         // A clean point above the end (a crash cut the log after it was written) would call
         // records appended later clean.
         let cleaned_to = cleaner::read_checkpoint(disk.as_ref(), &dir)?.min(end);
-        let mut log = Log { disk, dir, config, segments, recovery_point, unflushed_records: 0, unflushed_since_ms: None, dir_dirty: true, owed, epochs, failed: None, cleaned_to, pass: None, checkpoint_in_place: false, checkpointed: report.recovery_point };
+        let mut log = Log { disk, dir, config, segments, recovery_point, unflushed_records: 0, unflushed_since_ms: None, dir_dirty: true, owed, epochs, failed: None, cleaned_to, pass: None, checkpoint_in_place: false, checkpointed: report.recovery_point, alarm: None };
         if report.cut.is_some() || !report.segments_removed.is_empty() || report.recovery_point > end {
             // Make the cut durable before anything new lands on top of it, and never leave a
             // checkpoint on disk that vouches for offsets the log no longer has: a later roll
@@ -278,7 +282,7 @@ impl Log {
         self.maybe_roll(bytes.len() as u64, header.last_offset_delta, header.max_timestamp, now)?;
         if let Err(e) = self.active_mut().append(bytes, header) {
             if let LogError::Failed(_) = e {
-                self.failed = Some(e.to_string());
+                self.go_offline(e.to_string(), true);
             }
             return Err(e);
         }
@@ -345,9 +349,25 @@ impl Log {
     /// Records a failure of a multi-step change: the log refuses writes until reopened.
     fn offline_on_error<T>(&mut self, result: Result<T, LogError>, what: &str) -> Result<T, LogError> {
         if let Err(e) = &result {
-            self.failed.get_or_insert_with(|| format!("{what} failed: {e}"));
+            self.go_offline(format!("{what} failed: {e}"), false);
         }
         result
+    }
+
+    /// Takes the log offline (the `failed` field): keeps the first reason unless `replace`,
+    /// and rings the alarm its owner gave it.
+    fn go_offline(&mut self, why: String, replace: bool) {
+        if replace || self.failed.is_none() {
+            self.failed = Some(why);
+        }
+        if let Some(alarm) = &self.alarm {
+            alarm.ring();
+        }
+    }
+
+    /// Rings `alarm` whenever this log goes offline from now on.
+    pub fn ring_on_failure(&mut self, alarm: FailureAlarm) {
+        self.alarm = Some(alarm);
     }
 
     fn check_failed(&self) -> Result<(), LogError> {
@@ -376,13 +396,39 @@ impl Log {
         }
     }
 
+    /// Whether retention could delete anything here: the policy deletes and there is a
+    /// segment besides the active one.
+    fn retention_candidate(&self) -> bool {
+        self.config.cleanup.delete && self.segments.len() >= 2
+    }
+
+    /// The earliest `now` at which [`Log::apply_retention`] with this `upper` deletes a
+    /// segment, if nothing else changes (0: already): None when it never would (one segment,
+    /// compacting policy, the oldest segment not wholly below `upper`, no limit reached and no
+    /// `retention.ms` or timestamp to expire by). Only an append, a higher `upper` or a new
+    /// config brings it nearer; deletions, truncations and flushes only put it off.
+    pub fn retention_at(&self, upper: i64) -> Option<u64> {
+        if !self.retention_candidate() || self.segments[1].base_offset > upper {
+            return None;
+        }
+        let oldest = &self.segments[0];
+        if self.config.retention_bytes >= 0 && self.size_bytes() - oldest.size() >= self.config.retention_bytes as u64 {
+            return Some(0);
+        }
+        // Expired once `max_timestamp < now - retention_ms`, that is from max + ms + 1 on.
+        if self.config.retention_ms >= 0 && oldest.max_timestamp() >= 0 {
+            return Some(oldest.max_timestamp().saturating_add(self.config.retention_ms).saturating_add(1).max(0) as u64);
+        }
+        None
+    }
+
     /// Deletes whole non-active segments past `retention.ms` (by their largest timestamp) or
     /// beyond `retention.bytes` (oldest first), but only segments wholly below `upper` (pass
     /// the high watermark: Kafka never deletes what consumers may not yet have been able to
     /// read). Returns how many were deleted.
     pub fn apply_retention(&mut self, now: u64, upper: i64) -> Result<usize, LogError> {
         self.check_failed()?;
-        if !self.config.cleanup.delete || self.segments.len() < 2 {
+        if !self.retention_candidate() {
             // cleanup.policy=compact: old data goes by key, never by age or size; and the
             // active segment never goes (this runs for every partition on every tick)
             return Ok(0);

@@ -336,7 +336,7 @@ impl Log {
         // From the rename on, a failure leaves memory unsure of the disk: the log goes offline
         // and reopening completes or drops the swap (see `cleaner`).
         let seg = cleaner::swap_in(self.disk.as_ref(), &self.dir, g.seg, &g.bases, self.config.index_interval_bytes, now);
-        let seg = seg.inspect_err(|e| self.failed = Some(format!("cleaning: {e}")))?;
+        let seg = seg.inspect_err(|e| self.go_offline(format!("cleaning: {e}"), true))?;
         stats.segments_rewritten += g.bases.len();
         stats.bytes_before += g.before;
         stats.bytes_after += seg.size();

@@ -415,6 +415,37 @@ impl Replication {
         Some(IsrProposal { leader_epoch: self.leader_epoch, partition_epoch: self.partition_epoch, isr })
     }
 
+    /// The earliest `now` at which [`Replication::isr_proposal_among`] (with `lag_ms_max`) may
+    /// propose a change if no event comes first, None if only an event can bring one: a
+    /// member's lag window ending, a lost change's resend, a refused change's retry. The
+    /// events are what the broker reacts to by asking at once: a fetch by a replica outside
+    /// the ISR (it may now qualify), a controller's answer, new metadata (roles, ISR, which
+    /// brokers are live). A member's fetch only puts its own window's end later, and a higher
+    /// high watermark only makes re-entry harder, so neither needs asking.
+    pub fn isr_check_at(&self, now: u64, lag_ms_max: u64) -> Option<u64> {
+        if self.role != Role::Leader {
+            return None;
+        }
+        let retry = self.proposed_ms.saturating_add(crate::constants::isr_change_retry_ms);
+        if self.in_flight.is_some() {
+            return self.resend.then_some(retry);
+        }
+        if self.refused && now < retry {
+            return Some(retry);
+        }
+        // A member leaves once `now - caught_up_ms > lag_ms_max`; one with no progress at once.
+        self.isr
+            .iter()
+            .filter(|&&r| r != self.me)
+            .map(|r| self.followers.get(r).map_or(now, |p| p.caught_up_ms.saturating_add(lag_ms_max).saturating_add(1)))
+            .min()
+    }
+
+    /// Whether `replica` is in the committed ISR (its fetches move only its own lag window).
+    pub fn in_isr(&self, replica: i32) -> bool {
+        self.isr.contains(&replica)
+    }
+
     /// The controller accepted an ISR change (or told us the current state).
     pub fn on_isr_committed(&mut self, isr: &[i32], leader_epoch: i32, partition_epoch: i32, leo: i64) {
         self.in_flight = None;

@@ -187,3 +187,71 @@ fn with_a_strict_min_isr_the_mark_stands_still_below_it() {
     assert!(r.on_append(20));
     assert_eq!(r.high_watermark(), 20);
 }
+
+/// The broker asks a leader for ISR changes only at `isr_check_at`, or at once after a fetch
+/// by a replica outside the ISR or a controller's answer (`broker::due`). Over random runs of
+/// fetches (caught up, behind, silent), appends and answers (committed, refused, lost,
+/// stale), whenever a proposal would come out the broker must be asking.
+#[test]
+fn isr_check_at_is_never_later_than_a_proposal() {
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move |n: u64| {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        (seed >> 33) % n
+    };
+    let (mut proposals, mut visits, mut steps) = (0, 0, 0);
+    for _run in 0..100 {
+        let mut leo = 10;
+        let mut r = leader(leo);
+        let mut due: Option<u64> = Some(0);
+        let mut pending: Option<IsrProposal> = None;
+        let mut now = 0;
+        while now < 8 * lag {
+            now += 1 + next(400);
+            steps += 1;
+            match next(10) {
+                0..=2 => {
+                    leo += 1;
+                    r.on_append(leo);
+                }
+                3..=7 => {
+                    // Follower 2 or 3 fetches at the log end or behind it; 3 goes silent for
+                    // long stretches.
+                    let f = 2 + next(2) as i32;
+                    if f == 3 && (now / (3 * lag)) % 2 == 1 {
+                        continue;
+                    }
+                    let offset = leo - next(3).min(leo as u64) as i64;
+                    r.on_follower_fetch(f, offset, leo, now);
+                    if !r.in_isr(f) {
+                        due = Some(due.map_or(now, |t| t.min(now)));
+                    }
+                }
+                _ => {
+                    if let Some(p) = pending.take() {
+                        match next(4) {
+                            0 => r.on_isr_committed(&p.isr, p.leader_epoch, p.partition_epoch + 1, leo),
+                            1 => r.on_isr_failed(),
+                            2 => r.on_isr_lost(),
+                            _ => r.on_isr_stale(),
+                        }
+                        due = Some(due.map_or(now, |t| t.min(now)));
+                    }
+                }
+            }
+            let would = r.clone().isr_proposal(now, lag);
+            let asked = due.is_some_and(|t| t <= now);
+            assert!(would.is_none() || asked, "at {now} a proposal {would:?} is due but the next check is at {due:?}: {r:?}");
+            if asked {
+                visits += 1;
+                if let Some(p) = r.isr_proposal(now, lag) {
+                    proposals += 1;
+                    pending = Some(p);
+                }
+                due = r.isr_check_at(now, lag);
+            }
+        }
+    }
+    // The runs must exercise the rule, and the checks be far fewer than the steps.
+    assert!(proposals > 100 && visits < steps / 2, "{proposals} proposals, {visits} visits in {steps} steps");
+}

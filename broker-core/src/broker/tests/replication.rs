@@ -501,4 +501,5 @@ fn a_registration_this_process_never_heard_back_from_drops_every_role() {
     assert!(c.broker(1).produce(topic_name, 0, &build(&[b"x"], 1), 1, 0, &mut Vec::new()).is_err());
 }
 
+mod due;
 mod log_start;
