@@ -11,6 +11,7 @@
 #
 #   scripts/bench-scale.sh                          # PARTS="1 100 1000 4000", N=500000
 #   PARTS="1 4000" N=200000 scripts/bench-scale.sh
+#   BROKER=path/to/broker scripts/bench-scale.sh    # that binary, nothing built (A/B runs)
 #
 # Prints one JSON line per step (kinds: create, metadata, produce, batches, stop, serving).
 set -euo pipefail
@@ -21,7 +22,9 @@ die() { echo "bench-scale: $*" >&2; exit 1; }
 . scripts/client-python.sh
 [ -n "${PY:-}" ] || die "no Python with confluent-kafka found (scripts/test.sh installs it in target/client-venv)"
 . scripts/broker-start.sh
-timeout 1800 cargo build --release -p broker-core --bin broker >&2 || die "cargo build failed"
+if [ -z "${BROKER:-}" ]; then
+  timeout 1800 cargo build --release -p broker-core --bin broker >&2 || die "cargo build failed"
+fi
 mkdir -p target/bench-scale
 W=$(mktemp -d -p target/bench-scale run.XXXXXX)
 trap 'stop_broker; rm -rf "$W"' EXIT

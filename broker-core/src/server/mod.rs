@@ -253,7 +253,8 @@ async fn run_timers(shared: Arc<Shared>) {
             .decide(|s| {
                 let mut b = s.broker();
                 let mut actions = b.tick(now);
-                if log_state {
+                // (Only when someone reads it: a line per partition, every 5 s.)
+                if log_state && tracing::enabled!(tracing::Level::DEBUG) {
                     for line in b.describe() {
                         tracing::debug!("{line}");
                     }
