@@ -17,7 +17,8 @@
 //!
 //! - **Replicas to open**: the image and the open replicas are compared only after either
 //!   changed or when an offline replica's retry time came; a failed log is looked for only
-//!   after a log rang the failure alarm (`log::alarm`).
+//!   after a log rang the failure alarm (`log::alarm`); the leaders followed are counted
+//!   again only after a role may have changed.
 //!
 //! Visiting fewer partitions must not change what a visit decides: a partition not visited
 //! is one whose visit would have done nothing and changed nothing. Visits happen in (topic,
@@ -149,6 +150,19 @@ pub(super) struct Upkeep {
     pub(super) merge: bool,
     /// Rung by any local log that goes offline: only then are logs looked at for failures.
     pub(super) failures: crate::log::FailureAlarm,
+    /// The leaders this node follows, as last counted; None once a role may have changed
+    /// (new metadata, a registration, a replica opened or removed). The replica fetchers ask
+    /// every 100 ms; roles change only in those calls.
+    pub(super) followed: Option<BTreeSet<i32>>,
+}
+
+impl Upkeep {
+    /// A replica was opened, removed or re-roled: the open replicas and the roles are to be
+    /// looked at again.
+    pub(super) fn replicas_changed(&mut self) {
+        self.merge = true;
+        self.followed = None;
+    }
 }
 
 #[cfg(test)]

@@ -11,12 +11,19 @@ use crate::replication::Role;
 use std::collections::BTreeSet;
 
 impl Broker {
-    /// The leaders this node fetches from.
-    pub fn leaders_followed(&self) -> BTreeSet<i32> {
-        self.partitions.values().filter_map(|p| match p.replication.role {
-            Role::Follower { leader } => Some(leader),
-            _ => None,
-        }).collect()
+    /// The leaders this node fetches from (counted again only after a role may have changed:
+    /// the replica fetchers ask every 100 ms, `due`).
+    pub fn leaders_followed(&mut self) -> BTreeSet<i32> {
+        let partitions = &self.partitions;
+        self.due
+            .followed
+            .get_or_insert_with(|| {
+                partitions.values().filter_map(|p| match p.replication.role {
+                    Role::Follower { leader } => Some(leader),
+                    _ => None,
+                }).collect()
+            })
+            .clone()
     }
 
     /// The partitions this node follows from `leader`, for its replica fetcher.

@@ -28,7 +28,7 @@ impl Broker {
     pub fn apply_metadata_batch(&mut self, records: &[(i64, MetadataRecord)], now: u64) -> Vec<Action> {
         let mut touched: BTreeSet<(String, i32)> = BTreeSet::new();
         // Roles, ISRs, live brokers and the replicas named here may all have moved (`due`).
-        self.due.merge = true;
+        self.due.replicas_changed();
         self.due.isr_all = true;
         let mut reconfigured: BTreeSet<String> = BTreeSet::new();
         let (mut all, mut stale) = (false, false);
@@ -168,6 +168,7 @@ impl Broker {
     pub fn registered(&mut self, epoch: i64, now: u64) -> Vec<Action> {
         self.registered = Some(epoch);
         self.due.isr_all = true;
+        self.due.followed = None;
         for part in self.partitions.values_mut() {
             part.replication.stop();
         }
@@ -208,6 +209,7 @@ impl Broker {
             self.partitions.insert(name, p, part);
         }
         self.note_log(name, p);
+        self.due.followed = None;
         if !self.ready() {
             return Ok(()); // opened, but no role before this process's registration is applied
         }
@@ -270,7 +272,7 @@ impl Broker {
     /// Closes this node's replica (no file is touched) and tells the simulator's ISR watch.
     pub(super) fn forget(&mut self, name: &str, p: i32, now: u64) -> Option<Partition> {
         let part = self.partitions.remove(name, p)?;
-        self.due.merge = true; // (`due`) the open replicas changed
+        self.due.replicas_changed(); // (`due`) the open replicas and roles changed
         crate::simprobe::replica_log_end(self.config.node_id, name, part.topic_id, p, None, now);
         Some(part)
     }

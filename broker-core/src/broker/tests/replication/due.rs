@@ -75,3 +75,15 @@ fn a_retention_deadline_is_acted_on_when_reached_and_once() {
     assert_eq!(b.partitions()[("t", 0)].log_start_offset(), start);
     assert_eq!(b.next_deadline(), None);
 }
+
+#[test]
+fn the_leaders_followed_are_counted_again_after_a_role_changes() {
+    let mut c = Cluster::new(&[1, 2, 3]);
+    c.create(3);
+    assert_eq!(c.broker(2).leaders_followed(), BTreeSet::from([1]));
+    assert!(c.broker(2).due.followed.is_some(), "kept until a role may change");
+    c.elect(2, &[1, 2, 3]);
+    assert_eq!(c.broker(2).leaders_followed(), BTreeSet::new(), "2 leads now");
+    assert_eq!(c.broker(1).leaders_followed(), BTreeSet::from([2]));
+    assert_eq!(c.broker(3).leaders_followed(), BTreeSet::from([2]));
+}
