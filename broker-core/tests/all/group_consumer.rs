@@ -135,7 +135,6 @@ fn two_members_split_a_topic_and_one_takes_over_at_the_committed_offsets() {
         )
         .await
         .expect("create t");
-        produce(addr, 0).await;
 
         let (seen_a, seen_b) = (
             Arc::new(Mutex::new(Seen::default())),
@@ -144,6 +143,12 @@ fn two_members_split_a_topic_and_one_takes_over_at_the_committed_offsets() {
         let (stop_a, stop_b) = (Arc::new(Mutex::new(false)), Arc::new(Mutex::new(false)));
         let a = tokio::spawn(run(member(addr, "a"), seen_a.clone(), stop_a.clone()));
         let b = tokio::spawn(run(member(addr, "b"), seen_b.clone(), stop_b.clone()));
+        // The first phase is produced once both hold partitions: produced before, a member that
+        // forms the group alone may read and commit all of it before the other joins, which then
+        // starts at the end of every partition it gets and reads nothing (seen under load).
+        let holds = |s: &Seen| s.events.iter().any(|e| matches!(e, GroupEvent::Assigned { partitions: tp, .. } if tp.get("t").is_some_and(|v| !v.is_empty())));
+        wait_for("both members to hold partitions", || holds(&seen_a.lock().unwrap()) && holds(&seen_b.lock().unwrap())).await;
+        produce(addr, 0).await;
         let both_read = || {
             let (a, b) = (seen_a.lock().unwrap(), seen_b.lock().unwrap());
             !a.read.is_empty()
