@@ -14,6 +14,61 @@ fn disk() -> Arc<dyn Disk> {
     Arc::new(FileDisk::new())
 }
 
+/// The real disk, watched: counts the bytes read, and fails the next sync (of a file or of
+/// the file system) once `fail_sync` is set.
+#[derive(Default)]
+struct ProbeDisk {
+    inner: FileDisk,
+    read: Arc<std::sync::atomic::AtomicU64>,
+    fail_sync: Arc<std::sync::atomic::AtomicBool>,
+}
+
+struct ProbeFile {
+    inner: Box<dyn crate::storage::DiskFile>,
+    read: Arc<std::sync::atomic::AtomicU64>,
+    fail_sync: Arc<std::sync::atomic::AtomicBool>,
+}
+
+fn injected(fail: &std::sync::atomic::AtomicBool) -> std::io::Result<()> {
+    match fail.swap(false, std::sync::atomic::Ordering::SeqCst) {
+        true => Err(std::io::Error::other("EIO (injected sync failure)")),
+        false => Ok(()),
+    }
+}
+
+impl Disk for ProbeDisk {
+    fn open(&self, p: &Path, c: bool) -> std::io::Result<Box<dyn crate::storage::DiskFile>> {
+        Ok(Box::new(ProbeFile { inner: self.inner.open(p, c)?, read: self.read.clone(), fail_sync: self.fail_sync.clone() }))
+    }
+    fn exists(&self, p: &Path) -> bool { self.inner.exists(p) }
+    fn create_dir_all(&self, d: &Path) -> std::io::Result<()> { self.inner.create_dir_all(d) }
+    fn list(&self, d: &Path) -> std::io::Result<Vec<String>> { self.inner.list(d) }
+    fn rename(&self, a: &Path, b: &Path) -> std::io::Result<()> { self.inner.rename(a, b) }
+    fn remove(&self, p: &Path) -> std::io::Result<()> { self.inner.remove(p) }
+    fn remove_dir(&self, d: &Path) -> std::io::Result<()> { self.inner.remove_dir(d) }
+    fn sync_dir(&self, d: &Path) -> std::io::Result<()> { self.inner.sync_dir(d) }
+    fn sync_all(&self, d: &Path) -> std::io::Result<()> {
+        injected(&self.fail_sync)?;
+        self.inner.sync_all(d)
+    }
+}
+
+impl crate::storage::DiskFile for ProbeFile {
+    fn read_at(&self, b: &mut [u8], o: u64) -> std::io::Result<usize> {
+        let n = self.inner.read_at(b, o)?;
+        self.read.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(n)
+    }
+    fn write_at(&self, b: &[u8], o: u64) -> std::io::Result<()> { self.inner.write_at(b, o) }
+    fn append(&self, b: &[u8]) -> std::io::Result<u64> { self.inner.append(b) }
+    fn len(&self) -> std::io::Result<u64> { self.inner.len() }
+    fn truncate(&self, l: u64) -> std::io::Result<()> { self.inner.truncate(l) }
+    fn sync(&self) -> std::io::Result<()> {
+        injected(&self.fail_sync)?;
+        self.inner.sync()
+    }
+}
+
 fn small() -> LogConfig {
     LogConfig { segment_bytes: 4096, index_interval_bytes: 256, ..LogConfig::default() }
 }

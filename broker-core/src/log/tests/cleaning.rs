@@ -6,7 +6,7 @@ use super::*;
 use crate::log::batch::{build_keyed, KeyValue};
 use crate::log::clean::records;
 use crate::log::compressed;
-use crate::storage::DiskFile;
+use super::ProbeDisk;
 use std::collections::BTreeMap;
 
 const map_bytes: usize = 1 << 20;
@@ -447,47 +447,14 @@ fn each_producers_last_batch_survives_as_its_own_batch_when_its_records_go() {
 }
 
 /// A real disk that counts the bytes read through it.
-struct CountingDisk {
-    inner: FileDisk,
-    read: Arc<std::sync::atomic::AtomicU64>,
-}
-struct CountingFile {
-    inner: Box<dyn DiskFile>,
-    read: Arc<std::sync::atomic::AtomicU64>,
-}
-impl Disk for CountingDisk {
-    fn open(&self, p: &Path, c: bool) -> std::io::Result<Box<dyn DiskFile>> {
-        Ok(Box::new(CountingFile { inner: self.inner.open(p, c)?, read: self.read.clone() }))
-    }
-    fn exists(&self, p: &Path) -> bool { self.inner.exists(p) }
-    fn create_dir_all(&self, d: &Path) -> std::io::Result<()> { self.inner.create_dir_all(d) }
-    fn list(&self, d: &Path) -> std::io::Result<Vec<String>> { self.inner.list(d) }
-    fn rename(&self, a: &Path, b: &Path) -> std::io::Result<()> { self.inner.rename(a, b) }
-    fn remove(&self, p: &Path) -> std::io::Result<()> { self.inner.remove(p) }
-    fn remove_dir(&self, d: &Path) -> std::io::Result<()> { self.inner.remove_dir(d) }
-    fn sync_dir(&self, d: &Path) -> std::io::Result<()> { self.inner.sync_dir(d) }
-    fn sync_all(&self, d: &Path) -> std::io::Result<()> { self.inner.sync_all(d) }
-}
-impl DiskFile for CountingFile {
-    fn read_at(&self, b: &mut [u8], o: u64) -> std::io::Result<usize> {
-        let n = self.inner.read_at(b, o)?;
-        self.read.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
-        Ok(n)
-    }
-    fn write_at(&self, b: &[u8], o: u64) -> std::io::Result<()> { self.inner.write_at(b, o) }
-    fn append(&self, b: &[u8]) -> std::io::Result<u64> { self.inner.append(b) }
-    fn len(&self) -> std::io::Result<u64> { self.inner.len() }
-    fn truncate(&self, l: u64) -> std::io::Result<()> { self.inner.truncate(l) }
-    fn sync(&self) -> std::io::Result<()> { self.inner.sync() }
-}
-
 #[test]
 fn with_large_batches_the_rewrite_reads_only_the_headers_of_batches_that_lose_everything() {
     // 60 batches of 8 records of ~1.2 KB (~9.8 KB each) over 20 keys in turn: the last 20
     // records survive (two and a half batches), every other batch loses everything.
     let tmp = tempfile::tempdir().unwrap();
-    let read = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let d: Arc<dyn Disk> = Arc::new(CountingDisk { inner: FileDisk::new(), read: read.clone() });
+    let d = Arc::new(ProbeDisk::default());
+    let read = d.read.clone();
+    let d: Arc<dyn Disk> = d;
     let config = LogConfig { segment_bytes: 64 << 10, index_interval_bytes: 4096, cleanup: CleanupPolicy::COMPACT, min_cleanable_dirty_ratio_ppm: 0, ..LogConfig::default() };
     let (mut log, _) = Log::open(d.clone(), tmp.path(), config.clone(), 0).unwrap();
     let mut latest = BTreeMap::new();

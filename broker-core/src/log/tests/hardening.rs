@@ -3,9 +3,10 @@
 use super::super::batch::{build, validate};
 use super::super::index::{Entry, OffsetEntry};
 use super::super::*;
-use crate::storage::{Disk, DiskFile, FileDisk};
+use crate::storage::{Disk, FileDisk};
+use super::ProbeDisk;
 use std::os::unix::fs::FileExt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
 fn disk() -> Arc<dyn Disk> {
     Arc::new(FileDisk::new())
@@ -164,51 +165,12 @@ fn f6b_timestamp_min_overflows() {
 }
 
 /// F7: "On any error nothing was appended" — false when the policy flush fails after the write.
-struct FlakyDisk {
-    inner: FileDisk,
-    fail_sync: Arc<AtomicBool>,
-}
-struct FlakyFile {
-    inner: Box<dyn DiskFile>,
-    fail_sync: Arc<AtomicBool>,
-}
-impl Disk for FlakyDisk {
-    fn open(&self, p: &Path, c: bool) -> std::io::Result<Box<dyn DiskFile>> {
-        Ok(Box::new(FlakyFile { inner: self.inner.open(p, c)?, fail_sync: self.fail_sync.clone() }))
-    }
-    fn exists(&self, p: &Path) -> bool { self.inner.exists(p) }
-    fn create_dir_all(&self, d: &Path) -> std::io::Result<()> { self.inner.create_dir_all(d) }
-    fn list(&self, d: &Path) -> std::io::Result<Vec<String>> { self.inner.list(d) }
-    fn rename(&self, a: &Path, b: &Path) -> std::io::Result<()> { self.inner.rename(a, b) }
-    fn remove(&self, p: &Path) -> std::io::Result<()> { self.inner.remove(p) }
-    fn remove_dir(&self, d: &Path) -> std::io::Result<()> { self.inner.remove_dir(d) }
-    fn sync_dir(&self, d: &Path) -> std::io::Result<()> { self.inner.sync_dir(d) }
-    fn sync_all(&self, d: &Path) -> std::io::Result<()> {
-        if self.fail_sync.swap(false, std::sync::atomic::Ordering::SeqCst) {
-            return Err(std::io::Error::other("injected sync failure"));
-        }
-        self.inner.sync_all(d)
-    }
-}
-impl DiskFile for FlakyFile {
-    fn read_at(&self, b: &mut [u8], o: u64) -> std::io::Result<usize> { self.inner.read_at(b, o) }
-    fn write_at(&self, b: &[u8], o: u64) -> std::io::Result<()> { self.inner.write_at(b, o) }
-    fn append(&self, b: &[u8]) -> std::io::Result<u64> { self.inner.append(b) }
-    fn len(&self) -> std::io::Result<u64> { self.inner.len() }
-    fn truncate(&self, l: u64) -> std::io::Result<()> { self.inner.truncate(l) }
-    fn sync(&self) -> std::io::Result<()> {
-        if self.fail_sync.swap(false, Ordering::SeqCst) {
-            return Err(std::io::Error::other("EIO"));
-        }
-        self.inner.sync()
-    }
-}
-
 #[test]
 fn f7_failed_flush_takes_the_log_offline_until_reopened() {
     let tmp = tempfile::tempdir().unwrap();
-    let fail = Arc::new(AtomicBool::new(false));
-    let d: Arc<dyn Disk> = Arc::new(FlakyDisk { inner: FileDisk::new(), fail_sync: fail.clone() });
+    let d = Arc::new(ProbeDisk::default());
+    let fail = d.fail_sync.clone();
+    let d: Arc<dyn Disk> = d;
     let cfg = LogConfig { flush: FlushPolicy::EveryBatch, ..LogConfig::default() };
     let (mut log, _) = Log::open(d, tmp.path(), cfg, 0).unwrap();
     fail.store(true, Ordering::SeqCst);
