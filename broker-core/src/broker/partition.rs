@@ -52,13 +52,17 @@ impl Partition {
     }
 
     /// Tells the simulator's ISR watch (`simprobe::isr`) where this replica's log ends and, as
-    /// leader, its high watermark. Compiled away in the real build.
+    /// leader, its high watermark. Empty in the real build (nothing on the produce path).
+    #[cfg_attr(not(madsim), allow(unused_variables))]
     pub(super) fn observed(&self, node: i32, topic: &str, p: i32, now: u64) {
+        #[cfg(madsim)]
+        {
         let leo = self.log.failure().is_none().then(|| self.leo());
         crate::simprobe::replica_log_end(node, topic, self.topic_id, p, leo, now);
         if self.replication.is_leader() {
             let below = self.replication.maximal_isr_len() < usize::try_from(self.min_insync).unwrap_or(0);
             crate::simprobe::leader_high_watermark(node, topic, self.topic_id, p, self.high_watermark(), below, now);
+        }
         }
     }
 

@@ -318,7 +318,7 @@ impl Replication {
 
     /// How many replicas the high watermark is computed over (see `maximal_isr`).
     pub fn maximal_isr_len(&self) -> usize {
-        self.maximal_isr().len()
+        self.isr.len() + self.in_flight.iter().flatten().filter(|r| !self.isr.contains(r)).count()
     }
 
     /// The ISR the high watermark is computed over: the committed one plus any member an
