@@ -159,11 +159,14 @@ def cmd_produce(a):
         if err:
             errors[0] += 1
 
-    producer = Producer({"bootstrap.servers": BOOTSTRAP, "acks": a.acks, "linger.ms": a.linger,
-                         "compression.type": "none",
-                         # The whole run fits in the client queue, so produce() rarely blocks.
-                         "queue.buffering.max.messages": 2_000_000, "queue.buffering.max.kbytes": 2_097_151,
-                         "delivery.report.only.error": True, "on_delivery": report})
+    config = {"bootstrap.servers": BOOTSTRAP, "acks": a.acks, "linger.ms": a.linger,
+              "compression.type": "none",
+              # The whole run fits in the client queue, so produce() rarely blocks.
+              "queue.buffering.max.messages": 2_000_000, "queue.buffering.max.kbytes": 2_097_151,
+              "delivery.report.only.error": True, "on_delivery": report}
+    if a.batch_records:
+        config["batch.num.messages"] = a.batch_records
+    producer = Producer(config)
     producer.list_topics(a.topic, timeout=10)            # connection and metadata before the clock
     payload = os.urandom(a.size)
     cpu = BrokerCpu(a.broker_pid)
@@ -511,6 +514,8 @@ def main():
             s.add_argument("--n", type=int, default=1_000_000)
         if name == "produce":
             s.add_argument("--keys", type=int, default=0, help="keys cycled over the records (0: keyless)")
+            s.add_argument("--batch-records", type=int, default=0,
+                           help="batch.num.messages: at most this many records per batch (0: librdkafka's default)")
         if name in ("consume", "kcat-consume"):
             s.add_argument("--expect", type=int, required=True)
         if name == "consume":
