@@ -191,6 +191,62 @@ pub struct History {
     /// the controller reported them while the run went (`broker_core::simprobe::isr`; ms from
     /// the run's start).
     pub isr_breaches: Vec<broker_core::simprobe::IsrBreach>,
+    /// Leaders whose log failed, and when the partition stopped waiting on them, as the
+    /// brokers and voters reported it (`broker_core::simprobe::leadership`; ms from the run's
+    /// start).
+    pub failed_leaders: Vec<broker_core::simprobe::FailedLeader>,
+    /// The brokers' session timeout, ms: how long a broker that stopped heartbeating keeps its
+    /// partitions (0 in a history built by hand: `leader_handover` judges nothing).
+    pub session_ms: u64,
+    /// The metadata quorum's voters, by node id.
+    pub voters: Vec<i32>,
+    /// How many brokers the cluster has.
+    pub brokers: u32,
+    /// Every change of a partition's committed leader, as the voters applied it (ms from the
+    /// run's start).
+    pub elections: Vec<broker_core::simprobe::Election>,
+    /// Every FenceBroker record, as the voters applied it (ms from the run's start).
+    pub fences: Vec<broker_core::simprobe::Fence>,
+    /// Every fault the harness applied, with its target resolved, from when it was applied to
+    /// when it was undone (a crash: to the restart).
+    pub faults: Vec<FaultSpan>,
+}
+
+/// A fault as applied: which kind, on which node (or link `a>b`), over which simulated ms.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FaultSpan {
+    pub kind: crate::scenario::FaultKind,
+    pub target: String,
+    pub from_ms: u64,
+    pub until_ms: u64,
+}
+
+/// The controller that wrote a metadata record, as the Raft history tells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Writer {
+    /// The epoch of the entry holding the record: its leader wrote it.
+    pub epoch: i32,
+    /// That leader, as it reported itself active.
+    pub node: i32,
+    /// When it first reported itself active (ms from the run's start).
+    pub active_from_ms: u64,
+}
+
+impl History {
+    /// Which controller wrote the metadata record at `offset`: the epoch of the committed entry
+    /// holding it, and that epoch's active controller. None where the voters reported neither.
+    pub fn writer_of(&self, offset: i64) -> Option<Writer> {
+        let epoch = self.raft.committed.iter().filter(|c| c.offset <= offset).max_by_key(|c| c.offset)?.entry_epoch;
+        let &(active_from_ms, node, _) = self.raft.active.iter().filter(|&&(_, _, e)| e == epoch).min_by_key(|&&(at, _, _)| at)?;
+        Some(Writer { epoch, node, active_from_ms })
+    }
+}
+
+impl FaultSpan {
+    /// The (from, to) node names of a link fault `a>b`.
+    pub fn link(&self) -> Option<(&str, &str)> {
+        self.target.split_once('>')
+    }
 }
 
 /// A broker became the leader of a partition at a leader epoch (it applied metadata naming it).

@@ -103,7 +103,11 @@ impl Broker {
         };
         let hand_over = !self.config.planted(PlantedBug::FailedLeaderKeepsLeadership);
         for key in failed {
-            if self.forget(&key.0, key.1, now).is_some_and(|part| part.replication.is_leader()) && hand_over && !out.contains(&Action::Reregister) {
+            let led = self.forget(&key.0, key.1, now).filter(|part| part.replication.is_leader());
+            if let Some(part) = &led {
+                crate::simprobe::leader_log_failed(self.config.node_id, &key.0, part.topic_id, key.1, now);
+            }
+            if led.is_some() && hand_over && !out.contains(&Action::Reregister) {
                 out.push(Action::Reregister);
             }
             self.offline.entry(key).or_insert(now);

@@ -337,9 +337,12 @@ impl Quorum {
                 Ok(records) => {
                     for (o, r) in records.iter().filter(|(o, _)| *o >= from && *o < high_watermark) {
                         self.committed.apply(*o, r);
-                        if let MetadataRecord::Partition { topic, partition, isr, .. } = r {
+                        if let MetadataRecord::Partition { topic, partition, isr, leader, .. } = r {
                             let id = self.committed.topics.get(topic).map_or([0; 16], |t| t.id);
-                            crate::simprobe::isr_committed(topic, id, *partition, *o, isr, now);
+                            crate::simprobe::partition_committed(topic, id, *partition, *o, *leader, isr, now);
+                        }
+                        if let MetadataRecord::FenceBroker { id, .. } = r {
+                            crate::simprobe::broker_fenced(*id, *o, now);
                         }
                     }
                 }

@@ -9,14 +9,18 @@
 //! One simulation runs on one thread, so a thread-local is per run; the harness clears it at
 //! the start of each run and takes the Raft history at its end.
 //!
-//! - the ISR's promise as the brokers and the active controller report it ([`isr`]).
+//! - the ISR's promise as the brokers and the active controller report it ([`isr`]);
+//! - leadership as committed: each change of leader, and leaders whose log failed and whether
+//!   they handed their partitions over ([`leadership`]).
 //!
 //! Observation only: nothing in the broker reads it back, so it cannot change what a run does.
 //! In the real build every function is empty.
 
 mod isr;
+mod leadership;
 
 use crate::controller::raft::{Entries, Entry};
+pub use leadership::{Election, FailedLeader, Fence};
 pub use isr::IsrBreach;
 
 /// A voter became the Raft leader of `epoch`: its log then (offsets below `log_start` are in
@@ -74,6 +78,7 @@ mod registry {
         pub static ACTIVE: Cell<Option<(i32, i32)>> = const { Cell::new(None) };
         pub static RAFT: RefCell<super::RaftHistory> = RefCell::new(super::RaftHistory::default());
         pub static ISR: RefCell<super::isr::watch::Watch> = RefCell::new(Default::default());
+        pub static LEADERSHIP: RefCell<super::leadership::watch::Watch> = RefCell::new(Default::default());
     }
 }
 
@@ -83,6 +88,7 @@ pub fn reset() {
     registry::ACTIVE.with(|a| a.set(None));
     registry::RAFT.with(|r| *r.borrow_mut() = RaftHistory::default());
     registry::ISR.with(|w| *w.borrow_mut() = Default::default());
+    registry::LEADERSHIP.with(|w| *w.borrow_mut() = Default::default());
 }
 
 /// Node `node`'s replica of `topic` (id `topic_id`) partition `p` now ends at `leo` (opened,
@@ -90,6 +96,9 @@ pub fn reset() {
 #[cfg(madsim)]
 pub fn replica_log_end(node: i32, topic: &str, topic_id: [u8; 16], p: i32, leo: Option<i64>, now: u64) {
     registry::ISR.with(|w| w.borrow_mut().log_end(node, topic, (topic_id, p), leo, now));
+    if leo.is_some() {
+        registry::LEADERSHIP.with(|w| w.borrow_mut().log_open(node, (topic_id, p), now));
+    }
 }
 
 /// Leader `node` moved the partition's high watermark to `hw`, with an ISR (the maximal one
@@ -99,10 +108,33 @@ pub fn leader_high_watermark(node: i32, topic: &str, topic_id: [u8; 16], p: i32,
     registry::ISR.with(|w| w.borrow_mut().high_watermark(node, topic, (topic_id, p), hw, below_min_isr, now));
 }
 
-/// The active controller applied the Partition record at metadata `offset`, with `isr`.
+/// The active controller applied the Partition record at metadata `offset`, with `leader` and
+/// `isr`.
 #[cfg(madsim)]
-pub fn isr_committed(topic: &str, topic_id: [u8; 16], p: i32, offset: i64, isr: &[i32], now: u64) {
+pub fn partition_committed(topic: &str, topic_id: [u8; 16], p: i32, offset: i64, leader: i32, isr: &[i32], now: u64) {
     registry::ISR.with(|w| w.borrow_mut().isr(topic, (topic_id, p), offset, isr, now));
+    registry::LEADERSHIP.with(|w| w.borrow_mut().leader_committed(topic, (topic_id, p), offset, leader, now));
+}
+
+/// Leader `node` found its log of the partition failed (a write or sync refused) and closed it.
+#[cfg(madsim)]
+pub fn leader_log_failed(node: i32, topic: &str, topic_id: [u8; 16], p: i32, now: u64) {
+    registry::LEADERSHIP.with(|w| w.borrow_mut().log_failed(node, topic, (topic_id, p), now));
+}
+
+/// A voter applied the FenceBroker record for `broker` at metadata `offset` as committed.
+#[cfg(madsim)]
+pub fn broker_fenced(broker: i32, offset: i64, now: u64) {
+    registry::LEADERSHIP.with(|w| w.borrow_mut().broker_fenced(broker, offset, now));
+}
+
+/// The failed leaders, the elections and the fences of this run, taken.
+#[cfg(madsim)]
+pub fn take_leadership() -> (Vec<FailedLeader>, Vec<Election>, Vec<Fence>) {
+    registry::LEADERSHIP.with(|w| {
+        let mut w = w.borrow_mut();
+        (std::mem::take(&mut w.failed), std::mem::take(&mut w.elections), std::mem::take(&mut w.fences))
+    })
 }
 
 /// The moments this run broke the ISR's promise, taken.
@@ -185,7 +217,17 @@ pub fn leader_high_watermark(_node: i32, _topic: &str, _topic_id: [u8; 16], _p: 
 /// Real build: nothing is published.
 #[cfg(not(madsim))]
 #[inline(always)]
-pub fn isr_committed(_topic: &str, _topic_id: [u8; 16], _p: i32, _offset: i64, _isr: &[i32], _now: u64) {}
+pub fn partition_committed(_topic: &str, _topic_id: [u8; 16], _p: i32, _offset: i64, _leader: i32, _isr: &[i32], _now: u64) {}
+
+/// Real build: nothing is published.
+#[cfg(not(madsim))]
+#[inline(always)]
+pub fn broker_fenced(_broker: i32, _offset: i64, _now: u64) {}
+
+/// Real build: nothing is published.
+#[cfg(not(madsim))]
+#[inline(always)]
+pub fn leader_log_failed(_node: i32, _topic: &str, _topic_id: [u8; 16], _p: i32, _now: u64) {}
 
 /// Real build: nothing is published.
 #[cfg(not(madsim))]

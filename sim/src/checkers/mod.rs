@@ -28,6 +28,9 @@
 //! | `raft_completeness` | an entry committed by the leader of epoch T is in the log of every leader of a later epoch | Raft: Leader Completeness |
 //! | `metadata_liveness` | within half the healing phase some voter is the active controller | DESIGN invariant 7; issue 10 item 5 |
 //! | `isr_complete` | every replica in a committed ISR holds every record below the highest high watermark reached under min ISR, at every moment of the run | Kafka's ISR definition; KIP-279, KIP-966; issue 11 item 2 |
+//! | `leader_handover` | a leader whose log of a partition failed is replaced (or its log is back) within a session timeout, when no other fault could explain the wait | availability; Kafka's failed log directory handling (KIP-112, KIP-858); issue 11 item 2 |
+//! | `leader_fenced` | no broker is committed as a partition's leader after being down (crashed, paused, cut off) for over a session timeout, while a majority of brokers could be heard | Kafka's controller: only unfenced brokers are eligible leaders; issue 11 item 2 |
+//! | `fence_quorum` | a controller cut off from receiving fences fewer than half the brokers while cut off (each fence needs a majority heard: check-quorum) | Raft/KRaft check-quorum; Kafka's controller fencing; issue 11 item 2 |
 //! | `compaction` | in a compacted topic, each key's last record in the final log is its last acknowledged write (or a later one of unknown outcome); a key is gone only after its last tombstone's `delete.retention.ms` | Kafka's log compaction guarantees (docs: "Log Compaction Basics"); issue 9 |
 //!
 //! Compacted topics (`History::compacted_topics`) relax some properties, each where its module
@@ -39,6 +42,7 @@
 //! record, never moves one to another offset and never reorders.
 
 mod compaction;
+mod fence_quorum;
 mod consumers;
 mod final_log;
 mod group_commits;
@@ -49,6 +53,8 @@ mod group_owners;
 mod isr_complete;
 mod keyed;
 mod leader_epochs;
+mod leader_fenced;
+mod leader_handover;
 mod metadata_liveness;
 mod raft_completeness;
 mod raft_leaders;
@@ -84,6 +90,9 @@ pub const CHECKERS: &[(&str, Checker)] = &[
     ("group_liveness", group_liveness::group_settles),
     ("compaction", compaction::compaction),
     ("isr_complete", isr_complete::isr_complete),
+    ("leader_handover", leader_handover::leader_handover),
+    ("leader_fenced", leader_fenced::leader_fenced),
+    ("fence_quorum", fence_quorum::fence_quorum),
     ("leader_epochs", leader_epochs::leader_epochs),
     ("raft_votes", raft_votes::votes_durable),
     ("raft_leaders", raft_leaders::one_leader_per_epoch),

@@ -61,6 +61,9 @@ pub fn derive_faults(s: &Scenario, rng: &mut ChaCha8Rng) -> Vec<FaultSpec> {
                     // Drawn only with `leaders` on: other scenarios draw exactly as before.
                     let t = &s.topics[rng.gen_range(0..s.topics.len())];
                     format!("{}{}-{}", scenario::leader_target_prefix, t.name, rng.gen_range(0..t.partitions.max(1)))
+                } else if mix.controller && rng.gen_bool(0.25) {
+                    // Drawn only with `controller` on, likewise.
+                    scenario::controller_target.to_string()
                 } else {
                     broker.clone()
                 };
@@ -301,7 +304,7 @@ mod tests {
         // to draw, and the RNG is left as it was.
         let mut lonely = fast("replicated");
         (lonely.brokers, lonely.producers, lonely.consumers) = (1, vec![], vec![]);
-        lonely.random_faults = Some(RandomFaults { kinds: vec![FaultKind::ClogLink, FaultKind::SlowLink], max: 8, for_max_ms: 500, brokers_at_once: None, recovery_ms: 0, swarm: false, burst_ms: 0, leaders: false });
+        lonely.random_faults = Some(RandomFaults { kinds: vec![FaultKind::ClogLink, FaultKind::SlowLink], max: 8, for_max_ms: 500, brokers_at_once: None, recovery_ms: 0, swarm: false, burst_ms: 0, leaders: false, controller: false });
         assert_eq!(draw(&lonely, 3), (vec![], ChaCha8Rng::seed_from_u64(3).gen()));
     }
 

@@ -6,7 +6,8 @@
 //! fault. A fault that cannot be aimed (no such node, a process fault on a client, a link
 //! without a link) must not crash the harness: it is skipped with a `fault_skipped` event.
 
-use super::recorder::{event, Rec};
+use super::recorder::{event, now_ms, Rec};
+use crate::history::FaultSpan;
 use super::topology::{Cluster, Disks, Nodes};
 use crate::disk::{CrashMode, DiskFaults, SimDisk};
 use crate::scenario::{FaultKind, FaultSpec};
@@ -64,6 +65,7 @@ async fn inject(mut f: FaultSpec, nodes: Nodes, disks: Disks, rec: Rec) {
             None => return event(&rec, "harness", "fault_skipped", json!({"kind": kind(&f), "target": f.target, "why": "no leader yet"})),
         }
     }
+    let from_ms = now_ms(&rec);
     let done = match f.kind {
         FaultKind::Kill | FaultKind::PowerLoss => crash_and_restart(&f, &nodes, &disks, &rec).await,
         FaultKind::Pause => pause(&f, &nodes, &disks, &rec).await,
@@ -73,8 +75,12 @@ async fn inject(mut f: FaultSpec, nodes: Nodes, disks: Disks, rec: Rec) {
         FaultKind::DiskEio => disk_eio(&f, &nodes, &disks, &rec).await,
         FaultKind::SlowDisk | FaultKind::DiskFull => slow_or_full_disk(&f, &nodes, &disks, &rec).await,
     };
-    if let Err(why) = done {
-        event(&rec, "harness", "fault_skipped", json!({"kind": kind(&f), "target": f.target, "why": why}));
+    match done {
+        Ok(()) => {
+            let span = FaultSpan { kind: f.kind, target: f.target, from_ms, until_ms: now_ms(&rec) };
+            rec.lock().expect("recorder").history.faults.push(span);
+        }
+        Err(why) => event(&rec, "harness", "fault_skipped", json!({"kind": kind(&f), "target": f.target, "why": why})),
     }
 }
 

@@ -102,7 +102,11 @@ fn derived(faults: &[FaultSpec], disk_seed: u64) -> Map<String, Value> {
 #[cfg(madsim)]
 async fn simulate(s: Scenario, faults: Vec<FaultSpec>, disk_seed: u64, bug: Option<PlantedBug>, trace: Trace) -> (Trace, History, u64) {
     let rec = Recorder::start(trace);
-    rec.lock().expect("recorder").history.compacted_topics = s.compacted_topics().into_iter().map(|(t, delete_retention_ms)| (t, Compaction { delete_retention_ms })).collect();
+    {
+        let h = &mut rec.lock().expect("recorder").history;
+        h.compacted_topics = s.compacted_topics().into_iter().map(|(t, delete_retention_ms)| (t, Compaction { delete_retention_ms })).collect();
+        (h.session_ms, h.voters, h.brokers) = (topology::session_ms, topology::voters(&s).collect(), s.brokers);
+    }
     broker_core::netfault::reset(disk_seed);
     broker_core::simprobe::reset();
     let mut cluster = topology::start_brokers(&s, disk_seed, bug, &rec);
@@ -138,6 +142,14 @@ async fn simulate(s: Scenario, faults: Vec<FaultSpec>, disk_seed: u64, bug: Opti
         let mut breaches = broker_core::simprobe::take_isr_breaches();
         breaches.iter_mut().for_each(|b| b.at_ms = b.at_ms.saturating_sub(run_start));
         r.history.isr_breaches = breaches;
+        let (mut failed, mut elections, mut fences) = broker_core::simprobe::take_leadership();
+        for f in &mut failed {
+            f.failed_ms = f.failed_ms.saturating_sub(run_start);
+            f.ended_ms = f.ended_ms.map(|e| e.saturating_sub(run_start));
+        }
+        elections.iter_mut().for_each(|e| e.at_ms = e.at_ms.saturating_sub(run_start));
+        fences.iter_mut().for_each(|f| f.at_ms = f.at_ms.saturating_sub(run_start));
+        (r.history.failed_leaders, r.history.elections, r.history.fences) = (failed, elections, fences);
     }
     let (trace, history) = recorder::take(&rec);
     (trace, history, simulated_ms)

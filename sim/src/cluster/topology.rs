@@ -30,7 +30,7 @@ const broker_port: u16 = 9092;
 /// Heartbeats, sessions and ISR lag scaled to simulated scenarios of tens of seconds, whose
 /// faults last up to a few seconds (Kafka's 2 s / 9 s / 30 s would see no failover at all).
 const heartbeat_ms: u64 = 250;
-const session_ms: u64 = 1_500;
+pub(super) const session_ms: u64 = 1_500;
 const replica_lag_ms: u64 = 2_000;
 /// The metadata quorum's election timeout, scaled like the sessions (KRaft's 1 s against its 9 s
 /// session): a dead quorum leader is replaced within about a second.
@@ -158,13 +158,18 @@ fn base_disk_faults(s: &Scenario) -> DiskFaults {
 /// Partitions of `__consumer_offsets` in simulated clusters.
 pub(super) const sim_offsets_partitions: i32 = 3;
 
+/// The metadata quorum's voters: the first `controller_voters` brokers (one by default).
+pub(super) fn voters(s: &Scenario) -> impl Iterator<Item = i32> {
+    (0..s.broker.controller_voters.unwrap_or(1).clamp(1, s.brokers)).map(|v| v as i32)
+}
+
 pub(super) fn broker_config(s: &Scenario, i: u32, bug: Option<PlantedBug>) -> BrokerConfig {
     let mut c = BrokerConfig {
         node_id: i as i32,
         data_dir: "/data".into(),
         advertised_host: broker_ip(i).to_string(),
         advertised_port: broker_port as i32,
-        voters: (0..s.broker.controller_voters.unwrap_or(1).clamp(1, s.brokers)).map(|v| (v as i32, SocketAddr::new(broker_ip(v), broker_port).to_string())).collect(),
+        voters: voters(s).map(|v| (v, SocketAddr::new(broker_ip(v as u32), broker_port).to_string())).collect(),
         quorum_election_timeout_ms: quorum_election_ms,
         heartbeat_interval_ms: heartbeat_ms,
         session_timeout_ms: session_ms,

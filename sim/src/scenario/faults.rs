@@ -188,6 +188,11 @@ pub struct RandomFaults {
     /// leadership is (default false).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub leaders: bool,
+    /// A quarter of the node faults not aimed at a leader aim at the active metadata controller
+    /// (`controller`): a controller taking over while brokers are down is where the
+    /// controller's eligibility rules live (default false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub controller: bool,
 }
 
 fn is_zero(n: &u64) -> bool {

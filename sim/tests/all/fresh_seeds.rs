@@ -26,6 +26,13 @@ const cheap_half: &[(PlantedBug, &str, &str, u64)] = &[
     (PlantedBug::LostIsrAnswerIsRefusal, "scenarios/swarm/swarm-fsync.toml", "isr_complete", 10),
     (PlantedBug::ControllerStorageErrorIsRefusal, "scenarios/swarm/swarm-leaders.toml", "isr_complete", 100),
     (PlantedBug::SameEpochRecordClearsInFlight, "scenarios/swarm/swarm-leaders.toml", "isr_complete", 100),
+    // Found once availability was judged while faults run (session 14): a leader's failed disk
+    // (`leader_handover`), a controller electing a broker it never heard from (`leader_fenced`,
+    // on `swarm-quorum`: 6 of 400 seeds, so the budget is wide), a cut-off controller fencing
+    // a majority (`fence_quorum`).
+    (PlantedBug::FailedLeaderKeepsLeadership, "scenarios/swarm/swarm-leaders.toml", "leader_handover", 60),
+    (PlantedBug::ElectsUnheardBroker, "scenarios/swarm/swarm-quorum.toml", "leader_fenced", 300),
+    (PlantedBug::NoCheckQuorum, "scenarios/swarm/swarm-five.toml", "fence_quorum", 30),
 ];
 
 /// A scenario file under the repository, or a durability-matrix row by its scenario name.

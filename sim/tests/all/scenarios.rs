@@ -106,7 +106,7 @@ fn a_scenario_that_skipped_validation_does_not_crash_the_harness() {
     // that name no node, lack a link, or aim a process fault at a client.
     s.producers.clear();
     s.consumers.clear();
-    s.random_faults = Some(RandomFaults { kinds: vec![FaultKind::ClogLink, FaultKind::SlowLink, FaultKind::SlowDisk], max: u32::MAX, for_max_ms: 500, brokers_at_once: None, recovery_ms: 0, swarm: false, burst_ms: 0, leaders: false });
+    s.random_faults = Some(RandomFaults { kinds: vec![FaultKind::ClogLink, FaultKind::SlowLink, FaultKind::SlowDisk], max: u32::MAX, for_max_ms: 500, brokers_at_once: None, recovery_ms: 0, swarm: false, burst_ms: 0, leaders: false, controller: false });
     s.faults = vec![FaultSpec::new(100, FaultKind::ClogLink, "broker-0", 100), FaultSpec::new(200, FaultKind::Kill, "producer-0", 100), FaultSpec::new(300, FaultKind::Isolate, "nobody", 100)];
     assert!(s.validate().is_err());
     let r = run(&s, "<unvalidated>", 1, None);
