@@ -58,6 +58,7 @@ fn look_inside(b: &[u8], h: &BatchHeader) {
     if clean::map_batch(&mut map, b).is_err() {
         return;
     }
+    map.settle();
     let tombstones = Tombstones { reached: h.base_offset.saturating_add(h.last_offset_delta as i64 + 1), horizon_ms: i64::MAX };
     let Ok(outcome) = clean::clean_batch(b, h, &map, tombstones) else { return };
     if let Outcome::Rewritten(nb) = outcome {

@@ -294,6 +294,11 @@ pub fn stamp(b: &mut [u8], base_offset: i64, leader_epoch: i32) {
 
 /// Zigzag varint as Kafka encodes record fields; `None` if truncated or longer than 5 bytes.
 fn varint(b: &[u8], pos: &mut usize) -> Option<i32> {
+    // One byte is the common case (lengths under 64, deltas, counts): no loop.
+    if let Some(&byte @ 0..0x80) = b.get(*pos) {
+        *pos += 1;
+        return Some(((byte >> 1) as i32) ^ -((byte & 1) as i32));
+    }
     let mut value: u32 = 0;
     for shift in (0..35).step_by(7) {
         let byte = *b.get(*pos)?;
@@ -308,6 +313,10 @@ fn varint(b: &[u8], pos: &mut usize) -> Option<i32> {
 
 /// Same for varlong (timestamp delta is a varlong).
 fn varlong(b: &[u8], pos: &mut usize) -> Option<i64> {
+    if let Some(&byte @ 0..0x80) = b.get(*pos) {
+        *pos += 1;
+        return Some(((byte >> 1) as i64) ^ -((byte & 1) as i64));
+    }
     let mut value: u64 = 0;
     for shift in (0..70).step_by(7) {
         let byte = *b.get(*pos)?;

@@ -52,20 +52,14 @@ pub fn records(batch: &[u8]) -> Result<Vec<Record>, CleanError> {
 
 /// Puts every keyed record of `batch` in the map; false if the map filled before the batch
 /// was whole: the caller ends the dirty range before this batch. Keys already mapped from it
-/// point at records that stay in the log, so the map is still sound.
+/// point at records that stay in the log, so the map is still sound. The last keys may stay
+/// in flight ([`KeyMap::insert_all`]): settle the map before asking it.
 pub fn map_batch(map: &mut KeyMap, batch: &[u8]) -> Result<bool, CleanError> {
     if let Some((h, raw)) = raw_records(batch) {
         let body = &batch[batch_header_bytes..];
         return Ok(map.insert_all(raw.iter().filter_map(|r| Some((&body[r.key.clone()?], h.base_offset + r.offset_delta as i64)))));
     }
-    for r in records(batch)? {
-        if let Some(k) = &r.key {
-            if !map.insert(k, r.offset) {
-                return Ok(false);
-            }
-        }
-    }
-    Ok(true)
+    Ok(map.insert_all(records(batch)?.iter().filter_map(|r| Some((r.key.as_deref()?, r.offset)))))
 }
 
 /// The records of an uncompressed batch, walked in place (no copies); None for a compressed or
@@ -228,6 +222,7 @@ mod tests {
         let (b2, _) = batch(3, &[("b", Some("2"))]);
         let mut map = KeyMap::new(1 << 20);
         assert!(map_batch(&mut map, &b1).unwrap() && map_batch(&mut map, &b2).unwrap());
+        map.settle();
         let Outcome::Rewritten(out) = clean_batch(&b1, &h1, &map, none).unwrap() else { panic!("a@0 and b@1 go") };
         let oh = read_header(&out).unwrap();
         assert_eq!((oh.base_offset, oh.last_offset_delta, oh.records_count, oh.leader_epoch), (0, 2, 1, 3));
@@ -243,6 +238,7 @@ mod tests {
         let mut map = KeyMap::new(1 << 20);
         map_batch(&mut map, &b1).unwrap();
         map_batch(&mut map, &b2).unwrap();
+        map.settle();
         assert_eq!(clean_batch(&b1, &h1, &map, none).unwrap(), Outcome::Empty, "a@10 and a@11 are behind a@12");
         assert_eq!(clean_batch(&b2, &h2, &map, none).unwrap(), Outcome::Whole);
         let e = empty(&h1, &h2);
@@ -256,6 +252,7 @@ mod tests {
         let (b, h) = batch(0, &[("a", Some("1")), ("a", None)]);
         let mut map = KeyMap::new(1 << 20);
         map_batch(&mut map, &b).unwrap();
+        map.settle();
         let kept = |t| match clean_batch(&b, &h, &map, t).unwrap() {
             Outcome::Rewritten(out) => records(&out).unwrap().len(),
             Outcome::Empty => 0,
@@ -271,6 +268,7 @@ mod tests {
         let (b, h) = batch(0, &[("a", Some("1")), ("a", Some("2")), ("a", Some("3"))]);
         let mut map = KeyMap::keeping(1 << 20, Keep::First);
         map_batch(&mut map, &b).unwrap();
+        map.settle();
         let Outcome::Rewritten(out) = clean_batch(&b, &h, &map, none).unwrap() else { panic!("two of three go") };
         assert_eq!(records(&out).unwrap().iter().map(|r| r.offset).collect::<Vec<_>>(), vec![0], "the bug keeps a@0, not a@2");
         assert!(map.keeps(b"a", 7), "records above the mapped range are not judged");
@@ -310,6 +308,7 @@ mod tests {
         assert_eq!(h.compression(), 1);
         let mut map = KeyMap::new(1 << 20);
         map_batch(&mut map, &buf).unwrap();
+        map.settle();
         let Outcome::Rewritten(out) = clean_batch(&buf, &h, &map, none).unwrap() else { panic!("a@0 goes") };
         let oh = read_header(&out).unwrap();
         assert_eq!((oh.compression(), oh.base_offset, oh.last_offset_delta, oh.records_count), (1, 0, 2, 2), "rewritten in gzip");
@@ -326,6 +325,7 @@ mod tests {
             assert_eq!((h.compression(), h.base_offset, h.leader_epoch), (codec, 5, 3));
             let mut map = KeyMap::new(1 << 20);
             assert!(map_batch(&mut map, &b).unwrap());
+            map.settle();
             assert_eq!((map.len(), map.latest(b"a")), (3, Some(7)), "codec {codec}");
             let Outcome::Rewritten(out) = clean_batch(&b, &h, &map, none).unwrap() else { panic!("a@5 goes") };
             let oh = batch::validate_stored(&out).unwrap();

@@ -1,37 +1,50 @@
 //! Compaction's key map: the last offset of every key seen in a dirty range, within a byte
 //! budget (`log.cleaner.dedupe.buffer.size`). Kafka's `SkimpyOffsetMap` is the model: keys are
-//! kept as 128-bit hashes in an open-addressing table with linear probing, so a key's own
-//! length does not matter and a slot is 24 bytes.
+//! kept as hashes in an open-addressing table with linear probing, so a key's own length does
+//! not matter. A slot is 16 bytes, four to a cache line: 96 bits of the key's 128-bit hash and
+//! its offset as 32 bits from the pass's first offset (see [`Slot`] for what that costs).
 //!
-//! A cleaning pass probes the map once per record in each of its two walks, and at 10⁵–10⁷ keys
-//! the table is larger than the CPU's caches: a probe is a cache miss. So the walks hand the
-//! map a batch's keys at once ([`KeyMap::insert_all`], [`KeyMap::keeps_all`]): every slot is
-//! prefetched first, and the misses overlap instead of following one another.
+//! A cleaning pass probes the map once per record of its dirty range, and at 10⁵–10⁷ keys the
+//! table is larger than the CPU's caches: a probe is a cache miss. So the map walk's keys are
+//! hashed and their slots prefetched [`prefetch_keys`] keys before they are inserted, across
+//! batches ([`KeyMap::insert_all`] keeps the keys in flight; [`KeyMap::settle`] inserts the
+//! last of them): the misses overlap instead of following one another. The rewrite asks about
+//! the records below the dirty range a batch at a time, prefetched the same way
+//! ([`KeyMap::keeps_all`]).
 //!
-//! A pass's map is made at its final size when the pass starts ([`KeyMap::for_range`]: room for
-//! the fewer of the budget's keys and the range's offsets at 3/4 load, so no pass rehashes its
-//! keys while it maps), in huge pages where the kernel gives them (a probe would otherwise also
-//! miss the TLB: at 10⁶ keys the table spans 10⁴ small pages). Other maps grow by doubling at
-//! 3/4 load, from 16 slots, until the budget's key count is reached. The table is never
-//! iterated, so its layout is observable nowhere.
+//! A table is made at its final size ([`KeyMap::for_range`]: room for the fewer of the
+//! budget's keys and the range's offsets at 3/4 load), so it never rehashes and never needs a
+//! key's hash again. Its zeroed memory comes from the OS untouched, and a pass's table asks for
+//! huge pages (a probe would otherwise also miss the TLB: at 10⁶ keys the table spans 10⁴
+//! small pages). The table is never iterated, so its layout is observable nowhere.
 
-/// Bytes one key costs the map at most: a 24-byte slot at the table's lowest load (3/8, just
-/// grown). Kafka's `SkimpyOffsetMap` keeps MD5s the same way.
+use super::superseded::Superseded;
+use std::collections::VecDeque;
+
+/// Bytes one key may cost the map: a 16-byte slot at 1/4 load, the lowest a pass's table has
+/// at its budget (3/4 load rounded up to a power of two of slots). Kafka's `SkimpyOffsetMap`
+/// budgets its MD5 slots the same way.
 pub const key_overhead_bytes: usize = 64;
 
-/// Slots in a new table (it doubles from there).
-const initial_slots: usize = 16;
+/// Keys the map walk hashes and prefetches ahead of the one it inserts: about as many cache
+/// misses as a core keeps in flight (measured: docs/benchmarks.md, session 14).
+const prefetch_keys: usize = 32;
 
-/// A key's identity in the map: 128 bits of MurmurHash3's x64 construction (16 bytes a round,
-/// then its finalizer), never 0 (0 marks an empty slot). Two keys sharing a hash would share a
-/// slot (the older one's records would go); at 2^-64 per pair it is Kafka's own trade-off with
-/// MD5.
+/// Keys of one batch the rewrite hashes and prefetches at a time (a batch with more goes in
+/// chunks).
+const chunk_keys: usize = 64;
+
+/// A key's identity: 128 bits of MurmurHash3's x64 construction (16 bytes a round, then its
+/// finalizer), never 0. A slot keeps 96 of them (see [`Slot`]).
 pub(super) fn key_hash(key: &[u8]) -> u128 {
     const c1: u64 = 0x87c3_7b91_1142_53d5;
     const c2: u64 = 0x4cf5_ad43_2745_937f;
     let mix1 = |k: u64| k.wrapping_mul(c1).rotate_left(31).wrapping_mul(c2);
     let mix2 = |k: u64| k.wrapping_mul(c2).rotate_left(33).wrapping_mul(c1);
-    let word = |b: &[u8]| b.iter().rev().fold(0u64, |w, &x| (w << 8) | x as u64);
+    let word = |b: &[u8]| match <[u8; 8]>::try_from(b) {
+        Ok(w) => u64::from_le_bytes(w),
+        Err(_) => b.iter().rev().fold(0u64, |w, &x| (w << 8) | x as u64),
+    };
     let (mut h1, mut h2) = (0u64, 0u64);
     let mut blocks = key.chunks_exact(16);
     for b in &mut blocks {
@@ -79,66 +92,86 @@ pub enum Keep {
     First,
 }
 
-/// One slot: a key's hash as two words (0, 0 when empty; 8-byte aligned, so 24 bytes) and its
-/// offset.
-#[derive(Debug, Clone, Copy, Default)]
-struct Slot {
-    hash: [u64; 2],
-    offset: i64,
-}
 
-/// Open addressing with linear probing over a power-of-two number of slots.
+/// One slot, 16 bytes aligned as 16 (four to a cache line, none across two): `[h1, tag]`, where
+/// h1 is the key hash's first 64 bits and tag holds the high 32 bits of its second word above
+/// `at`, the key's offset as 1 + its distance from the table's `base` (0: empty). The low bits
+/// of that second word pick the home slot and are not stored, so the 96 stored bits are
+/// independent of where a slot sits.
+///
+/// What a false match would cost, and how likely it is: two keys whose stored 96 bits agree
+/// and whose probe paths meet share a slot, and the older key's records would be dropped as
+/// superseded — its latest value lost. For random hashes the chance is 2⁻⁹⁶ per slot compared;
+/// a pass of 10⁷ records compares about 1.5 slots per record: ~10⁻²² per pass. Kafka compares
+/// full 128-bit MD5s over slots placed by their first bytes: 2⁻¹⁰⁶ per compared slot at 10⁶
+/// keys. Both are far below a disk's undetected error rate.
+type Slot = [u64; 2];
+
+/// An offset in a slot: 32 bits from `base`, so an offset 2³² − 1 or more past it (or below it)
+/// is not mapped at all ([`Table::at`]): its records are kept, never dropped — a pass over four
+/// billion offsets compacts less past them, which a valid log reaches only through gaps.
+const at_bits: u32 = 32;
+
+/// Open addressing with linear probing over a power-of-two number of slots, never grown.
 #[derive(Debug, Default)]
 struct Table {
     slots: Vec<Slot>,
+    base: i64,
     len: usize,
 }
 
-fn words(h: u128) -> [u64; 2] {
-    [h as u64, (h >> 64) as u64]
+fn split(h: u128) -> (usize, u64, u64) {
+    let (h1, h2) = ((h >> 64) as u64, h as u64);
+    (h2 as usize, h1, h2 >> at_bits << at_bits)
 }
 
 impl Table {
-    /// A table of room for `keys` at 3/4 load (a power of two of slots, at least 16), in huge
-    /// pages where the kernel gives them.
-    fn with_room(keys: usize) -> Table {
-        let n = keys.saturating_mul(4).div_ceil(3).max(initial_slots).next_power_of_two();
-        let mut slots = Vec::with_capacity(n);
-        advise_huge_pages(&slots);
-        slots.resize(n, Slot::default());
-        Table { slots, len: 0 }
+    /// A table of room for `keys` at 3/4 load (a power of two of slots, at least 16) whose
+    /// offsets count from `base`, in huge pages when `huge` and the kernel gives them.
+    fn with_room(keys: usize, base: i64, huge: bool) -> Table {
+        let n = keys.saturating_mul(4).div_ceil(3).max(16).next_power_of_two();
+        // Zeroed by the allocator (fresh pages from the OS for a big table), not written here.
+        let slots: Vec<Slot> = vec![[0, 0]; n];
+        if huge {
+            advise_huge_pages(&slots);
+        }
+        Table { slots, base, len: 0 }
     }
 
-    fn home(&self, h: [u64; 2]) -> usize {
-        h[0] as usize & (self.slots.len() - 1)
+    /// `offset` as a slot keeps it, if it is within 2³² − 1 of `base`.
+    fn at(&self, offset: i64) -> Option<u64> {
+        let d = u64::try_from(offset.checked_sub(self.base)?).ok()?;
+        (d < u32::MAX as u64).then_some(d + 1)
+    }
+
+    fn offset(&self, slot: &Slot) -> i64 {
+        self.base + (slot[1] as u32 as i64) - 1
     }
 
     /// The slot holding `h`, or the empty slot where it would go.
-    fn find(&self, h: [u64; 2]) -> Result<usize, usize> {
+    fn find(&self, h: u128) -> Result<usize, usize> {
+        let (home, h1, tag) = split(h);
         let mask = self.slots.len() - 1;
-        let mut i = self.home(h);
+        let mut i = home & mask;
         loop {
-            match self.slots[i].hash {
-                s if s == h => return Ok(i),
-                [0, 0] => return Err(i),
-                _ => i = (i + 1) & mask,
+            let s = &self.slots[i];
+            if s[1] as u32 == 0 {
+                return Err(i);
             }
+            if s[0] == h1 && s[1] >> at_bits << at_bits == tag {
+                return Ok(i);
+            }
+            i = (i + 1) & mask;
         }
     }
 
     fn get(&self, h: u128) -> Option<i64> {
-        if self.slots.is_empty() {
-            return None;
-        }
-        self.find(words(h)).ok().map(|i| self.slots[i].offset)
+        self.find(h).ok().map(|i| self.offset(&self.slots[i]))
     }
 
     /// Asks the CPU to start loading `h`'s home slot (a hint: no effect on results).
     fn prefetch(&self, h: u128) {
-        if self.slots.is_empty() {
-            return;
-        }
-        let slot = &self.slots[self.home(words(h))];
+        let slot = &self.slots[split(h).0 & (self.slots.len() - 1)];
         // SAFETY: a prefetch is a hint that never faults, and SSE (its target feature) is part
         // of every x86_64 target.
         #[cfg(target_arch = "x86_64")]
@@ -151,35 +184,25 @@ impl Table {
 
     /// Sets `h`'s offset with `merge(old, new)` if present (returning the old one), else
     /// inserts it when the table holds fewer than `max_keys`; `Err(Full)` when it was full.
-    fn upsert(&mut self, h: u128, offset: i64, max_keys: usize, merge: fn(i64, i64) -> i64) -> Result<Option<i64>, Full> {
-        if self.slots.is_empty() {
-            self.slots = vec![Slot::default(); initial_slots];
-        }
-        match self.find(words(h)) {
+    /// `at` is `offset` as [`Table::at`] gives it.
+    fn upsert(&mut self, h: u128, offset: i64, at: u64, max_keys: usize, merge: fn(i64, i64) -> i64) -> Result<Option<i64>, Full> {
+        match self.find(h) {
             Ok(i) => {
-                let old = self.slots[i].offset;
-                self.slots[i].offset = merge(old, offset);
+                let old = self.offset(&self.slots[i]);
+                let new = merge(old, offset);
+                if new != old {
+                    let s = &mut self.slots[i];
+                    s[1] = s[1] >> at_bits << at_bits | at;
+                }
                 Ok(Some(old))
             }
             Err(_) if self.len >= max_keys => Err(Full),
-            Err(mut i) => {
-                if (self.len + 1) * 4 > self.slots.len() * 3 {
-                    self.grow();
-                    i = self.find(words(h)).expect_err("a new key is absent");
-                }
-                self.slots[i] = Slot { hash: words(h), offset };
+            Err(i) => {
+                let (_, h1, tag) = split(h);
+                self.slots[i] = [h1, tag | at];
                 self.len += 1;
                 Ok(None)
             }
-        }
-    }
-
-    fn grow(&mut self) {
-        let doubled = vec![Slot::default(); self.slots.len() * 2];
-        let old = std::mem::replace(&mut self.slots, doubled);
-        for s in old.into_iter().filter(|s| s.hash != [0, 0]) {
-            let i = self.find(s.hash).expect_err("rehashed keys are distinct");
-            self.slots[i] = s;
         }
     }
 }
@@ -209,72 +232,6 @@ fn advise_huge_pages(slots: &Vec<Slot>) {
 #[derive(Debug)]
 struct Full;
 
-/// Which keyed records of a pass's dirty range a later record of their key superseded: one bit
-/// per offset from `start`, set by the map walk as it replaces a key's offset. The rewrite walk
-/// then judges a record of the dirty range by its bit, without hashing its key or probing the
-/// table (only records below the range, already cleaned, still ask the table). It answers as
-/// the table would: a record is superseded exactly when a later offset of its key was mapped.
-#[derive(Debug)]
-struct Superseded {
-    start: i64,
-    bits: Vec<u64>,
-}
-
-impl Superseded {
-    fn index(&self, offset: i64) -> Option<usize> {
-        let i = usize::try_from(offset.checked_sub(self.start)?).ok()?;
-        (i / 64 < self.bits.len()).then_some(i)
-    }
-
-    fn set(&mut self, offset: i64) {
-        if let Some(i) = self.index(offset) {
-            self.bits[i / 64] |= 1 << (i % 64);
-        }
-    }
-
-    /// Whether the record at `offset` was superseded; None outside the range.
-    fn get(&self, offset: i64) -> Option<bool> {
-        self.index(offset).map(|i| self.bits[i / 64] & (1 << (i % 64)) != 0)
-    }
-
-    /// The first offset from `from` whose bit is clear, at most `limit`; None if `from` is
-    /// outside the range.
-    fn clear_from(&self, from: i64, limit: i64) -> Option<i64> {
-        let mut i = self.index(from)?;
-        let end = usize::try_from(limit.saturating_sub(self.start)).unwrap_or(0).min(self.bits.len() * 64);
-        while i < end {
-            let k = i % 64;
-            // Set bits from bit k of this word on (the shifted-in top bits read as clear).
-            let ones = (!(self.bits[i / 64] >> k)).trailing_zeros() as usize;
-            i += ones;
-            if ones < 64 - k {
-                break;
-            }
-        }
-        Some(self.start + i.min(end.max(self.index(from)?)) as i64)
-    }
-
-    /// How many records in `first..=last` were superseded; None unless the range is inside.
-    fn count(&self, first: i64, last: i64) -> Option<u32> {
-        let (a, b) = (self.index(first)?, self.index(last)?);
-        if a > b {
-            return None;
-        }
-        let (wa, wb) = (a / 64, b / 64);
-        // Bits a%64.. of word wa through bits ..=b%64 of word wb.
-        let low = u64::MAX << (a % 64);
-        let high = u64::MAX >> (63 - b % 64);
-        if wa == wb {
-            return Some((self.bits[wa] & low & high).count_ones());
-        }
-        let middle: u32 = self.bits[wa + 1..wb].iter().map(|w| w.count_ones()).sum();
-        Some((self.bits[wa] & low).count_ones() + middle + (self.bits[wb] & high).count_ones())
-    }
-}
-
-/// Keys of one batch, hashed, at most this many at a time (a batch with more goes in chunks).
-const chunk_keys: usize = 64;
-
 /// The last offset of each key seen in a dirty range, within a byte budget (see the module).
 #[derive(Debug, Default)]
 pub struct KeyMap {
@@ -284,6 +241,9 @@ pub struct KeyMap {
     /// Set by [`KeyMap::for_range`] when the range's bits fit a quarter of the budget.
     superseded: Option<Superseded>,
     max_keys: usize,
+    /// Keys [`KeyMap::insert_all`] hashed and prefetched, oldest first, not yet inserted: at
+    /// most [`prefetch_keys`], and never more than the table still has room for, so each fits.
+    pending: VecDeque<(u128, i64)>,
 }
 
 impl KeyMap {
@@ -291,82 +251,113 @@ impl KeyMap {
         KeyMap::keeping(budget, Keep::Latest)
     }
 
-    /// A map whose decisions keep `keep` (see [`Keep`]: only `Latest` is correct).
+    /// A map whose decisions keep `keep` (see [`Keep`]: only `Latest` is correct), with room
+    /// for the budget's keys at offsets 0 to 2³² − 2.
     #[doc(hidden)]
     pub fn keeping(budget: usize, keep: Keep) -> KeyMap {
-        KeyMap { latest: Table::default(), first: (keep == Keep::First).then(Table::default), superseded: None, max_keys: (budget / key_overhead_bytes).max(1) }
+        let max_keys = (budget / key_overhead_bytes).max(1);
+        KeyMap::with_room(max_keys, keep, 0, None, false)
     }
 
-    /// [`KeyMap::keeping`] for a pass whose dirty range is `[start, end)`: when one bit per
-    /// offset of the range fits a quarter of `budget`, the map also tracks which records a
-    /// later one superseded (see [`Superseded`]), and its key budget shrinks by those bytes.
-    /// (Not for the planted [`Keep::First`], whose verdicts the bits cannot give.)
-    /// Its table is made at its final size: room for the fewer of its key budget and the
-    /// range's offsets (no range holds more keys than offsets).
+    fn with_room(max_keys: usize, keep: Keep, base: i64, superseded: Option<Superseded>, huge: bool) -> KeyMap {
+        let first = (keep == Keep::First).then(|| Table::with_room(max_keys, base, false));
+        KeyMap { latest: Table::with_room(max_keys, base, huge), first, superseded, max_keys, pending: VecDeque::with_capacity(prefetch_keys) }
+    }
+
+    /// The map of a pass whose dirty range is `[start, end)`: offsets count from `start`, and
+    /// when one bit per offset of the range fits a quarter of `budget`, the map also tracks
+    /// which records a later one superseded (see [`Superseded`]), and its key budget shrinks
+    /// by those bytes. (Not for the planted [`Keep::First`], whose verdicts the bits cannot
+    /// give.) Its table is made at its final size: room for the fewer of its key budget and
+    /// the range's offsets (no range holds more keys than offsets), in huge pages.
     pub fn for_range(budget: usize, keep: Keep, start: i64, end: i64) -> KeyMap {
-        let mut map = KeyMap::keeping(budget, keep);
+        let mut max_keys = (budget / key_overhead_bytes).max(1);
         let offsets = usize::try_from(end.saturating_sub(start)).unwrap_or(usize::MAX);
         let words = offsets.div_ceil(64);
         let bytes = words.saturating_mul(8);
+        let mut superseded = None;
         if keep == Keep::Latest && bytes <= budget / 4 {
-            map.superseded = Some(Superseded { start, bits: vec![0; words] });
-            map.max_keys = ((budget - bytes) / key_overhead_bytes).max(1);
+            superseded = Some(Superseded { start, bits: vec![0; words] });
+            max_keys = ((budget - bytes) / key_overhead_bytes).max(1);
         }
-        map.latest = Table::with_room(map.max_keys.min(offsets));
-        map
+        KeyMap::with_room(max_keys.min(offsets).max(1), keep, start, superseded, true)
     }
 
     /// Records that `key` is at `offset` (later offsets win). False when a new key would not
     /// fit: the pass must end its dirty range before the batch holding it.
     pub fn insert(&mut self, key: &[u8], offset: i64) -> bool {
+        self.settle();
         self.insert_hashed(key_hash(key), offset)
     }
 
     fn insert_hashed(&mut self, h: u128, offset: i64) -> bool {
-        let Ok(old) = self.latest.upsert(h, offset, self.max_keys, i64::max) else { return false };
+        // An offset the slots cannot hold is not mapped: its record and its key's earlier ones
+        // are kept (see `at_bits`).
+        let Some(at) = self.latest.at(offset) else { return true };
+        let Ok(old) = self.latest.upsert(h, offset, at, self.max_keys, i64::max) else { return false };
         if let (Some(old), Some(superseded)) = (old, self.superseded.as_mut()) {
             superseded.set(old.min(offset));
         }
         if let Some(first) = self.first.as_mut() {
-            let _ = first.upsert(h, offset, usize::MAX, i64::min);
+            let _ = first.upsert(h, offset, at, usize::MAX, i64::min);
         }
         true
     }
 
-    /// [`KeyMap::insert`] for each `(key, offset)` in order, their slots prefetched first;
-    /// false as soon as one does not fit (those before it are in).
+    /// [`KeyMap::insert`] for each `(key, offset)` in order; false as soon as one does not fit
+    /// (those before it are in). The keys are hashed and prefetched [`prefetch_keys`] ahead of
+    /// their insertion, and the last of them stay in flight after the call returns (the next
+    /// batch's keys push them in): [`KeyMap::settle`] before asking the map anything. Near
+    /// its budget, where a key in flight might not fit, the map settles and inserts each key
+    /// at once, so the answer is the same as one insert at a time.
     pub fn insert_all<'k>(&mut self, keys: impl Iterator<Item = (&'k [u8], i64)>) -> bool {
-        let mut chunk = [(0u128, 0i64); chunk_keys];
-        let mut keys = keys.peekable();
-        while keys.peek().is_some() {
-            let mut n = 0;
-            for (key, offset) in keys.by_ref().take(chunk_keys) {
-                let h = key_hash(key);
-                self.latest.prefetch(h);
-                chunk[n] = (h, offset);
-                n += 1;
+        for (key, offset) in keys {
+            let h = key_hash(key);
+            if self.latest.len + self.pending.len() >= self.max_keys {
+                self.settle();
+                if !self.insert_hashed(h, offset) {
+                    return false;
+                }
+                continue;
             }
-            if !chunk[..n].iter().all(|&(h, offset)| self.insert_hashed(h, offset)) {
-                return false;
+            self.latest.prefetch(h);
+            if self.pending.len() == prefetch_keys {
+                let (h, offset) = self.pending.pop_front().expect("a full queue");
+                let fits = self.insert_hashed(h, offset);
+                debug_assert!(fits, "a key in flight always has room");
             }
+            self.pending.push_back((h, offset));
         }
         true
+    }
+
+    /// Inserts the keys [`KeyMap::insert_all`] left in flight (each has room).
+    pub fn settle(&mut self) {
+        while let Some((h, offset)) = self.pending.pop_front() {
+            let fits = self.insert_hashed(h, offset);
+            debug_assert!(fits, "a key in flight always has room");
+        }
     }
 
     pub fn latest(&self, key: &[u8]) -> Option<i64> {
+        self.assert_settled();
         self.latest.get(key_hash(key))
+    }
+
+    fn assert_settled(&self) {
+        debug_assert!(self.pending.is_empty(), "the map is asked with keys in flight: settle it first");
     }
 
     /// Whether the record of `key` at `offset` is the one of its key this pass keeps: the
     /// latest mapped (or the first, planted), or one the map never saw — its key was not in
     /// the dirty range, or it lies above the range's mapped end.
     pub fn keeps(&self, key: &[u8], offset: i64) -> bool {
+        self.assert_settled();
         match self.superseded.as_ref().and_then(|s| s.get(offset)) {
             Some(gone) => !gone,
             None => self.keeps_hashed(key_hash(key), offset),
         }
     }
-
     /// How many records with offsets in `first..=last` a later record of their key superseded,
     /// from the bits alone (no hashing, no probe); None when the map keeps no bits or the range
     /// is not inside its dirty range. Each offset holds at most one record and only mapped
@@ -374,6 +365,7 @@ impl KeyMap {
     /// record, and one whose count is 0 loses none — unless it is below the range, where
     /// tombstones may expire, which is why only the dirty range answers.
     pub fn superseded_in(&self, first: i64, last: i64) -> Option<u32> {
+        self.assert_settled();
         self.superseded.as_ref()?.count(first, last)
     }
 
@@ -381,6 +373,7 @@ impl KeyMap {
     /// in `from..end` holds a record a later one of its key superseded, so every batch wholly
     /// inside loses every record, whatever its header says. None without bits or outside them.
     pub fn superseded_through(&self, from: i64, limit: i64) -> Option<i64> {
+        self.assert_settled();
         self.superseded.as_ref()?.clear_from(from, limit)
     }
 
@@ -398,6 +391,7 @@ impl KeyMap {
     /// [`KeyMap::keeps`] for each `(key, offset)`, in order, into `out` (cleared first), their
     /// slots prefetched first.
     pub fn keeps_all<'k>(&self, keys: impl Iterator<Item = (&'k [u8], i64)>, out: &mut Vec<bool>) {
+        self.assert_settled();
         out.clear();
         let mut chunk = [(0u128, 0i64); chunk_keys];
         let mut keys = keys.peekable();
@@ -430,6 +424,7 @@ impl KeyMap {
     }
 
     pub fn len(&self) -> usize {
+        self.assert_settled();
         self.latest.len
     }
 
@@ -460,12 +455,13 @@ mod tests {
     }
 
     #[test]
-    fn the_map_grows_keeps_the_latest_offset_and_stops_at_its_budget() {
+    fn the_map_keeps_the_latest_offset_and_stops_at_its_budget() {
         let keys: Vec<String> = (0..5_000).map(|i| format!("k{i}")).collect();
         let mut map = KeyMap::new(4_000 * key_overhead_bytes);
         // Every key twice, the second time at a later offset; then once more at an earlier one.
         let pairs = keys.iter().take(4_000).enumerate().flat_map(|(i, k)| [(k.as_bytes(), i as i64), (k.as_bytes(), 10_000 + i as i64)]);
         assert!(map.insert_all(pairs));
+        map.settle();
         assert_eq!(map.len(), 4_000);
         assert!(map.insert(b"k7", 3), "an earlier offset of a mapped key changes nothing");
         assert_eq!(map.latest(b"k7"), Some(10_007));
@@ -498,6 +494,8 @@ mod tests {
             bits.max_keys = plain.max_keys; // the same key budget, so both fill at the same key
             let keyed = || records.iter().filter_map(|(o, k)| Some((k.as_deref()?.as_bytes(), *o)));
             assert_eq!(plain.insert_all(keyed()), bits.insert_all(keyed()));
+            plain.settle();
+            bits.settle();
             let asked: Vec<(Vec<u8>, i64)> = keyed().map(|(k, o)| (k.to_vec(), o)).chain([(b"k1".to_vec(), 50), (b"k2".to_vec(), 450)]).collect();
             let (mut a, mut b) = (Vec::new(), Vec::new());
             plain.keeps_all(asked.iter().map(|(k, o)| (k.as_slice(), *o)), &mut a);
@@ -516,6 +514,7 @@ mod tests {
         let mut map = KeyMap::for_range(1 << 20, Keep::Latest, 1_000, 1_300);
         let keys: Vec<String> = (1_000..1_300).map(|o| format!("k{}", o % 50)).collect();
         assert!(map.insert_all(keys.iter().zip(1_000..).map(|(k, o)| (k.as_bytes(), o))));
+        map.settle();
         for (first, last) in [(1_000, 1_000), (1_000, 1_063), (1_060, 1_070), (1_001, 1_299), (1_240, 1_299), (1_249, 1_250), (1_127, 1_128)] {
             let want = (first..=last).filter(|&o| !map.keeps_hashed(key_hash(format!("k{}", o % 50).as_bytes()), o)).count() as u32;
             assert_eq!(map.superseded_in(first, last), Some(want), "{first}..={last}");
@@ -526,23 +525,6 @@ mod tests {
         assert_eq!(KeyMap::new(1 << 20).superseded_in(0, 0), None, "no bits: no answer");
     }
 
-    #[test]
-    fn a_run_of_superseded_records_ends_at_the_first_clear_bit() {
-        let mut bits = Superseded { start: 100, bits: vec![0; 4] };
-        for o in (103..230).chain(231..240) {
-            bits.set(o);
-        }
-        assert_eq!(bits.clear_from(100, 356), Some(100), "100 is clear");
-        assert_eq!(bits.clear_from(103, 356), Some(230), "across words, to the clear bit");
-        assert_eq!(bits.clear_from(103, 200), Some(200), "at most the limit");
-        assert_eq!(bits.clear_from(231, 356), Some(240));
-        assert_eq!(bits.clear_from(103, 50), Some(103), "a limit below `from`");
-        for o in 240..356 {
-            bits.set(o);
-        }
-        assert_eq!(bits.clear_from(231, 1_000), Some(356), "to the end of the bits");
-        assert_eq!(bits.clear_from(99, 356), None);
-    }
 
     #[test]
     fn a_pass_map_is_made_at_its_final_size_within_the_budget() {
@@ -554,7 +536,7 @@ mod tests {
         assert!(!map.insert_all(keys.iter().zip(0..).map(|(k, o)| (k.as_bytes(), o))), "the last key is past the budget");
         assert_eq!((map.len(), map.latest.slots.len()), (map.max_keys, slots), "full, and never grown");
         let small = KeyMap::for_range(budget, Keep::Latest, 0, 10);
-        assert_eq!(small.latest.slots.len(), initial_slots, "a short range needs no more than its offsets");
+        assert_eq!(small.latest.slots.len(), 16, "a short range needs no more than its offsets");
     }
 
     #[test]
@@ -570,5 +552,51 @@ mod tests {
         let mut map = KeyMap::new(2 * key_overhead_bytes);
         assert!(!map.insert_all([(&b"a"[..], 0), (&b"b"[..], 1), (&b"c"[..], 2), (&b"a"[..], 3)].into_iter()));
         assert_eq!((map.len(), map.latest(b"a"), map.latest(b"c")), (2, Some(0), None), "a@3 came after the key that did not fit");
+    }
+
+    #[test]
+    fn keys_in_flight_give_the_answers_of_one_insert_at_a_time() {
+        // Batches of 1 to 40 keys drawn from 3,000 (a seeded walk), into maps that fill part
+        // way (budgets of 500 and 2,900 keys) or never: the pipelined map must say the same
+        // batch does not fit, and then hold the same offsets and superseded bits.
+        for budget_keys in [500, 2_900, 100_000] {
+            let budget = budget_keys * key_overhead_bytes;
+            let (mut piped, mut single) = (KeyMap::for_range(budget, Keep::Latest, 0, 60_000), KeyMap::for_range(budget, Keep::Latest, 0, 60_000));
+            let (mut x, mut offset, mut full) = (11u64, 0i64, None);
+            let mut names = Vec::new();
+            for batch in 0.. {
+                x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                let n = (x >> 59) as i64 % 40 + 1;
+                let keys: Vec<(String, i64)> = (offset..offset + n).map(|o| (format!("k{}", (x >> 20).wrapping_add(o as u64 * 7_919) % 3_000), o)).collect();
+                offset += n;
+                let fits = piped.insert_all(keys.iter().map(|(k, o)| (k.as_bytes(), *o)));
+                assert_eq!(fits, keys.iter().all(|(k, o)| single.insert(k.as_bytes(), *o)), "batch {batch}");
+                names.extend(keys.into_iter().map(|(k, _)| k));
+                if !fits || offset > 50_000 {
+                    full = Some(!fits);
+                    break;
+                }
+            }
+            piped.settle();
+            assert_eq!(full, Some(budget_keys < 3_000), "budget of {budget_keys} keys");
+            assert_eq!(piped.len(), single.len());
+            for k in &names {
+                assert_eq!(piped.latest(k.as_bytes()), single.latest(k.as_bytes()));
+            }
+            assert_eq!(piped.superseded.as_ref().map(|s| s.bits.clone()), single.superseded.as_ref().map(|s| s.bits.clone()));
+        }
+    }
+
+    #[test]
+    fn an_offset_the_slots_cannot_hold_is_not_mapped_and_its_records_are_kept() {
+        let far = 100 + u32::MAX as i64;
+        let mut map = KeyMap::for_range(1 << 20, Keep::Latest, 100, 200);
+        assert!(map.insert_all([(&b"a"[..], 100), (&b"b"[..], 101), (&b"b"[..], far), (&b"c"[..], far - 1), (&b"d"[..], 99)].into_iter()));
+        map.settle();
+        assert_eq!((map.latest(b"a"), map.latest(b"b"), map.latest(b"c"), map.latest(b"d")), (Some(100), Some(101), Some(far - 1), None));
+        assert!(map.keeps(b"b", 101) && map.keeps(b"b", far), "b@far was never mapped: b@101 stays as well");
+        assert!(map.keeps(b"d", 99), "below the base");
+        assert!(!map.keeps(b"c", 50), "a mapped key still supersedes the clean part");
+        assert_eq!(std::mem::size_of::<Slot>(), 16);
     }
 }

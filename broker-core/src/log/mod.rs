@@ -24,6 +24,7 @@ pub mod clean;
 pub mod compressed;
 mod cleaner;
 mod key_map;
+mod superseded;
 mod config;
 mod durability;
 mod pass;

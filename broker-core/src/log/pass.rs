@@ -191,6 +191,7 @@ impl Log {
                         *next = h.next_offset();
                     }
                     if full || batches.is_empty() || *next >= pass.end {
+                        pass.map.settle();
                         pass.stats.to = *next;
                         pass.stats.keys = pass.map.len();
                         pass.header_reads = pass.stats.bytes_read >= pass.mapped_batches.max(1) * cleaner_header_read_batch_bytes_min;
@@ -493,6 +494,7 @@ mod tests {
         for (b, _) in &batches {
             assert_eq!(clean::map_batch(&mut map, b), Ok(true));
         }
+        map.settle();
         let none = Tombstones { reached: 0, horizon_ms: 0 };
         let judged: Vec<Outcome> = batches.iter().map(|(b, h)| judge(b, h, &map, none, &(0..6)).unwrap()).collect();
         assert_eq!(judged[0], Outcome::Empty);
