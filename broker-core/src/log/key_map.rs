@@ -21,13 +21,14 @@
 use super::superseded::Superseded;
 use std::collections::VecDeque;
 
-/// Bytes one key may cost the map: a 16-byte slot at 1/4 load, the lowest a pass's table has
-/// at its budget (3/4 load rounded up to a power of two of slots). Kafka's `SkimpyOffsetMap`
-/// budgets its MD5 slots the same way.
+/// Bytes of budget one key counts for. Its table takes at most 43 of them (a 16-byte slot at
+/// 3/8 load: room at 3/4, rounded up to a power of two of slots); 64 is what a 24-byte slot
+/// took until session 14, kept so a pass maps as many keys per budget as before. Kafka's
+/// `SkimpyOffsetMap` budgets its slots the same way.
 pub const key_overhead_bytes: usize = 64;
 
-/// Keys the map walk hashes and prefetches ahead of the one it inserts: about as many cache
-/// misses as a core keeps in flight (measured: docs/benchmarks.md, session 14).
+/// Keys the map walk hashes and prefetches ahead of the one it inserts: more than a core keeps
+/// misses in flight (16, 32, 64 and 128 measured within each other's noise, session 14).
 const prefetch_keys: usize = 32;
 
 /// Keys of one batch the rewrite hashes and prefetches at a time (a batch with more goes in
@@ -113,7 +114,7 @@ type Slot = [u64; 2];
 const at_bits: u32 = 32;
 
 /// Open addressing with linear probing over a power-of-two number of slots, never grown.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Table {
     slots: Vec<Slot>,
     base: i64,
@@ -233,7 +234,7 @@ fn advise_huge_pages(slots: &Vec<Slot>) {
 struct Full;
 
 /// The last offset of each key seen in a dirty range, within a byte budget (see the module).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct KeyMap {
     latest: Table,
     /// The first offset of each key, kept only for the planted [`Keep::First`].
