@@ -8,15 +8,18 @@ use crate::metadata::PartitionInfo;
 use crate::replication::{Change, Replication, Role};
 
 /// One local replica: its log, its producers, its replication state.
+/// Fields in declared order (`repr(C)`): what a produce reads first, so that a partition found
+/// cold in the caches costs fewer misses (`Log` says more).
+#[repr(C)]
 pub struct Partition {
-    /// The id of the topic this replica belongs to (a re-created topic has another).
-    pub topic_id: [u8; 16],
+    pub replication: Replication,
     /// The topic's `min.insync.replicas`, kept here so a produce does not re-derive the topic's
     /// config (updated when a `TopicConfig` record changes it).
     pub(super) min_insync: i32,
     pub log: Log,
     pub(super) producers: ProducerStates,
-    pub replication: Replication,
+    /// The id of the topic this replica belongs to (a re-created topic has another).
+    pub topic_id: [u8; 16],
     /// The log start DeleteRecords set (at this leader, or adopted from the leader as a
     /// follower), persisted in the partition directory; 0 when never set. Kafka's logical
     /// logStartOffset: it may fall inside a segment, which stays until it is wholly below.

@@ -127,33 +127,38 @@ pub struct RecoveryReport {
 /// Name of the file holding the recovery point, as Kafka names its broker-wide one.
 pub const RECOVERY_POINT_FILE: &str = "recovery-point-offset-checkpoint";
 
+/// Field order is declared (`repr(C)`) and puts first what every append reads or writes: at
+/// thousands of partitions each append finds its log cold in the caches, and fields spread
+/// over the struct cost a cache miss each (docs/benchmarks.md, "Session 14").
+#[repr(C)]
 pub struct Log {
-    disk: Arc<dyn Disk>,
-    dir: PathBuf,
-    config: LogConfig,
     /// Ordered by base offset; never empty; the last one is active.
     segments: Vec<Segment>,
-    /// Offset below which everything is synced.
-    recovery_point: i64,
-    /// Records appended since the last flush, and when the oldest of them was appended.
-    unflushed_records: u64,
-    unflushed_since_ms: Option<u64>,
-    /// A segment file was created or removed since the last directory sync.
-    dir_dirty: bool,
-    /// Names and files outside the segments that the next flush must make durable
-    /// (`durability`): the log directory's own entry when open created it, a partition marker.
-    owed: Vec<durability::Owed>,
-    /// Where each leader epoch starts, derived from the batch headers.
-    epochs: EpochCache,
     /// Set when a sync (or the undoing of a failed write) failed. After a failed fsync the
     /// kernel may have dropped the dirty pages while a later fsync reports success, so the
     /// log refuses all further writes until it is reopened and recovered (Kafka takes the
     /// log directory offline for the same reason).
     failed: Option<String>,
+    /// Records appended since the last flush, and when the oldest of them was appended.
+    unflushed_records: u64,
+    unflushed_since_ms: Option<u64>,
+    /// Where each leader epoch starts, derived from the batch headers.
+    epochs: EpochCache,
+    config: LogConfig,
+    disk: Arc<dyn Disk>,
+    dir: PathBuf,
+    /// Offset below which everything is synced.
+    recovery_point: i64,
+    /// A segment file was created or removed since the last directory sync.
+    dir_dirty: bool,
+    /// Names and files outside the segments that the next flush must make durable
+    /// (`durability`): the log directory's own entry when open created it, a partition marker.
+    owed: Vec<durability::Owed>,
     /// Offsets below this have been through a cleaning pass (compacted logs; `cleaner`).
     cleaned_to: i64,
-    /// The cleaning pass in flight between steps (`pass`).
-    pass: Option<pass::Pass>,
+    /// The cleaning pass in flight between steps (`pass`). Boxed: it is large and rare, and
+    /// inline it spread the fields every append touches over more cache lines.
+    pass: Option<Box<pass::Pass>>,
     /// The planted bug `CheckpointInPlace` (see `planted`); false but in simulated tests.
     checkpoint_in_place: bool,
     /// What the checkpoint file says (as read at open, or last written): a checkpoint of an

@@ -106,7 +106,7 @@ impl Log {
             Some(pass) => pass,
             None if self.cleaning_due(now, upper) => {
                 let (start, end) = (self.cleaned_to(), self.dirty_end(now, upper));
-                Pass { map: KeyMap::for_range(map_bytes, keep, start, end), start, end, producers: BTreeMap::new(), stats: CleanStats { from: start, to: start, ..CleanStats::default() }, phase: Phase::Map { next: start }, buf: Vec::new(), mapped_batches: 0, header_reads: false }
+                Box::new(Pass { map: KeyMap::for_range(map_bytes, keep, start, end), start, end, producers: BTreeMap::new(), stats: CleanStats { from: start, to: start, ..CleanStats::default() }, phase: Phase::Map { next: start }, buf: Vec::new(), mapped_batches: 0, header_reads: false })
             }
             None => return Ok(Step::Idle),
         };
@@ -151,7 +151,7 @@ impl Log {
     /// Ends the pass in flight, if any, removing its `.cleaned` file (a leftover one is removed
     /// at the next open anyway). Called before anything removes segments.
     pub(super) fn abort_cleaning(&mut self) {
-        if let Some(Pass { phase: Phase::Rewrite { group: Some(g), .. }, .. }) = self.pass.take() {
+        if let Some(Phase::Rewrite { group: Some(g), .. }) = self.pass.take().map(|p| p.phase) {
             drop(g.seg);
             let _ = self.remove_cleaned(g.bases[0]);
         }

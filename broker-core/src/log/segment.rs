@@ -35,37 +35,40 @@ pub struct Cut {
     pub reason: String,
 }
 
+/// Fields in declared order (`repr(C)`), what an append touches first: see `Log`.
+#[repr(C)]
 pub struct Segment {
-    pub base_offset: i64,
-    log_path: PathBuf,
-    /// Shared with the fetch regions in flight from this segment (see `log::region`).
-    log: Arc<SegmentLog>,
     /// Bytes of whole batches in `.log`.
     size: u64,
     /// Offset after the last batch (`base_offset` when empty).
     next_offset: i64,
-    idx: Indexing,
-    /// Simulated or real ms at creation (or at open): the `segment.ms` reference while the
-    /// segment holds no batch.
-    pub created_ms: u64,
+    /// Shared with the fetch regions in flight from this segment (see `log::region`).
+    log: Arc<SegmentLog>,
     /// maxTimestamp of the first batch: the `segment.ms` reference once there is one (Kafka's
     /// rule, so restarts do not postpone time-based rolls).
     first_batch_timestamp: Option<i64>,
+    /// Simulated or real ms at creation (or at open): the `segment.ms` reference while the
+    /// segment holds no batch.
+    pub created_ms: u64,
+    pub base_offset: i64,
+    idx: Indexing,
+    log_path: PathBuf,
 }
 
 /// The indexes and the running state that decides their next entries. Kept apart from the
 /// `.log` handle so a scan can read the log while it rebuilds the indexes.
+#[repr(C)]
 struct Indexing {
-    base_offset: i64,
-    index: IndexFile<OffsetEntry>,
-    time_index: IndexFile<TimeEntry>,
-    max_timestamp: i64,
-    offset_of_max_timestamp: i64,
     bytes_since_index: u64,
     /// Kafka `index.interval.bytes`: log bytes between sparse index entries.
     interval: u64,
+    max_timestamp: i64,
+    offset_of_max_timestamp: i64,
+    base_offset: i64,
     /// Entries were written since the index files were last synced.
     dirty: bool,
+    index: IndexFile<OffsetEntry>,
+    time_index: IndexFile<TimeEntry>,
 }
 
 impl Indexing {

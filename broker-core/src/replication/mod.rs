@@ -95,21 +95,28 @@ pub struct IsrProposal {
 }
 
 #[derive(Debug, Clone)]
+/// Fields in declared order (`repr(C)`): what a produce reads first (see `log::Log`).
+#[repr(C)]
 pub struct Replication {
-    me: i32,
     pub role: Role,
-    pub replicas: Vec<i32>,
+    me: i32,
+    pub leader_epoch: i32,
+    high_watermark: i64,
     /// The ISR as the controller last committed it.
     pub isr: Vec<i32>,
-    pub leader_epoch: i32,
-    pub partition_epoch: i32,
-    high_watermark: i64,
-    /// Leader only: the log end offset when this leadership began (the epoch's start).
-    epoch_start: i64,
+    /// KIP-966's strict min ISR (with `eligible.leader.replicas.enable`): the high watermark
+    /// does not move while the committed ISR has fewer members than this, so every replica
+    /// that left an ISR already at the minimum holds every record below the mark (what makes
+    /// the controller's ELR safe to elect). 0: no such rule.
+    strict_min_isr: usize,
     /// Leader only: each other replica's progress.
     followers: BTreeMap<i32, Progress>,
     /// An AlterPartition sent and not yet answered.
     in_flight: Option<Vec<i32>>,
+    pub replicas: Vec<i32>,
+    pub partition_epoch: i32,
+    /// Leader only: the log end offset when this leadership began (the epoch's start).
+    epoch_start: i64,
     /// When the last ISR change was proposed, and whether it failed: a refused or unsent change
     /// is proposed again only `isr_change_retry_ms` later, not at every tick.
     proposed_ms: u64,
@@ -119,11 +126,6 @@ pub struct Replication {
     resend: bool,
     /// Follower only: epoch truncation still to do before fetching.
     pub needs_truncation: bool,
-    /// KIP-966's strict min ISR (with `eligible.leader.replicas.enable`): the high watermark
-    /// does not move while the committed ISR has fewer members than this, so every replica
-    /// that left an ISR already at the minimum holds every record below the mark (what makes
-    /// the controller's ELR safe to elect). 0: no such rule.
-    strict_min_isr: usize,
 }
 
 impl Replication {

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Broker CPU per produced batch as the partition count grows, with a fixed request pattern
+# (docs/benchmarks.md "Partitions at scale", issue 13 item 3). librdkafka changes how it sends
+# with the partition count (fewer batches per request, more client CPU, the broker idling and
+# waking between requests), so here the load is our own: `seedlog bench-connections`, one
+# connection, IN_FLIGHT Produce requests outstanding, each one batch of BATCH records of 100 bytes,
+# acks=all, the k-th batch to partition k mod N. Only the partition count varies. For each count
+# in PARTS, one broker (started once for all counts) takes a warm-up of 10,000 records on a fresh
+# topic, then RECORDS records on it; the broker's CPU (utime+stime from /proc) over the run is
+# divided by the Produce requests answered, each one batch. Prints one line per count, and the
+# ratio of each to the first count's figure (the target: within 1.5x from 1 to 4,000).
+#
+#   scripts/bench-batch-cost.sh                              # PARTS="1 100 1000 4000", RECORDS=3000000
+#   PARTS="1 4000" RECORDS=500000 scripts/bench-batch-cost.sh
+#   BROKER=path/to/broker SEEDLOG=path/to/seedlog scripts/bench-batch-cost.sh   # no build (A/B)
+#   PERF=1 scripts/bench-batch-cost.sh   # also `perf record -g` 3 s of each run into target/bench-batch-cost/perf-N.data
+#
+# Each run is bounded (SECS_MAX seconds per count); the broker is stopped (SIGTERM, SIGKILL
+# after 60 s) on exit and its data directory removed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PARTS=${PARTS:-"1 100 1000 4000"}; RECORDS=${RECORDS:-3000000}; BATCH=${BATCH:-10}
+IN_FLIGHT=${IN_FLIGHT:-5}; SECS_MAX=${SECS_MAX:-300}; PERF=${PERF:-0}
+die() { echo "bench-batch-cost: $*" >&2; exit 1; }
+. scripts/client-python.sh
+PY=${PY:-python3}   # only to pick a free port and read the JSON lines: no client library needed
+OUT=${CARGO_TARGET_DIR:-target}
+if [ -z "${BROKER:-}" ] || [ -z "${SEEDLOG:-}" ]; then
+  timeout 1800 cargo build --release -p broker-core --bin broker --bin seedlog >&2 || die "cargo build failed"
+  BROKER=$OUT/release/broker SEEDLOG=$OUT/release/seedlog
+fi
+export BROKER
+. scripts/broker-start.sh
+mkdir -p "$OUT/bench-batch-cost"
+W=$(mktemp -d -p "$OUT/bench-batch-cost" run.XXXXXX)
+trap 'stop_broker; rm -rf "$W"' EXIT
+start_broker "$W" || die "start"
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+first=
+for n in $PARTS; do
+  run() {  # $1: records, $2: tag
+    timeout "$SECS_MAX" "$SEEDLOG" bench-connections --bootstrap "$BOOTSTRAP" --broker-pid "$BPID" --acks -1 \
+      --in-flight "$IN_FLIGHT" --records "$1" --batch-records "$BATCH" --partitions "$n" --topic "t$n" --tag "$2" --settle-ms 200
+  }
+  run 10000 "warm$n" >/dev/null 2>&1 || die "warm-up at $n partitions"
+  perf_pid=
+  if [ "$PERF" = 1 ]; then
+    ( sleep 1; exec perf record -F 1999 -g -p "$BPID" -o "$OUT/bench-batch-cost/perf-$n.data" -- sleep 3 >/dev/null 2>&1 ) &
+    perf_pid=$!
+  fi
+  line=$(run "$RECORDS" "p$n" 2>&1 | tail -n 1) || die "run at $n partitions"
+  [ -z "$perf_pid" ] || wait "$perf_pid" || true
+  us=$("$PY" -c 'import json,sys; d=json.loads(sys.argv[1]); print(round(d["broker_cpu_s"]/d["requests"]*1e6,2))' "$line") \
+    || die "no result at $n partitions: $line"
+  first=${first:-$us}
+  "$PY" - "$line" "$us" "$first" <<'PY'
+import json, sys
+d, us, first = json.loads(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
+print(f"{d['partitions']:>5} partitions: {d['requests']} batches, broker CPU {d['broker_cpu_s']:.2f} s, "
+      f"{us:.2f} us per batch, {us / first:.2f}x the first, {d['secs']:.1f} s")
+PY
+  sleep 1
+done
