@@ -7,13 +7,16 @@
 # acks=all, the k-th batch to partition k mod N. Only the partition count varies. For each count
 # in PARTS, one broker (started once for all counts) takes a warm-up of 10,000 records on a fresh
 # topic, then RECORDS records on it; the broker's CPU (utime+stime from /proc) over the run is
-# divided by the Produce requests answered, each one batch. Prints one line per count, and the
-# ratio of each to the first count's figure (the target: within 1.5x from 1 to 4,000).
+# divided by the Produce requests answered, each one batch. Prints one line per count: that figure,
+# split into user and kernel time (utime and stime from /proc/PID/stat around the run: the
+# broker's own code against the kernel's socket and file work), and its ratio to the first
+# count's figure (the target: within 1.5x from 1 to 4,000).
 #
 #   scripts/bench-batch-cost.sh                              # PARTS="1 100 1000 4000", RECORDS=3000000
 #   PARTS="1 4000" RECORDS=500000 scripts/bench-batch-cost.sh
 #   BROKER=path/to/broker SEEDLOG=path/to/seedlog scripts/bench-batch-cost.sh   # no build (A/B)
 #   PERF=1 scripts/bench-batch-cost.sh   # also `perf record -g` 3 s of each run into target/bench-batch-cost/perf-N.data
+#   DIR=/mnt/other-fs scripts/bench-batch-cost.sh   # the broker's data on another file system
 #
 # Each run is bounded (SECS_MAX seconds per count); the broker is stopped (SIGTERM, SIGKILL
 # after 60 s) on exit and its data directory removed.
@@ -31,8 +34,9 @@ if [ -z "${BROKER:-}" ] || [ -z "${SEEDLOG:-}" ]; then
 fi
 export BROKER
 . scripts/broker-start.sh
-mkdir -p "$OUT/bench-batch-cost"
-W=$(mktemp -d -p "$OUT/bench-batch-cost" run.XXXXXX)
+DIR=${DIR:-$OUT/bench-batch-cost}   # where the broker's data directory goes (its file system matters)
+mkdir -p "$DIR" "$OUT/bench-batch-cost"
+W=$(mktemp -d -p "$DIR" run.XXXXXX)
 trap 'stop_broker; rm -rf "$W"' EXIT
 start_broker "$W" || die "start"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -48,16 +52,21 @@ for n in $PARTS; do
     ( sleep 1; exec perf record -F 1999 -g -p "$BPID" -o "$OUT/bench-batch-cost/perf-$n.data" -- sleep 3 >/dev/null 2>&1 ) &
     perf_pid=$!
   fi
+  cpu0=$(cut -d' ' -f14,15 "/proc/$BPID/stat")   # utime stime, in clock ticks
   line=$(run "$RECORDS" "p$n" 2>&1 | tail -n 1) || die "run at $n partitions"
+  cpu1=$(cut -d' ' -f14,15 "/proc/$BPID/stat")
   [ -z "$perf_pid" ] || wait "$perf_pid" || true
   us=$("$PY" -c 'import json,sys; d=json.loads(sys.argv[1]); print(round(d["broker_cpu_s"]/d["requests"]*1e6,2))' "$line") \
     || die "no result at $n partitions: $line"
   first=${first:-$us}
-  "$PY" - "$line" "$us" "$first" <<'PY'
+  "$PY" - "$line" "$us" "$first" "$cpu0" "$cpu1" "$(getconf CLK_TCK)" <<'PY'
 import json, sys
 d, us, first = json.loads(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
+(u0, s0), (u1, s1), hz = map(int, sys.argv[4].split()), map(int, sys.argv[5].split()), int(sys.argv[6])
+per = 1e6 / hz / d["requests"]  # a clock tick per batch, in us
 print(f"{d['partitions']:>5} partitions: {d['requests']} batches, broker CPU {d['broker_cpu_s']:.2f} s, "
-      f"{us:.2f} us per batch, {us / first:.2f}x the first, {d['secs']:.1f} s")
+      f"{us:.2f} us per batch ({(u1 - u0) * per:.2f} user, {(s1 - s0) * per:.2f} kernel), "
+      f"{us / first:.2f}x the first, {d['secs']:.1f} s")
 PY
   sleep 1
 done

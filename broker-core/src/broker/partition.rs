@@ -16,14 +16,14 @@ pub struct Partition {
     /// The topic's `min.insync.replicas`, kept here so a produce does not re-derive the topic's
     /// config (updated when a `TopicConfig` record changes it).
     pub(super) min_insync: i32,
-    pub log: Log,
-    pub(super) producers: ProducerStates,
-    /// The id of the topic this replica belongs to (a re-created topic has another).
-    pub topic_id: [u8; 16],
     /// The log start DeleteRecords set (at this leader, or adopted from the leader as a
     /// follower), persisted in the partition directory; 0 when never set. Kafka's logical
     /// logStartOffset: it may fall inside a segment, which stays until it is wholly below.
     pub(super) start_floor: i64,
+    pub log: Log,
+    pub(super) producers: ProducerStates,
+    /// The id of the topic this replica belongs to (a re-created topic has another).
+    pub topic_id: [u8; 16],
     /// The highest offset a DeleteRecords asked this leader for (-1: none since it opened):
     /// while the low watermark is below it, a request may be waiting for followers' starts.
     pub(super) delete_asked: i64,
