@@ -28,12 +28,8 @@ die() { echo "bench-batch-cost: $*" >&2; exit 1; }
 . scripts/client-python.sh
 PY=${PY:-python3}   # only to pick a free port and read the JSON lines: no client library needed
 OUT=${CARGO_TARGET_DIR:-target}
-if [ -z "${BROKER:-}" ] || [ -z "${SEEDLOG:-}" ]; then
-  timeout 1800 cargo build --release -p broker-core --bin broker --bin seedlog >&2 || die "cargo build failed"
-  BROKER=$OUT/release/broker SEEDLOG=$OUT/release/seedlog
-fi
-export BROKER
 . scripts/broker-start.sh
+release_bins || die "cargo build failed"
 DIR=${DIR:-$OUT/bench-batch-cost}   # where the broker's data directory goes (its file system matters)
 mkdir -p "$DIR" "$OUT/bench-batch-cost"
 W=$(mktemp -d -p "$DIR" run.XXXXXX)

@@ -26,12 +26,8 @@ die() { echo "bench-connections: $*" >&2; exit 1; }
 . scripts/client-python.sh
 PY=${PY:-python3}   # only to pick a free port and print the table: no client library needed
 OUT=${CARGO_TARGET_DIR:-target}
-if [ -z "${BROKER:-}" ] || [ -z "${SEEDLOG:-}" ]; then
-  timeout 1800 cargo build --release -p broker-core --bin broker --bin seedlog >&2 || die "cargo build failed"
-  BROKER=$OUT/release/broker SEEDLOG=$OUT/release/seedlog
-fi
-export BROKER
 . scripts/broker-start.sh
+release_bins || die "cargo build failed"
 
 # Descriptors: the largest case's connections, twice over (they are all on loopback) plus room.
 need=256

@@ -4,6 +4,8 @@
 #                                        exports BOOTSTRAP; fails if it is not listening in 30 s
 #   stop_broker                          SIGTERM, then waits for the exit (SIGKILL after 60 s);
 #                                        sets STOP_SECS to how long the exit took
+#   release_bins                         builds the release broker and seedlog unless BROKER and
+#                                        SEEDLOG both name binaries (A/B runs); exports both
 start_broker() {
   local dir=$1; shift
   local port
@@ -32,4 +34,13 @@ stop_broker() {
   t1=$(date +%s%N)
   STOP_SECS=$(( (t1 - t0) / 1000000 ))e-3
   BPID=
+}
+
+release_bins() {
+  local out=${CARGO_TARGET_DIR:-target}
+  if [ -z "${BROKER:-}" ] || [ -z "${SEEDLOG:-}" ]; then
+    timeout 1800 cargo build --release -p broker-core --bin broker --bin seedlog >&2 || return 1
+    BROKER=$out/release/broker SEEDLOG=$out/release/seedlog
+  fi
+  export BROKER SEEDLOG
 }

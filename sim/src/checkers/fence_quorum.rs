@@ -61,9 +61,7 @@ mod tests {
     }
 
     fn judged(h: &History) -> Vec<Violation> {
-        let mut out = Vec::new();
-        fence_quorum(h, &mut out);
-        out
+        super::super::judged(fence_quorum, h)
     }
 
     #[test]

@@ -86,9 +86,7 @@ mod tests {
     }
 
     fn judged(h: &History) -> Vec<Violation> {
-        let mut out = Vec::new();
-        leader_fenced(h, &mut out);
-        out
+        super::super::judged(leader_fenced, h)
     }
 
     #[test]

@@ -72,9 +72,7 @@ mod tests {
     }
 
     fn judged(h: &History) -> Vec<Violation> {
-        let mut out = Vec::new();
-        leader_handover(h, &mut out);
-        out
+        super::super::judged(leader_handover, h)
     }
 
     #[test]

@@ -68,6 +68,14 @@ use crate::history::{History, Violation};
 
 pub type Checker = fn(&History, &mut Vec<Violation>);
 
+/// What one checker reports on a history (for the checkers' unit tests).
+#[cfg(test)]
+fn judged(check: Checker, h: &History) -> Vec<Violation> {
+    let mut out = Vec::new();
+    check(h, &mut out);
+    out
+}
+
 /// Every checker, by name, in the order they run.
 pub const CHECKERS: &[(&str, Checker)] = &[
     ("acknowledged_durable", writes::acknowledged_durable),
