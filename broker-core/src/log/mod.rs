@@ -23,6 +23,7 @@ pub mod index;
 pub mod clean;
 pub mod compressed;
 mod cleaner;
+mod key_hash;
 mod key_map;
 mod superseded;
 mod config;
