@@ -32,16 +32,17 @@ pub fn leader_fenced(h: &History, out: &mut Vec<Violation>) {
     for e in h.elections.iter().filter(|e| e.leader >= 0) {
         let broker = format!("broker-{}", e.leader);
         let down_since = |from: u64| h.faults.iter().find(|s| silences(s.kind) && s.target == broker && s.from_ms <= from && s.until_ms > e.at_ms);
-        let why = match (h.writer_of(e.offset).map(|w| (w.epoch, w.active_from_ms)), e.at_ms.checked_sub(h.session_ms + heartbeat_slack_ms)) {
-            (Some((epoch, active)), _) if active >= heartbeat_slack_ms && down_since(active - heartbeat_slack_ms).is_some() => {
-                Some((down_since(active - heartbeat_slack_ms), format!("since before the controller of epoch {epoch} became active at {active} ms: it never heard from it")))
-            }
-            (_, Some(from)) if down_since(from).is_some() && majority_heard(h, from, e.at_ms) => {
-                Some((down_since(from), format!("for over a session timeout ({} ms) plus {heartbeat_slack_ms} ms: it should have been fenced", h.session_ms)))
-            }
-            _ => None,
+        // Rule 1: down since before its controller took over; rule 2: down for a session.
+        let unheard = h.writer_of(e.offset).filter(|w| w.active_from_ms >= heartbeat_slack_ms).and_then(|w| {
+            let down = down_since(w.active_from_ms - heartbeat_slack_ms)?;
+            Some((down, format!("since before the controller of epoch {} became active at {} ms: it never heard from it", w.epoch, w.active_from_ms)))
+        });
+        let unfenced = || {
+            let from = e.at_ms.checked_sub(h.session_ms + heartbeat_slack_ms)?;
+            let down = down_since(from).filter(|_| majority_heard(h, from, e.at_ms))?;
+            Some((down, format!("for over a session timeout ({} ms) plus {heartbeat_slack_ms} ms: it should have been fenced", h.session_ms)))
         };
-        let Some((Some(down), why)) = why else { continue };
+        let Some((down, why)) = unheard.or_else(unfenced) else { continue };
         out.push(Violation {
             checker: "leader_fenced",
             topic: e.topic.clone(),
