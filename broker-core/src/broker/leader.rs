@@ -10,12 +10,35 @@ use crate::log::Records;
 use crate::replication::IsrProposal;
 use bytes::Bytes;
 
+/// One partition's records of a produce request, checked before the decision: what
+/// [`batch::check`] finds needs only the bytes, so the shell runs it off the node's lock (a
+/// compressed batch is decompressed to check its records, which takes a millisecond or more at
+/// a megabyte) and other requests are decided meanwhile. The bytes stay the request's own
+/// until the append copies them to stamp its offsets.
+pub struct Incoming {
+    bytes: Bytes,
+    checked: Result<BatchHeader, batch::BatchError>,
+}
+
+impl Incoming {
+    pub fn new(records: Bytes) -> Incoming {
+        Incoming { checked: batch::check(&records), bytes: records }
+    }
+}
+
+/// Checked where it is handed over, for callers that hold the bytes under the lock already.
+impl From<&Vec<u8>> for Incoming {
+    fn from(records: &Vec<u8>) -> Incoming {
+        Incoming::new(Bytes::copy_from_slice(records))
+    }
+}
+
 impl Broker {
     /// Appends one v2 batch (a produce request's records for one partition) as the leader and
     /// answers with its offsets. `records` must hold exactly one batch (produce v3+). With
     /// acks=all the caller then waits for [`Broker::replicated`]. A moved high watermark (an
     /// ISR of one) adds [`Action::Wake`] to `out`.
-    pub fn produce(&mut self, name: &str, p: i32, records: &[u8], acks: i16, now: u64, out: &mut Vec<Action>) -> Result<Produced, Error> {
+    pub fn produce(&mut self, name: &str, p: i32, records: impl Into<Incoming>, acks: i16, now: u64, out: &mut Vec<Action>) -> Result<Produced, Error> {
         if !matches!(acks, -1..=1) {
             return Err(Error::InvalidRequiredAcks(acks));
         }
@@ -30,12 +53,14 @@ impl Broker {
         if acks == -1 && isr < min {
             return Err(Error::NotEnoughReplicas { isr, min });
         }
-        let header = batch::read_header(records)?;
+        let records = records.into();
+        let header = batch::read_header(&records.bytes)?;
         if header.is_transactional() || header.is_control() {
             return Err(Error::TransactionsUnsupported);
         }
-        let h = batch::validate(records, part.log.config().max_message_bytes)?;
-        if part.log.config().cleanup.compact && crate::log::clean::records(records).is_ok_and(|rs| rs.iter().any(|r| r.key.is_none())) {
+        batch::within_size(records.bytes.len(), part.log.config().max_message_bytes)?;
+        let h = records.checked?;
+        if part.log.config().cleanup.compact && crate::log::clean::records(&records.bytes).is_ok_and(|rs| rs.iter().any(|r| r.key.is_none())) {
             // Kafka's rule: compaction keeps the latest record per key, so a keyless one has no
             // place (INVALID_RECORD; CORRUPT_MESSAGE for old clients). Every codec is read
             // here: validate decompressed the batch within its bound just before.
@@ -47,7 +72,7 @@ impl Broker {
             let start = part.log_start_offset();
             return Ok(Produced { base_offset: seen.base_offset, last_offset: seen.last_offset, log_start_offset: start, leader_epoch: epoch, log_append_time: -1, duplicate: true });
         }
-        let mut bytes = records.to_vec();
+        let mut bytes = records.bytes.to_vec();
         if defer {
             return self.defer(name, p, h, bytes);
         }

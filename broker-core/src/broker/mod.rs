@@ -42,6 +42,7 @@ pub use config::{BrokerConfig, Planted, PlantedBug};
 pub use error::Error;
 pub use fetcher::{FetchAnswer, ReplicaFetcher, Step, Then};
 pub use partition::{Fetched, Fetcher, Following, IsrAnswer, Partition, Produced};
+pub use leader::Incoming;
 pub use partitions::{PartitionMap, Partitions};
 pub use upkeep::{producer_id_block, producer_id_node_shift};
 

@@ -154,10 +154,23 @@ pub fn read_header(b: &[u8]) -> Result<BatchHeader, BatchError> {
 /// Validates one complete batch (`b` must be exactly one batch) and returns its header.
 /// `max_bytes` is the size limit (normally [`message_bytes_max`]).
 pub fn validate(b: &[u8], max_bytes: usize) -> Result<BatchHeader, BatchError> {
-    // Size first: a batch over the limit is refused as too large, whatever else is wrong.
-    if b.len() > max_bytes && b.len() >= batch_header_bytes {
-        return Err(BatchError::TooLarge { size: b.len(), max: max_bytes });
+    within_size(b.len(), max_bytes)?;
+    check(b)
+}
+
+/// The size rule of [`validate`]: a batch over the limit is refused as too large, whatever
+/// else is wrong with it, so this is checked first.
+pub fn within_size(len: usize, max_bytes: usize) -> Result<(), BatchError> {
+    match len > max_bytes && len >= batch_header_bytes {
+        true => Err(BatchError::TooLarge { size: len, max: max_bytes }),
+        false => Ok(()),
     }
+}
+
+/// Everything [`validate`] checks but the size limit: framing, magic, CRC, record count,
+/// codec, and every record (decompressed first). Needs nothing but the bytes, so a produce
+/// request's batches are checked before its decision, off the node's lock.
+pub fn check(b: &[u8]) -> Result<BatchHeader, BatchError> {
     check_stored(b)?;
     let header = read_header(b)?;
     check_record_count(&header)?;

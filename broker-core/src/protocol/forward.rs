@@ -76,7 +76,7 @@ pub(super) fn serve(node: &Node, version: i16, correlation_id: i32, req: Envelop
         16 => <[u8; 16]>::try_from(&req.client_host_address[..]).ok().map(IpAddr::from),
         _ => None,
     };
-    Ok(match handle_inner(node, &inner, client, now, attempt, out, true)? {
+    Ok(match handle_inner(node, &inner, None, client, now, attempt, out, true)? {
         Outcome::Reply(reply) => Outcome::Reply(seal(version, correlation_id, reply)?),
         Outcome::Wait(waiting) => Outcome::Wait(waiting.sealed(version, correlation_id)),
         Outcome::Close(reason) => Outcome::Close(format!("forwarded request: {reason}")),

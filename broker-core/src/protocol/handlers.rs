@@ -7,7 +7,7 @@ use super::fetch_frame::FileRecords;
 use super::Outcome;
 use crate::log::Records;
 use crate::broker::fetch_session::{Context, Plan, Wanted};
-use crate::broker::{Action, Broker, Error, Fetcher, PartitionMap};
+use crate::broker::{Action, Broker, Error, Fetcher, Incoming, PartitionMap};
 use bytes::Bytes;
 use kafka_protocol::messages::api_versions_response::{ApiVersion, ApiVersionsResponse};
 use kafka_protocol::messages::delete_records_request::DeleteRecordsRequest;
@@ -129,7 +129,9 @@ pub fn metadata(b: &mut Broker, version: i16, req: MetadataRequest, controller_i
 /// Produce. acks=0 gets no response at all (and a failure closes the connection, which is how
 /// Kafka lets such a client notice); acks=1 is answered at once; acks=all waits until the ISR
 /// holds every appended batch or the request's timeout passes.
-pub fn produce(b: &mut Broker, version: i16, correlation_id: i32, req: ProduceRequest, now: u64, out: &mut Vec<Action>) -> Result<Outcome, String> {
+/// `batches`: each partition's records checked ([`produce_batches`]), in the request's order.
+pub fn produce(b: &mut Broker, version: i16, correlation_id: i32, req: ProduceRequest, batches: Vec<Option<Incoming>>, now: u64, out: &mut Vec<Action>) -> Result<Outcome, String> {
+    let mut batches = batches.into_iter();
     let acks = req.acks;
     let modern = version >= 8;
     let mut r = ProduceResponse::default();
@@ -143,7 +145,7 @@ pub fn produce(b: &mut Broker, version: i16, correlation_id: i32, req: ProduceRe
             let mut pr = PartitionProduceResponse::default();
             pr.index = part.index;
             pr.log_append_time_ms = -1;
-            let result = match (&req.transactional_id, part.records.as_deref()) {
+            let result = match (&req.transactional_id, batches.next().flatten()) {
                 (Some(_), _) => Err(Error::TransactionsUnsupported),
                 (None, None) => Err(Error::Batch(crate::log::BatchError::TooShort(0))),
                 (None, Some(records)) => b.produce(&name, part.index, records, acks, now, out),
@@ -181,6 +183,13 @@ pub fn produce(b: &mut Broker, version: i16, correlation_id: i32, req: ProduceRe
     let mut waiting = Waiting::produce(version, correlation_id, r, pending, timeout);
     // Already replicated (an ISR of one): answer now.
     Ok(waiting.poll_broker(b, false).unwrap_or(Outcome::Wait(waiting)))
+}
+
+/// A produce request's batches checked, one per partition in the request's order (None where
+/// a partition has no records, or the request is transactional and is refused unread).
+pub fn produce_batches(req: &ProduceRequest) -> Vec<Option<Incoming>> {
+    let parts = req.topic_data.iter().flat_map(|t| &t.partition_data);
+    parts.map(|p| p.records.clone().filter(|_| req.transactional_id.is_none()).map(Incoming::new)).collect()
 }
 
 pub enum FetchDecision {

@@ -25,6 +25,7 @@ use crate::group::Coordinator;
 use std::sync::{Mutex, MutexGuard};
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::fetch_request::FetchRequest;
+use kafka_protocol::messages::produce_request::ProduceRequest;
 use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable};
 
@@ -204,19 +205,46 @@ pub enum Attempt {
 /// Handles one request frame (without its size prefix). What the broker asks of the shell
 /// besides the answer (wake waiting requests, log a line) is added to `out`.
 pub fn handle(node: &Node, frame: &Bytes, now: u64, attempt: Attempt, out: &mut Vec<Action>) -> Outcome {
-    handle_from(node, frame, None, now, attempt, out)
+    handle_from(node, frame, None, None, now, attempt, out)
 }
 
-/// [`handle`] for a request from `peer` (the address group members are described with).
-pub fn handle_from(node: &Node, frame: &Bytes, peer: Option<std::net::IpAddr>, now: u64, attempt: Attempt, out: &mut Vec<Action>) -> Outcome {
-    match handle_inner(node, frame, peer, now, attempt, out, false) {
+/// A Produce request decoded and its batches checked ([`prepare`]) before its decision.
+pub struct Prepared {
+    req: ProduceRequest,
+    batches: Vec<Option<crate::broker::Incoming>>,
+}
+
+/// The work of a Produce request that needs only its bytes (decoding, and checking every batch:
+/// CRC, records, decompression), for the shell to do before it takes the node's lock; None for
+/// any other request, or one this cannot read (then [`handle_from`] reads it and says why).
+pub fn prepare(frame: &Bytes) -> Option<Prepared> {
+    if frame.len() < 8 || i16::from_be_bytes([frame[0], frame[1]]) != ApiKey::Produce as i16 {
+        return None;
+    }
+    let version = i16::from_be_bytes([frame[2], frame[3]]);
+    let (lo, hi) = crate::kafka::served(ApiKey::Produce)?;
+    if !(lo..=hi).contains(&version) {
+        return None;
+    }
+    let mut body = frame.clone();
+    RequestHeader::decode(&mut body, ApiKey::Produce.request_header_version(version)).ok()?;
+    let req = ProduceRequest::decode(&mut body, version).ok()?;
+    let batches = handlers::produce_batches(&req);
+    Some(Prepared { req, batches })
+}
+
+/// [`handle`] for a request from `peer` (the address group members are described with), with
+/// what [`prepare`] made of this same frame, if anything.
+pub fn handle_from(node: &Node, frame: &Bytes, prepared: Option<Prepared>, peer: Option<std::net::IpAddr>, now: u64, attempt: Attempt, out: &mut Vec<Action>) -> Outcome {
+    match handle_inner(node, frame, prepared, peer, now, attempt, out, false) {
         Ok(outcome) => outcome,
         Err(reason) => Outcome::Close(reason),
     }
 }
 
 /// `enveloped`: the request was forwarded here by another node (never forwarded again).
-fn handle_inner(node: &Node, frame: &Bytes, peer: Option<std::net::IpAddr>, now: u64, attempt: Attempt, out: &mut Vec<Action>, enveloped: bool) -> Result<Outcome, String> {
+#[allow(clippy::too_many_arguments)]
+fn handle_inner(node: &Node, frame: &Bytes, prepared: Option<Prepared>, peer: Option<std::net::IpAddr>, now: u64, attempt: Attempt, out: &mut Vec<Action>, enveloped: bool) -> Result<Outcome, String> {
     let final_attempt = attempt == Attempt::Final;
     if frame.len() < 8 {
         return Err("request shorter than its header".into());
@@ -256,7 +284,16 @@ fn handle_inner(node: &Node, frame: &Bytes, peer: Option<std::net::IpAddr>, now:
             let controller_id = node.controller_id();
             reply!(handlers::metadata(&mut b(), version, decode(key, version, &mut body)?, controller_id))
         }
-        ApiKey::Produce => handlers::produce(&mut b(), version, correlation_id, decode(key, version, &mut body)?, now, out),
+        ApiKey::Produce => {
+            let Prepared { req, batches } = match prepared {
+                Some(p) => p,
+                None => {
+                    let req = decode(key, version, &mut body)?;
+                    Prepared { batches: handlers::produce_batches(&req), req }
+                }
+            };
+            handlers::produce(&mut b(), version, correlation_id, req, batches, now, out)
+        }
         ApiKey::Fetch => {
             let req: FetchRequest = decode(key, version, &mut body)?;
             let metadata = controller_handlers::is_metadata_fetch(&req);

@@ -153,6 +153,44 @@ fn produce_fetch_and_long_poll() {
     assert_eq!(r.responses[0].partitions[0].error_code, Code::OffsetOutOfRange.code());
 }
 
+/// The shell checks a produce request's batches before its decision (`prepare`, off the node's
+/// lock): every answer, error codes and their precedence included, is the one the request gets
+/// when it is read under the lock, and a frame `prepare` cannot read is left to `handle`.
+#[test]
+fn produce_checked_before_its_decision_is_answered_alike() {
+    let with_topic = |dir: &std::path::Path| {
+        let b = broker(dir);
+        let md = MetadataRequest::default()
+            .with_topics(Some(vec![MetadataRequestTopic::default().with_name(Some(TopicName(StrBytes::from_static_str("t"))))]))
+            .with_allow_auto_topic_creation(true);
+        handle(&b, &frame(ApiKey::Metadata, 12, &md), 0, Attempt::First, &mut Vec::new());
+        crate::testing::sync(&b, 0);
+        b
+    };
+    let (tmp_a, tmp_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (prepared, unprepared) = (with_topic(tmp_a.path()), with_topic(tmp_b.path()));
+    let good = build(&[b"hello", b"world"], 7);
+    let mut bad_crc = good.clone();
+    *bad_crc.last_mut().unwrap() ^= 1;
+    // Over message.max.bytes and corrupt: too large wins, as when checked under the lock.
+    let mut huge = build(&[&vec![7u8; 1_100_000]], 7);
+    *huge.last_mut().unwrap() ^= 1;
+    let (ok, corrupt, too_large) = (0, Code::CorruptMessage.code(), Code::MessageTooLarge.code());
+    let cases = [(good.clone(), ok), (bad_crc, corrupt), (huge, too_large), (Vec::new(), corrupt), (good, ok)];
+    for (i, (records, code)) in cases.into_iter().enumerate() {
+        let f = frame(ApiKey::Produce, 9, &produce_req("t", records, 1));
+        let early = prepare(&f);
+        assert!(early.is_some(), "case {i}: a readable produce is prepared");
+        let answers = [handle_from(&prepared, &f, early, None, 0, Attempt::First, &mut Vec::new()), handle(&unprepared, &f, 0, Attempt::First, &mut Vec::new())];
+        let [a, b] = answers.map(|o| reply::<ProduceResponse>(o, ApiKey::Produce, 9).responses[0].partition_responses[0].clone());
+        assert_eq!(a, b, "case {i}");
+        assert_eq!(a.error_code, code, "case {i}: {:?}", a.error_message);
+    }
+    let produce = frame(ApiKey::Produce, 9, &produce_req("t", build(&[b"x"], 1), 1));
+    assert!(prepare(&produce.slice(..produce.len() - 20)).is_none(), "a truncated body is left to handle, which closes");
+    assert!(prepare(&frame(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default())).is_none(), "only produce is prepared");
+}
+
 mod configs;
 mod fetch_sessions;
 mod elect_leaders;

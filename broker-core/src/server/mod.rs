@@ -305,6 +305,8 @@ async fn answer(shared: &Shared, frame: &Bytes, peer: IpAddr, turn: tokio::sync:
         turn = None;
         shared.started().await;
     }
+    // Off the node's lock: other connections' requests are decided meanwhile.
+    let mut prepared = protocol::prepare(frame);
     let mut deadline: Option<Instant> = None;
     loop {
         // Registered before we look, so no change is missed.
@@ -322,7 +324,7 @@ async fn answer(shared: &Shared, frame: &Bytes, peer: IpAddr, turn: tokio::sync:
         let (outcome, actions) = shared
             .decide(|s| {
                 let mut actions = Vec::new();
-                (protocol::handle_from(&s.node, frame, Some(peer), now_ms(), attempt, &mut actions), actions)
+                (protocol::handle_from(&s.node, frame, prepared.take(), Some(peer), now_ms(), attempt, &mut actions), actions)
             })
             .await;
         drop(turn.take());
