@@ -12,6 +12,7 @@
 #   scripts/bench-connections.sh                          # CASES="1:5:0 1000:1:1000" ACKS="1 -1"
 #   CASES="1:5:0 100:1:0 1000:1:1000" RECORDS=5000000 scripts/bench-connections.sh
 #   BROKER=path/to/broker SEEDLOG=path/to/seedlog scripts/bench-connections.sh   # no build
+#   WORKERS=1 scripts/bench-connections.sh                # the broker's --worker-threads (default: one per core)
 #
 # Bounded: every run stops after SECS_MAX seconds whatever its budget, connections are capped
 # by the descriptor limit (raised here with `ulimit -n` to what the largest case needs, within
@@ -22,6 +23,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 CASES=${CASES:-"1:5:0 1000:1:1000"}; ACKS=${ACKS:-"1 -1"}; RECORDS=${RECORDS:-3000000}
 BATCH=${BATCH:-100}; RECORD_BYTES=${RECORD_BYTES:-100}; PARTITIONS=${PARTITIONS:-6}; SECS_MAX=${SECS_MAX:-60}
+WORKERS=${WORKERS:-}
 die() { echo "bench-connections: $*" >&2; exit 1; }
 . scripts/client-python.sh
 PY=${PY:-python3}   # only to pick a free port and print the table: no client library needed
@@ -45,7 +47,7 @@ for acks in $ACKS; do
   for c in $CASES; do
     IFS=: read -r producers in_flight idle <<<"$c"
     W=$(mktemp -d -p "$OUT/bench-connections" run.XXXXXX)
-    start_broker "$W" || die "broker start"
+    start_broker "$W" ${WORKERS:+--worker-threads "$WORKERS"} || die "broker start"
     timeout $((SECS_MAX + 120)) "$SEEDLOG" bench-connections --bootstrap "$BOOTSTRAP" --broker-pid "$BPID" \
       --producers "$producers" --in-flight "$in_flight" --idle "$idle" --acks "$acks" --records "$RECORDS" \
       --batch-records "$BATCH" --record-bytes "$RECORD_BYTES" --partitions "$PARTITIONS" --secs-max "$SECS_MAX" \

@@ -37,7 +37,11 @@ fn run() -> Result<(), String> {
     };
     let (listen, config) = config::resolve(&flags)?;
     raise_open_files_limit();
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| format!("runtime: {e}"))?;
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = flags.worker_threads {
+        runtime.worker_threads(n.into());
+    }
+    let runtime = runtime.enable_all().build().map_err(|e| format!("runtime: {e}"))?;
     runtime.block_on(async move {
         let disk: Arc<dyn Disk> = Arc::new(FileDisk::new());
         let data = config.data_dir.clone();

@@ -139,6 +139,13 @@ pub struct Flags {
     /// false reads them into memory, CRC-checked, and copies them (Seedlog's own setting).
     #[arg(long)]
     pub fetch_zero_copy: Option<bool>,
+    /// Threads of the broker's runtime, which read, decide and answer requests (Kafka splits
+    /// them into num.network.threads and num.io.threads; Seedlog's own setting). Default: one
+    /// per core. Decisions take the node's lock one at a time, so a second thread helps with
+    /// socket work only; where clients share the machine, one thread may do more (see
+    /// docs/benchmarks.md, "Many connections").
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub worker_threads: Option<u16>,
 }
 
 /// A byte rate: a positive number (Kafka's setting is a double).
@@ -187,6 +194,7 @@ pub const FILE_SETTINGS: &[&str] = &[
     "log.cleaner.backoff.ms",
     "log.cleaner.io.max.bytes.per.second",
     "fetch.zero.copy",
+    "worker.threads",
 ];
 
 /// Reads a TOML file's text into flags (file values first; `over` wins where it sets a value).
@@ -237,6 +245,7 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
             "log.cleaner.backoff.ms" => f.log_cleaner_backoff_ms = Some(int()? as u64),
             "log.cleaner.io.max.bytes.per.second" => f.log_cleaner_io_max_bytes_per_second = Some(value.as_float().or(value.as_integer().map(|i| i as f64)).filter(|v| *v > 0.0).ok_or_else(|| bad("a positive number"))?),
             "fetch.zero.copy" => f.fetch_zero_copy = Some(value.as_bool().ok_or_else(|| bad("true or false"))?),
+            "worker.threads" => f.worker_threads = Some(u16::try_from(int()?).ok().filter(|n| (1..=1024).contains(n)).ok_or_else(|| bad("a thread count from 1 to 1024"))?),
             other => return Err(format!("config file: unknown setting '{other}' (known: {})", FILE_SETTINGS.join(", "))),
         }
     }
@@ -245,7 +254,7 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
         log_segment_bytes, log_roll_ms, log_retention_ms, log_retention_bytes, log_index_interval_bytes,
         log_flush_interval_messages, log_flush_interval_ms, message_max_bytes, controller_quorum_voters, process_roles, controller_quorum_election_timeout_ms, metadata_log_max_record_bytes_between_snapshots,
         default_replication_factor, replica_lag_time_max_ms, broker_session_timeout_ms, broker_heartbeat_interval_ms,
-        unclean_leader_election_enable, eligible_leader_replicas_enable, auto_leader_rebalance_enable, leader_imbalance_check_interval_seconds, leader_imbalance_per_broker_percentage, group_initial_rebalance_delay_ms, group_min_session_timeout_ms, group_max_session_timeout_ms, group_max_size, offsets_topic_num_partitions, offsets_topic_replication_factor, offsets_retention_minutes, offset_metadata_max_bytes, log_cleaner_backoff_ms, log_cleaner_io_max_bytes_per_second, fetch_zero_copy);
+        unclean_leader_election_enable, eligible_leader_replicas_enable, auto_leader_rebalance_enable, leader_imbalance_check_interval_seconds, leader_imbalance_per_broker_percentage, group_initial_rebalance_delay_ms, group_min_session_timeout_ms, group_max_session_timeout_ms, group_max_size, offsets_topic_num_partitions, offsets_topic_replication_factor, offsets_retention_minutes, offset_metadata_max_bytes, log_cleaner_backoff_ms, log_cleaner_io_max_bytes_per_second, fetch_zero_copy, worker_threads);
     Ok(f)
 }
 
@@ -485,6 +494,14 @@ mod tests {
         }
         let slow = Flags { controller_quorum_election_timeout_ms: Some(0), ..Flags::default() };
         assert!(resolve(&slow).is_err(), "a zero election timeout is refused");
+        // The runtime's threads: a count from 1, from the file or the flag (which wins).
+        assert_eq!(merge_file("\"worker.threads\" = 1", Flags::default()).unwrap().worker_threads, Some(1));
+        assert_eq!(merge_file("\"worker.threads\" = 1", Flags { worker_threads: Some(3), ..Flags::default() }).unwrap().worker_threads, Some(3));
+        for bad in ["0", "-1", "1025", "\"two\""] {
+            assert!(merge_file(&format!("\"worker.threads\" = {bad}"), Flags::default()).unwrap_err().contains("worker.threads"), "{bad}");
+        }
+        assert!(<Flags as clap::Parser>::try_parse_from(["broker", "--worker-threads", "0"]).is_err());
+        assert_eq!(<Flags as clap::Parser>::try_parse_from(["broker", "--worker-threads", "2"]).unwrap().worker_threads, Some(2));
     }
 
     #[test]
