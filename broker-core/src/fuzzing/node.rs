@@ -48,7 +48,8 @@ impl Scratch {
     /// a waiting request that does not answer once its time is up.
     pub fn answer(&mut self, frame: &Bytes) -> Outcome {
         let mut actions: Vec<Action> = Vec::new();
-        let mut outcome = protocol::handle(&self.node, frame, self.now, Attempt::First, &mut actions);
+        // As the shell does: a produce's batches checked first, off the node's lock.
+        let mut outcome = protocol::handle_from(&self.node, frame, protocol::prepare(frame), None, self.now, Attempt::First, &mut actions);
         if let Outcome::Park { wait_ms, .. } = outcome {
             // Nothing else arrives on this connection: the fetch waits out its max_wait.
             self.now += wait_ms;
