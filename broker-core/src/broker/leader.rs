@@ -17,12 +17,15 @@ use bytes::Bytes;
 /// until the append copies them to stamp its offsets.
 pub struct Incoming {
     bytes: Bytes,
-    checked: Result<BatchHeader, batch::BatchError>,
+    /// None: left for the decision, after the topic's size limit (a batch over the default
+    /// limit is likely refused for its size, which costs nothing to find).
+    checked: Option<Result<BatchHeader, batch::BatchError>>,
 }
 
 impl Incoming {
     pub fn new(records: Bytes) -> Incoming {
-        Incoming { checked: batch::check(&records), bytes: records }
+        let checked = (records.len() <= crate::constants::message_bytes_max).then(|| batch::check(&records));
+        Incoming { checked, bytes: records }
     }
 }
 
@@ -59,7 +62,7 @@ impl Broker {
             return Err(Error::TransactionsUnsupported);
         }
         batch::within_size(records.bytes.len(), part.log.config().max_message_bytes)?;
-        let h = records.checked?;
+        let h = records.checked.unwrap_or_else(|| batch::check(&records.bytes))?;
         if part.log.config().cleanup.compact && crate::log::clean::records(&records.bytes).is_ok_and(|rs| rs.iter().any(|r| r.key.is_none())) {
             // Kafka's rule: compaction keeps the latest record per key, so a keyless one has no
             // place (INVALID_RECORD; CORRUPT_MESSAGE for old clients). Every codec is read

@@ -153,31 +153,55 @@ fn produce_fetch_and_long_poll() {
     assert_eq!(r.responses[0].partitions[0].error_code, Code::OffsetOutOfRange.code());
 }
 
+/// A node with topic "t" (one partition), auto-created and synced.
+fn node_with_topic(config: crate::broker::BrokerConfig) -> Node {
+    let b = crate::testing::one_node(config);
+    let md = MetadataRequest::default()
+        .with_topics(Some(vec![MetadataRequestTopic::default().with_name(Some(TopicName(StrBytes::from_static_str("t"))))]))
+        .with_allow_auto_topic_creation(true);
+    handle(&b, &frame(ApiKey::Metadata, 12, &md), 0, Attempt::First, &mut Vec::new());
+    crate::testing::sync(&b, 0);
+    b
+}
+
 /// The shell checks a produce request's batches before its decision (`prepare`, off the node's
 /// lock): every answer, error codes and their precedence included, is the one the request gets
 /// when it is read under the lock, and a frame `prepare` cannot read is left to `handle`.
 #[test]
 fn produce_checked_before_its_decision_is_answered_alike() {
-    let with_topic = |dir: &std::path::Path| {
-        let b = broker(dir);
-        let md = MetadataRequest::default()
-            .with_topics(Some(vec![MetadataRequestTopic::default().with_name(Some(TopicName(StrBytes::from_static_str("t"))))]))
-            .with_allow_auto_topic_creation(true);
-        handle(&b, &frame(ApiKey::Metadata, 12, &md), 0, Attempt::First, &mut Vec::new());
-        crate::testing::sync(&b, 0);
-        b
-    };
-    let (tmp_a, tmp_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let (prepared, unprepared) = (with_topic(tmp_a.path()), with_topic(tmp_b.path()));
     let good = build(&[b"hello", b"world"], 7);
     let mut bad_crc = good.clone();
     *bad_crc.last_mut().unwrap() ^= 1;
     // Over message.max.bytes and corrupt: too large wins, as when checked under the lock.
     let mut huge = build(&[&vec![7u8; 1_100_000]], 7);
     *huge.last_mut().unwrap() ^= 1;
+    let mut bad_small = build(&[&[1u8; 200]], 7);
+    *bad_small.last_mut().unwrap() ^= 1;
     let (ok, corrupt, too_large) = (0, Code::CorruptMessage.code(), Code::MessageTooLarge.code());
-    let cases = [(good.clone(), ok), (bad_crc, corrupt), (huge, too_large), (Vec::new(), corrupt), (good, ok)];
-    for (i, (records, code)) in cases.into_iter().enumerate() {
+    // Under a limit above the default, a large batch is checked in the decision, after the
+    // limit: a corrupt one is still refused as corrupt.
+    let mut large_bad = huge.clone();
+    let large_good = build(&[&vec![7u8; 1_100_000]], 7);
+    *large_bad.last_mut().unwrap() ^= 2;
+    let cases = [
+        (None, good.clone(), ok),
+        (None, bad_crc, corrupt),
+        (None, huge, too_large),
+        (None, Vec::new(), corrupt),
+        (None, good, ok),
+        (Some(2_000_000), large_good, ok),
+        (Some(2_000_000), large_bad, corrupt),
+        // Under a limit below the default, a checked (and corrupt) batch is too large first.
+        (Some(100), bad_small, too_large),
+    ];
+    for (i, (limit, records, code)) in cases.into_iter().enumerate() {
+        let (tmp_a, tmp_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let node = |dir: &std::path::Path| {
+            let mut config = crate::testing::config(dir);
+            config.log.max_message_bytes = limit.unwrap_or(config.log.max_message_bytes);
+            node_with_topic(config)
+        };
+        let (prepared, unprepared) = (node(tmp_a.path()), node(tmp_b.path()));
         let f = frame(ApiKey::Produce, 9, &produce_req("t", records, 1));
         let early = prepare(&f);
         assert!(early.is_some(), "case {i}: a readable produce is prepared");
