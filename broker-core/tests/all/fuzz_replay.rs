@@ -9,20 +9,32 @@ use broker_core::fuzzing::{batch, frames, replay::replay, requests};
 #[global_allocator]
 static allocator: broker_core::alloc::LazyHuge = broker_core::alloc::LazyHuge;
 
+/// One replay at a time: an input may have the broker open thousands of files at once (a
+/// CreateTopics of thousands of partitions, refused cleanly when descriptors run out), and
+/// another replay's node set up meanwhile would find none left.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 #[test]
 fn request_frames_corpus_replays() {
+    let _one = one_at_a_time();
     let n = replay("request_frames", frames::run);
     println!("request_frames: {n} inputs");
 }
 
 #[test]
 fn request_sequence_corpus_replays() {
+    let _one = one_at_a_time();
     let n = replay("request_sequence", requests::run);
     println!("request_sequence: {n} inputs");
 }
 
 #[test]
 fn record_batch_corpus_replays() {
+    let _one = one_at_a_time();
     let n = replay("record_batch", batch::run);
     println!("record_batch: {n} inputs");
 }
