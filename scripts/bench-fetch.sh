@@ -8,7 +8,8 @@
 # records, then is restarted with --fetch-zero-copy true and false in turn on the same data; each
 # time kcat and confluent-kafka read the topic from offset 0 (from the page cache: it was just
 # written, and 24 GiB of RAM hold it). Reported per (size, path, client): seconds, MB/s, and the
-# broker's CPU seconds (utime+stime from /proc/PID/stat) per GiB sent.
+# broker's CPU seconds (utime+stime from /proc/PID/stat) per GiB sent, counted from when the
+# restarted broker's start-up work is done (its CPU time still for half a second).
 # Replica fetch: three brokers, RF 3; broker 2 is stopped, REPLICA_MB is produced (acks=1), then
 # broker 2 restarts with an empty data directory and copies the partition from the leader;
 # reported: the leader's CPU seconds per GiB replicated, each path.
@@ -46,6 +47,10 @@ start() {
   for _ in $(seq 300); do grep -qs "listening on" "$W/$name.log" && return 0; kill -0 "$LAST" || break; sleep 0.1; done
   tail "$W/$name.log" >&2; die "broker $name did not start"
 }
+# settle PID: until the broker's start-up work is done (its CPU time still for 0.5 s; at most
+# 60 s). A restarted broker rebuilds each partition's producer state from its batch headers,
+# which on a 2 GiB log costs about half a CPU-second: not fetch work, so not in the figures.
+settle() { local a b; for _ in $(seq 120); do a=$(cpu "$1"); sleep 0.5; b=$(cpu "$1"); [ "$a" = "$b" ] && return 0; done; echo "bench-fetch: broker $1 still busy after 60 s" >&2; }
 stop() { kill -TERM "$1"; wait "$1" 2>/dev/null || true; local keep=(); for p in "${PIDS[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done; PIDS=("${keep[@]}"); }
 ROWS=()
 row() { echo "$*" >&2; ROWS+=("$*"); }
@@ -59,6 +64,7 @@ for size in $SIZES; do
   bytes=$((n * size)); pb=$(( PARTITION_BYTES > size + 4096 ? PARTITION_BYTES : size + 4096 ))
   for zc in $PATHS; do
     start "c-$size-$zc" "$P" --data-dir "$D" --fetch-zero-copy "$zc"; BP=$LAST
+    settle "$BP"
     for client in $CLIENTS; do
       c0=$(cpu "$BP"); t0=$(date +%s.%N)
       if [ "$client" = kcat ]; then
