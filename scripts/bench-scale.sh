@@ -13,6 +13,7 @@
 #   PARTS="1 4000" N=200000 scripts/bench-scale.sh
 #   BROKER=path/to/broker scripts/bench-scale.sh    # that binary, nothing built (A/B runs)
 #   BATCH=10 LINGER=1000 scripts/bench-scale.sh     # every batch of the same size (below)
+#   PACE=57000 PARTS=1 BATCH=10 LINGER=1000 scripts/bench-scale.sh   # records/s at most, as a slower client sends
 #
 # librdkafka fills larger batches when the partitions are many (its queues per partition wait
 # longer for their turn), so with its defaults the records per batch differ between the counts.
@@ -22,7 +23,7 @@
 # Prints one JSON line per step (kinds: create, metadata, produce, batches, stop, serving).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PARTS=${PARTS:-"1 100 1000 4000"}; N=${N:-500000}; BATCH=${BATCH:-0}; LINGER=${LINGER:-5}
+PARTS=${PARTS:-"1 100 1000 4000"}; N=${N:-500000}; BATCH=${BATCH:-0}; LINGER=${LINGER:-5}; PACE=${PACE:-0}
 here=scripts/bench_clients.py
 die() { echo "bench-scale: $*" >&2; exit 1; }
 . scripts/client-python.sh
@@ -50,7 +51,7 @@ t0 = time.perf_counter()
 md = a.list_topics(timeout=30)
 print(json.dumps({"kind": "metadata", "partitions": n, "listed": sum(len(t.partitions) for t in md.topics.values()), "secs": round(time.perf_counter() - t0, 3)}))
 PY
-  timeout 600 "$PY" "$here" produce --topic "t$n" --n "$N" --acks all --keys 100000 --batch-records "$BATCH" --linger "$LINGER" --tag "p$n" --broker-pid "$BPID" --timeout 500 || die "produce t$n"
+  timeout 600 "$PY" "$here" produce --topic "t$n" --n "$N" --acks all --keys 100000 --batch-records "$BATCH" --linger "$LINGER" --pace "$PACE" --tag "p$n" --broker-pid "$BPID" --timeout 500 || die "produce t$n"
   "$PY" "$here" batches "$W/data" "t$n" --tag "p$n" || die "count batches of t$n"
   largest=$n
 done

@@ -185,6 +185,10 @@ def cmd_produce(a):
             producer.poll(0.005)
             continue
         sent += 1
+        if a.pace and not sent % 100:
+            ahead = t0 + sent / a.pace - time.perf_counter()
+            if ahead > 0:
+                time.sleep(ahead)
         if not sent & 0x3FFF:
             producer.poll(0)
     left = producer.flush(max(1.0, deadline - time.monotonic())) + (a.n - sent)
@@ -514,6 +518,8 @@ def main():
             s.add_argument("--n", type=int, default=1_000_000)
         if name == "produce":
             s.add_argument("--keys", type=int, default=0, help="keys cycled over the records (0: keyless)")
+            s.add_argument("--pace", type=float, default=0,
+                           help="records per second handed to the client at most (0: as fast as it takes them)")
             s.add_argument("--batch-records", type=int, default=0,
                            help="batch.num.messages: at most this many records per batch (0: librdkafka's default)")
         if name in ("consume", "kcat-consume"):
