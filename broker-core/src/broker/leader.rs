@@ -12,8 +12,8 @@ use bytes::Bytes;
 
 /// One partition's records of a produce request, checked before the decision: what
 /// [`batch::check`] finds needs only the bytes, so the shell runs it off the node's lock (a
-/// compressed batch is decompressed to check its records, which takes a millisecond or more at
-/// a megabyte) and other requests are decided meanwhile. The bytes stay the request's own
+/// compressed batch is decompressed to check its records: milliseconds for a large one) and
+/// other requests are decided meanwhile. The bytes stay the request's own
 /// until the append copies them to stamp its offsets.
 pub struct Incoming {
     bytes: Bytes,
@@ -66,7 +66,7 @@ impl Broker {
         if part.log.config().cleanup.compact && crate::log::clean::records(&records.bytes).is_ok_and(|rs| rs.iter().any(|r| r.key.is_none())) {
             // Kafka's rule: compaction keeps the latest record per key, so a keyless one has no
             // place (INVALID_RECORD; CORRUPT_MESSAGE for old clients). Every codec is read
-            // here: validate decompressed the batch within its bound just before.
+            // here: the batch check decompressed the batch within its bound just before.
             return Err(Error::Batch(crate::log::BatchError::BadRecords("a compacted topic accepts only records with a key")));
         }
         let epoch = part.replication.leader_epoch;
