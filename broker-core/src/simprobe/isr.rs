@@ -31,10 +31,8 @@ pub struct IsrBreach {
 #[cfg_attr(not(madsim), allow(dead_code))]
 pub(super) mod watch {
     use super::IsrBreach;
+    use crate::simprobe::Part;
     use std::collections::{BTreeMap, BTreeSet};
-
-    /// (topic id, partition): one incarnation of a partition.
-    type Part = ([u8; 16], i32);
 
     /// At most this many breaches are kept per run (the first ones say what happened).
     const breaches_max: usize = 64;

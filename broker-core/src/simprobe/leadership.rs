@@ -50,10 +50,8 @@ pub struct Fence {
 #[cfg_attr(not(madsim), allow(dead_code))]
 pub(super) mod watch {
     use super::{Election, FailedLeader, Fence};
+    use crate::simprobe::Part;
     use std::collections::BTreeMap;
-
-    /// (topic id, partition): one incarnation of a partition.
-    type Part = ([u8; 16], i32);
 
     /// At most this many failures, and elections, are kept per run.
     const failures_max: usize = 256;

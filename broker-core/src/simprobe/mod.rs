@@ -19,6 +19,9 @@
 mod isr;
 mod leadership;
 
+/// (topic id, partition): one incarnation of a partition, as the probes key what they watch.
+type Part = ([u8; 16], i32);
+
 use crate::controller::raft::{Entries, Entry};
 pub use leadership::{Election, FailedLeader, Fence};
 pub use isr::IsrBreach;
