@@ -3,6 +3,7 @@
 #
 #   scripts/bench-cleaning.sh                       # 512 MiB compacted while measuring
 #   FILL_MIB=1024 CLEANER_RATE=50000000 scripts/bench-cleaning.sh
+#   BROKER=path/to/broker scripts/bench-cleaning.sh  # that binary, no build (A/B runs)
 #
 # Starts the release broker on a free loopback port (data under target/), fills topic `busy`
 # with FILL_MIB of keyed 200-byte records (10% of them live) under cleanup.policy=delete, so
@@ -13,13 +14,16 @@
 # (default: no limit, Kafka's default). Environment as scripts/bench-broker.sh: PY, LAT_SECS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-FILL_MIB=${FILL_MIB:-512}; LAT_SECS=${LAT_SECS:-10}; CLEANER_RATE=${CLEANER_RATE:-}
+FILL_MIB=${FILL_MIB:-512}; LAT_SECS=${LAT_SECS:-10}; CLEANER_RATE=${CLEANER_RATE:-}; BROKER=${BROKER:-}
 here=scripts/bench_clients.py
 die() { echo "bench-cleaning: $*" >&2; exit 1; }
 . scripts/client-python.sh
 [ -n "${PY:-}" ] || die "no Python with confluent-kafka found (scripts/test.sh installs it in target/client-venv)"
 
-timeout 1800 cargo build --release -p broker-core --bin broker >&2 || die "cargo build failed"
+if [ -z "$BROKER" ]; then
+  timeout 1800 cargo build --release -p broker-core --bin broker >&2 || die "cargo build failed"
+  BROKER=target/release/broker
+fi
 mkdir -p target/bench-cleaning
 W=$(mktemp -d -p target/bench-cleaning run.XXXXXX)
 BPID=
@@ -32,7 +36,7 @@ PORT=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); p
 export BOOTSTRAP=127.0.0.1:$PORT
 rate_flag=()
 [ -z "$CLEANER_RATE" ] || rate_flag=(--log-cleaner-io-max-bytes-per-second "$CLEANER_RATE")
-target/release/broker --listen "$BOOTSTRAP" --data-dir "$W/data" --log-cleaner-backoff-ms 500 "${rate_flag[@]}" 2>"$W/broker.log" &
+"$BROKER" --listen "$BOOTSTRAP" --data-dir "$W/data" --log-cleaner-backoff-ms 500 "${rate_flag[@]}" 2>"$W/broker.log" &
 BPID=$!
 for _ in $(seq 300); do grep -q "listening on" "$W/broker.log" 2>/dev/null && break; sleep 0.1; done
 grep -q "listening on" "$W/broker.log" || { cat "$W/broker.log" >&2; die "broker not listening after 30 s"; }

@@ -148,6 +148,16 @@ impl Log {
         self.pass.is_some()
     }
 
+    /// The phase of the pass in flight — `"map"`, `"producers"` or `"rewrite"` (the module
+    /// header's 1–3) — or None between passes: for benchmarks that split a pass's time.
+    pub fn cleaning_phase(&self) -> Option<&'static str> {
+        self.pass.as_ref().map(|p| match p.phase {
+            Phase::Map { .. } => "map",
+            Phase::Producers { .. } => "producers",
+            Phase::Rewrite { .. } => "rewrite",
+        })
+    }
+
     /// Ends the pass in flight, if any, removing its `.cleaned` file (a leftover one is removed
     /// at the next open anyway). Called before anything removes segments.
     pub(super) fn abort_cleaning(&mut self) {
