@@ -322,12 +322,13 @@ pub const cleaner_key_map_bytes: usize = 32 << 20;
 /// (about a millisecond of work): the longest a cleaning pass holds the broker at a time.
 pub const cleaner_step_bytes: usize = 256 << 10;
 
-/// Mean batch size in a pass's dirty range from which its rewrite reads only the header of a
-/// batch that loses every record (one small read each) instead of reading every batch in
-/// large runs: on the benchmark machine a header read cost about 1.5 µs, as much as copying
-/// 7–8 KiB out of the page cache (docs/benchmarks.md, session 13), so below this the large
-/// runs are cheaper.
-pub const cleaner_header_read_batch_bytes_min: u64 = 8 << 10;
+/// Batch size from which a walk that needs only headers reads each one alone (one small read)
+/// instead of reading every batch in large chunks: on the benchmark machine a header read cost
+/// about 1.5 µs, as much as copying 7–8 KiB out of the page cache (docs/benchmarks.md, session
+/// 13), so below this the large chunks are cheaper. Used by the cleaner's rewrite (against the
+/// mean batch of its dirty range, for batches that lose every record) and by header scans
+/// (against the batch just passed: producer state at open and after a truncation).
+pub const header_read_batch_bytes_min: u64 = 8 << 10;
 
 /// Bytes of a cleaned group written between syncs of its `.cleaned` file: the swap's final
 /// sync, inside one step, then flushes no more than this.

@@ -17,7 +17,7 @@
 //! The rewrite reads what it needs: runs of batches that lose every record by the map's bits
 //! are passed over from their first and last headers ([`Log::dead_run`]), a scattered dead
 //! batch is read as its header alone when batches are large
-//! (`cleaner_header_read_batch_bytes_min`), and a read batch is judged by the bits before any
+//! (`header_read_batch_bytes_min`), and a read batch is judged by the bits before any
 //! record walk ([`judge`]).
 //!
 //! Between steps the log takes appends and rolls (they only add segments after the pass's).
@@ -27,7 +27,7 @@
 use super::clean::{self, Keep, KeyMap, Outcome, Tombstones};
 use super::cleaner::{self, CleanStats, Output};
 use super::{BatchHeader, Log, LogError};
-use crate::constants::{cleaner_header_read_batch_bytes_min, cleaner_sync_bytes, segment_offsets_max};
+use crate::constants::{header_read_batch_bytes_min, cleaner_sync_bytes, segment_offsets_max};
 use super::segment::Segment;
 use crate::storage::write_atomically;
 use std::collections::BTreeMap;
@@ -48,7 +48,7 @@ pub(super) struct Pass {
     buf: Vec<u8>,
     /// Batches the map walk read, and whether the rewrite reads only the header of a mapped
     /// batch that loses every record (when the mean batch is large enough that a small read
-    /// costs less than copying it; see `cleaner_header_read_batch_bytes_min`).
+    /// costs less than copying it; see `header_read_batch_bytes_min`).
     mapped_batches: u64,
     header_reads: bool,
 }
@@ -204,7 +204,7 @@ impl Log {
                         pass.map.settle();
                         pass.stats.to = *next;
                         pass.stats.keys = pass.map.len();
-                        pass.header_reads = pass.stats.bytes_read >= pass.mapped_batches.max(1) * cleaner_header_read_batch_bytes_min;
+                        pass.header_reads = pass.stats.bytes_read >= pass.mapped_batches.max(1) * header_read_batch_bytes_min;
                         if *next <= pass.start {
                             return Ok(Progress::Done(bytes, None));
                         }

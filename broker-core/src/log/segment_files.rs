@@ -56,9 +56,14 @@ impl<'a> ChunkReader<'a> {
 
     /// `n` bytes at `pos`; the caller has checked they lie inside the file.
     pub(super) fn get(&mut self, pos: u64, n: usize) -> Result<&[u8], LogError> {
+        self.get_reading(pos, n, recovery_read_bytes)
+    }
+
+    /// [`ChunkReader::get`], reading `chunk` bytes (at least `n`) when they are not in hand.
+    pub(super) fn get_reading(&mut self, pos: u64, n: usize, chunk: usize) -> Result<&[u8], LogError> {
         let have = pos >= self.buf_at && pos + n as u64 <= self.buf_at + self.buf.len() as u64;
         if !have {
-            let want = n.max(recovery_read_bytes).min((self.file_len - pos) as usize).max(n);
+            let want = n.max(chunk).min((self.file_len - pos) as usize).max(n);
             self.buf.resize(want, 0);
             read_exact_at(self.file, &mut self.buf, pos).map_err(io_err("read", self.path))?;
             self.buf_at = pos;

@@ -470,3 +470,28 @@ fn a_staged_checkpoint_of_an_unchanged_log_writes_nothing() {
     let text = std::fs::read_to_string(tmp.path().join(RECOVERY_POINT_FILE)).unwrap();
     assert_eq!(text, "15\n", "the refused half left the old checkpoint");
 }
+
+/// A header scan (producer state at open and after a truncation) reads the header after a
+/// large batch alone, and small batches in chunks; either way it finds every header.
+#[test]
+fn header_scans_read_the_headers_of_large_batches_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = Arc::new(ProbeDisk::default());
+    let read = d.read.clone();
+    let d: Arc<dyn Disk> = d;
+    let (mut log, _) = Log::open(d, tmp.path(), LogConfig::default(), 0).unwrap();
+    let big = vec![7u8; 64 << 10];
+    for _ in 0..32 {
+        log.append(&mut build(&[&big], 1), 0, 0).unwrap();
+    }
+    for _ in 0..200 {
+        log.append(&mut build(&[b"small"], 1), 0, 0).unwrap();
+    }
+    let before = read.load(std::sync::atomic::Ordering::Relaxed);
+    let mut seen = Vec::new();
+    log.for_each_header(|h| seen.push(h.base_offset)).unwrap();
+    assert_eq!(seen, (0..232).collect::<Vec<i64>>());
+    let bytes = read.load(std::sync::atomic::Ordering::Relaxed) - before;
+    let small_part = log.size_bytes() - 32 * (64 << 10);
+    assert!(bytes <= small_part + 64 * 61, "read {bytes} bytes of a {}-byte log to find 232 headers", log.size_bytes());
+}

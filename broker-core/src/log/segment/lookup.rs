@@ -8,7 +8,7 @@ use super::super::index::OffsetEntry;
 use super::super::region::FileRegion;
 use super::super::{io_err, BatchHeader, LogError};
 use super::Segment;
-use crate::constants::{batch_header_bytes, batch_log_overhead_bytes};
+use crate::constants::{batch_header_bytes, batch_log_overhead_bytes, header_read_batch_bytes_min, recovery_read_bytes};
 use crate::storage::read_exact_at;
 
 impl Segment {
@@ -192,17 +192,22 @@ impl Segment {
 
     /// Calls `f` with the headers of the batches from byte `pos` (where the batch at offset
     /// `expected` starts) until batches of `max_bytes` are passed or the segment ends; returns
-    /// where it stopped, to go on from there. Reads the segment in large chunks: a
-    /// header-by-header pread would cost one disk operation per batch, which makes start-up
-    /// (producer-state rebuild) crawl on a slow disk.
+    /// where it stopped, to go on from there. Small batches are read in large chunks (a
+    /// header-by-header pread would cost a read per batch, which made start-up's
+    /// producer-state rebuild crawl); after a batch of [`header_read_batch_bytes_min`] or more
+    /// the next header is read alone, so a log of large batches is not copied whole to find
+    /// its headers (its pages are still read ahead by the OS on a cold disk).
     pub fn headers_from(&self, mut pos: u64, mut expected: i64, max_bytes: u64, f: &mut dyn FnMut(&BatchHeader)) -> Result<(u64, i64), LogError> {
         let mut reader = ChunkReader::new(self.log.as_ref(), &self.log_path, self.size);
         let stop = pos.saturating_add(max_bytes);
+        // The first header alone: the batch it heads says which reads suit the rest.
+        let mut chunk = batch_header_bytes;
         while pos < self.size && pos < stop {
             if self.size - pos < batch_header_bytes as u64 {
                 return Err(self.corrupt(pos, "batch header runs past the end of the segment".into()));
             }
-            let h = batch::read_header(reader.get(pos, batch_header_bytes)?).map_err(|e| self.corrupt(pos, e.to_string()))?;
+            let h = batch::read_header(reader.get_reading(pos, batch_header_bytes, chunk)?).map_err(|e| self.corrupt(pos, e.to_string()))?;
+            chunk = if h.size as u64 >= header_read_batch_bytes_min { batch_header_bytes } else { recovery_read_bytes };
             if h.size < batch_header_bytes || pos + h.size as u64 > self.size {
                 return Err(self.corrupt(pos, format!("batch length {} does not fit the segment", h.size)));
             }
