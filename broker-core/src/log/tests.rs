@@ -23,6 +23,15 @@ struct ProbeDisk {
     fail_sync: Arc<std::sync::atomic::AtomicBool>,
 }
 
+impl ProbeDisk {
+    /// A new one as the log takes it, with its read counter and its sync switch.
+    fn shared() -> (Arc<dyn Disk>, Arc<std::sync::atomic::AtomicU64>, Arc<std::sync::atomic::AtomicBool>) {
+        let d = ProbeDisk::default();
+        let (read, fail_sync) = (d.read.clone(), d.fail_sync.clone());
+        (Arc::new(d), read, fail_sync)
+    }
+}
+
 struct ProbeFile {
     inner: Box<dyn crate::storage::DiskFile>,
     read: Arc<std::sync::atomic::AtomicU64>,
@@ -476,9 +485,7 @@ fn a_staged_checkpoint_of_an_unchanged_log_writes_nothing() {
 #[test]
 fn header_scans_read_the_headers_of_large_batches_alone() {
     let tmp = tempfile::tempdir().unwrap();
-    let d = Arc::new(ProbeDisk::default());
-    let read = d.read.clone();
-    let d: Arc<dyn Disk> = d;
+    let (d, read, _) = ProbeDisk::shared();
     let (mut log, _) = Log::open(d, tmp.path(), LogConfig::default(), 0).unwrap();
     let big = vec![7u8; 64 << 10];
     for _ in 0..32 {

@@ -452,9 +452,7 @@ fn with_large_batches_the_rewrite_reads_only_the_headers_of_batches_that_lose_ev
     // 60 batches of 8 records of ~1.2 KB (~9.8 KB each) over 20 keys in turn: the last 20
     // records survive (two and a half batches), every other batch loses everything.
     let tmp = tempfile::tempdir().unwrap();
-    let d = Arc::new(ProbeDisk::default());
-    let read = d.read.clone();
-    let d: Arc<dyn Disk> = d;
+    let (d, read, _) = ProbeDisk::shared();
     let config = LogConfig { segment_bytes: 64 << 10, index_interval_bytes: 4096, cleanup: CleanupPolicy::COMPACT, min_cleanable_dirty_ratio_ppm: 0, ..LogConfig::default() };
     let (mut log, _) = Log::open(d.clone(), tmp.path(), config.clone(), 0).unwrap();
     let mut latest = BTreeMap::new();

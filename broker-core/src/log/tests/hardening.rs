@@ -168,9 +168,7 @@ fn f6b_timestamp_min_overflows() {
 #[test]
 fn f7_failed_flush_takes_the_log_offline_until_reopened() {
     let tmp = tempfile::tempdir().unwrap();
-    let d = Arc::new(ProbeDisk::default());
-    let fail = d.fail_sync.clone();
-    let d: Arc<dyn Disk> = d;
+    let (d, _, fail) = ProbeDisk::shared();
     let cfg = LogConfig { flush: FlushPolicy::EveryBatch, ..LogConfig::default() };
     let (mut log, _) = Log::open(d, tmp.path(), cfg, 0).unwrap();
     fail.store(true, Ordering::SeqCst);
