@@ -80,7 +80,7 @@ impl Broker {
         self.cleaner.next_ms = match part.log.clean_step(now, hw, cleaner_key_map_bytes, cleaner_step_bytes, keep) {
             Ok(CleanStep::Idle) => backoff,
             Ok(CleanStep::Working { bytes }) => {
-                if starts {
+                if starts && part.log.cleaning_phase().is_some() {
                     out.push(Action::Log(Level::Info, format!("{}-{}: cleaning from offset {}", key.0, key.1, part.log.cleaned_to())));
                 }
                 self.cleaner.in_flight = Some(key);
@@ -107,7 +107,7 @@ impl Broker {
         let after = self.cleaner.last.as_ref();
         self.partitions
             .iter()
-            .filter(|(_, part)| part.log.failure().is_none() && part.log.cleaning_due(now, part.high_watermark()))
+            .filter(|(_, part)| part.log.failure().is_none() && part.log.cleaner_work_due(now, part.high_watermark()))
             .map(|((n, p), _)| (n, p))
             .min_by_key(|&(n, p)| (after.is_some_and(|a| (&**n, p) <= (a.0.as_str(), a.1)), (n, p)))
             .map(|(n, p)| (n.to_string(), p))

@@ -32,6 +32,7 @@ mod pass;
 mod read;
 pub mod region;
 mod replica;
+mod retired;
 mod planted;
 mod segment;
 mod segment_files;
@@ -160,6 +161,8 @@ pub struct Log {
     /// The cleaning pass in flight between steps (`pass`). Boxed: it is large and rare, and
     /// inline it spread the fields every append touches over more cache lines.
     pass: Option<Box<pass::Pass>>,
+    /// Files of segments a cleaning swap replaced, freed a slice per cleaner step (`retired`).
+    retired: retired::Retired,
     /// The planted bug `CheckpointInPlace` (see `planted`); false but in simulated tests.
     checkpoint_in_place: bool,
     /// What the checkpoint file says (as read at open, or last written): a checkpoint of an
@@ -240,7 +243,7 @@ impl Log {
         // A clean point above the end (a crash cut the log after it was written) would call
         // records appended later clean.
         let cleaned_to = cleaner::read_checkpoint(disk.as_ref(), &dir)?.min(end);
-        let mut log = Log { disk, dir, config, segments, recovery_point, unflushed_records: 0, unflushed_since_ms: None, dir_dirty: true, owed, epochs, failed: None, cleaned_to, pass: None, checkpoint_in_place: false, checkpointed: report.recovery_point, alarm: None };
+        let mut log = Log { disk, dir, config, segments, recovery_point, unflushed_records: 0, unflushed_since_ms: None, dir_dirty: true, owed, epochs, failed: None, cleaned_to, pass: None, retired: retired::Retired::default(), checkpoint_in_place: false, checkpointed: report.recovery_point, alarm: None };
         if report.cut.is_some() || !report.segments_removed.is_empty() || report.recovery_point > end {
             // Make the cut durable before anything new lands on top of it, and never leave a
             // checkpoint on disk that vouches for offsets the log no longer has: a later roll

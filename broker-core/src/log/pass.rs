@@ -85,7 +85,7 @@ struct Group {
 pub enum Step {
     /// No pass is in flight and none is due.
     Idle,
-    /// A pass went on: `bytes` read and written.
+    /// A pass went on (`bytes` read and written), or only replaced files were freed (0).
     Working { bytes: u64 },
     /// A pass ended with this step: what it did (None: it found nothing to map).
     Done { bytes: u64, stats: Option<CleanStats> },
@@ -102,12 +102,16 @@ impl Log {
     /// group is being swapped takes the log offline (memory would be unsure of the disk); any
     /// other failure only ends the pass.
     pub fn clean_step(&mut self, now: u64, upper: i64, map_bytes: usize, budget: usize, keep: Keep) -> Result<Step, LogError> {
+        // Every step frees a slice of what earlier swaps replaced, pass or no pass.
+        let freeing = !self.retired.is_empty();
+        self.retired.free_slice();
         let mut pass = match self.pass.take() {
             Some(pass) => pass,
             None if self.cleaning_due(now, upper) => {
                 let (start, end) = (self.cleaned_to(), self.dirty_end(now, upper));
                 Box::new(Pass { map: KeyMap::for_range(map_bytes, keep, start, end), start, end, producers: BTreeMap::new(), stats: CleanStats { from: start, to: start, ..CleanStats::default() }, phase: Phase::Map { next: start }, buf: Vec::new(), mapped_batches: 0, header_reads: false })
             }
+            None if freeing => return Ok(Step::Working { bytes: 0 }),
             None => return Ok(Step::Idle),
         };
         match self.advance(&mut pass, now, budget.max(1) as u64) {
@@ -143,9 +147,15 @@ impl Log {
         }
     }
 
-    /// Whether a pass is in flight.
+    /// Whether a pass is in flight, or files it replaced wait to be freed (`retired`).
     pub fn cleaning(&self) -> bool {
-        self.pass.is_some()
+        self.pass.is_some() || !self.retired.is_empty()
+    }
+
+    /// Whether [`Log::clean_step`] has work now: a pass in flight or due, or replaced files
+    /// to free.
+    pub fn cleaner_work_due(&self, now: u64, upper: i64) -> bool {
+        self.cleaning() || self.cleaning_due(now, upper)
     }
 
     /// The phase of the pass in flight — `"map"`, `"producers"` or `"rewrite"` (the module
@@ -351,7 +361,10 @@ impl Log {
         stats.segments_rewritten += g.bases.len();
         stats.bytes_before += g.before;
         stats.bytes_after += seg.size();
-        self.segments.splice(i..j, [seg]);
+        let replaced: Vec<Segment> = self.segments.splice(i..j, [seg]).collect();
+        for old in replaced {
+            self.retired.push(old.into_log());
+        }
         Ok(())
     }
 

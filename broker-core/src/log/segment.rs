@@ -505,6 +505,11 @@ impl Segment {
         delete_files(disk, dir, base).map(|_| ())
     }
 
+    /// The `.log` file, for a caller that outlives the segment (`retired`).
+    pub(super) fn into_log(self) -> Arc<SegmentLog> {
+        self.log
+    }
+
     /// Raw bytes of the `.log` file (for cross-checks).
     pub fn read_raw(&self, buf: &mut [u8], pos: u64) -> std::io::Result<()> {
         read_exact_at(self.log.as_ref(), buf, pos)

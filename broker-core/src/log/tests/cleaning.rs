@@ -536,3 +536,42 @@ fn runs_of_dead_batches_passed_over_unread_stop_at_epochs_and_at_producers_last_
         assert_eq!((h.base_timestamp, h.max_timestamp), (1_000, 1_004));
     }
 }
+
+/// What this process holds open of files removed from `dir`: their sizes, summed.
+fn held_removed(dir: &std::path::Path) -> u64 {
+    let prefix = dir.to_string_lossy().into_owned();
+    std::fs::read_dir("/proc/self/fd").unwrap().filter_map(|e| {
+        let fd = e.ok()?.path();
+        let link = std::fs::read_link(&fd).ok()?.to_string_lossy().into_owned();
+        (link.starts_with(&prefix) && link.ends_with(" (deleted)")).then(|| std::fs::metadata(&fd).map_or(0, |m| m.len()))
+    }).sum()
+}
+
+/// The files a swap replaced are freed a slice per later step of the cleaner, then closed,
+/// rather than all at once inside the swap's step.
+#[test]
+fn replaced_segments_are_freed_a_slice_per_step_then_closed() {
+    use crate::constants::retired_slice_bytes;
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut log, _) = Log::open(disk(), tmp.path(), LogConfig { segment_bytes: 4 << 20, ..compacted() }, 0).unwrap();
+    let value = vec![b'v'; 1000];
+    for i in 0..12_000 {
+        let key = format!("k{}", i % 10);
+        log.append(&mut build_keyed(&[(Some(key.as_bytes()), Some(&value))], 1), 1, 0).unwrap();
+    }
+    log.roll(0).unwrap();
+    let stats = log.clean(10_000, log.log_end_offset(), map_bytes).unwrap().expect("due");
+    assert!(stats.segments_rewritten >= 3, "{stats:?}");
+    let mut held = held_removed(tmp.path());
+    assert!(held > 2 * retired_slice_bytes, "the replaced segments are held after the swap: {held} bytes");
+    let mut steps = 0;
+    while log.cleaning() {
+        assert_eq!(log.clean_step(10_000, log.log_end_offset(), map_bytes, 1 << 20, clean::Keep::Latest).unwrap(), CleanStep::Working { bytes: 0 });
+        let now = held_removed(tmp.path());
+        assert!(now < held && held - now <= retired_slice_bytes, "one step freed {} bytes", held - now);
+        (held, steps) = (now, steps + 1);
+    }
+    assert_eq!(held, 0, "every replaced file is closed once freed");
+    assert!(steps > 3, "{steps} steps");
+    assert_eq!(log.clean_step(10_000, log.log_end_offset(), map_bytes, 1 << 20, clean::Keep::Latest).unwrap(), CleanStep::Idle);
+}
