@@ -33,6 +33,7 @@ type Skip = &'static str;
 /// without losing a failure that happened earlier.
 pub(super) async fn run_schedule(faults: Vec<FaultSpec>, cluster: &Cluster, rec: &Rec) {
     let start = tokio::time::Instant::now();
+    let clogs = Clogs::default();
     let mut injectors = Vec::new();
     for f in faults {
         let due = start + Duration::from_millis(f.at);
@@ -40,8 +41,8 @@ pub(super) async fn run_schedule(faults: Vec<FaultSpec>, cluster: &Cluster, rec:
         if tokio::time::Instant::now() < due {
             tokio::time::sleep_until(due).await;
         }
-        let (nodes, disks, rec) = (cluster.nodes.clone(), cluster.disks.clone(), rec.clone());
-        injectors.push(tokio::spawn(inject(f, nodes, disks, rec)));
+        let (nodes, disks, rec, clogs) = (cluster.nodes.clone(), cluster.disks.clone(), rec.clone(), clogs.clone());
+        injectors.push(tokio::spawn(inject(f, nodes, disks, rec, clogs)));
     }
     for t in injectors {
         let _ = t.await;
@@ -51,7 +52,7 @@ pub(super) async fn run_schedule(faults: Vec<FaultSpec>, cluster: &Cluster, rec:
 /// Applies one fault and undoes it after `for_ms`, or says why it was skipped. A fault aimed at
 /// `controller` hits the broker that is the active metadata controller when it starts; one at
 /// `leader:TOPIC-P` the broker that last became that partition's leader.
-async fn inject(mut f: FaultSpec, nodes: Nodes, disks: Disks, rec: Rec) {
+async fn inject(mut f: FaultSpec, nodes: Nodes, disks: Disks, rec: Rec, clogs: Clogs) {
     if f.target == crate::scenario::controller_target {
         match broker_core::simprobe::current_controller() {
             Some(id) => f.target = format!("broker-{id}"),
@@ -69,7 +70,7 @@ async fn inject(mut f: FaultSpec, nodes: Nodes, disks: Disks, rec: Rec) {
     let done = match f.kind {
         FaultKind::Kill | FaultKind::PowerLoss => crash_and_restart(&f, &nodes, &disks, &rec).await,
         FaultKind::Pause => pause(&f, &nodes, &disks, &rec).await,
-        FaultKind::Isolate | FaultKind::IsolateIn | FaultKind::IsolateOut => isolate(&f, &nodes, &rec).await,
+        FaultKind::Isolate | FaultKind::IsolateIn | FaultKind::IsolateOut => isolate(&f, &nodes, &rec, &clogs).await,
         FaultKind::ClogLink => clog_link(&f, &nodes, &rec).await,
         FaultKind::SlowLink => slow_link(&f, &nodes, &rec).await,
         FaultKind::DiskEio => disk_eio(&f, &nodes, &disks, &rec).await,
@@ -134,21 +135,56 @@ async fn pause(f: &FaultSpec, nodes: &Nodes, disks: &Disks, rec: &Rec) -> Result
     Ok(())
 }
 
-/// `isolate`, `isolate_in`, `isolate_out`: the node's traffic is cut both ways, or one way.
-async fn isolate(f: &FaultSpec, nodes: &Nodes, rec: &Rec) -> Result<(), Skip> {
+/// How many isolation faults hold each node's inbound and outbound traffic, so overlapping ones
+/// compose: madsim's clog is one flag per direction, and the first heal used to end every
+/// isolation of the node (an `isolate_in` healing inside an `isolate` let the node hear again
+/// while the history, and the checkers, had it cut off).
+#[derive(Clone, Default)]
+struct Clogs(Arc<Mutex<std::collections::BTreeMap<String, [u32; 2]>>>);
+
+impl Clogs {
+    /// Adds (`by` 1) or removes (-1) one hold on `node`'s directions `[in, out]`; returns the
+    /// directions whose state changed (first hold taken, or last one released).
+    fn hold(&self, node: &str, dirs: [bool; 2], by: i32) -> [bool; 2] {
+        let mut all = self.0.lock().expect("clogs");
+        let counts = all.entry(node.to_string()).or_default();
+        let mut changed = [false; 2];
+        for d in 0..2 {
+            if dirs[d] {
+                let before = counts[d];
+                counts[d] = counts[d].saturating_add_signed(by);
+                changed[d] = (before == 0) != (counts[d] == 0);
+            }
+        }
+        changed
+    }
+}
+
+/// `isolate`, `isolate_in`, `isolate_out`: the node's traffic is cut both ways, or one way,
+/// until the last isolation holding that direction heals.
+async fn isolate(f: &FaultSpec, nodes: &Nodes, rec: &Rec, clogs: &Clogs) -> Result<(), Skip> {
     let id = node_id(f, nodes)?;
     let net = NetSim::current();
-    match f.kind {
-        FaultKind::Isolate => net.clog_node(id),
-        FaultKind::IsolateIn => net.clog_node_in(id),
-        _ => net.clog_node_out(id),
+    let dirs = match f.kind {
+        FaultKind::Isolate => [true, true],
+        FaultKind::IsolateIn => [true, false],
+        _ => [false, true],
+    };
+    let [cut_in, cut_out] = clogs.hold(&f.target, dirs, 1);
+    if cut_in {
+        net.clog_node_in(id);
+    }
+    if cut_out {
+        net.clog_node_out(id);
     }
     event(rec, &f.target, "fault", json!({"kind": kind(f), "for": f.for_ms}));
     hold(f).await;
-    match f.kind {
-        FaultKind::Isolate => net.unclog_node(id),
-        FaultKind::IsolateIn => net.unclog_node_in(id),
-        _ => net.unclog_node_out(id),
+    let [open_in, open_out] = clogs.hold(&f.target, dirs, -1);
+    if open_in {
+        net.unclog_node_in(id);
+    }
+    if open_out {
+        net.unclog_node_out(id);
     }
     event(rec, &f.target, "heal", json!({"kind": kind(f)}));
     Ok(())
@@ -264,5 +300,23 @@ impl DiskFaultState {
             self.eio.remove(i);
         }
         self.apply(disk);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Clogs;
+
+    #[test]
+    fn overlapping_isolations_compose_and_the_last_heal_opens() {
+        let clogs = Clogs::default();
+        // isolate_in, then isolate inside it: only the outbound direction changes.
+        assert_eq!(clogs.hold("broker-0", [true, false], 1), [true, false]);
+        assert_eq!(clogs.hold("broker-0", [true, true], 1), [false, true]);
+        // The isolate_in heals first: the node stays deaf.
+        assert_eq!(clogs.hold("broker-0", [true, false], -1), [false, false]);
+        assert_eq!(clogs.hold("broker-0", [true, true], -1), [true, true]);
+        // Another node is counted apart.
+        assert_eq!(clogs.hold("broker-1", [false, true], 1), [false, true]);
     }
 }
