@@ -361,8 +361,7 @@ impl Log {
         stats.segments_rewritten += g.bases.len();
         stats.bytes_before += g.before;
         stats.bytes_after += seg.size();
-        let replaced: Vec<Segment> = self.segments.splice(i..j, [seg]).collect();
-        for old in replaced {
+        for old in self.segments.splice(i..j, [seg]) {
             self.retired.push(old.into_log());
         }
         Ok(())
