@@ -18,5 +18,7 @@ pub mod matrix;
 pub mod rebalances;
 pub mod scenario;
 pub mod shrink;
+#[cfg(madsim)]
+pub mod sweep;
 pub mod trace;
 pub mod view;

@@ -35,6 +35,7 @@ mod cli {
     use sim::cluster;
     use sim::crash::{crash_rounds, digest, node_rounds};
     use sim::scenario::Scenario;
+    use sim::sweep;
     use std::collections::BTreeMap;
     use std::ops::Range;
     use std::path::{Path, PathBuf};
@@ -65,27 +66,18 @@ mod cli {
             #[arg(long)]
             plant: Option<String>,
         },
-        /// Run a scenario (or every scenario in a directory) over a range of seeds.
+        /// Run scenarios (files, or every scenario below a directory) over a range of seeds.
         Sweep {
-            target: PathBuf,
+            #[arg(required = true)]
+            targets: Vec<PathBuf>,
             /// Seeds as A..B (B exclusive) or a single seed.
             #[arg(long, default_value = "0..100", value_parser = parse_seeds)]
             seeds: Range<u64>,
-            /// Parallel runs.
-            #[arg(long, default_value_t = 2)]
-            jobs: usize,
-            /// Run only shard i of N (seed % N == i), as `i/N`, to spread seeds over machines.
-            #[arg(long, value_parser = parse_shard)]
-            shard: Option<(u64, u64)>,
-            /// Where failing seeds' traces go.
-            #[arg(long, default_value = "traces")]
-            traces: PathBuf,
             /// Plant a known broker bug in every run (see `run --plant`): how many seeds find it?
             #[arg(long)]
             plant: Option<String>,
-            /// Stop sweeping a scenario at its first failing seed (with `--plant`: seeds to find).
-            #[arg(long)]
-            until_found: bool,
+            #[command(flatten)]
+            args: SweepArgs,
         },
         /// Re-run a trace's scenario and seed; report the first diverging line or "identical".
         Replay { trace: PathBuf },
@@ -165,6 +157,30 @@ mod cli {
         },
     }
 
+    #[derive(clap::Args)]
+    struct SweepArgs {
+        /// Parallel runs.
+        #[arg(long, default_value_t = 2)]
+        jobs: usize,
+        /// Run only shard i of N (seed % N == i), as `i/N`, to spread seeds over machines.
+        #[arg(long, value_parser = parse_shard)]
+        shard: Option<(u64, u64)>,
+        /// Where failing seeds' traces go.
+        #[arg(long, default_value = "traces")]
+        traces: PathBuf,
+        /// Stop sweeping a scenario at its first failing seed (with `--plant`: seeds to find).
+        #[arg(long)]
+        until_found: bool,
+        /// Start no run after this many seconds of wall time (runs go seed-major, so every
+        /// scenario has run over the same leading seeds when the budget ends).
+        #[arg(long)]
+        budget_secs: Option<u64>,
+        /// Write a JSON-lines summary here: one line per run (scenario, seed, passed, every
+        /// checker that fired), then one for the sweep.
+        #[arg(long)]
+        summary: Option<PathBuf>,
+    }
+
     fn parse_shard(s: &str) -> Result<(u64, u64), String> {
         let (i, n) = s.split_once('/').ok_or_else(|| format!("shard `{s}`: expected i/N"))?;
         let (i, n): (u64, u64) = (i.parse().map_err(|_| format!("shard `{s}`: bad i"))?, n.parse().map_err(|_| format!("shard `{s}`: bad N"))?);
@@ -196,7 +212,7 @@ mod cli {
     pub fn main() {
         let result = match Cli::parse().cmd {
             Cmd::Run { scenario, seed, trace, timeline, plant } => run(&scenario, seed, trace.as_deref(), timeline, plant.as_deref()),
-            Cmd::Sweep { target, seeds, jobs, shard, traces, plant, until_found } => planted(plant.as_deref()).and_then(|bug| sweep(&target, seeds, jobs, shard, &traces, bug, until_found)),
+            Cmd::Sweep { targets, seeds, plant, args } => planted(plant.as_deref()).and_then(|bug| sweep(&targets, seeds, args, bug)),
             Cmd::Replay { trace } => replay(&trace),
             Cmd::Shrink { input, seed, plant, checker, out, max_runs } => shrink(&input, seed, plant.as_deref(), checker, out, max_runs),
             Cmd::Matrix { seeds, jobs, row, dump, traces, plant } => planted(plant.as_deref()).and_then(|bug| matrix(seeds, jobs, row.as_deref(), dump.as_deref(), &traces, bug)),
@@ -294,78 +310,64 @@ mod cli {
         Ok(found)
     }
 
-    fn sweep(target: &Path, seeds: Range<u64>, jobs: usize, shard: Option<(u64, u64)>, traces: &Path, bug: Option<PlantedBug>, until_found: bool) -> Result<bool, String> {
-        let paths = scenarios_in(target)?;
-        let mut work: Vec<(PathBuf, Scenario, u64)> = Vec::new();
-        for p in &paths {
-            let s = load(p)?;
-            for seed in seeds.clone().filter(|seed| shard.is_none_or(|(i, n)| seed % n == i)) {
-                work.push((p.clone(), s.clone(), seed));
-            }
+    fn sweep(targets: &[PathBuf], seeds: Range<u64>, opts: SweepArgs, bug: Option<PlantedBug>) -> Result<bool, String> {
+        let mut paths = Vec::new();
+        for t in targets {
+            paths.extend(scenarios_in(t)?);
         }
+        let target = targets.iter().map(|t| t.display().to_string()).collect::<Vec<_>>().join(" ");
+        let scenarios = paths.iter().map(|p| Ok((p.clone(), load(p)?))).collect::<Result<Vec<_>, String>>()?;
+        let shard = opts.shard;
+        let work = sweep::jobs(&scenarios, seeds.clone().filter(|seed| shard.is_none_or(|(i, n)| seed % n == i)));
         let total = work.len();
         if total == 0 {
             // A sweep that runs nothing must not pass: a typo in a path would look green.
-            return Err(format!("{}: no runs (scenario files found: {}, seeds {seeds:?}, shard {shard:?})", target.display(), paths.len()));
+            return Err(format!("{target}: no runs (scenario files found: {}, seeds {seeds:?}, shard {shard:?})", paths.len()));
         }
         let bar = indicatif::ProgressBar::new(total as u64);
         bar.set_style(indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} seeds {elapsed_precise} eta {eta}").expect("template"));
-        let queue = std::sync::Mutex::new(work.into_iter().enumerate());
-        let results = std::sync::Mutex::new(Vec::new());
-        // Scenarios with a failing seed, when `until_found` stops them there: the seeds queued
-        // after it are skipped, those before it all run (the queue is in seed order).
-        let found = std::sync::Mutex::new(std::collections::BTreeSet::new());
         let wall = std::time::Instant::now();
-        std::thread::scope(|scope| {
-            for _ in 0..jobs.max(1) {
-                scope.spawn(|| loop {
-                    let next = queue.lock().expect("queue").next();
-                    let Some((i, (path, s, seed))) = next else { break };
-                    if until_found && found.lock().expect("found").contains(&path) {
-                        bar.inc(1);
-                        continue;
-                    }
-                    let r = cluster::run(&s, &path.display().to_string(), seed, bug).expect("load validated the scenario");
-                    if until_found && !r.passed() {
-                        found.lock().expect("found").insert(path.clone());
-                    }
-                    bar.inc(1);
-                    // Only a failing run's trace is kept (to be written out): a sweep of
-                    // thousands of seeds must not hold every trace in memory.
-                    let trace = (!r.passed()).then(|| r.trace.to_jsonl());
-                    results.lock().expect("results").push((i, path, s.name.clone(), seed, r.passed(), r.violations.first().map(|v| v.to_string()), trace, r.simulated_ms));
-                });
-            }
-        });
+        let deadline = opts.budget_secs.map(|s| wall + std::time::Duration::from_secs(s));
+        let keep_going = || deadline.is_none_or(|d| std::time::Instant::now() < d);
+        let on_done = |_: Option<&sweep::Outcome>| bar.inc(1);
+        let results = sweep::sweep(work, &sweep::Options { jobs: opts.jobs, bug, until_found: opts.until_found, keep_going: &keep_going, on_done: &on_done });
         bar.finish_and_clear();
-        let mut results = results.into_inner().expect("results");
-        results.sort_by_key(|r| r.0);
         let secs = wall.elapsed().as_secs_f64();
         let mut by_scenario: BTreeMap<String, (usize, usize, Option<u64>)> = BTreeMap::new();
         let mut failures = 0;
         let mut simulated = 0u64;
-        let plant = bug.map(|b| format!(" --plant {b:?}")).unwrap_or_default();
-        for (_, path, name, seed, passed, first, trace, sim_ms) in &results {
-            simulated += sim_ms;
-            let e = by_scenario.entry(name.clone()).or_default();
+        let mut summary = Vec::new();
+        for o in &results {
+            simulated += o.simulated_ms;
+            summary.push(o.json().to_string());
+            let e = by_scenario.entry(o.name.clone()).or_default();
             e.0 += 1;
-            if !passed {
-                e.1 += 1;
-                e.2 = e.2.or(Some(*seed));
-                failures += 1;
-                std::fs::create_dir_all(traces).map_err(|e| format!("{}: {e}", traces.display()))?;
-                let file = traces.join(format!("{name}-{seed}.jsonl"));
-                std::fs::write(&file, trace.as_deref().unwrap_or_default()).map_err(|e| format!("{}: {e}", file.display()))?;
-                println!("FAIL {name} seed {seed}: {}", first.as_deref().unwrap_or("?"));
-                println!("  trace: {}", file.display());
-                println!("  reproduce: cargo sim run {} --seed {seed}{plant}", path.display());
+            if o.passed {
+                continue;
             }
+            e.1 += 1;
+            e.2 = e.2.or(Some(o.seed));
+            failures += 1;
+            std::fs::create_dir_all(&opts.traces).map_err(|e| format!("{}: {e}", opts.traces.display()))?;
+            let file = opts.traces.join(format!("{}-{}.jsonl", o.name, o.seed));
+            std::fs::write(&file, o.trace.as_deref().unwrap_or_default()).map_err(|e| format!("{}: {e}", file.display()))?;
+            println!("FAIL {} seed {} [{}]: {}", o.name, o.seed, o.checkers.join(", "), o.first.as_deref().unwrap_or("?"));
+            println!("  trace: {}", file.display());
+            println!("  reproduce: {}", o.reproduce(bug));
         }
         println!("{:<32} {:>8} {:>8} {:>12}", "scenario", "seeds", "failed", "first failed");
         for (name, (n, f, first)) in &by_scenario {
             println!("{name:<32} {n:>8} {f:>8} {:>12}", first.map_or("-".to_string(), |s| s.to_string()));
         }
-        println!("{total} runs in {secs:.1} s wall ({:.0} seeds/min, {:.0}x real time over all runs)", total as f64 / secs.max(1e-9) * 60.0, simulated as f64 / 1000.0 / secs.max(1e-9));
+        let ran = results.len();
+        let cut = if ran < total && deadline.is_some() { format!(" (time budget reached: {} of {total} runs not made)", total - ran) } else { String::new() };
+        println!("{ran} runs in {secs:.1} s wall ({:.0} seeds/min, {:.0}x real time over all runs){cut}", ran as f64 / secs.max(1e-9) * 60.0, simulated as f64 / 1000.0 / secs.max(1e-9));
+        if let Some(file) = &opts.summary {
+            let end = serde_json::json!({"summary": {"target": target, "seeds": format!("{}..{}", seeds.start, seeds.end), "shard": shard.map(|(i, n)| format!("{i}/{n}")), "planned": total, "runs": ran, "failed": failures, "wall_s": (secs * 10.0).round() / 10.0, "planted_bug": bug.map(|b| format!("{b:?}"))}});
+            summary.push(end.to_string());
+            std::fs::write(file, summary.join("\n") + "\n").map_err(|e| format!("{}: {e}", file.display()))?;
+            println!("summary written to {}", file.display());
+        }
         Ok(failures == 0)
     }
 

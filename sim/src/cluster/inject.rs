@@ -33,7 +33,7 @@ type Skip = &'static str;
 /// without losing a failure that happened earlier.
 pub(super) async fn run_schedule(faults: Vec<FaultSpec>, cluster: &Cluster, rec: &Rec) {
     let start = tokio::time::Instant::now();
-    let clogs = Clogs::default();
+    let (clogs, procs) = (Clogs::default(), Procs::default());
     let mut injectors = Vec::new();
     for f in faults {
         let due = start + Duration::from_millis(f.at);
@@ -41,8 +41,8 @@ pub(super) async fn run_schedule(faults: Vec<FaultSpec>, cluster: &Cluster, rec:
         if tokio::time::Instant::now() < due {
             tokio::time::sleep_until(due).await;
         }
-        let (nodes, disks, rec, clogs) = (cluster.nodes.clone(), cluster.disks.clone(), rec.clone(), clogs.clone());
-        injectors.push(tokio::spawn(inject(f, nodes, disks, rec, clogs)));
+        let (nodes, disks, rec, clogs, procs) = (cluster.nodes.clone(), cluster.disks.clone(), rec.clone(), clogs.clone(), procs.clone());
+        injectors.push(tokio::spawn(inject(f, nodes, disks, rec, clogs, procs)));
     }
     for t in injectors {
         let _ = t.await;
@@ -52,7 +52,7 @@ pub(super) async fn run_schedule(faults: Vec<FaultSpec>, cluster: &Cluster, rec:
 /// Applies one fault and undoes it after `for_ms`, or says why it was skipped. A fault aimed at
 /// `controller` hits the broker that is the active metadata controller when it starts; one at
 /// `leader:TOPIC-P` the broker that last became that partition's leader.
-async fn inject(mut f: FaultSpec, nodes: Nodes, disks: Disks, rec: Rec, clogs: Clogs) {
+async fn inject(mut f: FaultSpec, nodes: Nodes, disks: Disks, rec: Rec, clogs: Clogs, procs: Procs) {
     if f.target == crate::scenario::controller_target {
         match broker_core::simprobe::current_controller() {
             Some(id) => f.target = format!("broker-{id}"),
@@ -67,18 +67,20 @@ async fn inject(mut f: FaultSpec, nodes: Nodes, disks: Disks, rec: Rec, clogs: C
         }
     }
     let from_ms = now_ms(&rec);
+    // Ok(Some(ms)): the fault stopped holding before it was undone (a pause whose process was
+    // killed); the history's span ends there, where the checkers must see it end.
     let done = match f.kind {
-        FaultKind::Kill | FaultKind::PowerLoss => crash_and_restart(&f, &nodes, &disks, &rec).await,
-        FaultKind::Pause => pause(&f, &nodes, &disks, &rec).await,
-        FaultKind::Isolate | FaultKind::IsolateIn | FaultKind::IsolateOut => isolate(&f, &nodes, &rec, &clogs).await,
-        FaultKind::ClogLink => clog_link(&f, &nodes, &rec).await,
-        FaultKind::SlowLink => slow_link(&f, &nodes, &rec).await,
-        FaultKind::DiskEio => disk_eio(&f, &nodes, &disks, &rec).await,
-        FaultKind::SlowDisk | FaultKind::DiskFull => slow_or_full_disk(&f, &nodes, &disks, &rec).await,
+        FaultKind::Kill | FaultKind::PowerLoss => crash_and_restart(&f, &nodes, &disks, &rec, &procs).await.map(|()| None),
+        FaultKind::Pause => pause(&f, &nodes, &disks, &rec, &procs).await,
+        FaultKind::Isolate | FaultKind::IsolateIn | FaultKind::IsolateOut => isolate(&f, &nodes, &rec, &clogs).await.map(|()| None),
+        FaultKind::ClogLink => clog_link(&f, &nodes, &rec).await.map(|()| None),
+        FaultKind::SlowLink => slow_link(&f, &nodes, &rec).await.map(|()| None),
+        FaultKind::DiskEio => disk_eio(&f, &nodes, &disks, &rec).await.map(|()| None),
+        FaultKind::SlowDisk | FaultKind::DiskFull => slow_or_full_disk(&f, &nodes, &disks, &rec).await.map(|()| None),
     };
     match done {
-        Ok(()) => {
-            let span = FaultSpan { kind: f.kind, target: f.target, from_ms, until_ms: now_ms(&rec) };
+        Ok(ended) => {
+            let span = FaultSpan { kind: f.kind, target: f.target, from_ms, until_ms: ended.unwrap_or_else(|| now_ms(&rec)) };
             rec.lock().expect("recorder").history.faults.push(span);
         }
         Err(why) => event(&rec, "harness", "fault_skipped", json!({"kind": kind(&f), "target": f.target, "why": why})),
@@ -107,14 +109,20 @@ fn broker_disk<'a>(f: &FaultSpec, nodes: &Nodes, disks: &'a Disks) -> Result<&'a
 }
 
 /// `kill` and `power_loss`: the process dies and the disk crashes — keeping every write, or
-/// losing what was not synced — and the node restarts after `for`.
-async fn crash_and_restart(f: &FaultSpec, nodes: &Nodes, disks: &Disks, rec: &Rec) -> Result<(), Skip> {
+/// losing what was not synced — and the node restarts after `for`, unless another crash still
+/// holds it down: then it restarts when the last one ends (`Procs`).
+async fn crash_and_restart(f: &FaultSpec, nodes: &Nodes, disks: &Disks, rec: &Rec, procs: &Procs) -> Result<(), Skip> {
     let (disk, _) = broker_disk(f, nodes, disks)?;
     let (id, handle) = (node_id(f, nodes)?, Handle::current());
+    procs.crash(&f.target, now_ms(rec));
     handle.kill(id);
     let report = disk.crash(if f.kind == FaultKind::Kill { CrashMode::Clean } else { CrashMode::PowerLoss });
     event(rec, &f.target, "fault", json!({"kind": kind(f), "for": f.for_ms, "disk": report.to_string()}));
     hold(f).await;
+    if !procs.release_crash(&f.target) {
+        event(rec, &f.target, "heal", json!({"kind": kind(f), "still_down": "another crash holds the node"}));
+        return Ok(());
+    }
     // madsim's restart of a running node (a restart landing on a restart) does not release
     // the old incarnation's sockets; kill first, which does.
     handle.kill(id);
@@ -123,16 +131,93 @@ async fn crash_and_restart(f: &FaultSpec, nodes: &Nodes, disks: &Disks, rec: &Re
     Ok(())
 }
 
-/// `pause`: the node's tasks are not scheduled for `for`.
-async fn pause(f: &FaultSpec, nodes: &Nodes, disks: &Disks, rec: &Rec) -> Result<(), Skip> {
+/// `pause`: the node's tasks are not scheduled for `for` — or until a crash kills the paused
+/// process (its restart is a new process, running: madsim's restart clears the pause). A node
+/// that is down has no process to pause: the fault is skipped.
+async fn pause(f: &FaultSpec, nodes: &Nodes, disks: &Disks, rec: &Rec, procs: &Procs) -> Result<Option<u64>, Skip> {
     broker_disk(f, nodes, disks)?;
     let (id, handle) = (node_id(f, nodes)?, Handle::current());
-    handle.pause(id);
+    let from_ms = now_ms(rec);
+    if procs.pause(&f.target)? {
+        handle.pause(id);
+    }
     event(rec, &f.target, "fault", json!({"kind": kind(f), "for": f.for_ms}));
     hold(f).await;
-    handle.resume(id);
-    event(rec, &f.target, "heal", json!({"kind": kind(f)}));
-    Ok(())
+    let (resume, killed_ms) = procs.release_pause(&f.target, from_ms);
+    if resume {
+        handle.resume(id);
+    }
+    match killed_ms {
+        Some(ms) => event(rec, &f.target, "heal", json!({"kind": kind(f), "ended_by_crash_at_ms": ms})),
+        None => event(rec, &f.target, "heal", json!({"kind": kind(f)})),
+    }
+    Ok(killed_ms)
+}
+
+/// Each broker's process as the process faults leave it, so that overlapping ones on one node
+/// compose as on a real machine and the history's spans say what really held: a node restarts
+/// when the last crash holding it ends (not at the first, while a longer one is still "down"),
+/// a pause ends at the last pause's end or at a crash of the paused process, and a node that
+/// is down cannot be paused.
+#[derive(Clone, Default)]
+struct Procs(Arc<Mutex<std::collections::BTreeMap<String, Proc>>>);
+
+#[derive(Default)]
+struct Proc {
+    /// Crash faults holding the node down.
+    crashes: u32,
+    /// Pause faults holding the running process stopped.
+    pauses: u32,
+    /// When the node's process was killed, each time (ms from the run's start).
+    kills_ms: Vec<u64>,
+}
+
+impl Procs {
+    fn with<T>(&self, node: &str, f: impl FnOnce(&mut Proc) -> T) -> T {
+        f(self.0.lock().expect("procs").entry(node.to_string()).or_default())
+    }
+
+    /// A crash begins: the process (if one runs) dies, and with it every pause of it.
+    fn crash(&self, node: &str, now_ms: u64) {
+        self.with(node, |p| {
+            if p.crashes == 0 {
+                p.kills_ms.push(now_ms);
+            }
+            p.crashes += 1;
+            p.pauses = 0;
+        });
+    }
+
+    /// A crash ends; whether it was the last holding the node down (then it restarts).
+    fn release_crash(&self, node: &str) -> bool {
+        self.with(node, |p| {
+            p.crashes -= 1;
+            p.crashes == 0
+        })
+    }
+
+    /// A pause begins; whether it is the first holding the process (then it stops).
+    fn pause(&self, node: &str) -> Result<bool, Skip> {
+        self.with(node, |p| {
+            if p.crashes > 0 {
+                return Err("the node is down: no process to pause");
+            }
+            p.pauses += 1;
+            Ok(p.pauses == 1)
+        })
+    }
+
+    /// A pause that began at `from_ms` ends: whether the process resumes now (the last pause of
+    /// a process that was not killed meanwhile), and when a crash ended it, if one did.
+    fn release_pause(&self, node: &str, from_ms: u64) -> (bool, Option<u64>) {
+        self.with(node, |p| match p.kills_ms.iter().find(|&&k| k >= from_ms) {
+            Some(&killed) => (false, Some(killed)),
+            None => {
+                p.pauses -= 1;
+                (p.pauses == 0, None)
+            }
+        })
+    }
 }
 
 /// How many isolation faults hold each node's inbound and outbound traffic, so overlapping ones
@@ -305,7 +390,30 @@ impl DiskFaultState {
 
 #[cfg(test)]
 mod tests {
-    use super::Clogs;
+    use super::{Clogs, Procs};
+
+    #[test]
+    fn overlapping_process_faults_compose() {
+        let procs = Procs::default();
+        // A kill inside a power loss: the node restarts when the longer one ends.
+        procs.crash("broker-0", 100);
+        procs.crash("broker-0", 150);
+        assert!(!procs.release_crash("broker-0"));
+        assert_eq!(procs.pause("broker-0"), Err("the node is down: no process to pause"));
+        assert!(procs.release_crash("broker-0"));
+        // Two pauses: the process resumes when the second ends.
+        assert_eq!(procs.pause("broker-0"), Ok(true));
+        assert_eq!(procs.pause("broker-0"), Ok(false));
+        assert_eq!(procs.release_pause("broker-0", 300), (false, None));
+        assert_eq!(procs.release_pause("broker-0", 310), (true, None));
+        // A pause whose process is killed ends at the kill; a pause of the new process does not.
+        assert_eq!(procs.pause("broker-0"), Ok(true));
+        procs.crash("broker-0", 500);
+        assert!(procs.release_crash("broker-0"));
+        assert_eq!(procs.pause("broker-0"), Ok(true));
+        assert_eq!(procs.release_pause("broker-0", 400), (false, Some(500)));
+        assert_eq!(procs.release_pause("broker-0", 600), (true, None));
+    }
 
     #[test]
     fn overlapping_isolations_compose_and_the_last_heal_opens() {

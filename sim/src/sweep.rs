@@ -1,0 +1,124 @@
+//! Sweeps: many (scenario, seed) runs spread over a few threads, each judged on its own, and the
+//! JSON-lines summary a sweep writes (one line per run, then one for the whole sweep), so a
+//! nightly job or a shard of one can be read back by a script. The CLI (`sim sweep`) only parses
+//! arguments, draws the progress bar and prints; the pool, the run order and the records are here.
+//!
+//! Runs go in seed-major order (every scenario's first seed, then every second seed, ...), so a
+//! sweep stopped early — by a time budget, or at each scenario's first failure — has run each
+//! scenario over the same leading seeds. Nothing here reads a clock: the caller decides when to
+//! stop through `keep_going`.
+
+use crate::cluster;
+use crate::scenario::Scenario;
+use broker_core::broker::PlantedBug;
+use serde_json::json;
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+/// One run to make.
+#[derive(Clone)]
+pub struct Job {
+    pub path: PathBuf,
+    pub scenario: Scenario,
+    pub seed: u64,
+}
+
+/// What one run found.
+pub struct Outcome {
+    pub path: PathBuf,
+    pub name: String,
+    pub seed: u64,
+    pub passed: bool,
+    /// Every checker that reported a violation, in the checkers' order, each once.
+    pub checkers: Vec<&'static str>,
+    /// The first violation, as `sim run` prints it.
+    pub first: Option<String>,
+    /// The trace of a failing run (a passing run's is dropped: a sweep of thousands of seeds
+    /// must not hold every trace in memory).
+    pub trace: Option<String>,
+    pub simulated_ms: u64,
+}
+
+impl Outcome {
+    /// The summary line of this run.
+    pub fn json(&self) -> serde_json::Value {
+        json!({"scenario": self.name, "path": self.path.display().to_string(), "seed": self.seed, "passed": self.passed, "checkers": self.checkers, "first": self.first, "simulated_ms": self.simulated_ms})
+    }
+
+    /// The command that reproduces this run.
+    pub fn reproduce(&self, bug: Option<PlantedBug>) -> String {
+        let plant = bug.map(|b| format!(" --plant {b:?}")).unwrap_or_default();
+        format!("cargo sim run {} --seed {}{plant}", self.path.display(), self.seed)
+    }
+}
+
+/// How a sweep runs.
+pub struct Options<'a> {
+    /// Parallel runs (at least one).
+    pub jobs: usize,
+    /// A planted bug in every run.
+    pub bug: Option<PlantedBug>,
+    /// Stop sweeping a scenario at its first failing seed.
+    pub until_found: bool,
+    /// Asked before each run: false ends the sweep (the runs under way finish).
+    pub keep_going: &'a (dyn Fn() -> bool + Sync),
+    /// Told of each run as it ends, or is skipped for `until_found` (None), for a progress bar.
+    pub on_done: &'a (dyn Fn(Option<&Outcome>) + Sync),
+}
+
+/// Every run of `scenarios` (path and parsed scenario) over `seeds`, seed-major.
+pub fn jobs(scenarios: &[(PathBuf, Scenario)], seeds: impl Iterator<Item = u64>) -> Vec<Job> {
+    seeds.flat_map(|seed| scenarios.iter().map(move |(path, scenario)| Job { path: path.clone(), scenario: scenario.clone(), seed })).collect()
+}
+
+/// Runs `work` and returns the outcome of every run made, in `work`'s order (runs not made —
+/// stopped by `keep_going`, or skipped by `until_found` — are absent).
+pub fn sweep(work: Vec<Job>, opts: &Options) -> Vec<Outcome> {
+    let queue = Mutex::new(work.into_iter().enumerate());
+    let results = Mutex::new(Vec::new());
+    // Scenarios with a failing seed, when `until_found` stops them there: their later seeds are
+    // skipped, the earlier ones all run (the queue is in seed order).
+    let found = Mutex::new(BTreeSet::new());
+    std::thread::scope(|scope| {
+        for _ in 0..opts.jobs.max(1) {
+            scope.spawn(|| loop {
+                if !(opts.keep_going)() {
+                    break;
+                }
+                let next = queue.lock().expect("queue").next();
+                let Some((i, job)) = next else { break };
+                if opts.until_found && found.lock().expect("found").contains(&job.path) {
+                    (opts.on_done)(None);
+                    continue;
+                }
+                let outcome = run_one(&job, opts.bug);
+                if opts.until_found && !outcome.passed {
+                    found.lock().expect("found").insert(job.path.clone());
+                }
+                (opts.on_done)(Some(&outcome));
+                results.lock().expect("results").push((i, outcome));
+            });
+        }
+    });
+    let mut results = results.into_inner().expect("results");
+    results.sort_by_key(|(i, _)| *i);
+    results.into_iter().map(|(_, o)| o).collect()
+}
+
+fn run_one(job: &Job, bug: Option<PlantedBug>) -> Outcome {
+    let r = cluster::run(&job.scenario, &job.path.display().to_string(), job.seed, bug).expect("load validated the scenario");
+    let fired: BTreeSet<&str> = r.violations.iter().map(|v| v.checker).collect();
+    let checkers = crate::checkers::CHECKERS.iter().map(|(name, _)| *name).filter(|name| fired.contains(name)).collect();
+    let passed = r.passed();
+    Outcome {
+        path: job.path.clone(),
+        name: job.scenario.name.clone(),
+        seed: job.seed,
+        passed,
+        checkers,
+        first: r.violations.first().map(|v| v.to_string()),
+        trace: (!passed).then(|| r.trace.to_jsonl()),
+        simulated_ms: r.simulated_ms,
+    }
+}
