@@ -104,6 +104,12 @@ pub enum PlantedBug {
     /// A voter's term and vote are written without a sync yet counted durable ("grant a vote
     /// without syncing it"): a power loss takes its vote back, and it may vote again.
     RaftStateUnsynced,
+    // Kinds no fault mix reached before issue 26 (its item 3): each is found by fresh seeds of
+    // the scenario made to reach it (docs/scenarios.md, "Fresh seeds, every night").
+    /// `flush.messages=1` honoured only every 32 records (set when the node is built, as
+    /// `EveryMessages(32)`): a batch is acknowledged before its fsync, so power lost on every
+    /// replica holding it at once loses it (`scenarios/fast/fsync-power-bursts.toml`).
+    FlushSkipsBatches,
 }
 
 impl PlantedBug {
@@ -137,6 +143,7 @@ impl PlantedBug {
         PlantedBug::RaftCommitOldEpochByCount,
         PlantedBug::RaftStateUnsynced,
         PlantedBug::ElrKeepsUncleanReplica,
+        PlantedBug::FlushSkipsBatches,
     ];
 
     /// The bug named `name` (its variant name, as traces record it).

@@ -198,6 +198,9 @@ pub struct History {
     /// The brokers' session timeout, ms: how long a broker that stopped heartbeating keeps its
     /// partitions (0 in a history built by hand: `leader_handover` judges nothing).
     pub session_ms: u64,
+    /// How long the voters take to replace an active controller that stopped answering (fetch
+    /// timeout plus up to two election rounds), ms; 0 in a history built by hand.
+    pub controller_failover_ms: u64,
     /// The metadata quorum's voters, by node id.
     pub voters: Vec<i32>,
     /// How many brokers the cluster has.

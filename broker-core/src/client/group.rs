@@ -375,8 +375,15 @@ impl GroupConsumer {
         }
         let topics: Vec<String> = subs.values().flat_map(|m| m.topics.iter().cloned()).collect::<BTreeSet<_>>().into_iter().collect();
         let names: Vec<&str> = topics.iter().map(String::as_str).collect();
-        // A topic not created yet is left out of the assignment, as Kafka's leaders do.
-        let _ = self.consumer.cluster().refresh(&names).await;
+        // A topic not created yet is left out of the assignment, as Kafka's leaders do. But an
+        // unanswered metadata request tells nothing: assigning from what is cached (nothing for
+        // a new consumer, fewer partitions after `forget`) would leave partitions unowned in a
+        // Stable group that nothing rebalances again. Fail the join instead; the next poll
+        // rejoins (the same generation's answer again) and asks another broker.
+        match self.consumer.cluster().refresh(&names).await {
+            Err(e) if !matches!(e, ClientError::Kafka { .. }) => return Err(e),
+            _ => {}
+        }
         let counts: BTreeMap<String, i32> = topics.iter().filter_map(|t| self.consumer.cluster().partition_count(t).map(|n| (t.clone(), n))).collect();
         let plan = assignor.assign(&subs, &counts);
         plan.into_iter()

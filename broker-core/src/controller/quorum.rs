@@ -134,8 +134,14 @@ impl Quorum {
         self.active
     }
 
-    /// The quorum leader this node knows (itself included).
+    /// The quorum leader this node knows (itself included). None while the metadata log is
+    /// broken: the node is the one from before the failure and may still think it leads, but
+    /// it answers nothing, so naming it would send this broker's controller link (and every
+    /// broker it answers) back to a controller that is gone.
     pub fn leader(&self) -> Option<NodeId> {
+        if self.broken {
+            return None;
+        }
         self.node.leader()
     }
 

@@ -1,7 +1,13 @@
 //! Availability while a leader's disk fails: a broker whose log of a partition it leads fails
 //! (a write or sync refused) must hand the partition over — register again so the controller
 //! moves leadership away, as Kafka's broker reports a failed log directory — within a broker
-//! session timeout, the time in which the controller replaces a broker that died outright. A
+//! session timeout, the time in which the controller replaces a broker that died outright. When
+//! the failed broker was the active controller, its metadata log failed with the disk: there
+//! is no controller to hand over to until the voters elect another, and a broker that died as
+//! active controller is replaced a session after that failover (Kafka halts a node whose
+//! metadata log fails, and the next controller gives every broker a fresh session), so the
+//! bound is then a controller failover plus a session timeout (issue 26, swarm-quorum seeds
+//! 7123 and 7165). A
 //! leader that keeps its leadership loses nothing and breaks no safety property; its
 //! producers wait for the disk to come back although another replica could lead.
 //!
@@ -20,7 +26,11 @@ pub fn leader_handover(h: &History, out: &mut Vec<Violation>) {
         return;
     }
     for f in &h.failed_leaders {
-        let deadline = f.failed_ms.saturating_add(h.session_ms);
+        // The active controller's metadata log is on the same disk: when it fails too, the
+        // broker has no controller to hand over to until the voters elect another (Kafka halts
+        // such a node, and its partitions move a session after the next controller starts).
+        let failover = if was_active_controller(h, f.node, f.failed_ms) { h.controller_failover_ms } else { 0 };
+        let deadline = f.failed_ms.saturating_add(h.session_ms + failover);
         let broker = format!("broker-{}", f.node);
         if f.ended_ms.is_some_and(|e| e <= deadline) || deadline > h.healed_at_ms || !quorum_without(h, f.node) {
             continue;
@@ -39,11 +49,17 @@ pub fn leader_handover(h: &History, out: &mut Vec<Violation>) {
             partition: f.partition,
             offsets: Vec::new(),
             at_ms: deadline,
-            detail: format!("{broker}'s log failed at {} ms while it led, and it stayed the committed leader {ended}: no handover within the session timeout ({} ms), with no other fault running", f.failed_ms, h.session_ms),
+            detail: format!("{broker}'s log failed at {} ms while it led, and it stayed the committed leader {ended}: no handover within the session timeout ({} ms){}, with no other fault running", f.failed_ms, h.session_ms, if failover > 0 { format!(" plus a controller failover ({failover} ms): it was the active controller") } else { String::new() }),
             loss: false,
             acks: None,
         });
     }
+}
+
+/// Whether `node` was the active controller when its log failed: the newest epoch reported
+/// active by then is its.
+fn was_active_controller(h: &History, node: i32, at_ms: u64) -> bool {
+    h.raft.active.iter().filter(|&&(t, _, _)| t <= at_ms).max_by_key(|&&(t, _, e)| (e, t)).is_some_and(|&(_, n, _)| n == node)
 }
 
 /// Whether the voters other than `node` are a majority of the voters.
@@ -100,5 +116,21 @@ mod tests {
         let mut h = history(None);
         h.healed_at_ms = 6_000;
         assert!(judged(&h).is_empty(), "the window runs past the safety phase");
+    }
+
+    #[test]
+    fn the_active_controller_gets_a_controller_failover_more() {
+        let mut h = history(Some(7_500));
+        h.controller_failover_ms = 1_200;
+        assert_eq!(judged(&h).len(), 1, "not the controller: a session timeout only");
+        h.raft.active = vec![(1_000, 0, 1), (2_000, 1, 2), (4_000, 1, 2)];
+        assert!(judged(&h).is_empty(), "the active controller: 2.5 s is within 1.5 s + 1.2 s");
+        h.failed_leaders[0].ended_ms = Some(7_800);
+        assert_eq!(judged(&h).len(), 1, "2.8 s is not");
+        h.failed_leaders[0].ended_ms = Some(7_500);
+        h.raft.active.push((5_200, 0, 3));
+        assert!(judged(&h).is_empty(), "only reports before the failure count");
+        h.raft.active.push((4_500, 0, 3));
+        assert_eq!(judged(&h).len(), 1, "another controller had taken over before the failure");
     }
 }

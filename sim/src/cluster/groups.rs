@@ -32,6 +32,8 @@ const poll_wait_ms: i32 = 100;
 const churn_gap_ms: (u64, u64) = (2_000, 8_000);
 /// How long a left or crashed member stays away, ms.
 const away_ms: (u64, u64) = (300, 3_000);
+/// How much longer than its session a stalled member stalls, ms.
+const stall_past_session_ms: (u64, u64) = (200, 2_000);
 
 /// What one member needs to run.
 struct Member {
@@ -113,7 +115,13 @@ async fn member_main(mut m: Member) {
                 r.history.reads.push(Read { process: m.name.clone(), session, topic: x.topic, partition: x.partition, offset: x.offset, value, high_watermark: x.high_watermark, at_ms });
             }
         }
-        let churning = m.spec.churn && now_ms(&m.rec) >= next_churn && now_ms(&m.rec) < m.churn_until_ms;
+        // An action starts only if it is over by the end of the safety phase (the longest: a
+        // stall, session + 2 s; an absence of up to 3 s or a crashed member's session are
+        // shorter): one running into the healing phase can leave the group still settling when
+        // the members stop (every member expired: an empty group's first rebalance waits up to
+        // the rebalance timeout, KIP-134).
+        let tail_ms = m.spec.session_timeout_ms + stall_past_session_ms.1;
+        let churning = m.spec.churn && now_ms(&m.rec) >= next_churn && now_ms(&m.rec) + tail_ms <= m.churn_until_ms;
         let action = churning.then(|| match m.rng.gen_range(0..3) {
             0 => Churn::Leave,
             1 => Churn::Crash,
@@ -125,7 +133,7 @@ async fn member_main(mut m: Member) {
         if let Some(Churn::Stall) = action {
             // Slow processing between a poll and its commit, past the session: the group moves
             // on without this member, whose commit then comes from a past generation.
-            let ms = m.spec.session_timeout_ms + m.rng.gen_range(200..=2_000);
+            let ms = m.spec.session_timeout_ms + m.rng.gen_range(stall_past_session_ms.0..=stall_past_session_ms.1);
             group_event(&m, GroupEventKind::Stalled { ms });
             tokio::time::sleep(Duration::from_millis(ms)).await;
         }

@@ -106,6 +106,7 @@ async fn simulate(s: Scenario, faults: Vec<FaultSpec>, disk_seed: u64, bug: Opti
         let h = &mut rec.lock().expect("recorder").history;
         h.compacted_topics = s.compacted_topics().into_iter().map(|(t, delete_retention_ms)| (t, Compaction { delete_retention_ms })).collect();
         (h.session_ms, h.voters, h.brokers) = (topology::session_ms, topology::voters(&s).collect(), s.brokers);
+        h.controller_failover_ms = topology::controller_failover_ms;
     }
     broker_core::netfault::reset(disk_seed);
     broker_core::simprobe::reset();

@@ -35,6 +35,10 @@ const replica_lag_ms: u64 = 2_000;
 /// The metadata quorum's election timeout, scaled like the sessions (KRaft's 1 s against its 9 s
 /// session): a dead quorum leader is replaced within about a second.
 const quorum_election_ms: u64 = 300;
+/// How long the voters take to replace an active controller that stopped answering: the fetch
+/// timeout (twice the election timeout, `server/config.rs`), then one election round, whose
+/// timeout is drawn from one to two election timeouts.
+pub(super) const controller_failover_ms: u64 = 2 * quorum_election_ms + 2 * quorum_election_ms;
 
 /// How long the node's supervisor (systemd's `Restart=on-failure` in a real deployment) waits
 /// before starting a broker process that exited.
@@ -182,6 +186,10 @@ pub(super) fn broker_config(s: &Scenario, i: u32, bug: Option<PlantedBug>) -> Br
     (c.groups.offsets_partitions, c.groups.min_session_timeout_ms) = (sim_offsets_partitions, 1_000);
     if let Some(n) = s.broker.flush_messages {
         c.log.flush = if n == 1 { FlushPolicy::EveryBatch } else { FlushPolicy::EveryMessages(n) };
+    }
+    // Planted `FlushSkipsBatches`: a rule chosen when the node is built, not a branch in the log.
+    if bug == Some(PlantedBug::FlushSkipsBatches) && c.log.flush == FlushPolicy::EveryBatch {
+        c.log.flush = FlushPolicy::EveryMessages(32);
     }
     if let Some(b) = s.broker.segment_bytes {
         c.log.segment_bytes = b;

@@ -24,6 +24,8 @@ mod shrink;
 #[cfg(madsim)]
 mod slow_disk;
 #[cfg(madsim)]
+mod regressions;
+#[cfg(madsim)]
 mod replication;
 mod slow_scenarios;
 mod view;
