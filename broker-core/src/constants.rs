@@ -324,7 +324,7 @@ pub const cleaner_step_bytes: usize = 256 << 10;
 
 /// Batch size from which a walk that needs only headers reads each one alone (one small read)
 /// instead of reading every batch in large chunks: on the benchmark machine a header read cost
-/// about 1.5 µs, as much as copying 7–8 KiB out of the page cache (docs/benchmarks.md, session
+/// about 1.5 µs, as much as copying 7–8 KiB out of the page cache (docs/journal/benchmarks.md, session
 /// 13), so below this the large chunks are cheaper. Used by the cleaner's rewrite (against the
 /// mean batch of its dirty range, for batches that lose every record) and by header scans
 /// (against the batch just passed: producer state at open and after a truncation).

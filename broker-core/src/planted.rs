@@ -110,6 +110,12 @@ pub enum PlantedBug {
     /// `EveryMessages(32)`): a batch is acknowledged before its fsync, so power lost on every
     /// replica holding it at once loses it (`scenarios/fast/fsync-power-bursts.toml`).
     FlushSkipsBatches,
+    /// A log fsyncs the data directory above it instead of its own (set when the node is
+    /// built, at the simulated disk's edge): a new segment, a renamed checkpoint or a
+    /// recreated partition file can lose its name to a power loss although its bytes were
+    /// synced. A disk that commits every directory's entries at any directory fsync (ext4's one
+    /// journal, SimDisk before issue 26) hides it; per-directory durability shows it.
+    LogSyncsParentDir,
 }
 
 impl PlantedBug {
@@ -144,6 +150,7 @@ impl PlantedBug {
         PlantedBug::RaftStateUnsynced,
         PlantedBug::ElrKeepsUncleanReplica,
         PlantedBug::FlushSkipsBatches,
+        PlantedBug::LogSyncsParentDir,
     ];
 
     /// The bug named `name` (its variant name, as traces record it).

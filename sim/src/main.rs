@@ -329,9 +329,23 @@ mod cli {
         let wall = std::time::Instant::now();
         let deadline = opts.budget_secs.map(|s| wall + std::time::Duration::from_secs(s));
         let keep_going = || deadline.is_none_or(|d| std::time::Instant::now() < d);
-        let on_done = |_: Option<&sweep::Outcome>| bar.inc(1);
+        // A failing run is reported as it ends, so a long or budgeted sweep shows its findings
+        // while it goes (`suspend` prints with or without a terminal).
+        let write_errors = std::sync::Mutex::new(Vec::new());
+        let on_done = |o: Option<&sweep::Outcome>| {
+            if let Some(o) = o.filter(|o| !o.passed) {
+                match o.write_trace(&opts.traces) {
+                    Ok(file) => bar.suspend(|| println!("{}", o.report(&file, bug))),
+                    Err(e) => write_errors.lock().expect("errors").push(e),
+                }
+            }
+            bar.inc(1);
+        };
         let results = sweep::sweep(work, &sweep::Options { jobs: opts.jobs, bug, until_found: opts.until_found, keep_going: &keep_going, on_done: &on_done });
         bar.finish_and_clear();
+        if let Some(e) = write_errors.into_inner().expect("errors").into_iter().next() {
+            return Err(e);
+        }
         let secs = wall.elapsed().as_secs_f64();
         let mut by_scenario: BTreeMap<String, (usize, usize, Option<u64>)> = BTreeMap::new();
         let mut failures = 0;
@@ -348,12 +362,6 @@ mod cli {
             e.1 += 1;
             e.2 = e.2.or(Some(o.seed));
             failures += 1;
-            std::fs::create_dir_all(&opts.traces).map_err(|e| format!("{}: {e}", opts.traces.display()))?;
-            let file = opts.traces.join(format!("{}-{}.jsonl", o.name, o.seed));
-            std::fs::write(&file, o.trace.as_deref().unwrap_or_default()).map_err(|e| format!("{}: {e}", file.display()))?;
-            println!("FAIL {} seed {} [{}]: {}", o.name, o.seed, o.checkers.join(", "), o.first.as_deref().unwrap_or("?"));
-            println!("  trace: {}", file.display());
-            println!("  reproduce: {}", o.reproduce(bug));
         }
         println!("{:<32} {:>8} {:>8} {:>12}", "scenario", "seeds", "failed", "first failed");
         for (name, (n, f, first)) in &by_scenario {

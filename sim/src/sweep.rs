@@ -13,7 +13,7 @@ use crate::scenario::Scenario;
 use broker_core::broker::PlantedBug;
 use serde_json::json;
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 /// One run to make.
@@ -50,6 +50,21 @@ impl Outcome {
     pub fn reproduce(&self, bug: Option<PlantedBug>) -> String {
         let plant = bug.map(|b| format!(" --plant {b:?}")).unwrap_or_default();
         format!("cargo sim run {} --seed {}{plant}", self.path.display(), self.seed)
+    }
+
+    /// Writes a failing run's trace as `<dir>/<scenario>-<seed>.jsonl` (what `sim replay`,
+    /// `view` and `shrink` take) and returns the file.
+    pub fn write_trace(&self, dir: &Path) -> Result<PathBuf, String> {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let file = dir.join(format!("{}-{}.jsonl", self.name, self.seed));
+        std::fs::write(&file, self.trace.as_deref().unwrap_or_default()).map_err(|e| format!("{}: {e}", file.display()))?;
+        Ok(file)
+    }
+
+    /// The lines a sweep prints for a failing run: every checker that fired, the first
+    /// violation, the trace and the command that reproduces it.
+    pub fn report(&self, trace: &Path, bug: Option<PlantedBug>) -> String {
+        format!("FAIL {} seed {} [{}]: {}\n  trace: {}\n  reproduce: {}", self.name, self.seed, self.checkers.join(", "), self.first.as_deref().unwrap_or("?"), trace.display(), self.reproduce(bug))
     }
 }
 

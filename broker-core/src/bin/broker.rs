@@ -87,7 +87,8 @@ fn lock_data_dir(data: &std::path::Path) -> Result<std::fs::File, String> {
     std::fs::create_dir_all(data).map_err(|e| format!("create {}: {e}", data.display()))?;
     let path = data.join(".lock");
     let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(|e| format!("open {}: {e}", path.display()))?;
-    // SAFETY: flock only reads the descriptor, which `file` keeps open for the call.
+    // SAFETY: the descriptor is `file`'s, an owned File opened just above and alive across the
+    // call (it is returned, so the lock lasts); flock takes no pointers.
     if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
         let e = std::io::Error::last_os_error();
         return Err(match e.raw_os_error() {
@@ -103,12 +104,14 @@ fn lock_data_dir(data: &std::path::Path) -> Result<std::fs::File, String> {
 /// soft default of 1,024 a few hundred partitions would fail to open with EMFILE.
 fn raise_open_files_limit() {
     let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: getrlimit and setrlimit only read and write the struct passed.
+    // SAFETY: `&mut limit` points to a live, initialized rlimit of ours, the type getrlimit
+    // writes for RLIMIT_NOFILE; nothing else is written.
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 || limit.rlim_cur >= limit.rlim_max {
         return;
     }
     let was = limit.rlim_cur;
     limit.rlim_cur = limit.rlim_max;
+    // SAFETY: `&limit` points to a live, initialized rlimit of ours, which setrlimit only reads.
     if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } == 0 {
         tracing::info!("open files limit raised from {was} to {}", limit.rlim_cur);
     }

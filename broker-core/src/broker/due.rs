@@ -1,7 +1,7 @@
 //! What the broker's time-driven upkeep has to look at, kept by the calls that create the work,
 //! so that a tick visits the partitions with something due instead of every partition
 //! (at 4,000 partitions the walks of every 100 ms tick were the largest identifiable share of
-//! an otherwise busy broker's CPU, docs/benchmarks.md "Upkeep that visits only what is due").
+//! an otherwise busy broker's CPU, docs/journal/benchmarks.md "Upkeep that visits only what is due").
 //!
 //! - **Logs** ([`LogDue`]): `flush.ms` deadlines, exactly as the logs have them (the timers
 //!   sleep until the earliest), and retention deadlines (`Log::retention_at`: at once when

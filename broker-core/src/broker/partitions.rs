@@ -4,7 +4,7 @@
 //! the topic (among a handful of topics, not thousands of partitions); one map keyed by
 //! `(String, i32)` made every caller allocate a key and compared the whole name at every level
 //! of the tree (a fifth of an idle 4,000-partition broker's CPU went to `memcmp`, a tenth to
-//! allocating keys; docs/benchmarks.md). Topic names are shared `Arc<str>`s, so handing one to
+//! allocating keys; docs/journal/benchmarks.md). Topic names are shared `Arc<str>`s, so handing one to
 //! a fetcher costs a reference count, not a copy.
 //!
 //! Iterates in (topic, index) order, as the single map did: whatever reaches a trace or an

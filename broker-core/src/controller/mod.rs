@@ -1,12 +1,14 @@
-//! The metadata controller's decisions (KRaft-like, one voter for now): broker registration,
-//! heartbeats and fencing, topic creation and deletion with replica assignment, topic config
-//! changes (`configs`), leader election, and the ISR changes partition leaders ask for
-//! (AlterPartition).
+//! The metadata controller's decisions (KRaft-like): broker registration, heartbeats and
+//! fencing, topic creation and deletion with replica assignment, topic config changes
+//! (`configs`), leader election with KIP-966's ELR (`election`, `elr`), the preferred-leader
+//! rebalance (`rebalance`), and the ISR changes partition leaders ask for (AlterPartition). It
+//! runs on the Raft metadata quorum (`raft/`, `quorum.rs`): the quorum's leader is the active
+//! controller, and its image snapshots bound the log (`snapshot`).
 //!
 //! A plain struct, driven with an explicit `now` (ms). A decision never changes the image: it
-//! returns the [`MetadataRecord`]s to commit. The shell appends them to the metadata log as one
-//! atomic batch, durably, then calls [`Controller::apply`] for each, holding its lock from the
-//! decision to the last apply, so a decision may assume nothing happens in between. Only
+//! returns the [`MetadataRecord`]s to commit. `Quorum::commit` proposes them as one Raft entry
+//! and applies them to this controller at once, so the next decision sees them exactly as
+//! replay will; the request is answered once the entry is committed by a majority. Only
 //! volatile state (when each broker last heartbeated) changes outside `apply`, and it is never
 //! recorded: a new controller gives every broker a fresh session, as Kafka's does.
 //!

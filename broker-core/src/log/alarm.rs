@@ -2,7 +2,7 @@
 //! asking each of them. A log given an alarm rings it when it takes itself offline (a failed
 //! sync, a failed undo, a cleaning swap that failed halfway); the owner takes the ring and only
 //! then looks for the failed logs. The broker's 100 ms upkeep used to ask every partition's log
-//! at every tick (4,000 questions a tick at 4,000 partitions, docs/benchmarks.md).
+//! at every tick (4,000 questions a tick at 4,000 partitions, docs/journal/benchmarks.md).
 //!
 //! It holds one flag, set and taken inside the owner's own calls (the logs are the owner's, and
 //! rung only during its calls into them), so it is as deterministic as the rest of the core.

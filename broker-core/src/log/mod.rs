@@ -131,7 +131,7 @@ pub const RECOVERY_POINT_FILE: &str = "recovery-point-offset-checkpoint";
 
 /// Field order is declared (`repr(C)`) and puts first what every append reads or writes: at
 /// thousands of partitions each append finds its log cold in the caches, and fields spread
-/// over the struct cost a cache miss each (docs/benchmarks.md, "Session 14").
+/// over the struct cost a cache miss each (docs/journal/benchmarks.md, "Session 14").
 #[repr(C)]
 pub struct Log {
     /// Ordered by base offset; never empty; the last one is active.

@@ -5,7 +5,7 @@
 //! segments at once, inside one step that holds every request of the broker. So the swap
 //! hands them here, and each later step of the cleaner cuts the oldest one by
 //! [`retired_slice_bytes`] from its end, closing it once empty: the same work in pieces the size
-//! of a step (docs/benchmarks.md, session 16).
+//! of a step (docs/journal/benchmarks.md, session 16).
 //!
 //! A file that a fetch still reads (a region in flight holds it) is never cut under it: the log
 //! lets go of it, and the reader's last handle closes it. Nothing here is durable state — a

@@ -1,6 +1,7 @@
 //! Mechanical determinism rules for the core (TigerBeetle's `tidy.zig` habit): decision code
 //! must not read wall-clock time or OS randomness, nor iterate hash maps into anything
 //! observable. The IO edge (`src/bin/`, `src/server/`) is exempt: it is where real time enters.
+//! And every `unsafe` says, in a `// SAFETY:` comment, why it is sound.
 
 use std::path::{Path, PathBuf};
 
@@ -81,4 +82,113 @@ fn every_select_is_biased() {
         }
     }
     assert!(hits.is_empty(), "tokio::select! without `biased;`:\n{}", hits.join("\n"));
+}
+
+/// Each line of `text` split into its code, with string literals emptied (`"unsafe {"` becomes
+/// `""`), and its comment text (after `//`, or inside `/* */`). A simple scanner: strings, raw
+/// strings and block comments may span lines; char literals are blanked; it knows no more Rust.
+fn code_and_comments(text: &str) -> Vec<(String, String)> {
+    #[derive(Clone, Copy)]
+    enum In {
+        Code,
+        Str,
+        /// A raw string, closed by `"` and this many `#`.
+        Raw(usize),
+        Block,
+    }
+    let ident = |ch: Option<&char>| ch.is_some_and(|&ch| ch.is_alphanumeric() || ch == '_');
+    let mut state = In::Code;
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let (mut code, mut comment) = (String::new(), String::new());
+        let c: Vec<char> = line.chars().collect();
+        let mut i = 0;
+        while i < c.len() {
+            match state {
+                In::Str if c[i] == '\\' => i += 1,
+                In::Str if c[i] == '"' => {
+                    code.push('"');
+                    state = In::Code;
+                }
+                In::Str => {}
+                In::Raw(n) if c[i] == '"' && c[i + 1..].iter().take(n).filter(|&&h| h == '#').count() == n => {
+                    code.push('"');
+                    (state, i) = (In::Code, i + n);
+                }
+                In::Raw(_) => {}
+                In::Block if c[i] == '*' && c.get(i + 1) == Some(&'/') => (state, i) = (In::Code, i + 1),
+                In::Block => comment.push(c[i]),
+                In::Code if c[i] == '/' && c.get(i + 1) == Some(&'/') => {
+                    comment.extend(&c[i + 2..]);
+                    break;
+                }
+                In::Code if c[i] == '/' && c.get(i + 1) == Some(&'*') => (state, i) = (In::Block, i + 1),
+                In::Code if c[i] == '"' => {
+                    code.push('"');
+                    state = In::Str;
+                }
+                // r"..", r#".."#, br"..": `r` not ending an identifier (other than a `b` prefix).
+                In::Code if c[i] == 'r' && (i == 0 || !ident(c.get(i - 1)) || c[i - 1] == 'b' && (i == 1 || !ident(c.get(i - 2)))) && {
+                    let hashes = c[i + 1..].iter().take_while(|&&h| h == '#').count();
+                    c.get(i + 1 + hashes) == Some(&'"')
+                } =>
+                {
+                    let hashes = c[i + 1..].iter().take_while(|&&h| h == '#').count();
+                    code.push('"');
+                    (state, i) = (In::Raw(hashes), i + 1 + hashes);
+                }
+                // A char literal ('"', '\'', '\u{7f}'); a lifetime ('a) stays code.
+                In::Code if c[i] == '\'' && c.get(i + 1) == Some(&'\\') => {
+                    code.push_str("' '");
+                    i = c[i + 2..].iter().position(|&h| h == '\'').map_or(c.len(), |p| i + 2 + p);
+                }
+                In::Code if c[i] == '\'' && c.get(i + 2) == Some(&'\'') => {
+                    code.push_str("' '");
+                    i += 2;
+                }
+                In::Code => code.push(c[i]),
+            }
+            i += 1;
+        }
+        out.push((code, comment));
+    }
+    out
+}
+
+#[test]
+fn every_unsafe_block_says_why_it_is_safe() {
+    // Every `unsafe` block, `unsafe fn` and `unsafe impl` carries a `// SAFETY:` comment saying
+    // why its invariants hold, on its line or in the comment (and attribute) lines directly
+    // above it. Checked in the broker, its tests, the simulator and the fuzz targets.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dirs = [root.join("src"), root.join("tests"), root.join("../sim/src"), root.join("../sim/tests"), root.join("../fuzz/fuzz_targets")];
+    let mut files = Vec::new();
+    for dir in dirs.iter().filter(|d| d.is_dir()) {
+        rust_files(dir, &mut files);
+    }
+    files.sort();
+    assert!(files.len() >= 20, "found only {} source files under {}", files.len(), root.display());
+    let safety = |comment: &str| comment.trim_start().starts_with("SAFETY:");
+    let (mut sites, mut hits) = (0, Vec::new());
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        let lines = code_and_comments(&text);
+        for (n, (code, comment)) in lines.iter().enumerate() {
+            if !["unsafe {", "unsafe fn", "unsafe impl"].iter().any(|p| code.contains(p)) {
+                continue;
+            }
+            sites += 1;
+            // On the line itself, or in the comment and attribute lines directly above it.
+            let above = lines[..n].iter().rev().take_while(|(code, comment)| {
+                let code = code.trim();
+                (code.is_empty() && !comment.is_empty()) || code.starts_with("#[")
+            });
+            if !safety(comment) && !above.map(|(_, comment)| comment).any(|c| safety(c)) {
+                let rel = file.strip_prefix(root).unwrap_or(file);
+                hits.push(format!("{}:{}: {}", rel.display(), n + 1, code.trim()));
+            }
+        }
+    }
+    assert!(sites >= 20, "found only {sites} unsafe sites: is the scan still seeing them?");
+    assert!(hits.is_empty(), "unsafe without a `// SAFETY:` comment saying why it is sound:\n{}", hits.join("\n"));
 }

@@ -227,7 +227,11 @@ pub(super) fn broker_config(s: &Scenario, i: u32, bug: Option<PlantedBug>) -> Br
 /// exits and its supervisor starts it again.
 async fn broker_main(disk: SimDisk, config: BrokerConfig, rec: Rec) {
     let name = format!("broker-{}", config.node_id);
-    let d: Arc<dyn Disk> = Arc::new(disk);
+    // Planted `LogSyncsParentDir`: a rule chosen when the node is built, at the disk's edge.
+    let d: Arc<dyn Disk> = match config.planted(PlantedBug::LogSyncsParentDir) {
+        true => Arc::new(SyncsParentDir(disk)),
+        false => Arc::new(disk),
+    };
     let (broker, quorum) = loop {
         let now = server::now_ms();
         let quorum = server::config::open_quorum(d.clone(), &config, now).map(|q| q.map(|(q, _)| q));
@@ -268,4 +272,47 @@ async fn broker_main(disk: SimDisk, config: BrokerConfig, rec: Rec) {
         }
     });
     server::serve(listener, Shared::observed(broker, quorum, d, observer), std::future::pending()).await;
+}
+
+/// The planted `LogSyncsParentDir`: a log directory's fsync goes to the data directory above
+/// it instead — code that syncs the wrong directory. A file system that commits one journal
+/// for every directory (ext4, and SimDisk before issue 26) makes that look right; POSIX, and
+/// SimDisk's per-directory model now, lose the log's new names to a power loss.
+struct SyncsParentDir(SimDisk);
+
+impl Disk for SyncsParentDir {
+    fn open(&self, path: &std::path::Path, create: bool) -> std::io::Result<Box<dyn broker_core::storage::DiskFile>> {
+        self.0.open(path, create)
+    }
+    fn exists(&self, path: &std::path::Path) -> bool {
+        self.0.exists(path)
+    }
+    fn create_dir_all(&self, dir: &std::path::Path) -> std::io::Result<()> {
+        self.0.create_dir_all(dir)
+    }
+    fn list(&self, dir: &std::path::Path) -> std::io::Result<Vec<String>> {
+        self.0.list(dir)
+    }
+    fn rename(&self, from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
+        self.0.rename(from, to)
+    }
+    fn remove(&self, path: &std::path::Path) -> std::io::Result<()> {
+        self.0.remove(path)
+    }
+    fn remove_dir(&self, dir: &std::path::Path) -> std::io::Result<()> {
+        self.0.remove_dir(dir)
+    }
+    fn sync_dir(&self, dir: &std::path::Path) -> std::io::Result<()> {
+        // A log directory is one below the data directory (`/data/orders-0`).
+        match dir.parent().filter(|&p| p == std::path::Path::new("/data")) {
+            Some(data) => self.0.sync_dir(data),
+            None => self.0.sync_dir(dir),
+        }
+    }
+    fn sync_all(&self, dir: &std::path::Path) -> std::io::Result<()> {
+        self.0.sync_all(dir)
+    }
+    fn take_stall(&self) -> Duration {
+        self.0.take_stall()
+    }
 }

@@ -9,11 +9,14 @@
 //! * **Namespace.** Paths (lexically normalised, no symlinks) map to directories or inode ids,
 //!   kept twice: the *durable* namespace and the *current* one. `open` with `create` on a missing
 //!   path, `rename`, `remove` and `create_dir_all` change the current namespace at once and append
-//!   one op each (create, rename, remove, mkdir) to a single pending metadata journal. `sync_dir`
-//!   of any directory commits the *whole* journal, like ext4's one ordered journal (POSIX only
-//!   promises the synced directory, so this is kinder than POSIX to code that syncs the wrong
-//!   one). `sync` of a file never commits the journal: a synced file may still lose its name.
-//!   `sync_all` (syncfs) syncs every file with unsynced ops, then commits the journal.
+//!   one op each (create, rename, remove, mkdir) to a single pending metadata journal, in order.
+//!   `sync_dir(d)` commits what POSIX promises: the ops on `d`'s own entries (a rename: either
+//!   parent), and every earlier op they build on (an ancestor's mkdir, the create of a file
+//!   renamed into `d`); other directories' ops stay pending, so code that syncs the wrong
+//!   directory, or never syncs one, loses names to a power loss (before issue 26 any `sync_dir`
+//!   committed the whole journal, ext4-style, which hid such code in cluster runs). `sync` of a
+//!   file never commits the journal: a synced file may still lose its name. `sync_all` (syncfs)
+//!   syncs every file with unsynced ops, then commits the whole journal.
 //! * **Contents.** Per inode: `durable` bytes, the ops (`Write`, `Truncate`) since its last
 //!   `sync`, and `current` = durable with those ops applied (cached: reads always see it).
 //!   `sync` applies the pending ops to `durable`. An unlinked inode lives while an open handle,

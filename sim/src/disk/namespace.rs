@@ -3,7 +3,8 @@
 //! journal of changes between the two. The model's first bullet, "Namespace", in code.
 //!
 //! Every change goes through `State::log`, so `current` is always `durable` with the journal
-//! replayed; nothing here may change `durable` except a `sync_dir` (or a crash, in `crash`).
+//! replayed; nothing here may change `durable` except a `sync_dir` or `commit_journal` (or a
+//! crash, in `crash`).
 
 use super::contents::Inode;
 use super::paths::{fail, is_a_dir, is_root, not_a_dir, not_found};
@@ -28,6 +29,28 @@ pub(super) enum NsOp {
     Create(PathBuf, u64),
     Rename(PathBuf, PathBuf),
     Remove(PathBuf),
+}
+
+impl NsOp {
+    /// Every path the op names.
+    fn paths(&self) -> impl Iterator<Item = &Path> {
+        let (a, b) = match self {
+            NsOp::Mkdir(p) | NsOp::Create(p, _) | NsOp::Remove(p) => (p.as_path(), None),
+            NsOp::Rename(from, to) => (from.as_path(), Some(to.as_path())),
+        };
+        std::iter::once(a).chain(b)
+    }
+
+    /// The directories whose fsync makes the op durable: the parent of the entry it adds or
+    /// removes; either parent of a rename (journaling file systems make it atomic).
+    fn homes(&self) -> impl Iterator<Item = &Path> {
+        self.paths().filter_map(Path::parent)
+    }
+}
+
+/// Whether one path is the other or below it: ops on such paths do not commute.
+fn related(a: &Path, b: &Path) -> bool {
+    a.starts_with(b) || b.starts_with(a)
 }
 
 pub(super) fn node(ns: &Namespace, path: &Path) -> Option<Node> {
@@ -208,10 +231,31 @@ impl State {
         }
     }
 
+    /// POSIX's promise: fsync of `dir` makes durable the changes to `dir`'s own entries (the
+    /// ops homed there), and with them every earlier change they build on (a parent's mkdir, the
+    /// create of a file later renamed into `dir`), so the durable namespace is always one the
+    /// journal could have produced. Other directories' changes stay pending: a directory that is
+    /// never synced loses its new names to a power loss however often its neighbours sync.
     pub(super) fn sync_dir(&mut self, dir: &Path) -> io::Result<()> {
         check_dir(&self.current_ns, dir, "fsync directory")?;
-        for op in self.journal.drain(..) {
-            ns_apply(&mut self.durable_ns, &op);
+        // Walk back from the newest op: one is committed if it is homed in `dir` or a later
+        // committed op depends on it. The pending ops left behind touch none of the committed
+        // ops' paths, so they commute with them: durable + journal stays current.
+        let mut commit = vec![false; self.journal.len()];
+        let mut touched: Vec<&Path> = Vec::new();
+        for (i, op) in self.journal.iter().enumerate().rev() {
+            if op.homes().any(|h| h == dir) || op.paths().any(|p| touched.iter().any(|t| related(p, t))) {
+                commit[i] = true;
+                touched.extend(op.paths());
+            }
+        }
+        let journal = std::mem::take(&mut self.journal);
+        for (op, commit) in journal.into_iter().zip(commit) {
+            if commit {
+                ns_apply(&mut self.durable_ns, &op);
+            } else {
+                self.journal.push(op);
+            }
         }
         // Only a lost name or a closed handle can free an inode; without one the collection
         // would change nothing, and it costs a walk of every file on the disk.
@@ -219,6 +263,16 @@ impl State {
             self.collect_garbage();
         }
         Ok(())
+    }
+
+    /// syncfs: every pending change of every directory becomes durable, in order.
+    pub(super) fn commit_journal(&mut self) {
+        for op in self.journal.drain(..) {
+            ns_apply(&mut self.durable_ns, &op);
+        }
+        if self.gc_due {
+            self.collect_garbage();
+        }
     }
 
     /// Frees inodes nothing can reach any more: no name in either namespace, no journal entry,

@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 
 /// Most simulated runs one shrink spends searching (the first run and the final check come on
 /// top). A fast scenario's run takes 0.03–0.5 s of wall time, so this bounds a shrink to a few
-/// minutes; the planted-bug shrinks measured in docs/scenarios.md (up to 8 faults drawn) took
+/// minutes; the planted-bug shrinks measured in docs/journal/scenarios.md (up to 8 faults drawn) took
 /// 16–92 runs in all.
 pub const shrink_runs_max: usize = 400;
 
