@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The nightly fresh-seed sweep (README, "Fresh seeds"). CI stays deterministic on pinned seeds;
+# The nightly fresh-seed sweep (docs/scenarios.md, "Fresh seeds, every night"). CI stays deterministic on pinned seeds;
 # this sweeps every scenario folder over seeds nobody has run before, as FoundationDB's and
 # TigerBeetle's nightly runs do, so a bug that pinned seeds miss is found by a new seed.
 #
