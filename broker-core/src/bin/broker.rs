@@ -87,8 +87,9 @@ fn lock_data_dir(data: &std::path::Path) -> Result<std::fs::File, String> {
     std::fs::create_dir_all(data).map_err(|e| format!("create {}: {e}", data.display()))?;
     let path = data.join(".lock");
     let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(|e| format!("open {}: {e}", path.display()))?;
-    // SAFETY: the descriptor is `file`'s, an owned File opened just above and alive across the
+    // The descriptor is `file`'s, an owned File opened just above and alive across the
     // call (it is returned, so the lock lasts); flock takes no pointers.
+    // SAFETY: as the lines above say.
     if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
         let e = std::io::Error::last_os_error();
         return Err(match e.raw_os_error() {
@@ -104,8 +105,9 @@ fn lock_data_dir(data: &std::path::Path) -> Result<std::fs::File, String> {
 /// soft default of 1,024 a few hundred partitions would fail to open with EMFILE.
 fn raise_open_files_limit() {
     let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: `&mut limit` points to a live, initialized rlimit of ours, the type getrlimit
+    // `&mut limit` points to a live, initialized rlimit of ours, the type getrlimit
     // writes for RLIMIT_NOFILE; nothing else is written.
+    // SAFETY: as the lines above say.
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 || limit.rlim_cur >= limit.rlim_max {
         return;
     }

@@ -236,11 +236,13 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// The process's CPU time so far (user + system): on a shared machine, bytes per CPU-second is
 /// what a run would reach on a core of its own.
 fn cpu_time() -> Duration {
-    // SAFETY: rusage is a plain C struct of integers and timevals: all zero bytes is a valid
+    // Rusage is a plain C struct of integers and timevals: all zero bytes is a valid
     // value of it (and what getrusage's failure would leave).
+    // SAFETY: as the lines above say.
     let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `&mut u` points to a live rusage of ours, the struct getrusage(RUSAGE_SELF)
+    // `&mut u` points to a live rusage of ours, the struct getrusage(RUSAGE_SELF)
     // fills; nothing else is written.
+    // SAFETY: as the lines above say.
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
     let tv = |t: libc::timeval| Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64);
     tv(u.ru_utime) + tv(u.ru_stime)

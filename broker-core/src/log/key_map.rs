@@ -130,10 +130,10 @@ impl Table {
     /// Asks the CPU to start loading `h`'s home slot (a hint: no effect on results).
     fn prefetch(&self, h: u128) {
         let slot = &self.slots[split(h).0 & (self.slots.len() - 1)];
-        // SAFETY: _mm_prefetch is unsafe only for its target feature, SSE, which every x86_64
-        // target has; it never dereferences the address (a hint that cannot fault), and the
-        // address is a slot of `self.slots` anyway, borrowed for the call.
         #[cfg(target_arch = "x86_64")]
+        // _mm_prefetch is unsafe only for its target feature, SSE, which every x86_64 target
+        // has; it never dereferences the address (a hint that cannot fault).
+        // SAFETY: SSE is present, and the address is a slot of `self.slots`, borrowed here.
         unsafe {
             core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>((slot as *const Slot).cast())
         };
@@ -179,10 +179,10 @@ fn advise_huge_pages(slots: &Vec<Slot>) {
     let end = (slots.as_ptr() as usize + bytes) / huge_page_bytes * huge_page_bytes;
     #[cfg(target_os = "linux")]
     if end > start {
-        // SAFETY: `start..end` is 2 MiB-aligned (so page-aligned, as madvise requires) and lies
-        // inside `slots`' allocation (rounded in from both its ends), which the borrow keeps
-        // alive for the call. MADV_HUGEPAGE changes how the kernel backs those pages, never
-        // their contents or mapping, so no Rust value changes; a failure is a hint not taken.
+        // `start..end` is 2 MiB-aligned (so page-aligned, as madvise requires) and lies inside
+        // `slots`' allocation (rounded in from both its ends). MADV_HUGEPAGE changes how the
+        // kernel backs those pages, never their contents or mapping; a failure is a hint not taken.
+        // SAFETY: an aligned range inside `slots`, which the borrow keeps alive; advice only.
         unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
     }
     #[cfg(not(target_os = "linux"))]

@@ -89,12 +89,11 @@ async fn send_region(wr: &mut BufWriter<WriteHalf>, region: &crate::log::FileReg
         let chunk = ((end - at as u64) as usize).min(crate::constants::sendfile_bytes_max);
         let sent = socket
             .async_io(tokio::io::Interest::WRITABLE, || {
-                // SAFETY: both descriptors stay open for the call: `out` is the socket of the
-                // OwnedWriteHalf that `wr` borrows for this whole function, and `file` is the
-                // segment file held open by the `Arc<SegmentLog>` in `region`, also borrowed
-                // throughout (a deleted or cut segment unlinks or shrinks, never closes it).
-                // `&mut at` points to a live off_t of ours that the kernel reads and advances;
-                // `chunk` is a byte count, no buffer of ours is touched.
+                // `out` is the socket of the OwnedWriteHalf that `wr` borrows for this whole
+                // function; `file` is the segment file held open by the `Arc<SegmentLog>` in
+                // `region`, also borrowed throughout (a deleted or cut segment unlinks or
+                // shrinks, never closes it); `chunk` is a byte count, no buffer of ours is touched.
+                // SAFETY: both descriptors stay open for the call; `&mut at` is a live off_t of ours.
                 match unsafe { libc::sendfile(out, file, &mut at, chunk) } {
                     n if n < 0 => Err(io::Error::last_os_error()),
                     n => Ok(n as usize),
@@ -148,9 +147,10 @@ mod tests {
         let client = socket.connect(listener.local_addr().unwrap()).await.unwrap();
         let (server, _) = listener.accept().await.unwrap();
         let size: libc::c_int = 64 * 1024;
-        // SAFETY: the descriptor is `server`'s, open while it is alive (this whole call); the
+        // The descriptor is `server`'s, open while it is alive (this whole call); the
         // option value points to `size`, a live c_int, and the length given is a c_int's, so
         // the kernel reads exactly that local and writes nothing.
+        // SAFETY: as the lines above say.
         let set = unsafe { libc::setsockopt(server.as_raw_fd(), libc::SOL_SOCKET, libc::SO_SNDBUF, (&size as *const libc::c_int).cast(), std::mem::size_of::<libc::c_int>() as libc::socklen_t) };
         assert_eq!(set, 0);
         let (_, wr) = split(server);

@@ -83,8 +83,9 @@ impl Disk for FileDisk {
     fn sync_all(&self, dir: &Path) -> io::Result<()> {
         use std::os::fd::AsRawFd;
         let d = File::open(dir).map_err(|e| with_path(e, "open", dir))?;
-        // SAFETY: the descriptor is `d`'s, an owned File opened above and dropped only at the
+        // The descriptor is `d`'s, an owned File opened above and dropped only at the
         // end of this function, so it is open for the call; syncfs takes no pointers.
+        // SAFETY: as the lines above say.
         if unsafe { libc::syncfs(d.as_raw_fd()) } != 0 {
             return Err(with_path(io::Error::last_os_error(), "syncfs", dir));
         }

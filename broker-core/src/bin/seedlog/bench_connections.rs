@@ -100,8 +100,9 @@ fn check(a: &Args) -> Res<()> {
         return Err(format!("--in-flight must be 1..=100, --acks 1 or -1, --partitions and --batch-records at least 1, a batch at most {message_bytes_max} bytes").into());
     }
     let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: `&mut limit` points to a live, initialized rlimit of ours, the type getrlimit
+    // `&mut limit` points to a live, initialized rlimit of ours, the type getrlimit
     // writes for RLIMIT_NOFILE; nothing else is written.
+    // SAFETY: as the lines above say.
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 && (limit.rlim_cur as usize) < a.producers + a.idle + 64 {
         return Err(format!("{} connections need more descriptors than RLIMIT_NOFILE={} (raise it: ulimit -n)", a.producers + a.idle, limit.rlim_cur).into());
     }
@@ -123,19 +124,22 @@ fn sample(pid: Option<i32>) -> Sample {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     let fields: Vec<&str> = stat.rsplit_once(')').map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
     let ticks: u64 = fields.get(11..13).map_or(0, |f| f.iter().filter_map(|t| t.parse::<u64>().ok()).sum());
-    // SAFETY: sysconf takes a name by value and no pointers; an unknown name gives -1, which
+    // Sysconf takes a name by value and no pointers; an unknown name gives -1, which
     // `max(1)` turns into a usable divisor.
+    // SAFETY: as the lines above say.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
     Sample { rss_bytes: rss_kib * 1024, cpu_s: ticks as f64 / hz }
 }
 
 /// This process's own CPU seconds (user + system).
 fn own_cpu_s() -> f64 {
-    // SAFETY: rusage is a plain C struct of integers and timevals: all zero bytes is a valid
+    // Rusage is a plain C struct of integers and timevals: all zero bytes is a valid
     // value of it (and what getrusage's failure would leave).
+    // SAFETY: as the lines above say.
     let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `&mut u` points to a live rusage of ours, the struct getrusage(RUSAGE_SELF)
+    // `&mut u` points to a live rusage of ours, the struct getrusage(RUSAGE_SELF)
     // fills; nothing else is written.
+    // SAFETY: as the lines above say.
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
     let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 / 1e6;
     t(u.ru_utime) + t(u.ru_stime)
