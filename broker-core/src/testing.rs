@@ -83,6 +83,23 @@ pub fn apply_metadata(node: &Node, now: u64) {
     node.broker().apply_metadata_batch(&run, now);
 }
 
+/// Runs the syncs among `actions` ([`crate::broker::Action::Sync`]) at once, as the shell does
+/// off the node's lock, and reports each back; returns the other actions and the reports'.
+/// For tests that drive the broker directly.
+pub fn run_syncs(b: &mut Broker, actions: Vec<crate::broker::Action>, now: u64) -> Vec<crate::broker::Action> {
+    let mut rest = Vec::new();
+    for action in actions {
+        match action {
+            crate::broker::Action::Sync { topic, partition, job } => {
+                let result = job.run();
+                rest.extend(b.synced(&topic, partition, job.stamp, result, now));
+            }
+            other => rest.push(other),
+        }
+    }
+    rest
+}
+
 /// Creates a topic through the controller and applies it.
 pub fn create(node: &Node, name: &str, partitions: i32, config: BTreeMap<String, String>) -> Result<[u8; 16], crate::controller::Error> {
     let (id, records) = node.controller().unwrap().controller().create_topic(name, partitions, -1, config, 0)?;
@@ -111,7 +128,7 @@ pub fn delete(node: &Node, name: &str) -> Result<(), crate::controller::Error> {
 
 /// A disk whose `sync` is slow for files whose path contains `slow_path`, once armed: the real
 /// build sleeps the thread (as a slow fsync does), the simulated build owes the time as stall
-/// (as `SimDisk`'s latency does). Used by [`slow_fsync_delays_other_partitions`].
+/// (as `SimDisk`'s latency does). Used by [`slow_fsync_stops_only_its_partition`].
 pub struct SlowSync {
     inner: Arc<dyn Disk>,
     slow_path: String,
@@ -215,32 +232,51 @@ impl Disk for SlowSync {
     }
 }
 
+/// How long each request took in [`slow_fsync_stops_only_its_partition`], from the moment the
+/// produce to `a` was sent.
+#[derive(Debug)]
+pub struct SlowFsyncTimes {
+    /// The produce to `b`, sent once `a`'s fsync had begun.
+    pub other_partition: std::time::Duration,
+    /// A Metadata round trip, sent right after it.
+    pub metadata: std::time::Duration,
+    /// The produce to `a` itself.
+    pub own: std::time::Duration,
+}
+
 /// What waits for what when one partition's fsync is slow, the same in the real and the
 /// simulated build: against a one-node broker at `addr` whose disk is `slow` (slow on topic
-/// `a`'s files) and whose log config flushes every batch, a produce to `b` sent while `a`'s
-/// fsync is under way is answered only after that fsync is done — the node's disk is one
-/// resource, as it is for a Kafka broker's log directory. Returns how long after the produce
-/// to `a` was sent the produce to `b` was answered (at least the slow sync's delay).
-pub async fn slow_fsync_delays_other_partitions(addr: std::net::SocketAddr, armed: Arc<std::sync::atomic::AtomicBool>, started: Arc<std::sync::atomic::AtomicBool>) -> std::time::Duration {
-    use crate::client::{Producer, ProducerConfig};
+/// `a`'s files) and whose log config flushes every batch, a produce to `b` and a Metadata
+/// request sent while `a`'s fsync is under way are answered without waiting for it (Kafka holds
+/// only that partition's log lock across its flush), and the produce to `a` is answered only
+/// after its fsync (acks=1 under flush-every-batch promises the record is on disk).
+pub async fn slow_fsync_stops_only_its_partition(addr: std::net::SocketAddr, armed: Arc<std::sync::atomic::AtomicBool>, started: Arc<std::sync::atomic::AtomicBool>) -> SlowFsyncTimes {
+    use crate::client::{cluster::Cluster, Producer, ProducerConfig};
     use std::sync::atomic::Ordering::SeqCst;
     use std::time::Duration;
     let config = ProducerConfig { acks: 1, idempotent: false, request_timeout: Duration::from_secs(30), ..ProducerConfig::default() };
     let mut to_a = Producer::new(addr, config.clone());
     let mut to_b = Producer::new(addr, config);
+    let mut cluster = Cluster::new(vec![addr], "slow-fsync", Duration::from_secs(30));
     // Both topics exist and both producers know their leader before the measured sends.
     to_a.send("a", 0, &[(None, Some("warm".into()))], 0).await.expect("produce to a");
     to_b.send("b", 0, &[(None, Some("warm".into()))], 0).await.expect("produce to b");
+    cluster.refresh(&["a", "b"]).await.expect("metadata");
     armed.store(true, SeqCst);
     let sent = crate::server::now_ms();
-    let slow = tokio::spawn(async move { to_a.send("a", 0, &[(None, Some("slow".into()))], 0).await });
+    let slow = tokio::spawn(async move {
+        to_a.send("a", 0, &[(None, Some("slow".into()))], 0).await.expect("produce to a");
+        crate::server::now_ms()
+    });
     while !started.load(SeqCst) {
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
     to_b.send("b", 0, &[(None, Some("fast".into()))], 0).await.expect("produce to b during a's fsync");
-    let b_answered = Duration::from_millis(crate::server::now_ms() - sent);
-    slow.await.expect("task").expect("produce to a");
-    b_answered
+    let other_partition = Duration::from_millis(crate::server::now_ms() - sent);
+    cluster.refresh(&["a", "b"]).await.expect("metadata during a's fsync");
+    let metadata = Duration::from_millis(crate::server::now_ms() - sent);
+    let own = Duration::from_millis(slow.await.expect("task") - sent);
+    SlowFsyncTimes { other_partition, metadata, own }
 }
 
 /// A one-node broker (its own controller) for the slow-disk test, advertised at `addr`, data

@@ -107,7 +107,12 @@ impl ReplicaFetcher {
         let (result, then) = match answer.error {
             None => {
                 let appended = broker.append_from_leader(&f.topic, f.partition, leader, f.leader_epoch, f.fetch_offset, answer.records, answer.high_watermark, now);
-                let adopted = appended.and_then(|()| broker.adopt_leader_start(&f.topic, f.partition, leader, f.leader_epoch, answer.log_start_offset, now));
+                let adopted = appended.and_then(|job| {
+                    if let Some(job) = job {
+                        out.push(Action::Sync { topic: f.topic.to_string(), partition: f.partition, job });
+                    }
+                    broker.adopt_leader_start(&f.topic, f.partition, leader, f.leader_epoch, answer.log_start_offset, now)
+                });
                 (adopted, Then::Continue)
             }
             // OFFSET_OUT_OF_RANGE below the leader's log start: start over from there.

@@ -91,13 +91,15 @@ impl Broker {
     }
 
     /// Appends what the leader sent for a partition this node follows, and learns the leader's
-    /// high watermark. Does nothing if the partition moved on meanwhile.
+    /// high watermark. Does nothing if the partition moved on meanwhile. Returns the sync the
+    /// log's flush policy (or a roll) asked for, which the next fetch must wait for: the fetch
+    /// offset tells the leader what this replica holds.
     #[allow(clippy::too_many_arguments)]
-    pub fn append_from_leader(&mut self, name: &str, p: i32, leader: i32, leader_epoch: i32, fetch_offset: i64, records: &[u8], leader_hw: i64, now: u64) -> Result<(), Error> {
+    pub fn append_from_leader(&mut self, name: &str, p: i32, leader: i32, leader_epoch: i32, fetch_offset: i64, records: &[u8], leader_hw: i64, now: u64) -> Result<Option<crate::log::SyncJob>, Error> {
         let me = self.config.node_id;
-        let Some(part) = self.followed_mut(name, p, leader, leader_epoch) else { return Ok(()) };
+        let Some(part) = self.followed_mut(name, p, leader, leader_epoch) else { return Ok(None) };
         if part.replication.needs_truncation || part.leo() != fetch_offset {
-            return Ok(()); // a stale answer: the next fetch asks again from the right place
+            return Ok(None); // a stale answer: the next fetch asks again from the right place
         }
         if !records.is_empty() {
             if let Err(e) = part.log.append_replicated(records, now) {
@@ -114,12 +116,13 @@ impl Broker {
                 pos += h.size;
             }
         }
+        let job = part.log.take_sync();
         let leo = part.leo();
         part.replication.on_leader_high_watermark(leader_hw, leo);
         part.observed(me, name, p, now);
         // A flush.ms deadline, a roll or a higher mark may bring time-driven work (`due`).
         self.note_log(name, p);
-        Ok(())
+        Ok(job)
     }
 
     /// Takes the leader's log start from a fetch answer (Kafka's followers do, so records

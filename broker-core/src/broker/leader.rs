@@ -87,7 +87,10 @@ impl Broker {
         let stamped = batch::read_header(&bytes)?;
         part.producers.record(&stamped);
         debug_assert_eq!(stamped.base_offset, info.base_offset);
-        let leo = part.leo();
+        if let Some(job) = part.log.take_sync() {
+            out.push(Action::Sync { topic: name.to_string(), partition: p, job });
+        }
+        let leo = part.counted_end();
         if part.replication.on_append(leo) {
             out.push(Action::Wake);
         }
@@ -167,7 +170,7 @@ impl Broker {
                     let me = self.config.node_id;
                     let Some((topic, part)) = self.partitions.get_mut_named(name, p) else { return Err(self.missing(name, p)) };
                     let moved_start = who.log_start_offset >= 0 && part.replication.on_follower_log_start(r, who.log_start_offset);
-                    let moved = part.replication.on_follower_fetch(r, offset, leo, now);
+                    let moved = part.replication.on_follower_fetch_counting(r, offset, leo, part.counted_end(), now);
                     if moved {
                         part.observed(me, name, p, now);
                     }
@@ -278,7 +281,7 @@ impl Broker {
     pub fn isr_answer(&mut self, name: &str, p: i32, answer: IsrAnswer<'_>, now: u64) -> Vec<Action> {
         let me = self.config.node_id;
         let Some((topic, part)) = self.partitions.get_mut_named(name, p) else { return Vec::new() };
-        let leo = part.leo();
+        let leo = part.counted_end();
         // Whatever the answer, the partition's ISR is looked at again next round (`due`).
         self.due.isr.at((topic.clone(), p), 0);
         match answer {

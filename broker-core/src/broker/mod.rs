@@ -70,6 +70,10 @@ pub enum Action {
     /// This node became the leader of a partition at a leader epoch (logged as a line too); the
     /// simulator checks that no two nodes lead one partition at one epoch.
     Leading { topic: String, topic_id: [u8; 16], partition: i32, leader_epoch: i32 },
+    /// A partition's log owes a sync (its flush policy or a roll asked for one): the shell
+    /// runs the job off the node's lock and reports with [`Broker::synced`]. A produce answers
+    /// only after the syncs its decision asked for; a follower fetches again only after them.
+    Sync { topic: String, partition: i32, job: crate::log::SyncJob },
 }
 
 /// How loud an [`Action::Log`] line is.
@@ -259,6 +263,26 @@ impl Broker {
     }
 
     /// After a call that may have given a partition's log time-driven work (`due`).
+    /// A sync job of `name`-`p`'s log ([`Action::Sync`]) came back: the recovery point moves
+    /// and, as leader, what the flush policy held back now counts for the high watermark; a
+    /// failed one takes the log offline (then handled as any failed log, `upkeep`).
+    pub fn synced(&mut self, name: &str, p: i32, stamp: crate::log::SyncStamp, result: Result<(), crate::log::LogError>, now: u64) -> Vec<Action> {
+        let me = self.config.node_id;
+        let mut out = Vec::new();
+        let Some(part) = self.partitions.get_mut(name, p).filter(|part| part.log.owns(&stamp)) else { return out };
+        if let Err(e) = &result {
+            out.push(Action::Log(Level::Error, format!("{name}-{p}: {e}")));
+        }
+        part.log.synced(stamp, result);
+        let end = part.counted_end();
+        if part.replication.on_append(end) {
+            out.push(Action::Wake);
+            part.observed(me, name, p, now);
+        }
+        self.note_log(name, p);
+        out
+    }
+
     fn note_log(&mut self, name: &str, p: i32) {
         if let Some((topic, part)) = self.partitions.get_named(name, p) {
             self.due.logs.note(topic, p, &part.log, part.high_watermark());

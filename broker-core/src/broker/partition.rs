@@ -43,6 +43,12 @@ impl Partition {
         self.log.log_end_offset()
     }
 
+    /// The log end this replica counts for a high watermark as leader: what its flush policy
+    /// calls durable only once synced (`log::deferred`).
+    pub(super) fn counted_end(&self) -> i64 {
+        self.log.policy_end()
+    }
+
     /// Whether this replica is led here under a request's leader epoch (-1: unchecked).
     pub(super) fn check_lead(&self, epoch: i32) -> Result<(), Error> {
         let r = &self.replication;
@@ -71,7 +77,7 @@ impl Partition {
 
     /// Takes the partition's state from the metadata.
     pub(super) fn apply(&mut self, i: &PartitionInfo, now: u64) -> Change {
-        let leo = self.leo();
+        let leo = self.counted_end();
         self.replication.apply(&i.replicas, &i.isr, i.leader, i.leader_epoch, i.partition_epoch, leo, now)
     }
 

@@ -61,7 +61,10 @@ impl Broker {
                 let epoch = part.replication.leader_epoch;
                 match part.log.append(&mut bytes, epoch, now) {
                     Ok(_) => {
-                        let leo = part.leo();
+                        if let Some(job) = part.log.take_sync() {
+                            out.push(Action::Sync { topic: name.clone(), partition: p, job });
+                        }
+                        let leo = part.counted_end();
                         if part.replication.on_append(leo) {
                             out.push(Action::Wake);
                         }

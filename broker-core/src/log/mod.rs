@@ -27,6 +27,7 @@ mod key_hash;
 mod key_map;
 mod superseded;
 mod config;
+mod deferred;
 mod durability;
 mod pass;
 mod read;
@@ -44,6 +45,7 @@ pub use epochs::{EpochCache, EpochEntry};
 pub use cleaner::CleanStats;
 pub use pass::Step as CleanStep;
 pub use durability::StagedCheckpoint;
+pub use deferred::{SyncJob, SyncStamp};
 pub use region::{FileRegion, Records, RegionError};
 pub use segment::{file_stem, Cut};
 
@@ -95,7 +97,8 @@ pub struct AppendInfo {
     pub base_offset: i64,
     pub last_offset: i64,
     pub max_timestamp: i64,
-    /// Whether this append was fsynced before returning (by the flush policy).
+    /// Whether the flush policy called for a sync after this append: done before returning,
+    /// or, once [`Log::defer_syncs`] was called, owed to the owner's next [`SyncJob`].
     pub flushed: bool,
 }
 
@@ -170,6 +173,8 @@ pub struct Log {
     checkpointed: i64,
     /// Rung when this log goes offline (`alarm`): its owner then looks for failed logs.
     alarm: Option<FailureAlarm>,
+    /// Syncs left to the owner's jobs (`deferred`).
+    deferred: deferred::Deferred,
 }
 
 impl Log {
@@ -243,7 +248,7 @@ impl Log {
         // A clean point above the end (a crash cut the log after it was written) would call
         // records appended later clean.
         let cleaned_to = cleaner::read_checkpoint(disk.as_ref(), &dir)?.min(end);
-        let mut log = Log { disk, dir, config, segments, recovery_point, unflushed_records: 0, unflushed_since_ms: None, dir_dirty: true, owed, epochs, failed: None, cleaned_to, pass: None, retired: retired::Retired::default(), checkpoint_in_place: false, checkpointed: report.recovery_point, alarm: None };
+        let mut log = Log { disk, dir, config, segments, recovery_point, unflushed_records: 0, unflushed_since_ms: None, dir_dirty: true, owed, epochs, failed: None, cleaned_to, pass: None, retired: retired::Retired::default(), checkpoint_in_place: false, checkpointed: report.recovery_point, alarm: None, deferred: deferred::Deferred::new() };
         if report.cut.is_some() || !report.segments_removed.is_empty() || report.recovery_point > end {
             // Make the cut durable before anything new lands on top of it, and never leave a
             // checkpoint on disk that vouches for offsets the log no longer has: a later roll
@@ -302,7 +307,8 @@ impl Log {
         Ok(())
     }
 
-    /// Flushes if the policy calls for it after the appends so far; returns whether it did.
+    /// Flushes if the policy calls for it after the appends so far (or, with deferral on, owes
+    /// the sync to a job); returns whether it did.
     fn flush_by_policy(&mut self, now: u64) -> Result<bool, LogError> {
         let due = match self.config.flush {
             FlushPolicy::Never => false,
@@ -310,7 +316,7 @@ impl Log {
             FlushPolicy::EveryMessages(n) => self.unflushed_records >= n,
             FlushPolicy::EveryMs(ms) => self.unflushed_since_ms.is_some_and(|t| now >= t + ms),
         };
-        if due {
+        if due && !self.defer_sync(true) {
             self.flush(now)?;
         }
         Ok(due)
@@ -342,12 +348,16 @@ impl Log {
         // Kafka flushes a segment when it rolls, so the recovery point keeps up with the log
         // even under flush=never and a restart scans only the active segment. Its indexes too:
         // once it is not the last segment a checkpoint may vouch for it, and open then trusts
-        // them (open rebuilds the active segment's indexes without syncing them).
-        self.flush(now)?;
+        // them (open rebuilds the active segment's indexes without syncing them). With
+        // deferral on, the segment's data is synced by the owner's next job, as Kafka flushes a
+        // rolled segment in the background.
+        if !self.defer_sync(false) {
+            self.flush(now)?;
+        }
         self.active_mut().sync_indexes()?;
         let seg = Segment::create(self.disk.as_ref(), &self.dir, base, self.config.index_interval_bytes, now)?;
         self.segments.push(seg);
-        self.dir_dirty = true;
+        self.dir_changed();
         Ok(())
     }
 
@@ -465,7 +475,7 @@ impl Log {
         let seg = self.segments.remove(0);
         let size = seg.size();
         seg.delete(self.disk.as_ref(), &self.dir)?;
-        self.dir_dirty = true;
+        self.dir_changed();
         Ok(size)
     }
 

@@ -69,7 +69,7 @@ impl Log {
         // Newest first: whatever prefix of the removals a crash keeps, the log stays dense.
         while self.segments.len() > keep {
             let seg = self.segments.pop().expect("more segments than kept");
-            self.dir_dirty = true;
+            self.dir_changed();
             seg.delete(self.disk.as_ref(), &self.dir)?;
         }
         self.sync_dir_if_dirty()?;
@@ -95,6 +95,7 @@ impl Log {
         // never both. Old segments stay in memory until the new one exists: never empty.
         for seg in self.segments.iter().rev() {
             self.dir_dirty = true;
+            self.deferred.dir_changes += 1;
             segment::delete_files(self.disk.as_ref(), &self.dir, seg.base_offset)?;
         }
         let fresh = Segment::create(self.disk.as_ref(), &self.dir, new_start, self.config.index_interval_bytes, now)?;
@@ -110,6 +111,7 @@ impl Log {
     /// bad; a clean point left above it would call the records refilled there clean.
     fn settle_after_truncation(&mut self) -> Result<(), LogError> {
         self.recovery_point = self.recovery_point.min(self.log_end_offset());
+        self.cut_made();
         self.flush_inner()?;
         self.checkpoint()?;
         self.lower_clean_point(self.log_end_offset())

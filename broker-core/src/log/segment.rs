@@ -456,6 +456,11 @@ impl Segment {
         self.log.sync().map_err(io_err("fdatasync", &self.log_path))
     }
 
+    /// The `.log` file and its path, for a sync run outside the log (`log::deferred`).
+    pub fn sync_handle(&self) -> (Arc<SegmentLog>, PathBuf) {
+        (self.log.clone(), self.log_path.clone())
+    }
+
     /// Makes both indexes durable if they changed since they were last synced.
     pub fn sync_indexes(&mut self) -> Result<(), LogError> {
         if self.idx.dirty {

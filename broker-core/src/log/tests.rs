@@ -5,6 +5,7 @@ mod hardening;
 mod replica;
 mod cleaning;
 mod region;
+mod deferred;
 
 use super::batch::{build, validate};
 use super::*;

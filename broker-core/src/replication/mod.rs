@@ -305,6 +305,12 @@ impl Replication {
     /// A follower fetched from `offset` (so its log ends there). Call after `check_fetch`.
     /// Returns whether the high watermark moved.
     pub fn on_follower_fetch(&mut self, replica: i32, offset: i64, leo: i64, now: u64) -> bool {
+        self.on_follower_fetch_counting(replica, offset, leo, leo, now)
+    }
+
+    /// [`Replication::on_follower_fetch`] where the leader counts only `own` (at most `leo`)
+    /// of its own log for the mark: the rest waits for a sync its flush policy asked for.
+    pub fn on_follower_fetch_counting(&mut self, replica: i32, offset: i64, leo: i64, own: i64, now: u64) -> bool {
         let Some(p) = self.followers.get_mut(&replica) else { return false };
         if offset >= leo {
             p.caught_up_ms = now;
@@ -315,7 +321,7 @@ impl Replication {
         p.fetch_ms = now;
         p.leo = offset.min(leo);
         p.leader_leo_at_fetch = leo;
-        self.advance(leo)
+        self.advance(own)
     }
 
     /// How many replicas the high watermark is computed over (see `maximal_isr`).

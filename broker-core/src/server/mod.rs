@@ -140,8 +140,23 @@ impl Shared {
         self.changed.notify_waiters();
     }
 
-    /// Does what the broker asked for besides its answer.
-    fn perform(&self, actions: Vec<Action>) {
+    /// Does what the broker asked for besides its answer. The syncs it asked for
+    /// ([`Action::Sync`]) run off the node's disk gate, one after another, each reported back in
+    /// a decision of its own, before this returns: so a produce is answered only after the syncs
+    /// its decision asked for, while other requests are decided meanwhile.
+    async fn perform(&self, actions: Vec<Action>) {
+        for (topic, partition, job) in self.perform_now(actions) {
+            let result = self.run_sync(&job).await;
+            let done = self.decide(|s| s.broker().synced(&topic, partition, job.stamp, result, now_ms())).await;
+            let more = self.perform_now(done);
+            debug_assert!(more.is_empty(), "a sync's report asks for no further sync");
+            self.changed();
+        }
+    }
+
+    /// The actions that need no waiting, done now; the syncs are returned.
+    fn perform_now(&self, actions: Vec<Action>) -> Vec<(String, i32, crate::log::SyncJob)> {
+        let mut syncs = Vec::new();
         for action in actions {
             if let Some(observe) = &self.observer {
                 observe(&action);
@@ -152,16 +167,42 @@ impl Shared {
                 Action::Log(Level::Info, line) => tracing::info!("{line}"),
                 Action::Log(Level::Error, line) => tracing::error!("{line}"),
                 Action::Leading { .. } => {} // logged as a line too
+                Action::Sync { topic, partition, job } => syncs.push((topic, partition, job)),
             }
+        }
+        syncs
+    }
+
+    /// Runs one sync job without the disk gate. The real build runs it on the blocking pool, so
+    /// no runtime worker waits on the fsync; the simulated one does it at once and sleeps the
+    /// latency the disk owes for it (and, now and then, a BUGGIFY delay: an fsync that takes
+    /// its time), so other decisions of the node go on meanwhile in both.
+    async fn run_sync(&self, job: &crate::log::SyncJob) -> Result<(), crate::log::LogError> {
+        #[cfg(not(madsim))]
+        {
+            let job = job.clone();
+            let ran = tokio::task::spawn_blocking(move || job.run()).await;
+            ran.unwrap_or_else(|e| Err(crate::log::LogError::Failed(format!("the sync task ended without an answer: {e}"))))
+        }
+        #[cfg(madsim)]
+        {
+            let result = job.run();
+            let stall = self.disk.take_stall();
+            if !stall.is_zero() {
+                let late = self.buggify.draw(crate::buggify::Site::SlowSync).map_or(0, |n| 20 + n % 381);
+                tokio::time::sleep(stall + Duration::from_millis(late)).await;
+            }
+            result
         }
     }
 
     /// Runs one decision that may do disk IO with the node's disk to itself, and lets the next
-    /// decision in only once its IO is done: on a real disk the fsync happens inside `decide`;
-    /// on the simulated disk the latency it owes is slept before the gate opens. So in both
-    /// builds a slow fsync delays every other decision of the node alike (requests for other
-    /// partitions included), while requests waiting for the gate wait asynchronously instead
-    /// of blocking runtime workers on the node's lock.
+    /// decision in only once its IO is done: on a real disk the IO happens inside `decide`; on
+    /// the simulated disk the latency it owes is slept before the gate opens. A partition's
+    /// fsyncs are not decision IO: they come out as [`Action::Sync`] and run off the gate
+    /// ([`Shared::perform`]); what is left here (writes, checkpoints, truncations, the
+    /// metadata log) delays the node's other decisions alike, and requests waiting for the
+    /// gate wait asynchronously instead of blocking runtime workers on the node's lock.
     pub(crate) async fn decide<T>(&self, decide: impl FnOnce(&Shared) -> T) -> T {
         let _disk = self.disk_gate.lock().await;
         let out = decide(self);
@@ -221,7 +262,7 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: impl st
     tracing::info!("shutting down: flushing and checkpointing every partition");
     let failures = shared.decide(|s| s.broker().checkpoint(now_ms())).await;
     let clean = !failures.iter().any(|a| matches!(a, Action::Log(Level::Error, _)));
-    shared.perform(failures);
+    shared.perform(failures).await;
     // KIP-966: the next start registers as a clean shutdown of this epoch, so it may stay in
     // the ELRs it is in. Any failure above leaves no marker: that start counts as unclean.
     let epoch = *shared.broker_epoch.lock().unwrap_or_else(|p| p.into_inner());
@@ -271,7 +312,7 @@ async fn run_timers(shared: Arc<Shared>) {
         if checkpoint_due {
             last_checkpoint = now;
         }
-        shared.perform(actions);
+        shared.perform(actions).await;
     }
 }
 
@@ -284,7 +325,7 @@ async fn run_cleaner(shared: Arc<Shared>) {
     loop {
         let now = now_ms();
         let (actions, next) = shared.decide(|s| s.broker().clean_step(now)).await;
-        shared.perform(actions);
+        shared.perform(actions).await;
         match next.saturating_sub(now_ms()) {
             0 => tokio::task::yield_now().await,
             wait => tokio::time::sleep(Duration::from_millis(wait)).await,
@@ -333,7 +374,7 @@ async fn answer(shared: &Shared, frame: &Bytes, peer: IpAddr, turn: tokio::sync:
         if !is_fetch && !actions.contains(&Action::Wake) {
             shared.changed();
         }
-        shared.perform(actions);
+        shared.perform(actions).await;
         if protocol::is_controller_api(key) {
             shared.metadata_committed.notify_waiters();
             shared.raft_wake.notify_one();
@@ -378,7 +419,7 @@ async fn wait_for(shared: &Shared, mut waiting: Waiting) -> Outcome {
         notified.as_mut().enable();
         let mut actions = Vec::new();
         let outcome = waiting.poll(&shared.node, now_ms(), Instant::now() >= deadline, &mut actions);
-        shared.perform(actions);
+        shared.perform(actions).await;
         if let Some(outcome) = outcome {
             return outcome;
         }

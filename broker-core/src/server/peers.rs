@@ -181,7 +181,7 @@ async fn register(shared: &Shared, conn: &mut Conn, c: &crate::broker::BrokerCon
     *shared.broker_epoch.lock().unwrap_or_else(|p| p.into_inner()) = Some(epoch);
     tracing::info!("registered with the controller: broker epoch {epoch}");
     let actions = shared.decide(|s| s.broker().registered(epoch, now_ms())).await;
-    shared.perform(actions);
+    shared.perform(actions).await;
     shared.changed();
     Ok(epoch)
 }
@@ -241,12 +241,12 @@ async fn alter_partitions(shared: &Shared, conn: &mut Conn, me: i32, epoch: i64)
             }
             // Not sent: the next round sends it again.
             let actions = shared.broker().isr_answer(&name, p, IsrAnswer::Lost, now_ms());
-        shared.perform(actions);
+        shared.perform(actions).await;
             continue;
         }
         let Some(topic_id) = shared.broker().image().topics.get(&name).map(|t| uuid::Uuid::from_bytes(t.id)) else {
             let actions = shared.broker().isr_answer(&name, p, IsrAnswer::Refused, now_ms());
-        shared.perform(actions);
+        shared.perform(actions).await;
             continue;
         };
         let mut req = AlterPartitionRequest::default();
@@ -265,7 +265,7 @@ async fn alter_partitions(shared: &Shared, conn: &mut Conn, me: i32, epoch: i64)
             Ok(_) if shared.broker().config().buggify.fires(Site::IsrAnswerDropped) => {
                 // BUGGIFY: the controller answered (perhaps committed it); we never hear it.
                 let actions = shared.broker().isr_answer(&name, p, IsrAnswer::Lost, now_ms());
-                shared.perform(actions);
+                shared.perform(actions).await;
                 failure = Some(ClientError::Timeout(peer_request_ms_max));
                 continue;
             }
@@ -273,7 +273,7 @@ async fn alter_partitions(shared: &Shared, conn: &mut Conn, me: i32, epoch: i64)
             Err(e) => {
                 // The request may have reached the controller and been committed.
                 let actions = shared.broker().isr_answer(&name, p, IsrAnswer::Lost, now_ms());
-        shared.perform(actions);
+        shared.perform(actions).await;
                 failure = Some(e);
                 continue;
             }
@@ -305,7 +305,7 @@ async fn alter_partitions(shared: &Shared, conn: &mut Conn, me: i32, epoch: i64)
         };
         tracing::info!("{name}-{p}: ISR change to {:?}: {}", prop.isr, if code == 0 { "committed".to_string() } else { format!("error {code}") });
         let actions = shared.broker().isr_answer(&name, p, verdict, now_ms());
-        shared.perform(actions);
+        shared.perform(actions).await;
         shared.changed();
     }
     failure.map_or(Ok(()), Err)
@@ -380,7 +380,7 @@ async fn metadata_follower(shared: Arc<Shared>) {
                     if start >= end {
                         let run = std::mem::take(&mut pending);
                         let actions = shared.decide(|s| s.broker().apply_metadata_batch(&run, now_ms())).await;
-                        shared.perform(actions);
+                        shared.perform(actions).await;
                         shared.changed();
                     }
                 }
@@ -395,7 +395,7 @@ async fn metadata_follower(shared: Arc<Shared>) {
                         }
                         let run = std::mem::take(&mut pending);
                         let actions = shared.decide(|s| s.broker().apply_metadata_batch(&run, now_ms())).await;
-                        shared.perform(actions);
+                        shared.perform(actions).await;
                         shared.changed();
                     }
                 }

@@ -46,7 +46,7 @@ async fn replica_fetcher(shared: Arc<Shared>, leader: i32) {
                 (fetcher.next(&mut s.broker(), now_ms(), &mut actions), actions)
             })
             .await;
-        shared.perform(actions);
+        shared.perform(actions).await;
         if step == Step::Idle {
             conn = None;
             session.reset();
@@ -137,7 +137,7 @@ async fn truncate(shared: &Shared, conn: &mut Conn, me: i32, fetcher: &ReplicaFe
             (then, actions)
         })
         .await;
-    shared.perform(actions);
+    shared.perform(actions).await;
     Ok(then)
 }
 
@@ -217,7 +217,7 @@ async fn replicate(shared: &Shared, conn: &mut Conn, me: i32, fetcher: &ReplicaF
             (then, actions)
         })
         .await;
-    shared.perform(actions);
+    shared.perform(actions).await;
     shared.changed();
     Ok(then)
 }

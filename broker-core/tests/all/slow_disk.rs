@@ -1,11 +1,12 @@
 //! What waits for what on a slow disk, on real sockets and real files: while one partition's
-//! fsync is under way, a produce to another partition of the same node waits for it. The same
-//! body runs in the simulator (sim/tests/all/slow_disk.rs), so both builds model the node's
-//! disk alike (docs/architecture.md, "IO at the edge").
+//! fsync is under way, a produce to another partition of the same node and a Metadata request
+//! are answered without waiting for it, and the produce that asked for the fsync waits for it.
+//! The same body runs in the simulator (sim/tests/all/slow_disk.rs), so both builds model the
+//! node's disk alike (docs/architecture.md, "IO at the edge").
 
 use broker_core::server;
 use broker_core::storage::{Disk, FileDisk};
-use broker_core::testing::{flush_every_batch_node, slow_fsync_delays_other_partitions, SlowSync};
+use broker_core::testing::{flush_every_batch_node, slow_fsync_stops_only_its_partition, SlowSync};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,7 +14,7 @@ use std::time::Duration;
 const slow_sync: Duration = Duration::from_millis(800);
 
 #[test]
-fn a_slow_fsync_on_one_partition_delays_produce_on_another() {
+fn a_slow_fsync_on_one_partition_stops_only_that_partition() {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     runtime.block_on(async {
         let dir = tempfile::tempdir().unwrap();
@@ -23,8 +24,11 @@ fn a_slow_fsync_on_one_partition_delays_produce_on_another() {
         let (armed, started) = (slow.armed.clone(), slow.started.clone());
         let disk: Arc<dyn Disk> = Arc::new(slow);
         let node = tokio::spawn(server::serve(listener, flush_every_batch_node(disk, dir.path(), addr), std::future::pending()));
-        let waited = slow_fsync_delays_other_partitions(addr, armed, started).await;
-        assert!(waited >= slow_sync, "the produce to b was answered {waited:?} after the one to a, inside a's {slow_sync:?} fsync");
+        let t = slow_fsync_stops_only_its_partition(addr, armed, started).await;
+        // Generous margins: this machine may be busy, but nothing here may wait out the fsync.
+        assert!(t.other_partition < slow_sync / 2, "the produce to b waited for a's {slow_sync:?} fsync: {t:?}");
+        assert!(t.metadata < slow_sync / 2, "Metadata waited for a's {slow_sync:?} fsync: {t:?}");
+        assert!(t.own >= slow_sync, "the produce to a was answered before its {slow_sync:?} fsync: {t:?}");
         node.abort();
     });
 }

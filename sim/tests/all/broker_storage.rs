@@ -5,7 +5,7 @@
 use broker_core::kafka::Code;
 use broker_core::broker::{Action, Broker, BrokerConfig, Fetcher};
 use broker_core::protocol::Node;
-use broker_core::testing::{create, one_node_on, sync};
+use broker_core::testing::{create, one_node_on, run_syncs, sync};
 use broker_core::log::batch::{build, validate};
 use broker_core::storage::Disk;
 use sim::disk::{CrashMode, DiskFaults, SimDisk};
@@ -21,6 +21,15 @@ fn open(disk: &SimDisk) -> Node {
 
 fn flushed() -> BTreeMap<String, String> {
     BTreeMap::from([("flush.messages".into(), "1".into())])
+}
+
+/// A produce with acks=all, and the syncs it asked for done (as the shell does before it
+/// answers).
+fn produce(b: &mut Broker, topic: &str, records: &[u8]) -> Result<broker_core::broker::Produced, broker_core::broker::Error> {
+    let mut actions = Vec::new();
+    let produced = b.produce(topic, 0, &records.to_vec(), -1, 0, &mut actions);
+    run_syncs(b, actions, 0);
+    produced
 }
 
 /// The records section of every batch readable from partition `p`, in order.
@@ -52,18 +61,18 @@ fn full_disk_and_eio_fail_one_partition_and_lose_nothing_acknowledged() {
     create(&node, "b", 1, flushed()).unwrap();
     let mut b = node.broker();
     for i in 0..10u8 {
-        b.produce("a", 0, &build(&[&[i; 100]], 1), -1, 0, &mut Vec::new()).unwrap();
+        produce(&mut b, "a", &build(&[&[i; 100]], 1)).unwrap();
     }
     let acked = values(&mut b, "a", 0);
     // Full disk: the append fails with KAFKA_STORAGE_ERROR and writes nothing.
     disk.set_faults(DiskFaults { capacity_bytes: Some(disk.used_bytes() + 10), ..DiskFaults::default() });
-    let err = b.produce("a", 0, &build(&[&[99; 100]], 1), -1, 0, &mut Vec::new()).unwrap_err();
+    let err = produce(&mut b, "a", &build(&[&[99; 100]], 1)).unwrap_err();
     assert_eq!(err.kafka_error(true), Code::KafkaStorageError, "{err}");
     assert_eq!(values(&mut b, "a", 0), acked, "nothing half-written is visible");
     // EIO on partition a's files only: b keeps working.
     disk.set_faults(DiskFaults { eio_paths: vec!["/data/a-0/".into()], ..DiskFaults::default() });
-    assert_eq!(b.produce("a", 0, &build(&[&[98; 100]], 1), -1, 0, &mut Vec::new()).unwrap_err().kafka_error(true), Code::KafkaStorageError);
-    assert_eq!(b.produce("b", 0, &build(&[b"fine"], 1), -1, 0, &mut Vec::new()).unwrap().base_offset, 0);
+    assert_eq!(produce(&mut b, "a", &build(&[&[98; 100]], 1)).unwrap_err().kafka_error(true), Code::KafkaStorageError);
+    assert_eq!(produce(&mut b, "b", &build(&[b"fine"], 1)).unwrap().base_offset, 0);
     // The disk heals; the broker restarts after a power loss; everything acknowledged is there.
     disk.set_faults(DiskFaults::default());
     drop(b);
@@ -81,9 +90,9 @@ fn a_partition_offline_after_an_eio_burst_is_reopened_once_the_disk_heals() {
     let node = open(&disk);
     create(&node, "a", 1, flushed()).unwrap();
     let mut b = node.broker();
-    b.produce("a", 0, &build(&[b"before"], 1), -1, 0, &mut Vec::new()).unwrap();
+    produce(&mut b, "a", &build(&[b"before"], 1)).unwrap();
     disk.set_faults(DiskFaults { eio_paths: vec!["/data/a-0/".into()], ..DiskFaults::default() });
-    assert_eq!(b.produce("a", 0, &build(&[b"during"], 1), -1, 0, &mut Vec::new()).unwrap_err().kafka_error(true), Code::KafkaStorageError);
+    assert_eq!(produce(&mut b, "a", &build(&[b"during"], 1)).unwrap_err().kafka_error(true), Code::KafkaStorageError);
     // Still failing: tick tries, the partition stays offline, the broker stays up.
     let notes = b.tick(10);
     assert!(notes.iter().filter_map(Action::line).any(|n| n.contains("still offline")), "{notes:?}");
@@ -93,7 +102,7 @@ fn a_partition_offline_after_an_eio_burst_is_reopened_once_the_disk_heals() {
     assert!(early.is_empty(), "{early:?}");
     let notes = b.tick(2_000);
     assert!(notes.iter().filter_map(Action::line).any(|n| n.contains("reopened after")), "{notes:?}");
-    let after = b.produce("a", 0, &build(&[b"after"], 1), -1, 0, &mut Vec::new()).unwrap();
+    let after = produce(&mut b, "a", &build(&[b"after"], 1)).unwrap();
     assert_eq!(after.base_offset, 1, "the batch refused during the burst left nothing behind");
     assert_eq!(values(&mut b, "a", 0).len(), 2);
 }

@@ -1,11 +1,12 @@
 //! What waits for what on a slow disk, in simulated time: while one partition's fsync is under
 //! way (its latency owed to the simulated clock), a produce to another partition of the same
-//! node waits for it — exactly as on real files (broker-core/tests/all/slow_disk.rs runs the
-//! same body on a real disk and real sockets).
+//! node and a Metadata request are answered without waiting for it, and the produce that asked
+//! for it waits — exactly as on real files (broker-core/tests/all/slow_disk.rs runs the same
+//! body on a real disk and real sockets).
 
 use broker_core::server;
 use broker_core::storage::Disk;
-use broker_core::testing::{flush_every_batch_node, slow_fsync_delays_other_partitions, SlowSync};
+use broker_core::testing::{flush_every_batch_node, slow_fsync_stops_only_its_partition, SlowSync};
 use madsim::runtime::{Handle, Runtime};
 use sim::disk::SimDisk;
 use std::net::{IpAddr, SocketAddr};
@@ -17,7 +18,7 @@ use std::time::Duration;
 const slow_sync: Duration = Duration::from_millis(800);
 
 #[test]
-fn a_slow_fsync_on_one_partition_delays_produce_on_another() {
+fn a_slow_fsync_on_one_partition_stops_only_that_partition() {
     Runtime::with_seed_and_config(1, madsim::Config::default()).block_on(async {
         let handle = Handle::current();
         let ip: IpAddr = IpAddr::from([10, 0, 0, 1]);
@@ -37,7 +38,9 @@ fn a_slow_fsync_on_one_partition_delays_produce_on_another() {
             })
             .build();
         let client = handle.create_node().name("client").ip(IpAddr::from([10, 0, 1, 1])).build();
-        let waited = client.spawn(async move { slow_fsync_delays_other_partitions(addr, armed, started).await }).await.unwrap();
-        assert!(waited >= slow_sync, "the produce to b was answered {waited:?} after the one to a, inside a's {slow_sync:?} fsync");
+        let t = client.spawn(async move { slow_fsync_stops_only_its_partition(addr, armed, started).await }).await.unwrap();
+        assert!(t.other_partition < slow_sync / 2, "the produce to b waited for a's {slow_sync:?} fsync: {t:?}");
+        assert!(t.metadata < slow_sync / 2, "Metadata waited for a's {slow_sync:?} fsync: {t:?}");
+        assert!(t.own >= slow_sync, "the produce to a was answered before its {slow_sync:?} fsync: {t:?}");
     });
 }

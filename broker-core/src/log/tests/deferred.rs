@@ -1,0 +1,93 @@
+//! Syncs left to the owner (`log::deferred`): what a job vouches for, in any order, across cuts
+//! and reopens, and what a leader may count meanwhile.
+
+use super::super::batch::build;
+use super::super::*;
+use super::disk;
+
+fn deferring(dir: &Path, flush: FlushPolicy) -> Log {
+    let (mut log, _) = Log::open(disk(), dir, LogConfig { flush, ..LogConfig::default() }, 0).unwrap();
+    log.defer_syncs();
+    log
+}
+
+fn one(log: &mut Log) -> AppendInfo {
+    log.append(&mut build(&[b"v"], 0), 0, 0).unwrap()
+}
+
+#[test]
+fn a_policy_sync_is_owed_to_a_job_and_counts_only_once_reported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut log = deferring(tmp.path(), FlushPolicy::EveryBatch);
+    assert!(one(&mut log).flushed, "the policy called for a sync");
+    assert_eq!((log.recovery_point(), log.policy_end(), log.log_end_offset()), (0, 0, 1), "not synced yet, so not counted");
+    let job = log.take_sync().expect("a job");
+    assert!(log.take_sync().is_none(), "one job per request");
+    assert_eq!(job.stamp.upto, 1);
+    let result = job.run();
+    assert!(log.synced(job.stamp, result));
+    assert_eq!((log.recovery_point(), log.policy_end()), (1, 1));
+}
+
+#[test]
+fn a_later_job_finishing_first_vouches_for_the_earlier_range_too() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut log = deferring(tmp.path(), FlushPolicy::EveryBatch);
+    one(&mut log);
+    let first = log.take_sync().unwrap();
+    one(&mut log);
+    let second = log.take_sync().unwrap();
+    assert!(log.synced(second.stamp, second.run()));
+    assert_eq!((log.recovery_point(), log.policy_end()), (2, 2));
+    assert!(!log.synced(first.stamp, first.run()), "an older job moves nothing back");
+    assert_eq!(log.recovery_point(), 2);
+}
+
+#[test]
+fn a_job_taken_before_a_cut_vouches_for_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut log = deferring(tmp.path(), FlushPolicy::EveryBatch);
+    for _ in 0..3 {
+        one(&mut log);
+    }
+    let stale = log.take_sync().unwrap();
+    log.truncate_to(1, 0).unwrap();
+    for _ in 0..3 {
+        one(&mut log);
+    }
+    assert_eq!(log.recovery_point(), 1, "the truncation synced its cut");
+    assert!(!log.synced(stale.stamp, stale.run()), "offsets 1..3 now hold other, unsynced records");
+    assert_eq!((log.recovery_point(), log.policy_end()), (1, 1));
+    let fresh = log.take_sync().unwrap();
+    assert!(log.synced(fresh.stamp, fresh.run()));
+    assert_eq!(log.recovery_point(), 4);
+}
+
+#[test]
+fn a_failed_job_takes_the_log_offline_and_a_reopened_log_is_not_its() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut log = deferring(tmp.path(), FlushPolicy::EveryBatch);
+    one(&mut log);
+    let job = log.take_sync().unwrap();
+    assert!(log.owns(&job.stamp));
+    assert!(!log.synced(job.stamp, Err(LogError::Failed("injected".into()))));
+    assert!(log.failure().is_some_and(|f| f.contains("injected")), "{:?}", log.failure());
+    drop(log);
+    let reopened = deferring(tmp.path(), FlushPolicy::EveryBatch);
+    assert!(!reopened.owns(&job.stamp));
+}
+
+#[test]
+fn a_roll_owes_the_full_segment_to_a_job_without_holding_back_the_mark() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut log, _) = Log::open(disk(), tmp.path(), LogConfig { segment_bytes: 200, ..LogConfig::default() }, 0).unwrap();
+    log.defer_syncs();
+    while log.segment_bases().len() < 2 {
+        assert!(!one(&mut log).flushed);
+    }
+    assert_eq!(log.recovery_point(), 0, "the roll did not sync inline");
+    assert_eq!(log.policy_end(), log.log_end_offset(), "flush=never holds nothing back");
+    let job = log.take_sync().expect("the rolled segment's sync");
+    assert!(log.synced(job.stamp, job.run()));
+    assert_eq!(log.recovery_point(), log.log_end_offset());
+}
