@@ -53,6 +53,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use upkeep::ProducerIds;
+pub use upkeep::StagedCheckpoints;
 
 /// What a broker call asks of the shell besides its answer. The shell performs them in order;
 /// tests assert on them; nothing is left latched inside the broker for a later call to drain.

@@ -6,6 +6,7 @@ use crate::constants::failed_log_reopen_ms;
 use crate::log::dir;
 use crate::storage::Disk;
 use std::path::Path;
+use std::sync::Arc;
 
 /// Producer ids are persisted in blocks of this many, so allocation writes the disk once per
 /// block and a restart never hands out an id twice (it skips the rest of the block).
@@ -163,8 +164,27 @@ impl Broker {
 
     /// Flushes every partition and writes its recovery-point checkpoint, with three file-system
     /// syncs for all of them rather than several fsyncs each (`log::durability`): at 5,000
-    /// partitions the difference between a stop of seconds and one of milliseconds.
-    pub fn checkpoint(&mut self, _now: u64) -> Vec<Action> {
+    /// partitions the difference between a stop of seconds and one of milliseconds. All at once,
+    /// under the caller's lock (shutdown, tests); the periodic checkpoint runs the syncs off it
+    /// ([`Broker::checkpoint_stage`]).
+    pub fn checkpoint(&mut self, now: u64) -> Vec<Action> {
+        let (mut out, staged) = self.checkpoint_stage(now);
+        if let Some(staged) = staged {
+            let synced = self.disk.sync_all(&self.config.data_dir);
+            out.extend(self.checkpoint_commit(staged, synced));
+            if let Err(e) = self.disk.sync_all(&self.config.data_dir) {
+                out.push(Self::renames_not_durable(&self.config.data_dir, &e));
+            }
+        }
+        out
+    }
+
+    /// A checkpoint's first half: every changed log writes out its buffered index entries and
+    /// its log end to the temporary checkpoint file (`Log::checkpoint_stage`). None when no log
+    /// changed. The caller then runs `Disk::sync_all` on the data directory (off the node's lock
+    /// if it likes: logs may take appends meanwhile), and [`Broker::checkpoint_commit`] with
+    /// its result, and another `sync_all` to make the renames durable.
+    pub fn checkpoint_stage(&mut self, _now: u64) -> (Vec<Action>, Option<StagedCheckpoints>) {
         let mut out = Vec::new();
         let mut staged = Vec::new();
         for ((name, p), part) in self.partitions.iter_mut() {
@@ -174,30 +194,40 @@ impl Broker {
                 Err(e) => out.push(Action::Log(Level::Error, format!("{name}-{p}: checkpoint: {e}"))),
             }
         }
-        if staged.is_empty() {
-            return out;
-        }
-        let data_dir = self.config.data_dir.clone();
-        if let Err(e) = self.disk.sync_all(&data_dir) {
-            // Which pages the kernel dropped is unknown: every log it covered goes offline and
-            // is recovered on reopen, as after its own failed flush.
-            for (key, _) in &staged {
+        (out, (!staged.is_empty()).then_some(StagedCheckpoints(staged)))
+    }
+
+    /// A checkpoint's second half, after the `sync_all` that followed
+    /// [`Broker::checkpoint_stage`]: each staged log whose checkpoint still holds (not cut or
+    /// reopened since) takes it. A failed sync takes every staged log offline: which pages
+    /// the kernel dropped is unknown, so each is recovered on reopen, as after its own failed
+    /// flush.
+    pub fn checkpoint_commit(&mut self, staged: StagedCheckpoints, synced: std::io::Result<()>) -> Vec<Action> {
+        let mut out = Vec::new();
+        if let Err(e) = synced {
+            for (key, _) in &staged.0 {
                 if let Some(part) = self.partitions.get_mut(&key.0, key.1) {
                     part.log.sync_failed(&e.to_string());
                 }
             }
-            out.push(Action::Log(Level::Error, format!("checkpoint: syncfs {}: {e}; its {} logs go offline until recovered", data_dir.display(), staged.len())));
+            out.push(Action::Log(Level::Error, format!("checkpoint: syncfs {}: {e}; its {} logs go offline until recovered", self.config.data_dir.display(), staged.0.len())));
             return out;
         }
-        for ((name, p), s) in staged {
+        for ((name, p), s) in staged.0 {
             if let Some(Err(e)) = self.partitions.get_mut(&name, p).map(|part| part.log.checkpoint_commit(s)) {
                 out.push(Action::Log(Level::Error, format!("{name}-{p}: checkpoint: {e}")));
             }
         }
-        if let Err(e) = self.disk.sync_all(&data_dir) {
-            // The data is durable; only which checkpoint file (old or new) a crash keeps is open.
-            out.push(Action::Log(Level::Error, format!("checkpoint: syncfs {} after the renames: {e}", data_dir.display())));
-        }
         out
     }
+
+    /// The line for a failed `sync_all` after a checkpoint's renames.
+    pub fn renames_not_durable(dir: &std::path::Path, e: &std::io::Error) -> Action {
+        // The data is durable; only which checkpoint file (old or new) a crash keeps is open.
+        Action::Log(Level::Error, format!("checkpoint: syncfs {} after the renames: {e}", dir.display()))
+    }
 }
+
+/// The logs a checkpoint staged, waiting for the file-system sync before their commit.
+#[must_use]
+pub struct StagedCheckpoints(Vec<((Arc<str>, i32), crate::log::StagedCheckpoint)>);

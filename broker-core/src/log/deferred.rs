@@ -52,6 +52,12 @@ impl Deferred {
     pub(super) fn new() -> Deferred {
         Deferred { on: false, due: false, policy_end: 0, serial: serial_next.fetch_add(1, Ordering::Relaxed), cuts: 0, dir_changes: 0 }
     }
+
+    /// Which log this is and how often it was cut: what a sync made outside the log (a job, a
+    /// checkpoint's file-system sync) checks before it vouches for anything.
+    pub(super) fn marks(&self) -> (u64, u64) {
+        (self.serial, self.cuts)
+    }
 }
 
 /// What a job covered, checked when it comes back.

@@ -28,6 +28,9 @@ pub(super) enum Owed {
 #[must_use]
 pub struct StagedCheckpoint {
     end: i64,
+    /// The log's `deferred` marks when staged: a log cut or reopened since takes no commit.
+    serial: u64,
+    cuts: u64,
 }
 
 fn tmp_path(log: &Log) -> PathBuf {
@@ -142,27 +145,34 @@ impl Log {
         let file = self.disk.open(&path, true).map_err(io)?;
         file.truncate(0).map_err(io)?;
         file.write_at(format!("{end}\n").as_bytes(), 0).map_err(io)?;
-        Ok(Some(StagedCheckpoint { end }))
+        let (serial, cuts) = self.deferred.marks();
+        Ok(Some(StagedCheckpoint { end, serial, cuts }))
     }
 
     /// The second half, after a `sync_all` that followed [`Log::checkpoint_stage`]: everything
-    /// the log had written is durable, so it counts as flushed, and the staged file replaces the
-    /// checkpoint (durable at the caller's next `sync_all`; until then the old one stands, which
-    /// vouches for less).
+    /// the log had written when staged is durable, so the recovery point moves up to that end,
+    /// and the staged file replaces the checkpoint (durable at the caller's next `sync_all`;
+    /// until then the old one stands, which vouches for less). Appends between the halves
+    /// change nothing of that (they lie past the staged end, and count as unflushed); a
+    /// truncation or a reopen between them voids the commit, since the staged end may then
+    /// vouch for bytes the sync never saw: the old checkpoint stays, the next one will do.
     pub fn checkpoint_commit(&mut self, staged: StagedCheckpoint) -> Result<(), LogError> {
         self.check_failed()?;
-        if staged.end != self.log_end_offset() {
-            // The caller changed the log between the halves: what the file says is not what
-            // the sync covered. Leave the old checkpoint; the next one will do.
-            let path = tmp_path(self);
-            return Err(LogError::Corrupt { file: path, position: 0, reason: format!("log end moved from {} to {} between the halves of a checkpoint", staged.end, self.log_end_offset()) });
+        if (staged.serial, staged.cuts) != self.deferred.marks() {
+            return Ok(());
         }
-        self.owed.clear();
-        self.dir_dirty = false;
-        for seg in &mut self.segments {
-            seg.indexes_are_durable();
+        if staged.end == self.log_end_offset() {
+            self.owed.clear();
+            self.dir_dirty = false;
+            for seg in &mut self.segments {
+                seg.indexes_are_durable();
+            }
+            self.mark_flushed(staged.end);
+        } else {
+            // What changed since (new segments, index entries, owed names) is left for the
+            // next flush or checkpoint to make durable.
+            self.recovery_point = self.recovery_point.max(staged.end);
         }
-        self.mark_flushed(staged.end);
         let (from, to) = (tmp_path(self), self.dir.join(RECOVERY_POINT_FILE));
         self.disk.rename(&from, &to).map_err(|source| LogError::Io { op: "rename checkpoint", path: from, source })?;
         self.checkpointed = staged.end;

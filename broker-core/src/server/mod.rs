@@ -173,6 +173,37 @@ impl Shared {
         syncs
     }
 
+    /// The periodic checkpoint's file-system syncs, off the disk gate (a `syncfs` after a
+    /// minute of writes can take long): sync, commit in a decision, sync the renames.
+    async fn finish_checkpoint(&self, staged: crate::broker::StagedCheckpoints) {
+        let dir = self.broker().config().data_dir.clone();
+        let synced = self.sync_all(&dir).await;
+        let actions = self.decide(|s| s.broker().checkpoint_commit(staged, synced)).await;
+        self.perform(actions).await;
+        if let Err(e) = self.sync_all(&dir).await {
+            self.perform(vec![Broker::renames_not_durable(&dir, &e)]).await;
+        }
+    }
+
+    /// `Disk::sync_all` of `dir` without the disk gate, as [`Shared::run_sync`] runs a job.
+    async fn sync_all(&self, dir: &std::path::Path) -> std::io::Result<()> {
+        #[cfg(not(madsim))]
+        {
+            let (disk, dir) = (self.disk.clone(), dir.to_path_buf());
+            let ran = tokio::task::spawn_blocking(move || disk.sync_all(&dir)).await;
+            ran.unwrap_or_else(|e| Err(std::io::Error::other(format!("the sync task ended without an answer: {e}"))))
+        }
+        #[cfg(madsim)]
+        {
+            let result = self.disk.sync_all(dir);
+            let stall = self.disk.take_stall();
+            if !stall.is_zero() {
+                tokio::time::sleep(stall).await;
+            }
+            result
+        }
+    }
+
     /// Runs one sync job without the disk gate. The real build runs it on the blocking pool, so
     /// no runtime worker waits on the fsync; the simulated one does it at once and sleeps the
     /// latency the disk owes for it (and, now and then, a BUGGIFY delay: an fsync that takes
@@ -290,7 +321,7 @@ async fn run_timers(shared: Arc<Shared>) {
         let now = now_ms();
         let checkpoint_due = now >= last_checkpoint + checkpoint_interval_ms;
         let log_state = now / replica_state_log_ms != last_state_log / replica_state_log_ms;
-        let actions = shared
+        let (actions, staged) = shared
             .decide(|s| {
                 let mut b = s.broker();
                 let mut actions = b.tick(now);
@@ -300,12 +331,15 @@ async fn run_timers(shared: Arc<Shared>) {
                         tracing::debug!("{line}");
                     }
                 }
+                let mut staged = None;
                 if checkpoint_due {
-                    actions.extend(b.checkpoint(now));
+                    let (failures, s) = b.checkpoint_stage(now);
+                    actions.extend(failures);
+                    staged = s;
                 }
                 drop(b);
                 actions.extend(s.node.tick_groups(now));
-                actions
+                (actions, staged)
             })
             .await;
         last_state_log = now;
@@ -313,6 +347,9 @@ async fn run_timers(shared: Arc<Shared>) {
             last_checkpoint = now;
         }
         shared.perform(actions).await;
+        if let Some(staged) = staged {
+            shared.finish_checkpoint(staged).await;
+        }
     }
 }
 

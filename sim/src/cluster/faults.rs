@@ -101,7 +101,9 @@ fn faulty_brokers(f: &FaultSpec) -> Vec<&str> {
         Some((a, b)) => vec![a, b],
         None => vec![f.target.as_str()],
     };
-    ends.into_iter().filter(|n| n.starts_with("broker-") || n.starts_with(scenario::leader_target_prefix)).collect()
+    // A `controller` or `leader:T-P` target counts as a broker of its own here; which broker it
+    // is, and whether that keeps the budget, is settled at injection (`inject::Budget`).
+    ends.into_iter().filter(|n| n.starts_with("broker-") || n.starts_with(scenario::leader_target_prefix) || *n == scenario::controller_target).collect()
 }
 
 /// Whether adding `f` keeps at most `max` brokers faulty at any moment, a broker counting as

@@ -31,7 +31,7 @@ type Skip = &'static str;
 /// start, a fault changes nothing before it: a run without its last faults is the same run up
 /// to where they would have started, which is what lets `sim shrink` remove faults one by one
 /// without losing a failure that happened earlier.
-pub(super) async fn run_schedule(faults: Vec<FaultSpec>, cluster: &Cluster, rec: &Rec) {
+pub(super) async fn run_schedule(faults: Vec<FaultSpec>, budget: Budget, cluster: &Cluster, rec: &Rec) {
     let start = tokio::time::Instant::now();
     let (clogs, procs) = (Clogs::default(), Procs::default());
     let mut injectors = Vec::new();
@@ -41,8 +41,8 @@ pub(super) async fn run_schedule(faults: Vec<FaultSpec>, cluster: &Cluster, rec:
         if tokio::time::Instant::now() < due {
             tokio::time::sleep_until(due).await;
         }
-        let (nodes, disks, rec, clogs, procs) = (cluster.nodes.clone(), cluster.disks.clone(), rec.clone(), clogs.clone(), procs.clone());
-        injectors.push(tokio::spawn(inject(f, nodes, disks, rec, clogs, procs)));
+        let (nodes, disks, rec, clogs, procs, budget) = (cluster.nodes.clone(), cluster.disks.clone(), rec.clone(), clogs.clone(), procs.clone(), budget.clone());
+        injectors.push(tokio::spawn(inject(f, nodes, disks, rec, clogs, procs, budget)));
     }
     for t in injectors {
         let _ = t.await;
@@ -52,7 +52,8 @@ pub(super) async fn run_schedule(faults: Vec<FaultSpec>, cluster: &Cluster, rec:
 /// Applies one fault and undoes it after `for_ms`, or says why it was skipped. A fault aimed at
 /// `controller` hits the broker that is the active metadata controller when it starts; one at
 /// `leader:TOPIC-P` the broker that last became that partition's leader.
-async fn inject(mut f: FaultSpec, nodes: Nodes, disks: Disks, rec: Rec, clogs: Clogs, procs: Procs) {
+async fn inject(mut f: FaultSpec, nodes: Nodes, disks: Disks, rec: Rec, clogs: Clogs, procs: Procs, budget: Budget) {
+    let resolved = f.target == crate::scenario::controller_target || crate::scenario::leader_target(&f.target).is_some();
     if f.target == crate::scenario::controller_target {
         match broker_core::simprobe::current_controller() {
             Some(id) => f.target = format!("broker-{id}"),
@@ -67,6 +68,9 @@ async fn inject(mut f: FaultSpec, nodes: Nodes, disks: Disks, rec: Rec, clogs: C
         }
     }
     let from_ms = now_ms(&rec);
+    if let Err(why) = budget.admit(&f, resolved, from_ms) {
+        return event(&rec, "harness", "fault_skipped", json!({"kind": kind(&f), "target": f.target, "why": why}));
+    }
     // Ok(Some(ms)): the fault stopped holding before it was undone (a pause whose process was
     // killed); the history's span ends there, where the checkers must see it end.
     let done = match f.kind {
@@ -84,6 +88,51 @@ async fn inject(mut f: FaultSpec, nodes: Nodes, disks: Disks, rec: Rec, clogs: C
             rec.lock().expect("recorder").history.faults.push(span);
         }
         Err(why) => event(&rec, "harness", "fault_skipped", json!({"kind": kind(&f), "target": f.target, "why": why})),
+    }
+}
+
+/// The fault budget (`random_faults.brokers_at_once`) where it can only be kept: at injection.
+/// The schedule counts a `controller` or `leader:T-P` target as one broker of its own, but which
+/// broker it hits is known only when it starts (the same target may hit another broker each
+/// time); one that would then make more brokers faulty at once than the budget allows is
+/// skipped. A broker counts as faulty from its fault's start until `recovery_ms` after its end,
+/// as in the schedule. Faults aimed at a named broker are never skipped here: the schedule
+/// already kept them within the budget.
+#[derive(Clone, Default)]
+pub(super) struct Budget {
+    max: Option<usize>,
+    recovery_ms: u64,
+    faulty_until: Arc<Mutex<std::collections::BTreeMap<String, u64>>>,
+}
+
+impl Budget {
+    pub(super) fn new(max: Option<usize>, recovery_ms: u64) -> Budget {
+        Budget { max, recovery_ms, ..Budget::default() }
+    }
+
+    /// Counts the brokers `f` (its target resolved) makes faulty, or refuses a resolved one
+    /// that would exceed the budget.
+    fn admit(&self, f: &FaultSpec, resolved: bool, now_ms: u64) -> Result<(), Skip> {
+        let ends = match f.link() {
+            Some((a, b)) => vec![a, b],
+            None => vec![f.target.as_str()],
+        };
+        let brokers: Vec<&str> = ends.into_iter().filter(|n| n.starts_with("broker-")).collect();
+        let mut faulty = self.faulty_until.lock().expect("budget");
+        if let (true, Some(max)) = (resolved, self.max) {
+            let mut at_once: Vec<&str> = faulty.iter().filter(|(_, until)| **until > now_ms).map(|(b, _)| b.as_str()).chain(brokers.iter().copied()).collect();
+            at_once.sort_unstable();
+            at_once.dedup();
+            if at_once.len() > max {
+                return Err("its target resolved to a broker beyond random_faults.brokers_at_once");
+            }
+        }
+        let until = now_ms + f.for_ms + self.recovery_ms;
+        for b in brokers {
+            let e = faulty.entry(b.to_string()).or_default();
+            *e = (*e).max(until);
+        }
+        Ok(())
     }
 }
 

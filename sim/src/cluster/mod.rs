@@ -114,7 +114,8 @@ async fn simulate(s: Scenario, faults: Vec<FaultSpec>, disk_seed: u64, bug: Opti
     workloads::create_topics(&s, &cluster, &rec).await;
     let clients = workloads::start_clients(&s, &mut cluster, &rec);
     let members = groups::start(&s, &mut cluster, disk_seed, &rec);
-    inject::run_schedule(faults, &cluster, &rec).await;
+    let budget = s.random_faults.as_ref().map_or_else(inject::Budget::default, |m| inject::Budget::new(m.brokers_at_once.map(|n| n as usize), m.recovery_ms));
+    inject::run_schedule(faults, budget, &cluster, &rec).await;
     tokio::time::sleep(Duration::from_millis(s.duration_ms.saturating_sub(now_ms(&rec)))).await;
     cluster.quiet_buggify();
     heal(&s, &rec).await;

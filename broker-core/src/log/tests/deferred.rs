@@ -91,3 +91,32 @@ fn a_roll_owes_the_full_segment_to_a_job_without_holding_back_the_mark() {
     assert!(log.synced(job.stamp, job.run()));
     assert_eq!(log.recovery_point(), log.log_end_offset());
 }
+
+#[test]
+fn a_checkpoint_commits_its_staged_end_across_appends_but_not_across_a_cut() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    let mut log = deferring(&a, FlushPolicy::Never);
+    one(&mut log);
+    one(&mut log);
+    let staged = log.checkpoint_stage().unwrap().expect("changed since open");
+    disk().sync_all(tmp.path()).unwrap();
+    one(&mut log); // between the halves, as the shell lets appends in
+    log.checkpoint_commit(staged).unwrap();
+    assert_eq!(log.recovery_point(), 2, "the staged end, not the log end");
+    assert_eq!(std::fs::read_to_string(a.join(RECOVERY_POINT_FILE)).unwrap(), "2\n");
+
+    let mut log = deferring(&b, FlushPolicy::Never);
+    for _ in 0..3 {
+        one(&mut log);
+    }
+    let staged = log.checkpoint_stage().unwrap().unwrap();
+    disk().sync_all(tmp.path()).unwrap();
+    log.truncate_to(1, 0).unwrap();
+    for _ in 0..3 {
+        one(&mut log); // offsets 1..4 again, unsynced
+    }
+    log.checkpoint_commit(staged).unwrap();
+    assert_eq!(log.recovery_point(), 1, "a checkpoint staged before the cut vouches for nothing");
+    assert_eq!(std::fs::read_to_string(b.join(RECOVERY_POINT_FILE)).unwrap(), "1\n", "the truncation's own checkpoint stands");
+}

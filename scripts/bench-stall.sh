@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Does one partition's disk work stall its node? (docs/benchmarks.md, "One partition's disk work")
+#
+#   scripts/bench-stall.sh                 # 20 s per mode
+#   SECS=60 scripts/bench-stall.sh
+#   BROKER=path/to/broker scripts/bench-stall.sh   # that binary, no build (A/B runs)
+#
+# Starts two release brokers on free loopback ports (data under target/bench-stall), each its own
+# node and controller, on the same machine and disk. A confluent-kafka producer loads broker A's
+# topic `load` while Metadata round trips (raw socket, every 2 ms) and one-record acks=1 produces
+# to topic `probe` (every 10 ms) run against A and, the same way, against the idle broker B.
+# Two modes: `large-records` (256 KiB records, default flush policy: the kernel's writeback and
+# segment rolls) and `flush-every-batch` (100-byte records into a topic with flush.messages=1).
+# Prints a JSON line per mode, broker and probe (p50/p99/max ms). Needs confluent-kafka
+# (scripts/test.sh installs it in target/client-venv).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECS=${SECS:-20}
+die() { echo "bench-stall: $*" >&2; exit 1; }
+. scripts/client-python.sh
+. scripts/broker-start.sh
+[ -n "${PY:-}" ] || die "no Python with confluent-kafka found (scripts/test.sh installs it in target/client-venv)"
+if [ -z "${BROKER:-}" ]; then
+  timeout 1800 cargo build --release -p broker-core --bin broker >&2 || die "cargo build failed"
+  BROKER=target/release/broker
+fi
+export BROKER
+mkdir -p target/bench-stall
+W=$(mktemp -d -p target/bench-stall run.XXXXXX)
+A_PID= B_PID=
+cleanup() {
+  for pid in $A_PID $B_PID; do kill -TERM "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$W"
+}
+trap cleanup EXIT
+mkdir -p "$W/a" "$W/b"
+start_broker "$W/a" || die "broker A did not start"; A_PID=$BPID A=$BOOTSTRAP
+start_broker "$W/b" || die "broker B did not start"; B_PID=$BPID B=$BOOTSTRAP
+for addr in "$A" "$B"; do
+  BOOTSTRAP=$addr timeout 120 "$PY" scripts/bench_clients.py topic create load 1 --config max.message.bytes=1048576 >&2 || die "create load on $addr"
+  BOOTSTRAP=$addr timeout 120 "$PY" scripts/bench_clients.py topic create flushed 1 --config flush.messages=1 >&2 || die "create flushed on $addr"
+  BOOTSTRAP=$addr timeout 120 "$PY" scripts/bench_clients.py topic create probe 1 >&2 || die "create probe on $addr"
+done
+timeout $(( SECS + 300 )) "$PY" scripts/bench_stall.py run --loaded "$A" --other "$B" --topic load --record-bytes 262144 --secs "$SECS" --mode large-records || die "large-records run failed"
+timeout $(( SECS + 300 )) "$PY" scripts/bench_stall.py run --loaded "$A" --other "$B" --topic flushed --record-bytes 100 --secs "$SECS" --mode flush-every-batch || die "flush-every-batch run failed"
