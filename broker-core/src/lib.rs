@@ -18,6 +18,7 @@ pub mod hash;
 pub mod metadata;
 pub mod log;
 pub mod netfault;
+pub mod observe;
 pub mod planted;
 pub mod protocol;
 pub mod replication;

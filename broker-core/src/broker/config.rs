@@ -77,6 +77,9 @@ pub struct BrokerConfig {
     #[cfg(madsim)]
     #[doc(hidden)]
     pub planted_bug: Option<PlantedBug>,
+    /// Who is told what the node's decisions make happen (`crate::observe`): the simulator's
+    /// checkers; nobody in the real broker.
+    pub observer: crate::observe::Observer,
     /// BUGGIFY's perturbation points: seeded by the simulator for runs that ask for it; never
     /// fires otherwise (zero-sized in the real build).
     #[doc(hidden)]
@@ -114,6 +117,7 @@ impl Default for BrokerConfig {
             fetch_zero_copy: !cfg!(madsim),
             #[cfg(madsim)]
             planted_bug: None,
+            observer: crate::observe::Observer::default(),
             buggify: crate::buggify::Buggify::default(),
         }
     }

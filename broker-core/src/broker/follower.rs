@@ -71,7 +71,7 @@ impl Broker {
         };
         let skip = self.config.planted(PlantedBug::FollowerSkipsTruncation);
         let one_round = self.config.planted(PlantedBug::TruncationStopsAfterOneRound);
-        let me = self.config.node_id;
+        let (me, observer) = (self.config.node_id, self.config.observer.clone());
         let part = self.followed_mut(name, p, leader, leader_epoch).expect("checked above");
         // A leader never answers a negative end offset; a broken one must not make us panic.
         let target = target.max(0);
@@ -83,7 +83,7 @@ impl Broker {
         let leo = part.leo();
         part.replication.on_truncate(leo);
         part.replication.needs_truncation = !complete && !skip && !one_round;
-        part.observed(me, name, p, now);
+        part.observed(&observer, me, name, p, now);
         if cut {
             self.lower_log_start(name, p)?;
         }
@@ -96,7 +96,7 @@ impl Broker {
     /// offset tells the leader what this replica holds.
     #[allow(clippy::too_many_arguments)]
     pub fn append_from_leader(&mut self, name: &str, p: i32, leader: i32, leader_epoch: i32, fetch_offset: i64, records: &[u8], leader_hw: i64, now: u64) -> Result<Option<crate::log::SyncJob>, Error> {
-        let me = self.config.node_id;
+        let (me, observer) = (self.config.node_id, self.config.observer.clone());
         let Some(part) = self.followed_mut(name, p, leader, leader_epoch) else { return Ok(None) };
         if part.replication.needs_truncation || part.leo() != fetch_offset {
             return Ok(None); // a stale answer: the next fetch asks again from the right place
@@ -119,7 +119,7 @@ impl Broker {
         let job = part.log.take_sync();
         let leo = part.leo();
         part.replication.on_leader_high_watermark(leader_hw, leo);
-        part.observed(me, name, p, now);
+        part.observed(&observer, me, name, p, now);
         // A flush.ms deadline, a roll or a higher mark may bring time-driven work (`due`).
         self.note_log(name, p);
         Ok(job)
@@ -147,13 +147,13 @@ impl Broker {
 
     /// The leader's log starts after ours ends (retention there): start over from its start.
     pub fn restart_from(&mut self, name: &str, p: i32, leader: i32, leader_epoch: i32, leader_start: i64, now: u64) -> Result<(), Error> {
-        let me = self.config.node_id;
+        let (me, observer) = (self.config.node_id, self.config.observer.clone());
         let Some(part) = self.followed_mut(name, p, leader, leader_epoch) else { return Ok(()) };
         part.log.truncate_fully(leader_start, now)?;
         part.producers = ProducerStates::default();
         let leo = part.leo();
         part.replication.on_truncate(leo);
-        part.observed(me, name, p, now);
+        part.observed(&observer, me, name, p, now);
         self.lower_log_start(name, p)
     }
 }

@@ -94,7 +94,7 @@ impl Broker {
         if part.replication.on_append(leo) {
             out.push(Action::Wake);
         }
-        part.observed(me, name, p, now);
+        part.observed(&self.config.observer, me, name, p, now);
         // A flush.ms deadline, a roll or a higher mark may bring time-driven work (`due`).
         self.due.logs.note(topic, p, &part.log, part.high_watermark());
         let start = part.log_start_offset();
@@ -172,7 +172,7 @@ impl Broker {
                     let moved_start = who.log_start_offset >= 0 && part.replication.on_follower_log_start(r, who.log_start_offset);
                     let moved = part.replication.on_follower_fetch_counting(r, offset, leo, part.counted_end(), now);
                     if moved {
-                        part.observed(me, name, p, now);
+                        part.observed(&self.config.observer, me, name, p, now);
                     }
                     if moved || (moved_start && delete_waiting) {
                         out.push(Action::Wake);
@@ -287,7 +287,7 @@ impl Broker {
         match answer {
             IsrAnswer::Committed(i) => {
                 part.replication.on_isr_committed(&i.isr, i.leader_epoch, i.partition_epoch, leo);
-                part.observed(me, name, p, now);
+                part.observed(&self.config.observer, me, name, p, now);
                 self.due.logs.note(topic, p, &part.log, part.high_watermark());
                 return vec![Action::Wake];
             }

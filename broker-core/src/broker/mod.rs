@@ -278,7 +278,7 @@ impl Broker {
         let end = part.counted_end();
         if part.replication.on_append(end) {
             out.push(Action::Wake);
-            part.observed(me, name, p, now);
+            part.observed(&self.config.observer, me, name, p, now);
         }
         self.note_log(name, p);
         out

@@ -1,6 +1,7 @@
 //! One local replica (its log, its idempotent producers, its replication state) and the
 //! values the broker's calls take and return about partitions. No IO beyond the log's own.
 
+use crate::observe::{Observation, Observer};
 use super::producer::ProducerStates;
 use super::Error;
 use crate::log::Log;
@@ -60,18 +61,17 @@ impl Partition {
         r.check_epoch(epoch).map_err(Error::Epoch)
     }
 
-    /// Tells the simulator's ISR watch (`simprobe::isr`) where this replica's log ends and, as
-    /// leader, its high watermark. Empty in the real build (nothing on the produce path).
-    #[cfg_attr(not(madsim), allow(unused_variables))]
-    pub(super) fn observed(&self, node: i32, topic: &str, p: i32, now: u64) {
-        #[cfg(madsim)]
-        {
-        let leo = self.log.failure().is_none().then(|| self.leo());
-        crate::simprobe::replica_log_end(node, topic, self.topic_id, p, leo, now);
-        if self.replication.is_leader() {
-            let below = self.replication.maximal_isr_len() < usize::try_from(self.min_insync).unwrap_or(0);
-            crate::simprobe::leader_high_watermark(node, topic, self.topic_id, p, self.high_watermark(), below, now);
+    /// Tells the node's observer (`crate::observe`) where this replica's log ends and, as
+    /// leader, its high watermark. Nothing without one (the real broker's produce path).
+    pub(super) fn observed(&self, observer: &Observer, node: i32, topic: &str, p: i32, now: u64) {
+        if !observer.watching() {
+            return;
         }
+        let log_end = self.log.failure().is_none().then(|| self.leo());
+        observer.see(Observation::ReplicaLogEnd { node, topic, topic_id: self.topic_id, partition: p, log_end, now });
+        if self.replication.is_leader() {
+            let below_min_isr = self.replication.maximal_isr_len() < usize::try_from(self.min_insync).unwrap_or(0);
+            observer.see(Observation::LeaderHighWatermark { node, topic, topic_id: self.topic_id, partition: p, high_watermark: self.high_watermark(), below_min_isr, now });
         }
     }
 

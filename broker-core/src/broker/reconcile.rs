@@ -221,7 +221,7 @@ impl Broker {
         if self.config.planted(super::PlantedBug::SameEpochRecordClearsInFlight) {
             part.replication.forget_in_flight(); // planted: any record settles the change in flight
         }
-        part.observed(self.config.node_id, name, p, now);
+        part.observed(&self.config.observer, self.config.node_id, name, p, now);
         if change == Change::BecameLeader {
             out.push(Action::Wake);
             out.push(Action::Log(Level::Info, format!("{name}-{p}: leader at epoch {} from offset {}", info.leader_epoch, part.leo())));
@@ -274,7 +274,8 @@ impl Broker {
     pub(super) fn forget(&mut self, name: &str, p: i32, now: u64) -> Option<Partition> {
         let part = self.partitions.remove(name, p)?;
         self.due.replicas_changed(); // (`due`) the open replicas and roles changed
-        crate::simprobe::replica_log_end(self.config.node_id, name, part.topic_id, p, None, now);
+        let (node, topic_id) = (self.config.node_id, part.topic_id);
+        self.config.observer.see(crate::observe::Observation::ReplicaLogEnd { node, topic: name, topic_id, partition: p, log_end: None, now });
         Some(part)
     }
 

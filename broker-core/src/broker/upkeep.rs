@@ -69,7 +69,7 @@ impl Broker {
                         if part.replication.on_append(leo) {
                             out.push(Action::Wake);
                         }
-                        part.observed(self.config.node_id, &name, p, now);
+                        part.observed(&self.config.observer, self.config.node_id, &name, p, now);
                     }
                     Err(e) => out.push(Action::Log(Level::Error, format!("{name}-{p}: deferred append: {e}"))),
                 }
@@ -109,7 +109,8 @@ impl Broker {
         for key in failed {
             let led = self.forget(&key.0, key.1, now).filter(|part| part.replication.is_leader());
             if let Some(part) = &led {
-                crate::simprobe::leader_log_failed(self.config.node_id, &key.0, part.topic_id, key.1, now);
+                let (node, topic_id) = (self.config.node_id, part.topic_id);
+                self.config.observer.see(crate::observe::Observation::LeaderLogFailed { node, topic: &key.0, topic_id, partition: key.1, now });
             }
             if led.is_some() && hand_over && !out.contains(&Action::Reregister) {
                 out.push(Action::Reregister);

@@ -106,7 +106,13 @@ impl Cluster {
             self.refresh(&[topic]).await?;
         }
         let id = *self.leaders.get(&key).ok_or(ClientError::Kafka { code: Code::UnknownTopicOrPartition, message: format!("{topic}-{partition} is not in the metadata") })?;
-        self.brokers.get(&id).copied().ok_or(ClientError::Kafka { code: Code::LeaderNotAvailable, message: format!("{topic}-{partition} has no leader (leader id {id})") })
+        let Some(addr) = self.brokers.get(&id).copied() else {
+            // No leader when the metadata was read (-1 mid-election): ask again next time, as
+            // Kafka's clients request a metadata update, rather than keep the answer for good.
+            self.leaders.remove(&key);
+            return Err(ClientError::Kafka { code: Code::LeaderNotAvailable, message: format!("{topic}-{partition} has no leader (leader id {id})") });
+        };
+        Ok(addr)
     }
 
     /// Partitions of `topic` as the last metadata listed them.

@@ -57,7 +57,10 @@ impl ClientError {
         // REQUEST_TIMED_OUT and NOT_ENOUGH_REPLICAS_AFTER_APPEND: appended, not yet replicated.
         // NOT_LEADER_OR_FOLLOWER: also what an acks=all produce gets when the leadership it was
         // appended under ends while it waits, so the batch may survive.
-        matches!(self, ClientError::Io { .. } | ClientError::Timeout(_) | ClientError::Ambiguous(_) | ClientError::Kafka { code: Code::NotLeaderOrFollower | Code::RequestTimedOut | Code::NotEnoughReplicasAfterAppend | Code::KafkaStorageError, .. })
+        // NOT_COORDINATOR and COORDINATOR_NOT_AVAILABLE: what a group coordinator answers an
+        // OffsetCommit whose write failed in one of those ways (Kafka's translation,
+        // docs/groups.md), so the commit may survive the coordinator's move all the same.
+        matches!(self, ClientError::Io { .. } | ClientError::Timeout(_) | ClientError::Ambiguous(_) | ClientError::Kafka { code: Code::NotLeaderOrFollower | Code::RequestTimedOut | Code::NotEnoughReplicasAfterAppend | Code::KafkaStorageError | Code::NotCoordinator | Code::CoordinatorNotAvailable, .. })
     }
 
     /// Codes after which the producer's id/epoch/sequence state is no good with this broker:

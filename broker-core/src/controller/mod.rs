@@ -83,6 +83,9 @@ pub struct ControllerConfig {
     /// real build.
     #[doc(hidden)]
     pub planted: Planted,
+    /// Who is told what the quorum's decisions make happen (`crate::observe`): the simulator's
+    /// checkers; nobody in the real broker.
+    pub observer: crate::observe::Observer,
 }
 
 impl Default for ControllerConfig {
@@ -101,6 +104,7 @@ impl Default for ControllerConfig {
             log: LogConfig::default(),
             snapshot_bytes_between: metadata_snapshot_bytes_between_default,
             planted: Planted::default(),
+            observer: crate::observe::Observer::default(),
         }
     }
 }

@@ -22,6 +22,7 @@
 //! wait in the outbox for the shell to send. A store error drops the node and the store and
 //! opens both again from the disk, as after a crash. Never a clock, never a socket.
 
+use crate::observe::Observation;
 use super::raft::store::RaftStore;
 use super::raft::{Action, Error as RaftError, Message, Node, NodeId, PlantedRaftBug, RaftConfig, Snapshot, SnapshotId};
 use super::snapshot::{self, SnapshotPolicy};
@@ -104,7 +105,7 @@ impl Quorum {
         notes.push(format!("metadata log: snapshot {from:?}, {} entries after it, quorum state {:?}", restored.entries.len(), restored.state));
         // Election timeouts differ per node and per start; `now` is simulated time under madsim.
         let seed = now ^ ((raft.node_id as u64) << 48);
-        crate::simprobe::raft_state(raft.node_id, true, &restored.state);
+        config.observer.see(Observation::RaftState { node: raft.node_id, restored: true, state: &restored.state });
         let node = Node::restart_from(raft.clone(), restored.state, restored.snapshot, restored.entries, seed, now).map_err(|e| e.to_string())?;
         let controller = Controller::new(config.clone(), Image::default(), now);
         let policy = SnapshotPolicy::new(config.snapshot_bytes_between);
@@ -306,7 +307,7 @@ impl Quorum {
                 Action::Persist { id, state } if self.raft.plant == Some(PlantedRaftBug::StateUnsynced) => {
                     let dir = self.data_dir.join(crate::metadata::metadata_dir);
                     super::raft::state_file::write_unsynced(self.disk.as_ref(), &dir, &state).map_err(|e| format!("{}: {e}", dir.display()))?;
-                    crate::simprobe::raft_state(self.config.node_id, false, &state);
+                    self.config.observer.see(Observation::RaftState { node: self.config.node_id, restored: false, state: &state });
                     queue.extend(self.node.io_done(now, id).map_err(|e| e.to_string())?);
                 }
                 Action::InstallSnapshot { id, snapshot } => {
@@ -320,7 +321,7 @@ impl Quorum {
                 io => {
                     if let Some(id) = self.store.perform(&io, now)? {
                         if let Action::Persist { state, .. } = &io {
-                            crate::simprobe::raft_state(self.config.node_id, false, state);
+                            self.config.observer.see(Observation::RaftState { node: self.config.node_id, restored: false, state });
                         }
                         queue.extend(self.node.io_done(now, id).map_err(|e| e.to_string())?);
                     }
@@ -336,7 +337,7 @@ impl Quorum {
         let (me, epoch, leader) = (self.config.node_id, self.node.epoch(), self.node.is_leader());
         for e in self.node.log().read(from, usize::MAX).iter().take_while(|e| e.base_offset < high_watermark) {
             if e.base_offset >= from {
-                crate::simprobe::raft_committed(me, epoch, leader, e);
+                self.config.observer.see(Observation::RaftCommitted { node: me, node_epoch: epoch, leader, entry: e });
             }
             self.policy.applied(e.batch.len());
             match decode_records(&e.batch) {
@@ -345,10 +346,10 @@ impl Quorum {
                         self.committed.apply(*o, r);
                         if let MetadataRecord::Partition { topic, partition, isr, leader, .. } = r {
                             let id = self.committed.topics.get(topic).map_or([0; 16], |t| t.id);
-                            crate::simprobe::partition_committed(topic, id, *partition, *o, *leader, isr, now);
+                            self.config.observer.see(Observation::PartitionCommitted { topic, topic_id: id, partition: *partition, offset: *o, leader: *leader, isr, now });
                         }
                         if let MetadataRecord::FenceBroker { id, .. } = r {
-                            crate::simprobe::broker_fenced(*id, *o, now);
+                            self.config.observer.see(Observation::BrokerFenced { broker: *id, offset: *o, now });
                         }
                     }
                 }
@@ -374,7 +375,7 @@ impl Quorum {
         if self.leading.is_none_or(|(e, _)| e != epoch) {
             // Just elected: the epoch's LeaderChange entry is the log's last.
             self.leading = Some((epoch, self.node.log().end()));
-            crate::simprobe::raft_elected(self.config.node_id, epoch, self.node.log());
+            self.config.observer.see(Observation::RaftElected { node: self.config.node_id, epoch, log: self.node.log() });
             self.active = None;
         }
         let first_end = self.leading.map_or(i64::MAX, |(_, end)| end);

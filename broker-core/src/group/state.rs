@@ -181,7 +181,9 @@ impl Group {
             sync: None,
         };
         self.members.insert(id, member);
-        if let Some(d) = &mut self.initial_delay {
+        // Kafka extends the delay only for a group's very first rebalance (generation 0); an
+        // Empty group coming back later waits one delay.
+        if let Some(d) = self.initial_delay.as_mut().filter(|_| self.generation == 0) {
             d.joined = true;
         }
         if self.state == State::Empty {

@@ -379,3 +379,24 @@ fn no_past_deadline_while_the_assignment_is_being_stored() {
     d.replicate();
     assert!(d.log.contains("-> sync A: NONE assignment \"p0\""), "{}", d.log);
 }
+
+/// KIP-134 as Kafka has it: only a new group's first rebalance is delayed again for each
+/// member joining during the delay; an Empty group coming back later waits one delay.
+#[test]
+fn an_emptied_group_waits_one_initial_delay() {
+    let mut d = Driver::new(GroupConfig::default());
+    let a = d.join("A", req("", &["range"])).expect("member id required").member_id;
+    d.join("A", req(&a, &["range"]));
+    d.advance(3_000);
+    let r = d.c.leave("g", &[(a.clone(), None)], d.now, &mut Work::default()).expect("coordinator");
+    assert_eq!(r, vec![Ok(())]);
+    d.state();
+    assert!(d.log.ends_with("state Empty gen 2 leader - members []\n"), "{}", d.log);
+    let a = d.join("A", req("", &["range"])).expect("member id required").member_id;
+    d.join("A", req(&a, &["range"]));
+    let b = d.join("B", req("", &["range"])).expect("member id required").member_id;
+    d.advance(1_000);
+    d.join("B", req(&b, &["range"]));
+    d.advance(2_000);
+    assert!(d.log.contains("-> join B: NONE gen 3"), "the join completes one delay after the first member: {}", d.log);
+}

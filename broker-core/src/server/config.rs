@@ -447,6 +447,7 @@ pub fn controller_config(c: &BrokerConfig) -> crate::controller::ControllerConfi
         log: c.log.clone(),
         snapshot_bytes_between: c.metadata_snapshot_bytes_between,
         planted: c.planted_set(),
+        observer: c.observer.clone(),
     }
 }
 

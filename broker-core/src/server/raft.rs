@@ -60,7 +60,8 @@ async fn run(shared: Arc<Shared>, queues: BTreeMap<i32, mpsc::Sender<Message>>) 
                 }
                 let moved = before != (q.committed_end(), q.end_offset(), q.active_epoch());
                 if let Some(epoch) = q.active_epoch() {
-                    crate::simprobe::active_controller(q.controller().config().node_id, epoch, now_ms());
+                    let node = q.controller().config().node_id;
+                    q.controller().config().observer.see(crate::observe::Observation::ActiveController { node, epoch, now: now_ms() });
                 }
                 (q.outbox(), moved)
             })

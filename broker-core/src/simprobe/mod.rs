@@ -14,7 +14,9 @@
 //!   they handed their partitions over ([`leadership`]).
 //!
 //! Observation only: nothing in the broker reads it back, so it cannot change what a run does.
-//! In the real build every function is empty.
+//! Nothing in broker-core calls it either: the simulator builds every node with an observer
+//! (`crate::observe`, wired in `sim/src/cluster/topology.rs`) that forwards here, and a tidy
+//! test keeps it that way. In the real build every function is empty.
 
 mod isr;
 mod leadership;

@@ -64,6 +64,29 @@ fn core_reads_no_clock_no_os_randomness_no_hash_order() {
 }
 
 #[test]
+fn no_decision_reaches_for_the_simulators_probe() {
+    // What the simulator watches reaches it through the observer a node is built with
+    // (`observe.rs`); a call into `simprobe` from broker-core would be a global side channel
+    // out of a decision again, and the controller <-> simprobe import cycle back.
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut hits = Vec::new();
+    for file in &files {
+        let rel = file.strip_prefix(&src).unwrap().to_string_lossy().replace('\\', "/");
+        if rel.starts_with("simprobe/") || rel == "lib.rs" {
+            continue;
+        }
+        for (n, (code, _)) in code_and_comments(&std::fs::read_to_string(file).unwrap()).iter().enumerate() {
+            if code.contains("simprobe") {
+                hits.push(format!("src/{rel}:{}", n + 1));
+            }
+        }
+    }
+    assert!(hits.is_empty(), "broker-core code names simprobe (tell the node's observer instead):\n{}", hits.join("\n"));
+}
+
+#[test]
 fn every_select_is_biased() {
     // tokio::select! picks among ready branches with an RNG that madsim does not seed, so an
     // unbiased select makes simulated runs unrepeatable. The edge (server/) is included: it

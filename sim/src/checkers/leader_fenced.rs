@@ -10,7 +10,11 @@
 //!   controller never heard from it;
 //! - it had been down for over a session timeout (plus the slack), while faults touched fewer
 //!   than half the brokers: the controller should have fenced it (with no majority heard it
-//!   rightly holds fencing back — check-quorum: the fault may be its own).
+//!   rightly holds fencing back — check-quorum: the fault may be its own) — unless the
+//!   controller's own process was stopped (paused) in that window: heartbeats a broker sent
+//!   before it went down wait in the stopped controller's socket and count when they are read
+//!   (Kafka's BrokerHeartbeatManager, too, stamps a heartbeat when it handles it), so the
+//!   session it should have fenced by may have begun only when the controller resumed.
 //!
 //! The voters report each change of committed leader with its metadata offset
 //! (`broker_core::simprobe::leadership`); the Raft history says which epoch wrote that entry
@@ -39,7 +43,11 @@ pub fn leader_fenced(h: &History, out: &mut Vec<Violation>) {
         });
         let unfenced = || {
             let from = e.at_ms.checked_sub(h.session_ms + heartbeat_slack_ms)?;
-            let down = down_since(from).filter(|_| majority_heard(h, from, e.at_ms))?;
+            let stopped = h.writer_of(e.offset).is_some_and(|w| {
+                let controller = format!("broker-{}", w.node);
+                h.faults.iter().any(|s| s.kind == FaultKind::Pause && s.target == controller && s.from_ms < e.at_ms && s.until_ms > from)
+            });
+            let down = down_since(from).filter(|_| majority_heard(h, from, e.at_ms) && !stopped)?;
             Some((down, format!("for over a session timeout ({} ms) plus {heartbeat_slack_ms} ms: it should have been fenced", h.session_ms)))
         };
         let Some((down, why)) = unheard.or_else(unfenced) else { continue };
@@ -122,5 +130,20 @@ mod tests {
         assert_eq!(judged(&h).len(), 1, "two of five touched: a majority heard");
         h.faults.push(FaultSpan { kind: FaultKind::ClogLink, target: "broker-0>broker-4".into(), from_ms: 5_000, until_ms: 5_500 });
         assert!(judged(&h).is_empty(), "three of five touched");
+    }
+
+    /// fsync-storm seed 54003: the lone controller (broker-0) was paused over the broker's
+    /// power loss; on resume it read the heartbeat the broker sent before it went down.
+    #[test]
+    fn a_controller_stopped_in_the_window_may_elect_before_it_fences() {
+        use broker_core::simprobe::Committed;
+        let mut h = history(6_000, 3_000);
+        h.raft.committed = vec![Committed { node: 0, node_epoch: 1, leader: true, offset: 40, entry_epoch: 1, digest: 0 }];
+        h.raft.active = vec![(100, 0, 1)];
+        assert_eq!(judged(&h).len(), 1, "a running controller should have fenced it");
+        h.faults.push(FaultSpan { kind: FaultKind::Pause, target: "broker-0".into(), from_ms: 2_500, until_ms: 5_990 });
+        assert!(judged(&h).is_empty(), "its controller was paused over the session");
+        h.faults.last_mut().unwrap().target = "broker-1".into();
+        assert_eq!(judged(&h).len(), 1, "another broker's pause excuses nothing");
     }
 }

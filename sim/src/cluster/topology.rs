@@ -7,6 +7,7 @@
 //! 10.0.2.2 and 10.0.2.1. Nodes are created in that order — brokers, admin, clients, final
 //! reader — and the order must never change: madsim numbers nodes as they are created.
 
+use broker_core::observe::{self, Observation};
 use super::inject::DiskFaultState;
 use super::recorder::{event, Rec};
 use crate::disk::{DiskFaults, SimDisk};
@@ -167,6 +168,23 @@ pub(super) fn voters(s: &Scenario) -> impl Iterator<Item = i32> {
     (0..s.broker.controller_voters.unwrap_or(1).clamp(1, s.brokers)).map(|v| v as i32)
 }
 
+/// The observer every simulated node is built with: what its decisions make happen goes to
+/// the run's watches (`broker_core::simprobe`), which the checkers read at the end.
+fn probe() -> observe::Observer {
+    use broker_core::simprobe as p;
+    observe::Observer::new(|o| match *o {
+        Observation::ReplicaLogEnd { node, topic, topic_id, partition, log_end, now } => p::replica_log_end(node, topic, topic_id, partition, log_end, now),
+        Observation::LeaderHighWatermark { node, topic, topic_id, partition, high_watermark, below_min_isr, now } => p::leader_high_watermark(node, topic, topic_id, partition, high_watermark, below_min_isr, now),
+        Observation::LeaderLogFailed { node, topic, topic_id, partition, now } => p::leader_log_failed(node, topic, topic_id, partition, now),
+        Observation::PartitionCommitted { topic, topic_id, partition, offset, leader, isr, now } => p::partition_committed(topic, topic_id, partition, offset, leader, isr, now),
+        Observation::BrokerFenced { broker, offset, now } => p::broker_fenced(broker, offset, now),
+        Observation::RaftState { node, restored, state } => p::raft_state(node, restored, state),
+        Observation::RaftElected { node, epoch, log } => p::raft_elected(node, epoch, log),
+        Observation::RaftCommitted { node, node_epoch, leader, entry } => p::raft_committed(node, node_epoch, leader, entry),
+        Observation::ActiveController { node, epoch, now } => p::active_controller(node, epoch, now),
+    })
+}
+
 pub(super) fn broker_config(s: &Scenario, i: u32, bug: Option<PlantedBug>) -> BrokerConfig {
     let mut c = BrokerConfig {
         node_id: i as i32,
@@ -179,6 +197,7 @@ pub(super) fn broker_config(s: &Scenario, i: u32, bug: Option<PlantedBug>) -> Br
         session_timeout_ms: session_ms,
         replica_lag_ms_max: replica_lag_ms,
         planted_bug: bug,
+        observer: probe(),
         ..BrokerConfig::default()
     };
     // Three offsets partitions keep group scenarios cheap; sessions as short as a second let

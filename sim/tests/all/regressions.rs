@@ -17,6 +17,9 @@ const found_by_fresh_seeds: &[(&str, u64, &str)] = &[
     ("handover-broken-controller-names-itself", 7165, "a broken metadata quorum still named itself leader"),
     ("group-leader-assigns-without-metadata", 7557, "the client's group leader assigned from no metadata after a failed request"),
     ("group-churn-runs-into-healing", 7593, "member churn ran into the healing phase"),
+    ("group-commit-answered-not-coordinator", 50195, "a commit answered NOT_COORDINATOR counted as not made, though it survived"),
+    ("group-emptied-waits-one-delay", 50875, "an emptied group's rebalance was delayed again for each member joining"),
+    ("group-member-keeps-leaderless-partition", 50427, "the client kept a leaderless partition's metadata and never fetched it again"),
 ];
 
 #[test]
