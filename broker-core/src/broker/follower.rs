@@ -103,6 +103,9 @@ impl Broker {
         }
         if !records.is_empty() {
             if let Err(e) = part.log.append_replicated(records, now) {
+                // An IO error may leave a prefix appended: the next fetch offset tells the
+                // leader so, and the observer must see that log end too.
+                part.observed(&observer, me, name, p, now);
                 self.note_log(name, p);
                 return Err(e.into());
             }

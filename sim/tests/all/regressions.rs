@@ -20,6 +20,7 @@ const found_by_fresh_seeds: &[(&str, u64, &str)] = &[
     ("group-commit-answered-not-coordinator", 50195, "a commit answered NOT_COORDINATOR counted as not made, though it survived"),
     ("group-emptied-waits-one-delay", 50875, "an emptied group's rebalance was delayed again for each member joining"),
     ("group-member-keeps-leaderless-partition", 50427, "the client kept a leaderless partition's metadata and never fetched it again"),
+    ("isr-probe-misses-a-partial-follower-append", 52111, "a follower's failed append wrote a prefix the ISR watch never saw"),
 ];
 
 #[test]
