@@ -102,21 +102,24 @@ impl Broker {
             return Ok(None); // a stale answer: the next fetch asks again from the right place
         }
         if !records.is_empty() {
-            if let Err(e) = part.log.append_replicated(records, now) {
-                // An IO error may leave a prefix appended: the next fetch offset tells the
-                // leader so, and the observer must see that log end too.
-                part.observed(&observer, me, name, p, now);
-                self.note_log(name, p);
-                return Err(e.into());
-            }
+            let appended = part.log.append_replicated(records, now);
+            // The same whole batches the log kept: all of them (a trailing partial batch is
+            // dropped there too), or after an IO error the prefix it wrote (`log::replica`).
+            // Idempotent producers' state must know each, should this replica lead.
+            let end = part.leo();
             let mut pos = 0;
-            // The same whole batches the log kept (a trailing partial batch is dropped there too).
             while let Ok(h) = batch::read_header(&records[pos..]) {
-                if pos + h.size > records.len() {
+                if pos + h.size > records.len() || h.next_offset() > end {
                     break;
                 }
                 part.producers.record(&h);
                 pos += h.size;
+            }
+            if let Err(e) = appended {
+                // The next fetch offset tells the leader what was written; so must the observer.
+                part.observed(&observer, me, name, p, now);
+                self.note_log(name, p);
+                return Err(e.into());
             }
         }
         let job = part.log.take_sync();

@@ -36,12 +36,18 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-#[test]
-fn core_reads_no_clock_no_os_randomness_no_hash_order() {
+/// broker-core's `src/` and every Rust file below it, sorted.
+fn sources() -> (PathBuf, Vec<PathBuf>) {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     rust_files(&src, &mut files);
     files.sort();
+    (src, files)
+}
+
+#[test]
+fn core_reads_no_clock_no_os_randomness_no_hash_order() {
+    let (src, files) = sources();
     assert!(files.len() >= 8, "found only {} source files under {}", files.len(), src.display());
     let mut hits = Vec::new();
     for file in &files {
@@ -68,9 +74,7 @@ fn no_decision_reaches_for_the_simulators_probe() {
     // What the simulator watches reaches it through the observer a node is built with
     // (`observe.rs`); a call into `simprobe` from broker-core would be a global side channel
     // out of a decision again, and the controller <-> simprobe import cycle back.
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
+    let (src, files) = sources();
     let mut hits = Vec::new();
     for file in &files {
         let rel = file.strip_prefix(&src).unwrap().to_string_lossy().replace('\\', "/");
@@ -91,9 +95,7 @@ fn every_select_is_biased() {
     // tokio::select! picks among ready branches with an RNG that madsim does not seed, so an
     // unbiased select makes simulated runs unrepeatable. The edge (server/) is included: it
     // runs under madsim too.
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
+    let (_, files) = sources();
     let mut hits = Vec::new();
     for file in &files {
         let text = std::fs::read_to_string(file).unwrap();
