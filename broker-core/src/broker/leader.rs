@@ -168,9 +168,15 @@ impl Broker {
                 let delete_waiting = part.delete_asked >= 0 && part.delete_asked > part.replication.low_watermark(start, |x| self.image.is_live(x));
                 if !who.again || self.config.planted(PlantedBug::ParkedFetchIsProgress) {
                     let me = self.config.node_id;
+                    // The fetch's registration (KIP-903), as this broker's metadata knows it:
+                    // Fetch v12 does not carry it (v15's ReplicaState does). An image behind a
+                    // re-registration names the older epoch, which the controller then refuses;
+                    // the reverse needs a fetch sent before a crash and first read here after
+                    // the restart's registration reached this broker.
+                    let broker_epoch = self.image.broker_epoch(r);
                     let Some((topic, part)) = self.partitions.get_mut_named(name, p) else { return Err(self.missing(name, p)) };
                     let moved_start = who.log_start_offset >= 0 && part.replication.on_follower_log_start(r, who.log_start_offset);
-                    let moved = part.replication.on_follower_fetch_counting(r, offset, leo, part.counted_end(), now);
+                    let moved = part.replication.on_follower_fetch_counting(r, broker_epoch, offset, leo, part.counted_end(), now);
                     if moved {
                         part.observed(&self.config.observer, me, name, p, now);
                     }
@@ -265,7 +271,7 @@ impl Broker {
         let mut out = Vec::new();
         for (name, p) in keys {
             let Some(part) = self.partitions.get_mut(&name, p) else { continue };
-            if let Some(prop) = part.replication.isr_proposal_among(now, lag, |r| image.is_live(r)) {
+            if let Some(prop) = part.replication.isr_proposal_among(now, lag, |r, epoch| image.is_live(r) && image.broker_epoch(r) == epoch) {
                 out.push((name.to_string(), p, prop));
             }
             // Due again when its members' windows end (the full window: a shortened round is

@@ -201,6 +201,9 @@ pub struct AlterPartition {
     pub leader_epoch: i32,
     pub partition_epoch: i32,
     pub new_isr: Vec<i32>,
+    /// Each new member's broker epoch, in `new_isr`'s order (AlterPartition v3, KIP-903); -1
+    /// or absent (v2): not checked.
+    pub new_isr_epochs: Vec<i64>,
 }
 
 pub struct Controller {
@@ -487,7 +490,7 @@ impl Controller {
         if req.broker_id != part.leader {
             return Err(Error::NotLeader { broker: req.broker_id, partition: name, leader: part.leader });
         }
-        let isr = self.check_isr(part, &req.new_isr)?;
+        let isr = self.check_isr(part, &req.new_isr, &req.new_isr_epochs)?;
         if isr == part.isr {
             return Ok((part.clone(), Vec::new()));
         }
@@ -500,8 +503,10 @@ impl Controller {
     }
 
     /// The new ISR in replica order, if it is one: no duplicates, only replicas, holding the
-    /// leader, every member unfenced.
-    fn check_isr(&self, part: &PartitionInfo, new_isr: &[i32]) -> Result<Vec<i32>, Error> {
+    /// leader, every member unfenced and, where the leader named the broker epoch its progress
+    /// was made in, still registered in that epoch (KIP-903: a restarted follower's old
+    /// progress does not admit its new log).
+    fn check_isr(&self, part: &PartitionInfo, new_isr: &[i32], epochs: &[i64]) -> Result<Vec<i32>, Error> {
         let isr: Vec<i32> = part.replicas.iter().copied().filter(|r| new_isr.contains(r)).collect();
         if isr.len() != new_isr.len() {
             return Err(Error::InvalidRequest(format!("ISR {new_isr:?} has duplicates or non-replicas (replicas {:?})", part.replicas)));
@@ -509,8 +514,12 @@ impl Controller {
         if !isr.contains(&part.leader) {
             return Err(Error::InvalidRequest(format!("ISR {new_isr:?} does not include the leader {}", part.leader)));
         }
-        match isr.iter().find(|&&r| !self.image.is_live(r)) {
-            Some(r) => Err(Error::IneligibleReplica(format!("broker {r} in ISR {new_isr:?} is fenced or not registered"))),
+        if let Some(r) = isr.iter().find(|&&r| !self.image.is_live(r)) {
+            return Err(Error::IneligibleReplica(format!("broker {r} in ISR {new_isr:?} is fenced or not registered")));
+        }
+        let stale = new_isr.iter().zip(epochs).find(|&(&r, &e)| e >= 0 && e != self.image.broker_epoch(r));
+        match stale {
+            Some((r, e)) => Err(Error::IneligibleReplica(format!("broker {r} in ISR {new_isr:?} was named at broker epoch {e}, and it has registered again since (epoch {})", self.image.broker_epoch(*r)))),
             None => Ok(isr),
         }
     }

@@ -128,6 +128,7 @@ impl Cluster {
             leader_epoch: part.leader_epoch,
             partition_epoch: part.partition_epoch,
             new_isr: new_isr.to_vec(),
+            new_isr_epochs: Vec::new(),
         }
     }
 }
@@ -339,6 +340,28 @@ fn alter_partition_refuses_an_unregistered_member() {
     assert!(err.to_string().contains("broker 7"), "{err}");
 }
 
+/// KIP-903: an expansion naming a member at the broker epoch its progress was made in is
+/// refused once that broker has registered again (its log may have restarted shorter), and
+/// taken when it names the current registration; v2 requests (no epochs) are not checked.
+#[test]
+fn alter_partition_refuses_a_member_named_at_an_older_registration() {
+    let mut c = Cluster::with_brokers(ControllerConfig::default(), &[1, 2, 3]);
+    c.create("t", 1, 3, &[]);
+    let (_, records) = c.ctl.alter_partition(&c.alter(1, "t", &[1, 3])).unwrap();
+    c.commit(records);
+    let before = c.epoch(2);
+    c.register(2, 1_000);
+    c.heartbeat(2, 1_000);
+    assert!(c.epoch(2) > before, "re-registration gives a new epoch");
+    let stale = AlterPartition { new_isr_epochs: vec![-1, before, c.epoch(3)], ..c.alter(1, "t", &[1, 2, 3]) };
+    let err = c.ctl.alter_partition(&stale).unwrap_err();
+    assert_eq!(err.kafka_error(), Code::IneligibleReplica);
+    assert!(err.to_string().contains("broker 2") && err.to_string().contains("registered again"), "{err}");
+    let current = AlterPartition { new_isr_epochs: vec![-1, c.epoch(2), c.epoch(3)], ..stale.clone() };
+    let (_, records) = c.ctl.alter_partition(&current).unwrap();
+    assert_eq!(c.commit(records), "t-0 replicas=[1, 2, 3] isr=[1, 2, 3] leader=1 epochs=0/2");
+}
+
 #[test]
 fn unclean_election_only_where_enabled() {
     let mut c = Cluster::with_brokers(ControllerConfig::default(), &[1, 2, 3]);
@@ -483,7 +506,7 @@ fn hostile_values_refuse_or_saturate_without_panicking() {
     assert_eq!(c.ctl.next_deadline(), Some(u64::MAX));
     assert!(c.ctl.heartbeat(2, i64::MIN, i64::MAX, 0).is_err());
     assert!(c.ctl.create_topic("u", i32::MIN, i16::MIN, BTreeMap::new(), u64::MAX).is_err());
-    let req = AlterPartition { broker_id: i32::MIN, broker_epoch: i64::MAX, topic: String::new(), partition: i32::MIN, leader_epoch: i32::MIN, partition_epoch: i32::MIN, new_isr: vec![i32::MIN; 3] };
+    let req = AlterPartition { broker_id: i32::MIN, broker_epoch: i64::MAX, topic: String::new(), partition: i32::MIN, leader_epoch: i32::MIN, partition_epoch: i32::MIN, new_isr: vec![i32::MIN; 3], new_isr_epochs: vec![i64::MIN; 3] };
     assert!(c.ctl.alter_partition(&req).is_err());
 }
 

@@ -37,7 +37,8 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::OffsetDelete, 0, 0),
     // Broker to controller (see docs/replication.md).
     (ApiKey::ElectLeaders, 0, 2),
-    (ApiKey::AlterPartition, 2, 2),
+    // v3: each new ISR member's broker epoch (KIP-903).
+    (ApiKey::AlterPartition, 2, 3),
     (ApiKey::BrokerRegistration, 0, 3),
     (ApiKey::BrokerHeartbeat, 0, 0),
     // A broker forwarding a controller request to the active controller (KIP-590).
@@ -58,7 +59,7 @@ pub const SENT: &[(ApiKey, i16)] = &[
     (ApiKey::CreateTopics, 5),
     (ApiKey::InitProducerId, 4),
     (ApiKey::OffsetForLeaderEpoch, 3),
-    (ApiKey::AlterPartition, 2),
+    (ApiKey::AlterPartition, 3),
     (ApiKey::ListOffsets, 6),
     // The group consumer (client::group) and the operator's queries (client::groups_admin).
     (ApiKey::FindCoordinator, 4),

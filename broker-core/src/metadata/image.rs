@@ -184,6 +184,11 @@ impl Image {
     pub fn is_live(&self, id: i32) -> bool {
         self.brokers.get(&id).is_some_and(|b| !b.fenced)
     }
+
+    /// The broker epoch (latest registration) of broker `id`, -1 if it is not registered.
+    pub fn broker_epoch(&self, id: i32) -> i64 {
+        self.brokers.get(&id).map_or(-1, |b| b.epoch)
+    }
 }
 
 #[cfg(test)]

@@ -204,7 +204,11 @@ pub fn alter_partition(node: &Node, version: i16, correlation_id: i32, req: Alte
                 partition: p.partition_index,
                 leader_epoch: p.leader_epoch,
                 partition_epoch: p.partition_epoch,
-                new_isr: p.new_isr.iter().map(|b| b.0).collect(),
+                new_isr: match version {
+                    v if v >= 3 => p.new_isr_with_epochs.iter().map(|b| b.broker_id.0).collect(),
+                    _ => p.new_isr.iter().map(|b| b.0).collect(),
+                },
+                new_isr_epochs: p.new_isr_with_epochs.iter().map(|b| b.broker_epoch).collect(),
             };
             let result = q.controller().alter_partition(&ask).map_err(|e| e.kafka_error().code());
             match result.and_then(|(info, records)| q.commit(records, now).map(|o| (info, o)).map_err(|e| e.kafka_error().code())) {

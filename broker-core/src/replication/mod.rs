@@ -35,6 +35,9 @@ struct Progress {
     caught_up_ms: u64,
     /// Its log start, as its last fetch said (-1 until one did): the low watermark's part.
     log_start: i64,
+    /// The broker epoch (its registration) its last fetch came from, -1 until one did
+    /// (KIP-903): progress counts toward re-entry only for the registration it was made in.
+    broker_epoch: i64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,6 +95,11 @@ pub struct IsrProposal {
     pub leader_epoch: i32,
     pub partition_epoch: i32,
     pub isr: Vec<i32>,
+    /// Each member's broker epoch as of the fetches that qualified it, in `isr`'s order (-1:
+    /// unknown, the leader itself). AlterPartition v3 sends them (KIP-903) and the controller
+    /// refuses a member that has registered again since: a change resent after the follower
+    /// restarted must not admit its new, shorter log on the old one's progress.
+    pub epochs: Vec<i64>,
 }
 
 #[derive(Debug, Clone)]
@@ -111,8 +119,8 @@ pub struct Replication {
     strict_min_isr: usize,
     /// Leader only: each other replica's progress.
     followers: BTreeMap<i32, Progress>,
-    /// An AlterPartition sent and not yet answered.
-    in_flight: Option<Vec<i32>>,
+    /// An AlterPartition sent and not yet answered: the ISR and its members' broker epochs.
+    in_flight: Option<(Vec<i32>, Vec<i64>)>,
     pub replicas: Vec<i32>,
     pub partition_epoch: i32,
     /// Leader only: the log end offset when this leadership began (the epoch's start).
@@ -205,7 +213,7 @@ impl Replication {
                 self.followers = replicas
                     .iter()
                     .filter(|&&r| r != self.me)
-                    .map(|&r| (r, Progress { leo: -1, leader_leo_at_fetch: leo, fetch_ms: now, caught_up_ms: now, log_start: -1 }))
+                    .map(|&r| (r, Progress { leo: -1, leader_leo_at_fetch: leo, fetch_ms: now, caught_up_ms: now, log_start: -1, broker_epoch: -1 }))
                     .collect();
                 self.advance(leo);
                 Change::BecameLeader
@@ -305,13 +313,15 @@ impl Replication {
     /// A follower fetched from `offset` (so its log ends there). Call after `check_fetch`.
     /// Returns whether the high watermark moved.
     pub fn on_follower_fetch(&mut self, replica: i32, offset: i64, leo: i64, now: u64) -> bool {
-        self.on_follower_fetch_counting(replica, offset, leo, leo, now)
+        self.on_follower_fetch_counting(replica, -1, offset, leo, leo, now)
     }
 
-    /// [`Replication::on_follower_fetch`] where the leader counts only `own` (at most `leo`)
-    /// of its own log for the mark: the rest waits for a sync its flush policy asked for.
-    pub fn on_follower_fetch_counting(&mut self, replica: i32, offset: i64, leo: i64, own: i64, now: u64) -> bool {
+    /// [`Replication::on_follower_fetch`] from the follower's registration `broker_epoch` (-1:
+    /// unknown), where the leader counts only `own` (at most `leo`) of its own log for the mark:
+    /// the rest waits for a sync its flush policy asked for.
+    pub fn on_follower_fetch_counting(&mut self, replica: i32, broker_epoch: i64, offset: i64, leo: i64, own: i64, now: u64) -> bool {
         let Some(p) = self.followers.get_mut(&replica) else { return false };
+        p.broker_epoch = broker_epoch;
         if offset >= leo {
             p.caught_up_ms = now;
         } else if offset >= p.leader_leo_at_fetch {
@@ -326,14 +336,14 @@ impl Replication {
 
     /// How many replicas the high watermark is computed over (see `maximal_isr`).
     pub fn maximal_isr_len(&self) -> usize {
-        self.isr.len() + self.in_flight.iter().flatten().filter(|r| !self.isr.contains(r)).count()
+        self.isr.len() + self.in_flight.iter().flat_map(|(members, _)| members).filter(|r| !self.isr.contains(r)).count()
     }
 
     /// The ISR the high watermark is computed over: the committed one plus any member an
     /// in-flight expansion adds.
     fn maximal_isr(&self) -> Vec<i32> {
         let mut isr = self.isr.clone();
-        for r in self.in_flight.iter().flatten() {
+        for r in self.in_flight.iter().flat_map(|(members, _)| members) {
             if !isr.contains(r) {
                 isr.push(*r);
             }
@@ -378,22 +388,25 @@ impl Replication {
     /// The ISR change to send the controller now, if any: lagging members out, caught-up
     /// replicas in. Marks it in flight.
     pub fn isr_proposal(&mut self, now: u64, lag_ms_max: u64) -> Option<IsrProposal> {
-        self.isr_proposal_among(now, lag_ms_max, |_| true)
+        self.isr_proposal_among(now, lag_ms_max, |_, _| true)
     }
 
     /// [`Replication::isr_proposal`], adding only replicas `eligible` says the controller would
-    /// accept (unfenced ones): proposing a fenced one is refused and holds back other changes.
-    pub fn isr_proposal_among(&mut self, now: u64, lag_ms_max: u64, eligible: impl Fn(i32) -> bool) -> Option<IsrProposal> {
+    /// accept given the broker epoch their progress was made in (unfenced, and registered in
+    /// that epoch still: KIP-903): proposing an ineligible one is refused and holds back other
+    /// changes.
+    pub fn isr_proposal_among(&mut self, now: u64, lag_ms_max: u64, eligible: impl Fn(i32, i64) -> bool) -> Option<IsrProposal> {
         if self.role != Role::Leader {
             return None;
         }
-        if let Some(isr) = &self.in_flight {
+        if let Some((isr, epochs)) = &self.in_flight {
             if !self.resend || now < self.proposed_ms.saturating_add(crate::constants::isr_change_retry_ms) {
                 return None;
             }
             self.resend = false;
             self.proposed_ms = now;
-            return Some(IsrProposal { leader_epoch: self.leader_epoch, partition_epoch: self.partition_epoch, isr: isr.clone() });
+            // The same change with the same epochs: the controller may have committed it.
+            return Some(IsrProposal { leader_epoch: self.leader_epoch, partition_epoch: self.partition_epoch, isr: isr.clone(), epochs: epochs.clone() });
         }
         if self.refused && now < self.proposed_ms.saturating_add(crate::constants::isr_change_retry_ms) {
             return None;
@@ -410,17 +423,18 @@ impl Replication {
             } else {
                 // Caught up, and recently: a replica that stopped fetching (dead, or cut off)
                 // while its last fetch happened to reach the mark stays out.
-                eligible(r) && p.leo >= 0 && p.leo >= self.high_watermark && p.leo >= self.epoch_start && now.saturating_sub(p.caught_up_ms) <= lag_ms_max
+                eligible(r, p.broker_epoch) && p.leo >= 0 && p.leo >= self.high_watermark && p.leo >= self.epoch_start && now.saturating_sub(p.caught_up_ms) <= lag_ms_max
             }
         };
         let isr: Vec<i32> = self.replicas.iter().copied().filter(|&r| keep(r)).collect();
         if isr == self.isr {
             return None;
         }
-        self.in_flight = Some(isr.clone());
+        let epochs: Vec<i64> = isr.iter().map(|r| self.followers.get(r).map_or(-1, |p| p.broker_epoch)).collect();
+        self.in_flight = Some((isr.clone(), epochs.clone()));
         self.proposed_ms = now;
         self.refused = false;
-        Some(IsrProposal { leader_epoch: self.leader_epoch, partition_epoch: self.partition_epoch, isr })
+        Some(IsrProposal { leader_epoch: self.leader_epoch, partition_epoch: self.partition_epoch, isr, epochs })
     }
 
     /// The earliest `now` at which [`Replication::isr_proposal_among`] (with `lag_ms_max`) may

@@ -55,7 +55,7 @@ fn a_lagging_member_is_proposed_out_and_back_in_once_caught_up() {
     assert_eq!(r.isr_proposal(lag + 50, lag), None, "3 has lagged for less than the window");
     r.on_follower_fetch(2, 20, 20, lag + 200);
     let p = r.isr_proposal(lag + 200, lag).expect("3 must be proposed out");
-    assert_eq!(p, IsrProposal { leader_epoch: 5, partition_epoch: 7, isr: vec![1, 2] });
+    assert_eq!(p, IsrProposal { leader_epoch: 5, partition_epoch: 7, isr: vec![1, 2], epochs: vec![-1, -1] });
     assert_eq!(r.isr_proposal(lag + 300, lag), None, "one change in flight at a time");
     r.on_isr_committed(&[1, 2], 5, 8, 20);
     assert_eq!(r.isr, vec![1, 2]);
@@ -66,6 +66,30 @@ fn a_lagging_member_is_proposed_out_and_back_in_once_caught_up() {
     r.on_follower_fetch(3, 20, 20, lag + 500);
     let p = r.isr_proposal(lag + 500, lag).unwrap();
     assert_eq!(p.isr, vec![1, 2, 3]);
+}
+
+/// KIP-903: a proposal names each member's broker epoch as of the fetches that qualified it,
+/// a lost proposal is resent with the same epochs (so a controller that sees the member
+/// registered again since refuses it), and progress made under a registration the caller no
+/// longer deems current qualifies no one.
+#[test]
+fn an_expansion_names_the_broker_epochs_its_progress_was_made_in() {
+    let mut r = leader(10);
+    r.on_follower_fetch_counting(2, 40, 10, 10, 10, 1);
+    r.on_follower_fetch(3, 10, 10, 1);
+    r.on_isr_committed(&[1, 3], 5, 8, 10); // 2 had left
+    r.on_follower_fetch_counting(2, 40, 10, 10, 10, 2);
+    let p = r.isr_proposal_among(3, lag, |_, e| e == 40 || e == -1).expect("2 is back in");
+    assert_eq!((p.isr, p.epochs), (vec![1, 2, 3], vec![-1, 40, -1]));
+    r.on_isr_lost();
+    // Broker 2 restarts and registers at epoch 90; the resend still names 40.
+    let again = r.isr_proposal_among(3 + crate::constants::isr_change_retry_ms, lag, |_, e| e == 90).expect("resent");
+    assert_eq!(again.epochs, vec![-1, 40, -1]);
+    r.on_isr_failed(); // INELIGIBLE_REPLICA
+    let retry = 3 + 2 * crate::constants::isr_change_retry_ms;
+    assert_eq!(r.isr_proposal_among(retry, lag, |_, e| e == 90), None, "progress from epoch 40 qualifies no one");
+    r.on_follower_fetch_counting(2, 90, 10, 10, 10, retry);
+    assert_eq!(r.isr_proposal_among(retry, lag, |_, e| e == 90).map(|p| p.epochs), Some(vec![-1, 90, -1]));
 }
 
 #[test]

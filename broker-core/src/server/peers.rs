@@ -256,7 +256,17 @@ async fn alter_partitions(shared: &Shared, conn: &mut Conn, me: i32, epoch: i64)
         part.partition_index = p;
         part.leader_epoch = prop.leader_epoch;
         part.partition_epoch = prop.partition_epoch;
-        part.new_isr = prop.isr.iter().map(|&b| BrokerId(b)).collect();
+        part.new_isr_with_epochs = prop
+            .isr
+            .iter()
+            .zip(&prop.epochs)
+            .map(|(&b, &e)| {
+                let mut member = kafka_protocol::messages::alter_partition_request::BrokerState::default();
+                member.broker_id = BrokerId(b);
+                member.broker_epoch = e;
+                member
+            })
+            .collect();
         let mut topic = TopicData::default();
         topic.topic_id = topic_id;
         topic.partitions = vec![part];

@@ -459,13 +459,13 @@ fn a_follower_silent_past_the_lag_limit_is_proposed_out_and_stops_holding_the_ma
     assert_eq!(c.hw(1), 0, "broker 3 has never fetched");
     assert_eq!(c.broker(1).isr_proposals(lag), vec![], "3 has lagged the whole window, not more");
     let props = c.broker(1).isr_proposals(lag + 1);
-    let prop = IsrProposal { leader_epoch: 0, partition_epoch: 0, isr: vec![1, 2] };
+    let prop = IsrProposal { leader_epoch: 0, partition_epoch: 0, isr: vec![1, 2], epochs: vec![-1, c.ctl.image().broker_epoch(2)] };
     assert_eq!(props, vec![(topic_name.to_string(), 0, prop.clone())]);
     assert_eq!(c.broker(1).isr_proposals(lag + 2), vec![], "one change in flight at a time");
     assert_eq!(c.hw(1), 0, "a shrink counts only once committed");
     // The controller commits it; the leader hears the answer (the record comes separately).
     let epoch = c.ctl.image().brokers[&1].epoch;
-    let req = crate::controller::AlterPartition { broker_id: 1, broker_epoch: epoch, topic: topic_name.into(), partition: 0, leader_epoch: 0, partition_epoch: 0, new_isr: prop.isr };
+    let req = crate::controller::AlterPartition { broker_id: 1, broker_epoch: epoch, topic: topic_name.into(), partition: 0, leader_epoch: 0, partition_epoch: 0, new_isr: prop.isr, new_isr_epochs: prop.epochs };
     let (info, records) = c.ctl.alter_partition(&req).unwrap();
     let actions = c.broker(1).isr_answer(topic_name, 0, IsrAnswer::Committed(&info), 0);
     assert_eq!(c.hw(1), 1);

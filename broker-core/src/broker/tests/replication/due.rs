@@ -28,13 +28,13 @@ fn a_follower_that_starts_lagging_is_looked_at_and_shrunk_when_its_window_ends()
     assert_eq!(c.broker(1).isr_proposals(1_000 + lag), vec![], "not yet due, and nothing to propose");
     assert_eq!(c.broker(1).due.isr.len(), 1, "not looked at: the entry stands");
     let props = c.broker(1).isr_proposals(1_000 + lag + 1);
-    let prop = IsrProposal { leader_epoch: 0, partition_epoch: 0, isr: vec![1, 2] };
+    let prop = IsrProposal { leader_epoch: 0, partition_epoch: 0, isr: vec![1, 2], epochs: vec![-1, c.ctl.image().broker_epoch(2)] };
     assert_eq!(props, vec![(topic_name.to_string(), 0, prop.clone())], "3 lagged for the whole window");
     assert_eq!(c.broker(1).due.isr.len(), 0, "in flight: only the answer makes it due");
     assert_eq!(c.broker(1).isr_proposals(1_000 + lag + 2), vec![]);
     // The answer: due at once (nothing more to propose), then at 2's window end.
     let epoch = c.ctl.image().brokers[&1].epoch;
-    let req = crate::controller::AlterPartition { broker_id: 1, broker_epoch: epoch, topic: topic_name.into(), partition: 0, leader_epoch: 0, partition_epoch: 0, new_isr: prop.isr };
+    let req = crate::controller::AlterPartition { broker_id: 1, broker_epoch: epoch, topic: topic_name.into(), partition: 0, leader_epoch: 0, partition_epoch: 0, new_isr: prop.isr, new_isr_epochs: prop.epochs };
     let (info, records) = c.ctl.alter_partition(&req).unwrap();
     c.broker(1).isr_answer(topic_name, 0, IsrAnswer::Committed(&info), 1_000 + lag + 2);
     c.commit(records);
