@@ -55,6 +55,8 @@ pub struct Shared {
     reregister: std::sync::atomic::AtomicBool,
     /// Held for one decision and its disk IO (see [`Shared::decide`]).
     disk_gate: tokio::sync::Mutex<()>,
+    /// The metadata quorum's own gate (see [`Shared::decide_quorum`]).
+    quorum_gate: tokio::sync::Mutex<()>,
     /// Turns to read a request and take it through its first decision: `requests_read_max`.
     request_turns: Arc<tokio::sync::Semaphore>,
     /// The broker's BUGGIFY handle (for late disk completions; inert outside seeded runs).
@@ -91,6 +93,7 @@ impl Shared {
             started: Default::default(),
             reregister: Default::default(),
             disk_gate: tokio::sync::Mutex::new(()),
+            quorum_gate: tokio::sync::Mutex::new(()),
             request_turns: Arc::new(tokio::sync::Semaphore::new(crate::constants::requests_read_max)),
             buggify,
             observer,
@@ -235,7 +238,20 @@ impl Shared {
     /// metadata log) delays the node's other decisions alike, and requests waiting for the
     /// gate wait asynchronously instead of blocking runtime workers on the node's lock.
     pub(crate) async fn decide<T>(&self, decide: impl FnOnce(&Shared) -> T) -> T {
-        let _disk = self.disk_gate.lock().await;
+        self.decide_under(&self.disk_gate, decide).await
+    }
+
+    /// [`Shared::decide`] for the metadata quorum's work (the Raft voter's ticks and messages,
+    /// the controller's APIs) under a gate of its own, as KRaft runs its log on its own thread:
+    /// a partition's disk work never holds back an election, a vote or a commit, nor the
+    /// quorum's a produce. Its decisions lock only the quorum (never the broker or the
+    /// coordinator while holding it), so the two gates cannot deadlock.
+    pub(crate) async fn decide_quorum<T>(&self, decide: impl FnOnce(&Shared) -> T) -> T {
+        self.decide_under(&self.quorum_gate, decide).await
+    }
+
+    async fn decide_under<T>(&self, gate: &tokio::sync::Mutex<()>, decide: impl FnOnce(&Shared) -> T) -> T {
+        let _disk = gate.lock().await;
         let out = decide(self);
         let stall = self.disk.take_stall();
         if !stall.is_zero() {
@@ -399,12 +415,14 @@ async fn answer(shared: &Shared, frame: &Bytes, peer: IpAddr, turn: tokio::sync:
             Some(d) if Instant::now() >= d => Attempt::Final,
             Some(_) => Attempt::Again,
         };
-        let (outcome, actions) = shared
-            .decide(|s| {
-                let mut actions = Vec::new();
-                (protocol::handle_from(&s.node, frame, prepared.take(), Some(peer), now_ms(), attempt, &mut actions), actions)
-            })
-            .await;
+        let decide = |s: &Shared| {
+            let mut actions = Vec::new();
+            (protocol::handle_from(&s.node, frame, prepared.take(), Some(peer), now_ms(), attempt, &mut actions), actions)
+        };
+        let (outcome, actions) = match protocol::is_controller_api(key) {
+            true => shared.decide_quorum(decide).await,
+            false => shared.decide(decide).await,
+        };
         drop(turn.take());
         // Anything but a fetch may have changed the node; a fetch only when a follower's
         // progress moved a high watermark (its Wake action).

@@ -52,7 +52,7 @@ async fn run(shared: Arc<Shared>, queues: BTreeMap<i32, mpsc::Sender<Message>>) 
             _ = tokio::time::sleep(Duration::from_millis(wait)) => {}
         }
         let (messages, moved) = shared
-            .decide(|s| {
+            .decide_quorum(|s| {
                 let Some(mut q) = s.node.controller() else { return (Vec::new(), false) };
                 let before = (q.committed_end(), q.end_offset(), q.active_epoch());
                 if let Err(e) = q.tick(now_ms()) {

@@ -14,6 +14,7 @@ const found_by_fresh_seeds: &[(&str, u64, &str)] = &[
     ("harness-kill-inside-a-power-loss", 129, "a kill inside a power loss restarted the node at its own end"),
     ("harness-kill-of-a-paused-broker", 184, "a pause outlived the crash of its process in the history"),
     ("handover-active-controller-disk-fails", 7123, "leader_handover gave an active controller a session, without the controller failover"),
+    ("handover-active-controller-disk-fails", 50920, "a voter's Raft work waited behind its partitions' late disk completions under the node's gate"),
     ("handover-broken-controller-names-itself", 7165, "a broken metadata quorum still named itself leader"),
     ("group-leader-assigns-without-metadata", 7557, "the client's group leader assigned from no metadata after a failed request"),
     ("group-churn-runs-into-healing", 7593, "member churn ran into the healing phase"),
