@@ -116,6 +116,12 @@ pub enum PlantedBug {
     /// synced. A disk that commits every directory's entries at any directory fsync (ext4's one
     /// journal, SimDisk before issue 26) hides it; per-directory durability shows it.
     LogSyncsParentDir,
+    /// KIP-966 without its leader-side rule: with `eligible.leader.replicas.enable` the high
+    /// watermark still moves while the ISR is below `min.insync.replicas` (chosen where the
+    /// broker configures each partition, `BrokerConfig::strict_min_isr`), so an ELR member
+    /// elected later lacks records below the mark that consumers read
+    /// (`scenarios/fast/elr-last-replica-standing.toml`).
+    ElrWithoutStrictMinIsr,
 }
 
 impl PlantedBug {
@@ -151,6 +157,7 @@ impl PlantedBug {
         PlantedBug::ElrKeepsUncleanReplica,
         PlantedBug::FlushSkipsBatches,
         PlantedBug::LogSyncsParentDir,
+        PlantedBug::ElrWithoutStrictMinIsr,
     ];
 
     /// The bug named `name` (its variant name, as traces record it).

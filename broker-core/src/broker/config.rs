@@ -130,6 +130,13 @@ impl BrokerConfig {
         self.planted_set().is(bug)
     }
 
+    /// KIP-966's strict min ISR for a partition whose `min.insync.replicas` is `min_insync`
+    /// (`replication::Replication::set_strict_min_isr`): with ELR on, the high watermark stands
+    /// still while the ISR is below it. (Planted `ElrWithoutStrictMinIsr` drops the rule.)
+    pub fn strict_min_isr(&self, min_insync: i32) -> Option<i32> {
+        (self.eligible_leader_replicas && !self.planted(PlantedBug::ElrWithoutStrictMinIsr)).then_some(min_insync)
+    }
+
     /// The planted bug as a value the other decision structs (the controller's config) hold.
     #[inline]
     pub fn planted_set(&self) -> Planted {

@@ -134,7 +134,7 @@ impl Broker {
         for (p, part) in self.partitions.topic_mut(name) {
             let n = name;
             part.min_insync = settings.min_insync;
-            part.replication.set_strict_min_isr(self.config.eligible_leader_replicas.then_some(settings.min_insync));
+            part.replication.set_strict_min_isr(self.config.strict_min_isr(settings.min_insync));
             if let Err(e) = part.log.set_config(settings.log.clone()) {
                 out.push(Action::Log(Level::Error, format!("{n}-{p}: new config refused by the log: {e}")));
             }
@@ -266,7 +266,7 @@ impl Broker {
         // by no one: start at the log start and learn the mark from the leader (or, as a
         // leader, from the ISR).
         let mut replication = Replication::new(self.config.node_id, start_of(&log, start_floor));
-        replication.set_strict_min_isr(self.config.eligible_leader_replicas.then_some(settings.min_insync));
+        replication.set_strict_min_isr(self.config.strict_min_isr(settings.min_insync));
         Ok(Partition { topic_id, min_insync: settings.min_insync, log, producers, replication, start_floor, delete_asked: -1 })
     }
 

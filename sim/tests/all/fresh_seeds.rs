@@ -27,11 +27,12 @@ const cheap_half: &[(PlantedBug, &str, &str, u64)] = &[
     (PlantedBug::ControllerStorageErrorIsRefusal, "scenarios/swarm/swarm-leaders.toml", "isr_complete", 100),
     (PlantedBug::SameEpochRecordClearsInFlight, "scenarios/swarm/swarm-leaders.toml", "isr_complete", 100),
     // Found once availability was judged while faults run (session 14): a leader's failed disk
-    // (`leader_handover`), a controller electing a broker it never heard from (`leader_fenced`,
-    // on `swarm-quorum`: 6 of 400 seeds, so the budget is wide), a cut-off controller fencing
-    // a majority (`fence_quorum`).
+    // (`leader_handover`), a controller electing a broker it never heard from (`leader_fenced`:
+    // swarm-quorum found it on its 268th seed once the quorum had a gate of its own;
+    // `voters-lose-power` and `fsync-power-bursts` find it on their first), a cut-off
+    // controller fencing a majority (`fence_quorum`).
     (PlantedBug::FailedLeaderKeepsLeadership, "scenarios/swarm/swarm-leaders.toml", "leader_handover", 60),
-    (PlantedBug::ElectsUnheardBroker, "scenarios/swarm/swarm-quorum.toml", "leader_fenced", 300),
+    (PlantedBug::ElectsUnheardBroker, "scenarios/controller/voters-lose-power.toml", "leader_fenced", 20),
     (PlantedBug::NoCheckQuorum, "scenarios/swarm/swarm-five.toml", "fence_quorum", 30),
     // No swarm seed makes a follower with two epochs its new leader never saw (two unclean
     // elections in a precise order): a targeted scenario does, on every seed.
@@ -43,6 +44,10 @@ const cheap_half: &[(PlantedBug, &str, &str, u64)] = &[
     // fsync committed every name (none in 300 seeds of four scenarios); SimDisk's per-directory
     // durability shows it on the first fresh seed here.
     (PlantedBug::LogSyncsParentDir, "scenarios/fast/random-faults.toml", "acknowledged_durable", 20),
+    // KIP-966: with one faulty broker at a time (`replicated-elr`) no ISR empties, so no seed
+    // made an ELR election; `elr-last-replica-standing` makes one on every seed.
+    (PlantedBug::ElrKeepsUncleanReplica, "scenarios/fast/elr-last-replica-standing.toml", "acknowledged_durable", 5),
+    (PlantedBug::ElrWithoutStrictMinIsr, "scenarios/fast/elr-last-replica-standing.toml", "lost_write", 5),
 ];
 
 /// A scenario file under the repository, or a durability-matrix row by its scenario name.
