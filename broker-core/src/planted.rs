@@ -116,6 +116,15 @@ pub enum PlantedBug {
     /// synced. A disk that commits every directory's entries at any directory fsync (ext4's one
     /// journal, SimDisk before issue 26) hides it; per-directory durability shows it.
     LogSyncsParentDir,
+    /// The group coordinator takes an OffsetCommit from a current member carrying a generation
+    /// the group has left (its commit raced a rebalance) as if it were current, instead of
+    /// ILLEGAL_GENERATION: offsets read in an old generation land under the partition's new
+    /// owner (`scenarios/groups/commit-lag.toml`).
+    CommitAcceptsOlderGeneration,
+    /// The group coordinator answers such a stale commit ILLEGAL_GENERATION but writes its
+    /// offsets all the same: the member is told "not committed" about an offset the group now
+    /// holds, and the partition's next owner starts there (`scenarios/groups/commit-lag.toml`).
+    StaleCommitWrittenAnyway,
 }
 
 impl PlantedBug {
@@ -151,6 +160,8 @@ impl PlantedBug {
         PlantedBug::ElrKeepsUncleanReplica,
         PlantedBug::FlushSkipsBatches,
         PlantedBug::LogSyncsParentDir,
+        PlantedBug::CommitAcceptsOlderGeneration,
+        PlantedBug::StaleCommitWrittenAnyway,
     ];
 
     /// The bug named `name` (its variant name, as traces record it).
