@@ -43,6 +43,13 @@ const cheap_half: &[(PlantedBug, &str, &str, u64)] = &[
     // fsync committed every name (none in 300 seeds of four scenarios); SimDisk's per-directory
     // durability shows it on the first fresh seed here.
     (PlantedBug::LogSyncsParentDir, "scenarios/fast/random-faults.toml", "acknowledged_durable", 20),
+    // A current member's commit carrying a generation the group has left: no simulated member
+    // sent one until members committed with a lag (`commit_lag_ms`), as a producer does with a
+    // consumer's group metadata (KIP-447). Each is found on the first fresh seed (28 to 38 of
+    // 40 seeds from 10000), so the budgets are wide.
+    (PlantedBug::CommitAcceptsOlderGeneration, "scenarios/groups/commit-lag.toml", "group_commits", 10),
+    (PlantedBug::StaleCommitWrittenAnyway, "scenarios/groups/commit-lag.toml", "group_delivery", 10),
+    (PlantedBug::CommitIgnoresGeneration, "scenarios/groups/churn.toml", "group_commits", 5),
 ];
 
 /// A scenario file under the repository, or a durability-matrix row by its scenario name.
