@@ -122,6 +122,15 @@ pub enum PlantedBug {
     /// elected later lacks records below the mark that consumers read
     /// (`scenarios/fast/elr-last-replica-standing.toml`).
     ElrWithoutStrictMinIsr,
+    /// The group coordinator takes an OffsetCommit from a current member carrying a generation
+    /// the group has left (its commit raced a rebalance) as if it were current, instead of
+    /// ILLEGAL_GENERATION: offsets read in an old generation land under the partition's new
+    /// owner (`scenarios/groups/commit-lag.toml`).
+    CommitAcceptsOlderGeneration,
+    /// The group coordinator answers such a stale commit ILLEGAL_GENERATION but writes its
+    /// offsets all the same: the member is told "not committed" about an offset the group now
+    /// holds, and the partition's next owner starts there (`scenarios/groups/commit-lag.toml`).
+    StaleCommitWrittenAnyway,
 }
 
 impl PlantedBug {
@@ -158,6 +167,8 @@ impl PlantedBug {
         PlantedBug::FlushSkipsBatches,
         PlantedBug::LogSyncsParentDir,
         PlantedBug::ElrWithoutStrictMinIsr,
+        PlantedBug::CommitAcceptsOlderGeneration,
+        PlantedBug::StaleCommitWrittenAnyway,
     ];
 
     /// The bug named `name` (its variant name, as traces record it).

@@ -104,6 +104,14 @@ pub enum GroupEvent {
     Committed(BTreeMap<(String, i32), i64>),
 }
 
+/// A member's identity in the group at one moment (Kafka's `ConsumerGroupMetadata`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupMetadata {
+    pub member_id: String,
+    pub generation: i32,
+    pub instance_id: Option<String>,
+}
+
 /// A [`GroupEvent`] and the moment (tokio's clock: simulated under madsim) it happened.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stamped {
@@ -478,22 +486,50 @@ impl GroupConsumer {
         if offsets.is_empty() {
             return Ok(());
         }
-        let mut req = OffsetCommitRequest::default();
-        req.group_id = GroupId(s(&self.config.group_id));
-        req.generation_id_or_member_epoch = self.generation;
-        req.member_id = s(&self.member_id);
-        req.group_instance_id = self.config.instance_id.as_deref().map(s);
-        let mut topics: BTreeMap<&str, Vec<OffsetCommitRequestPartition>> = BTreeMap::new();
-        for ((t, p), o) in &offsets {
-            topics.entry(t).or_default().push(OffsetCommitRequestPartition::default().with_partition_index(*p).with_committed_offset(*o).with_committed_leader_epoch(-1));
-        }
-        req.topics = topics.into_iter().map(|(t, ps)| OffsetCommitRequestTopic::default().with_name(TopicName(s(t))).with_partitions(ps)).collect();
+        let req = self.commit_request(&self.group_metadata(), &offsets);
         let resp = self.ask_coordinator(&req).await?;
         if let Some(bad) = resp.topics.iter().flat_map(|t| &t.partitions).find(|p| p.error_code != 0) {
             return Err(self.on_error(bad.error_code, "OffsetCommit", events));
         }
         events.push(stamp(GroupEvent::Committed(offsets)));
         Ok(())
+    }
+
+    /// Who this member is now (the Java consumer's `groupMetadata()`, KIP-447): what a commit
+    /// made on its behalf by another client carries.
+    pub fn group_metadata(&self) -> GroupMetadata {
+        GroupMetadata { member_id: self.member_id.clone(), generation: self.generation, instance_id: self.config.instance_id.clone() }
+    }
+
+    /// Commits `offsets` on behalf of the member `meta` names, perhaps captured a rebalance ago
+    /// (a producer's `sendOffsetsToTransaction` with a consumer's group metadata, KIP-447): the
+    /// coordinator fences it as it would the member's own commit. This client is not that
+    /// member, so an answer tells it nothing about its own state but where the coordinator is.
+    pub async fn commit_for(&mut self, meta: &GroupMetadata, offsets: &BTreeMap<(String, i32), i64>) -> Result<(), ClientError> {
+        if offsets.is_empty() {
+            return Ok(());
+        }
+        let req = self.commit_request(meta, offsets);
+        let resp = self.ask_coordinator(&req).await?;
+        let Some(bad) = resp.topics.iter().flat_map(|t| &t.partitions).find(|p| p.error_code != 0) else { return Ok(()) };
+        if matches!(crate::kafka::error(bad.error_code), Some(Code::NotCoordinator | Code::CoordinatorNotAvailable | Code::CoordinatorLoadInProgress)) {
+            self.coordinator = None;
+        }
+        Err(ClientError::kafka(bad.error_code, format!("OffsetCommit for {} (generation {}) in group {}", meta.member_id, meta.generation, self.config.group_id)))
+    }
+
+    fn commit_request(&self, meta: &GroupMetadata, offsets: &BTreeMap<(String, i32), i64>) -> OffsetCommitRequest {
+        let mut req = OffsetCommitRequest::default();
+        req.group_id = GroupId(s(&self.config.group_id));
+        req.generation_id_or_member_epoch = meta.generation;
+        req.member_id = s(&meta.member_id);
+        req.group_instance_id = meta.instance_id.as_deref().map(s);
+        let mut topics: BTreeMap<&str, Vec<OffsetCommitRequestPartition>> = BTreeMap::new();
+        for ((t, p), o) in offsets {
+            topics.entry(t).or_default().push(OffsetCommitRequestPartition::default().with_partition_index(*p).with_committed_offset(*o).with_committed_leader_epoch(-1));
+        }
+        req.topics = topics.into_iter().map(|(t, ps)| OffsetCommitRequestTopic::default().with_name(TopicName(s(t))).with_partitions(ps)).collect();
+        req
     }
 
     /// The group's committed offsets of `parts` (-1: none).

@@ -25,6 +25,7 @@ pub use state::{Answer, Group, JoinAnswer, JoinRequest, Member, Reply, State, Ti
 
 use crate::kafka::Code;
 use crate::log::batch;
+use crate::planted::{Planted, PlantedBug};
 use records::{Key, OffsetValue};
 use state::{Out, Store};
 use std::collections::{BTreeMap, BTreeSet};
@@ -103,10 +104,11 @@ pub struct Coordinator {
     counter: u64,
     /// When empty groups' offsets are next checked for expiry.
     next_expiry_check: u64,
-    /// The simulator's planted bug: commits skip the member and generation checks (never set
-    /// in the real build, where `BrokerConfig::planted` is always false).
+    /// The simulator's planted bug, if it is one of the coordinator's (`CommitIgnoresGeneration`,
+    /// `CommitAcceptsOlderGeneration`, `StaleCommitWrittenAnyway`): never set in the real build,
+    /// where [`Planted::is`] is a constant `false`.
     #[doc(hidden)]
-    pub unfenced_commits: bool,
+    pub planted: Planted,
 }
 
 impl Coordinator {
@@ -123,7 +125,7 @@ impl Coordinator {
             next_write: 1,
             counter: 0,
             next_expiry_check: 0,
-            unfenced_commits: false,
+            planted: Planted::default(),
         }
     }
 
@@ -380,24 +382,35 @@ impl Coordinator {
     #[allow(clippy::too_many_arguments)]
     pub fn commit(&mut self, group: &str, member: &str, instance: Option<&str>, generation: i32, offsets: Vec<((String, i32), OffsetValue)>, now: u64, work: &mut Work) -> Result<Pending<()>, Code> {
         self.owner(group)?;
-        match self.groups.get_mut(group) {
-            Some(_) if self.unfenced_commits => {}
-            Some(g) => g.check_commit(member, instance, generation, now)?,
+        // A member of the group sending a generation the group has left (its commit raced a
+        // rebalance): Kafka answers ILLEGAL_GENERATION. Two planted bugs get this case wrong.
+        let stale = self.groups.get(group).filter(|g| g.members.contains_key(member) && (0..g.generation).contains(&generation)).map(|g| g.generation);
+        let checked = match self.groups.get_mut(group) {
+            Some(_) if self.planted.is(PlantedBug::CommitIgnoresGeneration) => Ok(()),
+            Some(g) => match stale {
+                Some(current) if self.planted.is(PlantedBug::CommitAcceptsOlderGeneration) => g.check_commit(member, instance, current, now),
+                _ => g.check_commit(member, instance, generation, now),
+            },
             // A standalone consumer (no group management) commits to a group of its own.
-            None if generation < 0 => {}
-            None => return Err(Code::IllegalGeneration),
-        }
-        if offsets.is_empty() {
-            return Ok(Pending::Now(()));
+            None if generation < 0 => Ok(()),
+            None => Err(Code::IllegalGeneration),
+        };
+        let written_anyway = checked.is_err() && stale.is_some() && self.planted.is(PlantedBug::StaleCommitWrittenAnyway);
+        if offsets.is_empty() || (checked.is_err() && !written_anyway) {
+            return checked.map(|()| Pending::Now(()));
         }
         self.group_mut(group, now);
         let ticket = self.ticket();
+        if written_anyway {
+            // Planted: refused, yet written; nobody waits on the ticket.
+            self.forget(ticket);
+        }
         let kvs = offsets
             .iter()
             .map(|((t, p), v)| (records::encode_key(&Key::Offset { group: group.to_string(), topic: t.clone(), partition: *p }), Some(records::encode_offset(v))))
             .collect();
         self.write(group, kvs, Effect::Commit { group: group.to_string(), offsets, ticket }, now, work);
-        Ok(Pending::Wait(ticket))
+        checked.map(|()| Pending::Wait(ticket))
     }
 
     /// OffsetFetch: the committed offsets of `group` (all of them when `partitions` is None).

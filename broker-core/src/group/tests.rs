@@ -400,3 +400,33 @@ fn an_emptied_group_waits_one_initial_delay() {
     d.advance(2_000);
     assert!(d.log.contains("-> join B: NONE gen 3"), "the join completes one delay after the first member: {}", d.log);
 }
+
+/// A current member's commit that raced a rebalance (sent in generation 1, arriving in 2):
+/// taken while the group still prepares generation 2 (Kafka allows commits then), refused
+/// REBALANCE_IN_PROGRESS while 2 is being completed and ILLEGAL_GENERATION once it is Stable,
+/// and never written. A heartbeat of generation 1 is refused the same way.
+#[test]
+fn a_commit_racing_a_rebalance_is_refused_and_not_written() {
+    let mut d = Driver::quick();
+    let a = d.join("A", req("", &["range"])).expect("id").member_id;
+    d.join("A", req(&a, &["range"]));
+    d.sync("A", &a, 1, &[(&a, "p0")]);
+    d.replicate();
+    let b = d.join("B", req("", &["range"])).expect("id").member_id;
+    d.join("B", req(&b, &["range"]));
+    d.commit("A", &a, 1, 5);
+    d.replicate();
+    assert_eq!(d.committed(), Some(5), "generation 1 is still current while 2 is prepared");
+    d.join("A", req(&a, &["range"]));
+    d.state();
+    d.commit("A", &a, 1, 6);
+    assert!(d.log.contains("t-0@6 gen 1: RebalanceInProgress"), "{}", d.log);
+    d.sync("B", &b, 2, &[]);
+    d.sync("A", &a, 2, &[(&a, "p0"), (&b, "p1")]);
+    d.replicate();
+    d.commit("A", &a, 1, 7);
+    assert!(d.log.contains("t-0@7 gen 1: IllegalGeneration"), "{}", d.log);
+    assert_eq!(d.heartbeat("A", &a, 1), Err(Code::IllegalGeneration));
+    d.replicate();
+    assert_eq!(d.committed(), Some(5), "{}", d.log);
+}

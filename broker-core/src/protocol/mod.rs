@@ -45,7 +45,7 @@ pub struct Node {
 impl Node {
     pub fn new(broker: Broker, controller: Option<Quorum>) -> Node {
         let mut groups = Coordinator::new(broker.config().groups.clone());
-        groups.unfenced_commits = broker.config().planted(crate::broker::PlantedBug::CommitIgnoresGeneration);
+        groups.planted = broker.config().planted_set();
         Node { broker: Mutex::new(broker), groups: Mutex::new(groups), controller: controller.map(Mutex::new), controller_hint: (-1).into() }
     }
 

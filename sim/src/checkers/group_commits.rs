@@ -3,11 +3,17 @@
 //! acknowledged commit survives every fault the scenario promises to survive (the offset read
 //! after healing is at least the highest acknowledged), and no committed offset lies past the
 //! log's end. Commits are acks=all writes to `__consumer_offsets`, answered once replicated.
+//! And a commit is fenced by its generation: none carrying a generation the group had already
+//! left when it was sent is acknowledged (Kafka answers ILLEGAL_GENERATION, or
+//! UNKNOWN_MEMBER_ID to a member no longer in it), whether it comes from a zombie or from a
+//! current member whose commit raced a rebalance.
 
 use super::group_history::{acked_commits, groups, partitions};
-use crate::history::{History, Violation};
+use crate::history::{GroupEventKind, History, Outcome, Violation};
+use std::collections::BTreeMap;
 
 pub fn commits_durable(h: &History, out: &mut Vec<Violation>) {
+    fenced_by_generation(h, out);
     for (group, topic) in groups(h) {
         if let Some(why) = h.final_commit_errors.get(&group) {
             out.push(violation(&topic, -1, h.members_until_ms, format!("group {group}: committed offsets unreadable after healing: {why}"), false));
@@ -35,6 +41,33 @@ pub fn commits_durable(h: &History, out: &mut Vec<Violation>) {
             if let Some(f) = fin.filter(|f| *f > end && !h.final_errors.contains_key(&(topic.clone(), p))) {
                 out.push(violation(&topic, p, h.members_until_ms, format!("group {group}: committed offset {f} is past the log end {end}"), true));
             }
+        }
+    }
+}
+
+/// A member owning partitions of generation G' has had its SyncGroup answered, which the
+/// coordinator does only once G' is stored in `__consumer_offsets` (acks=all): from then on the
+/// group's generation is at least G', every coordinator after a failover included, so a commit
+/// of an older generation sent after that moment must be refused. (A JoinGroup answer is not
+/// such evidence: a coordinator failing before storing the generation comes back without it.)
+/// Commits with no generation (-1: a consumer outside group management, taken by an Empty
+/// group) are not fenced.
+fn fenced_by_generation(h: &History, out: &mut Vec<Violation>) {
+    // Per group: each generation some member owned partitions in, and the first moment it did.
+    let mut stored: BTreeMap<&str, BTreeMap<i32, u64>> = BTreeMap::new();
+    for e in &h.group_events {
+        if let GroupEventKind::Owned { generation, .. } = &e.kind {
+            let first = stored.entry(e.group.as_str()).or_default().entry(*generation).or_insert(e.at_ms);
+            *first = (*first).min(e.at_ms);
+        }
+    }
+    for c in h.commits.iter().filter(|c| c.generation >= 0 && matches!(c.outcome, Outcome::Ok(_))) {
+        let Some(gens) = stored.get(c.group.as_str()) else { continue };
+        let newer = gens.range(c.generation + 1..).filter(|(_, at)| **at < c.invoke_ms).min_by_key(|(_, at)| **at);
+        if let Some((g, at)) = newer {
+            let p = c.offsets.first().map_or(-1, |(p, _)| *p);
+            let detail = format!("group {}: commit of {:?} by {} ({}, generation {}) sent at {} ms and acknowledged at {} ms, though generation {g} was in place at {at} ms: a stale generation's commit was taken", c.group, c.offsets, c.process, c.member_id, c.generation, c.invoke_ms, c.complete_ms);
+            out.push(violation(&c.topic, p, c.complete_ms, detail, false));
         }
     }
 }

@@ -16,7 +16,7 @@ use crate::history::{Commit, GroupEvent, GroupEventKind, Outcome, Read};
 use crate::scenario::{GroupSpec, Scenario};
 use broker_core::client::assignor::{by_name, TopicPartitions};
 use broker_core::client::group::Reset;
-use broker_core::client::group::Stamped;
+use broker_core::client::group::{GroupMetadata, Stamped};
 use broker_core::client::{ClientError, GroupConfig, GroupConsumer, GroupEvent as ClientEvent};
 use madsim::task::JoinHandle;
 use rand::{Rng, SeedableRng};
@@ -34,6 +34,11 @@ const churn_gap_ms: (u64, u64) = (2_000, 8_000);
 const away_ms: (u64, u64) = (300, 3_000);
 /// How much longer than its session a stalled member stalls, ms.
 const stall_past_session_ms: (u64, u64) = (200, 2_000);
+
+/// Most commits waiting in one member's committer (`commit_lag_ms`); past it a member skips
+/// a commit, which at-least-once allows (a later one covers the progress). A member polls
+/// about every `poll_wait_ms`, so a lag of seconds queues tens.
+const committer_queue_max: usize = 1_024;
 
 /// What one member needs to run.
 struct Member {
@@ -93,9 +98,12 @@ async fn member_main(mut m: Member) {
     let mut incarnation = 0u32;
     let mut session = 0u32;
     let mut g = consumer(&m, incarnation);
+    let mut committer = Committer::start(&m, incarnation);
     let mut next_churn = now_ms(&m.rec) + m.rng.gen_range(churn_gap_ms.0..=churn_gap_ms.1);
     while now_ms(&m.rec) < m.until_ms {
         let polled = g.poll(poll_wait_ms).await;
+        // Who read these records: what a lagging commit of them carries.
+        let read_as = g.group_metadata();
         let changed = record_events(&m, &g, &polled.events);
         session += changed as u32;
         if let Some(e) = &polled.error {
@@ -138,15 +146,31 @@ async fn member_main(mut m: Member) {
             tokio::time::sleep(Duration::from_millis(ms)).await;
         }
         if !positions.is_empty() {
-            commit(&m, &mut g, positions).await;
+            match committer.as_mut() {
+                Some(c) => {
+                    let lag = m.rng.gen_range(0..=m.spec.commit_lag_ms);
+                    c.enqueue(read_as, positions, lag);
+                }
+                None => commit(&m, &mut g, positions).await,
+            }
         }
         match action {
             Some(Churn::Leave) => {
+                // Like the Java consumer's close, wait for the commits still queued first.
+                if let Some(c) = committer.take() {
+                    c.drain().await;
+                }
                 let events = g.close().await;
                 record_events(&m, &g, &events);
                 group_event(&m, GroupEventKind::Left);
             }
-            Some(Churn::Crash) => group_event(&m, GroupEventKind::Crashed),
+            Some(Churn::Crash) => {
+                // A crashed process sends nothing more: what its committer still held is gone.
+                if let Some(c) = committer.take() {
+                    c.task.abort();
+                }
+                group_event(&m, GroupEventKind::Crashed);
+            }
             _ => continue,
         }
         // Away for a while, then a new consumer (a static member keeps its instance id).
@@ -155,6 +179,88 @@ async fn member_main(mut m: Member) {
         let away = m.rng.gen_range(away_ms.0..=away_ms.1);
         tokio::time::sleep(Duration::from_millis(away)).await;
         g = consumer(&m, incarnation);
+        committer = Committer::start(&m, incarnation);
+    }
+    if let Some(c) = committer {
+        c.drain().await;
+    }
+}
+
+/// A member's commits when they lag (`commit_lag_ms`): a task of the member's node with a
+/// client (and connection) of its own, sending each queued commit once due, in order, on the
+/// member's behalf with the group metadata of the poll that read its records.
+struct Committer {
+    queue: tokio::sync::mpsc::Sender<(GroupMetadata, BTreeMap<i32, i64>, u64)>,
+    task: tokio::task::JoinHandle<()>,
+    /// When the last queued commit is due (ms): later ones are never due before it.
+    last_due_ms: u64,
+    rec: Rec,
+}
+
+impl Committer {
+    /// None when the member commits for itself (`commit_lag_ms = 0`).
+    fn start(m: &Member, incarnation: u32) -> Option<Committer> {
+        if m.spec.commit_lag_ms == 0 {
+            return None;
+        }
+        let (queue, rx) = tokio::sync::mpsc::channel(committer_queue_max);
+        let mut c = GroupConfig::new(&m.spec.id, &format!("{}-committer", m.name));
+        c.request_timeout = Duration::from_millis(request_timeout_ms);
+        let mut bootstrap = m.brokers.clone();
+        let shift = incarnation as usize % bootstrap.len().max(1);
+        bootstrap.rotate_left(shift);
+        let client = GroupConsumer::new(bootstrap, c);
+        let who = (m.name.clone(), m.spec.id.clone(), m.spec.topic.clone());
+        let task = tokio::spawn(committer_main(client, rx, who, m.rec.clone()));
+        Some(Committer { queue, task, last_due_ms: 0, rec: m.rec.clone() })
+    }
+
+    /// Queues a commit due `lag_ms` from now (or when the one before it is, if later).
+    fn enqueue(&mut self, meta: GroupMetadata, positions: BTreeMap<i32, i64>, lag_ms: u64) {
+        let due = (now_ms(&self.rec) + lag_ms).max(self.last_due_ms);
+        if self.queue.try_send((meta, positions, due)).is_ok() {
+            self.last_due_ms = due;
+        }
+    }
+
+    /// Sends what is queued, then stops.
+    async fn drain(self) {
+        drop(self.queue);
+        let _ = self.task.await;
+    }
+}
+
+async fn committer_main(mut client: GroupConsumer, mut rx: tokio::sync::mpsc::Receiver<(GroupMetadata, BTreeMap<i32, i64>, u64)>, who: (String, String, String), rec: Rec) {
+    let (process, group, topic) = who;
+    while let Some((meta, positions, due_ms)) = rx.recv().await {
+        let now = now_ms(&rec);
+        if due_ms > now {
+            tokio::time::sleep(Duration::from_millis(due_ms - now)).await;
+        }
+        let offsets: BTreeMap<(String, i32), i64> = positions.iter().map(|(p, o)| ((topic.clone(), *p), *o)).collect();
+        // Recorded before it is sent: a crash cutting it short leaves its outcome unknown.
+        let invoke_ms = now_ms(&rec);
+        let c = Commit { process: process.clone(), group: group.clone(), topic: topic.clone(), member_id: meta.member_id.clone(), generation: meta.generation, offsets: positions.into_iter().collect(), invoke_ms, complete_ms: invoke_ms, outcome: Outcome::Unknown("in flight".into()) };
+        let at = {
+            let mut r = rec.lock().expect("recorder");
+            r.history.commits.push(c);
+            r.history.commits.len() - 1
+        };
+        let result = client.commit_for(&meta, &offsets).await;
+        event(&rec, &process, "lagging_commit", json!({"generation": meta.generation, "error": result.as_ref().err().map(|e| e.to_string())}));
+        let mut r = rec.lock().expect("recorder");
+        let complete_ms = r.now_ms();
+        let c = &mut r.history.commits[at];
+        c.complete_ms = complete_ms;
+        c.outcome = outcome(&result);
+    }
+}
+
+fn outcome(result: &Result<(), ClientError>) -> Outcome {
+    match result {
+        Ok(()) => Outcome::Ok(0),
+        Err(e) if e.outcome_unknown() => Outcome::Unknown(e.to_string()),
+        Err(e) => Outcome::Fail(e.to_string()),
     }
 }
 
@@ -216,11 +322,7 @@ async fn commit(m: &Member, g: &mut GroupConsumer, positions: BTreeMap<i32, i64>
     let mut events = Vec::new();
     let result = g.commit_offsets(offsets, &mut events).await;
     record_events(m, g, &events);
-    let outcome = match &result {
-        Ok(()) => Outcome::Ok(0),
-        Err(e) if e.outcome_unknown() => Outcome::Unknown(e.to_string()),
-        Err(e) => Outcome::Fail(e.to_string()),
-    };
+    let outcome = outcome(&result);
     let c = Commit { process: m.name.clone(), group: m.spec.id.clone(), topic: m.spec.topic.clone(), member_id, generation, offsets: positions.into_iter().collect(), invoke_ms, complete_ms: now_ms(&m.rec), outcome };
     m.rec.lock().expect("recorder").history.commits.push(c);
 }

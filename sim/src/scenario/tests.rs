@@ -102,6 +102,10 @@ fn limits_that_protect_the_harness_name_their_field() {
     Scenario::parse(&with("broker = { segment_bytes = 65536, flush_messages = 1, disk_latency_us = [20, 200] }")).unwrap();
     rejected(&with(&format!("broker = {{ group_initial_rebalance_delay_ms = {} }}", phase_ms_max + 1)), "broker.group_initial_rebalance_delay_ms");
     Scenario::parse(&with("broker = { group_initial_rebalance_delay_ms = 0 }")).unwrap();
+    // A commit lagging past the member's session would be a zombie's, not a racing member's.
+    let group = |lag: u64| format!("{SMOKE}groups = [{{ id = \"g\", topic = \"t\", members = 2, commit_lag_ms = {lag} }}]\n");
+    rejected(&group(3_001), "commit_lag_ms");
+    Scenario::parse(&group(3_000)).unwrap();
 }
 
 /// The benchmark scenario docs/benchmarks.md reads its simulated rebalance figures from.

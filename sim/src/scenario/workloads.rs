@@ -113,7 +113,20 @@ pub struct GroupSpec {
     /// Members leave, crash and stall (past their session) during the safety phase.
     #[serde(default)]
     pub churn: bool,
+    /// 0: each member commits what it read itself, before polling again. Above 0: its commits
+    /// go out from a committer of its own (another client and connection, as a producer's
+    /// `sendOffsetsToTransaction` does with the consumer's group metadata, KIP-447), carrying
+    /// the member id and generation of the poll that read the records, up to this many ms
+    /// after it (drawn per commit: processing and queueing), in order, while the member keeps
+    /// polling, heartbeating and rejoining. A rebalance in between makes the commit a current
+    /// member's with a generation the group has left.
+    #[serde(default)]
+    pub commit_lag_ms: u64,
 }
+
+/// Longest `commit_lag_ms`: a commit lagging past a session is a zombie's, which churn's
+/// stalls already make.
+pub const commit_lag_ms_max: u64 = 10_000;
 
 fn assignor_default() -> String {
     "range".into()
@@ -149,6 +162,9 @@ impl Scenario {
             }
             if !(1_000..=60_000).contains(&g.session_timeout_ms) || g.heartbeat_interval_ms == 0 || g.heartbeat_interval_ms * 2 > g.session_timeout_ms {
                 return Err(format!("scenario: groups '{}': session_timeout_ms must be 1000..=60000 and heartbeat_interval_ms at most half of it", g.id));
+            }
+            if g.commit_lag_ms > commit_lag_ms_max.min(g.session_timeout_ms) {
+                return Err(format!("scenario: groups '{}': commit_lag_ms {} must be at most {commit_lag_ms_max} and at most session_timeout_ms", g.id, g.commit_lag_ms));
             }
         }
         for p in &self.producers {

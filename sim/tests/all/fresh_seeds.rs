@@ -48,6 +48,13 @@ const cheap_half: &[(PlantedBug, &str, &str, u64)] = &[
     // made an ELR election; `elr-last-replica-standing` makes one on every seed.
     (PlantedBug::ElrKeepsUncleanReplica, "scenarios/fast/elr-last-replica-standing.toml", "acknowledged_durable", 5),
     (PlantedBug::ElrWithoutStrictMinIsr, "scenarios/fast/elr-last-replica-standing.toml", "lost_write", 5),
+    // A current member's commit carrying a generation the group has left: no simulated member
+    // sent one until members committed with a lag (`commit_lag_ms`), as a producer does with a
+    // consumer's group metadata (KIP-447). Each is found on the first fresh seed (28 to 38 of
+    // 40 seeds from 10000), so the budgets are wide.
+    (PlantedBug::CommitAcceptsOlderGeneration, "scenarios/groups/commit-lag.toml", "group_commits", 10),
+    (PlantedBug::StaleCommitWrittenAnyway, "scenarios/groups/commit-lag.toml", "group_delivery", 10),
+    (PlantedBug::CommitIgnoresGeneration, "scenarios/groups/churn.toml", "group_commits", 5),
 ];
 
 /// A scenario file under the repository, or a durability-matrix row by its scenario name.
