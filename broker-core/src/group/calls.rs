@@ -117,3 +117,13 @@ pub enum Reply<T> {
     Now(T),
     Later,
 }
+
+/// Kafka's translation of a failed offsets-topic write into what a group client understands.
+pub(super) fn write_error(code: Code) -> Code {
+    match code {
+        Code::NotLeaderOrFollower | Code::KafkaStorageError | Code::UnknownTopicOrPartition | Code::NotCoordinator => Code::NotCoordinator,
+        Code::NotEnoughReplicas | Code::NotEnoughReplicasAfterAppend | Code::RequestTimedOut | Code::CoordinatorNotAvailable => Code::CoordinatorNotAvailable,
+        Code::MessageTooLarge | Code::RecordListTooLarge | Code::InvalidFetchSize => Code::InvalidCommitOffsetSize,
+        other => other,
+    }
+}

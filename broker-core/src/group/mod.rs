@@ -23,6 +23,7 @@ mod stored;
 pub use config::{offsets_topic, offsets_topic_spec, partition_for, GroupConfig};
 pub use state::{Answer, Group, JoinAnswer, JoinRequest, Member, Reply, State, Ticket};
 
+use calls::write_error;
 use crate::kafka::Code;
 use crate::log::batch;
 use crate::planted::{Planted, PlantedBug};
@@ -104,9 +105,8 @@ pub struct Coordinator {
     counter: u64,
     /// When empty groups' offsets are next checked for expiry.
     next_expiry_check: u64,
-    /// The simulator's planted bug, if it is one of the coordinator's (`CommitIgnoresGeneration`,
-    /// `CommitAcceptsOlderGeneration`, `StaleCommitWrittenAnyway`): never set in the real build,
-    /// where [`Planted::is`] is a constant `false`.
+    /// The simulator's planted bug, if one of the coordinator's (`CommitIgnoresGeneration` and
+    /// the commit's other two): never set in the real build ([`Planted::is`] is `false`).
     #[doc(hidden)]
     pub planted: Planted,
 }
@@ -593,16 +593,6 @@ impl Coordinator {
         let expiry = (!self.groups.is_empty()).then_some(self.next_expiry_check);
         // Groups of a partition still loading wait for the load, not for their deadlines.
         self.groups.values().filter(|g| self.owner(&g.id).is_ok()).filter_map(Group::next_deadline).chain(expiry).min()
-    }
-}
-
-/// Kafka's translation of a failed offsets-topic write into what a group client understands.
-fn write_error(code: Code) -> Code {
-    match code {
-        Code::NotLeaderOrFollower | Code::KafkaStorageError | Code::UnknownTopicOrPartition | Code::NotCoordinator => Code::NotCoordinator,
-        Code::NotEnoughReplicas | Code::NotEnoughReplicasAfterAppend | Code::RequestTimedOut | Code::CoordinatorNotAvailable => Code::CoordinatorNotAvailable,
-        Code::MessageTooLarge | Code::RecordListTooLarge | Code::InvalidFetchSize => Code::InvalidCommitOffsetSize,
-        other => other,
     }
 }
 
