@@ -10,11 +10,13 @@
 # 20261203000..20261203000+N): a new range every day, the same one all day (so a failure can be
 # swept again), far above every seed the suite and docs pin (all below 1,000,000). Every
 # scenario under scenarios/ runs over the range but scenarios/bench (benchmarks, not fault
-# tests), seed-major, until --budget-mins of wall time: no run starts after that. Failing seeds'
-# traces go to --out (default target/fresh-sweep/<base>/traces), each FAIL line names every
-# checker that fired and the command that reproduces it, and the JSON-lines summary (one line
-# per run, then one for the sweep) is <out>/summary.jsonl. Exit 0 when nothing failed, 1 when a
-# run failed, 2 on a usage or build error.
+# tests), seed-major, until --budget-mins of wall time: no run starts after that. scenarios/slow
+# (runs of about 50 s each) gets its own sixth of the budget, after the others' five sixths, so
+# it neither eats the budget nor goes unswept. Failing seeds' traces go to --out (default
+# target/fresh-sweep/<base>/traces), each FAIL line names every checker that fired and the
+# command that reproduces it, and the JSON-lines summaries (one line per run, then one for the
+# sweep) are <out>/summary.jsonl and <out>/slow-summary.jsonl. Exit 0 when nothing failed, 1
+# when a run failed, 2 on a usage or build error.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,7 +32,7 @@ while [ $# -gt 0 ]; do
     --budget-mins) budget_mins=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "fresh-sweep: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -43,12 +45,18 @@ range="$base..$((base + seeds))"
 echo "fresh sweep: seeds $range, budget ${budget_mins} min, $jobs jobs, output in $out"
 dirs=()
 for d in scenarios/*/; do
-  [ "$d" = scenarios/bench/ ] || dirs+=("$d")
+  case "$d" in scenarios/bench/|scenarios/slow/) ;; *) dirs+=("$d") ;; esac
 done
+budget_secs=$((budget_mins * 60))
+slow_secs=$((budget_secs / 6))
 set +e
-cargo sim sweep "${dirs[@]}" --seeds "$range" --jobs "$jobs" --budget-secs $((budget_mins * 60)) \
+cargo sim sweep "${dirs[@]}" --seeds "$range" --jobs "$jobs" --budget-secs $((budget_secs - slow_secs)) \
   --traces "$out/traces" --summary "$out/summary.jsonl" 2>&1 | tee "$out/sweep.log"
 status=${PIPESTATUS[0]}
+cargo sim sweep scenarios/slow --seeds "$range" --jobs "$jobs" --budget-secs "$slow_secs" \
+  --traces "$out/traces" --summary "$out/slow-summary.jsonl" 2>&1 | tee -a "$out/sweep.log"
+slow_status=${PIPESTATUS[0]}
 set -e
-echo "fresh sweep: summary in $out/summary.jsonl, log in $out/sweep.log"
+echo "fresh sweep: summaries in $out/summary.jsonl and $out/slow-summary.jsonl, log in $out/sweep.log"
+[ "$status" -ge "$slow_status" ] || status=$slow_status
 exit "$status"
