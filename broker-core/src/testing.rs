@@ -126,109 +126,49 @@ pub fn delete(node: &Node, name: &str) -> Result<(), crate::controller::Error> {
     Ok(())
 }
 
-/// A disk whose `sync` is slow for files whose path contains `slow_path`, once armed: the real
-/// build sleeps the thread (as a slow fsync does), the simulated build owes the time as stall
-/// (as `SimDisk`'s latency does). Used by [`slow_fsync_stops_only_its_partition`].
+/// A [`Hook`](crate::storage::hooked::Hook) that makes `sync` slow for files whose path
+/// contains `slow_path` (and `sync_all`, which syncs them too), once armed: the real build
+/// sleeps the thread (as a slow fsync does), the simulated build owes the time as stall (as
+/// `SimDisk`'s latency does). Used by [`slow_fsync_stops_only_its_partition`] over a
+/// [`Hooked`](crate::storage::hooked::Hooked) disk.
 pub struct SlowSync {
-    inner: Arc<dyn Disk>,
     slow_path: String,
     delay: std::time::Duration,
     /// Set by the test just before the write it wants slowed.
     pub armed: Arc<std::sync::atomic::AtomicBool>,
     /// Set once a slow sync has begun.
     pub started: Arc<std::sync::atomic::AtomicBool>,
-    owed_ns: Arc<std::sync::atomic::AtomicU64>,
+    /// The simulated build's stall owed (the real build sleeps instead).
+    #[cfg_attr(not(madsim), allow(dead_code))]
+    owed_ns: std::sync::atomic::AtomicU64,
 }
 
 impl SlowSync {
-    pub fn new(inner: Arc<dyn Disk>, slow_path: &str, delay: std::time::Duration) -> SlowSync {
-        SlowSync { inner, slow_path: slow_path.into(), delay, armed: Default::default(), started: Default::default(), owed_ns: Default::default() }
+    pub fn new(slow_path: &str, delay: std::time::Duration) -> SlowSync {
+        SlowSync { slow_path: slow_path.into(), delay, armed: Default::default(), started: Default::default(), owed_ns: Default::default() }
     }
 }
 
-struct SlowFile {
-    inner: Box<dyn crate::storage::DiskFile>,
-    slow: bool,
-    delay: std::time::Duration,
-    armed: Arc<std::sync::atomic::AtomicBool>,
-    started: Arc<std::sync::atomic::AtomicBool>,
-    /// The simulated build's stall owed (the real build sleeps instead).
-    #[cfg_attr(not(madsim), allow(dead_code))]
-    owed_ns: Arc<std::sync::atomic::AtomicU64>,
-}
-
-impl crate::storage::DiskFile for SlowFile {
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
-        self.inner.read_at(buf, offset)
-    }
-    fn write_at(&self, buf: &[u8], offset: u64) -> std::io::Result<()> {
-        self.inner.write_at(buf, offset)
-    }
-    fn append(&self, buf: &[u8]) -> std::io::Result<u64> {
-        self.inner.append(buf)
-    }
-    fn len(&self) -> std::io::Result<u64> {
-        self.inner.len()
-    }
-    fn truncate(&self, len: u64) -> std::io::Result<()> {
-        self.inner.truncate(len)
-    }
-    fn sync(&self) -> std::io::Result<()> {
+impl crate::storage::hooked::Hook for SlowSync {
+    fn before(&self, op: crate::storage::hooked::Op<'_>) -> std::io::Result<()> {
+        use crate::storage::hooked::Op;
         use std::sync::atomic::Ordering::SeqCst;
-        if self.slow && self.armed.load(SeqCst) {
+        let slow = match op {
+            Op::Sync { path } => path.to_string_lossy().contains(&self.slow_path),
+            Op::SyncAll { .. } => true,
+            _ => false,
+        };
+        if slow && self.armed.load(SeqCst) {
             self.started.store(true, SeqCst);
             #[cfg(not(madsim))]
             std::thread::sleep(self.delay);
             #[cfg(madsim)]
             self.owed_ns.fetch_add(self.delay.as_nanos() as u64, SeqCst);
         }
-        self.inner.sync()
-    }
-}
-
-impl Disk for SlowSync {
-    fn open(&self, path: &Path, create: bool) -> std::io::Result<Box<dyn crate::storage::DiskFile>> {
-        let inner = self.inner.open(path, create)?;
-        let slow = path.to_string_lossy().contains(&self.slow_path);
-        let (armed, started, owed_ns) = (self.armed.clone(), self.started.clone(), self.owed_ns.clone());
-        Ok(Box::new(SlowFile { inner, slow, delay: self.delay, armed, started, owed_ns }))
-    }
-    fn exists(&self, path: &Path) -> bool {
-        self.inner.exists(path)
-    }
-    fn create_dir_all(&self, dir: &Path) -> std::io::Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn list(&self, dir: &Path) -> std::io::Result<Vec<String>> {
-        self.inner.list(dir)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn remove(&self, path: &Path) -> std::io::Result<()> {
-        self.inner.remove(path)
-    }
-    fn remove_dir(&self, dir: &Path) -> std::io::Result<()> {
-        self.inner.remove_dir(dir)
-    }
-    fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn sync_all(&self, dir: &Path) -> std::io::Result<()> {
-        // It syncs the slow file too, so it is as slow as that file's sync.
-        use std::sync::atomic::Ordering::SeqCst;
-        if self.armed.load(SeqCst) {
-            self.started.store(true, SeqCst);
-            #[cfg(not(madsim))]
-            std::thread::sleep(self.delay);
-            #[cfg(madsim)]
-            self.owed_ns.fetch_add(self.delay.as_nanos() as u64, SeqCst);
-        }
-        self.inner.sync_all(dir)
+        Ok(())
     }
     fn take_stall(&self) -> std::time::Duration {
-        let own = self.owed_ns.swap(0, std::sync::atomic::Ordering::SeqCst);
-        self.inner.take_stall() + std::time::Duration::from_nanos(own)
+        std::time::Duration::from_nanos(self.owed_ns.swap(0, std::sync::atomic::Ordering::SeqCst))
     }
 }
 

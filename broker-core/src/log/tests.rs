@@ -9,6 +9,7 @@ mod deferred;
 
 use super::batch::{build, validate};
 use super::*;
+use crate::storage::hooked::{Hook, Hooked, Op};
 use crate::storage::{Disk, FileDisk};
 
 fn disk() -> Arc<dyn Disk> {
@@ -19,7 +20,6 @@ fn disk() -> Arc<dyn Disk> {
 /// the file system) once `fail_sync` is set.
 #[derive(Default)]
 struct ProbeDisk {
-    inner: FileDisk,
     read: Arc<std::sync::atomic::AtomicU64>,
     fail_sync: Arc<std::sync::atomic::AtomicBool>,
 }
@@ -29,53 +29,19 @@ impl ProbeDisk {
     fn shared() -> (Arc<dyn Disk>, Arc<std::sync::atomic::AtomicU64>, Arc<std::sync::atomic::AtomicBool>) {
         let d = ProbeDisk::default();
         let (read, fail_sync) = (d.read.clone(), d.fail_sync.clone());
-        (Arc::new(d), read, fail_sync)
+        (Arc::new(Hooked::new(Arc::new(FileDisk::new()), Arc::new(d))), read, fail_sync)
     }
 }
 
-struct ProbeFile {
-    inner: Box<dyn crate::storage::DiskFile>,
-    read: Arc<std::sync::atomic::AtomicU64>,
-    fail_sync: Arc<std::sync::atomic::AtomicBool>,
-}
-
-fn injected(fail: &std::sync::atomic::AtomicBool) -> std::io::Result<()> {
-    match fail.swap(false, std::sync::atomic::Ordering::SeqCst) {
-        true => Err(std::io::Error::other("EIO (injected sync failure)")),
-        false => Ok(()),
+impl Hook for ProbeDisk {
+    fn before(&self, op: Op<'_>) -> std::io::Result<()> {
+        match op {
+            Op::Sync { .. } | Op::SyncAll { .. } if self.fail_sync.swap(false, std::sync::atomic::Ordering::SeqCst) => Err(std::io::Error::other("EIO (injected sync failure)")),
+            _ => Ok(()),
+        }
     }
-}
-
-impl Disk for ProbeDisk {
-    fn open(&self, p: &Path, c: bool) -> std::io::Result<Box<dyn crate::storage::DiskFile>> {
-        Ok(Box::new(ProbeFile { inner: self.inner.open(p, c)?, read: self.read.clone(), fail_sync: self.fail_sync.clone() }))
-    }
-    fn exists(&self, p: &Path) -> bool { self.inner.exists(p) }
-    fn create_dir_all(&self, d: &Path) -> std::io::Result<()> { self.inner.create_dir_all(d) }
-    fn list(&self, d: &Path) -> std::io::Result<Vec<String>> { self.inner.list(d) }
-    fn rename(&self, a: &Path, b: &Path) -> std::io::Result<()> { self.inner.rename(a, b) }
-    fn remove(&self, p: &Path) -> std::io::Result<()> { self.inner.remove(p) }
-    fn remove_dir(&self, d: &Path) -> std::io::Result<()> { self.inner.remove_dir(d) }
-    fn sync_dir(&self, d: &Path) -> std::io::Result<()> { self.inner.sync_dir(d) }
-    fn sync_all(&self, d: &Path) -> std::io::Result<()> {
-        injected(&self.fail_sync)?;
-        self.inner.sync_all(d)
-    }
-}
-
-impl crate::storage::DiskFile for ProbeFile {
-    fn read_at(&self, b: &mut [u8], o: u64) -> std::io::Result<usize> {
-        let n = self.inner.read_at(b, o)?;
+    fn read(&self, _path: &Path, n: usize) {
         self.read.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
-        Ok(n)
-    }
-    fn write_at(&self, b: &[u8], o: u64) -> std::io::Result<()> { self.inner.write_at(b, o) }
-    fn append(&self, b: &[u8]) -> std::io::Result<u64> { self.inner.append(b) }
-    fn len(&self) -> std::io::Result<u64> { self.inner.len() }
-    fn truncate(&self, l: u64) -> std::io::Result<()> { self.inner.truncate(l) }
-    fn sync(&self) -> std::io::Result<()> {
-        injected(&self.fail_sync)?;
-        self.inner.sync()
     }
 }
 

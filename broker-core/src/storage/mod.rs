@@ -14,6 +14,7 @@
 
 mod file_disk;
 pub mod conformance;
+pub mod hooked;
 
 pub use file_disk::FileDisk;
 

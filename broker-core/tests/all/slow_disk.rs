@@ -5,6 +5,7 @@
 //! node's disk alike (docs/architecture.md, "IO at the edge").
 
 use broker_core::server;
+use broker_core::storage::hooked::Hooked;
 use broker_core::storage::{Disk, FileDisk};
 use broker_core::testing::{flush_every_batch_node, slow_fsync_stops_only_its_partition, SlowSync};
 use std::sync::Arc;
@@ -20,9 +21,9 @@ fn a_slow_fsync_on_one_partition_stops_only_that_partition() {
         let dir = tempfile::tempdir().unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let slow = SlowSync::new(Arc::new(FileDisk::new()), "/a-0/", slow_sync);
+        let slow = Arc::new(SlowSync::new("/a-0/", slow_sync));
         let (armed, started) = (slow.armed.clone(), slow.started.clone());
-        let disk: Arc<dyn Disk> = Arc::new(slow);
+        let disk: Arc<dyn Disk> = Arc::new(Hooked::new(Arc::new(FileDisk::new()), slow));
         let node = tokio::spawn(server::serve(listener, flush_every_batch_node(disk, dir.path(), addr), std::future::pending()));
         let t = slow_fsync_stops_only_its_partition(addr, armed, started).await;
         // Generous margins: this machine may be busy, but nothing here may wait out the fsync.

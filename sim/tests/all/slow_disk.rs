@@ -5,6 +5,7 @@
 //! body on a real disk and real sockets).
 
 use broker_core::server;
+use broker_core::storage::hooked::Hooked;
 use broker_core::storage::Disk;
 use broker_core::testing::{flush_every_batch_node, slow_fsync_stops_only_its_partition, SlowSync};
 use madsim::runtime::{Handle, Runtime};
@@ -23,8 +24,9 @@ fn a_slow_fsync_on_one_partition_stops_only_that_partition() {
         let handle = Handle::current();
         let ip: IpAddr = IpAddr::from([10, 0, 0, 1]);
         let addr = SocketAddr::new(ip, 9092);
-        let slow = Arc::new(SlowSync::new(Arc::new(SimDisk::new(1)), "/a-0/", slow_sync));
+        let slow = Arc::new(SlowSync::new("/a-0/", slow_sync));
         let (armed, started) = (slow.armed.clone(), slow.started.clone());
+        let slow: Arc<dyn Disk> = Arc::new(Hooked::new(Arc::new(SimDisk::new(1)), slow));
         handle
             .create_node()
             .name("broker-0")

@@ -5,7 +5,8 @@ use super::super::batch::{build, validate};
 use super::super::epochs::EpochEntry;
 use super::super::*;
 use super::{disk, read_all, small, truncate_file, value};
-use crate::storage::{Disk, DiskFile, FileDisk};
+use crate::storage::hooked::{Hook, Hooked, Op};
+use crate::storage::{Disk, FileDisk};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
@@ -325,16 +326,10 @@ fn truncation_leaves_no_checkpoint_vouching_for_removed_offsets() {
     assert_eq!(log.epochs().entries(), entries(&[(1, 0), (2, 15)]));
 }
 
-/// A disk that records the namespace and sync operations the log makes, in order.
+/// A disk hook that records the namespace and sync operations the log makes, in order.
 /// It can also fail every file truncation, on demand.
+#[derive(Default)]
 struct Recorder {
-    inner: FileDisk,
-    ops: Arc<Mutex<Vec<String>>>,
-    fail_truncate: Arc<AtomicBool>,
-}
-struct RecordedFile {
-    inner: Box<dyn DiskFile>,
-    name: String,
     ops: Arc<Mutex<Vec<String>>>,
     fail_truncate: Arc<AtomicBool>,
 }
@@ -342,46 +337,33 @@ fn name_of(p: &Path) -> String {
     p.file_name().map_or(String::new(), |n| n.to_string_lossy().into_owned())
 }
 impl Recorder {
-    fn note(&self, op: String) {
-        self.ops.lock().unwrap().push(op);
+    /// The real disk, recorded by `self`.
+    fn disk(self) -> Arc<dyn Disk> {
+        Arc::new(Hooked::new(Arc::new(FileDisk::new()), Arc::new(self)))
     }
 }
-#[rustfmt::skip]
-impl Disk for Recorder {
-    fn open(&self, p: &Path, c: bool) -> std::io::Result<Box<dyn DiskFile>> {
-        let (name, ops, fail_truncate) = (name_of(p), self.ops.clone(), self.fail_truncate.clone());
-        Ok(Box::new(RecordedFile { inner: self.inner.open(p, c)?, name, ops, fail_truncate }))
+impl Hook for Recorder {
+    fn before(&self, op: Op<'_>) -> std::io::Result<()> {
+        let note = match op {
+            Op::Truncate { .. } if self.fail_truncate.load(Ordering::SeqCst) => return Err(std::io::Error::other("EIO")),
+            Op::Truncate { path, len } => format!("truncate {} {len}", name_of(path)),
+            Op::Sync { path } => format!("sync {}", name_of(path)),
+            Op::Rename { to, .. } => format!("rename {}", name_of(to)),
+            Op::Remove { path } => format!("remove {}", name_of(path)),
+            Op::SyncDir { .. } => "sync_dir".into(),
+            Op::SyncAll { .. } => "sync_all".into(),
+            Op::WriteAt { .. } | Op::Append { .. } => return Ok(()),
+        };
+        self.ops.lock().unwrap().push(note);
+        Ok(())
     }
-    fn exists(&self, p: &Path) -> bool { self.inner.exists(p) }
-    fn create_dir_all(&self, d: &Path) -> std::io::Result<()> { self.inner.create_dir_all(d) }
-    fn list(&self, d: &Path) -> std::io::Result<Vec<String>> { self.inner.list(d) }
-    fn rename(&self, a: &Path, b: &Path) -> std::io::Result<()> { self.note(format!("rename {}", name_of(b))); self.inner.rename(a, b) }
-    fn remove(&self, p: &Path) -> std::io::Result<()> { self.note(format!("remove {}", name_of(p))); self.inner.remove(p) }
-    fn remove_dir(&self, d: &Path) -> std::io::Result<()> { self.inner.remove_dir(d) }
-    fn sync_dir(&self, d: &Path) -> std::io::Result<()> { self.note("sync_dir".into()); self.inner.sync_dir(d) }
-    fn sync_all(&self, d: &Path) -> std::io::Result<()> { self.note("sync_all".into()); self.inner.sync_all(d) }
-}
-#[rustfmt::skip]
-impl DiskFile for RecordedFile {
-    fn read_at(&self, b: &mut [u8], o: u64) -> std::io::Result<usize> { self.inner.read_at(b, o) }
-    fn write_at(&self, b: &[u8], o: u64) -> std::io::Result<()> { self.inner.write_at(b, o) }
-    fn append(&self, b: &[u8]) -> std::io::Result<u64> { self.inner.append(b) }
-    fn len(&self) -> std::io::Result<u64> { self.inner.len() }
-    fn truncate(&self, l: u64) -> std::io::Result<()> {
-        if self.fail_truncate.load(Ordering::SeqCst) {
-            return Err(std::io::Error::other("EIO"));
-        }
-        self.ops.lock().unwrap().push(format!("truncate {} {l}", self.name));
-        self.inner.truncate(l)
-    }
-    fn sync(&self) -> std::io::Result<()> { self.ops.lock().unwrap().push(format!("sync {}", self.name)); self.inner.sync() }
 }
 
 #[test]
 fn truncation_removes_newest_first_and_syncs_the_directory_before_the_cut() {
     let tmp = tempfile::tempdir().unwrap();
     let ops = Arc::new(Mutex::new(Vec::new()));
-    let d: Arc<dyn Disk> = Arc::new(Recorder { inner: FileDisk::new(), ops: ops.clone(), fail_truncate: Default::default() });
+    let d = Recorder { ops: ops.clone(), fail_truncate: Default::default() }.disk();
     let (mut log, _) = Log::open(d, tmp.path(), small(), 0).unwrap();
     lead(&mut log, 1, 100);
     let bases = log.segment_bases();
@@ -406,7 +388,7 @@ fn truncation_removes_newest_first_and_syncs_the_directory_before_the_cut() {
 fn a_failed_truncation_takes_the_log_offline_and_reopens_valid() {
     let tmp = tempfile::tempdir().unwrap();
     let fail = Arc::new(AtomicBool::new(false));
-    let d: Arc<dyn Disk> = Arc::new(Recorder { inner: FileDisk::new(), ops: Default::default(), fail_truncate: fail.clone() });
+    let d = Recorder { ops: Default::default(), fail_truncate: fail.clone() }.disk();
     let (mut log, _) = Log::open(d, tmp.path(), small(), 0).unwrap();
     let sent = lead(&mut log, 1, 100);
     let bases = log.segment_bases();
