@@ -116,6 +116,11 @@ pub enum PlantedBug {
     /// synced. A disk that commits every directory's entries at any directory fsync (ext4's one
     /// journal, SimDisk before issue 26) hides it; per-directory durability shows it.
     LogSyncsParentDir,
+    /// acks=all answered once the high watermark reaches the batch's last offset rather than
+    /// passes it (`hw >= last` for `hw > last`). The mark sits on batch boundaries, so only a
+    /// one-record batch is hit: it is acknowledged while no follower has it, and a leader
+    /// failure then loses it (`scenarios/fast/one-record-batches.toml`).
+    AcksAllAtLastOffset,
 }
 
 impl PlantedBug {
@@ -151,6 +156,7 @@ impl PlantedBug {
         PlantedBug::ElrKeepsUncleanReplica,
         PlantedBug::FlushSkipsBatches,
         PlantedBug::LogSyncsParentDir,
+        PlantedBug::AcksAllAtLastOffset,
     ];
 
     /// The bug named `name` (its variant name, as traces record it).

@@ -135,7 +135,11 @@ impl Broker {
         // batch may or may not survive, and an idempotent retry is deduplicated.
         let planted = self.config.planted(PlantedBug::DelayedProduceFenced);
         let part = self.led(name, p, produced.leader_epoch).map_err(|e| if planted { e } else { Error::NotLeaderOrFollower })?;
-        if part.high_watermark() <= produced.last_offset {
+        // The mark must pass the batch's last offset: it sits on a batch boundary (followers
+        // fetch whole batches), so a mark equal to the last offset is the batch's own base
+        // when it holds one record, which no follower has yet (the planted off-by-one).
+        let must_pass = if self.config.planted(PlantedBug::AcksAllAtLastOffset) { produced.last_offset - 1 } else { produced.last_offset };
+        if part.high_watermark() <= must_pass {
             return Ok(false);
         }
         let (isr, min) = (part.replication.isr.len() as i32, part.min_insync);

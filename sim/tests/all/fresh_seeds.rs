@@ -43,6 +43,11 @@ const cheap_half: &[(PlantedBug, &str, &str, u64)] = &[
     // fsync committed every name (none in 300 seeds of four scenarios); SimDisk's per-directory
     // durability shows it on the first fresh seed here.
     (PlantedBug::LogSyncsParentDir, "scenarios/fast/random-faults.toml", "acknowledged_durable", 20),
+    // acks=all answered when the mark reaches a batch's last offset: only a one-record batch
+    // differs (the mark sits on batch boundaries). None of 300 seeds of `replicated`,
+    // `replicated-fsync`, `replicated-elr` or `idempotent-in-flight`; one-record batches with
+    // faults at leaders: 11 of 100, the 7th fresh seed.
+    (PlantedBug::AcksAllAtLastOffset, "scenarios/fast/one-record-batches.toml", "acknowledged_durable", 40),
 ];
 
 /// A scenario file under the repository, or a durability-matrix row by its scenario name.
