@@ -121,6 +121,13 @@ pub enum PlantedBug {
     /// one-record batch is hit: it is acknowledged while no follower has it, and a leader
     /// failure then loses it (`scenarios/fast/one-record-batches.toml`).
     AcksAllAtLastOffset,
+    /// The producer state recognises a retry only of each producer's last batch (a window of
+    /// one for Kafka's five) and refuses any other sequence but the next, as Kafka refuses a
+    /// sequence older than its window: a retry of an older batch in flight, appended before
+    /// its answer was lost, is answered OUT_OF_ORDER_SEQUENCE_NUMBER, so the producer is told
+    /// "refused" about a batch in the log (set when the node is built:
+    /// `BrokerConfig::producer_window`; `refused_retry` on `idempotent-in-flight`).
+    ProducerWindowOfOne,
 }
 
 impl PlantedBug {
@@ -157,6 +164,7 @@ impl PlantedBug {
         PlantedBug::FlushSkipsBatches,
         PlantedBug::LogSyncsParentDir,
         PlantedBug::AcksAllAtLastOffset,
+        PlantedBug::ProducerWindowOfOne,
     ];
 
     /// The bug named `name` (its variant name, as traces record it).

@@ -158,7 +158,8 @@ fn record_batch(rec: &Rec, name: &str, topic: &str, partition: i32, first: u64, 
         };
         let value = record_identity(x.value.as_deref(), x.headers.iter().map(|(k, v)| (k.as_str(), v.as_deref())));
         let (key, tombstone) = (x.key.map(|k| k.to_vec()), x.value.is_none());
-        r.history.writes.push(Write { process: name.to_string(), topic: topic.to_string(), partition, value, key, tombstone, acks, idempotent, invoke_ms, complete_ms, outcome });
+        let retry_refused = result.as_ref().is_err_and(ClientError::sequence_refused);
+        r.history.writes.push(Write { process: name.to_string(), topic: topic.to_string(), partition, value, key, tombstone, acks, idempotent, invoke_ms, complete_ms, outcome, retry_refused });
     }
 }
 

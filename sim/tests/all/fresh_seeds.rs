@@ -48,6 +48,12 @@ const cheap_half: &[(PlantedBug, &str, &str, u64)] = &[
     // `replicated-fsync`, `replicated-elr` or `idempotent-in-flight`; one-record batches with
     // faults at leaders: 11 of 100, the 7th fresh seed.
     (PlantedBug::AcksAllAtLastOffset, "scenarios/fast/one-record-batches.toml", "acknowledged_durable", 40),
+    // Idempotent retries older than the producer-state window: appended again (`duplicate`),
+    // or refused though in the log (`refused_retry`: no checker judged a refused retry before
+    // it). Five batches in flight whose answers faults lose: each on the first fresh seed
+    // (the refusal on 31 of 50).
+    (PlantedBug::DuplicateCheckLastBatchOnly, "scenarios/fast/idempotent-in-flight.toml", "duplicate", 10),
+    (PlantedBug::ProducerWindowOfOne, "scenarios/fast/idempotent-in-flight.toml", "refused_retry", 10),
 ];
 
 /// A scenario file under the repository, or a durability-matrix row by its scenario name.
