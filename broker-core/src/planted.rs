@@ -131,6 +131,18 @@ pub enum PlantedBug {
     /// offsets all the same: the member is told "not committed" about an offset the group now
     /// holds, and the partition's next owner starts there (`scenarios/groups/commit-lag.toml`).
     StaleCommitWrittenAnyway,
+    /// acks=all answered once the high watermark reaches the batch's last offset rather than
+    /// passes it (`hw >= last` for `hw > last`). The mark sits on batch boundaries, so only a
+    /// one-record batch is hit: it is acknowledged while no follower has it, and a leader
+    /// failure then loses it (`scenarios/fast/one-record-batches.toml`).
+    AcksAllAtLastOffset,
+    /// The producer state recognises a retry only of each producer's last batch (a window of
+    /// one for Kafka's five) and refuses any other sequence but the next, as Kafka refuses a
+    /// sequence older than its window: a retry of an older batch in flight, appended before
+    /// its answer was lost, is answered OUT_OF_ORDER_SEQUENCE_NUMBER, so the producer is told
+    /// "refused" about a batch in the log (set when the node is built:
+    /// `BrokerConfig::producer_window`; `refused_retry` on `idempotent-in-flight`).
+    ProducerWindowOfOne,
 }
 
 impl PlantedBug {
@@ -169,6 +181,8 @@ impl PlantedBug {
         PlantedBug::ElrWithoutStrictMinIsr,
         PlantedBug::CommitAcceptsOlderGeneration,
         PlantedBug::StaleCommitWrittenAnyway,
+        PlantedBug::AcksAllAtLastOffset,
+        PlantedBug::ProducerWindowOfOne,
     ];
 
     /// The bug named `name` (its variant name, as traces record it).

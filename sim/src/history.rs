@@ -54,6 +54,10 @@ pub struct Write {
     pub invoke_ms: u64,
     pub complete_ms: u64,
     pub outcome: Outcome,
+    /// The batch's last answer refused a retry for its sequence number after an attempt that
+    /// may have been appended (`ClientError::sequence_refused`): its outcome is unknown, and
+    /// `refused_retry` judges whether the broker held it.
+    pub retry_refused: bool,
 }
 
 /// An acks setting as Kafka's configs spell it: `0`, `1` or `all` (the wire's -1).

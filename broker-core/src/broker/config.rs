@@ -137,6 +137,19 @@ impl BrokerConfig {
         (self.eligible_leader_replicas && !self.planted(PlantedBug::ElrWithoutStrictMinIsr)).then_some(min_insync)
     }
 
+    /// Which remembered batches of a producer a retry is recognised among: Kafka's five, but
+    /// where a planted bug shrinks the window (never in the real build).
+    pub fn producer_window(&self) -> super::producer::Window {
+        use super::producer::Window;
+        if self.planted(PlantedBug::DuplicateCheckLastBatchOnly) {
+            Window::LastOnly
+        } else if self.planted(PlantedBug::ProducerWindowOfOne) {
+            Window::OneRefusing
+        } else {
+            Window::Remembered
+        }
+    }
+
     /// The planted bug as a value the other decision structs (the controller's config) hold.
     #[inline]
     pub fn planted_set(&self) -> Planted {

@@ -47,7 +47,7 @@ impl Broker {
         }
         // One lookup for the whole append: at thousands of partitions each produce finds its
         // partition's state cold in the caches, and every further lookup walks the map again.
-        let planted_window = self.config.planted(PlantedBug::DuplicateCheckLastBatchOnly);
+        let window = self.config.producer_window();
         let defer = self.config.planted(PlantedBug::AckBeforeAppend);
         let me = self.config.node_id;
         let Some((topic, part)) = self.partitions.get_mut_named(name, p) else { return Err(self.missing(name, p)) };
@@ -70,7 +70,7 @@ impl Broker {
             return Err(Error::Batch(crate::log::BatchError::BadRecords("a compacted topic accepts only records with a key")));
         }
         let epoch = part.replication.leader_epoch;
-        let verdict = if planted_window { part.producers.check_last_batch_only(&h)? } else { part.producers.check(&h)? };
+        let verdict = part.producers.check_in(&h, window)?;
         if let Verdict::Duplicate(seen) = verdict {
             let start = part.log_start_offset();
             return Ok(Produced { base_offset: seen.base_offset, last_offset: seen.last_offset, log_start_offset: start, leader_epoch: epoch, log_append_time: -1, duplicate: true });
@@ -135,7 +135,11 @@ impl Broker {
         // batch may or may not survive, and an idempotent retry is deduplicated.
         let planted = self.config.planted(PlantedBug::DelayedProduceFenced);
         let part = self.led(name, p, produced.leader_epoch).map_err(|e| if planted { e } else { Error::NotLeaderOrFollower })?;
-        if part.high_watermark() <= produced.last_offset {
+        // The mark must pass the batch's last offset: it sits on a batch boundary (followers
+        // fetch whole batches), so a mark equal to the last offset is the batch's own base
+        // when it holds one record, which no follower has yet (the planted off-by-one).
+        let must_pass = if self.config.planted(PlantedBug::AcksAllAtLastOffset) { produced.last_offset - 1 } else { produced.last_offset };
+        if part.high_watermark() <= must_pass {
             return Ok(false);
         }
         let (isr, min) = (part.replication.isr.len() as i32, part.min_insync);

@@ -57,13 +57,21 @@ fn last_seq(h: &BatchHeader) -> i32 {
     if s > i32::MAX as i64 { (s - i32::MAX as i64 - 1) as i32 } else { s as i32 }
 }
 
-/// Which remembered batches a retry is recognised among.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Window {
-    /// All of them (the last [`batches_remembered`]).
+/// Which remembered batches a retry is recognised among, and which sequences are refused.
+/// Only [`Window::Remembered`] is Kafka's; the others are planted bugs, chosen once for the
+/// node (`BrokerConfig::producer_window`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Window {
+    /// All of them (the last [`batches_remembered`]); anything but the next sequence is refused.
+    #[default]
     Remembered,
-    /// The last one only: the planted bug.
+    /// The last one only, refusing only sequences ahead of the next: a retry of an older
+    /// batch is appended again (`PlantedBug::DuplicateCheckLastBatchOnly`).
     LastOnly,
+    /// The last one only, refusing anything but the next sequence, as Kafka refuses a
+    /// sequence older than its window: a retry of an older batch in flight is answered
+    /// OUT_OF_ORDER_SEQUENCE_NUMBER though it is in the log (`PlantedBug::ProducerWindowOfOne`).
+    OneRefusing,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -74,18 +82,12 @@ pub struct ProducerStates {
 impl ProducerStates {
     /// Decides whether `h` (as sent, before offsets are assigned) may be appended.
     pub fn check(&self, h: &BatchHeader) -> Result<Verdict, SequenceError> {
-        self.check_against(h, Window::Remembered)
+        self.check_in(h, Window::Remembered)
     }
 
-    /// The planted bug `DuplicateCheckLastBatchOnly`, kept so the simulator can plant it:
-    /// [`ProducerStates::check`] against the last batch only, refusing only a sequence ahead
-    /// of the next expected one, so a retry of an older remembered batch is appended again.
-    #[doc(hidden)]
-    pub fn check_last_batch_only(&self, h: &BatchHeader) -> Result<Verdict, SequenceError> {
-        self.check_against(h, Window::LastOnly)
-    }
-
-    fn check_against(&self, h: &BatchHeader, window: Window) -> Result<Verdict, SequenceError> {
+    /// [`ProducerStates::check`] within `window`: anything but [`Window::Remembered`] is a
+    /// planted bug, kept so the simulator can plant it.
+    pub fn check_in(&self, h: &BatchHeader, window: Window) -> Result<Verdict, SequenceError> {
         if h.producer_id < 0 || h.base_sequence < 0 {
             return Ok(Verdict::Append);
         }
@@ -105,14 +107,14 @@ impl ProducerStates {
         let last = last_seq(h);
         let remembered = match window {
             Window::Remembered => p.batches.len(),
-            Window::LastOnly => 1,
+            Window::LastOnly | Window::OneRefusing => 1,
         };
         if let Some(seen) = p.batches.iter().rev().take(remembered).find(|b| b.first_seq == h.base_sequence && b.last_seq == last) {
             return Ok(Verdict::Duplicate(*seen));
         }
         let expected = p.batches.back().map_or(0, |b| next_seq(b.last_seq));
         let refused = match window {
-            Window::Remembered => h.base_sequence != expected,
+            Window::Remembered | Window::OneRefusing => h.base_sequence != expected,
             Window::LastOnly => h.base_sequence > expected,
         };
         if refused {
@@ -218,9 +220,12 @@ mod tests {
         // Three batches in flight were appended, their answers lost; the producer resends all.
         let first = SeenBatch { first_seq: 0, last_seq: 1, base_offset: 0, last_offset: 1 };
         assert_eq!(s.check(&h(1, 0, 0, 2, -1)), Ok(Verdict::Duplicate(first)));
-        assert!(matches!(s.check_last_batch_only(&h(1, 0, 4, 2, -1)), Ok(Verdict::Duplicate(_))), "the last batch: the same");
-        assert_eq!(s.check_last_batch_only(&h(1, 0, 0, 2, -1)), Ok(Verdict::Append), "the planted bug appends it again");
-        assert_eq!(s.check_last_batch_only(&h(1, 0, 9, 1, -1)), Err(SequenceError::OutOfOrder { got: 9, expected: 6 }));
+        assert!(matches!(s.check_in(&h(1, 0, 4, 2, -1), Window::LastOnly), Ok(Verdict::Duplicate(_))), "the last batch: the same");
+        assert_eq!(s.check_in(&h(1, 0, 0, 2, -1), Window::LastOnly), Ok(Verdict::Append), "the planted bug appends it again");
+        assert_eq!(s.check_in(&h(1, 0, 9, 1, -1), Window::LastOnly), Err(SequenceError::OutOfOrder { got: 9, expected: 6 }));
+        // A window of one refusing as Kafka does: the older retry is refused, the last is not.
+        assert!(matches!(s.check_in(&h(1, 0, 4, 2, -1), Window::OneRefusing), Ok(Verdict::Duplicate(_))));
+        assert_eq!(s.check_in(&h(1, 0, 0, 2, -1), Window::OneRefusing), Err(SequenceError::OutOfOrder { got: 0, expected: 6 }));
     }
 
     #[test]

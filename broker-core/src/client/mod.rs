@@ -44,9 +44,15 @@ pub enum ClientError {
     /// The response did not decode, or did not answer what was asked.
     #[error("protocol: {0}")]
     Protocol(String),
-    /// Retries ended in a definite error, but an earlier attempt may have been appended.
+    /// The batch failed with another's failure (an earlier batch of its partition), but an
+    /// attempt of its own may have been appended; the outcome is unknown.
     #[error("outcome unknown: {0}")]
     Ambiguous(String),
+    /// Retries ended in this definite error, but an earlier attempt may have been appended, so
+    /// the outcome is unknown. Kept whole: a refusal of a retry's sequence number is the broker
+    /// saying it cannot place a batch it may hold ([`ClientError::sequence_refused`]).
+    #[error("outcome unknown: an earlier attempt may have been appended; last error: {0}")]
+    RefusedRetry(Box<ClientError>),
 }
 
 impl ClientError {
@@ -60,13 +66,22 @@ impl ClientError {
         // NOT_COORDINATOR and COORDINATOR_NOT_AVAILABLE: what a group coordinator answers an
         // OffsetCommit whose write failed in one of those ways (Kafka's translation,
         // docs/groups.md), so the commit may survive the coordinator's move all the same.
-        matches!(self, ClientError::Io { .. } | ClientError::Timeout(_) | ClientError::Ambiguous(_) | ClientError::Kafka { code: Code::NotLeaderOrFollower | Code::RequestTimedOut | Code::NotEnoughReplicasAfterAppend | Code::KafkaStorageError | Code::NotCoordinator | Code::CoordinatorNotAvailable, .. })
+        matches!(self, ClientError::Io { .. } | ClientError::Timeout(_) | ClientError::Ambiguous(_) | ClientError::RefusedRetry(_) | ClientError::Kafka { code: Code::NotLeaderOrFollower | Code::RequestTimedOut | Code::NotEnoughReplicasAfterAppend | Code::KafkaStorageError | Code::NotCoordinator | Code::CoordinatorNotAvailable, .. })
     }
 
     /// Codes after which the producer's id/epoch/sequence state is no good with this broker:
     /// OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH, UNKNOWN_PRODUCER_ID.
     pub fn producer_state_lost(&self) -> bool {
         matches!(self, ClientError::Kafka { code: Code::OutOfOrderSequenceNumber | Code::InvalidProducerEpoch | Code::UnknownProducerId, .. })
+    }
+
+    /// A retry refused for its sequence number (OUT_OF_ORDER_SEQUENCE_NUMBER, or
+    /// DUPLICATE_SEQUENCE_NUMBER as brokers before 2.0 answered) after an attempt that may have
+    /// been appended. With at most five batches in flight a retry repeats one of the
+    /// producer's last five batches of its partition, which the broker remembers (Kafka's
+    /// ProducerStateManager): if that attempt was appended, the answer must be its offsets.
+    pub fn sequence_refused(&self) -> bool {
+        matches!(self, ClientError::RefusedRetry(last) if matches!(**last, ClientError::Kafka { code: Code::OutOfOrderSequenceNumber | Code::DuplicateSequenceNumber, .. }))
     }
 
     /// Kafka codes worth retrying: the leader moved or is not ready, or a transient storage or
@@ -85,7 +100,7 @@ impl ClientError {
                     | Code::NotEnoughReplicasAfterAppend
                     | Code::KafkaStorageError
             ),
-            ClientError::Protocol(_) | ClientError::Ambiguous(_) => false,
+            ClientError::Protocol(_) | ClientError::Ambiguous(_) | ClientError::RefusedRetry(_) => false,
         }
     }
 }

@@ -220,7 +220,7 @@ impl Producer {
             self.producer = None;
         }
         if maybe_appended && !e.outcome_unknown() {
-            return ClientError::Ambiguous(format!("an earlier attempt may have been appended; last error: {e}"));
+            return ClientError::RefusedRetry(Box::new(e));
         }
         e
     }

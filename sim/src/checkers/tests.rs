@@ -16,6 +16,7 @@ fn w(value: &str, offset: i64) -> Write {
         invoke_ms: 1,
         complete_ms: 2,
         outcome: Outcome::Ok(offset),
+        retry_refused: false,
     }
 }
 
@@ -103,6 +104,18 @@ fn the_gaps_the_older_checkers_left_are_caught_by_the_new_ones() {
     h.final_read.get_mut(&("t".into(), 0)).unwrap().push((3, "d".into()));
     h.reads.push(r("d", 3, 0));
     assert_eq!(fired(&h), vec!["definite_failure"]);
+
+    // A retry refused for its sequence number, its batch in the log: the client rightly calls
+    // the outcome unknown, so only refused_retry judges it. Not in the log, it is no lie.
+    let mut h = clean();
+    let refused = || Write { outcome: Outcome::Unknown("last error: broker error 45".into()), retry_refused: true, ..w("d", -1) };
+    h.writes.push(refused());
+    h.final_read.get_mut(&("t".into(), 0)).unwrap().push((3, "d".into()));
+    h.reads.push(r("d", 3, 0));
+    assert_eq!(fired(&h), vec!["refused_retry"]);
+    let mut h = clean();
+    h.writes.push(refused());
+    assert_eq!(fired(&h), Vec::<&str>::new());
 
     // A value read below the reported high watermark that the final log lacks, its offset
     // never refilled (so no other read or final record disagrees at that offset): only

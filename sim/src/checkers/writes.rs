@@ -1,5 +1,6 @@
 //! Properties of writes: acknowledged ones are durable in the final log and visible to
-//! consumers that read past them; definitely refused ones are nowhere.
+//! consumers that read past them; definitely refused ones are nowhere; a retry the log holds
+//! was not refused.
 
 use super::keyed::Keys;
 use crate::history::{acks_name, History, Outcome, Violation, Write};
@@ -80,12 +81,7 @@ pub fn lost_write(h: &History, out: &mut Vec<Violation>) {
 /// idempotent producer reuses nothing of it), so a refused write that lands anyway is a
 /// record its producer believes absent.
 pub fn definite_failure(h: &History, out: &mut Vec<Violation>) {
-    let mut offset_of: BTreeMap<(&str, i32, &[u8]), i64> = BTreeMap::new();
-    for ((topic, partition), log) in &h.final_read {
-        for (offset, value) in log {
-            offset_of.insert((topic, *partition, value), *offset);
-        }
-    }
+    let offset_of = final_offsets(h);
     for w in &h.writes {
         let Outcome::Fail(why) = &w.outcome else { continue };
         if let Some(offset) = offset_of.get(&(w.topic.as_str(), w.partition, w.value.as_slice())) {
@@ -100,5 +96,49 @@ pub fn definite_failure(h: &History, out: &mut Vec<Violation>) {
                 acks: Some(w.acks),
             });
         }
+    }
+}
+
+/// refused-retry: an idempotent producer's retry is not refused for its sequence number when an
+/// earlier attempt of it is in the log. The producer keeps at most five batches in flight
+/// (`client::producer::in_flight_max`), so a retry repeats one of its last five batches of the
+/// partition, and Kafka's producer state remembers exactly those (`batches_remembered`): the
+/// broker holding the batch answers the retry with its offsets. A refusal
+/// (OUT_OF_ORDER_SEQUENCE_NUMBER) is the broker forgetting a batch it holds — the producer is
+/// told its batch failed, and its next batch restarts under a new producer id. The write's
+/// outcome is unknown to its client, so `definite_failure` cannot see it; the final log can.
+pub fn refused_retry(h: &History, out: &mut Vec<Violation>) {
+    let offset_of = final_offsets(h);
+    for w in h.writes.iter().filter(|w| w.idempotent && w.retry_refused) {
+        if let Some(offset) = offset_of.get(&(w.topic.as_str(), w.partition, w.value.as_slice())) {
+            out.push(Violation {
+                checker: "refused_retry",
+                topic: w.topic.clone(),
+                partition: w.partition,
+                offsets: vec![*offset],
+                at_ms: w.complete_ms,
+                detail: format!("write {:?} by {} is in the final log at offset {offset}, but the retry of its batch was refused for its sequence number ({})", String::from_utf8_lossy(&w.value), w.process, outcome_text(&w.outcome)),
+                loss: false,
+                acks: Some(w.acks),
+            });
+        }
+    }
+}
+
+/// Where each value of the final read is, by partition.
+fn final_offsets(h: &History) -> BTreeMap<(&str, i32, &[u8]), i64> {
+    let mut offset_of = BTreeMap::new();
+    for ((topic, partition), log) in &h.final_read {
+        for (offset, value) in log {
+            offset_of.insert((topic.as_str(), *partition, value.as_slice()), *offset);
+        }
+    }
+    offset_of
+}
+
+fn outcome_text(o: &Outcome) -> &str {
+    match o {
+        Outcome::Ok(_) => "acknowledged",
+        Outcome::Fail(why) | Outcome::Unknown(why) => why,
     }
 }

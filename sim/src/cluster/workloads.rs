@@ -24,8 +24,6 @@ use std::time::Duration;
 /// workload anyway (it then fails, and the checkers say so).
 const topics_deadline_ms: u64 = 10_000;
 
-/// Most records in one batch: a producer that fell behind catches up in bounded steps.
-const batch_records_max: u64 = 500;
 /// Most value bytes in one batch, so that a batch of large records stays under the broker's
 /// `message.max.bytes` (1,048,588); a batch always carries at least one record.
 const batch_value_bytes_max: u64 = 1_000_000;
@@ -102,7 +100,7 @@ async fn admin_main(controller: SocketAddr, brokers: usize, topics: Vec<TopicToC
 async fn producer_main(name: String, brokers: Vec<SocketAddr>, topic: String, partitions: i32, spec: ProducerSpec, rec: Rec) {
     let (acks, idempotent, rate, bytes) = (Scenario::acks(&spec), spec.idempotent(), spec.rate.max(1), spec.record_bytes);
     let partitions = partitions.max(1);
-    let batch_records = batch_records_max.min((batch_value_bytes_max / bytes.max(1) as u64).max(1));
+    let batch_records = spec.batch_records.min((batch_value_bytes_max / bytes.max(1) as u64).max(1));
     let in_flight = (spec.in_flight.max(1) as u64).min(in_flight_max as u64);
     let config = ProducerConfig { client_id: name.clone(), acks, idempotent, retries: spec.retries, retry_backoff: Duration::from_millis(50), request_timeout: Duration::from_millis(request_timeout_ms) };
     let mut producer = Producer::with_bootstrap(brokers, config);
@@ -160,7 +158,8 @@ fn record_batch(rec: &Rec, name: &str, topic: &str, partition: i32, first: u64, 
         };
         let value = record_identity(x.value.as_deref(), x.headers.iter().map(|(k, v)| (k.as_str(), v.as_deref())));
         let (key, tombstone) = (x.key.map(|k| k.to_vec()), x.value.is_none());
-        r.history.writes.push(Write { process: name.to_string(), topic: topic.to_string(), partition, value, key, tombstone, acks, idempotent, invoke_ms, complete_ms, outcome });
+        let retry_refused = result.as_ref().is_err_and(ClientError::sequence_refused);
+        r.history.writes.push(Write { process: name.to_string(), topic: topic.to_string(), partition, value, key, tombstone, acks, idempotent, invoke_ms, complete_ms, outcome, retry_refused });
     }
 }
 

@@ -37,6 +37,9 @@ pub const clients_max: usize = 200;
 /// (1,048,588) with its key and batch overhead, or every write is refused: 1 MB (decimal)
 /// leaves room for both.
 pub const record_bytes_max: usize = 1_000_000;
+/// Most records in one batch (`producers.batch_records`): a producer that fell behind catches
+/// up in bounded steps.
+pub const batch_records_max: u64 = 500;
 /// Slowest disk operation `broker.disk_latency_us` may ask for, µs: a second per operation
 /// already starves every client timeout.
 pub const disk_latency_us_max: u64 = 1_000_000;

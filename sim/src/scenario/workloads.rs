@@ -2,7 +2,7 @@
 //! and consumers (which topic, how long a fetch may wait), each on its own client node.
 //! Declarations and their validation only; the harness's `cluster::workloads` runs them.
 
-use super::{clients_max, max_wait_ms_max, record_bytes_max, Scenario};
+use super::{batch_records_max, clients_max, max_wait_ms_max, record_bytes_max, Scenario};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -45,6 +45,21 @@ pub struct ProducerSpec {
     /// away.
     #[serde(default = "retries_default", skip_serializing_if = "is_retries_default")]
     pub retries: u32,
+    /// Most records in one batch, 1..=`batch_records_max` (Kafka's `batch.size`, counted in
+    /// records; default the maximum). 1 is `batch.size` of one record with `linger.ms` 0:
+    /// every record is a batch of its own, so the high watermark an acks=all answer waits for
+    /// sits on the boundary of a one-record batch, where `hw > last_offset` and
+    /// `hw >= last_offset` differ.
+    #[serde(default = "batch_records_default", skip_serializing_if = "is_batch_records_default")]
+    pub batch_records: u64,
+}
+
+fn batch_records_default() -> u64 {
+    batch_records_max
+}
+
+fn is_batch_records_default(n: &u64) -> bool {
+    *n == batch_records_default()
 }
 
 /// The most retries a producer may ask for (each waits its backoff: more only slows a run).
@@ -189,6 +204,9 @@ impl Scenario {
             }
             if !(1..=in_flight_max).contains(&p.in_flight) || (p.in_flight > 1 && !p.idempotent()) {
                 return Err(format!("scenario: producers.in_flight {} must be 1..={in_flight_max}, and above 1 needs an idempotent producer (acks = \"all\")", p.in_flight));
+            }
+            if !(1..=batch_records_max).contains(&p.batch_records) {
+                return Err(format!("scenario: producers.batch_records {} must be 1..={batch_records_max}", p.batch_records));
             }
             if p.tombstone_per_mille > 1000 || (p.tombstone_per_mille > 0 && p.keys == 0) {
                 return Err(format!("scenario: producers.tombstone_per_mille {} must be 0..=1000, and needs keys", p.tombstone_per_mille));

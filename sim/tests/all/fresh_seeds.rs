@@ -55,6 +55,17 @@ const cheap_half: &[(PlantedBug, &str, &str, u64)] = &[
     (PlantedBug::CommitAcceptsOlderGeneration, "scenarios/groups/commit-lag.toml", "group_commits", 10),
     (PlantedBug::StaleCommitWrittenAnyway, "scenarios/groups/commit-lag.toml", "group_delivery", 10),
     (PlantedBug::CommitIgnoresGeneration, "scenarios/groups/churn.toml", "group_commits", 5),
+    // acks=all answered when the mark reaches a batch's last offset: only a one-record batch
+    // differs (the mark sits on batch boundaries). None of 300 seeds of `replicated`,
+    // `replicated-fsync`, `replicated-elr` or `idempotent-in-flight`; one-record batches with
+    // faults at leaders: 11 of 100, the 7th fresh seed.
+    (PlantedBug::AcksAllAtLastOffset, "scenarios/fast/one-record-batches.toml", "acknowledged_durable", 40),
+    // Idempotent retries older than the producer-state window: appended again (`duplicate`),
+    // or refused though in the log (`refused_retry`: no checker judged a refused retry before
+    // it). Five batches in flight whose answers faults lose: each on the first fresh seed
+    // (the refusal on 31 of 50).
+    (PlantedBug::DuplicateCheckLastBatchOnly, "scenarios/fast/idempotent-in-flight.toml", "duplicate", 10),
+    (PlantedBug::ProducerWindowOfOne, "scenarios/fast/idempotent-in-flight.toml", "refused_retry", 10),
 ];
 
 /// A scenario file under the repository, or a durability-matrix row by its scenario name.

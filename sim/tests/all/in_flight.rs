@@ -1,5 +1,6 @@
 //! Several batches in flight (`cargo simtest` only): the `idempotent-in-flight` scenario
-//! exercises the broker's five-batch idempotence window, and planted bugs that only show there
+//! exercises the broker's five-batch idempotence window (a retry of any of the five is answered
+//! with its offsets, never appended again or refused), and planted bugs that only show there
 //! (or only at the final open of a replica's log) are caught by their checker on a seed that
 //! passes without them.
 
@@ -44,6 +45,19 @@ fn a_duplicate_check_against_the_last_batch_only_is_caught_only_with_several_in_
     one.producers[0].in_flight = 1;
     let r = run(&one, &path, seed, Some(PlantedBug::DuplicateCheckLastBatchOnly));
     assert!(r.passed(), "seed {seed} with one batch in flight: {:?}", r.violations.first());
+}
+
+#[test]
+fn a_retry_refused_though_its_batch_is_in_the_log_is_caught_by_refused_retry_alone() {
+    // A window of one refusing older sequences, as Kafka refuses one older than its window:
+    // the producer gets OUT_OF_ORDER_SEQUENCE_NUMBER for a batch it had appended, and rightly
+    // calls the outcome unknown, so no checker of writes, reads or the final log can object.
+    let (path, s) = scenario("idempotent-in-flight");
+    let seed = caught(&s, &path, PlantedBug::ProducerWindowOfOne, "refused_retry");
+    let r = run(&s, &path, seed, Some(PlantedBug::ProducerWindowOfOne));
+    let others: Vec<_> = r.violations.iter().filter(|v| v.checker != "refused_retry").collect();
+    assert!(others.is_empty(), "seed {seed}: {:?}", others.first());
+    assert!(r.history.writes.iter().any(|w| w.retry_refused && matches!(w.outcome, sim::history::Outcome::Unknown(_))), "a refused retry is an unknown outcome");
 }
 
 #[test]
