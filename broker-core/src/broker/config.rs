@@ -150,6 +150,16 @@ impl BrokerConfig {
         }
     }
 
+    /// The leader's produce, fetch and ISR-answer rules (`broker::rules`): Kafka's, or the
+    /// planted bug's where it is one of theirs.
+    pub fn rules(&self) -> &'static dyn super::rules::Rules {
+        #[cfg(madsim)]
+        if let Some(rules) = self.planted_bug.and_then(super::rules::planted::of) {
+            return rules;
+        }
+        &super::rules::Kafka
+    }
+
     /// The planted bug as a value the other decision structs (the controller's config) hold.
     #[inline]
     pub fn planted_set(&self) -> Planted {

@@ -3,7 +3,7 @@
 
 use super::partition::{Fetched, Fetcher, IsrAnswer, Produced};
 use super::producer::Verdict;
-use super::{Action, Broker, Error, PlantedBug};
+use super::{Action, Broker, Error};
 use crate::kafka::list_offsets;
 use crate::log::batch::{self, BatchHeader};
 use crate::log::Records;
@@ -48,7 +48,7 @@ impl Broker {
         // One lookup for the whole append: at thousands of partitions each produce finds its
         // partition's state cold in the caches, and every further lookup walks the map again.
         let window = self.config.producer_window();
-        let defer = self.config.planted(PlantedBug::AckBeforeAppend);
+        let rules = self.config.rules();
         let me = self.config.node_id;
         let Some((topic, part)) = self.partitions.get_mut_named(name, p) else { return Err(self.missing(name, p)) };
         part.check_lead(-1)?;
@@ -76,7 +76,7 @@ impl Broker {
             return Ok(Produced { base_offset: seen.base_offset, last_offset: seen.last_offset, log_start_offset: start, leader_epoch: epoch, log_append_time: -1, duplicate: true });
         }
         let mut bytes = records.bytes.to_vec();
-        if defer {
+        if rules.appends_after_ack() {
             return self.defer(name, p, h, bytes);
         }
         let appended = part.log.append(&mut bytes, epoch, now);
@@ -100,13 +100,11 @@ impl Broker {
         let start = part.log_start_offset();
         // Kafka answers the stamped time when the topic uses LogAppendTime, else -1.
         let log_append_time = if part.log.config().log_append_time { info.max_timestamp } else { -1 };
-        if self.config.planted(PlantedBug::FailAfterAppend) && info.base_offset % 7 == 3 {
-            return Err(Error::InvalidRequiredAcks(acks));
-        }
+        rules.after_append(info.base_offset, acks)?;
         Ok(Produced { base_offset: info.base_offset, last_offset: info.last_offset, log_start_offset: start, leader_epoch: epoch, log_append_time, duplicate: false })
     }
 
-    /// The planted bug: acknowledge now, append at the next tick.
+    /// The planted `AckBeforeAppend`'s produce: acknowledge now, append at the next tick.
     fn defer(&mut self, name: &str, p: i32, h: BatchHeader, bytes: Vec<u8>) -> Result<Produced, Error> {
         let pending: i64 = self.deferred.iter().filter(|(t, q, _)| t == name && *q == p).filter_map(|(_, _, b)| batch::read_header(b).ok()).map(|h| h.records_count as i64).sum();
         let part = self.local_mut(name, p)?;
@@ -128,18 +126,12 @@ impl Broker {
     /// while waiting, an error when the leadership it was appended under ended, or the ISR
     /// shrank below min.insync.replicas by the time it was replicated.
     pub fn replicated(&self, name: &str, p: i32, produced: &Produced) -> Result<bool, Error> {
-        if self.config.planted(PlantedBug::AckBeforeAppend) || self.config.planted(PlantedBug::AcksAllWithoutIsr) {
-            return Ok(true); // the planted bugs acknowledge without the ISR
+        let rules = self.config.rules();
+        if rules.acks_all_skips_isr() {
+            return Ok(true);
         }
-        // Kafka's answer when the leadership a delayed produce was appended under ends; the
-        // batch may or may not survive, and an idempotent retry is deduplicated.
-        let planted = self.config.planted(PlantedBug::DelayedProduceFenced);
-        let part = self.led(name, p, produced.leader_epoch).map_err(|e| if planted { e } else { Error::NotLeaderOrFollower })?;
-        // The mark must pass the batch's last offset: it sits on a batch boundary (followers
-        // fetch whole batches), so a mark equal to the last offset is the batch's own base
-        // when it holds one record, which no follower has yet (the planted off-by-one).
-        let must_pass = if self.config.planted(PlantedBug::AcksAllAtLastOffset) { produced.last_offset - 1 } else { produced.last_offset };
-        if part.high_watermark() <= must_pass {
+        let part = self.led(name, p, produced.leader_epoch).map_err(|e| rules.ended_leadership(e))?;
+        if !rules.replicated(part.high_watermark(), produced.last_offset) {
             return Ok(false);
         }
         let (isr, min) = (part.replication.isr.len() as i32, part.min_insync);
@@ -155,6 +147,7 @@ impl Broker {
     /// how far it has replicated (a moved high watermark adds [`Action::Wake`] to `out`).
     #[allow(clippy::too_many_arguments)]
     pub fn fetch(&mut self, name: &str, p: i32, offset: i64, max_bytes: usize, min_one: bool, who: Fetcher, now: u64, out: &mut Vec<Action>) -> Result<Fetched, Error> {
+        let rules = self.config.rules();
         let part = self.led(name, p, who.leader_epoch)?;
         let (leo, start) = (part.leo(), part.log_start_offset());
         if offset < start || offset > leo {
@@ -170,7 +163,7 @@ impl Broker {
                 // (Its low watermark is looked at only once a DeleteRecords was asked: a follower
                 // fetch visits every partition of its session, most of them idle.)
                 let delete_waiting = part.delete_asked >= 0 && part.delete_asked > part.replication.low_watermark(start, |x| self.image.is_live(x));
-                if !who.again || self.config.planted(PlantedBug::ParkedFetchIsProgress) {
+                if rules.fetch_is_progress(who.again) {
                     let me = self.config.node_id;
                     // The fetch's registration (KIP-903), as this broker's metadata knows it:
                     // Fetch v12 does not carry it (v15's ReplicaState does). An image behind a
@@ -198,8 +191,7 @@ impl Broker {
                 }
                 leo
             }
-            None if self.config.planted(PlantedBug::ConsumersReadToLogEnd) => leo,
-            None => part.high_watermark(),
+            None => rules.consumer_upper(part.high_watermark(), leo),
         };
         let part = self.local(name, p)?;
         let records = if (max_bytes == 0 && !min_one) || offset >= upper {
@@ -211,13 +203,9 @@ impl Broker {
             };
             if !min_one && r.len() > max_bytes { Records::default() } else { r }
         };
-        let records = match who.replica.is_none() && self.config.planted(PlantedBug::FetchRepeatsFirstBatch) {
-            true => records.to_bytes().map(|b| Records::Memory(repeat_first_batch(b))).unwrap_or(records),
-            false => records,
-        };
-        let hw = part.high_watermark();
-        let hw = if self.config.planted(PlantedBug::FetchAboveHighWatermark) && hw > 0 { hw - 1 } else { hw };
-        let hw = if who.replica.is_none() && self.config.planted(PlantedBug::ConsumersReadToLogEnd) { upper } else { hw };
+        let consumer = who.replica.is_none();
+        let records = rules.served(records, consumer);
+        let hw = rules.reported_high_watermark(part.high_watermark(), upper, consumer);
         Ok(Fetched { high_watermark: hw, log_start_offset: start, records })
     }
 
@@ -303,21 +291,8 @@ impl Broker {
             }
             IsrAnswer::Refused => part.replication.on_isr_failed(),
             IsrAnswer::Stale => part.replication.on_isr_stale(),
-            IsrAnswer::Lost if self.config.planted(PlantedBug::LostIsrAnswerIsRefusal) => part.replication.on_isr_failed(),
-            IsrAnswer::Lost => part.replication.on_isr_lost(),
+            IsrAnswer::Lost => self.config.rules().isr_answer_lost(&mut part.replication),
         }
         Vec::new()
-    }
-}
-
-/// The planted bug `FetchRepeatsFirstBatch`: the response's first batch again at its end.
-fn repeat_first_batch(records: Bytes) -> Bytes {
-    match batch::read_header(&records) {
-        Ok(h) if h.size <= records.len() => {
-            let mut twice = records.to_vec();
-            twice.extend_from_slice(&records[..h.size]);
-            Bytes::from(twice)
-        }
-        _ => records,
     }
 }

@@ -36,6 +36,7 @@ mod partition;
 mod partitions;
 pub mod producer;
 mod reconcile;
+pub mod rules;
 mod upkeep;
 
 pub use config::{BrokerConfig, Planted, PlantedBug};
