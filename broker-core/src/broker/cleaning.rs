@@ -7,9 +7,8 @@
 //!
 //! [`Log::clean_step`]: crate::log::Log::clean_step
 
-use super::{Action, Broker, Level, PlantedBug};
+use super::{Action, Broker, Level};
 use crate::constants::{cleaner_key_map_bytes, cleaner_step_bytes};
-use crate::log::clean::Keep;
 use crate::log::CleanStep;
 
 /// Paces work to a byte rate: each step's bytes push the earliest start of the next one
@@ -73,8 +72,7 @@ impl Broker {
             self.cleaner.next_ms = backoff;
             return (out, backoff);
         };
-        // The planted cleaner bug (simulated build only) keeps each key's first record.
-        let keep = if self.config.planted(PlantedBug::CleanerKeepsFirstValue) { Keep::First } else { Keep::Latest };
+        let keep = self.config.rules().cleaner_keeps();
         let part = self.partitions.get_mut(&key.0, key.1).expect("listed");
         let hw = part.high_watermark();
         self.cleaner.next_ms = match part.log.clean_step(now, hw, cleaner_key_map_bytes, cleaner_step_bytes, keep) {

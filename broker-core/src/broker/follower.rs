@@ -5,7 +5,7 @@
 
 use super::partition::{Following, Partition};
 use super::producer::ProducerStates;
-use super::{Broker, Error, PlantedBug};
+use super::{Broker, Error};
 use crate::log::batch;
 use crate::replication::Role;
 use std::collections::BTreeSet;
@@ -69,20 +69,19 @@ impl Broker {
                 (end.min(our_end.max(0)).min(leo), ours == e)
             }
         };
-        let skip = self.config.planted(PlantedBug::FollowerSkipsTruncation);
-        let one_round = self.config.planted(PlantedBug::TruncationStopsAfterOneRound);
+        let rules = self.config.rules();
         let (me, observer) = (self.config.node_id, self.config.observer.clone());
         let part = self.followed_mut(name, p, leader, leader_epoch).expect("checked above");
         // A leader never answers a negative end offset; a broken one must not make us panic.
         let target = target.max(0);
-        let cut = target < leo && !skip;
+        let cut = target < leo && rules.follower_truncates();
         if cut {
             part.log.truncate_to(target, now)?;
             part.rebuild_producers()?;
         }
         let leo = part.leo();
         part.replication.on_truncate(leo);
-        part.replication.needs_truncation = !complete && !skip && !one_round;
+        part.replication.needs_truncation = !complete && rules.follower_truncates() && rules.truncates_until_agreed();
         part.observed(&observer, me, name, p, now);
         if cut {
             self.lower_log_start(name, p)?;

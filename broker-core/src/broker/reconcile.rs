@@ -157,10 +157,7 @@ impl Broker {
 
     /// Whether the image holds this process's own registration: only then are its roles current.
     pub(super) fn ready(&self) -> bool {
-        if self.config.planted(super::PlantedBug::RolesBeforeRegistration) {
-            return true; // planted: roles straight from a replayed, possibly stale image
-        }
-        self.registered.is_some() && self.image.brokers.get(&self.config.node_id).map(|b| b.epoch) == self.registered
+        !self.config.rules().roles_wait_for_registration() || (self.registered.is_some() && self.image.brokers.get(&self.config.node_id).map(|b| b.epoch) == self.registered)
     }
 
     /// The controller accepted this process's registration with `epoch`. Every role is dropped
@@ -218,9 +215,7 @@ impl Broker {
         // nearer with the high watermark the role brought.
         self.due.isr.at((topic.clone(), p), 0);
         let change = part.apply(&info, now);
-        if self.config.planted(super::PlantedBug::SameEpochRecordClearsInFlight) {
-            part.replication.forget_in_flight(); // planted: any record settles the change in flight
-        }
+        self.config.rules().after_partition_record(&mut part.replication);
         part.observed(&self.config.observer, self.config.node_id, name, p, now);
         if change == Change::BecameLeader {
             out.push(Action::Wake);

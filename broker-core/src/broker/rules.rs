@@ -1,11 +1,13 @@
-//! The leader's produce, fetch and ISR-answer rules that the simulator may swap, when the node
-//! is built, for a known wrong one (a planted bug, `crate::planted`), so the decisions in
-//! `leader.rs` hold no planted branches: they ask [`Rules`], and Kafka's rules are the trait's
-//! defaults ([`Kafka`]). Each planted rule is a unit type overriding one method (or two) and
+//! The broker's rules that the simulator may swap, when the node is built, for a known wrong
+//! one (a planted bug, `crate::planted`): produce, fetch and ISR answers (`leader.rs`), epoch
+//! truncation (`follower.rs`), failed logs (`upkeep.rs`), roles and metadata records
+//! (`reconcile.rs`) and the cleaner's choice (`cleaning.rs`). Those decisions hold no planted
+//! branches: they ask [`Rules`], and Kafka's rules are the trait's defaults ([`Kafka`]). Each planted rule is a unit type overriding one method (or two) and
 //! exists only in the simulated build; [`BrokerConfig::rules`](super::BrokerConfig::rules)
 //! picks one from the planted bug. Pure functions: no state, no IO, no clock.
 
 use super::Error;
+use crate::log::clean::Keep;
 use crate::log::Records;
 use crate::replication::Replication;
 
@@ -69,6 +71,44 @@ pub trait Rules: Sync {
     fn isr_answer_lost(&self, replication: &mut Replication) {
         replication.on_isr_lost();
     }
+
+    /// Whether a follower cuts its log where its leader's answer about its latest epoch says
+    /// the two diverge (KIP-101/279).
+    fn follower_truncates(&self) -> bool {
+        true
+    }
+
+    /// Whether a follower whose cut ends at an older epoch asks the leader again about that
+    /// epoch, round after round until they agree.
+    fn truncates_until_agreed(&self) -> bool {
+        true
+    }
+
+    /// Whether a failed log is reopened in place (`failed_log_reopen_ms` later) rather than
+    /// left offline until the process restarts.
+    fn reopens_failed_logs(&self) -> bool {
+        true
+    }
+
+    /// Whether a leader whose log failed registers again, so the controller moves the
+    /// partitions it led.
+    fn hands_over_failed_leadership(&self) -> bool {
+        true
+    }
+
+    /// Whether roles wait for the image to hold this process's own registration.
+    fn roles_wait_for_registration(&self) -> bool {
+        true
+    }
+
+    /// A partition record was applied: only a newer one settles an ISR change in flight, which
+    /// `Replication::apply` decides.
+    fn after_partition_record(&self, _replication: &mut Replication) {}
+
+    /// Which record of each key the cleaner keeps: the latest.
+    fn cleaner_keeps(&self) -> Keep {
+        Keep::Latest
+    }
 }
 
 /// Kafka's rules.
@@ -79,7 +119,7 @@ impl Rules for Kafka {}
 /// The planted rules, one unit type per bug (`crate::planted::PlantedBug` names them).
 #[cfg(madsim)]
 pub(super) mod planted {
-    use super::{Error, Records, Replication, Rules};
+    use super::{Error, Keep, Records, Replication, Rules};
     use crate::planted::PlantedBug;
 
     pub struct AckBeforeAppend;
@@ -164,6 +204,55 @@ pub(super) mod planted {
         }
     }
 
+    pub struct FollowerSkipsTruncation;
+    impl Rules for FollowerSkipsTruncation {
+        fn follower_truncates(&self) -> bool {
+            false
+        }
+    }
+
+    pub struct TruncationStopsAfterOneRound;
+    impl Rules for TruncationStopsAfterOneRound {
+        fn truncates_until_agreed(&self) -> bool {
+            false
+        }
+    }
+
+    pub struct OfflineLogStaysOffline;
+    impl Rules for OfflineLogStaysOffline {
+        fn reopens_failed_logs(&self) -> bool {
+            false
+        }
+    }
+
+    pub struct FailedLeaderKeepsLeadership;
+    impl Rules for FailedLeaderKeepsLeadership {
+        fn hands_over_failed_leadership(&self) -> bool {
+            false
+        }
+    }
+
+    pub struct RolesBeforeRegistration;
+    impl Rules for RolesBeforeRegistration {
+        fn roles_wait_for_registration(&self) -> bool {
+            false
+        }
+    }
+
+    pub struct SameEpochRecordClearsInFlight;
+    impl Rules for SameEpochRecordClearsInFlight {
+        fn after_partition_record(&self, replication: &mut Replication) {
+            replication.forget_in_flight();
+        }
+    }
+
+    pub struct CleanerKeepsFirstValue;
+    impl Rules for CleanerKeepsFirstValue {
+        fn cleaner_keeps(&self) -> Keep {
+            Keep::First
+        }
+    }
+
     /// The rules planting `bug`, if it is one of these.
     pub fn of(bug: PlantedBug) -> Option<&'static dyn Rules> {
         Some(match bug {
@@ -177,6 +266,13 @@ pub(super) mod planted {
             PlantedBug::FetchRepeatsFirstBatch => &FetchRepeatsFirstBatch,
             PlantedBug::FetchAboveHighWatermark => &FetchAboveHighWatermark,
             PlantedBug::LostIsrAnswerIsRefusal => &LostIsrAnswerIsRefusal,
+            PlantedBug::FollowerSkipsTruncation => &FollowerSkipsTruncation,
+            PlantedBug::TruncationStopsAfterOneRound => &TruncationStopsAfterOneRound,
+            PlantedBug::OfflineLogStaysOffline => &OfflineLogStaysOffline,
+            PlantedBug::FailedLeaderKeepsLeadership => &FailedLeaderKeepsLeadership,
+            PlantedBug::RolesBeforeRegistration => &RolesBeforeRegistration,
+            PlantedBug::SameEpochRecordClearsInFlight => &SameEpochRecordClearsInFlight,
+            PlantedBug::CleanerKeepsFirstValue => &CleanerKeepsFirstValue,
             _ => return None,
         })
     }

@@ -1,7 +1,7 @@
 //! Time-driven work (flush.ms, retention bounded by the high watermark, reopening logs that failed, checkpoints) and this node's producer ids, allocated from
 //! blocks persisted before use so a restart never hands one out twice.
 
-use super::{Action, Broker, Error, Level, PlantedBug};
+use super::{Action, Broker, Error, Level};
 use crate::constants::failed_log_reopen_ms;
 use crate::log::dir;
 use crate::storage::Disk;
@@ -99,13 +99,12 @@ impl Broker {
     /// replicas only after either changed or an offline replica's retry came (`due`).
     fn reopen_failed(&mut self, now: u64) -> Vec<Action> {
         let mut out = Vec::new();
-        // Planted `OfflineLogStaysOffline`: a failed log is left as it is until the process restarts.
-        let stays = self.config.planted(PlantedBug::OfflineLogStaysOffline);
-        let failed: Vec<(String, i32)> = match self.due.failures.take() && !stays {
+        let rules = self.config.rules();
+        let failed: Vec<(String, i32)> = match self.due.failures.take() && rules.reopens_failed_logs() {
             true => self.partitions.iter().filter(|(_, part)| part.log.failure().is_some()).map(|((n, p), _)| (n.to_string(), p)).collect(),
             false => Vec::new(),
         };
-        let hand_over = !self.config.planted(PlantedBug::FailedLeaderKeepsLeadership);
+        let hand_over = rules.hands_over_failed_leadership();
         for key in failed {
             let led = self.forget(&key.0, key.1, now).filter(|part| part.replication.is_leader());
             if let Some(part) = &led {
