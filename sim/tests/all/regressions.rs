@@ -22,6 +22,7 @@ const found_by_fresh_seeds: &[(&str, u64, &str)] = &[
     ("group-emptied-waits-one-delay", 50875, "an emptied group's rebalance was delayed again for each member joining"),
     ("group-member-keeps-leaderless-partition", 50427, "the client kept a leaderless partition's metadata and never fetched it again"),
     ("isr-probe-misses-a-partial-follower-append", 52111, "a follower's failed append wrote a prefix the ISR watch never saw"),
+    ("group-churn-lone-voter-elected-empty", 60244, "the lone voter shrank its own ISRs while cut off and was elected back empty (the scenario needed ELR)"),
     ("isr-expansion-resent-after-restart", 55194, "an ISR expansion resent after its member restarted admitted the new, shorter log (KIP-903)"),
 ];
 
