@@ -6,7 +6,6 @@
 use super::{elr, partition_record, ControllerConfig};
 use crate::metadata::topic::{parse_bool, unclean_leader_election_config};
 use crate::metadata::{no_leader, Image, MetadataRecord, PartitionInfo, TopicInfo};
-use crate::planted::PlantedBug;
 use std::collections::BTreeSet;
 
 /// Records being decided, applied to a scratch copy of the image as they are made, so each
@@ -42,8 +41,7 @@ impl<'a> Draft<'a> {
     /// ELR (into the last-known ELR) and are elected from nowhere but the ISR.
     pub(super) fn reelect_after(&mut self, removed: &[i32], unclean: &[i32]) {
         let elr_on = self.config.eligible_leader_replicas;
-        // Planted `ElrKeepsUncleanReplica`: an unclean shutdown goes unnoticed.
-        let unclean: &[i32] = if self.config.planted.is(PlantedBug::ElrKeepsUncleanReplica) { &[] } else { unclean };
+        let unclean = self.config.rules().unclean_shutdowns(unclean);
         let mut changes = Vec::new();
         for (name, t) in &self.image.topics {
             let rules = Rules {

@@ -21,6 +21,7 @@ mod elr;
 pub mod quorum;
 mod rebalance;
 pub mod raft;
+pub mod rules;
 pub mod snapshot;
 #[cfg(test)]
 mod tests;
@@ -32,7 +33,7 @@ use crate::metadata::{no_leader, BrokerInfo, Image, MetadataRecord, PartitionInf
 use election::Draft;
 use crate::constants::{metadata_snapshot_bytes_between_default, num_partitions_default, partitions_per_broker_max, partitions_per_topic_max};
 use crate::log::LogConfig;
-use crate::planted::{Planted, PlantedBug};
+use crate::planted::Planted;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Kafka `broker.session.timeout.ms` default (see `constants::session_timeout_ms_default`).
@@ -106,6 +107,17 @@ impl Default for ControllerConfig {
             planted: Planted::default(),
             observer: crate::observe::Observer::default(),
         }
+    }
+}
+
+impl ControllerConfig {
+    /// The controller's rules (`controller::rules`): Kafka's, or the planted bug's.
+    pub fn rules(&self) -> &'static dyn rules::Rules {
+        #[cfg(madsim)]
+        if let Some(rules) = self.planted.0.and_then(rules::planted::of) {
+            return rules;
+        }
+        &rules::Kafka
     }
 }
 
@@ -234,8 +246,7 @@ impl Controller {
     /// one session timeout from `now` to heartbeat before it is fenced.
     pub fn new(config: ControllerConfig, image: Image, now: u64) -> Controller {
         let last_heartbeat = image.brokers.keys().map(|&id| (id, now)).collect();
-        // Planted `ElectsUnheardBroker`: every registered broker counts as heard from the start.
-        let heard = if config.planted.is(PlantedBug::ElectsUnheardBroker) { image.brokers.keys().copied().collect() } else { BTreeSet::new() };
+        let heard = config.rules().heard_at_start(&image);
         let next_rebalance_ms = now.saturating_add(config.leader_imbalance_check_interval_ms);
         Controller { config, image, last_heartbeat, now, heard, shutting_down: BTreeSet::new(), next_rebalance_ms }
     }
@@ -381,7 +392,7 @@ impl Controller {
             return Vec::new();
         }
         let heard_recently = self.image.brokers.keys().filter(|&&id| self.session_end(id) >= now).count();
-        if heard_recently * 2 <= self.image.brokers.len() && !self.config.planted.is(PlantedBug::NoCheckQuorum) {
+        if heard_recently * 2 <= self.image.brokers.len() && self.config.rules().checks_quorum() {
             return Vec::new();
         }
         let mut draft = Draft::new(&self.image, &self.heard, &self.config);

@@ -17,6 +17,7 @@
 mod calls;
 mod config;
 pub mod records;
+pub mod rules;
 pub mod state;
 mod stored;
 
@@ -26,7 +27,7 @@ pub use state::{Answer, Group, JoinAnswer, JoinRequest, Member, Reply, State, Ti
 use calls::write_error;
 use crate::kafka::Code;
 use crate::log::batch;
-use crate::planted::{Planted, PlantedBug};
+use crate::planted::Planted;
 use records::{Key, OffsetValue};
 use state::{Out, Store};
 use std::collections::{BTreeMap, BTreeSet};
@@ -383,19 +384,16 @@ impl Coordinator {
     pub fn commit(&mut self, group: &str, member: &str, instance: Option<&str>, generation: i32, offsets: Vec<((String, i32), OffsetValue)>, now: u64, work: &mut Work) -> Result<Pending<()>, Code> {
         self.owner(group)?;
         // A member of the group sending a generation the group has left (its commit raced a
-        // rebalance): Kafka answers ILLEGAL_GENERATION. Two planted bugs get this case wrong.
+        // rebalance): Kafka answers ILLEGAL_GENERATION.
         let stale = self.groups.get(group).filter(|g| g.members.contains_key(member) && (0..g.generation).contains(&generation)).map(|g| g.generation);
+        let rules = rules::of(self.planted);
         let checked = match self.groups.get_mut(group) {
-            Some(_) if self.planted.is(PlantedBug::CommitIgnoresGeneration) => Ok(()),
-            Some(g) => match stale {
-                Some(current) if self.planted.is(PlantedBug::CommitAcceptsOlderGeneration) => g.check_commit(member, instance, current, now),
-                _ => g.check_commit(member, instance, generation, now),
-            },
+            Some(g) => rules.check_commit(g, member, instance, generation, stale, now),
             // A standalone consumer (no group management) commits to a group of its own.
             None if generation < 0 => Ok(()),
             None => Err(Code::IllegalGeneration),
         };
-        let written_anyway = checked.is_err() && stale.is_some() && self.planted.is(PlantedBug::StaleCommitWrittenAnyway);
+        let written_anyway = checked.is_err() && stale.is_some() && rules.writes_refused_stale_commit();
         if offsets.is_empty() || (checked.is_err() && !written_anyway) {
             return checked.map(|()| Pending::Now(()));
         }
