@@ -4,7 +4,7 @@
 //! topics Metadata requests asked to auto-create, until the controller has them.
 
 use super::partition::{producers_of, start_of, Partition};
-use super::{log_start, Action, Broker, Error, Level, PlantedBug};
+use super::{log_start, Action, Broker, Error, Level};
 use crate::constants::failed_log_reopen_ms;
 use crate::log::dir::{self, Claimed};
 use crate::log::Log;
@@ -108,7 +108,7 @@ impl Broker {
             }
             return;
         }
-        let in_place = self.config.planted(PlantedBug::CheckpointInPlace);
+        let in_place = self.config.rules().checkpoints_in_place();
         for key in created {
             if let Some(part) = self.partitions.get_mut(&key.0, key.1) {
                 part.log.owed_durable();
@@ -244,7 +244,7 @@ impl Broker {
             log.owe_sync(dir.join(dir::partition_marker), self.config.data_dir.clone());
             self.created.push((name.to_string(), p));
         }
-        if self.config.planted(PlantedBug::CheckpointInPlace) {
+        if self.config.rules().checkpoints_in_place() {
             // Every checkpoint from here on is written in place, starting with one at open.
             log.plant_checkpoint_in_place();
             log.checkpoint()?;

@@ -109,6 +109,12 @@ pub trait Rules: Sync {
     fn cleaner_keeps(&self) -> Keep {
         Keep::Latest
     }
+
+    /// Whether a log's checkpoints (recovery point, log start) are written in place instead
+    /// of to a temporary file renamed over the old one: never.
+    fn checkpoints_in_place(&self) -> bool {
+        false
+    }
 }
 
 /// Kafka's rules.
@@ -253,6 +259,13 @@ pub(super) mod planted {
         }
     }
 
+    pub struct CheckpointInPlace;
+    impl Rules for CheckpointInPlace {
+        fn checkpoints_in_place(&self) -> bool {
+            true
+        }
+    }
+
     /// The rules planting `bug`, if it is one of these.
     pub fn of(bug: PlantedBug) -> Option<&'static dyn Rules> {
         Some(match bug {
@@ -273,6 +286,7 @@ pub(super) mod planted {
             PlantedBug::RolesBeforeRegistration => &RolesBeforeRegistration,
             PlantedBug::SameEpochRecordClearsInFlight => &SameEpochRecordClearsInFlight,
             PlantedBug::CleanerKeepsFirstValue => &CleanerKeepsFirstValue,
+            PlantedBug::CheckpointInPlace => &CheckpointInPlace,
             _ => return None,
         })
     }
