@@ -91,6 +91,29 @@ fn no_decision_reaches_for_the_simulators_probe() {
 }
 
 #[test]
+fn no_decision_tests_a_planted_bug() {
+    // Issue 32: a planted bug is a rule chosen when the node is built (`broker::rules`,
+    // `controller::rules`, `group::rules`, the config's choices), never a branch in a decision.
+    // Where they are chosen is exempt; the shell (server/) and the planted list itself too.
+    let (src, files) = sources();
+    let decisions = ["broker/", "controller/", "group/", "replication/", "log/", "metadata/"];
+    let choosers = ["broker/rules.rs", "broker/config.rs", "controller/rules.rs", "group/rules.rs"];
+    let mut hits = Vec::new();
+    for file in &files {
+        let rel = file.strip_prefix(&src).unwrap().to_string_lossy().replace('\\', "/");
+        if !decisions.iter().any(|d| rel.starts_with(d)) || choosers.contains(&rel.as_str()) || rel.contains("tests") {
+            continue;
+        }
+        for (n, (code, _)) in code_and_comments(&std::fs::read_to_string(file).unwrap()).iter().enumerate() {
+            if code.contains("PlantedBug::") || code.contains(".planted(") || code.contains("planted.is(") {
+                hits.push(format!("src/{rel}:{}", n + 1));
+            }
+        }
+    }
+    assert!(hits.is_empty(), "decisions test a planted bug (make it a rule chosen when the node is built):\n{}", hits.join("\n"));
+}
+
+#[test]
 fn every_select_is_biased() {
     // tokio::select! picks among ready branches with an RNG that madsim does not seed, so an
     // unbiased select makes simulated runs unrepeatable. The edge (server/) is included: it
