@@ -324,6 +324,10 @@ mod cli {
             // A sweep that runs nothing must not pass: a typo in a path would look green.
             return Err(format!("{target}: no runs (scenario files found: {}, seeds {seeds:?}, shard {shard:?})", paths.len()));
         }
+        // The summary's folder is made now: a sweep of an hour must not end unable to write it.
+        if let Some(dir) = opts.summary.as_ref().and_then(|f| f.parent()).filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
         let bar = indicatif::ProgressBar::new(total as u64);
         bar.set_style(indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} seeds {elapsed_precise} eta {eta}").expect("template"));
         let wall = std::time::Instant::now();
