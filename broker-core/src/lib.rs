@@ -20,6 +20,7 @@ pub mod log;
 pub mod netfault;
 pub mod observe;
 pub mod planted;
+pub mod node;
 pub mod protocol;
 pub mod replication;
 pub mod server;

@@ -4,7 +4,7 @@
 
 use crate::broker::{Broker, BrokerConfig};
 use crate::metadata::decode_records;
-use crate::protocol::Node;
+use crate::node::Node;
 use crate::storage::{Disk, FileDisk};
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -17,7 +17,7 @@
 //! privileged, as in Kafka), else it gets none and is answered without a session (id 0).
 //!
 //! A parked fetch is handled again whenever data may have arrived, so the Fetch handler
-//! (`protocol::handlers::fetch`) changes a session only where a repeat changes nothing: an
+//! (`node::handlers::fetch`) changes a session only where a repeat changes nothing: an
 //! incremental fetch takes its epoch at its first handling only (its partition changes are the
 //! same each time), a full fetch opens its session only when it is answered, and only the
 //! answer actually sent updates what each partition was last told.

@@ -1,7 +1,7 @@
 //! Target `request_frames`: any bytes, read as a client's side of one connection — size
 //! prefix, frame, size prefix, frame, ... — through the real framing check
 //! ([`protocol::frame_len`] with `socket.request.max.bytes`) and the real dispatch
-//! ([`protocol::handle`]) on a node with real logs on a temporary directory.
+//! ([`node::handle`](crate::node::handle)) on a node with real logs on a temporary directory.
 //!
 //! Promises checked: no panic anywhere in the broker; every answer is a whole frame (its size
 //! prefix counts exactly the bytes that follow) carrying the request's correlation id and a
@@ -12,7 +12,8 @@
 use super::Scratch;
 use crate::constants::request_bytes_max;
 use crate::kafka::ApiKey;
-use crate::protocol::{self, Outcome};
+use crate::node::Outcome;
+use crate::protocol;
 use bytes::Bytes;
 use kafka_protocol::messages::ResponseHeader;
 use kafka_protocol::protocol::Decodable;

@@ -4,7 +4,7 @@
 //! requests polled until they answer or time out — synchronously, with a counter for a clock.
 
 use crate::broker::Action;
-use crate::protocol::{self, Attempt, Node, Outcome};
+use crate::node::{self, Attempt, Node, Outcome};
 use bytes::Bytes;
 use std::path::PathBuf;
 
@@ -49,11 +49,11 @@ impl Scratch {
     pub fn answer(&mut self, frame: &Bytes) -> Outcome {
         let mut actions: Vec<Action> = Vec::new();
         // As the shell does: a produce's batches checked first, off the node's lock.
-        let mut outcome = protocol::handle_from(&self.node, frame, protocol::prepare(frame), None, self.now, Attempt::First, &mut actions);
+        let mut outcome = node::handle_from(&self.node, frame, node::prepare(frame), None, self.now, Attempt::First, &mut actions);
         if let Outcome::Park { wait_ms, .. } = outcome {
             // Nothing else arrives on this connection: the fetch waits out its max_wait.
             self.now += wait_ms;
-            outcome = protocol::handle(&self.node, frame, self.now, Attempt::Final, &mut actions);
+            outcome = node::handle(&self.node, frame, self.now, Attempt::Final, &mut actions);
             assert!(!matches!(outcome, Outcome::Park { .. } | Outcome::Wait(_)), "a final attempt must answer: {outcome:?}");
         }
         if let Outcome::Wait(mut waiting) = outcome {

@@ -3,7 +3,7 @@
 //! would send, through the same dispatch.
 
 use crate::kafka::ApiKey;
-use crate::protocol::Outcome;
+use crate::node::Outcome;
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{RequestHeader, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};

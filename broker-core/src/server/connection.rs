@@ -13,7 +13,8 @@
 use super::{answer, send, Shared};
 use crate::constants::{connection_idle_ms_max, connection_read_buffer_bytes, connection_write_buffer_bytes, request_body_ms_max, request_bytes_max};
 use crate::kafka::ApiKey;
-use crate::protocol::{self, Outcome};
+use crate::node::Outcome;
+use crate::protocol;
 use bytes::{Buf, Bytes, BytesMut};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;

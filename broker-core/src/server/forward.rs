@@ -1,6 +1,6 @@
 //! The forwarder (KIP-590): a CreateTopics, DeleteTopics or config change that reached a node
 //! which is not the active controller goes to the active controller in an Envelope, and its
-//! answer back to the client unchanged. `protocol::forward` decides what is forwarded and
+//! answer back to the client unchanged. `node::forward` decides what is forwarded (`protocol::envelope` wraps it) and
 //! wraps it; this is the IO: find the controller, send, retry elsewhere when the one asked is
 //! gone or refuses the envelope (NOT_CONTROLLER), until `forward_wait_ms_max` has passed.
 //!
@@ -10,7 +10,8 @@
 use super::{peers, Shared};
 use crate::client::Conn;
 use crate::constants::forward_wait_ms_max;
-use crate::protocol::{forward, Outcome};
+use crate::node::Outcome;
+use crate::protocol::envelope as forward;
 use bytes::Bytes;
 use std::net::IpAddr;
 use std::time::Duration;

@@ -18,11 +18,12 @@ use crate::broker::{Action, Broker, Level};
 use crate::controller::quorum::Quorum;
 use crate::constants::{accept_error_backoff_ms, startup_wait_ms_max, checkpoint_interval_ms, connections_max, tick_interval_ms};
 use crate::kafka::ApiKey;
-use crate::protocol::{self, Attempt, Node, Outcome, Waiting};
+use crate::node::{self, Attempt, Node, Outcome, Waiting};
+use crate::protocol;
 use crate::storage::Disk;
 use bytes::Bytes;
 use std::net::IpAddr;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use tokio::time::Instant;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::net::TcpListener;
@@ -100,7 +101,7 @@ impl Shared {
         })
     }
 
-    pub fn broker(&self) -> MutexGuard<'_, Broker> {
+    pub fn broker(&self) -> crate::node::BrokerGuard<'_> {
         self.node.broker()
     }
 
@@ -330,7 +331,8 @@ async fn run_timers(shared: Arc<Shared>) {
     loop {
         let wait = {
             let now = now_ms();
-            let broker = shared.broker().next_deadline().into_iter().chain(shared.node.groups().next_deadline()).min();
+            let parts = shared.node.parts();
+            let broker = parts.broker.next_deadline().into_iter().chain(parts.groups.next_deadline()).min();
             broker.map_or(tick_interval_ms, |d| d.saturating_sub(now).clamp(1, tick_interval_ms))
         };
         tokio::time::sleep(Duration::from_millis(wait)).await;
@@ -400,7 +402,7 @@ async fn answer(shared: &Shared, frame: &Bytes, peer: IpAddr, turn: tokio::sync:
         shared.started().await;
     }
     // Off the node's lock: other connections' requests are decided meanwhile.
-    let mut prepared = protocol::prepare(frame);
+    let mut prepared = node::prepare(frame);
     let mut deadline: Option<Instant> = None;
     loop {
         // Registered before we look, so no change is missed.
@@ -417,7 +419,7 @@ async fn answer(shared: &Shared, frame: &Bytes, peer: IpAddr, turn: tokio::sync:
         };
         let decide = |s: &Shared| {
             let mut actions = Vec::new();
-            (protocol::handle_from(&s.node, frame, prepared.take(), Some(peer), now_ms(), attempt, &mut actions), actions)
+            (node::handle_from(&s.node, frame, prepared.take(), Some(peer), now_ms(), attempt, &mut actions), actions)
         };
         let (outcome, actions) = match protocol::is_controller_api(key) {
             true => shared.decide_quorum(decide).await,

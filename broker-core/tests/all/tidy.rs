@@ -96,7 +96,7 @@ fn no_decision_tests_a_planted_bug() {
     // `controller::rules`, `group::rules`, the config's choices), never a branch in a decision.
     // Where they are chosen is exempt; the shell (server/) and the planted list itself too.
     let (src, files) = sources();
-    let decisions = ["broker/", "controller/", "group/", "replication/", "log/", "metadata/"];
+    let decisions = ["broker/", "controller/", "group/", "replication/", "log/", "metadata/", "node/"];
     let choosers = ["broker/rules.rs", "broker/config.rs", "controller/rules.rs", "group/rules.rs"];
     let mut hits = Vec::new();
     for file in &files {
@@ -111,6 +111,31 @@ fn no_decision_tests_a_planted_bug() {
         }
     }
     assert!(hits.is_empty(), "decisions test a planted bug (make it a rule chosen when the node is built):\n{}", hits.join("\n"));
+}
+
+#[test]
+fn the_protocol_holds_no_state() {
+    // Issue 32: `protocol/` reads and writes bytes; what a request does to a node is `node/`'s.
+    // A lock, a node, a broker, a coordinator or a quorum named in `protocol/` would glue the
+    // wire to the state again (it once held the node and a five-file import cycle).
+    let (src, files) = sources();
+    let types = ["Mutex", "MutexGuard", "RwLock", "Node", "Broker", "Coordinator", "Quorum"];
+    let paths = ["crate::node", "crate::broker", "crate::group", "crate::server"];
+    let mut hits = Vec::new();
+    for file in &files {
+        let rel = file.strip_prefix(&src).unwrap().to_string_lossy().replace('\\', "/");
+        if !rel.starts_with("protocol/") {
+            continue;
+        }
+        for (n, (code, _)) in code_and_comments(&std::fs::read_to_string(file).unwrap()).iter().enumerate() {
+            let mut words = code.split(|c: char| !c.is_alphanumeric() && c != '_');
+            let found = words.find(|w| types.contains(w)).or_else(|| paths.iter().copied().find(|p| code.contains(p)));
+            if let Some(word) = found {
+                hits.push(format!("src/{rel}:{}: `{word}`", n + 1));
+            }
+        }
+    }
+    assert!(hits.is_empty(), "protocol/ names the node's state (move the decision to node/):\n{}", hits.join("\n"));
 }
 
 #[test]

@@ -4,7 +4,7 @@
 
 use broker_core::kafka::Code;
 use broker_core::broker::{Action, Broker, BrokerConfig, Fetcher};
-use broker_core::protocol::Node;
+use broker_core::node::Node;
 use broker_core::testing::{create, one_node_on, run_syncs, sync};
 use broker_core::log::batch::{build, validate};
 use broker_core::storage::Disk;

@@ -6,7 +6,7 @@
 use super::*;
 use crate::log::batch;
 use crate::metadata::configs::Op;
-use crate::protocol::Node;
+use crate::node::Node;
 use crate::testing::alter_config;
 
 const key: fn(&str) -> (&str, i32) = |t| (t, 0);

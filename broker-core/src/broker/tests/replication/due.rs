@@ -3,7 +3,7 @@
 //! is acted on when it is reached, once.
 
 use super::*;
-use crate::protocol::Node;
+use crate::node::Node;
 use crate::testing::{config, create, one_node};
 
 #[test]

@@ -8,8 +8,9 @@
 //! (duplicate resources or keys, null values, unknown operations); decisions are the
 //! controller's (`controller::configs`) and `metadata::configs`'.
 
-use super::handlers::s;
-use super::{encode, Node, Outcome, Waiting};
+use crate::protocol::s;
+use crate::protocol::encode;
+use super::{Node, Outcome, Waiting};
 use crate::broker::Broker;
 use crate::constants::alter_configs_wait_ms;
 use crate::kafka::{config_op, config_resource, config_source, Code};

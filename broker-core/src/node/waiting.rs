@@ -6,9 +6,10 @@
 //! replicated). Each is a response under construction plus a condition; the shell polls it
 //! whenever the node changed and once more when its timeout passed.
 
-use super::group_handlers::GroupReply;
+use super::group_reply::GroupReply;
 use super::group_link;
-use super::{encode, Node, Outcome};
+use crate::protocol::encode;
+use super::{Node, Outcome, Parts};
 use crate::broker::{Action, Broker, Error, Produced};
 use crate::group::{Answer, Ticket, Work};
 use bytes::Bytes;
@@ -97,7 +98,7 @@ impl Waiting {
     pub fn poll(&mut self, node: &Node, now: u64, expired: bool, out: &mut Vec<Action>) -> Option<Outcome> {
         let outcome = self.poll_inner(node, now, expired, out)?;
         Some(match (self.envelope, outcome) {
-            (Some((version, correlation_id)), Outcome::Reply(reply)) => super::forward::seal(version, correlation_id, reply).map_or_else(Outcome::Close, Outcome::Reply),
+            (Some((version, correlation_id)), Outcome::Reply(reply)) => crate::protocol::envelope::seal(version, correlation_id, reply).map_or_else(Outcome::Close, Outcome::Reply),
             (_, outcome) => outcome,
         })
     }
@@ -129,9 +130,9 @@ impl Waiting {
     /// A group request: settles the coordinator's writes, then takes its tickets' answers.
     fn poll_group(node: &Node, reply: &mut Option<GroupReply>, tickets: &mut Vec<Ticket>, answers: &mut Vec<(Ticket, Answer)>, now: u64, expired: bool, out: &mut Vec<Action>) -> Option<Outcome> {
         {
-            let mut b = node.broker();
-            let mut c = node.groups();
-            group_link::perform(&mut b, &mut c, Work::default(), now, out);
+            let mut parts = node.parts();
+            let Parts { broker: b, groups: c } = &mut *parts;
+            group_link::perform(b, c, Work::default(), now, out);
             tickets.retain(|t| match c.take_answer(*t) {
                 Some(a) => {
                     answers.push((*t, a));

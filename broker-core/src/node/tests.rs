@@ -1,4 +1,4 @@
-//! Protocol tests: real request bytes (encoded with kafka-protocol's client side) through
+//! Node tests: real request bytes (encoded with kafka-protocol's client side) through
 //! `handle`, responses decoded back. No sockets: the shell's framing is tested with real
 //! clients in `tests/all/real_clients.rs`.
 
@@ -14,7 +14,9 @@ use kafka_protocol::messages::metadata_response::MetadataResponse;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, ProduceRequest, TopicProduceData};
 use kafka_protocol::messages::produce_response::ProduceResponse;
 use kafka_protocol::messages::TopicName;
-use kafka_protocol::protocol::{HeaderVersion, StrBytes};
+use kafka_protocol::messages::ResponseHeader;
+use kafka_protocol::protocol::{Encodable, HeaderVersion, StrBytes};
+use bytes::BytesMut;
 
 fn broker(dir: &std::path::Path) -> Node {
     crate::testing::one_node(crate::testing::config(dir))
@@ -108,6 +110,7 @@ fn hostile_frames_close_the_connection() {
     assert!(close(handle(&b, &v2.into(), 0, Attempt::First, &mut Vec::new())), "produce v2 is below the served range");
     assert!(close(handle(&b, &Bytes::from_static(&[0xde; 64]), 0, Attempt::First, &mut Vec::new())), "garbage");
     assert!(close(handle(&b, &Bytes::from_static(&[0, 3]), 0, Attempt::First, &mut Vec::new())), "shorter than a header");
+    use crate::protocol::frame_len;
     assert!(frame_len((-1i32).to_be_bytes(), 100).is_err());
     assert!(frame_len(101i32.to_be_bytes(), 100).unwrap_err().contains("socket.request.max.bytes"));
     assert_eq!(frame_len(100i32.to_be_bytes(), 100), Ok(100));
@@ -329,7 +332,7 @@ mod forwarding {
         let r: CreateTopicsResponse = reply(Outcome::Reply(fallback), ApiKey::CreateTopics, 5);
         assert_eq!(r.topics[0].error_code, Code::NotController.code());
         // An envelope reaching it is refused as a whole: the forwarder asks elsewhere.
-        let envelope = frame(ApiKey::Envelope, 0, &forward::envelope(request, [127, 0, 0, 1].into()));
+        let envelope = frame(ApiKey::Envelope, 0, &crate::protocol::envelope::envelope(request, [127, 0, 0, 1].into()));
         let (e, inner) = opened::<CreateTopicsResponse>(handle(&node, &envelope, 0, Attempt::First, &mut Vec::new()), ApiKey::CreateTopics, 5);
         assert_eq!((e.error_code, inner), (Code::NotController.code(), None));
     }
@@ -339,7 +342,7 @@ mod forwarding {
         let tmp = tempfile::tempdir().unwrap();
         let node = broker(tmp.path());
         let inner = frame(ApiKey::CreateTopics, 5, &create_req("forwarded"));
-        let envelope = frame(ApiKey::Envelope, 0, &forward::envelope(inner.clone(), [127, 0, 0, 1].into()));
+        let envelope = frame(ApiKey::Envelope, 0, &crate::protocol::envelope::envelope(inner.clone(), [127, 0, 0, 1].into()));
         let outcome = settle(&node, handle(&node, &envelope, 0, Attempt::First, &mut Vec::new()));
         let (e, created) = opened::<CreateTopicsResponse>(outcome, ApiKey::CreateTopics, 5);
         assert_eq!(e.error_code, 0);
@@ -352,7 +355,7 @@ mod forwarding {
         assert_eq!(r.topics[0].error_code, Code::TopicAlreadyExists.code());
         // Only the forwarded APIs may travel in an envelope.
         let produce = frame(ApiKey::Produce, 9, &produce_req("forwarded", build(&[b"x"], 1), 1));
-        let envelope = frame(ApiKey::Envelope, 0, &forward::envelope(produce, [127, 0, 0, 1].into()));
+        let envelope = frame(ApiKey::Envelope, 0, &crate::protocol::envelope::envelope(produce, [127, 0, 0, 1].into()));
         let (e, inner) = opened::<CreateTopicsResponse>(handle(&node, &envelope, 0, Attempt::First, &mut Vec::new()), ApiKey::CreateTopics, 5);
         assert_eq!((e.error_code, inner), (Code::InvalidRequest.code(), None));
     }

@@ -5,14 +5,14 @@
 //! ([`Waiting::group`]).
 
 use super::group_link::{perform, sync_ownership};
-use super::handlers::{s, topic_name};
-use super::{encode, Node, Outcome, Waiting};
+use super::group_reply::{code, err_code, GroupReply};
+use crate::protocol::{s, topic_name};
+use super::{Node, Outcome, Parts, Waiting};
 use crate::broker::{Action, Broker};
 use crate::constants::{group_join_wait_margin_ms, group_request_wait_ms_max};
 use crate::group::records::OffsetValue;
-use crate::group::{offsets_topic, Committed, partition_for, Answer, Coordinator, JoinAnswer, JoinRequest, Pending, State, Ticket, Work};
+use crate::group::{offsets_topic, Committed, partition_for, Answer, Coordinator, JoinRequest, Pending, State, Ticket, Work};
 use crate::kafka::Code;
-use bytes::Bytes;
 use kafka_protocol::messages::delete_groups_request::DeleteGroupsRequest;
 use kafka_protocol::messages::delete_groups_response::{DeletableGroupResult, DeleteGroupsResponse};
 use kafka_protocol::messages::describe_groups_request::DescribeGroupsRequest;
@@ -22,7 +22,6 @@ use kafka_protocol::messages::find_coordinator_response::{Coordinator as Located
 use kafka_protocol::messages::heartbeat_request::HeartbeatRequest;
 use kafka_protocol::messages::heartbeat_response::HeartbeatResponse;
 use kafka_protocol::messages::join_group_request::JoinGroupRequest;
-use kafka_protocol::messages::join_group_response::{JoinGroupResponse, JoinGroupResponseMember};
 use kafka_protocol::messages::leave_group_request::LeaveGroupRequest;
 use kafka_protocol::messages::leave_group_response::{LeaveGroupResponse, MemberResponse};
 use kafka_protocol::messages::list_groups_request::ListGroupsRequest;
@@ -34,27 +33,18 @@ use kafka_protocol::messages::offset_delete_response::{OffsetDeleteResponse, Off
 use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequest;
 use kafka_protocol::messages::offset_fetch_response::{OffsetFetchResponse, OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions, OffsetFetchResponseTopic, OffsetFetchResponseTopics};
 use kafka_protocol::messages::sync_group_request::SyncGroupRequest;
-use kafka_protocol::messages::sync_group_response::SyncGroupResponse;
-use kafka_protocol::messages::{ApiKey, BrokerId, GroupId};
+use kafka_protocol::messages::{BrokerId, GroupId};
 use kafka_protocol::protocol::StrBytes;
 
 /// Runs `f` on the coordinator with ownership brought up to date, then performs its work.
 fn with_groups<T>(node: &Node, now: u64, out: &mut Vec<Action>, f: impl FnOnce(&Broker, &mut Coordinator, &mut Work) -> T) -> T {
-    let mut b = node.broker();
-    let mut c = node.groups();
+    let mut parts = node.parts();
+    let Parts { broker: b, groups: c } = &mut *parts;
     let mut work = Work::default();
-    sync_ownership(&b, &mut c, now, &mut work);
-    let result = f(&b, &mut c, &mut work);
-    perform(&mut b, &mut c, work, now, out);
+    sync_ownership(b, c, now, &mut work);
+    let result = f(b, c, &mut work);
+    perform(b, c, work, now, out);
     result
-}
-
-fn code(c: Code) -> i16 {
-    c.code()
-}
-
-fn err_code(r: &Result<(), Code>) -> i16 {
-    r.err().map_or(0, code)
 }
 
 /// FindCoordinator (v0–v4; v4 batches keys). Creates `__consumer_offsets` on first use.
@@ -127,29 +117,6 @@ pub fn join_group(node: &Node, version: i16, cid: i32, (client_id, peer): (&str,
     finish(At { node, now, out }, reply, pending.map(Answer::Join), wait)
 }
 
-fn join_response(version: i16, a: JoinAnswer) -> JoinGroupResponse {
-    let mut r = JoinGroupResponse::default();
-    r.error_code = a.error.map_or(0, code);
-    r.generation_id = a.generation;
-    r.protocol_type = if version >= 7 { a.protocol_type.as_deref().map(s) } else { None };
-    r.protocol_name = a.protocol.as_deref().map(s).or_else(|| (version < 7).then(|| s("")));
-    r.leader = s(&a.leader);
-    r.member_id = s(&a.member_id);
-    r.skip_assignment = version >= 9 && a.skip_assignment;
-    r.members = a
-        .members
-        .into_iter()
-        .map(|(id, instance, metadata)| {
-            let mut m = JoinGroupResponseMember::default();
-            m.member_id = s(&id);
-            m.group_instance_id = instance.as_deref().map(s);
-            m.metadata = metadata;
-            m
-        })
-        .collect();
-    r
-}
-
 /// SyncGroup: a follower waits for the leader's assignment; the leader waits for it to be stored.
 pub fn sync_group(node: &Node, version: i16, cid: i32, req: SyncGroupRequest, now: u64, out: &mut Vec<Action>) -> Result<Outcome, String> {
     let group = req.group_id.0.to_string();
@@ -214,9 +181,9 @@ pub fn offset_commit(node: &Node, version: i16, cid: i32, req: OffsetCommitReque
     let mut r = OffsetCommitResponse::default();
     let mut slots = Vec::new();
     let mut offsets = Vec::new();
-    let metadata_max = node.groups().config().offset_metadata_max_bytes;
     {
-        let b = node.broker();
+        let parts = node.parts();
+        let (b, metadata_max) = (&parts.broker, parts.groups.config().offset_metadata_max_bytes);
         for (ti, t) in req.topics.iter().enumerate() {
             let mut tr = OffsetCommitResponseTopic::default();
             tr.name = t.name.clone();
@@ -466,79 +433,4 @@ fn wait_all(at: At<'_>, reply: GroupReply, tickets: Vec<Ticket>, wait_ms: u64) -
     }
     let mut waiting = Waiting::group(reply, tickets, wait_ms);
     Ok(waiting.poll(at.node, at.now, false, at.out).unwrap_or(Outcome::Wait(waiting)))
-}
-
-/// A group response under construction, finished with its tickets' answers.
-#[derive(Debug)]
-pub(crate) enum GroupReply {
-    Join { version: i16, cid: i32 },
-    Sync { version: i16, cid: i32, protocol: Option<(Option<String>, Option<String>)> },
-    Commit { version: i16, cid: i32, response: OffsetCommitResponse, slots: Vec<(usize, usize)> },
-    DeleteGroups { version: i16, cid: i32, response: DeleteGroupsResponse, slots: Vec<(Ticket, usize)> },
-    OffsetDelete { version: i16, cid: i32, response: OffsetDeleteResponse },
-}
-
-impl GroupReply {
-    /// What a request still waiting when its time is up is answered.
-    pub(crate) fn expired(&self) -> Answer {
-        match self {
-            GroupReply::Join { .. } => Answer::Join(JoinAnswer::error(Code::RebalanceInProgress, "")),
-            GroupReply::Sync { .. } => Answer::Sync(Err(Code::RebalanceInProgress)),
-            _ => Answer::Written(Err(Code::CoordinatorNotAvailable)),
-        }
-    }
-
-    /// The response frame, given the answers (in ticket order; all of them).
-    pub(crate) fn encode(self, answers: &[Answer]) -> Result<Bytes, String> {
-        let written = |i: usize| match answers.get(i) {
-            Some(Answer::Written(r)) => err_code(r),
-            _ => 0,
-        };
-        match self {
-            GroupReply::Join { version, cid } => {
-                let a = match answers.first() {
-                    Some(Answer::Join(a)) => a.clone(),
-                    _ => JoinAnswer::error(Code::UnknownServerError, ""),
-                };
-                encode(ApiKey::JoinGroup, version, cid, &join_response(version, a))
-            }
-            GroupReply::Sync { version, cid, protocol } => {
-                let mut r = SyncGroupResponse::default();
-                match answers.first() {
-                    Some(Answer::Sync(Ok(a))) => r.assignment = a.clone(),
-                    Some(Answer::Sync(Err(e))) => r.error_code = code(*e),
-                    _ => r.error_code = code(Code::UnknownServerError),
-                }
-                if version >= 5 && r.error_code == 0 {
-                    if let Some((t, n)) = protocol {
-                        r.protocol_type = t.as_deref().map(s);
-                        r.protocol_name = n.as_deref().map(s);
-                    }
-                }
-                encode(ApiKey::SyncGroup, version, cid, &r)
-            }
-            GroupReply::Commit { version, cid, mut response, slots } => {
-                let e = written(0);
-                for (ti, pi) in slots {
-                    response.topics[ti].partitions[pi].error_code = e;
-                }
-                encode(ApiKey::OffsetCommit, version, cid, &response)
-            }
-            GroupReply::DeleteGroups { version, cid, mut response, slots } => {
-                for (i, (_, slot)) in slots.iter().enumerate() {
-                    response.results[*slot].error_code = written(i);
-                }
-                encode(ApiKey::DeleteGroups, version, cid, &response)
-            }
-            GroupReply::OffsetDelete { version, cid, mut response } => {
-                match answers.first() {
-                    Some(Answer::Written(Err(Code::GroupSubscribedToTopic))) => {
-                        response.topics.iter_mut().flat_map(|t| t.partitions.iter_mut()).for_each(|p| p.error_code = code(Code::GroupSubscribedToTopic));
-                    }
-                    _ => response.error_code = written(0),
-                }
-                encode(ApiKey::OffsetDelete, version, cid, &response)
-            }
-        }
-    }
 }

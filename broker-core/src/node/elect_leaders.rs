@@ -7,8 +7,9 @@
 //! controller Metadata names (it is not forwarded).
 
 use super::controller_handlers::{active, after_commit};
-use super::handlers::{s, topic_name};
-use super::{encode, Node, Outcome};
+use crate::protocol::{s, topic_name};
+use crate::protocol::encode;
+use super::{Node, Outcome};
 use crate::kafka::Code;
 use kafka_protocol::messages::elect_leaders_request::ElectLeadersRequest;
 use kafka_protocol::messages::elect_leaders_response::{ElectLeadersResponse, PartitionResult, ReplicaElectionResult};

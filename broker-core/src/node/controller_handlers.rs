@@ -7,8 +7,10 @@
 //! and deletion there are then forwarded to the active controller (`forward`).
 
 use crate::kafka::Code;
-use super::handlers::{s, topic_name, uuid, FetchDecision};
-use super::{encode, Node, Outcome, Waiting};
+use super::handlers::FetchDecision;
+use crate::protocol::{s, topic_name, uuid};
+use crate::protocol::encode;
+use super::{Node, Outcome, Waiting};
 use crate::metadata::configs::describe_topic;
 use crate::controller::quorum::Quorum;
 use crate::metadata::metadata_topic;

@@ -1,15 +1,15 @@
-//! One function per Kafka API: wire request in, wire response out, decisions delegated to the
-//! [`Broker`]. Field-by-field translation only; see docs/protocol.md for versions and errors.
+//! The broker's APIs, one function each: wire request in, wire response (or a wait) out,
+//! decisions delegated to the [`Broker`]. Field-by-field translation only; see docs/protocol.md
+//! for versions and errors.
 
-use crate::kafka::SERVED;
+use crate::protocol::{s, topic_name, uuid};
 use super::waiting::{Pending, PendingDelete, Waiting};
-use super::fetch_frame::FileRecords;
+use crate::protocol::fetch_frame::FileRecords;
 use super::Outcome;
 use crate::log::Records;
 use crate::broker::fetch_session::{Context, Plan, Wanted};
 use crate::broker::{Action, Broker, Error, Fetcher, Incoming, PartitionMap};
 use bytes::Bytes;
-use kafka_protocol::messages::api_versions_response::{ApiVersion, ApiVersionsResponse};
 use kafka_protocol::messages::delete_records_request::DeleteRecordsRequest;
 use kafka_protocol::messages::delete_records_response::{DeleteRecordsPartitionResult, DeleteRecordsResponse, DeleteRecordsTopicResult};
 use kafka_protocol::messages::fetch_request::FetchRequest;
@@ -24,36 +24,7 @@ use kafka_protocol::messages::offset_for_leader_epoch_request::OffsetForLeaderEp
 use kafka_protocol::messages::offset_for_leader_epoch_response::{EpochEndOffset, OffsetForLeaderEpochResponse, OffsetForLeaderTopicResult};
 use kafka_protocol::messages::produce_request::ProduceRequest;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, ProduceResponse, TopicProduceResponse};
-use kafka_protocol::messages::{BrokerId, ProducerId, TopicName};
-use kafka_protocol::protocol::StrBytes;
-
-pub(crate) fn s(text: &str) -> StrBytes {
-    StrBytes::from_string(text.to_string())
-}
-
-pub(crate) fn topic_name(name: &str) -> TopicName {
-    TopicName(s(name))
-}
-
-pub(crate) fn uuid(id: [u8; 16]) -> uuid::Uuid {
-    uuid::Uuid::from_bytes(id)
-}
-
-pub fn api_versions_response(error_code: i16) -> ApiVersionsResponse {
-    let mut r = ApiVersionsResponse::default();
-    r.error_code = error_code;
-    r.api_keys = SERVED
-        .iter()
-        .map(|(k, lo, hi)| {
-            let mut v = ApiVersion::default();
-            v.api_key = *k as i16;
-            v.min_version = *lo;
-            v.max_version = *hi;
-            v
-        })
-        .collect();
-    r
-}
+use kafka_protocol::messages::{BrokerId, ProducerId};
 
 pub fn metadata(b: &mut Broker, version: i16, req: MetadataRequest, controller_id: i32) -> MetadataResponse {
     let mut r = MetadataResponse::default();

@@ -1,0 +1,124 @@
+//! A group request's response under construction: what it answers once the coordinator's
+//! tickets are answered (a rebalance completing, a commit replicated), and what it answers when
+//! its wait runs out. Wire encoding only; the waiting is `waiting.rs`'s, the decisions the
+//! coordinator's.
+
+use crate::group::{Answer, JoinAnswer, Ticket};
+use crate::kafka::Code;
+use crate::protocol::{encode, s};
+use bytes::Bytes;
+use kafka_protocol::messages::delete_groups_response::DeleteGroupsResponse;
+use kafka_protocol::messages::join_group_response::{JoinGroupResponse, JoinGroupResponseMember};
+use kafka_protocol::messages::offset_commit_response::OffsetCommitResponse;
+use kafka_protocol::messages::offset_delete_response::OffsetDeleteResponse;
+use kafka_protocol::messages::sync_group_response::SyncGroupResponse;
+use kafka_protocol::messages::ApiKey;
+
+/// A Kafka code as the wire carries it.
+pub(super) fn code(c: Code) -> i16 {
+    c.code()
+}
+
+/// The code of an outcome: 0 for success.
+pub(super) fn err_code(r: &Result<(), Code>) -> i16 {
+    r.err().map_or(0, code)
+}
+
+/// A group response under construction, finished with its tickets' answers.
+#[derive(Debug)]
+pub(crate) enum GroupReply {
+    Join { version: i16, cid: i32 },
+    Sync { version: i16, cid: i32, protocol: Option<(Option<String>, Option<String>)> },
+    Commit { version: i16, cid: i32, response: OffsetCommitResponse, slots: Vec<(usize, usize)> },
+    DeleteGroups { version: i16, cid: i32, response: DeleteGroupsResponse, slots: Vec<(Ticket, usize)> },
+    OffsetDelete { version: i16, cid: i32, response: OffsetDeleteResponse },
+}
+
+impl GroupReply {
+    /// What a request still waiting when its time is up is answered.
+    pub(crate) fn expired(&self) -> Answer {
+        match self {
+            GroupReply::Join { .. } => Answer::Join(JoinAnswer::error(Code::RebalanceInProgress, "")),
+            GroupReply::Sync { .. } => Answer::Sync(Err(Code::RebalanceInProgress)),
+            _ => Answer::Written(Err(Code::CoordinatorNotAvailable)),
+        }
+    }
+
+    /// The response frame, given the answers (in ticket order; all of them).
+    pub(crate) fn encode(self, answers: &[Answer]) -> Result<Bytes, String> {
+        let written = |i: usize| match answers.get(i) {
+            Some(Answer::Written(r)) => err_code(r),
+            _ => 0,
+        };
+        match self {
+            GroupReply::Join { version, cid } => {
+                let a = match answers.first() {
+                    Some(Answer::Join(a)) => a.clone(),
+                    _ => JoinAnswer::error(Code::UnknownServerError, ""),
+                };
+                encode(ApiKey::JoinGroup, version, cid, &join_response(version, a))
+            }
+            GroupReply::Sync { version, cid, protocol } => {
+                let mut r = SyncGroupResponse::default();
+                match answers.first() {
+                    Some(Answer::Sync(Ok(a))) => r.assignment = a.clone(),
+                    Some(Answer::Sync(Err(e))) => r.error_code = code(*e),
+                    _ => r.error_code = code(Code::UnknownServerError),
+                }
+                if version >= 5 && r.error_code == 0 {
+                    if let Some((t, n)) = protocol {
+                        r.protocol_type = t.as_deref().map(s);
+                        r.protocol_name = n.as_deref().map(s);
+                    }
+                }
+                encode(ApiKey::SyncGroup, version, cid, &r)
+            }
+            GroupReply::Commit { version, cid, mut response, slots } => {
+                let e = written(0);
+                for (ti, pi) in slots {
+                    response.topics[ti].partitions[pi].error_code = e;
+                }
+                encode(ApiKey::OffsetCommit, version, cid, &response)
+            }
+            GroupReply::DeleteGroups { version, cid, mut response, slots } => {
+                for (i, (_, slot)) in slots.iter().enumerate() {
+                    response.results[*slot].error_code = written(i);
+                }
+                encode(ApiKey::DeleteGroups, version, cid, &response)
+            }
+            GroupReply::OffsetDelete { version, cid, mut response } => {
+                match answers.first() {
+                    Some(Answer::Written(Err(Code::GroupSubscribedToTopic))) => {
+                        response.topics.iter_mut().flat_map(|t| t.partitions.iter_mut()).for_each(|p| p.error_code = code(Code::GroupSubscribedToTopic));
+                    }
+                    _ => response.error_code = written(0),
+                }
+                encode(ApiKey::OffsetDelete, version, cid, &response)
+            }
+        }
+    }
+}
+
+fn join_response(version: i16, a: JoinAnswer) -> JoinGroupResponse {
+    let mut r = JoinGroupResponse::default();
+    r.error_code = a.error.map_or(0, code);
+    r.generation_id = a.generation;
+    r.protocol_type = if version >= 7 { a.protocol_type.as_deref().map(s) } else { None };
+    r.protocol_name = a.protocol.as_deref().map(s).or_else(|| (version < 7).then(|| s("")));
+    r.leader = s(&a.leader);
+    r.member_id = s(&a.member_id);
+    r.skip_assignment = version >= 9 && a.skip_assignment;
+    r.members = a
+        .members
+        .into_iter()
+        .map(|(id, instance, metadata)| {
+            let mut m = JoinGroupResponseMember::default();
+            m.member_id = s(&id);
+            m.group_instance_id = instance.as_deref().map(s);
+            m.metadata = metadata;
+            m
+        })
+        .collect();
+    r
+}
+

@@ -1,0 +1,68 @@
+//! The envelopes of forwarded controller requests (KIP-590), on the wire: which APIs travel in
+//! one, the envelope a forwarder sends, and its answer opened and sealed. Which request is
+//! forwarded now and how an envelope is served are the node's (`node/forward.rs`); the sending
+//! and retrying are the shell's (`server/forward.rs`).
+
+use super::encode;
+use crate::kafka::Code;
+use bytes::{BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::envelope_request::EnvelopeRequest;
+use kafka_protocol::messages::envelope_response::EnvelopeResponse;
+use kafka_protocol::messages::ApiKey;
+use std::net::IpAddr;
+
+/// The APIs a node that is not the active controller forwards to it.
+const forwarded_apis: [ApiKey; 5] = [ApiKey::CreateTopics, ApiKey::DeleteTopics, ApiKey::AlterConfigs, ApiKey::IncrementalAlterConfigs, ApiKey::ElectLeaders];
+
+/// Whether requests of `key` are forwarded to the active controller.
+pub fn forwarded(key: ApiKey) -> bool {
+    forwarded_apis.contains(&key)
+}
+
+/// The envelope the forwarder sends: the client's frame (header and body, no size prefix) and
+/// the client's address.
+pub fn envelope(request: Bytes, client: IpAddr) -> EnvelopeRequest {
+    let mut e = EnvelopeRequest::default();
+    e.request_data = request;
+    e.client_host_address = match client {
+        IpAddr::V4(a) => Bytes::copy_from_slice(&a.octets()),
+        IpAddr::V6(a) => Bytes::copy_from_slice(&a.octets()),
+    };
+    e
+}
+
+/// The client's address an envelope carries, if it names one.
+pub fn client(req: &EnvelopeRequest) -> Option<IpAddr> {
+    match req.client_host_address.len() {
+        4 => <[u8; 4]>::try_from(&req.client_host_address[..]).ok().map(IpAddr::from),
+        16 => <[u8; 16]>::try_from(&req.client_host_address[..]).ok().map(IpAddr::from),
+        _ => None,
+    }
+}
+
+/// The client's answer inside an envelope's answer, size prefix restored; `Err` names why the
+/// controller did not answer it (the forwarder then asks again).
+pub fn opened(resp: EnvelopeResponse) -> Result<Bytes, String> {
+    if resp.error_code != 0 {
+        return Err(format!("the envelope was refused with error {:?}", crate::kafka::error(resp.error_code)));
+    }
+    let data = resp.response_data.ok_or("the envelope's answer carries no response")?;
+    let mut out = BytesMut::with_capacity(4 + data.len());
+    out.put_i32(data.len() as i32);
+    out.put_slice(&data);
+    Ok(out.freeze())
+}
+
+/// The envelope's answer carrying `reply` (a whole response frame, size prefix included).
+pub fn seal(version: i16, correlation_id: i32, reply: Bytes) -> Result<Bytes, String> {
+    let mut r = EnvelopeResponse::default();
+    r.response_data = Some(reply.slice(4..));
+    encode(ApiKey::Envelope, version, correlation_id, &r)
+}
+
+/// The envelope's answer refusing it with `code`.
+pub fn refused(version: i16, correlation_id: i32, code: Code) -> Result<Bytes, String> {
+    let mut r = EnvelopeResponse::default();
+    r.error_code = code.code();
+    encode(ApiKey::Envelope, version, correlation_id, &r)
+}
