@@ -48,8 +48,8 @@ impl Scratch {
     /// a waiting request that does not answer once its time is up.
     pub fn answer(&mut self, frame: &Bytes) -> Outcome {
         let mut actions: Vec<Action> = Vec::new();
-        // As the shell does: a produce's batches checked first, off the node's lock.
-        let mut outcome = node::handle_from(&self.node, frame, node::prepare(frame), None, self.now, Attempt::First, &mut actions);
+        // As the shell does: decoded, and a produce's batches checked, off the node's lock.
+        let mut outcome = node::handle(&self.node, frame, self.now, Attempt::First, &mut actions);
         if let Outcome::Park { wait_ms, .. } = outcome {
             // Nothing else arrives on this connection: the fetch waits out its max_wait.
             self.now += wait_ms;

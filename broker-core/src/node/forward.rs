@@ -14,7 +14,8 @@
 //! - a forward that finds no controller within `forward_wait_ms_max` answers the client what
 //!   this node would have answered alone: NOT_CONTROLLER for each item.
 
-use super::{controller_handlers, handle_inner, Attempt, Node, Outcome};
+use super::{controller_handlers, handle_inner, prepare, Attempt, Node, Outcome};
+use crate::protocol::request::decode_request;
 use crate::kafka::Code;
 use crate::protocol::envelope::{client, forwarded, refused, seal};
 use kafka_protocol::messages::envelope_request::EnvelopeRequest;
@@ -37,7 +38,8 @@ pub(super) fn serve(node: &Node, version: i16, correlation_id: i32, req: Envelop
         return refused(version, correlation_id, Code::NotController).map(Outcome::Reply);
     }
     let client = client(&req);
-    Ok(match handle_inner(node, &req.request_data, None, client, now, attempt, out, true)? {
+    let inner = prepare(decode_request(&req.request_data)?);
+    Ok(match handle_inner(node, inner, client, now, attempt, out, true)? {
         Outcome::Reply(reply) => Outcome::Reply(seal(version, correlation_id, reply)?),
         Outcome::Wait(waiting) => Outcome::Wait(waiting.sealed(version, correlation_id)),
         Outcome::Close(reason) => Outcome::Close(format!("forwarded request: {reason}")),

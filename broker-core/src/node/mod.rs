@@ -22,15 +22,13 @@ mod waiting;
 
 use crate::broker::{Action, Broker};
 use crate::controller::quorum::Quorum;
-use crate::controller::raft::wire;
+use crate::controller::raft::Message;
 use crate::group::Coordinator;
-use crate::protocol::{decode, encode, fetch_frame};
+use crate::protocol::request::{decode_request, Decoded, Request};
+use crate::protocol::{encode, fetch_frame};
 use std::sync::{Mutex, MutexGuard};
 use bytes::Bytes;
-use kafka_protocol::messages::fetch_request::FetchRequest;
-use kafka_protocol::messages::produce_request::ProduceRequest;
-use kafka_protocol::messages::{ApiKey, RequestHeader};
-use kafka_protocol::protocol::Decodable;
+use kafka_protocol::messages::RequestKind;
 
 pub use waiting::Waiting;
 
@@ -167,10 +165,9 @@ impl Outcome {
 }
 
 /// A Raft message from another voter (`controller::raft::wire`): fed to this node's voter,
-/// never answered. One that does not decode, or reaches a node that is not a voter, closes the
-/// connection: the sender is misconfigured or hostile.
-fn raft_message(node: &Node, body: Bytes, now: u64) -> Result<Outcome, String> {
-    let m = wire::decode_body(body)?;
+/// never answered. One that reaches a node that is not a voter closes the connection: the
+/// sender is misconfigured or hostile.
+fn raft_message(node: &Node, m: Message, now: u64) -> Result<Outcome, String> {
     let Some(mut q) = node.controller() else {
         return Err(format!("raft message from node {} to node {}, which is not a controller voter", m.from, m.to));
     };
@@ -189,73 +186,58 @@ pub enum Attempt {
     Final,
 }
 
-/// Handles one request frame (without its size prefix). What the broker asks of the shell
-/// besides the answer (wake waiting requests, log a line) is added to `out`.
+/// Handles one request frame (without its size prefix): [`decode_request`], [`prepare`] and
+/// [`handle_from`] in one, for callers without a connection (tests, fuzzing). What the broker
+/// asks of the shell besides the answer (wake waiting requests, log a line) is added to `out`.
 pub fn handle(node: &Node, frame: &Bytes, now: u64, attempt: Attempt, out: &mut Vec<Action>) -> Outcome {
-    handle_from(node, frame, None, None, now, attempt, out)
+    match decode_request(frame) {
+        Ok(decoded) => handle_from(node, prepare(decoded), None, now, attempt, out),
+        Err(reason) => Outcome::Close(reason),
+    }
 }
 
-/// A Produce request decoded and its batches checked ([`prepare`]) before its decision.
+/// A decoded frame ready for its decision: a Produce request's batches are checked already.
 pub struct Prepared {
-    req: ProduceRequest,
-    batches: Vec<Option<crate::broker::Incoming>>,
+    decoded: Decoded,
+    batches: Option<Vec<Option<crate::broker::Incoming>>>,
 }
 
-/// The work of a Produce request that needs only its bytes (decoding, and checking every batch:
-/// CRC, records, decompression), for the shell to do before it takes the node's lock; None for
-/// any other request, or one this cannot read (then [`handle_from`] reads it and says why).
-pub fn prepare(frame: &Bytes) -> Option<Prepared> {
-    let lead = crate::protocol::leading(frame)?;
-    if lead.key != ApiKey::Produce as i16 {
-        return None;
-    }
-    let version = lead.version;
-    let (lo, hi) = crate::kafka::served(ApiKey::Produce)?;
-    if !(lo..=hi).contains(&version) {
-        return None;
-    }
-    let mut body = frame.clone();
-    RequestHeader::decode(&mut body, ApiKey::Produce.request_header_version(version)).ok()?;
-    let req = ProduceRequest::decode(&mut body, version).ok()?;
-    let batches = handlers::produce_batches(&req);
-    Some(Prepared { req, batches })
+/// The work of a request that needs only its bytes, for the shell to do before it takes the
+/// node's lock: checking every batch of a Produce (CRC, records, decompression).
+pub fn prepare(decoded: Decoded) -> Prepared {
+    let batches = match &decoded {
+        Decoded::Request(Request { body: RequestKind::Produce(req), .. }) => Some(handlers::produce_batches(req)),
+        _ => None,
+    };
+    Prepared { decoded, batches }
 }
 
-/// [`handle`] for a request from `peer` (the address group members are described with), with
-/// what [`prepare`] made of this same frame, if anything.
-pub fn handle_from(node: &Node, frame: &Bytes, prepared: Option<Prepared>, peer: Option<std::net::IpAddr>, now: u64, attempt: Attempt, out: &mut Vec<Action>) -> Outcome {
-    match handle_inner(node, frame, prepared, peer, now, attempt, out, false) {
+impl Prepared {
+    /// A copy to decide again (a parked fetch), for a request without batches: None for one
+    /// with them (a produce is decided once).
+    pub fn copy_without_batches(&self) -> Option<Prepared> {
+        self.batches.is_none().then(|| Prepared { decoded: self.decoded.clone(), batches: None })
+    }
+}
+
+/// Decides one prepared request from `peer` (the address group members are described with).
+pub fn handle_from(node: &Node, prepared: Prepared, peer: Option<std::net::IpAddr>, now: u64, attempt: Attempt, out: &mut Vec<Action>) -> Outcome {
+    match handle_inner(node, prepared, peer, now, attempt, out, false) {
         Ok(outcome) => outcome,
         Err(reason) => Outcome::Close(reason),
     }
 }
 
 /// `enveloped`: the request was forwarded here by another node (never forwarded again).
-#[allow(clippy::too_many_arguments)]
-fn handle_inner(node: &Node, frame: &Bytes, prepared: Option<Prepared>, peer: Option<std::net::IpAddr>, now: u64, attempt: Attempt, out: &mut Vec<Action>, enveloped: bool) -> Result<Outcome, String> {
+fn handle_inner(node: &Node, prepared: Prepared, peer: Option<std::net::IpAddr>, now: u64, attempt: Attempt, out: &mut Vec<Action>, enveloped: bool) -> Result<Outcome, String> {
+    let Prepared { decoded, batches } = prepared;
+    let request = match decoded {
+        Decoded::Request(r) => r,
+        Decoded::Raft(m) => return raft_message(node, m, now),
+        Decoded::Answer(reply) => return Ok(Outcome::Reply(reply)),
+    };
     let final_attempt = attempt == Attempt::Final;
-    let Some(crate::protocol::Leading { key: raw_key, version, correlation_id }) = crate::protocol::leading(frame) else {
-        return Err("request shorter than its header".into());
-    };
-    if raw_key == wire::api_key {
-        return raft_message(node, frame.slice(8..), now);
-    }
-    let key = ApiKey::try_from(raw_key).map_err(|_| format!("unknown API key {raw_key}"))?;
-    let Some((lo, hi)) = crate::kafka::served(key) else {
-        return Err(format!("API {key:?} is not supported by this broker"));
-    };
-    if !(lo..=hi).contains(&version) {
-        if key == ApiKey::ApiVersions {
-            // Kafka answers with a v0 body so any client can read the supported range.
-            let body = crate::protocol::api_versions_response(crate::kafka::Code::UnsupportedVersion.code());
-            return encode(key, 0, correlation_id, &body).map(Outcome::Reply);
-        }
-        return Err(format!("{key:?} v{version} is not supported (v{lo}..=v{hi})"));
-    }
-    let mut body = frame.clone();
-    let header = RequestHeader::decode(&mut body, key.request_header_version(version))
-        .map_err(|e| format!("malformed request header: {e}"))?;
-    let client_id = header.client_id.as_ref().map_or("", |c| c.as_str());
+    let (key, version, correlation_id) = (request.key, request.version, request.correlation_id());
     macro_rules! reply {
         ($resp:expr) => {
             encode(key, version, correlation_id, &$resp).map(Outcome::Reply)
@@ -263,24 +245,18 @@ fn handle_inner(node: &Node, frame: &Bytes, prepared: Option<Prepared>, peer: Op
     }
     let b = || node.broker();
     let forwards = forward::forwards(node, key, enveloped);
-    let outcome = match key {
-        ApiKey::ApiVersions => reply!(crate::protocol::api_versions_response(0)),
-        ApiKey::Metadata => {
+    let client_id = request.client_id().to_string();
+    let outcome = match request.body {
+        RequestKind::ApiVersions(_) => reply!(crate::protocol::api_versions_response(0)),
+        RequestKind::Metadata(req) => {
             let controller_id = node.controller_id();
-            reply!(handlers::metadata(&mut b(), version, decode(key, version, &mut body)?, controller_id))
+            reply!(handlers::metadata(&mut b(), version, req, controller_id))
         }
-        ApiKey::Produce => {
-            let Prepared { req, batches } = match prepared {
-                Some(p) => p,
-                None => {
-                    let req = decode(key, version, &mut body)?;
-                    Prepared { batches: handlers::produce_batches(&req), req }
-                }
-            };
+        RequestKind::Produce(req) => {
+            let batches = batches.unwrap_or_else(|| handlers::produce_batches(&req));
             handlers::produce(&mut b(), version, correlation_id, req, batches, now, out)
         }
-        ApiKey::Fetch => {
-            let req: FetchRequest = decode(key, version, &mut body)?;
+        RequestKind::Fetch(req) => {
             let metadata = controller_handlers::is_metadata_fetch(&req);
             let decision = match metadata {
                 true => controller_handlers::metadata_fetch(node, req, final_attempt),
@@ -292,37 +268,37 @@ fn handle_inner(node: &Node, frame: &Bytes, prepared: Option<Prepared>, peer: Op
                 handlers::FetchDecision::Park(wait_ms) => Ok(Outcome::Park { wait_ms, metadata }),
             }
         }
-        ApiKey::ListOffsets => reply!(handlers::list_offsets(&b(), version, decode(key, version, &mut body)?)),
-        ApiKey::CreateTopics => controller_handlers::create_topics(node, version, correlation_id, decode(key, version, &mut body)?, now),
-        ApiKey::DeleteTopics => controller_handlers::delete_topics(node, version, correlation_id, decode(key, version, &mut body)?, now),
-        ApiKey::ElectLeaders => elect_leaders::elect_leaders(node, version, correlation_id, decode(key, version, &mut body)?, now),
-        ApiKey::DescribeConfigs => reply!(config_handlers::describe_configs(&b(), decode(key, version, &mut body)?)),
-        ApiKey::AlterConfigs => config_handlers::alter_configs(node, version, correlation_id, decode(key, version, &mut body)?, now),
-        ApiKey::IncrementalAlterConfigs => config_handlers::incremental_alter_configs(node, version, correlation_id, decode(key, version, &mut body)?, now),
-        ApiKey::DeleteRecords => handlers::delete_records(&mut b(), version, correlation_id, decode(key, version, &mut body)?, now),
-        ApiKey::InitProducerId => reply!(handlers::init_producer_id(&mut b(), decode(key, version, &mut body)?)),
-        ApiKey::OffsetForLeaderEpoch => reply!(handlers::offset_for_leader_epoch(&b(), version, decode(key, version, &mut body)?)),
-        ApiKey::BrokerRegistration => controller_handlers::broker_registration(node, version, correlation_id, decode(key, version, &mut body)?, now),
-        ApiKey::BrokerHeartbeat => controller_handlers::broker_heartbeat(node, version, correlation_id, decode(key, version, &mut body)?, now),
-        ApiKey::AlterPartition => controller_handlers::alter_partition(node, version, correlation_id, decode(key, version, &mut body)?, now),
-        ApiKey::FindCoordinator => reply!(group_handlers::find_coordinator(&mut b(), version, decode(key, version, &mut body)?)),
-        ApiKey::JoinGroup => group_handlers::join_group(node, version, correlation_id, (client_id, peer), decode(key, version, &mut body)?, now, out),
-        ApiKey::SyncGroup => group_handlers::sync_group(node, version, correlation_id, decode(key, version, &mut body)?, now, out),
-        ApiKey::Heartbeat => reply!(group_handlers::heartbeat(node, decode(key, version, &mut body)?, now, out)),
-        ApiKey::LeaveGroup => reply!(group_handlers::leave_group(node, version, decode(key, version, &mut body)?, now, out)),
-        ApiKey::OffsetCommit => group_handlers::offset_commit(node, version, correlation_id, decode(key, version, &mut body)?, now, out),
-        ApiKey::OffsetFetch => reply!(group_handlers::offset_fetch(node, version, decode(key, version, &mut body)?, now, out)),
-        ApiKey::ListGroups => reply!(group_handlers::list_groups(node, version, decode(key, version, &mut body)?, now, out)),
-        ApiKey::DescribeGroups => reply!(group_handlers::describe_groups(node, decode(key, version, &mut body)?, now, out)),
-        ApiKey::DeleteGroups => group_handlers::delete_groups(node, version, correlation_id, decode(key, version, &mut body)?, now, out),
-        ApiKey::OffsetDelete => group_handlers::offset_delete(node, version, correlation_id, decode(key, version, &mut body)?, now, out),
-        ApiKey::Envelope => forward::serve(node, version, correlation_id, decode(key, version, &mut body)?, now, attempt, out),
-        other => Err(format!("API {other:?} is not supported by this broker")),
+        RequestKind::ListOffsets(req) => reply!(handlers::list_offsets(&b(), version, req)),
+        RequestKind::CreateTopics(req) => controller_handlers::create_topics(node, version, correlation_id, req, now),
+        RequestKind::DeleteTopics(req) => controller_handlers::delete_topics(node, version, correlation_id, req, now),
+        RequestKind::ElectLeaders(req) => elect_leaders::elect_leaders(node, version, correlation_id, req, now),
+        RequestKind::DescribeConfigs(req) => reply!(config_handlers::describe_configs(&b(), req)),
+        RequestKind::AlterConfigs(req) => config_handlers::alter_configs(node, version, correlation_id, req, now),
+        RequestKind::IncrementalAlterConfigs(req) => config_handlers::incremental_alter_configs(node, version, correlation_id, req, now),
+        RequestKind::DeleteRecords(req) => handlers::delete_records(&mut b(), version, correlation_id, req, now),
+        RequestKind::InitProducerId(req) => reply!(handlers::init_producer_id(&mut b(), req)),
+        RequestKind::OffsetForLeaderEpoch(req) => reply!(handlers::offset_for_leader_epoch(&b(), version, req)),
+        RequestKind::BrokerRegistration(req) => controller_handlers::broker_registration(node, version, correlation_id, req, now),
+        RequestKind::BrokerHeartbeat(req) => controller_handlers::broker_heartbeat(node, version, correlation_id, req, now),
+        RequestKind::AlterPartition(req) => controller_handlers::alter_partition(node, version, correlation_id, req, now),
+        RequestKind::FindCoordinator(req) => reply!(group_handlers::find_coordinator(&mut b(), version, req)),
+        RequestKind::JoinGroup(req) => group_handlers::join_group(node, version, correlation_id, (&client_id, peer), req, now, out),
+        RequestKind::SyncGroup(req) => group_handlers::sync_group(node, version, correlation_id, req, now, out),
+        RequestKind::Heartbeat(req) => reply!(group_handlers::heartbeat(node, req, now, out)),
+        RequestKind::LeaveGroup(req) => reply!(group_handlers::leave_group(node, version, req, now, out)),
+        RequestKind::OffsetCommit(req) => group_handlers::offset_commit(node, version, correlation_id, req, now, out),
+        RequestKind::OffsetFetch(req) => reply!(group_handlers::offset_fetch(node, version, req, now, out)),
+        RequestKind::ListGroups(req) => reply!(group_handlers::list_groups(node, version, req, now, out)),
+        RequestKind::DescribeGroups(req) => reply!(group_handlers::describe_groups(node, req, now, out)),
+        RequestKind::DeleteGroups(req) => group_handlers::delete_groups(node, version, correlation_id, req, now, out),
+        RequestKind::OffsetDelete(req) => group_handlers::offset_delete(node, version, correlation_id, req, now, out),
+        RequestKind::Envelope(req) => forward::serve(node, version, correlation_id, req, now, attempt, out),
+        _ => Err(format!("API {key:?} is not supported by this broker")),
     };
     match outcome {
         // What this node answers alone (NOT_CONTROLLER) is what the client gets if no
         // controller answers the forward.
-        Ok(Outcome::Reply(fallback)) if forwards => Ok(Outcome::Forward { request: frame.clone(), fallback }),
+        Ok(Outcome::Reply(fallback)) if forwards => Ok(Outcome::Forward { request: request.frame, fallback }),
         other => other,
     }
 }

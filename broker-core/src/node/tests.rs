@@ -14,8 +14,8 @@ use kafka_protocol::messages::metadata_response::MetadataResponse;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, ProduceRequest, TopicProduceData};
 use kafka_protocol::messages::produce_response::ProduceResponse;
 use kafka_protocol::messages::TopicName;
-use kafka_protocol::messages::ResponseHeader;
-use kafka_protocol::protocol::{Encodable, HeaderVersion, StrBytes};
+use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
 use bytes::BytesMut;
 
 fn broker(dir: &std::path::Path) -> Node {
@@ -206,16 +206,19 @@ fn produce_checked_before_its_decision_is_answered_alike() {
         };
         let (prepared, unprepared) = (node(tmp_a.path()), node(tmp_b.path()));
         let f = frame(ApiKey::Produce, 9, &produce_req("t", records, 1));
-        let early = prepare(&f);
-        assert!(early.is_some(), "case {i}: a readable produce is prepared");
-        let answers = [handle_from(&prepared, &f, early, None, 0, Attempt::First, &mut Vec::new()), handle(&unprepared, &f, 0, Attempt::First, &mut Vec::new())];
+        let early = prepare(decode_request(&f).unwrap());
+        assert!(early.batches.is_some(), "case {i}: a readable produce is prepared");
+        // The same decision with the batches checked under the lock instead.
+        let Decoded::Request(late) = decode_request(&f).unwrap() else { panic!("case {i}: a request") };
+        let late = Prepared { decoded: Decoded::Request(late), batches: None };
+        let answers = [handle_from(&prepared, early, None, 0, Attempt::First, &mut Vec::new()), handle_from(&unprepared, late, None, 0, Attempt::First, &mut Vec::new())];
         let [a, b] = answers.map(|o| reply::<ProduceResponse>(o, ApiKey::Produce, 9).responses[0].partition_responses[0].clone());
         assert_eq!(a, b, "case {i}");
         assert_eq!(a.error_code, code, "case {i}: {:?}", a.error_message);
     }
     let produce = frame(ApiKey::Produce, 9, &produce_req("t", build(&[b"x"], 1), 1));
-    assert!(prepare(&produce.slice(..produce.len() - 20)).is_none(), "a truncated body is left to handle, which closes");
-    assert!(prepare(&frame(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default())).is_none(), "only produce is prepared");
+    assert!(decode_request(&produce.slice(..produce.len() - 20)).is_err(), "a truncated body does not decode, which closes");
+    assert!(prepare(decode_request(&frame(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default())).unwrap()).batches.is_none(), "only produce is prepared");
 }
 
 mod configs;

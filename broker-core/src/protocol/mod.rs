@@ -10,13 +10,14 @@
 
 pub mod envelope;
 pub mod fetch_frame;
+pub mod request;
 
 use crate::controller::raft::wire;
 use crate::kafka::SERVED;
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::api_versions_response::{ApiVersion, ApiVersionsResponse};
 use kafka_protocol::messages::{ApiKey, ResponseHeader, TopicName};
-use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use kafka_protocol::protocol::{Encodable, StrBytes};
 
 /// The size prefix of a frame: `Ok(len)` or why the connection must close.
 pub fn frame_len(prefix: [u8; 4], max: usize) -> Result<usize, String> {
@@ -68,11 +69,6 @@ pub(crate) fn encode<R: Encodable>(key: ApiKey, version: i16, correlation_id: i3
     header.encode(&mut out, header_version).map_err(|e| e.to_string())?;
     body.encode(&mut out, version).map_err(|e| format!("encoding {key:?} v{version}: {e}"))?;
     Ok(out.freeze())
-}
-
-/// Decodes a request body, or says why the connection must close.
-pub(crate) fn decode<R: Decodable>(key: ApiKey, version: i16, body: &mut Bytes) -> Result<R, String> {
-    R::decode(body, version).map_err(|e| format!("malformed {key:?} v{version} request: {e}"))
 }
 
 /// The ApiVersions answer: every API and version range this broker serves.

@@ -402,9 +402,17 @@ async fn answer(shared: &Shared, frame: &Bytes, peer: IpAddr, turn: tokio::sync:
         shared.started().await;
     }
     // Off the node's lock: other connections' requests are decided meanwhile.
-    let mut prepared = node::prepare(frame);
+    let mut prepared = match protocol::request::decode_request(frame) {
+        Ok(decoded) => Some(node::prepare(decoded)),
+        Err(reason) => return Outcome::Close(reason),
+    };
     let mut deadline: Option<Instant> = None;
     loop {
+        // A fetch that parks is decided again, on a copy of its request kept for that.
+        let Some(this) = prepared.take() else { return Outcome::Close("a request was decided twice".into()) };
+        if is_fetch {
+            prepared = this.copy_without_batches();
+        }
         // Registered before we look, so no change is missed.
         let data = shared.changed.notified();
         let metadata = shared.metadata_committed.notified();
@@ -419,7 +427,7 @@ async fn answer(shared: &Shared, frame: &Bytes, peer: IpAddr, turn: tokio::sync:
         };
         let decide = |s: &Shared| {
             let mut actions = Vec::new();
-            (node::handle_from(&s.node, frame, prepared.take(), Some(peer), now_ms(), attempt, &mut actions), actions)
+            (node::handle_from(&s.node, this, Some(peer), now_ms(), attempt, &mut actions), actions)
         };
         let (outcome, actions) = match protocol::is_controller_api(key) {
             true => shared.decide_quorum(decide).await,
