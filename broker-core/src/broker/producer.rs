@@ -47,6 +47,27 @@ pub enum SequenceError {
     OutOfOrder { got: i32, expected: i32 },
 }
 
+impl SequenceError {
+    /// The OUT_OF_ORDER_SEQUENCE_NUMBER refusal a produce answer's error message carries (this
+    /// type's `Display`), so a client can tell a broker that has moved past a batch from one
+    /// that lacks the batches before it; None for any other message (another broker's words).
+    pub fn out_of_order_in(message: &str) -> Option<SequenceError> {
+        let (got, expected) = message.strip_prefix("sequence ")?.strip_suffix(" was expected")?.split_once(" where ")?;
+        Some(SequenceError::OutOfOrder { got: got.parse().ok()?, expected: expected.parse().ok()? })
+    }
+
+    /// Whether the refused sequence is behind the one expected (the broker appended this
+    /// producer's batches past it, so it held the batch), not ahead of it (a gap: the broker
+    /// lacks the producer's batches before it, as a leader that missed them does, and so says
+    /// nothing about where an earlier attempt of it went). Sequences wrap at i32::MAX: behind
+    /// is less than half the sequence space back.
+    pub fn is_behind(&self) -> bool {
+        let SequenceError::OutOfOrder { got, expected } = *self else { return false };
+        let back = (expected as i64 - got as i64).rem_euclid(i32::MAX as i64 + 1);
+        back > 0 && back <= i32::MAX as i64 / 2
+    }
+}
+
 /// The sequence number after `seq`, wrapping at i32::MAX as Kafka does.
 fn next_seq(seq: i32) -> i32 {
     if seq == i32::MAX { 0 } else { seq + 1 }
@@ -188,6 +209,25 @@ mod tests {
         assert_eq!(s.check(&h(8, 0, 4, 1, -1)), Ok(Verdict::Append));
         // Non-idempotent batches always append.
         assert_eq!(s.check(&h(-1, -1, -1, 1, -1)), Ok(Verdict::Append));
+    }
+
+    #[test]
+    fn a_refusal_names_whether_the_broker_is_past_the_batch_or_short_of_it() {
+        let mut s = ProducerStates::default();
+        for i in 0..3 {
+            s.record(&h(7, 0, 2 * i, 2, 2 * i as i64));
+        }
+        // Ahead of what this broker holds (a leader that missed batches): a gap.
+        let gap = s.check(&h(7, 0, 9, 1, -1)).unwrap_err();
+        // Behind it, older than the window: this broker appended it.
+        let behind = s.check_in(&h(7, 0, 0, 2, -1), Window::OneRefusing).unwrap_err();
+        for (e, is_behind) in [(gap, false), (behind, true)] {
+            assert_eq!(SequenceError::out_of_order_in(&e.to_string()), Some(e), "the message reads back");
+            assert_eq!(e.is_behind(), is_behind, "{e}");
+        }
+        assert!(SequenceError::OutOfOrder { got: i32::MAX, expected: 1 }.is_behind(), "behind across the wrap");
+        assert!(!SequenceError::OutOfOrder { got: 1, expected: i32::MAX }.is_behind(), "a gap across the wrap");
+        assert_eq!(SequenceError::out_of_order_in("Out of order sequence number for producer 1"), None, "another broker's wording");
     }
 
     #[test]

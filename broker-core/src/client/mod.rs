@@ -21,6 +21,7 @@ pub use group::{GroupConfig, GroupConsumer, GroupEvent, Polled};
 pub use producer::{Producer, ProducerConfig};
 
 use crate::kafka::Code;
+use crate::broker::producer::SequenceError;
 
 impl ClientError {
     /// The error a response's non-zero `error_code` names.
@@ -77,11 +78,20 @@ impl ClientError {
 
     /// A retry refused for its sequence number (OUT_OF_ORDER_SEQUENCE_NUMBER, or
     /// DUPLICATE_SEQUENCE_NUMBER as brokers before 2.0 answered) after an attempt that may have
-    /// been appended. With at most five batches in flight a retry repeats one of the
-    /// producer's last five batches of its partition, which the broker remembers (Kafka's
-    /// ProducerStateManager): if that attempt was appended, the answer must be its offsets.
+    /// been appended, by a broker that had moved past it. With at most five batches in flight a
+    /// retry repeats one of the producer's last five batches of its partition, which the broker
+    /// remembers (Kafka's ProducerStateManager): if that attempt was appended, the answer must
+    /// be its offsets. A refusal for a gap (the broker names an earlier sequence it expected,
+    /// `SequenceError::is_behind` false) is not one: that broker lacks the batches before this
+    /// one — a leader deposed without knowing it, whose successor may hold the earlier attempt —
+    /// so it says nothing of where that attempt went (replicated-fsync seed 63093).
     pub fn sequence_refused(&self) -> bool {
-        matches!(self, ClientError::RefusedRetry(last) if matches!(**last, ClientError::Kafka { code: Code::OutOfOrderSequenceNumber | Code::DuplicateSequenceNumber, .. }))
+        let ClientError::RefusedRetry(last) = self else { return false };
+        match &**last {
+            ClientError::Kafka { code: Code::DuplicateSequenceNumber, .. } => true,
+            ClientError::Kafka { code: Code::OutOfOrderSequenceNumber, message } => SequenceError::out_of_order_in(message).is_none_or(|e| e.is_behind()),
+            _ => false,
+        }
     }
 
     /// Kafka codes worth retrying: the leader moved or is not ready, or a transient storage or

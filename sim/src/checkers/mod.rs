@@ -15,7 +15,7 @@
 //! | `committed_consistent` | below the final read's high watermark, every replica holding an offset holds the same value | DESIGN invariant 2 |
 //! | `write_liveness` | from half a healing phase after the last fault was undone, each producer's writes to each partition include one that succeeds | DESIGN invariant 7 |
 //! | `definite_failure` | a write refused with a definite error is not in the final log | Jepsen: a failed op must not take effect |
-//! | `refused_retry` | an idempotent retry is not refused for its sequence number when an earlier attempt of it is in the final log | Kafka's idempotent producer: five batches in flight, five remembered (ProducerStateManager); issue 26 |
+//! | `refused_retry` | an idempotent retry is not refused for its sequence number, by a broker past that sequence, when an earlier attempt of it is in the final log | Kafka's idempotent producer: five batches in flight, five remembered (ProducerStateManager); issue 26 |
 //! | `dirty_read` | every value a consumer read is in the final log (or its loss is allowed) | Jepsen kafka: lost reads / G1a-style aborted reads |
 //! | `replica_readable` | every replica's log opens and reads at the end | DESIGN invariant 2 (a replica that cannot open cannot agree) |
 //! | `group_owners` | no partition owned by two members in one generation, nor by two live members at one moment | Kafka's group contract; KIP-429 |

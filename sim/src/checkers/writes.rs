@@ -107,6 +107,13 @@ pub fn definite_failure(h: &History, out: &mut Vec<Violation>) {
 /// (OUT_OF_ORDER_SEQUENCE_NUMBER) is the broker forgetting a batch it holds — the producer is
 /// told its batch failed, and its next batch restarts under a new producer id. The write's
 /// outcome is unknown to its client, so `definite_failure` cannot see it; the final log can.
+///
+/// Only a refusal by a broker that had moved *past* the batch counts (it names a later
+/// sequence than the batch's): a refusal for a gap comes from a broker lacking the batches
+/// before it — a leader deposed without knowing it, as Kafka's is while it cannot reach the
+/// controller — and an earlier attempt may sit in its successor's log and be committed there.
+/// Kafka refuses alike; seed 63093 of replicated-fsync (regression
+/// `refused-retry-by-a-deposed-leader`) is such a refusal, and not a violation.
 pub fn refused_retry(h: &History, out: &mut Vec<Violation>) {
     let offset_of = final_offsets(h);
     for w in h.writes.iter().filter(|w| w.idempotent && w.retry_refused) {
