@@ -69,24 +69,31 @@ fn core_reads_no_clock_no_os_randomness_no_hash_order() {
     assert!(hits.is_empty(), "determinism rules broken:\n{}", hits.join("\n"));
 }
 
+/// Where a rule finds `code` (comments and strings cut): `src/PATH:LINE` and, if it says, what.
+/// Only the files whose path under `src/` `within` accepts are read.
+fn code_hits(within: impl Fn(&str) -> bool, finds: impl Fn(&str) -> Option<String>) -> Vec<String> {
+    let (src, files) = sources();
+    let mut hits = Vec::new();
+    for file in &files {
+        let rel = file.strip_prefix(&src).unwrap().to_string_lossy().replace('\\', "/");
+        if !within(&rel) {
+            continue;
+        }
+        for (n, (code, _)) in code_and_comments(&std::fs::read_to_string(file).unwrap()).iter().enumerate() {
+            if let Some(what) = finds(code) {
+                hits.push(format!("src/{rel}:{}{what}", n + 1));
+            }
+        }
+    }
+    hits
+}
+
 #[test]
 fn no_decision_reaches_for_the_simulators_probe() {
     // What the simulator watches reaches it through the observer a node is built with
     // (`observe.rs`); a call into `simprobe` from broker-core would be a global side channel
     // out of a decision again, and the controller <-> simprobe import cycle back.
-    let (src, files) = sources();
-    let mut hits = Vec::new();
-    for file in &files {
-        let rel = file.strip_prefix(&src).unwrap().to_string_lossy().replace('\\', "/");
-        if rel.starts_with("simprobe/") || rel == "lib.rs" {
-            continue;
-        }
-        for (n, (code, _)) in code_and_comments(&std::fs::read_to_string(file).unwrap()).iter().enumerate() {
-            if code.contains("simprobe") {
-                hits.push(format!("src/{rel}:{}", n + 1));
-            }
-        }
-    }
+    let hits = code_hits(|rel| !rel.starts_with("simprobe/") && rel != "lib.rs", |code| code.contains("simprobe").then(String::new));
     assert!(hits.is_empty(), "broker-core code names simprobe (tell the node's observer instead):\n{}", hits.join("\n"));
 }
 
@@ -95,21 +102,10 @@ fn no_decision_tests_a_planted_bug() {
     // Issue 32: a planted bug is a rule chosen when the node is built (`broker::rules`,
     // `controller::rules`, `group::rules`, the config's choices), never a branch in a decision.
     // Where they are chosen is exempt; the shell (server/) and the planted list itself too.
-    let (src, files) = sources();
     let decisions = ["broker/", "controller/", "group/", "replication/", "log/", "metadata/", "node/"];
     let choosers = ["broker/rules.rs", "broker/config.rs", "controller/rules.rs", "group/rules.rs"];
-    let mut hits = Vec::new();
-    for file in &files {
-        let rel = file.strip_prefix(&src).unwrap().to_string_lossy().replace('\\', "/");
-        if !decisions.iter().any(|d| rel.starts_with(d)) || choosers.contains(&rel.as_str()) || rel.contains("tests") {
-            continue;
-        }
-        for (n, (code, _)) in code_and_comments(&std::fs::read_to_string(file).unwrap()).iter().enumerate() {
-            if code.contains("PlantedBug::") || code.contains(".planted(") || code.contains("planted.is(") {
-                hits.push(format!("src/{rel}:{}", n + 1));
-            }
-        }
-    }
+    let within = |rel: &str| decisions.iter().any(|d| rel.starts_with(d)) && !choosers.contains(&rel) && !rel.contains("tests");
+    let hits = code_hits(within, |code| (code.contains("PlantedBug::") || code.contains(".planted(") || code.contains("planted.is(")).then(String::new));
     assert!(hits.is_empty(), "decisions test a planted bug (make it a rule chosen when the node is built):\n{}", hits.join("\n"));
 }
 
@@ -118,23 +114,16 @@ fn the_protocol_holds_no_state() {
     // Issue 32: `protocol/` reads and writes bytes; what a request does to a node is `node/`'s.
     // A lock, a node, a broker, a coordinator or a quorum named in `protocol/` would glue the
     // wire to the state again (it once held the node and a five-file import cycle).
-    let (src, files) = sources();
     let types = ["Mutex", "MutexGuard", "RwLock", "Node", "Broker", "Coordinator", "Quorum"];
     let paths = ["crate::node", "crate::broker", "crate::group", "crate::server"];
-    let mut hits = Vec::new();
-    for file in &files {
-        let rel = file.strip_prefix(&src).unwrap().to_string_lossy().replace('\\', "/");
-        if !rel.starts_with("protocol/") {
-            continue;
-        }
-        for (n, (code, _)) in code_and_comments(&std::fs::read_to_string(file).unwrap()).iter().enumerate() {
+    let hits = code_hits(
+        |rel| rel.starts_with("protocol/"),
+        |code| {
             let mut words = code.split(|c: char| !c.is_alphanumeric() && c != '_');
             let found = words.find(|w| types.contains(w)).or_else(|| paths.iter().copied().find(|p| code.contains(p)));
-            if let Some(word) = found {
-                hits.push(format!("src/{rel}:{}: `{word}`", n + 1));
-            }
-        }
-    }
+            found.map(|word| format!(": `{word}`"))
+        },
+    );
     assert!(hits.is_empty(), "protocol/ names the node's state (move the decision to node/):\n{}", hits.join("\n"));
 }
 
