@@ -76,7 +76,6 @@ impl Scratch {
     /// then the broker's and the group coordinator's time-driven work.
     pub fn sync(&mut self) {
         crate::testing::sync(&self.node, self.now);
-        self.node.broker().tick(self.now);
-        self.node.tick_groups(self.now);
+        let _ = self.node.tick(self.now, false);
     }
 }

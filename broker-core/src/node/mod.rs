@@ -20,7 +20,7 @@ mod group_reply;
 mod handlers;
 mod waiting;
 
-use crate::broker::{Action, Broker};
+use crate::broker::{Action, Broker, StagedCheckpoints};
 use crate::controller::quorum::Quorum;
 use crate::controller::raft::Message;
 use crate::group::Coordinator;
@@ -83,11 +83,48 @@ impl Node {
         BrokerGuard(self.parts())
     }
 
-    /// The group coordinator's timers (sessions, rebalance deadlines, loading, expiry).
-    pub fn tick_groups(&self, now: u64) -> Vec<Action> {
+    /// The node's timers: the broker's (flush.ms, retention, failed logs reopened, ISR
+    /// expiry), then the group coordinator's (sessions, rebalance deadlines, loading, expiry);
+    /// with `checkpoint`, the periodic checkpoint's first half too, whose staged files the shell
+    /// syncs off the lock and reports with [`Node::checkpoint_synced`].
+    pub fn tick(&self, now: u64, checkpoint: bool) -> (Vec<Action>, Option<StagedCheckpoints>) {
         let mut parts = self.parts();
         let Parts { broker, groups } = &mut *parts;
-        group_link::tick(broker, groups, now)
+        let mut actions = broker.tick(now);
+        let mut staged = None;
+        if checkpoint {
+            let (failures, s) = broker.checkpoint_stage(now);
+            actions.extend(failures);
+            staged = s;
+        }
+        actions.extend(group_link::tick(broker, groups, now));
+        (actions, staged)
+    }
+
+    /// When [`Node::tick`] is next due, if the broker or the coordinator has a deadline.
+    pub fn next_deadline(&self) -> Option<u64> {
+        let parts = self.parts();
+        parts.broker.next_deadline().into_iter().chain(parts.groups.next_deadline()).min()
+    }
+
+    /// A sync the node asked for ([`Action::Sync`]) ran, with `result`.
+    pub fn synced(&self, topic: &str, partition: i32, stamp: crate::log::SyncStamp, result: Result<(), crate::log::LogError>, now: u64) -> Vec<Action> {
+        self.broker().synced(topic, partition, stamp, result, now)
+    }
+
+    /// The file-system sync of a checkpoint [`Node::tick`] staged ran, with `result`: commit it.
+    pub fn checkpoint_synced(&self, staged: StagedCheckpoints, result: std::io::Result<()>) -> Vec<Action> {
+        self.broker().checkpoint_commit(staged, result)
+    }
+
+    /// One bounded step of the log cleaner, and when the next is due.
+    pub fn clean(&self, now: u64) -> (Vec<Action>, u64) {
+        self.broker().clean_step(now)
+    }
+
+    /// Flushes and checkpoints every partition, before the process stops.
+    pub fn shutdown_checkpoint(&self, now: u64) -> Vec<Action> {
+        self.broker().checkpoint(now)
     }
 
     /// The metadata quorum's voter, on a node that is one (active as controller or not).

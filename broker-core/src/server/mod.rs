@@ -151,7 +151,7 @@ impl Shared {
     async fn perform(&self, actions: Vec<Action>) {
         for (topic, partition, job) in self.perform_now(actions) {
             let result = self.run_sync(&job).await;
-            let done = self.decide(|s| s.broker().synced(&topic, partition, job.stamp, result, now_ms())).await;
+            let done = self.decide(|s| s.node.synced(&topic, partition, job.stamp, result, now_ms())).await;
             let more = self.perform_now(done);
             debug_assert!(more.is_empty(), "a sync's report asks for no further sync");
             self.changed();
@@ -182,7 +182,7 @@ impl Shared {
     async fn finish_checkpoint(&self, staged: crate::broker::StagedCheckpoints) {
         let dir = self.broker().config().data_dir.clone();
         let synced = self.sync_all(&dir).await;
-        let actions = self.decide(|s| s.broker().checkpoint_commit(staged, synced)).await;
+        let actions = self.decide(|s| s.node.checkpoint_synced(staged, synced)).await;
         self.perform(actions).await;
         if let Err(e) = self.sync_all(&dir).await {
             self.perform(vec![Broker::renames_not_durable(&dir, &e)]).await;
@@ -308,7 +308,7 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: impl st
         task.abort();
     }
     tracing::info!("shutting down: flushing and checkpointing every partition");
-    let failures = shared.decide(|s| s.broker().checkpoint(now_ms())).await;
+    let failures = shared.decide(|s| s.node.shutdown_checkpoint(now_ms())).await;
     let clean = !failures.iter().any(|a| matches!(a, Action::Log(Level::Error, _)));
     shared.perform(failures).await;
     // KIP-966: the next start registers as a clean shutdown of this epoch, so it may stay in
@@ -331,9 +331,7 @@ async fn run_timers(shared: Arc<Shared>) {
     loop {
         let wait = {
             let now = now_ms();
-            let parts = shared.node.parts();
-            let broker = parts.broker.next_deadline().into_iter().chain(parts.groups.next_deadline()).min();
-            broker.map_or(tick_interval_ms, |d| d.saturating_sub(now).clamp(1, tick_interval_ms))
+            shared.node.next_deadline().map_or(tick_interval_ms, |d| d.saturating_sub(now).clamp(1, tick_interval_ms))
         };
         tokio::time::sleep(Duration::from_millis(wait)).await;
         let now = now_ms();
@@ -341,23 +339,14 @@ async fn run_timers(shared: Arc<Shared>) {
         let log_state = now / replica_state_log_ms != last_state_log / replica_state_log_ms;
         let (actions, staged) = shared
             .decide(|s| {
-                let mut b = s.broker();
-                let mut actions = b.tick(now);
+                let ticked = s.node.tick(now, checkpoint_due);
                 // (Only when someone reads it: a line per partition, every 5 s.)
                 if log_state && tracing::enabled!(tracing::Level::DEBUG) {
-                    for line in b.describe() {
+                    for line in s.broker().describe() {
                         tracing::debug!("{line}");
                     }
                 }
-                let mut staged = None;
-                if checkpoint_due {
-                    let (failures, s) = b.checkpoint_stage(now);
-                    actions.extend(failures);
-                    staged = s;
-                }
-                drop(b);
-                actions.extend(s.node.tick_groups(now));
-                (actions, staged)
+                ticked
             })
             .await;
         last_state_log = now;
@@ -379,7 +368,7 @@ async fn run_timers(shared: Arc<Shared>) {
 async fn run_cleaner(shared: Arc<Shared>) {
     loop {
         let now = now_ms();
-        let (actions, next) = shared.decide(|s| s.broker().clean_step(now)).await;
+        let (actions, next) = shared.decide(|s| s.node.clean(now)).await;
         shared.perform(actions).await;
         match next.saturating_sub(now_ms()) {
             0 => tokio::task::yield_now().await,
