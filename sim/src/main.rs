@@ -36,7 +36,6 @@ mod cli {
     use sim::crash::{crash_rounds, digest, node_rounds};
     use sim::scenario::Scenario;
     use sim::sweep;
-    use std::collections::BTreeMap;
     use std::ops::Range;
     use std::path::{Path, PathBuf};
 
@@ -351,33 +350,17 @@ mod cli {
             return Err(e);
         }
         let secs = wall.elapsed().as_secs_f64();
-        let mut by_scenario: BTreeMap<String, (usize, usize, Option<u64>)> = BTreeMap::new();
-        let mut failures = 0;
-        let mut simulated = 0u64;
-        let mut summary = Vec::new();
-        for o in &results {
-            simulated += o.simulated_ms;
-            summary.push(o.json().to_string());
-            let e = by_scenario.entry(o.name.clone()).or_default();
-            e.0 += 1;
-            if o.passed {
-                continue;
-            }
-            e.1 += 1;
-            e.2 = e.2.or(Some(o.seed));
-            failures += 1;
-        }
+        let sweep::Tally { by_scenario, failures, simulated_ms } = sweep::tally(&results);
         println!("{:<32} {:>8} {:>8} {:>12}", "scenario", "seeds", "failed", "first failed");
         for (name, (n, f, first)) in &by_scenario {
             println!("{name:<32} {n:>8} {f:>8} {:>12}", first.map_or("-".to_string(), |s| s.to_string()));
         }
         let ran = results.len();
         let cut = if ran < total && deadline.is_some() { format!(" (time budget reached: {} of {total} runs not made)", total - ran) } else { String::new() };
-        println!("{ran} runs in {secs:.1} s wall ({:.0} seeds/min, {:.0}x real time over all runs){cut}", ran as f64 / secs.max(1e-9) * 60.0, simulated as f64 / 1000.0 / secs.max(1e-9));
+        println!("{ran} runs in {secs:.1} s wall ({:.0} seeds/min, {:.0}x real time over all runs){cut}", ran as f64 / secs.max(1e-9) * 60.0, simulated_ms as f64 / 1000.0 / secs.max(1e-9));
         if let Some(file) = &opts.summary {
             let end = serde_json::json!({"summary": {"target": target, "seeds": format!("{}..{}", seeds.start, seeds.end), "shard": shard.map(|(i, n)| format!("{i}/{n}")), "planned": total, "runs": ran, "failed": failures, "wall_s": (secs * 10.0).round() / 10.0, "planted_bug": bug.map(|b| format!("{b:?}"))}});
-            summary.push(end.to_string());
-            std::fs::write(file, summary.join("\n") + "\n").map_err(|e| format!("{}: {e}", file.display()))?;
+            std::fs::write(file, sweep::summary_lines(&results, end)).map_err(|e| format!("{}: {e}", file.display()))?;
             println!("summary written to {}", file.display());
         }
         Ok(failures == 0)

@@ -12,7 +12,7 @@ use crate::cluster;
 use crate::scenario::Scenario;
 use broker_core::broker::PlantedBug;
 use serde_json::json;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -121,6 +121,37 @@ pub fn sweep(work: Vec<Job>, opts: &Options) -> Vec<Outcome> {
     results.into_iter().map(|(_, o)| o).collect()
 }
 
+/// What a sweep's runs add up to.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Per scenario name: runs made, runs failed, the first failing seed.
+    pub by_scenario: BTreeMap<String, (usize, usize, Option<u64>)>,
+    pub failures: usize,
+    /// Simulated time over all runs.
+    pub simulated_ms: u64,
+}
+
+/// Adds up `results` (in sweep order, so a scenario's first failing seed is its lowest).
+pub fn tally(results: &[Outcome]) -> Tally {
+    let mut t = Tally::default();
+    for o in results {
+        t.simulated_ms += o.simulated_ms;
+        let e = t.by_scenario.entry(o.name.clone()).or_default();
+        e.0 += 1;
+        if !o.passed {
+            e.1 += 1;
+            e.2 = e.2.or(Some(o.seed));
+            t.failures += 1;
+        }
+    }
+    t
+}
+
+/// The JSON-lines summary of a sweep: one line per run, then `end` (the whole sweep's line).
+pub fn summary_lines(results: &[Outcome], end: serde_json::Value) -> String {
+    results.iter().map(|o| o.json().to_string()).chain(std::iter::once(end.to_string())).map(|l| l + "\n").collect()
+}
+
 fn run_one(job: &Job, bug: Option<PlantedBug>) -> Outcome {
     let r = cluster::run(&job.scenario, &job.path.display().to_string(), job.seed, bug).expect("load validated the scenario");
     let fired: BTreeSet<&str> = r.violations.iter().map(|v| v.checker).collect();
@@ -135,5 +166,30 @@ fn run_one(job: &Job, bug: Option<PlantedBug>) -> Outcome {
         first: r.violations.first().map(|v| v.to_string()),
         trace: (!passed).then(|| r.trace.to_jsonl()),
         simulated_ms: r.simulated_ms,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(name: &str, seed: u64, passed: bool) -> Outcome {
+        let checkers = if passed { vec![] } else { vec!["acknowledged_durable"] };
+        Outcome { path: PathBuf::from(format!("{name}.toml")), name: name.into(), seed, passed, checkers, first: None, trace: None, simulated_ms: 1000 }
+    }
+
+    #[test]
+    fn a_tally_counts_each_scenarios_runs_failures_and_first_failing_seed_and_the_summary_ends_with_the_sweeps_line() {
+        let results = [outcome("a", 7, true), outcome("b", 7, false), outcome("a", 8, false), outcome("b", 8, false)];
+        let t = tally(&results);
+        assert_eq!(t.by_scenario["a"], (2, 1, Some(8)));
+        assert_eq!(t.by_scenario["b"], (2, 2, Some(7)));
+        assert_eq!((t.failures, t.simulated_ms), (3, 4000));
+        let lines = summary_lines(&results, json!({"summary": {"runs": 4}}));
+        let rows: Vec<serde_json::Value> = lines.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(rows.len(), 5);
+        assert_eq!(rows[1]["checkers"], json!(["acknowledged_durable"]));
+        assert_eq!(rows[4]["summary"]["runs"], 4);
+        assert!(lines.ends_with('\n'));
     }
 }
