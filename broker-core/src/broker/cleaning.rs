@@ -73,6 +73,7 @@ impl Broker {
             return (out, backoff);
         };
         let keep = self.config.rules().cleaner_keeps();
+        let (topic, partition) = key.clone();
         let part = self.partitions.get_mut(&key.0, key.1).expect("listed");
         let hw = part.high_watermark();
         self.cleaner.next_ms = match part.log.clean_step(now, hw, cleaner_key_map_bytes, cleaner_step_bytes, keep) {
@@ -97,6 +98,10 @@ impl Broker {
                 backoff
             }
         };
+        // The cleaned file's periodic sync, off the node's lock like a flush (issue 32).
+        if let Some(job) = part.log.take_cleaner_sync() {
+            out.push(Action::Sync { topic, partition, job });
+        }
         (out, self.cleaner.next_ms)
     }
 

@@ -46,11 +46,14 @@ pub(super) struct Deferred {
     pub(super) cuts: u64,
     /// Times a segment file was created or removed.
     pub(super) dir_changes: u64,
+    /// The cleaner's `.cleaned` file grew by `cleaner_sync_bytes` since its last sync: a sync
+    /// owed to the owner as a job ([`Log::take_cleaner_sync`]), not done inside the step.
+    pub(super) cleaned: Option<SyncJob>,
 }
 
 impl Deferred {
     pub(super) fn new() -> Deferred {
-        Deferred { on: false, due: false, policy_end: 0, serial: serial_next.fetch_add(1, Ordering::Relaxed), cuts: 0, dir_changes: 0 }
+        Deferred { on: false, due: false, policy_end: 0, serial: serial_next.fetch_add(1, Ordering::Relaxed), cuts: 0, dir_changes: 0, cleaned: None }
     }
 
     /// Which log this is and how often it was cut: what a sync made outside the log (a job, a
@@ -168,6 +171,22 @@ impl Log {
         let d = &self.deferred;
         let stamp = SyncStamp { serial: d.serial, upto: end, cuts: d.cuts, dir_changes: d.dir_changes, owed: self.owed.len() };
         Some(SyncJob { files, dir: self.dir_dirty.then(|| self.dir.clone()), owed: self.owed.clone(), disk: self.disk.clone(), stamp })
+    }
+
+    /// The sync the cleaner's output owes, if a step left one (deferral on; see
+    /// [`Log::cleaner_job`]).
+    pub fn take_cleaner_sync(&mut self) -> Option<SyncJob> {
+        self.deferred.cleaned.take()
+    }
+
+    /// A job over the cleaner's `.cleaned` file alone that vouches for nothing in the log (its
+    /// end is below any recovery point), since it only keeps the swap's final sync short —
+    /// that one, before the rename that commits the swap, stays inside its step. A failure
+    /// takes the log offline, as any failed sync does.
+    pub(super) fn cleaner_job(&self, file: (Arc<SegmentLog>, PathBuf)) -> SyncJob {
+        let d = &self.deferred;
+        let stamp = SyncStamp { serial: d.serial, upto: -1, cuts: d.cuts, dir_changes: d.dir_changes, owed: self.owed.len() };
+        SyncJob { files: vec![file], dir: None, owed: Vec::new(), disk: self.disk.clone(), stamp }
     }
 
     /// A job of this log came back. Ok: the recovery point moves up to its end unless the log

@@ -319,9 +319,13 @@ impl Log {
                     }
                     let written = g.out.drain_into(&mut g.seg)?;
                     (bytes, g.unsynced) = (bytes + written, g.unsynced + written);
-                    // Synced as it grows, so the swap's own sync (inside one step) is short.
+                    // Synced as it grows, so the swap's own sync (inside one step) is short:
+                    // by the owner off its lock when it takes jobs, else here.
                     if g.unsynced >= cleaner_sync_bytes as u64 {
-                        g.seg.sync()?;
+                        match self.deferred.on {
+                            true => self.deferred.cleaned = Some(self.cleaner_job(g.seg.sync_handle())),
+                            false => g.seg.sync()?,
+                        }
                         g.unsynced = 0;
                     }
                     if whole {
