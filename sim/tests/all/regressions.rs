@@ -24,7 +24,7 @@ const found_by_fresh_seeds: &[(&str, u64, &str)] = &[
     ("isr-probe-misses-a-partial-follower-append", 52111, "a follower's failed append wrote a prefix the ISR watch never saw"),
     ("group-churn-lone-voter-elected-empty", 60244, "the lone voter shrank its own ISRs while cut off and was elected back empty (the scenario needed ELR)"),
     ("isr-expansion-resent-after-restart", 55194, "an ISR expansion resent after its member restarted admitted the new, shorter log (KIP-903)"),
-    ("replication-last-isr-member-elected-empty", 63207, "the last ISR member lost power and was elected back empty (replication-mixed-faults needed ELR)"),
+    ("replication-last-isr-member-elected-empty", 63207, "the last ISR member lost power and was elected back empty (replication-mixed-faults had no fault budget)"),
     ("refused-retry-by-a-deposed-leader", 63093, "refused_retry judged a deposed leader's refusal for a gap, which says nothing of where the batch went"),
 ];
 
