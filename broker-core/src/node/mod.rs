@@ -1,14 +1,17 @@
 //! One node's state and the decisions of its requests: the broker, the group coordinator and,
-//! on a voter, the metadata quorum, with the requests that act on them. A request frame comes
-//! in with `now` and the attempt; an [`Outcome`] for the shell comes out, with the [`Action`]s
-//! the decision asks for besides. `protocol/` reads and writes the bytes; this module decides
-//! what they mean for the node; `server/` performs what comes out. Never a socket, a clock or a
-//! sleep here.
+//! on a voter, the metadata quorum, with the requests that act on them. A decoded request comes
+//! in ([`prepare`] then [`handle_from`]) with `now` and the attempt, and so do the shell's
+//! timers and IO completions ([`Node::tick`], [`Node::synced`], [`Node::clean`], ...); an
+//! [`Outcome`] for a request and the [`Action`]s each decision asks for come out. `protocol/`
+//! reads and writes the bytes; this module decides what they mean for the node; `server/`
+//! performs what comes out. Never a socket, a clock or a sleep here. (The peer links still call
+//! the broker and the quorum directly: issue 32.)
 //!
 //! Files by responsibility: `handlers` (the broker's APIs: produce, fetch, metadata, offsets),
 //! `controller_handlers` and `elect_leaders` (the quorum's), `config_handlers`, `group_handlers`
-//! (the coordinator's APIs) and `group_link` (where the coordinator meets the broker: ownership,
-//! loading, its appends), `waiting` (requests answered later), `forward` (KIP-590 on this node).
+//! (the coordinator's APIs) with `group_reply` (their answers under construction) and
+//! `group_link` (where the coordinator meets the broker: ownership, loading, its appends),
+//! `waiting` (requests answered later), `forward` (KIP-590 on this node).
 
 mod config_handlers;
 mod controller_handlers;
