@@ -30,7 +30,7 @@ pub(super) fn forwards(node: &Node, key: ApiKey, enveloped: bool) -> bool {
 /// Serves an Envelope on the controller: the inner request is handled as if its client had
 /// sent it here, and its answer sealed in the envelope's answer.
 pub(super) fn serve(node: &Node, version: i16, correlation_id: i32, req: EnvelopeRequest, now: u64, attempt: Attempt, out: &mut Vec<crate::broker::Action>) -> Result<Outcome, String> {
-    let key = (req.request_data.len() >= 8).then(|| i16::from_be_bytes([req.request_data[0], req.request_data[1]])).and_then(|k| ApiKey::try_from(k).ok());
+    let key = crate::protocol::leading(&req.request_data).and_then(|l| ApiKey::try_from(l.key).ok());
     if !key.is_some_and(forwarded) {
         return refused(version, correlation_id, Code::InvalidRequest).map(Outcome::Reply);
     }

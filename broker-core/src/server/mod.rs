@@ -383,7 +383,7 @@ async fn run_cleaner(shared: Arc<Shared>) {
 /// request that parks or waits holds none, so it never keeps another from being read.
 async fn answer(shared: &Shared, frame: &Bytes, peer: IpAddr, turn: tokio::sync::OwnedSemaphorePermit) -> Outcome {
     let mut turn = Some(turn);
-    let key = if frame.len() >= 2 { i16::from_be_bytes([frame[0], frame[1]]) } else { -1 };
+    let key = protocol::leading(frame).map_or(-1, |l| l.key);
     let is_fetch = key == ApiKey::Fetch as i16;
     if waits_for_startup(key) && !shared.is_started() {
         // The requests that register this broker must be read meanwhile.
