@@ -20,7 +20,7 @@
 //! | `replica_readable` | every replica's log opens and reads at the end | DESIGN invariant 2 (a replica that cannot open cannot agree) |
 //! | `group_owners` | no partition owned by two members in one generation, nor by two live members at one moment | Kafka's group contract; KIP-429 |
 //! | `group_commits` | a group's committed offsets never move back, survive what acks=all survives, and stay within the log; no commit of a generation the group had left is acknowledged | Kafka's OffsetCommit contract; generation fencing |
-//! | `group_delivery` | a member starts a partition at its committed offset (never past, never below an acknowledged commit); every surviving acknowledged record is delivered | at-least-once consumption |
+//! | `group_delivery` | a member starts a partition at its committed offset (never past, never below an acknowledged commit unless a commit of unknown outcome holds that offset: last writer wins); every surviving acknowledged record is delivered | at-least-once consumption |
 //! | `group_liveness` | after healing every partition is owned and the group stops rebalancing | DESIGN invariant 7; VOPR's liveness phase |
 //! | `leader_epochs` | at most one broker becomes leader of a partition per leader epoch, and a broker's leader epochs of a partition never go back | DESIGN invariant 3; KIP-101 leader epochs; issue 10 item 5 |
 //! | `raft_votes` | a voter votes for one candidate per epoch, and restarts with the epoch and vote its store synced, never older | Raft: persistent currentTerm and votedFor; KRaft's quorum-state |

@@ -271,3 +271,29 @@ fn compacted_replicas_agree_on_shared_offsets_and_each_keys_latest() {
     h.replica_logs_ms = 110;
     assert_eq!(check_all(&h), vec![]);
 }
+
+/// Issue 26, group-commit-lag seed 65804: a commit of 669 timed out (its request still in the
+/// network), the next one of 675 was acknowledged, then the late 669 landed. The next owner
+/// starting at 669 is Kafka's last-writer-wins, not a lost commit; had the 669 commit been
+/// refused (so it never landed), starting there would be one.
+#[test]
+fn a_start_below_an_acknowledged_commit_is_judged_unless_a_commit_of_unknown_outcome_explains_it() {
+    use crate::history::{Commit, GroupEvent, GroupEventKind};
+    let event = |process: &str, at_ms: u64, kind: GroupEventKind| GroupEvent { process: process.into(), group: "g".into(), topic: "t".into(), at_ms, kind };
+    let commit = |offset: i64, invoke_ms: u64, complete_ms: u64, outcome: Outcome| Commit { process: "member-a".into(), group: "g".into(), topic: "t".into(), member_id: "a".into(), generation: 1, offsets: vec![(0, offset)], invoke_ms, complete_ms, outcome };
+    let history = |late: Outcome| {
+        let mut h = History::default();
+        h.group_events = vec![
+            event("member-a", 1, GroupEventKind::Joined { generation: 1, member_id: "a".into(), leader: true }),
+            event("member-a", 1, GroupEventKind::Owned { generation: 1, member_id: "a".into(), partitions: vec![0], starts: vec![(0, 0)] }),
+            event("member-b", 30, GroupEventKind::Joined { generation: 2, member_id: "b".into(), leader: true }),
+            event("member-b", 30, GroupEventKind::Owned { generation: 2, member_id: "b".into(), partitions: vec![0], starts: vec![(0, 669)] }),
+        ];
+        h.commits = vec![commit(669, 10, 20, late), commit(675, 20, 22, Outcome::Ok(0))];
+        h
+    };
+    let delivery = |h: &History| check_all(h).into_iter().filter(|v| v.checker == "group_delivery").map(|v| v.detail).collect::<Vec<_>>();
+    assert_eq!(delivery(&history(Outcome::Unknown("request timed out after 1000 ms".into()))), Vec::<String>::new());
+    let refused = delivery(&history(Outcome::Fail("broker error 22".into())));
+    assert!(refused.len() == 1 && refused[0].contains("below the commit of 675"), "{refused:?}");
+}

@@ -44,7 +44,7 @@ const cheap_half: &[(PlantedBug, &str, &str, u64)] = &[
     // fsync committed every name (none in 300 seeds of four scenarios); SimDisk's per-directory
     // durability shows it on the first fresh seed here.
     (PlantedBug::LogSyncsParentDir, "scenarios/fast/random-faults.toml", "acknowledged_durable", 20),
-    // KIP-966: with one faulty broker at a time (`replicated-elr`) no ISR empties, so no seed
+    // KIP-966: with one faulty broker at a time (`replicated`, ELR on) no ISR empties, so no seed
     // made an ELR election; `elr-last-replica-standing` makes one on every seed.
     (PlantedBug::ElrKeepsUncleanReplica, "scenarios/fast/elr-last-replica-standing.toml", "acknowledged_durable", 5),
     (PlantedBug::ElrWithoutStrictMinIsr, "scenarios/fast/elr-last-replica-standing.toml", "lost_write", 5),
@@ -57,7 +57,7 @@ const cheap_half: &[(PlantedBug, &str, &str, u64)] = &[
     (PlantedBug::CommitIgnoresGeneration, "scenarios/groups/churn.toml", "group_commits", 5),
     // acks=all answered when the mark reaches a batch's last offset: only a one-record batch
     // differs (the mark sits on batch boundaries). None of 300 seeds of `replicated`,
-    // `replicated-fsync`, `replicated-elr` or `idempotent-in-flight`; one-record batches with
+    // `replicated-fsync`, `replicated` with ELR or `idempotent-in-flight`; one-record batches with
     // faults at leaders: 11 of 100, the 7th fresh seed.
     (PlantedBug::AcksAllAtLastOffset, "scenarios/fast/one-record-batches.toml", "acknowledged_durable", 40),
     // Idempotent retries older than the producer-state window: appended again (`duplicate`),

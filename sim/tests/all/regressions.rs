@@ -26,6 +26,8 @@ const found_by_fresh_seeds: &[(&str, u64, &str)] = &[
     ("isr-expansion-resent-after-restart", 55194, "an ISR expansion resent after its member restarted admitted the new, shorter log (KIP-903)"),
     ("replication-last-isr-member-elected-empty", 63207, "the last ISR member lost power and was elected back empty (replication-mixed-faults had no fault budget)"),
     ("refused-retry-by-a-deposed-leader", 63093, "refused_retry judged a deposed leader's refusal for a gap, which says nothing of where the batch went"),
+    ("group-commit-lands-after-a-later-one", 65804, "group_delivery judged a start at a timed-out commit that landed after a later acknowledged one, Kafka's last writer wins"),
+    ("replication-cut-off-leader-shrinks-isr-to-itself", 65812, "a leader cut off shrank its ISR to itself and lost power, and was elected back short (replicated needed ELR)"),
 ];
 
 #[test]
