@@ -38,7 +38,7 @@ pub fn register(node: &Node, now: u64) -> i64 {
         q.commit(records, now).unwrap();
         next
     };
-    node.broker().registered(epoch, now);
+    let _ = node.input(crate::node::Input::Registered { epoch }, now);
     for _ in 0..2 {
         sync(node, now);
     }
@@ -68,7 +68,7 @@ pub fn sync(node: &Node, now: u64) {
                 Ok((_, records)) => {
                     q.commit(records, now).unwrap();
                 }
-                Err(_) => node.broker().auto_create_failed(&n),
+                Err(_) => drop(node.input(crate::node::Input::AutoCreateRefused(n), now)),
             }
         }
     }
@@ -80,7 +80,7 @@ pub fn apply_metadata(node: &Node, now: u64) {
     let from = node.broker().image().offset + 1;
     let bytes = node.controller().unwrap().read(from, 1 << 30);
     let run: Vec<_> = decode_records(&bytes).unwrap().into_iter().filter(|(o, _)| *o >= from).collect();
-    node.broker().apply_metadata_batch(&run, now);
+    let _ = node.input(crate::node::Input::Metadata(run), now);
 }
 
 /// Runs the syncs among `actions` ([`crate::broker::Action::Sync`]) at once, as the shell does

@@ -56,6 +56,11 @@ impl Cleaner {
 }
 
 impl Broker {
+    /// When the log cleaner's next turn is due ([`Broker::clean_step`] sets it).
+    pub fn cleaner_due(&self) -> u64 {
+        self.cleaner.next_ms
+    }
+
     /// One turn of the log cleaner at `now`: a step of the pass in flight, or of a new pass on
     /// the first partition (after the last one cleaned) that is due, below its high
     /// watermark. Leaders and followers clean their own copies, as Kafka's do. Returns what to

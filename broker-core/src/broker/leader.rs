@@ -1,7 +1,7 @@
 //! The leader's side of a partition: produce (validation, idempotence, acks), the acks=all
 //! wait, fetches by consumers and followers, offset lookups, and the ISR changes it proposes.
 
-use super::partition::{Fetched, Fetcher, IsrAnswer, Produced};
+use super::partition::{Fetched, Fetcher, IsrAnswer, IsrReply, Produced};
 use super::producer::Verdict;
 use super::{Action, Broker, Error};
 use crate::kafka::list_offsets;
@@ -273,6 +273,15 @@ impl Broker {
             }
         }
         out
+    }
+
+    /// What the controller link heard of an ISR proposal ([`IsrReply::read`] by this broker's
+    /// rules). A committed one may move the high watermark.
+    pub fn isr_reply(&mut self, name: &str, p: i32, reply: &IsrReply, now: u64) -> Vec<Action> {
+        match reply.read(self.config.rules()) {
+            Some(answer) => self.isr_answer(name, p, answer, now),
+            None => Vec::new(),
+        }
     }
 
     /// What became of an ISR proposal. A committed one may move the high watermark.

@@ -42,7 +42,7 @@ mod upkeep;
 pub use config::{BrokerConfig, Planted, PlantedBug};
 pub use error::Error;
 pub use fetcher::{FetchAnswer, ReplicaFetcher, Step, Then};
-pub use partition::{Fetched, Fetcher, Following, IsrAnswer, Partition, Produced};
+pub use partition::{Fetched, Fetcher, Following, IsrAnswer, IsrReply, Partition, Produced};
 pub use leader::Incoming;
 pub use partitions::{PartitionMap, Partitions};
 pub use upkeep::{producer_id_block, producer_id_node_shift};
@@ -76,6 +76,10 @@ pub enum Action {
     /// runs the job off the node's lock and reports with [`Broker::synced`]. A produce answers
     /// only after the syncs its decision asked for; a follower fetches again only after them.
     Sync { topic: String, partition: i32, job: crate::log::SyncJob },
+    /// The periodic checkpoint staged these logs' files: the shell syncs the file system off
+    /// the node's lock, then reports with `node::Input::CheckpointSynced`, whose commit it
+    /// syncs again (the renames).
+    SyncCheckpoint(StagedCheckpoints),
 }
 
 /// How loud an [`Action::Log`] line is.

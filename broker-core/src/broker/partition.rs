@@ -3,7 +3,9 @@
 
 use crate::observe::{Observation, Observer};
 use super::producer::ProducerStates;
+use super::rules::Rules;
 use super::Error;
+use crate::kafka::Code;
 use crate::log::Log;
 use crate::metadata::PartitionInfo;
 use crate::replication::{Change, Replication, Role};
@@ -135,6 +137,43 @@ pub enum IsrAnswer<'a> {
     Stale,
     /// No answer (connection lost, not sent): it may have been committed.
     Lost,
+}
+
+/// What the controller link heard of an ISR proposal it was to send; the broker reads it as
+/// an [`IsrAnswer`] by its rules (`Broker::isr_reply`), so the link holds no decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IsrReply {
+    /// Not sent: an earlier proposal of the same round failed.
+    NotSent,
+    /// The topic is no longer in this broker's image: there is no topic id to send it with.
+    NoTopic,
+    /// Sent, and no answer came (connection lost, timed out): it may have been committed.
+    NoAnswer,
+    /// The controller answered `code`, and on success the partition's new state.
+    Answered { code: i16, state: Option<PartitionInfo> },
+}
+
+impl IsrReply {
+    /// The answer this reply is, by `rules` (Kafka's: an answer that never came may have been
+    /// committed, so the change stays in flight and is sent again; INVALID_UPDATE_VERSION means
+    /// the controller moved on, perhaps with it; any other refusal is final). None: it is not
+    /// answered at all (planted `UnsentIsrChangeStaysInFlight`).
+    pub fn read(&self, rules: &dyn Rules) -> Option<IsrAnswer<'_>> {
+        Some(match self {
+            IsrReply::NotSent if !rules.answers_unsent_isr_change() => return None,
+            IsrReply::NotSent | IsrReply::NoAnswer => IsrAnswer::Lost,
+            IsrReply::NoTopic => IsrAnswer::Refused,
+            IsrReply::Answered { code, state } => match (state.as_ref().filter(|_| *code == 0), crate::kafka::error(*code)) {
+                (Some(state), _) => IsrAnswer::Committed(state),
+                (None, Some(Code::InvalidUpdateVersion)) => IsrAnswer::Stale,
+                (None, Some(Code::KafkaStorageError)) => rules.controller_storage_error(),
+                // Not the controller, a stale broker epoch, or no answer it could give: it may
+                // come back committed.
+                (None, Some(Code::NotController | Code::StaleBrokerEpoch | Code::UnknownServerError)) => IsrAnswer::Lost,
+                (None, _) => IsrAnswer::Refused,
+            },
+        })
+    }
 }
 
 /// Who is fetching: a consumer, or a follower replica (Kafka's `replica_id`).

@@ -1,12 +1,12 @@
 //! The broker's rules that the simulator may swap, when the node is built, for a known wrong
-//! one (a planted bug, `crate::planted`): produce, fetch and ISR answers (`leader.rs`), epoch
+//! one (a planted bug, `crate::planted`): produce, fetch, ISR proposals and their answers (`leader.rs`), epoch
 //! truncation (`follower.rs`), failed logs (`upkeep.rs`), roles and metadata records
 //! (`reconcile.rs`) and the cleaner's choice (`cleaning.rs`). Those decisions hold no planted
 //! branches: they ask [`Rules`], and Kafka's rules are the trait's defaults ([`Kafka`]). Each planted rule is a unit type overriding one method (or two) and
 //! exists only in the simulated build; [`BrokerConfig::rules`](super::BrokerConfig::rules)
 //! picks one from the planted bug. Pure functions: no state, no IO, no clock.
 
-use super::Error;
+use super::{Error, IsrAnswer};
 use crate::log::clean::Keep;
 use crate::log::Records;
 use crate::replication::Replication;
@@ -72,6 +72,20 @@ pub trait Rules: Sync {
         replication.on_isr_lost();
     }
 
+    /// Whether an ISR proposal left unsent (an earlier one of its round failed) is answered as
+    /// lost, so that the next round sends it again; otherwise it would wait in flight for an
+    /// answer that never comes (planted `UnsentIsrChangeStaysInFlight`).
+    fn answers_unsent_isr_change(&self) -> bool {
+        true
+    }
+
+    /// What an ISR proposal the controller answered KAFKA_STORAGE_ERROR became: perhaps
+    /// committed (its write may have landed before its log failed, and a reopen replays it),
+    /// so lost, not refused (planted `ControllerStorageErrorIsRefusal`).
+    fn controller_storage_error(&self) -> IsrAnswer<'static> {
+        IsrAnswer::Lost
+    }
+
     /// Whether a follower cuts its log where its leader's answer about its latest epoch says
     /// the two diverge (KIP-101/279).
     fn follower_truncates(&self) -> bool {
@@ -125,7 +139,7 @@ impl Rules for Kafka {}
 /// The planted rules, one unit type per bug (`crate::planted::PlantedBug` names them).
 #[cfg(madsim)]
 pub(super) mod planted {
-    use super::{Error, Keep, Records, Replication, Rules};
+    use super::{Error, IsrAnswer, Keep, Records, Replication, Rules};
     use crate::planted::PlantedBug;
 
     pub struct AckBeforeAppend;
@@ -210,6 +224,20 @@ pub(super) mod planted {
         }
     }
 
+    pub struct UnsentIsrChangeStaysInFlight;
+    impl Rules for UnsentIsrChangeStaysInFlight {
+        fn answers_unsent_isr_change(&self) -> bool {
+            false
+        }
+    }
+
+    pub struct ControllerStorageErrorIsRefusal;
+    impl Rules for ControllerStorageErrorIsRefusal {
+        fn controller_storage_error(&self) -> IsrAnswer<'static> {
+            IsrAnswer::Refused
+        }
+    }
+
     pub struct FollowerSkipsTruncation;
     impl Rules for FollowerSkipsTruncation {
         fn follower_truncates(&self) -> bool {
@@ -279,6 +307,8 @@ pub(super) mod planted {
             PlantedBug::FetchRepeatsFirstBatch => &FetchRepeatsFirstBatch,
             PlantedBug::FetchAboveHighWatermark => &FetchAboveHighWatermark,
             PlantedBug::LostIsrAnswerIsRefusal => &LostIsrAnswerIsRefusal,
+            PlantedBug::UnsentIsrChangeStaysInFlight => &UnsentIsrChangeStaysInFlight,
+            PlantedBug::ControllerStorageErrorIsRefusal => &ControllerStorageErrorIsRefusal,
             PlantedBug::FollowerSkipsTruncation => &FollowerSkipsTruncation,
             PlantedBug::TruncationStopsAfterOneRound => &TruncationStopsAfterOneRound,
             PlantedBug::OfflineLogStaysOffline => &OfflineLogStaysOffline,

@@ -230,4 +230,5 @@ impl Broker {
 
 /// The logs a checkpoint staged, waiting for the file-system sync before their commit.
 #[must_use]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StagedCheckpoints(Vec<((Arc<str>, i32), crate::log::StagedCheckpoint)>);

@@ -76,6 +76,6 @@ impl Scratch {
     /// then the broker's and the group coordinator's time-driven work.
     pub fn sync(&mut self) {
         crate::testing::sync(&self.node, self.now);
-        let _ = self.node.tick(self.now, false);
+        let _ = self.node.input(crate::node::Input::Tick { checkpoint: false }, self.now);
     }
 }

@@ -26,6 +26,7 @@ pub(super) enum Owed {
 
 /// A checkpoint written to its temporary file, waiting for the caller's `sync_all`.
 #[must_use]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StagedCheckpoint {
     end: i64,
     /// The log's `deferred` marks when staged: a log cut or reopened since takes no commit.

@@ -1,17 +1,19 @@
 //! One node's state and the decisions of its requests: the broker, the group coordinator and,
 //! on a voter, the metadata quorum, with the requests that act on them. A decoded request comes
-//! in ([`prepare`] then [`handle_from`]) with `now` and the attempt, and so do the shell's
-//! timers and IO completions ([`Node::tick`], [`Node::synced`], [`Node::clean`], ...); an
-//! [`Outcome`] for a request and the [`Action`]s each decision asks for come out. `protocol/`
-//! reads and writes the bytes; this module decides what they mean for the node; `server/`
-//! performs what comes out. Never a socket, a clock or a sleep here. (The peer links still call
-//! the broker and the quorum directly: issue 32.)
+//! in ([`prepare`] then [`handle_from`]) with `now` and the attempt; everything else the shell
+//! hears — its timers, the IO completions, what the peer links heard from the controller —
+//! comes in as one typed [`Input`] ([`Node::input`]). An [`Outcome`] for a request and the
+//! [`Action`]s each decision asks for come out. `protocol/` reads and writes the bytes; this
+//! module decides what they mean for the node; `server/` performs what comes out. Never a
+//! socket, a clock or a sleep here. (Not yet through it: the replica fetchers' and the Raft
+//! voter's messages, issue 32.)
 //!
 //! Files by responsibility: `handlers` (the broker's APIs: produce, fetch, metadata, offsets),
 //! `controller_handlers` and `elect_leaders` (the quorum's), `config_handlers`, `group_handlers`
 //! (the coordinator's APIs) with `group_reply` (their answers under construction) and
 //! `group_link` (where the coordinator meets the broker: ownership, loading, its appends),
-//! `waiting` (requests answered later), `forward` (KIP-590 on this node).
+//! `waiting` (requests answered later), `forward` (KIP-590 on this node), `input` (the shell's
+//! other inputs).
 
 mod config_handlers;
 mod controller_handlers;
@@ -21,9 +23,10 @@ mod group_handlers;
 mod group_link;
 mod group_reply;
 mod handlers;
+mod input;
 mod waiting;
 
-use crate::broker::{Action, Broker, StagedCheckpoints};
+use crate::broker::{Action, Broker};
 use crate::controller::quorum::Quorum;
 use crate::controller::raft::Message;
 use crate::group::Coordinator;
@@ -33,6 +36,7 @@ use std::sync::{Mutex, MutexGuard};
 use bytes::Bytes;
 use kafka_protocol::messages::RequestKind;
 
+pub use input::Input;
 pub use waiting::Waiting;
 
 /// What requests act on: this node's broker and group coordinator, under one lock (a group
@@ -86,48 +90,10 @@ impl Node {
         BrokerGuard(self.parts())
     }
 
-    /// The node's timers: the broker's (flush.ms, retention, failed logs reopened, ISR
-    /// expiry), then the group coordinator's (sessions, rebalance deadlines, loading, expiry);
-    /// with `checkpoint`, the periodic checkpoint's first half too, whose staged files the shell
-    /// syncs off the lock and reports with [`Node::checkpoint_synced`].
-    pub fn tick(&self, now: u64, checkpoint: bool) -> (Vec<Action>, Option<StagedCheckpoints>) {
-        let mut parts = self.parts();
-        let Parts { broker, groups } = &mut *parts;
-        let mut actions = broker.tick(now);
-        let mut staged = None;
-        if checkpoint {
-            let (failures, s) = broker.checkpoint_stage(now);
-            actions.extend(failures);
-            staged = s;
-        }
-        actions.extend(group_link::tick(broker, groups, now));
-        (actions, staged)
-    }
-
-    /// When [`Node::tick`] is next due, if the broker or the coordinator has a deadline.
+    /// When [`Input::Tick`] is next due, if the broker or the coordinator has a deadline.
     pub fn next_deadline(&self) -> Option<u64> {
         let parts = self.parts();
         parts.broker.next_deadline().into_iter().chain(parts.groups.next_deadline()).min()
-    }
-
-    /// A sync the node asked for ([`Action::Sync`]) ran, with `result`.
-    pub fn synced(&self, topic: &str, partition: i32, stamp: crate::log::SyncStamp, result: Result<(), crate::log::LogError>, now: u64) -> Vec<Action> {
-        self.broker().synced(topic, partition, stamp, result, now)
-    }
-
-    /// The file-system sync of a checkpoint [`Node::tick`] staged ran, with `result`: commit it.
-    pub fn checkpoint_synced(&self, staged: StagedCheckpoints, result: std::io::Result<()>) -> Vec<Action> {
-        self.broker().checkpoint_commit(staged, result)
-    }
-
-    /// One bounded step of the log cleaner, and when the next is due.
-    pub fn clean(&self, now: u64) -> (Vec<Action>, u64) {
-        self.broker().clean_step(now)
-    }
-
-    /// Flushes and checkpoints every partition, before the process stops.
-    pub fn shutdown_checkpoint(&self, now: u64) -> Vec<Action> {
-        self.broker().checkpoint(now)
     }
 
     /// The metadata quorum's voter, on a node that is one (active as controller or not).

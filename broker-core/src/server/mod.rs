@@ -18,7 +18,7 @@ use crate::broker::{Action, Broker, Level};
 use crate::controller::quorum::Quorum;
 use crate::constants::{accept_error_backoff_ms, startup_wait_ms_max, checkpoint_interval_ms, connections_max, tick_interval_ms};
 use crate::kafka::ApiKey;
-use crate::node::{self, Attempt, Node, Outcome, Waiting};
+use crate::node::{self, Attempt, Input, Node, Outcome, Waiting};
 use crate::protocol;
 use crate::storage::Disk;
 use bytes::Bytes;
@@ -149,18 +149,23 @@ impl Shared {
     /// a decision of its own, before this returns: so a produce is answered only after the syncs
     /// its decision asked for, while other requests are decided meanwhile.
     async fn perform(&self, actions: Vec<Action>) {
-        for (topic, partition, job) in self.perform_now(actions) {
+        let (syncs, checkpoint) = self.perform_now(actions);
+        for (topic, partition, job) in syncs {
             let result = self.run_sync(&job).await;
-            let done = self.decide(|s| s.node.synced(&topic, partition, job.stamp, result, now_ms())).await;
+            let done = self.decide(|s| s.node.input(Input::Synced { topic, partition, stamp: job.stamp, result }, now_ms())).await;
             let more = self.perform_now(done);
-            debug_assert!(more.is_empty(), "a sync's report asks for no further sync");
+            debug_assert!(more.0.is_empty() && more.1.is_none(), "a sync's report asks for no further sync");
             self.changed();
+        }
+        if let Some(staged) = checkpoint {
+            self.finish_checkpoint(staged).await;
         }
     }
 
-    /// The actions that need no waiting, done now; the syncs are returned.
-    fn perform_now(&self, actions: Vec<Action>) -> Vec<(String, i32, crate::log::SyncJob)> {
+    /// The actions that need no waiting, done now; the syncs and the checkpoint's are returned.
+    fn perform_now(&self, actions: Vec<Action>) -> (Vec<(String, i32, crate::log::SyncJob)>, Option<crate::broker::StagedCheckpoints>) {
         let mut syncs = Vec::new();
+        let mut checkpoint = None;
         for action in actions {
             if let Some(observe) = &self.observer {
                 observe(&action);
@@ -172,9 +177,10 @@ impl Shared {
                 Action::Log(Level::Error, line) => tracing::error!("{line}"),
                 Action::Leading { .. } => {} // logged as a line too
                 Action::Sync { topic, partition, job } => syncs.push((topic, partition, job)),
+                Action::SyncCheckpoint(staged) => checkpoint = Some(staged),
             }
         }
-        syncs
+        (syncs, checkpoint)
     }
 
     /// The periodic checkpoint's file-system syncs, off the disk gate (a `syncfs` after a
@@ -182,10 +188,11 @@ impl Shared {
     async fn finish_checkpoint(&self, staged: crate::broker::StagedCheckpoints) {
         let dir = self.broker().config().data_dir.clone();
         let synced = self.sync_all(&dir).await;
-        let actions = self.decide(|s| s.node.checkpoint_synced(staged, synced)).await;
-        self.perform(actions).await;
+        let actions = self.decide(|s| s.node.input(Input::CheckpointSynced { staged, result: synced }, now_ms())).await;
+        let more = self.perform_now(actions);
+        debug_assert!(more.0.is_empty() && more.1.is_none(), "a checkpoint's commit asks for no further sync");
         if let Err(e) = self.sync_all(&dir).await {
-            self.perform(vec![Broker::renames_not_durable(&dir, &e)]).await;
+            let _ = self.perform_now(vec![Broker::renames_not_durable(&dir, &e)]);
         }
     }
 
@@ -308,7 +315,7 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: impl st
         task.abort();
     }
     tracing::info!("shutting down: flushing and checkpointing every partition");
-    let failures = shared.decide(|s| s.node.shutdown_checkpoint(now_ms())).await;
+    let failures = shared.decide(|s| s.node.input(Input::Shutdown, now_ms())).await;
     let clean = !failures.iter().any(|a| matches!(a, Action::Log(Level::Error, _)));
     shared.perform(failures).await;
     // KIP-966: the next start registers as a clean shutdown of this epoch, so it may stay in
@@ -337,9 +344,9 @@ async fn run_timers(shared: Arc<Shared>) {
         let now = now_ms();
         let checkpoint_due = now >= last_checkpoint + checkpoint_interval_ms;
         let log_state = now / replica_state_log_ms != last_state_log / replica_state_log_ms;
-        let (actions, staged) = shared
+        let actions = shared
             .decide(|s| {
-                let ticked = s.node.tick(now, checkpoint_due);
+                let ticked = s.node.input(Input::Tick { checkpoint: checkpoint_due }, now);
                 // (Only when someone reads it: a line per partition, every 5 s.)
                 if log_state && tracing::enabled!(tracing::Level::DEBUG) {
                     for line in s.broker().describe() {
@@ -354,21 +361,18 @@ async fn run_timers(shared: Arc<Shared>) {
             last_checkpoint = now;
         }
         shared.perform(actions).await;
-        if let Some(staged) = staged {
-            shared.finish_checkpoint(staged).await;
-        }
     }
 }
 
 /// The log cleaner, in its own task as Kafka's is its own thread: each turn is one bounded
-/// step ([`Broker::clean_step`] decides which, and when the next is due), so requests are
+/// step ([`Broker::clean_step`] decides which, and [`Node::cleaner_due`] when the next is), so requests are
 /// answered between the steps of a pass.
 ///
 /// [`Broker::clean_step`]: crate::broker::Broker::clean_step
 async fn run_cleaner(shared: Arc<Shared>) {
     loop {
         let now = now_ms();
-        let (actions, next) = shared.decide(|s| s.node.clean(now)).await;
+        let (actions, next) = shared.decide(|s| (s.node.input(Input::Clean, now), s.node.cleaner_due())).await;
         shared.perform(actions).await;
         match next.saturating_sub(now_ms()) {
             0 => tokio::task::yield_now().await,

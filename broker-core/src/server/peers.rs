@@ -12,11 +12,13 @@
 use crate::buggify::Site;
 use crate::kafka::Code;
 use super::{now_ms, Shared};
-use crate::broker::{IsrAnswer, PlantedBug};
+use crate::broker::IsrReply;
+use crate::node::Input;
 use crate::client::{ClientError, Conn};
 use crate::constants::{heartbeat_interval_ms_default, metadata_fetch_bytes, peer_backoff_ms, peer_request_ms_max, replica_fetch_wait_ms, tick_interval_ms};
 use crate::metadata::{decode_records, metadata_topic, MetadataRecord};
 use kafka_protocol::messages::alter_partition_request::{AlterPartitionRequest, PartitionData as AlterPartitionData, TopicData};
+use kafka_protocol::messages::AlterPartitionResponse;
 use kafka_protocol::messages::broker_heartbeat_request::BrokerHeartbeatRequest;
 use kafka_protocol::messages::broker_registration_request::{BrokerRegistrationRequest, Listener};
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreateTopicsRequest};
@@ -180,7 +182,7 @@ async fn register(shared: &Shared, conn: &mut Conn, c: &crate::broker::BrokerCon
     let epoch = resp.broker_epoch;
     *shared.broker_epoch.lock().unwrap_or_else(|p| p.into_inner()) = Some(epoch);
     tracing::info!("registered with the controller: broker epoch {epoch}");
-    let actions = shared.decide(|s| s.broker().registered(epoch, now_ms())).await;
+    let actions = shared.decide(|s| s.node.input(Input::Registered { epoch }, now_ms())).await;
     shared.perform(actions).await;
     shared.changed();
     Ok(epoch)
@@ -230,95 +232,89 @@ async fn session(shared: &Shared, conn: &mut Conn) -> Result<(), ClientError> {
     }
 }
 
-/// Sends the ISR changes partition leaders propose, and hands the answers back.
+/// Sends the ISR changes partition leaders propose, and hands what it heard of each back to
+/// the node, which reads it (`Broker::isr_reply`): after a failure, the rest of the round is
+/// not sent.
 async fn alter_partitions(shared: &Shared, conn: &mut Conn, me: i32, epoch: i64) -> Result<(), ClientError> {
     let proposals = shared.broker().isr_proposals(now_ms());
     let mut failure = None;
     for (name, p, prop) in proposals {
-        if failure.is_some() {
-            if shared.broker().config().planted(PlantedBug::UnsentIsrChangeStaysInFlight) {
-                continue; // planted: never answered, so it stays in flight
-            }
-            // Not sent: the next round sends it again.
-            let actions = shared.broker().isr_answer(&name, p, IsrAnswer::Lost, now_ms());
+        let topic_id = shared.broker().image().topics.get(&name).map(|t| uuid::Uuid::from_bytes(t.id));
+        let reply = match failure {
+            Some(_) => IsrReply::NotSent,
+            None => match topic_id {
+                None => IsrReply::NoTopic,
+                Some(topic_id) => match conn.send(&alter_partition(me, epoch, topic_id, p, &prop)).await {
+                    Ok(_) if shared.broker().config().buggify.fires(Site::IsrAnswerDropped) => {
+                        // BUGGIFY: the controller answered (perhaps committed it); we never hear it.
+                        failure = Some(ClientError::Timeout(peer_request_ms_max));
+                        IsrReply::NoAnswer
+                    }
+                    Ok(answer) => heard(shared, &name, p, &prop.isr, &answer),
+                    Err(e) => {
+                        // The request may have reached the controller and been committed.
+                        failure = Some(e);
+                        IsrReply::NoAnswer
+                    }
+                },
+            },
+        };
+        let answered = matches!(reply, IsrReply::Answered { .. });
+        let actions = shared.node.input(Input::IsrReply { topic: name, partition: p, reply }, now_ms());
         shared.perform(actions).await;
-            continue;
+        if answered {
+            shared.changed();
         }
-        let Some(topic_id) = shared.broker().image().topics.get(&name).map(|t| uuid::Uuid::from_bytes(t.id)) else {
-            let actions = shared.broker().isr_answer(&name, p, IsrAnswer::Refused, now_ms());
-        shared.perform(actions).await;
-            continue;
-        };
-        let mut req = AlterPartitionRequest::default();
-        req.broker_id = BrokerId(me);
-        req.broker_epoch = epoch;
-        let mut part = AlterPartitionData::default();
-        part.partition_index = p;
-        part.leader_epoch = prop.leader_epoch;
-        part.partition_epoch = prop.partition_epoch;
-        part.new_isr_with_epochs = prop
-            .isr
-            .iter()
-            .zip(&prop.epochs)
-            .map(|(&b, &e)| {
-                let mut member = kafka_protocol::messages::alter_partition_request::BrokerState::default();
-                member.broker_id = BrokerId(b);
-                member.broker_epoch = e;
-                member
-            })
-            .collect();
-        let mut topic = TopicData::default();
-        topic.topic_id = topic_id;
-        topic.partitions = vec![part];
-        req.topics = vec![topic];
-        let answer = match conn.send(&req).await {
-            Ok(_) if shared.broker().config().buggify.fires(Site::IsrAnswerDropped) => {
-                // BUGGIFY: the controller answered (perhaps committed it); we never hear it.
-                let actions = shared.broker().isr_answer(&name, p, IsrAnswer::Lost, now_ms());
-                shared.perform(actions).await;
-                failure = Some(ClientError::Timeout(peer_request_ms_max));
-                continue;
-            }
-            Ok(resp) => resp,
-            Err(e) => {
-                // The request may have reached the controller and been committed.
-                let actions = shared.broker().isr_answer(&name, p, IsrAnswer::Lost, now_ms());
-        shared.perform(actions).await;
-                failure = Some(e);
-                continue;
-            }
-        };
-        let part = answer.topics.first().and_then(|t| t.partitions.first());
-        let code = if answer.error_code != 0 { answer.error_code } else { part.map_or(-1, |x| x.error_code) };
-        // BUGGIFY: the change is committed, and the controller says its log failed.
-        let code = if code == 0 && shared.broker().config().buggify.fires(Site::IsrAnswerStorageError) { Code::KafkaStorageError.code() } else { code };
-        let info = part.filter(|_| code == 0).map(|x| crate::metadata::PartitionInfo {
-            replicas: Vec::new(),
-            isr: x.isr.iter().map(|b| b.0).collect(),
-            leader: x.leader_id.0,
-            leader_epoch: x.leader_epoch,
-            partition_epoch: x.partition_epoch,
-            // AlterPartition's answer carries no ELR; the leader takes only the ISR and epochs.
-            elr: Vec::new(),
-            last_known_elr: Vec::new(),
-        });
-        let verdict = match (&info, crate::kafka::error(code)) {
-            (Some(i), _) => IsrAnswer::Committed(i),
-            // INVALID_UPDATE_VERSION: the controller moved on, perhaps with this change.
-            (None, Some(Code::InvalidUpdateVersion)) => IsrAnswer::Stale,
-            // Not the controller, stale broker epoch, no answer, or the controller's own log
-            // failing (its write may have landed before the sync failed, and a reopen replays
-            // it): it may come back committed.
-            (None, Some(Code::KafkaStorageError)) if shared.broker().config().planted(PlantedBug::ControllerStorageErrorIsRefusal) => IsrAnswer::Refused,
-            (None, Some(Code::NotController | Code::KafkaStorageError | Code::StaleBrokerEpoch | Code::UnknownServerError)) => IsrAnswer::Lost,
-            (None, _) => IsrAnswer::Refused,
-        };
-        tracing::info!("{name}-{p}: ISR change to {:?}: {}", prop.isr, if code == 0 { "committed".to_string() } else { format!("error {code}") });
-        let actions = shared.broker().isr_answer(&name, p, verdict, now_ms());
-        shared.perform(actions).await;
-        shared.changed();
     }
     failure.map_or(Ok(()), Err)
+}
+
+/// The AlterPartition request proposing `prop` for partition `p` of `topic_id`.
+fn alter_partition(me: i32, epoch: i64, topic_id: uuid::Uuid, p: i32, prop: &crate::replication::IsrProposal) -> AlterPartitionRequest {
+    let mut req = AlterPartitionRequest::default();
+    req.broker_id = BrokerId(me);
+    req.broker_epoch = epoch;
+    let mut part = AlterPartitionData::default();
+    part.partition_index = p;
+    part.leader_epoch = prop.leader_epoch;
+    part.partition_epoch = prop.partition_epoch;
+    part.new_isr_with_epochs = prop
+        .isr
+        .iter()
+        .zip(&prop.epochs)
+        .map(|(&b, &e)| {
+            let mut member = kafka_protocol::messages::alter_partition_request::BrokerState::default();
+            member.broker_id = BrokerId(b);
+            member.broker_epoch = e;
+            member
+        })
+        .collect();
+    let mut topic = TopicData::default();
+    topic.topic_id = topic_id;
+    topic.partitions = vec![part];
+    req.topics = vec![topic];
+    req
+}
+
+/// What the controller's answer to one AlterPartition says: its error code, and on success
+/// the partition's new state.
+fn heard(shared: &Shared, name: &str, p: i32, isr: &[i32], answer: &AlterPartitionResponse) -> IsrReply {
+    let part = answer.topics.first().and_then(|t| t.partitions.first());
+    let code = if answer.error_code != 0 { answer.error_code } else { part.map_or(-1, |x| x.error_code) };
+    // BUGGIFY: the change is committed, and the controller says its log failed.
+    let code = if code == 0 && shared.broker().config().buggify.fires(Site::IsrAnswerStorageError) { Code::KafkaStorageError.code() } else { code };
+    let state = part.filter(|_| code == 0).map(|x| crate::metadata::PartitionInfo {
+        replicas: Vec::new(),
+        isr: x.isr.iter().map(|b| b.0).collect(),
+        leader: x.leader_id.0,
+        leader_epoch: x.leader_epoch,
+        partition_epoch: x.partition_epoch,
+        // AlterPartition's answer carries no ELR; the leader takes only the ISR and epochs.
+        elr: Vec::new(),
+        last_known_elr: Vec::new(),
+    });
+    tracing::info!("{name}-{p}: ISR change to {isr:?}: {}", if code == 0 { "committed".to_string() } else { format!("error {code}") });
+    IsrReply::Answered { code, state }
 }
 
 /// Asks the controller to create the topics Metadata requests wanted auto-created.
@@ -354,7 +350,7 @@ async fn auto_create(shared: &Shared, conn: &mut Conn) -> Result<(), ClientError
         // TOPIC_ALREADY_EXISTS: someone else created it; it arrives with the metadata.
         if t.error_code != 0 && t.error_code != Code::TopicAlreadyExists.code() {
             tracing::warn!("auto-creating {}: error {} {}", t.name.0.as_str(), t.error_code, t.error_message.as_ref().map_or("", |m| m.as_str()));
-            shared.broker().auto_create_failed(t.name.0.as_str());
+            let _ = shared.node.input(Input::AutoCreateRefused(t.name.0.to_string()), now_ms());
         }
     }
     Ok(())
@@ -389,7 +385,7 @@ async fn metadata_follower(shared: Arc<Shared>) {
                     pending.push((start - 1, MetadataRecord::LeaderChange { leader: -1, epoch: -1 }));
                     if start >= end {
                         let run = std::mem::take(&mut pending);
-                        let actions = shared.decide(|s| s.broker().apply_metadata_batch(&run, now_ms())).await;
+                        let actions = shared.decide(|s| s.node.input(Input::Metadata(run), now_ms())).await;
                         shared.perform(actions).await;
                         shared.changed();
                     }
@@ -404,7 +400,7 @@ async fn metadata_follower(shared: Arc<Shared>) {
                             tokio::time::sleep(Duration::from_millis(50 + n % 951)).await;
                         }
                         let run = std::mem::take(&mut pending);
-                        let actions = shared.decide(|s| s.broker().apply_metadata_batch(&run, now_ms())).await;
+                        let actions = shared.decide(|s| s.node.input(Input::Metadata(run), now_ms())).await;
                         shared.perform(actions).await;
                         shared.changed();
                     }

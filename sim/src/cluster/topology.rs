@@ -282,6 +282,7 @@ async fn broker_main(disk: SimDisk, config: BrokerConfig, rec: Rec) {
     let observer: Observer = Box::new(move |action| match action {
         Action::Wake => {} // every produce: noise in a trace
         Action::Sync { .. } => {} // every flushed produce: its effect is in the disk's history
+        Action::SyncCheckpoint(_) => {} // every checkpoint: its effect is in the disk's history
         Action::Reregister => event(&r, &node, "reregister", json!({})),
         Action::Log(level, line) => event(&r, &node, "broker_log", json!({"level": format!("{level:?}").to_lowercase(), "line": line})),
         // In the trace as its log line already; the history keeps it for `leader_epochs`.

@@ -1,0 +1,75 @@
+//! Everything the shell tells a node besides its requests, as one typed [`Input`] to one entry,
+//! [`Node::input`]: the timers it keeps, the completions of the IO the node asked for, and
+//! what the peer links heard from the controller. What comes back is the [`Action`]s to perform,
+//! the periodic checkpoint's file-system sync among them ([`Action::SyncCheckpoint`]). The
+//! links and timers only carry: how an answer is read (an ISR change lost, refused, stale or
+//! committed) is the broker's decision, by its rules. Never a socket, a clock or a sleep here.
+
+use super::{group_link, Node, Parts};
+use crate::broker::{Action, IsrReply, StagedCheckpoints};
+use crate::log::{LogError, SyncStamp};
+use crate::metadata::MetadataRecord;
+
+/// One thing the shell tells a node (each with the `now` of [`Node::input`]).
+#[derive(Debug)]
+pub enum Input {
+    /// The node's timers came due: the broker's (flush.ms, retention, failed logs reopened, ISR
+    /// expiry), then the group coordinator's (sessions, rebalance deadlines, loading, expiry);
+    /// with `checkpoint`, the periodic checkpoint's first half too.
+    Tick { checkpoint: bool },
+    /// The log cleaner's turn: one bounded step ([`Node::cleaner_due`] says when the next is).
+    Clean,
+    /// A sync the node asked for ([`Action::Sync`]) ran, with `result`.
+    Synced { topic: String, partition: i32, stamp: SyncStamp, result: Result<(), LogError> },
+    /// The file-system sync of a staged checkpoint ([`Action::SyncCheckpoint`]) ran: commit it.
+    CheckpointSynced { staged: StagedCheckpoints, result: Result<(), std::io::Error> },
+    /// The process is stopping: flush and checkpoint every partition.
+    Shutdown,
+    /// The controller registered this process with broker epoch `epoch`.
+    Registered { epoch: i64 },
+    /// What the controller link heard of the ISR change proposed for a partition.
+    IsrReply { topic: String, partition: i32, reply: IsrReply },
+    /// A run of the metadata log, applied whole (a replay only once it reached the log's end).
+    Metadata(Vec<(i64, MetadataRecord)>),
+    /// The controller refused to auto-create this topic: Metadata may ask again.
+    AutoCreateRefused(String),
+}
+
+impl Node {
+    /// The one entry for everything but requests: decides `input` at `now` and returns what
+    /// the shell must do.
+    pub fn input(&self, input: Input, now: u64) -> Vec<Action> {
+        let mut parts = self.parts();
+        let Parts { broker, groups } = &mut *parts;
+        match input {
+            Input::Tick { checkpoint } => {
+                let mut actions = broker.tick(now);
+                let mut staged = None;
+                if checkpoint {
+                    let (failures, s) = broker.checkpoint_stage(now);
+                    actions.extend(failures);
+                    staged = s;
+                }
+                actions.extend(group_link::tick(broker, groups, now));
+                actions.extend(staged.map(Action::SyncCheckpoint));
+                actions
+            }
+            Input::Clean => broker.clean_step(now).0,
+            Input::Synced { topic, partition, stamp, result } => broker.synced(&topic, partition, stamp, result, now),
+            Input::CheckpointSynced { staged, result } => broker.checkpoint_commit(staged, result),
+            Input::Shutdown => broker.checkpoint(now),
+            Input::Registered { epoch } => broker.registered(epoch, now),
+            Input::IsrReply { topic, partition, reply } => broker.isr_reply(&topic, partition, &reply, now),
+            Input::Metadata(run) => broker.apply_metadata_batch(&run, now),
+            Input::AutoCreateRefused(topic) => {
+                broker.auto_create_failed(&topic);
+                Vec::new()
+            }
+        }
+    }
+
+    /// When the log cleaner's next turn ([`Input::Clean`]) is due.
+    pub fn cleaner_due(&self) -> u64 {
+        self.parts().broker.cleaner_due()
+    }
+}
