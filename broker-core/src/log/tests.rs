@@ -4,6 +4,7 @@
 mod hardening;
 mod replica;
 mod cleaning;
+mod cleaning_steps;
 mod region;
 mod deferred;
 
