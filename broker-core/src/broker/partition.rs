@@ -149,8 +149,9 @@ pub enum IsrReply {
     NoTopic,
     /// Sent, and no answer came (connection lost, timed out): it may have been committed.
     NoAnswer,
-    /// The controller answered `code`, and on success the partition's new state.
-    Answered { code: i16, state: Option<PartitionInfo> },
+    /// The controller answered: the partition's new state, or its error (None: a code this
+    /// broker does not know).
+    Answered(Result<PartitionInfo, Option<Code>>),
 }
 
 impl IsrReply {
@@ -163,14 +164,14 @@ impl IsrReply {
             IsrReply::NotSent if !rules.answers_unsent_isr_change() => return None,
             IsrReply::NotSent | IsrReply::NoAnswer => IsrAnswer::Lost,
             IsrReply::NoTopic => IsrAnswer::Refused,
-            IsrReply::Answered { code, state } => match (state.as_ref().filter(|_| *code == 0), crate::kafka::error(*code)) {
-                (Some(state), _) => IsrAnswer::Committed(state),
-                (None, Some(Code::InvalidUpdateVersion)) => IsrAnswer::Stale,
-                (None, Some(Code::KafkaStorageError)) => rules.controller_storage_error(),
+            IsrReply::Answered(Ok(state)) => IsrAnswer::Committed(state),
+            IsrReply::Answered(Err(code)) => match code {
+                Some(Code::InvalidUpdateVersion) => IsrAnswer::Stale,
+                Some(Code::KafkaStorageError) => rules.controller_storage_error(),
                 // Not the controller, a stale broker epoch, or no answer it could give: it may
                 // come back committed.
-                (None, Some(Code::NotController | Code::StaleBrokerEpoch | Code::UnknownServerError)) => IsrAnswer::Lost,
-                (None, _) => IsrAnswer::Refused,
+                Some(Code::NotController | Code::StaleBrokerEpoch | Code::UnknownServerError) => IsrAnswer::Lost,
+                _ => IsrAnswer::Refused,
             },
         })
     }

@@ -259,7 +259,7 @@ async fn alter_partitions(shared: &Shared, conn: &mut Conn, me: i32, epoch: i64)
                 },
             },
         };
-        let answered = matches!(reply, IsrReply::Answered { .. });
+        let answered = matches!(reply, IsrReply::Answered(_));
         let actions = shared.node.input(Input::IsrReply { topic: name, partition: p, reply }, now_ms());
         shared.perform(actions).await;
         if answered {
@@ -314,7 +314,8 @@ fn heard(shared: &Shared, name: &str, p: i32, isr: &[i32], answer: &AlterPartiti
         last_known_elr: Vec::new(),
     });
     tracing::info!("{name}-{p}: ISR change to {isr:?}: {}", if code == 0 { "committed".to_string() } else { format!("error {code}") });
-    IsrReply::Answered { code, state }
+    // A code of 0 comes with its partition (a missing one is -1 above).
+    IsrReply::Answered(state.ok_or_else(|| crate::kafka::error(code)))
 }
 
 /// Asks the controller to create the topics Metadata requests wanted auto-created.

@@ -33,21 +33,29 @@ fn starts(h: &History, group: &str, topic: &str, out: &mut Vec<Violation>) {
             if *start > invoked {
                 out.push(violation(topic, *p, e.at_ms, format!("group {group}: {} started partition {p} at {start} in generation {generation}, past every commit made before ({invoked}): records skipped", e.process), false));
             }
-            let acked = acked_commits(h, group, topic, *p).into_iter().filter(|(_, c)| c.complete_ms < joined_ms).map(|(o, _)| o).max();
-            if let Some(a) = acked.filter(|a| start < a && !late_unknown_commit(h, group, topic, *p, *start, joined_ms)) {
+            let acked: Vec<(i64, i32)> = acked_commits(h, group, topic, *p).into_iter().filter(|(_, c)| c.complete_ms < joined_ms).map(|(o, c)| (o, c.generation)).collect();
+            // The generation a late commit must carry to be written after every acknowledged
+            // one above the start: the coordinator takes only the group's current generation.
+            let above = acked.iter().filter(|(o, _)| o > start).map(|(_, g)| *g).max();
+            let explained = above.is_some_and(|g| late_unknown_commit(h, group, topic, *p, *start, joined_ms, g..=*generation));
+            if let Some(a) = acked.iter().map(|(o, _)| *o).max().filter(|a| start < a && !explained) {
                 out.push(violation(topic, *p, e.at_ms, format!("group {group}: {} started partition {p} at {start} in generation {generation}, below the commit of {a} acknowledged before it joined", e.process), true));
             }
         }
     }
 }
 
-/// Whether a commit of `offset` for partition `p` whose outcome was never learned was invoked
-/// before `joined_ms`: it may have landed after every acknowledged one (a request left on a
-/// connection its client gave up reaches the coordinator late, and Kafka applies offset
-/// commits in the order they arrive, whatever offsets they carry). Starting there re-delivers
-/// records, which at-least-once allows; it loses no commit.
-fn late_unknown_commit(h: &History, group: &str, topic: &str, p: i32, offset: i64, joined_ms: u64) -> bool {
-    h.commits.iter().any(|c| c.group == group && c.topic == topic && c.invoke_ms < joined_ms && matches!(c.outcome, Outcome::Unknown(_)) && c.offsets.contains(&(p, offset)))
+/// Whether a commit of `offset` for partition `p` whose outcome was never learned, of a
+/// generation in `generations`, was invoked before `joined_ms`: it may have landed after every
+/// acknowledged one (a request left on a connection its client gave up reaches the coordinator
+/// late, and Kafka applies offset commits in the order they arrive, whatever offsets they
+/// carry) — but only at the group's generation then, so at least the generation of the
+/// acknowledged commits it overwrote and at most the joining member's. Starting there
+/// re-delivers records, which at-least-once allows; it loses no commit.
+fn late_unknown_commit(h: &History, group: &str, topic: &str, p: i32, offset: i64, joined_ms: u64, generations: std::ops::RangeInclusive<i32>) -> bool {
+    h.commits.iter().any(|c| {
+        c.group == group && c.topic == topic && c.invoke_ms < joined_ms && generations.contains(&c.generation) && matches!(c.outcome, Outcome::Unknown(_)) && c.offsets.contains(&(p, offset))
+    })
 }
 
 /// Acknowledged, surviving records written early enough are read by some member.

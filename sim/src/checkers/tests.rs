@@ -280,8 +280,8 @@ fn compacted_replicas_agree_on_shared_offsets_and_each_keys_latest() {
 fn a_start_below_an_acknowledged_commit_is_judged_unless_a_commit_of_unknown_outcome_explains_it() {
     use crate::history::{Commit, GroupEvent, GroupEventKind};
     let event = |process: &str, at_ms: u64, kind: GroupEventKind| GroupEvent { process: process.into(), group: "g".into(), topic: "t".into(), at_ms, kind };
-    let commit = |offset: i64, invoke_ms: u64, complete_ms: u64, outcome: Outcome| Commit { process: "member-a".into(), group: "g".into(), topic: "t".into(), member_id: "a".into(), generation: 1, offsets: vec![(0, offset)], invoke_ms, complete_ms, outcome };
-    let history = |late: Outcome| {
+    let commit = |offset: i64, generation: i32, invoke_ms: u64, complete_ms: u64, outcome: Outcome| Commit { process: "member-a".into(), group: "g".into(), topic: "t".into(), member_id: "a".into(), generation, offsets: vec![(0, offset)], invoke_ms, complete_ms, outcome };
+    let history = |late: Outcome, late_generation: i32, acked_generation: i32| {
         let mut h = History::default();
         h.group_events = vec![
             event("member-a", 1, GroupEventKind::Joined { generation: 1, member_id: "a".into(), leader: true }),
@@ -289,11 +289,20 @@ fn a_start_below_an_acknowledged_commit_is_judged_unless_a_commit_of_unknown_out
             event("member-b", 30, GroupEventKind::Joined { generation: 2, member_id: "b".into(), leader: true }),
             event("member-b", 30, GroupEventKind::Owned { generation: 2, member_id: "b".into(), partitions: vec![0], starts: vec![(0, 669)] }),
         ];
-        h.commits = vec![commit(669, 10, 20, late), commit(675, 20, 22, Outcome::Ok(0))];
+        h.commits = vec![commit(669, late_generation, 10, 20, late), commit(675, acked_generation, 20, 22, Outcome::Ok(0))];
         h
     };
     let delivery = |h: &History| check_all(h).into_iter().filter(|v| v.checker == "group_delivery").map(|v| v.detail).collect::<Vec<_>>();
-    assert_eq!(delivery(&history(Outcome::Unknown("request timed out after 1000 ms".into()))), Vec::<String>::new());
-    let refused = delivery(&history(Outcome::Fail("broker error 22".into())));
+    let timed_out = || Outcome::Unknown("request timed out after 1000 ms".into());
+    assert_eq!(delivery(&history(timed_out(), 1, 1)), Vec::<String>::new());
+    let refused = delivery(&history(Outcome::Fail("broker error 22".into()), 1, 1));
     assert!(refused.len() == 1 && refused[0].contains("below the commit of 675"), "{refused:?}");
+    // A commit of an older generation than the acknowledged one cannot have been written after
+    // it (the coordinator had moved on), nor one of a generation after the joining member's:
+    // neither explains the start. One of the joining member's own generation can.
+    assert_eq!(delivery(&history(timed_out(), 2, 1)), Vec::<String>::new());
+    for (late_generation, acked_generation) in [(0, 1), (3, 1)] {
+        let lost = delivery(&history(timed_out(), late_generation, acked_generation));
+        assert!(lost.len() == 1 && lost[0].contains("below the commit of 675"), "late commit of generation {late_generation}: {lost:?}");
+    }
 }

@@ -518,15 +518,15 @@ fn what_the_controller_link_heard_is_read_as_kafka_reads_an_alter_partition_answ
     // have committed (planted LostIsrAnswerIsRefusal, ControllerStorageErrorIsRefusal).
     use crate::broker::rules::Kafka;
     let state = crate::metadata::PartitionInfo { replicas: vec![1, 2], isr: vec![1, 2], leader: 1, leader_epoch: 0, partition_epoch: 1, elr: vec![], last_known_elr: vec![] };
-    let answered = |code: Code| IsrReply::Answered { code: code.code(), state: None };
+    let answered = |code: Code| IsrReply::Answered(Err(Some(code)));
     let read = |reply: &IsrReply| format!("{:?}", reply.read(&Kafka));
-    let committed = IsrReply::Answered { code: 0, state: Some(state) };
+    let committed = IsrReply::Answered(Ok(state));
     assert!(matches!(committed.read(&Kafka), Some(IsrAnswer::Committed(s)) if s.isr == vec![1, 2]));
     for lost in [IsrReply::NotSent, IsrReply::NoAnswer, answered(Code::KafkaStorageError), answered(Code::NotController), answered(Code::StaleBrokerEpoch)] {
         assert_eq!(read(&lost), "Some(Lost)", "{lost:?}");
     }
     assert_eq!(read(&answered(Code::InvalidUpdateVersion)), "Some(Stale)");
-    for refused in [IsrReply::NoTopic, answered(Code::InvalidRequest), answered(Code::IneligibleReplica)] {
+    for refused in [IsrReply::NoTopic, answered(Code::InvalidRequest), answered(Code::IneligibleReplica), IsrReply::Answered(Err(None))] {
         assert_eq!(read(&refused), "Some(Refused)", "{refused:?}");
     }
 }
