@@ -64,18 +64,18 @@ impl Broker {
     /// One turn of the log cleaner at `now`: a step of the pass in flight, or of a new pass on
     /// the first partition (after the last one cleaned) that is due, below its high
     /// watermark. Leaders and followers clean their own copies, as Kafka's do. Returns what to
-    /// log and when the next turn is due.
-    pub fn clean_step(&mut self, now: u64) -> (Vec<Action>, u64) {
+    /// log; [`Broker::cleaner_due`] says when the next turn is.
+    pub fn clean_step(&mut self, now: u64) -> Vec<Action> {
         let mut out = Vec::new();
         if now < self.cleaner.next_ms {
-            return (out, self.cleaner.next_ms);
+            return out;
         }
         let backoff = now + self.config.cleaner_backoff_ms;
         let in_flight = self.cleaner.in_flight.take().filter(|k| self.partitions.get(&k.0, k.1).is_some_and(|p| p.log.cleaning()));
         let starts = in_flight.is_none();
         let Some(key) = in_flight.or_else(|| self.next_due(now)) else {
             self.cleaner.next_ms = backoff;
-            return (out, backoff);
+            return out;
         };
         let keep = self.config.rules().cleaner_keeps();
         let (topic, partition) = key.clone();
@@ -107,7 +107,7 @@ impl Broker {
         if let Some(job) = part.log.take_cleaner_sync() {
             out.push(Action::Sync { topic, partition, job });
         }
-        (out, self.cleaner.next_ms)
+        out
     }
 
     /// The first partition after the last one cleaned whose log is due a pass.

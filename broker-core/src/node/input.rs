@@ -54,7 +54,7 @@ impl Node {
                 actions.extend(staged.map(Action::SyncCheckpoint));
                 actions
             }
-            Input::Clean => broker.clean_step(now).0,
+            Input::Clean => broker.clean_step(now),
             Input::Synced { topic, partition, stamp, result } => broker.synced(&topic, partition, stamp, result, now),
             Input::CheckpointSynced { staged, result } => broker.checkpoint_commit(staged, result),
             Input::Shutdown => broker.checkpoint(now),
