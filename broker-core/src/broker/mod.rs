@@ -80,12 +80,19 @@ pub enum Action {
     /// the node's lock, then reports with `node::Input::CheckpointSynced`, whose commit it
     /// syncs again (the renames).
     SyncCheckpoint(StagedCheckpoints),
+    /// A message for another voter of the metadata quorum: the shell queues it on that voter's
+    /// connection, or drops it if the queue is full (Raft retries on its timers).
+    Raft(crate::controller::raft::Message),
+    /// The metadata quorum committed, appended, or changed its active controller: fetches of
+    /// the metadata log and requests waiting on this node look again.
+    MetadataMoved,
 }
 
 /// How loud an [`Action::Log`] line is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Level {
     Info,
+    Warn,
     Error,
 }
 

@@ -22,6 +22,7 @@
 //! wait in the outbox for the shell to send. A store error drops the node and the store and
 //! opens both again from the disk, as after a crash. Never a clock, never a socket.
 
+use crate::broker::Level;
 use crate::observe::Observation;
 use super::raft::store::RaftStore;
 use super::raft::{Action, Error as RaftError, Message, Node, NodeId, PlantedRaftBug, RaftConfig, Snapshot, SnapshotId};
@@ -58,6 +59,8 @@ pub struct Quorum {
     broken: bool,
     /// When to snapshot the committed image next.
     policy: SnapshotPolicy,
+    /// Lines for the operator since the node last took them ([`Quorum::take_notes`]).
+    notes: Vec<(Level, String)>,
 }
 
 /// Why a decision was not proposed.
@@ -109,7 +112,7 @@ impl Quorum {
         let node = Node::restart_from(raft.clone(), restored.state, restored.snapshot, restored.entries, seed, now).map_err(|e| e.to_string())?;
         let controller = Controller::new(config.clone(), Image::default(), now);
         let policy = SnapshotPolicy::new(config.snapshot_bytes_between);
-        let mut q = Quorum { config, raft, disk, data_dir: data_dir.to_path_buf(), node, store, committed, controller, active: None, leading: None, outbox: VecDeque::new(), broken: false, policy };
+        let mut q = Quorum { config, raft, disk, data_dir: data_dir.to_path_buf(), node, store, committed, controller, active: None, leading: None, outbox: VecDeque::new(), broken: false, policy, notes: Vec::new() };
         let actions = q.node.tick(now);
         q.perform(actions, now)?;
         q.settle_role(now);
@@ -237,6 +240,11 @@ impl Quorum {
         self.outbox.drain(..).collect()
     }
 
+    /// The lines for the operator since the last call (snapshots, role changes, reopens).
+    pub fn take_notes(&mut self) -> Vec<(Level, String)> {
+        std::mem::take(&mut self.notes)
+    }
+
     /// The first offset the log holds: below it, readers need [`Quorum::snapshot`].
     pub fn log_start(&self) -> i64 {
         self.node.log().start()
@@ -286,7 +294,7 @@ impl Quorum {
         self.store.take_snapshot(&snapshot, now)?;
         self.node.snapshot_taken(snapshot).map_err(|e| e.to_string())?;
         self.policy.taken();
-        tracing::info!("metadata snapshot at offset {end} (epoch {epoch}); log now starts there");
+        self.notes.push((Level::Info, format!("metadata snapshot at offset {end} (epoch {epoch}); log now starts there")));
         Ok(())
     }
 
@@ -315,7 +323,7 @@ impl Quorum {
                     self.store.install_snapshot(&snapshot, now)?;
                     self.committed = image;
                     self.policy.taken();
-                    tracing::info!("metadata snapshot {:?} installed from the leader", snapshot.id);
+                    self.notes.push((Level::Info, format!("metadata snapshot {:?} installed from the leader", snapshot.id)));
                     queue.extend(self.node.io_done(now, id).map_err(|e| e.to_string())?);
                 }
                 io => {
@@ -355,7 +363,7 @@ impl Quorum {
                 }
                 Err(why) => {
                     // Cannot be (the batch's CRC was checked); skipped so the image moves on.
-                    tracing::error!("metadata log: entry at {}: {why}", e.base_offset);
+                    self.notes.push((Level::Error, format!("metadata log: entry at {}: {why}", e.base_offset)));
                     self.committed.offset = e.next_offset - 1;
                 }
             }
@@ -366,7 +374,7 @@ impl Quorum {
     fn settle_role(&mut self, now: u64) {
         if !self.node.is_leader() {
             if let Some(epoch) = self.active.take() {
-                tracing::info!("controller: no longer active (epoch {epoch}); the quorum leader is {:?}", self.node.leader());
+                self.notes.push((Level::Info, format!("controller: no longer active (epoch {epoch}); the quorum leader is {:?}", self.node.leader())));
             }
             self.leading = None;
             return;
@@ -383,23 +391,25 @@ impl Quorum {
             // Everything in the log is committed now: the image is the whole log.
             self.controller = Controller::new(self.config.clone(), self.committed.clone(), now);
             self.active = Some(epoch);
-            tracing::info!("controller: active in epoch {epoch} from metadata offset {}", self.committed.offset);
+            self.notes.push((Level::Info, format!("controller: active in epoch {epoch} from metadata offset {}", self.committed.offset)));
         }
     }
 
     /// After a store error memory is unsure of the disk: open both again, as after a crash.
     fn reopen(&mut self, now: u64) {
         match Quorum::open(self.disk.clone(), &self.data_dir, self.config.clone(), self.raft.clone(), now) {
-            Ok((fresh, notes)) => {
-                for n in notes {
-                    tracing::warn!("controller reopened: {n}");
-                }
+            Ok((mut fresh, notes)) => {
+                // The lines not yet taken outlive the old node, ahead of the fresh one's.
+                let mut kept = std::mem::take(&mut self.notes);
+                kept.extend(notes.into_iter().map(|n| (Level::Warn, format!("controller reopened: {n}"))));
+                kept.append(&mut fresh.notes);
+                fresh.notes = kept;
                 *self = fresh;
             }
             Err(e) => {
                 // Memory may hold proposals the disk never took: no more decisions, no more
                 // messages, until a tick opens it again (a disk that heals).
-                tracing::error!("controller: metadata log still failing: {e}");
+                self.notes.push((Level::Error, format!("controller: metadata log still failing: {e}")));
                 (self.active, self.leading, self.broken) = (None, None, true);
             }
         }

@@ -6,7 +6,8 @@
 //! committed) is the broker's decision, by its rules. Never a socket, a clock or a sleep here.
 
 use super::{group_link, Node, Parts};
-use crate::broker::{Action, IsrReply, StagedCheckpoints};
+use crate::broker::{Action, IsrReply, Level, StagedCheckpoints};
+use crate::controller::raft::Message;
 use crate::log::{LogError, SyncStamp};
 use crate::metadata::MetadataRecord;
 
@@ -33,12 +34,26 @@ pub enum Input {
     Metadata(Vec<(i64, MetadataRecord)>),
     /// The controller refused to auto-create this topic: Metadata may ask again.
     AutoCreateRefused(String),
+    /// For the metadata quorum: decided under the quorum's own lock, never the broker's.
+    Quorum(QuorumInput),
+}
+
+/// What the shell tells a voter's metadata quorum.
+#[derive(Debug)]
+pub enum QuorumInput {
+    /// Its timers came due: the Raft voter's, then the active controller's session fencing.
+    Tick,
+    /// A Raft message from another voter.
+    Message(Message),
 }
 
 impl Node {
     /// The one entry for everything but requests: decides `input` at `now` and returns what
     /// the shell must do.
     pub fn input(&self, input: Input, now: u64) -> Vec<Action> {
+        if let Input::Quorum(input) = input {
+            return self.quorum_input(input, now);
+        }
         let mut parts = self.parts();
         let Parts { broker, groups } = &mut *parts;
         match input {
@@ -65,7 +80,34 @@ impl Node {
                 broker.auto_create_failed(&topic);
                 Vec::new()
             }
+            Input::Quorum(_) => Vec::new(), // decided above, under the quorum's lock
         }
+    }
+
+    /// One input of the metadata quorum, under its lock alone: what it did comes out
+    /// as the messages to send, the operator's lines, and whether the metadata moved.
+    fn quorum_input(&self, input: QuorumInput, now: u64) -> Vec<Action> {
+        let Some(mut q) = self.controller() else {
+            return vec![Action::Log(Level::Error, "a metadata quorum input reached a node that is not a voter".into())];
+        };
+        let before = (q.committed_end(), q.end_offset(), q.active_epoch());
+        let decided = match input {
+            QuorumInput::Tick => q.tick(now),
+            QuorumInput::Message(m) => q.receive(now, m),
+        };
+        let mut actions: Vec<Action> = q.outbox().into_iter().map(Action::Raft).collect();
+        actions.extend(q.take_notes().into_iter().map(|(level, line)| Action::Log(level, line)));
+        if let Err(e) = decided {
+            actions.push(Action::Log(Level::Error, format!("controller: {e}")));
+        }
+        if let Some(epoch) = q.active_epoch() {
+            let node = q.controller().config().node_id;
+            q.controller().config().observer.see(crate::observe::Observation::ActiveController { node, epoch, now });
+        }
+        if before != (q.committed_end(), q.end_offset(), q.active_epoch()) {
+            actions.push(Action::MetadataMoved);
+        }
+        actions
     }
 
     /// When the log cleaner's next turn ([`Input::Clean`]) is due.

@@ -5,8 +5,7 @@
 //! comes in as one typed [`Input`] ([`Node::input`]). An [`Outcome`] for a request and the
 //! [`Action`]s each decision asks for come out. `protocol/` reads and writes the bytes; this
 //! module decides what they mean for the node; `server/` performs what comes out. Never a
-//! socket, a clock or a sleep here. (Not yet through it: the replica fetchers' and the Raft
-//! voter's messages, issue 32.)
+//! socket, a clock or a sleep here. (Not yet through it: the replica fetchers' rounds, issue 32.)
 //!
 //! Files by responsibility: `handlers` (the broker's APIs: produce, fetch, metadata, offsets),
 //! `controller_handlers` and `elect_leaders` (the quorum's), `config_handlers`, `group_handlers`
@@ -36,7 +35,7 @@ use std::sync::{Mutex, MutexGuard};
 use bytes::Bytes;
 use kafka_protocol::messages::RequestKind;
 
-pub use input::Input;
+pub use input::{Input, QuorumInput};
 pub use waiting::Waiting;
 
 /// What requests act on: this node's broker and group coordinator, under one lock (a group
@@ -170,16 +169,14 @@ impl Outcome {
     }
 }
 
-/// A Raft message from another voter (`controller::raft::wire`): fed to this node's voter,
-/// never answered. One that reaches a node that is not a voter closes the connection: the
-/// sender is misconfigured or hostile.
-fn raft_message(node: &Node, m: Message, now: u64) -> Result<Outcome, String> {
-    let Some(mut q) = node.controller() else {
+/// A Raft message from another voter (`controller::raft::wire`): fed to this node's voter
+/// ([`QuorumInput::Message`]), never answered. One that reaches a node that is not a voter
+/// closes the connection: the sender is misconfigured or hostile.
+fn raft_message(node: &Node, m: Message, now: u64, out: &mut Vec<Action>) -> Result<Outcome, String> {
+    if node.controller.is_none() {
         return Err(format!("raft message from node {} to node {}, which is not a controller voter", m.from, m.to));
-    };
-    if let Err(e) = q.receive(now, m) {
-        tracing::error!("controller: {e}");
     }
+    out.extend(node.input(Input::Quorum(QuorumInput::Message(m)), now));
     Ok(Outcome::NoReply)
 }
 
@@ -239,7 +236,7 @@ fn handle_inner(node: &Node, prepared: Prepared, peer: Option<std::net::IpAddr>,
     let Prepared { decoded, batches } = prepared;
     let request = match decoded {
         Decoded::Request(r) => r,
-        Decoded::Raft(m) => return raft_message(node, m, now),
+        Decoded::Raft(m) => return raft_message(node, m, now, out),
         Decoded::Answer(reply) => return Ok(Outcome::Reply(reply)),
     };
     let final_attempt = attempt == Attempt::Final;

@@ -363,3 +363,66 @@ mod forwarding {
         assert_eq!((e.error_code, inner), (Code::InvalidRequest.code(), None));
     }
 }
+
+/// The quorum's inputs: its lines come out as actions (the quorum never logs on its own), and a
+/// commit says the metadata moved.
+#[test]
+fn a_quorum_tick_returns_the_quorums_lines_and_says_when_metadata_moved() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = broker(dir.path());
+    let first = node.input(Input::Quorum(QuorumInput::Tick), 1);
+    let lines: Vec<&str> = first.iter().filter_map(Action::line).collect();
+    assert!(lines.iter().any(|l| l.starts_with("controller: active in epoch")), "the election a lone voter made at open is reported: {first:?}");
+    assert!(node.input(Input::Quorum(QuorumInput::Tick), 2).iter().all(|a| a.line().is_none()), "reported once");
+    assert!(!node.input(Input::Quorum(QuorumInput::Tick), 3).contains(&Action::MetadataMoved), "nothing moved");
+}
+
+/// A voter of three: its ticks ask for votes as `Action::Raft` messages, and once the answers
+/// (fed in as `QuorumInput::Message`) elect it, the leadership's first entry is reported as
+/// metadata that moved.
+#[test]
+fn a_voter_asks_for_votes_as_actions_and_reports_its_election_as_metadata_moved() {
+    use crate::controller::raft::{Body, Message};
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = crate::testing::config(dir.path());
+    config.voters = (0..3).map(|id| (id, format!("127.0.0.1:{}", 9092 + id))).collect();
+    let disk: std::sync::Arc<dyn crate::storage::Disk> = std::sync::Arc::new(crate::storage::FileDisk::new());
+    let (quorum, _) = crate::server::config::open_quorum(disk.clone(), &config, 0).unwrap().unwrap();
+    let node = Node::new(crate::broker::Broker::open(disk, config, 0).unwrap(), Some(quorum));
+    let mut now = 0;
+    let mut asked = 0;
+    let elected = loop {
+        now += 100;
+        assert!(now < 60_000, "never elected");
+        let mut actions = node.input(Input::Quorum(QuorumInput::Tick), now);
+        let mut i = 0;
+        while i < actions.len() {
+            if let Action::Raft(Message { to: 1, body: Body::Vote { epoch, pre_vote, .. }, .. }) = actions[i].clone() {
+                asked += 1;
+                // The voter answers in its own epoch: a pre-vote asks about the next one.
+                let own = if pre_vote { epoch - 1 } else { epoch };
+                let granted = Message { from: 1, to: 0, body: Body::VoteResponse { epoch: own, pre_vote, granted: true, leader: None } };
+                actions.extend(node.input(Input::Quorum(QuorumInput::Message(granted)), now));
+            }
+            i += 1;
+        }
+        if actions.contains(&Action::MetadataMoved) {
+            break actions;
+        }
+    };
+    assert!(asked >= 1, "votes were asked for as messages");
+    assert!(node.controller().unwrap().raft().is_leader(), "{elected:?}");
+    assert!(elected.iter().any(|a| matches!(a, Action::Raft(Message { body: Body::BeginQuorumEpoch { .. }, .. }))), "the new leader announces itself: {elected:?}");
+}
+
+/// A Raft message for a node that is no voter closes the connection and touches nothing.
+#[test]
+fn a_raft_message_to_a_node_that_is_no_voter_closes_the_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = crate::broker::Broker::open(std::sync::Arc::new(crate::storage::FileDisk::new()), crate::testing::config(dir.path()), 0).unwrap();
+    let node = Node::new(broker, None);
+    let m = crate::controller::raft::Message { from: 1, to: 0, body: crate::controller::raft::Body::BeginQuorumEpoch { epoch: 1 } };
+    let mut out = Vec::new();
+    assert!(matches!(raft_message(&node, m, 0, &mut out), Err(e) if e.contains("not a controller voter")));
+    assert!(out.is_empty());
+}

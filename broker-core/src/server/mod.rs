@@ -46,6 +46,8 @@ pub struct Shared {
     metadata_committed: Notify,
     /// Woken when the metadata quorum may have messages to send or a new deadline.
     raft_wake: Notify,
+    /// On a voter, each other voter's message queue (set when the Raft task starts).
+    raft_queues: std::sync::OnceLock<std::collections::BTreeMap<i32, tokio::sync::mpsc::Sender<crate::controller::raft::Message>>>,
     /// Which voter the peer links ask next when no quorum leader is known (round robin).
     controller_turn: std::sync::atomic::AtomicUsize,
     /// This broker's epoch with the controller, once registered.
@@ -89,6 +91,7 @@ impl Shared {
             changed: Notify::new(),
             metadata_committed: Notify::new(),
             raft_wake: Notify::new(),
+            raft_queues: std::sync::OnceLock::new(),
             controller_turn: Default::default(),
             broker_epoch: Mutex::new(None),
             started: Default::default(),
@@ -174,7 +177,13 @@ impl Shared {
                 Action::Wake => self.changed(),
                 Action::Reregister => self.reregister.store(true, std::sync::atomic::Ordering::Relaxed),
                 Action::Log(Level::Info, line) => tracing::info!("{line}"),
+                Action::Log(Level::Warn, line) => tracing::warn!("{line}"),
                 Action::Log(Level::Error, line) => tracing::error!("{line}"),
+                Action::Raft(m) => raft::queue(self, m),
+                Action::MetadataMoved => {
+                    self.metadata_committed.notify_waiters();
+                    self.changed();
+                }
                 Action::Leading { .. } => {} // logged as a line too
                 Action::Sync { topic, partition, job } => syncs.push((topic, partition, job)),
                 Action::SyncCheckpoint(staged) => checkpoint = Some(staged),

@@ -1,8 +1,9 @@
 //! The Raft task of a voter (docs/controller.md, "The shell"): ticks the metadata quorum at its
-//! next deadline (the Raft node's timers, then the active controller's session fencing), and
-//! sends what the quorum's outbox holds to the other voters. Messages arriving from them come in
-//! through the ordinary listener (`protocol`, `controller::raft::wire`) and are fed to the
-//! quorum there; so the Raft task only ever writes.
+//! next deadline (the Raft node's timers, then the active controller's session fencing,
+//! `node::QuorumInput::Tick`), and queues the messages any quorum decision asks to send
+//! (`Action::Raft`) for the other voters. Messages arriving from them come in through the
+//! ordinary listener (`protocol`, `controller::raft::wire`) and are fed to the quorum there
+//! (`node::QuorumInput::Message`); so the Raft task only ever writes.
 //!
 //! One sender task per other voter owns its connection (to the voter's address in
 //! `controller.quorum.voters`) and writes messages in the order the quorum produced them. A
@@ -10,6 +11,7 @@
 //! timers, as it would after a lossy network. IO only; every decision is the quorum's.
 
 use super::{now_ms, Shared};
+use crate::node::{Input, QuorumInput};
 use crate::client::Conn;
 use crate::constants::{peer_backoff_ms, peer_request_ms_max, quorum_peer_queue_max, tick_interval_ms};
 use crate::controller::raft::{wire, Message};
@@ -34,11 +36,15 @@ pub(super) fn spawn(shared: Arc<Shared>) -> Vec<tokio::task::JoinHandle<()>> {
         queues.insert(id, tx);
         tasks.push(tokio::spawn(sender(id, addr, rx)));
     }
-    tasks.push(tokio::spawn(run(shared, queues)));
+    // Set once, here, before anything can ask the quorum for a message.
+    let _ = shared.raft_queues.set(queues);
+    tasks.push(tokio::spawn(run(shared)));
     tasks
 }
 
-async fn run(shared: Arc<Shared>, queues: BTreeMap<i32, mpsc::Sender<Message>>) {
+/// Ticks the quorum at its next deadline, or when woken; what it asks for (messages to send,
+/// lines, the metadata moved) is performed like any decision's actions.
+async fn run(shared: Arc<Shared>) {
     loop {
         let wait = {
             let deadline = shared.node.controller().and_then(|q| q.next_deadline());
@@ -51,31 +57,16 @@ async fn run(shared: Arc<Shared>, queues: BTreeMap<i32, mpsc::Sender<Message>>) 
             _ = shared.raft_wake.notified() => {}
             _ = tokio::time::sleep(Duration::from_millis(wait)) => {}
         }
-        let (messages, moved) = shared
-            .decide_quorum(|s| {
-                let Some(mut q) = s.node.controller() else { return (Vec::new(), false) };
-                let before = (q.committed_end(), q.end_offset(), q.active_epoch());
-                if let Err(e) = q.tick(now_ms()) {
-                    tracing::error!("controller: {e}");
-                }
-                let moved = before != (q.committed_end(), q.end_offset(), q.active_epoch());
-                if let Some(epoch) = q.active_epoch() {
-                    let node = q.controller().config().node_id;
-                    q.controller().config().observer.see(crate::observe::Observation::ActiveController { node, epoch, now: now_ms() });
-                }
-                (q.outbox(), moved)
-            })
-            .await;
-        for m in messages {
-            // A full queue or a stopped sender: the message is lost, as on a lossy link.
-            if let Some(queue) = queues.get(&m.to) {
-                let _ = queue.try_send(m);
-            }
-        }
-        if moved {
-            shared.metadata_committed.notify_waiters();
-            shared.changed();
-        }
+        let actions = shared.decide_quorum(|s| s.node.input(Input::Quorum(QuorumInput::Tick), now_ms())).await;
+        shared.perform(actions).await;
+    }
+}
+
+/// Queues `m` on its voter's connection. A full queue or a stopped sender: the message is
+/// lost, as on a lossy link.
+pub(super) fn queue(shared: &Shared, m: Message) {
+    if let Some(queue) = shared.raft_queues.get().and_then(|queues| queues.get(&m.to)) {
+        let _ = queue.try_send(m);
     }
 }
 

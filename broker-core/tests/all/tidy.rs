@@ -112,6 +112,16 @@ fn no_decision_tests_a_planted_bug() {
 }
 
 #[test]
+fn no_decision_logs_on_its_own() {
+    // Issue 32: a decision's lines for the operator come out as `Action::Log` (the simulator
+    // traces them, tests assert on them); only the shell, which performs them, calls `tracing`.
+    let decisions = ["broker/", "controller/", "group/", "replication/", "log/", "metadata/", "node/", "protocol/"];
+    let within = |rel: &str| decisions.iter().any(|d| rel.starts_with(d));
+    let hits = code_hits(within, |code| code.contains("tracing::").then(String::new));
+    assert!(hits.is_empty(), "decisions log through tracing (return an Action::Log instead):\n{}", hits.join("\n"));
+}
+
+#[test]
 fn the_protocol_holds_no_state() {
     // Issue 32: `protocol/` reads and writes bytes; what a request does to a node is `node/`'s.
     // A lock, a node, a broker, a coordinator or a quorum named in `protocol/` would glue the
