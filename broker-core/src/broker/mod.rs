@@ -86,6 +86,12 @@ pub enum Action {
     /// The metadata quorum committed, appended, or changed its active controller: fetches of
     /// the metadata log and requests waiting on this node look again.
     MetadataMoved,
+    /// The replica fetcher of `leader` asks this of it next (`node::FetcherInput::Next`): the
+    /// shell's fetcher task sends it and brings the answer back.
+    FetchFrom { leader: i32, step: Step },
+    /// The fetcher of `leader` pauses before its next round: the leader does not know the
+    /// partition the way this node does yet.
+    FetcherBackOff { leader: i32 },
 }
 
 /// How loud an [`Action::Log`] line is.

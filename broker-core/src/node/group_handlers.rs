@@ -39,7 +39,7 @@ use kafka_protocol::protocol::StrBytes;
 /// Runs `f` on the coordinator with ownership brought up to date, then performs its work.
 fn with_groups<T>(node: &Node, now: u64, out: &mut Vec<Action>, f: impl FnOnce(&Broker, &mut Coordinator, &mut Work) -> T) -> T {
     let mut parts = node.parts();
-    let Parts { broker: b, groups: c } = &mut *parts;
+    let Parts { broker: b, groups: c, .. } = &mut *parts;
     let mut work = Work::default();
     sync_ownership(b, c, now, &mut work);
     let result = f(b, c, &mut work);

@@ -5,7 +5,7 @@
 //! links and timers only carry: how an answer is read (an ISR change lost, refused, stale or
 //! committed) is the broker's decision, by its rules. Never a socket, a clock or a sleep here.
 
-use super::{group_link, Node, Parts};
+use super::{group_link, FetcherInput, Node, Parts};
 use crate::broker::{Action, IsrReply, Level, StagedCheckpoints};
 use crate::controller::raft::Message;
 use crate::log::{LogError, SyncStamp};
@@ -36,6 +36,8 @@ pub enum Input {
     AutoCreateRefused(String),
     /// For the metadata quorum: decided under the quorum's own lock, never the broker's.
     Quorum(QuorumInput),
+    /// For the replica fetcher of `leader`: its next round, or the leader's answer.
+    Fetcher { leader: i32, input: FetcherInput },
 }
 
 /// What the shell tells a voter's metadata quorum.
@@ -55,7 +57,10 @@ impl Node {
             return self.quorum_input(input, now);
         }
         let mut parts = self.parts();
-        let Parts { broker, groups } = &mut *parts;
+        if let Input::Fetcher { leader, input } = input {
+            return Node::fetcher_input(&mut parts, leader, input, now);
+        }
+        let Parts { broker, groups, .. } = &mut *parts;
         match input {
             Input::Tick { checkpoint } => {
                 let mut actions = broker.tick(now);
@@ -80,7 +85,8 @@ impl Node {
                 broker.auto_create_failed(&topic);
                 Vec::new()
             }
-            Input::Quorum(_) => Vec::new(), // decided above, under the quorum's lock
+            // Decided above: under the quorum's lock, and by the fetcher.
+            Input::Quorum(_) | Input::Fetcher { .. } => Vec::new(),
         }
     }
 

@@ -5,18 +5,19 @@
 //! comes in as one typed [`Input`] ([`Node::input`]). An [`Outcome`] for a request and the
 //! [`Action`]s each decision asks for come out. `protocol/` reads and writes the bytes; this
 //! module decides what they mean for the node; `server/` performs what comes out. Never a
-//! socket, a clock or a sleep here. (Not yet through it: the replica fetchers' rounds, issue 32.)
+//! socket, a clock or a sleep here.
 //!
 //! Files by responsibility: `handlers` (the broker's APIs: produce, fetch, metadata, offsets),
 //! `controller_handlers` and `elect_leaders` (the quorum's), `config_handlers`, `group_handlers`
 //! (the coordinator's APIs) with `group_reply` (their answers under construction) and
 //! `group_link` (where the coordinator meets the broker: ownership, loading, its appends),
 //! `waiting` (requests answered later), `forward` (KIP-590 on this node), `input` (the shell's
-//! other inputs).
+//! other inputs), `fetching` (the replica fetchers' rounds).
 
 mod config_handlers;
 mod controller_handlers;
 mod elect_leaders;
+mod fetching;
 mod forward;
 mod group_handlers;
 mod group_link;
@@ -35,6 +36,7 @@ use std::sync::{Mutex, MutexGuard};
 use bytes::Bytes;
 use kafka_protocol::messages::RequestKind;
 
+pub use fetching::FetcherInput;
 pub use input::{Input, QuorumInput};
 pub use waiting::Waiting;
 
@@ -52,6 +54,8 @@ pub struct Node {
 pub struct Parts {
     pub broker: Broker,
     pub groups: Coordinator,
+    /// One replica fetcher per leader this node has followed (`fetching`).
+    fetchers: std::collections::BTreeMap<i32, crate::broker::ReplicaFetcher>,
 }
 
 /// The broker of a locked [`Parts`] ([`Node::broker`]).
@@ -74,7 +78,7 @@ impl Node {
     pub fn new(broker: Broker, controller: Option<Quorum>) -> Node {
         let mut groups = Coordinator::new(broker.config().groups.clone());
         groups.planted = broker.config().planted_set();
-        Node { parts: Mutex::new(Parts { broker, groups }), controller: controller.map(Mutex::new), controller_hint: (-1).into() }
+        Node { parts: Mutex::new(Parts { broker, groups, fetchers: Default::default() }), controller: controller.map(Mutex::new), controller_hint: (-1).into() }
     }
 
     /// The broker and the coordinator, even if a request handler panicked while holding them

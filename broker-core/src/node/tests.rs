@@ -426,3 +426,13 @@ fn a_raft_message_to_a_node_that_is_no_voter_closes_the_connection() {
     assert!(matches!(raft_message(&node, m, 0, &mut out), Err(e) if e.contains("not a controller voter")));
     assert!(out.is_empty());
 }
+
+/// A fetcher's round asks the node what to send: for a leader this node follows nothing of,
+/// nothing (the shell's task idles), and never a pause it did not ask for.
+#[test]
+fn a_fetcher_round_for_a_leader_followed_in_nothing_is_idle() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = broker(dir.path());
+    let actions = node.input(Input::Fetcher { leader: 7, input: FetcherInput::Next }, 1);
+    assert_eq!(actions, vec![Action::FetchFrom { leader: 7, step: crate::broker::Step::Idle }]);
+}

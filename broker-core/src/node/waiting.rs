@@ -131,7 +131,7 @@ impl Waiting {
     fn poll_group(node: &Node, reply: &mut Option<GroupReply>, tickets: &mut Vec<Ticket>, answers: &mut Vec<(Ticket, Answer)>, now: u64, expired: bool, out: &mut Vec<Action>) -> Option<Outcome> {
         {
             let mut parts = node.parts();
-            let Parts { broker: b, groups: c } = &mut *parts;
+            let Parts { broker: b, groups: c, .. } = &mut *parts;
             group_link::perform(b, c, Work::default(), now, out);
             tickets.retain(|t| match c.take_answer(*t) {
                 Some(a) => {

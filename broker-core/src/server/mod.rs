@@ -180,6 +180,8 @@ impl Shared {
                 Action::Log(Level::Warn, line) => tracing::warn!("{line}"),
                 Action::Log(Level::Error, line) => tracing::error!("{line}"),
                 Action::Raft(m) => raft::queue(self, m),
+                // Only a fetcher's own round asks for these, and its task takes them first.
+                Action::FetchFrom { .. } | Action::FetcherBackOff { .. } => {}
                 Action::MetadataMoved => {
                     self.metadata_committed.notify_waiters();
                     self.changed();

@@ -2,14 +2,16 @@
 //! epoch truncation (OffsetForLeaderEpoch, KIP-279) and then Fetch with this node's replica
 //! id, appending what the leader sends. Fetches go in a KIP-227 session, as Kafka's followers'
 //! do: after a full fetch, each names only the partitions whose position changed and gets only
-//! those with news (`broker::fetch_session::Asking`). IO only: what to fetch, truncate and
-//! append is `broker::ReplicaFetcher`'s decision. Failures are logged, the connection dropped
-//! (the next fetch a full one) and retried after a pause.
+//! those with news (`broker::fetch_session::Asking`). IO only: each round enters the node as a
+//! `node::FetcherInput` (what to ask next comes back as `Action::FetchFrom`, the leader's answer
+//! goes in), and what to fetch, truncate and append is the node's fetcher's decision. Failures
+//! are logged, the connection dropped (the next fetch a full one) and retried after a pause.
 
 use super::peers::{backoff, connect, fetch_request, resolve, s};
 use super::{now_ms, Shared};
 use crate::broker::fetch_session::{Asking, Wanted};
-use crate::broker::{FetchAnswer, Following, PartitionMap, ReplicaFetcher, Step, Then};
+use crate::broker::{Action, Following, Step, Then};
+use crate::node::{FetcherInput, Input};
 use crate::client::{ClientError, Conn};
 use crate::constants::{replica_fetch_bytes, tick_interval_ms};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ForgottenTopic};
@@ -37,16 +39,13 @@ pub(super) async fn replica_fetchers(shared: Arc<Shared>) {
 async fn replica_fetcher(shared: Arc<Shared>, leader: i32) {
     let me = shared.broker().config().node_id;
     let mut conn: Option<Conn> = None;
-    let mut fetcher = ReplicaFetcher::new(leader);
     let mut session = Asking::new();
     loop {
-        let (step, actions) = shared
-            .decide(|s| {
-                let mut actions = Vec::new();
-                (fetcher.next(&mut s.broker(), now_ms(), &mut actions), actions)
-            })
-            .await;
-        shared.perform(actions).await;
+        let (step, _) = round(&shared, leader, FetcherInput::Next).await;
+        let Some(step) = step else {
+            backoff().await;
+            continue;
+        };
         if step == Step::Idle {
             conn = None;
             session.reset();
@@ -63,8 +62,8 @@ async fn replica_fetcher(shared: Arc<Shared>, leader: i32) {
         }
         let Some(c) = conn.as_mut() else { continue };
         let result = match step {
-            Step::Truncate(ask) => truncate(&shared, c, me, &fetcher, ask).await,
-            Step::Fetch(following) => replicate(&shared, c, me, &fetcher, &following, &mut session).await,
+            Step::Truncate(ask) => truncate(&shared, c, me, leader, ask).await,
+            Step::Fetch(following) => replicate(&shared, c, me, leader, following, &mut session).await,
             Step::Idle => Ok(Then::Continue),
         };
         match result {
@@ -78,6 +77,23 @@ async fn replica_fetcher(shared: Arc<Shared>, leader: i32) {
             }
         }
     }
+}
+
+/// Decides one input of `leader`'s fetcher and performs what it asks for: returns the step it
+/// asks to send next (for [`FetcherInput::Next`]) and whether it asks for a pause.
+async fn round(shared: &Shared, leader: i32, input: FetcherInput) -> (Option<Step>, Then) {
+    let actions = shared.decide(|s| s.node.input(Input::Fetcher { leader, input }, now_ms())).await;
+    let (mut step, mut then) = (None, Then::Continue);
+    let mut rest = Vec::with_capacity(actions.len());
+    for a in actions {
+        match a {
+            Action::FetchFrom { leader: l, step: s } if l == leader => step = Some(s),
+            Action::FetcherBackOff { leader: l } if l == leader => then = Then::BackOff,
+            other => rest.push(other),
+        }
+    }
+    shared.perform(rest).await;
+    (step, then)
 }
 
 /// Groups per-partition request entries under their topics, in first-seen order (the first
@@ -94,7 +110,7 @@ fn by_topic<P, T>(entries: Vec<(Arc<str>, P)>, topic: impl Fn(&str, Vec<P>) -> T
 }
 
 /// KIP-279: asks the leader where each diverging epoch ends; the fetcher cuts the local logs.
-async fn truncate(shared: &Shared, conn: &mut Conn, me: i32, fetcher: &ReplicaFetcher, ask: Vec<(Following, i32)>) -> Result<Then, ClientError> {
+async fn truncate(shared: &Shared, conn: &mut Conn, me: i32, leader: i32, ask: Vec<(Following, i32)>) -> Result<Then, ClientError> {
     let entries = ask
         .iter()
         .map(|(f, latest)| {
@@ -117,35 +133,15 @@ async fn truncate(shared: &Shared, conn: &mut Conn, me: i32, fetcher: &ReplicaFe
     let mut req = OffsetForLeaderEpochRequest::default();
     req.replica_id = BrokerId(me);
     req.topics = topics;
-    let resp = conn.send(&req).await?;
-    let (then, actions) = shared
-        .decide(|s| {
-            let now = now_ms();
-            let (mut then, mut actions) = (Then::Continue, Vec::new());
-            for t in &resp.topics {
-                for p in &t.partitions {
-                    let Some((f, _)) = ask.iter().find(|(f, _)| &*f.topic == t.topic.0.as_str() && f.partition == p.partition) else { continue };
-                    let answer = match crate::kafka::error(p.error_code) {
-                        None => Ok((p.leader_epoch, p.end_offset)),
-                        Some(code) => Err(code),
-                    };
-                    if fetcher.on_epoch_answer(&mut s.broker(), f, answer, now, &mut actions) == Then::BackOff {
-                        then = Then::BackOff;
-                    }
-                }
-            }
-            (then, actions)
-        })
-        .await;
-    shared.perform(actions).await;
-    Ok(then)
+    let response = conn.send(&req).await?;
+    Ok(round(shared, leader, FetcherInput::EpochAnswers { ask, response }).await.1)
 }
 
 /// One Fetch as a follower in the fetcher's session with its leader: every partition followed
 /// from it in a full fetch, only those whose position changed in an incremental one; the
 /// fetcher appends what the answer carries. A top-level error (the session is unknown or at
 /// another epoch) makes the next fetch a full one, at once.
-async fn replicate(shared: &Shared, conn: &mut Conn, me: i32, fetcher: &ReplicaFetcher, following: &[Following], session: &mut Asking) -> Result<Then, ClientError> {
+async fn replicate(shared: &Shared, conn: &mut Conn, me: i32, leader: i32, following: Vec<Following>, session: &mut Asking) -> Result<Then, ClientError> {
     let wanted: Vec<(Arc<str>, i32, Wanted)> = following
         .iter()
         .map(|f| (f.topic.clone(), f.partition, Wanted { fetch_offset: f.fetch_offset, log_start_offset: f.log_start_offset, leader_epoch: f.leader_epoch, max_bytes: replica_fetch_bytes }))
@@ -188,36 +184,11 @@ async fn replicate(shared: &Shared, conn: &mut Conn, me: i32, fetcher: &ReplicaF
     let error = crate::kafka::error(resp.error_code);
     session.answered(error, resp.session_id);
     if let Some(code) = error {
-        tracing::info!("replica fetcher from {}: {code:?}; the next fetch is a full one", fetcher.leader);
+        tracing::info!("replica fetcher from {leader}: {code:?}; the next fetch is a full one");
         return Ok(Then::Continue);
     }
     if resp.responses.is_empty() {
         return Ok(Then::Continue); // an incremental answer with no news
     }
-    // Each answer finds its partition by lookup (a scan per answer cost a fetch of N
-    // partitions N^2/2 string comparisons).
-    let mut index = PartitionMap::default();
-    for (i, f) in following.iter().enumerate() {
-        index.insert_shared(&f.topic, f.partition, i);
-    }
-    let (then, actions) = shared
-        .decide(|s| {
-            let now = now_ms();
-            let (mut then, mut actions) = (Then::Continue, Vec::new());
-            for t in &resp.responses {
-                for p in &t.partitions {
-                    let Some(&i) = index.get(t.topic.0.as_str(), p.partition_index) else { continue };
-                    let records = p.records.clone().unwrap_or_default();
-                    let answer = FetchAnswer { error: crate::kafka::error(p.error_code), records: &records, high_watermark: p.high_watermark, log_start_offset: p.log_start_offset };
-                    if fetcher.on_fetch_answer(&mut s.broker(), &following[i], answer, now, &mut actions) == Then::BackOff {
-                        then = Then::BackOff;
-                    }
-                }
-            }
-            (then, actions)
-        })
-        .await;
-    shared.perform(actions).await;
-    shared.changed();
-    Ok(then)
+    Ok(round(shared, leader, FetcherInput::Fetched { following, response: resp }).await.1)
 }
