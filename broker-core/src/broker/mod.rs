@@ -92,6 +92,9 @@ pub enum Action {
     /// The fetcher of `leader` pauses before its next round: the leader does not know the
     /// partition the way this node does yet.
     FetcherBackOff { leader: i32 },
+    /// The group coordinator's answer for a request that waited on `ticket` (a rebalance
+    /// completed, a commit replicated): the shell hands it to the request holding the ticket.
+    GroupAnswer { ticket: crate::group::Ticket, answer: crate::group::Answer },
 }
 
 /// How loud an [`Action::Log`] line is.

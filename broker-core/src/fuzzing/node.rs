@@ -57,14 +57,17 @@ impl Scratch {
             assert!(!matches!(outcome, Outcome::Park { .. } | Outcome::Wait(_)), "a final attempt must answer: {outcome:?}");
         }
         if let Outcome::Wait(mut waiting) = outcome {
-            outcome = match waiting.poll(&self.node, self.now, false, &mut actions) {
+            // As the shell does: the coordinator's answers go to the request holding the ticket.
+            waiting.take_answers(&mut actions);
+            outcome = match waiting.poll(&self.node, false) {
                 Some(answer) => answer,
                 None => {
                     // What the peer tasks would do meanwhile (forward, commit, apply metadata).
-                    self.sync();
-                    match waiting.poll(&self.node, self.now, false, &mut actions) {
+                    let mut later = self.sync();
+                    waiting.take_answers(&mut later);
+                    match waiting.poll(&self.node, false) {
                         Some(answer) => answer,
-                        None => waiting.poll(&self.node, self.now, true, &mut actions).expect("a waiting request answers once its time is up"),
+                        None => waiting.poll(&self.node, true).expect("a waiting request answers once its time is up"),
                     }
                 }
             };
@@ -74,8 +77,9 @@ impl Scratch {
 
     /// One round of the peer tasks and the shell's timers: metadata forwarded and applied,
     /// then the broker's and the group coordinator's time-driven work.
-    pub fn sync(&mut self) {
+    /// Returns what the timers' decision asked for.
+    pub fn sync(&mut self) -> Vec<Action> {
         crate::testing::sync(&self.node, self.now);
-        let _ = self.node.input(crate::node::Input::Tick { checkpoint: false }, self.now);
+        self.node.input(crate::node::Input::Tick { checkpoint: false }, self.now)
     }
 }

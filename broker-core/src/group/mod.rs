@@ -2,9 +2,10 @@
 //! this node leads, their committed offsets, and the writes that make both durable. A plain
 //! struct driven with an explicit `now`; no IO, no locks, no clock. What the shell must do comes
 //! back in [`Work`]: batches to append to the offsets topic (then reported with
-//! [`Coordinator::appended`] and, once replicated, [`Coordinator::settle`]), and whether waiting
-//! requests should look again. A request that cannot be answered at once gets a [`Ticket`];
-//! its answer appears in [`Coordinator::take_answer`].
+//! [`Coordinator::appended`] and, once replicated, [`Coordinator::settle`]), and the answers of
+//! requests that waited. A request that cannot be answered at once gets a [`Ticket`]; its
+//! answer comes out in the [`Work`] of whichever later call decides it, once (the shell hands
+//! it to the request holding the ticket; nothing is parked here for it to collect).
 //!
 //! Placement is Kafka's: a group lives in partition `abs(javaHash(group id)) % partitions` of
 //! `__consumer_offsets`, and its coordinator is that partition's leader. When this node starts
@@ -48,8 +49,8 @@ pub struct Append {
 #[derive(Debug, Default)]
 pub struct Work {
     pub appends: Vec<Append>,
-    /// Tickets were answered: waiting requests should look again.
-    pub wake: bool,
+    /// Answers for tickets handed out earlier, each once.
+    pub answers: Vec<(Ticket, Answer)>,
     /// Lines for the operator's log.
     pub lines: Vec<String>,
 }
@@ -98,7 +99,6 @@ pub struct Coordinator {
     groups: BTreeMap<String, Group>,
     /// Tickets handed out and not yet answered or given up.
     open: BTreeSet<Ticket>,
-    answers: BTreeMap<Ticket, Answer>,
     next_ticket: Ticket,
     writes: BTreeMap<u64, Write>,
     next_write: u64,
@@ -120,7 +120,6 @@ impl Coordinator {
             owned: BTreeMap::new(),
             groups: BTreeMap::new(),
             open: BTreeSet::new(),
-            answers: BTreeMap::new(),
             next_ticket: 1,
             writes: BTreeMap::new(),
             next_write: 1,
@@ -167,25 +166,17 @@ impl Coordinator {
         t
     }
 
-    /// The answer for `ticket`, once there is one.
-    pub fn take_answer(&mut self, ticket: Ticket) -> Option<Answer> {
-        let a = self.answers.remove(&ticket)?;
-        self.open.remove(&ticket);
-        Some(a)
-    }
-
-    /// The request holding `ticket` stopped waiting (its timeout passed).
+    /// The request holding `ticket` stopped waiting (its timeout passed): no answer comes out
+    /// for it any more.
     pub fn forget(&mut self, ticket: Ticket) {
         self.open.remove(&ticket);
-        self.answers.remove(&ticket);
     }
 
     /// Answers and writes a group call produced.
     fn deliver(&mut self, group: &str, out: Out, now: u64, work: &mut Work) {
         for (t, a) in out.answers {
-            if self.open.contains(&t) {
-                self.answers.insert(t, a);
-                work.wake = true;
+            if self.open.remove(&t) {
+                work.answers.push((t, a));
             }
         }
         let Some(store) = out.store else { return };

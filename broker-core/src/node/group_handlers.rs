@@ -114,7 +114,7 @@ pub fn join_group(node: &Node, version: i16, cid: i32, (client_id, peer): (&str,
     let pending = with_groups(node, now, out, |_, c, w| c.join(&group, jr, now, w));
     let reply = GroupReply::Join { version, cid };
     let wait = rebalance.min(group_request_wait_ms_max) + group_join_wait_margin_ms;
-    finish(At { node, now, out }, reply, pending.map(Answer::Join), wait)
+    finish(At { node, out }, reply, pending.map(Answer::Join), wait)
 }
 
 /// SyncGroup: a follower waits for the leader's assignment; the leader waits for it to be stored.
@@ -131,7 +131,7 @@ pub fn sync_group(node: &Node, version: i16, cid: i32, req: SyncGroupRequest, no
         let pending = c.sync(&group, req.member_id.as_str(), instance.as_deref(), req.generation_id, p, assignments, now, w);
         (pending, c.describe(&group).ok().flatten().map(|g| (g.protocol_type.clone(), g.protocol.clone())))
     });
-    finish(At { node, now, out }, GroupReply::Sync { version, cid, protocol }, pending.map(Answer::Sync), group_request_wait_ms_max)
+    finish(At { node, out }, GroupReply::Sync { version, cid, protocol }, pending.map(Answer::Sync), group_request_wait_ms_max)
 }
 
 /// Heartbeat.
@@ -211,7 +211,7 @@ pub fn offset_commit(node: &Node, version: i16, cid: i32, req: OffsetCommitReque
         Ok(p) => p.map(|()| Answer::Written(Ok(()))),
         Err(e) => Pending::Now(Answer::Written(Err(e))),
     };
-    finish(At { node, now, out }, GroupReply::Commit { version, cid, response: r, slots }, pending, group_request_wait_ms_max)
+    finish(At { node, out }, GroupReply::Commit { version, cid, response: r, slots }, pending, group_request_wait_ms_max)
 }
 
 /// OffsetFetch: one group (v1–v7) or several (v8+); null topics mean every committed offset.
@@ -376,7 +376,7 @@ pub fn delete_groups(node: &Node, version: i16, cid: i32, req: DeleteGroupsReque
         }
     });
     let reply = GroupReply::DeleteGroups { version, cid, response: r, slots: tickets.clone() };
-    wait_all(At { node, now, out }, reply, tickets.into_iter().map(|(t, _)| t).collect(), group_request_wait_ms_max)
+    wait_all(At { node, out }, reply, tickets.into_iter().map(|(t, _)| t).collect(), group_request_wait_ms_max)
 }
 
 /// OffsetDelete: refused (GROUP_SUBSCRIBED_TO_TOPIC) for topics the group consumes.
@@ -399,7 +399,7 @@ pub fn offset_delete(node: &Node, version: i16, cid: i32, req: OffsetDeleteReque
         Ok(p) => p.map(|()| Answer::Written(Ok(()))),
         Err(e) => Pending::Now(Answer::Written(Err(e))),
     };
-    finish(At { node, now, out }, GroupReply::OffsetDelete { version, cid, response: r }, pending, group_request_wait_ms_max)
+    finish(At { node, out }, GroupReply::OffsetDelete { version, cid, response: r }, pending, group_request_wait_ms_max)
 }
 
 impl<T> Pending<T> {
@@ -411,10 +411,9 @@ impl<T> Pending<T> {
     }
 }
 
-/// Where a request's waiting happens: the node, its clock, and the actions it collects.
+/// Where a request's waiting happens: the node, and the actions its decision collected.
 struct At<'a> {
     node: &'a Node,
-    now: u64,
     out: &'a mut Vec<Action>,
 }
 
@@ -425,12 +424,13 @@ fn finish(at: At<'_>, reply: GroupReply, pending: Pending<Answer>, wait_ms: u64)
     }
 }
 
-/// Waits for every ticket; answered at once if they already are (a commit on a one-replica
-/// offsets partition is replicated as it is appended).
+/// Waits for every ticket; answered at once if this decision answered them already (a commit
+/// on a one-replica offsets partition is replicated as it is appended).
 fn wait_all(at: At<'_>, reply: GroupReply, tickets: Vec<Ticket>, wait_ms: u64) -> Result<Outcome, String> {
     if tickets.is_empty() {
         return reply.encode(&[]).map(Outcome::Reply);
     }
     let mut waiting = Waiting::group(reply, tickets, wait_ms);
-    Ok(waiting.poll(at.node, at.now, false, at.out).unwrap_or(Outcome::Wait(waiting)))
+    waiting.take_answers(at.out);
+    Ok(waiting.poll(at.node, false).unwrap_or(Outcome::Wait(waiting)))
 }

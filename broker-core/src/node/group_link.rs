@@ -95,10 +95,16 @@ pub fn perform(b: &mut Broker, c: &mut Coordinator, mut work: Work, now: u64, ou
             break;
         }
     }
-    if work.wake {
-        out.push(Action::Wake);
-    }
+    out.extend(work.answers.into_iter().map(|(ticket, answer)| Action::GroupAnswer { ticket, answer }));
     out.extend(work.lines.into_iter().map(|l| Action::Log(Level::Info, l)));
+}
+
+/// Settles the coordinator's writes whose fate a decision just decided (a high watermark
+/// moved, a leadership ended): their answers, and what they write next, come out in `out`.
+pub fn settle(b: &mut Broker, c: &mut Coordinator, now: u64, out: &mut Vec<Action>) {
+    if c.has_writes() {
+        perform(b, c, Work::default(), now, out);
+    }
 }
 
 fn replicated(b: &Broker, p: i32, last_offset: i64, leader_epoch: i32) -> Result<bool, Code> {

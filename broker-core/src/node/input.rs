@@ -61,7 +61,7 @@ impl Node {
             return Node::fetcher_input(&mut parts, leader, input, now);
         }
         let Parts { broker, groups, .. } = &mut *parts;
-        match input {
+        let mut actions = match input {
             Input::Tick { checkpoint } => {
                 let mut actions = broker.tick(now);
                 let mut staged = None;
@@ -87,7 +87,10 @@ impl Node {
             }
             // Decided above: under the quorum's lock, and by the fetcher.
             Input::Quorum(_) | Input::Fetcher { .. } => Vec::new(),
-        }
+        };
+        // A mark moved or a leadership ended: the coordinator's writes may be settled.
+        group_link::settle(broker, groups, now, &mut actions);
+        actions
     }
 
     /// One input of the metadata quorum, under its lock alone: what it did comes out

@@ -229,10 +229,15 @@ impl Prepared {
 
 /// Decides one prepared request from `peer` (the address group members are described with).
 pub fn handle_from(node: &Node, prepared: Prepared, peer: Option<std::net::IpAddr>, now: u64, attempt: Attempt, out: &mut Vec<Action>) -> Outcome {
-    match handle_inner(node, prepared, peer, now, attempt, out, false) {
-        Ok(outcome) => outcome,
-        Err(reason) => Outcome::Close(reason),
+    let outcome = handle_inner(node, prepared, peer, now, attempt, out, false);
+    // A high watermark that moved may settle the coordinator's writes (a follower's fetch
+    // replicated a commit): their answers come out of this decision.
+    if out.contains(&Action::Wake) {
+        let mut parts = node.parts();
+        let Parts { broker, groups, .. } = &mut *parts;
+        group_link::settle(broker, groups, now, out);
     }
+    outcome.unwrap_or_else(Outcome::Close)
 }
 
 /// `enveloped`: the request was forwarded here by another node (never forwarded again).

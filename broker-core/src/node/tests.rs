@@ -307,7 +307,7 @@ mod forwarding {
     fn settle(node: &Node, outcome: Outcome) -> Outcome {
         let Outcome::Wait(mut waiting) = outcome else { return outcome };
         crate::testing::sync(node, 0);
-        waiting.poll(node, 0, false, &mut Vec::new()).expect("answered once applied")
+        waiting.poll(node, false).expect("answered once applied")
     }
 
     /// An envelope's answer, and the response inside it (header checked: the client's own

@@ -2,16 +2,17 @@
 //! (Kafka's delayed produce), a DeleteRecords until every live replica's log start has moved
 //! (Kafka's delayed delete records), a CreateTopics/DeleteTopics/AlterConfigs on the controller
 //! node waits until this node's broker has applied the change, so the client's next request
-//! here sees it, and a group request waits for the coordinator's answer (a rebalance completing, a commit
-//! replicated). Each is a response under construction plus a condition; the shell polls it
-//! whenever the node changed and once more when its timeout passed.
+//! here sees it, and a group request waits for the coordinator's answers to its tickets (a
+//! rebalance completing, a commit replicated), which later decisions return as
+//! [`Action::GroupAnswer`] and the shell hands in ([`Waiting::answered`]). Each is a response
+//! under construction plus a condition; the shell polls it whenever the node changed or an
+//! answer came, and once more when its timeout passed.
 
 use super::group_reply::GroupReply;
-use super::group_link;
 use crate::protocol::encode;
-use super::{Node, Outcome, Parts};
+use super::{Node, Outcome};
 use crate::broker::{Action, Broker, Error, Produced};
-use crate::group::{Answer, Ticket, Work};
+use crate::group::{Answer, Ticket};
 use bytes::Bytes;
 use kafka_protocol::messages::delete_records_response::DeleteRecordsResponse;
 use kafka_protocol::messages::produce_response::ProduceResponse;
@@ -37,7 +38,8 @@ enum What {
     /// it too. `refused` answers if the epoch ends or the wait runs out before the commit.
     Committed { offset: i64, epoch: Option<i32>, reply: Bytes, refused: Bytes, applied: bool },
     DeleteRecords { version: i16, correlation_id: i32, response: DeleteRecordsResponse, pending: Vec<PendingDelete> },
-    /// A group request: the response, the coordinator tickets it waits on, and the answers so far.
+    /// A group request: the response, the coordinator tickets it still waits on, and the
+    /// answers so far.
     Group { reply: Option<GroupReply>, tickets: Vec<Ticket>, answers: Vec<(Ticket, Answer)> },
 }
 
@@ -92,11 +94,43 @@ impl Waiting {
         Waiting { timeout_ms, envelope: None, what: What::Group { reply: Some(reply), tickets, answers: Vec::new() } }
     }
 
+    /// The coordinator tickets this request still waits on (none but for a group request).
+    pub fn tickets(&self) -> &[Ticket] {
+        match &self.what {
+            What::Group { tickets, .. } => tickets,
+            _ => &[],
+        }
+    }
+
+    /// Takes the answer for `ticket` if this request waits on it; false if it does not.
+    pub fn answered(&mut self, ticket: Ticket, answer: Answer) -> bool {
+        let What::Group { tickets, answers, .. } = &mut self.what else { return false };
+        let Some(i) = tickets.iter().position(|t| *t == ticket) else { return false };
+        tickets.remove(i);
+        answers.push((ticket, answer));
+        true
+    }
+
+    /// Moves the answers among `actions` that are for this request into it (a decision made
+    /// without the shell, or the request's own decision answering at once).
+    pub fn take_answers(&mut self, actions: &mut Vec<Action>) {
+        let mut kept = Vec::with_capacity(actions.len());
+        for a in actions.drain(..) {
+            match a {
+                Action::GroupAnswer { ticket, answer } if self.tickets().contains(&ticket) => {
+                    self.answered(ticket, answer);
+                }
+                other => kept.push(other),
+            }
+        }
+        *actions = kept;
+    }
+
     /// The answer, once the condition holds or `expired` (then what is still missing is
-    /// answered with REQUEST_TIMED_OUT, or for metadata sent as it is). What the node must do
-    /// besides (wake other waiting requests) is added to `out`.
-    pub fn poll(&mut self, node: &Node, now: u64, expired: bool, out: &mut Vec<Action>) -> Option<Outcome> {
-        let outcome = self.poll_inner(node, now, expired, out)?;
+    /// answered with REQUEST_TIMED_OUT, or for metadata sent as it is). Looking changes
+    /// nothing but, once expired, which tickets the coordinator still answers.
+    pub fn poll(&mut self, node: &Node, expired: bool) -> Option<Outcome> {
+        let outcome = self.poll_inner(node, expired)?;
         Some(match (self.envelope, outcome) {
             (Some((version, correlation_id)), Outcome::Reply(reply)) => crate::protocol::envelope::seal(version, correlation_id, reply).map_or_else(Outcome::Close, Outcome::Reply),
             (_, outcome) => outcome,
@@ -109,9 +143,9 @@ impl Waiting {
         self
     }
 
-    fn poll_inner(&mut self, node: &Node, now: u64, expired: bool, out: &mut Vec<Action>) -> Option<Outcome> {
+    fn poll_inner(&mut self, node: &Node, expired: bool) -> Option<Outcome> {
         match &mut self.what {
-            What::Group { reply, tickets, answers } => Self::poll_group(node, reply, tickets, answers, now, expired, out),
+            What::Group { reply, tickets, answers } => Self::poll_group(node, reply, tickets, answers, expired),
             What::Committed { offset, epoch, reply, refused, applied } => {
                 if let Some(e) = *epoch {
                     let state = node.controller().map(|q| (q.active_epoch() == Some(e), q.is_committed(*offset)));
@@ -127,24 +161,16 @@ impl Waiting {
         }
     }
 
-    /// A group request: settles the coordinator's writes, then takes its tickets' answers.
-    fn poll_group(node: &Node, reply: &mut Option<GroupReply>, tickets: &mut Vec<Ticket>, answers: &mut Vec<(Ticket, Answer)>, now: u64, expired: bool, out: &mut Vec<Action>) -> Option<Outcome> {
-        {
-            let mut parts = node.parts();
-            let Parts { broker: b, groups: c, .. } = &mut *parts;
-            group_link::perform(b, c, Work::default(), now, out);
-            tickets.retain(|t| match c.take_answer(*t) {
-                Some(a) => {
-                    answers.push((*t, a));
-                    false
-                }
-                None => true,
-            });
-            if !tickets.is_empty() && !expired {
+    /// A group request: answered once every ticket is; when the wait is over, the coordinator
+    /// forgets the rest and they are answered as timed out.
+    fn poll_group(node: &Node, reply: &mut Option<GroupReply>, tickets: &mut Vec<Ticket>, answers: &mut Vec<(Ticket, Answer)>, expired: bool) -> Option<Outcome> {
+        if !tickets.is_empty() {
+            if !expired {
                 return None;
             }
+            let mut parts = node.parts();
             for t in tickets.drain(..) {
-                c.forget(t);
+                parts.groups.forget(t);
                 let late = reply.as_ref().map(GroupReply::expired)?;
                 answers.push((t, late));
             }

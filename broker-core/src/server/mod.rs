@@ -16,6 +16,7 @@ mod send;
 
 use crate::broker::{Action, Broker, Level};
 use crate::controller::quorum::Quorum;
+use crate::group::{Answer, Ticket};
 use crate::constants::{accept_error_backoff_ms, startup_wait_ms_max, checkpoint_interval_ms, connections_max, tick_interval_ms};
 use crate::kafka::ApiKey;
 use crate::node::{self, Attempt, Input, Node, Outcome, Waiting};
@@ -46,6 +47,10 @@ pub struct Shared {
     metadata_committed: Notify,
     /// Woken when the metadata quorum may have messages to send or a new deadline.
     raft_wake: Notify,
+    /// The group requests waiting on coordinator tickets: where each ticket's answer goes
+    /// ([`Action::GroupAnswer`]). A ticket is entered in the decision that hands it out, so
+    /// no later decision's answer can miss it.
+    group_waits: Mutex<std::collections::BTreeMap<Ticket, tokio::sync::mpsc::UnboundedSender<(Ticket, Answer)>>>,
     /// On a voter, each other voter's message queue (set when the Raft task starts).
     raft_queues: std::sync::OnceLock<std::collections::BTreeMap<i32, tokio::sync::mpsc::Sender<crate::controller::raft::Message>>>,
     /// Which voter the peer links ask next when no quorum leader is known (round robin).
@@ -92,6 +97,7 @@ impl Shared {
             metadata_committed: Notify::new(),
             raft_wake: Notify::new(),
             raft_queues: std::sync::OnceLock::new(),
+            group_waits: Mutex::new(Default::default()),
             controller_turn: Default::default(),
             broker_epoch: Mutex::new(None),
             started: Default::default(),
@@ -138,6 +144,28 @@ impl Shared {
         }
     }
 
+    /// Enters `tickets` (handed out by the decision running now) to be answered to the returned
+    /// receiver; None if there are none.
+    fn await_answers(&self, tickets: &[Ticket]) -> Option<tokio::sync::mpsc::UnboundedReceiver<(Ticket, Answer)>> {
+        if tickets.is_empty() {
+            return None;
+        }
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let mut waits = self.group_waits.lock().unwrap_or_else(|p| p.into_inner());
+        for t in tickets {
+            waits.insert(*t, tx.clone());
+        }
+        Some(rx)
+    }
+
+    /// `tickets` are no longer waited on.
+    fn forget_answers(&self, tickets: &[Ticket]) {
+        let mut waits = self.group_waits.lock().unwrap_or_else(|p| p.into_inner());
+        for t in tickets {
+            waits.remove(t);
+        }
+    }
+
     /// Whether [`Shared::started`] resolves at once.
     fn is_started(&self) -> bool {
         self.started.load(std::sync::atomic::Ordering::Relaxed) || !self.broker().config().broker_role
@@ -180,6 +208,14 @@ impl Shared {
                 Action::Log(Level::Warn, line) => tracing::warn!("{line}"),
                 Action::Log(Level::Error, line) => tracing::error!("{line}"),
                 Action::Raft(m) => raft::queue(self, m),
+                Action::GroupAnswer { ticket, answer } => {
+                    // No one waits any more (the request timed out, its connection closed):
+                    // the answer is dropped, as Kafka drops a delayed response nobody reads.
+                    let waiter = self.group_waits.lock().unwrap_or_else(|p| p.into_inner()).remove(&ticket);
+                    if let Some(tx) = waiter {
+                        let _ = tx.send((ticket, answer));
+                    }
+                }
                 // Only a fetcher's own round asks for these, and its task takes them first.
                 Action::FetchFrom { .. } | Action::FetcherBackOff { .. } => {}
                 Action::MetadataMoved => {
@@ -431,9 +467,14 @@ async fn answer(shared: &Shared, frame: &Bytes, peer: IpAddr, turn: tokio::sync:
         };
         let decide = |s: &Shared| {
             let mut actions = Vec::new();
-            (node::handle_from(&s.node, this, Some(peer), now_ms(), attempt, &mut actions), actions)
+            let outcome = node::handle_from(&s.node, this, Some(peer), now_ms(), attempt, &mut actions);
+            let answers = match &outcome {
+                Outcome::Wait(w) => s.await_answers(w.tickets()),
+                _ => None,
+            };
+            ((outcome, answers), actions)
         };
-        let (outcome, actions) = match protocol::is_controller_api(key) {
+        let ((outcome, answers), actions) = match protocol::is_controller_api(key) {
             true => shared.decide_quorum(decide).await,
             false => shared.decide(decide).await,
         };
@@ -460,7 +501,7 @@ async fn answer(shared: &Shared, frame: &Bytes, peer: IpAddr, turn: tokio::sync:
                     _ = tokio::time::sleep_until(d) => {}
                 }
             }
-            Outcome::Wait(waiting) => return wait_for(shared, waiting).await,
+            Outcome::Wait(waiting) => return wait_for(shared, waiting, answers).await,
             Outcome::Forward { request, fallback } => return forward::forward(shared, request, peer, fallback).await,
             other => return other,
         }
@@ -479,23 +520,34 @@ fn waits_for_startup(key: i16) -> bool {
         .any(|k| *k as i16 == key)
 }
 
-/// Polls a waiting request whenever the node changes, until it answers or times out.
-async fn wait_for(shared: &Shared, mut waiting: Waiting) -> Outcome {
+/// Polls a waiting request whenever the node changes or one of its tickets is answered, until
+/// it answers or times out.
+async fn wait_for(shared: &Shared, mut waiting: Waiting, mut answers: Option<tokio::sync::mpsc::UnboundedReceiver<(Ticket, Answer)>>) -> Outcome {
     let deadline = Instant::now() + Duration::from_millis(waiting.timeout_ms);
     loop {
         let notified = shared.changed.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
-        let mut actions = Vec::new();
-        let outcome = waiting.poll(&shared.node, now_ms(), Instant::now() >= deadline, &mut actions);
-        shared.perform(actions).await;
-        if let Some(outcome) = outcome {
+        if let Some(rx) = answers.as_mut() {
+            while let Ok((ticket, answer)) = rx.try_recv() {
+                waiting.answered(ticket, answer);
+            }
+        }
+        let expired = Instant::now() >= deadline;
+        if expired {
+            // Answers that come after this are dropped; those that came are taken above.
+            shared.forget_answers(waiting.tickets());
+        }
+        if let Some(outcome) = waiting.poll(&shared.node, expired) {
             return outcome;
         }
         tokio::select! {
             // biased: tokio picks branches with an unseeded RNG otherwise,
             // which breaks replay under madsim.
             biased;
+            Some((ticket, answer)) = async { answers.as_mut()?.recv().await } => {
+                waiting.answered(ticket, answer);
+            }
             _ = &mut notified => {}
             _ = tokio::time::sleep_until(deadline) => {}
         }

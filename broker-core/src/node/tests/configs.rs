@@ -26,7 +26,7 @@ fn answer<R: Encodable + HeaderVersion>(node: &Node, key: ApiKey, version: i16, 
             if node.controller().is_some() {
                 crate::testing::apply_metadata(node, 0);
             }
-            waiting.poll(node, 0, false, &mut Vec::new()).expect("answered once applied")
+            waiting.poll(node, false).expect("answered once applied")
         }
         other => other,
     }
