@@ -290,6 +290,32 @@ mod groups {
         assert_eq!(commit(&node, "t", 0, &"m".repeat(5_000)), Code::OffsetMetadataTooLarge.code());
         assert_eq!(commit(&node, "t", 0, "fine"), 0, "a standalone commit, replicated at once on one node");
     }
+
+    /// A join that waits for the rebalance gets its answer from a later decision (the timer that
+    /// ends the initial delay), as an action for its ticket, once: nothing is parked to collect.
+    #[test]
+    fn a_waiting_join_is_answered_by_the_decision_that_completes_the_rebalance() {
+        let tmp = tempfile::tempdir().unwrap();
+        let node = coordinator(tmp.path());
+        let member = join(&node, "g", 10_000, 1).member_id;
+        let p = vec![JoinGroupRequestProtocol::default().with_name(s("p0")).with_metadata(Bytes::from_static(b"m"))];
+        let req = JoinGroupRequest::default().with_group_id(GroupId(s("g"))).with_member_id(member.clone()).with_session_timeout_ms(10_000).with_rebalance_timeout_ms(10_000).with_protocol_type(s("consumer")).with_protocols(p);
+        let mut out = Vec::new();
+        let Outcome::Wait(mut waiting) = handle(&node, &frame(ApiKey::JoinGroup, 5, &req), 0, Attempt::First, &mut out) else { panic!("the first member waits out the initial rebalance delay") };
+        let ticket = waiting.tickets().to_vec();
+        assert_eq!(ticket.len(), 1);
+        assert!(!out.iter().any(|a| matches!(a, Action::GroupAnswer { .. })));
+        assert!(waiting.poll(&node, false).is_none(), "not answered yet");
+        let mut later = node.input(Input::Tick { checkpoint: false }, 60_000);
+        let answers: Vec<_> = later.iter().filter(|a| matches!(a, Action::GroupAnswer { ticket: t, .. } if *t == ticket[0])).collect();
+        assert_eq!(answers.len(), 1, "{later:?}");
+        waiting.take_answers(&mut later);
+        assert!(!later.iter().any(|a| matches!(a, Action::GroupAnswer { .. })), "taken by the request");
+        let r: JoinGroupResponse = reply(waiting.poll(&node, false).expect("answered"), ApiKey::JoinGroup, 5);
+        assert_eq!((r.error_code, r.generation_id, r.member_id.as_str()), (0, 1, member.as_str()));
+        let again = node.input(Input::Tick { checkpoint: false }, 60_001);
+        assert!(!again.iter().any(|a| matches!(a, Action::GroupAnswer { .. })), "answered once");
+    }
 }
 
 mod forwarding {
