@@ -32,7 +32,11 @@ pub fn run(data: &[u8]) {
         rest = &rest[4 + len..];
         let frame = Bytes::copy_from_slice(frame);
         match scratch.answer(&frame) {
-            Outcome::Reply(reply) => check_reply(&frame, &reply),
+            // As the shell does: an answer that does not encode closes the connection.
+            Outcome::Reply(reply) => match reply.encode() {
+                Ok(bytes) => check_reply(&frame, &bytes),
+                Err(_) => return,
+            },
             // A zero-copy Fetch answer, as the socket would get it.
             Outcome::Frame(f) => check_reply(&frame, &f.to_bytes().expect("a fetch answer's file regions read")),
             Outcome::NoReply => {}

@@ -29,7 +29,7 @@ pub fn frame<R: Encodable + HeaderVersion>(key: ApiKey, version: i16, body: &R) 
 /// must be answered: a close, or a reply that does not decode, is a broker bug.
 pub fn reply<R: Decodable>(outcome: Outcome, key: ApiKey, version: i16) -> R {
     let mut bytes = match outcome {
-        Outcome::Reply(bytes) => bytes,
+        Outcome::Reply(reply) => reply.encode().unwrap_or_else(|e| panic!("{key:?} v{version}: the answer does not encode: {e}")),
         // A zero-copy Fetch answer: the same bytes the socket would get.
         Outcome::Frame(frame) => frame.to_bytes().unwrap_or_else(|e| panic!("{key:?} v{version}: its file regions do not read: {e}")),
         other => panic!("{key:?} v{version}: a well-formed request got {other:?}"),

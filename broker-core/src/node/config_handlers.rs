@@ -8,8 +8,8 @@
 //! (duplicate resources or keys, null values, unknown operations); decisions are the
 //! controller's (`controller::configs`) and `metadata::configs`'.
 
+use crate::protocol::Response;
 use crate::protocol::s;
-use crate::protocol::encode;
 use super::{Node, Outcome, Waiting};
 use crate::broker::Broker;
 use crate::constants::alter_configs_wait_ms;
@@ -146,7 +146,7 @@ pub fn alter_configs(node: &Node, version: i16, correlation_id: i32, req: AlterC
     after_commit(answers, last, epoch, |answers| {
     let mut r = AlterConfigsResponse::default();
     r.responses = entries(answers, |kind, name, code, message| AlterConfigsResourceResponse::default().with_resource_type(kind).with_resource_name(name).with_error_code(code).with_error_message(message));
-    encode(ApiKey::AlterConfigs, version, correlation_id, &r)
+    Ok(Response::new(ApiKey::AlterConfigs, version, correlation_id, r))
     })
 }
 
@@ -181,7 +181,7 @@ pub fn incremental_alter_configs(node: &Node, version: i16, correlation_id: i32,
     after_commit(answers, last, epoch, |answers| {
     let mut r = IncrementalAlterConfigsResponse::default();
     r.responses = entries(answers, |kind, name, code, message| IncrementalResult::default().with_resource_type(kind).with_resource_name(name).with_error_code(code).with_error_message(message));
-    encode(ApiKey::IncrementalAlterConfigs, version, correlation_id, &r)
+    Ok(Response::new(ApiKey::IncrementalAlterConfigs, version, correlation_id, r))
     })
 }
 
@@ -248,7 +248,7 @@ fn alter(node: &Node, asks: Vec<(i8, String, Result<Ask, String>)>, validate_onl
 /// The answer once the quorum committed the changes (decided in controller `epoch`) and this
 /// node's broker applied them; if the leadership ends first, every change that was to be made
 /// is answered NOT_CONTROLLER (it may or may not have been committed).
-fn after_commit(answers: Vec<Answered>, last: i64, epoch: Option<i32>, encode: impl Fn(Vec<Answered>) -> Result<bytes::Bytes, String>) -> Result<Outcome, String> {
+fn after_commit(answers: Vec<Answered>, last: i64, epoch: Option<i32>, encode: impl Fn(Vec<Answered>) -> Result<Response, String>) -> Result<Outcome, String> {
     let refused: Vec<Answered> = answers
         .iter()
         .map(|(kind, name, error)| (*kind, name.clone(), error.clone().or_else(|| Some((Code::NotController, "the controller lost its leadership before the change was committed".to_string())))))

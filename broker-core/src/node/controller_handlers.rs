@@ -6,10 +6,10 @@
 //! the metadata log NOT_LEADER_OR_FOLLOWER (6), so the asker looks elsewhere; topic creation
 //! and deletion there are then forwarded to the active controller (`forward`).
 
+use crate::protocol::Response;
 use crate::kafka::Code;
 use super::handlers::FetchDecision;
 use crate::protocol::{s, topic_name, uuid};
-use crate::protocol::encode;
 use super::{Node, Outcome, Waiting};
 use crate::metadata::configs::describe_topic;
 use crate::controller::quorum::Quorum;
@@ -29,7 +29,6 @@ use kafka_protocol::messages::delete_topics_response::{DeletableTopicResult, Del
 use kafka_protocol::messages::fetch_request::FetchRequest;
 use kafka_protocol::messages::fetch_response::{FetchResponse, FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::{ApiKey, BrokerId};
-use bytes::Bytes;
 use std::collections::BTreeMap;
 use std::sync::MutexGuard;
 
@@ -43,7 +42,7 @@ pub(super) fn active(node: &Node) -> Option<MutexGuard<'_, Quorum>> {
 /// Answers a decision whose last record is at `last`: with `reply` once the quorum committed it
 /// (at once if it already is, as on a lone voter) and, with `applied`, once this node's broker
 /// applied it too (or `timeout_ms` passed); with `refused` if the leadership ends first.
-pub(super) fn after_commit(q: &Quorum, last: i64, reply: Bytes, refused: Bytes, applied: bool, timeout_ms: u64) -> Outcome {
+pub(super) fn after_commit(q: &Quorum, last: i64, reply: Response, refused: Response, applied: bool, timeout_ms: u64) -> Outcome {
     match (q.is_committed(last) && !applied, q.active_epoch()) {
         (true, _) => Outcome::Reply(reply),
         (false, Some(epoch)) => Outcome::Wait(Waiting::committed(last, epoch, reply, refused, applied, timeout_ms)),
@@ -124,11 +123,11 @@ pub fn broker_registration(node: &Node, version: i16, correlation_id: i32, req: 
     r.broker_epoch = -1;
     let mut refused = r.clone();
     refused.error_code = not_controller;
-    let refused = encode(ApiKey::BrokerRegistration, version, correlation_id, &refused)?;
+    let refused = Response::new(ApiKey::BrokerRegistration, version, correlation_id, refused);
     let Some(mut q) = active(node) else { return Ok(Outcome::Reply(refused)) };
     let Some(listener) = req.listeners.first() else {
         r.error_code = Code::InvalidRequest.code();
-        return encode(ApiKey::BrokerRegistration, version, correlation_id, &r).map(Outcome::Reply);
+        return Ok(Outcome::Reply(Response::new(ApiKey::BrokerRegistration, version, correlation_id, r)));
     };
     let next = q.end_offset();
     let id = req.broker_id.0;
@@ -145,7 +144,7 @@ pub fn broker_registration(node: &Node, version: i16, correlation_id: i32, req: 
             -1
         }
     };
-    let reply = encode(ApiKey::BrokerRegistration, version, correlation_id, &r)?;
+    let reply = Response::new(ApiKey::BrokerRegistration, version, correlation_id, r);
     Ok(after_commit(&q, last, reply, refused, false, crate::constants::controller_commit_wait_ms))
 }
 
@@ -154,7 +153,7 @@ pub fn broker_heartbeat(node: &Node, version: i16, correlation_id: i32, req: Bro
     r.is_fenced = true;
     let mut refused = r.clone();
     refused.error_code = not_controller;
-    let refused = encode(ApiKey::BrokerHeartbeat, version, correlation_id, &refused)?;
+    let refused = Response::new(ApiKey::BrokerHeartbeat, version, correlation_id, refused);
     let Some(mut q) = active(node) else { return Ok(Outcome::Reply(refused)) };
     let decided = match req.want_shut_down {
         true => q.controller_mut().shut_down(req.broker_id.0, req.broker_epoch, now).map(|records| (None, records)),
@@ -176,7 +175,7 @@ pub fn broker_heartbeat(node: &Node, version: i16, correlation_id: i32, req: Bro
             -1
         }
     };
-    let reply = encode(ApiKey::BrokerHeartbeat, version, correlation_id, &r)?;
+    let reply = Response::new(ApiKey::BrokerHeartbeat, version, correlation_id, r);
     Ok(after_commit(&q, last, reply, refused, false, crate::constants::controller_commit_wait_ms))
 }
 
@@ -184,7 +183,7 @@ pub fn alter_partition(node: &Node, version: i16, correlation_id: i32, req: Alte
     let mut r = AlterPartitionResponse::default();
     let mut refused = r.clone();
     refused.error_code = not_controller;
-    let refused = encode(ApiKey::AlterPartition, version, correlation_id, &refused)?;
+    let refused = Response::new(ApiKey::AlterPartition, version, correlation_id, refused);
     let Some(mut q) = active(node) else { return Ok(Outcome::Reply(refused)) };
     let mut last = -1;
     for t in req.topics {
@@ -227,7 +226,7 @@ pub fn alter_partition(node: &Node, version: i16, correlation_id: i32, req: Alte
         }
         r.topics.push(tr);
     }
-    let reply = encode(ApiKey::AlterPartition, version, correlation_id, &r)?;
+    let reply = Response::new(ApiKey::AlterPartition, version, correlation_id, r);
     Ok(after_commit(&q, last, reply, refused, false, crate::constants::controller_commit_wait_ms))
 }
 
@@ -269,13 +268,13 @@ pub fn create_topics(node: &Node, version: i16, correlation_id: i32, req: Create
         }
         r.topics.push(tr);
     }
-    let reply = encode(ApiKey::CreateTopics, version, correlation_id, &r)?;
+    let reply = Response::new(ApiKey::CreateTopics, version, correlation_id, r.clone());
     let Some(q) = quorum else { return Ok(Outcome::Reply(reply)) };
     for tr in r.topics.iter_mut().filter(|tr| tr.error_code == 0) {
         tr.error_code = not_controller;
         tr.error_message = Some(s("the controller lost its leadership before the topic was committed"));
     }
-    let refused = encode(ApiKey::CreateTopics, version, correlation_id, &r)?;
+    let refused = Response::new(ApiKey::CreateTopics, version, correlation_id, r);
     Ok(after_commit(&q, last, reply, refused, true, applied_wait_ms(req.timeout_ms)))
 }
 
@@ -349,12 +348,12 @@ pub fn delete_topics(node: &Node, version: i16, correlation_id: i32, req: Delete
         }
         r.responses.push(tr);
     }
-    let reply = encode(ApiKey::DeleteTopics, version, correlation_id, &r)?;
+    let reply = Response::new(ApiKey::DeleteTopics, version, correlation_id, r.clone());
     let Some(q) = quorum else { return Ok(Outcome::Reply(reply)) };
     for tr in r.responses.iter_mut().filter(|tr| tr.error_code == 0) {
         tr.error_code = not_controller;
         tr.error_message = Some(s("the controller lost its leadership before the deletion was committed"));
     }
-    let refused = encode(ApiKey::DeleteTopics, version, correlation_id, &r)?;
+    let refused = Response::new(ApiKey::DeleteTopics, version, correlation_id, r);
     Ok(after_commit(&q, last, reply, refused, true, applied_wait_ms(req.timeout_ms)))
 }

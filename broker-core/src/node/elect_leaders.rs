@@ -6,9 +6,9 @@
 //! controller the whole request is answered NOT_CONTROLLER: admin clients then ask the
 //! controller Metadata names (it is not forwarded).
 
+use crate::protocol::Response;
 use super::controller_handlers::{active, after_commit};
 use crate::protocol::{s, topic_name};
-use crate::protocol::encode;
 use super::{Node, Outcome};
 use crate::kafka::Code;
 use kafka_protocol::messages::elect_leaders_request::ElectLeadersRequest;
@@ -23,7 +23,7 @@ pub fn elect_leaders(node: &Node, version: i16, correlation_id: i32, req: ElectL
     let Some(mut q) = active(node) else {
         let answers: Vec<(String, i32, Option<Code>)> = asked.iter().flatten().map(|(t, p)| (t.clone(), *p, Some(Code::NotController))).collect();
         let r = response(version, Code::NotController.code(), &answers, "this node is not the controller");
-        return encode(ApiKey::ElectLeaders, version, correlation_id, &r).map(Outcome::Reply);
+        return Ok(Outcome::Reply(Response::new(ApiKey::ElectLeaders, version, correlation_id, r)));
     };
     let (mut answers, records) = match req.election_type {
         preferred => q.controller().elect_preferred(asked.as_deref()),
@@ -41,11 +41,11 @@ pub fn elect_leaders(node: &Node, version: i16, correlation_id: i32, req: ElectL
         }
     }
     let why = if req.election_type == preferred { "the preferred replica cannot lead now" } else { "only PREFERRED elections are served" };
-    let reply = encode(ApiKey::ElectLeaders, version, correlation_id, &response(version, 0, &answers, why))?;
+    let reply = Response::new(ApiKey::ElectLeaders, version, correlation_id, response(version, 0, &answers, why));
     for a in answers.iter_mut().filter(|a| a.2.is_none()) {
         a.2 = Some(Code::NotController); // the leadership ended before the moves were committed
     }
-    let refused = encode(ApiKey::ElectLeaders, version, correlation_id, &response(version, 0, &answers, "the controller lost its leadership"))?;
+    let refused = Response::new(ApiKey::ElectLeaders, version, correlation_id, response(version, 0, &answers, "the controller lost its leadership"));
     Ok(after_commit(&q, last, reply, refused, false, crate::constants::controller_commit_wait_ms))
 }
 

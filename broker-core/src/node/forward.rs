@@ -32,15 +32,15 @@ pub(super) fn forwards(node: &Node, key: ApiKey, enveloped: bool) -> bool {
 pub(super) fn serve(node: &Node, version: i16, correlation_id: i32, req: EnvelopeRequest, now: u64, attempt: Attempt, out: &mut Vec<crate::broker::Action>) -> Result<Outcome, String> {
     let key = crate::protocol::leading(&req.request_data).and_then(|l| ApiKey::try_from(l.key).ok());
     if !key.is_some_and(forwarded) {
-        return refused(version, correlation_id, Code::InvalidRequest).map(Outcome::Reply);
+        return Ok(Outcome::Reply(refused(version, correlation_id, Code::InvalidRequest)));
     }
     if controller_handlers::active(node).is_none() {
-        return refused(version, correlation_id, Code::NotController).map(Outcome::Reply);
+        return Ok(Outcome::Reply(refused(version, correlation_id, Code::NotController)));
     }
     let client = client(&req);
     let inner = prepare(decode_request(&req.request_data)?);
     Ok(match handle_inner(node, inner, client, now, attempt, out, true)? {
-        Outcome::Reply(reply) => Outcome::Reply(seal(version, correlation_id, reply)?),
+        Outcome::Reply(reply) => Outcome::Reply(seal(version, correlation_id, &reply)?),
         Outcome::Wait(waiting) => Outcome::Wait(waiting.sealed(version, correlation_id)),
         Outcome::Close(reason) => Outcome::Close(format!("forwarded request: {reason}")),
         other => Outcome::Close(format!("a forwarded request cannot be answered as {}", other.kind())),

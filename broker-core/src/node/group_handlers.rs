@@ -419,7 +419,7 @@ struct At<'a> {
 
 fn finish(at: At<'_>, reply: GroupReply, pending: Pending<Answer>, wait_ms: u64) -> Result<Outcome, String> {
     match pending {
-        Pending::Now(a) => reply.encode(&[a]).map(Outcome::Reply),
+        Pending::Now(a) => Ok(Outcome::Reply(reply.finish(&[a]))),
         Pending::Wait(t) => wait_all(at, reply, vec![t], wait_ms),
     }
 }
@@ -428,7 +428,7 @@ fn finish(at: At<'_>, reply: GroupReply, pending: Pending<Answer>, wait_ms: u64)
 /// on a one-replica offsets partition is replicated as it is appended).
 fn wait_all(at: At<'_>, reply: GroupReply, tickets: Vec<Ticket>, wait_ms: u64) -> Result<Outcome, String> {
     if tickets.is_empty() {
-        return reply.encode(&[]).map(Outcome::Reply);
+        return Ok(Outcome::Reply(reply.finish(&[])));
     }
     let mut waiting = Waiting::group(reply, tickets, wait_ms);
     waiting.take_answers(at.out);

@@ -3,10 +3,10 @@
 //! its wait runs out. Wire encoding only; the waiting is `waiting.rs`'s, the decisions the
 //! coordinator's.
 
+use crate::protocol::Response;
 use crate::group::{Answer, JoinAnswer, Ticket};
 use crate::kafka::Code;
-use crate::protocol::{encode, s};
-use bytes::Bytes;
+use crate::protocol::s;
 use kafka_protocol::messages::delete_groups_response::DeleteGroupsResponse;
 use kafka_protocol::messages::join_group_response::{JoinGroupResponse, JoinGroupResponseMember};
 use kafka_protocol::messages::offset_commit_response::OffsetCommitResponse;
@@ -44,8 +44,8 @@ impl GroupReply {
         }
     }
 
-    /// The response frame, given the answers (in ticket order; all of them).
-    pub(crate) fn encode(self, answers: &[Answer]) -> Result<Bytes, String> {
+    /// The response, given the answers (in ticket order; all of them).
+    pub(crate) fn finish(self, answers: &[Answer]) -> Response {
         let written = |i: usize| match answers.get(i) {
             Some(Answer::Written(r)) => err_code(r),
             _ => 0,
@@ -56,7 +56,7 @@ impl GroupReply {
                     Some(Answer::Join(a)) => a.clone(),
                     _ => JoinAnswer::error(Code::UnknownServerError, ""),
                 };
-                encode(ApiKey::JoinGroup, version, cid, &join_response(version, a))
+                Response::new(ApiKey::JoinGroup, version, cid, join_response(version, a))
             }
             GroupReply::Sync { version, cid, protocol } => {
                 let mut r = SyncGroupResponse::default();
@@ -71,20 +71,20 @@ impl GroupReply {
                         r.protocol_name = n.as_deref().map(s);
                     }
                 }
-                encode(ApiKey::SyncGroup, version, cid, &r)
+                Response::new(ApiKey::SyncGroup, version, cid, r)
             }
             GroupReply::Commit { version, cid, mut response, slots } => {
                 let e = written(0);
                 for (ti, pi) in slots {
                     response.topics[ti].partitions[pi].error_code = e;
                 }
-                encode(ApiKey::OffsetCommit, version, cid, &response)
+                Response::new(ApiKey::OffsetCommit, version, cid, response)
             }
             GroupReply::DeleteGroups { version, cid, mut response, slots } => {
                 for (i, (_, slot)) in slots.iter().enumerate() {
                     response.results[*slot].error_code = written(i);
                 }
-                encode(ApiKey::DeleteGroups, version, cid, &response)
+                Response::new(ApiKey::DeleteGroups, version, cid, response)
             }
             GroupReply::OffsetDelete { version, cid, mut response } => {
                 match answers.first() {
@@ -93,7 +93,7 @@ impl GroupReply {
                     }
                     _ => response.error_code = written(0),
                 }
-                encode(ApiKey::OffsetDelete, version, cid, &response)
+                Response::new(ApiKey::OffsetDelete, version, cid, response)
             }
         }
     }

@@ -31,7 +31,7 @@ use crate::controller::quorum::Quorum;
 use crate::controller::raft::Message;
 use crate::group::Coordinator;
 use crate::protocol::request::{decode_request, Decoded, Request};
-use crate::protocol::{encode, fetch_frame};
+use crate::protocol::{fetch_frame, Response};
 use std::sync::{Mutex, MutexGuard};
 use bytes::Bytes;
 use kafka_protocol::messages::RequestKind;
@@ -138,8 +138,10 @@ impl Node {
 /// What the shell does with a request.
 #[derive(Debug)]
 pub enum Outcome {
-    /// Send this frame (size prefix included).
-    Reply(Bytes),
+    /// Send this answer (the shell encodes it).
+    Reply(Response),
+    /// Send these bytes as they are: the answer a forwarded request got from the controller.
+    Relay(Bytes),
     /// Send this frame, parts of which are file regions (a zero-copy Fetch response).
     Frame(fetch_frame::Frame),
     /// Send nothing (produce with acks=0).
@@ -155,7 +157,7 @@ pub enum Outcome {
     /// This node is not the active controller: forward `request` (the client's frame without
     /// its size prefix) to it in an envelope and relay its answer, or answer `fallback`
     /// (NOT_CONTROLLER) if none answers in time (`forward`).
-    Forward { request: Bytes, fallback: Bytes },
+    Forward { request: Bytes, fallback: Response },
 }
 
 impl Outcome {
@@ -163,6 +165,7 @@ impl Outcome {
     pub fn kind(&self) -> &'static str {
         match self {
             Outcome::Reply(_) => "a reply",
+            Outcome::Relay(_) => "a relayed reply",
             Outcome::Frame(_) => "a zero-copy frame",
             Outcome::NoReply => "no reply",
             Outcome::Park { .. } => "a parked fetch",
@@ -252,7 +255,7 @@ fn handle_inner(node: &Node, prepared: Prepared, peer: Option<std::net::IpAddr>,
     let (key, version, correlation_id) = (request.key, request.version, request.correlation_id());
     macro_rules! reply {
         ($resp:expr) => {
-            encode(key, version, correlation_id, &$resp).map(Outcome::Reply)
+            Ok(Outcome::Reply(Response::new(key, version, correlation_id, $resp)))
         };
     }
     let b = || node.broker();

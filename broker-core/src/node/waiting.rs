@@ -9,11 +9,10 @@
 //! answer came, and once more when its timeout passed.
 
 use super::group_reply::GroupReply;
-use crate::protocol::encode;
+use crate::protocol::Response;
 use super::{Node, Outcome};
 use crate::broker::{Action, Broker, Error, Produced};
 use crate::group::{Answer, Ticket};
-use bytes::Bytes;
 use kafka_protocol::messages::delete_records_response::DeleteRecordsResponse;
 use kafka_protocol::messages::produce_response::ProduceResponse;
 use kafka_protocol::messages::ApiKey;
@@ -32,11 +31,11 @@ pub struct Waiting {
 #[derive(Debug)]
 enum What {
     Produce { version: i16, correlation_id: i32, response: ProduceResponse, pending: Vec<Pending> },
-    Applied { offset: i64, reply: Bytes },
+    Applied { offset: i64, reply: Response },
     /// A controller decision whose last record is at `offset`, proposed in the controller epoch
     /// `epoch` (None once it is committed); `applied`: then wait for this node's broker to apply
     /// it too. `refused` answers if the epoch ends or the wait runs out before the commit.
-    Committed { offset: i64, epoch: Option<i32>, reply: Bytes, refused: Bytes, applied: bool },
+    Committed { offset: i64, epoch: Option<i32>, reply: Response, refused: Response, applied: bool },
     DeleteRecords { version: i16, correlation_id: i32, response: DeleteRecordsResponse, pending: Vec<PendingDelete> },
     /// A group request: the response, the coordinator tickets it still waits on, and the
     /// answers so far.
@@ -78,14 +77,14 @@ impl Waiting {
     }
 
     /// Reply with `reply` once the local broker applied metadata up to `offset`.
-    pub(crate) fn applied(offset: i64, reply: Bytes, timeout_ms: u64) -> Waiting {
+    pub(crate) fn applied(offset: i64, reply: Response, timeout_ms: u64) -> Waiting {
         Waiting { timeout_ms, envelope: None, what: What::Applied { offset, reply } }
     }
 
     /// Reply with `reply` once the controller's record at `offset` is committed in `epoch` (and
     /// with `applied`, once this node's broker applied it, or the wait ran out); with `refused`
     /// if that leadership ends or the wait runs out first.
-    pub(crate) fn committed(offset: i64, epoch: i32, reply: Bytes, refused: Bytes, applied: bool, timeout_ms: u64) -> Waiting {
+    pub(crate) fn committed(offset: i64, epoch: i32, reply: Response, refused: Response, applied: bool, timeout_ms: u64) -> Waiting {
         Waiting { timeout_ms, envelope: None, what: What::Committed { offset, epoch: Some(epoch), reply, refused, applied } }
     }
 
@@ -132,7 +131,7 @@ impl Waiting {
     pub fn poll(&mut self, node: &Node, expired: bool) -> Option<Outcome> {
         let outcome = self.poll_inner(node, expired)?;
         Some(match (self.envelope, outcome) {
-            (Some((version, correlation_id)), Outcome::Reply(reply)) => crate::protocol::envelope::seal(version, correlation_id, reply).map_or_else(Outcome::Close, Outcome::Reply),
+            (Some((version, correlation_id)), Outcome::Reply(reply)) => crate::protocol::envelope::seal(version, correlation_id, &reply).map_or_else(Outcome::Close, Outcome::Reply),
             (_, outcome) => outcome,
         })
     }
@@ -177,10 +176,7 @@ impl Waiting {
         }
         answers.sort_by_key(|(t, _)| *t);
         let all: Vec<Answer> = answers.drain(..).map(|(_, a)| a).collect();
-        Some(match reply.take()?.encode(&all) {
-            Ok(bytes) => Outcome::Reply(bytes),
-            Err(reason) => Outcome::Close(reason),
-        })
+        Some(Outcome::Reply(reply.take()?.finish(&all)))
     }
 
     /// [`Waiting::poll`] with the broker already locked.
@@ -204,10 +200,7 @@ impl Waiting {
                 if !pending.is_empty() {
                     return None;
                 }
-                Some(match encode(ApiKey::DeleteRecords, *version, *correlation_id, response) {
-                    Ok(bytes) => Outcome::Reply(bytes),
-                    Err(reason) => Outcome::Close(reason),
-                })
+                Some(Outcome::Reply(Response::new(ApiKey::DeleteRecords, *version, *correlation_id, std::mem::take(response))))
             }
             What::Produce { version, correlation_id, response, pending } => {
                 let timeout = self.timeout_ms;
@@ -231,10 +224,7 @@ impl Waiting {
                 if !pending.is_empty() {
                     return None;
                 }
-                Some(match encode(ApiKey::Produce, *version, *correlation_id, response) {
-                    Ok(bytes) => Outcome::Reply(bytes),
-                    Err(reason) => Outcome::Close(reason),
-                })
+                Some(Outcome::Reply(Response::new(ApiKey::Produce, *version, *correlation_id, std::mem::take(response))))
             }
         }
     }

@@ -3,7 +3,7 @@
 //! forwarded now and how an envelope is served are the node's (`node/forward.rs`); the sending
 //! and retrying are the shell's (`server/forward.rs`).
 
-use super::encode;
+use super::Response;
 use crate::kafka::Code;
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::envelope_request::EnvelopeRequest;
@@ -53,16 +53,16 @@ pub fn opened(resp: EnvelopeResponse) -> Result<Bytes, String> {
     Ok(out.freeze())
 }
 
-/// The envelope's answer carrying `reply` (a whole response frame, size prefix included).
-pub fn seal(version: i16, correlation_id: i32, reply: Bytes) -> Result<Bytes, String> {
+/// The envelope's answer carrying `reply`, encoded (the inner answer travels as bytes).
+pub fn seal(version: i16, correlation_id: i32, reply: &Response) -> Result<Response, String> {
     let mut r = EnvelopeResponse::default();
-    r.response_data = Some(reply.slice(4..));
-    encode(ApiKey::Envelope, version, correlation_id, &r)
+    r.response_data = Some(reply.encode()?.slice(4..));
+    Ok(Response::new(ApiKey::Envelope, version, correlation_id, r))
 }
 
 /// The envelope's answer refusing it with `code`.
-pub fn refused(version: i16, correlation_id: i32, code: Code) -> Result<Bytes, String> {
+pub fn refused(version: i16, correlation_id: i32, code: Code) -> Response {
     let mut r = EnvelopeResponse::default();
     r.error_code = code.code();
-    encode(ApiKey::Envelope, version, correlation_id, &r)
+    Response::new(ApiKey::Envelope, version, correlation_id, r)
 }

@@ -16,7 +16,7 @@ use crate::controller::raft::wire;
 use crate::kafka::SERVED;
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::api_versions_response::{ApiVersion, ApiVersionsResponse};
-use kafka_protocol::messages::{ApiKey, ResponseHeader, TopicName};
+use kafka_protocol::messages::{ApiKey, ResponseHeader, ResponseKind, TopicName};
 use kafka_protocol::protocol::{Encodable, StrBytes};
 
 /// The size prefix of a frame: `Ok(len)` or why the connection must close.
@@ -59,16 +59,34 @@ pub fn is_controller_api(key: i16) -> bool {
     key == wire::api_key || [CreateTopics, DeleteTopics, AlterConfigs, IncrementalAlterConfigs, AlterPartition, BrokerRegistration, BrokerHeartbeat, Envelope, ElectLeaders].iter().any(|k| *k as i16 == key)
 }
 
-/// Encodes a response frame: size, header, body.
-pub(crate) fn encode<R: Encodable>(key: ApiKey, version: i16, correlation_id: i32, body: &R) -> Result<Bytes, String> {
-    let header_version = key.response_header_version(version);
-    let header = ResponseHeader::default().with_correlation_id(correlation_id);
-    let size = header.compute_size(header_version).map_err(|e| e.to_string())? + body.compute_size(version).map_err(|e| e.to_string())?;
-    let mut out = BytesMut::with_capacity(4 + size);
-    out.put_i32(size as i32);
-    header.encode(&mut out, header_version).map_err(|e| e.to_string())?;
-    body.encode(&mut out, version).map_err(|e| format!("encoding {key:?} v{version}: {e}"))?;
-    Ok(out.freeze())
+/// A response as the node decided it, typed: the shell makes the frame ([`Response::encode`])
+/// when it sends it. Tests and the simulator can read what was decided without decoding bytes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Response {
+    pub key: ApiKey,
+    pub version: i16,
+    pub correlation_id: i32,
+    pub body: ResponseKind,
+}
+
+impl Response {
+    pub fn new(key: ApiKey, version: i16, correlation_id: i32, body: impl Into<ResponseKind>) -> Response {
+        Response { key, version, correlation_id, body: body.into() }
+    }
+
+    /// The frame: size, header, body. An answer that does not encode at its version (a field
+    /// the version cannot carry) is an error for the connection, never a panic.
+    pub fn encode(&self) -> Result<Bytes, String> {
+        let header_version = self.key.response_header_version(self.version);
+        let header = ResponseHeader::default().with_correlation_id(self.correlation_id);
+        let mut out = BytesMut::with_capacity(64);
+        out.put_i32(0);
+        header.encode(&mut out, header_version).map_err(|e| e.to_string())?;
+        self.body.encode(&mut out, self.version).map_err(|e| format!("encoding {:?} v{}: {e}", self.key, self.version))?;
+        let size = (out.len() - 4) as i32;
+        out[..4].copy_from_slice(&size.to_be_bytes());
+        Ok(out.freeze())
+    }
 }
 
 /// The ApiVersions answer: every API and version range this broker serves.

@@ -7,7 +7,7 @@
 //! header, an unknown API key, an API or version this broker does not serve (but ApiVersions,
 //! answered alone with the supported list as Kafka does), a header or body that does not decode.
 
-use super::{api_versions_response, encode, leading, Leading};
+use super::{api_versions_response, leading, Leading, Response};
 use crate::controller::raft::{wire, Message};
 use crate::kafka::{served, Code};
 use bytes::Bytes;
@@ -24,7 +24,7 @@ pub enum Decoded {
     Raft(Message),
     /// The answer the protocol gives alone: ApiVersions at a version not served, answered
     /// UNSUPPORTED_VERSION in a v0 body so any client can read the supported range.
-    Answer(Bytes),
+    Answer(Response),
 }
 
 /// A Kafka request, decoded.
@@ -64,7 +64,7 @@ pub fn decode_request(frame: &Bytes) -> Result<Decoded, String> {
     if !(lo..=hi).contains(&version) {
         if key == ApiKey::ApiVersions {
             let body = api_versions_response(Code::UnsupportedVersion.code());
-            return encode(key, 0, correlation_id, &body).map(Decoded::Answer);
+            return Ok(Decoded::Answer(Response::new(key, 0, correlation_id, body)));
         }
         return Err(format!("{key:?} v{version} is not supported (v{lo}..=v{hi})"));
     }

@@ -235,7 +235,20 @@ async fn burst(shared: &Shared, inbox: &mut Inbox, rd: &mut send::ReadHalf, wr: 
         let outcome = answer(shared, &frame, peer.ip(), turn).await;
         drop(frame);
         match outcome {
-            Outcome::Reply(bytes) => {
+            Outcome::Reply(response) => {
+                let bytes = match response.encode() {
+                    Ok(bytes) => bytes,
+                    Err(reason) => {
+                        tracing::warn!("closing connection from {peer}: {reason}");
+                        return false;
+                    }
+                };
+                crate::netfault::before_send(local, peer.ip()).await;
+                if wr.write_all(&bytes).await.is_err() {
+                    return false;
+                }
+            }
+            Outcome::Relay(bytes) => {
                 crate::netfault::before_send(local, peer.ip()).await;
                 if wr.write_all(&bytes).await.is_err() {
                     return false;

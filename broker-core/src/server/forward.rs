@@ -19,7 +19,7 @@ use tokio::time::Instant;
 
 /// Forwards `request` (a client's frame without its size prefix, from `client`) to the active
 /// controller and returns its answer, or `fallback` if no controller answered in time.
-pub(super) async fn forward(shared: &Shared, request: Bytes, client: IpAddr, fallback: Bytes) -> Outcome {
+pub(super) async fn forward(shared: &Shared, request: Bytes, client: IpAddr, fallback: crate::protocol::Response) -> Outcome {
     let deadline = Instant::now() + Duration::from_millis(forward_wait_ms_max);
     let envelope = forward::envelope(request, client);
     loop {
@@ -33,7 +33,7 @@ pub(super) async fn forward(shared: &Shared, request: Bytes, client: IpAddr, fal
             Err(e) => Err(e),
         };
         match asked {
-            Ok(reply) => return Outcome::Reply(reply),
+            Ok(reply) => return Outcome::Relay(reply),
             Err(why) => {
                 tracing::debug!("forwarding a controller request: {why}; asking again");
                 // Whoever was named did not answer as the controller: ask around again.

@@ -52,7 +52,7 @@ fn spliced_frames_are_the_crates_encoding_for_every_version() {
             topic("a", vec![partition(0, bytes[0].clone()), error, partition(2, Bytes::from_static(b"in memory"))]),
             topic("bb", vec![partition(0, bytes[1].clone()), partition(1, Bytes::new()), partition(2, bytes[2].clone())]),
         ];
-        let expected = crate::protocol::encode(ApiKey::Fetch, version, 42, &whole).unwrap();
+        let expected = crate::protocol::Response::new(ApiKey::Fetch, version, 42, whole.clone()).encode().unwrap();
         let mut spliced = whole.clone();
         let mut files = Vec::new();
         for (topic, partition, slice) in [(0, 0, 0), (1, 0, 1), (1, 2, 2)] {
