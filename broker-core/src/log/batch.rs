@@ -9,6 +9,7 @@
 
 use crate::constants::{batch_header_bytes, batch_log_overhead_bytes};
 
+pub mod control;
 mod encode;
 pub use encode::{build, build_keyed, reframe, KeyValue};
 pub(crate) use encode::{put_field, put_varint};

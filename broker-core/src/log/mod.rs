@@ -26,6 +26,7 @@ mod cleaner;
 mod key_hash;
 mod key_map;
 mod superseded;
+pub mod txn_index;
 mod config;
 mod deferred;
 mod durability;
