@@ -31,6 +31,7 @@ mod config;
 mod deferred;
 mod durability;
 mod pass;
+pub mod producer_snapshot;
 mod read;
 pub mod region;
 mod replica;
