@@ -100,7 +100,7 @@ pub fn perform(b: &mut Broker, c: &mut Coordinator, mut work: Work, now: u64, ou
 }
 
 /// Settles the coordinator's writes whose fate a decision just decided (a high watermark
-/// moved, a leadership ended): their answers, and what they write next, come out in `out`.
+/// moved, a leadership ended): their answers come out in `out`.
 pub fn settle(b: &mut Broker, c: &mut Coordinator, now: u64, out: &mut Vec<Action>) {
     if c.has_writes() {
         perform(b, c, Work::default(), now, out);

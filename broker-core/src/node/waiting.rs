@@ -101,13 +101,12 @@ impl Waiting {
         }
     }
 
-    /// Takes the answer for `ticket` if this request waits on it; false if it does not.
-    pub fn answered(&mut self, ticket: Ticket, answer: Answer) -> bool {
-        let What::Group { tickets, answers, .. } = &mut self.what else { return false };
-        let Some(i) = tickets.iter().position(|t| *t == ticket) else { return false };
+    /// Takes the answer for `ticket` if this request waits on it (else nothing happens).
+    pub fn answered(&mut self, ticket: Ticket, answer: Answer) {
+        let What::Group { tickets, answers, .. } = &mut self.what else { return };
+        let Some(i) = tickets.iter().position(|t| *t == ticket) else { return };
         tickets.remove(i);
         answers.push((ticket, answer));
-        true
     }
 
     /// Moves the answers among `actions` that are for this request into it (a decision made

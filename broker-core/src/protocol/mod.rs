@@ -67,11 +67,15 @@ pub struct Response {
     pub version: i16,
     pub correlation_id: i32,
     pub body: ResponseKind,
+    /// The body's encoded size, if it could be computed: the frame is allocated once.
+    size: usize,
 }
 
 impl Response {
-    pub fn new(key: ApiKey, version: i16, correlation_id: i32, body: impl Into<ResponseKind>) -> Response {
-        Response { key, version, correlation_id, body: body.into() }
+    pub fn new<R: Encodable + Into<ResponseKind>>(key: ApiKey, version: i16, correlation_id: i32, body: R) -> Response {
+        // A body the version cannot carry fails again in `encode`, with the reason.
+        let size = body.compute_size(version).unwrap_or(0);
+        Response { key, version, correlation_id, body: body.into(), size }
     }
 
     /// The frame: size, header, body. An answer that does not encode at its version (a field
@@ -79,7 +83,8 @@ impl Response {
     pub fn encode(&self) -> Result<Bytes, String> {
         let header_version = self.key.response_header_version(self.version);
         let header = ResponseHeader::default().with_correlation_id(self.correlation_id);
-        let mut out = BytesMut::with_capacity(64);
+        // Size prefix and the largest header (correlation id and an empty tag section).
+        let mut out = BytesMut::with_capacity(4 + 5 + self.size);
         out.put_i32(0);
         header.encode(&mut out, header_version).map_err(|e| e.to_string())?;
         self.body.encode(&mut out, self.version).map_err(|e| format!("encoding {:?} v{}: {e}", self.key, self.version))?;

@@ -236,7 +236,9 @@ async fn burst(shared: &Shared, inbox: &mut Inbox, rd: &mut send::ReadHalf, wr: 
         drop(frame);
         match outcome {
             Outcome::Reply(response) => {
-                let bytes = match response.encode() {
+                let encoded = response.encode();
+                drop(response); // not held across the awaits below: the future stays small
+                let bytes = match encoded {
                     Ok(bytes) => bytes,
                     Err(reason) => {
                         tracing::warn!("closing connection from {peer}: {reason}");

@@ -51,6 +51,8 @@ pub struct Shared {
     /// ([`Action::GroupAnswer`]). A ticket is entered in the decision that hands it out, so
     /// no later decision's answer can miss it.
     group_waits: Mutex<std::collections::BTreeMap<Ticket, tokio::sync::mpsc::UnboundedSender<(Ticket, Answer)>>>,
+    /// Raft messages a decision asked to send, queued when its gate opens (`queue_raft`).
+    raft_outgoing: Mutex<Vec<crate::controller::raft::Message>>,
     /// On a voter, each other voter's message queue (set when the Raft task starts).
     raft_queues: std::sync::OnceLock<std::collections::BTreeMap<i32, tokio::sync::mpsc::Sender<crate::controller::raft::Message>>>,
     /// Which voter the peer links ask next when no quorum leader is known (round robin).
@@ -97,6 +99,7 @@ impl Shared {
             metadata_committed: Notify::new(),
             raft_wake: Notify::new(),
             raft_queues: std::sync::OnceLock::new(),
+            raft_outgoing: Mutex::new(Vec::new()),
             group_waits: Mutex::new(Default::default()),
             controller_turn: Default::default(),
             broker_epoch: Mutex::new(None),
@@ -158,6 +161,22 @@ impl Shared {
         Some(rx)
     }
 
+    /// Takes the Raft messages out of `actions` to be queued for their voters when the
+    /// decision's gate opens ([`Shared::decide_under`]): after the disk latency it owes, as a
+    /// real voter's messages leave after its fsync, and in the order decisions were made.
+    fn queue_raft(&self, actions: &mut Vec<Action>) {
+        if !actions.iter().any(|a| matches!(a, Action::Raft(_))) {
+            return;
+        }
+        let mut outgoing = self.raft_outgoing.lock().unwrap_or_else(|p| p.into_inner());
+        for a in std::mem::take(actions) {
+            match a {
+                Action::Raft(m) => outgoing.push(m),
+                other => actions.push(other),
+            }
+        }
+    }
+
     /// `tickets` are no longer waited on.
     fn forget_answers(&self, tickets: &[Ticket]) {
         let mut waits = self.group_waits.lock().unwrap_or_else(|p| p.into_inner());
@@ -207,6 +226,8 @@ impl Shared {
                 Action::Log(Level::Info, line) => tracing::info!("{line}"),
                 Action::Log(Level::Warn, line) => tracing::warn!("{line}"),
                 Action::Log(Level::Error, line) => tracing::error!("{line}"),
+                // Taken out inside the quorum's gate already (`queue_raft`); one left here
+                // is queued now.
                 Action::Raft(m) => raft::queue(self, m),
                 Action::GroupAnswer { ticket, answer } => {
                     // No one waits any more (the request timed out, its connection closed):
@@ -313,6 +334,13 @@ impl Shared {
             // BUGGIFY: now and then the disk work completes late (an fsync that takes its time).
             let late = self.buggify.draw(crate::buggify::Site::SlowSync).map_or(0, |n| 20 + n % 381);
             tokio::time::sleep(stall + Duration::from_millis(late)).await;
+        }
+        // Raft messages come only from the quorum's decisions: sent as its gate opens.
+        if std::ptr::eq(gate, &self.quorum_gate) {
+            let outgoing = std::mem::take(&mut *self.raft_outgoing.lock().unwrap_or_else(|p| p.into_inner()));
+            for m in outgoing {
+                raft::queue(self, m);
+            }
         }
         out
     }
@@ -468,6 +496,7 @@ async fn answer(shared: &Shared, frame: &Bytes, peer: IpAddr, turn: tokio::sync:
         let decide = |s: &Shared| {
             let mut actions = Vec::new();
             let outcome = node::handle_from(&s.node, this, Some(peer), now_ms(), attempt, &mut actions);
+            s.queue_raft(&mut actions);
             let answers = match &outcome {
                 Outcome::Wait(w) => s.await_answers(w.tickets()),
                 _ => None,
@@ -528,15 +557,15 @@ async fn wait_for(shared: &Shared, mut waiting: Waiting, mut answers: Option<tok
         let notified = shared.changed.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
+        let expired = Instant::now() >= deadline;
+        if expired {
+            // No answer is sent after this; one sent before it is in the channel, taken below.
+            shared.forget_answers(waiting.tickets());
+        }
         if let Some(rx) = answers.as_mut() {
             while let Ok((ticket, answer)) = rx.try_recv() {
                 waiting.answered(ticket, answer);
             }
-        }
-        let expired = Instant::now() >= deadline;
-        if expired {
-            // Answers that come after this are dropped; those that came are taken above.
-            shared.forget_answers(waiting.tickets());
         }
         if let Some(outcome) = waiting.poll(&shared.node, expired) {
             return outcome;

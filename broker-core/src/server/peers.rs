@@ -260,7 +260,9 @@ async fn alter_partitions(shared: &Shared, conn: &mut Conn, me: i32, epoch: i64)
             },
         };
         let answered = matches!(reply, IsrReply::Answered(_));
-        let actions = shared.node.input(Input::IsrReply { topic: name, partition: p, reply }, now_ms());
+        // Under the gate like every decision: its answers (a commit this ISR change replicated)
+        // must not overtake the decision that handed out their tickets.
+        let actions = shared.decide(|s| s.node.input(Input::IsrReply { topic: name, partition: p, reply }, now_ms())).await;
         shared.perform(actions).await;
         if answered {
             shared.changed();
@@ -351,7 +353,8 @@ async fn auto_create(shared: &Shared, conn: &mut Conn) -> Result<(), ClientError
         // TOPIC_ALREADY_EXISTS: someone else created it; it arrives with the metadata.
         if t.error_code != 0 && t.error_code != Code::TopicAlreadyExists.code() {
             tracing::warn!("auto-creating {}: error {} {}", t.name.0.as_str(), t.error_code, t.error_message.as_ref().map_or("", |m| m.as_str()));
-            let _ = shared.node.input(Input::AutoCreateRefused(t.name.0.to_string()), now_ms());
+            let actions = shared.decide(|s| s.node.input(Input::AutoCreateRefused(t.name.0.to_string()), now_ms())).await;
+            shared.perform(actions).await;
         }
     }
     Ok(())

@@ -57,7 +57,13 @@ async fn run(shared: Arc<Shared>) {
             _ = shared.raft_wake.notified() => {}
             _ = tokio::time::sleep(Duration::from_millis(wait)) => {}
         }
-        let actions = shared.decide_quorum(|s| s.node.input(Input::Quorum(QuorumInput::Tick), now_ms())).await;
+        let actions = shared
+            .decide_quorum(|s| {
+                let mut actions = s.node.input(Input::Quorum(QuorumInput::Tick), now_ms());
+                s.queue_raft(&mut actions);
+                actions
+            })
+            .await;
         shared.perform(actions).await;
     }
 }

@@ -42,10 +42,8 @@ async fn replica_fetcher(shared: Arc<Shared>, leader: i32) {
     let mut session = Asking::new();
     loop {
         let (step, _) = round(&shared, leader, FetcherInput::Next).await;
-        let Some(step) = step else {
-            backoff().await;
-            continue;
-        };
+        // A round always names its step; none would be nothing to fetch.
+        let step = step.unwrap_or(Step::Idle);
         if step == Step::Idle {
             conn = None;
             session.reset();
