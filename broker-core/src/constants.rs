@@ -12,6 +12,15 @@ pub const batch_log_overhead_bytes: usize = 12;
 /// bigger batches are a client misconfiguration, answered with MESSAGE_TOO_LARGE.
 pub const message_bytes_max: usize = 1_048_588;
 
+/// Producer-state snapshots a log keeps (`log::snapshots`): the newest, and one older in case
+/// the newest is torn by a crash or lies above a truncation. Kafka keeps one per segment.
+pub const producer_snapshots_kept: usize = 2;
+
+/// Largest producer-state snapshot read back: 10 bytes plus 46 per remembered batch, five per
+/// producer; 64 MiB is some 290,000 producers, far past what one partition sees between
+/// expirations. A bigger file is damaged, and the next older snapshot or a replay serves.
+pub const producer_snapshot_bytes_max: u64 = 64 << 20;
+
 /// Kafka `log.segment.bytes` default: 1 GiB per segment file.
 pub const segment_bytes_default: u64 = 1 << 30;
 

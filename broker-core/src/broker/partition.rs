@@ -96,10 +96,16 @@ pub(super) fn start_of(log: &Log, floor: i64) -> i64 {
     floor.max(log.log_start_offset()).min(log.log_end_offset())
 }
 
-/// The idempotent producers' state as the batches in `log` leave it.
+/// The idempotent producers' state as the batches in `log` leave it: the newest usable
+/// producer-state snapshot and the batches after it, else every batch (`log::snapshots`).
 pub(super) fn producers_of(log: &Log) -> Result<ProducerStates, Error> {
-    let mut producers = ProducerStates::default();
-    log.for_each_header(|h| producers.record(h))?;
+    let Some((at, entries)) = log.newest_producer_snapshot() else {
+        let mut producers = ProducerStates::default();
+        log.for_each_header(|h| producers.record(h))?;
+        return Ok(producers);
+    };
+    let mut producers = ProducerStates::from_snapshot(&entries);
+    log.for_each_header_from(at, |h| producers.record(h))?;
     Ok(producers)
 }
 

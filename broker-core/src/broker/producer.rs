@@ -2,9 +2,11 @@
 //! five batches it appended, so a retried batch is answered with its original offsets instead of
 //! being appended twice, and a gap in sequence numbers is refused (Kafka's ProducerStateManager).
 //!
-//! Pure bookkeeping over batch headers: no IO. The state is rebuilt on open by replaying the
-//! headers of the log, so it survives restarts exactly as far as the log does.
+//! Pure bookkeeping over batch headers: no IO. The state is rebuilt on open from the newest
+//! producer-state snapshot the log holds (`log::snapshots`, written at each checkpoint) and the
+//! headers of the batches after it, so it survives restarts exactly as far as the log does.
 
+use crate::log::producer_snapshot::SnapshotEntry;
 use crate::log::BatchHeader;
 use std::collections::{BTreeMap, VecDeque};
 
@@ -165,6 +167,45 @@ impl ProducerStates {
         }
     }
 
+    /// The state as snapshot entries: one per remembered batch, oldest first within a producer,
+    /// so a reader that keeps each producer's last entry (Kafka's) gets its last batch, and
+    /// [`ProducerStates::from_snapshot`] gets all of them. No timestamps are kept (-1) and no
+    /// transactions exist yet (coordinator epoch and open transaction -1).
+    pub fn to_snapshot(&self) -> Vec<SnapshotEntry> {
+        let mut out = Vec::new();
+        for (&producer_id, p) in &self.producers {
+            for b in &p.batches {
+                let offset_delta = (b.last_offset - b.base_offset) as i32;
+                out.push(SnapshotEntry { producer_id, epoch: p.epoch, last_sequence: b.last_seq, last_offset: b.last_offset, offset_delta, timestamp: -1, coordinator_epoch: -1, current_txn_first_offset: -1 });
+            }
+        }
+        out
+    }
+
+    /// The state `entries` describe ([`ProducerStates::to_snapshot`]'s, or Kafka's one entry
+    /// per producer): each entry with a batch is one remembered batch, in order.
+    pub fn from_snapshot(entries: &[SnapshotEntry]) -> ProducerStates {
+        let mut s = ProducerStates::default();
+        for e in entries {
+            let p = s.producers.entry(e.producer_id).or_default();
+            if p.epoch != e.epoch {
+                p.epoch = e.epoch;
+                p.batches.clear();
+            }
+            if e.last_offset < 0 {
+                continue; // only markers remain of it: no batch to remember
+            }
+            // Sequences count records as offsets do, wrapping at i32::MAX.
+            let first = e.last_sequence as i64 - e.offset_delta as i64;
+            let first_seq = if first < 0 { (first + i32::MAX as i64 + 1) as i32 } else { first as i32 };
+            p.batches.push_back(SeenBatch { first_seq, last_seq: e.last_sequence, base_offset: e.last_offset - e.offset_delta as i64, last_offset: e.last_offset });
+            while p.batches.len() > batches_remembered {
+                p.batches.pop_front();
+            }
+        }
+        s
+    }
+
     pub fn len(&self) -> usize {
         self.producers.len()
     }
@@ -266,6 +307,31 @@ mod tests {
         // A window of one refusing as Kafka does: the older retry is refused, the last is not.
         assert!(matches!(s.check_in(&h(1, 0, 4, 2, -1), Window::OneRefusing), Ok(Verdict::Duplicate(_))));
         assert_eq!(s.check_in(&h(1, 0, 0, 2, -1), Window::OneRefusing), Err(SequenceError::OutOfOrder { got: 0, expected: 6 }));
+    }
+
+    #[test]
+    fn a_snapshot_gives_back_the_whole_window_and_kafkas_reading_gets_the_last_batch() {
+        let mut s = ProducerStates::default();
+        for i in 0..7 {
+            s.record(&h(1, 3, 2 * i, 2, 10 + 2 * i as i64));
+        }
+        s.record(&h(2, 0, i32::MAX - 1, 3, 40)); // seqs MAX-1, MAX, 0
+        let entries = s.to_snapshot();
+        assert_eq!(entries.len(), 5 + 1, "five remembered batches of producer 1, one of producer 2");
+        let back = ProducerStates::from_snapshot(&entries);
+        for seq in [4, 6, 8, 10, 12] {
+            assert_eq!(back.check(&h(1, 3, seq, 2, -1)), s.check(&h(1, 3, seq, 2, -1)), "seq {seq}");
+        }
+        assert!(matches!(back.check(&h(1, 3, 4, 2, -1)), Ok(Verdict::Duplicate(SeenBatch { base_offset: 14, last_offset: 15, .. }))));
+        assert_eq!(back.check(&h(1, 3, 14, 1, -1)), Ok(Verdict::Append));
+        assert_eq!(back.check(&h(1, 2, 14, 1, -1)), Err(SequenceError::StaleEpoch { got: 2, current: 3 }));
+        assert!(matches!(back.check(&h(2, 0, i32::MAX - 1, 3, -1)), Ok(Verdict::Duplicate(SeenBatch { first_seq, .. })) if first_seq == i32::MAX - 1), "across the wrap");
+        assert_eq!(back.check(&h(2, 0, 1, 1, -1)), Ok(Verdict::Append));
+        // Kafka keeps one batch per producer: the last entry of each, read alone, is that.
+        let last_only: Vec<_> = entries.iter().filter(|e| e.producer_id == 2 || e.last_sequence == 13).copied().collect();
+        let kafka = ProducerStates::from_snapshot(&last_only);
+        assert_eq!(kafka.check(&h(1, 3, 14, 1, -1)), Ok(Verdict::Append));
+        assert!(matches!(kafka.check(&h(1, 3, 12, 2, -1)), Ok(Verdict::Duplicate(_))));
     }
 
     #[test]

@@ -5,6 +5,7 @@ use super::*;
 use crate::kafka::Code;
 use crate::log::batch::build;
 use crate::testing::{config, create, delete, one_node};
+use producer::ProducerStates;
 
 /// A batch from an idempotent producer.
 fn idempotent(values: &[&[u8]], pid: i64, epoch: i16, seq: i32) -> Vec<u8> {
@@ -112,6 +113,62 @@ fn idempotent_retries_are_answered_not_appended_even_after_restart() {
     assert_eq!(b.fetch("t", 0, 0, 1 << 20, true, consumer, 0, &mut Vec::new()).unwrap().high_watermark, 3);
     let (next, _) = b.init_producer_id().unwrap();
     assert!(next > pid, "producer ids are never reused across restarts ({next} after {pid})");
+}
+
+/// The state a full replay of the partition's log gives, to hold a snapshot's against.
+fn replayed(b: &Broker, topic: &str, p: i32) -> Vec<crate::log::producer_snapshot::SnapshotEntry> {
+    let mut full = ProducerStates::default();
+    b.partitions().get(topic, p).unwrap().log.for_each_header(|h| full.record(h)).unwrap();
+    full.to_snapshot()
+}
+
+#[test]
+fn a_restart_takes_producer_state_from_the_checkpoints_snapshot_and_the_batches_after_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let node = one_node(config(tmp.path()));
+    create(&node, "t", 1, BTreeMap::new()).unwrap();
+    let mut b = node.broker();
+    let pids: Vec<(i64, i16)> = (0..3).map(|_| b.init_producer_id().unwrap()).collect();
+    let mut next = [0i32; 3];
+    let mut send = |b: &mut Broker, i: usize| {
+        let (pid, epoch) = pids[i];
+        let batch = idempotent(&[b"v", b"w"], pid, epoch, next[i]);
+        next[i] += 2;
+        b.produce("t", 0, &batch, -1, 0, &mut Vec::new()).unwrap();
+    };
+    for round in 0..8 {
+        send(&mut b, round % 3);
+    }
+    b.checkpoint(0); // the snapshot at the log end, 16
+    for round in 0..7 {
+        send(&mut b, round % 2);
+    }
+    let before = b.partitions().get("t", 0).unwrap().producers.to_snapshot();
+    assert_eq!(before, replayed(&b, "t", 0));
+    drop(b);
+    drop(node);
+    let dir = tmp.path().join("t-0");
+    let snapshot = dir.join(crate::log::producer_snapshot::file_name(16));
+    assert!(snapshot.exists(), "the checkpoint wrote the producers' state at the log end");
+    // A producer the snapshot knows but no batch in the log names: if it is known after the
+    // restart, the snapshot was read (and the batches after 16 replayed on top of it).
+    let mut entries = crate::log::producer_snapshot::decode(&std::fs::read(&snapshot).unwrap()).unwrap();
+    entries.push(crate::log::producer_snapshot::SnapshotEntry { producer_id: 777, epoch: 0, last_sequence: 41, last_offset: 15, offset_delta: 0, timestamp: -1, coordinator_epoch: -1, current_txn_first_offset: -1 });
+    std::fs::write(&snapshot, crate::log::producer_snapshot::encode(&entries)).unwrap();
+    let node = one_node(config(tmp.path()));
+    crate::testing::sync(&node, 0);
+    let mut b = node.broker();
+    let after = b.partitions().get("t", 0).unwrap().producers.to_snapshot();
+    assert_eq!(after.iter().filter(|e| e.producer_id != 777).copied().collect::<Vec<_>>(), before, "snapshot + replay = the state before the restart");
+    let forged = b.produce("t", 0, &idempotent(&[b"x"], 777, 0, 41), -1, 0, &mut Vec::new()).unwrap();
+    assert_eq!((forged.base_offset, forged.duplicate), (15, true), "the snapshot's producer is known");
+    // Every batch of the five-batch window is still recognised after the restart, the one
+    // from the snapshot (4) and those replayed after it.
+    let (pid, epoch) = pids[0];
+    for seq in [4, 6, 8, 10, 12] {
+        let retry = b.produce("t", 0, &idempotent(&[b"v", b"w"], pid, epoch, seq), -1, 0, &mut Vec::new()).unwrap();
+        assert!(retry.duplicate, "seq {seq}");
+    }
 }
 
 #[test]

@@ -188,6 +188,14 @@ impl Broker {
         let mut out = Vec::new();
         let mut staged = Vec::new();
         for ((name, p), part) in self.partitions.iter_mut() {
+            // The producers' state at the log end, written before the stage so the
+            // checkpoint's file-system sync makes it durable with the batches it describes.
+            // (An offline log says so once, below.)
+            if part.log.failure().is_none() && part.log.producer_snapshot_offsets().last() != Some(&part.log.log_end_offset()) {
+                if let Err(e) = part.log.write_producer_snapshot(&part.producers.to_snapshot()) {
+                    out.push(Action::Log(Level::Error, format!("{name}-{p}: producer-state snapshot: {e}")));
+                }
+            }
             match part.log.checkpoint_stage() {
                 Ok(Some(s)) => staged.push(((name.clone(), p), s)),
                 Ok(None) => {} // unchanged since its last checkpoint

@@ -32,6 +32,7 @@ mod deferred;
 mod durability;
 mod pass;
 pub mod producer_snapshot;
+mod snapshots;
 mod read;
 pub mod region;
 mod replica;
@@ -177,6 +178,8 @@ pub struct Log {
     alarm: Option<FailureAlarm>,
     /// Syncs left to the owner's jobs (`deferred`).
     deferred: deferred::Deferred,
+    /// Offsets of the producer-state snapshots on disk, oldest first (`snapshots`).
+    snapshots: Vec<i64>,
 }
 
 impl Log {
@@ -189,7 +192,7 @@ impl Log {
         let mut report = RecoveryReport { recovery_point: read_recovery_point(disk.as_ref(), &dir)?, ..Default::default() };
         // A cleaning swap a crash interrupted is finished first: its `.swap` is whole.
         report.swaps_completed = cleaner::complete_swaps(disk.as_ref(), &dir)?;
-        let bases = list_segments(disk.as_ref(), &dir, &mut report)?;
+        let (bases, snapshots) = list_segments(disk.as_ref(), &dir, &mut report)?;
         let mut segments: Vec<Segment> = Vec::new();
         for (i, &base) in bases.iter().enumerate() {
             let next_base = bases.get(i + 1).copied();
@@ -250,7 +253,13 @@ impl Log {
         // A clean point above the end (a crash cut the log after it was written) would call
         // records appended later clean.
         let cleaned_to = cleaner::read_checkpoint(disk.as_ref(), &dir)?.min(end);
-        let mut log = Log { disk, dir, config, segments, recovery_point, unflushed_records: 0, unflushed_since_ms: None, dir_dirty: true, owed, epochs, failed: None, cleaned_to, pass: None, retired: retired::Retired::default(), checkpoint_in_place: false, checkpointed: report.recovery_point, alarm: None, deferred: deferred::Deferred::new() };
+        let mut log = Log { disk, dir, config, segments, recovery_point, unflushed_records: 0, unflushed_since_ms: None, dir_dirty: true, owed, epochs, failed: None, cleaned_to, pass: None, retired: retired::Retired::default(), checkpoint_in_place: false, checkpointed: report.recovery_point, alarm: None, deferred: deferred::Deferred::new(), snapshots };
+        // A snapshot past the recovered end describes batches the log no longer has, and one
+        // below its start batches it cannot replay after it: both go, durably, before new
+        // batches could take their offsets (`snapshots`).
+        if log.drop_producer_snapshots(|o| o > end || o < start)? > 0 {
+            log.disk.sync_dir(&log.dir).map_err(io_err("fsync directory", &log.dir))?;
+        }
         if report.cut.is_some() || !report.segments_removed.is_empty() || report.recovery_point > end {
             // Make the cut durable before anything new lands on top of it, and never leave a
             // checkpoint on disk that vouches for offsets the log no longer has: a later roll
@@ -552,8 +561,9 @@ fn read_recovery_point(disk: &dyn Disk, dir: &Path) -> Result<i64, LogError> {
         .ok_or_else(|| LogError::Corrupt { file: path, position: 0, reason: "recovery point is not a non-negative integer".into() })
 }
 
-/// Segment base offsets present in `dir`, removing leftovers that are not part of the log.
-fn list_segments(disk: &dyn Disk, dir: &Path, report: &mut RecoveryReport) -> Result<Vec<i64>, LogError> {
+/// Segment base offsets and producer-snapshot offsets present in `dir` (each sorted), removing
+/// leftovers that are not part of the log.
+fn list_segments(disk: &dyn Disk, dir: &Path, report: &mut RecoveryReport) -> Result<(Vec<i64>, Vec<i64>), LogError> {
     let names = disk.list(dir).map_err(|source| LogError::Io { op: "list", path: dir.to_path_buf(), source })?;
     let mut bases: Vec<i64> = names
         .iter()
@@ -573,7 +583,9 @@ fn list_segments(disk: &dyn Disk, dir: &Path, report: &mut RecoveryReport) -> Re
             report.stray_files_removed.push(path);
         }
     }
-    Ok(bases)
+    let mut snapshots: Vec<i64> = names.iter().filter_map(|n| producer_snapshot::offset_of(n)).collect();
+    snapshots.sort_unstable();
+    Ok((bases, snapshots))
 }
 
 #[cfg(test)]

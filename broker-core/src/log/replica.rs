@@ -72,6 +72,9 @@ impl Log {
             self.dir_changed();
             seg.delete(self.disk.as_ref(), &self.dir)?;
         }
+        // Snapshots past the cut describe batches about to go (a cut inside a batch moves the
+        // end to its base, where no snapshot can lie above `offset`): gone before the cut.
+        self.drop_producer_snapshots(|o| o > offset)?;
         self.sync_dir_if_dirty()?;
         let end = self.active_mut().truncate_to(offset, now)?;
         self.epochs.truncate_from_end(end);
@@ -93,6 +96,7 @@ impl Log {
         // Newest first, as in truncate_to; the new segment's name is journaled after every
         // removal, so a crash leaves either a dense prefix of the old log or the new empty one,
         // never both. Old segments stay in memory until the new one exists: never empty.
+        self.drop_producer_snapshots(|_| true)?;
         for seg in self.segments.iter().rev() {
             self.dir_dirty = true;
             self.deferred.dir_changes += 1;

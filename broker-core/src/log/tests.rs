@@ -7,6 +7,7 @@ mod cleaning;
 mod cleaning_steps;
 mod region;
 mod deferred;
+mod snapshots;
 
 use super::batch::{build, validate};
 use super::*;
