@@ -22,8 +22,11 @@ const cheap_half: &[(PlantedBug, &str, &str, u64)] = &[
     (PlantedBug::OfflineLogStaysOffline, "scenarios/fast/random-faults.toml", "write_liveness", 40),
     (PlantedBug::RolesBeforeRegistration, "matrix-acks1-never-leader-crash", "committed_consistent", 5),
     // Found once `isr_complete` watched the ISR's promise while the run goes, and BUGGIFY
-    // answered committed ISR changes with KAFKA_STORAGE_ERROR and applied metadata late.
-    (PlantedBug::LostIsrAnswerIsRefusal, "scenarios/swarm/swarm-fsync.toml", "isr_complete", 10),
+    // answered committed ISR changes with KAFKA_STORAGE_ERROR and applied metadata late. Since
+    // the controller link's answers are decided under the node's gate (issue 32), behind other
+    // decisions' disk latency, fewer seeds open the window: 2 of 10000..10060, the first 10015
+    // (5 of them before, the first within ten).
+    (PlantedBug::LostIsrAnswerIsRefusal, "scenarios/swarm/swarm-fsync.toml", "isr_complete", 20),
     (PlantedBug::ControllerStorageErrorIsRefusal, "scenarios/swarm/swarm-leaders.toml", "isr_complete", 100),
     (PlantedBug::SameEpochRecordClearsInFlight, "scenarios/swarm/swarm-leaders.toml", "isr_complete", 100),
     // Found once availability was judged while faults run (session 14): a leader's failed disk
