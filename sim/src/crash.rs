@@ -1,15 +1,20 @@
 //! Seeded crash rounds of the partition log on `SimDisk`: random appends, flushes, checkpoints,
 //! rolls and retention, then a crash (mostly power loss), then recovery — over and over.
 //! After every recovery the log must be a prefix of what was appended (byte for byte), hold
-//! every batch that was synced, have dense offsets, and have indexes that agree with the log.
+//! every batch that was synced, have dense offsets, and have indexes that agree with the log;
+//! and the idempotent producers' state it gives (the newest usable producer-state snapshot,
+//! written at each staged checkpoint as the broker does, and the batches after it) must be the
+//! state a replay of every batch gives, for a log retention removed nothing from.
 //!
 //! [`crash_rounds`] runs in plain Rust (a decision-level test: crashes land between calls);
 //! [`node_rounds`] runs the same log inside madsim nodes that are killed mid-write
 //! (`--cfg madsim` only). Both are used by the test suite and by `cargo sim crash-log`.
 //! Nothing here reads a clock or an unseeded RNG.
 
+use broker_core::broker::producer::ProducerStates;
+use broker_core::broker::{producers_of, replayed_producers};
 use broker_core::hash::{fnv1a, fnv_offset};
-use broker_core::log::batch::{build, validate};
+use broker_core::log::batch::{build, set_producer, validate};
 use broker_core::log::{FlushPolicy, Log, LogConfig, LogError};
 use broker_core::storage::Disk;
 use rand::{Rng, SeedableRng};
@@ -91,7 +96,11 @@ fn random_config(rng: &mut ChaCha8Rng) -> LogConfig {
     }
 }
 
-fn random_batch(rng: &mut ChaCha8Rng, serial: &mut u64, now: u64) -> Vec<u8> {
+/// Idempotent producers the rounds write as (a batch is one of theirs, or none's).
+const producers: i64 = 3;
+
+/// A random batch; most carry one of [`producers`]'s ids and its next sequence (`next`).
+fn random_batch(rng: &mut ChaCha8Rng, serial: &mut u64, next: &mut [i32; producers as usize], now: u64) -> Vec<u8> {
     let n = rng.gen_range(1..6);
     let values: Vec<Vec<u8>> = (0..n)
         .map(|_| {
@@ -103,7 +112,25 @@ fn random_batch(rng: &mut ChaCha8Rng, serial: &mut u64, now: u64) -> Vec<u8> {
         })
         .collect();
     let refs: Vec<&[u8]> = values.iter().map(|v| v.as_slice()).collect();
-    build(&refs, now as i64)
+    let mut b = build(&refs, now as i64);
+    if rng.gen_bool(0.8) {
+        let p = rng.gen_range(0..producers) as usize;
+        set_producer(&mut b, p as i64 + 1000, 0, next[p]);
+        next[p] += n as i32;
+    }
+    b
+}
+
+/// The producer-state invariant after a recovery (see the module header).
+fn check_producers(log: &Log, config: &LogConfig) -> Result<ProducerStates, String> {
+    let state = producers_of(log).map_err(|e| format!("producer state: {e}"))?;
+    if config.retention_bytes < 0 {
+        let full = replayed_producers(log).map_err(|e| format!("producer state replayed: {e}"))?;
+        if state.to_snapshot() != full.to_snapshot() {
+            return Err(format!("producer state from snapshot {:?} differs from a full replay", log.producer_snapshot_offsets()));
+        }
+    }
+    Ok(state)
 }
 
 /// One seed: `rounds` of open → check → random work → crash. Returns the final log's batches.
@@ -116,6 +143,7 @@ pub fn crash_rounds(seed: u64, rounds: usize, verbose: bool) -> Result<Vec<(i64,
     let mut model = Model::default();
     let mut now = 0u64;
     let mut serial = 0u64;
+    let mut next = [0i32; producers as usize];
     for round in 0..rounds {
         let ctx = |e: String| format!("seed {seed} round {round} ({config:?}): {e}");
         let (mut log, report) = Log::open(Arc::new(disk.clone()) as Arc<dyn Disk>, dir, config.clone(), now).map_err(|e| ctx(e.to_string()))?;
@@ -123,6 +151,8 @@ pub fn crash_rounds(seed: u64, rounds: usize, verbose: bool) -> Result<Vec<(i64,
             eprintln!("seed {seed} round {round}: {report:?}; segments {:?}, end {}", log.segment_bases(), log.log_end_offset());
         }
         check_recovered(&log, &mut model).map_err(ctx)?;
+        // As the broker keeps it: from the log at open, then each append recorded.
+        let mut state = check_producers(&log, &config).map_err(ctx)?;
         // Occasionally a full disk: appends fail cleanly and change nothing.
         let full = rng.gen_bool(0.1);
         if full {
@@ -133,9 +163,12 @@ pub fn crash_rounds(seed: u64, rounds: usize, verbose: bool) -> Result<Vec<(i64,
             now += rng.gen_range(0..20);
             match rng.gen_range(0..100) {
                 0..=79 => {
-                    let mut batch = random_batch(&mut rng, &mut serial, now);
+                    let mut batch = random_batch(&mut rng, &mut serial, &mut next, now);
                     match log.append(&mut batch, round as i32, now) {
-                        Ok(info) => model.batches.push((info.base_offset, batch)),
+                        Ok(info) => {
+                            state.record(&validate(&batch, usize::MAX).map_err(|e| ctx(e.to_string()))?);
+                            model.batches.push((info.base_offset, batch));
+                        }
                         Err(LogError::Io { source, .. }) if full && source.kind() == std::io::ErrorKind::StorageFull => {}
                         Err(e) => return Err(ctx(format!("append: {e}"))),
                     }
@@ -152,6 +185,11 @@ pub fn crash_rounds(seed: u64, rounds: usize, verbose: bool) -> Result<Vec<(i64,
                     // The broker's checkpoint of many logs: stage, syncfs, commit, syncfs; a
                     // crash may follow any of the four steps.
                     let steps = rng.gen_range(1..=4);
+                    // The producers' state at the log end first, as `Broker::checkpoint_stage`.
+                    match log.write_producer_snapshot(&state.to_snapshot()) {
+                        Err(e) if !full => return Err(ctx(format!("producer snapshot: {e}"))),
+                        _ => {}
+                    }
                     match staged_checkpoint(&mut log, &disk, dir, steps) {
                         Err(e) if !full => return Err(ctx(format!("staged checkpoint: {e}"))),
                         _ => {}
@@ -181,6 +219,7 @@ pub fn crash_rounds(seed: u64, rounds: usize, verbose: bool) -> Result<Vec<(i64,
     }
     let (log, _) = Log::open(Arc::new(disk.clone()) as Arc<dyn Disk>, dir, config.clone(), now).map_err(|e| e.to_string())?;
     check_recovered(&log, &mut model).map_err(|e| format!("seed {seed} final: {e}"))?;
+    check_producers(&log, &config).map_err(|e| format!("seed {seed} final: {e}"))?;
     read_all(&log)
 }
 

@@ -42,7 +42,7 @@ mod upkeep;
 pub use config::{BrokerConfig, Planted, PlantedBug};
 pub use error::Error;
 pub use fetcher::{FetchAnswer, ReplicaFetcher, Step, Then};
-pub use partition::{Fetched, Fetcher, Following, IsrAnswer, IsrReply, Partition, Produced};
+pub use partition::{producers_of, replayed_producers, Fetched, Fetcher, Following, IsrAnswer, IsrReply, Partition, Produced};
 pub use leader::Incoming;
 pub use partitions::{PartitionMap, Partitions};
 pub use upkeep::{producer_id_block, producer_id_node_shift};

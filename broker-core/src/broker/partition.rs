@@ -98,14 +98,21 @@ pub(super) fn start_of(log: &Log, floor: i64) -> i64 {
 
 /// The idempotent producers' state as the batches in `log` leave it: the newest usable
 /// producer-state snapshot and the batches after it, else every batch (`log::snapshots`).
-pub(super) fn producers_of(log: &Log) -> Result<ProducerStates, Error> {
+pub fn producers_of(log: &Log) -> Result<ProducerStates, crate::log::LogError> {
     let Some((at, entries)) = log.newest_producer_snapshot() else {
-        let mut producers = ProducerStates::default();
-        log.for_each_header(|h| producers.record(h))?;
-        return Ok(producers);
+        return replayed_producers(log);
     };
     let mut producers = ProducerStates::from_snapshot(&entries);
     log.for_each_header_from(at, |h| producers.record(h))?;
+    Ok(producers)
+}
+
+/// The state a replay of every batch in `log` gives: what [`producers_of`] must give too for a
+/// log that nothing was removed from (retention and compaction drop batches a snapshot taken
+/// before them still counts, as Kafka's do).
+pub fn replayed_producers(log: &Log) -> Result<ProducerStates, crate::log::LogError> {
+    let mut producers = ProducerStates::default();
+    log.for_each_header(|h| producers.record(h))?;
     Ok(producers)
 }
 

@@ -10,11 +10,7 @@ use producer::ProducerStates;
 /// A batch from an idempotent producer.
 fn idempotent(values: &[&[u8]], pid: i64, epoch: i16, seq: i32) -> Vec<u8> {
     let mut b = build(values, 1000);
-    b[43..51].copy_from_slice(&pid.to_be_bytes());
-    b[51..53].copy_from_slice(&epoch.to_be_bytes());
-    b[53..57].copy_from_slice(&seq.to_be_bytes());
-    let crc = crc32c::crc32c(&b[21..]);
-    b[17..21].copy_from_slice(&crc.to_be_bytes());
+    crate::log::batch::set_producer(&mut b, pid, epoch, seq);
     b
 }
 

@@ -291,6 +291,16 @@ pub fn set_max_timestamp(b: &mut [u8], ts: i64) {
     b[crc_at..crc_at + 4].copy_from_slice(&crc.to_be_bytes());
 }
 
+/// Makes `b` a batch of idempotent producer `producer_id` at `epoch` whose first record has
+/// sequence `base_sequence`, its CRC-32C recomputed (tests and the simulator's workloads).
+pub fn set_producer(b: &mut [u8], producer_id: i64, epoch: i16, base_sequence: i32) {
+    b[producer_id_at..producer_id_at + 8].copy_from_slice(&producer_id.to_be_bytes());
+    b[producer_epoch_at..producer_epoch_at + 2].copy_from_slice(&epoch.to_be_bytes());
+    b[base_sequence_at..base_sequence_at + 4].copy_from_slice(&base_sequence.to_be_bytes());
+    let crc = crc32c::crc32c(&b[attributes_at..]);
+    b[crc_at..crc_at + 4].copy_from_slice(&crc.to_be_bytes());
+}
+
 /// Kafka's LogAppendTime: sets the timestamp-type attribute bit and maxTimestamp to `ts` (the
 /// broker's clock; consumers read it as every record's timestamp), and recomputes the CRC.
 pub fn set_log_append_time(b: &mut [u8], ts: i64) {
