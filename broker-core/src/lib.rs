@@ -28,3 +28,4 @@ pub mod simprobe;
 pub mod storage;
 #[doc(hidden)]
 pub mod testing;
+pub mod txn;

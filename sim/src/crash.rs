@@ -2,9 +2,11 @@
 //! rolls and retention, then a crash (mostly power loss), then recovery — over and over.
 //! After every recovery the log must be a prefix of what was appended (byte for byte), hold
 //! every batch that was synced, have dense offsets, and have indexes that agree with the log;
-//! and the idempotent producers' state it gives (the newest usable producer-state snapshot,
-//! written at each staged checkpoint as the broker does, and the batches after it) must be the
-//! state a replay of every batch gives, for a log retention removed nothing from.
+//! and the producers' state it gives (the newest usable producer-state snapshot, written at each
+//! staged checkpoint as the broker does, and the batches after it) and its aborted-transaction
+//! index (`.txnindex` files below the snapshot, entries derived by the replay above it) must be
+//! what a replay of every batch gives, for a log retention removed nothing from. One producer
+//! is transactional: its batches are, and markers end its transactions (commit or abort).
 //!
 //! [`crash_rounds`] runs in plain Rust (a decision-level test: crashes land between calls);
 //! [`node_rounds`] runs the same log inside madsim nodes that are killed mid-write
@@ -12,9 +14,10 @@
 //! Nothing here reads a clock or an unseeded RNG.
 
 use broker_core::broker::producer::ProducerStates;
-use broker_core::broker::{producers_of, replayed_producers};
+use broker_core::broker::{record_appended, replayed_aborted, replayed_producers, restored_producers};
+use broker_core::log::batch::control::{build_marker, MarkerKind};
 use broker_core::hash::{fnv1a, fnv_offset};
-use broker_core::log::batch::{build, set_producer, validate};
+use broker_core::log::batch::{build, set_producer, set_transactional, validate};
 use broker_core::log::{FlushPolicy, Log, LogConfig, LogError};
 use broker_core::storage::Disk;
 use rand::{Rng, SeedableRng};
@@ -99,8 +102,16 @@ fn random_config(rng: &mut ChaCha8Rng) -> LogConfig {
 /// Idempotent producers the rounds write as (a batch is one of theirs, or none's).
 const producers: i64 = 3;
 
-/// A random batch; most carry one of [`producers`]'s ids and its next sequence (`next`).
+/// The transactional producer's id (the first of [`producers`]).
+const transactional: i64 = 1000;
+
+/// A random batch; most carry one of [`producers`]'s ids and its next sequence (`next`), the
+/// first producer's transactional; some are that producer's markers.
 fn random_batch(rng: &mut ChaCha8Rng, serial: &mut u64, next: &mut [i32; producers as usize], now: u64) -> Vec<u8> {
+    if rng.gen_bool(0.1) {
+        let kind = if rng.gen_bool(0.5) { MarkerKind::Abort } else { MarkerKind::Commit };
+        return build_marker(transactional, 0, kind, 0, now as i64);
+    }
     let n = rng.gen_range(1..6);
     let values: Vec<Vec<u8>> = (0..n)
         .map(|_| {
@@ -115,19 +126,27 @@ fn random_batch(rng: &mut ChaCha8Rng, serial: &mut u64, next: &mut [i32; produce
     let mut b = build(&refs, now as i64);
     if rng.gen_bool(0.8) {
         let p = rng.gen_range(0..producers) as usize;
-        set_producer(&mut b, p as i64 + 1000, 0, next[p]);
+        set_producer(&mut b, p as i64 + transactional, 0, next[p]);
         next[p] += n as i32;
+        if p == 0 {
+            set_transactional(&mut b);
+        }
     }
     b
 }
 
-/// The producer-state invariant after a recovery (see the module header).
-fn check_producers(log: &Log, config: &LogConfig) -> Result<ProducerStates, String> {
-    let state = producers_of(log).map_err(|e| format!("producer state: {e}"))?;
+/// The producer-state invariant after a recovery (see the module header): the state and
+/// index as the broker restores them at open.
+fn check_producers(log: &mut Log, config: &LogConfig) -> Result<ProducerStates, String> {
+    let state = restored_producers(log).map_err(|e| format!("producer state: {e}"))?;
     if config.retention_bytes < 0 {
         let full = replayed_producers(log).map_err(|e| format!("producer state replayed: {e}"))?;
         if state.to_snapshot() != full.to_snapshot() {
             return Err(format!("producer state from snapshot {:?} differs from a full replay", log.producer_snapshot_offsets()));
+        }
+        let aborted = replayed_aborted(log).map_err(|e| format!("aborted transactions replayed: {e}"))?;
+        if log.aborted_transactions() != aborted {
+            return Err(format!("aborted-transaction index {:?} (snapshots {:?}, checkpointed {}) differs from a full replay {aborted:?}", log.aborted_transactions(), log.producer_snapshot_offsets(), log.checkpointed_point()));
         }
     }
     Ok(state)
@@ -152,7 +171,7 @@ pub fn crash_rounds(seed: u64, rounds: usize, verbose: bool) -> Result<Vec<(i64,
         }
         check_recovered(&log, &mut model).map_err(ctx)?;
         // As the broker keeps it: from the log at open, then each append recorded.
-        let mut state = check_producers(&log, &config).map_err(ctx)?;
+        let mut state = check_producers(&mut log, &config).map_err(ctx)?;
         // Occasionally a full disk: appends fail cleanly and change nothing.
         let full = rng.gen_bool(0.1);
         if full {
@@ -166,8 +185,18 @@ pub fn crash_rounds(seed: u64, rounds: usize, verbose: bool) -> Result<Vec<(i64,
                     let mut batch = random_batch(&mut rng, &mut serial, &mut next, now);
                     match log.append(&mut batch, round as i32, now) {
                         Ok(info) => {
-                            state.record(&validate(&batch, usize::MAX).map_err(|e| ctx(e.to_string()))?);
+                            let h = validate(&batch, usize::MAX).map_err(|e| ctx(e.to_string()))?;
+                            // As a leader does (an ISR of one: the end is the high watermark).
+                            let end = log.log_end_offset();
+                            let recorded = record_appended(&mut state, &mut log, end, &h, &batch);
                             model.batches.push((info.base_offset, batch));
+                            match recorded {
+                                // The index write failed on the full disk: the log went
+                                // offline, as after a failed sync; the crash comes next.
+                                Err(_) if full && log.failure().is_some() => break,
+                                Err(e) => return Err(ctx(format!("record: {e}"))),
+                                Ok(_) => {}
+                            }
                         }
                         Err(LogError::Io { source, .. }) if full && source.kind() == std::io::ErrorKind::StorageFull => {}
                         Err(e) => return Err(ctx(format!("append: {e}"))),
@@ -217,9 +246,9 @@ pub fn crash_rounds(seed: u64, rounds: usize, verbose: bool) -> Result<Vec<(i64,
         }
         now += rng.gen_range(0..1000);
     }
-    let (log, _) = Log::open(Arc::new(disk.clone()) as Arc<dyn Disk>, dir, config.clone(), now).map_err(|e| e.to_string())?;
+    let (mut log, _) = Log::open(Arc::new(disk.clone()) as Arc<dyn Disk>, dir, config.clone(), now).map_err(|e| e.to_string())?;
     check_recovered(&log, &mut model).map_err(|e| format!("seed {seed} final: {e}"))?;
-    check_producers(&log, &config).map_err(|e| format!("seed {seed} final: {e}"))?;
+    check_producers(&mut log, &config).map_err(|e| format!("seed {seed} final: {e}"))?;
     read_all(&log)
 }
 

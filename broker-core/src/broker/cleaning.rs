@@ -80,8 +80,8 @@ impl Broker {
         let keep = self.config.rules().cleaner_keeps();
         let (topic, partition) = key.clone();
         let part = self.partitions.get_mut(&key.0, key.1).expect("listed");
-        let hw = part.high_watermark();
-        self.cleaner.next_ms = match part.log.clean_step(now, hw, cleaner_key_map_bytes, cleaner_step_bytes, keep) {
+        let upper = part.cleanable_end();
+        self.cleaner.next_ms = match part.log.clean_step(now, upper, cleaner_key_map_bytes, cleaner_step_bytes, keep) {
             Ok(CleanStep::Idle) => backoff,
             Ok(CleanStep::Working { bytes }) => {
                 if starts && part.log.cleaning_phase().is_some() {
@@ -115,7 +115,7 @@ impl Broker {
         let after = self.cleaner.last.as_ref();
         self.partitions
             .iter()
-            .filter(|(_, part)| part.log.failure().is_none() && part.log.cleaner_work_due(now, part.high_watermark()))
+            .filter(|(_, part)| part.log.failure().is_none() && part.log.cleaner_work_due(now, part.cleanable_end()))
             .map(|((n, p), _)| (n, p))
             .min_by_key(|&(n, p)| (after.is_some_and(|a| (&**n, p) <= (a.0.as_str(), a.1)), (n, p)))
             .map(|(n, p)| (n.to_string(), p))

@@ -2,7 +2,7 @@
 //! from broker outcomes to [`Code`]s (the controller's and the replication state's refusals
 //! have their own, next to their decisions).
 
-use super::producer::SequenceError;
+use super::producer::{MarkerError, SequenceError};
 use crate::kafka::Code;
 use crate::log::{BatchError, LogError};
 use crate::replication::FetchRefusal;
@@ -41,6 +41,9 @@ pub enum Error {
     /// INVALID_PRODUCER_EPOCH (47) / OUT_OF_ORDER_SEQUENCE_NUMBER (45)
     #[error("{0}")]
     Sequence(#[from] SequenceError),
+    /// INVALID_PRODUCER_EPOCH (47) / TRANSACTION_COORDINATOR_FENCED (52): a refused marker.
+    #[error("{0}")]
+    Marker(#[from] MarkerError),
     /// KAFKA_STORAGE_ERROR (56): disk full, IO error, corrupt or offline log.
     #[error("storage: {0}")]
     Storage(String),
@@ -87,6 +90,11 @@ impl Error {
             Error::Batch(_) => Code::CorruptMessage,
             Error::Sequence(SequenceError::StaleEpoch { .. }) => Code::InvalidProducerEpoch,
             Error::Sequence(SequenceError::OutOfOrder { .. }) => Code::OutOfOrderSequenceNumber,
+            Error::Sequence(SequenceError::TransactionOpen(_)) => Code::InvalidTxnState,
+            Error::Sequence(SequenceError::TransactionalWithoutProducer) if modern => Code::InvalidRecord,
+            Error::Sequence(SequenceError::TransactionalWithoutProducer) => Code::CorruptMessage,
+            Error::Marker(MarkerError::StaleEpoch { .. }) => Code::InvalidProducerEpoch,
+            Error::Marker(MarkerError::CoordinatorFenced { .. }) => Code::TransactionCoordinatorFenced,
             Error::Storage(_) => Code::KafkaStorageError,
             Error::NotEnoughReplicas { .. } => Code::NotEnoughReplicas,
             Error::NotEnoughReplicasAfterAppend { .. } => Code::NotEnoughReplicasAfterAppend,

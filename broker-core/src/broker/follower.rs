@@ -107,18 +107,19 @@ impl Broker {
             // Idempotent producers' state must know each, should this replica lead.
             let end = part.leo();
             let mut pos = 0;
+            let mut recorded = Ok(None);
             while let Ok(h) = batch::read_header(&records[pos..]) {
                 if pos + h.size > records.len() || h.next_offset() > end {
                     break;
                 }
-                part.producers.record(&h);
+                recorded = recorded.and(part.record_appended(&h, &records[pos..pos + h.size]));
                 pos += h.size;
             }
-            if let Err(e) = appended {
+            if let Err(e) = appended.map_err(Error::from).and(recorded) {
                 // The next fetch offset tells the leader what was written; so must the observer.
                 part.observed(&observer, me, name, p, now);
                 self.note_log(name, p);
-                return Err(e.into());
+                return Err(e);
             }
         }
         let job = part.log.take_sync();

@@ -58,8 +58,9 @@ impl Broker {
         }
         let records = records.into();
         let header = batch::read_header(&records.bytes)?;
-        if header.is_transactional() || header.is_control() {
-            return Err(Error::TransactionsUnsupported);
+        if header.is_control() {
+            // Markers come from transaction coordinators (WriteTxnMarkers), never from clients.
+            return Err(Error::Batch(crate::log::BatchError::BadRecords("clients may not write control batches")));
         }
         batch::within_size(records.bytes.len(), part.log.config().max_message_bytes)?;
         let h = records.checked.unwrap_or_else(|| batch::check(&records.bytes))?;
@@ -85,16 +86,9 @@ impl Broker {
         }
         let info = appended?;
         let stamped = batch::read_header(&bytes)?;
-        part.producers.record(&stamped);
+        part.record_appended(&stamped, &bytes)?;
         debug_assert_eq!(stamped.base_offset, info.base_offset);
-        if let Some(job) = part.log.take_sync() {
-            out.push(Action::Sync { topic: name.to_string(), partition: p, job });
-        }
-        let leo = part.counted_end();
-        if part.replication.on_append(leo) {
-            out.push(Action::Wake);
-        }
-        part.observed(&self.config.observer, me, name, p, now);
+        part.after_leader_append(&self.config.observer, me, name, p, now, out);
         // A flush.ms deadline, a roll or a higher mark may bring time-driven work (`due`).
         self.due.logs.note(topic, p, &part.log, part.high_watermark());
         let start = part.log_start_offset();
@@ -191,6 +185,7 @@ impl Broker {
                 }
                 leo
             }
+            None if who.read_committed => rules.consumer_upper(part.high_watermark(), leo).min(part.last_stable_offset()),
             None => rules.consumer_upper(part.high_watermark(), leo),
         };
         let part = self.local(name, p)?;
@@ -206,12 +201,15 @@ impl Broker {
         let consumer = who.replica.is_none();
         let records = rules.served(records, consumer);
         let hw = rules.reported_high_watermark(part.high_watermark(), upper, consumer);
-        Ok(Fetched { high_watermark: hw, log_start_offset: start, records })
+        let last_stable_offset = if consumer { part.last_stable_offset().min(hw) } else { hw };
+        let aborted = if who.read_committed && !records.is_empty() { part.log.aborted_overlapping(offset, upper) } else { Vec::new() };
+        Ok(Fetched { high_watermark: hw, last_stable_offset, log_start_offset: start, records, aborted })
     }
 
-    /// ListOffsets: -2 earliest, -1 latest (the high watermark), else the first offset with a
-    /// timestamp at or after `ts`. Returns (timestamp, offset); (-1, -1) when none.
-    pub fn list_offset(&self, name: &str, p: i32, ts: i64, epoch: i32) -> Result<(i64, i64), Error> {
+    /// ListOffsets: -2 earliest, -1 latest (the high watermark, or for `read_committed` the
+    /// last stable offset), else the first offset with a timestamp at or after `ts`. Returns
+    /// (timestamp, offset); (-1, -1) when none.
+    pub fn list_offset(&self, name: &str, p: i32, ts: i64, epoch: i32, read_committed: bool) -> Result<(i64, i64), Error> {
         let part = self.led(name, p, epoch)?;
         if ts != list_offsets::earliest && part.high_watermark() < part.replication.epoch_start() {
             // KIP-207: a new leader's high watermark lags until its followers fetch; answering
@@ -220,6 +218,7 @@ impl Broker {
         }
         Ok(match ts {
             list_offsets::earliest => (-1, part.log_start_offset()),
+            list_offsets::latest if read_committed => (-1, part.last_stable_offset()),
             list_offsets::latest => (-1, part.high_watermark()),
             t if t < 0 => return Err(Error::InvalidConfig(format!("timestamp {t} is not a ListOffsets target"))),
             t => match part.log.offset_for_timestamp(t)? {

@@ -2,11 +2,13 @@
 //! values the broker's calls take and return about partitions. No IO beyond the log's own.
 
 use crate::observe::{Observation, Observer};
-use super::producer::ProducerStates;
+use super::producer::{EndedTxn, ProducerStates};
 use super::rules::Rules;
 use super::Error;
 use crate::kafka::Code;
-use crate::log::Log;
+use crate::log::batch::control::{self, Control};
+use crate::log::txn_index::AbortedTxn;
+use crate::log::{BatchHeader, Log, LogError};
 use crate::metadata::PartitionInfo;
 use crate::replication::{Change, Replication, Role};
 
@@ -40,6 +42,20 @@ impl Partition {
 
     pub fn high_watermark(&self) -> i64 {
         self.replication.high_watermark()
+    }
+
+    /// The last stable offset (docs/transactions.md, 2.2): the high watermark, held back by the
+    /// first transaction still open here or ended by a marker not yet replicated.
+    pub fn last_stable_offset(&self) -> i64 {
+        self.producers.last_stable_offset(self.high_watermark())
+    }
+
+    /// Where the cleaner must stop: below the last stable offset (an open transaction may
+    /// still abort) and below the first aborted transaction (the cleaner does not yet remove
+    /// aborted records, so it must not let them outlive the committed records of their keys).
+    pub(super) fn cleanable_end(&self) -> i64 {
+        let unstable = self.producers.first_unstable().unwrap_or(i64::MAX);
+        [self.high_watermark(), unstable, self.log.first_aborted_offset().unwrap_or(i64::MAX)].into_iter().min().expect("three")
     }
 
     pub(super) fn leo(&self) -> i64 {
@@ -84,8 +100,31 @@ impl Partition {
     }
 
     /// Producer state rebuilt from the batch headers of the whole log (after a truncation).
+    /// What a leader's append owes besides `due`'s note: its sync job, a wake when the high
+    /// watermark moved (an ISR of one), and the observer's view.
+    pub(super) fn after_leader_append(&mut self, observer: &Observer, me: i32, name: &str, p: i32, now: u64, out: &mut Vec<super::Action>) {
+        if let Some(job) = self.log.take_sync() {
+            out.push(super::Action::Sync { topic: name.to_string(), partition: p, job });
+        }
+        if self.replication.on_append(self.counted_end()) {
+            out.push(super::Action::Wake);
+        }
+        self.observed(observer, me, name, p, now);
+    }
+
+    /// Records a batch this replica's log just took (`h` its stamped header, `batch` its bytes)
+    /// in the producer state; a marker that ends an aborted transaction adds the transaction to
+    /// the log's aborted-transaction index.
+    pub(super) fn record_appended(&mut self, h: &BatchHeader, batch: &[u8]) -> Result<Option<EndedTxn>, Error> {
+        let hw = self.high_watermark();
+        record_appended(&mut self.producers, &mut self.log, hw, h, batch)
+    }
+
+    /// The producer state and the log's aborted-transaction index as the batches in the log
+    /// leave them (at open, and after a truncation): replayed from the newest usable snapshot,
+    /// the index's entries from there on derived again (`log::aborted`).
     pub(super) fn rebuild_producers(&mut self) -> Result<(), Error> {
-        self.producers = producers_of(&self.log)?;
+        self.producers = restored_producers(&mut self.log)?;
         Ok(())
     }
 }
@@ -96,24 +135,87 @@ pub(super) fn start_of(log: &Log, floor: i64) -> i64 {
     floor.max(log.log_start_offset()).min(log.log_end_offset())
 }
 
-/// The idempotent producers' state as the batches in `log` leave it: the newest usable
-/// producer-state snapshot and the batches after it, else every batch (`log::snapshots`).
-pub fn producers_of(log: &Log) -> Result<ProducerStates, crate::log::LogError> {
-    let Some((at, entries)) = log.newest_producer_snapshot() else {
-        return replayed_producers(log);
-    };
-    let mut producers = ProducerStates::from_snapshot(&entries);
-    log.for_each_header_from(at, |h| producers.record(h))?;
-    Ok(producers)
+/// [`Partition::record_appended`] on a log and its producers' state, the replica's high watermark
+/// `hw` (the crash rounds of `sim` keep them so, without a broker).
+pub fn record_appended(producers: &mut ProducerStates, log: &mut Log, hw: i64, h: &BatchHeader, batch: &[u8]) -> Result<Option<EndedTxn>, Error> {
+    if !h.is_control() {
+        producers.record(h);
+        return Ok(None);
+    }
+    let Control::Marker { kind, coordinator_epoch } = control::read_control(batch)? else { return Ok(None) };
+    producers.forget_replicated(hw);
+    let ended = producers.record_marker(h, kind, coordinator_epoch);
+    if let Some(t) = ended.and_then(|t| t.aborted()) {
+        log.append_aborted(t)?;
+    }
+    Ok(ended)
+}
+
+/// [`producers_of`], with the aborted transactions its replay derived written to the log's
+/// index in place of what it held from the replay's start on.
+pub fn restored_producers(log: &mut Log) -> Result<ProducerStates, LogError> {
+    let replay = replay(log)?;
+    log.replace_aborted_from(replay.from, replay.aborted)?;
+    Ok(replay.producers)
+}
+
+/// The producers' state as the batches in `log` leave it: the newest usable producer-state
+/// snapshot and the batches after it, else every batch (`log::snapshots`).
+pub fn producers_of(log: &Log) -> Result<ProducerStates, LogError> {
+    Ok(replay(log)?.producers)
 }
 
 /// The state a replay of every batch in `log` gives: what [`producers_of`] must give too for a
 /// log that nothing was removed from (retention and compaction drop batches a snapshot taken
 /// before them still counts, as Kafka's do).
-pub fn replayed_producers(log: &Log) -> Result<ProducerStates, crate::log::LogError> {
-    let mut producers = ProducerStates::default();
-    log.for_each_header(|h| producers.record(h))?;
-    Ok(producers)
+pub fn replayed_producers(log: &Log) -> Result<ProducerStates, LogError> {
+    Ok(replay_from(log, log.log_start_offset(), ProducerStates::default())?.producers)
+}
+
+/// The aborted transactions a replay of every batch in `log` finds: what the log's index must
+/// hold too for a log that nothing was removed from.
+pub fn replayed_aborted(log: &Log) -> Result<Vec<AbortedTxn>, LogError> {
+    Ok(replay_from(log, log.log_start_offset(), ProducerStates::default())?.aborted)
+}
+
+/// What a replay of a log's batches found.
+struct Replay {
+    producers: ProducerStates,
+    /// Where it started: the transactions aborted from here on are `aborted`.
+    from: i64,
+    aborted: Vec<AbortedTxn>,
+}
+
+/// Replays from the newest snapshot at or below the checkpointed recovery point (below it the
+/// aborted-transaction index on disk is durable; docs/transactions.md, 1.5), or from the log
+/// start when there is none or the index did not read back.
+fn replay(log: &Log) -> Result<Replay, LogError> {
+    match log.newest_producer_snapshot_to(log.checkpointed_point()).filter(|_| log.aborted_index_trusted()) {
+        Some((at, entries)) => replay_from(log, at, ProducerStates::from_snapshot(&entries)),
+        None => replay_from(log, log.log_start_offset(), ProducerStates::default()),
+    }
+}
+
+/// Every batch from `from` recorded on top of `producers`: data batches by their headers,
+/// markers by their one record too (commit or abort, and the coordinator's epoch).
+fn replay_from(log: &Log, from: i64, mut producers: ProducerStates) -> Result<Replay, LogError> {
+    let mut aborted = Vec::new();
+    let mut failed = None;
+    log.for_each_header_from(from, |h| {
+        if !h.is_control() {
+            return producers.record(h);
+        }
+        let control = log.read(h.base_offset, h.size as usize, i64::MAX).and_then(|r| Ok(control::read_control(&r.bytes[..(h.size as usize).min(r.bytes.len())])?));
+        match control {
+            Ok(Control::Marker { kind, coordinator_epoch }) => aborted.extend(producers.record_marker(h, kind, coordinator_epoch).and_then(|t| t.aborted())),
+            Ok(Control::Other(_)) => {}
+            Err(e) => failed = failed.take().or(Some(e)),
+        }
+    })?;
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(Replay { producers, from, aborted }),
+    }
 }
 
 /// Where a produce landed.
@@ -134,6 +236,10 @@ pub struct Produced {
 #[derive(Debug, Clone)]
 pub struct Fetched {
     pub high_watermark: i64,
+    /// For a consumer, the last stable offset; for a follower, the high watermark.
+    pub last_stable_offset: i64,
+    /// For a read_committed consumer, the aborted transactions its range overlaps.
+    pub aborted: Vec<AbortedTxn>,
     pub log_start_offset: i64,
     /// In memory or file regions (`BrokerConfig::fetch_zero_copy`); the same bytes either way.
     pub records: crate::log::Records,
@@ -204,14 +310,17 @@ pub struct Fetcher {
     /// where the follower was when it sent it, so only the first handling counts as progress
     /// (a request parked from a follower that has since crashed must not keep it "caught up").
     pub again: bool,
+    /// A consumer's isolation level is read_committed: it reads up to the last stable offset
+    /// and is told the aborted transactions of what it reads.
+    pub read_committed: bool,
 }
 
 impl Fetcher {
-    pub const consumer: Fetcher = Fetcher { replica: None, leader_epoch: -1, log_start_offset: -1, again: false };
+    pub const consumer: Fetcher = Fetcher { replica: None, leader_epoch: -1, log_start_offset: -1, again: false, read_committed: false };
 
     /// A follower's fetch, handled for the first time.
     pub fn follower(id: i32, leader_epoch: i32) -> Fetcher {
-        Fetcher { replica: Some(id), leader_epoch, log_start_offset: -1, again: false }
+        Fetcher { replica: Some(id), leader_epoch, log_start_offset: -1, again: false, read_committed: false }
     }
 }
 

@@ -1,14 +1,18 @@
-//! Idempotent-producer state of one partition: for each producer id, its epoch and the last
-//! five batches it appended, so a retried batch is answered with its original offsets instead of
-//! being appended twice, and a gap in sequence numbers is refused (Kafka's ProducerStateManager).
+//! Idempotent and transactional producer state of one partition: for each producer id, its
+//! epoch and the last five batches it appended, so a retried batch is answered with its original
+//! offsets instead of being appended twice, and a gap in sequence numbers is refused; and the
+//! transactions open here, which hold back the last stable offset (Kafka's
+//! ProducerStateManager; docs/transactions.md, 1.1 and 2.2).
 //!
 //! Pure bookkeeping over batch headers: no IO. The state is rebuilt on open from the newest
 //! producer-state snapshot the log holds (`log::snapshots`, written at each checkpoint) and the
 //! headers of the batches after it, so it survives restarts exactly as far as the log does.
 
+use crate::log::batch::control::MarkerKind;
 use crate::log::producer_snapshot::SnapshotEntry;
+use crate::log::txn_index::AbortedTxn;
 use crate::log::BatchHeader;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// Batches remembered per producer, as in Kafka (`max.in.flight.requests.per.connection` ≤ 5
 /// is what idempotence allows).
@@ -23,10 +27,21 @@ pub struct SeenBatch {
     pub last_offset: i64,
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 struct Producer {
     epoch: i16,
     batches: VecDeque<SeenBatch>,
+    /// The epoch of the coordinator whose marker this partition took last (-1: none yet): an
+    /// older coordinator's marker is refused.
+    coordinator_epoch: i32,
+    /// The first offset of its transaction open on this partition; -1 when none is.
+    txn_first: i64,
+}
+
+impl Default for Producer {
+    fn default() -> Self {
+        Producer { epoch: 0, batches: VecDeque::new(), coordinator_epoch: -1, txn_first: -1 }
+    }
 }
 
 /// What to do with an incoming batch.
@@ -47,6 +62,44 @@ pub enum SequenceError {
     /// OUT_OF_ORDER_SEQUENCE_NUMBER (45): a gap, or a new epoch not starting at 0.
     #[error("sequence {got} where {expected} was expected")]
     OutOfOrder { got: i32, expected: i32 },
+    /// INVALID_TXN_STATE (48): a plain batch from a producer whose transaction is open here.
+    #[error("producer {0} has a transaction open on this partition; its batches must be transactional")]
+    TransactionOpen(i64),
+    /// INVALID_RECORD (87): a transactional batch without a producer id or sequence.
+    #[error("a transactional batch needs a producer id and a sequence")]
+    TransactionalWithoutProducer,
+}
+
+/// Why a transaction marker was refused (WriteTxnMarkers). Kafka error codes in the variant docs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum MarkerError {
+    /// INVALID_PRODUCER_EPOCH (47): the producer has moved past the marker's epoch.
+    #[error("marker for producer epoch {got}, older than the current epoch {current}")]
+    StaleEpoch { got: i16, current: i16 },
+    /// TRANSACTION_COORDINATOR_FENCED (52): a newer coordinator has written here.
+    #[error("marker from coordinator epoch {got}, older than {current} which wrote here")]
+    CoordinatorFenced { got: i32, current: i32 },
+}
+
+/// A transaction a marker ended on this partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EndedTxn {
+    pub producer_id: i64,
+    pub first_offset: i64,
+    /// The marker's offset.
+    pub last_offset: i64,
+    pub kind: MarkerKind,
+    /// The last stable offset the partition had once this transaction ended, leaving out any
+    /// later transaction: the first offset of the earliest transaction still open, else the
+    /// offset after the marker (the `.txnindex` entry's field).
+    pub last_stable_offset: i64,
+}
+
+impl EndedTxn {
+    /// Its `.txnindex` entry, if it aborted.
+    pub fn aborted(&self) -> Option<AbortedTxn> {
+        (self.kind == MarkerKind::Abort).then_some(AbortedTxn { producer_id: self.producer_id, first_offset: self.first_offset, last_offset: self.last_offset, last_stable_offset: self.last_stable_offset })
+    }
 }
 
 impl SequenceError {
@@ -100,6 +153,11 @@ pub enum Window {
 #[derive(Debug, Clone, Default)]
 pub struct ProducerStates {
     producers: BTreeMap<i64, Producer>,
+    /// Transactions open here, as (first offset, producer id).
+    open: BTreeSet<(i64, i64)>,
+    /// Transactions ended here whose marker the high watermark has not passed yet, as
+    /// (first offset, marker offset): they still hold back the last stable offset.
+    unreplicated: BTreeSet<(i64, i64)>,
 }
 
 impl ProducerStates {
@@ -112,7 +170,14 @@ impl ProducerStates {
     /// planted bug, kept so the simulator can plant it.
     pub fn check_in(&self, h: &BatchHeader, window: Window) -> Result<Verdict, SequenceError> {
         if h.producer_id < 0 || h.base_sequence < 0 {
-            return Ok(Verdict::Append);
+            return match h.is_transactional() {
+                true => Err(SequenceError::TransactionalWithoutProducer),
+                false => Ok(Verdict::Append),
+            };
+        }
+        let open = self.producers.get(&h.producer_id).is_some_and(|p| p.txn_first >= 0 && h.producer_epoch >= p.epoch);
+        if open && !h.is_transactional() {
+            return Err(SequenceError::TransactionOpen(h.producer_id));
         }
         // A producer this partition has no state for (new, or its batches were removed by
         // retention or lost to an unflushed crash) may start at any sequence, as in Kafka:
@@ -146,15 +211,21 @@ impl ProducerStates {
         Ok(Verdict::Append)
     }
 
-    /// Records a batch that is now in the log (`h` carries its assigned offsets).
+    /// Records a data batch that is now in the log (`h` carries its assigned offsets): a
+    /// transactional one opens its producer's transaction here if none is open. Control
+    /// batches go to [`ProducerStates::record_marker`].
     pub fn record(&mut self, h: &BatchHeader) {
-        if h.producer_id < 0 || h.base_sequence < 0 {
+        if h.producer_id < 0 || h.base_sequence < 0 || h.is_control() {
             return;
         }
         let p = self.producers.entry(h.producer_id).or_default();
         if h.producer_epoch != p.epoch {
             p.epoch = h.producer_epoch;
             p.batches.clear();
+        }
+        if h.is_transactional() && p.txn_first < 0 {
+            p.txn_first = h.base_offset;
+            self.open.insert((h.base_offset, h.producer_id));
         }
         p.batches.push_back(SeenBatch {
             first_seq: h.base_sequence,
@@ -167,16 +238,78 @@ impl ProducerStates {
         }
     }
 
+    /// Whether a marker of `producer_id` at `epoch` from the coordinator in `coordinator_epoch`
+    /// may be appended. A producer unknown here may be ended by any marker (its batches may be
+    /// gone), as in Kafka.
+    pub fn check_marker(&self, producer_id: i64, epoch: i16, coordinator_epoch: i32) -> Result<(), MarkerError> {
+        let Some(p) = self.producers.get(&producer_id) else { return Ok(()) };
+        if epoch < p.epoch {
+            return Err(MarkerError::StaleEpoch { got: epoch, current: p.epoch });
+        }
+        if coordinator_epoch < p.coordinator_epoch {
+            return Err(MarkerError::CoordinatorFenced { got: coordinator_epoch, current: p.coordinator_epoch });
+        }
+        Ok(())
+    }
+
+    /// Records a marker now in the log (`h` its stamped header): its producer takes the
+    /// marker's epochs, and its open transaction here, if any, ends. A new epoch starts the
+    /// producer's sequences over.
+    pub fn record_marker(&mut self, h: &BatchHeader, kind: MarkerKind, coordinator_epoch: i32) -> Option<EndedTxn> {
+        let p = self.producers.entry(h.producer_id).or_default();
+        if h.producer_epoch != p.epoch {
+            p.epoch = h.producer_epoch;
+            p.batches.clear();
+        }
+        p.coordinator_epoch = coordinator_epoch;
+        let first = std::mem::replace(&mut p.txn_first, -1);
+        if first < 0 {
+            return None;
+        }
+        self.open.remove(&(first, h.producer_id));
+        self.unreplicated.insert((first, h.base_offset));
+        let last_stable_offset = self.open.first().map_or(h.base_offset + 1, |&(o, _)| o);
+        Some(EndedTxn { producer_id: h.producer_id, first_offset: first, last_offset: h.base_offset, kind, last_stable_offset })
+    }
+
+    /// The last stable offset under the high watermark `hw`: below the first transaction still
+    /// open, or ended by a marker `hw` has not passed; `hw` when there is none.
+    pub fn last_stable_offset(&self, hw: i64) -> i64 {
+        let first_open = self.open.first().map(|&(o, _)| o);
+        let first_ended = self.unreplicated.iter().find(|&&(_, marker)| marker >= hw).map(|&(o, _)| o);
+        [first_open, first_ended].into_iter().flatten().fold(hw, i64::min)
+    }
+
+    /// Forgets the ended transactions whose markers the high watermark `hw` has passed.
+    pub fn forget_replicated(&mut self, hw: i64) {
+        self.unreplicated.retain(|&(_, marker)| marker >= hw);
+    }
+
+    /// The first offset of a transaction open here or ended by a marker not yet known to be
+    /// replicated (a bound below the last stable offset, without forgetting anything).
+    pub fn first_unstable(&self) -> Option<i64> {
+        [self.open.first().map(|&(o, _)| o), self.unreplicated.first().map(|&(o, _)| o)].into_iter().flatten().min()
+    }
+
+    /// The open transactions' (producer id, first offset), by producer (DescribeProducers).
+    pub fn open_transactions(&self) -> impl Iterator<Item = (i64, i64)> + '_ {
+        self.producers.iter().filter(|(_, p)| p.txn_first >= 0).map(|(&id, p)| (id, p.txn_first))
+    }
+
     /// The state as snapshot entries: one per remembered batch, oldest first within a producer,
     /// so a reader that keeps each producer's last entry (Kafka's) gets its last batch, and
-    /// [`ProducerStates::from_snapshot`] gets all of them. No timestamps are kept (-1) and no
-    /// transactions exist yet (coordinator epoch and open transaction -1).
+    /// [`ProducerStates::from_snapshot`] gets all of them; a producer with no batch left since
+    /// its last marker gets one entry without one (last offset -1). No timestamps are kept (-1).
     pub fn to_snapshot(&self) -> Vec<SnapshotEntry> {
         let mut out = Vec::new();
         for (&producer_id, p) in &self.producers {
+            let (coordinator_epoch, current_txn_first_offset) = (p.coordinator_epoch, p.txn_first);
+            let entry = |last_sequence, last_offset, offset_delta| SnapshotEntry { producer_id, epoch: p.epoch, last_sequence, last_offset, offset_delta, timestamp: -1, coordinator_epoch, current_txn_first_offset };
+            if p.batches.is_empty() {
+                out.push(entry(-1, -1, 0));
+            }
             for b in &p.batches {
-                let offset_delta = (b.last_offset - b.base_offset) as i32;
-                out.push(SnapshotEntry { producer_id, epoch: p.epoch, last_sequence: b.last_seq, last_offset: b.last_offset, offset_delta, timestamp: -1, coordinator_epoch: -1, current_txn_first_offset: -1 });
+                out.push(entry(b.last_seq, b.last_offset, (b.last_offset - b.base_offset) as i32));
             }
         }
         out
@@ -191,6 +324,14 @@ impl ProducerStates {
             if p.epoch != e.epoch {
                 p.epoch = e.epoch;
                 p.batches.clear();
+            }
+            p.coordinator_epoch = e.coordinator_epoch;
+            if p.txn_first >= 0 {
+                s.open.remove(&(p.txn_first, e.producer_id));
+            }
+            p.txn_first = e.current_txn_first_offset.max(-1);
+            if p.txn_first >= 0 {
+                s.open.insert((p.txn_first, e.producer_id));
             }
             if e.last_offset < 0 {
                 continue; // only markers remain of it: no batch to remember
@@ -344,5 +485,66 @@ mod tests {
         let mut p = ProducerStates::default();
         p.record(&h(2, 0, i32::MAX - 1, 2, 0)); // seqs MAX-1, MAX
         assert_eq!(p.check(&h(2, 0, 0, 1, -1)), Ok(Verdict::Append));
+    }
+
+    fn txn(pid: i64, epoch: i16, seq: i32, count: i32, base: i64) -> BatchHeader {
+        BatchHeader { attributes: 0x10, ..h(pid, epoch, seq, count, base) }
+    }
+
+    fn marker(pid: i64, epoch: i16, at: i64) -> BatchHeader {
+        BatchHeader { attributes: 0x30, base_sequence: -1, ..h(pid, epoch, 0, 1, at) }
+    }
+
+    #[test]
+    fn open_transactions_hold_back_the_last_stable_offset_until_their_markers_are_replicated() {
+        let mut s = ProducerStates::default();
+        s.record(&h(9, 0, 0, 2, 0)); // plain, offsets 0-1
+        s.record(&txn(1, 0, 0, 2, 2)); // p1 opens at 2
+        s.record(&txn(2, 0, 0, 1, 4)); // p2 opens at 4
+        s.record(&txn(1, 0, 2, 1, 5));
+        assert_eq!(s.last_stable_offset(6), 2, "p1's transaction is open from 2");
+        assert_eq!(s.check(&h(1, 0, 3, 1, -1)), Err(SequenceError::TransactionOpen(1)), "a plain batch inside an open transaction");
+        let ended = s.record_marker(&marker(1, 0, 6), MarkerKind::Abort, 3).expect("p1's transaction ends");
+        assert_eq!(ended, EndedTxn { producer_id: 1, first_offset: 2, last_offset: 6, kind: MarkerKind::Abort, last_stable_offset: 4 });
+        assert_eq!(ended.aborted(), Some(AbortedTxn { producer_id: 1, first_offset: 2, last_offset: 6, last_stable_offset: 4 }));
+        assert_eq!(s.last_stable_offset(6), 2, "the marker at 6 is not below the high watermark yet");
+        assert_eq!(s.last_stable_offset(7), 4, "replicated: p2's open transaction holds it now");
+        s.forget_replicated(7);
+        let ended = s.record_marker(&marker(2, 0, 7), MarkerKind::Commit, 3).expect("p2's ends");
+        assert_eq!((ended.last_stable_offset, ended.aborted()), (8, None), "nothing open: past the marker; a commit has no index entry");
+        assert_eq!(s.last_stable_offset(7), 4);
+        assert_eq!(s.last_stable_offset(8), 8, "all stable up to the high watermark");
+        assert_eq!(s.record_marker(&marker(2, 0, 8), MarkerKind::Commit, 3), None, "a marker with nothing open ends nothing");
+        assert_eq!(s.check(&h(1, 0, 3, 1, -1)), Ok(Verdict::Append), "a plain batch again once it ended");
+    }
+
+    #[test]
+    fn markers_are_refused_from_older_epochs_and_older_coordinators() {
+        let mut s = ProducerStates::default();
+        s.record(&txn(1, 2, 0, 1, 0));
+        assert_eq!(s.check_marker(1, 1, 0), Err(MarkerError::StaleEpoch { got: 1, current: 2 }));
+        assert_eq!(s.check_marker(1, 2, 5), Ok(()));
+        assert_eq!(s.check_marker(7, 0, 0), Ok(()), "a producer unknown here");
+        // A coordinator fencing the producer writes its abort at the next epoch.
+        s.record_marker(&marker(1, 3, 1), MarkerKind::Abort, 5);
+        assert_eq!(s.check_marker(1, 3, 4), Err(MarkerError::CoordinatorFenced { got: 4, current: 5 }));
+        assert_eq!(s.check(&txn(1, 2, 1, 1, -1)), Err(SequenceError::StaleEpoch { got: 2, current: 3 }), "the fenced producer's late write");
+        assert_eq!(s.check(&txn(1, 3, 0, 1, -1)), Ok(Verdict::Append), "the new epoch starts at sequence 0");
+        assert_eq!(s.check(&txn(-1, -1, -1, 1, -1)), Err(SequenceError::TransactionalWithoutProducer));
+    }
+
+    #[test]
+    fn a_snapshot_keeps_open_transactions_and_coordinator_epochs() {
+        let mut s = ProducerStates::default();
+        s.record(&txn(1, 0, 0, 2, 10));
+        s.record(&txn(2, 4, 0, 1, 12));
+        s.record_marker(&marker(2, 4, 13), MarkerKind::Commit, 7);
+        let entries = s.to_snapshot();
+        assert_eq!(entries.iter().map(|e| (e.producer_id, e.current_txn_first_offset, e.coordinator_epoch)).collect::<Vec<_>>(), vec![(1, 10, -1), (2, -1, 7)]);
+        let back = ProducerStates::from_snapshot(&entries);
+        assert_eq!(back.to_snapshot(), entries);
+        assert_eq!(back.last_stable_offset(20), 10, "p1's transaction is still open after a reload");
+        assert_eq!(back.check_marker(2, 4, 6), Err(MarkerError::CoordinatorFenced { got: 6, current: 7 }));
+        assert_eq!(back.check(&txn(2, 4, 1, 1, -1)), Ok(Verdict::Append), "p2 goes on after its committed batch");
     }
 }

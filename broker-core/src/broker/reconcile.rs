@@ -3,7 +3,7 @@
 //! and nothing given a role before this process's own registration is in the image. Also the
 //! topics Metadata requests asked to auto-create, until the controller has them.
 
-use super::partition::{producers_of, start_of, Partition};
+use super::partition::{restored_producers, start_of, Partition};
 use super::{log_start, Action, Broker, Error, Level};
 use crate::constants::failed_log_reopen_ms;
 use crate::log::dir::{self, Claimed};
@@ -256,7 +256,7 @@ impl Broker {
             out.push(Action::Log(Level::Info, format!("{name}-{p}: recovery rebuilt or removed {}", path.display())));
         }
         let start_floor = log_start::open(self.disk.as_ref(), &dir, &mut log, now)?;
-        let producers = producers_of(&log)?;
+        let producers = restored_producers(&mut log)?;
         // Until the leader says otherwise, only what this replica holds is known committed
         // by no one: start at the log start and learn the mark from the leader (or, as a
         // leader, from the ISR).

@@ -28,10 +28,10 @@ fn produce_then_fetch_and_list_offsets() {
     let f = b.fetch("t", 1, 0, 1 << 20, true, consumer, 0, &mut Vec::new()).unwrap();
     assert_eq!(f.high_watermark, 3, "an ISR of one: the high watermark follows the log end");
     assert_eq!(&f.records.to_bytes().unwrap()[..8], &0i64.to_be_bytes());
-    assert_eq!(b.list_offset("t", 1, -2, -1).unwrap(), (-1, 0));
-    assert_eq!(b.list_offset("t", 1, -1, -1).unwrap(), (-1, 3));
-    assert_eq!(b.list_offset("t", 1, 1500, -1).unwrap(), (2000, 2));
-    assert_eq!(b.list_offset("t", 1, 2001, -1).unwrap(), (-1, -1));
+    assert_eq!(b.list_offset("t", 1, -2, -1, false).unwrap(), (-1, 0));
+    assert_eq!(b.list_offset("t", 1, -1, -1, false).unwrap(), (-1, 3));
+    assert_eq!(b.list_offset("t", 1, 1500, -1, false).unwrap(), (2000, 2));
+    assert_eq!(b.list_offset("t", 1, 2001, -1, false).unwrap(), (-1, -1));
     assert!(matches!(b.fetch("t", 1, 4, 100, true, consumer, 0, &mut Vec::new()), Err(Error::OffsetOutOfRange { .. })));
     assert!(matches!(b.fetch("t", 2, 0, 100, true, consumer, 0, &mut Vec::new()), Err(Error::UnknownTopicOrPartition)));
     assert!(matches!(b.produce("nope", 0, &first, 1, 0, &mut Vec::new()), Err(Error::UnknownTopicOrPartition)));
@@ -42,7 +42,7 @@ fn produce_then_fetch_and_list_offsets() {
     // Epochs: an older one is fenced, a newer one unknown.
     let epoch = b.leader_epoch("t", 1);
     assert_eq!(b.fetch("t", 1, 0, 100, true, Fetcher { leader_epoch: epoch + 1, ..Fetcher::consumer }, 0, &mut Vec::new()).unwrap_err().kafka_error(true), Code::UnknownLeaderEpoch);
-    assert_eq!(b.list_offset("t", 1, -1, epoch + 1).unwrap_err().kafka_error(true), Code::UnknownLeaderEpoch);
+    assert_eq!(b.list_offset("t", 1, -1, epoch + 1, false).unwrap_err().kafka_error(true), Code::UnknownLeaderEpoch);
 }
 
 #[test]
@@ -204,6 +204,7 @@ fn acks_all_waits_for_the_isr_and_min_insync_is_enforced() {
 }
 
 mod configs;
+mod transactions;
 mod replication;
 
 #[test]

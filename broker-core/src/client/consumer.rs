@@ -3,7 +3,7 @@
 
 use super::cluster::Cluster;
 use super::ClientError;
-use bytes::Bytes;
+use bytes::{Buf, Bytes};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchRequest, FetchTopic};
 use kafka_protocol::messages::{BrokerId, TopicName};
 use kafka_protocol::protocol::StrBytes;
@@ -41,10 +41,15 @@ fn batch_last_offset(batch: &[u8]) -> Option<i64> {
 /// A decoded record: offset, key, value.
 pub type DecodedRecord = (i64, Option<Bytes>, Option<Bytes>);
 
-/// The records in `bytes` (whole v2 batches, any codec).
+/// The records in `bytes` (whole v2 batches, any codec). Control batches (transaction markers)
+/// are no one's records and are skipped, as every Kafka consumer skips them.
 pub fn decode_records(mut bytes: Bytes) -> Result<Vec<DecodedRecord>, ClientError> {
     let mut out = Vec::new();
     while !bytes.is_empty() {
+        if let Some(h) = crate::log::batch::read_header(&bytes).ok().filter(|h| h.is_control() && h.size <= bytes.len()) {
+            bytes.advance(h.size);
+            continue;
+        }
         let set = compressed::decode_batch(&mut bytes).map_err(|e| ClientError::Protocol(format!("decode: {e}")))?;
         out.extend(set.records.into_iter().map(|r| (r.offset, r.key, r.value)));
     }

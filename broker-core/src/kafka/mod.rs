@@ -23,6 +23,8 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteRecords, 0, 2),
     (ApiKey::InitProducerId, 0, 4),
     (ApiKey::OffsetForLeaderEpoch, 2, 4),
+    // Transaction markers, from a coordinator or an operator's tool (docs/transactions.md).
+    (ApiKey::WriteTxnMarkers, 1, 1),
     // Consumer groups, classic protocol (docs/groups.md).
     (ApiKey::FindCoordinator, 0, 4),
     (ApiKey::JoinGroup, 0, 9),
@@ -137,6 +139,12 @@ pub mod list_offsets {
     pub const latest: i64 = -1;
     /// The log start offset.
     pub const earliest: i64 = -2;
+}
+
+/// Fetch and ListOffsets isolation levels (KIP-98).
+pub mod isolation {
+    /// Read up to the last stable offset; aborted transactions are listed for the reader.
+    pub const read_committed: i8 = 1;
 }
 
 /// The record batch format this broker reads and writes (v2, KIP-98); v0/v1 message sets are

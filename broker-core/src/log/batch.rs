@@ -301,6 +301,15 @@ pub fn set_producer(b: &mut [u8], producer_id: i64, epoch: i16, base_sequence: i
     b[crc_at..crc_at + 4].copy_from_slice(&crc.to_be_bytes());
 }
 
+/// Marks `b` transactional (attribute bit 4), as a transactional producer's batches are, and
+/// recomputes the CRC.
+pub fn set_transactional(b: &mut [u8]) {
+    let attributes = be_i16(b, attributes_at) | 0x10;
+    b[attributes_at..attributes_at + 2].copy_from_slice(&attributes.to_be_bytes());
+    let crc = crc32c::crc32c(&b[attributes_at..]);
+    b[crc_at..crc_at + 4].copy_from_slice(&crc.to_be_bytes());
+}
+
 /// Kafka's LogAppendTime: sets the timestamp-type attribute bit and maxTimestamp to `ts` (the
 /// broker's clock; consumers read it as every record's timestamp), and recomputes the CRC.
 pub fn set_log_append_time(b: &mut [u8], ts: i64) {

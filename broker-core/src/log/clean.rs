@@ -55,11 +55,19 @@ pub fn records(batch: &[u8]) -> Result<Vec<Record>, CleanError> {
 /// point at records that stay in the log, so the map is still sound. The last keys may stay
 /// in flight ([`KeyMap::insert_all`]): settle the map before asking it.
 pub fn map_batch(map: &mut KeyMap, batch: &[u8]) -> Result<bool, CleanError> {
+    if is_control(batch) {
+        return Ok(true); // a marker's key is its type, not a record's key: never mapped
+    }
     if let Some((h, raw)) = raw_records(batch) {
         let body = &batch[batch_header_bytes..];
         return Ok(map.insert_all(raw.iter().filter_map(|r| Some((&body[r.key.clone()?], h.base_offset + r.offset_delta as i64)))));
     }
     Ok(map.insert_all(records(batch)?.iter().filter_map(|r| Some((r.key.as_deref()?, r.offset)))))
+}
+
+/// Whether `batch` is a control batch (a transaction marker).
+fn is_control(batch: &[u8]) -> bool {
+    batch::read_header(batch).is_ok_and(|h| h.is_control())
 }
 
 /// The records of an uncompressed batch, walked in place (no copies); None for a compressed or
@@ -96,6 +104,12 @@ pub enum Outcome {
 
 /// Decides the fate of `batch` against `map`.
 pub fn clean_batch(batch: &[u8], h: &BatchHeader, map: &KeyMap, tombstones: Tombstones) -> Result<Outcome, CleanError> {
+    if h.is_control() {
+        // Transaction markers stay: the producer state replayed over this log needs each
+        // transaction's end (Kafka removes one only when nothing of its transaction is left,
+        // which this cleaner does not track yet).
+        return Ok(Outcome::Whole);
+    }
     let survives = |key: Option<&[u8]>, offset: i64, tombstone: bool, timestamp: i64| {
         let Some(k) = key else { return true };
         // The latest of its key (or its key was not seen in this pass's dirty range); a

@@ -111,10 +111,7 @@ impl SyncJob {
             self.disk.sync_dir(dir).map_err(super::io_err("fsync directory", dir))?;
         }
         for owed in &self.owed {
-            match owed {
-                Owed::File(path) => self.disk.open(path, false).and_then(|f| f.sync()).map_err(super::io_err("fdatasync", path))?,
-                Owed::Dir(dir) => self.disk.sync_dir(dir).map_err(super::io_err("fsync directory", dir))?,
-            }
+            owed.sync(self.disk.as_ref())?;
         }
         Ok(())
     }

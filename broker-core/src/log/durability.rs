@@ -24,6 +24,21 @@ pub(super) enum Owed {
     Dir(PathBuf),
 }
 
+impl Owed {
+    /// Makes it durable. A file removed since owes nothing (an aborted-transaction index whose
+    /// segment retention deleted): its removal is a directory change, synced as one.
+    pub(super) fn sync(&self, disk: &dyn crate::storage::Disk) -> Result<(), LogError> {
+        match self {
+            Owed::File(path) => match disk.open(path, false) {
+                Ok(f) => f.sync().map_err(super::io_err("fdatasync", path)),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                Err(e) => Err(super::io_err("open", path)(e)),
+            },
+            Owed::Dir(dir) => disk.sync_dir(dir).map_err(super::io_err("fsync directory", dir)),
+        }
+    }
+}
+
 /// A checkpoint written to its temporary file, waiting for the caller's `sync_all`.
 #[must_use]
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,13 +97,7 @@ impl Log {
 
     fn pay_owed(&mut self) -> Result<(), LogError> {
         for owed in &self.owed {
-            match owed {
-                Owed::File(path) => {
-                    let io = |source| LogError::Io { op: "fdatasync", path: path.clone(), source };
-                    self.disk.open(path, false).and_then(|f| f.sync()).map_err(io)?;
-                }
-                Owed::Dir(dir) => self.disk.sync_dir(dir).map_err(|source| LogError::Io { op: "fsync directory", path: dir.clone(), source })?,
-            }
+            owed.sync(self.disk.as_ref())?;
         }
         self.owed.clear();
         Ok(())

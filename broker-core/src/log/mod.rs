@@ -16,6 +16,7 @@
 //! cache ([`epochs`]) is derived from the batch headers and follows every change.
 
 pub mod alarm;
+mod aborted;
 pub mod batch;
 pub mod dir;
 pub mod epochs;
@@ -56,6 +57,7 @@ use crate::constants::*;
 use crate::storage::Disk;
 use bytes::Bytes;
 use segment::Segment;
+use segment_files::list_segments;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -180,6 +182,10 @@ pub struct Log {
     deferred: deferred::Deferred,
     /// Offsets of the producer-state snapshots on disk, oldest first (`snapshots`).
     snapshots: Vec<i64>,
+    /// Every segment's aborted transactions, in marker order (`aborted`), and whether a
+    /// `.txnindex` failed to read back at open.
+    aborted: Vec<txn_index::AbortedTxn>,
+    aborted_untrusted: bool,
 }
 
 impl Log {
@@ -253,7 +259,8 @@ impl Log {
         // A clean point above the end (a crash cut the log after it was written) would call
         // records appended later clean.
         let cleaned_to = cleaner::read_checkpoint(disk.as_ref(), &dir)?.min(end);
-        let mut log = Log { disk, dir, config, segments, recovery_point, unflushed_records: 0, unflushed_since_ms: None, dir_dirty: true, owed, epochs, failed: None, cleaned_to, pass: None, retired: retired::Retired::default(), checkpoint_in_place: false, checkpointed: report.recovery_point, alarm: None, deferred: deferred::Deferred::new(), snapshots };
+        let mut log = Log { disk, dir, config, segments, recovery_point, unflushed_records: 0, unflushed_since_ms: None, dir_dirty: true, owed, epochs, failed: None, cleaned_to, pass: None, retired: retired::Retired::default(), checkpoint_in_place: false, checkpointed: report.recovery_point, alarm: None, deferred: deferred::Deferred::new(), snapshots, aborted: Vec::new(), aborted_untrusted: false };
+        log.load_aborted()?;
         // A snapshot past the recovered end describes batches the log no longer has, and one
         // below its start batches it cannot replay after it: both go, durably, before new
         // batches could take their offsets (`snapshots`).
@@ -486,6 +493,7 @@ impl Log {
         let seg = self.segments.remove(0);
         let size = seg.size();
         seg.delete(self.disk.as_ref(), &self.dir)?;
+        self.forget_aborted_below(self.segments[0].base_offset);
         self.dir_changed();
         Ok(size)
     }
@@ -559,33 +567,6 @@ fn read_recovery_point(disk: &dyn Disk, dir: &Path) -> Result<i64, LogError> {
         .ok()
         .filter(|&v| v >= 0)
         .ok_or_else(|| LogError::Corrupt { file: path, position: 0, reason: "recovery point is not a non-negative integer".into() })
-}
-
-/// Segment base offsets and producer-snapshot offsets present in `dir` (each sorted), removing
-/// leftovers that are not part of the log.
-fn list_segments(disk: &dyn Disk, dir: &Path, report: &mut RecoveryReport) -> Result<(Vec<i64>, Vec<i64>), LogError> {
-    let names = disk.list(dir).map_err(|source| LogError::Io { op: "list", path: dir.to_path_buf(), source })?;
-    let mut bases: Vec<i64> = names
-        .iter()
-        .filter_map(|n| n.strip_suffix(".log"))
-        .filter(|stem| stem.len() == 20 && stem.bytes().all(|b| b.is_ascii_digit()))
-        .filter_map(|stem| stem.parse().ok())
-        .collect();
-    bases.sort_unstable();
-    for name in &names {
-        let stem = name.split('.').next().unwrap_or("");
-        let orphan_index = (name.ends_with(".index") || name.ends_with(".timeindex"))
-            && !stem.parse::<i64>().is_ok_and(|b| bases.binary_search(&b).is_ok());
-        let leftover = name.ends_with(".tmp") || name.ends_with(".deleted") || name.ends_with(".cleaned");
-        if orphan_index || leftover {
-            let path = dir.join(name);
-            disk.remove(&path).map_err(|source| LogError::Io { op: "remove", path: path.clone(), source })?;
-            report.stray_files_removed.push(path);
-        }
-    }
-    let mut snapshots: Vec<i64> = names.iter().filter_map(|n| producer_snapshot::offset_of(n)).collect();
-    snapshots.sort_unstable();
-    Ok((bases, snapshots))
 }
 
 #[cfg(test)]

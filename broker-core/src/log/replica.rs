@@ -75,6 +75,7 @@ impl Log {
         // Snapshots past the cut describe batches about to go (a cut inside a batch moves the
         // end to its base, where no snapshot can lie above `offset`): gone before the cut.
         self.drop_producer_snapshots(|o| o > offset)?;
+        self.cut_aborted(offset)?;
         self.sync_dir_if_dirty()?;
         let end = self.active_mut().truncate_to(offset, now)?;
         self.epochs.truncate_from_end(end);
@@ -97,6 +98,7 @@ impl Log {
         // removal, so a crash leaves either a dense prefix of the old log or the new empty one,
         // never both. Old segments stay in memory until the new one exists: never empty.
         self.drop_producer_snapshots(|_| true)?;
+        self.aborted.clear();
         for seg in self.segments.iter().rev() {
             self.dir_dirty = true;
             self.deferred.dir_changes += 1;

@@ -4,7 +4,7 @@
 //! it. What to trust is decided in `segment`.
 
 use super::index::{IndexFile, OffsetEntry};
-use super::{io_err, LogError};
+use super::{io_err, LogError, RecoveryReport};
 use crate::constants::{batch_header_bytes, batch_log_overhead_bytes, recovery_read_bytes};
 use crate::storage::{read_exact_at, Disk, DiskFile};
 use super::file_stem;
@@ -79,10 +79,11 @@ pub(super) fn paths(dir: &Path, base: i64) -> [PathBuf; 3] {
     ["log", "index", "timeindex"].map(|ext| dir.join(format!("{stem}.{ext}")))
 }
 
-/// Removes the three files of the segment at `base` (those present); returns the `.log` path.
+/// Removes the files of the segment at `base` (those present: its three and its `.txnindex`);
+/// returns the `.log` path.
 pub fn delete_files(disk: &dyn Disk, dir: &Path, base: i64) -> Result<PathBuf, LogError> {
     let all = paths(dir, base);
-    for p in &all {
+    for p in all.iter().chain([&super::aborted::path(dir, base)]) {
         match disk.remove(p) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io_err("remove", p)(e)),
             _ => {}
@@ -90,4 +91,32 @@ pub fn delete_files(disk: &dyn Disk, dir: &Path, base: i64) -> Result<PathBuf, L
     }
     let [log, _, _] = all;
     Ok(log)
+}
+
+/// Segment base offsets and producer-snapshot offsets present in `dir` (each sorted), removing
+/// leftovers that are not part of the log (`.tmp`, `.deleted`, `.cleaned`, indexes whose
+/// segment is gone).
+pub(super) fn list_segments(disk: &dyn Disk, dir: &Path, report: &mut RecoveryReport) -> Result<(Vec<i64>, Vec<i64>), LogError> {
+    let names = disk.list(dir).map_err(|source| LogError::Io { op: "list", path: dir.to_path_buf(), source })?;
+    let mut bases: Vec<i64> = names
+        .iter()
+        .filter_map(|n| n.strip_suffix(".log"))
+        .filter(|stem| stem.len() == 20 && stem.bytes().all(|b| b.is_ascii_digit()))
+        .filter_map(|stem| stem.parse().ok())
+        .collect();
+    bases.sort_unstable();
+    for name in &names {
+        let stem = name.split('.').next().unwrap_or("");
+        let orphan_index = (name.ends_with(".index") || name.ends_with(".timeindex") || name.ends_with(".txnindex"))
+            && !stem.parse::<i64>().is_ok_and(|b| bases.binary_search(&b).is_ok());
+        let leftover = name.ends_with(".tmp") || name.ends_with(".deleted") || name.ends_with(".cleaned");
+        if orphan_index || leftover {
+            let path = dir.join(name);
+            disk.remove(&path).map_err(|source| LogError::Io { op: "remove", path: path.clone(), source })?;
+            report.stray_files_removed.push(path);
+        }
+    }
+    let mut snapshots: Vec<i64> = names.iter().filter_map(|n| super::producer_snapshot::offset_of(n)).collect();
+    snapshots.sort_unstable();
+    Ok((bases, snapshots))
 }

@@ -47,7 +47,12 @@ impl Log {
     /// The newest usable snapshot: at or above the log start, at or below the log end, whole.
     /// One that does not read back (torn by a crash, damaged) is skipped for the next older.
     pub fn newest_producer_snapshot(&self) -> Option<(i64, Vec<SnapshotEntry>)> {
-        let (start, end) = (self.log_start_offset(), self.log_end_offset());
+        self.newest_producer_snapshot_to(i64::MAX)
+    }
+
+    /// [`Log::newest_producer_snapshot`] at or below `at_most` too.
+    pub fn newest_producer_snapshot_to(&self, at_most: i64) -> Option<(i64, Vec<SnapshotEntry>)> {
+        let (start, end) = (self.log_start_offset(), self.log_end_offset().min(at_most));
         self.snapshots.iter().rev().filter(|&&o| o >= start && o <= end).find_map(|&o| Some((o, self.read_producer_snapshot(o).ok()?)))
     }
 
@@ -78,6 +83,12 @@ impl Log {
             self.dir_changed();
         }
         Ok(gone.len())
+    }
+
+    /// The recovery point the checkpoint file holds (as read at open, or last written): below
+    /// it every file of the log was made durable by the checkpoint's sync.
+    pub fn checkpointed_point(&self) -> i64 {
+        self.checkpointed
     }
 
     /// Calls `f` with the header of every batch at or above `from`, oldest first (producer state

@@ -13,7 +13,7 @@ use bytes::Bytes;
 use kafka_protocol::messages::delete_records_request::DeleteRecordsRequest;
 use kafka_protocol::messages::delete_records_response::{DeleteRecordsPartitionResult, DeleteRecordsResponse, DeleteRecordsTopicResult};
 use kafka_protocol::messages::fetch_request::FetchRequest;
-use kafka_protocol::messages::fetch_response::{FetchResponse, FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::fetch_response::{AbortedTransaction, FetchResponse, FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::init_producer_id_request::InitProducerIdRequest;
 use kafka_protocol::messages::init_producer_id_response::InitProducerIdResponse;
 use kafka_protocol::messages::list_offsets_request::ListOffsetsRequest;
@@ -116,10 +116,9 @@ pub fn produce(b: &mut Broker, version: i16, correlation_id: i32, req: ProduceRe
             let mut pr = PartitionProduceResponse::default();
             pr.index = part.index;
             pr.log_append_time_ms = -1;
-            let result = match (&req.transactional_id, batches.next().flatten()) {
-                (Some(_), _) => Err(Error::TransactionsUnsupported),
-                (None, None) => Err(Error::Batch(crate::log::BatchError::TooShort(0))),
-                (None, Some(records)) => b.produce(&name, part.index, records, acks, now, out),
+            let result = match batches.next().flatten() {
+                None => Err(Error::Batch(crate::log::BatchError::TooShort(0))),
+                Some(records) => b.produce(&name, part.index, records, acks, now, out),
             };
             match result {
                 Ok(p) => {
@@ -157,10 +156,10 @@ pub fn produce(b: &mut Broker, version: i16, correlation_id: i32, req: ProduceRe
 }
 
 /// A produce request's batches checked, one per partition in the request's order (None where
-/// a partition has no records, or the request is transactional and is refused unread).
+/// a partition has no records).
 pub fn produce_batches(req: &ProduceRequest) -> Vec<Option<Incoming>> {
     let parts = req.topic_data.iter().flat_map(|t| &t.partition_data);
-    parts.map(|p| p.records.clone().filter(|_| req.transactional_id.is_none()).map(Incoming::new)).collect()
+    parts.map(|p| p.records.clone().map(Incoming::new)).collect()
 }
 
 pub enum FetchDecision {
@@ -178,6 +177,7 @@ pub enum FetchDecision {
 /// nothing, and only the answer sent updates what the session last told.
 pub fn fetch(b: &mut Broker, version: i16, req: FetchRequest, attempt: super::Attempt, now: u64, out: &mut Vec<Action>) -> FetchDecision {
     let final_attempt = attempt == super::Attempt::Final;
+    let read_committed = req.isolation_level == crate::kafka::isolation::read_committed;
     // A follower names itself (Kafka's replica_id; -1 for consumers).
     let replica = (req.replica_id.0 >= 0).then_some(req.replica_id.0);
     let asked = asked_partitions(version, &req);
@@ -205,12 +205,12 @@ pub fn fetch(b: &mut Broker, version: i16, req: FetchRequest, attempt: super::At
     let mut results: Vec<(&str, i32, Read)> = Vec::with_capacity(read.len());
     for &(name, p, w) in &read {
         let limit = (w.max_bytes.max(0) as usize).min(budget);
-        let who = Fetcher { replica, leader_epoch: w.leader_epoch, log_start_offset: w.log_start_offset, again: attempt != super::Attempt::First };
+        let who = Fetcher { replica, leader_epoch: w.leader_epoch, log_start_offset: w.log_start_offset, again: attempt != super::Attempt::First, read_committed };
         let answer = match b.fetch(name, p, w.fetch_offset, limit, total == 0, who, now, out) {
             Ok(f) => {
                 budget = budget.saturating_sub(f.records.len());
                 total += f.records.len();
-                Read { error_code: 0, high_watermark: f.high_watermark, log_start_offset: f.log_start_offset, records: f.records }
+                Read { error_code: 0, high_watermark: f.high_watermark, last_stable_offset: f.last_stable_offset, log_start_offset: f.log_start_offset, records: f.records, aborted: f.aborted }
             }
             Err(e) => {
                 errors = true;
@@ -219,7 +219,7 @@ pub fn fetch(b: &mut Broker, version: i16, req: FetchRequest, attempt: super::At
                     Error::OffsetOutOfRange { start, .. } => start,
                     _ => -1,
                 };
-                Read { error_code: e.kafka_error(true).code(), high_watermark: -1, log_start_offset, records: Records::default() }
+                Read { error_code: e.kafka_error(true).code(), high_watermark: -1, last_stable_offset: -1, log_start_offset, records: Records::default(), aborted: Vec::new() }
             }
         };
         results.push((name, p, answer));
@@ -243,10 +243,11 @@ pub fn fetch(b: &mut Broker, version: i16, req: FetchRequest, attempt: super::At
     for (name, p, a) in results {
         let mut pd = PartitionData::default();
         pd.partition_index = p;
-        pd.aborted_transactions = Some(Vec::new());
+        // Empty for read_uncommitted (the fetch did not look them up).
+        pd.aborted_transactions = Some(a.aborted.iter().map(|t| AbortedTransaction::default().with_producer_id(ProducerId(t.producer_id)).with_first_offset(t.first_offset)).collect());
         pd.error_code = a.error_code;
         pd.high_watermark = a.high_watermark;
-        pd.last_stable_offset = a.high_watermark;
+        pd.last_stable_offset = a.last_stable_offset;
         pd.log_start_offset = a.log_start_offset;
         let records = a.records;
         if r.responses.last().is_none_or(|t: &FetchableTopicResponse| t.topic.0.as_str() != name) {
@@ -273,8 +274,10 @@ pub fn fetch(b: &mut Broker, version: i16, req: FetchRequest, attempt: super::At
 struct Read {
     error_code: i16,
     high_watermark: i64,
+    last_stable_offset: i64,
     log_start_offset: i64,
     records: Records,
+    aborted: Vec<crate::log::txn_index::AbortedTxn>,
 }
 
 impl Read {
@@ -308,6 +311,7 @@ fn asked_partitions(version: i16, req: &FetchRequest) -> Vec<(&str, i32, Wanted)
 
 pub fn list_offsets(b: &Broker, version: i16, req: ListOffsetsRequest) -> ListOffsetsResponse {
     let mut r = ListOffsetsResponse::default();
+    let read_committed = req.isolation_level == crate::kafka::isolation::read_committed;
     for topic in req.topics {
         let name = topic.name.0.to_string();
         let mut tr = ListOffsetsTopicResponse::default();
@@ -316,7 +320,7 @@ pub fn list_offsets(b: &Broker, version: i16, req: ListOffsetsRequest) -> ListOf
             let mut pr = ListOffsetsPartitionResponse::default();
             pr.partition_index = p.partition_index;
             let epoch = if version >= 4 { p.current_leader_epoch } else { -1 };
-            match b.list_offset(&name, p.partition_index, p.timestamp, epoch) {
+            match b.list_offset(&name, p.partition_index, p.timestamp, epoch, read_committed) {
                 Ok((ts, offset)) => {
                     pr.timestamp = ts;
                     pr.offset = offset;

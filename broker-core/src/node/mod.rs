@@ -24,6 +24,7 @@ mod group_link;
 mod group_reply;
 mod handlers;
 mod input;
+mod txn_handlers;
 mod waiting;
 
 use crate::broker::{Action, Broker};
@@ -284,6 +285,7 @@ fn handle_inner(node: &Node, prepared: Prepared, peer: Option<std::net::IpAddr>,
             }
         }
         RequestKind::ListOffsets(req) => reply!(handlers::list_offsets(&b(), version, req)),
+        RequestKind::WriteTxnMarkers(req) => Ok(txn_handlers::write_txn_markers(&mut b(), version, correlation_id, req, now, out)),
         RequestKind::CreateTopics(req) => controller_handlers::create_topics(node, version, correlation_id, req, now),
         RequestKind::DeleteTopics(req) => controller_handlers::delete_topics(node, version, correlation_id, req, now),
         RequestKind::ElectLeaders(req) => elect_leaders::elect_leaders(node, version, correlation_id, req, now),

@@ -226,6 +226,7 @@ fn produce_checked_before_its_decision_is_answered_alike() {
 mod configs;
 mod fetch_sessions;
 mod elect_leaders;
+mod transactions;
 
 mod groups {
     //! The group APIs through `handle`: the offsets topic created on first FindCoordinator,

@@ -3,7 +3,8 @@
 //! (Kafka's delayed delete records), a CreateTopics/DeleteTopics/AlterConfigs on the controller
 //! node waits until this node's broker has applied the change, so the client's next request
 //! here sees it, and a group request waits for the coordinator's answers to its tickets (a
-//! rebalance completing, a commit replicated), which later decisions return as
+//! rebalance completing, a commit replicated), a WriteTxnMarkers until its markers are
+//! replicated, which later decisions return as
 //! [`Action::GroupAnswer`] and the shell hands in ([`Waiting::answered`]). Each is a response
 //! under construction plus a condition; the shell polls it whenever the node changed or an
 //! answer came, and once more when its timeout passed.
@@ -15,6 +16,7 @@ use crate::broker::{Action, Broker, Error, Produced};
 use crate::group::{Answer, Ticket};
 use kafka_protocol::messages::delete_records_response::DeleteRecordsResponse;
 use kafka_protocol::messages::produce_response::ProduceResponse;
+use kafka_protocol::messages::write_txn_markers_response::WriteTxnMarkersResponse;
 use kafka_protocol::messages::ApiKey;
 use kafka_protocol::protocol::StrBytes;
 
@@ -37,6 +39,9 @@ enum What {
     /// it too. `refused` answers if the epoch ends or the wait runs out before the commit.
     Committed { offset: i64, epoch: Option<i32>, reply: Response, refused: Response, applied: bool },
     DeleteRecords { version: i16, correlation_id: i32, response: DeleteRecordsResponse, pending: Vec<PendingDelete> },
+    /// A WriteTxnMarkers: its partitions' markers, each with the index of its marker in the
+    /// request.
+    Markers { version: i16, correlation_id: i32, response: WriteTxnMarkersResponse, pending: Vec<(usize, Pending)> },
     /// A group request: the response, the coordinator tickets it still waits on, and the
     /// answers so far.
     Group { reply: Option<GroupReply>, tickets: Vec<Ticket>, answers: Vec<(Ticket, Answer)> },
@@ -70,6 +75,10 @@ pub(crate) struct PendingDelete {
 impl Waiting {
     pub(crate) fn produce(version: i16, correlation_id: i32, response: ProduceResponse, pending: Vec<Pending>, timeout_ms: u64) -> Waiting {
         Waiting { timeout_ms, envelope: None, what: What::Produce { version, correlation_id, response, pending } }
+    }
+
+    pub(crate) fn markers(version: i16, correlation_id: i32, response: WriteTxnMarkersResponse, pending: Vec<(usize, Pending)>, timeout_ms: u64) -> Waiting {
+        Waiting { timeout_ms, envelope: None, what: What::Markers { version, correlation_id, response, pending } }
     }
 
     pub(crate) fn delete_records(version: i16, correlation_id: i32, response: DeleteRecordsResponse, pending: Vec<PendingDelete>, timeout_ms: u64) -> Waiting {
@@ -200,6 +209,25 @@ impl Waiting {
                     return None;
                 }
                 Some(Outcome::Reply(Response::new(ApiKey::DeleteRecords, *version, *correlation_id, std::mem::take(response))))
+            }
+            What::Markers { version, correlation_id, response, pending } => {
+                let timeout = self.timeout_ms;
+                pending.retain(|(m, p)| {
+                    let failed = match b.replicated(&p.name, p.partition, &p.produced) {
+                        Ok(true) => None,
+                        Ok(false) if !expired => return true,
+                        Ok(false) => Some(Error::RequestTimedOut(timeout)),
+                        Err(e) => Some(e),
+                    };
+                    if let Some(e) = failed {
+                        response.markers[*m].topics[p.topic].partitions[p.slot].error_code = e.kafka_error(true).code();
+                    }
+                    false
+                });
+                if !pending.is_empty() {
+                    return None;
+                }
+                Some(Outcome::Reply(Response::new(ApiKey::WriteTxnMarkers, *version, *correlation_id, std::mem::take(response))))
             }
             What::Produce { version, correlation_id, response, pending } => {
                 let timeout = self.timeout_ms;

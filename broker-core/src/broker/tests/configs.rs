@@ -89,7 +89,7 @@ fn delete_records_moves_the_start_inside_a_segment_persists_it_and_trims_whole_s
     assert!(matches!(b.fetch("d", 0, 2, 1 << 20, true, consumer, 0, &mut Vec::new()), Err(Error::OffsetOutOfRange { start: 3, .. })));
     let from_start = b.fetch("d", 0, 3, 1 << 20, true, consumer, 0, &mut Vec::new()).unwrap();
     assert_eq!((from_start.log_start_offset, batch::read_header(&from_start.records.to_bytes().unwrap()).unwrap().base_offset), (3, 3));
-    assert_eq!(b.list_offset("d", 0, -2, -1).unwrap(), (-1, 3));
+    assert_eq!(b.list_offset("d", 0, -2, -1, false).unwrap(), (-1, 3));
     assert_eq!(b.delete_records("d", 0, 1, 0).unwrap().0, 1, "a start already past the offset stays");
     assert_eq!(b.partitions()[key("d")].log_start_offset(), 3);
     assert_eq!(b.delete_records("d", 0, -1, 0).unwrap().0, 5, "-1 is the high watermark");

@@ -157,7 +157,7 @@ impl Cluster {
             }
             Step::Fetch(following) => {
                 for f in following {
-                    let who = Fetcher { replica: Some(follower), leader_epoch: f.leader_epoch, log_start_offset: f.log_start_offset, again: false };
+                    let who = Fetcher { replica: Some(follower), leader_epoch: f.leader_epoch, log_start_offset: f.log_start_offset, again: false, read_committed: false };
                     let mut woke = Vec::new();
                     let got = self.broker(leader).fetch(&f.topic, f.partition, f.fetch_offset, 1 << 20, true, who, now, &mut woke).unwrap();
                     self.actions.extend(woke);
@@ -487,10 +487,10 @@ fn a_new_leader_answers_offset_not_available_until_its_mark_reaches_its_epoch_st
     // Broker 2 fetched before broker 3 moved the mark: it has not learned it when it takes over.
     assert!(c.hw(2) < 2, "broker 2's mark should lag ({})", c.hw(2));
     c.elect(2, &[2, 3]);
-    assert_eq!(c.broker(2).list_offset(topic_name, 0, -1, -1).unwrap_err().kafka_error(true), Code::OffsetNotAvailable);
-    assert_eq!(c.broker(2).list_offset(topic_name, 0, -2, -1).unwrap(), (-1, 0), "earliest is always known");
+    assert_eq!(c.broker(2).list_offset(topic_name, 0, -1, -1, false).unwrap_err().kafka_error(true), Code::OffsetNotAvailable);
+    assert_eq!(c.broker(2).list_offset(topic_name, 0, -2, -1, false).unwrap(), (-1, 0), "earliest is always known");
     c.catch_up(3);
-    assert_eq!(c.broker(2).list_offset(topic_name, 0, -1, -1).unwrap(), (-1, 2));
+    assert_eq!(c.broker(2).list_offset(topic_name, 0, -1, -1, false).unwrap(), (-1, 2));
 }
 
 #[test]

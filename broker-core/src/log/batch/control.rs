@@ -43,6 +43,8 @@ pub enum Control {
 const key_version: i16 = 0;
 const value_version: i16 = 0;
 const key_bytes: usize = 4;
+/// A marker batch's size: the 61-byte batch header and its 17-byte record.
+pub const marker_bytes: usize = 78;
 const value_bytes: usize = 6;
 
 /// A marker batch ending `producer_id`'s transaction at `producer_epoch`, written by a
@@ -108,7 +110,7 @@ mod tests {
     #[test]
     fn a_marker_is_78_bytes_and_its_record_is_kafkas() {
         let b = build_marker(7, 3, MarkerKind::Commit, 12, 1_000);
-        assert_eq!(b.len(), 78);
+        assert_eq!(b.len(), marker_bytes);
         let h = check(&b).expect("a valid v2 batch");
         assert!(h.is_control() && h.is_transactional());
         assert_eq!((h.producer_id, h.producer_epoch, h.base_sequence, h.records_count), (7, 3, -1, 1));

@@ -1,0 +1,34 @@
+//! Transaction markers at a partition leader (WriteTxnMarkers): the control batch that ends a
+//! producer's transaction here, refused from an older producer epoch or an older coordinator,
+//! appended and replicated like any batch; an abort also enters the log's aborted-transaction
+//! index (docs/transactions.md, 2.1). What a coordinator sends and when is not decided here.
+
+use super::partition::Produced;
+use super::{Action, Broker, Error};
+use crate::log::batch::{self, control::{self, MarkerKind}};
+
+impl Broker {
+    /// Appends the marker ending `producer_id`'s transaction (at `epoch`, from the coordinator
+    /// in `coordinator_epoch`) as the leader, and answers where it landed; the caller then
+    /// waits for [`Broker::replicated`] as for an acks=all produce (Kafka writes markers with
+    /// acks=all). A marker for a producer with nothing open here is appended all the same.
+    #[allow(clippy::too_many_arguments)]
+    pub fn write_marker(&mut self, name: &str, p: i32, producer_id: i64, epoch: i16, kind: MarkerKind, coordinator_epoch: i32, now: u64, out: &mut Vec<Action>) -> Result<Produced, Error> {
+        let me = self.config.node_id;
+        let Some((topic, part)) = self.partitions.get_mut_named(name, p) else { return Err(self.missing(name, p)) };
+        part.check_lead(-1)?;
+        part.producers.check_marker(producer_id, epoch, coordinator_epoch)?;
+        let leader_epoch = part.replication.leader_epoch;
+        let mut bytes = control::build_marker(producer_id, epoch, kind, coordinator_epoch, now as i64);
+        let appended = part.log.append(&mut bytes, leader_epoch, now);
+        if appended.is_err() {
+            self.due.logs.note(topic, p, &part.log, part.high_watermark());
+        }
+        let info = appended?;
+        let stamped = batch::read_header(&bytes)?;
+        part.record_appended(&stamped, &bytes)?;
+        part.after_leader_append(&self.config.observer, me, name, p, now, out);
+        self.due.logs.note(topic, p, &part.log, part.high_watermark());
+        Ok(Produced { base_offset: info.base_offset, last_offset: info.last_offset, log_start_offset: part.log_start_offset(), leader_epoch, log_append_time: -1, duplicate: false })
+    }
+}

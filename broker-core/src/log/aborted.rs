@@ -1,0 +1,184 @@
+//! The log's aborted transactions: every segment's `.txnindex` (Kafka's format, `txn_index`),
+//! held in memory in marker order and written to the file of the segment holding each abort
+//! marker, so a read_committed fetch can list the aborted transactions its range overlaps.
+//!
+//! What to write comes from the producer state (`broker::producer`), which knows where each
+//! transaction started; the log only keeps the entries in step with its segments. Durability,
+//! in the log's terms (docs/transactions.md, 1.5):
+//! * an entry is appended unsynced when its marker is, and owed to the next flush or sync job
+//!   (`durability`'s owed files) as the segment's data is; so an entry whose marker lies below
+//!   the checkpointed recovery point is durable, and trusted at open;
+//! * entries at or above the offset the producer-state replay starts from are derived again by
+//!   that replay (at open and after a truncation, [`Log::replace_aborted_from`]), whatever the
+//!   files said; a file that does not decode makes the replay start at the log start;
+//! * a truncation drops the entries of removed offsets with them, a deleted segment takes its
+//!   file along; the cleaner never rewrites a segment holding an entry (it stops below the first
+//!   aborted transaction, `Log::cleanable_end`).
+//!
+//! Never decides what aborted: that is the markers' and the producer state's.
+
+use super::txn_index::{self, AbortedTxn};
+use super::{file_stem, io_err, Log, LogError};
+use crate::storage::{read_exact_at, Disk};
+use std::path::{Path, PathBuf};
+
+/// The path of the `.txnindex` of the segment at `base`.
+pub(super) fn path(dir: &Path, base: i64) -> PathBuf {
+    dir.join(format!("{}.txnindex", file_stem(base)))
+}
+
+/// The entries of the segment at `base` whose next segment starts at `next` (None: the last),
+/// or Err(why) when its file cannot be trusted. A missing file holds none; a torn last entry
+/// is left out (it is rewritten whole by the next change to the file).
+pub(super) fn load(disk: &dyn Disk, dir: &Path, base: i64, next: Option<i64>, most: u64) -> Result<Result<Vec<AbortedTxn>, String>, LogError> {
+    let path = path(dir, base);
+    let file = match disk.open(&path, false) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Ok(Vec::new())),
+        Err(e) => return Err(io_err("open", &path)(e)),
+    };
+    let len = file.len().map_err(io_err("size", &path))?;
+    if len > most {
+        return Ok(Err(format!("{len} bytes, more than a segment's index holds")));
+    }
+    let mut bytes = vec![0u8; len as usize];
+    read_exact_at(file.as_ref(), &mut bytes, 0).map_err(io_err("read", &path))?;
+    Ok(match txn_index::decode(&bytes, base) {
+        Ok((entries, _)) if next.is_some_and(|n| entries.last().is_some_and(|t| t.last_offset >= n)) => Err("an entry past the segment's end".into()),
+        Ok((entries, _)) => Ok(entries),
+        Err(e) => Err(e.to_string()),
+    })
+}
+
+impl Log {
+    /// Reads every segment's `.txnindex` (at open). A file that does not decode leaves its
+    /// segment's entries out and says so (`aborted_index_trusted`).
+    pub(super) fn load_aborted(&mut self) -> Result<(), LogError> {
+        for (i, seg) in self.segments.iter().enumerate() {
+            let next = self.segments.get(i + 1).map(|n| n.base_offset);
+            // No segment holds more markers than its bytes hold 78-byte batches.
+            let most = (seg.size() / super::batch::control::marker_bytes as u64 + 1) * txn_index::entry_bytes as u64;
+            match load(self.disk.as_ref(), &self.dir, seg.base_offset, next, most)? {
+                Ok(entries) => self.aborted.extend(entries),
+                Err(_) => self.aborted_untrusted = true,
+            }
+        }
+        Ok(())
+    }
+
+    /// Records the abort of a transaction whose marker this log just appended.
+    pub fn append_aborted(&mut self, t: AbortedTxn) -> Result<(), LogError> {
+        self.check_failed()?;
+        debug_assert!(self.aborted.last().is_none_or(|l| l.last_offset < t.last_offset), "entries in marker order");
+        let seg = self.segment_holding(t.last_offset);
+        let held = self.aborted.iter().filter(|e| e.last_offset >= seg).count();
+        self.aborted.push(t);
+        let result = self.write_aborted(seg, held, &[t]);
+        self.offline_on_error(result, "writing the aborted-transaction index")
+    }
+
+    /// The aborted transactions a read_committed fetch from `from` below `upper` (its last
+    /// stable offset) must list: those that ended at or after `from` and began before `upper`.
+    pub fn aborted_overlapping(&self, from: i64, upper: i64) -> Vec<AbortedTxn> {
+        let at = self.aborted.partition_point(|t| t.last_offset < from);
+        txn_index::overlapping(&self.aborted[at..], from, upper).0
+    }
+
+    /// Every aborted transaction the log's index holds, in marker order.
+    pub fn aborted_transactions(&self) -> &[AbortedTxn] {
+        &self.aborted
+    }
+
+    /// The first offset of the earliest aborted transaction the log holds: the cleaner stops
+    /// below it (it does not yet remove aborted records or move their entries).
+    pub fn first_aborted_offset(&self) -> Option<i64> {
+        self.aborted.iter().map(|t| t.first_offset).min()
+    }
+
+    /// Whether every `.txnindex` read back at open; if not, the producer-state replay starts at
+    /// the log start, so that every entry is derived again.
+    pub fn aborted_index_trusted(&self) -> bool {
+        !self.aborted_untrusted
+    }
+
+    /// Replaces the entries of markers at or above `from` with `entries` (what a producer-state
+    /// replay from `from` derived), rewriting the files that change.
+    pub fn replace_aborted_from(&mut self, from: i64, entries: Vec<AbortedTxn>) -> Result<(), LogError> {
+        self.check_failed()?;
+        let at = self.aborted.partition_point(|t| t.last_offset < from);
+        if self.aborted[at..] == entries[..] && !self.aborted_untrusted {
+            return Ok(());
+        }
+        self.aborted.truncate(at);
+        self.aborted.extend(entries);
+        let result = self.rewrite_aborted_from(from);
+        if result.is_ok() {
+            self.aborted_untrusted = false;
+        }
+        self.offline_on_error(result, "rewriting the aborted-transaction index")
+    }
+
+    /// After a cut at `offset`: entries of removed markers go, and the file of the segment cut
+    /// is rewritten (those of removed segments went with them).
+    pub(super) fn cut_aborted(&mut self, offset: i64) -> Result<(), LogError> {
+        let at = self.aborted.partition_point(|t| t.last_offset < offset);
+        if at == self.aborted.len() {
+            return Ok(());
+        }
+        self.aborted.truncate(at);
+        self.rewrite_aborted_from(offset)
+    }
+
+    /// After the oldest segments went: entries of markers below the new start go with them.
+    pub(super) fn forget_aborted_below(&mut self, start: i64) {
+        self.aborted.retain(|t| t.last_offset >= start);
+    }
+
+    /// The base of the segment holding `offset` (the active one for the log end).
+    fn segment_holding(&self, offset: i64) -> i64 {
+        let i = self.segments.partition_point(|s| s.base_offset <= offset).max(1);
+        self.segments[i - 1].base_offset
+    }
+
+    /// Rewrites the files of every segment from the one holding `from`, from memory: each is cut
+    /// after its entries below `from` (bytes that may be all a crash leaves of it, never
+    /// rewritten) and the rest written after them.
+    fn rewrite_aborted_from(&mut self, from: i64) -> Result<(), LogError> {
+        let first = self.segment_holding(from);
+        let bases: Vec<(i64, Option<i64>)> = self.segments.iter().enumerate().filter(|(_, s)| s.base_offset >= first).map(|(i, s)| (s.base_offset, self.segments.get(i + 1).map(|n| n.base_offset))).collect();
+        for (base, next) in bases {
+            let mine = |t: &&AbortedTxn| t.last_offset >= base && next.is_none_or(|n| t.last_offset < n);
+            let kept = self.aborted.iter().filter(mine).filter(|t| t.last_offset < from).count();
+            let new: Vec<AbortedTxn> = self.aborted.iter().filter(mine).filter(|t| t.last_offset >= from).copied().collect();
+            let path = path(&self.dir, base);
+            if kept == 0 && new.is_empty() {
+                match self.disk.remove(&path) {
+                    Ok(()) => self.dir_changed(),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(io_err("remove", &path)(e)),
+                }
+                continue;
+            }
+            let file = self.disk.open(&path, true).map_err(io_err("create", &path))?;
+            file.truncate((kept * txn_index::entry_bytes) as u64).map_err(io_err("truncate", &path))?;
+            self.write_aborted(base, kept, &new)?;
+        }
+        Ok(())
+    }
+
+    /// Writes `entries` into the file of the segment at `base`, after the `held` it has.
+    fn write_aborted(&mut self, base: i64, held: usize, entries: &[AbortedTxn]) -> Result<(), LogError> {
+        let path = path(&self.dir, base);
+        let existed = self.disk.exists(&path);
+        let file = self.disk.open(&path, true).map_err(io_err("create", &path))?;
+        let bytes: Vec<u8> = entries.iter().flat_map(|t| t.encode()).collect();
+        file.write_at(&bytes, (held * txn_index::entry_bytes) as u64).map_err(io_err("write", &path))?;
+        if !existed {
+            self.dir_changed();
+        }
+        // Synced by the next flush or sync job, before the recovery point passes the marker
+        // (one owed entry per write: a job vouches only for what was owed when it was taken).
+        self.owed.push(super::durability::Owed::File(path));
+        Ok(())
+    }
+}
