@@ -182,24 +182,8 @@ pub fn crash_rounds(seed: u64, rounds: usize, verbose: bool) -> Result<Vec<(i64,
             now += rng.gen_range(0..20);
             match rng.gen_range(0..100) {
                 0..=79 => {
-                    let mut batch = random_batch(&mut rng, &mut serial, &mut next, now);
-                    match log.append(&mut batch, round as i32, now) {
-                        Ok(info) => {
-                            let h = validate(&batch, usize::MAX).map_err(|e| ctx(e.to_string()))?;
-                            // As a leader does (an ISR of one: the end is the high watermark).
-                            let end = log.log_end_offset();
-                            let recorded = record_appended(&mut state, &mut log, end, &h, &batch);
-                            model.batches.push((info.base_offset, batch));
-                            match recorded {
-                                // The index write failed on the full disk: the log went
-                                // offline, as after a failed sync; the crash comes next.
-                                Err(_) if full && log.failure().is_some() => break,
-                                Err(e) => return Err(ctx(format!("record: {e}"))),
-                                Ok(_) => {}
-                            }
-                        }
-                        Err(LogError::Io { source, .. }) if full && source.kind() == std::io::ErrorKind::StorageFull => {}
-                        Err(e) => return Err(ctx(format!("append: {e}"))),
+                    if !append_one(&mut rng, &mut serial, &mut next, now, round, &mut log, &mut state, &mut model, full).map_err(ctx)? {
+                        break;
                     }
                 }
                 80..=89 => match log.flush(now) {
@@ -225,7 +209,14 @@ pub fn crash_rounds(seed: u64, rounds: usize, verbose: bool) -> Result<Vec<(i64,
                     }
                     model.synced_below = model.synced_below.max(log.recovery_point());
                     if steps < 4 {
-                        break; // crash with the checkpoint half done
+                        // Crash with the checkpoint half done, appends having gone on while
+                        // the shell's file-system sync ran.
+                        for _ in 0..rng.gen_range(0..4) {
+                            if !append_one(&mut rng, &mut serial, &mut next, now, round, &mut log, &mut state, &mut model, full).map_err(ctx)? {
+                                break;
+                            }
+                        }
+                        break;
                     }
                 }
                 _ => match log.tick(now, log.log_end_offset()) {
@@ -250,6 +241,29 @@ pub fn crash_rounds(seed: u64, rounds: usize, verbose: bool) -> Result<Vec<(i64,
     check_recovered(&log, &mut model).map_err(|e| format!("seed {seed} final: {e}"))?;
     check_producers(&mut log, &config).map_err(|e| format!("seed {seed} final: {e}"))?;
     read_all(&log)
+}
+
+/// Appends a random batch and records it as a leader does (an ISR of one: the log end is the
+/// high watermark). False when the round must end: the disk is full and the log went offline
+/// writing the aborted-transaction index (as after a failed sync); the crash comes next.
+#[allow(clippy::too_many_arguments)]
+fn append_one(rng: &mut ChaCha8Rng, serial: &mut u64, next: &mut [i32; producers as usize], now: u64, round: usize, log: &mut Log, state: &mut ProducerStates, model: &mut Model, full: bool) -> Result<bool, String> {
+    let mut batch = random_batch(rng, serial, next, now);
+    match log.append(&mut batch, round as i32, now) {
+        Ok(info) => {
+            let h = validate(&batch, usize::MAX).map_err(|e| e.to_string())?;
+            let end = log.log_end_offset();
+            let recorded = record_appended(state, log, end, &h, &batch);
+            model.batches.push((info.base_offset, batch));
+            match recorded {
+                Err(_) if full && log.failure().is_some() => Ok(false),
+                Err(e) => Err(format!("record: {e}")),
+                Ok(_) => Ok(true),
+            }
+        }
+        Err(LogError::Io { source, .. }) if full && source.kind() == std::io::ErrorKind::StorageFull => Ok(true),
+        Err(e) => Err(format!("append: {e}")),
+    }
 }
 
 /// The first `steps` of the broker's shared checkpoint (`Broker::checkpoint`) on this one log.

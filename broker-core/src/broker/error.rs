@@ -64,8 +64,12 @@ pub enum Error {
     /// POLICY_VIOLATION (44): DeleteRecords on a topic whose cleanup.policy lacks `delete`.
     #[error("{0}")]
     PolicyViolation(String),
-    /// Transactions are not implemented. TRANSACTIONAL_ID_AUTHORIZATION_FAILED would mislead;
-    /// UNSUPPORTED_VERSION (35) tells clients the feature is not there.
+    /// TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53): transactional batches in a produce that names
+    /// no transactional id (Kafka's answer: no id, so no authorization for one).
+    #[error("transactional batches need the producer's transactional id")]
+    TransactionalIdMissing,
+    /// A transactional InitProducerId: no coordinator is wired yet. TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    /// would mislead; UNSUPPORTED_VERSION (35) tells clients the feature is not there.
     #[error("transactions are not supported")]
     TransactionsUnsupported,
 }
@@ -102,6 +106,7 @@ impl Error {
             Error::OffsetNotAvailable => Code::OffsetNotAvailable,
             Error::PolicyViolation(_) => Code::PolicyViolation,
             Error::TransactionsUnsupported => Code::UnsupportedVersion,
+            Error::TransactionalIdMissing => Code::TransactionalIdAuthorizationFailed,
         }
     }
 }

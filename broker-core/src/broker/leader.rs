@@ -27,6 +27,12 @@ impl Incoming {
         let checked = (records.len() <= crate::constants::message_bytes_max).then(|| batch::check(&records));
         Incoming { checked, bytes: records }
     }
+
+    /// Whether its header says transactional (a produce carrying one must name its
+    /// transactional id).
+    pub fn is_transactional(&self) -> bool {
+        batch::read_header(&self.bytes).is_ok_and(|h| h.is_transactional())
+    }
 }
 
 /// Checked where it is handed over, for callers that hold the bytes under the lock already.
@@ -221,14 +227,18 @@ impl Broker {
             list_offsets::latest if read_committed => (-1, part.last_stable_offset()),
             list_offsets::latest => (-1, part.high_watermark()),
             t if t < 0 => return Err(Error::InvalidConfig(format!("timestamp {t} is not a ListOffsets target"))),
-            t => match part.log.offset_for_timestamp(t)? {
-                // A match below the start DeleteRecords set is in the segment holding it:
-                // records at and after the start come later, so they answer (Kafka searches
-                // from the start; the timestamp of the record at the start is not looked up).
-                Some((offset, _)) if offset < part.log_start_offset() && part.log_start_offset() < part.high_watermark() => (-1, part.log_start_offset()),
-                Some((offset, found)) if offset >= part.log_start_offset() && offset < part.high_watermark() => (found, offset),
-                _ => (-1, -1),
-            },
+            t => {
+                // What the reader may see: up to the high watermark, or the LSO (read_committed).
+                let visible = if read_committed { part.last_stable_offset() } else { part.high_watermark() };
+                match part.log.offset_for_timestamp(t)? {
+                    // A match below the start DeleteRecords set is in the segment holding it:
+                    // records at and after the start come later, so they answer (Kafka searches
+                    // from the start; the timestamp of the record at the start is not looked up).
+                    Some((offset, _)) if offset < part.log_start_offset() && part.log_start_offset() < visible => (-1, part.log_start_offset()),
+                    Some((offset, found)) if offset >= part.log_start_offset() && offset < visible => (found, offset),
+                    _ => (-1, -1),
+                }
+            }
         })
     }
 

@@ -46,16 +46,18 @@ impl Partition {
 
     /// The last stable offset (docs/transactions.md, 2.2): the high watermark, held back by the
     /// first transaction still open here or ended by a marker not yet replicated.
+    /// Never below the log start (retention or DeleteRecords may remove an open transaction's
+    /// first batches), as Kafka's first unstable offset is not.
     pub fn last_stable_offset(&self) -> i64 {
-        self.producers.last_stable_offset(self.high_watermark())
+        let hw = self.high_watermark();
+        self.producers.last_stable_offset(hw).max(self.log_start_offset().min(hw))
     }
 
     /// Where the cleaner must stop: below the last stable offset (an open transaction may
     /// still abort) and below the first aborted transaction (the cleaner does not yet remove
     /// aborted records, so it must not let them outlive the committed records of their keys).
     pub(super) fn cleanable_end(&self) -> i64 {
-        let unstable = self.producers.first_unstable().unwrap_or(i64::MAX);
-        [self.high_watermark(), unstable, self.log.first_aborted_offset().unwrap_or(i64::MAX)].into_iter().min().expect("three")
+        self.last_stable_offset().min(self.log.first_aborted_offset().unwrap_or(i64::MAX))
     }
 
     pub(super) fn leo(&self) -> i64 {
@@ -99,7 +101,6 @@ impl Partition {
         self.replication.apply(&i.replicas, &i.isr, i.leader, i.leader_epoch, i.partition_epoch, leo, now)
     }
 
-    /// Producer state rebuilt from the batch headers of the whole log (after a truncation).
     /// What a leader's append owes besides `due`'s note: its sync job, a wake when the high
     /// watermark moved (an ISR of one), and the observer's view.
     pub(super) fn after_leader_append(&mut self, observer: &Observer, me: i32, name: &str, p: i32, now: u64, out: &mut Vec<super::Action>) {
@@ -186,11 +187,11 @@ struct Replay {
     aborted: Vec<AbortedTxn>,
 }
 
-/// Replays from the newest snapshot at or below the checkpointed recovery point (below it the
-/// aborted-transaction index on disk is durable; docs/transactions.md, 1.5), or from the log
-/// start when there is none or the index did not read back.
+/// Replays from the newest snapshot at or below where the aborted-transaction index is known
+/// whole ([`Log::aborted_replay_bound`]; docs/transactions.md, 1.5), or from the log start when
+/// there is none.
 fn replay(log: &Log) -> Result<Replay, LogError> {
-    match log.newest_producer_snapshot_to(log.checkpointed_point()).filter(|_| log.aborted_index_trusted()) {
+    match log.newest_producer_snapshot_to(log.aborted_replay_bound()) {
         Some((at, entries)) => replay_from(log, at, ProducerStates::from_snapshot(&entries)),
         None => replay_from(log, log.log_start_offset(), ProducerStates::default()),
     }

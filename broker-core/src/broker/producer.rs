@@ -285,12 +285,6 @@ impl ProducerStates {
         self.unreplicated.retain(|&(_, marker)| marker >= hw);
     }
 
-    /// The first offset of a transaction open here or ended by a marker not yet known to be
-    /// replicated (a bound below the last stable offset, without forgetting anything).
-    pub fn first_unstable(&self) -> Option<i64> {
-        [self.open.first().map(|&(o, _)| o), self.unreplicated.first().map(|&(o, _)| o)].into_iter().flatten().min()
-    }
-
     /// The open transactions' (producer id, first offset), by producer (DescribeProducers).
     pub fn open_transactions(&self) -> impl Iterator<Item = (i64, i64)> + '_ {
         self.producers.iter().filter(|(_, p)| p.txn_first >= 0).map(|(&id, p)| (id, p.txn_first))

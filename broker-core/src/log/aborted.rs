@@ -56,8 +56,10 @@ impl Log {
     pub(super) fn load_aborted(&mut self) -> Result<(), LogError> {
         for (i, seg) in self.segments.iter().enumerate() {
             let next = self.segments.get(i + 1).map(|n| n.base_offset);
-            // No segment holds more markers than its bytes hold 78-byte batches.
-            let most = (seg.size() / super::batch::control::marker_bytes as u64 + 1) * txn_index::entry_bytes as u64;
+            // No segment holds more markers than its bytes hold 78-byte batches (as large as
+            // segments grow: the last one may have lost a tail whose entries the replay drops).
+            let bytes = seg.size().max(self.config.segment_bytes as u64);
+            let most = (bytes / super::batch::control::marker_bytes as u64 + 1) * txn_index::entry_bytes as u64;
             match load(self.disk.as_ref(), &self.dir, seg.base_offset, next, most)? {
                 Ok(entries) => self.aborted.extend(entries),
                 Err(_) => self.aborted_untrusted = true,
@@ -95,10 +97,17 @@ impl Log {
         self.aborted.iter().map(|t| t.first_offset).min()
     }
 
-    /// Whether every `.txnindex` read back at open; if not, the producer-state replay starts at
-    /// the log start, so that every entry is derived again.
-    pub fn aborted_index_trusted(&self) -> bool {
-        !self.aborted_untrusted
+    /// Where a producer-state replay must start at the latest for its index to be whole: at
+    /// open, the recovery point the checkpoint file held (below it the files are durable; a
+    /// checkpoint written by open itself after a cut vouches for the segments only), or the log
+    /// start if a `.txnindex` did not read back; once restored, anywhere (the index in memory
+    /// is whole).
+    pub fn aborted_replay_bound(&self) -> i64 {
+        match (self.aborted_untrusted, self.aborted_durable_to) {
+            (true, _) => self.log_start_offset(),
+            (false, Some(to)) => to,
+            (false, None) => i64::MAX,
+        }
     }
 
     /// Replaces the entries of markers at or above `from` with `entries` (what a producer-state
@@ -107,6 +116,7 @@ impl Log {
         self.check_failed()?;
         let at = self.aborted.partition_point(|t| t.last_offset < from);
         if self.aborted[at..] == entries[..] && !self.aborted_untrusted {
+            self.aborted_durable_to = None;
             return Ok(());
         }
         self.aborted.truncate(at);
@@ -114,6 +124,7 @@ impl Log {
         let result = self.rewrite_aborted_from(from);
         if result.is_ok() {
             self.aborted_untrusted = false;
+            self.aborted_durable_to = None;
         }
         self.offline_on_error(result, "rewriting the aborted-transaction index")
     }
@@ -178,7 +189,7 @@ impl Log {
         }
         // Synced by the next flush or sync job, before the recovery point passes the marker
         // (one owed entry per write: a job vouches only for what was owed when it was taken).
-        self.owed.push(super::durability::Owed::File(path));
+        self.owed.note(super::durability::Owed::File(path));
         Ok(())
     }
 }

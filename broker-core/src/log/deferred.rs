@@ -71,7 +71,8 @@ pub struct SyncStamp {
     pub upto: i64,
     cuts: u64,
     dir_changes: u64,
-    owed: usize,
+    /// What the log owed when the job was taken (`OwedList::mark`): the job pays that.
+    owed: u64,
 }
 
 /// The syncs a log owed when its owner took them: segment files, then the directory and
@@ -166,8 +167,8 @@ impl Log {
             .map(|(_, seg)| seg.sync_handle())
             .collect();
         let d = &self.deferred;
-        let stamp = SyncStamp { serial: d.serial, upto: end, cuts: d.cuts, dir_changes: d.dir_changes, owed: self.owed.len() };
-        Some(SyncJob { files, dir: self.dir_dirty.then(|| self.dir.clone()), owed: self.owed.clone(), disk: self.disk.clone(), stamp })
+        let stamp = SyncStamp { serial: d.serial, upto: end, cuts: d.cuts, dir_changes: d.dir_changes, owed: self.owed.mark() };
+        Some(SyncJob { files, dir: self.dir_dirty.then(|| self.dir.clone()), owed: self.owed.things(), disk: self.disk.clone(), stamp })
     }
 
     /// The sync the cleaner's output owes, if a step left one (deferral on; see
@@ -182,7 +183,7 @@ impl Log {
     /// takes the log offline, as any failed sync does.
     pub(super) fn cleaner_job(&self, file: (Arc<SegmentLog>, PathBuf)) -> SyncJob {
         let d = &self.deferred;
-        let stamp = SyncStamp { serial: d.serial, upto: -1, cuts: d.cuts, dir_changes: d.dir_changes, owed: self.owed.len() };
+        let stamp = SyncStamp { serial: d.serial, upto: -1, cuts: d.cuts, dir_changes: d.dir_changes, owed: 0 };
         SyncJob { files: vec![file], dir: None, owed: Vec::new(), disk: self.disk.clone(), stamp }
     }
 
@@ -205,9 +206,7 @@ impl Log {
         if stamp.dir_changes == d.dir_changes {
             self.dir_dirty = false;
         }
-        if stamp.owed == self.owed.len() {
-            self.owed.clear();
-        }
+        self.owed.paid_to(stamp.owed);
         self.recovery_point = stamp.upto.min(self.log_end_offset());
         true
     }

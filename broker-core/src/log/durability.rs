@@ -39,6 +39,53 @@ impl Owed {
     }
 }
 
+/// What the log owes outside its segments, each thing once, with the mark of its noting: a
+/// sync job or a staged checkpoint pays only what was noted before it was taken, so something
+/// noted (again) while one runs stays owed.
+#[derive(Debug, Clone, Default)]
+pub(super) struct OwedList {
+    items: Vec<(u64, Owed)>,
+    last: u64,
+}
+
+impl OwedList {
+    pub(super) fn new(items: impl IntoIterator<Item = Owed>) -> OwedList {
+        let mut list = OwedList::default();
+        items.into_iter().for_each(|o| list.note(o));
+        list
+    }
+
+    /// Owes `o`, from now (a thing owed already is owed again from now).
+    pub(super) fn note(&mut self, o: Owed) {
+        self.items.retain(|(_, x)| *x != o);
+        self.last += 1;
+        self.items.push((self.last, o));
+    }
+
+    /// The mark of the newest thing noted, for [`OwedList::paid_to`].
+    pub(super) fn mark(&self) -> u64 {
+        self.last
+    }
+
+    /// What was noted up to `mark` was made durable.
+    pub(super) fn paid_to(&mut self, mark: u64) {
+        self.items.retain(|(m, _)| *m > mark);
+    }
+
+    pub(super) fn clear(&mut self) {
+        self.items.clear();
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// The things owed, in the order they were (last) noted.
+    pub(super) fn things(&self) -> Vec<Owed> {
+        self.items.iter().map(|(_, o)| o.clone()).collect()
+    }
+}
+
 /// A checkpoint written to its temporary file, waiting for the caller's `sync_all`.
 #[must_use]
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,6 +94,8 @@ pub struct StagedCheckpoint {
     /// The log's `deferred` marks when staged: a log cut or reopened since takes no commit.
     serial: u64,
     cuts: u64,
+    /// What the log owed when staged ([`OwedList::mark`]): the `sync_all` after it pays that.
+    owed: u64,
 }
 
 fn tmp_path(log: &Log) -> PathBuf {
@@ -86,8 +135,8 @@ impl Log {
     /// The broker wrote `file` (in `dir`) without syncing either: the next flush, or the next
     /// staged checkpoint, makes them durable before it vouches for anything.
     pub fn owe_sync(&mut self, file: PathBuf, dir: PathBuf) {
-        self.owed.push(Owed::File(file));
-        self.owed.push(Owed::Dir(dir));
+        self.owed.note(Owed::File(file));
+        self.owed.note(Owed::Dir(dir));
     }
 
     /// The caller made everything this log owes durable (a file-system sync after creating it).
@@ -96,7 +145,7 @@ impl Log {
     }
 
     fn pay_owed(&mut self) -> Result<(), LogError> {
-        for owed in &self.owed {
+        for owed in self.owed.things() {
             owed.sync(self.disk.as_ref())?;
         }
         self.owed.clear();
@@ -156,7 +205,7 @@ impl Log {
         file.truncate(0).map_err(io)?;
         file.write_at(format!("{end}\n").as_bytes(), 0).map_err(io)?;
         let (serial, cuts) = self.deferred.marks();
-        Ok(Some(StagedCheckpoint { end, serial, cuts }))
+        Ok(Some(StagedCheckpoint { end, serial, cuts, owed: self.owed.mark() }))
     }
 
     /// The second half, after a `sync_all` that followed [`Log::checkpoint_stage`]: everything
@@ -171,8 +220,8 @@ impl Log {
         if (staged.serial, staged.cuts) != self.deferred.marks() {
             return Ok(());
         }
+        self.owed.paid_to(staged.owed);
         if staged.end == self.log_end_offset() {
-            self.owed.clear();
             self.dir_dirty = false;
             for seg in &mut self.segments {
                 seg.indexes_are_durable();

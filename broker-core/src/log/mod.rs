@@ -163,7 +163,7 @@ pub struct Log {
     dir_dirty: bool,
     /// Names and files outside the segments that the next flush must make durable
     /// (`durability`): the log directory's own entry when open created it, a partition marker.
-    owed: Vec<durability::Owed>,
+    owed: durability::OwedList,
     /// Offsets below this have been through a cleaning pass (compacted logs; `cleaner`).
     cleaned_to: i64,
     /// The cleaning pass in flight between steps (`pass`). Boxed: it is large and rare, and
@@ -186,6 +186,9 @@ pub struct Log {
     /// `.txnindex` failed to read back at open.
     aborted: Vec<txn_index::AbortedTxn>,
     aborted_untrusted: bool,
+    /// Below this offset the index files read at open are durable (the recovery point the
+    /// checkpoint file held); None once the index was restored (memory is then the truth).
+    aborted_durable_to: Option<i64>,
 }
 
 impl Log {
@@ -193,7 +196,7 @@ impl Log {
     pub fn open(disk: Arc<dyn Disk>, dir: &Path, config: LogConfig, now: u64) -> Result<(Log, RecoveryReport), LogError> {
         config.validate()?;
         let dir = dir.to_path_buf();
-        let owed = if disk.exists(&dir) { Vec::new() } else { vec![durability::Owed::Dir(crate::storage::parent_of(&dir))] };
+        let owed = durability::OwedList::new((!disk.exists(&dir)).then(|| durability::Owed::Dir(crate::storage::parent_of(&dir))));
         disk.create_dir_all(&dir).map_err(|source| LogError::Io { op: "create directory", path: dir.clone(), source })?;
         let mut report = RecoveryReport { recovery_point: read_recovery_point(disk.as_ref(), &dir)?, ..Default::default() };
         // A cleaning swap a crash interrupted is finished first: its `.swap` is whole.
@@ -259,7 +262,7 @@ impl Log {
         // A clean point above the end (a crash cut the log after it was written) would call
         // records appended later clean.
         let cleaned_to = cleaner::read_checkpoint(disk.as_ref(), &dir)?.min(end);
-        let mut log = Log { disk, dir, config, segments, recovery_point, unflushed_records: 0, unflushed_since_ms: None, dir_dirty: true, owed, epochs, failed: None, cleaned_to, pass: None, retired: retired::Retired::default(), checkpoint_in_place: false, checkpointed: report.recovery_point, alarm: None, deferred: deferred::Deferred::new(), snapshots, aborted: Vec::new(), aborted_untrusted: false };
+        let mut log = Log { disk, dir, config, segments, recovery_point, unflushed_records: 0, unflushed_since_ms: None, dir_dirty: true, owed, epochs, failed: None, cleaned_to, pass: None, retired: retired::Retired::default(), checkpoint_in_place: false, checkpointed: report.recovery_point, alarm: None, deferred: deferred::Deferred::new(), snapshots, aborted: Vec::new(), aborted_untrusted: false, aborted_durable_to: Some(report.recovery_point.min(end)) };
         log.load_aborted()?;
         // A snapshot past the recovered end describes batches the log no longer has, and one
         // below its start batches it cannot replay after it: both go, durably, before new

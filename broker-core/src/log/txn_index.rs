@@ -65,9 +65,10 @@ pub fn decode(bytes: &[u8], base: i64) -> Result<(Vec<AbortedTxn>, usize), TxnIn
         if v != version {
             return Err(TxnIndexError::Version(i, v));
         }
-        // The marker is in this segment and ends its transaction, which started before it; the
+        // The marker is in this segment and ends its transaction, whose first batch came before
+        // it (so zeros, a write a crash dropped before a later one it kept, are no entry); the
         // LSO at the abort is at most the offset after the marker.
-        if t.last_offset < base || t.first_offset > t.last_offset || t.last_stable_offset > t.last_offset + 1 || t.first_offset < 0 {
+        if t.last_offset < base || t.first_offset >= t.last_offset || t.last_stable_offset > t.last_offset + 1 || t.first_offset < 0 {
             return Err(TxnIndexError::Inconsistent(i, t.first_offset, t.last_offset, t.last_stable_offset, base));
         }
         if out.last().is_some_and(|prev| prev.last_offset >= t.last_offset) {
@@ -134,6 +135,7 @@ mod tests {
         assert_eq!(decode(&backwards, 0), Err(TxnIndexError::OutOfOrder(1, 4)));
         assert!(matches!(decode(&txn(1, 0, 4, 0).encode(), 10), Err(TxnIndexError::Inconsistent(0, ..))), "a marker below the segment's base");
         assert!(matches!(decode(&txn(1, 6, 4, 0).encode(), 0), Err(TxnIndexError::Inconsistent(..))), "a transaction that ends before it starts");
+        assert!(matches!(decode(&[0u8; 34], 0), Err(TxnIndexError::Inconsistent(0, 0, 0, 0, 0))), "zeros a crash left where a write was dropped");
         assert!(matches!(decode(&txn(1, 2, 4, 9).encode(), 0), Err(TxnIndexError::Inconsistent(..))), "an LSO past the marker");
     }
 

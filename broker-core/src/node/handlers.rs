@@ -118,6 +118,7 @@ pub fn produce(b: &mut Broker, version: i16, correlation_id: i32, req: ProduceRe
             pr.log_append_time_ms = -1;
             let result = match batches.next().flatten() {
                 None => Err(Error::Batch(crate::log::BatchError::TooShort(0))),
+                Some(records) if records.is_transactional() && req.transactional_id.is_none() => Err(Error::TransactionalIdMissing),
                 Some(records) => b.produce(&name, part.index, records, acks, now, out),
             };
             match result {

@@ -106,3 +106,39 @@ fn aborted_and_open_transactions_survive_a_restart_and_follow_a_truncation() {
     assert_eq!(part.producers.last_stable_offset(4), 3, "p1's second transaction is open again");
     assert_eq!(std::fs::read(&index).unwrap().len(), crate::log::txn_index::entry_bytes);
 }
+
+#[test]
+fn an_index_entry_lost_with_a_torn_tail_comes_back_though_open_checkpoints_past_it() {
+    // A power loss during a checkpoint's file-system sync: the producers' snapshot and the log up
+    // to it survived, the index entry below it did not, and a torn tail after it makes open cut
+    // the log and write a new checkpoint. That checkpoint vouches for the segments, not for the
+    // index: the replay must start at or below the recovery point the old checkpoint held.
+    let tmp = tempfile::tempdir().unwrap();
+    let node = one_node(config(tmp.path()));
+    create(&node, "t", 1, BTreeMap::new()).unwrap();
+    let mut b = node.broker();
+    let (p1, e1) = b.init_producer_id().unwrap();
+    let out = &mut Vec::new();
+    b.produce("t", 0, &txn(p1, e1, 0, 2), -1, 0, out).unwrap(); // 0-1
+    b.write_marker("t", 0, p1, e1, MarkerKind::Abort, 0, 0, out).unwrap(); // 2
+    let part = b.partitions.get_mut("t", 0).unwrap();
+    let entries = part.producers.to_snapshot();
+    part.log.write_producer_snapshot(&entries).unwrap(); // at 3, staged but never committed
+    b.produce("t", 0, &build(&[b"after"], 1000), -1, 0, out).unwrap(); // 3
+    let dir = tmp.path().join("t-0");
+    let checkpointed = std::fs::read_to_string(dir.join(crate::log::RECOVERY_POINT_FILE)).unwrap_or_default();
+    drop(b);
+    drop(node);
+    assert!(checkpointed.trim().parse::<i64>().unwrap_or(0) < 3, "the checkpoint file is older than the snapshot ({checkpointed:?})");
+    // The crash: the entry's write lost, garbage after the last batch.
+    std::fs::write(dir.join(format!("{}.txnindex", crate::log::file_stem(0))), b"").unwrap();
+    let log_path = dir.join(format!("{}.log", crate::log::file_stem(0)));
+    let mut bytes = std::fs::read(&log_path).unwrap();
+    bytes.extend_from_slice(&[0xAB; 40]);
+    std::fs::write(&log_path, bytes).unwrap();
+    let node = one_node(config(tmp.path()));
+    crate::testing::sync(&node, 0);
+    let b = node.broker();
+    let aborted = b.partitions.get("t", 0).unwrap().log.aborted_transactions().to_vec();
+    assert_eq!(aborted, vec![AbortedTxn { producer_id: p1, first_offset: 0, last_offset: 2, last_stable_offset: 3 }]);
+}

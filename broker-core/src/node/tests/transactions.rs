@@ -42,6 +42,9 @@ fn a_transaction_aborted_through_write_txn_markers_is_listed_to_read_committed_f
     let mut batch = build(&[b"a", b"b"], 1000);
     crate::log::batch::set_producer(&mut batch, pid, epoch, 0);
     crate::log::batch::set_transactional(&mut batch);
+    let anonymous = produce_req("t", batch.clone(), -1);
+    let r: ProduceResponse = reply(handle(&node, &frame(ApiKey::Produce, 9, &anonymous), 0, Attempt::First, &mut Vec::new()), ApiKey::Produce, 9);
+    assert_eq!(r.responses[0].partition_responses[0].error_code, Code::TransactionalIdAuthorizationFailed.code(), "transactional batches without a transactional id");
     let req = produce_req("t", batch, -1).with_transactional_id(Some(TransactionalId(StrBytes::from_static_str("tx"))));
     let r: ProduceResponse = reply(handle(&node, &frame(ApiKey::Produce, 9, &req), 0, Attempt::First, &mut Vec::new()), ApiKey::Produce, 9);
     assert_eq!(r.responses[0].partition_responses[0].error_code, 0, "a transactional produce is taken");
