@@ -1,9 +1,12 @@
-//! Transaction markers at a partition leader (WriteTxnMarkers): the control batch that ends a
-//! producer's transaction here, refused from an older producer epoch or an older coordinator,
-//! appended and replicated like any batch; an abort also enters the log's aborted-transaction
-//! index (docs/transactions.md, 2.1). What a coordinator sends and when is not decided here.
+//! Transactions at a partition leader: the markers (WriteTxnMarkers) that end a producer's
+//! transaction here, refused from an older producer epoch or an older coordinator, appended and
+//! replicated like any batch, an abort also entering the log's aborted-transaction index
+//! (docs/transactions.md, 2.1); and the producers a leader knows (DescribeProducers, KIP-664,
+//! how an operator finds a hanging transaction). What a coordinator sends and when is not
+//! decided here.
 
 use super::partition::Produced;
+use super::producer::ProducerView;
 use super::{Action, Broker, Error};
 use crate::log::batch::{self, control::{self, MarkerKind}};
 
@@ -35,5 +38,11 @@ impl Broker {
         part.after_leader_append(&self.config.observer, me, name, p, now, out);
         self.due.logs.note(topic, p, &part.log, part.high_watermark());
         Ok(Produced { base_offset: info.base_offset, last_offset: info.last_offset, log_start_offset: part.log_start_offset(), leader_epoch, log_append_time: -1, duplicate: false })
+    }
+
+    /// The producers this leader knows for the partition (DescribeProducers).
+    pub fn describe_producers(&self, name: &str, p: i32) -> Result<Vec<ProducerView>, Error> {
+        let part = self.led(name, p, -1)?;
+        Ok(part.producers.describe())
     }
 }

@@ -81,6 +81,18 @@ pub enum MarkerError {
     CoordinatorFenced { got: i32, current: i32 },
 }
 
+/// One producer as DescribeProducers shows it (KIP-664).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProducerView {
+    pub producer_id: i64,
+    pub epoch: i16,
+    /// The sequence of its last batch here; -1 when only markers remain of it.
+    pub last_sequence: i32,
+    pub coordinator_epoch: i32,
+    /// The first offset of its transaction open here; -1 for none.
+    pub current_txn_start_offset: i64,
+}
+
 /// A transaction a marker ended on this partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EndedTxn {
@@ -283,6 +295,18 @@ impl ProducerStates {
     /// Forgets the ended transactions whose markers the high watermark `hw` has passed.
     pub fn forget_replicated(&mut self, hw: i64) {
         self.unreplicated.retain(|&(_, marker)| marker >= hw);
+    }
+
+    /// Every producer this partition knows, by id (DescribeProducers).
+    pub fn describe(&self) -> Vec<ProducerView> {
+        let view = |(&producer_id, p): (&i64, &Producer)| ProducerView {
+            producer_id,
+            epoch: p.epoch,
+            last_sequence: p.batches.back().map_or(-1, |b| b.last_seq),
+            coordinator_epoch: p.coordinator_epoch,
+            current_txn_start_offset: p.txn_first,
+        };
+        self.producers.iter().map(view).collect()
     }
 
     /// The open transactions' (producer id, first offset), by producer (DescribeProducers).

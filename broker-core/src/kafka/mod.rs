@@ -25,6 +25,8 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::OffsetForLeaderEpoch, 2, 4),
     // Transaction markers, from a coordinator or an operator's tool (docs/transactions.md).
     (ApiKey::WriteTxnMarkers, 1, 1),
+    // KIP-664: the producers a leader knows, and their open transactions.
+    (ApiKey::DescribeProducers, 0, 0),
     // Consumer groups, classic protocol (docs/groups.md).
     (ApiKey::FindCoordinator, 0, 4),
     (ApiKey::JoinGroup, 0, 9),
@@ -61,6 +63,8 @@ pub const SENT: &[(ApiKey, i16)] = &[
     (ApiKey::CreateTopics, 5),
     (ApiKey::InitProducerId, 4),
     (ApiKey::OffsetForLeaderEpoch, 3),
+    // A transaction coordinator's markers (tests write them so until the coordinator is wired).
+    (ApiKey::WriteTxnMarkers, 1),
     (ApiKey::AlterPartition, 3),
     (ApiKey::ListOffsets, 6),
     // The group consumer (client::group) and the operator's queries (client::groups_admin).

@@ -285,6 +285,7 @@ fn handle_inner(node: &Node, prepared: Prepared, peer: Option<std::net::IpAddr>,
             }
         }
         RequestKind::ListOffsets(req) => reply!(handlers::list_offsets(&b(), version, req)),
+        RequestKind::DescribeProducers(req) => reply!(txn_handlers::describe_producers(&b(), req)),
         RequestKind::WriteTxnMarkers(req) => Ok(txn_handlers::write_txn_markers(&mut b(), version, correlation_id, req, now, out)),
         RequestKind::CreateTopics(req) => controller_handlers::create_topics(node, version, correlation_id, req, now),
         RequestKind::DeleteTopics(req) => controller_handlers::delete_topics(node, version, correlation_id, req, now),

@@ -16,4 +16,5 @@ mod slow_disk;
 mod support;
 mod tidy;
 mod topic_configs;
+mod transactions;
 mod zero_copy;

@@ -2,6 +2,8 @@
 //! and read_committed Fetch and ListOffsets, as request bytes in and response bytes out.
 
 use super::*;
+use kafka_protocol::messages::describe_producers_request::DescribeProducersRequest;
+use kafka_protocol::messages::describe_producers_response::DescribeProducersResponse;
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic};
 use kafka_protocol::messages::list_offsets_response::ListOffsetsResponse;
 use kafka_protocol::messages::write_txn_markers_request::{WritableTxnMarker, WritableTxnMarkerTopic, WriteTxnMarkersRequest};
@@ -27,6 +29,19 @@ fn latest_committed(node: &Node) -> i64 {
     r.topics[0].partitions[0].offset
 }
 
+/// DescribeProducers of `t`-0: (producer id, epoch, last sequence, coordinator epoch, open
+/// transaction's first offset) of each, or the partition's error.
+fn producers(node: &Node, partition: i32) -> Result<Vec<(i64, i32, i32, i32, i64)>, i16> {
+    let t = kafka_protocol::messages::describe_producers_request::TopicRequest::default().with_name(TopicName(StrBytes::from_static_str("t"))).with_partition_indexes(vec![partition]);
+    let req = DescribeProducersRequest::default().with_topics(vec![t]);
+    let r: DescribeProducersResponse = reply(handle(node, &frame(ApiKey::DescribeProducers, 0, &req), 0, Attempt::First, &mut Vec::new()), ApiKey::DescribeProducers, 0);
+    let p = &r.topics[0].partitions[0];
+    match p.error_code {
+        0 => Ok(p.active_producers.iter().map(|s| (s.producer_id.0, s.producer_epoch, s.last_sequence, s.coordinator_epoch, s.current_txn_start_offset)).collect()),
+        code => Err(code),
+    }
+}
+
 fn marker(pid: i64, epoch: i16, commit: bool, partition: i32) -> WriteTxnMarkersRequest {
     let t = WritableTxnMarkerTopic::default().with_name(TopicName(StrBytes::from_static_str("t"))).with_partition_indexes(vec![partition]);
     let m = WritableTxnMarker::default().with_producer_id(ProducerId(pid)).with_producer_epoch(epoch).with_transaction_result(commit).with_coordinator_epoch(0).with_topics(vec![t]);
@@ -50,6 +65,8 @@ fn a_transaction_aborted_through_write_txn_markers_is_listed_to_read_committed_f
     assert_eq!(r.responses[0].partition_responses[0].error_code, 0, "a transactional produce is taken");
     assert_eq!(read_committed(&node), (2, 0, 0, vec![]), "nothing is stable while the transaction is open");
     assert_eq!(latest_committed(&node), 0);
+    assert_eq!(producers(&node, 0), Ok(vec![(pid, epoch as i32, 1, -1, 0)]), "DescribeProducers shows the open transaction");
+    assert_eq!(producers(&node, 3), Err(Code::UnknownTopicOrPartition.code()));
     let out = handle(&node, &frame(ApiKey::WriteTxnMarkers, 1, &marker(pid, epoch, false, 0)), 0, Attempt::First, &mut Vec::new());
     let r: WriteTxnMarkersResponse = reply(out, ApiKey::WriteTxnMarkers, 1);
     assert_eq!((r.markers[0].producer_id.0, r.markers[0].topics[0].partitions[0].error_code), (pid, 0), "answered once replicated (an ISR of one)");
@@ -57,6 +74,7 @@ fn a_transaction_aborted_through_write_txn_markers_is_listed_to_read_committed_f
     assert_eq!((hw, lso, aborted), (3, 3, vec![(pid, 0)]), "the aborted records are served with the list that drops them");
     assert!(bytes > 0);
     assert_eq!(latest_committed(&node), 3);
+    assert_eq!(producers(&node, 0), Ok(vec![(pid, epoch as i32, 1, 0, -1)]), "ended, by the coordinator in epoch 0");
     let out = handle(&node, &frame(ApiKey::WriteTxnMarkers, 1, &marker(pid, epoch - 1, true, 0)), 0, Attempt::First, &mut Vec::new());
     let r: WriteTxnMarkersResponse = reply(out, ApiKey::WriteTxnMarkers, 1);
     assert_eq!(r.markers[0].topics[0].partitions[0].error_code, Code::InvalidProducerEpoch.code(), "an older epoch's marker");

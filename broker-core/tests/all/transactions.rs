@@ -1,0 +1,80 @@
+//! Transactions as real consumers see them: a broker process holding transactional batches
+//! ended by commit and abort markers (written with WriteTxnMarkers, as a coordinator will) and
+//! plain batches, read by confluent-kafka and kafka-python with read_committed (the aborted
+//! records dropped by the broker's aborted-transaction list, the open ones held back by the
+//! last stable offset) and read_uncommitted (every data record), markers hidden from both.
+
+use crate::real_clients::{client_script, Broker};
+use broker_core::client::Conn;
+use broker_core::log::batch::{build, set_producer, set_transactional};
+use bytes::Bytes;
+use kafka_protocol::messages::init_producer_id_request::InitProducerIdRequest;
+use kafka_protocol::messages::produce_request::{PartitionProduceData, ProduceRequest, TopicProduceData};
+use kafka_protocol::messages::write_txn_markers_request::{WritableTxnMarker, WritableTxnMarkerTopic, WriteTxnMarkersRequest};
+use kafka_protocol::messages::{ProducerId, TopicName, TransactionalId};
+use kafka_protocol::protocol::StrBytes;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+const topic: &str = "txn";
+
+/// Appends `values` as one batch: transactional for `producer` (id, epoch, first sequence),
+/// plain without one; returns its base offset.
+async fn append(c: &mut Conn, values: &[&str], producer: Option<(i64, i16, i32)>) -> i64 {
+    let refs: Vec<&[u8]> = values.iter().map(|v| v.as_bytes()).collect();
+    // Today's time: records from 1970 would be past the topic's retention at once.
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("after 1970").as_millis() as i64;
+    let mut batch = build(&refs, now);
+    if let Some((pid, epoch, seq)) = producer {
+        set_producer(&mut batch, pid, epoch, seq);
+        set_transactional(&mut batch);
+    }
+    let part = PartitionProduceData::default().with_index(0).with_records(Some(Bytes::from(batch)));
+    let t = TopicProduceData::default().with_name(TopicName(StrBytes::from_static_str(topic))).with_partition_data(vec![part]);
+    let id = producer.map(|_| TransactionalId(StrBytes::from_static_str("writer")));
+    let req = ProduceRequest::default().with_acks(-1).with_timeout_ms(10_000).with_transactional_id(id).with_topic_data(vec![t]);
+    let r = c.send(&req).await.expect("produce");
+    let p = &r.responses[0].partition_responses[0];
+    assert_eq!(p.error_code, 0, "produce {values:?}");
+    p.base_offset
+}
+
+async fn end(c: &mut Conn, pid: i64, epoch: i16, commit: bool) {
+    let t = WritableTxnMarkerTopic::default().with_name(TopicName(StrBytes::from_static_str(topic))).with_partition_indexes(vec![0]);
+    let m = WritableTxnMarker::default().with_producer_id(ProducerId(pid)).with_producer_epoch(epoch).with_transaction_result(commit).with_coordinator_epoch(0).with_topics(vec![t]);
+    let r = c.send(&WriteTxnMarkersRequest::default().with_markers(vec![m])).await.expect("write markers");
+    assert_eq!(r.markers[0].topics[0].partitions[0].error_code, 0, "marker for {pid}");
+}
+
+async fn producer_id(c: &mut Conn) -> (i64, i16) {
+    let req = InitProducerIdRequest::default().with_transactional_id(None).with_transaction_timeout_ms(60_000).with_producer_id(ProducerId(-1)).with_producer_epoch(-1);
+    let r = c.send(&req).await.expect("init producer id");
+    assert_eq!(r.error_code, 0);
+    (r.producer_id.0, r.producer_epoch)
+}
+
+#[test]
+fn real_consumers_read_committed_without_aborted_records_or_markers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut broker = Broker::start(dir.path(), &[]);
+    let addr: SocketAddr = broker.bootstrap().parse().expect("address");
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let log_end = runtime.block_on(async {
+        broker_core::client::admin::create_topics(addr, &[(topic.into(), 1, 1)], Duration::from_secs(10)).await.expect("create topic");
+        let mut c = Conn::connect(addr, "txn-writer", Duration::from_secs(10)).await.expect("connect");
+        let (p1, e1) = producer_id(&mut c).await;
+        let (p2, e2) = producer_id(&mut c).await;
+        assert_eq!(append(&mut c, &["c1", "c2"], Some((p1, e1, 0))).await, 0);
+        end(&mut c, p1, e1, true).await; // 2
+        assert_eq!(append(&mut c, &["a1", "a2"], Some((p1, e1, 2))).await, 3);
+        assert_eq!(append(&mut c, &["c3"], Some((p2, e2, 0))).await, 5);
+        assert_eq!(append(&mut c, &["p1"], None).await, 6);
+        end(&mut c, p1, e1, false).await; // 7: p1's second transaction aborts
+        end(&mut c, p2, e2, true).await; // 8
+        let last = append(&mut c, &["p2"], None).await; // 9
+        last
+    });
+    let (committed, all) = (r#"["c1","c2","c3","p1","p2"]"#, r#"["c1","c2","a1","a2","c3","p1","p2"]"#);
+    let end = (log_end + 1).to_string();
+    client_script(&mut broker, "read_committed.py", &["--topic", topic, "--end", &end, "--committed", committed, "--all", all]);
+}

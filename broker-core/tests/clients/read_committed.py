@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""Real consumers read a partition holding committed and aborted transactions and their markers.
+
+The test wrote, to partition 0 of `--topic`, transactional batches ended by commit and abort
+markers (WriteTxnMarkers) and plain batches. Reads the partition from the beginning to its end
+four ways: confluent-kafka (librdkafka) and kafka-python, each with isolation level
+read_committed (the aborted records are dropped by the aborted-transaction list the broker
+answers, control records are never shown) and read_uncommitted (every data record, markers
+still hidden). Checks each against the values the test expects, in order.
+"""
+
+import argparse
+import json
+
+from common import Deadline, expect, main
+
+
+def confluent(bootstrap, topic, isolation, deadline):
+    from confluent_kafka import Consumer, KafkaError, TopicPartition, OFFSET_BEGINNING
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"seedlog-{isolation}",
+                         "enable.auto.commit": False, "auto.offset.reset": "error",
+                         "enable.partition.eof": True, "isolation.level": isolation})
+    try:
+        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        values = []
+        while True:
+            deadline.check(f"confluent {isolation}: {values}")
+            msg = consumer.poll(min(1.0, max(0.1, deadline.left())))
+            if msg is None:
+                continue
+            err = msg.error()
+            if err is not None:
+                expect(err.code() == KafkaError._PARTITION_EOF, f"confluent {isolation}: consumer error {err}")
+                return values
+            values.append(msg.value().decode())
+    finally:
+        consumer.close()
+
+
+def kafka_python(bootstrap, topic, isolation, end, deadline):
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, isolation_level=isolation,
+                             enable_auto_commit=False, auto_offset_reset="earliest", consumer_timeout_ms=1000)
+    try:
+        tp = TopicPartition(topic, 0)
+        consumer.assign([tp])
+        consumer.seek_to_beginning(tp)
+        values = []
+        while consumer.position(tp) < end:
+            deadline.check(f"kafka-python {isolation}: at {consumer.position(tp)} of {end}: {values}")
+            for batch in consumer.poll(timeout_ms=500).values():
+                values.extend(r.value.decode() for r in batch)
+        return values
+    finally:
+        consumer.close()
+
+
+def run():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bootstrap", required=True)
+    ap.add_argument("--topic", required=True)
+    ap.add_argument("--end", type=int, required=True, help="the partition's log end offset")
+    ap.add_argument("--committed", required=True, help="JSON list: the values read_committed must give")
+    ap.add_argument("--all", required=True, help="JSON list: the values read_uncommitted must give")
+    args = ap.parse_args()
+    want = {"read_committed": json.loads(args.committed), "read_uncommitted": json.loads(args.all)}
+    for isolation, values in want.items():
+        got_c = confluent(args.bootstrap, args.topic, isolation, Deadline(60, f"confluent {isolation}"))
+        got_k = kafka_python(args.bootstrap, args.topic, isolation, args.end, Deadline(60, f"kafka-python {isolation}"))
+        expect(got_c == values, f"confluent-kafka {isolation}: {got_c}, expected {values} (kafka-python: {got_k})")
+        expect(got_k == values, f"kafka-python {isolation}: {got_k}, expected {values}")
+    print(f"read_committed and read_uncommitted agree with the transactions' outcomes ({len(want['read_committed'])} and {len(want['read_uncommitted'])} records)")
+
+
+if __name__ == "__main__":
+    main(run)
