@@ -65,6 +65,7 @@ impl Broker {
         dir::write_log_start(disk.as_ref(), &dir, offset)?;
         part.start_floor = offset;
         trim_below(&mut part.log, offset, now)?;
+        self.note_log(name, p); // deleted files wait for the next tick to be closed off the lock
         Ok(())
     }
 

@@ -93,6 +93,9 @@ pub enum Action {
     /// The fetcher of `leader` pauses before its next round: the leader does not know the
     /// partition the way this node does yet.
     FetcherBackOff { leader: i32 },
+    /// The files of segments retention or DeleteRecords deleted (their names are gone): the
+    /// shell closes them off the node's lock, since the last close frees their blocks.
+    Release(crate::log::Released),
     /// The group coordinator's answer for a request that waited on `ticket` (a rebalance
     /// completed, a commit replicated): the shell hands it to the request holding the ticket.
     GroupAnswer { ticket: crate::group::Ticket, answer: crate::group::Answer },

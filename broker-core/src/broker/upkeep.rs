@@ -84,6 +84,10 @@ impl Broker {
                 if let Err(e) = part.log.tick(now, hw) {
                     out.push(Action::Log(Level::Error, format!("{name}-{p}: {e}")));
                 }
+                // Retention's or DeleteRecords' deleted files, closed by the shell (issue 32).
+                if let Some(files) = part.log.take_released() {
+                    out.push(Action::Release(files));
+                }
             }
             self.due.logs.note(&name, p, &part.log, part.high_watermark());
         }

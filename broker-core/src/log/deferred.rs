@@ -119,7 +119,8 @@ impl SyncJob {
 }
 
 impl Log {
-    /// From now on syncs the flush policy or a roll call for are left to the owner's jobs.
+    /// From now on syncs the flush policy or a roll call for are left to the owner's jobs, and
+    /// so is closing the files of deleted segments ([`Log::take_released`]).
     pub fn defer_syncs(&mut self) {
         self.deferred.on = true;
     }
@@ -169,6 +170,12 @@ impl Log {
         let d = &self.deferred;
         let stamp = SyncStamp { serial: d.serial, upto: end, cuts: d.cuts, dir_changes: d.dir_changes, owed: self.owed.mark() };
         Some(SyncJob { files, dir: self.dir_dirty.then(|| self.dir.clone()), owed: self.owed.things(), disk: self.disk.clone(), stamp })
+    }
+
+    /// The files of segments deleted since the last call, for the owner to close off its lock
+    /// (deferral on; otherwise deletions close them at once).
+    pub fn take_released(&mut self) -> Option<super::Released> {
+        (!self.released.is_empty()).then(|| super::Released::new(std::mem::take(&mut self.released)))
     }
 
     /// The sync the cleaner's output owes, if a step left one (deferral on; see

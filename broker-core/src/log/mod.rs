@@ -49,6 +49,7 @@ pub use epochs::{EpochCache, EpochEntry};
 pub use cleaner::CleanStats;
 pub use pass::Step as CleanStep;
 pub use durability::StagedCheckpoint;
+pub use retired::Released;
 pub use deferred::{SyncJob, SyncStamp};
 pub use region::{FileRegion, Records, RegionError};
 pub use segment::{file_stem, Cut};
@@ -189,6 +190,8 @@ pub struct Log {
     /// Below this offset the index files read at open are durable (the recovery point the
     /// checkpoint file held); None once the index was restored (memory is then the truth).
     aborted_durable_to: Option<i64>,
+    /// Deleted segments' `.log` files for the owner to close (syncs deferred only: `retired`).
+    released: Vec<Arc<region::SegmentLog>>,
 }
 
 impl Log {
@@ -262,7 +265,7 @@ impl Log {
         // A clean point above the end (a crash cut the log after it was written) would call
         // records appended later clean.
         let cleaned_to = cleaner::read_checkpoint(disk.as_ref(), &dir)?.min(end);
-        let mut log = Log { disk, dir, config, segments, recovery_point, unflushed_records: 0, unflushed_since_ms: None, dir_dirty: true, owed, epochs, failed: None, cleaned_to, pass: None, retired: retired::Retired::default(), checkpoint_in_place: false, checkpointed: report.recovery_point, alarm: None, deferred: deferred::Deferred::new(), snapshots, aborted: Vec::new(), aborted_untrusted: false, aborted_durable_to: Some(report.recovery_point.min(end)) };
+        let mut log = Log { disk, dir, config, segments, recovery_point, unflushed_records: 0, unflushed_since_ms: None, dir_dirty: true, owed, epochs, failed: None, cleaned_to, pass: None, retired: retired::Retired::default(), checkpoint_in_place: false, checkpointed: report.recovery_point, alarm: None, deferred: deferred::Deferred::new(), snapshots, aborted: Vec::new(), aborted_untrusted: false, aborted_durable_to: Some(report.recovery_point.min(end)), released: Vec::new() };
         log.load_aborted()?;
         // A snapshot past the recovered end describes batches the log no longer has, and one
         // below its start batches it cannot replay after it: both go, durably, before new
@@ -429,8 +432,12 @@ impl Log {
         self.apply_retention(now, upper)
     }
 
-    /// When `tick` next has time-driven work (a `flush.ms` deadline), if any.
+    /// When `tick` next has time-driven work (a `flush.ms` deadline), if any; now (0) while
+    /// deleted segments' files wait for the owner ([`Log::take_released`]).
     pub fn next_deadline(&self) -> Option<u64> {
+        if !self.released.is_empty() {
+            return Some(0);
+        }
         match (self.config.flush, self.unflushed_since_ms) {
             (FlushPolicy::EveryMs(ms), Some(t)) => Some(t + ms),
             _ => None,
@@ -495,7 +502,14 @@ impl Log {
         self.abort_cleaning();
         let seg = self.segments.remove(0);
         let size = seg.size();
-        seg.delete(self.disk.as_ref(), &self.dir)?;
+        if self.deferred.on {
+            // The names go now; the close that frees the blocks is the owner's, off its lock.
+            let base = seg.base_offset;
+            self.released.push(seg.into_log());
+            segment::delete_files(self.disk.as_ref(), &self.dir, base)?;
+        } else {
+            seg.delete(self.disk.as_ref(), &self.dir)?;
+        }
         self.forget_aborted_below(self.segments[0].base_offset);
         self.dir_changed();
         Ok(size)

@@ -12,6 +12,7 @@
 //! crash leaves nothing to free, as the names were removed and synced by the swap.
 
 use super::region::SegmentLog;
+use std::fmt;
 use crate::constants::retired_slice_bytes;
 use crate::storage::DiskFile;
 use std::collections::VecDeque;
@@ -42,5 +43,53 @@ impl Retired {
         if len > retired_slice_bytes && file.truncate(len - retired_slice_bytes).is_ok() {
             self.0.push_front(file);
         }
+    }
+}
+
+/// The `.log` files of segments retention or DeleteRecords removed, names already gone, for the
+/// owner to close off its lock (`Log::take_released`): the last close frees a file's pages and
+/// blocks, tens of milliseconds for a large segment (see above), which a decision must not wait
+/// for. A file a fetch still reads closes with the reader's last handle, as before.
+pub struct Released(Vec<Arc<SegmentLog>>);
+
+impl Released {
+    /// Closes them (blocking: run it where that stops nobody else).
+    pub fn close(self) {
+        drop(self.0);
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl fmt::Debug for Released {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Released({} files)", self.0.len())
+    }
+}
+
+/// The same files, by identity (so actions compare in tests).
+impl PartialEq for Released {
+    fn eq(&self, other: &Released) -> bool {
+        self.0.len() == other.0.len() && self.0.iter().zip(&other.0).all(|(a, b)| Arc::ptr_eq(a, b))
+    }
+}
+
+impl Eq for Released {}
+
+impl Clone for Released {
+    fn clone(&self) -> Released {
+        Released(self.0.clone())
+    }
+}
+
+impl Released {
+    pub(super) fn new(files: Vec<Arc<SegmentLog>>) -> Released {
+        Released(files)
     }
 }

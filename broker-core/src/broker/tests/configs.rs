@@ -101,3 +101,22 @@ fn delete_records_moves_the_start_inside_a_segment_persists_it_and_trims_whole_s
     assert_eq!((part.log_start_offset(), part.log.log_end_offset(), part.log.segment_bases()), (5, 5, vec![4]), "persisted");
     assert_eq!(b.produce("d", 0, &build(&[b"after"], 1), 1, 0, &mut Vec::new()).unwrap().base_offset, 5);
 }
+
+#[test]
+fn deleted_segments_files_are_handed_to_the_shell_to_close_with_their_names_gone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let node = one_node(config(tmp.path()));
+    create(&node, "t", 1, overrides(&[("segment.bytes", "200"), ("retention.ms", "10000")])).unwrap();
+    produce_n(&node, "t", 4);
+    let actions = node.broker().tick(100_000);
+    let released: Vec<&crate::log::Released> = actions.iter().filter_map(|a| if let Action::Release(files) = a { Some(files) } else { None }).collect();
+    assert_eq!(released.iter().map(|r| r.len()).sum::<usize>(), 3, "the three closed segments expired: {actions:?}");
+    let names: Vec<String> = std::fs::read_dir(tmp.path().join("t-0")).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).filter(|n| n.ends_with(".log")).collect();
+    assert_eq!(names.len(), 1, "their names are gone before the shell closes them: {names:?}");
+    assert_eq!(node.broker().partitions()[key("t")].log_start_offset(), 3);
+    // DeleteRecords deletes the same way.
+    produce_n(&node, "t", 4);
+    node.broker().delete_records("t", 0, 5, 100_000).unwrap();
+    let actions = node.broker().tick(100_001);
+    assert!(actions.iter().any(|a| matches!(a, Action::Release(files) if !files.is_empty())), "{actions:?}");
+}
