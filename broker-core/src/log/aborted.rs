@@ -116,6 +116,13 @@ impl Log {
         self.check_failed()?;
         let at = self.aborted.partition_point(|t| t.last_offset < from);
         if self.aborted[at..] == entries[..] && !self.aborted_untrusted {
+            // The files already say it, but from `from` on they were read, not known synced
+            // (a write a crash may still drop): owed like a write, so no checkpoint vouches
+            // for them unsynced.
+            let bases: Vec<i64> = self.aborted[at..].iter().map(|t| self.segment_holding(t.last_offset)).collect();
+            for base in bases {
+                self.owed.note(super::durability::Owed::File(path(&self.dir, base)));
+            }
             self.aborted_durable_to = None;
             return Ok(());
         }
@@ -151,28 +158,41 @@ impl Log {
         self.segments[i - 1].base_offset
     }
 
-    /// Rewrites the files of every segment from the one holding `from`, from memory: each is cut
-    /// after its entries below `from` (bytes that may be all a crash leaves of it, never
-    /// rewritten) and the rest written after them.
+    /// Brings the files of every segment from the one holding `from` in line with memory. A file
+    /// that already says it is left as it is (owed a sync: it was read, not known synced); one
+    /// that must change is replaced atomically (a temporary file synced and renamed over it), so
+    /// a crash leaves the old entries or the new ones, never a cut file whose older entries a
+    /// checkpoint had vouched for.
     fn rewrite_aborted_from(&mut self, from: i64) -> Result<(), LogError> {
         let first = self.segment_holding(from);
         let bases: Vec<(i64, Option<i64>)> = self.segments.iter().enumerate().filter(|(_, s)| s.base_offset >= first).map(|(i, s)| (s.base_offset, self.segments.get(i + 1).map(|n| n.base_offset))).collect();
         for (base, next) in bases {
-            let mine = |t: &&AbortedTxn| t.last_offset >= base && next.is_none_or(|n| t.last_offset < n);
-            let kept = self.aborted.iter().filter(mine).filter(|t| t.last_offset < from).count();
-            let new: Vec<AbortedTxn> = self.aborted.iter().filter(mine).filter(|t| t.last_offset >= from).copied().collect();
+            let bytes: Vec<u8> = self.aborted.iter().filter(|t| t.last_offset >= base && next.is_none_or(|n| t.last_offset < n)).flat_map(|t| t.encode()).collect();
             let path = path(&self.dir, base);
-            if kept == 0 && new.is_empty() {
-                match self.disk.remove(&path) {
-                    Ok(()) => self.dir_changed(),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(io_err("remove", &path)(e)),
+            let exists = self.disk.exists(&path);
+            if bytes.is_empty() {
+                if exists {
+                    self.disk.remove(&path).map_err(io_err("remove", &path))?;
+                    self.dir_changed();
                 }
                 continue;
             }
-            let file = self.disk.open(&path, true).map_err(io_err("create", &path))?;
-            file.truncate((kept * txn_index::entry_bytes) as u64).map_err(io_err("truncate", &path))?;
-            self.write_aborted(base, kept, &new)?;
+            // Read back only when the length agrees (never more than memory holds).
+            let file = if exists { Some(self.disk.open(&path, false).map_err(io_err("open", &path))?) } else { None };
+            let same_len = match &file {
+                Some(f) => f.len().map_err(io_err("size", &path))? == bytes.len() as u64,
+                None => false,
+            };
+            let mut held = vec![0u8; if same_len { bytes.len() } else { 0 }];
+            if let (true, Some(f)) = (same_len, &file) {
+                read_exact_at(f.as_ref(), &mut held, 0).map_err(io_err("read", &path))?;
+            }
+            drop(file);
+            if same_len && held == bytes {
+                self.owed.note(super::durability::Owed::File(path));
+                continue;
+            }
+            crate::storage::write_atomically(self.disk.as_ref(), &path, &bytes).map_err(io_err("replace", &path))?;
         }
         Ok(())
     }
