@@ -206,7 +206,7 @@ fn replay_from(log: &Log, from: i64, mut producers: ProducerStates) -> Result<Re
         if !h.is_control() {
             return producers.record(h);
         }
-        let control = log.read(h.base_offset, h.size as usize, i64::MAX).and_then(|r| Ok(control::read_control(&r.bytes[..(h.size as usize).min(r.bytes.len())])?));
+        let control = log.read(h.base_offset, h.size, i64::MAX).and_then(|r| Ok(control::read_control(&r.bytes[..h.size.min(r.bytes.len())])?));
         match control {
             Ok(Control::Marker { kind, coordinator_epoch }) => aborted.extend(producers.record_marker(h, kind, coordinator_epoch).and_then(|t| t.aborted())),
             Ok(Control::Other(_)) => {}

@@ -58,7 +58,7 @@ impl Log {
             let next = self.segments.get(i + 1).map(|n| n.base_offset);
             // No segment holds more markers than its bytes hold 78-byte batches (as large as
             // segments grow: the last one may have lost a tail whose entries the replay drops).
-            let bytes = seg.size().max(self.config.segment_bytes as u64);
+            let bytes = seg.size().max(self.config.segment_bytes);
             let most = (bytes / super::batch::control::marker_bytes as u64 + 1) * txn_index::entry_bytes as u64;
             match load(self.disk.as_ref(), &self.dir, seg.base_offset, next, most)? {
                 Ok(entries) => self.aborted.extend(entries),

@@ -213,12 +213,7 @@ impl Waiting {
             What::Markers { version, correlation_id, response, pending } => {
                 let timeout = self.timeout_ms;
                 pending.retain(|(m, p)| {
-                    let failed = match b.replicated(&p.name, p.partition, &p.produced) {
-                        Ok(true) => None,
-                        Ok(false) if !expired => return true,
-                        Ok(false) => Some(Error::RequestTimedOut(timeout)),
-                        Err(e) => Some(e),
-                    };
+                    let Some(failed) = settled(b, p, expired, timeout) else { return true };
                     if let Some(e) = failed {
                         response.markers[*m].topics[p.topic].partitions[p.slot].error_code = e.kafka_error(true).code();
                     }
@@ -232,12 +227,7 @@ impl Waiting {
             What::Produce { version, correlation_id, response, pending } => {
                 let timeout = self.timeout_ms;
                 pending.retain(|p| {
-                    let failed = match b.replicated(&p.name, p.partition, &p.produced) {
-                        Ok(true) => None,
-                        Ok(false) if !expired => return true,
-                        Ok(false) => Some(Error::RequestTimedOut(timeout)),
-                        Err(e) => Some(e),
-                    };
+                    let Some(failed) = settled(b, p, expired, timeout) else { return true };
                     if let Some(e) = failed {
                         let pr = &mut response.responses[p.topic].partition_responses[p.slot];
                         pr.error_code = e.kafka_error(true).code();
@@ -254,5 +244,16 @@ impl Waiting {
                 Some(Outcome::Reply(Response::new(ApiKey::Produce, *version, *correlation_id, std::mem::take(response))))
             }
         }
+    }
+}
+
+/// Whether an acks=all append has settled: None while it waits, `Some(None)` once replicated,
+/// `Some(Some(error))` when it failed or the wait ran out.
+fn settled(b: &Broker, p: &Pending, expired: bool, timeout: u64) -> Option<Option<Error>> {
+    match b.replicated(&p.name, p.partition, &p.produced) {
+        Ok(true) => Some(None),
+        Ok(false) if !expired => None,
+        Ok(false) => Some(Some(Error::RequestTimedOut(timeout))),
+        Err(e) => Some(Some(e)),
     }
 }
