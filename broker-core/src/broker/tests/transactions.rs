@@ -15,6 +15,13 @@ fn txn(pid: i64, epoch: i16, seq: i32, n: usize) -> Vec<u8> {
     b
 }
 
+/// A one-node cluster on `dir` with topic `t` (one partition).
+fn with_topic(dir: &std::path::Path) -> crate::node::Node {
+    let node = one_node(config(dir));
+    create(&node, "t", 1, BTreeMap::new()).unwrap();
+    node
+}
+
 const committed: Fetcher = Fetcher { read_committed: true, ..Fetcher::consumer };
 
 /// (high watermark, last stable offset, offsets a read_committed fetch from 0 returns,
@@ -34,8 +41,7 @@ fn read(b: &mut Broker) -> (i64, i64, i64, Vec<AbortedTxn>) {
 #[test]
 fn read_committed_stops_at_the_first_open_transaction_and_lists_the_aborted_ones() {
     let tmp = tempfile::tempdir().unwrap();
-    let node = one_node(config(tmp.path()));
-    create(&node, "t", 1, BTreeMap::new()).unwrap();
+    let node = with_topic(tmp.path());
     let mut b = node.broker();
     let (p1, e1) = b.init_producer_id().unwrap();
     let (p2, e2) = b.init_producer_id().unwrap();
@@ -70,8 +76,7 @@ fn read_committed_stops_at_the_first_open_transaction_and_lists_the_aborted_ones
 #[test]
 fn aborted_and_open_transactions_survive_a_restart_and_follow_a_truncation() {
     let tmp = tempfile::tempdir().unwrap();
-    let node = one_node(config(tmp.path()));
-    create(&node, "t", 1, BTreeMap::new()).unwrap();
+    let node = with_topic(tmp.path());
     let mut b = node.broker();
     let (p1, e1) = b.init_producer_id().unwrap();
     let (p2, e2) = b.init_producer_id().unwrap();
@@ -114,8 +119,7 @@ fn an_index_entry_lost_with_a_torn_tail_comes_back_though_open_checkpoints_past_
     // the log and write a new checkpoint. That checkpoint vouches for the segments, not for the
     // index: the replay must start at or below the recovery point the old checkpoint held.
     let tmp = tempfile::tempdir().unwrap();
-    let node = one_node(config(tmp.path()));
-    create(&node, "t", 1, BTreeMap::new()).unwrap();
+    let node = with_topic(tmp.path());
     let mut b = node.broker();
     let (p1, e1) = b.init_producer_id().unwrap();
     let out = &mut Vec::new();
