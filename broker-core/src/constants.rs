@@ -282,6 +282,10 @@ pub const group_assignment_bytes_max: usize = 128 * 1024;
 /// never holds the broker for more than one such read.
 pub const offsets_load_bytes_per_step: usize = 1 << 20;
 
+/// Pause before a transaction marker is sent again after its leader could not write it (no
+/// leader, a leader that moved, too few in sync, no answer): Kafka's `retry.backoff.ms`.
+pub const txn_marker_retry_ms: u64 = 100;
+
 /// How much longer than its rebalance timeout a JoinGroup may wait: the rebalance completes at
 /// its deadline (on the next tick), and the answer must get out before the client, which waits
 /// the rebalance timeout plus 5 s, gives up.
@@ -290,6 +294,11 @@ pub const group_join_wait_margin_ms: u64 = 2_000;
 /// Longest any group request waits for its answer (Kafka's default max.poll.interval.ms, the
 /// rebalance timeout clients send).
 pub const group_request_wait_ms_max: u64 = 300_000;
+
+/// Longest a transaction coordinator's request waits for its state write to replicate (Kafka's
+/// `request.timeout.ms` default, which bounds its coordinator's appends); then it is answered
+/// COORDINATOR_NOT_AVAILABLE and the client asks again.
+pub const txn_request_wait_ms_max: u64 = 30_000;
 
 /// How long the operator tools (`seedlog groups`) wait for one broker's answer by default: long
 /// enough for a loaded broker, short enough that a dead one is reported while the operator waits.

@@ -59,16 +59,25 @@ pub fn sync(node: &Node, now: u64) {
             q.commit(records, now).unwrap();
         }
         for n in names {
-            let (partitions, rf, configs) = match n == crate::group::offsets_topic {
-                true => crate::group::offsets_topic_spec(&node.broker().config().groups, 1),
-                false => (-1, -1, Vec::new()),
+            let (partitions, rf, configs) = match n.as_str() {
+                crate::group::offsets_topic => {
+                    let (p, rf, c) = crate::group::offsets_topic_spec(&node.broker().config().groups, 1);
+                    (p, rf, c.into_iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+                }
+                crate::txn::transaction_state_topic => {
+                    let (p, rf, c) = crate::txn::state_topic_spec(&node.broker().config().txns, 1);
+                    (p, rf, c.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+                }
+                _ => (-1, -1, Vec::new()),
             };
-            let configs = configs.into_iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-            match q.controller().create_topic(&n, partitions, rf, configs, now) {
+            match q.controller().create_topic(&n, partitions, rf, configs.into_iter().collect(), now) {
                 Ok((_, records)) => {
                     q.commit(records, now).unwrap();
                 }
-                Err(_) => drop(node.input(crate::node::Input::AutoCreateRefused(n), now)),
+                Err(e) => {
+                    eprintln!("auto-creating {n}: {e}");
+                    drop(node.input(crate::node::Input::AutoCreateRefused(n), now))
+                }
             }
         }
     }

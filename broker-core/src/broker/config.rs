@@ -63,6 +63,8 @@ pub struct BrokerConfig {
     pub log: LogConfig,
     /// `group.*` and `offsets.*`: the group coordinator's settings.
     pub groups: GroupConfig,
+    /// The transaction coordinator's settings.
+    pub txns: crate::txn::TxnConfig,
     /// `log.cleaner.backoff.ms`: how long the log cleaner waits when no log is due a pass.
     pub cleaner_backoff_ms: u64,
     /// `log.cleaner.io.max.bytes.per.second`: the cleaner's read+write rate; None: no limit.
@@ -112,6 +114,7 @@ impl Default for BrokerConfig {
             leader_imbalance_per_broker_percentage: crate::constants::leader_imbalance_per_broker_percentage_default,
             log: LogConfig::default(),
             groups: GroupConfig::default(),
+            txns: crate::txn::TxnConfig::default(),
             cleaner_backoff_ms: crate::constants::log_cleaner_backoff_ms,
             cleaner_io_bytes_per_second: None,
             fetch_zero_copy: !cfg!(madsim),

@@ -68,10 +68,6 @@ pub enum Error {
     /// no transactional id (Kafka's answer: no id, so no authorization for one).
     #[error("transactional batches need the producer's transactional id")]
     TransactionalIdMissing,
-    /// A transactional InitProducerId: no coordinator is wired yet. TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    /// would mislead; UNSUPPORTED_VERSION (35) tells clients the feature is not there.
-    #[error("transactions are not supported")]
-    TransactionsUnsupported,
 }
 
 impl Error {
@@ -105,7 +101,6 @@ impl Error {
             Error::RequestTimedOut(_) => Code::RequestTimedOut,
             Error::OffsetNotAvailable => Code::OffsetNotAvailable,
             Error::PolicyViolation(_) => Code::PolicyViolation,
-            Error::TransactionsUnsupported => Code::UnsupportedVersion,
             Error::TransactionalIdMissing => Code::TransactionalIdAuthorizationFailed,
         }
     }

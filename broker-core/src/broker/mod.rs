@@ -96,9 +96,28 @@ pub enum Action {
     /// The files of segments retention or DeleteRecords deleted (their names are gone): the
     /// shell closes them off the node's lock, since the last close frees their blocks.
     Release(crate::log::Released),
-    /// The group coordinator's answer for a request that waited on `ticket` (a rebalance
-    /// completed, a commit replicated): the shell hands it to the request holding the ticket.
-    GroupAnswer { ticket: crate::group::Ticket, answer: crate::group::Answer },
+    /// A coordinator's answer for a request that waited on `ticket` (a rebalance completed, a
+    /// commit replicated, a transaction's state written): the shell hands it to the request
+    /// holding the ticket.
+    Answer { ticket: Ticket, answer: Answer },
+    /// Transaction markers the transaction coordinator sends to a partition leader (itself
+    /// included, as Kafka's coordinator does): the shell sends the WriteTxnMarkers and reports
+    /// its answer with `node::Input::MarkersAnswered`.
+    SendMarkers(crate::txn::markers::Send),
+}
+
+/// A coordinator's ticket: which coordinator handed it out, and its number there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Ticket {
+    Group(crate::group::Ticket),
+    Txn(crate::txn::Ticket),
+}
+
+/// The answer of a [`Ticket`], from its coordinator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    Group(crate::group::Answer),
+    Txn(crate::txn::Answer),
 }
 
 /// How loud an [`Action::Log`] line is.

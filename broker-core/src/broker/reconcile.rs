@@ -282,8 +282,9 @@ impl Broker {
     /// Asks for `name` to be auto-created (Metadata with auto-creation allowed): `Ok(false)`
     /// when auto-creation is off. The shell forwards the request to the controller.
     pub fn request_auto_create(&mut self, name: &str) -> Result<bool, Error> {
-        // The offsets topic is the coordinator's, created on first use whatever the setting.
-        if !self.config.auto_create_topics && name != crate::group::offsets_topic {
+        // The coordinators' state topics are created on first use whatever the setting.
+        let internal = name == crate::group::offsets_topic || name == crate::txn::transaction_state_topic;
+        if !self.config.auto_create_topics && !internal {
             return Ok(false);
         }
         topic::validate_name(name).map_err(Error::InvalidTopic)?;

@@ -23,6 +23,13 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteRecords, 0, 2),
     (ApiKey::InitProducerId, 0, 4),
     (ApiKey::OffsetForLeaderEpoch, 2, 4),
+    // The transaction coordinator, classic protocol (docs/transactions.md): the versions
+    // before KIP-890's verification and per-transaction epoch bump.
+    (ApiKey::AddPartitionsToTxn, 0, 3),
+    (ApiKey::AddOffsetsToTxn, 0, 3),
+    (ApiKey::EndTxn, 0, 3),
+    (ApiKey::DescribeTransactions, 0, 0),
+    (ApiKey::ListTransactions, 0, 1),
     // Transaction markers, from a coordinator or an operator's tool (docs/transactions.md).
     (ApiKey::WriteTxnMarkers, 1, 1),
     // KIP-664: the producers a leader knows, and their open transactions.
@@ -63,7 +70,7 @@ pub const SENT: &[(ApiKey, i16)] = &[
     (ApiKey::CreateTopics, 5),
     (ApiKey::InitProducerId, 4),
     (ApiKey::OffsetForLeaderEpoch, 3),
-    // A transaction coordinator's markers (tests write them so until the coordinator is wired).
+    // A transaction coordinator's markers.
     (ApiKey::WriteTxnMarkers, 1),
     (ApiKey::AlterPartition, 3),
     (ApiKey::ListOffsets, 6),
@@ -94,6 +101,12 @@ pub fn sent(key: i16) -> Option<i16> {
 /// not know is `Code::Unknown(n)`.
 pub fn error(code: i16) -> Option<Code> {
     Code::try_from_code(code)
+}
+
+/// FindCoordinator key types.
+pub mod coordinator_type {
+    pub const group: i8 = 0;
+    pub const transaction: i8 = 1;
 }
 
 /// Config resource types (Kafka's ConfigResource.Type) in DescribeConfigs, AlterConfigs and

@@ -4,7 +4,7 @@
 //! coordinator's (docs/groups.md). Requests the coordinator answers later wait on their tickets
 //! ([`Waiting::group`]).
 
-use super::group_link::{perform, sync_ownership};
+use super::coordinator_link::{perform, sync_ownership};
 use super::group_reply::{code, err_code, GroupReply};
 use crate::protocol::{s, topic_name};
 use super::{Node, Outcome, Parts, Waiting};
@@ -47,14 +47,16 @@ fn with_groups<T>(node: &Node, now: u64, out: &mut Vec<Action>, f: impl FnOnce(&
     result
 }
 
-/// FindCoordinator (v0–v4; v4 batches keys). Creates `__consumer_offsets` on first use.
+/// FindCoordinator (v0–v4; v4 batches keys), for groups and transactional ids. Creates the
+/// coordinator's state topic on first use.
 pub fn find_coordinator(b: &mut Broker, version: i16, req: FindCoordinatorRequest) -> FindCoordinatorResponse {
     let keys = if version >= 4 { req.coordinator_keys.clone() } else { vec![req.key.clone()] };
     let mut r = FindCoordinatorResponse::default();
     for key in keys {
         let located = match req.key_type {
-            0 => locate(b, key.as_str()),
-            _ => Err((Code::InvalidRequest, "transactions are not supported by this broker")),
+            crate::kafka::coordinator_type::group => locate(b, offsets_topic, key.as_str()),
+            crate::kafka::coordinator_type::transaction => locate(b, crate::txn::transaction_state_topic, key.as_str()),
+            _ => Err((Code::InvalidRequest, "unknown coordinator key type")),
         };
         let mut c = Located::default();
         c.key = key;
@@ -75,18 +77,20 @@ pub fn find_coordinator(b: &mut Broker, version: i16, req: FindCoordinatorReques
     r
 }
 
-/// The leader of the group's offsets partition, or why there is none yet.
-fn locate(b: &mut Broker, group: &str) -> Result<(i32, String, i32), (Code, &'static str)> {
+/// The leader of the key's partition of `topic` (the offsets topic for a group, the
+/// transaction state topic for a transactional id: the same placement), or why there is none
+/// yet. Creates the topic on first use.
+fn locate(b: &mut Broker, topic: &str, key: &str) -> Result<(i32, String, i32), (Code, &'static str)> {
     let unavailable = |why| Err((Code::CoordinatorNotAvailable, why));
-    let Some(topic) = b.image().topics.get(offsets_topic) else {
-        let _ = b.request_auto_create(offsets_topic);
-        return unavailable("the offsets topic is being created");
+    let Some(t) = b.image().topics.get(topic) else {
+        let _ = b.request_auto_create(topic);
+        return unavailable("the coordinator's state topic is being created");
     };
-    let p = partition_for(group, topic.partitions.len() as i32);
-    let leader = topic.partitions.get(p as usize).map_or(-1, |i| i.leader);
+    let p = partition_for(key, t.partitions.len() as i32);
+    let leader = t.partitions.get(p as usize).map_or(-1, |i| i.leader);
     match b.image().brokers.get(&leader).filter(|x| !x.fenced) {
         Some(x) => Ok((x.id, x.host.clone(), x.port)),
-        None => unavailable("the group's offsets partition has no leader"),
+        None => unavailable("the key's state partition has no leader"),
     }
 }
 

@@ -14,7 +14,6 @@ use kafka_protocol::messages::delete_records_request::DeleteRecordsRequest;
 use kafka_protocol::messages::delete_records_response::{DeleteRecordsPartitionResult, DeleteRecordsResponse, DeleteRecordsTopicResult};
 use kafka_protocol::messages::fetch_request::FetchRequest;
 use kafka_protocol::messages::fetch_response::{AbortedTransaction, FetchResponse, FetchableTopicResponse, PartitionData};
-use kafka_protocol::messages::init_producer_id_request::InitProducerIdRequest;
 use kafka_protocol::messages::init_producer_id_response::InitProducerIdResponse;
 use kafka_protocol::messages::list_offsets_request::ListOffsetsRequest;
 use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsResponse, ListOffsetsTopicResponse};
@@ -370,13 +369,10 @@ pub fn delete_records(b: &mut Broker, version: i16, correlation_id: i32, req: De
     Ok(waiting.poll_broker(b, false).unwrap_or(Outcome::Wait(waiting)))
 }
 
-pub fn init_producer_id(b: &mut Broker, req: InitProducerIdRequest) -> InitProducerIdResponse {
+/// InitProducerId without a transactional id: an idempotent producer's id.
+pub fn init_producer_id(b: &mut Broker) -> InitProducerIdResponse {
     let mut r = InitProducerIdResponse::default();
-    let result = match req.transactional_id {
-        Some(_) => Err(Error::TransactionsUnsupported),
-        None => b.init_producer_id(),
-    };
-    match result {
+    match b.init_producer_id() {
         Ok((id, epoch)) => {
             r.producer_id = ProducerId(id);
             r.producer_epoch = epoch;

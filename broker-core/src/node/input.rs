@@ -5,7 +5,7 @@
 //! links and timers only carry: how an answer is read (an ISR change lost, refused, stale or
 //! committed) is the broker's decision, by its rules. Never a socket, a clock or a sleep here.
 
-use super::{group_link, FetcherInput, Node, Parts};
+use super::{coordinator_link, FetcherInput, Node, Parts};
 use crate::broker::{Action, IsrReply, Level, StagedCheckpoints};
 use crate::controller::raft::Message;
 use crate::log::{LogError, SyncStamp};
@@ -15,7 +15,8 @@ use crate::metadata::MetadataRecord;
 #[derive(Debug)]
 pub enum Input {
     /// The node's timers came due: the broker's (flush.ms, retention, failed logs reopened, ISR
-    /// expiry), then the group coordinator's (sessions, rebalance deadlines, loading, expiry);
+    /// expiry), then the group coordinator's (sessions, rebalance deadlines, loading, expiry)
+    /// and the transaction coordinator's (timeouts, expiry, markers to send again);
     /// with `checkpoint`, the periodic checkpoint's first half too.
     Tick { checkpoint: bool },
     /// The log cleaner's turn: one bounded step ([`Node::cleaner_due`] says when the next is).
@@ -32,6 +33,9 @@ pub enum Input {
     IsrReply { topic: String, partition: i32, reply: IsrReply },
     /// A run of the metadata log, applied whole (a replay only once it reached the log's end).
     Metadata(Vec<(i64, MetadataRecord)>),
+    /// The answer of a transaction coordinator's WriteTxnMarkers ([`Action::SendMarkers`]):
+    /// each marker's partition and its error (None: written), or why none came.
+    MarkersAnswered { request: u64, result: MarkersResult },
     /// The controller refused to auto-create this topic: Metadata may ask again.
     AutoCreateRefused(String),
     /// For the metadata quorum: decided under the quorum's own lock, never the broker's.
@@ -39,6 +43,8 @@ pub enum Input {
     /// For the replica fetcher of `leader`: its next round, or the leader's answer.
     Fetcher { leader: i32, input: FetcherInput },
 }
+
+pub use crate::txn::markers::Answered as MarkersResult;
 
 /// What the shell tells a voter's metadata quorum.
 #[derive(Debug)]
@@ -60,7 +66,7 @@ impl Node {
         if let Input::Fetcher { leader, input } = input {
             return Node::fetcher_input(&mut parts, leader, input, now);
         }
-        let Parts { broker, groups, .. } = &mut *parts;
+        let Parts { broker, groups, txns, .. } = &mut *parts;
         let mut actions = match input {
             Input::Tick { checkpoint } => {
                 let mut actions = broker.tick(now);
@@ -70,7 +76,8 @@ impl Node {
                     actions.extend(failures);
                     staged = s;
                 }
-                actions.extend(group_link::tick(broker, groups, now));
+                actions.extend(coordinator_link::tick(broker, groups, now));
+                actions.extend(coordinator_link::tick(broker, txns, now));
                 actions.extend(staged.map(Action::SyncCheckpoint));
                 actions
             }
@@ -81,6 +88,7 @@ impl Node {
             Input::Registered { epoch } => broker.registered(epoch, now),
             Input::IsrReply { topic, partition, reply } => broker.isr_reply(&topic, partition, &reply, now),
             Input::Metadata(run) => broker.apply_metadata_batch(&run, now),
+            Input::MarkersAnswered { request, result } => coordinator_link::markers_answered(broker, txns, request, result, now),
             Input::AutoCreateRefused(topic) => {
                 broker.auto_create_failed(&topic);
                 Vec::new()
@@ -88,8 +96,8 @@ impl Node {
             // Decided above: under the quorum's lock, and by the fetcher.
             Input::Quorum(_) | Input::Fetcher { .. } => Vec::new(),
         };
-        // A mark moved or a leadership ended: the coordinator's writes may be settled.
-        group_link::settle(broker, groups, now, &mut actions);
+        // A mark moved or a leadership ended: the coordinators' writes may be settled.
+        parts.settle(now, &mut actions);
         actions
     }
 

@@ -9,22 +9,24 @@
 //!
 //! Files by responsibility: `handlers` (the broker's APIs: produce, fetch, metadata, offsets),
 //! `controller_handlers` and `elect_leaders` (the quorum's), `config_handlers`, `group_handlers`
-//! (the coordinator's APIs) with `group_reply` (their answers under construction) and
-//! `group_link` (where the coordinator meets the broker: ownership, loading, its appends),
+//! (the group coordinator's APIs) with `group_reply` (their answers under construction),
+//! `txn_handlers` (the transaction coordinator's APIs and a partition leader's markers),
+//! `coordinator_link` (where both coordinators meet the broker: ownership, loading, their
+//! appends, the markers' channel),
 //! `waiting` (requests answered later), `forward` (KIP-590 on this node), `input` (the shell's
 //! other inputs), `fetching` (the replica fetchers' rounds).
 
 mod config_handlers;
 mod controller_handlers;
 mod elect_leaders;
+mod coordinator_link;
 mod fetching;
 mod forward;
 mod group_handlers;
-mod group_link;
 mod group_reply;
 mod handlers;
 mod input;
-mod txn_handlers;
+pub mod txn_handlers;
 mod waiting;
 
 use crate::broker::{Action, Broker};
@@ -38,11 +40,11 @@ use bytes::Bytes;
 use kafka_protocol::messages::RequestKind;
 
 pub use fetching::FetcherInput;
-pub use input::{Input, QuorumInput};
+pub use input::{Input, MarkersResult, QuorumInput};
 pub use waiting::Waiting;
 
-/// What requests act on: this node's broker and group coordinator, under one lock (a group
-/// request decides with both, so no request ever holds one and waits for the other), and, on
+/// What requests act on: this node's broker and coordinators, under one lock (a coordinator's
+/// request decides with the broker too, so no request ever holds one and waits for another), and, on
 /// a voter, the metadata quorum under its own (the quorum's work never waits for the broker's).
 pub struct Node {
     parts: Mutex<Parts>,
@@ -51,10 +53,12 @@ pub struct Node {
     controller_hint: std::sync::atomic::AtomicI32,
 }
 
-/// The broker and the group coordinator of a node, locked together ([`Node::parts`]).
+/// The broker and the coordinators of a node, locked together ([`Node::parts`]).
 pub struct Parts {
     pub broker: Broker,
     pub groups: Coordinator,
+    /// The transaction coordinator and its markers' channel.
+    pub txns: coordinator_link::Txns,
     /// One replica fetcher per leader this node has followed (`fetching`).
     fetchers: std::collections::BTreeMap<i32, crate::broker::ReplicaFetcher>,
 }
@@ -75,11 +79,21 @@ impl std::ops::DerefMut for BrokerGuard<'_> {
     }
 }
 
+impl Parts {
+    /// Settles both coordinators' writes whose fate a decision just decided.
+    pub(crate) fn settle(&mut self, now: u64, out: &mut Vec<Action>) {
+        let Parts { broker, groups, txns, .. } = self;
+        coordinator_link::settle(broker, groups, now, out);
+        coordinator_link::settle(broker, txns, now, out);
+    }
+}
+
 impl Node {
     pub fn new(broker: Broker, controller: Option<Quorum>) -> Node {
         let mut groups = Coordinator::new(broker.config().groups.clone());
         groups.planted = broker.config().planted_set();
-        Node { parts: Mutex::new(Parts { broker, groups, fetchers: Default::default() }), controller: controller.map(Mutex::new), controller_hint: (-1).into() }
+        let txns = coordinator_link::Txns::new(broker.config().txns.clone());
+        Node { parts: Mutex::new(Parts { broker, groups, txns, fetchers: Default::default() }), controller: controller.map(Mutex::new), controller_hint: (-1).into() }
     }
 
     /// The broker and the coordinator, even if a request handler panicked while holding them
@@ -94,10 +108,10 @@ impl Node {
         BrokerGuard(self.parts())
     }
 
-    /// When [`Input::Tick`] is next due, if the broker or the coordinator has a deadline.
+    /// When [`Input::Tick`] is next due, if the broker or a coordinator has a deadline.
     pub fn next_deadline(&self) -> Option<u64> {
         let parts = self.parts();
-        parts.broker.next_deadline().into_iter().chain(parts.groups.next_deadline()).min()
+        parts.broker.next_deadline().into_iter().chain(parts.groups.next_deadline()).chain(parts.txns.next_deadline()).min()
     }
 
     /// The metadata quorum's voter, on a node that is one (active as controller or not).
@@ -234,12 +248,10 @@ impl Prepared {
 /// Decides one prepared request from `peer` (the address group members are described with).
 pub fn handle_from(node: &Node, prepared: Prepared, peer: Option<std::net::IpAddr>, now: u64, attempt: Attempt, out: &mut Vec<Action>) -> Outcome {
     let outcome = handle_inner(node, prepared, peer, now, attempt, out, false);
-    // A high watermark that moved may settle the coordinator's writes (a follower's fetch
+    // A high watermark that moved may settle the coordinators' writes (a follower's fetch
     // replicated a commit): their answers come out of this decision.
     if out.contains(&Action::Wake) {
-        let mut parts = node.parts();
-        let Parts { broker, groups, .. } = &mut *parts;
-        group_link::settle(broker, groups, now, out);
+        node.parts().settle(now, out);
     }
     outcome.unwrap_or_else(Outcome::Close)
 }
@@ -294,7 +306,12 @@ fn handle_inner(node: &Node, prepared: Prepared, peer: Option<std::net::IpAddr>,
         RequestKind::AlterConfigs(req) => config_handlers::alter_configs(node, version, correlation_id, req, now),
         RequestKind::IncrementalAlterConfigs(req) => config_handlers::incremental_alter_configs(node, version, correlation_id, req, now),
         RequestKind::DeleteRecords(req) => handlers::delete_records(&mut b(), version, correlation_id, req, now),
-        RequestKind::InitProducerId(req) => reply!(handlers::init_producer_id(&mut b(), req)),
+        RequestKind::InitProducerId(req) => Ok(txn_handlers::init_producer_id(node, version, correlation_id, req, now, out)),
+        RequestKind::AddPartitionsToTxn(req) => Ok(txn_handlers::add_partitions_to_txn(node, version, correlation_id, req, now, out)),
+        RequestKind::AddOffsetsToTxn(req) => Ok(txn_handlers::add_offsets_to_txn(node, version, correlation_id, req, now, out)),
+        RequestKind::EndTxn(req) => Ok(txn_handlers::end_txn(node, version, correlation_id, req, now, out)),
+        RequestKind::DescribeTransactions(req) => reply!(txn_handlers::describe_transactions(node, req, now, out)),
+        RequestKind::ListTransactions(req) => reply!(txn_handlers::list_transactions(node, version, req, now, out)),
         RequestKind::OffsetForLeaderEpoch(req) => reply!(handlers::offset_for_leader_epoch(&b(), version, req)),
         RequestKind::BrokerRegistration(req) => controller_handlers::broker_registration(node, version, correlation_id, req, now),
         RequestKind::BrokerHeartbeat(req) => controller_handlers::broker_heartbeat(node, version, correlation_id, req, now),

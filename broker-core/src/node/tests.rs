@@ -307,17 +307,17 @@ mod groups {
         let Outcome::Wait(mut waiting) = handle(&node, &frame(ApiKey::JoinGroup, 5, &req), 0, Attempt::First, &mut out) else { panic!("the first member waits out the initial rebalance delay") };
         let ticket = waiting.tickets().to_vec();
         assert_eq!(ticket.len(), 1);
-        assert!(!out.iter().any(|a| matches!(a, Action::GroupAnswer { .. })));
+        assert!(!out.iter().any(|a| matches!(a, Action::Answer { .. })));
         assert!(waiting.poll(&node, false).is_none(), "not answered yet");
         let mut later = node.input(Input::Tick { checkpoint: false }, 60_000);
-        let answers: Vec<_> = later.iter().filter(|a| matches!(a, Action::GroupAnswer { ticket: t, .. } if *t == ticket[0])).collect();
+        let answers: Vec<_> = later.iter().filter(|a| matches!(a, Action::Answer { ticket: t, .. } if *t == ticket[0])).collect();
         assert_eq!(answers.len(), 1, "{later:?}");
         waiting.take_answers(&mut later);
-        assert!(!later.iter().any(|a| matches!(a, Action::GroupAnswer { .. })), "taken by the request");
+        assert!(!later.iter().any(|a| matches!(a, Action::Answer { .. })), "taken by the request");
         let r: JoinGroupResponse = reply(waiting.poll(&node, false).expect("answered"), ApiKey::JoinGroup, 5);
         assert_eq!((r.error_code, r.generation_id, r.member_id.as_str()), (0, 1, member.as_str()));
         let again = node.input(Input::Tick { checkpoint: false }, 60_001);
-        assert!(!again.iter().any(|a| matches!(a, Action::GroupAnswer { .. })), "answered once");
+        assert!(!again.iter().any(|a| matches!(a, Action::Answer { .. })), "answered once");
     }
 }
 

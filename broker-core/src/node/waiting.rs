@@ -4,16 +4,18 @@
 //! node waits until this node's broker has applied the change, so the client's next request
 //! here sees it, and a group request waits for the coordinator's answers to its tickets (a
 //! rebalance completing, a commit replicated), a WriteTxnMarkers until its markers are
-//! replicated, which later decisions return as
-//! [`Action::GroupAnswer`] and the shell hands in ([`Waiting::answered`]). Each is a response
+//! replicated, and a transaction request for the transaction coordinator's answer to its
+//! ticket, which later decisions return as [`Action::Answer`] and the shell hands in
+//! ([`Waiting::answered`]). Each is a response
 //! under construction plus a condition; the shell polls it whenever the node changed or an
 //! answer came, and once more when its timeout passed.
 
 use super::group_reply::GroupReply;
+use super::txn_handlers::TxnReply;
 use crate::protocol::Response;
 use super::{Node, Outcome};
-use crate::broker::{Action, Broker, Error, Produced};
-use crate::group::{Answer, Ticket};
+use crate::broker::{Action, Answer, Broker, Error, Produced, Ticket};
+use crate::group;
 use kafka_protocol::messages::delete_records_response::DeleteRecordsResponse;
 use kafka_protocol::messages::produce_response::ProduceResponse;
 use kafka_protocol::messages::write_txn_markers_response::WriteTxnMarkersResponse;
@@ -44,7 +46,9 @@ enum What {
     Markers { version: i16, correlation_id: i32, response: WriteTxnMarkersResponse, pending: Vec<(usize, Pending)> },
     /// A group request: the response, the coordinator tickets it still waits on, and the
     /// answers so far.
-    Group { reply: Option<GroupReply>, tickets: Vec<Ticket>, answers: Vec<(Ticket, Answer)> },
+    Group { reply: Option<GroupReply>, tickets: Vec<group::Ticket>, answers: Vec<(group::Ticket, group::Answer)> },
+    /// A transaction coordinator's request: the response, waiting on one ticket.
+    Txn { reply: Option<TxnReply>, ticket: crate::txn::Ticket },
 }
 
 /// One partition of a produce waiting for its high watermark.
@@ -98,24 +102,40 @@ impl Waiting {
     }
 
     /// Waits for the group coordinator to answer every one of `tickets`.
-    pub(crate) fn group(reply: GroupReply, tickets: Vec<Ticket>, timeout_ms: u64) -> Waiting {
+    pub(crate) fn group(reply: GroupReply, tickets: Vec<group::Ticket>, timeout_ms: u64) -> Waiting {
         Waiting { timeout_ms, envelope: None, what: What::Group { reply: Some(reply), tickets, answers: Vec::new() } }
     }
 
-    /// The coordinator tickets this request still waits on (none but for a group request).
-    pub fn tickets(&self) -> &[Ticket] {
+    /// Waits for the transaction coordinator to answer `ticket`.
+    pub(crate) fn txn(reply: TxnReply, ticket: crate::txn::Ticket, timeout_ms: u64) -> Waiting {
+        Waiting { timeout_ms, envelope: None, what: What::Txn { reply: Some(reply), ticket } }
+    }
+
+    /// The coordinator tickets this request still waits on (none but for a coordinator's
+    /// request).
+    pub fn tickets(&self) -> Vec<Ticket> {
         match &self.what {
-            What::Group { tickets, .. } => tickets,
-            _ => &[],
+            What::Group { tickets, .. } => tickets.iter().map(|t| Ticket::Group(*t)).collect(),
+            What::Txn { reply: Some(_), ticket } => vec![Ticket::Txn(*ticket)],
+            _ => Vec::new(),
         }
     }
 
     /// Takes the answer for `ticket` if this request waits on it (else nothing happens).
     pub fn answered(&mut self, ticket: Ticket, answer: Answer) {
-        let What::Group { tickets, answers, .. } = &mut self.what else { return };
-        let Some(i) = tickets.iter().position(|t| *t == ticket) else { return };
-        tickets.remove(i);
-        answers.push((ticket, answer));
+        match (&mut self.what, ticket, answer) {
+            (What::Group { tickets, answers, .. }, Ticket::Group(ticket), Answer::Group(answer)) => {
+                let Some(i) = tickets.iter().position(|t| *t == ticket) else { return };
+                tickets.remove(i);
+                answers.push((ticket, answer));
+            }
+            (What::Txn { reply, ticket: mine }, Ticket::Txn(ticket), Answer::Txn(answer)) if *mine == ticket => {
+                if let Some(r) = reply.as_mut() {
+                    r.answered(answer);
+                }
+            }
+            _ => {}
+        }
     }
 
     /// Moves the answers among `actions` that are for this request into it (a decision made
@@ -124,7 +144,7 @@ impl Waiting {
         let mut kept = Vec::with_capacity(actions.len());
         for a in actions.drain(..) {
             match a {
-                Action::GroupAnswer { ticket, answer } if self.tickets().contains(&ticket) => {
+                Action::Answer { ticket, answer } if self.tickets().contains(&ticket) => {
                     self.answered(ticket, answer);
                 }
                 other => kept.push(other),
@@ -153,6 +173,16 @@ impl Waiting {
     fn poll_inner(&mut self, node: &Node, expired: bool) -> Option<Outcome> {
         match &mut self.what {
             What::Group { reply, tickets, answers } => Self::poll_group(node, reply, tickets, answers, expired),
+            What::Txn { reply, ticket } => {
+                let done = reply.as_ref()?.is_answered();
+                if !done && !expired {
+                    return None;
+                }
+                if !done {
+                    node.parts().txns.coordinator.forget(*ticket);
+                }
+                reply.take().map(|r| Outcome::Reply(r.finish()))
+            }
             What::Committed { offset, epoch, reply, refused, applied } => {
                 if let Some(e) = *epoch {
                     let state = node.controller().map(|q| (q.active_epoch() == Some(e), q.is_committed(*offset)));
@@ -170,7 +200,7 @@ impl Waiting {
 
     /// A group request: answered once every ticket is; when the wait is over, the coordinator
     /// forgets the rest and they are answered as timed out.
-    fn poll_group(node: &Node, reply: &mut Option<GroupReply>, tickets: &mut Vec<Ticket>, answers: &mut Vec<(Ticket, Answer)>, expired: bool) -> Option<Outcome> {
+    fn poll_group(node: &Node, reply: &mut Option<GroupReply>, tickets: &mut Vec<group::Ticket>, answers: &mut Vec<(group::Ticket, group::Answer)>, expired: bool) -> Option<Outcome> {
         if !tickets.is_empty() {
             if !expired {
                 return None;
@@ -183,14 +213,14 @@ impl Waiting {
             }
         }
         answers.sort_by_key(|(t, _)| *t);
-        let all: Vec<Answer> = answers.drain(..).map(|(_, a)| a).collect();
+        let all: Vec<group::Answer> = answers.drain(..).map(|(_, a)| a).collect();
         Some(Outcome::Reply(reply.take()?.finish(&all)))
     }
 
     /// [`Waiting::poll`] with the broker already locked.
     pub(crate) fn poll_broker(&mut self, b: &Broker, expired: bool) -> Option<Outcome> {
         match &mut self.what {
-            What::Group { .. } | What::Committed { .. } => None,
+            What::Group { .. } | What::Txn { .. } | What::Committed { .. } => None,
             What::Applied { offset, reply } => (expired || b.image().offset >= *offset).then(|| Outcome::Reply(reply.clone())),
             What::DeleteRecords { version, correlation_id, response, pending } => {
                 let timeout = self.timeout_ms;

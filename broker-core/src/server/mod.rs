@@ -9,14 +9,14 @@
 pub mod config;
 mod connection;
 mod forward;
+mod markers;
 mod peers;
 mod raft;
 mod replica_fetch;
 mod send;
 
-use crate::broker::{Action, Broker, Level};
+use crate::broker::{Action, Answer, Broker, Level, Ticket};
 use crate::controller::quorum::Quorum;
-use crate::group::{Answer, Ticket};
 use crate::constants::{accept_error_backoff_ms, startup_wait_ms_max, checkpoint_interval_ms, connections_max, tick_interval_ms};
 use crate::kafka::ApiKey;
 use crate::node::{self, Attempt, Input, Node, Outcome, Waiting};
@@ -57,10 +57,14 @@ pub struct Shared {
     metadata_committed: Notify,
     /// Woken when the metadata quorum may have messages to send or a new deadline.
     raft_wake: Notify,
-    /// The group requests waiting on coordinator tickets: where each ticket's answer goes
-    /// ([`Action::GroupAnswer`]). A ticket is entered in the decision that hands it out, so
+    /// The requests waiting on coordinator tickets: where each ticket's answer goes
+    /// ([`Action::Answer`]). A ticket is entered in the decision that hands it out, so
     /// no later decision's answer can miss it.
     group_waits: Mutex<std::collections::BTreeMap<Ticket, tokio::sync::mpsc::UnboundedSender<(Ticket, Answer)>>>,
+    /// The transaction coordinator's markers to send ([`Action::SendMarkers`]), and the
+    /// receiving end until the sender task takes it (`markers.rs`).
+    markers_out: tokio::sync::mpsc::UnboundedSender<crate::txn::markers::Send>,
+    markers_in: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<crate::txn::markers::Send>>>,
     /// Raft messages a decision asked to send, queued when its gate opens (`queue_raft`).
     raft_outgoing: Mutex<Vec<crate::controller::raft::Message>>,
     /// On a voter, each other voter's message queue (set when the Raft task starts).
@@ -102,7 +106,10 @@ impl Shared {
 
     fn build(broker: Broker, controller: Option<Quorum>, disk: Arc<dyn Disk>, observer: Option<Observer>) -> Arc<Shared> {
         let buggify = broker.config().buggify.clone();
+        let (markers_out, markers_in) = tokio::sync::mpsc::unbounded_channel();
         Arc::new(Shared {
+            markers_out,
+            markers_in: Mutex::new(Some(markers_in)),
             node: Node::new(broker, controller),
             disk,
             changed: Notify::new(),
@@ -239,7 +246,8 @@ impl Shared {
                 // Taken out inside the quorum's gate already (`queue_raft`); one left here
                 // is queued now.
                 Action::Raft(m) => raft::queue(self, m),
-                Action::GroupAnswer { ticket, answer } => {
+                Action::SendMarkers(send) => markers::queue(self, send),
+                Action::Answer { ticket, answer } => {
                     // No one waits any more (the request timed out, its connection closed):
                     // the answer is dropped, as Kafka drops a delayed response nobody reads.
                     let waiter = self.group_waits.lock().unwrap_or_else(|p| p.into_inner()).remove(&ticket);
@@ -509,7 +517,7 @@ async fn answer(shared: &Shared, frame: &Bytes, peer: IpAddr, turn: tokio::sync:
             let outcome = node::handle_from(&s.node, this, Some(peer), now_ms(), attempt, &mut actions);
             s.queue_raft(&mut actions);
             let answers = match &outcome {
-                Outcome::Wait(w) => s.await_answers(w.tickets()),
+                Outcome::Wait(w) => s.await_answers(&w.tickets()),
                 _ => None,
             };
             ((outcome, answers), actions)
@@ -571,7 +579,7 @@ async fn wait_for(shared: &Shared, mut waiting: Waiting, mut answers: Option<tok
         let expired = Instant::now() >= deadline;
         if expired {
             // No answer is sent after this; one sent before it is in the channel, taken below.
-            shared.forget_answers(waiting.tickets());
+            shared.forget_answers(&waiting.tickets());
         }
         if let Some(rx) = answers.as_mut() {
             while let Ok((ticket, answer)) = rx.try_recv() {

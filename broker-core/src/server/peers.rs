@@ -4,7 +4,8 @@
 //! - the metadata follower: long-polling Fetch of the controller's metadata log, applying what
 //!   arrives (a replay is applied only once it has reached the log's end, so no request ever
 //!   sees a half-replayed past);
-//! - one replica fetcher per leader this node follows (`replica_fetch.rs`).
+//! - one replica fetcher per leader this node follows (`replica_fetch.rs`);
+//! - the transaction coordinator's marker sender (`markers.rs`).
 //!
 //! IO only: every decision is the broker's or the controller's. Failures are logged, the
 //! connection dropped and retried after a pause; nothing here panics or gives up.
@@ -42,11 +43,14 @@ pub fn spawn(shared: Arc<Shared>) -> Vec<tokio::task::JoinHandle<()>> {
     if !shared.broker().config().broker_role {
         return vec![tokio::spawn(metadata_follower(shared))];
     }
-    vec![
+    let markers = shared.markers_in.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let mut tasks = markers.map(|rx| tokio::spawn(super::markers::sender(shared.clone(), rx))).into_iter().collect::<Vec<_>>();
+    tasks.extend([
         tokio::spawn(controller_link(shared.clone())),
         tokio::spawn(metadata_follower(shared.clone())),
         tokio::spawn(super::replica_fetch::replica_fetchers(shared)),
-    ]
+    ]);
+    tasks
 }
 
 /// `host:port` as a socket address: an IP literal, or (real builds only) a name to look up.
@@ -336,14 +340,22 @@ async fn auto_create(shared: &Shared, conn: &mut Conn) -> Result<(), ClientError
             let mut t = CreatableTopic::default();
             t.name = TopicName(s(n));
             (t.num_partitions, t.replication_factor) = (-1, -1);
-            if n == offsets_topic {
-                // Kafka's offsets.topic.* settings, the replication factor capped by the
-                // brokers present (Kafka would refuse until enough register).
-                let b = shared.broker();
-                let present = b.image().brokers.values().filter(|x| !x.fenced).count();
-                let (partitions, rf, configs) = offsets_topic_spec(&b.config().groups, present);
+            // The coordinators' state topics: Kafka's offsets.topic.* and
+            // transaction.state.log.* settings, the replication factor capped by the brokers
+            // present (Kafka would refuse until enough register).
+            let b = shared.broker();
+            let present = b.image().brokers.values().filter(|x| !x.fenced).count();
+            let spec = match n.as_str() {
+                offsets_topic => {
+                    let (partitions, rf, configs) = offsets_topic_spec(&b.config().groups, present);
+                    Some((partitions, rf, configs.into_iter().map(|(k, v)| (k, v.to_string())).collect()))
+                }
+                crate::txn::transaction_state_topic => Some(crate::txn::state_topic_spec(&b.config().txns, present)),
+                _ => None,
+            };
+            if let Some((partitions, rf, configs)) = spec {
                 (t.num_partitions, t.replication_factor) = (partitions, rf);
-                t.configs = configs.into_iter().map(|(k, v)| CreatableTopicConfig::default().with_name(s(k)).with_value(Some(s(v)))).collect();
+                t.configs = configs.into_iter().map(|(k, v)| CreatableTopicConfig::default().with_name(s(k)).with_value(Some(s(&v)))).collect();
             }
             t
         })

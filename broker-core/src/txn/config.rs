@@ -85,12 +85,13 @@ impl Default for TxnConfig {
 
 /// How `__transaction_state` is created (`TransactionStateManager.transactionTopicConfigs`):
 /// partitions, replication factor (capped by the brokers present), and topic configs —
-/// compacted, uncompressed, no unclean election, min ISR capped by the replication factor.
+/// compacted, no unclean election, min ISR capped by the replication factor. Kafka's
+/// `compression.type=uncompressed` is left out: this broker stores batches as they were
+/// written, and the coordinator writes them uncompressed.
 pub fn state_topic_spec(c: &TxnConfig, brokers_present: usize) -> (i32, i16, Vec<(&'static str, String)>) {
     let rf = c.state_replication_factor.min(brokers_present.max(1) as i16);
     let configs = vec![
         ("cleanup.policy", "compact".to_string()),
-        ("compression.type", "uncompressed".to_string()),
         ("unclean.leader.election.enable", "false".to_string()),
         ("min.insync.replicas", c.state_min_isr.min(rf).to_string()),
         ("segment.bytes", state_segment_bytes_default.to_string()),

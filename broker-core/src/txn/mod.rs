@@ -20,6 +20,7 @@ mod calls;
 mod config;
 mod epoch;
 mod loading;
+pub mod markers;
 pub mod records;
 pub mod state;
 
@@ -339,6 +340,11 @@ impl Coordinator {
         let Some(entry) = self.txns.get(txn_id) else { return };
         let target = state::complete(&entry.meta, now);
         self.write(txn_id, Some(target), Then::Background, now, work);
+    }
+
+    /// Whether marker job `job` is still this coordinator's (not finished, not resigned).
+    pub fn has_job(&self, job: u64) -> bool {
+        self.jobs.contains_key(&job)
     }
 
     /// The markers of `job` are written at `partitions` (WriteTxnMarkers answered NONE there;

@@ -1,4 +1,8 @@
-//! Transactions as real consumers see them: a broker process holding transactional batches
+//! Transactions as real clients run them: confluent-kafka's and kafka-python's transactional
+//! producers against the broker's transaction coordinator (commit, abort, a producer fenced
+//! by a new one with its transaction aborted), read back with read_committed and
+//! read_uncommitted (tests/clients/transactional_producer.py). And as real consumers see
+//! them: a broker process holding transactional batches
 //! ended by commit and abort markers (written with WriteTxnMarkers, as a coordinator will) and
 //! plain batches, read by confluent-kafka and kafka-python with read_committed (the aborted
 //! records dropped by the broker's aborted-transaction list, the open ones held back by the
@@ -77,4 +81,18 @@ fn real_consumers_read_committed_without_aborted_records_or_markers() {
     let (committed, all) = (r#"["c1","c2","c3","p1","p2"]"#, r#"["c1","c2","a1","a2","c3","p1","p2"]"#);
     let end = (log_end + 1).to_string();
     client_script(&mut broker, "read_committed.py", &["--topic", topic, "--end", &end, "--committed", committed, "--all", all]);
+}
+
+#[test]
+fn real_transactional_producers_commit_abort_and_are_fenced() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut broker = Broker::start(dir.path(), &[]);
+    let addr: SocketAddr = broker.bootstrap().parse().expect("address");
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let clients = ["confluent", "kafka-python"];
+    let topics: Vec<(String, i32, i16)> = clients.iter().map(|c| (format!("txn-{c}"), 2, 1)).collect();
+    runtime.block_on(broker_core::client::admin::create_topics(addr, &topics, Duration::from_secs(10))).expect("create topics");
+    for (client, (name, _, _)) in clients.iter().zip(&topics) {
+        client_script(&mut broker, "transactional_producer.py", &["--client", client, "--topic", name]);
+    }
 }

@@ -286,7 +286,8 @@ async fn broker_main(disk: SimDisk, config: BrokerConfig, rec: Rec) {
         Action::Raft(_) => {} // every Raft message: the network's to trace
         Action::MetadataMoved => {} // every metadata commit: the quorum's lines and observations say what moved
         Action::FetchFrom { .. } | Action::FetcherBackOff { .. } => {} // every fetcher round: the network's to trace
-        Action::GroupAnswer { .. } => {} // the request's response is in the client's history
+        Action::Answer { .. } => {} // the request's response is in the client's history
+        Action::SendMarkers(_) => {} // the markers' requests: the network's to trace
         Action::Release(_) => {} // retention's deletions: their effect is in the disk's history
         Action::Reregister => event(&r, &node, "reregister", json!({})),
         Action::Log(level, line) => event(&r, &node, "broker_log", json!({"level": format!("{level:?}").to_lowercase(), "line": line})),

@@ -82,3 +82,156 @@ fn a_transaction_aborted_through_write_txn_markers_is_listed_to_read_committed_f
     let r: WriteTxnMarkersResponse = reply(out, ApiKey::WriteTxnMarkers, 1);
     assert_eq!(r.markers[0].topics[0].partitions[0].error_code, Code::UnknownTopicOrPartition.code());
 }
+
+mod coordinator {
+    //! A whole transaction through the transaction coordinator, as a client and the shell
+    //! would drive it: FindCoordinator creates `__transaction_state`, InitProducerId,
+    //! AddPartitionsToTxn, a transactional produce, EndTxn, and the markers the coordinator
+    //! asks for delivered to this same node (its own partition leader) and answered back.
+
+    use super::*;
+    use crate::broker::Action;
+    use crate::node::Input;
+    use kafka_protocol::messages::add_partitions_to_txn_request::{AddPartitionsToTxnRequest, AddPartitionsToTxnTopic};
+    use kafka_protocol::messages::add_partitions_to_txn_response::AddPartitionsToTxnResponse;
+    use kafka_protocol::messages::describe_transactions_request::DescribeTransactionsRequest;
+    use kafka_protocol::messages::describe_transactions_response::DescribeTransactionsResponse;
+    use kafka_protocol::messages::end_txn_request::EndTxnRequest;
+    use kafka_protocol::messages::end_txn_response::EndTxnResponse;
+    use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
+    use kafka_protocol::messages::find_coordinator_response::FindCoordinatorResponse;
+    use kafka_protocol::messages::init_producer_id_request::InitProducerIdRequest;
+    use kafka_protocol::messages::init_producer_id_response::InitProducerIdResponse;
+    use kafka_protocol::messages::list_transactions_request::ListTransactionsRequest;
+    use kafka_protocol::messages::list_transactions_response::ListTransactionsResponse;
+
+    fn txn_node(dir: &std::path::Path) -> Node {
+        let mut config = crate::testing::config(dir);
+        config.txns.state_partitions = 3;
+        let node = crate::testing::one_node(config);
+        crate::testing::create(&node, "t", 1, Default::default()).unwrap();
+        node
+    }
+
+    fn id() -> TransactionalId {
+        TransactionalId(StrBytes::from_static_str("tx"))
+    }
+
+    /// Sends `req` and returns the reply and the actions its decision asked for.
+    fn ask<Req: Encodable + HeaderVersion, Resp: Decodable>(node: &Node, key: ApiKey, version: i16, req: &Req, now: u64) -> (Resp, Vec<Action>) {
+        let mut out = Vec::new();
+        let outcome = handle(node, &frame(key, version, req), now, Attempt::First, &mut out);
+        (reply(outcome, key, version), out)
+    }
+
+    /// Plays the shell's marker sender: every WriteTxnMarkers among `actions` goes to this
+    /// node, and its answer back; returns what those answers asked for in turn.
+    fn deliver_markers(node: &Node, actions: Vec<Action>, now: u64) -> (usize, Vec<Action>) {
+        let mut sent = 0;
+        let mut rest = Vec::new();
+        for a in actions {
+            let Action::SendMarkers(send) = a else { continue };
+            assert_eq!(send.broker, 0, "the partition's leader is this node");
+            sent += 1;
+            let (answer, _): (WriteTxnMarkersResponse, _) = ask(node, ApiKey::WriteTxnMarkers, 1, &crate::node::txn_handlers::marker_request(&send), now);
+            let result = Ok(crate::node::txn_handlers::marker_results(&send, answer));
+            rest.extend(node.input(Input::MarkersAnswered { request: send.request, result }, now));
+        }
+        (sent, rest)
+    }
+
+    fn describe(node: &Node) -> (i16, String, Vec<(String, Vec<i32>)>) {
+        let (r, _): (DescribeTransactionsResponse, _) = ask(node, ApiKey::DescribeTransactions, 0, &DescribeTransactionsRequest::default().with_transactional_ids(vec![id()]), 0);
+        let s = &r.transaction_states[0];
+        (s.error_code, s.transaction_state.to_string(), s.topics.iter().map(|t| (t.topic.0.to_string(), t.partitions.clone())).collect())
+    }
+
+    fn init(node: &Node, now: u64) -> InitProducerIdResponse {
+        let req = InitProducerIdRequest::default().with_transactional_id(Some(id())).with_transaction_timeout_ms(60_000).with_producer_id(ProducerId(-1)).with_producer_epoch(-1);
+        ask(node, ApiKey::InitProducerId, 4, &req, now).0
+    }
+
+    fn add_t0(node: &Node, pid: i64, epoch: i16) -> i16 {
+        let t = AddPartitionsToTxnTopic::default().with_name(TopicName(StrBytes::from_static_str("t"))).with_partitions(vec![0]);
+        let req = AddPartitionsToTxnRequest::default().with_v3_and_below_transactional_id(id()).with_v3_and_below_producer_id(ProducerId(pid)).with_v3_and_below_producer_epoch(epoch).with_v3_and_below_topics(vec![t]);
+        let (r, _): (AddPartitionsToTxnResponse, _) = ask(node, ApiKey::AddPartitionsToTxn, 3, &req, 0);
+        r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code
+    }
+
+    fn produce(node: &Node, pid: i64, epoch: i16, seq: i32) -> i16 {
+        let mut batch = build(&[b"a", b"b"], 1000);
+        crate::log::batch::set_producer(&mut batch, pid, epoch, seq);
+        crate::log::batch::set_transactional(&mut batch);
+        let req = produce_req("t", batch, -1).with_transactional_id(Some(id()));
+        let r: ProduceResponse = reply(handle(node, &frame(ApiKey::Produce, 9, &req), 0, Attempt::First, &mut Vec::new()), ApiKey::Produce, 9);
+        r.responses[0].partition_responses[0].error_code
+    }
+
+    fn end(node: &Node, pid: i64, epoch: i16, commit: bool, now: u64) -> (i16, Vec<Action>) {
+        let req = EndTxnRequest::default().with_transactional_id(id()).with_producer_id(ProducerId(pid)).with_producer_epoch(epoch).with_committed(commit);
+        let (r, out): (EndTxnResponse, _) = ask(node, ApiKey::EndTxn, 3, &req, now);
+        (r.error_code, out)
+    }
+
+    #[test]
+    fn commit_then_abort_then_a_new_producer_fences_an_open_transaction() {
+        let tmp = tempfile::tempdir().unwrap();
+        let node = txn_node(tmp.path());
+        let find = FindCoordinatorRequest::default().with_key_type(crate::kafka::coordinator_type::transaction).with_coordinator_keys(vec![StrBytes::from_static_str("tx")]);
+        let (r, _): (FindCoordinatorResponse, _) = ask(&node, ApiKey::FindCoordinator, 4, &find, 0);
+        assert_eq!(r.coordinators[0].error_code, Code::CoordinatorNotAvailable.code(), "the state topic is being created");
+        crate::testing::sync(&node, 0);
+        assert_eq!(node.broker().image().topics[crate::txn::transaction_state_topic].partitions.len(), 3);
+        let (r, _): (FindCoordinatorResponse, _) = ask(&node, ApiKey::FindCoordinator, 4, &find, 0);
+        assert_eq!((r.coordinators[0].error_code, r.coordinators[0].node_id.0), (0, 0));
+
+        let r = init(&node, 0);
+        assert_eq!((r.error_code, r.producer_epoch), (0, 0), "a new id: epoch 0");
+        let pid = r.producer_id.0;
+        assert_eq!(add_t0(&node, pid, 0), 0);
+        assert_eq!(add_t0(&node, pid, 7), Code::ProducerFenced.code(), "another epoch");
+        assert_eq!(produce(&node, pid, 0, 0), 0);
+        assert_eq!(describe(&node), (0, "Ongoing".to_string(), vec![("t".to_string(), vec![0])]));
+        assert_eq!(read_committed(&node).1, 0, "nothing stable while it is open");
+
+        let (code, out) = end(&node, pid, 0, true, 10);
+        assert_eq!(code, 0, "PrepareCommit is written");
+        assert_eq!(describe(&node).1, "PrepareCommit");
+        let (sent, after) = deliver_markers(&node, out, 10);
+        assert_eq!(sent, 1);
+        assert!(!after.iter().any(|a| matches!(a, Action::SendMarkers(_))), "written at the first try: {after:?}");
+        assert_eq!(describe(&node).1, "CompleteCommit");
+        let (hw, lso, bytes, aborted) = read_committed(&node);
+        assert_eq!((hw, lso, aborted), (3, 3, vec![]), "two records and the commit marker, all stable");
+        assert!(bytes > 0);
+
+        // The next transaction aborts: its records are listed as aborted.
+        assert_eq!(add_t0(&node, pid, 0), 0);
+        assert_eq!(produce(&node, pid, 0, 2), 0);
+        let (code, out) = end(&node, pid, 0, false, 20);
+        assert_eq!(code, 0);
+        deliver_markers(&node, out, 20);
+        assert_eq!(describe(&node).1, "CompleteAbort");
+        assert_eq!(read_committed(&node).3, vec![(pid, 3)]);
+
+        // A transaction left open is fenced by a new producer of the id: CONCURRENT_TRANSACTIONS
+        // until the coordinator's abort is done, then a bumped epoch.
+        assert_eq!(add_t0(&node, pid, 0), 0);
+        assert_eq!(produce(&node, pid, 0, 4), 0);
+        let (r, out): (InitProducerIdResponse, _) = {
+            let req = InitProducerIdRequest::default().with_transactional_id(Some(id())).with_transaction_timeout_ms(60_000).with_producer_id(ProducerId(-1)).with_producer_epoch(-1);
+            ask(&node, ApiKey::InitProducerId, 4, &req, 30)
+        };
+        assert_eq!(r.error_code, Code::ConcurrentTransactions.code());
+        assert_eq!(deliver_markers(&node, out, 30).0, 1, "the fenced transaction's abort markers");
+        assert_eq!(describe(&node).1, "CompleteAbort");
+        let r = init(&node, 40);
+        assert_eq!((r.error_code, r.producer_id.0, r.producer_epoch), (0, pid, 2), "epoch 1 fenced the old producer; the new one gets 2");
+        assert_eq!(end(&node, pid, 0, true, 50).0, Code::ProducerFenced.code(), "the old producer is fenced");
+        let (_, _, _, aborted) = read_committed(&node);
+        assert_eq!(aborted, vec![(pid, 3), (pid, 6)]);
+
+        let (r, _): (ListTransactionsResponse, _) = ask(&node, ApiKey::ListTransactions, 1, &ListTransactionsRequest::default().with_duration_filter(-1), 60);
+        assert_eq!(r.transaction_states.iter().map(|s| (s.transactional_id.0.to_string(), s.producer_id.0, s.transaction_state.to_string())).collect::<Vec<_>>(), vec![("tx".to_string(), pid, "Empty".to_string())]);
+    }
+}

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Real transactional producers against the broker's transaction coordinator.
+
+For each client (confluent-kafka / librdkafka, then kafka-python), with a transactional id and a
+two-partition topic of its own:
+1. init_transactions; a transaction over both partitions committed; one aborted (its records
+   delivered first); one more committed.
+2. A transaction left open (records sent and flushed, never ended), then a second producer with
+   the same transactional id: its init_transactions fences the first and aborts the open
+   transaction; its own transaction commits; the first producer, fenced, cannot commit.
+Then reads both partitions to their ends with read_committed (exactly the committed values, in
+order) and read_uncommitted (every value sent), with confluent-kafka's consumer.
+"""
+
+import argparse
+
+from common import Deadline, expect, fail, main
+
+COMMITTED = {0: ["c1", "c3", "b1"], 1: ["c2"]}
+ALL = {0: ["c1", "a1", "c3", "z1", "b1"], 1: ["c2", "a2"]}
+
+
+def confluent_producer(bootstrap, txn_id):
+    from confluent_kafka import Producer
+
+    return Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id, "transaction.timeout.ms": 60000,
+                     "message.timeout.ms": 30000})
+
+
+def run_confluent(bootstrap, topic, txn_id):
+    from confluent_kafka import KafkaException
+
+    p = confluent_producer(bootstrap, txn_id)
+    p.init_transactions(30)
+    for values, commit in ([("c1", 0), ("c2", 1)], True), ([("a1", 0), ("a2", 1)], False), ([("c3", 0)], True):
+        p.begin_transaction()
+        for v, part in values:
+            p.produce(topic, v.encode(), partition=part)
+        if commit:
+            p.commit_transaction(30)
+        else:
+            # Delivered first: an abort drops what the client has not sent yet.
+            expect(p.flush(30) == 0, "confluent: the aborted transaction's records were not delivered")
+            p.abort_transaction(30)
+    # Left open: sent and flushed, never ended.
+    p.begin_transaction()
+    p.produce(topic, b"z1", partition=0)
+    expect(p.flush(30) == 0, "confluent: the open transaction's record was not delivered")
+    q = confluent_producer(bootstrap, txn_id)
+    q.init_transactions(60)
+    q.begin_transaction()
+    q.produce(topic, b"b1", partition=0)
+    q.commit_transaction(30)
+    try:
+        p.commit_transaction(10)
+        fail("confluent: the fenced producer committed")
+    except KafkaException as e:
+        err = e.args[0]
+        expect(err.fatal() or "fenced" in err.str().lower(), f"confluent: the fenced producer's commit failed, but not as fenced: {err}")
+
+
+def run_kafka_python(bootstrap, topic, txn_id):
+    from kafka import KafkaProducer
+    from kafka.errors import KafkaError
+
+    def producer():
+        return KafkaProducer(bootstrap_servers=bootstrap, transactional_id=txn_id, transaction_timeout_ms=60000)
+
+    p = producer()
+    p.init_transactions()
+    for values, commit in ([("c1", 0), ("c2", 1)], True), ([("a1", 0), ("a2", 1)], False), ([("c3", 0)], True):
+        p.begin_transaction()
+        for v, part in values:
+            p.send(topic, v.encode(), partition=part)
+        if commit:
+            p.commit_transaction()
+        else:
+            # Delivered first: an abort drops what the client has not sent yet.
+            p.flush(timeout=30)
+            p.abort_transaction()
+    p.begin_transaction()
+    p.send(topic, b"z1", partition=0).get(timeout=30)
+    q = producer()
+    q.init_transactions()
+    q.begin_transaction()
+    q.send(topic, b"b1", partition=0)
+    q.commit_transaction()
+    q.close(timeout=10)
+    try:
+        p.commit_transaction()
+        fail("kafka-python: the fenced producer committed")
+    except KafkaError as e:
+        expect("fenced" in type(e).__name__.lower() or "fenced" in str(e).lower() or "epoch" in str(e).lower(),
+               f"kafka-python: the fenced producer's commit failed, but not as fenced: {e!r}")
+    p.close(timeout=5)
+
+
+def read(bootstrap, topic, isolation, deadline):
+    """{partition: [value, ...]} of both partitions from the start to their ends."""
+    from confluent_kafka import Consumer, KafkaError, TopicPartition, OFFSET_BEGINNING
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"seedlog-txn-{isolation}",
+                         "enable.auto.commit": False, "enable.partition.eof": True, "isolation.level": isolation})
+    try:
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in (0, 1)])
+        values, ended = {0: [], 1: []}, set()
+        while ended != {0, 1}:
+            deadline.check(f"{isolation}: {values}, at the end of {sorted(ended)}")
+            msg = consumer.poll(min(1.0, max(0.1, deadline.left())))
+            if msg is None:
+                continue
+            err = msg.error()
+            if err is not None:
+                expect(err.code() == KafkaError._PARTITION_EOF, f"{isolation}: consumer error {err}")
+                ended.add(msg.partition())
+                continue
+            values[msg.partition()].append(msg.value().decode())
+        return values
+    finally:
+        consumer.close()
+
+
+def run():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bootstrap", required=True)
+    ap.add_argument("--client", choices=["confluent", "kafka-python"], required=True)
+    ap.add_argument("--topic", required=True, help="a two-partition topic of this run's own")
+    args = ap.parse_args()
+    txn_id = f"seedlog-{args.client}"
+    {"confluent": run_confluent, "kafka-python": run_kafka_python}[args.client](args.bootstrap, args.topic, txn_id)
+    for isolation, want in (("read_committed", COMMITTED), ("read_uncommitted", ALL)):
+        got = read(args.bootstrap, args.topic, isolation, Deadline(60, f"{args.client} {isolation}"))
+        expect(got == want, f"{args.client} {isolation}: {got}, expected {want}")
+    print(f"{args.client}: committed, aborted and fenced transactions read back as their outcomes say")
+
+
+if __name__ == "__main__":
+    main(run)
