@@ -42,12 +42,32 @@ impl From<&Vec<u8>> for Incoming {
     }
 }
 
+/// Who appends: a client (every batch checked against its producer's sequence window) or a
+/// coordinator writing its own state topic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    Client,
+    Coordinator,
+}
+
 impl Broker {
     /// Appends one v2 batch (a produce request's records for one partition) as the leader and
     /// answers with its offsets. `records` must hold exactly one batch (produce v3+). With
     /// acks=all the caller then waits for [`Broker::replicated`]. A moved high watermark (an
     /// ISR of one) adds [`Action::Wake`] to `out`.
     pub fn produce(&mut self, name: &str, p: i32, records: impl Into<Incoming>, acks: i16, now: u64, out: &mut Vec<Action>) -> Result<Produced, Error> {
+        self.produce_from(Origin::Client, name, p, records.into(), acks, now, out)
+    }
+
+    /// A coordinator's own append to its state topic, with acks=all: as a client's, but a
+    /// transactional batch without a sequence (a transactional offset commit) is checked for
+    /// its producer epoch alone.
+    pub fn produce_for_coordinator(&mut self, name: &str, p: i32, records: &[u8], now: u64, out: &mut Vec<Action>) -> Result<Produced, Error> {
+        self.produce_from(Origin::Coordinator, name, p, Incoming::new(Bytes::copy_from_slice(records)), -1, now, out)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn produce_from(&mut self, origin: Origin, name: &str, p: i32, records: Incoming, acks: i16, now: u64, out: &mut Vec<Action>) -> Result<Produced, Error> {
         if !matches!(acks, -1..=1) {
             return Err(Error::InvalidRequiredAcks(acks));
         }
@@ -62,7 +82,6 @@ impl Broker {
         if acks == -1 && isr < min {
             return Err(Error::NotEnoughReplicas { isr, min });
         }
-        let records = records.into();
         let header = batch::read_header(&records.bytes)?;
         if header.is_control() {
             // Markers come from transaction coordinators (WriteTxnMarkers), never from clients.
@@ -77,7 +96,10 @@ impl Broker {
             return Err(Error::Batch(crate::log::BatchError::BadRecords("a compacted topic accepts only records with a key")));
         }
         let epoch = part.replication.leader_epoch;
-        let verdict = part.producers.check_in(&h, window)?;
+        let verdict = match origin {
+            Origin::Coordinator if h.base_sequence < 0 && h.is_transactional() => part.producers.check_coordinator(&h).map(|()| Verdict::Append)?,
+            _ => part.producers.check_in(&h, window)?,
+        };
         if let Verdict::Duplicate(seen) = verdict {
             let start = part.log_start_offset();
             return Ok(Produced { base_offset: seen.base_offset, last_offset: seen.last_offset, log_start_offset: start, leader_epoch: epoch, log_append_time: -1, duplicate: true });

@@ -223,11 +223,24 @@ impl ProducerStates {
         Ok(Verdict::Append)
     }
 
+    /// Whether a coordinator's own transactional batch (a group coordinator's transactional
+    /// offset commit: producer id and epoch, no sequence) may be appended: only its epoch is
+    /// checked, as Kafka checks appends of coordinator origin, so a fenced producer's late
+    /// offsets are refused.
+    pub fn check_coordinator(&self, h: &BatchHeader) -> Result<(), SequenceError> {
+        match self.producers.get(&h.producer_id) {
+            Some(p) if h.producer_id >= 0 && h.producer_epoch < p.epoch => Err(SequenceError::StaleEpoch { got: h.producer_epoch, current: p.epoch }),
+            _ => Ok(()),
+        }
+    }
+
     /// Records a data batch that is now in the log (`h` carries its assigned offsets): a
-    /// transactional one opens its producer's transaction here if none is open. Control
-    /// batches go to [`ProducerStates::record_marker`].
+    /// transactional one opens its producer's transaction here if none is open (also a
+    /// coordinator's, which has no sequence and joins no window). Control batches go to
+    /// [`ProducerStates::record_marker`].
     pub fn record(&mut self, h: &BatchHeader) {
-        if h.producer_id < 0 || h.base_sequence < 0 || h.is_control() {
+        let coordinators = h.base_sequence < 0 && h.is_transactional();
+        if h.producer_id < 0 || (h.base_sequence < 0 && !coordinators) || h.is_control() {
             return;
         }
         let p = self.producers.entry(h.producer_id).or_default();
@@ -238,6 +251,9 @@ impl ProducerStates {
         if h.is_transactional() && p.txn_first < 0 {
             p.txn_first = h.base_offset;
             self.open.insert((h.base_offset, h.producer_id));
+        }
+        if coordinators {
+            return;
         }
         p.batches.push_back(SeenBatch {
             first_seq: h.base_sequence,

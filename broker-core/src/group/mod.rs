@@ -62,6 +62,19 @@ pub enum Pending<T> {
     Wait(Ticket),
 }
 
+/// What a coordinator's load reads from its state partition, in log order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Loaded {
+    /// A record: key, value (None: a tombstone), and the producer of a transactional batch.
+    Record { key: bytes::Bytes, value: Option<bytes::Bytes>, producer: Option<i64> },
+    /// A transaction marker: `producer_id`'s transaction ended.
+    Marker { producer_id: i64, commit: bool },
+}
+
+/// Offsets committed inside open transactions, per group and producer id, in the order they
+/// were written (Kafka's pending transactional offset commits).
+type TxnOffsets = BTreeMap<String, BTreeMap<i64, BTreeMap<(String, i32), OffsetValue>>>;
+
 /// An offsets partition this node leads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Owned {
@@ -89,6 +102,13 @@ enum Effect {
     Commit { group: String, offsets: Vec<((String, i32), OffsetValue)>, ticket: Ticket },
     /// The group (or some of its offsets) is gone, and the caller is answered.
     Delete { group: String, offsets: Option<Vec<(String, i32)>>, ticket: Ticket },
+    /// Offsets committed inside `producer_id`'s transaction are written (pending until its
+    /// marker), and the committer is answered.
+    TxnCommit { group: String, producer_id: i64, offsets: Vec<(String, i32)>, ticket: Ticket },
+    /// `producer_id`'s transaction marker is in the log: once replicated, a commit makes the
+    /// offsets it ended take effect (an abort drops them); a failed one gives them back to
+    /// the pending ones (the coordinator sends the marker again).
+    TxnEnd { producer_id: i64, commit: bool, ended: Vec<(String, BTreeMap<(String, i32), OffsetValue>)> },
 }
 
 pub struct Coordinator {
@@ -97,6 +117,8 @@ pub struct Coordinator {
     partitions: i32,
     owned: BTreeMap<i32, Owned>,
     groups: BTreeMap<String, Group>,
+    /// Offsets committed inside open transactions: not offsets yet.
+    txn_offsets: TxnOffsets,
     /// Tickets handed out and not yet answered or given up.
     open: BTreeSet<Ticket>,
     next_ticket: Ticket,
@@ -119,6 +141,7 @@ impl Coordinator {
             partitions: 0,
             owned: BTreeMap::new(),
             groups: BTreeMap::new(),
+            txn_offsets: BTreeMap::new(),
             open: BTreeSet::new(),
             next_ticket: 1,
             writes: BTreeMap::new(),
@@ -191,11 +214,22 @@ impl Coordinator {
     }
 
     fn write(&mut self, group: &str, kvs: Vec<(Vec<u8>, Option<Vec<u8>>)>, effect: Effect, now: u64, work: &mut Work) {
+        self.write_as(group, kvs, None, effect, now, work)
+    }
+
+    /// [`Coordinator::write`], as a transactional batch of `producer` (id, epoch) when given.
+    fn write_as(&mut self, group: &str, kvs: Vec<(Vec<u8>, Option<Vec<u8>>)>, producer: Option<(i64, i16)>, effect: Effect, now: u64, work: &mut Work) {
         let partition = partition_for(group, self.partitions);
         let id = self.next_write;
         self.next_write += 1;
         let records: Vec<batch::KeyValue> = kvs.iter().map(|(k, v)| (Some(k.as_slice()), v.as_deref())).collect();
-        work.appends.push(Append { write: id, partition, batch: batch::build_keyed(&records, now as i64) });
+        let mut bytes = batch::build_keyed(&records, now as i64);
+        if let Some((producer_id, epoch)) = producer {
+            // No sequence: the broker checks a coordinator's batch for its epoch alone.
+            batch::set_producer(&mut bytes, producer_id, epoch, -1);
+            batch::set_transactional(&mut bytes);
+        }
+        work.appends.push(Append { write: id, partition, batch: bytes });
         self.writes.insert(id, Write { partition, appended: None, effect });
     }
 
@@ -254,6 +288,33 @@ impl Coordinator {
                 }
                 out.answers.push((ticket, Answer::Written(result)));
                 group
+            }
+            Effect::TxnCommit { group, producer_id, offsets, ticket } => {
+                if result.is_err() {
+                    // Not written: these offsets were never part of the transaction.
+                    if let Some(pending) = self.txn_offsets.get_mut(&group).and_then(|g| g.get_mut(&producer_id)) {
+                        offsets.iter().for_each(|tp| drop(pending.remove(tp)));
+                    }
+                    self.drop_empty_txn_offsets(&group);
+                }
+                out.answers.push((ticket, Answer::Written(result)));
+                group
+            }
+            Effect::TxnEnd { producer_id, commit, ended } => {
+                for (group, offsets) in ended {
+                    match (result.is_ok(), commit) {
+                        (true, true) => self.groups.entry(group.clone()).or_insert_with(|| Group::new(&group, now, String::new())).offsets.extend(offsets),
+                        (true, false) => {}
+                        (false, _) => {
+                            // Pending again, under anything committed since: the marker comes again.
+                            let pending = self.txn_offsets.entry(group).or_default().entry(producer_id).or_default();
+                            for (tp, v) in offsets {
+                                pending.entry(tp).or_insert(v);
+                            }
+                        }
+                    }
+                }
+                return;
             }
             Effect::Delete { group, offsets, ticket } => {
                 match (result.is_ok(), offsets) {
@@ -394,12 +455,85 @@ impl Coordinator {
             // Planted: refused, yet written; nobody waits on the ticket.
             self.forget(ticket);
         }
-        let kvs = offsets
-            .iter()
-            .map(|((t, p), v)| (records::encode_key(&Key::Offset { group: group.to_string(), topic: t.clone(), partition: *p }), Some(records::encode_offset(v))))
-            .collect();
+        // A plain commit written after a transaction's offsets for the same partition is the
+        // later one in the log: it wins whatever the transaction's outcome.
+        if let Some(pending) = self.txn_offsets.get_mut(group) {
+            for by_producer in pending.values_mut() {
+                offsets.iter().for_each(|(tp, _)| drop(by_producer.remove(tp)));
+            }
+            self.drop_empty_txn_offsets(group);
+        }
+        let kvs = offset_records(group, &offsets);
         self.write(group, kvs, Effect::Commit { group: group.to_string(), offsets, ticket }, now, work);
         checked.map(|()| Pending::Wait(ticket))
+    }
+
+    /// TxnOffsetCommit of already validated offsets, from `producer_id` at `epoch` inside its
+    /// transaction: checked as a commit is when it names a member and generation (v3+); written
+    /// as a transactional batch of that producer, answered once replicated, and kept pending
+    /// (not an offset yet, and unstable to OffsetFetch with `require_stable`) until the
+    /// transaction's marker reaches this partition ([`Coordinator::txn_marker`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn txn_commit(&mut self, group: &str, (producer_id, epoch): (i64, i16), member: &str, instance: Option<&str>, generation: i32, offsets: Vec<((String, i32), OffsetValue)>, now: u64, work: &mut Work) -> Result<Pending<()>, Code> {
+        self.owner(group)?;
+        if generation >= 0 || !member.is_empty() {
+            let stale = self.groups.get(group).filter(|g| g.members.contains_key(member) && (0..g.generation).contains(&generation)).map(|g| g.generation);
+            let rules = rules::of(self.planted);
+            match self.groups.get_mut(group) {
+                Some(g) => rules.check_commit(g, member, instance, generation, stale, now)?,
+                None if generation < 0 => {}
+                None => return Err(Code::IllegalGeneration),
+            }
+        }
+        if offsets.is_empty() {
+            return Ok(Pending::Now(()));
+        }
+        self.group_mut(group, now);
+        let pending = self.txn_offsets.entry(group.to_string()).or_default().entry(producer_id).or_default();
+        pending.extend(offsets.iter().cloned());
+        let ticket = self.ticket();
+        let kvs = offset_records(group, &offsets);
+        let effect = Effect::TxnCommit { group: group.to_string(), producer_id, offsets: offsets.into_iter().map(|(tp, _)| tp).collect(), ticket };
+        self.write_as(group, kvs, Some((producer_id, epoch)), effect, now, work);
+        Ok(Pending::Wait(ticket))
+    }
+
+    /// `producer_id`'s transaction marker was appended to offsets partition `p` at `at` (last
+    /// offset, leader epoch): the offsets its transaction committed to this partition's groups
+    /// take effect once the marker is replicated (or are dropped, for an abort). A partition
+    /// still loading meets the marker in its log instead.
+    pub fn txn_marker(&mut self, p: i32, producer_id: i64, commit: bool, at: (i64, i32)) {
+        if !self.owned.get(&p).is_some_and(|o| o.loading.is_none()) {
+            return;
+        }
+        let partitions = self.partitions;
+        let mut ended = Vec::new();
+        for (group, by_producer) in self.txn_offsets.iter_mut().filter(|(g, _)| partition_for(g, partitions) == p) {
+            if let Some(offsets) = by_producer.remove(&producer_id) {
+                ended.push((group.clone(), offsets));
+            }
+        }
+        self.txn_offsets.retain(|_, by_producer| !by_producer.is_empty());
+        let id = self.next_write;
+        self.next_write += 1;
+        self.writes.insert(id, Write { partition: p, appended: Some(at), effect: Effect::TxnEnd { producer_id, commit, ended } });
+    }
+
+    /// Whether `group`'s offset for `tp` waits on an open transaction (OffsetFetch with
+    /// `require_stable` answers UNSTABLE_OFFSET_COMMIT for it).
+    pub fn unstable(&self, group: &str, tp: &(String, i32)) -> bool {
+        let pending = self.txn_offsets.get(group).is_some_and(|by_producer| by_producer.values().any(|o| o.contains_key(tp)));
+        let ending = self.writes.values().any(|w| matches!(&w.effect, Effect::TxnEnd { ended, .. } if ended.iter().any(|(g, o)| g == group && o.contains_key(tp))));
+        pending || ending
+    }
+
+    fn drop_empty_txn_offsets(&mut self, group: &str) {
+        if let Some(by_producer) = self.txn_offsets.get_mut(group) {
+            by_producer.retain(|_, o| !o.is_empty());
+            if by_producer.is_empty() {
+                self.txn_offsets.remove(group);
+            }
+        }
     }
 
     /// OffsetFetch: the committed offsets of `group` (all of them when `partitions` is None).
@@ -485,6 +619,8 @@ impl Coordinator {
         for id in writes {
             self.finish(id, Err(Code::NotCoordinator), now, work);
         }
+        let partitions = self.partitions;
+        self.txn_offsets.retain(|g, _| partition_for(g, partitions) != p);
         let ids: Vec<String> = self.groups.keys().filter(|g| partition_for(g, self.partitions) == p).cloned().collect();
         for id in ids {
             let mut out = Out::default();
@@ -495,22 +631,40 @@ impl Coordinator {
         }
     }
 
-    /// Records read from offsets partition `p` while loading, in offset order: (key, value)
-    /// with None for a tombstone. `next` is the offset after them; `done` ends the load.
-    pub fn load(&mut self, p: i32, records: Vec<(bytes::Bytes, Option<bytes::Bytes>)>, next: i64, done: bool, now: u64, work: &mut Work) {
+    /// What was read from offsets partition `p` while loading, in log order. `next` is the
+    /// offset after it; `done` ends the load. A transaction's offsets are pending until its
+    /// marker: a commit makes them offsets, an abort drops them.
+    pub fn load(&mut self, p: i32, loaded: Vec<Loaded>, next: i64, done: bool, now: u64, work: &mut Work) {
         let Some(owned) = self.owned.get_mut(&p) else { return };
         owned.loading = if done { None } else { Some(next) };
         let mut skipped = 0usize;
-        for (k, v) in records {
+        for item in loaded {
+            let (k, v, producer) = match item {
+                Loaded::Record { key, value, producer } => (key, value, producer),
+                Loaded::Marker { producer_id, commit } => {
+                    self.load_marker(p, producer_id, commit, now);
+                    continue;
+                }
+            };
             let Ok(key) = records::decode_key(&k) else {
                 skipped += 1;
                 continue;
             };
             let group = key.group().to_string();
             match (key, v) {
-                (Key::Offset { topic, partition, .. }, Some(v)) => match records::decode_offset(&v) {
-                    Ok(value) => drop(self.group_mut(&group, now).offsets.insert((topic, partition), value)),
-                    Err(_) => skipped += 1,
+                (Key::Offset { topic, partition, .. }, Some(v)) => match (records::decode_offset(&v), producer) {
+                    (Ok(value), Some(producer_id)) => {
+                        self.group_mut(&group, now);
+                        self.txn_offsets.entry(group).or_default().entry(producer_id).or_default().insert((topic, partition), value);
+                    }
+                    (Ok(value), None) => {
+                        if let Some(pending) = self.txn_offsets.get_mut(&group) {
+                            pending.values_mut().for_each(|o| drop(o.remove(&(topic.clone(), partition))));
+                            self.drop_empty_txn_offsets(&group);
+                        }
+                        self.group_mut(&group, now).offsets.insert((topic, partition), value);
+                    }
+                    (Err(_), _) => skipped += 1,
                 },
                 (Key::Offset { topic, partition, .. }, None) => {
                     if let Some(g) = self.groups.get_mut(&group) {
@@ -529,6 +683,19 @@ impl Coordinator {
         }
         if done {
             work.lines.push(format!("{offsets_topic}-{p}: loaded; coordinating {} groups", self.groups.keys().filter(|g| partition_for(g, self.partitions) == p).count()));
+        }
+    }
+
+    /// A marker met while loading partition `p`: the transaction's offsets take effect or go.
+    fn load_marker(&mut self, p: i32, producer_id: i64, commit: bool, now: u64) {
+        let partitions = self.partitions;
+        let groups: Vec<String> = self.txn_offsets.keys().filter(|g| partition_for(g, partitions) == p).cloned().collect();
+        for group in groups {
+            let Some(offsets) = self.txn_offsets.get_mut(&group).and_then(|o| o.remove(&producer_id)) else { continue };
+            if commit {
+                self.group_mut(&group, now).offsets.extend(offsets);
+            }
+            self.drop_empty_txn_offsets(&group);
         }
     }
 
@@ -583,6 +750,11 @@ impl Coordinator {
         // Groups of a partition still loading wait for the load, not for their deadlines.
         self.groups.values().filter(|g| self.owner(&g.id).is_ok()).filter_map(Group::next_deadline).chain(expiry).min()
     }
+}
+
+/// The records of `group`'s offsets.
+fn offset_records(group: &str, offsets: &[((String, i32), OffsetValue)]) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
+    offsets.iter().map(|((t, p), v)| (records::encode_key(&Key::Offset { group: group.to_string(), topic: t.clone(), partition: *p }), Some(records::encode_offset(v)))).collect()
 }
 
 #[cfg(test)]

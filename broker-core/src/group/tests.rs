@@ -15,8 +15,8 @@ struct Driver {
     log: String,
     /// Appended writes not yet replicated.
     appended: Vec<u64>,
-    /// Offsets "in the log", for reload tests: (key, value) of every append, in order.
-    written: Vec<(Bytes, Option<Bytes>)>,
+    /// What is "in the log", for reload tests: every appended record and marker, in order.
+    written: Vec<Loaded>,
     /// Tickets waiting, by name.
     waits: Vec<(String, Ticket)>,
     /// Answers that came out of the coordinator's work, until the ticket's request is logged
@@ -64,10 +64,12 @@ impl Driver {
     fn perform(&mut self, work: Work) {
         self.answered.extend(work.answers);
         for a in work.appends {
+            let h = crate::log::batch::read_header(&a.batch).expect("our batches have headers");
+            let producer = h.is_transactional().then_some(h.producer_id);
             let records = crate::client::consumer::decode_records(Bytes::from(a.batch)).expect("our batches decode");
             let last = self.written.len() as i64 + records.len() as i64 - 1;
             for (_, k, v) in records {
-                self.written.push((k.expect("keyed"), v));
+                self.written.push(Loaded::Record { key: k.expect("keyed"), value: v, producer });
             }
             self.c.appended(a.write, Ok((last, p0_epoch)), self.now, &mut Work::default());
             self.appended.push(a.write);
@@ -433,4 +435,94 @@ fn a_commit_racing_a_rebalance_is_refused_and_not_written() {
     assert_eq!(d.heartbeat("A", &a, 1), Err(Code::IllegalGeneration));
     d.replicate();
     assert_eq!(d.committed(), Some(5), "{}", d.log);
+}
+
+mod transactional_offsets {
+    //! TxnOffsetCommit: offsets written inside a transaction are pending (unstable, not
+    //! fetched) until the marker; a commit makes them offsets, an abort drops them, a plain
+    //! commit written later wins either way; a new coordinator reading the log agrees.
+
+    use super::*;
+
+    fn offset(d: &Driver, tp: &(String, i32)) -> Option<i64> {
+        d.c.fetch_offsets("g", Some(std::slice::from_ref(tp))).expect("owned")[0].1.as_ref().map(|v| v.offset)
+    }
+
+    fn value(offset: i64) -> OffsetValue {
+        OffsetValue { offset, leader_epoch: -1, metadata: String::new(), commit_timestamp: 0 }
+    }
+
+    fn txn_commit(d: &mut Driver, producer_id: i64, tp: &(String, i32), at: i64) {
+        let mut work = Work::default();
+        let r = d.c.txn_commit("g", (producer_id, 0), "", None, -1, vec![(tp.clone(), value(at))], d.now, &mut work);
+        assert!(matches!(r, Ok(Pending::Wait(_))), "{r:?}");
+        d.perform(work);
+        d.replicate();
+    }
+
+    /// The marker of `producer_id`, appended (as the broker would) and replicated.
+    fn marker(d: &mut Driver, producer_id: i64, commit: bool) {
+        let at = d.written.len() as i64;
+        d.written.push(Loaded::Marker { producer_id, commit });
+        d.c.txn_marker(0, producer_id, commit, (at, p0_epoch));
+        d.replicate();
+    }
+
+    #[test]
+    fn pending_until_the_marker_then_committed_or_dropped_and_reloaded_alike() {
+        let mut d = Driver::quick();
+        let (t0, t1, t2) = (("t".to_string(), 0), ("t".to_string(), 1), ("t".to_string(), 2));
+        txn_commit(&mut d, 7, &t0, 10);
+        assert!(d.written.iter().any(|l| matches!(l, Loaded::Record { producer: Some(7), .. })), "written as producer 7's transactional batch");
+        assert_eq!(offset(&d, &t0), None, "not an offset before the marker");
+        assert!(d.c.unstable("g", &t0) && !d.c.unstable("g", &t1));
+        marker(&mut d, 7, true);
+        assert_eq!(offset(&d, &t0), Some(10), "committed");
+        assert!(!d.c.unstable("g", &t0));
+
+        txn_commit(&mut d, 7, &t1, 20);
+        marker(&mut d, 7, false);
+        assert_eq!(offset(&d, &t1), None, "aborted: dropped");
+
+        // A plain commit written after the transaction's offsets is the later one: it wins.
+        txn_commit(&mut d, 8, &t2, 30);
+        let mut work = Work::default();
+        let r = d.c.commit("g", "", None, -1, vec![(t2.clone(), value(31))], d.now, &mut work);
+        assert!(matches!(r, Ok(Pending::Wait(_))));
+        d.perform(work);
+        d.replicate();
+        assert!(!d.c.unstable("g", &t2), "no longer waiting on the transaction");
+        marker(&mut d, 8, true);
+        assert_eq!(offset(&d, &t2), Some(31));
+
+        // A transaction still open when the partition moves: another coordinator loads the
+        // same log and sees the same offsets, the open one still pending.
+        txn_commit(&mut d, 9, &t1, 40);
+        let mut c = Coordinator::new(GroupConfig::default());
+        let mut work = Work::default();
+        c.set_partitions(1, 0, &mut work);
+        c.take_over(0, p0_epoch + 1, 0);
+        c.load(0, d.written.clone(), d.written.len() as i64, true, d.now, &mut work);
+        let loaded: Vec<(String, i32, Option<i64>)> = c.fetch_offsets("g", None).expect("owned").into_iter().map(|((t, p), v)| (t, p, v.map(|v| v.offset))).collect();
+        assert_eq!(loaded, vec![("t".to_string(), 0, Some(10)), ("t".to_string(), 2, Some(31))]);
+        assert!(c.unstable("g", &t1), "producer 9's offsets wait on its marker");
+        let mut work = Work::default();
+        c.txn_marker(0, 9, true, (d.written.len() as i64, p0_epoch + 1));
+        c.settle(|_, _, _| Ok(true), d.now, &mut work);
+        assert_eq!(c.fetch_offsets("g", Some(std::slice::from_ref(&t1))).expect("owned")[0].1.as_ref().map(|v| v.offset), Some(40));
+    }
+
+    #[test]
+    fn a_marker_whose_write_fails_gives_the_offsets_back() {
+        let mut d = Driver::quick();
+        let t0 = ("t".to_string(), 0);
+        txn_commit(&mut d, 7, &t0, 10);
+        d.c.txn_marker(0, 7, true, (99, p0_epoch));
+        let mut work = Work::default();
+        d.c.settle(|_, _, _| Err(Code::NotEnoughReplicasAfterAppend), d.now, &mut work);
+        assert_eq!(offset(&d, &t0), None);
+        assert!(d.c.unstable("g", &t0), "pending again: the coordinator sends the marker again");
+        marker(&mut d, 7, true);
+        assert_eq!(offset(&d, &t0), Some(10));
+    }
 }

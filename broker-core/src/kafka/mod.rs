@@ -46,6 +46,8 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeGroups, 0, 5),
     (ApiKey::DeleteGroups, 0, 2),
     (ApiKey::OffsetDelete, 0, 0),
+    // Offsets committed inside a transaction (classic protocol, before KIP-890's v4).
+    (ApiKey::TxnOffsetCommit, 0, 3),
     // Broker to controller (see docs/replication.md).
     (ApiKey::ElectLeaders, 0, 2),
     // v3: each new ISR member's broker epoch (KIP-903).

@@ -12,6 +12,7 @@
 
 use crate::broker::{Action, Broker, Level, Produced};
 use crate::constants::offsets_load_bytes_per_step;
+use crate::group::Loaded;
 use crate::kafka::Code;
 use crate::replication::Role;
 use crate::txn::markers::{Channel, Leader, Settled};
@@ -28,8 +29,7 @@ pub trait Hosted {
     fn resign(&mut self, p: i32, now: u64, work: &mut Self::Work);
     fn take_over(&mut self, p: i32, leader_epoch: i32, start: i64);
     fn loading(&self) -> Vec<(i32, i64)>;
-    #[allow(clippy::type_complexity)]
-    fn load(&mut self, p: i32, records: Vec<(bytes::Bytes, Option<bytes::Bytes>)>, next: i64, done: bool, now: u64, work: &mut Self::Work);
+    fn load(&mut self, p: i32, loaded: Vec<Loaded>, next: i64, done: bool, now: u64, work: &mut Self::Work);
     fn appended(&mut self, write: u64, result: Result<(i64, i32), Code>, now: u64, work: &mut Self::Work);
     fn settle(&mut self, replicated: &dyn Fn(i32, i64, i32) -> Result<bool, Code>, now: u64, work: &mut Self::Work);
     fn has_writes(&self) -> bool;
@@ -61,8 +61,8 @@ impl Hosted for crate::group::Coordinator {
     fn loading(&self) -> Vec<(i32, i64)> {
         self.loading()
     }
-    fn load(&mut self, p: i32, records: Vec<(bytes::Bytes, Option<bytes::Bytes>)>, next: i64, done: bool, now: u64, work: &mut Self::Work) {
-        self.load(p, records, next, done, now, work)
+    fn load(&mut self, p: i32, loaded: Vec<Loaded>, next: i64, done: bool, now: u64, work: &mut Self::Work) {
+        self.load(p, loaded, next, done, now, work)
     }
     fn appended(&mut self, write: u64, result: Result<(i64, i32), Code>, now: u64, work: &mut Self::Work) {
         self.appended(write, result, now, work)
@@ -164,8 +164,13 @@ impl Hosted for Txns {
     fn loading(&self) -> Vec<(i32, i64)> {
         self.coordinator.loading()
     }
-    fn load(&mut self, p: i32, records: Vec<(bytes::Bytes, Option<bytes::Bytes>)>, next: i64, done: bool, now: u64, work: &mut Self::Work) {
-        self.coordinator.load(p, records, next, done, now as i64, work)
+    fn load(&mut self, p: i32, loaded: Vec<Loaded>, next: i64, done: bool, now: u64, work: &mut Self::Work) {
+        // The state topic holds no transactions: its records are all there is.
+        let records = loaded.into_iter().filter_map(|l| match l {
+            Loaded::Record { key, value, .. } => Some((key, value)),
+            Loaded::Marker { .. } => None,
+        });
+        self.coordinator.load(p, records.collect(), next, done, now as i64, work)
     }
     fn appended(&mut self, write: u64, result: Result<(i64, i32), Code>, now: u64, work: &mut Self::Work) {
         self.coordinator.appended(write, result, now as i64, work)
@@ -241,7 +246,7 @@ fn load_step<C: Hosted>(b: &Broker, c: &mut C, p: i32, next: i64, now: u64, work
             return;
         }
     };
-    let mut records = Vec::new();
+    let mut loaded = Vec::new();
     let mut after = next;
     let mut bytes = read.clone();
     while !bytes.is_empty() {
@@ -250,18 +255,24 @@ fn load_step<C: Hosted>(b: &Broker, c: &mut C, p: i32, next: i64, now: u64, work
             Ok(set) => {
                 // A compacted batch may hold none of its offsets' records: the load moves past
                 // the batch's last offset all the same.
-                let header = crate::log::batch::read_header(&whole[..whole.len() - bytes.len()]);
-                if let Ok(h) = &header {
-                    after = after.max(h.next_offset());
-                }
-                // A control batch (a transaction marker) holds no state record.
-                if header.is_ok_and(|h| h.is_control()) {
+                let raw = &whole[..whole.len() - bytes.len()];
+                let Ok(h) = crate::log::batch::read_header(raw) else { continue };
+                after = after.max(h.next_offset());
+                if h.last_offset() < next {
                     continue;
                 }
+                if h.is_control() {
+                    if let Ok(crate::log::batch::control::Control::Marker { kind, .. }) = crate::log::batch::control::read_control(raw) {
+                        let commit = kind == crate::log::batch::control::MarkerKind::Commit;
+                        loaded.push(Loaded::Marker { producer_id: h.producer_id, commit });
+                    }
+                    continue;
+                }
+                let producer = h.is_transactional().then_some(h.producer_id);
                 for r in set.records {
                     after = after.max(r.offset + 1);
                     if r.offset >= next {
-                        records.push((r.key.unwrap_or_default(), r.value));
+                        loaded.push(Loaded::Record { key: r.key.unwrap_or_default(), value: r.value, producer });
                     }
                 }
             }
@@ -273,7 +284,7 @@ fn load_step<C: Hosted>(b: &Broker, c: &mut C, p: i32, next: i64, now: u64, work
         }
     }
     let done = read.is_empty() || after >= end;
-    c.load(p, records, after, done, now, work);
+    c.load(p, loaded, after, done, now, work);
 }
 
 /// Performs the coordinator's work: appends its batches to its state topic (as the leader,
@@ -281,12 +292,16 @@ fn load_step<C: Hosted>(b: &Broker, c: &mut C, p: i32, next: i64, now: u64, work
 pub fn perform<C: Hosted>(b: &mut Broker, c: &mut C, mut work: C::Work, now: u64, out: &mut Vec<Action>) {
     loop {
         for (write, partition, batch) in C::take_appends(&mut work) {
-            let result = b.produce(C::TOPIC, partition, &batch, -1, now, out).map(|p| (p.last_offset, p.leader_epoch)).map_err(|e| e.kafka_error(true));
+            let result = b.produce_for_coordinator(C::TOPIC, partition, &batch, now, out).map(|p| (p.last_offset, p.leader_epoch)).map_err(|e| e.kafka_error(true));
             c.appended(write, result, now, &mut work);
         }
         if c.has_writes() {
             c.settle(&|p, last, epoch| replicated(b, C::TOPIC, p, last, epoch), now, &mut work);
         }
+        if C::appends_owed(&work) {
+            continue;
+        }
+        // Finishing may ask for more (a marker needing no sending completes its transaction).
         c.finish(b, &mut work, now, out);
         if !C::appends_owed(&work) {
             break;

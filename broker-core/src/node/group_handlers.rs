@@ -1,5 +1,6 @@
 //! The group APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
-//! OffsetCommit, OffsetFetch, ListGroups, DescribeGroups, DeleteGroups, OffsetDelete.
+//! OffsetCommit, TxnOffsetCommit, OffsetFetch, ListGroups, DescribeGroups, DeleteGroups,
+//! OffsetDelete.
 //! Field-by-field translation between the wire and the [`Coordinator`]; every decision is the
 //! coordinator's (docs/groups.md). Requests the coordinator answers later wait on their tickets
 //! ([`Waiting::group`]).
@@ -33,6 +34,8 @@ use kafka_protocol::messages::offset_delete_response::{OffsetDeleteResponse, Off
 use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequest;
 use kafka_protocol::messages::offset_fetch_response::{OffsetFetchResponse, OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions, OffsetFetchResponseTopic, OffsetFetchResponseTopics};
 use kafka_protocol::messages::sync_group_request::SyncGroupRequest;
+use kafka_protocol::messages::txn_offset_commit_request::TxnOffsetCommitRequest;
+use kafka_protocol::messages::txn_offset_commit_response::{TxnOffsetCommitResponse, TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic};
 use kafka_protocol::messages::{BrokerId, GroupId};
 use kafka_protocol::protocol::StrBytes;
 
@@ -182,33 +185,12 @@ pub fn leave_group(node: &Node, version: i16, req: LeaveGroupRequest, now: u64, 
 pub fn offset_commit(node: &Node, version: i16, cid: i32, req: OffsetCommitRequest, now: u64, out: &mut Vec<Action>) -> Result<Outcome, String> {
     let group = req.group_id.0.to_string();
     let instance = str_opt(&req.group_instance_id);
+    let asked = req.topics.iter().map(|t| (t.name.0.to_string(), t.partitions.iter().map(|p| (p.partition_index, p.committed_offset, if version >= 6 { p.committed_leader_epoch } else { -1 }, p.committed_metadata.as_ref())).collect()));
+    let (codes, slots, offsets) = checked_offsets(node, asked, now);
     let mut r = OffsetCommitResponse::default();
-    let mut slots = Vec::new();
-    let mut offsets = Vec::new();
-    {
-        let parts = node.parts();
-        let (b, metadata_max) = (&parts.broker, parts.groups.config().offset_metadata_max_bytes);
-        for (ti, t) in req.topics.iter().enumerate() {
-            let mut tr = OffsetCommitResponseTopic::default();
-            tr.name = t.name.clone();
-            let known = b.image().topics.get(t.name.0.as_str()).map(|x| x.partitions.len() as i32);
-            for (pi, p) in t.partitions.iter().enumerate() {
-                let mut pr = OffsetCommitResponsePartition::default();
-                pr.partition_index = p.partition_index;
-                let metadata = p.committed_metadata.as_ref().map_or(String::new(), |m| m.to_string());
-                if !known.is_some_and(|n| (0..n).contains(&p.partition_index)) {
-                    pr.error_code = code(Code::UnknownTopicOrPartition);
-                } else if metadata.len() > metadata_max {
-                    pr.error_code = code(Code::OffsetMetadataTooLarge);
-                } else {
-                    slots.push((ti, pi));
-                    let leader_epoch = if version >= 6 { p.committed_leader_epoch } else { -1 };
-                    offsets.push(((t.name.0.to_string(), p.partition_index), OffsetValue { offset: p.committed_offset, leader_epoch, metadata, commit_timestamp: now as i64 }));
-                }
-                tr.partitions.push(pr);
-            }
-            r.topics.push(tr);
-        }
+    for (t, ps) in req.topics.iter().zip(codes) {
+        let partitions = t.partitions.iter().zip(ps).map(|(p, e)| OffsetCommitResponsePartition::default().with_partition_index(p.partition_index).with_error_code(e)).collect();
+        r.topics.push(OffsetCommitResponseTopic::default().with_name(t.name.clone()).with_partitions(partitions));
     }
     let result = with_groups(node, now, out, |_, c, w| c.commit(&group, req.member_id.as_str(), instance.as_deref(), req.generation_id_or_member_epoch, offsets, now, w));
     let pending = match result {
@@ -218,19 +200,74 @@ pub fn offset_commit(node: &Node, version: i16, cid: i32, req: OffsetCommitReque
     finish(At { node, out }, GroupReply::Commit { version, cid, response: r, slots }, pending, group_request_wait_ms_max)
 }
 
+/// TxnOffsetCommit (v0–3, the classic protocol): offsets committed inside the producer's
+/// transaction, pending until its marker reaches the group's offsets partition.
+pub fn txn_offset_commit(node: &Node, version: i16, cid: i32, req: TxnOffsetCommitRequest, now: u64, out: &mut Vec<Action>) -> Result<Outcome, String> {
+    let group = req.group_id.0.to_string();
+    let instance = if version >= 3 { str_opt(&req.group_instance_id) } else { None };
+    let (member, generation) = if version >= 3 { (req.member_id.to_string(), req.generation_id) } else { (String::new(), -1) };
+    let asked = req.topics.iter().map(|t| (t.name.0.to_string(), t.partitions.iter().map(|p| (p.partition_index, p.committed_offset, if version >= 2 { p.committed_leader_epoch } else { -1 }, p.committed_metadata.as_ref())).collect()));
+    let (codes, slots, offsets) = checked_offsets(node, asked, now);
+    let mut r = TxnOffsetCommitResponse::default();
+    for (t, ps) in req.topics.iter().zip(codes) {
+        let partitions = t.partitions.iter().zip(ps).map(|(p, e)| TxnOffsetCommitResponsePartition::default().with_partition_index(p.partition_index).with_error_code(e)).collect();
+        r.topics.push(TxnOffsetCommitResponseTopic::default().with_name(t.name.clone()).with_partitions(partitions));
+    }
+    let producer = (req.producer_id.0, req.producer_epoch);
+    let result = with_groups(node, now, out, |_, c, w| c.txn_commit(&group, producer, &member, instance.as_deref(), generation, offsets, now, w));
+    let pending = match result {
+        Ok(p) => p.map(|()| Answer::Written(Ok(()))),
+        Err(e) => Pending::Now(Answer::Written(Err(e))),
+    };
+    finish(At { node, out }, GroupReply::TxnCommit { version, cid, response: r, slots }, pending, group_request_wait_ms_max)
+}
+
+/// A commit's partitions, as asked: (topic, [(partition, offset, leader epoch, metadata)]).
+type AskedOffsets<'a> = (String, Vec<(i32, i64, i32, Option<&'a StrBytes>)>);
+
+/// Checks each asked partition (a known partition, metadata within
+/// `offset.metadata.max.bytes`): per topic, each partition's code (0 for those going on to
+/// the coordinator, which get the commit's outcome later), their (topic, partition) slots in
+/// the response, and their offsets.
+#[allow(clippy::type_complexity)]
+fn checked_offsets<'a>(node: &Node, asked: impl Iterator<Item = AskedOffsets<'a>>, now: u64) -> (Vec<Vec<i16>>, Vec<(usize, usize)>, Vec<((String, i32), OffsetValue)>) {
+    let parts = node.parts();
+    let (b, metadata_max) = (&parts.broker, parts.groups.config().offset_metadata_max_bytes);
+    let (mut codes, mut slots, mut offsets) = (Vec::new(), Vec::new(), Vec::new());
+    for (ti, (topic, partitions)) in asked.enumerate() {
+        let known = b.image().topics.get(topic.as_str()).map(|x| x.partitions.len() as i32);
+        let mut tc = Vec::new();
+        for (pi, (p, offset, leader_epoch, metadata)) in partitions.into_iter().enumerate() {
+            let metadata = metadata.map_or(String::new(), |m| m.to_string());
+            let e = if !known.is_some_and(|n| (0..n).contains(&p)) {
+                code(Code::UnknownTopicOrPartition)
+            } else if metadata.len() > metadata_max {
+                code(Code::OffsetMetadataTooLarge)
+            } else {
+                slots.push((ti, pi));
+                offsets.push(((topic.clone(), p), OffsetValue { offset, leader_epoch, metadata, commit_timestamp: now as i64 }));
+                0
+            };
+            tc.push(e);
+        }
+        codes.push(tc);
+    }
+    (codes, slots, offsets)
+}
+
 /// OffsetFetch: one group (v1–v7) or several (v8+); null topics mean every committed offset.
 pub fn offset_fetch(node: &Node, version: i16, req: OffsetFetchRequest, now: u64, out: &mut Vec<Action>) -> OffsetFetchResponse {
     let mut r = OffsetFetchResponse::default();
     if version >= 8 {
         for g in &req.groups {
             let wanted = g.topics.as_ref().map(|ts| ts.iter().flat_map(|t| t.partition_indexes.iter().map(|p| (t.name.0.to_string(), *p))).collect::<Vec<_>>());
-            let result = with_groups(node, now, out, |_, c, _| c.fetch_offsets(g.group_id.0.as_str(), wanted.as_deref()));
+            let result = with_groups(node, now, out, |_, c, _| stable_offsets(c, g.group_id.0.as_str(), wanted.as_deref(), req.require_stable));
             let mut gr = OffsetFetchResponseGroup::default();
             gr.group_id = g.group_id.clone();
             match result {
                 Err(e) => gr.error_code = code(e),
                 Ok(found) => {
-                    for ((t, p), v) in found {
+                    for (((t, p), v), unstable) in found {
                         if gr.topics.last().is_none_or(|x: &OffsetFetchResponseTopics| x.name.0.as_str() != t) {
                             let mut tr = OffsetFetchResponseTopics::default();
                             tr.name = topic_name(&t);
@@ -239,6 +276,9 @@ pub fn offset_fetch(node: &Node, version: i16, req: OffsetFetchRequest, now: u64
                         let mut pr = OffsetFetchResponsePartitions::default();
                         pr.partition_index = p;
                         (pr.committed_offset, pr.committed_leader_epoch, pr.metadata) = committed(v);
+                        if unstable {
+                            pr.error_code = code(Code::UnstableOffsetCommit);
+                        }
                         gr.topics.last_mut().expect("pushed").partitions.push(pr);
                     }
                 }
@@ -248,12 +288,13 @@ pub fn offset_fetch(node: &Node, version: i16, req: OffsetFetchRequest, now: u64
         return r;
     }
     let wanted = req.topics.as_ref().map(|ts| ts.iter().flat_map(|t| t.partition_indexes.iter().map(|p| (t.name.0.to_string(), *p))).collect::<Vec<_>>());
-    let result = with_groups(node, now, out, |_, c, _| c.fetch_offsets(req.group_id.0.as_str(), wanted.as_deref()));
+    let require_stable = version >= 7 && req.require_stable;
+    let result = with_groups(node, now, out, |_, c, _| stable_offsets(c, req.group_id.0.as_str(), wanted.as_deref(), require_stable));
     let found = match result {
         Ok(found) => found,
         // v1 has no group-level error: each asked partition carries it.
         Err(e) if version < 2 => {
-            r.topics = group_by_topic(wanted.unwrap_or_default().into_iter().map(|tp| (tp, None)).collect(), code(e));
+            r.topics = group_by_topic(wanted.unwrap_or_default().into_iter().map(|tp| ((tp, None), false)).collect(), code(e));
             return r;
         }
         Err(e) => {
@@ -265,6 +306,17 @@ pub fn offset_fetch(node: &Node, version: i16, req: OffsetFetchRequest, now: u64
     r
 }
 
+/// OffsetFetch's offsets, each with whether it is unstable: with `require_stable` (v7+,
+/// KIP-447), an offset an open transaction has committed to (UNSTABLE_OFFSET_COMMIT: the
+/// client asks again once the transaction ends).
+fn stable_offsets(c: &Coordinator, group: &str, wanted: Option<&[(String, i32)]>, require_stable: bool) -> Result<Vec<(Committed, bool)>, Code> {
+    let found = c.fetch_offsets(group, wanted)?;
+    Ok(found.into_iter().map(|(tp, v)| {
+        let unstable = require_stable && c.unstable(group, &tp);
+        ((tp, v), unstable)
+    }).collect())
+}
+
 fn committed(v: Option<OffsetValue>) -> (i64, i32, Option<StrBytes>) {
     match v {
         Some(v) => (v.offset, v.leader_epoch, Some(s(&v.metadata))),
@@ -272,9 +324,10 @@ fn committed(v: Option<OffsetValue>) -> (i64, i32, Option<StrBytes>) {
     }
 }
 
-fn group_by_topic(found: Vec<Committed>, error: i16) -> Vec<OffsetFetchResponseTopic> {
+/// v1–v7's topics; `error` for every partition, else UNSTABLE_OFFSET_COMMIT where unstable.
+fn group_by_topic(found: Vec<(Committed, bool)>, error: i16) -> Vec<OffsetFetchResponseTopic> {
     let mut topics: Vec<OffsetFetchResponseTopic> = Vec::new();
-    for ((t, p), v) in found {
+    for (((t, p), v), unstable) in found {
         if topics.last().is_none_or(|x| x.name.0.as_str() != t) {
             let mut tr = OffsetFetchResponseTopic::default();
             tr.name = topic_name(&t);
@@ -282,7 +335,7 @@ fn group_by_topic(found: Vec<Committed>, error: i16) -> Vec<OffsetFetchResponseT
         }
         let mut pr = OffsetFetchResponsePartition::default();
         pr.partition_index = p;
-        pr.error_code = error;
+        pr.error_code = if error == 0 && unstable { code(Code::UnstableOffsetCommit) } else { error };
         (pr.committed_offset, pr.committed_leader_epoch, pr.metadata) = committed(v);
         topics.last_mut().expect("pushed").partitions.push(pr);
     }

@@ -12,6 +12,7 @@ use kafka_protocol::messages::join_group_response::{JoinGroupResponse, JoinGroup
 use kafka_protocol::messages::offset_commit_response::OffsetCommitResponse;
 use kafka_protocol::messages::offset_delete_response::OffsetDeleteResponse;
 use kafka_protocol::messages::sync_group_response::SyncGroupResponse;
+use kafka_protocol::messages::txn_offset_commit_response::TxnOffsetCommitResponse;
 use kafka_protocol::messages::ApiKey;
 
 /// A Kafka code as the wire carries it.
@@ -30,6 +31,7 @@ pub(crate) enum GroupReply {
     Join { version: i16, cid: i32 },
     Sync { version: i16, cid: i32, protocol: Option<(Option<String>, Option<String>)> },
     Commit { version: i16, cid: i32, response: OffsetCommitResponse, slots: Vec<(usize, usize)> },
+    TxnCommit { version: i16, cid: i32, response: TxnOffsetCommitResponse, slots: Vec<(usize, usize)> },
     DeleteGroups { version: i16, cid: i32, response: DeleteGroupsResponse, slots: Vec<(Ticket, usize)> },
     OffsetDelete { version: i16, cid: i32, response: OffsetDeleteResponse },
 }
@@ -79,6 +81,17 @@ impl GroupReply {
                     response.topics[ti].partitions[pi].error_code = e;
                 }
                 Response::new(ApiKey::OffsetCommit, version, cid, response)
+            }
+            GroupReply::TxnCommit { version, cid, mut response, slots } => {
+                // KIP-588: before v2 a fenced producer is told INVALID_PRODUCER_EPOCH.
+                let e = match written(0) {
+                    e if e == code(Code::ProducerFenced) && version < 2 => code(Code::InvalidProducerEpoch),
+                    e => e,
+                };
+                for (ti, pi) in slots {
+                    response.topics[ti].partitions[pi].error_code = e;
+                }
+                Response::new(ApiKey::TxnOffsetCommit, version, cid, response)
             }
             GroupReply::DeleteGroups { version, cid, mut response, slots } => {
                 for (i, (_, slot)) in slots.iter().enumerate() {

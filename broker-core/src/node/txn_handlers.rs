@@ -37,8 +37,12 @@ use kafka_protocol::messages::describe_producers_response::{DescribeProducersRes
 use kafka_protocol::messages::write_txn_markers_request::{WritableTxnMarker, WritableTxnMarkerTopic, WriteTxnMarkersRequest};
 use kafka_protocol::messages::write_txn_markers_response::{WritableTxnMarkerPartitionResult, WritableTxnMarkerResult, WritableTxnMarkerTopicResult, WriteTxnMarkersResponse};
 
-/// WriteTxnMarkers: for each marker, each partition's error (none once it is replicated).
-pub fn write_txn_markers(b: &mut Broker, version: i16, correlation_id: i32, req: WriteTxnMarkersRequest, now: u64, out: &mut Vec<Action>) -> Outcome {
+/// WriteTxnMarkers: for each marker, each partition's error (none once it is replicated). A
+/// marker on an offsets partition this node coordinates also ends the transaction's offsets
+/// there, once replicated (`group::Coordinator::txn_marker`).
+pub fn write_txn_markers(node: &Node, version: i16, correlation_id: i32, req: WriteTxnMarkersRequest, now: u64, out: &mut Vec<Action>) -> Outcome {
+    let mut parts = node.parts();
+    let Parts { broker: b, groups, .. } = &mut *parts;
     let mut r = WriteTxnMarkersResponse::default();
     let mut pending = Vec::new();
     for (mi, m) in req.markers.into_iter().enumerate() {
@@ -50,7 +54,12 @@ pub fn write_txn_markers(b: &mut Broker, version: i16, correlation_id: i32, req:
             for (slot, p) in t.partition_indexes.into_iter().enumerate() {
                 let mut pr = WritableTxnMarkerPartitionResult::default().with_partition_index(p);
                 match b.write_marker(&name, p, m.producer_id.0, m.producer_epoch, kind, m.coordinator_epoch, now, out) {
-                    Ok(produced) => pending.push((mi, Pending { topic: ti, slot, name: name.clone(), partition: p, produced })),
+                    Ok(produced) => {
+                        if &*name == crate::group::offsets_topic {
+                            groups.txn_marker(p, m.producer_id.0, kind == MarkerKind::Commit, (produced.last_offset, produced.leader_epoch));
+                        }
+                        pending.push((mi, Pending { topic: ti, slot, name: name.clone(), partition: p, produced }));
+                    }
                     Err(e) => pr.error_code = e.kafka_error(true).code(),
                 }
                 tr.partitions.push(pr);
@@ -59,6 +68,8 @@ pub fn write_txn_markers(b: &mut Broker, version: i16, correlation_id: i32, req:
         }
         r.markers.push(mr);
     }
+    // Replicated already (an ISR of one): the offsets it ended take effect now.
+    super::coordinator_link::settle(b, groups, now, out);
     let mut waiting = Waiting::markers(version, correlation_id, r, pending, crate::constants::produce_wait_ms_max);
     // Already replicated (an ISR of one): answer now.
     waiting.poll_broker(b, false).unwrap_or(Outcome::Wait(waiting))

@@ -12,20 +12,7 @@ use crate::client::Conn;
 use crate::constants::peer_request_ms_max;
 use crate::node::{Input, MarkersResult};
 use crate::txn::markers::Send;
-use std::sync::Arc;
 use std::time::Duration;
-
-/// Sends each request handed over on `rx` in a task of its own, until the node stops.
-pub(super) async fn sender(shared: Arc<Shared>, mut rx: tokio::sync::mpsc::UnboundedReceiver<Send>) {
-    while let Some(send) = rx.recv().await {
-        let shared = shared.clone();
-        tokio::spawn(async move {
-            let result = deliver(&shared, &send).await;
-            let actions = shared.decide(|s| s.node.input(Input::MarkersAnswered { request: send.request, result }, now_ms())).await;
-            shared.perform(actions).await;
-        });
-    }
-}
 
 async fn deliver(shared: &Shared, send: &Send) -> MarkersResult {
     let (host, port) = {
@@ -40,8 +27,13 @@ async fn deliver(shared: &Shared, send: &Send) -> MarkersResult {
     Ok(crate::node::txn_handlers::marker_results(send, answer))
 }
 
-/// Hands `send` to the sender task (dropped if the node is stopping: the coordinator that
-/// asked for it is going too).
-pub(super) fn queue(shared: &Shared, send: Send) {
-    let _ = shared.markers_out.send(send);
+/// Sends `send` in a task of its own and hands the answer back to the node (nothing, if the
+/// node is stopping: the coordinator that asked is going too).
+pub(super) fn spawn(shared: &Shared, send: Send) {
+    let Some(shared) = shared.me.upgrade() else { return };
+    tokio::spawn(async move {
+        let result = deliver(&shared, &send).await;
+        let actions = shared.decide(|s| s.node.input(Input::MarkersAnswered { request: send.request, result }, now_ms())).await;
+        shared.perform(actions).await;
+    });
 }

@@ -61,10 +61,10 @@ pub struct Shared {
     /// ([`Action::Answer`]). A ticket is entered in the decision that hands it out, so
     /// no later decision's answer can miss it.
     group_waits: Mutex<std::collections::BTreeMap<Ticket, tokio::sync::mpsc::UnboundedSender<(Ticket, Answer)>>>,
-    /// The transaction coordinator's markers to send ([`Action::SendMarkers`]), and the
-    /// receiving end until the sender task takes it (`markers.rs`).
-    markers_out: tokio::sync::mpsc::UnboundedSender<crate::txn::markers::Send>,
-    markers_in: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<crate::txn::markers::Send>>>,
+    /// This node's own handle, for tasks a decision's actions start (a marker request,
+    /// `markers.rs`): none is spawned until one is needed, so a run without transactions
+    /// schedules exactly the tasks it did before they existed.
+    me: std::sync::Weak<Shared>,
     /// Raft messages a decision asked to send, queued when its gate opens (`queue_raft`).
     raft_outgoing: Mutex<Vec<crate::controller::raft::Message>>,
     /// On a voter, each other voter's message queue (set when the Raft task starts).
@@ -106,10 +106,8 @@ impl Shared {
 
     fn build(broker: Broker, controller: Option<Quorum>, disk: Arc<dyn Disk>, observer: Option<Observer>) -> Arc<Shared> {
         let buggify = broker.config().buggify.clone();
-        let (markers_out, markers_in) = tokio::sync::mpsc::unbounded_channel();
-        Arc::new(Shared {
-            markers_out,
-            markers_in: Mutex::new(Some(markers_in)),
+        Arc::new_cyclic(|me| Shared {
+            me: me.clone(),
             node: Node::new(broker, controller),
             disk,
             changed: Notify::new(),
@@ -246,7 +244,7 @@ impl Shared {
                 // Taken out inside the quorum's gate already (`queue_raft`); one left here
                 // is queued now.
                 Action::Raft(m) => raft::queue(self, m),
-                Action::SendMarkers(send) => markers::queue(self, send),
+                Action::SendMarkers(send) => markers::spawn(self, send),
                 Action::Answer { ticket, answer } => {
                     // No one waits any more (the request timed out, its connection closed):
                     // the answer is dropped, as Kafka drops a delayed response nobody reads.

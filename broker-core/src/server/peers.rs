@@ -4,8 +4,7 @@
 //! - the metadata follower: long-polling Fetch of the controller's metadata log, applying what
 //!   arrives (a replay is applied only once it has reached the log's end, so no request ever
 //!   sees a half-replayed past);
-//! - one replica fetcher per leader this node follows (`replica_fetch.rs`);
-//! - the transaction coordinator's marker sender (`markers.rs`).
+//! - one replica fetcher per leader this node follows (`replica_fetch.rs`).
 //!
 //! IO only: every decision is the broker's or the controller's. Failures are logged, the
 //! connection dropped and retried after a pause; nothing here panics or gives up.
@@ -43,14 +42,11 @@ pub fn spawn(shared: Arc<Shared>) -> Vec<tokio::task::JoinHandle<()>> {
     if !shared.broker().config().broker_role {
         return vec![tokio::spawn(metadata_follower(shared))];
     }
-    let markers = shared.markers_in.lock().unwrap_or_else(|p| p.into_inner()).take();
-    let mut tasks = markers.map(|rx| tokio::spawn(super::markers::sender(shared.clone(), rx))).into_iter().collect::<Vec<_>>();
-    tasks.extend([
+    vec![
         tokio::spawn(controller_link(shared.clone())),
         tokio::spawn(metadata_follower(shared.clone())),
         tokio::spawn(super::replica_fetch::replica_fetchers(shared)),
-    ]);
-    tasks
+    ]
 }
 
 /// `host:port` as a socket address: an IP literal, or (real builds only) a name to look up.

@@ -8,6 +8,9 @@ two-partition topic of its own:
 2. A transaction left open (records sent and flushed, never ended), then a second producer with
    the same transactional id: its init_transactions fences the first and aborts the open
    transaction; its own transaction commits; the first producer, fenced, cannot commit.
+3. Offsets sent to a transaction (send_offsets_to_transaction, the consume-transform-produce
+   step): a committed transaction's offset becomes the group's committed offset, an aborted
+   one's never does.
 Then reads both partitions to their ends with read_committed (exactly the committed values, in
 order) and read_uncommitted (every value sent), with confluent-kafka's consumer.
 """
@@ -57,6 +60,26 @@ def run_confluent(bootstrap, topic, txn_id):
     except KafkaException as e:
         err = e.args[0]
         expect(err.fatal() or "fenced" in err.str().lower(), f"confluent: the fenced producer's commit failed, but not as fenced: {err}")
+    confluent_offsets(bootstrap, topic, q)
+
+
+def confluent_offsets(bootstrap, topic, producer):
+    from confluent_kafka import Consumer, TopicPartition
+
+    group = f"seedlog-eos-{topic}"
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        for offset, commit in (3, True), (5, False):
+            producer.begin_transaction()
+            producer.send_offsets_to_transaction([TopicPartition(topic, 0, offset)], consumer.consumer_group_metadata(), 30)
+            if commit:
+                producer.commit_transaction(30)
+            else:
+                producer.abort_transaction(30)
+        got = consumer.committed([TopicPartition(topic, 0)], timeout=30)[0].offset
+        expect(got == 3, f"confluent: the group's committed offset is {got}; the committed transaction sent 3, the aborted one 5")
+    finally:
+        consumer.close()
 
 
 def run_kafka_python(bootstrap, topic, txn_id):
@@ -85,6 +108,7 @@ def run_kafka_python(bootstrap, topic, txn_id):
     q.begin_transaction()
     q.send(topic, b"b1", partition=0)
     q.commit_transaction()
+    kafka_python_offsets(bootstrap, topic, q)
     q.close(timeout=10)
     try:
         p.commit_transaction()
@@ -93,6 +117,27 @@ def run_kafka_python(bootstrap, topic, txn_id):
         expect("fenced" in type(e).__name__.lower() or "fenced" in str(e).lower() or "epoch" in str(e).lower(),
                f"kafka-python: the fenced producer's commit failed, but not as fenced: {e!r}")
     p.close(timeout=5)
+
+
+def kafka_python_offsets(bootstrap, topic, producer):
+    from kafka import KafkaConsumer, TopicPartition
+    from kafka.structs import OffsetAndMetadata
+
+    group = f"seedlog-eos-{topic}"
+    tp = TopicPartition(topic, 0)
+    for offset, commit in (3, True), (5, False):
+        producer.begin_transaction()
+        producer.send_offsets_to_transaction({tp: OffsetAndMetadata(offset, "", -1)}, group)
+        if commit:
+            producer.commit_transaction()
+        else:
+            producer.abort_transaction()
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False)
+    try:
+        got = consumer.committed(tp)
+        expect(got == 3, f"kafka-python: the group's committed offset is {got}; the committed transaction sent 3, the aborted one 5")
+    finally:
+        consumer.close()
 
 
 def read(bootstrap, topic, isolation, deadline):
