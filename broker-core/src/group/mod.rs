@@ -73,7 +73,10 @@ pub enum Loaded {
 
 /// Offsets committed inside open transactions, per group and producer id, in the order they
 /// were written (Kafka's pending transactional offset commits).
-type TxnOffsets = BTreeMap<String, BTreeMap<i64, BTreeMap<(String, i32), OffsetValue>>>;
+type TxnOffsets = BTreeMap<String, BTreeMap<i64, Offsets>>;
+
+/// Offsets by partition.
+type Offsets = BTreeMap<(String, i32), OffsetValue>;
 
 /// An offsets partition this node leads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,7 +111,7 @@ enum Effect {
     /// `producer_id`'s transaction marker is in the log: once replicated, a commit makes the
     /// offsets it ended take effect (an abort drops them); a failed one gives them back to
     /// the pending ones (the coordinator sends the marker again).
-    TxnEnd { producer_id: i64, commit: bool, ended: Vec<(String, BTreeMap<(String, i32), OffsetValue>)> },
+    TxnEnd { producer_id: i64, commit: bool, ended: Vec<(String, Offsets)> },
 }
 
 pub struct Coordinator {
@@ -503,7 +506,7 @@ impl Coordinator {
     /// take effect once the marker is replicated (or are dropped, for an abort). A partition
     /// still loading meets the marker in its log instead.
     pub fn txn_marker(&mut self, p: i32, producer_id: i64, commit: bool, at: (i64, i32)) {
-        if !self.owned.get(&p).is_some_and(|o| o.loading.is_none()) {
+        if self.owned.get(&p).is_none_or(|o| o.loading.is_some()) {
             return;
         }
         let partitions = self.partitions;
