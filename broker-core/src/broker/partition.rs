@@ -54,10 +54,10 @@ impl Partition {
     }
 
     /// Where the cleaner must stop: below the last stable offset (an open transaction may
-    /// still abort) and below the first aborted transaction (the cleaner does not yet remove
-    /// aborted records, so it must not let them outlive the committed records of their keys).
+    /// still abort, and an ended one's marker may not be replicated yet). Below it every
+    /// transaction has its replicated outcome, and the cleaner removes the aborted ones' data.
     pub(super) fn cleanable_end(&self) -> i64 {
-        self.last_stable_offset().min(self.log.first_aborted_offset().unwrap_or(i64::MAX))
+        self.last_stable_offset()
     }
 
     pub(super) fn leo(&self) -> i64 {

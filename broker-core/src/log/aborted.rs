@@ -12,15 +12,36 @@
 //!   that replay (at open and after a truncation, [`Log::replace_aborted_from`]), whatever the
 //!   files said; a file that does not decode makes the replay start at the log start;
 //! * a truncation drops the entries of removed offsets with them, a deleted segment takes its
-//!   file along; the cleaner never rewrites a segment holding an entry (it stops below the first
-//!   aborted transaction, `Log::cleanable_end`).
+//!   file along; the cleaner removes aborted transactions' data ([`AbortedRanges`]) but keeps
+//!   their markers, so every entry stays in the segment it was written to: a segment holding
+//!   an entry is only ever the first of a cleaned group, whose file keeps its base offset's
+//!   name, so its `.txnindex` stays its own.
 //!
 //! Never decides what aborted: that is the markers' and the producer state's.
 
 use super::txn_index::{self, AbortedTxn};
-use super::{file_stem, io_err, Log, LogError};
+use super::{file_stem, io_err, BatchHeader, Log, LogError};
+use std::collections::BTreeMap;
 use crate::storage::{read_exact_at, Disk};
 use std::path::{Path, PathBuf};
+
+/// Aborted transactions by producer, each as (first offset, marker offset), in log order: what
+/// a cleaning pass removes (Kafka's cleaner discards an aborted transaction's batches and keeps
+/// its marker).
+#[derive(Debug, Default)]
+pub(super) struct AbortedRanges(BTreeMap<i64, Vec<(i64, i64)>>);
+
+impl AbortedRanges {
+    /// Whether `h` is a data batch of an aborted transaction.
+    pub(super) fn contains(&self, h: &BatchHeader) -> bool {
+        if !h.is_transactional() || h.is_control() {
+            return false;
+        }
+        let Some(ranges) = self.0.get(&h.producer_id) else { return false };
+        let i = ranges.partition_point(|(_, marker)| *marker < h.base_offset);
+        ranges.get(i).is_some_and(|(first, _)| *first <= h.base_offset)
+    }
+}
 
 /// The path of the `.txnindex` of the segment at `base`.
 pub(super) fn path(dir: &Path, base: i64) -> PathBuf {
@@ -91,10 +112,19 @@ impl Log {
         &self.aborted
     }
 
-    /// The first offset of the earliest aborted transaction the log holds: the cleaner stops
-    /// below it (it does not yet remove aborted records or move their entries).
-    pub fn first_aborted_offset(&self) -> Option<i64> {
-        self.aborted.iter().map(|t| t.first_offset).min()
+    /// The aborted transactions whose marker lies below `below`, for a cleaning pass.
+    pub(super) fn aborted_ranges(&self, below: i64) -> AbortedRanges {
+        let mut by_producer: BTreeMap<i64, Vec<(i64, i64)>> = BTreeMap::new();
+        for t in self.aborted.iter().filter(|t| t.last_offset < below) {
+            by_producer.entry(t.producer_id).or_default().push((t.first_offset, t.last_offset));
+        }
+        AbortedRanges(by_producer)
+    }
+
+    /// Whether the segment [base, next) holds an abort marker (its `.txnindex` has entries).
+    pub(super) fn holds_aborted(&self, base: i64, next: i64) -> bool {
+        let i = self.aborted.partition_point(|t| t.last_offset < base);
+        self.aborted.get(i).is_some_and(|t| t.last_offset < next)
     }
 
     /// Where a producer-state replay must start at the latest for its index to be whole: at

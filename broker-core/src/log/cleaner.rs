@@ -8,7 +8,9 @@
 //! 1. `B.log.cleaned`: the cleaned batches, appended a step at a time (with its indexes in
 //!    `B.index.cleaned` and `B.timeindex.cleaned`), then synced;
 //! 2. renamed `B.log.swap`, directory synced — the commit point;
-//! 3. the group's old `.log`, `.index` and `.timeindex` files removed, directory synced;
+//! 3. the group's old `.log`, `.index` and `.timeindex` files removed (and the `.txnindex`
+//!    of all but `B`, which holds none: `B`'s stays, true of the cleaned segment), directory
+//!    synced;
 //! 4. `B.log.swap` renamed `B.log`, directory synced; then the indexes renamed `B.index` and
 //!    `B.timeindex` (a crash before leaves `.cleaned` leftovers, and open rebuilds them).
 //!
@@ -62,8 +64,9 @@ impl Output {
                     }
                     _ => {
                         self.flush_empty();
-                        // A run carries no producer: its fields are cleared so it never looks like one.
-                        let anonymous = BatchHeader { producer_id: -1, producer_epoch: -1, base_sequence: -1, ..*h };
+                        // A run carries no producer: its fields (and the transactional bit) are
+                        // cleared so it never looks like one's.
+                        let anonymous = BatchHeader { producer_id: -1, producer_epoch: -1, base_sequence: -1, attributes: h.attributes & !0x10, ..*h };
                         self.empty = Some((anonymous, anonymous));
                     }
                 }
@@ -143,11 +146,14 @@ pub(super) fn swap_in(disk: &dyn Disk, dir: &Path, mut cleaned: Segment, bases: 
     Segment::open_trusted(disk, dir, base, interval, now, &mut rebuilt)
 }
 
-/// Steps 3–4: removes the replaced segments' files and renames the `.swap` into place.
+/// Steps 3–4: removes the replaced segments' files and renames the `.swap` into place. The
+/// group's first segment keeps its `.txnindex`: only a group's first segment may hold abort
+/// markers (`pass.rs`, `group_end`), and the cleaned segment keeps them at the same offsets
+/// under the same base.
 fn finish_swap(disk: &dyn Disk, dir: &Path, base: i64, bases: &[i64]) -> Result<(), LogError> {
     let (_, swap, log) = paths(dir, base);
     for b in bases {
-        super::segment_files::delete_files(disk, dir, *b)?;
+        super::segment_files::delete_files_but(disk, dir, *b, *b == base)?;
     }
     disk.sync_dir(dir).map_err(super::io_err("sync", dir))?;
     disk.rename(&swap, &log).map_err(super::io_err("rename", &swap))?;

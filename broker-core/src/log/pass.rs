@@ -4,7 +4,8 @@
 //!
 //! 1. **Map**: key offsets of the dirty range, from the clean point towards the first segment
 //!    that is active, above `upper` or younger than `min.compaction.lag.ms` (fixed when the
-//!    pass starts), until the key map is full.
+//!    pass starts), until the key map is full. Aborted transactions' batches are left out:
+//!    they supersede nothing, and the rewrite removes them (their markers stay).
 //! 2. **Producers**: each idempotent producer's last batch below the mapped end (never merged
 //!    away, so producer state rebuilt from headers stays what it was): the map walk notes them
 //!    in the dirty range, and this phase reads the batch headers of the clean part below it
@@ -24,6 +25,7 @@
 //! Anything that removes segments — retention, truncation, DeleteRecords — aborts the pass
 //! first ([`Log::abort_cleaning`]): its `.cleaned` file goes and the next pass starts over.
 
+use super::aborted::AbortedRanges;
 use super::clean::{self, Keep, KeyMap, Outcome, Tombstones};
 use super::cleaner::{self, CleanStats, Output};
 use super::{BatchHeader, Log, LogError};
@@ -41,6 +43,9 @@ pub(super) struct Pass {
     end: i64,
     /// Each idempotent producer's last batch in the mapped range (its base offset).
     producers: BTreeMap<i64, i64>,
+    /// The aborted transactions whose marker is below the dirty end: their batches never enter
+    /// the key map and are removed (their markers stay).
+    aborted: AbortedRanges,
     stats: CleanStats,
     phase: Phase,
     /// Every read of the pass lands here, one buffer for the whole pass (a fresh one per read
@@ -109,7 +114,8 @@ impl Log {
             Some(pass) => pass,
             None if self.cleaning_due(now, upper) => {
                 let (start, end) = (self.cleaned_to(), self.dirty_end(now, upper));
-                Box::new(Pass { map: KeyMap::for_range(map_bytes, keep, start, end), start, end, producers: BTreeMap::new(), stats: CleanStats { from: start, to: start, ..CleanStats::default() }, phase: Phase::Map { next: start }, buf: Vec::new(), mapped_batches: 0, header_reads: false })
+                let aborted = self.aborted_ranges(end);
+                Box::new(Pass { map: KeyMap::for_range(map_bytes, keep, start, end), start, end, producers: BTreeMap::new(), aborted, stats: CleanStats { from: start, to: start, ..CleanStats::default() }, phase: Phase::Map { next: start }, buf: Vec::new(), mapped_batches: 0, header_reads: false })
             }
             None if freeing => return Ok(Step::Working { bytes: 0 }),
             None => return Ok(Step::Idle),
@@ -200,7 +206,8 @@ impl Log {
                         // A batch that does not decode keeps all its records: they are simply
                         // not compacted. (Append decoded every batch it took; only one written
                         // before the broker read lz4 and zstd, or damaged under its CRC, can.)
-                        if clean::map_batch(&mut pass.map, b) == Ok(false) {
+                        // An aborted transaction's records supersede nothing.
+                        if !pass.aborted.contains(h) && clean::map_batch(&mut pass.map, b) == Ok(false) {
                             full = true;
                             break;
                         }
@@ -304,6 +311,7 @@ impl Log {
                         // `budget` bytes of log either way, and is paced by them.
                         bytes += h.size as u64;
                         let (b, outcome) = match at {
+                            Some(_) if pass.aborted.contains(h) => (&[][..], Outcome::Empty),
                             Some(at) => (&pass.buf[at.clone()], judge(&pass.buf[at.clone()], h, &pass.map, *tombstones, &mapped_range)?),
                             None => (&[][..], Outcome::Empty),
                         };
@@ -432,7 +440,9 @@ impl Log {
         while j + 1 < self.segments.len() && self.segments[j].base_offset < mapped {
             let s = &self.segments[j];
             let fits = size + s.size() <= self.config.segment_bytes && s.next_offset() - base <= segment_offsets_max;
-            if j > i && !fits {
+            // A segment holding abort markers keeps its own `.txnindex`: it may only start a
+            // group, whose cleaned segment keeps its base offset (`log::aborted`).
+            if j > i && (!fits || self.holds_aborted(s.base_offset, s.next_offset())) {
                 break;
             }
             size += s.size();

@@ -82,8 +82,15 @@ pub(super) fn paths(dir: &Path, base: i64) -> [PathBuf; 3] {
 /// Removes the files of the segment at `base` (those present: its three and its `.txnindex`);
 /// returns the `.log` path.
 pub fn delete_files(disk: &dyn Disk, dir: &Path, base: i64) -> Result<PathBuf, LogError> {
+    delete_files_but(disk, dir, base, false)
+}
+
+/// [`delete_files`], keeping the segment's `.txnindex` when `keep_aborted` (a cleaned segment
+/// swapped in over it keeps its base offset and its markers, so its entries stay true).
+pub fn delete_files_but(disk: &dyn Disk, dir: &Path, base: i64, keep_aborted: bool) -> Result<PathBuf, LogError> {
     let all = paths(dir, base);
-    for p in all.iter().chain([&super::aborted::path(dir, base)]) {
+    let aborted = super::aborted::path(dir, base);
+    for p in all.iter().chain((!keep_aborted).then_some(&aborted)) {
         match disk.remove(p) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io_err("remove", p)(e)),
             _ => {}

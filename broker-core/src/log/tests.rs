@@ -5,6 +5,7 @@ mod hardening;
 mod replica;
 mod cleaning;
 mod cleaning_steps;
+mod cleaning_txn;
 mod region;
 mod deferred;
 mod snapshots;

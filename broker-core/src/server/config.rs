@@ -129,6 +129,27 @@ pub struct Flags {
     /// offset.metadata.max.bytes
     #[arg(long)]
     pub offset_metadata_max_bytes: Option<usize>,
+    /// transaction.max.timeout.ms (default 900000: a longer transaction.timeout.ms is refused)
+    #[arg(long)]
+    pub transaction_max_timeout_ms: Option<i32>,
+    /// transactional.id.expiration.ms (default 604800000, 7 days)
+    #[arg(long)]
+    pub transactional_id_expiration_ms: Option<i64>,
+    /// transaction.abort.timed.out.transaction.cleanup.interval.ms (default 10000)
+    #[arg(long)]
+    pub transaction_abort_timed_out_transaction_cleanup_interval_ms: Option<i64>,
+    /// transaction.remove.expired.transaction.cleanup.interval.ms (default 3600000)
+    #[arg(long)]
+    pub transaction_remove_expired_transaction_cleanup_interval_ms: Option<i64>,
+    /// transaction.state.log.num.partitions (default 50)
+    #[arg(long)]
+    pub transaction_state_log_num_partitions: Option<i32>,
+    /// transaction.state.log.replication.factor (default 3, capped by the brokers present)
+    #[arg(long)]
+    pub transaction_state_log_replication_factor: Option<i16>,
+    /// transaction.state.log.min.isr (default 2, capped by the replication factor)
+    #[arg(long)]
+    pub transaction_state_log_min_isr: Option<i16>,
     /// log.cleaner.backoff.ms
     #[arg(long)]
     pub log_cleaner_backoff_ms: Option<u64>,
@@ -191,6 +212,13 @@ pub const FILE_SETTINGS: &[&str] = &[
     "offsets.topic.replication.factor",
     "offsets.retention.minutes",
     "offset.metadata.max.bytes",
+    "transaction.max.timeout.ms",
+    "transactional.id.expiration.ms",
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+    "transaction.remove.expired.transaction.cleanup.interval.ms",
+    "transaction.state.log.num.partitions",
+    "transaction.state.log.replication.factor",
+    "transaction.state.log.min.isr",
     "log.cleaner.backoff.ms",
     "log.cleaner.io.max.bytes.per.second",
     "fetch.zero.copy",
@@ -242,6 +270,13 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
             "offsets.topic.replication.factor" => f.offsets_topic_replication_factor = Some(int()? as i16),
             "offsets.retention.minutes" => f.offsets_retention_minutes = Some(int()? as u64),
             "offset.metadata.max.bytes" => f.offset_metadata_max_bytes = Some(int()? as usize),
+            "transaction.max.timeout.ms" => f.transaction_max_timeout_ms = Some(i32::try_from(int()?).map_err(|_| bad("a 32-bit integer"))?),
+            "transactional.id.expiration.ms" => f.transactional_id_expiration_ms = Some(int()?),
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms" => f.transaction_abort_timed_out_transaction_cleanup_interval_ms = Some(int()?),
+            "transaction.remove.expired.transaction.cleanup.interval.ms" => f.transaction_remove_expired_transaction_cleanup_interval_ms = Some(int()?),
+            "transaction.state.log.num.partitions" => f.transaction_state_log_num_partitions = Some(i32::try_from(int()?).map_err(|_| bad("a 32-bit integer"))?),
+            "transaction.state.log.replication.factor" => f.transaction_state_log_replication_factor = Some(i16::try_from(int()?).map_err(|_| bad("a 16-bit integer"))?),
+            "transaction.state.log.min.isr" => f.transaction_state_log_min_isr = Some(i16::try_from(int()?).map_err(|_| bad("a 16-bit integer"))?),
             "log.cleaner.backoff.ms" => f.log_cleaner_backoff_ms = Some(int()? as u64),
             "log.cleaner.io.max.bytes.per.second" => f.log_cleaner_io_max_bytes_per_second = Some(value.as_float().or(value.as_integer().map(|i| i as f64)).filter(|v| *v > 0.0).ok_or_else(|| bad("a positive number"))?),
             "fetch.zero.copy" => f.fetch_zero_copy = Some(value.as_bool().ok_or_else(|| bad("true or false"))?),
@@ -254,7 +289,7 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
         log_segment_bytes, log_roll_ms, log_retention_ms, log_retention_bytes, log_index_interval_bytes,
         log_flush_interval_messages, log_flush_interval_ms, message_max_bytes, controller_quorum_voters, process_roles, controller_quorum_election_timeout_ms, metadata_log_max_record_bytes_between_snapshots,
         default_replication_factor, replica_lag_time_max_ms, broker_session_timeout_ms, broker_heartbeat_interval_ms,
-        unclean_leader_election_enable, eligible_leader_replicas_enable, auto_leader_rebalance_enable, leader_imbalance_check_interval_seconds, leader_imbalance_per_broker_percentage, group_initial_rebalance_delay_ms, group_min_session_timeout_ms, group_max_session_timeout_ms, group_max_size, offsets_topic_num_partitions, offsets_topic_replication_factor, offsets_retention_minutes, offset_metadata_max_bytes, log_cleaner_backoff_ms, log_cleaner_io_max_bytes_per_second, fetch_zero_copy, worker_threads);
+        unclean_leader_election_enable, eligible_leader_replicas_enable, auto_leader_rebalance_enable, leader_imbalance_check_interval_seconds, leader_imbalance_per_broker_percentage, group_initial_rebalance_delay_ms, group_min_session_timeout_ms, group_max_session_timeout_ms, group_max_size, offsets_topic_num_partitions, offsets_topic_replication_factor, offsets_retention_minutes, offset_metadata_max_bytes, transaction_max_timeout_ms, transactional_id_expiration_ms, transaction_abort_timed_out_transaction_cleanup_interval_ms, transaction_remove_expired_transaction_cleanup_interval_ms, transaction_state_log_num_partitions, transaction_state_log_replication_factor, transaction_state_log_min_isr, log_cleaner_backoff_ms, log_cleaner_io_max_bytes_per_second, fetch_zero_copy, worker_threads);
     Ok(f)
 }
 
@@ -337,6 +372,7 @@ pub fn resolve(f: &Flags) -> Result<(SocketAddr, BrokerConfig), String> {
         c.leader_imbalance_per_broker_percentage = v;
     }
     resolve_groups(f, &mut c.groups)?;
+    resolve_txns(f, &mut c.txns)?;
     if let Some(v) = f.log_cleaner_backoff_ms { c.cleaner_backoff_ms = v.max(1) }
     // Kafka's default is Double.MaxValue: no limit. A rate beyond u64 is none either.
     if let Some(v) = f.fetch_zero_copy { c.fetch_zero_copy = v }
@@ -368,6 +404,32 @@ fn resolve_groups(f: &Flags, g: &mut crate::group::GroupConfig) -> Result<(), St
     }
     if g.offsets_replication_factor < 1 || g.max_size < 1 {
         return Err("offsets.topic.replication.factor and group.max.size must be at least 1".into());
+    }
+    Ok(())
+}
+
+/// The transaction coordinator's settings, checked as Kafka checks them (each at least 1).
+fn resolve_txns(f: &Flags, t: &mut crate::txn::TxnConfig) -> Result<(), String> {
+    if let Some(v) = f.transaction_max_timeout_ms { t.max_timeout_ms = v }
+    if let Some(v) = f.transactional_id_expiration_ms { t.id_expiration_ms = v }
+    if let Some(v) = f.transaction_abort_timed_out_transaction_cleanup_interval_ms { t.abort_timed_out_interval_ms = v }
+    if let Some(v) = f.transaction_remove_expired_transaction_cleanup_interval_ms { t.remove_expired_interval_ms = v }
+    if let Some(v) = f.transaction_state_log_num_partitions { t.state_partitions = v }
+    if let Some(v) = f.transaction_state_log_replication_factor { t.state_replication_factor = v }
+    if let Some(v) = f.transaction_state_log_min_isr { t.state_min_isr = v }
+    let positive = [
+        ("transaction.max.timeout.ms", t.max_timeout_ms as i64),
+        ("transactional.id.expiration.ms", t.id_expiration_ms),
+        ("transaction.abort.timed.out.transaction.cleanup.interval.ms", t.abort_timed_out_interval_ms),
+        ("transaction.remove.expired.transaction.cleanup.interval.ms", t.remove_expired_interval_ms),
+        ("transaction.state.log.replication.factor", t.state_replication_factor as i64),
+        ("transaction.state.log.min.isr", t.state_min_isr as i64),
+    ];
+    if let Some((name, v)) = positive.iter().find(|(_, v)| *v < 1) {
+        return Err(format!("{name}={v} must be at least 1"));
+    }
+    if !(1..=crate::constants::partitions_per_topic_max).contains(&t.state_partitions) {
+        return Err(format!("transaction.state.log.num.partitions={} must be 1..={}", t.state_partitions, crate::constants::partitions_per_topic_max));
     }
     Ok(())
 }
@@ -512,6 +574,10 @@ mod tests {
         assert_eq!((c.groups.initial_rebalance_delay_ms, c.groups.offsets_partitions, c.groups.offsets_retention_ms), (0, 5, 120_000));
         let bad = Flags { group_min_session_timeout_ms: Some(10), group_max_session_timeout_ms: Some(5), ..Flags::default() };
         assert!(resolve(&bad).unwrap_err().contains("group.min.session.timeout.ms=10"));
+        let txn = merge_file("\"transaction.max.timeout.ms\" = 60000\n\"transaction.state.log.num.partitions\" = 3\n", Flags::default()).unwrap();
+        let (_, c) = resolve(&txn).unwrap();
+        assert_eq!((c.txns.max_timeout_ms, c.txns.state_partitions, c.txns.state_min_isr), (60_000, 3, 2));
+        assert!(resolve(&Flags { transaction_state_log_min_isr: Some(0), ..Flags::default() }).unwrap_err().contains("transaction.state.log.min.isr=0"));
         let none = Flags { offsets_topic_num_partitions: Some(0), ..Flags::default() };
         assert!(resolve(&none).unwrap_err().contains("offsets.topic.num.partitions=0"));
     }

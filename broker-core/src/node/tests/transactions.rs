@@ -234,4 +234,40 @@ mod coordinator {
         let (r, _): (ListTransactionsResponse, _) = ask(&node, ApiKey::ListTransactions, 1, &ListTransactionsRequest::default().with_duration_filter(-1), 60);
         assert_eq!(r.transaction_states.iter().map(|s| (s.transactional_id.0.to_string(), s.producer_id.0, s.transaction_state.to_string())).collect::<Vec<_>>(), vec![("tx".to_string(), pid, "Empty".to_string())]);
     }
+
+    #[test]
+    fn a_transaction_left_open_past_its_timeout_is_aborted_by_the_coordinator() {
+        let tmp = tempfile::tempdir().unwrap();
+        let node = txn_node(tmp.path());
+        let find = FindCoordinatorRequest::default().with_key_type(crate::kafka::coordinator_type::transaction).with_coordinator_keys(vec![StrBytes::from_static_str("tx")]);
+        let _: (FindCoordinatorResponse, _) = ask(&node, ApiKey::FindCoordinator, 4, &find, 0);
+        crate::testing::sync(&node, 0);
+        let req = InitProducerIdRequest::default().with_transactional_id(Some(id())).with_transaction_timeout_ms(1_000).with_producer_id(ProducerId(-1)).with_producer_epoch(-1);
+        let (r, _): (InitProducerIdResponse, _) = ask(&node, ApiKey::InitProducerId, 4, &req, 0);
+        assert_eq!(r.error_code, 0);
+        let pid = r.producer_id.0;
+        assert_eq!(add_t0(&node, pid, 0), 0);
+        assert_eq!(produce(&node, pid, 0, 0), 0);
+        let check = node.broker().config().txns.abort_timed_out_interval_ms as u64;
+        // Ticks before the timeout change nothing; the first check after it aborts.
+        let early = node.input(Input::Tick { checkpoint: false }, 500);
+        assert!(!early.iter().any(|a| matches!(a, Action::SendMarkers(_))), "{early:?}");
+        assert_eq!(describe(&node).1, "Ongoing");
+        let mut later = Vec::new();
+        let mut now = 1_000;
+        while !later.iter().any(|a| matches!(a, Action::SendMarkers(_))) {
+            assert!(now <= 1_000 + 2 * check, "no abort within two checks of the timeout");
+            now += 100;
+            later = node.input(Input::Tick { checkpoint: false }, now);
+        }
+        let send = later.iter().find_map(|a| match a {
+            Action::SendMarkers(s) => Some(s.clone()),
+            _ => None,
+        });
+        assert!(send.is_some_and(|s| !s.markers[0].commit && s.markers[0].epoch == 1), "an abort, at the fencing epoch");
+        deliver_markers(&node, later, now);
+        assert_eq!(describe(&node).1, "CompleteAbort");
+        assert_eq!(read_committed(&node).3, vec![(pid, 0)], "its records are aborted");
+        assert_eq!(end(&node, pid, 0, true, now).0, Code::ProducerFenced.code(), "the producer that left it open is fenced");
+    }
 }
