@@ -2,7 +2,7 @@
 //! consumer received, and the final read of every partition after healing. Simulated times only.
 //! Checkers read it; nothing here decides anything.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// How a produce ended, as the client saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -148,8 +148,40 @@ pub struct Compaction {
     pub delete_retention_ms: u64,
 }
 
+impl History {
+    /// Topics a transactional producer wrote: their logs hold transaction markers, at offsets
+    /// no reader is given.
+    pub fn transactional_topics(&self) -> BTreeSet<&str> {
+        self.txns.iter().flat_map(|t| t.records.iter().map(|(topic, _, _)| topic.as_str())).collect()
+    }
+}
+
+/// One transaction of a transactional producer, as its producer saw it.
+#[derive(Debug, Clone)]
+pub struct Txn {
+    pub process: String,
+    /// The producer's count of its transactions.
+    pub serial: u64,
+    /// Its records as sent: (topic, partition, identity), acknowledged or not.
+    pub records: Vec<(String, i32, Vec<u8>)>,
+    /// Whether its producer asked to commit it (else to abort it, or it gave up on it: then
+    /// nothing can commit it).
+    pub commit: bool,
+    /// What ending it answered: `Ok(0)` acknowledged, `Fail`/`Unknown` otherwise; None: no
+    /// EndTxn was sent (nothing reached the coordinator, or the producer gave up first).
+    pub end: Option<Outcome>,
+    pub invoke_ms: u64,
+    pub complete_ms: u64,
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct History {
+    /// Every transaction of the transactional producers, in the order they ended.
+    pub txns: Vec<Txn>,
+    /// With transactional producers: every partition read again with read_committed after the
+    /// final read, once its last stable offset reached where that read ended (or not, then in
+    /// `final_errors` under the topic prefixed `committed:`).
+    pub final_committed: BTreeMap<PartitionKey, Vec<(i64, Vec<u8>)>>,
     pub writes: Vec<Write>,
     /// Topics with `cleanup.policy` compact: their logs keep the latest record per key, so
     /// superseded records may be gone and offsets have gaps (the checkers say where that is

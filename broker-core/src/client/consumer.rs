@@ -56,11 +56,49 @@ pub fn decode_records(mut bytes: Bytes) -> Result<Vec<DecodedRecord>, ClientErro
     Ok(out)
 }
 
+/// Kafka's consumer-side rule for read_committed fetches: the aborted transactions the broker
+/// listed, by first offset, become "aborting" once a batch reaches them, and stay so for their
+/// producer until its ABORT marker; a transactional batch of an aborting producer is dropped.
+/// Markers are never records, whatever the isolation.
+struct Aborted {
+    /// (first offset, producer id), sorted; `next` is the first not yet reached.
+    listed: Vec<(i64, i64)>,
+    next: usize,
+    aborting: std::collections::BTreeSet<i64>,
+}
+
+impl Aborted {
+    fn new(read_committed: bool, listed: &[kafka_protocol::messages::fetch_response::AbortedTransaction]) -> Aborted {
+        let mut listed: Vec<(i64, i64)> = listed.iter().filter(|_| read_committed).map(|a| (a.first_offset, a.producer_id.0)).collect();
+        listed.sort_unstable();
+        Aborted { listed, next: 0, aborting: Default::default() }
+    }
+
+    /// Whether the batch `raw` gives no records to the caller.
+    fn skips(&mut self, raw: &[u8]) -> bool {
+        let Ok(h) = crate::log::batch::read_header(raw) else { return false };
+        while self.listed.get(self.next).is_some_and(|(first, _)| *first <= h.last_offset()) {
+            self.aborting.insert(self.listed[self.next].1);
+            self.next += 1;
+        }
+        if h.is_control() {
+            if let Ok(crate::log::batch::control::Control::Marker { kind: crate::log::batch::control::MarkerKind::Abort, .. }) = crate::log::batch::control::read_control(raw) {
+                self.aborting.remove(&h.producer_id);
+            }
+            return true;
+        }
+        h.is_transactional() && self.aborting.contains(&h.producer_id)
+    }
+}
+
 pub struct Consumer {
     cluster: Cluster,
     positions: BTreeMap<(String, i32), i64>,
     /// Bytes per partition per fetch.
     pub partition_max_bytes: i32,
+    /// Kafka's `isolation.level=read_committed`: fetches stop at the last stable offset and
+    /// aborted transactions' records are dropped ([`Consumer::set_read_committed`]).
+    read_committed: bool,
 }
 
 impl Consumer {
@@ -71,7 +109,14 @@ impl Consumer {
 
     /// A consumer that may ask any of `bootstrap` for metadata (at least one address).
     pub fn with_bootstrap(bootstrap: Vec<SocketAddr>, client_id: &str, timeout: Duration) -> Consumer {
-        Consumer { cluster: Cluster::new(bootstrap, client_id, timeout), positions: BTreeMap::new(), partition_max_bytes: 1 << 20 }
+        Consumer { cluster: Cluster::new(bootstrap, client_id, timeout), positions: BTreeMap::new(), partition_max_bytes: 1 << 20, read_committed: false }
+    }
+
+    /// Reads committed records only (`isolation.level=read_committed`): up to each partition's
+    /// last stable offset, without the records of aborted transactions. Either way transaction
+    /// markers are never returned as records.
+    pub fn set_read_committed(&mut self, on: bool) {
+        self.read_committed = on;
     }
 
     /// Reads `topic`/`partition` from `offset` on.
@@ -129,6 +174,7 @@ impl Consumer {
             .with_min_bytes(1)
             .with_max_bytes(50 << 20)
             .with_session_epoch(-1)
+            .with_isolation_level(if self.read_committed { crate::kafka::isolation::read_committed } else { 0 })
             .with_topics(topics.into_iter().map(|(t, ps)| FetchTopic::default().with_topic(TopicName(StrBytes::from_string(t.into()))).with_partitions(ps)).collect());
         let resp = match self.cluster.conn(addr).await?.send(&req).await {
             Ok(r) => r,
@@ -156,13 +202,17 @@ impl Consumer {
                 let mut records = p.records.unwrap_or_default();
                 let mut next = pos;
                 let mut first_batch = true;
+                let mut aborted = Aborted::new(self.read_committed, p.aborted_transactions.as_deref().unwrap_or_default());
                 while !records.is_empty() {
                     let whole = records.clone();
                     let set = compressed::decode_batch(&mut records).map_err(|e| ClientError::Protocol(format!("decode {topic}-{}: {e}", p.partition_index)))?;
                     // A compacted batch may hold fewer records than its offsets, or none: the
                     // position moves past the batch's last offset, as Kafka's consumers do.
-                    let batch_end = batch_last_offset(&whole[..whole.len() - records.len()]).map(|last| last + 1);
-                    for r in set.records {
+                    let raw = &whole[..whole.len() - records.len()];
+                    let batch_end = batch_last_offset(raw).map(|last| last + 1);
+                    // A marker, or (read_committed) an aborted transaction's batch: passed over.
+                    let skipped = aborted.skips(raw);
+                    for r in set.records.into_iter().filter(|_| !skipped) {
                         // The first batch holds the fetch offset and may start before it (Kafka
                         // returns whole batches): that prefix is expected and skipped. Anything
                         // else at or below what this fetch returned is passed on, not fresh.

@@ -14,11 +14,13 @@ pub mod consumer;
 pub mod group;
 pub mod groups_admin;
 pub mod producer;
+pub mod transactions;
 
 pub use conn::Conn;
 pub use consumer::{Consumer, ConsumedRecord};
 pub use group::{GroupConfig, GroupConsumer, GroupEvent, Polled};
 pub use producer::{Producer, ProducerConfig};
+pub use transactions::TransactionalProducer;
 
 use crate::kafka::Code;
 use crate::broker::producer::SequenceError;

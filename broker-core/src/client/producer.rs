@@ -72,6 +72,10 @@ pub struct Producer {
     cluster: Cluster,
     producer: Option<(i64, i16)>,
     sequences: BTreeMap<(String, i32), i32>,
+    /// Set for a transactional producer (`client::transactions`): its batches are
+    /// transactional, its produce requests name the id, and its producer id comes from the
+    /// transaction coordinator, never from any broker.
+    transactional_id: Option<String>,
 }
 
 /// One record to send: key and value.
@@ -100,12 +104,41 @@ impl Producer {
     /// A producer that may ask any of `bootstrap` for metadata (at least one address).
     pub fn with_bootstrap(bootstrap: Vec<SocketAddr>, config: ProducerConfig) -> Producer {
         let cluster = Cluster::new(bootstrap, &config.client_id, config.request_timeout);
-        Producer { config, cluster, producer: None, sequences: BTreeMap::new() }
+        Producer { config, cluster, producer: None, sequences: BTreeMap::new(), transactional_id: None }
+    }
+
+    /// Makes this producer transactional under `id` (its producer id then comes from
+    /// [`Producer::set_producer_id`], never from InitProducerId without an id).
+    pub(super) fn set_transactional(&mut self, id: &str) {
+        self.transactional_id = Some(id.to_string());
+        self.config.idempotent = true;
+    }
+
+    /// The producer id and epoch a transaction coordinator gave: sequences start over.
+    pub(super) fn set_producer_id(&mut self, producer: Option<(i64, i16)>) {
+        self.producer = producer;
+        self.sequences.clear();
+    }
+
+    /// The cluster view, for requests to the transaction coordinator.
+    pub(super) fn cluster(&mut self) -> &mut Cluster {
+        &mut self.cluster
+    }
+
+    pub(super) fn config(&self) -> &ProducerConfig {
+        &self.config
+    }
+
+    pub(super) fn producer_id(&self) -> Option<(i64, i16)> {
+        self.producer
     }
 
     async fn ensure_producer_id(&mut self) -> Result<(i64, i16), ClientError> {
         if let Some(p) = self.producer {
             return Ok(p);
+        }
+        if self.transactional_id.is_some() {
+            return Err(ClientError::Protocol("a transactional producer gets its producer id from init_transactions".into()));
         }
         let addr = self.cluster.any_broker();
         let req = InitProducerIdRequest::default().with_transactional_id(None).with_transaction_timeout_ms(60_000).with_producer_id(ProducerId(-1)).with_producer_epoch(-1);
@@ -136,7 +169,7 @@ impl Producer {
             .iter()
             .enumerate()
             .map(|(i, r)| Record {
-                transactional: false,
+                transactional: self.transactional_id.is_some(),
                 control: false,
                 delete_horizon: false,
                 partition_leader_epoch: -1,
@@ -211,8 +244,10 @@ impl Producer {
 
     /// A batch failed for good with `e`: the error to report, ambiguous when an earlier attempt
     /// may have been appended.
+    /// (A transactional producer keeps its id: its transaction is aborted instead, and its next
+    /// init_transactions bumps the epoch, `client::transactions`.)
     fn gave_up(&mut self, e: ClientError, maybe_appended: bool) -> ClientError {
-        if self.config.idempotent {
+        if self.config.idempotent && self.transactional_id.is_none() {
             // The batch failed (or may be in the log, or the broker no longer accepts our
             // sequence): a fresh producer id restarts sequences, so the next batch is neither
             // refused as a gap nor mistaken for this one — a batch that reuses a failed batch's
@@ -341,7 +376,8 @@ impl Producer {
         // The broker gives up on replication a little before the client gives up on the
         // broker, so a slow ISR is answered with REQUEST_TIMED_OUT rather than a dead socket.
         let broker_wait = self.config.request_timeout.as_millis() as i32 / 10 * 8;
-        ProduceRequest::default().with_acks(self.config.acks).with_timeout_ms(broker_wait).with_topic_data(vec![t])
+        let id = self.transactional_id.as_ref().map(|id| kafka_protocol::messages::TransactionalId(StrBytes::from_string(id.clone())));
+        ProduceRequest::default().with_acks(self.config.acks).with_timeout_ms(broker_wait).with_transactional_id(id).with_topic_data(vec![t])
     }
 
     async fn try_send(&mut self, topic: &str, partition: i32, batch: Bytes) -> Result<i64, ClientError> {

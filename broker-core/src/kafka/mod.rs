@@ -74,6 +74,9 @@ pub const SENT: &[(ApiKey, i16)] = &[
     (ApiKey::OffsetForLeaderEpoch, 3),
     // A transaction coordinator's markers.
     (ApiKey::WriteTxnMarkers, 1),
+    // The transactional producer (client::transactions): the classic protocol's last versions.
+    (ApiKey::AddPartitionsToTxn, 3),
+    (ApiKey::EndTxn, 3),
     (ApiKey::AlterPartition, 3),
     (ApiKey::ListOffsets, 6),
     // The group consumer (client::group) and the operator's queries (client::groups_admin).

@@ -1,4 +1,5 @@
-//! Transactions as real clients run them: confluent-kafka's and kafka-python's transactional
+//! Transactions as real clients run them: this crate's own transactional producer and
+//! read_committed consumer (`client::transactions`), and confluent-kafka's and kafka-python's transactional
 //! producers against the broker's transaction coordinator (commit, abort, a producer fenced
 //! by a new one with its transaction aborted), read back with read_committed and
 //! read_uncommitted (tests/clients/transactional_producer.py). And as real consumers see
@@ -95,4 +96,72 @@ fn real_transactional_producers_commit_abort_and_are_fenced() {
     for (client, (name, _, _)) in clients.iter().zip(&topics) {
         client_script(&mut broker, "transactional_producer.py", &["--client", client, "--topic", name]);
     }
+}
+
+/// Every data record of `topic`-`p` from the start to `end`, read with this crate's consumer.
+async fn read_values(addr: SocketAddr, topic_name: &str, p: i32, end: i64, read_committed: bool) -> Vec<String> {
+    let mut c = broker_core::client::Consumer::new(addr, "txn-reader", Duration::from_secs(10));
+    c.set_read_committed(read_committed);
+    c.assign(topic_name, p, 0);
+    let mut out = Vec::new();
+    for _ in 0..200 {
+        if c.position(topic_name, p).is_some_and(|pos| pos >= end) {
+            return out;
+        }
+        for r in c.poll(100).await.expect("poll") {
+            if r.fresh {
+                out.push(String::from_utf8(r.value.expect("a value").to_vec()).expect("utf-8"));
+            }
+        }
+    }
+    panic!("{topic_name}-{p}: not read to {end} (at {:?}): {out:?}", c.position(topic_name, p));
+}
+
+#[test]
+fn this_crates_transactional_producer_and_read_committed_consumer() {
+    use broker_core::client::producer::ProducerRecord;
+    use broker_core::client::{ClientError, ProducerConfig, TransactionalProducer};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let broker = Broker::start(dir.path(), &[]);
+    let addr: SocketAddr = broker.bootstrap().parse().expect("address");
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    runtime.block_on(async {
+        let name = "own-txn";
+        broker_core::client::admin::create_topics(addr, &[(name.into(), 2, 1)], Duration::from_secs(10)).await.expect("create topic");
+        let rec = |v: &str| vec![ProducerRecord { key: None, value: Some(Bytes::from(v.to_string())), headers: Vec::new() }];
+        // Today's time: records from 1970 would be past the topic's retention at once.
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("after 1970").as_millis() as i64;
+        let mut p = TransactionalProducer::new(vec![addr], ProducerConfig::default(), "own", 60_000);
+        let (pid, epoch) = p.init().await.expect("init");
+        assert_eq!(epoch, 0, "a new id");
+        for (values, commit) in [(["c1", "c2"], true), (["a1", "a2"], false), (["c3", "c4"], true)] {
+            p.begin().expect("begin");
+            for (i, v) in values.iter().enumerate() {
+                p.send(name, i as i32, &rec(v), now).await.expect("send");
+            }
+            match commit {
+                true => p.commit().await.expect("commit"),
+                false => p.abort().await.expect("abort"),
+            }
+        }
+        // A transaction left open, then a new producer of the id: it is aborted, and the old
+        // producer is fenced.
+        p.begin().expect("begin");
+        p.send(name, 0, &rec("z1"), now).await.expect("send");
+        let mut q = TransactionalProducer::new(vec![addr], ProducerConfig::default(), "own", 60_000);
+        let (qpid, qepoch) = q.init().await.expect("the new producer's init");
+        assert_eq!((qpid, qepoch), (pid, 2), "the open transaction was fenced at epoch 1; the new producer has 2");
+        let fenced = p.commit().await.expect_err("the fenced producer's commit");
+        assert!(matches!(fenced, ClientError::Kafka { code: broker_core::kafka::Code::ProducerFenced, .. }), "{fenced:?}");
+        q.begin().expect("begin");
+        q.send(name, 0, &rec("b1"), now).await.expect("send");
+        q.commit().await.expect("commit");
+        // Each transaction ends in a marker on each of its partitions (written after EndTxn is
+        // answered, so a read waits for them): p0 holds c1 m a1 m c3 m z1 m b1 m, p1 c2 m a2 m c4 m.
+        let ends = [10, 6];
+        assert_eq!(read_values(addr, name, 0, ends[0], true).await, ["c1", "c3", "b1"]);
+        assert_eq!(read_values(addr, name, 1, ends[1], true).await, ["c2", "c4"]);
+        assert_eq!(read_values(addr, name, 0, ends[0], false).await, ["c1", "a1", "c3", "z1", "b1"], "read_uncommitted: every data record, no marker");
+        assert_eq!(read_values(addr, name, 1, ends[1], false).await, ["c2", "a2", "c4"]);
+    });
 }

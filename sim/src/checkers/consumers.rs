@@ -116,7 +116,7 @@ pub fn nonmonotonic_poll(h: &History, out: &mut Vec<Violation>) {
 /// no skip is certain and none is judged; order is still `nonmonotonic_poll`'s.
 pub fn poll_skip(h: &History, out: &mut Vec<Violation>) {
     for (a, b) in session_pairs(h) {
-        if b.offset > a.offset + 1 && !h.compacted_topics.contains_key(&b.topic) {
+        if b.offset > a.offset + 1 && !h.compacted_topics.contains_key(&b.topic) && !h.transactional_topics().contains(b.topic.as_str()) {
             out.push(violation("poll_skip", b, vec![a.offset, b.offset], format!("{} jumped from offset {} to {}", b.process, a.offset, b.offset)));
         }
     }

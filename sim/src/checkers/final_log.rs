@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 /// still tile them, but hold fewer records), so there it is only that offsets increase.
 pub fn offsets_dense(h: &History, out: &mut Vec<Violation>) {
     for ((topic, partition), log) in &h.final_read {
-        let compacted = h.compacted_topics.contains_key(topic);
+        // Transaction markers take offsets no reader is given.
+        let compacted = h.compacted_topics.contains_key(topic) || h.transactional_topics().contains(topic.as_str());
         for w in log.windows(2) {
             if (compacted && w[1].0 <= w[0].0) || (!compacted && w[1].0 != w[0].0 + 1) {
                 out.push(Violation {

@@ -32,6 +32,9 @@
 //! | `leader_handover` | a leader whose log of a partition failed is replaced (or its log is back) within a session timeout (plus a controller failover if it was the active controller), when no other fault could explain the wait | availability; Kafka's failed log directory handling (KIP-112, KIP-858); issue 11 item 2 |
 //! | `leader_fenced` | no broker is committed as a partition's leader after being down (crashed, paused, cut off) for over a session timeout, while a majority of brokers could be heard | Kafka's controller: only unfenced brokers are eligible leaders; issue 11 item 2 |
 //! | `fence_quorum` | a controller cut off from receiving fences fewer than half the brokers while cut off (each fence needs a majority heard: check-quorum) | Raft/KRaft check-quorum; Kafka's controller fencing; issue 11 item 2 |
+//! | `txn_lost_write` | every record of a transaction whose commit was acknowledged is visible to a read_committed reader after healing | Kafka's transactions (KIP-98): EndTxn answers once the outcome is durable |
+//! | `txn_aborted_read` | no record of a transaction its producer aborted or gave up on is visible to read_committed | Jepsen: G1a aborted read; Kafka's read_committed |
+//! | `txn_torn` | a transaction's records are visible to read_committed all together or not at all | atomicity (Jepsen's Bufstream analysis: torn transactions) |
 //! | `compaction` | in a compacted topic, each key's last record in the final log is its last acknowledged write (or a later one of unknown outcome); a key is gone only after its last tombstone's `delete.retention.ms` | Kafka's log compaction guarantees (docs: "Log Compaction Basics"); issue 9 |
 //!
 //! Compacted topics (`History::compacted_topics`) relax some properties, each where its module
@@ -41,8 +44,13 @@
 //! it compares offsets both hold and each key's latest). `duplicate`, `inconsistent_offsets`,
 //! `nonmonotonic_poll` and `definite_failure` hold unchanged: the cleaner never copies a
 //! record, never moves one to another offset and never reorders.
+//!
+//! Topics with transactional writes (`History::transactional_topics`) hold transaction markers
+//! at offsets no reader is given: `offsets_dense` and `poll_skip` ask only that offsets
+//! increase there.
 
 mod compaction;
+mod transactions;
 mod fence_quorum;
 mod consumers;
 mod final_log;
@@ -99,6 +107,9 @@ pub const CHECKERS: &[(&str, Checker)] = &[
     ("group_delivery", group_delivery::at_least_once),
     ("group_liveness", group_liveness::group_settles),
     ("compaction", compaction::compaction),
+    ("txn_lost_write", transactions::txn_lost_write),
+    ("txn_aborted_read", transactions::txn_aborted_read),
+    ("txn_torn", transactions::txn_torn),
     ("isr_complete", isr_complete::isr_complete),
     ("leader_handover", leader_handover::leader_handover),
     ("leader_fenced", leader_fenced::leader_fenced),

@@ -32,8 +32,9 @@ const final_read_errors_max: usize = 10;
 /// (or `final_errors`).
 pub(super) async fn through_clients(s: &Scenario, cluster: &Cluster, rec: &Rec) {
     let topics: Vec<(String, i32)> = s.topics.iter().map(|t| (t.name.clone(), t.partitions)).collect();
+    let committed = s.producers.iter().any(|p| p.transactional);
     let reader = harness_node("final-reader", final_reader_ip);
-    let _ = reader.spawn(final_reader_main(cluster.brokers.clone(), topics, rec.clone())).await;
+    let _ = reader.spawn(final_reader_main(cluster.brokers.clone(), topics, committed, rec.clone())).await;
 }
 
 /// Stops every broker cleanly and reads each replica's log from its disk into the history's
@@ -53,50 +54,83 @@ pub(super) fn from_disks(s: &Scenario, cluster: &Cluster, rec: &Rec) {
 }
 
 /// Reads every partition in full after healing; records what could not be read.
-async fn final_reader_main(brokers: Vec<SocketAddr>, topics: Vec<(String, i32)>, rec: Rec) {
+async fn final_reader_main(brokers: Vec<SocketAddr>, topics: Vec<(String, i32)>, committed: bool, rec: Rec) {
     for (topic, partitions) in topics {
         for p in 0..partitions {
-            let (log, failure) = read_partition(&brokers, &topic, p).await;
+            let (log, failure, end) = read_partition(&brokers, &topic, p, None).await;
             event(&rec, "final-reader", "final_read", json!({"topic": topic, "partition": p, "records": log.len(), "error": failure}));
+            let failed = failure.is_some();
+            {
+                let mut r = rec.lock().expect("recorder");
+                match failure {
+                    Some(why) => drop(r.history.final_errors.insert((topic.clone(), p), why)),
+                    None => drop(r.history.final_read.insert((topic.clone(), p), log)),
+                }
+            }
+            if !committed || failed {
+                continue;
+            }
+            // Read again with read_committed, to where this read ended: the transactions its
+            // producers gave up on are aborted by their coordinators meanwhile.
+            let (log, failure, _) = read_partition(&brokers, &topic, p, Some(end)).await;
+            event(&rec, "final-reader", "final_read_committed", json!({"topic": topic, "partition": p, "records": log.len(), "error": failure}));
             let mut r = rec.lock().expect("recorder");
             match failure {
-                Some(why) => {
-                    r.history.final_errors.insert((topic.clone(), p), why);
-                }
-                None => {
-                    r.history.final_read.insert((topic.clone(), p), log);
-                }
+                Some(why) => drop(r.history.final_errors.insert((format!("committed:{topic}"), p), why)),
+                None => drop(r.history.final_committed.insert((topic.clone(), p), log)),
             }
         }
     }
 }
 
+/// How long (simulated ms) a read_committed final read waits for the last stable offset to
+/// reach where the plain read ended: a transaction's timeout (`workloads::txn_timeout_ms`), the
+/// coordinator's check interval and its markers, with room to spare.
+const committed_wait_ms: u64 = 30_000;
+
 /// Polls one partition from offset 0 until a poll comes back empty without moving the
 /// position (a compacted log's batches may hold no record: the position still moves past
-/// them). After an error it goes on from the next broker where it got to; after
-/// `final_read_errors_max` errors it gives up, returning what it read and the last error.
-async fn read_partition(brokers: &[SocketAddr], topic: &str, p: i32) -> (Records, Option<String>) {
-    let mut c = Consumer::with_bootstrap(brokers.to_vec(), "final-reader", Duration::from_millis(request_timeout_ms));
-    c.assign(topic, p, 0);
+/// them); with `committed_to`, reads with read_committed until the position reaches that
+/// offset instead, for at most `committed_wait_ms`. After an error it goes on from the next
+/// broker where it got to; after `final_read_errors_max` errors it gives up, returning what it
+/// read and the last error. Also returns where it ended.
+async fn read_partition(brokers: &[SocketAddr], topic: &str, p: i32, committed_to: Option<i64>) -> (Records, Option<String>, i64) {
+    let reader = |bootstrap: Vec<SocketAddr>, from: i64| {
+        let mut c = Consumer::with_bootstrap(bootstrap, "final-reader", Duration::from_millis(request_timeout_ms));
+        c.set_read_committed(committed_to.is_some());
+        c.assign(topic, p, from);
+        c
+    };
+    let mut c = reader(brokers.to_vec(), 0);
     let mut log = Vec::new();
     let mut errors = 0;
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(committed_wait_ms);
     loop {
         let at = c.position(topic, p);
+        let end = at.unwrap_or(0);
+        if committed_to.is_some_and(|to| end >= to) {
+            return (log, None, end);
+        }
         match c.poll(0).await {
-            Ok(records) if records.is_empty() && c.position(topic, p) == at => return (log, None),
+            Ok(records) if records.is_empty() && c.position(topic, p) == at && committed_to.is_none() => return (log, None, end),
+            Ok(records) if records.is_empty() && c.position(topic, p) == at => {
+                if tokio::time::Instant::now() >= deadline {
+                    return (log, Some(format!("read_committed stayed at {end} below {} for {committed_wait_ms} ms", committed_to.unwrap_or(0))), end);
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
             Ok(records) if records.is_empty() => {}
             Ok(records) => log.extend(records.iter().filter(|r| r.fresh).map(|r| (r.offset, super::workloads::identity(r)))),
             Err(e) => {
                 errors += 1;
+                let resume = c.position(topic, p).unwrap_or(0);
                 if errors >= final_read_errors_max {
-                    return (log, Some(e.to_string()));
+                    return (log, Some(e.to_string()), resume);
                 }
                 let mut bootstrap = brokers.to_vec();
                 let shift = errors % bootstrap.len().max(1);
                 bootstrap.rotate_left(shift);
-                let resume = c.position(topic, p).unwrap_or(0);
-                c = Consumer::with_bootstrap(bootstrap, "final-reader", Duration::from_millis(request_timeout_ms));
-                c.assign(topic, p, resume);
+                c = reader(bootstrap, resume);
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
         }

@@ -203,6 +203,9 @@ pub(super) fn broker_config(s: &Scenario, i: u32, bug: Option<PlantedBug>) -> Br
     // Three offsets partitions keep group scenarios cheap; sessions as short as a second let
     // them churn within a fast scenario.
     (c.groups.offsets_partitions, c.groups.min_session_timeout_ms) = (sim_offsets_partitions, 1_000);
+    // The same for the transaction coordinator's state topic; abandoned transactions are
+    // checked for their timeout every second, so a fast scenario sees them aborted.
+    (c.txns.state_partitions, c.txns.abort_timed_out_interval_ms) = (sim_offsets_partitions, 1_000);
     if let Some(n) = s.broker.flush_messages {
         c.log.flush = if n == 1 { FlushPolicy::EveryBatch } else { FlushPolicy::EveryMessages(n) };
     }

@@ -8,11 +8,11 @@
 use super::recorder::{event, now_ms, producing, Rec};
 use super::request_timeout_ms;
 use super::topology::{admin_ip, harness_node, Cluster};
-use crate::history::{record_identity, write_header, Outcome, Read, Write};
+use crate::history::{record_identity, write_header, Outcome, Read, Txn, Write};
 use crate::scenario::{ProducerSpec, Scenario};
 use broker_core::client::admin::{self, TopicToCreate};
 use broker_core::client::producer::{in_flight_max, BatchTo, ProducerRecord};
-use broker_core::client::{ClientError, Consumer, Producer, ProducerConfig};
+use broker_core::client::{ClientError, Consumer, Producer, ProducerConfig, TransactionalProducer};
 use broker_core::server;
 use bytes::Bytes;
 use madsim::task::JoinHandle;
@@ -50,7 +50,13 @@ pub(super) fn start_clients(s: &Scenario, cluster: &mut Cluster, rec: &Rec) -> C
     for (i, p) in s.producers.iter().flat_map(|p| std::iter::repeat_n(p, p.count as usize)).enumerate() {
         let name = format!("producer-{i}");
         let Some(node) = cluster.add_client(&name, rec) else { break };
-        let task = producer_main(name, cluster.brokers.clone(), p.topic.clone(), partitions(&p.topic), p.clone(), rec.clone());
+        let (brokers, topic, partitions, spec, rec) = (cluster.brokers.clone(), p.topic.clone(), partitions(&p.topic), p.clone(), rec.clone());
+        let task = async move {
+            match spec.transactional {
+                true => txn_producer_main(name, brokers, topic, partitions, spec, rec).await,
+                false => producer_main(name, brokers, topic, partitions, spec, rec).await,
+            }
+        };
         clients.producers.push(node.spawn(task));
     }
     let until_ms = s.duration_ms + s.heal_ms / 2;
@@ -141,6 +147,85 @@ async fn producer_main(name: String, brokers: Vec<SocketAddr>, topic: String, pa
             record_batch(&rec, &name, &topic, partition, first, records, &result, (acks, idempotent), (invoke_ms, complete_ms));
         }
         n += count;
+    }
+}
+
+/// `transaction.timeout.ms` of the simulated transactional producers: a transaction its
+/// producer gave up on is aborted by its coordinator within this and a check interval.
+const txn_timeout_ms: i32 = 5_000;
+
+/// A transactional producer at `rate` records/s: each round is one transaction holding the
+/// records that fell due, one batch to each of (up to) two partitions in turn, then committed
+/// — or aborted, for the serials `abort_per_mille` picks (by name and serial, no draw). A send
+/// that fails makes it abort the transaction and init again (which also ends, by fencing,
+/// anything its coordinator still has open). Every write goes to the history as any producer's
+/// does, and every transaction to `txns`.
+async fn txn_producer_main(name: String, brokers: Vec<SocketAddr>, topic: String, partitions: i32, spec: ProducerSpec, rec: Rec) {
+    let (rate, bytes) = (spec.rate.max(1), spec.record_bytes);
+    let partitions = partitions.max(1);
+    let batch_records = spec.batch_records.min((batch_value_bytes_max / bytes.max(1) as u64).max(1));
+    let config = ProducerConfig { client_id: name.clone(), acks: -1, idempotent: true, retries: spec.retries, retry_backoff: Duration::from_millis(50), request_timeout: Duration::from_millis(request_timeout_ms) };
+    let mut producer = TransactionalProducer::new(brokers, config, &format!("{name}-txn"), txn_timeout_ms);
+    let start = now_ms(&rec);
+    let (mut n, mut serial, mut batch_no): (u64, u64, u64) = (0, 0, 0);
+    let mut ready = false;
+    while producing(&rec) {
+        if !ready {
+            match producer.init().await {
+                Ok((pid, epoch)) => {
+                    event(&rec, &name, "txn_init", json!({"producer_id": pid, "epoch": epoch}));
+                    ready = true;
+                }
+                Err(e) => {
+                    event(&rec, &name, "txn_init", json!({"error": e.to_string()}));
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            }
+            continue;
+        }
+        let due = (now_ms(&rec) - start + 1) * rate as u64 / 1000;
+        if due <= n {
+            tokio::time::sleep(Duration::from_micros(1_000_000 / rate as u64)).await;
+            continue;
+        }
+        let invoke_ms = now_ms(&rec);
+        let count = (due - n).min(batch_records);
+        let parts = (partitions as u64).min(2).min(count);
+        let mut txn = Txn { process: name.clone(), serial, records: Vec::new(), commit: false, end: None, invoke_ms, complete_ms: invoke_ms };
+        let _ = producer.begin();
+        let mut failed = false;
+        for b in 0..parts {
+            let (from, to) = (n + count * b / parts, n + count * (b + 1) / parts);
+            let partition = (batch_no % partitions as u64) as i32;
+            batch_no += 1;
+            let records: Vec<ProducerRecord> = (from..to).map(|i| record(&name, &spec, i, bytes)).collect();
+            txn.records.extend(records.iter().map(|r| (topic.clone(), partition, record_identity(r.value.as_deref(), r.headers.iter().map(|(k, v)| (k.as_str(), v.as_deref()))))));
+            let result = producer.send(&topic, partition, &records, server::now_ms() as i64).await;
+            failed |= result.is_err();
+            record_batch(&rec, &name, &topic, partition, from, records, &result, (-1, true), (invoke_ms, now_ms(&rec)));
+            if failed {
+                break;
+            }
+        }
+        n += count;
+        let aborting = failed || (spec.abort_per_mille > 0 && broker_core::hash::fnv1a(broker_core::hash::fnv_offset, format!("{name}-txn-{serial}").bytes()) % 1000 < spec.abort_per_mille as u64);
+        txn.commit = !aborting;
+        let ended = match aborting {
+            true => producer.abort().await,
+            false => producer.commit().await,
+        };
+        txn.end = Some(match &ended {
+            Ok(()) => Outcome::Ok(0),
+            Err(e) if e.outcome_unknown() => Outcome::Unknown(e.to_string()),
+            Err(e) => Outcome::Fail(e.to_string()),
+        });
+        txn.complete_ms = now_ms(&rec);
+        event(&rec, &name, "txn_end", json!({"serial": serial, "commit": txn.commit, "ok": ended.is_ok(), "error": ended.as_ref().err().map(|e| e.to_string())}));
+        // After a failure the producer starts over: init aborts whatever its coordinator still
+        // holds open for it and bumps the epoch.
+        ready = !failed && ended.is_ok();
+        serial += 1;
+        rec.lock().expect("recorder").history.txns.push(txn);
     }
 }
 

@@ -52,6 +52,15 @@ pub struct ProducerSpec {
     /// `hw >= last_offset` differ.
     #[serde(default = "batch_records_default", skip_serializing_if = "is_batch_records_default")]
     pub batch_records: u64,
+    /// A transactional producer (Kafka's `transactional.id`, `{name}-txn`): each round is one
+    /// transaction of one batch per partition it writes (at most two), committed, or aborted
+    /// for the serials `abort_per_mille` picks; a failed send aborts it. Needs acks = "all",
+    /// idempotence and `in_flight` 1.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub transactional: bool,
+    /// Per mille of transactions aborted on purpose (by serial, no draw); needs `transactional`.
+    #[serde(default, skip_serializing_if = "super::is_zero")]
+    pub abort_per_mille: u32,
 }
 
 fn batch_records_default() -> u64 {
@@ -207,6 +216,12 @@ impl Scenario {
             }
             if !(1..=batch_records_max).contains(&p.batch_records) {
                 return Err(format!("scenario: producers.batch_records {} must be 1..={batch_records_max}", p.batch_records));
+            }
+            if p.transactional && !(p.acks_all() && p.idempotent() && p.in_flight == 1) {
+                return Err("scenario: producers.transactional needs acks = \"all\", idempotence and in_flight = 1".into());
+            }
+            if p.abort_per_mille > 1000 || (p.abort_per_mille > 0 && !p.transactional) {
+                return Err(format!("scenario: producers.abort_per_mille {} must be 0..=1000, and needs transactional", p.abort_per_mille));
             }
             if p.tombstone_per_mille > 1000 || (p.tombstone_per_mille > 0 && p.keys == 0) {
                 return Err(format!("scenario: producers.tombstone_per_mille {} must be 0..=1000, and needs keys", p.tombstone_per_mille));

@@ -1,0 +1,211 @@
+//! A transactional producer (Kafka's classic protocol, `transaction.version` 1): finds its
+//! transactional id's coordinator, gets a producer id and epoch from it (`init`, fencing any
+//! older producer of the id), adds each partition to the open transaction before its first
+//! batch there (AddPartitionsToTxn), and ends the transaction with EndTxn (`commit`,
+//! `abort`). Batches go through [`Producer`], transactional and idempotent.
+//!
+//! Errors that pass (the coordinator moving, loading, not there yet, or busy with this id's
+//! previous transition: CONCURRENT_TRANSACTIONS) are retried after `retry_backoff`, at most
+//! `txn_request_attempts_max` times; a fenced producer (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH)
+//! fails for good. After a failed batch or an end whose outcome is unknown, the caller aborts
+//! (or calls `init` again, which aborts whatever was open and bumps the epoch), as Kafka's
+//! producers must after an abortable error.
+
+use super::cluster::Cluster;
+use super::producer::{Producer, ProducerConfig, ProducerRecord};
+use super::ClientError;
+use crate::kafka::Code;
+use kafka_protocol::messages::add_partitions_to_txn_request::{AddPartitionsToTxnRequest, AddPartitionsToTxnTopic};
+use kafka_protocol::messages::end_txn_request::EndTxnRequest;
+use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
+use kafka_protocol::messages::init_producer_id_request::InitProducerIdRequest;
+use kafka_protocol::messages::{ProducerId, TopicName, TransactionalId};
+use kafka_protocol::protocol::{Request, StrBytes};
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+
+/// Most attempts of one coordinator request (FindCoordinator included) before the caller is
+/// told: with the default 100 ms backoff, a few seconds of a coordinator moving or loading.
+pub const txn_request_attempts_max: u32 = 50;
+
+pub struct TransactionalProducer {
+    producer: Producer,
+    id: String,
+    timeout_ms: i32,
+    coordinator: Option<SocketAddr>,
+    /// Partitions of the open transaction (None: no transaction open).
+    open: Option<BTreeSet<(String, i32)>>,
+}
+
+/// What a coordinator's error code means to the client.
+enum Next {
+    Done,
+    /// Ask again (after the backoff), the same coordinator.
+    Again,
+    /// Find the coordinator again, then ask again.
+    Refind,
+    Fail(ClientError),
+}
+
+fn next(code: i16, what: &str) -> Next {
+    match crate::kafka::error(code) {
+        None => Next::Done,
+        Some(Code::ConcurrentTransactions | Code::CoordinatorLoadInProgress) => Next::Again,
+        Some(Code::NotCoordinator | Code::CoordinatorNotAvailable) => Next::Refind,
+        Some(_) => Next::Fail(ClientError::kafka(code, what)),
+    }
+}
+
+impl TransactionalProducer {
+    /// A producer for transactional id `id` with `transaction.timeout.ms` = `timeout_ms`.
+    pub fn new(bootstrap: Vec<SocketAddr>, config: ProducerConfig, id: &str, timeout_ms: i32) -> TransactionalProducer {
+        let mut producer = Producer::with_bootstrap(bootstrap, config);
+        producer.set_transactional(id);
+        TransactionalProducer { producer, id: id.to_string(), timeout_ms, coordinator: None, open: None }
+    }
+
+    fn txn_id(&self) -> TransactionalId {
+        TransactionalId(StrBytes::from_string(self.id.clone()))
+    }
+
+    /// The coordinator's address (FindCoordinator key type 1, asked of any broker).
+    async fn coordinator(&mut self) -> Result<SocketAddr, ClientError> {
+        if let Some(a) = self.coordinator {
+            return Ok(a);
+        }
+        let req = FindCoordinatorRequest::default().with_key_type(crate::kafka::coordinator_type::transaction).with_coordinator_keys(vec![StrBytes::from_string(self.id.clone())]);
+        let c = self.producer.cluster();
+        let addr = c.any_broker();
+        let resp = match c.conn(addr).await?.send(&req).await {
+            Ok(r) => r,
+            Err(e) => {
+                c.drop_conn(addr);
+                c.rotate();
+                return Err(e);
+            }
+        };
+        let found = resp.coordinators.first().ok_or_else(|| ClientError::Protocol("FindCoordinator answered no coordinator".into()))?;
+        if found.error_code != 0 {
+            return Err(ClientError::kafka(found.error_code, "FindCoordinator"));
+        }
+        let addr: SocketAddr = format!("{}:{}", found.host.as_str(), found.port).parse().map_err(|_| ClientError::Protocol(format!("coordinator address {}:{} is not ip:port", found.host.as_str(), found.port)))?;
+        self.coordinator = Some(addr);
+        Ok(addr)
+    }
+
+    /// Sends `req` to the coordinator until `code` of its answer says done or failed, finding
+    /// the coordinator again when it moved.
+    async fn ask<R: Request>(&mut self, req: &R, what: &str, code: impl Fn(&R::Response) -> i16) -> Result<R::Response, ClientError> {
+        let backoff = self.producer.config().retry_backoff;
+        let mut last = ClientError::Protocol(format!("{what}: no attempt"));
+        for _ in 0..txn_request_attempts_max {
+            let addr = match self.coordinator().await {
+                Ok(a) => a,
+                Err(e) if e.retriable() || matches!(&e, ClientError::Kafka { code: Code::CoordinatorNotAvailable | Code::NotCoordinator, .. }) => {
+                    last = e;
+                    tokio::time::sleep(backoff).await;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let c: &mut Cluster = self.producer.cluster();
+            let sent = match c.conn(addr).await {
+                Ok(conn) => conn.send(req).await,
+                Err(e) => Err(e),
+            };
+            let resp = match sent {
+                Ok(r) => r,
+                Err(e) => {
+                    // The outcome of this attempt is unknown; asking again is what Kafka's
+                    // producers do (each request here is idempotent at the coordinator).
+                    c.drop_conn(addr);
+                    self.coordinator = None;
+                    last = e;
+                    tokio::time::sleep(backoff).await;
+                    continue;
+                }
+            };
+            match next(code(&resp), what) {
+                Next::Done => return Ok(resp),
+                Next::Fail(e) => return Err(e),
+                Next::Again => last = ClientError::kafka(code(&resp), what),
+                Next::Refind => {
+                    self.coordinator = None;
+                    last = ClientError::kafka(code(&resp), what);
+                }
+            }
+            tokio::time::sleep(backoff).await;
+        }
+        Err(last)
+    }
+
+    /// Gets a producer id and epoch for the id (Kafka's `initTransactions`): an older producer
+    /// of the id is fenced, and a transaction it left open is aborted first.
+    pub async fn init(&mut self) -> Result<(i64, i16), ClientError> {
+        self.open = None;
+        self.producer.set_producer_id(None);
+        let req = InitProducerIdRequest::default().with_transactional_id(Some(self.txn_id())).with_transaction_timeout_ms(self.timeout_ms).with_producer_id(ProducerId(-1)).with_producer_epoch(-1);
+        let resp = self.ask(&req, "InitProducerId", |r| r.error_code).await?;
+        let p = (resp.producer_id.0, resp.producer_epoch);
+        self.producer.set_producer_id(Some(p));
+        Ok(p)
+    }
+
+    /// Opens a transaction (local: the coordinator hears of it with its first partition).
+    pub fn begin(&mut self) -> Result<(), ClientError> {
+        if self.open.is_some() {
+            return Err(ClientError::Protocol("a transaction is already open".into()));
+        }
+        self.open = Some(BTreeSet::new());
+        Ok(())
+    }
+
+    /// Sends `records` to `topic`-`partition` inside the open transaction; returns the batch's
+    /// base offset.
+    pub async fn send(&mut self, topic: &str, partition: i32, records: &[ProducerRecord], timestamp: i64) -> Result<i64, ClientError> {
+        let Some(open) = &self.open else { return Err(ClientError::Protocol("no transaction is open".into())) };
+        let tp = (topic.to_string(), partition);
+        if !open.contains(&tp) {
+            self.add_partition(&tp).await?;
+        }
+        self.producer.send_records(topic, partition, records, timestamp).await
+    }
+
+    async fn add_partition(&mut self, tp: &(String, i32)) -> Result<(), ClientError> {
+        let (pid, epoch) = self.producer_id()?;
+        let t = AddPartitionsToTxnTopic::default().with_name(TopicName(StrBytes::from_string(tp.0.clone()))).with_partitions(vec![tp.1]);
+        let req = AddPartitionsToTxnRequest::default().with_v3_and_below_transactional_id(self.txn_id()).with_v3_and_below_producer_id(ProducerId(pid)).with_v3_and_below_producer_epoch(epoch).with_v3_and_below_topics(vec![t]);
+        let code = |r: &kafka_protocol::messages::AddPartitionsToTxnResponse| r.results_by_topic_v3_and_below.iter().flat_map(|t| &t.results_by_partition).map(|p| p.partition_error_code).find(|c| *c != 0).unwrap_or(0);
+        self.ask(&req, "AddPartitionsToTxn", code).await?;
+        if let Some(open) = &mut self.open {
+            open.insert(tp.clone());
+        }
+        Ok(())
+    }
+
+    fn producer_id(&self) -> Result<(i64, i16), ClientError> {
+        self.producer.producer_id().ok_or_else(|| ClientError::Protocol("init_transactions first".into()))
+    }
+
+    /// Commits the open transaction: answered once the coordinator has durably decided it
+    /// (its markers follow).
+    pub async fn commit(&mut self) -> Result<(), ClientError> {
+        self.end(true).await
+    }
+
+    /// Aborts the open transaction.
+    pub async fn abort(&mut self) -> Result<(), ClientError> {
+        self.end(false).await
+    }
+
+    async fn end(&mut self, commit: bool) -> Result<(), ClientError> {
+        let Some(open) = self.open.take() else { return Err(ClientError::Protocol("no transaction is open".into())) };
+        if open.is_empty() {
+            // Nothing reached the coordinator: nothing to end (Kafka's producers skip EndTxn).
+            return Ok(());
+        }
+        let (pid, epoch) = self.producer_id()?;
+        let req = EndTxnRequest::default().with_transactional_id(self.txn_id()).with_producer_id(ProducerId(pid)).with_producer_epoch(epoch).with_committed(commit);
+        self.ask(&req, if commit { "EndTxn(commit)" } else { "EndTxn(abort)" }, |r| r.error_code).await.map(|_| ())
+    }
+}
