@@ -143,6 +143,10 @@ pub enum PlantedBug {
     /// "refused" about a batch in the log (set when the node is built:
     /// `BrokerConfig::producer_window`; `refused_retry` on `idempotent-in-flight`).
     ProducerWindowOfOne,
+    /// A partition leader writes a COMMIT marker when a coordinator asks for an ABORT, so an
+    /// aborted transaction's records become visible to read_committed consumers
+    /// (`txn_aborted_read` on `transactions`).
+    AbortMarkerCommits,
 }
 
 impl PlantedBug {
@@ -183,6 +187,7 @@ impl PlantedBug {
         PlantedBug::StaleCommitWrittenAnyway,
         PlantedBug::AcksAllAtLastOffset,
         PlantedBug::ProducerWindowOfOne,
+        PlantedBug::AbortMarkerCommits,
     ];
 
     /// The bug named `name` (its variant name, as traces record it).

@@ -36,8 +36,9 @@ use std::collections::{BTreeMap, BTreeSet};
 /// A partition and its committed offset, if any (OffsetFetch).
 pub type Committed = ((String, i32), Option<OffsetValue>);
 
-/// A batch the shell must append to `__consumer_offsets` (as the leader, acks=all), then
-/// report with [`Coordinator::appended`].
+/// A batch the shell must append to a coordinator's state topic (`__consumer_offsets` here;
+/// the transaction coordinator's too), as the leader, acks=all, then report with
+/// [`Coordinator::appended`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Append {
     pub write: u64,

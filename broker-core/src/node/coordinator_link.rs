@@ -12,7 +12,7 @@
 
 use crate::broker::{Action, Broker, Level, Produced};
 use crate::constants::offsets_load_bytes_per_step;
-use crate::group::Loaded;
+use crate::group::{Append, Loaded};
 use crate::kafka::Code;
 use crate::replication::Role;
 use crate::txn::markers::{Channel, Leader, Settled};
@@ -34,10 +34,17 @@ pub trait Hosted {
     fn settle(&mut self, replicated: &dyn Fn(i32, i64, i32) -> Result<bool, Code>, now: u64, work: &mut Self::Work);
     fn has_writes(&self) -> bool;
     fn tick(&mut self, now: u64, work: &mut Self::Work);
-    /// The appends `work` asks for: (write, partition, batch).
-    fn take_appends(work: &mut Self::Work) -> Vec<(u64, i32, Vec<u8>)>;
-    fn line(work: &mut Self::Work, line: String);
-    fn appends_owed(work: &Self::Work) -> bool;
+    /// The appends `work` asks for and its lines for the log.
+    fn shared(work: &mut Self::Work) -> (&mut Vec<Append>, &mut Vec<String>);
+    fn take_appends(work: &mut Self::Work) -> Vec<Append> {
+        std::mem::take(Self::shared(work).0)
+    }
+    fn line(work: &mut Self::Work, line: String) {
+        Self::shared(work).1.push(line)
+    }
+    fn appends_owed(work: &mut Self::Work) -> bool {
+        !Self::shared(work).0.is_empty()
+    }
     /// Takes the rest of `work` (answers, lines, markers) out as actions; what that asks to
     /// append is left in `work`.
     fn finish(&mut self, b: &Broker, work: &mut Self::Work, now: u64, out: &mut Vec<Action>);
@@ -76,14 +83,8 @@ impl Hosted for crate::group::Coordinator {
     fn tick(&mut self, now: u64, work: &mut Self::Work) {
         self.tick(now, work)
     }
-    fn take_appends(work: &mut Self::Work) -> Vec<(u64, i32, Vec<u8>)> {
-        std::mem::take(&mut work.appends).into_iter().map(|a| (a.write, a.partition, a.batch)).collect()
-    }
-    fn line(work: &mut Self::Work, line: String) {
-        work.lines.push(line)
-    }
-    fn appends_owed(work: &Self::Work) -> bool {
-        !work.appends.is_empty()
+    fn shared(work: &mut Self::Work) -> (&mut Vec<Append>, &mut Vec<String>) {
+        (&mut work.appends, &mut work.lines)
     }
     fn finish(&mut self, _: &Broker, work: &mut Self::Work, _: u64, out: &mut Vec<Action>) {
         out.extend(std::mem::take(&mut work.answers).into_iter().map(|(t, a)| Action::Answer { ticket: crate::broker::Ticket::Group(t), answer: crate::broker::Answer::Group(a) }));
@@ -184,14 +185,8 @@ impl Hosted for Txns {
     fn tick(&mut self, now: u64, work: &mut Self::Work) {
         self.coordinator.tick(now as i64, work);
     }
-    fn take_appends(work: &mut Self::Work) -> Vec<(u64, i32, Vec<u8>)> {
-        std::mem::take(&mut work.appends).into_iter().map(|a| (a.write, a.partition, a.batch)).collect()
-    }
-    fn line(work: &mut Self::Work, line: String) {
-        work.lines.push(line)
-    }
-    fn appends_owed(work: &Self::Work) -> bool {
-        !work.appends.is_empty()
+    fn shared(work: &mut Self::Work) -> (&mut Vec<Append>, &mut Vec<String>) {
+        (&mut work.appends, &mut work.lines)
     }
     fn finish(&mut self, b: &Broker, work: &mut Self::Work, now: u64, out: &mut Vec<Action>) {
         for job in std::mem::take(&mut work.markers) {
@@ -291,19 +286,19 @@ fn load_step<C: Hosted>(b: &Broker, c: &mut C, p: i32, next: i64, now: u64, work
 /// acks=all), settles writes the high watermark has passed, and turns the rest into actions.
 pub fn perform<C: Hosted>(b: &mut Broker, c: &mut C, mut work: C::Work, now: u64, out: &mut Vec<Action>) {
     loop {
-        for (write, partition, batch) in C::take_appends(&mut work) {
+        for Append { write, partition, batch } in C::take_appends(&mut work) {
             let result = b.produce_for_coordinator(C::TOPIC, partition, &batch, now, out).map(|p| (p.last_offset, p.leader_epoch)).map_err(|e| e.kafka_error(true));
             c.appended(write, result, now, &mut work);
         }
         if c.has_writes() {
             c.settle(&|p, last, epoch| replicated(b, C::TOPIC, p, last, epoch), now, &mut work);
         }
-        if C::appends_owed(&work) {
+        if C::appends_owed(&mut work) {
             continue;
         }
         // Finishing may ask for more (a marker needing no sending completes its transaction).
         c.finish(b, &mut work, now, out);
-        if !C::appends_owed(&work) {
+        if !C::appends_owed(&mut work) {
             break;
         }
     }

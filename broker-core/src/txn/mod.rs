@@ -32,15 +32,10 @@ use crate::kafka::Code;
 use crate::log::batch;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// A record the shell must append to `__transaction_state` (as the leader, acks=all), then
-/// report with [`Coordinator::appended`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Append {
-    pub write: u64,
-    pub partition: i32,
-    /// One uncompressed batch holding the id's record.
-    pub batch: Vec<u8>,
-}
+/// A batch the shell must append to `__transaction_state` (as the leader, acks=all; one
+/// uncompressed batch holding the id's record), then report with [`Coordinator::appended`]:
+/// the group coordinator's kind of append.
+pub use crate::group::Append;
 
 /// Markers the shell must write (WriteTxnMarkers to each partition's leader), retrying the
 /// retriable errors itself, and acknowledge with [`Coordinator::markers_written`].

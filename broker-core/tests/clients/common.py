@@ -91,8 +91,9 @@ def check_dense(by_partition, what):
                      f"{offset} (nearby: {offsets[max(0, i - 2):i + 3]})")
 
 
-def confluent_read_all(bootstrap, topic, partitions, deadline, start=None):
-    """Every record of `partitions` from the beginning (or from `start[p]`) to the end.
+def confluent_read_all(bootstrap, topic, partitions, deadline, start=None, isolation="read_uncommitted"):
+    """Every record of `partitions` from the beginning (or from `start[p]`) to the end, read
+    with `isolation` (Kafka's isolation.level: read_committed ends at the last stable offset).
 
     A confluent Consumer with a group.id (librdkafka wants one) but no subscription: assign()
     with explicit offsets and no commits, so no group coordinator is ever needed. Stops when
@@ -109,6 +110,7 @@ def confluent_read_all(bootstrap, topic, partitions, deadline, start=None):
         "enable.auto.offset.store": False,
         "auto.offset.reset": "error",
         "enable.partition.eof": True,
+        "isolation.level": isolation,
     })
     try:
         consumer.assign([TopicPartition(topic, p, (start or {}).get(p, OFFSET_BEGINNING)) for p in partitions])

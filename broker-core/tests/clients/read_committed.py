@@ -12,30 +12,11 @@ still hidden). Checks each against the values the test expects, in order.
 import argparse
 import json
 
-from common import Deadline, expect, main
+from common import Deadline, confluent_read_all, expect, main
 
 
 def confluent(bootstrap, topic, isolation, deadline):
-    from confluent_kafka import Consumer, KafkaError, TopicPartition, OFFSET_BEGINNING
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"seedlog-{isolation}",
-                         "enable.auto.commit": False, "auto.offset.reset": "error",
-                         "enable.partition.eof": True, "isolation.level": isolation})
-    try:
-        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
-        values = []
-        while True:
-            deadline.check(f"confluent {isolation}: {values}")
-            msg = consumer.poll(min(1.0, max(0.1, deadline.left())))
-            if msg is None:
-                continue
-            err = msg.error()
-            if err is not None:
-                expect(err.code() == KafkaError._PARTITION_EOF, f"confluent {isolation}: consumer error {err}")
-                return values
-            values.append(msg.value().decode())
-    finally:
-        consumer.close()
+    return [r["value"].decode() for r in confluent_read_all(bootstrap, topic, [0], deadline, isolation=isolation)]
 
 
 def kafka_python(bootstrap, topic, isolation, end, deadline):

@@ -17,7 +17,7 @@ order) and read_uncommitted (every value sent), with confluent-kafka's consumer.
 
 import argparse
 
-from common import Deadline, expect, fail, main
+from common import Deadline, confluent_read_all, expect, fail, main
 
 COMMITTED = {0: ["c1", "c3", "b1"], 1: ["c2"]}
 ALL = {0: ["c1", "a1", "c3", "z1", "b1"], 1: ["c2", "a2"]}
@@ -142,27 +142,10 @@ def kafka_python_offsets(bootstrap, topic, producer):
 
 def read(bootstrap, topic, isolation, deadline):
     """{partition: [value, ...]} of both partitions from the start to their ends."""
-    from confluent_kafka import Consumer, KafkaError, TopicPartition, OFFSET_BEGINNING
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"seedlog-txn-{isolation}",
-                         "enable.auto.commit": False, "enable.partition.eof": True, "isolation.level": isolation})
-    try:
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in (0, 1)])
-        values, ended = {0: [], 1: []}, set()
-        while ended != {0, 1}:
-            deadline.check(f"{isolation}: {values}, at the end of {sorted(ended)}")
-            msg = consumer.poll(min(1.0, max(0.1, deadline.left())))
-            if msg is None:
-                continue
-            err = msg.error()
-            if err is not None:
-                expect(err.code() == KafkaError._PARTITION_EOF, f"{isolation}: consumer error {err}")
-                ended.add(msg.partition())
-                continue
-            values[msg.partition()].append(msg.value().decode())
-        return values
-    finally:
-        consumer.close()
+    values = {0: [], 1: []}
+    for r in confluent_read_all(bootstrap, topic, [0, 1], deadline, isolation=isolation):
+        values[r["partition"]].append(r["value"].decode())
+    return values
 
 
 def run():

@@ -8,14 +8,14 @@ use crate::run;
 use broker_core::broker::PlantedBug;
 use sim::scenario::Scenario;
 
-fn scenario(name: &str) -> (String, Scenario) {
+pub(crate) fn scenario(name: &str) -> (String, Scenario) {
     let path = format!("{}/../scenarios/fast/{name}.toml", env!("CARGO_MANIFEST_DIR"));
     let s = Scenario::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
     (path, s)
 }
 
 /// The first seed in 0..100 where `checker` reports `bug`; that seed must pass without it.
-fn caught(s: &Scenario, path: &str, bug: PlantedBug, checker: &str) -> u64 {
+pub(crate) fn caught(s: &Scenario, path: &str, bug: PlantedBug, checker: &str) -> u64 {
     let seed = (0..100)
         .find(|&seed| run(s, path, seed, Some(bug)).violations.iter().any(|v| v.checker == checker))
         .unwrap_or_else(|| panic!("{checker} caught {bug:?} on no seed of {} in 0..100", s.name));

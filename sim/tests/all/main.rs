@@ -28,6 +28,8 @@ mod regressions;
 #[cfg(madsim)]
 mod replication;
 mod slow_scenarios;
+#[cfg(madsim)]
+mod transactions;
 mod view;
 
 /// Runs a scenario the test knows the harness can run (`sim::cluster::run` refuses only
