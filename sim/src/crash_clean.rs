@@ -13,19 +13,30 @@
 //! any step leaves the old segments or the cleaned ones, never a mix that loses a key's latest
 //! value (issue 9, item 2).
 //!
+//! One producer writes transactions among the plain batches: transactional batches of keyed
+//! updates, ended by COMMIT or ABORT markers (an abort entering the log's aborted-transaction
+//! index, as the partition does); cleaning never passes the first offset of the transaction
+//! still open (the partition's last stable offset). Keys are then judged by their latest record
+//! that no abort took back, and every abort the index held below the synced point before
+//! cleaning must still be in it after recovery (a cleaned group keeps its first segment's
+//! `.txnindex`).
+//!
 //! Cleaning reads only closed segments, which a roll syncs, so everything a pass uses is durable
 //! before the pass starts; the active segment may still lose an unsynced tail, which is why the
 //! key check looks below the recovered end. Plain Rust, both builds; nothing reads a clock or an
 //! unseeded RNG.
 
 use crate::disk::{CrashMode, DiskFaults, SimDisk};
-use broker_core::log::batch::{build_keyed, KeyValue};
+use broker_core::broker::restored_producers;
+use broker_core::log::batch::control::{build_marker, read_control, Control, MarkerKind};
+use broker_core::log::batch::{build_keyed, set_producer, set_transactional, KeyValue};
+use broker_core::log::txn_index::AbortedTxn;
 use broker_core::log::clean::{key_overhead_bytes, records, Keep};
 use broker_core::log::{CleanupPolicy, FlushPolicy, Log, LogConfig};
 use broker_core::storage::Disk;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -58,11 +69,28 @@ pub struct CleanRounds {
     pub swaps_completed: usize,
     /// Tombstones a recovered log no longer holds.
     pub tombstones_gone: usize,
+    /// Records of aborted transactions a recovered log no longer holds (below its end).
+    pub aborted_gone: usize,
+}
+
+/// The transactional producer's id (epoch 0 throughout).
+const producer: i64 = 1000;
+
+/// The transactional producer's state across rounds: its next sequence and the first offset
+/// of its open transaction.
+#[derive(Default)]
+struct Txns {
+    seq: i32,
+    open: Option<i64>,
 }
 
 /// What the log held before a round's cleaning, for the check after its crash.
 struct Before {
     records: BTreeMap<i64, Rec>,
+    /// Offsets of records an abort took back (never a key's latest).
+    aborted: std::collections::BTreeSet<i64>,
+    /// The aborted-transaction index before cleaning.
+    index: Vec<AbortedTxn>,
     end: i64,
     /// The recovery point the log claimed: everything below it was synced.
     durable: i64,
@@ -101,6 +129,7 @@ pub fn clean_rounds(seed: u64, rounds: usize, keep: Keep, verbose: bool) -> Resu
     let mut stats = CleanRounds { rounds, ..CleanRounds::default() };
     let (mut now, mut serial) = (1_000u64, 0u64);
     let mut before: Option<Before> = None;
+    let mut txns = Txns::default();
     let open = |now: u64| Log::open(Arc::new(disk.clone()) as Arc<dyn Disk>, dir, config.clone(), now);
     for round in 0..=rounds {
         let ctx = |e: String| format!("seed {seed} round {round} ({config:?}, {keys} keys): {e}");
@@ -114,29 +143,55 @@ pub fn clean_rounds(seed: u64, rounds: usize, keep: Keep, verbose: bool) -> Resu
             disk.crash(CrashMode::PowerLoss);
         }
         let (mut log, report) = open(now).map_err(|e| ctx(format!("open: {e}")))?;
+        // As a partition opens its log: the aborted-transaction index derived again by the
+        // producer-state replay.
+        restored_producers(&mut log).map_err(|e| ctx(format!("producer state: {e}")))?;
         stats.swaps_completed += report.swaps_completed.len();
         if verbose {
             eprintln!("seed {seed} round {round}: {report:?}; segments {:?}, end {}", log.segment_bases(), log.log_end_offset());
         }
         if let Some(b) = before.take() {
-            stats.tombstones_gone += check(&log, &b, config.delete_retention_ms).map_err(ctx)?;
+            let (tombstones, aborted) = check(&log, &b, config.delete_retention_ms).map_err(ctx)?;
+            stats.tombstones_gone += tombstones;
+            stats.aborted_gone += aborted;
         }
         if round == rounds {
             break;
         }
+        txns.open = txn_state(&log).map_err(ctx)?.1;
         for _ in 0..rng.gen_range(5..60) {
             now += rng.gen_range(0..30);
             match rng.gen_range(0..100) {
-                0..=84 => {
+                0..=64 => {
                     let mut batch = keyed_batch(&mut rng, &mut serial, keys, now);
                     log.append(&mut batch, round as i32, now).map_err(|e| ctx(format!("append: {e}")))?;
+                }
+                65..=79 => {
+                    let mut batch = keyed_batch(&mut rng, &mut serial, keys, now);
+                    let n = batch_records(&batch) as i32;
+                    set_producer(&mut batch, producer, 0, txns.seq);
+                    set_transactional(&mut batch);
+                    txns.seq += n;
+                    let at = log.log_end_offset();
+                    log.append(&mut batch, round as i32, now).map_err(|e| ctx(format!("append: {e}")))?;
+                    txns.open.get_or_insert(at);
+                }
+                80..=84 => {
+                    let Some(first) = txns.open.take() else { continue };
+                    let kind = if rng.gen_bool(0.5) { MarkerKind::Abort } else { MarkerKind::Commit };
+                    let at = log.log_end_offset();
+                    log.append(&mut build_marker(producer, 0, kind, 0, now as i64), round as i32, now).map_err(|e| ctx(format!("append marker: {e}")))?;
+                    if kind == MarkerKind::Abort {
+                        log.append_aborted(AbortedTxn { producer_id: producer, first_offset: first, last_offset: at, last_stable_offset: first }).map_err(|e| ctx(format!("index: {e}")))?;
+                    }
                 }
                 85..=94 => log.roll(now).map_err(|e| ctx(format!("roll: {e}")))?,
                 _ => log.flush(now).map_err(|e| ctx(format!("flush: {e}")))?,
             }
         }
         let (records, end) = (contents(&log).map_err(ctx)?, log.log_end_offset());
-        let mut b = Before { records, end, durable: log.recovery_point(), reached: log.cleaned_to(), now };
+        let (aborted, open_first) = txn_state(&log).map_err(ctx)?;
+        let mut b = Before { records, aborted, index: log.aborted_transactions().to_vec(), end, durable: log.recovery_point(), reached: log.cleaned_to(), now };
         // A small key map now and then, so a pass covers only part of the dirty range.
         let map_bytes = if rng.gen_bool(0.3) { rng.gen_range(1..4) * (2 + key_overhead_bytes) } else { 1 << 20 };
         let death = rng.gen_ratio(1000 - no_death_per_mille, 1000).then(|| disk.ops() + rng.gen_range(0..death_ops_max));
@@ -169,6 +224,8 @@ pub fn clean_rounds(seed: u64, rounds: usize, keep: Keep, verbose: bool) -> Resu
             b.reached = b.reached.max(log.cleaned_to());
             b.now = now;
             let upper = if rng.gen_bool(0.8) { log.log_end_offset() } else { rng.gen_range(log.log_start_offset()..=log.log_end_offset()) };
+            // The partition's last stable offset: an open transaction may still abort.
+            let upper = upper.min(open_first.unwrap_or(i64::MAX));
             let ops = disk.ops();
             match log.clean_keeping(now, upper, map_bytes, keep) {
                 Ok(Some(_)) => {
@@ -193,6 +250,29 @@ pub fn clean_rounds(seed: u64, rounds: usize, keep: Keep, verbose: bool) -> Resu
         now += rng.gen_range(0..100);
     }
     Ok(stats)
+}
+
+/// The offsets of records an ABORT marker took back, and the first offset of the producer's
+/// transaction still open (no marker yet), as the batches in `log` say.
+fn txn_state(log: &Log) -> Result<(BTreeSet<i64>, Option<i64>), String> {
+    let (mut aborted, mut open): (BTreeSet<i64>, Option<(i64, Vec<i64>)>) = (BTreeSet::new(), None);
+    log.for_each_batch(log.log_start_offset(), 1 << 16, |h, batch| -> Result<(), Box<dyn std::error::Error>> {
+        if h.producer_id != producer {
+            return Ok(());
+        }
+        if h.is_control() {
+            let abort = matches!(read_control(&batch)?, Control::Marker { kind: MarkerKind::Abort, .. });
+            if let Some((_, offsets)) = open.take().filter(|_| abort) {
+                aborted.extend(offsets);
+            }
+            return Ok(());
+        }
+        let entry = open.get_or_insert((h.base_offset, Vec::new()));
+        entry.1.extend(records(&batch)?.iter().map(|r| r.offset));
+        Ok(())
+    })
+    .map_err(|e| e.to_string())?;
+    Ok((aborted, open.map(|(first, _)| first)))
 }
 
 /// A batch of 1..4 updates of keys `k0..k{keys-1}`, 15% of them tombstones; values unique.
@@ -239,14 +319,15 @@ fn contents(log: &Log) -> Result<BTreeMap<i64, Rec>, String> {
     Ok(out)
 }
 
-/// The latest record of each key among `records` below `end`.
-fn latest(records: &BTreeMap<i64, Rec>, end: i64) -> BTreeMap<&str, (i64, &Rec)> {
-    records.range(..end).map(|(o, r)| (r.0.as_str(), (*o, r))).collect()
+/// The latest record of each key among `records` below `end`, leaving out those an abort took
+/// back (`aborted`) and transaction markers (no key of a record's).
+fn latest<'a>(records: &'a BTreeMap<i64, Rec>, end: i64, aborted: &BTreeSet<i64>) -> BTreeMap<&'a str, (i64, &'a Rec)> {
+    records.range(..end).filter(|(o, r)| !aborted.contains(o) && !r.0.starts_with('\0')).map(|(o, r)| (r.0.as_str(), (*o, r))).collect()
 }
 
 /// The recovered log against what it held before the round's cleaning; returns how many
-/// tombstones went (legitimately).
-fn check(log: &Log, b: &Before, retention_ms: u64) -> Result<usize, String> {
+/// tombstones and aborted records went (legitimately).
+fn check(log: &Log, b: &Before, retention_ms: u64) -> Result<(usize, usize), String> {
     let got = contents(log)?;
     let end = log.log_end_offset();
     if end < b.durable || end > b.end {
@@ -258,7 +339,16 @@ fn check(log: &Log, b: &Before, retention_ms: u64) -> Result<usize, String> {
         }
     }
     let horizon = b.now as i64 - retention_ms as i64;
-    let (want, have) = (latest(&b.records, end), latest(&got, end));
+    let (want, have) = (latest(&b.records, end, &b.aborted), latest(&got, end, &b.aborted));
+    // An aborted record still in the log stays hidden from read_committed: an entry of the
+    // recovered index covers it, or (its marker lost with an unsynced tail) its transaction is
+    // open again and the last stable offset holds it back.
+    let index = log.aborted_transactions();
+    let open = txn_state(log)?.1;
+    let hidden = |o: i64| open.is_some_and(|first| o >= first) || index.iter().any(|t| t.producer_id == producer && t.first_offset <= o && o <= t.last_offset);
+    if let Some(o) = got.keys().find(|o| b.aborted.contains(o) && !hidden(**o)) {
+        return Err(format!("aborted record at {o} is in the recovered log but in no aborted transaction of its index {index:?} (before cleaning {:?})", b.index));
+    }
     let mut gone = 0;
     for (key, (o, r)) in &want {
         match have.get(key) {
@@ -273,5 +363,6 @@ fn check(log: &Log, b: &Before, retention_ms: u64) -> Result<usize, String> {
         return Err(format!("key {extra} is in the recovered log but was in no record below {end}"));
     }
     log.verify_indexes()?;
-    Ok(gone)
+    let aborted_gone = b.aborted.range(..end).filter(|o| !got.contains_key(o)).count();
+    Ok((gone, aborted_gone))
 }

@@ -520,6 +520,7 @@ mod cli {
                     total.died_in_recovery += s.died_in_recovery;
                     total.swaps_completed += s.swaps_completed;
                     total.tombstones_gone += s.tombstones_gone;
+                    total.aborted_gone += s.aborted_gone;
                 }
                 Err(e) => {
                     failed += 1;
@@ -530,8 +531,8 @@ mod cli {
         }
         let seeds_run = seeds.end - seeds.start;
         println!(
-            "{} of {seeds_run} seeds passed: {} rounds, {} passes completed, {} died mid-pass, {} recoveries died, {} swaps completed at open, {} tombstones gone",
-            seeds_run - failed, total.rounds, total.passes, total.died_mid_pass, total.died_in_recovery, total.swaps_completed, total.tombstones_gone
+            "{} of {seeds_run} seeds passed: {} rounds, {} passes completed, {} died mid-pass, {} recoveries died, {} swaps completed at open, {} tombstones gone, {} aborted records gone",
+            seeds_run - failed, total.rounds, total.passes, total.died_mid_pass, total.died_in_recovery, total.swaps_completed, total.tombstones_gone, total.aborted_gone
         );
         Ok(failed == 0)
     }

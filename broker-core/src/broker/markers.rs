@@ -26,7 +26,7 @@ impl Broker {
             return Err(Error::NotEnoughReplicas { isr, min });
         }
         part.producers.check_marker(producer_id, epoch, coordinator_epoch)?;
-        let kind = if self.config.planted(super::PlantedBug::AbortMarkerCommits) { MarkerKind::Commit } else { kind };
+        let kind = self.config.rules().marker_written(kind);
         let leader_epoch = part.replication.leader_epoch;
         let mut bytes = control::build_marker(producer_id, epoch, kind, coordinator_epoch, now as i64);
         let appended = part.log.append(&mut bytes, leader_epoch, now);

@@ -1,12 +1,13 @@
 //! The broker's rules that the simulator may swap, when the node is built, for a known wrong
 //! one (a planted bug, `crate::planted`): produce, fetch, ISR proposals and their answers (`leader.rs`), epoch
 //! truncation (`follower.rs`), failed logs (`upkeep.rs`), roles and metadata records
-//! (`reconcile.rs`) and the cleaner's choice (`cleaning.rs`). Those decisions hold no planted
+//! (`reconcile.rs`), the cleaner's choice (`cleaning.rs`) and the marker written (`markers.rs`). Those decisions hold no planted
 //! branches: they ask [`Rules`], and Kafka's rules are the trait's defaults ([`Kafka`]). Each planted rule is a unit type overriding one method (or two) and
 //! exists only in the simulated build; [`BrokerConfig::rules`](super::BrokerConfig::rules)
 //! picks one from the planted bug. Pure functions: no state, no IO, no clock.
 
 use super::{Error, IsrAnswer};
+use crate::log::batch::control::MarkerKind;
 use crate::log::clean::Keep;
 use crate::log::Records;
 use crate::replication::Replication;
@@ -129,6 +130,11 @@ pub trait Rules: Sync {
     fn checkpoints_in_place(&self) -> bool {
         false
     }
+
+    /// The marker a WriteTxnMarkers asking for `kind` appends: that one.
+    fn marker_written(&self, kind: MarkerKind) -> MarkerKind {
+        kind
+    }
 }
 
 /// Kafka's rules.
@@ -139,7 +145,7 @@ impl Rules for Kafka {}
 /// The planted rules, one unit type per bug (`crate::planted::PlantedBug` names them).
 #[cfg(madsim)]
 pub(super) mod planted {
-    use super::{Error, IsrAnswer, Keep, Records, Replication, Rules};
+    use super::{Error, IsrAnswer, Keep, MarkerKind, Records, Replication, Rules};
     use crate::planted::PlantedBug;
 
     pub struct AckBeforeAppend;
@@ -294,6 +300,13 @@ pub(super) mod planted {
         }
     }
 
+    pub struct AbortMarkerCommits;
+    impl Rules for AbortMarkerCommits {
+        fn marker_written(&self, _: MarkerKind) -> MarkerKind {
+            MarkerKind::Commit
+        }
+    }
+
     /// The rules planting `bug`, if it is one of these.
     pub fn of(bug: PlantedBug) -> Option<&'static dyn Rules> {
         Some(match bug {
@@ -317,6 +330,7 @@ pub(super) mod planted {
             PlantedBug::SameEpochRecordClearsInFlight => &SameEpochRecordClearsInFlight,
             PlantedBug::CleanerKeepsFirstValue => &CleanerKeepsFirstValue,
             PlantedBug::CheckpointInPlace => &CheckpointInPlace,
+            PlantedBug::AbortMarkerCommits => &AbortMarkerCommits,
             _ => return None,
         })
     }

@@ -112,10 +112,14 @@ impl Log {
         &self.aborted
     }
 
-    /// The aborted transactions whose marker lies below `below`, for a cleaning pass.
+    /// The aborted transactions that began below `below` (a pass's dirty end), for a cleaning
+    /// pass: every one, wherever its marker lies — a marker beyond the dirty end (in a segment
+    /// the pass does not reach) still takes back the transaction's batches below it. (The
+    /// caller's dirty end is below the last stable offset, so no transaction whose marker is
+    /// not yet replicated has a batch below it.)
     pub(super) fn aborted_ranges(&self, below: i64) -> AbortedRanges {
         let mut by_producer: BTreeMap<i64, Vec<(i64, i64)>> = BTreeMap::new();
-        for t in self.aborted.iter().filter(|t| t.last_offset < below) {
+        for t in self.aborted.iter().filter(|t| t.first_offset < below) {
             by_producer.entry(t.producer_id).or_default().push((t.first_offset, t.last_offset));
         }
         AbortedRanges(by_producer)

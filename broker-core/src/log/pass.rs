@@ -43,8 +43,8 @@ pub(super) struct Pass {
     end: i64,
     /// Each idempotent producer's last batch in the mapped range (its base offset).
     producers: BTreeMap<i64, i64>,
-    /// The aborted transactions whose marker is below the dirty end: their batches never enter
-    /// the key map and are removed (their markers stay).
+    /// The aborted transactions that began below the dirty end: their batches never enter the
+    /// key map and are removed (their markers stay).
     aborted: AbortedRanges,
     stats: CleanStats,
     phase: Phase,

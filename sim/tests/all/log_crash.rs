@@ -85,16 +85,17 @@ fn hundreds_of_crashes_inside_cleaning_never_lose_a_keys_latest_value() {
                 total.died_in_recovery += s.died_in_recovery;
                 total.swaps_completed += s.swaps_completed;
                 total.tombstones_gone += s.tombstones_gone;
+                total.aborted_gone += s.aborted_gone;
             }
             Err(e) => failures.push(e),
         }
     }
     assert!(failures.is_empty(), "{} failing seeds, first: {}\n  reproduce: cargo sim crash-log --clean --seeds N --verbose", failures.len(), failures[0]);
     // Guards: the rounds must really die mid-pass, complete committed swaps at open, clean
-    // to completion too, and see tombstones go.
+    // to completion too, and see tombstones and aborted transactions' records go.
     assert!(total.died_mid_pass * 3 > total.rounds, "{total:?}");
     assert!(total.swaps_completed > 10 && total.died_in_recovery > 10, "{total:?}");
-    assert!(total.passes * 2 > total.rounds && total.tombstones_gone > 0, "{total:?}");
+    assert!(total.passes * 2 > total.rounds && total.tombstones_gone > 0 && total.aborted_gone > 0, "{total:?}");
 }
 
 #[test]

@@ -57,3 +57,28 @@ fn aborted_records_are_removed_and_supersede_nothing_markers_and_index_stay() {
     assert_eq!(log.aborted_transactions(), &[abort], "the marker's segment kept its index");
     assert_eq!(latest(&log), want);
 }
+
+#[test]
+fn an_abort_whose_marker_lies_past_the_dirty_range_still_takes_its_records_back() {
+    // The transaction's records fill closed segments; its ABORT marker is in the active one,
+    // which no pass reaches. Found by the crash rounds of `cargo sim crash-log --clean`: a pass
+    // that knew only the aborts whose marker it reached mapped these records as live, and the
+    // value they would have replaced was cleaned away.
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut log, _) = Log::open(disk(), tmp.path(), compacted(), 0).unwrap();
+    let aborter = 7;
+    log.append(&mut batch(&[("k0", "v0")], None), 1, 0).unwrap(); // 0
+    let mut seq = 0;
+    while log.segments.len() < 3 {
+        log.append(&mut batch(&[("k0", "aborted")], Some((aborter, seq))), 1, 0).unwrap();
+        seq += 1;
+    }
+    let marker = log.log_end_offset();
+    log.append(&mut build_marker(aborter, 0, MarkerKind::Abort, 0, 1_000), 1, 0).unwrap();
+    log.append_aborted(AbortedTxn { producer_id: aborter, first_offset: 1, last_offset: marker, last_stable_offset: 1 }).unwrap();
+    let stats = log.clean(10_000, log.log_end_offset(), map_bytes).unwrap().expect("due");
+    assert!(stats.to <= marker, "the marker is past the dirty range ({stats:?})");
+    let (records, _) = contents(&log);
+    assert_eq!(records.first().map(|(o, k, v)| (*o, k.as_str(), v.as_deref())), Some((0, "k0", Some("v0"))), "the aborted records took nothing back");
+    assert!(records.iter().filter(|(o, _, _)| *o < stats.to).all(|(o, _, _)| *o == 0), "the aborted records in the pass's range are gone");
+}
