@@ -4,7 +4,7 @@
 #
 #   scripts/bench-transactions.sh              # N=200000 records of 100 bytes, RUNS=3
 #   N=50000 TXN=10 RUNS=1 scripts/bench-transactions.sh
-#   BROKER=path/to/broker scripts/bench-transactions.sh   # that binary, no build (A/B runs)
+#   BROKER=path/to/broker SEEDLOG=path/to/seedlog scripts/bench-transactions.sh   # no build (A/B runs)
 #
 # Per run, on a fresh broker (data under target/bench-transactions), one partition each:
 #   idempotent     N records produced by an idempotent producer (acks=all), as fast as it goes
@@ -21,11 +21,7 @@ die() { echo "bench-transactions: $*" >&2; exit 1; }
 . scripts/client-python.sh
 . scripts/broker-start.sh
 [ -n "${PY:-}" ] || die "no Python with confluent-kafka found (scripts/test.sh installs it in target/client-venv)"
-if [ -z "${BROKER:-}" ]; then
-  timeout 1800 cargo build --release -p broker-core --bin broker >&2 || die "cargo build failed"
-  BROKER=target/release/broker
-fi
-export BROKER
+release_bins || die "cargo build failed"
 mkdir -p target/bench-transactions
 W=$(mktemp -d -p target/bench-transactions run.XXXXXX)
 cleanup() { stop_broker; rm -rf "$W"; }
