@@ -17,10 +17,12 @@
 
 mod calls;
 mod config;
+mod loading;
 pub mod records;
 pub mod rules;
 pub mod state;
 mod stored;
+mod txn_offsets;
 
 pub use config::{offsets_topic, offsets_topic_spec, partition_for, GroupConfig};
 pub use state::{Answer, Group, JoinAnswer, JoinRequest, Member, Reply, State, Ticket};
@@ -472,74 +474,6 @@ impl Coordinator {
         checked.map(|()| Pending::Wait(ticket))
     }
 
-    /// TxnOffsetCommit of already validated offsets, from `producer_id` at `epoch` inside its
-    /// transaction: checked as a commit is when it names a member and generation (v3+); written
-    /// as a transactional batch of that producer, answered once replicated, and kept pending
-    /// (not an offset yet, and unstable to OffsetFetch with `require_stable`) until the
-    /// transaction's marker reaches this partition ([`Coordinator::txn_marker`]).
-    #[allow(clippy::too_many_arguments)]
-    pub fn txn_commit(&mut self, group: &str, (producer_id, epoch): (i64, i16), member: &str, instance: Option<&str>, generation: i32, offsets: Vec<((String, i32), OffsetValue)>, now: u64, work: &mut Work) -> Result<Pending<()>, Code> {
-        self.owner(group)?;
-        if generation >= 0 || !member.is_empty() {
-            let stale = self.groups.get(group).filter(|g| g.members.contains_key(member) && (0..g.generation).contains(&generation)).map(|g| g.generation);
-            let rules = rules::of(self.planted);
-            match self.groups.get_mut(group) {
-                Some(g) => rules.check_commit(g, member, instance, generation, stale, now)?,
-                None if generation < 0 => {}
-                None => return Err(Code::IllegalGeneration),
-            }
-        }
-        if offsets.is_empty() {
-            return Ok(Pending::Now(()));
-        }
-        self.group_mut(group, now);
-        let pending = self.txn_offsets.entry(group.to_string()).or_default().entry(producer_id).or_default();
-        pending.extend(offsets.iter().cloned());
-        let ticket = self.ticket();
-        let kvs = offset_records(group, &offsets);
-        let effect = Effect::TxnCommit { group: group.to_string(), producer_id, offsets: offsets.into_iter().map(|(tp, _)| tp).collect(), ticket };
-        self.write_as(group, kvs, Some((producer_id, epoch)), effect, now, work);
-        Ok(Pending::Wait(ticket))
-    }
-
-    /// `producer_id`'s transaction marker was appended to offsets partition `p` at `at` (last
-    /// offset, leader epoch): the offsets its transaction committed to this partition's groups
-    /// take effect once the marker is replicated (or are dropped, for an abort). A partition
-    /// still loading meets the marker in its log instead.
-    pub fn txn_marker(&mut self, p: i32, producer_id: i64, commit: bool, at: (i64, i32)) {
-        if self.owned.get(&p).is_none_or(|o| o.loading.is_some()) {
-            return;
-        }
-        let partitions = self.partitions;
-        let mut ended = Vec::new();
-        for (group, by_producer) in self.txn_offsets.iter_mut().filter(|(g, _)| partition_for(g, partitions) == p) {
-            if let Some(offsets) = by_producer.remove(&producer_id) {
-                ended.push((group.clone(), offsets));
-            }
-        }
-        self.txn_offsets.retain(|_, by_producer| !by_producer.is_empty());
-        let id = self.next_write;
-        self.next_write += 1;
-        self.writes.insert(id, Write { partition: p, appended: Some(at), effect: Effect::TxnEnd { producer_id, commit, ended } });
-    }
-
-    /// Whether `group`'s offset for `tp` waits on an open transaction (OffsetFetch with
-    /// `require_stable` answers UNSTABLE_OFFSET_COMMIT for it).
-    pub fn unstable(&self, group: &str, tp: &(String, i32)) -> bool {
-        let pending = self.txn_offsets.get(group).is_some_and(|by_producer| by_producer.values().any(|o| o.contains_key(tp)));
-        let ending = self.writes.values().any(|w| matches!(&w.effect, Effect::TxnEnd { ended, .. } if ended.iter().any(|(g, o)| g == group && o.contains_key(tp))));
-        pending || ending
-    }
-
-    fn drop_empty_txn_offsets(&mut self, group: &str) {
-        if let Some(by_producer) = self.txn_offsets.get_mut(group) {
-            by_producer.retain(|_, o| !o.is_empty());
-            if by_producer.is_empty() {
-                self.txn_offsets.remove(group);
-            }
-        }
-    }
-
     /// OffsetFetch: the committed offsets of `group` (all of them when `partitions` is None).
     pub fn fetch_offsets(&self, group: &str, partitions: Option<&[(String, i32)]>) -> Result<Vec<Committed>, Code> {
         self.owner(group)?;
@@ -596,111 +530,6 @@ impl Coordinator {
     /// Every group this node coordinates (ListGroups).
     pub fn groups(&self) -> impl Iterator<Item = &Group> {
         self.groups.values().filter(|g| g.state != State::Dead && self.owner(&g.id).is_ok())
-    }
-
-    /// The offsets topic has `partitions` partitions (0: it does not exist).
-    pub fn set_partitions(&mut self, partitions: i32, now: u64, work: &mut Work) {
-        if partitions != self.partitions {
-            let all: Vec<i32> = self.owned.keys().copied().collect();
-            for p in all {
-                self.resign(p, now, work);
-            }
-            self.partitions = partitions;
-        }
-    }
-
-    /// This node now leads offsets partition `p` under `leader_epoch`, its log starting at
-    /// `start`: its groups load from there.
-    pub fn take_over(&mut self, p: i32, leader_epoch: i32, start: i64) {
-        self.owned.insert(p, Owned { leader_epoch, loading: Some(start) });
-    }
-
-    /// This node no longer leads offsets partition `p`: its groups' waiting requests get
-    /// NOT_COORDINATOR, its pending writes fail, and the groups leave memory.
-    pub fn resign(&mut self, p: i32, now: u64, work: &mut Work) {
-        self.owned.remove(&p);
-        let writes: Vec<u64> = self.writes.iter().filter(|(_, w)| w.partition == p).map(|(id, _)| *id).collect();
-        for id in writes {
-            self.finish(id, Err(Code::NotCoordinator), now, work);
-        }
-        let partitions = self.partitions;
-        self.txn_offsets.retain(|g, _| partition_for(g, partitions) != p);
-        let ids: Vec<String> = self.groups.keys().filter(|g| partition_for(g, self.partitions) == p).cloned().collect();
-        for id in ids {
-            let mut out = Out::default();
-            if let Some(mut g) = self.groups.remove(&id) {
-                g.abandon(Code::NotCoordinator, &mut out);
-            }
-            self.deliver(&id, out, now, work);
-        }
-    }
-
-    /// What was read from offsets partition `p` while loading, in log order. `next` is the
-    /// offset after it; `done` ends the load. A transaction's offsets are pending until its
-    /// marker: a commit makes them offsets, an abort drops them.
-    pub fn load(&mut self, p: i32, loaded: Vec<Loaded>, next: i64, done: bool, now: u64, work: &mut Work) {
-        let Some(owned) = self.owned.get_mut(&p) else { return };
-        owned.loading = if done { None } else { Some(next) };
-        let mut skipped = 0usize;
-        for item in loaded {
-            let (k, v, producer) = match item {
-                Loaded::Record { key, value, producer } => (key, value, producer),
-                Loaded::Marker { producer_id, commit } => {
-                    self.load_marker(p, producer_id, commit, now);
-                    continue;
-                }
-            };
-            let Ok(key) = records::decode_key(&k) else {
-                skipped += 1;
-                continue;
-            };
-            let group = key.group().to_string();
-            match (key, v) {
-                (Key::Offset { topic, partition, .. }, Some(v)) => match (records::decode_offset(&v), producer) {
-                    (Ok(value), Some(producer_id)) => {
-                        self.group_mut(&group, now);
-                        self.txn_offsets.entry(group).or_default().entry(producer_id).or_default().insert((topic, partition), value);
-                    }
-                    (Ok(value), None) => {
-                        if let Some(pending) = self.txn_offsets.get_mut(&group) {
-                            pending.values_mut().for_each(|o| drop(o.remove(&(topic.clone(), partition))));
-                            self.drop_empty_txn_offsets(&group);
-                        }
-                        self.group_mut(&group, now).offsets.insert((topic, partition), value);
-                    }
-                    (Err(_), _) => skipped += 1,
-                },
-                (Key::Offset { topic, partition, .. }, None) => {
-                    if let Some(g) = self.groups.get_mut(&group) {
-                        g.offsets.remove(&(topic, partition));
-                    }
-                }
-                (Key::Group { .. }, Some(v)) => match records::decode_group(&v) {
-                    Ok(value) => self.group_mut(&group, now).restore(value, now),
-                    Err(_) => skipped += 1,
-                },
-                (Key::Group { .. }, None) => drop(self.groups.remove(&group)),
-            }
-        }
-        if skipped > 0 {
-            work.lines.push(format!("{offsets_topic}-{p}: skipped {skipped} records that are not group records"));
-        }
-        if done {
-            work.lines.push(format!("{offsets_topic}-{p}: loaded; coordinating {} groups", self.groups.keys().filter(|g| partition_for(g, self.partitions) == p).count()));
-        }
-    }
-
-    /// A marker met while loading partition `p`: the transaction's offsets take effect or go.
-    fn load_marker(&mut self, p: i32, producer_id: i64, commit: bool, now: u64) {
-        let partitions = self.partitions;
-        let groups: Vec<String> = self.txn_offsets.keys().filter(|g| partition_for(g, partitions) == p).cloned().collect();
-        for group in groups {
-            let Some(offsets) = self.txn_offsets.get_mut(&group).and_then(|o| o.remove(&producer_id)) else { continue };
-            if commit {
-                self.group_mut(&group, now).offsets.extend(offsets);
-            }
-            self.drop_empty_txn_offsets(&group);
-        }
     }
 
     /// Time passes: sessions expire, rebalances reach their deadlines, and (every

@@ -62,8 +62,7 @@ pub struct Shared {
     /// no later decision's answer can miss it.
     group_waits: Mutex<std::collections::BTreeMap<Ticket, tokio::sync::mpsc::UnboundedSender<(Ticket, Answer)>>>,
     /// This node's own handle, for tasks a decision's actions start (a marker request,
-    /// `markers.rs`): none is spawned until one is needed, so a run without transactions
-    /// schedules exactly the tasks it did before they existed.
+    /// `markers.rs`), spawned only when needed: a run without transactions schedules as before.
     me: std::sync::Weak<Shared>,
     /// Raft messages a decision asked to send, queued when its gate opens (`queue_raft`).
     raft_outgoing: Mutex<Vec<crate::controller::raft::Message>>,

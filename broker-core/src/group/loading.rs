@@ -1,0 +1,103 @@
+//! Which `__consumer_offsets` partitions this node coordinates: taking one over at a leader
+//! epoch, loading its groups and offsets from the log (a transaction's offsets pending until
+//! its marker, `txn_offsets`), and resigning it. Calls on [`Coordinator`]; the shell reads the
+//! log and follows leadership, this never does IO.
+
+use super::records::{self, Key};
+use super::{offsets_topic, partition_for, Coordinator, Loaded, Owned, Work};
+use super::state::Out;
+use crate::kafka::Code;
+
+impl Coordinator {
+    /// The offsets topic has `partitions` partitions (0: it does not exist).
+    pub fn set_partitions(&mut self, partitions: i32, now: u64, work: &mut Work) {
+        if partitions != self.partitions {
+            let all: Vec<i32> = self.owned.keys().copied().collect();
+            for p in all {
+                self.resign(p, now, work);
+            }
+            self.partitions = partitions;
+        }
+    }
+
+    /// This node now leads offsets partition `p` under `leader_epoch`, its log starting at
+    /// `start`: its groups load from there.
+    pub fn take_over(&mut self, p: i32, leader_epoch: i32, start: i64) {
+        self.owned.insert(p, Owned { leader_epoch, loading: Some(start) });
+    }
+
+    /// This node no longer leads offsets partition `p`: its groups' waiting requests get
+    /// NOT_COORDINATOR, its pending writes fail, and the groups leave memory.
+    pub fn resign(&mut self, p: i32, now: u64, work: &mut Work) {
+        self.owned.remove(&p);
+        let writes: Vec<u64> = self.writes.iter().filter(|(_, w)| w.partition == p).map(|(id, _)| *id).collect();
+        for id in writes {
+            self.finish(id, Err(Code::NotCoordinator), now, work);
+        }
+        let partitions = self.partitions;
+        self.txn_offsets.retain(|g, _| partition_for(g, partitions) != p);
+        let ids: Vec<String> = self.groups.keys().filter(|g| partition_for(g, self.partitions) == p).cloned().collect();
+        for id in ids {
+            let mut out = Out::default();
+            if let Some(mut g) = self.groups.remove(&id) {
+                g.abandon(Code::NotCoordinator, &mut out);
+            }
+            self.deliver(&id, out, now, work);
+        }
+    }
+
+    /// What was read from offsets partition `p` while loading, in log order. `next` is the
+    /// offset after it; `done` ends the load. A transaction's offsets are pending until its
+    /// marker: a commit makes them offsets, an abort drops them.
+    pub fn load(&mut self, p: i32, loaded: Vec<Loaded>, next: i64, done: bool, now: u64, work: &mut Work) {
+        let Some(owned) = self.owned.get_mut(&p) else { return };
+        owned.loading = if done { None } else { Some(next) };
+        let mut skipped = 0usize;
+        for item in loaded {
+            let (k, v, producer) = match item {
+                Loaded::Record { key, value, producer } => (key, value, producer),
+                Loaded::Marker { producer_id, commit } => {
+                    self.load_marker(p, producer_id, commit, now);
+                    continue;
+                }
+            };
+            let Ok(key) = records::decode_key(&k) else {
+                skipped += 1;
+                continue;
+            };
+            let group = key.group().to_string();
+            match (key, v) {
+                (Key::Offset { topic, partition, .. }, Some(v)) => match (records::decode_offset(&v), producer) {
+                    (Ok(value), Some(producer_id)) => {
+                        self.group_mut(&group, now);
+                        self.txn_offsets.entry(group).or_default().entry(producer_id).or_default().insert((topic, partition), value);
+                    }
+                    (Ok(value), None) => {
+                        if let Some(pending) = self.txn_offsets.get_mut(&group) {
+                            pending.values_mut().for_each(|o| drop(o.remove(&(topic.clone(), partition))));
+                            self.drop_empty_txn_offsets(&group);
+                        }
+                        self.group_mut(&group, now).offsets.insert((topic, partition), value);
+                    }
+                    (Err(_), _) => skipped += 1,
+                },
+                (Key::Offset { topic, partition, .. }, None) => {
+                    if let Some(g) = self.groups.get_mut(&group) {
+                        g.offsets.remove(&(topic, partition));
+                    }
+                }
+                (Key::Group { .. }, Some(v)) => match records::decode_group(&v) {
+                    Ok(value) => self.group_mut(&group, now).restore(value, now),
+                    Err(_) => skipped += 1,
+                },
+                (Key::Group { .. }, None) => drop(self.groups.remove(&group)),
+            }
+        }
+        if skipped > 0 {
+            work.lines.push(format!("{offsets_topic}-{p}: skipped {skipped} records that are not group records"));
+        }
+        if done {
+            work.lines.push(format!("{offsets_topic}-{p}: loaded; coordinating {} groups", self.groups.keys().filter(|g| partition_for(g, self.partitions) == p).count()));
+        }
+    }
+}
