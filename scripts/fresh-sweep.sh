@@ -12,10 +12,12 @@
 # scenario under scenarios/ runs over the range but scenarios/bench (benchmarks, not fault
 # tests), seed-major, until --budget-mins of wall time: no run starts after that. scenarios/slow
 # (runs of about 50 s each) gets its own sixth of the budget, after the others' five sixths, so
-# it neither eats the budget nor goes unswept. Failing seeds' traces go to --out (default
+# it neither eats the budget nor goes unswept; scenarios/anomalies (Kafka's transaction
+# anomalies under the classic protocol, which some seed must show) runs again with KIP-890 on
+# (--transaction-version 2, where none may) in a tenth. Failing seeds' traces go to --out (default
 # target/fresh-sweep/<base>/traces), each FAIL line names every checker that fired and the
 # command that reproduces it, and the JSON-lines summaries (one line per run, then one for the
-# sweep) are <out>/summary.jsonl and <out>/slow-summary.jsonl. Exit 0 when nothing failed, 1
+# sweep) are <out>/summary.jsonl, <out>/slow-summary.jsonl and <out>/kip890-summary.jsonl. Exit 0 when nothing failed, 1
 # when a run failed, 2 on a usage or build error.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,7 +34,7 @@ while [ $# -gt 0 ]; do
     --budget-mins) budget_mins=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "fresh-sweep: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -49,14 +51,19 @@ for d in scenarios/*/; do
 done
 budget_secs=$((budget_mins * 60))
 slow_secs=$((budget_secs / 6))
+kip890_secs=$((budget_secs / 10))
 set +e
-cargo sim sweep "${dirs[@]}" --seeds "$range" --jobs "$jobs" --budget-secs $((budget_secs - slow_secs)) \
+cargo sim sweep "${dirs[@]}" --seeds "$range" --jobs "$jobs" --budget-secs $((budget_secs - slow_secs - kip890_secs)) \
   --traces "$out/traces" --summary "$out/summary.jsonl" 2>&1 | tee "$out/sweep.log"
 status=${PIPESTATUS[0]}
 cargo sim sweep scenarios/slow --seeds "$range" --jobs "$jobs" --budget-secs "$slow_secs" \
   --traces "$out/traces" --summary "$out/slow-summary.jsonl" 2>&1 | tee -a "$out/sweep.log"
 slow_status=${PIPESTATUS[0]}
+cargo sim sweep scenarios/anomalies --transaction-version 2 --seeds "$range" --jobs "$jobs" --budget-secs "$kip890_secs" \
+  --traces "$out/traces" --summary "$out/kip890-summary.jsonl" 2>&1 | tee -a "$out/sweep.log"
+kip890_status=${PIPESTATUS[0]}
 set -e
+[ "$slow_status" -ge "$kip890_status" ] || slow_status=$kip890_status
 echo "fresh sweep: summaries in $out/summary.jsonl and $out/slow-summary.jsonl, log in $out/sweep.log"
 [ "$status" -ge "$slow_status" ] || status=$slow_status
 exit "$status"

@@ -64,6 +64,10 @@ mod cli {
             /// as the planted-bug tests do, to see what the checkers make of it.
             #[arg(long)]
             plant: Option<String>,
+            /// Run with this `broker.transaction_version` (1 classic, 2 KIP-890), whatever the
+            /// scenario says.
+            #[arg(long, value_parser = clap::value_parser!(i64).range(1..=2))]
+            transaction_version: Option<i64>,
         },
         /// Run scenarios (files, or every scenario below a directory) over a range of seeds.
         Sweep {
@@ -178,6 +182,10 @@ mod cli {
         /// checker that fired), then one for the sweep.
         #[arg(long)]
         summary: Option<PathBuf>,
+        /// Run every scenario with this `broker.transaction_version` (1 classic, 2 KIP-890):
+        /// `scenarios/anomalies` with 2 must show nothing.
+        #[arg(long, value_parser = clap::value_parser!(i64).range(1..=2))]
+        transaction_version: Option<i64>,
     }
 
     fn parse_shard(s: &str) -> Result<(u64, u64), String> {
@@ -210,7 +218,7 @@ mod cli {
 
     pub fn main() {
         let result = match Cli::parse().cmd {
-            Cmd::Run { scenario, seed, trace, timeline, plant } => run(&scenario, seed, trace.as_deref(), timeline, plant.as_deref()),
+            Cmd::Run { scenario, seed, trace, timeline, plant, transaction_version } => run(&scenario, seed, trace.as_deref(), timeline, plant.as_deref(), transaction_version),
             Cmd::Sweep { targets, seeds, plant, args } => planted(plant.as_deref()).and_then(|bug| sweep(&targets, seeds, args, bug)),
             Cmd::Replay { trace } => replay(&trace),
             Cmd::Shrink { input, seed, plant, checker, out, max_runs } => shrink(&input, seed, plant.as_deref(), checker, out, max_runs),
@@ -237,8 +245,11 @@ mod cli {
         }
     }
 
-    fn run(path: &Path, seed: u64, trace: Option<&Path>, timeline: bool, plant: Option<&str>) -> Result<bool, String> {
-        let s = load(path)?;
+    fn run(path: &Path, seed: u64, trace: Option<&Path>, timeline: bool, plant: Option<&str>, transaction_version: Option<i64>) -> Result<bool, String> {
+        let mut s = load(path)?;
+        if transaction_version.is_some() {
+            s.broker.transaction_version = transaction_version;
+        }
         let bug = planted(plant)?;
         let wall = std::time::Instant::now();
         let r = cluster::run(&s, &path.display().to_string(), seed, bug)?;
@@ -264,14 +275,16 @@ mod cli {
         for (name, _) in sim::checkers::CHECKERS {
             let n = r.violations.iter().filter(|v| v.checker == *name).count();
             let a = r.allowed.iter().filter(|v| v.checker == *name).count();
-            let verdict = match (n, a) {
-                (0, 0) => "ok".to_string(),
-                (0, a) => format!("ok ({a} losses allowed by expect.loss_allowed)"),
-                (n, _) => format!("VIOLATED ({n})"),
+            let x = r.anomalies.iter().filter(|v| v.checker == *name).count();
+            let verdict = match (n, a, x) {
+                (0, 0, 0) => "ok".to_string(),
+                (0, 0, x) => format!("ANOMALY SHOWN ({x}, expected by expect.anomaly)"),
+                (0, a, _) => format!("ok ({a} losses allowed by expect.loss_allowed)"),
+                (n, _, _) => format!("VIOLATED ({n})"),
             };
             println!("  {name:<22} {verdict}");
         }
-        for v in r.violations.iter().take(10) {
+        for v in r.violations.iter().chain(&r.anomalies).take(10) {
             println!("    {v}");
         }
         println!("  simulated {:.1} s in {secs:.2} s wall ({:.0}x)", r.simulated_ms as f64 / 1000.0, r.simulated_ms as f64 / 1000.0 / secs.max(1e-9));
@@ -282,7 +295,8 @@ mod cli {
         }
         if !r.passed() {
             let plant = plant.map(|b| format!(" --plant {b}")).unwrap_or_default();
-            println!("  reproduce: cargo sim run {} --seed {seed}{plant} --trace {}-{seed}.jsonl", path.display(), s.name);
+            let tv = transaction_version.map(|v| format!(" --transaction-version {v}")).unwrap_or_default();
+            println!("  reproduce: cargo sim run {} --seed {seed}{plant}{tv} --trace {}-{seed}.jsonl", path.display(), s.name);
         }
         Ok(r.passed())
     }
@@ -344,16 +358,21 @@ mod cli {
             }
             bar.inc(1);
         };
-        let results = sweep::sweep(work, &sweep::Options { jobs: opts.jobs, bug, until_found: opts.until_found, keep_going: &keep_going, on_done: &on_done });
+        let results = sweep::sweep(work, &sweep::Options { jobs: opts.jobs, bug, until_found: opts.until_found, transaction_version: opts.transaction_version, keep_going: &keep_going, on_done: &on_done });
         bar.finish_and_clear();
         if let Some(e) = write_errors.into_inner().expect("errors").into_iter().next() {
             return Err(e);
         }
         let secs = wall.elapsed().as_secs_f64();
-        let sweep::Tally { by_scenario, failures, simulated_ms } = sweep::tally(&results);
-        println!("{:<32} {:>8} {:>8} {:>12}", "scenario", "seeds", "failed", "first failed");
+        let sweep::Tally { by_scenario, failures, simulated_ms, anomalies } = sweep::tally(&results);
+        println!("{:<32} {:>8} {:>8} {:>12} {:>14}", "scenario", "seeds", "failed", "first failed", "anomaly seeds");
         for (name, (n, f, first)) in &by_scenario {
-            println!("{name:<32} {n:>8} {f:>8} {:>12}", first.map_or("-".to_string(), |s| s.to_string()));
+            let shown = anomalies.get(name).map_or("-".to_string(), |(k, first)| format!("{k} (first {})", first.map_or("-".to_string(), |s| s.to_string())));
+            println!("{name:<32} {n:>8} {f:>8} {:>12} {shown:>14}", first.map_or("-".to_string(), |s| s.to_string()));
+        }
+        let unshown: Vec<&String> = anomalies.iter().filter(|(_, (k, _))| *k == 0).map(|(name, _)| name).collect();
+        for name in &unshown {
+            println!("FAIL {name}: no seed of {}..{} showed its anomaly (expect.anomaly): the schedule no longer finds it", seeds.start, seeds.end);
         }
         let ran = results.len();
         let cut = if ran < total && deadline.is_some() { format!(" (time budget reached: {} of {total} runs not made)", total - ran) } else { String::new() };
@@ -363,7 +382,7 @@ mod cli {
             std::fs::write(file, sweep::summary_lines(&results, end)).map_err(|e| format!("{}: {e}", file.display()))?;
             println!("summary written to {}", file.display());
         }
-        Ok(failures == 0)
+        Ok(failures == 0 && unshown.is_empty())
     }
 
     fn shrink(input: &Path, seed: Option<u64>, plant: Option<&str>, checker: Option<String>, out: Option<PathBuf>, runs_max: usize) -> Result<bool, String> {
@@ -378,7 +397,12 @@ mod cli {
         } else {
             (input.to_path_buf(), seed.ok_or("shrinking a scenario file needs --seed")?, plant.map(str::to_string))
         };
-        let scenario = load(&scenario_path)?;
+        let mut scenario = load(&scenario_path)?;
+        if text.starts_with('{') {
+            if let Some(v) = sim::trace::read_transaction_version(&text)? {
+                scenario.broker.transaction_version = Some(v);
+            }
+        }
         let bug = planted(bug.as_deref())?;
         let out = out.unwrap_or_else(|| PathBuf::from("traces").join(format!("{}-{seed}-shrunk.toml", scenario.name.trim_end_matches("-shrunk"))));
         let req = sim::shrink::Request { scenario, scenario_path: scenario_path.display().to_string(), seed, bug, checker, runs_max, out_path: out.display().to_string() };
@@ -398,8 +422,11 @@ mod cli {
     fn replay(trace_path: &Path) -> Result<bool, String> {
         let text = std::fs::read_to_string(trace_path).map_err(|e| format!("{}: {e}", trace_path.display()))?;
         let (scenario_path, seed) = sim::trace::read_header(&text)?;
-        let s = load(Path::new(&scenario_path))?;
+        let mut s = load(Path::new(&scenario_path))?;
         let bug = planted(sim::trace::read_planted_bug(&text)?.as_deref())?;
+        if let Some(v) = sim::trace::read_transaction_version(&text)? {
+            s.broker.transaction_version = Some(v);
+        }
         let again = cluster::run(&s, &scenario_path, seed, bug)?.trace.to_jsonl();
         match sim::trace::first_divergence(&text, &again) {
             None => {

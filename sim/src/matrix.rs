@@ -295,7 +295,7 @@ pub fn rows() -> Vec<Row> {
         },
     ];
     for row in &mut rows {
-        row.scenario.expect = Expect { loss_allowed: row.loss_allowed, acks1_loss_allowed: row.loss_allowed };
+        row.scenario.expect = Expect { loss_allowed: row.loss_allowed, acks1_loss_allowed: row.loss_allowed, anomaly: Vec::new() };
     }
     rows
 }

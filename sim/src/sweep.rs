@@ -32,6 +32,12 @@ pub struct Outcome {
     pub passed: bool,
     /// Every checker that reported a violation, in the checkers' order, each once.
     pub checkers: Vec<&'static str>,
+    /// The scenario expects an anomaly (`Scenario::expected_anomaly`); which of its checkers
+    /// showed it in this run.
+    pub expects_anomaly: bool,
+    pub anomalies: Vec<&'static str>,
+    /// A `--transaction-version` the sweep ran every scenario with.
+    pub transaction_version: Option<i64>,
     /// The first violation, as `sim run` prints it.
     pub first: Option<String>,
     /// The trace of a failing run (a passing run's is dropped: a sweep of thousands of seeds
@@ -43,13 +49,18 @@ pub struct Outcome {
 impl Outcome {
     /// The summary line of this run.
     pub fn json(&self) -> serde_json::Value {
-        json!({"scenario": self.name, "path": self.path.display().to_string(), "seed": self.seed, "passed": self.passed, "checkers": self.checkers, "first": self.first, "simulated_ms": self.simulated_ms})
+        let mut line = json!({"scenario": self.name, "path": self.path.display().to_string(), "seed": self.seed, "passed": self.passed, "checkers": self.checkers, "first": self.first, "simulated_ms": self.simulated_ms});
+        if self.expects_anomaly {
+            line["anomalies"] = json!(self.anomalies);
+        }
+        line
     }
 
     /// The command that reproduces this run.
     pub fn reproduce(&self, bug: Option<PlantedBug>) -> String {
         let plant = bug.map(|b| format!(" --plant {b:?}")).unwrap_or_default();
-        format!("cargo sim run {} --seed {}{plant}", self.path.display(), self.seed)
+        let tv = self.transaction_version.map(|v| format!(" --transaction-version {v}")).unwrap_or_default();
+        format!("cargo sim run {} --seed {}{plant}{tv}", self.path.display(), self.seed)
     }
 
     /// Writes a failing run's trace as `<dir>/<scenario>-<seed>.jsonl` (what `sim replay`,
@@ -76,6 +87,8 @@ pub struct Options<'a> {
     pub bug: Option<PlantedBug>,
     /// Stop sweeping a scenario at its first failing seed.
     pub until_found: bool,
+    /// Every scenario runs with this `broker.transaction_version` (`--transaction-version`).
+    pub transaction_version: Option<i64>,
     /// Asked before each run: false ends the sweep (the runs under way finish).
     pub keep_going: &'a (dyn Fn() -> bool + Sync),
     /// Told of each run as it ends, or is skipped for `until_found` (None), for a progress bar.
@@ -107,7 +120,7 @@ pub fn sweep(work: Vec<Job>, opts: &Options) -> Vec<Outcome> {
                     (opts.on_done)(None);
                     continue;
                 }
-                let outcome = run_one(&job, opts.bug);
+                let outcome = run_one(&job, opts.bug, opts.transaction_version);
                 if opts.until_found && !outcome.passed {
                     found.lock().expect("found").insert(job.path.clone());
                 }
@@ -127,6 +140,9 @@ pub struct Tally {
     /// Per scenario name: runs made, runs failed, the first failing seed.
     pub by_scenario: BTreeMap<String, (usize, usize, Option<u64>)>,
     pub failures: usize,
+    /// Per scenario expecting an anomaly: the runs that showed it, and the first such seed.
+    /// One that none showed fails the sweep: the testbed no longer finds what it is for.
+    pub anomalies: BTreeMap<String, (usize, Option<u64>)>,
     /// Simulated time over all runs.
     pub simulated_ms: u64,
 }
@@ -136,6 +152,13 @@ pub fn tally(results: &[Outcome]) -> Tally {
     let mut t = Tally::default();
     for o in results {
         t.simulated_ms += o.simulated_ms;
+        if o.expects_anomaly {
+            let a = t.anomalies.entry(o.name.clone()).or_default();
+            if !o.anomalies.is_empty() {
+                a.0 += 1;
+                a.1 = a.1.or(Some(o.seed));
+            }
+        }
         let e = t.by_scenario.entry(o.name.clone()).or_default();
         e.0 += 1;
         if !o.passed {
@@ -152,10 +175,17 @@ pub fn summary_lines(results: &[Outcome], end: serde_json::Value) -> String {
     results.iter().map(|o| o.json().to_string()).chain(std::iter::once(end.to_string())).map(|l| l + "\n").collect()
 }
 
-fn run_one(job: &Job, bug: Option<PlantedBug>) -> Outcome {
-    let r = cluster::run(&job.scenario, &job.path.display().to_string(), job.seed, bug).expect("load validated the scenario");
-    let fired: BTreeSet<&str> = r.violations.iter().map(|v| v.checker).collect();
-    let checkers = crate::checkers::CHECKERS.iter().map(|(name, _)| *name).filter(|name| fired.contains(name)).collect();
+fn run_one(job: &Job, bug: Option<PlantedBug>, transaction_version: Option<i64>) -> Outcome {
+    let mut scenario = job.scenario.clone();
+    if transaction_version.is_some() {
+        scenario.broker.transaction_version = transaction_version;
+    }
+    let r = cluster::run(&scenario, &job.path.display().to_string(), job.seed, bug).expect("load validated the scenario");
+    let in_order = |v: &[crate::history::Violation]| {
+        let fired: BTreeSet<&str> = v.iter().map(|v| v.checker).collect();
+        crate::checkers::CHECKERS.iter().map(|(name, _)| *name).filter(|name| fired.contains(name)).collect::<Vec<_>>()
+    };
+    let checkers = in_order(&r.violations);
     let passed = r.passed();
     Outcome {
         path: job.path.clone(),
@@ -163,6 +193,9 @@ fn run_one(job: &Job, bug: Option<PlantedBug>) -> Outcome {
         seed: job.seed,
         passed,
         checkers,
+        expects_anomaly: !scenario.expected_anomaly().is_empty(),
+        anomalies: in_order(&r.anomalies),
+        transaction_version,
         first: r.violations.first().map(|v| v.to_string()),
         trace: (!passed).then(|| r.trace.to_jsonl()),
         simulated_ms: r.simulated_ms,
@@ -175,7 +208,18 @@ mod tests {
 
     fn outcome(name: &str, seed: u64, passed: bool) -> Outcome {
         let checkers = if passed { vec![] } else { vec!["acknowledged_durable"] };
-        Outcome { path: PathBuf::from(format!("{name}.toml")), name: name.into(), seed, passed, checkers, first: None, trace: None, simulated_ms: 1000 }
+        Outcome { path: PathBuf::from(format!("{name}.toml")), name: name.into(), seed, passed, checkers, expects_anomaly: false, anomalies: vec![], transaction_version: None, first: None, trace: None, simulated_ms: 1000 }
+    }
+
+    #[test]
+    fn an_anomaly_scenario_counts_the_seeds_that_showed_it() {
+        let shown = |seed, shown: bool| Outcome { expects_anomaly: true, anomalies: if shown { vec!["txn_torn"] } else { vec![] }, ..outcome("late", seed, true) };
+        let t = tally(&[shown(3, false), shown(4, true), shown(5, true), outcome("plain", 3, true)]);
+        assert_eq!(t.anomalies.get("late"), Some(&(2, Some(4))));
+        assert_eq!(t.anomalies.get("plain"), None, "no anomaly expected there");
+        assert_eq!(tally(&[shown(3, false)]).anomalies.get("late"), Some(&(0, None)), "none shown: the sweep must fail");
+        assert_eq!(shown(4, true).json()["anomalies"], json!(["txn_torn"]));
+        assert_eq!(Outcome { transaction_version: Some(2), ..outcome("late", 9, false) }.reproduce(None), "cargo sim run late.toml --seed 9 --transaction-version 2");
     }
 
     #[test]

@@ -93,6 +93,12 @@ pub fn read_header(text: &str) -> Result<(String, u64), String> {
     Ok((path, seed))
 }
 
+/// The transaction version a trace's run had (`derived.transaction_version`), if its scenario
+/// or a `--transaction-version` override set one.
+pub fn read_transaction_version(text: &str) -> Result<Option<i64>, String> {
+    Ok(header_value(text)?["derived"]["transaction_version"].as_i64())
+}
+
 /// The planted bug a trace's run had (`derived.planted_bug`), if any.
 pub fn read_planted_bug(text: &str) -> Result<Option<String>, String> {
     Ok(header_value(text)?["derived"]["planted_bug"].as_str().map(str::to_string))

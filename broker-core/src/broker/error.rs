@@ -93,7 +93,7 @@ impl Error {
             Error::Sequence(SequenceError::TransactionOpen(_)) => Code::InvalidTxnState,
             Error::Sequence(SequenceError::TransactionalWithoutProducer) if modern => Code::InvalidRecord,
             Error::Sequence(SequenceError::TransactionalWithoutProducer) => Code::CorruptMessage,
-            Error::Marker(MarkerError::StaleEpoch { .. }) => Code::InvalidProducerEpoch,
+            Error::Marker(MarkerError::StaleEpoch { .. } | MarkerError::SameEpochOpen(_)) => Code::InvalidProducerEpoch,
             Error::Marker(MarkerError::CoordinatorFenced { .. }) => Code::TransactionCoordinatorFenced,
             Error::Storage(_) => Code::KafkaStorageError,
             Error::NotEnoughReplicas { .. } => Code::NotEnoughReplicas,

@@ -8,16 +8,17 @@
 use super::partition::Produced;
 use super::producer::ProducerView;
 use super::{Action, Broker, Error};
+use crate::kafka::TxnVersion;
 use crate::log::batch::{self, control::{self, MarkerKind}};
 
 impl Broker {
-    /// Appends the marker ending `producer_id`'s transaction (at `epoch`, from the coordinator
-    /// in `coordinator_epoch`) as the leader, and answers where it landed; the caller then
+    /// Appends the marker ending `producer_id`'s transaction (at `epoch`, under transaction
+    /// version `tv`, from the coordinator in `coordinator_epoch`) as the leader, and answers where it landed; the caller then
     /// waits for [`Broker::replicated`] as for an acks=all produce (Kafka writes markers with
     /// acks=all, so NOT_ENOUGH_REPLICAS below min.insync.replicas). A marker for a producer with
     /// nothing open here is appended all the same.
     #[allow(clippy::too_many_arguments)]
-    pub fn write_marker(&mut self, name: &str, p: i32, producer_id: i64, epoch: i16, kind: MarkerKind, coordinator_epoch: i32, now: u64, out: &mut Vec<Action>) -> Result<Produced, Error> {
+    pub fn write_marker(&mut self, name: &str, p: i32, (producer_id, epoch, tv): (i64, i16, TxnVersion), kind: MarkerKind, coordinator_epoch: i32, now: u64, out: &mut Vec<Action>) -> Result<Produced, Error> {
         let me = self.config.node_id;
         let Some((topic, part)) = self.partitions.get_mut_named(name, p) else { return Err(self.missing(name, p)) };
         part.check_lead(-1)?;
@@ -25,7 +26,7 @@ impl Broker {
         if isr < min {
             return Err(Error::NotEnoughReplicas { isr, min });
         }
-        part.producers.check_marker(producer_id, epoch, coordinator_epoch)?;
+        part.producers.check_marker(producer_id, epoch, tv, coordinator_epoch)?;
         let kind = self.config.rules().marker_written(kind);
         let leader_epoch = part.replication.leader_epoch;
         let mut bytes = control::build_marker(producer_id, epoch, kind, coordinator_epoch, now as i64);

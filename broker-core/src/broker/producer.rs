@@ -8,6 +8,7 @@
 //! producer-state snapshot the log holds (`log::snapshots`, written at each checkpoint) and the
 //! headers of the batches after it, so it survives restarts exactly as far as the log does.
 
+use crate::kafka::TxnVersion;
 use crate::log::batch::control::MarkerKind;
 use crate::log::producer_snapshot::SnapshotEntry;
 use crate::log::txn_index::AbortedTxn;
@@ -76,6 +77,11 @@ pub enum MarkerError {
     /// INVALID_PRODUCER_EPOCH (47): the producer has moved past the marker's epoch.
     #[error("marker for producer epoch {got}, older than the current epoch {current}")]
     StaleEpoch { got: i16, current: i16 },
+    /// INVALID_PRODUCER_EPOCH (47), KIP-890 with KIP-1228's rule: a marker at the epoch of the
+    /// transaction open here. A KIP-890 marker carries the epoch above the one its transaction
+    /// was written at, so this one is a late marker of an earlier transaction.
+    #[error("a transaction version 2 marker at epoch {0}, the epoch of the transaction open here: it ends an earlier transaction")]
+    SameEpochOpen(i16),
     /// TRANSACTION_COORDINATOR_FENCED (52): a newer coordinator has written here.
     #[error("marker from coordinator epoch {got}, older than {current} which wrote here")]
     CoordinatorFenced { got: i32, current: i32 },
@@ -266,13 +272,18 @@ impl ProducerStates {
         }
     }
 
-    /// Whether a marker of `producer_id` at `epoch` from the coordinator in `coordinator_epoch`
-    /// may be appended. A producer unknown here may be ended by any marker (its batches may be
-    /// gone), as in Kafka.
-    pub fn check_marker(&self, producer_id: i64, epoch: i16, coordinator_epoch: i32) -> Result<(), MarkerError> {
+    /// Whether a marker of `producer_id` at `epoch` under transaction version `tv` from the
+    /// coordinator in `coordinator_epoch` may be appended. A producer unknown here may be ended
+    /// by any marker (its batches may be gone), as in Kafka. A classic marker may carry the
+    /// producer's current epoch; a KIP-890 one only when no transaction of the producer is open
+    /// here (a retry of a marker already written), else it needs a newer epoch (KIP-1228).
+    pub fn check_marker(&self, producer_id: i64, epoch: i16, tv: TxnVersion, coordinator_epoch: i32) -> Result<(), MarkerError> {
         let Some(p) = self.producers.get(&producer_id) else { return Ok(()) };
         if epoch < p.epoch {
             return Err(MarkerError::StaleEpoch { got: epoch, current: p.epoch });
+        }
+        if tv == TxnVersion::EpochBump && epoch == p.epoch && p.txn_first >= 0 {
+            return Err(MarkerError::SameEpochOpen(epoch));
         }
         if coordinator_epoch < p.coordinator_epoch {
             return Err(MarkerError::CoordinatorFenced { got: coordinator_epoch, current: p.coordinator_epoch });
@@ -556,15 +567,29 @@ mod tests {
     fn markers_are_refused_from_older_epochs_and_older_coordinators() {
         let mut s = ProducerStates::default();
         s.record(&txn(1, 2, 0, 1, 0));
-        assert_eq!(s.check_marker(1, 1, 0), Err(MarkerError::StaleEpoch { got: 1, current: 2 }));
-        assert_eq!(s.check_marker(1, 2, 5), Ok(()));
-        assert_eq!(s.check_marker(7, 0, 0), Ok(()), "a producer unknown here");
+        assert_eq!(s.check_marker(1, 1, TxnVersion::Classic, 0), Err(MarkerError::StaleEpoch { got: 1, current: 2 }));
+        assert_eq!(s.check_marker(1, 2, TxnVersion::Classic, 5), Ok(()));
+        assert_eq!(s.check_marker(7, 0, TxnVersion::Classic, 0), Ok(()), "a producer unknown here");
         // A coordinator fencing the producer writes its abort at the next epoch.
         s.record_marker(&marker(1, 3, 1), MarkerKind::Abort, 5);
-        assert_eq!(s.check_marker(1, 3, 4), Err(MarkerError::CoordinatorFenced { got: 4, current: 5 }));
+        assert_eq!(s.check_marker(1, 3, TxnVersion::Classic, 4), Err(MarkerError::CoordinatorFenced { got: 4, current: 5 }));
         assert_eq!(s.check(&txn(1, 2, 1, 1, -1)), Err(SequenceError::StaleEpoch { got: 2, current: 3 }), "the fenced producer's late write");
         assert_eq!(s.check(&txn(1, 3, 0, 1, -1)), Ok(Verdict::Append), "the new epoch starts at sequence 0");
         assert_eq!(s.check(&txn(-1, -1, -1, 1, -1)), Err(SequenceError::TransactionalWithoutProducer));
+    }
+
+    #[test]
+    fn a_kip_890_marker_at_the_epoch_of_an_open_transaction_is_a_late_one() {
+        // Transaction 1 (epoch 0) ended by its marker at epoch 1; transaction 2 open at epoch 1.
+        let mut s = ProducerStates::default();
+        s.record(&txn(1, 0, 0, 1, 0));
+        assert_eq!(s.check_marker(1, 1, TxnVersion::EpochBump, 0), Ok(()), "the bumped epoch ends transaction 1");
+        s.record_marker(&marker(1, 1, 1), MarkerKind::Commit, 0);
+        assert_eq!(s.check_marker(1, 1, TxnVersion::EpochBump, 0), Ok(()), "a retry of that marker, nothing open");
+        s.record(&txn(1, 1, 0, 1, 2));
+        assert_eq!(s.check_marker(1, 1, TxnVersion::EpochBump, 0), Err(MarkerError::SameEpochOpen(1)), "transaction 1's late marker");
+        assert_eq!(s.check_marker(1, 1, TxnVersion::Classic, 0), Ok(()), "the classic rule takes it: the anomaly");
+        assert_eq!(s.check_marker(1, 2, TxnVersion::EpochBump, 0), Ok(()), "transaction 2's own marker");
     }
 
     #[test]
@@ -578,7 +603,7 @@ mod tests {
         let back = ProducerStates::from_snapshot(&entries);
         assert_eq!(back.to_snapshot(), entries);
         assert_eq!(back.last_stable_offset(20), 10, "p1's transaction is still open after a reload");
-        assert_eq!(back.check_marker(2, 4, 6), Err(MarkerError::CoordinatorFenced { got: 6, current: 7 }));
+        assert_eq!(back.check_marker(2, 4, TxnVersion::Classic, 6), Err(MarkerError::CoordinatorFenced { got: 6, current: 7 }));
         assert_eq!(back.check(&txn(2, 4, 1, 1, -1)), Ok(Verdict::Append), "p2 goes on after its committed batch");
     }
 }

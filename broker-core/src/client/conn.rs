@@ -54,6 +54,9 @@ impl Conn {
     }
 
     async fn write(&mut self, frame: &[u8]) -> Result<(), ClientError> {
+        if crate::netfault::hold(self.local, self.addr, frame) {
+            return Ok(());
+        }
         crate::netfault::before_send(self.local, self.addr.ip()).await;
         self.wr.write_all(frame).await.map_err(|e| self.io(e))?;
         self.wr.flush().await.map_err(|e| self.io(e))

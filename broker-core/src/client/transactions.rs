@@ -1,8 +1,10 @@
-//! A transactional producer (Kafka's classic protocol, `transaction.version` 1): finds its
-//! transactional id's coordinator, gets a producer id and epoch from it (`init`, fencing any
-//! older producer of the id), adds each partition to the open transaction before its first
-//! batch there (AddPartitionsToTxn), and ends the transaction with EndTxn (`commit`,
-//! `abort`). Batches go through [`Producer`], transactional and idempotent.
+//! A transactional producer: finds its transactional id's coordinator, gets a producer id and
+//! epoch from it (`init`, fencing any older producer of the id), adds each partition to the
+//! open transaction before its first batch there (AddPartitionsToTxn), and ends the
+//! transaction with EndTxn v5 (`commit`, `abort`), going on with the epoch the coordinator
+//! answers: the next one under KIP-890 (`transaction.version` 2), the same one from a
+//! coordinator at the classic protocol. Batches go through [`Producer`], transactional and
+//! idempotent.
 //!
 //! Errors that pass (the coordinator moving, loading, not there yet, or busy with this id's
 //! previous transition: CONCURRENT_TRANSACTIONS) are retried after `retry_backoff`, at most
@@ -25,8 +27,11 @@ use std::collections::BTreeSet;
 use std::net::SocketAddr;
 
 /// Most attempts of one coordinator request (FindCoordinator included) before the caller is
-/// told: with the default 100 ms backoff, a few seconds of a coordinator moving or loading.
-pub const txn_request_attempts_max: u32 = 50;
+/// told: with the default 100 ms backoff, 20 s of a coordinator moving or loading, or of the
+/// previous transaction's markers on their way (CONCURRENT_TRANSACTIONS until every leader
+/// wrote one, which a slow leader can hold up for the coordinator's 5 s peer request timeout
+/// and more). Kafka's producers wait as long (`max.block.ms`, 60 s).
+pub const txn_request_attempts_max: u32 = 200;
 
 pub struct TransactionalProducer {
     producer: Producer,
@@ -206,6 +211,13 @@ impl TransactionalProducer {
         }
         let (pid, epoch) = self.producer_id()?;
         let req = EndTxnRequest::default().with_transactional_id(self.txn_id()).with_producer_id(ProducerId(pid)).with_producer_epoch(epoch).with_committed(commit);
-        self.ask(&req, if commit { "EndTxn(commit)" } else { "EndTxn(abort)" }, |r| r.error_code).await.map(|_| ())
+        let resp = self.ask(&req, if commit { "EndTxn(commit)" } else { "EndTxn(abort)" }, |r| r.error_code).await?;
+        // KIP-890: the coordinator ended the transaction at a newer epoch (or producer id),
+        // which the next transaction is written at, its sequences from 0.
+        let next = (resp.producer_id.0, resp.producer_epoch);
+        if next.0 >= 0 && next != (pid, epoch) {
+            self.producer.set_producer_id(Some(next));
+        }
+        Ok(())
     }
 }

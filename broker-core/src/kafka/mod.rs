@@ -23,11 +23,12 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteRecords, 0, 2),
     (ApiKey::InitProducerId, 0, 4),
     (ApiKey::OffsetForLeaderEpoch, 2, 4),
-    // The transaction coordinator, classic protocol (docs/transactions.md): the versions
-    // before KIP-890's verification and per-transaction epoch bump.
+    // The transaction coordinator (docs/transactions.md): AddPartitionsToTxn before KIP-890's
+    // broker-to-broker verification (v4+); EndTxn v5 is KIP-890 part 2's (the epoch bumped at
+    // every end, answered in the response) where `transaction.version` is 2.
     (ApiKey::AddPartitionsToTxn, 0, 3),
     (ApiKey::AddOffsetsToTxn, 0, 3),
-    (ApiKey::EndTxn, 0, 3),
+    (ApiKey::EndTxn, 0, 5),
     (ApiKey::DescribeTransactions, 0, 0),
     (ApiKey::ListTransactions, 0, 1),
     // Transaction markers, from a coordinator or an operator's tool (docs/transactions.md).
@@ -74,9 +75,10 @@ pub const SENT: &[(ApiKey, i16)] = &[
     (ApiKey::OffsetForLeaderEpoch, 3),
     // A transaction coordinator's markers.
     (ApiKey::WriteTxnMarkers, 1),
-    // The transactional producer (client::transactions): the classic protocol's last versions.
+    // The transactional producer (client::transactions): AddPartitionsToTxn's last client
+    // version, EndTxn's KIP-890 one (a broker at transaction.version 1 answers it classically).
     (ApiKey::AddPartitionsToTxn, 3),
-    (ApiKey::EndTxn, 3),
+    (ApiKey::EndTxn, 5),
     (ApiKey::AlterPartition, 3),
     (ApiKey::ListOffsets, 6),
     // The group consumer (client::group) and the operator's queries (client::groups_admin).
@@ -113,6 +115,49 @@ pub mod coordinator_type {
     pub const group: i8 = 0;
     pub const transaction: i8 = 1;
 }
+
+/// The transaction protocol a transaction ends under (Kafka's `transaction.version` feature,
+/// docs/transactions.md section 4): the classic one (Kafka's 0 and 1, which differ only in the
+/// state record's format), or KIP-890 part 2's, where every end bumps the producer epoch and a
+/// marker must carry an epoch above the one its partition's open transaction was written at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub enum TxnVersion {
+    /// `transaction.version` 1.
+    Classic,
+    /// `transaction.version` 2, the default: KIP-890's defence.
+    #[default]
+    EpochBump,
+}
+
+impl TxnVersion {
+    /// The feature level.
+    pub fn level(self) -> i8 {
+        match self {
+            TxnVersion::Classic => 1,
+            TxnVersion::EpochBump => 2,
+        }
+    }
+
+    /// The version of feature level `level` (0 is the classic protocol too).
+    pub fn from_level(level: i64) -> Option<TxnVersion> {
+        match level {
+            0 | 1 => Some(TxnVersion::Classic),
+            2 => Some(TxnVersion::EpochBump),
+            _ => None,
+        }
+    }
+
+    /// The protocol a client asks for with EndTxn `version`: v5 is KIP-890's.
+    pub fn of_end_txn(version: i16) -> TxnVersion {
+        if version >= 5 { TxnVersion::EpochBump } else { TxnVersion::Classic }
+    }
+}
+
+/// The tag of a WriteTxnMarkers v1 marker's tagged field that carries its transaction version
+/// (one byte, [`TxnVersion::level`]). KIP-1228 (Kafka 4.2) adds it as a plain field of v2, which
+/// kafka-protocol 0.18 cannot decode; until it can, this broker's coordinators send it as a
+/// tagged field of v1, which any other broker ignores. A marker without it is classic.
+pub const marker_txn_version_tag: i32 = 0;
 
 /// Config resource types (Kafka's ConfigResource.Type) in DescribeConfigs, AlterConfigs and
 /// IncrementalAlterConfigs.

@@ -15,7 +15,7 @@ use super::waiting::{Pending, Waiting};
 use super::{Node, Outcome, Parts};
 use crate::broker::{Action, Broker};
 use crate::constants::txn_request_wait_ms_max;
-use crate::kafka::Code;
+use crate::kafka::{Code, TxnVersion};
 use crate::protocol::{s, Response};
 use crate::txn::{self, Answer, PartitionResults, ProducerIdAndEpoch, Work};
 use kafka_protocol::messages::add_offsets_to_txn_request::AddOffsetsToTxnRequest;
@@ -47,13 +47,14 @@ pub fn write_txn_markers(node: &Node, version: i16, correlation_id: i32, req: Wr
     let mut pending = Vec::new();
     for (mi, m) in req.markers.into_iter().enumerate() {
         let kind = if m.transaction_result { MarkerKind::Commit } else { MarkerKind::Abort };
+        let tv = marker_version(&m);
         let mut mr = WritableTxnMarkerResult::default().with_producer_id(m.producer_id);
         for (ti, t) in m.topics.into_iter().enumerate() {
             let name: std::sync::Arc<str> = std::sync::Arc::from(t.name.0.as_str());
             let mut tr = WritableTxnMarkerTopicResult::default().with_name(t.name.clone());
             for (slot, p) in t.partition_indexes.into_iter().enumerate() {
                 let mut pr = WritableTxnMarkerPartitionResult::default().with_partition_index(p);
-                match b.write_marker(&name, p, m.producer_id.0, m.producer_epoch, kind, m.coordinator_epoch, now, out) {
+                match b.write_marker(&name, p, (m.producer_id.0, m.producer_epoch, tv), kind, m.coordinator_epoch, now, out) {
                     Ok(produced) => {
                         if &*name == crate::group::offsets_topic {
                             groups.txn_marker(p, m.producer_id.0, kind == MarkerKind::Commit, (produced.last_offset, produced.leader_epoch));
@@ -73,6 +74,13 @@ pub fn write_txn_markers(node: &Node, version: i16, correlation_id: i32, req: Wr
     let mut waiting = Waiting::markers(version, correlation_id, r, pending, crate::constants::produce_wait_ms_max);
     // Already replicated (an ISR of one): answer now.
     waiting.poll_broker(b, false).unwrap_or(Outcome::Wait(waiting))
+}
+
+/// The transaction version a marker says it has ([`crate::kafka::marker_txn_version_tag`]);
+/// classic without one, or with a level this broker does not know.
+fn marker_version(m: &WritableTxnMarker) -> TxnVersion {
+    let level = m.unknown_tagged_fields.get(&crate::kafka::marker_txn_version_tag).and_then(|b| b.first().copied());
+    level.and_then(|l| TxnVersion::from_level(l as i64)).unwrap_or(TxnVersion::Classic)
 }
 
 /// DescribeProducers: per partition led here, every producer it knows (no last timestamp is
@@ -161,8 +169,17 @@ impl TxnReply {
             (ApiKey::AddPartitionsToTxn, Some(Answer::Partitions(r))) => Response::new(key, version, cid, partitions_response(r, version)),
             (ApiKey::AddPartitionsToTxn, _) => Response::new(key, version, cid, partitions_response(Vec::new(), version).with_error_code(late.code())),
             (ApiKey::AddOffsetsToTxn, a) => Response::new(key, version, cid, AddOffsetsToTxnResponse::default().with_error_code(done_code(a, version))),
-            (_, a) => Response::new(key, version, cid, EndTxnResponse::default().with_error_code(done_code(a, version))),
+            (_, a) => Response::new(key, version, cid, end_response(a, version)),
         }
+    }
+}
+
+/// EndTxn's answer; v5 names the producer id and epoch to go on with (-1 on an error).
+fn end_response(a: Option<Answer>, version: i16) -> EndTxnResponse {
+    match a {
+        Some(Answer::Ended(Ok(p))) => EndTxnResponse::default().with_producer_id(ProducerId(p.producer_id)).with_producer_epoch(p.epoch),
+        Some(Answer::Ended(Err(c))) => EndTxnResponse::default().with_error_code(for_version(c, version, 2).code()).with_producer_id(ProducerId(-1)).with_producer_epoch(-1),
+        _ => EndTxnResponse::default().with_error_code(Code::CoordinatorNotAvailable.code()).with_producer_id(ProducerId(-1)).with_producer_epoch(-1),
     }
 }
 
@@ -269,11 +286,16 @@ pub fn add_offsets_to_txn(node: &Node, version: i16, cid: i32, req: AddOffsetsTo
     finish(node, out, reply(ApiKey::AddOffsetsToTxn, version, cid), answer(pending, Answer::Done))
 }
 
-/// EndTxn v0–3 (the classic protocol): commit or abort.
+/// EndTxn: commit or abort; v5 asks for KIP-890's epoch bump and is answered the producer id
+/// and epoch to go on with.
 pub fn end_txn(node: &Node, version: i16, cid: i32, req: EndTxnRequest, now: u64, out: &mut Vec<Action>) -> Outcome {
     let txn_id = req.transactional_id.0.to_string();
-    let pending = with_txns(node, now, out, |_, c, w| c.end_txn(now as i64, &txn_id, req.producer_id.0, req.producer_epoch, req.committed, w));
-    finish(node, out, reply(ApiKey::EndTxn, version, cid), answer(pending, Answer::Done))
+    let asked = TxnVersion::of_end_txn(version);
+    let pending = with_txns(node, now, out, |b, c, w| {
+        let new_id = || b.init_producer_id().map(|(id, _)| id).map_err(|e| e.kafka_error(true));
+        c.end_txn(now as i64, &txn_id, req.producer_id.0, req.producer_epoch, req.committed, asked, new_id, w)
+    });
+    finish(node, out, reply(ApiKey::EndTxn, version, cid), answer(pending, Answer::Ended))
 }
 
 /// DescribeTransactions: each id's state, at its coordinator.
@@ -338,7 +360,10 @@ pub fn marker_request(send: &crate::txn::markers::Send) -> WriteTxnMarkersReques
                 _ => topics.push(WritableTxnMarkerTopic::default().with_name(TopicName(s(t))).with_partition_indexes(vec![*p])),
             }
         }
-        let marker = WritableTxnMarker::default().with_producer_id(ProducerId(m.producer_id)).with_producer_epoch(m.epoch).with_transaction_result(m.commit).with_coordinator_epoch(m.coordinator_epoch).with_topics(topics);
+        let mut marker = WritableTxnMarker::default().with_producer_id(ProducerId(m.producer_id)).with_producer_epoch(m.epoch).with_transaction_result(m.commit).with_coordinator_epoch(m.coordinator_epoch).with_topics(topics);
+        if m.version != TxnVersion::Classic {
+            marker.unknown_tagged_fields.insert(crate::kafka::marker_txn_version_tag, bytes::Bytes::copy_from_slice(&[m.version.level() as u8]));
+        }
         req.markers.push(marker);
     }
     req

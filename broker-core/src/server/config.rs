@@ -150,6 +150,10 @@ pub struct Flags {
     /// transaction.state.log.min.isr (default 2, capped by the replication factor)
     #[arg(long)]
     pub transaction_state_log_min_isr: Option<i16>,
+    /// Kafka's transaction.version feature: 2 (default) bumps the producer epoch at every
+    /// transaction's end for clients that ask (KIP-890); 1 is the classic protocol
+    #[arg(long)]
+    pub transaction_version: Option<i64>,
     /// log.cleaner.backoff.ms
     #[arg(long)]
     pub log_cleaner_backoff_ms: Option<u64>,
@@ -219,6 +223,7 @@ pub const FILE_SETTINGS: &[&str] = &[
     "transaction.state.log.num.partitions",
     "transaction.state.log.replication.factor",
     "transaction.state.log.min.isr",
+    "transaction.version",
     "log.cleaner.backoff.ms",
     "log.cleaner.io.max.bytes.per.second",
     "fetch.zero.copy",
@@ -277,6 +282,7 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
             "transaction.state.log.num.partitions" => f.transaction_state_log_num_partitions = Some(i32::try_from(int()?).map_err(|_| bad("a 32-bit integer"))?),
             "transaction.state.log.replication.factor" => f.transaction_state_log_replication_factor = Some(i16::try_from(int()?).map_err(|_| bad("a 16-bit integer"))?),
             "transaction.state.log.min.isr" => f.transaction_state_log_min_isr = Some(i16::try_from(int()?).map_err(|_| bad("a 16-bit integer"))?),
+            "transaction.version" => f.transaction_version = Some(int()?),
             "log.cleaner.backoff.ms" => f.log_cleaner_backoff_ms = Some(int()? as u64),
             "log.cleaner.io.max.bytes.per.second" => f.log_cleaner_io_max_bytes_per_second = Some(value.as_float().or(value.as_integer().map(|i| i as f64)).filter(|v| *v > 0.0).ok_or_else(|| bad("a positive number"))?),
             "fetch.zero.copy" => f.fetch_zero_copy = Some(value.as_bool().ok_or_else(|| bad("true or false"))?),
@@ -289,7 +295,7 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
         log_segment_bytes, log_roll_ms, log_retention_ms, log_retention_bytes, log_index_interval_bytes,
         log_flush_interval_messages, log_flush_interval_ms, message_max_bytes, controller_quorum_voters, process_roles, controller_quorum_election_timeout_ms, metadata_log_max_record_bytes_between_snapshots,
         default_replication_factor, replica_lag_time_max_ms, broker_session_timeout_ms, broker_heartbeat_interval_ms,
-        unclean_leader_election_enable, eligible_leader_replicas_enable, auto_leader_rebalance_enable, leader_imbalance_check_interval_seconds, leader_imbalance_per_broker_percentage, group_initial_rebalance_delay_ms, group_min_session_timeout_ms, group_max_session_timeout_ms, group_max_size, offsets_topic_num_partitions, offsets_topic_replication_factor, offsets_retention_minutes, offset_metadata_max_bytes, transaction_max_timeout_ms, transactional_id_expiration_ms, transaction_abort_timed_out_transaction_cleanup_interval_ms, transaction_remove_expired_transaction_cleanup_interval_ms, transaction_state_log_num_partitions, transaction_state_log_replication_factor, transaction_state_log_min_isr, log_cleaner_backoff_ms, log_cleaner_io_max_bytes_per_second, fetch_zero_copy, worker_threads);
+        unclean_leader_election_enable, eligible_leader_replicas_enable, auto_leader_rebalance_enable, leader_imbalance_check_interval_seconds, leader_imbalance_per_broker_percentage, group_initial_rebalance_delay_ms, group_min_session_timeout_ms, group_max_session_timeout_ms, group_max_size, offsets_topic_num_partitions, offsets_topic_replication_factor, offsets_retention_minutes, offset_metadata_max_bytes, transaction_max_timeout_ms, transactional_id_expiration_ms, transaction_abort_timed_out_transaction_cleanup_interval_ms, transaction_remove_expired_transaction_cleanup_interval_ms, transaction_state_log_num_partitions, transaction_state_log_replication_factor, transaction_state_log_min_isr, transaction_version, log_cleaner_backoff_ms, log_cleaner_io_max_bytes_per_second, fetch_zero_copy, worker_threads);
     Ok(f)
 }
 
@@ -417,6 +423,9 @@ fn resolve_txns(f: &Flags, t: &mut crate::txn::TxnConfig) -> Result<(), String> 
     if let Some(v) = f.transaction_state_log_num_partitions { t.state_partitions = v }
     if let Some(v) = f.transaction_state_log_replication_factor { t.state_replication_factor = v }
     if let Some(v) = f.transaction_state_log_min_isr { t.state_min_isr = v }
+    if let Some(v) = f.transaction_version {
+        t.transaction_version = crate::kafka::TxnVersion::from_level(v).ok_or_else(|| format!("transaction.version={v} must be 1 (classic) or 2 (KIP-890)"))?;
+    }
     let positive = [
         ("transaction.max.timeout.ms", t.max_timeout_ms as i64),
         ("transactional.id.expiration.ms", t.id_expiration_ms),
@@ -574,9 +583,12 @@ mod tests {
         assert_eq!((c.groups.initial_rebalance_delay_ms, c.groups.offsets_partitions, c.groups.offsets_retention_ms), (0, 5, 120_000));
         let bad = Flags { group_min_session_timeout_ms: Some(10), group_max_session_timeout_ms: Some(5), ..Flags::default() };
         assert!(resolve(&bad).unwrap_err().contains("group.min.session.timeout.ms=10"));
-        let txn = merge_file("\"transaction.max.timeout.ms\" = 60000\n\"transaction.state.log.num.partitions\" = 3\n", Flags::default()).unwrap();
+        let txn = merge_file("\"transaction.max.timeout.ms\" = 60000\n\"transaction.state.log.num.partitions\" = 3\n\"transaction.version\" = 1\n", Flags::default()).unwrap();
         let (_, c) = resolve(&txn).unwrap();
         assert_eq!((c.txns.max_timeout_ms, c.txns.state_partitions, c.txns.state_min_isr), (60_000, 3, 2));
+        assert_eq!(c.txns.transaction_version, crate::kafka::TxnVersion::Classic);
+        assert_eq!(resolve(&Flags::default()).unwrap().1.txns.transaction_version, crate::kafka::TxnVersion::EpochBump, "KIP-890 is the default");
+        assert!(resolve(&Flags { transaction_version: Some(3), ..Flags::default() }).unwrap_err().contains("transaction.version=3"));
         assert!(resolve(&Flags { transaction_state_log_min_isr: Some(0), ..Flags::default() }).unwrap_err().contains("transaction.state.log.min.isr=0"));
         let none = Flags { offsets_topic_num_partitions: Some(0), ..Flags::default() };
         assert!(resolve(&none).unwrap_err().contains("offsets.topic.num.partitions=0"));

@@ -7,7 +7,7 @@
 
 use super::state::{self, EndDraft, InitDraft};
 use super::{Coordinator, Pending, ProducerIdAndEpoch, Then, Ticket, TxnState, Work};
-use crate::kafka::Code;
+use crate::kafka::{Code, TxnVersion};
 use std::collections::BTreeSet;
 
 /// AddPartitionsToTxn's answer: one result per partition asked, in the request's order.
@@ -108,20 +108,24 @@ impl Coordinator {
         }
     }
 
-    /// EndTxn (v0–4, the classic protocol): Ongoing goes PrepareCommit or PrepareAbort, answered
-    /// once that is written; the markers follow in a later [`Work`]. Answered through the
-    /// ticket with [`super::Answer::Done`].
-    pub fn end_txn(&mut self, now: i64, txn_id: &str, producer_id: i64, epoch: i16, commit: bool, work: &mut Work) -> Result<Pending<()>, Code> {
+    /// EndTxn: Ongoing goes PrepareCommit or PrepareAbort, answered once that is written; the
+    /// markers follow in a later [`Work`]. `version` is what the client asked for (EndTxn v5:
+    /// KIP-890's), capped by this coordinator's `transaction.version`. The answer, through the
+    /// ticket with [`super::Answer::Ended`], is the producer id and epoch the producer goes on
+    /// with; `new_producer_id` is called only when KIP-890's bump exhausts the epoch.
+    #[allow(clippy::too_many_arguments)]
+    pub fn end_txn(&mut self, now: i64, txn_id: &str, producer_id: i64, epoch: i16, commit: bool, version: TxnVersion, mut new_producer_id: impl FnMut() -> Result<i64, Code>, work: &mut Work) -> Result<Pending<ProducerIdAndEpoch>, Code> {
         if txn_id.is_empty() {
             return Err(Code::InvalidRequest);
         }
         self.owner(txn_id)?;
+        let version = version.min(self.config.transaction_version);
         let Some(e) = self.txns.get(txn_id) else { return Err(Code::InvalidProducerIdMapping) };
-        match state::end(&e.meta, e.transit.is_some(), producer_id, epoch, commit, now)? {
-            EndDraft::Done => Ok(Pending::Now(())),
+        match state::end(&e.meta, e.transit.is_some(), producer_id, epoch, commit, version, now, &mut new_producer_id)? {
+            EndDraft::Done => Ok(Pending::Now(e.meta.continues_as())),
             EndDraft::Write(m) => {
                 let ticket = self.ticket();
-                self.write(txn_id, Some(m), Then::Done(ticket), now, work);
+                self.write(txn_id, Some(m), Then::Ended(ticket), now, work);
                 Ok(Pending::Wait(ticket))
             }
         }

@@ -67,6 +67,11 @@ pub struct TxnConfig {
     pub state_replication_factor: i16,
     /// `transaction.state.log.min.isr`
     pub state_min_isr: i16,
+    /// Kafka's `transaction.version` feature: the most a client's EndTxn may ask for. Classic
+    /// (1) lets every transaction end at its own epoch, open to the late EndTxn and the late
+    /// marker of docs/transactions.md section 4; 2 (the default) bumps the epoch at every end
+    /// of a client that asks (EndTxn v5).
+    pub transaction_version: crate::kafka::TxnVersion,
 }
 
 impl Default for TxnConfig {
@@ -79,6 +84,7 @@ impl Default for TxnConfig {
             state_partitions: state_partitions_default,
             state_replication_factor: state_replication_factor_default,
             state_min_isr: state_min_isr_default,
+            transaction_version: crate::kafka::TxnVersion::default(),
         }
     }
 }

@@ -1,14 +1,13 @@
 //! The producer-epoch rules of the transaction coordinator, in one place: which producer id and
-//! epoch a request must carry, and which epoch a transition writes. These are the rules
-//! KIP-890 part 2 (transaction.version 2) changes — EndTxn ending at epoch + 1 and a retry
-//! recognised as "stored epoch = request epoch + 1" — so TV2 is added here and nowhere else.
-//! Today they are Kafka's classic rules (`TransactionCoordinator.scala`,
-//! `TransactionMetadata.prepareIncrementProducerEpoch`). Pure functions; they never decide a
-//! state, write or answer.
+//! epoch a request must carry, and which epoch a transition writes: Kafka's classic rules
+//! (`TransactionCoordinator.scala`, `TransactionMetadata.prepareIncrementProducerEpoch`) and
+//! those KIP-890 part 2 (transaction.version 2) changes — EndTxn ending at epoch + 1, and a
+//! retry of it recognised as "stored epoch = request epoch + 1". Pure functions; they never
+//! decide a state, write or answer.
 
 use super::config::producer_epoch_exhausted;
-use super::state::{ProducerIdAndEpoch, TxnMetadata};
-use crate::kafka::Code;
+use super::state::{ProducerIdAndEpoch, TxnMetadata, TxnState};
+use crate::kafka::{Code, TxnVersion};
 
 /// No epoch yet (Kafka's `RecordBatch.NO_PRODUCER_EPOCH`).
 pub const no_epoch: i16 = -1;
@@ -32,6 +31,36 @@ pub fn check_client(m: &TxnMetadata, producer_id: i64, epoch: i16) -> Result<(),
         return Err(Code::ProducerFenced);
     }
     Ok(())
+}
+
+/// Which transaction an EndTxn's producer id and epoch name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EndEpoch {
+    /// The id's current epoch: the open transaction (or, classically, a retry of the last end).
+    Current,
+    /// KIP-890: the epoch before the last end's bump (or the producer id before its rotation):
+    /// a retry of that end, or a late copy of it.
+    Previous,
+}
+
+/// EndTxn from a client. Classic: [`check_client`]. KIP-890: also the epoch one below the
+/// current after an end (the current producer id's, or the previous producer id's last when
+/// the end rotated it), which only a retry of that end carries.
+pub fn on_end(m: &TxnMetadata, producer_id: i64, epoch: i16, version: TxnVersion) -> Result<EndEpoch, Code> {
+    let ended = m.state.is_prepare() || m.state.is_complete() || m.state == TxnState::Ongoing;
+    let previous = version == TxnVersion::EpochBump
+        && ended
+        && ((producer_id == m.producer_id && bumped(epoch) == m.epoch && epoch != m.epoch) || (producer_id == m.last_producer_id && producer_id != m.producer_id && m.epoch == 0));
+    if previous {
+        return Ok(EndEpoch::Previous);
+    }
+    check_client(m, producer_id, epoch).map(|()| EndEpoch::Current)
+}
+
+/// The epoch a KIP-890 end writes: one more, never past `i16::MAX` (the end that reaches
+/// [`exhausted`] hands over to a new producer id).
+pub fn bumped(epoch: i16) -> i16 {
+    epoch.saturating_add(1)
 }
 
 /// The epoch an open transaction is aborted at when it is fenced (by InitProducerId or its

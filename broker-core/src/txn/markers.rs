@@ -22,6 +22,8 @@ pub struct Marker {
     pub epoch: i16,
     pub commit: bool,
     pub coordinator_epoch: i32,
+    /// Classic, or KIP-890's (the epoch above the one the transaction was written at).
+    pub version: crate::kafka::TxnVersion,
     pub partitions: Vec<(String, i32)>,
 }
 
@@ -113,7 +115,7 @@ impl Channel {
             }
             for (b, partitions) in to {
                 let m = &job.job;
-                by_broker.entry(b).or_default().push(Marker { job: *id, producer_id: m.producer_id, epoch: m.epoch, commit: m.commit, coordinator_epoch: m.coordinator_epoch, partitions });
+                by_broker.entry(b).or_default().push(Marker { job: *id, producer_id: m.producer_id, epoch: m.epoch, commit: m.commit, coordinator_epoch: m.coordinator_epoch, version: m.version, partitions });
             }
         }
         let mut sends = Vec::new();
@@ -219,7 +221,7 @@ mod tests {
 
     fn job(id: u64, partitions: &[(&str, i32)]) -> MarkerJob {
         let partitions: BTreeSet<(String, i32)> = partitions.iter().map(|(t, p)| (t.to_string(), *p)).collect();
-        MarkerJob { job: id, transactional_id: format!("t{id}"), producer_id: 10 + id as i64, epoch: 1, commit: true, coordinator_epoch: 3, partitions }
+        MarkerJob { job: id, transactional_id: format!("t{id}"), producer_id: 10 + id as i64, epoch: 1, commit: true, version: crate::kafka::TxnVersion::Classic, coordinator_epoch: 3, partitions }
     }
 
     fn p(t: &str, n: i32) -> (String, i32) {

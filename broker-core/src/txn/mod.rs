@@ -48,6 +48,9 @@ pub struct MarkerJob {
     pub epoch: i16,
     pub commit: bool,
     pub coordinator_epoch: i32,
+    /// The protocol the transaction ended under: KIP-890's markers carry the bumped epoch, and
+    /// a leader refuses one at the epoch of a transaction still open there.
+    pub version: crate::kafka::TxnVersion,
     pub partitions: BTreeSet<(String, i32)>,
 }
 
@@ -58,8 +61,10 @@ pub enum Answer {
     Producer(Result<ProducerIdAndEpoch, Code>),
     /// AddPartitionsToTxn: one result per partition asked.
     Partitions(PartitionResults),
-    /// AddOffsetsToTxn, EndTxn.
+    /// AddOffsetsToTxn.
     Done(Result<(), Code>),
+    /// EndTxn: the producer id and epoch the producer goes on with (KIP-890 bumps it).
+    Ended(Result<ProducerIdAndEpoch, Code>),
 }
 
 /// What a coordinator call asks of the shell.
@@ -129,8 +134,10 @@ enum Then {
     Fenced(Ticket),
     /// AddPartitionsToTxn, per partition.
     Partitions(Ticket, Vec<(String, i32)>),
-    /// AddOffsetsToTxn, EndTxn.
+    /// AddOffsetsToTxn.
     Done(Ticket),
+    /// EndTxn.
+    Ended(Ticket),
     /// Nobody (a timeout's abort, a completion, an expiration).
     Background,
 }
@@ -226,6 +233,7 @@ impl Coordinator {
                 (t, Answer::Partitions(parts.into_iter().map(|p| (p, r)).collect()))
             }
             Then::Done(t) => (t, Answer::Done(result.map(|_| ()))),
+            Then::Ended(t) => (t, Answer::Ended(result.map(TxnMetadata::continues_as))),
         };
         if self.open.remove(&ticket) {
             work.answers.push((ticket, answer));
@@ -326,7 +334,7 @@ impl Coordinator {
         }
         let job = self.next_job;
         self.next_job += 1;
-        work.markers.push(MarkerJob { job, transactional_id: txn_id.to_string(), producer_id: m.producer_id, epoch: m.epoch, commit: m.state == TxnState::PrepareCommit, coordinator_epoch, partitions: m.partitions.clone() });
+        work.markers.push(MarkerJob { job, transactional_id: txn_id.to_string(), producer_id: m.producer_id, epoch: m.epoch, commit: m.state == TxnState::PrepareCommit, coordinator_epoch, version: m.version, partitions: m.partitions.clone() });
         entry.transit = Some(Transit::Markers { job, owed: m.partitions.clone() });
         self.jobs.insert(job, txn_id.to_string());
     }

@@ -16,8 +16,19 @@
 //!         CompleteAbort 5, Dead 6, PrepareEpochFence 7
 //! ```
 //!
-//! Value v1 (flexible encoding, written by Kafka from transaction.version 1) is not read: this
-//! coordinator writes v0 only, and no Kafka log is ever loaded into it.
+//! Value v1 (Kafka's flexible encoding, KIP-890) carries three tagged fields after the same
+//! fields: PreviousProducerId (tag 0, i64), NextProducerId (tag 1, i64) and
+//! ClientTransactionVersion (tag 2, i16), so that a new coordinator knows a prepared
+//! transaction's protocol and the producer id it hands over to. It is written for a transaction
+//! ended under KIP-890 (or handing over), v0 otherwise; both are read.
+//!
+//! ```text
+//! value v1  i16 1 | producer_id i64 | producer_epoch i16 | timeout_ms i32 | status i8
+//!        | partitions: uvarint count + 1 (0 = null), each:
+//!            topic: uvarint length + 1, UTF-8 | uvarint count + 1 | partition i32 ... | 0 (no tags)
+//!        | last_update_timestamp_ms i64 | start_timestamp_ms i64
+//!        | uvarint tag count, each: uvarint tag | uvarint size | value
+//! ```
 
 use super::state::TxnState;
 use bytes::{Buf, BufMut};
@@ -35,6 +46,12 @@ pub struct TxnValue {
     pub last_update_ms: i64,
     /// When the transaction began (-1: none open).
     pub start_ms: i64,
+    /// Value v1's tagged fields (-1, -1 and 0 in v0): the producer id before the last change
+    /// of it, the one a prepared transaction hands over to, and the client's transaction
+    /// version (Kafka's level: 2 for KIP-890).
+    pub previous_producer_id: i64,
+    pub next_producer_id: i64,
+    pub client_version: i16,
 }
 
 /// Why bytes in `__transaction_state` are not a record this coordinator understands.
@@ -62,6 +79,7 @@ pub enum RecordError {
 
 const key_version: i16 = 0;
 const value_version: i16 = 0;
+const flexible_value_version: i16 = 1;
 
 pub fn encode_key(transactional_id: &str) -> Vec<u8> {
     let mut w = Vec::with_capacity(4 + transactional_id.len());
@@ -71,6 +89,9 @@ pub fn encode_key(transactional_id: &str) -> Vec<u8> {
 }
 
 pub fn encode_value(v: &TxnValue) -> Vec<u8> {
+    if v.client_version >= 2 || v.next_producer_id >= 0 {
+        return encode_value_v1(v);
+    }
     let mut w = Vec::new();
     w.put_i16(value_version);
     w.put_i64(v.producer_id);
@@ -92,6 +113,56 @@ pub fn encode_value(v: &TxnValue) -> Vec<u8> {
     w.put_i64(v.last_update_ms);
     w.put_i64(v.start_ms);
     w
+}
+
+/// Value v1: the flexible encoding, with the KIP-890 fields tagged.
+fn encode_value_v1(v: &TxnValue) -> Vec<u8> {
+    let mut w = Vec::new();
+    w.put_i16(flexible_value_version);
+    w.put_i64(v.producer_id);
+    w.put_i16(v.producer_epoch);
+    w.put_i32(v.timeout_ms);
+    w.put_i8(v.state.id());
+    if v.state == TxnState::Empty {
+        put_uvarint(&mut w, 0);
+    } else {
+        let topics = by_topic(&v.partitions);
+        put_uvarint(&mut w, topics.len() as u64 + 1);
+        for (topic, partitions) in topics {
+            put_uvarint(&mut w, topic.len() as u64 + 1);
+            w.put_slice(topic.as_bytes());
+            put_uvarint(&mut w, partitions.len() as u64 + 1);
+            partitions.iter().for_each(|p| w.put_i32(*p));
+            put_uvarint(&mut w, 0);
+        }
+    }
+    w.put_i64(v.last_update_ms);
+    w.put_i64(v.start_ms);
+    let mut tags: Vec<(u64, Vec<u8>)> = Vec::new();
+    if v.previous_producer_id != -1 {
+        tags.push((0, v.previous_producer_id.to_be_bytes().to_vec()));
+    }
+    if v.next_producer_id != -1 {
+        tags.push((1, v.next_producer_id.to_be_bytes().to_vec()));
+    }
+    if v.client_version != 0 {
+        tags.push((2, v.client_version.to_be_bytes().to_vec()));
+    }
+    put_uvarint(&mut w, tags.len() as u64);
+    for (tag, bytes) in tags {
+        put_uvarint(&mut w, tag);
+        put_uvarint(&mut w, bytes.len() as u64);
+        w.put_slice(&bytes);
+    }
+    w
+}
+
+fn put_uvarint(w: &mut Vec<u8>, mut n: u64) {
+    while n >= 0x80 {
+        w.put_u8((n as u8 & 0x7f) | 0x80);
+        n >>= 7;
+    }
+    w.put_u8(n as u8);
 }
 
 /// The partitions grouped by topic, topics and partitions in order.
@@ -120,6 +191,9 @@ pub fn decode_key(b: &[u8]) -> Result<String, RecordError> {
 pub fn decode_value(b: &[u8]) -> Result<TxnValue, RecordError> {
     let mut r = Reader(b);
     let version = r.i16("value version")?;
+    if version == flexible_value_version {
+        return decode_value_v1(r);
+    }
     if version != value_version {
         return Err(RecordError::Version { what: "value", version });
     }
@@ -145,7 +219,48 @@ pub fn decode_value(b: &[u8]) -> Result<TxnValue, RecordError> {
     let last_update_ms = r.i64("last update timestamp")?;
     let start_ms = r.i64("start timestamp")?;
     r.end()?;
-    Ok(TxnValue { producer_id, producer_epoch, timeout_ms, state, partitions, last_update_ms, start_ms })
+    Ok(TxnValue { producer_id, producer_epoch, timeout_ms, state, partitions, last_update_ms, start_ms, previous_producer_id: -1, next_producer_id: -1, client_version: 0 })
+}
+
+/// Value v1 after its version.
+fn decode_value_v1(mut r: Reader) -> Result<TxnValue, RecordError> {
+    let producer_id = r.i64("producer id")?;
+    let producer_epoch = r.i16("producer epoch")?;
+    let timeout_ms = r.i32("transaction timeout")?;
+    let status = r.i8("transaction status")?;
+    let state = TxnState::from_id(status).ok_or(RecordError::Status(status))?;
+    let mut partitions = BTreeSet::new();
+    // uvarint count + 1; 0 is null. Each topic takes at least 3 bytes: a lying count fails on
+    // the bytes, not in an allocation.
+    let topics = r.uvarint("partition count")?;
+    for _ in 0..topics.saturating_sub(1) {
+        let len = r.uvarint("topic")?.checked_sub(1).ok_or(RecordError::Null("topic"))?;
+        let topic = r.utf8(len, "topic")?;
+        let count = r.uvarint("partition id count")?.checked_sub(1).ok_or(RecordError::Null("partition ids"))?;
+        for _ in 0..count {
+            partitions.insert((topic.clone(), r.i32("partition id")?));
+        }
+        r.skip_tags("topic tagged fields")?;
+    }
+    let last_update_ms = r.i64("last update timestamp")?;
+    let start_ms = r.i64("start timestamp")?;
+    let mut v = TxnValue { producer_id, producer_epoch, timeout_ms, state, partitions, last_update_ms, start_ms, previous_producer_id: -1, next_producer_id: -1, client_version: 0 };
+    let tags = r.uvarint("tagged field count")?;
+    for _ in 0..tags {
+        let tag = r.uvarint("tag")?;
+        let size = r.uvarint("tag size")?;
+        let mut field = Reader(r.take(size, "tagged field")?);
+        match tag {
+            0 => v.previous_producer_id = field.i64("previous producer id")?,
+            1 => v.next_producer_id = field.i64("next producer id")?,
+            2 => v.client_version = field.i16("client transaction version")?,
+            // A tag this coordinator does not know: skipped, as Kafka's readers do.
+            _ => continue,
+        }
+        field.end()?;
+    }
+    r.end()?;
+    Ok(v)
 }
 
 /// A record read back: its transactional id and its value (None: a tombstone, the id expired).
@@ -200,6 +315,37 @@ impl Reader<'_> {
         self.0 = rest;
         std::str::from_utf8(s).map(str::to_string).map_err(|_| RecordError::NotUtf8(what))
     }
+    /// An unsigned varint of at most 10 bytes (a flexible version's lengths and tags).
+    fn uvarint(&mut self, what: &'static str) -> Result<u64, RecordError> {
+        let mut n = 0u64;
+        for i in 0..10 {
+            let b = self.i8(what)? as u8;
+            n |= u64::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                return Ok(n);
+            }
+        }
+        Err(RecordError::Truncated(what))
+    }
+    fn take(&mut self, n: u64, what: &'static str) -> Result<&[u8], RecordError> {
+        let n = usize::try_from(n).map_err(|_| RecordError::Truncated(what))?;
+        self.need(n, what)?;
+        let (taken, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Ok(taken)
+    }
+    fn utf8(&mut self, n: u64, what: &'static str) -> Result<String, RecordError> {
+        std::str::from_utf8(self.take(n, what)?).map(str::to_string).map_err(|_| RecordError::NotUtf8(what))
+    }
+    /// Skips a tagged-field section (every tag unknown here).
+    fn skip_tags(&mut self, what: &'static str) -> Result<(), RecordError> {
+        for _ in 0..self.uvarint(what)? {
+            self.uvarint(what)?;
+            let size = self.uvarint(what)?;
+            self.take(size, what)?;
+        }
+        Ok(())
+    }
     fn end(&self) -> Result<(), RecordError> {
         match self.0.len() {
             0 => Ok(()),
@@ -221,7 +367,45 @@ mod tests {
             partitions: [("t".to_string(), 0), ("t".to_string(), 1)].into_iter().collect(),
             last_update_ms: 5000,
             start_ms: 4000,
+            previous_producer_id: -1,
+            next_producer_id: -1,
+            client_version: 0,
         }
+    }
+
+    #[test]
+    fn a_kip_890_value_is_kafkas_v1_bytes() {
+        let v = TxnValue { state: TxnState::PrepareCommit, partitions: [("t".to_string(), 0)].into_iter().collect(), previous_producer_id: 1000, client_version: 2, ..ongoing() };
+        #[rustfmt::skip]
+        let expected: Vec<u8> = vec![
+            0, 1,                               // version 1
+            0, 0, 0, 0, 0, 0, 0x03, 0xe8,       // producer id 1000
+            0, 3,                               // producer epoch 3
+            0, 0, 0xea, 0x60,                   // timeout 60000 ms
+            2,                                  // status PrepareCommit
+            2,                                  // one topic (count + 1)
+            2, b't',                            //   "t" (length + 1)
+            2,                                  //   one partition (count + 1)
+            0, 0, 0, 0,                         //     0
+            0,                                  //   no tagged fields
+            0, 0, 0, 0, 0, 0, 0x13, 0x88,       // last update 5000
+            0, 0, 0, 0, 0, 0, 0x0f, 0xa0,       // start 4000
+            2,                                  // two tagged fields
+            0, 8, 0, 0, 0, 0, 0, 0, 0x03, 0xe8, //   tag 0, 8 bytes: previous producer id 1000
+            2, 2, 0, 2,                         //   tag 2, 2 bytes: client version 2
+        ];
+        assert_eq!(encode_value(&v), expected);
+        assert_eq!(decode_value(&expected), Ok(v.clone()));
+        for n in 0..expected.len() {
+            assert!(decode_value(&expected[..n]).is_err(), "prefix of {n} bytes");
+        }
+        let handing_over = TxnValue { next_producer_id: 2000, state: TxnState::Empty, partitions: BTreeSet::new(), ..v };
+        assert_eq!(decode_value(&encode_value(&handing_over)), Ok(handing_over));
+        // An unknown tag is skipped.
+        let mut unknown = expected.clone();
+        unknown[42] = 3;
+        unknown.extend_from_slice(&[9, 1, 7]);
+        assert_eq!(decode_value(&unknown).map(|x| x.client_version), Ok(2));
     }
 
     #[test]
@@ -290,7 +474,7 @@ mod tests {
         let mut lying = bytes.clone();
         lying[17..21].copy_from_slice(&i32::MAX.to_be_bytes());
         assert!(decode_value(&lying).is_err());
-        assert_eq!(decode_value(&[0, 1]), Err(RecordError::Version { what: "value", version: 1 }));
+        assert_eq!(decode_value(&[0, 2]), Err(RecordError::Version { what: "value", version: 2 }));
         assert_eq!(decode_key(&[]), Err(RecordError::Truncated("key version")));
         assert_eq!(decode_key(&[0, 1, 0, 0]), Err(RecordError::Version { what: "key", version: 1 }));
         assert_eq!(decode_key(&[0, 0, 0xff, 0xff]), Err(RecordError::Null("transactional id")));

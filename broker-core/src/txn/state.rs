@@ -1,13 +1,13 @@
 //! One transactional id as the coordinator knows it (Kafka's `TransactionMetadata`), and the
-//! decisions that move it between the states of docs/transactions.md 3.2 under the classic
-//! protocol (transaction.version 1). A decision reads the current metadata and returns the
+//! decisions that move it between the states of docs/transactions.md 3.2, under the classic
+//! protocol (transaction.version 1) or KIP-890 part 2's (2: every end bumps the epoch). A decision reads the current metadata and returns the
 //! metadata to write — a draft, as `controller/election.rs`'s — and never changes the metadata
 //! itself, never writes, never answers: `mod.rs` appends the draft as a record and applies it
 //! only once the record is replicated. The epoch checks are `epoch.rs`'s.
 
-use super::epoch::{self, InitEpoch};
+use super::epoch::{self, EndEpoch, InitEpoch};
 use super::records::TxnValue;
-use crate::kafka::Code;
+use crate::kafka::{Code, TxnVersion};
 use std::collections::BTreeSet;
 
 /// A request waiting for its answer; the coordinator hands them out.
@@ -100,6 +100,13 @@ pub struct TxnMetadata {
     /// When the open transaction began (-1: none).
     pub start_ms: i64,
     pub last_update_ms: i64,
+    /// The protocol the last EndTxn asked for (Kafka's `clientTransactionVersion`): what the
+    /// markers of a prepared outcome say they are. Stored in value v1, which a KIP-890 end
+    /// writes.
+    pub version: TxnVersion,
+    /// KIP-890: the producer id a prepared transaction hands over to once complete, when the
+    /// bumped epoch exhausted the current one (-1: none; stored in value v1).
+    pub next_producer_id: i64,
 }
 
 impl TxnMetadata {
@@ -116,6 +123,8 @@ impl TxnMetadata {
             partitions: BTreeSet::new(),
             start_ms: -1,
             last_update_ms: now,
+            version: TxnVersion::Classic,
+            next_producer_id: epoch::no_producer_id,
         }
     }
 
@@ -129,14 +138,18 @@ impl TxnMetadata {
             partitions: self.partitions.clone(),
             last_update_ms: self.last_update_ms,
             start_ms: self.start_ms,
+            previous_producer_id: if self.version == TxnVersion::Classic { epoch::no_producer_id } else { self.last_producer_id },
+            next_producer_id: self.next_producer_id,
+            client_version: if self.version == TxnVersion::Classic { 0 } else { self.version.level() as i16 },
         }
     }
 
-    /// The metadata loaded from a stored value (the last producer id and epoch are not stored).
+    /// The metadata loaded from a stored value (the last epoch is not stored; the last producer
+    /// id, the next one and the client's version only in value v1).
     pub fn from_value(v: TxnValue) -> TxnMetadata {
         TxnMetadata {
             producer_id: v.producer_id,
-            last_producer_id: epoch::no_producer_id,
+            last_producer_id: v.previous_producer_id,
             epoch: v.producer_epoch,
             last_epoch: epoch::no_epoch,
             timeout_ms: v.timeout_ms,
@@ -144,6 +157,17 @@ impl TxnMetadata {
             partitions: v.partitions,
             start_ms: v.start_ms,
             last_update_ms: v.last_update_ms,
+            version: TxnVersion::from_level(i64::from(v.client_version)).unwrap_or(TxnVersion::Classic),
+            next_producer_id: v.next_producer_id,
+        }
+    }
+
+    /// The producer id and epoch the producer goes on with once the last prepared outcome is
+    /// complete: EndTxn v5's answer.
+    pub fn continues_as(&self) -> ProducerIdAndEpoch {
+        match self.next_producer_id {
+            epoch::no_producer_id => ProducerIdAndEpoch { producer_id: self.producer_id, epoch: self.epoch },
+            next => ProducerIdAndEpoch { producer_id: next, epoch: 0 },
         }
     }
 
@@ -225,19 +249,37 @@ pub enum EndDraft {
     Done,
 }
 
-/// EndTxn from a client (Kafka's `endTransaction` with `isFromClient`).
-pub fn end(m: &TxnMetadata, pending: bool, producer_id: i64, epoch: i16, commit: bool, now: i64) -> Result<EndDraft, Code> {
-    epoch::check_client(m, producer_id, epoch)?;
+/// EndTxn from a client (Kafka's `endTransaction` with `isFromClient`) under `version`. The
+/// classic protocol ends the transaction at its epoch; KIP-890's at the next one (a new
+/// producer id from `new_producer_id` once that epoch is exhausted), so that nothing the
+/// producer sent before the end — a late EndTxn, a late marker — can end a later transaction.
+/// Which epochs a request may carry is `epoch::on_end`'s.
+#[allow(clippy::too_many_arguments)]
+pub fn end(m: &TxnMetadata, pending: bool, producer_id: i64, epoch: i16, commit: bool, version: TxnVersion, now: i64, new_producer_id: &mut dyn FnMut() -> Result<i64, Code>) -> Result<EndDraft, Code> {
+    let asked = epoch::on_end(m, producer_id, epoch, version)?;
     // While markers are being written the transition to Complete* is pending, so this comes
     // first: Prepare* with the other outcome is CONCURRENT_TRANSACTIONS then, as in Kafka.
     if pending {
         return Err(Code::ConcurrentTransactions);
     }
     let (prepare, complete) = if commit { (TxnState::PrepareCommit, TxnState::CompleteCommit) } else { (TxnState::PrepareAbort, TxnState::CompleteAbort) };
-    match m.state {
-        TxnState::Ongoing => Ok(EndDraft::Write(m.to(prepare, now))),
-        s if s == complete => Ok(EndDraft::Done),
-        s if s == prepare => Err(Code::ConcurrentTransactions),
+    match (m.state, asked) {
+        (TxnState::Ongoing, EndEpoch::Current) => {
+            let mut next = TxnMetadata { version, ..m.to(prepare, now) };
+            if version == TxnVersion::EpochBump {
+                next.epoch = epoch::bumped(m.epoch);
+                if epoch::exhausted(next.epoch) {
+                    next.next_producer_id = new_producer_id()?;
+                }
+            }
+            Ok(EndDraft::Write(next))
+        }
+        // A transaction that is no longer the one the request ended: fenced (KIP-890).
+        (TxnState::Ongoing, EndEpoch::Previous) => Err(Code::ProducerFenced),
+        (s, _) if s == complete => Ok(EndDraft::Done),
+        (s, _) if s == prepare => Err(Code::ConcurrentTransactions),
+        // Under KIP-890 a retry finds its own end, never another state.
+        (_, EndEpoch::Previous) => Err(Code::ProducerFenced),
         // Empty, or the other outcome.
         _ => Err(Code::InvalidTxnState),
     }
@@ -251,9 +293,11 @@ pub fn fence(m: &TxnMetadata, now: i64) -> TxnMetadata {
 }
 
 /// Every marker of a prepared outcome is written: Complete*, no partitions (`prepareComplete`).
+/// Under KIP-890, an exhausted epoch hands over to the next producer id here, at epoch 0.
 pub fn complete(m: &TxnMetadata, now: i64) -> TxnMetadata {
     let state = if m.state == TxnState::PrepareCommit { TxnState::CompleteCommit } else { TxnState::CompleteAbort };
-    TxnMetadata { partitions: BTreeSet::new(), ..m.to(state, now) }
+    let next = m.continues_as();
+    TxnMetadata { partitions: BTreeSet::new(), producer_id: next.producer_id, epoch: next.epoch, next_producer_id: epoch::no_producer_id, ..m.to(state, now) }
 }
 
 /// An open transaction past its timeout (Kafka: `start + timeout < now`, strictly).

@@ -150,7 +150,7 @@ fn this_crates_transactional_producer_and_read_committed_consumer() {
         p.send(name, 0, &rec("z1"), now).await.expect("send");
         let mut q = TransactionalProducer::new(vec![addr], ProducerConfig::default(), "own", 60_000);
         let (qpid, qepoch) = q.init().await.expect("the new producer's init");
-        assert_eq!((qpid, qepoch), (pid, 2), "the open transaction was fenced at epoch 1; the new producer has 2");
+        assert_eq!((qpid, qepoch), (pid, 5), "three KIP-890 ends took the epoch to 3, fencing the open transaction 4; the new producer has 5");
         let fenced = p.commit().await.expect_err("the fenced producer's commit");
         assert!(matches!(fenced, ClientError::Kafka { code: broker_core::kafka::Code::ProducerFenced, .. }), "{fenced:?}");
         q.begin().expect("begin");

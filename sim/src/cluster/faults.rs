@@ -53,7 +53,9 @@ pub fn derive_faults(s: &Scenario, rng: &mut ChaCha8Rng) -> Vec<FaultSpec> {
                 // 100 ms at least, and never past `for_max_ms`: a smaller max is every length.
                 let for_ms = rng.gen_range(for_max_ms.min(fault_ms_min)..=for_max_ms);
                 let broker = &brokers[rng.gen_range(0..brokers.len())];
-                let target = if kind.is_link() {
+                let target = if kind == FaultKind::HoldRequest {
+                    scenario::any_sender.to_string()
+                } else if kind.is_link() {
                     let others: Vec<&String> = nodes.iter().filter(|n| *n != broker).collect();
                     let other = others[rng.gen_range(0..others.len())];
                     if rng.gen_bool(0.5) { format!("{broker}>{other}") } else { format!("{other}>{broker}") }
@@ -70,6 +72,11 @@ pub fn derive_faults(s: &Scenario, rng: &mut ChaCha8Rng) -> Vec<FaultSpec> {
                 let mut f = FaultSpec::new(at, kind, &target, for_ms);
                 f.delay_ms = rng.gen_range(10..=300);
                 f.loss_per_mille = rng.gen_range(0..=300);
+                if kind == FaultKind::HoldRequest {
+                    // Drawn only for a hold: other kinds draw exactly as before. The requests
+                    // whose late copies end transactions (docs/transactions.md, section 4).
+                    f.api = ["end_txn", "write_txn_markers"][rng.gen_range(0..2)].to_string();
+                }
                 if mix.brokers_at_once.is_none_or(|max| within_budget(&faults, &f, max as usize, mix.recovery_ms)) {
                     faults.push(f);
                 }

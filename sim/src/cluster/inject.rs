@@ -78,6 +78,7 @@ async fn inject(mut f: FaultSpec, nodes: Nodes, disks: Disks, rec: Rec, clogs: C
         FaultKind::Isolate | FaultKind::IsolateIn | FaultKind::IsolateOut => isolate(&f, &nodes, &rec, &clogs).await.map(|()| None),
         FaultKind::ClogLink => clog_link(&f, &nodes, &rec).await.map(|()| None),
         FaultKind::SlowLink => slow_link(&f, &nodes, &rec).await.map(|()| None),
+        FaultKind::HoldRequest => hold_request(&f, &nodes, &rec).await.map(|()| None),
         FaultKind::DiskEio => disk_eio(&f, &nodes, &disks, &rec).await.map(|()| None),
         FaultKind::SlowDisk | FaultKind::DiskFull => slow_or_full_disk(&f, &nodes, &disks, &rec).await.map(|()| None),
     };
@@ -361,6 +362,28 @@ async fn slow_link(f: &FaultSpec, nodes: &Nodes, rec: &Rec) -> Result<(), Skip> 
     netfault::set_link(*a_ip, *b_ip, None);
     event(rec, &f.target, "heal", json!({"kind": kind(f)}));
     Ok(())
+}
+
+/// `hold_request`: the first request of `api` its target (or anyone) sends within `for` is held
+/// until then, then delivered on a connection of its own; the `heal` event names the link it
+/// was caught on (none if nothing was sent).
+async fn hold_request(f: &FaultSpec, nodes: &Nodes, rec: &Rec) -> Result<(), Skip> {
+    let api = crate::scenario::held_api(&f.api).ok_or("no such API to hold")?;
+    let from = match f.target.as_str() {
+        crate::scenario::any_sender => None,
+        name => Some(nodes.get(name).ok_or("no such node")?.1),
+    };
+    let id = netfault::arm_hold(api, from, tokio::time::Instant::now() + Duration::from_millis(f.for_ms));
+    event(rec, &f.target, "fault", json!({"kind": kind(f), "for": f.for_ms, "api": f.api}));
+    hold(f).await;
+    let held = netfault::disarm_hold(id).map(|(a, b)| format!("{}>{}", node_name(nodes, a), node_name(nodes, b.ip())));
+    event(rec, &f.target, "heal", json!({"kind": kind(f), "held": held}));
+    Ok(())
+}
+
+/// The node with address `ip` (the address itself if none has it).
+fn node_name(nodes: &Nodes, ip: IpAddr) -> String {
+    nodes.iter().find(|(_, (_, a))| *a == ip).map_or_else(|| ip.to_string(), |(n, _)| n.clone())
 }
 
 /// `disk_eio`: calls on the broker's files whose path contains `path` fail with EIO for `for`.

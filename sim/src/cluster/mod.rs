@@ -82,6 +82,10 @@ pub fn run(scenario: &Scenario, scenario_path: &str, seed: u64, bug: Option<Plan
         // So `sim replay` plants it again (traces of clean runs are unchanged).
         derived.insert("planted_bug".into(), json!(format!("{bug:?}")));
     }
+    if let Some(v) = scenario.broker.transaction_version {
+        // So `sim replay` runs a `--transaction-version` override again.
+        derived.insert("transaction_version".into(), json!(v));
+    }
     let trace = Trace::header(&scenario.name, scenario_path, trace::scenario_digest(scenario), seed, &derived);
     let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
     let (trace, history, simulated_ms) = runtime.block_on(simulate(scenario.clone(), faults, disk_seed, bug, trace));
@@ -92,7 +96,14 @@ pub fn run(scenario: &Scenario, scenario_path: &str, seed: u64, bug: Option<Plan
 #[cfg(madsim)]
 fn derived(faults: &[FaultSpec], disk_seed: u64) -> Map<String, Value> {
     let mut derived = Map::new();
-    derived.insert("faults".into(), json!(faults.iter().map(|f| json!({"at": f.at, "kind": format!("{:?}", f.kind), "target": f.target, "for": f.for_ms, "delay_ms": f.delay_ms, "loss_per_mille": f.loss_per_mille})).collect::<Vec<_>>()));
+    let fault = |f: &FaultSpec| {
+        let mut x = json!({"at": f.at, "kind": format!("{:?}", f.kind), "target": f.target, "for": f.for_ms, "delay_ms": f.delay_ms, "loss_per_mille": f.loss_per_mille});
+        if !f.api.is_empty() {
+            x["api"] = json!(f.api);
+        }
+        x
+    };
+    derived.insert("faults".into(), json!(faults.iter().map(fault).collect::<Vec<_>>()));
     derived.insert("disk_seed".into(), json!(disk_seed));
     derived
 }

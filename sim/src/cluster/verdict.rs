@@ -1,5 +1,6 @@
 //! The verdict: every checker over the run's history, the violations the scenario's
-//! expectations allow (reported, not failed), and the trace's summary line with the digest.
+//! expectations allow (reported, not failed: allowed losses, an expected anomaly), and the
+//! trace's summary line with the digest.
 //!
 //! It judges the history as recorded and must never look at the cluster again, so a history
 //! and a scenario always give the same verdict.
@@ -16,6 +17,9 @@ pub struct RunResult {
     pub violations: Vec<Violation>,
     /// Violations that are allowed losses under the scenario's `expect.loss_allowed`.
     pub allowed: Vec<Violation>,
+    /// Violations that are the scenario's expected anomaly (`Scenario::expected_anomaly`):
+    /// found, not failed.
+    pub anomalies: Vec<Violation>,
     pub derived: Map<String, Value>,
     pub digest: u64,
     /// Simulated milliseconds the run covered.
@@ -30,9 +34,14 @@ impl RunResult {
 
 /// Runs the checkers, splits allowed losses from violations and closes the trace.
 pub(super) fn judge(scenario: &Scenario, mut trace: Trace, history: History, derived: Map<String, Value>, simulated_ms: u64) -> RunResult {
-    let (allowed, violations): (Vec<_>, Vec<_>) = checkers::check_all(&history).into_iter().partition(|v| allowed_loss(scenario, v));
-    let digest = trace.finish(summary(&history, &violations, &allowed));
-    RunResult { trace, history, violations, allowed, derived, digest, simulated_ms }
+    let (anomalies, rest): (Vec<_>, Vec<_>) = checkers::check_all(&history).into_iter().partition(|v| scenario.expected_anomaly().iter().any(|c| c == v.checker));
+    let (allowed, violations): (Vec<_>, Vec<_>) = rest.into_iter().partition(|v| allowed_loss(scenario, v));
+    let mut summary = summary(&history, &violations, &allowed);
+    if !anomalies.is_empty() {
+        summary["anomalies"] = anomalies.iter().map(violation).collect();
+    }
+    let digest = trace.finish(summary);
+    RunResult { trace, history, violations, allowed, anomalies, derived, digest, simulated_ms }
 }
 
 /// Whether the scenario's `expect` allows this violation: a loss, with loss allowed for every

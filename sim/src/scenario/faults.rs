@@ -34,6 +34,21 @@ pub enum FaultKind {
     /// `target` = "a>b": messages from a to b take `delay_ms` more and are lost (retransmitted)
     /// with probability `loss_per_mille`/1000, for `for` ms. A slow follower, a bad cable.
     SlowLink,
+    /// The first request of API `api` that `target` (a node, or `any` sender) sends within `for`
+    /// ms is held until then: its sender times out and retries on a new connection, and the
+    /// held copy arrives late (docs/transactions.md, section 4).
+    HoldRequest,
+}
+
+/// A `hold_request` target: whichever node sends the request first.
+pub const any_sender: &str = "any";
+
+/// The APIs a `hold_request` may hold, as scenario files spell them, and their keys.
+pub const held_apis: &[(&str, i16)] = &[("end_txn", 26), ("write_txn_markers", 27), ("add_partitions_to_txn", 24), ("txn_offset_commit", 28), ("init_producer_id", 22), ("produce", 0)];
+
+/// The key of a `hold_request`'s `api`.
+pub fn held_api(name: &str) -> Option<i16> {
+    held_apis.iter().find(|(n, _)| *n == name).map(|(_, k)| *k)
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -59,6 +74,9 @@ pub struct FaultSpec {
     /// `disk_eio`: files whose path contains this fail (default: every partition).
     #[serde(default = "eio_path_default", skip_serializing_if = "is_eio_path_default")]
     pub path: String,
+    /// `hold_request`: the API whose request is held (`end_txn`, `write_txn_markers`, ...).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub api: String,
 }
 
 /// A fault target resolved when the fault starts: the broker that is then the active metadata
@@ -94,7 +112,7 @@ fn is_eio_path_default(path: &str) -> bool {
 impl FaultSpec {
     /// A fault with every optional field at its default.
     pub fn new(at: u64, kind: FaultKind, target: &str, for_ms: u64) -> FaultSpec {
-        FaultSpec { at, kind, target: target.into(), for_ms, delay_ms: delay_default(), loss_per_mille: 0, path: eio_path_default() }
+        FaultSpec { at, kind, target: target.into(), for_ms, delay_ms: delay_default(), loss_per_mille: 0, path: eio_path_default(), api: String::new() }
     }
 
     /// The fault with the settings its kind does not read (a drawn fault has them all) back at
@@ -105,6 +123,7 @@ impl FaultSpec {
             delay_ms: if slow_link { self.delay_ms } else { delay_default() },
             loss_per_mille: if slow_link { self.loss_per_mille } else { 0 },
             path: if self.kind == FaultKind::DiskEio { self.path.clone() } else { eio_path_default() },
+            api: if self.kind == FaultKind::HoldRequest { self.api.clone() } else { String::new() },
             ..self.clone()
         }
     }
@@ -135,6 +154,7 @@ impl FaultKind {
             FaultKind::IsolateOut => "isolate_out",
             FaultKind::ClogLink => "clog_link",
             FaultKind::SlowLink => "slow_link",
+            FaultKind::HoldRequest => "hold_request",
         }
     }
 
@@ -245,8 +265,9 @@ impl Scenario {
 impl FaultSpec {
     /// Checks one fixed fault of a run of `duration_ms` among `nodes`.
     fn validate(&self, duration_ms: u64, nodes: &[String]) -> Result<(), String> {
+        let any = self.kind == FaultKind::HoldRequest && self.target == any_sender;
         let node = |field: &str, name: &str| -> Result<(), String> {
-            if nodes.iter().any(|n| n == name) || name == controller_target || name.starts_with(leader_target_prefix) {
+            if any || nodes.iter().any(|n| n == name) || name == controller_target || name.starts_with(leader_target_prefix) {
                 Ok(())
             } else {
                 Err(format!("scenario: {field} '{name}' is not a node of this scenario (broker-0.., producer-0.., consumer-0..)"))
@@ -268,6 +289,14 @@ impl FaultSpec {
         }
         if self.kind.broker_only() && !self.target.starts_with("broker-") && self.target != controller_target && !self.target.starts_with(leader_target_prefix) {
             return Err(format!("scenario: faults.target '{}': {} faults target brokers only (a client node is never restarted and has no disk); network faults may target clients", self.target, self.kind.name()));
+        }
+        match (self.kind == FaultKind::HoldRequest, held_api(&self.api)) {
+            (true, None) => {
+                let names: Vec<&str> = held_apis.iter().map(|(n, _)| *n).collect();
+                return Err(format!("scenario: faults.api '{}': a hold_request holds one of {}", self.api, names.join(", ")));
+            }
+            (false, _) if !self.api.is_empty() => return Err(format!("scenario: faults.api is for hold_request faults, not {}", self.kind.name())),
+            _ => {}
         }
         if self.loss_per_mille > 1000 {
             return Err(format!("scenario: faults.loss_per_mille {} must be 0..=1000", self.loss_per_mille));

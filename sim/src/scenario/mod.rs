@@ -13,7 +13,7 @@ mod tests;
 mod topology;
 mod workloads;
 
-pub use faults::{controller_target, leader_target, leader_target_prefix, FaultKind, FaultSpec, RandomFaults};
+pub use faults::{any_sender, controller_target, held_api, held_apis, leader_target, leader_target_prefix, FaultKind, FaultSpec, RandomFaults};
 pub use topology::{BrokerSettings, TopicSpec};
 pub use workloads::{ConsumerSpec, GroupSpec, ProducerSpec};
 
@@ -116,6 +116,12 @@ pub struct Expect {
     /// the leader alone, so Kafka promises nothing for it once leadership moves.
     #[serde(default)]
     pub acks1_loss_allowed: bool,
+    /// A known protocol anomaly (`scenarios/anomalies/`): the checkers that show it. Under
+    /// the classic transaction protocol (`broker.transaction_version = 1`, which the file must
+    /// set) they are expected, not failures, and a sweep fails unless some seed shows one of
+    /// them; with KIP-890 on (`--transaction-version 2`) they are failures like any other.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub anomaly: Vec<String>,
 }
 
 impl Scenario {
@@ -141,9 +147,24 @@ impl Scenario {
                 return Err(format!("scenario: disk_seed {text:?} must be a decimal number 0..={} in a string", u64::MAX));
             }
         }
+        if !self.expect.anomaly.is_empty() && self.broker.transaction_version != Some(1) {
+            return Err("scenario: expect.anomaly names a transaction anomaly, which needs broker.transaction_version = 1 (the classic protocol)".into());
+        }
+        if let Some(name) = self.expect.anomaly.iter().find(|n| !crate::checkers::CHECKERS.iter().any(|(c, _)| c == n)) {
+            return Err(format!("scenario: expect.anomaly '{name}' is not a checker"));
+        }
         self.validate_topology()?;
         self.validate_workloads()?;
         self.validate_faults()
+    }
+
+    /// The checkers whose violations are this scenario's expected anomaly: `expect.anomaly`
+    /// under the classic transaction protocol, none once KIP-890 is on.
+    pub fn expected_anomaly(&self) -> &[String] {
+        match self.broker.transaction_version {
+            Some(1) => &self.expect.anomaly,
+            _ => &[],
+        }
     }
 
     /// The pinned disk seed, if the scenario sets a valid one (see `disk_seed`).

@@ -53,6 +53,12 @@ pub struct BrokerSettings {
     /// never reaches): a few KiB makes voters snapshot, truncate and install within a run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata_snapshot_bytes: Option<u64>,
+    /// Kafka's `transaction.version` feature on every broker: 2 (the default, the broker's
+    /// too) bumps the producer epoch at every transaction's end (KIP-890, with KIP-1228's
+    /// marker rule); 1 is the classic protocol, open to the anomalies of
+    /// `scenarios/anomalies/` (docs/transactions.md, section 4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transaction_version: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -97,6 +103,9 @@ impl Scenario {
         self.runnable()?;
         self.broker.validate()?;
         let voters_max = (broker_core::constants::quorum_voters_max as u32).min(self.brokers);
+        if let Some(v) = self.broker.transaction_version.filter(|v| !(1..=2).contains(v)) {
+            return Err(format!("scenario: broker.transaction_version {v} must be 1 (classic) or 2 (KIP-890)"));
+        }
         if self.broker.metadata_snapshot_bytes == Some(0) {
             return Err("scenario: broker.metadata_snapshot_bytes must be at least 1".into());
         }

@@ -56,7 +56,7 @@ fn a_sweep_names_every_checker_that_fired_and_stops_when_told() {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios/fast/fsync-power-bursts.toml");
     let s = Scenario::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let bug = Some(PlantedBug::FlushSkipsBatches);
-    let all = Options { jobs: 1, bug, until_found: false, keep_going: &|| true, on_done: &|_| {} };
+    let all = Options { jobs: 1, bug, until_found: false, transaction_version: None, keep_going: &|| true, on_done: &|_| {} };
     let outcomes = sweep(jobs(&[(path.clone(), s.clone())], 10_000..10_001), &all);
     let o = &outcomes[0];
     assert!(!o.passed, "fresh seed 10000 finds FlushSkipsBatches (sim/tests/all/fresh_seeds.rs)");
@@ -66,6 +66,6 @@ fn a_sweep_names_every_checker_that_fired_and_stops_when_told() {
     assert!(o.json().to_string().contains("\"checkers\":[\"acknowledged_durable\""), "{}", o.json());
     let started = AtomicUsize::new(0);
     let budget = || started.fetch_add(1, Ordering::SeqCst) < 1;
-    let one = Options { jobs: 1, bug: None, until_found: false, keep_going: &budget, on_done: &|_| {} };
+    let one = Options { jobs: 1, bug: None, until_found: false, transaction_version: None, keep_going: &budget, on_done: &|_| {} };
     assert_eq!(sweep(jobs(&[(path, s)], 0..5), &one).len(), 1, "the budget ran out after the first run");
 }

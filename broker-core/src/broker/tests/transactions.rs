@@ -4,6 +4,7 @@
 //! transactions and open transactions survive a restart and follow a truncation.
 
 use super::*;
+use crate::kafka::TxnVersion;
 use crate::log::batch::control::MarkerKind;
 use crate::log::txn_index::AbortedTxn;
 
@@ -57,17 +58,17 @@ fn read_committed_stops_at_the_first_open_transaction_and_lists_the_aborted_ones
     let plain = idempotent(&[b"x"], p1, e1, 2);
     assert_eq!(b.produce("t", 0, &plain, -1, 0, out).unwrap_err().kafka_error(true), Code::InvalidTxnState, "a plain batch inside p1's transaction");
     // p1 aborts: its records are listed for the reader to drop; p2 still holds the LSO.
-    let abort = b.write_marker("t", 0, p1, e1, MarkerKind::Abort, 0, 0, out).unwrap();
+    let abort = b.write_marker("t", 0, (p1, e1, TxnVersion::Classic), MarkerKind::Abort, 0, 0, out).unwrap();
     assert_eq!(abort.base_offset, 4);
     let p1_aborted = AbortedTxn { producer_id: p1, first_offset: 1, last_offset: 4, last_stable_offset: 3 };
     assert_eq!(read(&mut b), (5, 3, 3, vec![p1_aborted]));
-    b.write_marker("t", 0, p2, e2, MarkerKind::Commit, 0, 0, out).unwrap(); // 5
+    b.write_marker("t", 0, (p2, e2, TxnVersion::Classic), MarkerKind::Commit, 0, 0, out).unwrap(); // 5
     assert_eq!(read(&mut b), (6, 6, 6, vec![p1_aborted]), "nothing open: everything is stable");
     assert_eq!(b.list_offset("t", 0, -1, -1, true).unwrap(), (-1, 6));
     // Refused markers: an older producer epoch, an older coordinator.
-    b.write_marker("t", 0, p2, e2 + 1, MarkerKind::Abort, 3, 0, out).unwrap(); // 6: a fencing abort at the next epoch
-    assert_eq!(b.write_marker("t", 0, p2, e2, MarkerKind::Abort, 3, 0, out).unwrap_err().kafka_error(true), Code::InvalidProducerEpoch);
-    assert_eq!(b.write_marker("t", 0, p2, e2 + 1, MarkerKind::Abort, 2, 0, out).unwrap_err().kafka_error(true), Code::TransactionCoordinatorFenced);
+    b.write_marker("t", 0, (p2, e2 + 1, TxnVersion::Classic), MarkerKind::Abort, 3, 0, out).unwrap(); // 6: a fencing abort at the next epoch
+    assert_eq!(b.write_marker("t", 0, (p2, e2, TxnVersion::Classic), MarkerKind::Abort, 3, 0, out).unwrap_err().kafka_error(true), Code::InvalidProducerEpoch);
+    assert_eq!(b.write_marker("t", 0, (p2, e2 + 1, TxnVersion::Classic), MarkerKind::Abort, 2, 0, out).unwrap_err().kafka_error(true), Code::TransactionCoordinatorFenced);
     assert_eq!(b.produce("t", 0, &txn(p2, e2, 1, 1), -1, 0, out).unwrap_err().kafka_error(true), Code::InvalidProducerEpoch, "the fenced producer's late write");
     let control = crate::log::batch::control::build_marker(p2, e2 + 1, MarkerKind::Commit, 3, 0);
     assert_eq!(b.produce("t", 0, &control, -1, 0, out).unwrap_err().kafka_error(true), Code::InvalidRecord, "clients may not write markers");
@@ -82,10 +83,10 @@ fn aborted_and_open_transactions_survive_a_restart_and_follow_a_truncation() {
     let (p2, e2) = b.init_producer_id().unwrap();
     let out = &mut Vec::new();
     b.produce("t", 0, &txn(p1, e1, 0, 2), -1, 0, out).unwrap(); // 0-1
-    b.write_marker("t", 0, p1, e1, MarkerKind::Abort, 0, 0, out).unwrap(); // 2
+    b.write_marker("t", 0, (p1, e1, TxnVersion::Classic), MarkerKind::Abort, 0, 0, out).unwrap(); // 2
     b.checkpoint(0); // a snapshot at 3; the index entry below it is durable
     b.produce("t", 0, &txn(p1, e1, 2, 1), -1, 0, out).unwrap(); // 3
-    b.write_marker("t", 0, p1, e1, MarkerKind::Abort, 0, 0, out).unwrap(); // 4
+    b.write_marker("t", 0, (p1, e1, TxnVersion::Classic), MarkerKind::Abort, 0, 0, out).unwrap(); // 4
     b.produce("t", 0, &txn(p2, e2, 0, 1), -1, 0, out).unwrap(); // 5: p2 stays open
     let before = read(&mut b);
     let first = AbortedTxn { producer_id: p1, first_offset: 0, last_offset: 2, last_stable_offset: 3 };
@@ -124,7 +125,7 @@ fn an_index_entry_lost_with_a_torn_tail_comes_back_though_open_checkpoints_past_
     let (p1, e1) = b.init_producer_id().unwrap();
     let out = &mut Vec::new();
     b.produce("t", 0, &txn(p1, e1, 0, 2), -1, 0, out).unwrap(); // 0-1
-    b.write_marker("t", 0, p1, e1, MarkerKind::Abort, 0, 0, out).unwrap(); // 2
+    b.write_marker("t", 0, (p1, e1, TxnVersion::Classic), MarkerKind::Abort, 0, 0, out).unwrap(); // 2
     let part = b.partitions.get_mut("t", 0).unwrap();
     let entries = part.producers.to_snapshot();
     part.log.write_producer_snapshot(&entries).unwrap(); // at 3, staged but never committed

@@ -235,6 +235,49 @@ mod coordinator {
         assert_eq!(r.transaction_states.iter().map(|s| (s.transactional_id.0.to_string(), s.producer_id.0, s.transaction_state.to_string())).collect::<Vec<_>>(), vec![("tx".to_string(), pid, "Empty".to_string())]);
     }
 
+    /// KIP-890 part 2 on the wire (transaction.version 2, the default): EndTxn v5 ends the
+    /// transaction at the next epoch and says so; its marker carries that epoch and its version;
+    /// the late copies of that EndTxn and of that marker, arriving while the next transaction
+    /// is open, are refused (docs/transactions.md section 4).
+    #[test]
+    fn an_end_txn_v5_bumps_the_epoch_and_late_copies_of_the_end_and_its_marker_are_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let node = txn_node(tmp.path());
+        let find = FindCoordinatorRequest::default().with_key_type(crate::kafka::coordinator_type::transaction).with_coordinator_keys(vec![StrBytes::from_static_str("tx")]);
+        let _: (FindCoordinatorResponse, _) = ask(&node, ApiKey::FindCoordinator, 4, &find, 0);
+        crate::testing::sync(&node, 0);
+        let pid = init(&node, 0).producer_id.0;
+        assert_eq!(add_t0(&node, pid, 0), 0);
+        assert_eq!(produce(&node, pid, 0, 0), 0);
+        let end_v5 = |epoch: i16, now: u64| {
+            let req = EndTxnRequest::default().with_transactional_id(id()).with_producer_id(ProducerId(pid)).with_producer_epoch(epoch).with_committed(true);
+            ask::<_, EndTxnResponse>(&node, ApiKey::EndTxn, 5, &req, now)
+        };
+        let (r, out) = end_v5(0, 10);
+        assert_eq!((r.error_code, r.producer_id.0, r.producer_epoch), (0, pid, 1), "the next transaction goes on at epoch 1");
+        let sends: Vec<_> = out.iter().filter_map(|a| if let Action::SendMarkers(s) = a { Some(s.clone()) } else { None }).collect();
+        assert_eq!(sends[0].markers[0].epoch, 1, "the marker carries the bumped epoch");
+        let late_marker = crate::node::txn_handlers::marker_request(&sends[0]);
+        assert_eq!(late_marker.markers[0].unknown_tagged_fields.get(&crate::kafka::marker_txn_version_tag).map(|b| b.to_vec()), Some(vec![2]));
+        deliver_markers(&node, out, 10);
+        assert_eq!(describe(&node).1, "CompleteCommit");
+        let (r, _) = end_v5(0, 15);
+        assert_eq!((r.error_code, r.producer_epoch), (0, 1), "a retry of the end gets the same answer");
+
+        // Transaction 2, at epoch 1; sequences start over.
+        assert_eq!(add_t0(&node, pid, 0), Code::ProducerFenced.code(), "epoch 0 is over");
+        assert_eq!(add_t0(&node, pid, 1), 0);
+        assert_eq!(produce(&node, pid, 1, 0), 0);
+        let (r, out) = end_v5(0, 20);
+        assert_eq!(r.error_code, Code::ProducerFenced.code(), "transaction 1's late EndTxn cannot end transaction 2");
+        assert!(!out.iter().any(|a| matches!(a, Action::SendMarkers(_))));
+        let (r, _): (WriteTxnMarkersResponse, _) = ask(&node, ApiKey::WriteTxnMarkers, 1, &late_marker, 20);
+        assert_eq!(r.markers[0].topics[0].partitions[0].error_code, Code::InvalidProducerEpoch.code(), "transaction 1's late marker cannot end transaction 2");
+        assert_eq!(describe(&node).1, "Ongoing");
+        let (hw, lso, _, _) = read_committed(&node);
+        assert!(lso < hw, "transaction 2 still holds the last stable offset back ({lso} < {hw})");
+    }
+
     #[test]
     fn a_transaction_left_open_past_its_timeout_is_aborted_by_the_coordinator() {
         let tmp = tempfile::tempdir().unwrap();

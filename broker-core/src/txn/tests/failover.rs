@@ -30,13 +30,13 @@ fn a_new_coordinator_loads_the_log_and_resends_prepared_markers() {
     c.load(0, log, 2, false, 0, &mut work);
     assert!(work.markers.is_empty(), "markers wait for the whole partition");
     c.load(0, rest, 7, true, 0, &mut work);
-    let job = MarkerJob { job: 1, transactional_id: "tx".into(), producer_id: 1000, epoch: 0, commit: true, coordinator_epoch: 8, partitions: parts.iter().cloned().collect() };
+    let job = MarkerJob { job: 1, transactional_id: "tx".into(), producer_id: 1000, epoch: 0, commit: true, coordinator_epoch: 8, version: TxnVersion::Classic, partitions: parts.iter().cloned().collect() };
     assert_eq!(work.markers, vec![job]);
     assert_eq!(work.lines, vec!["__transaction_state-0: skipped 1 records that are not this partition's transaction records".to_string(), "__transaction_state-0: loaded; coordinating 2 transactional ids, resending markers of 1".to_string()]);
     assert_eq!(c.describe("tx").map(|d| d.state), Ok("PrepareCommit"));
     assert_eq!(c.describe("old").map(|d| (d.state, d.epoch)), Ok(("CompleteAbort", 3)));
     assert_eq!(c.describe("gone"), Err(Code::TransactionalIdNotFound));
-    assert_eq!(c.end_txn(0, "tx", 1000, 0, true, &mut work), Err(Code::ConcurrentTransactions));
+    assert_eq!(c.end_txn(0, "tx", 1000, 0, true, TxnVersion::Classic, || Ok(2000), &mut work), Err(Code::ConcurrentTransactions));
     let mut work = Work::default();
     c.markers_written(1, &parts, 0, &mut work);
     assert_eq!(work.appends.len(), 1, "CompleteCommit written once every marker is");
@@ -51,7 +51,7 @@ fn resigning_answers_waiting_requests_not_coordinator() {
     let mut work = Work::default();
     d.c.resign(0, 0, &mut work);
     d.perform(work);
-    assert_eq!(d.take(t), Answer::Done(Err(Code::NotCoordinator)));
+    assert_eq!(d.take(t), Answer::Ended(Err(Code::NotCoordinator)));
     assert_eq!(d.take(t2), Answer::Producer(Err(Code::NotCoordinator)));
     assert!(d.c.metadata("tx").is_none() && !d.c.has_writes());
     assert_eq!(d.end("tx", 1000, 0, true), Err(Code::NotCoordinator));

@@ -31,8 +31,8 @@ fn a_commit_goes_prepare_markers_complete() {
     assert_eq!(d.last().1, Some(value(TxnState::PrepareCommit, 1000, 0, &parts, 200, 100)));
     assert!(d.markers.is_empty() && d.answers.is_empty(), "no marker and no answer before PrepareCommit is replicated");
     d.replicate();
-    assert_eq!(d.take(t), Answer::Done(Ok(())));
-    let job = MarkerJob { job: 1, transactional_id: "tx".into(), producer_id: 1000, epoch: 0, commit: true, coordinator_epoch, partitions: parts.iter().cloned().collect() };
+    assert_eq!(d.take(t), Answer::Ended(Ok(pe(1000, 0))), "the classic protocol goes on at the same epoch");
+    let job = MarkerJob { job: 1, transactional_id: "tx".into(), producer_id: 1000, epoch: 0, commit: true, coordinator_epoch, version: TxnVersion::Classic, partitions: parts.iter().cloned().collect() };
     assert_eq!(d.markers, vec![job]);
     // While markers are written, the transition to CompleteCommit is pending.
     assert_eq!(d.end("tx", 1000, 0, true), Err(Code::ConcurrentTransactions));
@@ -62,7 +62,7 @@ fn an_abort_completes_and_the_next_transaction_starts_fresh() {
     let p = d.begin("tx", &[tp("t", 0)]);
     let Ok(Pending::Wait(t)) = d.end("tx", p.producer_id, p.epoch, false) else { panic!() };
     d.replicate();
-    assert_eq!(d.take(t), Answer::Done(Ok(())));
+    assert_eq!(d.take(t), Answer::Ended(Ok(p)));
     assert_eq!((d.markers.len(), d.markers[0].commit, d.markers[0].epoch), (1, false, 0));
     d.ack(1, &[tp("t", 0)]);
     d.replicate();
@@ -118,7 +118,7 @@ fn a_transaction_past_its_timeout_is_aborted_by_tick() {
     assert_eq!(d.end("tx", 1000, 0, true), Err(Code::ConcurrentTransactions));
     d.replicate();
     assert_eq!(d.end("tx", 1000, 0, true), Err(Code::ProducerFenced));
-    let job = MarkerJob { job: 1, transactional_id: "tx".into(), producer_id: 1000, epoch: 1, commit: false, coordinator_epoch, partitions: [tp("t", 0)].into_iter().collect() };
+    let job = MarkerJob { job: 1, transactional_id: "tx".into(), producer_id: 1000, epoch: 1, commit: false, coordinator_epoch, version: TxnVersion::Classic, partitions: [tp("t", 0)].into_iter().collect() };
     assert_eq!(d.markers, vec![job]);
     d.ack(1, &[tp("t", 0)]);
     d.replicate();

@@ -4,6 +4,7 @@
 
 use super::records::{decode_record, encode_key, encode_value, TxnValue};
 use super::*;
+use crate::kafka::TxnVersion;
 use bytes::Bytes;
 
 /// The coordinator epoch (leader epoch of the state partition) the driver leads under.
@@ -33,7 +34,7 @@ fn tp(t: &str, p: i32) -> (String, i32) {
 }
 
 fn value(state: TxnState, producer_id: i64, epoch: i16, partitions: &[(String, i32)], last_update_ms: i64, start_ms: i64) -> TxnValue {
-    TxnValue { producer_id, producer_epoch: epoch, timeout_ms: minute, state, partitions: partitions.iter().cloned().collect(), last_update_ms, start_ms }
+    TxnValue { producer_id, producer_epoch: epoch, timeout_ms: minute, state, partitions: partitions.iter().cloned().collect(), last_update_ms, start_ms, previous_producer_id: -1, next_producer_id: -1, client_version: 0 }
 }
 
 impl Driver {
@@ -109,9 +110,23 @@ impl Driver {
         r
     }
 
+    /// EndTxn v0–4 (the classic protocol).
     fn end(&mut self, id: &str, producer_id: i64, epoch: i16, commit: bool) -> Result<Pending<()>, Code> {
+        self.end_as(TxnVersion::Classic, id, producer_id, epoch, commit).map(|p| match p {
+            Pending::Now(_) => Pending::Now(()),
+            Pending::Wait(t) => Pending::Wait(t),
+        })
+    }
+
+    /// EndTxn asking for `version` (v5: KIP-890's).
+    fn end_as(&mut self, version: TxnVersion, id: &str, producer_id: i64, epoch: i16, commit: bool) -> Result<Pending<ProducerIdAndEpoch>, Code> {
         let mut work = Work::default();
-        let r = self.c.end_txn(self.now, id, producer_id, epoch, commit, &mut work);
+        let next = &mut self.next_producer_id;
+        let new_id = || {
+            *next += 1;
+            Ok(*next - 1)
+        };
+        let r = self.c.end_txn(self.now, id, producer_id, epoch, commit, version, new_id, &mut work);
         self.perform(work);
         r
     }
@@ -161,4 +176,5 @@ impl Driver {
 
 mod failover;
 mod flows;
+mod kip890;
 mod refusals;
