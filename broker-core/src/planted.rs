@@ -147,6 +147,12 @@ pub enum PlantedBug {
     /// aborted transaction's records become visible to read_committed consumers
     /// (`txn_aborted_read` on `transactions`).
     AbortMarkerCommits,
+    /// A partition leader takes a transaction version 2 marker at the producer's current epoch
+    /// while a transaction of it is open there, as Kafka 4.0 and 4.1 did before KIP-1228: with
+    /// KIP-890 on, a late marker of an earlier transaction ends the open one
+    /// (`txn_lost_write`, `txn_torn` or `txn_aborted_read` on `anomalies/late_marker` at
+    /// `--transaction-version 2`).
+    MarkerEqualEpochAccepted,
 }
 
 impl PlantedBug {
@@ -188,6 +194,7 @@ impl PlantedBug {
         PlantedBug::AcksAllAtLastOffset,
         PlantedBug::ProducerWindowOfOne,
         PlantedBug::AbortMarkerCommits,
+        PlantedBug::MarkerEqualEpochAccepted,
     ];
 
     /// The bug named `name` (its variant name, as traces record it).

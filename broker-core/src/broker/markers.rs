@@ -26,7 +26,7 @@ impl Broker {
         if isr < min {
             return Err(Error::NotEnoughReplicas { isr, min });
         }
-        part.producers.check_marker(producer_id, epoch, tv, coordinator_epoch)?;
+        part.producers.check_marker(producer_id, epoch, self.config.rules().marker_checked_as(tv), coordinator_epoch)?;
         let kind = self.config.rules().marker_written(kind);
         let leader_epoch = part.replication.leader_epoch;
         let mut bytes = control::build_marker(producer_id, epoch, kind, coordinator_epoch, now as i64);

@@ -7,6 +7,7 @@
 //! picks one from the planted bug. Pure functions: no state, no IO, no clock.
 
 use super::{Error, IsrAnswer};
+use crate::kafka::TxnVersion;
 use crate::log::batch::control::MarkerKind;
 use crate::log::clean::Keep;
 use crate::log::Records;
@@ -135,6 +136,12 @@ pub trait Rules: Sync {
     fn marker_written(&self, kind: MarkerKind) -> MarkerKind {
         kind
     }
+
+    /// The transaction version whose epoch rule a marker of version `tv` is checked by: its
+    /// own (KIP-1228).
+    fn marker_checked_as(&self, tv: TxnVersion) -> TxnVersion {
+        tv
+    }
 }
 
 /// Kafka's rules.
@@ -145,7 +152,7 @@ impl Rules for Kafka {}
 /// The planted rules, one unit type per bug (`crate::planted::PlantedBug` names them).
 #[cfg(madsim)]
 pub(super) mod planted {
-    use super::{Error, IsrAnswer, Keep, MarkerKind, Records, Replication, Rules};
+    use super::{Error, IsrAnswer, Keep, MarkerKind, Records, Replication, Rules, TxnVersion};
     use crate::planted::PlantedBug;
 
     pub struct AckBeforeAppend;
@@ -307,6 +314,13 @@ pub(super) mod planted {
         }
     }
 
+    pub struct MarkerEqualEpochAccepted;
+    impl Rules for MarkerEqualEpochAccepted {
+        fn marker_checked_as(&self, _: TxnVersion) -> TxnVersion {
+            TxnVersion::Classic
+        }
+    }
+
     /// The rules planting `bug`, if it is one of these.
     pub fn of(bug: PlantedBug) -> Option<&'static dyn Rules> {
         Some(match bug {
@@ -331,6 +345,7 @@ pub(super) mod planted {
             PlantedBug::CleanerKeepsFirstValue => &CleanerKeepsFirstValue,
             PlantedBug::CheckpointInPlace => &CheckpointInPlace,
             PlantedBug::AbortMarkerCommits => &AbortMarkerCommits,
+            PlantedBug::MarkerEqualEpochAccepted => &MarkerEqualEpochAccepted,
             _ => return None,
         })
     }

@@ -49,3 +49,20 @@ fn each_late_request_anomaly_shows_under_the_classic_protocol_and_never_with_kip
         }
     }
 }
+
+/// KIP-1228's rule is what stops the late marker under KIP-890: planted away (Kafka 4.0 and
+/// 4.1's leaders took a version 2 marker at the producer's current epoch), the late marker of
+/// `anomalies/late_marker` ends the next transaction again with `--transaction-version 2`, and
+/// the same seed is clean without the plant.
+#[test]
+fn without_kip_1228_a_late_marker_ends_the_next_transaction_even_with_kip_890() {
+    let (path, classic) = anomalies().into_iter().find(|(_, s)| s.name == "late_marker").expect("late_marker");
+    let mut defended = classic.clone();
+    defended.broker.transaction_version = Some(2);
+    let bug = PlantedBug::MarkerEqualEpochAccepted;
+    let seed = (0..60).find(|&seed| !run(&defended, &path, seed, Some(bug)).passed()).unwrap_or_else(|| panic!("no seed of 0..60 shows the late marker with {bug:?}"));
+    let r = run(&defended, &path, seed, Some(bug));
+    let txn = ["txn_lost_write", "txn_aborted_read", "txn_torn"];
+    assert!(r.violations.iter().all(|v| txn.contains(&v.checker)), "seed {seed}: {:?}", r.violations.first());
+    assert!(run(&defended, &path, seed, None).passed(), "seed {seed} fails without {bug:?}");
+}
