@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command, and CI's (.ci/run calls it). On a fresh machine it first installs
-# what the real-client tests need (broker-core/tests/all/support.rs: kcat from apt, and
-# confluent-kafka + kafka-python in target/client-venv) and what the `sim view` browser test
+# what the real-client tests need (broker-core/tests/all/support.rs: kcat from apt,
+# confluent-kafka + kafka-python in target/client-venv, kafkajs in target/node-clients) and what the `sim view` browser test
 # needs (sim/tests/all/view.rs: Debian's chromium), then runs every test: the workspace's
 # (real build) and the simulated build's. Each install is skipped when its tool already works,
 # so a second run goes straight to the tests. Arguments are passed to both cargo commands
@@ -59,6 +59,18 @@ if ! "$venv/bin/python" -c 'import confluent_kafka, kafka' >/dev/null 2>&1; then
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check confluent-kafka kafka-python
 fi
 "$venv/bin/python" -c 'import confluent_kafka, kafka; print("confluent-kafka", confluent_kafka.__version__, "kafka-python", kafka.__version__)'
+
+# kafkajs (a pure-JavaScript client) in target/node-clients, for the tests that run it
+# (broker-core/tests/clients/*.js); Node.js and npm from apt when missing.
+node_modules=target/node-clients/node_modules
+if ! NODE_PATH="$node_modules" node -e "require('kafkajs')" >/dev/null 2>&1; then
+  if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    apt_install nodejs npm
+  fi
+  npm install --prefix target/node-clients --no-audit --no-fund --silent kafkajs@2.2.4
+fi
+echo "node $(node --version), kafkajs $(NODE_PATH="$node_modules" node -p "require('kafkajs/package.json').version")"
+export SEEDLOG_NODE_MODULES="$PWD/$node_modules"
 
 # The tests find this venv themselves; naming it makes a stale $SEEDLOG_PYTHON harmless.
 export SEEDLOG_PYTHON="$PWD/$venv/bin/python"

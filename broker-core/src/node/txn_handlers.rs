@@ -276,10 +276,16 @@ pub fn add_offsets_to_txn(node: &Node, version: i16, cid: i32, req: AddOffsetsTo
     let txn_id = req.transactional_id.0.to_string();
     let group = req.group_id.0.to_string();
     let pending = with_txns(node, now, out, |b, c, w| {
-        let Some(offsets) = b.image().topics.get(crate::group::offsets_topic).map(|t| t.partitions.len() as i32) else {
-            // The group coordinator creates it on first use; until then the client asks again.
-            let _ = b.request_auto_create(crate::group::offsets_topic);
-            return Err(Code::CoordinatorNotAvailable);
+        // The group's partition, as Kafka places it (`partitionFor`): by the topic's partition
+        // count, or before the topic exists by `offsets.topic.num.partitions`, which it will be
+        // created with (asked for here, as the group coordinator asks on first use). Kafka
+        // answers without the topic too; kafkajs does not retry a refusal here.
+        let offsets = match b.image().topics.get(crate::group::offsets_topic) {
+            Some(t) => t.partitions.len() as i32,
+            None => {
+                let _ = b.request_auto_create(crate::group::offsets_topic);
+                b.config().groups.offsets_partitions
+            }
         };
         c.add_offsets(now as i64, &txn_id, req.producer_id.0, req.producer_epoch, &group, offsets, w)
     });

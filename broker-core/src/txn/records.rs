@@ -88,71 +88,59 @@ pub fn encode_key(transactional_id: &str) -> Vec<u8> {
     w
 }
 
+/// The stored value: v1 (the flexible encoding, with the KIP-890 fields tagged) when one of
+/// those is set, v0 otherwise.
 pub fn encode_value(v: &TxnValue) -> Vec<u8> {
-    if v.client_version >= 2 || v.next_producer_id >= 0 {
-        return encode_value_v1(v);
-    }
+    let flexible = v.client_version >= 2 || v.next_producer_id >= 0;
     let mut w = Vec::new();
-    w.put_i16(value_version);
+    w.put_i16(if flexible { flexible_value_version } else { value_version });
     w.put_i64(v.producer_id);
     w.put_i16(v.producer_epoch);
     w.put_i32(v.timeout_ms);
     w.put_i8(v.state.id());
     // Kafka writes null partitions for Empty (`TransactionLog.valueToBytes`), an array otherwise.
-    if v.state == TxnState::Empty {
-        w.put_i32(-1);
-    } else {
-        let topics = by_topic(&v.partitions);
-        w.put_i32(topics.len() as i32);
-        for (topic, partitions) in topics {
-            put_str(&mut w, topic);
-            w.put_i32(partitions.len() as i32);
-            partitions.iter().for_each(|p| w.put_i32(*p));
+    let topics = (v.state != TxnState::Empty).then(|| by_topic(&v.partitions));
+    match (flexible, topics) {
+        (false, None) => w.put_i32(-1),
+        (true, None) => put_uvarint(&mut w, 0),
+        (false, Some(topics)) => {
+            w.put_i32(topics.len() as i32);
+            for (topic, partitions) in topics {
+                put_str(&mut w, topic);
+                w.put_i32(partitions.len() as i32);
+                partitions.iter().for_each(|p| w.put_i32(*p));
+            }
+        }
+        (true, Some(topics)) => {
+            put_uvarint(&mut w, topics.len() as u64 + 1);
+            for (topic, partitions) in topics {
+                put_uvarint(&mut w, topic.len() as u64 + 1);
+                w.put_slice(topic.as_bytes());
+                put_uvarint(&mut w, partitions.len() as u64 + 1);
+                partitions.iter().for_each(|p| w.put_i32(*p));
+                put_uvarint(&mut w, 0);
+            }
         }
     }
     w.put_i64(v.last_update_ms);
     w.put_i64(v.start_ms);
-    w
-}
-
-/// Value v1: the flexible encoding, with the KIP-890 fields tagged.
-fn encode_value_v1(v: &TxnValue) -> Vec<u8> {
-    let mut w = Vec::new();
-    w.put_i16(flexible_value_version);
-    w.put_i64(v.producer_id);
-    w.put_i16(v.producer_epoch);
-    w.put_i32(v.timeout_ms);
-    w.put_i8(v.state.id());
-    if v.state == TxnState::Empty {
-        put_uvarint(&mut w, 0);
-    } else {
-        let topics = by_topic(&v.partitions);
-        put_uvarint(&mut w, topics.len() as u64 + 1);
-        for (topic, partitions) in topics {
-            put_uvarint(&mut w, topic.len() as u64 + 1);
-            w.put_slice(topic.as_bytes());
-            put_uvarint(&mut w, partitions.len() as u64 + 1);
-            partitions.iter().for_each(|p| w.put_i32(*p));
-            put_uvarint(&mut w, 0);
+    if flexible {
+        let mut tags: Vec<(u64, Vec<u8>)> = Vec::new();
+        if v.previous_producer_id != -1 {
+            tags.push((0, v.previous_producer_id.to_be_bytes().to_vec()));
         }
-    }
-    w.put_i64(v.last_update_ms);
-    w.put_i64(v.start_ms);
-    let mut tags: Vec<(u64, Vec<u8>)> = Vec::new();
-    if v.previous_producer_id != -1 {
-        tags.push((0, v.previous_producer_id.to_be_bytes().to_vec()));
-    }
-    if v.next_producer_id != -1 {
-        tags.push((1, v.next_producer_id.to_be_bytes().to_vec()));
-    }
-    if v.client_version != 0 {
-        tags.push((2, v.client_version.to_be_bytes().to_vec()));
-    }
-    put_uvarint(&mut w, tags.len() as u64);
-    for (tag, bytes) in tags {
-        put_uvarint(&mut w, tag);
-        put_uvarint(&mut w, bytes.len() as u64);
-        w.put_slice(&bytes);
+        if v.next_producer_id != -1 {
+            tags.push((1, v.next_producer_id.to_be_bytes().to_vec()));
+        }
+        if v.client_version != 0 {
+            tags.push((2, v.client_version.to_be_bytes().to_vec()));
+        }
+        put_uvarint(&mut w, tags.len() as u64);
+        for (tag, bytes) in tags {
+            put_uvarint(&mut w, tag);
+            put_uvarint(&mut w, bytes.len() as u64);
+            w.put_slice(&bytes);
+        }
     }
     w
 }
@@ -190,74 +178,34 @@ pub fn decode_key(b: &[u8]) -> Result<String, RecordError> {
 
 pub fn decode_value(b: &[u8]) -> Result<TxnValue, RecordError> {
     let mut r = Reader(b);
-    let version = r.i16("value version")?;
-    if version == flexible_value_version {
-        return decode_value_v1(r);
-    }
-    if version != value_version {
-        return Err(RecordError::Version { what: "value", version });
-    }
+    let flexible = match r.i16("value version")? {
+        value_version => false,
+        flexible_value_version => true,
+        version => return Err(RecordError::Version { what: "value", version }),
+    };
     let producer_id = r.i64("producer id")?;
     let producer_epoch = r.i16("producer epoch")?;
     let timeout_ms = r.i32("transaction timeout")?;
     let status = r.i8("transaction status")?;
     let state = TxnState::from_id(status).ok_or(RecordError::Status(status))?;
-    let mut partitions = BTreeSet::new();
-    // A negative count is null, as Kafka's generated reader takes it.
-    let topics = r.i32("partition count")?;
-    for _ in 0..topics.max(0) {
-        // Each topic takes at least 6 bytes, so a lying count fails here, not in an allocation.
-        let topic = r.string("topic")?;
-        let count = r.i32("partition id count")?;
-        if count < 0 {
-            return Err(RecordError::Null("partition ids"));
-        }
-        for _ in 0..count {
-            partitions.insert((topic.clone(), r.i32("partition id")?));
-        }
-    }
-    let last_update_ms = r.i64("last update timestamp")?;
-    let start_ms = r.i64("start timestamp")?;
-    r.end()?;
-    Ok(TxnValue { producer_id, producer_epoch, timeout_ms, state, partitions, last_update_ms, start_ms, previous_producer_id: -1, next_producer_id: -1, client_version: 0 })
-}
-
-/// Value v1 after its version.
-fn decode_value_v1(mut r: Reader) -> Result<TxnValue, RecordError> {
-    let producer_id = r.i64("producer id")?;
-    let producer_epoch = r.i16("producer epoch")?;
-    let timeout_ms = r.i32("transaction timeout")?;
-    let status = r.i8("transaction status")?;
-    let state = TxnState::from_id(status).ok_or(RecordError::Status(status))?;
-    let mut partitions = BTreeSet::new();
-    // uvarint count + 1; 0 is null. Each topic takes at least 3 bytes: a lying count fails on
-    // the bytes, not in an allocation.
-    let topics = r.uvarint("partition count")?;
-    for _ in 0..topics.saturating_sub(1) {
-        let len = r.uvarint("topic")?.checked_sub(1).ok_or(RecordError::Null("topic"))?;
-        let topic = r.utf8(len, "topic")?;
-        let count = r.uvarint("partition id count")?.checked_sub(1).ok_or(RecordError::Null("partition ids"))?;
-        for _ in 0..count {
-            partitions.insert((topic.clone(), r.i32("partition id")?));
-        }
-        r.skip_tags("topic tagged fields")?;
-    }
+    let partitions = if flexible { r.compact_partitions()? } else { r.partitions()? };
     let last_update_ms = r.i64("last update timestamp")?;
     let start_ms = r.i64("start timestamp")?;
     let mut v = TxnValue { producer_id, producer_epoch, timeout_ms, state, partitions, last_update_ms, start_ms, previous_producer_id: -1, next_producer_id: -1, client_version: 0 };
-    let tags = r.uvarint("tagged field count")?;
-    for _ in 0..tags {
-        let tag = r.uvarint("tag")?;
-        let size = r.uvarint("tag size")?;
-        let mut field = Reader(r.take(size, "tagged field")?);
-        match tag {
-            0 => v.previous_producer_id = field.i64("previous producer id")?,
-            1 => v.next_producer_id = field.i64("next producer id")?,
-            2 => v.client_version = field.i16("client transaction version")?,
-            // A tag this coordinator does not know: skipped, as Kafka's readers do.
-            _ => continue,
+    if flexible {
+        for _ in 0..r.uvarint("tagged field count")? {
+            let tag = r.uvarint("tag")?;
+            let size = r.uvarint("tag size")?;
+            let mut field = Reader(r.take(size, "tagged field")?);
+            match tag {
+                0 => v.previous_producer_id = field.i64("previous producer id")?,
+                1 => v.next_producer_id = field.i64("next producer id")?,
+                2 => v.client_version = field.i16("client transaction version")?,
+                // A tag this coordinator does not know: skipped, as Kafka's readers do.
+                _ => continue,
+            }
+            field.end()?;
         }
-        field.end()?;
     }
     r.end()?;
     Ok(v)
@@ -314,6 +262,38 @@ impl Reader<'_> {
         let (s, rest) = self.0.split_at(len);
         self.0 = rest;
         std::str::from_utf8(s).map(str::to_string).map_err(|_| RecordError::NotUtf8(what))
+    }
+    /// Value v0's partitions: an i32 topic count (negative: null), each topic a string and an
+    /// i32 count of i32 ids. Each topic takes at least 6 bytes, so a lying count fails on the
+    /// bytes, not in an allocation.
+    fn partitions(&mut self) -> Result<BTreeSet<(String, i32)>, RecordError> {
+        let mut partitions = BTreeSet::new();
+        for _ in 0..self.i32("partition count")?.max(0) {
+            let topic = self.string("topic")?;
+            let count = self.i32("partition id count")?;
+            if count < 0 {
+                return Err(RecordError::Null("partition ids"));
+            }
+            for _ in 0..count {
+                partitions.insert((topic.clone(), self.i32("partition id")?));
+            }
+        }
+        Ok(partitions)
+    }
+    /// Value v1's partitions: compact arrays and strings (uvarint length + 1, 0 for null), each
+    /// topic with a tagged-field section.
+    fn compact_partitions(&mut self) -> Result<BTreeSet<(String, i32)>, RecordError> {
+        let mut partitions = BTreeSet::new();
+        for _ in 0..self.uvarint("partition count")?.saturating_sub(1) {
+            let len = self.uvarint("topic")?.checked_sub(1).ok_or(RecordError::Null("topic"))?;
+            let topic = self.utf8(len, "topic")?;
+            let count = self.uvarint("partition id count")?.checked_sub(1).ok_or(RecordError::Null("partition ids"))?;
+            for _ in 0..count {
+                partitions.insert((topic.clone(), self.i32("partition id")?));
+            }
+            self.skip_tags("topic tagged fields")?;
+        }
+        Ok(partitions)
     }
     /// An unsigned varint of at most 10 bytes (a flexible version's lengths and tags).
     fn uvarint(&mut self, what: &'static str) -> Result<u64, RecordError> {

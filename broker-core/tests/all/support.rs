@@ -30,6 +30,35 @@ pub fn kcat() -> &'static str {
     "kcat"
 }
 
+/// The `node_modules` holding kafkajs: `$SEEDLOG_NODE_MODULES` if set (then it must have it),
+/// else `target/node-clients/node_modules` (made by `scripts/test.sh`), checked by running
+/// `node` with it.
+pub fn kafkajs_modules() -> &'static Path {
+    static FOUND: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let found = FOUND.get_or_init(|| {
+        let dir = std::env::var_os("SEEDLOG_NODE_MODULES").map_or_else(|| workspace_dir().join("target/node-clients/node_modules"), PathBuf::from);
+        let out = Command::new("node")
+            .args(["-e", "require('kafkajs')"])
+            .env("NODE_PATH", &dir)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("`node` not runnable from PATH: {e}"))?;
+        if out.status.success() {
+            Ok(dir)
+        } else {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            Err(format!("node cannot `require('kafkajs')` from {}: {}", dir.display(), stderr.trim().lines().next().unwrap_or("")))
+        }
+    });
+    match found {
+        Ok(dir) => dir,
+        Err(why) => panic!(
+            "{why}\nThese tests need Node.js and kafkajs: `npm install --prefix target/node-clients kafkajs@2.2.4` \
+             (or run `scripts/test.sh`, which does), or set $SEEDLOG_NODE_MODULES to a node_modules that has it."
+        ),
+    }
+}
+
 /// A Python that can `import confluent_kafka, kafka`: `$SEEDLOG_PYTHON` if set (then it must
 /// work: it was asked for), else `target/client-venv/bin/python` (made by `scripts/test.sh`), else
 /// `python3`.
@@ -316,9 +345,15 @@ pub fn run_bounded(cmd: &mut Command, stdin: Option<Vec<u8>>, timeout: Duration)
     ClientProcess::spawn(cmd, stdin)?.wait(timeout)
 }
 
-/// `python -u tests/clients/<script> --bootstrap <bootstrap> args...`.
+/// `python -u tests/clients/<script> --bootstrap <bootstrap> args...`, or `node` for a `.js` script
+/// (with kafkajs on its `NODE_PATH`).
 pub fn client_command(bootstrap: &str, script: &str, args: &[&str]) -> Command {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients").join(script);
+    if script.ends_with(".js") {
+        let mut cmd = Command::new("node");
+        cmd.arg(&path).args(["--bootstrap", bootstrap]).args(args).env("NODE_PATH", kafkajs_modules());
+        return cmd;
+    }
     let mut cmd = Command::new(python());
     cmd.arg("-u").arg(&path).args(["--bootstrap", bootstrap]).args(args).env("PYTHONDONTWRITEBYTECODE", "1");
     cmd

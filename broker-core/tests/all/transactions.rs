@@ -3,7 +3,7 @@
 //! producers against the broker's transaction coordinator (commit, abort, a producer fenced
 //! by a new one with its transaction aborted), read back with read_committed and
 //! read_uncommitted (tests/clients/transactional_producer.py). And as real consumers see
-//! them: a broker process holding transactional batches
+//! them (and kafkajs's, tests/clients/kafkajs_transactions.js): a broker process holding transactional batches
 //! ended by commit and abort markers (written with WriteTxnMarkers, as a coordinator will) and
 //! plain batches, read by confluent-kafka and kafka-python with read_committed (the aborted
 //! records dropped by the broker's aborted-transaction list, the open ones held back by the
@@ -96,6 +96,20 @@ fn real_transactional_producers_commit_abort_and_are_fenced() {
     for (client, (name, _, _)) in clients.iter().zip(&topics) {
         client_script(&mut broker, "transactional_producer.py", &["--client", client, "--topic", name]);
     }
+}
+
+/// kafkajs's transactional producer: commit, abort, and offsets sent to a transaction (which
+/// it asks for before `__consumer_offsets` exists: the broker must place the group by
+/// `offsets.topic.num.partitions` then, as Kafka does, since kafkajs does not retry a refusal);
+/// its read_committed consumer sees exactly the committed records
+/// (tests/clients/kafkajs_transactions.js).
+#[test]
+fn kafkajs_transactional_producer_commits_aborts_and_sends_offsets() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut broker = Broker::start(dir.path(), &[]);
+    let out = client_script(&mut broker, "kafkajs_transactions.js", &["--topic", "txn-kafkajs"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("\"seen\""), "{stdout}");
 }
 
 /// Every data record of `topic`-`p` from the start to `end`, read with this crate's consumer.

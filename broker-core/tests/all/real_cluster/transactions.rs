@@ -3,7 +3,8 @@
 //! producer fenced by a new one with its open transaction aborted, offsets sent to a
 //! transaction) against a topic whose two partitions are led by different brokers, so the
 //! transaction coordinator sends at least one marker to another broker over the network, and
-//! its state topic and the offsets topic replicated on all three.
+//! its state topic and the offsets topic replicated on all three; and the coordinator SIGKILLed
+//! while a large transaction's commit is under way (`transactional_coordinator_kill.py`).
 
 use super::*;
 
@@ -33,4 +34,60 @@ fn cluster_transactions_send_markers_across_brokers() {
         cluster.script(0, "transactional_producer.py", &["--client", client, "--topic", &topic]);
     }
     cluster.assert_alive("after the transactions", None);
+}
+
+/// From the script's start to its `--ready` file: the state topic's creation, 20 small
+/// transactions and the big one's records sent, on a debug-build cluster.
+const txn_kill_ready_s_max: u64 = 90;
+/// From the kill to ten more transactions committed: the broker session timeout until the
+/// controller fences the dead broker, the state partition's election and load, librdkafka's
+/// coordinator re-query, the prepared commit's markers resent.
+const txn_kill_recovery_s_max: u64 = 30;
+/// The whole script, a hang included.
+const txn_kill_script_s_max: u64 = 240;
+
+/// SIGKILL of the transaction coordinator while a large transaction's commit is under way:
+/// confluent-kafka's producer goes on through the new coordinator within
+/// `txn_kill_recovery_s_max`, and read_committed shows every committed transaction whole, no
+/// aborted one, nothing torn (tests/clients/transactional_coordinator_kill.py).
+#[test]
+fn cluster_transaction_coordinator_sigkill_mid_commit() {
+    let mut cluster = Cluster::start_with(txn_flags);
+    let topic = "txn-coordinator-kill";
+    let md = cluster.metadata(0, cluster_size, &["--topic", topic, "--create", "--partitions", "2", "--replication-factor", "3", "--min-isr", "2"]);
+    check_fully_replicated(&cluster, &md, topic, 2);
+    let work = tempfile::tempdir().expect("tempdir");
+    let path = |name: &str| work.path().join(name).to_str().expect("utf-8 temp path").to_string();
+    let (ready, killed) = (path("ready.json"), path("killed"));
+    let recovery = txn_kill_recovery_s_max.to_string();
+    // Node 0 runs the controller, the only voter: the script picks an id coordinated elsewhere.
+    let args = ["--topic", topic, "--id", "kill-txn", "--avoid", "0", "--ready", &ready, "--killed", &killed, "--recovery-s-max", &recovery];
+    let script = "transactional_coordinator_kill.py";
+    let mut client = ClientProcess::spawn(&mut client_command(&cluster.addr(0), script, &args), None).unwrap_or_else(|why| cluster.fail(&format!("{script}: {why}")));
+    let deadline = Instant::now() + Duration::from_secs(txn_kill_ready_s_max);
+    while !Path::new(&ready).exists() {
+        if client.finished() || Instant::now() > deadline {
+            let out = client.wait(Duration::ZERO);
+            cluster.fail(&format!(
+                "{script}: no {ready} within {txn_kill_ready_s_max} s: {}",
+                match out {
+                    Ok(out) => format!("exited {}\n--- stdout ---\n{}\n--- stderr ---\n{}", out.status, String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)),
+                    Err(why) => why,
+                }
+            ));
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
+    let said: Value = serde_json::from_str(&std::fs::read_to_string(&ready).expect("read the ready file")).expect("ready file is JSON");
+    let victim = i32::try_from(said["coordinator"].as_i64().unwrap_or(-1)).ok().filter(|v| *v != 0 && cluster.nodes.iter().any(|n| n.id == *v));
+    let Some(victim) = victim else {
+        cluster.fail(&format!("{script} named coordinator {} for {}; expected node 1 or 2 (not the controller)", said["coordinator"], said["txn_id"]));
+    };
+    cluster.sigkill(victim);
+    std::fs::write(&killed, b"").expect("write the kill marker");
+    eprintln!("SIGKILLed node {victim}, transaction coordinator of {}", said["txn_id"]);
+    let out = client.wait(Duration::from_secs(txn_kill_script_s_max)).unwrap_or_else(|why| cluster.fail(&format!("{script}: {why}")));
+    let stdout = cluster.check_script(script, &args, &out);
+    cluster.assert_alive("while the transactions went on", Some(victim));
+    eprintln!("{}", stdout.trim());
 }
