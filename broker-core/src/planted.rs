@@ -153,6 +153,10 @@ pub enum PlantedBug {
     /// (`txn_lost_write`, `txn_torn` or `txn_aborted_read` on `anomalies/late_marker` at
     /// `--transaction-version 2`).
     MarkerEqualEpochAccepted,
+    /// A partition leader writes an ABORT marker when a coordinator asks for a COMMIT, so a
+    /// transaction whose commit was acknowledged is gone on every partition alike (caught by
+    /// `txn_lost_write` alone on `transactions`: nothing is torn, nothing aborted shows).
+    CommitMarkerAborts,
 }
 
 impl PlantedBug {
@@ -195,6 +199,7 @@ impl PlantedBug {
         PlantedBug::ProducerWindowOfOne,
         PlantedBug::AbortMarkerCommits,
         PlantedBug::MarkerEqualEpochAccepted,
+        PlantedBug::CommitMarkerAborts,
     ];
 
     /// The bug named `name` (its variant name, as traces record it).

@@ -314,6 +314,13 @@ pub(super) mod planted {
         }
     }
 
+    pub struct CommitMarkerAborts;
+    impl Rules for CommitMarkerAborts {
+        fn marker_written(&self, _: MarkerKind) -> MarkerKind {
+            MarkerKind::Abort
+        }
+    }
+
     pub struct MarkerEqualEpochAccepted;
     impl Rules for MarkerEqualEpochAccepted {
         fn marker_checked_as(&self, _: TxnVersion) -> TxnVersion {
@@ -346,6 +353,7 @@ pub(super) mod planted {
             PlantedBug::CheckpointInPlace => &CheckpointInPlace,
             PlantedBug::AbortMarkerCommits => &AbortMarkerCommits,
             PlantedBug::MarkerEqualEpochAccepted => &MarkerEqualEpochAccepted,
+            PlantedBug::CommitMarkerAborts => &CommitMarkerAborts,
             _ => return None,
         })
     }

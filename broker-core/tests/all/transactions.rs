@@ -98,6 +98,20 @@ fn real_transactional_producers_commit_abort_and_are_fenced() {
     }
 }
 
+/// A confluent-kafka producer's transaction left hanging is aborted by the coordinator within
+/// its `transaction.timeout.ms` (2 s) and two checks (`--transaction-abort-timed-out-...` 500
+/// ms): read_committed reads past it without its records, the hung producer's commit fails, and
+/// a new producer of the id commits (tests/clients/transactional_timeout.py).
+#[test]
+fn a_hung_real_transaction_is_aborted_by_its_timeout() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut broker = Broker::start(dir.path(), &["--transaction-abort-timed-out-transaction-cleanup-interval-ms", "500"]);
+    let addr: SocketAddr = broker.bootstrap().parse().expect("address");
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    runtime.block_on(broker_core::client::admin::create_topics(addr, &[("txn-hung".into(), 1, 1)], Duration::from_secs(10))).expect("create topic");
+    client_script(&mut broker, "transactional_timeout.py", &["--topic", "txn-hung", "--timeout-ms", "2000", "--check-ms", "500"]);
+}
+
 /// kafkajs's transactional producer: commit, abort, and offsets sent to a transaction (which
 /// it asks for before `__consumer_offsets` exists: the broker must place the group by
 /// `offsets.topic.num.partitions` then, as Kafka does, since kafkajs does not retry a refusal);

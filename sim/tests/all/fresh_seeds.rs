@@ -72,6 +72,8 @@ const cheap_half: &[(PlantedBug, &str, &str, u64)] = &[
     // An ABORT marker written as a COMMIT: every transaction aborted on purpose shows, on every
     // seed (40 to 45 violations on each of 10000..10005).
     (PlantedBug::AbortMarkerCommits, "scenarios/fast/transactions.toml", "txn_aborted_read", 5),
+    // A COMMIT marker written as an ABORT: every acknowledged commit is lost.
+    (PlantedBug::CommitMarkerAborts, "scenarios/fast/transactions.toml", "txn_lost_write", 5),
 ];
 
 /// A scenario file under the repository, or a durability-matrix row by its scenario name.

@@ -17,6 +17,15 @@ fn an_abort_marker_written_as_a_commit_is_caught_by_txn_aborted_read_alone() {
     assert!(r.history.txns.iter().filter(|t| !t.commit).count() > 10, "the run aborts transactions on purpose");
 }
 
+#[test]
+fn a_commit_marker_written_as_an_abort_is_caught_by_txn_lost_write_alone() {
+    let (path, s) = scenario("transactions");
+    let seed = caught(&s, &path, PlantedBug::CommitMarkerAborts, "txn_lost_write");
+    let r = run(&s, &path, seed, Some(PlantedBug::CommitMarkerAborts));
+    let others: Vec<_> = r.violations.iter().filter(|v| v.checker != "txn_lost_write").collect();
+    assert!(others.is_empty(), "seed {seed}: {:?}", others.first());
+}
+
 /// The anomaly scenarios (`scenarios/anomalies/`), parsed.
 fn anomalies() -> Vec<(String, sim::scenario::Scenario)> {
     let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios/anomalies");
