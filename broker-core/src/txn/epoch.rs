@@ -25,6 +25,11 @@ pub fn exhausted(epoch: i16) -> bool {
 /// its current one — older or newer is PRODUCER_FENCED.
 pub fn check_client(m: &TxnMetadata, producer_id: i64, epoch: i16) -> Result<(), Code> {
     if m.producer_id != producer_id {
+        // KIP-890: the producer id a prepared transaction hands over to, already answered to
+        // the client, is this id's once the markers are written: until then, busy.
+        if producer_id == m.next_producer_id && epoch == 0 {
+            return Err(Code::ConcurrentTransactions);
+        }
         return Err(Code::InvalidProducerIdMapping);
     }
     if m.epoch != epoch {

@@ -115,6 +115,7 @@ fn the_end_that_exhausts_the_epoch_hands_over_to_a_new_producer_id() {
     assert_eq!(d.take(t), Answer::Ended(Ok(pe(2000, 0))), "the next producer id, at epoch 0");
     assert_eq!(d.markers.last().map(|m| (m.producer_id, m.epoch)), Some((1000, at + 2)), "the markers end it at the exhausted epoch");
     assert_eq!(d.end_as(bump, "tx", 1000, at + 1, true), Err(Code::ConcurrentTransactions));
+    assert_eq!(d.add("tx", 2000, 0, &parts), Pending::Now(vec![(tp("t", 0), Err(Code::ConcurrentTransactions))]), "the next id, before the handover");
     let job = d.markers.last().expect("markers").job;
     d.ack(job, &parts);
     d.replicate();

@@ -53,24 +53,9 @@ fn cluster_group_coordinator_sigkill_mid_consumption() {
         "--avoid", "0", "--replicas", "3", "--ready", &ready, "--killed", &killed, "--recovery-s-max", &recovery,
     ];
     let script = "group_coordinator_kill.py";
-    let mut client = ClientProcess::spawn(&mut client_command(&cluster.addr(0), script, &args), None)
+    let client = ClientProcess::spawn(&mut client_command(&cluster.addr(0), script, &args), None)
         .unwrap_or_else(|why| cluster.fail(&format!("{script}: {why}")));
-
-    let deadline = Instant::now() + Duration::from_secs(coordinator_kill_ready_s_max);
-    while !Path::new(&ready).exists() {
-        if client.finished() || Instant::now() > deadline {
-            let out = client.wait(Duration::ZERO);
-            cluster.fail(&format!(
-                "{script}: no {ready} (the group consuming and its coordinator known) within {coordinator_kill_ready_s_max} s: {}",
-                match out {
-                    Ok(out) => format!("exited {}\n--- stdout ---\n{}\n--- stderr ---\n{}", out.status, String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)),
-                    Err(why) => why,
-                }
-            ));
-        }
-        thread::sleep(Duration::from_millis(10));
-    }
-    let said: Value = serde_json::from_str(&std::fs::read_to_string(&ready).expect("read the ready file")).expect("ready file is JSON");
+    let (client, said) = cluster.await_ready(client, script, &ready, coordinator_kill_ready_s_max, "the group consuming and its coordinator known");
     let (group, victim) = (said["group"].as_str().unwrap_or("?").to_string(), said["coordinator"].as_i64().unwrap_or(-1));
     let victim = i32::try_from(victim).ok().filter(|v| *v != 0 && cluster.nodes.iter().any(|n| n.id == *v));
     let Some(victim) = victim else {

@@ -199,6 +199,29 @@ impl Cluster {
         self.check_script(script, args, &out)
     }
 
+    /// Waits up to `max_s` for `client`, running `script`, to write the JSON file `ready` (the
+    /// moment a test strikes), and returns what it says; fails with the script's output if it
+    /// ends first or the time runs out (`what`: what the file means). Hands the client back.
+    pub(super) fn await_ready(&self, mut client: ClientProcess, script: &str, ready: &str, max_s: u64, what: &str) -> (ClientProcess, Value) {
+        let deadline = Instant::now() + Duration::from_secs(max_s);
+        while !Path::new(ready).exists() {
+            if client.finished() || Instant::now() > deadline {
+                let out = client.wait(Duration::ZERO);
+                self.fail(&format!(
+                    "{script}: no {ready} ({what}) within {max_s} s: {}",
+                    match out {
+                        Ok(out) => format!("exited {}\n--- stdout ---\n{}\n--- stderr ---\n{}", out.status, String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)),
+                        Err(why) => why,
+                    }
+                ));
+            }
+            thread::sleep(Duration::from_millis(5));
+        }
+        let text = std::fs::read_to_string(ready).unwrap_or_else(|e| self.fail(&format!("{ready}: {e}")));
+        let said = serde_json::from_str(&text).unwrap_or_else(|e| self.fail(&format!("{ready} is not JSON ({e}): {text}")));
+        (client, said)
+    }
+
     pub(super) fn check_script(&self, script: &str, args: &[&str], out: &Output) -> String {
         let stderr = String::from_utf8_lossy(&out.stderr);
         if !out.status.success() {

@@ -63,22 +63,8 @@ fn cluster_transaction_coordinator_sigkill_mid_commit() {
     // Node 0 runs the controller, the only voter: the script picks an id coordinated elsewhere.
     let args = ["--topic", topic, "--id", "kill-txn", "--avoid", "0", "--ready", &ready, "--killed", &killed, "--recovery-s-max", &recovery];
     let script = "transactional_coordinator_kill.py";
-    let mut client = ClientProcess::spawn(&mut client_command(&cluster.addr(0), script, &args), None).unwrap_or_else(|why| cluster.fail(&format!("{script}: {why}")));
-    let deadline = Instant::now() + Duration::from_secs(txn_kill_ready_s_max);
-    while !Path::new(&ready).exists() {
-        if client.finished() || Instant::now() > deadline {
-            let out = client.wait(Duration::ZERO);
-            cluster.fail(&format!(
-                "{script}: no {ready} within {txn_kill_ready_s_max} s: {}",
-                match out {
-                    Ok(out) => format!("exited {}\n--- stdout ---\n{}\n--- stderr ---\n{}", out.status, String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)),
-                    Err(why) => why,
-                }
-            ));
-        }
-        thread::sleep(Duration::from_millis(5));
-    }
-    let said: Value = serde_json::from_str(&std::fs::read_to_string(&ready).expect("read the ready file")).expect("ready file is JSON");
+    let client = ClientProcess::spawn(&mut client_command(&cluster.addr(0), script, &args), None).unwrap_or_else(|why| cluster.fail(&format!("{script}: {why}")));
+    let (client, said) = cluster.await_ready(client, script, &ready, txn_kill_ready_s_max, "the big transaction's commit about to start");
     let victim = i32::try_from(said["coordinator"].as_i64().unwrap_or(-1)).ok().filter(|v| *v != 0 && cluster.nodes.iter().any(|n| n.id == *v));
     let Some(victim) = victim else {
         cluster.fail(&format!("{script} named coordinator {} for {}; expected node 1 or 2 (not the controller)", said["coordinator"], said["txn_id"]));
