@@ -157,6 +157,15 @@ pub enum PlantedBug {
     /// transaction whose commit was acknowledged is gone on every partition alike (caught by
     /// `txn_lost_write` alone on `transactions`: nothing is torn, nothing aborted shows).
     CommitMarkerAborts,
+    /// Fetch with read_committed reads to the high watermark, past the last stable offset: a
+    /// consumer sees open transactions' records before their markers. Where no transaction
+    /// aborts, only `txn_wr_cycle` sees it, when two consume-transform-produce transactions
+    /// read each other's records (`scenarios/transactions/ring.toml`).
+    ReadCommittedPastLso,
+    /// The group coordinator makes an aborted transaction's offsets (TxnOffsetCommit) the
+    /// group's, as a committed one's: a processor that starts over resumes past input whose
+    /// output was aborted (`exactly_once` on `scenarios/transactions/processors.toml`).
+    TxnOffsetsKeptOnAbort,
 }
 
 impl PlantedBug {
@@ -200,6 +209,8 @@ impl PlantedBug {
         PlantedBug::AbortMarkerCommits,
         PlantedBug::MarkerEqualEpochAccepted,
         PlantedBug::CommitMarkerAborts,
+        PlantedBug::ReadCommittedPastLso,
+        PlantedBug::TxnOffsetsKeptOnAbort,
     ];
 
     /// The bug named `name` (its variant name, as traces record it).

@@ -164,6 +164,9 @@ pub struct Txn {
     pub serial: u64,
     /// Its records as sent: (topic, partition, identity), acknowledged or not.
     pub records: Vec<(String, i32, Vec<u8>)>,
+    /// A processor's: the records it read (read_committed) inside the transaction, whose
+    /// positions it committed with it: (topic, partition, offset, identity).
+    pub reads: Vec<(String, i32, i64, Vec<u8>)>,
     /// Whether its producer asked to commit it (else to abort it, or it gave up on it: then
     /// nothing can commit it).
     pub commit: bool,
@@ -174,10 +177,43 @@ pub struct Txn {
     pub complete_ms: u64,
 }
 
+/// A scenario's consume-transform-produce processors, as the checkers need them
+/// (`scenario::ProcessorSpec`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Processors {
+    pub group: String,
+    pub from: String,
+    pub to: String,
+    /// Their node names: an output's value ends `>{process}.{serial}`.
+    pub processes: Vec<String>,
+    pub hops: u32,
+}
+
+/// The separator between a record's value and each processor step's mark (see
+/// `scenario::ProcessorSpec`).
+pub const hop_mark: char = '>';
+
+/// The input an output of a processor step was made from: its value without the last
+/// `>{process}.{serial}`, and that process; None for a record no processor wrote.
+pub fn processed_from(value: &[u8]) -> Option<(&[u8], &str)> {
+    let at = value.iter().rposition(|b| *b == hop_mark as u8)?;
+    let step = std::str::from_utf8(&value[at + 1..]).ok()?;
+    let (process, _) = step.rsplit_once('.')?;
+    Some((&value[..at], process))
+}
+
+/// How many processor steps made `value`.
+pub fn hops(value: &[u8]) -> u32 {
+    value.iter().filter(|b| **b == hop_mark as u8).count() as u32
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct History {
-    /// Every transaction of the transactional producers, in the order they ended.
+    /// Every transaction of the transactional producers and processors, in the order they
+    /// ended.
     pub txns: Vec<Txn>,
+    /// The scenario's processors, spec by spec.
+    pub processors: Vec<Processors>,
     /// With transactional producers: every partition read again with read_committed after the
     /// final read, once its last stable offset reached where that read ended (or not, then in
     /// `final_errors` under the topic prefixed `committed:`).

@@ -213,7 +213,7 @@ impl Broker {
                 }
                 leo
             }
-            None if who.read_committed => rules.consumer_upper(part.high_watermark(), leo).min(part.last_stable_offset()),
+            None if who.read_committed => rules.committed_upper(rules.consumer_upper(part.high_watermark(), leo), part.last_stable_offset()),
             None => rules.consumer_upper(part.high_watermark(), leo),
         };
         let part = self.local(name, p)?;

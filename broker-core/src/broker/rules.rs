@@ -58,6 +58,13 @@ pub trait Rules: Sync {
         high_watermark
     }
 
+    /// How far a read_committed consumer reads, given how far any consumer may (`upper`): no
+    /// further than the last stable offset, so an open transaction's records wait for its
+    /// marker (planted `ReadCommittedPastLso`).
+    fn committed_upper(&self, upper: i64, last_stable_offset: i64) -> i64 {
+        upper.min(last_stable_offset)
+    }
+
     /// The records a fetch answers, as read.
     fn served(&self, records: Records, _consumer: bool) -> Records {
         records
@@ -321,6 +328,13 @@ pub(super) mod planted {
         }
     }
 
+    pub struct ReadCommittedPastLso;
+    impl Rules for ReadCommittedPastLso {
+        fn committed_upper(&self, upper: i64, _: i64) -> i64 {
+            upper
+        }
+    }
+
     pub struct MarkerEqualEpochAccepted;
     impl Rules for MarkerEqualEpochAccepted {
         fn marker_checked_as(&self, _: TxnVersion) -> TxnVersion {
@@ -354,6 +368,7 @@ pub(super) mod planted {
             PlantedBug::AbortMarkerCommits => &AbortMarkerCommits,
             PlantedBug::MarkerEqualEpochAccepted => &MarkerEqualEpochAccepted,
             PlantedBug::CommitMarkerAborts => &CommitMarkerAborts,
+            PlantedBug::ReadCommittedPastLso => &ReadCommittedPastLso,
             _ => return None,
         })
     }

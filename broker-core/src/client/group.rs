@@ -532,7 +532,9 @@ impl GroupConsumer {
         req
     }
 
-    /// The group's committed offsets of `parts` (-1: none).
+    /// The group's committed offsets of `parts` (-1: none). Asked with `require_stable`, as
+    /// Kafka's read_committed consumers ask: an offset a transaction still holds open is
+    /// UNSTABLE_OFFSET_COMMIT (retriable) rather than the offset before it.
     pub async fn committed(&mut self, parts: &TopicPartitions) -> Result<BTreeMap<(String, i32), i64>, ClientError> {
         let mut req = OffsetFetchRequest::default();
         let mut g = OffsetFetchRequestGroup::default();
@@ -540,10 +542,14 @@ impl GroupConsumer {
         g.member_epoch = -1;
         g.topics = Some(parts.iter().map(|(t, ps)| OffsetFetchRequestTopics::default().with_name(TopicName(s(t))).with_partition_indexes(ps.clone())).collect());
         req.groups = vec![g];
+        req.require_stable = true;
         let resp = self.ask_coordinator(&req).await?;
         let g = resp.groups.into_iter().next().ok_or_else(|| ClientError::Protocol("OffsetFetch answered no group".into()))?;
         if g.error_code != 0 {
             return Err(self.on_error(g.error_code, "OffsetFetch", &mut Vec::new()));
+        }
+        if let Some((t, p)) = g.topics.iter().flat_map(|t| t.partitions.iter().map(move |p| (t, p))).find(|(_, p)| p.error_code != 0) {
+            return Err(ClientError::kafka(p.error_code, format!("OffsetFetch for {}-{} in group {}", t.name.0.as_str(), p.partition_index, self.config.group_id)));
         }
         Ok(g.topics.iter().flat_map(|t| t.partitions.iter().map(move |p| ((t.name.0.to_string(), p.partition_index), p.committed_offset))).collect())
     }

@@ -4,7 +4,9 @@
 //! transaction with EndTxn v5 (`commit`, `abort`), going on with the epoch the coordinator
 //! answers: the next one under KIP-890 (`transaction.version` 2), the same one from a
 //! coordinator at the classic protocol. Batches go through [`Producer`], transactional and
-//! idempotent.
+//! idempotent. A consumer's offsets join the transaction with `send_offsets` (Kafka's
+//! `sendOffsetsToTransaction`: AddOffsetsToTxn to the transaction coordinator, then
+//! TxnOffsetCommit to the group's), so they commit or abort with its records.
 //!
 //! Errors that pass (the coordinator moving, loading, not there yet, or busy with this id's
 //! previous transition: CONCURRENT_TRANSACTIONS) are retried after `retry_backoff`, at most
@@ -17,13 +19,15 @@ use super::cluster::Cluster;
 use super::producer::{Producer, ProducerConfig, ProducerRecord};
 use super::ClientError;
 use crate::kafka::Code;
+use kafka_protocol::messages::add_offsets_to_txn_request::AddOffsetsToTxnRequest;
 use kafka_protocol::messages::add_partitions_to_txn_request::{AddPartitionsToTxnRequest, AddPartitionsToTxnTopic};
 use kafka_protocol::messages::end_txn_request::EndTxnRequest;
 use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
 use kafka_protocol::messages::init_producer_id_request::InitProducerIdRequest;
-use kafka_protocol::messages::{ProducerId, TopicName, TransactionalId};
+use kafka_protocol::messages::txn_offset_commit_request::{TxnOffsetCommitRequest, TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic};
+use kafka_protocol::messages::{GroupId, ProducerId, TopicName, TransactionalId};
 use kafka_protocol::protocol::{Request, StrBytes};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 
 /// Most attempts of one coordinator request (FindCoordinator included) before the caller is
@@ -37,10 +41,17 @@ pub struct TransactionalProducer {
     producer: Producer,
     id: String,
     timeout_ms: i32,
-    coordinator: Option<SocketAddr>,
+    /// The coordinators found, by key type and key (the transactional id's, groups').
+    coordinators: BTreeMap<(i8, String), SocketAddr>,
     /// Partitions of the open transaction (None: no transaction open).
     open: Option<BTreeSet<(String, i32)>>,
+    /// Whether the open transaction holds a group's offsets (it must then be ended at the
+    /// coordinator even without a partition).
+    offsets_added: bool,
 }
+
+/// Which coordinator a request goes to: (key type, key).
+type CoordinatorKey = (i8, String);
 
 /// What a coordinator's error code means to the client.
 enum Next {
@@ -55,7 +66,7 @@ enum Next {
 fn next(code: i16, what: &str) -> Next {
     match crate::kafka::error(code) {
         None => Next::Done,
-        Some(Code::ConcurrentTransactions | Code::CoordinatorLoadInProgress) => Next::Again,
+        Some(Code::ConcurrentTransactions | Code::CoordinatorLoadInProgress | Code::UnknownTopicOrPartition) => Next::Again,
         Some(Code::NotCoordinator | Code::CoordinatorNotAvailable) => Next::Refind,
         Some(_) => Next::Fail(ClientError::kafka(code, what)),
     }
@@ -66,19 +77,24 @@ impl TransactionalProducer {
     pub fn new(bootstrap: Vec<SocketAddr>, config: ProducerConfig, id: &str, timeout_ms: i32) -> TransactionalProducer {
         let mut producer = Producer::with_bootstrap(bootstrap, config);
         producer.set_transactional(id);
-        TransactionalProducer { producer, id: id.to_string(), timeout_ms, coordinator: None, open: None }
+        TransactionalProducer { producer, id: id.to_string(), timeout_ms, coordinators: BTreeMap::new(), open: None, offsets_added: false }
     }
 
     fn txn_id(&self) -> TransactionalId {
         TransactionalId(StrBytes::from_string(self.id.clone()))
     }
 
-    /// The coordinator's address (FindCoordinator key type 1, asked of any broker).
-    async fn coordinator(&mut self) -> Result<SocketAddr, ClientError> {
-        if let Some(a) = self.coordinator {
-            return Ok(a);
+    /// The transactional id's coordinator.
+    fn txn_coordinator(&self) -> CoordinatorKey {
+        (crate::kafka::coordinator_type::transaction, self.id.clone())
+    }
+
+    /// The address of coordinator `key` (FindCoordinator, asked of any broker).
+    async fn coordinator(&mut self, key: &CoordinatorKey) -> Result<SocketAddr, ClientError> {
+        if let Some(a) = self.coordinators.get(key) {
+            return Ok(*a);
         }
-        let req = FindCoordinatorRequest::default().with_key_type(crate::kafka::coordinator_type::transaction).with_coordinator_keys(vec![StrBytes::from_string(self.id.clone())]);
+        let req = FindCoordinatorRequest::default().with_key_type(key.0).with_coordinator_keys(vec![StrBytes::from_string(key.1.clone())]);
         let c = self.producer.cluster();
         let addr = c.any_broker();
         let resp = match c.conn(addr).await?.send(&req).await {
@@ -94,17 +110,23 @@ impl TransactionalProducer {
             return Err(ClientError::kafka(found.error_code, "FindCoordinator"));
         }
         let addr: SocketAddr = format!("{}:{}", found.host.as_str(), found.port).parse().map_err(|_| ClientError::Protocol(format!("coordinator address {}:{} is not ip:port", found.host.as_str(), found.port)))?;
-        self.coordinator = Some(addr);
+        self.coordinators.insert(key.clone(), addr);
         Ok(addr)
     }
 
-    /// Sends `req` to the coordinator until `code` of its answer says done or failed, finding
-    /// the coordinator again when it moved.
+    /// Sends `req` to the transaction coordinator until `code` of its answer says done or
+    /// failed, finding the coordinator again when it moved.
     async fn ask<R: Request>(&mut self, req: &R, what: &str, code: impl Fn(&R::Response) -> i16) -> Result<R::Response, ClientError> {
+        let key = self.txn_coordinator();
+        self.ask_of(&key, req, what, code).await
+    }
+
+    /// [`Self::ask`] of coordinator `key`.
+    async fn ask_of<R: Request>(&mut self, key: &CoordinatorKey, req: &R, what: &str, code: impl Fn(&R::Response) -> i16) -> Result<R::Response, ClientError> {
         let backoff = self.producer.config().retry_backoff;
         let mut last = ClientError::Protocol(format!("{what}: no attempt"));
         for _ in 0..txn_request_attempts_max {
-            let addr = match self.coordinator().await {
+            let addr = match self.coordinator(key).await {
                 Ok(a) => a,
                 Err(e) if e.retriable() || matches!(&e, ClientError::Kafka { code: Code::CoordinatorNotAvailable | Code::NotCoordinator, .. }) => {
                     last = e;
@@ -124,7 +146,7 @@ impl TransactionalProducer {
                     // The outcome of this attempt is unknown; asking again is what Kafka's
                     // producers do (each request here is idempotent at the coordinator).
                     c.drop_conn(addr);
-                    self.coordinator = None;
+                    self.coordinators.remove(key);
                     last = e;
                     tokio::time::sleep(backoff).await;
                     continue;
@@ -135,7 +157,7 @@ impl TransactionalProducer {
                 Next::Fail(e) => return Err(e),
                 Next::Again => last = ClientError::kafka(code(&resp), what),
                 Next::Refind => {
-                    self.coordinator = None;
+                    self.coordinators.remove(key);
                     last = ClientError::kafka(code(&resp), what);
                 }
             }
@@ -147,7 +169,7 @@ impl TransactionalProducer {
     /// Gets a producer id and epoch for the id (Kafka's `initTransactions`): an older producer
     /// of the id is fenced, and a transaction it left open is aborted first.
     pub async fn init(&mut self) -> Result<(i64, i16), ClientError> {
-        self.open = None;
+        (self.open, self.offsets_added) = (None, false);
         self.producer.set_producer_id(None);
         let req = InitProducerIdRequest::default().with_transactional_id(Some(self.txn_id())).with_transaction_timeout_ms(self.timeout_ms).with_producer_id(ProducerId(-1)).with_producer_epoch(-1);
         let resp = self.ask(&req, "InitProducerId", |r| r.error_code).await?;
@@ -192,6 +214,32 @@ impl TransactionalProducer {
         self.producer.producer_id().ok_or_else(|| ClientError::Protocol("init_transactions first".into()))
     }
 
+    /// Adds a consumer's positions (`offsets`: topic, partition, next offset to read) in
+    /// `group` to the open transaction (Kafka's `sendOffsetsToTransaction` with a group id
+    /// alone: generation -1, no member): AddOffsetsToTxn, then TxnOffsetCommit to the group's
+    /// coordinator. They become the group's committed offsets if the transaction commits.
+    pub async fn send_offsets(&mut self, group: &str, offsets: &[(String, i32, i64)]) -> Result<(), ClientError> {
+        if self.open.is_none() {
+            return Err(ClientError::Protocol("no transaction is open".into()));
+        }
+        let (pid, epoch) = self.producer_id()?;
+        let gid = GroupId(StrBytes::from_string(group.to_string()));
+        if !self.offsets_added {
+            let req = AddOffsetsToTxnRequest::default().with_transactional_id(self.txn_id()).with_producer_id(ProducerId(pid)).with_producer_epoch(epoch).with_group_id(gid.clone());
+            self.ask(&req, "AddOffsetsToTxn", |r| r.error_code).await?;
+            self.offsets_added = true;
+        }
+        let mut topics: BTreeMap<&str, Vec<TxnOffsetCommitRequestPartition>> = BTreeMap::new();
+        for (t, p, o) in offsets {
+            topics.entry(t).or_default().push(TxnOffsetCommitRequestPartition::default().with_partition_index(*p).with_committed_offset(*o).with_committed_leader_epoch(-1));
+        }
+        let topics = topics.into_iter().map(|(t, ps)| TxnOffsetCommitRequestTopic::default().with_name(TopicName(StrBytes::from_string(t.to_string()))).with_partitions(ps)).collect();
+        let req = TxnOffsetCommitRequest::default().with_transactional_id(self.txn_id()).with_group_id(gid).with_producer_id(ProducerId(pid)).with_producer_epoch(epoch).with_generation_id(-1).with_topics(topics);
+        let code = |r: &kafka_protocol::messages::TxnOffsetCommitResponse| r.topics.iter().flat_map(|t| &t.partitions).map(|p| p.error_code).find(|c| *c != 0).unwrap_or(0);
+        self.ask_of(&(crate::kafka::coordinator_type::group, group.to_string()), &req, "TxnOffsetCommit", code).await?;
+        Ok(())
+    }
+
     /// Commits the open transaction: answered once the coordinator has durably decided it
     /// (its markers follow).
     pub async fn commit(&mut self) -> Result<(), ClientError> {
@@ -205,7 +253,8 @@ impl TransactionalProducer {
 
     async fn end(&mut self, commit: bool) -> Result<(), ClientError> {
         let Some(open) = self.open.take() else { return Err(ClientError::Protocol("no transaction is open".into())) };
-        if open.is_empty() {
+        let offsets_added = std::mem::take(&mut self.offsets_added);
+        if open.is_empty() && !offsets_added {
             // Nothing reached the coordinator: nothing to end (Kafka's producers skip EndTxn).
             return Ok(());
         }

@@ -307,8 +307,9 @@ impl Coordinator {
                 group
             }
             Effect::TxnEnd { producer_id, commit, ended } => {
+                let takes_effect = rules::of(self.planted).txn_offsets_take_effect(commit);
                 for (group, offsets) in ended {
-                    match (result.is_ok(), commit) {
+                    match (result.is_ok(), takes_effect) {
                         (true, true) => self.groups.entry(group.clone()).or_insert_with(|| Group::new(&group, now, String::new())).offsets.extend(offsets),
                         (true, false) => {}
                         (false, _) => {

@@ -1,6 +1,6 @@
 //! The coordinator's commit rules that the simulator may swap, when the node is built, for a
 //! known wrong one (a planted bug, `crate::planted`): which generation a commit is checked
-//! against, and whether a refused one is written. `Coordinator::commit` asks [`Rules`], whose
+//! against, whether a refused one is written, and which transactions' offsets take effect. `Coordinator::commit` asks [`Rules`], whose
 //! defaults are Kafka's ([`Kafka`]); [`of`] picks a planted bug's rule (simulated build only).
 
 use super::Group;
@@ -19,6 +19,12 @@ pub trait Rules: Sync {
     /// Whether a commit refused for a stale generation is written all the same: never.
     fn writes_refused_stale_commit(&self) -> bool {
         false
+    }
+
+    /// Whether a transaction's offsets become the group's once its marker (`commit` or
+    /// abort) is replicated: only a commit's (planted `TxnOffsetsKeptOnAbort`).
+    fn txn_offsets_take_effect(&self, commit: bool) -> bool {
+        commit
     }
 }
 
@@ -67,8 +73,17 @@ mod planted_rules {
         }
     }
 
+    /// An aborted transaction's offsets take effect as a committed one's.
+    pub struct TxnOffsetsKeptOnAbort;
+    impl Rules for TxnOffsetsKeptOnAbort {
+        fn txn_offsets_take_effect(&self, _commit: bool) -> bool {
+            true
+        }
+    }
+
     pub fn of(bug: PlantedBug) -> Option<&'static dyn Rules> {
         Some(match bug {
+            PlantedBug::TxnOffsetsKeptOnAbort => &TxnOffsetsKeptOnAbort,
             PlantedBug::CommitIgnoresGeneration => &CommitIgnoresGeneration,
             PlantedBug::CommitAcceptsOlderGeneration => &CommitAcceptsOlderGeneration,
             PlantedBug::StaleCommitWrittenAnyway => &StaleCommitWrittenAnyway,

@@ -79,6 +79,10 @@ pub const SENT: &[(ApiKey, i16)] = &[
     // version, EndTxn's KIP-890 one (a broker at transaction.version 1 answers it classically).
     (ApiKey::AddPartitionsToTxn, 3),
     (ApiKey::EndTxn, 5),
+    // Its offsets (`send_offsets`): AddOffsetsToTxn, and TxnOffsetCommit with KIP-447's member
+    // fields (left empty: a group id alone).
+    (ApiKey::AddOffsetsToTxn, 3),
+    (ApiKey::TxnOffsetCommit, 3),
     (ApiKey::AlterPartition, 3),
     (ApiKey::ListOffsets, 6),
     // The group consumer (client::group) and the operator's queries (client::groups_admin).

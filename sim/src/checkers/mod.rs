@@ -35,6 +35,8 @@
 //! | `txn_lost_write` | every record of a transaction whose commit was acknowledged is visible to a read_committed reader after healing | Kafka's transactions (KIP-98): EndTxn answers once the outcome is durable |
 //! | `txn_aborted_read` | no record of a transaction its producer aborted or gave up on is visible to read_committed | Jepsen: G1a aborted read; Kafka's read_committed |
 //! | `txn_torn` | a transaction's records are visible to read_committed all together or not at all | atomicity (Jepsen's Bufstream analysis: torn transactions) |
+//! | `exactly_once` | under a processor group (consume-transform-produce), no input has two visible outputs, none below the group's committed offset has none, and no visible output comes from an input read_committed does not show | Kafka's exactly-once semantics (KIP-98, KIP-447) |
+//! | `txn_wr_cycle` | no cycle of committed transactions each reading another's record (G1c over write-read edges; write cycles, G0, are Kafka's by design and not judged) | Adya's G1c; Jepsen's Redpanda 21.10.1 analysis |
 //! | `compaction` | in a compacted topic, each key's last record in the final log is its last acknowledged write (or a later one of unknown outcome); a key is gone only after its last tombstone's `delete.retention.ms` | Kafka's log compaction guarantees (docs: "Log Compaction Basics"); issue 9 |
 //!
 //! Compacted topics (`History::compacted_topics`) relax some properties, each where its module
@@ -50,7 +52,9 @@
 //! increase there.
 
 mod compaction;
+mod exactly_once;
 mod transactions;
+mod txn_cycles;
 mod fence_quorum;
 mod consumers;
 mod final_log;
@@ -110,6 +114,8 @@ pub const CHECKERS: &[(&str, Checker)] = &[
     ("txn_lost_write", transactions::txn_lost_write),
     ("txn_aborted_read", transactions::txn_aborted_read),
     ("txn_torn", transactions::txn_torn),
+    ("exactly_once", exactly_once::exactly_once),
+    ("txn_wr_cycle", txn_cycles::txn_wr_cycle),
     ("isr_complete", isr_complete::isr_complete),
     ("leader_handover", leader_handover::leader_handover),
     ("leader_fenced", leader_fenced::leader_fenced),

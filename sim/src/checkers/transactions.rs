@@ -76,7 +76,7 @@ mod tests {
 
     fn txn(serial: u64, commit: bool, end: Option<Outcome>, values: &[&str]) -> Txn {
         let records = values.iter().enumerate().map(|(i, v)| ("t".to_string(), i as i32 % 2, v.as_bytes().to_vec())).collect();
-        Txn { process: "producer-0".into(), serial, records, commit, end, invoke_ms: 0, complete_ms: 10 }
+        Txn { process: "producer-0".into(), serial, records, reads: Vec::new(), commit, end, invoke_ms: 0, complete_ms: 10 }
     }
 
     fn history(txns: Vec<Txn>, committed: &[(i32, &[&str])]) -> History {

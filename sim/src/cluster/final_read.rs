@@ -32,7 +32,7 @@ const final_read_errors_max: usize = 10;
 /// (or `final_errors`).
 pub(super) async fn through_clients(s: &Scenario, cluster: &Cluster, rec: &Rec) {
     let topics: Vec<(String, i32)> = s.topics.iter().map(|t| (t.name.clone(), t.partitions)).collect();
-    let committed = s.producers.iter().any(|p| p.transactional);
+    let committed = s.transactional();
     let reader = harness_node("final-reader", final_reader_ip);
     let _ = reader.spawn(final_reader_main(cluster.brokers.clone(), topics, committed, rec.clone())).await;
 }

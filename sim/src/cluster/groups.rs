@@ -327,12 +327,16 @@ async fn commit(m: &Member, g: &mut GroupConsumer, positions: BTreeMap<i32, i64>
     m.rec.lock().expect("recorder").history.commits.push(c);
 }
 
-/// After healing: every group's committed offsets, read through a client as a user would.
+/// After healing: every group's committed offsets (processors' groups too), read through a
+/// client as a user would.
 pub(super) async fn final_commits(s: &Scenario, cluster: &Cluster, rec: &Rec) {
-    if s.groups.is_empty() {
+    if s.groups.is_empty() && s.processors.is_empty() {
         return;
     }
-    let groups: Vec<(String, String, i32)> = s.groups.iter().map(|g| (g.id.clone(), g.topic.clone(), s.topics.iter().find(|t| t.name == g.topic).map_or(1, |t| t.partitions))).collect();
+    let partitions = |topic: &str| s.topics.iter().find(|t| t.name == topic).map_or(1, |t| t.partitions);
+    let members = s.groups.iter().map(|g| (g.id.clone(), g.topic.clone(), partitions(&g.topic)));
+    let processors = s.processors.iter().map(|p| (p.group.clone(), p.from.clone(), partitions(&p.from)));
+    let groups: Vec<(String, String, i32)> = members.chain(processors).collect();
     let reader = harness_node("commit-reader", commit_reader_ip);
     let _ = reader.spawn(read_commits(cluster.brokers.clone(), groups, rec.clone())).await;
 }

@@ -16,7 +16,7 @@
 //! |---|---|---|
 //! | fault schedule | `faults` | fixed faults plus the random mix from the seed, within the budget (pure: both builds) |
 //! | topology | `topology` | one node per broker over its own disk; addresses; broker configs |
-//! | workloads | `workloads`, `groups` | topics created through the controller, then producer, consumer and group member nodes |
+//! | workloads | `workloads`, `processors`, `groups` | topics created through the controller, then producer, processor, consumer and group member nodes |
 //! | safety | `inject` | each fault applied at its time and undone after `for` |
 //! | healing | here | faults gone; producers go on for ¾ of `heal_ms`, judged from ½ |
 //! | final read | `final_read`, `groups` | every partition through a client; every group's committed offsets; every replica from its disk |
@@ -35,6 +35,8 @@ mod final_read;
 mod groups;
 #[cfg(madsim)]
 mod inject;
+#[cfg(madsim)]
+mod processors;
 #[cfg(madsim)]
 mod recorder;
 #[cfg(madsim)]
@@ -118,6 +120,7 @@ async fn simulate(s: Scenario, faults: Vec<FaultSpec>, disk_seed: u64, bug: Opti
         h.compacted_topics = s.compacted_topics().into_iter().map(|(t, delete_retention_ms)| (t, Compaction { delete_retention_ms })).collect();
         (h.session_ms, h.voters, h.brokers) = (topology::session_ms, topology::voters(&s).collect(), s.brokers);
         h.controller_failover_ms = topology::controller_failover_ms;
+        h.processors = processors::of(&s);
     }
     broker_core::netfault::reset(disk_seed);
     broker_core::simprobe::reset();

@@ -42,8 +42,8 @@ pub(super) async fn create_topics(s: &Scenario, cluster: &Cluster, rec: &Rec) {
     let _ = admin.spawn(admin_main(cluster.brokers[0], cluster.brokers.len(), topics, rec.clone())).await;
 }
 
-/// Starts every producer (each spec `count` times), then every consumer, each on its own
-/// client node. Consumers read until half-way through the healing phase.
+/// Starts every producer (each spec `count` times), then every processor, then every
+/// consumer, each on its own client node (processors are awaited as producers are). Consumers read until half-way through the healing phase.
 pub(super) fn start_clients(s: &Scenario, cluster: &mut Cluster, rec: &Rec) -> Clients {
     let partitions = |topic: &str| s.topics.iter().find(|t| t.name == topic).map_or(1, |t| t.partitions);
     let mut clients = Clients { producers: Vec::new(), consumers: Vec::new() };
@@ -59,6 +59,7 @@ pub(super) fn start_clients(s: &Scenario, cluster: &mut Cluster, rec: &Rec) -> C
         };
         clients.producers.push(node.spawn(task));
     }
+    clients.producers.extend(super::processors::start(s, cluster, rec));
     let until_ms = s.duration_ms + s.heal_ms / 2;
     for (i, c) in s.consumers.iter().enumerate() {
         let name = format!("consumer-{i}");
@@ -152,7 +153,7 @@ async fn producer_main(name: String, brokers: Vec<SocketAddr>, topic: String, pa
 
 /// `transaction.timeout.ms` of the simulated transactional producers: a transaction its
 /// producer gave up on is aborted by its coordinator within this and a check interval.
-const txn_timeout_ms: i32 = 5_000;
+pub(super) const txn_timeout_ms: i32 = 5_000;
 
 /// A transactional producer at `rate` records/s: each round is one transaction holding the
 /// records that fell due, one batch to each of (up to) two partitions in turn, then committed
@@ -191,7 +192,7 @@ async fn txn_producer_main(name: String, brokers: Vec<SocketAddr>, topic: String
         let invoke_ms = now_ms(&rec);
         let count = (due - n).min(batch_records);
         let parts = (partitions as u64).min(2).min(count);
-        let mut txn = Txn { process: name.clone(), serial, records: Vec::new(), commit: false, end: None, invoke_ms, complete_ms: invoke_ms };
+        let mut txn = Txn { process: name.clone(), serial, records: Vec::new(), reads: Vec::new(), commit: false, end: None, invoke_ms, complete_ms: invoke_ms };
         let _ = producer.begin();
         let mut failed = false;
         for b in 0..parts {
@@ -233,7 +234,7 @@ async fn txn_producer_main(name: String, brokers: Vec<SocketAddr>, topic: String
 /// may overlap in time (several batches in flight): each carries its own invoke and complete
 /// times, and they are recorded in the order they were sent.
 #[allow(clippy::too_many_arguments)]
-fn record_batch(rec: &Rec, name: &str, topic: &str, partition: i32, first: u64, records: Vec<ProducerRecord>, result: &Result<i64, ClientError>, (acks, idempotent): (i16, bool), (invoke_ms, complete_ms): (u64, u64)) {
+pub(super) fn record_batch(rec: &Rec, name: &str, topic: &str, partition: i32, first: u64, records: Vec<ProducerRecord>, result: &Result<i64, ClientError>, (acks, idempotent): (i16, bool), (invoke_ms, complete_ms): (u64, u64)) {
     event(rec, name, "produce", produce_fields(partition, first, records.len() as u64, result));
     let mut r = rec.lock().expect("recorder");
     for (i, x) in records.into_iter().enumerate() {

@@ -15,7 +15,7 @@ mod workloads;
 
 pub use faults::{any_sender, controller_target, held_api, held_apis, leader_target, leader_target_prefix, FaultKind, FaultSpec, RandomFaults};
 pub use topology::{BrokerSettings, TopicSpec};
-pub use workloads::{ConsumerSpec, GroupSpec, ProducerSpec};
+pub use workloads::{ConsumerSpec, GroupSpec, ProcessorSpec, ProducerSpec};
 
 use serde::{Deserialize, Serialize};
 
@@ -78,6 +78,8 @@ pub struct Scenario {
     pub consumers: Vec<ConsumerSpec>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<GroupSpec>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub processors: Vec<ProcessorSpec>,
     #[serde(default)]
     pub faults: Vec<FaultSpec>,
     #[serde(default)]
@@ -189,7 +191,14 @@ impl Scenario {
             .chain((0..producers).map(|i| format!("producer-{i}")))
             .chain((0..consumers).map(|i| format!("consumer-{i}")))
             .chain(self.member_names())
+            .chain(self.processor_names())
             .collect()
+    }
+
+    /// Processors' node names, `processor-{i}`, over every spec in file order.
+    pub fn processor_names(&self) -> Vec<String> {
+        let n: u64 = self.processors.iter().map(|p| p.count as u64).sum();
+        (0..n.min(clients_max as u64 + 1)).map(|i| format!("processor-{i}")).collect()
     }
 
     /// Group members' node names, `member-{group}-{i}`, in file order.
@@ -197,11 +206,18 @@ impl Scenario {
         self.groups.iter().enumerate().flat_map(|(g, spec)| (0..spec.members.min(workloads::group_members_max)).map(move |i| format!("member-{g}-{i}"))).collect()
     }
 
-    /// Client nodes: producers (each spec `count` times) and consumers.
+    /// Client nodes: producers (each spec `count` times), consumers, members and processors.
     pub fn client_count(&self) -> u64 {
         let producer_nodes: u64 = self.producers.iter().map(|p| p.count as u64).sum();
         let members: u64 = self.groups.iter().map(|g| g.members as u64).sum();
-        producer_nodes + self.consumers.len() as u64 + members
+        let processors: u64 = self.processors.iter().map(|p| p.count as u64).sum();
+        producer_nodes + self.consumers.len() as u64 + members + processors
+    }
+
+    /// Whether any client writes transactionally (then the final read is repeated with
+    /// read_committed).
+    pub fn transactional(&self) -> bool {
+        self.producers.iter().any(|p| p.transactional) || !self.processors.is_empty()
     }
 
     /// Compacted topics by name, with their `delete.retention.ms`.

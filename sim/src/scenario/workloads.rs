@@ -148,6 +148,35 @@ pub struct GroupSpec {
     pub commit_lag_ms: u64,
 }
 
+/// Consume-transform-produce under exactly-once (Kafka Streams' `exactly_once_v2` loop, one
+/// transactional producer per processor): `count` processors, `processor-{i}`, each reading
+/// the partitions `p` of `from` with `p % count == i` with read_committed, and for every record
+/// it reads writing one to `to`'s partition `(p + 1) % partitions` — its value the input's
+/// followed by `>{processor}.{transaction}` — while fewer than `hops` such steps are in it;
+/// each transaction (two polls) commits its outputs together with the processor's positions
+/// in group `group` (`send_offsets`), or aborts them (`abort_per_mille`). A failure aborts it; the processor then starts over from
+/// the group's committed offsets (read with `require_stable`). With `from` = `to`, records go
+/// round the partitions `hops` times: a ring, where processors read each other's outputs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessorSpec {
+    pub group: String,
+    pub from: String,
+    pub to: String,
+    #[serde(default = "super::one_u")]
+    pub count: u32,
+    /// Steps a record takes before it is no longer forwarded, 1..=`processor_hops_max`.
+    #[serde(default = "super::one_u")]
+    pub hops: u32,
+    /// Per mille of transactions aborted on purpose once their outputs and offsets are sent
+    /// (by processor and serial, no draw); the processor then starts over, as after a failure.
+    #[serde(default, skip_serializing_if = "super::is_zero")]
+    pub abort_per_mille: u32,
+}
+
+/// Most steps of a record through processors (each adds about 20 bytes to its value).
+pub const processor_hops_max: u32 = 8;
+
 /// Longest `commit_lag_ms`: a commit lagging past a session is a zombie's, which churn's
 /// stalls already make.
 pub const commit_lag_ms_max: u64 = 10_000;
@@ -228,6 +257,14 @@ impl Scenario {
             }
             if p.keys == 0 && self.topics.iter().any(|t| t.name == p.topic && t.compaction().is_some()) {
                 return Err(format!("scenario: producers of compacted topic '{}' need keys (the broker refuses keyless records there)", p.topic));
+            }
+        }
+        for p in &self.processors {
+            if !known(&p.from) || !known(&p.to) {
+                return Err(format!("scenario: processors '{}': from '{}' and to '{}' must be in topics", p.group, p.from, p.to));
+            }
+            if p.group.is_empty() || p.count == 0 || !(1..=processor_hops_max).contains(&p.hops) || p.abort_per_mille > 1000 {
+                return Err(format!("scenario: processors need a group, count >= 1, hops 1..={processor_hops_max} and abort_per_mille 0..=1000 (group '{}', count {}, hops {}, abort_per_mille {})", p.group, p.count, p.hops, p.abort_per_mille));
             }
         }
         for c in &self.consumers {

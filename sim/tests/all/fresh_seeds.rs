@@ -74,6 +74,11 @@ const cheap_half: &[(PlantedBug, &str, &str, u64)] = &[
     (PlantedBug::AbortMarkerCommits, "scenarios/fast/transactions.toml", "txn_aborted_read", 5),
     // A COMMIT marker written as an ABORT: every acknowledged commit is lost.
     (PlantedBug::CommitMarkerAborts, "scenarios/fast/transactions.toml", "txn_lost_write", 5),
+    // Consume-transform-produce: read_committed past the LSO makes the ring's two processors
+    // read each other's open transactions (a write-read cycle on each of 10000..10005), and an
+    // aborted transaction's offsets kept skip inputs on every seed.
+    (PlantedBug::ReadCommittedPastLso, "scenarios/transactions/ring.toml", "txn_wr_cycle", 5),
+    (PlantedBug::TxnOffsetsKeptOnAbort, "scenarios/transactions/processors.toml", "exactly_once", 5),
 ];
 
 /// A scenario file under the repository, or a durability-matrix row by its scenario name.

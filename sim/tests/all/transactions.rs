@@ -1,7 +1,9 @@
 //! Transactions in the simulator (`cargo simtest` only): the `transactions` scenario's
 //! transactional producers run under faults and a read_committed reader judges them; a leader
 //! that commits what it was asked to abort is caught by `txn_aborted_read` alone; the late
-//! requests of `scenarios/anomalies/` end later transactions under the classic protocol only.
+//! requests of `scenarios/anomalies/` end later transactions under the classic protocol only;
+//! exactly-once processors (`scenarios/transactions/ring.toml`, `processors.toml`) pass, and
+//! `txn_wr_cycle` and `exactly_once` each catch a planted bug alone.
 
 use super::in_flight::{caught, scenario};
 use crate::run;
@@ -74,4 +76,61 @@ fn without_kip_1228_a_late_marker_ends_the_next_transaction_even_with_kip_890() 
     let txn = ["txn_lost_write", "txn_aborted_read", "txn_torn"];
     assert!(r.violations.iter().all(|v| txn.contains(&v.checker)), "seed {seed}: {:?}", r.violations.first());
     assert!(run(&defended, &path, seed, None).passed(), "seed {seed} fails without {bug:?}");
+}
+
+/// A consume-transform-produce scenario of `scenarios/transactions/`, parsed.
+fn processing(name: &str) -> (String, sim::scenario::Scenario) {
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../scenarios/transactions/{name}.toml"));
+    let s = sim::scenario::Scenario::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    (path.display().to_string(), s)
+}
+
+/// Exactly-once processors pass, under both transaction protocols: every input of the ring
+/// comes out once per step, the processors' transactions commit their reads and outputs, and
+/// under faults with aborts on purpose the processors start over from the group's offsets.
+#[test]
+fn exactly_once_processors_pass_under_both_protocols() {
+    for name in ["ring", "processors"] {
+        let (path, s) = processing(name);
+        for tv in [1, 2] {
+            let mut s = s.clone();
+            s.broker.transaction_version = Some(tv);
+            for seed in 0..3 {
+                let r = run(&s, &path, seed, None);
+                assert!(r.passed(), "{name} tv {tv} seed {seed}: {:?}", r.violations.first());
+                let processed: Vec<_> = r.history.txns.iter().filter(|t| t.commit && !t.reads.is_empty()).collect();
+                assert!(processed.len() > 50, "{name} tv {tv} seed {seed}: {} transactions read and committed", processed.len());
+                let visible: usize = r.history.final_committed.iter().filter(|((t, _), _)| s.processors.iter().any(|p| p.to == *t)).map(|(_, log)| log.iter().filter(|(_, v)| sim::history::processed_from(v).is_some()).count()).sum();
+                assert!(visible > 500, "{name} tv {tv} seed {seed}: {visible} outputs visible");
+                if name == "processors" {
+                    assert!(r.history.txns.iter().any(|t| !t.commit && !t.reads.is_empty()), "{name} seed {seed}: some processing aborted");
+                }
+            }
+        }
+    }
+}
+
+/// read_committed reading past the last stable offset, with nothing aborted: no checker of a
+/// single transaction sees it (each one commits whole), but two processors of the ring read
+/// each other's open transactions, a write-read cycle (`txn_wr_cycle` alone).
+#[test]
+fn reading_past_the_lso_is_caught_by_txn_wr_cycle_alone() {
+    let (path, s) = processing("ring");
+    let bug = PlantedBug::ReadCommittedPastLso;
+    let seed = (0..10).find(|&seed| run(&s, &path, seed, Some(bug)).violations.iter().any(|v| v.checker == "txn_wr_cycle")).expect("a cycle within 10 seeds");
+    let r = run(&s, &path, seed, Some(bug));
+    assert!(r.violations.iter().all(|v| v.checker == "txn_wr_cycle"), "seed {seed}: {:?}", r.violations.iter().find(|v| v.checker != "txn_wr_cycle"));
+    assert!(run(&s, &path, seed, None).passed(), "seed {seed} fails without {bug:?}");
+}
+
+/// An aborted transaction's offsets kept by the group coordinator: a processor that starts
+/// over skips the inputs whose outputs were aborted (`exactly_once` alone).
+#[test]
+fn an_aborted_transactions_offsets_kept_are_caught_by_exactly_once_alone() {
+    let (path, s) = processing("processors");
+    let bug = PlantedBug::TxnOffsetsKeptOnAbort;
+    let seed = (0..10).find(|&seed| run(&s, &path, seed, Some(bug)).violations.iter().any(|v| v.checker == "exactly_once")).expect("caught within 10 seeds");
+    let r = run(&s, &path, seed, Some(bug));
+    assert!(r.violations.iter().all(|v| v.checker == "exactly_once" && v.loss), "seed {seed}: {:?}", r.violations.iter().find(|v| v.checker != "exactly_once"));
+    assert!(run(&s, &path, seed, None).passed(), "seed {seed} fails without {bug:?}");
 }
