@@ -1,5 +1,5 @@
 //! What a node tells an observer as its decisions happen: where replica logs end, leaders'
-//! high watermarks and failed logs, the metadata quorum's durable state, elections and
+//! high watermarks, last stable offsets and failed logs, the metadata quorum's durable state, elections and
 //! commits. The simulator's checkers are the observer (it hands them to `simprobe`); a real
 //! broker has none, and every call site costs one `Option` test.
 //!
@@ -19,9 +19,9 @@ pub enum Observation<'a> {
     /// Node `node`'s replica of a partition now ends at `log_end` (opened, appended,
     /// truncated), or was closed or failed (None).
     ReplicaLogEnd { node: i32, topic: &'a str, topic_id: [u8; 16], partition: i32, log_end: Option<i64>, now: u64 },
-    /// As the partition's leader, node `node`'s high watermark, and whether the ISR it counts
-    /// is below min.insync.replicas.
-    LeaderHighWatermark { node: i32, topic: &'a str, topic_id: [u8; 16], partition: i32, high_watermark: i64, below_min_isr: bool, now: u64 },
+    /// As the partition's leader in `leader_epoch`, node `node`'s high watermark and last stable
+    /// offset, and whether the ISR it counts is below min.insync.replicas.
+    LeaderHighWatermark { node: i32, topic: &'a str, topic_id: [u8; 16], partition: i32, leader_epoch: i32, high_watermark: i64, last_stable_offset: i64, below_min_isr: bool, now: u64 },
     /// A partition led by `node` went offline with its log.
     LeaderLogFailed { node: i32, topic: &'a str, topic_id: [u8; 16], partition: i32, now: u64 },
     /// A voter applied a committed partition record at metadata offset `offset`.

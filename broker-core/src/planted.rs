@@ -166,6 +166,12 @@ pub enum PlantedBug {
     /// group's, as a committed one's: a processor that starts over resumes past input whose
     /// output was aborted (`exactly_once` on `scenarios/transactions/processors.toml`).
     TxnOffsetsKeptOnAbort,
+    /// A partition's last stable offset is held back by the latest transaction open there
+    /// instead of the earliest (set when the node is built: `BrokerConfig::lso_held_by`): when
+    /// the later of two open transactions ends, the offset steps back to the earlier one's
+    /// start, and read_committed consumers were shown the earlier one's open records
+    /// (`lso_monotonic` alone on `transactions`).
+    LsoFromLatestOpenTxn,
 }
 
 impl PlantedBug {
@@ -211,6 +217,7 @@ impl PlantedBug {
         PlantedBug::CommitMarkerAborts,
         PlantedBug::ReadCommittedPastLso,
         PlantedBug::TxnOffsetsKeptOnAbort,
+        PlantedBug::LsoFromLatestOpenTxn,
     ];
 
     /// The bug named `name` (its variant name, as traces record it).

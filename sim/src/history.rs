@@ -156,6 +156,9 @@ impl History {
     }
 }
 
+/// A record a processor's transaction read: (topic, partition, offset, identity).
+pub type TxnRead = (String, i32, i64, Vec<u8>);
+
 /// One transaction of a transactional producer, as its producer saw it.
 #[derive(Debug, Clone)]
 pub struct Txn {
@@ -166,7 +169,7 @@ pub struct Txn {
     pub records: Vec<(String, i32, Vec<u8>)>,
     /// A processor's: the records it read (read_committed) inside the transaction, whose
     /// positions it committed with it: (topic, partition, offset, identity).
-    pub reads: Vec<(String, i32, i64, Vec<u8>)>,
+    pub reads: Vec<TxnRead>,
     /// Whether its producer asked to commit it (else to abort it, or it gave up on it: then
     /// nothing can commit it).
     pub commit: bool,
@@ -263,6 +266,10 @@ pub struct History {
     /// the controller reported them while the run went (`broker_core::simprobe::isr`; ms from
     /// the run's start).
     pub isr_breaches: Vec<broker_core::simprobe::IsrBreach>,
+    /// The moments a leader moved a partition's last stable offset back within one leader
+    /// epoch, as the brokers reported it (`broker_core::simprobe::stable`; ms from the run's
+    /// start).
+    pub lso_regressions: Vec<broker_core::simprobe::LsoRegression>,
     /// Leaders whose log failed, and when the partition stopped waiting on them, as the
     /// brokers and voters reported it (`broker_core::simprobe::leadership`; ms from the run's
     /// start).

@@ -115,6 +115,17 @@ fn all_lose_power() -> Vec<FaultSpec> {
     [3_000, 11_000].into_iter().flat_map(|at| (0..3).map(move |b| fault(at, FaultKind::PowerLoss, &format!("broker-{b}"), 1_000))).collect()
 }
 
+/// The acks=all leader-crash row's scenario with two transactional producers instead of the
+/// plain one (one transaction in five aborted on purpose), under `transaction.version` `tv`:
+/// the promise is acks=all's, for every transaction whose commit was acknowledged
+/// (`txn_lost_write` counts as loss), and read_committed shows no aborted or torn one.
+fn transactional(name: &str, tv: i64) -> Scenario {
+    let mut s = replicated(name, "all", None, 12_000, leader_crashes(true));
+    s.broker.transaction_version = Some(tv);
+    s.producers = vec![ProducerSpec { transactional: true, abort_per_mille: 200, count: 2, ..s.producers[0].clone() }];
+    s
+}
+
 /// KIP-966's "last replica standing", the same faults with `eligible.leader.replicas.enable`
 /// off and on. Five brokers, one controller voter (`broker-0`), `orders-1` on broker-1 (leader),
 /// broker-2 and broker-3: broker-3 is cut off (fenced: ISR {1,2}, at the minimum, so no ELR),
@@ -268,6 +279,24 @@ pub fn rows() -> Vec<Row> {
             scenario: last_replica_standing("acksall-never-last-replica-standing-elr", true),
         },
         Row {
+            setup: rf3,
+            acks: "all, transactional (classic, TV1)",
+            flush: "never",
+            fault: "leader crash before followers fetch",
+            loss_allowed: false,
+            note: "the acks=all leader-crash row's faults under two transactional producers (one transaction in five aborted), transaction.version 1: no acknowledged commit lost, nothing aborted or torn visible to read_committed",
+            scenario: transactional("txn-tv1-never-leader-crash", 1),
+        },
+        Row {
+            setup: rf3,
+            acks: "all, transactional (KIP-890, TV2)",
+            flush: "never",
+            fault: "leader crash before followers fetch",
+            loss_allowed: false,
+            note: "the same with transaction.version 2: every end bumps the epoch",
+            scenario: transactional("txn-tv2-never-leader-crash", 2),
+        },
+        Row {
             setup: one,
             acks: "all",
             flush: "never",
@@ -309,8 +338,9 @@ pub struct Measured {
     pub acknowledged: usize,
     /// acks=0 writes sent without error (nothing is acknowledged for them).
     pub sent_acks0: usize,
-    /// Acknowledged writes missing from the final log (acks ≥ 1, `acknowledged_durable`), plus
-    /// acks=0 writes sent and missing.
+    /// Acknowledged writes missing from the final log (acks ≥ 1, `acknowledged_durable`), and
+    /// committed transactions not whole under read_committed (`txn_lost_write`), plus acks=0
+    /// writes sent and missing.
     pub lost: usize,
     /// The first few losses, for the report.
     pub losses: Vec<String>,
@@ -329,14 +359,16 @@ pub fn measure(row: &Row, seed: u64, bug: Option<broker_core::broker::PlantedBug
     let final_values: std::collections::BTreeSet<&[u8]> = h.final_read.values().flatten().map(|(_, v)| v.as_slice()).collect();
     let sent: Vec<_> = h.writes.iter().filter(|w| w.acks == 0 && matches!(w.outcome, Outcome::Ok(_))).collect();
     let sent_lost: Vec<String> = sent.iter().filter(|w| !final_values.contains(w.value.as_slice())).map(|w| format!("acks=0 write {:?} sent at {} ms: missing", String::from_utf8_lossy(&w.value), w.complete_ms)).collect();
-    let acked_lost: Vec<String> = r.violations.iter().chain(&r.allowed).filter(|v| v.checker == "acknowledged_durable").map(|v| v.to_string()).collect();
+    // A committed transaction's records missing from read_committed are lost as surely.
+    let loss_checkers = ["acknowledged_durable", "txn_lost_write"];
+    let acked_lost: Vec<String> = r.violations.iter().chain(&r.allowed).filter(|v| loss_checkers.contains(&v.checker)).map(|v| v.to_string()).collect();
     Measured {
         seed,
         acknowledged: h.writes.iter().filter(|w| w.acknowledged().is_some()).count(),
         sent_acks0: sent.len(),
         lost: acked_lost.len() + sent_lost.len(),
         losses: acked_lost.iter().chain(&sent_lost).take(3).cloned().collect(),
-        other: r.violations.iter().filter(|v| v.checker != "acknowledged_durable").map(|v| v.to_string()).collect(),
+        other: r.violations.iter().filter(|v| !loss_checkers.contains(&v.checker)).map(|v| v.to_string()).collect(),
     }
 }
 

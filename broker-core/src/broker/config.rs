@@ -140,6 +140,15 @@ impl BrokerConfig {
         (self.eligible_leader_replicas && !self.planted(PlantedBug::ElrWithoutStrictMinIsr)).then_some(min_insync)
     }
 
+    /// Which open transaction holds a partition's last stable offset back: the earliest, but
+    /// where a planted bug picks the latest (never in the real build).
+    pub fn lso_held_by(&self) -> super::producer::HeldBy {
+        match self.planted(PlantedBug::LsoFromLatestOpenTxn) {
+            true => super::producer::HeldBy::Latest,
+            false => super::producer::HeldBy::Earliest,
+        }
+    }
+
     /// Which remembered batches of a producer a retry is recognised among: Kafka's five, but
     /// where a planted bug shrinks the window (never in the real build).
     pub fn producer_window(&self) -> super::producer::Window {

@@ -32,6 +32,8 @@ pub struct Partition {
     /// The highest offset a DeleteRecords asked this leader for (-1: none since it opened):
     /// while the low watermark is below it, a request may be waiting for followers' starts.
     pub(super) delete_asked: i64,
+    /// Which open transaction holds the last stable offset back (Kafka's: the earliest).
+    pub(super) lso_held_by: super::producer::HeldBy,
 }
 
 impl Partition {
@@ -50,7 +52,7 @@ impl Partition {
     /// first batches), as Kafka's first unstable offset is not.
     pub fn last_stable_offset(&self) -> i64 {
         let hw = self.high_watermark();
-        self.producers.last_stable_offset(hw).max(self.log_start_offset().min(hw))
+        self.producers.last_stable_offset_held(hw, self.lso_held_by).max(self.log_start_offset().min(hw))
     }
 
     /// Where the cleaner must stop: below the last stable offset (an open transaction may
@@ -91,7 +93,8 @@ impl Partition {
         observer.see(Observation::ReplicaLogEnd { node, topic, topic_id: self.topic_id, partition: p, log_end, now });
         if self.replication.is_leader() {
             let below_min_isr = self.replication.maximal_isr_len() < usize::try_from(self.min_insync).unwrap_or(0);
-            observer.see(Observation::LeaderHighWatermark { node, topic, topic_id: self.topic_id, partition: p, high_watermark: self.high_watermark(), below_min_isr, now });
+            let (leader_epoch, high_watermark, last_stable_offset) = (self.replication.leader_epoch, self.high_watermark(), self.last_stable_offset());
+            observer.see(Observation::LeaderHighWatermark { node, topic, topic_id: self.topic_id, partition: p, leader_epoch, high_watermark, last_stable_offset, below_min_isr, now });
         }
     }
 

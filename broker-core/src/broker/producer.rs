@@ -168,6 +168,16 @@ pub enum Window {
     OneRefusing,
 }
 
+/// Which open transaction holds a partition's last stable offset back: the earliest, Kafka's
+/// rule; the latest where the simulator plants `PlantedBug::LsoFromLatestOpenTxn` (chosen when
+/// the node is built, `BrokerConfig::lso_held_by`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum HeldBy {
+    #[default]
+    Earliest,
+    Latest,
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct ProducerStates {
     producers: BTreeMap<i64, Producer>,
@@ -314,7 +324,17 @@ impl ProducerStates {
     /// The last stable offset under the high watermark `hw`: below the first transaction still
     /// open, or ended by a marker `hw` has not passed; `hw` when there is none.
     pub fn last_stable_offset(&self, hw: i64) -> i64 {
-        let first_open = self.open.first().map(|&(o, _)| o);
+        self.last_stable_offset_held(hw, HeldBy::Earliest)
+    }
+
+    /// [`ProducerStates::last_stable_offset`], the open transaction holding it back chosen by
+    /// `held`: anything but [`HeldBy::Earliest`] is a planted bug.
+    pub fn last_stable_offset_held(&self, hw: i64, held: HeldBy) -> i64 {
+        let first_open = match held {
+            HeldBy::Earliest => self.open.first(),
+            HeldBy::Latest => self.open.last(),
+        };
+        let first_open = first_open.map(|&(o, _)| o);
         let first_ended = self.unreplicated.iter().find(|&&(_, marker)| marker >= hw).map(|&(o, _)| o);
         [first_open, first_ended].into_iter().flatten().fold(hw, i64::min)
     }

@@ -262,7 +262,7 @@ impl Broker {
         // leader, from the ISR).
         let mut replication = Replication::new(self.config.node_id, start_of(&log, start_floor));
         replication.set_strict_min_isr(self.config.strict_min_isr(settings.min_insync));
-        Ok(Partition { topic_id, min_insync: settings.min_insync, log, producers, replication, start_floor, delete_asked: -1 })
+        Ok(Partition { topic_id, min_insync: settings.min_insync, log, producers, replication, start_floor, delete_asked: -1, lso_held_by: self.config.lso_held_by() })
     }
 
     /// Closes this node's replica (no file is touched) and tells the simulator's ISR watch.

@@ -11,7 +11,9 @@
 //!
 //! - the ISR's promise as the brokers and the active controller report it ([`isr`]);
 //! - leadership as committed: each change of leader, and leaders whose log failed and whether
-//!   they handed their partitions over ([`leadership`]).
+//!   they handed their partitions over ([`leadership`]);
+//! - each leader's last stable offset, which must not go back within a leader epoch
+//!   ([`stable`]).
 //!
 //! Observation only: nothing in the broker reads it back, so it cannot change what a run does.
 //! Nothing in broker-core calls it either: the simulator builds every node with an observer
@@ -20,6 +22,7 @@
 
 mod isr;
 mod leadership;
+mod stable;
 
 /// (topic id, partition): one incarnation of a partition, as the probes key what they watch.
 type Part = ([u8; 16], i32);
@@ -27,6 +30,7 @@ type Part = ([u8; 16], i32);
 use crate::controller::raft::{Entries, Entry};
 pub use leadership::{Election, FailedLeader, Fence};
 pub use isr::IsrBreach;
+pub use stable::LsoRegression;
 
 /// A voter became the Raft leader of `epoch`: its log then (offsets below `log_start` are in
 /// its snapshot, so committed) and the epoch of each range of it.
@@ -84,6 +88,7 @@ mod registry {
         pub static RAFT: RefCell<super::RaftHistory> = RefCell::new(super::RaftHistory::default());
         pub static ISR: RefCell<super::isr::watch::Watch> = RefCell::new(Default::default());
         pub static LEADERSHIP: RefCell<super::leadership::watch::Watch> = RefCell::new(Default::default());
+        pub static STABLE: RefCell<super::stable::watch::Watch> = RefCell::new(Default::default());
     }
 }
 
@@ -94,6 +99,26 @@ pub fn reset() {
     registry::RAFT.with(|r| *r.borrow_mut() = RaftHistory::default());
     registry::ISR.with(|w| *w.borrow_mut() = Default::default());
     registry::LEADERSHIP.with(|w| *w.borrow_mut() = Default::default());
+    registry::STABLE.with(|w| *w.borrow_mut() = Default::default());
+}
+
+/// Node `node`'s broker process started (again): what it reported before is forgotten where a
+/// restart may legitimately reset it.
+#[cfg(madsim)]
+pub fn node_started(node: i32) {
+    registry::STABLE.with(|w| w.borrow_mut().started(node));
+}
+
+/// Leader `node` of the partition, in `leader_epoch`, reports its last stable offset `lso`.
+#[cfg(madsim)]
+pub fn leader_stable(node: i32, topic: &str, topic_id: [u8; 16], p: i32, leader_epoch: i32, lso: i64, now: u64) {
+    registry::STABLE.with(|w| w.borrow_mut().stable(node, topic, (topic_id, p), leader_epoch, lso, now));
+}
+
+/// The moments a leader moved its last stable offset back, taken.
+#[cfg(madsim)]
+pub fn take_lso_regressions() -> Vec<LsoRegression> {
+    registry::STABLE.with(|w| std::mem::take(&mut w.borrow_mut().regressions))
 }
 
 /// Node `node`'s replica of `topic` (id `topic_id`) partition `p` now ends at `leo` (opened,
@@ -101,6 +126,9 @@ pub fn reset() {
 #[cfg(madsim)]
 pub fn replica_log_end(node: i32, topic: &str, topic_id: [u8; 16], p: i32, leo: Option<i64>, now: u64) {
     registry::ISR.with(|w| w.borrow_mut().log_end(node, topic, (topic_id, p), leo, now));
+    if leo.is_none() {
+        registry::STABLE.with(|w| w.borrow_mut().closed(node, (topic_id, p)));
+    }
     if leo.is_some() {
         registry::LEADERSHIP.with(|w| w.borrow_mut().log_open(node, (topic_id, p), now));
     }

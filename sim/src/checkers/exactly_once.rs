@@ -18,6 +18,9 @@
 use crate::history::{hops, processed_from, History, Processors, Violation};
 use std::collections::{BTreeMap, BTreeSet};
 
+/// Visible outputs by the input they were made from: (partition, offset, value) each.
+type Outputs<'a> = BTreeMap<&'a [u8], Vec<(i32, i64, &'a [u8])>>;
+
 fn violation(topic: &str, partition: i32, offsets: Vec<i64>, h: &History, detail: String, loss: bool) -> Violation {
     Violation { checker: "exactly_once", topic: topic.to_string(), partition, offsets, at_ms: h.final_read_ms, detail, loss, acks: Some(-1) }
 }
@@ -31,7 +34,7 @@ pub fn exactly_once(h: &History, out: &mut Vec<Violation>) {
 fn judge(h: &History, g: &Processors, out: &mut Vec<Violation>) {
     let processes: BTreeSet<&str> = g.processes.iter().map(String::as_str).collect();
     // Every visible output of this group, by the input it was made from.
-    let mut made: BTreeMap<&[u8], Vec<(i32, i64, &[u8])>> = BTreeMap::new();
+    let mut made: Outputs = BTreeMap::new();
     for ((_, p), log) in h.final_committed.iter().filter(|((t, _), _)| *t == g.to) {
         for (offset, v) in log {
             if let Some((input, _)) = processed_from(v).filter(|(_, process)| processes.contains(process)) {

@@ -37,6 +37,7 @@
 //! | `txn_torn` | a transaction's records are visible to read_committed all together or not at all | atomicity (Jepsen's Bufstream analysis: torn transactions) |
 //! | `exactly_once` | under a processor group (consume-transform-produce), no input has two visible outputs, none below the group's committed offset has none, and no visible output comes from an input read_committed does not show | Kafka's exactly-once semantics (KIP-98, KIP-447) |
 //! | `txn_wr_cycle` | no cycle of committed transactions each reading another's record (G1c over write-read edges; write cycles, G0, are Kafka's by design and not judged) | Adya's G1c; Jepsen's Redpanda 21.10.1 analysis |
+//! | `lso_monotonic` | a leader never moves a partition's last stable offset back within one leader epoch | Kafka's read_committed (KIP-98): below the LSO every transaction has its outcome |
 //! | `compaction` | in a compacted topic, each key's last record in the final log is its last acknowledged write (or a later one of unknown outcome); a key is gone only after its last tombstone's `delete.retention.ms` | Kafka's log compaction guarantees (docs: "Log Compaction Basics"); issue 9 |
 //!
 //! Compacted topics (`History::compacted_topics`) relax some properties, each where its module
@@ -68,6 +69,7 @@ mod keyed;
 mod leader_epochs;
 mod leader_fenced;
 mod leader_handover;
+mod lso_monotonic;
 mod metadata_liveness;
 mod raft_completeness;
 mod raft_leaders;
@@ -116,6 +118,7 @@ pub const CHECKERS: &[(&str, Checker)] = &[
     ("txn_torn", transactions::txn_torn),
     ("exactly_once", exactly_once::exactly_once),
     ("txn_wr_cycle", txn_cycles::txn_wr_cycle),
+    ("lso_monotonic", lso_monotonic::lso_monotonic),
     ("isr_complete", isr_complete::isr_complete),
     ("leader_handover", leader_handover::leader_handover),
     ("leader_fenced", leader_fenced::leader_fenced),

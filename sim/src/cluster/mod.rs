@@ -158,6 +158,9 @@ async fn simulate(s: Scenario, faults: Vec<FaultSpec>, disk_seed: u64, bug: Opti
         let mut breaches = broker_core::simprobe::take_isr_breaches();
         breaches.iter_mut().for_each(|b| b.at_ms = b.at_ms.saturating_sub(run_start));
         r.history.isr_breaches = breaches;
+        let mut regressions = broker_core::simprobe::take_lso_regressions();
+        regressions.iter_mut().for_each(|g| g.at_ms = g.at_ms.saturating_sub(run_start));
+        r.history.lso_regressions = regressions;
         let (mut failed, mut elections, mut fences) = broker_core::simprobe::take_leadership();
         for f in &mut failed {
             f.failed_ms = f.failed_ms.saturating_sub(run_start);

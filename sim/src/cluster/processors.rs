@@ -13,8 +13,8 @@
 use super::recorder::{event, now_ms, producing, Rec};
 use super::request_timeout_ms;
 use super::topology::Cluster;
-use super::workloads::{identity, record_batch, txn_timeout_ms};
-use crate::history::{hop_mark, hops, record_identity, Outcome, Processors, Txn};
+use super::workloads::{aborts_on_purpose, end_txn, identity, record_batch, txn_timeout_ms};
+use crate::history::{hop_mark, hops, record_identity, Processors, Txn};
 use crate::scenario::{ProcessorSpec, Scenario};
 use broker_core::client::assignor::TopicPartitions;
 use broker_core::client::group::{GroupConfig, GroupConsumer};
@@ -141,17 +141,8 @@ async fn processor_main(name: String, brokers: Vec<SocketAddr>, shape: Shape, re
             let offsets: Vec<(String, i32, i64)> = shape.owned.iter().filter_map(|p| Some((spec.from.clone(), *p, c.position(&spec.from, *p)?))).collect();
             failed = producer.send_offsets(&spec.group, &offsets).await.err();
         }
-        let on_purpose = spec.abort_per_mille > 0 && broker_core::hash::fnv1a(broker_core::hash::fnv_offset, format!("{name}-txn-{serial}").bytes()) % 1000 < spec.abort_per_mille as u64;
-        txn.commit = failed.is_none() && !on_purpose;
-        let ended = match txn.commit {
-            true => producer.commit().await,
-            false => producer.abort().await,
-        };
-        txn.end = Some(match &ended {
-            Ok(()) => Outcome::Ok(0),
-            Err(e) if e.outcome_unknown() => Outcome::Unknown(e.to_string()),
-            Err(e) => Outcome::Fail(e.to_string()),
-        });
+        txn.commit = failed.is_none() && !aborts_on_purpose(&name, serial, spec.abort_per_mille);
+        let ended = end_txn(&mut producer, &mut txn).await;
         txn.complete_ms = now_ms(&rec);
         event(&rec, &name, "txn_end", json!({"serial": serial, "commit": txn.commit, "reads": txn.reads.len(), "ok": ended.is_ok(), "error": failed.as_ref().or(ended.as_ref().err()).map(|e| e.to_string())}));
         if !txn.commit || ended.is_err() {

@@ -174,7 +174,10 @@ fn probe() -> observe::Observer {
     use broker_core::simprobe as p;
     observe::Observer::new(|o| match *o {
         Observation::ReplicaLogEnd { node, topic, topic_id, partition, log_end, now } => p::replica_log_end(node, topic, topic_id, partition, log_end, now),
-        Observation::LeaderHighWatermark { node, topic, topic_id, partition, high_watermark, below_min_isr, now } => p::leader_high_watermark(node, topic, topic_id, partition, high_watermark, below_min_isr, now),
+        Observation::LeaderHighWatermark { node, topic, topic_id, partition, leader_epoch, high_watermark, last_stable_offset, below_min_isr, now } => {
+            p::leader_high_watermark(node, topic, topic_id, partition, high_watermark, below_min_isr, now);
+            p::leader_stable(node, topic, topic_id, partition, leader_epoch, last_stable_offset, now);
+        }
         Observation::LeaderLogFailed { node, topic, topic_id, partition, now } => p::leader_log_failed(node, topic, topic_id, partition, now),
         Observation::PartitionCommitted { topic, topic_id, partition, offset, leader, isr, now } => p::partition_committed(topic, topic_id, partition, offset, leader, isr, now),
         Observation::BrokerFenced { broker, offset, now } => p::broker_fenced(broker, offset, now),
@@ -252,6 +255,7 @@ pub(super) fn broker_config(s: &Scenario, i: u32, bug: Option<PlantedBug>) -> Br
 /// exits and its supervisor starts it again.
 async fn broker_main(disk: SimDisk, config: BrokerConfig, rec: Rec) {
     let name = format!("broker-{}", config.node_id);
+    broker_core::simprobe::node_started(config.node_id);
     // Planted `LogSyncsParentDir`: a rule chosen when the node is built, at the disk's edge.
     let d: Arc<dyn Disk> = match config.planted(PlantedBug::LogSyncsParentDir) {
         true => Arc::new(SyncsParentDir(disk)),

@@ -209,17 +209,8 @@ async fn txn_producer_main(name: String, brokers: Vec<SocketAddr>, topic: String
             }
         }
         n += count;
-        let aborting = failed || (spec.abort_per_mille > 0 && broker_core::hash::fnv1a(broker_core::hash::fnv_offset, format!("{name}-txn-{serial}").bytes()) % 1000 < spec.abort_per_mille as u64);
-        txn.commit = !aborting;
-        let ended = match aborting {
-            true => producer.abort().await,
-            false => producer.commit().await,
-        };
-        txn.end = Some(match &ended {
-            Ok(()) => Outcome::Ok(0),
-            Err(e) if e.outcome_unknown() => Outcome::Unknown(e.to_string()),
-            Err(e) => Outcome::Fail(e.to_string()),
-        });
+        txn.commit = !failed && !aborts_on_purpose(&name, serial, spec.abort_per_mille);
+        let ended = end_txn(&mut producer, &mut txn).await;
         txn.complete_ms = now_ms(&rec);
         event(&rec, &name, "txn_end", json!({"serial": serial, "commit": txn.commit, "ok": ended.is_ok(), "error": ended.as_ref().err().map(|e| e.to_string())}));
         // After a failure the producer starts over: init aborts whatever its coordinator still
@@ -228,6 +219,26 @@ async fn txn_producer_main(name: String, brokers: Vec<SocketAddr>, topic: String
         serial += 1;
         rec.lock().expect("recorder").history.txns.push(txn);
     }
+}
+
+/// Whether `name`'s transaction `serial` is one `per_mille` picks to abort on purpose (a hash
+/// of both: no draw).
+pub(super) fn aborts_on_purpose(name: &str, serial: u64, per_mille: u32) -> bool {
+    per_mille > 0 && broker_core::hash::fnv1a(broker_core::hash::fnv_offset, format!("{name}-txn-{serial}").bytes()) % 1000 < per_mille as u64
+}
+
+/// Ends the open transaction as `txn.commit` says and records what came back in `txn.end`.
+pub(super) async fn end_txn(producer: &mut TransactionalProducer, txn: &mut Txn) -> Result<(), ClientError> {
+    let ended = match txn.commit {
+        true => producer.commit().await,
+        false => producer.abort().await,
+    };
+    txn.end = Some(match &ended {
+        Ok(()) => Outcome::Ok(0),
+        Err(e) if e.outcome_unknown() => Outcome::Unknown(e.to_string()),
+        Err(e) => Outcome::Fail(e.to_string()),
+    });
+    ended
 }
 
 /// One batch's `produce` event and its records' writes in the history. Writes of one producer

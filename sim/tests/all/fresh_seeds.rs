@@ -79,6 +79,8 @@ const cheap_half: &[(PlantedBug, &str, &str, u64)] = &[
     // aborted transaction's offsets kept skip inputs on every seed.
     (PlantedBug::ReadCommittedPastLso, "scenarios/transactions/ring.toml", "txn_wr_cycle", 5),
     (PlantedBug::TxnOffsetsKeptOnAbort, "scenarios/transactions/processors.toml", "exactly_once", 5),
+    // Two producers' transactions overlap on each partition: the LSO steps back on every seed.
+    (PlantedBug::LsoFromLatestOpenTxn, "scenarios/fast/transactions.toml", "lso_monotonic", 5),
 ];
 
 /// A scenario file under the repository, or a durability-matrix row by its scenario name.

@@ -3,7 +3,7 @@
 //! that commits what it was asked to abort is caught by `txn_aborted_read` alone; the late
 //! requests of `scenarios/anomalies/` end later transactions under the classic protocol only;
 //! exactly-once processors (`scenarios/transactions/ring.toml`, `processors.toml`) pass, and
-//! `txn_wr_cycle` and `exactly_once` each catch a planted bug alone.
+//! `txn_wr_cycle`, `exactly_once` and `lso_monotonic` each catch a planted bug alone.
 
 use super::in_flight::{caught, scenario};
 use crate::run;
@@ -133,4 +133,16 @@ fn an_aborted_transactions_offsets_kept_are_caught_by_exactly_once_alone() {
     let r = run(&s, &path, seed, Some(bug));
     assert!(r.violations.iter().all(|v| v.checker == "exactly_once" && v.loss), "seed {seed}: {:?}", r.violations.iter().find(|v| v.checker != "exactly_once"));
     assert!(run(&s, &path, seed, None).passed(), "seed {seed} fails without {bug:?}");
+}
+
+/// A last stable offset held back by the latest open transaction instead of the earliest
+/// steps back when the later one ends first: `lso_monotonic` alone (nothing reads with
+/// read_committed while the transactions are open, and the final read comes after they end).
+#[test]
+fn an_lso_held_by_the_latest_open_transaction_is_caught_by_lso_monotonic_alone() {
+    let (path, s) = scenario("transactions");
+    let bug = PlantedBug::LsoFromLatestOpenTxn;
+    let seed = caught(&s, &path, bug, "lso_monotonic");
+    let r = run(&s, &path, seed, Some(bug));
+    assert!(r.violations.iter().all(|v| v.checker == "lso_monotonic"), "seed {seed}: {:?}", r.violations.iter().find(|v| v.checker != "lso_monotonic"));
 }
