@@ -68,6 +68,19 @@ pub enum Error {
     /// no transactional id (Kafka's answer: no id, so no authorization for one).
     #[error("transactional batches need the producer's transactional id")]
     TransactionalIdMissing,
+    /// KIP-890 part 1: the transaction coordinator answered `0` to this leader's verification
+    /// of a producer's first transactional write here. INVALID_TXN_STATE (the partition is in
+    /// no open transaction of the producer: the write would open one nobody ends) and a fenced
+    /// producer (INVALID_PRODUCER_EPOCH) are the client's; a coordinator moving, loading,
+    /// busy or out of reach is NOT_ENOUGH_REPLICAS, which every client retries (as Kafka
+    /// answers clients before Produce v11, which have no TRANSACTION_ABORTABLE).
+    #[error("the transaction coordinator did not verify this partition in the producer's transaction ({0:?})")]
+    TxnUnverified(Code),
+    /// NOT_ENOUGH_REPLICAS (19), retriable: a producer's first transactional write here whose
+    /// verification is still owed (a marker came between the coordinator's answer and the
+    /// append); the retry asks the coordinator again.
+    #[error("the producer's transaction here is not verified yet")]
+    TxnVerificationOwed,
 }
 
 impl Error {
@@ -102,6 +115,10 @@ impl Error {
             Error::OffsetNotAvailable => Code::OffsetNotAvailable,
             Error::PolicyViolation(_) => Code::PolicyViolation,
             Error::TransactionalIdMissing => Code::TransactionalIdAuthorizationFailed,
+            Error::TxnUnverified(Code::InvalidTxnState) => Code::InvalidTxnState,
+            Error::TxnUnverified(Code::ProducerFenced | Code::InvalidProducerEpoch) => Code::InvalidProducerEpoch,
+            Error::TxnUnverified(Code::InvalidProducerIdMapping) => Code::InvalidProducerIdMapping,
+            Error::TxnUnverified(_) | Error::TxnVerificationOwed => Code::NotEnoughReplicas,
         }
     }
 }

@@ -15,6 +15,7 @@ use bytes::Bytes;
 /// compressed batch is decompressed to check its records: milliseconds for a large one) and
 /// other requests are decided meanwhile. The bytes stay the request's own
 /// until the append copies them to stamp its offsets.
+#[derive(Debug)]
 pub struct Incoming {
     bytes: Bytes,
     /// None: left for the decision, after the topic's size limit (a batch over the default
@@ -42,12 +43,25 @@ impl From<&Vec<u8>> for Incoming {
     }
 }
 
-/// Who appends: a client (every batch checked against its producer's sequence window) or a
-/// coordinator writing its own state topic.
+/// Who appends: a client (every batch checked against its producer's sequence window), a
+/// client's request off the wire (KIP-890 part 1's verification enforced too, with the guard
+/// of the verification this request asked for, if any), or a coordinator writing its own state
+/// topic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Origin {
     Client,
+    Wire(Option<u64>),
     Coordinator,
+}
+
+/// KIP-890 part 1: a producer's first transactional write to a partition this node leads,
+/// which the leader must verify with the producer's transaction coordinator before appending.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unverified {
+    pub producer_id: i64,
+    pub epoch: i16,
+    /// The guard the append must present ([`Broker::produce_verified`]).
+    pub guard: u64,
 }
 
 impl Broker {
@@ -57,6 +71,35 @@ impl Broker {
     /// ISR of one) adds [`Action::Wake`] to `out`.
     pub fn produce(&mut self, name: &str, p: i32, records: impl Into<Incoming>, acks: i16, now: u64, out: &mut Vec<Action>) -> Result<Produced, Error> {
         self.produce_from(Origin::Client, name, p, records.into(), acks, now, out)
+    }
+
+    /// [`Broker::produce`] of a client's request off the wire: with
+    /// `transaction.partition.verification.enable`, a producer's first transactional write here
+    /// is appended only with the `guard` of a verification the coordinator answered and no
+    /// marker of the producer has come since ([`Broker::start_verification`]); else
+    /// NOT_ENOUGH_REPLICAS, and the client's retry is verified again.
+    #[allow(clippy::too_many_arguments)]
+    pub fn produce_verified(&mut self, name: &str, p: i32, records: Incoming, guard: Option<u64>, acks: i16, now: u64, out: &mut Vec<Action>) -> Result<Produced, Error> {
+        self.produce_from(Origin::Wire(guard), name, p, records, acks, now, out)
+    }
+
+    /// Whether `records` (a produce's batch for `name`-`p`) is a producer's first
+    /// transactional write to a partition this node leads, with verification on: then its
+    /// verification starts here (a guard in the partition's producer state, which a marker of
+    /// the producer removes) and the caller asks the coordinator before the append.
+    pub fn start_verification(&mut self, name: &str, p: i32, records: &Incoming) -> Option<Unverified> {
+        if !self.config.txns.partition_verification {
+            return None;
+        }
+        let h = batch::read_header(&records.bytes).ok().filter(|h| h.is_transactional() && !h.is_control() && h.producer_id >= 0)?;
+        let guard = self.next_guard;
+        let (_, part) = self.partitions.get_mut_named(name, p)?;
+        if !part.replication.is_leader() || part.producers.has_open_txn(h.producer_id) {
+            return None;
+        }
+        part.producers.guard(h.producer_id, guard);
+        self.next_guard += 1;
+        Some(Unverified { producer_id: h.producer_id, epoch: h.producer_epoch, guard })
     }
 
     /// A coordinator's own append to its state topic, with acks=all: as a client's, but a
@@ -74,6 +117,7 @@ impl Broker {
         // One lookup for the whole append: at thousands of partitions each produce finds its
         // partition's state cold in the caches, and every further lookup walks the map again.
         let window = self.config.producer_window();
+        let verifies = self.config.txns.partition_verification;
         let rules = self.config.rules();
         let me = self.config.node_id;
         let Some((topic, part)) = self.partitions.get_mut_named(name, p) else { return Err(self.missing(name, p)) };
@@ -94,6 +138,11 @@ impl Broker {
             // place (INVALID_RECORD; CORRUPT_MESSAGE for old clients). Every codec is read
             // here: the batch check decompressed the batch within its bound just before.
             return Err(Error::Batch(crate::log::BatchError::BadRecords("a compacted topic accepts only records with a key")));
+        }
+        if let Origin::Wire(guard) = origin {
+            if verifies && h.is_transactional() && !part.producers.has_open_txn(h.producer_id) && !guard.is_some_and(|g| part.producers.take_guard(h.producer_id, g)) {
+                return Err(Error::TxnVerificationOwed);
+            }
         }
         let epoch = part.replication.leader_epoch;
         let verdict = match origin {

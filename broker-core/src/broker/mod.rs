@@ -44,7 +44,7 @@ pub use config::{BrokerConfig, Planted, PlantedBug};
 pub use error::Error;
 pub use fetcher::{FetchAnswer, ReplicaFetcher, Step, Then};
 pub use partition::{producers_of, record_appended, replayed_aborted, replayed_producers, restored_producers, Fetched, Fetcher, Following, IsrAnswer, IsrReply, Partition, Produced};
-pub use leader::Incoming;
+pub use leader::{Incoming, Unverified};
 pub use partitions::{PartitionMap, Partitions};
 pub use upkeep::{producer_id_block, producer_id_node_shift};
 
@@ -163,6 +163,8 @@ pub struct Broker {
     previous_epoch: i64,
     /// Appends acknowledged but not yet made (only with `PlantedBug::AckBeforeAppend`).
     deferred: Vec<(String, i32, Vec<u8>)>,
+    /// The next KIP-890 verification guard this node hands out ([`Broker::start_verification`]).
+    next_guard: u64,
     /// The log cleaner's turns (`cleaning`).
     cleaner: cleaning::Cleaner,
     /// The KIP-227 fetch sessions of this node's fetchers, as leader (`fetch_session`).
@@ -201,6 +203,7 @@ impl Broker {
             registered: None,
             previous_epoch,
             deferred: Vec::new(),
+            next_guard: 0,
             cleaner,
             fetch_sessions: fetch_session::FetchSessions::new(),
             due: due::Upkeep::default(),

@@ -186,9 +186,31 @@ pub struct ProducerStates {
     /// Transactions ended here whose marker the high watermark has not passed yet, as
     /// (first offset, marker offset): they still hold back the last stable offset.
     unreplicated: BTreeSet<(i64, i64)>,
+    /// KIP-890 part 1's verification guards (Kafka's `VerificationGuard`): producer id → the
+    /// guard of a verification asked of its coordinator before its first transactional write
+    /// here. A marker of the producer removes it, so a verification answered before a marker
+    /// cannot let a write through after it. In memory only.
+    guards: BTreeMap<i64, u64>,
 }
 
 impl ProducerStates {
+    /// Whether `producer_id` has a transaction open here (its next transactional write needs
+    /// no verification).
+    pub fn has_open_txn(&self, producer_id: i64) -> bool {
+        self.producers.get(&producer_id).is_some_and(|p| p.txn_first >= 0)
+    }
+
+    /// Starts a verification of `producer_id`'s first transactional write here, guarded by
+    /// `guard` (a newer one replaces an older).
+    pub fn guard(&mut self, producer_id: i64, guard: u64) {
+        self.guards.insert(producer_id, guard);
+    }
+
+    /// Whether `guard` still stands for `producer_id` (no marker since it was made); it is
+    /// used up either way.
+    pub fn take_guard(&mut self, producer_id: i64, guard: u64) -> bool {
+        self.guards.get(&producer_id) == Some(&guard) && self.guards.remove(&producer_id).is_some()
+    }
     /// Decides whether `h` (as sent, before offsets are assigned) may be appended.
     pub fn check(&self, h: &BatchHeader) -> Result<Verdict, SequenceError> {
         self.check_in(h, Window::Remembered)
@@ -305,6 +327,7 @@ impl ProducerStates {
     /// marker's epochs, and its open transaction here, if any, ends. A new epoch starts the
     /// producer's sequences over.
     pub fn record_marker(&mut self, h: &BatchHeader, kind: MarkerKind, coordinator_epoch: i32) -> Option<EndedTxn> {
+        self.guards.remove(&h.producer_id);
         let p = self.producers.entry(h.producer_id).or_default();
         if h.producer_epoch != p.epoch {
             p.epoch = h.producer_epoch;

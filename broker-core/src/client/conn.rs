@@ -45,12 +45,16 @@ impl Conn {
         ClientError::Io { addr: self.addr.to_string(), reason: e.to_string() }
     }
 
-    /// The frame of `req` at the version this crate sends of it, with the next correlation id.
-    fn encode<R: Request>(&mut self, req: &R) -> Result<(i32, i16, Bytes), ClientError> {
+    /// The frame of `req` at `version` (None: the version this crate sends of it), with the
+    /// next correlation id.
+    fn encode<R: Request>(&mut self, req: &R, version: Option<i16>) -> Result<(i32, i16, Bytes), ClientError> {
         let id = self.next_correlation_id;
         self.next_correlation_id = self.next_correlation_id.wrapping_add(1);
-        let (version, frame) = request_frame(req, id, &self.client_id)?;
-        Ok((id, version, frame))
+        let version = match version {
+            Some(v) => v,
+            None => sent_version::<R>()?,
+        };
+        Ok((id, version, request_frame_at(req, version, id, &self.client_id)?))
     }
 
     async fn write(&mut self, frame: &[u8]) -> Result<(), ClientError> {
@@ -77,7 +81,14 @@ impl Conn {
 
     /// [`Conn::send`] with its own timeout: a JoinGroup waits as long as a rebalance.
     pub async fn send_within<R: Request>(&mut self, req: &R, timeout: Duration) -> Result<R::Response, ClientError> {
-        let (id, version, frame) = self.encode(req)?;
+        self.send_at(req, None, timeout).await
+    }
+
+    /// [`Conn::send_within`] at `version` (None: the version this crate sends): a broker's own
+    /// request where the client's version differs (AddPartitionsToTxn v4, a leader's
+    /// verification).
+    pub async fn send_at<R: Request>(&mut self, req: &R, version: Option<i16>, timeout: Duration) -> Result<R::Response, ClientError> {
+        let (id, version, frame) = self.encode(req, version)?;
         tokio::time::timeout(timeout, async {
             self.write(&frame).await?;
             self.read_answer::<R>(id, version).await
@@ -94,7 +105,7 @@ impl Conn {
         let mut frames = Vec::new();
         let mut sent = Vec::with_capacity(reqs.len());
         for req in reqs {
-            match self.encode(req) {
+            match self.encode(req, None) {
                 Ok((id, version, frame)) => {
                     sent.push((id, version));
                     frames.extend_from_slice(&frame);
@@ -141,7 +152,7 @@ impl Conn {
 
     /// Sends a request that gets no response (produce with acks=0).
     pub async fn send_only<R: Request>(&mut self, req: &R) -> Result<(), ClientError> {
-        let (_, _, frame) = self.encode(req)?;
+        let (_, _, frame) = self.encode(req, None)?;
         let timeout = self.timeout;
         tokio::time::timeout(timeout, self.write(&frame)).await.map_err(|_| ClientError::Timeout(timeout.as_millis() as u64))?
     }
@@ -151,7 +162,17 @@ impl Conn {
 /// ([`crate::kafka::SENT`]), and that version. Correlation id 0 is as good as any for a
 /// caller that patches its own in: it sits at bytes 8..12 of the frame.
 pub fn request_frame<R: Request>(req: &R, correlation_id: i32, client_id: &str) -> Result<(i16, Bytes), ClientError> {
-    let version = crate::kafka::sent(R::KEY).ok_or_else(|| ClientError::Protocol(format!("no version of API key {} is sent", R::KEY)))?;
+    let version = sent_version::<R>()?;
+    Ok((version, request_frame_at(req, version, correlation_id, client_id)?))
+}
+
+/// The version this crate sends of `R` ([`crate::kafka::SENT`]).
+fn sent_version<R: Request>() -> Result<i16, ClientError> {
+    crate::kafka::sent(R::KEY).ok_or_else(|| ClientError::Protocol(format!("no version of API key {} is sent", R::KEY)))
+}
+
+/// The frame of `req` at `version`.
+fn request_frame_at<R: Request>(req: &R, version: i16, correlation_id: i32, client_id: &str) -> Result<Bytes, ClientError> {
     let header = RequestHeader::default()
         .with_request_api_key(R::KEY)
         .with_request_api_version(version)
@@ -163,7 +184,7 @@ pub fn request_frame<R: Request>(req: &R, correlation_id: i32, client_id: &str) 
     out.put_i32(size as i32);
     header.encode(&mut out, hv).map_err(|e| ClientError::Protocol(e.to_string()))?;
     req.encode(&mut out, version).map_err(|e| ClientError::Protocol(e.to_string()))?;
-    Ok((version, out.freeze()))
+    Ok(out.freeze())
 }
 
 /// Decodes an answer frame's `body` (after its size prefix) as the answer to request `id`, sent

@@ -23,10 +23,10 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteRecords, 0, 2),
     (ApiKey::InitProducerId, 0, 4),
     (ApiKey::OffsetForLeaderEpoch, 2, 4),
-    // The transaction coordinator (docs/transactions.md): AddPartitionsToTxn before KIP-890's
-    // broker-to-broker verification (v4+); EndTxn v5 is KIP-890 part 2's (the epoch bumped at
+    // The transaction coordinator (docs/transactions.md): AddPartitionsToTxn v0-3 from
+    // clients, v4 a leader's verification (KIP-890 part 1); EndTxn v5 is KIP-890 part 2's (the epoch bumped at
     // every end, answered in the response) where `transaction.version` is 2.
-    (ApiKey::AddPartitionsToTxn, 0, 3),
+    (ApiKey::AddPartitionsToTxn, 0, 4),
     (ApiKey::AddOffsetsToTxn, 0, 3),
     (ApiKey::EndTxn, 0, 5),
     (ApiKey::DescribeTransactions, 0, 0),

@@ -100,7 +100,7 @@ pub fn metadata(b: &mut Broker, version: i16, req: MetadataRequest, controller_i
 /// Kafka lets such a client notice); acks=1 is answered at once; acks=all waits until the ISR
 /// holds every appended batch or the request's timeout passes.
 /// `batches`: each partition's records checked ([`produce_batches`]), in the request's order.
-pub fn produce(b: &mut Broker, version: i16, correlation_id: i32, req: ProduceRequest, batches: Vec<Option<Incoming>>, now: u64, out: &mut Vec<Action>) -> Result<Outcome, String> {
+pub fn produce(b: &mut Broker, (version, correlation_id): (i16, i32), req: ProduceRequest, batches: Vec<Option<Incoming>>, verified: Option<&super::verify::Verified>, now: u64, out: &mut Vec<Action>) -> Result<Outcome, String> {
     let mut batches = batches.into_iter();
     let acks = req.acks;
     let modern = version >= 8;
@@ -118,7 +118,13 @@ pub fn produce(b: &mut Broker, version: i16, correlation_id: i32, req: ProduceRe
             let result = match batches.next().flatten() {
                 None => Err(Error::Batch(crate::log::BatchError::TooShort(0))),
                 Some(records) if records.is_transactional() && req.transactional_id.is_none() => Err(Error::TransactionalIdMissing),
-                Some(records) => b.produce(&name, part.index, records, acks, now, out),
+                // KIP-890 part 1: a first transactional write here appends with the guard of
+                // its verification, or gets the coordinator's refusal (`node::verify`).
+                Some(records) => match verified.and_then(|v| v.get(&(name.to_string(), part.index))) {
+                    Some(Err(code)) => Err(Error::TxnUnverified(*code)),
+                    Some(Ok(guard)) => b.produce_verified(&name, part.index, records, Some(*guard), acks, now, out),
+                    None => b.produce_verified(&name, part.index, records, None, acks, now, out),
+                },
             };
             match result {
                 Ok(p) => {

@@ -27,6 +27,7 @@ mod group_reply;
 mod handlers;
 mod input;
 pub mod txn_handlers;
+pub mod verify;
 mod waiting;
 
 use crate::broker::{Action, Broker};
@@ -173,6 +174,10 @@ pub enum Outcome {
     /// its size prefix) to it in an envelope and relay its answer, or answer `fallback`
     /// (NOT_CONTROLLER) if none answers in time (`forward`).
     Forward { request: Bytes, fallback: Response },
+    /// A produce with producers' first transactional writes here (KIP-890 part 1): ask the
+    /// coordinator `job`, then decide `prepared` again with its answer
+    /// ([`Prepared::verified`]).
+    Verify { prepared: Prepared, job: verify::VerifyJob },
 }
 
 impl Outcome {
@@ -187,6 +192,7 @@ impl Outcome {
             Outcome::Close(_) => "a closed connection",
             Outcome::Wait(_) => "a wait",
             Outcome::Forward { .. } => "a forward",
+            Outcome::Verify { .. } => "a verification",
         }
     }
 }
@@ -222,9 +228,12 @@ pub fn handle(node: &Node, frame: &Bytes, now: u64, attempt: Attempt, out: &mut 
 }
 
 /// A decoded frame ready for its decision: a Produce request's batches are checked already.
+#[derive(Debug)]
 pub struct Prepared {
     decoded: Decoded,
     batches: Option<Vec<Option<crate::broker::Incoming>>>,
+    /// A produce's verification, answered (`Outcome::Verify`).
+    verified: Option<verify::Verified>,
 }
 
 /// The work of a request that needs only its bytes, for the shell to do before it takes the
@@ -234,14 +243,20 @@ pub fn prepare(decoded: Decoded) -> Prepared {
         Decoded::Request(Request { body: RequestKind::Produce(req), .. }) => Some(handlers::produce_batches(req)),
         _ => None,
     };
-    Prepared { decoded, batches }
+    Prepared { decoded, batches, verified: None }
 }
 
 impl Prepared {
     /// A copy to decide again (a parked fetch), for a request without batches: None for one
     /// with them (a produce is decided once).
     pub fn copy_without_batches(&self) -> Option<Prepared> {
-        self.batches.is_none().then(|| Prepared { decoded: self.decoded.clone(), batches: None })
+        self.batches.is_none().then(|| Prepared { decoded: self.decoded.clone(), batches: None, verified: None })
+    }
+
+    /// This produce's verification came back (`Outcome::Verify`): decide it again with it.
+    pub fn verified(mut self, verified: verify::Verified) -> Prepared {
+        self.verified = Some(verified);
+        self
     }
 }
 
@@ -258,12 +273,18 @@ pub fn handle_from(node: &Node, prepared: Prepared, peer: Option<std::net::IpAdd
 
 /// `enveloped`: the request was forwarded here by another node (never forwarded again).
 fn handle_inner(node: &Node, prepared: Prepared, peer: Option<std::net::IpAddr>, now: u64, attempt: Attempt, out: &mut Vec<Action>, enveloped: bool) -> Result<Outcome, String> {
-    let Prepared { decoded, batches } = prepared;
+    let Prepared { decoded, batches, verified } = prepared;
     let request = match decoded {
         Decoded::Request(r) => r,
         Decoded::Raft(m) => return raft_message(node, m, now, out),
         Decoded::Answer(reply) => return Ok(Outcome::Reply(reply)),
     };
+    if let (RequestKind::Produce(req), Some(checked), None) = (&request.body, &batches, &verified) {
+        let job = req.transactional_id.as_ref().and_then(|id| verify::start(&mut node.broker(), id.0.as_str(), req, checked));
+        if let Some(job) = job {
+            return Ok(Outcome::Verify { prepared: Prepared { decoded: Decoded::Request(request), batches, verified: None }, job });
+        }
+    }
     let final_attempt = attempt == Attempt::Final;
     let (key, version, correlation_id) = (request.key, request.version, request.correlation_id());
     macro_rules! reply {
@@ -282,7 +303,7 @@ fn handle_inner(node: &Node, prepared: Prepared, peer: Option<std::net::IpAddr>,
         }
         RequestKind::Produce(req) => {
             let batches = batches.unwrap_or_else(|| handlers::produce_batches(&req));
-            handlers::produce(&mut b(), version, correlation_id, req, batches, now, out)
+            handlers::produce(&mut b(), (version, correlation_id), req, batches, verified.as_ref(), now, out)
         }
         RequestKind::Fetch(req) => {
             let metadata = controller_handlers::is_metadata_fetch(&req);

@@ -22,6 +22,22 @@ fn broker(dir: &std::path::Path) -> Node {
     crate::testing::one_node(crate::testing::config(dir))
 }
 
+/// [`handle`], playing the shell's part in a produce's verification (KIP-890 part 1): the
+/// AddPartitionsToTxn v4 it asks for goes to this same node (the only broker, so the
+/// coordinator), and the produce is decided again with the answer.
+fn handle_verifying(node: &Node, frame: &Bytes, now: u64, out: &mut Vec<crate::broker::Action>) -> Outcome {
+    match handle(node, frame, now, Attempt::First, out) {
+        Outcome::Verify { prepared, job } => {
+            let answer = match job.coordinator {
+                Some(0) => Ok(reply(handle(node, &self::frame(ApiKey::AddPartitionsToTxn, verify::verify_version, &verify::request(&job)), now, Attempt::First, out), ApiKey::AddPartitionsToTxn, verify::verify_version)),
+                other => Err(format!("no coordinator here ({other:?})")),
+            };
+            handle_from(node, prepared.verified(verify::results(&job, answer)), None, now, Attempt::First, out)
+        }
+        other => other,
+    }
+}
+
 /// A request frame (no size prefix) as a client would send it.
 fn frame<R: Encodable + HeaderVersion>(key: ApiKey, version: i16, body: &R) -> Bytes {
     let header = RequestHeader::default()
@@ -212,7 +228,7 @@ fn produce_checked_before_its_decision_is_answered_alike() {
         assert!(early.batches.is_some(), "case {i}: a readable produce is prepared");
         // The same decision with the batches checked under the lock instead.
         let Decoded::Request(late) = decode_request(&f).unwrap() else { panic!("case {i}: a request") };
-        let late = Prepared { decoded: Decoded::Request(late), batches: None };
+        let late = Prepared { decoded: Decoded::Request(late), batches: None, verified: None };
         let answers = [handle_from(&prepared, early, None, 0, Attempt::First, &mut Vec::new()), handle_from(&unprepared, late, None, 0, Attempt::First, &mut Vec::new())];
         let [a, b] = answers.map(|o| reply::<ProduceResponse>(o, ApiKey::Produce, 9).responses[0].partition_responses[0].clone());
         assert_eq!(a, b, "case {i}");

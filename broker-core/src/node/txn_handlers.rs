@@ -1,6 +1,6 @@
 //! The transaction APIs. The transaction coordinator's: FindCoordinator for a transactional
 //! id (in `group_handlers`, beside the group's), InitProducerId with a transactional id,
-//! AddPartitionsToTxn (v0–3, from a client), AddOffsetsToTxn, EndTxn, DescribeTransactions and
+//! AddPartitionsToTxn (v0–3 from a client, v4 a leader's verification), AddOffsetsToTxn, EndTxn, DescribeTransactions and
 //! ListTransactions; field-by-field translation to [`crate::txn::Coordinator`], whose
 //! decisions they are, with a request waiting on its ticket when its state write must
 //! replicate first ([`TxnReply`]). And those a partition leader answers: WriteTxnMarkers (a coordinator, or an
@@ -21,7 +21,7 @@ use crate::txn::{self, Answer, PartitionResults, ProducerIdAndEpoch, Work};
 use kafka_protocol::messages::add_offsets_to_txn_request::AddOffsetsToTxnRequest;
 use kafka_protocol::messages::add_offsets_to_txn_response::AddOffsetsToTxnResponse;
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnRequest;
-use kafka_protocol::messages::add_partitions_to_txn_response::{AddPartitionsToTxnPartitionResult, AddPartitionsToTxnResponse, AddPartitionsToTxnTopicResult};
+use kafka_protocol::messages::add_partitions_to_txn_response::{AddPartitionsToTxnPartitionResult, AddPartitionsToTxnResponse, AddPartitionsToTxnResult, AddPartitionsToTxnTopicResult};
 use kafka_protocol::messages::describe_transactions_request::DescribeTransactionsRequest;
 use kafka_protocol::messages::describe_transactions_response::{DescribeTransactionsResponse, TopicData, TransactionState};
 use kafka_protocol::messages::end_txn_request::EndTxnRequest;
@@ -254,8 +254,12 @@ fn answer<T>(r: Result<txn::Pending<T>, Code>, wrap: impl FnOnce(Result<T, Code>
     }
 }
 
-/// AddPartitionsToTxn v0–3 (a client adding partitions to its transaction).
+/// AddPartitionsToTxn: v0–3 a client adding partitions to its transaction; v4 a partition
+/// leader's batch ([`verify_partitions`]).
 pub fn add_partitions_to_txn(node: &Node, version: i16, cid: i32, req: AddPartitionsToTxnRequest, now: u64, out: &mut Vec<Action>) -> Outcome {
+    if version >= 4 {
+        return Outcome::Reply(Response::new(ApiKey::AddPartitionsToTxn, version, cid, verify_partitions(node, &req)));
+    }
     let txn_id = req.v3_and_below_transactional_id.0.to_string();
     let partitions: Vec<(String, i32)> = req.v3_and_below_topics.iter().flat_map(|t| t.partitions.iter().map(|p| (t.name.0.to_string(), *p))).collect();
     let pending = with_txns(node, now, out, |b, c, w| {
@@ -269,6 +273,29 @@ pub fn add_partitions_to_txn(node: &Node, version: i16, cid: i32, req: AddPartit
         c.add_partitions(now as i64, &txn_id, req.v3_and_below_producer_id.0, req.v3_and_below_producer_epoch, &partitions, w)
     });
     finish(node, out, reply(ApiKey::AddPartitionsToTxn, version, cid), answer(Ok(pending), |r| Answer::Partitions(r.unwrap_or_default())))
+}
+
+/// AddPartitionsToTxn v4 from a partition leader (KIP-890 part 1): per transaction, whether
+/// each partition is in its open transaction (`verify_only`), answered at once. An implicit
+/// add (`verify_only` false, which Kafka's leaders send for Produce v12) is INVALID_REQUEST:
+/// this broker serves Produce up to v9, so none of its leaders sends one.
+fn verify_partitions(node: &Node, req: &AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse {
+    let parts = node.parts();
+    let mut resp = AddPartitionsToTxnResponse::default();
+    for t in &req.transactions {
+        let partitions: Vec<(String, i32)> = t.topics.iter().flat_map(|x| x.partitions.iter().map(|p| (x.name.0.to_string(), *p))).collect();
+        let results = match t.verify_only {
+            true => parts.txns.coordinator.verify_partitions(t.transactional_id.0.as_str(), t.producer_id.0, t.producer_epoch, &partitions),
+            false => Err(Code::InvalidRequest),
+        };
+        let results: PartitionResults = match results {
+            Ok(r) => r,
+            Err(c) => partitions.into_iter().map(|tp| (tp, Err(c))).collect(),
+        };
+        let by_topic = partitions_response(results, 4).results_by_topic_v3_and_below;
+        resp.results_by_transaction.push(AddPartitionsToTxnResult::default().with_transactional_id(t.transactional_id.clone()).with_topic_results(by_topic));
+    }
+    resp
 }
 
 /// AddOffsetsToTxn: the group's `__consumer_offsets` partition joins the transaction.

@@ -154,6 +154,10 @@ pub struct Flags {
     /// transaction's end for clients that ask (KIP-890); 1 is the classic protocol
     #[arg(long)]
     pub transaction_version: Option<i64>,
+    /// transaction.partition.verification.enable (default true): a partition leader asks the
+    /// coordinator before a producer's first transactional write to it (KIP-890 part 1)
+    #[arg(long)]
+    pub transaction_partition_verification_enable: Option<bool>,
     /// log.cleaner.backoff.ms
     #[arg(long)]
     pub log_cleaner_backoff_ms: Option<u64>,
@@ -224,6 +228,7 @@ pub const FILE_SETTINGS: &[&str] = &[
     "transaction.state.log.replication.factor",
     "transaction.state.log.min.isr",
     "transaction.version",
+    "transaction.partition.verification.enable",
     "log.cleaner.backoff.ms",
     "log.cleaner.io.max.bytes.per.second",
     "fetch.zero.copy",
@@ -283,6 +288,7 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
             "transaction.state.log.replication.factor" => f.transaction_state_log_replication_factor = Some(i16::try_from(int()?).map_err(|_| bad("a 16-bit integer"))?),
             "transaction.state.log.min.isr" => f.transaction_state_log_min_isr = Some(i16::try_from(int()?).map_err(|_| bad("a 16-bit integer"))?),
             "transaction.version" => f.transaction_version = Some(int()?),
+            "transaction.partition.verification.enable" => f.transaction_partition_verification_enable = Some(value.as_bool().ok_or_else(|| bad("true or false"))?),
             "log.cleaner.backoff.ms" => f.log_cleaner_backoff_ms = Some(int()? as u64),
             "log.cleaner.io.max.bytes.per.second" => f.log_cleaner_io_max_bytes_per_second = Some(value.as_float().or(value.as_integer().map(|i| i as f64)).filter(|v| *v > 0.0).ok_or_else(|| bad("a positive number"))?),
             "fetch.zero.copy" => f.fetch_zero_copy = Some(value.as_bool().ok_or_else(|| bad("true or false"))?),
@@ -295,7 +301,7 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
         log_segment_bytes, log_roll_ms, log_retention_ms, log_retention_bytes, log_index_interval_bytes,
         log_flush_interval_messages, log_flush_interval_ms, message_max_bytes, controller_quorum_voters, process_roles, controller_quorum_election_timeout_ms, metadata_log_max_record_bytes_between_snapshots,
         default_replication_factor, replica_lag_time_max_ms, broker_session_timeout_ms, broker_heartbeat_interval_ms,
-        unclean_leader_election_enable, eligible_leader_replicas_enable, auto_leader_rebalance_enable, leader_imbalance_check_interval_seconds, leader_imbalance_per_broker_percentage, group_initial_rebalance_delay_ms, group_min_session_timeout_ms, group_max_session_timeout_ms, group_max_size, offsets_topic_num_partitions, offsets_topic_replication_factor, offsets_retention_minutes, offset_metadata_max_bytes, transaction_max_timeout_ms, transactional_id_expiration_ms, transaction_abort_timed_out_transaction_cleanup_interval_ms, transaction_remove_expired_transaction_cleanup_interval_ms, transaction_state_log_num_partitions, transaction_state_log_replication_factor, transaction_state_log_min_isr, transaction_version, log_cleaner_backoff_ms, log_cleaner_io_max_bytes_per_second, fetch_zero_copy, worker_threads);
+        unclean_leader_election_enable, eligible_leader_replicas_enable, auto_leader_rebalance_enable, leader_imbalance_check_interval_seconds, leader_imbalance_per_broker_percentage, group_initial_rebalance_delay_ms, group_min_session_timeout_ms, group_max_session_timeout_ms, group_max_size, offsets_topic_num_partitions, offsets_topic_replication_factor, offsets_retention_minutes, offset_metadata_max_bytes, transaction_max_timeout_ms, transactional_id_expiration_ms, transaction_abort_timed_out_transaction_cleanup_interval_ms, transaction_remove_expired_transaction_cleanup_interval_ms, transaction_state_log_num_partitions, transaction_state_log_replication_factor, transaction_state_log_min_isr, transaction_version, transaction_partition_verification_enable, log_cleaner_backoff_ms, log_cleaner_io_max_bytes_per_second, fetch_zero_copy, worker_threads);
     Ok(f)
 }
 
@@ -423,6 +429,7 @@ fn resolve_txns(f: &Flags, t: &mut crate::txn::TxnConfig) -> Result<(), String> 
     if let Some(v) = f.transaction_state_log_num_partitions { t.state_partitions = v }
     if let Some(v) = f.transaction_state_log_replication_factor { t.state_replication_factor = v }
     if let Some(v) = f.transaction_state_log_min_isr { t.state_min_isr = v }
+    if let Some(v) = f.transaction_partition_verification_enable { t.partition_verification = v }
     if let Some(v) = f.transaction_version {
         t.transaction_version = crate::kafka::TxnVersion::from_level(v).ok_or_else(|| format!("transaction.version={v} must be 1 (classic) or 2 (KIP-890)"))?;
     }
@@ -523,74 +530,5 @@ pub fn controller_config(c: &BrokerConfig) -> crate::controller::ControllerConfi
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn process_roles_agree_with_the_voters() {
-        let voters = Some("0@127.0.0.1:9092,1@127.0.0.1:9093".to_string());
-        let with = |id: i32, roles: Option<&str>| resolve(&Flags { node_id: Some(id), controller_quorum_voters: voters.clone(), process_roles: roles.map(String::from), ..Flags::default() });
-        assert!(with(0, None).unwrap().1.broker_role, "combined mode by default");
-        assert!(with(2, None).unwrap().1.broker_role, "a broker that is not a voter");
-        assert!(!with(1, Some("controller")).unwrap().1.broker_role, "a voter-only node");
-        assert!(with(1, Some(" controller , broker ")).unwrap().1.broker_role);
-        assert!(with(2, Some("broker")).unwrap().1.broker_role);
-        for (id, roles, why) in [(2, "controller", "not in controller.quorum.voters"), (0, "broker", "must include controller"), (0, "controller,zookeeper", "unknown role 'zookeeper'"), (0, ",", "no role")] {
-            let e = with(id, Some(roles)).unwrap_err();
-            assert!(e.contains(why), "{roles}: {e}");
-        }
-    }
-
-    #[test]
-    fn file_then_flags_with_named_errors() {
-        let file = "\"log.segment.bytes\" = 1048576\n\"num.partitions\" = 3\n\"log.dirs\" = \"/x\"\n";
-        let over = Flags { num_partitions: Some(6), ..Flags::default() };
-        let (listen, c) = resolve(&merge_file(file, over).unwrap()).unwrap();
-        assert_eq!(listen.to_string(), "127.0.0.1:9092");
-        assert_eq!((c.log.segment_bytes, c.num_partitions, c.data_dir.clone()), (1048576, 6, PathBuf::from("/x")));
-        assert!(merge_file("\"log.segmnt.bytes\" = 1", Flags::default()).unwrap_err().contains("log.segmnt.bytes"));
-        assert!(merge_file("\"num.partitions\" = \"x\"", Flags::default()).unwrap_err().contains("num.partitions"));
-        let bad = Flags { log_segment_bytes: Some(3), ..Flags::default() };
-        assert!(resolve(&bad).unwrap_err().contains("segment.bytes=3"));
-        let every = Flags { log_flush_interval_messages: Some(1), ..Flags::default() };
-        assert_eq!(resolve(&every).unwrap().1.log.flush, FlushPolicy::EveryBatch);
-        let c = resolve(&Flags::default()).unwrap().1;
-        assert_eq!(c.voters, [(0, "127.0.0.1:9092".to_string())].into(), "a lone node is its own controller");
-        let other = Flags { controller_quorum_voters: Some("3@10.0.0.4:9093".into()), ..Flags::default() };
-        assert_eq!(resolve(&other).unwrap().1.voters.keys().copied().collect::<Vec<_>>(), vec![3]);
-        let three = Flags { controller_quorum_voters: Some("1@a:1,2@b:2,0@c:3".into()), ..Flags::default() };
-        assert_eq!(resolve(&three).unwrap().1.voters.keys().copied().collect::<Vec<_>>(), vec![0, 1, 2]);
-        for bad in ["1@a:1,1@b:2", "1@a", "x@a:1", "1a:1", "1@a:99999", "0@a:1,1@a:2,2@a:3,3@a:4,4@a:5,5@a:6,6@a:7,7@a:8"] {
-            let f = Flags { controller_quorum_voters: Some(bad.into()), ..Flags::default() };
-            assert!(resolve(&f).unwrap_err().contains("controller.quorum.voters"), "{bad}");
-        }
-        let slow = Flags { controller_quorum_election_timeout_ms: Some(0), ..Flags::default() };
-        assert!(resolve(&slow).is_err(), "a zero election timeout is refused");
-        // The runtime's threads: a count from 1, from the file or the flag (which wins).
-        assert_eq!(merge_file("\"worker.threads\" = 1", Flags::default()).unwrap().worker_threads, Some(1));
-        assert_eq!(merge_file("\"worker.threads\" = 1", Flags { worker_threads: Some(3), ..Flags::default() }).unwrap().worker_threads, Some(3));
-        for bad in ["0", "-1", "1025", "\"two\""] {
-            assert!(merge_file(&format!("\"worker.threads\" = {bad}"), Flags::default()).unwrap_err().contains("worker.threads"), "{bad}");
-        }
-        assert!(<Flags as clap::Parser>::try_parse_from(["broker", "--worker-threads", "0"]).is_err());
-        assert_eq!(<Flags as clap::Parser>::try_parse_from(["broker", "--worker-threads", "2"]).unwrap().worker_threads, Some(2));
-    }
-
-    #[test]
-    fn group_settings_by_kafkas_names() {
-        let file = "\"group.initial.rebalance.delay.ms\" = 0\n\"offsets.topic.num.partitions\" = 5\n\"offsets.retention.minutes\" = 2\n";
-        let c = resolve(&merge_file(file, Flags::default()).unwrap()).unwrap().1;
-        assert_eq!((c.groups.initial_rebalance_delay_ms, c.groups.offsets_partitions, c.groups.offsets_retention_ms), (0, 5, 120_000));
-        let bad = Flags { group_min_session_timeout_ms: Some(10), group_max_session_timeout_ms: Some(5), ..Flags::default() };
-        assert!(resolve(&bad).unwrap_err().contains("group.min.session.timeout.ms=10"));
-        let txn = merge_file("\"transaction.max.timeout.ms\" = 60000\n\"transaction.state.log.num.partitions\" = 3\n\"transaction.version\" = 1\n", Flags::default()).unwrap();
-        let (_, c) = resolve(&txn).unwrap();
-        assert_eq!((c.txns.max_timeout_ms, c.txns.state_partitions, c.txns.state_min_isr), (60_000, 3, 2));
-        assert_eq!(c.txns.transaction_version, crate::kafka::TxnVersion::Classic);
-        assert_eq!(resolve(&Flags::default()).unwrap().1.txns.transaction_version, crate::kafka::TxnVersion::EpochBump, "KIP-890 is the default");
-        assert!(resolve(&Flags { transaction_version: Some(3), ..Flags::default() }).unwrap_err().contains("transaction.version=3"));
-        assert!(resolve(&Flags { transaction_state_log_min_isr: Some(0), ..Flags::default() }).unwrap_err().contains("transaction.state.log.min.isr=0"));
-        let none = Flags { offsets_topic_num_partitions: Some(0), ..Flags::default() };
-        assert!(resolve(&none).unwrap_err().contains("offsets.topic.num.partitions=0"));
-    }
-}
+#[path = "config_tests.rs"]
+mod tests;

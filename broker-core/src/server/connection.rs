@@ -10,7 +10,8 @@
 //! Several requests that arrive together (a pipelining client) are read by one system call and
 //! answered before one flush. Nothing here decides anything: frames go to `answer`.
 
-use super::{answer, send, Shared};
+use super::answer::answer;
+use super::{send, Shared};
 use crate::constants::{connection_idle_ms_max, connection_read_buffer_bytes, connection_write_buffer_bytes, request_body_ms_max, request_bytes_max};
 use crate::kafka::ApiKey;
 use crate::node::Outcome;
@@ -268,7 +269,7 @@ async fn burst(shared: &Shared, inbox: &mut Inbox, rd: &mut send::ReadHalf, wr: 
                 tracing::warn!("closing connection from {peer}: {reason}");
                 return false;
             }
-            Outcome::Park { .. } | Outcome::Wait(_) | Outcome::Forward { .. } => unreachable!("answer() never returns Park, Wait or Forward"),
+            Outcome::Park { .. } | Outcome::Wait(_) | Outcome::Forward { .. } | Outcome::Verify { .. } => unreachable!("answer() never returns Park, Wait, Forward or Verify"),
         }
         // Requests already read whole are answered before the flush, so a burst costs one
         // write; a part of the next one is not waited for with answers unsent.

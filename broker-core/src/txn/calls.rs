@@ -1,6 +1,6 @@
 //! The requests a transaction coordinator serves, as calls on [`Coordinator`]: InitProducerId
-//! with a transactional id, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, DescribeTransactions
-//! and ListTransactions. Each checks placement, asks `state.rs` for a decision, and either
+//! with a transactional id, AddPartitionsToTxn (and a leader's verification, KIP-890 part 1),
+//! AddOffsetsToTxn, EndTxn, DescribeTransactions and ListTransactions. Each checks placement, asks `state.rs` for a decision, and either
 //! answers at once or writes the decision and hands out a ticket. Never touches the wire: the
 //! shell turns answers into responses (an InitProducerId without a transactional id is the
 //! broker's, not the coordinator's).
@@ -80,6 +80,19 @@ impl Coordinator {
             Ok(Pending::Now(())) => Pending::Now(all(Ok(()))),
             Ok(Pending::Wait(t)) => Pending::Wait(t),
         }
+    }
+
+    /// AddPartitionsToTxn v4+ with `verify_only` (KIP-890 part 1, from a partition leader):
+    /// whether each partition is in the open transaction of `producer_id` at `epoch`, answered
+    /// at once ([`state::verify_partitions`]); an error for the whole transaction otherwise
+    /// (placement, an unknown id, a fenced producer, a transition in flight).
+    pub fn verify_partitions(&self, txn_id: &str, producer_id: i64, epoch: i16, partitions: &[(String, i32)]) -> Result<PartitionResults, Code> {
+        if txn_id.is_empty() {
+            return Err(Code::InvalidRequest);
+        }
+        self.owner(txn_id)?;
+        let e = self.txns.get(txn_id).ok_or(Code::InvalidProducerIdMapping)?;
+        state::verify_partitions(&e.meta, e.transit.is_some(), producer_id, epoch, partitions)
     }
 
     /// AddOffsetsToTxn: adds `group`'s partition of `__consumer_offsets`, which has

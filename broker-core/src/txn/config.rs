@@ -72,6 +72,11 @@ pub struct TxnConfig {
     /// marker of docs/transactions.md section 4; 2 (the default) bumps the epoch at every end
     /// of a client that asks (EndTxn v5).
     pub transaction_version: crate::kafka::TxnVersion,
+    /// `transaction.partition.verification.enable` (KIP-890 part 1, on by default as in Kafka
+    /// 3.6+): a partition leader asks this coordinator (AddPartitionsToTxn v4) before a
+    /// producer's first transactional write to it, so a late write of an ended transaction
+    /// cannot open one nobody will end. Read by the leaders, whatever `transaction_version`.
+    pub partition_verification: bool,
 }
 
 impl Default for TxnConfig {
@@ -85,6 +90,7 @@ impl Default for TxnConfig {
             state_replication_factor: state_replication_factor_default,
             state_min_isr: state_min_isr_default,
             transaction_version: crate::kafka::TxnVersion::default(),
+            partition_verification: true,
         }
     }
 }

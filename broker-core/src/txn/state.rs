@@ -240,6 +240,21 @@ pub fn add_partitions(m: &TxnMetadata, pending: bool, producer_id: i64, epoch: i
     }
 }
 
+/// KIP-890 part 1, a partition leader asking before a producer's first transactional write to
+/// each of `partitions` (AddPartitionsToTxn v4+ `verify_only`): each is in the Ongoing
+/// transaction of `producer_id` at `epoch`, or INVALID_TXN_STATE (its write would open a
+/// transaction the coordinator does not know: a hanging one). A transition in flight or a
+/// transaction being ended is CONCURRENT_TRANSACTIONS for all (the leader asks again later).
+/// Nothing is written.
+pub fn verify_partitions(m: &TxnMetadata, pending: bool, producer_id: i64, epoch: i16, partitions: &[(String, i32)]) -> Result<Vec<((String, i32), Result<(), Code>)>, Code> {
+    epoch::check_client(m, producer_id, epoch)?;
+    if pending || m.state.is_prepare() {
+        return Err(Code::ConcurrentTransactions);
+    }
+    let open = m.state == TxnState::Ongoing;
+    Ok(partitions.iter().map(|tp| (tp.clone(), if open && m.partitions.contains(tp) { Ok(()) } else { Err(Code::InvalidTxnState) })).collect())
+}
+
 /// What an EndTxn leads to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EndDraft {

@@ -209,6 +209,9 @@ pub(super) fn broker_config(s: &Scenario, i: u32, bug: Option<PlantedBug>) -> Br
     // The same for the transaction coordinator's state topic; abandoned transactions are
     // checked for their timeout every second, so a fast scenario sees them aborted.
     (c.txns.state_partitions, c.txns.abort_timed_out_interval_ms) = (sim_offsets_partitions, 1_000);
+    if let Some(v) = s.broker.transaction_partition_verification {
+        c.txns.partition_verification = v;
+    }
     if let Some(v) = s.broker.transaction_version.and_then(broker_core::kafka::TxnVersion::from_level) {
         c.txns.transaction_version = v;
     }

@@ -59,6 +59,11 @@ pub struct BrokerSettings {
     /// `scenarios/anomalies/` (docs/transactions.md, section 4).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transaction_version: Option<i64>,
+    /// `transaction.partition.verification.enable` on every broker (default true, KIP-890 part
+    /// 1): false lets a late transactional write open a transaction no coordinator knows
+    /// (`scenarios/anomalies/late_produce.toml`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transaction_partition_verification: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

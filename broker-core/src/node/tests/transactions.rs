@@ -51,7 +51,10 @@ fn marker(pid: i64, epoch: i16, commit: bool, partition: i32) -> WriteTxnMarkers
 #[test]
 fn a_transaction_aborted_through_write_txn_markers_is_listed_to_read_committed_fetches() {
     let tmp = tempfile::tempdir().unwrap();
-    let node = broker(tmp.path());
+    // The leader's side alone: no coordinator here to verify the first write (KIP-890 part 1).
+    let mut config = crate::testing::config(tmp.path());
+    config.txns.partition_verification = false;
+    let node = crate::testing::one_node(config);
     crate::testing::create(&node, "t", 1, Default::default()).unwrap();
     let (pid, epoch) = node.broker().init_producer_id().unwrap();
     let mut batch = build(&[b"a", b"b"], 1000);
@@ -146,6 +149,14 @@ mod coordinator {
         (s.error_code, s.transaction_state.to_string(), s.topics.iter().map(|t| (t.topic.0.to_string(), t.partitions.clone())).collect())
     }
 
+    /// The state topic created (FindCoordinator asks for it) and `tx`'s producer id, epoch 0.
+    fn ready(node: &Node) -> i64 {
+        let find = FindCoordinatorRequest::default().with_key_type(crate::kafka::coordinator_type::transaction).with_coordinator_keys(vec![StrBytes::from_static_str("tx")]);
+        let _: (FindCoordinatorResponse, _) = ask(node, ApiKey::FindCoordinator, 4, &find, 0);
+        crate::testing::sync(node, 0);
+        init(node, 0).producer_id.0
+    }
+
     fn init(node: &Node, now: u64) -> InitProducerIdResponse {
         let req = InitProducerIdRequest::default().with_transactional_id(Some(id())).with_transaction_timeout_ms(60_000).with_producer_id(ProducerId(-1)).with_producer_epoch(-1);
         ask(node, ApiKey::InitProducerId, 4, &req, now).0
@@ -163,7 +174,7 @@ mod coordinator {
         crate::log::batch::set_producer(&mut batch, pid, epoch, seq);
         crate::log::batch::set_transactional(&mut batch);
         let req = produce_req("t", batch, -1).with_transactional_id(Some(id()));
-        let r: ProduceResponse = reply(handle(node, &frame(ApiKey::Produce, 9, &req), 0, Attempt::First, &mut Vec::new()), ApiKey::Produce, 9);
+        let r: ProduceResponse = reply(handle_verifying(node, &frame(ApiKey::Produce, 9, &req), 0, &mut Vec::new()), ApiKey::Produce, 9);
         r.responses[0].partition_responses[0].error_code
     }
 
@@ -235,6 +246,67 @@ mod coordinator {
         assert_eq!(r.transaction_states.iter().map(|s| (s.transactional_id.0.to_string(), s.producer_id.0, s.transaction_state.to_string())).collect::<Vec<_>>(), vec![("tx".to_string(), pid, "Empty".to_string())]);
     }
 
+    /// KIP-890 part 1 (`transaction.partition.verification.enable`, on by default): a
+    /// producer's first transactional write to a partition is appended only once the
+    /// coordinator says the partition is in its open transaction. A write to a partition never
+    /// added, or arriving after its transaction ended (a late retry), is INVALID_TXN_STATE and
+    /// opens nothing; a marker between the verification and the append sends the write back
+    /// for another (NOT_ENOUGH_REPLICAS, which clients retry). Off, the late write opens a
+    /// transaction no coordinator knows: a hanging one, holding the LSO back.
+    #[test]
+    fn a_first_transactional_write_is_verified_with_the_coordinator() {
+        let tmp = tempfile::tempdir().unwrap();
+        let node = txn_node(tmp.path());
+        let pid = ready(&node);
+
+        assert_eq!(produce(&node, pid, 0, 0), Code::InvalidTxnState.code(), "t-0 was never added to the transaction");
+        assert_eq!(read_committed(&node), (0, 0, 0, vec![]), "nothing appended, nothing opened");
+        assert_eq!(add_t0(&node, pid, 0), 0);
+        assert_eq!(produce(&node, pid, 0, 0), 0, "verified: in the open transaction");
+        assert_eq!(produce(&node, pid, 0, 2), 0, "a later write of the open transaction is not asked about");
+        let (code, out) = end(&node, pid, 0, false, 10);
+        assert_eq!(code, 0);
+        deliver_markers(&node, out, 10);
+        let stable = read_committed(&node).1;
+        assert_eq!(stable, 5, "four records and the abort marker");
+        assert_eq!(produce(&node, pid, 0, 4), Code::InvalidTxnState.code(), "a late write after its transaction ended");
+        assert_eq!(read_committed(&node).1, stable, "the LSO is not held back by a hanging transaction");
+
+        // A marker between the verification and the append: the guard is gone.
+        assert_eq!(add_t0(&node, pid, 0), 0);
+        let mut batch = build(&[b"c"], 1000);
+        crate::log::batch::set_producer(&mut batch, pid, 0, 4);
+        crate::log::batch::set_transactional(&mut batch);
+        let req = produce_req("t", batch, -1).with_transactional_id(Some(id()));
+        let Outcome::Verify { prepared, job } = handle(&node, &frame(ApiKey::Produce, 9, &req), 20, Attempt::First, &mut Vec::new()) else { panic!("a first write is verified") };
+        assert_eq!((job.coordinator, job.producer_id, job.partitions.len()), (Some(0), pid, 1));
+        let (answer, _): (AddPartitionsToTxnResponse, _) = ask(&node, ApiKey::AddPartitionsToTxn, crate::node::verify::verify_version, &crate::node::verify::request(&job), 20);
+        let verified = crate::node::verify::results(&job, Ok(answer));
+        assert!(verified.values().all(|v| v.is_ok()), "{verified:?}");
+        let (code, out) = end(&node, pid, 0, false, 30);
+        assert_eq!(code, 0);
+        deliver_markers(&node, out, 30);
+        let r: ProduceResponse = reply(handle_from(&node, prepared.verified(verified), None, 40, Attempt::First, &mut Vec::new()), ApiKey::Produce, 9);
+        assert_eq!(r.responses[0].partition_responses[0].error_code, Code::NotEnoughReplicas.code(), "verified before the marker, appended after it: asked again");
+    }
+
+    #[test]
+    fn without_verification_a_late_write_opens_a_hanging_transaction() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut config = crate::testing::config(tmp.path());
+        (config.txns.state_partitions, config.txns.partition_verification) = (3, false);
+        let node = crate::testing::one_node(config);
+        crate::testing::create(&node, "t", 1, Default::default()).unwrap();
+        let pid = ready(&node);
+        assert_eq!(add_t0(&node, pid, 0), 0);
+        assert_eq!(produce(&node, pid, 0, 0), 0);
+        let (_, out) = end(&node, pid, 0, false, 10);
+        deliver_markers(&node, out, 10);
+        assert_eq!(produce(&node, pid, 0, 2), 0, "the late write is taken");
+        assert_eq!(describe(&node).1, "CompleteAbort", "the coordinator knows of no open transaction");
+        assert_eq!(read_committed(&node).1, 3, "and the LSO stays below the hanging one's first record");
+    }
+
     /// KIP-890 part 2 on the wire (transaction.version 2, the default): EndTxn v5 ends the
     /// transaction at the next epoch and says so; its marker carries that epoch and its version;
     /// the late copies of that EndTxn and of that marker, arriving while the next transaction
@@ -243,10 +315,7 @@ mod coordinator {
     fn an_end_txn_v5_bumps_the_epoch_and_late_copies_of_the_end_and_its_marker_are_refused() {
         let tmp = tempfile::tempdir().unwrap();
         let node = txn_node(tmp.path());
-        let find = FindCoordinatorRequest::default().with_key_type(crate::kafka::coordinator_type::transaction).with_coordinator_keys(vec![StrBytes::from_static_str("tx")]);
-        let _: (FindCoordinatorResponse, _) = ask(&node, ApiKey::FindCoordinator, 4, &find, 0);
-        crate::testing::sync(&node, 0);
-        let pid = init(&node, 0).producer_id.0;
+        let pid = ready(&node);
         assert_eq!(add_t0(&node, pid, 0), 0);
         assert_eq!(produce(&node, pid, 0, 0), 0);
         let end_v5 = |epoch: i16, now: u64| {

@@ -1,0 +1,71 @@
+//! The configuration's resolution, tested: flags, the config file, Kafka's names and checks.
+
+use super::*;
+
+#[test]
+fn process_roles_agree_with_the_voters() {
+    let voters = Some("0@127.0.0.1:9092,1@127.0.0.1:9093".to_string());
+    let with = |id: i32, roles: Option<&str>| resolve(&Flags { node_id: Some(id), controller_quorum_voters: voters.clone(), process_roles: roles.map(String::from), ..Flags::default() });
+    assert!(with(0, None).unwrap().1.broker_role, "combined mode by default");
+    assert!(with(2, None).unwrap().1.broker_role, "a broker that is not a voter");
+    assert!(!with(1, Some("controller")).unwrap().1.broker_role, "a voter-only node");
+    assert!(with(1, Some(" controller , broker ")).unwrap().1.broker_role);
+    assert!(with(2, Some("broker")).unwrap().1.broker_role);
+    for (id, roles, why) in [(2, "controller", "not in controller.quorum.voters"), (0, "broker", "must include controller"), (0, "controller,zookeeper", "unknown role 'zookeeper'"), (0, ",", "no role")] {
+        let e = with(id, Some(roles)).unwrap_err();
+        assert!(e.contains(why), "{roles}: {e}");
+    }
+}
+
+#[test]
+fn file_then_flags_with_named_errors() {
+    let file = "\"log.segment.bytes\" = 1048576\n\"num.partitions\" = 3\n\"log.dirs\" = \"/x\"\n";
+    let over = Flags { num_partitions: Some(6), ..Flags::default() };
+    let (listen, c) = resolve(&merge_file(file, over).unwrap()).unwrap();
+    assert_eq!(listen.to_string(), "127.0.0.1:9092");
+    assert_eq!((c.log.segment_bytes, c.num_partitions, c.data_dir.clone()), (1048576, 6, PathBuf::from("/x")));
+    assert!(merge_file("\"log.segmnt.bytes\" = 1", Flags::default()).unwrap_err().contains("log.segmnt.bytes"));
+    assert!(merge_file("\"num.partitions\" = \"x\"", Flags::default()).unwrap_err().contains("num.partitions"));
+    let bad = Flags { log_segment_bytes: Some(3), ..Flags::default() };
+    assert!(resolve(&bad).unwrap_err().contains("segment.bytes=3"));
+    let every = Flags { log_flush_interval_messages: Some(1), ..Flags::default() };
+    assert_eq!(resolve(&every).unwrap().1.log.flush, FlushPolicy::EveryBatch);
+    let c = resolve(&Flags::default()).unwrap().1;
+    assert_eq!(c.voters, [(0, "127.0.0.1:9092".to_string())].into(), "a lone node is its own controller");
+    let other = Flags { controller_quorum_voters: Some("3@10.0.0.4:9093".into()), ..Flags::default() };
+    assert_eq!(resolve(&other).unwrap().1.voters.keys().copied().collect::<Vec<_>>(), vec![3]);
+    let three = Flags { controller_quorum_voters: Some("1@a:1,2@b:2,0@c:3".into()), ..Flags::default() };
+    assert_eq!(resolve(&three).unwrap().1.voters.keys().copied().collect::<Vec<_>>(), vec![0, 1, 2]);
+    for bad in ["1@a:1,1@b:2", "1@a", "x@a:1", "1a:1", "1@a:99999", "0@a:1,1@a:2,2@a:3,3@a:4,4@a:5,5@a:6,6@a:7,7@a:8"] {
+        let f = Flags { controller_quorum_voters: Some(bad.into()), ..Flags::default() };
+        assert!(resolve(&f).unwrap_err().contains("controller.quorum.voters"), "{bad}");
+    }
+    let slow = Flags { controller_quorum_election_timeout_ms: Some(0), ..Flags::default() };
+    assert!(resolve(&slow).is_err(), "a zero election timeout is refused");
+    // The runtime's threads: a count from 1, from the file or the flag (which wins).
+    assert_eq!(merge_file("\"worker.threads\" = 1", Flags::default()).unwrap().worker_threads, Some(1));
+    assert_eq!(merge_file("\"worker.threads\" = 1", Flags { worker_threads: Some(3), ..Flags::default() }).unwrap().worker_threads, Some(3));
+    for bad in ["0", "-1", "1025", "\"two\""] {
+        assert!(merge_file(&format!("\"worker.threads\" = {bad}"), Flags::default()).unwrap_err().contains("worker.threads"), "{bad}");
+    }
+    assert!(<Flags as clap::Parser>::try_parse_from(["broker", "--worker-threads", "0"]).is_err());
+    assert_eq!(<Flags as clap::Parser>::try_parse_from(["broker", "--worker-threads", "2"]).unwrap().worker_threads, Some(2));
+}
+
+#[test]
+fn group_settings_by_kafkas_names() {
+    let file = "\"group.initial.rebalance.delay.ms\" = 0\n\"offsets.topic.num.partitions\" = 5\n\"offsets.retention.minutes\" = 2\n";
+    let c = resolve(&merge_file(file, Flags::default()).unwrap()).unwrap().1;
+    assert_eq!((c.groups.initial_rebalance_delay_ms, c.groups.offsets_partitions, c.groups.offsets_retention_ms), (0, 5, 120_000));
+    let bad = Flags { group_min_session_timeout_ms: Some(10), group_max_session_timeout_ms: Some(5), ..Flags::default() };
+    assert!(resolve(&bad).unwrap_err().contains("group.min.session.timeout.ms=10"));
+    let txn = merge_file("\"transaction.max.timeout.ms\" = 60000\n\"transaction.state.log.num.partitions\" = 3\n\"transaction.version\" = 1\n", Flags::default()).unwrap();
+    let (_, c) = resolve(&txn).unwrap();
+    assert_eq!((c.txns.max_timeout_ms, c.txns.state_partitions, c.txns.state_min_isr), (60_000, 3, 2));
+    assert_eq!(c.txns.transaction_version, crate::kafka::TxnVersion::Classic);
+    assert_eq!(resolve(&Flags::default()).unwrap().1.txns.transaction_version, crate::kafka::TxnVersion::EpochBump, "KIP-890 is the default");
+    assert!(resolve(&Flags { transaction_version: Some(3), ..Flags::default() }).unwrap_err().contains("transaction.version=3"));
+    assert!(resolve(&Flags { transaction_state_log_min_isr: Some(0), ..Flags::default() }).unwrap_err().contains("transaction.state.log.min.isr=0"));
+    let none = Flags { offsets_topic_num_partitions: Some(0), ..Flags::default() };
+    assert!(resolve(&none).unwrap_err().contains("offsets.topic.num.partitions=0"));
+}
