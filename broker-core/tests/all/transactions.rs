@@ -195,3 +195,59 @@ fn this_crates_transactional_producer_and_read_committed_consumer() {
         assert_eq!(read_values(addr, name, 1, ends[1], false).await, ["c2", "a2", "c4"]);
     });
 }
+
+/// KIP-890 part 1 on a broker process: a transactional write of a producer whose transaction
+/// has ended (as a late retry of it would be) is refused INVALID_TXN_STATE once the leader asks
+/// the coordinator, over its own listener, and opens nothing; with
+/// `--transaction-partition-verification-enable false` the same write is taken and opens a
+/// transaction no coordinator knows, which holds the last stable offset back (a hanging one).
+#[test]
+fn a_write_outside_any_open_transaction_is_refused_by_verification() {
+    use broker_core::client::producer::ProducerRecord;
+    use broker_core::client::{ProducerConfig, TransactionalProducer};
+    use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic};
+    use kafka_protocol::messages::BrokerId;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    for verify in [true, false] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let broker = Broker::start(dir.path(), &["--transaction-partition-verification-enable", if verify { "true" } else { "false" }]);
+        let addr: SocketAddr = broker.bootstrap().parse().expect("address");
+        runtime.block_on(async {
+            let name = "late";
+            broker_core::client::admin::create_topics(addr, &[(name.into(), 1, 1)], Duration::from_secs(10)).await.expect("create topic");
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("after 1970").as_millis() as i64;
+            let mut p = TransactionalProducer::new(vec![addr], ProducerConfig::default(), "late-writer", 60_000);
+            let (pid, epoch) = p.init().await.expect("init");
+            p.begin().expect("begin");
+            p.send(name, 0, &[ProducerRecord { key: None, value: Some(Bytes::from_static(b"c1")), headers: Vec::new() }], now).await.expect("send");
+            p.commit().await.expect("commit");
+            // KIP-890 ended that transaction at epoch + 1 (a marker at offset 1, written after
+            // the commit is answered): the producer's epoch now, with no transaction open.
+            let mut c = Conn::connect(addr, "late-raw", Duration::from_secs(10)).await.expect("connect");
+            let lp = ListOffsetsPartition::default().with_partition_index(0).with_current_leader_epoch(-1).with_timestamp(-1);
+            let lt = ListOffsetsTopic::default().with_name(TopicName(StrBytes::from_static_str(name))).with_partitions(vec![lp]);
+            let latest = ListOffsetsRequest::default().with_replica_id(BrokerId(-1)).with_isolation_level(1).with_topics(vec![lt]);
+            let mut stable = -1;
+            for _ in 0..100 {
+                stable = c.send(&latest).await.expect("list offsets").topics[0].partitions[0].offset;
+                if stable == 2 {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            assert_eq!(stable, 2, "c1 and its marker");
+            let mut batch = build(&[b"late"], now);
+            set_producer(&mut batch, pid, epoch + 1, 0);
+            set_transactional(&mut batch);
+            let part = PartitionProduceData::default().with_index(0).with_records(Some(Bytes::from(batch)));
+            let t = TopicProduceData::default().with_name(TopicName(StrBytes::from_static_str(name))).with_partition_data(vec![part]);
+            let req = ProduceRequest::default().with_acks(-1).with_timeout_ms(10_000).with_transactional_id(Some(TransactionalId(StrBytes::from_static_str("late-writer")))).with_topic_data(vec![t]);
+            let code = c.send(&req).await.expect("produce").responses[0].partition_responses[0].error_code;
+            let lso = c.send(&latest).await.expect("list offsets").topics[0].partitions[0].offset;
+            match verify {
+                true => assert_eq!((code, lso), (broker_core::kafka::Code::InvalidTxnState.code(), 2), "refused; c1 and its marker stable"),
+                false => assert_eq!((code, lso), (0, 2), "taken at offset 2, holding the LSO there: a hanging transaction"),
+            }
+        });
+    }
+}
