@@ -5,6 +5,7 @@
 #   scripts/bench-transactions.sh              # N=200000 records of 100 bytes, RUNS=3
 #   N=50000 TXN=10 RUNS=1 scripts/bench-transactions.sh
 #   BROKER=path/to/broker SEEDLOG=path/to/seedlog scripts/bench-transactions.sh   # no build (A/B runs)
+#   BROKER_FLAGS="--transaction-partition-verification-enable false" scripts/bench-transactions.sh   # A/B of KIP-890 part 1
 #
 # Per run, on a fresh broker (data under target/bench-transactions), one partition each:
 #   idempotent     N records produced by an idempotent producer (acks=all), as fast as it goes
@@ -29,7 +30,8 @@ trap cleanup EXIT
 RESULTS=$W/results.jsonl
 for run in $(seq "$RUNS"); do
   mkdir -p "$W/$run"
-  start_broker "$W/$run" || die "the broker did not start"
+  # shellcheck disable=SC2086 # BROKER_FLAGS is a list of flags
+  start_broker "$W/$run" ${BROKER_FLAGS:-} || die "the broker did not start"
   "$PY" scripts/bench_transactions.py run --bootstrap "$BOOTSTRAP" --n "$N" --txn "$TXN" >>"$RESULTS" || die "run $run failed"
   tail -n 1 "$RESULTS"
   stop_broker

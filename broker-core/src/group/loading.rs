@@ -4,39 +4,36 @@
 //! log and follows leadership, this never does IO.
 
 use super::records::{self, Key};
-use super::{offsets_topic, partition_for, Coordinator, Loaded, Owned, Work};
+use super::{offsets_topic, partition_for, Coordinator, Loaded, Work};
 use super::state::Out;
 use crate::kafka::Code;
 
 impl Coordinator {
     /// The offsets topic has `partitions` partitions (0: it does not exist).
     pub fn set_partitions(&mut self, partitions: i32, now: u64, work: &mut Work) {
-        if partitions != self.partitions {
-            let all: Vec<i32> = self.owned.keys().copied().collect();
-            for p in all {
-                self.resign(p, now, work);
-            }
-            self.partitions = partitions;
+        for p in self.hosting.moved(partitions) {
+            self.resign(p, now, work);
         }
+        self.hosting.set_partitions(partitions);
     }
 
     /// This node now leads offsets partition `p` under `leader_epoch`, its log starting at
     /// `start`: its groups load from there.
     pub fn take_over(&mut self, p: i32, leader_epoch: i32, start: i64) {
-        self.owned.insert(p, Owned { leader_epoch, loading: Some(start) });
+        self.hosting.take_over(p, leader_epoch, start);
     }
 
     /// This node no longer leads offsets partition `p`: its groups' waiting requests get
     /// NOT_COORDINATOR, its pending writes fail, and the groups leave memory.
     pub fn resign(&mut self, p: i32, now: u64, work: &mut Work) {
-        self.owned.remove(&p);
+        self.hosting.resign(p);
         let writes: Vec<u64> = self.writes.iter().filter(|(_, w)| w.partition == p).map(|(id, _)| *id).collect();
         for id in writes {
             self.finish(id, Err(Code::NotCoordinator), now, work);
         }
-        let partitions = self.partitions;
+        let partitions = self.hosting.partitions();
         self.txn_offsets.retain(|g, _| partition_for(g, partitions) != p);
-        let ids: Vec<String> = self.groups.keys().filter(|g| partition_for(g, self.partitions) == p).cloned().collect();
+        let ids: Vec<String> = self.groups.keys().filter(|g| partition_for(g, partitions) == p).cloned().collect();
         for id in ids {
             let mut out = Out::default();
             if let Some(mut g) = self.groups.remove(&id) {
@@ -50,7 +47,7 @@ impl Coordinator {
     /// offset after it; `done` ends the load. A transaction's offsets are pending until its
     /// marker: a commit makes them offsets, an abort drops them.
     pub fn load(&mut self, p: i32, loaded: Vec<Loaded>, next: i64, done: bool, now: u64, work: &mut Work) {
-        let Some(owned) = self.owned.get_mut(&p) else { return };
+        let Some(owned) = self.hosting.get_mut(p) else { return };
         owned.loading = if done { None } else { Some(next) };
         let mut skipped = 0usize;
         for item in loaded {
@@ -97,7 +94,7 @@ impl Coordinator {
             work.lines.push(format!("{offsets_topic}-{p}: skipped {skipped} records that are not group records"));
         }
         if done {
-            work.lines.push(format!("{offsets_topic}-{p}: loaded; coordinating {} groups", self.groups.keys().filter(|g| partition_for(g, self.partitions) == p).count()));
+            work.lines.push(format!("{offsets_topic}-{p}: loaded; coordinating {} groups", self.groups.keys().filter(|g| self.hosting.partition_of(g) == p).count()));
         }
     }
 }

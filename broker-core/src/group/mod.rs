@@ -17,6 +17,7 @@
 
 mod calls;
 mod config;
+pub mod hosting;
 mod loading;
 pub mod records;
 pub mod rules;
@@ -28,6 +29,7 @@ pub use config::{offsets_topic, offsets_topic_spec, partition_for, GroupConfig};
 pub use state::{Answer, Group, JoinAnswer, JoinRequest, Member, Reply, State, Ticket};
 
 use calls::write_error;
+use hosting::Hosting;
 use crate::kafka::Code;
 use crate::log::batch;
 use crate::planted::Planted;
@@ -81,14 +83,6 @@ type TxnOffsets = BTreeMap<String, BTreeMap<i64, Offsets>>;
 /// Offsets by partition.
 type Offsets = BTreeMap<(String, i32), OffsetValue>;
 
-/// An offsets partition this node leads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Owned {
-    leader_epoch: i32,
-    /// The next offset to load, while loading.
-    loading: Option<i64>,
-}
-
 /// A write appended (or being appended) and what it does once replicated.
 #[derive(Debug)]
 struct Write {
@@ -119,9 +113,8 @@ enum Effect {
 
 pub struct Coordinator {
     config: GroupConfig,
-    /// Partitions of the offsets topic in the metadata (0: not created yet).
-    partitions: i32,
-    owned: BTreeMap<i32, Owned>,
+    /// The offsets topic's partitions, and those led here.
+    hosting: Hosting,
     groups: BTreeMap<String, Group>,
     /// Offsets committed inside open transactions: not offsets yet.
     txn_offsets: TxnOffsets,
@@ -144,8 +137,7 @@ impl Coordinator {
     pub fn new(config: GroupConfig) -> Coordinator {
         Coordinator {
             config,
-            partitions: 0,
-            owned: BTreeMap::new(),
+            hosting: Hosting::default(),
             groups: BTreeMap::new(),
             txn_offsets: BTreeMap::new(),
             open: BTreeSet::new(),
@@ -164,12 +156,12 @@ impl Coordinator {
 
     /// The offsets partitions this node leads and their leader epochs.
     pub fn owned(&self) -> BTreeMap<i32, i32> {
-        self.owned.iter().map(|(p, o)| (*p, o.leader_epoch)).collect()
+        self.hosting.epochs()
     }
 
     /// Partitions still loading, with the next offset to load.
     pub fn loading(&self) -> Vec<(i32, i64)> {
-        self.owned.iter().filter_map(|(p, o)| o.loading.map(|n| (*p, n))).collect()
+        self.hosting.loading()
     }
 
     /// The partition of `group`, if this node coordinates it now.
@@ -177,15 +169,7 @@ impl Coordinator {
         if group.len() > crate::constants::group_id_bytes_max {
             return Err(Code::InvalidGroupId);
         }
-        if self.partitions == 0 {
-            return Err(Code::CoordinatorNotAvailable);
-        }
-        let p = partition_for(group, self.partitions);
-        match self.owned.get(&p) {
-            None => Err(Code::NotCoordinator),
-            Some(o) if o.loading.is_some() => Err(Code::CoordinatorLoadInProgress),
-            Some(_) => Ok(p),
-        }
+        self.hosting.owner(group)
     }
 
     fn ticket(&mut self) -> Ticket {
@@ -225,7 +209,7 @@ impl Coordinator {
 
     /// [`Coordinator::write`], as a transactional batch of `producer` (id, epoch) when given.
     fn write_as(&mut self, group: &str, kvs: Vec<(Vec<u8>, Option<Vec<u8>>)>, producer: Option<(i64, i16)>, effect: Effect, now: u64, work: &mut Work) {
-        let partition = partition_for(group, self.partitions);
+        let partition = self.hosting.partition_of(group);
         let id = self.next_write;
         self.next_write += 1;
         let records: Vec<batch::KeyValue> = kvs.iter().map(|(k, v)| (Some(k.as_slice()), v.as_deref())).collect();
@@ -343,8 +327,8 @@ impl Coordinator {
     }
 
     fn id_prefix(&self, group: &str) -> String {
-        let p = partition_for(group, self.partitions);
-        format!("{p}.{}", self.owned.get(&p).map_or(-1, |o| o.leader_epoch))
+        let p = self.hosting.partition_of(group);
+        format!("{p}.{}", self.hosting.get(p).map_or(-1, |o| o.leader_epoch))
     }
 
     fn group_mut(&mut self, id: &str, now: u64) -> &mut Group {

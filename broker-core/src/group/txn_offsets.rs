@@ -44,10 +44,10 @@ impl Coordinator {
     /// take effect once the marker is replicated (or are dropped, for an abort). A partition
     /// still loading meets the marker in its log instead.
     pub fn txn_marker(&mut self, p: i32, producer_id: i64, commit: bool, at: (i64, i32)) {
-        if self.owned.get(&p).is_none_or(|o| o.loading.is_some()) {
+        if self.hosting.get(p).is_none_or(|o| o.loading.is_some()) {
             return;
         }
-        let partitions = self.partitions;
+        let partitions = self.hosting.partitions();
         let mut ended = Vec::new();
         for (group, by_producer) in self.txn_offsets.iter_mut().filter(|(g, _)| partition_for(g, partitions) == p) {
             if let Some(offsets) = by_producer.remove(&producer_id) {
@@ -79,7 +79,7 @@ impl Coordinator {
 
     /// A marker met while loading partition `p`: the transaction's offsets take effect or go.
     pub(super) fn load_marker(&mut self, p: i32, producer_id: i64, commit: bool, now: u64) {
-        let partitions = self.partitions;
+        let partitions = self.hosting.partitions();
         let groups: Vec<String> = self.txn_offsets.keys().filter(|g| partition_for(g, partitions) == p).cloned().collect();
         for group in groups {
             let Some(offsets) = self.txn_offsets.get_mut(&group).and_then(|o| o.remove(&producer_id)) else { continue };

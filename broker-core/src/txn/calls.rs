@@ -165,7 +165,7 @@ impl Coordinator {
     /// ListTransactions: the ids this node coordinates, filtered by state names and producer
     /// ids (an empty filter passes all). COORDINATOR_LOAD_IN_PROGRESS while any partition loads.
     pub fn list(&self, states: &[String], producer_ids: &[i64]) -> Result<TxnList, Code> {
-        if self.owned.values().any(|o| o.loading.is_some()) {
+        if !self.hosting.loading().is_empty() {
             return Err(Code::CoordinatorLoadInProgress);
         }
         let mut list = TxnList::default();

@@ -4,40 +4,37 @@
 //! resigning it. Calls on [`Coordinator`]; the shell reads the log and follows leadership, this
 //! never does IO.
 
-use super::{partition_for, records, transaction_state_topic, Coordinator, Entry, Owned, TxnMetadata, TxnState, Work};
+use super::{partition_for, records, transaction_state_topic, Coordinator, Entry, TxnMetadata, TxnState, Work};
 use crate::kafka::Code;
 
 impl Coordinator {
     /// The state topic has `partitions` partitions (0: it does not exist).
     pub fn set_partitions(&mut self, partitions: i32, now: i64, work: &mut Work) {
-        if partitions != self.partitions {
-            let all: Vec<i32> = self.owned.keys().copied().collect();
-            for p in all {
-                self.resign(p, now, work);
-            }
-            self.partitions = partitions;
+        for p in self.hosting.moved(partitions) {
+            self.resign(p, now, work);
         }
+        self.hosting.set_partitions(partitions);
     }
 
     /// This node now leads state partition `p` under `leader_epoch` (the coordinator epoch),
     /// its log starting at `start`: its ids load from there. A partition led under another
     /// epoch must be resigned first.
     pub fn take_over(&mut self, p: i32, leader_epoch: i32, start: i64) {
-        self.owned.insert(p, Owned { leader_epoch, loading: Some(start) });
+        self.hosting.take_over(p, leader_epoch, start);
     }
 
     /// This node no longer leads state partition `p`: requests waiting on its writes get
     /// NOT_COORDINATOR, its marker jobs are dropped (the next coordinator resends them) and
     /// its ids leave memory.
     pub fn resign(&mut self, p: i32, _now: i64, work: &mut Work) {
-        self.owned.remove(&p);
+        self.hosting.resign(p);
         let writes: Vec<u64> = self.writes.iter().filter(|(_, w)| w.partition == p).map(|(id, _)| *id).collect();
         for id in writes {
             if let Some(w) = self.writes.remove(&id) {
                 self.answer(w.then, Err(Code::NotCoordinator), work);
             }
         }
-        let partitions = self.partitions;
+        let partitions = self.hosting.partitions();
         self.txns.retain(|id, _| partition_for(id, partitions) != p);
         let txns = &self.txns;
         self.jobs.retain(|_, id| txns.contains_key(id));
@@ -47,7 +44,7 @@ impl Coordinator {
     /// None for a tombstone. `next` is the offset after them; `done` ends the load, and then
     /// every transaction found prepared has its markers sent again.
     pub fn load(&mut self, p: i32, records: Vec<(bytes::Bytes, Option<bytes::Bytes>)>, next: i64, done: bool, now: i64, work: &mut Work) {
-        let Some(owned) = self.owned.get_mut(&p) else { return };
+        let Some(owned) = self.hosting.get_mut(p) else { return };
         if owned.loading.is_none() {
             return;
         }
@@ -55,7 +52,7 @@ impl Coordinator {
         let mut skipped = 0usize;
         for (k, v) in records {
             match records::decode_record(&k, v.as_deref()) {
-                Ok((id, _)) if partition_for(&id, self.partitions) != p => skipped += 1,
+                Ok((id, _)) if self.hosting.partition_of(&id) != p => skipped += 1,
                 Ok((id, Some(value))) if value.state != TxnState::Dead => drop(self.txns.insert(id, Entry { meta: TxnMetadata::from_value(value), transit: None })),
                 Ok((id, _)) => drop(self.txns.remove(&id)),
                 Err(_) => skipped += 1,
@@ -67,7 +64,7 @@ impl Coordinator {
         if !done {
             return;
         }
-        let partitions = self.partitions;
+        let partitions = self.hosting.partitions();
         let mine: Vec<String> = self.txns.keys().filter(|id| partition_for(id, partitions) == p).cloned().collect();
         let mut resent = 0;
         for id in &mine {

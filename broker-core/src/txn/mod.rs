@@ -36,6 +36,7 @@ use std::collections::{BTreeMap, BTreeSet};
 /// uncompressed batch holding the id's record), then report with [`Coordinator::appended`]:
 /// the group coordinator's kind of append.
 pub use crate::group::Append;
+use crate::group::hosting::Hosting;
 
 /// Markers the shell must write (WriteTxnMarkers to each partition's leader), retrying the
 /// retriable errors itself, and acknowledge with [`Coordinator::markers_written`].
@@ -83,15 +84,6 @@ pub struct Work {
 pub enum Pending<T> {
     Now(T),
     Wait(Ticket),
-}
-
-/// A state partition this node leads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Owned {
-    /// The coordinator epoch.
-    leader_epoch: i32,
-    /// The next offset to load, while loading.
-    loading: Option<i64>,
 }
 
 /// An id's metadata and the one transition in flight, if any.
@@ -144,9 +136,9 @@ enum Then {
 
 pub struct Coordinator {
     config: TxnConfig,
-    /// Partitions of `__transaction_state` in the metadata (0: not created yet).
-    partitions: i32,
-    owned: BTreeMap<i32, Owned>,
+    /// `__transaction_state`'s partitions, and those led here (a leader epoch is a coordinator
+    /// epoch).
+    hosting: Hosting,
     txns: BTreeMap<String, Entry>,
     /// Marker jobs in flight: job → transactional id.
     jobs: BTreeMap<u64, String>,
@@ -165,8 +157,7 @@ impl Coordinator {
     pub fn new(config: TxnConfig) -> Coordinator {
         Coordinator {
             config,
-            partitions: 0,
-            owned: BTreeMap::new(),
+            hosting: Hosting::default(),
             txns: BTreeMap::new(),
             jobs: BTreeMap::new(),
             open: BTreeSet::new(),
@@ -185,12 +176,12 @@ impl Coordinator {
 
     /// The state partitions this node leads and their leader (coordinator) epochs.
     pub fn owned(&self) -> BTreeMap<i32, i32> {
-        self.owned.iter().map(|(p, o)| (*p, o.leader_epoch)).collect()
+        self.hosting.epochs()
     }
 
     /// Partitions still loading, with the next offset to load.
     pub fn loading(&self) -> Vec<(i32, i64)> {
-        self.owned.iter().filter_map(|(p, o)| o.loading.map(|n| (*p, n))).collect()
+        self.hosting.loading()
     }
 
     /// An id's current metadata (what replicated writes made it), if this node knows it.
@@ -200,15 +191,7 @@ impl Coordinator {
 
     /// The partition of `txn_id`, if this node coordinates it now.
     fn owner(&self, txn_id: &str) -> Result<i32, Code> {
-        if self.partitions == 0 {
-            return Err(Code::CoordinatorNotAvailable);
-        }
-        let p = partition_for(txn_id, self.partitions);
-        match self.owned.get(&p) {
-            None => Err(Code::NotCoordinator),
-            Some(o) if o.loading.is_some() => Err(Code::CoordinatorLoadInProgress),
-            Some(_) => Ok(p),
-        }
+        self.hosting.owner(txn_id)
     }
 
     fn ticket(&mut self) -> Ticket {
@@ -243,7 +226,7 @@ impl Coordinator {
     /// Appends `target` (None: a tombstone) as `txn_id`'s record; it becomes the id's transition
     /// in flight.
     fn write(&mut self, txn_id: &str, target: Option<TxnMetadata>, then: Then, now: i64, work: &mut Work) {
-        let partition = partition_for(txn_id, self.partitions);
+        let partition = self.hosting.partition_of(txn_id);
         let id = self.next_write;
         self.next_write += 1;
         let key = records::encode_key(txn_id);
@@ -325,8 +308,8 @@ impl Coordinator {
     /// The id's prepared outcome is durable: its markers are owed (Complete* at once if it has
     /// no partitions).
     fn send_markers(&mut self, txn_id: &str, now: i64, work: &mut Work) {
-        let p = partition_for(txn_id, self.partitions);
-        let Some(coordinator_epoch) = self.owned.get(&p).map(|o| o.leader_epoch) else { return };
+        let p = self.hosting.partition_of(txn_id);
+        let Some(coordinator_epoch) = self.hosting.get(p).map(|o| o.leader_epoch) else { return };
         let Some(entry) = self.txns.get_mut(txn_id) else { return };
         let m = &entry.meta;
         if m.partitions.is_empty() {
@@ -407,7 +390,7 @@ impl Coordinator {
 
     /// The next time [`Coordinator::tick`] has work (None: no partition led).
     pub fn next_deadline(&self) -> Option<i64> {
-        (!self.owned.is_empty()).then_some(self.next_abort_check.min(self.next_expire_check))
+        (!self.hosting.is_empty()).then_some(self.next_abort_check.min(self.next_expire_check))
     }
 }
 
