@@ -10,6 +10,7 @@ mod answer;
 pub mod config;
 mod connection;
 mod forward;
+mod links;
 mod markers;
 mod peers;
 mod raft;
@@ -62,6 +63,9 @@ pub struct Shared {
     /// This node's own handle, for tasks a decision's actions start (a marker request,
     /// `markers.rs`), spawned only when needed: a run without transactions schedules as before.
     me: std::sync::Weak<Shared>,
+    /// Idle connections to brokers for the requests decisions ask the shell to send, by address
+    /// and purpose (`links.rs`): taken for one request and given back after it.
+    links: Mutex<std::collections::BTreeMap<(std::net::SocketAddr, &'static str), Vec<crate::client::Conn>>>,
     /// Raft messages a decision asked to send, queued when its gate opens (`queue_raft`).
     raft_outgoing: Mutex<Vec<crate::controller::raft::Message>>,
     /// On a voter, each other voter's message queue (set when the Raft task starts).
@@ -112,6 +116,7 @@ impl Shared {
             raft_wake: Notify::new(),
             raft_queues: std::sync::OnceLock::new(),
             raft_outgoing: Mutex::new(Vec::new()),
+            links: Mutex::new(Default::default()),
             group_waits: Mutex::new(Default::default()),
             controller_turn: Default::default(),
             broker_epoch: Mutex::new(None),

@@ -1,26 +1,15 @@
 //! A partition leader's verification (KIP-890 part 1): the AddPartitionsToTxn v4 a produce's
 //! decision asked for (`Outcome::Verify`) goes to the producer's transaction coordinator
-//! (this node included, through its own listener, as markers do) on a connection of its own,
+//! (this node included, through its own listener, as markers do) on a link of `links.rs`,
 //! within `peer_request_ms_max`; what came back, or why nothing did, is the produce's
 //! [`Verified`]. IO only: what is asked and what the answer means are `node::verify`'s.
 
-use super::{peers, Shared};
-use crate::client::Conn;
-use crate::constants::peer_request_ms_max;
+use super::{links, Shared};
 use crate::node::verify::{self, Verified, VerifyJob};
-use std::time::Duration;
 
 async fn deliver(shared: &Shared, job: &VerifyJob) -> Result<kafka_protocol::messages::AddPartitionsToTxnResponse, String> {
     let id = job.coordinator.ok_or_else(|| format!("no coordinator is known for transactional id {}", job.txn_id))?;
-    let (host, port) = {
-        let b = shared.broker();
-        let x = b.image().brokers.get(&id).ok_or_else(|| format!("broker {id} is not registered"))?;
-        (x.host.clone(), x.port)
-    };
-    let addr = peers::resolve(&host, port)?;
-    let within = Duration::from_millis(peer_request_ms_max);
-    let mut conn = Conn::connect(addr, "seedlog-txn-verify", within).await.map_err(|e| format!("connecting to broker {id} at {addr}: {e}"))?;
-    conn.send_at(&verify::request(job), Some(verify::verify_version), within).await.map_err(|e| format!("broker {id} at {addr}: {e}"))
+    links::ask(shared, id, "seedlog-txn-verify", &verify::request(job), Some(verify::verify_version)).await
 }
 
 /// Asks `job`'s coordinator; an answer that did not come is COORDINATOR_NOT_AVAILABLE for
