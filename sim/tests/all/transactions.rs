@@ -116,11 +116,16 @@ fn exactly_once_processors_pass_under_both_protocols() {
 #[test]
 fn reading_past_the_lso_is_caught_by_txn_wr_cycle_alone() {
     let (path, s) = processing("ring");
-    let bug = PlantedBug::ReadCommittedPastLso;
-    let seed = (0..10).find(|&seed| run(&s, &path, seed, Some(bug)).violations.iter().any(|v| v.checker == "txn_wr_cycle")).expect("a cycle within 10 seeds");
-    let r = run(&s, &path, seed, Some(bug));
-    assert!(r.violations.iter().all(|v| v.checker == "txn_wr_cycle"), "seed {seed}: {:?}", r.violations.iter().find(|v| v.checker != "txn_wr_cycle"));
-    assert!(run(&s, &path, seed, None).passed(), "seed {seed} fails without {bug:?}");
+    caught_alone(&s, &path, PlantedBug::ReadCommittedPastLso, "txn_wr_cycle");
+}
+
+/// The run of the first seed of 0..100 where `checker` catches `bug` (a seed that passes
+/// without it), where no other checker fires.
+fn caught_alone(s: &sim::scenario::Scenario, path: &str, bug: PlantedBug, checker: &str) -> sim::cluster::RunResult {
+    let seed = caught(s, path, bug, checker);
+    let r = run(s, path, seed, Some(bug));
+    assert!(r.violations.iter().all(|v| v.checker == checker), "seed {seed}: {:?}", r.violations.iter().find(|v| v.checker != checker));
+    r
 }
 
 /// An aborted transaction's offsets kept by the group coordinator: a processor that starts
@@ -128,11 +133,8 @@ fn reading_past_the_lso_is_caught_by_txn_wr_cycle_alone() {
 #[test]
 fn an_aborted_transactions_offsets_kept_are_caught_by_exactly_once_alone() {
     let (path, s) = processing("processors");
-    let bug = PlantedBug::TxnOffsetsKeptOnAbort;
-    let seed = (0..10).find(|&seed| run(&s, &path, seed, Some(bug)).violations.iter().any(|v| v.checker == "exactly_once")).expect("caught within 10 seeds");
-    let r = run(&s, &path, seed, Some(bug));
-    assert!(r.violations.iter().all(|v| v.checker == "exactly_once" && v.loss), "seed {seed}: {:?}", r.violations.iter().find(|v| v.checker != "exactly_once"));
-    assert!(run(&s, &path, seed, None).passed(), "seed {seed} fails without {bug:?}");
+    let r = caught_alone(&s, &path, PlantedBug::TxnOffsetsKeptOnAbort, "exactly_once");
+    assert!(r.violations.iter().all(|v| v.loss), "inputs skipped: {:?}", r.violations.first());
 }
 
 /// A last stable offset held back by the latest open transaction instead of the earliest
@@ -141,10 +143,7 @@ fn an_aborted_transactions_offsets_kept_are_caught_by_exactly_once_alone() {
 #[test]
 fn an_lso_held_by_the_latest_open_transaction_is_caught_by_lso_monotonic_alone() {
     let (path, s) = scenario("transactions");
-    let bug = PlantedBug::LsoFromLatestOpenTxn;
-    let seed = caught(&s, &path, bug, "lso_monotonic");
-    let r = run(&s, &path, seed, Some(bug));
-    assert!(r.violations.iter().all(|v| v.checker == "lso_monotonic"), "seed {seed}: {:?}", r.violations.iter().find(|v| v.checker != "lso_monotonic"));
+    caught_alone(&s, &path, PlantedBug::LsoFromLatestOpenTxn, "lso_monotonic");
 }
 
 /// KIP-890 part 1 alone: the late produce of `anomalies/late_produce`, under the classic
