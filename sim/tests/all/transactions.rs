@@ -5,27 +5,21 @@
 //! exactly-once processors (`scenarios/transactions/ring.toml`, `processors.toml`) pass, and
 //! `txn_wr_cycle`, `exactly_once` and `lso_monotonic` each catch a planted bug alone.
 
-use super::in_flight::{caught, scenario};
+use super::in_flight::{caught_alone, scenario};
 use crate::run;
 use broker_core::broker::PlantedBug;
 
 #[test]
 fn an_abort_marker_written_as_a_commit_is_caught_by_txn_aborted_read_alone() {
     let (path, s) = scenario("transactions");
-    let seed = caught(&s, &path, PlantedBug::AbortMarkerCommits, "txn_aborted_read");
-    let r = run(&s, &path, seed, Some(PlantedBug::AbortMarkerCommits));
-    let others: Vec<_> = r.violations.iter().filter(|v| v.checker != "txn_aborted_read").collect();
-    assert!(others.is_empty(), "seed {seed}: {:?}", others.first());
+    let r = caught_alone(&s, &path, PlantedBug::AbortMarkerCommits, "txn_aborted_read");
     assert!(r.history.txns.iter().filter(|t| !t.commit).count() > 10, "the run aborts transactions on purpose");
 }
 
 #[test]
 fn a_commit_marker_written_as_an_abort_is_caught_by_txn_lost_write_alone() {
     let (path, s) = scenario("transactions");
-    let seed = caught(&s, &path, PlantedBug::CommitMarkerAborts, "txn_lost_write");
-    let r = run(&s, &path, seed, Some(PlantedBug::CommitMarkerAborts));
-    let others: Vec<_> = r.violations.iter().filter(|v| v.checker != "txn_lost_write").collect();
-    assert!(others.is_empty(), "seed {seed}: {:?}", others.first());
+    caught_alone(&s, &path, PlantedBug::CommitMarkerAborts, "txn_lost_write");
 }
 
 /// The anomaly scenarios (`scenarios/anomalies/`), parsed.
@@ -117,15 +111,6 @@ fn exactly_once_processors_pass_under_both_protocols() {
 fn reading_past_the_lso_is_caught_by_txn_wr_cycle_alone() {
     let (path, s) = processing("ring");
     caught_alone(&s, &path, PlantedBug::ReadCommittedPastLso, "txn_wr_cycle");
-}
-
-/// The run of the first seed of 0..100 where `checker` catches `bug` (a seed that passes
-/// without it), where no other checker fires.
-fn caught_alone(s: &sim::scenario::Scenario, path: &str, bug: PlantedBug, checker: &str) -> sim::cluster::RunResult {
-    let seed = caught(s, path, bug, checker);
-    let r = run(s, path, seed, Some(bug));
-    assert!(r.violations.iter().all(|v| v.checker == checker), "seed {seed}: {:?}", r.violations.iter().find(|v| v.checker != checker));
-    r
 }
 
 /// An aborted transaction's offsets kept by the group coordinator: a processor that starts
