@@ -17,9 +17,13 @@
 //! updates, ended by COMMIT or ABORT markers (an abort entering the log's aborted-transaction
 //! index, as the partition does); cleaning never passes the first offset of the transaction
 //! still open (the partition's last stable offset). Keys are then judged by their latest record
-//! that no abort took back, and every abort the index held below the synced point before
-//! cleaning must still be in it after recovery (a cleaned group keeps its first segment's
-//! `.txnindex`).
+//! that no abort took back; every aborted record still in the log must be covered by an entry
+//! of the recovered index (or by the transaction open again), and no entry may outlive its
+//! ABORT marker (a pass removes a marker once nothing of its transaction is left and its
+//! delete horizon passed, and swaps in the group's `.txnindex` without it).
+//!
+//! Now and then the round writes a producer-state snapshot and checkpoints, as the broker
+//! does, so a later open takes the index below the snapshot from the `.txnindex` files.
 //!
 //! Cleaning reads only closed segments, which a roll syncs, so everything a pass uses is durable
 //! before the pass starts; the active segment may still lose an unsynced tail, which is why the
@@ -27,7 +31,7 @@
 //! unseeded RNG.
 
 use crate::disk::{CrashMode, DiskFaults, SimDisk};
-use broker_core::broker::restored_producers;
+use broker_core::broker::{replayed_producers, restored_producers};
 use broker_core::log::batch::control::{build_marker, read_control, Control, MarkerKind};
 use broker_core::log::batch::{build_keyed, set_producer, set_transactional, KeyValue};
 use broker_core::log::txn_index::AbortedTxn;
@@ -71,6 +75,24 @@ pub struct CleanRounds {
     pub tombstones_gone: usize,
     /// Records of aborted transactions a recovered log no longer holds (below its end).
     pub aborted_gone: usize,
+    /// Transaction markers the completed passes removed (nothing of their transaction left,
+    /// their delete horizon passed).
+    pub markers_removed: usize,
+}
+
+impl CleanRounds {
+    /// Adds `s`'s counts to these (totals over seeds).
+    pub fn add(&mut self, s: &CleanRounds) {
+        self.rounds += s.rounds;
+        self.passes += s.passes;
+        self.pass_ops += s.pass_ops;
+        self.died_mid_pass += s.died_mid_pass;
+        self.died_in_recovery += s.died_in_recovery;
+        self.swaps_completed += s.swaps_completed;
+        self.tombstones_gone += s.tombstones_gone;
+        self.aborted_gone += s.aborted_gone;
+        self.markers_removed += s.markers_removed;
+    }
 }
 
 /// The transactional producer's id (epoch 0 throughout).
@@ -145,7 +167,14 @@ pub fn clean_rounds(seed: u64, rounds: usize, keep: Keep, verbose: bool) -> Resu
         let (mut log, report) = open(now).map_err(|e| ctx(format!("open: {e}")))?;
         // As a partition opens its log: the aborted-transaction index derived again by the
         // producer-state replay.
-        restored_producers(&mut log).map_err(|e| ctx(format!("producer state: {e}")))?;
+        let restored = restored_producers(&mut log).map_err(|e| ctx(format!("producer state: {e}")))?;
+        // Restored from a snapshot and the batches after it, the producer's transaction is
+        // open exactly when the log holds one without its marker (a snapshot describing a
+        // transaction whose marker a pass removed would hold it open for ever).
+        let open = txn_state(&log).map_err(ctx)?.1;
+        if restored.has_open_txn(producer) != open.is_some() {
+            return Err(ctx(format!("restored producer state (snapshots {:?}) has the transaction open: {}; the log: {open:?}", log.producer_snapshot_offsets(), restored.has_open_txn(producer))));
+        }
         stats.swaps_completed += report.swaps_completed.len();
         if verbose {
             eprintln!("seed {seed} round {round}: {report:?}; segments {:?}, end {}", log.segment_bases(), log.log_end_offset());
@@ -186,11 +215,19 @@ pub fn clean_rounds(seed: u64, rounds: usize, keep: Keep, verbose: bool) -> Resu
                     }
                 }
                 85..=94 => log.roll(now).map_err(|e| ctx(format!("roll: {e}")))?,
-                _ => log.flush(now).map_err(|e| ctx(format!("flush: {e}")))?,
+                95..=97 => log.flush(now).map_err(|e| ctx(format!("flush: {e}")))?,
+                _ => {
+                    // A producer-state snapshot at the log end, made durable by a checkpoint
+                    // as the broker's are: a later open replays from it and takes the
+                    // aborted-transaction index below it from the `.txnindex` files.
+                    let state = replayed_producers(&log).map_err(|e| ctx(format!("producer state: {e}")))?;
+                    log.write_producer_snapshot(&state.to_snapshot()).map_err(|e| ctx(format!("snapshot: {e}")))?;
+                    log.flush(now).and_then(|_| log.checkpoint()).map_err(|e| ctx(format!("checkpoint: {e}")))?;
+                }
             }
         }
         let (records, end) = (contents(&log).map_err(ctx)?, log.log_end_offset());
-        let (aborted, open_first) = txn_state(&log).map_err(ctx)?;
+        let (aborted, open_first, _) = txn_state(&log).map_err(ctx)?;
         let mut b = Before { records, aborted, index: log.aborted_transactions().to_vec(), end, durable: log.recovery_point(), reached: log.cleaned_to(), now };
         // A small key map now and then, so a pass covers only part of the dirty range.
         let map_bytes = if rng.gen_bool(0.3) { rng.gen_range(1..4) * (2 + key_overhead_bytes) } else { 1 << 20 };
@@ -228,8 +265,9 @@ pub fn clean_rounds(seed: u64, rounds: usize, keep: Keep, verbose: bool) -> Resu
             let upper = upper.min(open_first.unwrap_or(i64::MAX));
             let ops = disk.ops();
             match log.clean_keeping(now, upper, map_bytes, keep) {
-                Ok(Some(_)) => {
+                Ok(Some(pass)) => {
                     stats.passes += 1;
+                    stats.markers_removed += pass.markers_removed;
                     stats.pass_ops += disk.ops() - ops;
                 }
                 Ok(None) => {}
@@ -252,16 +290,21 @@ pub fn clean_rounds(seed: u64, rounds: usize, keep: Keep, verbose: bool) -> Resu
     Ok(stats)
 }
 
-/// The offsets of records an ABORT marker took back, and the first offset of the producer's
-/// transaction still open (no marker yet), as the batches in `log` say.
-fn txn_state(log: &Log) -> Result<(BTreeSet<i64>, Option<i64>), String> {
+/// The offsets of records an ABORT marker took back, the first offset of the producer's
+/// transaction still open (no marker yet), and the offsets of its ABORT markers, as the
+/// batches in `log` say.
+fn txn_state(log: &Log) -> Result<(BTreeSet<i64>, Option<i64>, BTreeSet<i64>), String> {
     let (mut aborted, mut open): (BTreeSet<i64>, Option<(i64, Vec<i64>)>) = (BTreeSet::new(), None);
+    let mut markers = BTreeSet::new();
     log.for_each_batch(log.log_start_offset(), 1 << 16, |h, batch| -> Result<(), Box<dyn std::error::Error>> {
         if h.producer_id != producer {
             return Ok(());
         }
         if h.is_control() {
             let abort = matches!(read_control(&batch)?, Control::Marker { kind: MarkerKind::Abort, .. });
+            if abort {
+                markers.insert(h.base_offset);
+            }
             if let Some((_, offsets)) = open.take().filter(|_| abort) {
                 aborted.extend(offsets);
             }
@@ -272,7 +315,7 @@ fn txn_state(log: &Log) -> Result<(BTreeSet<i64>, Option<i64>), String> {
         Ok(())
     })
     .map_err(|e| e.to_string())?;
-    Ok((aborted, open.map(|(first, _)| first)))
+    Ok((aborted, open.map(|(first, _)| first), markers))
 }
 
 /// A batch of 1..4 updates of keys `k0..k{keys-1}`, 15% of them tombstones; values unique.
@@ -308,7 +351,10 @@ fn contents(log: &Log) -> Result<BTreeMap<i64, Rec>, String> {
         next = h.next_offset();
         for r in records(&batch).map_err(|e| format!("batch at {}: {e}", h.base_offset))? {
             let key = r.key.map(|k| String::from_utf8_lossy(&k).into_owned()).unwrap_or_default();
-            out.insert(r.offset, (key, r.value.map(|v| v.to_vec()), r.timestamp));
+            // A marker's timestamp is not its own once a pass set its delete horizon (KIP-534
+            // keeps the horizon in the base timestamp): markers are judged without it.
+            let timestamp = if h.is_control() { -1 } else { r.timestamp };
+            out.insert(r.offset, (key, r.value.map(|v| v.to_vec()), timestamp));
         }
         Ok(())
     })
@@ -344,7 +390,13 @@ fn check(log: &Log, b: &Before, retention_ms: u64) -> Result<(usize, usize), Str
     // recovered index covers it, or (its marker lost with an unsynced tail) its transaction is
     // open again and the last stable offset holds it back.
     let index = log.aborted_transactions();
-    let open = txn_state(log)?.1;
+    let (_, open, markers) = txn_state(log)?;
+    // And no entry outlives its marker (a pass removes a marker once nothing of its
+    // transaction is left and its delete horizon passed): a reader told of an abort whose
+    // marker is gone would skip the producer's later batches.
+    if let Some(t) = index.iter().find(|t| t.producer_id == producer && !markers.contains(&t.last_offset)) {
+        return Err(format!("the aborted-transaction index holds {t:?}, whose ABORT marker is not in the recovered log (markers at {markers:?})"));
+    }
     let hidden = |o: i64| open.is_some_and(|first| o >= first) || index.iter().any(|t| t.producer_id == producer && t.first_offset <= o && o <= t.last_offset);
     if let Some(o) = got.keys().find(|o| b.aborted.contains(o) && !hidden(**o)) {
         return Err(format!("aborted record at {o} is in the recovered log but in no aborted transaction of its index {index:?} (before cleaning {:?})", b.index));

@@ -540,15 +540,7 @@ mod cli {
         let (mut failed, mut total) = (0u64, sim::crash_clean::CleanRounds::default());
         for seed in seeds.clone() {
             match sim::crash_clean::clean_rounds(seed, rounds, Keep::Latest, verbose) {
-                Ok(s) => {
-                    total.rounds += s.rounds;
-                    total.passes += s.passes;
-                    total.died_mid_pass += s.died_mid_pass;
-                    total.died_in_recovery += s.died_in_recovery;
-                    total.swaps_completed += s.swaps_completed;
-                    total.tombstones_gone += s.tombstones_gone;
-                    total.aborted_gone += s.aborted_gone;
-                }
+                Ok(s) => total.add(&s),
                 Err(e) => {
                     failed += 1;
                     println!("FAIL {e}");
@@ -558,8 +550,8 @@ mod cli {
         }
         let seeds_run = seeds.end - seeds.start;
         println!(
-            "{} of {seeds_run} seeds passed: {} rounds, {} passes completed, {} died mid-pass, {} recoveries died, {} swaps completed at open, {} tombstones gone, {} aborted records gone",
-            seeds_run - failed, total.rounds, total.passes, total.died_mid_pass, total.died_in_recovery, total.swaps_completed, total.tombstones_gone, total.aborted_gone
+            "{} of {seeds_run} seeds passed: {} rounds, {} passes completed, {} died mid-pass, {} recoveries died, {} swaps completed at open, {} tombstones gone, {} aborted records gone, {} markers removed",
+            seeds_run - failed, total.rounds, total.passes, total.died_mid_pass, total.died_in_recovery, total.swaps_completed, total.tombstones_gone, total.aborted_gone, total.markers_removed
         );
         Ok(failed == 0)
     }

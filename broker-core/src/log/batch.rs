@@ -24,6 +24,8 @@ const attributes_at: usize = 21;
 const last_offset_delta_at: usize = 23;
 const base_timestamp_at: usize = 27;
 const max_timestamp_at: usize = 35;
+/// The attribute bit saying the base timestamp is a delete horizon (KIP-534).
+pub const delete_horizon_bit: i16 = 0x40;
 const producer_id_at: usize = 43;
 const producer_epoch_at: usize = 51;
 const base_sequence_at: usize = 53;
@@ -101,6 +103,12 @@ impl BatchHeader {
     }
     pub fn is_control(&self) -> bool {
         self.attributes & 0x20 != 0
+    }
+    /// KIP-534's delete horizon: when the cleaner may remove this batch (a transaction marker
+    /// nothing of its transaction is left of), held in the base timestamp once the cleaner set
+    /// the attribute bit.
+    pub fn delete_horizon(&self) -> Option<i64> {
+        (self.attributes & delete_horizon_bit != 0).then_some(self.base_timestamp)
     }
     /// Timestamp type bit: LogAppendTime (the broker's clock) instead of CreateTime.
     pub fn log_append_time(&self) -> bool {

@@ -17,6 +17,11 @@
 //! (nothing newer was written in this pass's dirty range), or it has no key. A tombstone (null
 //! value) that survives so far stays until an earlier pass reached it and its timestamp is
 //! `delete.retention.ms` old; then it goes too.
+//!
+//! A transaction marker goes as Kafka's do (KIP-534, [`clean_marker`]): once a pass finds
+//! nothing of its transaction left, it sets the marker's delete horizon (now +
+//! `delete.retention.ms`, so a reader or replica lagging less than that still finds the end of
+//! what it read), and a pass after the horizon removes it.
 
 use super::batch::{self, put_field, put_varint, BatchHeader};
 use crate::constants::{batch_header_bytes, batch_log_overhead_bytes};
@@ -105,9 +110,7 @@ pub enum Outcome {
 /// Decides the fate of `batch` against `map`.
 pub fn clean_batch(batch: &[u8], h: &BatchHeader, map: &KeyMap, tombstones: Tombstones) -> Result<Outcome, CleanError> {
     if h.is_control() {
-        // Transaction markers stay: the producer state replayed over this log needs each
-        // transaction's end (Kafka removes one only when nothing of its transaction is left,
-        // which this cleaner does not track yet).
+        // A marker's fate depends on its transaction, which only the pass sees: `clean_marker`.
         return Ok(Outcome::Whole);
     }
     let survives = |key: Option<&[u8]>, offset: i64, tombstone: bool, timestamp: i64| {
@@ -156,6 +159,23 @@ pub fn clean_batch(batch: &[u8], h: &BatchHeader, map: &KeyMap, tombstones: Tomb
         n if n == total => Outcome::Whole,
         _ => Outcome::Rewritten(encode(h, &keep)?),
     })
+}
+
+/// Decides the fate of transaction marker `batch`: `held` says something of its transaction
+/// stays (a batch the pass keeps, or the marker is its producer's last batch, whose state it
+/// carries). Else the first pass to see it sets its delete horizon, now + `retention_ms`, and
+/// a pass at or after the horizon removes it (an empty batch, as any batch that lost all).
+pub fn clean_marker(batch: &[u8], h: &BatchHeader, held: bool, now_ms: i64, retention_ms: i64) -> Outcome {
+    match h.delete_horizon() {
+        _ if held => Outcome::Whole,
+        Some(horizon) if horizon <= now_ms => Outcome::Empty,
+        Some(_) => Outcome::Whole,
+        None => {
+            let marked = BatchHeader { attributes: h.attributes | batch::delete_horizon_bit, ..*h };
+            let body = &batch[batch_header_bytes.min(batch.len())..];
+            Outcome::Rewritten(frame(&marked, h.compression(), h.records_count, h.last_offset_delta, now_ms.saturating_add(retention_ms), h.max_timestamp, body))
+        }
+    }
 }
 
 /// A v2 batch with `h`'s offsets, epoch, producer fields, timestamps and codec, holding

@@ -8,9 +8,10 @@
 //! 1. `B.log.cleaned`: the cleaned batches, appended a step at a time (with its indexes in
 //!    `B.index.cleaned` and `B.timeindex.cleaned`), then synced;
 //! 2. renamed `B.log.swap`, directory synced — the commit point;
-//! 3. the group's old `.log`, `.index` and `.timeindex` files removed (and the `.txnindex`
-//!    of all but `B`, which holds none: `B`'s stays, true of the cleaned segment), directory
-//!    synced;
+//! 3. `B.txnindex.cleaned`, if the pass wrote one (it removed abort markers), renamed
+//!    `B.txnindex`; the group's old `.log`, `.index` and `.timeindex` files removed (and the
+//!    `.txnindex` of all but `B`, which holds none: `B`'s is true of the cleaned segment),
+//!    directory synced;
 //! 4. `B.log.swap` renamed `B.log`, directory synced; then the indexes renamed `B.index` and
 //!    `B.timeindex` (a crash before leaves `.cleaned` leftovers, and open rebuilds them).
 //!
@@ -41,6 +42,9 @@ pub struct CleanStats {
     pub bytes_read: u64,
     pub bytes_before: u64,
     pub bytes_after: u64,
+    /// Transaction markers removed (nothing of their transaction was left and their delete
+    /// horizon had passed).
+    pub markers_removed: usize,
 }
 
 /// The cleaned group's bytes as they are built; runs of empty batches wait in `empty` until
@@ -64,9 +68,9 @@ impl Output {
                     }
                     _ => {
                         self.flush_empty();
-                        // A run carries no producer: its fields (and the transactional bit) are
-                        // cleared so it never looks like one's.
-                        let anonymous = BatchHeader { producer_id: -1, producer_epoch: -1, base_sequence: -1, attributes: h.attributes & !0x10, ..*h };
+                        // A run carries no producer: its fields (and the transactional, control
+                        // and delete-horizon bits) are cleared so it never looks like one's.
+                        let anonymous = BatchHeader { producer_id: -1, producer_epoch: -1, base_sequence: -1, attributes: h.attributes & !(0x10 | 0x20 | batch::delete_horizon_bit), ..*h };
                         self.empty = Some((anonymous, anonymous));
                     }
                 }
@@ -116,6 +120,13 @@ pub(super) fn cleaned_paths(dir: &Path, base: i64) -> [PathBuf; 3] {
     ["log", "index", "timeindex"].map(|ext| dir.join(format!("{stem}.{ext}.cleaned")))
 }
 
+/// The cleaned group's `.txnindex` while it is built, when a pass removed abort markers of the
+/// group (only its first segment holds any): written and synced before the commit point, it
+/// replaces `B.txnindex` as the swap finishes.
+pub(super) fn cleaned_txn_index_path(dir: &Path, base: i64) -> PathBuf {
+    dir.join(format!("{}.txnindex.cleaned", file_stem(base)))
+}
+
 /// Step 1 begins: an empty segment for the group starting at `base`, under the `.cleaned`
 /// names; its indexes are built as it is written, so the swapped-in segment opens without a
 /// scan.
@@ -147,11 +158,18 @@ pub(super) fn swap_in(disk: &dyn Disk, dir: &Path, mut cleaned: Segment, bases: 
 }
 
 /// Steps 3–4: removes the replaced segments' files and renames the `.swap` into place. The
-/// group's first segment keeps its `.txnindex`: only a group's first segment may hold abort
-/// markers (`pass.rs`, `group_end`), and the cleaned segment keeps them at the same offsets
-/// under the same base.
+/// group's first segment keeps its `.txnindex` (or takes the cleaned one): only a group's first
+/// segment may hold abort markers (`pass.rs`, `group_end`), and the cleaned segment keeps
+/// those it did not remove at the same offsets under the same base.
 fn finish_swap(disk: &dyn Disk, dir: &Path, base: i64, bases: &[i64]) -> Result<(), LogError> {
     let (_, swap, log) = paths(dir, base);
+    // The group's own index, if the pass removed abort markers: renamed over `B.txnindex`
+    // before anything else, so a crash from here on finds it in place or still to rename.
+    let txn_index = cleaned_txn_index_path(dir, base);
+    if disk.exists(&txn_index) {
+        let to = super::aborted::path(dir, base);
+        disk.rename(&txn_index, &to).map_err(super::io_err("rename", &txn_index))?;
+    }
     for b in bases {
         super::segment_files::delete_files_but(disk, dir, *b, *b == base)?;
     }

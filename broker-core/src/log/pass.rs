@@ -32,7 +32,7 @@ use super::{BatchHeader, Log, LogError};
 use crate::constants::{header_read_batch_bytes_min, cleaner_sync_bytes, segment_offsets_max};
 use super::segment::Segment;
 use crate::storage::write_atomically;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
 /// A pass between steps.
@@ -65,7 +65,7 @@ enum Phase {
     /// from byte `pos` of the segment at `base`, where the batch at `expected` starts.
     Producers { base: i64, pos: u64, expected: i64, last: BTreeMap<i64, i64> },
     /// Rewriting groups below `stats.to`; `next` is the base offset of the next group.
-    Rewrite { tombstones: Tombstones, last_of_producer: BTreeMap<i64, i64>, next: i64, group: Option<Group> },
+    Rewrite { tombstones: Tombstones, last_of_producer: BTreeMap<i64, i64>, held: BTreeSet<i64>, next: i64, group: Option<Group> },
 }
 
 /// One group of segments being rewritten into its `.cleaned` file.
@@ -83,6 +83,8 @@ struct Group {
     unsynced: u64,
     out: Output,
     changed: bool,
+    /// Offsets of the transaction markers this group removes (`clean::clean_marker`).
+    removed_markers: Vec<i64>,
 }
 
 /// What one step did.
@@ -188,7 +190,12 @@ impl Log {
         for path in cleaner::cleaned_paths(&self.dir, base) {
             self.disk.remove(&path).map_err(super::io_err("remove", &path))?;
         }
-        Ok(())
+        // Written only by a group that removes abort markers.
+        let txn_index = cleaner::cleaned_txn_index_path(&self.dir, base);
+        match self.disk.remove(&txn_index) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(super::io_err("remove", &txn_index)(e)),
+            _ => Ok(()),
+        }
     }
 
     fn advance(&mut self, pass: &mut Pass, now: u64, budget: u64) -> Result<Progress, LogError> {
@@ -262,9 +269,9 @@ impl Log {
                     let mut last_of_producer = std::mem::take(last);
                     last_of_producer.append(&mut pass.producers);
                     let tombstones = Tombstones { reached: pass.start, horizon_ms: now as i64 - self.config.delete_retention_ms.min(i64::MAX as u64) as i64 };
-                    pass.phase = Phase::Rewrite { tombstones, last_of_producer, next: self.log_start_offset(), group: None };
+                    pass.phase = Phase::Rewrite { tombstones, last_of_producer, held: BTreeSet::new(), next: self.log_start_offset(), group: None };
                 }
-                Phase::Rewrite { tombstones, last_of_producer, next, group } => {
+                Phase::Rewrite { tombstones, last_of_producer, held, next, group } => {
                     let mapped = pass.stats.to;
                     let Some(g) = group else {
                         let i = self.segments.partition_point(|s| s.base_offset < *next);
@@ -276,7 +283,7 @@ impl Log {
                         let segs = &self.segments[i..j];
                         let (bases, end, before) = (segs.iter().map(|s| s.base_offset).collect::<Vec<_>>(), segs[segs.len() - 1].next_offset(), segs.iter().map(|s| s.size()).sum());
                         let seg = cleaner::create_cleaned(self.disk.as_ref(), &self.dir, bases[0], self.config.index_interval_bytes, now)?;
-                        *group = Some(Group { next: bases[0], bases, end, before, seg, unsynced: 0, out: Output::default(), changed: false });
+                        *group = Some(Group { next: bases[0], bases, end, before, seg, unsynced: 0, out: Output::default(), changed: false, removed_markers: Vec::new() });
                         continue;
                     };
                     // The mapped range was read and checked by the map walk moments ago: see
@@ -300,7 +307,7 @@ impl Log {
                     } else if pass.header_reads && mapped_range.contains(&g.next) {
                         pass.buf.clear();
                         let map = &pass.map;
-                        let mut header_only = |h: &BatchHeader| h.last_offset() < mapped && map.superseded_in(h.base_offset, h.last_offset()) == Some(h.records_count.max(0) as u32);
+                        let mut header_only = |h: &BatchHeader| !h.is_control() && h.last_offset() < mapped && map.superseded_in(h.base_offset, h.last_offset()) == Some(h.records_count.max(0) as u32);
                         let i = self.segments.partition_point(|s| s.base_offset <= g.next).saturating_sub(1);
                         self.segments[i].read_sparse(g.next, left, g.end, mapped_range.clone(), &mut pass.buf, &mut header_only)?.unwrap_or_default()
                     } else {
@@ -310,14 +317,27 @@ impl Log {
                         // Counted whole even when only its header was read: a step covers about
                         // `budget` bytes of log either way, and is paced by them.
                         bytes += h.size as u64;
+                        let keeps_producer = h.producer_id >= 0 && last_of_producer.get(&h.producer_id) == Some(&h.base_offset);
                         let (b, outcome) = match at {
+                            // Something of its transaction stays, or it carries its producer's
+                            // state: it stays too (`clean::clean_marker`).
+                            Some(at) if h.is_control() => {
+                                let b = &pass.buf[at.clone()];
+                                let kept = held.remove(&h.producer_id) || keeps_producer;
+                                (b, clean::clean_marker(b, h, kept, now as i64, self.config.delete_retention_ms.min(i64::MAX as u64) as i64))
+                            }
                             Some(_) if pass.aborted.contains(h) => (&[][..], Outcome::Empty),
                             Some(at) => (&pass.buf[at.clone()], judge(&pass.buf[at.clone()], h, &pass.map, *tombstones, &mapped_range)?),
                             None => (&[][..], Outcome::Empty),
                         };
                         // A batch an earlier pass emptied is no change by itself; merging it is.
                         g.changed |= matches!(outcome, Outcome::Rewritten(_)) || (outcome == Outcome::Empty && h.records_count > 0);
-                        let keeps_producer = h.producer_id >= 0 && last_of_producer.get(&h.producer_id) == Some(&h.base_offset);
+                        if h.is_control() && outcome == Outcome::Empty {
+                            g.removed_markers.push(h.base_offset);
+                        } else if h.is_transactional() && !h.is_control() && (outcome != Outcome::Empty || keeps_producer) {
+                            // A batch of its producer's transaction that stays: so does its marker.
+                            held.insert(h.producer_id);
+                        }
                         g.out.push(h, b, outcome, keeps_producer);
                         g.next = h.next_offset();
                     }
@@ -366,6 +386,9 @@ impl Log {
             let _ = self.remove_cleaned(base);
             return Err(LogError::Failed(format!("cleaning {}: the segments of the group at {base} changed under the pass", self.dir.display())));
         }
+        if !g.removed_markers.is_empty() {
+            self.before_removing_markers(base, g.end, &g.removed_markers)?;
+        }
         // From the rename on, a failure leaves memory unsure of the disk: the log goes offline
         // and reopening completes or drops the swap (see `cleaner`).
         let seg = cleaner::swap_in(self.disk.as_ref(), &self.dir, g.seg, &g.bases, self.config.index_interval_bytes, now);
@@ -376,7 +399,32 @@ impl Log {
         for old in self.segments.splice(i..j, [seg]) {
             self.retired.push(old.into_log());
         }
+        self.aborted.retain(|t| g.removed_markers.binary_search(&t.last_offset).is_err());
+        stats.markers_removed += g.removed_markers.len();
         Ok(())
+    }
+
+    /// Before a group whose pass removed the markers at `removed` (ascending) is swapped in:
+    /// the producer snapshots at or below the last of them go, durably (a replay from one
+    /// would hold a transaction open that no marker now ends; those above describe it ended),
+    /// and if abort markers go, the group's `.txnindex` without them is written beside the
+    /// cleaned segment, synced, to replace the old one in the swap (a reader told of an abort
+    /// whose marker is gone would skip its producer's later batches).
+    fn before_removing_markers(&mut self, base: i64, end: i64, removed: &[i64]) -> Result<(), LogError> {
+        let last = removed[removed.len() - 1];
+        if self.drop_producer_snapshots(|o| o <= last)? > 0 {
+            self.disk.sync_dir(&self.dir).map_err(super::io_err("sync", &self.dir))?;
+        }
+        let held: Vec<_> = self.aborted.iter().filter(|t| (base..end).contains(&t.last_offset)).collect();
+        if held.iter().all(|t| removed.binary_search(&t.last_offset).is_err()) {
+            return Ok(());
+        }
+        let bytes: Vec<u8> = held.iter().filter(|t| removed.binary_search(&t.last_offset).is_err()).flat_map(|t| t.encode()).collect();
+        let path = cleaner::cleaned_txn_index_path(&self.dir, base);
+        let file = self.disk.open(&path, true).map_err(super::io_err("create", &path))?;
+        file.truncate(0).map_err(super::io_err("truncate", &path))?;
+        file.write_at(&bytes, 0).map_err(super::io_err("write", &path))?;
+        file.sync().map_err(super::io_err("sync", &path))
     }
 
     /// Brings the clean point down to `end` if it is above (after a truncation), persisted.

@@ -24,3 +24,28 @@ fn a_compacted_topic_keeps_the_latest_value_of_every_key_for_every_client() {
     assert!(!lines.is_empty() && lines.len() < 500, "kcat read {} records: {}", lines.len(), broker.log_tail());
     assert!(lines.iter().any(|l| l.starts_with("key-001=value-39-1@")), "key-001's latest value: {text}");
 }
+
+#[test]
+fn transactions_in_a_compacted_topic_lose_their_markers_once_nothing_of_them_is_left() {
+    use broker_core::log::{Log, LogConfig};
+    use broker_core::storage::FileDisk;
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut broker = Broker::start(dir.path(), &["--log-cleaner-backoff-ms", "100"]);
+    let rounds = 60;
+    let out = client_script(&mut broker, "compacted_transactions.py", &["--topic", "compacted-txn", "--rounds", &rounds.to_string()]);
+    eprintln!("{}", String::from_utf8_lossy(&out.stdout).trim());
+    broker.signal_and_wait(libc::SIGTERM);
+    // The partition's own files: fewer markers than transactions are left, the cleaner having
+    // removed those of transactions nothing was left of (each transaction wrote one marker).
+    let (log, _) = Log::open(Arc::new(FileDisk::new()), &dir.path().join("compacted-txn-0"), LogConfig::default(), 0).expect("the partition's log opens");
+    let (mut markers, mut horizons) = (0, 0);
+    log.for_each_batch(0, 1 << 20, |h, _| {
+        markers += h.is_control() as usize;
+        horizons += h.delete_horizon().is_some() as usize;
+        Ok::<(), broker_core::log::LogError>(())
+    })
+    .expect("the log reads");
+    eprintln!("{markers} of {rounds} markers left ({horizons} with a delete horizon)");
+    assert!(markers > 0 && markers < rounds / 2, "{markers} of {rounds} markers left ({horizons} with a delete horizon)\n{}", broker.log_tail());
+}

@@ -82,3 +82,98 @@ fn an_abort_whose_marker_lies_past_the_dirty_range_still_takes_its_records_back(
     assert_eq!(records.first().map(|(o, k, v)| (*o, k.as_str(), v.as_deref())), Some((0, "k0", Some("v0"))), "the aborted records took nothing back");
     assert!(records.iter().filter(|(o, _, _)| *o < stats.to).all(|(o, _, _)| *o == 0), "the aborted records in the pass's range are gone");
 }
+
+/// The markers (control batches) of the log: (offset, producer, delete horizon).
+fn markers(log: &Log) -> Vec<(i64, i64, Option<i64>)> {
+    let mut out = Vec::new();
+    log.for_each_batch(0, 1 << 20, |h, _| {
+        if h.is_control() {
+            out.push((h.base_offset, h.producer_id, h.delete_horizon()));
+        }
+        Ok::<(), LogError>(())
+    })
+    .unwrap();
+    out
+}
+
+#[test]
+fn a_marker_goes_once_nothing_of_its_transaction_is_left_and_its_delete_horizon_passed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = compacted();
+    let retention = config.delete_retention_ms as i64;
+    let (mut log, _) = Log::open(disk(), tmp.path(), config.clone(), 0).unwrap();
+    let (aborter, committer, keeper) = (7, 8, 9);
+    let marker = |log: &mut Log, pid, kind| {
+        let at = log.log_end_offset();
+        log.append(&mut build_marker(pid, 0, kind, 0, 1_000), 1, 0).unwrap();
+        at
+    };
+    // An abort (its records go in the first pass), a commit whose record a later value
+    // replaces, and a commit whose record stays; then each producer's next transaction, so
+    // that none of those markers is its producer's last batch.
+    log.append(&mut batch(&[("k0", "aborted")], Some((aborter, 0))), 1, 0).unwrap(); // 0
+    // A snapshot inside the aborted transaction: it holds the transaction open.
+    let inside = crate::broker::replayed_producers(&log).unwrap();
+    assert!(inside.has_open_txn(aborter));
+    log.write_producer_snapshot(&inside.to_snapshot()).unwrap();
+    let abort_at = marker(&mut log, aborter, MarkerKind::Abort); // 1
+    log.append_aborted(AbortedTxn { producer_id: aborter, first_offset: 0, last_offset: abort_at, last_stable_offset: 0 }).unwrap();
+    log.append(&mut batch(&[("k1", "replaced")], Some((committer, 0))), 1, 0).unwrap(); // 2
+    let replaced_at = marker(&mut log, committer, MarkerKind::Commit); // 3
+    log.append(&mut batch(&[("k2", "stays")], Some((keeper, 0))), 1, 0).unwrap(); // 4
+    let stays_at = marker(&mut log, keeper, MarkerKind::Commit); // 5
+    log.append(&mut batch(&[("k1", "latest")], None), 1, 0).unwrap(); // 6
+    let mut last_markers = Vec::new();
+    for (pid, key) in [(aborter, "a"), (committer, "c"), (keeper, "d")] {
+        log.append(&mut batch(&[(key, "next")], Some((pid, 1))), 1, 0).unwrap();
+        last_markers.push(marker(&mut log, pid, MarkerKind::Commit));
+    }
+    let fill = |log: &mut Log, from: usize| {
+        for i in from..from + 60 {
+            log.append(&mut batch(&[("f", &format!("{i:0>40}"))], None), 1, 0).unwrap();
+        }
+        log.roll(0).unwrap();
+    };
+    fill(&mut log, 0);
+    fill(&mut log, 60);
+
+    // First pass: the abort's records and the replaced commit's record go; the markers of
+    // those two transactions get their horizon, the others stay as they were.
+    let now = 10_000u64;
+    let stats = log.clean(now, log.log_end_offset(), map_bytes).unwrap().expect("due");
+    assert_eq!(stats.markers_removed, 0, "a marker is removed only after its horizon");
+    let horizon = Some(now as i64 + retention);
+    let mut want = vec![(abort_at, aborter, horizon), (replaced_at, committer, horizon), (stays_at, keeper, None)];
+    want.extend(last_markers.iter().zip([aborter, committer, keeper]).map(|(&at, pid)| (at, pid, None)));
+    assert_eq!(markers(&log), want, "only markers with nothing of their transaction left are marked");
+    assert_eq!(log.aborted_transactions().len(), 1);
+
+    // A pass before the horizon changes nothing of them; one after removes them.
+    fill(&mut log, 120);
+    log.clean(now + 1_000, log.log_end_offset(), map_bytes).unwrap().expect("due");
+    assert_eq!(markers(&log), want);
+    fill(&mut log, 180);
+    let stats = log.clean(now + retention as u64, log.log_end_offset(), map_bytes).unwrap().expect("due");
+    assert_eq!(stats.markers_removed, 2, "{stats:?}");
+    want.drain(..2);
+    assert_eq!(markers(&log), want, "the kept record's marker and each producer's last stay");
+    assert_eq!(log.aborted_transactions(), &[], "the abort's entry went with its marker");
+    assert_eq!(log.producer_snapshot_offsets(), &[] as &[i64], "the snapshot at 1 described a transaction no marker ends now");
+    let latest_k1 = latest(&log).get("k1").cloned();
+    assert_eq!(latest_k1.map(|(_, v)| v), Some("latest".to_string()));
+
+    // What a reopen and a replay make of it: no abort, no open transaction.
+    log.flush(0).unwrap();
+    log.checkpoint().unwrap();
+    drop(log);
+    let (mut log, _) = Log::open(disk(), tmp.path(), config, 0).unwrap();
+    let restored = crate::broker::restored_producers(&mut log).unwrap();
+    assert!(!restored.has_open_txn(aborter), "restored at open, the aborted transaction is ended");
+    assert_eq!(log.aborted_transactions(), &[], "the swapped-in index holds no entry for the removed abort");
+    assert_eq!(markers(&log), want);
+    let producers = crate::broker::replayed_producers(&log).unwrap();
+    for pid in [aborter, committer, keeper] {
+        assert!(!producers.has_open_txn(pid), "producer {pid}: a replay finds every transaction ended");
+    }
+    assert_eq!(crate::broker::replayed_aborted(&log).unwrap(), log.aborted_transactions());
+}
