@@ -172,6 +172,15 @@ pub enum PlantedBug {
     /// start, and read_committed consumers were shown the earlier one's open records
     /// (`lso_monotonic` alone on `transactions`).
     LsoFromLatestOpenTxn,
+    /// The transaction coordinator fences a transaction whose commit markers are still on
+    /// their way when its producer inits again (set when the node is built:
+    /// `BrokerConfig::prepared_commits`), as it fences an open one: aborted at the next epoch,
+    /// instead of CONCURRENT_TRANSACTIONS until the commit is written everywhere. The
+    /// partitions the COMMIT reached keep it and the rest get ABORT. A producer inits again
+    /// with its commit's markers still out only when it gave up waiting for the EndTxn answer,
+    /// so the transaction's outcome is unknown to it and only `txn_torn` can tell
+    /// (`transactions/impatient-commit`).
+    InitFencesPreparedCommit,
 }
 
 impl PlantedBug {
@@ -218,6 +227,7 @@ impl PlantedBug {
         PlantedBug::ReadCommittedPastLso,
         PlantedBug::TxnOffsetsKeptOnAbort,
         PlantedBug::LsoFromLatestOpenTxn,
+        PlantedBug::InitFencesPreparedCommit,
     ];
 
     /// The bug named `name` (its variant name, as traces record it).

@@ -55,7 +55,7 @@ fn scenario(name: &str, shape: Shape, broker: BrokerSettings, acks: &str, durati
         buggify: false,
         broker: BrokerSettings { disk_latency_us: Some([20, 200]), ..broker },
         topics: vec![TopicSpec { name: topic.into(), partitions: shape.partitions, replication_factor: shape.rf, config: Default::default() }],
-        producers: vec![ProducerSpec { topic: topic.into(), acks: acks.into(), rate: 300, record_bytes: 64, idempotent: None, keys: 0, count: 1, tombstone_per_mille: 0, in_flight: 1, retries: 3, batch_records: crate::scenario::batch_records_max, transactional: false, abort_per_mille: 0 }],
+        producers: vec![ProducerSpec { topic: topic.into(), acks: acks.into(), rate: 300, record_bytes: 64, idempotent: None, keys: 0, count: 1, tombstone_per_mille: 0, in_flight: 1, retries: 3, batch_records: crate::scenario::batch_records_max, transactional: false, abort_per_mille: 0, end_txn_timeout_ms: 0 }],
         consumers: vec![ConsumerSpec { topic: topic.into(), max_wait_ms: 100 }],
         groups: Vec::new(),
         processors: Vec::new(),

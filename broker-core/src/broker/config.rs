@@ -149,6 +149,16 @@ impl BrokerConfig {
         }
     }
 
+    /// What a transaction coordinator makes of InitProducerId while a commit's markers are
+    /// on their way: waits for them, but where a planted bug fences the commit (never in the
+    /// real build).
+    pub fn prepared_commits(&self) -> crate::txn::PreparedCommits {
+        match self.planted(PlantedBug::InitFencesPreparedCommit) {
+            true => crate::txn::PreparedCommits::FencedByInit,
+            false => crate::txn::PreparedCommits::Finished,
+        }
+    }
+
     /// Which remembered batches of a producer a retry is recognised among: Kafka's five, but
     /// where a planted bug shrinks the window (never in the real build).
     pub fn producer_window(&self) -> super::producer::Window {

@@ -48,6 +48,10 @@ pub struct TransactionalProducer {
     /// Whether the open transaction holds a group's offsets (it must then be ended at the
     /// coordinator even without a partition).
     offsets_added: bool,
+    /// How long an end may wait for its answer (None: `txn_request_attempts_max` attempts).
+    end_timeout: Option<std::time::Duration>,
+    /// While an end waits: when it gives up (checked before each attempt).
+    deadline: Option<tokio::time::Instant>,
 }
 
 /// Which coordinator a request goes to: (key type, key).
@@ -77,7 +81,14 @@ impl TransactionalProducer {
     pub fn new(bootstrap: Vec<SocketAddr>, config: ProducerConfig, id: &str, timeout_ms: i32) -> TransactionalProducer {
         let mut producer = Producer::with_bootstrap(bootstrap, config);
         producer.set_transactional(id);
-        TransactionalProducer { producer, id: id.to_string(), timeout_ms, coordinators: BTreeMap::new(), open: None, offsets_added: false }
+        TransactionalProducer { producer, id: id.to_string(), timeout_ms, coordinators: BTreeMap::new(), open: None, offsets_added: false, end_timeout: None, deadline: None }
+    }
+
+    /// Gives `commit` and `abort` at most `timeout` to be answered, as an application's
+    /// `commit_transaction(timeout)`: past it they fail with [`ClientError::Timeout`] (the
+    /// outcome unknown), and the caller inits again.
+    pub fn set_end_timeout(&mut self, timeout: Option<std::time::Duration>) {
+        self.end_timeout = timeout;
     }
 
     fn txn_id(&self) -> TransactionalId {
@@ -126,6 +137,9 @@ impl TransactionalProducer {
         let backoff = self.producer.config().retry_backoff;
         let mut last = ClientError::Protocol(format!("{what}: no attempt"));
         for _ in 0..txn_request_attempts_max {
+            if self.deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
+                return Err(ClientError::Timeout(self.end_timeout.map_or(0, |t| t.as_millis() as u64)));
+            }
             let addr = match self.coordinator(key).await {
                 Ok(a) => a,
                 Err(e) if e.retriable() || matches!(&e, ClientError::Kafka { code: Code::CoordinatorNotAvailable | Code::NotCoordinator, .. }) => {
@@ -260,7 +274,10 @@ impl TransactionalProducer {
         }
         let (pid, epoch) = self.producer_id()?;
         let req = EndTxnRequest::default().with_transactional_id(self.txn_id()).with_producer_id(ProducerId(pid)).with_producer_epoch(epoch).with_committed(commit);
-        let resp = self.ask(&req, if commit { "EndTxn(commit)" } else { "EndTxn(abort)" }, |r| r.error_code).await?;
+        self.deadline = self.end_timeout.map(|t| tokio::time::Instant::now() + t);
+        let resp = self.ask(&req, if commit { "EndTxn(commit)" } else { "EndTxn(abort)" }, |r| r.error_code).await;
+        self.deadline = None;
+        let resp = resp?;
         // KIP-890: the coordinator ended the transaction at a newer epoch (or producer id),
         // which the next transaction is written at, its sequences from 0.
         let next = (resp.producer_id.0, resp.producer_epoch);

@@ -99,8 +99,8 @@ pub struct Txns {
 }
 
 impl Txns {
-    pub fn new(config: crate::txn::TxnConfig) -> Txns {
-        Txns { coordinator: crate::txn::Coordinator::new(config), markers: Channel::default() }
+    pub fn new(config: crate::txn::TxnConfig, prepared: crate::txn::PreparedCommits) -> Txns {
+        Txns { coordinator: crate::txn::Coordinator::new(config).with_prepared_commits(prepared), markers: Channel::default() }
     }
 
     /// When the coordinator's timers or a marker's retry are next due.

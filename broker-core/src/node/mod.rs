@@ -93,7 +93,7 @@ impl Node {
     pub fn new(broker: Broker, controller: Option<Quorum>) -> Node {
         let mut groups = Coordinator::new(broker.config().groups.clone());
         groups.planted = broker.config().planted_set();
-        let txns = coordinator_link::Txns::new(broker.config().txns.clone());
+        let txns = coordinator_link::Txns::new(broker.config().txns.clone(), broker.config().prepared_commits());
         Node { parts: Mutex::new(Parts { broker, groups, txns, fetchers: Default::default() }), controller: controller.map(Mutex::new), controller_hint: (-1).into() }
     }
 

@@ -36,6 +36,16 @@ pub struct TxnList {
     pub unknown_state_filters: Vec<String>,
 }
 
+/// What InitProducerId makes of a transaction whose COMMIT markers are on their way: waits
+/// (CONCURRENT_TRANSACTIONS until they are written, Kafka), or fences it as an open one
+/// (planted `InitFencesPreparedCommit`; chosen when the node is built).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum PreparedCommits {
+    #[default]
+    Finished,
+    FencedByInit,
+}
+
 impl Coordinator {
     /// InitProducerId with `txn_id` (Kafka's `handleInitProducerId`): a new id gets a producer
     /// id from `new_producer_id` at epoch 0; an idle one its epoch bumped (a new producer id
@@ -58,7 +68,11 @@ impl Coordinator {
             self.txns.insert(txn_id.to_string(), super::Entry { meta, transit: None });
         }
         let e = &self.txns[txn_id];
-        let draft = state::init(&e.meta, e.transit.is_some(), timeout_ms, expected, now, &mut new_producer_id)?;
+        let markers_out = e.meta.state == TxnState::PrepareCommit && matches!(e.transit, Some(super::Transit::Markers { .. }));
+        let draft = match self.prepared_commits {
+            PreparedCommits::FencedByInit if markers_out => InitDraft::Fence(state::fence(&e.meta, now)),
+            _ => state::init(&e.meta, e.transit.is_some(), timeout_ms, expected, now, &mut new_producer_id)?,
+        };
         let ticket = self.ticket();
         match draft {
             InitDraft::Write(m) => self.write(txn_id, Some(m), Then::Producer(ticket), now, work),

@@ -26,6 +26,7 @@ pub mod state;
 
 pub use calls::{PartitionResults, TxnDescription, TxnList};
 pub use config::*;
+pub use calls::PreparedCommits;
 pub use state::{ProducerIdAndEpoch, Ticket, TxnMetadata, TxnState};
 
 use crate::kafka::Code;
@@ -151,6 +152,8 @@ pub struct Coordinator {
     next_abort_check: i64,
     /// When idle ids are next checked for expiration.
     next_expire_check: i64,
+    /// What InitProducerId makes of a commit whose markers are on their way.
+    prepared_commits: PreparedCommits,
 }
 
 impl Coordinator {
@@ -167,7 +170,15 @@ impl Coordinator {
             next_job: 1,
             next_abort_check: 0,
             next_expire_check: 0,
+            prepared_commits: PreparedCommits::Finished,
         }
+    }
+
+    /// This coordinator treats InitProducerId during a commit's markers as `prepared` says
+    /// (only the simulator's planted bug asks for anything but Kafka's rule).
+    pub fn with_prepared_commits(mut self, prepared: PreparedCommits) -> Coordinator {
+        self.prepared_commits = prepared;
+        self
     }
 
     pub fn config(&self) -> &TxnConfig {

@@ -167,6 +167,7 @@ async fn txn_producer_main(name: String, brokers: Vec<SocketAddr>, topic: String
     let batch_records = spec.batch_records.min((batch_value_bytes_max / bytes.max(1) as u64).max(1));
     let config = ProducerConfig { client_id: name.clone(), acks: -1, idempotent: true, retries: spec.retries, retry_backoff: Duration::from_millis(50), request_timeout: Duration::from_millis(request_timeout_ms) };
     let mut producer = TransactionalProducer::new(brokers, config, &format!("{name}-txn"), txn_timeout_ms);
+    producer.set_end_timeout((spec.end_txn_timeout_ms > 0).then(|| Duration::from_millis(spec.end_txn_timeout_ms)));
     let start = now_ms(&rec);
     let (mut n, mut serial, mut batch_no): (u64, u64, u64) = (0, 0, 0);
     let mut ready = false;

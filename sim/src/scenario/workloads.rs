@@ -61,6 +61,15 @@ pub struct ProducerSpec {
     /// Per mille of transactions aborted on purpose (by serial, no draw); needs `transactional`.
     #[serde(default, skip_serializing_if = "super::is_zero")]
     pub abort_per_mille: u32,
+    /// How long the producer waits for its EndTxn to be answered before it gives up (as an
+    /// application's `commit_transaction(timeout)` does) and inits again, the outcome unknown;
+    /// 0 (the default): it keeps asking. Needs `transactional`.
+    #[serde(default, skip_serializing_if = "is_zero_ms")]
+    pub end_txn_timeout_ms: u64,
+}
+
+fn is_zero_ms(n: &u64) -> bool {
+    *n == 0
 }
 
 fn batch_records_default() -> u64 {
@@ -251,6 +260,9 @@ impl Scenario {
             }
             if p.abort_per_mille > 1000 || (p.abort_per_mille > 0 && !p.transactional) {
                 return Err(format!("scenario: producers.abort_per_mille {} must be 0..=1000, and needs transactional", p.abort_per_mille));
+            }
+            if p.end_txn_timeout_ms > 0 && !p.transactional {
+                return Err(format!("scenario: producers.end_txn_timeout_ms {} needs transactional", p.end_txn_timeout_ms));
             }
             if p.tombstone_per_mille > 1000 || (p.tombstone_per_mille > 0 && p.keys == 0) {
                 return Err(format!("scenario: producers.tombstone_per_mille {} must be 0..=1000, and needs keys", p.tombstone_per_mille));

@@ -131,6 +131,18 @@ fn an_lso_held_by_the_latest_open_transaction_is_caught_by_lso_monotonic_alone()
     caught_alone(&s, &path, PlantedBug::LsoFromLatestOpenTxn, "lso_monotonic");
 }
 
+/// A commit whose producer gave up waiting for its answer, fenced by the producer's next init
+/// while its markers are on their way: the late partition aborts, the others committed. Its
+/// outcome is unknown to the producer (neither acknowledged nor aborted), so only `txn_torn`
+/// can tell; and the run shows such unknown outcomes without the bug, whole.
+#[test]
+fn a_prepared_commit_fenced_by_the_next_init_is_caught_by_txn_torn_alone() {
+    let (path, s) = processing("impatient-commit");
+    let r = caught_alone(&s, &path, PlantedBug::InitFencesPreparedCommit, "txn_torn");
+    let torn = r.history.txns.iter().filter(|t| t.commit && matches!(t.end, Some(sim::history::Outcome::Unknown(_))));
+    assert!(torn.count() > 0, "a commit given up on");
+}
+
 /// KIP-890 part 1 alone: the late produce of `anomalies/late_produce`, under the classic
 /// protocol but with the leaders' verification on (the default), is refused (the coordinator
 /// knows the producer only at its new epoch), so no seed shows the hanging transaction.
