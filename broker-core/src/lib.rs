@@ -23,6 +23,7 @@ pub mod planted;
 pub mod node;
 pub mod protocol;
 pub mod replication;
+pub mod security;
 pub mod server;
 pub mod simprobe;
 pub mod storage;

@@ -73,8 +73,15 @@ fn run() -> Result<(), String> {
         let controller = config.voters.iter().map(|(id, a)| format!("{id}@{a}")).collect::<Vec<_>>().join(",");
         let broker = Broker::open(disk.clone(), config, now).map_err(|e| format!("opening {}: {e}", data.display()))?;
         let listener = tokio::net::TcpListener::bind(listen).await.map_err(|e| format!("listen on {listen}: {e}"))?;
-        tracing::info!("node {node_id} listening on {listen}; controller quorum {controller}{}", if quorum.is_some() { " (this node votes)" } else { "" });
-        server::serve(listener, server::Shared::new(broker, quorum, disk), shutdown_signal()).await;
+        let controller_listen = broker.config().security.controller_listener;
+        let controller_listener = match controller_listen {
+            Some(addr) => Some(tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("listen on {addr} (CONTROLLER): {e}"))?),
+            None => None,
+        };
+        let protocol = if broker.config().security.listener == broker_core::security::Protocol::SaslPlaintext { " (SASL_PLAINTEXT)" } else { "" };
+        let controller_at = controller_listen.map_or(String::new(), |a| format!(", controllers on {a}"));
+        tracing::info!("node {node_id} listening on {listen}{protocol}{controller_at}; controller quorum {controller}{}", if quorum.is_some() { " (this node votes)" } else { "" });
+        server::serve_listeners(listener, controller_listener, server::Shared::new(broker, quorum, disk), shutdown_signal()).await;
         tracing::info!("stopped cleanly");
         Ok(())
     })

@@ -65,6 +65,8 @@ pub struct BrokerConfig {
     pub groups: GroupConfig,
     /// The transaction coordinator's settings.
     pub txns: crate::txn::TxnConfig,
+    /// The listener's security protocol, SASL mechanisms and bootstrap credentials.
+    pub security: crate::security::SecurityConfig,
     /// `log.cleaner.backoff.ms`: how long the log cleaner waits when no log is due a pass.
     pub cleaner_backoff_ms: u64,
     /// `log.cleaner.io.max.bytes.per.second`: the cleaner's read+write rate; None: no limit.
@@ -115,6 +117,7 @@ impl Default for BrokerConfig {
             log: LogConfig::default(),
             groups: GroupConfig::default(),
             txns: crate::txn::TxnConfig::default(),
+            security: crate::security::SecurityConfig::default(),
             cleaner_backoff_ms: crate::constants::log_cleaner_backoff_ms,
             cleaner_io_bytes_per_second: None,
             fetch_zero_copy: !cfg!(madsim),

@@ -80,6 +80,9 @@ pub struct ControllerConfig {
     /// `metadata.log.max.record.bytes.between.snapshots`: committed metadata bytes after which
     /// a voter snapshots its image and drops the log before it.
     pub snapshot_bytes_between: u64,
+    /// Credentials to write first into the metadata log of a cluster being formed
+    /// (`--add-scram`; `security::SecurityConfig::scram_bootstrap`).
+    pub scram_bootstrap: Vec<(String, crate::security::scram::Credential)>,
     /// The simulator's planted bug, the broker's (`BrokerConfig::planted_bug`); never in the
     /// real build.
     #[doc(hidden)]
@@ -104,6 +107,7 @@ impl Default for ControllerConfig {
             leader_imbalance_per_broker_percentage: crate::constants::leader_imbalance_per_broker_percentage_default,
             log: LogConfig::default(),
             snapshot_bytes_between: metadata_snapshot_bytes_between_default,
+            scram_bootstrap: Vec::new(),
             planted: Planted::default(),
             observer: crate::observe::Observer::default(),
         }

@@ -54,6 +54,9 @@ pub struct Quorum {
     active: Option<i32>,
     /// This node's leadership: its epoch and where the epoch's first entry ends.
     leading: Option<(i32, i64)>,
+    /// Active on a metadata log that holds nothing yet: the operator's bootstrap credentials
+    /// are owed, first (`ControllerConfig::scram_bootstrap`).
+    bootstrap_due: bool,
     /// Messages for other voters, sent by the shell.
     outbox: VecDeque<Message>,
     /// The store failed and could not be opened again: every tick tries, nothing else acts.
@@ -113,7 +116,7 @@ impl Quorum {
         let node = Node::restart_from(raft.clone(), restored.state, restored.snapshot, restored.entries, seed, now).map_err(|e| e.to_string())?;
         let controller = Controller::new(config.clone(), Image::default(), now);
         let policy = SnapshotPolicy::new(config.snapshot_bytes_between);
-        let mut q = Quorum { config, raft, disk, data_dir: data_dir.to_path_buf(), node, store, committed, controller, active: None, leading: None, outbox: VecDeque::new(), broken: false, policy, notes: Vec::new() };
+        let mut q = Quorum { config, raft, disk, data_dir: data_dir.to_path_buf(), node, store, committed, controller, active: None, leading: None, bootstrap_due: false, outbox: VecDeque::new(), broken: false, policy, notes: Vec::new() };
         let actions = q.node.tick(now);
         q.perform(actions, now)?;
         q.settle_role(now);
@@ -187,6 +190,10 @@ impl Quorum {
         if records.is_empty() {
             return Ok(self.end_offset() - 1);
         }
+        let records = match std::mem::take(&mut self.bootstrap_due) {
+            true => self.bootstrap_records().into_iter().chain(records).collect(),
+            false => records,
+        };
         let values: Vec<Vec<u8>> = records.iter().map(|r| r.encode()).collect();
         let refs: Vec<&[u8]> = values.iter().map(|v| v.as_slice()).collect();
         let (base, actions) = self.node.propose(now, &refs).map_err(|e| match e {
@@ -199,6 +206,11 @@ impl Quorum {
         }
         self.step(actions, now).map_err(CommitError::Storage)?;
         Ok(base + records.len() as i64 - 1)
+    }
+
+    /// The bootstrap credentials as records.
+    fn bootstrap_records(&self) -> Vec<MetadataRecord> {
+        self.config.scram_bootstrap.iter().map(|(user, credential)| MetadataRecord::ScramCredential { user: user.clone(), credential: credential.clone() }).collect()
     }
 
     /// A message from another voter.
@@ -221,6 +233,10 @@ impl Quorum {
         }
         let actions = self.node.tick(now);
         self.step(actions, now)?;
+        if self.bootstrap_due && self.active.is_some() {
+            self.bootstrap_due = false;
+            self.commit(self.bootstrap_records(), now).map_err(|e| e.to_string())?;
+        }
         if self.active.is_some() {
             let records = self.controller.tick(now);
             if !records.is_empty() {
@@ -392,6 +408,7 @@ impl Quorum {
             // Everything in the log is committed now: the image is the whole log.
             self.controller = Controller::new(self.config.clone(), self.committed.clone(), now);
             self.active = Some(epoch);
+            self.bootstrap_due = self.committed.is_fresh() && !self.config.scram_bootstrap.is_empty();
             self.notes.push((Level::Info, format!("controller: active in epoch {epoch} from metadata offset {}", self.committed.offset)));
         }
     }

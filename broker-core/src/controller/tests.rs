@@ -153,6 +153,8 @@ fn render(records: &[MetadataRecord]) -> String {
         MetadataRecord::RemoveTopic { name } => format!("remove {name}"),
         MetadataRecord::TopicConfig { name, config } => format!("config {name} {config:?}"),
         MetadataRecord::LeaderChange { leader, epoch } => format!("leader change {leader} epoch={epoch}"),
+        MetadataRecord::ScramCredential { user, credential } => format!("scram {user} {}", credential.mechanism.name()),
+        MetadataRecord::RemoveScramCredential { user, mechanism } => format!("remove scram {user} {}", mechanism.name()),
     };
     records.iter().map(line).collect::<Vec<_>>().join("\n")
 }

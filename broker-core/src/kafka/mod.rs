@@ -57,6 +57,10 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::BrokerHeartbeat, 0, 0),
     // A broker forwarding a controller request to the active controller (KIP-590).
     (ApiKey::Envelope, 0, 0),
+    // SASL (security/, server/sasl.rs): v0's raw tokens or v1's SaslAuthenticate (KIP-152);
+    // SaslAuthenticate v1+ carries the session lifetime (KIP-368; 0: no re-authentication).
+    (ApiKey::SaslHandshake, 0, 1),
+    (ApiKey::SaslAuthenticate, 0, 2),
 ];
 
 /// The version range of `key` this broker serves, if it serves it.

@@ -1,6 +1,6 @@
 //! The state (the [`Image`]) that replaying the metadata records builds: brokers with their
-//! epochs and fencing, topics with their config, and for every partition its replicas, ISR,
-//! leader and epochs.
+//! epochs and fencing, topics with their config, for every partition its replicas, ISR,
+//! leader and epochs, and the users' SCRAM credentials.
 //!
 //! [`Image::apply`] must stay total and deterministic: every broker and every future controller
 //! rebuilds its view by replaying these records, so a record that does not fit the image (an
@@ -10,6 +10,7 @@
 use super::records::{no_leader, MetadataRecord};
 use super::topic;
 use crate::constants::partitions_per_topic_max;
+use crate::security::scram::{Credential, Mechanism};
 use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,13 +66,15 @@ pub struct TopicInfo {
 pub struct Image {
     pub brokers: BTreeMap<i32, BrokerInfo>,
     pub topics: BTreeMap<String, TopicInfo>,
+    /// SCRAM credentials by user and mechanism (SASL, `security/`).
+    pub scram: BTreeMap<(String, Mechanism), Credential>,
     /// Offset of the last applied record; -1 before any.
     pub offset: i64,
 }
 
 impl Default for Image {
     fn default() -> Self {
-        Image { brokers: BTreeMap::new(), topics: BTreeMap::new(), offset: -1 }
+        Image { brokers: BTreeMap::new(), topics: BTreeMap::new(), scram: BTreeMap::new(), offset: -1 }
     }
 }
 
@@ -109,8 +112,25 @@ impl Image {
                     t.config = config.clone();
                 }
             }
+            MetadataRecord::ScramCredential { user, credential } => {
+                self.scram.insert((user.clone(), credential.mechanism), credential.clone());
+            }
+            MetadataRecord::RemoveScramCredential { user, mechanism } => {
+                self.scram.remove(&(user.clone(), *mechanism));
+            }
             MetadataRecord::LeaderChange { .. } => {}
         }
+    }
+
+    /// `user`'s SCRAM credential for `mechanism`.
+    pub fn scram_credential(&self, user: &str, mechanism: Mechanism) -> Option<&Credential> {
+        self.scram.get(&(user.to_string(), mechanism))
+    }
+
+    /// Nothing was ever registered, created or stored: the metadata log of a cluster being
+    /// formed, where the operator's bootstrap records (`--add-scram`) go first.
+    pub fn is_fresh(&self) -> bool {
+        self.brokers.is_empty() && self.topics.is_empty() && self.scram.is_empty()
     }
 
     /// The records that rebuild this image from nothing (offsets aside): each broker's latest
@@ -143,6 +163,9 @@ impl Image {
                     last_known_elr: last_known_elr.clone(),
                 });
             }
+        }
+        for ((user, _), credential) in &self.scram {
+            out.push(MetadataRecord::ScramCredential { user: user.clone(), credential: credential.clone() });
         }
         out
     }

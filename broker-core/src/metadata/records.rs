@@ -50,6 +50,11 @@ pub enum MetadataRecord {
     /// whole set, replacing the one before (never a delta, like `Partition`). A key left out is
     /// back at the broker's default.
     TopicConfig { name: String, config: BTreeMap<String, String> },
+    /// A user's SCRAM credential for one mechanism, replacing any before (Kafka's
+    /// UserScramCredentialRecord): salt, stored and server keys, iterations; never a password.
+    ScramCredential { user: String, credential: crate::security::scram::Credential },
+    /// Removes a user's credential for one mechanism (RemoveUserScramCredentialRecord).
+    RemoveScramCredential { user: String, mechanism: crate::security::scram::Mechanism },
     /// The first entry of every Raft leader's epoch (KRaft's LeaderChange control record,
     /// written by `controller::raft`): it changes nothing in the image, but takes an offset.
     LeaderChange { leader: i32, epoch: i32 },

@@ -12,9 +12,25 @@ use std::path::PathBuf;
 #[derive(Debug, Clone, Default, clap::Parser)]
 #[command(name = "broker", about = "Seedlog broker: a Kafka-compatible broker; one node, or one of a cluster")]
 pub struct Flags {
-    /// Address to listen on.
+    /// Address to listen on: the one-PLAINTEXT-listener shorthand of --listeners.
     #[arg(long)]
     pub listen: Option<SocketAddr>,
+    /// listeners: `PROTOCOL://host:port`, PLAINTEXT or SASL_PLAINTEXT (one listener for now).
+    #[arg(long)]
+    pub listeners: Option<String>,
+    /// listener.security.protocol.map: `NAME:PROTOCOL,...` for listener names other than
+    /// PLAINTEXT and SASL_PLAINTEXT (CONTROLLER is PLAINTEXT unless mapped).
+    #[arg(long)]
+    pub listener_security_protocol_map: Option<String>,
+    /// sasl.enabled.mechanisms on a SASL listener: SCRAM-SHA-256, SCRAM-SHA-512, PLAIN (default
+    /// the two SCRAM ones).
+    #[arg(long)]
+    pub sasl_enabled_mechanisms: Option<String>,
+    /// A user's credential to store when the cluster's metadata is first written, as
+    /// `kafka-storage format --add-scram` takes it: 'SCRAM-SHA-256=[name=admin,password=secret]'
+    /// (repeatable; optional iterations=N, salt=BASE64).
+    #[arg(long)]
+    pub add_scram: Vec<String>,
     /// Address clients are told to connect to (defaults to --listen).
     #[arg(long)]
     pub advertised: Option<String>,
@@ -186,6 +202,8 @@ fn positive_rate(text: &str) -> Result<f64, String> {
 pub const FILE_SETTINGS: &[&str] = &[
     "listeners",
     "advertised.listeners",
+    "sasl.enabled.mechanisms",
+    "listener.security.protocol.map",
     "node.id",
     "log.dirs",
     "auto.create.topics.enable",
@@ -244,8 +262,10 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
         let int = || value.as_integer().ok_or_else(|| bad("an integer"));
         let text = || value.as_str().map(str::to_string).ok_or_else(|| bad("a string"));
         match key.as_str() {
-            "listeners" => f.listen = Some(text()?.trim_start_matches("PLAINTEXT://").parse().map_err(|_| bad("host:port"))?),
-            "advertised.listeners" => f.advertised = Some(text()?.trim_start_matches("PLAINTEXT://").to_string()),
+            "listeners" => f.listeners = Some(text()?),
+            "advertised.listeners" => f.advertised = Some(text()?.rsplit("://").next().unwrap_or_default().to_string()),
+            "sasl.enabled.mechanisms" => f.sasl_enabled_mechanisms = Some(text()?),
+            "listener.security.protocol.map" => f.listener_security_protocol_map = Some(text()?),
             "node.id" => f.node_id = Some(int()? as i32),
             "log.dirs" => f.data_dir = Some(PathBuf::from(text()?)),
             "auto.create.topics.enable" => f.auto_create_topics_enable = Some(value.as_bool().ok_or_else(|| bad("true or false"))?),
@@ -297,7 +317,14 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
         }
     }
     macro_rules! take { ($($field:ident),*) => { $( if over.$field.is_some() { f.$field = over.$field.clone(); } )* } }
-    take!(listen, advertised, node_id, data_dir, config, auto_create_topics_enable, num_partitions, min_insync_replicas,
+    // A --listen flag (the PLAINTEXT shorthand) wins over the file's listeners.
+    if over.listen.is_some() && over.listeners.is_none() {
+        f.listeners = None;
+    }
+    if !over.add_scram.is_empty() {
+        f.add_scram = over.add_scram.clone();
+    }
+    take!(listen, listeners, listener_security_protocol_map, sasl_enabled_mechanisms, advertised, node_id, data_dir, config, auto_create_topics_enable, num_partitions, min_insync_replicas,
         log_segment_bytes, log_roll_ms, log_retention_ms, log_retention_bytes, log_index_interval_bytes,
         log_flush_interval_messages, log_flush_interval_ms, message_max_bytes, controller_quorum_voters, process_roles, controller_quorum_election_timeout_ms, metadata_log_max_record_bytes_between_snapshots,
         default_replication_factor, replica_lag_time_max_ms, broker_session_timeout_ms, broker_heartbeat_interval_ms,
@@ -310,8 +337,18 @@ pub const listen_default: &str = "127.0.0.1:9092";
 
 /// Resolves flags into the listen address and the broker's config, checking ranges.
 pub fn resolve(f: &Flags) -> Result<(SocketAddr, BrokerConfig), String> {
-    let listen = f.listen.unwrap_or_else(|| listen_default.parse().expect("valid default"));
     let mut c = BrokerConfig::default();
+    let listen = match (&f.listeners, f.listen) {
+        (Some(_), Some(_)) => return Err("--listen and --listeners both given: --listen is the one-PLAINTEXT-listener shorthand".into()),
+        (Some(l), None) => {
+            let listeners = crate::security::parse_listeners(l, f.listener_security_protocol_map.as_deref())?;
+            let (controllers, clients): (Vec<_>, Vec<_>) = listeners.into_iter().partition(|l| l.name == crate::security::controller_listener_name);
+            c.security.controller_listener = controllers.first().map(|l| l.addr);
+            c.security.listener = clients[0].protocol;
+            clients[0].addr
+        }
+        (None, listen) => listen.unwrap_or_else(|| listen_default.parse().expect("valid default")),
+    };
     let advertised = f.advertised.clone().unwrap_or_else(|| listen.to_string());
     let (host, port) = advertised.rsplit_once(':').ok_or_else(|| format!("--advertised {advertised}: expected host:port"))?;
     c.advertised_host = host.to_string();
@@ -344,7 +381,9 @@ pub fn resolve(f: &Flags) -> Result<(SocketAddr, BrokerConfig), String> {
         _ => FlushPolicy::Never,
     };
     c.log.validate().map_err(|e| e.to_string())?;
-    let voters = f.controller_quorum_voters.clone().unwrap_or_else(|| format!("{}@{advertised}", c.node_id));
+    // A one-node cluster's quorum is this node, on its controller listener if it has one.
+    let own = c.security.controller_listener.map_or(advertised.clone(), |a| a.to_string());
+    let voters = f.controller_quorum_voters.clone().unwrap_or_else(|| format!("{}@{own}", c.node_id));
     c.voters = parse_voters(&voters)?;
     if let Some(roles) = &f.process_roles {
         c.broker_role = parse_roles(roles, c.voters.contains_key(&c.node_id), c.node_id)?;
@@ -385,6 +424,7 @@ pub fn resolve(f: &Flags) -> Result<(SocketAddr, BrokerConfig), String> {
     }
     resolve_groups(f, &mut c.groups)?;
     resolve_txns(f, &mut c.txns)?;
+    resolve_security(f, &mut c)?;
     if let Some(v) = f.log_cleaner_backoff_ms { c.cleaner_backoff_ms = v.max(1) }
     // Kafka's default is Double.MaxValue: no limit. A rate beyond u64 is none either.
     if let Some(v) = f.fetch_zero_copy { c.fetch_zero_copy = v }
@@ -509,6 +549,26 @@ pub fn open_quorum(disk: std::sync::Arc<dyn crate::storage::Disk>, c: &BrokerCon
     crate::controller::quorum::Quorum::open(disk, &c.data_dir, controller_config(c), raft_config(c), now).map(Some)
 }
 
+/// SASL's settings: the mechanisms, the bootstrap credentials (salted here, at the edge, with
+/// the OS's randomness), and the one-node limit of a SASL listener.
+fn resolve_security(f: &Flags, c: &mut BrokerConfig) -> Result<(), String> {
+    use crate::security::{AddScram, Protocol};
+    if let Some(names) = &f.sasl_enabled_mechanisms {
+        c.security.sasl_mechanisms = crate::security::parse_mechanisms(names)?;
+    }
+    for text in &f.add_scram {
+        let add = AddScram::parse(text)?;
+        c.security.scram_bootstrap.push((add.user.clone(), add.credential(&rand::random::<[u8; 16]>())));
+    }
+    if c.security.listener == Protocol::SaslPlaintext && (c.voters.len() > 1 || !c.voters.contains_key(&c.node_id)) {
+        return Err("a SASL_PLAINTEXT listener needs a one-node cluster for now: brokers and controllers do not authenticate to each other yet (issue 28)".into());
+    }
+    if c.security.listener == Protocol::SaslPlaintext && c.security.controller_listener.is_none() {
+        return Err("a SASL_PLAINTEXT listener needs a CONTROLLER listener beside it (e.g. --listeners SASL_PLAINTEXT://0.0.0.0:9092,CONTROLLER://127.0.0.1:9093): the node's own links to its controller do not authenticate yet".into());
+    }
+    Ok(())
+}
+
 /// The controller's settings, from the broker's (the node that runs the controller).
 pub fn controller_config(c: &BrokerConfig) -> crate::controller::ControllerConfig {
     crate::controller::ControllerConfig {
@@ -524,6 +584,7 @@ pub fn controller_config(c: &BrokerConfig) -> crate::controller::ControllerConfi
         leader_imbalance_per_broker_percentage: c.leader_imbalance_per_broker_percentage,
         log: c.log.clone(),
         snapshot_bytes_between: c.metadata_snapshot_bytes_between,
+        scram_bootstrap: c.security.scram_bootstrap.clone(),
         planted: c.planted_set(),
         observer: c.observer.clone(),
     }

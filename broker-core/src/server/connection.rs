@@ -8,10 +8,15 @@
 //! `connection_idle_bytes_max`, and under load memory follows the turns, not the connections.
 //!
 //! Several requests that arrive together (a pipelining client) are read by one system call and
-//! answered before one flush. Nothing here decides anything: frames go to `answer`.
+//! answered before one flush. On a SASL listener each frame first goes past the connection's
+//! SASL session (`sasl.rs`), which answers the authentication itself and closes a connection
+//! that asks for anything else before it authenticated. Nothing here decides anything: frames
+//! go to `answer`.
 
 use super::answer::answer;
+use super::sasl::{self, Sasl};
 use super::{send, Shared};
+use crate::security::sasl::{Mech, Session};
 use crate::constants::{connection_idle_ms_max, connection_read_buffer_bytes, connection_write_buffer_bytes, request_body_ms_max, request_bytes_max};
 use crate::kafka::ApiKey;
 use crate::node::Outcome;
@@ -183,14 +188,15 @@ impl Inbox {
 /// One client connection: read frames, answer in order, close on protocol violations. Between
 /// bursts of requests it holds no buffer: the read buffer is taken when bytes arrive and the
 /// write buffer when a burst starts, both released once the burst is answered and flushed.
-pub(super) async fn connection(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
+pub(super) async fn connection(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>, protocol: crate::security::Protocol) {
     let local = stream.local_addr().map(|a| a.ip()).unwrap_or(IpAddr::from([0, 0, 0, 0]));
     let (mut rd, mut half) = send::split(stream);
     let mut inbox = Inbox::new();
+    let mut auth = Auth { session: (protocol == crate::security::Protocol::SaslPlaintext).then(Session::default), enabled: shared.broker().config().security.sasl_mechanisms.clone() };
     loop {
         let Some(first) = next(&mut inbox, &mut rd, &shared, peer).await else { return };
         let mut wr = BufWriter::with_capacity(connection_write_buffer_bytes, half);
-        let open = burst(&shared, &mut inbox, &mut rd, &mut wr, first, peer, local).await;
+        let open = burst(&shared, &mut inbox, &mut rd, &mut wr, first, peer, local, &mut auth).await;
         // The burst's answers go out before the connection waits again (or closes).
         if wr.flush().await.is_err() || !open {
             return;
@@ -198,6 +204,13 @@ pub(super) async fn connection(stream: TcpStream, peer: SocketAddr, shared: Arc<
         half = wr.into_inner();
         inbox.release();
     }
+}
+
+/// A connection's authentication: its SASL session on a SASL listener (None on a PLAINTEXT
+/// one) and the listener's mechanisms.
+struct Auth {
+    session: Option<Session>,
+    enabled: Vec<Mech>,
 }
 
 /// The next frame and its turn, or None when the connection is to close (logged unless the
@@ -219,7 +232,8 @@ async fn next(inbox: &mut Inbox, rd: &mut send::ReadHalf, shared: &Shared, peer:
 
 /// Answers `frame` and every whole frame read with it (a pipelining client's burst), in order,
 /// into `wr`, flushed only where an answer must not wait. False when the connection must close.
-async fn burst(shared: &Shared, inbox: &mut Inbox, rd: &mut send::ReadHalf, wr: &mut BufWriter<send::WriteHalf>, first: (Bytes, OwnedSemaphorePermit), peer: SocketAddr, local: IpAddr) -> bool {
+#[allow(clippy::too_many_arguments)]
+async fn burst(shared: &Shared, inbox: &mut Inbox, rd: &mut send::ReadHalf, wr: &mut BufWriter<send::WriteHalf>, first: (Bytes, OwnedSemaphorePermit), peer: SocketAddr, local: IpAddr, auth: &mut Auth) -> bool {
     let (mut frame, mut turn) = first;
     loop {
         let key = frame.get(..2).map(|k| i16::from_be_bytes([k[0], k[1]]));
@@ -233,7 +247,18 @@ async fn burst(shared: &Shared, inbox: &mut Inbox, rd: &mut send::ReadHalf, wr: 
         if key == Some(ApiKey::Produce as i16) && !wr.buffer().is_empty() && wr.flush().await.is_err() {
             return false;
         }
-        let outcome = answer(shared, &frame, peer.ip(), turn).await;
+        let outcome = match sasl::intercept(shared, &mut auth.session, &auth.enabled, &frame) {
+            Sasl::Pass => answer(shared, &frame, peer.ip(), turn).await,
+            Sasl::Answer(bytes) => Outcome::Relay(bytes),
+            Sasl::Close(why) => Outcome::Close(why),
+            Sasl::AnswerThenClose(bytes, why) => {
+                // Answered, then closed: connection() flushes the answer before it closes.
+                tracing::warn!("closing connection from {peer}: {why}");
+                crate::netfault::before_send(local, peer.ip()).await;
+                let _ = wr.write_all(&bytes).await;
+                return false;
+            }
+        };
         drop(frame);
         match outcome {
             Outcome::Reply(response) => {

@@ -15,6 +15,7 @@ mod markers;
 mod peers;
 mod raft;
 mod replica_fetch;
+mod sasl;
 mod send;
 mod verify;
 
@@ -365,13 +366,50 @@ impl Shared {
     }
 }
 
+/// Starts the task of one accepted connection on a listener of `protocol`, unless
+/// `connections_max` are open.
+fn accept(stream: tokio::net::TcpStream, peer: std::net::SocketAddr, shared: &Arc<Shared>, open: &Arc<tokio::sync::Semaphore>, protocol: crate::security::Protocol) {
+    let Ok(permit) = open.clone().try_acquire_owned() else {
+        tracing::warn!("refusing connection from {peer}: {connections_max} connections are open");
+        return;
+    };
+    let _ = stream.set_nodelay(true);
+    let task = connection::connection(stream, peer, shared.clone(), protocol);
+    // What every open connection holds across its awaits (constants.rs).
+    debug_assert!(std::mem::size_of_val(&task) <= crate::constants::connection_task_bytes_max, "a connection task takes {} bytes", std::mem::size_of_val(&task));
+    tokio::spawn(async move {
+        task.await;
+        drop(permit);
+    });
+}
+
 /// Accepts connections until `shutdown` resolves, then flushes and checkpoints every log.
 pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: impl std::future::Future<Output = ()>) {
+    serve_listeners(listener, None, shared, shutdown).await
+}
+
+/// [`serve`], with the controllers' own PLAINTEXT listener beside the client one, if any.
+pub async fn serve_listeners(listener: TcpListener, controller: Option<TcpListener>, shared: Arc<Shared>, shutdown: impl std::future::Future<Output = ()>) {
+    let protocol = shared.broker().config().security.listener;
+    let open = Arc::new(tokio::sync::Semaphore::new(connections_max));
+    let controller = controller.map(|l| {
+        let (shared, open) = (shared.clone(), open.clone());
+        tokio::spawn(async move {
+            loop {
+                match l.accept().await {
+                    Ok((stream, peer)) => accept(stream, peer, &shared, &open, crate::security::Protocol::Plaintext),
+                    Err(e) => {
+                        tracing::warn!("accept failed: {e}; accepting again in {accept_error_backoff_ms} ms");
+                        tokio::time::sleep(std::time::Duration::from_millis(accept_error_backoff_ms)).await;
+                    }
+                }
+            }
+        })
+    });
     let timers = tokio::spawn(run_timers(shared.clone()));
     let cleaner = tokio::spawn(run_cleaner(shared.clone()));
     let mut peers = peers::spawn(shared.clone());
     peers.extend(raft::spawn(shared.clone()));
-    let open = Arc::new(tokio::sync::Semaphore::new(connections_max));
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -379,20 +417,7 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: impl st
             // which breaks replay under madsim.
             biased;
             accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => {
-                    let Ok(permit) = open.clone().try_acquire_owned() else {
-                        tracing::warn!("refusing connection from {peer}: {connections_max} connections are open");
-                        continue;
-                    };
-                    let _ = stream.set_nodelay(true);
-                    let task = connection::connection(stream, peer, shared.clone());
-                    // What every open connection holds across its awaits (constants.rs).
-                    debug_assert!(std::mem::size_of_val(&task) <= crate::constants::connection_task_bytes_max, "a connection task takes {} bytes", std::mem::size_of_val(&task));
-                    tokio::spawn(async move {
-                        task.await;
-                        drop(permit);
-                    });
-                }
+                Ok((stream, peer)) => accept(stream, peer, &shared, &open, protocol),
                 Err(e) => {
                     tracing::warn!("accept failed: {e}; accepting again in {accept_error_backoff_ms} ms");
                     tokio::time::sleep(std::time::Duration::from_millis(accept_error_backoff_ms)).await;
@@ -400,6 +425,9 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: impl st
             },
             _ = &mut shutdown => break,
         }
+    }
+    if let Some(task) = controller {
+        task.abort();
     }
     // Hand leaderships over to the other brokers, then stop talking to peers.
     peers::controlled_shutdown(&shared).await;

@@ -12,6 +12,7 @@ mod many_connections;
 mod producer_in_flight;
 mod real_clients;
 mod real_cluster;
+mod security;
 mod slow_disk;
 mod support;
 mod tidy;

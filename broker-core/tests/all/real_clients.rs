@@ -46,6 +46,11 @@ impl Broker {
         Broker::start_on(free_ports(1)[0], data_dir, extra_args)
     }
 
+    /// A broker on `port` whose flags name its listeners (`--listeners`), data in `data_dir`.
+    pub(crate) fn start_listening(data_dir: &Path, port: u16, extra_args: &[&str]) -> Broker {
+        Broker::start_on(port, data_dir, extra_args.iter().map(|s| s.to_string()).collect())
+    }
+
     /// Another broker process on the same port, data directory and flags: a restart.
     pub(crate) fn restart(&mut self) -> Broker {
         assert!(self.process.exited().is_some(), "restart() of a broker that has not exited");

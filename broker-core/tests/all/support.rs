@@ -167,8 +167,10 @@ impl BrokerProcess {
     /// `listening on` line; otherwise why not, with its output.
     pub fn start(port: u16, args: &[String], lines_max: usize, ready_timeout: Duration) -> Result<BrokerProcess, String> {
         let addr = format!("127.0.0.1:{port}");
+        // `--listeners` names the address itself (and its security protocol).
+        let listen: &[&str] = if args.iter().any(|a| a == "--listeners") { &[] } else { &["--listen", &addr] };
         let mut child = Command::new(env!("CARGO_BIN_EXE_broker"))
-            .args(["--listen", &addr])
+            .args(listen)
             .args(args)
             .env("RUST_LOG", "info")
             .env("RUST_BACKTRACE", "1")

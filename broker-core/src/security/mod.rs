@@ -1,0 +1,177 @@
+//! Who a connection is: SASL authentication (`sasl`: the per-connection state machine of
+//! SaslHandshake and SaslAuthenticate) over SCRAM and PLAIN (`scram`: credentials, the
+//! exchange, PLAIN checked against the stored SCRAM credential), and the operator's bootstrap
+//! credentials (`--add-scram`, as `kafka-storage format` takes them). Decisions only: the shell
+//! draws nonces and salts, reads sockets and answers.
+
+pub mod sasl;
+pub mod scram;
+
+use scram::{Credential, Mechanism};
+
+/// A listener's security protocol (Kafka's names). TLS (SSL, SASL_SSL) is not built yet.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Protocol {
+    #[default]
+    Plaintext,
+    SaslPlaintext,
+}
+
+impl Protocol {
+    pub fn named(name: &str) -> Option<Protocol> {
+        match name {
+            "PLAINTEXT" => Some(Protocol::Plaintext),
+            "SASL_PLAINTEXT" => Some(Protocol::SaslPlaintext),
+            _ => None,
+        }
+    }
+}
+
+/// Who may connect, and how they prove it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecurityConfig {
+    /// The client listener's protocol (`--listeners`).
+    pub listener: Protocol,
+    /// The controllers' own PLAINTEXT listener (`CONTROLLER://…` in `--listeners`), if any.
+    pub controller_listener: Option<std::net::SocketAddr>,
+    /// `sasl.enabled.mechanisms` on a SASL listener. Kafka's default is GSSAPI, which is not
+    /// built; SCRAM's two are the default here, and PLAIN (a password in clear on a plaintext
+    /// listener) only when asked for.
+    pub sasl_mechanisms: Vec<sasl::Mech>,
+    /// The credentials `--add-scram` asked for, salted by the shell: written to the metadata log
+    /// by the first active controller of a cluster being formed (`kafka-storage format
+    /// --add-scram`), never again.
+    pub scram_bootstrap: Vec<(String, Credential)>,
+}
+
+impl Default for SecurityConfig {
+    fn default() -> SecurityConfig {
+        SecurityConfig { listener: Protocol::Plaintext, controller_listener: None, sasl_mechanisms: vec![sasl::Mech::Scram(Mechanism::Sha256), sasl::Mech::Scram(Mechanism::Sha512)], scram_bootstrap: Vec::new() }
+    }
+}
+
+/// The listener name Kafka's KRaft examples give the controllers' own listener
+/// (`controller.listener.names`).
+pub const controller_listener_name: &str = "CONTROLLER";
+
+/// One entry of `--listeners`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listener {
+    pub name: String,
+    pub protocol: Protocol,
+    pub addr: std::net::SocketAddr,
+}
+
+/// `--listeners` (Kafka's `listeners`): `NAME://host:port,...`, each name's protocol from
+/// `map` (`listener.security.protocol.map`, `NAME:PROTOCOL,...`), where PLAINTEXT and
+/// SASL_PLAINTEXT name themselves and CONTROLLER is PLAINTEXT unless mapped. At most one client
+/// listener and one CONTROLLER listener (which the controller link and the metadata follower
+/// use: the quorum's voters default to it).
+pub fn parse_listeners(text: &str, map: Option<&str>) -> Result<Vec<Listener>, String> {
+    let bad = |why: String| format!("--listeners {text:?}: {why}");
+    let mut protocols: Vec<(String, Protocol)> = vec![("PLAINTEXT".into(), Protocol::Plaintext), ("SASL_PLAINTEXT".into(), Protocol::SaslPlaintext), (controller_listener_name.into(), Protocol::Plaintext)];
+    for entry in map.unwrap_or_default().split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let (name, protocol) = entry.split_once(':').ok_or_else(|| format!("listener.security.protocol.map {entry:?}: expected NAME:PROTOCOL"))?;
+        let protocol = Protocol::named(protocol).ok_or_else(|| format!("listener.security.protocol.map {entry:?}: the protocol is PLAINTEXT or SASL_PLAINTEXT (SSL and SASL_SSL are not built yet)"))?;
+        protocols.retain(|(n, _)| n != name);
+        protocols.push((name.to_string(), protocol));
+    }
+    let mut out: Vec<Listener> = Vec::new();
+    for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let (name, addr) = entry.split_once("://").ok_or_else(|| bad(format!("{entry:?} is not NAME://host:port")))?;
+        let protocol = protocols.iter().find(|(n, _)| n == name).map(|(_, p)| *p).ok_or_else(|| bad(format!("listener {name} has no protocol in listener.security.protocol.map")))?;
+        let addr = addr.parse().map_err(|_| bad(format!("{addr:?} is not host:port with an IP address")))?;
+        if out.iter().any(|l| l.name == name) {
+            return Err(bad(format!("listener {name} named twice")));
+        }
+        out.push(Listener { name: name.to_string(), protocol, addr });
+    }
+    let clients = out.iter().filter(|l| l.name != controller_listener_name).count();
+    if clients != 1 {
+        return Err(bad(format!("one client listener (and optionally a {controller_listener_name} one) for now, not {clients}")));
+    }
+    if out.iter().any(|l| l.name == controller_listener_name && l.protocol != Protocol::Plaintext) {
+        return Err(bad(format!("the {controller_listener_name} listener is PLAINTEXT for now (controllers do not authenticate yet)")));
+    }
+    Ok(out)
+}
+
+/// `sasl.enabled.mechanisms`: a comma-separated list of mechanisms this broker implements.
+pub fn parse_mechanisms(text: &str) -> Result<Vec<sasl::Mech>, String> {
+    let mut out = Vec::new();
+    for name in text.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let m = sasl::Mech::named(name).ok_or_else(|| format!("sasl.enabled.mechanisms: {name} is not supported (SCRAM-SHA-256, SCRAM-SHA-512, PLAIN)"))?;
+        if !out.contains(&m) {
+            out.push(m);
+        }
+    }
+    if out.is_empty() {
+        return Err("sasl.enabled.mechanisms names no mechanism".into());
+    }
+    Ok(out)
+}
+
+/// Iterations of a bootstrap credential when `--add-scram` names none (Kafka's default).
+pub const bootstrap_iterations_default: i32 = 4096;
+
+/// One `--add-scram` value: `SCRAM-SHA-256=[name=admin,password=admin-secret]`, with optional
+/// `iterations=N` and `salt=BASE64` inside the brackets (as `kafka-storage format --add-scram`
+/// takes it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AddScram {
+    pub mechanism: Mechanism,
+    pub user: String,
+    pub password: String,
+    pub iterations: i32,
+    pub salt: Option<Vec<u8>>,
+}
+
+impl AddScram {
+    pub fn parse(s: &str) -> Result<AddScram, String> {
+        use base64::Engine;
+        let bad = |why: &str| format!("--add-scram {s:?}: {why} (expected SCRAM-SHA-256=[name=NAME,password=PASSWORD])");
+        let (mech, rest) = s.split_once('=').ok_or_else(|| bad("no mechanism"))?;
+        let mechanism = Mechanism::named(mech.trim()).ok_or_else(|| bad("the mechanism is SCRAM-SHA-256 or SCRAM-SHA-512"))?;
+        let inner = rest.trim().strip_prefix('[').and_then(|r| r.strip_suffix(']')).ok_or_else(|| bad("the settings go in [...]"))?;
+        let (mut user, mut password, mut iterations, mut salt) = (None, None, bootstrap_iterations_default, None);
+        for kv in inner.split(',') {
+            let (k, v) = kv.split_once('=').ok_or_else(|| bad("settings are key=value"))?;
+            let v = v.trim().trim_matches('"');
+            match k.trim() {
+                "name" => user = Some(v.to_string()),
+                "password" => password = Some(v.to_string()),
+                "iterations" => iterations = v.parse().map_err(|_| bad("iterations is a number"))?,
+                "salt" => salt = Some(base64::engine::general_purpose::STANDARD.decode(v).map_err(|_| bad("salt is base64"))?),
+                other => return Err(bad(&format!("unknown setting {other:?}"))),
+            }
+        }
+        if !(scram::iterations_min..=scram::iterations_max).contains(&iterations) {
+            return Err(bad(&format!("iterations must be {}..={}", scram::iterations_min, scram::iterations_max)));
+        }
+        let user = user.filter(|u| !u.is_empty()).ok_or_else(|| bad("no name"))?;
+        let password = password.filter(|p| !p.is_empty()).ok_or_else(|| bad("no password"))?;
+        Ok(AddScram { mechanism, user, password, iterations, salt })
+    }
+
+    /// The stored credential, salted with the given salt or else `random_salt` (the shell's).
+    pub fn credential(&self, random_salt: &[u8]) -> Credential {
+        Credential::new(self.mechanism, self.password.as_bytes(), self.salt.as_deref().unwrap_or(random_salt), self.iterations)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn add_scram_takes_kafkas_syntax() {
+        let a = AddScram::parse("SCRAM-SHA-256=[name=admin,password=admin-secret]").unwrap();
+        assert_eq!((a.mechanism, a.user.as_str(), a.password.as_str(), a.iterations, a.salt), (Mechanism::Sha256, "admin", "admin-secret", 4096, None));
+        let b = AddScram::parse("SCRAM-SHA-512=[name=alice,password=\"p w\",iterations=8192,salt=c2FsdA==]").unwrap();
+        assert_eq!((b.mechanism, b.password.as_str(), b.iterations, b.salt.as_deref()), (Mechanism::Sha512, "p w", 8192, Some(&b"salt"[..])));
+        for bad in ["admin", "SCRAM-SHA-1=[name=a,password=b]", "SCRAM-SHA-256=name=a,password=b", "SCRAM-SHA-256=[name=a]", "SCRAM-SHA-256=[name=a,password=b,iterations=10]", "SCRAM-SHA-256=[name=a,password=b,color=red]"] {
+            assert!(AddScram::parse(bad).is_err(), "{bad}");
+        }
+        assert!(b.credential(b"ignored").matches(b"p w"));
+    }
+}

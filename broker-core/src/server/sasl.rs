@@ -1,0 +1,120 @@
+//! SASL on a connection, the shell's part: reads SaslHandshake, SaslAuthenticate and the raw
+//! tokens of a v0 handshake off the connection before anything reaches the node, asks the
+//! connection's [`Session`] what they mean, draws the server nonces, and says what to write.
+//! A request the session does not allow yet closes the connection (Kafka's
+//! IllegalSaslStateException); so does a failed authentication, after its answer.
+
+use super::Shared;
+use crate::kafka::{ApiKey, Code};
+use crate::protocol::request::{decode_request, Decoded};
+use crate::protocol::{leading, Response};
+use crate::security::sasl::{Mech, Session, Step};
+use crate::security::scram::{Credential, Mechanism};
+use bytes::{BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::sasl_authenticate_response::SaslAuthenticateResponse;
+use kafka_protocol::messages::sasl_handshake_response::SaslHandshakeResponse;
+use kafka_protocol::messages::RequestKind;
+use kafka_protocol::protocol::StrBytes;
+
+/// What the connection does with a frame.
+pub(super) enum Sasl {
+    /// Not an authentication frame, and allowed: the node answers it.
+    Pass,
+    /// Write this frame and go on.
+    Answer(Bytes),
+    /// Write this frame, then close (a refused mechanism, a failed authentication).
+    AnswerThenClose(Bytes, String),
+    /// Close without an answer.
+    Close(String),
+}
+
+/// Looks at `frame` for the connection's `session` (None: a PLAINTEXT listener, where the
+/// authentication requests are answered ILLEGAL_SASL_STATE and everything else passes).
+pub(super) fn intercept(shared: &Shared, session: &mut Option<Session>, enabled: &[Mech], frame: &Bytes) -> Sasl {
+    if let Some(s) = session.as_mut().filter(|s| s.expects_raw_token()) {
+        // After a v0 handshake the client's tokens come bare, and so do the answers.
+        return match s.authenticate(frame, &nonce(), |user, m| credential(shared, user, m)) {
+            Ok(Step::Continue(reply)) | Ok(Step::Done { reply, .. }) => Sasl::Answer(raw(&reply)),
+            Ok(Step::Failed(why)) => Sasl::Close(why),
+            Err(code) => Sasl::Close(format!("SASL token out of turn ({code:?})")),
+        };
+    }
+    let Some(key) = leading(frame).and_then(|l| ApiKey::try_from(l.key).ok()) else { return Sasl::Pass };
+    if !matches!(key, ApiKey::SaslHandshake | ApiKey::SaslAuthenticate) {
+        return match session {
+            Some(s) if !s.allows(key) => Sasl::Close(format!("{key:?} before SASL authentication")),
+            _ => Sasl::Pass,
+        };
+    }
+    let request = match decode_request(frame) {
+        Ok(Decoded::Request(r)) => r,
+        Ok(_) => return Sasl::Pass,
+        Err(reason) => return Sasl::Close(reason),
+    };
+    let (version, correlation_id) = (request.version, request.correlation_id());
+    let names: Vec<StrBytes> = match session {
+        Some(_) => enabled.iter().map(|m| StrBytes::from_static_str(m.name())).collect(),
+        None => Vec::new(),
+    };
+    match request.body {
+        RequestKind::SaslHandshake(h) => {
+            let result = match session.as_mut() {
+                Some(s) => s.handshake(version, h.mechanism.as_str(), enabled),
+                None => Err(Code::IllegalSaslState),
+            };
+            let body = SaslHandshakeResponse::default().with_error_code(result.err().map_or(0, |c| c.code())).with_mechanisms(names);
+            let frame = encode(Response::new(key, version, correlation_id, body));
+            match result {
+                Ok(()) => frame.map_or_else(Sasl::Close, Sasl::Answer),
+                Err(code) => frame.map_or_else(Sasl::Close, |f| Sasl::AnswerThenClose(f, format!("SASL handshake for {:?} refused ({code:?})", h.mechanism.as_str()))),
+            }
+        }
+        RequestKind::SaslAuthenticate(a) => {
+            let step = match session.as_mut() {
+                Some(s) => s.authenticate(&a.auth_bytes, &nonce(), |user, m| credential(shared, user, m)),
+                None => Err(Code::IllegalSaslState),
+            };
+            let (code, message, bytes, close) = match step {
+                Ok(Step::Continue(reply)) => (0, None, reply, None),
+                Ok(Step::Done { user, reply }) => {
+                    tracing::info!("SASL: authenticated as User:{user}");
+                    (0, None, reply, None)
+                }
+                Ok(Step::Failed(why)) => (Code::SaslAuthenticationFailed.code(), Some(why.clone()), Vec::new(), Some(why)),
+                Err(code) => (code.code(), None, Vec::new(), Some(format!("SaslAuthenticate out of turn ({code:?})"))),
+            };
+            let body = SaslAuthenticateResponse::default().with_error_code(code).with_error_message(message.map(StrBytes::from_string)).with_auth_bytes(Bytes::from(bytes));
+            let frame = encode(Response::new(key, version, correlation_id, body));
+            match (frame, close) {
+                (Err(reason), _) => Sasl::Close(reason),
+                (Ok(f), None) => Sasl::Answer(f),
+                (Ok(f), Some(why)) => Sasl::AnswerThenClose(f, why),
+            }
+        }
+        _ => Sasl::Pass,
+    }
+}
+
+fn encode(r: Response) -> Result<Bytes, String> {
+    r.encode()
+}
+
+/// A token after a v0 handshake: size-prefixed, no header.
+fn raw(token: &[u8]) -> Bytes {
+    let mut out = BytesMut::with_capacity(4 + token.len());
+    out.put_i32(token.len() as i32);
+    out.put_slice(token);
+    out.freeze()
+}
+
+/// `user`'s stored credential for `m`, from the metadata this broker has.
+fn credential(shared: &Shared, user: &str, m: Mechanism) -> Option<Credential> {
+    shared.broker().image().scram_credential(user, m).cloned()
+}
+
+/// A server nonce: 18 random bytes, base64 (printable, no comma). The edge's randomness:
+/// madsim makes it the seed's in the simulator.
+fn nonce() -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(rand::random::<[u8; 18]>())
+}

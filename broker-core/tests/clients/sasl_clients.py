@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Real clients authenticating to a SASL_PLAINTEXT listener, with the credentials the broker
+was started with (`--add-scram`): confluent-kafka (librdkafka) with SCRAM-SHA-256,
+SCRAM-SHA-512 and PLAIN produces and reads back; kafka-python with SCRAM-SHA-256 and PLAIN
+does too; a wrong password, an unknown user and a client that does not authenticate at all
+are refused.
+"""
+
+import argparse
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+from common import Deadline, expect, fail, main
+
+
+def auth(mechanism, user, password):
+    return {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": mechanism, "sasl.username": user, "sasl.password": password}
+
+
+def confluent_roundtrip(bootstrap, topic, mechanism, user, password, n=20):
+    config = {"bootstrap.servers": bootstrap, **auth(mechanism, user, password)}
+    p = Producer({**config, "acks": "all"})
+    delivered, errors = [], []
+    for i in range(n):
+        p.produce(topic, value=f"{mechanism}-{i}", on_delivery=lambda err, msg: (errors if err else delivered).append(err or msg.offset()))
+    p.flush(30)
+    expect(not errors and len(delivered) == n, f"confluent-kafka {mechanism}: delivered {len(delivered)} of {n}, errors {errors[:3]}")
+    c = Consumer({**config, "group.id": f"sasl-{mechanism}", "enable.auto.commit": False, "enable.partition.eof": True})
+    c.assign([TopicPartition(topic, 0, min(delivered))])
+    got, deadline = [], Deadline(30, f"confluent-kafka {mechanism} reading back")
+    while len(got) < n:
+        deadline.check(f"read {len(got)} of {n}")
+        m = c.poll(0.5)
+        if m is None or (m.error() and m.error().code() == -191):  # _PARTITION_EOF
+            continue
+        if m.error():
+            fail(f"confluent-kafka {mechanism} consumer: {m.error()}")
+        if m.value().decode().startswith(f"{mechanism}-"):
+            got.append(m.value().decode())
+    c.close()
+    expect(got == [f"{mechanism}-{i}" for i in range(n)], f"confluent-kafka {mechanism} read {got}")
+
+
+def refused(bootstrap, config, what):
+    """A client that must not get metadata: its list_topics fails."""
+    p = Producer({"bootstrap.servers": bootstrap, **config})
+    try:
+        p.list_topics(timeout=4)
+    except KafkaException as e:
+        return str(e)
+    fail(f"{what}: the broker answered Metadata")
+
+
+def kafka_python_roundtrip(bootstrap, topic, mechanism, user, password):
+    from kafka import KafkaConsumer, KafkaProducer
+    from kafka import TopicPartition as KTopicPartition
+
+    settings = dict(bootstrap_servers=bootstrap, security_protocol="SASL_PLAINTEXT", sasl_mechanism=mechanism,
+                    sasl_plain_username=user, sasl_plain_password=password)
+    producer = KafkaProducer(acks="all", **settings)
+    offset = producer.send(topic, value=f"kafka-python-{mechanism}".encode(), partition=0).get(timeout=30).offset
+    producer.close()
+    consumer = KafkaConsumer(enable_auto_commit=False, consumer_timeout_ms=5000, **settings)
+    tp = KTopicPartition(topic, 0)
+    consumer.assign([tp])
+    consumer.seek(tp, offset)
+    values = [m.value for m in consumer]
+    consumer.close()
+    expect(values[:1] == [f"kafka-python-{mechanism}".encode()], f"kafka-python {mechanism} read {values[:3]}")
+
+
+def run():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bootstrap", required=True)
+    ap.add_argument("--topic", required=True)
+    args = ap.parse_args()
+    for mechanism in ["SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"]:
+        confluent_roundtrip(args.bootstrap, args.topic, mechanism, "admin", "admin-secret")
+    for mechanism in ["SCRAM-SHA-256", "PLAIN"]:
+        kafka_python_roundtrip(args.bootstrap, args.topic, mechanism, "admin", "admin-secret")
+    why = [
+        refused(args.bootstrap, auth("SCRAM-SHA-256", "admin", "wrong"), "a wrong SCRAM password"),
+        refused(args.bootstrap, auth("PLAIN", "admin", "wrong"), "a wrong PLAIN password"),
+        refused(args.bootstrap, auth("SCRAM-SHA-512", "mallory", "admin-secret"), "an unknown user"),
+        refused(args.bootstrap, {}, "a client that does not authenticate"),
+    ]
+    print("SCRAM-SHA-256, SCRAM-SHA-512 and PLAIN authenticate confluent-kafka and kafka-python; refused: " + " | ".join(w[:80] for w in why))
+
+
+if __name__ == "__main__":
+    main(run)
