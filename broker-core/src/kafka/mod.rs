@@ -61,6 +61,9 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     // SaslAuthenticate v1+ carries the session lifetime (KIP-368; 0: no re-authentication).
     (ApiKey::SaslHandshake, 0, 1),
     (ApiKey::SaslAuthenticate, 0, 2),
+    // KIP-554: users' SCRAM credentials in the metadata log (security/users.rs).
+    (ApiKey::DescribeUserScramCredentials, 0, 0),
+    (ApiKey::AlterUserScramCredentials, 0, 0),
 ];
 
 /// The version range of `key` this broker serves, if it serves it.

@@ -27,6 +27,7 @@ mod group_reply;
 mod handlers;
 mod input;
 pub mod txn_handlers;
+mod user_handlers;
 pub mod verify;
 mod waiting;
 
@@ -350,6 +351,8 @@ fn handle_inner(node: &Node, prepared: Prepared, peer: Option<std::net::IpAddr>,
         RequestKind::DeleteGroups(req) => group_handlers::delete_groups(node, version, correlation_id, req, now, out),
         RequestKind::OffsetDelete(req) => group_handlers::offset_delete(node, version, correlation_id, req, now, out),
         RequestKind::Envelope(req) => forward::serve(node, version, correlation_id, req, now, attempt, out),
+        RequestKind::DescribeUserScramCredentials(req) => reply!(user_handlers::describe(&b(), req)),
+        RequestKind::AlterUserScramCredentials(req) => user_handlers::alter(node, version, correlation_id, req, now),
         _ => Err(format!("API {key:?} is not supported by this broker")),
     };
     match outcome {

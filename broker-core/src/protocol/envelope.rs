@@ -12,7 +12,7 @@ use kafka_protocol::messages::ApiKey;
 use std::net::IpAddr;
 
 /// The APIs a node that is not the active controller forwards to it.
-const forwarded_apis: [ApiKey; 5] = [ApiKey::CreateTopics, ApiKey::DeleteTopics, ApiKey::AlterConfigs, ApiKey::IncrementalAlterConfigs, ApiKey::ElectLeaders];
+const forwarded_apis: [ApiKey; 6] = [ApiKey::CreateTopics, ApiKey::DeleteTopics, ApiKey::AlterConfigs, ApiKey::IncrementalAlterConfigs, ApiKey::ElectLeaders, ApiKey::AlterUserScramCredentials];
 
 /// Whether requests of `key` are forwarded to the active controller.
 pub fn forwarded(key: ApiKey) -> bool {

@@ -6,6 +6,7 @@
 
 pub mod sasl;
 pub mod scram;
+pub mod users;
 
 use scram::{Credential, Mechanism};
 

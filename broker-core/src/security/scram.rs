@@ -57,6 +57,14 @@ impl Mechanism {
         }
     }
 
+    /// The bytes of this mechanism's hash (and of a salted password).
+    pub fn digest_bytes(self) -> usize {
+        match self {
+            Mechanism::Sha256 => 32,
+            Mechanism::Sha512 => 64,
+        }
+    }
+
     fn hmac(self, key: &[u8], data: &[u8]) -> Vec<u8> {
         match self {
             Mechanism::Sha256 => {

@@ -3,7 +3,9 @@
 was started with (`--add-scram`): confluent-kafka (librdkafka) with SCRAM-SHA-256,
 SCRAM-SHA-512 and PLAIN produces and reads back; kafka-python with SCRAM-SHA-256 and PLAIN
 does too; a wrong password, an unknown user and a client that does not authenticate at all
-are refused.
+are refused. Then confluent-kafka's AdminClient adds a user (AlterUserScramCredentials), who
+authenticates; describes the users (DescribeUserScramCredentials); is refused iterations out
+of range; and deletes the user, who is refused from then on.
 """
 
 import argparse
@@ -69,6 +71,28 @@ def kafka_python_roundtrip(bootstrap, topic, mechanism, user, password):
     expect(values[:1] == [f"kafka-python-{mechanism}".encode()], f"kafka-python {mechanism} read {values[:3]}")
 
 
+def users(bootstrap, topic):
+    from confluent_kafka.admin import (AdminClient, ScramCredentialInfo, ScramMechanism,
+                                       UserScramCredentialDeletion, UserScramCredentialUpsertion)
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, **auth("SCRAM-SHA-256", "admin", "admin-secret")})
+
+    def alter(alterations):
+        return {user: f.exception(timeout=30) for user, f in admin.alter_user_scram_credentials(alterations).items()}
+
+    added = alter([UserScramCredentialUpsertion("alice", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192), b"alice-secret")])
+    expect(added == {"alice": None}, f"adding alice: {added}")
+    confluent_roundtrip(bootstrap, topic, "SCRAM-SHA-512", "alice", "alice-secret", n=5)
+    described = admin.describe_user_scram_credentials().result(timeout=30)
+    infos = {user: sorted((str(i.mechanism), i.iterations) for i in d.scram_credential_infos) for user, d in described.items()}
+    expect(infos.get("alice") == [("ScramMechanism.SCRAM_SHA_512", 8192)] and len(infos.get("admin", [])) == 2, f"described: {infos}")
+    weak = alter([UserScramCredentialUpsertion("bob", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 100), b"bob")])
+    expect(weak["bob"] is not None and "UNACCEPTABLE_CREDENTIAL" in str(weak["bob"]), f"100 iterations: {weak}")
+    gone = alter([UserScramCredentialDeletion("alice", ScramMechanism.SCRAM_SHA_512)])
+    expect(gone == {"alice": None}, f"deleting alice: {gone}")
+    return refused(bootstrap, auth("SCRAM-SHA-512", "alice", "alice-secret"), "a deleted user")
+
+
 def run():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bootstrap", required=True)
@@ -84,7 +108,9 @@ def run():
         refused(args.bootstrap, auth("SCRAM-SHA-512", "mallory", "admin-secret"), "an unknown user"),
         refused(args.bootstrap, {}, "a client that does not authenticate"),
     ]
-    print("SCRAM-SHA-256, SCRAM-SHA-512 and PLAIN authenticate confluent-kafka and kafka-python; refused: " + " | ".join(w[:80] for w in why))
+    why.append(users(args.bootstrap, args.topic))
+    print("SCRAM-SHA-256, SCRAM-SHA-512 and PLAIN authenticate confluent-kafka and kafka-python; a user added, "
+          "described and deleted by AdminClient; refused: " + " | ".join(w[:60] for w in why))
 
 
 if __name__ == "__main__":
