@@ -13,6 +13,7 @@ pub mod frames;
 pub mod requests;
 mod node;
 pub mod replay;
+pub mod sasl;
 mod wire;
 
 pub use node::Scratch;

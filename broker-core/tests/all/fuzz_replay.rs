@@ -2,7 +2,7 @@
 //! replayed through the targets' own functions on the stable toolchain: a crash once found
 //! and fixed stays fixed (docs/fuzzing.md). The simulator's targets replay in sim's tests.
 
-use broker_core::fuzzing::{batch, frames, replay::replay, requests};
+use broker_core::fuzzing::{batch, frames, replay::replay, requests, sasl};
 
 // Allocate as the broker binary and the fuzz targets do: a request claiming a huge array
 // count reserves address space only (broker_core::alloc).
@@ -30,6 +30,17 @@ fn request_sequence_corpus_replays() {
     let _one = one_at_a_time();
     let n = replay("request_sequence", requests::run);
     println!("request_sequence: {n} inputs");
+}
+
+#[test]
+fn sasl_corpus_replays() {
+    let n = replay("sasl", sasl::run);
+    println!("sasl: {n} inputs");
+    // The seeds reach the end of an exchange both ways (fuzz/corpus/sasl).
+    let seed = |name: &str| std::fs::read(broker_core::fuzzing::replay::fuzz_dir().join("corpus/sasl").join(name)).unwrap();
+    for (name, ok) in [("scram256-ok", true), ("scram512-v0-ok", true), ("plain-ok", true), ("plain-wrong", false), ("scram256-bad-proof", false)] {
+        assert_eq!(sasl::authenticates(&seed(name)), ok, "{name}");
+    }
 }
 
 #[test]
