@@ -37,6 +37,32 @@ impl Conn {
         Ok(Conn { addr, local, rd: BufReader::new(rd), wr, next_correlation_id: 0, client_id: client_id.to_string(), timeout })
     }
 
+    /// Authenticates this connection on a SASL listener as `login` (SaslHandshake v1, then
+    /// SCRAM's two rounds of SaslAuthenticate), checking the server's signature too. `cnonce`
+    /// is fresh printable random text from the caller.
+    pub async fn authenticate(&mut self, login: &crate::security::SaslLogin, cnonce: &str) -> Result<(), ClientError> {
+        use crate::security::scram::ClientExchange;
+        use kafka_protocol::messages::sasl_authenticate_request::SaslAuthenticateRequest;
+        use kafka_protocol::messages::sasl_handshake_request::SaslHandshakeRequest;
+        let refused = |e: crate::security::scram::ScramError| ClientError::Protocol(format!("SASL {}: {e}", login.mechanism.name()));
+        let handshake = self.send(&SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str(login.mechanism.name()))).await?;
+        if handshake.error_code != 0 {
+            return Err(ClientError::kafka(handshake.error_code, format!("SaslHandshake {}", login.mechanism.name())));
+        }
+        let (mut exchange, first) = ClientExchange::first(login.mechanism, &login.user, &login.password, cnonce);
+        let round = |bytes: Vec<u8>| SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from(bytes));
+        let answer = self.send(&round(first)).await?;
+        if answer.error_code != 0 {
+            return Err(ClientError::kafka(answer.error_code, answer.error_message.map_or(String::new(), |m| m.to_string())));
+        }
+        let last = exchange.last(&answer.auth_bytes).map_err(refused)?;
+        let answer = self.send(&round(last)).await?;
+        if answer.error_code != 0 {
+            return Err(ClientError::kafka(answer.error_code, answer.error_message.map_or(String::new(), |m| m.to_string())));
+        }
+        exchange.verify(&answer.auth_bytes).map_err(refused)
+    }
+
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }

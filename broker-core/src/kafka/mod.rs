@@ -107,6 +107,9 @@ pub const SENT: &[(ApiKey, i16)] = &[
     (ApiKey::BrokerRegistration, 3),
     (ApiKey::BrokerHeartbeat, 0),
     (ApiKey::Envelope, 0),
+    // A broker authenticating to another on a SASL listener (client::Conn::authenticate).
+    (ApiKey::SaslHandshake, 1),
+    (ApiKey::SaslAuthenticate, 2),
 ];
 
 /// The version sent of the API with key `key` (a `Request::KEY`); `None` for an API this crate

@@ -10,6 +10,38 @@ pub mod users;
 
 use scram::{Credential, Mechanism};
 
+/// Who this broker is when it connects to another on a SASL listener
+/// (`sasl.mechanism.inter.broker.protocol` and the login module's `username`/`password`).
+#[derive(Clone, PartialEq, Eq)]
+pub struct SaslLogin {
+    pub mechanism: Mechanism,
+    pub user: String,
+    pub password: String,
+}
+
+impl std::fmt::Debug for SaslLogin {
+    // Never the password, in a log line or a test failure.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SaslLogin({} as {})", self.mechanism.name(), self.user)
+    }
+}
+
+impl SaslLogin {
+    /// From Kafka's `sasl.jaas.config` text: `...ScramLoginModule required username="u"
+    /// password="p";` (only the two options are read).
+    pub fn from_jaas(mechanism: Mechanism, jaas: &str) -> Result<SaslLogin, String> {
+        let option = |name: &str| {
+            let at = jaas.find(&format!("{name}="))? + name.len() + 1;
+            let rest = jaas[at..].strip_prefix('"')?;
+            Some(rest[..rest.find('"')?].to_string())
+        };
+        match (option("username"), option("password")) {
+            (Some(user), Some(password)) if !user.is_empty() && !password.is_empty() => Ok(SaslLogin { mechanism, user, password }),
+            _ => Err("--sasl-jaas-config: expected username=\"...\" password=\"...\" (as Kafka's ScramLoginModule takes them)".into()),
+        }
+    }
+}
+
 /// A listener's security protocol (Kafka's names). TLS (SSL, SASL_SSL) is not built yet.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Protocol {
@@ -33,8 +65,10 @@ impl Protocol {
 pub struct SecurityConfig {
     /// The client listener's protocol (`--listeners`).
     pub listener: Protocol,
-    /// The controllers' own PLAINTEXT listener (`CONTROLLER://…` in `--listeners`), if any.
+    /// The controllers' own listener (`CONTROLLER://…` in `--listeners`), if any, and its
+    /// protocol.
     pub controller_listener: Option<std::net::SocketAddr>,
+    pub controller_protocol: Protocol,
     /// `sasl.enabled.mechanisms` on a SASL listener. Kafka's default is GSSAPI, which is not
     /// built; SCRAM's two are the default here, and PLAIN (a password in clear on a plaintext
     /// listener) only when asked for.
@@ -43,11 +77,13 @@ pub struct SecurityConfig {
     /// by the first active controller of a cluster being formed (`kafka-storage format
     /// --add-scram`), never again.
     pub scram_bootstrap: Vec<(String, Credential)>,
+    /// How this broker authenticates to other brokers' SASL listeners (and to its own).
+    pub inter_broker: Option<SaslLogin>,
 }
 
 impl Default for SecurityConfig {
     fn default() -> SecurityConfig {
-        SecurityConfig { listener: Protocol::Plaintext, controller_listener: None, sasl_mechanisms: vec![sasl::Mech::Scram(Mechanism::Sha256), sasl::Mech::Scram(Mechanism::Sha512)], scram_bootstrap: Vec::new() }
+        SecurityConfig { listener: Protocol::Plaintext, controller_listener: None, controller_protocol: Protocol::Plaintext, sasl_mechanisms: vec![sasl::Mech::Scram(Mechanism::Sha256), sasl::Mech::Scram(Mechanism::Sha512)], scram_bootstrap: Vec::new(), inter_broker: None }
     }
 }
 
@@ -90,9 +126,6 @@ pub fn parse_listeners(text: &str, map: Option<&str>) -> Result<Vec<Listener>, S
     let clients = out.iter().filter(|l| l.name != controller_listener_name).count();
     if clients != 1 {
         return Err(bad(format!("one client listener (and optionally a {controller_listener_name} one) for now, not {clients}")));
-    }
-    if out.iter().any(|l| l.name == controller_listener_name && l.protocol != Protocol::Plaintext) {
-        return Err(bad(format!("the {controller_listener_name} listener is PLAINTEXT for now (controllers do not authenticate yet)")));
     }
     Ok(out)
 }

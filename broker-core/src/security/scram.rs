@@ -225,6 +225,62 @@ impl Exchange {
     }
 }
 
+/// The client's side of one SCRAM exchange (a broker authenticating to another): its first
+/// message, then its final one from the server's first, then the server's signature checked.
+#[derive(Debug, Clone)]
+pub struct ClientExchange {
+    mechanism: Mechanism,
+    password: String,
+    client_first_bare: String,
+    cnonce: String,
+    /// The server's signature the final message expects, once sent.
+    expected: Option<Vec<u8>>,
+}
+
+impl ClientExchange {
+    /// The client's first message for `user`, with `cnonce` (fresh printable random text, no
+    /// comma) from the caller.
+    pub fn first(mechanism: Mechanism, user: &str, password: &str, cnonce: &str) -> (ClientExchange, Vec<u8>) {
+        let name = user.replace('=', "=3D").replace(',', "=2C");
+        let bare = format!("n={name},r={cnonce}");
+        let message = format!("n,,{bare}").into_bytes();
+        (ClientExchange { mechanism, password: password.to_string(), client_first_bare: bare, cnonce: cnonce.to_string(), expected: None }, message)
+    }
+
+    /// The final message, from the server's first (its nonce must extend ours, and its
+    /// iterations be in Kafka's range).
+    pub fn last(&mut self, server_first: &[u8]) -> Result<Vec<u8>, ScramError> {
+        let server_first = text(server_first)?;
+        let mut fields = attributes(server_first)?;
+        let nonce = fields.next().and_then(|(k, v)| (k == 'r').then_some(v)).ok_or(ScramError::Malformed("no nonce"))?;
+        let salt = fields.next().and_then(|(k, v)| (k == 's').then_some(v)).ok_or(ScramError::Malformed("no salt"))?;
+        let iterations: i32 = fields.next().and_then(|(k, v)| (k == 'i').then_some(v)).and_then(|v| v.parse().ok()).ok_or(ScramError::Malformed("no iterations"))?;
+        if !nonce.starts_with(&self.cnonce) || nonce.len() == self.cnonce.len() || !(iterations_min..=iterations_max).contains(&iterations) {
+            return Err(ScramError::Malformed("server-first nonce or iterations"));
+        }
+        let salt = base64.decode(salt).map_err(|_| ScramError::Malformed("salt is not base64"))?;
+        let m = self.mechanism;
+        let salted = m.salted_password(self.password.as_bytes(), &salt, iterations);
+        let client_key = m.hmac(&salted, b"Client Key");
+        let without_proof = format!("c=biws,r={nonce}");
+        let auth = format!("{},{server_first},{without_proof}", self.client_first_bare);
+        let signature = m.hmac(&m.hash(&client_key), auth.as_bytes());
+        let proof: Vec<u8> = client_key.iter().zip(&signature).map(|(k, s)| k ^ s).collect();
+        self.expected = Some(m.hmac(&m.hmac(&salted, b"Server Key"), auth.as_bytes()));
+        Ok(format!("{without_proof},p={}", base64.encode(proof)).into_bytes())
+    }
+
+    /// Checks the server's final message: it must hold the credential too.
+    pub fn verify(&self, server_final: &[u8]) -> Result<(), ScramError> {
+        let v = text(server_final)?.strip_prefix("v=").ok_or(ScramError::Malformed("no server signature"))?;
+        let got = base64.decode(v).map_err(|_| ScramError::Malformed("server signature is not base64"))?;
+        match &self.expected {
+            Some(want) if constant_time_eq(want, &got) => Ok(()),
+            _ => Err(ScramError::Refused),
+        }
+    }
+}
+
 /// PLAIN (RFC 4616: `authzid NUL user NUL password`), checked against the user's stored SCRAM
 /// credential (`lookup` gives any of them). Returns the user.
 pub fn plain(message: &[u8], lookup: impl FnOnce(&str) -> Option<Credential>) -> Result<String, ScramError> {
@@ -352,6 +408,29 @@ mod tests {
             assert_eq!(plain(b"\0admin\0wrong", |_| Some(credential.clone())), Err(ScramError::Refused));
             assert!(matches!(plain(b"\0admin", |_| Some(credential.clone())), Err(ScramError::Malformed(_))));
             assert!(matches!(plain(b"bob\0admin\0admin-secret", |_| Some(credential.clone())), Err(ScramError::Malformed(_))));
+        }
+    }
+
+    #[test]
+    fn the_client_side_talks_to_the_server_side() {
+        for m in [Mechanism::Sha256, Mechanism::Sha512] {
+            let credential = Credential::new(m, b"broker-secret", b"some-salt", 4096);
+            for (password, ok) in [("broker-secret", true), ("nope", false)] {
+                let (mut client, first) = ClientExchange::first(m, "bro,ker", password, "cn");
+                let (server, server_first) = Exchange::first(m, &first, "sn", |u| (u == "bro,ker").then(|| credential.clone())).unwrap();
+                let last = client.last(&server_first).unwrap();
+                match server.last(&last) {
+                    Ok((user, server_final)) => {
+                        assert!(ok && user == "bro,ker");
+                        client.verify(&server_final).unwrap();
+                        assert_eq!(client.verify(b"v=AAAA"), Err(ScramError::Refused), "a server without the credential");
+                    }
+                    Err(e) => assert!(!ok, "{m:?}: {e}"),
+                }
+            }
+            let (mut client, _) = ClientExchange::first(m, "u", "p", "cn");
+            assert!(client.last(b"r=other,s=c2FsdA==,i=4096").is_err(), "a nonce that does not extend ours");
+            assert!(client.last(b"r=cnX,s=c2FsdA==,i=1").is_err(), "too few iterations");
         }
     }
 

@@ -26,6 +26,15 @@ pub struct Flags {
     /// the two SCRAM ones).
     #[arg(long)]
     pub sasl_enabled_mechanisms: Option<String>,
+    /// sasl.mechanism.inter.broker.protocol: how this broker authenticates to SASL listeners of
+    /// the cluster (SCRAM-SHA-256, the default here, or SCRAM-SHA-512).
+    #[arg(long)]
+    pub sasl_mechanism_inter_broker_protocol: Option<String>,
+    /// sasl.jaas.config: this broker's own user on SASL listeners, as Kafka's ScramLoginModule
+    /// takes it: 'org.apache.kafka.common.security.scram.ScramLoginModule required
+    /// username="admin" password="admin-secret";'. Needed with a SASL listener.
+    #[arg(long)]
+    pub sasl_jaas_config: Option<String>,
     /// A user's credential to store when the cluster's metadata is first written, as
     /// `kafka-storage format --add-scram` takes it: 'SCRAM-SHA-256=[name=admin,password=secret]'
     /// (repeatable; optional iterations=N, salt=BASE64).
@@ -204,6 +213,8 @@ pub const FILE_SETTINGS: &[&str] = &[
     "advertised.listeners",
     "sasl.enabled.mechanisms",
     "listener.security.protocol.map",
+    "sasl.mechanism.inter.broker.protocol",
+    "sasl.jaas.config",
     "node.id",
     "log.dirs",
     "auto.create.topics.enable",
@@ -266,6 +277,8 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
             "advertised.listeners" => f.advertised = Some(text()?.rsplit("://").next().unwrap_or_default().to_string()),
             "sasl.enabled.mechanisms" => f.sasl_enabled_mechanisms = Some(text()?),
             "listener.security.protocol.map" => f.listener_security_protocol_map = Some(text()?),
+            "sasl.mechanism.inter.broker.protocol" => f.sasl_mechanism_inter_broker_protocol = Some(text()?),
+            "sasl.jaas.config" => f.sasl_jaas_config = Some(text()?),
             "node.id" => f.node_id = Some(int()? as i32),
             "log.dirs" => f.data_dir = Some(PathBuf::from(text()?)),
             "auto.create.topics.enable" => f.auto_create_topics_enable = Some(value.as_bool().ok_or_else(|| bad("true or false"))?),
@@ -324,7 +337,7 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
     if !over.add_scram.is_empty() {
         f.add_scram = over.add_scram.clone();
     }
-    take!(listen, listeners, listener_security_protocol_map, sasl_enabled_mechanisms, advertised, node_id, data_dir, config, auto_create_topics_enable, num_partitions, min_insync_replicas,
+    take!(listen, listeners, listener_security_protocol_map, sasl_enabled_mechanisms, sasl_mechanism_inter_broker_protocol, sasl_jaas_config, advertised, node_id, data_dir, config, auto_create_topics_enable, num_partitions, min_insync_replicas,
         log_segment_bytes, log_roll_ms, log_retention_ms, log_retention_bytes, log_index_interval_bytes,
         log_flush_interval_messages, log_flush_interval_ms, message_max_bytes, controller_quorum_voters, process_roles, controller_quorum_election_timeout_ms, metadata_log_max_record_bytes_between_snapshots,
         default_replication_factor, replica_lag_time_max_ms, broker_session_timeout_ms, broker_heartbeat_interval_ms,
@@ -344,6 +357,7 @@ pub fn resolve(f: &Flags) -> Result<(SocketAddr, BrokerConfig), String> {
             let listeners = crate::security::parse_listeners(l, f.listener_security_protocol_map.as_deref())?;
             let (controllers, clients): (Vec<_>, Vec<_>) = listeners.into_iter().partition(|l| l.name == crate::security::controller_listener_name);
             c.security.controller_listener = controllers.first().map(|l| l.addr);
+            c.security.controller_protocol = controllers.first().map_or(crate::security::Protocol::Plaintext, |l| l.protocol);
             c.security.listener = clients[0].protocol;
             clients[0].addr
         }
@@ -560,11 +574,23 @@ fn resolve_security(f: &Flags, c: &mut BrokerConfig) -> Result<(), String> {
         let add = AddScram::parse(text)?;
         c.security.scram_bootstrap.push((add.user.clone(), add.credential(&rand::random::<[u8; 16]>())));
     }
-    if c.security.listener == Protocol::SaslPlaintext && (c.voters.len() > 1 || !c.voters.contains_key(&c.node_id)) {
-        return Err("a SASL_PLAINTEXT listener needs a one-node cluster for now: brokers and controllers do not authenticate to each other yet (issue 28)".into());
+    let sasl = c.security.listener == Protocol::SaslPlaintext || c.security.controller_protocol == Protocol::SaslPlaintext;
+    if sasl {
+        let mechanism = match &f.sasl_mechanism_inter_broker_protocol {
+            Some(name) => crate::security::scram::Mechanism::named(name).ok_or_else(|| format!("sasl.mechanism.inter.broker.protocol: {name} is not SCRAM-SHA-256 or SCRAM-SHA-512"))?,
+            None => crate::security::scram::Mechanism::Sha256,
+        };
+        let jaas = f.sasl_jaas_config.as_deref().ok_or("a SASL listener needs --sasl-jaas-config: this broker's own user, with which it authenticates to the cluster's SASL listeners")?;
+        c.security.inter_broker = Some(crate::security::SaslLogin::from_jaas(mechanism, jaas)?);
     }
-    if c.security.listener == Protocol::SaslPlaintext && c.security.controller_listener.is_none() {
-        return Err("a SASL_PLAINTEXT listener needs a CONTROLLER listener beside it (e.g. --listeners SASL_PLAINTEXT://0.0.0.0:9092,CONTROLLER://127.0.0.1:9093): the node's own links to its controller do not authenticate yet".into());
+    // A PLAINTEXT controller listener beside a SASL one would let anyone past SASL (it takes
+    // the controller APIs, forwarded requests among them): only a one-node cluster's own, on
+    // loopback, where it carries nothing but the node's links to itself.
+    let one_node = c.voters.len() == 1 && c.voters.contains_key(&c.node_id);
+    if let (Some(addr), Protocol::Plaintext, true) = (c.security.controller_listener, c.security.controller_protocol, c.security.listener == Protocol::SaslPlaintext) {
+        if !(one_node && addr.ip().is_loopback()) {
+            return Err(format!("a PLAINTEXT CONTROLLER listener beside a SASL one must be a one-node cluster's own, on loopback ({addr} is not): map it to SASL_PLAINTEXT with --listener-security-protocol-map CONTROLLER:SASL_PLAINTEXT"));
+        }
     }
     Ok(())
 }

@@ -73,27 +73,41 @@ fn group_settings_by_kafkas_names() {
 #[test]
 fn listeners_sasl_and_bootstrap_credentials_take_kafkas_names() {
     use crate::security::{sasl::Mech, scram::Mechanism, Protocol};
-    let sasl = |listeners: &str| Flags { listeners: Some(listeners.into()), add_scram: vec!["SCRAM-SHA-512=[name=admin,password=s3cret]".into()], ..Flags::default() };
+    let jaas = "org.apache.kafka.common.security.scram.ScramLoginModule required username=\"admin\" password=\"s3cret\";";
+    let sasl = |listeners: &str| Flags { listeners: Some(listeners.into()), add_scram: vec!["SCRAM-SHA-512=[name=admin,password=s3cret]".into()], sasl_jaas_config: Some(jaas.into()), ..Flags::default() };
     let (listen, c) = resolve(&sasl("SASL_PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093")).unwrap();
     assert_eq!((listen.to_string(), c.security.listener, c.security.controller_listener.map(|a| a.to_string())), ("127.0.0.1:9092".into(), Protocol::SaslPlaintext, Some("127.0.0.1:9093".into())));
     assert_eq!(c.voters.get(&0).map(|a| a.to_string()), Some("127.0.0.1:9093".into()), "the quorum is the node's controller listener");
     assert_eq!(c.security.sasl_mechanisms, vec![Mech::Scram(Mechanism::Sha256), Mech::Scram(Mechanism::Sha512)], "PLAIN only when asked for");
     let (user, credential) = &c.security.scram_bootstrap[0];
     assert!(user == "admin" && credential.matches(b"s3cret") && !credential.matches(b"secret"), "salted and iterated, never the password");
+    let login = c.security.inter_broker.clone().expect("the broker's own user");
+    assert_eq!((login.mechanism, login.user.as_str(), login.password.as_str()), (Mechanism::Sha256, "admin", "s3cret"));
+    // A cluster: both listeners SASL, the voters on the controller listeners.
+    let cluster = Flags {
+        controller_quorum_voters: Some("0@127.0.0.1:9093,1@127.0.0.1:9095".into()),
+        listener_security_protocol_map: Some("CONTROLLER:SASL_PLAINTEXT".into()),
+        sasl_mechanism_inter_broker_protocol: Some("SCRAM-SHA-512".into()),
+        ..sasl("SASL_PLAINTEXT://0.0.0.0:9092,CONTROLLER://127.0.0.1:9093")
+    };
+    let (_, c) = resolve(&cluster).unwrap();
+    assert_eq!((c.security.controller_protocol, c.security.inter_broker.map(|l| l.mechanism)), (Protocol::SaslPlaintext, Some(Mechanism::Sha512)));
     for (flags, why) in [
-        (sasl("SASL_PLAINTEXT://127.0.0.1:9092"), "needs a CONTROLLER listener"),
+        (Flags { sasl_jaas_config: None, ..sasl("SASL_PLAINTEXT://127.0.0.1:9092") }, "needs --sasl-jaas-config"),
+        (Flags { sasl_jaas_config: Some("username=admin".into()), ..sasl("SASL_PLAINTEXT://127.0.0.1:9092") }, "expected username="),
+        (sasl("SASL_PLAINTEXT://0.0.0.0:9092,CONTROLLER://0.0.0.0:9093"), "on loopback"),
         (sasl("SSL://127.0.0.1:9092"), "no protocol"),
         (sasl("PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9093"), "one client listener"),
         (Flags { listen: Some("127.0.0.1:9092".parse().unwrap()), ..sasl("PLAINTEXT://127.0.0.1:9092") }, "both given"),
         (Flags { sasl_enabled_mechanisms: Some("GSSAPI".into()), ..sasl("PLAINTEXT://127.0.0.1:9092") }, "GSSAPI is not supported"),
         (Flags { add_scram: vec!["SCRAM-SHA-256=[name=a]".into()], ..Flags::default() }, "no password"),
-        (Flags { controller_quorum_voters: Some("0@127.0.0.1:9093,1@127.0.0.1:9095".into()), ..sasl("SASL_PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093") }, "one-node cluster"),
+        (Flags { controller_quorum_voters: Some("0@127.0.0.1:9093,1@127.0.0.1:9095".into()), ..sasl("SASL_PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093") }, "one-node cluster's own"),
     ] {
         let e = resolve(&flags).unwrap_err();
         assert!(e.contains(why), "{flags:?}: {e}");
     }
     // The file's names; a --listen flag wins over the file's listeners.
-    let file = "listeners = \"SASL_PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093\"\n\"sasl.enabled.mechanisms\" = \"PLAIN\"\n";
+    let file = "listeners = \"SASL_PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093\"\n\"sasl.enabled.mechanisms\" = \"PLAIN\"\n\"sasl.jaas.config\" = 'x required username=\"a\" password=\"b\";'\n";
     let (_, c) = resolve(&merge_file(file, Flags::default()).unwrap()).unwrap();
     assert_eq!((c.security.listener, c.security.sasl_mechanisms.clone()), (Protocol::SaslPlaintext, vec![Mech::Plain]));
     let (listen, c) = resolve(&merge_file(file, Flags { listen: Some("127.0.0.1:9999".parse().unwrap()), ..Flags::default() }).unwrap()).unwrap();

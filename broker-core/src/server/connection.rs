@@ -188,11 +188,11 @@ impl Inbox {
 /// One client connection: read frames, answer in order, close on protocol violations. Between
 /// bursts of requests it holds no buffer: the read buffer is taken when bytes arrive and the
 /// write buffer when a burst starts, both released once the burst is answered and flushed.
-pub(super) async fn connection(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>, protocol: crate::security::Protocol) {
+pub(super) async fn connection(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>, protocol: crate::security::Protocol, internal_only: bool) {
     let local = stream.local_addr().map(|a| a.ip()).unwrap_or(IpAddr::from([0, 0, 0, 0]));
     let (mut rd, mut half) = send::split(stream);
     let mut inbox = Inbox::new();
-    let mut auth = Auth { session: (protocol == crate::security::Protocol::SaslPlaintext).then(Session::default), enabled: shared.broker().config().security.sasl_mechanisms.clone() };
+    let mut auth = Auth { session: (protocol == crate::security::Protocol::SaslPlaintext).then(Session::default), enabled: shared.broker().config().security.sasl_mechanisms.clone(), internal_only };
     loop {
         let Some(first) = next(&mut inbox, &mut rd, &shared, peer).await else { return };
         let mut wr = BufWriter::with_capacity(connection_write_buffer_bytes, half);
@@ -211,6 +211,8 @@ pub(super) async fn connection(stream: TcpStream, peer: SocketAddr, shared: Arc<
 struct Auth {
     session: Option<Session>,
     enabled: Vec<Mech>,
+    /// A PLAINTEXT controller listener beside a SASL one: only the node's own links' APIs.
+    internal_only: bool,
 }
 
 /// The next frame and its turn, or None when the connection is to close (logged unless the
@@ -247,7 +249,7 @@ async fn burst(shared: &Shared, inbox: &mut Inbox, rd: &mut send::ReadHalf, wr: 
         if key == Some(ApiKey::Produce as i16) && !wr.buffer().is_empty() && wr.flush().await.is_err() {
             return false;
         }
-        let outcome = match sasl::intercept(shared, &mut auth.session, &auth.enabled, &frame) {
+        let outcome = match sasl::intercept(shared, &mut auth.session, &auth.enabled, auth.internal_only, &frame) {
             Sasl::Pass => answer(shared, &frame, peer.ip(), turn).await,
             Sasl::Answer(bytes) => Outcome::Relay(bytes),
             Sasl::Close(why) => Outcome::Close(why),

@@ -8,7 +8,6 @@
 //! fetch, and a fresh connection always reaches the controller as it is now.
 
 use super::{peers, Shared};
-use crate::client::Conn;
 use crate::constants::forward_wait_ms_max;
 use crate::node::Outcome;
 use crate::protocol::envelope as forward;
@@ -29,7 +28,7 @@ pub(super) async fn forward(shared: &Shared, request: Bytes, client: IpAddr, fal
             return Outcome::Reply(fallback);
         }
         let asked = match peers::controller_addr(shared) {
-            Ok(addr) => ask(addr, &envelope, left).await,
+            Ok(addr) => ask(shared, addr, &envelope, left).await,
             Err(e) => Err(e),
         };
         match asked {
@@ -44,8 +43,8 @@ pub(super) async fn forward(shared: &Shared, request: Bytes, client: IpAddr, fal
     }
 }
 
-async fn ask(addr: std::net::SocketAddr, envelope: &kafka_protocol::messages::envelope_request::EnvelopeRequest, within: Duration) -> Result<Bytes, String> {
-    let mut conn = Conn::connect(addr, "seedlog-forwarder", within).await.map_err(|e| format!("connecting to {addr}: {e}"))?;
+async fn ask(shared: &Shared, addr: std::net::SocketAddr, envelope: &kafka_protocol::messages::envelope_request::EnvelopeRequest, within: Duration) -> Result<Bytes, String> {
+    let mut conn = peers::connect_within(shared, addr, "seedlog-forwarder", within).await.map_err(|e| format!("connecting to {addr}: {e}"))?;
     let answer = conn.send_within(envelope, within).await.map_err(|e| format!("{addr}: {e}"))?;
     forward::opened(answer).map_err(|e| format!("{addr}: {e}"))
 }

@@ -6,7 +6,6 @@
 //! of its throughput (docs/benchmarks.md, "Transactions").
 
 use super::{peers, Shared};
-use crate::client::Conn;
 use crate::constants::peer_request_ms_max;
 use kafka_protocol::protocol::Request;
 use std::time::Duration;
@@ -32,7 +31,7 @@ pub(super) async fn ask<R: Request>(shared: &Shared, id: i32, purpose: &'static 
     let (answer, conn) = match reused {
         Some(x) => x,
         None => {
-            let mut conn = Conn::connect(addr, purpose, within).await.map_err(|e| format!("connecting to broker {id} at {addr}: {e}"))?;
+            let mut conn = peers::connect_within(shared, addr, purpose, within).await.map_err(|e| format!("connecting to broker {id} at {addr}: {e}"))?;
             let answer = conn.send_at(req, version, within).await.map_err(|e| format!("broker {id} at {addr}: {e}"))?;
             (answer, conn)
         }

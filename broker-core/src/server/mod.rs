@@ -368,13 +368,13 @@ impl Shared {
 
 /// Starts the task of one accepted connection on a listener of `protocol`, unless
 /// `connections_max` are open.
-fn accept(stream: tokio::net::TcpStream, peer: std::net::SocketAddr, shared: &Arc<Shared>, open: &Arc<tokio::sync::Semaphore>, protocol: crate::security::Protocol) {
+fn accept(stream: tokio::net::TcpStream, peer: std::net::SocketAddr, shared: &Arc<Shared>, open: &Arc<tokio::sync::Semaphore>, protocol: crate::security::Protocol, internal_only: bool) {
     let Ok(permit) = open.clone().try_acquire_owned() else {
         tracing::warn!("refusing connection from {peer}: {connections_max} connections are open");
         return;
     };
     let _ = stream.set_nodelay(true);
-    let task = connection::connection(stream, peer, shared.clone(), protocol);
+    let task = connection::connection(stream, peer, shared.clone(), protocol, internal_only);
     // What every open connection holds across its awaits (constants.rs).
     debug_assert!(std::mem::size_of_val(&task) <= crate::constants::connection_task_bytes_max, "a connection task takes {} bytes", std::mem::size_of_val(&task));
     tokio::spawn(async move {
@@ -390,14 +390,18 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: impl st
 
 /// [`serve`], with the controllers' own PLAINTEXT listener beside the client one, if any.
 pub async fn serve_listeners(listener: TcpListener, controller: Option<TcpListener>, shared: Arc<Shared>, shutdown: impl std::future::Future<Output = ()>) {
-    let protocol = shared.broker().config().security.listener;
+    let security = shared.broker().config().security.clone();
+    let protocol = security.listener;
+    // A PLAINTEXT controller listener beside a SASL client one (a one-node cluster's own, on
+    // loopback: config.rs) takes only the node's links to itself.
+    let internal_only = security.controller_protocol == crate::security::Protocol::Plaintext && protocol == crate::security::Protocol::SaslPlaintext;
     let open = Arc::new(tokio::sync::Semaphore::new(connections_max));
     let controller = controller.map(|l| {
         let (shared, open) = (shared.clone(), open.clone());
         tokio::spawn(async move {
             loop {
                 match l.accept().await {
-                    Ok((stream, peer)) => accept(stream, peer, &shared, &open, crate::security::Protocol::Plaintext),
+                    Ok((stream, peer)) => accept(stream, peer, &shared, &open, security.controller_protocol, internal_only),
                     Err(e) => {
                         tracing::warn!("accept failed: {e}; accepting again in {accept_error_backoff_ms} ms");
                         tokio::time::sleep(std::time::Duration::from_millis(accept_error_backoff_ms)).await;
@@ -417,7 +421,7 @@ pub async fn serve_listeners(listener: TcpListener, controller: Option<TcpListen
             // which breaks replay under madsim.
             biased;
             accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => accept(stream, peer, &shared, &open, protocol),
+                Ok((stream, peer)) => accept(stream, peer, &shared, &open, protocol, false),
                 Err(e) => {
                     tracing::warn!("accept failed: {e}; accepting again in {accept_error_backoff_ms} ms");
                     tokio::time::sleep(std::time::Duration::from_millis(accept_error_backoff_ms)).await;

@@ -85,8 +85,28 @@ pub(super) fn controller_addr(shared: &Shared) -> Result<SocketAddr, String> {
     resolve_addr(&voters[&id])
 }
 
-pub(super) async fn connect(addr: SocketAddr, who: &str) -> Option<Conn> {
-    match Conn::connect(addr, who, Duration::from_millis(peer_request_ms_max)).await {
+/// A connection to another node's listener at `addr` (a voter's CONTROLLER listener if the
+/// cluster has those, else a broker's client listener), authenticated as this broker where that
+/// listener is SASL (`--sasl-jaas-config`; the cluster's listeners are alike on every node).
+pub(super) async fn connect_within(shared: &Shared, addr: SocketAddr, who: &str, within: Duration) -> Result<Conn, ClientError> {
+    let mut conn = Conn::connect(addr, who, within).await?;
+    if let Some(login) = login_for(shared, addr) {
+        conn.authenticate(&login, &super::sasl::nonce()).await?;
+    }
+    Ok(conn)
+}
+
+/// How to authenticate to the listener at `addr`: None for a PLAINTEXT one.
+fn login_for(shared: &Shared, addr: SocketAddr) -> Option<crate::security::SaslLogin> {
+    let broker = shared.broker();
+    let (c, s) = (broker.config(), &broker.config().security);
+    let to_voter = s.controller_listener.is_some() && c.voters.values().any(|v| resolve_addr(v).ok() == Some(addr));
+    let protocol = if to_voter { s.controller_protocol } else { s.listener };
+    (protocol == crate::security::Protocol::SaslPlaintext).then(|| s.inter_broker.clone()).flatten()
+}
+
+pub(super) async fn connect(shared: &Shared, addr: SocketAddr, who: &str) -> Option<Conn> {
+    match connect_within(shared, addr, who, Duration::from_millis(peer_request_ms_max)).await {
         Ok(c) => Some(c),
         Err(e) => {
             tracing::debug!("{who}: connecting to {addr}: {e}");
@@ -123,7 +143,7 @@ pub async fn controlled_shutdown(shared: &Shared) {
     let Ok(addr) = controller_addr(shared) else { return };
     let me = shared.broker().config().node_id;
     let attempt = async {
-        let mut conn = Conn::connect(addr, "controlled-shutdown", Duration::from_millis(peer_request_ms_max)).await?;
+        let mut conn = connect_within(shared, addr, "controlled-shutdown", Duration::from_millis(peer_request_ms_max)).await?;
         let mut hb = BrokerHeartbeatRequest::default();
         hb.broker_id = BrokerId(me);
         hb.broker_epoch = epoch;
@@ -148,7 +168,7 @@ async fn controller_link(shared: Arc<Shared>) {
                 continue;
             }
         };
-        let Some(mut conn) = connect(addr, "controller-link").await else { continue };
+        let Some(mut conn) = connect(&shared, addr, "controller-link").await else { continue };
         if let Err(e) = session(&shared, &mut conn).await {
             // Only the controller saying the epoch is stale means registering again: a lost
             // connection (or a restarted controller) keeps the epoch, and with it the ISRs.
@@ -382,7 +402,7 @@ async fn metadata_follower(shared: Arc<Shared>) {
                 continue;
             }
         };
-        let Some(mut conn) = connect(addr, "metadata-follower").await else { continue };
+        let Some(mut conn) = connect(&shared, addr, "metadata-follower").await else { continue };
         loop {
             let next = pending.last().map_or_else(|| shared.broker().image().offset + 1, |(o, _)| o + 1);
             match fetch_metadata(&shared, &mut conn, me, next).await {

@@ -34,7 +34,7 @@ pub(super) fn spawn(shared: Arc<Shared>) -> Vec<tokio::task::JoinHandle<()>> {
     for (id, addr) in voters.into_iter().filter(|(id, _)| *id != me) {
         let (tx, rx) = mpsc::channel(quorum_peer_queue_max);
         queues.insert(id, tx);
-        tasks.push(tokio::spawn(sender(id, addr, rx)));
+        tasks.push(tokio::spawn(sender(shared.clone(), id, addr, rx)));
     }
     // Set once, here, before anything can ask the quorum for a message.
     let _ = shared.raft_queues.set(queues);
@@ -77,7 +77,7 @@ pub(super) fn queue(shared: &Shared, m: Message) {
 }
 
 /// Writes the messages for voter `id` on one connection to `addr`, reconnecting after a failure.
-async fn sender(id: i32, addr: String, mut queue: mpsc::Receiver<Message>) {
+async fn sender(shared: Arc<Shared>, id: i32, addr: String, mut queue: mpsc::Receiver<Message>) {
     let mut conn: Option<Conn> = None;
     while let Some(first) = queue.recv().await {
         if conn.is_none() {
@@ -89,7 +89,7 @@ async fn sender(id: i32, addr: String, mut queue: mpsc::Receiver<Message>) {
                     continue;
                 }
             };
-            match Conn::connect(target, "raft", Duration::from_millis(peer_request_ms_max)).await {
+            match super::peers::connect_within(&shared, target, "raft", Duration::from_millis(peer_request_ms_max)).await {
                 Ok(c) => conn = Some(c),
                 Err(e) => {
                     tracing::debug!("raft sender to voter {id} at {addr}: {e}");

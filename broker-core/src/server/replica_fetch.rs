@@ -56,7 +56,7 @@ async fn replica_fetcher(shared: Arc<Shared>, leader: i32) {
                 backoff().await;
                 continue;
             };
-            conn = connect(addr, &format!("replica-fetcher-{me}")).await;
+            conn = connect(&shared, addr, &format!("replica-fetcher-{me}")).await;
         }
         let Some(c) = conn.as_mut() else { continue };
         let result = match step {

@@ -30,7 +30,7 @@ pub(super) enum Sasl {
 
 /// Looks at `frame` for the connection's `session` (None: a PLAINTEXT listener, where the
 /// authentication requests are answered ILLEGAL_SASL_STATE and everything else passes).
-pub(super) fn intercept(shared: &Shared, session: &mut Option<Session>, enabled: &[Mech], frame: &Bytes) -> Sasl {
+pub(super) fn intercept(shared: &Shared, session: &mut Option<Session>, enabled: &[Mech], internal_only: bool, frame: &Bytes) -> Sasl {
     if let Some(s) = session.as_mut().filter(|s| s.expects_raw_token()) {
         // After a v0 handshake the client's tokens come bare, and so do the answers.
         return match s.authenticate(frame, &nonce(), |user, m| credential(shared, user, m)) {
@@ -38,6 +38,10 @@ pub(super) fn intercept(shared: &Shared, session: &mut Option<Session>, enabled:
             Ok(Step::Failed(why)) => Sasl::Close(why),
             Err(code) => Sasl::Close(format!("SASL token out of turn ({code:?})")),
         };
+    }
+    let raw_key = leading(frame).map_or(-1, |l| l.key);
+    if internal_only && !internal(raw_key) {
+        return Sasl::Close(format!("API key {raw_key} on the controller listener, which takes only the node's own links"));
     }
     let Some(key) = leading(frame).and_then(|l| ApiKey::try_from(l.key).ok()) else { return Sasl::Pass };
     if !matches!(key, ApiKey::SaslHandshake | ApiKey::SaslAuthenticate) {
@@ -95,6 +99,13 @@ pub(super) fn intercept(shared: &Shared, session: &mut Option<Session>, enabled:
     }
 }
 
+/// What the node's own links send its controller: registration, heartbeats, ISR changes,
+/// topic auto-creation, the metadata log's Fetch, and Raft messages between voters.
+fn internal(key: i16) -> bool {
+    use ApiKey::*;
+    key == crate::controller::raft::wire::api_key || [ApiVersions, BrokerRegistration, BrokerHeartbeat, AlterPartition, CreateTopics, Fetch].iter().any(|k| *k as i16 == key)
+}
+
 fn encode(r: Response) -> Result<Bytes, String> {
     r.encode()
 }
@@ -107,14 +118,21 @@ fn raw(token: &[u8]) -> Bytes {
     out.freeze()
 }
 
-/// `user`'s stored credential for `m`, from the metadata this broker has.
+/// `user`'s stored credential for `m`, from the metadata this broker has; while that holds no
+/// credential at all (a cluster being formed, whose voters must authenticate to each other
+/// before their metadata log has any record), from this node's `--add-scram`, as Kafka's
+/// bootstrap checkpoint serves every node that `kafka-storage format` wrote it to.
 fn credential(shared: &Shared, user: &str, m: Mechanism) -> Option<Credential> {
-    shared.broker().image().scram_credential(user, m).cloned()
+    let broker = shared.broker();
+    match broker.image().scram.is_empty() {
+        true => broker.config().security.scram_bootstrap.iter().find(|(u, c)| u == user && c.mechanism == m).map(|(_, c)| c.clone()),
+        false => broker.image().scram_credential(user, m).cloned(),
+    }
 }
 
 /// A server nonce: 18 random bytes, base64 (printable, no comma). The edge's randomness:
 /// madsim makes it the seed's in the simulator.
-fn nonce() -> String {
+pub(super) fn nonce() -> String {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.encode(rand::random::<[u8; 18]>())
 }

@@ -14,7 +14,8 @@ use std::time::Duration;
 fn sasl_broker(dir: &std::path::Path, ports: &[u16], bootstrap: bool) -> Broker {
     let (port, controller) = (ports[0], ports[1]);
     let listeners = format!("SASL_PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}");
-    let mut args = vec!["--listeners", &listeners, "--sasl-enabled-mechanisms", "SCRAM-SHA-256,SCRAM-SHA-512,PLAIN"];
+    let jaas = "org.apache.kafka.common.security.scram.ScramLoginModule required username=\"admin\" password=\"admin-secret\";";
+    let mut args = vec!["--listeners", &listeners, "--sasl-enabled-mechanisms", "SCRAM-SHA-256,SCRAM-SHA-512,PLAIN", "--sasl-jaas-config", jaas];
     if bootstrap {
         args.extend(["--add-scram", "SCRAM-SHA-256=[name=admin,password=admin-secret]", "--add-scram", "SCRAM-SHA-512=[name=admin,password=admin-secret,iterations=8192]"]);
     }

@@ -21,6 +21,7 @@
 mod groups;
 mod harness;
 mod quorum;
+mod security;
 mod transactions;
 
 use harness::*;

@@ -1,0 +1,48 @@
+//! A cluster whose every listener is SASL_PLAINTEXT: three broker processes, each voter of the
+//! metadata quorum on a CONTROLLER listener mapped to SASL_PLAINTEXT, every link between nodes
+//! (Raft, the controller link, the metadata follower, replica fetchers, the transaction
+//! coordinator's markers, a leader's verifications) authenticated with SCRAM as the broker's own
+//! user (`--sasl-jaas-config`), the first user bootstrapped by `--add-scram` on every node.
+//! Real clients produce with acks=all and run transactions across brokers
+//! (`tests/clients/sasl_cluster.py`).
+
+use super::*;
+
+#[test]
+fn a_cluster_whose_brokers_and_controllers_authenticate_to_each_other() {
+    let serial = one_cluster_at_a_time();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ports = free_ports(2 * cluster_size);
+    let voters: Vec<String> = (0..cluster_size).map(|i| format!("{i}@127.0.0.1:{}", ports[cluster_size + i])).collect();
+    let voters = voters.join(",");
+    let jaas = r#"org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="admin-secret";"#;
+    let mut cluster = Cluster { nodes: Vec::new(), _dir: dir, _serial: serial };
+    for id in 0..cluster_size {
+        let data = cluster._dir.path().join(format!("node-{id}"));
+        std::fs::create_dir_all(&data).expect("create data dir");
+        let flags: Vec<String> = [
+            "--listeners",
+            &format!("SASL_PLAINTEXT://127.0.0.1:{},CONTROLLER://127.0.0.1:{}", ports[id], ports[cluster_size + id]),
+            "--listener-security-protocol-map",
+            "CONTROLLER:SASL_PLAINTEXT",
+            "--sasl-jaas-config",
+            jaas,
+            "--add-scram",
+            "SCRAM-SHA-256=[name=admin,password=admin-secret]",
+            "--transaction-state-log-replication-factor",
+            "3",
+            "--transaction-state-log-num-partitions",
+            "3",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        match Node::start(id as i32, ports[id], &data, &voters, &flags) {
+            Ok(node) => cluster.nodes.push(node),
+            Err(why) => cluster.fail(&format!("starting the SASL cluster: {why}")),
+        }
+    }
+    let out = cluster.script(0, "sasl_cluster.py", &["--topic", "sasl-replicated"]);
+    eprintln!("{}", out.trim());
+    cluster.assert_alive("after the SASL cluster's work", None);
+}
