@@ -36,7 +36,7 @@ pub fn describe(b: &Broker, req: DescribeUserScramCredentialsRequest) -> Describ
 pub fn alter(node: &Node, version: i16, correlation_id: i32, req: AlterUserScramCredentialsRequest, now: u64) -> Result<Outcome, String> {
     let mut changes: Vec<Change> = req.deletions.iter().map(|d| Change::Delete { user: d.name.to_string(), mechanism: d.mechanism }).collect();
     changes.extend(req.upsertions.iter().map(|u| Change::Upsert { user: u.name.to_string(), mechanism: u.mechanism, iterations: u.iterations, salt: u.salt.to_vec(), salted: u.salted_password.to_vec() }));
-    let answer = |answers: Vec<(String, Result<(), (Code, String)>)>| {
+    let answer = |answers: Vec<users::UserAnswer>| {
         let results = answers
             .into_iter()
             .map(|(user, result)| {

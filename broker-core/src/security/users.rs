@@ -33,8 +33,11 @@ impl Change {
     }
 }
 
+/// A user's answer: none, or the error code and message.
+pub type UserAnswer = (String, Result<(), (Code, String)>);
+
 /// Each user's answer (in the order first named) and the records of the changes taken.
-pub fn alter(image: &Image, changes: &[Change]) -> (Vec<(String, Result<(), (Code, String)>)>, Vec<MetadataRecord>) {
+pub fn alter(image: &Image, changes: &[Change]) -> (Vec<UserAnswer>, Vec<MetadataRecord>) {
     let mut named: BTreeMap<(&str, i8), usize> = BTreeMap::new();
     for c in changes {
         *named.entry((c.user(), c.mechanism())).or_default() += 1;

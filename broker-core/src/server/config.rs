@@ -351,18 +351,7 @@ pub const listen_default: &str = "127.0.0.1:9092";
 /// Resolves flags into the listen address and the broker's config, checking ranges.
 pub fn resolve(f: &Flags) -> Result<(SocketAddr, BrokerConfig), String> {
     let mut c = BrokerConfig::default();
-    let listen = match (&f.listeners, f.listen) {
-        (Some(_), Some(_)) => return Err("--listen and --listeners both given: --listen is the one-PLAINTEXT-listener shorthand".into()),
-        (Some(l), None) => {
-            let listeners = crate::security::parse_listeners(l, f.listener_security_protocol_map.as_deref())?;
-            let (controllers, clients): (Vec<_>, Vec<_>) = listeners.into_iter().partition(|l| l.name == crate::security::controller_listener_name);
-            c.security.controller_listener = controllers.first().map(|l| l.addr);
-            c.security.controller_protocol = controllers.first().map_or(crate::security::Protocol::Plaintext, |l| l.protocol);
-            c.security.listener = clients[0].protocol;
-            clients[0].addr
-        }
-        (None, listen) => listen.unwrap_or_else(|| listen_default.parse().expect("valid default")),
-    };
+    let listen = super::config_security::resolve_listeners(f, &mut c)?;
     let advertised = f.advertised.clone().unwrap_or_else(|| listen.to_string());
     let (host, port) = advertised.rsplit_once(':').ok_or_else(|| format!("--advertised {advertised}: expected host:port"))?;
     c.advertised_host = host.to_string();
@@ -438,7 +427,7 @@ pub fn resolve(f: &Flags) -> Result<(SocketAddr, BrokerConfig), String> {
     }
     resolve_groups(f, &mut c.groups)?;
     resolve_txns(f, &mut c.txns)?;
-    resolve_security(f, &mut c)?;
+    super::config_security::resolve_security(f, &mut c)?;
     if let Some(v) = f.log_cleaner_backoff_ms { c.cleaner_backoff_ms = v.max(1) }
     // Kafka's default is Double.MaxValue: no limit. A rate beyond u64 is none either.
     if let Some(v) = f.fetch_zero_copy { c.fetch_zero_copy = v }
@@ -563,37 +552,6 @@ pub fn open_quorum(disk: std::sync::Arc<dyn crate::storage::Disk>, c: &BrokerCon
     crate::controller::quorum::Quorum::open(disk, &c.data_dir, controller_config(c), raft_config(c), now).map(Some)
 }
 
-/// SASL's settings: the mechanisms, the bootstrap credentials (salted here, at the edge, with
-/// the OS's randomness), and the one-node limit of a SASL listener.
-fn resolve_security(f: &Flags, c: &mut BrokerConfig) -> Result<(), String> {
-    use crate::security::{AddScram, Protocol};
-    if let Some(names) = &f.sasl_enabled_mechanisms {
-        c.security.sasl_mechanisms = crate::security::parse_mechanisms(names)?;
-    }
-    for text in &f.add_scram {
-        let add = AddScram::parse(text)?;
-        c.security.scram_bootstrap.push((add.user.clone(), add.credential(&rand::random::<[u8; 16]>())));
-    }
-    let sasl = c.security.listener == Protocol::SaslPlaintext || c.security.controller_protocol == Protocol::SaslPlaintext;
-    if sasl {
-        let mechanism = match &f.sasl_mechanism_inter_broker_protocol {
-            Some(name) => crate::security::scram::Mechanism::named(name).ok_or_else(|| format!("sasl.mechanism.inter.broker.protocol: {name} is not SCRAM-SHA-256 or SCRAM-SHA-512"))?,
-            None => crate::security::scram::Mechanism::Sha256,
-        };
-        let jaas = f.sasl_jaas_config.as_deref().ok_or("a SASL listener needs --sasl-jaas-config: this broker's own user, with which it authenticates to the cluster's SASL listeners")?;
-        c.security.inter_broker = Some(crate::security::SaslLogin::from_jaas(mechanism, jaas)?);
-    }
-    // A PLAINTEXT controller listener beside a SASL one would let anyone past SASL (it takes
-    // the controller APIs, forwarded requests among them): only a one-node cluster's own, on
-    // loopback, where it carries nothing but the node's links to itself.
-    let one_node = c.voters.len() == 1 && c.voters.contains_key(&c.node_id);
-    if let (Some(addr), Protocol::Plaintext, true) = (c.security.controller_listener, c.security.controller_protocol, c.security.listener == Protocol::SaslPlaintext) {
-        if !(one_node && addr.ip().is_loopback()) {
-            return Err(format!("a PLAINTEXT CONTROLLER listener beside a SASL one must be a one-node cluster's own, on loopback ({addr} is not): map it to SASL_PLAINTEXT with --listener-security-protocol-map CONTROLLER:SASL_PLAINTEXT"));
-        }
-    }
-    Ok(())
-}
 
 /// The controller's settings, from the broker's (the node that runs the controller).
 pub fn controller_config(c: &BrokerConfig) -> crate::controller::ControllerConfig {
