@@ -81,7 +81,7 @@ pub(super) fn intercept(shared: &Shared, session: &mut Option<Session>, enabled:
             let (code, message, bytes, close) = match step {
                 Ok(Step::Continue(reply)) => (0, None, reply, None),
                 Ok(Step::Done { user, reply }) => {
-                    tracing::info!("SASL: authenticated as User:{user}");
+                    tracing::debug!("SASL: authenticated as User:{user}");
                     (0, None, reply, None)
                 }
                 Ok(Step::Failed(why)) => (Code::SaslAuthenticationFailed.code(), Some(why.clone()), Vec::new(), Some(why)),
