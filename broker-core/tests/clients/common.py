@@ -155,3 +155,24 @@ def check_records_match(topic, want, have, record, source):
             expect(h["value"] == value, f"{where}: value {h['value']!r}, produced {value!r}")
             expect(h["headers"] == headers, f"{where}: headers {h['headers']!r}, produced {headers!r}")
             expect(h["timestamp"] == w["timestamp"], f"{where}: timestamp {h['timestamp']}, {source} said {w['timestamp']}")
+
+
+def kafka_python_read(bootstrap, topic, isolation, end, deadline, record=lambda r: r.value.decode()):
+    """Partition 0 of `topic` from the beginning up to offset `end`, read by kafka-python with
+    `isolation` (read_committed or read_uncommitted), each record as `record(r)` makes it."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, isolation_level=isolation,
+                             enable_auto_commit=False, auto_offset_reset="earliest", consumer_timeout_ms=1000)
+    try:
+        tp = TopicPartition(topic, 0)
+        consumer.assign([tp])
+        consumer.seek_to_beginning(tp)
+        out = []
+        while consumer.position(tp) < end:
+            deadline.check(f"kafka-python {isolation}: at {consumer.position(tp)} of {end}: {len(out)} records")
+            for batch in consumer.poll(timeout_ms=500).values():
+                out.extend(record(r) for r in batch)
+        return out
+    finally:
+        consumer.close()

@@ -15,19 +15,11 @@ import argparse
 import time
 
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
 
-from common import Deadline, confluent_read_all, expect, main
+from common import Deadline, confluent_read_all, expect, kafka_python_read, main
+from compacted_topic import create
 
 keys = 10
-
-
-def create(bootstrap, topic):
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    configs = {"cleanup.policy": "compact", "segment.bytes": "4096", "min.cleanable.dirty.ratio": "0.01",
-               "delete.retention.ms": "0"}
-    for f in admin.create_topics([NewTopic(topic, 1, 1, config=configs)], request_timeout=15).values():
-        f.result(timeout=15)
 
 
 def produce(bootstrap, topic, rounds):
@@ -76,22 +68,8 @@ def read_confluent(bootstrap, topic):
 
 
 def read_kafka_python(bootstrap, topic, end):
-    from kafka import KafkaConsumer, TopicPartition
-
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, isolation_level="read_committed",
-                             enable_auto_commit=False, auto_offset_reset="earliest", consumer_timeout_ms=1000)
-    try:
-        tp = TopicPartition(topic, 0)
-        consumer.assign([tp])
-        consumer.seek_to_beginning(tp)
-        out, deadline = [], Deadline(30, "kafka-python read_committed")
-        while consumer.position(tp) < end:
-            deadline.check(f"kafka-python at {consumer.position(tp)} of {end}")
-            for batch in consumer.poll(timeout_ms=500).values():
-                out.extend((r.offset, r.key.decode(), r.value.decode()) for r in batch)
-        return out
-    finally:
-        consumer.close()
+    return kafka_python_read(bootstrap, topic, "read_committed", end, Deadline(30, "kafka-python read_committed"),
+                             record=lambda r: (r.offset, r.key.decode(), r.value.decode()))
 
 
 def run():

@@ -12,7 +12,7 @@ still hidden). Checks each against the values the test expects, in order.
 import argparse
 import json
 
-from common import Deadline, confluent_read_all, expect, main
+from common import Deadline, confluent_read_all, expect, kafka_python_read, main
 
 
 def confluent(bootstrap, topic, isolation, deadline):
@@ -20,22 +20,7 @@ def confluent(bootstrap, topic, isolation, deadline):
 
 
 def kafka_python(bootstrap, topic, isolation, end, deadline):
-    from kafka import KafkaConsumer, TopicPartition
-
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, isolation_level=isolation,
-                             enable_auto_commit=False, auto_offset_reset="earliest", consumer_timeout_ms=1000)
-    try:
-        tp = TopicPartition(topic, 0)
-        consumer.assign([tp])
-        consumer.seek_to_beginning(tp)
-        values = []
-        while consumer.position(tp) < end:
-            deadline.check(f"kafka-python {isolation}: at {consumer.position(tp)} of {end}: {values}")
-            for batch in consumer.poll(timeout_ms=500).values():
-                values.extend(r.value.decode() for r in batch)
-        return values
-    finally:
-        consumer.close()
+    return kafka_python_read(bootstrap, topic, isolation, end, deadline)
 
 
 def run():
