@@ -118,13 +118,14 @@ fn raw(token: &[u8]) -> Bytes {
     out.freeze()
 }
 
-/// `user`'s stored credential for `m`, from the metadata this broker has; while that holds no
-/// credential at all (a cluster being formed, whose voters must authenticate to each other
-/// before their metadata log has any record), from this node's `--add-scram`, as Kafka's
-/// bootstrap checkpoint serves every node that `kafka-storage format` wrote it to.
+/// `user`'s stored credential for `m`, from the metadata this broker has; while that holds
+/// nothing at all (a cluster being formed, whose voters must authenticate to each other before
+/// their metadata log has a record), from this node's `--add-scram`, as Kafka's bootstrap
+/// checkpoint serves every node `kafka-storage format` wrote it to. Not once anything is there:
+/// deleting the last user must not bring the bootstrap ones back.
 fn credential(shared: &Shared, user: &str, m: Mechanism) -> Option<Credential> {
     let broker = shared.broker();
-    match broker.image().scram.is_empty() {
+    match broker.image().is_fresh() {
         true => broker.config().security.scram_bootstrap.iter().find(|(u, c)| u == user && c.mechanism == m).map(|(_, c)| c.clone()),
         false => broker.image().scram_credential(user, m).cloned(),
     }
