@@ -49,16 +49,7 @@ pub fn alter(node: &Node, version: i16, correlation_id: i32, req: AlterUserScram
             .collect();
         Response::new(ApiKey::AlterUserScramCredentials, version, correlation_id, AlterUserScramCredentialsResponse::default().with_results(results))
     };
-    let mut named: Vec<String> = Vec::new();
-    for c in &changes {
-        let user = match c {
-            Change::Upsert { user, .. } | Change::Delete { user, .. } => user,
-        };
-        if !named.contains(user) {
-            named.push(user.clone());
-        }
-    }
-    let not_controller = |why: &str| named.iter().map(|u| (u.clone(), Err((Code::NotController, why.to_string())))).collect::<Vec<_>>();
+    let not_controller = |why: &str| users::users_named(&changes).into_iter().map(|u| (u.to_string(), Err((Code::NotController, why.to_string())))).collect::<Vec<_>>();
     let Some(mut q) = active(node) else {
         return Ok(Outcome::Reply(answer(not_controller("this node is not the active controller"))));
     };

@@ -42,15 +42,9 @@ pub fn alter(image: &Image, changes: &[Change]) -> (Vec<UserAnswer>, Vec<Metadat
     for c in changes {
         *named.entry((c.user(), c.mechanism())).or_default() += 1;
     }
-    let mut users: Vec<&str> = Vec::new();
-    for c in changes {
-        if !users.contains(&c.user()) {
-            users.push(c.user());
-        }
-    }
     let mut answers = Vec::new();
     let mut records = Vec::new();
-    for user in users {
+    for user in users_named(changes) {
         let mine: Vec<&Change> = changes.iter().filter(|c| c.user() == user).collect();
         let decided: Result<Vec<MetadataRecord>, (Code, String)> = mine.iter().map(|c| decide(image, c, named[&(c.user(), c.mechanism())])).collect();
         match decided {
@@ -62,6 +56,17 @@ pub fn alter(image: &Image, changes: &[Change]) -> (Vec<UserAnswer>, Vec<Metadat
         }
     }
     (answers, records)
+}
+
+/// The users `changes` name, each once, in the order first named: the order of the answers.
+pub fn users_named(changes: &[Change]) -> Vec<&str> {
+    let mut users: Vec<&str> = Vec::new();
+    for c in changes {
+        if !users.contains(&c.user()) {
+            users.push(c.user());
+        }
+    }
+    users
 }
 
 fn decide(image: &Image, c: &Change, times_named: usize) -> Result<MetadataRecord, (Code, String)> {

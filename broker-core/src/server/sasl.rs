@@ -67,7 +67,7 @@ pub(super) fn intercept(shared: &Shared, session: &mut Option<Session>, enabled:
                 None => Err(Code::IllegalSaslState),
             };
             let body = SaslHandshakeResponse::default().with_error_code(result.err().map_or(0, |c| c.code())).with_mechanisms(names);
-            let frame = encode(Response::new(key, version, correlation_id, body));
+            let frame = Response::new(key, version, correlation_id, body).encode();
             match result {
                 Ok(()) => frame.map_or_else(Sasl::Close, Sasl::Answer),
                 Err(code) => frame.map_or_else(Sasl::Close, |f| Sasl::AnswerThenClose(f, format!("SASL handshake for {:?} refused ({code:?})", h.mechanism.as_str()))),
@@ -88,7 +88,7 @@ pub(super) fn intercept(shared: &Shared, session: &mut Option<Session>, enabled:
                 Err(code) => (code.code(), None, Vec::new(), Some(format!("SaslAuthenticate out of turn ({code:?})"))),
             };
             let body = SaslAuthenticateResponse::default().with_error_code(code).with_error_message(message.map(StrBytes::from_string)).with_auth_bytes(Bytes::from(bytes));
-            let frame = encode(Response::new(key, version, correlation_id, body));
+            let frame = Response::new(key, version, correlation_id, body).encode();
             match (frame, close) {
                 (Err(reason), _) => Sasl::Close(reason),
                 (Ok(f), None) => Sasl::Answer(f),
@@ -104,10 +104,6 @@ pub(super) fn intercept(shared: &Shared, session: &mut Option<Session>, enabled:
 fn internal(key: i16) -> bool {
     use ApiKey::*;
     key == crate::controller::raft::wire::api_key || [ApiVersions, BrokerRegistration, BrokerHeartbeat, AlterPartition, CreateTopics, Fetch].iter().any(|k| *k as i16 == key)
-}
-
-fn encode(r: Response) -> Result<Bytes, String> {
-    r.encode()
 }
 
 /// A token after a v0 handshake: size-prefixed, no header.
