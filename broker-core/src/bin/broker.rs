@@ -45,6 +45,10 @@ fn run() -> Result<(), String> {
         None => flags,
     };
     let (listen, config) = config::resolve(&flags)?;
+    let tls = match (&config.security.tls.keystore, &config.security.tls.truststore) {
+        (None, None) => None,
+        _ => Some(server::tls::Tls::load(&config.security.tls)?),
+    };
     raise_open_files_limit();
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     if let Some(n) = flags.worker_threads {
@@ -78,10 +82,12 @@ fn run() -> Result<(), String> {
             Some(addr) => Some(tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("listen on {addr} (CONTROLLER): {e}"))?),
             None => None,
         };
-        let protocol = if broker.config().security.listener == broker_core::security::Protocol::SaslPlaintext { " (SASL_PLAINTEXT)" } else { "" };
+        let security = &broker.config().security;
+        let protocol = if security.listener == broker_core::security::Protocol::Plaintext { String::new() } else { format!(" ({})", security.listener.name()) };
+
         let controller_at = controller_listen.map_or(String::new(), |a| format!(", controllers on {a}"));
         tracing::info!("node {node_id} listening on {listen}{protocol}{controller_at}; controller quorum {controller}{}", if quorum.is_some() { " (this node votes)" } else { "" });
-        server::serve_listeners(listener, controller_listener, server::Shared::new(broker, quorum, disk), shutdown_signal()).await;
+        server::serve_listeners(listener, controller_listener, server::Shared::secured(broker, quorum, disk, tls), shutdown_signal()).await;
         tracing::info!("stopped cleanly");
         Ok(())
     })

@@ -1,6 +1,7 @@
 //! One connection to a broker: encode a request with its header and size prefix, write it,
 //! read the response frame, decode it. One request in flight at a time, or a group of them
-//! pipelined ([`Conn::send_all`]) with their answers read in order.
+//! pipelined ([`Conn::send_all`]) with their answers read in order. Over TCP, or over TLS
+//! ([`Conn::connect_tls`]) to a broker's SSL or SASL_SSL listener.
 
 use super::ClientError;
 use bytes::{BufMut, Bytes, BytesMut};
@@ -8,7 +9,7 @@ use kafka_protocol::messages::{RequestHeader, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
 use std::net::SocketAddr;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader, ReadHalf, WriteHalf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
 /// The largest response the client accepts (a broker answering more is misbehaving).
@@ -17,8 +18,8 @@ pub const response_bytes_max: usize = 128 * 1024 * 1024;
 pub struct Conn {
     addr: SocketAddr,
     local: std::net::IpAddr,
-    rd: BufReader<ReadHalf<TcpStream>>,
-    wr: WriteHalf<TcpStream>,
+    rd: BufReader<Box<dyn AsyncRead + Send + Unpin>>,
+    wr: Box<dyn AsyncWrite + Send + Unpin>,
     next_correlation_id: i32,
     client_id: String,
     timeout: Duration,
@@ -26,14 +27,33 @@ pub struct Conn {
 
 impl Conn {
     pub async fn connect(addr: SocketAddr, client_id: &str, timeout: Duration) -> Result<Conn, ClientError> {
+        Conn::open(addr, client_id, timeout, None).await
+    }
+
+    /// [`Conn::connect`] over TLS: the broker's certificate must be valid for `addr`'s IP
+    /// address (a subjectAltName) and vouched for by the connector's trust roots.
+    pub async fn connect_tls(addr: SocketAddr, client_id: &str, timeout: Duration, tls: &tokio_rustls::TlsConnector) -> Result<Conn, ClientError> {
+        Conn::open(addr, client_id, timeout, Some(tls)).await
+    }
+
+    async fn open(addr: SocketAddr, client_id: &str, timeout: Duration, tls: Option<&tokio_rustls::TlsConnector>) -> Result<Conn, ClientError> {
         let io = |reason: String| ClientError::Io { addr: addr.to_string(), reason };
-        let stream = tokio::time::timeout(timeout, TcpStream::connect(addr))
-            .await
-            .map_err(|_| ClientError::Timeout(timeout.as_millis() as u64))?
-            .map_err(|e| io(e.to_string()))?;
+        let timed_out = |_| ClientError::Timeout(timeout.as_millis() as u64);
+        let stream = tokio::time::timeout(timeout, TcpStream::connect(addr)).await.map_err(timed_out)?.map_err(|e| io(e.to_string()))?;
         let _ = stream.set_nodelay(true);
         let local = stream.local_addr().map(|a| a.ip()).unwrap_or(std::net::IpAddr::from([0, 0, 0, 0]));
-        let (rd, wr) = tokio::io::split(stream);
+        let (rd, wr): (Box<dyn AsyncRead + Send + Unpin>, Box<dyn AsyncWrite + Send + Unpin>) = match tls {
+            None => {
+                let (rd, wr) = tokio::io::split(stream);
+                (Box::new(rd), Box::new(wr))
+            }
+            Some(connector) => {
+                let name = rustls::pki_types::ServerName::IpAddress(addr.ip().into());
+                let stream = tokio::time::timeout(timeout, connector.connect(name, stream)).await.map_err(timed_out)?.map_err(|e| io(format!("TLS handshake: {e}")))?;
+                let (rd, wr) = tokio::io::split(stream);
+                (Box::new(rd), Box::new(wr))
+            }
+        };
         Ok(Conn { addr, local, rd: BufReader::new(rd), wr, next_correlation_id: 0, client_id: client_id.to_string(), timeout })
     }
 

@@ -1,12 +1,14 @@
 //! Who a connection is: SASL authentication (`sasl`: the per-connection state machine of
 //! SaslHandshake and SaslAuthenticate) over SCRAM and PLAIN (`scram`: credentials, the
 //! exchange, PLAIN checked against the stored SCRAM credential), and the operator's bootstrap
-//! credentials (`--add-scram`, as `kafka-storage format` takes them). Decisions only: the shell
-//! draws nonces and salts, reads sockets and answers.
+//! credentials (`--add-scram`, as `kafka-storage format` takes them); listeners and their
+//! protocols; who a TLS client's certificate names (`x509`). Decisions only: the shell draws
+//! nonces and salts, reads key files, runs TLS, reads sockets and answers.
 
 pub mod sasl;
 pub mod scram;
 pub mod users;
+pub mod x509;
 
 use scram::{Credential, Mechanism};
 
@@ -42,22 +44,79 @@ impl SaslLogin {
     }
 }
 
-/// A listener's security protocol (Kafka's names). TLS (SSL, SASL_SSL) is not built yet.
+/// A listener's security protocol (Kafka's names): TLS or not, SASL or not.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Protocol {
     #[default]
     Plaintext,
+    Ssl,
     SaslPlaintext,
+    SaslSsl,
 }
 
 impl Protocol {
     pub fn named(name: &str) -> Option<Protocol> {
         match name {
             "PLAINTEXT" => Some(Protocol::Plaintext),
+            "SSL" => Some(Protocol::Ssl),
             "SASL_PLAINTEXT" => Some(Protocol::SaslPlaintext),
+            "SASL_SSL" => Some(Protocol::SaslSsl),
             _ => None,
         }
     }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Plaintext => "PLAINTEXT",
+            Protocol::Ssl => "SSL",
+            Protocol::SaslPlaintext => "SASL_PLAINTEXT",
+            Protocol::SaslSsl => "SASL_SSL",
+        }
+    }
+
+    /// Whether a connection authenticates by SASL before anything else.
+    pub fn is_sasl(self) -> bool {
+        matches!(self, Protocol::SaslPlaintext | Protocol::SaslSsl)
+    }
+
+    /// Whether the connection's bytes go through TLS.
+    pub fn is_tls(self) -> bool {
+        matches!(self, Protocol::Ssl | Protocol::SaslSsl)
+    }
+}
+
+/// `ssl.client.auth`: whether a TLS listener asks clients for a certificate.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ClientAuth {
+    #[default]
+    None,
+    /// Asked for; a client without one connects as `User:ANONYMOUS`.
+    Requested,
+    /// A client without a certificate the truststore vouches for is refused in the handshake.
+    Required,
+}
+
+impl ClientAuth {
+    pub fn named(name: &str) -> Option<ClientAuth> {
+        match name {
+            "none" => Some(ClientAuth::None),
+            "requested" => Some(ClientAuth::Requested),
+            "required" => Some(ClientAuth::Required),
+            _ => None,
+        }
+    }
+}
+
+/// Where a node's TLS identity and trust come from (Kafka 2.7+'s PEM stores): the shell reads
+/// them when the node starts (`server::tls`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// `ssl.keystore.location` (type PEM): the private key and the certificate chain.
+    pub keystore: Option<std::path::PathBuf>,
+    /// `ssl.truststore.location` (type PEM): the certificates of the authorities this node
+    /// trusts, for clients' certificates and for the brokers it connects to.
+    pub truststore: Option<std::path::PathBuf>,
+    pub client_auth: ClientAuth,
 }
 
 /// Who may connect, and how they prove it.
@@ -79,11 +138,13 @@ pub struct SecurityConfig {
     pub scram_bootstrap: Vec<(String, Credential)>,
     /// How this broker authenticates to other brokers' SASL listeners (and to its own).
     pub inter_broker: Option<SaslLogin>,
+    /// The TLS listeners' and links' key, certificates and trust.
+    pub tls: TlsFiles,
 }
 
 impl Default for SecurityConfig {
     fn default() -> SecurityConfig {
-        SecurityConfig { listener: Protocol::Plaintext, controller_listener: None, controller_protocol: Protocol::Plaintext, sasl_mechanisms: vec![sasl::Mech::Scram(Mechanism::Sha256), sasl::Mech::Scram(Mechanism::Sha512)], scram_bootstrap: Vec::new(), inter_broker: None }
+        SecurityConfig { listener: Protocol::Plaintext, controller_listener: None, controller_protocol: Protocol::Plaintext, sasl_mechanisms: vec![sasl::Mech::Scram(Mechanism::Sha256), sasl::Mech::Scram(Mechanism::Sha512)], scram_bootstrap: Vec::new(), inter_broker: None, tls: TlsFiles::default() }
     }
 }
 
@@ -100,16 +161,17 @@ pub struct Listener {
 }
 
 /// `--listeners` (Kafka's `listeners`): `NAME://host:port,...`, each name's protocol from
-/// `map` (`listener.security.protocol.map`, `NAME:PROTOCOL,...`), where PLAINTEXT and
-/// SASL_PLAINTEXT name themselves and CONTROLLER is PLAINTEXT unless mapped. At most one client
+/// `map` (`listener.security.protocol.map`, `NAME:PROTOCOL,...`), where PLAINTEXT, SSL,
+/// SASL_PLAINTEXT and SASL_SSL name themselves and CONTROLLER is PLAINTEXT unless mapped. At most one client
 /// listener and one CONTROLLER listener (which the controller link and the metadata follower
 /// use: the quorum's voters default to it).
 pub fn parse_listeners(text: &str, map: Option<&str>) -> Result<Vec<Listener>, String> {
     let bad = |why: String| format!("--listeners {text:?}: {why}");
-    let mut protocols: Vec<(String, Protocol)> = vec![("PLAINTEXT".into(), Protocol::Plaintext), ("SASL_PLAINTEXT".into(), Protocol::SaslPlaintext), (controller_listener_name.into(), Protocol::Plaintext)];
+    let mut protocols: Vec<(String, Protocol)> = [Protocol::Plaintext, Protocol::Ssl, Protocol::SaslPlaintext, Protocol::SaslSsl].iter().map(|p| (p.name().to_string(), *p)).collect();
+    protocols.push((controller_listener_name.into(), Protocol::Plaintext));
     for entry in map.unwrap_or_default().split(',').map(str::trim).filter(|e| !e.is_empty()) {
         let (name, protocol) = entry.split_once(':').ok_or_else(|| format!("listener.security.protocol.map {entry:?}: expected NAME:PROTOCOL"))?;
-        let protocol = Protocol::named(protocol).ok_or_else(|| format!("listener.security.protocol.map {entry:?}: the protocol is PLAINTEXT or SASL_PLAINTEXT (SSL and SASL_SSL are not built yet)"))?;
+        let protocol = Protocol::named(protocol).ok_or_else(|| format!("listener.security.protocol.map {entry:?}: the protocol is PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL"))?;
         protocols.retain(|(n, _)| n != name);
         protocols.push((name.to_string(), protocol));
     }

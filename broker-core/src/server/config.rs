@@ -15,11 +15,12 @@ pub struct Flags {
     /// Address to listen on: the one-PLAINTEXT-listener shorthand of --listeners.
     #[arg(long)]
     pub listen: Option<SocketAddr>,
-    /// listeners: `PROTOCOL://host:port`, PLAINTEXT or SASL_PLAINTEXT (one listener for now).
+    /// listeners: `NAME://host:port,...`: one client listener (PLAINTEXT, SSL, SASL_PLAINTEXT or
+    /// SASL_SSL) and optionally a CONTROLLER one.
     #[arg(long)]
     pub listeners: Option<String>,
-    /// listener.security.protocol.map: `NAME:PROTOCOL,...` for listener names other than
-    /// PLAINTEXT and SASL_PLAINTEXT (CONTROLLER is PLAINTEXT unless mapped).
+    /// listener.security.protocol.map: `NAME:PROTOCOL,...` for listener names other than the
+    /// four protocols' own (CONTROLLER is PLAINTEXT unless mapped).
     #[arg(long)]
     pub listener_security_protocol_map: Option<String>,
     /// sasl.enabled.mechanisms on a SASL listener: SCRAM-SHA-256, SCRAM-SHA-512, PLAIN (default
@@ -40,6 +41,24 @@ pub struct Flags {
     /// (repeatable; optional iterations=N, salt=BASE64).
     #[arg(long)]
     pub add_scram: Vec<String>,
+    /// ssl.keystore.type: PEM (Kafka's JKS and PKCS12 are not read).
+    #[arg(long)]
+    pub ssl_keystore_type: Option<String>,
+    /// ssl.keystore.location: a PEM file with this node's private key (unencrypted) and its
+    /// certificate chain; needed by SSL and SASL_SSL listeners.
+    #[arg(long)]
+    pub ssl_keystore_location: Option<PathBuf>,
+    /// ssl.truststore.type: PEM.
+    #[arg(long)]
+    pub ssl_truststore_type: Option<String>,
+    /// ssl.truststore.location: a PEM file of trusted authorities' certificates, for client
+    /// certificates and for this node's TLS links to the cluster's listeners.
+    #[arg(long)]
+    pub ssl_truststore_location: Option<PathBuf>,
+    /// ssl.client.auth: none (default), requested or required; a client certificate's subject is
+    /// the connection's principal (`User:CN=…`).
+    #[arg(long)]
+    pub ssl_client_auth: Option<String>,
     /// Address clients are told to connect to (defaults to --listen).
     #[arg(long)]
     pub advertised: Option<String>,
@@ -215,6 +234,11 @@ pub const FILE_SETTINGS: &[&str] = &[
     "listener.security.protocol.map",
     "sasl.mechanism.inter.broker.protocol",
     "sasl.jaas.config",
+    "ssl.keystore.type",
+    "ssl.keystore.location",
+    "ssl.truststore.type",
+    "ssl.truststore.location",
+    "ssl.client.auth",
     "node.id",
     "log.dirs",
     "auto.create.topics.enable",
@@ -275,10 +299,7 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
         match key.as_str() {
             "listeners" => f.listeners = Some(text()?),
             "advertised.listeners" => f.advertised = Some(text()?.rsplit("://").next().unwrap_or_default().to_string()),
-            "sasl.enabled.mechanisms" => f.sasl_enabled_mechanisms = Some(text()?),
-            "listener.security.protocol.map" => f.listener_security_protocol_map = Some(text()?),
-            "sasl.mechanism.inter.broker.protocol" => f.sasl_mechanism_inter_broker_protocol = Some(text()?),
-            "sasl.jaas.config" => f.sasl_jaas_config = Some(text()?),
+            k if k.starts_with("sasl.") || k.starts_with("ssl.") || k == "listener.security.protocol.map" => super::config_security::file_setting(&mut f, k, text()?)?,
             "node.id" => f.node_id = Some(int()? as i32),
             "log.dirs" => f.data_dir = Some(PathBuf::from(text()?)),
             "auto.create.topics.enable" => f.auto_create_topics_enable = Some(value.as_bool().ok_or_else(|| bad("true or false"))?),
@@ -337,7 +358,7 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
     if !over.add_scram.is_empty() {
         f.add_scram = over.add_scram.clone();
     }
-    take!(listen, listeners, listener_security_protocol_map, sasl_enabled_mechanisms, sasl_mechanism_inter_broker_protocol, sasl_jaas_config, advertised, node_id, data_dir, config, auto_create_topics_enable, num_partitions, min_insync_replicas,
+    take!(listen, listeners, listener_security_protocol_map, sasl_enabled_mechanisms, sasl_mechanism_inter_broker_protocol, sasl_jaas_config, ssl_keystore_type, ssl_keystore_location, ssl_truststore_type, ssl_truststore_location, ssl_client_auth, advertised, node_id, data_dir, config, auto_create_topics_enable, num_partitions, min_insync_replicas,
         log_segment_bytes, log_roll_ms, log_retention_ms, log_retention_bytes, log_index_interval_bytes,
         log_flush_interval_messages, log_flush_interval_ms, message_max_bytes, controller_quorum_voters, process_roles, controller_quorum_election_timeout_ms, metadata_log_max_record_bytes_between_snapshots,
         default_replication_factor, replica_lag_time_max_ms, broker_session_timeout_ms, broker_heartbeat_interval_ms,

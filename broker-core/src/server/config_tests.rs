@@ -96,7 +96,8 @@ fn listeners_sasl_and_bootstrap_credentials_take_kafkas_names() {
         (Flags { sasl_jaas_config: None, ..sasl("SASL_PLAINTEXT://127.0.0.1:9092") }, "needs --sasl-jaas-config"),
         (Flags { sasl_jaas_config: Some("username=admin".into()), ..sasl("SASL_PLAINTEXT://127.0.0.1:9092") }, "expected username="),
         (sasl("SASL_PLAINTEXT://0.0.0.0:9092,CONTROLLER://0.0.0.0:9093"), "on loopback"),
-        (sasl("SSL://127.0.0.1:9092"), "no protocol"),
+        (sasl("SSL://127.0.0.1:9092"), "needs --ssl-keystore-location"),
+        (sasl("TLS://127.0.0.1:9092"), "no protocol"),
         (sasl("PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9093"), "one client listener"),
         (Flags { listen: Some("127.0.0.1:9092".parse().unwrap()), ..sasl("PLAINTEXT://127.0.0.1:9092") }, "both given"),
         (Flags { sasl_enabled_mechanisms: Some("GSSAPI".into()), ..sasl("PLAINTEXT://127.0.0.1:9092") }, "GSSAPI is not supported"),
@@ -112,4 +113,34 @@ fn listeners_sasl_and_bootstrap_credentials_take_kafkas_names() {
     assert_eq!((c.security.listener, c.security.sasl_mechanisms.clone()), (Protocol::SaslPlaintext, vec![Mech::Plain]));
     let (listen, c) = resolve(&merge_file(file, Flags { listen: Some("127.0.0.1:9999".parse().unwrap()), ..Flags::default() }).unwrap()).unwrap();
     assert_eq!((listen.to_string(), c.security.listener), ("127.0.0.1:9999".into(), Protocol::Plaintext));
+}
+
+#[test]
+fn tls_takes_kafkas_pem_stores_and_refuses_what_cannot_work() {
+    use crate::security::{ClientAuth, Protocol};
+    let tls = |listeners: &str| Flags {
+        listeners: Some(listeners.into()),
+        ssl_keystore_location: Some("/etc/seedlog/broker.pem".into()),
+        ssl_truststore_location: Some("/etc/seedlog/ca.pem".into()),
+        ..Flags::default()
+    };
+    let (_, c) = resolve(&Flags { ssl_client_auth: Some("required".into()), ssl_keystore_type: Some("PEM".into()), ..tls("SSL://127.0.0.1:9093") }).unwrap();
+    assert_eq!((c.security.listener, c.security.tls.client_auth), (Protocol::Ssl, ClientAuth::Required));
+    assert_eq!(c.security.tls.keystore.as_deref(), Some(std::path::Path::new("/etc/seedlog/broker.pem")));
+    for (flags, why) in [
+        (Flags { ssl_keystore_location: None, ..tls("SSL://127.0.0.1:9093") }, "needs --ssl-keystore-location"),
+        (Flags { ssl_truststore_location: None, ..tls("SSL://127.0.0.1:9093") }, "needs --ssl-truststore-location"),
+        (Flags { ssl_keystore_type: Some("JKS".into()), ..tls("SSL://127.0.0.1:9093") }, "only PEM"),
+        (Flags { ssl_client_auth: Some("always".into()), ..tls("SSL://127.0.0.1:9093") }, "none, requested or required"),
+        (Flags { ssl_truststore_location: None, ssl_client_auth: Some("requested".into()), ..tls("PLAINTEXT://127.0.0.1:9092") }, "needs --ssl-truststore-location"),
+        (tls("SASL_SSL://127.0.0.1:9093"), "needs --sasl-jaas-config"),
+        (Flags { controller_quorum_voters: Some("0@127.0.0.1:9094,1@127.0.0.1:9095".into()), ..tls("SSL://127.0.0.1:9093,CONTROLLER://127.0.0.1:9094") }, "CONTROLLER:SSL"),
+    ] {
+        let e = resolve(&flags).unwrap_err();
+        assert!(e.contains(why), "{flags:?}: {e}");
+    }
+    let file = "listeners = \"SSL://127.0.0.1:9093\"\n\"ssl.keystore.type\" = \"PEM\"\n\"ssl.keystore.location\" = \"k.pem\"\n\"ssl.truststore.location\" = \"t.pem\"\n\"ssl.client.auth\" = \"requested\"\n";
+    let (_, c) = resolve(&merge_file(file, Flags::default()).unwrap()).unwrap();
+    assert_eq!((c.security.listener, c.security.tls.client_auth), (Protocol::Ssl, ClientAuth::Requested));
+    assert!(merge_file("\"ssl.cipher.suites\" = \"x\"\n", Flags::default()).unwrap_err().contains("unknown setting 'ssl.cipher.suites'"));
 }

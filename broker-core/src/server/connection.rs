@@ -104,7 +104,7 @@ impl Inbox {
     /// Until bytes can be read: readiness alone in the real build (no buffer is taken); a read
     /// under madsim, whose connection halves have no readiness to wait for.
     async fn wait_for_bytes(&mut self, rd: &mut send::ReadHalf, frame_end: usize) -> Result<(), Stop> {
-        if send::has_readiness {
+        if rd.has_readiness() {
             send::readable(rd).await;
             Ok(())
         } else {
@@ -188,11 +188,13 @@ impl Inbox {
 /// One client connection: read frames, answer in order, close on protocol violations. Between
 /// bursts of requests it holds no buffer: the read buffer is taken when bytes arrive and the
 /// write buffer when a burst starts, both released once the burst is answered and flushed.
-pub(super) async fn connection(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>, protocol: crate::security::Protocol, internal_only: bool) {
-    let local = stream.local_addr().map(|a| a.ip()).unwrap_or(IpAddr::from([0, 0, 0, 0]));
-    let (mut rd, mut half) = send::split(stream);
+pub(super) async fn connection(link: Link, shared: Arc<Shared>, protocol: crate::security::Protocol, internal_only: bool) {
+    let Link { mut rd, wr: mut half, peer, local, principal } = link;
     let mut inbox = Inbox::new();
-    let mut auth = Auth { session: (protocol == crate::security::Protocol::SaslPlaintext).then(Session::default), enabled: shared.broker().config().security.sasl_mechanisms.clone(), internal_only };
+    let mut auth = Auth { session: protocol.is_sasl().then(Session::default), enabled: shared.broker().config().security.sasl_mechanisms.clone(), internal_only };
+    if let Some(principal) = principal {
+        tracing::debug!("connection from {peer} is {principal}");
+    }
     loop {
         let Some(first) = next(&mut inbox, &mut rd, &shared, peer).await else { return };
         let mut wr = BufWriter::with_capacity(connection_write_buffer_bytes, half);
@@ -203,6 +205,25 @@ pub(super) async fn connection(stream: TcpStream, peer: SocketAddr, shared: Arc<
         }
         half = wr.into_inner();
         inbox.release();
+    }
+}
+
+/// An accepted connection, past its TLS handshake if it has one.
+pub(super) struct Link {
+    pub rd: send::ReadHalf,
+    pub wr: send::WriteHalf,
+    pub peer: SocketAddr,
+    pub local: IpAddr,
+    /// Who a TLS client's certificate says it is (`User:CN=…`), None without TLS.
+    pub principal: Option<String>,
+}
+
+impl Link {
+    /// A TCP connection's link.
+    pub(super) fn tcp(stream: TcpStream, peer: SocketAddr) -> Link {
+        let local = stream.local_addr().map(|a| a.ip()).unwrap_or(IpAddr::from([0, 0, 0, 0]));
+        let (rd, wr) = send::split(stream);
+        Link { rd, wr, peer, local, principal: None }
     }
 }
 

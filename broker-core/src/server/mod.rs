@@ -18,6 +18,7 @@ mod raft;
 mod replica_fetch;
 mod sasl;
 mod send;
+pub mod tls;
 mod verify;
 
 use crate::broker::{Action, Answer, Broker, Level, Ticket};
@@ -91,6 +92,8 @@ pub struct Shared {
     /// Sees every action the broker asks for before it is performed (the simulator records
     /// them in its trace); None in the real broker.
     observer: Option<Observer>,
+    /// TLS for the node's SSL and SASL_SSL listeners and links, if it has any.
+    tls: Option<tls::Tls>,
 }
 
 /// A callback for each [`Action`], see [`Shared::observed`].
@@ -99,15 +102,20 @@ pub type Observer = Box<dyn Fn(&Action) + Send + Sync>;
 impl Shared {
     /// `controller` is the metadata quorum if this node is the controller.
     pub fn new(broker: Broker, controller: Option<Quorum>, disk: Arc<dyn Disk>) -> Arc<Shared> {
-        Shared::build(broker, controller, disk, None)
+        Shared::build(broker, controller, disk, None, None)
+    }
+
+    /// [`Shared::new`], with TLS for the listeners and links that use it (`tls::Tls::load`).
+    pub fn secured(broker: Broker, controller: Option<Quorum>, disk: Arc<dyn Disk>, tls: Option<tls::Tls>) -> Arc<Shared> {
+        Shared::build(broker, controller, disk, None, tls)
     }
 
     /// [`Shared::new`], with `observer` called for every action the broker asks for.
     pub fn observed(broker: Broker, controller: Option<Quorum>, disk: Arc<dyn Disk>, observer: Observer) -> Arc<Shared> {
-        Shared::build(broker, controller, disk, Some(observer))
+        Shared::build(broker, controller, disk, Some(observer), None)
     }
 
-    fn build(broker: Broker, controller: Option<Quorum>, disk: Arc<dyn Disk>, observer: Option<Observer>) -> Arc<Shared> {
+    fn build(broker: Broker, controller: Option<Quorum>, disk: Arc<dyn Disk>, observer: Option<Observer>, tls: Option<tls::Tls>) -> Arc<Shared> {
         let buggify = broker.config().buggify.clone();
         Arc::new_cyclic(|me| Shared {
             me: me.clone(),
@@ -129,6 +137,7 @@ impl Shared {
             request_turns: Arc::new(tokio::sync::Semaphore::new(crate::constants::requests_read_max)),
             buggify,
             observer,
+            tls,
         })
     }
 
@@ -367,18 +376,35 @@ impl Shared {
     }
 }
 
-/// Starts the task of one accepted connection on a listener of `protocol`, unless
-/// `connections_max` are open.
+/// Starts the task of one accepted connection on a listener of `protocol` (its TLS handshake
+/// first, on a TLS listener), unless `connections_max` are open.
 fn accept(stream: tokio::net::TcpStream, peer: std::net::SocketAddr, shared: &Arc<Shared>, open: &Arc<tokio::sync::Semaphore>, protocol: crate::security::Protocol, internal_only: bool) {
     let Ok(permit) = open.clone().try_acquire_owned() else {
         tracing::warn!("refusing connection from {peer}: {connections_max} connections are open");
         return;
     };
     let _ = stream.set_nodelay(true);
-    let task = connection::connection(stream, peer, shared.clone(), protocol, internal_only);
-    // What every open connection holds across its awaits (constants.rs).
-    debug_assert!(std::mem::size_of_val(&task) <= crate::constants::connection_task_bytes_max, "a connection task takes {} bytes", std::mem::size_of_val(&task));
+    let acceptor = match (protocol.is_tls(), shared.tls.as_ref().and_then(|t| t.acceptor.clone())) {
+        (false, _) => None,
+        (true, Some(acceptor)) => Some(acceptor),
+        (true, None) => {
+            tracing::error!("refusing connection from {peer}: a {} listener without a keystore", protocol.name());
+            return;
+        }
+    };
+    let shared = shared.clone();
     tokio::spawn(async move {
+        let local = stream.local_addr().map(|a| a.ip()).unwrap_or(std::net::IpAddr::from([0, 0, 0, 0]));
+        let link = match acceptor {
+            None => connection::Link::tcp(stream, peer),
+            Some(acceptor) => match tls::accept(&acceptor, stream, peer).await {
+                Some((rd, wr, principal)) => connection::Link { rd, wr, peer, local, principal: Some(principal) },
+                None => return,
+            },
+        };
+        let task = connection::connection(link, shared, protocol, internal_only);
+        // What every open connection holds across its awaits (constants.rs).
+        debug_assert!(std::mem::size_of_val(&task) <= crate::constants::connection_task_bytes_max, "a connection task takes {} bytes", std::mem::size_of_val(&task));
         task.await;
         drop(permit);
     });
@@ -393,9 +419,9 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: impl st
 pub async fn serve_listeners(listener: TcpListener, controller: Option<TcpListener>, shared: Arc<Shared>, shutdown: impl std::future::Future<Output = ()>) {
     let security = shared.broker().config().security.clone();
     let protocol = security.listener;
-    // A PLAINTEXT controller listener beside a SASL client one (a one-node cluster's own, on
-    // loopback: config.rs) takes only the node's links to itself.
-    let internal_only = security.controller_protocol == crate::security::Protocol::Plaintext && protocol == crate::security::Protocol::SaslPlaintext;
+    // A PLAINTEXT controller listener beside a secured client one (a one-node cluster's own, on
+    // loopback: config_security.rs) takes only the node's links to itself.
+    let internal_only = security.controller_protocol == crate::security::Protocol::Plaintext && protocol != crate::security::Protocol::Plaintext;
     let open = Arc::new(tokio::sync::Semaphore::new(connections_max));
     let controller = controller.map(|l| {
         let (shared, open) = (shared.clone(), open.clone());

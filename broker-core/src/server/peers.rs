@@ -89,20 +89,27 @@ pub(super) fn controller_addr(shared: &Shared) -> Result<SocketAddr, String> {
 /// cluster has those, else a broker's client listener), authenticated as this broker where that
 /// listener is SASL (`--sasl-jaas-config`; the cluster's listeners are alike on every node).
 pub(super) async fn connect_within(shared: &Shared, addr: SocketAddr, who: &str, within: Duration) -> Result<Conn, ClientError> {
-    let mut conn = Conn::connect(addr, who, within).await?;
-    if let Some(login) = login_for(shared, addr) {
+    let protocol = protocol_of(shared, addr);
+    let mut conn = match (protocol.is_tls(), shared.tls.as_ref().and_then(|t| t.connector.as_ref())) {
+        (false, _) => Conn::connect(addr, who, within).await?,
+        (true, Some(tls)) => Conn::connect_tls(addr, who, within, tls).await?,
+        (true, None) => return Err(ClientError::Protocol(format!("{addr} is a {} listener and this node has no truststore (--ssl-truststore-location)", protocol.name()))),
+    };
+    if protocol.is_sasl() {
+        let login = shared.broker().config().security.inter_broker.clone();
+        let login = login.ok_or_else(|| ClientError::Protocol(format!("{addr} is a {} listener and this node has no login (--sasl-jaas-config)", protocol.name())))?;
         conn.authenticate(&login, &super::sasl::nonce()).await?;
     }
     Ok(conn)
 }
 
-/// How to authenticate to the listener at `addr`: None for a PLAINTEXT one.
-fn login_for(shared: &Shared, addr: SocketAddr) -> Option<crate::security::SaslLogin> {
+/// The protocol of the listener at `addr`: a voter's CONTROLLER listener, else a broker's
+/// client listener (the cluster's nodes are configured alike).
+fn protocol_of(shared: &Shared, addr: SocketAddr) -> crate::security::Protocol {
     let broker = shared.broker();
     let (c, s) = (broker.config(), &broker.config().security);
     let to_voter = s.controller_listener.is_some() && c.voters.values().any(|v| resolve_addr(v).ok() == Some(addr));
-    let protocol = if to_voter { s.controller_protocol } else { s.listener };
-    (protocol == crate::security::Protocol::SaslPlaintext).then(|| s.inter_broker.clone()).flatten()
+    if to_voter { s.controller_protocol } else { s.listener }
 }
 
 pub(super) async fn connect(shared: &Shared, addr: SocketAddr, who: &str) -> Option<Conn> {

@@ -7,34 +7,90 @@
 //!
 //! Before every call the region is checked against its file (see `log::region`): a segment cut
 //! since the fetch read it, or shorter than the region, fails the send, and the caller closes
-//! the connection with the frame incomplete. Nothing here decides what to send.
+//! the connection with the frame incomplete. Over TLS every region is copied: its bytes must go
+//! through the cipher (kTLS, which would let `sendfile` serve TLS too, is not used: rustls does
+//! not hand its keys to the kernel). Nothing here decides what to send.
 
 use crate::protocol::fetch_frame::{Frame, Part};
 use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use tokio::io::{AsyncWriteExt, BufWriter};
 
-/// The writing half of a connection: owned in the real build (its socket is needed for
-/// `sendfile`), tokio's generic half under madsim (which has no `into_split`).
+/// A TCP connection's halves: owned in the real build (the socket is needed for `sendfile`
+/// and readiness), tokio's generic halves under madsim (which has no `into_split`).
 #[cfg(not(madsim))]
-pub(super) type WriteHalf = tokio::net::tcp::OwnedWriteHalf;
+type TcpWrite = tokio::net::tcp::OwnedWriteHalf;
 #[cfg(madsim)]
-pub(super) type WriteHalf = tokio::io::WriteHalf<tokio::net::TcpStream>;
-
-/// The reading half of a connection.
+type TcpWrite = tokio::io::WriteHalf<tokio::net::TcpStream>;
 #[cfg(not(madsim))]
-pub(super) type ReadHalf = tokio::net::tcp::OwnedReadHalf;
+type TcpRead = tokio::net::tcp::OwnedReadHalf;
 #[cfg(madsim)]
-pub(super) type ReadHalf = tokio::io::ReadHalf<tokio::net::TcpStream>;
+type TcpRead = tokio::io::ReadHalf<tokio::net::TcpStream>;
 
-/// Whether [`readable`] waits for bytes (the real build) or returns at once (madsim).
-pub(super) const has_readiness: bool = cfg!(not(madsim));
+/// A TLS connection, server side.
+pub(super) type TlsStream = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
+
+/// The reading half of a connection: a socket's, or TLS's over one.
+pub(super) enum ReadHalf {
+    Tcp(TcpRead),
+    Tls(tokio::io::ReadHalf<TlsStream>),
+}
+
+/// The writing half of a connection.
+pub(super) enum WriteHalf {
+    Tcp(TcpWrite),
+    Tls(tokio::io::WriteHalf<TlsStream>),
+}
+
+impl tokio::io::AsyncRead for ReadHalf {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut tokio::io::ReadBuf<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            ReadHalf::Tcp(h) => Pin::new(h).poll_read(cx, buf),
+            ReadHalf::Tls(h) => Pin::new(h).poll_read(cx, buf),
+        }
+    }
+}
+
+impl tokio::io::AsyncWrite for WriteHalf {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            WriteHalf::Tcp(h) => Pin::new(h).poll_write(cx, buf),
+            WriteHalf::Tls(h) => Pin::new(h).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            WriteHalf::Tcp(h) => Pin::new(h).poll_flush(cx),
+            WriteHalf::Tls(h) => Pin::new(h).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            WriteHalf::Tcp(h) => Pin::new(h).poll_shutdown(cx),
+            WriteHalf::Tls(h) => Pin::new(h).poll_shutdown(cx),
+        }
+    }
+}
+
+impl ReadHalf {
+    /// Whether [`readable`] waits for bytes: a real socket's readiness. Not under madsim, whose
+    /// halves have none, nor over TLS, where bytes on the socket are not yet a request's (a
+    /// record may be partial, or a key update): there the read waits instead, its buffer taken.
+    pub(super) fn has_readiness(&self) -> bool {
+        cfg!(not(madsim)) && matches!(self, ReadHalf::Tcp(_))
+    }
+}
 
 /// Waits until the connection has bytes to read (or an error or end to report), so that an idle
-/// connection waits without a buffer. Under madsim, whose halves have no readiness, at once: the
-/// read that follows waits instead, its buffer taken (simulated runs hold a few connections).
+/// connection waits without a buffer; at once where [`ReadHalf::has_readiness`] is false.
 #[cfg(not(madsim))]
 pub(super) async fn readable(rd: &ReadHalf) {
-    let _ = rd.readable().await;
+    if let ReadHalf::Tcp(h) = rd {
+        let _ = h.readable().await;
+    }
 }
 #[cfg(madsim)]
 pub(super) fn readable(_: &ReadHalf) -> std::future::Ready<()> {
@@ -42,14 +98,22 @@ pub(super) fn readable(_: &ReadHalf) -> std::future::Ready<()> {
     std::future::ready(())
 }
 
-/// Splits a connection into its reading half and [`WriteHalf`].
+/// Splits a TCP connection into its halves.
 #[cfg(not(madsim))]
 pub(super) fn split(stream: tokio::net::TcpStream) -> (ReadHalf, WriteHalf) {
-    stream.into_split()
+    let (rd, wr) = stream.into_split();
+    (ReadHalf::Tcp(rd), WriteHalf::Tcp(wr))
 }
 #[cfg(madsim)]
 pub(super) fn split(stream: tokio::net::TcpStream) -> (ReadHalf, WriteHalf) {
-    tokio::io::split(stream)
+    let (rd, wr) = tokio::io::split(stream);
+    (ReadHalf::Tcp(rd), WriteHalf::Tcp(wr))
+}
+
+/// Splits a TLS connection into its halves.
+pub(super) fn split_tls(stream: TlsStream) -> (ReadHalf, WriteHalf) {
+    let (rd, wr) = tokio::io::split(stream);
+    (ReadHalf::Tls(rd), WriteHalf::Tls(wr))
 }
 
 /// Writes `frame` (the caller flushes when it is done answering, as for any reply).
@@ -79,9 +143,14 @@ async fn send_region(wr: &mut BufWriter<WriteHalf>, region: &crate::log::FileReg
 async fn send_region(wr: &mut BufWriter<WriteHalf>, region: &crate::log::FileRegion) -> io::Result<()> {
     use std::os::fd::AsRawFd;
     let Some(file) = region.raw_fd() else { return copy_region(wr, region).await };
+    // Over TLS the bytes must be encrypted here: copied, never sent from the file.
+    if matches!(wr.get_ref(), WriteHalf::Tls(_)) {
+        return copy_region(wr, region).await;
+    }
     // The header and framing before the region go first, in order.
     wr.flush().await?;
-    let socket: &tokio::net::TcpStream = wr.get_ref().as_ref();
+    let WriteHalf::Tcp(half) = wr.get_ref() else { unreachable!("a TLS half copies, above") };
+    let socket: &tokio::net::TcpStream = half.as_ref();
     let out = socket.as_raw_fd();
     let (mut at, end) = (region.position as libc::off_t, region.end());
     while (at as u64) < end {

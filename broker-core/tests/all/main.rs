@@ -1,5 +1,6 @@
 //! `broker-core`'s integration tests, one binary, modules by theme.
 
+mod certs;
 mod codecs;
 mod compaction;
 mod fetch_sessions;

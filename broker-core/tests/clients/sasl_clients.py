@@ -20,27 +20,33 @@ def auth(mechanism, user, password):
 
 
 def confluent_roundtrip(bootstrap, topic, mechanism, user, password, n=20):
-    config = {"bootstrap.servers": bootstrap, **auth(mechanism, user, password)}
+    confluent_roundtrip_with(bootstrap, topic, mechanism, auth(mechanism, user, password), n)
+
+
+def confluent_roundtrip_with(bootstrap, topic, label, settings, n=20):
+    """confluent-kafka with `settings` (security) produces n records with acks=all and reads
+    them back from the first one's offset."""
+    config = {"bootstrap.servers": bootstrap, **settings}
     p = Producer({**config, "acks": "all"})
     delivered, errors = [], []
     for i in range(n):
-        p.produce(topic, value=f"{mechanism}-{i}", on_delivery=lambda err, msg: (errors if err else delivered).append(err or msg.offset()))
+        p.produce(topic, value=f"{label}-{i}", on_delivery=lambda err, msg: (errors if err else delivered).append(err or msg.offset()))
     p.flush(30)
-    expect(not errors and len(delivered) == n, f"confluent-kafka {mechanism}: delivered {len(delivered)} of {n}, errors {errors[:3]}")
-    c = Consumer({**config, "group.id": f"sasl-{mechanism}", "enable.auto.commit": False, "enable.partition.eof": True})
+    expect(not errors and len(delivered) == n, f"confluent-kafka {label}: delivered {len(delivered)} of {n}, errors {errors[:3]}")
+    c = Consumer({**config, "group.id": f"roundtrip-{label}", "enable.auto.commit": False, "enable.partition.eof": True})
     c.assign([TopicPartition(topic, 0, min(delivered))])
-    got, deadline = [], Deadline(30, f"confluent-kafka {mechanism} reading back")
+    got, deadline = [], Deadline(30, f"confluent-kafka {label} reading back")
     while len(got) < n:
         deadline.check(f"read {len(got)} of {n}")
         m = c.poll(0.5)
         if m is None or (m.error() and m.error().code() == -191):  # _PARTITION_EOF
             continue
         if m.error():
-            fail(f"confluent-kafka {mechanism} consumer: {m.error()}")
-        if m.value().decode().startswith(f"{mechanism}-"):
+            fail(f"confluent-kafka {label} consumer: {m.error()}")
+        if m.value().decode().startswith(f"{label}-"):
             got.append(m.value().decode())
     c.close()
-    expect(got == [f"{mechanism}-{i}" for i in range(n)], f"confluent-kafka {mechanism} read {got}")
+    expect(got == [f"{label}-{i}" for i in range(n)], f"confluent-kafka {label} read {got}")
 
 
 def refused(bootstrap, config, what):
@@ -54,13 +60,18 @@ def refused(bootstrap, config, what):
 
 
 def kafka_python_roundtrip(bootstrap, topic, mechanism, user, password):
+    kafka_python_roundtrip_with(bootstrap, topic, mechanism, dict(security_protocol="SASL_PLAINTEXT", sasl_mechanism=mechanism,
+                                                                   sasl_plain_username=user, sasl_plain_password=password))
+
+
+def kafka_python_roundtrip_with(bootstrap, topic, label, security):
+    """kafka-python with `security` (its keyword settings) produces one record and reads it back."""
     from kafka import KafkaConsumer, KafkaProducer
     from kafka import TopicPartition as KTopicPartition
 
-    settings = dict(bootstrap_servers=bootstrap, security_protocol="SASL_PLAINTEXT", sasl_mechanism=mechanism,
-                    sasl_plain_username=user, sasl_plain_password=password)
+    settings = dict(bootstrap_servers=bootstrap, **security)
     producer = KafkaProducer(acks="all", **settings)
-    offset = producer.send(topic, value=f"kafka-python-{mechanism}".encode(), partition=0).get(timeout=30).offset
+    offset = producer.send(topic, value=f"kafka-python-{label}".encode(), partition=0).get(timeout=30).offset
     producer.close()
     consumer = KafkaConsumer(enable_auto_commit=False, consumer_timeout_ms=5000, **settings)
     tp = KTopicPartition(topic, 0)
@@ -68,7 +79,7 @@ def kafka_python_roundtrip(bootstrap, topic, mechanism, user, password):
     consumer.seek(tp, offset)
     values = [m.value for m in consumer]
     consumer.close()
-    expect(values[:1] == [f"kafka-python-{mechanism}".encode()], f"kafka-python {mechanism} read {values[:3]}")
+    expect(values[:1] == [f"kafka-python-{label}".encode()], f"kafka-python {label} read {values[:3]}")
 
 
 def users(bootstrap, topic):

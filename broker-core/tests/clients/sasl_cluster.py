@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""A three-broker cluster whose every listener is SASL_PLAINTEXT, its brokers and controllers
-authenticating to each other with SCRAM: confluent-kafka, as the bootstrapped admin user,
+"""A three-broker cluster whose every listener is SASL_SSL (SASL_PLAINTEXT without --ca), its
+brokers and controllers authenticating to each other with SCRAM over TLS: confluent-kafka, as the bootstrapped admin user,
 creates a topic replicated on all three (min.insync.replicas 2), produces to it with
 acks=all, commits one transaction and aborts another across both partitions (the coordinator's
 markers and the leaders' verifications travel between brokers over SASL), and reads back with
@@ -14,15 +14,17 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from common import Deadline, expect, fail, main
 
-auth = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "SCRAM-SHA-256", "sasl.username": "admin", "sasl.password": "admin-secret"}
+auth = {"sasl.mechanisms": "SCRAM-SHA-256", "sasl.username": "admin", "sasl.password": "admin-secret"}
 
 
 def run():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bootstrap", required=True)
     ap.add_argument("--topic", required=True)
+    ap.add_argument("--ca", help="the CA's certificate (PEM): connect over SASL_SSL")
     args = ap.parse_args()
-    config = {"bootstrap.servers": args.bootstrap, **auth}
+    tls = {"security.protocol": "SASL_SSL", "ssl.ca.location": args.ca} if args.ca else {"security.protocol": "SASL_PLAINTEXT"}
+    config = {"bootstrap.servers": args.bootstrap, **auth, **tls}
     admin = AdminClient(config)
     deadline = Deadline(60, "three brokers in metadata")
     while len(admin.list_topics(timeout=10).brokers) < 3:
@@ -68,7 +70,7 @@ def run():
     c.close()
     want = set(acked) | {f"committed-{i}" for i in range(20)}
     expect(set(got) == want and len(got) == len(want), f"read_committed read {len(got)} records; missing {sorted(want - set(got))[:5]}, unexpected {sorted(set(got) - want)[:5]}")
-    print(f"a SASL cluster of three: {len(acked)} acks=all records and a committed transaction read back, the aborted one not")
+    print(f"a {tls['security.protocol']} cluster of three: {len(acked)} acks=all records and a committed transaction read back, the aborted one not")
 
 
 if __name__ == "__main__":

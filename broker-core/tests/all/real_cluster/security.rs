@@ -1,7 +1,9 @@
-//! A cluster whose every listener is SASL_PLAINTEXT: three broker processes, each voter of the
-//! metadata quorum on a CONTROLLER listener mapped to SASL_PLAINTEXT, every link between nodes
-//! (Raft, the controller link, the metadata follower, replica fetchers, the transaction
-//! coordinator's markers, a leader's verifications) authenticated with SCRAM as the broker's own
+//! A cluster whose every listener is SASL_SSL: three broker processes, each voter of the
+//! metadata quorum on a CONTROLLER listener mapped to SASL_SSL, every link between nodes (Raft,
+//! the controller link, the metadata follower, replica fetchers, the transaction coordinator's
+//! markers, a leader's verifications) over TLS, each node checking the other's certificate
+//! against the test CA and presenting its own (`ssl.client.auth=requested`: the clients present
+//! none), and authenticated with SCRAM as the broker's own
 //! user (`--sasl-jaas-config`), the first user bootstrapped by `--add-scram` on every node.
 //! Real clients produce with acks=all and run transactions across brokers
 //! (`tests/clients/sasl_cluster.py`).
@@ -16,15 +18,22 @@ fn a_cluster_whose_brokers_and_controllers_authenticate_to_each_other() {
     let voters: Vec<String> = (0..cluster_size).map(|i| format!("{i}@127.0.0.1:{}", ports[cluster_size + i])).collect();
     let voters = voters.join(",");
     let jaas = r#"org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="admin-secret";"#;
+    let certs = crate::certs::Certs::write(&dir.path().join("certs"));
     let mut cluster = Cluster { nodes: Vec::new(), _dir: dir, _serial: serial };
     for id in 0..cluster_size {
         let data = cluster._dir.path().join(format!("node-{id}"));
         std::fs::create_dir_all(&data).expect("create data dir");
         let flags: Vec<String> = [
             "--listeners",
-            &format!("SASL_PLAINTEXT://127.0.0.1:{},CONTROLLER://127.0.0.1:{}", ports[id], ports[cluster_size + id]),
+            &format!("SASL_SSL://127.0.0.1:{},CONTROLLER://127.0.0.1:{}", ports[id], ports[cluster_size + id]),
             "--listener-security-protocol-map",
-            "CONTROLLER:SASL_PLAINTEXT",
+            "CONTROLLER:SASL_SSL",
+            "--ssl-keystore-location",
+            &certs.path("broker.pem"),
+            "--ssl-truststore-location",
+            &certs.path("ca.pem"),
+            "--ssl-client-auth",
+            "requested",
             "--sasl-jaas-config",
             jaas,
             "--add-scram",
@@ -42,7 +51,7 @@ fn a_cluster_whose_brokers_and_controllers_authenticate_to_each_other() {
             Err(why) => cluster.fail(&format!("starting the SASL cluster: {why}")),
         }
     }
-    let out = cluster.script(0, "sasl_cluster.py", &["--topic", "sasl-replicated"]);
+    let out = cluster.script(0, "sasl_cluster.py", &["--topic", "sasl-replicated", "--ca", &certs.path("ca.pem")]);
     eprintln!("{}", out.trim());
     cluster.assert_alive("after the SASL cluster's work", None);
 }

@@ -1,0 +1,136 @@
+//! TLS for the listeners and links that ask for it (SSL, SASL_SSL), with rustls over ring: the
+//! node's key and certificate chain and the authorities it trusts, read from Kafka 2.7+'s PEM
+//! stores when the node starts, become an acceptor (TLS listeners, with `ssl.client.auth`) and
+//! a connector (this node's links to other nodes' TLS listeners, presenting the same
+//! certificate, so `ssl.client.auth=required` holds between brokers too). TLS 1.2 and 1.3 only:
+//! rustls has nothing older. A handshake is bounded by `tls_handshake_ms_max` and counted in
+//! the connection limits like any connection; a client's certificate names its principal
+//! (`security::x509`).
+
+use super::send::{self, ReadHalf, WriteHalf};
+use crate::security::{ClientAuth, TlsFiles};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long a client has to finish the TLS handshake after it connects.
+pub const tls_handshake_ms_max: u64 = 10_000;
+
+/// The node's TLS, ready for sockets.
+#[derive(Clone)]
+pub struct Tls {
+    /// For TLS listeners; None when the node has no keystore.
+    pub acceptor: Option<tokio_rustls::TlsAcceptor>,
+    /// For links to TLS listeners; None when the node has no truststore.
+    pub connector: Option<tokio_rustls::TlsConnector>,
+}
+
+impl Tls {
+    /// Reads the PEM stores `files` names. Errors name the file and what is wrong with it.
+    pub fn load(files: &TlsFiles) -> Result<Tls, String> {
+        // ring, not aws-lc-rs (rustls' default, a large C build): X25519, P-256 and P-384
+        // key exchange, without the post-quantum hybrid that rustls 0.23.48 deprecates it for.
+        #[allow(deprecated)]
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let identity = match &files.keystore {
+            Some(path) => Some(keystore(path)?),
+            None => None,
+        };
+        let roots = match &files.truststore {
+            Some(path) => Some(Arc::new(truststore(path)?)),
+            None => None,
+        };
+        let acceptor = match &identity {
+            None => None,
+            Some((chain, key)) => {
+                let builder = rustls::ServerConfig::builder_with_provider(provider.clone()).with_safe_default_protocol_versions().map_err(|e| format!("TLS: {e}"))?;
+                let builder = match (files.client_auth, &roots) {
+                    (ClientAuth::None, _) => builder.with_no_client_auth(),
+                    (_, None) => return Err("ssl.client.auth=requested or required needs --ssl-truststore-location: the authorities whose client certificates are accepted".into()),
+                    (auth, Some(roots)) => {
+                        let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(roots.clone(), provider.clone());
+                        let verifier = if auth == ClientAuth::Requested { verifier.allow_unauthenticated() } else { verifier };
+                        builder.with_client_cert_verifier(verifier.build().map_err(|e| format!("ssl.truststore.location: {e}"))?)
+                    }
+                };
+                let config = builder.with_single_cert(chain.clone(), key.clone_key()).map_err(|e| format!("ssl.keystore.location: {e}"))?;
+                Some(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
+            }
+        };
+        let connector = match roots {
+            None => None,
+            Some(roots) => {
+                let builder = rustls::ClientConfig::builder_with_provider(provider).with_safe_default_protocol_versions().map_err(|e| format!("TLS: {e}"))?.with_root_certificates(roots);
+                let config = match identity {
+                    Some((chain, key)) => builder.with_client_auth_cert(chain, key).map_err(|e| format!("ssl.keystore.location: {e}"))?,
+                    None => builder.with_no_client_auth(),
+                };
+                Some(tokio_rustls::TlsConnector::from(Arc::new(config)))
+            }
+        };
+        Ok(Tls { acceptor, connector })
+    }
+}
+
+/// A PEM keystore: one private key (PKCS#8, PKCS#1 or SEC1, unencrypted) and its certificate
+/// chain, leaf first.
+fn keystore(path: &Path) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), String> {
+    let bad = |why: String| format!("ssl.keystore.location {}: {why}", path.display());
+    let pem = std::fs::read(path).map_err(|e| bad(e.to_string()))?;
+    if pem.windows(b"ENCRYPTED PRIVATE KEY".len()).any(|w| w == b"ENCRYPTED PRIVATE KEY") {
+        return Err(bad("the private key is encrypted; ssl.key.password is not supported, give the key unencrypted (openssl pkcs8 -nocrypt) and protect the file".into()));
+    }
+    let key = PrivateKeyDer::from_pem_slice(&pem).map_err(|e| bad(format!("no private key ({e})")))?;
+    let chain = CertificateDer::pem_slice_iter(&pem).collect::<Result<Vec<_>, _>>().map_err(|e| bad(e.to_string()))?;
+    if chain.is_empty() {
+        return Err(bad("no certificate: the PEM keystore holds the key and its certificate chain".into()));
+    }
+    Ok((chain, key))
+}
+
+/// A PEM truststore: the certificates of trusted authorities.
+fn truststore(path: &Path) -> Result<rustls::RootCertStore, String> {
+    let bad = |why: String| format!("ssl.truststore.location {}: {why}", path.display());
+    let pem = std::fs::read(path).map_err(|e| bad(e.to_string()))?;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(&pem) {
+        roots.add(cert.map_err(|e| bad(e.to_string()))?).map_err(|e| bad(e.to_string()))?;
+    }
+    if roots.is_empty() {
+        return Err(bad("no certificate".into()));
+    }
+    Ok(roots)
+}
+
+/// The server side of a TLS handshake on an accepted connection, within
+/// `tls_handshake_ms_max`: the connection's halves and its principal (`User:` and the client
+/// certificate's subject, `User:ANONYMOUS` without one), or None (logged) when it failed.
+pub(super) async fn accept(acceptor: &tokio_rustls::TlsAcceptor, stream: tokio::net::TcpStream, peer: SocketAddr) -> Option<(ReadHalf, WriteHalf, String)> {
+    let done = tokio::time::timeout(Duration::from_millis(tls_handshake_ms_max), acceptor.accept(stream)).await;
+    let stream = match done {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(e)) => {
+            tracing::warn!("closing connection from {peer}: TLS handshake: {e}");
+            return None;
+        }
+        Err(_) => {
+            tracing::warn!("closing connection from {peer}: no TLS handshake within {tls_handshake_ms_max} ms");
+            return None;
+        }
+    };
+    let leaf = stream.get_ref().1.peer_certificates().and_then(|chain| chain.first());
+    let principal = match leaf.map(|cert| crate::security::x509::subject_dn(cert)) {
+        None => "User:ANONYMOUS".to_string(),
+        Some(Some(subject)) => format!("User:{subject}"),
+        Some(None) => {
+            // rustls verified it, but who it names cannot be read: not taken as anyone.
+            tracing::warn!("closing connection from {peer}: the client certificate's subject cannot be read");
+            return None;
+        }
+    };
+    let (rd, wr) = send::split_tls(stream);
+    Some((rd, wr, principal))
+}
