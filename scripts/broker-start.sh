@@ -1,7 +1,9 @@
 # Sourced by the benchmark scripts (after scripts/client-python.sh, which sets PY).
 #   start_broker DIR [BROKER FLAGS...]   starts $BROKER (target/release/broker) on a free loopback port,
 #                                        data in DIR/data, log in DIR/broker.log; sets BPID and
-#                                        exports BOOTSTRAP; fails if it is not listening in 30 s
+#                                        exports BOOTSTRAP; fails if it is not listening in 30 s.
+#                                        With PROTOCOL set (SSL, SASL_SSL, ...) the client listener
+#                                        is that, beside a PLAINTEXT CONTROLLER one on loopback
 #   stop_broker                          SIGTERM, then waits for the exit (SIGKILL after 60 s);
 #                                        sets STOP_SECS to how long the exit took
 #   release_bins                         builds the release broker and seedlog unless BROKER and
@@ -11,7 +13,13 @@ start_broker() {
   local port
   port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   export BOOTSTRAP=127.0.0.1:$port
-  "${BROKER:-target/release/broker}" --listen "$BOOTSTRAP" --data-dir "$dir/data" "$@" 2>>"$dir/broker.log" &
+  local listen=(--listen "$BOOTSTRAP")
+  if [ -n "${PROTOCOL:-}" ] && [ "$PROTOCOL" != PLAINTEXT ]; then
+    local controller
+    controller=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    listen=(--listeners "$PROTOCOL://$BOOTSTRAP,CONTROLLER://127.0.0.1:$controller")
+  fi
+  "${BROKER:-target/release/broker}" "${listen[@]}" --data-dir "$dir/data" "$@" 2>>"$dir/broker.log" &
   BPID=$!
   for _ in $(seq 300); do
     grep -q "listening on $BOOTSTRAP" "$dir/broker.log" 2>/dev/null && return 0

@@ -4,7 +4,7 @@
 #     scripts/fuzz.sh TARGET MINUTES [JOBS]
 #     RUNS=10000000 scripts/fuzz.sh TARGET 60    # stop at 10 M executions or an hour, whichever first
 #
-# TARGET is one of: request_frames request_sequence log_recovery record_batch sasl scenario trace
+# TARGET is one of: request_frames request_sequence log_recovery record_batch sasl tls scenario trace
 # (`cargo +nightly fuzz list` from fuzz/). Needs nightly Rust and cargo-fuzz
 # (`cargo install cargo-fuzz`). The run starts from the checked-in corpus (fuzz/corpus/TARGET)
 # and the fixed crash inputs (fuzz/regressions/TARGET), writes what it discovers to the

@@ -81,6 +81,10 @@ pub enum Error {
     /// append); the retry asks the coordinator again.
     #[error("the producer's transaction here is not verified yet")]
     TxnVerificationOwed,
+    /// An authorization failure (TOPIC_AUTHORIZATION_FAILED, TRANSACTIONAL_ID_AUTHORIZATION_FAILED):
+    /// the code and who may not do what (`node::authz`).
+    #[error("{1}")]
+    NotAuthorized(Code, String),
 }
 
 impl Error {
@@ -119,6 +123,7 @@ impl Error {
             Error::TxnUnverified(Code::ProducerFenced | Code::InvalidProducerEpoch) => Code::InvalidProducerEpoch,
             Error::TxnUnverified(Code::InvalidProducerIdMapping) => Code::InvalidProducerIdMapping,
             Error::TxnUnverified(_) | Error::TxnVerificationOwed => Code::NotEnoughReplicas,
+            Error::NotAuthorized(code, _) => *code,
         }
     }
 }

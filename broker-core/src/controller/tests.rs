@@ -155,6 +155,8 @@ fn render(records: &[MetadataRecord]) -> String {
         MetadataRecord::LeaderChange { leader, epoch } => format!("leader change {leader} epoch={epoch}"),
         MetadataRecord::ScramCredential { user, credential } => format!("scram {user} {}", credential.mechanism.name()),
         MetadataRecord::RemoveScramCredential { user, mechanism } => format!("remove scram {user} {}", mechanism.name()),
+        MetadataRecord::Acl { acl } => format!("acl {acl:?}"),
+        MetadataRecord::RemoveAcl { acl } => format!("remove acl {acl:?}"),
     };
     records.iter().map(line).collect::<Vec<_>>().join("\n")
 }

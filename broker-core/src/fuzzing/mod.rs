@@ -14,6 +14,7 @@ pub mod requests;
 mod node;
 pub mod replay;
 pub mod sasl;
+pub mod tls;
 mod wire;
 
 pub use node::Scratch;

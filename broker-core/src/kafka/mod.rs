@@ -64,6 +64,10 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     // KIP-554: users' SCRAM credentials in the metadata log (security/users.rs).
     (ApiKey::DescribeUserScramCredentials, 0, 0),
     (ApiKey::AlterUserScramCredentials, 0, 0),
+    // ACLs in the metadata log, StandardAuthorizer's semantics (security/acl.rs).
+    (ApiKey::DescribeAcls, 0, 3),
+    (ApiKey::CreateAcls, 0, 3),
+    (ApiKey::DeleteAcls, 0, 3),
 ];
 
 /// The version range of `key` this broker serves, if it serves it.

@@ -68,13 +68,15 @@ pub struct Image {
     pub topics: BTreeMap<String, TopicInfo>,
     /// SCRAM credentials by user and mechanism (SASL, `security/`).
     pub scram: BTreeMap<(String, Mechanism), Credential>,
+    /// Every ACL, sorted by resource (type, name, pattern) first.
+    pub acls: std::collections::BTreeSet<crate::security::acl::Acl>,
     /// Offset of the last applied record; -1 before any.
     pub offset: i64,
 }
 
 impl Default for Image {
     fn default() -> Self {
-        Image { brokers: BTreeMap::new(), topics: BTreeMap::new(), scram: BTreeMap::new(), offset: -1 }
+        Image { brokers: BTreeMap::new(), topics: BTreeMap::new(), scram: BTreeMap::new(), acls: Default::default(), offset: -1 }
     }
 }
 
@@ -118,6 +120,12 @@ impl Image {
             MetadataRecord::RemoveScramCredential { user, mechanism } => {
                 self.scram.remove(&(user.clone(), *mechanism));
             }
+            MetadataRecord::Acl { acl } => {
+                self.acls.insert(acl.clone());
+            }
+            MetadataRecord::RemoveAcl { acl } => {
+                self.acls.remove(acl);
+            }
             MetadataRecord::LeaderChange { .. } => {}
         }
     }
@@ -130,7 +138,7 @@ impl Image {
     /// Nothing was ever registered, created or stored: the metadata log of a cluster being
     /// formed, where the operator's bootstrap records (`--add-scram`) go first.
     pub fn is_fresh(&self) -> bool {
-        self.brokers.is_empty() && self.topics.is_empty() && self.scram.is_empty()
+        self.brokers.is_empty() && self.topics.is_empty() && self.scram.is_empty() && self.acls.is_empty()
     }
 
     /// The records that rebuild this image from nothing (offsets aside): each broker's latest
@@ -167,6 +175,7 @@ impl Image {
         for ((user, _), credential) in &self.scram {
             out.push(MetadataRecord::ScramCredential { user: user.clone(), credential: credential.clone() });
         }
+        out.extend(self.acls.iter().map(|acl| MetadataRecord::Acl { acl: acl.clone() }));
         out
     }
 

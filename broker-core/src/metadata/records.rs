@@ -55,6 +55,10 @@ pub enum MetadataRecord {
     ScramCredential { user: String, credential: crate::security::scram::Credential },
     /// Removes a user's credential for one mechanism (RemoveUserScramCredentialRecord).
     RemoveScramCredential { user: String, mechanism: crate::security::scram::Mechanism },
+    /// An ACL (Kafka's AccessControlEntryRecord; an ACL is its content, so it needs no id).
+    Acl { acl: crate::security::acl::Acl },
+    /// Removes an ACL (RemoveAccessControlEntryRecord).
+    RemoveAcl { acl: crate::security::acl::Acl },
     /// The first entry of every Raft leader's epoch (KRaft's LeaderChange control record,
     /// written by `controller::raft`): it changes nothing in the image, but takes an offset.
     LeaderChange { leader: i32, epoch: i32 },

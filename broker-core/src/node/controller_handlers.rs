@@ -235,7 +235,7 @@ fn applied_wait_ms(timeout_ms: i32) -> u64 {
     (timeout_ms.max(0) as u64).min(crate::constants::produce_wait_ms_max)
 }
 
-pub fn create_topics(node: &Node, version: i16, correlation_id: i32, req: CreateTopicsRequest, now: u64) -> Result<Outcome, String> {
+pub fn create_topics(node: &Node, version: i16, correlation_id: i32, req: CreateTopicsRequest, denied: &super::authz::Denied, now: u64) -> Result<Outcome, String> {
     let mut r = CreateTopicsResponse::default();
     let mut quorum = active(node);
     let mut last = -1;
@@ -245,6 +245,7 @@ pub fn create_topics(node: &Node, version: i16, correlation_id: i32, req: Create
         let overrides: BTreeMap<String, String> = t.configs.iter().filter_map(|c| Some((c.name.to_string(), c.value.as_ref()?.to_string()))).collect();
         let result = match quorum.as_deref_mut() {
             None => Err((not_controller, "this node is not the controller".to_string())),
+            Some(_) if denied.of(&t.name).is_some() => Err(denied.of(&t.name).map(|e| (e.kafka_error(true).code(), e.to_string())).expect("just checked")),
             Some(_) if !t.assignments.is_empty() => Err((Code::InvalidRequest.code(), "manual replica assignment is not supported: give partitions and replication factor".into())),
             Some(q) => create_one(q, t.name.0.as_str(), t.num_partitions, t.replication_factor, overrides.clone(), req.validate_only, now).map(|(id, offset)| {
                 last = last.max(offset);
@@ -309,7 +310,7 @@ fn describe_created(q: &Quorum, tr: &mut CreatableTopicResult, partitions: i32, 
     );
 }
 
-pub fn delete_topics(node: &Node, version: i16, correlation_id: i32, req: DeleteTopicsRequest, now: u64) -> Result<Outcome, String> {
+pub fn delete_topics(node: &Node, version: i16, correlation_id: i32, req: DeleteTopicsRequest, denied: &super::authz::Denied, now: u64) -> Result<Outcome, String> {
     let mut r = DeleteTopicsResponse::default();
     let mut quorum = active(node);
     let names: Vec<(Option<String>, uuid::Uuid)> = if version >= 6 {
@@ -331,6 +332,7 @@ pub fn delete_topics(node: &Node, version: i16, correlation_id: i32, req: Delete
         let result = match (quorum.as_deref_mut(), &name) {
             (None, _) => Err((not_controller, "this node is not the controller".to_string())),
             (Some(_), None) => Err((Code::UnknownTopicId.code(), "unknown topic id".to_string())),
+            (Some(_), Some(n)) if denied.of(n).is_some() => Err(denied.of(n).map(|e| (e.kafka_error(true).code(), e.to_string())).expect("just checked")),
             (Some(q), Some(n)) => {
                 if let Some(t) = q.controller().image().topics.get(n) {
                     tr.topic_id = uuid(t.id);

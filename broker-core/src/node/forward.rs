@@ -17,7 +17,7 @@
 use super::{controller_handlers, handle_inner, prepare, Attempt, Node, Outcome};
 use crate::protocol::request::decode_request;
 use crate::kafka::Code;
-use crate::protocol::envelope::{client, forwarded, refused, seal};
+use crate::protocol::envelope::{caller, forwarded, refused, seal};
 use kafka_protocol::messages::envelope_request::EnvelopeRequest;
 use kafka_protocol::messages::ApiKey;
 
@@ -37,9 +37,9 @@ pub(super) fn serve(node: &Node, version: i16, correlation_id: i32, req: Envelop
     if controller_handlers::active(node).is_none() {
         return Ok(Outcome::Reply(refused(version, correlation_id, Code::NotController)));
     }
-    let client = client(&req);
+    let client = caller(&req);
     let inner = prepare(decode_request(&req.request_data)?);
-    Ok(match handle_inner(node, inner, client, now, attempt, out, true)? {
+    Ok(match handle_inner(node, inner, client.as_ref(), now, attempt, out, true)? {
         Outcome::Reply(reply) => Outcome::Reply(seal(version, correlation_id, &reply)?),
         Outcome::Wait(waiting) => Outcome::Wait(waiting.sealed(version, correlation_id)),
         Outcome::Close(reason) => Outcome::Close(format!("forwarded request: {reason}")),

@@ -100,7 +100,8 @@ pub fn metadata(b: &mut Broker, version: i16, req: MetadataRequest, controller_i
 /// Kafka lets such a client notice); acks=1 is answered at once; acks=all waits until the ISR
 /// holds every appended batch or the request's timeout passes.
 /// `batches`: each partition's records checked ([`produce_batches`]), in the request's order.
-pub fn produce(b: &mut Broker, (version, correlation_id): (i16, i32), req: ProduceRequest, batches: Vec<Option<Incoming>>, verified: Option<&super::verify::Verified>, now: u64, out: &mut Vec<Action>) -> Result<Outcome, String> {
+#[allow(clippy::too_many_arguments)]
+pub fn produce(b: &mut Broker, (version, correlation_id): (i16, i32), req: ProduceRequest, batches: Vec<Option<Incoming>>, verified: Option<&super::verify::Verified>, denied: &super::authz::Denied, now: u64, out: &mut Vec<Action>) -> Result<Outcome, String> {
     let mut batches = batches.into_iter();
     let acks = req.acks;
     let modern = version >= 8;
@@ -116,6 +117,7 @@ pub fn produce(b: &mut Broker, (version, correlation_id): (i16, i32), req: Produ
             pr.index = part.index;
             pr.log_append_time_ms = -1;
             let result = match batches.next().flatten() {
+                _ if denied.of(&name).is_some() => Err(denied.of(&name).expect("just checked")),
                 None => Err(Error::Batch(crate::log::BatchError::TooShort(0))),
                 Some(records) if records.is_transactional() && req.transactional_id.is_none() => Err(Error::TransactionalIdMissing),
                 // KIP-890 part 1: a first transactional write here appends with the guard of

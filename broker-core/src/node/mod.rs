@@ -16,6 +16,8 @@
 //! `waiting` (requests answered later), `forward` (KIP-590 on this node), `input` (the shell's
 //! other inputs), `fetching` (the replica fetchers' rounds).
 
+mod acl_handlers;
+mod authz;
 mod config_handlers;
 mod controller_handlers;
 mod elect_leaders;
@@ -37,6 +39,7 @@ use crate::controller::raft::Message;
 use crate::group::Coordinator;
 use crate::protocol::request::{decode_request, Decoded, Request};
 use crate::protocol::{fetch_frame, Response};
+use crate::security::acl::Caller;
 use std::sync::{Mutex, MutexGuard};
 use bytes::Bytes;
 use kafka_protocol::messages::RequestKind;
@@ -262,8 +265,8 @@ impl Prepared {
 }
 
 /// Decides one prepared request from `peer` (the address group members are described with).
-pub fn handle_from(node: &Node, prepared: Prepared, peer: Option<std::net::IpAddr>, now: u64, attempt: Attempt, out: &mut Vec<Action>) -> Outcome {
-    let outcome = handle_inner(node, prepared, peer, now, attempt, out, false);
+pub fn handle_from(node: &Node, prepared: Prepared, caller: Option<&Caller>, now: u64, attempt: Attempt, out: &mut Vec<Action>) -> Outcome {
+    let outcome = handle_inner(node, prepared, caller, now, attempt, out, false);
     // A high watermark that moved may settle the coordinators' writes (a follower's fetch
     // replicated a commit): their answers come out of this decision.
     if out.contains(&Action::Wake) {
@@ -273,12 +276,31 @@ pub fn handle_from(node: &Node, prepared: Prepared, peer: Option<std::net::IpAdd
 }
 
 /// `enveloped`: the request was forwarded here by another node (never forwarded again).
-fn handle_inner(node: &Node, prepared: Prepared, peer: Option<std::net::IpAddr>, now: u64, attempt: Attempt, out: &mut Vec<Action>, enveloped: bool) -> Result<Outcome, String> {
+fn handle_inner(node: &Node, prepared: Prepared, caller: Option<&Caller>, now: u64, attempt: Attempt, out: &mut Vec<Action>, enveloped: bool) -> Result<Outcome, String> {
+    let peer = caller.map(|c| c.host);
     let Prepared { decoded, batches, verified } = prepared;
-    let request = match decoded {
+    let mut request = match decoded {
         Decoded::Request(r) => r,
-        Decoded::Raft(m) => return raft_message(node, m, now, out),
+        Decoded::Raft(m) => {
+            let b = node.broker();
+            if !authz::raft(caller.map(|c| authz::Access::new(&b.config().security.authorizer, b.image(), c)).as_ref()) {
+                return Ok(Outcome::Close("not authorized: a Raft message needs CLUSTER_ACTION on the cluster".into()));
+            }
+            drop(b);
+            return raft_message(node, m, now, out);
+        }
         Decoded::Answer(reply) => return Ok(Outcome::Reply(reply)),
+    };
+    let check = {
+        let b = node.broker();
+        let access = caller.map(|c| authz::Access::new(&b.config().security.authorizer, b.image(), c));
+        authz::check(access.as_ref(), &mut request)
+    };
+    let (denied, without) = match check {
+        authz::Check::Pass => (authz::Denied::none(), None),
+        authz::Check::Within(denied) => (denied, None),
+        authz::Check::Without { topics, hide } => (authz::Denied::none(), Some((topics, hide))),
+        authz::Check::Refuse(outcome) => return Ok(outcome),
     };
     if let (RequestKind::Produce(req), Some(checked), None) = (&request.body, &batches, &verified) {
         let job = req.transactional_id.as_ref().and_then(|id| verify::start(&mut node.broker(), id.0.as_str(), req, checked));
@@ -300,29 +322,43 @@ fn handle_inner(node: &Node, prepared: Prepared, peer: Option<std::net::IpAddr>,
         RequestKind::ApiVersions(_) => reply!(crate::protocol::api_versions_response(0)),
         RequestKind::Metadata(req) => {
             let controller_id = node.controller_id();
-            reply!(handlers::metadata(&mut b(), version, req, controller_id))
+            let mut resp = handlers::metadata(&mut b(), version, req, controller_id);
+            if let (Some((refused, hide)), Some(caller)) = (without, caller) {
+                let b = b();
+                authz::metadata_after(&authz::Access::new(&b.config().security.authorizer, b.image(), caller), &mut resp, refused, hide);
+            }
+            reply!(resp)
         }
         RequestKind::Produce(req) => {
             let batches = batches.unwrap_or_else(|| handlers::produce_batches(&req));
-            handlers::produce(&mut b(), (version, correlation_id), req, batches, verified.as_ref(), now, out)
+            handlers::produce(&mut b(), (version, correlation_id), req, batches, verified.as_ref(), &denied, now, out)
         }
         RequestKind::Fetch(req) => {
             let metadata = controller_handlers::is_metadata_fetch(&req);
-            let decision = match metadata {
+            let mut decision = match metadata {
                 true => controller_handlers::metadata_fetch(node, req, final_attempt),
                 false => handlers::fetch(&mut b(), version, req, attempt, now, out),
             };
+            if let (handlers::FetchDecision::Respond(resp, _), Some((refused, _))) = (&mut decision, &without) {
+                authz::fetch_after(resp, refused);
+            }
             match decision {
                 handlers::FetchDecision::Respond(resp, files) if files.is_empty() => reply!(resp),
                 handlers::FetchDecision::Respond(resp, files) => fetch_frame::encode(version, correlation_id, &resp, &files).map(Outcome::Frame),
                 handlers::FetchDecision::Park(wait_ms) => Ok(Outcome::Park { wait_ms, metadata }),
             }
         }
-        RequestKind::ListOffsets(req) => reply!(handlers::list_offsets(&b(), version, req)),
+        RequestKind::ListOffsets(req) => {
+            let mut resp = handlers::list_offsets(&b(), version, req);
+            if let Some((refused, _)) = &without {
+                authz::list_offsets_after(&mut resp, refused);
+            }
+            reply!(resp)
+        }
         RequestKind::DescribeProducers(req) => reply!(txn_handlers::describe_producers(&b(), req)),
         RequestKind::WriteTxnMarkers(req) => Ok(txn_handlers::write_txn_markers(node, version, correlation_id, req, now, out)),
-        RequestKind::CreateTopics(req) => controller_handlers::create_topics(node, version, correlation_id, req, now),
-        RequestKind::DeleteTopics(req) => controller_handlers::delete_topics(node, version, correlation_id, req, now),
+        RequestKind::CreateTopics(req) => controller_handlers::create_topics(node, version, correlation_id, req, &denied, now),
+        RequestKind::DeleteTopics(req) => controller_handlers::delete_topics(node, version, correlation_id, req, &denied, now),
         RequestKind::ElectLeaders(req) => elect_leaders::elect_leaders(node, version, correlation_id, req, now),
         RequestKind::DescribeConfigs(req) => reply!(config_handlers::describe_configs(&b(), req)),
         RequestKind::AlterConfigs(req) => config_handlers::alter_configs(node, version, correlation_id, req, now),
@@ -353,6 +389,9 @@ fn handle_inner(node: &Node, prepared: Prepared, peer: Option<std::net::IpAddr>,
         RequestKind::Envelope(req) => forward::serve(node, version, correlation_id, req, now, attempt, out),
         RequestKind::DescribeUserScramCredentials(req) => reply!(user_handlers::describe(&b(), req)),
         RequestKind::AlterUserScramCredentials(req) => user_handlers::alter(node, version, correlation_id, req, now),
+        RequestKind::DescribeAcls(req) => reply!(acl_handlers::describe(&b(), version, req)),
+        RequestKind::CreateAcls(req) => acl_handlers::create(node, version, correlation_id, req, now),
+        RequestKind::DeleteAcls(req) => acl_handlers::delete(node, version, correlation_id, req, now),
         _ => Err(format!("API {key:?} is not supported by this broker")),
     };
     match outcome {

@@ -239,6 +239,7 @@ fn produce_checked_before_its_decision_is_answered_alike() {
     assert!(prepare(decode_request(&frame(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default())).unwrap()).batches.is_none(), "only produce is prepared");
 }
 
+mod acls;
 mod configs;
 mod fetch_sessions;
 mod elect_leaders;
@@ -380,7 +381,7 @@ mod forwarding {
         let r: CreateTopicsResponse = reply(Outcome::Reply(fallback), ApiKey::CreateTopics, 5);
         assert_eq!(r.topics[0].error_code, Code::NotController.code());
         // An envelope reaching it is refused as a whole: the forwarder asks elsewhere.
-        let envelope = frame(ApiKey::Envelope, 0, &crate::protocol::envelope::envelope(request, [127, 0, 0, 1].into()));
+        let envelope = frame(ApiKey::Envelope, 0, &crate::protocol::envelope::envelope(request, [127, 0, 0, 1].into(), "User:ANONYMOUS"));
         let (e, inner) = opened::<CreateTopicsResponse>(handle(&node, &envelope, 0, Attempt::First, &mut Vec::new()), ApiKey::CreateTopics, 5);
         assert_eq!((e.error_code, inner), (Code::NotController.code(), None));
     }
@@ -390,7 +391,7 @@ mod forwarding {
         let tmp = tempfile::tempdir().unwrap();
         let node = broker(tmp.path());
         let inner = frame(ApiKey::CreateTopics, 5, &create_req("forwarded"));
-        let envelope = frame(ApiKey::Envelope, 0, &crate::protocol::envelope::envelope(inner.clone(), [127, 0, 0, 1].into()));
+        let envelope = frame(ApiKey::Envelope, 0, &crate::protocol::envelope::envelope(inner.clone(), [127, 0, 0, 1].into(), "User:ANONYMOUS"));
         let outcome = settle(&node, handle(&node, &envelope, 0, Attempt::First, &mut Vec::new()));
         let (e, created) = opened::<CreateTopicsResponse>(outcome, ApiKey::CreateTopics, 5);
         assert_eq!(e.error_code, 0);
@@ -403,7 +404,7 @@ mod forwarding {
         assert_eq!(r.topics[0].error_code, Code::TopicAlreadyExists.code());
         // Only the forwarded APIs may travel in an envelope.
         let produce = frame(ApiKey::Produce, 9, &produce_req("forwarded", build(&[b"x"], 1), 1));
-        let envelope = frame(ApiKey::Envelope, 0, &crate::protocol::envelope::envelope(produce, [127, 0, 0, 1].into()));
+        let envelope = frame(ApiKey::Envelope, 0, &crate::protocol::envelope::envelope(produce, [127, 0, 0, 1].into(), "User:ANONYMOUS"));
         let (e, inner) = opened::<CreateTopicsResponse>(handle(&node, &envelope, 0, Attempt::First, &mut Vec::new()), ApiKey::CreateTopics, 5);
         assert_eq!((e.error_code, inner), (Code::InvalidRequest.code(), None));
     }

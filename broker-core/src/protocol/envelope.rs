@@ -12,18 +12,20 @@ use kafka_protocol::messages::ApiKey;
 use std::net::IpAddr;
 
 /// The APIs a node that is not the active controller forwards to it.
-const forwarded_apis: [ApiKey; 6] = [ApiKey::CreateTopics, ApiKey::DeleteTopics, ApiKey::AlterConfigs, ApiKey::IncrementalAlterConfigs, ApiKey::ElectLeaders, ApiKey::AlterUserScramCredentials];
+const forwarded_apis: [ApiKey; 8] = [ApiKey::CreateTopics, ApiKey::DeleteTopics, ApiKey::AlterConfigs, ApiKey::IncrementalAlterConfigs, ApiKey::ElectLeaders, ApiKey::AlterUserScramCredentials, ApiKey::CreateAcls, ApiKey::DeleteAcls];
 
 /// Whether requests of `key` are forwarded to the active controller.
 pub fn forwarded(key: ApiKey) -> bool {
     forwarded_apis.contains(&key)
 }
 
-/// The envelope the forwarder sends: the client's frame (header and body, no size prefix) and
-/// the client's address.
-pub fn envelope(request: Bytes, client: IpAddr) -> EnvelopeRequest {
+/// The envelope the forwarder sends: the client's frame (header and body, no size prefix), the
+/// client's address and its principal (as text: only this project's brokers read it; the
+/// controller takes it only from a peer allowed CLUSTER_ACTION).
+pub fn envelope(request: Bytes, client: IpAddr, principal: &str) -> EnvelopeRequest {
     let mut e = EnvelopeRequest::default();
     e.request_data = request;
+    e.request_principal = Some(Bytes::copy_from_slice(principal.as_bytes()));
     e.client_host_address = match client {
         IpAddr::V4(a) => Bytes::copy_from_slice(&a.octets()),
         IpAddr::V6(a) => Bytes::copy_from_slice(&a.octets()),
@@ -31,8 +33,15 @@ pub fn envelope(request: Bytes, client: IpAddr) -> EnvelopeRequest {
     e
 }
 
+/// The client an envelope carries, if it names one (no principal: anonymous).
+pub fn caller(req: &EnvelopeRequest) -> Option<crate::security::acl::Caller> {
+    let principal = req.request_principal.as_ref().and_then(|p| std::str::from_utf8(p).ok()).filter(|p| !p.is_empty());
+    let host = client(req)?;
+    Some(crate::security::acl::Caller { principal: principal.unwrap_or(crate::security::acl::anonymous).to_string(), host, internal: false })
+}
+
 /// The client's address an envelope carries, if it names one.
-pub fn client(req: &EnvelopeRequest) -> Option<IpAddr> {
+fn client(req: &EnvelopeRequest) -> Option<IpAddr> {
     match req.client_host_address.len() {
         4 => <[u8; 4]>::try_from(&req.client_host_address[..]).ok().map(IpAddr::from),
         16 => <[u8; 16]>::try_from(&req.client_host_address[..]).ok().map(IpAddr::from),

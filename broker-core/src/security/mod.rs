@@ -5,6 +5,7 @@
 //! protocols; who a TLS client's certificate names (`x509`). Decisions only: the shell draws
 //! nonces and salts, reads key files, runs TLS, reads sockets and answers.
 
+pub mod acl;
 pub mod sasl;
 pub mod scram;
 pub mod users;
@@ -140,11 +141,13 @@ pub struct SecurityConfig {
     pub inter_broker: Option<SaslLogin>,
     /// The TLS listeners' and links' key, certificates and trust.
     pub tls: TlsFiles,
+    /// Whether and how requests are authorized (ACLs: `acl`).
+    pub authorizer: acl::AuthorizerConfig,
 }
 
 impl Default for SecurityConfig {
     fn default() -> SecurityConfig {
-        SecurityConfig { listener: Protocol::Plaintext, controller_listener: None, controller_protocol: Protocol::Plaintext, sasl_mechanisms: vec![sasl::Mech::Scram(Mechanism::Sha256), sasl::Mech::Scram(Mechanism::Sha512)], scram_bootstrap: Vec::new(), inter_broker: None, tls: TlsFiles::default() }
+        SecurityConfig { listener: Protocol::Plaintext, controller_listener: None, controller_protocol: Protocol::Plaintext, sasl_mechanisms: vec![sasl::Mech::Scram(Mechanism::Sha256), sasl::Mech::Scram(Mechanism::Sha512)], scram_bootstrap: Vec::new(), inter_broker: None, tls: TlsFiles::default(), authorizer: acl::AuthorizerConfig::default() }
     }
 }
 

@@ -10,7 +10,6 @@ use crate::kafka::ApiKey;
 use crate::node::{self, Attempt, Outcome, Waiting};
 use crate::protocol;
 use bytes::Bytes;
-use std::net::IpAddr;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -18,7 +17,7 @@ use tokio::time::Instant;
 /// holds requests that answer later (acks=all, topic changes) until they can. `turn` (the one
 /// the request was read under) is given back after its first decision, before any wait: a
 /// request that parks or waits holds none, so it never keeps another from being read.
-pub(super) async fn answer(shared: &Shared, frame: &Bytes, peer: IpAddr, turn: tokio::sync::OwnedSemaphorePermit) -> Outcome {
+pub(super) async fn answer(shared: &Shared, frame: &Bytes, caller: &crate::security::acl::Caller, turn: tokio::sync::OwnedSemaphorePermit) -> Outcome {
     let mut turn = Some(turn);
     let key = protocol::leading(frame).map_or(-1, |l| l.key);
     let is_fetch = key == ApiKey::Fetch as i16;
@@ -53,7 +52,7 @@ pub(super) async fn answer(shared: &Shared, frame: &Bytes, peer: IpAddr, turn: t
         };
         let decide = |s: &Shared| {
             let mut actions = Vec::new();
-            let outcome = node::handle_from(&s.node, this, Some(peer), now_ms(), attempt, &mut actions);
+            let outcome = node::handle_from(&s.node, this, Some(caller), now_ms(), attempt, &mut actions);
             s.queue_raft(&mut actions);
             let answers = match &outcome {
                 Outcome::Wait(w) => s.await_answers(&w.tickets()),
@@ -89,7 +88,7 @@ pub(super) async fn answer(shared: &Shared, frame: &Bytes, peer: IpAddr, turn: t
                 }
             }
             Outcome::Wait(waiting) => return wait_for(shared, waiting, answers).await,
-            Outcome::Forward { request, fallback } => return forward::forward(shared, request, peer, fallback).await,
+            Outcome::Forward { request, fallback } => return forward::forward(shared, request, caller, fallback).await,
             // KIP-890 part 1: ask the coordinator, then decide the produce again with its answer.
             Outcome::Verify { prepared: again, job } => prepared = Some(again.verified(verify::ask(shared, &job).await)),
             other => return other,

@@ -3,6 +3,8 @@
 //! file names the setting at fault; unknown settings are errors, not silently ignored.
 
 use crate::broker::BrokerConfig;
+pub use super::config_quorum::{controller_config, open_quorum, raft_config};
+use super::config_quorum::{parse_roles, parse_voters};
 use crate::log::FlushPolicy;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -59,6 +61,16 @@ pub struct Flags {
     /// the connection's principal (`User:CN=…`).
     #[arg(long)]
     pub ssl_client_auth: Option<String>,
+    /// authorizer.class.name: org.apache.kafka.metadata.authorizer.StandardAuthorizer turns
+    /// ACLs on (empty: off, the default).
+    #[arg(long)]
+    pub authorizer_class_name: Option<String>,
+    /// super.users: `User:admin;User:broker`, allowed everything whatever the ACLs.
+    #[arg(long)]
+    pub super_users: Option<String>,
+    /// allow.everyone.if.no.acl.found: a resource no ACL names is open to all (default false).
+    #[arg(long)]
+    pub allow_everyone_if_no_acl_found: Option<bool>,
     /// Address clients are told to connect to (defaults to --listen).
     #[arg(long)]
     pub advertised: Option<String>,
@@ -239,6 +251,9 @@ pub const FILE_SETTINGS: &[&str] = &[
     "ssl.truststore.type",
     "ssl.truststore.location",
     "ssl.client.auth",
+    "authorizer.class.name",
+    "super.users",
+    "allow.everyone.if.no.acl.found",
     "node.id",
     "log.dirs",
     "auto.create.topics.enable",
@@ -299,7 +314,8 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
         match key.as_str() {
             "listeners" => f.listeners = Some(text()?),
             "advertised.listeners" => f.advertised = Some(text()?.rsplit("://").next().unwrap_or_default().to_string()),
-            k if k.starts_with("sasl.") || k.starts_with("ssl.") || k == "listener.security.protocol.map" => super::config_security::file_setting(&mut f, k, text()?)?,
+            "allow.everyone.if.no.acl.found" => f.allow_everyone_if_no_acl_found = Some(value.as_bool().ok_or_else(|| bad("true or false"))?),
+            k if k.starts_with("sasl.") || k.starts_with("ssl.") || ["listener.security.protocol.map", "authorizer.class.name", "super.users"].contains(&k) => super::config_security::file_setting(&mut f, k, text()?)?,
             "node.id" => f.node_id = Some(int()? as i32),
             "log.dirs" => f.data_dir = Some(PathBuf::from(text()?)),
             "auto.create.topics.enable" => f.auto_create_topics_enable = Some(value.as_bool().ok_or_else(|| bad("true or false"))?),
@@ -358,7 +374,7 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
     if !over.add_scram.is_empty() {
         f.add_scram = over.add_scram.clone();
     }
-    take!(listen, listeners, listener_security_protocol_map, sasl_enabled_mechanisms, sasl_mechanism_inter_broker_protocol, sasl_jaas_config, ssl_keystore_type, ssl_keystore_location, ssl_truststore_type, ssl_truststore_location, ssl_client_auth, advertised, node_id, data_dir, config, auto_create_topics_enable, num_partitions, min_insync_replicas,
+    take!(listen, listeners, listener_security_protocol_map, sasl_enabled_mechanisms, sasl_mechanism_inter_broker_protocol, sasl_jaas_config, ssl_keystore_type, ssl_keystore_location, ssl_truststore_type, ssl_truststore_location, ssl_client_auth, authorizer_class_name, super_users, allow_everyone_if_no_acl_found, advertised, node_id, data_dir, config, auto_create_topics_enable, num_partitions, min_insync_replicas,
         log_segment_bytes, log_roll_ms, log_retention_ms, log_retention_bytes, log_index_interval_bytes,
         log_flush_interval_messages, log_flush_interval_ms, message_max_bytes, controller_quorum_voters, process_roles, controller_quorum_election_timeout_ms, metadata_log_max_record_bytes_between_snapshots,
         default_replication_factor, replica_lag_time_max_ms, broker_session_timeout_ms, broker_heartbeat_interval_ms,
@@ -512,87 +528,6 @@ fn resolve_txns(f: &Flags, t: &mut crate::txn::TxnConfig) -> Result<(), String> 
         return Err(format!("transaction.state.log.num.partitions={} must be 1..={}", t.state_partitions, crate::constants::partitions_per_topic_max));
     }
     Ok(())
-}
-
-/// `controller.quorum.voters` with one voter, `id@host:port` (Kafka's syntax).
-fn parse_voters(text: &str) -> Result<std::collections::BTreeMap<i32, String>, String> {
-    let bad = |why: &str| format!("controller.quorum.voters={text}: {why}; expected id@host:port,...");
-    let mut voters = std::collections::BTreeMap::new();
-    for voter in text.split(',') {
-        let (id, addr) = voter.split_once('@').ok_or_else(|| bad(&format!("'{voter}' has no '@'")))?;
-        let id: i32 = id.trim().parse().ok().filter(|&i| i >= 0).ok_or_else(|| bad(&format!("'{id}' is not a node id")))?;
-        let (_, port) = addr.rsplit_once(':').ok_or_else(|| bad(&format!("'{addr}' has no port")))?;
-        port.parse::<u16>().map_err(|_| bad(&format!("'{port}' is not a port")))?;
-        if voters.insert(id, addr.trim().to_string()).is_some() {
-            return Err(bad(&format!("voter {id} is named twice")));
-        }
-    }
-    if voters.len() > crate::constants::quorum_voters_max {
-        return Err(bad(&format!("{} voters; at most {}", voters.len(), crate::constants::quorum_voters_max)));
-    }
-    Ok(voters)
-}
-
-/// `process.roles` (Kafka's syntax): whether the node is a broker. A node runs a voter exactly
-/// when `controller.quorum.voters` names it, so the roles must agree with that list.
-fn parse_roles(text: &str, voter: bool, node_id: i32) -> Result<bool, String> {
-    let roles: std::collections::BTreeSet<&str> = text.split(',').map(str::trim).filter(|r| !r.is_empty()).collect();
-    if let Some(bad) = roles.iter().find(|r| !["broker", "controller"].contains(*r)) {
-        return Err(format!("process.roles={text}: unknown role '{bad}'; expected broker, controller or both"));
-    }
-    match (roles.contains("controller"), voter) {
-        _ if roles.is_empty() => Err(format!("process.roles={text}: no role; expected broker, controller or both")),
-        (true, false) => Err(format!("process.roles={text}: node {node_id} is not in controller.quorum.voters, so it cannot be a controller")),
-        (false, true) => Err(format!("process.roles={text}: node {node_id} is in controller.quorum.voters, so it must include controller")),
-        _ => Ok(roles.contains("broker")),
-    }
-}
-
-/// The Raft node's settings: the voters, and timeouts in KRaft's default ratios to the election
-/// timeout (fetch timeout 2x, request timeout and election backoff 1x, a held fetch 0.5x).
-pub fn raft_config(c: &BrokerConfig) -> crate::controller::raft::RaftConfig {
-    let mut r = crate::controller::raft::RaftConfig::new(c.node_id, c.voters.keys().copied());
-    let e = c.quorum_election_timeout_ms;
-    (r.election_timeout_ms, r.fetch_timeout_ms, r.request_timeout_ms, r.election_backoff_ms_max, r.fetch_wait_ms) = (e, 2 * e, e, e, e / 2);
-    use crate::broker::PlantedBug;
-    use crate::controller::raft::PlantedRaftBug;
-    let planted = c.planted_set();
-    r.plant = [(PlantedBug::RaftVoteBeforeSync, PlantedRaftBug::VoteBeforeSync), (PlantedBug::RaftCommitOldEpochByCount, PlantedRaftBug::CommitOldEpochByCount), (PlantedBug::RaftStateUnsynced, PlantedRaftBug::StateUnsynced)]
-        .into_iter()
-        .find(|(bug, _)| planted.is(*bug))
-        .map(|(_, raft)| raft);
-    r
-}
-
-/// The metadata quorum's voter on this node, if `node.id` is among `controller.quorum.voters`:
-/// the metadata log and quorum state opened under the data directory, and what opening noted.
-pub fn open_quorum(disk: std::sync::Arc<dyn crate::storage::Disk>, c: &BrokerConfig, now: u64) -> Result<Option<(crate::controller::quorum::Quorum, Vec<String>)>, String> {
-    if !c.voters.contains_key(&c.node_id) {
-        return Ok(None);
-    }
-    crate::controller::quorum::Quorum::open(disk, &c.data_dir, controller_config(c), raft_config(c), now).map(Some)
-}
-
-
-/// The controller's settings, from the broker's (the node that runs the controller).
-pub fn controller_config(c: &BrokerConfig) -> crate::controller::ControllerConfig {
-    crate::controller::ControllerConfig {
-        node_id: c.node_id,
-        session_timeout_ms: c.session_timeout_ms,
-        default_replication_factor: c.default_replication_factor,
-        num_partitions: c.num_partitions,
-        unclean_leader_election: c.unclean_leader_election,
-        min_insync_replicas: c.min_insync_replicas,
-        eligible_leader_replicas: c.eligible_leader_replicas,
-        auto_leader_rebalance: c.auto_leader_rebalance,
-        leader_imbalance_check_interval_ms: c.leader_imbalance_check_interval_ms,
-        leader_imbalance_per_broker_percentage: c.leader_imbalance_per_broker_percentage,
-        log: c.log.clone(),
-        snapshot_bytes_between: c.metadata_snapshot_bytes_between,
-        scram_bootstrap: c.security.scram_bootstrap.clone(),
-        planted: c.planted_set(),
-        observer: c.observer.clone(),
-    }
 }
 
 #[cfg(test)]

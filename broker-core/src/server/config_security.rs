@@ -19,6 +19,8 @@ pub(super) fn file_setting(f: &mut Flags, key: &str, text: String) -> Result<(),
         "ssl.truststore.type" => f.ssl_truststore_type = Some(text),
         "ssl.truststore.location" => f.ssl_truststore_location = Some(text.into()),
         "ssl.client.auth" => f.ssl_client_auth = Some(text),
+        "authorizer.class.name" => f.authorizer_class_name = Some(text),
+        "super.users" => f.super_users = Some(text),
         _ => return Err(format!("config file: unknown setting '{key}' (known: {})", super::config::FILE_SETTINGS.join(", "))),
     }
     Ok(())
@@ -72,7 +74,7 @@ pub(super) fn resolve_security(f: &Flags, c: &mut BrokerConfig) -> Result<(), St
             return Err(format!("a PLAINTEXT CONTROLLER listener beside a {} one must be a one-node cluster's own, on loopback ({addr} is not): map it with --listener-security-protocol-map CONTROLLER:{}", listener.name(), listener.name()));
         }
     }
-    Ok(())
+    resolve_authorizer(f, c)
 }
 
 /// TLS's settings: PEM stores only, a keystore for every TLS listener, a truststore for
@@ -102,6 +104,32 @@ fn resolve_tls(f: &Flags, c: &mut BrokerConfig) -> Result<(), String> {
     }
     if c.security.tls.client_auth != crate::security::ClientAuth::None && c.security.tls.truststore.is_none() {
         return Err("ssl.client.auth=requested or required needs --ssl-truststore-location: the authorities whose client certificates are accepted".into());
+    }
+    Ok(())
+}
+
+/// The name of Kafka's KRaft authorizer, which `authorizer.class.name` takes to turn ACLs on.
+pub const standard_authorizer: &str = "org.apache.kafka.metadata.authorizer.StandardAuthorizer";
+
+/// The authorizer: StandardAuthorizer's name turns it on (the older AclAuthorizer's is refused
+/// with the hint), `super.users`, `allow.everyone.if.no.acl.found`. With it on, the broker's
+/// own user is a super user, as Kafka's docs tell operators to make it: the node's links must
+/// pass whatever the ACLs say.
+fn resolve_authorizer(f: &Flags, c: &mut BrokerConfig) -> Result<(), String> {
+    let a = &mut c.security.authorizer;
+    a.enabled = match f.authorizer_class_name.as_deref().map(str::trim) {
+        None | Some("") => false,
+        Some(name) if name == standard_authorizer => true,
+        Some(other) => return Err(format!("authorizer.class.name={other}: only {standard_authorizer} is built (ACLs in the metadata log)")),
+    };
+    if let Some(users) = &f.super_users {
+        a.super_users = crate::security::acl::parse_super_users(users)?;
+    }
+    a.allow_if_no_acl = f.allow_everyone_if_no_acl_found.unwrap_or(false);
+    if a.enabled {
+        if let Some(login) = &c.security.inter_broker {
+            a.super_users.insert(format!("User:{}", login.user));
+        }
     }
     Ok(())
 }

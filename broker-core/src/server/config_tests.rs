@@ -144,3 +144,26 @@ fn tls_takes_kafkas_pem_stores_and_refuses_what_cannot_work() {
     assert_eq!((c.security.listener, c.security.tls.client_auth), (Protocol::Ssl, ClientAuth::Requested));
     assert!(merge_file("\"ssl.cipher.suites\" = \"x\"\n", Flags::default()).unwrap_err().contains("unknown setting 'ssl.cipher.suites'"));
 }
+
+#[test]
+fn the_authorizer_takes_kafkas_names_and_the_brokers_own_user_is_a_super_user() {
+    let jaas = "x required username=\"broker\" password=\"p\";";
+    let on = Flags {
+        listeners: Some("SASL_PLAINTEXT://127.0.0.1:9092".into()),
+        sasl_jaas_config: Some(jaas.into()),
+        authorizer_class_name: Some("org.apache.kafka.metadata.authorizer.StandardAuthorizer".into()),
+        super_users: Some("User:admin;User:ops".into()),
+        ..Flags::default()
+    };
+    let (_, c) = resolve(&on).unwrap();
+    let a = &c.security.authorizer;
+    assert!(a.enabled && !a.allow_if_no_acl);
+    assert_eq!(a.super_users.iter().map(String::as_str).collect::<Vec<_>>(), vec!["User:admin", "User:broker", "User:ops"]);
+    assert!(!resolve(&Flags::default()).unwrap().1.security.authorizer.enabled, "off unless named");
+    let old = Flags { authorizer_class_name: Some("kafka.security.authorizer.AclAuthorizer".into()), ..Flags::default() };
+    assert!(resolve(&old).unwrap_err().contains("only org.apache.kafka.metadata.authorizer.StandardAuthorizer"));
+    assert!(resolve(&Flags { super_users: Some("admin".into()), ..Flags::default() }).unwrap_err().contains("TYPE:NAME"));
+    let file = "\"authorizer.class.name\" = \"org.apache.kafka.metadata.authorizer.StandardAuthorizer\"\n\"allow.everyone.if.no.acl.found\" = true\n\"super.users\" = \"User:admin\"\n";
+    let (_, c) = resolve(&merge_file(file, Flags::default()).unwrap()).unwrap();
+    assert!(c.security.authorizer.enabled && c.security.authorizer.allow_if_no_acl);
+}

@@ -191,10 +191,10 @@ impl Inbox {
 pub(super) async fn connection(link: Link, shared: Arc<Shared>, protocol: crate::security::Protocol, internal_only: bool) {
     let Link { mut rd, wr: mut half, peer, local, principal } = link;
     let mut inbox = Inbox::new();
-    let mut auth = Auth { session: protocol.is_sasl().then(Session::default), enabled: shared.broker().config().security.sasl_mechanisms.clone(), internal_only };
-    if let Some(principal) = principal {
+    if let Some(principal) = &principal {
         tracing::debug!("connection from {peer} is {principal}");
     }
+    let mut auth = Auth { session: protocol.is_sasl().then(Session::default), enabled: shared.broker().config().security.sasl_mechanisms.clone(), internal_only, tls_principal: principal };
     loop {
         let Some(first) = next(&mut inbox, &mut rd, &shared, peer).await else { return };
         let mut wr = BufWriter::with_capacity(connection_write_buffer_bytes, half);
@@ -234,6 +234,23 @@ struct Auth {
     enabled: Vec<Mech>,
     /// A PLAINTEXT controller listener beside a SASL one: only the node's own links' APIs.
     internal_only: bool,
+    /// Who a TLS client's certificate says it is.
+    tls_principal: Option<String>,
+}
+
+impl Auth {
+    /// Who sends the connection's requests: its SASL user, else its certificate's subject,
+    /// else nobody in particular (Kafka's precedence).
+    fn caller(&self, host: IpAddr) -> crate::security::acl::Caller {
+        let principal = match (self.session.as_ref().and_then(|s| s.user()), &self.tls_principal) {
+            (Some(user), _) => format!("User:{user}"),
+            (None, Some(tls)) => tls.clone(),
+            (None, None) => crate::security::acl::anonymous.to_string(),
+        };
+        // The PLAINTEXT controller listener beside a secured one carries only this node's own
+        // links (`sasl.rs` refuses anything else there): the node itself.
+        crate::security::acl::Caller { principal, host, internal: self.internal_only }
+    }
 }
 
 /// The next frame and its turn, or None when the connection is to close (logged unless the
@@ -271,7 +288,7 @@ async fn burst(shared: &Shared, inbox: &mut Inbox, rd: &mut send::ReadHalf, wr: 
             return false;
         }
         let outcome = match sasl::intercept(shared, &mut auth.session, &auth.enabled, auth.internal_only, &frame) {
-            Sasl::Pass => answer(shared, &frame, peer.ip(), turn).await,
+            Sasl::Pass => answer(shared, &frame, &auth.caller(peer.ip()), turn).await,
             Sasl::Answer(bytes) => Outcome::Relay(bytes),
             Sasl::Close(why) => Outcome::Close(why),
             Sasl::AnswerThenClose(bytes, why) => {

@@ -12,15 +12,14 @@ use crate::constants::forward_wait_ms_max;
 use crate::node::Outcome;
 use crate::protocol::envelope as forward;
 use bytes::Bytes;
-use std::net::IpAddr;
 use std::time::Duration;
 use tokio::time::Instant;
 
 /// Forwards `request` (a client's frame without its size prefix, from `client`) to the active
 /// controller and returns its answer, or `fallback` if no controller answered in time.
-pub(super) async fn forward(shared: &Shared, request: Bytes, client: IpAddr, fallback: crate::protocol::Response) -> Outcome {
+pub(super) async fn forward(shared: &Shared, request: Bytes, client: &crate::security::acl::Caller, fallback: crate::protocol::Response) -> Outcome {
     let deadline = Instant::now() + Duration::from_millis(forward_wait_ms_max);
-    let envelope = forward::envelope(request, client);
+    let envelope = forward::envelope(request, client.host, &client.principal);
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {

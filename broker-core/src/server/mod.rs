@@ -8,6 +8,7 @@
 
 mod answer;
 pub mod config;
+mod config_quorum;
 mod config_security;
 mod connection;
 mod forward;

@@ -2,7 +2,7 @@
 //! replayed through the targets' own functions on the stable toolchain: a crash once found
 //! and fixed stays fixed (docs/fuzzing.md). The simulator's targets replay in sim's tests.
 
-use broker_core::fuzzing::{batch, frames, replay::replay, requests, sasl};
+use broker_core::fuzzing::{batch, frames, replay::replay, requests, sasl, tls};
 
 // Allocate as the broker binary and the fuzz targets do: a request claiming a huge array
 // count reserves address space only (broker_core::alloc).
@@ -41,6 +41,19 @@ fn sasl_corpus_replays() {
     for (name, ok) in [("scram256-ok", true), ("scram512-v0-ok", true), ("plain-ok", true), ("plain-wrong", false), ("scram256-bad-proof", false)] {
         assert_eq!(sasl::authenticates(&seed(name)), ok, "{name}");
     }
+}
+
+#[test]
+fn tls_corpus_replays() {
+    let n = replay("tls", tls::run);
+    println!("tls: {n} inputs");
+    // The genuine ClientHellos get the server's flight back, whole or fed byte by byte; a Kafka
+    // frame sent in clear gets nothing.
+    let seed = |name: &str| std::fs::read(broker_core::fuzzing::replay::fuzz_dir().join("corpus/tls").join(name)).unwrap();
+    for name in ["client-hello-tls13", "client-hello-tls12", "client-hello-byte-by-byte"] {
+        assert!(tls::server_answered(&seed(name)) > 100, "{name}: no ServerHello");
+    }
+    assert_eq!(tls::server_answered(&seed("kafka-frame-on-a-tls-port")), 0);
 }
 
 #[test]

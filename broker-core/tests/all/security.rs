@@ -138,3 +138,26 @@ fn the_broker_itself_refuses_a_certificate_from_an_authority_it_does_not_trust()
     let log = broker.log_tail();
     assert!(log.contains("TLS handshake: invalid peer certificate: UnknownIssuer"), "the broker did not refuse the certificate itself\n{log}");
 }
+
+#[test]
+fn acls_allow_and_deny_real_clients_per_topic_group_and_cluster() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ports = crate::support::free_ports(2);
+    let listeners = format!("SASL_PLAINTEXT://127.0.0.1:{},CONTROLLER://127.0.0.1:{}", ports[0], ports[1]);
+    let jaas = "org.apache.kafka.common.security.scram.ScramLoginModule required username=\"admin\" password=\"admin-secret\";";
+    let args = [
+        "--listeners",
+        &listeners,
+        "--sasl-jaas-config",
+        jaas,
+        "--add-scram",
+        "SCRAM-SHA-256=[name=admin,password=admin-secret]",
+        "--authorizer-class-name",
+        "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "--super-users",
+        "User:admin",
+    ];
+    let mut broker = Broker::start_listening(dir.path(), ports[0], &args);
+    let out = client_script(&mut broker, "acl_clients.py", &[]);
+    eprintln!("{}", String::from_utf8_lossy(&out.stdout).trim());
+}

@@ -1,0 +1,96 @@
+//! ACLs through `handle_from`, as real request bytes from named callers: CreateAcls,
+//! DescribeAcls and DeleteAcls as the super user; what a principal without ACLs is refused and
+//! with which code; Metadata hiding what a principal may not describe; a produce refused per
+//! topic; and every ACL API answering SECURITY_DISABLED without an authorizer.
+
+use super::*;
+use crate::security::acl::Caller;
+use kafka_protocol::messages::create_acls_request::{AclCreation, CreateAclsRequest};
+use kafka_protocol::messages::create_acls_response::CreateAclsResponse;
+use kafka_protocol::messages::describe_acls_request::DescribeAclsRequest;
+use kafka_protocol::messages::describe_acls_response::DescribeAclsResponse;
+
+fn s(text: &str) -> StrBytes {
+    StrBytes::from_string(text.into())
+}
+
+fn node(dir: &std::path::Path, enabled: bool) -> Node {
+    let mut c = crate::testing::config(dir);
+    c.security.authorizer = crate::security::acl::AuthorizerConfig { enabled, super_users: ["User:admin".to_string()].into(), allow_if_no_acl: false };
+    crate::testing::one_node(c)
+}
+
+fn who(principal: &str) -> Caller {
+    Caller { principal: principal.into(), host: [10, 0, 0, 7].into(), internal: false }
+}
+
+/// Handles a request from `caller`; one that waits for metadata is answered once this node's
+/// broker applied it.
+fn ask<R: Encodable + HeaderVersion>(node: &Node, caller: &Caller, key: ApiKey, version: i16, req: &R) -> Outcome {
+    let prepared = prepare(decode_request(&frame(key, version, req)).unwrap());
+    match handle_from(node, prepared, Some(caller), 0, Attempt::First, &mut Vec::new()) {
+        Outcome::Wait(mut waiting) => {
+            crate::testing::apply_metadata(node, 0);
+            waiting.poll(node, false).expect("answered once applied")
+        }
+        other => other,
+    }
+}
+
+fn describe_all() -> DescribeAclsRequest {
+    DescribeAclsRequest::default().with_resource_type_filter(1).with_resource_name_filter(None).with_principal_filter(None).with_host_filter(None).with_pattern_type_filter(1).with_operation(1).with_permission_type(1)
+}
+
+fn creation(resource_type: i8, name: &str, pattern: i8, operation: i8, permission: i8) -> AclCreation {
+    AclCreation::default().with_resource_type(resource_type).with_resource_name(s(name)).with_resource_pattern_type(pattern).with_principal(s("User:alice")).with_host(s("*")).with_operation(operation).with_permission_type(permission)
+}
+
+#[test]
+fn acls_are_created_described_and_enforced_per_principal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let n = node(tmp.path(), true);
+    let (admin, alice) = (who("User:admin"), who("User:alice"));
+    crate::testing::create(&n, "orders", 1, Default::default()).unwrap();
+    crate::testing::create(&n, "secret", 1, Default::default()).unwrap();
+    // No ACL: alice may not describe the ACLs, sees no topic, and her produce is refused.
+    let r: DescribeAclsResponse = reply(ask(&n, &alice, ApiKey::DescribeAcls, 3, &describe_all()), ApiKey::DescribeAcls, 3);
+    assert_eq!(r.error_code, Code::ClusterAuthorizationFailed.code());
+    let all = MetadataRequest::default().with_topics(None);
+    let m: MetadataResponse = reply(ask(&n, &alice, ApiKey::Metadata, 12, &all), ApiKey::Metadata, 12);
+    assert!(m.topics.is_empty(), "alice sees {:?}", m.topics.iter().map(|t| t.name.clone()).collect::<Vec<_>>());
+    let p: ProduceResponse = reply(ask(&n, &alice, ApiKey::Produce, 9, &produce_req("orders", build(&[b"x"], 1), 1)), ApiKey::Produce, 9);
+    assert_eq!(p.responses[0].partition_responses[0].error_code, Code::TopicAuthorizationFailed.code());
+    // Admin (a super user) creates two: WRITE on orders, and a bad one (MATCH is a filter's).
+    let create = CreateAclsRequest::default().with_creations(vec![creation(2, "orders", 3, 4, 3), creation(2, "x", 2, 4, 3)]);
+    let c: CreateAclsResponse = reply(ask(&n, &admin, ApiKey::CreateAcls, 3, &create), ApiKey::CreateAcls, 3);
+    assert_eq!(c.results.iter().map(|r| r.error_code).collect::<Vec<_>>(), vec![0, Code::InvalidRequest.code()]);
+    let d: DescribeAclsResponse = reply(ask(&n, &admin, ApiKey::DescribeAcls, 3, &describe_all()), ApiKey::DescribeAcls, 3);
+    assert_eq!((d.error_code, d.resources.len()), (0, 1));
+    assert_eq!((d.resources[0].resource_name.as_str(), d.resources[0].acls[0].operation), ("orders", 4));
+    // Now alice writes orders, sees it (WRITE implies DESCRIBE) and not secret.
+    let p: ProduceResponse = reply(ask(&n, &alice, ApiKey::Produce, 9, &produce_req("orders", build(&[b"x"], 1), 1)), ApiKey::Produce, 9);
+    assert_eq!(p.responses[0].partition_responses[0].error_code, 0);
+    let m: MetadataResponse = reply(ask(&n, &alice, ApiKey::Metadata, 12, &all), ApiKey::Metadata, 12);
+    assert_eq!(m.topics.iter().filter_map(|t| t.name.as_ref().map(|n| n.to_string())).collect::<Vec<_>>(), vec!["orders".to_string()]);
+    let named = MetadataRequest::default().with_topics(Some(vec![MetadataRequestTopic::default().with_name(Some(TopicName(s("secret"))))]));
+    let m: MetadataResponse = reply(ask(&n, &alice, ApiKey::Metadata, 12, &named), ApiKey::Metadata, 12);
+    assert_eq!(m.topics[0].error_code, Code::TopicAuthorizationFailed.code(), "a named topic she may not describe");
+    // A broker's API from alice closes the connection (CLUSTER_ACTION).
+    let f = fetch_req("orders", 0, 0).with_replica_id(kafka_protocol::messages::BrokerId(1));
+    assert!(matches!(ask(&n, &alice, ApiKey::Fetch, 12, &f), Outcome::Close(_)));
+}
+
+#[test]
+fn without_an_authorizer_everything_is_allowed_and_the_acl_apis_say_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let n = node(tmp.path(), false);
+    let alice = who("User:alice");
+    crate::testing::create(&n, "orders", 1, Default::default()).unwrap();
+    let d: DescribeAclsResponse = reply(ask(&n, &alice, ApiKey::DescribeAcls, 3, &describe_all()), ApiKey::DescribeAcls, 3);
+    assert_eq!(d.error_code, Code::SecurityDisabled.code());
+    let create = CreateAclsRequest::default().with_creations(vec![creation(2, "orders", 3, 4, 3)]);
+    let c: CreateAclsResponse = reply(ask(&n, &alice, ApiKey::CreateAcls, 3, &create), ApiKey::CreateAcls, 3);
+    assert_eq!(c.results[0].error_code, Code::SecurityDisabled.code());
+    let p: ProduceResponse = reply(ask(&n, &alice, ApiKey::Produce, 9, &produce_req("orders", build(&[b"x"], 1), 1)), ApiKey::Produce, 9);
+    assert_eq!(p.responses[0].partition_responses[0].error_code, 0);
+}
