@@ -36,24 +36,24 @@ pub fn authenticates(data: &[u8]) -> bool {
     let mut s = Session::default();
     let enabled = Mech::all;
     if s.handshake(if flags & 4 != 0 { 0 } else { 1 }, names[(flags & 3) as usize], &enabled).is_err() {
-        assert!(!s.allows(ApiKey::Metadata));
+        assert!(!s.allows(ApiKey::Metadata, 0));
         return false;
     }
     let lookup = |user: &str, m: Mechanism| (user == "admin").then(|| credentials().iter().find(|c| c.mechanism == m).cloned()).flatten();
     let mut done = false;
     for token in rest.split(|&b| b == b'\n').take(tokens_max) {
-        match s.authenticate(token, nonce, lookup) {
+        match s.authenticate(token, nonce, 0, lookup) {
             Ok(Step::Done { user, .. }) => {
                 assert_eq!(user, "admin", "authenticated as a user that does not exist");
                 done = true;
             }
             Ok(Step::Failed(_)) => {
-                assert!(!s.allows(ApiKey::Metadata), "a failed exchange left the session authenticated");
+                assert!(!s.allows(ApiKey::Metadata, 0), "a failed exchange left the session authenticated");
                 return false;
             }
             Ok(Step::Continue(_)) | Err(_) => {}
         }
-        assert_eq!(s.allows(ApiKey::Metadata), done, "authenticated without an exchange that ended in Done");
+        assert_eq!(s.allows(ApiKey::Metadata, 0), done, "authenticated without an exchange that ended in Done");
     }
     done
 }

@@ -143,11 +143,14 @@ pub struct SecurityConfig {
     pub tls: TlsFiles,
     /// Whether and how requests are authorized (ACLs: `acl`).
     pub authorizer: acl::AuthorizerConfig,
+    /// `connections.max.reauth.ms` (KIP-368): how long a SASL authentication lasts before the
+    /// client must authenticate again on its connection; 0, Kafka's default: for ever.
+    pub reauth_ms: u64,
 }
 
 impl Default for SecurityConfig {
     fn default() -> SecurityConfig {
-        SecurityConfig { listener: Protocol::Plaintext, controller_listener: None, controller_protocol: Protocol::Plaintext, sasl_mechanisms: vec![sasl::Mech::Scram(Mechanism::Sha256), sasl::Mech::Scram(Mechanism::Sha512)], scram_bootstrap: Vec::new(), inter_broker: None, tls: TlsFiles::default(), authorizer: acl::AuthorizerConfig::default() }
+        SecurityConfig { listener: Protocol::Plaintext, controller_listener: None, controller_protocol: Protocol::Plaintext, sasl_mechanisms: vec![sasl::Mech::Scram(Mechanism::Sha256), sasl::Mech::Scram(Mechanism::Sha512)], scram_bootstrap: Vec::new(), inter_broker: None, tls: TlsFiles::default(), authorizer: acl::AuthorizerConfig::default(), reauth_ms: 0 }
     }
 }
 

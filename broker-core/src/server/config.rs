@@ -71,6 +71,10 @@ pub struct Flags {
     /// allow.everyone.if.no.acl.found: a resource no ACL names is open to all (default false).
     #[arg(long)]
     pub allow_everyone_if_no_acl_found: Option<bool>,
+    /// connections.max.reauth.ms: how long a SASL authentication lasts before the client must
+    /// re-authenticate on its connection (KIP-368); 0 (the default): for the connection's life.
+    #[arg(long)]
+    pub connections_max_reauth_ms: Option<u64>,
     /// Address clients are told to connect to (defaults to --listen).
     #[arg(long)]
     pub advertised: Option<String>,
@@ -254,6 +258,7 @@ pub const FILE_SETTINGS: &[&str] = &[
     "authorizer.class.name",
     "super.users",
     "allow.everyone.if.no.acl.found",
+    "connections.max.reauth.ms",
     "node.id",
     "log.dirs",
     "auto.create.topics.enable",
@@ -314,6 +319,7 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
         match key.as_str() {
             "listeners" => f.listeners = Some(text()?),
             "advertised.listeners" => f.advertised = Some(text()?.rsplit("://").next().unwrap_or_default().to_string()),
+            "connections.max.reauth.ms" => f.connections_max_reauth_ms = Some(u64::try_from(int()?).map_err(|_| bad("a number of milliseconds"))?),
             "allow.everyone.if.no.acl.found" => f.allow_everyone_if_no_acl_found = Some(value.as_bool().ok_or_else(|| bad("true or false"))?),
             k if k.starts_with("sasl.") || k.starts_with("ssl.") || ["listener.security.protocol.map", "authorizer.class.name", "super.users"].contains(&k) => super::config_security::file_setting(&mut f, k, text()?)?,
             "node.id" => f.node_id = Some(int()? as i32),
@@ -374,7 +380,7 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
     if !over.add_scram.is_empty() {
         f.add_scram = over.add_scram.clone();
     }
-    take!(listen, listeners, listener_security_protocol_map, sasl_enabled_mechanisms, sasl_mechanism_inter_broker_protocol, sasl_jaas_config, ssl_keystore_type, ssl_keystore_location, ssl_truststore_type, ssl_truststore_location, ssl_client_auth, authorizer_class_name, super_users, allow_everyone_if_no_acl_found, advertised, node_id, data_dir, config, auto_create_topics_enable, num_partitions, min_insync_replicas,
+    take!(listen, listeners, listener_security_protocol_map, sasl_enabled_mechanisms, sasl_mechanism_inter_broker_protocol, sasl_jaas_config, ssl_keystore_type, ssl_keystore_location, ssl_truststore_type, ssl_truststore_location, ssl_client_auth, authorizer_class_name, super_users, allow_everyone_if_no_acl_found, connections_max_reauth_ms, advertised, node_id, data_dir, config, auto_create_topics_enable, num_partitions, min_insync_replicas,
         log_segment_bytes, log_roll_ms, log_retention_ms, log_retention_bytes, log_index_interval_bytes,
         log_flush_interval_messages, log_flush_interval_ms, message_max_bytes, controller_quorum_voters, process_roles, controller_quorum_election_timeout_ms, metadata_log_max_record_bytes_between_snapshots,
         default_replication_factor, replica_lag_time_max_ms, broker_session_timeout_ms, broker_heartbeat_interval_ms,

@@ -55,6 +55,7 @@ pub(super) fn resolve_security(f: &Flags, c: &mut BrokerConfig) -> Result<(), St
         c.security.scram_bootstrap.push((add.user.clone(), add.credential(&rand::random::<[u8; 16]>())));
     }
     resolve_tls(f, c)?;
+    c.security.reauth_ms = f.connections_max_reauth_ms.unwrap_or(0);
     let sasl = c.security.listener.is_sasl() || c.security.controller_protocol.is_sasl();
     if sasl {
         let mechanism = match &f.sasl_mechanism_inter_broker_protocol {

@@ -194,7 +194,8 @@ pub(super) async fn connection(link: Link, shared: Arc<Shared>, protocol: crate:
     if let Some(principal) = &principal {
         tracing::debug!("connection from {peer} is {principal}");
     }
-    let mut auth = Auth { session: protocol.is_sasl().then(Session::default), enabled: shared.broker().config().security.sasl_mechanisms.clone(), internal_only, tls_principal: principal };
+    let reauth_ms = shared.broker().config().security.reauth_ms;
+    let mut auth = Auth { session: protocol.is_sasl().then(|| Session::with_lifetime(reauth_ms)), enabled: shared.broker().config().security.sasl_mechanisms.clone(), internal_only, tls_principal: principal };
     loop {
         let Some(first) = next(&mut inbox, &mut rd, &shared, peer).await else { return };
         let mut wr = BufWriter::with_capacity(connection_write_buffer_bytes, half);

@@ -33,7 +33,7 @@ pub(super) enum Sasl {
 pub(super) fn intercept(shared: &Shared, session: &mut Option<Session>, enabled: &[Mech], internal_only: bool, frame: &Bytes) -> Sasl {
     if let Some(s) = session.as_mut().filter(|s| s.expects_raw_token()) {
         // After a v0 handshake the client's tokens come bare, and so do the answers.
-        return match s.authenticate(frame, &nonce(), |user, m| credential(shared, user, m)) {
+        return match s.authenticate(frame, &nonce(), super::now_ms(), |user, m| credential(shared, user, m)) {
             Ok(Step::Continue(reply)) | Ok(Step::Done { reply, .. }) => Sasl::Answer(raw(&reply)),
             Ok(Step::Failed(why)) => Sasl::Close(why),
             Err(code) => Sasl::Close(format!("SASL token out of turn ({code:?})")),
@@ -46,7 +46,10 @@ pub(super) fn intercept(shared: &Shared, session: &mut Option<Session>, enabled:
     let Some(key) = leading(frame).and_then(|l| ApiKey::try_from(l.key).ok()) else { return Sasl::Pass };
     if !matches!(key, ApiKey::SaslHandshake | ApiKey::SaslAuthenticate) {
         return match session {
-            Some(s) if !s.allows(key) => Sasl::Close(format!("{key:?} before SASL authentication")),
+            Some(s) if !s.allows(key, super::now_ms()) => match s.user() {
+                Some(user) => Sasl::Close(format!("{key:?} from User:{user}: session expired (connections.max.reauth.ms={}) without re-authentication", s.lifetime_ms())),
+                None => Sasl::Close(format!("{key:?} before SASL authentication")),
+            },
             _ => Sasl::Pass,
         };
     }
@@ -75,19 +78,23 @@ pub(super) fn intercept(shared: &Shared, session: &mut Option<Session>, enabled:
         }
         RequestKind::SaslAuthenticate(a) => {
             let step = match session.as_mut() {
-                Some(s) => s.authenticate(&a.auth_bytes, &nonce(), |user, m| credential(shared, user, m)),
+                Some(s) => s.authenticate(&a.auth_bytes, &nonce(), super::now_ms(), |user, m| credential(shared, user, m)),
                 None => Err(Code::IllegalSaslState),
             };
+            let lifetime_ms = session.as_ref().map_or(0, |s| s.lifetime_ms());
+            let mut session_ms = 0;
             let (code, message, bytes, close) = match step {
                 Ok(Step::Continue(reply)) => (0, None, reply, None),
                 Ok(Step::Done { user, reply }) => {
                     tracing::debug!("SASL: authenticated as User:{user}");
+                    // KIP-368: v1+ tells the client how long the session lasts.
+                    session_ms = lifetime_ms as i64;
                     (0, None, reply, None)
                 }
                 Ok(Step::Failed(why)) => (Code::SaslAuthenticationFailed.code(), Some(why.clone()), Vec::new(), Some(why)),
                 Err(code) => (code.code(), None, Vec::new(), Some(format!("SaslAuthenticate out of turn ({code:?})"))),
             };
-            let body = SaslAuthenticateResponse::default().with_error_code(code).with_error_message(message.map(StrBytes::from_string)).with_auth_bytes(Bytes::from(bytes));
+            let body = SaslAuthenticateResponse::default().with_error_code(code).with_error_message(message.map(StrBytes::from_string)).with_auth_bytes(Bytes::from(bytes)).with_session_lifetime_ms(if version >= 1 { session_ms } else { 0 });
             let frame = Response::new(key, version, correlation_id, body).encode();
             match (frame, close) {
                 (Err(reason), _) => Sasl::Close(reason),

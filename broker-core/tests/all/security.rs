@@ -161,3 +161,39 @@ fn acls_allow_and_deny_real_clients_per_topic_group_and_cluster() {
     let out = client_script(&mut broker, "acl_clients.py", &[]);
     eprintln!("{}", String::from_utf8_lossy(&out.stdout).trim());
 }
+
+#[test]
+fn sasl_sessions_expire_and_clients_reauthenticate_on_their_connection() {
+    use broker_core::client::Conn;
+    use broker_core::security::{scram::Mechanism, SaslLogin};
+    use kafka_protocol::messages::MetadataRequest;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ports = crate::support::free_ports(2);
+    let listeners = format!("SASL_PLAINTEXT://127.0.0.1:{},CONTROLLER://127.0.0.1:{}", ports[0], ports[1]);
+    let jaas = "org.apache.kafka.common.security.scram.ScramLoginModule required username=\"admin\" password=\"admin-secret\";";
+    let args = ["--listeners", &listeners, "--sasl-jaas-config", jaas, "--add-scram", "SCRAM-SHA-256=[name=admin,password=admin-secret]", "--add-scram", "SCRAM-SHA-512=[name=admin,password=admin-secret]", "--connections-max-reauth-ms", "2000"];
+    let mut broker = Broker::start_listening(dir.path(), ports[0], &args);
+    let out = client_script(&mut broker, "reauth_clients.py", &["--topic", "reauth"]);
+    eprintln!("{}", String::from_utf8_lossy(&out.stdout).trim());
+    let log = broker.log_tail();
+    assert!(!log.contains("session expired"), "librdkafka did not re-authenticate in time:\n{log}");
+    // The project's own client: a session used after it expired is closed; one renewed on its
+    // connection goes on.
+    let addr: std::net::SocketAddr = broker.bootstrap().parse().expect("an address");
+    let login = SaslLogin { mechanism: Mechanism::Sha256, user: "admin".into(), password: "admin-secret".into() };
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    runtime.block_on(async {
+        let within = Duration::from_secs(10);
+        let mut stale = Conn::connect(addr, "stale", within).await.expect("connect");
+        stale.authenticate(&login, "cnonce-stale").await.expect("authenticate");
+        let mut renewed = Conn::connect(addr, "renewed", within).await.expect("connect");
+        renewed.authenticate(&login, "cnonce-renewed").await.expect("authenticate");
+        stale.send(&MetadataRequest::default()).await.expect("Metadata within the session");
+        tokio::time::sleep(Duration::from_millis(2_300)).await;
+        renewed.authenticate(&login, "cnonce-again").await.expect("re-authentication on the same connection");
+        renewed.send(&MetadataRequest::default()).await.expect("Metadata after re-authenticating");
+        assert!(stale.send(&MetadataRequest::default()).await.is_err(), "a request after the session expired was answered");
+    });
+    let log = broker.log_tail();
+    assert!(log.contains("session expired (connections.max.reauth.ms=2000)"), "the stale connection's close was not logged as expiry\n{log}");
+}
