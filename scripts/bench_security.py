@@ -36,7 +36,8 @@ def run(args):
     from confluent_kafka.admin import AdminClient, NewTopic
     base = {"bootstrap.servers": args.bootstrap, **security(args.protocol, args.ca)}
     name = "bench-security"
-    AdminClient(base).create_topics([NewTopic(name, 1, 1)])[name].result(30)
+    admin = AdminClient(base)
+    admin.create_topics([NewTopic(name, 1, 1)])[name].result(30)
     p = Producer({**base, "acks": 1, "linger.ms": 5, "queue.buffering.max.messages": 1000000})
     failed = []
     cpu0, start = cpu_seconds(args.pid), time.monotonic()

@@ -10,6 +10,8 @@
 // binary; the directory named after the binary keeps its modules out of that namespace.
 #[path = "seedlog/groups.rs"]
 mod groups;
+#[path = "seedlog/security.rs"]
+mod security;
 #[path = "seedlog/bench_connections.rs"]
 mod bench_connections;
 
@@ -89,6 +91,20 @@ enum Cmd {
         #[command(subcommand)]
         cmd: groups::GroupsCmd,
     },
+    /// ACLs of a running cluster, like kafka-acls.sh: list, add, remove.
+    Acls {
+        #[command(flatten)]
+        login: security::Login,
+        #[command(subcommand)]
+        cmd: security::AclsCmd,
+    },
+    /// SCRAM users of a running cluster, like kafka-configs.sh --entity-type users.
+    Users {
+        #[command(flatten)]
+        login: security::Login,
+        #[command(subcommand)]
+        cmd: security::UsersCmd,
+    },
 }
 
 fn main() {
@@ -100,6 +116,8 @@ fn main() {
         Cmd::BenchConnections(args) => bench_connections::run(args),
         Cmd::Dump { file } => dump(&file),
         Cmd::Groups { bootstrap, timeout_ms, cmd } => groups::run(&bootstrap, Duration::from_millis(timeout_ms), cmd),
+        Cmd::Acls { login, cmd } => security::acls(login, cmd),
+        Cmd::Users { login, cmd } => security::users(login, cmd),
     };
     if let Err(e) = result {
         eprintln!("error: {e}");

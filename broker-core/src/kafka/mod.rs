@@ -114,6 +114,12 @@ pub const SENT: &[(ApiKey, i16)] = &[
     // A broker authenticating to another on a SASL listener (client::Conn::authenticate).
     (ApiKey::SaslHandshake, 1),
     (ApiKey::SaslAuthenticate, 2),
+    // `seedlog users` and `seedlog acls`.
+    (ApiKey::DescribeUserScramCredentials, 0),
+    (ApiKey::AlterUserScramCredentials, 0),
+    (ApiKey::DescribeAcls, 3),
+    (ApiKey::CreateAcls, 3),
+    (ApiKey::DeleteAcls, 3),
 ];
 
 /// The version sent of the API with key `key` (a `Request::KEY`); `None` for an API this crate

@@ -49,6 +49,11 @@ impl Mechanism {
         [Mechanism::Sha256, Mechanism::Sha512].into_iter().find(|m| m.name() == name)
     }
 
+    /// The mechanism of Kafka's number `code`.
+    pub fn from_kafka_type(code: i8) -> Option<Mechanism> {
+        [Mechanism::Sha256, Mechanism::Sha512].into_iter().find(|m| m.kafka_type() == code)
+    }
+
     /// Kafka's mechanism number (DescribeUserScramCredentials, AlterUserScramCredentials).
     pub fn kafka_type(self) -> i8 {
         match self {
@@ -87,8 +92,9 @@ impl Mechanism {
         }
     }
 
-    /// RFC 5802's Hi(): PBKDF2 with this mechanism's HMAC.
-    fn salted_password(self, password: &[u8], salt: &[u8], iterations: i32) -> Vec<u8> {
+    /// RFC 5802's Hi(): PBKDF2 with this mechanism's HMAC (what AlterUserScramCredentials
+    /// carries for a new credential).
+    pub fn salted_password(self, password: &[u8], salt: &[u8], iterations: i32) -> Vec<u8> {
         let rounds = iterations.max(1) as u32;
         match self {
             Mechanism::Sha256 => pbkdf2::pbkdf2_hmac_array::<Sha256, 32>(password, salt, rounds).to_vec(),

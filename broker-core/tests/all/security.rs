@@ -160,6 +160,25 @@ fn acls_allow_and_deny_real_clients_per_topic_group_and_cluster() {
     let mut broker = Broker::start_listening(dir.path(), ports[0], &args);
     let out = client_script(&mut broker, "acl_clients.py", &[]);
     eprintln!("{}", String::from_utf8_lossy(&out.stdout).trim());
+    // The operator's tools see what the clients did, change it, and refuse alice.
+    let seedlog = |user: &str, password: &str, args: &[&str]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_seedlog"));
+        cmd.args(&args[..1]).args(["--bootstrap", &broker.bootstrap(), "--sasl-username", user, "--sasl-password", password]).args(&args[1..]);
+        run_bounded(&mut cmd, None, Duration::from_secs(30), "seedlog")
+    };
+    let text = |o: &std::process::Output| format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    let users = seedlog("admin", "admin-secret", &["users", "list"]);
+    assert!(users.status.success() && text(&users).contains("alice: SCRAM-SHA-256 (4096 iterations)"), "{}", text(&users));
+    let added = seedlog("admin", "admin-secret", &["acls", "add", "--group", "audit", "--prefixed", "--principal", "User:bob", "--operation", "Read", "--deny"]);
+    assert!(added.status.success(), "{}", text(&added));
+    let listed = seedlog("admin", "admin-secret", &["acls", "list"]);
+    let listed = text(&listed);
+    assert_eq!(listed.lines().count(), 4, "three left by the script and one added:\n{listed}");
+    assert!(listed.contains("Group \"audit\" PREFIXED: DENY User:bob Read from *") && listed.contains("Topic \"payments-secret\" LITERAL: DENY User:alice Read from *"), "{listed}");
+    let refused = seedlog("alice", "alice-secret", &["acls", "list"]);
+    assert!(!refused.status.success() && text(&refused).contains("ClusterAuthorizationFailed"), "{}", text(&refused));
+    let removed = seedlog("admin", "admin-secret", &["acls", "remove", "--group", "audit", "--prefixed"]);
+    assert!(removed.status.success() && text(&removed).contains("removed 1 ACL(s)"), "{}", text(&removed));
 }
 
 #[test]
