@@ -7,11 +7,14 @@
 //! - per topic around the handler: Metadata (DESCRIBE: hidden from a listing, named ones
 //!   TOPIC_AUTHORIZATION_FAILED, auto-creation only with CREATE), Fetch (READ), ListOffsets
 //!   (DESCRIBE) lose their refused topics before and get them back as errors after;
-//! - the whole request: one group or transactional id (JoinGroup, SyncGroup, Heartbeat,
-//!   LeaveGroup, OffsetFetch, FindCoordinator; InitProducerId, AddOffsetsToTxn, EndTxn) is
-//!   answered with the API's error code; the cluster's APIs need their cluster operation.
+//! - the whole request: a refused group or transactional id (JoinGroup, SyncGroup, Heartbeat,
+//!   LeaveGroup, OffsetCommit, OffsetFetch, FindCoordinator, DescribeGroups, DeleteGroups;
+//!   InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit) is answered
+//!   with the API's error code in every place it has one; the cluster's APIs need their
+//!   cluster operation.
 //!
-//! Anything else a principal is refused closes the connection (fail closed, logged), and so
+//! Anything else a principal is refused (a request mixing allowed and refused groups, or a
+//! group's request with a refused topic) closes the connection (fail closed, logged), and so
 //! does every API this module does not name for anyone but a super user: an API added to the
 //! broker is not open before its check is written.
 
@@ -180,39 +183,76 @@ pub(super) fn check(access: Option<&Access>, request: &mut Request) -> Check {
         RequestKind::Heartbeat(req) if !a.can(Read, Group, &req.group_id) => reply!(kafka_protocol::messages::HeartbeatResponse::default().with_error_code(Code::GroupAuthorizationFailed.code())),
         RequestKind::LeaveGroup(req) if !a.can(Read, Group, &req.group_id) => reply!(kafka_protocol::messages::LeaveGroupResponse::default().with_error_code(Code::GroupAuthorizationFailed.code())),
         RequestKind::JoinGroup(_) | RequestKind::SyncGroup(_) | RequestKind::Heartbeat(_) | RequestKind::LeaveGroup(_) => Check::Pass,
-        RequestKind::OffsetCommit(req) => match (a.can(Read, Group, &req.group_id), req.topics.iter().find(|t| !a.can(Read, ResourceType::Topic, &t.name))) {
-            (false, _) => close(a.why(Read, Group, &req.group_id)),
-            (true, Some(t)) => close(a.why(Read, ResourceType::Topic, &t.name)),
-            (true, None) => Check::Pass,
-        },
+        RequestKind::OffsetCommit(req) => {
+            use kafka_protocol::messages::offset_commit_response::{OffsetCommitResponsePartition, OffsetCommitResponseTopic};
+            // The group first (every partition GROUP_AUTHORIZATION_FAILED), then each topic.
+            let group = a.can(Read, Group, &req.group_id);
+            let refused = |t: &kafka_protocol::messages::offset_commit_request::OffsetCommitRequestTopic| match group {
+                false => Some(Code::GroupAuthorizationFailed),
+                true => (!a.can(Read, ResourceType::Topic, &t.name)).then_some(Code::TopicAuthorizationFailed),
+            };
+            match req.topics.iter().map(&refused).collect::<Vec<_>>() {
+                codes if codes.iter().all(Option::is_none) => Check::Pass,
+                codes if codes.iter().all(Option::is_some) => {
+                    let topics = req.topics.iter().zip(codes).map(|(t, code)| {
+                        let parts = t.partitions.iter().map(|p| OffsetCommitResponsePartition::default().with_partition_index(p.partition_index).with_error_code(code.expect("all refused").code())).collect();
+                        OffsetCommitResponseTopic::default().with_name(t.name.clone()).with_partitions(parts)
+                    });
+                    reply!(kafka_protocol::messages::OffsetCommitResponse::default().with_topics(topics.collect()))
+                }
+                _ => close(format!("{} may not commit every topic of this OffsetCommit to group {:?}", a.principal, req.group_id.as_str())),
+            }
+        }
         RequestKind::OffsetFetch(req) if version < 8 => match (a.can(Describe, Group, &req.group_id), req.topics.iter().flatten().find(|t| !a.can(Describe, ResourceType::Topic, &t.name))) {
             (false, _) => reply!(kafka_protocol::messages::OffsetFetchResponse::default().with_error_code(Code::GroupAuthorizationFailed.code())),
             (true, Some(t)) => close(a.why(Describe, ResourceType::Topic, &t.name)),
             (true, None) => Check::Pass,
         },
         RequestKind::OffsetFetch(req) => {
-            let groups = req.groups.iter().map(|g| (g.group_id.0.as_str(), g.topics.iter().flatten().map(|t| t.name.0.as_str()).collect::<Vec<_>>()));
-            match groups.into_iter().find_map(|(g, topics)| if !a.can(Describe, Group, g) { Some(a.why(Describe, Group, g)) } else { topics.into_iter().find(|t| !a.can(Describe, ResourceType::Topic, t)).map(|t| a.why(Describe, ResourceType::Topic, t)) }) {
-                Some(why) => close(why),
-                None => Check::Pass,
+            use kafka_protocol::messages::offset_fetch_response::OffsetFetchResponseGroup;
+            let group_ok = |g: &str| a.can(Describe, Group, g);
+            let topics_ok = |g: &kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestGroup| g.topics.iter().flatten().all(|t| a.can(Describe, ResourceType::Topic, &t.name));
+            if req.groups.iter().all(|g| group_ok(&g.group_id) && topics_ok(g)) {
+                Check::Pass
+            } else if req.groups.iter().all(|g| !group_ok(&g.group_id)) {
+                let groups = req.groups.iter().map(|g| OffsetFetchResponseGroup::default().with_group_id(g.group_id.clone()).with_error_code(Code::GroupAuthorizationFailed.code())).collect();
+                reply!(kafka_protocol::messages::OffsetFetchResponse::default().with_groups(groups))
+            } else {
+                close(format!("{} may not describe every group and topic of this OffsetFetch", a.principal))
             }
         }
         RequestKind::FindCoordinator(req) => {
             let keys: Vec<String> = if version >= 4 { req.coordinator_keys.iter().map(|k| k.to_string()).collect() } else { vec![req.key.to_string()] };
             let (kind, code) = if req.key_type == 1 { (Txn, Code::TransactionalIdAuthorizationFailed) } else { (Group, Code::GroupAuthorizationFailed) };
-            match keys.iter().find(|k| !a.can(Describe, kind, k)) {
-                Some(k) if version < 4 => reply!(kafka_protocol::messages::FindCoordinatorResponse::default().with_error_code(code.code()).with_error_message(Some(s(&a.why(Describe, kind, k))))),
-                Some(k) => close(a.why(Describe, kind, k)),
+            let refused: Vec<&String> = keys.iter().filter(|k| !a.can(Describe, kind, k)).collect();
+            match refused.first() {
                 None => Check::Pass,
+                Some(k) if version < 4 => reply!(kafka_protocol::messages::FindCoordinatorResponse::default().with_error_code(code.code()).with_error_message(Some(s(&a.why(Describe, kind, k))))),
+                Some(_) if refused.len() == keys.len() => {
+                    use kafka_protocol::messages::find_coordinator_response::Coordinator;
+                    let each = keys.iter().map(|k| Coordinator::default().with_key(s(k)).with_node_id((-1).into()).with_port(-1).with_error_code(code.code()).with_error_message(Some(s(&a.why(Describe, kind, k))))).collect();
+                    reply!(kafka_protocol::messages::FindCoordinatorResponse::default().with_coordinators(each))
+                }
+                Some(k) => close(a.why(Describe, kind, k)),
             }
         }
-        RequestKind::DescribeGroups(req) => match req.groups.iter().find(|g| !a.can(Describe, Group, g)) {
-            Some(g) => close(a.why(Describe, Group, g)),
-            None => Check::Pass,
+        RequestKind::DescribeGroups(req) => match req.groups.iter().filter(|g| !a.can(Describe, Group, g)).count() {
+            0 => Check::Pass,
+            n if n == req.groups.len() => {
+                use kafka_protocol::messages::describe_groups_response::DescribedGroup;
+                let groups = req.groups.iter().map(|g| DescribedGroup::default().with_group_id(g.clone()).with_error_code(Code::GroupAuthorizationFailed.code())).collect();
+                reply!(kafka_protocol::messages::DescribeGroupsResponse::default().with_groups(groups))
+            }
+            _ => close(format!("{} may not describe every group of this DescribeGroups", a.principal)),
         },
-        RequestKind::DeleteGroups(req) => match req.groups_names.iter().find(|g| !a.can(Delete, Group, g)) {
-            Some(g) => close(a.why(Delete, Group, g)),
-            None => Check::Pass,
+        RequestKind::DeleteGroups(req) => match req.groups_names.iter().filter(|g| !a.can(Delete, Group, g)).count() {
+            0 => Check::Pass,
+            n if n == req.groups_names.len() => {
+                use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
+                let results = req.groups_names.iter().map(|g| DeletableGroupResult::default().with_group_id(g.clone()).with_error_code(Code::GroupAuthorizationFailed.code())).collect();
+                reply!(kafka_protocol::messages::DeleteGroupsResponse::default().with_results(results))
+            }
+            _ => close(format!("{} may not delete every group of this DeleteGroups", a.principal)),
         },
         RequestKind::InitProducerId(req) => match &req.transactional_id {
             Some(id) if !a.can(Write, Txn, id) => reply!(kafka_protocol::messages::InitProducerIdResponse::default().with_error_code(Code::TransactionalIdAuthorizationFailed.code()).with_producer_id((-1).into())),
@@ -226,17 +266,40 @@ pub(super) fn check(access: Option<&Access>, request: &mut Request) -> Check {
         RequestKind::AddOffsetsToTxn(_) => Check::Pass,
         RequestKind::EndTxn(req) if !a.can(Write, Txn, &req.transactional_id) => reply!(kafka_protocol::messages::EndTxnResponse::default().with_error_code(Code::TransactionalIdAuthorizationFailed.code())),
         RequestKind::EndTxn(_) => Check::Pass,
-        RequestKind::AddPartitionsToTxn(req) if version < 4 => match (a.can(Write, Txn, &req.v3_and_below_transactional_id), req.v3_and_below_topics.iter().find(|t| !a.can(Write, ResourceType::Topic, &t.name))) {
-            (false, _) => close(a.why(Write, Txn, &req.v3_and_below_transactional_id)),
-            (true, Some(t)) => close(a.why(Write, ResourceType::Topic, &t.name)),
-            (true, None) => Check::Pass,
-        },
-        RequestKind::TxnOffsetCommit(req) => match (a.can(Write, Txn, &req.transactional_id), a.can(Read, Group, &req.group_id), req.topics.iter().find(|t| !a.can(Read, ResourceType::Topic, &t.name))) {
-            (false, _, _) => close(a.why(Write, Txn, &req.transactional_id)),
-            (_, false, _) => close(a.why(Read, Group, &req.group_id)),
-            (_, _, Some(t)) => close(a.why(Read, ResourceType::Topic, &t.name)),
-            _ => Check::Pass,
-        },
+        RequestKind::AddPartitionsToTxn(req) if version < 4 => {
+            use kafka_protocol::messages::add_partitions_to_txn_response::{AddPartitionsToTxnPartitionResult, AddPartitionsToTxnTopicResult};
+            // Kafka's answer: the transactional id refused, every partition; else each refused
+            // topic's partitions TOPIC_AUTHORIZATION_FAILED and the others OPERATION_NOT_ATTEMPTED.
+            let id = a.can(Write, Txn, &req.v3_and_below_transactional_id);
+            let topic_ok = |t: &kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic| a.can(Write, ResourceType::Topic, &t.name);
+            if id && req.v3_and_below_topics.iter().all(topic_ok) {
+                return Check::Pass;
+            }
+            let results = req.v3_and_below_topics.iter().map(|t| {
+                let code = match (id, topic_ok(t)) {
+                    (false, _) => Code::TransactionalIdAuthorizationFailed,
+                    (true, false) => Code::TopicAuthorizationFailed,
+                    (true, true) => Code::OperationNotAttempted,
+                };
+                let parts = t.partitions.iter().map(|p| AddPartitionsToTxnPartitionResult::default().with_partition_index(*p).with_partition_error_code(code.code())).collect();
+                AddPartitionsToTxnTopicResult::default().with_name(t.name.clone()).with_results_by_partition(parts)
+            });
+            reply!(kafka_protocol::messages::AddPartitionsToTxnResponse::default().with_results_by_topic_v3_and_below(results.collect()))
+        }
+        RequestKind::TxnOffsetCommit(req) => {
+            use kafka_protocol::messages::txn_offset_commit_response::{TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic};
+            let code = match (a.can(Write, Txn, &req.transactional_id), a.can(Read, Group, &req.group_id), req.topics.iter().find(|t| !a.can(Read, ResourceType::Topic, &t.name))) {
+                (false, _, _) => Code::TransactionalIdAuthorizationFailed,
+                (_, false, _) => Code::GroupAuthorizationFailed,
+                (_, _, Some(t)) => return close(a.why(Read, ResourceType::Topic, &t.name)),
+                _ => return Check::Pass,
+            };
+            let topics = req.topics.iter().map(|t| {
+                let parts = t.partitions.iter().map(|p| TxnOffsetCommitResponsePartition::default().with_partition_index(p.partition_index).with_error_code(code.code())).collect();
+                TxnOffsetCommitResponseTopic::default().with_name(t.name.clone()).with_partitions(parts)
+            });
+            reply!(kafka_protocol::messages::TxnOffsetCommitResponse::default().with_topics(topics.collect()))
+        }
         // The cluster's own: its ACLs and users, and what brokers and controllers send each other.
         RequestKind::CreateAcls(req) if !a.cluster(Alter) => {
             use kafka_protocol::messages::create_acls_response::AclCreationResult;

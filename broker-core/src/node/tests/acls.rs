@@ -94,3 +94,47 @@ fn without_an_authorizer_everything_is_allowed_and_the_acl_apis_say_so() {
     let p: ProduceResponse = reply(ask(&n, &alice, ApiKey::Produce, 9, &produce_req("orders", build(&[b"x"], 1), 1)), ApiKey::Produce, 9);
     assert_eq!(p.responses[0].partition_responses[0].error_code, 0);
 }
+
+#[test]
+fn group_and_transaction_refusals_answer_kafkas_codes() {
+    use kafka_protocol::messages::add_partitions_to_txn_request::{AddPartitionsToTxnRequest, AddPartitionsToTxnTopic};
+    use kafka_protocol::messages::add_partitions_to_txn_response::AddPartitionsToTxnResponse;
+    use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
+    use kafka_protocol::messages::find_coordinator_response::FindCoordinatorResponse;
+    use kafka_protocol::messages::offset_commit_request::{OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic};
+    use kafka_protocol::messages::offset_commit_response::OffsetCommitResponse;
+    use kafka_protocol::messages::offset_fetch_request::{OffsetFetchRequest, OffsetFetchRequestGroup};
+    use kafka_protocol::messages::offset_fetch_response::OffsetFetchResponse;
+    use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse, GroupId, TransactionalId};
+    let tmp = tempfile::tempdir().unwrap();
+    let n = node(tmp.path(), true);
+    let (admin, alice) = (who("User:admin"), who("User:alice"));
+    crate::testing::create(&n, "orders", 1, Default::default()).unwrap();
+    crate::testing::create(&n, "other", 1, Default::default()).unwrap();
+    let create = CreateAclsRequest::default().with_creations(vec![creation(2, "orders", 3, 4, 3), creation(5, "tx", 3, 4, 3)]);
+    let c: CreateAclsResponse = reply(ask(&n, &admin, ApiKey::CreateAcls, 3, &create), ApiKey::CreateAcls, 3);
+    assert!(c.results.iter().all(|r| r.error_code == 0));
+    let group = || GroupId(s("g"));
+    let commit = OffsetCommitRequest::default().with_group_id(group()).with_topics(vec![OffsetCommitRequestTopic::default().with_name(TopicName(s("orders"))).with_partitions(vec![OffsetCommitRequestPartition::default().with_partition_index(0).with_committed_offset(1)])]);
+    let r: OffsetCommitResponse = reply(ask(&n, &alice, ApiKey::OffsetCommit, 8, &commit), ApiKey::OffsetCommit, 8);
+    assert_eq!(r.topics[0].partitions[0].error_code, Code::GroupAuthorizationFailed.code());
+    let fetch = OffsetFetchRequest::default().with_groups(vec![OffsetFetchRequestGroup::default().with_group_id(group()).with_topics(None)]);
+    let r: OffsetFetchResponse = reply(ask(&n, &alice, ApiKey::OffsetFetch, 8, &fetch), ApiKey::OffsetFetch, 8);
+    assert_eq!(r.groups[0].error_code, Code::GroupAuthorizationFailed.code());
+    let find = FindCoordinatorRequest::default().with_key_type(0).with_coordinator_keys(vec![s("g")]);
+    let r: FindCoordinatorResponse = reply(ask(&n, &alice, ApiKey::FindCoordinator, 4, &find), ApiKey::FindCoordinator, 4);
+    assert_eq!(r.coordinators[0].error_code, Code::GroupAuthorizationFailed.code());
+    let describe = DescribeGroupsRequest::default().with_groups(vec![group()]);
+    let r: DescribeGroupsResponse = reply(ask(&n, &alice, ApiKey::DescribeGroups, 5, &describe), ApiKey::DescribeGroups, 5);
+    assert_eq!(r.groups[0].error_code, Code::GroupAuthorizationFailed.code());
+    // WRITE on `tx` and on orders, not on other: Kafka's per-topic answer.
+    let add = |id: &str| AddPartitionsToTxnRequest::default().with_v3_and_below_transactional_id(TransactionalId(s(id))).with_v3_and_below_producer_id((1).into()).with_v3_and_below_topics(vec![
+        AddPartitionsToTxnTopic::default().with_name(TopicName(s("orders"))).with_partitions(vec![0]),
+        AddPartitionsToTxnTopic::default().with_name(TopicName(s("other"))).with_partitions(vec![0]),
+    ]);
+    let codes = |r: AddPartitionsToTxnResponse| r.results_by_topic_v3_and_below.iter().map(|t| (t.name.to_string(), t.results_by_partition[0].partition_error_code)).collect::<Vec<_>>();
+    let r: AddPartitionsToTxnResponse = reply(ask(&n, &alice, ApiKey::AddPartitionsToTxn, 3, &add("tx")), ApiKey::AddPartitionsToTxn, 3);
+    assert_eq!(codes(r), vec![("orders".to_string(), Code::OperationNotAttempted.code()), ("other".to_string(), Code::TopicAuthorizationFailed.code())]);
+    let r: AddPartitionsToTxnResponse = reply(ask(&n, &alice, ApiKey::AddPartitionsToTxn, 3, &add("not-hers")), ApiKey::AddPartitionsToTxn, 3);
+    assert!(codes(r).iter().all(|(_, c)| *c == Code::TransactionalIdAuthorizationFailed.code()));
+}
