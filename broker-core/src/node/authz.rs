@@ -98,6 +98,10 @@ pub(super) enum Check {
     /// error (Metadata, Fetch, ListOffsets); `hide`: a Metadata listing of every topic, to
     /// filter after.
     Without { topics: Vec<Refused>, hide: bool },
+    /// Handle it, then take out of the answer what the caller may not see (ListGroups: the
+    /// groups it may not DESCRIBE; DescribeConfigs: each resource it may not DESCRIBE_CONFIGS,
+    /// answered with the authorization error instead).
+    Filter,
     /// Answered here (the whole request refused), or the connection closes.
     Refuse(Outcome),
 }
@@ -318,9 +322,12 @@ pub(super) fn check(access: Option<&Access>, request: &mut Request) -> Check {
         RequestKind::CreateAcls(_) | RequestKind::DeleteAcls(_) | RequestKind::DescribeAcls(_) => Check::Pass,
         RequestKind::AlterUserScramCredentials(_) => cluster(a, Alter, key),
         RequestKind::DescribeUserScramCredentials(_) => cluster(a, Describe, key),
-        RequestKind::DescribeConfigs(_) => cluster(a, DescribeConfigs, key),
+        // Per group and per resource, after the handler: both only read.
+        RequestKind::ListGroups(_) if !a.cluster(Describe) => Check::Filter,
+        RequestKind::ListGroups(_) => Check::Pass,
+        RequestKind::DescribeConfigs(_) => Check::Filter,
         RequestKind::AlterConfigs(_) | RequestKind::IncrementalAlterConfigs(_) => cluster(a, AlterConfigs, key),
-        RequestKind::ListGroups(_) | RequestKind::ListTransactions(_) | RequestKind::DescribeTransactions(_) | RequestKind::DescribeProducers(_) => cluster(a, Describe, key),
+        RequestKind::ListTransactions(_) | RequestKind::DescribeTransactions(_) | RequestKind::DescribeProducers(_) => cluster(a, Describe, key),
         RequestKind::DeleteRecords(_) | RequestKind::OffsetDelete(_) | RequestKind::ElectLeaders(_) => cluster(a, Alter, key),
         _ => cluster(a, ClusterAction, key),
     }
@@ -349,6 +356,30 @@ pub(super) fn metadata_after(access: &Access, resp: &mut kafka_protocol::message
     for (name, code, _) in refused {
         let t = kafka_protocol::messages::metadata_response::MetadataResponseTopic::default().with_name(Some(s(&name).into())).with_error_code(code.code());
         resp.topics.push(t);
+    }
+}
+
+/// After ListGroups by a principal without DESCRIBE on the cluster: only the groups it may
+/// DESCRIBE (Kafka's filter).
+pub(super) fn list_groups_after(access: &Access, resp: &mut kafka_protocol::messages::ListGroupsResponse) {
+    resp.groups.retain(|g| access.can(Operation::Describe, ResourceType::Group, &g.group_id));
+}
+
+/// After DescribeConfigs: a topic the caller may not DESCRIBE_CONFIGS answered
+/// TOPIC_AUTHORIZATION_FAILED, a broker's configs without DESCRIBE_CONFIGS on the cluster
+/// CLUSTER_AUTHORIZATION_FAILED, with nothing of what they hold.
+pub(super) fn describe_configs_after(access: &Access, resp: &mut kafka_protocol::messages::DescribeConfigsResponse) {
+    for r in &mut resp.results {
+        let (kind, name, code) = match r.resource_type {
+            crate::kafka::config_resource::topic => (ResourceType::Topic, r.resource_name.as_str(), Code::TopicAuthorizationFailed),
+            _ => (ResourceType::Cluster, cluster_name, Code::ClusterAuthorizationFailed),
+        };
+        if !access.can(Operation::DescribeConfigs, kind, name) {
+            let why = access.why(Operation::DescribeConfigs, kind, name);
+            r.configs.clear();
+            r.error_code = code.code();
+            r.error_message = Some(s(&why));
+        }
     }
 }
 

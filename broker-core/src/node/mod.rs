@@ -296,12 +296,24 @@ fn handle_inner(node: &Node, prepared: Prepared, caller: Option<&Caller>, now: u
         let access = caller.map(|c| authz::Access::new(&b.config().security.authorizer, b.image(), c));
         authz::check(access.as_ref(), &mut request)
     };
+    let filter = matches!(check, authz::Check::Filter);
     let (denied, without) = match check {
-        authz::Check::Pass => (authz::Denied::none(), None),
+        authz::Check::Pass | authz::Check::Filter => (authz::Denied::none(), None),
         authz::Check::Within(denied) => (denied, None),
         authz::Check::Without { topics, hide } => (authz::Denied::none(), Some((topics, hide))),
         authz::Check::Refuse(outcome) => return Ok(outcome),
     };
+    // What a filtered answer is filtered with (the caller's access, over the image now).
+    macro_rules! filtered {
+        ($resp:expr, $after:path) => {{
+            let mut resp = $resp;
+            if let (true, Some(caller)) = (filter, caller) {
+                let b = node.broker();
+                $after(&authz::Access::new(&b.config().security.authorizer, b.image(), caller), &mut resp);
+            }
+            resp
+        }};
+    }
     if let (RequestKind::Produce(req), Some(checked), None) = (&request.body, &batches, &verified) {
         let job = req.transactional_id.as_ref().and_then(|id| verify::start(&mut node.broker(), id.0.as_str(), req, checked));
         if let Some(job) = job {
@@ -360,7 +372,7 @@ fn handle_inner(node: &Node, prepared: Prepared, caller: Option<&Caller>, now: u
         RequestKind::CreateTopics(req) => controller_handlers::create_topics(node, version, correlation_id, req, &denied, now),
         RequestKind::DeleteTopics(req) => controller_handlers::delete_topics(node, version, correlation_id, req, &denied, now),
         RequestKind::ElectLeaders(req) => elect_leaders::elect_leaders(node, version, correlation_id, req, now),
-        RequestKind::DescribeConfigs(req) => reply!(config_handlers::describe_configs(&b(), req)),
+        RequestKind::DescribeConfigs(req) => reply!(filtered!(config_handlers::describe_configs(&b(), req), authz::describe_configs_after)),
         RequestKind::AlterConfigs(req) => config_handlers::alter_configs(node, version, correlation_id, req, now),
         RequestKind::IncrementalAlterConfigs(req) => config_handlers::incremental_alter_configs(node, version, correlation_id, req, now),
         RequestKind::DeleteRecords(req) => handlers::delete_records(&mut b(), version, correlation_id, req, now),
@@ -382,7 +394,7 @@ fn handle_inner(node: &Node, prepared: Prepared, caller: Option<&Caller>, now: u
         RequestKind::OffsetCommit(req) => group_handlers::offset_commit(node, version, correlation_id, req, now, out),
         RequestKind::TxnOffsetCommit(req) => group_handlers::txn_offset_commit(node, version, correlation_id, req, now, out),
         RequestKind::OffsetFetch(req) => reply!(group_handlers::offset_fetch(node, version, req, now, out)),
-        RequestKind::ListGroups(req) => reply!(group_handlers::list_groups(node, version, req, now, out)),
+        RequestKind::ListGroups(req) => reply!(filtered!(group_handlers::list_groups(node, version, req, now, out), authz::list_groups_after)),
         RequestKind::DescribeGroups(req) => reply!(group_handlers::describe_groups(node, req, now, out)),
         RequestKind::DeleteGroups(req) => group_handlers::delete_groups(node, version, correlation_id, req, now, out),
         RequestKind::OffsetDelete(req) => group_handlers::offset_delete(node, version, correlation_id, req, now, out),

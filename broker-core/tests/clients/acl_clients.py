@@ -6,7 +6,8 @@ refused everything, creates ACLs: WRITE on topic `orders` (literal), READ on top
 `pay`, DENY READ on `payments-secret`, READ on group `g1`. Then alice: produces to `orders` and
 is refused `payments` (TOPIC_AUTHORIZATION_FAILED); sees only the topics she may describe;
 consumes `payments` in group g1 and commits; is refused `payments-secret` (deny wins over the
-prefix's allow) and group g2 (GROUP_AUTHORIZATION_FAILED); cannot list or create ACLs
+prefix's allow) and group g2 (GROUP_AUTHORIZATION_FAILED); lists only g1 of the groups (admin
+lists admin's too) and is refused `orders`' configs (TOPIC_AUTHORIZATION_FAILED); cannot list or create ACLs
 (CLUSTER_AUTHORIZATION_FAILED, DescribeAcls seen through kafka-python). Admin describes the four ACLs, deletes the WRITE one, and
 alice is refused `orders` again.
 """
@@ -103,6 +104,21 @@ def run():
     expect(got == KafkaError.TOPIC_AUTHORIZATION_FAILED, f"alice reads payments-secret: {got}")
     got = consume(alice, "payments", "g2", 5)
     expect(got == KafkaError.GROUP_AUTHORIZATION_FAILED, f"alice reads in g2: {got}")
+    expect(consume(admin_config, "payments", "admins", 5) == [f"payments-{i}" for i in range(5)], "admin reads in group admins")
+
+    # Listings and configs: only what each may describe.
+    def groups(config):
+        client = AdminClient(config)  # held: a handle destroyed early fails its futures
+        return sorted(g.group_id for g in client.list_consumer_groups(request_timeout=10).result(10).valid)
+    expect(groups(admin_config) == ["admins", "g1"], f"admin lists {groups(admin_config)}")
+    expect(groups(alice) == ["g1"], f"alice lists {groups(alice)}: READ on g1 implies DESCRIBE, nothing on admins")
+    from confluent_kafka.admin import ConfigResource
+    alice_client = AdminClient(alice)
+    described = alice_client.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, "orders")], request_timeout=10)
+    refused = list(described.values())[0].exception(10)
+    expect(refused is not None and refused.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, f"alice describing orders' configs: {refused}")
+    described = admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, "orders")], request_timeout=10)
+    expect("retention.ms" in list(described.values())[0].result(10), "admin describes orders' configs")
 
     alice_admin = AdminClient(alice)
     # kafka-python, because librdkafka drops DescribeAcls' top-level error (its result is []).
