@@ -21,6 +21,15 @@ use kafka_protocol::protocol::{Encodable, StrBytes};
 
 /// The size prefix of a frame: `Ok(len)` or why the connection must close.
 pub fn frame_len(prefix: [u8; 4], max: usize) -> Result<usize, String> {
+    sized(prefix, max, request_header_bytes_min)
+}
+
+/// The shortest request: API key, version and correlation id.
+pub const request_header_bytes_min: usize = 8;
+
+/// A size prefix's length, within `max`, of a frame at least `min` bytes long (a raw SASL token
+/// after a v0 handshake may be shorter than any request: `min` 0).
+pub fn sized(prefix: [u8; 4], max: usize, min: usize) -> Result<usize, String> {
     let len = i32::from_be_bytes(prefix);
     if len < 0 {
         return Err(format!("negative frame size {len}"));
@@ -28,7 +37,7 @@ pub fn frame_len(prefix: [u8; 4], max: usize) -> Result<usize, String> {
     if len as usize > max {
         return Err(format!("frame of {len} bytes exceeds socket.request.max.bytes={max}"));
     }
-    if len < 8 {
+    if (len as usize) < min {
         return Err(format!("frame of {len} bytes is too short for a request header"));
     }
     Ok(len as usize)

@@ -43,11 +43,19 @@ enum Stop {
 /// The bytes read from a connection and not yet answered.
 struct Inbox {
     buf: BytesMut,
+    /// The shortest frame taken: a request header's, or none while a v0 SASL handshake's raw
+    /// token is due (a short PLAIN login).
+    min: usize,
 }
 
 impl Inbox {
     fn new() -> Inbox {
-        Inbox { buf: BytesMut::new() }
+        Inbox { buf: BytesMut::new(), min: protocol::request_header_bytes_min }
+    }
+
+    /// Takes frames of any length while a raw SASL token is due, else requests only.
+    fn expect_raw_token(&mut self, raw: bool) {
+        self.min = if raw { 0 } else { protocol::request_header_bytes_min };
     }
 
     /// Reads until a whole frame is in and returns it (without its size prefix) with the turn it
@@ -126,14 +134,14 @@ impl Inbox {
     /// out of bounds is a violation.
     fn whole(&self) -> Result<Option<usize>, Stop> {
         let Some(prefix) = self.buf.get(..4) else { return Ok(None) };
-        let len = protocol::frame_len(prefix.try_into().expect("four bytes"), request_bytes_max).map_err(Stop::Violation)?;
+        let len = protocol::sized(prefix.try_into().expect("four bytes"), request_bytes_max, self.min).map_err(Stop::Violation)?;
         Ok((self.buf.len() >= 4 + len).then_some(len))
     }
 
     /// Where the frame being read ends (size prefix included), as far as is known.
     fn frame_end(&self) -> Result<usize, Stop> {
         match self.buf.get(..4) {
-            Some(prefix) => Ok(4 + protocol::frame_len(prefix.try_into().expect("four bytes"), request_bytes_max).map_err(Stop::Violation)?),
+            Some(prefix) => Ok(4 + protocol::sized(prefix.try_into().expect("four bytes"), request_bytes_max, self.min).map_err(Stop::Violation)?),
             None if self.buf.is_empty() => Ok(connection_read_buffer_bytes),
             None => Ok(4),
         }
@@ -173,7 +181,7 @@ impl Inbox {
     /// holds no buffer, least of all one grown for the largest request it sent.
     fn release(&mut self) {
         if self.buf.is_empty() {
-            *self = Inbox::new();
+            self.buf = BytesMut::new();
         }
     }
 
@@ -197,6 +205,7 @@ pub(super) async fn connection(link: Link, shared: Arc<Shared>, protocol: crate:
     let reauth_ms = shared.broker().config().security.reauth_ms;
     let mut auth = Auth { session: protocol.is_sasl().then(|| Session::with_lifetime(reauth_ms)), enabled: shared.broker().config().security.sasl_mechanisms.clone(), internal_only, tls_principal: principal };
     loop {
+        inbox.expect_raw_token(auth.expects_raw_token());
         let Some(first) = next(&mut inbox, &mut rd, &shared, peer).await else { return };
         let mut wr = BufWriter::with_capacity(connection_write_buffer_bytes, half);
         let open = burst(&shared, &mut inbox, &mut rd, &mut wr, first, peer, local, &mut auth).await;
@@ -240,6 +249,11 @@ struct Auth {
 }
 
 impl Auth {
+    /// Whether the next frame is a raw SASL token (after a v0 handshake).
+    fn expects_raw_token(&self) -> bool {
+        self.session.as_ref().is_some_and(|s| s.expects_raw_token())
+    }
+
     /// Who sends the connection's requests: its SASL user, else its certificate's subject,
     /// else nobody in particular (Kafka's precedence).
     fn caller(&self, host: IpAddr) -> crate::security::acl::Caller {
@@ -342,6 +356,7 @@ async fn burst(shared: &Shared, inbox: &mut Inbox, rd: &mut send::ReadHalf, wr: 
         if !inbox.has_frame() {
             return true;
         }
+        inbox.expect_raw_token(auth.expects_raw_token());
         match next(inbox, rd, shared, peer).await {
             Some(next) => (frame, turn) = next,
             None => return false,

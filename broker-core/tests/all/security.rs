@@ -216,3 +216,51 @@ fn sasl_sessions_expire_and_clients_reauthenticate_on_their_connection() {
     let log = broker.log_tail();
     assert!(log.contains("session expired (connections.max.reauth.ms=2000)"), "the stale connection's close was not logged as expiry\n{log}");
 }
+
+/// Sends `frame` (no size prefix) with its prefix and reads one answer frame back (None: the
+/// broker closed the connection).
+fn exchange(stream: &mut std::net::TcpStream, frame: &[u8]) -> Option<Vec<u8>> {
+    use std::io::{Read, Write};
+    stream.write_all(&(frame.len() as i32).to_be_bytes()).ok()?;
+    stream.write_all(frame).ok()?;
+    let mut prefix = [0u8; 4];
+    stream.read_exact(&mut prefix).ok()?;
+    let mut body = vec![0u8; i32::from_be_bytes(prefix) as usize];
+    stream.read_exact(&mut body).ok()?;
+    Some(body)
+}
+
+#[test]
+fn a_v0_handshake_takes_raw_plain_tokens_of_any_length() {
+    use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, RequestHeader, SaslHandshakeRequest};
+    use kafka_protocol::protocol::{Encodable, HeaderVersion, StrBytes};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ports = crate::support::free_ports(2);
+    let listeners = format!("SASL_PLAINTEXT://127.0.0.1:{},CONTROLLER://127.0.0.1:{}", ports[0], ports[1]);
+    let jaas = "org.apache.kafka.common.security.scram.ScramLoginModule required username=\"a\" password=\"b\";";
+    let args = ["--listeners", &listeners, "--sasl-enabled-mechanisms", "PLAIN,SCRAM-SHA-256", "--sasl-jaas-config", jaas, "--add-scram", "SCRAM-SHA-256=[name=a,password=b]"];
+    let broker = Broker::start_listening(dir.path(), ports[0], &args);
+    fn request<R: Encodable + HeaderVersion>(key: ApiKey, version: i16, body: &R) -> Vec<u8> {
+        let header = RequestHeader::default().with_request_api_key(key as i16).with_request_api_version(version).with_correlation_id(7).with_client_id(Some(StrBytes::from_static_str("raw")));
+        let mut out = bytes::BytesMut::new();
+        header.encode(&mut out, R::header_version(version)).unwrap();
+        body.encode(&mut out, version).unwrap();
+        out.to_vec()
+    }
+    let login = |token: &[u8]| {
+        let mut stream = std::net::TcpStream::connect(broker.bootstrap()).expect("connect");
+        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let handshake = request(ApiKey::SaslHandshake, 0, &SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str("PLAIN")));
+        let answer = exchange(&mut stream, &handshake).expect("a handshake answer");
+        assert_eq!(&answer[4..6], &[0, 0], "handshake error code");
+        let reply = exchange(&mut stream, token);
+        let after = exchange(&mut stream, &request(ApiKey::ApiVersions, 0, &ApiVersionsRequest::default()));
+        (reply, after)
+    };
+    // Four bytes: shorter than any request header, and still a whole PLAIN login.
+    let (reply, after) = login(b"\0a\0b");
+    assert_eq!(reply.as_deref(), Some(&[][..]), "an empty raw reply: authenticated");
+    assert!(after.is_some(), "requests served after a short raw login");
+    let (reply, _) = login(b"\0a\0c");
+    assert_eq!(reply, None, "a wrong password closes the connection");
+}
