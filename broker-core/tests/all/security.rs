@@ -137,6 +137,15 @@ fn the_broker_itself_refuses_a_certificate_from_an_authority_it_does_not_trust()
     });
     let log = broker.log_tail();
     assert!(log.contains("TLS handshake: invalid peer certificate: UnknownIssuer"), "the broker did not refuse the certificate itself\n{log}");
+    // The operator's tool presents a certificate too.
+    let seedlog = |more: &[String]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_seedlog"));
+        cmd.args(["users", "--bootstrap", &broker.bootstrap(), "--ssl-ca", &certs.path("ca.pem")]).args(more).arg("list");
+        run_bounded(&mut cmd, None, Duration::from_secs(30), "seedlog users")
+    };
+    let with = seedlog(&["--ssl-cert".into(), certs.path("alice.crt"), "--ssl-key".into(), certs.path("alice.key")]);
+    assert!(with.status.success(), "seedlog with alice's certificate: {}", String::from_utf8_lossy(&with.stderr));
+    assert!(!seedlog(&[]).status.success(), "seedlog without a certificate was served");
 }
 
 #[test]

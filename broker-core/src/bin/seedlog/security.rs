@@ -35,6 +35,12 @@ pub struct Login {
     /// The CA certificate (PEM) of a TLS listener: connect over TLS.
     #[arg(long, global = true)]
     pub ssl_ca: Option<std::path::PathBuf>,
+    /// This client's certificate (PEM), for a listener with ssl.client.auth (with --ssl-key).
+    #[arg(long, global = true, requires = "ssl_key")]
+    pub ssl_cert: Option<std::path::PathBuf>,
+    /// This client's private key (PEM, unencrypted).
+    #[arg(long, global = true, requires = "ssl_cert")]
+    pub ssl_key: Option<std::path::PathBuf>,
     /// How long to wait for each answer.
     #[arg(long, global = true, default_value_t = 30_000)]
     pub timeout_ms: u64,
@@ -158,7 +164,15 @@ async fn connect(login: &Login, addr: std::net::SocketAddr) -> Result<Conn, Box<
             }
             #[allow(deprecated)]
             let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-            let config = rustls::ClientConfig::builder_with_provider(provider).with_safe_default_protocol_versions()?.with_root_certificates(roots).with_no_client_auth();
+            let builder = rustls::ClientConfig::builder_with_provider(provider).with_safe_default_protocol_versions()?.with_root_certificates(roots);
+            let config = match (&login.ssl_cert, &login.ssl_key) {
+                (Some(cert), Some(key)) => {
+                    let chain = rustls::pki_types::CertificateDer::pem_file_iter(cert).map_err(|e| format!("--ssl-cert {}: {e}", cert.display()))?.collect::<Result<Vec<_>, _>>().map_err(|e| format!("--ssl-cert {}: {e}", cert.display()))?;
+                    let key = rustls::pki_types::PrivateKeyDer::from_pem_file(key).map_err(|e| format!("--ssl-key {}: {e}", key.display()))?;
+                    builder.with_client_auth_cert(chain, key)?
+                }
+                _ => builder.with_no_client_auth(),
+            };
             Conn::connect_tls(addr, "seedlog-admin", timeout, &tokio_rustls::TlsConnector::from(std::sync::Arc::new(config))).await?
         }
     };
