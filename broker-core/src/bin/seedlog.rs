@@ -91,6 +91,13 @@ enum Cmd {
         #[command(subcommand)]
         cmd: groups::GroupsCmd,
     },
+    /// The cost of one authorization with many ACLs: the broker's lookup against a scan.
+    BenchAuthorizer {
+        #[arg(long, default_value_t = 100_000)]
+        acls: usize,
+        #[arg(long, default_value_t = 20_000)]
+        checks: usize,
+    },
     /// ACLs of a running cluster, like kafka-acls.sh: list, add, remove.
     Acls {
         #[command(flatten)]
@@ -117,6 +124,7 @@ fn main() {
         Cmd::Dump { file } => dump(&file),
         Cmd::Groups { bootstrap, timeout_ms, cmd } => groups::run(&bootstrap, Duration::from_millis(timeout_ms), cmd),
         Cmd::Acls { login, cmd } => security::acls(login, cmd),
+        Cmd::BenchAuthorizer { acls, checks } => security::bench_authorizer(acls, checks),
         Cmd::Users { login, cmd } => security::users(login, cmd),
     };
     if let Err(e) = result {

@@ -48,10 +48,7 @@ impl Access<'_> {
     }
 
     pub(super) fn can(&self, operation: Operation, resource_type: ResourceType, name: &str) -> bool {
-        // The image keeps ACLs sorted by resource type first: only this type's are looked at.
-        let first = Acl { resource_type, resource_name: String::new(), pattern: crate::security::acl::PatternType::Any, principal: String::new(), host: String::new(), operation: Operation::Any, permission: crate::security::acl::Permission::Any };
-        let of_type = self.acls.range(first..).take_while(|a| a.resource_type == resource_type);
-        authorize(self.config, of_type, self.principal, &self.host, operation, resource_type, name)
+        authorize(self.config, crate::security::acl::covering(self.acls, resource_type, name), self.principal, &self.host, operation, resource_type, name)
     }
 
     fn cluster(&self, operation: Operation) -> bool {
