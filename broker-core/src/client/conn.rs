@@ -30,13 +30,14 @@ impl Conn {
         Conn::open(addr, client_id, timeout, None).await
     }
 
-    /// [`Conn::connect`] over TLS: the broker's certificate must be valid for `addr`'s IP
-    /// address (a subjectAltName) and vouched for by the connector's trust roots.
-    pub async fn connect_tls(addr: SocketAddr, client_id: &str, timeout: Duration, tls: &tokio_rustls::TlsConnector) -> Result<Conn, ClientError> {
-        Conn::open(addr, client_id, timeout, Some(tls)).await
+    /// [`Conn::connect`] over TLS: the broker's certificate must be vouched for by the
+    /// connector's trust roots and valid for `host` (the name the broker was addressed by),
+    /// or for `addr`'s IP address without one (subjectAltNames).
+    pub async fn connect_tls(addr: SocketAddr, host: Option<&str>, client_id: &str, timeout: Duration, tls: &tokio_rustls::TlsConnector) -> Result<Conn, ClientError> {
+        Conn::open(addr, client_id, timeout, Some((tls, host))).await
     }
 
-    async fn open(addr: SocketAddr, client_id: &str, timeout: Duration, tls: Option<&tokio_rustls::TlsConnector>) -> Result<Conn, ClientError> {
+    async fn open(addr: SocketAddr, client_id: &str, timeout: Duration, tls: Option<(&tokio_rustls::TlsConnector, Option<&str>)>) -> Result<Conn, ClientError> {
         let io = |reason: String| ClientError::Io { addr: addr.to_string(), reason };
         let timed_out = |_| ClientError::Timeout(timeout.as_millis() as u64);
         let stream = tokio::time::timeout(timeout, TcpStream::connect(addr)).await.map_err(timed_out)?.map_err(|e| io(e.to_string()))?;
@@ -47,8 +48,11 @@ impl Conn {
                 let (rd, wr) = tokio::io::split(stream);
                 (Box::new(rd), Box::new(wr))
             }
-            Some(connector) => {
-                let name = rustls::pki_types::ServerName::IpAddress(addr.ip().into());
+            Some((connector, host)) => {
+                let name = match host {
+                    None => rustls::pki_types::ServerName::IpAddress(addr.ip().into()),
+                    Some(host) => rustls::pki_types::ServerName::try_from(host.to_string()).map_err(|e| io(format!("TLS: {host:?} is not a host name: {e}")))?,
+                };
                 let stream = tokio::time::timeout(timeout, connector.connect(name, stream)).await.map_err(timed_out)?.map_err(|e| io(format!("TLS handshake: {e}")))?;
                 let (rd, wr) = tokio::io::split(stream);
                 (Box::new(rd), Box::new(wr))

@@ -92,7 +92,7 @@ pub(super) async fn connect_within(shared: &Shared, addr: SocketAddr, who: &str,
     let protocol = protocol_of(shared, addr);
     let mut conn = match (protocol.is_tls(), shared.tls.as_ref().and_then(|t| t.connector.as_ref())) {
         (false, _) => Conn::connect(addr, who, within).await?,
-        (true, Some(tls)) => Conn::connect_tls(addr, who, within, tls).await?,
+        (true, Some(tls)) => Conn::connect_tls(addr, peer_name(shared, addr).as_deref(), who, within, tls).await?,
         (true, None) => return Err(ClientError::Protocol(format!("{addr} is a {} listener and this node has no truststore (--ssl-truststore-location)", protocol.name()))),
     };
     if protocol.is_sasl() {
@@ -101,6 +101,21 @@ pub(super) async fn connect_within(shared: &Shared, addr: SocketAddr, who: &str,
         conn.authenticate(&login, &super::sasl::nonce()).await?;
     }
     Ok(conn)
+}
+
+/// The host name `addr` was given by (a voter in `controller.quorum.voters`, or a broker's
+/// registered address), which its certificate must carry as Kafka's default
+/// `ssl.endpoint.identification.algorithm=https` checks; None when it was named by IP address
+/// (then the certificate must carry the IP).
+fn peer_name(shared: &Shared, addr: SocketAddr) -> Option<String> {
+    let named: Vec<String> = {
+        let broker = shared.broker();
+        let voters = broker.config().voters.values().cloned();
+        voters.chain(broker.image().brokers.values().map(|b| format!("{}:{}", b.host, b.port))).collect()
+    };
+    let host = named.into_iter().find(|n| resolve_addr(n).ok() == Some(addr))?.rsplit_once(':')?.0.to_string();
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    bare.parse::<std::net::IpAddr>().is_err().then(|| bare.to_string())
 }
 
 /// The protocol of the listener at `addr`: a voter's CONTROLLER listener, else a broker's

@@ -1,7 +1,7 @@
 //! Certificates for the TLS tests, made afresh by each test with rcgen and written as PEM files
 //! the way Kafka's PEM stores and its clients take them: a CA; a broker keystore (key and chain)
 //! valid for 127.0.0.1 and localhost, also usable as a client certificate (brokers present it to
-//! each other); a client certificate for `CN=alice,OU=eng`; and a second, untrusted CA with a
+//! each other), and one valid for the name localhost alone; a client certificate for `CN=alice,OU=eng`; and a second, untrusted CA with a
 //! client certificate of its own.
 
 use rcgen::{BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose};
@@ -51,6 +51,9 @@ impl Certs {
         write("ca.pem", &ca.cert.pem());
         let (cert, key) = ca.issue(&["127.0.0.1", "localhost"], &[(DnType::OrganizationName, "Seedlog"), (DnType::CommonName, "broker")], vec![ServerAuth, ClientAuth]);
         write("broker.pem", &format!("{key}{cert}{}", ca.cert.pem()));
+        // Valid for the name localhost only, not for any address.
+        let (cert, key) = ca.issue(&["localhost"], &[(DnType::CommonName, "broker-by-name")], vec![ServerAuth, ClientAuth]);
+        write("broker-by-name.pem", &format!("{key}{cert}{}", ca.cert.pem()));
         let (cert, key) = ca.issue(&[], &[(DnType::OrganizationalUnitName, "eng"), (DnType::CommonName, "alice")], vec![ClientAuth]);
         write("alice.crt", &cert);
         write("alice.key", &key);

@@ -124,12 +124,12 @@ fn the_broker_itself_refuses_a_certificate_from_an_authority_it_does_not_trust()
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     runtime.block_on(async {
         let within = Duration::from_secs(10);
-        let mut alice = Conn::connect_tls(addr, "alice", within, &own_tls_client(&certs, "alice")).await.expect("alice's certificate is the CA's");
+        let mut alice = Conn::connect_tls(addr, None, "alice", within, &own_tls_client(&certs, "alice")).await.expect("alice's certificate is the CA's");
         let metadata = alice.send(&MetadataRequest::default()).await.expect("Metadata over TLS");
         assert_eq!(metadata.brokers.len(), 1, "{metadata:?}");
         // The other CA's certificate is offered (rustls sends it whatever the broker asks for)
         // and refused: the handshake, or at the latest the first request, fails.
-        let refused = match Conn::connect_tls(addr, "mallory", within, &own_tls_client(&certs, "rogue-alice")).await {
+        let refused = match Conn::connect_tls(addr, None, "mallory", within, &own_tls_client(&certs, "rogue-alice")).await {
             Err(e) => e.to_string(),
             Ok(mut conn) => conn.send(&MetadataRequest::default()).await.err().map(|e| e.to_string()).expect("an untrusted certificate was served"),
         };
@@ -272,4 +272,32 @@ fn a_v0_handshake_takes_raw_plain_tokens_of_any_length() {
     assert!(after.is_some(), "requests served after a short raw login");
     let (reply, _) = login(b"\0a\0c");
     assert_eq!(reply, None, "a wrong password closes the connection");
+}
+
+#[test]
+fn nodes_check_each_others_certificates_by_the_host_name_they_were_given() {
+    // A certificate for the name localhost alone; the node is named localhost as a voter and in
+    // its registration, so its links to itself (registration and heartbeats to its controller
+    // listener, both SSL) must check the name: by IP address they would fail, and the broker
+    // would never be served.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let certs = Certs::write(&dir.path().join("certs"));
+    let ports = crate::support::free_ports(2);
+    let listeners = format!("SSL://127.0.0.1:{},CONTROLLER://127.0.0.1:{}", ports[0], ports[1]);
+    let (keystore, truststore) = (certs.path("broker-by-name.pem"), certs.path("ca.pem"));
+    let (advertised, voters) = (format!("localhost:{}", ports[0]), format!("0@localhost:{}", ports[1]));
+    let args = ["--listeners", &listeners, "--listener-security-protocol-map", "CONTROLLER:SSL", "--ssl-keystore-location", &keystore, "--ssl-truststore-location", &truststore, "--advertised", &advertised, "--controller-quorum-voters", &voters];
+    let broker = Broker::start_listening(&dir.path().join("data"), ports[0], &args);
+    let bootstrap = format!("localhost:{}", ports[0]);
+    let kcat_ssl = |extra: &[&str], stdin: Option<Vec<u8>>| {
+        let mut cmd = Command::new(kcat());
+        cmd.args(["-b", bootstrap.as_str(), "-X", "security.protocol=SSL", "-X", &format!("ssl.ca.location={truststore}")]).args(extra);
+        run_bounded(&mut cmd, stdin, Duration::from_secs(40), "kcat over SSL by name")
+    };
+    // A produce needs the node's links: the topic's auto-creation and the broker's unfencing.
+    let produced = kcat_ssl(&["-P", "-t", "named", "-p", "0"], Some(b"by-name\n".to_vec()));
+    let read = kcat_ssl(&["-C", "-t", "named", "-p", "0", "-o", "beginning", "-e", "-c", "1"], None);
+    let log = broker.log_tail();
+    assert!(produced.status.success() && String::from_utf8_lossy(&read.stdout).trim() == "by-name", "produce and read back by name: {}\n{}\n{log}", String::from_utf8_lossy(&produced.stderr), String::from_utf8_lossy(&read.stderr));
+    assert!(!log.contains("TLS handshake"), "a node's link failed its TLS handshake:\n{log}");
 }

@@ -173,7 +173,7 @@ async fn connect(login: &Login, addr: std::net::SocketAddr) -> Result<Conn, Box<
                 }
                 _ => builder.with_no_client_auth(),
             };
-            Conn::connect_tls(addr, "seedlog-admin", timeout, &tokio_rustls::TlsConnector::from(std::sync::Arc::new(config))).await?
+            Conn::connect_tls(addr, None, "seedlog-admin", timeout, &tokio_rustls::TlsConnector::from(std::sync::Arc::new(config))).await?
         }
     };
     if let (Some(user), Some(password)) = (&login.sasl_username, &login.sasl_password) {
