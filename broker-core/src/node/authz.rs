@@ -2,8 +2,9 @@
 //! decisions `security::acl`'s): which operation on which resource every API needs, as Kafka
 //! checks it, and what a refusal looks like. Three shapes:
 //! - per resource inside the handler: Produce (WRITE topic, WRITE transactional id),
-//!   CreateTopics (CREATE cluster or topic), DeleteTopics (DELETE topic) get a [`Denied`] and
-//!   answer each refused topic with its authorization error;
+//!   CreateTopics (CREATE cluster or topic), DeleteTopics (DELETE topic), AlterConfigs and
+//!   IncrementalAlterConfigs (ALTER_CONFIGS topic, or cluster for a broker) get a [`Denied`]
+//!   and answer each refused resource with its authorization error;
 //! - per topic around the handler: Metadata (DESCRIBE: hidden from a listing, named ones
 //!   TOPIC_AUTHORIZATION_FAILED, auto-creation only with CREATE), Fetch (READ), ListOffsets
 //!   (DESCRIBE) lose their refused topics before and get them back as errors after;
@@ -66,6 +67,8 @@ pub struct Denied {
     /// Every resource of the request (its transactional id refused).
     pub all: Option<(Code, String)>,
     pub topics: BTreeMap<String, (Code, String)>,
+    /// The cluster's own resources (a broker's configs) refused.
+    pub cluster: Option<(Code, String)>,
 }
 
 impl Denied {
@@ -326,7 +329,24 @@ pub(super) fn check(access: Option<&Access>, request: &mut Request) -> Check {
         RequestKind::ListGroups(_) if !a.cluster(Describe) => Check::Filter,
         RequestKind::ListGroups(_) => Check::Pass,
         RequestKind::DescribeConfigs(_) => Check::Filter,
-        RequestKind::AlterConfigs(_) | RequestKind::IncrementalAlterConfigs(_) => cluster(a, AlterConfigs, key),
+        // Per resource inside the handler: ALTER_CONFIGS on each topic, on the cluster for a
+        // broker's configs.
+        RequestKind::AlterConfigs(_) | RequestKind::IncrementalAlterConfigs(_) => {
+            let names: Vec<(i8, String)> = match &request.body {
+                RequestKind::AlterConfigs(r) => r.resources.iter().map(|x| (x.resource_type, x.resource_name.to_string())).collect(),
+                RequestKind::IncrementalAlterConfigs(r) => r.resources.iter().map(|x| (x.resource_type, x.resource_name.to_string())).collect(),
+                _ => unreachable!("matched above"),
+            };
+            let mut denied = Denied::none();
+            for (kind, name) in &names {
+                match *kind {
+                    crate::kafka::config_resource::topic => denied.topic(a, AlterConfigs, name),
+                    _ if !a.cluster(AlterConfigs) => denied.cluster = Some((Code::ClusterAuthorizationFailed, a.why(AlterConfigs, ResourceType::Cluster, cluster_name))),
+                    _ => {}
+                }
+            }
+            Check::Within(denied)
+        }
         RequestKind::ListTransactions(_) | RequestKind::DescribeTransactions(_) | RequestKind::DescribeProducers(_) => cluster(a, Describe, key),
         RequestKind::DeleteRecords(_) | RequestKind::OffsetDelete(_) | RequestKind::ElectLeaders(_) => cluster(a, Alter, key),
         _ => cluster(a, ClusterAction, key),

@@ -126,7 +126,7 @@ enum Ask {
 /// One resource's answer: its type and name, and the error (None: done).
 type Answered = (i8, String, Option<(Code, String)>);
 
-pub fn alter_configs(node: &Node, version: i16, correlation_id: i32, req: AlterConfigsRequest, now: u64) -> Result<Outcome, String> {
+pub fn alter_configs(node: &Node, version: i16, correlation_id: i32, req: AlterConfigsRequest, denied: &super::authz::Denied, now: u64) -> Result<Outcome, String> {
     let asks = req
         .resources
         .iter()
@@ -142,7 +142,7 @@ pub fn alter_configs(node: &Node, version: i16, correlation_id: i32, req: AlterC
             (res.resource_type, res.resource_name.to_string(), ask)
         })
         .collect();
-    let (answers, last, epoch) = alter(node, asks, req.validate_only, now);
+    let (answers, last, epoch) = alter(node, asks, req.validate_only, denied, now);
     after_commit(answers, last, epoch, |answers| {
     let mut r = AlterConfigsResponse::default();
     r.responses = entries(answers, |kind, name, code, message| AlterConfigsResourceResponse::default().with_resource_type(kind).with_resource_name(name).with_error_code(code).with_error_message(message));
@@ -150,7 +150,7 @@ pub fn alter_configs(node: &Node, version: i16, correlation_id: i32, req: AlterC
     })
 }
 
-pub fn incremental_alter_configs(node: &Node, version: i16, correlation_id: i32, req: IncrementalAlterConfigsRequest, now: u64) -> Result<Outcome, String> {
+pub fn incremental_alter_configs(node: &Node, version: i16, correlation_id: i32, req: IncrementalAlterConfigsRequest, denied: &super::authz::Denied, now: u64) -> Result<Outcome, String> {
     let asks = req
         .resources
         .iter()
@@ -177,7 +177,7 @@ pub fn incremental_alter_configs(node: &Node, version: i16, correlation_id: i32,
             (res.resource_type, res.resource_name.to_string(), ops)
         })
         .collect();
-    let (answers, last, epoch) = alter(node, asks, req.validate_only, now);
+    let (answers, last, epoch) = alter(node, asks, req.validate_only, denied, now);
     after_commit(answers, last, epoch, |answers| {
     let mut r = IncrementalAlterConfigsResponse::default();
     r.responses = entries(answers, |kind, name, code, message| IncrementalResult::default().with_resource_type(kind).with_resource_name(name).with_error_code(code).with_error_message(message));
@@ -210,7 +210,7 @@ fn unique_keys<S: AsRef<str>>(keys: impl Iterator<Item = S>) -> Result<(), Strin
 
 /// Decides, and unless `validate_only` commits, each resource's change; returns every answer
 /// and the offset of the last record committed (-1 for none), which the reply waits for.
-fn alter(node: &Node, asks: Vec<(i8, String, Result<Ask, String>)>, validate_only: bool, now: u64) -> (Vec<Answered>, i64, Option<i32>) {
+fn alter(node: &Node, asks: Vec<(i8, String, Result<Ask, String>)>, validate_only: bool, denied: &super::authz::Denied, now: u64) -> (Vec<Answered>, i64, Option<i32>) {
     let mut quorum = super::controller_handlers::active(node);
     let mut last = -1;
     let mut count: BTreeMap<(i8, String), usize> = BTreeMap::new();
@@ -222,6 +222,8 @@ fn alter(node: &Node, asks: Vec<(i8, String, Result<Ask, String>)>, validate_onl
         let result = match (kind, ask) {
             _ if count[&(kind, name.clone())] > 1 => Err((Code::InvalidRequest, format!("resource {kind}/'{name}' appears more than once"))),
             (_, Err(why)) => Err((Code::InvalidRequest, why)),
+            (config_resource::topic, _) if denied.of(&name).is_some() => Err(denied.of(&name).map(|e| (e.kafka_error(true), e.to_string())).expect("just checked")),
+            (config_resource::broker, _) if denied.cluster.is_some() => Err(denied.cluster.clone().expect("just checked")),
             (config_resource::broker, Ok(ask)) => refuse_broker(&ask),
             (config_resource::topic, Ok(ask)) => match quorum.as_deref_mut() {
                 None => Err((Code::NotController, "this node is not the controller".to_string())),

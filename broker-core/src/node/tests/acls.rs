@@ -138,3 +138,29 @@ fn group_and_transaction_refusals_answer_kafkas_codes() {
     let r: AddPartitionsToTxnResponse = reply(ask(&n, &alice, ApiKey::AddPartitionsToTxn, 3, &add("not-hers")), ApiKey::AddPartitionsToTxn, 3);
     assert!(codes(r).iter().all(|(_, c)| *c == Code::TransactionalIdAuthorizationFailed.code()));
 }
+
+#[test]
+fn config_changes_are_authorized_per_resource() {
+    use crate::kafka::{config_op, config_resource};
+    use kafka_protocol::messages::incremental_alter_configs_request::{AlterConfigsResource, AlterableConfig, IncrementalAlterConfigsRequest};
+    use kafka_protocol::messages::incremental_alter_configs_response::IncrementalAlterConfigsResponse;
+    let tmp = tempfile::tempdir().unwrap();
+    let n = node(tmp.path(), true);
+    let (admin, alice) = (who("User:admin"), who("User:alice"));
+    crate::testing::create(&n, "orders", 1, Default::default()).unwrap();
+    let change = |kind: i8, name: &str| {
+        let config = AlterableConfig::default().with_name(s("retention.ms")).with_config_operation(config_op::set).with_value(Some(s("60000")));
+        IncrementalAlterConfigsRequest::default().with_resources(vec![AlterConfigsResource::default().with_resource_type(kind).with_resource_name(s(name)).with_configs(vec![config])])
+    };
+    let codes = |caller: &Caller, kind: i8, name: &str| {
+        let r: IncrementalAlterConfigsResponse = reply(ask(&n, caller, ApiKey::IncrementalAlterConfigs, 1, &change(kind, name)), ApiKey::IncrementalAlterConfigs, 1);
+        r.responses[0].error_code
+    };
+    assert_eq!(codes(&alice, config_resource::topic, "orders"), Code::TopicAuthorizationFailed.code());
+    assert_eq!(codes(&alice, config_resource::broker, "0"), Code::ClusterAuthorizationFailed.code());
+    let create = CreateAclsRequest::default().with_creations(vec![creation(2, "orders", 3, 11, 3)]);
+    let c: CreateAclsResponse = reply(ask(&n, &admin, ApiKey::CreateAcls, 3, &create), ApiKey::CreateAcls, 3);
+    assert_eq!(c.results[0].error_code, 0);
+    assert_eq!(codes(&alice, config_resource::topic, "orders"), 0, "ALTER_CONFIGS on the topic");
+}
+
