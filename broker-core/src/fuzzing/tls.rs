@@ -26,8 +26,7 @@ fn config() -> Arc<rustls::ServerConfig> {
     static CONFIG: OnceLock<Arc<rustls::ServerConfig>> = OnceLock::new();
     CONFIG
         .get_or_init(|| {
-            #[allow(deprecated)]
-            let provider = Arc::new(rustls::crypto::ring::default_provider());
+            let provider = crate::server::tls::provider();
             let cert = CertificateDer::from_pem_slice(identity).expect("the fuzz identity's certificate");
             let key = PrivateKeyDer::from_pem_slice(identity).expect("the fuzz identity's key");
             let mut roots = rustls::RootCertStore::empty();

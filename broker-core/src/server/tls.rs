@@ -31,16 +31,13 @@ pub struct Tls {
 impl Tls {
     /// Reads the PEM stores `files` names. Errors name the file and what is wrong with it.
     pub fn load(files: &TlsFiles) -> Result<Tls, String> {
-        // ring, not aws-lc-rs (rustls' default, a large C build): X25519, P-256 and P-384
-        // key exchange, without the post-quantum hybrid that rustls 0.23.48 deprecates it for.
-        #[allow(deprecated)]
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let provider = provider();
         let identity = match &files.keystore {
-            Some(path) => Some(keystore(path)?),
+            Some(path) => Some(identity(&[path], "ssl.keystore.location")?),
             None => None,
         };
         let roots = match &files.truststore {
-            Some(path) => Some(Arc::new(truststore(path)?)),
+            Some(path) => Some(Arc::new(roots(path, "ssl.truststore.location")?)),
             None => None,
         };
         let acceptor = match &identity {
@@ -62,38 +59,65 @@ impl Tls {
         };
         let connector = match roots {
             None => None,
-            Some(roots) => {
-                let builder = rustls::ClientConfig::builder_with_provider(provider).with_safe_default_protocol_versions().map_err(|e| format!("TLS: {e}"))?.with_root_certificates(roots);
-                let config = match identity {
-                    Some((chain, key)) => builder.with_client_auth_cert(chain, key).map_err(|e| format!("ssl.keystore.location: {e}"))?,
-                    None => builder.with_no_client_auth(),
-                };
-                Some(tokio_rustls::TlsConnector::from(Arc::new(config)))
-            }
+            Some(roots) => Some(connector(provider, roots, identity, "ssl.keystore.location")?),
         };
         Ok(Tls { acceptor, connector })
     }
 }
 
-/// A PEM keystore: one private key (PKCS#8, PKCS#1 or SEC1, unencrypted) and its certificate
-/// chain, leaf first.
-fn keystore(path: &Path) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), String> {
-    let bad = |why: String| format!("ssl.keystore.location {}: {why}", path.display());
-    let pem = std::fs::read(path).map_err(|e| bad(e.to_string()))?;
+/// ring, not aws-lc-rs (rustls' default, a large C build): X25519, P-256 and P-384 key
+/// exchange, without the post-quantum hybrid that rustls 0.23.48 deprecates it for. Every TLS
+/// configuration of the project takes it from here.
+pub fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    #[allow(deprecated)]
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// A client's side (the operator's tools, tests): trusts the authorities in the PEM file `ca`
+/// and presents the certificate and key of `identity` (PEM files) if given.
+pub fn client(ca: &Path, identity: Option<(&Path, &Path)>) -> Result<tokio_rustls::TlsConnector, String> {
+    let roots = Arc::new(roots(ca, "--ssl-ca")?);
+    let identity = match identity {
+        Some((cert, key)) => Some(self::identity(&[cert, key], "--ssl-cert/--ssl-key")?),
+        None => None,
+    };
+    connector(provider(), roots, identity, "--ssl-cert/--ssl-key")
+}
+
+fn connector(provider: Arc<rustls::crypto::CryptoProvider>, roots: Arc<rustls::RootCertStore>, identity: Option<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)>, what: &str) -> Result<tokio_rustls::TlsConnector, String> {
+    let builder = rustls::ClientConfig::builder_with_provider(provider).with_safe_default_protocol_versions().map_err(|e| format!("TLS: {e}"))?.with_root_certificates(roots);
+    let config = match identity {
+        Some((chain, key)) => builder.with_client_auth_cert(chain, key).map_err(|e| format!("{what}: {e}"))?,
+        None => builder.with_no_client_auth(),
+    };
+    Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
+}
+
+/// An identity from PEM files read together (a keystore holds both in one): one private key
+/// (PKCS#8, PKCS#1 or SEC1, unencrypted) and its certificate chain, leaf first. `what` names
+/// the setting in errors.
+fn identity(files: &[&Path], what: &str) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), String> {
+    let shown = files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(" and ");
+    let bad = |why: String| format!("{what} {shown}: {why}");
+    let mut pem = Vec::new();
+    for file in files {
+        pem.extend(std::fs::read(file).map_err(|e| bad(e.to_string()))?);
+        pem.push(b'\n');
+    }
     if pem.windows(b"ENCRYPTED PRIVATE KEY".len()).any(|w| w == b"ENCRYPTED PRIVATE KEY") {
         return Err(bad("the private key is encrypted; ssl.key.password is not supported, give the key unencrypted (openssl pkcs8 -nocrypt) and protect the file".into()));
     }
     let key = PrivateKeyDer::from_pem_slice(&pem).map_err(|e| bad(format!("no private key ({e})")))?;
     let chain = CertificateDer::pem_slice_iter(&pem).collect::<Result<Vec<_>, _>>().map_err(|e| bad(e.to_string()))?;
     if chain.is_empty() {
-        return Err(bad("no certificate: the PEM keystore holds the key and its certificate chain".into()));
+        return Err(bad("no certificate: a PEM identity is the key and its certificate chain".into()));
     }
     Ok((chain, key))
 }
 
-/// A PEM truststore: the certificates of trusted authorities.
-fn truststore(path: &Path) -> Result<rustls::RootCertStore, String> {
-    let bad = |why: String| format!("ssl.truststore.location {}: {why}", path.display());
+/// A PEM truststore: the certificates of trusted authorities (`what` names the setting).
+fn roots(path: &Path, what: &str) -> Result<rustls::RootCertStore, String> {
+    let bad = |why: String| format!("{what} {}: {why}", path.display());
     let pem = std::fs::read(path).map_err(|e| bad(e.to_string()))?;
     let mut roots = rustls::RootCertStore::empty();
     for cert in CertificateDer::pem_slice_iter(&pem) {

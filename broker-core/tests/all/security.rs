@@ -100,16 +100,8 @@ fn real_clients_over_sasl_ssl_and_ssl_with_client_certificates_and_untrusted_aut
 /// A TLS client of the project's own that presents `name`'s certificate (from `certs`) and
 /// trusts the test CA.
 fn own_tls_client(certs: &Certs, name: &str) -> tokio_rustls::TlsConnector {
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(CertificateDer::from_pem_file(certs.path("ca.pem")).expect("the CA")).expect("a root");
-    let chain = vec![CertificateDer::from_pem_file(certs.path(&format!("{name}.crt"))).expect("a certificate")];
-    let key = PrivateKeyDer::from_pem_file(certs.path(&format!("{name}.key"))).expect("a key");
-    #[allow(deprecated)]
-    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider).with_safe_default_protocol_versions().unwrap().with_root_certificates(roots).with_client_auth_cert(chain, key).expect("client config");
-    tokio_rustls::TlsConnector::from(std::sync::Arc::new(config))
+    let (cert, key) = (certs.path(&format!("{name}.crt")), certs.path(&format!("{name}.key")));
+    broker_core::server::tls::client(certs.path("ca.pem").as_ref(), Some((cert.as_ref(), key.as_ref()))).expect("client TLS")
 }
 
 #[test]

@@ -157,23 +157,8 @@ async fn connect(login: &Login, addr: std::net::SocketAddr) -> Result<Conn, Box<
     let mut conn = match &login.ssl_ca {
         None => Conn::connect(addr, "seedlog-admin", timeout).await?,
         Some(ca) => {
-            use rustls::pki_types::pem::PemObject;
-            let mut roots = rustls::RootCertStore::empty();
-            for cert in rustls::pki_types::CertificateDer::pem_file_iter(ca).map_err(|e| format!("--ssl-ca {}: {e}", ca.display()))? {
-                roots.add(cert.map_err(|e| format!("--ssl-ca {}: {e}", ca.display()))?)?;
-            }
-            #[allow(deprecated)]
-            let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-            let builder = rustls::ClientConfig::builder_with_provider(provider).with_safe_default_protocol_versions()?.with_root_certificates(roots);
-            let config = match (&login.ssl_cert, &login.ssl_key) {
-                (Some(cert), Some(key)) => {
-                    let chain = rustls::pki_types::CertificateDer::pem_file_iter(cert).map_err(|e| format!("--ssl-cert {}: {e}", cert.display()))?.collect::<Result<Vec<_>, _>>().map_err(|e| format!("--ssl-cert {}: {e}", cert.display()))?;
-                    let key = rustls::pki_types::PrivateKeyDer::from_pem_file(key).map_err(|e| format!("--ssl-key {}: {e}", key.display()))?;
-                    builder.with_client_auth_cert(chain, key)?
-                }
-                _ => builder.with_no_client_auth(),
-            };
-            Conn::connect_tls(addr, None, "seedlog-admin", timeout, &tokio_rustls::TlsConnector::from(std::sync::Arc::new(config))).await?
+            let identity = login.ssl_cert.as_deref().zip(login.ssl_key.as_deref());
+            Conn::connect_tls(addr, None, "seedlog-admin", timeout, &broker_core::server::tls::client(ca, identity)?).await?
         }
     };
     if let (Some(user), Some(password)) = (&login.sasl_username, &login.sasl_password) {
