@@ -34,7 +34,7 @@ pub fn register(node: &Node, now: u64) -> i64 {
     let epoch = {
         let mut q = node.controller().unwrap();
         let next = q.end_offset();
-        let records = q.controller_mut().register(c.node_id, &c.advertised_host, c.advertised_port, next, now).unwrap();
+        let records = q.controller_mut().register_broker(c.node_id, &c.endpoints(), crate::controller::no_previous_epoch, next, now).unwrap();
         q.commit(records, now).unwrap();
         next
     };

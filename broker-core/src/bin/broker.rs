@@ -44,7 +44,7 @@ fn run() -> Result<(), String> {
         }
         None => flags,
     };
-    let (listen, config) = config::resolve(&flags)?;
+    let (_, config) = config::resolve(&flags)?;
     let tls = match (&config.security.tls.keystore, &config.security.tls.truststore) {
         (None, None) => None,
         _ => Some(server::tls::Tls::load(&config.security.tls)?),
@@ -76,18 +76,29 @@ fn run() -> Result<(), String> {
         let node_id = config.node_id;
         let controller = config.voters.iter().map(|(id, a)| format!("{id}@{a}")).collect::<Vec<_>>().join(",");
         let broker = Broker::open(disk.clone(), config, now).map_err(|e| format!("opening {}: {e}", data.display()))?;
-        let listener = tokio::net::TcpListener::bind(listen).await.map_err(|e| format!("listen on {listen}: {e}"))?;
+        let mut clients = Vec::new();
+        for spec in &broker.config().security.listeners {
+            let l = tokio::net::TcpListener::bind(spec.addr).await.map_err(|e| format!("listen on {} ({}): {e}", spec.addr, spec.name))?;
+            clients.push((l, spec.clone()));
+        }
         let controller_listen = broker.config().security.controller_listener;
         let controller_listener = match controller_listen {
             Some(addr) => Some(tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("listen on {addr} (CONTROLLER): {e}"))?),
             None => None,
         };
         let security = &broker.config().security;
-        let protocol = if security.listener == broker_core::security::Protocol::Plaintext { String::new() } else { format!(" ({})", security.listener.name()) };
-
+        let listening: Vec<String> = security
+            .listeners
+            .iter()
+            .map(|l| match (l.protocol.name(), l.name.as_str()) {
+                ("PLAINTEXT", "PLAINTEXT") => l.addr.to_string(),
+                (protocol, name) if protocol == name => format!("{} ({protocol})", l.addr),
+                (protocol, name) => format!("{} ({name}, {protocol})", l.addr),
+            })
+            .collect();
         let controller_at = controller_listen.map_or(String::new(), |a| format!(", controllers on {a}"));
-        tracing::info!("node {node_id} listening on {listen}{protocol}{controller_at}; controller quorum {controller}{}", if quorum.is_some() { " (this node votes)" } else { "" });
-        server::serve_listeners(listener, controller_listener, server::Shared::secured(broker, quorum, disk, tls), shutdown_signal()).await;
+        tracing::info!("node {node_id} listening on {}{controller_at}; controller quorum {controller}{}", listening.join(", "), if quorum.is_some() { " (this node votes)" } else { "" });
+        server::serve_listeners(clients, controller_listener, server::Shared::secured(broker, quorum, disk, tls), shutdown_signal()).await;
         tracing::info!("stopped cleanly");
         Ok(())
     })

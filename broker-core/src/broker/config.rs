@@ -12,9 +12,13 @@ use std::path::PathBuf;
 pub struct BrokerConfig {
     /// `node.id`
     pub node_id: i32,
-    /// `advertised.listeners` host and port, as clients should connect.
+    /// `advertised.listeners` host and port of the inter-broker listener (the only one, mostly),
+    /// as clients and the cluster's nodes should connect.
     pub advertised_host: String,
     pub advertised_port: i32,
+    /// Every client listener's advertised endpoint, the inter-broker one first, when there are
+    /// several; empty with one (then it is `advertised_host:advertised_port`).
+    pub advertised_listeners: Vec<crate::metadata::Endpoint>,
     /// `log.dirs` (one directory).
     pub data_dir: PathBuf,
     pub cluster_id: String,
@@ -90,12 +94,23 @@ pub struct BrokerConfig {
     pub buggify: crate::buggify::Buggify,
 }
 
+impl BrokerConfig {
+    /// The endpoints this broker registers, the inter-broker listener's first.
+    pub fn endpoints(&self) -> Vec<crate::metadata::Endpoint> {
+        match self.advertised_listeners.is_empty() {
+            true => vec![crate::metadata::Endpoint { name: self.security.inter_broker_listener.clone(), host: self.advertised_host.clone(), port: self.advertised_port }],
+            false => self.advertised_listeners.clone(),
+        }
+    }
+}
+
 impl Default for BrokerConfig {
     fn default() -> Self {
         BrokerConfig {
             node_id: 0,
             advertised_host: "127.0.0.1".into(),
             advertised_port: 9092,
+            advertised_listeners: Vec::new(),
             data_dir: PathBuf::from("data"),
             cluster_id: "seedlog-cluster".into(),
             voters: [(0, "127.0.0.1:9092".to_string())].into(),

@@ -29,7 +29,7 @@ mod tests;
 use crate::kafka::Code;
 use crate::metadata::configs::TopicSettings;
 use crate::metadata::topic;
-use crate::metadata::{no_leader, BrokerInfo, Image, MetadataRecord, PartitionInfo};
+use crate::metadata::{no_leader, BrokerInfo, Endpoint, Image, MetadataRecord, PartitionInfo};
 use election::Draft;
 use crate::constants::{metadata_snapshot_bytes_between_default, num_partitions_default, partitions_per_broker_max, partitions_per_topic_max};
 use crate::log::LogConfig;
@@ -46,6 +46,9 @@ pub const no_previous_epoch: i64 = -1;
 /// Longest advertised host name a broker may register: DNS's limit, and a bound on the size
 /// of every RegisterBroker record.
 pub const broker_host_bytes_max: usize = 255;
+
+/// Listeners one broker may register (each an endpoint in every Metadata answer's source).
+pub const broker_listeners_max: usize = 16;
 
 /// Cluster-wide controller settings (Kafka names in each field's doc).
 #[derive(Debug, Clone)]
@@ -282,31 +285,42 @@ impl Controller {
     /// every ISR it was in and every leadership now (as when fenced), not when its old session
     /// would have expired. Mutates only the volatile heartbeat time.
     pub fn register(&mut self, id: i32, host: &str, port: i32, next_offset: i64, now: u64) -> Result<Vec<MetadataRecord>, Error> {
-        self.register_broker(id, host, port, no_previous_epoch, next_offset, now)
+        let one = Endpoint { name: "PLAINTEXT".into(), host: host.into(), port };
+        self.register_broker(id, &[one], no_previous_epoch, next_offset, now)
     }
 
     /// [`Controller::register`] with the epoch the broker held when it last shut down cleanly
     /// (BrokerRegistration v3's `previous_broker_epoch`; [`no_previous_epoch`] after a crash or
     /// a power loss). Another epoch than its current registration's is an unclean shutdown
     /// (KIP-966): with ELR on, the broker also leaves every ELR, since it may have lost records
-    /// it had not flushed.
-    pub fn register_broker(&mut self, id: i32, host: &str, port: i32, previous_epoch: i64, next_offset: i64, now: u64) -> Result<Vec<MetadataRecord>, Error> {
+    /// it had not flushed. `endpoints` are its listeners', the inter-broker listener's first.
+    pub fn register_broker(&mut self, id: i32, endpoints: &[Endpoint], previous_epoch: i64, next_offset: i64, now: u64) -> Result<Vec<MetadataRecord>, Error> {
         self.observe(now);
         if id < 0 {
             return Err(Error::InvalidRequest(format!("broker id {id} is negative")));
         }
-        if host.is_empty() || host.len() > broker_host_bytes_max {
-            return Err(Error::InvalidRequest(format!("host name of {} bytes; must be 1..={broker_host_bytes_max}", host.len())));
+        if endpoints.is_empty() || endpoints.len() > broker_listeners_max {
+            return Err(Error::InvalidRequest(format!("{} listeners; a broker registers 1..={broker_listeners_max}", endpoints.len())));
         }
-        if !(0..=i32::from(u16::MAX)).contains(&port) {
-            return Err(Error::InvalidRequest(format!("port {port} is not a TCP port")));
+        for Endpoint { name, host, port } in endpoints {
+            if host.is_empty() || host.len() > broker_host_bytes_max || name.len() > broker_host_bytes_max {
+                return Err(Error::InvalidRequest(format!("listener {name}: host name of {} bytes; must be 1..={broker_host_bytes_max}", host.len())));
+            }
+            if !(0..=i32::from(u16::MAX)).contains(port) {
+                return Err(Error::InvalidRequest(format!("listener {name}: port {port} is not a TCP port")));
+            }
+            if endpoints.iter().filter(|e| e.name == *name).count() > 1 {
+                return Err(Error::InvalidRequest(format!("listener {name} registered twice")));
+            }
         }
+        let (host, port) = (endpoints[0].host.clone(), endpoints[0].port);
+        let listeners = if endpoints.len() > 1 { endpoints.to_vec() } else { Vec::new() };
         if next_offset <= self.image.offset {
             return Err(Error::InvalidRequest(format!("next metadata offset {next_offset} is not after the last applied {}", self.image.offset)));
         }
         let mut draft = Draft::new(&self.image, &self.heard, &self.config);
         let clean = self.image.brokers.get(&id).is_some_and(|b| b.epoch == previous_epoch);
-        draft.push(MetadataRecord::RegisterBroker { id, epoch: next_offset, host: host.to_string(), port });
+        draft.push(MetadataRecord::RegisterBroker { id, epoch: next_offset, host, port, listeners });
         let unclean = if clean { Vec::new() } else { vec![id] };
         draft.reelect_after(&[id], &unclean);
         let records = draft.records;

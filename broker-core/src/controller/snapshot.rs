@@ -103,9 +103,9 @@ mod tests {
             image.apply(o, &r);
             o += 1;
         };
-        apply(&mut image, MetadataRecord::RegisterBroker { id: 1, epoch: 0, host: "h".into(), port: 9092 });
+        apply(&mut image, MetadataRecord::RegisterBroker { id: 1, epoch: 0, host: "h".into(), port: 9092, listeners: Vec::new() });
         apply(&mut image, MetadataRecord::UnfenceBroker { id: 1, epoch: 0 });
-        apply(&mut image, MetadataRecord::RegisterBroker { id: 2, epoch: 2, host: "h".into(), port: 9093 });
+        apply(&mut image, MetadataRecord::RegisterBroker { id: 2, epoch: 2, host: "h".into(), port: 9093, listeners: Vec::new() });
         let config = BTreeMap::from([("retention.ms".to_string(), "5".to_string())]);
         apply(&mut image, MetadataRecord::Topic { name: "t".into(), id: topic::hex(&[3; 16]), partitions: 2500, config });
         for p in 0..2500 {

@@ -7,7 +7,7 @@
 //! unknown topic, a partition out of range, a stale broker epoch) is ignored, never a panic, and
 //! nothing here may depend on anything but the records and their order. No IO, no clock.
 
-use super::records::{no_leader, MetadataRecord};
+use super::records::{no_leader, Endpoint, MetadataRecord};
 use super::topic;
 use crate::constants::partitions_per_topic_max;
 use crate::security::scram::{Credential, Mechanism};
@@ -18,10 +18,25 @@ pub struct BrokerInfo {
     pub id: i32,
     /// Offset of the broker's latest RegisterBroker record.
     pub epoch: i64,
+    /// The inter-broker listener's endpoint.
     pub host: String,
     pub port: i32,
+    /// Every listener's endpoint by name, when the broker has more than one.
+    pub listeners: Vec<Endpoint>,
     /// A fenced broker leads nothing and joins no ISR.
     pub fenced: bool,
+}
+
+impl BrokerInfo {
+    /// Where clients of the listener `name` reach this broker: its one endpoint when it
+    /// registered one, else the endpoint of that name, if it has one (Kafka leaves a broker
+    /// without the client's listener out of the answers to that client).
+    pub fn endpoint(&self, name: &str) -> Option<(&str, i32)> {
+        match self.listeners.is_empty() {
+            true => Some((&self.host, self.port)),
+            false => self.listeners.iter().find(|e| e.name == name).map(|e| (e.host.as_str(), e.port)),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,8 +101,8 @@ impl Image {
     pub fn apply(&mut self, offset: i64, record: &MetadataRecord) {
         self.offset = offset;
         match record {
-            MetadataRecord::RegisterBroker { id, epoch, host, port } => {
-                let info = BrokerInfo { id: *id, epoch: *epoch, host: host.clone(), port: *port, fenced: true };
+            MetadataRecord::RegisterBroker { id, epoch, host, port, listeners } => {
+                let info = BrokerInfo { id: *id, epoch: *epoch, host: host.clone(), port: *port, listeners: listeners.clone(), fenced: true };
                 self.brokers.insert(*id, info);
             }
             MetadataRecord::FenceBroker { id, epoch } => self.set_fenced(*id, *epoch, true),
@@ -148,8 +163,8 @@ impl Image {
     pub fn to_records(&self) -> Vec<MetadataRecord> {
         let mut out = Vec::new();
         for b in self.brokers.values() {
-            let BrokerInfo { id, epoch, host, port, fenced } = b;
-            out.push(MetadataRecord::RegisterBroker { id: *id, epoch: *epoch, host: host.clone(), port: *port });
+            let BrokerInfo { id, epoch, host, port, listeners, fenced } = b;
+            out.push(MetadataRecord::RegisterBroker { id: *id, epoch: *epoch, host: host.clone(), port: *port, listeners: listeners.clone() });
             if !fenced {
                 out.push(MetadataRecord::UnfenceBroker { id: *id, epoch: *epoch });
             }
@@ -275,8 +290,8 @@ mod tests {
     #[test]
     fn fencing_for_an_old_registration_is_ignored() {
         let mut image = Image::default();
-        image.apply(0, &MetadataRecord::RegisterBroker { id: 1, epoch: 0, host: "h".into(), port: 1 });
-        image.apply(1, &MetadataRecord::RegisterBroker { id: 1, epoch: 1, host: "h".into(), port: 1 });
+        image.apply(0, &MetadataRecord::RegisterBroker { id: 1, epoch: 0, host: "h".into(), port: 1, listeners: Vec::new() });
+        image.apply(1, &MetadataRecord::RegisterBroker { id: 1, epoch: 1, host: "h".into(), port: 1, listeners: Vec::new() });
         image.apply(2, &MetadataRecord::UnfenceBroker { id: 1, epoch: 0 });
         assert!(!image.is_live(1));
         image.apply(3, &MetadataRecord::UnfenceBroker { id: 1, epoch: 1 });

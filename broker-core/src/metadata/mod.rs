@@ -10,7 +10,7 @@ pub mod records;
 pub mod topic;
 
 pub use image::{BrokerInfo, Image, PartitionInfo, TopicInfo};
-pub use records::{decode_records, no_leader, MetadataRecord};
+pub use records::{decode_records, no_leader, Endpoint, MetadataRecord};
 
 /// The metadata log's directory name under the data directory (Kafka's name).
 pub const metadata_dir: &str = "__cluster_metadata-0";

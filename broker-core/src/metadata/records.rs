@@ -18,8 +18,18 @@ pub const no_leader: i32 = -1;
 pub enum MetadataRecord {
     /// Registers a broker, or re-registers it with a new epoch. Always fenced until it has
     /// caught up with the metadata log (KRaft's RegisterBrokerRecord). The epoch is the
-    /// offset of this very record, so it is unique and increasing.
-    RegisterBroker { id: i32, epoch: i64, host: String, port: i32 },
+    /// offset of this very record, so it is unique and increasing. `host:port` is the
+    /// endpoint of the inter-broker listener; `listeners` names every listener's endpoint when
+    /// the broker has more than one (`advertised.listeners`), and is left out of the JSON when
+    /// empty, so a one-listener registration is exactly the bytes it was before.
+    RegisterBroker {
+        id: i32,
+        epoch: i64,
+        host: String,
+        port: i32,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        listeners: Vec<Endpoint>,
+    },
     /// The broker stops being eligible for leadership and ISR membership.
     FenceBroker { id: i32, epoch: i64 },
     /// The broker is eligible again.
@@ -62,6 +72,14 @@ pub enum MetadataRecord {
     /// The first entry of every Raft leader's epoch (KRaft's LeaderChange control record,
     /// written by `controller::raft`): it changes nothing in the image, but takes an offset.
     LeaderChange { leader: i32, epoch: i32 },
+}
+
+/// Where clients of one named listener reach a broker (an entry of `advertised.listeners`).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    pub name: String,
+    pub host: String,
+    pub port: i32,
 }
 
 impl MetadataRecord {

@@ -15,7 +15,7 @@ use crate::metadata::configs::describe_topic;
 use crate::controller::quorum::Quorum;
 use crate::metadata::metadata_topic;
 use crate::controller::AlterPartition;
-use crate::metadata::MetadataRecord;
+use crate::metadata::{Endpoint, MetadataRecord};
 use kafka_protocol::messages::alter_partition_request::AlterPartitionRequest;
 use kafka_protocol::messages::alter_partition_response::{AlterPartitionResponse, PartitionData as AlterPartitionData, TopicData};
 use kafka_protocol::messages::broker_heartbeat_request::BrokerHeartbeatRequest;
@@ -125,15 +125,12 @@ pub fn broker_registration(node: &Node, version: i16, correlation_id: i32, req: 
     refused.error_code = not_controller;
     let refused = Response::new(ApiKey::BrokerRegistration, version, correlation_id, refused);
     let Some(mut q) = active(node) else { return Ok(Outcome::Reply(refused)) };
-    let Some(listener) = req.listeners.first() else {
-        r.error_code = Code::InvalidRequest.code();
-        return Ok(Outcome::Reply(Response::new(ApiKey::BrokerRegistration, version, correlation_id, r)));
-    };
+    let endpoints: Vec<Endpoint> = req.listeners.iter().map(|l| Endpoint { name: l.name.to_string(), host: l.host.to_string(), port: i32::from(l.port) }).collect();
     let next = q.end_offset();
     let id = req.broker_id.0;
     // v0-2 carry no previous epoch: as after an unclean shutdown (Kafka's default, -1).
     let previous = if version >= 3 { req.previous_broker_epoch } else { crate::controller::no_previous_epoch };
-    let result = q.controller_mut().register_broker(id, listener.host.as_str(), listener.port as i32, previous, next, now).map_err(|e| e.kafka_error().code());
+    let result = q.controller_mut().register_broker(id, &endpoints, previous, next, now).map_err(|e| e.kafka_error().code());
     let last = match result.and_then(|records| q.commit(records, now).map_err(|e| e.kafka_error().code())) {
         Ok(last) => {
             r.broker_epoch = q.controller().image().brokers.get(&id).map_or(-1, |b| b.epoch);

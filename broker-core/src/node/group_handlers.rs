@@ -50,15 +50,16 @@ fn with_groups<T>(node: &Node, now: u64, out: &mut Vec<Action>, f: impl FnOnce(&
     result
 }
 
-/// FindCoordinator (v0–v4; v4 batches keys), for groups and transactional ids. Creates the
-/// coordinator's state topic on first use.
-pub fn find_coordinator(b: &mut Broker, version: i16, req: FindCoordinatorRequest) -> FindCoordinatorResponse {
+/// FindCoordinator (v0–v4; v4 batches keys), for groups and transactional ids, with the
+/// coordinator's endpoint on `listener`, the client's. Creates the coordinator's state topic on
+/// first use.
+pub fn find_coordinator(b: &mut Broker, version: i16, req: FindCoordinatorRequest, listener: &str) -> FindCoordinatorResponse {
     let keys = if version >= 4 { req.coordinator_keys.clone() } else { vec![req.key.clone()] };
     let mut r = FindCoordinatorResponse::default();
     for key in keys {
         let located = match req.key_type {
-            crate::kafka::coordinator_type::group => locate(b, offsets_topic, key.as_str()),
-            crate::kafka::coordinator_type::transaction => locate(b, crate::txn::transaction_state_topic, key.as_str()),
+            crate::kafka::coordinator_type::group => locate(b, offsets_topic, key.as_str(), listener),
+            crate::kafka::coordinator_type::transaction => locate(b, crate::txn::transaction_state_topic, key.as_str(), listener),
             _ => Err((Code::InvalidRequest, "unknown coordinator key type")),
         };
         let mut c = Located::default();
@@ -83,7 +84,7 @@ pub fn find_coordinator(b: &mut Broker, version: i16, req: FindCoordinatorReques
 /// The leader of the key's partition of `topic` (the offsets topic for a group, the
 /// transaction state topic for a transactional id: the same placement), or why there is none
 /// yet. Creates the topic on first use.
-fn locate(b: &mut Broker, topic: &str, key: &str) -> Result<(i32, String, i32), (Code, &'static str)> {
+fn locate(b: &mut Broker, topic: &str, key: &str, listener: &str) -> Result<(i32, String, i32), (Code, &'static str)> {
     let unavailable = |why| Err((Code::CoordinatorNotAvailable, why));
     let Some(t) = b.image().topics.get(topic) else {
         let _ = b.request_auto_create(topic);
@@ -91,9 +92,10 @@ fn locate(b: &mut Broker, topic: &str, key: &str) -> Result<(i32, String, i32), 
     };
     let p = partition_for(key, t.partitions.len() as i32);
     let leader = t.partitions.get(p as usize).map_or(-1, |i| i.leader);
-    match b.image().brokers.get(&leader).filter(|x| !x.fenced) {
-        Some(x) => Ok((x.id, x.host.clone(), x.port)),
-        None => unavailable("the key's state partition has no leader"),
+    let Some(x) = b.image().brokers.get(&leader).filter(|x| !x.fenced) else { return unavailable("the key's state partition has no leader") };
+    match x.endpoint(listener) {
+        Some((host, port)) => Ok((x.id, host.to_string(), port)),
+        None => unavailable("the coordinator has no listener of the name this client connected to"),
     }
 }
 

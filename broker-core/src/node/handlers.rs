@@ -25,7 +25,10 @@ use kafka_protocol::messages::produce_request::ProduceRequest;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, ProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{BrokerId, ProducerId};
 
-pub fn metadata(b: &mut Broker, version: i16, req: MetadataRequest, controller_id: i32) -> MetadataResponse {
+/// Metadata, with each broker's endpoint on `listener`, the one the client came in on (a live
+/// broker without that listener is left out, and a partition it leads answers
+/// LISTENER_NOT_FOUND, as Kafka does).
+pub fn metadata(b: &mut Broker, version: i16, req: MetadataRequest, controller_id: i32, listener: &str) -> MetadataResponse {
     let mut r = MetadataResponse::default();
     let c = b.config().clone();
     let image = b.image();
@@ -33,21 +36,26 @@ pub fn metadata(b: &mut Broker, version: i16, req: MetadataRequest, controller_i
         .brokers
         .values()
         .filter(|x| !x.fenced)
-        .map(|x| {
+        .filter_map(|x| {
+            let (host, port) = x.endpoint(listener)?;
             let mut m = MetadataResponseBroker::default();
             m.node_id = BrokerId(x.id);
-            m.host = s(&x.host);
-            m.port = x.port;
-            m
+            m.host = s(host);
+            m.port = port;
+            Some(m)
         })
         .collect();
-    if !r.brokers.iter().any(|x| x.node_id.0 == c.node_id) {
+    let unreachable: Vec<i32> = image.brokers.values().filter(|x| !x.fenced && x.endpoint(listener).is_none()).map(|x| x.id).collect();
+    if !image.brokers.get(&c.node_id).is_some_and(|x| !x.fenced) {
         // Not registered (or fenced) yet: clients bootstrapped here still need a way back.
-        let mut m = MetadataResponseBroker::default();
-        m.node_id = BrokerId(c.node_id);
-        m.host = s(&c.advertised_host);
-        m.port = c.advertised_port;
-        r.brokers.push(m);
+        let own = c.endpoints();
+        if let Some(e) = own.iter().find(|e| e.name == listener).or(own.first()) {
+            let mut m = MetadataResponseBroker::default();
+            m.node_id = BrokerId(c.node_id);
+            m.host = s(&e.host);
+            m.port = e.port;
+            r.brokers.push(m);
+        }
     }
     r.cluster_id = Some(s(&c.cluster_id));
     r.controller_id = BrokerId(controller_id);
@@ -78,6 +86,8 @@ pub fn metadata(b: &mut Broker, version: i16, req: MetadataRequest, controller_i
                         m.isr_nodes = p.isr.iter().map(|&x| BrokerId(x)).collect();
                         if p.leader < 0 {
                             m.error_code = Error::LeaderNotAvailable.kafka_error(true).code();
+                        } else if unreachable.contains(&p.leader) {
+                            m.error_code = crate::kafka::Code::ListenerNotFound.code();
                         }
                         m
                     })

@@ -328,13 +328,16 @@ fn handle_inner(node: &Node, prepared: Prepared, caller: Option<&Caller>, now: u
         };
     }
     let b = || node.broker();
+    // The listener the client came in on, whose endpoints the answers name.
+    let listener = || caller.and_then(|c| c.listener.as_deref()).map_or_else(|| b().config().security.inter_broker_listener.clone(), str::to_string);
     let forwards = forward::forwards(node, key, enveloped);
     let client_id = request.client_id().to_string();
     let outcome = match request.body {
         RequestKind::ApiVersions(_) => reply!(crate::protocol::api_versions_response(0)),
         RequestKind::Metadata(req) => {
             let controller_id = node.controller_id();
-            let mut resp = handlers::metadata(&mut b(), version, req, controller_id);
+            let listener = listener();
+            let mut resp = handlers::metadata(&mut b(), version, req, controller_id, &listener);
             if let (Some((refused, hide)), Some(caller)) = (without, caller) {
                 let b = b();
                 authz::metadata_after(&authz::Access::new(&b.config().security.authorizer, b.image(), caller), &mut resp, refused, hide);
@@ -386,7 +389,10 @@ fn handle_inner(node: &Node, prepared: Prepared, caller: Option<&Caller>, now: u
         RequestKind::BrokerRegistration(req) => controller_handlers::broker_registration(node, version, correlation_id, req, now),
         RequestKind::BrokerHeartbeat(req) => controller_handlers::broker_heartbeat(node, version, correlation_id, req, now),
         RequestKind::AlterPartition(req) => controller_handlers::alter_partition(node, version, correlation_id, req, now),
-        RequestKind::FindCoordinator(req) => reply!(group_handlers::find_coordinator(&mut b(), version, req)),
+        RequestKind::FindCoordinator(req) => {
+            let listener = listener();
+            reply!(group_handlers::find_coordinator(&mut b(), version, req, &listener))
+        }
         RequestKind::JoinGroup(req) => group_handlers::join_group(node, version, correlation_id, (&client_id, peer), req, now, out),
         RequestKind::SyncGroup(req) => group_handlers::sync_group(node, version, correlation_id, req, now, out),
         RequestKind::Heartbeat(req) => reply!(group_handlers::heartbeat(node, req, now, out)),

@@ -259,6 +259,9 @@ pub struct Caller {
     pub host: std::net::IpAddr,
     /// The node's own link on its internal controller listener: allowed what it sends.
     pub internal: bool,
+    /// The client listener the request came in on, whose endpoints the answers name (None:
+    /// the inter-broker listener's, as for a forwarded request or the CONTROLLER listener).
+    pub listener: Option<std::sync::Arc<str>>,
 }
 
 /// The principal of a connection that proved nothing (PLAINTEXT, or TLS without a client

@@ -75,6 +75,16 @@ impl Protocol {
         }
     }
 
+    /// Kafka's SecurityProtocol id (BrokerRegistration's `security_protocol`).
+    pub fn id(self) -> i16 {
+        match self {
+            Protocol::Plaintext => 0,
+            Protocol::Ssl => 1,
+            Protocol::SaslPlaintext => 2,
+            Protocol::SaslSsl => 3,
+        }
+    }
+
     /// Whether a connection authenticates by SASL before anything else.
     pub fn is_sasl(self) -> bool {
         matches!(self, Protocol::SaslPlaintext | Protocol::SaslSsl)
@@ -123,8 +133,12 @@ pub struct TlsFiles {
 /// Who may connect, and how they prove it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SecurityConfig {
-    /// The client listener's protocol (`--listeners`).
-    pub listener: Protocol,
+    /// The client listeners (`--listeners`; CONTROLLER aside), each with its protocol.
+    pub listeners: Vec<Listener>,
+    /// `inter.broker.listener.name`: the listener the node's links to brokers use, and its
+    /// protocol (every node of a cluster is configured alike).
+    pub inter_broker_listener: String,
+    pub inter_broker_protocol: Protocol,
     /// The controllers' own listener (`CONTROLLER://…` in `--listeners`), if any, and its
     /// protocol.
     pub controller_listener: Option<std::net::SocketAddr>,
@@ -150,7 +164,7 @@ pub struct SecurityConfig {
 
 impl Default for SecurityConfig {
     fn default() -> SecurityConfig {
-        SecurityConfig { listener: Protocol::Plaintext, controller_listener: None, controller_protocol: Protocol::Plaintext, sasl_mechanisms: vec![sasl::Mech::Scram(Mechanism::Sha256), sasl::Mech::Scram(Mechanism::Sha512)], scram_bootstrap: Vec::new(), inter_broker: None, tls: TlsFiles::default(), authorizer: acl::AuthorizerConfig::default(), reauth_ms: 0 }
+        SecurityConfig { listeners: Vec::new(), inter_broker_listener: Protocol::Plaintext.name().into(), inter_broker_protocol: Protocol::Plaintext, controller_listener: None, controller_protocol: Protocol::Plaintext, sasl_mechanisms: vec![sasl::Mech::Scram(Mechanism::Sha256), sasl::Mech::Scram(Mechanism::Sha512)], scram_bootstrap: Vec::new(), inter_broker: None, tls: TlsFiles::default(), authorizer: acl::AuthorizerConfig::default(), reauth_ms: 0 }
     }
 }
 
@@ -168,9 +182,9 @@ pub struct Listener {
 
 /// `--listeners` (Kafka's `listeners`): `NAME://host:port,...`, each name's protocol from
 /// `map` (`listener.security.protocol.map`, `NAME:PROTOCOL,...`), where PLAINTEXT, SSL,
-/// SASL_PLAINTEXT and SASL_SSL name themselves and CONTROLLER is PLAINTEXT unless mapped. At most one client
-/// listener and one CONTROLLER listener (which the controller link and the metadata follower
-/// use: the quorum's voters default to it).
+/// SASL_PLAINTEXT and SASL_SSL name themselves and CONTROLLER is PLAINTEXT unless mapped. At
+/// least one client listener, and at most one CONTROLLER listener (which the controller link
+/// and the metadata follower use: the quorum's voters default to it).
 pub fn parse_listeners(text: &str, map: Option<&str>) -> Result<Vec<Listener>, String> {
     let bad = |why: String| format!("--listeners {text:?}: {why}");
     let mut protocols: Vec<(String, Protocol)> = [Protocol::Plaintext, Protocol::Ssl, Protocol::SaslPlaintext, Protocol::SaslSsl].iter().map(|p| (p.name().to_string(), *p)).collect();
@@ -191,9 +205,32 @@ pub fn parse_listeners(text: &str, map: Option<&str>) -> Result<Vec<Listener>, S
         }
         out.push(Listener { name: name.to_string(), protocol, addr });
     }
-    let clients = out.iter().filter(|l| l.name != controller_listener_name).count();
-    if clients != 1 {
-        return Err(bad(format!("one client listener (and optionally a {controller_listener_name} one) for now, not {clients}")));
+    if !out.iter().any(|l| l.name != controller_listener_name) {
+        return Err(bad(format!("no client listener (only {controller_listener_name})")));
+    }
+    if out.len() > crate::controller::broker_listeners_max {
+        return Err(bad(format!("{} listeners; at most {}", out.len(), crate::controller::broker_listeners_max)));
+    }
+    Ok(out)
+}
+
+/// `--advertised-listeners` (Kafka's `advertised.listeners`): `NAME://host:port,...`, where
+/// the host may be a name; never the unroutable 0.0.0.0 or ::, as Kafka refuses.
+pub fn parse_advertised(text: &str) -> Result<Vec<crate::metadata::Endpoint>, String> {
+    let mut out: Vec<crate::metadata::Endpoint> = Vec::new();
+    for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let bad = |why: &str| format!("--advertised-listeners {entry:?}: {why}");
+        let (name, addr) = entry.split_once("://").ok_or_else(|| bad("expected NAME://host:port"))?;
+        let (host, port) = addr.rsplit_once(':').ok_or_else(|| bad("expected NAME://host:port"))?;
+        let port: u16 = port.parse().map_err(|_| bad("the port is not a number up to 65535"))?;
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        if host.is_empty() || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_unspecified()) {
+            return Err(bad("a client cannot connect to an empty or unspecified (0.0.0.0, ::) host"));
+        }
+        if out.iter().any(|e| e.name == name) {
+            return Err(bad("the listener is named twice"));
+        }
+        out.push(crate::metadata::Endpoint { name: name.to_string(), host: host.to_string(), port: i32::from(port) });
     }
     Ok(out)
 }

@@ -17,8 +17,8 @@ pub struct Flags {
     /// Address to listen on: the one-PLAINTEXT-listener shorthand of --listeners.
     #[arg(long)]
     pub listen: Option<SocketAddr>,
-    /// listeners: `NAME://host:port,...`: one client listener (PLAINTEXT, SSL, SASL_PLAINTEXT or
-    /// SASL_SSL) and optionally a CONTROLLER one.
+    /// listeners: `NAME://host:port,...`: client listeners (PLAINTEXT, SSL, SASL_PLAINTEXT,
+    /// SASL_SSL, or names mapped to them) and optionally a CONTROLLER one.
     #[arg(long)]
     pub listeners: Option<String>,
     /// listener.security.protocol.map: `NAME:PROTOCOL,...` for listener names other than the
@@ -75,9 +75,18 @@ pub struct Flags {
     /// re-authenticate on its connection (KIP-368); 0 (the default): for the connection's life.
     #[arg(long)]
     pub connections_max_reauth_ms: Option<u64>,
-    /// Address clients are told to connect to (defaults to --listen).
+    /// Address clients are told to connect to (defaults to --listen): the one-listener
+    /// shorthand of --advertised-listeners.
     #[arg(long)]
     pub advertised: Option<String>,
+    /// advertised.listeners: `NAME://host:port,...`, where the clients of each listener are told
+    /// to connect (a listener left out advertises its own address).
+    #[arg(long)]
+    pub advertised_listeners: Option<String>,
+    /// inter.broker.listener.name: the listener the cluster's nodes link to each other on
+    /// (default: the only one, or the one named PLAINTEXT).
+    #[arg(long)]
+    pub inter_broker_listener_name: Option<String>,
     /// node.id
     #[arg(long)]
     pub node_id: Option<i32>,
@@ -246,6 +255,7 @@ fn positive_rate(text: &str) -> Result<f64, String> {
 pub const FILE_SETTINGS: &[&str] = &[
     "listeners",
     "advertised.listeners",
+    "inter.broker.listener.name",
     "sasl.enabled.mechanisms",
     "listener.security.protocol.map",
     "sasl.mechanism.inter.broker.protocol",
@@ -318,10 +328,10 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
         let text = || value.as_str().map(str::to_string).ok_or_else(|| bad("a string"));
         match key.as_str() {
             "listeners" => f.listeners = Some(text()?),
-            "advertised.listeners" => f.advertised = Some(text()?.rsplit("://").next().unwrap_or_default().to_string()),
+            "advertised.listeners" => f.advertised_listeners = Some(text()?),
             "connections.max.reauth.ms" => f.connections_max_reauth_ms = Some(u64::try_from(int()?).map_err(|_| bad("a number of milliseconds"))?),
             "allow.everyone.if.no.acl.found" => f.allow_everyone_if_no_acl_found = Some(value.as_bool().ok_or_else(|| bad("true or false"))?),
-            k if k.starts_with("sasl.") || k.starts_with("ssl.") || ["listener.security.protocol.map", "authorizer.class.name", "super.users"].contains(&k) => super::config_security::file_setting(&mut f, k, text()?)?,
+            k if k.starts_with("sasl.") || k.starts_with("ssl.") || ["listener.security.protocol.map", "authorizer.class.name", "super.users", "inter.broker.listener.name"].contains(&k) => super::config_security::file_setting(&mut f, k, text()?)?,
             "node.id" => f.node_id = Some(int()? as i32),
             "log.dirs" => f.data_dir = Some(PathBuf::from(text()?)),
             "auto.create.topics.enable" => f.auto_create_topics_enable = Some(value.as_bool().ok_or_else(|| bad("true or false"))?),
@@ -377,10 +387,13 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
     if over.listen.is_some() && over.listeners.is_none() {
         f.listeners = None;
     }
+    if over.advertised.is_some() && over.advertised_listeners.is_none() {
+        f.advertised_listeners = None;
+    }
     if !over.add_scram.is_empty() {
         f.add_scram = over.add_scram.clone();
     }
-    take!(listen, listeners, listener_security_protocol_map, sasl_enabled_mechanisms, sasl_mechanism_inter_broker_protocol, sasl_jaas_config, ssl_keystore_type, ssl_keystore_location, ssl_truststore_type, ssl_truststore_location, ssl_client_auth, authorizer_class_name, super_users, allow_everyone_if_no_acl_found, connections_max_reauth_ms, advertised, node_id, data_dir, config, auto_create_topics_enable, num_partitions, min_insync_replicas,
+    take!(listen, listeners, listener_security_protocol_map, sasl_enabled_mechanisms, sasl_mechanism_inter_broker_protocol, sasl_jaas_config, ssl_keystore_type, ssl_keystore_location, ssl_truststore_type, ssl_truststore_location, ssl_client_auth, authorizer_class_name, super_users, allow_everyone_if_no_acl_found, connections_max_reauth_ms, advertised, advertised_listeners, inter_broker_listener_name, node_id, data_dir, config, auto_create_topics_enable, num_partitions, min_insync_replicas,
         log_segment_bytes, log_roll_ms, log_retention_ms, log_retention_bytes, log_index_interval_bytes,
         log_flush_interval_messages, log_flush_interval_ms, message_max_bytes, controller_quorum_voters, process_roles, controller_quorum_election_timeout_ms, metadata_log_max_record_bytes_between_snapshots,
         default_replication_factor, replica_lag_time_max_ms, broker_session_timeout_ms, broker_heartbeat_interval_ms,
@@ -391,14 +404,12 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
 /// Default listen address (Kafka's port).
 pub const listen_default: &str = "127.0.0.1:9092";
 
-/// Resolves flags into the listen address and the broker's config, checking ranges.
+/// Resolves flags into the inter-broker listener's address and the broker's config (every
+/// listener in `security.listeners`), checking ranges.
 pub fn resolve(f: &Flags) -> Result<(SocketAddr, BrokerConfig), String> {
     let mut c = BrokerConfig::default();
     let listen = super::config_security::resolve_listeners(f, &mut c)?;
-    let advertised = f.advertised.clone().unwrap_or_else(|| listen.to_string());
-    let (host, port) = advertised.rsplit_once(':').ok_or_else(|| format!("--advertised {advertised}: expected host:port"))?;
-    c.advertised_host = host.to_string();
-    c.advertised_port = port.parse().map_err(|_| format!("--advertised {advertised}: bad port"))?;
+    let advertised = format!("{}:{}", c.advertised_host, c.advertised_port);
     if let Some(v) = f.node_id { c.node_id = v }
     if let Some(v) = &f.data_dir { c.data_dir = v.clone() }
     if let Some(v) = f.auto_create_topics_enable { c.auto_create_topics = v }

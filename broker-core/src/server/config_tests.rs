@@ -76,7 +76,7 @@ fn listeners_sasl_and_bootstrap_credentials_take_kafkas_names() {
     let jaas = "org.apache.kafka.common.security.scram.ScramLoginModule required username=\"admin\" password=\"s3cret\";";
     let sasl = |listeners: &str| Flags { listeners: Some(listeners.into()), add_scram: vec!["SCRAM-SHA-512=[name=admin,password=s3cret]".into()], sasl_jaas_config: Some(jaas.into()), ..Flags::default() };
     let (listen, c) = resolve(&sasl("SASL_PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093")).unwrap();
-    assert_eq!((listen.to_string(), c.security.listener, c.security.controller_listener.map(|a| a.to_string())), ("127.0.0.1:9092".into(), Protocol::SaslPlaintext, Some("127.0.0.1:9093".into())));
+    assert_eq!((listen.to_string(), c.security.inter_broker_protocol, c.security.controller_listener.map(|a| a.to_string())), ("127.0.0.1:9092".into(), Protocol::SaslPlaintext, Some("127.0.0.1:9093".into())));
     assert_eq!(c.voters.get(&0).map(|a| a.to_string()), Some("127.0.0.1:9093".into()), "the quorum is the node's controller listener");
     assert_eq!(c.security.sasl_mechanisms, vec![Mech::Scram(Mechanism::Sha256), Mech::Scram(Mechanism::Sha512)], "PLAIN only when asked for");
     let (user, credential) = &c.security.scram_bootstrap[0];
@@ -98,7 +98,7 @@ fn listeners_sasl_and_bootstrap_credentials_take_kafkas_names() {
         (sasl("SASL_PLAINTEXT://0.0.0.0:9092,CONTROLLER://0.0.0.0:9093"), "on loopback"),
         (sasl("SSL://127.0.0.1:9092"), "needs --ssl-keystore-location"),
         (sasl("TLS://127.0.0.1:9092"), "no protocol"),
-        (sasl("PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9093"), "one client listener"),
+        (sasl("SASL_SSL://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9093"), "inter.broker.listener.name=PLAINTEXT is not among"),
         (Flags { listen: Some("127.0.0.1:9092".parse().unwrap()), ..sasl("PLAINTEXT://127.0.0.1:9092") }, "both given"),
         (Flags { sasl_enabled_mechanisms: Some("GSSAPI".into()), ..sasl("PLAINTEXT://127.0.0.1:9092") }, "GSSAPI is not supported"),
         (Flags { add_scram: vec!["SCRAM-SHA-256=[name=a]".into()], ..Flags::default() }, "no password"),
@@ -110,9 +110,9 @@ fn listeners_sasl_and_bootstrap_credentials_take_kafkas_names() {
     // The file's names; a --listen flag wins over the file's listeners.
     let file = "listeners = \"SASL_PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093\"\n\"sasl.enabled.mechanisms\" = \"PLAIN\"\n\"sasl.jaas.config\" = 'x required username=\"a\" password=\"b\";'\n";
     let (_, c) = resolve(&merge_file(file, Flags::default()).unwrap()).unwrap();
-    assert_eq!((c.security.listener, c.security.sasl_mechanisms.clone()), (Protocol::SaslPlaintext, vec![Mech::Plain]));
+    assert_eq!((c.security.inter_broker_protocol, c.security.sasl_mechanisms.clone()), (Protocol::SaslPlaintext, vec![Mech::Plain]));
     let (listen, c) = resolve(&merge_file(file, Flags { listen: Some("127.0.0.1:9999".parse().unwrap()), ..Flags::default() }).unwrap()).unwrap();
-    assert_eq!((listen.to_string(), c.security.listener), ("127.0.0.1:9999".into(), Protocol::Plaintext));
+    assert_eq!((listen.to_string(), c.security.inter_broker_protocol), ("127.0.0.1:9999".into(), Protocol::Plaintext));
 }
 
 #[test]
@@ -125,7 +125,7 @@ fn tls_takes_kafkas_pem_stores_and_refuses_what_cannot_work() {
         ..Flags::default()
     };
     let (_, c) = resolve(&Flags { ssl_client_auth: Some("required".into()), ssl_keystore_type: Some("PEM".into()), ..tls("SSL://127.0.0.1:9093") }).unwrap();
-    assert_eq!((c.security.listener, c.security.tls.client_auth), (Protocol::Ssl, ClientAuth::Required));
+    assert_eq!((c.security.inter_broker_protocol, c.security.tls.client_auth), (Protocol::Ssl, ClientAuth::Required));
     assert_eq!(c.security.tls.keystore.as_deref(), Some(std::path::Path::new("/etc/seedlog/broker.pem")));
     for (flags, why) in [
         (Flags { ssl_keystore_location: None, ..tls("SSL://127.0.0.1:9093") }, "needs --ssl-keystore-location"),
@@ -141,7 +141,7 @@ fn tls_takes_kafkas_pem_stores_and_refuses_what_cannot_work() {
     }
     let file = "listeners = \"SSL://127.0.0.1:9093\"\n\"ssl.keystore.type\" = \"PEM\"\n\"ssl.keystore.location\" = \"k.pem\"\n\"ssl.truststore.location\" = \"t.pem\"\n\"ssl.client.auth\" = \"requested\"\n";
     let (_, c) = resolve(&merge_file(file, Flags::default()).unwrap()).unwrap();
-    assert_eq!((c.security.listener, c.security.tls.client_auth), (Protocol::Ssl, ClientAuth::Requested));
+    assert_eq!((c.security.inter_broker_protocol, c.security.tls.client_auth), (Protocol::Ssl, ClientAuth::Requested));
     assert!(merge_file("\"ssl.cipher.suites\" = \"x\"\n", Flags::default()).unwrap_err().contains("unknown setting 'ssl.cipher.suites'"));
 }
 
@@ -166,4 +166,48 @@ fn the_authorizer_takes_kafkas_names_and_the_brokers_own_user_is_a_super_user() 
     let file = "\"authorizer.class.name\" = \"org.apache.kafka.metadata.authorizer.StandardAuthorizer\"\n\"allow.everyone.if.no.acl.found\" = true\n\"super.users\" = \"User:admin\"\n";
     let (_, c) = resolve(&merge_file(file, Flags::default()).unwrap()).unwrap();
     assert!(c.security.authorizer.enabled && c.security.authorizer.allow_if_no_acl);
+}
+
+#[test]
+fn several_listeners_each_advertise_their_own_endpoint() {
+    use crate::metadata::Endpoint;
+    use crate::security::Protocol;
+    let jaas = "x required username=\"broker\" password=\"b\";";
+    let flags = Flags {
+        listeners: Some("PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://0.0.0.0:9094,INTERNAL://127.0.0.1:9095".into()),
+        listener_security_protocol_map: Some("INTERNAL:SASL_PLAINTEXT".into()),
+        inter_broker_listener_name: Some("INTERNAL".into()),
+        advertised_listeners: Some("SASL_PLAINTEXT://broker1.example.com:9094,INTERNAL://10.0.0.1:9095".into()),
+        sasl_jaas_config: Some(jaas.into()),
+        ..Flags::default()
+    };
+    let (listen, c) = resolve(&flags).unwrap();
+    assert_eq!((listen.to_string(), c.security.inter_broker_listener.as_str(), c.security.inter_broker_protocol), ("127.0.0.1:9095".into(), "INTERNAL", Protocol::SaslPlaintext));
+    let names: Vec<(&str, Protocol)> = c.security.listeners.iter().map(|l| (l.name.as_str(), l.protocol)).collect();
+    assert_eq!(names, vec![("PLAINTEXT", Protocol::Plaintext), ("SASL_PLAINTEXT", Protocol::SaslPlaintext), ("INTERNAL", Protocol::SaslPlaintext)]);
+    let e = |name: &str, host: &str, port: i32| Endpoint { name: name.into(), host: host.into(), port };
+    // The inter-broker listener's first; one left out of advertised.listeners advertises its address.
+    assert_eq!(c.endpoints(), vec![e("INTERNAL", "10.0.0.1", 9095), e("PLAINTEXT", "127.0.0.1", 9092), e("SASL_PLAINTEXT", "broker1.example.com", 9094)]);
+    assert_eq!((c.advertised_host.as_str(), c.advertised_port), ("10.0.0.1", 9095));
+    // Kafka's default inter-broker listener is the one named PLAINTEXT, whose links need no login.
+    let (_, c) = resolve(&Flags { inter_broker_listener_name: None, sasl_jaas_config: None, ..flags.clone() }).unwrap();
+    assert_eq!((c.security.inter_broker_listener.as_str(), c.security.inter_broker.is_none(), c.endpoints()[0].port), ("PLAINTEXT", true, 9092));
+    // One listener: one endpoint, under its name; the file's names.
+    let file = "listeners = \"SSL://127.0.0.1:9093\"\n\"advertised.listeners\" = \"SSL://localhost:9093\"\n\"ssl.keystore.location\" = \"k.pem\"\n\"ssl.truststore.location\" = \"ca.pem\"\n";
+    let (_, c) = resolve(&merge_file(file, Flags::default()).unwrap()).unwrap();
+    assert_eq!((c.endpoints(), c.advertised_listeners.len()), (vec![e("SSL", "localhost", 9093)], 0));
+    let file = "listeners = \"A://127.0.0.1:9092,B://127.0.0.1:9093\"\n\"listener.security.protocol.map\" = \"A:PLAINTEXT,B:PLAINTEXT\"\n\"inter.broker.listener.name\" = \"B\"\n";
+    assert_eq!(resolve(&merge_file(file, Flags::default()).unwrap()).unwrap().1.security.inter_broker_listener, "B");
+    for (bad, why) in [
+        (Flags { inter_broker_listener_name: Some("REPLICATION".into()), ..flags.clone() }, "inter.broker.listener.name=REPLICATION is not among the listeners"),
+        (Flags { advertised_listeners: Some("EXTERNAL://h:1".into()), ..flags.clone() }, "names EXTERNAL, which is not a client listener"),
+        (Flags { advertised_listeners: Some("INTERNAL://0.0.0.0:9095".into()), ..flags.clone() }, "unspecified"),
+        (Flags { advertised_listeners: Some("INTERNAL://h".into()), ..flags.clone() }, "expected NAME://host:port"),
+        (Flags { advertised_listeners: None, advertised: Some("h:1".into()), ..flags.clone() }, "one-listener shorthand"),
+        (Flags { listeners: Some("PLAINTEXT://127.0.0.1:9092,PLAINTEXT://127.0.0.1:9093".into()), ..Flags::default() }, "named twice"),
+        (Flags { listeners: Some("CONTROLLER://127.0.0.1:9093".into()), ..Flags::default() }, "no client listener"),
+    ] {
+        let e = resolve(&bad).unwrap_err();
+        assert!(e.contains(why), "{bad:?}: {e}");
+    }
 }

@@ -196,14 +196,14 @@ impl Inbox {
 /// One client connection: read frames, answer in order, close on protocol violations. Between
 /// bursts of requests it holds no buffer: the read buffer is taken when bytes arrive and the
 /// write buffer when a burst starts, both released once the burst is answered and flushed.
-pub(super) async fn connection(link: Link, shared: Arc<Shared>, protocol: crate::security::Protocol, internal_only: bool) {
+pub(super) async fn connection(link: Link, shared: Arc<Shared>, protocol: crate::security::Protocol, listener: Option<Arc<str>>, internal_only: bool) {
     let Link { mut rd, wr: mut half, peer, local, principal } = link;
     let mut inbox = Inbox::new();
     if let Some(principal) = &principal {
         tracing::debug!("connection from {peer} is {principal}");
     }
     let reauth_ms = shared.broker().config().security.reauth_ms;
-    let mut auth = Auth { session: protocol.is_sasl().then(|| Session::with_lifetime(reauth_ms)), enabled: shared.broker().config().security.sasl_mechanisms.clone(), internal_only, tls_principal: principal };
+    let mut auth = Auth { session: protocol.is_sasl().then(|| Session::with_lifetime(reauth_ms)), enabled: shared.broker().config().security.sasl_mechanisms.clone(), internal_only, tls_principal: principal, listener };
     loop {
         inbox.expect_raw_token(auth.expects_raw_token());
         let Some(first) = next(&mut inbox, &mut rd, &shared, peer).await else { return };
@@ -246,6 +246,8 @@ struct Auth {
     internal_only: bool,
     /// Who a TLS client's certificate says it is.
     tls_principal: Option<String>,
+    /// The client listener's name (None on the CONTROLLER listener).
+    listener: Option<Arc<str>>,
 }
 
 impl Auth {
@@ -264,7 +266,7 @@ impl Auth {
         };
         // The PLAINTEXT controller listener beside a secured one carries only this node's own
         // links (`sasl.rs` refuses anything else there): the node itself.
-        crate::security::acl::Caller { principal, host, internal: self.internal_only }
+        crate::security::acl::Caller { principal, host, internal: self.internal_only, listener: self.listener.clone() }
     }
 }
 

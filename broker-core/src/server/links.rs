@@ -19,7 +19,9 @@ pub(super) async fn ask<R: Request>(shared: &Shared, id: i32, purpose: &'static 
     let (host, port) = {
         let b = shared.broker();
         let x = b.image().brokers.get(&id).ok_or_else(|| format!("broker {id} is not registered"))?;
-        (x.host.clone(), x.port)
+        let inter = &b.config().security.inter_broker_listener;
+        let (host, port) = x.endpoint(inter).ok_or_else(|| format!("broker {id} has no {inter} listener (inter.broker.listener.name)"))?;
+        (host.to_string(), port)
     };
     let addr = peers::resolve(&host, port)?;
     let within = Duration::from_millis(peer_request_ms_max);

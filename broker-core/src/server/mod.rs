@@ -377,9 +377,19 @@ impl Shared {
     }
 }
 
-/// Starts the task of one accepted connection on a listener of `protocol` (its TLS handshake
-/// first, on a TLS listener), unless `connections_max` are open.
-fn accept(stream: tokio::net::TcpStream, peer: std::net::SocketAddr, shared: &Arc<Shared>, open: &Arc<tokio::sync::Semaphore>, protocol: crate::security::Protocol, internal_only: bool) {
+/// Which listener a connection came in on: its name (None for the CONTROLLER listener, whose
+/// clients are the cluster's nodes), its protocol, and whether it takes only the node's own links.
+#[derive(Clone)]
+struct Door {
+    name: Option<Arc<str>>,
+    protocol: crate::security::Protocol,
+    internal_only: bool,
+}
+
+/// Starts the task of one accepted connection on a listener (its TLS handshake first, on a TLS
+/// listener), unless `connections_max` are open.
+fn accept(stream: tokio::net::TcpStream, peer: std::net::SocketAddr, shared: &Arc<Shared>, open: &Arc<tokio::sync::Semaphore>, door: &Door) {
+    let protocol = door.protocol;
     let Ok(permit) = open.clone().try_acquire_owned() else {
         tracing::warn!("refusing connection from {peer}: {connections_max} connections are open");
         return;
@@ -393,7 +403,7 @@ fn accept(stream: tokio::net::TcpStream, peer: std::net::SocketAddr, shared: &Ar
             return;
         }
     };
-    let shared = shared.clone();
+    let (shared, door) = (shared.clone(), door.clone());
     tokio::spawn(async move {
         let local = stream.local_addr().map(|a| a.ip()).unwrap_or(std::net::IpAddr::from([0, 0, 0, 0]));
         let link = match acceptor {
@@ -403,7 +413,7 @@ fn accept(stream: tokio::net::TcpStream, peer: std::net::SocketAddr, shared: &Ar
                 None => return,
             },
         };
-        let task = connection::connection(link, shared, protocol, internal_only);
+        let task = connection::connection(link, shared, protocol, door.name, door.internal_only);
         // What every open connection holds across its awaits (constants.rs).
         debug_assert!(std::mem::size_of_val(&task) <= crate::constants::connection_task_bytes_max, "a connection task takes {} bytes", std::mem::size_of_val(&task));
         task.await;
@@ -411,33 +421,45 @@ fn accept(stream: tokio::net::TcpStream, peer: std::net::SocketAddr, shared: &Ar
     });
 }
 
-/// Accepts connections until `shutdown` resolves, then flushes and checkpoints every log.
+/// Accepts connections on one listener (the inter-broker one: a test's, or a single-listener
+/// node's) until `shutdown` resolves, then flushes and checkpoints every log.
 pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: impl std::future::Future<Output = ()>) {
-    serve_listeners(listener, None, shared, shutdown).await
+    let security = shared.broker().config().security.clone();
+    let one = crate::security::Listener { name: security.inter_broker_listener, protocol: security.inter_broker_protocol, addr: listener.local_addr().unwrap_or_else(|_| ([0, 0, 0, 0], 0).into()) };
+    serve_listeners(vec![(listener, one)], None, shared, shutdown).await
 }
 
-/// [`serve`], with the controllers' own PLAINTEXT listener beside the client one, if any.
-pub async fn serve_listeners(listener: TcpListener, controller: Option<TcpListener>, shared: Arc<Shared>, shutdown: impl std::future::Future<Output = ()>) {
+/// [`serve`] on every client listener, with the controllers' own listener beside them, if any.
+pub async fn serve_listeners(clients: Vec<(TcpListener, crate::security::Listener)>, controller: Option<TcpListener>, shared: Arc<Shared>, shutdown: impl std::future::Future<Output = ()>) {
     let security = shared.broker().config().security.clone();
-    let protocol = security.listener;
     // A PLAINTEXT controller listener beside a secured client one (a one-node cluster's own, on
     // loopback: config_security.rs) takes only the node's links to itself.
-    let internal_only = security.controller_protocol == crate::security::Protocol::Plaintext && protocol != crate::security::Protocol::Plaintext;
+    let secured = clients.iter().any(|(_, l)| l.protocol != crate::security::Protocol::Plaintext);
+    let internal_only = security.controller_protocol == crate::security::Protocol::Plaintext && secured;
     let open = Arc::new(tokio::sync::Semaphore::new(connections_max));
-    let controller = controller.map(|l| {
+    let mut doors: Vec<tokio::task::JoinHandle<()>> = Vec::new();
+    let controller = controller.map(|l| (l, Door { name: None, protocol: security.controller_protocol, internal_only }));
+    let mut clients = clients.into_iter().map(|(l, spec)| (l, Door { name: Some(spec.name.as_str().into()), protocol: spec.protocol, internal_only: false }));
+    // The first client listener is accepted on below, in this task (as a one-listener node
+    // always has been, so a simulated node's schedule is what it was); the others in their own.
+    let Some((first, first_door)) = clients.next() else {
+        tracing::error!("no client listener to serve");
+        return;
+    };
+    for (l, door) in controller.into_iter().chain(clients) {
         let (shared, open) = (shared.clone(), open.clone());
-        tokio::spawn(async move {
+        doors.push(tokio::spawn(async move {
             loop {
                 match l.accept().await {
-                    Ok((stream, peer)) => accept(stream, peer, &shared, &open, security.controller_protocol, internal_only),
+                    Ok((stream, peer)) => accept(stream, peer, &shared, &open, &door),
                     Err(e) => {
                         tracing::warn!("accept failed: {e}; accepting again in {accept_error_backoff_ms} ms");
                         tokio::time::sleep(std::time::Duration::from_millis(accept_error_backoff_ms)).await;
                     }
                 }
             }
-        })
-    });
+        }));
+    }
     let timers = tokio::spawn(run_timers(shared.clone()));
     let cleaner = tokio::spawn(run_cleaner(shared.clone()));
     let mut peers = peers::spawn(shared.clone());
@@ -448,8 +470,8 @@ pub async fn serve_listeners(listener: TcpListener, controller: Option<TcpListen
             // biased: tokio picks branches with an unseeded RNG otherwise,
             // which breaks replay under madsim.
             biased;
-            accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => accept(stream, peer, &shared, &open, protocol, false),
+            accepted = first.accept() => match accepted {
+                Ok((stream, peer)) => accept(stream, peer, &shared, &open, &first_door),
                 Err(e) => {
                     tracing::warn!("accept failed: {e}; accepting again in {accept_error_backoff_ms} ms");
                     tokio::time::sleep(std::time::Duration::from_millis(accept_error_backoff_ms)).await;
@@ -458,7 +480,7 @@ pub async fn serve_listeners(listener: TcpListener, controller: Option<TcpListen
             _ = &mut shutdown => break,
         }
     }
-    if let Some(task) = controller {
+    for task in doors {
         task.abort();
     }
     // Hand leaderships over to the other brokers, then stop talking to peers.

@@ -111,7 +111,9 @@ fn peer_name(shared: &Shared, addr: SocketAddr) -> Option<String> {
     let named: Vec<String> = {
         let broker = shared.broker();
         let voters = broker.config().voters.values().cloned();
-        voters.chain(broker.image().brokers.values().map(|b| format!("{}:{}", b.host, b.port))).collect()
+        let inter = &broker.config().security.inter_broker_listener;
+        let brokers = broker.image().brokers.values().filter_map(|b| b.endpoint(inter)).map(|(host, port)| format!("{host}:{port}"));
+        voters.chain(brokers).collect()
     };
     let host = named.into_iter().find(|n| resolve_addr(n).ok() == Some(addr))?.rsplit_once(':')?.0.to_string();
     let bare = host.trim_start_matches('[').trim_end_matches(']');
@@ -124,7 +126,7 @@ fn protocol_of(shared: &Shared, addr: SocketAddr) -> crate::security::Protocol {
     let broker = shared.broker();
     let (c, s) = (broker.config(), &broker.config().security);
     let to_voter = s.controller_listener.is_some() && c.voters.values().any(|v| resolve_addr(v).ok() == Some(addr));
-    if to_voter { s.controller_protocol } else { s.listener }
+    if to_voter { s.controller_protocol } else { s.inter_broker_protocol }
 }
 
 pub(super) async fn connect(shared: &Shared, addr: SocketAddr, who: &str) -> Option<Conn> {
@@ -213,11 +215,17 @@ async fn register(shared: &Shared, conn: &mut Conn, c: &crate::broker::BrokerCon
     let mut reg = BrokerRegistrationRequest::default();
     reg.broker_id = BrokerId(c.node_id);
     reg.cluster_id = s(&c.cluster_id);
-    let mut listener = Listener::default();
-    listener.name = s("PLAINTEXT");
-    listener.host = s(&c.advertised_host);
-    listener.port = c.advertised_port as u16;
-    reg.listeners = vec![listener];
+    let protocol_of = |name: &str| c.security.listeners.iter().find(|l| l.name == name).map_or(c.security.inter_broker_protocol, |l| l.protocol);
+    reg.listeners = c
+        .endpoints()
+        .into_iter()
+        .map(|e| {
+            let mut listener = Listener::default();
+            listener.security_protocol = protocol_of(&e.name).id();
+            (listener.name, listener.host, listener.port) = (s(&e.name), s(&e.host), e.port as u16);
+            listener
+        })
+        .collect();
     reg.previous_broker_epoch = shared.broker().take_previous_epoch();
     let resp = conn.send(&reg).await?;
     kafka(resp.error_code)?;

@@ -51,7 +51,11 @@ async fn replica_fetcher(shared: Arc<Shared>, leader: i32) {
             continue;
         }
         if conn.is_none() {
-            let addr = shared.broker().image().brokers.get(&leader).map(|b| resolve(&b.host, b.port));
+            let addr = {
+                let b = shared.broker();
+                let inter = &b.config().security.inter_broker_listener;
+                b.image().brokers.get(&leader).and_then(|x| x.endpoint(inter)).map(|(host, port)| resolve(host, port))
+            };
             let Some(Ok(addr)) = addr else {
                 backoff().await;
                 continue;

@@ -4,7 +4,9 @@ brokers and controllers authenticating to each other with SCRAM over TLS: conflu
 creates a topic replicated on all three (min.insync.replicas 2), produces to it with
 acks=all, commits one transaction and aborts another across both partitions (the coordinator's
 markers and the leaders' verifications travel between brokers over SASL), and reads back with
-read_committed: every acknowledged and committed record, nothing aborted.
+read_committed: every acknowledged and committed record, nothing aborted. With
+--expect-brokers and --internal, Metadata on the client listener names exactly the expected
+endpoints, and on the INTERNAL listener the internal ones.
 """
 
 import argparse
@@ -22,6 +24,8 @@ def run():
     ap.add_argument("--bootstrap", required=True)
     ap.add_argument("--topic", required=True)
     ap.add_argument("--ca", help="the CA's certificate (PEM): connect over SASL_SSL")
+    ap.add_argument("--expect-brokers", help="host:port,... every broker's endpoint on the client listener")
+    ap.add_argument("--internal", help="host:port,... every broker's endpoint on the INTERNAL listener")
     args = ap.parse_args()
     tls = {"security.protocol": "SASL_SSL", "ssl.ca.location": args.ca} if args.ca else {"security.protocol": "SASL_PLAINTEXT"}
     config = {"bootstrap.servers": args.bootstrap, **auth, **tls}
@@ -29,6 +33,13 @@ def run():
     deadline = Deadline(60, "three brokers in metadata")
     while len(admin.list_topics(timeout=10).brokers) < 3:
         deadline.check("waiting for the three brokers")
+    if args.expect_brokers:
+        seen = sorted(f"{b.host}:{b.port}" for b in admin.list_topics(timeout=10).brokers.values())
+        expect(seen == sorted(args.expect_brokers.split(",")), f"Metadata on the client listener: {seen}, expected {args.expect_brokers}")
+    if args.internal:
+        inside = AdminClient({**config, "bootstrap.servers": args.internal.split(",")[0]})
+        seen = sorted(f"{b.host}:{b.port}" for b in inside.list_topics(timeout=10).brokers.values())
+        expect(seen == sorted(args.internal.split(",")), f"Metadata on the INTERNAL listener: {seen}, expected {args.internal}")
     admin.create_topics([NewTopic(args.topic, 2, 3, config={"min.insync.replicas": "2"})], request_timeout=30)[args.topic].result(timeout=30)
     deadline = Deadline(60, "every partition led and fully in sync")
     while True:
@@ -70,7 +81,8 @@ def run():
     c.close()
     want = set(acked) | {f"committed-{i}" for i in range(20)}
     expect(set(got) == want and len(got) == len(want), f"read_committed read {len(got)} records; missing {sorted(want - set(got))[:5]}, unexpected {sorted(set(got) - want)[:5]}")
-    print(f"a {tls['security.protocol']} cluster of three: {len(acked)} acks=all records and a committed transaction read back, the aborted one not")
+    listeners = ", each listener's own endpoints in Metadata" if args.internal else ""
+    print(f"a {tls['security.protocol']} cluster of three{listeners}: {len(acked)} acks=all records and a committed transaction read back, the aborted one not")
 
 
 if __name__ == "__main__":

@@ -247,7 +247,7 @@ fn a_broker_takes_no_role_until_its_own_registration_is_applied() {
     let dir = tempfile::tempdir().unwrap();
     let open = || Broker::open(Arc::new(FileDisk::new()), BrokerConfig { node_id: 1, ..crate::testing::config(dir.path()) }, 0).unwrap();
     let partition = |p: i32, replicas: Vec<i32>, leader: i32, epoch: i32| MetadataRecord::Partition { topic: topic_name.into(), partition: p, isr: replicas.clone(), replicas, leader, leader_epoch: epoch, partition_epoch: epoch, elr: vec![], last_known_elr: vec![] };
-    let register = |id: i32, epoch: i64| MetadataRecord::RegisterBroker { id, epoch, host: "host".into(), port: 9092 };
+    let register = |id: i32, epoch: i64| MetadataRecord::RegisterBroker { id, epoch, host: "host".into(), port: 9092, listeners: Vec::new() };
     let previous_life = vec![
         register(1, 0),
         MetadataRecord::UnfenceBroker { id: 1, epoch: 0 },

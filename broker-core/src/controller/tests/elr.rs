@@ -14,7 +14,7 @@ impl Cluster {
     /// (`clean`) or none (a crash, a power loss).
     fn reregister(&mut self, id: i32, clean: bool, now: u64) -> String {
         let previous = if clean { self.epoch(id) } else { no_previous_epoch };
-        let records = self.ctl.register_broker(id, "host", 9092, previous, self.next_offset(), now).expect("registers");
+        let records = self.ctl.register_broker(id, &[one()], previous, self.next_offset(), now).expect("registers");
         self.commit(records)
     }
 }
@@ -67,7 +67,7 @@ fn a_clean_shutdown_keeps_the_broker_in_the_elr() {
     c.heartbeat(1, 15_000);
     assert_eq!(c.tail(2), "unfence 1 epoch=20\nt-0 replicas=[1, 2, 3] isr=[1] leader=1 elr=[2] epochs=2/4", "flushed before it stopped: elected from the ELR");
     // A previous epoch that is not the current registration's is unclean (a stale marker).
-    let stale = c.ctl.register_broker(1, "host", 9092, 3, c.next_offset(), 16_000).unwrap();
+    let stale = c.ctl.register_broker(1, &[one()], 3, c.next_offset(), 16_000).unwrap();
     assert_eq!(c.commit(stale), "register 1 epoch=24\nt-0 replicas=[1, 2, 3] isr=[] leader=-1 elr=[2] lke=[1] epochs=3/5");
 }
 
@@ -97,4 +97,8 @@ fn unclean_election_clears_the_elr() {
     // Broker 3 (never in the ELR) comes back before broker 2: unclean election takes it.
     c.heartbeat(3, 15_000);
     assert_eq!(c.tail(2), "unfence 3 epoch=2\nt-0 replicas=[1, 2, 3] isr=[3] leader=3 epochs=2/4");
+}
+
+fn one() -> crate::metadata::records::Endpoint {
+    crate::metadata::records::Endpoint { name: "PLAINTEXT".into(), host: "host".into(), port: 9092 }
 }

@@ -21,7 +21,7 @@ fn node(dir: &std::path::Path, enabled: bool) -> Node {
 }
 
 fn who(principal: &str) -> Caller {
-    Caller { principal: principal.into(), host: [10, 0, 0, 7].into(), internal: false }
+    Caller { principal: principal.into(), host: [10, 0, 0, 7].into(), internal: false, listener: None }
 }
 
 /// Handles a request from `caller`; one that waits for metadata is answered once this node's
