@@ -64,7 +64,10 @@ fn real_clients_authenticate_by_scram_and_plain_and_bad_credentials_are_refused(
 fn tls_broker(dir: &std::path::Path, ports: &[u16], certs: &Certs, protocol: &str, more: &[&str]) -> Broker {
     let listeners = format!("{protocol}://127.0.0.1:{},CONTROLLER://127.0.0.1:{}", ports[0], ports[1]);
     let (keystore, truststore) = (certs.path("broker.pem"), certs.path("ca.pem"));
-    let mut args = vec!["--listeners", &listeners, "--ssl-keystore-type", "PEM", "--ssl-keystore-location", &keystore, "--ssl-truststore-location", &truststore];
+    // `more` may name the listeners itself.
+    let listeners: &[&str] = if more.contains(&"--listeners") { &[] } else { &["--listeners", &listeners] };
+    let mut args = listeners.to_vec();
+    args.extend(["--ssl-keystore-type", "PEM", "--ssl-keystore-location", &keystore, "--ssl-truststore-location", &truststore]);
     args.extend(more);
     Broker::start_listening(dir, ports[0], &args)
 }
@@ -73,15 +76,26 @@ fn tls_broker(dir: &std::path::Path, ports: &[u16], certs: &Certs, protocol: &st
 fn real_clients_over_sasl_ssl_and_ssl_with_client_certificates_and_untrusted_authorities_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
     let certs = Certs::write(&dir.path().join("certs"));
-    let ports = crate::support::free_ports(4);
+    let ports = crate::support::free_ports(5);
     let jaas = "org.apache.kafka.common.security.scram.ScramLoginModule required username=\"admin\" password=\"admin-secret\";";
-    let sasl = ["--sasl-enabled-mechanisms", "SCRAM-SHA-256,SCRAM-SHA-512,PLAIN", "--sasl-jaas-config", jaas, "--add-scram", "SCRAM-SHA-256=[name=admin,password=admin-secret]", "--add-scram", "SCRAM-SHA-512=[name=admin,password=admin-secret]"];
+    // A PLAINTEXT listener beside the SASL_SSL one (the node's own links stay on SASL_SSL).
+    let plain = format!("127.0.0.1:{}", ports[4]);
+    let listeners = format!("SASL_SSL://127.0.0.1:{},PLAINTEXT://{plain},CONTROLLER://127.0.0.1:{}", ports[0], ports[1]);
+    let sasl = ["--sasl-enabled-mechanisms", "SCRAM-SHA-256,SCRAM-SHA-512,PLAIN", "--sasl-jaas-config", jaas, "--add-scram", "SCRAM-SHA-256=[name=admin,password=admin-secret]", "--add-scram", "SCRAM-SHA-512=[name=admin,password=admin-secret]", "--listeners", &listeners, "--inter-broker-listener-name", "SASL_SSL"];
     let mut broker = tls_broker(&dir.path().join("sasl-ssl"), &ports[..2], &certs, "SASL_SSL", &sasl);
     let out = client_script(&mut broker, "tls_clients.py", &["--topic", "tls-topic", "--certs", &certs.path(""), "--mode", "sasl_ssl"]);
     eprintln!("{}", String::from_utf8_lossy(&out.stdout).trim());
     let tls = |mechanism: &str, ca: &str| vec!["security.protocol=SASL_SSL".to_string(), format!("ssl.ca.location={}", certs.path(ca)), format!("sasl.mechanisms={mechanism}"), "sasl.username=admin".into(), "sasl.password=admin-secret".into()];
     let ok = kcat_metadata_with(&broker, &tls("SCRAM-SHA-512", "ca.pem"));
     assert!(ok.status.success() && String::from_utf8_lossy(&ok.stdout).contains("tls-topic"), "kcat over SASL_SSL: {}\n{}", String::from_utf8_lossy(&ok.stderr), broker.log_tail());
+    // Each listener's clients are told its own endpoint.
+    let sasl_ssl = String::from_utf8_lossy(&ok.stdout);
+    assert!(sasl_ssl.contains(&format!("broker 0 at 127.0.0.1:{}", ports[0])), "kcat over SASL_SSL: {sasl_ssl}");
+    let mut cmd = Command::new(kcat());
+    cmd.args(["-b", plain.as_str(), "-L", "-m", "10"]);
+    let plaintext = run_bounded(&mut cmd, None, Duration::from_secs(30), "kcat -L over PLAINTEXT");
+    let said = String::from_utf8_lossy(&plaintext.stdout);
+    assert!(plaintext.status.success() && said.contains(&format!("broker 0 at {plain}")) && said.contains("tls-topic"), "kcat on the PLAINTEXT listener: {said}{}", String::from_utf8_lossy(&plaintext.stderr));
     let untrusted = kcat_metadata_with(&broker, &tls("SCRAM-SHA-256", "rogue-ca.pem"));
     let said = String::from_utf8_lossy(&untrusted.stderr);
     assert!(said.contains("certificate verify failed"), "kcat trusting another CA: {said}");
