@@ -181,6 +181,9 @@ pub enum PlantedBug {
     /// so the transaction's outcome is unknown to it and only `txn_torn` can tell
     /// (`transactions/impatient-commit`).
     InitFencesPreparedCommit,
+    /// The authorizer skips DENY ACLs (`security::acl::Denies::Ignored`): a principal denied
+    /// an operation is let through by an allow that also covers it (issue 28 item 5).
+    AclDenyIgnored,
 }
 
 impl PlantedBug {
@@ -228,6 +231,7 @@ impl PlantedBug {
         PlantedBug::TxnOffsetsKeptOnAbort,
         PlantedBug::LsoFromLatestOpenTxn,
         PlantedBug::InitFencesPreparedCommit,
+        PlantedBug::AclDenyIgnored,
     ];
 
     /// The bug named `name` (its variant name, as traces record it).

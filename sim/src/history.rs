@@ -292,6 +292,23 @@ pub struct History {
     /// Every fault the harness applied, with its target resolved, from when it was applied to
     /// when it was undone (a crash: to the restart).
     pub faults: Vec<FaultSpan>,
+    /// With the scenario's `security`: each client process that authenticated, and as whom
+    /// (`User:alice`); a process not named here is the harness's anonymous super user.
+    pub principals: BTreeMap<String, String>,
+    /// The ACL changes the admin made, in the order it made them (one at a time: the metadata
+    /// log holds them in this order), the initial ACLs first.
+    pub acl_changes: Vec<AclChange>,
+}
+
+/// One ACL added or removed by the admin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AclChange {
+    pub add: bool,
+    pub acl: broker_core::security::acl::Acl,
+    pub invoke_ms: u64,
+    /// When the controller acknowledged it; None if the run ended first (it may or may not
+    /// have taken effect).
+    pub complete_ms: Option<u64>,
 }
 
 /// A fault as applied: which kind, on which node (or link `a>b`), over which simulated ms.

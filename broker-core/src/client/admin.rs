@@ -81,3 +81,47 @@ pub async fn create_topics_with_configs(controller: SocketAddr, topics: &[TopicT
         None => Ok(()),
     }
 }
+
+/// Adds `acl` through the broker at `addr` (which forwards it to the active controller).
+/// Adding an ACL that exists changes nothing, so a retry after an unknown outcome is safe.
+pub async fn create_acl(addr: SocketAddr, acl: &crate::security::acl::Acl, timeout: Duration) -> Result<(), ClientError> {
+    use kafka_protocol::messages::create_acls_request::{AclCreation, CreateAclsRequest};
+    let mut conn = Conn::connect(addr, "seedlog-admin", timeout).await?;
+    let s = |t: &str| StrBytes::from_string(t.to_string());
+    let c = AclCreation::default()
+        .with_resource_type(acl.resource_type.code())
+        .with_resource_name(s(&acl.resource_name))
+        .with_resource_pattern_type(acl.pattern.code())
+        .with_principal(s(&acl.principal))
+        .with_host(s(&acl.host))
+        .with_operation(acl.operation.code())
+        .with_permission_type(acl.permission.code());
+    let r = conn.send(&CreateAclsRequest::default().with_creations(vec![c])).await?;
+    let result = r.results.first().ok_or_else(|| ClientError::Protocol("CreateAcls answered no result".into()))?;
+    match result.error_code {
+        0 => Ok(()),
+        code => Err(ClientError::kafka(code, result.error_message.as_ref().map_or(String::new(), |m| m.to_string()))),
+    }
+}
+
+/// Removes exactly `acl` (a filter naming every field) through the broker at `addr`; removing
+/// one that is gone changes nothing, so a retry is safe.
+pub async fn delete_acl(addr: SocketAddr, acl: &crate::security::acl::Acl, timeout: Duration) -> Result<(), ClientError> {
+    use kafka_protocol::messages::delete_acls_request::{DeleteAclsFilter, DeleteAclsRequest};
+    let mut conn = Conn::connect(addr, "seedlog-admin", timeout).await?;
+    let s = |t: &str| Some(StrBytes::from_string(t.to_string()));
+    let f = DeleteAclsFilter::default()
+        .with_resource_type_filter(acl.resource_type.code())
+        .with_resource_name_filter(s(&acl.resource_name))
+        .with_pattern_type_filter(acl.pattern.code())
+        .with_principal_filter(s(&acl.principal))
+        .with_host_filter(s(&acl.host))
+        .with_operation(acl.operation.code())
+        .with_permission_type(acl.permission.code());
+    let r = conn.send(&DeleteAclsRequest::default().with_filters(vec![f])).await?;
+    let result = r.filter_results.first().ok_or_else(|| ClientError::Protocol("DeleteAcls answered no result".into()))?;
+    match result.error_code {
+        0 => Ok(()),
+        code => Err(ClientError::kafka(code, result.error_message.as_ref().map_or(String::new(), |m| m.to_string()))),
+    }
+}

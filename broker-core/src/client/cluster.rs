@@ -22,13 +22,20 @@ pub struct Cluster {
     leaders: BTreeMap<(String, i32), i32>,
     /// Which candidate the next metadata request goes to.
     cursor: usize,
+    /// Who every connection authenticates as (SASL SCRAM), if the listener asks.
+    login: Option<crate::security::SaslLogin>,
 }
 
 impl Cluster {
     /// `bootstrap`: brokers to ask for metadata until some answered (at least one).
     pub fn new(bootstrap: Vec<SocketAddr>, client_id: &str, timeout: Duration) -> Cluster {
         assert!(!bootstrap.is_empty(), "a client needs at least one bootstrap broker");
-        Cluster { bootstrap, client_id: client_id.into(), timeout, conns: BTreeMap::new(), brokers: BTreeMap::new(), leaders: BTreeMap::new(), cursor: 0 }
+        Cluster { bootstrap, client_id: client_id.into(), timeout, conns: BTreeMap::new(), brokers: BTreeMap::new(), leaders: BTreeMap::new(), cursor: 0, login: None }
+    }
+
+    /// Authenticates every connection as `login` (a SASL_PLAINTEXT or SASL_SSL listener).
+    pub fn set_login(&mut self, login: crate::security::SaslLogin) {
+        self.login = Some(login);
     }
 
     pub fn timeout(&self) -> Duration {
@@ -38,7 +45,10 @@ impl Cluster {
     /// The connection to `addr`, opened if needed.
     pub async fn conn(&mut self, addr: SocketAddr) -> Result<&mut Conn, ClientError> {
         if !self.conns.contains_key(&addr) {
-            let c = Conn::connect(addr, &self.client_id, self.timeout).await?;
+            let mut c = Conn::connect(addr, &self.client_id, self.timeout).await?;
+            if let Some(login) = &self.login {
+                c.authenticate(login, &crate::server::nonce()).await?;
+            }
             self.conns.insert(addr, c);
         }
         Ok(self.conns.get_mut(&addr).expect("just inserted"))

@@ -112,6 +112,11 @@ impl Consumer {
         Consumer { cluster: Cluster::new(bootstrap, client_id, timeout), positions: BTreeMap::new(), partition_max_bytes: 1 << 20, read_committed: false }
     }
 
+    /// Authenticates every connection as `login` (a SASL listener).
+    pub fn set_login(&mut self, login: crate::security::SaslLogin) {
+        self.cluster.set_login(login);
+    }
+
     /// Reads committed records only (`isolation.level=read_committed`): up to each partition's
     /// last stable offset, without the records of aborted transactions. Either way transaction
     /// markers are never returned as records.

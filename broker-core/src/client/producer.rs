@@ -52,6 +52,8 @@ pub struct ProducerConfig {
     pub retries: u32,
     pub retry_backoff: Duration,
     pub request_timeout: Duration,
+    /// Who it authenticates as on a SASL listener.
+    pub login: Option<crate::security::SaslLogin>,
 }
 
 impl Default for ProducerConfig {
@@ -63,6 +65,7 @@ impl Default for ProducerConfig {
             retries: 5,
             retry_backoff: Duration::from_millis(100),
             request_timeout: Duration::from_secs(5),
+            login: None,
         }
     }
 }
@@ -103,7 +106,10 @@ impl Producer {
 
     /// A producer that may ask any of `bootstrap` for metadata (at least one address).
     pub fn with_bootstrap(bootstrap: Vec<SocketAddr>, config: ProducerConfig) -> Producer {
-        let cluster = Cluster::new(bootstrap, &config.client_id, config.request_timeout);
+        let mut cluster = Cluster::new(bootstrap, &config.client_id, config.request_timeout);
+        if let Some(login) = &config.login {
+            cluster.set_login(login.clone());
+        }
         Producer { config, cluster, producer: None, sequences: BTreeMap::new(), transactional_id: None }
     }
 

@@ -249,6 +249,20 @@ pub struct AuthorizerConfig {
     pub enabled: bool,
     pub super_users: BTreeSet<String>,
     pub allow_if_no_acl: bool,
+    /// Whether a matching DENY refuses (Kafka's rule); the simulator may plant the wrong one
+    /// when it builds a node (`PlantedBug::AclDenyIgnored`).
+    pub denies: Denies,
+}
+
+/// What a matching DENY ACL does. The wrong rule exists only in the simulated build.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Denies {
+    /// Deny wins over any allow (StandardAuthorizer).
+    #[default]
+    Win,
+    /// Planted: DENY ACLs are skipped, so an allow elsewhere lets the principal through.
+    #[cfg(madsim)]
+    Ignored,
 }
 
 /// Who sent a request: the connection's principal (`User:alice` from SASL, `User:CN=…` from a
@@ -282,7 +296,7 @@ pub fn authorize<'a>(config: &AuthorizerConfig, acls: impl IntoIterator<Item = &
             continue;
         }
         match acl.permission {
-            Permission::Deny if acl.operation == operation || acl.operation == Operation::All => return false,
+            Permission::Deny if config.denies == Denies::Win && (acl.operation == operation || acl.operation == Operation::All) => return false,
             Permission::Allow if acl.operation.allows(operation) => allowed = true,
             _ => {}
         }
@@ -329,7 +343,7 @@ mod tests {
     }
 
     fn on(allow_if_no_acl: bool) -> AuthorizerConfig {
-        AuthorizerConfig { enabled: true, super_users: ["User:admin".to_string()].into(), allow_if_no_acl }
+        AuthorizerConfig { enabled: true, super_users: ["User:admin".to_string()].into(), allow_if_no_acl, ..Default::default() }
     }
 
     #[test]

@@ -18,6 +18,7 @@ mod peers;
 mod raft;
 mod replica_fetch;
 mod sasl;
+pub use sasl::nonce;
 mod send;
 pub mod tls;
 mod verify;

@@ -136,7 +136,8 @@ fn credential(shared: &Shared, user: &str, m: Mechanism) -> Option<Credential> {
 
 /// A server nonce: 18 random bytes, base64 (printable, no comma). The edge's randomness:
 /// madsim makes it the seed's in the simulator.
-pub(super) fn nonce() -> String {
+pub fn nonce() -> String {
     use base64::Engine;
-    base64::engine::general_purpose::STANDARD.encode(rand::random::<[u8; 18]>())
+    // madsim's: the OS's in the real build, the run's seeded generator in the simulated one.
+    base64::engine::general_purpose::STANDARD.encode(madsim::rand::random::<[u8; 18]>())
 }

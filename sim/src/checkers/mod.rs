@@ -38,6 +38,7 @@
 //! | `exactly_once` | under a processor group (consume-transform-produce), no input has two visible outputs, none below the group's committed offset has none, and no visible output comes from an input read_committed does not show | Kafka's exactly-once semantics (KIP-98, KIP-447) |
 //! | `txn_wr_cycle` | no cycle of committed transactions each reading another's record (G1c over write-read edges; write cycles, G0, are Kafka's by design and not judged) | Adya's G1c; Jepsen's Redpanda 21.10.1 analysis |
 //! | `lso_monotonic` | a leader never moves a partition's last stable offset back within one leader epoch | Kafka's read_committed (KIP-98): below the LSO every transaction has its outcome |
+//! | `authorized` | no acknowledged write and no read of an authenticated client without ACLs allowing it (WRITE, READ on the topic) at some moment a broker could have been authorizing with: after some prefix of the ACL changes invoked by then | Kafka's StandardAuthorizer (KIP-801), ACL propagation through the metadata log; issue 28 item 5 |
 //! | `compaction` | in a compacted topic, each key's last record in the final log is its last acknowledged write (or a later one of unknown outcome); a key is gone only after its last tombstone's `delete.retention.ms` | Kafka's log compaction guarantees (docs: "Log Compaction Basics"); issue 9 |
 //!
 //! Compacted topics (`History::compacted_topics`) relax some properties, each where its module
@@ -52,6 +53,7 @@
 //! at offsets no reader is given: `offsets_dense` and `poll_skip` ask only that offsets
 //! increase there.
 
+mod authorized;
 mod compaction;
 mod exactly_once;
 mod transactions;
@@ -113,6 +115,7 @@ pub const CHECKERS: &[(&str, Checker)] = &[
     ("group_delivery", group_delivery::at_least_once),
     ("group_liveness", group_liveness::group_settles),
     ("compaction", compaction::compaction),
+    ("authorized", authorized::authorized),
     ("txn_lost_write", transactions::txn_lost_write),
     ("txn_aborted_read", transactions::txn_aborted_read),
     ("txn_torn", transactions::txn_torn),

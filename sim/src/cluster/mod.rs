@@ -40,6 +40,8 @@ mod processors;
 #[cfg(madsim)]
 mod recorder;
 #[cfg(madsim)]
+mod security;
+#[cfg(madsim)]
 mod topology;
 #[cfg(madsim)]
 mod verdict;
@@ -126,6 +128,7 @@ async fn simulate(s: Scenario, faults: Vec<FaultSpec>, disk_seed: u64, bug: Opti
     broker_core::simprobe::reset();
     let mut cluster = topology::start_brokers(&s, disk_seed, bug, &rec);
     workloads::create_topics(&s, &cluster, &rec).await;
+    let _acl_admin = security::start(&s, &cluster.brokers, &rec).await;
     let clients = workloads::start_clients(&s, &mut cluster, &rec);
     let members = groups::start(&s, &mut cluster, disk_seed, &rec);
     let budget = s.random_faults.as_ref().map_or_else(inject::Budget::default, |m| inject::Budget::new(m.brokers_at_once.map(|n| n as usize), m.recovery_ms));

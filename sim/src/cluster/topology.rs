@@ -250,6 +250,7 @@ pub(super) fn broker_config(s: &Scenario, i: u32, bug: Option<PlantedBug>) -> Br
     if let Some(b) = s.broker.metadata_snapshot_bytes {
         c.metadata_snapshot_bytes_between = b;
     }
+    super::security::configure(s, &mut c, broker_ip(i), broker_port, bug);
     c
 }
 
@@ -278,17 +279,12 @@ async fn broker_main(disk: SimDisk, config: BrokerConfig, rec: Rec) {
     };
     event(&rec, &name, "started", json!({}));
     let addr = SocketAddr::new(IpAddr::from([0, 0, 0, 0]), broker_port);
-    let listener = loop {
-        match tokio::net::TcpListener::bind(addr).await {
-            Ok(l) => break l,
-            Err(e) => {
-                // The previous incarnation's socket may not be released yet (a restart landing
-                // on a restart); the supervisor tries again.
-                event(&rec, &name, "bind_failed", json!({"error": e.to_string(), "restart_in_ms": supervisor_restart_ms}));
-                tokio::time::sleep(Duration::from_millis(supervisor_restart_ms)).await;
-            }
-        }
-    };
+    let listener = bind(addr, &name, &rec).await;
+    // With the scenario's security, its SASL listener too (`cluster::security`).
+    let mut others = Vec::new();
+    for spec in config.security.listeners.iter().skip(1) {
+        others.push((bind(spec.addr, &name, &rec).await, spec.clone()));
+    }
     // The broker's own account of what it did (leaderships taken, replicas opened or removed,
     // recovery cuts, storage failures) goes into the trace beside the harness's events.
     let (r, node) = (rec.clone(), name.clone());
@@ -311,7 +307,25 @@ async fn broker_main(disk: SimDisk, config: BrokerConfig, rec: Rec) {
             rec.history.leaderships.push(Leadership { at_ms, broker: node.clone(), topic: topic.clone(), topic_id: *topic_id, partition: *partition, leader_epoch: *leader_epoch });
         }
     });
-    server::serve(listener, Shared::observed(broker, quorum, d, observer), std::future::pending()).await;
+    let shared = Shared::observed(broker, quorum, d, observer);
+    match config.security.listeners.first() {
+        None => server::serve(listener, shared, std::future::pending()).await,
+        Some(first) => server::serve_listeners([(listener, first.clone())].into_iter().chain(others).collect(), None, shared, std::future::pending()).await,
+    }
+}
+
+/// Binds `addr`, trying again while the previous incarnation's socket may not be released yet
+/// (a restart landing on a restart).
+async fn bind(addr: SocketAddr, name: &str, rec: &Rec) -> tokio::net::TcpListener {
+    loop {
+        match tokio::net::TcpListener::bind(addr).await {
+            Ok(l) => return l,
+            Err(e) => {
+                event(rec, name, "bind_failed", json!({"error": e.to_string(), "restart_in_ms": supervisor_restart_ms}));
+                tokio::time::sleep(Duration::from_millis(supervisor_restart_ms)).await;
+            }
+        }
+    }
 }
 
 /// The planted `LogSyncsParentDir`: a log directory's fsync goes to the data directory above

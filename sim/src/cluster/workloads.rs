@@ -64,7 +64,7 @@ pub(super) fn start_clients(s: &Scenario, cluster: &mut Cluster, rec: &Rec) -> C
     for (i, c) in s.consumers.iter().enumerate() {
         let name = format!("consumer-{i}");
         let Some(node) = cluster.add_client(&name, rec) else { break };
-        let task = consumer_main(name, cluster.brokers.clone(), c.topic.clone(), partitions(&c.topic), c.max_wait_ms, until_ms, rec.clone());
+        let task = consumer_main(name, cluster.brokers.clone(), c.topic.clone(), partitions(&c.topic), (c.max_wait_ms, c.user.clone()), until_ms, rec.clone());
         clients.consumers.push(node.spawn(task));
     }
     clients
@@ -109,7 +109,12 @@ async fn producer_main(name: String, brokers: Vec<SocketAddr>, topic: String, pa
     let partitions = partitions.max(1);
     let batch_records = spec.batch_records.min((batch_value_bytes_max / bytes.max(1) as u64).max(1));
     let in_flight = (spec.in_flight.max(1) as u64).min(in_flight_max as u64);
-    let config = ProducerConfig { client_id: name.clone(), acks, idempotent, retries: spec.retries, retry_backoff: Duration::from_millis(50), request_timeout: Duration::from_millis(request_timeout_ms) };
+    let login = spec.user.as_deref().map(super::security::login);
+    if let Some(user) = &spec.user {
+        super::security::record_principal(&rec, &name, user);
+    }
+    let brokers = if login.is_some() { super::security::sasl_brokers(&brokers) } else { brokers };
+    let config = ProducerConfig { client_id: name.clone(), acks, idempotent, retries: spec.retries, retry_backoff: Duration::from_millis(50), request_timeout: Duration::from_millis(request_timeout_ms), login };
     let mut producer = Producer::with_bootstrap(brokers, config);
     let start = now_ms(&rec);
     let mut n: u64 = 0;
@@ -165,7 +170,7 @@ async fn txn_producer_main(name: String, brokers: Vec<SocketAddr>, topic: String
     let (rate, bytes) = (spec.rate.max(1), spec.record_bytes);
     let partitions = partitions.max(1);
     let batch_records = spec.batch_records.min((batch_value_bytes_max / bytes.max(1) as u64).max(1));
-    let config = ProducerConfig { client_id: name.clone(), acks: -1, idempotent: true, retries: spec.retries, retry_backoff: Duration::from_millis(50), request_timeout: Duration::from_millis(request_timeout_ms) };
+    let config = ProducerConfig { client_id: name.clone(), acks: -1, idempotent: true, retries: spec.retries, retry_backoff: Duration::from_millis(50), request_timeout: Duration::from_millis(request_timeout_ms), login: None };
     let mut producer = TransactionalProducer::new(brokers, config, &format!("{name}-txn"), txn_timeout_ms);
     producer.set_end_timeout((spec.end_txn_timeout_ms > 0).then(|| Duration::from_millis(spec.end_txn_timeout_ms)));
     let start = now_ms(&rec);
@@ -297,7 +302,11 @@ fn outcome_of(r: &Result<i64, ClientError>) -> Outcome {
 
 /// An assign-mode consumer of every partition of `topic` until `until_ms`. A poll error ends
 /// the session; the next one starts where this one got to (from 0 if the log lost it).
-async fn consumer_main(name: String, brokers: Vec<SocketAddr>, topic: String, partitions: i32, max_wait_ms: i32, until_ms: u64, rec: Rec) {
+async fn consumer_main(name: String, brokers: Vec<SocketAddr>, topic: String, partitions: i32, (max_wait_ms, user): (i32, Option<String>), until_ms: u64, rec: Rec) {
+    if let Some(user) = &user {
+        super::security::record_principal(&rec, &name, user);
+    }
+    let brokers = if user.is_some() { super::security::sasl_brokers(&brokers) } else { brokers };
     let mut session = 0u32;
     let mut positions: Vec<i64> = vec![0; partitions as usize];
     while now_ms(&rec) < until_ms {
@@ -306,6 +315,9 @@ async fn consumer_main(name: String, brokers: Vec<SocketAddr>, topic: String, pa
         let shift = session as usize % bootstrap.len().max(1);
         bootstrap.rotate_left(shift);
         let mut c = Consumer::with_bootstrap(bootstrap, &name, Duration::from_millis(request_timeout_ms));
+        if let Some(user) = &user {
+            c.set_login(super::security::login(user));
+        }
         for (p, pos) in positions.iter().enumerate() {
             c.assign(&topic, p as i32, *pos);
         }

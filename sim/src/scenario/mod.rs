@@ -8,12 +8,14 @@
 //! each declares its fields and validates them, and [`Scenario::validate`] runs them in order.
 
 mod faults;
+mod security;
 #[cfg(test)]
 mod tests;
 mod topology;
 mod workloads;
 
 pub use faults::{any_sender, controller_target, held_api, held_apis, leader_target, leader_target_prefix, FaultKind, FaultSpec, RandomFaults};
+pub use security::{password, AclChangeSpec, AclSpec, SecuritySpec};
 pub use topology::{BrokerSettings, TopicSpec};
 pub use workloads::{ConsumerSpec, GroupSpec, ProcessorSpec, ProducerSpec};
 
@@ -84,6 +86,9 @@ pub struct Scenario {
     pub faults: Vec<FaultSpec>,
     #[serde(default)]
     pub random_faults: Option<RandomFaults>,
+    /// Principals and ACLs (`scenario::security`): None, every client anonymous and no authorizer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub security: Option<SecuritySpec>,
     #[serde(default)]
     pub expect: Expect,
     /// Pins the disk seed (each broker's `SimDisk`, link loss draws, group churn) instead of
@@ -157,6 +162,7 @@ impl Scenario {
         }
         self.validate_topology()?;
         self.validate_workloads()?;
+        self.validate_security()?;
         self.validate_faults()
     }
 

@@ -66,6 +66,10 @@ pub struct ProducerSpec {
     /// 0 (the default): it keeps asking. Needs `transactional`.
     #[serde(default, skip_serializing_if = "is_zero_ms")]
     pub end_txn_timeout_ms: u64,
+    /// Who it authenticates as (one of `security.users`), on the brokers' SASL listener; None:
+    /// the harness's anonymous super user on PLAINTEXT.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
 }
 
 fn is_zero_ms(n: &u64) -> bool {
@@ -109,6 +113,9 @@ pub struct ConsumerSpec {
     /// Milliseconds a fetch may wait for data.
     #[serde(default = "max_wait_default")]
     pub max_wait_ms: i32,
+    /// Who it authenticates as (one of `security.users`), as a producer's `user`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
 }
 
 impl ProducerSpec {

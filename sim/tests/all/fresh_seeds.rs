@@ -84,6 +84,9 @@ const cheap_half: &[(PlantedBug, &str, &str, u64)] = &[
     // A commit given up on by its producer, fenced by its next init while its markers are on
     // their way: torn on 46 of 100 seeds (0..100).
     (PlantedBug::InitFencesPreparedCommit, "scenarios/transactions/impatient-commit.toml", "txn_torn", 10),
+    // An authorizer that skips DENY ACLs lets alice write audit while she is denied: the
+    // first seed of every range tried (0..10, 10000..10005) shows it.
+    (PlantedBug::AclDenyIgnored, "scenarios/security/acls.toml", "authorized", 5),
 ];
 
 /// A scenario file under the repository, or a durability-matrix row by its scenario name.

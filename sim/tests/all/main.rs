@@ -18,6 +18,8 @@ mod quorum;
 #[cfg(madsim)]
 mod scenarios;
 #[cfg(madsim)]
+mod security;
+#[cfg(madsim)]
 mod server_limits;
 #[cfg(madsim)]
 mod shrink;

@@ -277,7 +277,7 @@ pub fn bench_authorizer(acls: usize, checks: usize) -> Res {
         set.insert(Acl { resource_type, resource_name: name, pattern, principal: user, host: "*".into(), operation, permission: Permission::Allow });
         i += 1;
     }
-    let config = AuthorizerConfig { enabled: true, super_users: Default::default(), allow_if_no_acl: false };
+    let config = AuthorizerConfig { enabled: true, super_users: Default::default(), allow_if_no_acl: false, ..Default::default() };
     let names: Vec<String> = (0..checks).map(|k| format!("team{}-topic{}", k % 50, (k * 7919) % (acls.max(1) * 2))).collect();
     let run = |scan: bool| {
         let start = Instant::now();

@@ -16,7 +16,7 @@ fn s(text: &str) -> StrBytes {
 
 fn node(dir: &std::path::Path, enabled: bool) -> Node {
     let mut c = crate::testing::config(dir);
-    c.security.authorizer = crate::security::acl::AuthorizerConfig { enabled, super_users: ["User:admin".to_string()].into(), allow_if_no_acl: false };
+    c.security.authorizer = crate::security::acl::AuthorizerConfig { enabled, super_users: ["User:admin".to_string()].into(), allow_if_no_acl: false, ..Default::default() };
     crate::testing::one_node(c)
 }
 
