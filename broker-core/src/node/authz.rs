@@ -7,15 +7,18 @@
 //!   and answer each refused resource with its authorization error;
 //! - per topic around the handler: Metadata (DESCRIBE: hidden from a listing, named ones
 //!   TOPIC_AUTHORIZATION_FAILED, auto-creation only with CREATE), Fetch (READ), ListOffsets
-//!   (DESCRIBE) lose their refused topics before and get them back as errors after;
+//!   (DESCRIBE) lose their refused topics before and get them back as errors after, and so do
+//!   the refused groups of a DescribeGroups or an OffsetFetch (v8+) and the refused keys of a
+//!   batched FindCoordinator (v4+) that also names allowed ones;
 //! - the whole request: a refused group or transactional id (JoinGroup, SyncGroup, Heartbeat,
 //!   LeaveGroup, OffsetCommit, OffsetFetch, FindCoordinator, DescribeGroups, DeleteGroups;
 //!   InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit) is answered
 //!   with the API's error code in every place it has one; the cluster's APIs need their
 //!   cluster operation.
 //!
-//! Anything else a principal is refused (a request mixing allowed and refused groups, or a
-//! group's request with a refused topic) closes the connection (fail closed, logged), and so
+//! Anything else a principal is refused (an OffsetCommit or DeleteGroups mixing allowed and
+//! refused groups or topics, which wait for their appends, or an OffsetFetch or
+//! OffsetForLeaderEpoch with a refused topic) closes the connection (fail closed, logged), and so
 //! does every API this module does not name for anyone but a super user: an API added to the
 //! broker is not open before its check is written.
 
@@ -98,8 +101,9 @@ pub(super) enum Check {
     /// Handle it, telling the handler what to refuse.
     Within(Denied),
     /// Handle it without these topics (and their asked partitions), then answer them with this
-    /// error (Metadata, Fetch, ListOffsets); `hide`: a Metadata listing of every topic, to
-    /// filter after.
+    /// error (Metadata, Fetch, ListOffsets; for DescribeGroups, OffsetFetch and a batched
+    /// FindCoordinator the groups or keys, partitions empty); `hide`: a Metadata listing of
+    /// every topic, to filter after.
     Without { topics: Vec<Refused>, hide: bool },
     /// Handle it, then take out of the answer what the caller may not see (ListGroups: the
     /// groups it may not DESCRIBE; DescribeConfigs: each resource it may not DESCRIBE_CONFIGS,
@@ -224,6 +228,10 @@ pub(super) fn check(access: Option<&Access>, request: &mut Request) -> Check {
             } else if req.groups.iter().all(|g| !group_ok(&g.group_id)) {
                 let groups = req.groups.iter().map(|g| OffsetFetchResponseGroup::default().with_group_id(g.group_id.clone()).with_error_code(Code::GroupAuthorizationFailed.code())).collect();
                 reply!(kafka_protocol::messages::OffsetFetchResponse::default().with_groups(groups))
+            } else if req.groups.iter().all(|g| !group_ok(&g.group_id) || topics_ok(g)) {
+                let (allowed, refused): (Vec<_>, Vec<_>) = std::mem::take(&mut req.groups).into_iter().partition(|g| group_ok(&g.group_id));
+                req.groups = allowed;
+                Check::Without { topics: refused.into_iter().map(|g| (g.group_id.to_string(), Code::GroupAuthorizationFailed, Vec::new())).collect(), hide: false }
             } else {
                 close(format!("{} may not describe every group and topic of this OffsetFetch", a.principal))
             }
@@ -240,7 +248,11 @@ pub(super) fn check(access: Option<&Access>, request: &mut Request) -> Check {
                     let each = keys.iter().map(|k| Coordinator::default().with_key(s(k)).with_node_id((-1).into()).with_port(-1).with_error_code(code.code()).with_error_message(Some(s(&a.why(Describe, kind, k))))).collect();
                     reply!(kafka_protocol::messages::FindCoordinatorResponse::default().with_coordinators(each))
                 }
-                Some(k) => close(a.why(Describe, kind, k)),
+                Some(_) => {
+                    let (allowed, refused): (Vec<_>, Vec<_>) = std::mem::take(&mut req.coordinator_keys).into_iter().partition(|k| a.can(Describe, kind, k));
+                    req.coordinator_keys = allowed;
+                    Check::Without { topics: refused.into_iter().map(|k| (k.to_string(), code, Vec::new())).collect(), hide: false }
+                }
             }
         }
         RequestKind::DescribeGroups(req) => match req.groups.iter().filter(|g| !a.can(Describe, Group, g)).count() {
@@ -250,7 +262,11 @@ pub(super) fn check(access: Option<&Access>, request: &mut Request) -> Check {
                 let groups = req.groups.iter().map(|g| DescribedGroup::default().with_group_id(g.clone()).with_error_code(Code::GroupAuthorizationFailed.code())).collect();
                 reply!(kafka_protocol::messages::DescribeGroupsResponse::default().with_groups(groups))
             }
-            _ => close(format!("{} may not describe every group of this DescribeGroups", a.principal)),
+            _ => {
+                let (allowed, refused): (Vec<_>, Vec<_>) = std::mem::take(&mut req.groups).into_iter().partition(|g| a.can(Describe, Group, g));
+                req.groups = allowed;
+                Check::Without { topics: refused.into_iter().map(|g| (g.to_string(), Code::GroupAuthorizationFailed, Vec::new())).collect(), hide: false }
+            }
         },
         RequestKind::DeleteGroups(req) => match req.groups_names.iter().filter(|g| !a.can(Delete, Group, g)).count() {
             0 => Check::Pass,
@@ -419,4 +435,22 @@ pub(super) fn list_offsets_after(resp: &mut kafka_protocol::messages::ListOffset
         let partitions = asked.iter().map(|p| ListOffsetsPartitionResponse::default().with_partition_index(*p).with_error_code(code.code()).with_offset(-1).with_timestamp(-1)).collect();
         resp.topics.push(ListOffsetsTopicResponse::default().with_name(s(name).into()).with_partitions(partitions));
     }
+}
+
+/// After DescribeGroups, OffsetFetch (v8+) or a batched FindCoordinator handled without the
+/// groups or keys the caller may not DESCRIBE: each answered with its error, as Kafka does.
+pub(super) fn describe_groups_after(resp: &mut kafka_protocol::messages::DescribeGroupsResponse, refused: &[Refused]) {
+    use kafka_protocol::messages::describe_groups_response::DescribedGroup;
+    resp.groups.extend(refused.iter().map(|(g, code, _)| DescribedGroup::default().with_group_id(s(g).into()).with_error_code(code.code())));
+}
+
+pub(super) fn offset_fetch_after(resp: &mut kafka_protocol::messages::OffsetFetchResponse, refused: &[Refused]) {
+    use kafka_protocol::messages::offset_fetch_response::OffsetFetchResponseGroup;
+    resp.groups.extend(refused.iter().map(|(g, code, _)| OffsetFetchResponseGroup::default().with_group_id(s(g).into()).with_error_code(code.code())));
+}
+
+pub(super) fn find_coordinator_after(resp: &mut kafka_protocol::messages::FindCoordinatorResponse, refused: &[Refused]) {
+    use kafka_protocol::messages::find_coordinator_response::Coordinator;
+    let each = refused.iter().map(|(k, code, _)| Coordinator::default().with_key(s(k)).with_node_id((-1).into()).with_port(-1).with_error_code(code.code()).with_error_message(Some(s("not authorized"))));
+    resp.coordinators.extend(each);
 }

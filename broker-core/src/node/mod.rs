@@ -391,7 +391,11 @@ fn handle_inner(node: &Node, prepared: Prepared, caller: Option<&Caller>, now: u
         RequestKind::AlterPartition(req) => controller_handlers::alter_partition(node, version, correlation_id, req, now),
         RequestKind::FindCoordinator(req) => {
             let listener = listener();
-            reply!(group_handlers::find_coordinator(&mut b(), version, req, &listener))
+            let mut resp = group_handlers::find_coordinator(&mut b(), version, req, &listener);
+            if let Some((refused, _)) = &without {
+                authz::find_coordinator_after(&mut resp, refused);
+            }
+            reply!(resp)
         }
         RequestKind::JoinGroup(req) => group_handlers::join_group(node, version, correlation_id, (&client_id, peer), req, now, out),
         RequestKind::SyncGroup(req) => group_handlers::sync_group(node, version, correlation_id, req, now, out),
@@ -399,9 +403,21 @@ fn handle_inner(node: &Node, prepared: Prepared, caller: Option<&Caller>, now: u
         RequestKind::LeaveGroup(req) => reply!(group_handlers::leave_group(node, version, req, now, out)),
         RequestKind::OffsetCommit(req) => group_handlers::offset_commit(node, version, correlation_id, req, now, out),
         RequestKind::TxnOffsetCommit(req) => group_handlers::txn_offset_commit(node, version, correlation_id, req, now, out),
-        RequestKind::OffsetFetch(req) => reply!(group_handlers::offset_fetch(node, version, req, now, out)),
+        RequestKind::OffsetFetch(req) => {
+            let mut resp = group_handlers::offset_fetch(node, version, req, now, out);
+            if let Some((refused, _)) = &without {
+                authz::offset_fetch_after(&mut resp, refused);
+            }
+            reply!(resp)
+        }
         RequestKind::ListGroups(req) => reply!(filtered!(group_handlers::list_groups(node, version, req, now, out), authz::list_groups_after)),
-        RequestKind::DescribeGroups(req) => reply!(group_handlers::describe_groups(node, req, now, out)),
+        RequestKind::DescribeGroups(req) => {
+            let mut resp = group_handlers::describe_groups(node, req, now, out);
+            if let Some((refused, _)) = &without {
+                authz::describe_groups_after(&mut resp, refused);
+            }
+            reply!(resp)
+        }
         RequestKind::DeleteGroups(req) => group_handlers::delete_groups(node, version, correlation_id, req, now, out),
         RequestKind::OffsetDelete(req) => group_handlers::offset_delete(node, version, correlation_id, req, now, out),
         RequestKind::Envelope(req) => forward::serve(node, version, correlation_id, req, now, attempt, out),

@@ -137,6 +137,27 @@ fn group_and_transaction_refusals_answer_kafkas_codes() {
     assert_eq!(codes(r), vec![("orders".to_string(), Code::OperationNotAttempted.code()), ("other".to_string(), Code::TopicAuthorizationFailed.code())]);
     let r: AddPartitionsToTxnResponse = reply(ask(&n, &alice, ApiKey::AddPartitionsToTxn, 3, &add("not-hers")), ApiKey::AddPartitionsToTxn, 3);
     assert!(codes(r).iter().all(|(_, c)| *c == Code::TransactionalIdAuthorizationFailed.code()));
+    // DESCRIBE on group `mine` only: requests naming both are answered per group, as Kafka does.
+    let create = CreateAclsRequest::default().with_creations(vec![creation(3, "mine", 3, 8, 3)]);
+    let c: CreateAclsResponse = reply(ask(&n, &admin, ApiKey::CreateAcls, 3, &create), ApiKey::CreateAcls, 3);
+    assert_eq!(c.results[0].error_code, 0);
+    let both = || vec![GroupId(s("mine")), group()];
+    let describe = DescribeGroupsRequest::default().with_groups(both());
+    let r: DescribeGroupsResponse = reply(ask(&n, &alice, ApiKey::DescribeGroups, 5, &describe), ApiKey::DescribeGroups, 5);
+    let mut each: Vec<(String, i16)> = r.groups.iter().map(|g| (g.group_id.to_string(), g.error_code)).collect();
+    each.sort();
+    let denied = |each: &[(String, i16)]| each.iter().map(|(g, code)| (g.clone(), *code == Code::GroupAuthorizationFailed.code())).collect::<Vec<_>>();
+    // `mine` is handled (here: no coordinator yet, the offsets topic being created).
+    assert_eq!(denied(&each), vec![("g".to_string(), true), ("mine".to_string(), false)]);
+    let find = FindCoordinatorRequest::default().with_key_type(0).with_coordinator_keys(vec![s("mine"), s("g")]);
+    let r: FindCoordinatorResponse = reply(ask(&n, &alice, ApiKey::FindCoordinator, 4, &find), ApiKey::FindCoordinator, 4);
+    let refused: Vec<String> = r.coordinators.iter().filter(|c| c.error_code == Code::GroupAuthorizationFailed.code()).map(|c| c.key.to_string()).collect();
+    assert_eq!((r.coordinators.len(), refused), (2, vec!["g".to_string()]));
+    let fetch = OffsetFetchRequest::default().with_groups(both().into_iter().map(|g| OffsetFetchRequestGroup::default().with_group_id(g).with_topics(None)).collect());
+    let r: OffsetFetchResponse = reply(ask(&n, &alice, ApiKey::OffsetFetch, 8, &fetch), ApiKey::OffsetFetch, 8);
+    let mut each: Vec<(String, i16)> = r.groups.iter().map(|g| (g.group_id.to_string(), g.error_code)).collect();
+    each.sort();
+    assert_eq!(denied(&each), vec![("g".to_string(), true), ("mine".to_string(), false)]);
 }
 
 #[test]
