@@ -295,16 +295,25 @@ pub struct History {
     /// With the scenario's `security`: each client process that authenticated, and as whom
     /// (`User:alice`); a process not named here is the harness's anonymous super user.
     pub principals: BTreeMap<String, String>,
-    /// The ACL changes the admin made, in the order it made them (one at a time: the metadata
-    /// log holds them in this order), the initial ACLs first.
-    pub acl_changes: Vec<AclChange>,
+    /// The users whose credentials the cluster was formed with (`--add-scram`).
+    pub users: BTreeSet<String>,
+    /// The ACL and credential changes the admin made, in the order it made them (one at a
+    /// time: the metadata log holds them in this order), the initial ACLs first.
+    pub security_changes: Vec<SecurityChange>,
 }
 
-/// One ACL added or removed by the admin.
+/// What a security change adds or removes: an ACL, or a user's SCRAM credential.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AclChange {
+pub enum Secured {
+    Acl(broker_core::security::acl::Acl),
+    User(String),
+}
+
+/// One ACL or credential added or removed by the admin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecurityChange {
     pub add: bool,
-    pub acl: broker_core::security::acl::Acl,
+    pub what: Secured,
     pub invoke_ms: u64,
     /// When the controller acknowledged it; None if the run ended first (it may or may not
     /// have taken effect).

@@ -125,3 +125,39 @@ pub async fn delete_acl(addr: SocketAddr, acl: &crate::security::acl::Acl, timeo
         code => Err(ClientError::kafka(code, result.error_message.as_ref().map_or(String::new(), |m| m.to_string()))),
     }
 }
+
+/// Stores `user`'s SCRAM credential for `mechanism` (salted here with `salt`, as Kafka's admin
+/// client does: the password never leaves the client) through the broker at `addr`, which
+/// forwards it to the active controller; replacing one with the same is safe to retry.
+pub async fn upsert_scram(addr: SocketAddr, user: &str, password: &str, mechanism: crate::security::scram::Mechanism, (salt, iterations): (&[u8], i32), timeout: Duration) -> Result<(), ClientError> {
+    use kafka_protocol::messages::alter_user_scram_credentials_request::{AlterUserScramCredentialsRequest, ScramCredentialUpsertion};
+    let salted = mechanism.salted_password(password.as_bytes(), salt, iterations);
+    let up = ScramCredentialUpsertion::default()
+        .with_name(StrBytes::from_string(user.to_string()))
+        .with_mechanism(mechanism.kafka_type())
+        .with_iterations(iterations)
+        .with_salt(bytes::Bytes::copy_from_slice(salt))
+        .with_salted_password(bytes::Bytes::from(salted));
+    alter_scram(addr, AlterUserScramCredentialsRequest::default().with_upsertions(vec![up]), timeout).await
+}
+
+/// Removes `user`'s SCRAM credential for `mechanism` through the broker at `addr`. Removing
+/// one that is gone answers RESOURCE_NOT_FOUND, which a retry takes as done.
+pub async fn delete_scram(addr: SocketAddr, user: &str, mechanism: crate::security::scram::Mechanism, timeout: Duration) -> Result<(), ClientError> {
+    use kafka_protocol::messages::alter_user_scram_credentials_request::{AlterUserScramCredentialsRequest, ScramCredentialDeletion};
+    let del = ScramCredentialDeletion::default().with_name(StrBytes::from_string(user.to_string())).with_mechanism(mechanism.kafka_type());
+    match alter_scram(addr, AlterUserScramCredentialsRequest::default().with_deletions(vec![del]), timeout).await {
+        Err(ClientError::Kafka { code: Code::ResourceNotFound, .. }) => Ok(()),
+        other => other,
+    }
+}
+
+async fn alter_scram(addr: SocketAddr, req: kafka_protocol::messages::AlterUserScramCredentialsRequest, timeout: Duration) -> Result<(), ClientError> {
+    let mut conn = Conn::connect(addr, "seedlog-admin", timeout).await?;
+    let r = conn.send(&req).await?;
+    let result = r.results.first().ok_or_else(|| ClientError::Protocol("AlterUserScramCredentials answered no result".into()))?;
+    match result.error_code {
+        0 => Ok(()),
+        code => Err(ClientError::kafka(code, result.error_message.as_ref().map_or(String::new(), |m| m.to_string()))),
+    }
+}

@@ -1,18 +1,19 @@
 //! The scenario's principals and ACLs (`scenario::security`) in the run: each broker's SASL
 //! listener, users and authorizer; the logins of the clients that name a user; and the admin
-//! that creates the initial ACLs and makes the scheduled changes, each recorded in the history
+//! that creates the initial ACLs and makes the scheduled changes (ACLs, users' credentials),
+//! each recorded in the history
 //! with when it was invoked and acknowledged. Nothing here runs without `security`: a scenario
 //! without it creates no node and draws nothing more, so its traces are what they were.
 
 use super::recorder::{event, now_ms, Rec};
 use super::request_timeout_ms;
 use super::topology::harness_node;
-use crate::history::AclChange;
+use crate::history::{Secured, SecurityChange};
 use crate::scenario::{password, Scenario};
 use broker_core::broker::{BrokerConfig, PlantedBug};
 use broker_core::client::admin;
 use broker_core::metadata::Endpoint;
-use broker_core::security::acl::{anonymous, Acl, AuthorizerConfig};
+use broker_core::security::acl::{anonymous, AuthorizerConfig};
 use broker_core::security::scram::Mechanism;
 use broker_core::security::{AddScram, Listener, Protocol, SaslLogin};
 use madsim::task::JoinHandle;
@@ -44,15 +45,21 @@ pub(super) fn configure(s: &Scenario, c: &mut BrokerConfig, ip: IpAddr, plaintex
     ];
     for user in &spec.users {
         let add = AddScram { mechanism: Mechanism::Sha256, user: user.clone(), password: password(user), iterations, salt: None };
-        let mut salt = [0u8; 16];
-        salt.iter_mut().zip(user.bytes().cycle()).for_each(|(s, b)| *s = b);
-        c.security.scram_bootstrap.push((user.clone(), add.credential(&salt)));
+        c.security.scram_bootstrap.push((user.clone(), add.credential(&salt_of(user))));
     }
     c.security.authorizer = AuthorizerConfig { enabled: true, super_users: [anonymous.to_string()].into(), allow_if_no_acl: false, ..AuthorizerConfig::default() };
     // Planted `AclDenyIgnored`: a rule chosen when the node is built.
     if bug == Some(PlantedBug::AclDenyIgnored) {
         c.security.authorizer.denies = broker_core::security::acl::Denies::Ignored;
     }
+}
+
+/// A user's salt: from the name, since the run must not draw (the simulator's users are not
+/// secrets).
+fn salt_of(user: &str) -> [u8; 16] {
+    let mut salt = [0u8; 16];
+    salt.iter_mut().zip(user.bytes().cycle()).for_each(|(s, b)| *s = b);
+    salt
 }
 
 /// Who a client naming `user` logs in as.
@@ -74,11 +81,12 @@ pub(super) fn record_principal(rec: &Rec, process: &str, user: &str) {
 /// admin that makes its changes at their times. None without `security`.
 pub(super) async fn start(s: &Scenario, brokers: &[SocketAddr], rec: &Rec) -> Option<JoinHandle<()>> {
     let spec = s.security.clone()?;
+    rec.lock().expect("recorder").history.users = spec.users.iter().cloned().collect();
     let node = harness_node("acl-admin", acl_admin_ip);
-    let initial: Vec<(bool, Acl)> = spec.acls.iter().filter_map(|a| a.acl().ok()).map(|a| (true, a)).collect();
+    let initial: Vec<(bool, Secured)> = spec.acls.iter().filter_map(|a| a.acl().ok()).map(|a| (true, Secured::Acl(a))).collect();
     let (b, r) = (brokers.to_vec(), rec.clone());
     let _ = node.spawn(async move { apply(&b, &initial, Some(initial_deadline_ms), &r).await }).await;
-    let changes: Vec<(u64, (bool, Acl))> = spec.changes.iter().filter_map(|c| Some((c.at_ms, c.change().ok()?))).collect();
+    let changes: Vec<(u64, (bool, Secured))> = spec.changes.iter().filter_map(|c| Some((c.at_ms, c.change().ok()?))).collect();
     let (b, r) = (brokers.to_vec(), rec.clone());
     Some(node.spawn(async move {
         for (at_ms, change) in changes {
@@ -95,31 +103,33 @@ const initial_deadline_ms: u64 = 10_000;
 /// Makes each change in turn, retrying (on the next broker) until one is acknowledged or
 /// `deadline_ms` from the first attempt passed: each is safe to repeat. Recorded as invoked
 /// before the first attempt; acknowledged when it is.
-async fn apply(brokers: &[SocketAddr], changes: &[(bool, Acl)], deadline_ms: Option<u64>, rec: &Rec) {
+async fn apply(brokers: &[SocketAddr], changes: &[(bool, Secured)], deadline_ms: Option<u64>, rec: &Rec) {
     let start = now_ms(rec);
     let timeout = Duration::from_millis(request_timeout_ms);
     let mut attempt = 0usize;
-    for (add, acl) in changes {
+    for (add, what) in changes {
         let at = {
             let mut r = rec.lock().expect("recorder");
             let invoke_ms = r.now_ms();
-            r.history.acl_changes.push(AclChange { add: *add, acl: acl.clone(), invoke_ms, complete_ms: None });
-            r.history.acl_changes.len() - 1
+            r.history.security_changes.push(SecurityChange { add: *add, what: what.clone(), invoke_ms, complete_ms: None });
+            r.history.security_changes.len() - 1
         };
         loop {
             let addr = brokers[attempt % brokers.len()];
             attempt += 1;
-            let result = match add {
-                true => admin::create_acl(addr, acl, timeout).await,
-                false => admin::delete_acl(addr, acl, timeout).await,
+            let result = match (add, what) {
+                (true, Secured::Acl(acl)) => admin::create_acl(addr, acl, timeout).await,
+                (false, Secured::Acl(acl)) => admin::delete_acl(addr, acl, timeout).await,
+                (true, Secured::User(user)) => admin::upsert_scram(addr, user, &password(user), Mechanism::Sha256, (&salt_of(user), iterations), timeout).await,
+                (false, Secured::User(user)) => admin::delete_scram(addr, user, Mechanism::Sha256, timeout).await,
             };
             match result {
                 Ok(()) => {
                     let mut r = rec.lock().expect("recorder");
                     let complete_ms = r.now_ms();
-                    r.history.acl_changes[at].complete_ms = Some(complete_ms);
+                    r.history.security_changes[at].complete_ms = Some(complete_ms);
                     drop(r);
-                    event(rec, "acl-admin", if *add { "acl_added" } else { "acl_removed" }, json!({"acl": format!("{acl:?}")}));
+                    event(rec, "acl-admin", if *add { "added" } else { "removed" }, json!({"what": format!("{what:?}")}));
                     break;
                 }
                 Err(_) if deadline_ms.is_some_and(|d| now_ms(rec) - start > d) => return,

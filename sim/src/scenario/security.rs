@@ -3,6 +3,7 @@
 //! their validation only; `cluster::security` runs them.
 
 use super::{phase_ms_max, Scenario};
+use crate::history::Secured;
 use broker_core::security::acl::{Acl, Operation, PatternType, Permission, ResourceType};
 use serde::{Deserialize, Serialize};
 
@@ -17,7 +18,8 @@ pub const acls_max: usize = 64;
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SecuritySpec {
-    /// Users (password `{name}-secret`), bootstrapped into the metadata as `--add-scram` does.
+    /// Users (password `{name}-secret`), bootstrapped into the metadata as `--add-scram` does
+    /// (a change may add more).
     pub users: Vec<String>,
     /// ACLs the admin creates once the topics exist, before any client starts.
     #[serde(default)]
@@ -44,7 +46,8 @@ pub struct AclSpec {
     pub deny: bool,
 }
 
-/// One ACL change: at `at_ms` (from the run's start) the admin adds or removes an ACL.
+/// One change: at `at_ms` (from the run's start) the admin adds or removes an ACL, or stores
+/// or deletes a user's credential (AlterUserScramCredentials, SCRAM-SHA-256).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AclChangeSpec {
@@ -53,6 +56,10 @@ pub struct AclChangeSpec {
     pub add: Option<AclSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remove: Option<AclSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub add_user: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remove_user: Option<String>,
 }
 
 impl AclSpec {
@@ -79,12 +86,14 @@ impl AclSpec {
 }
 
 impl AclChangeSpec {
-    /// Whether it adds (else removes), and the ACL.
-    pub fn change(&self) -> Result<(bool, Acl), String> {
-        match (&self.add, &self.remove) {
-            (Some(a), None) => Ok((true, a.acl()?)),
-            (None, Some(r)) => Ok((false, r.acl()?)),
-            _ => Err(format!("security: the change at {} ms names exactly one of add and remove", self.at_ms)),
+    /// Whether it adds (else removes), and what.
+    pub fn change(&self) -> Result<(bool, Secured), String> {
+        match (&self.add, &self.remove, &self.add_user, &self.remove_user) {
+            (Some(a), None, None, None) => Ok((true, Secured::Acl(a.acl()?))),
+            (None, Some(r), None, None) => Ok((false, Secured::Acl(r.acl()?))),
+            (None, None, Some(u), None) => Ok((true, Secured::User(u.clone()))),
+            (None, None, None, Some(u)) => Ok((false, Secured::User(u.clone()))),
+            _ => Err(format!("security: the change at {} ms names exactly one of add, remove, add_user and remove_user", self.at_ms)),
         }
     }
 }
@@ -96,21 +105,23 @@ pub fn password(user: &str) -> String {
 
 impl Scenario {
     pub(super) fn validate_security(&self) -> Result<(), String> {
-        let users: Vec<&str> = self.security.as_ref().map_or(Vec::new(), |s| s.users.iter().map(String::as_str).collect());
+        // The users clients may name: the cluster's first ones and those a change adds.
+        let added = self.security.iter().flat_map(|s| s.changes.iter().filter_map(|c| c.add_user.as_deref()));
+        let users: Vec<&str> = self.security.iter().flat_map(|s| s.users.iter().map(String::as_str)).chain(added).collect();
         if let Some(p) = self.producers.iter().find(|p| p.user.is_some() && p.transactional) {
             return Err(format!("scenario: a transactional producer of {} with a user: only plain producers and consumers authenticate for now", p.topic));
         }
         let named = self.producers.iter().filter_map(|p| p.user.as_deref()).chain(self.consumers.iter().filter_map(|c| c.user.as_deref()));
         for user in named {
             if !users.contains(&user) {
-                return Err(format!("scenario: client user '{user}' is not among security.users"));
+                return Err(format!("scenario: client user '{user}' is neither among security.users nor added by a change"));
             }
         }
         let Some(s) = &self.security else { return Ok(()) };
         if s.users.is_empty() || s.users.len() > users_max {
             return Err(format!("security: {} users; 1..={users_max}", s.users.len()));
         }
-        if let Some(bad) = s.users.iter().find(|u| u.is_empty() || !u.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')) {
+        if let Some(bad) = users.iter().find(|u| u.is_empty() || !u.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')) {
             return Err(format!("security: user {bad:?} must be letters, digits, - and _"));
         }
         if s.acls.len() + s.changes.len() > acls_max {

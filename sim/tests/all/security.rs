@@ -1,8 +1,9 @@
 //! Principals and ACLs in the simulator (issue 28 item 5): `scenarios/security/acls.toml`
 //! holds its checkers over pinned seeds and replays byte for byte; its clients really are held
 //! to the ACLs (alice's audit writes refused while denied, taken while not; bob reads orders
-//! and never audit); and a broker that ignores DENY ACLs is caught by `authorized`, on a seed
-//! that passes without it.
+//! and never audit) and to their credentials (carol refused until hers is stored, through a
+//! controller failover); and a broker that ignores DENY ACLs is caught by `authorized`, on a
+//! seed that passes without it.
 
 use crate::run;
 use broker_core::broker::PlantedBug;
@@ -24,8 +25,12 @@ fn the_acls_scenario_holds_the_clients_to_their_acls_and_replays() {
         assert!(r.passed(), "acls seed {seed}: {:?}", r.violations.first());
         let h = &r.history;
         assert_eq!(h.principals.get("producer-1").map(String::as_str), Some("User:alice"));
-        assert_eq!(h.acl_changes.len(), 8, "six ACLs and two changes");
-        assert!(h.acl_changes.iter().all(|c| c.complete_ms.is_some()), "every change acknowledged through the failovers: {:?}", h.acl_changes);
+        assert_eq!(h.security_changes.len(), 11, "seven ACLs and four changes");
+        assert!(h.security_changes.iter().all(|c| c.complete_ms.is_some()), "every change acknowledged through the failovers: {:?}", h.security_changes);
+        // carol: refused until her credential is stored, then her writes are taken.
+        let carol = |from: u64, to: u64| h.writes.iter().filter(move |w| w.process == "producer-3" && (from..to).contains(&w.complete_ms));
+        assert!(carol(0, 3_000).all(|w| w.acknowledged().is_none()), "carol wrote before she had a credential");
+        assert!(carol(4_000, 18_000).any(|w| w.acknowledged().is_some()), "carol's writes were not taken once her credential was stored");
         // alice on audit: refused while the deny stands, acknowledged while it is removed.
         let alice_audit = |from: u64, to: u64| h.writes.iter().filter(move |w| w.process == "producer-1" && (from..to).contains(&w.invoke_ms));
         assert!(alice_audit(1_000, 5_000).all(|w| w.acknowledged().is_none()), "alice wrote audit while denied");
