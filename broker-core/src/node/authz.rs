@@ -2,7 +2,7 @@
 //! decisions `security::acl`'s): which operation on which resource every API needs, as Kafka
 //! checks it, and what a refusal looks like. Three shapes:
 //! - per resource inside the handler: Produce (WRITE topic, WRITE transactional id),
-//!   CreateTopics (CREATE cluster or topic), DeleteTopics (DELETE topic), AlterConfigs and
+//!   CreateTopics (CREATE cluster or topic), DeleteTopics and DeleteRecords (DELETE topic), AlterConfigs and
 //!   IncrementalAlterConfigs (ALTER_CONFIGS topic, or cluster for a broker) get a [`Denied`]
 //!   and answer each refused resource with its authorization error;
 //! - per topic around the handler: Metadata (DESCRIBE: hidden from a listing, named ones
@@ -12,9 +12,12 @@
 //!   batched FindCoordinator (v4+) that also names allowed ones;
 //! - the whole request: a refused group or transactional id (JoinGroup, SyncGroup, Heartbeat,
 //!   LeaveGroup, OffsetCommit, OffsetFetch, FindCoordinator, DescribeGroups, DeleteGroups;
-//!   InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit) is answered
-//!   with the API's error code in every place it has one; the cluster's APIs need their
-//!   cluster operation.
+//!   InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit, OffsetDelete)
+//!   is answered with the API's error code in every place it has one; the cluster's APIs need
+//!   their cluster operation;
+//! - after the handler, filtering the answer: ListGroups and ListTransactions (what the caller
+//!   may DESCRIBE), DescribeConfigs, DescribeProducers (READ topic), DescribeTransactions
+//!   (DESCRIBE transactional id).
 //!
 //! Anything else a principal is refused (an OffsetCommit or DeleteGroups mixing allowed and
 //! refused groups or topics, which wait for their appends, or an OffsetFetch or
@@ -363,8 +366,30 @@ pub(super) fn check(access: Option<&Access>, request: &mut Request) -> Check {
             }
             Check::Within(denied)
         }
-        RequestKind::ListTransactions(_) | RequestKind::DescribeTransactions(_) | RequestKind::DescribeProducers(_) => cluster(a, Describe, key),
-        RequestKind::DeleteRecords(_) | RequestKind::OffsetDelete(_) | RequestKind::ElectLeaders(_) => cluster(a, Alter, key),
+        // Kafka's per-resource checks: the answer keeps what the caller may see.
+        RequestKind::ListTransactions(_) | RequestKind::DescribeTransactions(_) | RequestKind::DescribeProducers(_) => Check::Filter,
+        RequestKind::DeleteRecords(req) => {
+            let mut denied = Denied::none();
+            req.topics.iter().for_each(|t| denied.topic(a, Delete, &t.name));
+            Check::Within(denied)
+        }
+        RequestKind::OffsetDelete(req) => {
+            use kafka_protocol::messages::offset_delete_response::{OffsetDeleteResponsePartition, OffsetDeleteResponseTopic};
+            let refused = req.topics.iter().filter(|t| !a.can(Read, ResourceType::Topic, &t.name)).count();
+            match (a.can(Delete, Group, &req.group_id), refused) {
+                (false, _) => reply!(kafka_protocol::messages::OffsetDeleteResponse::default().with_error_code(Code::GroupAuthorizationFailed.code())),
+                (true, 0) => Check::Pass,
+                (true, n) if n == req.topics.len() => {
+                    let topics = req.topics.iter().map(|t| {
+                        let parts = t.partitions.iter().map(|p| OffsetDeleteResponsePartition::default().with_partition_index(p.partition_index).with_error_code(Code::TopicAuthorizationFailed.code())).collect();
+                        OffsetDeleteResponseTopic::default().with_name(t.name.clone()).with_partitions(parts)
+                    });
+                    reply!(kafka_protocol::messages::OffsetDeleteResponse::default().with_topics(topics.collect()))
+                }
+                _ => close(format!("{} may not read every topic of this OffsetDelete", a.principal)),
+            }
+        }
+        RequestKind::ElectLeaders(_) => cluster(a, Alter, key),
         _ => cluster(a, ClusterAction, key),
     }
 }
@@ -399,6 +424,34 @@ pub(super) fn metadata_after(access: &Access, resp: &mut kafka_protocol::message
 /// DESCRIBE (Kafka's filter).
 pub(super) fn list_groups_after(access: &Access, resp: &mut kafka_protocol::messages::ListGroupsResponse) {
     resp.groups.retain(|g| access.can(Operation::Describe, ResourceType::Group, &g.group_id));
+}
+
+/// After ListTransactions: only the transactional ids the caller may DESCRIBE.
+pub(super) fn list_transactions_after(access: &Access, resp: &mut kafka_protocol::messages::ListTransactionsResponse) {
+    resp.transaction_states.retain(|t| access.can(Operation::Describe, ResourceType::TransactionalId, &t.transactional_id));
+}
+
+/// After DescribeTransactions: an id the caller may not DESCRIBE answered
+/// TRANSACTIONAL_ID_AUTHORIZATION_FAILED, with nothing of its state.
+pub(super) fn describe_transactions_after(access: &Access, resp: &mut kafka_protocol::messages::DescribeTransactionsResponse) {
+    use kafka_protocol::messages::describe_transactions_response::TransactionState;
+    for t in &mut resp.transaction_states {
+        if !access.can(Operation::Describe, ResourceType::TransactionalId, &t.transactional_id) {
+            *t = TransactionState::default().with_transactional_id(t.transactional_id.clone()).with_error_code(Code::TransactionalIdAuthorizationFailed.code()).with_producer_id((-1).into()).with_producer_epoch(-1);
+        }
+    }
+}
+
+/// After DescribeProducers: a topic the caller may not READ answered
+/// TOPIC_AUTHORIZATION_FAILED per partition, with none of its producers.
+pub(super) fn describe_producers_after(access: &Access, resp: &mut kafka_protocol::messages::DescribeProducersResponse) {
+    for t in resp.topics.iter_mut().filter(|t| !access.can(Operation::Read, ResourceType::Topic, &t.name)) {
+        for p in &mut t.partitions {
+            p.active_producers.clear();
+            p.error_code = Code::TopicAuthorizationFailed.code();
+            p.error_message = Some(s(&access.why(Operation::Read, ResourceType::Topic, &t.name)));
+        }
+    }
 }
 
 /// After DescribeConfigs: a topic the caller may not DESCRIBE_CONFIGS answered

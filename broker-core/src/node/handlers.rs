@@ -361,8 +361,9 @@ pub fn list_offsets(b: &Broker, version: i16, req: ListOffsetsRequest) -> ListOf
 
 /// DeleteRecords at each partition's leader: the log start moves at once; the answer waits
 /// until every replica on a live broker reports a start at or past the offset (Kafka's
-/// DelayedDeleteRecords), or the request's `timeout_ms` passes (REQUEST_TIMED_OUT).
-pub fn delete_records(b: &mut Broker, version: i16, correlation_id: i32, req: DeleteRecordsRequest, now: u64) -> Result<Outcome, String> {
+/// DelayedDeleteRecords), or the request's `timeout_ms` passes (REQUEST_TIMED_OUT). A topic
+/// the caller may not DELETE (`denied`) is answered with its error, untouched.
+pub fn delete_records(b: &mut Broker, (version, correlation_id): (i16, i32), req: DeleteRecordsRequest, denied: &super::authz::Denied, now: u64) -> Result<Outcome, String> {
     let mut r = DeleteRecordsResponse::default();
     let mut pending = Vec::new();
     for (ti, topic) in req.topics.into_iter().enumerate() {
@@ -373,7 +374,7 @@ pub fn delete_records(b: &mut Broker, version: i16, correlation_id: i32, req: De
             let mut pr = DeleteRecordsPartitionResult::default();
             pr.partition_index = p.partition_index;
             pr.low_watermark = -1;
-            match b.delete_records(&name, p.partition_index, p.offset, now) {
+            match denied.of(&name).map_or_else(|| b.delete_records(&name, p.partition_index, p.offset, now), Err) {
                 Ok((offset, leader_epoch)) => pending.push(PendingDelete { topic: ti, slot, name: name.clone(), partition: p.partition_index, offset, leader_epoch }),
                 Err(e) => pr.error_code = e.kafka_error(true).code(),
             }

@@ -370,7 +370,7 @@ fn handle_inner(node: &Node, prepared: Prepared, caller: Option<&Caller>, now: u
             }
             reply!(resp)
         }
-        RequestKind::DescribeProducers(req) => reply!(txn_handlers::describe_producers(&b(), req)),
+        RequestKind::DescribeProducers(req) => reply!(filtered!(txn_handlers::describe_producers(&b(), req), authz::describe_producers_after)),
         RequestKind::WriteTxnMarkers(req) => Ok(txn_handlers::write_txn_markers(node, version, correlation_id, req, now, out)),
         RequestKind::CreateTopics(req) => controller_handlers::create_topics(node, version, correlation_id, req, &denied, now),
         RequestKind::DeleteTopics(req) => controller_handlers::delete_topics(node, version, correlation_id, req, &denied, now),
@@ -378,13 +378,13 @@ fn handle_inner(node: &Node, prepared: Prepared, caller: Option<&Caller>, now: u
         RequestKind::DescribeConfigs(req) => reply!(filtered!(config_handlers::describe_configs(&b(), req), authz::describe_configs_after)),
         RequestKind::AlterConfigs(req) => config_handlers::alter_configs(node, version, correlation_id, req, &denied, now),
         RequestKind::IncrementalAlterConfigs(req) => config_handlers::incremental_alter_configs(node, version, correlation_id, req, &denied, now),
-        RequestKind::DeleteRecords(req) => handlers::delete_records(&mut b(), version, correlation_id, req, now),
+        RequestKind::DeleteRecords(req) => handlers::delete_records(&mut b(), (version, correlation_id), req, &denied, now),
         RequestKind::InitProducerId(req) => Ok(txn_handlers::init_producer_id(node, version, correlation_id, req, now, out)),
         RequestKind::AddPartitionsToTxn(req) => Ok(txn_handlers::add_partitions_to_txn(node, version, correlation_id, req, now, out)),
         RequestKind::AddOffsetsToTxn(req) => Ok(txn_handlers::add_offsets_to_txn(node, version, correlation_id, req, now, out)),
         RequestKind::EndTxn(req) => Ok(txn_handlers::end_txn(node, version, correlation_id, req, now, out)),
-        RequestKind::DescribeTransactions(req) => reply!(txn_handlers::describe_transactions(node, req, now, out)),
-        RequestKind::ListTransactions(req) => reply!(txn_handlers::list_transactions(node, version, req, now, out)),
+        RequestKind::DescribeTransactions(req) => reply!(filtered!(txn_handlers::describe_transactions(node, req, now, out), authz::describe_transactions_after)),
+        RequestKind::ListTransactions(req) => reply!(filtered!(txn_handlers::list_transactions(node, version, req, now, out), authz::list_transactions_after)),
         RequestKind::OffsetForLeaderEpoch(req) => reply!(handlers::offset_for_leader_epoch(&b(), version, req)),
         RequestKind::BrokerRegistration(req) => controller_handlers::broker_registration(node, version, correlation_id, req, now),
         RequestKind::BrokerHeartbeat(req) => controller_handlers::broker_heartbeat(node, version, correlation_id, req, now),

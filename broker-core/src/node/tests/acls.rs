@@ -185,3 +185,37 @@ fn config_changes_are_authorized_per_resource() {
     assert_eq!(codes(&alice, config_resource::topic, "orders"), 0, "ALTER_CONFIGS on the topic");
 }
 
+
+#[test]
+fn admin_apis_are_authorized_per_resource() {
+    use kafka_protocol::messages::delete_records_request::{DeleteRecordsPartition, DeleteRecordsRequest, DeleteRecordsTopic};
+    use kafka_protocol::messages::delete_records_response::DeleteRecordsResponse;
+    use kafka_protocol::messages::describe_producers_request::{DescribeProducersRequest, TopicRequest};
+    use kafka_protocol::messages::describe_producers_response::DescribeProducersResponse;
+    use kafka_protocol::messages::offset_delete_request::{OffsetDeleteRequest, OffsetDeleteRequestPartition, OffsetDeleteRequestTopic};
+    use kafka_protocol::messages::offset_delete_response::OffsetDeleteResponse;
+    use kafka_protocol::messages::GroupId;
+    let tmp = tempfile::tempdir().unwrap();
+    let n = node(tmp.path(), true);
+    let (admin, alice) = (who("User:admin"), who("User:alice"));
+    crate::testing::create(&n, "orders", 1, Default::default()).unwrap();
+    crate::testing::create(&n, "other", 1, Default::default()).unwrap();
+    // DELETE and READ on orders, DELETE on group g.
+    let create = CreateAclsRequest::default().with_creations(vec![creation(2, "orders", 3, 6, 3), creation(2, "orders", 3, 3, 3), creation(3, "g", 3, 6, 3)]);
+    let c: CreateAclsResponse = reply(ask(&n, &admin, ApiKey::CreateAcls, 3, &create), ApiKey::CreateAcls, 3);
+    assert!(c.results.iter().all(|r| r.error_code == 0), "{c:?}");
+    let topic = |name: &str| DeleteRecordsTopic::default().with_name(TopicName(s(name))).with_partitions(vec![DeleteRecordsPartition::default().with_partition_index(0).with_offset(0)]);
+    let delete = DeleteRecordsRequest::default().with_topics(vec![topic("orders"), topic("other")]).with_timeout_ms(1000);
+    let r: DeleteRecordsResponse = reply(ask(&n, &alice, ApiKey::DeleteRecords, 2, &delete), ApiKey::DeleteRecords, 2);
+    let codes: Vec<(String, i16)> = r.topics.iter().map(|t| (t.name.to_string(), t.partitions[0].error_code)).collect();
+    assert_eq!(codes, vec![("orders".to_string(), 0), ("other".to_string(), Code::TopicAuthorizationFailed.code())]);
+    let describe = DescribeProducersRequest::default().with_topics(vec![TopicRequest::default().with_name(TopicName(s("orders"))).with_partition_indexes(vec![0]), TopicRequest::default().with_name(TopicName(s("other"))).with_partition_indexes(vec![0])]);
+    let r: DescribeProducersResponse = reply(ask(&n, &alice, ApiKey::DescribeProducers, 0, &describe), ApiKey::DescribeProducers, 0);
+    let codes: Vec<(String, i16)> = r.topics.iter().map(|t| (t.name.to_string(), t.partitions[0].error_code)).collect();
+    assert_eq!(codes, vec![("orders".to_string(), 0), ("other".to_string(), Code::TopicAuthorizationFailed.code())]);
+    let offsets = |group: &str, topic: &str| OffsetDeleteRequest::default().with_group_id(GroupId(s(group))).with_topics(vec![OffsetDeleteRequestTopic::default().with_name(TopicName(s(topic))).with_partitions(vec![OffsetDeleteRequestPartition::default().with_partition_index(0)])]);
+    let r: OffsetDeleteResponse = reply(ask(&n, &alice, ApiKey::OffsetDelete, 0, &offsets("h", "orders")), ApiKey::OffsetDelete, 0);
+    assert_eq!(r.error_code, Code::GroupAuthorizationFailed.code());
+    let r: OffsetDeleteResponse = reply(ask(&n, &alice, ApiKey::OffsetDelete, 0, &offsets("g", "other")), ApiKey::OffsetDelete, 0);
+    assert_eq!((r.error_code, r.topics[0].partitions[0].error_code), (0, Code::TopicAuthorizationFailed.code()));
+}
