@@ -1,6 +1,6 @@
 //! Authorization of each request before it is handled (StandardAuthorizer's checks, the
 //! decisions `security::acl`'s): which operation on which resource every API needs, as Kafka
-//! checks it, and what a refusal looks like. Three shapes:
+//! checks it, and what a refusal looks like. Four shapes:
 //! - per resource inside the handler: Produce (WRITE topic, WRITE transactional id),
 //!   CreateTopics (CREATE cluster or topic), DeleteTopics and DeleteRecords (DELETE topic), AlterConfigs and
 //!   IncrementalAlterConfigs (ALTER_CONFIGS topic, or cluster for a broker) get a [`Denied`]
@@ -108,9 +108,10 @@ pub(super) enum Check {
     /// FindCoordinator the groups or keys, partitions empty); `hide`: a Metadata listing of
     /// every topic, to filter after.
     Without { topics: Vec<Refused>, hide: bool },
-    /// Handle it, then take out of the answer what the caller may not see (ListGroups: the
-    /// groups it may not DESCRIBE; DescribeConfigs: each resource it may not DESCRIBE_CONFIGS,
-    /// answered with the authorization error instead).
+    /// Handle it, then take out of the answer what the caller may not see (ListGroups and
+    /// ListTransactions: what it may not DESCRIBE; DescribeConfigs, DescribeProducers and
+    /// DescribeTransactions: each resource it may not see, answered with the authorization
+    /// error instead).
     Filter,
     /// Answered here (the whole request refused), or the connection closes.
     Refuse(Outcome),
