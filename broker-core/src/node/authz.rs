@@ -343,8 +343,20 @@ pub(super) fn check(access: Option<&Access>, request: &mut Request) -> Check {
             reply!(kafka_protocol::messages::DescribeAclsResponse::default().with_error_code(Code::ClusterAuthorizationFailed.code()).with_error_message(Some(s(&why))))
         }
         RequestKind::CreateAcls(_) | RequestKind::DeleteAcls(_) | RequestKind::DescribeAcls(_) => Check::Pass,
-        RequestKind::AlterUserScramCredentials(_) => cluster(a, Alter, key),
-        RequestKind::DescribeUserScramCredentials(_) => cluster(a, Describe, key),
+        RequestKind::AlterUserScramCredentials(req) if !a.cluster(Alter) => {
+            use kafka_protocol::messages::alter_user_scram_credentials_response::AlterUserScramCredentialsResult;
+            let mut users: Vec<&str> = req.upsertions.iter().map(|u| u.name.as_str()).chain(req.deletions.iter().map(|d| d.name.as_str())).collect();
+            users.sort_unstable();
+            users.dedup();
+            let why = a.why(Alter, ResourceType::Cluster, cluster_name);
+            let results = users.into_iter().map(|u| AlterUserScramCredentialsResult::default().with_user(s(u)).with_error_code(Code::ClusterAuthorizationFailed.code()).with_error_message(Some(s(&why)))).collect();
+            reply!(kafka_protocol::messages::AlterUserScramCredentialsResponse::default().with_results(results))
+        }
+        RequestKind::DescribeUserScramCredentials(_) if !a.cluster(Describe) => {
+            let why = a.why(Describe, ResourceType::Cluster, cluster_name);
+            reply!(kafka_protocol::messages::DescribeUserScramCredentialsResponse::default().with_error_code(Code::ClusterAuthorizationFailed.code()).with_error_message(Some(s(&why))))
+        }
+        RequestKind::AlterUserScramCredentials(_) | RequestKind::DescribeUserScramCredentials(_) => Check::Pass,
         // Per group and per resource, after the handler: both only read.
         RequestKind::ListGroups(_) if !a.cluster(Describe) => Check::Filter,
         RequestKind::ListGroups(_) => Check::Pass,
@@ -390,7 +402,13 @@ pub(super) fn check(access: Option<&Access>, request: &mut Request) -> Check {
                 _ => close(format!("{} may not read every topic of this OffsetDelete", a.principal)),
             }
         }
-        RequestKind::ElectLeaders(_) => cluster(a, Alter, key),
+        RequestKind::ElectLeaders(req) if !a.cluster(Alter) => {
+            use kafka_protocol::messages::elect_leaders_response::{PartitionResult, ReplicaElectionResult};
+            let refused = |p: &i32| PartitionResult::default().with_partition_id(*p).with_error_code(Code::ClusterAuthorizationFailed.code());
+            let each = req.topic_partitions.iter().flatten().map(|t| ReplicaElectionResult::default().with_topic(t.topic.clone()).with_partition_result(t.partitions.iter().map(refused).collect())).collect();
+            reply!(kafka_protocol::messages::ElectLeadersResponse::default().with_error_code(Code::ClusterAuthorizationFailed.code()).with_replica_election_results(each))
+        }
+        RequestKind::ElectLeaders(_) => Check::Pass,
         _ => cluster(a, ClusterAction, key),
     }
 }

@@ -218,4 +218,16 @@ fn admin_apis_are_authorized_per_resource() {
     assert_eq!(r.error_code, Code::GroupAuthorizationFailed.code());
     let r: OffsetDeleteResponse = reply(ask(&n, &alice, ApiKey::OffsetDelete, 0, &offsets("g", "other")), ApiKey::OffsetDelete, 0);
     assert_eq!((r.error_code, r.topics[0].partitions[0].error_code), (0, Code::TopicAuthorizationFailed.code()));
+    // The cluster's admin APIs answer CLUSTER_AUTHORIZATION_FAILED where Kafka does.
+    use kafka_protocol::messages::alter_user_scram_credentials_request::{AlterUserScramCredentialsRequest, ScramCredentialDeletion};
+    use kafka_protocol::messages::elect_leaders_request::{ElectLeadersRequest, TopicPartitions};
+    use kafka_protocol::messages::{AlterUserScramCredentialsResponse, DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse, ElectLeadersResponse};
+    let alter = AlterUserScramCredentialsRequest::default().with_deletions(vec![ScramCredentialDeletion::default().with_name(s("bob")).with_mechanism(1)]);
+    let r: AlterUserScramCredentialsResponse = reply(ask(&n, &alice, ApiKey::AlterUserScramCredentials, 0, &alter), ApiKey::AlterUserScramCredentials, 0);
+    assert_eq!((r.results.len(), r.results[0].user.as_str(), r.results[0].error_code), (1, "bob", Code::ClusterAuthorizationFailed.code()));
+    let r: DescribeUserScramCredentialsResponse = reply(ask(&n, &alice, ApiKey::DescribeUserScramCredentials, 0, &DescribeUserScramCredentialsRequest::default()), ApiKey::DescribeUserScramCredentials, 0);
+    assert_eq!(r.error_code, Code::ClusterAuthorizationFailed.code());
+    let elect = ElectLeadersRequest::default().with_topic_partitions(Some(vec![TopicPartitions::default().with_topic(TopicName(s("orders"))).with_partitions(vec![0])]));
+    let r: ElectLeadersResponse = reply(ask(&n, &alice, ApiKey::ElectLeaders, 2, &elect), ApiKey::ElectLeaders, 2);
+    assert_eq!((r.error_code, r.replica_election_results[0].partition_result[0].error_code), (Code::ClusterAuthorizationFailed.code(), Code::ClusterAuthorizationFailed.code()));
 }
