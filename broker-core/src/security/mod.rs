@@ -124,10 +124,22 @@ impl ClientAuth {
 pub struct TlsFiles {
     /// `ssl.keystore.location` (type PEM): the private key and the certificate chain.
     pub keystore: Option<std::path::PathBuf>,
+    /// `ssl.key.password`: the keystore's private key is encrypted (PKCS#8) with it.
+    pub key_password: Option<Secret>,
     /// `ssl.truststore.location` (type PEM): the certificates of the authorities this node
     /// trusts, for clients' certificates and for the brokers it connects to.
     pub truststore: Option<std::path::PathBuf>,
     pub client_auth: ClientAuth,
+}
+
+/// A setting that must not be logged (a password): its Debug shows none of it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(..)")
+    }
 }
 
 /// Who may connect, and how they prove it.

@@ -46,10 +46,14 @@ pub struct Flags {
     /// ssl.keystore.type: PEM (Kafka's JKS and PKCS12 are not read).
     #[arg(long)]
     pub ssl_keystore_type: Option<String>,
-    /// ssl.keystore.location: a PEM file with this node's private key (unencrypted) and its
-    /// certificate chain; needed by SSL and SASL_SSL listeners.
+    /// ssl.keystore.location: a PEM file with this node's private key (if encrypted, with
+    /// --ssl-key-password) and its certificate chain; needed by SSL and SASL_SSL listeners.
     #[arg(long)]
     pub ssl_keystore_location: Option<PathBuf>,
+    /// ssl.key.password: the password of the keystore's private key, when it is encrypted
+    /// (PKCS#8, `-----BEGIN ENCRYPTED PRIVATE KEY-----`).
+    #[arg(long)]
+    pub ssl_key_password: Option<String>,
     /// ssl.truststore.type: PEM.
     #[arg(long)]
     pub ssl_truststore_type: Option<String>,
@@ -262,6 +266,7 @@ pub const FILE_SETTINGS: &[&str] = &[
     "sasl.jaas.config",
     "ssl.keystore.type",
     "ssl.keystore.location",
+    "ssl.key.password",
     "ssl.truststore.type",
     "ssl.truststore.location",
     "ssl.client.auth",
@@ -393,7 +398,7 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
     if !over.add_scram.is_empty() {
         f.add_scram = over.add_scram.clone();
     }
-    take!(listen, listeners, listener_security_protocol_map, sasl_enabled_mechanisms, sasl_mechanism_inter_broker_protocol, sasl_jaas_config, ssl_keystore_type, ssl_keystore_location, ssl_truststore_type, ssl_truststore_location, ssl_client_auth, authorizer_class_name, super_users, allow_everyone_if_no_acl_found, connections_max_reauth_ms, advertised, advertised_listeners, inter_broker_listener_name, node_id, data_dir, config, auto_create_topics_enable, num_partitions, min_insync_replicas,
+    take!(listen, listeners, listener_security_protocol_map, sasl_enabled_mechanisms, sasl_mechanism_inter_broker_protocol, sasl_jaas_config, ssl_keystore_type, ssl_keystore_location, ssl_key_password, ssl_truststore_type, ssl_truststore_location, ssl_client_auth, authorizer_class_name, super_users, allow_everyone_if_no_acl_found, connections_max_reauth_ms, advertised, advertised_listeners, inter_broker_listener_name, node_id, data_dir, config, auto_create_topics_enable, num_partitions, min_insync_replicas,
         log_segment_bytes, log_roll_ms, log_retention_ms, log_retention_bytes, log_index_interval_bytes,
         log_flush_interval_messages, log_flush_interval_ms, message_max_bytes, controller_quorum_voters, process_roles, controller_quorum_election_timeout_ms, metadata_log_max_record_bytes_between_snapshots,
         default_replication_factor, replica_lag_time_max_ms, broker_session_timeout_ms, broker_heartbeat_interval_ms,

@@ -16,6 +16,7 @@ pub(super) fn file_setting(f: &mut Flags, key: &str, text: String) -> Result<(),
         "sasl.jaas.config" => f.sasl_jaas_config = Some(text),
         "ssl.keystore.type" => f.ssl_keystore_type = Some(text),
         "ssl.keystore.location" => f.ssl_keystore_location = Some(text.into()),
+        "ssl.key.password" => f.ssl_key_password = Some(text),
         "ssl.truststore.type" => f.ssl_truststore_type = Some(text),
         "ssl.truststore.location" => f.ssl_truststore_location = Some(text.into()),
         "ssl.client.auth" => f.ssl_client_auth = Some(text),
@@ -141,6 +142,7 @@ fn resolve_tls(f: &Flags, c: &mut BrokerConfig) -> Result<(), String> {
     }
     let tls = &mut c.security.tls;
     tls.keystore = f.ssl_keystore_location.clone();
+    tls.key_password = f.ssl_key_password.clone().map(crate::security::Secret);
     tls.truststore = f.ssl_truststore_location.clone();
     if let Some(auth) = &f.ssl_client_auth {
         tls.client_auth = crate::security::ClientAuth::named(auth).ok_or_else(|| format!("ssl.client.auth={auth}: none, requested or required"))?;

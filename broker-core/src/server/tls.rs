@@ -33,7 +33,7 @@ impl Tls {
     pub fn load(files: &TlsFiles) -> Result<Tls, String> {
         let provider = provider();
         let identity = match &files.keystore {
-            Some(path) => Some(identity(&[path], "ssl.keystore.location")?),
+            Some(path) => Some(identity(&[path], files.key_password.as_ref().map(|p| p.0.as_str()), "ssl.keystore.location")?),
             None => None,
         };
         let roots = match &files.truststore {
@@ -78,7 +78,7 @@ pub fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 pub fn client(ca: &Path, identity: Option<(&Path, &Path)>) -> Result<tokio_rustls::TlsConnector, String> {
     let roots = Arc::new(roots(ca, "--ssl-ca")?);
     let identity = match identity {
-        Some((cert, key)) => Some(self::identity(&[cert, key], "--ssl-cert/--ssl-key")?),
+        Some((cert, key)) => Some(self::identity(&[cert, key], None, "--ssl-cert/--ssl-key")?),
         None => None,
     };
     connector(provider(), roots, identity, "--ssl-cert/--ssl-key")
@@ -94,9 +94,9 @@ fn connector(provider: Arc<rustls::crypto::CryptoProvider>, roots: Arc<rustls::R
 }
 
 /// An identity from PEM files read together (a keystore holds both in one): one private key
-/// (PKCS#8, PKCS#1 or SEC1, unencrypted) and its certificate chain, leaf first. `what` names
-/// the setting in errors.
-fn identity(files: &[&Path], what: &str) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), String> {
+/// (PKCS#8, PKCS#1 or SEC1; or encrypted PKCS#8 with `password`, `ssl.key.password`) and its
+/// certificate chain, leaf first. `what` names the setting in errors.
+fn identity(files: &[&Path], password: Option<&str>, what: &str) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), String> {
     let shown = files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(" and ");
     let bad = |why: String| format!("{what} {shown}: {why}");
     let mut pem = Vec::new();
@@ -104,15 +104,33 @@ fn identity(files: &[&Path], what: &str) -> Result<(Vec<CertificateDer<'static>>
         pem.extend(std::fs::read(file).map_err(|e| bad(e.to_string()))?);
         pem.push(b'\n');
     }
-    if pem.windows(b"ENCRYPTED PRIVATE KEY".len()).any(|w| w == b"ENCRYPTED PRIVATE KEY") {
-        return Err(bad("the private key is encrypted; ssl.key.password is not supported, give the key unencrypted (openssl pkcs8 -nocrypt) and protect the file".into()));
-    }
-    let key = PrivateKeyDer::from_pem_slice(&pem).map_err(|e| bad(format!("no private key ({e})")))?;
+    let key = match (encrypted_key(&pem), password) {
+        (Some(block), Some(password)) => decrypt_key(block, password).map_err(bad)?,
+        (Some(_), None) => return Err(bad("the private key is encrypted: give its password with --ssl-key-password (ssl.key.password)".into())),
+        (None, _) => PrivateKeyDer::from_pem_slice(&pem).map_err(|e| bad(format!("no private key ({e})")))?,
+    };
     let chain = CertificateDer::pem_slice_iter(&pem).collect::<Result<Vec<_>, _>>().map_err(|e| bad(e.to_string()))?;
     if chain.is_empty() {
         return Err(bad("no certificate: a PEM identity is the key and its certificate chain".into()));
     }
     Ok((chain, key))
+}
+
+/// The PEM block of an encrypted PKCS#8 key in `pem`, if it holds one.
+fn encrypted_key(pem: &[u8]) -> Option<&str> {
+    let (begin, end) = ("-----BEGIN ENCRYPTED PRIVATE KEY-----", "-----END ENCRYPTED PRIVATE KEY-----");
+    let text = std::str::from_utf8(pem).ok()?;
+    let from = text.find(begin)?;
+    let to = from + text[from..].find(end)? + end.len();
+    Some(&text[from..to])
+}
+
+/// An encrypted PKCS#8 key (PBES2, as `openssl pkcs8 -topk8` writes it), decrypted.
+fn decrypt_key(block: &str, password: &str) -> Result<PrivateKeyDer<'static>, String> {
+    let (_, der) = pkcs8::der::Document::from_pem(block).map_err(|e| format!("the encrypted private key is not PEM: {e}"))?;
+    let info = pkcs8::EncryptedPrivateKeyInfo::try_from(der.as_bytes()).map_err(|e| format!("the encrypted private key does not decode: {e}"))?;
+    let plain = info.decrypt(password).map_err(|e| format!("the private key does not decrypt with ssl.key.password (a wrong password, or a scheme other than PBES2 with AES-CBC): {e}"))?;
+    Ok(PrivateKeyDer::Pkcs8(plain.as_bytes().to_vec().into()))
 }
 
 /// A PEM truststore: the certificates of trusted authorities (`what` names the setting).
@@ -157,4 +175,31 @@ pub(super) async fn accept(acceptor: &tokio_rustls::TlsAcceptor, stream: tokio::
     };
     let (rd, wr) = send::split_tls(stream);
     Some((rd, wr, principal))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A P-256 key encrypted by `openssl pkcs8 -topk8 -passout pass:broker-secret` (OpenSSL
+    /// 3's default: PBES2, PBKDF2-HMAC-SHA256, AES-256-CBC) and its self-signed certificate.
+    const encrypted: &str = include_str!("testdata/encrypted-key.pem");
+
+    fn load(password: Option<&str>) -> Result<Tls, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("broker.pem");
+        std::fs::write(&path, encrypted).unwrap();
+        let files = TlsFiles { keystore: Some(path), key_password: password.map(|p| crate::security::Secret(p.into())), ..TlsFiles::default() };
+        Tls::load(&files)
+    }
+
+    #[test]
+    fn an_encrypted_key_is_read_with_its_password_and_refused_without() {
+        assert!(load(Some("broker-secret")).is_ok_and(|t| t.acceptor.is_some()));
+        let wrong = load(Some("not-it")).err().unwrap();
+        assert!(wrong.contains("does not decrypt with ssl.key.password"), "{wrong}");
+        let none = load(None).err().unwrap();
+        assert!(none.contains("--ssl-key-password"), "{none}");
+        assert_eq!(format!("{:?}", crate::security::Secret("broker-secret".into())), "Secret(..)", "never logged");
+    }
 }
