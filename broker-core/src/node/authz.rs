@@ -17,11 +17,12 @@
 //!   their cluster operation;
 //! - after the handler, filtering the answer: ListGroups and ListTransactions (what the caller
 //!   may DESCRIBE), DescribeConfigs, DescribeProducers (READ topic), DescribeTransactions
-//!   (DESCRIBE transactional id).
+//!   (DESCRIBE transactional id), OffsetFetch's topics (DESCRIBE topic: hidden from a listing,
+//!   refused where named).
 //!
 //! Anything else a principal is refused (an OffsetCommit or DeleteGroups mixing allowed and
-//! refused groups or topics, which wait for their appends, or an OffsetFetch or
-//! OffsetForLeaderEpoch with a refused topic) closes the connection (fail closed, logged), and so
+//! refused groups or topics, which wait for their appends, or an OffsetForLeaderEpoch with a
+//! refused topic) closes the connection (fail closed, logged), and so
 //! does every API this module does not name for anyone but a super user: an API added to the
 //! broker is not open before its check is written.
 
@@ -218,26 +219,24 @@ pub(super) fn check(access: Option<&Access>, request: &mut Request) -> Check {
                 _ => close(format!("{} may not commit every topic of this OffsetCommit to group {:?}", a.principal, req.group_id.as_str())),
             }
         }
-        RequestKind::OffsetFetch(req) if version < 8 => match (a.can(Describe, Group, &req.group_id), req.topics.iter().flatten().find(|t| !a.can(Describe, ResourceType::Topic, &t.name))) {
-            (false, _) => reply!(kafka_protocol::messages::OffsetFetchResponse::default().with_error_code(Code::GroupAuthorizationFailed.code())),
-            (true, Some(t)) => close(a.why(Describe, ResourceType::Topic, &t.name)),
-            (true, None) => Check::Pass,
+        // The topics of an allowed group: filtered after (`offset_fetch_after`).
+        RequestKind::OffsetFetch(req) if version < 8 => match a.can(Describe, Group, &req.group_id) {
+            false => reply!(kafka_protocol::messages::OffsetFetchResponse::default().with_error_code(Code::GroupAuthorizationFailed.code())),
+            true => Check::Filter,
         },
         RequestKind::OffsetFetch(req) => {
             use kafka_protocol::messages::offset_fetch_response::OffsetFetchResponseGroup;
             let group_ok = |g: &str| a.can(Describe, Group, g);
-            let topics_ok = |g: &kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestGroup| g.topics.iter().flatten().all(|t| a.can(Describe, ResourceType::Topic, &t.name));
-            if req.groups.iter().all(|g| group_ok(&g.group_id) && topics_ok(g)) {
-                Check::Pass
+            if req.groups.iter().all(|g| group_ok(&g.group_id)) {
+                Check::Filter
             } else if req.groups.iter().all(|g| !group_ok(&g.group_id)) {
                 let groups = req.groups.iter().map(|g| OffsetFetchResponseGroup::default().with_group_id(g.group_id.clone()).with_error_code(Code::GroupAuthorizationFailed.code())).collect();
                 reply!(kafka_protocol::messages::OffsetFetchResponse::default().with_groups(groups))
-            } else if req.groups.iter().all(|g| !group_ok(&g.group_id) || topics_ok(g)) {
+            } else {
+                // The refused groups out now, answered after; the allowed ones' topics filtered.
                 let (allowed, refused): (Vec<_>, Vec<_>) = std::mem::take(&mut req.groups).into_iter().partition(|g| group_ok(&g.group_id));
                 req.groups = allowed;
                 Check::Without { topics: refused.into_iter().map(|g| (g.group_id.to_string(), Code::GroupAuthorizationFailed, Vec::new())).collect(), hide: false }
-            } else {
-                close(format!("{} may not describe every group and topic of this OffsetFetch", a.principal))
             }
         }
         RequestKind::FindCoordinator(req) => {
@@ -514,6 +513,30 @@ pub(super) fn list_offsets_after(resp: &mut kafka_protocol::messages::ListOffset
 pub(super) fn describe_groups_after(resp: &mut kafka_protocol::messages::DescribeGroupsResponse, refused: &[Refused]) {
     use kafka_protocol::messages::describe_groups_response::DescribedGroup;
     resp.groups.extend(refused.iter().map(|(g, code, _)| DescribedGroup::default().with_group_id(s(g).into()).with_error_code(code.code())));
+}
+
+/// After OffsetFetch, for the caller's allowed groups: a topic it may not DESCRIBE is left out
+/// of a listing of every committed offset (`named` false for the group, as Kafka filters it),
+/// and answered TOPIC_AUTHORIZATION_FAILED per partition, with no offset, where it was named.
+/// `named`: per group of the answer in order (the one group before v8).
+pub(super) fn offset_fetch_topics_after(access: &Access, resp: &mut kafka_protocol::messages::OffsetFetchResponse, named: &[bool]) {
+    let refuse = |p: &mut kafka_protocol::messages::offset_fetch_response::OffsetFetchResponsePartitions| {
+        (p.committed_offset, p.committed_leader_epoch, p.metadata, p.error_code) = (-1, -1, None, Code::TopicAuthorizationFailed.code());
+    };
+    let hidden = |name: &str| !access.can(Operation::Describe, ResourceType::Topic, name);
+    for (g, named) in resp.groups.iter_mut().zip(named.iter().copied()) {
+        match named {
+            false => g.topics.retain(|t| !hidden(&t.name)),
+            true => g.topics.iter_mut().filter(|t| hidden(&t.name)).for_each(|t| t.partitions.iter_mut().for_each(refuse)),
+        }
+    }
+    let old = |p: &mut kafka_protocol::messages::offset_fetch_response::OffsetFetchResponsePartition| {
+        (p.committed_offset, p.committed_leader_epoch, p.metadata, p.error_code) = (-1, -1, None, Code::TopicAuthorizationFailed.code());
+    };
+    match named.first().copied().unwrap_or(false) {
+        false => resp.topics.retain(|t| !hidden(&t.name)),
+        true => resp.topics.iter_mut().filter(|t| hidden(&t.name)).for_each(|t| t.partitions.iter_mut().for_each(old)),
+    }
 }
 
 pub(super) fn offset_fetch_after(resp: &mut kafka_protocol::messages::OffsetFetchResponse, refused: &[Refused]) {

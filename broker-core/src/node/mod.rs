@@ -404,7 +404,16 @@ fn handle_inner(node: &Node, prepared: Prepared, caller: Option<&Caller>, now: u
         RequestKind::OffsetCommit(req) => group_handlers::offset_commit(node, version, correlation_id, req, now, out),
         RequestKind::TxnOffsetCommit(req) => group_handlers::txn_offset_commit(node, version, correlation_id, req, now, out),
         RequestKind::OffsetFetch(req) => {
+            // Which groups named their topics (else: every committed one), for the filter.
+            let named: Vec<bool> = match version >= 8 {
+                true => req.groups.iter().map(|g| g.topics.is_some()).collect(),
+                false => vec![req.topics.is_some()],
+            };
             let mut resp = group_handlers::offset_fetch(node, version, req, now, out);
+            if let (true, Some(caller)) = (filter || without.is_some(), caller) {
+                let b = node.broker();
+                authz::offset_fetch_topics_after(&authz::Access::new(&b.config().security.authorizer, b.image(), caller), &mut resp, &named);
+            }
             if let Some((refused, _)) = &without {
                 authz::offset_fetch_after(&mut resp, refused);
             }

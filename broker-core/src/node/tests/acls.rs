@@ -231,3 +231,24 @@ fn admin_apis_are_authorized_per_resource() {
     let r: ElectLeadersResponse = reply(ask(&n, &alice, ApiKey::ElectLeaders, 2, &elect), ApiKey::ElectLeaders, 2);
     assert_eq!((r.error_code, r.replica_election_results[0].partition_result[0].error_code), (Code::ClusterAuthorizationFailed.code(), Code::ClusterAuthorizationFailed.code()));
 }
+
+#[test]
+fn offset_fetch_answers_hide_or_refuse_the_topics_the_caller_may_not_describe() {
+    use crate::node::authz::{offset_fetch_topics_after, Access};
+    use crate::security::acl::{Acl, AuthorizerConfig, Operation, PatternType, Permission, ResourceType};
+    use kafka_protocol::messages::offset_fetch_response::{OffsetFetchResponse, OffsetFetchResponseGroup, OffsetFetchResponsePartitions, OffsetFetchResponseTopics};
+    let mut image = crate::metadata::Image::default();
+    image.acls.insert(Acl { resource_type: ResourceType::Topic, resource_name: "orders".into(), pattern: PatternType::Literal, principal: "User:alice".into(), host: "*".into(), operation: Operation::Read, permission: Permission::Allow });
+    let config = AuthorizerConfig { enabled: true, ..Default::default() };
+    let alice = who("User:alice");
+    let access = Access::new(&config, &image, &alice);
+    let topic = |name: &str| OffsetFetchResponseTopics::default().with_name(TopicName(s(name))).with_partitions(vec![OffsetFetchResponsePartitions::default().with_partition_index(0).with_committed_offset(42)]);
+    let group = || OffsetFetchResponseGroup::default().with_topics(vec![topic("orders"), topic("secret")]);
+    let mut resp = OffsetFetchResponse::default().with_groups(vec![group(), group()]);
+    offset_fetch_topics_after(&access, &mut resp, &[false, true]);
+    // A listing of every committed offset leaves `secret` out; a request naming it is refused.
+    let listed: Vec<String> = resp.groups[0].topics.iter().map(|t| t.name.to_string()).collect();
+    assert_eq!(listed, vec!["orders".to_string()]);
+    let named: Vec<(String, i64, i16)> = resp.groups[1].topics.iter().map(|t| (t.name.to_string(), t.partitions[0].committed_offset, t.partitions[0].error_code)).collect();
+    assert_eq!(named, vec![("orders".to_string(), 42, 0), ("secret".to_string(), -1, Code::TopicAuthorizationFailed.code())]);
+}
