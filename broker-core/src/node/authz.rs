@@ -3,7 +3,8 @@
 //! checks it, and what a refusal looks like. Four shapes:
 //! - per resource inside the handler: Produce (WRITE topic, WRITE transactional id),
 //!   CreateTopics (CREATE cluster or topic), DeleteTopics and DeleteRecords (DELETE topic), AlterConfigs and
-//!   IncrementalAlterConfigs (ALTER_CONFIGS topic, or cluster for a broker) get a [`Denied`]
+//!   IncrementalAlterConfigs (ALTER_CONFIGS topic, or cluster for a broker), OffsetCommit and
+//!   TxnOffsetCommit (READ topic, once the group is allowed) get a [`Denied`]
 //!   and answer each refused resource with its authorization error;
 //! - per topic around the handler: Metadata (DESCRIBE: hidden from a listing, named ones
 //!   TOPIC_AUTHORIZATION_FAILED, auto-creation only with CREATE), Fetch (READ), ListOffsets
@@ -20,9 +21,9 @@
 //!   (DESCRIBE transactional id), OffsetFetch's topics (DESCRIBE topic: hidden from a listing,
 //!   refused where named).
 //!
-//! Anything else a principal is refused (an OffsetCommit or DeleteGroups mixing allowed and
-//! refused groups or topics, which wait for their appends, or an OffsetForLeaderEpoch with a
-//! refused topic) closes the connection (fail closed, logged), and so
+//! Anything else a principal is refused (a DeleteGroups mixing allowed and refused groups,
+//! which waits for its appends, or an OffsetForLeaderEpoch with a refused topic) closes the
+//! connection (fail closed, logged), and so
 //! does every API this module does not name for anyone but a super user: an API added to the
 //! broker is not open before its check is written.
 
@@ -201,25 +202,19 @@ pub(super) fn check(access: Option<&Access>, request: &mut Request) -> Check {
         RequestKind::JoinGroup(_) | RequestKind::SyncGroup(_) | RequestKind::Heartbeat(_) | RequestKind::LeaveGroup(_) => Check::Pass,
         RequestKind::OffsetCommit(req) => {
             use kafka_protocol::messages::offset_commit_response::{OffsetCommitResponsePartition, OffsetCommitResponseTopic};
-            // The group first (every partition GROUP_AUTHORIZATION_FAILED), then each topic.
-            let group = a.can(Read, Group, &req.group_id);
-            let refused = |t: &kafka_protocol::messages::offset_commit_request::OffsetCommitRequestTopic| match group {
-                false => Some(Code::GroupAuthorizationFailed),
-                true => (!a.can(Read, ResourceType::Topic, &t.name)).then_some(Code::TopicAuthorizationFailed),
-            };
-            match req.topics.iter().map(&refused).collect::<Vec<_>>() {
-                codes if codes.iter().all(Option::is_none) => Check::Pass,
-                codes if codes.iter().all(Option::is_some) => {
-                    let topics = req.topics.iter().zip(codes).map(|(t, code)| {
-                        let parts = t.partitions.iter().map(|p| OffsetCommitResponsePartition::default().with_partition_index(p.partition_index).with_error_code(code.expect("all refused").code())).collect();
-                        OffsetCommitResponseTopic::default().with_name(t.name.clone()).with_partitions(parts)
-                    });
-                    reply!(kafka_protocol::messages::OffsetCommitResponse::default().with_topics(topics.collect()))
-                }
-                _ => close(format!("{} may not commit every topic of this OffsetCommit to group {:?}", a.principal, req.group_id.as_str())),
+            // The group first (every partition GROUP_AUTHORIZATION_FAILED), then each topic
+            // (its partitions TOPIC_AUTHORIZATION_FAILED, the others committed).
+            if !a.can(Read, Group, &req.group_id) {
+                let topics = req.topics.iter().map(|t| {
+                    let parts = t.partitions.iter().map(|p| OffsetCommitResponsePartition::default().with_partition_index(p.partition_index).with_error_code(Code::GroupAuthorizationFailed.code())).collect();
+                    OffsetCommitResponseTopic::default().with_name(t.name.clone()).with_partitions(parts)
+                });
+                return reply!(kafka_protocol::messages::OffsetCommitResponse::default().with_topics(topics.collect()));
             }
+            let mut denied = Denied::none();
+            req.topics.iter().for_each(|t| denied.topic(a, Read, &t.name));
+            Check::Within(denied)
         }
-        // The topics of an allowed group: filtered after (`offset_fetch_after`).
         RequestKind::OffsetFetch(req) if version < 8 => match a.can(Describe, Group, &req.group_id) {
             false => reply!(kafka_protocol::messages::OffsetFetchResponse::default().with_error_code(Code::GroupAuthorizationFailed.code())),
             true => Check::Filter,
@@ -314,11 +309,14 @@ pub(super) fn check(access: Option<&Access>, request: &mut Request) -> Check {
         }
         RequestKind::TxnOffsetCommit(req) => {
             use kafka_protocol::messages::txn_offset_commit_response::{TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic};
-            let code = match (a.can(Write, Txn, &req.transactional_id), a.can(Read, Group, &req.group_id), req.topics.iter().find(|t| !a.can(Read, ResourceType::Topic, &t.name))) {
-                (false, _, _) => Code::TransactionalIdAuthorizationFailed,
-                (_, false, _) => Code::GroupAuthorizationFailed,
-                (_, _, Some(t)) => return close(a.why(Read, ResourceType::Topic, &t.name)),
-                _ => return Check::Pass,
+            let code = match (a.can(Write, Txn, &req.transactional_id), a.can(Read, Group, &req.group_id)) {
+                (false, _) => Code::TransactionalIdAuthorizationFailed,
+                (_, false) => Code::GroupAuthorizationFailed,
+                _ => {
+                    let mut denied = Denied::none();
+                    req.topics.iter().for_each(|t| denied.topic(a, Read, &t.name));
+                    return Check::Within(denied);
+                }
             };
             let topics = req.topics.iter().map(|t| {
                 let parts = t.partitions.iter().map(|p| TxnOffsetCommitResponsePartition::default().with_partition_index(p.partition_index).with_error_code(code.code())).collect();

@@ -184,11 +184,11 @@ pub fn leave_group(node: &Node, version: i16, req: LeaveGroupRequest, now: u64, 
 
 /// OffsetCommit: unknown partitions and oversized metadata are refused one by one; the rest
 /// are written together and answered once replicated.
-pub fn offset_commit(node: &Node, version: i16, cid: i32, req: OffsetCommitRequest, now: u64, out: &mut Vec<Action>) -> Result<Outcome, String> {
+pub fn offset_commit(node: &Node, (version, cid): (i16, i32), req: OffsetCommitRequest, denied: &super::authz::Denied, now: u64, out: &mut Vec<Action>) -> Result<Outcome, String> {
     let group = req.group_id.0.to_string();
     let instance = str_opt(&req.group_instance_id);
     let asked = req.topics.iter().map(|t| (t.name.0.to_string(), t.partitions.iter().map(|p| (p.partition_index, p.committed_offset, if version >= 6 { p.committed_leader_epoch } else { -1 }, p.committed_metadata.as_ref())).collect()));
-    let (codes, slots, offsets) = checked_offsets(node, asked, now);
+    let (codes, slots, offsets) = checked_offsets(node, asked, denied, now);
     let mut r = OffsetCommitResponse::default();
     for (t, ps) in req.topics.iter().zip(codes) {
         let partitions = t.partitions.iter().zip(ps).map(|(p, e)| OffsetCommitResponsePartition::default().with_partition_index(p.partition_index).with_error_code(e)).collect();
@@ -204,12 +204,12 @@ pub fn offset_commit(node: &Node, version: i16, cid: i32, req: OffsetCommitReque
 
 /// TxnOffsetCommit (v0–3, the classic protocol): offsets committed inside the producer's
 /// transaction, pending until its marker reaches the group's offsets partition.
-pub fn txn_offset_commit(node: &Node, version: i16, cid: i32, req: TxnOffsetCommitRequest, now: u64, out: &mut Vec<Action>) -> Result<Outcome, String> {
+pub fn txn_offset_commit(node: &Node, (version, cid): (i16, i32), req: TxnOffsetCommitRequest, denied: &super::authz::Denied, now: u64, out: &mut Vec<Action>) -> Result<Outcome, String> {
     let group = req.group_id.0.to_string();
     let instance = if version >= 3 { str_opt(&req.group_instance_id) } else { None };
     let (member, generation) = if version >= 3 { (req.member_id.to_string(), req.generation_id) } else { (String::new(), -1) };
     let asked = req.topics.iter().map(|t| (t.name.0.to_string(), t.partitions.iter().map(|p| (p.partition_index, p.committed_offset, if version >= 2 { p.committed_leader_epoch } else { -1 }, p.committed_metadata.as_ref())).collect()));
-    let (codes, slots, offsets) = checked_offsets(node, asked, now);
+    let (codes, slots, offsets) = checked_offsets(node, asked, denied, now);
     let mut r = TxnOffsetCommitResponse::default();
     for (t, ps) in req.topics.iter().zip(codes) {
         let partitions = t.partitions.iter().zip(ps).map(|(p, e)| TxnOffsetCommitResponsePartition::default().with_partition_index(p.partition_index).with_error_code(e)).collect();
@@ -227,12 +227,12 @@ pub fn txn_offset_commit(node: &Node, version: i16, cid: i32, req: TxnOffsetComm
 /// A commit's partitions, as asked: (topic, [(partition, offset, leader epoch, metadata)]).
 type AskedOffsets<'a> = (String, Vec<(i32, i64, i32, Option<&'a StrBytes>)>);
 
-/// Checks each asked partition (a known partition, metadata within
+/// Checks each asked partition (a topic the caller may READ, a known partition, metadata within
 /// `offset.metadata.max.bytes`): per topic, each partition's code (0 for those going on to
 /// the coordinator, which get the commit's outcome later), their (topic, partition) slots in
 /// the response, and their offsets.
 #[allow(clippy::type_complexity)]
-fn checked_offsets<'a>(node: &Node, asked: impl Iterator<Item = AskedOffsets<'a>>, now: u64) -> (Vec<Vec<i16>>, Vec<(usize, usize)>, Vec<((String, i32), OffsetValue)>) {
+fn checked_offsets<'a>(node: &Node, asked: impl Iterator<Item = AskedOffsets<'a>>, denied: &super::authz::Denied, now: u64) -> (Vec<Vec<i16>>, Vec<(usize, usize)>, Vec<((String, i32), OffsetValue)>) {
     let parts = node.parts();
     let (b, metadata_max) = (&parts.broker, parts.groups.config().offset_metadata_max_bytes);
     let (mut codes, mut slots, mut offsets) = (Vec::new(), Vec::new(), Vec::new());
@@ -241,7 +241,9 @@ fn checked_offsets<'a>(node: &Node, asked: impl Iterator<Item = AskedOffsets<'a>
         let mut tc = Vec::new();
         for (pi, (p, offset, leader_epoch, metadata)) in partitions.into_iter().enumerate() {
             let metadata = metadata.map_or(String::new(), |m| m.to_string());
-            let e = if !known.is_some_and(|n| (0..n).contains(&p)) {
+            let e = if let Some(refused) = denied.of(&topic) {
+                refused.kafka_error(true).code()
+            } else if !known.is_some_and(|n| (0..n).contains(&p)) {
                 code(Code::UnknownTopicOrPartition)
             } else if metadata.len() > metadata_max {
                 code(Code::OffsetMetadataTooLarge)

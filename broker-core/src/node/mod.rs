@@ -401,8 +401,8 @@ fn handle_inner(node: &Node, prepared: Prepared, caller: Option<&Caller>, now: u
         RequestKind::SyncGroup(req) => group_handlers::sync_group(node, version, correlation_id, req, now, out),
         RequestKind::Heartbeat(req) => reply!(group_handlers::heartbeat(node, req, now, out)),
         RequestKind::LeaveGroup(req) => reply!(group_handlers::leave_group(node, version, req, now, out)),
-        RequestKind::OffsetCommit(req) => group_handlers::offset_commit(node, version, correlation_id, req, now, out),
-        RequestKind::TxnOffsetCommit(req) => group_handlers::txn_offset_commit(node, version, correlation_id, req, now, out),
+        RequestKind::OffsetCommit(req) => group_handlers::offset_commit(node, (version, correlation_id), req, &denied, now, out),
+        RequestKind::TxnOffsetCommit(req) => group_handlers::txn_offset_commit(node, (version, correlation_id), req, &denied, now, out),
         RequestKind::OffsetFetch(req) => {
             // Which groups named their topics (else: every committed one), for the filter.
             let named: Vec<bool> = match version >= 8 {

@@ -201,7 +201,7 @@ fn admin_apis_are_authorized_per_resource() {
     crate::testing::create(&n, "orders", 1, Default::default()).unwrap();
     crate::testing::create(&n, "other", 1, Default::default()).unwrap();
     // DELETE and READ on orders, DELETE on group g.
-    let create = CreateAclsRequest::default().with_creations(vec![creation(2, "orders", 3, 6, 3), creation(2, "orders", 3, 3, 3), creation(3, "g", 3, 6, 3)]);
+    let create = CreateAclsRequest::default().with_creations(vec![creation(2, "orders", 3, 6, 3), creation(2, "orders", 3, 3, 3), creation(3, "g", 3, 6, 3), creation(3, "g", 3, 3, 3)]);
     let c: CreateAclsResponse = reply(ask(&n, &admin, ApiKey::CreateAcls, 3, &create), ApiKey::CreateAcls, 3);
     assert!(c.results.iter().all(|r| r.error_code == 0), "{c:?}");
     let topic = |name: &str| DeleteRecordsTopic::default().with_name(TopicName(s(name))).with_partitions(vec![DeleteRecordsPartition::default().with_partition_index(0).with_offset(0)]);
@@ -218,6 +218,15 @@ fn admin_apis_are_authorized_per_resource() {
     assert_eq!(r.error_code, Code::GroupAuthorizationFailed.code());
     let r: OffsetDeleteResponse = reply(ask(&n, &alice, ApiKey::OffsetDelete, 0, &offsets("g", "other")), ApiKey::OffsetDelete, 0);
     assert_eq!((r.error_code, r.topics[0].partitions[0].error_code), (0, Code::TopicAuthorizationFailed.code()));
+    // An OffsetCommit to an allowed group: a topic she may not READ refused, the other committed.
+    use kafka_protocol::messages::offset_commit_request::{OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic};
+    use kafka_protocol::messages::offset_commit_response::OffsetCommitResponse;
+    let to = |name: &str| OffsetCommitRequestTopic::default().with_name(TopicName(s(name))).with_partitions(vec![OffsetCommitRequestPartition::default().with_partition_index(0).with_committed_offset(1)]);
+    let commit = OffsetCommitRequest::default().with_group_id(GroupId(s("g"))).with_generation_id_or_member_epoch(-1).with_topics(vec![to("orders"), to("other")]);
+    let r: OffsetCommitResponse = reply(ask(&n, &alice, ApiKey::OffsetCommit, 8, &commit), ApiKey::OffsetCommit, 8);
+    let codes: Vec<(String, i16)> = r.topics.iter().map(|t| (t.name.to_string(), t.partitions[0].error_code)).collect();
+    assert_eq!(codes[1], ("other".to_string(), Code::TopicAuthorizationFailed.code()), "{codes:?}");
+    assert!(![Code::TopicAuthorizationFailed.code(), Code::GroupAuthorizationFailed.code()].contains(&codes[0].1), "{codes:?}");
     // The cluster's admin APIs answer CLUSTER_AUTHORIZATION_FAILED where Kafka does.
     use kafka_protocol::messages::alter_user_scram_credentials_request::{AlterUserScramCredentialsRequest, ScramCredentialDeletion};
     use kafka_protocol::messages::elect_leaders_request::{ElectLeadersRequest, TopicPartitions};
