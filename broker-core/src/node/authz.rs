@@ -4,11 +4,13 @@
 //! - per resource inside the handler: Produce (WRITE topic, WRITE transactional id),
 //!   CreateTopics (CREATE cluster or topic), DeleteTopics and DeleteRecords (DELETE topic), AlterConfigs and
 //!   IncrementalAlterConfigs (ALTER_CONFIGS topic, or cluster for a broker), OffsetCommit and
-//!   TxnOffsetCommit (READ topic, once the group is allowed) get a [`Denied`]
+//!   TxnOffsetCommit (READ topic, once the group is allowed), DeleteGroups naming allowed and
+//!   refused groups (DELETE group) get a [`Denied`]
 //!   and answer each refused resource with its authorization error;
 //! - per topic around the handler: Metadata (DESCRIBE: hidden from a listing, named ones
 //!   TOPIC_AUTHORIZATION_FAILED, auto-creation only with CREATE), Fetch (READ), ListOffsets
-//!   (DESCRIBE) lose their refused topics before and get them back as errors after, and so do
+//!   (DESCRIBE) and a consumer's OffsetForLeaderEpoch (DESCRIBE) lose their refused topics
+//!   before and get them back as errors after, and so do
 //!   the refused groups of a DescribeGroups or an OffsetFetch (v8+) and the refused keys of a
 //!   batched FindCoordinator (v4+) that also names allowed ones;
 //! - the whole request: a refused group or transactional id (JoinGroup, SyncGroup, Heartbeat,
@@ -21,9 +23,7 @@
 //!   (DESCRIBE transactional id), OffsetFetch's topics (DESCRIBE topic: hidden from a listing,
 //!   refused where named).
 //!
-//! Anything else a principal is refused (a DeleteGroups mixing allowed and refused groups,
-//! which waits for its appends, or an OffsetForLeaderEpoch with a refused topic) closes the
-//! connection (fail closed, logged), and so
+//! Anything else a principal is refused closes the connection (fail closed, logged), and so
 //! does every API this module does not name for anyone but a super user: an API added to the
 //! broker is not open before its check is written.
 
@@ -75,6 +75,8 @@ pub struct Denied {
     /// Every resource of the request (its transactional id refused).
     pub all: Option<(Code, String)>,
     pub topics: BTreeMap<String, (Code, String)>,
+    /// Groups refused (DeleteGroups), with their code.
+    pub groups: BTreeMap<String, Code>,
     /// The cluster's own resources (a broker's configs) refused.
     pub cluster: Option<(Code, String)>,
 }
@@ -191,10 +193,15 @@ pub(super) fn check(access: Option<&Access>, request: &mut Request) -> Check {
             names.iter().for_each(|n| denied.topic(a, Delete, n));
             Check::Within(denied)
         }
-        RequestKind::OffsetForLeaderEpoch(req) if req.replica_id.0 < 0 => match req.topics.iter().find(|t| !a.can(Describe, ResourceType::Topic, &t.topic)) {
-            Some(t) => close(a.why(Describe, ResourceType::Topic, &t.topic)),
-            None => Check::Pass,
-        },
+        // A consumer's: its refused topics out now, answered TOPIC_AUTHORIZATION_FAILED after.
+        RequestKind::OffsetForLeaderEpoch(req) if req.replica_id.0 < 0 => {
+            let (allowed, refused): (Vec<_>, Vec<_>) = std::mem::take(&mut req.topics).into_iter().partition(|t| a.can(Describe, ResourceType::Topic, &t.topic));
+            req.topics = allowed;
+            match refused.is_empty() {
+                true => Check::Pass,
+                false => Check::Without { topics: refused.into_iter().map(|t| (t.topic.to_string(), Code::TopicAuthorizationFailed, t.partitions.iter().map(|p| p.partition).collect())).collect(), hide: false },
+            }
+        }
         RequestKind::JoinGroup(req) if !a.can(Read, Group, &req.group_id) => reply!(kafka_protocol::messages::JoinGroupResponse::default().with_error_code(Code::GroupAuthorizationFailed.code())),
         RequestKind::SyncGroup(req) if !a.can(Read, Group, &req.group_id) => reply!(kafka_protocol::messages::SyncGroupResponse::default().with_error_code(Code::GroupAuthorizationFailed.code())),
         RequestKind::Heartbeat(req) if !a.can(Read, Group, &req.group_id) => reply!(kafka_protocol::messages::HeartbeatResponse::default().with_error_code(Code::GroupAuthorizationFailed.code())),
@@ -273,7 +280,11 @@ pub(super) fn check(access: Option<&Access>, request: &mut Request) -> Check {
                 let results = req.groups_names.iter().map(|g| DeletableGroupResult::default().with_group_id(g.clone()).with_error_code(Code::GroupAuthorizationFailed.code())).collect();
                 reply!(kafka_protocol::messages::DeleteGroupsResponse::default().with_results(results))
             }
-            _ => close(format!("{} may not delete every group of this DeleteGroups", a.principal)),
+            _ => {
+                let mut denied = Denied::none();
+                denied.groups = req.groups_names.iter().filter(|g| !a.can(Delete, Group, g)).map(|g| (g.to_string(), Code::GroupAuthorizationFailed)).collect();
+                Check::Within(denied)
+            }
         },
         RequestKind::InitProducerId(req) => match &req.transactional_id {
             Some(id) if !a.can(Write, Txn, id) => reply!(kafka_protocol::messages::InitProducerIdResponse::default().with_error_code(Code::TransactionalIdAuthorizationFailed.code()).with_producer_id((-1).into())),
@@ -534,6 +545,16 @@ pub(super) fn offset_fetch_topics_after(access: &Access, resp: &mut kafka_protoc
     match named.first().copied().unwrap_or(false) {
         false => resp.topics.retain(|t| !hidden(&t.name)),
         true => resp.topics.iter_mut().filter(|t| hidden(&t.name)).for_each(|t| t.partitions.iter_mut().for_each(old)),
+    }
+}
+
+/// After a consumer's OffsetForLeaderEpoch handled without its refused topics: each asked
+/// partition of theirs answered with the error.
+pub(super) fn offset_for_leader_epoch_after(resp: &mut kafka_protocol::messages::OffsetForLeaderEpochResponse, refused: &[Refused]) {
+    use kafka_protocol::messages::offset_for_leader_epoch_response::{EpochEndOffset, OffsetForLeaderTopicResult};
+    for (name, code, partitions) in refused {
+        let each = partitions.iter().map(|p| EpochEndOffset::default().with_partition(*p).with_error_code(code.code()).with_leader_epoch(-1).with_end_offset(-1)).collect();
+        resp.topics.push(OffsetForLeaderTopicResult::default().with_topic(crate::protocol::topic_name(name)).with_partitions(each));
     }
 }
 

@@ -421,14 +421,14 @@ pub fn describe_groups(node: &Node, req: DescribeGroupsRequest, now: u64, out: &
 }
 
 /// DeleteGroups: each Empty group's offsets and metadata are tombstoned; answered once replicated.
-pub fn delete_groups(node: &Node, version: i16, cid: i32, req: DeleteGroupsRequest, now: u64, out: &mut Vec<Action>) -> Result<Outcome, String> {
+pub fn delete_groups(node: &Node, (version, cid): (i16, i32), req: DeleteGroupsRequest, denied: &super::authz::Denied, now: u64, out: &mut Vec<Action>) -> Result<Outcome, String> {
     let mut r = DeleteGroupsResponse::default();
     let mut tickets = Vec::new();
     with_groups(node, now, out, |_, c, w| {
         for (i, id) in req.groups_names.iter().enumerate() {
             let mut d = DeletableGroupResult::default();
             d.group_id = id.clone();
-            match c.delete_group(id.0.as_str(), now, w) {
+            match denied.groups.get(id.0.as_str()).map_or_else(|| c.delete_group(id.0.as_str(), now, w), |refused| Err(*refused)) {
                 Err(e) => d.error_code = code(e),
                 Ok(Pending::Now(())) => {}
                 Ok(Pending::Wait(t)) => tickets.push((t, i)),

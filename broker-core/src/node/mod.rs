@@ -385,7 +385,13 @@ fn handle_inner(node: &Node, prepared: Prepared, caller: Option<&Caller>, now: u
         RequestKind::EndTxn(req) => Ok(txn_handlers::end_txn(node, version, correlation_id, req, now, out)),
         RequestKind::DescribeTransactions(req) => reply!(filtered!(txn_handlers::describe_transactions(node, req, now, out), authz::describe_transactions_after)),
         RequestKind::ListTransactions(req) => reply!(filtered!(txn_handlers::list_transactions(node, version, req, now, out), authz::list_transactions_after)),
-        RequestKind::OffsetForLeaderEpoch(req) => reply!(handlers::offset_for_leader_epoch(&b(), version, req)),
+        RequestKind::OffsetForLeaderEpoch(req) => {
+            let mut resp = handlers::offset_for_leader_epoch(&b(), version, req);
+            if let Some((refused, _)) = &without {
+                authz::offset_for_leader_epoch_after(&mut resp, refused);
+            }
+            reply!(resp)
+        }
         RequestKind::BrokerRegistration(req) => controller_handlers::broker_registration(node, version, correlation_id, req, now),
         RequestKind::BrokerHeartbeat(req) => controller_handlers::broker_heartbeat(node, version, correlation_id, req, now),
         RequestKind::AlterPartition(req) => controller_handlers::alter_partition(node, version, correlation_id, req, now),
@@ -427,7 +433,7 @@ fn handle_inner(node: &Node, prepared: Prepared, caller: Option<&Caller>, now: u
             }
             reply!(resp)
         }
-        RequestKind::DeleteGroups(req) => group_handlers::delete_groups(node, version, correlation_id, req, now, out),
+        RequestKind::DeleteGroups(req) => group_handlers::delete_groups(node, (version, correlation_id), req, &denied, now, out),
         RequestKind::OffsetDelete(req) => group_handlers::offset_delete(node, version, correlation_id, req, now, out),
         RequestKind::Envelope(req) => forward::serve(node, version, correlation_id, req, now, attempt, out),
         RequestKind::DescribeUserScramCredentials(req) => reply!(user_handlers::describe(&b(), req)),

@@ -227,6 +227,21 @@ fn admin_apis_are_authorized_per_resource() {
     let codes: Vec<(String, i16)> = r.topics.iter().map(|t| (t.name.to_string(), t.partitions[0].error_code)).collect();
     assert_eq!(codes[1], ("other".to_string(), Code::TopicAuthorizationFailed.code()), "{codes:?}");
     assert!(![Code::TopicAuthorizationFailed.code(), Code::GroupAuthorizationFailed.code()].contains(&codes[0].1), "{codes:?}");
+    // DeleteGroups naming g (DELETE allowed) and h: h refused, g handled.
+    use kafka_protocol::messages::{DeleteGroupsRequest, DeleteGroupsResponse};
+    let del = DeleteGroupsRequest::default().with_groups_names(vec![GroupId(s("g")), GroupId(s("h"))]);
+    let r: DeleteGroupsResponse = reply(ask(&n, &alice, ApiKey::DeleteGroups, 2, &del), ApiKey::DeleteGroups, 2);
+    let codes: Vec<(String, i16)> = r.results.iter().map(|g| (g.group_id.to_string(), g.error_code)).collect();
+    assert_eq!(codes[1], ("h".to_string(), Code::GroupAuthorizationFailed.code()), "{codes:?}");
+    assert_ne!(codes[0].1, Code::GroupAuthorizationFailed.code(), "{codes:?}");
+    // A consumer's OffsetForLeaderEpoch: the topic she may not DESCRIBE answered per partition.
+    use kafka_protocol::messages::offset_for_leader_epoch_request::{OffsetForLeaderEpochRequest, OffsetForLeaderPartition, OffsetForLeaderTopic};
+    use kafka_protocol::messages::offset_for_leader_epoch_response::OffsetForLeaderEpochResponse;
+    let epochs = |name: &str| OffsetForLeaderTopic::default().with_topic(TopicName(s(name))).with_partitions(vec![OffsetForLeaderPartition::default().with_partition(0).with_leader_epoch(0).with_current_leader_epoch(-1)]);
+    let req = OffsetForLeaderEpochRequest::default().with_replica_id((-1).into()).with_topics(vec![epochs("orders"), epochs("other")]);
+    let r: OffsetForLeaderEpochResponse = reply(ask(&n, &alice, ApiKey::OffsetForLeaderEpoch, 4, &req), ApiKey::OffsetForLeaderEpoch, 4);
+    let codes: Vec<(String, i16)> = r.topics.iter().map(|t| (t.topic.to_string(), t.partitions[0].error_code)).collect();
+    assert_eq!(codes, vec![("orders".to_string(), 0), ("other".to_string(), Code::TopicAuthorizationFailed.code())]);
     // The cluster's admin APIs answer CLUSTER_AUTHORIZATION_FAILED where Kafka does.
     use kafka_protocol::messages::alter_user_scram_credentials_request::{AlterUserScramCredentialsRequest, ScramCredentialDeletion};
     use kafka_protocol::messages::elect_leaders_request::{ElectLeadersRequest, TopicPartitions};
