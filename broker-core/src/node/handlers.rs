@@ -46,7 +46,7 @@ pub fn metadata(b: &mut Broker, version: i16, req: MetadataRequest, controller_i
         })
         .collect();
     let unreachable: Vec<i32> = image.brokers.values().filter(|x| !x.fenced && x.endpoint(listener).is_none()).map(|x| x.id).collect();
-    if !image.brokers.get(&c.node_id).is_some_and(|x| !x.fenced) {
+    if image.brokers.get(&c.node_id).is_none_or(|x| x.fenced) {
         // Not registered (or fenced) yet: clients bootstrapped here still need a way back.
         let own = c.endpoints();
         if let Some(e) = own.iter().find(|e| e.name == listener).or(own.first()) {
