@@ -4,8 +4,8 @@
 //! - per resource inside the handler: Produce (WRITE topic, WRITE transactional id),
 //!   CreateTopics (CREATE cluster or topic), DeleteTopics and DeleteRecords (DELETE topic), AlterConfigs and
 //!   IncrementalAlterConfigs (ALTER_CONFIGS topic, or cluster for a broker), OffsetCommit and
-//!   TxnOffsetCommit (READ topic, once the group is allowed), DeleteGroups naming allowed and
-//!   refused groups (DELETE group) get a [`Denied`]
+//!   TxnOffsetCommit and OffsetDelete (READ topic, once the group is allowed), DeleteGroups
+//!   naming allowed and refused groups (DELETE group) get a [`Denied`]
 //!   and answer each refused resource with its authorization error;
 //! - per topic around the handler: Metadata (DESCRIBE: hidden from a listing, named ones
 //!   TOPIC_AUTHORIZATION_FAILED, auto-creation only with CREATE), Fetch (READ), ListOffsets
@@ -128,7 +128,6 @@ pub(super) fn check(access: Option<&Access>, request: &mut Request) -> Check {
         return Check::Pass;
     }
     let (key, version, correlation_id) = (request.key, request.version, request.correlation_id());
-    let close = |why: String| Check::Refuse(Outcome::Close(format!("not authorized: {why}")));
     macro_rules! reply {
         ($body:expr) => {
             Check::Refuse(Outcome::Reply(Response::new(key, version, correlation_id, $body)))
@@ -394,22 +393,14 @@ pub(super) fn check(access: Option<&Access>, request: &mut Request) -> Check {
             req.topics.iter().for_each(|t| denied.topic(a, Delete, &t.name));
             Check::Within(denied)
         }
-        RequestKind::OffsetDelete(req) => {
-            use kafka_protocol::messages::offset_delete_response::{OffsetDeleteResponsePartition, OffsetDeleteResponseTopic};
-            let refused = req.topics.iter().filter(|t| !a.can(Read, ResourceType::Topic, &t.name)).count();
-            match (a.can(Delete, Group, &req.group_id), refused) {
-                (false, _) => reply!(kafka_protocol::messages::OffsetDeleteResponse::default().with_error_code(Code::GroupAuthorizationFailed.code())),
-                (true, 0) => Check::Pass,
-                (true, n) if n == req.topics.len() => {
-                    let topics = req.topics.iter().map(|t| {
-                        let parts = t.partitions.iter().map(|p| OffsetDeleteResponsePartition::default().with_partition_index(p.partition_index).with_error_code(Code::TopicAuthorizationFailed.code())).collect();
-                        OffsetDeleteResponseTopic::default().with_name(t.name.clone()).with_partitions(parts)
-                    });
-                    reply!(kafka_protocol::messages::OffsetDeleteResponse::default().with_topics(topics.collect()))
-                }
-                _ => close(format!("{} may not read every topic of this OffsetDelete", a.principal)),
+        RequestKind::OffsetDelete(req) => match a.can(Delete, Group, &req.group_id) {
+            false => reply!(kafka_protocol::messages::OffsetDeleteResponse::default().with_error_code(Code::GroupAuthorizationFailed.code())),
+            true => {
+                let mut denied = Denied::none();
+                req.topics.iter().for_each(|t| denied.topic(a, Read, &t.name));
+                Check::Within(denied)
             }
-        }
+        },
         RequestKind::ElectLeaders(req) if !a.cluster(Alter) => {
             use kafka_protocol::messages::elect_leaders_response::{PartitionResult, ReplicaElectionResult};
             let refused = |p: &i32| PartitionResult::default().with_partition_id(*p).with_error_code(Code::ClusterAuthorizationFailed.code());

@@ -440,17 +440,22 @@ pub fn delete_groups(node: &Node, (version, cid): (i16, i32), req: DeleteGroupsR
     wait_all(At { node, out }, reply, tickets.into_iter().map(|(t, _)| t).collect(), group_request_wait_ms_max)
 }
 
-/// OffsetDelete: refused (GROUP_SUBSCRIBED_TO_TOPIC) for topics the group consumes.
-pub fn offset_delete(node: &Node, version: i16, cid: i32, req: OffsetDeleteRequest, now: u64, out: &mut Vec<Action>) -> Result<Outcome, String> {
+/// OffsetDelete: refused (GROUP_SUBSCRIBED_TO_TOPIC) for topics the group consumes, and per
+/// partition for a topic the caller may not READ (`denied`).
+pub fn offset_delete(node: &Node, (version, cid): (i16, i32), req: OffsetDeleteRequest, denied: &super::authz::Denied, now: u64, out: &mut Vec<Action>) -> Result<Outcome, String> {
     let mut r = OffsetDeleteResponse::default();
     let mut parts = Vec::new();
     for t in &req.topics {
         let mut tr = OffsetDeleteResponseTopic::default();
         tr.name = t.name.clone();
+        let refused = denied.of(t.name.0.as_str()).map(|e| e.kafka_error(true).code());
         for p in &t.partitions {
             let mut pr = OffsetDeleteResponsePartition::default();
             pr.partition_index = p.partition_index;
-            parts.push((t.name.0.to_string(), p.partition_index));
+            match refused {
+                Some(code) => pr.error_code = code,
+                None => parts.push((t.name.0.to_string(), p.partition_index)),
+            }
             tr.partitions.push(pr);
         }
         r.topics.push(tr);

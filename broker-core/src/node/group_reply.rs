@@ -102,7 +102,8 @@ impl GroupReply {
             GroupReply::OffsetDelete { version, cid, mut response } => {
                 match answers.first() {
                     Some(Answer::Written(Err(Code::GroupSubscribedToTopic))) => {
-                        response.topics.iter_mut().flat_map(|t| t.partitions.iter_mut()).for_each(|p| p.error_code = code(Code::GroupSubscribedToTopic));
+                        // Those refused already (authorization) keep their code.
+                        response.topics.iter_mut().flat_map(|t| t.partitions.iter_mut()).filter(|p| p.error_code == 0).for_each(|p| p.error_code = code(Code::GroupSubscribedToTopic));
                     }
                     _ => response.error_code = written(0),
                 }

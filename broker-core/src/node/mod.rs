@@ -434,7 +434,7 @@ fn handle_inner(node: &Node, prepared: Prepared, caller: Option<&Caller>, now: u
             reply!(resp)
         }
         RequestKind::DeleteGroups(req) => group_handlers::delete_groups(node, (version, correlation_id), req, &denied, now, out),
-        RequestKind::OffsetDelete(req) => group_handlers::offset_delete(node, version, correlation_id, req, now, out),
+        RequestKind::OffsetDelete(req) => group_handlers::offset_delete(node, (version, correlation_id), req, &denied, now, out),
         RequestKind::Envelope(req) => forward::serve(node, version, correlation_id, req, now, attempt, out),
         RequestKind::DescribeUserScramCredentials(req) => reply!(user_handlers::describe(&b(), req)),
         RequestKind::AlterUserScramCredentials(req) => user_handlers::alter(node, version, correlation_id, req, now),
