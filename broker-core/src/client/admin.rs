@@ -98,10 +98,7 @@ pub async fn create_acl(addr: SocketAddr, acl: &crate::security::acl::Acl, timeo
         .with_permission_type(acl.permission.code());
     let r = conn.send(&CreateAclsRequest::default().with_creations(vec![c])).await?;
     let result = r.results.first().ok_or_else(|| ClientError::Protocol("CreateAcls answered no result".into()))?;
-    match result.error_code {
-        0 => Ok(()),
-        code => Err(ClientError::kafka(code, result.error_message.as_ref().map_or(String::new(), |m| m.to_string()))),
-    }
+    answered(result.error_code, result.error_message.as_ref())
 }
 
 /// Removes exactly `acl` (a filter naming every field) through the broker at `addr`; removing
@@ -120,10 +117,7 @@ pub async fn delete_acl(addr: SocketAddr, acl: &crate::security::acl::Acl, timeo
         .with_permission_type(acl.permission.code());
     let r = conn.send(&DeleteAclsRequest::default().with_filters(vec![f])).await?;
     let result = r.filter_results.first().ok_or_else(|| ClientError::Protocol("DeleteAcls answered no result".into()))?;
-    match result.error_code {
-        0 => Ok(()),
-        code => Err(ClientError::kafka(code, result.error_message.as_ref().map_or(String::new(), |m| m.to_string()))),
-    }
+    answered(result.error_code, result.error_message.as_ref())
 }
 
 /// Stores `user`'s SCRAM credential for `mechanism` (salted here with `salt`, as Kafka's admin
@@ -156,8 +150,13 @@ async fn alter_scram(addr: SocketAddr, req: kafka_protocol::messages::AlterUserS
     let mut conn = Conn::connect(addr, "seedlog-admin", timeout).await?;
     let r = conn.send(&req).await?;
     let result = r.results.first().ok_or_else(|| ClientError::Protocol("AlterUserScramCredentials answered no result".into()))?;
-    match result.error_code {
+    answered(result.error_code, result.error_message.as_ref())
+}
+
+/// One result's error code and message as the outcome.
+fn answered(code: i16, message: Option<&StrBytes>) -> Result<(), ClientError> {
+    match code {
         0 => Ok(()),
-        code => Err(ClientError::kafka(code, result.error_message.as_ref().map_or(String::new(), |m| m.to_string()))),
+        code => Err(ClientError::kafka(code, message.map_or(String::new(), |m| m.to_string()))),
     }
 }
