@@ -193,14 +193,7 @@ pub(super) fn check(access: Option<&Access>, request: &mut Request) -> Check {
             Check::Within(denied)
         }
         // A consumer's: its refused topics out now, answered TOPIC_AUTHORIZATION_FAILED after.
-        RequestKind::OffsetForLeaderEpoch(req) if req.replica_id.0 < 0 => {
-            let (allowed, refused): (Vec<_>, Vec<_>) = std::mem::take(&mut req.topics).into_iter().partition(|t| a.can(Describe, ResourceType::Topic, &t.topic));
-            req.topics = allowed;
-            match refused.is_empty() {
-                true => Check::Pass,
-                false => Check::Without { topics: refused.into_iter().map(|t| (t.topic.to_string(), Code::TopicAuthorizationFailed, t.partitions.iter().map(|p| p.partition).collect())).collect(), hide: false },
-            }
-        }
+        RequestKind::OffsetForLeaderEpoch(req) if req.replica_id.0 < 0 => strip(&mut req.topics, |t| a.can(Describe, ResourceType::Topic, &t.topic), |t| (t.topic.to_string(), Code::TopicAuthorizationFailed, t.partitions.iter().map(|p| p.partition).collect())),
         RequestKind::JoinGroup(req) if !a.can(Read, Group, &req.group_id) => reply!(kafka_protocol::messages::JoinGroupResponse::default().with_error_code(Code::GroupAuthorizationFailed.code())),
         RequestKind::SyncGroup(req) if !a.can(Read, Group, &req.group_id) => reply!(kafka_protocol::messages::SyncGroupResponse::default().with_error_code(Code::GroupAuthorizationFailed.code())),
         RequestKind::Heartbeat(req) if !a.can(Read, Group, &req.group_id) => reply!(kafka_protocol::messages::HeartbeatResponse::default().with_error_code(Code::GroupAuthorizationFailed.code())),
@@ -225,21 +218,11 @@ pub(super) fn check(access: Option<&Access>, request: &mut Request) -> Check {
             false => reply!(kafka_protocol::messages::OffsetFetchResponse::default().with_error_code(Code::GroupAuthorizationFailed.code())),
             true => Check::Filter,
         },
-        RequestKind::OffsetFetch(req) => {
-            use kafka_protocol::messages::offset_fetch_response::OffsetFetchResponseGroup;
-            let group_ok = |g: &str| a.can(Describe, Group, g);
-            if req.groups.iter().all(|g| group_ok(&g.group_id)) {
-                Check::Filter
-            } else if req.groups.iter().all(|g| !group_ok(&g.group_id)) {
-                let groups = req.groups.iter().map(|g| OffsetFetchResponseGroup::default().with_group_id(g.group_id.clone()).with_error_code(Code::GroupAuthorizationFailed.code())).collect();
-                reply!(kafka_protocol::messages::OffsetFetchResponse::default().with_groups(groups))
-            } else {
-                // The refused groups out now, answered after; the allowed ones' topics filtered.
-                let (allowed, refused): (Vec<_>, Vec<_>) = std::mem::take(&mut req.groups).into_iter().partition(|g| group_ok(&g.group_id));
-                req.groups = allowed;
-                Check::Without { topics: refused.into_iter().map(|g| (g.group_id.to_string(), Code::GroupAuthorizationFailed, Vec::new())).collect(), hide: false }
-            }
-        }
+        // The refused groups out now, answered after; the allowed ones' topics filtered.
+        RequestKind::OffsetFetch(req) => match strip(&mut req.groups, |g| a.can(Describe, Group, &g.group_id), |g| (g.group_id.to_string(), Code::GroupAuthorizationFailed, Vec::new())) {
+            Check::Pass => Check::Filter,
+            without => without,
+        },
         RequestKind::FindCoordinator(req) => {
             let keys: Vec<String> = if version >= 4 { req.coordinator_keys.iter().map(|k| k.to_string()).collect() } else { vec![req.key.to_string()] };
             let (kind, code) = if req.key_type == 1 { (Txn, Code::TransactionalIdAuthorizationFailed) } else { (Group, Code::GroupAuthorizationFailed) };
@@ -247,44 +230,16 @@ pub(super) fn check(access: Option<&Access>, request: &mut Request) -> Check {
             match refused.first() {
                 None => Check::Pass,
                 Some(k) if version < 4 => reply!(kafka_protocol::messages::FindCoordinatorResponse::default().with_error_code(code.code()).with_error_message(Some(s(&a.why(Describe, kind, k))))),
-                Some(_) if refused.len() == keys.len() => {
-                    use kafka_protocol::messages::find_coordinator_response::Coordinator;
-                    let each = keys.iter().map(|k| Coordinator::default().with_key(s(k)).with_node_id((-1).into()).with_port(-1).with_error_code(code.code()).with_error_message(Some(s(&a.why(Describe, kind, k))))).collect();
-                    reply!(kafka_protocol::messages::FindCoordinatorResponse::default().with_coordinators(each))
-                }
-                Some(_) => {
-                    let (allowed, refused): (Vec<_>, Vec<_>) = std::mem::take(&mut req.coordinator_keys).into_iter().partition(|k| a.can(Describe, kind, k));
-                    req.coordinator_keys = allowed;
-                    Check::Without { topics: refused.into_iter().map(|k| (k.to_string(), code, Vec::new())).collect(), hide: false }
-                }
+                Some(_) => strip(&mut req.coordinator_keys, |k| a.can(Describe, kind, k), |k| (k.to_string(), code, Vec::new())),
             }
         }
-        RequestKind::DescribeGroups(req) => match req.groups.iter().filter(|g| !a.can(Describe, Group, g)).count() {
-            0 => Check::Pass,
-            n if n == req.groups.len() => {
-                use kafka_protocol::messages::describe_groups_response::DescribedGroup;
-                let groups = req.groups.iter().map(|g| DescribedGroup::default().with_group_id(g.clone()).with_error_code(Code::GroupAuthorizationFailed.code())).collect();
-                reply!(kafka_protocol::messages::DescribeGroupsResponse::default().with_groups(groups))
-            }
-            _ => {
-                let (allowed, refused): (Vec<_>, Vec<_>) = std::mem::take(&mut req.groups).into_iter().partition(|g| a.can(Describe, Group, g));
-                req.groups = allowed;
-                Check::Without { topics: refused.into_iter().map(|g| (g.to_string(), Code::GroupAuthorizationFailed, Vec::new())).collect(), hide: false }
-            }
-        },
-        RequestKind::DeleteGroups(req) => match req.groups_names.iter().filter(|g| !a.can(Delete, Group, g)).count() {
-            0 => Check::Pass,
-            n if n == req.groups_names.len() => {
-                use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
-                let results = req.groups_names.iter().map(|g| DeletableGroupResult::default().with_group_id(g.clone()).with_error_code(Code::GroupAuthorizationFailed.code())).collect();
-                reply!(kafka_protocol::messages::DeleteGroupsResponse::default().with_results(results))
-            }
-            _ => {
-                let mut denied = Denied::none();
-                denied.groups = req.groups_names.iter().filter(|g| !a.can(Delete, Group, g)).map(|g| (g.to_string(), Code::GroupAuthorizationFailed)).collect();
-                Check::Within(denied)
-            }
-        },
+        RequestKind::DescribeGroups(req) => strip(&mut req.groups, |g| a.can(Describe, Group, g), |g| (g.to_string(), Code::GroupAuthorizationFailed, Vec::new())),
+        // Each refused group answered in its place by the handler, which deletes the others.
+        RequestKind::DeleteGroups(req) => {
+            let mut denied = Denied::none();
+            denied.groups = req.groups_names.iter().filter(|g| !a.can(Delete, Group, g)).map(|g| (g.to_string(), Code::GroupAuthorizationFailed)).collect();
+            Check::Within(denied)
+        }
         RequestKind::InitProducerId(req) => match &req.transactional_id {
             Some(id) if !a.can(Write, Txn, id) => reply!(kafka_protocol::messages::InitProducerIdResponse::default().with_error_code(Code::TransactionalIdAuthorizationFailed.code()).with_producer_id((-1).into())),
             Some(_) => Check::Pass,
@@ -409,6 +364,17 @@ pub(super) fn check(access: Option<&Access>, request: &mut Request) -> Check {
         }
         RequestKind::ElectLeaders(_) => Check::Pass,
         _ => cluster(a, ClusterAction, key),
+    }
+}
+
+/// Takes out of `items` those `keep` refuses, each named by `refused`: [`Check::Pass`] when
+/// none is, else [`Check::Without`] (handled without them, each answered with its error after).
+fn strip<T>(items: &mut Vec<T>, keep: impl Fn(&T) -> bool, refused: impl Fn(T) -> Refused) -> Check {
+    let (allowed, out): (Vec<T>, Vec<T>) = std::mem::take(items).into_iter().partition(|t| keep(t));
+    *items = allowed;
+    match out.is_empty() {
+        true => Check::Pass,
+        false => Check::Without { topics: out.into_iter().map(refused).collect(), hide: false },
     }
 }
 
