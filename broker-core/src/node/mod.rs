@@ -314,6 +314,17 @@ fn handle_inner(node: &Node, prepared: Prepared, caller: Option<&Caller>, now: u
             resp
         }};
     }
+    // An answer handled without the resources the check took out, given them back with
+    // their errors (`Check::Without`).
+    macro_rules! readded {
+        ($resp:expr, $after:path) => {{
+            let mut resp = $resp;
+            if let Some((refused, _)) = &without {
+                $after(&mut resp, refused);
+            }
+            resp
+        }};
+    }
     if let (RequestKind::Produce(req), Some(checked), None) = (&request.body, &batches, &verified) {
         let job = req.transactional_id.as_ref().and_then(|id| verify::start(&mut node.broker(), id.0.as_str(), req, checked));
         if let Some(job) = job {
@@ -363,13 +374,7 @@ fn handle_inner(node: &Node, prepared: Prepared, caller: Option<&Caller>, now: u
                 handlers::FetchDecision::Park(wait_ms) => Ok(Outcome::Park { wait_ms, metadata }),
             }
         }
-        RequestKind::ListOffsets(req) => {
-            let mut resp = handlers::list_offsets(&b(), version, req);
-            if let Some((refused, _)) = &without {
-                authz::list_offsets_after(&mut resp, refused);
-            }
-            reply!(resp)
-        }
+        RequestKind::ListOffsets(req) => reply!(readded!(handlers::list_offsets(&b(), version, req), authz::list_offsets_after)),
         RequestKind::DescribeProducers(req) => reply!(filtered!(txn_handlers::describe_producers(&b(), req), authz::describe_producers_after)),
         RequestKind::WriteTxnMarkers(req) => Ok(txn_handlers::write_txn_markers(node, version, correlation_id, req, now, out)),
         RequestKind::CreateTopics(req) => controller_handlers::create_topics(node, version, correlation_id, req, &denied, now),
@@ -385,23 +390,13 @@ fn handle_inner(node: &Node, prepared: Prepared, caller: Option<&Caller>, now: u
         RequestKind::EndTxn(req) => Ok(txn_handlers::end_txn(node, version, correlation_id, req, now, out)),
         RequestKind::DescribeTransactions(req) => reply!(filtered!(txn_handlers::describe_transactions(node, req, now, out), authz::describe_transactions_after)),
         RequestKind::ListTransactions(req) => reply!(filtered!(txn_handlers::list_transactions(node, version, req, now, out), authz::list_transactions_after)),
-        RequestKind::OffsetForLeaderEpoch(req) => {
-            let mut resp = handlers::offset_for_leader_epoch(&b(), version, req);
-            if let Some((refused, _)) = &without {
-                authz::offset_for_leader_epoch_after(&mut resp, refused);
-            }
-            reply!(resp)
-        }
+        RequestKind::OffsetForLeaderEpoch(req) => reply!(readded!(handlers::offset_for_leader_epoch(&b(), version, req), authz::offset_for_leader_epoch_after)),
         RequestKind::BrokerRegistration(req) => controller_handlers::broker_registration(node, version, correlation_id, req, now),
         RequestKind::BrokerHeartbeat(req) => controller_handlers::broker_heartbeat(node, version, correlation_id, req, now),
         RequestKind::AlterPartition(req) => controller_handlers::alter_partition(node, version, correlation_id, req, now),
         RequestKind::FindCoordinator(req) => {
             let listener = listener();
-            let mut resp = group_handlers::find_coordinator(&mut b(), version, req, &listener);
-            if let Some((refused, _)) = &without {
-                authz::find_coordinator_after(&mut resp, refused);
-            }
-            reply!(resp)
+            reply!(readded!(group_handlers::find_coordinator(&mut b(), version, req, &listener), authz::find_coordinator_after))
         }
         RequestKind::JoinGroup(req) => group_handlers::join_group(node, version, correlation_id, (&client_id, peer), req, now, out),
         RequestKind::SyncGroup(req) => group_handlers::sync_group(node, version, correlation_id, req, now, out),
@@ -420,19 +415,10 @@ fn handle_inner(node: &Node, prepared: Prepared, caller: Option<&Caller>, now: u
                 let b = node.broker();
                 authz::offset_fetch_topics_after(&authz::Access::new(&b.config().security.authorizer, b.image(), caller), &mut resp, &named);
             }
-            if let Some((refused, _)) = &without {
-                authz::offset_fetch_after(&mut resp, refused);
-            }
-            reply!(resp)
+            reply!(readded!(resp, authz::offset_fetch_after))
         }
         RequestKind::ListGroups(req) => reply!(filtered!(group_handlers::list_groups(node, version, req, now, out), authz::list_groups_after)),
-        RequestKind::DescribeGroups(req) => {
-            let mut resp = group_handlers::describe_groups(node, req, now, out);
-            if let Some((refused, _)) = &without {
-                authz::describe_groups_after(&mut resp, refused);
-            }
-            reply!(resp)
-        }
+        RequestKind::DescribeGroups(req) => reply!(readded!(group_handlers::describe_groups(node, req, now, out), authz::describe_groups_after)),
         RequestKind::DeleteGroups(req) => group_handlers::delete_groups(node, (version, correlation_id), req, &denied, now, out),
         RequestKind::OffsetDelete(req) => group_handlers::offset_delete(node, (version, correlation_id), req, &denied, now, out),
         RequestKind::Envelope(req) => forward::serve(node, version, correlation_id, req, now, attempt, out),
