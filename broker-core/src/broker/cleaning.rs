@@ -105,7 +105,11 @@ impl Broker {
         };
         // The cleaned file's periodic sync, off the node's lock like a flush (issue 32).
         if let Some(job) = part.log.take_cleaner_sync() {
-            out.push(Action::Sync { topic, partition, job });
+            out.push(Action::Sync { topic: topic.clone(), partition, job });
+        }
+        // And a whole group's swap (`log::swap`): the next turn waits for its report.
+        if let Some(job) = part.log.take_swap() {
+            out.push(Action::Swap { topic, partition, job });
         }
         out
     }

@@ -6,7 +6,7 @@
 use super::partition::{Following, Partition};
 use super::producer::ProducerStates;
 use super::{Broker, Error};
-use crate::log::batch;
+use crate::log::{batch, LogError};
 use crate::replication::Role;
 use std::collections::BTreeSet;
 
@@ -76,7 +76,11 @@ impl Broker {
         let target = target.max(0);
         let cut = target < leo && rules.follower_truncates();
         if cut {
-            part.log.truncate_to(target, now)?;
+            match part.log.truncate_to(target, now) {
+                // A cleaning swap in flight (`log::swap`): the next round asks again.
+                Err(LogError::Busy(_)) => return Ok(None),
+                done => done?,
+            }
             part.rebuild_producers()?;
         }
         let leo = part.leo();
@@ -155,7 +159,11 @@ impl Broker {
     pub fn restart_from(&mut self, name: &str, p: i32, leader: i32, leader_epoch: i32, leader_start: i64, now: u64) -> Result<(), Error> {
         let (me, observer) = (self.config.node_id, self.config.observer.clone());
         let Some(part) = self.followed_mut(name, p, leader, leader_epoch) else { return Ok(()) };
-        part.log.truncate_fully(leader_start, now)?;
+        match part.log.truncate_fully(leader_start, now) {
+            // A cleaning swap in flight (`log::swap`): the next fetch is refused again.
+            Err(LogError::Busy(_)) => return Ok(()),
+            done => done?,
+        }
         part.producers = ProducerStates::default();
         let leo = part.leo();
         part.replication.on_truncate(leo);

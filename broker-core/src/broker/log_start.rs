@@ -104,7 +104,7 @@ fn lowered(disk: &dyn Disk, dir: &Path, log: &Log, floor: i64) -> Result<i64, Er
 /// bounded by `offset` removes exactly the segments wholly below it, with the log's own durable
 /// bookkeeping (directory sync, epoch cache, recovery point). The log's settings are restored
 /// whatever happens.
-fn trim_below(log: &mut Log, offset: i64, now: u64) -> Result<usize, LogError> {
+pub(super) fn trim_below(log: &mut Log, offset: i64, now: u64) -> Result<usize, LogError> {
     if log.segment_bases().get(1).is_none_or(|&next| next > offset) {
         return Ok(0); // nothing wholly below
     }

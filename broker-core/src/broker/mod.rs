@@ -96,6 +96,9 @@ pub enum Action {
     /// The files of segments retention or DeleteRecords deleted (their names are gone): the
     /// shell closes them off the node's lock, since the last close frees their blocks.
     Release(crate::log::Released),
+    /// A cleaned group's swap (its syncs, renames and directory syncs): the shell runs it off
+    /// the node's lock and reports with `node::Input::Swapped` (`log::swap`).
+    Swap { topic: String, partition: i32, job: crate::log::SwapJob },
     /// A coordinator's answer for a request that waited on `ticket` (a rebalance completed, a
     /// commit replicated, a transaction's state written): the shell hands it to the request
     /// holding the ticket.
@@ -327,6 +330,22 @@ impl Broker {
             out.push(Action::Wake);
             part.observed(&self.config.observer, me, name, p, now);
         }
+        self.note_log(name, p);
+        out
+    }
+
+    /// A cleaning swap of `name`-`p`'s log ([`Action::Swap`]) came back: the cleaned segment
+    /// takes its group's place, or the log goes offline; deletions that waited for it (below
+    /// the log start) are made now, and the cleaner's next turn is due.
+    pub fn swapped(&mut self, name: &str, p: i32, done: crate::log::Swapped, now: u64) -> Vec<Action> {
+        let mut out = Vec::new();
+        let Some(part) = self.partitions.get_mut(name, p) else { return out };
+        let floor = part.start_floor;
+        let trimmed = part.log.swapped(done).and_then(|()| log_start::trim_below(&mut part.log, floor, now).map(drop));
+        if let Err(e) = trimmed {
+            out.push(Action::Log(Level::Error, format!("{name}-{p}: cleaning: {e}")));
+        }
+        self.cleaner.next_ms = self.cleaner.next_ms.min(now);
         self.note_log(name, p);
         out
     }

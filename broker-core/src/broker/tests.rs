@@ -246,7 +246,8 @@ fn a_compacted_topic_is_cleaned_on_the_timer_and_refuses_keyless_records() {
     // The cleaner's turns, each a bounded step, each saying when the next is due.
     let (mut now, mut lines) = (1_000_000, Vec::new());
     for _ in 0..1000 {
-        lines.extend(b.clean_step(now));
+        let step = b.clean_step(now);
+        lines.extend(crate::testing::run_syncs(&mut b, step, now));
         let next = b.cleaner_due();
         if lines.iter().filter_map(Action::line).any(|l| l.contains("c-0: cleaned")) {
             break;

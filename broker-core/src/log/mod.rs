@@ -41,6 +41,7 @@ mod retired;
 mod planted;
 mod segment;
 mod segment_files;
+mod swap;
 
 pub use alarm::FailureAlarm;
 pub use batch::{BatchError, BatchHeader};
@@ -51,6 +52,7 @@ pub use pass::Step as CleanStep;
 pub use durability::StagedCheckpoint;
 pub use retired::Released;
 pub use deferred::{SyncJob, SyncStamp};
+pub use swap::{SwapJob, Swapped};
 pub use region::{FileRegion, Records, RegionError};
 pub use segment::{file_stem, Cut};
 
@@ -90,6 +92,10 @@ pub enum LogError {
     /// UnexpectedAppendOffsetException).
     #[error("replicated batch starts at offset {found} where {expected} was expected")]
     NonContiguous { expected: i64, found: i64 },
+    /// A truncation waits for a cleaning swap in flight (`swap`); nothing changed. Kafka: none
+    /// (its truncation waits on the log's lock); the follower asks again.
+    #[error("busy: {0}")]
+    Busy(String),
 }
 
 /// Maps an IO error on `path` during `op` to [`LogError::Io`].
@@ -192,6 +198,8 @@ pub struct Log {
     aborted_durable_to: Option<i64>,
     /// Deleted segments' `.log` files for the owner to close (syncs deferred only: `retired`).
     released: Vec<Arc<region::SegmentLog>>,
+    /// A cleaned group's swap left to the owner, until it reports back (`swap`).
+    swap: Option<Box<swap::InFlight>>,
 }
 
 impl Log {
@@ -265,7 +273,7 @@ impl Log {
         // A clean point above the end (a crash cut the log after it was written) would call
         // records appended later clean.
         let cleaned_to = cleaner::read_checkpoint(disk.as_ref(), &dir)?.min(end);
-        let mut log = Log { disk, dir, config, segments, recovery_point, unflushed_records: 0, unflushed_since_ms: None, dir_dirty: true, owed, epochs, failed: None, cleaned_to, pass: None, retired: retired::Retired::default(), checkpoint_in_place: false, checkpointed: report.recovery_point, alarm: None, deferred: deferred::Deferred::new(), snapshots, aborted: Vec::new(), aborted_untrusted: false, aborted_durable_to: Some(report.recovery_point.min(end)), released: Vec::new() };
+        let mut log = Log { disk, dir, config, segments, recovery_point, unflushed_records: 0, unflushed_since_ms: None, dir_dirty: true, owed, epochs, failed: None, cleaned_to, pass: None, retired: retired::Retired::default(), checkpoint_in_place: false, checkpointed: report.recovery_point, alarm: None, deferred: deferred::Deferred::new(), snapshots, aborted: Vec::new(), aborted_untrusted: false, aborted_durable_to: Some(report.recovery_point.min(end)), released: Vec::new(), swap: None };
         log.load_aborted()?;
         // A snapshot past the recovered end describes batches the log no longer has, and one
         // below its start batches it cannot replay after it: both go, durably, before new
@@ -444,10 +452,10 @@ impl Log {
         }
     }
 
-    /// Whether retention could delete anything here: the policy deletes and there is a
-    /// segment besides the active one.
+    /// Whether retention could delete anything here: the policy deletes, there is a segment
+    /// besides the active one, and no cleaning swap is in flight (`swap`).
     fn retention_candidate(&self) -> bool {
-        self.config.cleanup.delete && self.segments.len() >= 2
+        self.config.cleanup.delete && self.segments.len() >= 2 && self.swap.is_none()
     }
 
     /// The earliest `now` at which [`Log::apply_retention`] with this `upper` deletes a

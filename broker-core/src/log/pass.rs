@@ -109,9 +109,13 @@ impl Log {
     /// group is being swapped takes the log offline (memory would be unsure of the disk); any
     /// other failure only ends the pass.
     pub fn clean_step(&mut self, now: u64, upper: i64, map_bytes: usize, budget: usize, keep: Keep) -> Result<Step, LogError> {
-        // Every step frees a slice of what earlier swaps replaced, pass or no pass.
-        let freeing = !self.retired.is_empty();
+        // Every step frees a slice of what earlier swaps replaced, pass or no pass; a pass
+        // whose swap is in flight waits for it (`swap`).
+        let freeing = !self.retired.is_empty() || self.swapping();
         self.retired.free_slice();
+        if self.swapping() {
+            return Ok(Step::Working { bytes: 0 });
+        }
         let mut pass = match self.pass.take() {
             Some(pass) => pass,
             None if self.cleaning_due(now, upper) => {
@@ -360,6 +364,9 @@ impl Log {
                         let g = group.take().expect("matched above");
                         *next = g.end;
                         self.finish_group(g, &mut pass.stats, now)?;
+                        if self.swapping() {
+                            return Ok(Progress::More(bytes)); // the next step waits for it
+                        }
                     }
                 }
             }
@@ -389,19 +396,13 @@ impl Log {
         if !g.removed_markers.is_empty() {
             self.before_removing_markers(base, g.end, &g.removed_markers)?;
         }
-        // From the rename on, a failure leaves memory unsure of the disk: the log goes offline
-        // and reopening completes or drops the swap (see `cleaner`).
-        let seg = cleaner::swap_in(self.disk.as_ref(), &self.dir, g.seg, &g.bases, self.config.index_interval_bytes, now);
-        let seg = seg.inspect_err(|e| self.go_offline(format!("cleaning: {e}"), true))?;
         stats.segments_rewritten += g.bases.len();
         stats.bytes_before += g.before;
-        stats.bytes_after += seg.size();
-        for old in self.segments.splice(i..j, [seg]) {
-            self.retired.push(old.into_log());
-        }
-        self.aborted.retain(|t| g.removed_markers.binary_search(&t.last_offset).is_err());
+        stats.bytes_after += g.seg.size();
         stats.markers_removed += g.removed_markers.len();
-        Ok(())
+        // From the rename on, a failure leaves memory unsure of the disk: the log goes offline
+        // and reopening completes or drops the swap (see `cleaner`; off the owner's lock: `swap`).
+        self.swap_group(g.seg, g.bases, g.end, g.removed_markers, now)
     }
 
     /// Before a group whose pass removed the markers at `removed` (ascending) is swapped in:

@@ -45,8 +45,9 @@ impl Log {
     /// log end; below the log start it is [`Log::truncate_fully`]. Durable on return: later
     /// segments are removed and the directory synced before the cut (a cut segment followed by
     /// a surviving later one would read as a gap, corruption, at the next open), the cut is
-    /// synced, and the checkpoint is rewritten so it never vouches for removed offsets. Any
-    /// error takes the log offline ([`Log::failure`]): a half-done truncation leaves memory
+    /// synced, and the checkpoint is rewritten so it never vouches for removed offsets. A cut
+    /// into a cleaning swap in flight is refused ([`LogError::Busy`], nothing changed); any
+    /// other error takes the log offline ([`Log::failure`]): a half-done truncation leaves memory
     /// unsure of the disk, and reopening recovers a dense log holding no more than before.
     /// A negative `offset` is a caller bug (an UNDEFINED_EPOCH_OFFSET answer is no truncation
     /// point) and panics, as Kafka's `truncateTo` throws.
@@ -59,6 +60,7 @@ impl Log {
         if offset < self.log_start_offset() {
             return self.truncate_fully(offset, now);
         }
+        self.refuse_cut_while_swapping(offset)?;
         let result = self.cut_tail(offset, now);
         self.offline_on_error(result, "truncation")
     }
@@ -84,10 +86,12 @@ impl Log {
 
     /// Deletes every segment and starts an empty log whose start and end are `new_start`, as
     /// Kafka does when a follower's fetch offset is below the leader's log start. Durable on
-    /// return; any error takes the log offline, as for [`Log::truncate_to`].
+    /// return; refused while a cleaning swap is in flight, and any other error takes the log
+    /// offline, as for [`Log::truncate_to`].
     pub fn truncate_fully(&mut self, new_start: i64, now: u64) -> Result<(), LogError> {
         assert!(new_start >= 0, "log offsets are never negative: {new_start}");
         self.check_failed()?;
+        self.refuse_cut_while_swapping(i64::MIN)?;
         let result = self.start_over_at(new_start, now);
         self.offline_on_error(result, "full truncation")
     }

@@ -9,6 +9,7 @@ mod cleaning_txn;
 mod region;
 mod deferred;
 mod snapshots;
+mod swap;
 
 use super::batch::{build, validate};
 use super::*;

@@ -8,7 +8,7 @@
 use super::{coordinator_link, FetcherInput, Node, Parts};
 use crate::broker::{Action, IsrReply, Level, StagedCheckpoints};
 use crate::controller::raft::Message;
-use crate::log::{LogError, SyncStamp};
+use crate::log::{LogError, Swapped, SyncStamp};
 use crate::metadata::MetadataRecord;
 
 /// One thing the shell tells a node (each with the `now` of [`Node::input`]).
@@ -23,6 +23,8 @@ pub enum Input {
     Clean,
     /// A sync the node asked for ([`Action::Sync`]) ran, with `result`.
     Synced { topic: String, partition: i32, stamp: SyncStamp, result: Result<(), LogError> },
+    /// A cleaning swap the node asked for ([`Action::Swap`]) ran.
+    Swapped { topic: String, partition: i32, done: Swapped },
     /// The file-system sync of a staged checkpoint ([`Action::SyncCheckpoint`]) ran: commit it.
     CheckpointSynced { staged: StagedCheckpoints, result: Result<(), std::io::Error> },
     /// The process is stopping: flush and checkpoint every partition.
@@ -83,6 +85,7 @@ impl Node {
             }
             Input::Clean => broker.clean_step(now),
             Input::Synced { topic, partition, stamp, result } => broker.synced(&topic, partition, stamp, result, now),
+            Input::Swapped { topic, partition, done } => broker.swapped(&topic, partition, done, now),
             Input::CheckpointSynced { staged, result } => broker.checkpoint_commit(staged, result),
             Input::Shutdown => broker.checkpoint(now),
             Input::Registered { epoch } => broker.registered(epoch, now),

@@ -229,12 +229,15 @@ impl Shared {
     /// a decision of its own, before this returns: so a produce is answered only after the syncs
     /// its decision asked for, while other requests are decided meanwhile.
     async fn perform(&self, actions: Vec<Action>) {
-        let (syncs, checkpoint) = self.perform_now(actions);
-        for (topic, partition, job) in syncs {
-            let result = self.run_sync(&job).await;
-            let done = self.decide(|s| s.node.input(Input::Synced { topic, partition, stamp: job.stamp, result }, now_ms())).await;
+        let (jobs, checkpoint) = self.perform_now(actions);
+        for (topic, partition, job) in jobs {
+            let input = match job {
+                Job::Sync(job) => Input::Synced { topic, partition, stamp: job.stamp, result: self.run_sync(&job).await },
+                Job::Swap(job) => Input::Swapped { topic, partition, done: self.run_swap(job).await },
+            };
+            let done = self.decide(|s| s.node.input(input, now_ms())).await;
             let more = self.perform_now(done);
-            debug_assert!(more.0.is_empty() && more.1.is_none(), "a sync's report asks for no further sync");
+            debug_assert!(more.0.is_empty() && more.1.is_none(), "a sync's or a swap's report asks for no further job");
             self.changed();
         }
         if let Some(staged) = checkpoint {
@@ -243,7 +246,7 @@ impl Shared {
     }
 
     /// The actions that need no waiting, done now; the syncs and the checkpoint's are returned.
-    fn perform_now(&self, actions: Vec<Action>) -> (Vec<(String, i32, crate::log::SyncJob)>, Option<crate::broker::StagedCheckpoints>) {
+    fn perform_now(&self, actions: Vec<Action>) -> (Vec<(String, i32, Job)>, Option<crate::broker::StagedCheckpoints>) {
         let mut syncs = Vec::new();
         let mut checkpoint = None;
         for action in actions {
@@ -275,7 +278,8 @@ impl Shared {
                     self.changed();
                 }
                 Action::Leading { .. } => {} // logged as a line too
-                Action::Sync { topic, partition, job } => syncs.push((topic, partition, job)),
+                Action::Sync { topic, partition, job } => syncs.push((topic, partition, Job::Sync(job))),
+                Action::Swap { topic, partition, job } => syncs.push((topic, partition, Job::Swap(job))),
                 Action::Release(files) => close_off_gate(files),
                 Action::SyncCheckpoint(staged) => checkpoint = Some(staged),
             }
@@ -335,6 +339,25 @@ impl Shared {
                 tokio::time::sleep(stall + Duration::from_millis(late)).await;
             }
             result
+        }
+    }
+
+    /// Runs a cleaning swap without the disk gate, as [`Shared::run_sync`] runs a sync job.
+    async fn run_swap(&self, job: crate::log::SwapJob) -> crate::log::Swapped {
+        #[cfg(not(madsim))]
+        {
+            let task = job.clone();
+            let ran = tokio::task::spawn_blocking(move || task.run()).await;
+            ran.unwrap_or_else(|e| job.lost(format!("the swap task ended without an answer: {e}")))
+        }
+        #[cfg(madsim)]
+        {
+            let done = job.run();
+            let stall = self.disk.take_stall();
+            if !stall.is_zero() {
+                tokio::time::sleep(stall).await;
+            }
+            done
         }
     }
 
@@ -539,6 +562,12 @@ async fn run_timers(shared: Arc<Shared>) {
         }
         shared.perform(actions).await;
     }
+}
+
+/// IO a decision left to the shell, run off the node's gate and reported back in a decision.
+enum Job {
+    Sync(crate::log::SyncJob),
+    Swap(crate::log::SwapJob),
 }
 
 /// The log cleaner, in its own task as Kafka's is its own thread: each turn is one bounded

@@ -298,6 +298,7 @@ async fn broker_main(disk: SimDisk, config: BrokerConfig, rec: Rec) {
         Action::Answer { .. } => {} // the request's response is in the client's history
         Action::SendMarkers(_) => {} // the markers' requests: the network's to trace
         Action::Release(_) => {} // retention's deletions: their effect is in the disk's history
+        Action::Swap { .. } => {} // a cleaning swap: its effect is in the disk's history
         Action::Reregister => event(&r, &node, "reregister", json!({})),
         Action::Log(level, line) => event(&r, &node, "broker_log", json!({"level": format!("{level:?}").to_lowercase(), "line": line})),
         // In the trace as its log line already; the history keeps it for `leader_epochs`.
