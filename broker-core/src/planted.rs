@@ -48,7 +48,7 @@ pub enum PlantedBug {
     /// so a power loss can leave it empty or torn, and the next open refuses the replica's log.
     CheckpointInPlace,
     // Re-planted: safety bugs the simulator, its reviewers and its tests found and that were
-    // fixed (issue 11 item 2: fresh seeds must find each again; docs/scenarios.md's table).
+    // fixed (issue 11 item 2: fresh seeds must find each again; docs/simulation.md, "Which bugs fresh seeds find").
     /// A broker takes roles from the metadata it replayed before its own new registration is
     /// in the image: restarted after a power loss, it leads its emptied log on stale metadata
     /// and its followers truncate to it (found by a 3-broker sweep, seed 111).

@@ -187,7 +187,7 @@ pub struct RandomFaults {
     /// it is dropped). A broker counts as faulty from its fault's start until `recovery_ms`
     /// after its end: a restarted replica must catch up and rejoin the ISR before another may
     /// fail. Unset: no budget. Kafka's promise for acks=all with min.insync.replicas=2 and
-    /// RF=3 is about one broker at a time (docs/scenarios.md).
+    /// RF=3 is about one broker at a time (docs/simulation.md, "Replication").
     #[serde(default)]
     pub brokers_at_once: Option<u32>,
     #[serde(default)]

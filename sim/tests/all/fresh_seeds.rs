@@ -1,5 +1,5 @@
 //! Fresh seeds find what pinned seeds found (issue 11 item 2): the cheap half of
-//! docs/scenarios.md's planted-bug table. Each re-planted bug here is one the search finds
+//! docs/simulation.md's table of the bugs fresh seeds find. Each re-planted bug here is one the search finds
 //! within a few fresh seeds (from `fresh_seed`, far above every pinned or tested seed); the
 //! test walks those seeds until the table's checker reports it, and then requires the same seed
 //! to pass without the bug (the checker caught the bug, not the seed). The expensive half is

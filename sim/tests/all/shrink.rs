@@ -90,7 +90,7 @@ fn checked_in_shrunk_scenarios_fail_with_their_bug_and_pass_without_it() {
 }
 
 /// Writes `scenarios/shrunk/replicated-fsync-acks-all-without-isr.toml` and its trace
-/// `traces/replicated-fsync-shrunk.jsonl` (docs/scenarios.md's example) again, from the first
+/// `traces/replicated-fsync-shrunk.jsonl` (docs/simulation.md's example) again, from the first
 /// seed of `replicated-fsync` with five or more faults where `AcksAllWithoutIsr` loses an
 /// acknowledged write — as `cargo sim run … --trace` then `cargo sim shrink TRACE --out …`
 /// would. `cargo simtest shrink::write_the_shrunk_example -- --ignored`.

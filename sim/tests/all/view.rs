@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::path::PathBuf;
 
-/// The example under `traces/` that docs/scenarios.md shows.
+/// The example under `traces/` that docs/simulation.md shows.
 const EXAMPLE: &str = "../traces/crash-restart-planted-ack-before-append-0.jsonl";
 
 /// The nodes a trace's events name: the lanes the page must draw.
