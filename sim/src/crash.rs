@@ -155,6 +155,42 @@ fn check_producers(log: &mut Log, config: &LogConfig) -> Result<ProducerStates, 
 /// One seed: `rounds` of open → check → random work → crash. Returns the final log's batches.
 /// `verbose` prints each recovery report and crash outcome to stderr.
 pub fn crash_rounds(seed: u64, rounds: usize, verbose: bool) -> Result<Vec<(i64, Vec<u8>)>, String> {
+    rounds_of(seed, rounds, verbose, false)
+}
+
+/// [`crash_rounds`] with the log as the broker runs it: the syncs it owes (flush policy,
+/// rolls) are jobs ([`Log::defer_syncs`]), which the owner runs at once, later, out of order,
+/// or never (a crash comes first), and deleted files are closed as the owner takes them. The
+/// same seed draws the same work as [`crash_rounds`]; the jobs' fates come from their own RNG.
+pub fn deferred_crash_rounds(seed: u64, rounds: usize, verbose: bool) -> Result<Vec<(i64, Vec<u8>)>, String> {
+    rounds_of(seed, rounds, verbose, true)
+}
+
+/// The jobs a deferring log's owner holds, and the RNG that decides when each runs.
+struct Owner {
+    rng: ChaCha8Rng,
+    jobs: Vec<broker_core::log::SyncJob>,
+}
+
+impl Owner {
+    /// Takes what the log owes, then runs each held job with probability 1/2, in a random
+    /// order, reporting each back. False when a job failed (the log went offline): the crash
+    /// comes next.
+    fn serve(&mut self, log: &mut Log) -> bool {
+        self.jobs.extend(log.take_sync());
+        if let Some(files) = log.take_released() {
+            files.close();
+        }
+        while !self.jobs.is_empty() && self.rng.gen_bool(0.5) {
+            let job = self.jobs.swap_remove(self.rng.gen_range(0..self.jobs.len()));
+            log.synced(job.stamp, job.run());
+        }
+        log.failure().is_none()
+    }
+}
+
+fn rounds_of(seed: u64, rounds: usize, verbose: bool, deferring: bool) -> Result<Vec<(i64, Vec<u8>)>, String> {
+    let mut owner = Owner { rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6a6f_6273), jobs: Vec::new() };
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let disk = SimDisk::new(seed);
     let dir = Path::new("/data/topic-0");
@@ -170,6 +206,10 @@ pub fn crash_rounds(seed: u64, rounds: usize, verbose: bool) -> Result<Vec<(i64,
             eprintln!("seed {seed} round {round}: {report:?}; segments {:?}, end {}", log.segment_bases(), log.log_end_offset());
         }
         check_recovered(&log, &mut model).map_err(ctx)?;
+        if deferring {
+            log.defer_syncs();
+            owner.jobs.clear(); // taken before the crash, never run
+        }
         // As the broker keeps it: from the log at open, then each append recorded.
         let mut state = check_producers(&mut log, &config).map_err(ctx)?;
         // Occasionally a full disk: appends fail cleanly and change nothing.
@@ -224,9 +264,13 @@ pub fn crash_rounds(seed: u64, rounds: usize, verbose: bool) -> Result<Vec<(i64,
                     _ => {}
                 },
             }
+            let offline = deferring && !owner.serve(&mut log);
             // The log's own claim, checked by the next recovery: everything below it is synced.
             model.synced_below = model.synced_below.max(log.recovery_point());
             check_prefix_live(&log, &model).map_err(ctx)?;
+            if offline {
+                break;
+            }
         }
         drop(log);
         disk.set_faults(DiskFaults::default());

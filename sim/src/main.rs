@@ -33,7 +33,7 @@ mod cli {
     use broker_core::broker::PlantedBug;
     use clap::{Parser, Subcommand};
     use sim::cluster;
-    use sim::crash::{crash_rounds, digest, node_rounds};
+    use sim::crash::{crash_rounds, deferred_crash_rounds, digest, node_rounds};
     use sim::scenario::Scenario;
     use sim::sweep;
     use std::ops::Range;
@@ -154,6 +154,10 @@ mod cli {
             /// appends, passes that die at a random disk call, power loss, recovery.
             #[arg(long, conflicts_with = "nodes")]
             clean: bool,
+            /// Run the log as the broker does: its syncs are jobs that run late, out of order
+            /// or never (sim::crash::deferred_crash_rounds).
+            #[arg(long, conflicts_with_all = ["nodes", "clean"])]
+            deferred: bool,
             /// Print each recovery report and crash outcome.
             #[arg(long, short)]
             verbose: bool,
@@ -224,7 +228,7 @@ mod cli {
             Cmd::Shrink { input, seed, plant, checker, out, max_runs } => shrink(&input, seed, plant.as_deref(), checker, out, max_runs),
             Cmd::Matrix { seeds, jobs, row, dump, traces, plant } => planted(plant.as_deref()).and_then(|bug| matrix(seeds, jobs, row.as_deref(), dump.as_deref(), &traces, bug)),
             Cmd::CrashLog { seeds, rounds, clean: true, verbose, .. } => crash_clean(seeds, rounds, verbose),
-            Cmd::CrashLog { seeds, rounds, nodes, verbose, .. } => crash_log(seeds, rounds, nodes, verbose),
+            Cmd::CrashLog { seeds, rounds, nodes, deferred, verbose, .. } => crash_log(seeds, rounds, nodes, deferred, verbose),
             Cmd::View { trace, out } => view(&trace, out.as_deref()),
         };
         match result {
@@ -556,19 +560,27 @@ mod cli {
         Ok(failed == 0)
     }
 
-    fn crash_log(seeds: Range<u64>, rounds: usize, nodes: bool, verbose: bool) -> Result<bool, String> {
-        let mode = if nodes { "madsim nodes, kill + power loss" } else { "between calls, power loss or clean" };
+    fn crash_log(seeds: Range<u64>, rounds: usize, nodes: bool, deferred: bool, verbose: bool) -> Result<bool, String> {
+        let mode = match (nodes, deferred) {
+            (true, _) => "madsim nodes, kill + power loss",
+            (false, true) => "between calls, power loss or clean, syncs as jobs",
+            (false, false) => "between calls, power loss or clean",
+        };
         println!("crash-log: seeds {}..{}, {rounds} rounds each ({mode})", seeds.start, seeds.end);
         let mut failed = 0;
         let mut combined = Vec::new();
         for seed in seeds.clone() {
-            let result = if nodes { node_rounds(seed, rounds) } else { crash_rounds(seed, rounds, verbose) };
+            let result = match (nodes, deferred) {
+                (true, _) => node_rounds(seed, rounds),
+                (false, true) => deferred_crash_rounds(seed, rounds, verbose),
+                (false, false) => crash_rounds(seed, rounds, verbose),
+            };
             match result {
                 Ok(log) => combined.push((seed as i64, digest(&log).to_be_bytes().to_vec())),
                 Err(e) => {
                     failed += 1;
                     println!("FAIL {e}");
-                    let flag = if nodes { " --nodes" } else { "" };
+                    let flag = if nodes { " --nodes" } else if deferred { " --deferred" } else { "" };
                     println!("  reproduce: cargo sim crash-log --seeds {seed} --rounds {rounds}{flag} --verbose");
                 }
             }

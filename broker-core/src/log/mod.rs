@@ -2,8 +2,7 @@
 //!
 //! `Log` decides everything about one partition's bytes — offset assignment, rolling,
 //! retention, when to flush, what recovery keeps — and does its IO only through
-//! [`Disk`](crate::storage::Disk). It never reads a clock: every call that depends on time
-//! takes `now` (milliseconds, real or simulated) from the caller.
+//! [`Disk`](crate::storage::Disk). It never reads a clock: time is the caller's `now` (ms).
 //!
 //! Durability bookkeeping: `recovery_point` is the offset below which every byte was synced.
 //! It is written to the `recovery-point-offset-checkpoint` file by [`Log::checkpoint`] (the
@@ -12,8 +11,7 @@
 //! later ones are scanned and cut at the first invalid batch. See docs/storage.md.
 //!
 //! Replication: a follower appends the leader's batches unchanged ([`Log::append_replicated`])
-//! and truncates durably ([`Log::truncate_to`], [`Log::truncate_fully`]); the leader-epoch
-//! cache ([`epochs`]) is derived from the batch headers and follows every change.
+//! and truncates durably ([`Log::truncate_to`]); the epoch cache ([`epochs`]) follows headers.
 
 pub mod alarm;
 mod aborted;
@@ -92,8 +90,7 @@ pub enum LogError {
     /// UnexpectedAppendOffsetException).
     #[error("replicated batch starts at offset {found} where {expected} was expected")]
     NonContiguous { expected: i64, found: i64 },
-    /// A truncation waits for a cleaning swap in flight (`swap`); nothing changed. Kafka: none
-    /// (its truncation waits on the log's lock); the follower asks again.
+    /// A truncation waits for a cleaning swap in flight (`swap`); nothing changed.
     #[error("busy: {0}")]
     Busy(String),
 }
@@ -524,12 +521,17 @@ impl Log {
     }
 
     /// After `deleted` oldest segments went: the epoch cache starts at the new log start, and
-    /// the recovery point moves up to it — but only once the deletions are durable; otherwise
+    /// the recovery point moves up to it, but only once the deletions are durable; otherwise
     /// a power loss could bring back an old segment that was never synced, with the offsets
-    /// after it lost, below a recovery point that vouched for them. Returns `deleted`.
+    /// after it lost, below a recovery point that vouched for them. With deferral on, both are
+    /// left to the owner's next job or checkpoint (Kafka never syncs for a deletion): a name
+    /// that comes back is recovered like any segment above the recovery point.
     fn deleted_prefix(&mut self, deleted: usize) -> Result<usize, LogError> {
-        if deleted > 0 {
-            self.epochs.truncate_from_start(self.log_start_offset());
+        if deleted == 0 {
+            return Ok(0);
+        }
+        self.epochs.truncate_from_start(self.log_start_offset());
+        if !self.deferred.on {
             self.sync_dir_if_dirty()?;
             self.recovery_point = self.recovery_point.max(self.log_start_offset());
         }

@@ -5,7 +5,7 @@ use broker_core::log::batch::build;
 use broker_core::log::clean::Keep;
 use broker_core::log::{Log, LogConfig};
 use broker_core::storage::Disk;
-use sim::crash::crash_rounds;
+use sim::crash::{crash_rounds, deferred_crash_rounds};
 use sim::crash_clean::{clean_rounds, CleanRounds};
 use sim::disk::{CrashMode, SimDisk};
 use std::path::Path;
@@ -15,6 +15,13 @@ use std::sync::Arc;
 fn thousands_of_power_loss_rounds_keep_the_log_a_synced_prefix() {
     // 250 seeds x 12 rounds = 3,000 crash/recover rounds, each with up to 40 operations.
     let failures: Vec<String> = (0..250u64).filter_map(|seed| crash_rounds(seed, 12, false).err()).collect();
+    assert!(failures.is_empty(), "{} failing seeds, first: {}", failures.len(), failures[0]);
+}
+
+#[test]
+fn power_loss_rounds_with_syncs_as_late_jobs_keep_the_log_a_synced_prefix() {
+    // As the broker runs its logs: every sync a job, run late, out of order or never.
+    let failures: Vec<String> = (0..250u64).filter_map(|seed| deferred_crash_rounds(seed, 12, false).err()).collect();
     assert!(failures.is_empty(), "{} failing seeds, first: {}", failures.len(), failures[0]);
 }
 

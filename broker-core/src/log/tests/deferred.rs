@@ -120,3 +120,42 @@ fn a_checkpoint_commits_its_staged_end_across_appends_but_not_across_a_cut() {
     assert_eq!(log.recovery_point(), 1, "a checkpoint staged before the cut vouches for nothing");
     assert_eq!(std::fs::read_to_string(b.join(RECOVERY_POINT_FILE)).unwrap(), "1\n", "the truncation's own checkpoint stands");
 }
+
+/// Counts the directory syncs reaching the real disk.
+#[derive(Default)]
+struct DirSyncs(std::sync::atomic::AtomicUsize);
+
+impl crate::storage::hooked::Hook for DirSyncs {
+    fn before(&self, op: crate::storage::hooked::Op<'_>) -> std::io::Result<()> {
+        if let crate::storage::hooked::Op::SyncDir { .. } = op {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn retention_leaves_the_directory_sync_and_the_recovery_point_to_the_owner() {
+    let tmp = tempfile::tempdir().unwrap();
+    let hook = Arc::new(DirSyncs::default());
+    let disk: Arc<dyn Disk> = Arc::new(crate::storage::hooked::Hooked::new(disk(), hook.clone()));
+    let config = LogConfig { segment_bytes: 200, retention_bytes: 0, ..LogConfig::default() };
+    let (mut log, _) = Log::open(disk, tmp.path(), config, 0).unwrap();
+    log.defer_syncs();
+    while log.segment_bases().len() < 4 {
+        one(&mut log);
+    }
+    let rolls = log.take_sync().expect("the rolls owe their segments' sync");
+    let (rp, before) = (log.recovery_point(), hook.0.load(std::sync::atomic::Ordering::SeqCst));
+    assert!(log.apply_retention(0, log.log_end_offset()).unwrap() >= 2);
+    assert_eq!(hook.0.load(std::sync::atomic::Ordering::SeqCst), before, "no directory sync inside the decision");
+    assert_eq!(log.recovery_point(), rp, "nothing vouched for until a job is done");
+    // The next job syncs the directory and moves the recovery point past the deletions.
+    assert!(log.synced(rolls.stamp, rolls.run()));
+    log.roll(0).unwrap();
+    one(&mut log);
+    let job = log.take_sync().expect("the roll's job, with the directory");
+    assert!(log.synced(job.stamp, job.run()));
+    assert!(hook.0.load(std::sync::atomic::Ordering::SeqCst) > before);
+    assert_eq!(log.recovery_point(), log.log_end_offset());
+}
