@@ -262,6 +262,14 @@ impl Quorum {
         std::mem::take(&mut self.notes)
     }
 
+    /// This voter's Raft leadership, while it leads (DescribeQuorum).
+    pub fn leadership(&self) -> Option<&super::raft::Leadership> {
+        match self.node.role() {
+            super::raft::Role::Leader(lead) => Some(lead),
+            _ => None,
+        }
+    }
+
     /// The first offset the log holds: below it, readers need [`Quorum::snapshot`].
     pub fn log_start(&self) -> i64 {
         self.node.log().start()

@@ -68,6 +68,12 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeAcls, 0, 3),
     (ApiKey::CreateAcls, 0, 3),
     (ApiKey::DeleteAcls, 0, 3),
+    // What operators' tools ask (node/cluster_handlers.rs): the cluster's brokers (KIP-700),
+    // this broker's log directory (KIP-113; v0 is gone from Kafka 4's schemas), the metadata
+    // quorum as its leader sees it (KIP-595, KIP-853's nodes from v2).
+    (ApiKey::DescribeCluster, 0, 2),
+    (ApiKey::DescribeLogDirs, 1, 4),
+    (ApiKey::DescribeQuorum, 0, 2),
 ];
 
 /// The version range of `key` this broker serves, if it serves it.

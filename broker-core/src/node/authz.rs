@@ -363,6 +363,18 @@ pub(super) fn check(access: Option<&Access>, request: &mut Request) -> Check {
             reply!(kafka_protocol::messages::ElectLeadersResponse::default().with_error_code(Code::ClusterAuthorizationFailed.code()).with_replica_election_results(each))
         }
         RequestKind::ElectLeaders(_) => Check::Pass,
+        // Kafka's: no check to list the brokers; DESCRIBE on the cluster for the log
+        // directories (refused with an empty answer before v3's error code) and the quorum.
+        RequestKind::DescribeCluster(_) => Check::Pass,
+        RequestKind::DescribeLogDirs(_) if !a.cluster(Describe) => {
+            let code = if version >= 3 { Code::ClusterAuthorizationFailed.code() } else { 0 };
+            reply!(kafka_protocol::messages::DescribeLogDirsResponse::default().with_error_code(code))
+        }
+        RequestKind::DescribeQuorum(_) if !a.cluster(Describe) => {
+            let why = a.why(Describe, ResourceType::Cluster, cluster_name);
+            reply!(kafka_protocol::messages::DescribeQuorumResponse::default().with_error_code(Code::ClusterAuthorizationFailed.code()).with_error_message((version >= 2).then(|| s(&why))))
+        }
+        RequestKind::DescribeLogDirs(_) | RequestKind::DescribeQuorum(_) => Check::Pass,
         _ => cluster(a, ClusterAction, key),
     }
 }

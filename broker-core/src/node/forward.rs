@@ -1,6 +1,6 @@
 //! Forwarding of controller requests (KIP-590), the node's half. A CreateTopics, DeleteTopics,
-//! AlterConfigs, IncrementalAlterConfigs or ElectLeaders that reaches a node which is not the
-//! active controller is not refused: the shell forwards the client's frame to the active
+//! AlterConfigs, IncrementalAlterConfigs, ElectLeaders, ACL or credential change, or a
+//! DescribeQuorum that reaches a node which is not the active controller is not refused: the shell forwards the client's frame to the active
 //! controller inside an Envelope (API 58) and relays the answer. This module decides which
 //! requests are forwarded now and serves envelopes on the controller; the envelopes themselves
 //! are `protocol::envelope`'s, the sending and retrying `server/forward.rs`'s.

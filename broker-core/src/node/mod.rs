@@ -18,6 +18,7 @@
 
 mod acl_handlers;
 mod authz;
+mod cluster_handlers;
 mod config_handlers;
 mod controller_handlers;
 mod elect_leaders;
@@ -424,6 +425,12 @@ fn handle_inner(node: &Node, prepared: Prepared, caller: Option<&Caller>, now: u
         RequestKind::Envelope(req) => forward::serve(node, version, correlation_id, req, now, attempt, out),
         RequestKind::DescribeUserScramCredentials(req) => reply!(user_handlers::describe(&b(), req)),
         RequestKind::AlterUserScramCredentials(req) => user_handlers::alter(node, version, correlation_id, req, now),
+        RequestKind::DescribeCluster(req) => {
+            let (controller_id, listener) = (node.controller_id(), listener());
+            reply!(cluster_handlers::describe_cluster(&b(), version, req, controller_id, &listener))
+        }
+        RequestKind::DescribeLogDirs(req) => reply!(cluster_handlers::describe_log_dirs(&b(), req)),
+        RequestKind::DescribeQuorum(req) => reply!(cluster_handlers::describe_quorum(node, version, req, now)),
         RequestKind::DescribeAcls(req) => reply!(acl_handlers::describe(&b(), version, req)),
         RequestKind::CreateAcls(req) => acl_handlers::create(node, version, correlation_id, req, now),
         RequestKind::DeleteAcls(req) => acl_handlers::delete(node, version, correlation_id, req, now),

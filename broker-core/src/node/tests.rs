@@ -240,6 +240,7 @@ fn produce_checked_before_its_decision_is_answered_alike() {
 }
 
 mod acls;
+mod cluster;
 mod listeners;
 mod configs;
 mod fetch_sessions;

@@ -201,6 +201,15 @@ fn confluent_kafka_roundtrip_plain_gzip_snappy() {
     );
 }
 
+/// kafka-python's admin: describe_cluster, describe_log_dirs and describe_metadata_quorum on
+/// a lone broker and voter (the three-voter case: real_cluster/quorum.rs).
+#[test]
+fn kafka_python_describes_the_cluster_its_log_dirs_and_its_quorum() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut broker = Broker::start(dir.path(), &[]);
+    client_script(&mut broker, "describe_cluster.py", &["--topic", "described", "--n", "200"]);
+}
+
 #[test]
 fn kafka_python_roundtrip() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -31,6 +31,7 @@ mod tests;
 
 pub use entries::{Entries, Entry};
 pub use node::{Node, Role};
+pub use replication::Leadership;
 
 use crate::constants::*;
 use bytes::Bytes;

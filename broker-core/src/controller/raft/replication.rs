@@ -99,6 +99,12 @@ impl Leadership {
         live >= config.majority()
     }
 
+    /// Another voter as this leader knows it, once it fetched in this epoch: its acknowledged
+    /// log end and when it last fetched (DescribeQuorum's voter state).
+    pub fn voter(&self, id: NodeId) -> Option<(i64, u64)> {
+        Some((*self.acked.get(&id)?, *self.fetched_at.get(&id)?))
+    }
+
     /// A voter fetched (entries or a snapshot chunk): it is live and knows this leader.
     pub(super) fn fetched(&mut self, voter: NodeId, now: u64) {
         self.fetched_at.insert(voter, now);

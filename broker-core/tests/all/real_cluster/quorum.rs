@@ -3,7 +3,8 @@
 //! voter must become the active controller within `controller_failover_s_max`, a topic must
 //! still be creatable (also through the survivor that is not the controller, which forwards
 //! the request to it: KIP-590), every acknowledged record must be readable from the survivors, and the
-//! killed node, restarted on its data directory, must be listed again.
+//! killed node, restarted on its data directory, must be listed again, and described by
+//! DescribeCluster, DescribeLogDirs and DescribeQuorum as caught up.
 
 use super::*;
 
@@ -59,6 +60,9 @@ fn cluster_active_controller_sigkill_mid_produce() {
     cluster.restart(victim);
     let back = cluster.metadata(survivor, cluster_size, &["--topic", topic, "--min-isr", "3", "--timeout", &isr_rejoin_s_max.to_string()]);
     check_fully_replicated(&cluster, &back, topic, 3);
+    // What operators ask (kafka-python's admin): three brokers, three voters all caught up
+    // with the new leader, each broker's log directory.
+    cluster.script(survivor, "describe_cluster.py", &["--topic", "described", "--brokers", "0,1,2", "--voters", "0,1,2", "--timeout", "30"]);
     cluster.assert_alive("after the restart", None);
 }
 
