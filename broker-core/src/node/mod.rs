@@ -11,6 +11,7 @@
 //! `controller_handlers` and `elect_leaders` (the quorum's), `config_handlers`, `group_handlers`
 //! (the group coordinator's APIs) with `group_reply` (their answers under construction),
 //! `txn_handlers` (the transaction coordinator's APIs and a partition leader's markers),
+//! `cluster_handlers` (DescribeCluster, DescribeLogDirs, DescribeQuorum),
 //! `coordinator_link` (where both coordinators meet the broker: ownership, loading, their
 //! appends, the markers' channel),
 //! `waiting` (requests answered later), `forward` (KIP-590 on this node), `input` (the shell's
