@@ -18,6 +18,7 @@
 mod configs;
 mod election;
 mod elr;
+mod partitions;
 pub mod quorum;
 mod rebalance;
 pub mod raft;

@@ -109,6 +109,10 @@ impl Image {
             MetadataRecord::UnfenceBroker { id, epoch } => self.set_fenced(*id, *epoch, false),
             MetadataRecord::Topic { name, id, partitions, config } => self.add_topic(name, id, *partitions, config),
             MetadataRecord::Partition { topic, partition, replicas, isr, leader, leader_epoch, partition_epoch, elr, last_known_elr } => {
+                // The next partition of a topic adds it (CreatePartitions); others are ignored.
+                if let Some(t) = self.topics.get_mut(topic).filter(|t| *partition as usize == t.partitions.len() && *partition < partitions_per_topic_max) {
+                    t.partitions.push(PartitionInfo::unassigned());
+                }
                 if let Some(slot) = self.partition_mut(topic, *partition) {
                     *slot = PartitionInfo {
                         replicas: replicas.clone(),
@@ -267,12 +271,16 @@ mod tests {
         }
         assert_eq!(image, Image { offset: 6, ..Image::default() });
         image.apply(7, &topic("t", 1));
-        for (offset, p) in [(8, -1), (9, 1), (10, i32::MIN)] {
+        for (offset, p) in [(8, -1), (9, 2), (10, i32::MIN)] {
             image.apply(offset, &part("t", p, 1));
         }
         image.apply(11, &topic("t", 5)); // a second Topic record for the same name
         assert_eq!(image.topics["t"].partitions, vec![PartitionInfo::unassigned()]);
         assert_eq!(image.offset, 11);
+        // The topic's next partition adds it (CreatePartitions).
+        image.apply(12, &part("t", 1, 1));
+        assert_eq!(image.topics["t"].partitions.len(), 2);
+        assert_eq!(image.partition("t", 1).map(|p| p.leader), Some(1));
     }
 
     #[test]

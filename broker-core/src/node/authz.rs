@@ -184,6 +184,11 @@ pub(super) fn check(access: Option<&Access>, request: &mut Request) -> Check {
             }
             Check::Within(denied)
         }
+        RequestKind::CreatePartitions(req) => {
+            let mut denied = Denied::none();
+            req.topics.iter().for_each(|t| denied.topic(a, Alter, &t.name));
+            Check::Within(denied)
+        }
         RequestKind::DeleteTopics(req) => {
             let mut denied = Denied::none();
             // v6 names topics by id or by name: each is checked by the name it has here.

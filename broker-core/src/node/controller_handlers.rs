@@ -1,6 +1,6 @@
 //! The APIs the controller serves: broker registration and heartbeats, ISR changes from
 //! partition leaders (AlterPartition), topic creation and deletion, and Fetch of the metadata
-//! log. Each decision is committed by the metadata quorum before it is answered. On a node that
+//! log; CreatePartitions. Each decision is committed by the metadata quorum before it is answered. On a node that
 //! is not the active controller (not a voter, or not the quorum leader, or a leader whose
 //! epoch's first entry is not committed yet) they are answered with NOT_CONTROLLER (41), or for
 //! the metadata log NOT_LEADER_OR_FOLLOWER (6), so the asker looks elsewhere; topic creation
@@ -22,6 +22,8 @@ use kafka_protocol::messages::broker_heartbeat_request::BrokerHeartbeatRequest;
 use kafka_protocol::messages::broker_heartbeat_response::BrokerHeartbeatResponse;
 use kafka_protocol::messages::broker_registration_request::BrokerRegistrationRequest;
 use kafka_protocol::messages::broker_registration_response::BrokerRegistrationResponse;
+use kafka_protocol::messages::create_partitions_request::CreatePartitionsRequest;
+use kafka_protocol::messages::create_partitions_response::{CreatePartitionsResponse, CreatePartitionsTopicResult};
 use kafka_protocol::messages::create_topics_request::CreateTopicsRequest;
 use kafka_protocol::messages::create_topics_response::{CreatableTopicConfigs, CreatableTopicResult, CreateTopicsResponse};
 use kafka_protocol::messages::delete_topics_request::DeleteTopicsRequest;
@@ -273,6 +275,36 @@ pub fn create_topics(node: &Node, version: i16, correlation_id: i32, req: Create
         tr.error_message = Some(s("the controller lost its leadership before the topic was committed"));
     }
     let refused = Response::new(ApiKey::CreateTopics, version, correlation_id, r);
+    Ok(after_commit(&q, last, reply, refused, true, applied_wait_ms(req.timeout_ms)))
+}
+
+/// CreatePartitions (KIP-195): each topic grows to its `count` (`controller::partitions`), its
+/// new partitions placed as a new topic's are; answered once committed and applied here.
+/// A request's own assignments are refused (INVALID_REQUEST), as CreateTopics refuses them.
+pub fn create_partitions(node: &Node, version: i16, correlation_id: i32, req: CreatePartitionsRequest, denied: &super::authz::Denied, now: u64) -> Result<Outcome, String> {
+    let mut r = CreatePartitionsResponse::default();
+    let mut quorum = active(node);
+    let mut last = -1;
+    for t in req.topics {
+        let result = match quorum.as_deref_mut() {
+            None => Err((not_controller, "this node is not the controller".to_string())),
+            Some(_) if denied.of(&t.name).is_some() => Err(denied.of(&t.name).map(|e| (e.kafka_error(true).code(), e.to_string())).expect("just checked")),
+            Some(_) if t.assignments.as_ref().is_some_and(|a| !a.is_empty()) => Err((Code::InvalidRequest.code(), "manual replica assignment is not supported: give the count alone".into())),
+            Some(q) => q.controller().create_partitions(t.name.0.as_str(), t.count).map_err(|e| (e.kafka_error().code(), e.to_string())).and_then(|records| match req.validate_only {
+                true => Ok(()),
+                false => q.commit(records, now).map(|offset| last = last.max(offset)).map_err(|e| (e.kafka_error().code(), e.to_string())),
+            }),
+        };
+        let (error_code, error_message) = result.err().map_or((0, None), |(code, message)| (code, Some(s(&message))));
+        r.results.push(CreatePartitionsTopicResult::default().with_name(t.name).with_error_code(error_code).with_error_message(error_message));
+    }
+    let reply = Response::new(ApiKey::CreatePartitions, version, correlation_id, r.clone());
+    let Some(q) = quorum else { return Ok(Outcome::Reply(reply)) };
+    for tr in r.results.iter_mut().filter(|tr| tr.error_code == 0) {
+        tr.error_code = not_controller;
+        tr.error_message = Some(s("the controller lost its leadership before the partitions were committed"));
+    }
+    let refused = Response::new(ApiKey::CreatePartitions, version, correlation_id, r);
     Ok(after_commit(&q, last, reply, refused, true, applied_wait_ms(req.timeout_ms)))
 }
 

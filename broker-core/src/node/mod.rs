@@ -381,6 +381,7 @@ fn handle_inner(node: &Node, prepared: Prepared, caller: Option<&Caller>, now: u
         RequestKind::WriteTxnMarkers(req) => Ok(txn_handlers::write_txn_markers(node, version, correlation_id, req, now, out)),
         RequestKind::CreateTopics(req) => controller_handlers::create_topics(node, version, correlation_id, req, &denied, now),
         RequestKind::DeleteTopics(req) => controller_handlers::delete_topics(node, version, correlation_id, req, &denied, now),
+        RequestKind::CreatePartitions(req) => controller_handlers::create_partitions(node, version, correlation_id, req, &denied, now),
         RequestKind::ElectLeaders(req) => elect_leaders::elect_leaders(node, version, correlation_id, req, now),
         RequestKind::DescribeConfigs(req) => reply!(filtered!(config_handlers::describe_configs(&b(), req), authz::describe_configs_after)),
         RequestKind::AlterConfigs(req) => config_handlers::alter_configs(node, version, correlation_id, req, &denied, now),

@@ -210,6 +210,15 @@ fn kafka_python_describes_the_cluster_its_log_dirs_and_its_quorum() {
     client_script(&mut broker, "describe_cluster.py", &["--topic", "described", "--n", "200"]);
 }
 
+/// kafka-python's admin grows a topic (CreatePartitions); the new partition takes writes and
+/// reads, and a shrink or a missing topic is refused with Kafka's errors.
+#[test]
+fn kafka_python_grows_a_topic_with_create_partitions() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut broker = Broker::start(dir.path(), &[]);
+    client_script(&mut broker, "create_partitions.py", &["--topic", "grown"]);
+}
+
 #[test]
 fn kafka_python_roundtrip() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -104,3 +104,54 @@ fn log_dirs_and_the_quorum_need_describe_on_the_cluster() {
     let r: DescribeClusterResponse = reply(o, k, v);
     assert_eq!((r.error_code, r.brokers.len()), (0, 1));
 }
+
+/// CreatePartitions: a topic grows, its new partitions led and writable once committed; a
+/// shrink, an unknown topic and manual assignments are refused with Kafka's codes, and
+/// `validate_only` changes nothing.
+#[test]
+fn create_partitions_grows_a_topic_and_refuses_what_kafka_refuses() {
+    use kafka_protocol::messages::create_partitions_request::{CreatePartitionsAssignment, CreatePartitionsRequest, CreatePartitionsTopic};
+    use kafka_protocol::messages::create_partitions_response::CreatePartitionsResponse;
+    let tmp = tempfile::tempdir().unwrap();
+    let node = node_with_topic(crate::testing::config(tmp.path()));
+    let before = node.broker().image().topics["t"].partitions.len() as i32;
+    let grow = |name: &str, count: i32| CreatePartitionsTopic::default().with_name(TopicName(s(name))).with_count(count);
+    let ask = |req: &CreatePartitionsRequest| {
+        let r: CreatePartitionsResponse = reply(handle(&node, &frame(ApiKey::CreatePartitions, 3, req), 0, Attempt::First, &mut Vec::new()).pipe_wait(&node), ApiKey::CreatePartitions, 3);
+        r.results.iter().map(|t| (t.name.0.to_string(), t.error_code)).collect::<Vec<_>>()
+    };
+    let dry = CreatePartitionsRequest::default().with_topics(vec![grow("t", before + 2)]).with_validate_only(true).with_timeout_ms(1000);
+    assert_eq!(ask(&dry), vec![("t".to_string(), 0)]);
+    assert_eq!(node.broker().image().topics["t"].partitions.len() as i32, before, "validate_only changes nothing");
+    let manual = grow("t", before + 1).with_assignments(Some(vec![CreatePartitionsAssignment::default().with_broker_ids(vec![kafka_protocol::messages::BrokerId(0)])]));
+    let req = CreatePartitionsRequest::default().with_topics(vec![grow("t", before + 2), grow("nope", 3), grow("t2", 1), manual]).with_timeout_ms(1000);
+    let codes = ask(&req);
+    assert_eq!(codes[0], ("t".to_string(), 0));
+    assert_eq!(codes[1], ("nope".to_string(), Code::UnknownTopicOrPartition.code()));
+    assert_eq!(codes[3].1, Code::InvalidRequest.code(), "manual assignments");
+    assert_eq!(node.broker().image().topics["t"].partitions.len() as i32, before + 2);
+    let shrink = CreatePartitionsRequest::default().with_topics(vec![grow("t", 1)]).with_timeout_ms(1000);
+    assert_eq!(ask(&shrink), vec![("t".to_string(), Code::InvalidPartitions.code())]);
+    // The new last partition is led here and takes writes.
+    let mut produce = produce_req("t", build(&[b"grown"], 1), 1);
+    produce.topic_data[0].partition_data[0].index = before + 1;
+    let p: ProduceResponse = reply(handle(&node, &frame(ApiKey::Produce, 9, &produce), 0, Attempt::First, &mut Vec::new()), ApiKey::Produce, 9);
+    assert_eq!((p.responses[0].partition_responses[0].error_code, p.responses[0].partition_responses[0].base_offset), (0, 0));
+}
+
+/// An answer that waits for the commit to be applied here: applied, then polled.
+trait PipeWait {
+    fn pipe_wait(self, node: &Node) -> Outcome;
+}
+
+impl PipeWait for Outcome {
+    fn pipe_wait(self, node: &Node) -> Outcome {
+        match self {
+            Outcome::Wait(mut waiting) => {
+                crate::testing::apply_metadata(node, 0);
+                waiting.poll(node, false).expect("answered once applied")
+            }
+            other => other,
+        }
+    }
+}
