@@ -268,14 +268,7 @@ pub fn create_topics(node: &Node, version: i16, correlation_id: i32, req: Create
         }
         r.topics.push(tr);
     }
-    let reply = Response::new(ApiKey::CreateTopics, version, correlation_id, r.clone());
-    let Some(q) = quorum else { return Ok(Outcome::Reply(reply)) };
-    for tr in r.topics.iter_mut().filter(|tr| tr.error_code == 0) {
-        tr.error_code = not_controller;
-        tr.error_message = Some(s("the controller lost its leadership before the topic was committed"));
-    }
-    let refused = Response::new(ApiKey::CreateTopics, version, correlation_id, r);
-    Ok(after_commit(&q, last, reply, refused, true, applied_wait_ms(req.timeout_ms)))
+    Ok(answer_committed(quorum, (ApiKey::CreateTopics, version, correlation_id), r, (last, req.timeout_ms), "the topic", |r| r.topics.iter_mut().map(|t| (&mut t.error_code, &mut t.error_message)).collect()))
 }
 
 /// CreatePartitions (KIP-195): each topic grows to its `count` (`controller::partitions`), its
@@ -298,14 +291,28 @@ pub fn create_partitions(node: &Node, version: i16, correlation_id: i32, req: Cr
         let (error_code, error_message) = result.err().map_or((0, None), |(code, message)| (code, Some(s(&message))));
         r.results.push(CreatePartitionsTopicResult::default().with_name(t.name).with_error_code(error_code).with_error_message(error_message));
     }
-    let reply = Response::new(ApiKey::CreatePartitions, version, correlation_id, r.clone());
-    let Some(q) = quorum else { return Ok(Outcome::Reply(reply)) };
-    for tr in r.results.iter_mut().filter(|tr| tr.error_code == 0) {
-        tr.error_code = not_controller;
-        tr.error_message = Some(s("the controller lost its leadership before the partitions were committed"));
+    Ok(answer_committed(quorum, (ApiKey::CreatePartitions, version, correlation_id), r, (last, req.timeout_ms), "the partitions", |r| r.results.iter_mut().map(|t| (&mut t.error_code, &mut t.error_message)).collect()))
+}
+
+/// An item's error code and message in a response under construction.
+type ItemError<'a> = (&'a mut i16, &'a mut Option<kafka_protocol::protocol::StrBytes>);
+
+/// Answers `r` once the records it decided (the last at `last`) are committed and applied on
+/// this node, or after `timeout_ms`; if the leadership ends first, every item `items` finds
+/// without an error is answered NOT_CONTROLLER instead (`what` was not committed). A node
+/// that is not the active controller answers at once.
+fn answer_committed<R>(quorum: Option<MutexGuard<'_, Quorum>>, (key, version, correlation_id): (ApiKey, i16, i32), mut r: R, (last, timeout_ms): (i64, i32), what: &str, items: impl for<'a> Fn(&'a mut R) -> Vec<ItemError<'a>>) -> Outcome
+where
+    R: Clone + kafka_protocol::protocol::Encodable + Into<kafka_protocol::messages::ResponseKind>,
+{
+    let reply = Response::new(key, version, correlation_id, r.clone());
+    let Some(q) = quorum else { return Outcome::Reply(reply) };
+    for (code, message) in items(&mut r).into_iter().filter(|(code, _)| **code == 0) {
+        *code = not_controller;
+        *message = Some(s(&format!("the controller lost its leadership before {what} was committed")));
     }
-    let refused = Response::new(ApiKey::CreatePartitions, version, correlation_id, r);
-    Ok(after_commit(&q, last, reply, refused, true, applied_wait_ms(req.timeout_ms)))
+    let refused = Response::new(key, version, correlation_id, r);
+    after_commit(&q, last, reply, refused, true, applied_wait_ms(timeout_ms))
 }
 
 /// Decides and commits one topic; returns its id and the offset of its last record.
@@ -379,12 +386,5 @@ pub fn delete_topics(node: &Node, version: i16, correlation_id: i32, req: Delete
         }
         r.responses.push(tr);
     }
-    let reply = Response::new(ApiKey::DeleteTopics, version, correlation_id, r.clone());
-    let Some(q) = quorum else { return Ok(Outcome::Reply(reply)) };
-    for tr in r.responses.iter_mut().filter(|tr| tr.error_code == 0) {
-        tr.error_code = not_controller;
-        tr.error_message = Some(s("the controller lost its leadership before the deletion was committed"));
-    }
-    let refused = Response::new(ApiKey::DeleteTopics, version, correlation_id, r);
-    Ok(after_commit(&q, last, reply, refused, true, applied_wait_ms(req.timeout_ms)))
+    Ok(answer_committed(quorum, (ApiKey::DeleteTopics, version, correlation_id), r, (last, req.timeout_ms), "the deletion", |r| r.responses.iter_mut().map(|t| (&mut t.error_code, &mut t.error_message)).collect()))
 }
