@@ -7,14 +7,15 @@
 //! move bumps the leader epoch as any election does; the ISR and ELR stay.
 //!
 //! ElectLeaders (API 43) of type PREFERRED asks for the same move for named partitions, at
-//! once and whatever the imbalance ([`Controller::elect_preferred`]).
+//! once and whatever the imbalance; of type UNCLEAN, for a leader where none is left, from
+//! outside the ISR if it must ([`Controller::elect_leaders`]).
 //!
 //! A decision like the others: records out, the image untouched; its only state is when it
 //! is next due, volatile like the sessions (a new controller waits one interval).
 
 use super::{partition_record, Controller};
 use crate::kafka::Code;
-use crate::metadata::{MetadataRecord, PartitionInfo};
+use crate::metadata::{no_leader, MetadataRecord, PartitionInfo};
 use std::collections::BTreeMap;
 
 impl Controller {
@@ -77,12 +78,31 @@ impl Controller {
         Ok(PartitionInfo { leader: preferred, leader_epoch: part.leader_epoch.saturating_add(1), partition_epoch: part.partition_epoch.saturating_add(1), ..part.clone() })
     }
 
-    /// ElectLeaders (API 43) with election type PREFERRED: each named partition moves to its
-    /// preferred replica where it can (whatever the imbalance), or gets the error Kafka answers
-    /// (UNKNOWN_TOPIC_OR_PARTITION for one that does not exist). `None` asks for every
-    /// partition, and then, as Kafka, answers only those not already led by their preferred
-    /// replica. One record per move, in the order asked.
-    pub fn elect_preferred(&self, partitions: Option<&[(String, i32)]>) -> (Vec<(String, i32, Option<Code>)>, Vec<MetadataRecord>) {
+    /// An UNCLEAN election of `part` (KIP-460): only where no live leader is left; the first
+    /// live ISR member if any (a clean election), else the first live replica alone in a new
+    /// ISR, whose log becomes the truth (committed records may be lost, as the operator asked).
+    fn unclean_move(&self, part: &PartitionInfo) -> Result<PartitionInfo, Code> {
+        let live = |r: i32| self.image.is_live(r) && self.heard.contains(&r);
+        if part.leader != no_leader && live(part.leader) {
+            return Err(Code::ElectionNotNeeded);
+        }
+        let (leader, isr, elr, last_known_elr) = match part.replicas.iter().copied().find(|&r| part.isr.contains(&r) && live(r)) {
+            Some(l) => (l, part.isr.clone(), part.elr.clone(), part.last_known_elr.clone()),
+            None => match part.replicas.iter().copied().find(|&r| live(r)) {
+                Some(l) => (l, vec![l], Vec::new(), Vec::new()),
+                None => return Err(Code::EligibleLeadersNotAvailable),
+            },
+        };
+        Ok(PartitionInfo { leader, isr, elr, last_known_elr, leader_epoch: part.leader_epoch.saturating_add(1), partition_epoch: part.partition_epoch.saturating_add(1), replicas: part.replicas.clone() })
+    }
+
+    /// ElectLeaders (API 43) with election type UNCLEAN (`unclean`) or PREFERRED: each named
+    /// partition moves where it can — to its preferred replica (whatever the imbalance), or for
+    /// an unclean election to a live replica where no live leader is left — or gets the error
+    /// Kafka answers (UNKNOWN_TOPIC_OR_PARTITION for one that does not exist). `None` asks for
+    /// every partition, and then, as Kafka, answers only those that moved or could not. One
+    /// record per move, in the order asked.
+    pub fn elect_leaders(&self, unclean: bool, partitions: Option<&[(String, i32)]>) -> (Vec<(String, i32, Option<Code>)>, Vec<MetadataRecord>) {
         let every: Vec<(String, i32)>;
         let asked = match partitions {
             Some(list) => list,
@@ -95,6 +115,7 @@ impl Controller {
         for (name, p) in asked {
             let outcome = match self.image.partition(name, *p) {
                 None => Err(Code::UnknownTopicOrPartition),
+                Some(part) if unclean => self.unclean_move(part),
                 Some(part) => self.preferred_move(part),
             };
             match outcome {

@@ -1,10 +1,9 @@
-//! ElectLeaders (API 43) on the active controller: an operator's preferred-leader election
-//! (`kafka-leader-election.sh --election-type PREFERRED`, Admin.electLeaders). The decision is
-//! the controller's (`Controller::elect_preferred`); this handler only reads the request, commits
-//! the moves as one batch and answers each partition once it is committed. UNCLEAN elections
-//! are refused per partition with INVALID_REQUEST (not built). On a node that is not the active
-//! controller the whole request is answered NOT_CONTROLLER: admin clients then ask the
-//! controller Metadata names (it is not forwarded).
+//! ElectLeaders (API 43) on the active controller: an operator's preferred or unclean leader
+//! election (`kafka-leader-election.sh --election-type PREFERRED|UNCLEAN`, Admin.electLeaders).
+//! The decision is the controller's (`Controller::elect_leaders`); this handler only reads the
+//! request, commits the moves as one batch and answers each partition once it is committed.
+//! Another node forwards it to the active controller (`forward`); one that cannot answers the
+//! whole request NOT_CONTROLLER.
 
 use crate::protocol::Response;
 use super::controller_handlers::{active, after_commit};
@@ -15,8 +14,10 @@ use kafka_protocol::messages::elect_leaders_request::ElectLeadersRequest;
 use kafka_protocol::messages::elect_leaders_response::{ElectLeadersResponse, PartitionResult, ReplicaElectionResult};
 use kafka_protocol::messages::ApiKey;
 
-/// ElectLeaders' `election_type` for a preferred-replica election (Kafka's ElectionType.PREFERRED).
+/// ElectLeaders' `election_type`s (Kafka's ElectionType): a preferred-replica election, and an
+/// unclean one (KIP-460).
 const preferred: i8 = 0;
+const unclean: i8 = 1;
 
 pub fn elect_leaders(node: &Node, version: i16, correlation_id: i32, req: ElectLeadersRequest, now: u64) -> Result<Outcome, String> {
     let asked: Option<Vec<(String, i32)>> = req.topic_partitions.as_ref().map(|tps| tps.iter().flat_map(|t| t.partitions.iter().map(move |&p| (t.topic.0.to_string(), p))).collect());
@@ -26,7 +27,7 @@ pub fn elect_leaders(node: &Node, version: i16, correlation_id: i32, req: ElectL
         return Ok(Outcome::Reply(Response::new(ApiKey::ElectLeaders, version, correlation_id, r)));
     };
     let (mut answers, records) = match req.election_type {
-        preferred => q.controller().elect_preferred(asked.as_deref()),
+        preferred | unclean => q.controller().elect_leaders(req.election_type == unclean, asked.as_deref()),
         _ => (asked.iter().flatten().map(|(t, p)| (t.clone(), *p, Some(Code::InvalidRequest))).collect(), Vec::new()),
     };
     let mut last = -1;
@@ -40,7 +41,11 @@ pub fn elect_leaders(node: &Node, version: i16, correlation_id: i32, req: ElectL
             }
         }
     }
-    let why = if req.election_type == preferred { "the preferred replica cannot lead now" } else { "only PREFERRED elections are served" };
+    let why = match req.election_type {
+        preferred => "the preferred replica cannot lead now",
+        unclean => "a live leader is left, or no live replica to elect",
+        _ => "only PREFERRED and UNCLEAN elections exist",
+    };
     let reply = Response::new(ApiKey::ElectLeaders, version, correlation_id, response(version, 0, &answers, why));
     for a in answers.iter_mut().filter(|a| a.2.is_none()) {
         a.2 = Some(Code::NotController); // the leadership ended before the moves were committed

@@ -52,15 +52,41 @@ fn no_rebalance_when_off_or_within_the_percentage() {
 fn elect_leaders_preferred_moves_what_it_can_and_names_why_not() {
     let mut c = after_a_failover(config(false, 10));
     let asked = [("t".to_string(), 0), ("t".to_string(), 1), ("nope".to_string(), 0)];
-    let (results, records) = c.ctl.elect_preferred(Some(&asked));
+    let (results, records) = c.ctl.elect_leaders(false, Some(&asked));
     assert!(records.is_empty());
     let codes: Vec<Option<Code>> = results.iter().map(|r| r.2).collect();
     assert_eq!(codes, vec![Some(Code::PreferredLeaderNotAvailable), Some(Code::ElectionNotNeeded), Some(Code::UnknownTopicOrPartition)], "broker 1 is not in t-0's ISR yet");
     let (_, records) = c.ctl.alter_partition(&c.alter(2, "t", &[1, 2, 3])).unwrap();
     c.commit(records);
-    let (results, records) = c.ctl.elect_preferred(Some(&asked[..1]));
+    let (results, records) = c.ctl.elect_leaders(false, Some(&asked[..1]));
     assert_eq!(results, vec![("t".to_string(), 0, None)]);
     assert_eq!(c.commit(records), "t-0 replicas=[1, 2, 3] isr=[1, 2, 3] leader=1 epochs=2/3");
-    let (results, records) = c.ctl.elect_preferred(None);
+    let (results, records) = c.ctl.elect_leaders(false, None);
     assert!(results.is_empty() && records.is_empty(), "every partition is led by its preferred replica: nothing to answer");
+}
+
+#[test]
+fn elect_leaders_unclean_elects_a_live_replica_only_where_no_leader_is_left() {
+    let mut c = Cluster::with_brokers(config(false, 10), &[1, 2, 3]);
+    c.create("t", 2, 3, &[]);
+    // t-0's ISR shrinks to its leader, broker 1, whose session then expires: nobody left.
+    let (_, records) = c.ctl.alter_partition(&c.alter(1, "t", &[1])).unwrap();
+    c.commit(records);
+    c.heartbeats(&[2, 3], 5_000);
+    c.tick(session + 1);
+    assert_eq!(c.part("t", 0).leader, crate::metadata::no_leader, "unclean election is off for the topic");
+    let asked = [("t".to_string(), 0), ("t".to_string(), 1), ("nope".to_string(), 0)];
+    let (results, records) = c.ctl.elect_leaders(true, Some(&asked));
+    let codes: Vec<Option<Code>> = results.iter().map(|r| r.2).collect();
+    assert_eq!(codes, vec![None, Some(Code::ElectionNotNeeded), Some(Code::UnknownTopicOrPartition)]);
+    let moved = c.commit(records);
+    assert!(moved.starts_with("t-0 replicas=[1, 2, 3] isr=[2] leader=2"), "the first live replica, alone in the ISR: {moved}");
+    // With every replica gone there is nobody to elect.
+    let mut c = Cluster::with_brokers(config(false, 10), &[1, 2, 3]);
+    c.create("t", 1, 1, &[]);
+    c.heartbeats(&[2, 3], 5_000);
+    c.tick(session + 1);
+    let (results, records) = c.ctl.elect_leaders(true, None);
+    assert!(records.is_empty());
+    assert_eq!(results, vec![("t".to_string(), 0, Some(Code::EligibleLeadersNotAvailable))]);
 }

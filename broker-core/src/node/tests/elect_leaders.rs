@@ -1,5 +1,5 @@
 //! ElectLeaders (API 43) through `handle`, as real request bytes, on a lone node: what needs no
-//! election, an unknown partition, an UNCLEAN request, and a node that is not the controller
+//! election (PREFERRED or UNCLEAN), an unknown partition, an unknown election type, and a node that is not the controller
 //! (which forwards it).
 //! The move itself is the controller's decision, tested in controller/tests/rebalance.rs.
 
@@ -33,7 +33,10 @@ fn elect_leaders_answers_each_partition_with_kafkas_code() {
     assert_eq!(codes(&r), expected);
     let unclean = frame(ApiKey::ElectLeaders, 2, &request(1, &[("t", 0)]));
     let r: ElectLeadersResponse = reply(handle(&node, &unclean, 0, Attempt::First, &mut Vec::new()), ApiKey::ElectLeaders, 2);
-    assert_eq!(codes(&r), vec![("t".to_string(), 0, Code::InvalidRequest.code())], "UNCLEAN is not served");
+    assert_eq!(codes(&r), vec![("t".to_string(), 0, Code::ElectionNotNeeded.code())], "UNCLEAN where a live leader is left");
+    let unknown = frame(ApiKey::ElectLeaders, 2, &request(2, &[("t", 0)]));
+    let r: ElectLeadersResponse = reply(handle(&node, &unknown, 0, Attempt::First, &mut Vec::new()), ApiKey::ElectLeaders, 2);
+    assert_eq!(codes(&r), vec![("t".to_string(), 0, Code::InvalidRequest.code())], "no election type 2");
     // v0 (no election type: preferred) on a node without a controller: forwarded, and if no
     // controller answers, NOT_CONTROLLER per partition.
     let other = tempfile::tempdir().unwrap();
