@@ -35,12 +35,15 @@ pub enum Site {
     /// Metadata records the broker fetched are applied 50–1,000 ms late (a slow metadata
     /// fetch), so the answers of its own ISR changes arrive long before their records.
     MetadataLate,
+    /// A cleaning swap's job (`log::swap`) completes 20–400 ms late, so truncations, retention
+    /// and leader changes land while it is in flight.
+    SlowSwap,
 }
 
 impl Site {
     /// Every site, in the order of their draws: a site added at the end leaves the draws of the
     /// earlier ones (and so which of them a seed enables) unchanged.
-    pub const ALL: [Site; 5] = [Site::ShortLag, Site::IsrAnswerDropped, Site::SlowSync, Site::IsrAnswerStorageError, Site::MetadataLate];
+    pub const ALL: [Site; 6] = [Site::ShortLag, Site::IsrAnswerDropped, Site::SlowSync, Site::IsrAnswerStorageError, Site::MetadataLate, Site::SlowSwap];
 
     #[cfg(madsim)]
     fn index(self) -> usize {

@@ -353,7 +353,8 @@ impl Shared {
         #[cfg(madsim)]
         {
             let done = job.run();
-            let stall = self.disk.take_stall();
+            let late = self.buggify.draw(crate::buggify::Site::SlowSwap).map_or(0, |n| 20 + n % 381);
+            let stall = self.disk.take_stall() + Duration::from_millis(late);
             if !stall.is_zero() {
                 tokio::time::sleep(stall).await;
             }
