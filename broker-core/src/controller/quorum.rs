@@ -35,7 +35,7 @@ use crate::log::{FlushPolicy, LogConfig};
 use crate::metadata::{decode_records, Image, MetadataRecord};
 use crate::storage::Disk;
 use bytes::{Bytes, BytesMut};
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -65,6 +65,9 @@ pub struct Quorum {
     policy: SnapshotPolicy,
     /// Lines for the operator since the node last took them ([`Quorum::take_notes`]).
     notes: Vec<(Level, String)>,
+    /// Brokers that are no voters and fetch the metadata log from this leader (KRaft's
+    /// observers): the epoch they were seen in, and each one's fetch offset and when.
+    observers: (i32, BTreeMap<NodeId, (i64, u64)>),
 }
 
 /// Why a decision was not proposed.
@@ -116,7 +119,7 @@ impl Quorum {
         let node = Node::restart_from(raft.clone(), restored.state, restored.snapshot, restored.entries, seed, now).map_err(|e| e.to_string())?;
         let controller = Controller::new(config.clone(), Image::default(), now);
         let policy = SnapshotPolicy::new(config.snapshot_bytes_between);
-        let mut q = Quorum { config, raft, disk, data_dir: data_dir.to_path_buf(), node, store, committed, controller, active: None, leading: None, bootstrap_due: false, outbox: VecDeque::new(), broken: false, policy, notes: Vec::new() };
+        let mut q = Quorum { config, raft, disk, data_dir: data_dir.to_path_buf(), node, store, committed, controller, active: None, leading: None, bootstrap_due: false, outbox: VecDeque::new(), broken: false, policy, notes: Vec::new(), observers: (-1, BTreeMap::new()) };
         let actions = q.node.tick(now);
         q.perform(actions, now)?;
         q.settle_role(now);
@@ -260,6 +263,23 @@ impl Quorum {
     /// The lines for the operator since the last call (snapshots, role changes, reopens).
     pub fn take_notes(&mut self) -> Vec<(Level, String)> {
         std::mem::take(&mut self.notes)
+    }
+
+    /// A broker that is no voter fetched the metadata log from `fetch_offset` at `now`.
+    pub fn observed(&mut self, id: NodeId, fetch_offset: i64, now: u64) {
+        let epoch = self.node.epoch();
+        if self.observers.0 != epoch {
+            self.observers = (epoch, BTreeMap::new());
+        }
+        if !self.raft.is_voter(id) && id >= 0 {
+            self.observers.1.insert(id, (fetch_offset, now));
+        }
+    }
+
+    /// The observers seen in this epoch: each one's last fetch offset and when (DescribeQuorum).
+    pub fn observers(&self) -> impl Iterator<Item = (NodeId, i64, u64)> + '_ {
+        let current = self.observers.0 == self.node.epoch();
+        self.observers.1.iter().filter(move |_| current).map(|(&id, &(offset, at))| (id, offset, at))
     }
 
     /// This voter's Raft leadership, while it leads (DescribeQuorum).

@@ -83,7 +83,8 @@ pub fn describe_log_dirs(b: &Broker, req: DescribeLogDirsRequest) -> DescribeLog
 /// controller; other nodes forward it): its epoch and high watermark, each voter's log end and
 /// last fetch as the leader saw them (-1 for a voter that has not fetched in this epoch; "caught
 /// up" is when it last fetched with the high watermark reached), and from v2 the voters'
-/// CONTROLLER endpoints. Observers (brokers reading the metadata log) are not listed.
+/// CONTROLLER endpoints; observers are the brokers that fetched the metadata log from it in
+/// this epoch, each with the offset it last fetched from (its log end) and when.
 pub fn describe_quorum(node: &Node, version: i16, req: DescribeQuorumRequest, now: u64) -> DescribeQuorumResponse {
     let mut r = DescribeQuorumResponse::default();
     let asked_metadata = req.topics.iter().any(|t| t.topic_name.0.as_str() == metadata_topic && t.partitions.iter().any(|p| p.partition_index == 0));
@@ -113,7 +114,8 @@ pub fn describe_quorum(node: &Node, version: i16, req: DescribeQuorumRequest, no
         .with_leader_id(BrokerId(me))
         .with_leader_epoch(q.raft().epoch())
         .with_high_watermark(hw)
-        .with_current_voters(voters.keys().map(|&id| state(id)).collect());
+        .with_current_voters(voters.keys().map(|&id| state(id)).collect())
+        .with_observers(q.observers().map(|(id, offset, fetched)| ReplicaState::default().with_replica_id(BrokerId(id)).with_log_end_offset(offset).with_last_fetch_timestamp(at(fetched as i64)).with_last_caught_up_timestamp(if offset >= hw { at(fetched as i64) } else { -1 })).collect());
     r.topics = vec![quorum::TopicData::default().with_topic_name(TopicName(s(metadata_topic))).with_partitions(vec![partition])];
     if version >= 2 {
         r.nodes = voters

@@ -61,10 +61,15 @@ pub fn is_metadata_fetch(req: &FetchRequest) -> bool {
 /// while there is nothing new. Below the log start (the log before the newest snapshot is
 /// gone) the answer is that snapshot's records instead, whole, with `log_start_offset` = its
 /// end: the broker rebuilds its image from them and fetches on from there.
-pub fn metadata_fetch(node: &Node, req: FetchRequest, final_attempt: bool) -> FetchDecision {
+pub fn metadata_fetch(node: &Node, req: FetchRequest, final_attempt: bool, now: u64) -> FetchDecision {
     let mut r = FetchResponse::default();
     let mut total = 0usize;
-    let quorum = active(node);
+    let mut quorum = active(node);
+    // A broker reading the metadata log is one of the quorum's observers (DescribeQuorum).
+    let asked = req.topics.iter().filter(|t| t.topic.0.as_str() == metadata_topic).flat_map(|t| &t.partitions).find(|p| p.partition == 0);
+    if let (Some(q), Some(p)) = (quorum.as_deref_mut(), asked) {
+        q.observed(req.replica_id.0, p.fetch_offset, now);
+    }
     for t in &req.topics {
         let mut tr = FetchableTopicResponse::default();
         tr.topic = t.topic.clone();

@@ -364,7 +364,7 @@ fn handle_inner(node: &Node, prepared: Prepared, caller: Option<&Caller>, now: u
         RequestKind::Fetch(req) => {
             let metadata = controller_handlers::is_metadata_fetch(&req);
             let mut decision = match metadata {
-                true => controller_handlers::metadata_fetch(node, req, final_attempt),
+                true => controller_handlers::metadata_fetch(node, req, final_attempt, now),
                 false => handlers::fetch(&mut b(), version, req, attempt, now, out),
             };
             if let (handlers::FetchDecision::Respond(resp, _), Some((refused, _))) = (&mut decision, &without) {

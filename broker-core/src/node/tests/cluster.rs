@@ -78,6 +78,13 @@ fn describe_quorum_reports_the_lone_voter_as_leader_at_every_version() {
     }
     let r: DescribeQuorumResponse = reply(handle(&node, &frame(ApiKey::DescribeQuorum, 2, &quorum_request("orders")), 0, Attempt::First, &mut Vec::new()), ApiKey::DescribeQuorum, 2);
     assert_eq!(r.error_code, Code::InvalidRequest.code(), "only the metadata log has a quorum");
+    // A broker that is no voter reads the metadata log: an observer, with where it read from.
+    let mut fetch = fetch_req("__cluster_metadata", 1, 0);
+    fetch.replica_id = kafka_protocol::messages::BrokerId(5);
+    let _: FetchResponse = reply(handle(&node, &frame(ApiKey::Fetch, 12, &fetch), 9, Attempt::Final, &mut Vec::new()), ApiKey::Fetch, 12);
+    let r: DescribeQuorumResponse = reply(handle(&node, &frame(ApiKey::DescribeQuorum, 1, &quorum_request("__cluster_metadata")), 10, Attempt::First, &mut Vec::new()), ApiKey::DescribeQuorum, 1);
+    let observers: Vec<(i32, i64, i64)> = r.topics[0].partitions[0].observers.iter().map(|o| (o.replica_id.0, o.log_end_offset, o.last_fetch_timestamp)).collect();
+    assert_eq!(observers, vec![(5, 1, 9)]);
 }
 
 #[test]
