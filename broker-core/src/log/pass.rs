@@ -111,7 +111,7 @@ impl Log {
     pub fn clean_step(&mut self, now: u64, upper: i64, map_bytes: usize, budget: usize, keep: Keep) -> Result<Step, LogError> {
         // Every step frees a slice of what earlier swaps replaced, pass or no pass; a pass
         // whose swap is in flight waits for it (`swap`).
-        let freeing = !self.retired.is_empty() || self.swapping();
+        let freeing = !self.retired.is_empty();
         self.retired.free_slice();
         if self.swapping() {
             return Ok(Step::Working { bytes: 0 });

@@ -153,8 +153,9 @@ impl Log {
         // Nothing removes a segment of the group while it swaps; were these not its, memory
         // would be unsure of the disk.
         if !self.segments.get(i..j).is_some_and(|s| s.iter().map(|s| s.base_offset).eq(bases.iter().copied())) {
-            self.go_offline(format!("cleaning: the segments of the group at {} changed during its swap", bases[0]), true);
-            return Err(LogError::Failed(format!("the segments of the group at {} changed during its swap", bases[0])));
+            let why = format!("the segments of the group at {} changed during its swap", bases[0]);
+            self.go_offline(format!("cleaning: {why}"), true);
+            return Err(LogError::Failed(why));
         }
         for old in self.segments.splice(i..j, [seg]) {
             self.retired.push(old.into_log());
