@@ -135,5 +135,5 @@ fn elect(part: &PartitionInfo, removed: &[i32], unclean: &[i32], keep: impl Fn(i
         return None;
     }
     let leader_epoch = if leader == part.leader { part.leader_epoch } else { part.leader_epoch.saturating_add(1) };
-    Some(PartitionInfo { replicas: part.replicas.clone(), isr, leader, leader_epoch, partition_epoch: part.partition_epoch.saturating_add(1), elr, last_known_elr })
+    Some(PartitionInfo { isr, leader, leader_epoch, partition_epoch: part.partition_epoch.saturating_add(1), elr, last_known_elr, ..part.clone() })
 }

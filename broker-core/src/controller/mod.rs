@@ -17,6 +17,8 @@
 
 mod configs;
 mod election;
+mod error;
+pub mod reassign;
 mod elr;
 mod partitions;
 pub mod quorum;
@@ -27,11 +29,11 @@ pub mod snapshot;
 #[cfg(test)]
 mod tests;
 
-use crate::kafka::Code;
 use crate::metadata::configs::TopicSettings;
 use crate::metadata::topic;
 use crate::metadata::{no_leader, BrokerInfo, Endpoint, Image, MetadataRecord, PartitionInfo};
 use election::Draft;
+pub use error::Error;
 use crate::constants::{metadata_snapshot_bytes_between_default, num_partitions_default, partitions_per_broker_max, partitions_per_topic_max};
 use crate::log::LogConfig;
 use crate::planted::Planted;
@@ -126,79 +128,6 @@ impl ControllerConfig {
             return rules;
         }
         &rules::Kafka
-    }
-}
-
-/// A refused request, carrying the Kafka error code it is answered with.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Error {
-    /// STALE_BROKER_EPOCH (77): the broker has registered again since this epoch.
-    #[error("broker {id} has epoch {current}, not {given}")]
-    StaleBrokerEpoch { id: i32, given: i64, current: i64 },
-    /// STALE_BROKER_EPOCH (77) too, as Kafka answers it (ClusterControlManager.checkBrokerEpoch):
-    /// no registration for this id, so the broker should register. (BROKER_ID_NOT_REGISTERED,
-    /// 102, is what Kafka uses for UnregisterBroker and DescribeConfigs, not for heartbeats.)
-    #[error("broker {0} is not registered")]
-    UnknownBroker(i32),
-    /// UNKNOWN_TOPIC_OR_PARTITION (3)
-    #[error("unknown topic or partition {0}")]
-    UnknownTopicOrPartition(String),
-    /// INVALID_TOPIC_EXCEPTION (17)
-    #[error("{0}")]
-    InvalidTopic(String),
-    /// TOPIC_ALREADY_EXISTS (36)
-    #[error("topic '{0}' already exists")]
-    TopicAlreadyExists(String),
-    /// INVALID_PARTITIONS (37)
-    #[error("{0}")]
-    InvalidPartitions(String),
-    /// INVALID_REPLICATION_FACTOR (38)
-    #[error("{0}")]
-    InvalidReplicationFactor(String),
-    /// INVALID_CONFIG (40)
-    #[error("{0}")]
-    InvalidConfig(String),
-    /// NOT_CONTROLLER (41): the request carries a newer leader or partition epoch than this
-    /// controller's image, so a newer controller has decided since (Kafka's answer, so the
-    /// broker goes looking for it).
-    #[error("{0}")]
-    NotController(String),
-    /// INVALID_REQUEST (42): a malformed request (bad ISR, bad registration).
-    #[error("{0}")]
-    InvalidRequest(String),
-    /// INVALID_REQUEST (42) as Kafka answers it: AlterPartition from a broker that is not the
-    /// leader at the current leader epoch. A deposed leader has an older epoch and gets
-    /// FENCED_LEADER_EPOCH first, so only a confused broker gets here.
-    #[error("broker {broker} is not the leader of {partition} (the leader is {leader})")]
-    NotLeader { broker: i32, partition: String, leader: i32 },
-    /// FENCED_LEADER_EPOCH (74): the requester's leader epoch is older than the partition's.
-    #[error("leader epoch {given} is older than the current {current}")]
-    FencedLeaderEpoch { given: i32, current: i32 },
-    /// INVALID_UPDATE_VERSION (95): the requester's partition epoch is older than the current.
-    #[error("partition epoch {given} is older than the current {current}")]
-    InvalidUpdateVersion { given: i32, current: i32 },
-    /// INELIGIBLE_REPLICA (107): the new ISR names a fenced or unregistered broker.
-    #[error("{0}")]
-    IneligibleReplica(String),
-}
-
-impl Error {
-    /// The Kafka error code.
-    pub fn kafka_error(&self) -> Code {
-        match self {
-            Error::StaleBrokerEpoch { .. } | Error::UnknownBroker(_) => Code::StaleBrokerEpoch,
-            Error::UnknownTopicOrPartition(_) => Code::UnknownTopicOrPartition,
-            Error::InvalidTopic(_) => Code::InvalidTopicException,
-            Error::TopicAlreadyExists(_) => Code::TopicAlreadyExists,
-            Error::InvalidPartitions(_) => Code::InvalidPartitions,
-            Error::InvalidReplicationFactor(_) => Code::InvalidReplicationFactor,
-            Error::InvalidConfig(_) => Code::InvalidConfig,
-            Error::NotController(_) => Code::NotController,
-            Error::InvalidRequest(_) | Error::NotLeader { .. } => Code::InvalidRequest,
-            Error::FencedLeaderEpoch { .. } => Code::FencedLeaderEpoch,
-            Error::InvalidUpdateVersion { .. } => Code::InvalidUpdateVersion,
-            Error::IneligibleReplica(_) => Code::IneligibleReplica,
-        }
     }
 }
 
@@ -458,7 +387,7 @@ impl Controller {
         let mut records = vec![MetadataRecord::Topic { name: name.to_string(), id: topic::hex(&id), partitions, config }];
         for (p, replicas) in (0..).zip(assignment) {
             let leader = replicas.first().copied().unwrap_or(no_leader);
-            let state = PartitionInfo { leader, isr: replicas.clone(), replicas, leader_epoch: 0, partition_epoch: 0, elr: Vec::new(), last_known_elr: Vec::new() };
+            let state = PartitionInfo { leader, isr: replicas.clone(), replicas, leader_epoch: 0, partition_epoch: 0, elr: Vec::new(), last_known_elr: Vec::new(), adding: Vec::new(), removing: Vec::new() };
             records.push(partition_record(name, p, state));
         }
         Ok((id, records))
@@ -510,8 +439,9 @@ impl Controller {
     }
 
     /// AlterPartition, checked in Kafka's order (ReplicationControlManager). On success the
-    /// leader and leader epoch stay, the partition epoch goes up by one; an ISR equal to the
-    /// current one returns the current state and no records.
+    /// leader and leader epoch stay (unless the change completes a reassignment that moves
+    /// them, `reassign`), the partition epoch goes up by one; an ISR equal to the current one
+    /// returns the current state and no records.
     pub fn alter_partition(&self, req: &AlterPartition) -> Result<(PartitionInfo, Vec<MetadataRecord>), Error> {
         self.check_epoch(req.broker_id, req.broker_epoch)?;
         let name = format!("{}-{}", req.topic, req.partition);
@@ -528,7 +458,8 @@ impl Controller {
             true => elr::next(part, &isr, election::min_insync(&self.image.topics[&req.topic], self.config.min_insync_replicas), &[]),
             false => (Vec::new(), Vec::new()),
         };
-        let next = PartitionInfo { isr, partition_epoch: part.partition_epoch.saturating_add(1), elr, last_known_elr, ..part.clone() };
+        // The ISR change that brings the last adding replica in completes a reassignment.
+        let next = self.complete_if_ready(PartitionInfo { isr, partition_epoch: part.partition_epoch.saturating_add(1), elr, last_known_elr, ..part.clone() });
         Ok((next.clone(), vec![partition_record(&req.topic, req.partition, next)]))
     }
 
@@ -592,5 +523,7 @@ fn partition_record(topic: &str, partition: i32, p: PartitionInfo) -> MetadataRe
         partition_epoch: p.partition_epoch,
         elr: p.elr,
         last_known_elr: p.last_known_elr,
+        adding: p.adding,
+        removing: p.removing,
     }
 }

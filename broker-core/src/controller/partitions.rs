@@ -30,7 +30,7 @@ impl Controller {
             .zip(assignment)
             .map(|(p, replicas)| {
                 let leader = replicas.first().copied().unwrap_or(no_leader);
-                partition_record(name, p, PartitionInfo { leader, isr: replicas.clone(), replicas, leader_epoch: 0, partition_epoch: 0, elr: Vec::new(), last_known_elr: Vec::new() })
+                partition_record(name, p, PartitionInfo { leader, isr: replicas.clone(), replicas, leader_epoch: 0, partition_epoch: 0, elr: Vec::new(), last_known_elr: Vec::new(), adding: Vec::new(), removing: Vec::new() })
             })
             .collect())
     }

@@ -93,7 +93,7 @@ impl Controller {
                 None => return Err(Code::EligibleLeadersNotAvailable),
             },
         };
-        Ok(PartitionInfo { leader, isr, elr, last_known_elr, leader_epoch: part.leader_epoch.saturating_add(1), partition_epoch: part.partition_epoch.saturating_add(1), replicas: part.replicas.clone() })
+        Ok(PartitionInfo { leader, isr, elr, last_known_elr, leader_epoch: part.leader_epoch.saturating_add(1), partition_epoch: part.partition_epoch.saturating_add(1), ..part.clone() })
     }
 
     /// ElectLeaders (API 43) with election type UNCLEAN (`unclean`) or PREFERRED: each named

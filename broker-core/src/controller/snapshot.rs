@@ -109,7 +109,7 @@ mod tests {
         let config = BTreeMap::from([("retention.ms".to_string(), "5".to_string())]);
         apply(&mut image, MetadataRecord::Topic { name: "t".into(), id: topic::hex(&[3; 16]), partitions: 2500, config });
         for p in 0..2500 {
-            apply(&mut image, MetadataRecord::Partition { topic: "t".into(), partition: p, replicas: vec![1, 2], isr: vec![1], leader: 1, leader_epoch: p, partition_epoch: p + 1, elr: vec![], last_known_elr: vec![] });
+            apply(&mut image, MetadataRecord::Partition { topic: "t".into(), partition: p, replicas: vec![1, 2], isr: vec![1], leader: 1, leader_epoch: p, partition_epoch: p + 1, elr: vec![], last_known_elr: vec![], adding: vec![], removing: vec![] });
         }
         apply(&mut image, MetadataRecord::TopicConfig { name: "t".into(), config: BTreeMap::new() });
         apply(&mut image, MetadataRecord::Topic { name: "gone".into(), id: topic::hex(&[4; 16]), partitions: 1, config: BTreeMap::new() });

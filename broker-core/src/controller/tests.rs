@@ -4,6 +4,7 @@
 //! keeps the controller's invariants.
 
 use super::*;
+use crate::kafka::Code;
 use crate::metadata::topic::unclean_leader_election_config;
 
 const session: u64 = broker_session_timeout_ms_default;
@@ -61,6 +62,8 @@ impl Cluster {
                 let in_order: Vec<i32> = part.replicas.iter().copied().filter(|r| part.isr.contains(r)).collect();
                 assert_eq!(in_order, part.isr, "ISR not a replica-ordered subset in {at}");
                 assert!(part.isr.len() == 1 || part.isr.iter().all(|&r| self.ctl.image().is_live(r)), "fenced ISR member in {at}");
+                let within = |list: &[i32]| list.iter().all(|r| part.replicas.contains(r));
+                assert!(within(&part.adding) && within(&part.removing) && part.adding.iter().all(|r| !part.removing.contains(r)), "reassignment not within the replicas in {at}");
             }
         }
     }
@@ -140,8 +143,11 @@ fn render(records: &[MetadataRecord]) -> String {
         MetadataRecord::FenceBroker { id, epoch } => format!("fence {id} epoch={epoch}"),
         MetadataRecord::UnfenceBroker { id, epoch } => format!("unfence {id} epoch={epoch}"),
         MetadataRecord::Topic { name, partitions, .. } => format!("topic {name} partitions={partitions}"),
-        MetadataRecord::Partition { topic, partition, replicas, isr, leader, leader_epoch, partition_epoch, elr, last_known_elr } => {
+        MetadataRecord::Partition { topic, partition, replicas, isr, leader, leader_epoch, partition_epoch, elr, last_known_elr, adding, removing } => {
             let mut elrs = String::new();
+            if !adding.is_empty() || !removing.is_empty() {
+                elrs += &format!(" adding={adding:?} removing={removing:?}");
+            }
             if !elr.is_empty() {
                 elrs += &format!(" elr={elr:?}");
             }
@@ -337,7 +343,7 @@ fn alter_partition_refuses_an_unregistered_member() {
     let mut c = Cluster::with_brokers(ControllerConfig::default(), &[1]);
     c.create("t", 1, 1, &[]);
     // A replica list naming broker 7, which never registered (as if assigned by hand).
-    let state = MetadataRecord::Partition { topic: "t".into(), partition: 0, replicas: vec![1, 7], isr: vec![1], leader: 1, leader_epoch: 0, partition_epoch: 1, elr: vec![], last_known_elr: vec![] };
+    let state = MetadataRecord::Partition { topic: "t".into(), partition: 0, replicas: vec![1, 7], isr: vec![1], leader: 1, leader_epoch: 0, partition_epoch: 1, elr: vec![], last_known_elr: vec![], adding: vec![], removing: vec![] };
     c.commit(vec![state]);
     let err = c.ctl.alter_partition(&c.alter(1, "t", &[1, 7])).unwrap_err();
     assert_eq!(err.kafka_error(), Code::IneligibleReplica);
@@ -502,7 +508,7 @@ fn a_new_controller_gives_every_broker_a_fresh_session() {
 fn hostile_values_refuse_or_saturate_without_panicking() {
     let mut c = Cluster::with_brokers(ControllerConfig { auto_leader_rebalance: false, ..ControllerConfig::default() }, &[1, 2]);
     c.create("t", 1, 2, &[]);
-    let at_limit = MetadataRecord::Partition { topic: "t".into(), partition: 0, replicas: vec![1, 2], isr: vec![1, 2], leader: 1, leader_epoch: i32::MAX, partition_epoch: i32::MAX, elr: vec![], last_known_elr: vec![] };
+    let at_limit = MetadataRecord::Partition { topic: "t".into(), partition: 0, replicas: vec![1, 2], isr: vec![1, 2], leader: 1, leader_epoch: i32::MAX, partition_epoch: i32::MAX, elr: vec![], last_known_elr: vec![], adding: vec![], removing: vec![] };
     c.commit(vec![at_limit]);
     c.add_bystanders(&[3], 0);
     c.heartbeats(&[2, 3], u64::MAX - 1);
@@ -526,6 +532,7 @@ fn restarted(c: Cluster, now: u64) -> Cluster {
 mod configs;
 mod elr;
 mod quorum;
+mod reassign;
 mod rebalance;
 mod sessions;
 mod snapshots;

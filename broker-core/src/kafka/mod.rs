@@ -75,6 +75,9 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeCluster, 0, 2),
     (ApiKey::DescribeLogDirs, 1, 4),
     (ApiKey::DescribeQuorum, 0, 2),
+    // Partition reassignment (KIP-455; v1: KIP-860's allow_replication_factor_change).
+    (ApiKey::AlterPartitionReassignments, 0, 1),
+    (ApiKey::ListPartitionReassignments, 0, 0),
 ];
 
 /// The version range of `key` this broker serves, if it serves it.

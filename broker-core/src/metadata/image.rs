@@ -58,12 +58,18 @@ pub struct PartitionInfo {
     /// in the ISR when it went below the minimum), kept for the operator. Cleared, like the
     /// ELR, once the ISR is back at `min.insync.replicas`.
     pub last_known_elr: Vec<i32>,
+    /// A reassignment in progress (Kafka's addingReplicas): replicas of the target that are not
+    /// yet in the ISR's reach; the reassignment completes once every one is in the ISR.
+    pub adding: Vec<i32>,
+    /// A reassignment in progress (Kafka's removingReplicas): replicas that leave the
+    /// assignment, and delete their data, when it completes. `replicas` minus these is the target.
+    pub removing: Vec<i32>,
 }
 
 impl PartitionInfo {
     /// A partition named by a Topic record whose Partition record has not been applied yet.
     fn unassigned() -> PartitionInfo {
-        PartitionInfo { replicas: Vec::new(), isr: Vec::new(), leader: no_leader, leader_epoch: 0, partition_epoch: 0, elr: Vec::new(), last_known_elr: Vec::new() }
+        PartitionInfo { replicas: Vec::new(), isr: Vec::new(), leader: no_leader, leader_epoch: 0, partition_epoch: 0, elr: Vec::new(), last_known_elr: Vec::new(), adding: Vec::new(), removing: Vec::new() }
     }
 }
 
@@ -108,7 +114,7 @@ impl Image {
             MetadataRecord::FenceBroker { id, epoch } => self.set_fenced(*id, *epoch, true),
             MetadataRecord::UnfenceBroker { id, epoch } => self.set_fenced(*id, *epoch, false),
             MetadataRecord::Topic { name, id, partitions, config } => self.add_topic(name, id, *partitions, config),
-            MetadataRecord::Partition { topic, partition, replicas, isr, leader, leader_epoch, partition_epoch, elr, last_known_elr } => {
+            MetadataRecord::Partition { topic, partition, replicas, isr, leader, leader_epoch, partition_epoch, elr, last_known_elr, adding, removing } => {
                 // The next partition of a topic adds it (CreatePartitions); others are ignored.
                 if let Some(t) = self.topics.get_mut(topic).filter(|t| *partition as usize == t.partitions.len() && *partition < partitions_per_topic_max) {
                     t.partitions.push(PartitionInfo::unassigned());
@@ -122,6 +128,8 @@ impl Image {
                         partition_epoch: *partition_epoch,
                         elr: elr.clone(),
                         last_known_elr: last_known_elr.clone(),
+                        adding: adding.clone(),
+                        removing: removing.clone(),
                     };
                 }
             }
@@ -177,7 +185,7 @@ impl Image {
             let TopicInfo { id, config, partitions } = t;
             out.push(MetadataRecord::Topic { name: name.clone(), id: topic::hex(id), partitions: partitions.len() as i32, config: config.clone() });
             for (i, p) in partitions.iter().enumerate().filter(|(_, p)| **p != PartitionInfo::unassigned()) {
-                let PartitionInfo { replicas, isr, leader, leader_epoch, partition_epoch, elr, last_known_elr } = p;
+                let PartitionInfo { replicas, isr, leader, leader_epoch, partition_epoch, elr, last_known_elr, adding, removing } = p;
                 out.push(MetadataRecord::Partition {
                     topic: name.clone(),
                     partition: i as i32,
@@ -188,6 +196,8 @@ impl Image {
                     partition_epoch: *partition_epoch,
                     elr: elr.clone(),
                     last_known_elr: last_known_elr.clone(),
+                    adding: adding.clone(),
+                    removing: removing.clone(),
                 });
             }
         }
@@ -251,7 +261,7 @@ mod tests {
     }
 
     fn part(topic: &str, partition: i32, leader: i32) -> MetadataRecord {
-        MetadataRecord::Partition { topic: topic.into(), partition, replicas: vec![1], isr: vec![1], leader, leader_epoch: 0, partition_epoch: 0, elr: vec![], last_known_elr: vec![] }
+        MetadataRecord::Partition { topic: topic.into(), partition, replicas: vec![1], isr: vec![1], leader, leader_epoch: 0, partition_epoch: 0, elr: vec![], last_known_elr: vec![], adding: vec![], removing: vec![] }
     }
 
     #[test]
@@ -308,12 +318,12 @@ mod tests {
 
     #[test]
     fn records_round_trip_and_garbage_is_an_error() {
-        let r = MetadataRecord::Partition { topic: "t".into(), partition: 2, replicas: vec![1, 2], isr: vec![2], leader: 2, leader_epoch: 3, partition_epoch: 4, elr: vec![], last_known_elr: vec![] };
+        let r = MetadataRecord::Partition { topic: "t".into(), partition: 2, replicas: vec![1, 2], isr: vec![2], leader: 2, leader_epoch: 3, partition_epoch: 4, elr: vec![], last_known_elr: vec![], adding: vec![], removing: vec![] };
         assert_eq!(MetadataRecord::decode(&r.encode()), Ok(r.clone()));
         // Without ELR the bytes are what they were before KIP-966, and such a record decodes.
         let old = r#"{"type":"Partition","topic":"t","partition":2,"replicas":[1,2],"isr":[2],"leader":2,"leader_epoch":3,"partition_epoch":4}"#;
         assert_eq!(String::from_utf8(r.encode()).unwrap(), old);
-        let with = MetadataRecord::Partition { topic: "t".into(), partition: 2, replicas: vec![1, 2, 3], isr: vec![], leader: -1, leader_epoch: 3, partition_epoch: 4, elr: vec![2], last_known_elr: vec![1] };
+        let with = MetadataRecord::Partition { topic: "t".into(), partition: 2, replicas: vec![1, 2, 3], isr: vec![], leader: -1, leader_epoch: 3, partition_epoch: 4, elr: vec![2], last_known_elr: vec![1], adding: vec![], removing: vec![] };
         assert!(String::from_utf8(with.encode()).unwrap().ends_with(r#""elr":[2],"last_known_elr":[1]}"#));
         assert_eq!(MetadataRecord::decode(&with.encode()), Ok(with));
         assert!(String::from_utf8(topic("t", 1).encode()).unwrap().contains("\"type\":\"Topic\""));
@@ -333,7 +343,7 @@ mod elr_snapshot_tests {
     fn an_elr_survives_to_records_and_replay() {
         let mut image = Image::default();
         image.apply(0, &MetadataRecord::Topic { name: "t".into(), id: topic::hex(&[7; 16]), partitions: 1, config: BTreeMap::new() });
-        let part = MetadataRecord::Partition { topic: "t".into(), partition: 0, replicas: vec![1, 2, 3], isr: vec![], leader: no_leader, leader_epoch: 2, partition_epoch: 5, elr: vec![2], last_known_elr: vec![1] };
+        let part = MetadataRecord::Partition { topic: "t".into(), partition: 0, replicas: vec![1, 2, 3], isr: vec![], leader: no_leader, leader_epoch: 2, partition_epoch: 5, elr: vec![2], last_known_elr: vec![1], adding: vec![], removing: vec![] };
         image.apply(1, &part);
         let mut replayed = Image::default();
         for (offset, r) in (0..).zip(image.to_records()) {

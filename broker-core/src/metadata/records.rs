@@ -53,6 +53,12 @@ pub enum MetadataRecord {
         elr: Vec<i32>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         last_known_elr: Vec<i32>,
+        /// A reassignment in progress (`PartitionInfo::adding`, `removing`): left out when
+        /// empty, as the ELR fields are.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        adding: Vec<i32>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        removing: Vec<i32>,
     },
     /// Deletes a topic and all its partitions.
     RemoveTopic { name: String },

@@ -34,7 +34,7 @@ use kafka_protocol::messages::{ApiKey, BrokerId};
 use std::collections::BTreeMap;
 use std::sync::MutexGuard;
 
-const not_controller: i16 = Code::NotController.code();
+pub(super) const not_controller: i16 = Code::NotController.code();
 
 /// This node's controller, if it is the active one.
 pub(super) fn active(node: &Node) -> Option<MutexGuard<'_, Quorum>> {
@@ -217,6 +217,12 @@ pub fn alter_partition(node: &Node, version: i16, correlation_id: i32, req: Alte
             };
             let result = q.controller().alter_partition(&ask).map_err(|e| e.kafka_error().code());
             match result.and_then(|(info, records)| q.commit(records, now).map(|o| (info, o)).map_err(|e| e.kafka_error().code())) {
+                // The change completed a reassignment that moved the leadership away from the
+                // asker (`controller::reassign`): committed, and Kafka's NEW_LEADER_ELECTED.
+                Ok((info, offset)) if info.leader != ask.broker_id => {
+                    last = last.max(offset);
+                    pr.error_code = Code::NewLeaderElected.code();
+                }
                 Ok((info, offset)) => {
                     last = last.max(offset);
                     pr.leader_id = BrokerId(info.leader);
@@ -306,7 +312,7 @@ type ItemError<'a> = (&'a mut i16, &'a mut Option<kafka_protocol::protocol::StrB
 /// this node, or after `timeout_ms`; if the leadership ends first, every item `items` finds
 /// without an error is answered NOT_CONTROLLER instead (`what` was not committed). A node
 /// that is not the active controller answers at once.
-fn answer_committed<R>(quorum: Option<MutexGuard<'_, Quorum>>, (key, version, correlation_id): (ApiKey, i16, i32), mut r: R, (last, timeout_ms): (i64, i32), what: &str, items: impl for<'a> Fn(&'a mut R) -> Vec<ItemError<'a>>) -> Outcome
+pub(super) fn answer_committed<R>(quorum: Option<MutexGuard<'_, Quorum>>, (key, version, correlation_id): (ApiKey, i16, i32), mut r: R, (last, timeout_ms): (i64, i32), what: &str, items: impl for<'a> Fn(&'a mut R) -> Vec<ItemError<'a>>) -> Outcome
 where
     R: Clone + kafka_protocol::protocol::Encodable + Into<kafka_protocol::messages::ResponseKind>,
 {

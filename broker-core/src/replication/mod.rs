@@ -40,6 +40,13 @@ struct Progress {
     broker_epoch: i64,
 }
 
+impl Progress {
+    /// A follower not heard from in this leadership, given the whole lag window from `now`.
+    fn unheard(leo: i64, now: u64) -> Progress {
+        Progress { leo: -1, leader_leo_at_fetch: leo, fetch_ms: now, caught_up_ms: now, log_start: -1, broker_epoch: -1 }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
     /// Not (yet) given a role by the controller, or the partition has no leader.
@@ -213,13 +220,19 @@ impl Replication {
                 self.followers = replicas
                     .iter()
                     .filter(|&&r| r != self.me)
-                    .map(|&r| (r, Progress { leo: -1, leader_leo_at_fetch: leo, fetch_ms: now, caught_up_ms: now, log_start: -1, broker_epoch: -1 }))
+                    .map(|&r| (r, Progress::unheard(leo, now)))
                     .collect();
                 self.advance(leo);
                 Change::BecameLeader
             }
             Role::Leader => {
                 self.forget_progress(&dropped);
+                // A reassignment may add replicas (to be tracked from their first fetch) or
+                // remove them (whose fetches are refused from now on).
+                self.followers.retain(|r, _| replicas.contains(r));
+                for &r in replicas.iter().filter(|&&r| r != self.me) {
+                    self.followers.entry(r).or_insert(Progress::unheard(leo, now));
+                }
                 self.advance(leo);
                 Change::IsrChanged
             }

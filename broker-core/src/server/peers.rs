@@ -364,6 +364,8 @@ fn heard(shared: &Shared, name: &str, p: i32, isr: &[i32], answer: &AlterPartiti
         // AlterPartition's answer carries no ELR; the leader takes only the ISR and epochs.
         elr: Vec::new(),
         last_known_elr: Vec::new(),
+        adding: Vec::new(),
+        removing: Vec::new(),
     });
     tracing::info!("{name}-{p}: ISR change to {isr:?}: {}", if code == 0 { "committed".to_string() } else { format!("error {code}") });
     // A code of 0 comes with its partition (a missing one is -1 above).

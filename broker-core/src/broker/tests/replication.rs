@@ -90,7 +90,7 @@ impl Cluster {
     fn elect(&mut self, leader: i32, isr: &[i32]) {
         let p = self.ctl.image().partition(topic_name, 0).unwrap().clone();
         let (leader_epoch, partition_epoch) = (p.leader_epoch + 1, p.partition_epoch + 1);
-        self.commit(vec![MetadataRecord::Partition { topic: topic_name.into(), partition: 0, replicas: p.replicas, isr: isr.to_vec(), leader, leader_epoch, partition_epoch, elr: vec![], last_known_elr: vec![] }]);
+        self.commit(vec![MetadataRecord::Partition { topic: topic_name.into(), partition: 0, replicas: p.replicas, isr: isr.to_vec(), leader, leader_epoch, partition_epoch, elr: vec![], last_known_elr: vec![], adding: vec![], removing: vec![] }]);
     }
 
     fn broker(&mut self, id: i32) -> &mut Broker {
@@ -246,7 +246,7 @@ fn a_broker_takes_no_role_until_its_own_registration_is_applied() {
     // which happens in the batch holding its new registration.
     let dir = tempfile::tempdir().unwrap();
     let open = || Broker::open(Arc::new(FileDisk::new()), BrokerConfig { node_id: 1, ..crate::testing::config(dir.path()) }, 0).unwrap();
-    let partition = |p: i32, replicas: Vec<i32>, leader: i32, epoch: i32| MetadataRecord::Partition { topic: topic_name.into(), partition: p, isr: replicas.clone(), replicas, leader, leader_epoch: epoch, partition_epoch: epoch, elr: vec![], last_known_elr: vec![] };
+    let partition = |p: i32, replicas: Vec<i32>, leader: i32, epoch: i32| MetadataRecord::Partition { topic: topic_name.into(), partition: p, isr: replicas.clone(), replicas, leader, leader_epoch: epoch, partition_epoch: epoch, elr: vec![], last_known_elr: vec![], adding: vec![], removing: vec![] };
     let register = |id: i32, epoch: i64| MetadataRecord::RegisterBroker { id, epoch, host: "host".into(), port: 9092, listeners: Vec::new() };
     let previous_life = vec![
         register(1, 0),
@@ -517,7 +517,7 @@ fn what_the_controller_link_heard_is_read_as_kafka_reads_an_alter_partition_answ
     // connection or a change left unsent as a refusal forgets a change the controller may
     // have committed (planted LostIsrAnswerIsRefusal, ControllerStorageErrorIsRefusal).
     use crate::broker::rules::Kafka;
-    let state = crate::metadata::PartitionInfo { replicas: vec![1, 2], isr: vec![1, 2], leader: 1, leader_epoch: 0, partition_epoch: 1, elr: vec![], last_known_elr: vec![] };
+    let state = crate::metadata::PartitionInfo { replicas: vec![1, 2], isr: vec![1, 2], leader: 1, leader_epoch: 0, partition_epoch: 1, elr: vec![], last_known_elr: vec![], adding: vec![], removing: vec![] };
     let answered = |code: Code| IsrReply::Answered(Err(Some(code)));
     let read = |reply: &IsrReply| format!("{:?}", reply.read(&Kafka));
     let committed = IsrReply::Answered(Ok(state));

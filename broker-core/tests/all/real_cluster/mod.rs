@@ -21,6 +21,7 @@
 mod groups;
 mod harness;
 mod quorum;
+mod reassign;
 mod security;
 mod transactions;
 
@@ -220,7 +221,7 @@ fn cluster_leader_sigkill_mid_produce_then_rejoin() {
             ));
         }
     }
-    let acked = producer.finish(&mut cluster, victim);
+    let acked = producer.finish(&mut cluster, Some(victim));
 
     // Read back from the survivors, before the killed broker returns: the new leaders alone
     // must hold every acknowledged record.
@@ -294,19 +295,20 @@ impl FailoverProducer {
         std::fs::write(&self.killed, b"").expect("write the kill marker");
     }
 
-    /// Waits for it to finish; fails unless some record was acknowledged after the kill.
-    fn finish(self, cluster: &mut Cluster, victim: i32) -> Acked {
+    /// Waits for it to finish; fails unless some record was acknowledged after the kill (or
+    /// whatever `killed` marked). `victim`: the node that may be dead by now.
+    fn finish(self, cluster: &mut Cluster, victim: Option<i32>) -> Acked {
         let out = self
             .process
             .wait(Duration::from_secs(client_timeout_s))
             .unwrap_or_else(|why| cluster.fail(&format!("cluster_failover_produce.py: {why}")));
         cluster.check_script("cluster_failover_produce.py", &[], &out);
-        cluster.assert_alive("while producing through the failover", Some(victim));
+        cluster.assert_alive("while producing through the failover", victim);
         let report: Value = serde_json::from_str(&std::fs::read_to_string(&self.acked).expect("read the producer's report")).expect("producer report is JSON");
         let acked_after_kill = report["acked_after_kill"].as_u64().unwrap_or(0);
         if report["killed_seen"] != Value::Bool(true) || acked_after_kill == 0 {
             cluster.fail(&format!(
-                "no record was acknowledged after node {victim} was killed (killed_seen {}): production did not resume; \
+                "no record was acknowledged after the marked event (node {victim:?} killed) (killed_seen {}): production did not resume; \
                  {} acknowledged before, {} failed",
                 report["killed_seen"],
                 report["acked"].as_array().map_or(0, Vec::len),

@@ -54,7 +54,7 @@ fn cluster_active_controller_sigkill_mid_produce() {
     let moved = cluster.metadata(survivor, cluster_size - 1, &["--topic", topic, "--leader-not", &victim_arg]);
     eprintln!("{topic} led by survivors: {}", moved.raw);
 
-    let acked = producer.finish(&mut cluster, victim);
+    let acked = producer.finish(&mut cluster, Some(victim));
     cluster.script(survivor, "cluster_verify_acked.py", &["--topic", topic, "--acked", &acked.path, "--no-duplicates"]);
 
     cluster.restart(victim);
