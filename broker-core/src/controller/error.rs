@@ -58,6 +58,9 @@ pub enum Error {
     /// or one that is not registered, or cancelling it would empty the ISR.
     #[error("{0}")]
     InvalidReplicaAssignment(String),
+    /// BROKER_ID_NOT_REGISTERED (102): UnregisterBroker for an id with no registration.
+    #[error("broker {0} is not registered")]
+    BrokerIdNotRegistered(i32),
     /// NO_REASSIGNMENT_IN_PROGRESS (85): a cancel for a partition that is not being reassigned.
     #[error("no reassignment of {0} is in progress")]
     NoReassignmentInProgress(String),
@@ -81,6 +84,7 @@ impl Error {
             Error::IneligibleReplica(_) => Code::IneligibleReplica,
             Error::InvalidReplicaAssignment(_) => Code::InvalidReplicaAssignment,
             Error::NoReassignmentInProgress(_) => Code::NoReassignmentInProgress,
+            Error::BrokerIdNotRegistered(_) => Code::BrokerIdNotRegistered,
         }
     }
 }

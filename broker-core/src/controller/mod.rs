@@ -305,6 +305,22 @@ impl Controller {
         Ok(draft.records)
     }
 
+    /// UnregisterBroker: a decommissioned broker's registration is removed. It leaves every
+    /// ISR and leadership first, as a fenced broker does, and stays in the assignments it is
+    /// in (offline there) until they are reassigned. A broker that is still running registers
+    /// again at its next heartbeat, as in Kafka.
+    pub fn unregister_broker(&mut self, id: i32, now: u64) -> Result<Vec<MetadataRecord>, Error> {
+        self.observe(now);
+        let epoch = self.image.brokers.get(&id).map(|b| b.epoch).ok_or(Error::BrokerIdNotRegistered(id))?;
+        let mut draft = Draft::new(&self.image, &self.heard, &self.config);
+        draft.reelect(&[id]);
+        draft.push(MetadataRecord::UnregisterBroker { id, epoch });
+        let records = draft.records;
+        self.heard.remove(&id);
+        self.last_heartbeat.remove(&id);
+        Ok(records)
+    }
+
     fn check_epoch(&self, id: i32, epoch: i64) -> Result<&BrokerInfo, Error> {
         let broker = self.image.brokers.get(&id).ok_or(Error::UnknownBroker(id))?;
         if broker.epoch != epoch {

@@ -141,6 +141,7 @@ fn render(records: &[MetadataRecord]) -> String {
     let line = |r: &MetadataRecord| match r {
         MetadataRecord::RegisterBroker { id, epoch, .. } => format!("register {id} epoch={epoch}"),
         MetadataRecord::FenceBroker { id, epoch } => format!("fence {id} epoch={epoch}"),
+        MetadataRecord::UnregisterBroker { id, epoch } => format!("unregister {id} epoch={epoch}"),
         MetadataRecord::UnfenceBroker { id, epoch } => format!("unfence {id} epoch={epoch}"),
         MetadataRecord::Topic { name, partitions, .. } => format!("topic {name} partitions={partitions}"),
         MetadataRecord::Partition { topic, partition, replicas, isr, leader, leader_epoch, partition_epoch, elr, last_known_elr, adding, removing } => {

@@ -78,6 +78,8 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     // Partition reassignment (KIP-455; v1: KIP-860's allow_replication_factor_change).
     (ApiKey::AlterPartitionReassignments, 0, 1),
     (ApiKey::ListPartitionReassignments, 0, 0),
+    // A decommissioned broker leaves the cluster (KIP-500; `seedlog brokers unregister`).
+    (ApiKey::UnregisterBroker, 0, 0),
 ];
 
 /// The version range of `key` this broker serves, if it serves it.

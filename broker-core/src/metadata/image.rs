@@ -112,6 +112,11 @@ impl Image {
                 self.brokers.insert(*id, info);
             }
             MetadataRecord::FenceBroker { id, epoch } => self.set_fenced(*id, *epoch, true),
+            MetadataRecord::UnregisterBroker { id, epoch } => {
+                if self.brokers.get(id).is_some_and(|b| b.epoch == *epoch) {
+                    self.brokers.remove(id);
+                }
+            }
             MetadataRecord::UnfenceBroker { id, epoch } => self.set_fenced(*id, *epoch, false),
             MetadataRecord::Topic { name, id, partitions, config } => self.add_topic(name, id, *partitions, config),
             MetadataRecord::Partition { topic, partition, replicas, isr, leader, leader_epoch, partition_epoch, elr, last_known_elr, adding, removing } => {

@@ -32,6 +32,10 @@ pub enum MetadataRecord {
     },
     /// The broker stops being eligible for leadership and ISR membership.
     FenceBroker { id: i32, epoch: i64 },
+    /// The registration `epoch` of broker `id` is removed (UnregisterBroker: a decommissioned
+    /// broker leaves the cluster). Partitions still naming it as a replica keep it there,
+    /// offline, until they are reassigned; a registration under another epoch is left alone.
+    UnregisterBroker { id: i32, epoch: i64 },
     /// The broker is eligible again.
     UnfenceBroker { id: i32, epoch: i64 },
     /// Creates a topic with `partitions` partitions; each one's state follows as a

@@ -368,7 +368,7 @@ pub(super) fn check(access: Option<&Access>, request: &mut Request) -> Check {
             reply!(kafka_protocol::messages::ElectLeadersResponse::default().with_error_code(Code::ClusterAuthorizationFailed.code()).with_replica_election_results(each))
         }
         RequestKind::ElectLeaders(_) => Check::Pass,
-        // Kafka's: ALTER on the cluster to reassign, DESCRIBE to list reassignments.
+        // Kafka's: ALTER on the cluster to reassign or unregister, DESCRIBE to list reassignments.
         RequestKind::AlterPartitionReassignments(_) if !a.cluster(Alter) => {
             let why = a.why(Alter, ResourceType::Cluster, cluster_name);
             reply!(kafka_protocol::messages::AlterPartitionReassignmentsResponse::default().with_error_code(Code::ClusterAuthorizationFailed.code()).with_error_message(Some(s(&why))))
@@ -377,7 +377,11 @@ pub(super) fn check(access: Option<&Access>, request: &mut Request) -> Check {
             let why = a.why(Describe, ResourceType::Cluster, cluster_name);
             reply!(kafka_protocol::messages::ListPartitionReassignmentsResponse::default().with_error_code(Code::ClusterAuthorizationFailed.code()).with_error_message(Some(s(&why))))
         }
-        RequestKind::AlterPartitionReassignments(_) | RequestKind::ListPartitionReassignments(_) => Check::Pass,
+        RequestKind::UnregisterBroker(_) if !a.cluster(Alter) => {
+            let why = a.why(Alter, ResourceType::Cluster, cluster_name);
+            reply!(kafka_protocol::messages::UnregisterBrokerResponse::default().with_error_code(Code::ClusterAuthorizationFailed.code()).with_error_message(Some(s(&why))))
+        }
+        RequestKind::AlterPartitionReassignments(_) | RequestKind::ListPartitionReassignments(_) | RequestKind::UnregisterBroker(_) => Check::Pass,
         // Kafka's: no check to list the brokers; DESCRIBE on the cluster for the log
         // directories (refused with an empty answer before v3's error code) and the quorum.
         RequestKind::DescribeCluster(_) => Check::Pass,

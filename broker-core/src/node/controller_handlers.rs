@@ -311,13 +311,14 @@ type ItemError<'a> = (&'a mut i16, &'a mut Option<kafka_protocol::protocol::StrB
 /// Answers `r` once the records it decided (the last at `last`) are committed and applied on
 /// this node, or after `timeout_ms`; if the leadership ends first, every item `items` finds
 /// without an error is answered NOT_CONTROLLER instead (`what` was not committed). A node
-/// that is not the active controller answers at once.
+/// that is not the active controller, or that decided no record (`last` < 0), answers at once.
 pub(super) fn answer_committed<R>(quorum: Option<MutexGuard<'_, Quorum>>, (key, version, correlation_id): (ApiKey, i16, i32), mut r: R, (last, timeout_ms): (i64, i32), what: &str, items: impl for<'a> Fn(&'a mut R) -> Vec<ItemError<'a>>) -> Outcome
 where
     R: Clone + kafka_protocol::protocol::Encodable + Into<kafka_protocol::messages::ResponseKind>,
 {
     let reply = Response::new(key, version, correlation_id, r.clone());
-    let Some(q) = quorum else { return Outcome::Reply(reply) };
+    // Not the controller, or nothing was decided (every item refused, or validated only).
+    let Some(q) = quorum.filter(|_| last >= 0) else { return Outcome::Reply(reply) };
     for (code, message) in items(&mut r).into_iter().filter(|(code, _)| **code == 0) {
         *code = not_controller;
         *message = Some(s(&format!("the controller lost its leadership before {what} was committed")));

@@ -11,8 +11,8 @@
 //! `controller_handlers` and `elect_leaders` (the quorum's), `config_handlers`, `group_handlers`
 //! (the group coordinator's APIs) with `group_reply` (their answers under construction),
 //! `txn_handlers` (the transaction coordinator's APIs and a partition leader's markers),
-//! `cluster_handlers` (DescribeCluster, DescribeLogDirs, DescribeQuorum), `reassign_handlers`
-//! (AlterPartitionReassignments, ListPartitionReassignments),
+//! `cluster_handlers` (DescribeCluster, DescribeLogDirs, DescribeQuorum), `placement_handlers`
+//! (AlterPartitionReassignments, ListPartitionReassignments, UnregisterBroker),
 //! `coordinator_link` (where both coordinators meet the broker: ownership, loading, their
 //! appends, the markers' channel),
 //! `waiting` (requests answered later), `forward` (KIP-590 on this node), `input` (the shell's
@@ -31,7 +31,7 @@ mod group_handlers;
 mod group_reply;
 mod handlers;
 mod input;
-mod reassign_handlers;
+mod placement_handlers;
 pub mod txn_handlers;
 mod user_handlers;
 pub mod verify;
@@ -385,8 +385,9 @@ fn handle_inner(node: &Node, prepared: Prepared, caller: Option<&Caller>, now: u
         RequestKind::DeleteTopics(req) => controller_handlers::delete_topics(node, version, correlation_id, req, &denied, now),
         RequestKind::CreatePartitions(req) => controller_handlers::create_partitions(node, version, correlation_id, req, &denied, now),
         RequestKind::ElectLeaders(req) => elect_leaders::elect_leaders(node, version, correlation_id, req, now),
-        RequestKind::AlterPartitionReassignments(req) => reassign_handlers::alter(node, version, correlation_id, req, now),
-        RequestKind::ListPartitionReassignments(req) => reassign_handlers::list(node, version, correlation_id, req),
+        RequestKind::AlterPartitionReassignments(req) => placement_handlers::alter(node, version, correlation_id, req, now),
+        RequestKind::ListPartitionReassignments(req) => placement_handlers::list(node, version, correlation_id, req),
+        RequestKind::UnregisterBroker(req) => placement_handlers::unregister(node, version, correlation_id, req, now),
         RequestKind::DescribeConfigs(req) => reply!(filtered!(config_handlers::describe_configs(&b(), req), authz::describe_configs_after)),
         RequestKind::AlterConfigs(req) => config_handlers::alter_configs(node, version, correlation_id, req, &denied, now),
         RequestKind::IncrementalAlterConfigs(req) => config_handlers::incremental_alter_configs(node, version, correlation_id, req, &denied, now),

@@ -245,6 +245,7 @@ mod listeners;
 mod configs;
 mod fetch_sessions;
 mod elect_leaders;
+mod placement;
 mod transactions;
 
 mod groups {

@@ -106,3 +106,18 @@ fn cancelling_is_refused_where_it_would_empty_the_isr() {
     let (answer, line) = reassign(&mut c, None);
     assert_eq!((answer.map_err(|e| e.kafka_error()), line), (Err(Code::InvalidReplicaAssignment), String::new()));
 }
+
+#[test]
+fn a_decommissioned_broker_is_unregistered_then_moved_off() {
+    let mut c = two_on_four();
+    let records = c.ctl.unregister_broker(0, 1_000).expect("registered");
+    let epoch = c.epoch(0);
+    assert_eq!(c.commit(records), format!("t-0 replicas=[0, 1] isr=[1] leader=1 epochs=1/1\nunregister 0 epoch={epoch}"), "out of the ISR and leadership first");
+    assert!(!c.ctl.image().brokers.contains_key(&0));
+    assert_eq!(c.ctl.unregister_broker(0, 1_000).map_err(|e| e.kafka_error()), Err(Code::BrokerIdNotRegistered));
+    // Still named as a replica, offline there, until moved: to a registered broker only.
+    let (answer, _) = reassign(&mut c, Some(&[0, 1]));
+    assert_eq!(answer.map_err(|e| e.kafka_error()), Err(Code::InvalidReplicaAssignment), "broker 0 is gone");
+    assert_eq!(reassign(&mut c, Some(&[1, 2])).1, "t-0 replicas=[1, 2, 0] isr=[1] leader=1 adding=[2] removing=[0] epochs=1/2");
+    assert_eq!(isr(&mut c, 1, &[1, 2]).1, "t-0 replicas=[1, 2] isr=[1, 2] leader=1 epochs=1/3");
+}

@@ -1,10 +1,11 @@
-//! AlterPartitionReassignments (API 45) and ListPartitionReassignments (API 46) on the active
-//! controller: what `kafka-reassign-partitions.sh --execute / --verify / --cancel` and
-//! Admin.alterPartitionReassignments send. The decisions are the controller's
-//! (`controller::reassign`); these handlers read the request, commit the starts and cancels as
-//! one batch and answer once it is committed and applied here, as Kafka answers when the
-//! reassignment has started (not finished). Another node forwards both to the active
-//! controller (`forward`).
+//! Where replicas live, on the active controller: AlterPartitionReassignments (API 45) and
+//! ListPartitionReassignments (API 46), what `kafka-reassign-partitions.sh --execute / --verify
+//! / --cancel`, Admin.alterPartitionReassignments and `seedlog reassign` send; and
+//! UnregisterBroker (API 64), which removes a decommissioned broker. The decisions are the
+//! controller's (`controller::reassign`, `Controller::unregister_broker`); these handlers read
+//! the request, commit the records as one batch and answer once it is committed and applied
+//! here, as Kafka answers when a reassignment has started (not finished). Another node
+//! forwards all three to the active controller (`forward`).
 
 use super::controller_handlers::{active, answer_committed, not_controller};
 use super::{Node, Outcome};
@@ -15,6 +16,8 @@ use kafka_protocol::messages::alter_partition_reassignments_request::AlterPartit
 use kafka_protocol::messages::alter_partition_reassignments_response::{AlterPartitionReassignmentsResponse, ReassignablePartitionResponse, ReassignableTopicResponse};
 use kafka_protocol::messages::list_partition_reassignments_request::ListPartitionReassignmentsRequest;
 use kafka_protocol::messages::list_partition_reassignments_response::{ListPartitionReassignmentsResponse, OngoingPartitionReassignment, OngoingTopicReassignment};
+use kafka_protocol::messages::unregister_broker_request::UnregisterBrokerRequest;
+use kafka_protocol::messages::unregister_broker_response::UnregisterBrokerResponse;
 use kafka_protocol::messages::{ApiKey, BrokerId};
 
 pub fn alter(node: &Node, version: i16, correlation_id: i32, req: AlterPartitionReassignmentsRequest, now: u64) -> Result<Outcome, String> {
@@ -76,4 +79,23 @@ pub fn list(node: &Node, version: i16, correlation_id: i32, req: ListPartitionRe
         r.topics.last_mut().expect("pushed above").partitions.push(ongoing);
     }
     Ok(Outcome::Reply(Response::new(ApiKey::ListPartitionReassignments, version, correlation_id, r)))
+}
+
+/// UnregisterBroker: BROKER_ID_NOT_REGISTERED for an id with no registration.
+pub fn unregister(node: &Node, version: i16, correlation_id: i32, req: UnregisterBrokerRequest, now: u64) -> Result<Outcome, String> {
+    let mut r = UnregisterBrokerResponse::default();
+    let mut quorum = active(node);
+    let mut last = -1;
+    let result = match quorum.as_deref_mut() {
+        None => Err((not_controller, "this node is not the controller".to_string())),
+        Some(q) => match q.controller_mut().unregister_broker(req.broker_id.0, now) {
+            Err(e) => Err((e.kafka_error().code(), e.to_string())),
+            Ok(records) => q.commit(records, now).map(|offset| last = offset).map_err(|e| (e.kafka_error().code(), e.to_string())),
+        },
+    };
+    if let Err((code, message)) = result {
+        r.error_code = code;
+        r.error_message = Some(s(&message));
+    }
+    Ok(answer_committed(quorum, (ApiKey::UnregisterBroker, version, correlation_id), r, (last, crate::constants::controller_commit_wait_ms as i32), "the unregistration", |r| vec![(&mut r.error_code, &mut r.error_message)]))
 }
