@@ -13,6 +13,8 @@ pub mod conn;
 pub mod consumer;
 pub mod group;
 pub mod groups_admin;
+pub mod placement;
+pub mod plan;
 pub mod producer;
 pub mod transactions;
 

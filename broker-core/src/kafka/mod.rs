@@ -132,6 +132,10 @@ pub const SENT: &[(ApiKey, i16)] = &[
     (ApiKey::DescribeAcls, 3),
     (ApiKey::CreateAcls, 3),
     (ApiKey::DeleteAcls, 3),
+    // `seedlog reassign` and `seedlog brokers`, and the simulator's admin.
+    (ApiKey::AlterPartitionReassignments, 1),
+    (ApiKey::ListPartitionReassignments, 0),
+    (ApiKey::UnregisterBroker, 0),
 ];
 
 /// The version sent of the API with key `key` (a `Request::KEY`); `None` for an API this crate
