@@ -2,7 +2,8 @@
 //! defaults, the storage benchmark, and a dump of segment files — and the operator's view of a
 //! running cluster's consumer groups (`seedlog groups`, in `seedlog/groups.rs`), and a load of
 //! many connections against a running broker (`seedlog bench-connections`, in
-//! `seedlog/bench_connections.rs`). This is the IO
+//! `seedlog/bench_connections.rs`), and moving replicas between brokers (`seedlog reassign`,
+//! `seedlog brokers`, in `seedlog/reassign.rs`). This is the IO
 //! edge: it may read clocks, touch the file system and start a runtime; the log and the client
 //! library never do.
 
@@ -14,6 +15,8 @@ mod groups;
 mod security;
 #[path = "seedlog/bench_connections.rs"]
 mod bench_connections;
+#[path = "seedlog/reassign.rs"]
+mod reassign;
 
 use broker_core::constants::admin_request_ms_default;
 use broker_core::log::batch::{self, build};
@@ -112,6 +115,29 @@ enum Cmd {
         #[command(subcommand)]
         cmd: security::UsersCmd,
     },
+    /// Move partitions' replicas between brokers, like kafka-reassign-partitions.sh:
+    /// generate a plan, execute it, verify it, or cancel it.
+    Reassign {
+        /// Any broker of the cluster, host:port.
+        #[arg(long, global = true, default_value = "127.0.0.1:9092")]
+        bootstrap: String,
+        /// How long to wait for each answer.
+        #[arg(long, global = true, default_value_t = admin_request_ms_default)]
+        timeout_ms: u64,
+        #[command(subcommand)]
+        cmd: reassign::ReassignCmd,
+    },
+    /// The cluster's brokers, like kafka-cluster.sh: unregister a decommissioned one.
+    Brokers {
+        /// Any broker of the cluster, host:port.
+        #[arg(long, global = true, default_value = "127.0.0.1:9092")]
+        bootstrap: String,
+        /// How long to wait for the answer.
+        #[arg(long, global = true, default_value_t = admin_request_ms_default)]
+        timeout_ms: u64,
+        #[command(subcommand)]
+        cmd: reassign::BrokersCmd,
+    },
 }
 
 fn main() {
@@ -126,6 +152,8 @@ fn main() {
         Cmd::Acls { login, cmd } => security::acls(login, cmd),
         Cmd::BenchAuthorizer { acls, checks } => security::bench_authorizer(acls, checks),
         Cmd::Users { login, cmd } => security::users(login, cmd),
+        Cmd::Reassign { bootstrap, timeout_ms, cmd } => reassign::reassign(&bootstrap, Duration::from_millis(timeout_ms), cmd),
+        Cmd::Brokers { bootstrap, timeout_ms, cmd } => reassign::brokers(&bootstrap, Duration::from_millis(timeout_ms), cmd),
     };
     if let Err(e) = result {
         eprintln!("error: {e}");
