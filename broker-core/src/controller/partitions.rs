@@ -19,7 +19,8 @@ impl Controller {
         if count > partitions_per_topic_max {
             return Err(Error::InvalidPartitions(format!("{count} partitions; must be at most {partitions_per_topic_max}")));
         }
-        let rf = topic.partitions.iter().map(|p| p.replicas.len()).max().unwrap_or(1).max(1);
+        // A partition being reassigned counts its target's size, not the grown set it has meanwhile.
+        let rf = topic.partitions.iter().map(|p| p.replicas.len().saturating_sub(p.removing.len())).max().unwrap_or(1).max(1);
         let live: Vec<i32> = self.image.live_brokers().map(|b| b.id).collect();
         if rf > live.len() {
             return Err(Error::InvalidReplicationFactor(format!("topic {name}'s replication factor {rf} is larger than the {} live (unfenced) brokers", live.len())));
