@@ -29,4 +29,5 @@ pub mod simprobe;
 pub mod storage;
 #[doc(hidden)]
 pub mod testing;
+pub mod throttle;
 pub mod txn;

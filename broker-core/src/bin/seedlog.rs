@@ -3,7 +3,8 @@
 //! running cluster's consumer groups (`seedlog groups`, in `seedlog/groups.rs`), and a load of
 //! many connections against a running broker (`seedlog bench-connections`, in
 //! `seedlog/bench_connections.rs`), and moving replicas between brokers (`seedlog reassign`,
-//! `seedlog brokers`, in `seedlog/reassign.rs`). This is the IO
+//! `seedlog brokers`, in `seedlog/reassign.rs`) and client quotas (`seedlog configs`, in
+//! `seedlog/configs.rs`). This is the IO
 //! edge: it may read clocks, touch the file system and start a runtime; the log and the client
 //! library never do.
 
@@ -17,6 +18,8 @@ mod security;
 mod bench_connections;
 #[path = "seedlog/reassign.rs"]
 mod reassign;
+#[path = "seedlog/configs.rs"]
+mod configs;
 
 use broker_core::constants::admin_request_ms_default;
 use broker_core::log::batch::{self, build};
@@ -127,6 +130,17 @@ enum Cmd {
         #[command(subcommand)]
         cmd: reassign::ReassignCmd,
     },
+    /// Client quotas of a running cluster, like kafka-configs.sh --entity-type clients|users.
+    Configs {
+        /// Any broker of the cluster, host:port.
+        #[arg(long, default_value = "127.0.0.1:9092")]
+        bootstrap: String,
+        /// How long to wait for the answer.
+        #[arg(long, default_value_t = admin_request_ms_default)]
+        timeout_ms: u64,
+        #[command(flatten)]
+        args: configs::ConfigsArgs,
+    },
     /// The cluster's brokers, like kafka-cluster.sh: unregister a decommissioned one.
     Brokers {
         /// Any broker of the cluster, host:port.
@@ -153,6 +167,7 @@ fn main() {
         Cmd::BenchAuthorizer { acls, checks } => security::bench_authorizer(acls, checks),
         Cmd::Users { login, cmd } => security::users(login, cmd),
         Cmd::Reassign { bootstrap, timeout_ms, cmd } => reassign::reassign(&bootstrap, Duration::from_millis(timeout_ms), cmd),
+        Cmd::Configs { bootstrap, timeout_ms, args } => configs::run(&bootstrap, Duration::from_millis(timeout_ms), args),
         Cmd::Brokers { bootstrap, timeout_ms, cmd } => reassign::brokers(&bootstrap, Duration::from_millis(timeout_ms), cmd),
     };
     if let Err(e) = result {

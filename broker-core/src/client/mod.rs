@@ -16,6 +16,7 @@ pub mod groups_admin;
 pub mod placement;
 pub mod plan;
 pub mod producer;
+pub mod quotas;
 pub mod transactions;
 
 pub use conn::Conn;

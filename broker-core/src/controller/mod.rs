@@ -21,6 +21,7 @@ mod error;
 pub mod reassign;
 mod elr;
 mod partitions;
+pub mod quotas;
 pub mod quorum;
 mod rebalance;
 pub mod raft;

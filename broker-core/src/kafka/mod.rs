@@ -80,6 +80,9 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ListPartitionReassignments, 0, 0),
     // A decommissioned broker leaves the cluster (KIP-500; `seedlog brokers unregister`).
     (ApiKey::UnregisterBroker, 0, 0),
+    // Client quotas (KIP-546; enforced as KIP-13 and KIP-219: `throttle`).
+    (ApiKey::DescribeClientQuotas, 0, 1),
+    (ApiKey::AlterClientQuotas, 0, 1),
 ];
 
 /// The version range of `key` this broker serves, if it serves it.
@@ -136,6 +139,9 @@ pub const SENT: &[(ApiKey, i16)] = &[
     (ApiKey::AlterPartitionReassignments, 1),
     (ApiKey::ListPartitionReassignments, 0),
     (ApiKey::UnregisterBroker, 0),
+    // `seedlog configs` for quotas.
+    (ApiKey::DescribeClientQuotas, 1),
+    (ApiKey::AlterClientQuotas, 1),
 ];
 
 /// The version sent of the API with key `key` (a `Request::KEY`); `None` for an API this crate

@@ -91,13 +91,15 @@ pub struct Image {
     pub scram: BTreeMap<(String, Mechanism), Credential>,
     /// Every ACL, sorted by resource (type, name, pattern) first.
     pub acls: std::collections::BTreeSet<crate::security::acl::Acl>,
+    /// Client quotas by entity (`quotas`).
+    pub quotas: super::quotas::Quotas,
     /// Offset of the last applied record; -1 before any.
     pub offset: i64,
 }
 
 impl Default for Image {
     fn default() -> Self {
-        Image { brokers: BTreeMap::new(), topics: BTreeMap::new(), scram: BTreeMap::new(), acls: Default::default(), offset: -1 }
+        Image { brokers: BTreeMap::new(), topics: BTreeMap::new(), scram: BTreeMap::new(), acls: Default::default(), quotas: Default::default(), offset: -1 }
     }
 }
 
@@ -158,6 +160,16 @@ impl Image {
             MetadataRecord::RemoveAcl { acl } => {
                 self.acls.remove(acl);
             }
+            MetadataRecord::ClientQuota { entity, key, value } => {
+                let values = self.quotas.entry(entity.clone()).or_default();
+                match value {
+                    Some(v) => values.insert(key.clone(), *v),
+                    None => values.remove(key),
+                };
+                if values.is_empty() {
+                    self.quotas.remove(entity);
+                }
+            }
             MetadataRecord::LeaderChange { .. } => {}
         }
     }
@@ -170,7 +182,7 @@ impl Image {
     /// Nothing was ever registered, created or stored: the metadata log of a cluster being
     /// formed, where the operator's bootstrap records (`--add-scram`) go first.
     pub fn is_fresh(&self) -> bool {
-        self.brokers.is_empty() && self.topics.is_empty() && self.scram.is_empty() && self.acls.is_empty()
+        self.brokers.is_empty() && self.topics.is_empty() && self.scram.is_empty() && self.acls.is_empty() && self.quotas.is_empty()
     }
 
     /// The records that rebuild this image from nothing (offsets aside): each broker's latest
@@ -210,6 +222,9 @@ impl Image {
             out.push(MetadataRecord::ScramCredential { user: user.clone(), credential: credential.clone() });
         }
         out.extend(self.acls.iter().map(|acl| MetadataRecord::Acl { acl: acl.clone() }));
+        for (entity, values) in &self.quotas {
+            out.extend(values.iter().map(|(key, v)| MetadataRecord::ClientQuota { entity: entity.clone(), key: key.clone(), value: Some(*v) }));
+        }
         out
     }
 

@@ -6,6 +6,7 @@
 
 pub mod configs;
 pub mod image;
+pub mod quotas;
 pub mod records;
 pub mod topic;
 

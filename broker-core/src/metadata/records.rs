@@ -79,6 +79,9 @@ pub enum MetadataRecord {
     Acl { acl: crate::security::acl::Acl },
     /// Removes an ACL (RemoveAccessControlEntryRecord).
     RemoveAcl { acl: crate::security::acl::Acl },
+    /// One quota value of an entity (Kafka's ClientQuotaRecord): set, or removed (`value`
+    /// None). An entity with no value left is gone.
+    ClientQuota { entity: super::quotas::Entity, key: String, #[serde(default, skip_serializing_if = "Option::is_none")] value: Option<super::quotas::Value> },
     /// The first entry of every Raft leader's epoch (KRaft's LeaderChange control record,
     /// written by `controller::raft`): it changes nothing in the image, but takes an offset.
     LeaderChange { leader: i32, epoch: i32 },

@@ -382,6 +382,21 @@ pub(super) fn check(access: Option<&Access>, request: &mut Request) -> Check {
             reply!(kafka_protocol::messages::UnregisterBrokerResponse::default().with_error_code(Code::ClusterAuthorizationFailed.code()).with_error_message(Some(s(&why))))
         }
         RequestKind::AlterPartitionReassignments(_) | RequestKind::ListPartitionReassignments(_) | RequestKind::UnregisterBroker(_) => Check::Pass,
+        // Kafka's: DESCRIBE_CONFIGS on the cluster to describe quotas, ALTER_CONFIGS to change them.
+        RequestKind::DescribeClientQuotas(_) if !a.cluster(DescribeConfigs) => {
+            let why = a.why(DescribeConfigs, ResourceType::Cluster, cluster_name);
+            reply!(kafka_protocol::messages::DescribeClientQuotasResponse::default().with_error_code(Code::ClusterAuthorizationFailed.code()).with_error_message(Some(s(&why))).with_entries(None))
+        }
+        RequestKind::AlterClientQuotas(req) if !a.cluster(AlterConfigs) => {
+            use kafka_protocol::messages::alter_client_quotas_response::{EntityData, EntryData};
+            let why = a.why(AlterConfigs, ResourceType::Cluster, cluster_name);
+            let each = req.entries.iter().map(|e| {
+                let entity = e.entity.iter().map(|p| EntityData::default().with_entity_type(p.entity_type.clone()).with_entity_name(p.entity_name.clone())).collect();
+                EntryData::default().with_entity(entity).with_error_code(Code::ClusterAuthorizationFailed.code()).with_error_message(Some(s(&why)))
+            });
+            reply!(kafka_protocol::messages::AlterClientQuotasResponse::default().with_entries(each.collect()))
+        }
+        RequestKind::DescribeClientQuotas(_) | RequestKind::AlterClientQuotas(_) => Check::Pass,
         // Kafka's: no check to list the brokers; DESCRIBE on the cluster for the log
         // directories (refused with an empty answer before v3's error code) and the quorum.
         RequestKind::DescribeCluster(_) => Check::Pass,

@@ -90,7 +90,13 @@ impl Node {
             Input::Shutdown => broker.checkpoint(now),
             Input::Registered { epoch } => broker.registered(epoch, now),
             Input::IsrReply { topic, partition, reply } => broker.isr_reply(&topic, partition, &reply, now),
-            Input::Metadata(run) => broker.apply_metadata_batch(&run, now),
+            Input::Metadata(run) => {
+                let actions = broker.apply_metadata_batch(&run, now);
+                if run.iter().any(|(_, r)| matches!(r, crate::metadata::MetadataRecord::ClientQuota { .. })) || self.throttles().any() != !broker.image().quotas.is_empty() {
+                    self.throttles().set_quotas(broker.image().quotas.clone());
+                }
+                actions
+            }
             Input::MarkersAnswered { request, result } => coordinator_link::markers_answered(broker, txns, request, result, now),
             Input::AutoCreateRefused(topic) => {
                 broker.auto_create_failed(&topic);

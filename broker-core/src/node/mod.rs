@@ -12,7 +12,8 @@
 //! (the group coordinator's APIs) with `group_reply` (their answers under construction),
 //! `txn_handlers` (the transaction coordinator's APIs and a partition leader's markers),
 //! `cluster_handlers` (DescribeCluster, DescribeLogDirs, DescribeQuorum), `placement_handlers`
-//! (AlterPartitionReassignments, ListPartitionReassignments, UnregisterBroker),
+//! (AlterPartitionReassignments, ListPartitionReassignments, UnregisterBroker), `quota_handlers`
+//! (DescribeClientQuotas, AlterClientQuotas),
 //! `coordinator_link` (where both coordinators meet the broker: ownership, loading, their
 //! appends, the markers' channel),
 //! `waiting` (requests answered later), `forward` (KIP-590 on this node), `input` (the shell's
@@ -32,6 +33,7 @@ mod group_reply;
 mod handlers;
 mod input;
 mod placement_handlers;
+mod quota_handlers;
 pub mod txn_handlers;
 mod user_handlers;
 pub mod verify;
@@ -60,6 +62,8 @@ pub struct Node {
     controller: Option<Mutex<Quorum>>,
     /// The quorum leader a voter last named to this node's peer links (-1: none known).
     controller_hint: std::sync::atomic::AtomicI32,
+    /// Client quota meters (`crate::throttle`): a leaf lock, taken alone, never across IO.
+    throttles: Mutex<crate::throttle::Throttles>,
 }
 
 /// The broker and the coordinators of a node, locked together ([`Node::parts`]).
@@ -102,7 +106,7 @@ impl Node {
         let mut groups = Coordinator::new(broker.config().groups.clone());
         groups.planted = broker.config().planted_set();
         let txns = coordinator_link::Txns::new(broker.config().txns.clone(), broker.config().prepared_commits());
-        Node { parts: Mutex::new(Parts { broker, groups, txns, fetchers: Default::default() }), controller: controller.map(Mutex::new), controller_hint: (-1).into() }
+        Node { parts: Mutex::new(Parts { broker, groups, txns, fetchers: Default::default() }), controller: controller.map(Mutex::new), controller_hint: (-1).into(), throttles: Default::default() }
     }
 
     /// The broker and the coordinator, even if a request handler panicked while holding them
@@ -110,6 +114,11 @@ impl Node {
     /// mutation is a whole call.
     pub fn parts(&self) -> MutexGuard<'_, Parts> {
         self.parts.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The client quota meters, held to the quotas of the metadata this node last applied.
+    pub fn throttles(&self) -> MutexGuard<'_, crate::throttle::Throttles> {
+        self.throttles.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The broker alone ([`Node::parts`]).
@@ -388,6 +397,8 @@ fn handle_inner(node: &Node, prepared: Prepared, caller: Option<&Caller>, now: u
         RequestKind::AlterPartitionReassignments(req) => placement_handlers::alter(node, version, correlation_id, req, now),
         RequestKind::ListPartitionReassignments(req) => placement_handlers::list(node, version, correlation_id, req),
         RequestKind::UnregisterBroker(req) => placement_handlers::unregister(node, version, correlation_id, req, now),
+        RequestKind::DescribeClientQuotas(req) => reply!(quota_handlers::describe(&b(), req)),
+        RequestKind::AlterClientQuotas(req) => quota_handlers::alter(node, version, correlation_id, req, now),
         RequestKind::DescribeConfigs(req) => reply!(filtered!(config_handlers::describe_configs(&b(), req), authz::describe_configs_after)),
         RequestKind::AlterConfigs(req) => config_handlers::alter_configs(node, version, correlation_id, req, &denied, now),
         RequestKind::IncrementalAlterConfigs(req) => config_handlers::incremental_alter_configs(node, version, correlation_id, req, &denied, now),

@@ -174,6 +174,23 @@ fn produce_fetch_and_long_poll() {
     assert_eq!(r.responses[0].partitions[0].error_code, Code::OffsetOutOfRange.code());
 }
 
+/// An answer that waits for the commit to be applied here: applied, then polled.
+trait PipeWait {
+    fn pipe_wait(self, node: &Node) -> Outcome;
+}
+
+impl PipeWait for Outcome {
+    fn pipe_wait(self, node: &Node) -> Outcome {
+        match self {
+            Outcome::Wait(mut waiting) => {
+                crate::testing::apply_metadata(node, 0);
+                waiting.poll(node, false).expect("answered once applied")
+            }
+            other => other,
+        }
+    }
+}
+
 /// A node with topic "t" (one partition), auto-created and synced.
 fn node_with_topic(config: crate::broker::BrokerConfig) -> Node {
     let b = crate::testing::one_node(config);
@@ -246,6 +263,7 @@ mod configs;
 mod fetch_sessions;
 mod elect_leaders;
 mod placement;
+mod quotas;
 mod transactions;
 
 mod groups {

@@ -12,7 +12,7 @@ use kafka_protocol::messages::ApiKey;
 use std::net::IpAddr;
 
 /// The APIs a node that is not the active controller forwards to it.
-const forwarded_apis: [ApiKey; 13] = [ApiKey::UnregisterBroker, ApiKey::AlterPartitionReassignments, ApiKey::ListPartitionReassignments, ApiKey::CreatePartitions, ApiKey::CreateTopics, ApiKey::DeleteTopics, ApiKey::AlterConfigs, ApiKey::IncrementalAlterConfigs, ApiKey::ElectLeaders, ApiKey::AlterUserScramCredentials, ApiKey::CreateAcls, ApiKey::DeleteAcls, ApiKey::DescribeQuorum];
+const forwarded_apis: [ApiKey; 14] = [ApiKey::AlterClientQuotas, ApiKey::UnregisterBroker, ApiKey::AlterPartitionReassignments, ApiKey::ListPartitionReassignments, ApiKey::CreatePartitions, ApiKey::CreateTopics, ApiKey::DeleteTopics, ApiKey::AlterConfigs, ApiKey::IncrementalAlterConfigs, ApiKey::ElectLeaders, ApiKey::AlterUserScramCredentials, ApiKey::CreateAcls, ApiKey::DeleteAcls, ApiKey::DescribeQuorum];
 
 /// Whether requests of `key` are forwarded to the active controller.
 pub fn forwarded(key: ApiKey) -> bool {

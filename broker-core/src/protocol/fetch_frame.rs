@@ -43,6 +43,19 @@ impl Frame {
         self.parts.is_empty()
     }
 
+    /// Sets the response's `throttle_time_ms` (a client quota's, `crate::throttle`): the first
+    /// field after the header, in the part after the size prefix.
+    pub fn set_throttle_ms(&mut self, version: i16, ms: i32) {
+        let at = 4 + usize::from(version >= flexible_from);
+        if let Some(Part::Memory(first)) = self.parts.get_mut(1) {
+            if first.len() >= at + 4 {
+                let mut patched = BytesMut::from(&first[..]);
+                patched[at..at + 4].copy_from_slice(&ms.to_be_bytes());
+                *first = patched.freeze();
+            }
+        }
+    }
+
     /// The whole frame in memory, the regions read (the copying path; tests).
     pub fn to_bytes(&self) -> Result<Bytes, crate::log::RegionError> {
         let mut out = Vec::with_capacity(self.len());

@@ -65,7 +65,7 @@ pub fn leading(frame: &[u8]) -> Option<Leading> {
 /// may commit it): after one, parked metadata fetches look again and the quorum's outbox is sent.
 pub fn is_controller_api(key: i16) -> bool {
     use ApiKey::*;
-    key == wire::api_key || [CreateTopics, DeleteTopics, AlterConfigs, IncrementalAlterConfigs, AlterPartition, BrokerRegistration, BrokerHeartbeat, Envelope, ElectLeaders, AlterUserScramCredentials, CreateAcls, DeleteAcls, DescribeQuorum, CreatePartitions, AlterPartitionReassignments, UnregisterBroker].iter().any(|k| *k as i16 == key)
+    key == wire::api_key || [CreateTopics, DeleteTopics, AlterConfigs, IncrementalAlterConfigs, AlterPartition, BrokerRegistration, BrokerHeartbeat, Envelope, ElectLeaders, AlterUserScramCredentials, CreateAcls, DeleteAcls, DescribeQuorum, CreatePartitions, AlterPartitionReassignments, UnregisterBroker, AlterClientQuotas].iter().any(|k| *k as i16 == key)
 }
 
 /// A response as the node decided it, typed: the shell makes the frame ([`Response::encode`])

@@ -304,8 +304,11 @@ async fn burst(shared: &Shared, inbox: &mut Inbox, rd: &mut send::ReadHalf, wr: 
         if key == Some(ApiKey::Produce as i16) && !wr.buffer().is_empty() && wr.flush().await.is_err() {
             return false;
         }
-        let outcome = match sasl::intercept(shared, &mut auth.session, &auth.enabled, auth.internal_only, &frame) {
-            Sasl::Pass => answer(shared, &frame, &auth.caller(peer.ip()), turn).await,
+        // Only what a quota could apply to is looked at, and only when one is set.
+        let counted = if shared.node.throttles().any() { super::throttling::counted(&frame) } else { None };
+        let caller = auth.caller(peer.ip());
+        let mut outcome = match sasl::intercept(shared, &mut auth.session, &auth.enabled, auth.internal_only, &frame) {
+            Sasl::Pass => answer(shared, &frame, &caller, turn).await,
             Sasl::Answer(bytes) => Outcome::Relay(bytes),
             Sasl::Close(why) => Outcome::Close(why),
             Sasl::AnswerThenClose(bytes, why) => {
@@ -317,6 +320,10 @@ async fn burst(shared: &Shared, inbox: &mut Inbox, rd: &mut send::ReadHalf, wr: 
             }
         };
         drop(frame);
+        let mute_ms = match counted {
+            Some(c) if !caller.internal => super::throttling::apply(shared, &c, &caller.principal, &mut outcome),
+            _ => 0,
+        };
         match outcome {
             Outcome::Reply(response) => {
                 let encoded = response.encode();
@@ -352,6 +359,14 @@ async fn burst(shared: &Shared, inbox: &mut Inbox, rd: &mut send::ReadHalf, wr: 
                 return false;
             }
             Outcome::Park { .. } | Outcome::Wait(_) | Outcome::Forward { .. } | Outcome::Verify { .. } => unreachable!("answer() never returns Park, Wait, Forward or Verify"),
+        }
+        if mute_ms > 0 {
+            // Throttled (a client quota, KIP-219): the answer goes now, and nothing more is
+            // read from this client until its throttle time has passed.
+            if wr.flush().await.is_err() {
+                return false;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(mute_ms)).await;
         }
         // Requests already read whole are answered before the flush, so a burst costs one
         // write; a part of the next one is not waited for with answers unsent.

@@ -20,6 +20,7 @@ mod replica_fetch;
 mod sasl;
 pub use sasl::nonce;
 mod send;
+mod throttling;
 pub mod tls;
 mod verify;
 

@@ -534,3 +534,29 @@ fn bad_input_garbage_frame() {
         s.write_all(&garbage).expect("send garbage");
     });
 }
+
+/// Client quotas with `seedlog configs` as kafka-configs.sh takes them: producer_byte_rate for
+/// client id "throttled" is set and described, then confluent-kafka producers of two client
+/// ids write as fast as they can: only "throttled" is told to wait and is held to its quota
+/// (`quota_throttle.py`); removing the quota describes none.
+#[test]
+fn produce_quota_throttles_one_client_id() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut broker = Broker::start(dir.path(), &[]);
+    let rate = "102400";
+    let addr = broker.process.addr();
+    let configs = |args: &[&str]| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_seedlog"));
+        cmd.args(["configs", "--bootstrap", &addr]).args(args);
+        let out = support::run_bounded(&mut cmd, None, std::time::Duration::from_secs(30)).expect("seedlog runs");
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "seedlog configs {args:?}: {text}");
+        text
+    };
+    let client = ["--entity-type", "clients", "--entity-name", "throttled"];
+    configs(&[&client[..], &["--alter", "--add-config", &format!("producer_byte_rate={rate}")]].concat());
+    assert_eq!(configs(&[&client[..], &["--describe"]].concat()).trim(), "Quota configs for client-id 'throttled' are producer_byte_rate=102400.0");
+    client_script(&mut broker, "quota_throttle.py", &["--topic", "quota", "--rate", rate]);
+    configs(&[&client[..], &["--alter", "--delete-config", "producer_byte_rate"]].concat());
+    assert_eq!(configs(&[&client[..], &["--describe"]].concat()).trim(), "");
+}

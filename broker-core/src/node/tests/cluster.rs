@@ -146,19 +146,3 @@ fn create_partitions_grows_a_topic_and_refuses_what_kafka_refuses() {
     assert_eq!((p.responses[0].partition_responses[0].error_code, p.responses[0].partition_responses[0].base_offset), (0, 0));
 }
 
-/// An answer that waits for the commit to be applied here: applied, then polled.
-trait PipeWait {
-    fn pipe_wait(self, node: &Node) -> Outcome;
-}
-
-impl PipeWait for Outcome {
-    fn pipe_wait(self, node: &Node) -> Outcome {
-        match self {
-            Outcome::Wait(mut waiting) => {
-                crate::testing::apply_metadata(node, 0);
-                waiting.poll(node, false).expect("answered once applied")
-            }
-            other => other,
-        }
-    }
-}

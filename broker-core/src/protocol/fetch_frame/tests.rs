@@ -63,6 +63,11 @@ fn spliced_frames_are_the_crates_encoding_for_every_version() {
         let frame = encode(version, 42, &spliced, &files).unwrap();
         assert_eq!(frame.len(), expected.len(), "v{version}");
         assert_eq!(frame.to_bytes().unwrap(), expected, "v{version}");
+        // A quota's throttle patched in is the crate's encoding of that throttle.
+        let mut throttled = frame.clone();
+        throttled.set_throttle_ms(version, 900);
+        let expected_throttled = crate::protocol::Response::new(ApiKey::Fetch, version, 42, whole.clone().with_throttle_time_ms(900)).encode().unwrap();
+        assert_eq!(throttled.to_bytes().unwrap(), expected_throttled, "v{version}");
         assert_eq!(frame.parts.iter().filter(|p| matches!(p, Part::File(_))).count(), files.iter().map(|f| f.regions.len()).sum::<usize>());
     }
 }
