@@ -2,7 +2,7 @@
 # The README's test command, and CI's (.ci/run calls it). On a fresh machine it first installs
 # what the real-client tests need (broker-core/tests/all/support.rs: kcat from apt,
 # confluent-kafka + kafka-python in target/client-venv, kafkajs in target/node-clients) and what the `sim view` browser test
-# needs (sim/tests/all/view.rs: Debian's chromium), then runs every test: the workspace's
+# needs (sim/tests/all/view.rs: Debian's chromium) and promtool for the /metrics tests, then runs every test: the workspace's
 # (real build) and the simulated build's. Each install is skipped when its tool already works,
 # so a second run goes straight to the tests. Arguments are passed to both cargo commands
 # (e.g. `scripts/test.sh -- --nocapture`).
@@ -71,6 +71,16 @@ if ! NODE_PATH="$node_modules" node -e "require('kafkajs')" >/dev/null 2>&1; the
 fi
 echo "node $(node --version), kafkajs $(NODE_PATH="$node_modules" node -p "require('kafkajs/package.json').version")"
 export SEEDLOG_NODE_MODULES="$PWD/$node_modules"
+
+# promtool (Prometheus's linter) for the /metrics tests: Debian's prometheus package unpacked
+# into target/tools (not installed: no service, no dependencies pulled in).
+promtool=target/tools/prometheus/usr/bin/promtool
+if ! "$promtool" --version >/dev/null 2>&1; then
+  mkdir -p target/tools
+  (cd target/tools && rm -f prometheus_*.deb && { apt-get download prometheus >/dev/null 2>&1 || { apt_install --download-only prometheus >/dev/null && cp /var/cache/apt/archives/prometheus_*.deb .; }; } && dpkg -x prometheus_*.deb prometheus && rm -f prometheus_*.deb)
+fi
+"$promtool" --version | head -n 1
+export SEEDLOG_PROMTOOL="$PWD/$promtool"
 
 # The tests find this venv themselves; naming it makes a stale $SEEDLOG_PYTHON harmless.
 export SEEDLOG_PYTHON="$PWD/$venv/bin/python"

@@ -98,7 +98,16 @@ fn run() -> Result<(), String> {
             .collect();
         let controller_at = controller_listen.map_or(String::new(), |a| format!(", controllers on {a}"));
         tracing::info!("node {node_id} listening on {}{controller_at}; controller quorum {controller}{}", listening.join(", "), if quorum.is_some() { " (this node votes)" } else { "" });
-        server::serve_listeners(clients, controller_listener, server::Shared::secured(broker, quorum, disk, tls), shutdown_signal()).await;
+        let metrics = match flags.metrics_listen {
+            Some(addr) => Some(tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("listen on {addr} (metrics): {e}"))?),
+            None => None,
+        };
+        let shared = server::Shared::secured(broker, quorum, disk, tls);
+        if let Some(listener) = metrics {
+            tracing::info!("metrics on http://{}/metrics", listener.local_addr().map_or_else(|_| "?".into(), |a| a.to_string()));
+            tokio::spawn(server::metrics::serve(listener, shared.clone()));
+        }
+        server::serve_listeners(clients, controller_listener, shared, shutdown_signal()).await;
         tracing::info!("stopped cleanly");
         Ok(())
     })

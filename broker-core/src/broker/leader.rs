@@ -171,6 +171,9 @@ impl Broker {
         let start = part.log_start_offset();
         // Kafka answers the stamped time when the topic uses LogAppendTime, else -1.
         let log_append_time = if part.log.config().log_append_time { info.max_timestamp } else { -1 };
+        if !matches!(origin, Origin::Coordinator) {
+            self.stats.produced(name, bytes.len(), info.last_offset - info.base_offset + 1);
+        }
         rules.after_append(info.base_offset, acks)?;
         Ok(Produced { base_offset: info.base_offset, last_offset: info.last_offset, log_start_offset: start, leader_epoch: epoch, log_append_time, duplicate: false })
     }
@@ -280,6 +283,9 @@ impl Broker {
         let hw = rules.reported_high_watermark(part.high_watermark(), upper, consumer);
         let last_stable_offset = if consumer { part.last_stable_offset().min(hw) } else { hw };
         let aborted = if who.read_committed && !records.is_empty() { part.log.aborted_overlapping(offset, upper) } else { Vec::new() };
+        if consumer {
+            self.stats.fetched(name, records.len());
+        }
         Ok(Fetched { high_watermark: hw, last_stable_offset, log_start_offset: start, records, aborted })
     }
 
@@ -373,7 +379,9 @@ impl Broker {
         self.due.isr.at((topic.clone(), p), 0);
         match answer {
             IsrAnswer::Committed(i) => {
+                let before = part.replication.isr.len();
                 part.replication.on_isr_committed(&i.isr, i.leader_epoch, i.partition_epoch, leo);
+                self.stats.isr_changed(before, part.replication.isr.len());
                 part.observed(&self.config.observer, me, name, p, now);
                 self.due.logs.note(topic, p, &part.log, part.high_watermark());
                 return vec![Action::Wake];

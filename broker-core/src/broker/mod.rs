@@ -37,6 +37,7 @@ mod partition;
 mod partitions;
 pub mod producer;
 mod reconcile;
+pub mod stats;
 pub mod rules;
 mod upkeep;
 
@@ -174,6 +175,8 @@ pub struct Broker {
     fetch_sessions: fetch_session::FetchSessions,
     /// What the time-driven upkeep has to visit, kept by the calls that create the work (`due`).
     due: due::Upkeep,
+    /// Counters for the metrics endpoint (`stats`).
+    stats: stats::Stats,
 }
 
 impl Broker {
@@ -210,6 +213,7 @@ impl Broker {
             cleaner,
             fetch_sessions: fetch_session::FetchSessions::new(),
             due: due::Upkeep::default(),
+            stats: stats::Stats::default(),
         })
     }
 
@@ -231,6 +235,11 @@ impl Broker {
             return Ok(());
         }
         crate::log::dir::write_clean_shutdown(self.disk.as_ref(), &self.config.data_dir, broker_epoch).map_err(Error::from)
+    }
+
+    /// What this broker counted for its metrics.
+    pub fn stats(&self) -> &stats::Stats {
+        &self.stats
     }
 
     pub fn image(&self) -> &Image {

@@ -76,6 +76,7 @@ impl Broker {
         }
         let image = &self.image;
         self.offline.retain(|(n, _), _| image.topics.contains_key(n));
+        self.stats.retain(|n| image.topics.contains_key(n));
         if all {
             out.extend(self.reconcile_all(now));
             return out;

@@ -111,6 +111,7 @@ fn waits_for_startup(key: i16) -> bool {
 /// Polls a waiting request whenever the node changes or one of its tickets is answered, until
 /// it answers or times out.
 async fn wait_for(shared: &Shared, mut waiting: Waiting, mut answers: Option<tokio::sync::mpsc::UnboundedReceiver<(Ticket, Answer)>>) -> Outcome {
+    let _counted = Waits::enter(shared);
     let deadline = Instant::now() + Duration::from_millis(waiting.timeout_ms);
     loop {
         let notified = shared.changed.notified();
@@ -139,5 +140,21 @@ async fn wait_for(shared: &Shared, mut waiting: Waiting, mut answers: Option<tok
             _ = &mut notified => {}
             _ = tokio::time::sleep_until(deadline) => {}
         }
+    }
+}
+
+/// A request counted as waiting (`seedlog_produce_purgatory_size`) until this is dropped.
+struct Waits<'a>(&'a Shared);
+
+impl<'a> Waits<'a> {
+    fn enter(shared: &'a Shared) -> Waits<'a> {
+        shared.metrics.waiting.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Waits(shared)
+    }
+}
+
+impl Drop for Waits<'_> {
+    fn drop(&mut self) {
+        self.0.metrics.waiting.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
     }
 }

@@ -248,6 +248,9 @@ pub struct Flags {
     /// docs/benchmarks.md, "Many connections").
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub worker_threads: Option<u16>,
+    /// Where to serve `GET /metrics` (Prometheus text format), if anywhere.
+    #[arg(long)]
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 /// A byte rate: a positive number (Kafka's setting is a double).
@@ -321,6 +324,7 @@ pub const FILE_SETTINGS: &[&str] = &[
     "log.cleaner.io.max.bytes.per.second",
     "fetch.zero.copy",
     "worker.threads",
+    "metrics.listen",
 ];
 
 /// Reads a TOML file's text into flags (file values first; `over` wins where it sets a value).
@@ -383,6 +387,7 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
             "log.cleaner.backoff.ms" => f.log_cleaner_backoff_ms = Some(int()? as u64),
             "log.cleaner.io.max.bytes.per.second" => f.log_cleaner_io_max_bytes_per_second = Some(value.as_float().or(value.as_integer().map(|i| i as f64)).filter(|v| *v > 0.0).ok_or_else(|| bad("a positive number"))?),
             "fetch.zero.copy" => f.fetch_zero_copy = Some(value.as_bool().ok_or_else(|| bad("true or false"))?),
+            "metrics.listen" => f.metrics_listen = Some(text()?.parse().map_err(|_| bad("host:port"))?),
             "worker.threads" => f.worker_threads = Some(u16::try_from(int()?).ok().filter(|n| (1..=1024).contains(n)).ok_or_else(|| bad("a thread count from 1 to 1024"))?),
             other => return Err(format!("config file: unknown setting '{other}' (known: {})", FILE_SETTINGS.join(", "))),
         }
@@ -402,7 +407,7 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
         log_segment_bytes, log_roll_ms, log_retention_ms, log_retention_bytes, log_index_interval_bytes,
         log_flush_interval_messages, log_flush_interval_ms, message_max_bytes, controller_quorum_voters, process_roles, controller_quorum_election_timeout_ms, metadata_log_max_record_bytes_between_snapshots,
         default_replication_factor, replica_lag_time_max_ms, broker_session_timeout_ms, broker_heartbeat_interval_ms,
-        unclean_leader_election_enable, eligible_leader_replicas_enable, auto_leader_rebalance_enable, leader_imbalance_check_interval_seconds, leader_imbalance_per_broker_percentage, group_initial_rebalance_delay_ms, group_min_session_timeout_ms, group_max_session_timeout_ms, group_max_size, offsets_topic_num_partitions, offsets_topic_replication_factor, offsets_retention_minutes, offset_metadata_max_bytes, transaction_max_timeout_ms, transactional_id_expiration_ms, transaction_abort_timed_out_transaction_cleanup_interval_ms, transaction_remove_expired_transaction_cleanup_interval_ms, transaction_state_log_num_partitions, transaction_state_log_replication_factor, transaction_state_log_min_isr, transaction_version, transaction_partition_verification_enable, log_cleaner_backoff_ms, log_cleaner_io_max_bytes_per_second, fetch_zero_copy, worker_threads);
+        unclean_leader_election_enable, eligible_leader_replicas_enable, auto_leader_rebalance_enable, leader_imbalance_check_interval_seconds, leader_imbalance_per_broker_percentage, group_initial_rebalance_delay_ms, group_min_session_timeout_ms, group_max_session_timeout_ms, group_max_size, offsets_topic_num_partitions, offsets_topic_replication_factor, offsets_retention_minutes, offset_metadata_max_bytes, transaction_max_timeout_ms, transactional_id_expiration_ms, transaction_abort_timed_out_transaction_cleanup_interval_ms, transaction_remove_expired_transaction_cleanup_interval_ms, transaction_state_log_num_partitions, transaction_state_log_replication_factor, transaction_state_log_min_isr, transaction_version, transaction_partition_verification_enable, log_cleaner_backoff_ms, log_cleaner_io_max_bytes_per_second, fetch_zero_copy, worker_threads, metrics_listen);
     Ok(f)
 }
 

@@ -307,6 +307,7 @@ async fn burst(shared: &Shared, inbox: &mut Inbox, rd: &mut send::ReadHalf, wr: 
         // Only what a quota could apply to is looked at, and only when one is set.
         let counted = if shared.node.throttles().any() { super::throttling::counted(&frame) } else { None };
         let caller = auth.caller(peer.ip());
+        let started = tokio::time::Instant::now();
         let mut outcome = match sasl::intercept(shared, &mut auth.session, &auth.enabled, auth.internal_only, &frame) {
             Sasl::Pass => answer(shared, &frame, &caller, turn).await,
             Sasl::Answer(bytes) => Outcome::Relay(bytes),
@@ -319,6 +320,9 @@ async fn burst(shared: &Shared, inbox: &mut Inbox, rd: &mut send::ReadHalf, wr: 
                 return false;
             }
         };
+        if let Some(key) = key {
+            shared.metrics.request(key, started.elapsed().as_secs_f64());
+        }
         drop(frame);
         let mute_ms = match counted {
             Some(c) if !caller.internal => super::throttling::apply(shared, &c, &caller.principal, &mut outcome),

@@ -14,6 +14,7 @@ mod connection;
 mod forward;
 mod links;
 mod markers;
+pub mod metrics;
 mod peers;
 mod raft;
 mod replica_fetch;
@@ -97,6 +98,8 @@ pub struct Shared {
     observer: Option<Observer>,
     /// TLS for the node's SSL and SASL_SSL listeners and links, if it has any.
     tls: Option<tls::Tls>,
+    /// What the shell counts for `/metrics` (`metrics`).
+    metrics: metrics::Metrics,
 }
 
 /// A callback for each [`Action`], see [`Shared::observed`].
@@ -141,6 +144,7 @@ impl Shared {
             buggify,
             observer,
             tls,
+            metrics: Default::default(),
         })
     }
 

@@ -78,6 +78,7 @@ pub(super) fn apply(shared: &Shared, c: &Counted, principal: &str, outcome: &mut
     if ms == 0 {
         return 0;
     }
+    shared.metrics.throttle_ms[usize::from(c.kind == Kind::Fetch)].fetch_add(ms, std::sync::atomic::Ordering::Relaxed);
     let at = i32::try_from(ms).unwrap_or(i32::MAX);
     match outcome {
         Outcome::Reply(r) => match &mut r.body {

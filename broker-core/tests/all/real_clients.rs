@@ -560,3 +560,33 @@ fn produce_quota_throttles_one_client_id() {
     configs(&[&client[..], &["--alter", "--delete-config", "producer_byte_rate"]].concat());
     assert_eq!(configs(&[&client[..], &["--describe"]].concat()).trim(), "");
 }
+
+/// `--metrics-listen`: after kcat writes and reads records, `/metrics` counts them for the
+/// topic, counts the requests by API, names this node the active controller, and is clean under
+/// `promtool check metrics`; any other path is 404.
+#[test]
+fn metrics_endpoint_counts_and_lints() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let port = free_ports(1)[0];
+    let metrics_addr = format!("127.0.0.1:{port}");
+    let broker = Broker::start(dir.path(), &["--metrics-listen", &metrics_addr]);
+    let addr = broker.bootstrap();
+    let records: String = (0..50).map(|i| format!("k{i}:v{i}\n")).collect();
+    run_bounded(Command::new(kcat()).args(["-P", "-b", &addr, "-t", "metered", "-K:"]), Some(records.into_bytes()), Duration::from_secs(30), "kcat -P");
+    let out = run_bounded(Command::new(kcat()).args(["-C", "-b", &addr, "-t", "metered", "-o", "beginning", "-e", "-q"]), None, Duration::from_secs(30), "kcat -C");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 50);
+    let text = support::scrape(&metrics_addr).unwrap_or_else(|e| panic!("{e}\n{}", broker.process.lines().join("\n")));
+    assert_eq!(support::metric(&text, r#"seedlog_topic_messages_in_total{topic="metered"}"#), Some(50.0), "{text}");
+    assert!(support::metric(&text, r#"seedlog_topic_bytes_out_total{topic="metered"}"#).is_some_and(|b| b > 0.0), "{text}");
+    assert!(support::metric(&text, r#"seedlog_request_duration_seconds_count{api="Produce"}"#).is_some_and(|n| n >= 1.0), "{text}");
+    assert_eq!(support::metric(&text, "seedlog_active_controller"), Some(1.0));
+    assert_eq!(support::metric(&text, "seedlog_under_replicated_partitions"), Some(0.0));
+    if let Some(said) = support::lint_metrics(&text) {
+        panic!("promtool check metrics: {said}\n{text}");
+    }
+    let mut s = TcpStream::connect(&metrics_addr).expect("connect");
+    s.write_all(b"GET /other HTTP/1.1\r\n\r\n").expect("write");
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).expect("read");
+    assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
+}

@@ -30,6 +30,54 @@ pub fn kcat() -> &'static str {
     "kcat"
 }
 
+/// Prometheus's `promtool`: `$SEEDLOG_PROMTOOL` if set, else the one `scripts/test.sh` unpacks
+/// from Debian's prometheus package into `target/tools/prometheus`; checked by running it.
+pub fn promtool() -> &'static Path {
+    static FOUND: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let found = FOUND.get_or_init(|| {
+        let path = std::env::var_os("SEEDLOG_PROMTOOL").map_or_else(|| workspace_dir().join("target/tools/prometheus/usr/bin/promtool"), PathBuf::from);
+        match Command::new(&path).arg("--version").stdin(Stdio::null()).output() {
+            Ok(out) if out.status.success() => Ok(path),
+            Ok(out) => Err(format!("`{} --version` failed ({})", path.display(), out.status)),
+            Err(e) => Err(format!("{} not runnable: {e}", path.display())),
+        }
+    });
+    match found {
+        Ok(path) => path,
+        Err(why) => panic!("{why}\nThe /metrics tests lint with promtool: run `scripts/test.sh` (the README's test command), which unpacks Debian's prometheus package into target/tools, or set SEEDLOG_PROMTOOL."),
+    }
+}
+
+/// `GET /metrics` from `addr`: the body, or why not.
+pub fn scrape(addr: &str) -> Result<String, String> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).map_err(|e| format!("connect {addr}: {e}"))?;
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10))).map_err(|e| e.to_string())?;
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: seedlog\r\n\r\n").map_err(|e| e.to_string())?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).map_err(|e| format!("read {addr}: {e}"))?;
+    let (head, body) = text.split_once("\r\n\r\n").ok_or_else(|| format!("no HTTP header from {addr}: {text}"))?;
+    match head.starts_with("HTTP/1.1 200") {
+        true => Ok(body.to_string()),
+        false => Err(format!("{addr}: {head}")),
+    }
+}
+
+/// `promtool check metrics` over `text`: None when clean, else what it said.
+pub fn lint_metrics(text: &str) -> Option<String> {
+    use std::io::Write;
+    let mut child = Command::new(promtool()).args(["check", "metrics"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("promtool runs");
+    child.stdin.take().expect("piped").write_all(text.as_bytes()).expect("promtool reads");
+    let out = child.wait_with_output().expect("promtool ends");
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (!out.status.success() || !said.trim().is_empty()).then_some(said)
+}
+
+/// The value of the sample `name{labels}` (labels as written, e.g. `topic="t"`), if listed.
+pub fn metric(text: &str, sample: &str) -> Option<f64> {
+    text.lines().find_map(|l| l.strip_prefix(sample)?.strip_prefix(' ')?.trim().parse().ok())
+}
+
 /// The `node_modules` holding kafkajs: `$SEEDLOG_NODE_MODULES` if set (then it must have it),
 /// else `target/node-clients/node_modules` (made by `scripts/test.sh`), checked by running
 /// `node` with it.

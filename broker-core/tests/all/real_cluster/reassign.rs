@@ -2,7 +2,8 @@
 //! kafka-python's admin moves a partition from its two replicas to the second of them and the
 //! third broker (`[0, 1]` to `[1, 2]` with the placement a fresh cluster gives), leadership
 //! leaves the first, every acknowledged record is then read back once and only once, and the
-//! replica that left has deleted its files.
+//! replica that left has deleted its files; every node's `/metrics` is clean under promtool, and
+//! the records the old and the new leader counted in add up to those acknowledged.
 
 use super::*;
 
@@ -12,7 +13,8 @@ const removed_replica_gone_s_max: u64 = 10;
 
 #[test]
 fn cluster_reassignment_while_producing() {
-    let mut cluster = Cluster::start();
+    let metrics: Vec<&'static str> = crate::support::free_ports(cluster_size).iter().map(|p| &*Box::leak(format!("127.0.0.1:{p}").into_boxed_str())).collect();
+    let mut cluster = Cluster::start_nodes(1, &[], |id| vec!["--metrics-listen", metrics[id as usize]]);
     let topic = "moving";
     let md = cluster.metadata(0, cluster_size, &["--topic", topic, "--create", "--partitions", "1", "--replication-factor", "2", "--min-isr", "2"]);
     let from = md.partitions.get(&0).map(|p| p.replicas.clone()).unwrap_or_default();
@@ -35,6 +37,19 @@ fn cluster_reassignment_while_producing() {
             cluster.fail(&format!("{} still exists {removed_replica_gone_s_max} s after node {leaving} left {topic}-0's replicas", dir.display()));
         }
         thread::sleep(Duration::from_millis(50));
+    }
+    let mut counted = 0.0;
+    for (id, addr) in metrics.iter().enumerate() {
+        let text = crate::support::scrape(addr).unwrap_or_else(|e| cluster.fail(&format!("node {id}'s metrics: {e}")));
+        if let Some(said) = crate::support::lint_metrics(&text) {
+            cluster.fail(&format!("promtool check metrics on node {id}: {said}"));
+        }
+        counted += crate::support::metric(&text, &format!("seedlog_topic_messages_in_total{{topic=\"{topic}\"}}")).unwrap_or(0.0);
+    }
+    // Every record appended once, by the old leader or the new one (a retried batch is a
+    // duplicate the new leader recognizes, and counts nothing).
+    if counted != records_n as f64 {
+        cluster.fail(&format!("the leaders counted {counted} records in for {topic}; {records_n} were acknowledged"));
     }
     cluster.assert_alive("after the reassignment", None);
 }

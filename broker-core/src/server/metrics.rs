@@ -1,0 +1,213 @@
+//! `--metrics-listen HOST:PORT`: `GET /metrics` in the Prometheus text exposition format
+//! (0.0.4, what `promtool check metrics` lints and every Prometheus scrapes). Counting is
+//! cheap on the hot paths — a broker's per-topic counters (`broker::stats`), one histogram
+//! observation per request here, two atomics for waits and throttles — and everything else is
+//! read from the node's state when scraped: partitions, ISRs, the quorum, groups and lags.
+//!
+//! The text is written here rather than by prometheus-client: that crate writes OpenMetrics,
+//! whose counter families (`# TYPE x counter` over samples `x_total`) Debian's promtool 2.42
+//! reports as untyped metrics without help; the 0.0.4 format below names each family as its
+//! samples are named.
+
+use super::Shared;
+use crate::kafka::ApiKey;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+/// Request latency buckets, seconds: from a cached answer to a long poll's end.
+const latency_buckets_s: [f64; 12] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0];
+/// Largest scrape request read: a GET line and a few headers.
+const scrape_request_bytes_max: usize = 8 * 1024;
+/// How long a scrape connection may take to send its request.
+const scrape_read_ms_max: u64 = 5_000;
+
+/// One API's request count and latency.
+#[derive(Debug, Default, Clone)]
+struct Histogram {
+    buckets: [u64; latency_buckets_s.len()],
+    count: u64,
+    sum_s: f64,
+}
+
+/// What the shell counts as it answers requests.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    requests: Mutex<BTreeMap<i16, Histogram>>,
+    /// Requests answered later (acks=all produce, topic changes): Kafka's produce purgatory.
+    pub(super) waiting: AtomicI64,
+    /// Throttle time handed out, ms, produce and fetch (`throttling`).
+    pub(super) throttle_ms: [AtomicU64; 2],
+}
+
+impl Metrics {
+    /// One request of API `key` answered after `seconds` (queue, decision, waits and send).
+    pub(super) fn request(&self, key: i16, seconds: f64) {
+        let mut all = self.requests.lock().unwrap_or_else(|p| p.into_inner());
+        let h = all.entry(key).or_default();
+        h.count += 1;
+        h.sum_s += seconds;
+        if let Some(i) = latency_buckets_s.iter().position(|b| seconds <= *b) {
+            h.buckets[i] += 1;
+        }
+    }
+}
+
+/// Serves scrapes until the process ends: each connection one request, one answer.
+pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
+    loop {
+        let Ok((mut stream, _)) = listener.accept().await else { continue };
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 1024];
+            let read = tokio::time::timeout(std::time::Duration::from_millis(scrape_read_ms_max), async {
+                while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < scrape_request_bytes_max {
+                    match stream.read(&mut chunk).await {
+                        Ok(0) | Err(_) => return false,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                true
+            });
+            if !matches!(read.await, Ok(true)) {
+                return;
+            }
+            let line = buf.split(|&b| b == b'\r').next().unwrap_or(&[]);
+            let (status, body) = match line.starts_with(b"GET /metrics ") || line == b"GET /metrics" {
+                true => ("200 OK", render(&shared)),
+                false => ("404 Not Found", "only GET /metrics is served here\n".to_string()),
+            };
+            let head = format!("HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+            let _ = stream.write_all(head.as_bytes()).await;
+            let _ = stream.write_all(body.as_bytes()).await;
+            let _ = stream.shutdown().await;
+        });
+    }
+}
+
+/// The exposition text, in the 0.0.4 format: per family its help, type and samples.
+#[derive(Default)]
+struct Text(String);
+
+impl Text {
+    fn family(&mut self, name: &str, kind: &str, help: &str) {
+        writeln!(self.0, "# HELP {name} {help}\n# TYPE {name} {kind}").expect("writing to a String");
+    }
+
+    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
+        self.0.push_str(name);
+        if !labels.is_empty() {
+            let inner: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{}\"", escape(v))).collect();
+            write!(self.0, "{{{}}}", inner.join(",")).expect("writing to a String");
+        }
+        writeln!(self.0, " {value}").expect("writing to a String");
+    }
+
+    /// A family of one unlabelled sample.
+    fn one(&mut self, name: &str, kind: &str, help: &str, value: f64) {
+        self.family(name, kind, help);
+        self.sample(name, &[], value);
+    }
+}
+
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+/// Everything, read from the node at once.
+fn render(shared: &Shared) -> String {
+    let mut t = Text::default();
+    requests(&mut t, &shared.metrics);
+    t.one("seedlog_produce_purgatory_size", "gauge", "Requests answered later: acks=all produces waiting for the ISR, topic changes waiting to be applied.", shared.metrics.waiting.load(Ordering::Relaxed) as f64);
+    t.family("seedlog_client_throttle_seconds_total", "counter", "Throttle time handed to clients over their quotas.");
+    for (i, kind) in ["produce", "fetch"].into_iter().enumerate() {
+        t.sample("seedlog_client_throttle_seconds_total", &[("kind", kind)], shared.metrics.throttle_ms[i].load(Ordering::Relaxed) as f64 / 1000.0);
+    }
+    partitions(&mut t, shared);
+    quorum(&mut t, shared);
+    t.0
+}
+
+fn requests(t: &mut Text, m: &Metrics) {
+    let all = m.requests.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    t.family("seedlog_request_duration_seconds", "histogram", "Requests by API, from read to answer (queue, decision, waits).");
+    for (key, h) in &all {
+        let api = ApiKey::try_from(*key).map_or_else(|_| key.to_string(), |k| format!("{k:?}"));
+        let mut cumulative = 0;
+        for (b, n) in latency_buckets_s.iter().zip(h.buckets) {
+            cumulative += n;
+            t.sample("seedlog_request_duration_seconds_bucket", &[("api", &api), ("le", &b.to_string())], cumulative as f64);
+        }
+        t.sample("seedlog_request_duration_seconds_bucket", &[("api", &api), ("le", "+Inf")], h.count as f64);
+        t.sample("seedlog_request_duration_seconds_sum", &[("api", &api)], h.sum_s);
+        t.sample("seedlog_request_duration_seconds_count", &[("api", &api)], h.count as f64);
+    }
+}
+
+/// The broker's replicas and counters, and the groups it coordinates.
+fn partitions(t: &mut Text, shared: &Shared) {
+    let parts = shared.node.parts();
+    let b = &parts.broker;
+    let stats = b.stats();
+    for (name, help, pick) in [
+        ("seedlog_topic_bytes_in_total", "Bytes clients produced to the topic's partitions led here.", 0),
+        ("seedlog_topic_messages_in_total", "Records clients produced to the topic's partitions led here.", 1),
+        ("seedlog_topic_bytes_out_total", "Bytes consumers fetched from the topic's partitions led here.", 2),
+    ] {
+        t.family(name, "counter", help);
+        for (topic, s) in &stats.topics {
+            t.sample(name, &[("topic", topic)], [s.bytes_in, s.messages_in, s.bytes_out][pick] as f64);
+        }
+    }
+    t.one("seedlog_isr_shrinks_total", "counter", "ISR shrinks committed for partitions led here.", stats.isr_shrinks as f64);
+    t.one("seedlog_isr_expands_total", "counter", "ISR expansions committed for partitions led here.", stats.isr_expands as f64);
+    let (mut replicas, mut leaders, mut under) = (0, 0, 0);
+    let mut hw: BTreeMap<(String, i32), i64> = BTreeMap::new();
+    for ((topic, p), part) in b.partitions().iter() {
+        replicas += 1;
+        if part.replication.is_leader() {
+            leaders += 1;
+            let assigned = b.image().partition(topic, p).map_or(0, |i| i.replicas.len());
+            under += usize::from(part.replication.isr.len() < assigned);
+            hw.insert((topic.to_string(), p), part.high_watermark());
+        }
+    }
+    t.one("seedlog_partitions", "gauge", "Replicas on this broker.", replicas as f64);
+    t.one("seedlog_leader_partitions", "gauge", "Partitions this broker leads.", leaders as f64);
+    t.one("seedlog_under_replicated_partitions", "gauge", "Partitions led here whose ISR is smaller than their replica set.", under as f64);
+    let offline = b.image().topics.values().flat_map(|t| &t.partitions).filter(|p| p.leader == crate::metadata::no_leader).count();
+    t.one("seedlog_offline_partitions", "gauge", "Partitions of the cluster with no leader, as this broker's metadata says.", offline as f64);
+    let groups: Vec<_> = parts.groups.groups().collect();
+    let mut by_state: BTreeMap<String, usize> = BTreeMap::new();
+    for g in &groups {
+        *by_state.entry(format!("{:?}", g.state)).or_default() += 1;
+    }
+    t.family("seedlog_groups", "gauge", "Consumer groups this broker coordinates, by state.");
+    for (state, n) in &by_state {
+        t.sample("seedlog_groups", &[("state", state)], *n as f64);
+    }
+    t.one("seedlog_group_members", "gauge", "Members of the groups this broker coordinates.", groups.iter().map(|g| g.members.len()).sum::<usize>() as f64);
+    t.family("seedlog_consumer_lag", "gauge", "Records between a group's committed offset and the high watermark, for partitions led here.");
+    for g in &groups {
+        for ((topic, p), committed) in parts.groups.fetch_offsets(&g.id, None).unwrap_or_default() {
+            let (Some(c), Some(h)) = (committed, hw.get(&(topic.clone(), p))) else { continue };
+            let partition = p.to_string();
+            t.sample("seedlog_consumer_lag", &[("group", &g.id), ("topic", &topic), ("partition", &partition)], (h - c.offset).max(0) as f64);
+        }
+    }
+}
+
+/// The metadata quorum, on a voter.
+fn quorum(t: &mut Text, shared: &Shared) {
+    let q = shared.node.controller();
+    let active = q.as_ref().is_some_and(|q| q.is_active());
+    t.one("seedlog_active_controller", "gauge", "1 on the active controller (the quorum's leader), else 0.", f64::from(u8::from(active)));
+    let Some(q) = q else { return };
+    t.one("seedlog_raft_epoch", "gauge", "This voter's Raft epoch.", f64::from(q.raft().epoch()));
+    t.one("seedlog_raft_leader", "gauge", "The quorum leader this voter knows (-1: none).", f64::from(q.leader().unwrap_or(-1)));
+    t.one("seedlog_raft_high_watermark", "gauge", "The metadata log's committed end on this voter.", q.committed_end() as f64);
+}
