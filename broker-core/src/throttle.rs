@@ -65,10 +65,29 @@ impl Meter {
     /// sample's worth, so a client's first burst is spread over a whole window (Kafka's
     /// Rate.windowSize).
     fn rate(&self, now: u64) -> (f64, u64) {
-        let oldest = self.samples.front().map_or(now, |(s, _)| *s);
+        // Samples that have slid out of the window count nothing, recorded over or not.
+        let horizon = now.saturating_sub(throttle_ms_max);
+        let live = || self.samples.iter().filter(|(s, _)| *s + quota_window_sample_ms > horizon);
+        let oldest = live().next().map_or(now, |(s, _)| *s);
         let window = now.saturating_sub(oldest).max((quota_window_samples as u64 - 1) * quota_window_sample_ms);
-        let total: u64 = self.samples.iter().map(|(_, b)| b).sum();
+        let total: u64 = live().map(|(_, b)| b).sum();
         (total as f64 * 1000.0 / window as f64, window)
+    }
+}
+
+/// One rate over the quota window, shared by everything it counts: a leader's replication
+/// throttle (KIP-73: `leader.replication.throttled.rate`, all throttled partitions together).
+#[derive(Debug, Default)]
+pub struct SharedRate(Meter);
+
+impl SharedRate {
+    pub fn record(&mut self, now: u64, bytes: u64) {
+        self.0.record(now, bytes);
+    }
+
+    /// Whether the rate measured so far is over `limit` bytes per second.
+    pub fn over(&self, now: u64, limit: u64) -> bool {
+        !self.0.samples.is_empty() && self.0.rate(now).0 > limit as f64
     }
 }
 

@@ -268,6 +268,7 @@ impl Broker {
             None if who.read_committed => rules.committed_upper(rules.consumer_upper(part.high_watermark(), leo), part.last_stable_offset()),
             None => rules.consumer_upper(part.high_watermark(), leo),
         };
+        let throttle = who.replica.and_then(|r| self.leader_throttle(name, p, r));
         let part = self.local(name, p)?;
         let records = if (max_bytes == 0 && !min_one) || offset >= upper {
             Records::default()
@@ -286,6 +287,16 @@ impl Broker {
         if consumer {
             self.stats.fetched(name, records.len());
         }
+        // KIP-73: a throttled follower outside the ISR is served nothing while the throttled
+        // partitions together are over the rate (its next round asks again).
+        let records = match throttle {
+            Some(limit) if self.replication_rate.over(now, limit) => Records::default(),
+            Some(_) => {
+                self.replication_rate.record(now, records.len() as u64);
+                records
+            }
+            None => records,
+        };
         Ok(Fetched { high_watermark: hw, last_stable_offset, log_start_offset: start, records, aborted })
     }
 
@@ -391,5 +402,17 @@ impl Broker {
             IsrAnswer::Lost => self.config.rules().isr_answer_lost(&mut part.replication),
         }
         Vec::new()
+    }
+
+    /// The rate a fetch by follower `r` of `name`-`p` is held to, if it is throttled here
+    /// (KIP-73): `r` is out of the ISR, the topic's `leader.replication.throttled.replicas`
+    /// names this partition on this broker, and this broker has a `leader.replication.throttled.rate`.
+    fn leader_throttle(&self, name: &str, p: i32, r: i32) -> Option<u64> {
+        use crate::metadata::throttles;
+        let me = self.config.node_id;
+        if self.local(name, p).ok()?.replication.in_isr(r) || !throttles::names(self.image.topics.get(name)?.config.get(throttles::leader_replicas), p, me) {
+            return None;
+        }
+        throttles::rate(&self.image.broker_configs, me, throttles::leader_rate)
     }
 }

@@ -177,6 +177,8 @@ pub struct Broker {
     due: due::Upkeep,
     /// Counters for the metrics endpoint (`stats`).
     stats: stats::Stats,
+    /// What this broker's leaders served throttled followers (KIP-73, `leader.rs`).
+    replication_rate: crate::throttle::SharedRate,
 }
 
 impl Broker {
@@ -214,6 +216,7 @@ impl Broker {
             fetch_sessions: fetch_session::FetchSessions::new(),
             due: due::Upkeep::default(),
             stats: stats::Stats::default(),
+            replication_rate: Default::default(),
         })
     }
 

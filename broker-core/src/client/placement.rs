@@ -101,3 +101,28 @@ pub async fn unregister_broker(addr: SocketAddr, id: i32, timeout: Duration) -> 
         code => Err(ClientError::kafka(code, r.error_message.map(|m| m.to_string()).unwrap_or_default())),
     }
 }
+
+/// One config change of IncrementalAlterConfigs: resource type and name, key, and the value to
+/// set (None: delete, back to the default).
+pub type ConfigChange = (i8, String, String, Option<String>);
+
+/// Changes configs (IncrementalAlterConfigs, forwarded to the active controller): topic
+/// configs, and the dynamic broker configs (resource name "" for the cluster's default).
+pub async fn alter_configs(addr: SocketAddr, changes: &[ConfigChange], timeout: Duration) -> Result<(), ClientError> {
+    use kafka_protocol::messages::incremental_alter_configs_request::{AlterConfigsResource, AlterableConfig, IncrementalAlterConfigsRequest};
+    let mut resources: Vec<AlterConfigsResource> = Vec::new();
+    for (kind, res, key, value) in changes {
+        if resources.last().is_none_or(|r| r.resource_type != *kind || r.resource_name.as_str() != res) {
+            resources.push(AlterConfigsResource::default().with_resource_type(*kind).with_resource_name(StrBytes::from_string(res.clone())));
+        }
+        let op = if value.is_some() { crate::kafka::config_op::set } else { crate::kafka::config_op::delete };
+        let c = AlterableConfig::default().with_name(StrBytes::from_string(key.clone())).with_config_operation(op).with_value(value.as_ref().map(|v| StrBytes::from_string(v.clone())));
+        resources.last_mut().expect("pushed above").configs.push(c);
+    }
+    let mut conn = Conn::connect(addr, "seedlog-admin", timeout).await?;
+    let r = conn.send(&IncrementalAlterConfigsRequest::default().with_resources(resources)).await?;
+    match r.responses.iter().find(|x| x.error_code != 0) {
+        Some(x) => Err(ClientError::kafka(x.error_code, format!("{} {}: {}", x.resource_type, x.resource_name.as_str(), x.error_message.as_ref().map(|m| m.to_string()).unwrap_or_default()))),
+        None => Ok(()),
+    }
+}

@@ -11,6 +11,7 @@
 use super::election::Draft;
 use super::{Controller, Error};
 use crate::metadata::configs::{self, Op, TopicSettings};
+use crate::metadata::throttles;
 use crate::metadata::MetadataRecord;
 use std::collections::BTreeMap;
 
@@ -53,5 +54,27 @@ impl Controller {
         // for them: with nobody removed, reelect elects where nobody leads.
         draft.reelect(&[]);
         Ok(draft.records)
+    }
+
+    /// A BROKER resource's dynamic configs (`name`: a broker id, or "" for the cluster's
+    /// default), and the id they are kept under.
+    pub fn broker_config(&self, name: &str) -> Result<(i32, BTreeMap<String, String>), Error> {
+        let id = match name.trim() {
+            "" => throttles::cluster_default,
+            n => n.parse::<i32>().ok().filter(|id| *id >= 0).ok_or_else(|| Error::InvalidRequest(format!("broker resource name {name:?} is not a broker id")))?,
+        };
+        Ok((id, self.image.broker_configs.get(&id).cloned().unwrap_or_default()))
+    }
+
+    /// A broker's dynamic configs become `next` (one `BrokerConfig` record; none when nothing
+    /// changes): only the replication throttle rates may change while brokers run.
+    pub fn set_broker_config(&self, id: i32, next: BTreeMap<String, String>) -> Result<Vec<MetadataRecord>, Error> {
+        for (k, v) in &next {
+            throttles::check_rate(k, v).map_err(Error::InvalidConfig)?;
+        }
+        if self.image.broker_configs.get(&id).map_or(next.is_empty(), |c| *c == next) {
+            return Ok(Vec::new());
+        }
+        Ok(vec![MetadataRecord::BrokerConfig { broker: id, config: next }])
     }
 }

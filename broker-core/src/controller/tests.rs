@@ -160,6 +160,7 @@ fn render(records: &[MetadataRecord]) -> String {
         MetadataRecord::RemoveTopic { name } => format!("remove {name}"),
         MetadataRecord::TopicConfig { name, config } => format!("config {name} {config:?}"),
         MetadataRecord::LeaderChange { leader, epoch } => format!("leader change {leader} epoch={epoch}"),
+        MetadataRecord::BrokerConfig { broker, config } => format!("broker config {broker} {config:?}"),
         MetadataRecord::ClientQuota { entity, key, value } => format!("quota {:?} {key}={:?}", entity.parts(), value.map(|v| v.0)),
         MetadataRecord::ScramCredential { user, credential } => format!("scram {user} {}", credential.mechanism.name()),
         MetadataRecord::RemoveScramCredential { user, mechanism } => format!("remove scram {user} {}", mechanism.name()),

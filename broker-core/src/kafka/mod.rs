@@ -139,6 +139,7 @@ pub const SENT: &[(ApiKey, i16)] = &[
     (ApiKey::AlterPartitionReassignments, 1),
     (ApiKey::ListPartitionReassignments, 0),
     (ApiKey::UnregisterBroker, 0),
+    (ApiKey::IncrementalAlterConfigs, 1),
     // `seedlog configs` for quotas.
     (ApiKey::DescribeClientQuotas, 1),
     (ApiKey::AlterClientQuotas, 1),
@@ -240,6 +241,10 @@ pub const delete_records_to_high_watermark: i64 = -1;
 pub mod config_source {
     /// Set on the topic (a topic-level override).
     pub const dynamic_topic: i8 = 1;
+    /// A dynamic config of this broker (the metadata's, set while it runs).
+    pub const dynamic_broker: i8 = 2;
+    /// A dynamic config's cluster-wide default.
+    pub const dynamic_default_broker: i8 = 3;
     /// The broker's static configuration (its flags or file).
     pub const static_broker: i8 = 4;
     /// The broker's default.

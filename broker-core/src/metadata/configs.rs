@@ -30,7 +30,10 @@ pub const CATALOG: &[ConfigDef] = &[
     def("delete.retention.ms", "log.cleaner.delete.retention.ms", config_type::long),
     def("flush.messages", "log.flush.interval.messages", config_type::long),
     def("flush.ms", "log.flush.interval.ms", config_type::long),
+    def(super::throttles::follower_replicas, super::throttles::follower_replicas, config_type::list),
     def("index.interval.bytes", "log.index.interval.bytes", config_type::int),
+    // No broker-level synonym: a topic's own (KIP-73), reported under its own name.
+    def(super::throttles::leader_replicas, super::throttles::leader_replicas, config_type::list),
     def("max.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms", config_type::long),
     def("max.message.bytes", "message.max.bytes", config_type::int),
     def("message.timestamp.type", "log.message.timestamp.type", config_type::string),
@@ -72,6 +75,11 @@ impl TopicSettings {
         let log = topic::apply_overrides(&defaults.log, &log_overrides(overrides))?;
         // apply_overrides has checked it is a number of at least 1.
         let min_insync = overrides.get("min.insync.replicas").and_then(|v| v.trim().parse().ok()).unwrap_or(defaults.min_insync);
+        for key in [super::throttles::leader_replicas, super::throttles::follower_replicas] {
+            if let Some(v) = overrides.get(key) {
+                super::throttles::check_replicas(key, v)?;
+            }
+        }
         let unclean_leader_election = match overrides.get(unclean_leader_election_config) {
             Some(v) => parse_bool(v).ok_or_else(|| format!("{unclean_leader_election_config}={v} is not true or false"))?,
             None => defaults.unclean_leader_election,
@@ -107,6 +115,7 @@ impl TopicSettings {
             "segment.bytes" => c.segment_bytes.to_string(),
             "segment.ms" => c.segment_ms.to_string(),
             n if n == unclean_leader_election_config => self.unclean_leader_election.to_string(),
+            super::throttles::leader_replicas | super::throttles::follower_replicas => String::new(),
             _ => return None,
         })
     }

@@ -93,13 +93,15 @@ pub struct Image {
     pub acls: std::collections::BTreeSet<crate::security::acl::Acl>,
     /// Client quotas by entity (`quotas`).
     pub quotas: super::quotas::Quotas,
+    /// Dynamic broker configs by broker id, -1 the cluster's default (`throttles`).
+    pub broker_configs: BTreeMap<i32, BTreeMap<String, String>>,
     /// Offset of the last applied record; -1 before any.
     pub offset: i64,
 }
 
 impl Default for Image {
     fn default() -> Self {
-        Image { brokers: BTreeMap::new(), topics: BTreeMap::new(), scram: BTreeMap::new(), acls: Default::default(), quotas: Default::default(), offset: -1 }
+        Image { brokers: BTreeMap::new(), topics: BTreeMap::new(), scram: BTreeMap::new(), acls: Default::default(), quotas: Default::default(), broker_configs: BTreeMap::new(), offset: -1 }
     }
 }
 
@@ -160,6 +162,12 @@ impl Image {
             MetadataRecord::RemoveAcl { acl } => {
                 self.acls.remove(acl);
             }
+            MetadataRecord::BrokerConfig { broker, config } => {
+                match config.is_empty() {
+                    true => self.broker_configs.remove(broker),
+                    false => self.broker_configs.insert(*broker, config.clone()),
+                };
+            }
             MetadataRecord::ClientQuota { entity, key, value } => {
                 let values = self.quotas.entry(entity.clone()).or_default();
                 match value {
@@ -182,7 +190,7 @@ impl Image {
     /// Nothing was ever registered, created or stored: the metadata log of a cluster being
     /// formed, where the operator's bootstrap records (`--add-scram`) go first.
     pub fn is_fresh(&self) -> bool {
-        self.brokers.is_empty() && self.topics.is_empty() && self.scram.is_empty() && self.acls.is_empty() && self.quotas.is_empty()
+        self.brokers.is_empty() && self.topics.is_empty() && self.scram.is_empty() && self.acls.is_empty() && self.quotas.is_empty() && self.broker_configs.is_empty()
     }
 
     /// The records that rebuild this image from nothing (offsets aside): each broker's latest
@@ -222,6 +230,7 @@ impl Image {
             out.push(MetadataRecord::ScramCredential { user: user.clone(), credential: credential.clone() });
         }
         out.extend(self.acls.iter().map(|acl| MetadataRecord::Acl { acl: acl.clone() }));
+        out.extend(self.broker_configs.iter().map(|(broker, config)| MetadataRecord::BrokerConfig { broker: *broker, config: config.clone() }));
         for (entity, values) in &self.quotas {
             out.extend(values.iter().map(|(key, v)| MetadataRecord::ClientQuota { entity: entity.clone(), key: key.clone(), value: Some(*v) }));
         }

@@ -7,6 +7,7 @@
 pub mod configs;
 pub mod image;
 pub mod quotas;
+pub mod throttles;
 pub mod records;
 pub mod topic;
 

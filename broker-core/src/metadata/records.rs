@@ -79,6 +79,9 @@ pub enum MetadataRecord {
     Acl { acl: crate::security::acl::Acl },
     /// Removes an ACL (RemoveAccessControlEntryRecord).
     RemoveAcl { acl: crate::security::acl::Acl },
+    /// A broker's dynamic configs after a change (`broker` -1: the cluster's default), the
+    /// whole set replacing the one before, as `TopicConfig` (`throttles`).
+    BrokerConfig { broker: i32, config: BTreeMap<String, String> },
     /// One quota value of an entity (Kafka's ClientQuotaRecord): set, or removed (`value`
     /// None). An entity with no value left is gone.
     ClientQuota { entity: super::quotas::Entity, key: String, #[serde(default, skip_serializing_if = "Option::is_none")] value: Option<super::quotas::Value> },

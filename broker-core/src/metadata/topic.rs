@@ -34,7 +34,9 @@ pub const TOPIC_CONFIGS: &[&str] = &[
     "delete.retention.ms",
     "flush.messages",
     "flush.ms",
+    "follower.replication.throttled.replicas",
     "index.interval.bytes",
+    "leader.replication.throttled.replicas",
     "max.compaction.lag.ms",
     "max.message.bytes",
     "message.timestamp.type",
@@ -50,10 +52,11 @@ pub const TOPIC_CONFIGS: &[&str] = &[
 /// Kafka's topic config the controller reads and the log does not (see [`log_overrides`]).
 pub const unclean_leader_election_config: &str = "unclean.leader.election.enable";
 
-/// The topic config minus the keys only the controller reads: what the log's
-/// [`apply_overrides`] understands.
+/// The topic config minus the keys the log does not read (the controller's unclean election,
+/// the leader's throttled replicas): what the log's [`apply_overrides`] understands.
 pub fn log_overrides(config: &BTreeMap<String, String>) -> BTreeMap<String, String> {
-    config.iter().filter(|(k, _)| k.as_str() != unclean_leader_election_config).map(|(k, v)| (k.clone(), v.clone())).collect()
+    let others = [unclean_leader_election_config, super::throttles::leader_replicas, super::throttles::follower_replicas];
+    config.iter().filter(|(k, _)| !others.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect()
 }
 
 /// Kafka's boolean config values: `true` or `false`, any case, surrounding blanks ignored.

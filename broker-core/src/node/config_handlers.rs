@@ -2,8 +2,10 @@
 //! config with its source and synonyms, or this broker's own settings. AlterConfigs and
 //! IncrementalAlterConfigs change topic configs: decided and committed by the controller as one
 //! `TopicConfig` record, like CreateTopics (NOT_CONTROLLER elsewhere), and answered once this
-//! node's broker has applied it. Broker resources are refused with INVALID_REQUEST, Kafka's
-//! answer for a broker config it cannot update dynamically: Seedlog reads its settings at start.
+//! node's broker has applied it. Broker resources (a broker id, or "" for the cluster's
+//! default) change only the replication throttle rates (`BrokerConfig` records, KIP-73); any
+//! other broker config is INVALID_REQUEST, Kafka's answer for one it cannot update dynamically:
+//! Seedlog reads its other settings at start.
 //! Field-by-field translation and the per-request checks Kafka makes before deciding
 //! (duplicate resources or keys, null values, unknown operations); decisions are the
 //! controller's (`controller::configs`) and `metadata::configs`'.
@@ -85,7 +87,7 @@ fn topic_entries(b: &Broker, overrides: &BTreeMap<String, String>, synonyms: boo
         .collect()
 }
 
-/// This broker's settings, read-only: they are set at start.
+/// This broker's settings: read-only ones set at start, then the dynamic ones.
 fn broker_entries(b: &Broker) -> Vec<DescribeConfigsResourceResult> {
     let c = b.config();
     let l = &c.log;
@@ -112,7 +114,32 @@ fn broker_entries(b: &Broker) -> Vec<DescribeConfigsResourceResult> {
         x.config_source = config_source::static_broker;
         x
     })
+    .chain(dynamic_entries(b))
     .collect()
+}
+
+/// The replication throttle rates: this broker's own, else the cluster's default, else Kafka's
+/// default (no limit, Long.MAX_VALUE).
+fn dynamic_entries(b: &Broker) -> Vec<DescribeConfigsResourceResult> {
+    use crate::metadata::throttles::{cluster_default, dynamic_broker_configs};
+    let configs = &b.image().broker_configs;
+    dynamic_broker_configs
+        .iter()
+        .map(|key| {
+            let own = configs.get(&b.config().node_id).and_then(|c| c.get(*key));
+            let default = configs.get(&cluster_default).and_then(|c| c.get(*key));
+            let (value, source) = match (own, default) {
+                (Some(v), _) => (v.clone(), config_source::dynamic_broker),
+                (None, Some(v)) => (v.clone(), config_source::dynamic_default_broker),
+                (None, None) => (i64::MAX.to_string(), config_source::default),
+            };
+            let mut x = DescribeConfigsResourceResult::default();
+            x.name = s(key);
+            x.value = Some(s(&value));
+            x.config_source = source;
+            x
+        })
+        .collect()
 }
 
 /// What one resource of an alter request asks, once the request-level checks passed.
@@ -224,7 +251,26 @@ fn alter(node: &Node, asks: Vec<(i8, String, Result<Ask, String>)>, validate_onl
             (_, Err(why)) => Err((Code::InvalidRequest, why)),
             (config_resource::topic, _) if denied.of(&name).is_some() => Err(denied.of(&name).map(|e| (e.kafka_error(true), e.to_string())).expect("just checked")),
             (config_resource::broker, _) if denied.cluster.is_some() => Err(denied.cluster.clone().expect("just checked")),
-            (config_resource::broker, Ok(ask)) => refuse_broker(&ask),
+            (config_resource::broker, Ok(ask)) if static_keys(&ask).is_some() => Err((Code::InvalidRequest, static_keys(&ask).expect("just checked"))),
+            (config_resource::broker, Ok(ask)) if ask_is_empty(&ask) => Ok(()),
+            (config_resource::broker, Ok(ask)) => match quorum.as_deref_mut() {
+                None => Err((Code::NotController, "this node is not the controller".to_string())),
+                Some(q) => {
+                    let decided = q.controller().broker_config(&name).and_then(|(id, current)| {
+                        let next = match ask {
+                            Ask::Replace(config) => config,
+                            Ask::Ops(ops) => crate::metadata::configs::alter(&current, &ops, |_| None).map_err(crate::controller::Error::InvalidConfig)?,
+                        };
+                        q.controller().set_broker_config(id, next)
+                    });
+                    match decided {
+                        Err(e) => Err((e.kafka_error(), e.to_string())),
+                        Ok(_) if validate_only => Ok(()),
+                        Ok(records) if records.is_empty() => Ok(()),
+                        Ok(records) => q.commit(records, now).map(|offset| last = last.max(offset)).map_err(|e| (e.kafka_error(), e.to_string())),
+                    }
+                }
+            },
             (config_resource::topic, Ok(ask)) => match quorum.as_deref_mut() {
                 None => Err((Code::NotController, "this node is not the controller".to_string())),
                 Some(q) => {
@@ -262,16 +308,21 @@ fn after_commit(answers: Vec<Answered>, last: i64, epoch: Option<i32>, encode: i
     }))
 }
 
-/// Broker configs are read at start (flags or `--config`); Kafka answers INVALID_REQUEST for a
-/// broker config it cannot update dynamically, and so does this broker for all of them. An
-/// empty change changes nothing and succeeds.
-fn refuse_broker(ask: &Ask) -> Result<(), (Code, String)> {
+/// Why a broker change is refused on any node, Kafka's INVALID_REQUEST: it names configs that
+/// cannot change while brokers run (the others are read at start, from flags or --config).
+fn static_keys(ask: &Ask) -> Option<String> {
     let keys: Vec<&str> = match ask {
         Ask::Replace(config) => config.keys().map(String::as_str).collect(),
         Ask::Ops(ops) => ops.iter().map(|(k, _)| k.as_str()).collect(),
     };
-    if keys.is_empty() {
-        return Ok(());
+    let fixed: Vec<&str> = keys.into_iter().filter(|k| !crate::metadata::throttles::dynamic_broker_configs.contains(k)).collect();
+    (!fixed.is_empty()).then(|| format!("cannot update these configs dynamically: {} (broker settings are read at start, from flags or --config; only the replication throttle rates change while brokers run)", fixed.join(", ")))
+}
+
+/// An empty change changes nothing and succeeds, on any node.
+fn ask_is_empty(ask: &Ask) -> bool {
+    match ask {
+        Ask::Replace(config) => config.is_empty(),
+        Ask::Ops(ops) => ops.is_empty(),
     }
-    Err((Code::InvalidRequest, format!("cannot update these configs dynamically: {} (broker settings are read at start, from flags or --config)", keys.join(", "))))
 }

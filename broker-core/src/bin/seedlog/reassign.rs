@@ -37,12 +37,17 @@ pub enum ReassignCmd {
         output: Option<PathBuf>,
     },
     /// Start the moves a plan file asks for (AlterPartitionReassignments). Exits 1 if any
-    /// partition was refused.
+    /// partition was refused. With `--throttle`, catching up is held to that many bytes per
+    /// second (KIP-73, as kafka-reassign-partitions.sh sets it: the brokers' replication rates
+    /// and the moving partitions' throttled replicas); run it again to change the rate.
     Execute {
         #[arg(long)]
         plan: PathBuf,
+        #[arg(long)]
+        throttle: Option<u64>,
     },
-    /// Whether each move of a plan is complete: exits 0 only when every one is.
+    /// Whether each move of a plan is complete: exits 0 only when every one is, and then removes
+    /// the throttle `execute --throttle` set.
     Verify {
         #[arg(long)]
         plan: PathBuf,
@@ -84,8 +89,14 @@ pub fn reassign(bootstrap: &str, timeout: Duration, cmd: ReassignCmd) -> Res {
                 }
                 Ok(())
             }
-            ReassignCmd::Execute { plan } => {
+            ReassignCmd::Execute { plan, throttle } => {
                 let plan = read_plan(&plan)?;
+                if let Some(rate) = throttle {
+                    let topics: Vec<String> = plan.partitions.iter().map(|p| p.topic.clone()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+                    let (current, _) = placement::assignment(addr, Some(&topics), timeout).await.map_err(error_text)?;
+                    placement::alter_configs(addr, &throttle_changes(&current, &plan.assignment(), Some(rate)), timeout).await.map_err(error_text)?;
+                    println!("Throttle set to {rate} B/s for the moving partitions' replication.");
+                }
                 let targets: Vec<((String, i32), Option<Vec<i32>>)> = plan.assignment().into_iter().map(|(k, r)| (k, Some(r))).collect();
                 let answers = placement::alter_reassignments(addr, &targets, timeout).await.map_err(error_text)?;
                 answered(&answers, "started")
@@ -102,10 +113,12 @@ pub fn reassign(bootstrap: &str, timeout: Duration, cmd: ReassignCmd) -> Res {
                 let (current, _) = placement::assignment(addr, Some(&topics), timeout).await.map_err(error_text)?;
                 let (text, done) = render_verify(&plan, &ongoing, &current);
                 print!("{text}");
-                match done {
-                    true => Ok(()),
-                    false => Err("not every reassignment of the plan is complete".into()),
+                if !done {
+                    return Err("not every reassignment of the plan is complete".into());
                 }
+                placement::alter_configs(addr, &throttle_changes(&current, &plan, None), timeout).await.map_err(error_text)?;
+                println!("Throttle was removed.");
+                Ok(())
             }
         }
     })
@@ -160,6 +173,31 @@ fn answered(answers: &[Answer], what: &str) -> Res {
         0 => Ok(()),
         n => Err(format!("{n} of {} partitions refused", answers.len()).into()),
     }
+}
+
+/// The config changes that throttle a plan's moves at `rate` (None: remove the throttle): per
+/// topic, the current replicas of each moving partition serve throttled (leader side) and the
+/// replicas it adds fetch throttled (follower side); the cluster's default broker rates.
+fn throttle_changes(current: &Assignment, plan: &Assignment, rate: Option<u64>) -> Vec<placement::ConfigChange> {
+    use broker_core::kafka::config_resource;
+    use broker_core::metadata::throttles;
+    let mut leader: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    let mut follower: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for ((topic, p), target) in plan {
+        let now = current.get(&(topic.clone(), *p)).cloned().unwrap_or_default();
+        leader.entry(topic).or_default().extend(now.iter().map(|b| format!("{p}:{b}")));
+        follower.entry(topic).or_default().extend(target.iter().filter(|b| !now.contains(b)).map(|b| format!("{p}:{b}")));
+    }
+    let mut out = Vec::new();
+    for (topic, pairs) in &leader {
+        let value = |list: &[String]| rate.map(|_| list.join(","));
+        out.push((config_resource::topic, topic.to_string(), throttles::leader_replicas.to_string(), value(pairs)));
+        out.push((config_resource::topic, topic.to_string(), throttles::follower_replicas.to_string(), value(follower.get(topic).map_or(&[][..], |v| v))));
+    }
+    for key in throttles::dynamic_broker_configs {
+        out.push((config_resource::broker, String::new(), key.to_string(), rate.map(|r| r.to_string())));
+    }
+    out
 }
 
 fn render_generate(current: &Assignment, proposed: &Assignment) -> Result<String, serde_json::Error> {
@@ -223,6 +261,22 @@ mod tests {
         assert!(!done);
         let (_, done) = render_verify(&a(&[("t", 0, &[1, 2])]), &BTreeMap::new(), &current);
         assert!(done);
+    }
+
+    #[test]
+    fn a_throttle_names_the_serving_and_the_added_replicas() {
+        let changes = throttle_changes(&a(&[("t", 0, &[0, 1]), ("t", 1, &[1, 2])]), &a(&[("t", 0, &[1, 2]), ("t", 1, &[1, 2])]), Some(1000));
+        let text: Vec<String> = changes.iter().map(|(kind, name, k, v)| format!("{kind}/{name} {k}={v:?}")).collect();
+        assert_eq!(
+            text,
+            vec![
+                "2/t leader.replication.throttled.replicas=Some(\"0:0,0:1,1:1,1:2\")",
+                "2/t follower.replication.throttled.replicas=Some(\"0:2\")",
+                "4/ leader.replication.throttled.rate=Some(\"1000\")",
+                "4/ follower.replication.throttled.rate=Some(\"1000\")",
+            ]
+        );
+        assert!(throttle_changes(&a(&[("t", 0, &[0, 1])]), &a(&[("t", 0, &[1, 2])]), None).iter().all(|c| c.3.is_none()), "removing deletes every one");
     }
 
     #[test]

@@ -509,6 +509,7 @@ fn a_registration_this_process_never_heard_back_from_drops_every_role() {
 mod cut_short;
 mod due;
 mod log_start;
+mod throttle;
 
 #[test]
 fn what_the_controller_link_heard_is_read_as_kafka_reads_an_alter_partition_answer() {

@@ -125,3 +125,39 @@ fn seedlog(cluster: &Cluster, args: &[&str]) -> String {
     }
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// `seedlog reassign execute --throttle`: a partition of 3 MB on broker 0 gains a replica on
+/// broker 1 at 100 kB/s, so the move is still in progress seconds later (the leader serves the
+/// new replica nothing while over the rate); executed again at 100 MB/s it completes, and
+/// `verify` then removes the throttle (the broker rates and the topic's throttled replicas).
+#[test]
+fn cluster_throttled_reassignment() {
+    let mut cluster = Cluster::start();
+    let topic = "throttled";
+    cluster.metadata(0, cluster_size, &["--topic", topic, "--create", "--partitions", "1", "--replication-factor", "1"]);
+    let md = cluster.metadata(0, cluster_size, &["--topic", topic]);
+    let on = md.partitions[&0].replicas[0];
+    let other = (0..cluster_size as i32).find(|b| *b != on).expect("another broker");
+    let bootstrap = cluster.addr(0);
+    let lines: String = (0..3_000).map(|i| format!("{i:06}:{}\n", "x".repeat(1_000))).collect();
+    let out = run_bounded(Command::new(crate::support::kcat()).args(["-P", "-b", &bootstrap, "-t", topic, "-K:", "-X", "acks=1"]), Some(lines.into_bytes()), Duration::from_secs(60)).expect("kcat runs");
+    assert!(out.status.success(), "kcat -P: {}", String::from_utf8_lossy(&out.stderr));
+    let work = tempfile::tempdir().expect("tempdir");
+    let plan = work.path().join("grow.json");
+    std::fs::write(&plan, format!(r#"{{"version":1,"partitions":[{{"topic":"{topic}","partition":0,"replicas":[{on},{other}]}}]}}"#)).expect("write the plan");
+    let plan = plan.display().to_string();
+    let set = seedlog(&cluster, &["reassign", "--bootstrap", &bootstrap, "execute", "--plan", &plan, "--throttle", "100000"]);
+    assert!(set.contains("Throttle set to 100000 B/s"), "{set}");
+    thread::sleep(Duration::from_secs(3));
+    let early = seedlog_output(&["reassign", "--bootstrap", &bootstrap, "verify", "--plan", &plan]);
+    let early_text = String::from_utf8_lossy(&early.stdout).into_owned();
+    if early.status.success() || !early_text.contains("in progress") {
+        cluster.fail(&format!("3 MB at 100 kB/s was not still catching up after 3 s:\n{early_text}"));
+    }
+    seedlog(&cluster, &["reassign", "--bootstrap", &bootstrap, "execute", "--plan", &plan, "--throttle", "100000000"]);
+    verified(&cluster, &bootstrap, &plan);
+    let done = seedlog(&cluster, &["reassign", "--bootstrap", &bootstrap, "verify", "--plan", &plan]);
+    assert!(done.contains("Throttle was removed."), "{done}");
+    cluster.metadata(0, cluster_size, &["--topic", topic, "--min-isr", "2"]);
+    cluster.assert_alive("after the throttled reassignment", None);
+}
