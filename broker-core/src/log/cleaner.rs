@@ -225,3 +225,15 @@ pub(super) fn read_checkpoint(disk: &dyn Disk, dir: &Path) -> Result<i64, LogErr
     };
     Ok(text.trim().parse::<i64>().ok().filter(|&v| v >= 0).unwrap_or(0))
 }
+
+impl super::Log {
+    /// The dirty range's bytes in closed segments, and all closed bytes up to its end: what
+    /// `min.cleanable.dirty.ratio` compares (and the metrics' cleaner backlog).
+    pub fn dirty_bytes(&self, now: u64, upper: i64) -> (u64, u64) {
+        let (start, end) = (self.cleaned_to(), self.dirty_end(now, upper));
+        let closed = &self.segments[..self.segments.len().saturating_sub(1)];
+        let total: u64 = closed.iter().filter(|s| s.next_offset() <= end).map(|s| s.size()).sum();
+        let dirty: u64 = closed.iter().filter(|s| s.base_offset >= start && s.next_offset() <= end).map(|s| s.size()).sum();
+        (dirty, total)
+    }
+}

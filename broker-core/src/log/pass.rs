@@ -449,7 +449,7 @@ impl Log {
 
     /// Where a pass's dirty range ends: before the first segment that is active, reaches
     /// `upper`, or holds records younger than `min.compaction.lag.ms`.
-    fn dirty_end(&self, now: u64, upper: i64) -> i64 {
+    pub(super) fn dirty_end(&self, now: u64, upper: i64) -> i64 {
         let horizon = now as i64 - self.config.min_compaction_lag_ms.min(i64::MAX as u64) as i64;
         let mut end = self.log_start_offset();
         for seg in &self.segments[..self.segments.len() - 1] {
@@ -471,9 +471,8 @@ impl Log {
         if end <= start {
             return false;
         }
+        let (dirty, total) = self.dirty_bytes(now, upper);
         let closed = &self.segments[..self.segments.len() - 1];
-        let total: u64 = closed.iter().filter(|s| s.next_offset() <= end).map(|s| s.size()).sum();
-        let dirty: u64 = closed.iter().filter(|s| s.base_offset >= start && s.next_offset() <= end).map(|s| s.size()).sum();
         let by_ratio = dirty as u128 * 1_000_000 >= self.config.min_cleanable_dirty_ratio_ppm as u128 * total.max(1) as u128;
         let oldest_dirty = closed.iter().find(|s| s.next_offset() > start).map_or(i64::MAX, |s| s.max_timestamp());
         let by_lag = (oldest_dirty as i128) < now as i128 - self.config.max_compaction_lag_ms as i128;

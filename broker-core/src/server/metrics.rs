@@ -166,9 +166,16 @@ fn partitions(t: &mut Text, shared: &Shared) {
     t.one("seedlog_isr_shrinks_total", "counter", "ISR shrinks committed for partitions led here.", stats.isr_shrinks as f64);
     t.one("seedlog_isr_expands_total", "counter", "ISR expansions committed for partitions led here.", stats.isr_expands as f64);
     let (mut replicas, mut leaders, mut under) = (0, 0, 0);
+    let (mut dirty_max, mut backlog) = (0.0f64, 0u64);
+    let now = super::now_ms();
     let mut hw: BTreeMap<(String, i32), i64> = BTreeMap::new();
     for ((topic, p), part) in b.partitions().iter() {
         replicas += 1;
+        if part.log.config().cleanup.compact {
+            let (dirty, total) = part.log.dirty_bytes(now, part.high_watermark());
+            backlog += dirty;
+            dirty_max = dirty_max.max(dirty as f64 / total.max(1) as f64);
+        }
         if part.replication.is_leader() {
             leaders += 1;
             let assigned = b.image().partition(topic, p).map_or(0, |i| i.replicas.len());
@@ -180,6 +187,8 @@ fn partitions(t: &mut Text, shared: &Shared) {
     t.one("seedlog_leader_partitions", "gauge", "Partitions this broker leads.", leaders as f64);
     t.one("seedlog_under_replicated_partitions", "gauge", "Partitions led here whose ISR is smaller than their replica set.", under as f64);
     let offline = b.image().topics.values().flat_map(|t| &t.partitions).filter(|p| p.leader == crate::metadata::no_leader).count();
+    t.one("seedlog_cleaner_max_dirty_ratio", "gauge", "The largest dirty share of a compacted log here (what min.cleanable.dirty.ratio compares).", dirty_max);
+    t.one("seedlog_cleaner_dirty_bytes", "gauge", "Bytes of closed segments not yet cleaned, over the compacted logs here: the cleaner's backlog.", backlog as f64);
     t.one("seedlog_offline_partitions", "gauge", "Partitions of the cluster with no leader, as this broker's metadata says.", offline as f64);
     let groups: Vec<_> = parts.groups.groups().collect();
     let mut by_state: BTreeMap<String, usize> = BTreeMap::new();

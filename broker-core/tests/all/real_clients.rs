@@ -581,6 +581,7 @@ fn metrics_endpoint_counts_and_lints() {
     assert!(support::metric(&text, r#"seedlog_request_duration_seconds_count{api="Produce"}"#).is_some_and(|n| n >= 1.0), "{text}");
     assert_eq!(support::metric(&text, "seedlog_active_controller"), Some(1.0));
     assert_eq!(support::metric(&text, "seedlog_under_replicated_partitions"), Some(0.0));
+    assert_eq!(support::metric(&text, "seedlog_cleaner_dirty_bytes"), Some(0.0), "no compacted topic here");
     if let Some(said) = support::lint_metrics(&text) {
         panic!("promtool check metrics: {said}\n{text}");
     }
