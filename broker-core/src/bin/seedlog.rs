@@ -178,6 +178,14 @@ fn main() {
 
 type Res = Result<(), Box<dyn std::error::Error>>;
 
+/// A client error for the operator: a Kafka code by its name as well as its number.
+fn error_text(e: broker_core::client::ClientError) -> String {
+    match e {
+        broker_core::client::ClientError::Kafka { code, message } => format!("{code:?} (error code {}): {message}", code.code()),
+        e => e.to_string(),
+    }
+}
+
 fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }

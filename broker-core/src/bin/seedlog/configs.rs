@@ -5,7 +5,6 @@
 //! `broker_core::client::quotas`'s; parsing and formatting are pure functions, tested below.
 
 use broker_core::client::quotas;
-use broker_core::client::ClientError;
 use broker_core::metadata::quotas::{client_id_type, user_type, Entity};
 use clap::Args;
 use std::collections::BTreeMap;
@@ -52,21 +51,14 @@ pub fn run(bootstrap: &str, timeout: Duration, args: ConfigsArgs) -> Res {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(async {
         if args.alter {
-            quotas::alter(addr, &entity, &ops, timeout).await.map_err(error_text)?;
+            quotas::alter(addr, &entity, &ops, timeout).await.map_err(crate::error_text)?;
             println!("Completed updating config for {}.", describe_entity(&entity));
             return Ok(());
         }
-        let found = quotas::describe(addr, &entity, true, timeout).await.map_err(error_text)?;
+        let found = quotas::describe(addr, &entity, true, timeout).await.map_err(crate::error_text)?;
         print!("{}", render(&found));
         Ok(())
     })
-}
-
-fn error_text(e: ClientError) -> String {
-    match e {
-        ClientError::Kafka { code, message } => format!("{code:?} (error code {}): {message}", code.code()),
-        e => e.to_string(),
-    }
 }
 
 /// The entity kafka-configs' arguments name: types in order, each with the next name, the

@@ -29,7 +29,7 @@ pub fn run(bootstrap: &str, timeout: Duration, cmd: GroupsCmd) -> Res {
     runtime.block_on(async {
         match cmd {
             GroupsCmd::List => {
-                let listing = groups_admin::list_groups(bootstrap, timeout).await.map_err(error_text)?;
+                let listing = groups_admin::list_groups(bootstrap, timeout).await.map_err(crate::error_text)?;
                 print!("{}", render_list(&listing));
                 match listing.failures.is_empty() {
                     true => Ok(()),
@@ -37,7 +37,7 @@ pub fn run(bootstrap: &str, timeout: Duration, cmd: GroupsCmd) -> Res {
                 }
             }
             GroupsCmd::Describe { group } => {
-                let d = groups_admin::describe_group(bootstrap, &group, timeout).await.map_err(error_text)?;
+                let d = groups_admin::describe_group(bootstrap, &group, timeout).await.map_err(crate::error_text)?;
                 if d.is_unknown() {
                     return Err(format!("group {group} does not exist or has no committed offsets").into());
                 }
@@ -46,14 +46,6 @@ pub fn run(bootstrap: &str, timeout: Duration, cmd: GroupsCmd) -> Res {
             }
         }
     })
-}
-
-/// An error for the operator: a Kafka code by its name as well as its number.
-fn error_text(e: ClientError) -> String {
-    match e {
-        ClientError::Kafka { code, message } => format!("{code:?} (error code {}): {message}", code.code()),
-        e => e.to_string(),
-    }
 }
 
 /// Columns padded to their widest cell, two spaces apart, no trailing blanks.
@@ -94,7 +86,7 @@ pub fn render_list(l: &GroupListing) -> String {
     let rows: Vec<Vec<String>> = l.groups.iter().map(|g| vec![g.group_id.clone(), or_dash(&g.state), or_dash(&g.protocol_type)]).collect();
     let mut out = table(&["GROUP", "STATE", "PROTOCOL-TYPE"], &rows);
     for (b, e) in &l.failures {
-        let _ = writeln!(out, "broker {b} did not answer: {}", error_text(e.clone()));
+        let _ = writeln!(out, "broker {b} did not answer: {}", crate::error_text(e.clone()));
     }
     out
 }
@@ -133,7 +125,7 @@ pub fn render_describe(d: &GroupDescription) -> String {
     out.push_str(&table(&["TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "CLIENT-ID"], &rows));
     for p in &d.partitions {
         if let Err(e) = &p.log_end {
-            let _ = writeln!(out, "log end of {}-{} unknown: {}", p.topic, p.partition, error_text(e.clone()));
+            let _ = writeln!(out, "log end of {}-{} unknown: {}", p.topic, p.partition, crate::error_text(e.clone()));
         }
     }
     out.push('\n');

@@ -6,7 +6,6 @@
 
 use broker_core::client::placement::{self, Answer, Ongoing};
 use broker_core::client::plan::{self, Assignment, PlanFile};
-use broker_core::client::ClientError;
 use clap::Subcommand;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -76,7 +75,7 @@ pub fn reassign(bootstrap: &str, timeout: Duration, cmd: ReassignCmd) -> Res {
         match cmd {
             ReassignCmd::Generate { topics, brokers, remove_broker, broker_rack, output } => {
                 let racks = parse_racks(&broker_rack)?;
-                let (current, live) = placement::assignment(addr, Some(&topics), timeout).await.map_err(error_text)?;
+                let (current, live) = placement::assignment(addr, Some(&topics), timeout).await.map_err(crate::error_text)?;
                 let over: Vec<i32> = match brokers.is_empty() {
                     false => brokers,
                     true => live.into_iter().filter(|b| !remove_broker.contains(b)).collect(),
@@ -93,30 +92,30 @@ pub fn reassign(bootstrap: &str, timeout: Duration, cmd: ReassignCmd) -> Res {
                 let plan = read_plan(&plan)?;
                 if let Some(rate) = throttle {
                     let topics: Vec<String> = plan.partitions.iter().map(|p| p.topic.clone()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
-                    let (current, _) = placement::assignment(addr, Some(&topics), timeout).await.map_err(error_text)?;
-                    placement::alter_configs(addr, &throttle_changes(&current, &plan.assignment(), Some(rate)), timeout).await.map_err(error_text)?;
+                    let (current, _) = placement::assignment(addr, Some(&topics), timeout).await.map_err(crate::error_text)?;
+                    placement::alter_configs(addr, &throttle_changes(&current, &plan.assignment(), Some(rate)), timeout).await.map_err(crate::error_text)?;
                     println!("Throttle set to {rate} B/s for the moving partitions' replication.");
                 }
                 let targets: Vec<((String, i32), Option<Vec<i32>>)> = plan.assignment().into_iter().map(|(k, r)| (k, Some(r))).collect();
-                let answers = placement::alter_reassignments(addr, &targets, timeout).await.map_err(error_text)?;
+                let answers = placement::alter_reassignments(addr, &targets, timeout).await.map_err(crate::error_text)?;
                 answered(&answers, "started")
             }
             ReassignCmd::Cancel { plan } => {
                 let targets: Vec<((String, i32), Option<Vec<i32>>)> = read_plan(&plan)?.assignment().into_keys().map(|k| (k, None)).collect();
-                let answers = placement::alter_reassignments(addr, &targets, timeout).await.map_err(error_text)?;
+                let answers = placement::alter_reassignments(addr, &targets, timeout).await.map_err(crate::error_text)?;
                 answered(&answers, "cancelled")
             }
             ReassignCmd::Verify { plan } => {
                 let plan = read_plan(&plan)?.assignment();
                 let topics: Vec<String> = plan.keys().map(|(t, _)| t.clone()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
-                let ongoing = placement::list_reassignments(addr, timeout).await.map_err(error_text)?;
-                let (current, _) = placement::assignment(addr, Some(&topics), timeout).await.map_err(error_text)?;
+                let ongoing = placement::list_reassignments(addr, timeout).await.map_err(crate::error_text)?;
+                let (current, _) = placement::assignment(addr, Some(&topics), timeout).await.map_err(crate::error_text)?;
                 let (text, done) = render_verify(&plan, &ongoing, &current);
                 print!("{text}");
                 if !done {
                     return Err("not every reassignment of the plan is complete".into());
                 }
-                placement::alter_configs(addr, &throttle_changes(&current, &plan, None), timeout).await.map_err(error_text)?;
+                placement::alter_configs(addr, &throttle_changes(&current, &plan, None), timeout).await.map_err(crate::error_text)?;
                 println!("Throttle was removed.");
                 Ok(())
             }
@@ -130,7 +129,7 @@ pub fn brokers(bootstrap: &str, timeout: Duration, cmd: BrokersCmd) -> Res {
     runtime.block_on(async {
         match cmd {
             BrokersCmd::Unregister { id } => {
-                placement::unregister_broker(addr, id, timeout).await.map_err(error_text)?;
+                placement::unregister_broker(addr, id, timeout).await.map_err(crate::error_text)?;
                 println!("broker {id} unregistered");
                 Ok(())
             }
@@ -145,14 +144,6 @@ fn resolve(bootstrap: &str) -> Result<SocketAddr, Box<dyn std::error::Error>> {
 fn read_plan(path: &PathBuf) -> Result<PlanFile, Box<dyn std::error::Error>> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(serde_json::from_str(&text).map_err(|e| format!("{}: not a reassignment plan ({e})", path.display()))?)
-}
-
-/// An error for the operator: a Kafka code by its name as well as its number.
-fn error_text(e: ClientError) -> String {
-    match e {
-        ClientError::Kafka { code, message } => format!("{code:?} (error code {}): {message}", code.code()),
-        e => e.to_string(),
-    }
 }
 
 /// `ID:RACK` pairs.
