@@ -17,6 +17,7 @@
 #   BROKER=path/to/broker SEEDLOG=path/to/seedlog scripts/bench-batch-cost.sh   # no build (A/B)
 #   PERF=1 scripts/bench-batch-cost.sh   # also `perf record -g` 3 s of each run into target/bench-batch-cost/perf-N.data
 #   DIR=/mnt/other-fs scripts/bench-batch-cost.sh   # the broker's data on another file system
+#   BROKER_FLAGS="--metrics-listen 127.0.0.1:9404" scripts/bench-batch-cost.sh   # more broker flags
 #
 # Each run is bounded (SECS_MAX seconds per count); the broker is stopped (SIGTERM, SIGKILL
 # after 60 s) on exit and its data directory removed.
@@ -34,7 +35,7 @@ DIR=${DIR:-$OUT/bench-batch-cost}   # where the broker's data directory goes (it
 mkdir -p "$DIR" "$OUT/bench-batch-cost"
 W=$(mktemp -d -p "$DIR" run.XXXXXX)
 trap 'stop_broker; rm -rf "$W"' EXIT
-start_broker "$W" || die "start"
+start_broker "$W" ${BROKER_FLAGS:-} || die "start"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 first=
 for n in $PARTS; do
