@@ -201,7 +201,7 @@ fn confluent_kafka_roundtrip_plain_gzip_snappy() {
     );
 }
 
-/// kafka-python's admin: describe_cluster, describe_log_dirs and describe_metadata_quorum on
+/// kafka-python's admin: describe_cluster, describe_log_dirs, describe_producers and describe_metadata_quorum on
 /// a lone broker and voter (the three-voter case: real_cluster/quorum.rs).
 #[test]
 fn kafka_python_describes_the_cluster_its_log_dirs_and_its_quorum() {

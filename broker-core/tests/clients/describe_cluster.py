@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""kafka-python's admin on what operators ask of a cluster: describe_cluster, describe_log_dirs
-and describe_metadata_quorum (DescribeCluster, DescribeLogDirs, DescribeQuorum).
+"""kafka-python's admin on what operators ask of a cluster: describe_cluster, describe_log_dirs,
+describe_producers and describe_metadata_quorum (DescribeCluster, DescribeLogDirs,
+DescribeProducers, DescribeQuorum).
 
-Produces N records to TOPIC (1 partition), then checks, within a deadline: describe_cluster
+Produces N records to TOPIC (1 partition) with one idempotent producer, then checks, within a
+deadline: describe_producers at the partition's leader names that one producer, its last
+sequence N - 1; describe_cluster
 lists exactly the brokers BROKERS with a cluster id and a controller among them;
 describe_log_dirs asks every broker, each answers one absolute log directory, and the partition
 TOPIC-0 is listed by at least one broker with a size of at least N bytes; describe_metadata_quorum
@@ -15,7 +18,7 @@ import argparse
 import os
 import time
 
-from kafka import KafkaProducer
+from kafka import KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient
 
 from common import Deadline, expect, fail, main
@@ -27,7 +30,7 @@ def ids(text):
 
 def run(args):
     brokers, voters = ids(args.brokers), ids(args.voters)
-    producer = KafkaProducer(bootstrap_servers=args.bootstrap, acks="all", request_timeout_ms=15000, max_block_ms=30000)
+    producer = KafkaProducer(bootstrap_servers=args.bootstrap, acks="all", enable_idempotence=True, request_timeout_ms=15000, max_block_ms=30000)
     try:
         for i in range(args.n):
             producer.send(args.topic, value=b"describe-%06d" % i)
@@ -36,6 +39,10 @@ def run(args):
         producer.close()
     admin = KafkaAdminClient(bootstrap_servers=args.bootstrap, request_timeout_ms=15000)
     try:
+        tp = TopicPartition(args.topic, 0)
+        producers = admin.describe_producers([tp])[tp].active_producers
+        expect(len(producers) == 1 and producers[0].producer_id >= 0 and producers[0].last_sequence == args.n - 1,
+               f"describe_producers: expected one producer with last sequence {args.n - 1}: {producers}")
         cluster = admin.describe_cluster()
         listed = sorted(b["broker_id"] for b in cluster["brokers"])
         expect(listed == brokers, f"describe_cluster lists brokers {listed}, expected {brokers}: {cluster}")
