@@ -184,6 +184,11 @@ pub enum PlantedBug {
     /// The authorizer skips DENY ACLs (`security::acl::Denies::Ignored`): a principal denied
     /// an operation is let through by an allow that also covers it (issue 28 item 5).
     AclDenyIgnored,
+    /// The controller completes a reassignment without waiting for the new replicas to catch
+    /// up: it drops the old replicas and puts the adding ones into the ISR at once
+    /// (`controller::rules`), so a partition moved onto empty replicas loses its records
+    /// (`scenarios/fast/reassign.toml`).
+    ReassignmentSkipsCatchUp,
 }
 
 impl PlantedBug {
@@ -232,6 +237,7 @@ impl PlantedBug {
         PlantedBug::LsoFromLatestOpenTxn,
         PlantedBug::InitFencesPreparedCommit,
         PlantedBug::AclDenyIgnored,
+        PlantedBug::ReassignmentSkipsCatchUp,
     ];
 
     /// The bug named `name` (its variant name, as traces record it).

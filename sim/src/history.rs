@@ -300,6 +300,44 @@ pub struct History {
     /// The ACL and credential changes the admin made, in the order it made them (one at a
     /// time: the metadata log holds them in this order), the initial ACLs first.
     pub security_changes: Vec<SecurityChange>,
+    /// The partition reassignments the admin asked for, in the order it asked (one at a time:
+    /// each answered or given up on before the next is sent).
+    pub reassignments: Vec<Reassignment>,
+    /// Each reassigned partition's replicas before its first reassignment, as Metadata listed
+    /// them once the topics existed (only reassignments move replicas).
+    pub initial_replicas: BTreeMap<PartitionKey, Vec<i32>>,
+    /// Each reassigned partition's placement after healing, as the active controller answered
+    /// Metadata and ListPartitionReassignments.
+    pub final_placements: BTreeMap<PartitionKey, Placement>,
+    /// Why the initial replicas or the final placements could not be read; None when they
+    /// were, or nothing was reassigned.
+    pub placement_error: Option<String>,
+}
+
+/// One AlterPartitionReassignments of one partition, as the admin saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reassignment {
+    pub topic: String,
+    pub partition: i32,
+    /// The target replicas; None: a cancel (a null target).
+    pub target: Option<Vec<i32>>,
+    pub invoke_ms: u64,
+    /// When the partition's answer came; None if the admin gave up first (healing was nearly
+    /// over): then it may or may not have taken effect.
+    pub complete_ms: Option<u64>,
+    /// The partition's answer: 0 accepted, else the Kafka error code; None: never answered.
+    pub code: Option<i16>,
+    /// An attempt before the answer may have taken effect (it timed out, its connection broke,
+    /// or it was answered NOT_CONTROLLER or REQUEST_TIMED_OUT), and been retried.
+    pub earlier_unknown: bool,
+}
+
+/// A partition's replicas, and the reassignment in progress (both empty when none is).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Placement {
+    pub replicas: Vec<i32>,
+    pub adding: Vec<i32>,
+    pub removing: Vec<i32>,
 }
 
 /// What a security change adds or removes: an ACL, or a user's SCRAM credential.

@@ -58,6 +58,7 @@ fn scenario(name: &str, shape: Shape, broker: BrokerSettings, acks: &str, durati
         producers: vec![ProducerSpec { topic: topic.into(), acks: acks.into(), rate: 300, record_bytes: 64, idempotent: None, keys: 0, count: 1, tombstone_per_mille: 0, in_flight: 1, retries: 3, batch_records: crate::scenario::batch_records_max, transactional: false, abort_per_mille: 0, end_txn_timeout_ms: 0, user: None }],
         consumers: vec![ConsumerSpec { topic: topic.into(), max_wait_ms: 100, user: None }],
         security: None,
+        reassignments: Vec::new(),
         groups: Vec::new(),
         processors: Vec::new(),
         faults,

@@ -131,7 +131,11 @@ impl Controller {
         if next.adding.is_empty() && next.removing.is_empty() {
             return next;
         }
-        let isr: Vec<i32> = next.isr.iter().copied().filter(|r| !next.removing.contains(r)).collect();
+        let isr: Vec<i32> = match self.config.rules().reassignment_waits_for_catch_up() {
+            true => next.isr.iter().copied().filter(|r| !next.removing.contains(r)).collect(),
+            // A planted rule: every adding replica counts as in sync, caught up or not.
+            false => next.replicas.iter().copied().filter(|r| (next.isr.contains(r) || next.adding.contains(r)) && !next.removing.contains(r)).collect(),
+        };
         if isr.is_empty() || next.adding.iter().any(|r| !isr.contains(r)) {
             return next;
         }

@@ -1,6 +1,7 @@
 //! The controller's rules that the simulator may swap, when the node is built, for a known
 //! wrong one (a planted bug, `crate::planted`): who counts as heard when a controller starts,
-//! check-quorum before fencing, and KIP-966's unclean-shutdown rule. The decisions ask
+//! check-quorum before fencing, KIP-966's unclean-shutdown rule, and a reassignment's wait for
+//! its new replicas. The decisions ask
 //! [`Rules`], whose defaults are Kafka's ([`Kafka`]); `ControllerConfig::rules` picks a planted
 //! bug's rule (simulated build only). Pure functions: no state, no IO, no clock.
 
@@ -26,6 +27,12 @@ pub trait Rules: Sync {
     /// ELR: all of `unclean`.
     fn unclean_shutdowns<'a>(&self, unclean: &'a [i32]) -> &'a [i32] {
         unclean
+    }
+
+    /// Whether a reassignment completes only once every adding replica is in the ISR (it caught
+    /// up with the leader): yes. Until then the leaving replicas hold what the new ones lack.
+    fn reassignment_waits_for_catch_up(&self) -> bool {
+        true
     }
 }
 
@@ -62,12 +69,20 @@ pub(super) mod planted {
         }
     }
 
+    pub struct ReassignmentSkipsCatchUp;
+    impl Rules for ReassignmentSkipsCatchUp {
+        fn reassignment_waits_for_catch_up(&self) -> bool {
+            false
+        }
+    }
+
     /// The rules planting `bug`, if it is one of these.
     pub fn of(bug: PlantedBug) -> Option<&'static dyn Rules> {
         Some(match bug {
             PlantedBug::ElectsUnheardBroker => &ElectsUnheardBroker,
             PlantedBug::NoCheckQuorum => &NoCheckQuorum,
             PlantedBug::ElrKeepsUncleanReplica => &ElrKeepsUncleanReplica,
+            PlantedBug::ReassignmentSkipsCatchUp => &ReassignmentSkipsCatchUp,
             _ => return None,
         })
     }

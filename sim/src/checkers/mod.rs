@@ -39,6 +39,8 @@
 //! | `txn_wr_cycle` | no cycle of committed transactions each reading another's record (G1c over write-read edges; write cycles, G0, are Kafka's by design and not judged) | Adya's G1c; Jepsen's Redpanda 21.10.1 analysis |
 //! | `lso_monotonic` | a leader never moves a partition's last stable offset back within one leader epoch | Kafka's read_committed (KIP-98): below the LSO every transaction has its outcome |
 //! | `authorized` | no acknowledged write and no read of an authenticated client without a credential and ACLs allowing it (WRITE, READ on the topic) at some moment a broker could have been authorizing with: after some prefix of the ACL and credential changes invoked by then | Kafka's StandardAuthorizer (KIP-801), ACL propagation through the metadata log; issue 28 item 5 |
+//! | `reassignment_done` | after healing, every reassigned partition has no reassignment in progress and ends on the replica set its answered reassignments lead to: the last accepted target's, or after an accepted cancel the replicas before the move it cancelled | KIP-455 (AlterPartitionReassignments); Kafka's `kafka-reassign-partitions.sh --verify` |
+//! | `removed_replica_deleted` | after healing, a broker that is not among a reassigned partition's replicas holds no directory of it | KIP-455: a removed replica's log is deleted (Kafka's StopReplica with deletion; KRaft brokers delete stray logs) |
 //! | `compaction` | in a compacted topic, each key's last record in the final log is its last acknowledged write (or a later one of unknown outcome); a key is gone only after its last tombstone's `delete.retention.ms` | Kafka's log compaction guarantees (docs: "Log Compaction Basics"); issue 9 |
 //!
 //! Compacted topics (`History::compacted_topics`) relax some properties, each where its module
@@ -77,6 +79,7 @@ mod raft_completeness;
 mod raft_leaders;
 mod raft_log;
 mod raft_votes;
+mod reassignments;
 mod replicas;
 mod write_liveness;
 mod writes;
@@ -116,6 +119,8 @@ pub const CHECKERS: &[(&str, Checker)] = &[
     ("group_liveness", group_liveness::group_settles),
     ("compaction", compaction::compaction),
     ("authorized", authorized::authorized),
+    ("reassignment_done", reassignments::reassignment_done),
+    ("removed_replica_deleted", reassignments::removed_replica_deleted),
     ("txn_lost_write", transactions::txn_lost_write),
     ("txn_aborted_read", transactions::txn_aborted_read),
     ("txn_torn", transactions::txn_torn),

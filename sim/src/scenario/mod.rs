@@ -4,16 +4,20 @@
 //!
 //! A scenario is data: this module and its parts never run anything, read a clock or draw
 //! from an RNG. The parts follow the harness's phases: `topology` (brokers, their settings,
-//! topics), `workloads` (producers, consumers), `faults` (fixed faults and the random mix);
-//! each declares its fields and validates them, and [`Scenario::validate`] runs them in order.
+//! topics), `workloads` (producers, consumers), `security` (principals, ACLs),
+//! `reassignments` (partitions moved while the run goes), `faults` (fixed faults and the
+//! random mix); each declares its fields and validates them, and [`Scenario::validate`] runs
+//! them in order.
 
 mod faults;
+mod reassignments;
 mod security;
 #[cfg(test)]
 mod tests;
 mod topology;
 mod workloads;
 
+pub use reassignments::{reassignments_max, ReassignmentSpec};
 pub use faults::{any_sender, controller_target, held_api, held_apis, leader_target, leader_target_prefix, FaultKind, FaultSpec, RandomFaults};
 pub use security::{password, AclChangeSpec, AclSpec, SecuritySpec};
 pub use topology::{BrokerSettings, TopicSpec};
@@ -89,6 +93,9 @@ pub struct Scenario {
     /// Principals and ACLs (`scenario::security`): None, every client anonymous and no authorizer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub security: Option<SecuritySpec>,
+    /// Partition reassignments the admin asks for while the run goes (`scenario::reassignments`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reassignments: Vec<ReassignmentSpec>,
     #[serde(default)]
     pub expect: Expect,
     /// Pins the disk seed (each broker's `SimDisk`, link loss draws, group churn) instead of
@@ -163,6 +170,7 @@ impl Scenario {
         self.validate_topology()?;
         self.validate_workloads()?;
         self.validate_security()?;
+        self.validate_reassignments()?;
         self.validate_faults()
     }
 

@@ -238,3 +238,27 @@ fn a_pinned_disk_seed_is_a_decimal_u64_in_a_string() {
     }
     rejected(&with("disk_seed = 7"), "disk_seed");
 }
+
+#[test]
+fn reassignments_name_a_partition_and_a_target_of_this_cluster_within_the_safety_phase() {
+    let with_moves = |moves: &str| format!("brokers = 3\n{SMOKE}reassignments = [{moves}]\n");
+    let s = Scenario::parse(&with_moves("{ at_ms = 400, topic = \"t\", partition = 1, replicas = [2, 0] }, { at_ms = 500, topic = \"t\", partition = 1, cancel = true }")).unwrap();
+    assert_eq!((s.reassignments[0].target(), s.reassignments[1].target()), (Some(vec![2, 0]), None));
+    // A scenario without any writes no `reassignments` back (its digest is unchanged).
+    assert!(!toml::to_string(&Scenario::parse(SMOKE).unwrap()).unwrap().contains("reassignments"));
+    let refused = |moves: &str, what: &str| {
+        let e = error(&with_moves(moves));
+        assert!(e.starts_with("scenario: reassignments: the one at ") && e.contains(what), "{e:?} does not say {what:?}");
+    };
+    refused("{ at_ms = 1000, topic = \"t\", partition = 0, replicas = [1] }", "within the safety phase, below duration_ms 1000");
+    refused("{ at_ms = 1, topic = \"u\", partition = 0, replicas = [1] }", "topic 'u' is not among the scenario's topics");
+    refused("{ at_ms = 1, topic = \"t\", partition = 2, replicas = [1] }", "partition 2 is not one of t's 0..2");
+    refused("{ at_ms = 1, topic = \"t\", partition = -1, replicas = [1] }", "partition -1");
+    refused("{ at_ms = 1, topic = \"t\", partition = 0, replicas = [] }", "replicas is empty");
+    refused("{ at_ms = 1, topic = \"t\", partition = 0, replicas = [1, 3] }", "broker 3 in replicas [1, 3] is not one of 0..3");
+    refused("{ at_ms = 1, topic = \"t\", partition = 0, replicas = [1, -1] }", "broker -1");
+    refused("{ at_ms = 1, topic = \"t\", partition = 0, replicas = [1, 2, 1] }", "broker 1 is named twice in replicas [1, 2, 1] (at 2)");
+    refused("{ at_ms = 1, topic = \"t\", partition = 0 }", "names neither replicas nor cancel = true");
+    refused("{ at_ms = 1, topic = \"t\", partition = 0, replicas = [1], cancel = true }", "a cancel has no target");
+    rejected(&with_moves("{ at_ms = 1, topic = \"t\", partition = 0, replica = [1] }"), "replica");
+}

@@ -87,6 +87,9 @@ const cheap_half: &[(PlantedBug, &str, &str, u64)] = &[
     // An authorizer that skips DENY ACLs lets alice write audit while she is denied: the
     // first seed of every range tried (0..10, 10000..10005) shows it.
     (PlantedBug::AclDenyIgnored, "scenarios/security/acls.toml", "authorized", 5),
+    // A reassignment completed before its new replicas caught up moves a partition onto
+    // empty logs: every seed of 70110..70210 loses acknowledged records with it.
+    (PlantedBug::ReassignmentSkipsCatchUp, "scenarios/fast/reassign.toml", "isr_complete", 5),
 ];
 
 /// A scenario file under the repository, or a durability-matrix row by its scenario name.

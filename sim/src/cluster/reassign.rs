@@ -1,0 +1,194 @@
+//! The scenario's partition reassignments (`scenario::reassignments`) in the run: an admin node
+//! of the harness's own that reads each reassigned partition's replicas once the topics exist,
+//! then at each `at_ms` asks the active controller to move a partition (or to cancel its move),
+//! retrying until it is answered; after healing it reads where each partition ended, as an
+//! operator's `kafka-reassign-partitions.sh --verify` would. Everything goes to the history.
+//!
+//! It asks and records, and must never decide what the checkers conclude. Nothing here runs
+//! without `reassignments`: a scenario without them creates no node and spawns no task, so its
+//! traces are what they were.
+
+use super::recorder::{event, now_ms, producing, Rec};
+use super::request_timeout_ms;
+use super::topology::harness_node;
+use crate::history::{Placement, Reassignment};
+use crate::scenario::{ReassignmentSpec, Scenario};
+use broker_core::client::{admin, placement};
+use broker_core::client::ClientError;
+use broker_core::kafka::Code;
+use madsim::runtime::NodeHandle;
+use madsim::task::JoinHandle;
+use serde_json::json;
+use std::collections::BTreeSet;
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+/// The reassignment admin's node address.
+const reassign_admin_ip: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 2, 5));
+
+/// How long the admin keeps trying to read the replicas, before the first reassignment and
+/// after healing, before it records why it could not.
+const placement_deadline_ms: u64 = 10_000;
+
+/// Pause between attempts, as an admin client's retry backoff.
+const retry_backoff_ms: u64 = 100;
+
+/// The admin's node and its task.
+pub(super) struct Reassigner {
+    node: NodeHandle,
+    task: JoinHandle<()>,
+    /// Every partition a reassignment names.
+    partitions: BTreeSet<(String, i32)>,
+}
+
+/// Starts the admin: it reads the reassigned partitions' replicas, then makes each reassignment
+/// at its time. None without `reassignments`.
+pub(super) fn start(s: &Scenario, brokers: &[SocketAddr], rec: &Rec) -> Option<Reassigner> {
+    if s.reassignments.is_empty() {
+        return None;
+    }
+    let node = harness_node("reassign-admin", reassign_admin_ip);
+    let partitions: BTreeSet<(String, i32)> = s.reassignments.iter().map(|r| (r.topic.clone(), r.partition)).collect();
+    let mut asked: Vec<ReassignmentSpec> = s.reassignments.clone();
+    // In time order, file order among equals: one at a time, as an operator's script would.
+    asked.sort_by_key(|r| r.at_ms);
+    let (b, r, p) = (brokers.to_vec(), rec.clone(), partitions.clone());
+    let task = node.spawn(async move {
+        let found = placements(&b, &p, &r).await;
+        event(&r, "reassign-admin", "initial_replicas", json!({"placements": found.as_ref().map(|f| format!("{f:?}")).unwrap_or_else(|e| e.clone())}));
+        match found {
+            Ok(found) => r.lock().expect("recorder").history.initial_replicas = found.into_iter().map(|(k, placement)| (k, placement.replicas)).collect(),
+            Err(why) => r.lock().expect("recorder").history.placement_error = Some(format!("before the first reassignment: {why}")),
+        }
+        for spec in asked {
+            tokio::time::sleep(Duration::from_millis(spec.at_ms.saturating_sub(now_ms(&r)))).await;
+            if !producing(&r) {
+                return;
+            }
+            reassign(&b, &spec, &r).await;
+        }
+    });
+    Some(Reassigner { node, task, partitions })
+}
+
+/// Waits for the admin to be done: it stops retrying once producers stop (three quarters into
+/// healing), so that nothing it sent can land after the final placements are read.
+pub(super) async fn settle(admin: Option<Reassigner>) -> Option<Reassigner> {
+    let mut admin = admin?;
+    let _ = (&mut admin.task).await;
+    Some(admin)
+}
+
+/// After healing: where each reassigned partition ended, into the history's `final_placements`
+/// (or why it could not be read, `placement_error`).
+pub(super) async fn final_placements(admin: &Option<Reassigner>, brokers: &[SocketAddr], rec: &Rec) {
+    let Some(admin) = admin else { return };
+    let (b, r, p) = (brokers.to_vec(), rec.clone(), admin.partitions.clone());
+    let _ = admin
+        .node
+        .spawn(async move {
+            let found = placements(&b, &p, &r).await;
+            event(&r, "reassign-admin", "final_placements", json!({"placements": found.as_ref().map(|f| format!("{f:?}")).unwrap_or_else(|e| e.clone())}));
+            let mut rec = r.lock().expect("recorder");
+            match found {
+                Ok(found) => rec.history.final_placements = found,
+                Err(why) => rec.history.placement_error = Some(format!("after healing: {why}")),
+            }
+        })
+        .await;
+}
+
+/// Sends one reassignment to the active controller until it is answered, or producers stop;
+/// recorded as invoked before the first attempt.
+async fn reassign(brokers: &[SocketAddr], spec: &ReassignmentSpec, rec: &Rec) {
+    let timeout = Duration::from_millis(request_timeout_ms);
+    let target = spec.target();
+    let at = {
+        let mut r = rec.lock().expect("recorder");
+        let invoke_ms = r.now_ms();
+        let asked = Reassignment { topic: spec.topic.clone(), partition: spec.partition, target: target.clone(), invoke_ms, complete_ms: None, code: None, earlier_unknown: false };
+        r.history.reassignments.push(asked);
+        r.history.reassignments.len() - 1
+    };
+    let asked = [((spec.topic.clone(), spec.partition), target.clone())];
+    let mut attempt = 0usize;
+    while producing(rec) {
+        let bootstrap = brokers[attempt % brokers.len()];
+        attempt += 1;
+        let controller = admin::find_controller(bootstrap, timeout).await.unwrap_or(bootstrap);
+        let (code, error) = match judge(placement::alter_reassignments(controller, &asked, timeout).await, spec) {
+            Attempt::Answered(code, error) => (code, error),
+            Attempt::Retry => {
+                rec.lock().expect("recorder").history.reassignments[at].earlier_unknown = true;
+                tokio::time::sleep(Duration::from_millis(retry_backoff_ms)).await;
+                continue;
+            }
+        };
+        let mut r = rec.lock().expect("recorder");
+        let complete_ms = r.now_ms();
+        let asked = &mut r.history.reassignments[at];
+        (asked.complete_ms, asked.code) = (Some(complete_ms), Some(code));
+        drop(r);
+        event(rec, "reassign-admin", "reassigned", json!({"topic": spec.topic, "partition": spec.partition, "target": target, "code": code, "error": error}));
+        return;
+    }
+}
+
+/// What one attempt came to.
+enum Attempt {
+    /// The partition's answer: its code (0: accepted) and message.
+    Answered(i16, Option<String>),
+    /// Ask again. The attempt may have taken effect all the same: even a NOT_CONTROLLER for the
+    /// whole request may come from a broker that forwarded it and lost the controller's answer.
+    Retry,
+}
+
+/// One attempt's outcome for `spec`'s partition. Asked again: NOT_CONTROLLER for the whole
+/// request; no answer at all (a timeout, a broken connection, an answer that did not decode);
+/// and the partition's own NOT_CONTROLLER (the controller lost its leadership before the
+/// reassignment was committed: it may be in the log) or REQUEST_TIMED_OUT. Any other code is
+/// the answer.
+fn judge(answer: Result<Vec<placement::Answer>, ClientError>, spec: &ReassignmentSpec) -> Attempt {
+    let retried = |code: &Code| matches!(code, Code::NotController | Code::RequestTimedOut);
+    let mine = match answer {
+        Err(ClientError::Kafka { code, message }) if !retried(&code) => return Attempt::Answered(code.code(), Some(message)),
+        Err(_) => return Attempt::Retry,
+        Ok(answers) => answers.into_iter().find(|((t, p), _)| *t == spec.topic && *p == spec.partition).map(|(_, a)| a),
+    };
+    match mine {
+        Some(None) => Attempt::Answered(0, None),
+        Some(Some((code, message))) if !retried(&code) => Attempt::Answered(code.code(), Some(message)),
+        Some(Some(_)) | None => Attempt::Retry,
+    }
+}
+
+/// Each partition of `partitions`: its replicas (Metadata) and the reassignment in progress
+/// (ListPartitionReassignments), both answered by the active controller, retried on the next
+/// broker for up to `placement_deadline_ms`.
+async fn placements(brokers: &[SocketAddr], partitions: &BTreeSet<(String, i32)>, rec: &Rec) -> Result<std::collections::BTreeMap<(String, i32), Placement>, String> {
+    let timeout = Duration::from_millis(request_timeout_ms);
+    let topics: Vec<String> = partitions.iter().map(|(t, _)| t.clone()).collect::<BTreeSet<_>>().into_iter().collect();
+    let start = now_ms(rec);
+    let mut attempt = 0usize;
+    loop {
+        let bootstrap = brokers[attempt % brokers.len()];
+        attempt += 1;
+        let controller = admin::find_controller(bootstrap, timeout).await.unwrap_or(bootstrap);
+        let read = async {
+            let ongoing = placement::list_reassignments(controller, timeout).await?;
+            let (replicas, _) = placement::assignment(controller, Some(&topics), timeout).await?;
+            let mut out = std::collections::BTreeMap::new();
+            for key in partitions {
+                let replicas = replicas.get(key).cloned().ok_or_else(|| ClientError::Protocol(format!("Metadata lists no {}-{}", key.0, key.1)))?;
+                let (adding, removing) = ongoing.get(key).map_or((Vec::new(), Vec::new()), |o| (o.adding.clone(), o.removing.clone()));
+                out.insert(key.clone(), Placement { replicas, adding, removing });
+            }
+            Ok::<_, ClientError>(out)
+        };
+        match read.await {
+            Ok(out) => return Ok(out),
+            Err(e) if now_ms(rec) - start > placement_deadline_ms => return Err(e.to_string()),
+            Err(_) => tokio::time::sleep(Duration::from_millis(retry_backoff_ms)).await,
+        }
+    }
+}
