@@ -279,8 +279,9 @@ pub enum IsrReply {
 
 impl IsrReply {
     /// The answer this reply is, by `rules` (Kafka's: an answer that never came may have been
-    /// committed, so the change stays in flight and is sent again; INVALID_UPDATE_VERSION means
-    /// the controller moved on, perhaps with it; any other refusal is final). None: it is not
+    /// committed, so the change stays in flight and is sent again; INVALID_UPDATE_VERSION and
+    /// NEW_LEADER_ELECTED mean the controller moved on, perhaps with it; any other refusal is
+    /// final). None: it is not
     /// answered at all (planted `UnsentIsrChangeStaysInFlight`).
     pub fn read(&self, rules: &dyn Rules) -> Option<IsrAnswer<'_>> {
         Some(match self {
@@ -289,7 +290,11 @@ impl IsrReply {
             IsrReply::NoTopic => IsrAnswer::Refused,
             IsrReply::Answered(Ok(state)) => IsrAnswer::Committed(state),
             IsrReply::Answered(Err(code)) => match code {
-                Some(Code::InvalidUpdateVersion) => IsrAnswer::Stale,
+                // The controller moved on, perhaps with this very change: INVALID_UPDATE_VERSION,
+                // or NEW_LEADER_ELECTED (the change completed a reassignment that took the
+                // leadership away). The change stays in the maximal ISR until the metadata says
+                // how it ended, so the high watermark never passes a member it may have.
+                Some(Code::InvalidUpdateVersion | Code::NewLeaderElected) => IsrAnswer::Stale,
                 Some(Code::KafkaStorageError) => rules.controller_storage_error(),
                 // Not the controller, a stale broker epoch, or no answer it could give: it may
                 // come back committed.

@@ -175,12 +175,35 @@ impl Broker {
 
     fn reconcile_all(&mut self, now: u64) -> Vec<Action> {
         let mut out = Vec::new();
+        self.remove_strays(&mut out);
         let keys: Vec<(String, i32)> = self.image.topics.iter().flat_map(|(n, t)| (0..t.partitions.len() as i32).map(move |p| (n.clone(), p))).collect();
         for key in keys {
             self.reconcile_or_offline(key, now, &mut out);
         }
         self.sync_created(&mut out);
         out
+    }
+
+    /// Removes the partition directories this broker holds and the metadata, as of its own
+    /// registration, gives it no replica for: a move away from it or a topic deleted while it
+    /// was down (Kafka's stray logs). A directory of a topic id the metadata does not know is
+    /// left by a deletion; one of a known topic, by a move.
+    fn remove_strays(&mut self, out: &mut Vec<Action>) {
+        let me = self.config.node_id;
+        let dirs = match dir::partition_dirs(self.disk.as_ref(), &self.config.data_dir) {
+            Ok(dirs) => dirs,
+            Err(e) => return out.push(Action::Log(Level::Error, format!("looking for stray replicas: {e}"))),
+        };
+        for (name, p, id) in dirs {
+            let assigned = self.image.topics.get(&name).filter(|t| topic::hex(&t.id) == id).and_then(|t| t.partitions.get(usize::try_from(p).ok()?)).is_some_and(|part| part.replicas.contains(&me));
+            if assigned || self.partitions.contains(&name, p) || name == crate::metadata::metadata_topic {
+                continue;
+            }
+            match dir::remove(self.disk.as_ref(), &self.config.data_dir, &self.partition_dir(&name, p)) {
+                Ok(()) => out.push(Action::Log(Level::Info, format!("{name}-{p}: no replica here in the metadata (moved or deleted while this broker was down); removed"))),
+                Err(e) => out.push(Action::Log(Level::Error, format!("{name}-{p}: removing a stray replica: {e}"))),
+            }
+        }
     }
 
     /// [`Broker::reconcile`], marking the replica offline (retried later) when it fails.

@@ -88,6 +88,24 @@ pub fn remove(disk: &dyn Disk, data_dir: &Path, dir: &Path) -> Result<(), LogErr
     disk.sync_dir(data_dir).map_err(io("fsync", data_dir))
 }
 
+/// The partition directories under `data_dir` (those holding a whole marker) with their topic
+/// name, partition and topic id, by directory name: what a broker compares with the metadata
+/// to find replicas left behind while it was down (a move or a deletion it never saw).
+pub fn partition_dirs(disk: &dyn Disk, data_dir: &Path) -> Result<Vec<(String, i32, String)>, LogError> {
+    let mut out = Vec::new();
+    for name in disk.list(data_dir).map_err(io("list", data_dir))? {
+        let Some((topic, p)) = name.rsplit_once('-').and_then(|(t, p)| Some((t, p.parse::<i32>().ok()?))) else { continue };
+        let marker = data_dir.join(&name).join(partition_marker);
+        if !disk.exists(&marker) {
+            continue;
+        }
+        let Some(text) = read_small(disk, &marker, small_file_bytes_max)?.filter(|t| is_marker(t)) else { continue };
+        let id = text.trim_end().rsplit(' ').next().unwrap_or_default().to_string();
+        out.push((topic.to_string(), p, id));
+    }
+    Ok(out)
+}
+
 /// The next unallocated producer id persisted in `path`, if the file exists.
 pub fn read_producer_ids(disk: &dyn Disk, path: &Path) -> Result<Option<i64>, LogError> {
     if !disk.exists(path) {

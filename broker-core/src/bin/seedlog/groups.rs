@@ -4,7 +4,6 @@
 //! broker. It never changes a group: no join, no commit, no reset.
 
 use broker_core::client::groups_admin::{self, GroupDescription, GroupListing, MemberAssignment};
-use broker_core::client::ClientError;
 use clap::Subcommand;
 use std::fmt::Write;
 use std::time::Duration;

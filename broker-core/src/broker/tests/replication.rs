@@ -527,6 +527,10 @@ fn what_the_controller_link_heard_is_read_as_kafka_reads_an_alter_partition_answ
         assert_eq!(read(&lost), "Some(Lost)", "{lost:?}");
     }
     assert_eq!(read(&answered(Code::InvalidUpdateVersion)), "Some(Stale)");
+    // The expansion completed a reassignment that moved the leadership (fresh seeds of
+    // scenarios/fast/reassign.toml, e.g. 19: read as a refusal, the new member left the
+    // maximal ISR and the old leader acknowledged records its successor never had).
+    assert_eq!(read(&answered(Code::NewLeaderElected)), "Some(Stale)");
     for refused in [IsrReply::NoTopic, answered(Code::InvalidRequest), answered(Code::IneligibleReplica), IsrReply::Answered(Err(None))] {
         assert_eq!(read(&refused), "Some(Refused)", "{refused:?}");
     }
