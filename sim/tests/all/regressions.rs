@@ -28,6 +28,8 @@ const found_by_fresh_seeds: &[(&str, u64, &str)] = &[
     ("refused-retry-by-a-deposed-leader", 63093, "refused_retry judged a deposed leader's refusal for a gap, which says nothing of where the batch went"),
     ("group-commit-lands-after-a-later-one", 65804, "group_delivery judged a start at a timed-out commit that landed after a later acknowledged one, Kafka's last writer wins"),
     ("replication-cut-off-leader-shrinks-isr-to-itself", 65812, "a leader cut off shrank its ISR to itself and lost power, and was elected back short (replicated needed ELR)"),
+    ("reassign-new-leader-elected-read-as-refusal", 19, "an ISR expansion answered NEW_LEADER_ELECTED left the maximal ISR, and the old leader acknowledged records its successor never had"),
+    ("reassign-stray-replica-after-power-loss", 70195, "a replica moved away while its broker was down kept its directory for good"),
 ];
 
 #[test]
