@@ -144,6 +144,7 @@ pub fn render_describe(d: &GroupDescription) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use broker_core::client::ClientError;
     use broker_core::client::groups_admin::{BrokerAddr, ListedGroup, MemberDescription, PartitionOffsets};
     use broker_core::kafka::Code;
 
