@@ -65,6 +65,12 @@ impl ReplicaFetcher {
         let shift = self.round % following.len();
         following.rotate_left(shift);
         if !following.iter().any(|f| f.truncate_from_epoch.is_some()) {
+            // KIP-73, the follower's side: throttled partitions sit this round out while what
+            // they fetched is over the rate (a round with none left waits a tick).
+            following.retain(|f| !broker.follower_held(&f.topic, f.partition, now));
+            if following.is_empty() {
+                return Step::Idle;
+            }
             return Step::Fetch(following);
         }
         let mut ask = Vec::new();
@@ -106,6 +112,7 @@ impl ReplicaFetcher {
         let leader = self.leader;
         let (result, then) = match answer.error {
             None => {
+                broker.follower_fetched(&f.topic, f.partition, answer.records.len(), now);
                 let appended = broker.append_from_leader(&f.topic, f.partition, leader, f.leader_epoch, f.fetch_offset, answer.records, answer.high_watermark, now);
                 let adopted = appended.and_then(|job| {
                     if let Some(job) = job {

@@ -415,4 +415,30 @@ impl Broker {
         }
         throttles::rate(&self.image.broker_configs, me, throttles::leader_rate)
     }
+
+    /// The follower's side of KIP-73: the rate this replica of `name`-`p` fetches at, if it is
+    /// throttled here — out of the ISR, named on this broker by the topic's
+    /// `follower.replication.throttled.replicas`, with a `follower.replication.throttled.rate`.
+    fn follower_throttle(&self, name: &str, p: i32) -> Option<u64> {
+        use crate::metadata::throttles;
+        let me = self.config.node_id;
+        let topic = self.image.topics.get(name)?;
+        if topic.partitions.get(usize::try_from(p).ok()?)?.isr.contains(&me) || !throttles::names(topic.config.get(throttles::follower_replicas), p, me) {
+            return None;
+        }
+        throttles::rate(&self.image.broker_configs, me, throttles::follower_rate)
+    }
+
+    /// Whether this follower's fetches of `name`-`p` wait this round: throttled, and what its
+    /// throttled partitions fetched is over the rate.
+    pub fn follower_held(&self, name: &str, p: i32, now: u64) -> bool {
+        self.follower_throttle(name, p).is_some_and(|limit| self.follower_rate.over(now, limit))
+    }
+
+    /// `bytes` of `name`-`p` fetched from its leader: counted when the partition is throttled.
+    pub fn follower_fetched(&mut self, name: &str, p: i32, bytes: usize, now: u64) {
+        if self.follower_throttle(name, p).is_some() {
+            self.follower_rate.record(now, bytes as u64);
+        }
+    }
 }

@@ -179,6 +179,8 @@ pub struct Broker {
     stats: stats::Stats,
     /// What this broker's leaders served throttled followers (KIP-73, `leader.rs`).
     replication_rate: crate::throttle::SharedRate,
+    /// What its throttled followers fetched (KIP-73, the follower's side, `fetcher.rs`).
+    follower_rate: crate::throttle::SharedRate,
 }
 
 impl Broker {
@@ -217,6 +219,7 @@ impl Broker {
             due: due::Upkeep::default(),
             stats: stats::Stats::default(),
             replication_rate: Default::default(),
+            follower_rate: Default::default(),
         })
     }
 

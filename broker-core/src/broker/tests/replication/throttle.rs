@@ -1,8 +1,9 @@
-//! Replication throttles at the leader (KIP-73): a follower outside the ISR, of a partition the
+//! Replication throttles (KIP-73). At the leader: a follower outside the ISR, of a partition the
 //! topic's `leader.replication.throttled.replicas` names on the leader, is served nothing once
 //! what the leader served throttled followers is over its `leader.replication.throttled.rate`,
 //! and catches up as the window slides; an in-sync follower and an unthrottled partition never
-//! wait.
+//! wait. At the follower: a partition `follower.replication.throttled.replicas` names on it sits
+//! its fetcher's rounds out while over its `follower.replication.throttled.rate`.
 
 use super::*;
 use crate::metadata::throttles;
@@ -40,6 +41,32 @@ fn a_throttled_follower_outside_the_isr_waits_for_the_rate() {
     for _ in 0..4 {
         c.produce(1, &[&big]);
     }
+    c.catch_up(2);
+    c.assert_same_log(2, 1);
+}
+
+#[test]
+fn a_throttled_follower_sits_rounds_out_while_over_its_rate() {
+    let mut c = Cluster::new(&[1, 2]);
+    c.create(2);
+    c.elect(1, &[1]);
+    let big = vec![7u8; 30_000];
+    for _ in 0..4 {
+        c.produce(1, &[&big]);
+    }
+    // The follower's side only: broker 2 fetches t-0 throttled at 10 kB/s.
+    let config = [(throttles::follower_replicas.to_string(), "0:2".to_string())].into();
+    c.commit(vec![MetadataRecord::TopicConfig { name: topic_name.into(), config }]);
+    c.commit(vec![MetadataRecord::BrokerConfig { broker: 2, config: [(throttles::follower_rate.to_string(), "10000".to_string())].into() }]);
+    // Epoch truncation first, then one fetch that goes out whole and puts it over the rate.
+    while c.leo(2) < c.leo(1) {
+        c.round(2);
+    }
+    c.produce(1, &[&big]);
+    let now = c.now;
+    let step = ReplicaFetcher::new(1).next(c.broker(2), now, &mut Vec::new());
+    assert_eq!(step, Step::Idle, "over the rate, its one throttled partition waits the round out");
+    c.now += 12_000;
     c.catch_up(2);
     c.assert_same_log(2, 1);
 }
