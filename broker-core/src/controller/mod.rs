@@ -20,6 +20,7 @@ mod election;
 mod error;
 pub mod reassign;
 mod elr;
+pub mod latency;
 mod partitions;
 pub mod quotas;
 pub mod quorum;

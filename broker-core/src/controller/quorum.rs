@@ -65,6 +65,8 @@ pub struct Quorum {
     policy: SnapshotPolicy,
     /// Lines for the operator since the node last took them ([`Quorum::take_notes`]).
     notes: Vec<(Level, String)>,
+    /// How long this voter's proposals took to commit (metrics).
+    latency: super::latency::CommitLatency,
     /// Brokers that are no voters and fetch the metadata log from this leader (KRaft's
     /// observers): the epoch they were seen in, and each one's fetch offset and when.
     observers: (i32, BTreeMap<NodeId, (i64, u64)>),
@@ -119,7 +121,7 @@ impl Quorum {
         let node = Node::restart_from(raft.clone(), restored.state, restored.snapshot, restored.entries, seed, now).map_err(|e| e.to_string())?;
         let controller = Controller::new(config.clone(), Image::default(), now);
         let policy = SnapshotPolicy::new(config.snapshot_bytes_between);
-        let mut q = Quorum { config, raft, disk, data_dir: data_dir.to_path_buf(), node, store, committed, controller, active: None, leading: None, bootstrap_due: false, outbox: VecDeque::new(), broken: false, policy, notes: Vec::new(), observers: (-1, BTreeMap::new()) };
+        let mut q = Quorum { latency: Default::default(), config, raft, disk, data_dir: data_dir.to_path_buf(), node, store, committed, controller, active: None, leading: None, bootstrap_due: false, outbox: VecDeque::new(), broken: false, policy, notes: Vec::new(), observers: (-1, BTreeMap::new()) };
         let actions = q.node.tick(now);
         q.perform(actions, now)?;
         q.settle_role(now);
@@ -165,6 +167,11 @@ impl Quorum {
         self.node.log().end()
     }
 
+    /// How long this voter's proposals took to commit.
+    pub fn commit_latency(&self) -> &super::latency::CommitLatency {
+        &self.latency
+    }
+
     /// Everything below this offset is committed (0 while unknown).
     pub fn committed_end(&self) -> i64 {
         self.node.high_watermark().unwrap_or(0)
@@ -207,8 +214,10 @@ impl Quorum {
         for (i, r) in records.iter().enumerate() {
             self.controller.apply(base + i as i64, r);
         }
+        let last = base + records.len() as i64 - 1;
+        self.latency.proposed(last, now);
         self.step(actions, now).map_err(CommitError::Storage)?;
-        Ok(base + records.len() as i64 - 1)
+        Ok(last)
     }
 
     /// The bootstrap credentials as records.
@@ -386,6 +395,7 @@ impl Quorum {
 
     /// Applies committed records below `high_watermark` to the committed image.
     fn apply_committed(&mut self, high_watermark: i64, now: u64) {
+        self.latency.committed(high_watermark, now);
         let from = self.committed.offset + 1;
         let (me, epoch, leader) = (self.config.node_id, self.node.epoch(), self.node.is_leader());
         for e in self.node.log().read(from, usize::MAX).iter().take_while(|e| e.base_offset < high_watermark) {

@@ -219,4 +219,14 @@ fn quorum(t: &mut Text, shared: &Shared) {
     t.one("seedlog_raft_epoch", "gauge", "This voter's Raft epoch.", f64::from(q.raft().epoch()));
     t.one("seedlog_raft_leader", "gauge", "The quorum leader this voter knows (-1: none).", f64::from(q.leader().unwrap_or(-1)));
     t.one("seedlog_raft_high_watermark", "gauge", "The metadata log's committed end on this voter.", q.committed_end() as f64);
+    let l = q.commit_latency();
+    t.family("seedlog_raft_commit_latency_seconds", "histogram", "From a proposal of the active controller on this voter to its commit by the quorum.");
+    let mut cumulative = 0;
+    for (b, n) in crate::controller::latency::commit_latency_buckets_ms.iter().zip(l.buckets) {
+        cumulative += n;
+        t.sample("seedlog_raft_commit_latency_seconds_bucket", &[("le", &(*b as f64 / 1000.0).to_string())], cumulative as f64);
+    }
+    t.sample("seedlog_raft_commit_latency_seconds_bucket", &[("le", "+Inf")], l.count as f64);
+    t.sample("seedlog_raft_commit_latency_seconds_sum", &[], l.sum_ms as f64 / 1000.0);
+    t.sample("seedlog_raft_commit_latency_seconds_count", &[], l.count as f64);
 }

@@ -580,6 +580,7 @@ fn metrics_endpoint_counts_and_lints() {
     assert!(support::metric(&text, r#"seedlog_topic_bytes_out_total{topic="metered"}"#).is_some_and(|b| b > 0.0), "{text}");
     assert!(support::metric(&text, r#"seedlog_request_duration_seconds_count{api="Produce"}"#).is_some_and(|n| n >= 1.0), "{text}");
     assert_eq!(support::metric(&text, "seedlog_active_controller"), Some(1.0));
+    assert!(support::metric(&text, "seedlog_raft_commit_latency_seconds_count").is_some_and(|n| n >= 1.0), "the topic's creation was committed: {text}");
     assert_eq!(support::metric(&text, "seedlog_under_replicated_partitions"), Some(0.0));
     assert_eq!(support::metric(&text, "seedlog_cleaner_dirty_bytes"), Some(0.0), "no compacted topic here");
     if let Some(said) = support::lint_metrics(&text) {
