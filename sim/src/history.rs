@@ -295,6 +295,12 @@ pub struct History {
     /// With the scenario's `security`: each client process that authenticated, and as whom
     /// (`User:alice`); a process not named here is the harness's anonymous super user.
     pub principals: BTreeMap<String, String>,
+    /// Each producer process that set its own client id (`ProducerSpec::client_id`), and the
+    /// id; a process not named here sends its process name.
+    pub client_ids: BTreeMap<String, String>,
+    /// Each producer process's request timeout, ms (`ProducerSpec::request_timeout_ms`, else the
+    /// harness's).
+    pub request_timeouts_ms: BTreeMap<String, u64>,
     /// The users whose credentials the cluster was formed with (`--add-scram`).
     pub users: BTreeSet<String>,
     /// The ACL and credential changes the admin made, in the order it made them (one at a
@@ -312,6 +318,21 @@ pub struct History {
     /// Why the initial replicas or the final placements could not be read; None when they
     /// were, or nothing was reassigned.
     pub placement_error: Option<String>,
+    /// The client quota changes the admin made, in the order it made them (one at a time).
+    pub quota_changes: Vec<QuotaChange>,
+}
+
+/// One AlterClientQuotas of one client id's `producer_byte_rate`, as the admin saw it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuotaChange {
+    pub client_id: String,
+    /// The rate set, bytes/s; None: removed.
+    pub producer_byte_rate: Option<f64>,
+    pub invoke_ms: u64,
+    /// When it was answered; None if the admin gave up first (producers had stopped).
+    pub complete_ms: Option<u64>,
+    /// The answer: 0 accepted, else the Kafka error code; None: never answered.
+    pub code: Option<i16>,
 }
 
 /// One AlterPartitionReassignments of one partition, as the admin saw it.

@@ -41,6 +41,7 @@
 //! | `authorized` | no acknowledged write and no read of an authenticated client without a credential and ACLs allowing it (WRITE, READ on the topic) at some moment a broker could have been authorizing with: after some prefix of the ACL and credential changes invoked by then | Kafka's StandardAuthorizer (KIP-801), ACL propagation through the metadata log; issue 28 item 5 |
 //! | `reassignment_done` | after healing, every reassigned partition has no reassignment in progress and ends on the replica set its answered reassignments lead to: the last accepted target's, or after an accepted cancel the replicas before the move it cancelled | KIP-455 (AlterPartitionReassignments); Kafka's `kafka-reassign-partitions.sh --verify` |
 //! | `removed_replica_deleted` | after healing, a broker that is not among a reassigned partition's replicas holds no directory of it | KIP-455: a removed replica's log is deleted (Kafka's StopReplica with deletion; KRaft brokers delete stray logs) |
+//! | `quota_respected` | a client id under an answered `producer_byte_rate` gets at most quota × elapsed + one window's burst and one request per broker meter (brokers, plus one per restart) + one request per new connection a timeout opened, acknowledged; and a client id under no quota in the same run gets more than that | Kafka's client quotas (KIP-13, KIP-219: windowed rate, throttle_time_ms, muted channel); issue 30 item 6 |
 //! | `compaction` | in a compacted topic, each key's last record in the final log is its last acknowledged write (or a later one of unknown outcome); a key is gone only after its last tombstone's `delete.retention.ms` | Kafka's log compaction guarantees (docs: "Log Compaction Basics"); issue 9 |
 //!
 //! Compacted topics (`History::compacted_topics`) relax some properties, each where its module
@@ -79,6 +80,7 @@ mod raft_completeness;
 mod raft_leaders;
 mod raft_log;
 mod raft_votes;
+mod quotas;
 mod reassignments;
 mod replicas;
 mod write_liveness;
@@ -119,6 +121,7 @@ pub const CHECKERS: &[(&str, Checker)] = &[
     ("group_liveness", group_liveness::group_settles),
     ("compaction", compaction::compaction),
     ("authorized", authorized::authorized),
+    ("quota_respected", quotas::quota_respected),
     ("reassignment_done", reassignments::reassignment_done),
     ("removed_replica_deleted", reassignments::removed_replica_deleted),
     ("txn_lost_write", transactions::txn_lost_write),

@@ -17,7 +17,7 @@
 //! | fault schedule | `faults` | fixed faults plus the random mix from the seed, within the budget (pure: both builds) |
 //! | topology | `topology` | one node per broker over its own disk; addresses; broker configs |
 //! | workloads | `workloads`, `processors`, `groups` | topics created through the controller, then producer, processor, consumer and group member nodes |
-//! | admin | `security`, `reassign` | ACL and credential changes, partition reassignments, each at its time |
+//! | admin | `security`, `reassign`, `quotas` | ACL and credential changes, partition reassignments, client quota changes, each at its time |
 //! | safety | `inject` | each fault applied at its time and undone after `for` |
 //! | healing | here | faults gone; producers go on for ¾ of `heal_ms`, judged from ½ |
 //! | final read | `final_read`, `groups`, `reassign` | every partition through a client; every group's committed offsets; each reassigned partition's replicas; every replica from its disk |
@@ -38,6 +38,8 @@ mod groups;
 mod inject;
 #[cfg(madsim)]
 mod processors;
+#[cfg(madsim)]
+mod quotas;
 #[cfg(madsim)]
 mod reassign;
 #[cfg(madsim)]
@@ -133,6 +135,7 @@ async fn simulate(s: Scenario, faults: Vec<FaultSpec>, disk_seed: u64, bug: Opti
     workloads::create_topics(&s, &cluster, &rec).await;
     let _acl_admin = security::start(&s, &cluster.brokers, &rec).await;
     let reassigner = reassign::start(&s, &cluster.brokers, &rec);
+    let quota_admin = quotas::start(&s, &cluster.brokers, &rec);
     let clients = workloads::start_clients(&s, &mut cluster, &rec);
     let members = groups::start(&s, &mut cluster, disk_seed, &rec);
     let budget = s.random_faults.as_ref().map_or_else(inject::Budget::default, |m| inject::Budget::new(m.brokers_at_once.map(|n| n as usize), m.recovery_ms));
@@ -146,6 +149,7 @@ async fn simulate(s: Scenario, faults: Vec<FaultSpec>, disk_seed: u64, bug: Opti
         let _ = t.await;
     }
     let reassigner = reassign::settle(reassigner).await;
+    quotas::settle(quota_admin).await;
     event(&rec, "harness", "healed", json!({}));
     final_read::through_clients(&s, &cluster, &rec).await;
     reassign::final_placements(&reassigner, &cluster.brokers, &rec).await;

@@ -4,9 +4,10 @@
 //!
 //! Addresses: broker i is 10.0.0.(i+1):9092 and broker-0 is also the controller; client k
 //! (producers first, then consumers) is 10.0.1.(11+k); the harness's own nodes sit at 10.0.2.x:
-//! the final reader .1, the admin .2, the commit reader .3, the ACL admin .4 and the
-//! reassignment admin .5 (the last two only in scenarios that use them). Nodes are created in
-//! that order — brokers, admin, the ACL and reassignment admins, clients, final reader — and
+//! the final reader .1, the admin .2, the commit reader .3, the ACL admin .4, the
+//! reassignment admin .5 and the quota admin .6 (the last three only in scenarios that use
+//! them). Nodes are created in that order — brokers, admin, the ACL, reassignment and quota
+//! admins, clients, final reader — and
 //! the order must never change: madsim numbers nodes as they are created.
 
 use broker_core::observe::{self, Observation};

@@ -114,7 +114,13 @@ async fn producer_main(name: String, brokers: Vec<SocketAddr>, topic: String, pa
         super::security::record_principal(&rec, &name, user);
     }
     let brokers = if login.is_some() { super::security::sasl_brokers(&brokers) } else { brokers };
-    let config = ProducerConfig { client_id: name.clone(), acks, idempotent, retries: spec.retries, retry_backoff: Duration::from_millis(50), request_timeout: Duration::from_millis(request_timeout_ms), login };
+    let client_id = spec.client_id.clone().unwrap_or_else(|| name.clone());
+    if spec.client_id.is_some() {
+        rec.lock().expect("recorder").history.client_ids.insert(name.clone(), client_id.clone());
+    }
+    let request_timeout = Duration::from_millis(spec.request_timeout_ms.unwrap_or(request_timeout_ms));
+    rec.lock().expect("recorder").history.request_timeouts_ms.insert(name.clone(), request_timeout.as_millis() as u64);
+    let config = ProducerConfig { client_id, acks, idempotent, retries: spec.retries, retry_backoff: Duration::from_millis(50), request_timeout, login };
     let mut producer = Producer::with_bootstrap(brokers, config);
     let start = now_ms(&rec);
     let mut n: u64 = 0;

@@ -5,11 +5,12 @@
 //! A scenario is data: this module and its parts never run anything, read a clock or draw
 //! from an RNG. The parts follow the harness's phases: `topology` (brokers, their settings,
 //! topics), `workloads` (producers, consumers), `security` (principals, ACLs),
-//! `reassignments` (partitions moved while the run goes), `faults` (fixed faults and the
+//! `reassignments` (partitions moved while the run goes), `quotas` (client quota changes), `faults` (fixed faults and the
 //! random mix); each declares its fields and validates them, and [`Scenario::validate`] runs
 //! them in order.
 
 mod faults;
+mod quotas;
 mod reassignments;
 mod security;
 #[cfg(test)]
@@ -17,6 +18,7 @@ mod tests;
 mod topology;
 mod workloads;
 
+pub use quotas::{quota_changes_max, QuotaSpec};
 pub use reassignments::{reassignments_max, ReassignmentSpec};
 pub use faults::{any_sender, controller_target, held_api, held_apis, leader_target, leader_target_prefix, FaultKind, FaultSpec, RandomFaults};
 pub use security::{password, AclChangeSpec, AclSpec, SecuritySpec};
@@ -96,6 +98,9 @@ pub struct Scenario {
     /// Partition reassignments the admin asks for while the run goes (`scenario::reassignments`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reassignments: Vec<ReassignmentSpec>,
+    /// Client quota changes the admin makes while the run goes (`scenario::quotas`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub quotas: Vec<QuotaSpec>,
     #[serde(default)]
     pub expect: Expect,
     /// Pins the disk seed (each broker's `SimDisk`, link loss draws, group churn) instead of
@@ -171,6 +176,7 @@ impl Scenario {
         self.validate_workloads()?;
         self.validate_security()?;
         self.validate_reassignments()?;
+        self.validate_quotas()?;
         self.validate_faults()
     }
 

@@ -262,3 +262,32 @@ fn reassignments_name_a_partition_and_a_target_of_this_cluster_within_the_safety
     refused("{ at_ms = 1, topic = \"t\", partition = 0, replicas = [1], cancel = true }", "a cancel has no target");
     rejected(&with_moves("{ at_ms = 1, topic = \"t\", partition = 0, replica = [1] }"), "replica");
 }
+
+#[test]
+fn quotas_name_a_producers_client_id_and_a_rate_or_a_removal_within_the_safety_phase() {
+    let producers = "producers = [{ topic = \"t\", rate = 100, client_id = \"slow\", request_timeout_ms = 15000 }]\n";
+    let with_quotas = |quotas: &str| format!("{}{producers}quotas = [{quotas}]\n", SMOKE.replace("producers = [{ topic = \"t\", rate = 100 }]\n", ""));
+    let s = Scenario::parse(&with_quotas("{ at_ms = 400, client_id = \"slow\", producer_byte_rate = 2000 }, { at_ms = 500, client_id = \"slow\", remove = true }")).unwrap();
+    assert_eq!((s.quotas[0].value(), s.quotas[1].value()), (Some(2000.0), None));
+    assert_eq!((s.producers[0].client_id.as_deref(), s.producers[0].request_timeout_ms), (Some("slow"), Some(15000)));
+    // A scenario without them writes no `quotas`, `client_id` or `request_timeout_ms` back.
+    let back = toml::to_string(&Scenario::parse(SMOKE).unwrap()).unwrap();
+    assert!(!back.contains("quotas") && !back.contains("client_id") && !back.contains("request_timeout_ms"));
+    let refused = |quotas: &str, what: &str| {
+        let e = error(&with_quotas(quotas));
+        assert!(e.starts_with("scenario: quotas: the one at ") && e.contains(what), "{e:?} does not say {what:?}");
+    };
+    refused("{ at_ms = 1000, client_id = \"slow\", producer_byte_rate = 1 }", "within the safety phase, below duration_ms 1000");
+    refused("{ at_ms = 1, client_id = \"fast\", producer_byte_rate = 1 }", "no producer has this client_id");
+    refused("{ at_ms = 1, client_id = \"slow\", producer_byte_rate = 0.5 }", "producer_byte_rate 0.5 is not a rate of at least 1 byte/s");
+    refused("{ at_ms = 1, client_id = \"slow\", producer_byte_rate = nan }", "producer_byte_rate NaN");
+    refused("{ at_ms = 1, client_id = \"slow\" }", "names neither producer_byte_rate nor remove = true");
+    refused("{ at_ms = 1, client_id = \"slow\", producer_byte_rate = 1, remove = true }", "a removal has no value");
+    rejected(&with_quotas("{ at_ms = 1, client_id = \"slow\", consumer_byte_rate = 1 }"), "consumer_byte_rate");
+    let many = vec!["{ at_ms = 1, client_id = \"slow\", remove = true }"; 65].join(", ");
+    assert_eq!(error(&with_quotas(&many)), "scenario: 65 quota changes; at most 64");
+    let producer = |extra: &str| format!("{}producers = [{{ topic = \"t\", rate = 100{extra} }}]\n", SMOKE.replace("producers = [{ topic = \"t\", rate = 100 }]\n", ""));
+    assert_eq!(error(&producer(", request_timeout_ms = 99")), "scenario: producers.request_timeout_ms 99 must be 100..=30000");
+    assert_eq!(error(&producer(", request_timeout_ms = 30001")), "scenario: producers.request_timeout_ms 30001 must be 100..=30000");
+    assert_eq!(error(&producer(", client_id = \"\"")), "scenario: producers.client_id is empty; leave it out for the process name");
+}

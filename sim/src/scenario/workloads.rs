@@ -70,7 +70,20 @@ pub struct ProducerSpec {
     /// the harness's anonymous super user on PLAINTEXT.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
+    /// The client id in its requests' headers (Kafka's `client.id`, what a client-id quota
+    /// names); None: its process name, `producer-{i}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    /// How long it waits for an answer before it drops the connection and retries on a new one
+    /// (Kafka's `request.timeout.ms`), 100..=`producer_request_timeout_ms_max`; None: the
+    /// harness's 1 s. A quota's throttle mutes a connection for up to 11 s: a producer that
+    /// gives up sooner escapes it on its next connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_timeout_ms: Option<u64>,
 }
+
+/// The longest producer `request_timeout_ms` (Kafka's default `request.timeout.ms`).
+pub const producer_request_timeout_ms_max: u64 = 30_000;
 
 fn is_zero_ms(n: &u64) -> bool {
     *n == 0
@@ -253,6 +266,12 @@ impl Scenario {
                 return Err(format!("scenario: producers.record_bytes {} must be 1..={record_bytes_max}", p.record_bytes));
             }
             let in_flight_max = broker_core::client::producer::in_flight_max as u32;
+            if let Some(t) = p.request_timeout_ms.filter(|t| !(100..=producer_request_timeout_ms_max).contains(t)) {
+                return Err(format!("scenario: producers.request_timeout_ms {t} must be 100..={producer_request_timeout_ms_max}"));
+            }
+            if p.client_id.as_deref() == Some("") {
+                return Err("scenario: producers.client_id is empty; leave it out for the process name".into());
+            }
             if p.retries > producer_retries_max {
                 return Err(format!("scenario: producers.retries {} must be 0..={producer_retries_max}", p.retries));
             }

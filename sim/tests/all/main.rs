@@ -26,6 +26,8 @@ mod shrink;
 #[cfg(madsim)]
 mod slow_disk;
 #[cfg(madsim)]
+mod quotas;
+#[cfg(madsim)]
 mod reassignments;
 #[cfg(madsim)]
 mod regressions;
