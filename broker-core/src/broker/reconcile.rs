@@ -186,19 +186,20 @@ impl Broker {
 
     /// Removes the partition directories this broker holds and the metadata, as of its own
     /// registration, gives it no replica for: a move away from it or a topic deleted while it
-    /// was down (Kafka's stray logs). A directory of a topic id the metadata does not know is
-    /// left by a deletion; one of a known topic, by a move.
+    /// was down (Kafka's stray logs). A directory of a topic re-created under a new id is kept
+    /// here and emptied when the replica opens (`dir::claim`).
     fn remove_strays(&mut self, out: &mut Vec<Action>) {
         let me = self.config.node_id;
-        let dirs = match dir::partition_dirs(self.disk.as_ref(), &self.config.data_dir) {
-            Ok(dirs) => dirs,
+        let (image, partitions) = (&self.image, &self.partitions);
+        let keep = |name: &str, p: i32| {
+            let assigned = image.topics.get(name).and_then(|t| t.partitions.get(usize::try_from(p).ok()?)).is_some_and(|part| part.replicas.contains(&me));
+            assigned || partitions.contains(name, p) || name == crate::metadata::metadata_topic
+        };
+        let strays = match dir::strays(self.disk.as_ref(), &self.config.data_dir, keep) {
+            Ok(strays) => strays,
             Err(e) => return out.push(Action::Log(Level::Error, format!("looking for stray replicas: {e}"))),
         };
-        for (name, p, id) in dirs {
-            let assigned = self.image.topics.get(&name).filter(|t| topic::hex(&t.id) == id).and_then(|t| t.partitions.get(usize::try_from(p).ok()?)).is_some_and(|part| part.replicas.contains(&me));
-            if assigned || self.partitions.contains(&name, p) || name == crate::metadata::metadata_topic {
-                continue;
-            }
+        for (name, p) in strays {
             match dir::remove(self.disk.as_ref(), &self.config.data_dir, &self.partition_dir(&name, p)) {
                 Ok(()) => out.push(Action::Log(Level::Info, format!("{name}-{p}: no replica here in the metadata (moved or deleted while this broker was down); removed"))),
                 Err(e) => out.push(Action::Log(Level::Error, format!("{name}-{p}: removing a stray replica: {e}"))),

@@ -88,20 +88,18 @@ pub fn remove(disk: &dyn Disk, data_dir: &Path, dir: &Path) -> Result<(), LogErr
     disk.sync_dir(data_dir).map_err(io("fsync", data_dir))
 }
 
-/// The partition directories under `data_dir` (those holding a whole marker) with their topic
-/// name, partition and topic id, by directory name: what a broker compares with the metadata
-/// to find replicas left behind while it was down (a move or a deletion it never saw).
-pub fn partition_dirs(disk: &dyn Disk, data_dir: &Path) -> Result<Vec<(String, i32, String)>, LogError> {
+/// The partition directories under `data_dir` that `keep` (given the topic name and partition
+/// a directory's name says) does not keep, among those holding a partition marker: what a broker
+/// left behind while it was down (a move or a deletion it never saw). One listing, and one look
+/// per directory not kept: a kept one with another topic's marker is `claim`'s to empty.
+pub fn strays(disk: &dyn Disk, data_dir: &Path, keep: impl Fn(&str, i32) -> bool) -> Result<Vec<(String, i32)>, LogError> {
     let mut out = Vec::new();
     for name in disk.list(data_dir).map_err(io("list", data_dir))? {
         let Some((topic, p)) = name.rsplit_once('-').and_then(|(t, p)| Some((t, p.parse::<i32>().ok()?))) else { continue };
-        let marker = data_dir.join(&name).join(partition_marker);
-        if !disk.exists(&marker) {
+        if keep(topic, p) || !disk.exists(&data_dir.join(&name).join(partition_marker)) {
             continue;
         }
-        let Some(text) = read_small(disk, &marker, small_file_bytes_max)?.filter(|t| is_marker(t)) else { continue };
-        let id = text.trim_end().rsplit(' ').next().unwrap_or_default().to_string();
-        out.push((topic.to_string(), p, id));
+        out.push((topic.to_string(), p));
     }
     Ok(out)
 }
