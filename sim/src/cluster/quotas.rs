@@ -12,7 +12,7 @@ use super::request_timeout_ms;
 use super::topology::harness_node;
 use crate::history::QuotaChange;
 use crate::scenario::{QuotaSpec, Scenario};
-use broker_core::client::{admin, quotas};
+use broker_core::client::quotas;
 use broker_core::client::ClientError;
 use broker_core::kafka::Code;
 use broker_core::metadata::quotas::{producer_byte_rate, Entity, Name};
@@ -25,8 +25,6 @@ use std::time::Duration;
 /// The quota admin's node address.
 const quota_admin_ip: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 2, 6));
 
-/// Pause between attempts, as an admin client's retry backoff.
-const retry_backoff_ms: u64 = 100;
 
 /// The admin's node (kept so it outlives the run) and its task.
 pub(super) struct QuotaAdmin {
@@ -79,25 +77,19 @@ async fn alter(brokers: &[SocketAddr], spec: &QuotaSpec, rec: &Rec) {
     };
     let entity = Entity { user: None, client_id: Some(Name::Named(spec.client_id.clone())) };
     let ops = [(producer_byte_rate.to_string(), value)];
-    let mut attempt = 0usize;
-    while producing(rec) {
-        let bootstrap = brokers[attempt % brokers.len()];
-        attempt += 1;
-        let controller = admin::find_controller(bootstrap, timeout).await.unwrap_or(bootstrap);
-        let (code, error) = match quotas::alter(controller, &entity, &ops, timeout).await {
-            Ok(()) => (0, None),
-            Err(ClientError::Kafka { code, message }) if !matches!(code, Code::NotController | Code::RequestTimedOut) => (code.code(), Some(message)),
-            Err(_) => {
-                tokio::time::sleep(Duration::from_millis(retry_backoff_ms)).await;
-                continue;
-            }
-        };
-        let mut r = rec.lock().expect("recorder");
-        let complete_ms = r.now_ms();
-        let change = &mut r.history.quota_changes[at];
-        (change.complete_ms, change.code) = (Some(complete_ms), Some(code));
-        drop(r);
-        event(rec, "quota-admin", "quota_altered", json!({"client_id": spec.client_id, "producer_byte_rate": value, "code": code, "error": error}));
-        return;
-    }
+    let (entity, ops) = (&entity, &ops);
+    let attempt = |controller| async move {
+        match quotas::alter(controller, entity, ops, timeout).await {
+            Ok(()) => Some((0, None)),
+            Err(ClientError::Kafka { code, message }) if !matches!(code, Code::NotController | Code::RequestTimedOut) => Some((code.code(), Some(message))),
+            Err(_) => None,
+        }
+    };
+    let Some((code, error)) = super::reassign::until_answered(brokers, rec, attempt, || {}).await else { return };
+    let mut r = rec.lock().expect("recorder");
+    let complete_ms = r.now_ms();
+    let change = &mut r.history.quota_changes[at];
+    (change.complete_ms, change.code) = (Some(complete_ms), Some(code));
+    drop(r);
+    event(rec, "quota-admin", "quota_altered", json!({"client_id": spec.client_id, "producer_byte_rate": value, "code": code, "error": error}));
 }

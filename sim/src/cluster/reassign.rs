@@ -31,7 +31,7 @@ const reassign_admin_ip: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 2, 5
 const placement_deadline_ms: u64 = 10_000;
 
 /// Pause between attempts, as an admin client's retry backoff.
-const retry_backoff_ms: u64 = 100;
+pub(super) const retry_backoff_ms: u64 = 100;
 
 /// The admin's node and its task.
 pub(super) struct Reassigner {
@@ -110,28 +110,46 @@ async fn reassign(brokers: &[SocketAddr], spec: &ReassignmentSpec, rec: &Rec) {
         r.history.reassignments.push(asked);
         r.history.reassignments.len() - 1
     };
-    let asked = [((spec.topic.clone(), spec.partition), target.clone())];
-    let mut attempt = 0usize;
+    let asked = &[((spec.topic.clone(), spec.partition), target.clone())];
+    let attempt = |controller| async move {
+        match judge(placement::alter_reassignments(controller, asked, timeout).await, spec) {
+            Attempt::Answered(code, error) => Some((code, error)),
+            Attempt::Retry => None,
+        }
+    };
+    let retried = || rec.lock().expect("recorder").history.reassignments[at].earlier_unknown = true;
+    let Some((code, error)) = until_answered(brokers, rec, attempt, retried).await else { return };
+    let mut r = rec.lock().expect("recorder");
+    let complete_ms = r.now_ms();
+    let asked = &mut r.history.reassignments[at];
+    (asked.complete_ms, asked.code) = (Some(complete_ms), Some(code));
+    drop(r);
+    event(rec, "reassign-admin", "reassigned", json!({"topic": spec.topic, "partition": spec.partition, "target": target, "code": code, "error": error}));
+}
+
+/// Asks the active controller (found through each broker in turn) with `attempt` until it gets
+/// an answer (None: ask again, after `retried` and the back-off), while producers run: the
+/// harness admins' way of retrying a change that may or may not have been committed.
+pub(super) async fn until_answered<T, F, Fut>(brokers: &[SocketAddr], rec: &Rec, mut attempt: F, mut retried: impl FnMut()) -> Option<T>
+where
+    F: FnMut(SocketAddr) -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let timeout = Duration::from_millis(request_timeout_ms);
+    let mut n = 0usize;
     while producing(rec) {
-        let bootstrap = brokers[attempt % brokers.len()];
-        attempt += 1;
+        let bootstrap = brokers[n % brokers.len()];
+        n += 1;
         let controller = admin::find_controller(bootstrap, timeout).await.unwrap_or(bootstrap);
-        let (code, error) = match judge(placement::alter_reassignments(controller, &asked, timeout).await, spec) {
-            Attempt::Answered(code, error) => (code, error),
-            Attempt::Retry => {
-                rec.lock().expect("recorder").history.reassignments[at].earlier_unknown = true;
+        match attempt(controller).await {
+            Some(answer) => return Some(answer),
+            None => {
+                retried();
                 tokio::time::sleep(Duration::from_millis(retry_backoff_ms)).await;
-                continue;
             }
-        };
-        let mut r = rec.lock().expect("recorder");
-        let complete_ms = r.now_ms();
-        let asked = &mut r.history.reassignments[at];
-        (asked.complete_ms, asked.code) = (Some(complete_ms), Some(code));
-        drop(r);
-        event(rec, "reassign-admin", "reassigned", json!({"topic": spec.topic, "partition": spec.partition, "target": target, "code": code, "error": error}));
-        return;
+        }
     }
+    None
 }
 
 /// What one attempt came to.
