@@ -1,8 +1,9 @@
-//! Client quota enforcement (Kafka's ClientQuotaManager, KIP-13 and KIP-219): the bytes each
-//! client produces and fetches are measured over a sliding window, and a client over its
-//! `producer_byte_rate` or `consumer_byte_rate` is told how long to wait (`throttle_time_ms` in
-//! its response) and is not read from for that long (its connection muted, the broker's side of
-//! KIP-219). Which quota applies is the metadata's precedence (`metadata::quotas::limit`); the
+//! Client quota enforcement (Kafka's ClientQuotaManager and ClientRequestQuotaManager, KIP-13,
+//! KIP-124 and KIP-219): the bytes each client produces and fetches, and the time the node spends
+//! deciding its requests, are measured over a sliding window, and a client over its
+//! `producer_byte_rate`, `consumer_byte_rate` or `request_percentage` is told how long to wait
+//! (`throttle_time_ms` in its response) and is not read from for that long (its connection
+//! muted, the broker's side of KIP-219). Which quota applies is the metadata's precedence (`metadata::quotas::limit`); the
 //! clients sharing one meter are those the applying entity names (a user-level quota is shared
 //! by all that user's client ids; a default client-id quota gives each client id its own).
 //!
@@ -23,18 +24,35 @@ pub const throttle_ms_max: u64 = quota_window_samples as u64 * quota_window_samp
 /// Most meters kept at once (clients measured): the idlest beyond it are forgotten.
 pub const throttled_clients_max: usize = 10_000;
 
-/// What a client's bytes count against.
+/// What a client's use counts against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Kind {
+    /// Bytes produced.
     Produce,
+    /// Bytes a consumer fetched.
     Fetch,
+    /// Time the node spent on its requests, in µs (`request_percentage`).
+    Request,
 }
+
+/// µs of request time per second that one percent of `request_percentage` allows: 100% is
+/// one whole second per second, the time of one request handler (Kafka's quota unit).
+pub const request_us_per_percent: f64 = 10_000.0;
 
 impl Kind {
     fn key(self) -> &'static str {
         match self {
             Kind::Produce => quotas::producer_byte_rate,
             Kind::Fetch => quotas::consumer_byte_rate,
+            Kind::Request => quotas::request_percentage,
+        }
+    }
+
+    /// What one unit of the quota's value is in recorded amounts per second.
+    fn scale(self) -> f64 {
+        match self {
+            Kind::Produce | Kind::Fetch => 1.0,
+            Kind::Request => request_us_per_percent,
         }
     }
 }
@@ -109,17 +127,24 @@ impl Throttles {
         !self.quotas.is_empty()
     }
 
-    /// Counts `bytes` of `kind` for `user`'s connection with `client_id` at `now`; returns how
-    /// long it must now wait, in ms (0: within its quota, or no quota applies).
-    pub fn record(&mut self, now: u64, user: &str, client_id: &str, kind: Kind, bytes: u64) -> u64 {
+    /// Whether any quota sets `kind` (none: its use need not be measured).
+    pub fn any_of(&self, kind: Kind) -> bool {
+        self.quotas.values().any(|values| values.contains_key(kind.key()))
+    }
+
+    /// Counts `amount` of `kind` (bytes, or µs for `Kind::Request`) for `user`'s connection with
+    /// `client_id` at `now`; returns how long it must now wait, in ms (0: within its quota, or
+    /// no quota applies).
+    pub fn record(&mut self, now: u64, user: &str, client_id: &str, kind: Kind, amount: u64) -> u64 {
         let Some((entity, limit)) = quotas::limit(&self.quotas, user, client_id, kind.key()) else { return 0 };
+        let limit = limit * kind.scale();
         let key = (kind, shared(entity.user.is_some(), user), shared(entity.client_id.is_some(), client_id));
         if !self.meters.contains_key(&key) && self.meters.len() >= throttled_clients_max {
             let idlest = self.meters.iter().min_by_key(|(_, m)| m.last_ms).map(|(k, _)| k.clone());
             idlest.map(|k| self.meters.remove(&k));
         }
         let meter = self.meters.entry(key).or_default();
-        meter.record(now, bytes);
+        meter.record(now, amount);
         let (rate, window) = meter.rate(now);
         if rate <= limit {
             return 0;
@@ -164,6 +189,19 @@ mod tests {
         assert_eq!(t.record(800, "ANONYMOUS", "slow", Kind::Fetch, 1_000_000), 0, "the quota is on producing only");
         // Once the burst has slid out of the window, it is within its quota again.
         assert_eq!(t.record(13_000, "ANONYMOUS", "slow", Kind::Produce, 100), 0);
+    }
+
+    #[test]
+    fn request_time_counts_against_request_percentage() {
+        let mut t = Throttles::default();
+        t.set_quotas(client_quota("busy", quotas::request_percentage, 1.0));
+        assert!(t.any_of(Kind::Request) && !t.any_of(Kind::Produce));
+        // 1%: 10 ms of each second. 100 ms of request time in the first second is that over the
+        // 10 s window; 100 ms more is twice it, so the client waits a window.
+        assert_eq!(t.record(500, "ANONYMOUS", "busy", Kind::Request, 100_000), 0);
+        assert_eq!(t.record(600, "ANONYMOUS", "busy", Kind::Request, 100_000), 10_000);
+        assert_eq!(t.record(700, "ANONYMOUS", "busy", Kind::Produce, 1_000_000), 0, "no byte quota is set");
+        assert_eq!(t.record(800, "ANONYMOUS", "idle", Kind::Request, 1_000_000), 0, "nor a quota for this client id");
     }
 
     use crate::metadata::quotas::Entity;

@@ -1,7 +1,9 @@
 //! One connection to a broker: encode a request with its header and size prefix, write it,
 //! read the response frame, decode it. One request in flight at a time, or a group of them
 //! pipelined ([`Conn::send_all`]) with their answers read in order. Over TCP, or over TLS
-//! ([`Conn::connect_tls`]) to a broker's SSL or SASL_SSL listener.
+//! ([`Conn::connect_tls`]) to a broker's SSL or SASL_SSL listener. An answer with a
+//! `throttle_time_ms` (a client quota) holds the connection's next request back that long, the
+//! client's side of KIP-219.
 
 use super::ClientError;
 use bytes::{BufMut, Bytes, BytesMut};
@@ -23,6 +25,8 @@ pub struct Conn {
     next_correlation_id: i32,
     client_id: String,
     timeout: Duration,
+    /// Until when the broker asked this connection to send nothing (a throttled answer).
+    quiet_until: Option<tokio::time::Instant>,
 }
 
 impl Conn {
@@ -58,7 +62,7 @@ impl Conn {
                 (Box::new(rd), Box::new(wr))
             }
         };
-        Ok(Conn { addr, local, rd: BufReader::new(rd), wr, next_correlation_id: 0, client_id: client_id.to_string(), timeout })
+        Ok(Conn { addr, local, rd: BufReader::new(rd), wr, next_correlation_id: 0, client_id: client_id.to_string(), timeout, quiet_until: None })
     }
 
     /// Authenticates this connection on a SASL listener as `login` (SaslHandshake v1, then
@@ -107,6 +111,21 @@ impl Conn {
         Ok((id, version, request_frame_at(req, version, id, &self.client_id)?))
     }
 
+    /// Waits out the last answer's throttle, before a request's own timeout starts.
+    async fn quiet(&mut self) {
+        if let Some(until) = self.quiet_until.take() {
+            tokio::time::sleep_until(until).await;
+        }
+    }
+
+    /// Notes an answer's throttle: the next request waits that long.
+    fn heed<T: 'static>(&mut self, answer: &T) {
+        let ms = throttle_ms(answer);
+        if ms > 0 {
+            self.quiet_until = Some(tokio::time::Instant::now() + Duration::from_millis(ms as u64));
+        }
+    }
+
     async fn write(&mut self, frame: &[u8]) -> Result<(), ClientError> {
         if crate::netfault::hold(self.local, self.addr, frame) {
             return Ok(());
@@ -119,25 +138,27 @@ impl Conn {
     /// Writes one whole frame that gets no answer (a Raft message between voters), within the
     /// connection's timeout.
     pub async fn send_frame(&mut self, frame: &[u8]) -> Result<(), ClientError> {
+        self.quiet().await;
         let timeout = self.timeout;
         tokio::time::timeout(timeout, self.write(frame)).await.map_err(|_| ClientError::Timeout(timeout.as_millis() as u64))?
     }
 
     /// Sends `req` and waits for its response (within the connection's timeout).
-    pub async fn send<R: Request>(&mut self, req: &R) -> Result<R::Response, ClientError> {
+    pub async fn send<R: Request<Response: 'static>>(&mut self, req: &R) -> Result<R::Response, ClientError> {
         let timeout = self.timeout;
         self.send_within(req, timeout).await
     }
 
     /// [`Conn::send`] with its own timeout: a JoinGroup waits as long as a rebalance.
-    pub async fn send_within<R: Request>(&mut self, req: &R, timeout: Duration) -> Result<R::Response, ClientError> {
+    pub async fn send_within<R: Request<Response: 'static>>(&mut self, req: &R, timeout: Duration) -> Result<R::Response, ClientError> {
         self.send_at(req, None, timeout).await
     }
 
     /// [`Conn::send_within`] at `version` (None: the version this crate sends): a broker's own
     /// request where the client's version differs (AddPartitionsToTxn v4, a leader's
     /// verification).
-    pub async fn send_at<R: Request>(&mut self, req: &R, version: Option<i16>, timeout: Duration) -> Result<R::Response, ClientError> {
+    pub async fn send_at<R: Request<Response: 'static>>(&mut self, req: &R, version: Option<i16>, timeout: Duration) -> Result<R::Response, ClientError> {
+        self.quiet().await;
         let (id, version, frame) = self.encode(req, version)?;
         tokio::time::timeout(timeout, async {
             self.write(&frame).await?;
@@ -151,7 +172,7 @@ impl Conn {
     /// in the order they came), and reads their answers in order, all within the connection's
     /// timeout from the write. One answer per request; an answer that cannot be read (timeout,
     /// IO, garbage) fails it and every later one, and leaves the connection unusable.
-    pub async fn send_all<R: Request>(&mut self, reqs: &[R]) -> Vec<Result<R::Response, ClientError>> {
+    pub async fn send_all<R: Request<Response: 'static>>(&mut self, reqs: &[R]) -> Vec<Result<R::Response, ClientError>> {
         let mut frames = Vec::new();
         let mut sent = Vec::with_capacity(reqs.len());
         for req in reqs {
@@ -163,6 +184,7 @@ impl Conn {
                 Err(e) => return reqs.iter().map(|_| Err(e.clone())).collect(),
             }
         }
+        self.quiet().await;
         let timeout = self.timeout;
         let mut answers = Vec::with_capacity(reqs.len());
         let failed = match tokio::time::timeout(timeout, self.write_then_read::<R>(&frames, &sent, &mut answers)).await {
@@ -179,7 +201,7 @@ impl Conn {
 
     /// Writes `frames` and reads the answer to each of `sent` into `answers`, stopping at the
     /// first that cannot be read.
-    async fn write_then_read<R: Request>(&mut self, frames: &[u8], sent: &[(i32, i16)], answers: &mut Vec<R::Response>) -> Result<(), ClientError> {
+    async fn write_then_read<R: Request<Response: 'static>>(&mut self, frames: &[u8], sent: &[(i32, i16)], answers: &mut Vec<R::Response>) -> Result<(), ClientError> {
         self.write(frames).await?;
         for &(id, version) in sent {
             answers.push(self.read_answer::<R>(id, version).await?);
@@ -188,7 +210,7 @@ impl Conn {
     }
 
     /// Reads one response frame and decodes it as the answer to request `id`.
-    async fn read_answer<R: Request>(&mut self, id: i32, version: i16) -> Result<R::Response, ClientError> {
+    async fn read_answer<R: Request<Response: 'static>>(&mut self, id: i32, version: i16) -> Result<R::Response, ClientError> {
         let mut prefix = [0u8; 4];
         self.rd.read_exact(&mut prefix).await.map_err(|e| self.io(e))?;
         let len = i32::from_be_bytes(prefix);
@@ -197,15 +219,36 @@ impl Conn {
         }
         let mut body = vec![0u8; len as usize];
         self.rd.read_exact(&mut body).await.map_err(|e| self.io(e))?;
-        answer::<R>(Bytes::from(body), id, version)
+        let answer = answer::<R>(Bytes::from(body), id, version)?;
+        self.heed(&answer);
+        Ok(answer)
     }
 
     /// Sends a request that gets no response (produce with acks=0).
-    pub async fn send_only<R: Request>(&mut self, req: &R) -> Result<(), ClientError> {
+    pub async fn send_only<R: Request<Response: 'static>>(&mut self, req: &R) -> Result<(), ClientError> {
+        self.quiet().await;
         let (_, _, frame) = self.encode(req, None)?;
         let timeout = self.timeout;
         tokio::time::timeout(timeout, self.write(&frame)).await.map_err(|_| ClientError::Timeout(timeout.as_millis() as u64))?
     }
+}
+
+/// The `throttle_time_ms` of an answer that has one (0 for any other).
+fn throttle_ms<T: 'static>(answer: &T) -> i32 {
+    use kafka_protocol::messages::*;
+    let any = answer as &dyn std::any::Any;
+    macro_rules! first_of {
+        ($($t:ty),* $(,)?) => {
+            $(if let Some(a) = any.downcast_ref::<$t>() { return a.throttle_time_ms; })*
+        };
+    }
+    first_of!(
+        ProduceResponse, FetchResponse, MetadataResponse, ListOffsetsResponse, FindCoordinatorResponse, JoinGroupResponse, SyncGroupResponse,
+        HeartbeatResponse, LeaveGroupResponse, OffsetCommitResponse, OffsetFetchResponse, InitProducerIdResponse, AddPartitionsToTxnResponse,
+        AddOffsetsToTxnResponse, EndTxnResponse, TxnOffsetCommitResponse, CreateTopicsResponse, DeleteTopicsResponse, DescribeConfigsResponse,
+        IncrementalAlterConfigsResponse, DescribeClientQuotasResponse, AlterClientQuotasResponse,
+    );
+    0
 }
 
 /// The frame of `req` (size prefix, header, body) at the version this crate sends of it

@@ -247,7 +247,7 @@ impl GroupConsumer {
         Ok(addr)
     }
 
-    async fn send_to<R: kafka_protocol::protocol::Request>(&mut self, addr: SocketAddr, req: &R) -> Result<R::Response, ClientError> {
+    async fn send_to<R: kafka_protocol::protocol::Request<Response: 'static>>(&mut self, addr: SocketAddr, req: &R) -> Result<R::Response, ClientError> {
         // A JoinGroup is answered when the rebalance completes: Kafka's clients wait the
         // rebalance timeout plus 5 s for it.
         let timeout = match R::KEY == kafka_protocol::messages::ApiKey::JoinGroup as i16 {
@@ -266,7 +266,7 @@ impl GroupConsumer {
     }
 
     /// A request to the coordinator; a failed connection forgets it.
-    async fn ask_coordinator<R: kafka_protocol::protocol::Request>(&mut self, req: &R) -> Result<R::Response, ClientError> {
+    async fn ask_coordinator<R: kafka_protocol::protocol::Request<Response: 'static>>(&mut self, req: &R) -> Result<R::Response, ClientError> {
         let addr = self.coordinator().await?;
         self.send_to(addr, req).await.inspect_err(|_| self.coordinator = None)
     }

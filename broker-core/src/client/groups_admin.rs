@@ -222,7 +222,7 @@ async fn list_on(cluster: &mut Cluster, b: &BrokerAddr) -> Result<Vec<ListedGrou
 }
 
 /// Sends `req` on the pooled connection to `addr`, forgetting the connection if it failed.
-async fn send<R: kafka_protocol::protocol::Request>(cluster: &mut Cluster, addr: SocketAddr, req: &R) -> Result<R::Response, ClientError> {
+async fn send<R: kafka_protocol::protocol::Request<Response: 'static>>(cluster: &mut Cluster, addr: SocketAddr, req: &R) -> Result<R::Response, ClientError> {
     let sent = match cluster.conn(addr).await {
         Ok(conn) => conn.send(req).await,
         Err(e) => Err(e),

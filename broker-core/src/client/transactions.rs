@@ -127,13 +127,13 @@ impl TransactionalProducer {
 
     /// Sends `req` to the transaction coordinator until `code` of its answer says done or
     /// failed, finding the coordinator again when it moved.
-    async fn ask<R: Request>(&mut self, req: &R, what: &str, code: impl Fn(&R::Response) -> i16) -> Result<R::Response, ClientError> {
+    async fn ask<R: Request<Response: 'static>>(&mut self, req: &R, what: &str, code: impl Fn(&R::Response) -> i16) -> Result<R::Response, ClientError> {
         let key = self.txn_coordinator();
         self.ask_of(&key, req, what, code).await
     }
 
     /// [`Self::ask`] of coordinator `key`.
-    async fn ask_of<R: Request>(&mut self, key: &CoordinatorKey, req: &R, what: &str, code: impl Fn(&R::Response) -> i16) -> Result<R::Response, ClientError> {
+    async fn ask_of<R: Request<Response: 'static>>(&mut self, key: &CoordinatorKey, req: &R, what: &str, code: impl Fn(&R::Response) -> i16) -> Result<R::Response, ClientError> {
         let backoff = self.producer.config().retry_backoff;
         let mut last = ClientError::Protocol(format!("{what}: no attempt"));
         for _ in 0..txn_request_attempts_max {

@@ -4,6 +4,7 @@
 //! controller) or verified (a transactional produce's first writes, KIP-890 part 1) until it
 //! can be answered. IO only: what each step means is the node's.
 
+use super::metrics::Clock;
 use super::{forward, now_ms, verify, Shared};
 use crate::broker::{Action, Answer, Ticket};
 use crate::kafka::ApiKey;
@@ -16,8 +17,9 @@ use tokio::time::Instant;
 /// Runs one request to completion: parks fetches until data arrives or their wait ends, and
 /// holds requests that answer later (acks=all, topic changes) until they can. `turn` (the one
 /// the request was read under) is given back after its first decision, before any wait: a
-/// request that parks or waits holds none, so it never keeps another from being read.
-pub(super) async fn answer(shared: &Shared, frame: &Bytes, caller: &crate::security::acl::Caller, turn: tokio::sync::OwnedSemaphorePermit) -> Outcome {
+/// request that parks or waits holds none, so it never keeps another from being read. `clock`
+/// learns when each decision began and how long it and its disk work took.
+pub(super) async fn answer(shared: &Shared, frame: &Bytes, caller: &crate::security::acl::Caller, turn: tokio::sync::OwnedSemaphorePermit, clock: &mut Clock) -> Outcome {
     let mut turn = Some(turn);
     let key = protocol::leading(frame).map_or(-1, |l| l.key);
     let is_fetch = key == ApiKey::Fetch as i16;
@@ -51,6 +53,7 @@ pub(super) async fn answer(shared: &Shared, frame: &Bytes, caller: &crate::secur
             Some(_) => Attempt::Again,
         };
         let decide = |s: &Shared| {
+            let entered = Instant::now();
             let mut actions = Vec::new();
             let outcome = node::handle_from(&s.node, this, Some(caller), now_ms(), attempt, &mut actions);
             s.queue_raft(&mut actions);
@@ -58,9 +61,9 @@ pub(super) async fn answer(shared: &Shared, frame: &Bytes, caller: &crate::secur
                 Outcome::Wait(w) => s.await_answers(&w.tickets()),
                 _ => None,
             };
-            ((outcome, answers), actions)
+            ((outcome, answers, entered), actions)
         };
-        let ((outcome, answers), actions) = match protocol::is_controller_api(key) {
+        let ((outcome, answers, entered), actions) = match protocol::is_controller_api(key) {
             true => shared.decide_quorum(decide).await,
             false => shared.decide(decide).await,
         };
@@ -71,6 +74,7 @@ pub(super) async fn answer(shared: &Shared, frame: &Bytes, caller: &crate::secur
             shared.changed();
         }
         shared.perform(actions).await;
+        clock.decided(entered);
         if protocol::is_controller_api(key) {
             shared.metadata_committed.notify_waiters();
             shared.raft_wake.notify_one();

@@ -305,11 +305,14 @@ async fn burst(shared: &Shared, inbox: &mut Inbox, rd: &mut send::ReadHalf, wr: 
             return false;
         }
         // Only what a quota could apply to is looked at, and only when one is set.
-        let counted = if shared.node.throttles().any() { super::throttling::counted(&frame) } else { None };
+        let counted = {
+            let throttles = shared.node.throttles();
+            throttles.any().then(|| super::throttling::counted(&frame, throttles.any_of(crate::throttle::Kind::Request))).flatten()
+        };
         let caller = auth.caller(peer.ip());
-        let started = tokio::time::Instant::now();
+        let mut clock = super::metrics::Clock::start();
         let mut outcome = match sasl::intercept(shared, &mut auth.session, &auth.enabled, auth.internal_only, &frame) {
-            Sasl::Pass => answer(shared, &frame, &caller, turn).await,
+            Sasl::Pass => answer(shared, &frame, &caller, turn, &mut clock).await,
             Sasl::Answer(bytes) => Outcome::Relay(bytes),
             Sasl::Close(why) => Outcome::Close(why),
             Sasl::AnswerThenClose(bytes, why) => {
@@ -320,14 +323,13 @@ async fn burst(shared: &Shared, inbox: &mut Inbox, rd: &mut send::ReadHalf, wr: 
                 return false;
             }
         };
-        if let Some(key) = key {
-            shared.metrics.request(key, started.elapsed().as_secs_f64());
-        }
         drop(frame);
         let mute_ms = match counted {
-            Some(c) if !caller.internal => super::throttling::apply(shared, &c, &caller.principal, &mut outcome),
+            Some(c) if !caller.internal => super::throttling::apply(shared, &c, &caller.principal, clock.local(), &mut outcome),
             _ => 0,
         };
+        let mut phases = clock.phases();
+        let sending = tokio::time::Instant::now();
         match outcome {
             Outcome::Reply(response) => {
                 let encoded = response.encode();
@@ -364,13 +366,19 @@ async fn burst(shared: &Shared, inbox: &mut Inbox, rd: &mut send::ReadHalf, wr: 
             }
             Outcome::Park { .. } | Outcome::Wait(_) | Outcome::Forward { .. } | Outcome::Verify { .. } => unreachable!("answer() never returns Park, Wait, Forward or Verify"),
         }
+        phases[3] = sending.elapsed().as_secs_f64();
         if mute_ms > 0 {
             // Throttled (a client quota, KIP-219): the answer goes now, and nothing more is
             // read from this client until its throttle time has passed.
             if wr.flush().await.is_err() {
                 return false;
             }
+            phases[3] = sending.elapsed().as_secs_f64();
             tokio::time::sleep(std::time::Duration::from_millis(mute_ms)).await;
+            phases[4] = mute_ms as f64 / 1000.0;
+        }
+        if let Some(key) = key {
+            shared.metrics.request(key, phases);
         }
         // Requests already read whole are answered before the flush, so a burst costs one
         // write; a part of the next one is not waited for with answers unsent.

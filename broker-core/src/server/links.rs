@@ -15,7 +15,7 @@ const links_idle_max: usize = 8;
 
 /// Sends `req` (at `version`, or the version this crate sends) to broker `id` within
 /// `peer_request_ms_max`, on an idle connection of `purpose` (its client id) or a new one.
-pub(super) async fn ask<R: Request>(shared: &Shared, id: i32, purpose: &'static str, req: &R, version: Option<i16>) -> Result<R::Response, String> {
+pub(super) async fn ask<R: Request<Response: 'static>>(shared: &Shared, id: i32, purpose: &'static str, req: &R, version: Option<i16>) -> Result<R::Response, String> {
     let (host, port) = {
         let b = shared.broker();
         let x = b.image().brokers.get(&id).ok_or_else(|| format!("broker {id} is not registered"))?;

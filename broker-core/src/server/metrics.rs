@@ -15,8 +15,10 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
+use tokio::time::Instant;
 
 /// Request latency buckets, seconds: from a cached answer to a long poll's end.
 const latency_buckets_s: [f64; 12] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0];
@@ -24,6 +26,48 @@ const latency_buckets_s: [f64; 12] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
 const scrape_request_bytes_max: usize = 8 * 1024;
 /// How long a scrape connection may take to send its request.
 const scrape_read_ms_max: u64 = 5_000;
+
+/// The parts of a request's time (Kafka's RequestMetrics, as this broker's requests go): `queue`
+/// until the node first takes it up (read turns, startup, the node's gate), `local` in its
+/// decisions and the disk work they ask for, `remote` waiting on others (replicas for acks=all,
+/// a coordinator's answer, the controller, a fetch's wait), `send` writing the answer, and
+/// `throttle` the muted connection after it (a client quota).
+const phases: [&str; 5] = ["queue", "local", "remote", "send", "throttle"];
+
+/// Where one request's time went, in seconds, in the order of `phases`.
+pub(super) type Phases = [f64; phases.len()];
+
+/// When a request was read, when the node first took it up, and how long its decisions took.
+pub(super) struct Clock {
+    read: Instant,
+    first: Option<Instant>,
+    local: Duration,
+}
+
+impl Clock {
+    pub(super) fn start() -> Clock {
+        Clock { read: Instant::now(), first: None, local: Duration::ZERO }
+    }
+
+    /// A decision of the request that began at `entered` is done, its disk work too.
+    pub(super) fn decided(&mut self, entered: Instant) {
+        self.first.get_or_insert(entered);
+        self.local += entered.elapsed();
+    }
+
+    /// The node's time on the request so far (what `request_percentage` counts).
+    pub(super) fn local(&self) -> Duration {
+        self.local
+    }
+
+    /// The phases up to now, the answer decided: send and throttle are the caller's.
+    pub(super) fn phases(&self) -> Phases {
+        let total = self.read.elapsed();
+        let queue = self.first.map_or(total, |f| f.saturating_duration_since(self.read));
+        let remote = total.saturating_sub(queue + self.local);
+        [queue.as_secs_f64(), self.local.as_secs_f64(), remote.as_secs_f64(), 0.0, 0.0]
+    }
+}
 
 /// One API's request count and latency.
 #[derive(Debug, Default, Clone)]
@@ -36,23 +80,47 @@ struct Histogram {
 /// What the shell counts as it answers requests.
 #[derive(Debug, Default)]
 pub struct Metrics {
-    requests: Mutex<BTreeMap<i16, Histogram>>,
+    /// Per API: the whole time, then each phase's.
+    requests: Mutex<BTreeMap<i16, [Histogram; 1 + phases.len()]>>,
     /// Requests answered later (acks=all produce, topic changes): Kafka's produce purgatory.
     pub(super) waiting: AtomicI64,
-    /// Throttle time handed out, ms, produce and fetch (`throttling`).
-    pub(super) throttle_ms: [AtomicU64; 2],
+    /// Throttle time handed out, ms, by `throttle::Kind`: produce, fetch, request time
+    /// (`throttling`).
+    pub(super) throttle_ms: [AtomicU64; 3],
 }
 
 impl Metrics {
-    /// One request of API `key` answered after `seconds` (queue, decision, waits and send).
-    pub(super) fn request(&self, key: i16, seconds: f64) {
+    /// One request of API `key` answered, its time spent as `parts` says.
+    pub(super) fn request(&self, key: i16, parts: Phases) {
         let mut all = self.requests.lock().unwrap_or_else(|p| p.into_inner());
-        let h = all.entry(key).or_default();
-        h.count += 1;
-        h.sum_s += seconds;
-        if let Some(i) = latency_buckets_s.iter().position(|b| seconds <= *b) {
-            h.buckets[i] += 1;
+        let hs = all.entry(key).or_default();
+        hs[0].observe(parts.iter().sum());
+        for (h, seconds) in hs[1..].iter_mut().zip(parts) {
+            h.observe(seconds);
         }
+    }
+}
+
+impl Histogram {
+    fn observe(&mut self, seconds: f64) {
+        self.count += 1;
+        self.sum_s += seconds;
+        if let Some(i) = latency_buckets_s.iter().position(|b| seconds <= *b) {
+            self.buckets[i] += 1;
+        }
+    }
+
+    /// Its samples: cumulative buckets, then sum and count, each with `labels` and `le`.
+    fn write(&self, t: &mut Text, name: &str, labels: &[(&str, &str)]) {
+        let mut cumulative = 0;
+        let with = |le: &str| -> Vec<(&str, String)> { labels.iter().map(|(k, v)| (*k, v.to_string())).chain([("le", le.to_string())]).collect() };
+        for (b, n) in latency_buckets_s.iter().zip(self.buckets) {
+            cumulative += n;
+            t.sample_owned(&format!("{name}_bucket"), &with(&b.to_string()), cumulative as f64);
+        }
+        t.sample_owned(&format!("{name}_bucket"), &with("+Inf"), self.count as f64);
+        t.sample(&format!("{name}_sum"), labels, self.sum_s);
+        t.sample(&format!("{name}_count"), labels, self.count as f64);
     }
 }
 
@@ -107,6 +175,11 @@ impl Text {
         writeln!(self.0, " {value}").expect("writing to a String");
     }
 
+    fn sample_owned(&mut self, name: &str, labels: &[(&str, String)], value: f64) {
+        let borrowed: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        self.sample(name, &borrowed, value);
+    }
+
     /// A family of one unlabelled sample.
     fn one(&mut self, name: &str, kind: &str, help: &str, value: f64) {
         self.family(name, kind, help);
@@ -124,7 +197,7 @@ fn render(shared: &Shared) -> String {
     requests(&mut t, &shared.metrics);
     t.one("seedlog_produce_purgatory_size", "gauge", "Requests answered later: acks=all produces waiting for the ISR, topic changes waiting to be applied.", shared.metrics.waiting.load(Ordering::Relaxed) as f64);
     t.family("seedlog_client_throttle_seconds_total", "counter", "Throttle time handed to clients over their quotas.");
-    for (i, kind) in ["produce", "fetch"].into_iter().enumerate() {
+    for (i, kind) in ["produce", "fetch", "request"].into_iter().enumerate() {
         t.sample("seedlog_client_throttle_seconds_total", &[("kind", kind)], shared.metrics.throttle_ms[i].load(Ordering::Relaxed) as f64 / 1000.0);
     }
     partitions(&mut t, shared);
@@ -134,17 +207,16 @@ fn render(shared: &Shared) -> String {
 
 fn requests(t: &mut Text, m: &Metrics) {
     let all = m.requests.lock().unwrap_or_else(|p| p.into_inner()).clone();
-    t.family("seedlog_request_duration_seconds", "histogram", "Requests by API, from read to answer (queue, decision, waits).");
-    for (key, h) in &all {
-        let api = ApiKey::try_from(*key).map_or_else(|_| key.to_string(), |k| format!("{k:?}"));
-        let mut cumulative = 0;
-        for (b, n) in latency_buckets_s.iter().zip(h.buckets) {
-            cumulative += n;
-            t.sample("seedlog_request_duration_seconds_bucket", &[("api", &api), ("le", &b.to_string())], cumulative as f64);
+    let api = |key: i16| ApiKey::try_from(key).map_or_else(|_| key.to_string(), |k| format!("{k:?}"));
+    t.family("seedlog_request_duration_seconds", "histogram", "Requests by API, from read to answer sent (queue, local, remote, send, throttle).");
+    for (key, hs) in &all {
+        hs[0].write(t, "seedlog_request_duration_seconds", &[("api", &api(*key))]);
+    }
+    t.family("seedlog_request_phase_seconds", "histogram", "Requests by API and phase: queue (until the node takes it up), local (its decisions and their disk work), remote (waiting on replicas, coordinators, the controller, a fetch's wait), send (writing the answer), throttle (muted after it).");
+    for (key, hs) in &all {
+        for (phase, h) in phases.iter().zip(&hs[1..]) {
+            h.write(t, "seedlog_request_phase_seconds", &[("api", &api(*key)), ("phase", phase)]);
         }
-        t.sample("seedlog_request_duration_seconds_bucket", &[("api", &api), ("le", "+Inf")], h.count as f64);
-        t.sample("seedlog_request_duration_seconds_sum", &[("api", &api)], h.sum_s);
-        t.sample("seedlog_request_duration_seconds_count", &[("api", &api)], h.count as f64);
     }
 }
 

@@ -1,5 +1,6 @@
 //! The shell's side of client quotas (`crate::throttle` decides): which answered requests
-//! count (Produce, by the request's size, and a consumer's Fetch, by the response's; never a
+//! count (Produce, by the request's size, and a consumer's Fetch, by the response's; with a
+//! `request_percentage` set, every client request by the time the node spent on it; never a
 //! follower's fetch or the broker's own links), the throttle written into the response's
 //! `throttle_time_ms`, and how long the connection is then not read from (KIP-219: the broker
 //! mutes the channel; a client of an older version is thereby held back too).
@@ -9,28 +10,32 @@ use crate::kafka::ApiKey;
 use crate::node::Outcome;
 use crate::throttle::{user_of, Kind};
 use kafka_protocol::messages::ResponseKind;
+use std::time::Duration;
 
-/// A request whose bytes may count against a quota.
+/// A request whose use may count against a quota.
 pub(super) struct Counted {
-    kind: Kind,
+    /// What its bytes count against, if anything.
+    bytes: Option<Kind>,
     version: i16,
     client_id: String,
     request_bytes: usize,
 }
 
-/// What of `frame` counts: a Produce, or a Fetch from a consumer (replica id < 0).
-pub(super) fn counted(frame: &[u8]) -> Option<Counted> {
+/// What of `frame` counts: a Produce, or a Fetch from a consumer (replica id < 0); with
+/// `every` (a `request_percentage` is set), any request but a follower's fetch.
+pub(super) fn counted(frame: &[u8], every: bool) -> Option<Counted> {
     let lead = crate::protocol::leading(frame)?;
-    let kind = match lead.key {
-        k if k == ApiKey::Produce as i16 => Kind::Produce,
-        k if k == ApiKey::Fetch as i16 => Kind::Fetch,
+    let bytes = match lead.key {
+        k if k == ApiKey::Produce as i16 => Some(Kind::Produce),
+        k if k == ApiKey::Fetch as i16 => Some(Kind::Fetch),
+        _ if every => None,
         _ => return None,
     };
     let (client_id, body) = client_id(frame, lead.key, lead.version)?;
-    if kind == Kind::Fetch && body.get(..4).map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]))? >= 0 {
+    if bytes == Some(Kind::Fetch) && body.get(..4).map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]))? >= 0 {
         return None; // a follower's fetch: replication is not a client's traffic
     }
-    Some(Counted { kind, version: lead.version, client_id, request_bytes: frame.len() })
+    Some(Counted { bytes, version: lead.version, client_id, request_bytes: frame.len() })
 }
 
 /// The request header's client id, and the body after the header.
@@ -65,31 +70,73 @@ fn uvarint(buf: &mut &[u8]) -> Option<u32> {
     None
 }
 
-/// Counts `c`'s bytes for `principal` and writes the throttle into the answer; returns how long
-/// the connection is muted, in ms (0: not at all).
-pub(super) fn apply(shared: &Shared, c: &Counted, principal: &str, outcome: &mut Outcome) -> u64 {
-    let bytes = match (c.kind, &*outcome) {
-        (Kind::Produce, _) => c.request_bytes,
-        (Kind::Fetch, Outcome::Reply(r)) => r.encode().map_or(0, |b| b.len()),
-        (Kind::Fetch, Outcome::Frame(f)) => f.len(),
-        _ => return 0,
+/// Counts `c`'s bytes and the node's time on it (`local`) for `principal`, and writes the
+/// longer throttle into the answer; returns how long the connection is muted, in ms (0: not at
+/// all). Kafka's produce and fetch answers likewise carry the larger of the two throttles.
+pub(super) fn apply(shared: &Shared, c: &Counted, principal: &str, local: Duration, outcome: &mut Outcome) -> u64 {
+    let bytes = match (c.bytes, &*outcome) {
+        (Some(Kind::Produce), _) => c.request_bytes,
+        (Some(Kind::Fetch), Outcome::Reply(r)) => r.encode().map_or(0, |b| b.len()),
+        (Some(Kind::Fetch), Outcome::Frame(f)) => f.len(),
+        _ => 0,
     };
-    let ms = shared.node.throttles().record(now_ms(), user_of(principal), &c.client_id, c.kind, bytes as u64);
-    if ms == 0 {
-        return 0;
+    let (now, user) = (now_ms(), user_of(principal));
+    let mut throttles = shared.node.throttles();
+    let mut ms = [0u64; 3];
+    if let Some(kind) = c.bytes {
+        ms[kind as usize] = throttles.record(now, user, &c.client_id, kind, bytes as u64);
     }
-    shared.metrics.throttle_ms[usize::from(c.kind == Kind::Fetch)].fetch_add(ms, std::sync::atomic::Ordering::Relaxed);
-    let at = i32::try_from(ms).unwrap_or(i32::MAX);
+    if throttles.any_of(Kind::Request) {
+        let us = u64::try_from(local.as_micros()).unwrap_or(u64::MAX);
+        ms[Kind::Request as usize] = throttles.record(now, user, &c.client_id, Kind::Request, us);
+    }
+    drop(throttles);
+    for (counter, ms) in shared.metrics.throttle_ms.iter().zip(ms) {
+        counter.fetch_add(ms, std::sync::atomic::Ordering::Relaxed);
+    }
+    let longest = ms.into_iter().max().unwrap_or(0);
+    if longest > 0 {
+        set_throttle(outcome, c.version, i32::try_from(longest).unwrap_or(i32::MAX));
+    }
+    longest
+}
+
+/// Writes `ms` into the answer's `throttle_time_ms`, where its version has one: an older
+/// version without it is held back by the muted connection alone.
+fn set_throttle(outcome: &mut Outcome, version: i16, ms: i32) {
     match outcome {
-        Outcome::Reply(r) => match &mut r.body {
-            ResponseKind::Produce(p) => p.throttle_time_ms = p.throttle_time_ms.max(at),
-            ResponseKind::Fetch(f) => f.throttle_time_ms = f.throttle_time_ms.max(at),
-            _ => {}
-        },
-        Outcome::Frame(f) => f.set_throttle_ms(c.version, at),
+        Outcome::Reply(r) => {
+            let Some(field) = throttle_field(&mut r.body) else { return };
+            let before = std::mem::replace(field, (*field).max(ms));
+            // A version without the field refuses to encode a value in it.
+            if r.encode().is_err() {
+                throttle_field(&mut r.body).map(|f| *f = before);
+            }
+        }
+        Outcome::Frame(f) => f.set_throttle_ms(version, ms),
         _ => {}
     }
-    ms
+}
+
+/// The `throttle_time_ms` of an answer to a client API that has one.
+fn throttle_field(body: &mut ResponseKind) -> Option<&mut i32> {
+    macro_rules! throttled {
+        ($($api:ident),* $(,)?) => {
+            match body {
+                $(ResponseKind::$api(r) => Some(&mut r.throttle_time_ms),)*
+                _ => None,
+            }
+        };
+    }
+    throttled!(
+        Produce, Fetch, ListOffsets, Metadata, OffsetCommit, OffsetFetch, FindCoordinator, JoinGroup, Heartbeat, LeaveGroup, SyncGroup,
+        DescribeGroups, ListGroups, ApiVersions, CreateTopics, DeleteTopics, DeleteRecords, InitProducerId, OffsetForLeaderEpoch,
+        AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit, DescribeAcls, CreateAcls, DeleteAcls, DescribeConfigs,
+        AlterConfigs, DescribeLogDirs, CreatePartitions, DeleteGroups, ElectLeaders, IncrementalAlterConfigs,
+        AlterPartitionReassignments, ListPartitionReassignments, OffsetDelete, DescribeClientQuotas, AlterClientQuotas,
+        DescribeUserScramCredentials, AlterUserScramCredentials, DescribeCluster, DescribeProducers, DescribeTransactions,
+        ListTransactions, DescribeTopicPartitions, UnregisterBroker,
+    )
 }
 
 #[cfg(test)]
@@ -113,15 +160,35 @@ mod tests {
         use kafka_protocol::messages::fetch_request::FetchRequest;
         use kafka_protocol::messages::produce_request::ProduceRequest;
         let produce = frame(ApiKey::Produce, 9, "slow", &ProduceRequest::default());
-        let c = counted(&produce).expect("a produce counts");
-        assert_eq!((c.kind, c.client_id.as_str(), c.request_bytes), (Kind::Produce, "slow", produce.len()));
+        let c = counted(&produce, false).expect("a produce counts");
+        assert_eq!((c.bytes, c.client_id.as_str(), c.request_bytes), (Some(Kind::Produce), "slow", produce.len()));
         for version in [4, 11, 12] {
             let consumer = frame(ApiKey::Fetch, version, "reader", &FetchRequest::default().with_replica_id(kafka_protocol::messages::BrokerId(-1)));
-            assert_eq!(counted(&consumer).map(|c| c.client_id), Some("reader".to_string()), "v{version}");
+            assert_eq!(counted(&consumer, false).map(|c| c.client_id), Some("reader".to_string()), "v{version}");
             let follower = frame(ApiKey::Fetch, version, "replica", &FetchRequest::default().with_replica_id(kafka_protocol::messages::BrokerId(2)));
-            assert!(counted(&follower).is_none(), "v{version}: a follower's fetch does not count");
+            assert!(counted(&follower, true).is_none(), "v{version}: a follower's fetch does not count");
         }
-        assert!(counted(&frame(ApiKey::Metadata, 12, "x", &kafka_protocol::messages::MetadataRequest::default())).is_none());
-        assert!(counted(&produce[..9]).is_none(), "a cut frame counts nothing");
+        let metadata = frame(ApiKey::Metadata, 12, "x", &kafka_protocol::messages::MetadataRequest::default());
+        assert!(counted(&metadata, false).is_none(), "no bytes of a Metadata count");
+        assert_eq!(counted(&metadata, true).map(|c| (c.bytes, c.client_id)), Some((None, "x".to_string())), "its time does, with a request quota set");
+        assert!(counted(&produce[..9], true).is_none(), "a cut frame counts nothing");
+    }
+
+    #[test]
+    fn a_throttle_goes_into_answers_whose_version_has_the_field() {
+        use crate::protocol::Response;
+        use kafka_protocol::messages::MetadataResponse;
+        let encoded = |version: i16, ms: i32| {
+            let mut outcome = Outcome::Reply(Response::new(ApiKey::Metadata, version, 1, MetadataResponse::default()));
+            set_throttle(&mut outcome, version, ms);
+            let Outcome::Reply(r) = outcome else { unreachable!() };
+            r.encode().unwrap_or_else(|e| panic!("v{version} encodes: {e}"))
+        };
+        // Metadata v0 has no throttle_time_ms: it is left out, the muted connection alone
+        // holds that client back.
+        assert_eq!(encoded(0, 500), encoded(0, 0));
+        for version in [3, 12] {
+            assert_ne!(encoded(version, 500), encoded(version, 0), "v{version} carries the throttle");
+        }
     }
 }

@@ -538,11 +538,13 @@ fn bad_input_garbage_frame() {
 /// Client quotas with `seedlog configs` as kafka-configs.sh takes them: producer_byte_rate for
 /// client id "throttled" is set and described, then confluent-kafka producers of two client
 /// ids write as fast as they can: only "throttled" is told to wait and is held to its quota
-/// (`quota_throttle.py`); removing the quota describes none.
+/// (`quota_throttle.py`); removing the quota describes none. Then a request_percentage for
+/// "throttled": its producer, one record at a time, is told to wait and waits; "free" is not.
 #[test]
 fn produce_quota_throttles_one_client_id() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut broker = Broker::start(dir.path(), &[]);
+    let metrics_addr = format!("127.0.0.1:{}", free_ports(1)[0]);
+    let mut broker = Broker::start(dir.path(), &["--metrics-listen", &metrics_addr]);
     let rate = "102400";
     let addr = broker.process.addr();
     let configs = |args: &[&str]| {
@@ -559,6 +561,12 @@ fn produce_quota_throttles_one_client_id() {
     client_script(&mut broker, "quota_throttle.py", &["--topic", "quota", "--rate", rate]);
     configs(&[&client[..], &["--alter", "--delete-config", "producer_byte_rate"]].concat());
     assert_eq!(configs(&[&client[..], &["--describe"]].concat()).trim(), "");
+    // request_percentage (KIP-124): 0.001% of one handler's time, 10 µs per second, is
+    // overrun within a few produce requests; the other client id is never held back.
+    configs(&[&client[..], &["--alter", "--add-config", "request_percentage=0.001"]].concat());
+    client_script(&mut broker, "quota_throttle.py", &["--topic", "quota", "--kind", "requests"]);
+    let metrics = support::scrape(&metrics_addr).unwrap_or_else(|e| panic!("{e}"));
+    assert!(support::metric(&metrics, r#"seedlog_client_throttle_seconds_total{kind="request"}"#).is_some_and(|s| s > 0.0), "{metrics}");
 }
 
 /// `--metrics-listen`: after kcat writes and reads records, `/metrics` counts them for the
@@ -579,6 +587,14 @@ fn metrics_endpoint_counts_and_lints() {
     assert_eq!(support::metric(&text, r#"seedlog_topic_messages_in_total{topic="metered"}"#), Some(50.0), "{text}");
     assert!(support::metric(&text, r#"seedlog_topic_bytes_out_total{topic="metered"}"#).is_some_and(|b| b > 0.0), "{text}");
     assert!(support::metric(&text, r#"seedlog_request_duration_seconds_count{api="Produce"}"#).is_some_and(|n| n >= 1.0), "{text}");
+    for phase in ["queue", "local", "remote", "send", "throttle"] {
+        let count = format!(r#"seedlog_request_phase_seconds_count{{api="Fetch",phase="{phase}"}}"#);
+        assert!(support::metric(&text, &count).is_some_and(|n| n >= 1.0), "{count}: {text}");
+    }
+    // kcat's consumer waits in its fetches (fetch.wait.max.ms) for records that never come:
+    // that wait is remote time, not the node's.
+    let sum = |phase: &str| support::metric(&text, &format!(r#"seedlog_request_phase_seconds_sum{{api="Fetch",phase="{phase}"}}"#)).unwrap_or(0.0);
+    assert!(sum("remote") > sum("local"), "remote {} local {}: {text}", sum("remote"), sum("local"));
     assert_eq!(support::metric(&text, "seedlog_active_controller"), Some(1.0));
     assert!(support::metric(&text, "seedlog_raft_commit_latency_seconds_count").is_some_and(|n| n >= 1.0), "the topic's creation was committed: {text}");
     assert_eq!(support::metric(&text, "seedlog_under_replicated_partitions"), Some(0.0));

@@ -1,14 +1,20 @@
 #!/usr/bin/env python3
-"""A produce quota throttles one client id and not another (confluent-kafka, KIP-219).
+"""A produce or request quota throttles one client id and not another (confluent-kafka, KIP-219).
 
-The test has set producer_byte_rate=--rate for client id "throttled" (seedlog configs). Two
+With --kind bytes, the test has set producer_byte_rate=--rate for client id "throttled"
+(seedlog configs). Two
 confluent-kafka producers write --mib MiB each to TOPIC as fast as they can, "free" first, then
 "throttled", each with a throttle_cb recording the broker's throttle times. "free" must hear
 none; "throttled" must be told to wait (a throttle of at least 1 s: --mib is over Kafka's
 allowance of a first burst, a whole window's worth, 10 s at the quota), and a record it sends
 right after must not be delivered before at least a second of that wait has passed (the broker
-mutes the connection; the client holds back too). Prints one JSON line with each producer's
-figures.
+mutes the connection; the client holds back too).
+
+With --kind requests, the test has set a small request_percentage for "throttled" instead:
+each producer sends one record at a time, waiting for each, until the broker tells it to wait
+at least 200 ms (the node's time on its requests is over its share), at most --records records.
+"free" must never be told; "throttled" must be, and its next record must wait about as long.
+Prints one JSON line with each producer's figures.
 """
 
 import argparse
@@ -48,7 +54,36 @@ def produce(bootstrap, topic, client_id, total):
             "max_throttle_ms": round(max(throttles, default=0) * 1000)}
 
 
+def one_at_a_time(bootstrap, topic, client_id, most):
+    throttles = []
+    p = Producer({"bootstrap.servers": bootstrap, "client.id": client_id, "acks": "1", "linger.ms": 0,
+                  "throttle_cb": lambda e: throttles.append(e.throttle_time)})
+    sent = 0
+    while sent < most and max(throttles, default=0) < 0.2:
+        p.produce(topic, value=b"r" * 100)
+        expect(p.flush(30) == 0, f"{client_id}: record {sent} was not delivered")
+        sent += 1
+    told = max(throttles, default=0)
+    then = time.monotonic()
+    p.produce(topic, value=b"after")
+    expect(p.flush(30) == 0, f"{client_id}: the record after was not delivered")
+    return {"client_id": client_id, "records": sent + 1, "max_throttle_ms": round(told * 1000),
+            "next_record_s": round(time.monotonic() - then, 2)}
+
+
+def run_requests(args):
+    free = one_at_a_time(args.bootstrap, args.topic, "free", args.records)
+    throttled = one_at_a_time(args.bootstrap, args.topic, "throttled", args.records)
+    print(json.dumps({"free": free, "throttled": throttled}))
+    expect(free["max_throttle_ms"] == 0, f"the client id without a quota was throttled: {free}")
+    expect(throttled["max_throttle_ms"] >= 200, f"the client id over its request quota was not told to wait: {throttled}")
+    expect(throttled["next_record_s"] >= 0.8 * throttled["max_throttle_ms"] / 1000,
+           f"the throttled client's next record went through before its throttle passed: {throttled}")
+
+
 def run(args):
+    if args.kind == "requests":
+        return run_requests(args)
     total = int(args.mib * 1024 * 1024)
     free = produce(args.bootstrap, args.topic, "free", total)
     throttled = produce(args.bootstrap, args.topic, "throttled", total)
@@ -62,7 +97,9 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bootstrap", required=True)
     ap.add_argument("--topic", required=True)
-    ap.add_argument("--rate", type=float, required=True, help="the throttled client's producer_byte_rate")
+    ap.add_argument("--kind", choices=["bytes", "requests"], default="bytes")
+    ap.add_argument("--rate", type=float, help="the throttled client's producer_byte_rate (--kind bytes)")
+    ap.add_argument("--records", type=int, default=300, help="most records sent one at a time (--kind requests)")
     ap.add_argument("--mib", type=float, default=1.5)
     args = ap.parse_args()
     main(lambda: run(args))
