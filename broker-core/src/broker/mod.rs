@@ -223,6 +223,12 @@ impl Broker {
         })
     }
 
+    /// The size of the data directory's volume and what is free of it, `(total, usable)`;
+    /// None where it cannot be told (a disk without a size). One statvfs, no blocking IO.
+    pub fn space(&self) -> Option<(u64, u64)> {
+        self.disk.space(&self.config.data_dir).ok()
+    }
+
     pub fn config(&self) -> &BrokerConfig {
         &self.config
     }

@@ -58,8 +58,8 @@ pub fn describe_cluster(b: &Broker, version: i16, req: DescribeClusterRequest, c
 }
 
 /// DescribeLogDirs: this broker's one log directory and the partitions it holds there (all of
-/// them, or those asked), each with its size. The volume's total and usable bytes are not
-/// read (-1, Kafka's "unknown").
+/// them, or those asked), each with its size, and the volume's total and usable bytes (-1,
+/// Kafka's "unknown", where the disk cannot tell).
 pub fn describe_log_dirs(b: &Broker, req: DescribeLogDirsRequest) -> DescribeLogDirsResponse {
     let asked: Option<BTreeMap<String, Vec<i32>>> = req.topics.map(|ts| ts.into_iter().map(|t| (t.topic.0.to_string(), t.partitions)).collect());
     let mut topics: BTreeMap<String, Vec<DescribeLogDirsPartition>> = BTreeMap::new();
@@ -71,10 +71,12 @@ pub fn describe_log_dirs(b: &Broker, req: DescribeLogDirsRequest) -> DescribeLog
         topics.entry(name.to_string()).or_default().push(DescribeLogDirsPartition::default().with_partition_index(p).with_partition_size(size));
     }
     let dir = std::path::absolute(&b.config().data_dir).unwrap_or_else(|_| b.config().data_dir.clone());
+    let bytes = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    let (total, usable) = b.space().map_or((-1, -1), |(t, u)| (bytes(t), bytes(u)));
     let result = DescribeLogDirsResult::default()
         .with_log_dir(s(&dir.display().to_string()))
-        .with_total_bytes(-1)
-        .with_usable_bytes(-1)
+        .with_total_bytes(total)
+        .with_usable_bytes(usable)
         .with_topics(topics.into_iter().map(|(name, partitions)| DescribeLogDirsTopic::default().with_name(TopicName(s(&name))).with_partitions(partitions)).collect());
     DescribeLogDirsResponse::default().with_results(vec![result])
 }

@@ -91,6 +91,23 @@ impl Disk for FileDisk {
         }
         Ok(())
     }
+
+    fn space(&self, dir: &Path) -> io::Result<(u64, u64)> {
+        use std::os::fd::AsRawFd;
+        let d = File::open(dir).map_err(|e| with_path(e, "open", dir))?;
+        let mut st = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+        // SAFETY: the descriptor is `d`'s, open until the end of this function; `st` is a
+        // writable statvfs that the call fills whole when it returns 0, and is read only then.
+        let st = unsafe {
+            if libc::fstatvfs(d.as_raw_fd(), st.as_mut_ptr()) != 0 {
+                return Err(with_path(io::Error::last_os_error(), "fstatvfs", dir));
+            }
+            st.assume_init()
+        };
+        let block = st.f_frsize as u64;
+        // Usable: what an unprivileged writer may still take (f_bavail), as Kafka reports.
+        Ok((st.f_blocks as u64 * block, st.f_bavail as u64 * block))
+    }
 }
 
 struct RealFile {

@@ -46,6 +46,11 @@ pub trait Disk: Send + Sync + 'static {
     /// logs would each sync their files: a checkpoint of every partition, or a topic's
     /// partitions created together.
     fn sync_all(&self, dir: &Path) -> io::Result<()>;
+    /// The size of the volume holding `dir` and the bytes still free for the broker, as
+    /// `(total, usable)` (statvfs; `Unsupported` where the volume has no size to tell).
+    fn space(&self, _dir: &Path) -> io::Result<(u64, u64)> {
+        Err(io::Error::from(io::ErrorKind::Unsupported))
+    }
     /// Simulated IO time owed since the last call (zero on real disks). The async shell sleeps
     /// it off, so a decision module can stay synchronous while a slow disk still costs time.
     fn take_stall(&self) -> Duration {

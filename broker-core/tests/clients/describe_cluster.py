@@ -56,6 +56,8 @@ def run(args):
             expect(len(answer["log_dirs"]) == 1, f"broker {answer['broker']}: {len(answer['log_dirs'])} log dirs: {answer}")
             d = answer["log_dirs"][0]
             expect(d["error_code"] == 0 and os.path.isabs(d["log_dir"]), f"broker {answer['broker']}: {d}")
+            # v4's volume size and free bytes (statvfs of the directory).
+            expect(0 < d.get("usable_bytes", -1) <= d.get("total_bytes", -1), f"broker {answer['broker']}: no volume size and free bytes: {d}")
             for t in d["topics"]:
                 sizes += [p["partition_size"] for p in t["partitions"] if t["name"] == args.topic and p["partition_index"] == 0]
         expect(sizes and max(sizes) >= args.n, f"describe_log_dirs: {args.topic}-0 sizes {sizes}, expected one of at least {args.n} bytes: {dirs}")

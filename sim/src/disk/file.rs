@@ -34,6 +34,13 @@ impl Disk for SimDisk {
         Ok(Box::new(SimFile { state: self.state.clone(), ino, generation, path }))
     }
 
+    /// The simulated capacity and what is left of it; a disk without one has no size to tell.
+    fn space(&self, _dir: &Path) -> io::Result<(u64, u64)> {
+        let s = lock(&self.state);
+        let cap = s.faults.capacity_bytes.ok_or_else(|| io::Error::from(io::ErrorKind::Unsupported))?;
+        Ok((cap, cap.saturating_sub(s.used_bytes)))
+    }
+
     fn exists(&self, path: &Path) -> bool {
         node(&lock(&self.state).current_ns, &normalize(path)).is_some()
     }

@@ -51,6 +51,9 @@ fn describe_log_dirs_lists_each_partition_here_with_its_size() {
         assert!(std::path::Path::new(dir.log_dir.as_str()).is_absolute(), "{}", dir.log_dir);
         let parts: Vec<(String, i32, i64)> = dir.topics.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.name.0.to_string(), p.partition_index, p.partition_size))).collect();
         assert_eq!(parts, vec![("t".to_string(), 0, size)], "v{version}");
+        // v4's volume size and free bytes: the real directory's statvfs.
+        let tells = version < 4 || (0 < dir.usable_bytes && dir.usable_bytes <= dir.total_bytes);
+        assert!(tells, "v{version}: total {} usable {}", dir.total_bytes, dir.usable_bytes);
     }
     // Only what was asked (an empty list asks for nothing): an unknown topic lists nothing.
     let only = DescribeLogDirsRequest::default().with_topics(Some(vec![DescribableLogDirTopic::default().with_topic(TopicName(s("other"))).with_partitions(vec![0])]));
