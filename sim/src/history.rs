@@ -320,6 +320,39 @@ pub struct History {
     pub placement_error: Option<String>,
     /// The client quota changes the admin made, in the order it made them (one at a time).
     pub quota_changes: Vec<QuotaChange>,
+    /// Each broker that joined late (`scenario::membership`): its id, and when its process
+    /// first started (ms from the run's start).
+    pub joins: Vec<(i32, u64)>,
+    /// Each decommission the admin began, in the order it began them.
+    pub decommissions: Vec<Decommission>,
+    /// With joins or decommissions: every partition's replicas after healing, as the active
+    /// controller answered Metadata (in `final_placements`' read).
+    pub final_assignment: BTreeMap<PartitionKey, Vec<i32>>,
+    /// With joins or decommissions: the brokers registered after healing, fenced or not
+    /// (id → fenced), as the active controller answered DescribeCluster with
+    /// `include_fenced_brokers`.
+    pub final_registered: BTreeMap<i32, bool>,
+}
+
+/// One decommission as the admin made it: every replica moved off `broker` (each move also in
+/// `History::reassignments`), the moves awaited, the process stopped for good, the broker
+/// unregistered. A step left `None` was not reached before producers stopped.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Decommission {
+    pub broker: i32,
+    pub invoke_ms: u64,
+    /// The brokers the plan placed replicas on (every broker of the cluster then but this one).
+    pub onto: Vec<i32>,
+    /// The partitions the plan moved (their replica lists changed).
+    pub moved: Vec<PartitionKey>,
+    /// When ListPartitionReassignments first showed none of `moved` in progress.
+    pub drained_ms: Option<u64>,
+    /// When its process was stopped for good.
+    pub stopped_ms: Option<u64>,
+    /// UnregisterBroker's answer: 0, else the Kafka error code; None: never answered.
+    pub unregister_code: Option<i16>,
+    /// An UnregisterBroker attempt before the answer may have taken effect.
+    pub unregister_earlier_unknown: bool,
 }
 
 /// One AlterClientQuotas of one client id's `producer_byte_rate`, as the admin saw it.

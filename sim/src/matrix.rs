@@ -60,6 +60,8 @@ fn scenario(name: &str, shape: Shape, broker: BrokerSettings, acks: &str, durati
         security: None,
         reassignments: Vec::new(),
         quotas: Vec::new(),
+        joins: Vec::new(),
+        decommissions: Vec::new(),
         groups: Vec::new(),
         processors: Vec::new(),
         faults,

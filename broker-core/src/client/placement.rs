@@ -1,12 +1,15 @@
 //! Where replicas live, asked of a running cluster: each partition's replicas (Metadata), the
 //! reassignments in progress (ListPartitionReassignments), starting or cancelling them
-//! (AlterPartitionReassignments) and removing a decommissioned broker (UnregisterBroker). Any
-//! broker will do: it forwards the last three to the active controller.
+//! (AlterPartitionReassignments), removing a decommissioned broker (UnregisterBroker) and the
+//! brokers registered (DescribeCluster). Any broker will do for the first four: it forwards
+//! the last three to the active controller; DescribeCluster is answered from the broker's own
+//! image.
 
 use super::conn::Conn;
 use super::plan::Assignment;
 use super::ClientError;
 use crate::kafka::Code;
+use kafka_protocol::messages::describe_cluster_request::DescribeClusterRequest;
 use kafka_protocol::messages::alter_partition_reassignments_request::{AlterPartitionReassignmentsRequest, ReassignablePartition, ReassignableTopic};
 use kafka_protocol::messages::list_partition_reassignments_request::ListPartitionReassignmentsRequest;
 use kafka_protocol::messages::metadata_request::{MetadataRequest, MetadataRequestTopic};
@@ -100,6 +103,18 @@ pub async fn unregister_broker(addr: SocketAddr, id: i32, timeout: Duration) -> 
         0 => Ok(()),
         code => Err(ClientError::kafka(code, r.error_message.map(|m| m.to_string()).unwrap_or_default())),
     }
+}
+
+/// The brokers registered in the image of the broker at `addr` (ask the active controller for
+/// the committed one), fenced ones too (DescribeCluster v2, `include_fenced_brokers`, KIP-1073):
+/// id → fenced. A decommissioned broker is not among them once unregistered.
+pub async fn registered_brokers(addr: SocketAddr, timeout: Duration) -> Result<BTreeMap<i32, bool>, ClientError> {
+    let mut conn = Conn::connect(addr, "seedlog-admin", timeout).await?;
+    let r = conn.send_at(&DescribeClusterRequest::default().with_include_fenced_brokers(true), Some(2), timeout).await?;
+    if r.error_code != 0 {
+        return Err(ClientError::kafka(r.error_code, r.error_message.map(|m| m.to_string()).unwrap_or_default()));
+    }
+    Ok(r.brokers.iter().map(|b| (b.broker_id.0, b.is_fenced)).collect())
 }
 
 /// One config change of IncrementalAlterConfigs: resource type and name, key, and the value to

@@ -41,6 +41,8 @@
 //! | `authorized` | no acknowledged write and no read of an authenticated client without a credential and ACLs allowing it (WRITE, READ on the topic) at some moment a broker could have been authorizing with: after some prefix of the ACL and credential changes invoked by then | Kafka's StandardAuthorizer (KIP-801), ACL propagation through the metadata log; issue 28 item 5 |
 //! | `reassignment_done` | after healing, every reassigned partition has no reassignment in progress and ends on the replica set its answered reassignments lead to: the last accepted target's, or after an accepted cancel the replicas before the move it cancelled | KIP-455 (AlterPartitionReassignments); Kafka's `kafka-reassign-partitions.sh --verify` |
 //! | `removed_replica_deleted` | after healing, a broker that is not among a reassigned partition's replicas holds no directory of it | KIP-455: a removed replica's log is deleted (Kafka's StopReplica with deletion; KRaft brokers delete stray logs) |
+//! | `broker_decommissioned` | every decommission completed (replicas moved off, process stopped for good, UnregisterBroker accepted), and after healing no partition lists the broker among its replicas and the controller no longer has it registered | Kafka's broker decommissioning (`kafka-reassign-partitions.sh` off the broker, then `kafka-cluster.sh unregister`, KIP-500); issue 30 item 6 |
+//! | `broker_joined` | after healing, a broker that joined late is registered and unfenced, is among the replicas of each partition whose last reassignment (accepted) named it, and holds a log that opens of every partition placed on it | Kafka's cluster expansion (a new broker registers, then `kafka-reassign-partitions.sh` moves replicas onto it); issue 30 item 6 |
 //! | `quota_respected` | a client id under an answered `producer_byte_rate` gets at most quota × elapsed + one window's burst and one request per broker meter (brokers, plus one per restart) + one request per new connection a timeout opened, acknowledged; and a client id under no quota in the same run gets more than that | Kafka's client quotas (KIP-13, KIP-219: windowed rate, throttle_time_ms, muted channel); issue 30 item 6 |
 //! | `compaction` | in a compacted topic, each key's last record in the final log is its last acknowledged write (or a later one of unknown outcome); a key is gone only after its last tombstone's `delete.retention.ms` | Kafka's log compaction guarantees (docs: "Log Compaction Basics"); issue 9 |
 //!
@@ -75,6 +77,7 @@ mod leader_epochs;
 mod leader_fenced;
 mod leader_handover;
 mod lso_monotonic;
+mod membership;
 mod metadata_liveness;
 mod raft_completeness;
 mod raft_leaders;
@@ -124,6 +127,8 @@ pub const CHECKERS: &[(&str, Checker)] = &[
     ("quota_respected", quotas::quota_respected),
     ("reassignment_done", reassignments::reassignment_done),
     ("removed_replica_deleted", reassignments::removed_replica_deleted),
+    ("broker_decommissioned", membership::broker_decommissioned),
+    ("broker_joined", membership::broker_joined),
     ("txn_lost_write", transactions::txn_lost_write),
     ("txn_aborted_read", transactions::txn_aborted_read),
     ("txn_torn", transactions::txn_torn),

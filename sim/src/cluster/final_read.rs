@@ -38,7 +38,8 @@ pub(super) async fn through_clients(s: &Scenario, cluster: &Cluster, rec: &Rec) 
 }
 
 /// Stops every broker cleanly and reads each replica's log from its disk into the history's
-/// `replica_logs`.
+/// `replica_logs` — but a decommissioned broker's: stopped for good, its machine is gone from
+/// the cluster, and whatever it kept is no replica of anything.
 pub(super) fn from_disks(s: &Scenario, cluster: &Cluster, rec: &Rec) {
     let handle = Handle::current();
     for (name, (disk, _)) in &cluster.disks {
@@ -47,7 +48,9 @@ pub(super) fn from_disks(s: &Scenario, cluster: &Cluster, rec: &Rec) {
         }
         disk.crash(CrashMode::Clean);
     }
-    let logs = replica_logs(s, &cluster.disks, rec);
+    let gone: Vec<String> = rec.lock().expect("recorder").history.decommissions.iter().filter(|d| d.stopped_ms.is_some()).map(|d| format!("broker-{}", d.broker)).collect();
+    let disks: Disks = cluster.disks.iter().filter(|(name, _)| !gone.contains(name)).map(|(n, d)| (n.clone(), d.clone())).collect();
+    let logs = replica_logs(s, &disks, rec);
     let at = super::recorder::now_ms(rec);
     let mut r = rec.lock().expect("recorder");
     (r.history.replica_logs, r.history.replica_logs_ms) = (logs, at);

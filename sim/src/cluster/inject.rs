@@ -31,9 +31,9 @@ type Skip = &'static str;
 /// start, a fault changes nothing before it: a run without its last faults is the same run up
 /// to where they would have started, which is what lets `sim shrink` remove faults one by one
 /// without losing a failure that happened earlier.
-pub(super) async fn run_schedule(faults: Vec<FaultSpec>, budget: Budget, cluster: &Cluster, rec: &Rec) {
+pub(super) async fn run_schedule(faults: Vec<FaultSpec>, budget: Budget, cluster: &Cluster, procs: &Procs, rec: &Rec) {
     let start = tokio::time::Instant::now();
-    let (clogs, procs) = (Clogs::default(), Procs::default());
+    let clogs = Clogs::default();
     let mut injectors = Vec::new();
     for f in faults {
         let due = start + Duration::from_millis(f.at);
@@ -65,6 +65,12 @@ async fn inject(mut f: FaultSpec, nodes: Nodes, disks: Disks, rec: Rec, clogs: C
             Some(broker) => f.target = broker,
             None => return event(&rec, "harness", "fault_skipped", json!({"kind": kind(&f), "target": f.target, "why": "no leader yet"})),
         }
+    }
+    // A broker that has not joined yet, or was decommissioned, has no process to fault: the
+    // harness must not start it early or bring it back (`cluster::membership`).
+    let ends = f.link().map_or_else(|| vec![f.target.as_str()], |(a, b)| vec![a, b]);
+    if let Some(why) = ends.into_iter().find_map(|n| procs.absent(n)) {
+        return event(&rec, "harness", "fault_skipped", json!({"kind": kind(&f), "target": f.target, "why": why}));
     }
     let from_ms = now_ms(&rec);
     if let Err(why) = budget.admit(&f) {
@@ -171,7 +177,8 @@ async fn crash_and_restart(f: &FaultSpec, nodes: &Nodes, disks: &Disks, rec: &Re
     event(rec, &f.target, "fault", json!({"kind": kind(f), "for": f.for_ms, "disk": report.to_string()}));
     hold(f).await;
     if !procs.release_crash(&f.target) {
-        event(rec, &f.target, "heal", json!({"kind": kind(f), "still_down": "another crash holds the node"}));
+        let why = procs.absent(&f.target).unwrap_or("another crash holds the node");
+        event(rec, &f.target, "heal", json!({"kind": kind(f), "still_down": why}));
         return Ok(());
     }
     // madsim's restart of a running node (a restart landing on a restart) does not release
@@ -210,12 +217,17 @@ async fn pause(f: &FaultSpec, nodes: &Nodes, disks: &Disks, rec: &Rec, procs: &P
 /// when the last crash holding it ends (not at the first, while a longer one is still "down"),
 /// a pause ends at the last pause's end or at a crash of the paused process, and a node that
 /// is down cannot be paused.
+///
+/// A broker that joins late is absent until it joins, and one decommissioned is absent from
+/// its stop on, held down for good (`cluster::membership`): no fault touches an absent broker.
 #[derive(Clone, Default)]
-struct Procs(Arc<Mutex<std::collections::BTreeMap<String, Proc>>>);
+pub(super) struct Procs(Arc<Mutex<std::collections::BTreeMap<String, Proc>>>);
 
 #[derive(Default)]
 struct Proc {
-    /// Crash faults holding the node down.
+    /// Why the node has no process a fault may touch (not joined yet, decommissioned).
+    absent: Option<Skip>,
+    /// Crash faults holding the node down (and a decommission, for good).
     crashes: u32,
     /// Pause faults holding the running process stopped.
     pauses: u32,
@@ -226,6 +238,28 @@ struct Proc {
 impl Procs {
     fn with<T>(&self, node: &str, f: impl FnOnce(&mut Proc) -> T) -> T {
         f(self.0.lock().expect("procs").entry(node.to_string()).or_default())
+    }
+
+    /// Why `node` has no process faults may touch, if it has none.
+    pub(super) fn absent(&self, node: &str) -> Option<Skip> {
+        self.0.lock().expect("procs").get(node).and_then(|p| p.absent)
+    }
+
+    /// `node` joins late: absent until [`Procs::joined`].
+    pub(super) fn joins_later(&self, node: &str) {
+        self.with(node, |p| p.absent = Some("the broker has not joined the cluster yet"));
+    }
+
+    /// `node`'s process has started: faults may touch it.
+    pub(super) fn joined(&self, node: &str) {
+        self.with(node, |p| p.absent = None);
+    }
+
+    /// `node` is stopped for good (a decommission): a crash that never ends, so no fault's
+    /// end restarts it and a pause of it ends here.
+    pub(super) fn retire(&self, node: &str, now_ms: u64) {
+        self.crash(node, now_ms);
+        self.with(node, |p| p.absent = Some("the broker was decommissioned: stopped for good"));
     }
 
     /// A crash begins: the process (if one runs) dies, and with it every pause of it.

@@ -17,10 +17,10 @@
 //! | fault schedule | `faults` | fixed faults plus the random mix from the seed, within the budget (pure: both builds) |
 //! | topology | `topology` | one node per broker over its own disk; addresses; broker configs |
 //! | workloads | `workloads`, `processors`, `groups` | topics created through the controller, then producer, processor, consumer and group member nodes |
-//! | admin | `security`, `reassign`, `quotas` | ACL and credential changes, partition reassignments, client quota changes, each at its time |
+//! | admin | `security`, `reassign`, `membership`, `quotas` | ACL and credential changes, partition reassignments, brokers joining late and decommissioned, client quota changes, each at its time |
 //! | safety | `inject` | each fault applied at its time and undone after `for` |
 //! | healing | here | faults gone; producers go on for ¾ of `heal_ms`, judged from ½ |
-//! | final read | `final_read`, `groups`, `reassign` | every partition through a client; every group's committed offsets; each reassigned partition's replicas; every replica from its disk |
+//! | final read | `final_read`, `groups`, `reassign`, `membership` | every partition through a client; every group's committed offsets; each reassigned partition's replicas (with joins or decommissions: every partition's, and the brokers registered); every replica from its disk (not a decommissioned broker's) |
 //! | verdict | `verdict` | the checkers, allowed losses, the trace's summary and digest |
 //!
 //! `recorder` stamps every event and operation with simulated time. The run's RNG draws the
@@ -36,6 +36,8 @@ mod final_read;
 mod groups;
 #[cfg(madsim)]
 mod inject;
+#[cfg(madsim)]
+mod membership;
 #[cfg(madsim)]
 mod processors;
 #[cfg(madsim)]
@@ -134,12 +136,15 @@ async fn simulate(s: Scenario, faults: Vec<FaultSpec>, disk_seed: u64, bug: Opti
     let mut cluster = topology::start_brokers(&s, disk_seed, bug, &rec);
     workloads::create_topics(&s, &cluster, &rec).await;
     let _acl_admin = security::start(&s, &cluster.brokers, &rec).await;
-    let reassigner = reassign::start(&s, &cluster.brokers, &rec);
+    let procs = inject::Procs::default();
+    let members = membership::Members::new(&s, &cluster, &procs);
+    let _joins = membership::start_joins(&members, &rec);
+    let reassigner = reassign::start(&s, &cluster.brokers, &members, &rec);
     let quota_admin = quotas::start(&s, &cluster.brokers, &rec);
     let clients = workloads::start_clients(&s, &mut cluster, &rec);
     let members = groups::start(&s, &mut cluster, disk_seed, &rec);
     let budget = s.random_faults.as_ref().map_or_else(inject::Budget::default, |m| inject::Budget::new(m.brokers_at_once.map(|n| n as usize), m.recovery_ms));
-    inject::run_schedule(faults, budget, &cluster, &rec).await;
+    inject::run_schedule(faults, budget, &cluster, &procs, &rec).await;
     tokio::time::sleep(Duration::from_millis(s.duration_ms.saturating_sub(now_ms(&rec)))).await;
     cluster.quiet_buggify();
     heal(&s, &rec).await;
@@ -152,7 +157,7 @@ async fn simulate(s: Scenario, faults: Vec<FaultSpec>, disk_seed: u64, bug: Opti
     quotas::settle(quota_admin).await;
     event(&rec, "harness", "healed", json!({}));
     final_read::through_clients(&s, &cluster, &rec).await;
-    reassign::final_placements(&reassigner, &cluster.brokers, &rec).await;
+    reassign::final_placements(&s, &reassigner, &cluster.brokers, &rec).await;
     let final_read_ms = now_ms(&rec);
     rec.lock().expect("recorder").history.final_read_ms = final_read_ms;
     for t in clients.consumers.into_iter().chain(members) {

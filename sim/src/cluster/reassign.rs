@@ -4,15 +4,19 @@
 //! retrying until it is answered; after healing it reads where each partition ended, as an
 //! operator's `kafka-reassign-partitions.sh --verify` would. Everything goes to the history.
 //!
+//! The scenario's decommissions (`cluster::membership`) are made here too, in their turn
+//! among the reassignments: an operator's one script, one change at a time.
+//!
 //! It asks and records, and must never decide what the checkers conclude. Nothing here runs
-//! without `reassignments`: a scenario without them creates no node and spawns no task, so its
-//! traces are what they were.
+//! without `reassignments`, `joins` or `decommissions`: a scenario without them creates no node
+//! and spawns no task, so its traces are what they were.
 
 use super::recorder::{event, now_ms, producing, Rec};
 use super::request_timeout_ms;
 use super::topology::harness_node;
 use crate::history::{Placement, Reassignment};
-use crate::scenario::{ReassignmentSpec, Scenario};
+use super::membership::Members;
+use crate::scenario::{DecommissionSpec, ReassignmentSpec, Scenario};
 use broker_core::client::{admin, placement};
 use broker_core::client::ClientError;
 use broker_core::kafka::Code;
@@ -41,31 +45,44 @@ pub(super) struct Reassigner {
     partitions: BTreeSet<(String, i32)>,
 }
 
+/// One change the admin makes at its time.
+enum Step {
+    Move(ReassignmentSpec),
+    Decommission(DecommissionSpec),
+}
+
 /// Starts the admin: it reads the reassigned partitions' replicas, then makes each reassignment
-/// at its time. None without `reassignments`.
-pub(super) fn start(s: &Scenario, brokers: &[SocketAddr], rec: &Rec) -> Option<Reassigner> {
-    if s.reassignments.is_empty() {
+/// and decommission at its time. None without `reassignments`, `joins` or `decommissions`.
+pub(super) fn start(s: &Scenario, brokers: &[SocketAddr], members: &Members, rec: &Rec) -> Option<Reassigner> {
+    if s.reassignments.is_empty() && s.joins.is_empty() && s.decommissions.is_empty() {
         return None;
     }
     let node = harness_node("reassign-admin", reassign_admin_ip);
     let partitions: BTreeSet<(String, i32)> = s.reassignments.iter().map(|r| (r.topic.clone(), r.partition)).collect();
-    let mut asked: Vec<ReassignmentSpec> = s.reassignments.clone();
-    // In time order, file order among equals: one at a time, as an operator's script would.
-    asked.sort_by_key(|r| r.at_ms);
-    let (b, r, p) = (brokers.to_vec(), rec.clone(), partitions.clone());
+    let moves = s.reassignments.iter().map(|r| (r.at_ms, Step::Move(r.clone())));
+    let mut steps: Vec<(u64, Step)> = moves.chain(s.decommissions.iter().map(|d| (d.at_ms, Step::Decommission(d.clone())))).collect();
+    // In time order, file order among equals (reassignments first): one at a time, as an
+    // operator's script would.
+    steps.sort_by_key(|(at_ms, _)| *at_ms);
+    let (b, r, p, m) = (brokers.to_vec(), rec.clone(), partitions.clone(), members.clone());
     let task = node.spawn(async move {
-        let found = placements(&b, &p, &r).await;
-        event(&r, "reassign-admin", "initial_replicas", json!({"placements": found.as_ref().map(|f| format!("{f:?}")).unwrap_or_else(|e| e.clone())}));
-        match found {
-            Ok(found) => r.lock().expect("recorder").history.initial_replicas = found.into_iter().map(|(k, placement)| (k, placement.replicas)).collect(),
-            Err(why) => r.lock().expect("recorder").history.placement_error = Some(format!("before the first reassignment: {why}")),
+        if !p.is_empty() {
+            let found = placements(&b, &p, &r).await;
+            event(&r, "reassign-admin", "initial_replicas", json!({"placements": found.as_ref().map(|f| format!("{f:?}")).unwrap_or_else(|e| e.clone())}));
+            match found {
+                Ok(found) => r.lock().expect("recorder").history.initial_replicas = found.into_iter().map(|(k, placement)| (k, placement.replicas)).collect(),
+                Err(why) => r.lock().expect("recorder").history.placement_error = Some(format!("before the first reassignment: {why}")),
+            }
         }
-        for spec in asked {
-            tokio::time::sleep(Duration::from_millis(spec.at_ms.saturating_sub(now_ms(&r)))).await;
+        for (at_ms, step) in steps {
+            tokio::time::sleep(Duration::from_millis(at_ms.saturating_sub(now_ms(&r)))).await;
             if !producing(&r) {
                 return;
             }
-            reassign(&b, &spec, &r).await;
+            match step {
+                Step::Move(spec) => reassign(&b, &spec, &r).await,
+                Step::Decommission(spec) => super::membership::decommission(&b, &spec, &m, &r).await,
+            }
         }
     });
     Some(Reassigner { node, task, partitions })
@@ -81,12 +98,20 @@ pub(super) async fn settle(admin: Option<Reassigner>) -> Option<Reassigner> {
 
 /// After healing: where each reassigned partition ended, into the history's `final_placements`
 /// (or why it could not be read, `placement_error`).
-pub(super) async fn final_placements(admin: &Option<Reassigner>, brokers: &[SocketAddr], rec: &Rec) {
+/// With joins or decommissions, every partition's replicas and the brokers registered too
+/// (`membership::final_cluster`).
+pub(super) async fn final_placements(s: &Scenario, admin: &Option<Reassigner>, brokers: &[SocketAddr], rec: &Rec) {
     let Some(admin) = admin else { return };
-    let (b, r, p) = (brokers.to_vec(), rec.clone(), admin.partitions.clone());
+    // The scenario's partitions, and those a decommission moved.
+    let moved: Vec<(String, i32)> = rec.lock().expect("recorder").history.reassignments.iter().map(|m| (m.topic.clone(), m.partition)).collect();
+    let (b, r, p, s) = (brokers.to_vec(), rec.clone(), admin.partitions.iter().cloned().chain(moved).collect::<BTreeSet<_>>(), s.clone());
     let _ = admin
         .node
         .spawn(async move {
+            super::membership::final_cluster(&s, &b, &r).await;
+            if p.is_empty() {
+                return;
+            }
             let found = placements(&b, &p, &r).await;
             event(&r, "reassign-admin", "final_placements", json!({"placements": found.as_ref().map(|f| format!("{f:?}")).unwrap_or_else(|e| e.clone())}));
             let mut rec = r.lock().expect("recorder");
@@ -100,7 +125,7 @@ pub(super) async fn final_placements(admin: &Option<Reassigner>, brokers: &[Sock
 
 /// Sends one reassignment to the active controller until it is answered, or producers stop;
 /// recorded as invoked before the first attempt.
-async fn reassign(brokers: &[SocketAddr], spec: &ReassignmentSpec, rec: &Rec) {
+pub(super) async fn reassign(brokers: &[SocketAddr], spec: &ReassignmentSpec, rec: &Rec) {
     let timeout = Duration::from_millis(request_timeout_ms);
     let target = spec.target();
     let at = {

@@ -25,6 +25,7 @@ use madsim::runtime::{Handle, NodeHandle};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tracing::Instrument;
@@ -62,8 +63,13 @@ pub(super) type Disks = BTreeMap<String, (SimDisk, Arc<Mutex<DiskFaultState>>)>;
 
 /// The nodes of a run, as the later phases need them.
 pub(super) struct Cluster {
-    /// Every broker's address, broker-0 (the controller) first: what clients bootstrap from.
+    /// Every broker's address started with the cluster (not those joining late: clients were
+    /// configured before they existed), broker-0 (the controller) first: what clients
+    /// bootstrap from.
     pub(super) brokers: Vec<SocketAddr>,
+    /// Each broker joining late, by node name: set when its process may start
+    /// (`cluster::membership`); until then its node's init does nothing.
+    pub(super) joining: BTreeMap<String, Arc<AtomicBool>>,
     pub(super) nodes: Nodes,
     pub(super) disks: Disks,
     /// Client nodes created so far.
@@ -90,8 +96,8 @@ fn client_ip(k: usize) -> Option<IpAddr> {
 pub(super) fn start_brokers(s: &Scenario, disk_seed: u64, bug: Option<PlantedBug>, rec: &Rec) -> Cluster {
     let handle = Handle::current();
     let base = base_disk_faults(s);
-    let brokers = (0..s.brokers).map(|i| SocketAddr::new(broker_ip(i), broker_port)).collect();
-    let mut cluster = Cluster { brokers, nodes: BTreeMap::new(), disks: BTreeMap::new(), clients: 0, buggify: Vec::new() };
+    let brokers = s.initial_brokers().into_iter().map(|i| SocketAddr::new(broker_ip(i), broker_port)).collect();
+    let mut cluster = Cluster { brokers, joining: BTreeMap::new(), nodes: BTreeMap::new(), disks: BTreeMap::new(), clients: 0, buggify: Vec::new() };
     for i in 0..s.brokers {
         let name = format!("broker-{i}");
         // Each broker's disk has its own seed, derived from the run's.
@@ -104,12 +110,22 @@ pub(super) fn start_brokers(s: &Scenario, disk_seed: u64, bug: Option<PlantedBug
         }
         cluster.buggify.push(config.buggify.clone());
         let (d, r) = (disk.clone(), rec.clone());
-        let node = handle
-            .create_node()
-            .name(&name)
-            .ip(broker_ip(i))
-            .init(move || broker_main(d.clone(), config.clone(), r.clone()).instrument(tracing::info_span!("broker", id = i)))
-            .build();
+        // A broker joining late: its node exists from the start (madsim numbers nodes as they
+        // are created), but its process starts only once `membership` lets it.
+        let started = Arc::new(AtomicBool::new(s.join_ms(i).is_none()));
+        if s.join_ms(i).is_some() {
+            cluster.joining.insert(name.clone(), started.clone());
+        }
+        let init = move || {
+            let (started, d, config, r) = (started.clone(), d.clone(), config.clone(), r.clone());
+            async move {
+                if started.load(Ordering::SeqCst) {
+                    broker_main(d, config, r).await;
+                }
+            }
+            .instrument(tracing::info_span!("broker", id = i))
+        };
+        let node = handle.create_node().name(&name).ip(broker_ip(i)).init(init).build();
         cluster.nodes.insert(name.clone(), (node, broker_ip(i)));
         cluster.disks.insert(name, (disk, faults));
     }

@@ -5,11 +5,13 @@
 //! A scenario is data: this module and its parts never run anything, read a clock or draw
 //! from an RNG. The parts follow the harness's phases: `topology` (brokers, their settings,
 //! topics), `workloads` (producers, consumers), `security` (principals, ACLs),
-//! `reassignments` (partitions moved while the run goes), `quotas` (client quota changes), `faults` (fixed faults and the
+//! `reassignments` (partitions moved while the run goes), `membership` (brokers joining late
+//! and decommissioned), `quotas` (client quota changes), `faults` (fixed faults and the
 //! random mix); each declares its fields and validates them, and [`Scenario::validate`] runs
 //! them in order.
 
 mod faults;
+mod membership;
 mod quotas;
 mod reassignments;
 mod security;
@@ -18,6 +20,7 @@ mod tests;
 mod topology;
 mod workloads;
 
+pub use membership::{membership_changes_max, DecommissionSpec, JoinSpec};
 pub use quotas::{quota_changes_max, QuotaSpec};
 pub use reassignments::{reassignments_max, ReassignmentSpec};
 pub use faults::{any_sender, controller_target, held_api, held_apis, leader_target, leader_target_prefix, FaultKind, FaultSpec, RandomFaults};
@@ -101,6 +104,13 @@ pub struct Scenario {
     /// Client quota changes the admin makes while the run goes (`scenario::quotas`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub quotas: Vec<QuotaSpec>,
+    /// Brokers whose process first starts while the run goes (`scenario::membership`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub joins: Vec<JoinSpec>,
+    /// Brokers the admin moves every replica off, stops for good and unregisters
+    /// (`scenario::membership`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub decommissions: Vec<DecommissionSpec>,
     #[serde(default)]
     pub expect: Expect,
     /// Pins the disk seed (each broker's `SimDisk`, link loss draws, group churn) instead of
@@ -177,6 +187,7 @@ impl Scenario {
         self.validate_security()?;
         self.validate_reassignments()?;
         self.validate_quotas()?;
+        self.validate_membership()?;
         self.validate_faults()
     }
 

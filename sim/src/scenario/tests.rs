@@ -291,3 +291,27 @@ fn quotas_name_a_producers_client_id_and_a_rate_or_a_removal_within_the_safety_p
     assert_eq!(error(&producer(", request_timeout_ms = 30001")), "scenario: producers.request_timeout_ms 30001 must be 100..=30000");
     assert_eq!(error(&producer(", client_id = \"\"")), "scenario: producers.client_id is empty; leave it out for the process name");
 }
+
+#[test]
+fn joins_and_decommissions_name_brokers_that_are_not_voters_within_the_safety_phase() {
+    let with = |brokers: u32, fields: &str| format!("brokers = {brokers}\n{SMOKE}{fields}\n");
+    let s = Scenario::parse(&with(4, "joins = [{ at_ms = 300, broker = 3 }]\ndecommissions = [{ at_ms = 600, broker = 1 }, { at_ms = 700, broker = 3 }]\nreassignments = [{ at_ms = 400, topic = \"t\", partition = 0, replicas = [3] }]")).unwrap();
+    assert_eq!((s.initial_brokers(), s.join_ms(3), s.decommission_ms(1)), (vec![0, 1, 2], Some(300), Some(600)));
+    let back = toml::to_string(&Scenario::parse(SMOKE).unwrap()).unwrap();
+    assert!(!back.contains("joins") && !back.contains("decommissions"), "a scenario without them writes neither back");
+    let refused = |brokers: u32, fields: &str, what: &str| {
+        let e = error(&with(brokers, fields));
+        assert!(e.contains(what), "{e:?} does not say {what:?}");
+    };
+    refused(3, "joins = [{ at_ms = 1000, broker = 2 }]", "within the safety phase, below duration_ms 1000");
+    refused(3, "joins = [{ at_ms = 1, broker = 3 }]", "broker 3 is not one of 0..3");
+    refused(3, "joins = [{ at_ms = 1, broker = 0 }]", "broker 0 is a controller voter");
+    refused(3, "broker = { controller_voters = 2 }\ndecommissions = [{ at_ms = 1, broker = 1 }]", "broker 1 is a controller voter (the first 2)");
+    refused(3, "joins = [{ at_ms = 1, broker = 2 }, { at_ms = 2, broker = 2 }]", "broker 2 is named twice in joins");
+    refused(3, "joins = [{ at_ms = 5, broker = 2 }]\ndecommissions = [{ at_ms = 5, broker = 2 }]", "not after it joins");
+    let rf2 = format!("brokers = 2\n{}decommissions = [{{ at_ms = 5, broker = 1 }}]\n", SMOKE.replace("partitions = 2 }", "partitions = 2, replication_factor = 2 }"));
+    assert!(error(&rf2).contains("2 brokers start with the cluster and 1 are left after the decommissions"), "{}", error(&rf2));
+    refused(3, "joins = [{ at_ms = 500, broker = 2 }]\nreassignments = [{ at_ms = 400, topic = \"t\", partition = 0, replicas = [2] }]", "joins only at 500 ms");
+    refused(3, "decommissions = [{ at_ms = 300, broker = 2 }]\nreassignments = [{ at_ms = 400, topic = \"t\", partition = 0, replicas = [2] }]", "decommissioned from 300 ms");
+    rejected(&with(3, "joins = [{ at = 1, broker = 2 }]"), "at");
+}

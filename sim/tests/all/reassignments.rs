@@ -3,7 +3,8 @@
 //! partitions read where the file's header says they start and at rest where they end — so
 //! `reassignment_done` and `removed_replica_deleted` judge moves that happened; and a controller
 //! that completes a move before its new replicas caught up is caught, on a seed that passes
-//! without it.
+//! without it. `scenarios/fast/grow-shrink.toml` grows the cluster (a broker joining late,
+//! given replicas) and shrinks it (a broker decommissioned) under faults, on pinned seeds.
 
 use crate::run;
 use broker_core::broker::PlantedBug;
@@ -11,7 +12,11 @@ use sim::scenario::Scenario;
 use std::path::PathBuf;
 
 fn reassign() -> (String, Scenario) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios/fast/reassign.toml");
+    fast("reassign")
+}
+
+fn fast(name: &str) -> (String, Scenario) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../scenarios/fast/{name}.toml"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     (path.display().to_string(), Scenario::parse(&text).unwrap())
 }
@@ -46,4 +51,26 @@ fn a_controller_that_skips_catch_up_is_caught() {
     let seed = (0..5).find(|&seed| caught(seed)).expect("a reassignment onto empty replicas survived 5 seeds");
     let clean = run(&s, &path, seed, None);
     assert!(clean.passed(), "reassign seed {seed} fails without the bug: {:?}", clean.violations.first());
+}
+
+/// Pinned seeds of `grow-shrink` (fresh ones are swept, docs/simulation.md): each passes, with
+/// broker-3 joined and given replicas, broker-1 decommissioned to the end, the faults kept off
+/// both while they have no process, and no replica read from broker-1's disk.
+#[test]
+fn a_cluster_grows_and_shrinks_under_faults_and_loses_nothing() {
+    let (path, s) = fast("grow-shrink");
+    for seed in [0, 1, 70400, 70437] {
+        let r = run(&s, &path, seed, None);
+        assert!(r.passed(), "grow-shrink seed {seed}: {:?}", r.violations.first());
+        let h = &r.history;
+        assert_eq!(h.joins.iter().map(|(id, at)| (*id, *at >= 6_000)).collect::<Vec<_>>(), vec![(3, true)], "seed {seed}");
+        let [d] = &h.decommissions[..] else { panic!("seed {seed}: {:?}", h.decommissions) };
+        assert!(d.broker == 1 && d.stopped_ms.is_some() && !d.moved.is_empty() && d.onto == vec![0, 2, 3], "seed {seed}: {d:?}");
+        assert!(h.final_assignment.values().all(|r| !r.contains(&1)) && h.final_assignment.values().filter(|r| r.contains(&3)).count() >= 2, "seed {seed}: {:?}", h.final_assignment);
+        assert_eq!(h.final_registered.keys().copied().collect::<Vec<_>>(), vec![0, 2, 3], "seed {seed}");
+        assert!(h.replica_logs.values().all(|logs| !logs.contains_key("broker-1")), "seed {seed}: broker-1's disk was read");
+        let stopped = d.stopped_ms.unwrap_or(0);
+        let touched = |f: &sim::history::FaultSpan, name: &str| f.target == name || f.link().is_some_and(|(a, b)| a == name || b == name);
+        assert!(h.faults.iter().all(|f| !(touched(f, "broker-3") && f.from_ms < 6_000) && !(touched(f, "broker-1") && f.from_ms >= stopped)), "seed {seed}: {:?}", h.faults);
+    }
 }
