@@ -189,6 +189,11 @@ pub enum PlantedBug {
     /// (`controller::rules`), so a partition moved onto empty replicas loses its records
     /// (`scenarios/fast/reassign.toml`).
     ReassignmentSkipsCatchUp,
+    /// The quota manager hands out a throttle's seconds where `throttle_time_ms` counts ms
+    /// (set when the node is built: `BrokerConfig::throttle_unit`), so a client over its quota
+    /// is told, and muted for, a thousandth of its wait: it writes at the rate it offers
+    /// (`quota_respected` on `scenarios/fast/quotas.toml`).
+    ThrottleInSeconds,
 }
 
 impl PlantedBug {
@@ -238,6 +243,7 @@ impl PlantedBug {
         PlantedBug::InitFencesPreparedCommit,
         PlantedBug::AclDenyIgnored,
         PlantedBug::ReassignmentSkipsCatchUp,
+        PlantedBug::ThrottleInSeconds,
     ];
 
     /// The bug named `name` (its variant name, as traces record it).

@@ -109,14 +109,42 @@ impl SharedRate {
     }
 }
 
+/// How a throttle worked out in ms is handed out. The wrong rule exists only in the simulated
+/// build, chosen when the node is built (`PlantedBug::ThrottleInSeconds`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Unit {
+    /// As ms, what `throttle_time_ms` counts (Kafka's).
+    #[default]
+    Ms,
+    /// Planted: the throttle's seconds written where ms are read, a thousandth of the wait.
+    #[cfg(madsim)]
+    SecondsAsMs,
+}
+
+impl Unit {
+    fn hand_out(self, ms: u64) -> u64 {
+        match self {
+            Unit::Ms => ms,
+            #[cfg(madsim)]
+            Unit::SecondsAsMs => ms / 1000,
+        }
+    }
+}
+
 /// The meters, and the quotas they are held to.
 #[derive(Debug, Default)]
 pub struct Throttles {
     quotas: Quotas,
     meters: BTreeMap<(Kind, String, String), Meter>,
+    unit: Unit,
 }
 
 impl Throttles {
+    /// No quotas yet; throttles handed out in `unit`.
+    pub fn new(unit: Unit) -> Throttles {
+        Throttles { unit, ..Throttles::default() }
+    }
+
     /// The quotas from now on (the metadata's, after each change).
     pub fn set_quotas(&mut self, quotas: Quotas) {
         self.quotas = quotas;
@@ -151,7 +179,7 @@ impl Throttles {
         }
         // Kafka's QuotaUtils.throttleTime: long enough for the rate to fall to the quota.
         let ms = (rate - limit) / limit * window as f64;
-        (ms as u64).min(throttle_ms_max)
+        self.unit.hand_out((ms as u64).min(throttle_ms_max))
     }
 }
 

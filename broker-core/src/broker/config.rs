@@ -177,6 +177,16 @@ impl BrokerConfig {
         }
     }
 
+    /// How client-quota throttles are handed out: in ms, but where a planted bug writes their
+    /// seconds instead (never in the real build).
+    pub fn throttle_unit(&self) -> crate::throttle::Unit {
+        #[cfg(madsim)]
+        if self.planted(PlantedBug::ThrottleInSeconds) {
+            return crate::throttle::Unit::SecondsAsMs;
+        }
+        crate::throttle::Unit::Ms
+    }
+
     /// Which remembered batches of a producer a retry is recognised among: Kafka's five, but
     /// where a planted bug shrinks the window (never in the real build).
     pub fn producer_window(&self) -> super::producer::Window {

@@ -106,7 +106,8 @@ impl Node {
         let mut groups = Coordinator::new(broker.config().groups.clone());
         groups.planted = broker.config().planted_set();
         let txns = coordinator_link::Txns::new(broker.config().txns.clone(), broker.config().prepared_commits());
-        Node { parts: Mutex::new(Parts { broker, groups, txns, fetchers: Default::default() }), controller: controller.map(Mutex::new), controller_hint: (-1).into(), throttles: Default::default() }
+        let unit = broker.config().throttle_unit();
+        Node { parts: Mutex::new(Parts { broker, groups, txns, fetchers: Default::default() }), controller: controller.map(Mutex::new), controller_hint: (-1).into(), throttles: Mutex::new(crate::throttle::Throttles::new(unit)) }
     }
 
     /// The broker and the coordinator, even if a request handler panicked while holding them

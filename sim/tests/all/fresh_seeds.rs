@@ -90,6 +90,9 @@ const cheap_half: &[(PlantedBug, &str, &str, u64)] = &[
     // A reassignment completed before its new replicas caught up moves a partition onto
     // empty logs: every seed of 70110..70210 loses acknowledged records with it.
     (PlantedBug::ReassignmentSkipsCatchUp, "scenarios/fast/reassign.toml", "isr_complete", 5),
+    // Throttles handed out in seconds where ms are read: the client id under a quota writes
+    // at the rate it offers, eight times its quota.
+    (PlantedBug::ThrottleInSeconds, "scenarios/fast/quotas.toml", "quota_respected", 5),
 ];
 
 /// A scenario file under the repository, or a durability-matrix row by its scenario name.
