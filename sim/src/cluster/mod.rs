@@ -30,6 +30,7 @@
 //! every trace (and the digests in `scenarios/` tests say so).
 
 pub mod faults;
+pub(crate) mod timing;
 #[cfg(madsim)]
 mod final_read;
 #[cfg(madsim)]
@@ -44,16 +45,13 @@ mod processors;
 mod quotas;
 #[cfg(madsim)]
 mod reassign;
-#[cfg(madsim)]
-mod recorder;
-#[cfg(madsim)]
+pub(crate) mod recorder;
 mod security;
 #[cfg(madsim)]
 mod topology;
 #[cfg(madsim)]
 mod verdict;
-#[cfg(madsim)]
-mod workloads;
+pub(crate) mod workloads;
 
 pub use faults::{derive_faults, schedule};
 #[cfg(madsim)]
@@ -74,7 +72,6 @@ use {
 
 /// Client request timeout in simulated time: long enough for a paused or restarting broker to
 /// come back within a fault, short enough that a dead one is noticed.
-#[cfg(madsim)]
 const request_timeout_ms: u64 = 1_000;
 
 /// Runs `scenario` under `seed`. `scenario_path` is recorded in the trace header for replay.

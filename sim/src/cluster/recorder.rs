@@ -11,47 +11,47 @@ use serde_json::Value;
 use std::sync::{Arc, Mutex};
 
 /// Shared recorder for the trace and history, stamped with simulated time.
-pub(super) struct Recorder {
+pub(crate) struct Recorder {
     start: madsim::time::Instant,
     trace: Trace,
-    pub(super) history: History,
+    pub(crate) history: History,
     /// When producers stop invoking writes; unknown (`None`) until the last fault is undone.
-    pub(super) produce_until_ms: Option<u64>,
+    pub(crate) produce_until_ms: Option<u64>,
 }
 
-pub(super) type Rec = Arc<Mutex<Recorder>>;
+pub(crate) type Rec = Arc<Mutex<Recorder>>;
 
 impl Recorder {
     /// A recorder whose clock starts now, writing after the trace's header.
-    pub(super) fn start(trace: Trace) -> Rec {
+    pub(crate) fn start(trace: Trace) -> Rec {
         Arc::new(Mutex::new(Recorder { start: madsim::time::Instant::now(), trace, history: History::default(), produce_until_ms: None }))
     }
 }
 
-pub(super) fn now_ms(rec: &Rec) -> u64 {
+pub(crate) fn now_ms(rec: &Rec) -> u64 {
     rec.lock().expect("recorder").now_ms()
 }
 
 impl Recorder {
     /// Simulated ms since the run began.
-    pub(super) fn now_ms(&self) -> u64 {
+    pub(crate) fn now_ms(&self) -> u64 {
         self.start.elapsed().as_millis() as u64
     }
 }
 
 /// Simulated ms of `at` since the run began (an instant a client stamped).
-pub(super) fn ms_at(rec: &Rec, at: madsim::time::Instant) -> u64 {
+pub(crate) fn ms_at(rec: &Rec, at: madsim::time::Instant) -> u64 {
     at.saturating_duration_since(rec.lock().expect("recorder").start).as_millis() as u64
 }
 
 /// Whether producers should keep invoking writes.
-pub(super) fn producing(rec: &Rec) -> bool {
+pub(crate) fn producing(rec: &Rec) -> bool {
     let r = rec.lock().expect("recorder");
     let now = r.start.elapsed().as_millis() as u64;
     r.produce_until_ms.is_none_or(|until| now < until)
 }
 
-pub(super) fn event(rec: &Rec, node: &str, name: &str, fields: Value) {
+pub(crate) fn event(rec: &Rec, node: &str, name: &str, fields: Value) {
     let mut r = rec.lock().expect("recorder");
     let t = r.start.elapsed().as_millis() as u64;
     r.trace.event(t, node, name, fields);
@@ -59,7 +59,7 @@ pub(super) fn event(rec: &Rec, node: &str, name: &str, fields: Value) {
 
 /// What was recorded. Broker nodes' init closures still hold the recorder, so it is taken
 /// out rather than unwrapped.
-pub(super) fn take(rec: &Rec) -> (Trace, History) {
+pub(crate) fn take(rec: &Rec) -> (Trace, History) {
     let mut r = rec.lock().expect("recorder");
     (std::mem::take(&mut r.trace), std::mem::take(&mut r.history))
 }

@@ -5,35 +5,45 @@
 //! with when it was invoked and acknowledged. Nothing here runs without `security`: a scenario
 //! without it creates no node and draws nothing more, so its traces are what they were.
 
-use super::recorder::{event, now_ms, Rec};
-use super::request_timeout_ms;
-use super::topology::harness_node;
-use crate::history::{Secured, SecurityChange};
-use crate::scenario::{password, Scenario};
-use broker_core::broker::{BrokerConfig, PlantedBug};
-use broker_core::client::admin;
-use broker_core::metadata::Endpoint;
-use broker_core::security::acl::{anonymous, AuthorizerConfig};
+use super::recorder::Rec;
+use crate::scenario::password;
 use broker_core::security::scram::Mechanism;
-use broker_core::security::{AddScram, Listener, Protocol, SaslLogin};
-use madsim::task::JoinHandle;
-use serde_json::json;
-use std::net::{IpAddr, SocketAddr};
-use std::time::Duration;
+use broker_core::security::SaslLogin;
+use std::net::SocketAddr;
+#[cfg(madsim)]
+use {
+    super::recorder::{event, now_ms},
+    super::request_timeout_ms,
+    super::topology::harness_node,
+    crate::history::{Secured, SecurityChange},
+    crate::scenario::Scenario,
+    broker_core::broker::{BrokerConfig, PlantedBug},
+    broker_core::client::admin,
+    broker_core::metadata::Endpoint,
+    broker_core::security::acl::{anonymous, AuthorizerConfig},
+    broker_core::security::{AddScram, Listener, Protocol},
+    madsim::task::JoinHandle,
+    serde_json::json,
+    std::net::IpAddr,
+    std::time::Duration,
+};
 
 /// Each broker's SASL_PLAINTEXT listener port (PLAINTEXT stays on `topology::broker_port`).
 pub(super) const sasl_port: u16 = 9093;
 
 /// The ACL admin's node address.
+#[cfg(madsim)]
 const acl_admin_ip: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 2, 4));
 
 /// Iterations of the users' SCRAM credentials: Kafka's minimum, the cheapest to simulate.
+#[cfg(madsim)]
 const iterations: i32 = 4096;
 
 /// Gives a broker the scenario's security: a SASL_PLAINTEXT listener beside the PLAINTEXT
 /// one (the inter-broker listener, as the harness's clients use), the users' credentials to
 /// bootstrap (salted by name: the run must not draw), and the StandardAuthorizer with
 /// `User:ANONYMOUS` the one super user — with DENY ignored where that bug is planted.
+#[cfg(madsim)]
 pub(super) fn configure(s: &Scenario, c: &mut BrokerConfig, ip: IpAddr, plaintext_port: u16, bug: Option<PlantedBug>) {
     let Some(spec) = &s.security else { return };
     let plaintext = Endpoint { name: Protocol::Plaintext.name().into(), host: ip.to_string(), port: i32::from(plaintext_port) };
@@ -56,6 +66,7 @@ pub(super) fn configure(s: &Scenario, c: &mut BrokerConfig, ip: IpAddr, plaintex
 
 /// A user's salt: from the name, since the run must not draw (the simulator's users are not
 /// secrets).
+#[cfg(madsim)]
 fn salt_of(user: &str) -> [u8; 16] {
     let mut salt = [0u8; 16];
     salt.iter_mut().zip(user.bytes().cycle()).for_each(|(s, b)| *s = b);
@@ -79,6 +90,7 @@ pub(super) fn record_principal(rec: &Rec, process: &str, user: &str) {
 
 /// Creates the scenario's initial ACLs (awaited: before any client starts), then starts the
 /// admin that makes its changes at their times. None without `security`.
+#[cfg(madsim)]
 pub(super) async fn start(s: &Scenario, brokers: &[SocketAddr], rec: &Rec) -> Option<JoinHandle<()>> {
     let spec = s.security.clone()?;
     rec.lock().expect("recorder").history.users = spec.users.iter().cloned().collect();
@@ -103,6 +115,7 @@ const initial_deadline_ms: u64 = 10_000;
 /// Makes each change in turn, retrying (on the next broker) until one is acknowledged or
 /// `deadline_ms` from the first attempt passed: each is safe to repeat. Recorded as invoked
 /// before the first attempt; acknowledged when it is.
+#[cfg(madsim)]
 async fn apply(brokers: &[SocketAddr], changes: &[(bool, Secured)], deadline_ms: Option<u64>, rec: &Rec) {
     let start = now_ms(rec);
     let timeout = Duration::from_millis(request_timeout_ms);

@@ -32,22 +32,8 @@ use tracing::Instrument;
 
 const broker_port: u16 = 9092;
 
-/// Heartbeats, sessions and ISR lag scaled to simulated scenarios of tens of seconds, whose
-/// faults last up to a few seconds (Kafka's 2 s / 9 s / 30 s would see no failover at all).
-const heartbeat_ms: u64 = 250;
-pub(super) const session_ms: u64 = 1_500;
-const replica_lag_ms: u64 = 2_000;
-/// The metadata quorum's election timeout, scaled like the sessions (KRaft's 1 s against its 9 s
-/// session): a dead quorum leader is replaced within about a second.
-const quorum_election_ms: u64 = 300;
-/// How long the voters take to replace an active controller that stopped answering: the fetch
-/// timeout (twice the election timeout, `server/config.rs`), then one election round, whose
-/// timeout is drawn from one to two election timeouts.
-pub(super) const controller_failover_ms: u64 = 2 * quorum_election_ms + 2 * quorum_election_ms;
-
-/// How long the node's supervisor (systemd's `Restart=on-failure` in a real deployment) waits
-/// before starting a broker process that exited.
-const supervisor_restart_ms: u64 = 1_000;
+pub(super) use super::timing::{controller_failover_ms, session_ms, sim_offsets_partitions, voters};
+use super::timing::{group_min_session_ms, heartbeat_ms, quorum_election_ms, replica_lag_ms, supervisor_restart_ms, txn_abort_check_ms};
 
 /// The admin node, which creates the topics.
 pub(super) const admin_ip: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 2, 2));
@@ -179,14 +165,6 @@ fn base_disk_faults(s: &Scenario) -> DiskFaults {
     }
 }
 
-/// Partitions of `__consumer_offsets` in simulated clusters.
-pub(super) const sim_offsets_partitions: i32 = 3;
-
-/// The metadata quorum's voters: the first `controller_voters` brokers (one by default).
-pub(super) fn voters(s: &Scenario) -> impl Iterator<Item = i32> {
-    (0..s.broker.controller_voters.unwrap_or(1).clamp(1, s.brokers)).map(|v| v as i32)
-}
-
 /// The observer every simulated node is built with: what its decisions make happen goes to
 /// the run's watches (`broker_core::simprobe`), which the checkers read at the end.
 fn probe() -> observe::Observer {
@@ -224,10 +202,10 @@ pub(super) fn broker_config(s: &Scenario, i: u32, bug: Option<PlantedBug>) -> Br
     };
     // Three offsets partitions keep group scenarios cheap; sessions as short as a second let
     // them churn within a fast scenario.
-    (c.groups.offsets_partitions, c.groups.min_session_timeout_ms) = (sim_offsets_partitions, 1_000);
+    (c.groups.offsets_partitions, c.groups.min_session_timeout_ms) = (sim_offsets_partitions, group_min_session_ms);
     // The same for the transaction coordinator's state topic; abandoned transactions are
     // checked for their timeout every second, so a fast scenario sees them aborted.
-    (c.txns.state_partitions, c.txns.abort_timed_out_interval_ms) = (sim_offsets_partitions, 1_000);
+    (c.txns.state_partitions, c.txns.abort_timed_out_interval_ms) = (sim_offsets_partitions, txn_abort_check_ms);
     if let Some(v) = s.broker.transaction_partition_verification {
         c.txns.partition_verification = v;
     }

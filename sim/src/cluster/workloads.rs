@@ -7,6 +7,7 @@
 
 use super::recorder::{event, now_ms, producing, Rec};
 use super::request_timeout_ms;
+#[cfg(madsim)]
 use super::topology::{admin_ip, harness_node, Cluster};
 use crate::history::{record_identity, write_header, Outcome, Read, Txn, Write};
 use crate::scenario::{ProducerSpec, Scenario};
@@ -36,6 +37,7 @@ pub(super) struct Clients {
 
 /// Creates the scenario's topics from the admin node; returns once they exist or the harness
 /// gave up on them.
+#[cfg(madsim)]
 pub(super) async fn create_topics(s: &Scenario, cluster: &Cluster, rec: &Rec) {
     let admin = harness_node("admin", admin_ip);
     let topics: Vec<TopicToCreate> = s.topics.iter().map(|t| TopicToCreate { name: t.name.clone(), partitions: t.partitions, replication_factor: t.replication_factor, configs: t.config.clone() }).collect();
@@ -44,6 +46,7 @@ pub(super) async fn create_topics(s: &Scenario, cluster: &Cluster, rec: &Rec) {
 
 /// Starts every producer (each spec `count` times), then every processor, then every
 /// consumer, each on its own client node (processors are awaited as producers are). Consumers read until half-way through the healing phase.
+#[cfg(madsim)]
 pub(super) fn start_clients(s: &Scenario, cluster: &mut Cluster, rec: &Rec) -> Clients {
     let partitions = |topic: &str| s.topics.iter().find(|t| t.name == topic).map_or(1, |t| t.partitions);
     let mut clients = Clients { producers: Vec::new(), consumers: Vec::new() };
@@ -72,7 +75,7 @@ pub(super) fn start_clients(s: &Scenario, cluster: &mut Cluster, rec: &Rec) -> C
 
 /// Creates the scenario's topics through the controller once every broker is registered and
 /// unfenced (retrying while they register). Gives up after `topics_deadline_ms`.
-async fn admin_main(controller: SocketAddr, brokers: usize, topics: Vec<TopicToCreate>, rec: Rec) {
+pub(crate) async fn admin_main(controller: SocketAddr, brokers: usize, topics: Vec<TopicToCreate>, rec: Rec) {
     let start = now_ms(&rec);
     // Every broker first, so replica placement does not depend on which registered first.
     while now_ms(&rec) - start <= topics_deadline_ms {
@@ -104,7 +107,7 @@ async fn admin_main(controller: SocketAddr, brokers: usize, topics: Vec<TopicToC
 /// turn), the next round starting when all are answered. It produces through the healing
 /// phase until the harness sets `produce_until_ms`, so that `write_liveness` can see whether
 /// writes succeed again once faults are gone.
-async fn producer_main(name: String, brokers: Vec<SocketAddr>, topic: String, partitions: i32, spec: ProducerSpec, rec: Rec) {
+pub(crate) async fn producer_main(name: String, brokers: Vec<SocketAddr>, topic: String, partitions: i32, spec: ProducerSpec, rec: Rec) {
     let (acks, idempotent, rate, bytes) = (Scenario::acks(&spec), spec.idempotent(), spec.rate.max(1), spec.record_bytes);
     let partitions = partitions.max(1);
     let batch_records = spec.batch_records.min((batch_value_bytes_max / bytes.max(1) as u64).max(1));
@@ -308,7 +311,7 @@ fn outcome_of(r: &Result<i64, ClientError>) -> Outcome {
 
 /// An assign-mode consumer of every partition of `topic` until `until_ms`. A poll error ends
 /// the session; the next one starts where this one got to (from 0 if the log lost it).
-async fn consumer_main(name: String, brokers: Vec<SocketAddr>, topic: String, partitions: i32, (max_wait_ms, user): (i32, Option<String>), until_ms: u64, rec: Rec) {
+pub(crate) async fn consumer_main(name: String, brokers: Vec<SocketAddr>, topic: String, partitions: i32, (max_wait_ms, user): (i32, Option<String>), until_ms: u64, rec: Rec) {
     if let Some(user) = &user {
         super::security::record_principal(&rec, &name, user);
     }
