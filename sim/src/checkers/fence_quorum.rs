@@ -11,6 +11,14 @@
 //! half the brokers. Fencing half or more is the rule broken. The voters report each
 //! FenceBroker record with its metadata offset (`broker_core::simprobe::leadership`); the Raft
 //! history says which controller wrote it.
+//!
+//! A cut that begins while the controller's process is paused is not judged: what reached it
+//! before the cut (heartbeats sent before it) is read only once the pause ends, inside the cut,
+//! and renews sessions there — even that of a broker it fenced a moment before, since a resumed
+//! process's expired timers may run before its sockets are read. grow-shrink seed 71390:
+//! broker-0, the one voter, paused from 2159 ms to 3440 ms and isolated from 2853 ms, fenced
+//! broker-2 on waking, then read broker-2's queued heartbeat and, with brokers 1 and 2 heard,
+//! fenced itself: two of three, by the rule, though heard from none after the cut.
 
 use crate::history::{History, Violation};
 use crate::scenario::FaultKind;
@@ -22,7 +30,8 @@ pub fn fence_quorum(h: &History, out: &mut Vec<Violation>) {
         return;
     }
     let deaf = |k: FaultKind| matches!(k, FaultKind::Isolate | FaultKind::IsolateIn);
-    for cut in h.faults.iter().filter(|s| deaf(s.kind)) {
+    let paused_at = |node: &str, at: u64| h.faults.iter().any(|p| p.kind == FaultKind::Pause && p.target == node && p.from_ms <= at && at < p.until_ms);
+    for cut in h.faults.iter().filter(|s| deaf(s.kind) && !paused_at(&s.target, s.from_ms)) {
         let by_it: Vec<_> = h.fences.iter().filter(|f| f.at_ms >= cut.from_ms && f.at_ms <= cut.until_ms && h.writer_of(f.offset).is_some_and(|w| format!("broker-{}", w.node) == cut.target)).collect();
         let fenced: BTreeSet<i32> = by_it.iter().map(|f| f.broker).collect();
         if fenced.len() * 2 < h.brokers as usize {
@@ -76,5 +85,17 @@ mod tests {
         assert!(judged(&h).is_empty(), "another broker cut off: the controller heard the rest");
         h.brokers = 2;
         assert!(judged(&h).is_empty(), "two brokers: not judged");
+    }
+
+    #[test]
+    fn a_cut_that_begins_while_the_controller_is_paused_is_not_judged() {
+        let mut h = history(&[1, 2, 3]);
+        h.faults.push(FaultSpan { kind: FaultKind::Pause, target: "broker-0".into(), from_ms: 2_000, until_ms: 3_000 });
+        assert!(judged(&h).is_empty(), "what reached it before the cut is read inside it");
+        h.faults[1].until_ms = 2_500;
+        assert_eq!(judged(&h).len(), 1, "a pause that ended as the cut began");
+        h.faults[1].target = "broker-1".into();
+        h.faults[1].until_ms = 3_000;
+        assert_eq!(judged(&h).len(), 1, "another broker's pause");
     }
 }
