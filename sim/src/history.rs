@@ -307,10 +307,11 @@ pub struct History {
     /// time: the metadata log holds them in this order), the initial ACLs first.
     pub security_changes: Vec<SecurityChange>,
     /// The partition reassignments the admin asked for, in the order it asked (one at a time:
-    /// each answered or given up on before the next is sent).
+    /// each answered or given up on before the next is sent), a decommission's moves among them.
     pub reassignments: Vec<Reassignment>,
     /// Each reassigned partition's replicas before its first reassignment, as Metadata listed
-    /// them once the topics existed (only reassignments move replicas).
+    /// them once the topics existed (only reassignments move replicas); for a partition first
+    /// moved by a decommission, as it listed them then, with no move in progress.
     pub initial_replicas: BTreeMap<PartitionKey, Vec<i32>>,
     /// Each reassigned partition's placement after healing, as the active controller answered
     /// Metadata and ListPartitionReassignments.
