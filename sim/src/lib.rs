@@ -4,8 +4,12 @@
 //! / `cargo simtest`.
 //!
 //! Nothing in this crate may read a wall clock, a thread-local RNG or the real file system:
-//! every choice comes from a seed, so a failing run replays bit for bit.
+//! every choice comes from a seed, so a failing run replays bit for bit. The one exception is
+//! `chaos` (the plain build only): the same scenarios against real broker processes, in real
+//! time on real files, which is evidence about the real broker and replays nothing.
 
+#[cfg(not(madsim))]
+pub mod chaos;
 pub mod checkers;
 pub mod cluster;
 pub mod crash;

@@ -1,10 +1,9 @@
-//! `sim`: the simulator CLI. Only meaningful built with `--cfg madsim` (`cargo sim ...`); the
-//! plain build is a stub that says so, keeping `cargo test --workspace` fast.
+//! `sim`: the simulator CLI, built with `--cfg madsim` (`cargo sim ...`). The plain build runs
+//! scenarios against real broker processes instead (`sim chaos`, `sim::chaos::cli`).
 
 #[cfg(not(madsim))]
 fn main() {
-    eprintln!("sim must be built with the simulation flag: run it as `cargo sim <command>` (see README.md)");
-    std::process::exit(2);
+    sim::chaos::cli::main()
 }
 
 /// Log lines stamped with simulated time, as the trace is.

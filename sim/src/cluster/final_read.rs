@@ -7,29 +7,34 @@
 
 use super::recorder::{event, Rec};
 use super::request_timeout_ms;
-use super::topology::{broker_config, final_reader_ip, harness_node, Cluster, Disks};
-use crate::disk::CrashMode;
 use crate::history::record_identity;
-use crate::scenario::Scenario;
 use broker_core::client::Consumer;
 use broker_core::log::{Log, LogConfig};
 use broker_core::storage::Disk;
-use madsim::runtime::Handle;
 use serde_json::json;
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
+#[cfg(madsim)]
+use {
+    super::topology::{broker_config, final_reader_ip, harness_node, Cluster, Disks},
+    crate::disk::CrashMode,
+    crate::scenario::Scenario,
+    madsim::runtime::Handle,
+    std::collections::BTreeMap,
+    std::path::PathBuf,
+};
 
 /// A log's records as (offset, value).
-type Records = Vec<(i64, Vec<u8>)>;
+pub(crate) type Records = Vec<(i64, Vec<u8>)>;
 
 /// Poll errors after which the final read of a partition gives up.
 const final_read_errors_max: usize = 10;
 
 /// Reads every partition in full from the final-reader node, into the history's `final_read`
 /// (or `final_errors`).
+#[cfg(madsim)]
 pub(super) async fn through_clients(s: &Scenario, cluster: &Cluster, rec: &Rec) {
     let topics: Vec<(String, i32)> = s.topics.iter().map(|t| (t.name.clone(), t.partitions)).collect();
     let committed = s.transactional();
@@ -40,6 +45,7 @@ pub(super) async fn through_clients(s: &Scenario, cluster: &Cluster, rec: &Rec) 
 /// Stops every broker cleanly and reads each replica's log from its disk into the history's
 /// `replica_logs` — but a decommissioned broker's: stopped for good, its machine is gone from
 /// the cluster, and whatever it kept is no replica of anything.
+#[cfg(madsim)]
 pub(super) fn from_disks(s: &Scenario, cluster: &Cluster, rec: &Rec) {
     let handle = Handle::current();
     for (name, (disk, _)) in &cluster.disks {
@@ -57,7 +63,7 @@ pub(super) fn from_disks(s: &Scenario, cluster: &Cluster, rec: &Rec) {
 }
 
 /// Reads every partition in full after healing; records what could not be read.
-async fn final_reader_main(brokers: Vec<SocketAddr>, topics: Vec<(String, i32)>, committed: bool, rec: Rec) {
+pub(crate) async fn final_reader_main(brokers: Vec<SocketAddr>, topics: Vec<(String, i32)>, committed: bool, rec: Rec) {
     for (topic, partitions) in topics {
         for p in 0..partitions {
             let (log, failure, end) = read_partition(&brokers, &topic, p, None).await;
@@ -142,6 +148,7 @@ async fn read_partition(brokers: &[SocketAddr], topic: &str, p: i32, committed_t
 
 /// Every replica's records of every partition, read from each (stopped) broker's disk. A log
 /// that does not open or read is recorded as an event and left out.
+#[cfg(madsim)]
 fn replica_logs(s: &Scenario, disks: &Disks, rec: &Rec) -> BTreeMap<(String, i32), BTreeMap<String, Records>> {
     let mut out: BTreeMap<(String, i32), BTreeMap<String, Records>> = BTreeMap::new();
     let config = broker_config(s, 0, None).log;
@@ -170,7 +177,7 @@ fn replica_logs(s: &Scenario, disks: &Disks, rec: &Rec) -> BTreeMap<(String, i32
 }
 
 /// One replica's records, opening its log as the broker would and reading it end to end.
-fn read_replica(disk: Arc<dyn Disk>, dir: &Path, config: LogConfig) -> Result<Records, String> {
+pub(crate) fn read_replica(disk: Arc<dyn Disk>, dir: &Path, config: LogConfig) -> Result<Records, String> {
     let (log, _) = Log::open(disk, dir, config, 0).map_err(|e| e.to_string())?;
     let start = log.log_start_offset();
     let mut out = Vec::new();

@@ -31,8 +31,7 @@
 
 pub mod faults;
 pub(crate) mod timing;
-#[cfg(madsim)]
-mod final_read;
+pub(crate) mod final_read;
 #[cfg(madsim)]
 mod groups;
 #[cfg(madsim)]
@@ -49,12 +48,10 @@ pub(crate) mod recorder;
 mod security;
 #[cfg(madsim)]
 mod topology;
-#[cfg(madsim)]
-mod verdict;
+pub(crate) mod verdict;
 pub(crate) mod workloads;
 
 pub use faults::{derive_faults, schedule};
-#[cfg(madsim)]
 pub use verdict::RunResult;
 
 #[cfg(madsim)]
@@ -65,7 +62,7 @@ use {
     broker_core::broker::PlantedBug,
     broker_core::buggify::Buggify,
     madsim::runtime::Runtime,
-    recorder::{event, now_ms, Rec, Recorder},
+    recorder::{event, now_ms, Recorder},
     serde_json::{json, Map, Value},
     std::time::Duration,
 };
@@ -192,8 +189,10 @@ async fn simulate(s: Scenario, faults: Vec<FaultSpec>, disk_seed: u64, bug: Opti
 /// Healing: the safety phase is over and every fault has been undone. Producers go on for
 /// three quarters of the phase; `write_liveness` judges their writes from half-way, when the
 /// cluster has had time to recover; then the final read.
-#[cfg(madsim)]
-async fn heal(s: &Scenario, rec: &Rec) {
+pub(crate) async fn heal(s: &crate::scenario::Scenario, rec: &recorder::Rec) {
+    use recorder::{event, now_ms};
+    use serde_json::json;
+    use std::time::Duration;
     let healed_at = now_ms(rec);
     let produce_until = healed_at.saturating_add(s.heal_ms.saturating_mul(3) / 4);
     {

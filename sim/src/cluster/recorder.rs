@@ -40,6 +40,7 @@ impl Recorder {
 }
 
 /// Simulated ms of `at` since the run began (an instant a client stamped).
+#[cfg(madsim)]
 pub(crate) fn ms_at(rec: &Rec, at: madsim::time::Instant) -> u64 {
     at.saturating_duration_since(rec.lock().expect("recorder").start).as_millis() as u64
 }

@@ -110,6 +110,7 @@ pub(super) async fn start(s: &Scenario, brokers: &[SocketAddr], rec: &Rec) -> Op
 
 /// How long the admin keeps trying to create the initial ACLs before the workload starts
 /// anyway (their clients are then refused, and the checkers judge what happened).
+#[cfg(madsim)]
 const initial_deadline_ms: u64 = 10_000;
 
 /// Makes each change in turn, retrying (on the next broker) until one is acknowledged or

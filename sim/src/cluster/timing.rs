@@ -19,6 +19,7 @@ pub(crate) const controller_failover_ms: u64 = 2 * quorum_election_ms + 2 * quor
 
 /// How long the node's supervisor (systemd's `Restart=on-failure` in a real deployment) waits
 /// before starting a broker process that exited.
+#[cfg(madsim)]
 pub(crate) const supervisor_restart_ms: u64 = 1_000;
 
 /// Partitions of `__consumer_offsets` and of the transaction state topic: three keep group and

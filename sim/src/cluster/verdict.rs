@@ -33,7 +33,7 @@ impl RunResult {
 }
 
 /// Runs the checkers, splits allowed losses from violations and closes the trace.
-pub(super) fn judge(scenario: &Scenario, mut trace: Trace, history: History, derived: Map<String, Value>, simulated_ms: u64) -> RunResult {
+pub(crate) fn judge(scenario: &Scenario, mut trace: Trace, history: History, derived: Map<String, Value>, simulated_ms: u64) -> RunResult {
     let (anomalies, rest): (Vec<_>, Vec<_>) = checkers::check_all(&history).into_iter().partition(|v| scenario.expected_anomaly().iter().any(|c| c == v.checker));
     let (allowed, violations): (Vec<_>, Vec<_>) = rest.into_iter().partition(|v| allowed_loss(scenario, v));
     let mut summary = summary(&history, &violations, &allowed);

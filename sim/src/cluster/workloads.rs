@@ -16,6 +16,7 @@ use broker_core::client::producer::{in_flight_max, BatchTo, ProducerRecord};
 use broker_core::client::{ClientError, Consumer, Producer, ProducerConfig, TransactionalProducer};
 use broker_core::server;
 use bytes::Bytes;
+#[cfg(madsim)]
 use madsim::task::JoinHandle;
 use serde_json::{json, Value};
 use std::net::SocketAddr;
@@ -30,6 +31,7 @@ const topics_deadline_ms: u64 = 10_000;
 const batch_value_bytes_max: u64 = 1_000_000;
 
 /// The running client tasks, awaited at different points of the run.
+#[cfg(madsim)]
 pub(super) struct Clients {
     pub(super) producers: Vec<JoinHandle<()>>,
     pub(super) consumers: Vec<JoinHandle<()>>,
@@ -175,7 +177,7 @@ pub(super) const txn_timeout_ms: i32 = 5_000;
 /// that fails makes it abort the transaction and init again (which also ends, by fencing,
 /// anything its coordinator still has open). Every write goes to the history as any producer's
 /// does, and every transaction to `txns`.
-async fn txn_producer_main(name: String, brokers: Vec<SocketAddr>, topic: String, partitions: i32, spec: ProducerSpec, rec: Rec) {
+pub(crate) async fn txn_producer_main(name: String, brokers: Vec<SocketAddr>, topic: String, partitions: i32, spec: ProducerSpec, rec: Rec) {
     let (rate, bytes) = (spec.rate.max(1), spec.record_bytes);
     let partitions = partitions.max(1);
     let batch_records = spec.batch_records.min((batch_value_bytes_max / bytes.max(1) as u64).max(1));

@@ -3,6 +3,8 @@
 //! them all, including those that need simulated nodes.
 
 mod broker_storage;
+#[cfg(not(madsim))]
+mod chaos;
 mod fuzz_replay;
 #[cfg(madsim)]
 mod fresh_seeds;
