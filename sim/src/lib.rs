@@ -26,3 +26,4 @@ pub mod shrink;
 pub mod sweep;
 pub mod trace;
 pub mod view;
+pub mod worlds;

@@ -44,12 +44,17 @@ pub struct Outcome {
     /// must not hold every trace in memory).
     pub trace: Option<String>,
     pub simulated_ms: u64,
+    /// Acknowledged, lost and duplicated writes (`worlds::counts`), for `sim compare`.
+    pub counts: serde_json::Value,
 }
 
 impl Outcome {
     /// The summary line of this run.
     pub fn json(&self) -> serde_json::Value {
-        let mut line = json!({"scenario": self.name, "path": self.path.display().to_string(), "seed": self.seed, "passed": self.passed, "checkers": self.checkers, "first": self.first, "simulated_ms": self.simulated_ms});
+        let mut line = json!({"world": "sim", "scenario": self.name, "path": self.path.display().to_string(), "seed": self.seed, "passed": self.passed, "checkers": self.checkers, "first": self.first, "simulated_ms": self.simulated_ms});
+        if let (Some(l), Some(c)) = (line.as_object_mut(), self.counts.as_object()) {
+            l.extend(c.clone());
+        }
         if self.expects_anomaly {
             line["anomalies"] = json!(self.anomalies);
         }
@@ -199,6 +204,7 @@ fn run_one(job: &Job, bug: Option<PlantedBug>, transaction_version: Option<i64>)
         first: r.violations.first().map(|v| v.to_string()),
         trace: (!passed).then(|| r.trace.to_jsonl()),
         simulated_ms: r.simulated_ms,
+        counts: crate::worlds::counts(&r),
     }
 }
 
@@ -208,7 +214,7 @@ mod tests {
 
     fn outcome(name: &str, seed: u64, passed: bool) -> Outcome {
         let checkers = if passed { vec![] } else { vec!["acknowledged_durable"] };
-        Outcome { path: PathBuf::from(format!("{name}.toml")), name: name.into(), seed, passed, checkers, expects_anomaly: false, anomalies: vec![], transaction_version: None, first: None, trace: None, simulated_ms: 1000 }
+        Outcome { path: PathBuf::from(format!("{name}.toml")), name: name.into(), seed, passed, checkers, expects_anomaly: false, anomalies: vec![], transaction_version: None, first: None, trace: None, simulated_ms: 1000, counts: json!({"acknowledged": 5}) }
     }
 
     #[test]
@@ -233,6 +239,7 @@ mod tests {
         let rows: Vec<serde_json::Value> = lines.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         assert_eq!(rows.len(), 5);
         assert_eq!(rows[1]["checkers"], json!(["acknowledged_durable"]));
+        assert_eq!((rows[1]["world"].as_str(), rows[1]["acknowledged"].as_u64()), (Some("sim"), Some(5)), "a run's line carries its world and counts");
         assert_eq!(rows[4]["summary"]["runs"], 4);
         assert!(lines.ends_with('\n'));
     }

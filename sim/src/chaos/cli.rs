@@ -1,8 +1,10 @@
 //! The plain build's `sim` command line: `sim chaos`, a scenario against real broker processes
+//! over one seed or many (a shard of them), and `sim compare`, runs of both worlds side by side
 //! (the simulated commands need the simulation flag: `cargo sim ...`).
 
-use super::{run, summary, verdicts, Options};
+use super::{run, verdicts, Options};
 use crate::scenario::Scenario;
+use std::io::Write;
 use clap::{Parser, Subcommand};
 use std::path::{Path, PathBuf};
 
@@ -15,17 +17,27 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run a scenario against real `broker` processes on loopback ports with real faults
-    /// (signals), judge the history with the simulator's checkers, and print the verdicts and
-    /// a JSON summary line (acknowledged, lost, duplicated). Exits 0 only when every judged
-    /// checker holds.
+    /// Run a scenario against real `broker` processes with real faults (signals; network cuts
+    /// with --net namespaces), judge the history with the simulator's checkers, and print the
+    /// verdicts and a JSON line per run (acknowledged, lost, duplicated). Exits 0 only when
+    /// every judged checker holds in every run.
     Chaos {
         /// The scenario file.
         scenario: PathBuf,
         /// Seed of the fault schedule (the same faults, at the same times, as `cargo sim run`
         /// draws for it).
-        #[arg(long, default_value_t = 0)]
+        #[arg(long, default_value_t = 0, conflicts_with = "seeds")]
         seed: u64,
+        /// Many seeds, as A..B (B exclusive), one run after another; with --shard, only this
+        /// shard's.
+        #[arg(long)]
+        seeds: Option<String>,
+        /// Run only shard i of N (seed % N == i), as `i/N`, to spread seeds over machines.
+        #[arg(long)]
+        shard: Option<String>,
+        /// Append each run's JSON line to this file (what `sim compare` reads).
+        #[arg(long)]
+        jsonl: Option<PathBuf>,
         /// The `broker` binary (default: the one beside this `sim`, as `cargo build --release`
         /// leaves them).
         #[arg(long)]
@@ -40,24 +52,85 @@ enum Command {
         #[arg(long, default_value = "loopback")]
         net: String,
     },
+    /// Put runs of both worlds side by side: every run line of the JSON-lines files given (a
+    /// simulated sweep's `--summary`, `sim chaos --jsonl`), one row per scenario and world:
+    /// runs, failed, acknowledged, lost, runs with loss, duplicated.
+    Compare {
+        files: Vec<PathBuf>,
+    },
 }
 
 pub fn main() {
     let cli = Cli::parse();
     let code = match cli.command {
-        Command::Chaos { scenario, seed, broker, dir, net } => match chaos(&scenario, seed, broker, dir, &net) {
-            Ok(true) => 0,
-            Ok(false) => 1,
-            Err(e) => {
-                eprintln!("error: {e}");
-                2
-            }
-        },
+        Command::Chaos { scenario, seed, seeds, shard, jsonl, broker, dir, net } => exit_code(chaos_seeds(&scenario, seed, seeds.as_deref(), shard.as_deref(), jsonl.as_deref(), broker, dir, &net)),
+        Command::Compare { files } => exit_code(compare(&files).map(|()| true)),
     };
     std::process::exit(code);
 }
 
-fn chaos(path: &Path, seed: u64, broker: Option<PathBuf>, dir: Option<PathBuf>, net: &str) -> Result<bool, String> {
+fn exit_code(r: Result<bool, String>) -> i32 {
+    match r {
+        Ok(true) => 0,
+        Ok(false) => 1,
+        Err(e) => {
+            eprintln!("error: {e}");
+            2
+        }
+    }
+}
+
+/// `A..B` (B exclusive) or one seed.
+fn seed_range(text: &str) -> Result<std::ops::Range<u64>, String> {
+    let bad = || format!("--seeds {text}: A..B or a single seed");
+    match text.split_once("..") {
+        Some((a, b)) => Ok(a.parse().map_err(|_| bad())?..b.parse().map_err(|_| bad())?),
+        None => text.parse::<u64>().map(|s| s..s + 1).map_err(|_| bad()),
+    }
+}
+
+/// `i/N` with i < N.
+fn shard_of(text: &str) -> Result<(u64, u64), String> {
+    let bad = || format!("--shard {text}: i/N with i < N");
+    let (i, n) = text.split_once('/').ok_or_else(bad)?;
+    let (i, n): (u64, u64) = (i.parse().map_err(|_| bad())?, n.parse().map_err(|_| bad())?);
+    if i >= n {
+        return Err(bad());
+    }
+    Ok((i, n))
+}
+
+/// Every seed asked for (this shard's), one run after another; true when all passed.
+#[allow(clippy::too_many_arguments)]
+fn chaos_seeds(path: &Path, seed: u64, seeds: Option<&str>, shard: Option<&str>, jsonl: Option<&Path>, broker: Option<PathBuf>, dir: Option<PathBuf>, net: &str) -> Result<bool, String> {
+    let range = seeds.map(seed_range).transpose()?.unwrap_or(seed..seed + 1);
+    let shard = shard.map(shard_of).transpose()?;
+    let mut all = true;
+    for seed in range.filter(|s| shard.is_none_or(|(i, n)| s % n == i)) {
+        let (passed, line) = chaos(path, seed, broker.clone(), dir.clone(), net)?;
+        all &= passed;
+        if let Some(file) = jsonl {
+            let mut f = std::fs::OpenOptions::new().create(true).append(true).open(file).map_err(|e| format!("{}: {e}", file.display()))?;
+            writeln!(f, "{line}").map_err(|e| format!("{}: {e}", file.display()))?;
+        }
+    }
+    Ok(all)
+}
+
+fn compare(files: &[PathBuf]) -> Result<(), String> {
+    let mut lines = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
+        for (n, l) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+            lines.push(serde_json::from_str(l).map_err(|e| format!("{}:{}: {e}", f.display(), n + 1))?);
+        }
+    }
+    print!("{}", crate::worlds::compare(&lines));
+    Ok(())
+}
+
+/// One run: its verdicts printed, its trace written; whether it passed, and its JSON line.
+fn chaos(path: &Path, seed: u64, broker: Option<PathBuf>, dir: Option<PathBuf>, net: &str) -> Result<(bool, serde_json::Value), String> {
     let namespaces = match net {
         "loopback" => false,
         "namespaces" => true,
@@ -91,6 +164,21 @@ fn chaos(path: &Path, seed: u64, broker: Option<PathBuf>, dir: Option<PathBuf>, 
     let trace = dir.join("trace.jsonl");
     std::fs::write(&trace, r.trace.to_jsonl()).map_err(|e| format!("{}: {e}", trace.display()))?;
     println!("  trace written to {} (the brokers' logs beside it)", trace.display());
-    println!("{}", summary(&s, seed, &r));
-    Ok(r.passed())
+    let line = crate::worlds::line("real", &s.name, seed, &r);
+    println!("{line}");
+    Ok((r.passed(), line))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seeds_and_shards_read_as_sweeps_read_them() {
+        assert_eq!(seed_range("3..7"), Ok(3..7));
+        assert_eq!(seed_range("5"), Ok(5..6));
+        assert!(seed_range("a..b").is_err());
+        assert_eq!(shard_of("1/4"), Ok((1, 4)));
+        assert!(shard_of("4/4").is_err() && shard_of("1").is_err());
+    }
 }

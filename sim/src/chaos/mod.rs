@@ -35,7 +35,7 @@ use crate::trace::{self, Trace};
 use broker_core::client::admin::TopicToCreate;
 use net::{Net, Way};
 use procs::Brokers;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Map};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -68,12 +68,16 @@ pub fn run(s: &Scenario, scenario_path: &str, seed: u64, opts: &Options) -> Resu
     std::fs::create_dir_all(&opts.dir).map_err(|e| format!("{}: {e}", opts.dir.display()))?;
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|e| e.to_string())?;
     let (trace, history, ran_ms) = runtime.block_on(async {
-        // An interrupted run takes its brokers with it.
+        // An interrupted run (Ctrl-C, or SIGTERM from `timeout` or a batch system) takes its
+        // brokers and namespaces with it.
         tokio::spawn(async {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                procs::kill_all();
-                std::process::exit(130);
+            let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) else { return };
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
             }
+            procs::kill_all();
+            std::process::exit(130);
         });
         chaos(s, faults, trace, opts).await
     })?;
@@ -312,13 +316,4 @@ pub fn verdicts(r: &RunResult) -> Vec<(String, String)> {
             (name.to_string(), verdict)
         })
         .collect()
-}
-
-/// The figures that go beside a simulated run's: acknowledged, lost (acknowledged writes some
-/// checker found lost, allowed or not) and duplicated.
-pub fn summary(s: &Scenario, seed: u64, r: &RunResult) -> Value {
-    let acked = r.history.writes.iter().filter(|w| w.acknowledged().is_some()).count();
-    let lost = r.violations.iter().chain(&r.allowed).filter(|v| v.loss).count();
-    let duplicated = r.violations.iter().filter(|v| v.checker == "duplicate").count();
-    json!({"world": "real", "scenario": s.name, "seed": seed, "acknowledged": acked, "lost": lost, "duplicated": duplicated, "passed": r.passed()})
 }
