@@ -358,8 +358,13 @@ pub struct Measured {
 /// Runs one row under one seed.
 #[cfg(madsim)]
 pub fn measure(row: &Row, seed: u64, bug: Option<broker_core::broker::PlantedBug>) -> Measured {
-    use crate::history::Outcome;
     let r = crate::cluster::run(&row.scenario, &format!("<matrix:{}>", row.scenario.name), seed, bug).expect("every row is a valid scenario (tested)");
+    measured(&r, seed)
+}
+
+/// What a run of a row measured, simulated or real (`sim matrix` in the plain build).
+pub fn measured(r: &crate::cluster::RunResult, seed: u64) -> Measured {
+    use crate::history::Outcome;
     let h = &r.history;
     let final_values: std::collections::BTreeSet<&[u8]> = h.final_read.values().flatten().map(|(_, v)| v.as_slice()).collect();
     let sent: Vec<_> = h.writes.iter().filter(|w| w.acks == 0 && matches!(w.outcome, Outcome::Ok(_))).collect();

@@ -36,6 +36,7 @@ use broker_core::client::admin::TopicToCreate;
 use net::{Net, Way};
 use procs::Brokers;
 use serde_json::{json, Map};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -85,7 +86,7 @@ pub fn run(s: &Scenario, scenario_path: &str, seed: u64, opts: &Options) -> Resu
 }
 
 /// What a real run cannot do yet: refused whole rather than run half.
-fn runnable(s: &Scenario) -> Result<(), String> {
+pub fn runnable(s: &Scenario) -> Result<(), String> {
     s.runnable()?;
     let missing = [
         (s.security.is_some(), "security"),
@@ -99,6 +100,22 @@ fn runnable(s: &Scenario) -> Result<(), String> {
     match missing.iter().find(|(has, _)| *has) {
         Some((_, what)) => Err(format!("scenario {}: {what} cannot run against real processes yet (sim chaos runs producers, consumers and process faults)", s.name)),
         None => Ok(()),
+    }
+}
+
+/// Why a run of `s` would not do all its faults for real (`namespaces`: with network cuts):
+/// the first fault kind it would skip. Random faults count by the kinds they draw from.
+pub fn undone_fault(s: &Scenario, namespaces: bool) -> Option<String> {
+    let done = |k: FaultKind| matches!(k, FaultKind::Kill | FaultKind::PowerLoss | FaultKind::Pause) || (namespaces && matches!(k, FaultKind::Isolate | FaultKind::IsolateIn | FaultKind::IsolateOut));
+    let kinds = s.faults.iter().map(|f| f.kind).chain(s.random_faults.iter().flat_map(|r| r.kinds.iter().copied()));
+    let skipped = kinds.clone().find(|k| !done(*k));
+    let aimable = |t: &str| t.starts_with("broker-") || t == crate::scenario::controller_target || crate::scenario::leader_target(t).is_some();
+    let aimed = s.faults.iter().find(|f| !aimable(&f.target));
+    match (skipped, aimed) {
+        (Some(k @ (FaultKind::Isolate | FaultKind::IsolateIn | FaultKind::IsolateOut)), _) => Some(format!("its {k:?} faults need --net namespaces")),
+        (Some(k), _) => Some(format!("its {k:?} faults have no real counterpart here")),
+        (None, Some(f)) => Some(format!("its fault on {} is aimed where a real run cannot aim (brokers: by name, `controller`, `leader:TOPIC-P`)", f.target)),
+        (None, None) => None,
     }
 }
 
@@ -135,7 +152,7 @@ async fn chaos(s: &Scenario, faults: Vec<FaultSpec>, trace: Trace, opts: &Option
     for (i, c) in s.consumers.iter().enumerate() {
         consumers.push(tokio::spawn(workloads::consumer_main(format!("consumer-{i}"), addrs.clone(), c.topic.clone(), partitions(&c.topic), (c.max_wait_ms, c.user.clone()), until_ms, rec.clone())));
     }
-    inject(faults, s, &brokers, &rec).await;
+    inject(faults, s, &addrs, &brokers, &rec).await;
     tokio::time::sleep(Duration::from_millis(s.duration_ms.saturating_sub(now_ms(&rec)))).await;
     crate::cluster::heal(s, &rec).await;
     for t in producers {
@@ -168,18 +185,23 @@ async fn chaos(s: &Scenario, faults: Vec<FaultSpec>, trace: Trace, opts: &Option
 /// Applies each fault at its time and undoes it after `for`, one task per fault, recording
 /// each span as the simulator does; returns once every fault is undone. A fault on a broker
 /// still under another is skipped, as are the kinds loopback processes cannot have.
-async fn inject(faults: Vec<FaultSpec>, s: &Scenario, brokers: &Arc<Mutex<Brokers>>, rec: &Rec) {
+async fn inject(faults: Vec<FaultSpec>, s: &Scenario, addrs: &[SocketAddr], brokers: &Arc<Mutex<Brokers>>, rec: &Rec) {
     let start = tokio::time::Instant::now();
     let busy: Arc<Mutex<Vec<usize>>> = Arc::default();
     let mut tasks = Vec::new();
     let at_once = s.random_faults.as_ref().and_then(|r| r.brokers_at_once).map_or(usize::MAX, |n| n as usize);
-    for f in faults {
+    for mut f in faults {
         tokio::time::sleep_until(start + Duration::from_millis(f.at)).await;
-        let skip = |why: &str| event(rec, "harness", "fault_skipped", json!({"kind": format!("{:?}", f.kind), "target": f.target, "why": why}));
-        let Some(i) = f.target.strip_prefix("broker-").and_then(|n| n.parse::<usize>().ok()).filter(|i| *i < s.brokers as usize) else {
-            skip("real runs fault brokers only");
+        let (kind, target) = (format!("{:?}", f.kind), f.target.clone());
+        let skip = |why: &str| event(rec, "harness", "fault_skipped", json!({"kind": kind, "target": target, "why": why}));
+        let Some(i) = aim(&f.target, addrs).await.filter(|i| *i < s.brokers as usize) else {
+            skip("no broker to aim at: real runs fault brokers (by name, `controller` or `leader:TOPIC-P`)");
             continue;
         };
+        if !f.target.starts_with("broker-") {
+            event(rec, "harness", "fault_aimed", json!({"target": f.target, "broker": format!("broker-{i}")}));
+            f.target = format!("broker-{i}");
+        }
         if !matches!(f.kind, FaultKind::Kill | FaultKind::PowerLoss | FaultKind::Pause | FaultKind::Isolate | FaultKind::IsolateIn | FaultKind::IsolateOut) {
             skip("real runs have no fault of this kind: no disk faults, no netem for slow or clogged links, no held requests");
             continue;
@@ -203,6 +225,31 @@ async fn inject(faults: Vec<FaultSpec>, s: &Scenario, brokers: &Arc<Mutex<Broker
         let _ = t.await;
     }
 }
+
+/// The broker a fault's target names: `broker-N`; `controller`, the active controller as the
+/// first broker that answers says; `leader:TOPIC-P`, that partition's leader as the metadata
+/// says now — each asked when the fault starts, as the simulator resolves them.
+async fn aim(target: &str, addrs: &[SocketAddr]) -> Option<usize> {
+    let ask = Duration::from_millis(aim_timeout_ms);
+    let at = if target == crate::scenario::controller_target {
+        let mut found = None;
+        for a in addrs {
+            if let Ok(c) = broker_core::client::admin::find_controller(*a, ask).await {
+                found = Some(c);
+                break;
+            }
+        }
+        found?
+    } else if let Some((topic, p)) = crate::scenario::leader_target(target) {
+        broker_core::client::cluster::Cluster::new(addrs.to_vec(), "chaos-aim", ask).leader(topic, p).await.ok()?
+    } else {
+        return target.strip_prefix("broker-")?.parse().ok();
+    };
+    addrs.iter().position(|a| *a == at)
+}
+
+/// How long aiming a fault may ask one broker.
+const aim_timeout_ms: u64 = 1_000;
 
 /// One fault on broker `i`: done, held for `for` ms, undone, with its events and span.
 async fn apply(f: &FaultSpec, i: usize, brokers: &Arc<Mutex<Brokers>>, rec: &Rec) {
