@@ -6,9 +6,8 @@
 //! signals, real time and real files.
 //!
 //! What a real run can and cannot do, and says so in its trace:
-//! * `kill` is SIGKILL and a restart after `for`; `pause` is SIGSTOP, then SIGCONT;
-//!   `terminate` does not exist in scenarios yet, so SIGTERM is used only to stop the brokers
-//!   before their directories are read.
+//! * `kill` is SIGKILL and a restart after `for`; `terminate` is SIGTERM (a clean stop, killed
+//!   after a bound) and a restart; `pause` is SIGSTOP, then SIGCONT.
 //! * `power_loss` is SIGKILL too: the kernel keeps the page cache, so unsynced writes survive
 //!   and the run cannot lose what only a power loss loses (a `fault_approximated` event).
 //! * Network faults need a network per broker (namespaces), which loopback mode does not have:
@@ -106,7 +105,7 @@ pub fn runnable(s: &Scenario) -> Result<(), String> {
 /// Why a run of `s` would not do all its faults for real (`namespaces`: with network cuts):
 /// the first fault kind it would skip. Random faults count by the kinds they draw from.
 pub fn undone_fault(s: &Scenario, namespaces: bool) -> Option<String> {
-    let done = |k: FaultKind| matches!(k, FaultKind::Kill | FaultKind::PowerLoss | FaultKind::Pause) || (namespaces && matches!(k, FaultKind::Isolate | FaultKind::IsolateIn | FaultKind::IsolateOut));
+    let done = |k: FaultKind| matches!(k, FaultKind::Kill | FaultKind::Terminate | FaultKind::PowerLoss | FaultKind::Pause) || (namespaces && matches!(k, FaultKind::Isolate | FaultKind::IsolateIn | FaultKind::IsolateOut));
     let kinds = s.faults.iter().map(|f| f.kind).chain(s.random_faults.iter().flat_map(|r| r.kinds.iter().copied()));
     let skipped = kinds.clone().find(|k| !done(*k));
     let aimable = |t: &str| t.starts_with("broker-") || t == crate::scenario::controller_target || crate::scenario::leader_target(t).is_some();
@@ -202,7 +201,7 @@ async fn inject(faults: Vec<FaultSpec>, s: &Scenario, addrs: &[SocketAddr], brok
             event(rec, "harness", "fault_aimed", json!({"target": f.target, "broker": format!("broker-{i}")}));
             f.target = format!("broker-{i}");
         }
-        if !matches!(f.kind, FaultKind::Kill | FaultKind::PowerLoss | FaultKind::Pause | FaultKind::Isolate | FaultKind::IsolateIn | FaultKind::IsolateOut) {
+        if !matches!(f.kind, FaultKind::Kill | FaultKind::Terminate | FaultKind::PowerLoss | FaultKind::Pause | FaultKind::Isolate | FaultKind::IsolateIn | FaultKind::IsolateOut) {
             skip("real runs have no fault of this kind: no disk faults, no netem for slow or clogged links, no held requests");
             continue;
         }
@@ -263,6 +262,7 @@ async fn apply(f: &FaultSpec, i: usize, brokers: &Arc<Mutex<Brokers>>, rec: &Rec
             match kind {
                 FaultKind::Pause => b.pause(i).then_some(()).ok_or_else(|| "no process to pause".to_string()),
                 FaultKind::Kill | FaultKind::PowerLoss => b.kill(i),
+                FaultKind::Terminate => b.terminate(i),
                 _ => ways(kind).iter().try_for_each(|w| b.cut(i, *w, false)),
             }
         })
@@ -276,6 +276,7 @@ async fn apply(f: &FaultSpec, i: usize, brokers: &Arc<Mutex<Brokers>>, rec: &Rec
     let how = match f.kind {
         FaultKind::Pause => "SIGSTOP",
         FaultKind::Kill | FaultKind::PowerLoss => "SIGKILL",
+        FaultKind::Terminate => "SIGTERM",
         _ => "tc: every packet dropped",
     };
     event(rec, &f.target, "fault", json!({"kind": kind, "for": f.for_ms, "how": how}));
@@ -292,7 +293,7 @@ async fn apply(f: &FaultSpec, i: usize, brokers: &Arc<Mutex<Brokers>>, rec: &Rec
                 b.resume(i);
                 Ok(())
             }
-            FaultKind::Kill | FaultKind::PowerLoss => b.restart(i),
+            FaultKind::Kill | FaultKind::Terminate | FaultKind::PowerLoss => b.restart(i),
             _ => ways(kind_of).iter().try_for_each(|w| b.cut(i, *w, true)),
         }
     })
@@ -300,7 +301,7 @@ async fn apply(f: &FaultSpec, i: usize, brokers: &Arc<Mutex<Brokers>>, rec: &Rec
     .unwrap_or_else(|e| Err(e.to_string()));
     let until_ms = now_ms(rec);
     match undone {
-        Ok(()) => event(rec, &f.target, if matches!(f.kind, FaultKind::Kill | FaultKind::PowerLoss) { "restart" } else { "heal" }, json!({"kind": kind})),
+        Ok(()) => event(rec, &f.target, if matches!(f.kind, FaultKind::Kill | FaultKind::Terminate | FaultKind::PowerLoss) { "restart" } else { "heal" }, json!({"kind": kind})),
         Err(why) => event(rec, &f.target, "restart_failed", json!({"kind": kind, "error": why})),
     }
     rec.lock().expect("recorder").history.faults.push(FaultSpan { kind: f.kind, target: f.target.clone(), from_ms, until_ms });

@@ -72,7 +72,7 @@ fn majority_heard(h: &History, from: u64, until: u64) -> bool {
 
 /// Faults after which the controller hears nothing from the broker.
 fn silences(kind: FaultKind) -> bool {
-    matches!(kind, FaultKind::Kill | FaultKind::PowerLoss | FaultKind::Pause | FaultKind::Isolate | FaultKind::IsolateOut)
+    matches!(kind, FaultKind::Kill | FaultKind::Terminate | FaultKind::PowerLoss | FaultKind::Pause | FaultKind::Isolate | FaultKind::IsolateOut)
 }
 
 /// Whether the fault touches `broker` (on it, or on a link of it).

@@ -85,7 +85,7 @@ fn bound(h: &History, rate: f64, (from, until): (u64, u64), writes: &[&Write]) -
     let window_s = (quota_window_samples as u64 * quota_window_sample_ms) as f64 / 1000.0;
     let partitions: BTreeSet<(&str, i32)> = writes.iter().map(|w| (w.topic.as_str(), w.partition)).collect();
     let leaders = partitions.len().min(h.brokers as usize);
-    let restarts = h.faults.iter().filter(|f| matches!(f.kind, FaultKind::Kill | FaultKind::PowerLoss) && f.until_ms > from && f.from_ms < until).count();
+    let restarts = h.faults.iter().filter(|f| matches!(f.kind, FaultKind::Kill | FaultKind::Terminate | FaultKind::PowerLoss) && f.until_ms > from && f.from_ms < until).count();
     let elections = h.elections.iter().filter(|e| e.at_ms > from && e.at_ms < until && partitions.contains(&(e.topic.as_str(), e.partition))).count();
     let meters = h.brokers as usize + restarts + elections;
     // Batches: a producer's records sent together share (process, invoke_ms).

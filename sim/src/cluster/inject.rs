@@ -8,7 +8,7 @@
 
 use super::recorder::{event, now_ms, Rec};
 use crate::history::FaultSpan;
-use super::topology::{Cluster, Disks, Nodes};
+use super::topology::{Cluster, Disks, Nodes, Stop};
 use crate::disk::{CrashMode, DiskFaults, SimDisk};
 use crate::scenario::{FaultKind, FaultSpec};
 use broker_core::netfault::{self, LinkFault};
@@ -42,7 +42,8 @@ pub(super) async fn run_schedule(faults: Vec<FaultSpec>, budget: Budget, cluster
             tokio::time::sleep_until(due).await;
         }
         let (nodes, disks, rec, clogs, procs, budget) = (cluster.nodes.clone(), cluster.disks.clone(), rec.clone(), clogs.clone(), procs.clone(), budget.clone());
-        injectors.push(tokio::spawn(inject(f, nodes, disks, rec, clogs, procs, budget)));
+        let stop = cluster.stops.get(&f.target).cloned();
+        injectors.push(tokio::spawn(inject(f, nodes, disks, rec, clogs, procs, budget, stop)));
     }
     for t in injectors {
         let _ = t.await;
@@ -52,7 +53,8 @@ pub(super) async fn run_schedule(faults: Vec<FaultSpec>, budget: Budget, cluster
 /// Applies one fault and undoes it after `for_ms`, or says why it was skipped. A fault aimed at
 /// `controller` hits the broker that is the active metadata controller when it starts; one at
 /// `leader:TOPIC-P` the broker that last became that partition's leader.
-async fn inject(mut f: FaultSpec, nodes: Nodes, disks: Disks, rec: Rec, clogs: Clogs, procs: Procs, budget: Budget) {
+#[allow(clippy::too_many_arguments)]
+async fn inject(mut f: FaultSpec, nodes: Nodes, disks: Disks, rec: Rec, clogs: Clogs, procs: Procs, budget: Budget, stop: Option<Arc<Stop>>) {
     if f.target == crate::scenario::controller_target {
         match broker_core::simprobe::current_controller() {
             Some(id) => f.target = format!("broker-{id}"),
@@ -80,6 +82,7 @@ async fn inject(mut f: FaultSpec, nodes: Nodes, disks: Disks, rec: Rec, clogs: C
     // killed); the history's span ends there, where the checkers must see it end.
     let done = match f.kind {
         FaultKind::Kill | FaultKind::PowerLoss => crash_and_restart(&f, &nodes, &disks, &rec, &procs).await.map(|()| None),
+        FaultKind::Terminate => terminate_and_restart(&f, &nodes, &disks, stop.as_deref(), &rec, &procs).await.map(|()| None),
         FaultKind::Pause => pause(&f, &nodes, &disks, &rec, &procs).await,
         FaultKind::Isolate | FaultKind::IsolateIn | FaultKind::IsolateOut => isolate(&f, &nodes, &rec, &clogs).await.map(|()| None),
         FaultKind::ClogLink => clog_link(&f, &nodes, &rec).await.map(|()| None),
@@ -175,6 +178,36 @@ async fn crash_and_restart(f: &FaultSpec, nodes: &Nodes, disks: &Disks, rec: &Re
     handle.kill(id);
     let report = disk.crash(if f.kind == FaultKind::Kill { CrashMode::Clean } else { CrashMode::PowerLoss });
     event(rec, &f.target, "fault", json!({"kind": kind(f), "for": f.for_ms, "disk": report.to_string()}));
+    hold_then_restart(f, id, rec, procs).await
+}
+
+/// How long a terminated broker has to stop cleanly before it is killed (its controlled
+/// shutdown asks the controller, then every log is flushed and checkpointed).
+const terminate_grace_ms: u64 = 5_000;
+
+/// `terminate`: the broker's SIGTERM (a clean stop, `topology::Stop`), killed if it has not
+/// stopped within `terminate_grace_ms` (a paused process cannot act on it); its writes are all
+/// kept, as after any process exit, and the node restarts after `for` as after a crash.
+async fn terminate_and_restart(f: &FaultSpec, nodes: &Nodes, disks: &Disks, stop: Option<&Stop>, rec: &Rec, procs: &Procs) -> Result<(), Skip> {
+    let (disk, _) = broker_disk(f, nodes, disks)?;
+    let (id, handle) = (node_id(f, nodes)?, Handle::current());
+    let stop = stop.ok_or("no such broker")?;
+    procs.crash(&f.target, now_ms(rec));
+    stop.now.notify_waiters();
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(terminate_grace_ms);
+    while !stop.stopped.load(std::sync::atomic::Ordering::SeqCst) && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let clean = stop.stopped.load(std::sync::atomic::Ordering::SeqCst);
+    handle.kill(id);
+    let report = disk.crash(CrashMode::Clean);
+    event(rec, &f.target, "fault", json!({"kind": kind(f), "for": f.for_ms, "stopped_cleanly": clean, "disk": report.to_string()}));
+    hold_then_restart(f, id, rec, procs).await
+}
+
+/// The end of a crash: held down for `for`, then restarted unless another crash holds it.
+async fn hold_then_restart(f: &FaultSpec, id: NodeId, rec: &Rec, procs: &Procs) -> Result<(), Skip> {
+    let handle = Handle::current();
     hold(f).await;
     if !procs.release_crash(&f.target) {
         let why = procs.absent(&f.target).unwrap_or("another crash holds the node");

@@ -62,6 +62,16 @@ pub(super) struct Cluster {
     clients: usize,
     /// Each broker's BUGGIFY handle (unseeded, so inert, unless the scenario asks for it).
     buggify: Vec<Buggify>,
+    /// Each broker's SIGTERM, by node name (the `terminate` fault).
+    pub(super) stops: BTreeMap<String, Arc<Stop>>,
+}
+
+/// A broker process's SIGTERM: notified, its server shuts down cleanly (controlled shutdown,
+/// logs flushed and checkpointed) and `stopped` is set once it has.
+#[derive(Default)]
+pub(super) struct Stop {
+    pub(super) now: tokio::sync::Notify,
+    pub(super) stopped: AtomicBool,
 }
 
 /// Broker i's address: 10.0.0.(i+1). `run` refuses scenarios with more than `brokers_max`
@@ -83,7 +93,7 @@ pub(super) fn start_brokers(s: &Scenario, disk_seed: u64, bug: Option<PlantedBug
     let handle = Handle::current();
     let base = base_disk_faults(s);
     let brokers = s.initial_brokers().into_iter().map(|i| SocketAddr::new(broker_ip(i), broker_port)).collect();
-    let mut cluster = Cluster { brokers, joining: BTreeMap::new(), nodes: BTreeMap::new(), disks: BTreeMap::new(), clients: 0, buggify: Vec::new() };
+    let mut cluster = Cluster { brokers, joining: BTreeMap::new(), nodes: BTreeMap::new(), disks: BTreeMap::new(), clients: 0, buggify: Vec::new(), stops: BTreeMap::new() };
     for i in 0..s.brokers {
         let name = format!("broker-{i}");
         // Each broker's disk has its own seed, derived from the run's.
@@ -96,6 +106,8 @@ pub(super) fn start_brokers(s: &Scenario, disk_seed: u64, bug: Option<PlantedBug
         }
         cluster.buggify.push(config.buggify.clone());
         let (d, r) = (disk.clone(), rec.clone());
+        let stop: Arc<Stop> = Arc::default();
+        cluster.stops.insert(name.clone(), stop.clone());
         // A broker joining late: its node exists from the start (madsim numbers nodes as they
         // are created), but its process starts only once `membership` lets it.
         let started = Arc::new(AtomicBool::new(s.join_ms(i).is_none()));
@@ -103,10 +115,10 @@ pub(super) fn start_brokers(s: &Scenario, disk_seed: u64, bug: Option<PlantedBug
             cluster.joining.insert(name.clone(), started.clone());
         }
         let init = move || {
-            let (started, d, config, r) = (started.clone(), d.clone(), config.clone(), r.clone());
+            let (started, d, config, r, stop) = (started.clone(), d.clone(), config.clone(), r.clone(), stop.clone());
             async move {
                 if started.load(Ordering::SeqCst) {
-                    broker_main(d, config, r).await;
+                    broker_main(d, config, r, stop).await;
                 }
             }
             .instrument(tracing::info_span!("broker", id = i))
@@ -254,8 +266,9 @@ pub(super) fn broker_config(s: &Scenario, i: u32, bug: Option<PlantedBug>) -> Br
 /// The broker process: open the data dir on the node's disk (and, on the controller node, the
 /// metadata log), serve until killed. If opening fails (a full or failing disk), the process
 /// exits and its supervisor starts it again.
-async fn broker_main(disk: SimDisk, config: BrokerConfig, rec: Rec) {
+async fn broker_main(disk: SimDisk, config: BrokerConfig, rec: Rec, stop: Arc<Stop>) {
     let name = format!("broker-{}", config.node_id);
+    stop.stopped.store(false, Ordering::SeqCst);
     broker_core::simprobe::node_started(config.node_id);
     // Planted `LogSyncsParentDir`: a rule chosen when the node is built, at the disk's edge.
     let d: Arc<dyn Disk> = match config.planted(PlantedBug::LogSyncsParentDir) {
@@ -307,9 +320,11 @@ async fn broker_main(disk: SimDisk, config: BrokerConfig, rec: Rec) {
     });
     let shared = Shared::observed(broker, quorum, d, observer);
     match config.security.listeners.first() {
-        None => server::serve(listener, shared, std::future::pending()).await,
-        Some(first) => server::serve_listeners([(listener, first.clone())].into_iter().chain(others).collect(), None, shared, std::future::pending()).await,
+        None => server::serve(listener, shared, stop.now.notified()).await,
+        Some(first) => server::serve_listeners([(listener, first.clone())].into_iter().chain(others).collect(), None, shared, stop.now.notified()).await,
     }
+    stop.stopped.store(true, Ordering::SeqCst);
+    event(&rec, &name, "stopped", json!({}));
 }
 
 /// Binds `addr`, trying again while the previous incarnation's socket may not be released yet

@@ -13,6 +13,10 @@ use serde::{Deserialize, Serialize};
 pub enum FaultKind {
     /// Kill the process; the OS page cache survives (every write is kept). Restart after `for`.
     Kill,
+    /// Stop the broker as SIGTERM does: a controlled shutdown (the controller moves its
+    /// leaderships), every log flushed and checkpointed, a clean-shutdown mark. Killed if it has
+    /// not stopped within a bound (a paused process cannot act on it). Restart after `for`.
+    Terminate,
     /// Kill and lose power: unsynced writes are kept, dropped or torn. Restart after `for`.
     PowerLoss,
     /// Stop scheduling the node's tasks for `for` ms (a stalled process).
@@ -144,6 +148,7 @@ impl FaultKind {
     pub fn name(self) -> &'static str {
         match self {
             FaultKind::Kill => "kill",
+            FaultKind::Terminate => "terminate",
             FaultKind::PowerLoss => "power_loss",
             FaultKind::Pause => "pause",
             FaultKind::Isolate => "isolate",
@@ -161,7 +166,7 @@ impl FaultKind {
     /// Faults on a node's process or disk, which only a broker node has: clients run as plain
     /// tasks (nothing restarts them after a kill) and write nothing to disk.
     pub fn broker_only(self) -> bool {
-        matches!(self, FaultKind::Kill | FaultKind::PowerLoss | FaultKind::Pause | FaultKind::SlowDisk | FaultKind::DiskFull | FaultKind::DiskEio)
+        matches!(self, FaultKind::Kill | FaultKind::Terminate | FaultKind::PowerLoss | FaultKind::Pause | FaultKind::SlowDisk | FaultKind::DiskFull | FaultKind::DiskEio)
     }
 }
 
