@@ -18,8 +18,6 @@ use std::time::{Duration, Instant};
 
 /// How long a started broker has to accept connections before the run gives up on it.
 const ready_timeout_ms: u64 = 30_000;
-/// How long a SIGTERM'd broker has to exit before it is killed.
-const terminate_timeout_ms: u64 = 10_000;
 
 /// Every broker process alive, by pid: what an interrupted run kills.
 static alive: Mutex<Vec<u32>> = Mutex::new(Vec::new());
@@ -134,7 +132,7 @@ impl Brokers {
 
     /// SIGTERM: the broker shuts down cleanly (killed if it has not within a bound).
     pub fn terminate(&mut self, i: usize) -> Result<(), String> {
-        self.stop(i, libc::SIGTERM, Duration::from_millis(terminate_timeout_ms))
+        self.stop(i, libc::SIGTERM, Duration::from_millis(timing::terminate_grace_ms))
     }
 
     fn stop(&mut self, i: usize, sig: libc::c_int, grace: Duration) -> Result<(), String> {

@@ -181,12 +181,8 @@ async fn crash_and_restart(f: &FaultSpec, nodes: &Nodes, disks: &Disks, rec: &Re
     hold_then_restart(f, id, rec, procs).await
 }
 
-/// How long a terminated broker has to stop cleanly before it is killed (its controlled
-/// shutdown asks the controller, then every log is flushed and checkpointed).
-const terminate_grace_ms: u64 = 5_000;
-
 /// `terminate`: the broker's SIGTERM (a clean stop, `topology::Stop`), killed if it has not
-/// stopped within `terminate_grace_ms` (a paused process cannot act on it); its writes are all
+/// stopped within `timing::terminate_grace_ms` (a paused process cannot act on it); its writes are all
 /// kept, as after any process exit, and the node restarts after `for` as after a crash.
 async fn terminate_and_restart(f: &FaultSpec, nodes: &Nodes, disks: &Disks, stop: Option<&Stop>, rec: &Rec, procs: &Procs) -> Result<(), Skip> {
     let (disk, _) = broker_disk(f, nodes, disks)?;
@@ -194,7 +190,7 @@ async fn terminate_and_restart(f: &FaultSpec, nodes: &Nodes, disks: &Disks, stop
     let stop = stop.ok_or("no such broker")?;
     procs.crash(&f.target, now_ms(rec));
     stop.now.notify_waiters();
-    let deadline = tokio::time::Instant::now() + Duration::from_millis(terminate_grace_ms);
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(super::timing::terminate_grace_ms);
     while !stop.stopped.load(std::sync::atomic::Ordering::SeqCst) && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }

@@ -17,6 +17,11 @@ pub(crate) const quorum_election_ms: u64 = 300;
 /// timeout is drawn from one to two election timeouts.
 pub(crate) const controller_failover_ms: u64 = 2 * quorum_election_ms + 2 * quorum_election_ms;
 
+/// How long a terminated broker has to stop cleanly before it is killed (its controlled
+/// shutdown asks the controller, then every log is flushed and checkpointed): the `terminate`
+/// fault's bound in both worlds.
+pub(crate) const terminate_grace_ms: u64 = 5_000;
+
 /// How long the node's supervisor (systemd's `Restart=on-failure` in a real deployment) waits
 /// before starting a broker process that exited.
 #[cfg(madsim)]
