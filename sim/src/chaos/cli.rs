@@ -78,6 +78,11 @@ enum Command {
         /// rows: `cargo sim matrix --dump DIR`, then `cargo sim sweep DIR --summary FILE`).
         #[arg(long)]
         jsonl: Option<PathBuf>,
+        /// A simulated sweep's summary of the rows (`cargo sim matrix --dump DIR`, then `cargo
+        /// sim sweep DIR --seeds A..B --summary FILE`): its figures are printed beside each
+        /// row's real ones.
+        #[arg(long)]
+        sim: Option<PathBuf>,
     },
 }
 
@@ -86,7 +91,7 @@ pub fn main() {
     let code = match cli.command {
         Command::Chaos { scenario, seed, seeds, shard, jsonl, broker, dir, net } => exit_code(chaos_seeds(&scenario, seed, seeds.as_deref(), shard.as_deref(), jsonl.as_deref(), broker, dir, &net)),
         Command::Compare { files } => exit_code(compare(&files).map(|()| true)),
-        Command::Matrix { seeds, row, net, broker, jsonl } => exit_code(matrix(&seeds, row.as_deref(), &net, broker, jsonl.as_deref())),
+        Command::Matrix { seeds, row, net, broker, jsonl, sim } => exit_code(matrix(&seeds, row.as_deref(), &net, broker, jsonl.as_deref(), sim.as_deref())),
     };
     std::process::exit(code);
 }
@@ -139,13 +144,16 @@ fn chaos_seeds(path: &Path, seed: u64, seeds: Option<&str>, shard: Option<&str>,
 fn compare(files: &[PathBuf]) -> Result<(), String> {
     let mut lines = Vec::new();
     for f in files {
-        let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
-        for (n, l) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-            lines.push(serde_json::from_str(l).map_err(|e| format!("{}:{}: {e}", f.display(), n + 1))?);
-        }
+        lines.extend(read_lines(f)?);
     }
     print!("{}", crate::worlds::compare(&lines));
     Ok(())
+}
+
+/// Every JSON line of a file.
+fn read_lines(f: &Path) -> Result<Vec<serde_json::Value>, String> {
+    let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
+    text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()).map(|(n, l)| serde_json::from_str(l).map_err(|e| format!("{}:{}: {e}", f.display(), n + 1))).collect()
 }
 
 /// `--net`: whether brokers get namespaces.
@@ -176,8 +184,21 @@ fn append(file: Option<&Path>, line: &serde_json::Value) -> Result<(), String> {
 }
 
 /// The matrix's rows that can run for real, over `seeds`; true when every row run holds.
-fn matrix(seeds: &str, only: Option<&str>, net: &str, broker: Option<PathBuf>, jsonl: Option<&Path>) -> Result<bool, String> {
+fn matrix(seeds: &str, only: Option<&str>, net: &str, broker: Option<PathBuf>, jsonl: Option<&Path>, sim: Option<&Path>) -> Result<bool, String> {
     let (seeds, namespaces, broker) = (seed_range(seeds)?, namespaces(net)?, broker_bin(broker)?);
+    let simulated = match sim {
+        Some(f) => read_lines(f)?,
+        None => Vec::new(),
+    };
+    // A row's simulated figures, from the summary's lines of its scenario.
+    let sim_of = |name: &str| -> String {
+        let runs: Vec<&serde_json::Value> = simulated.iter().filter(|l| l["scenario"] == name && l["seed"].is_u64()).collect();
+        let n = |k: &str| runs.iter().map(|l| l[k].as_u64().unwrap_or(0)).sum::<u64>();
+        match runs.is_empty() {
+            true => String::new(),
+            false => format!("sim: {} runs, {} acknowledged, {} lost; ", runs.len(), n("acknowledged"), n("lost")),
+        }
+    };
     let mut all = true;
     for row in crate::matrix::rows().into_iter().filter(|r| only.is_none_or(|o| r.scenario.name.contains(o))) {
         let name = &row.scenario.name;
@@ -206,7 +227,7 @@ fn matrix(seeds: &str, only: Option<&str>, net: &str, broker: Option<PathBuf>, j
             }
         };
         let note = if approximated { " (power loss approximated by SIGKILL)" } else { "" };
-        println!("{name:<40} {promise:<12} real: {} runs, {acked} acknowledged, {lost} lost: {text}{note}", measured.len());
+        println!("{name:<40} {promise:<12} {}real: {} runs, {acked} acknowledged, {lost} lost: {text}{note}", sim_of(name), measured.len());
         for m in measured.iter().filter(|m| !m.other.is_empty()).take(1) {
             println!("    seed {}: {}", m.seed, m.other[0]);
         }
