@@ -11,7 +11,9 @@
 //!   (`slow_link`, `clog_link`) are not available and are skipped.
 //!
 //! Names carry the harness's pid, and every namespace and the bridge are deleted when the run
-//! ends or is interrupted ([`cleanup_all`]).
+//! ends or is interrupted ([`cleanup_all`]); those of a harness that died without cleaning up
+//! (SIGKILL'd) are deleted by the next run that makes namespaces ([`cleanup_stale`]). Each run
+//! takes a subnet no other bridge on the machine has.
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::process::Command;
@@ -97,8 +99,10 @@ impl Namespaces {
         if unsafe { libc::geteuid() } != 0 {
             return Err("--net namespaces needs root (ip netns, veth, a bridge)".into());
         }
+        cleanup_stale();
         let pid = std::process::id();
-        let n = Namespaces { tag: format!("sl{}", pid % 100_000), subnet: (pid % 250 + 1) as u8, brokers };
+        let subnet = free_subnet(pid)?;
+        let n = Namespaces { tag: format!("sl{pid}"), subnet, brokers };
         live.lock().unwrap_or_else(|p| p.into_inner()).push((n.tag.clone(), brokers));
         n.build().inspect_err(|_| cleanup(&n.tag, brokers))?;
         Ok(n)
@@ -161,6 +165,31 @@ fn cleanup(tag: &str, brokers: usize) {
         let _ = run("ip", &["link", "del", &format!("{tag}h{i}")]);
     }
     let _ = run("ip", &["link", "del", &format!("{tag}b")]);
+}
+
+/// Deletes the namespaces and bridges of runs whose harness process is gone.
+fn cleanup_stale() {
+    let Ok(out) = Command::new("ip").args(["netns", "list"]).output() else { return };
+    let mut stale: std::collections::BTreeMap<u32, usize> = Default::default();
+    for name in String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| l.split_whitespace().next()) {
+        // sl<pid>n<i>
+        let Some((pid, i)) = name.strip_prefix("sl").and_then(|r| r.split_once('n')) else { continue };
+        let (Ok(pid), Ok(i)) = (pid.parse::<u32>(), i.parse::<usize>()) else { continue };
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            let most = stale.entry(pid).or_default();
+            *most = (*most).max(i + 1);
+        }
+    }
+    for (pid, brokers) in stale {
+        cleanup(&format!("sl{pid}"), brokers);
+    }
+}
+
+/// A 10.77.X.0/24 no interface here has an address in, starting from one the pid picks.
+fn free_subnet(pid: u32) -> Result<u8, String> {
+    let out = Command::new("ip").args(["-o", "-4", "addr", "show"]).output().map_err(|e| format!("ip: {e}"))?;
+    let taken = String::from_utf8_lossy(&out.stdout).into_owned();
+    (0..250u32).map(|k| ((pid + k) % 250 + 1) as u8).find(|x| !taken.contains(&format!(" 10.77.{x}."))).ok_or_else(|| "no free 10.77.X.0/24 subnet for the brokers' bridge".to_string())
 }
 
 fn run(cmd: &str, args: &[&str]) -> Result<(), String> {
