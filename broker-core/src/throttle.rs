@@ -21,6 +21,9 @@ pub const quota_window_sample_ms: u64 = 1_000;
 /// Longest throttle one response asks for: the whole window (a client far over its quota
 /// waits a window, then is measured again).
 pub const throttle_ms_max: u64 = quota_window_samples as u64 * quota_window_sample_ms;
+/// Longest request-time throttle: one sample (Kafka's ClientRequestQuotaManager caps it at
+/// `quota.window.size.seconds`).
+pub const request_throttle_ms_max: u64 = quota_window_sample_ms;
 /// Most meters kept at once (clients measured): the idlest beyond it are forgotten.
 pub const throttled_clients_max: usize = 10_000;
 
@@ -45,6 +48,14 @@ impl Kind {
             Kind::Produce => quotas::producer_byte_rate,
             Kind::Fetch => quotas::consumer_byte_rate,
             Kind::Request => quotas::request_percentage,
+        }
+    }
+
+    /// The longest throttle of this kind.
+    fn throttle_max(self) -> u64 {
+        match self {
+            Kind::Produce | Kind::Fetch => throttle_ms_max,
+            Kind::Request => request_throttle_ms_max,
         }
     }
 
@@ -179,7 +190,7 @@ impl Throttles {
         }
         // Kafka's QuotaUtils.throttleTime: long enough for the rate to fall to the quota.
         let ms = (rate - limit) / limit * window as f64;
-        self.unit.hand_out((ms as u64).min(throttle_ms_max))
+        self.unit.hand_out((ms as u64).min(kind.throttle_max()))
     }
 }
 
@@ -225,9 +236,9 @@ mod tests {
         t.set_quotas(client_quota("busy", quotas::request_percentage, 1.0));
         assert!(t.any_of(Kind::Request) && !t.any_of(Kind::Produce));
         // 1%: 10 ms of each second. 100 ms of request time in the first second is that over the
-        // 10 s window; 100 ms more is twice it, so the client waits a window.
+        // 10 s window; 100 ms more is twice it: a window's wait, capped at one sample (1 s).
         assert_eq!(t.record(500, "ANONYMOUS", "busy", Kind::Request, 100_000), 0);
-        assert_eq!(t.record(600, "ANONYMOUS", "busy", Kind::Request, 100_000), 10_000);
+        assert_eq!(t.record(600, "ANONYMOUS", "busy", Kind::Request, 100_000), request_throttle_ms_max);
         assert_eq!(t.record(700, "ANONYMOUS", "busy", Kind::Produce, 1_000_000), 0, "no byte quota is set");
         assert_eq!(t.record(800, "ANONYMOUS", "idle", Kind::Request, 1_000_000), 0, "nor a quota for this client id");
     }

@@ -14,6 +14,10 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
+/// The longest throttle the client waits out: a broker's whole quota window
+/// (`throttle::throttle_ms_max`); a larger `throttle_time_ms` is a broker's mistake.
+pub const throttle_wait_ms_max: u64 = crate::throttle::throttle_ms_max;
+
 /// The largest response the client accepts (a broker answering more is misbehaving).
 pub const response_bytes_max: usize = 128 * 1024 * 1024;
 
@@ -111,18 +115,22 @@ impl Conn {
         Ok((id, version, request_frame_at(req, version, id, &self.client_id)?))
     }
 
-    /// Waits out the last answer's throttle, before a request's own timeout starts.
+    /// Waits out the last answer's throttle, before a request's own timeout starts. Cancel-safe:
+    /// the throttle is forgotten only once waited out.
     async fn quiet(&mut self) {
-        if let Some(until) = self.quiet_until.take() {
+        if let Some(until) = self.quiet_until {
             tokio::time::sleep_until(until).await;
+            self.quiet_until = None;
         }
     }
 
-    /// Notes an answer's throttle: the next request waits that long.
+    /// Notes an answer's throttle: the next request waits that long (at most
+    /// `throttle_wait_ms_max`, whatever a broker asks).
     fn heed<T: 'static>(&mut self, answer: &T) {
         let ms = throttle_ms(answer);
         if ms > 0 {
-            self.quiet_until = Some(tokio::time::Instant::now() + Duration::from_millis(ms as u64));
+            let ms = (ms as u64).min(throttle_wait_ms_max);
+            self.quiet_until = Some(tokio::time::Instant::now() + Duration::from_millis(ms));
         }
     }
 
@@ -238,16 +246,11 @@ fn throttle_ms<T: 'static>(answer: &T) -> i32 {
     use kafka_protocol::messages::*;
     let any = answer as &dyn std::any::Any;
     macro_rules! first_of {
-        ($($t:ty),* $(,)?) => {
-            $(if let Some(a) = any.downcast_ref::<$t>() { return a.throttle_time_ms; })*
+        ($(($api:ident, $ty:ident)),* $(,)?) => {
+            $(if let Some(a) = any.downcast_ref::<$ty>() { return a.throttle_time_ms; })*
         };
     }
-    first_of!(
-        ProduceResponse, FetchResponse, MetadataResponse, ListOffsetsResponse, FindCoordinatorResponse, JoinGroupResponse, SyncGroupResponse,
-        HeartbeatResponse, LeaveGroupResponse, OffsetCommitResponse, OffsetFetchResponse, InitProducerIdResponse, AddPartitionsToTxnResponse,
-        AddOffsetsToTxnResponse, EndTxnResponse, TxnOffsetCommitResponse, CreateTopicsResponse, DeleteTopicsResponse, DescribeConfigsResponse,
-        IncrementalAlterConfigsResponse, DescribeClientQuotasResponse, AlterClientQuotasResponse,
-    );
+    crate::kafka::with_throttled_responses!(first_of);
     0
 }
 

@@ -85,6 +85,33 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::AlterClientQuotas, 0, 1),
 ];
 
+/// Calls macro `$m` with every served API whose answer has `throttle_time_ms`, as
+/// `(ResponseKind variant, response type)` pairs: what a quota's throttle is written into
+/// (`server::throttling`) and what Seedlog's client reads it from (`client::conn`), one list.
+macro_rules! with_throttled_responses {
+    ($m:ident) => {
+        $m!(
+            (Produce, ProduceResponse), (Fetch, FetchResponse), (ListOffsets, ListOffsetsResponse), (Metadata, MetadataResponse),
+            (OffsetCommit, OffsetCommitResponse), (OffsetFetch, OffsetFetchResponse), (FindCoordinator, FindCoordinatorResponse),
+            (JoinGroup, JoinGroupResponse), (Heartbeat, HeartbeatResponse), (LeaveGroup, LeaveGroupResponse), (SyncGroup, SyncGroupResponse),
+            (DescribeGroups, DescribeGroupsResponse), (ListGroups, ListGroupsResponse), (ApiVersions, ApiVersionsResponse),
+            (CreateTopics, CreateTopicsResponse), (DeleteTopics, DeleteTopicsResponse), (DeleteRecords, DeleteRecordsResponse),
+            (InitProducerId, InitProducerIdResponse), (OffsetForLeaderEpoch, OffsetForLeaderEpochResponse),
+            (AddPartitionsToTxn, AddPartitionsToTxnResponse), (AddOffsetsToTxn, AddOffsetsToTxnResponse), (EndTxn, EndTxnResponse),
+            (TxnOffsetCommit, TxnOffsetCommitResponse), (DescribeAcls, DescribeAclsResponse), (CreateAcls, CreateAclsResponse),
+            (DeleteAcls, DeleteAclsResponse), (DescribeConfigs, DescribeConfigsResponse), (AlterConfigs, AlterConfigsResponse),
+            (DescribeLogDirs, DescribeLogDirsResponse), (CreatePartitions, CreatePartitionsResponse), (DeleteGroups, DeleteGroupsResponse),
+            (ElectLeaders, ElectLeadersResponse), (IncrementalAlterConfigs, IncrementalAlterConfigsResponse),
+            (AlterPartitionReassignments, AlterPartitionReassignmentsResponse), (ListPartitionReassignments, ListPartitionReassignmentsResponse),
+            (OffsetDelete, OffsetDeleteResponse), (DescribeClientQuotas, DescribeClientQuotasResponse), (AlterClientQuotas, AlterClientQuotasResponse),
+            (DescribeUserScramCredentials, DescribeUserScramCredentialsResponse), (AlterUserScramCredentials, AlterUserScramCredentialsResponse),
+            (DescribeCluster, DescribeClusterResponse), (DescribeProducers, DescribeProducersResponse), (DescribeTransactions, DescribeTransactionsResponse),
+            (ListTransactions, ListTransactionsResponse), (DescribeTopicPartitions, DescribeTopicPartitionsResponse), (UnregisterBroker, UnregisterBrokerResponse)
+        )
+    };
+}
+pub(crate) use with_throttled_responses;
+
 /// The version range of `key` this broker serves, if it serves it.
 pub fn served(key: ApiKey) -> Option<(i16, i16)> {
     SERVED.iter().find(|(k, _, _)| *k == key).map(|(_, lo, hi)| (*lo, *hi))

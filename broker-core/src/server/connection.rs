@@ -307,7 +307,8 @@ async fn burst(shared: &Shared, inbox: &mut Inbox, rd: &mut send::ReadHalf, wr: 
         // Only what a quota could apply to is looked at, and only when one is set.
         let counted = {
             let throttles = shared.node.throttles();
-            throttles.any().then(|| super::throttling::counted(&frame, throttles.any_of(crate::throttle::Kind::Request))).flatten()
+            // A raw SASL token (after a v0 handshake) is no Kafka request: nothing to count.
+            (throttles.any() && !auth.expects_raw_token()).then(|| super::throttling::counted(&frame, throttles.any_of(crate::throttle::Kind::Request))).flatten()
         };
         let caller = auth.caller(peer.ip());
         let mut clock = super::metrics::Clock::start();

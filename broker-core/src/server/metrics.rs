@@ -27,9 +27,11 @@ const scrape_request_bytes_max: usize = 8 * 1024;
 /// How long a scrape connection may take to send its request.
 const scrape_read_ms_max: u64 = 5_000;
 
-/// The parts of a request's time (Kafka's RequestMetrics, as this broker's requests go): `queue`
-/// until the node first takes it up (read turns, startup, the node's gate), `local` in its
-/// decisions and the disk work they ask for, `remote` waiting on others (replicas for acks=all,
+/// The parts of a request's time (Kafka's RequestMetrics, as this broker's requests go), from the
+/// moment it was read whole and given its read turn: `queue` until the node first takes it up
+/// (startup, the node's gate), `local` in its decisions and the disk work they ask for (wall
+/// time, so a decision's fsync waits count: more than Kafka's handler-thread time), `remote`
+/// waiting on others (replicas for acks=all,
 /// a coordinator's answer, the controller, a fetch's wait), `send` writing the answer, and
 /// `throttle` the muted connection after it (a client quota).
 const phases: [&str; 5] = ["queue", "local", "remote", "send", "throttle"];

@@ -21,14 +21,25 @@ pub(super) struct Counted {
     request_bytes: usize,
 }
 
+/// Requests no quota applies to (Kafka's exempt ones): what brokers and controllers send each
+/// other — registration, heartbeats, ISR changes, forwarded requests, transaction markers, a
+/// leader's verification, the metadata quorum's messages — and the SASL exchange. A follower's
+/// fetch is told apart by its replica id (`counted`).
+const exempt: [ApiKey; 7] = [ApiKey::BrokerRegistration, ApiKey::BrokerHeartbeat, ApiKey::AlterPartition, ApiKey::Envelope, ApiKey::WriteTxnMarkers, ApiKey::SaslHandshake, ApiKey::SaslAuthenticate];
+
+/// The first AddPartitionsToTxn version only brokers send (KIP-890's verification).
+const verification_version: i16 = 4;
+
 /// What of `frame` counts: a Produce, or a Fetch from a consumer (replica id < 0); with
-/// `every` (a `request_percentage` is set), any request but a follower's fetch.
+/// `every` (a `request_percentage` is set), any client request (not `exempt`, not a follower's
+/// fetch, not a leader's verification).
 pub(super) fn counted(frame: &[u8], every: bool) -> Option<Counted> {
     let lead = crate::protocol::leading(frame)?;
+    let cluster = exempt.iter().any(|k| *k as i16 == lead.key) || lead.key == crate::controller::raft::wire::api_key || (lead.key == ApiKey::AddPartitionsToTxn as i16 && lead.version >= verification_version);
     let bytes = match lead.key {
         k if k == ApiKey::Produce as i16 => Some(Kind::Produce),
         k if k == ApiKey::Fetch as i16 => Some(Kind::Fetch),
-        _ if every => None,
+        _ if every && !cluster => None,
         _ => return None,
     };
     let (client_id, body) = client_id(frame, lead.key, lead.version)?;
@@ -74,6 +85,8 @@ fn uvarint(buf: &mut &[u8]) -> Option<u32> {
 /// longer throttle into the answer; returns how long the connection is muted, in ms (0: not at
 /// all). Kafka's produce and fetch answers likewise carry the larger of the two throttles.
 pub(super) fn apply(shared: &Shared, c: &Counted, principal: &str, local: Duration, outcome: &mut Outcome) -> u64 {
+    // An acks=0 produce gets no answer to carry a request throttle (Kafka skips it too).
+    let answered = !matches!(outcome, Outcome::NoReply);
     let bytes = match (c.bytes, &*outcome) {
         (Some(Kind::Produce), _) => c.request_bytes,
         (Some(Kind::Fetch), Outcome::Reply(r)) => r.encode().map_or(0, |b| b.len()),
@@ -86,7 +99,7 @@ pub(super) fn apply(shared: &Shared, c: &Counted, principal: &str, local: Durati
     if let Some(kind) = c.bytes {
         ms[kind as usize] = throttles.record(now, user, &c.client_id, kind, bytes as u64);
     }
-    if throttles.any_of(Kind::Request) {
+    if answered && throttles.any_of(Kind::Request) {
         let us = u64::try_from(local.as_micros()).unwrap_or(u64::MAX);
         ms[Kind::Request as usize] = throttles.record(now, user, &c.client_id, Kind::Request, us);
     }
@@ -120,23 +133,15 @@ fn set_throttle(outcome: &mut Outcome, version: i16, ms: i32) {
 
 /// The `throttle_time_ms` of an answer to a client API that has one.
 fn throttle_field(body: &mut ResponseKind) -> Option<&mut i32> {
-    macro_rules! throttled {
-        ($($api:ident),* $(,)?) => {
+    macro_rules! field {
+        ($(($api:ident, $ty:ident)),* $(,)?) => {
             match body {
                 $(ResponseKind::$api(r) => Some(&mut r.throttle_time_ms),)*
                 _ => None,
             }
         };
     }
-    throttled!(
-        Produce, Fetch, ListOffsets, Metadata, OffsetCommit, OffsetFetch, FindCoordinator, JoinGroup, Heartbeat, LeaveGroup, SyncGroup,
-        DescribeGroups, ListGroups, ApiVersions, CreateTopics, DeleteTopics, DeleteRecords, InitProducerId, OffsetForLeaderEpoch,
-        AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit, DescribeAcls, CreateAcls, DeleteAcls, DescribeConfigs,
-        AlterConfigs, DescribeLogDirs, CreatePartitions, DeleteGroups, ElectLeaders, IncrementalAlterConfigs,
-        AlterPartitionReassignments, ListPartitionReassignments, OffsetDelete, DescribeClientQuotas, AlterClientQuotas,
-        DescribeUserScramCredentials, AlterUserScramCredentials, DescribeCluster, DescribeProducers, DescribeTransactions,
-        ListTransactions, DescribeTopicPartitions, UnregisterBroker,
-    )
+    crate::kafka::with_throttled_responses!(field)
 }
 
 #[cfg(test)]
@@ -172,6 +177,12 @@ mod tests {
         assert!(counted(&metadata, false).is_none(), "no bytes of a Metadata count");
         assert_eq!(counted(&metadata, true).map(|c| (c.bytes, c.client_id)), Some((None, "x".to_string())), "its time does, with a request quota set");
         assert!(counted(&produce[..9], true).is_none(), "a cut frame counts nothing");
+        // The cluster's own requests are exempt from request_percentage, as Kafka's.
+        let heartbeat = frame(ApiKey::BrokerHeartbeat, 0, "broker-1", &kafka_protocol::messages::BrokerHeartbeatRequest::default());
+        assert!(counted(&heartbeat, true).is_none(), "a broker's heartbeat counts nothing");
+        let add = kafka_protocol::messages::AddPartitionsToTxnRequest::default();
+        assert!(counted(&frame(ApiKey::AddPartitionsToTxn, verification_version, "broker-1", &add), true).is_none(), "a leader's verification counts nothing");
+        assert!(counted(&frame(ApiKey::AddPartitionsToTxn, 3, "app", &add), true).is_some(), "a client's AddPartitionsToTxn counts");
     }
 
     #[test]
