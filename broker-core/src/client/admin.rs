@@ -24,11 +24,17 @@ pub async fn live_brokers(addr: SocketAddr, timeout: Duration) -> Result<usize, 
 /// `controller_id` among its brokers), or `addr` itself when it names none it lists: Kafka's
 /// admin clients find the controller the same way, and ask again after NOT_CONTROLLER.
 pub async fn find_controller(addr: SocketAddr, timeout: Duration) -> Result<SocketAddr, ClientError> {
+    Ok(named_controller(addr, timeout).await?.unwrap_or(addr))
+}
+
+/// The active controller's address as the broker at `addr` names it in Metadata, if it names
+/// one it lists (none mid-election).
+pub async fn named_controller(addr: SocketAddr, timeout: Duration) -> Result<Option<SocketAddr>, ClientError> {
     let mut conn = Conn::connect(addr, "seedlog-admin", timeout).await?;
     let req = MetadataRequest::default().with_topics(Some(Vec::new())).with_allow_auto_topic_creation(false);
     let resp = conn.send(&req).await?;
     let named = resp.brokers.iter().find(|b| b.node_id == resp.controller_id);
-    Ok(named.and_then(|b| Some(SocketAddr::new(b.host.as_str().parse().ok()?, u16::try_from(b.port).ok()?))).unwrap_or(addr))
+    Ok(named.and_then(|b| Some(SocketAddr::new(b.host.as_str().parse().ok()?, u16::try_from(b.port).ok()?))))
 }
 
 /// A topic to create: name, partitions, replication factor.

@@ -132,9 +132,15 @@ fn shard_of(text: &str) -> Result<(u64, u64), String> {
 fn chaos_seeds(path: &Path, seed: u64, seeds: Option<&str>, shard: Option<&str>, jsonl: Option<&Path>, broker: Option<PathBuf>, dir: Option<PathBuf>, net: &str) -> Result<bool, String> {
     let range = seeds.map(seed_range).transpose()?.unwrap_or(seed..seed + 1);
     let shard = shard.map(shard_of).transpose()?;
+    let chosen: Vec<u64> = range.filter(|s| shard.is_none_or(|(i, n)| s % n == i)).collect();
+    if chosen.is_empty() {
+        return Err("no seed to run (an empty range, or none in this shard)".into());
+    }
     let mut all = true;
-    for seed in range.filter(|s| shard.is_none_or(|(i, n)| s % n == i)) {
-        let (passed, line) = chaos(path, seed, broker.clone(), dir.clone(), net)?;
+    for &seed in &chosen {
+        // One directory per run when there are several.
+        let dir = dir.clone().map(|d| if chosen.len() > 1 { d.join(format!("seed-{seed}")) } else { d });
+        let (passed, line) = chaos(path, seed, broker.clone(), dir, net)?;
         all &= passed;
         append(jsonl, &line)?;
     }
@@ -186,13 +192,16 @@ fn append(file: Option<&Path>, line: &serde_json::Value) -> Result<(), String> {
 /// The matrix's rows that can run for real, over `seeds`; true when every row run holds.
 fn matrix(seeds: &str, only: Option<&str>, net: &str, broker: Option<PathBuf>, jsonl: Option<&Path>, sim: Option<&Path>) -> Result<bool, String> {
     let (seeds, namespaces, broker) = (seed_range(seeds)?, namespaces(net)?, broker_bin(broker)?);
+    if seeds.is_empty() {
+        return Err("no seed to run: an empty range".into());
+    }
     let simulated = match sim {
         Some(f) => read_lines(f)?,
         None => Vec::new(),
     };
     // A row's simulated figures, from the summary's lines of its scenario.
     let sim_of = |name: &str| -> String {
-        let runs: Vec<&serde_json::Value> = simulated.iter().filter(|l| l["scenario"] == name && l["seed"].is_u64()).collect();
+        let runs: Vec<&serde_json::Value> = simulated.iter().filter(|l| l["scenario"] == name && l["seed"].is_u64() && l["world"] != "real").collect();
         let n = |k: &str| runs.iter().map(|l| l[k].as_u64().unwrap_or(0)).sum::<u64>();
         match runs.is_empty() {
             true => String::new(),

@@ -72,15 +72,19 @@ pub fn run(s: &Scenario, scenario_path: &str, seed: u64, opts: &Options) -> Resu
         // brokers and namespaces with it.
         tokio::spawn(async {
             let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) else { return };
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
+            let code = tokio::select! {
+                _ = tokio::signal::ctrl_c() => 130,
+                _ = term.recv() => 143,
+            };
             procs::kill_all();
-            std::process::exit(130);
+            std::process::exit(code);
         });
         chaos(s, faults, trace, opts).await
     })?;
+    let failed: Vec<String> = trace.lines().iter().filter(|l| l.contains(r#""event":"harness_failed""#)).cloned().collect();
+    if !failed.is_empty() {
+        return Err(format!("the run did not go as scheduled, so it judges nothing: {}", failed.join("; ")));
+    }
     Ok(verdict::judge(s, trace, history, derived, ran_ms))
 }
 
@@ -124,6 +128,7 @@ async fn chaos(s: &Scenario, faults: Vec<FaultSpec>, trace: Trace, opts: &Option
     let rec = Recorder::start(trace);
     {
         let h = &mut rec.lock().expect("recorder").history;
+        h.compacted_topics = s.compacted_topics().into_iter().map(|(t, delete_retention_ms)| (t, crate::history::Compaction { delete_retention_ms })).collect();
         (h.session_ms, h.voters, h.brokers) = (timing::session_ms, timing::voters(s).collect(), s.brokers);
         h.controller_failover_ms = timing::controller_failover_ms;
     }
@@ -133,7 +138,7 @@ async fn chaos(s: &Scenario, faults: Vec<FaultSpec>, trace: Trace, opts: &Option
     let net = Net::new(opts.namespaces, s.brokers as usize)?;
     let brokers = tokio::task::spawn_blocking(move || Brokers::start(&broker_bin, &dir, &scenario, net)).await.map_err(|e| e.to_string())??;
     let addrs = brokers.addrs();
-    let brokers = Arc::new(Mutex::new(brokers));
+    let brokers = Arc::new(brokers);
     event(&rec, "harness", "brokers_started", json!({"brokers": addrs.iter().map(|a| a.to_string()).collect::<Vec<_>>()}));
     let topics: Vec<TopicToCreate> = s.topics.iter().map(|t| TopicToCreate { name: t.name.clone(), partitions: t.partitions, replication_factor: t.replication_factor, configs: t.config.clone() }).collect();
     workloads::admin_main(addrs[0], addrs.len(), topics, rec.clone()).await;
@@ -169,9 +174,8 @@ async fn chaos(s: &Scenario, faults: Vec<FaultSpec>, trace: Trace, opts: &Option
     let dirs = {
         let brokers = brokers.clone();
         tokio::task::spawn_blocking(move || {
-            let mut b = brokers.lock().expect("brokers");
-            b.stop_all();
-            b.data_dirs()
+            brokers.stop_all();
+            brokers.data_dirs()
         })
         .await
         .map_err(|e| e.to_string())?
@@ -184,7 +188,7 @@ async fn chaos(s: &Scenario, faults: Vec<FaultSpec>, trace: Trace, opts: &Option
 /// Applies each fault at its time and undoes it after `for`, one task per fault, recording
 /// each span as the simulator does; returns once every fault is undone. A fault on a broker
 /// still under another is skipped, as are the kinds loopback processes cannot have.
-async fn inject(faults: Vec<FaultSpec>, s: &Scenario, addrs: &[SocketAddr], brokers: &Arc<Mutex<Brokers>>, rec: &Rec) {
+async fn inject(faults: Vec<FaultSpec>, s: &Scenario, addrs: &[SocketAddr], brokers: &Arc<Brokers>, rec: &Rec) {
     let start = tokio::time::Instant::now();
     let busy: Arc<Mutex<Vec<usize>>> = Arc::default();
     let mut tasks = Vec::new();
@@ -233,7 +237,7 @@ async fn aim(target: &str, addrs: &[SocketAddr]) -> Option<usize> {
     let at = if target == crate::scenario::controller_target {
         let mut found = None;
         for a in addrs {
-            if let Ok(c) = broker_core::client::admin::find_controller(*a, ask).await {
+            if let Ok(Some(c)) = broker_core::client::admin::named_controller(*a, ask).await {
                 found = Some(c);
                 break;
             }
@@ -251,19 +255,24 @@ async fn aim(target: &str, addrs: &[SocketAddr]) -> Option<usize> {
 const aim_timeout_ms: u64 = 1_000;
 
 /// One fault on broker `i`: done, held for `for` ms, undone, with its events and span.
-async fn apply(f: &FaultSpec, i: usize, brokers: &Arc<Mutex<Brokers>>, rec: &Rec) {
+async fn apply(f: &FaultSpec, i: usize, brokers: &Arc<Brokers>, rec: &Rec) {
     let kind = format!("{:?}", f.kind);
     let from_ms = now_ms(rec);
     let done = {
         let brokers = brokers.clone();
         let kind = f.kind;
         tokio::task::spawn_blocking(move || {
-            let mut b = brokers.lock().expect("brokers");
+            let b = &brokers;
             match kind {
                 FaultKind::Pause => b.pause(i).then_some(()).ok_or_else(|| "no process to pause".to_string()),
                 FaultKind::Kill | FaultKind::PowerLoss => b.kill(i),
                 FaultKind::Terminate => b.terminate(i),
-                _ => ways(kind).iter().try_for_each(|w| b.cut(i, *w, false)),
+                // Both ways or neither: a half-made cut is taken back.
+                _ => ways(kind).iter().try_for_each(|w| b.cut(i, *w, false)).inspect_err(|_| {
+                    for w in ways(kind) {
+                        let _ = b.cut(i, *w, true);
+                    }
+                }),
             }
         })
         .await
@@ -287,7 +296,7 @@ async fn apply(f: &FaultSpec, i: usize, brokers: &Arc<Mutex<Brokers>>, rec: &Rec
     let brokers = brokers.clone();
     let kind_of = f.kind;
     let undone = tokio::task::spawn_blocking(move || {
-        let mut b = brokers.lock().expect("brokers");
+        let b = &brokers;
         match kind_of {
             FaultKind::Pause => {
                 b.resume(i);
@@ -302,9 +311,18 @@ async fn apply(f: &FaultSpec, i: usize, brokers: &Arc<Mutex<Brokers>>, rec: &Rec
     let until_ms = now_ms(rec);
     match undone {
         Ok(()) => event(rec, &f.target, if matches!(f.kind, FaultKind::Kill | FaultKind::Terminate | FaultKind::PowerLoss) { "restart" } else { "heal" }, json!({"kind": kind})),
-        Err(why) => event(rec, &f.target, "restart_failed", json!({"kind": kind, "error": why})),
+        Err(why) => {
+            event(rec, &f.target, "undo_failed", json!({"kind": kind, "error": why}));
+            harness_failed(rec, format!("{} on {} could not be undone: {why}", kind, f.target));
+        }
     }
     rec.lock().expect("recorder").history.faults.push(FaultSpan { kind: f.kind, target: f.target.clone(), from_ms, until_ms });
+}
+
+/// Notes that the run did not go as scheduled (a fault that could not be undone): such a run
+/// judges nothing and `run` refuses its verdict.
+fn harness_failed(rec: &Rec, why: String) {
+    event(rec, "harness", "harness_failed", json!({"why": why}));
 }
 
 /// The directions a network fault cuts, from the broker's side.

@@ -50,10 +50,11 @@ struct Node {
     paused: bool,
 }
 
-/// The run's broker processes, and the network they are on (dropped after them).
+/// The run's broker processes, each behind its own lock (a fault on one broker never waits
+/// for another's restart or clean stop), and the network they are on (dropped after them).
 pub struct Brokers {
     bin: PathBuf,
-    nodes: Vec<Node>,
+    nodes: Vec<Mutex<Node>>,
     net: Net,
 }
 
@@ -74,7 +75,7 @@ impl Brokers {
             let mut args = vec!["--node-id".to_string(), id.to_string(), "--listen".into(), addr.to_string(), "--data-dir".into(), data.display().to_string(), "--controller-quorum-voters".into(), voters.join(",")];
             args.extend(flags(s));
             let log = dir.join(format!("broker-{id}.log"));
-            brokers.nodes.push(Node { id, addr, data, log, args, child: None, paused: false });
+            brokers.nodes.push(Mutex::new(Node { id, addr, data, log, args, child: None, paused: false }));
         }
         for i in 0..brokers.nodes.len() {
             brokers.spawn(i)?;
@@ -85,35 +86,50 @@ impl Brokers {
         Ok(brokers)
     }
 
+    fn node(&self, i: usize) -> Result<std::sync::MutexGuard<'_, Node>, String> {
+        Ok(self.nodes.get(i).ok_or_else(|| format!("no broker {i}"))?.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
     pub fn addrs(&self) -> Vec<SocketAddr> {
-        self.nodes.iter().map(|n| n.addr).collect()
+        self.nodes.iter().map(|n| n.lock().unwrap_or_else(|p| p.into_inner()).addr).collect()
     }
 
     /// Each broker's data directory, by name (`broker-0`, ...).
     pub fn data_dirs(&self) -> Vec<(String, PathBuf)> {
-        self.nodes.iter().map(|n| (format!("broker-{}", n.id), n.data.clone())).collect()
+        self.nodes.iter().map(|n| n.lock().unwrap_or_else(|p| p.into_inner())).map(|n| (format!("broker-{}", n.id), n.data.clone())).collect()
     }
 
-    fn spawn(&mut self, i: usize) -> Result<(), String> {
-        let node = &mut self.nodes[i];
+    fn spawn(&self, i: usize) -> Result<(), String> {
+        let mut node = self.node(i)?;
         let out = std::fs::OpenOptions::new().create(true).append(true).open(&node.log).map_err(|e| format!("{}: {e}", node.log.display()))?;
         let err = out.try_clone().map_err(|e| e.to_string())?;
+        let mut alive_now = alive.lock().unwrap_or_else(|p| p.into_inner());
         let child = self.net.command(i, &self.bin).args(&node.args).stdin(Stdio::null()).stdout(out).stderr(err).spawn().map_err(|e| format!("starting {}: {e}", self.bin.display()))?;
-        alive.lock().unwrap_or_else(|p| p.into_inner()).push(child.id());
+        alive_now.push(child.id());
         node.child = Some(child);
         node.paused = false;
         Ok(())
     }
 
-    fn await_ready(&mut self, i: usize) -> Result<(), String> {
+    /// Waits (holding only this broker's lock between attempts) until broker `i` accepts
+    /// connections; a process that exited meanwhile is reaped and forgotten.
+    fn await_ready(&self, i: usize) -> Result<(), String> {
         let deadline = Instant::now() + Duration::from_millis(ready_timeout_ms);
-        let node = &mut self.nodes[i];
-        while TcpStream::connect_timeout(&node.addr, Duration::from_millis(200)).is_err() {
-            if let Some(Ok(Some(status))) = node.child.as_mut().map(Child::try_wait) {
-                return Err(format!("broker-{} exited at start ({status}): see {}", node.id, node.log.display()));
+        let (addr, id, log) = {
+            let n = self.node(i)?;
+            (n.addr, n.id, n.log.clone())
+        };
+        while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+            {
+                let mut n = self.node(i)?;
+                if let Some(Ok(Some(status))) = n.child.as_mut().map(Child::try_wait) {
+                    let pid = n.child.take().map(|c| c.id());
+                    alive.lock().unwrap_or_else(|p| p.into_inner()).retain(|p| Some(*p) != pid);
+                    return Err(format!("broker-{id} exited at start ({status}): see {}", log.display()));
+                }
             }
             if Instant::now() >= deadline {
-                return Err(format!("broker-{} did not accept connections within {ready_timeout_ms} ms: see {}", node.id, node.log.display()));
+                return Err(format!("broker-{id} did not accept connections within {ready_timeout_ms} ms: see {}", log.display()));
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -122,26 +138,35 @@ impl Brokers {
 
     /// Whether broker `i` has a process (running or paused).
     pub fn up(&self, i: usize) -> bool {
-        self.nodes.get(i).is_some_and(|n| n.child.is_some())
+        self.node(i).is_ok_and(|n| n.child.is_some())
     }
 
     /// SIGKILL: the process dies at once; what it wrote stays in the page cache.
-    pub fn kill(&mut self, i: usize) -> Result<(), String> {
+    pub fn kill(&self, i: usize) -> Result<(), String> {
         self.stop(i, libc::SIGKILL, Duration::ZERO)
     }
 
-    /// SIGTERM: the broker shuts down cleanly (killed if it has not within a bound).
-    pub fn terminate(&mut self, i: usize) -> Result<(), String> {
+    /// SIGTERM: the broker shuts down cleanly (killed if it has not within the bound).
+    pub fn terminate(&self, i: usize) -> Result<(), String> {
         self.stop(i, libc::SIGTERM, Duration::from_millis(timing::terminate_grace_ms))
     }
 
-    fn stop(&mut self, i: usize, sig: libc::c_int, grace: Duration) -> Result<(), String> {
-        let node = self.nodes.get_mut(i).ok_or_else(|| format!("no broker {i}"))?;
-        let Some(mut child) = node.child.take() else { return Ok(()) };
-        if node.paused {
-            signal(child.id(), libc::SIGCONT);
+    fn stop(&self, i: usize, sig: libc::c_int, grace: Duration) -> Result<(), String> {
+        let Some(mut child) = ({
+            let mut node = self.node(i)?;
+            let paused = std::mem::take(&mut node.paused);
+            let child = node.child.take();
+            // Signalled only while it is ours and not yet reaped (its pid cannot be reused).
+            if let Some(c) = child.as_ref().filter(|_| paused) {
+                signal(c.id(), libc::SIGCONT);
+            }
+            child
+        }) else {
+            return Ok(());
+        };
+        if matches!(child.try_wait(), Ok(None)) {
+            signal(child.id(), sig);
         }
-        signal(child.id(), sig);
         let deadline = Instant::now() + grace;
         while Instant::now() < deadline && matches!(child.try_wait(), Ok(None)) {
             std::thread::sleep(Duration::from_millis(20));
@@ -149,31 +174,36 @@ impl Brokers {
         let _ = child.kill();
         let _ = child.wait();
         alive.lock().unwrap_or_else(|p| p.into_inner()).retain(|pid| *pid != child.id());
-        node.paused = false;
         Ok(())
     }
 
     /// SIGSTOP: the process stops being scheduled (a long GC pause), its sockets stay open.
-    pub fn pause(&mut self, i: usize) -> bool {
-        let Some(node) = self.nodes.get_mut(i) else { return false };
-        let Some(child) = &node.child else { return false };
-        node.paused = signal(child.id(), libc::SIGSTOP);
+    pub fn pause(&self, i: usize) -> bool {
+        let Ok(mut node) = self.node(i) else { return false };
+        let Some(child) = node.child.as_mut() else { return false };
+        if !matches!(child.try_wait(), Ok(None)) {
+            return false;
+        }
+        let id = child.id();
+        node.paused = signal(id, libc::SIGSTOP);
         node.paused
     }
 
     /// SIGCONT after [`Brokers::pause`].
-    pub fn resume(&mut self, i: usize) {
-        if let Some(node) = self.nodes.get_mut(i) {
-            if let (Some(child), true) = (&node.child, node.paused) {
-                signal(child.id(), libc::SIGCONT);
+    pub fn resume(&self, i: usize) {
+        if let Ok(mut node) = self.node(i) {
+            let paused = std::mem::take(&mut node.paused);
+            if let Some(child) = node.child.as_mut().filter(|_| paused) {
+                if matches!(child.try_wait(), Ok(None)) {
+                    signal(child.id(), libc::SIGCONT);
+                }
             }
-            node.paused = false;
         }
     }
 
     /// Starts broker `i` again on its directory, if it has no process; returns once it accepts
     /// connections.
-    pub fn restart(&mut self, i: usize) -> Result<(), String> {
+    pub fn restart(&self, i: usize) -> Result<(), String> {
         if self.up(i) {
             return Ok(());
         }
@@ -187,7 +217,7 @@ impl Brokers {
     }
 
     /// Stops every broker cleanly (SIGTERM), for reading their directories.
-    pub fn stop_all(&mut self) {
+    pub fn stop_all(&self) {
         for i in 0..self.nodes.len() {
             let _ = self.terminate(i);
         }

@@ -42,8 +42,8 @@ pub(super) async fn run_schedule(faults: Vec<FaultSpec>, budget: Budget, cluster
             tokio::time::sleep_until(due).await;
         }
         let (nodes, disks, rec, clogs, procs, budget) = (cluster.nodes.clone(), cluster.disks.clone(), rec.clone(), clogs.clone(), procs.clone(), budget.clone());
-        let stop = cluster.stops.get(&f.target).cloned();
-        injectors.push(tokio::spawn(inject(f, nodes, disks, rec, clogs, procs, budget, stop)));
+        let stops = cluster.stops.clone();
+        injectors.push(tokio::spawn(inject(f, nodes, disks, rec, clogs, procs, budget, stops)));
     }
     for t in injectors {
         let _ = t.await;
@@ -54,7 +54,7 @@ pub(super) async fn run_schedule(faults: Vec<FaultSpec>, budget: Budget, cluster
 /// `controller` hits the broker that is the active metadata controller when it starts; one at
 /// `leader:TOPIC-P` the broker that last became that partition's leader.
 #[allow(clippy::too_many_arguments)]
-async fn inject(mut f: FaultSpec, nodes: Nodes, disks: Disks, rec: Rec, clogs: Clogs, procs: Procs, budget: Budget, stop: Option<Arc<Stop>>) {
+async fn inject(mut f: FaultSpec, nodes: Nodes, disks: Disks, rec: Rec, clogs: Clogs, procs: Procs, budget: Budget, stops: std::collections::BTreeMap<String, Arc<Stop>>) {
     if f.target == crate::scenario::controller_target {
         match broker_core::simprobe::current_controller() {
             Some(id) => f.target = format!("broker-{id}"),
@@ -82,7 +82,7 @@ async fn inject(mut f: FaultSpec, nodes: Nodes, disks: Disks, rec: Rec, clogs: C
     // killed); the history's span ends there, where the checkers must see it end.
     let done = match f.kind {
         FaultKind::Kill | FaultKind::PowerLoss => crash_and_restart(&f, &nodes, &disks, &rec, &procs).await.map(|()| None),
-        FaultKind::Terminate => terminate_and_restart(&f, &nodes, &disks, stop.as_deref(), &rec, &procs).await.map(|()| None),
+        FaultKind::Terminate => terminate_and_restart(&f, &nodes, &disks, stops.get(&f.target).map(|s| &**s), &rec, &procs).await.map(|()| None),
         FaultKind::Pause => pause(&f, &nodes, &disks, &rec, &procs).await,
         FaultKind::Isolate | FaultKind::IsolateIn | FaultKind::IsolateOut => isolate(&f, &nodes, &rec, &clogs).await.map(|()| None),
         FaultKind::ClogLink => clog_link(&f, &nodes, &rec).await.map(|()| None),
@@ -189,6 +189,8 @@ async fn terminate_and_restart(f: &FaultSpec, nodes: &Nodes, disks: &Disks, stop
     let (id, handle) = (node_id(f, nodes)?, Handle::current());
     let stop = stop.ok_or("no such broker")?;
     procs.crash(&f.target, now_ms(rec));
+    // Set again only by this incarnation's clean stop (a node already down never sets it).
+    stop.stopped.store(false, std::sync::atomic::Ordering::SeqCst);
     stop.now.notify_waiters();
     let deadline = tokio::time::Instant::now() + Duration::from_millis(super::timing::terminate_grace_ms);
     while !stop.stopped.load(std::sync::atomic::Ordering::SeqCst) && tokio::time::Instant::now() < deadline {

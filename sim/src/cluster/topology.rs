@@ -269,6 +269,11 @@ pub(super) fn broker_config(s: &Scenario, i: u32, bug: Option<PlantedBug>) -> Br
 async fn broker_main(disk: SimDisk, config: BrokerConfig, rec: Rec, stop: Arc<Stop>) {
     let name = format!("broker-{}", config.node_id);
     stop.stopped.store(false, Ordering::SeqCst);
+    // Listening for SIGTERM from the process's first moment: one sent while the broker still
+    // opens its logs stops it as soon as it serves.
+    let shutdown = stop.now.notified();
+    tokio::pin!(shutdown);
+    shutdown.as_mut().enable();
     broker_core::simprobe::node_started(config.node_id);
     // Planted `LogSyncsParentDir`: a rule chosen when the node is built, at the disk's edge.
     let d: Arc<dyn Disk> = match config.planted(PlantedBug::LogSyncsParentDir) {
@@ -320,8 +325,8 @@ async fn broker_main(disk: SimDisk, config: BrokerConfig, rec: Rec, stop: Arc<St
     });
     let shared = Shared::observed(broker, quorum, d, observer);
     match config.security.listeners.first() {
-        None => server::serve(listener, shared, stop.now.notified()).await,
-        Some(first) => server::serve_listeners([(listener, first.clone())].into_iter().chain(others).collect(), None, shared, stop.now.notified()).await,
+        None => server::serve(listener, shared, shutdown).await,
+        Some(first) => server::serve_listeners([(listener, first.clone())].into_iter().chain(others).collect(), None, shared, shutdown).await,
     }
     stop.stopped.store(true, Ordering::SeqCst);
     event(&rec, &name, "stopped", json!({}));
