@@ -29,9 +29,10 @@ fn chaos(scenario: &str, seed: u64, net: &str) -> (i32, Value, String, String) {
 }
 
 /// An idempotent acks=all producer on three real brokers while broker-0 is killed (SIGKILL,
-/// restarted), broker-1 paused (SIGSTOP) and broker-2 cut off in its network namespace: nothing
-/// acknowledged is lost or duplicated, and every fault was really done, none skipped. Needs
-/// root (namespaces); it fails, saying so, without.
+/// restarted), broker-1 paused (SIGSTOP) and broker-2 cut off in its network namespace: the run
+/// passes (no acks=all write lost: only the acks=1 producer's losses are allowed), nothing is
+/// duplicated, and every fault was really done, none skipped. Needs root (namespaces); it
+/// fails, saying so, without.
 #[test]
 fn a_real_run_with_a_kill_a_pause_and_a_partition_loses_nothing() {
     // SAFETY: geteuid(2) takes nothing and cannot fail.
@@ -39,7 +40,9 @@ fn a_real_run_with_a_kill_a_pause_and_a_partition_loses_nothing() {
     let (code, summary, trace, text) = chaos("leader-kill", 1, "namespaces");
     assert_eq!(code, 0, "{text}");
     assert!(summary["acknowledged"].as_u64().is_some_and(|n| n > 1000), "{summary}\n{text}");
-    assert_eq!((summary["lost"].as_u64(), summary["duplicated"].as_u64()), (Some(0), Some(0)), "{text}");
+    assert_eq!(summary["passed"].as_bool(), Some(true), "{text}");
+    assert_eq!(summary["duplicated"].as_u64(), Some(0), "{text}");
+    assert!(!text.contains("VIOLATED"), "{text}");
     for kind in ["Kill", "Pause", "Isolate"] {
         assert!(trace.lines().any(|l| l.contains(r#""event":"fault""#) && l.contains(&format!(r#""kind":"{kind}""#))), "no {kind} done:\n{text}");
     }
