@@ -259,7 +259,7 @@ fn chaos(path: &Path, seed: u64, broker: Option<PathBuf>, dir: Option<PathBuf>, 
     }
     let acked = r.history.writes.iter().filter(|w| w.acknowledged().is_some()).count();
     println!("  {} writes ({acked} acknowledged), {} records read, {} final records", r.history.writes.len(), r.history.reads.len(), r.history.final_read.values().map(Vec::len).sum::<usize>());
-    for (name, verdict) in verdicts(&r) {
+    for (name, verdict) in verdicts(&s, &r) {
         println!("  {name:<22} {verdict}");
     }
     for v in r.violations.iter().take(10) {

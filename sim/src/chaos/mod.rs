@@ -365,9 +365,27 @@ fn replicas_from_files(s: &Scenario, dirs: &[(String, PathBuf)], rec: &Rec) {
     (r.history.replica_logs, r.history.replica_logs_ms) = (logs, at);
 }
 
+/// Whether `s` has what checker `name` judges, for the checkers that look at one feature of a
+/// scenario only (groups, compaction, transactions, ...): one whose feature is absent passes on
+/// nothing and says so instead of "ok".
+fn has_what_it_judges(s: &Scenario, name: &str) -> bool {
+    let transactional = s.producers.iter().any(|p| p.transactional);
+    match name {
+        "group_owners" | "group_commits" | "group_delivery" | "group_liveness" => !s.groups.is_empty(),
+        "compaction" => !s.compacted_topics().is_empty(),
+        "authorized" => s.security.is_some(),
+        "quota_respected" => !s.quotas.is_empty(),
+        "reassignment_done" | "removed_replica_deleted" => !s.reassignments.is_empty() || !s.decommissions.is_empty(),
+        "broker_decommissioned" | "broker_joined" => !s.joins.is_empty() || !s.decommissions.is_empty(),
+        "txn_lost_write" | "txn_aborted_read" | "txn_torn" => transactional || !s.processors.is_empty(),
+        "exactly_once" | "txn_wr_cycle" => !s.processors.is_empty(),
+        _ => true,
+    }
+}
+
 /// The verdict lines `sim chaos` prints: each checker's, those fed from inside the brokers
 /// marked as not judged.
-pub fn verdicts(r: &RunResult) -> Vec<(String, String)> {
+pub fn verdicts(s: &Scenario, r: &RunResult) -> Vec<(String, String)> {
     crate::checkers::CHECKERS
         .iter()
         .map(|(name, _)| {
@@ -375,6 +393,7 @@ pub fn verdicts(r: &RunResult) -> Vec<(String, String)> {
             let a = r.allowed.iter().filter(|v| v.checker == *name).count();
             let verdict = match (n, a) {
                 (0, _) if internal_checkers.contains(name) => "not judged (needs the brokers' insides)".to_string(),
+                (0, _) if !has_what_it_judges(s, name) => "not judged (the scenario has nothing it judges)".to_string(),
                 (0, 0) => "ok".to_string(),
                 (0, a) => format!("ok ({a} losses allowed by expect.loss_allowed)"),
                 (n, _) => format!("VIOLATED ({n})"),
