@@ -36,7 +36,7 @@ use net::{Net, Way};
 use procs::Brokers;
 use serde_json::{json, Map};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -342,24 +342,8 @@ fn replicas_from_files(s: &Scenario, dirs: &[(String, PathBuf)], rec: &Rec) {
     if let Some(b) = s.broker.segment_bytes {
         config.segment_bytes = b;
     }
-    let mut logs: std::collections::BTreeMap<(String, i32), std::collections::BTreeMap<String, final_read::Records>> = Default::default();
-    for (name, dir) in dirs {
-        for t in &s.topics {
-            for p in 0..t.partitions {
-                let path: &Path = &dir.join(format!("{}-{p}", t.name));
-                if !path.exists() {
-                    continue;
-                }
-                match final_read::read_replica(disk.clone(), path, config.clone()) {
-                    Ok(records) => drop(logs.entry((t.name.clone(), p)).or_default().insert(name.clone(), records)),
-                    Err(e) => {
-                        event(rec, name, "replica_unreadable", json!({"topic": t.name, "partition": p, "error": e}));
-                        rec.lock().expect("recorder").history.replica_errors.entry((t.name.clone(), p)).or_default().insert(name.clone(), e);
-                    }
-                }
-            }
-        }
-    }
+    let brokers: Vec<_> = dirs.iter().map(|(name, dir)| (name.clone(), disk.clone(), dir.clone())).collect();
+    let logs = final_read::replica_logs(s, &brokers, &config, rec);
     let at = now_ms(rec);
     let mut r = rec.lock().expect("recorder");
     (r.history.replica_logs, r.history.replica_logs_ms) = (logs, at);

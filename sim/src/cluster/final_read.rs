@@ -12,18 +12,17 @@ use broker_core::client::Consumer;
 use broker_core::log::{Log, LogConfig};
 use broker_core::storage::Disk;
 use serde_json::json;
+use crate::scenario::Scenario;
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 #[cfg(madsim)]
 use {
     super::topology::{broker_config, final_reader_ip, harness_node, Cluster, Disks},
     crate::disk::CrashMode,
-    crate::scenario::Scenario,
     madsim::runtime::Handle,
-    std::collections::BTreeMap,
-    std::path::PathBuf,
 };
 
 /// A log's records as (offset, value).
@@ -56,7 +55,8 @@ pub(super) fn from_disks(s: &Scenario, cluster: &Cluster, rec: &Rec) {
     }
     let gone: Vec<String> = rec.lock().expect("recorder").history.decommissions.iter().filter(|d| d.stopped_ms.is_some()).map(|d| format!("broker-{}", d.broker)).collect();
     let disks: Disks = cluster.disks.iter().filter(|(name, _)| !gone.contains(name)).map(|(n, d)| (n.clone(), d.clone())).collect();
-    let logs = replica_logs(s, &disks, rec);
+    let brokers: Vec<(String, Arc<dyn Disk>, PathBuf)> = disks.iter().map(|(name, (disk, _))| (name.clone(), Arc::new(disk.clone()) as Arc<dyn Disk>, PathBuf::from("/data"))).collect();
+    let logs = replica_logs(s, &brokers, &broker_config(s, 0, None).log, rec);
     let at = super::recorder::now_ms(rec);
     let mut r = rec.lock().expect("recorder");
     (r.history.replica_logs, r.history.replica_logs_ms) = (logs, at);
@@ -146,17 +146,15 @@ async fn read_partition(brokers: &[SocketAddr], topic: &str, p: i32, committed_t
     }
 }
 
-/// Every replica's records of every partition, read from each (stopped) broker's disk. A log
-/// that does not open or read is recorded as an event and left out.
-#[cfg(madsim)]
-fn replica_logs(s: &Scenario, disks: &Disks, rec: &Rec) -> BTreeMap<(String, i32), BTreeMap<String, Records>> {
+/// Every replica's records of every partition, read from each (stopped) broker's disk, in both
+/// worlds: `brokers` names each broker's disk and data directory. A log that does not open or
+/// read is recorded as an event and left out.
+pub(crate) fn replica_logs(s: &Scenario, brokers: &[(String, Arc<dyn Disk>, PathBuf)], config: &LogConfig, rec: &Rec) -> BTreeMap<(String, i32), BTreeMap<String, Records>> {
     let mut out: BTreeMap<(String, i32), BTreeMap<String, Records>> = BTreeMap::new();
-    let config = broker_config(s, 0, None).log;
-    for (name, (disk, _)) in disks {
-        let d: Arc<dyn Disk> = Arc::new(disk.clone());
+    for (name, d, data) in brokers {
         for t in &s.topics {
             for p in 0..t.partitions {
-                let dir = PathBuf::from(format!("/data/{}-{p}", t.name));
+                let dir = data.join(format!("{}-{p}", t.name));
                 if !d.exists(&dir) {
                     continue;
                 }
