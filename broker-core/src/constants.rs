@@ -358,6 +358,12 @@ pub const retired_slice_bytes: u64 = 2 << 20;
 /// sync, inside one step, then flushes no more than this.
 pub const cleaner_sync_bytes: usize = 8 << 20;
 
+/// A job that only writes staged appends (the write-behind, `log::deferred`) of at most this
+/// many bytes runs on the shell's own task instead of the blocking pool: handing a small
+/// page-cache write to another thread costs more than the write. Either way it runs off the
+/// node's lock; larger writes, which the kernel may throttle for long, get a thread.
+pub const write_inline_bytes_max: u64 = 64 << 10;
+
 /// Kafka `log.cleaner.backoff.ms` default: how long the cleaner waits when no log is due.
 pub const log_cleaner_backoff_ms: u64 = 15_000;
 

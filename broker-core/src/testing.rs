@@ -10,8 +10,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
+/// A broker's config for tests that call its decisions directly: appends written inline, as
+/// no shell runs the write-behind's jobs ([`run_syncs`] runs the syncs a test asks for).
 pub fn config(dir: &Path) -> BrokerConfig {
-    BrokerConfig { data_dir: dir.to_path_buf(), ..BrokerConfig::default() }
+    BrokerConfig { data_dir: dir.to_path_buf(), write_behind: false, ..BrokerConfig::default() }
 }
 
 /// A node that is its own controller, registered and unfenced, with no topics, on real files.
@@ -137,36 +139,46 @@ pub fn delete(node: &Node, name: &str) -> Result<(), crate::controller::Error> {
     Ok(())
 }
 
-/// A [`Hook`](crate::storage::hooked::Hook) that makes `sync` slow for files whose path
-/// contains `slow_path` (and `sync_all`, which syncs them too), once armed: the real build
-/// sleeps the thread (as a slow fsync does), the simulated build owes the time as stall (as
-/// `SimDisk`'s latency does). Used by [`slow_fsync_stops_only_its_partition`] over a
+/// A [`Hook`](crate::storage::hooked::Hook) that makes one kind of disk work slow for files
+/// whose path contains `slow_path`, once armed: syncs ([`SlowDisk::syncs`]; `sync_all` too,
+/// which syncs them), or writes to `.log` files ([`SlowDisk::writes`]: the kernel throttling a
+/// writer). The real build sleeps the thread, the simulated build owes the time as stall (as
+/// `SimDisk`'s latency does). Used by [`slow_io_stops_only_its_partition`] over a
 /// [`Hooked`](crate::storage::hooked::Hooked) disk.
-pub struct SlowSync {
+pub struct SlowDisk {
     slow_path: String,
     delay: std::time::Duration,
+    writes: bool,
     /// Set by the test just before the write it wants slowed.
     pub armed: Arc<std::sync::atomic::AtomicBool>,
-    /// Set once a slow sync has begun.
+    /// Set once a slow call has begun.
     pub started: Arc<std::sync::atomic::AtomicBool>,
     /// The simulated build's stall owed (the real build sleeps instead).
     #[cfg_attr(not(madsim), allow(dead_code))]
     owed_ns: std::sync::atomic::AtomicU64,
 }
 
-impl SlowSync {
-    pub fn new(slow_path: &str, delay: std::time::Duration) -> SlowSync {
-        SlowSync { slow_path: slow_path.into(), delay, armed: Default::default(), started: Default::default(), owed_ns: Default::default() }
+impl SlowDisk {
+    /// Slow syncs.
+    pub fn syncs(slow_path: &str, delay: std::time::Duration) -> SlowDisk {
+        SlowDisk { slow_path: slow_path.into(), delay, writes: false, armed: Default::default(), started: Default::default(), owed_ns: Default::default() }
+    }
+
+    /// Slow writes to segment files.
+    pub fn writes(slow_path: &str, delay: std::time::Duration) -> SlowDisk {
+        SlowDisk { writes: true, ..SlowDisk::syncs(slow_path, delay) }
     }
 }
 
-impl crate::storage::hooked::Hook for SlowSync {
+impl crate::storage::hooked::Hook for SlowDisk {
     fn before(&self, op: crate::storage::hooked::Op<'_>) -> std::io::Result<()> {
         use crate::storage::hooked::Op;
         use std::sync::atomic::Ordering::SeqCst;
+        let ours = |path: &Path| path.to_string_lossy().contains(&self.slow_path);
         let slow = match op {
-            Op::Sync { path } => path.to_string_lossy().contains(&self.slow_path),
-            Op::SyncAll { .. } => true,
+            Op::Sync { path } if !self.writes => ours(path),
+            Op::SyncAll { .. } => !self.writes,
+            Op::WriteAt { path, .. } | Op::Append { path, .. } if self.writes => ours(path) && path.extension().is_some_and(|e| e == "log"),
             _ => false,
         };
         if slow && self.armed.load(SeqCst) {
@@ -183,10 +195,10 @@ impl crate::storage::hooked::Hook for SlowSync {
     }
 }
 
-/// How long each request took in [`slow_fsync_stops_only_its_partition`], from the moment the
+/// How long each request took in [`slow_io_stops_only_its_partition`], from the moment the
 /// produce to `a` was sent.
 #[derive(Debug)]
-pub struct SlowFsyncTimes {
+pub struct SlowIoTimes {
     /// The produce to `b`, sent once `a`'s fsync had begun.
     pub other_partition: std::time::Duration,
     /// A Metadata round trip, sent right after it.
@@ -195,13 +207,14 @@ pub struct SlowFsyncTimes {
     pub own: std::time::Duration,
 }
 
-/// What waits for what when one partition's fsync is slow, the same in the real and the
-/// simulated build: against a one-node broker at `addr` whose disk is `slow` (slow on topic
-/// `a`'s files) and whose log config flushes every batch, a produce to `b` and a Metadata
-/// request sent while `a`'s fsync is under way are answered without waiting for it (Kafka holds
-/// only that partition's log lock across its flush), and the produce to `a` is answered only
-/// after its fsync (acks=1 under flush-every-batch promises the record is on disk).
-pub async fn slow_fsync_stops_only_its_partition(addr: std::net::SocketAddr, armed: Arc<std::sync::atomic::AtomicBool>, started: Arc<std::sync::atomic::AtomicBool>) -> SlowFsyncTimes {
+/// What waits for what when one partition's disk work is slow, the same in the real and the
+/// simulated build: against a one-node broker at `addr` whose disk is slow on topic `a`'s
+/// files ([`SlowDisk`]: its fsyncs under a flush-every-batch config, or its writes), a produce
+/// to `b` and a Metadata request sent while `a`'s slow call is under way are answered without
+/// waiting for it (Kafka holds only that partition's log lock across its flush), and the produce
+/// to `a` is answered only after it (acks=1 promises the record is written, and under
+/// flush-every-batch on disk).
+pub async fn slow_io_stops_only_its_partition(addr: std::net::SocketAddr, armed: Arc<std::sync::atomic::AtomicBool>, started: Arc<std::sync::atomic::AtomicBool>) -> SlowIoTimes {
     use crate::client::{cluster::Cluster, Producer, ProducerConfig};
     use std::sync::atomic::Ordering::SeqCst;
     use std::time::Duration;
@@ -222,12 +235,12 @@ pub async fn slow_fsync_stops_only_its_partition(addr: std::net::SocketAddr, arm
     while !started.load(SeqCst) {
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
-    to_b.send("b", 0, &[(None, Some("fast".into()))], 0).await.expect("produce to b during a's fsync");
+    to_b.send("b", 0, &[(None, Some("fast".into()))], 0).await.expect("produce to b during a's slow call");
     let other_partition = Duration::from_millis(crate::server::now_ms() - sent);
-    cluster.refresh(&["a", "b"]).await.expect("metadata during a's fsync");
+    cluster.refresh(&["a", "b"]).await.expect("metadata during a's slow call");
     let metadata = Duration::from_millis(crate::server::now_ms() - sent);
     let own = Duration::from_millis(slow.await.expect("task") - sent);
-    SlowFsyncTimes { other_partition, metadata, own }
+    SlowIoTimes { other_partition, metadata, own }
 }
 
 /// A one-node broker (its own controller) for the slow-disk test, advertised at `addr`, data

@@ -80,6 +80,10 @@ pub struct BrokerConfig {
     /// memory. On by default in the real build; off in the simulated build, whose traces and
     /// checkers were made on the copying path (the same bytes either way).
     pub fetch_zero_copy: bool,
+    /// Appends are staged and written by the shell's jobs off the node's lock (the
+    /// write-behind, `log::deferred`). On by default; off in the in-process tests that drive
+    /// the broker without a shell to run jobs (`testing::config`).
+    pub write_behind: bool,
     /// A known bug switched on, so tests can prove the simulator's checkers catch it. Exists
     /// only in the simulated build: no flag, file or real binary can set it.
     #[cfg(madsim)]
@@ -136,6 +140,7 @@ impl Default for BrokerConfig {
             cleaner_backoff_ms: crate::constants::log_cleaner_backoff_ms,
             cleaner_io_bytes_per_second: None,
             fetch_zero_copy: !cfg!(madsim),
+            write_behind: true,
             #[cfg(madsim)]
             planted_bug: None,
             observer: crate::observe::Observer::default(),

@@ -215,6 +215,23 @@ impl Broker {
         Ok(true)
     }
 
+    /// For an acks=1 produce: `Ok(true)` once the log's jobs wrote `produced` (at once where
+    /// writes are not deferred), `Ok(false)` while waiting; KAFKA_STORAGE_ERROR when the log
+    /// went offline first, NOT_LEADER_OR_FOLLOWER when a truncation removed it first.
+    pub fn written(&self, name: &str, p: i32, produced: &Produced) -> Result<bool, Error> {
+        let part = self.partitions.get(name, p).ok_or(Error::NotLeaderOrFollower)?;
+        if part.leo() <= produced.last_offset {
+            return Err(Error::NotLeaderOrFollower);
+        }
+        if part.log.written_end() > produced.last_offset {
+            return Ok(true);
+        }
+        match part.log.failure() {
+            Some(why) => Err(Error::Storage(why.to_string())),
+            None => Ok(false),
+        }
+    }
+
     /// Whole batches from `offset`, within `max_bytes` (at least one batch when `min_one`,
     /// Kafka's KIP-74 rule for the first partition of a response). A consumer reads up to the
     /// high watermark; a follower reads to the log end, and its fetch offset tells the leader

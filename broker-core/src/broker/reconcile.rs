@@ -265,6 +265,9 @@ impl Broker {
         let (mut log, report) = Log::open(self.disk.clone(), &dir, settings.log, now)?;
         log.ring_on_failure(self.due.failures.clone());
         log.defer_syncs();
+        if self.config.write_behind {
+            log.defer_writes();
+        }
         if claimed.marker_written() {
             log.owe_sync(dir.join(dir::partition_marker), self.config.data_dir.clone());
             self.created.push((name.to_string(), p));

@@ -101,7 +101,7 @@ impl Output {
     pub(super) fn drain_into(&mut self, seg: &mut Segment) -> Result<u64, LogError> {
         let n = self.bytes.len() as u64;
         if n > 0 {
-            seg.append_run(&self.bytes)?;
+            seg.append_run(&self.bytes, false)?;
             self.bytes.clear();
         }
         Ok(n)

@@ -17,8 +17,17 @@
 //!   the end a leader may count for its high watermark, so no record the policy calls durable is
 //!   committed, read or acknowledged before its sync.
 //!
-//! A log whose owner never takes jobs (the controller's metadata log, tests) syncs inline as
-//! before: deferral is switched on by [`Log::defer_syncs`].
+//!
+//! Writes likewise ([`Log::defer_writes`], the write-behind): an append stages its batch in the
+//! segment's overlay (`log::overlay`) instead of writing it, and the next job writes what is
+//! staged before anything else it does. [`Log::written_end`] is the end its reports confirmed;
+//! below it the file (the page cache) holds every byte, so a process that dies loses nothing
+//! below it. A leader counts no record for its high watermark before it is written, an acks=1
+//! answer waits for it, and a truncation is refused ([`LogError::Busy`]) while a job that
+//! writes is in flight, as during a cleaning swap.
+//!
+//! A log whose owner never takes jobs (the controller's metadata log, tests) writes and syncs
+//! inline as before: deferral is switched on by [`Log::defer_syncs`] and [`Log::defer_writes`].
 
 use super::durability::Owed;
 use super::region::SegmentLog;
@@ -49,11 +58,24 @@ pub(super) struct Deferred {
     /// The cleaner's `.cleaned` file grew by `cleaner_sync_bytes` since its last sync: a sync
     /// owed to the owner as a job ([`Log::take_cleaner_sync`]), not done inside the step.
     pub(super) cleaned: Option<SyncJob>,
+    /// Appends are staged for the owner's jobs to write (the write-behind).
+    pub(super) behind: bool,
+    /// Everything below it is written (reports confirmed it), with `behind` on.
+    written_end: i64,
+    /// The log end when the last job that writes was taken.
+    write_asked: i64,
+    /// Jobs that write, taken and not reported back yet.
+    writes_in_flight: u32,
 }
 
 impl Deferred {
     pub(super) fn new() -> Deferred {
-        Deferred { on: false, due: false, policy_end: 0, serial: serial_next.fetch_add(1, Ordering::Relaxed), cuts: 0, dir_changes: 0, cleaned: None }
+        Deferred { on: false, due: false, policy_end: 0, serial: serial_next.fetch_add(1, Ordering::Relaxed), cuts: 0, dir_changes: 0, cleaned: None, behind: false, written_end: 0, write_asked: 0, writes_in_flight: 0 }
+    }
+
+    /// Everything below `end` is written (a flush wrote what was staged before it synced).
+    pub(super) fn written_to(&mut self, end: i64) {
+        self.written_end = self.written_end.max(end);
     }
 
     /// Which log this is and how often it was cut: what a sync made outside the log (a job, a
@@ -67,19 +89,32 @@ impl Deferred {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SyncStamp {
     serial: u64,
-    /// The log end when the job was taken: everything below it is durable once the job is done.
+    /// The log end when the job was taken: everything below it is written, and with `syncs`
+    /// durable, once the job is done.
     pub upto: i64,
     cuts: u64,
     dir_changes: u64,
     /// What the log owed when the job was taken (`OwedList::mark`): the job pays that.
     owed: u64,
+    /// The job writes staged bytes, and syncs: what its report confirms.
+    writes: bool,
+    syncs: bool,
 }
 
-/// The syncs a log owed when its owner took them: segment files, then the directory and
-/// whatever else it owed. Holds its own handles, so running it needs no access to the log.
+impl SyncStamp {
+    /// Whether the job synced anything (else it only wrote staged appends).
+    pub fn syncs(&self) -> bool {
+        self.syncs
+    }
+}
+
+/// The writes and syncs a log owed when its owner took them: staged appends, then segment
+/// files, the directory and whatever else it owed. Holds its own handles, so running it needs no access to the log.
 /// Two jobs are equal when they cover the same range of the same log.
 #[derive(Clone)]
 pub struct SyncJob {
+    /// Segments with staged bytes, written first (the write-behind).
+    writes: Vec<(Arc<SegmentLog>, PathBuf)>,
     files: Vec<(Arc<SegmentLog>, PathBuf)>,
     dir: Option<PathBuf>,
     owed: Vec<Owed>,
@@ -102,9 +137,12 @@ impl PartialEq for SyncJob {
 impl Eq for SyncJob {}
 
 impl SyncJob {
-    /// Does the syncs (blocking: run it where that stops nobody else). Oldest segment first,
-    /// then the directory, then what else was owed.
+    /// Does the writes, then the syncs (blocking: run it where that stops nobody else). Oldest
+    /// segment first, then the directory, then what else was owed.
     pub fn run(&self) -> Result<(), LogError> {
+        for (file, path) in &self.writes {
+            file.write_out().map_err(super::io_err("write", path))?;
+        }
         for (file, path) in &self.files {
             file.sync().map_err(super::io_err("fdatasync", path))?;
         }
@@ -116,6 +154,17 @@ impl SyncJob {
         }
         Ok(())
     }
+
+    /// The bytes it writes that are still staged: a small job is cheap enough to run where a
+    /// large one must not (the shell decides).
+    pub fn staged_bytes(&self) -> u64 {
+        self.writes.iter().map(|(f, _)| f.staged_bytes()).sum()
+    }
+
+    /// Whether it syncs anything (else it only writes).
+    pub fn syncs(&self) -> bool {
+        self.stamp.syncs
+    }
 }
 
 impl Log {
@@ -123,6 +172,31 @@ impl Log {
     /// so is closing the files of deleted segments ([`Log::take_released`]).
     pub fn defer_syncs(&mut self) {
         self.deferred.on = true;
+    }
+
+    /// From now on appends are staged and written by the owner's jobs (see the module header).
+    pub fn defer_writes(&mut self) {
+        let end = self.log_end_offset();
+        let d = &mut self.deferred;
+        (d.behind, d.written_end, d.write_asked) = (true, end, end);
+    }
+
+    /// The end below which every appended byte is written (the log end unless writes are
+    /// deferred).
+    pub fn written_end(&self) -> i64 {
+        match self.deferred.behind {
+            true => self.deferred.written_end.min(self.log_end_offset()),
+            false => self.log_end_offset(),
+        }
+    }
+
+    /// A truncation must wait while a job that writes is in flight: its bytes could land past
+    /// the cut.
+    pub(super) fn refuse_cut_while_writing(&self) -> Result<(), LogError> {
+        match self.deferred.writes_in_flight {
+            0 => Ok(()),
+            n => Err(LogError::Busy(format!("{}: {n} write jobs in flight", self.dir.display()))),
+        }
     }
 
     /// Notes a sync owed instead of doing it (deferral on); false when deferral is off.
@@ -147,29 +221,48 @@ impl Log {
 
     /// The log end moved down: jobs taken before vouch for nothing.
     pub(super) fn cut_made(&mut self) {
-        self.deferred.cuts += 1;
-        self.deferred.policy_end = self.deferred.policy_end.min(self.log_end_offset());
+        let end = self.log_end_offset();
+        let d = &mut self.deferred;
+        d.cuts += 1;
+        d.policy_end = d.policy_end.min(end);
+        d.written_end = d.written_end.min(end);
+        d.write_asked = d.write_asked.min(d.written_end);
     }
 
-    /// The sync owed since the last job, if any: every segment with data at or past the
-    /// recovery point, the directory if it changed, and what else the log owes. None when
-    /// nothing is owed or the log is offline.
+    /// The job owed since the last one, if any: the segments with staged bytes to write, and,
+    /// when a sync is owed, every segment with data at or past the recovery point, the
+    /// directory if it changed, and what else the log owes. None when nothing is owed or the
+    /// log is offline.
     pub fn take_sync(&mut self) -> Option<SyncJob> {
-        if !std::mem::take(&mut self.deferred.due) || self.failed.is_some() {
+        let end = self.log_end_offset();
+        let writes_due = self.deferred.behind && self.deferred.write_asked < end;
+        let syncs = std::mem::take(&mut self.deferred.due);
+        if !(syncs || writes_due) || self.failed.is_some() {
             return None;
         }
-        let end = self.log_end_offset();
-        let rp = self.recovery_point;
-        let files = self
-            .segments
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| self.segments.get(i + 1).map_or(end, |n| n.base_offset) > rp)
-            .map(|(_, seg)| seg.sync_handle())
-            .collect();
-        let d = &self.deferred;
-        let stamp = SyncStamp { serial: d.serial, upto: end, cuts: d.cuts, dir_changes: d.dir_changes, owed: self.owed.mark() };
-        Some(SyncJob { files, dir: self.dir_dirty.then(|| self.dir.clone()), owed: self.owed.things(), disk: self.disk.clone(), stamp })
+        let past = |from: i64| -> Vec<(Arc<SegmentLog>, PathBuf)> {
+            let segs = self.segments.iter().enumerate();
+            segs.filter(|(i, _)| self.segments.get(i + 1).map_or(end, |n| n.base_offset) > from).map(|(_, seg)| seg.sync_handle()).collect()
+        };
+        let writes = match self.deferred.behind {
+            true => past(self.deferred.written_end),
+            false => Vec::new(),
+        };
+        let files = match syncs {
+            true => past(self.recovery_point),
+            false => Vec::new(),
+        };
+        let d = &mut self.deferred;
+        if writes_due {
+            (d.write_asked, d.writes_in_flight) = (end, d.writes_in_flight + 1);
+        }
+        let stamp = SyncStamp { serial: d.serial, upto: end, cuts: d.cuts, dir_changes: d.dir_changes, owed: self.owed.mark(), writes: writes_due, syncs };
+        let dir = (syncs && self.dir_dirty).then(|| self.dir.clone());
+        let owed = match syncs {
+            true => self.owed.things(),
+            false => Vec::new(),
+        };
+        Some(SyncJob { writes, files, dir, owed, disk: self.disk.clone(), stamp })
     }
 
     /// The files of segments deleted since the last call, for the owner to close off its lock
@@ -190,8 +283,8 @@ impl Log {
     /// takes the log offline, as any failed sync does.
     pub(super) fn cleaner_job(&self, file: (Arc<SegmentLog>, PathBuf)) -> SyncJob {
         let d = &self.deferred;
-        let stamp = SyncStamp { serial: d.serial, upto: -1, cuts: d.cuts, dir_changes: d.dir_changes, owed: 0 };
-        SyncJob { files: vec![file], dir: None, owed: Vec::new(), disk: self.disk.clone(), stamp }
+        let stamp = SyncStamp { serial: d.serial, upto: -1, cuts: d.cuts, dir_changes: d.dir_changes, owed: 0, writes: false, syncs: true };
+        SyncJob { writes: Vec::new(), files: vec![file], dir: None, owed: Vec::new(), disk: self.disk.clone(), stamp }
     }
 
     /// A job of this log came back. Ok: the recovery point moves up to its end unless the log
@@ -199,15 +292,25 @@ impl Log {
     /// owed unless it changed again since. Err: the log goes offline. Returns whether the
     /// recovery point moved.
     pub fn synced(&mut self, stamp: SyncStamp, result: Result<(), LogError>) -> bool {
-        let d = &self.deferred;
-        if stamp.serial != d.serial {
+        if stamp.serial != self.deferred.serial {
             return false;
+        }
+        if stamp.writes {
+            self.deferred.writes_in_flight = self.deferred.writes_in_flight.saturating_sub(1);
         }
         if let Err(e) = result {
-            self.go_offline(format!("flush failed: {e}"), false);
+            let what = if stamp.syncs { "flush" } else { "write" };
+            self.go_offline(format!("{what} failed: {e}"), false);
             return false;
         }
-        if stamp.cuts != d.cuts || self.failed.is_some() || stamp.upto <= self.recovery_point {
+        let end = self.log_end_offset();
+        let d = &mut self.deferred;
+        if stamp.cuts != d.cuts || self.failed.is_some() {
+            return false;
+        }
+        // Whatever a job did, it first wrote everything staged when it ran.
+        d.written_end = d.written_end.max(stamp.upto.min(end));
+        if !stamp.syncs || stamp.upto <= self.recovery_point {
             return false;
         }
         if stamp.dir_changes == d.dir_changes {
@@ -222,7 +325,7 @@ impl Log {
     /// policy asked for a sync not yet done, then only what is synced.
     pub fn policy_end(&self) -> i64 {
         match self.recovery_point >= self.deferred.policy_end {
-            true => self.log_end_offset(),
+            true => self.written_end(),
             false => self.recovery_point,
         }
     }

@@ -128,6 +128,7 @@ impl Log {
 
     fn mark_flushed(&mut self, end: i64) {
         self.recovery_point = end;
+        self.deferred.written_to(end); // a sync writes what is staged first
         self.unflushed_records = 0;
         self.unflushed_since_ms = None;
     }
@@ -192,7 +193,8 @@ impl Log {
             self.write_checkpoint_in_place()?;
             return Ok(None);
         }
-        let end = self.log_end_offset();
+        // Staged bytes not yet written are not in the page cache the caller's sync covers.
+        let end = self.written_end();
         if self.checkpointed == end && self.recovery_point == end && !self.dir_dirty && self.owed.is_empty() {
             return Ok(None);
         }

@@ -29,6 +29,7 @@ pub mod txn_index;
 mod config;
 mod deferred;
 mod durability;
+mod overlay;
 mod pass;
 pub mod producer_snapshot;
 mod snapshots;
@@ -141,9 +142,8 @@ pub struct RecoveryReport {
 /// Name of the file holding the recovery point, as Kafka names its broker-wide one.
 pub const RECOVERY_POINT_FILE: &str = "recovery-point-offset-checkpoint";
 
-/// Field order is declared (`repr(C)`) and puts first what every append reads or writes: at
-/// thousands of partitions each append finds its log cold in the caches, and fields spread
-/// over the struct cost a cache miss each (docs/journal/benchmarks.md, "Session 14").
+/// Field order is declared (`repr(C)`), what every append touches first: at thousands of
+/// partitions fields spread over the struct cost a cache miss each (docs/journal/benchmarks.md).
 #[repr(C)]
 pub struct Log {
     /// Ordered by base offset; never empty; the last one is active.
@@ -161,8 +161,7 @@ pub struct Log {
     config: LogConfig,
     disk: Arc<dyn Disk>,
     dir: PathBuf,
-    /// Offset below which everything is synced.
-    recovery_point: i64,
+    recovery_point: i64, // below it everything is synced
     /// A segment file was created or removed since the last directory sync.
     dir_dirty: bool,
     /// Names and files outside the segments that the next flush must make durable
@@ -324,7 +323,8 @@ impl Log {
     fn write_batch(&mut self, bytes: &[u8], header: &BatchHeader, now: u64) -> Result<(), LogError> {
         debug_assert_eq!(header.base_offset, self.log_end_offset());
         self.maybe_roll(bytes.len() as u64, header.last_offset_delta, header.max_timestamp, now)?;
-        if let Err(e) = self.active_mut().append(bytes, header) {
+        let behind = self.deferred.behind;
+        if let Err(e) = self.active_mut().append(bytes, header, behind) {
             if let LogError::Failed(_) = e {
                 self.go_offline(e.to_string(), true);
             }

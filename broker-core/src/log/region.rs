@@ -24,40 +24,101 @@
 //!
 //! This module never touches sockets; it reads files only for the copying path.
 
+use super::overlay::{Chunk, Overlay};
 use crate::storage::DiskFile;
 use bytes::Bytes;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
-/// A segment's `.log` file, shared between the segment and the regions in flight from it, with
-/// a count of the in-place cuts made to it (see the module header).
+/// A segment's `.log` file, shared between the segment, the regions in flight from it and the
+/// owner's jobs, with a count of the in-place cuts made to it (see the module header) and the
+/// bytes appended but not yet written to it (`log::overlay`: the write-behind).
 pub struct SegmentLog {
     file: Box<dyn DiskFile>,
     cuts: AtomicU64,
+    staged: Mutex<Overlay>,
+    /// Held by [`SegmentLog::write_out`] across its writes, off the node's lock, and tried by
+    /// [`SegmentLog::cut`], which refuses rather than waits: no decision waits on a write.
+    writer: Mutex<()>,
+}
+
+fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl SegmentLog {
     pub fn new(file: Box<dyn DiskFile>) -> SegmentLog {
-        SegmentLog { file, cuts: AtomicU64::new(0) }
+        SegmentLog { file, cuts: AtomicU64::new(0), staged: Mutex::new(Overlay::default()), writer: Mutex::new(()) }
     }
 
     /// Cuts the file to `len` bytes, removing whole batches: every region bounded before the
-    /// cut refuses to send from now on. (An append that failed and is undone with a plain
-    /// `truncate` removes no served batch, so it is no cut.)
+    /// cut refuses to send from now on. Staged bytes past `len` go too. `WouldBlock` while a
+    /// write of staged bytes is in flight (nothing changed then: the caller asks again later).
+    /// (An append that failed and is undone with a plain `truncate` removes no served batch,
+    /// so it is no cut.)
     pub fn cut(&self, len: u64) -> io::Result<()> {
+        let _writer = match self.writer.try_lock() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return Err(io::Error::new(io::ErrorKind::WouldBlock, "a write of this segment is in flight")),
+        };
         self.cuts.fetch_add(1, Ordering::AcqRel);
-        self.file.truncate(len)
+        locked(&self.staged).cut(len);
+        match self.file.len()? > len {
+            true => self.file.truncate(len),
+            false => Ok(()),
+        }
     }
 
     fn cuts(&self) -> u64 {
         self.cuts.load(Ordering::Acquire)
     }
+
+    /// Stages whole batches appended at `position` (the end of the file and of what is staged)
+    /// for the owner's next [`SegmentLog::write_out`]; reads see them at once.
+    pub(super) fn stage(&self, position: u64, bytes: &[u8]) {
+        locked(&self.staged).push(Chunk { position, bytes: Bytes::copy_from_slice(bytes) });
+    }
+
+    /// Bytes staged and not yet written.
+    pub(super) fn staged_bytes(&self) -> u64 {
+        locked(&self.staged).bytes()
+    }
+
+    /// Whether the file itself holds every byte below `end` (nothing there is only staged).
+    fn written_through(&self, end: u64) -> bool {
+        locked(&self.staged).start().is_none_or(|s| s >= end)
+    }
+
+    /// Writes what is staged to the file (blocking: the owner runs it off the node's lock). A
+    /// chunk leaves the overlay only once written, so reads meanwhile find it in one place or
+    /// the other. An error leaves the rest staged; the log then goes offline (`log::deferred`).
+    pub fn write_out(&self) -> io::Result<()> {
+        let _writer = locked(&self.writer);
+        let chunks = locked(&self.staged).snapshot();
+        for c in &chunks {
+            self.file.write_at(&c.bytes, c.position)?;
+        }
+        locked(&self.staged).written(chunks.len());
+        Ok(())
+    }
 }
 
 impl DiskFile for SegmentLog {
+    /// The file's bytes below the staged ones, the staged ones from there on.
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        self.file.read_at(buf, offset)
+        let Some((start, end)) = locked(&self.staged).copy_into(buf, offset) else { return self.file.read_at(buf, offset) };
+        let want = end.saturating_sub(offset).min(buf.len() as u64) as usize;
+        let from_file = start.saturating_sub(offset).min(want as u64) as usize;
+        let mut done = 0;
+        while done < from_file {
+            match self.file.read_at(&mut buf[done..from_file], offset + done as u64)? {
+                0 => return Ok(done),
+                n => done += n,
+            }
+        }
+        Ok(want)
     }
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         self.file.write_at(buf, offset)
@@ -65,13 +126,17 @@ impl DiskFile for SegmentLog {
     fn append(&self, buf: &[u8]) -> io::Result<u64> {
         self.file.append(buf)
     }
+    /// The length with the staged bytes.
     fn len(&self) -> io::Result<u64> {
-        self.file.len()
+        let staged = locked(&self.staged).end();
+        Ok(self.file.len()?.max(staged.unwrap_or(0)))
     }
     fn truncate(&self, len: u64) -> io::Result<()> {
         self.file.truncate(len)
     }
+    /// Writes what is staged, then makes the file durable: a sync covers every append before it.
     fn sync(&self) -> io::Result<()> {
+        self.write_out()?;
         self.file.sync()
     }
     fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
@@ -140,9 +205,10 @@ impl FileRegion {
         Ok(())
     }
 
-    /// The file's descriptor, for `sendfile` (None on the simulator's disk).
+    /// The file's descriptor, for `sendfile`: None on the simulator's disk, and while part of
+    /// the region is only staged (then the copying path reads it from memory).
     pub fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
-        self.file.raw_fd()
+        self.file.written_through(self.end()).then(|| self.file.raw_fd()).flatten()
     }
 
     /// Appends the region's bytes to `out` (the copying path), checked as [`FileRegion::check`].

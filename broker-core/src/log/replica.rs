@@ -61,6 +61,7 @@ impl Log {
             return self.truncate_fully(offset, now);
         }
         self.refuse_cut_while_swapping(offset)?;
+        self.refuse_cut_while_writing()?;
         let result = self.cut_tail(offset, now);
         self.offline_on_error(result, "truncation")
     }
@@ -92,6 +93,7 @@ impl Log {
         assert!(new_start >= 0, "log offsets are never negative: {new_start}");
         self.check_failed()?;
         self.refuse_cut_while_swapping(i64::MIN)?;
+        self.refuse_cut_while_writing()?;
         let result = self.start_over_at(new_start, now);
         self.offline_on_error(result, "full truncation")
     }

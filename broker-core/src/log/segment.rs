@@ -324,11 +324,14 @@ impl Segment {
         Ok(ScanEnd { position: pos, next_offset: expected, stop: None })
     }
 
-    /// Appends a validated, stamped batch whose base offset is `next_offset()`.
-    pub fn append(&mut self, bytes: &[u8], h: &BatchHeader) -> Result<(), LogError> {
+    /// Appends a validated, stamped batch whose base offset is `next_offset()`: written now, or
+    /// with `behind` staged for the owner's next job to write (`log::overlay`).
+    pub fn append(&mut self, bytes: &[u8], h: &BatchHeader, behind: bool) -> Result<(), LogError> {
         debug_assert_eq!(h.base_offset, self.next_offset, "caller assigns dense offsets");
         debug_assert_eq!(h.size, bytes.len());
-        if let Err(source) = self.log.write_at(bytes, self.size) {
+        if behind {
+            self.log.stage(self.size, bytes);
+        } else if let Err(source) = self.log.write_at(bytes, self.size) {
             // Leave no partial batch behind: the next append must start on a batch boundary.
             if let Err(undo) = self.log.truncate(self.size) {
                 let path = self.log_path.display();
@@ -355,7 +358,10 @@ impl Segment {
     pub fn truncate_to(&mut self, offset: i64, now: u64) -> Result<i64, LogError> {
         let Some((position, first_removed)) = self.position_of(offset)? else { return Ok(self.next_offset) };
         let end = first_removed.base_offset;
-        self.log.cut(position).map_err(io_err("truncate", &self.log_path))?;
+        self.log.cut(position).map_err(|e| match e.kind() {
+            std::io::ErrorKind::WouldBlock => LogError::Busy(format!("{}: {e}", self.log_path.display())),
+            _ => io_err("truncate", &self.log_path)(e),
+        })?;
         self.size = position;
         self.next_offset = end;
         let rel_end = end - self.base_offset;
@@ -484,10 +490,13 @@ impl Segment {
     }
 
     /// Appends whole batches back to back (offsets continuing this segment's, checked by the
-    /// caller) in one write, indexing each as [`Segment::append`] does.
-    pub fn append_run(&mut self, bytes: &[u8]) -> Result<(), LogError> {
+    /// caller) in one write (or, with `behind`, staged as one), indexing each as
+    /// [`Segment::append`] does.
+    pub fn append_run(&mut self, bytes: &[u8], behind: bool) -> Result<(), LogError> {
         let headers = batch::whole_batches(bytes).map_err(|e| self.corrupt(self.size, e.to_string()))?;
-        if let Err(source) = self.log.write_at(bytes, self.size) {
+        if behind {
+            self.log.stage(self.size, bytes);
+        } else if let Err(source) = self.log.write_at(bytes, self.size) {
             let _ = self.log.truncate(self.size);
             return Err(LogError::Io { op: "append", path: self.log_path.clone(), source });
         }

@@ -8,6 +8,7 @@ mod cleaning_steps;
 mod cleaning_txn;
 mod region;
 mod deferred;
+mod behind;
 mod snapshots;
 mod swap;
 

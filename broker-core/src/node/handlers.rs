@@ -107,8 +107,9 @@ pub fn metadata(b: &mut Broker, version: i16, req: MetadataRequest, controller_i
 }
 
 /// Produce. acks=0 gets no response at all (and a failure closes the connection, which is how
-/// Kafka lets such a client notice); acks=1 is answered at once; acks=all waits until the ISR
-/// holds every appended batch or the request's timeout passes.
+/// Kafka lets such a client notice); acks=1 is answered once its batches are written (at once
+/// unless the log stages its writes, `log::deferred`); acks=all waits until the ISR holds every
+/// appended batch or the request's timeout passes.
 /// `batches`: each partition's records checked ([`produce_batches`]), in the request's order.
 #[allow(clippy::too_many_arguments)]
 pub fn produce(b: &mut Broker, (version, correlation_id): (i16, i32), req: ProduceRequest, batches: Vec<Option<Incoming>>, verified: Option<&super::verify::Verified>, denied: &super::authz::Denied, now: u64, out: &mut Vec<Action>) -> Result<Outcome, String> {
@@ -143,8 +144,8 @@ pub fn produce(b: &mut Broker, (version, correlation_id): (i16, i32), req: Produ
                     pr.base_offset = p.base_offset;
                     pr.log_start_offset = p.log_start_offset;
                     pr.log_append_time_ms = p.log_append_time;
-                    if acks == -1 {
-                        pending.push(Pending { topic: ti, slot, name: name.clone(), partition: part.index, produced: p });
+                    if acks != 0 {
+                        pending.push(Pending { acks_all: acks == -1, topic: ti, slot, name: name.clone(), partition: part.index, produced: p });
                     }
                 }
                 Err(e) => {

@@ -59,7 +59,7 @@ pub fn write_txn_markers(node: &Node, version: i16, correlation_id: i32, req: Wr
                         if &*name == crate::group::offsets_topic {
                             groups.txn_marker(p, m.producer_id.0, kind == MarkerKind::Commit, (produced.last_offset, produced.leader_epoch));
                         }
-                        pending.push((mi, Pending { topic: ti, slot, name: name.clone(), partition: p, produced }));
+                        pending.push((mi, Pending { acks_all: true, topic: ti, slot, name: name.clone(), partition: p, produced }));
                     }
                     Err(e) => pr.error_code = e.kafka_error(true).code(),
                 }

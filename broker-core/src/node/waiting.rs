@@ -51,9 +51,11 @@ enum What {
     Txn { reply: Option<TxnReply>, ticket: crate::txn::Ticket },
 }
 
-/// One partition of a produce waiting for its high watermark.
+/// One partition of a produce waiting for its high watermark (acks=all), or for its batch to
+/// be written (acks=1: the write-behind, `log::deferred`).
 #[derive(Debug)]
 pub(crate) struct Pending {
+    pub acks_all: bool,
     /// Where its answer sits in the response.
     pub topic: usize,
     pub slot: usize,
@@ -277,10 +279,14 @@ impl Waiting {
     }
 }
 
-/// Whether an acks=all append has settled: None while it waits, `Some(None)` once replicated,
-/// `Some(Some(error))` when it failed or the wait ran out.
+/// Whether an append has settled: None while it waits, `Some(None)` once replicated (acks=all)
+/// or written (acks=1), `Some(Some(error))` when it failed or the wait ran out.
 fn settled(b: &Broker, p: &Pending, expired: bool, timeout: u64) -> Option<Option<Error>> {
-    match b.replicated(&p.name, p.partition, &p.produced) {
+    let done = match p.acks_all {
+        true => b.replicated(&p.name, p.partition, &p.produced),
+        false => b.written(&p.name, p.partition, &p.produced),
+    };
+    match done {
         Ok(true) => Some(None),
         Ok(false) if !expired => None,
         Ok(false) => Some(Some(Error::RequestTimedOut(timeout))),

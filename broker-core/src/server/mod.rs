@@ -240,10 +240,15 @@ impl Shared {
                 Job::Sync(job) => Input::Synced { topic, partition, stamp: job.stamp, result: self.run_sync(&job).await },
                 Job::Swap(job) => Input::Swapped { topic, partition, done: self.run_swap(job).await },
             };
+            let wakes = !matches!(&input, Input::Synced { stamp, .. } if !stamp.syncs());
             let done = self.decide(|s| s.node.input(input, now_ms())).await;
             let more = self.perform_now(done);
             debug_assert!(more.0.is_empty() && more.1.is_none(), "a sync's or a swap's report asks for no further job");
-            self.changed();
+            // A write's report wakes only what it moved (its `Wake`): the request that asked for
+            // it looks again anyway once this returns.
+            if wakes {
+                self.changed();
+            }
         }
         if let Some(staged) = checkpoint {
             self.finish_checkpoint(staged).await;
@@ -331,6 +336,9 @@ impl Shared {
     async fn run_sync(&self, job: &crate::log::SyncJob) -> Result<(), crate::log::LogError> {
         #[cfg(not(madsim))]
         {
+            if !job.syncs() && job.staged_bytes() <= crate::constants::write_inline_bytes_max {
+                return job.run();
+            }
             let job = job.clone();
             let ran = tokio::task::spawn_blocking(move || job.run()).await;
             ran.unwrap_or_else(|e| Err(crate::log::LogError::Failed(format!("the sync task ended without an answer: {e}"))))
