@@ -151,7 +151,7 @@ impl Broker {
         };
         if let Verdict::Duplicate(seen) = verdict {
             let start = part.log_start_offset();
-            return Ok(Produced { base_offset: seen.base_offset, last_offset: seen.last_offset, log_start_offset: start, leader_epoch: epoch, log_append_time: -1, duplicate: true });
+            return Ok(Produced { base_offset: seen.base_offset, last_offset: seen.last_offset, log_start_offset: start, leader_epoch: epoch, log_append_time: -1, duplicate: true, log: Some(part.log.serial()) });
         }
         let mut bytes = records.bytes.to_vec();
         if rules.appends_after_ack() {
@@ -175,7 +175,7 @@ impl Broker {
             self.stats.produced(name, bytes.len(), info.last_offset - info.base_offset + 1);
         }
         rules.after_append(info.base_offset, acks)?;
-        Ok(Produced { base_offset: info.base_offset, last_offset: info.last_offset, log_start_offset: start, leader_epoch: epoch, log_append_time, duplicate: false })
+        Ok(Produced { base_offset: info.base_offset, last_offset: info.last_offset, log_start_offset: start, leader_epoch: epoch, log_append_time, duplicate: false, log: Some(part.log.serial()) })
     }
 
     /// The planted `AckBeforeAppend`'s produce: acknowledge now, append at the next tick.
@@ -191,6 +191,7 @@ impl Broker {
             leader_epoch: part.replication.leader_epoch,
             log_append_time: -1,
             duplicate: false,
+            log: None,
         };
         self.deferred.push((name.to_string(), p, bytes));
         Ok(produced)
@@ -206,7 +207,7 @@ impl Broker {
         }
         let part = self.led(name, p, produced.leader_epoch).map_err(|e| rules.ended_leadership(e))?;
         if !rules.replicated(part.high_watermark(), produced.last_offset) {
-            return Ok(false);
+            return part.lost(produced).map(|()| false);
         }
         let (isr, min) = (part.replication.isr.len() as i32, part.min_insync);
         if isr < min {
@@ -217,19 +218,14 @@ impl Broker {
 
     /// For an acks=1 produce: `Ok(true)` once the log's jobs wrote `produced` (at once where
     /// writes are not deferred), `Ok(false)` while waiting; KAFKA_STORAGE_ERROR when the log
-    /// went offline first, NOT_LEADER_OR_FOLLOWER when a truncation removed it first.
+    /// failed first (`Partition::lost`), NOT_LEADER_OR_FOLLOWER when a truncation removed it.
     pub fn written(&self, name: &str, p: i32, produced: &Produced) -> Result<bool, Error> {
         let part = self.partitions.get(name, p).ok_or(Error::NotLeaderOrFollower)?;
         if part.leo() <= produced.last_offset {
             return Err(Error::NotLeaderOrFollower);
         }
-        if part.log.written_end() > produced.last_offset {
-            return Ok(true);
-        }
-        match part.log.failure() {
-            Some(why) => Err(Error::Storage(why.to_string())),
-            None => Ok(false),
-        }
+        part.lost(produced)?;
+        Ok(part.log.written_end() > produced.last_offset)
     }
 
     /// Whole batches from `offset`, within `max_bytes` (at least one batch when `min_one`,
@@ -247,6 +243,11 @@ impl Broker {
         let upper = match who.replica {
             Some(r) => {
                 part.replication.check_fetch(r, who.leader_epoch).map_err(Error::Epoch)?;
+                // A follower reads what this log wrote, never what is only staged (the
+                // write-behind, `log::deferred`): a write that fails loses those batches here,
+                // and a follower holding them would diverge from its leader within one epoch.
+                // (Kafka's followers read the page cache, which holds only written bytes.)
+                let leo = part.log.written_end();
                 // A DeleteRecords may be waiting for this follower's start, as an acks=all
                 // produce may be waiting for its log end: either moving wakes waiting requests.
                 // (Only when one may be waiting: a wake changes when every waiting request is

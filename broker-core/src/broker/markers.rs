@@ -39,7 +39,7 @@ impl Broker {
         part.record_appended(&stamped, &bytes)?;
         part.after_leader_append(&self.config.observer, me, name, p, now, out);
         self.due.logs.note(topic, p, &part.log, part.high_watermark());
-        Ok(Produced { base_offset: info.base_offset, last_offset: info.last_offset, log_start_offset: part.log_start_offset(), leader_epoch, log_append_time: -1, duplicate: false })
+        Ok(Produced { base_offset: info.base_offset, last_offset: info.last_offset, log_start_offset: part.log_start_offset(), leader_epoch, log_append_time: -1, duplicate: false, log: Some(part.log.serial()) })
     }
 
     /// The producers this leader knows for the partition (DescribeProducers).

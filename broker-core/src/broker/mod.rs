@@ -345,13 +345,19 @@ impl Broker {
         if let Err(e) = &result {
             out.push(Action::Log(Level::Error, format!("{name}-{p}: {e}")));
         }
+        let failed = result.is_err();
         part.log.synced(stamp, result);
         let end = part.counted_end();
-        if part.replication.on_append(end) {
+        let moved = part.replication.on_append(end);
+        if moved {
             out.push(Action::Wake);
             part.observed(&self.config.observer, me, name, p, now);
         }
-        self.note_log(name, p);
+        // A write's report changes the log's time-driven work only through its mark (the
+        // retention bound) or a failure: the common case skips the second lookup.
+        if moved || failed || stamp.syncs() {
+            self.note_log(name, p);
+        }
         out
     }
 

@@ -72,6 +72,18 @@ impl Partition {
         self.log.policy_end()
     }
 
+    /// Whether `produced`, not yet counted, can no longer be: its write failed (this log is
+    /// offline, or was reopened since it took the batch) — KAFKA_STORAGE_ERROR then.
+    pub(super) fn lost(&self, produced: &Produced) -> Result<(), Error> {
+        if produced.log.is_some_and(|serial| serial != self.log.serial()) {
+            return Err(Error::Storage("the log was reopened after a failure since it took this batch".into()));
+        }
+        match self.log.failure() {
+            Some(why) if self.log.written_end() <= produced.last_offset => Err(Error::Storage(why.to_string())),
+            _ => Ok(()),
+        }
+    }
+
     /// Whether this replica is led here under a request's leader epoch (-1: unchecked).
     pub(super) fn check_lead(&self, epoch: i32) -> Result<(), Error> {
         let r = &self.replication;
@@ -234,6 +246,9 @@ pub struct Produced {
     pub log_append_time: i64,
     /// The batch was a retry of one already appended; nothing new was written.
     pub duplicate: bool,
+    /// Which opened log took it (`Log::serial`): a log reopened after a failure since may have
+    /// lost it, and later appends may take its offsets. None: not known (checked by epoch only).
+    pub log: Option<u64>,
 }
 
 /// What a fetch of one partition returns.

@@ -20,7 +20,8 @@
 //! The store's IO is done here, synchronously through [`Disk`], in the order the node asks, and
 //! each completion reported at once (the node's durability contract); messages to other voters
 //! and lines for the operator wait in the quorum until the node takes them (`outbox`,
-//! `take_notes`) and returns them as actions. A store error drops the node and the store and
+//! `take_notes`) at the end of the decision that made them — a tick, a message, a controller
+//! API's commit — and returns them as actions. A store error drops the node and the store and
 //! opens both again from the disk, as after a crash. Never a clock, never a socket.
 
 use crate::broker::Level;

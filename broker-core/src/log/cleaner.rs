@@ -97,11 +97,12 @@ impl Output {
         }
     }
 
-    /// Appends what is built so far to the group's segment; returns the bytes written.
-    pub(super) fn drain_into(&mut self, seg: &mut Segment) -> Result<u64, LogError> {
+    /// Appends what is built so far to the group's segment — with `behind` staged, for the
+    /// owner's sync and swap jobs to write (`log::overlay`) — and returns the bytes appended.
+    pub(super) fn drain_into(&mut self, seg: &mut Segment, behind: bool) -> Result<u64, LogError> {
         let n = self.bytes.len() as u64;
         if n > 0 {
-            seg.append_run(&self.bytes, false)?;
+            seg.append_run(&self.bytes, behind)?;
             self.bytes.clear();
         }
         Ok(n)

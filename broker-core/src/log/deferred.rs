@@ -114,8 +114,8 @@ impl SyncStamp {
 #[derive(Clone)]
 pub struct SyncJob {
     /// Segments with staged bytes, written first (the write-behind).
-    writes: Vec<(Arc<SegmentLog>, PathBuf)>,
-    files: Vec<(Arc<SegmentLog>, PathBuf)>,
+    writes: Vec<(Arc<SegmentLog>, Arc<std::path::Path>)>,
+    files: Vec<(Arc<SegmentLog>, Arc<std::path::Path>)>,
     dir: Option<PathBuf>,
     owed: Vec<Owed>,
     disk: Arc<dyn Disk>,
@@ -240,7 +240,7 @@ impl Log {
         if !(syncs || writes_due) || self.failed.is_some() {
             return None;
         }
-        let past = |from: i64| -> Vec<(Arc<SegmentLog>, PathBuf)> {
+        let past = |from: i64| -> Vec<(Arc<SegmentLog>, Arc<std::path::Path>)> {
             let segs = self.segments.iter().enumerate();
             segs.filter(|(i, _)| self.segments.get(i + 1).map_or(end, |n| n.base_offset) > from).map(|(_, seg)| seg.sync_handle()).collect()
         };
@@ -281,7 +281,7 @@ impl Log {
     /// end is below any recovery point), since it only keeps the swap's final sync short —
     /// that one, before the rename that commits the swap, stays inside its step. A failure
     /// takes the log offline, as any failed sync does.
-    pub(super) fn cleaner_job(&self, file: (Arc<SegmentLog>, PathBuf)) -> SyncJob {
+    pub(super) fn cleaner_job(&self, file: (Arc<SegmentLog>, Arc<std::path::Path>)) -> SyncJob {
         let d = &self.deferred;
         let stamp = SyncStamp { serial: d.serial, upto: -1, cuts: d.cuts, dir_changes: d.dir_changes, owed: 0, writes: false, syncs: true };
         SyncJob { writes: Vec::new(), files: vec![file], dir: None, owed: Vec::new(), disk: self.disk.clone(), stamp }
@@ -328,6 +328,11 @@ impl Log {
             true => self.written_end(),
             false => self.recovery_point,
         }
+    }
+
+    /// Which opened log this is: a log reopened at the same path is another.
+    pub fn serial(&self) -> u64 {
+        self.deferred.serial
     }
 
     /// Whether this job's log is this one (and not a log reopened since at the same path).

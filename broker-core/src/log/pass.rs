@@ -349,7 +349,7 @@ impl Log {
                     if whole {
                         g.out.flush_empty();
                     }
-                    let written = g.out.drain_into(&mut g.seg)?;
+                    let written = g.out.drain_into(&mut g.seg, self.deferred.on)?;
                     (bytes, g.unsynced) = (bytes + written, g.unsynced + written);
                     // Synced as it grows, so the swap's own sync (inside one step) is short:
                     // by the owner off its lock when it takes jobs, else here.

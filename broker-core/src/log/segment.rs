@@ -52,7 +52,8 @@ pub struct Segment {
     pub created_ms: u64,
     pub base_offset: i64,
     idx: Indexing,
-    log_path: PathBuf,
+    /// Shared, as jobs carry it for their messages (no allocation per job).
+    log_path: Arc<Path>,
 }
 
 /// The indexes and the running state that decides their next entries. Kept apart from the
@@ -137,7 +138,7 @@ impl Segment {
     ) -> Segment {
         Segment {
             base_offset: base,
-            log_path,
+            log_path: log_path.into(),
             log: Arc::new(SegmentLog::new(log)),
             size: 0,
             next_offset: base,
@@ -229,7 +230,7 @@ impl Segment {
         seg.size = from;
         let end = seg.scan(from, file_len, start_offset, rebuilding)?;
         if let Some((position, reason)) = end.stop {
-            return Err(LogError::Corrupt { file: seg.log_path.clone(), position, reason });
+            return Err(LogError::Corrupt { file: seg.log_path.to_path_buf(), position, reason });
         }
         seg.size = end.position;
         seg.next_offset = end.next_offset;
@@ -262,7 +263,7 @@ impl Segment {
             None => None,
             Some((position, reason)) if end.next_offset < recovery_point => {
                 let reason = format!("{reason} (below the recovery point {recovery_point}: this data was synced)");
-                return Err(LogError::Corrupt { file: seg.log_path.clone(), position, reason });
+                return Err(LogError::Corrupt { file: seg.log_path.to_path_buf(), position, reason });
             }
             Some((position, reason)) => {
                 // Synced at once: the bytes past the cut are below no offset, so no later
@@ -271,7 +272,7 @@ impl Segment {
                 seg.log.truncate(position).map_err(io_err("truncate", &seg.log_path))?;
                 seg.log.sync().map_err(io_err("fdatasync", &seg.log_path))?;
                 Some(Cut {
-                    file: seg.log_path.clone(),
+                    file: seg.log_path.to_path_buf(),
                     position,
                     bytes_removed: file_len - position,
                     reason,
@@ -337,7 +338,7 @@ impl Segment {
                 let path = self.log_path.display();
                 return Err(LogError::Failed(format!("append to {path} failed ({source}) and cutting it back failed ({undo})")));
             }
-            return Err(LogError::Io { op: "append", path: self.log_path.clone(), source });
+            return Err(LogError::Io { op: "append", path: self.log_path.to_path_buf(), source });
         }
         let position = self.size;
         if position == 0 {
@@ -443,7 +444,7 @@ impl Segment {
     }
 
     fn corrupt(&self, position: u64, reason: String) -> LogError {
-        LogError::Corrupt { file: self.log_path.clone(), position, reason }
+        LogError::Corrupt { file: self.log_path.to_path_buf(), position, reason }
     }
 
     /// How long this segment has been open for `segment.ms`: by record time once it holds a
@@ -463,7 +464,7 @@ impl Segment {
     }
 
     /// The `.log` file and its path, for a sync run outside the log (`log::deferred`).
-    pub fn sync_handle(&self) -> (Arc<SegmentLog>, PathBuf) {
+    pub fn sync_handle(&self) -> (Arc<SegmentLog>, Arc<Path>) {
         (self.log.clone(), self.log_path.clone())
     }
 
@@ -498,7 +499,7 @@ impl Segment {
             self.log.stage(self.size, bytes);
         } else if let Err(source) = self.log.write_at(bytes, self.size) {
             let _ = self.log.truncate(self.size);
-            return Err(LogError::Io { op: "append", path: self.log_path.clone(), source });
+            return Err(LogError::Io { op: "append", path: self.log_path.to_path_buf(), source });
         }
         for h in headers {
             let position = self.size;

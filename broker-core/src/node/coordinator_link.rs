@@ -313,7 +313,7 @@ pub fn settle<C: Hosted>(b: &mut Broker, c: &mut C, now: u64, out: &mut Vec<Acti
 }
 
 fn replicated(b: &Broker, topic: &str, p: i32, last_offset: i64, leader_epoch: i32) -> Result<bool, Code> {
-    let produced = Produced { base_offset: last_offset, last_offset, log_start_offset: 0, leader_epoch, log_append_time: -1, duplicate: false };
+    let produced = Produced { base_offset: last_offset, last_offset, log_start_offset: 0, leader_epoch, log_append_time: -1, duplicate: false, log: None };
     b.replicated(topic, p, &produced).map_err(|e| e.kafka_error(true))
 }
 

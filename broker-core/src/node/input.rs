@@ -121,8 +121,8 @@ impl Node {
             QuorumInput::Tick => q.tick(now),
             QuorumInput::Message(m) => q.receive(now, m),
         };
-        let mut actions: Vec<Action> = q.outbox().into_iter().map(Action::Raft).collect();
-        actions.extend(q.take_notes().into_iter().map(|(level, line)| Action::Log(level, line)));
+        let mut actions = Vec::new();
+        drain(&mut q, &mut actions);
         if let Err(e) = decided {
             actions.push(Action::Log(Level::Error, format!("controller: {e}")));
         }
@@ -136,8 +136,22 @@ impl Node {
         actions
     }
 
+    /// After a controller API's decision: the messages and lines its commits left in the quorum
+    /// leave with it, as a tick's or a message's do, instead of waiting for the next of those.
+    pub fn quorum_decided(&self, out: &mut Vec<Action>) {
+        if let Some(mut q) = self.controller() {
+            drain(&mut q, out);
+        }
+    }
+
     /// When the log cleaner's next turn ([`Input::Clean`]) is due.
     pub fn cleaner_due(&self) -> u64 {
         self.parts().broker.cleaner_due()
     }
+}
+
+/// What a quorum decision left for the shell: the Raft messages to send, then the operator's lines.
+fn drain(q: &mut super::Quorum, out: &mut Vec<Action>) {
+    out.extend(q.outbox().into_iter().map(Action::Raft));
+    out.extend(q.take_notes().into_iter().map(|(level, line)| Action::Log(level, line)));
 }

@@ -56,6 +56,9 @@ pub(super) async fn answer(shared: &Shared, frame: &Bytes, caller: &crate::secur
             let entered = Instant::now();
             let mut actions = Vec::new();
             let outcome = node::handle_from(&s.node, this, Some(caller), now_ms(), attempt, &mut actions);
+            if protocol::is_controller_api(key) {
+                s.node.quorum_decided(&mut actions);
+            }
             s.queue_raft(&mut actions);
             let answers = match &outcome {
                 Outcome::Wait(w) => s.await_answers(&w.tickets()),

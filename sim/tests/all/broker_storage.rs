@@ -23,13 +23,17 @@ fn flushed() -> BTreeMap<String, String> {
     BTreeMap::from([("flush.messages".into(), "1".into())])
 }
 
-/// A produce with acks=all, and the syncs it asked for done (as the shell does before it
-/// answers).
+/// A produce with acks=all, the writes and syncs it asked for done (as the shell does before
+/// it answers), and its answer as the waiting request then reads it: an append whose write
+/// failed is answered with that failure (the write-behind, `log::deferred`).
 fn produce(b: &mut Broker, topic: &str, records: &[u8]) -> Result<broker_core::broker::Produced, broker_core::broker::Error> {
     let mut actions = Vec::new();
-    let produced = b.produce(topic, 0, &records.to_vec(), -1, 0, &mut actions);
+    let produced = b.produce(topic, 0, &records.to_vec(), -1, 0, &mut actions)?;
     run_syncs(b, actions, 0);
-    produced
+    match b.replicated(topic, 0, &produced)? {
+        true => Ok(produced),
+        false => panic!("{topic}: an ISR of one replicated once its jobs reported: {produced:?}"),
+    }
 }
 
 /// The records section of every batch readable from partition `p`, in order.

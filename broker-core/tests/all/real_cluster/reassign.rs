@@ -3,13 +3,18 @@
 //! third broker (`[0, 1]` to `[1, 2]` with the placement a fresh cluster gives), leadership
 //! leaves the first, every acknowledged record is then read back once and only once, and the
 //! replica that left has deleted its files; every node's `/metrics` is clean under promtool, and
-//! the records the old and the new leader counted in add up to those acknowledged.
+//! the records the old and the new leader counted in add up to those acknowledged (plus those
+//! resent across the move).
 
 use super::*;
 
 /// From the metadata record that completes the move to the removed broker's directory being
 /// gone: one metadata fetch round on a loaded machine.
 const removed_replica_gone_s_max: u64 = 10;
+
+/// Records the old leader may append in the moment before it leaves and see resent to the new
+/// one: the producer's requests in flight (five) at its batch size, with room.
+const resent_at_move_max: f64 = 1_000.0;
 
 #[test]
 fn cluster_reassignment_while_producing() {
@@ -46,9 +51,13 @@ fn cluster_reassignment_while_producing() {
         }
         counted += crate::support::metric(&text, &format!("seedlog_topic_messages_in_total{{topic=\"{topic}\"}}")).unwrap_or(0.0);
     }
-    // Every record appended once, by the old leader or the new one (a retried batch is a
-    // duplicate the new leader recognizes, and counts nothing).
-    if counted != records_n as f64 {
+    // Every record appended once by the old leader or the new one (a retried batch is a
+    // duplicate the new leader recognizes, and counts nothing), but for those the old leader
+    // took in just before the move and its follower had not yet fetched: never acknowledged
+    // there, resent by the producer and appended by the new leader. Kafka counts an append
+    // where it happens too; the log holds each record once (checked above).
+    let resent = counted - records_n as f64;
+    if !(0.0..=resent_at_move_max).contains(&resent) {
         cluster.fail(&format!("the leaders counted {counted} records in for {topic}; {records_n} were acknowledged"));
     }
     cluster.assert_alive("after the reassignment", None);
