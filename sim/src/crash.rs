@@ -158,9 +158,11 @@ pub fn crash_rounds(seed: u64, rounds: usize, verbose: bool) -> Result<Vec<(i64,
     rounds_of(seed, rounds, verbose, false)
 }
 
-/// [`crash_rounds`] with the log as the broker runs it: the syncs it owes (flush policy,
-/// rolls) are jobs ([`Log::defer_syncs`]), which the owner runs at once, later, out of order,
-/// or never (a crash comes first), and deleted files are closed as the owner takes them. The
+/// [`crash_rounds`] with the log as the broker runs it: its appends are staged and the syncs it
+/// owes (flush policy, rolls) deferred, so each write and sync is a job ([`Log::defer_writes`],
+/// [`Log::defer_syncs`]) the owner runs at once, later, out of order, or never (a crash comes
+/// first: staged appends die with the process), and deleted files are closed as the owner
+/// takes them. The
 /// same seed draws the same work as [`crash_rounds`]; the jobs' fates come from their own RNG.
 pub fn deferred_crash_rounds(seed: u64, rounds: usize, verbose: bool) -> Result<Vec<(i64, Vec<u8>)>, String> {
     rounds_of(seed, rounds, verbose, true)
@@ -208,6 +210,7 @@ fn rounds_of(seed: u64, rounds: usize, verbose: bool, deferring: bool) -> Result
         check_recovered(&log, &mut model).map_err(ctx)?;
         if deferring {
             log.defer_syncs();
+            log.defer_writes();
             owner.jobs.clear(); // taken before the crash, never run
         }
         // As the broker keeps it: from the log at open, then each append recorded.

@@ -153,8 +153,8 @@ mod cli {
             /// appends, passes that die at a random disk call, power loss, recovery.
             #[arg(long, conflicts_with = "nodes")]
             clean: bool,
-            /// Run the log as the broker does: its syncs are jobs that run late, out of order
-            /// or never (sim::crash::deferred_crash_rounds).
+            /// Run the log as the broker does: its writes and syncs are jobs that run late, out
+            /// of order or never (sim::crash::deferred_crash_rounds).
             #[arg(long, conflicts_with_all = ["nodes", "clean"])]
             deferred: bool,
             /// Print each recovery report and crash outcome.
@@ -562,7 +562,7 @@ mod cli {
     fn crash_log(seeds: Range<u64>, rounds: usize, nodes: bool, deferred: bool, verbose: bool) -> Result<bool, String> {
         let mode = match (nodes, deferred) {
             (true, _) => "madsim nodes, kill + power loss",
-            (false, true) => "between calls, power loss or clean, syncs as jobs",
+            (false, true) => "between calls, power loss or clean, writes and syncs as jobs",
             (false, false) => "between calls, power loss or clean",
         };
         println!("crash-log: seeds {}..{}, {rounds} rounds each ({mode})", seeds.start, seeds.end);
