@@ -114,6 +114,13 @@ impl ReplicaFetcher {
             None => {
                 broker.follower_fetched(&f.topic, f.partition, answer.records.len(), now);
                 let appended = broker.append_from_leader(&f.topic, f.partition, leader, f.leader_epoch, f.fetch_offset, answer.records, answer.high_watermark, now);
+                if appended.is_err() {
+                    // A prefix may be staged: written by a job like any append, before the next
+                    // fetch says this replica holds it.
+                    if let Some(job) = broker.owed_job(&f.topic, f.partition) {
+                        out.push(Action::Sync { topic: f.topic.to_string(), partition: f.partition, job });
+                    }
+                }
                 let adopted = appended.and_then(|job| {
                     if let Some(job) = job {
                         out.push(Action::Sync { topic: f.topic.to_string(), partition: f.partition, job });

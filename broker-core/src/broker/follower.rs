@@ -135,6 +135,11 @@ impl Broker {
         Ok(job)
     }
 
+    /// The job `name`-`p`'s log owes, if any (after an append that failed part of the way).
+    pub fn owed_job(&mut self, name: &str, p: i32) -> Option<crate::log::SyncJob> {
+        self.partitions.get_mut(name, p)?.log.take_sync()
+    }
+
     /// Takes the leader's log start from a fetch answer (Kafka's followers do, so records
     /// DeleteRecords removed at the leader go here too), up to this replica's high watermark:
     /// a start never passes what is known committed here.

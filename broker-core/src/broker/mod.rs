@@ -346,12 +346,16 @@ impl Broker {
             out.push(Action::Log(Level::Error, format!("{name}-{p}: {e}")));
         }
         let failed = result.is_err();
+        let written = part.log.written_end();
         part.log.synced(stamp, result);
         let end = part.counted_end();
         let moved = part.replication.on_append(end);
         if moved {
-            out.push(Action::Wake);
             part.observed(&self.config.observer, me, name, p, now);
+        }
+        // Followers read only what is written: their parked fetches look again once more is.
+        if moved || (part.log.written_end() > written && part.replication.has_followers()) {
+            out.push(Action::Wake);
         }
         // A write's report changes the log's time-driven work only through its mark (the
         // retention bound) or a failure: the common case skips the second lookup.

@@ -172,7 +172,16 @@ impl Broker {
     /// under the caller's lock (shutdown, tests); the periodic checkpoint runs the syncs off it
     /// ([`Broker::checkpoint_stage`]).
     pub fn checkpoint(&mut self, now: u64) -> Vec<Action> {
+        // No job runs after this one: what the logs staged is written here, or lost with
+        // the process (the write-behind, `log::deferred`).
+        let mut failures = Vec::new();
+        for ((name, p), part) in self.partitions.iter_mut() {
+            if let Err(e) = part.log.write_staged() {
+                failures.push(Action::Log(Level::Error, format!("{name}-{p}: {e}")));
+            }
+        }
         let (mut out, staged) = self.checkpoint_stage(now);
+        out.splice(0..0, failures);
         if let Some(staged) = staged {
             let synced = self.disk.sync_all(&self.config.data_dir);
             out.extend(self.checkpoint_commit(staged, synced));

@@ -240,16 +240,12 @@ impl Log {
         if !(syncs || writes_due) || self.failed.is_some() {
             return None;
         }
-        let past = |from: i64| -> Vec<(Arc<SegmentLog>, Arc<std::path::Path>)> {
-            let segs = self.segments.iter().enumerate();
-            segs.filter(|(i, _)| self.segments.get(i + 1).map_or(end, |n| n.base_offset) > from).map(|(_, seg)| seg.sync_handle()).collect()
-        };
         let writes = match self.deferred.behind {
-            true => past(self.deferred.written_end),
+            true => self.segments_past(self.deferred.written_end),
             false => Vec::new(),
         };
         let files = match syncs {
-            true => past(self.recovery_point),
+            true => self.segments_past(self.recovery_point),
             false => Vec::new(),
         };
         let d = &mut self.deferred;
@@ -263,6 +259,32 @@ impl Log {
             false => Vec::new(),
         };
         Some(SyncJob { writes, files, dir, owed, disk: self.disk.clone(), stamp })
+    }
+
+    /// The `.log` files (and paths) of the segments holding data at or past `from`.
+    fn segments_past(&self, from: i64) -> Vec<(Arc<SegmentLog>, Arc<std::path::Path>)> {
+        let end = self.log_end_offset();
+        let segs = self.segments.iter().enumerate();
+        segs.filter(|(i, _)| self.segments.get(i + 1).map_or(end, |n| n.base_offset) > from).map(|(_, seg)| seg.sync_handle()).collect()
+    }
+
+    /// Writes what is staged now, in the caller (a clean shutdown, after which no job runs):
+    /// everything appended is then in the page cache, and the checkpoint that follows vouches
+    /// for it. A failed write takes the log offline.
+    pub fn write_staged(&mut self) -> Result<(), LogError> {
+        if !self.deferred.behind || self.failed.is_some() {
+            return Ok(());
+        }
+        let end = self.log_end_offset();
+        for (file, path) in self.segments_past(self.deferred.written_end) {
+            if let Err(e) = file.write_out() {
+                let e = super::io_err("write", &path)(e);
+                self.go_offline(format!("write failed: {e}"), false);
+                return Err(e);
+            }
+        }
+        self.deferred.written_to(end);
+        Ok(())
     }
 
     /// The files of segments deleted since the last call, for the owner to close off its lock

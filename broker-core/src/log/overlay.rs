@@ -9,7 +9,7 @@
 //!   takes the file below that position and the chunks from there on, and sees every appended
 //!   byte whether or not it was written yet;
 //! * a cut drops the chunks past its length (the part of one it splits, too) before the file is
-//!   cut, and never while a write is in flight (`SegmentLog::cut` refuses then);
+//!   cut, and never while a write is under way (`SegmentLog::cut` waits for it);
 //! * nothing here does IO: the owner of the chunks (`SegmentLog`) does.
 
 use bytes::Bytes;

@@ -38,8 +38,8 @@ pub struct SegmentLog {
     file: Box<dyn DiskFile>,
     cuts: AtomicU64,
     staged: Mutex<Overlay>,
-    /// Held by [`SegmentLog::write_out`] across its writes, off the node's lock, and tried by
-    /// [`SegmentLog::cut`], which refuses rather than waits: no decision waits on a write.
+    /// Held by [`SegmentLog::write_out`] across its writes, off the node's lock, and by
+    /// [`SegmentLog::cut`], so no write lands past a cut.
     writer: Mutex<()>,
 }
 
@@ -53,16 +53,13 @@ impl SegmentLog {
     }
 
     /// Cuts the file to `len` bytes, removing whole batches: every region bounded before the
-    /// cut refuses to send from now on. Staged bytes past `len` go too. `WouldBlock` while a
-    /// write of staged bytes is in flight (nothing changed then: the caller asks again later).
-    /// (An append that failed and is undone with a plain `truncate` removes no served batch,
-    /// so it is no cut.)
+    /// cut refuses to send from now on. Staged bytes past `len` go too. Waits for a
+    /// [`SegmentLog::write_out`] under way, so none lands past the cut; the log refuses a
+    /// truncation while a job that writes is in flight (`log::deferred`), so what is left to
+    /// wait for is a sync's write-out with nothing to write. (An append that failed and is
+    /// undone with a plain `truncate` removes no served batch, so it is no cut.)
     pub fn cut(&self, len: u64) -> io::Result<()> {
-        let _writer = match self.writer.try_lock() {
-            Ok(g) => g,
-            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => return Err(io::Error::new(io::ErrorKind::WouldBlock, "a write of this segment is in flight")),
-        };
+        let _writer = locked(&self.writer);
         self.cuts.fetch_add(1, Ordering::AcqRel);
         locked(&self.staged).cut(len);
         match self.file.len()? > len {

@@ -359,10 +359,7 @@ impl Segment {
     pub fn truncate_to(&mut self, offset: i64, now: u64) -> Result<i64, LogError> {
         let Some((position, first_removed)) = self.position_of(offset)? else { return Ok(self.next_offset) };
         let end = first_removed.base_offset;
-        self.log.cut(position).map_err(|e| match e.kind() {
-            std::io::ErrorKind::WouldBlock => LogError::Busy(format!("{}: {e}", self.log_path.display())),
-            _ => io_err("truncate", &self.log_path)(e),
-        })?;
+        self.log.cut(position).map_err(io_err("truncate", &self.log_path))?;
         self.size = position;
         self.next_offset = end;
         let rel_end = end - self.base_offset;

@@ -282,6 +282,11 @@ impl Replication {
         self.role == Role::Leader && self.advance(leo)
     }
 
+    /// Whether this leader has followers to serve (their parked fetches wait for new bytes).
+    pub fn has_followers(&self) -> bool {
+        self.is_leader() && !self.followers.is_empty()
+    }
+
     /// A follower's fetch told its log start (Fetch v5+); returns whether it changed (a
     /// DeleteRecords may be waiting for it).
     pub fn on_follower_log_start(&mut self, replica: i32, log_start: i64) -> bool {

@@ -12,6 +12,8 @@ mod config_quorum;
 mod config_security;
 mod connection;
 mod forward;
+mod jobs;
+use jobs::Job;
 mod links;
 mod markers;
 pub mod metrics;
@@ -229,27 +231,13 @@ impl Shared {
         self.changed.notify_waiters();
     }
 
-    /// Does what the broker asked for besides its answer. The syncs it asked for
+    /// Does what the broker asked for besides its answer. The writes and syncs it asked for
     /// ([`Action::Sync`]) run off the node's disk gate, one after another, each reported back in
-    /// a decision of its own, before this returns: so a produce is answered only after the syncs
-    /// its decision asked for, while other requests are decided meanwhile.
+    /// a decision of its own, before this returns: so a produce is answered only after the
+    /// writes and syncs its decision asked for, while other requests are decided meanwhile.
     async fn perform(&self, actions: Vec<Action>) {
         let (jobs, checkpoint) = self.perform_now(actions);
-        for (topic, partition, job) in jobs {
-            let input = match job {
-                Job::Sync(job) => Input::Synced { topic, partition, stamp: job.stamp, result: self.run_sync(&job).await },
-                Job::Swap(job) => Input::Swapped { topic, partition, done: self.run_swap(job).await },
-            };
-            let wakes = !matches!(&input, Input::Synced { stamp, .. } if !stamp.syncs());
-            let done = self.decide(|s| s.node.input(input, now_ms())).await;
-            let more = self.perform_now(done);
-            debug_assert!(more.0.is_empty() && more.1.is_none(), "a sync's or a swap's report asks for no further job");
-            // A write's report wakes only what it moved (its `Wake`): the request that asked for
-            // it looks again anyway once this returns.
-            if wakes {
-                self.changed();
-            }
-        }
+        self.run_jobs(jobs).await;
         if let Some(staged) = checkpoint {
             self.finish_checkpoint(staged).await;
         }
@@ -295,84 +283,6 @@ impl Shared {
             }
         }
         (syncs, checkpoint)
-    }
-
-    /// The periodic checkpoint's file-system syncs, off the disk gate (a `syncfs` after a
-    /// minute of writes can take long): sync, commit in a decision, sync the renames.
-    async fn finish_checkpoint(&self, staged: crate::broker::StagedCheckpoints) {
-        let dir = self.broker().config().data_dir.clone();
-        let synced = self.sync_all(&dir).await;
-        let actions = self.decide(|s| s.node.input(Input::CheckpointSynced { staged, result: synced }, now_ms())).await;
-        let more = self.perform_now(actions);
-        debug_assert!(more.0.is_empty() && more.1.is_none(), "a checkpoint's commit asks for no further sync");
-        if let Err(e) = self.sync_all(&dir).await {
-            let _ = self.perform_now(vec![Broker::renames_not_durable(&dir, &e)]);
-        }
-    }
-
-    /// `Disk::sync_all` of `dir` without the disk gate, as [`Shared::run_sync`] runs a job.
-    async fn sync_all(&self, dir: &std::path::Path) -> std::io::Result<()> {
-        #[cfg(not(madsim))]
-        {
-            let (disk, dir) = (self.disk.clone(), dir.to_path_buf());
-            let ran = tokio::task::spawn_blocking(move || disk.sync_all(&dir)).await;
-            ran.unwrap_or_else(|e| Err(std::io::Error::other(format!("the sync task ended without an answer: {e}"))))
-        }
-        #[cfg(madsim)]
-        {
-            let result = self.disk.sync_all(dir);
-            let stall = self.disk.take_stall();
-            if !stall.is_zero() {
-                tokio::time::sleep(stall).await;
-            }
-            result
-        }
-    }
-
-    /// Runs one sync job without the disk gate. The real build runs it on the blocking pool, so
-    /// no runtime worker waits on the fsync; the simulated one does it at once and sleeps the
-    /// latency the disk owes for it (and, now and then, a BUGGIFY delay: an fsync that takes
-    /// its time), so other decisions of the node go on meanwhile in both.
-    async fn run_sync(&self, job: &crate::log::SyncJob) -> Result<(), crate::log::LogError> {
-        #[cfg(not(madsim))]
-        {
-            if !job.syncs() && job.staged_bytes() <= crate::constants::write_inline_bytes_max {
-                return job.run();
-            }
-            let job = job.clone();
-            let ran = tokio::task::spawn_blocking(move || job.run()).await;
-            ran.unwrap_or_else(|e| Err(crate::log::LogError::Failed(format!("the sync task ended without an answer: {e}"))))
-        }
-        #[cfg(madsim)]
-        {
-            let result = job.run();
-            let stall = self.disk.take_stall();
-            if !stall.is_zero() {
-                let late = self.buggify.draw(crate::buggify::Site::SlowSync).map_or(0, |n| 20 + n % 381);
-                tokio::time::sleep(stall + Duration::from_millis(late)).await;
-            }
-            result
-        }
-    }
-
-    /// Runs a cleaning swap without the disk gate, as [`Shared::run_sync`] runs a sync job.
-    async fn run_swap(&self, job: crate::log::SwapJob) -> crate::log::Swapped {
-        #[cfg(not(madsim))]
-        {
-            let task = job.clone();
-            let ran = tokio::task::spawn_blocking(move || task.run()).await;
-            ran.unwrap_or_else(|e| job.lost(format!("the swap task ended without an answer: {e}")))
-        }
-        #[cfg(madsim)]
-        {
-            let done = job.run();
-            let late = self.buggify.draw(crate::buggify::Site::SlowSwap).map_or(0, |n| 20 + n % 381);
-            let stall = self.disk.take_stall() + Duration::from_millis(late);
-            if !stall.is_zero() {
-                tokio::time::sleep(stall).await;
-            }
-            done
-        }
     }
 
     /// Runs one decision that may do disk IO with the node's disk to itself, and lets the next
@@ -576,12 +486,6 @@ async fn run_timers(shared: Arc<Shared>) {
         }
         shared.perform(actions).await;
     }
-}
-
-/// IO a decision left to the shell, run off the node's gate and reported back in a decision.
-enum Job {
-    Sync(crate::log::SyncJob),
-    Swap(crate::log::SwapJob),
 }
 
 /// The log cleaner, in its own task as Kafka's is its own thread: each turn is one bounded

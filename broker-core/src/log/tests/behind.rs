@@ -141,3 +141,21 @@ fn a_failed_write_takes_the_log_offline_and_counts_nothing() {
     assert_eq!((log.written_end(), log.policy_end()), (0, 0));
     assert!(log.append(&mut build(&[b"b"], 0), 0, 0).is_err(), "an offline log takes no appends");
 }
+
+#[test]
+fn the_shutdown_writes_what_is_staged_so_the_checkpoint_covers_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut log = behind(tmp.path(), disk());
+    one(&mut log, b"a");
+    let _never_run = log.take_sync().expect("a job the shutdown overtakes");
+    one(&mut log, b"b");
+    log.write_staged().unwrap();
+    assert_eq!((log.written_end(), file_len(tmp.path())), (2, log.size_bytes()));
+    let staged = log.checkpoint_stage().unwrap().expect("a checkpoint to stage");
+    crate::storage::FileDisk::new().sync_all(tmp.path()).unwrap();
+    log.checkpoint_commit(staged).unwrap();
+    assert_eq!(log.recovery_point(), 2, "the checkpoint vouches for both records");
+    drop(log);
+    let (log, _) = Log::open(disk(), tmp.path(), LogConfig::default(), 0).unwrap();
+    assert_eq!(log.log_end_offset(), 2);
+}

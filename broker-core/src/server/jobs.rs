@@ -1,0 +1,119 @@
+//! The shell's side of the IO a decision leaves to it (issue 32's `io_done` contract): each
+//! write and sync job, cleaning swap and checkpoint sync runs off the node's disk gate — on the
+//! blocking pool in the real build (a small write on the shell's own task), at once and then
+//! sleeping the latency the simulated disk owes in the simulated one — and is reported back in
+//! a decision of its own (`node::Input::Synced`, `Swapped`, `CheckpointSynced`).
+
+use super::{now_ms, Broker, Input, Shared};
+#[cfg(madsim)]
+use std::time::Duration;
+
+/// IO a decision left to the shell, run off the node's gate and reported back in a decision.
+pub(super) enum Job {
+    Sync(crate::log::SyncJob),
+    Swap(crate::log::SwapJob),
+}
+
+impl Shared {
+    /// Runs `jobs` one after another, each reported back in a decision of its own, and any
+    /// job a report's decision owes in turn (a coordinator's write settled by it): a job taken
+    /// is always run and reported, or the log would count it in flight for good.
+    pub(super) async fn run_jobs(&self, jobs: Vec<(String, i32, Job)>) {
+        let mut jobs = std::collections::VecDeque::from(jobs);
+        while let Some((topic, partition, job)) = jobs.pop_front() {
+            let input = match job {
+                Job::Sync(job) => Input::Synced { topic, partition, stamp: job.stamp, result: self.run_sync(&job).await },
+                Job::Swap(job) => Input::Swapped { topic, partition, done: self.run_swap(job).await },
+            };
+            let wakes = !matches!(&input, Input::Synced { stamp, .. } if !stamp.syncs());
+            let done = self.decide(|s| s.node.input(input, now_ms())).await;
+            let (more, checkpoint) = self.perform_now(done);
+            debug_assert!(checkpoint.is_none(), "only a tick stages a checkpoint");
+            jobs.extend(more);
+            // A write's report wakes only what it moved (its `Wake`): the request that asked for
+            // it looks again anyway once this returns.
+            if wakes {
+                self.changed();
+            }
+        }
+    }
+
+    /// The periodic checkpoint's file-system syncs, off the disk gate (a `syncfs` after a
+    /// minute of writes can take long): sync, commit in a decision, sync the renames.
+    pub(super) async fn finish_checkpoint(&self, staged: crate::broker::StagedCheckpoints) {
+        let dir = self.broker().config().data_dir.clone();
+        let synced = self.sync_all(&dir).await;
+        let actions = self.decide(|s| s.node.input(Input::CheckpointSynced { staged, result: synced }, now_ms())).await;
+        let (more, checkpoint) = self.perform_now(actions);
+        debug_assert!(checkpoint.is_none(), "only a tick stages a checkpoint");
+        self.run_jobs(more).await;
+        if let Err(e) = self.sync_all(&dir).await {
+            let _ = self.perform_now(vec![Broker::renames_not_durable(&dir, &e)]);
+        }
+    }
+
+    /// `Disk::sync_all` of `dir` without the disk gate, as [`Shared::run_sync`] runs a job.
+    async fn sync_all(&self, dir: &std::path::Path) -> std::io::Result<()> {
+        #[cfg(not(madsim))]
+        {
+            let (disk, dir) = (self.disk.clone(), dir.to_path_buf());
+            let ran = tokio::task::spawn_blocking(move || disk.sync_all(&dir)).await;
+            ran.unwrap_or_else(|e| Err(std::io::Error::other(format!("the sync task ended without an answer: {e}"))))
+        }
+        #[cfg(madsim)]
+        {
+            let result = self.disk.sync_all(dir);
+            let stall = self.disk.take_stall();
+            if !stall.is_zero() {
+                tokio::time::sleep(stall).await;
+            }
+            result
+        }
+    }
+
+    /// Runs one sync job without the disk gate. The real build runs it on the blocking pool, so
+    /// no runtime worker waits on the fsync; the simulated one does it at once and sleeps the
+    /// latency the disk owes for it (and, now and then, a BUGGIFY delay: an fsync that takes
+    /// its time), so other decisions of the node go on meanwhile in both.
+    async fn run_sync(&self, job: &crate::log::SyncJob) -> Result<(), crate::log::LogError> {
+        #[cfg(not(madsim))]
+        {
+            if !job.syncs() && job.staged_bytes() <= crate::constants::write_inline_bytes_max {
+                return job.run();
+            }
+            let job = job.clone();
+            let ran = tokio::task::spawn_blocking(move || job.run()).await;
+            ran.unwrap_or_else(|e| Err(crate::log::LogError::Failed(format!("the sync task ended without an answer: {e}"))))
+        }
+        #[cfg(madsim)]
+        {
+            let result = job.run();
+            let stall = self.disk.take_stall();
+            if !stall.is_zero() {
+                let late = self.buggify.draw(crate::buggify::Site::SlowSync).map_or(0, |n| 20 + n % 381);
+                tokio::time::sleep(stall + Duration::from_millis(late)).await;
+            }
+            result
+        }
+    }
+
+    /// Runs a cleaning swap without the disk gate, as [`Shared::run_sync`] runs a sync job.
+    async fn run_swap(&self, job: crate::log::SwapJob) -> crate::log::Swapped {
+        #[cfg(not(madsim))]
+        {
+            let task = job.clone();
+            let ran = tokio::task::spawn_blocking(move || task.run()).await;
+            ran.unwrap_or_else(|e| job.lost(format!("the swap task ended without an answer: {e}")))
+        }
+        #[cfg(madsim)]
+        {
+            let done = job.run();
+            let late = self.buggify.draw(crate::buggify::Site::SlowSwap).map_or(0, |n| 20 + n % 381);
+            let stall = self.disk.take_stall() + Duration::from_millis(late);
+            if !stall.is_zero() {
+                tokio::time::sleep(stall).await;
+            }
+            done
+        }
+    }
+}
