@@ -360,8 +360,10 @@ pub const cleaner_sync_bytes: usize = 8 << 20;
 
 /// A job that only writes staged appends (the write-behind, `log::deferred`) of at most this
 /// many bytes runs on the shell's own task instead of the blocking pool: handing a small
-/// page-cache write to another thread costs more than the write. Either way it runs off the
-/// node's lock; larger writes, which the kernel may throttle for long, get a thread.
+/// page-cache write to another thread costs more than the write (every job on the pool
+/// measured 64–88 µs of broker CPU per small batch against 10–11). Either way it runs off the
+/// node's lock; a small write the kernel throttles blocks the runtime worker running it, and
+/// larger writes, which it throttles for longer, get a thread.
 pub const write_inline_bytes_max: u64 = 64 << 10;
 
 /// Kafka `log.cleaner.backoff.ms` default: how long the cleaner waits when no log is due.

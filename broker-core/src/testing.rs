@@ -228,8 +228,12 @@ pub async fn slow_io_stops_only_its_partition(addr: std::net::SocketAddr, armed:
     cluster.refresh(&["a", "b"]).await.expect("metadata");
     armed.store(true, SeqCst);
     let sent = crate::server::now_ms();
+    // Larger than `write_inline_bytes_max`: its write goes to the blocking pool, as every sync
+    // does (a small write runs on the connection's own task, off the node's gate but on a
+    // runtime worker, docs/architecture.md "IO at the edge").
+    let slow_value = vec![b's'; 2 * crate::constants::write_inline_bytes_max as usize];
     let slow = tokio::spawn(async move {
-        to_a.send("a", 0, &[(None, Some("slow".into()))], 0).await.expect("produce to a");
+        to_a.send("a", 0, &[(None, Some(slow_value.into()))], 0).await.expect("produce to a");
         crate::server::now_ms()
     });
     while !started.load(SeqCst) {
