@@ -195,6 +195,20 @@ impl crate::storage::hooked::Hook for SlowDisk {
     }
 }
 
+/// A [`Hook`](crate::storage::hooked::Hook) that fails every write to a `.log` file while its
+/// switch is on: a write job of the write-behind that fails (`log::deferred`).
+pub struct FailLogWrites(pub Arc<std::sync::atomic::AtomicBool>);
+
+impl crate::storage::hooked::Hook for FailLogWrites {
+    fn before(&self, op: crate::storage::hooked::Op<'_>) -> std::io::Result<()> {
+        let on = self.0.load(std::sync::atomic::Ordering::Relaxed);
+        match op {
+            crate::storage::hooked::Op::WriteAt { path, .. } if on && path.extension().is_some_and(|e| e == "log") => Err(std::io::Error::other("injected write error")),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// How long each request took in [`slow_io_stops_only_its_partition`], from the moment the
 /// produce to `a` was sent.
 #[derive(Debug)]

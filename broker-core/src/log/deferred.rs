@@ -331,7 +331,7 @@ impl Log {
             return false;
         }
         // Whatever a job did, it first wrote everything staged when it ran.
-        d.written_end = d.written_end.max(stamp.upto.min(end));
+        d.written_to(stamp.upto.min(end));
         if !stamp.syncs || stamp.upto <= self.recovery_point {
             return false;
         }

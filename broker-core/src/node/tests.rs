@@ -504,35 +504,13 @@ fn a_fetcher_round_for_a_leader_followed_in_nothing_is_idle() {
     assert_eq!(actions, vec![Action::FetchFrom { leader: 7, step: crate::broker::Step::Idle }]);
 }
 
-/// Fails writes to `.log` files once set (the write-behind test below).
-struct FailingLogWrites(std::sync::Arc<std::sync::atomic::AtomicBool>);
-
-impl crate::storage::hooked::Hook for FailingLogWrites {
-    fn before(&self, op: crate::storage::hooked::Op<'_>) -> std::io::Result<()> {
-        match op {
-            crate::storage::hooked::Op::WriteAt { path, .. } if self.0.load(std::sync::atomic::Ordering::Relaxed) && path.extension().is_some_and(|e| e == "log") => Err(std::io::Error::other("injected write error")),
-            _ => Ok(()),
-        }
-    }
-}
-
-/// Runs the jobs among `actions` as the shell does and reports each to `node`.
-fn run_jobs(node: &Node, actions: Vec<crate::broker::Action>) {
-    for a in actions {
-        if let crate::broker::Action::Sync { topic, partition, job } = a {
-            let result = job.run();
-            node.input(Input::Synced { topic, partition, stamp: job.stamp, result }, 0);
-        }
-    }
-}
-
 /// With the write-behind (`log::deferred`) an acks=1 produce is answered once the job that
 /// writes its batch reported back, and a write that fails is answered KAFKA_STORAGE_ERROR.
 #[test]
 fn with_the_write_behind_an_acks_1_produce_is_answered_once_its_write_is_reported() {
     let tmp = tempfile::tempdir().unwrap();
     let fail = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let disk = std::sync::Arc::new(crate::storage::hooked::Hooked::new(std::sync::Arc::new(crate::storage::FileDisk::new()), std::sync::Arc::new(FailingLogWrites(fail.clone()))));
+    let disk = std::sync::Arc::new(crate::storage::hooked::Hooked::new(std::sync::Arc::new(crate::storage::FileDisk::new()), std::sync::Arc::new(crate::testing::FailLogWrites(fail.clone()))));
     let node = crate::testing::one_node_on(disk, crate::broker::BrokerConfig { write_behind: true, ..crate::testing::config(tmp.path()) });
     let md = MetadataRequest::default()
         .with_topics(Some(vec![MetadataRequestTopic::default().with_name(Some(TopicName(StrBytes::from_static_str("t"))))]))
@@ -546,14 +524,14 @@ fn with_the_write_behind_an_acks_1_produce_is_answered_once_its_write_is_reporte
     let mut out = Vec::new();
     let mut waiting = produce(b"a", &mut out);
     assert!(waiting.poll(&node, false).is_none(), "not answered before its write");
-    run_jobs(&node, out);
+    crate::testing::run_syncs(&mut node.broker(), out, 0);
     let r: ProduceResponse = reply(waiting.poll(&node, false).expect("answered once written"), ApiKey::Produce, 9);
     assert_eq!((r.responses[0].partition_responses[0].error_code, r.responses[0].partition_responses[0].base_offset), (0, 0));
 
     fail.store(true, std::sync::atomic::Ordering::Relaxed);
     let mut out = Vec::new();
     let mut waiting = produce(b"b", &mut out);
-    run_jobs(&node, out);
+    crate::testing::run_syncs(&mut node.broker(), out, 0);
     let r: ProduceResponse = reply(waiting.poll(&node, false).expect("answered once its write failed"), ApiKey::Produce, 9);
     assert_eq!(r.responses[0].partition_responses[0].error_code, Code::KafkaStorageError.code());
 }

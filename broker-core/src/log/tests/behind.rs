@@ -5,7 +5,7 @@
 use super::super::batch::build;
 use super::super::*;
 use super::disk;
-use crate::storage::hooked::{Hook, Hooked, Op};
+use crate::storage::hooked::Hooked;
 
 fn behind(dir: &Path, disk: Arc<dyn Disk>) -> Log {
     let (mut log, _) = Log::open(disk, dir, LogConfig::default(), 0).unwrap();
@@ -110,29 +110,13 @@ fn a_checkpoint_vouches_only_for_written_bytes_and_a_crash_loses_only_unwritten_
     assert_eq!(log.log_end_offset(), 2, "what a job wrote survives, the staged record is gone");
 }
 
-/// Fails every write to a `.log` file once `fail` is set.
-#[derive(Default)]
-struct FailingWrites {
-    fail: std::sync::atomic::AtomicBool,
-}
-
-impl Hook for FailingWrites {
-    fn before(&self, op: Op<'_>) -> std::io::Result<()> {
-        let on = self.fail.load(std::sync::atomic::Ordering::Relaxed);
-        match op {
-            Op::WriteAt { path, .. } if on && path.extension().is_some_and(|e| e == "log") => Err(std::io::Error::other("injected write error")),
-            _ => Ok(()),
-        }
-    }
-}
-
 #[test]
 fn a_failed_write_takes_the_log_offline_and_counts_nothing() {
     let tmp = tempfile::tempdir().unwrap();
-    let hook = Arc::new(FailingWrites::default());
-    let mut log = behind(tmp.path(), Arc::new(Hooked::new(disk(), hook.clone())));
+    let fail = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut log = behind(tmp.path(), Arc::new(Hooked::new(disk(), Arc::new(crate::testing::FailLogWrites(fail.clone())))));
     one(&mut log, b"a");
-    hook.fail.store(true, std::sync::atomic::Ordering::Relaxed);
+    fail.store(true, std::sync::atomic::Ordering::Relaxed);
     let job = log.take_sync().unwrap();
     let result = job.run();
     assert!(result.is_err());
