@@ -221,6 +221,18 @@ pub struct SlowIoTimes {
     pub own: std::time::Duration,
 }
 
+impl SlowIoTimes {
+    /// Asserts what [`slow_io_stops_only_its_partition`] promises for a slow call (`what`, as
+    /// "fsync" or "write") of `slow`: the other partition's produce and Metadata waited less than
+    /// half of it (generous margins: the machine may be busy), the slow partition's produce all
+    /// of it.
+    pub fn assert_only_its_partition_waited(&self, slow: std::time::Duration, what: &str) {
+        assert!(self.other_partition < slow / 2, "the produce to b waited for a's {slow:?} {what}: {self:?}");
+        assert!(self.metadata < slow / 2, "Metadata waited for a's {slow:?} {what}: {self:?}");
+        assert!(self.own >= slow, "the produce to a was answered before its {slow:?} {what}: {self:?}");
+    }
+}
+
 /// What waits for what when one partition's disk work is slow, the same in the real and the
 /// simulated build: against a one-node broker at `addr` whose disk is slow on topic `a`'s
 /// files ([`SlowDisk`]: its fsyncs under a flush-every-batch config, or its writes), a produce
