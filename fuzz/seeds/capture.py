@@ -144,6 +144,7 @@ def main():
             run("confluent", proxy, py("confluent_roundtrip.py", "--topic", "cf", "--n", "12"))
             run("kafka-python", proxy, py("kafka_python_roundtrip.py", "--topic", "kp", "--n", "12"))
             run("kafka-python-group", proxy, py("kafka_python_group.py", "--topic", "kpg", "--group", "g1", "--n", "12", "--m", "4"))
+            run("kafka-python-old", proxy, py("old_clients.py", "--n", "12"))
             run("admin", proxy, py("admin.py"))
             run("compacted", proxy, py("compacted_topic.py", "--topic", "cmp"))
             run("compacted-lz4", proxy, py("compacted_topic.py", "--topic", "cmp-lz4", "--compression", "lz4"))

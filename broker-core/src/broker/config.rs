@@ -84,6 +84,10 @@ pub struct BrokerConfig {
     /// write-behind, `log::deferred`). On by default; off in the in-process tests that drive
     /// the broker without a shell to run jobs (`testing::config`).
     pub write_behind: bool,
+    /// Kafka 3.9's API versions that Kafka 4.0 removed (KIP-896) are served, bridged at the
+    /// protocol's edge (`protocol::legacy`; `legacy.api.versions`, Seedlog's own). On by
+    /// default; off answers as Kafka 4.0 does: a removed version closes the connection.
+    pub legacy_api_versions: bool,
     /// A known bug switched on, so tests can prove the simulator's checkers catch it. Exists
     /// only in the simulated build: no flag, file or real binary can set it.
     #[cfg(madsim)]
@@ -141,6 +145,7 @@ impl Default for BrokerConfig {
             cleaner_io_bytes_per_second: None,
             fetch_zero_copy: !cfg!(madsim),
             write_behind: true,
+            legacy_api_versions: true,
             #[cfg(madsim)]
             planted_bug: None,
             observer: crate::observe::Observer::default(),

@@ -31,14 +31,28 @@ pub fn run(data: &[u8]) {
         let Some(frame) = rest.get(4..4 + len) else { return }; // cut short: the shell closes
         rest = &rest[4 + len..];
         let frame = Bytes::copy_from_slice(frame);
-        match scratch.answer(&frame) {
+        // As the shell does: a request of a version Kafka 4.0 removed is bridged, and its
+        // answer written back at that version; what does not bridge closes the connection.
+        let (asked, bridge) = match protocol::legacy::up(&frame, true) {
+            Ok(None) => (frame.clone(), None),
+            Ok(Some((bridged, bridge))) => (bridged, Some(bridge)),
+            Err(_) => return,
+        };
+        let back = |bytes: Bytes| match &bridge {
+            Some(b) => b.down(&bytes),
+            None => Ok(bytes),
+        };
+        match scratch.answer(&asked) {
             // As the shell does: an answer that does not encode closes the connection.
-            Outcome::Reply(reply) => match reply.encode() {
+            Outcome::Reply(reply) => match reply.encode().and_then(back) {
                 Ok(bytes) => check_reply(&frame, &bytes),
                 Err(_) => return,
             },
             // A zero-copy Fetch answer, as the socket would get it.
-            Outcome::Frame(f) => check_reply(&frame, &f.to_bytes().expect("a fetch answer's file regions read")),
+            Outcome::Frame(f) => match back(f.to_bytes().expect("a fetch answer's file regions read")) {
+                Ok(bytes) => check_reply(&frame, &bytes),
+                Err(_) => return,
+            },
             Outcome::NoReply => {}
             Outcome::Close(_) => return,
             other => panic!("answer() returned {other:?}"),
@@ -57,7 +71,7 @@ fn check_reply(request: &Bytes, reply: &Bytes) {
     let key = ApiKey::try_from(i16::from_be_bytes([request[0], request[1]])).expect("only known APIs are answered");
     let version = i16::from_be_bytes([request[2], request[3]]);
     // An ApiVersions of a version not served is answered in v0 (Kafka's rule).
-    let served = crate::kafka::served(key).is_some_and(|(lo, hi)| (lo..=hi).contains(&version));
+    let served = crate::kafka::served(key).zip(protocol::legacy::oldest(key, true)).is_some_and(|((_, hi), lo)| (lo..=hi).contains(&version));
     let version = if served { version } else { 0 };
     let mut body = reply.slice(4..);
     let header = ResponseHeader::decode(&mut body, key.response_header_version(version)).expect("the response header decodes");

@@ -19,7 +19,7 @@ use arbitrary::{Arbitrary, Unstructured};
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::*;
 use crate::log::compressed;
-use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType};
+use kafka_protocol::records::Compression;
 use std::collections::BTreeMap;
 
 /// Requests one input may make: enough to fill, roll and expire a few segments.
@@ -211,32 +211,13 @@ fn produce(s: &mut Scratch, m: &mut Model, topic: Topic, partition: i32, acks: A
     if kvs.is_empty() {
         return;
     }
-    let recs: Vec<Record> = kvs
-        .iter()
-        .enumerate()
-        .map(|(i, (key, value))| Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            sequence: i as i32 - 1,
-            timestamp: s.now as i64,
-            key: key.clone(),
-            value: value.clone(),
-            headers: Default::default(),
-        })
-        .collect();
     let compression = match codec {
         Codec::Gzip => Compression::Gzip,
         Codec::Snappy => Compression::Snappy,
         Codec::None | Codec::Lz4 | Codec::Zstd => Compression::None,
     };
-    let mut batch = BytesMut::new();
-    RecordBatchEncoder::encode(&mut batch, recs.iter(), &RecordEncodeOptions { version: crate::kafka::batch_magic, compression }).expect("a batch of valid records encodes");
+    let records: Vec<_> = kvs.iter().map(|(key, value)| (s.now as i64, key.clone(), value.clone())).collect();
+    let mut batch = BytesMut::from(&crate::log::compressed::unowned(&records, compression).expect("a batch of valid records encodes")[..]);
     let recompress = match codec {
         Codec::Lz4 => Some(compressed::codec_lz4),
         Codec::Zstd => Some(compressed::codec_zstd),

@@ -65,10 +65,11 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     // KIP-554: users' SCRAM credentials in the metadata log (security/users.rs).
     (ApiKey::DescribeUserScramCredentials, 0, 0),
     (ApiKey::AlterUserScramCredentials, 0, 0),
-    // ACLs in the metadata log, StandardAuthorizer's semantics (security/acl.rs).
-    (ApiKey::DescribeAcls, 0, 3),
-    (ApiKey::CreateAcls, 0, 3),
-    (ApiKey::DeleteAcls, 0, 3),
+    // ACLs in the metadata log, StandardAuthorizer's semantics (security/acl.rs); v0 bridged
+    // (protocol::legacy).
+    (ApiKey::DescribeAcls, 1, 3),
+    (ApiKey::CreateAcls, 1, 3),
+    (ApiKey::DeleteAcls, 1, 3),
     // What operators' tools ask (node/cluster_handlers.rs): the cluster's brokers (KIP-700),
     // this broker's log directory (KIP-113; v0 is gone from Kafka 4's schemas), the metadata
     // quorum as its leader sees it (KIP-595, KIP-853's nodes from v2).
@@ -111,6 +112,26 @@ macro_rules! with_throttled_responses {
     };
 }
 pub(crate) use with_throttled_responses;
+
+/// Each API whose oldest versions Kafka 4.0 removed (KIP-896), with Kafka 3.9's oldest version:
+/// the versions from it to the one below [`SERVED`]'s lower bound are bridged
+/// (`protocol::legacy`), unless the broker answers as Kafka 4.0 does.
+pub const REMOVED_IN_4: &[(ApiKey, i16)] = &[
+    (ApiKey::Produce, 0),
+    (ApiKey::Fetch, 0),
+    (ApiKey::ListOffsets, 0),
+    (ApiKey::OffsetCommit, 0),
+    (ApiKey::OffsetFetch, 0),
+    (ApiKey::CreateTopics, 0),
+    (ApiKey::DeleteTopics, 0),
+    (ApiKey::DescribeConfigs, 0),
+    (ApiKey::OffsetForLeaderEpoch, 0),
+    (ApiKey::WriteTxnMarkers, 0),
+    (ApiKey::DescribeLogDirs, 0),
+    (ApiKey::DescribeAcls, 0),
+    (ApiKey::CreateAcls, 0),
+    (ApiKey::DeleteAcls, 0),
+];
 
 /// The version range of `key` this broker serves, if it serves it.
 pub fn served(key: ApiKey) -> Option<(i16, i16)> {
@@ -293,7 +314,7 @@ pub mod isolation {
 }
 
 /// The record batch format this broker reads and writes (v2, KIP-98); v0/v1 message sets are
-/// refused.
+/// converted at the protocol's edge for the versions that carry them (`protocol::message_set`).
 pub const batch_magic: i8 = 2;
 
 #[cfg(test)]

@@ -99,6 +99,37 @@ pub fn with_codec(plain: &[u8], codec: u8) -> Result<Vec<u8>, BatchError> {
     Ok(batch::reframe(plain, codec, &body))
 }
 
+/// Records of no producer (no idempotence, no transaction), each `(timestamp, key, value)`, as
+/// one batch from offset 0 compressed by kafka-protocol with `compression` (none, gzip or
+/// snappy): what a plain client sends.
+pub fn unowned(records: &[(i64, Option<bytes::Bytes>, Option<bytes::Bytes>)], compression: kafka_protocol::records::Compression) -> Result<bytes::Bytes, String> {
+    use kafka_protocol::records::{Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType};
+    let records: Vec<Record> = records
+        .iter()
+        .enumerate()
+        .map(|(i, (timestamp, key, value))| Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: -1,
+            producer_id: -1,
+            producer_epoch: -1,
+            timestamp_type: TimestampType::Creation,
+            offset: i as i64,
+            // The encoder keeps one batch while offset - sequence is constant and takes the
+            // first record's sequence as the base: -1, as a batch of no producer has.
+            sequence: i as i32 - 1,
+            timestamp: *timestamp,
+            key: key.clone(),
+            value: value.clone(),
+            headers: Default::default(),
+        })
+        .collect();
+    let mut out = bytes::BytesMut::new();
+    RecordBatchEncoder::encode(&mut out, records.iter(), &RecordEncodeOptions { version: crate::kafka::batch_magic, compression }).map_err(|e| e.to_string())?;
+    Ok(out.freeze())
+}
+
 /// The whole batch at the front of `bytes`, taken off it and decoded by kafka-protocol with its
 /// records decompressed here (every codec, within the bound), not by the protocol crate (built
 /// with gzip and snappy only, and without a bound). For readers of fetched batches.

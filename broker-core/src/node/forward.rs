@@ -38,7 +38,8 @@ pub(super) fn serve(node: &Node, version: i16, correlation_id: i32, req: Envelop
         return Ok(Outcome::Reply(refused(version, correlation_id, Code::NotController)));
     }
     let client = caller(&req);
-    let inner = prepare(decode_request(&req.request_data)?);
+    let legacy = node.broker().config().legacy_api_versions;
+    let inner = prepare(decode_request(&req.request_data, legacy)?);
     Ok(match handle_inner(node, inner, client.as_ref(), now, attempt, out, true)? {
         Outcome::Reply(reply) => Outcome::Reply(seal(version, correlation_id, &reply)?),
         Outcome::Wait(waiting) => Outcome::Wait(waiting.sealed(version, correlation_id)),

@@ -239,7 +239,8 @@ pub enum Attempt {
 /// [`handle_from`] in one, for callers without a connection (tests, fuzzing). What the broker
 /// asks of the shell besides the answer (wake waiting requests, log a line) is added to `out`.
 pub fn handle(node: &Node, frame: &Bytes, now: u64, attempt: Attempt, out: &mut Vec<Action>) -> Outcome {
-    match decode_request(frame) {
+    let legacy = node.broker().config().legacy_api_versions;
+    match decode_request(frame, legacy) {
         Ok(decoded) => handle_from(node, prepare(decoded), None, now, attempt, out),
         Err(reason) => Outcome::Close(reason),
     }
@@ -358,7 +359,7 @@ fn handle_inner(node: &Node, prepared: Prepared, caller: Option<&Caller>, now: u
     let forwards = forward::forwards(node, key, enveloped);
     let client_id = request.client_id().to_string();
     let outcome = match request.body {
-        RequestKind::ApiVersions(_) => reply!(crate::protocol::api_versions_response(0)),
+        RequestKind::ApiVersions(_) => reply!(crate::protocol::api_versions_response(0, b().config().legacy_api_versions)),
         RequestKind::Metadata(req) => {
             let controller_id = node.controller_id();
             let listener = listener();

@@ -10,6 +10,8 @@
 
 pub mod envelope;
 pub mod fetch_frame;
+pub mod legacy;
+pub mod message_set;
 pub mod request;
 
 use crate::controller::raft::wire;
@@ -103,8 +105,9 @@ impl Response {
     }
 }
 
-/// The ApiVersions answer: every API and version range this broker serves.
-pub fn api_versions_response(error_code: i16) -> ApiVersionsResponse {
+/// The ApiVersions answer: every API and version range this broker serves, from Kafka 3.9's
+/// oldest versions with `legacy` on (`kafka::REMOVED_IN_4`).
+pub fn api_versions_response(error_code: i16, legacy: bool) -> ApiVersionsResponse {
     let mut r = ApiVersionsResponse::default();
     r.error_code = error_code;
     r.api_keys = SERVED
@@ -112,7 +115,7 @@ pub fn api_versions_response(error_code: i16) -> ApiVersionsResponse {
         .map(|(k, lo, hi)| {
             let mut v = ApiVersion::default();
             v.api_key = *k as i16;
-            v.min_version = *lo;
+            v.min_version = legacy::oldest(*k, legacy).unwrap_or(*lo);
             v.max_version = *hi;
             v
         })

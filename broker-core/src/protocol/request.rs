@@ -49,8 +49,10 @@ impl Request {
     }
 }
 
-/// Reads a request frame (without its size prefix).
-pub fn decode_request(frame: &Bytes) -> Result<Decoded, String> {
+/// Reads a request frame (without its size prefix). A request of a version Kafka 4.0 removed
+/// reaches here bridged (`legacy::up`) or not at all: it is refused as any version not served.
+/// `legacy` is `BrokerConfig::legacy_api_versions`, for the versions an ApiVersions answer lists.
+pub fn decode_request(frame: &Bytes, legacy: bool) -> Result<Decoded, String> {
     let Some(Leading { key: raw_key, version, correlation_id }) = leading(frame) else {
         return Err("request shorter than its header".into());
     };
@@ -63,7 +65,7 @@ pub fn decode_request(frame: &Bytes) -> Result<Decoded, String> {
     };
     if !(lo..=hi).contains(&version) {
         if key == ApiKey::ApiVersions {
-            let body = api_versions_response(Code::UnsupportedVersion.code());
+            let body = api_versions_response(Code::UnsupportedVersion.code(), legacy);
             return Ok(Decoded::Answer(Response::new(key, 0, correlation_id, body)));
         }
         return Err(format!("{key:?} v{version} is not supported (v{lo}..=v{hi})"));

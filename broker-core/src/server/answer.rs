@@ -29,7 +29,7 @@ pub(super) async fn answer(shared: &Shared, frame: &Bytes, caller: &crate::secur
         shared.started().await;
     }
     // Off the node's lock: other connections' requests are decided meanwhile.
-    let mut prepared = match protocol::request::decode_request(frame) {
+    let mut prepared = match protocol::request::decode_request(frame, shared.legacy_api_versions) {
         Ok(decoded) => Some(node::prepare(decoded)),
         Err(reason) => return Outcome::Close(reason),
     };
@@ -163,5 +163,21 @@ impl<'a> Waits<'a> {
 impl Drop for Waits<'_> {
     fn drop(&mut self) {
         self.0.metrics.waiting.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// The answer to a request of a version Kafka 4.0 removed, written back at that version
+/// (`protocol::legacy`): a zero-copy fetch's regions are read first, since the records are
+/// converted. What does not convert closes the connection.
+pub(super) fn bridged_back(bridge: &crate::protocol::legacy::Legacy, outcome: Outcome) -> Outcome {
+    let frame = match outcome {
+        Outcome::Reply(response) => response.encode(),
+        Outcome::Relay(bytes) => Ok(bytes),
+        Outcome::Frame(frame) => frame.to_bytes().map_err(|e| format!("a fetch answer's records do not read: {e}")),
+        other => return other,
+    };
+    match frame.and_then(|f| bridge.down(&f)) {
+        Ok(bytes) => Outcome::Relay(bytes),
+        Err(reason) => Outcome::Close(reason),
     }
 }

@@ -241,6 +241,11 @@ pub struct Flags {
     /// false reads them into memory, CRC-checked, and copies them (Seedlog's own setting).
     #[arg(long)]
     pub fetch_zero_copy: Option<bool>,
+    /// Serve Kafka 3.9's API versions that Kafka 4.0 removed (KIP-896: Produce v0-2, Fetch
+    /// v0-3, OffsetCommit v0-1, ...), as old clients send them (default true); false answers as
+    /// Kafka 4.0 does, closing the connection (Seedlog's own setting).
+    #[arg(long)]
+    pub legacy_api_versions: Option<bool>,
     /// Threads of the broker's runtime, which read, decide and answer requests (Kafka splits
     /// them into num.network.threads and num.io.threads; Seedlog's own setting). Default: one
     /// per core. Decisions take the node's lock one at a time, so a second thread helps with
@@ -323,6 +328,7 @@ pub const FILE_SETTINGS: &[&str] = &[
     "log.cleaner.backoff.ms",
     "log.cleaner.io.max.bytes.per.second",
     "fetch.zero.copy",
+    "legacy.api.versions",
     "worker.threads",
     "metrics.listen",
 ];
@@ -387,6 +393,7 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
             "log.cleaner.backoff.ms" => f.log_cleaner_backoff_ms = Some(int()? as u64),
             "log.cleaner.io.max.bytes.per.second" => f.log_cleaner_io_max_bytes_per_second = Some(value.as_float().or(value.as_integer().map(|i| i as f64)).filter(|v| *v > 0.0).ok_or_else(|| bad("a positive number"))?),
             "fetch.zero.copy" => f.fetch_zero_copy = Some(value.as_bool().ok_or_else(|| bad("true or false"))?),
+            "legacy.api.versions" => f.legacy_api_versions = Some(value.as_bool().ok_or_else(|| bad("true or false"))?),
             "metrics.listen" => f.metrics_listen = Some(text()?.parse().map_err(|_| bad("host:port"))?),
             "worker.threads" => f.worker_threads = Some(u16::try_from(int()?).ok().filter(|n| (1..=1024).contains(n)).ok_or_else(|| bad("a thread count from 1 to 1024"))?),
             other => return Err(format!("config file: unknown setting '{other}' (known: {})", FILE_SETTINGS.join(", "))),
@@ -407,7 +414,7 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
         log_segment_bytes, log_roll_ms, log_retention_ms, log_retention_bytes, log_index_interval_bytes,
         log_flush_interval_messages, log_flush_interval_ms, message_max_bytes, controller_quorum_voters, process_roles, controller_quorum_election_timeout_ms, metadata_log_max_record_bytes_between_snapshots,
         default_replication_factor, replica_lag_time_max_ms, broker_session_timeout_ms, broker_heartbeat_interval_ms,
-        unclean_leader_election_enable, eligible_leader_replicas_enable, auto_leader_rebalance_enable, leader_imbalance_check_interval_seconds, leader_imbalance_per_broker_percentage, group_initial_rebalance_delay_ms, group_min_session_timeout_ms, group_max_session_timeout_ms, group_max_size, offsets_topic_num_partitions, offsets_topic_replication_factor, offsets_retention_minutes, offset_metadata_max_bytes, transaction_max_timeout_ms, transactional_id_expiration_ms, transaction_abort_timed_out_transaction_cleanup_interval_ms, transaction_remove_expired_transaction_cleanup_interval_ms, transaction_state_log_num_partitions, transaction_state_log_replication_factor, transaction_state_log_min_isr, transaction_version, transaction_partition_verification_enable, log_cleaner_backoff_ms, log_cleaner_io_max_bytes_per_second, fetch_zero_copy, worker_threads, metrics_listen);
+        unclean_leader_election_enable, eligible_leader_replicas_enable, auto_leader_rebalance_enable, leader_imbalance_check_interval_seconds, leader_imbalance_per_broker_percentage, group_initial_rebalance_delay_ms, group_min_session_timeout_ms, group_max_session_timeout_ms, group_max_size, offsets_topic_num_partitions, offsets_topic_replication_factor, offsets_retention_minutes, offset_metadata_max_bytes, transaction_max_timeout_ms, transactional_id_expiration_ms, transaction_abort_timed_out_transaction_cleanup_interval_ms, transaction_remove_expired_transaction_cleanup_interval_ms, transaction_state_log_num_partitions, transaction_state_log_replication_factor, transaction_state_log_min_isr, transaction_version, transaction_partition_verification_enable, log_cleaner_backoff_ms, log_cleaner_io_max_bytes_per_second, fetch_zero_copy, legacy_api_versions, worker_threads, metrics_listen);
     Ok(f)
 }
 
@@ -495,6 +502,7 @@ pub fn resolve(f: &Flags) -> Result<(SocketAddr, BrokerConfig), String> {
     if let Some(v) = f.log_cleaner_backoff_ms { c.cleaner_backoff_ms = v.max(1) }
     // Kafka's default is Double.MaxValue: no limit. A rate beyond u64 is none either.
     if let Some(v) = f.fetch_zero_copy { c.fetch_zero_copy = v }
+    if let Some(v) = f.legacy_api_versions { c.legacy_api_versions = v }
     if let Some(v) = f.log_cleaner_io_max_bytes_per_second { c.cleaner_io_bytes_per_second = (v < u64::MAX as f64).then_some(v as u64) }
     if c.heartbeat_interval_ms == 0 || c.heartbeat_interval_ms * 2 > c.session_timeout_ms {
         return Err(format!(

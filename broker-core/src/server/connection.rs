@@ -312,8 +312,17 @@ async fn burst(shared: &Shared, inbox: &mut Inbox, rd: &mut send::ReadHalf, wr: 
         };
         let caller = auth.caller(peer.ip());
         let mut clock = super::metrics::Clock::start();
+        // Kafka 3.9's removed versions, bridged to the ones the node reads (`protocol::legacy`).
+        let mut legacy = None;
         let mut outcome = match sasl::intercept(shared, &mut auth.session, &auth.enabled, auth.internal_only, &frame) {
-            Sasl::Pass => answer(shared, &frame, &caller, turn, &mut clock).await,
+            Sasl::Pass => match crate::protocol::legacy::up(&frame, shared.legacy_api_versions) {
+                Ok(None) => answer(shared, &frame, &caller, turn, &mut clock).await,
+                Ok(Some((bridged, bridge))) => {
+                    legacy = Some(bridge);
+                    answer(shared, &bridged, &caller, turn, &mut clock).await
+                }
+                Err(reason) => Outcome::Close(reason),
+            },
             Sasl::Answer(bytes) => Outcome::Relay(bytes),
             Sasl::Close(why) => Outcome::Close(why),
             Sasl::AnswerThenClose(bytes, why) => {
@@ -329,6 +338,9 @@ async fn burst(shared: &Shared, inbox: &mut Inbox, rd: &mut send::ReadHalf, wr: 
             Some(c) if !caller.internal => super::throttling::apply(shared, &c, &caller.principal, clock.local(), &mut outcome),
             _ => 0,
         };
+        if let Some(bridge) = &legacy {
+            outcome = super::answer::bridged_back(bridge, outcome);
+        }
         let mut phases = clock.phases();
         let sending = tokio::time::Instant::now();
         match outcome {

@@ -102,6 +102,9 @@ pub struct Shared {
     tls: Option<tls::Tls>,
     /// What the shell counts for `/metrics` (`metrics`).
     metrics: metrics::Metrics,
+    /// `BrokerConfig::legacy_api_versions`: requests of Kafka 3.9's removed versions are
+    /// bridged (`protocol::legacy`).
+    legacy_api_versions: bool,
 }
 
 /// A callback for each [`Action`], see [`Shared::observed`].
@@ -125,6 +128,7 @@ impl Shared {
 
     fn build(broker: Broker, controller: Option<Quorum>, disk: Arc<dyn Disk>, observer: Option<Observer>, tls: Option<tls::Tls>) -> Arc<Shared> {
         let buggify = broker.config().buggify.clone();
+        let legacy_api_versions = broker.config().legacy_api_versions;
         Arc::new_cyclic(|me| Shared {
             me: me.clone(),
             node: Node::new(broker, controller),
@@ -147,6 +151,7 @@ impl Shared {
             observer,
             tls,
             metrics: Default::default(),
+            legacy_api_versions,
         })
     }
 

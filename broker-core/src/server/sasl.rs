@@ -53,7 +53,7 @@ pub(super) fn intercept(shared: &Shared, session: &mut Option<Session>, enabled:
             _ => Sasl::Pass,
         };
     }
-    let request = match decode_request(frame) {
+    let request = match decode_request(frame, shared.legacy_api_versions) {
         Ok(Decoded::Request(r)) => r,
         Ok(_) => return Sasl::Pass,
         Err(reason) => return Sasl::Close(reason),

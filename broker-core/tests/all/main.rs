@@ -10,6 +10,7 @@ mod groups_cli;
 mod groups;
 mod hostile_peers;
 mod many_connections;
+mod old_versions;
 mod operations;
 mod producer_in_flight;
 mod real_clients;

@@ -27,7 +27,7 @@ fn who(principal: &str) -> Caller {
 /// Handles a request from `caller`; one that waits for metadata is answered once this node's
 /// broker applied it.
 fn ask<R: Encodable + HeaderVersion>(node: &Node, caller: &Caller, key: ApiKey, version: i16, req: &R) -> Outcome {
-    let prepared = prepare(decode_request(&frame(key, version, req)).unwrap());
+    let prepared = prepare(decode_request(&frame(key, version, req), true).unwrap());
     match handle_from(node, prepared, Some(caller), 0, Attempt::First, &mut Vec::new()) {
         Outcome::Wait(mut waiting) => {
             crate::testing::apply_metadata(node, 0);

@@ -13,7 +13,7 @@ fn on(listener: Option<&str>) -> Caller {
 }
 
 fn ask<R: Encodable + HeaderVersion>(node: &Node, caller: &Caller, key: ApiKey, version: i16, req: &R) -> Outcome {
-    let prepared = prepare(decode_request(&frame(key, version, req)).unwrap());
+    let prepared = prepare(decode_request(&frame(key, version, req), true).unwrap());
     handle_from(node, prepared, Some(caller), 0, Attempt::First, &mut Vec::new())
 }
 
