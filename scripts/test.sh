@@ -2,7 +2,7 @@
 # The README's test command, and CI's (.ci/run calls it). On a fresh machine it first installs
 # what the real-client tests need (broker-core/tests/all/support.rs: kcat from apt,
 # confluent-kafka + kafka-python in target/client-venv, kafkajs in target/node-clients) and what the `sim view` browser test
-# needs (sim/tests/all/view.rs: Debian's chromium) and promtool for the /metrics tests, then runs every test: the workspace's
+# needs (sim/tests/all/view.rs: Debian's chromium), Debian's Go and sarama for the old-client test, and promtool for the /metrics tests, then runs every test: the workspace's
 # (real build) and the simulated build's. Each install is skipped when its tool already works,
 # so a second run goes straight to the tests. Arguments are passed to both cargo commands
 # (e.g. `scripts/test.sh -- --nocapture`).
@@ -37,6 +37,12 @@ if ! command -v kcat >/dev/null 2>&1; then
   apt_install kcat
 fi
 kcat -V | head -n 1
+
+# Debian's Go and sarama 1.22: the old-client test builds a sarama group consumer with them
+# (broker-core/tests/clients/sarama_group, GOPATH mode).
+if ! command -v go >/dev/null 2>&1 || [ ! -d /usr/share/gocode/src/github.com/Shopify/sarama ]; then
+  apt_install golang-go golang-github-shopify-sarama-dev
+fi
 
 # chromium: `cargo simtest` loads a `sim view` page in it, headless.
 if [ ! -x /usr/bin/chromium ] && ! command -v chromium >/dev/null 2>&1; then

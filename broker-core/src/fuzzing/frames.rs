@@ -38,9 +38,13 @@ pub fn run(data: &[u8]) {
             Ok(Some((bridged, bridge))) => (bridged, Some(bridge)),
             Err(_) => return,
         };
-        let back = |bytes: Bytes| match &bridge {
-            Some(b) => b.down(&bytes),
-            None => Ok(bytes),
+        // An answer the node made at the bridge version must write at the client's: were it
+        // refused, the connection would close on a request Kafka 3.9 answered.
+        let back = |bytes: Bytes| -> Result<Bytes, String> {
+            Ok(match &bridge {
+                Some(b) => b.down(&bytes).unwrap_or_else(|e| panic!("a bridged answer does not write back: {e}")),
+                None => bytes,
+            })
         };
         match scratch.answer(&asked) {
             // As the shell does: an answer that does not encode closes the connection.

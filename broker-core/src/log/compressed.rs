@@ -49,8 +49,19 @@ fn decompress_within(codec: u8, body: &[u8], max: usize) -> Result<Vec<u8>, Batc
     match codec {
         codec_gzip => gunzip(body, max),
         codec_snappy => unsnappy(body, max),
-        codec_lz4 => lz4::decompress(body, max),
+        codec_lz4 => lz4::decompress(body, max, false),
         codec_zstd => unzstd(body, max),
+        other => Err(BatchError::UnsupportedCompression(other)),
+    }
+}
+
+/// A magic 0 or 1 wrapper message's value (`protocol::message_set`), decompressed within
+/// `max` bytes: gzip, snappy or lz4 (zstd came with magic 2), lz4 with the old header checksum
+/// Kafka's clients before 0.10 wrote also taken.
+pub fn decompress_message_set(codec: u8, body: &[u8], max: usize) -> Result<Vec<u8>, BatchError> {
+    match codec {
+        codec_lz4 => lz4::decompress(body, max, true),
+        codec_gzip | codec_snappy => decompress_within(codec, body, max),
         other => Err(BatchError::UnsupportedCompression(other)),
     }
 }

@@ -11,11 +11,17 @@
 //! Fields a version lacks take their defaults (Kafka's own meaning for an old request: no
 //! transactional id, read_uncommitted, no current leader epoch to check). What the old versions
 //! mean beyond their fields is converted here as Kafka 3.9 converted it:
-//! * Produce v0-v2 carry message sets of magic 0 or 1: read into one record batch
-//!   (`message_set::read`); a set that does not read is answered CORRUPT_MESSAGE, unwritten;
+//! * Produce v0-v2 carry message sets of magic 0 or 1: read into one record batch in the set's
+//!   codec (`message_set::read`, all of a request's wrappers within one decompression bound);
+//!   a set that does not read is answered CORRUPT_MESSAGE, unwritten; a record batch (magic 2)
+//!   is taken as it is, as Kafka 3.9 took it;
 //! * Fetch v0-v3 answers carry message sets: magic 0 for v0-v1, 1 for v2-v3, written from the
-//!   stored batches from the fetch offset on, without control records (`message_set::from_batches`);
-//! * ListOffsets v0 answers a list of offsets (`old_style_offsets`): the one offset found;
+//!   stored batches from the fetch offset on, within the partition's max bytes, without
+//!   control records (`message_set::from_batches`);
+//! * ListOffsets v0 answers a list of offsets (`old_style_offsets`): the one offset found
+//!   (Kafka 3.9 could list several segment bases when asked for more), none when asked for 0;
+//! * OffsetCommit v1's per-partition commit timestamp is dropped (v2 has none; Kafka 3.9
+//!   ignored it too once offsets expire by group);
 //! * DescribeConfigs v0 says `is_default` where later versions give the config's source.
 
 use super::{leading, message_set, Leading};
@@ -48,8 +54,11 @@ enum Needs {
     /// A produce's partitions whose message sets did not read, sent on unconverted (the node
     /// refuses a set of magic 0 or 1 and writes nothing): answered CORRUPT_MESSAGE.
     Corrupt(BTreeSet<(String, i32)>),
-    /// A fetch's offset per partition: where each message set starts.
-    FetchFrom(BTreeMap<(String, i32), i64>),
+    /// A fetch's offset and max bytes per partition: where each message set starts and what
+    /// bounds it.
+    FetchFrom(BTreeMap<(String, i32), (i64, i32)>),
+    /// ListOffsets v0's `max_num_offsets` per partition.
+    OffsetsAsked(BTreeMap<(String, i32), i32>),
 }
 
 /// `frame` (a request, no size prefix) bridged when it is of a removed version: the frame at
@@ -69,7 +78,17 @@ pub fn up(frame: &Bytes, legacy: bool) -> Result<Option<(Bytes, Legacy)>, String
     let mut body = k39::RequestKind::decode(k, &mut rest, version).map_err(|e| format!("malformed {key:?} v{version} request: {e}"))?;
     let needs = match &mut body {
         k39::RequestKind::Produce(p) => Needs::Corrupt(up_produce(p)),
-        k39::RequestKind::Fetch(f) => Needs::FetchFrom(f.topics.iter().flat_map(|t| t.partitions.iter().map(|p| ((t.topic.to_string(), p.partition), p.fetch_offset))).collect()),
+        k39::RequestKind::Fetch(f) => Needs::FetchFrom(f.topics.iter().flat_map(|t| t.partitions.iter().map(|p| ((t.topic.to_string(), p.partition), (p.fetch_offset, p.partition_max_bytes)))).collect()),
+        k39::RequestKind::ListOffsets(l) => {
+            let asked = l.topics.iter().flat_map(|t| t.partitions.iter().map(|p| ((t.name.to_string(), p.partition_index), p.max_num_offsets))).collect();
+            // v1 has no such field: left set, it would not encode.
+            l.topics.iter_mut().flat_map(|t| t.partitions.iter_mut()).for_each(|p| p.max_num_offsets = 1);
+            Needs::OffsetsAsked(asked)
+        }
+        k39::RequestKind::OffsetCommit(c) => {
+            c.topics.iter_mut().flat_map(|t| t.partitions.iter_mut()).for_each(|p| p.commit_timestamp = -1);
+            Needs::Nothing
+        }
         _ => Needs::Nothing,
     };
     header.request_api_version = bridge;
@@ -79,14 +98,21 @@ pub fn up(frame: &Bytes, legacy: bool) -> Result<Option<(Bytes, Legacy)>, String
     Ok(Some((out.freeze(), Legacy { key, version, bridge, needs })))
 }
 
-/// Each partition's message set read into one record batch; those that do not read are left
-/// as they are and returned.
+/// Each partition's message set read into one record batch, all within one decompression
+/// bound. A record batch (magic 2 where a message set has its first message's magic) is left
+/// as it is; so is a set that does not read, which the node then refuses, writing nothing
+/// (magic 0 or 1 is no batch it takes): those partitions are returned, to be answered
+/// CORRUPT_MESSAGE.
 fn up_produce(p: &mut k39::ProduceRequest) -> BTreeSet<(String, i32)> {
     let mut corrupt = BTreeSet::new();
+    let mut budget = crate::constants::batch_decompressed_bytes_max;
     for t in &mut p.topic_data {
         for part in &mut t.partition_data {
             let Some(set) = &part.records else { continue };
-            match message_set::read(set).and_then(|m| message_set::to_batch(&m)) {
+            if set.get(batch_magic_at) == Some(&(crate::kafka::batch_magic as u8)) {
+                continue;
+            }
+            match message_set::read(set, &mut budget).and_then(|read| message_set::to_batch(&read)) {
                 Ok(batch) => part.records = Some(batch),
                 Err(_) => {
                     corrupt.insert((t.name.to_string(), part.index));
@@ -96,6 +122,10 @@ fn up_produce(p: &mut k39::ProduceRequest) -> BTreeSet<(String, i32)> {
     }
     corrupt
 }
+
+/// Where a record batch and a message set both keep a magic byte: a batch's own, and the
+/// first message's (after its offset, size and CRC).
+const batch_magic_at: usize = 16;
 
 impl Legacy {
     /// The answer's frame (size prefix included) at the bridge version, written at the
@@ -130,8 +160,8 @@ impl Legacy {
                 let magic = if self.version >= 2 { 1 } else { 0 };
                 for t in &mut r.responses {
                     for p in &mut t.partitions {
-                        let first = from.get(&(t.topic.to_string(), p.partition_index)).copied().unwrap_or(0);
-                        match p.records.as_ref().map(|b| message_set::from_batches(b, magic, first)).transpose() {
+                        let (first, max) = from.get(&(t.topic.to_string(), p.partition_index)).copied().unwrap_or((0, 0));
+                        match p.records.as_ref().map(|b| message_set::from_batches(b, magic, first, max.max(0) as usize)).transpose() {
                             Ok(set) => p.records = set,
                             Err(_) => {
                                 p.error_code = Code::CorruptMessage.code();
@@ -141,11 +171,14 @@ impl Legacy {
                     }
                 }
             }
-            (k39::ResponseKind::ListOffsets(r), _) if self.version == 0 => {
-                for p in r.topics.iter_mut().flat_map(|t| t.partitions.iter_mut()) {
-                    p.old_style_offsets = if p.error_code == 0 && p.offset >= 0 { vec![p.offset] } else { Vec::new() };
-                    // v0 has neither field: left set, it would not encode.
-                    (p.timestamp, p.offset) = (-1, -1);
+            (k39::ResponseKind::ListOffsets(r), Needs::OffsetsAsked(asked)) => {
+                for t in &mut r.topics {
+                    for p in &mut t.partitions {
+                        let wanted = asked.get(&(t.name.to_string(), p.partition_index)).is_some_and(|&n| n > 0);
+                        p.old_style_offsets = if wanted && p.error_code == 0 && p.offset >= 0 { vec![p.offset] } else { Vec::new() };
+                        // v0 has neither field: left set, it would not encode.
+                        (p.timestamp, p.offset) = (-1, -1);
+                    }
                 }
             }
             (k39::ResponseKind::DescribeConfigs(r), _) if self.version == 0 => {

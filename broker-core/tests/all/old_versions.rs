@@ -3,9 +3,10 @@
 //! 3.9's specs): every answer must read at the client's version and say what the request did.
 //! Produce v0-v2 carry message sets of magic 0 and 1 written here by hand; Fetch v0-v3 must
 //! answer them. With `--legacy-api-versions false` the broker answers as Kafka 4.0 does.
-//! Real old clients (kafka-python pinned to 0.8.2, 0.9 and 0.10) are `old_clients`.
+//! Real old clients: kafka-python pinned to 0.8.2, 0.9 and 0.10 (`old_clients`), and Debian's
+//! sarama 1.22 group consumer (`sarama_group_consumer`).
 
-use crate::real_clients::{client_script, Broker};
+use crate::real_clients::{client_script, run_bounded, Broker};
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol_39::messages::*;
 use kafka_protocol_39::protocol::{Decodable, Encodable, StrBytes};
@@ -88,7 +89,8 @@ fn message_set(magic: i8, values: &[&str], ts0: i64) -> Bytes {
     out.freeze()
 }
 
-/// (offset, magic, timestamp, value) of each message in a fetched message set.
+/// (offset, magic, timestamp, value) of each message in a fetched message set; the timestamp
+/// is negated when the message says it is a log-append time.
 fn messages(set: &[u8]) -> Vec<(i64, i8, Option<i64>, String)> {
     let mut out = Vec::new();
     let mut at = 0;
@@ -100,8 +102,10 @@ fn messages(set: &[u8]) -> Vec<(i64, i8, Option<i64>, String)> {
         crc.update(&m[4..]);
         assert_eq!(crc.sum(), u32::from_be_bytes(m[..4].try_into().unwrap()), "message at {offset}: CRC-32");
         let magic = m[4] as i8;
+        assert_eq!(m[5] & 0x07, 0, "message at {offset}: written uncompressed");
+        let log_append = m[5] & 0x08 != 0;
         let (ts, mut p) = match magic {
-            1 => (Some(i64::from_be_bytes(m[6..14].try_into().unwrap())), 14),
+            1 => (Some(i64::from_be_bytes(m[6..14].try_into().unwrap())).map(|t| if log_append { -t } else { t }), 14),
             _ => (None, 6),
         };
         let key_len = i32::from_be_bytes(m[p..p + 4].try_into().unwrap());
@@ -129,10 +133,14 @@ fn produce(c: &mut Old, version: i16, name: &str, set: Bytes) -> produce_respons
 }
 
 fn fetch(c: &mut Old, version: i16, name: &str, offset: i64) -> fetch_response::PartitionData {
+    fetch_within(c, version, name, offset, 1 << 20)
+}
+
+fn fetch_within(c: &mut Old, version: i16, name: &str, offset: i64, max_bytes: i32) -> fetch_response::PartitionData {
     let mut part = fetch_request::FetchPartition::default();
     part.partition = 0;
     part.fetch_offset = offset;
-    part.partition_max_bytes = 1 << 20;
+    part.partition_max_bytes = max_bytes;
     let mut t = fetch_request::FetchTopic::default();
     t.topic = topic(name);
     t.partitions = vec![part];
@@ -143,10 +151,10 @@ fn fetch(c: &mut Old, version: i16, name: &str, offset: i64) -> fetch_response::
     r.responses[0].partitions[0].clone()
 }
 
-fn list_offsets(c: &mut Old, name: &str, timestamp: i64) -> Vec<i64> {
+fn list_offsets(c: &mut Old, name: &str, timestamp: i64, max_num_offsets: i32) -> Vec<i64> {
     let mut part = list_offsets_request::ListOffsetsPartition::default();
     part.timestamp = timestamp;
-    part.max_num_offsets = 1;
+    part.max_num_offsets = max_num_offsets;
     let mut t = list_offsets_request::ListOffsetsTopic::default();
     t.name = topic(name);
     t.partitions = vec![part];
@@ -159,14 +167,14 @@ fn list_offsets(c: &mut Old, name: &str, timestamp: i64) -> Vec<i64> {
     p.old_style_offsets.clone()
 }
 
-fn create_topic(c: &mut Old, version: i16, name: &str) {
+fn create_topic(c: &mut Old, version: i16, name: &str, config: (&str, &str)) {
     let mut t = create_topics_request::CreatableTopic::default();
     t.name = topic(name);
     t.num_partitions = 1;
     t.replication_factor = 1;
     let mut cfg = create_topics_request::CreatableTopicConfig::default();
-    cfg.name = s("retention.ms");
-    cfg.value = Some(s("86400000"));
+    cfg.name = s(config.0);
+    cfg.value = Some(s(config.1));
     t.configs = vec![cfg];
     let mut req = CreateTopicsRequest::default();
     req.topics = vec![t];
@@ -205,9 +213,10 @@ fn every_removed_version_is_answered_at_its_version() {
         assert_eq!(listed.min_version, *oldest, "{key:?}: ApiVersions' oldest");
     }
 
-    create_topic(&mut c, 0, "old-a");
-    create_topic(&mut c, 1, "old-b");
+    create_topic(&mut c, 0, "old-a", ("retention.ms", "86400000"));
+    create_topic(&mut c, 1, "old-b", ("message.timestamp.type", "LogAppendTime"));
     wait_for_leader(&mut c, "old-a");
+    wait_for_leader(&mut c, "old-b");
 
     // Produce v0 and v1 with magic 0, v2 with magic 1: dense offsets across the three.
     let ts0 = 1_700_000_000_000;
@@ -218,6 +227,13 @@ fn every_removed_version_is_answered_at_its_version() {
         assert_eq!((p.error_code, p.base_offset), (0, next), "Produce v{version}: error and base offset");
         next += values.len() as i64;
     }
+    // A gzip record batch (magic 2) at Produce v2 is taken as it is, as Kafka 3.9 took it, and
+    // read back below through the down-conversion, decompressed.
+    let records: Vec<_> = (8..11).map(|i| (ts0 + i, None, Some(Bytes::from(format!("a{i}"))))).collect();
+    let batch = broker_core::log::compressed::unowned(&records, kafka_protocol::records::Compression::Gzip).expect("a batch");
+    let p = produce(&mut c, 2, "old-a", batch);
+    assert_eq!((p.error_code, p.base_offset), (0, next), "Produce v2 of a gzip record batch");
+    next += 3;
     // A message set with a bad CRC is refused whole: CORRUPT_MESSAGE, nothing written.
     let mut bad = message_set(0, &["x"], 0).to_vec();
     *bad.last_mut().unwrap() ^= 1;
@@ -226,6 +242,8 @@ fn every_removed_version_is_answered_at_its_version() {
     // Fetch v0-v1 answer magic 0, v2-v3 magic 1 (with the timestamps sent), from the fetch
     // offset on, each message at its offset. A fetch reads one segment (the magic 1 records'
     // old timestamps rolled one), so each version fetches until it reached the log end.
+    let mut stamps: Vec<i64> = vec![-1, -1, -1, ts0 + 5, ts0 + 6, ts0 + 7];
+    stamps.extend((8..11).map(|i| ts0 + i));
     for version in 0..=3 {
         let mut got = Vec::new();
         let mut at = 2;
@@ -242,15 +260,27 @@ fn every_removed_version_is_answered_at_its_version() {
         assert_eq!(got.iter().map(|(o, m, _, v)| (*o, *m, v.clone())).collect::<Vec<_>>(), want, "Fetch v{version}");
         if magic == 1 {
             // Magic 0's messages carry no timestamp (-1 once converted); magic 1's their own.
-            assert_eq!(got.iter().map(|m| m.2.unwrap()).collect::<Vec<_>>(), vec![-1, -1, -1, ts0 + 5, ts0 + 6, ts0 + 7], "Fetch v{version}: timestamps");
+            assert_eq!(got.iter().map(|m| m.2.unwrap()).collect::<Vec<_>>(), stamps, "Fetch v{version}: timestamps");
         } else {
             assert!(got.iter().all(|m| m.2.is_none()), "Fetch v{version}: magic 0 has no timestamps");
         }
     }
 
-    // ListOffsets v0: latest and earliest, one offset each.
-    assert_eq!(list_offsets(&mut c, "old-a", -1), vec![next]);
-    assert_eq!(list_offsets(&mut c, "old-a", -2), vec![0]);
+    // A fetch within a partition's max bytes: at least one message, not all of them.
+    let p = fetch_within(&mut c, 0, "old-a", 0, 40);
+    let read = messages(p.records.as_deref().unwrap_or_default());
+    assert!(!read.is_empty() && read.len() < 5 && read[0].0 == 0, "Fetch v0 within 40 bytes: {read:?}");
+
+    // On a LogAppendTime topic, Fetch v2 answers the broker's time, flagged as such.
+    let before = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    assert_eq!(produce(&mut c, 2, "old-b", message_set(1, &["t0", "t1"], 1000)).error_code, 0, "Produce v2 to old-b");
+    let read = messages(fetch(&mut c, 2, "old-b", 0).records.as_deref().unwrap_or_default());
+    assert_eq!(read.len(), 2, "Fetch v2 of old-b: {read:?}");
+    assert!(read.iter().all(|m| m.2.is_some_and(|t| -t >= before)), "log-append times, flagged: {read:?} (before {before})");
+
+    // ListOffsets v0: latest and earliest, one offset each, whatever max_num_offsets says.
+    assert_eq!(list_offsets(&mut c, "old-a", -1, 1), vec![next]);
+    assert_eq!(list_offsets(&mut c, "old-a", -2, 3), vec![0]);
 
     // OffsetCommit v0 and v1 (a standalone commit), read back with OffsetFetch v0, once the
     // group's coordinator is up (FindCoordinator v0 creates the offsets topic).
@@ -269,7 +299,7 @@ fn every_removed_version_is_answered_at_its_version() {
         let mut p = offset_commit_request::OffsetCommitRequestPartition::default();
         p.partition_index = 0;
         p.committed_offset = offset;
-        p.commit_timestamp = -1;
+        p.commit_timestamp = if version == 1 { ts0 } else { -1 };
         let mut t = offset_commit_request::OffsetCommitRequestTopic::default();
         t.name = topic("old-a");
         t.partitions = vec![p];
@@ -366,4 +396,32 @@ fn old_clients() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut broker = Broker::start(dir.path(), &[]);
     client_script(&mut broker, "old_clients.py", &["--n", "2000"]);
+}
+
+/// Debian's sarama 1.22 (Kafka 0.10.2 protocol: Produce v2 with magic 1, Fetch v3, JoinGroup v1,
+/// OffsetCommit v1): 2,000 records produced, read by a group member that commits them; 100 more
+/// produced, and a restarted member of the group reads exactly those. On a broker answering as
+/// Kafka 4.0 does, the same producer is cut off at its first Produce v2.
+#[test]
+fn sarama_group_consumer() {
+    let sarama = crate::support::sarama_group();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let broker = Broker::start(dir.path(), &[]);
+    let run = |broker: &Broker, args: &[&str]| {
+        let mut cmd = std::process::Command::new(sarama);
+        cmd.args(["-bootstrap", &broker.bootstrap(), "-topic", "sarama"]).args(args);
+        run_bounded(&mut cmd, None, Duration::from_secs(120), "sarama_group")
+    };
+    let ok = |out: std::process::Output, what: &str| {
+        assert!(out.status.success(), "sarama {what}: {}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
+    };
+    ok(run(&broker, &["-produce", "2000", "-from", "0"]), "produces 2,000");
+    ok(run(&broker, &["-group", "sarama-group", "-consume", "2000", "-from", "0"]), "reads 2,000 and commits");
+    ok(run(&broker, &["-produce", "100", "-from", "2000"]), "produces 100 more");
+    ok(run(&broker, &["-group", "sarama-group", "-consume", "100", "-from", "2000"]), "resumes at the commit");
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kafka4 = Broker::start(dir.path(), &["--legacy-api-versions", "false"]);
+    let out = run(&kafka4, &["-produce", "1", "-from", "0"]);
+    assert!(!out.status.success(), "sarama's Produce v2 must be refused as Kafka 4.0 refuses it");
 }

@@ -107,6 +107,43 @@ pub fn kafkajs_modules() -> &'static Path {
     }
 }
 
+/// Debian's sarama 1.22 group client (`tests/clients/sarama_group`), built once per run into
+/// `target/sarama-group` with Debian's Go in GOPATH mode (`golang-go` and
+/// `golang-github-shopify-sarama-dev`, which `scripts/test.sh` installs).
+pub fn sarama_group() -> &'static Path {
+    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let built = BUILT.get_or_init(|| {
+        let gopath = Path::new("/usr/share/gocode");
+        if !gopath.join("src/github.com/Shopify/sarama").is_dir() {
+            return Err(format!("no sarama source under {}/src/github.com/Shopify/sarama", gopath.display()));
+        }
+        let out_dir = workspace_dir().join("target/sarama-group");
+        let binary = out_dir.join("sarama_group");
+        let out = Command::new("go")
+            .args(["build", "-o"])
+            .arg(&binary)
+            .arg(".")
+            .current_dir(workspace_dir().join("broker-core/tests/clients/sarama_group"))
+            .env("GO111MODULE", "off")
+            .env("GOPATH", gopath)
+            .env("GOCACHE", out_dir.join("cache"))
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run `go`: {e}"))?;
+        match out.status.success() {
+            true => Ok(binary),
+            false => Err(format!("`go build` of tests/clients/sarama_group failed: {}", String::from_utf8_lossy(&out.stderr))),
+        }
+    });
+    match built {
+        Ok(path) => path,
+        Err(why) => panic!(
+            "{why}\nThis test needs Debian's Go and sarama 1.22: `apt-get install golang-go golang-github-shopify-sarama-dev` \
+             (or run `scripts/test.sh`, which does)."
+        ),
+    }
+}
+
 /// A Python that can `import confluent_kafka, kafka`: `$SEEDLOG_PYTHON` if set (then it must
 /// work: it was asked for), else `target/client-venv/bin/python` (made by `scripts/test.sh`), else
 /// `python3`.

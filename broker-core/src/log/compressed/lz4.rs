@@ -22,15 +22,17 @@ fn bad(what: &'static str) -> BatchError {
     BatchError::BadCompression(what)
 }
 
-/// Every frame of `body`, decompressed, at most `max` bytes in all.
-pub(super) fn decompress(body: &[u8], max: usize) -> Result<Vec<u8>, BatchError> {
+/// Every frame of `body`, decompressed, at most `max` bytes in all. With `old_checksum`, a
+/// header checksum over the magic number and the descriptor is taken too: what Kafka's clients
+/// before 0.10 wrote into magic 0 messages (KAFKA-3160), and Kafka read from them.
+pub(super) fn decompress(body: &[u8], max: usize, old_checksum: bool) -> Result<Vec<u8>, BatchError> {
     let (mut out, mut scratch) = (Vec::new(), Vec::new());
     let mut rest = body;
     if rest.is_empty() {
         return Err(bad("lz4: no frame"));
     }
     while !rest.is_empty() {
-        rest = frame(rest, &mut out, &mut scratch, max)?;
+        rest = frame(rest, &mut out, &mut scratch, max, old_checksum)?;
     }
     Ok(out)
 }
@@ -59,7 +61,7 @@ impl<'a> Input<'a> {
 /// decode into `scratch`, grown (and zeroed) once to the largest block size any frame of the
 /// body names, so a body of many tiny blocks or frames costs its own length, not a block size
 /// each.
-fn frame<'a>(input: &'a [u8], out: &mut Vec<u8>, scratch: &mut Vec<u8>, max: usize) -> Result<&'a [u8], BatchError> {
+fn frame<'a>(input: &'a [u8], out: &mut Vec<u8>, scratch: &mut Vec<u8>, max: usize, old_checksum: bool) -> Result<&'a [u8], BatchError> {
     let mut c = Input(input);
     if c.u32()? != frame_magic {
         return Err(bad("lz4: not a frame (magic number)"));
@@ -82,7 +84,10 @@ fn frame<'a>(input: &'a [u8], out: &mut Vec<u8>, scratch: &mut Vec<u8>, max: usi
     };
     let content_size = if flg & 0x08 != 0 { Some(u64::from_le_bytes(c.take(8)?.try_into().expect("8 bytes"))) } else { None };
     let descriptor = &descriptor_at[..descriptor_at.len() - c.0.len()];
-    if (XxHash32::oneshot(0, descriptor) >> 8) as u8 != c.byte()? {
+    let with_magic = &input[..input.len() - c.0.len()];
+    let checksum = c.byte()?;
+    let old = old_checksum && (XxHash32::oneshot(0, with_magic) >> 8) as u8 == checksum;
+    if (XxHash32::oneshot(0, descriptor) >> 8) as u8 != checksum && !old {
         return Err(bad("lz4 frame: header checksum does not match"));
     }
     if content_size.is_some_and(|n| n > (max - out.len()) as u64) {
