@@ -49,7 +49,8 @@ if [ ! -x /usr/bin/chromium ] && ! command -v chromium >/dev/null 2>&1; then
   apt_install chromium
 fi
 
-# The Python clients, in a venv the tests look for (after $SEEDLOG_PYTHON, before python3).
+# The Python clients, in a venv the tests look for (after $SEEDLOG_PYTHON, before python3);
+# lz4 and xxhash are kafka-python's lz4 codec (the old-client test's lz4 message sets).
 venv=target/client-venv
 if ! "$venv/bin/python" -c 'import confluent_kafka, kafka' >/dev/null 2>&1; then
   if ! command -v python3 >/dev/null 2>&1; then
@@ -63,6 +64,9 @@ if ! "$venv/bin/python" -c 'import confluent_kafka, kafka' >/dev/null 2>&1; then
     python3 -m venv "$venv"
   fi
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check confluent-kafka kafka-python
+fi
+if ! "$venv/bin/python" -c 'import lz4, xxhash' >/dev/null 2>&1; then
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check lz4 xxhash
 fi
 "$venv/bin/python" -c 'import confluent_kafka, kafka; print("confluent-kafka", confluent_kafka.__version__, "kafka-python", kafka.__version__)'
 

@@ -3,8 +3,9 @@
 before Kafka 4.0 still speak. Kafka 4.0 removed the versions they send (KIP-896); Kafka 3.9
 served them, and so must this broker by default.
 
-For each pinned version: a producer sends N keyed records (gzip for 0.9 and 0.10, so magic 0
-and magic 1 wrapper messages); a group consumer reads them all back in order and commits; then
+For each pinned version: a producer sends N keyed records in compressed wrapper messages (lz4
+for 0.8.2, with the header checksum clients before 0.10 wrote, KAFKA-3160; gzip for 0.9, magic
+0; lz4 for 0.10, magic 1); a group consumer reads them all back in order and commits; then
 N/20 more are sent and a second consumer of the same group must read exactly those (it resumes
 from the commit). The requests each client sent are read from its debug log and must include
 the old versions it is pinned to (Produce v0/v1/v2, Fetch v0/v1/v2, OffsetCommit v1/v2), so the
@@ -22,9 +23,9 @@ from common import Deadline, expect, fail, main
 
 PINNED = [
     # api_version, compression, versions that must have been sent
-    ((0, 8, 2), None, {("ProduceRequest", 0), ("FetchRequest", 0), ("OffsetCommitRequest", 1), ("OffsetFetchRequest", 1)}),
+    ((0, 8, 2), "lz4", {("ProduceRequest", 0), ("FetchRequest", 0), ("OffsetCommitRequest", 1), ("OffsetFetchRequest", 1)}),
     ((0, 9), "gzip", {("ProduceRequest", 1), ("FetchRequest", 1), ("OffsetCommitRequest", 2), ("JoinGroupRequest", 0)}),
-    ((0, 10, 0), "gzip", {("ProduceRequest", 2), ("FetchRequest", 2), ("OffsetCommitRequest", 2), ("JoinGroupRequest", 0)}),
+    ((0, 10, 0), "lz4", {("ProduceRequest", 2), ("FetchRequest", 2), ("OffsetCommitRequest", 2), ("JoinGroupRequest", 0)}),
 ]
 
 
@@ -67,6 +68,10 @@ def consume(bootstrap, api_version, topic, group, first, n):
 
 
 def body():
+    try:
+        import lz4, xxhash  # noqa: F401  kafka-python's lz4 codec needs both
+    except ImportError as e:
+        fail(f"kafka-python's lz4 codec is missing ({e}): `pip install lz4 xxhash` (scripts/test.sh does)")
     ap = argparse.ArgumentParser()
     ap.add_argument("--bootstrap", required=True)
     ap.add_argument("--n", type=int, default=2000)
