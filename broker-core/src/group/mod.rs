@@ -37,6 +37,18 @@ use records::{Key, OffsetValue};
 use state::{Out, Store};
 use std::collections::{BTreeMap, BTreeSet};
 
+/// Where the shell appended a coordinator's write: its last offset, the leader epoch it was
+/// appended under, and which opened log took it (`Log::serial`; None: not known). The write is
+/// settled only while all three still hold: with the write-behind, a log reopened after a
+/// failed write may have lost it and taken its offsets again under the same epoch. The group
+/// and transaction coordinators keep it as it is and hand it back to `settle`'s check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Appended {
+    pub last_offset: i64,
+    pub leader_epoch: i32,
+    pub log: Option<u64>,
+}
+
 /// A partition and its committed offset, if any (OffsetFetch).
 pub type Committed = ((String, i32), Option<OffsetValue>);
 
@@ -87,8 +99,8 @@ type Offsets = BTreeMap<(String, i32), OffsetValue>;
 #[derive(Debug)]
 struct Write {
     partition: i32,
-    /// The last offset and leader epoch it was appended at.
-    appended: Option<(i64, i32)>,
+    /// Where it was appended.
+    appended: Option<Appended>,
     effect: Effect,
 }
 
@@ -223,8 +235,8 @@ impl Coordinator {
         self.writes.insert(id, Write { partition, appended: None, effect });
     }
 
-    /// The shell appended `write` at `last_offset` under `leader_epoch`, or could not.
-    pub fn appended(&mut self, write: u64, result: Result<(i64, i32), Code>, now: u64, work: &mut Work) {
+    /// The shell appended `write` (where: [`Appended`]), or could not.
+    pub fn appended(&mut self, write: u64, result: Result<Appended, Code>, now: u64, work: &mut Work) {
         match result {
             Ok(at) => {
                 if let Some(w) = self.writes.get_mut(&write) {
@@ -235,15 +247,14 @@ impl Coordinator {
         }
     }
 
-    /// Writes whose fate is known by now: `replicated(partition, last_offset, leader_epoch)`
-    /// says whether the offsets topic's high watermark passed it, or why it never will.
-    pub fn settle(&mut self, replicated: impl Fn(i32, i64, i32) -> Result<bool, Code>, now: u64, work: &mut Work) {
+    /// Writes whose fate is known by now: `replicated(partition, appended)` says whether the
+    /// offsets topic's high watermark passed it, or why it never will.
+    pub fn settle(&mut self, replicated: impl Fn(i32, Appended) -> Result<bool, Code>, now: u64, work: &mut Work) {
         let done: Vec<(u64, Result<(), Code>)> = self
             .writes
             .iter()
             .filter_map(|(id, w)| {
-                let (last, epoch) = w.appended?;
-                match replicated(w.partition, last, epoch) {
+                match replicated(w.partition, w.appended?) {
                     Ok(true) => Some((*id, Ok(()))),
                     Ok(false) => None,
                     Err(code) => Some((*id, Err(write_error(code)))),

@@ -6,6 +6,11 @@ use super::*;
 use bytes::Bytes;
 use std::fmt::Write as _;
 
+/// Where a write was appended, in a test without logs (no log serial to check).
+fn appended_at(last_offset: i64, leader_epoch: i32) -> super::Appended {
+    super::Appended { last_offset, leader_epoch, log: None }
+}
+
 const p0_epoch: i32 = 4;
 
 /// A coordinator that leads every offsets partition, with a log of what happened.
@@ -71,7 +76,7 @@ impl Driver {
             for (_, k, v) in records {
                 self.written.push(Loaded::Record { key: k.expect("keyed"), value: v, producer });
             }
-            self.c.appended(a.write, Ok((last, p0_epoch)), self.now, &mut Work::default());
+            self.c.appended(a.write, Ok(appended_at(last, p0_epoch)), self.now, &mut Work::default());
             self.appended.push(a.write);
         }
         self.answers();
@@ -146,7 +151,7 @@ impl Driver {
     /// The offsets topic's high watermark passes every append.
     fn replicate(&mut self) {
         let mut work = Work::default();
-        self.c.settle(|_, _, _| Ok(true), self.now, &mut work);
+        self.c.settle(|_, _| Ok(true), self.now, &mut work);
         self.appended.clear();
         self.line("offsets topic replicated".into());
         self.perform(work);
@@ -464,7 +469,7 @@ mod transactional_offsets {
     fn marker(d: &mut Driver, producer_id: i64, commit: bool) {
         let at = d.written.len() as i64;
         d.written.push(Loaded::Marker { producer_id, commit });
-        d.c.txn_marker(0, producer_id, commit, (at, p0_epoch));
+        d.c.txn_marker(0, producer_id, commit, appended_at(at, p0_epoch));
         d.replicate();
     }
 
@@ -507,8 +512,8 @@ mod transactional_offsets {
         assert_eq!(loaded, vec![("t".to_string(), 0, Some(10)), ("t".to_string(), 2, Some(31))]);
         assert!(c.unstable("g", &t1), "producer 9's offsets wait on its marker");
         let mut work = Work::default();
-        c.txn_marker(0, 9, true, (d.written.len() as i64, p0_epoch + 1));
-        c.settle(|_, _, _| Ok(true), d.now, &mut work);
+        c.txn_marker(0, 9, true, appended_at(d.written.len() as i64, p0_epoch + 1));
+        c.settle(|_, _| Ok(true), d.now, &mut work);
         assert_eq!(c.fetch_offsets("g", Some(std::slice::from_ref(&t1))).expect("owned")[0].1.as_ref().map(|v| v.offset), Some(40));
     }
 
@@ -517,9 +522,9 @@ mod transactional_offsets {
         let mut d = Driver::quick();
         let t0 = ("t".to_string(), 0);
         txn_commit(&mut d, 7, &t0, 10);
-        d.c.txn_marker(0, 7, true, (99, p0_epoch));
+        d.c.txn_marker(0, 7, true, appended_at(99, p0_epoch));
         let mut work = Work::default();
-        d.c.settle(|_, _, _| Err(Code::NotEnoughReplicasAfterAppend), d.now, &mut work);
+        d.c.settle(|_, _| Err(Code::NotEnoughReplicasAfterAppend), d.now, &mut work);
         assert_eq!(offset(&d, &t0), None);
         assert!(d.c.unstable("g", &t0), "pending again: the coordinator sends the marker again");
         marker(&mut d, 7, true);

@@ -39,11 +39,11 @@ impl Coordinator {
         Ok(Pending::Wait(ticket))
     }
 
-    /// `producer_id`'s transaction marker was appended to offsets partition `p` at `at` (last
-    /// offset, leader epoch): the offsets its transaction committed to this partition's groups
+    /// `producer_id`'s transaction marker was appended to offsets partition `p` at `at`: the
+    /// offsets its transaction committed to this partition's groups
     /// take effect once the marker is replicated (or are dropped, for an abort). A partition
     /// still loading meets the marker in its log instead.
-    pub fn txn_marker(&mut self, p: i32, producer_id: i64, commit: bool, at: (i64, i32)) {
+    pub fn txn_marker(&mut self, p: i32, producer_id: i64, commit: bool, at: super::Appended) {
         if self.hosting.get(p).is_none_or(|o| o.loading.is_some()) {
             return;
         }

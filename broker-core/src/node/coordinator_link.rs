@@ -12,7 +12,7 @@
 
 use crate::broker::{Action, Broker, Level, Produced};
 use crate::constants::offsets_load_bytes_per_step;
-use crate::group::{Append, Loaded};
+use crate::group::{Append, Appended, Loaded};
 use crate::kafka::Code;
 use crate::replication::Role;
 use crate::txn::markers::{Channel, Leader, Settled};
@@ -30,8 +30,8 @@ pub trait Hosted {
     fn take_over(&mut self, p: i32, leader_epoch: i32, start: i64);
     fn loading(&self) -> Vec<(i32, i64)>;
     fn load(&mut self, p: i32, loaded: Vec<Loaded>, next: i64, done: bool, now: u64, work: &mut Self::Work);
-    fn appended(&mut self, write: u64, result: Result<(i64, i32), Code>, now: u64, work: &mut Self::Work);
-    fn settle(&mut self, replicated: &dyn Fn(i32, i64, i32) -> Result<bool, Code>, now: u64, work: &mut Self::Work);
+    fn appended(&mut self, write: u64, result: Result<Appended, Code>, now: u64, work: &mut Self::Work);
+    fn settle(&mut self, replicated: &dyn Fn(i32, Appended) -> Result<bool, Code>, now: u64, work: &mut Self::Work);
     fn has_writes(&self) -> bool;
     fn tick(&mut self, now: u64, work: &mut Self::Work);
     /// The appends `work` asks for and its lines for the log.
@@ -71,10 +71,10 @@ impl Hosted for crate::group::Coordinator {
     fn load(&mut self, p: i32, loaded: Vec<Loaded>, next: i64, done: bool, now: u64, work: &mut Self::Work) {
         self.load(p, loaded, next, done, now, work)
     }
-    fn appended(&mut self, write: u64, result: Result<(i64, i32), Code>, now: u64, work: &mut Self::Work) {
+    fn appended(&mut self, write: u64, result: Result<Appended, Code>, now: u64, work: &mut Self::Work) {
         self.appended(write, result, now, work)
     }
-    fn settle(&mut self, replicated: &dyn Fn(i32, i64, i32) -> Result<bool, Code>, now: u64, work: &mut Self::Work) {
+    fn settle(&mut self, replicated: &dyn Fn(i32, Appended) -> Result<bool, Code>, now: u64, work: &mut Self::Work) {
         self.settle(replicated, now, work)
     }
     fn has_writes(&self) -> bool {
@@ -173,10 +173,10 @@ impl Hosted for Txns {
         });
         self.coordinator.load(p, records.collect(), next, done, now as i64, work)
     }
-    fn appended(&mut self, write: u64, result: Result<(i64, i32), Code>, now: u64, work: &mut Self::Work) {
+    fn appended(&mut self, write: u64, result: Result<Appended, Code>, now: u64, work: &mut Self::Work) {
         self.coordinator.appended(write, result, now as i64, work)
     }
-    fn settle(&mut self, replicated: &dyn Fn(i32, i64, i32) -> Result<bool, Code>, now: u64, work: &mut Self::Work) {
+    fn settle(&mut self, replicated: &dyn Fn(i32, Appended) -> Result<bool, Code>, now: u64, work: &mut Self::Work) {
         self.coordinator.settle(replicated, now as i64, work)
     }
     fn has_writes(&self) -> bool {
@@ -287,11 +287,11 @@ fn load_step<C: Hosted>(b: &Broker, c: &mut C, p: i32, next: i64, now: u64, work
 pub fn perform<C: Hosted>(b: &mut Broker, c: &mut C, mut work: C::Work, now: u64, out: &mut Vec<Action>) {
     loop {
         for Append { write, partition, batch } in C::take_appends(&mut work) {
-            let result = b.produce_for_coordinator(C::TOPIC, partition, &batch, now, out).map(|p| (p.last_offset, p.leader_epoch)).map_err(|e| e.kafka_error(true));
+            let result = b.produce_for_coordinator(C::TOPIC, partition, &batch, now, out).map(|p| Appended { last_offset: p.last_offset, leader_epoch: p.leader_epoch, log: p.log }).map_err(|e| e.kafka_error(true));
             c.appended(write, result, now, &mut work);
         }
         if c.has_writes() {
-            c.settle(&|p, last, epoch| replicated(b, C::TOPIC, p, last, epoch), now, &mut work);
+            c.settle(&|p, appended| replicated(b, C::TOPIC, p, appended), now, &mut work);
         }
         if C::appends_owed(&mut work) {
             continue;
@@ -312,8 +312,8 @@ pub fn settle<C: Hosted>(b: &mut Broker, c: &mut C, now: u64, out: &mut Vec<Acti
     }
 }
 
-fn replicated(b: &Broker, topic: &str, p: i32, last_offset: i64, leader_epoch: i32) -> Result<bool, Code> {
-    let produced = Produced { base_offset: last_offset, last_offset, log_start_offset: 0, leader_epoch, log_append_time: -1, duplicate: false, log: None };
+fn replicated(b: &Broker, topic: &str, p: i32, a: Appended) -> Result<bool, Code> {
+    let produced = Produced { base_offset: a.last_offset, last_offset: a.last_offset, log_start_offset: 0, leader_epoch: a.leader_epoch, log_append_time: -1, duplicate: false, log: a.log };
     b.replicated(topic, p, &produced).map_err(|e| e.kafka_error(true))
 }
 

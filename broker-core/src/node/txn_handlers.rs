@@ -57,7 +57,7 @@ pub fn write_txn_markers(node: &Node, version: i16, correlation_id: i32, req: Wr
                 match b.write_marker(&name, p, (m.producer_id.0, m.producer_epoch, tv), kind, m.coordinator_epoch, now, out) {
                     Ok(produced) => {
                         if &*name == crate::group::offsets_topic {
-                            groups.txn_marker(p, m.producer_id.0, kind == MarkerKind::Commit, (produced.last_offset, produced.leader_epoch));
+                            groups.txn_marker(p, m.producer_id.0, kind == MarkerKind::Commit, crate::group::Appended { last_offset: produced.last_offset, leader_epoch: produced.leader_epoch, log: produced.log });
                         }
                         pending.push((mi, Pending { acks_all: true, topic: ti, slot, name: name.clone(), partition: p, produced }));
                     }

@@ -29,6 +29,7 @@ pub use config::*;
 pub use calls::PreparedCommits;
 pub use state::{ProducerIdAndEpoch, Ticket, TxnMetadata, TxnState};
 
+use crate::group::Appended;
 use crate::kafka::Code;
 use crate::log::batch;
 use std::collections::{BTreeMap, BTreeSet};
@@ -113,8 +114,8 @@ struct Write {
     txn_id: String,
     /// The metadata it makes current (None: a tombstone, the id is forgotten).
     target: Option<TxnMetadata>,
-    /// The last offset and leader epoch it was appended at.
-    appended: Option<(i64, i32)>,
+    /// Where it was appended.
+    appended: Option<Appended>,
     then: Then,
 }
 
@@ -249,8 +250,8 @@ impl Coordinator {
         self.writes.insert(id, Write { partition, txn_id: txn_id.to_string(), target, appended: None, then });
     }
 
-    /// The shell appended `write` at `last_offset` under `leader_epoch`, or could not.
-    pub fn appended(&mut self, write: u64, result: Result<(i64, i32), Code>, now: i64, work: &mut Work) {
+    /// The shell appended `write` (where: [`Appended`]), or could not.
+    pub fn appended(&mut self, write: u64, result: Result<Appended, Code>, now: i64, work: &mut Work) {
         match result {
             Ok(at) => {
                 if let Some(w) = self.writes.get_mut(&write) {
@@ -261,15 +262,14 @@ impl Coordinator {
         }
     }
 
-    /// Writes whose fate is known by now: `replicated(partition, last_offset, leader_epoch)`
-    /// says whether the state topic's high watermark passed it, or why it never will.
-    pub fn settle(&mut self, replicated: impl Fn(i32, i64, i32) -> Result<bool, Code>, now: i64, work: &mut Work) {
+    /// Writes whose fate is known by now: `replicated(partition, appended)` says whether the
+    /// state topic's high watermark passed it, or why it never will.
+    pub fn settle(&mut self, replicated: impl Fn(i32, Appended) -> Result<bool, Code>, now: i64, work: &mut Work) {
         let done: Vec<(u64, Result<(), Code>)> = self
             .writes
             .iter()
             .filter_map(|(id, w)| {
-                let (last, epoch) = w.appended?;
-                match replicated(w.partition, last, epoch) {
+                match replicated(w.partition, w.appended?) {
                     Ok(true) => Some((*id, Ok(()))),
                     Ok(false) => None,
                     Err(code) => Some((*id, Err(code))),

@@ -63,7 +63,7 @@ impl Driver {
                     for (_, k, v) in records {
                         self.log.push((k.expect("keyed"), v));
                     }
-                    self.c.appended(a.write, Ok((self.log.len() as i64 - 1, coordinator_epoch)), self.now, &mut more);
+                    self.c.appended(a.write, Ok(crate::group::Appended { last_offset: self.log.len() as i64 - 1, leader_epoch: coordinator_epoch, log: None }), self.now, &mut more);
                 }
             }
             self.perform(more);
@@ -73,7 +73,7 @@ impl Driver {
     /// The state partition's high watermark passes every append.
     fn replicate(&mut self) {
         let mut work = Work::default();
-        self.c.settle(|_, _, _| Ok(true), self.now, &mut work);
+        self.c.settle(|_, _| Ok(true), self.now, &mut work);
         self.perform(work);
     }
 
