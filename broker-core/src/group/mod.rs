@@ -15,6 +15,7 @@
 //! answered, only once the offsets topic's high watermark passes it (acks=all); so does a
 //! leader's assignment and a deletion. See docs/groups.md.
 
+pub mod assignors;
 mod calls;
 mod config;
 pub mod hosting;

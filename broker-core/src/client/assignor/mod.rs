@@ -121,7 +121,7 @@ pub fn by_name(name: &str) -> Option<Assignor> {
 ///
 /// Rust compares strings by UTF-8 bytes, Java by UTF-16 units: the orders differ only between
 /// characters above U+FFFF and those in U+E000..U+FFFF, which group ids do not mix in practice.
-fn member_order(members: &Members) -> Vec<(&str, &MemberSubscription)> {
+pub(crate) fn member_order(members: &Members) -> Vec<(&str, &MemberSubscription)> {
     let mut order: Vec<(&str, &MemberSubscription)> = members.iter().map(|(id, m)| (id.as_str(), m)).collect();
     order.sort_by(|(a_id, a), (b_id, b)| match (&a.group_instance_id, &b.group_instance_id) {
         (Some(a), Some(b)) => a.cmp(b).then(a_id.cmp(b_id)),
