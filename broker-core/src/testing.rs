@@ -296,3 +296,24 @@ pub fn node_serving(disk: Arc<dyn Disk>, data_dir: &Path, addr: std::net::Socket
     let broker = Broker::open(disk.clone(), config, now).expect("open the broker");
     crate::server::Shared::new(broker, Some(quorum), disk)
 }
+
+/// xorshift64: enough randomness for test cases, seeded, no extra crate.
+pub struct XorShift(u64);
+
+impl XorShift {
+    pub fn new(seed: u64) -> Self {
+        XorShift(seed | 1)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// Uniform enough in `0..n`; 0 when `n` is 0.
+    pub fn below(&mut self, n: usize) -> usize {
+        if n == 0 { 0 } else { (self.next_u64() % n as u64) as usize }
+    }
+}

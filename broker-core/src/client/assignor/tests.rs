@@ -5,26 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::*;
 
-/// xorshift64: enough randomness for test cases, seeded, no extra crate.
-pub(super) struct XorShift(u64);
-
-impl XorShift {
-    pub(super) fn new(seed: u64) -> Self {
-        XorShift(seed | 1)
-    }
-
-    pub(super) fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    /// Uniform enough in `0..n`; 0 when `n` is 0.
-    pub(super) fn below(&mut self, n: usize) -> usize {
-        if n == 0 { 0 } else { (self.next() % n as u64) as usize }
-    }
-}
+pub(super) use crate::testing::XorShift;
 
 /// Cases checked per property.
 const cases: u64 = 400;

@@ -142,7 +142,7 @@ fn random_and_mutated_bytes_never_panic() {
     ];
     for round in 0..20_000 {
         let bytes: Vec<u8> = if round % 2 == 0 {
-            (0..rng.below(40)).map(|_| rng.next() as u8).collect()
+            (0..rng.below(40)).map(|_| rng.next_u64() as u8).collect()
         } else {
             let mut b = valid[rng.below(2)].clone();
             for _ in 0..=rng.below(3) {

@@ -113,13 +113,8 @@ fn range_without_a_previous_target_gives_kafkas_co_partitioned_ranges() {
 /// a member's previous target, when already balanced, is kept whole.
 #[test]
 fn contracts_over_generated_groups() {
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = |n: u64| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state % n.max(1)
-    };
+    let mut rng = crate::testing::XorShift::new(0x9e37_79b9_7f4a_7c15);
+    let mut next = |n: u64| rng.below(n as usize) as u64;
     for _ in 0..300 {
         let names = ["a", "b", "c"];
         let partitions: BTreeMap<String, i32> = names.iter().map(|t| (t.to_string(), next(9) as i32)).collect();
