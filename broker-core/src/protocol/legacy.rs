@@ -67,9 +67,10 @@ enum Needs {
 /// closes, as for any request that does not decode) when its header or body does not decode.
 pub fn up(frame: &Bytes, legacy: bool) -> Result<Option<(Bytes, Legacy)>, String> {
     let Some(Leading { key: raw, version, .. }) = leading(frame) else { return Ok(None) };
+    // Every request passes here: the common case (a served version) leaves after one lookup.
     let Ok(key) = ApiKey::try_from(raw) else { return Ok(None) };
-    let (Some(first), Some((bridge, _))) = (oldest(key, legacy), crate::kafka::served(key)) else { return Ok(None) };
-    if !(first..bridge).contains(&version) {
+    let Some((bridge, _)) = crate::kafka::served(key).filter(|(lo, _)| legacy && version < *lo) else { return Ok(None) };
+    if oldest(key, legacy).is_none_or(|first| version < first) {
         return Ok(None);
     }
     let k = k39::ApiKey::try_from(raw).map_err(|_| format!("unknown API key {raw}"))?;
