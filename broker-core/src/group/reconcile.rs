@@ -13,6 +13,10 @@
 //! * `UnreleasedPartitions`: it is at the target's epoch and has what is free of its target;
 //!   the rest still belongs to members revoking it, and comes with a later heartbeat.
 //!
+//! A heartbeat's member epoch is checked first ([`check_epoch`], KIP-848's fencing): a member
+//! that missed the answer to its last heartbeat may repeat its previous epoch, nothing else
+//! behind or ahead is taken.
+//!
 //! Not built yet: the consumer group protocol that runs it (ConsumerGroupHeartbeat, issue 29).
 
 use crate::client::assignor::TopicPartitions;
@@ -30,6 +34,8 @@ pub enum MemberState {
 pub struct MemberAssignment {
     /// The member epoch: the target epoch it reached.
     pub epoch: i32,
+    /// The epoch before it (a member that missed an answer may still send it).
+    pub previous_epoch: i32,
     pub state: MemberState,
     /// The partitions it is given (it may consume them).
     pub assigned: TopicPartitions,
@@ -40,7 +46,7 @@ pub struct MemberAssignment {
 impl MemberAssignment {
     /// A member that just joined: epoch 0, nothing given.
     pub fn joined() -> MemberAssignment {
-        MemberAssignment { epoch: 0, state: MemberState::Stable, assigned: TopicPartitions::new(), revoking: TopicPartitions::new() }
+        MemberAssignment { epoch: 0, previous_epoch: 0, state: MemberState::Stable, assigned: TopicPartitions::new(), revoking: TopicPartitions::new() }
     }
 
     /// Whether it holds `topic`-`partition`, given or still to revoke: no other member may be
@@ -67,7 +73,7 @@ pub fn next(current: &MemberAssignment, target_epoch: i32, target: &TopicPartiti
     let kept = intersection(&current.assigned, target);
     let revoking = difference(&current.assigned, target);
     if !revoking.is_empty() {
-        return MemberAssignment { epoch: current.epoch, state: MemberState::UnrevokedPartitions, assigned: kept, revoking };
+        return MemberAssignment { epoch: current.epoch, previous_epoch: current.previous_epoch, state: MemberState::UnrevokedPartitions, assigned: kept, revoking };
     }
     let mut assigned = kept;
     let mut unreleased = false;
@@ -85,7 +91,20 @@ pub fn next(current: &MemberAssignment, target_epoch: i32, target: &TopicPartiti
     }
     assigned.values_mut().for_each(|ps| ps.sort_unstable());
     let state = if unreleased { MemberState::UnreleasedPartitions } else { MemberState::Stable };
-    MemberAssignment { epoch: target_epoch, state, assigned, revoking: TopicPartitions::new() }
+    let previous_epoch = if target_epoch == current.epoch { current.previous_epoch } else { current.epoch };
+    MemberAssignment { epoch: target_epoch, previous_epoch, state, assigned, revoking: TopicPartitions::new() }
+}
+
+/// Whether a heartbeat's `epoch` may be taken from a member whose last assignment is `current`:
+/// its own epoch, or the previous one when the partitions it says it owns are all still given
+/// to it (it missed the answer that moved it on, and owns nothing it should not). Anything else
+/// is FENCED_MEMBER_EPOCH: the member must rejoin at epoch 0.
+pub fn check_epoch(current: &MemberAssignment, epoch: i32, owned: Option<&TopicPartitions>) -> Result<(), crate::kafka::Code> {
+    let repeats_previous = epoch == current.previous_epoch && owned.is_some_and(|owned| difference(owned, &current.assigned).is_empty());
+    match epoch == current.epoch || repeats_previous {
+        true => Ok(()),
+        false => Err(crate::kafka::Code::FencedMemberEpoch),
+    }
 }
 
 fn intersects(a: &TopicPartitions, b: &TopicPartitions) -> bool {

@@ -109,6 +109,24 @@ fn a_partition_moves_only_once_its_owner_let_go() {
     insta::assert_snapshot!(text);
 }
 
+#[test]
+fn a_heartbeat_at_another_epoch_is_fenced_unless_it_repeats_the_previous_one_owning_no_more() {
+    let mut g = Group::new(&[("a", 4)]);
+    g.join("m1");
+    g.heartbeat("m1");
+    g.join("m2");
+    g.heartbeat("m1");
+    let m1 = g.heartbeat("m1");
+    assert_eq!((m1.epoch, m1.previous_epoch), (2, 1));
+    let tp = |ps: &[i32]| -> TopicPartitions { [("a".to_string(), ps.to_vec())].into() };
+    assert_eq!(check_epoch(&m1, 2, Some(&m1.assigned)), Ok(()), "its own epoch");
+    assert_eq!(check_epoch(&m1, 1, Some(&m1.assigned)), Ok(()), "the previous epoch, owning only what it keeps");
+    assert_eq!(check_epoch(&m1, 1, Some(&tp(&[0, 1, 2, 3]))), Err(crate::kafka::Code::FencedMemberEpoch), "the previous epoch, still owning what it revoked");
+    assert_eq!(check_epoch(&m1, 1, None), Err(crate::kafka::Code::FencedMemberEpoch), "the previous epoch, saying nothing of what it owns");
+    assert_eq!(check_epoch(&m1, 3, Some(&m1.assigned)), Err(crate::kafka::Code::FencedMemberEpoch), "ahead of its epoch");
+    assert_eq!(check_epoch(&m1, 0, Some(&m1.assigned)), Err(crate::kafka::Code::FencedMemberEpoch), "older than the previous epoch");
+}
+
 /// Generated churn (a seeded xorshift): members join and leave between heartbeats in any
 /// order; no partition is ever held twice, and once the churn stops every member reaches its
 /// target within three rounds of heartbeats.
