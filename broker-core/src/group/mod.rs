@@ -16,6 +16,7 @@
 //! leader's assignment and a deletion. See docs/groups.md.
 
 pub mod assignors;
+pub mod consumer;
 pub mod reconcile;
 mod calls;
 mod config;
