@@ -464,6 +464,7 @@ const replica_state_log_ms: u64 = 5_000;
 async fn run_timers(shared: Arc<Shared>) {
     let mut last_checkpoint = now_ms();
     let mut last_state_log = now_ms();
+    let mut last_trim = now_ms();
     loop {
         let wait = {
             let now = now_ms();
@@ -490,6 +491,24 @@ async fn run_timers(shared: Arc<Shared>) {
             last_checkpoint = now;
         }
         shared.perform(actions).await;
+        if now >= last_trim + heap_trim_interval_ms {
+            last_trim = now;
+            trim_heap();
+        }
+    }
+}
+
+/// How often the heap's free memory is given back to the OS ([`trim_heap`]).
+const heap_trim_interval_ms: u64 = 250;
+
+/// Gives the allocator's free pages back to the OS (glibc's `malloc_trim`): after a burst (many
+/// connections' buffers, staged writes) the freed memory leaves the broker's RSS instead of
+/// staying in malloc's arenas. The real build on glibc only; elsewhere nothing.
+fn trim_heap() {
+    #[cfg(all(not(madsim), target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks and releases the allocator's own free memory; 0 keeps no pad.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 
