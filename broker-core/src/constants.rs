@@ -249,6 +249,13 @@ pub const group_initial_rebalance_delay_ms_default: u64 = 3_000;
 /// assignment to the group's stored record, which must fit one batch of the offsets topic.
 pub const group_members_max: usize = 1_000;
 
+/// Kafka `group.consumer.session.timeout.ms` default: a KIP-848 member not heard from this
+/// long leaves its group.
+pub const group_consumer_session_timeout_ms_default: u64 = 45_000;
+
+/// Kafka `group.consumer.heartbeat.interval.ms` default: the interval KIP-848 members are told.
+pub const group_consumer_heartbeat_interval_ms_default: u64 = 5_000;
+
 /// Kafka `offsets.retention.minutes` default: 7 days.
 pub const offsets_retention_ms_default: u64 = 7 * 24 * 3600 * 1000;
 

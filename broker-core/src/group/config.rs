@@ -24,6 +24,12 @@ pub struct GroupConfig {
     pub offsets_partitions: i32,
     /// `offsets.topic.replication.factor` (capped by the brokers present at creation).
     pub offsets_replication_factor: i16,
+    /// `group.consumer.session.timeout.ms` (KIP-848 groups)
+    pub consumer_session_timeout_ms: u64,
+    /// `group.consumer.heartbeat.interval.ms`: how often KIP-848 members are told to heartbeat.
+    pub consumer_heartbeat_interval_ms: u64,
+    /// `group.consumer.assignors`: the first is a group's default.
+    pub consumer_assignors: Vec<super::assignors::ServerAssignor>,
 }
 
 impl Default for GroupConfig {
@@ -38,6 +44,9 @@ impl Default for GroupConfig {
             offset_metadata_max_bytes: offset_metadata_bytes_max,
             offsets_partitions: offsets_partitions_default,
             offsets_replication_factor: offsets_replication_factor_default,
+            consumer_session_timeout_ms: group_consumer_session_timeout_ms_default,
+            consumer_heartbeat_interval_ms: group_consumer_heartbeat_interval_ms_default,
+            consumer_assignors: super::assignors::ServerAssignor::ALL.to_vec(),
         }
     }
 }

@@ -14,13 +14,17 @@
 //!   member with one instance id is UNRELEASED_INSTANCE_ID;
 //! * any other epoch must pass [`reconcile::check_epoch`], else FENCED_MEMBER_EPOCH; an unknown
 //!   member id is UNKNOWN_MEMBER_ID;
-//! * a member not heard from for the session timeout is removed (the group epoch moves).
-//!
-//! Not built yet: the wire (ConsumerGroupHeartbeat/Describe handlers), the group's records in
-//! `__consumer_offsets`, rebalance timeouts, regex subscriptions (issue 29).
+//! * a member not heard from for the session timeout is removed (the group epoch moves), and
+//!   so is one told to revoke partitions that still holds them a rebalance timeout later;
+//! * a subscription is topic names, a regular expression (RE2 syntax, matched against whole
+//!   topic names, internal `__` topics never matched), or both; the expression is resolved
+//!   against the topics that exist at every heartbeat, so a topic created later joins the
+//!   subscription with the next heartbeat;
+//! * the group's assignor is the one most of its members ask for (ties and none: the first of
+//!   `group.consumer.assignors`).
 
 use super::assignors::{GroupSpec, MemberSpec, ServerAssignor};
-use super::reconcile::{self, MemberAssignment};
+use super::reconcile::{self, MemberAssignment, MemberState};
 use crate::client::assignor::{GroupAssignment, TopicPartitions};
 use crate::kafka::Code;
 use std::collections::{BTreeMap, BTreeSet};
@@ -29,27 +33,93 @@ use std::collections::{BTreeMap, BTreeSet};
 #[derive(Debug, Clone, PartialEq)]
 pub struct Member {
     pub instance_id: Option<String>,
+    pub rack: Option<String>,
+    pub client_id: String,
+    pub client_host: String,
+    /// Topics subscribed by name.
     pub topics: BTreeSet<String>,
+    /// A regular expression whose matching topics it also subscribes to.
+    pub regex: Option<String>,
+    /// What its subscription resolved to at the last heartbeat.
+    pub subscribed: BTreeSet<String>,
+    /// The assignor it asks for (`group.remote.assignor`).
+    pub assignor: Option<ServerAssignor>,
+    pub rebalance_timeout_ms: u64,
     pub assignment: MemberAssignment,
     /// What it said it owns at its last heartbeat (None until it says).
     pub owned: Option<TopicPartitions>,
     /// When its session ends unless it heartbeats again.
     pub expires_at: u64,
+    /// While it has partitions to revoke: when it is removed unless it has let them go.
+    pub revoke_by: Option<u64>,
     /// A static member away on a temporary leave (-2), until it returns or its session ends.
     pub away: bool,
 }
 
-/// A heartbeat's fields the group decides on.
+/// A heartbeat's fields the group decides on. `None` fields are unchanged since the member's
+/// last heartbeat (Kafka's null).
 #[derive(Debug, Clone, Default)]
 pub struct Heartbeat {
     /// Empty when the member joins without an id of its own (v0): one is given.
     pub member_id: String,
     pub member_epoch: i32,
     pub instance_id: Option<String>,
-    /// The topics it subscribes to; None: unchanged since its last heartbeat.
+    pub rack: Option<String>,
+    pub client_id: String,
+    pub client_host: String,
+    pub rebalance_timeout_ms: Option<u64>,
+    /// The topics it subscribes to by name.
     pub topics: Option<BTreeSet<String>>,
-    /// What it owns; None: unchanged.
+    /// Its regular expression (an empty one clears it).
+    pub regex: Option<String>,
+    pub assignor: Option<String>,
+    /// What it owns.
     pub owned: Option<TopicPartitions>,
+}
+
+impl Heartbeat {
+    /// Kafka's checks of a heartbeat's fields, before any group is looked at: the code and why.
+    pub fn validate(&self, version: i16) -> Result<(), (Code, &'static str)> {
+        let invalid = |why| Err((Code::InvalidRequest, why));
+        if self.member_id.is_empty() && (self.member_epoch != 0 || version >= 1) {
+            return invalid("MemberId can't be empty.");
+        }
+        if self.member_epoch == 0 {
+            if self.rebalance_timeout_ms.is_none() {
+                return invalid("RebalanceTimeoutMs must be provided in first request.");
+            }
+            if self.owned.as_ref().is_none_or(|o| !o.is_empty()) {
+                return invalid("TopicPartitions must be empty when (re-)joining.");
+            }
+            if self.topics.is_none() && self.regex.is_none() {
+                return invalid("SubscribedTopicNames or SubscribedTopicRegex must be set in first request.");
+            }
+        }
+        if self.member_epoch < -2 {
+            return invalid("MemberEpoch is invalid.");
+        }
+        if self.member_epoch == static_leave_epoch && self.instance_id.is_none() {
+            return invalid("InstanceId can't be null when leaving temporarily (epoch -2).");
+        }
+        if self.assignor.as_deref().is_some_and(|a| ServerAssignor::by_name(a).is_none()) {
+            return Err((Code::UnsupportedAssignor, "The assignor is not one of group.consumer.assignors."));
+        }
+        if self.regex.as_deref().is_some_and(|r| !r.is_empty() && compile(r).is_none()) {
+            return Err((Code::InvalidRegularExpression, "SubscribedTopicRegex is not a valid RE2 expression."));
+        }
+        Ok(())
+    }
+
+    /// Whether it says everything (Kafka's full request): it is answered with its whole
+    /// assignment whether or not that changed.
+    fn full(&self) -> bool {
+        self.rebalance_timeout_ms.is_some() && (self.topics.is_some() || self.regex.is_some()) && self.owned.is_some()
+    }
+}
+
+/// A regular expression as subscriptions match it: against the whole topic name.
+fn compile(regex: &str) -> Option<regex::Regex> {
+    regex::Regex::new(&format!("^(?:{regex})$")).ok()
 }
 
 /// The answer to a heartbeat that was taken.
@@ -65,6 +135,24 @@ pub struct Answer {
 const leave_epoch: i32 = -1;
 const static_leave_epoch: i32 = -2;
 
+/// A group's state as ConsumerGroupDescribe and ListGroups name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupState {
+    Empty,
+    Reconciling,
+    Stable,
+}
+
+impl GroupState {
+    pub fn name(self) -> &'static str {
+        match self {
+            GroupState::Empty => "Empty",
+            GroupState::Reconciling => "Reconciling",
+            GroupState::Stable => "Stable",
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct ConsumerGroup {
     pub id: String,
@@ -72,30 +160,40 @@ pub struct ConsumerGroup {
     pub epoch: i32,
     /// The epoch `target` was computed at.
     pub target_epoch: i32,
+    /// The assignor the target was computed with.
     pub assignor: ServerAssignor,
     pub members: BTreeMap<String, Member>,
     pub target: GroupAssignment,
-    /// Partition counts the target was computed over.
+    /// Partition counts of the subscribed topics, as the target was computed over them.
     partitions: BTreeMap<String, i32>,
+    /// `group.consumer.assignors`: the first is the default.
+    assignors: Vec<ServerAssignor>,
     session_timeout_ms: u64,
     ids_given: u64,
 }
 
 impl ConsumerGroup {
-    pub fn new(id: &str, assignor: ServerAssignor, session_timeout_ms: u64) -> ConsumerGroup {
-        ConsumerGroup { id: id.to_string(), epoch: 0, target_epoch: 0, assignor, members: BTreeMap::new(), target: GroupAssignment::new(), partitions: BTreeMap::new(), session_timeout_ms, ids_given: 0 }
+    pub fn new(id: &str, assignors: &[ServerAssignor], session_timeout_ms: u64) -> ConsumerGroup {
+        let assignors = if assignors.is_empty() { ServerAssignor::ALL.to_vec() } else { assignors.to_vec() };
+        ConsumerGroup { id: id.to_string(), epoch: 0, target_epoch: 0, assignor: assignors[0], members: BTreeMap::new(), target: GroupAssignment::new(), partitions: BTreeMap::new(), assignors, session_timeout_ms, ids_given: 0 }
     }
 
-    /// Decides one heartbeat. `partitions` are the partition counts of the topics that exist.
-    pub fn heartbeat(&mut self, hb: Heartbeat, partitions: &BTreeMap<String, i32>, now: u64) -> Result<Answer, Code> {
+    pub fn state(&self) -> GroupState {
+        let settled = |m: &Member| m.assignment.epoch == self.target_epoch && m.assignment.state == MemberState::Stable;
+        match (self.members.is_empty(), self.members.values().all(settled)) {
+            (true, _) => GroupState::Empty,
+            (false, true) => GroupState::Stable,
+            (false, false) => GroupState::Reconciling,
+        }
+    }
+
+    /// Decides one heartbeat, already [`Heartbeat::validate`]d. `topics` are the partition
+    /// counts of every topic that exists.
+    pub fn heartbeat(&mut self, hb: Heartbeat, topics: &BTreeMap<String, i32>, now: u64) -> Result<Answer, Code> {
         self.expire(now);
-        let mut changed = self.partitions != *partitions;
+        let full = hb.full();
         let member_id = match hb.member_epoch {
-            0 => {
-                let (member_id, joined) = self.join(&hb, now)?;
-                changed |= joined;
-                member_id
-            }
+            0 => self.join(&hb, now)?,
             static_leave_epoch if self.members.get(&hb.member_id).is_some_and(|m| m.instance_id.is_some()) => {
                 self.members.get_mut(&hb.member_id).expect("looked up").away = true;
                 return Ok(Answer { member_id: hb.member_id, member_epoch: hb.member_epoch, assignment: None });
@@ -103,7 +201,7 @@ impl ConsumerGroup {
             leave_epoch | static_leave_epoch => {
                 self.members.remove(&hb.member_id).ok_or(Code::UnknownMemberId)?;
                 self.target.remove(&hb.member_id);
-                self.partitions = partitions.clone();
+                self.refresh(topics);
                 self.bump();
                 return Ok(Answer { member_id: hb.member_id, member_epoch: hb.member_epoch, assignment: None });
             }
@@ -111,27 +209,19 @@ impl ConsumerGroup {
                 let member = self.members.get_mut(&hb.member_id).ok_or(Code::UnknownMemberId)?;
                 reconcile::check_epoch(&member.assignment, epoch, hb.owned.as_ref().or(member.owned.as_ref()))?;
                 member.expires_at = now + self.session_timeout_ms;
-                if let Some(owned) = &hb.owned {
-                    member.owned = Some(owned.clone());
-                }
-                if let Some(topics) = &hb.topics {
-                    changed |= member.topics != *topics;
-                    member.topics = topics.clone();
-                }
+                update(member, &hb);
                 hb.member_id.clone()
             }
         };
-        if changed {
-            self.partitions = partitions.clone();
+        if self.refresh(topics) {
             self.bump();
         }
-        Ok(self.reconcile(&member_id))
+        Ok(self.reconcile(&member_id, full, now))
     }
 
     /// A member at epoch 0: new, or a static member back in the place it left. Returns its
-    /// member id (one given here when it brought none) and whether the group changed (a static
-    /// member back with the same subscriptions changes nothing).
-    fn join(&mut self, hb: &Heartbeat, now: u64) -> Result<(String, bool), Code> {
+    /// member id (one given here when it brought none).
+    fn join(&mut self, hb: &Heartbeat, now: u64) -> Result<String, Code> {
         let before = hb.instance_id.as_ref().and_then(|instance| self.members.iter().find(|(id, m)| m.instance_id.as_ref() == Some(instance) && **id != hb.member_id).map(|(id, m)| (id.clone(), m.away)));
         if matches!(before, Some((_, false))) {
             return Err(Code::UnreleasedInstanceId);
@@ -143,25 +233,40 @@ impl ConsumerGroup {
             }
             false => hb.member_id.clone(),
         };
-        let expires_at = now + self.session_timeout_ms;
-        let mut member = Member { instance_id: hb.instance_id.clone(), topics: hb.topics.clone().unwrap_or_default(), assignment: MemberAssignment::joined(), owned: None, expires_at, away: false };
+        let mut member = Member {
+            instance_id: None,
+            rack: None,
+            client_id: String::new(),
+            client_host: String::new(),
+            topics: BTreeSet::new(),
+            regex: None,
+            subscribed: BTreeSet::new(),
+            assignor: None,
+            rebalance_timeout_ms: 0,
+            assignment: MemberAssignment::joined(),
+            owned: None,
+            expires_at: now + self.session_timeout_ms,
+            revoke_by: None,
+            away: false,
+        };
         let mut target = TopicPartitions::new();
-        let mut changed = true;
         // A static member back: it takes the place (epoch, partitions, target) it left.
         if let Some((old, _)) = before {
             let left = self.members.remove(&old).expect("found");
             target = self.target.remove(&old).unwrap_or_default();
-            changed = hb.topics.as_ref().is_some_and(|t| *t != left.topics);
-            member = Member { topics: hb.topics.clone().unwrap_or(left.topics), assignment: left.assignment, ..member };
+            member = Member { away: false, ..left };
+            member.expires_at = now + self.session_timeout_ms;
         }
+        update(&mut member, hb);
         self.members.insert(member_id.clone(), member);
         self.target.insert(member_id.clone(), target);
-        Ok((member_id, changed))
+        Ok(member_id)
     }
 
-    /// Removes the members whose session ended; the group epoch moves if any did.
+    /// Removes the members whose session ended, or whose rebalance timeout passed with
+    /// partitions still to revoke; the group epoch moves if any went.
     pub fn expire(&mut self, now: u64) {
-        let gone: Vec<String> = self.members.iter().filter(|(_, m)| m.expires_at <= now).map(|(id, _)| id.clone()).collect();
+        let gone: Vec<String> = self.members.iter().filter(|(_, m)| m.expires_at <= now || m.revoke_by.is_some_and(|t| t <= now)).map(|(id, _)| id.clone()).collect();
         for id in &gone {
             self.members.remove(id);
             self.target.remove(id);
@@ -171,29 +276,106 @@ impl ConsumerGroup {
         }
     }
 
+    /// When [`ConsumerGroup::expire`] next removes a member, if no heartbeat comes first.
+    pub fn next_deadline(&self) -> Option<u64> {
+        self.members.values().flat_map(|m| [Some(m.expires_at), m.revoke_by]).flatten().min()
+    }
+
+    /// Resolves every member's subscription against the topics that exist, and the partition
+    /// counts of all that are subscribed; whether either changed since the target was computed.
+    fn refresh(&mut self, topics: &BTreeMap<String, i32>) -> bool {
+        let mut changed = false;
+        for m in self.members.values_mut() {
+            let matcher = m.regex.as_deref().and_then(compile);
+            let matched = topics.keys().filter(|t| !t.starts_with("__") && matcher.as_ref().is_some_and(|r| r.is_match(t)));
+            let subscribed: BTreeSet<String> = m.topics.iter().cloned().chain(matched.cloned()).collect();
+            changed |= subscribed != m.subscribed;
+            m.subscribed = subscribed;
+        }
+        let partitions: BTreeMap<String, i32> = self.members.values().flat_map(|m| &m.subscribed).filter_map(|t| Some((t.clone(), *topics.get(t)?))).collect();
+        changed |= partitions != self.partitions;
+        self.partitions = partitions;
+        changed
+    }
+
     /// A new group epoch and the target at it, from each member's previous target.
     fn bump(&mut self) {
         self.epoch += 1;
         let spec: GroupSpec = self
             .members
             .iter()
-            .map(|(id, m)| (id.clone(), MemberSpec { instance_id: m.instance_id.clone(), topics: m.topics.clone(), target: self.target.get(id).cloned().unwrap_or_default() }))
+            .map(|(id, m)| (id.clone(), MemberSpec { instance_id: m.instance_id.clone(), topics: m.subscribed.clone(), target: self.target.get(id).cloned().unwrap_or_default() }))
             .collect();
+        self.assignor = self.chosen_assignor();
         self.target = self.assignor.assign(&spec, &self.partitions);
         self.target_epoch = self.epoch;
     }
 
+    /// The assignor most members ask for; ties and none go to the configured order.
+    fn chosen_assignor(&self) -> ServerAssignor {
+        let votes = |a: ServerAssignor| self.members.values().filter(|m| m.assignor == Some(a)).count();
+        let most = self.assignors.iter().map(|a| votes(*a)).max().unwrap_or(0);
+        *self.assignors.iter().find(|a| votes(**a) == most).unwrap_or(&self.assignors[0])
+    }
+
     /// The member's next assignment toward its target; its partitions in the answer when they
-    /// changed.
-    fn reconcile(&mut self, member_id: &str) -> Answer {
+    /// changed or the heartbeat was a full one.
+    fn reconcile(&mut self, member_id: &str, full: bool, now: u64) -> Answer {
         let others: Vec<&MemberAssignment> = self.members.iter().filter(|(id, _)| id.as_str() != member_id).map(|(_, m)| &m.assignment).collect();
         let member = &self.members[member_id];
         let target = self.target.get(member_id).cloned().unwrap_or_default();
         let next = reconcile::next(&member.assignment, self.target_epoch, &target, member.owned.as_ref(), |t, p| others.iter().any(|o| o.holds(t, p)));
-        let changed = next.assigned != member.assignment.assigned || member.owned.is_none();
+        let changed = next.assigned != member.assignment.assigned || member.owned.is_none() || full;
         let answer = Answer { member_id: member_id.to_string(), member_epoch: next.epoch, assignment: changed.then(|| next.assigned.clone()) };
-        self.members.get_mut(member_id).expect("reconciled a member").assignment = next;
+        let member = self.members.get_mut(member_id).expect("reconciled a member");
+        member.revoke_by = match next.state {
+            MemberState::UnrevokedPartitions => Some(member.revoke_by.unwrap_or(now + member.rebalance_timeout_ms)),
+            _ => None,
+        };
+        member.assignment = next;
         answer
+    }
+
+    /// Kafka's check of an OffsetCommit (v9: member epochs) or OffsetFetch against the group: a
+    /// commit from outside the group (no member id, a negative epoch) only while it is empty;
+    /// a member must be known and at its current epoch (STALE_MEMBER_EPOCH otherwise).
+    pub fn check_member(&self, member_id: &str, epoch: i32) -> Result<(), Code> {
+        if epoch < 0 && member_id.is_empty() {
+            return match self.members.is_empty() {
+                true => Ok(()),
+                false => Err(Code::UnknownMemberId),
+            };
+        }
+        let member = self.members.get(member_id).ok_or(Code::UnknownMemberId)?;
+        match member.assignment.epoch == epoch {
+            true => Ok(()),
+            false => Err(Code::StaleMemberEpoch),
+        }
+    }
+}
+
+/// What a heartbeat changes of its member (fields it left null stay).
+fn update(member: &mut Member, hb: &Heartbeat) {
+    if let Some(owned) = &hb.owned {
+        member.owned = Some(owned.clone());
+    }
+    if let Some(topics) = &hb.topics {
+        member.topics = topics.clone();
+    }
+    if let Some(regex) = &hb.regex {
+        member.regex = (!regex.is_empty()).then(|| regex.clone());
+    }
+    if let Some(ms) = hb.rebalance_timeout_ms {
+        member.rebalance_timeout_ms = ms;
+    }
+    if let Some(a) = hb.assignor.as_deref().and_then(ServerAssignor::by_name) {
+        member.assignor = Some(a);
+    }
+    if hb.member_epoch == 0 {
+        member.instance_id = hb.instance_id.clone();
+        member.rack = hb.rack.clone();
+        member.client_id = hb.client_id.clone();
+        member.client_host = hb.client_host.clone();
     }
 }
 

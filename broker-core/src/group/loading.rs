@@ -33,6 +33,7 @@ impl Coordinator {
         }
         let partitions = self.hosting.partitions();
         self.txn_offsets.retain(|g, _| partition_for(g, partitions) != p);
+        self.resign_consumer_groups(p);
         let ids: Vec<String> = self.groups.keys().filter(|g| partition_for(g, partitions) == p).cloned().collect();
         for id in ids {
             let mut out = Out::default();

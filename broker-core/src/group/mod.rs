@@ -17,6 +17,7 @@
 
 pub mod assignors;
 pub mod consumer;
+mod consumer_groups;
 pub mod reconcile;
 mod calls;
 mod config;
@@ -36,7 +37,7 @@ use hosting::Hosting;
 use crate::kafka::Code;
 use crate::log::batch;
 use crate::planted::Planted;
-use records::{Key, OffsetValue};
+use records::{offset_records, Key, OffsetValue};
 use state::{Out, Store};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -131,6 +132,8 @@ pub struct Coordinator {
     /// The offsets topic's partitions, and those led here.
     hosting: Hosting,
     groups: BTreeMap<String, Group>,
+    /// KIP-848 groups (their offsets are in `groups`).
+    consumer_groups: BTreeMap<String, consumer::ConsumerGroup>,
     /// Offsets committed inside open transactions: not offsets yet.
     txn_offsets: TxnOffsets,
     /// Tickets handed out and not yet answered or given up.
@@ -154,6 +157,7 @@ impl Coordinator {
             config,
             hosting: Hosting::default(),
             groups: BTreeMap::new(),
+            consumer_groups: BTreeMap::new(),
             txn_offsets: BTreeMap::new(),
             open: BTreeSet::new(),
             next_ticket: 1,
@@ -355,7 +359,7 @@ impl Coordinator {
         if group.is_empty() {
             return Pending::Now(JoinAnswer::error(Code::InvalidGroupId, &req.member_id));
         }
-        if let Err(code) = self.owner(group) {
+        if let Err(code) = self.owner(group).and_then(|_| if self.consumer_members(group) { Err(Code::InconsistentGroupProtocol) } else { Ok(0) }) {
             return Pending::Now(JoinAnswer::error(code, &req.member_id));
         }
         let c = &self.config;
@@ -445,6 +449,7 @@ impl Coordinator {
         let stale = self.groups.get(group).filter(|g| g.members.contains_key(member) && (0..g.generation).contains(&generation)).map(|g| g.generation);
         let rules = rules::of(self.planted);
         let checked = match self.groups.get_mut(group) {
+            _ if self.consumer_groups.contains_key(group) => self.consumer_member_check(group, member, generation).expect("a consumer group"),
             Some(g) => rules.check_commit(g, member, instance, generation, stale, now),
             // A standalone consumer (no group management) commits to a group of its own.
             None if generation < 0 => Ok(()),
@@ -490,7 +495,7 @@ impl Coordinator {
         let Some(g) = self.groups.get(group) else { return Err(Code::GroupIdNotFound) };
         match g.state {
             State::Dead => return Err(Code::GroupIdNotFound),
-            State::Empty => {}
+            State::Empty if !self.consumer_members(group) => {}
             _ => return Err(Code::NonEmptyGroup),
         }
         let mut kvs: Vec<(Vec<u8>, Option<Vec<u8>>)> = g.offsets.keys().map(|(t, p)| (records::encode_key(&Key::Offset { group: group.to_string(), topic: t.clone(), partition: *p }), None)).collect();
@@ -520,15 +525,16 @@ impl Coordinator {
         Ok(Pending::Wait(ticket))
     }
 
-    /// A group for DescribeGroups (None: not known here, Kafka's "Dead" answer).
+    /// A classic group for DescribeGroups (None: not known here, or a consumer group: Kafka's
+    /// "Dead" answer).
     pub fn describe(&self, group: &str) -> Result<Option<&Group>, Code> {
         self.owner(group)?;
-        Ok(self.groups.get(group).filter(|g| g.state != State::Dead))
+        Ok(self.groups.get(group).filter(|g| g.state != State::Dead && !self.consumer_groups.contains_key(group)))
     }
 
     /// Every group this node coordinates (ListGroups).
     pub fn groups(&self) -> impl Iterator<Item = &Group> {
-        self.groups.values().filter(|g| g.state != State::Dead && self.owner(&g.id).is_ok())
+        self.groups.values().filter(|g| g.state != State::Dead && self.owner(&g.id).is_ok() && !self.consumer_groups.contains_key(&g.id))
     }
 
     /// Time passes: sessions expire, rebalances reach their deadlines, and (every
@@ -542,6 +548,7 @@ impl Coordinator {
             }
             self.deliver(id, out, now, work);
         }
+        self.tick_consumer_groups(now);
         if now >= self.next_expiry_check {
             self.next_expiry_check = now + crate::constants::offsets_retention_check_ms;
             for id in ids {
@@ -554,7 +561,9 @@ impl Coordinator {
     /// (a standalone committer's, after each commit); an Empty group left with no offsets goes.
     fn expire_offsets(&mut self, id: &str, now: u64, work: &mut Work) {
         let retention = self.config.offsets_retention_ms;
-        let Some(g) = self.groups.get_mut(id) else { return };
+        // A consumer group's offsets expire once it has no members, as a classic group's.
+        let busy = self.consumer_members(id);
+        let Some(g) = self.groups.get_mut(id).filter(|_| !busy) else { return };
         if g.state != State::Empty {
             return;
         }
@@ -580,13 +589,8 @@ impl Coordinator {
     pub fn next_deadline(&self) -> Option<u64> {
         let expiry = (!self.groups.is_empty()).then_some(self.next_expiry_check);
         // Groups of a partition still loading wait for the load, not for their deadlines.
-        self.groups.values().filter(|g| self.owner(&g.id).is_ok()).filter_map(Group::next_deadline).chain(expiry).min()
+        self.groups.values().filter(|g| self.owner(&g.id).is_ok()).filter_map(Group::next_deadline).chain(expiry).chain(self.consumer_deadline()).min()
     }
-}
-
-/// The records of `group`'s offsets.
-fn offset_records(group: &str, offsets: &[((String, i32), OffsetValue)]) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
-    offsets.iter().map(|((t, p), v)| (records::encode_key(&Key::Offset { group: group.to_string(), topic: t.clone(), partition: *p }), Some(records::encode_offset(v)))).collect()
 }
 
 #[cfg(test)]

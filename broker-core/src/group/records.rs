@@ -272,6 +272,11 @@ impl Reader<'_> {
     }
 }
 
+/// The records of `group`'s offsets.
+pub fn offset_records(group: &str, offsets: &[((String, i32), OffsetValue)]) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
+    offsets.iter().map(|((t, p), v)| (encode_key(&Key::Offset { group: group.to_string(), topic: t.clone(), partition: *p }), Some(encode_offset(v)))).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

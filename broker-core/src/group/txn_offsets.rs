@@ -5,7 +5,8 @@
 //! here too ([`Coordinator::load_marker`]).
 
 use super::records::OffsetValue;
-use super::{offset_records, partition_for, rules, Coordinator, Effect, Pending, Work, Write};
+use super::records::offset_records;
+use super::{partition_for, rules, Coordinator, Effect, Pending, Work, Write};
 use crate::kafka::Code;
 
 impl Coordinator {

@@ -46,6 +46,9 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::OffsetFetch, 1, 9),
     (ApiKey::ListGroups, 0, 5),
     (ApiKey::DescribeGroups, 0, 5),
+    // KIP-848 consumer groups (group::consumer): v1 is KIP-1082's (members name themselves).
+    (ApiKey::ConsumerGroupHeartbeat, 0, 1),
+    (ApiKey::ConsumerGroupDescribe, 0, 1),
     (ApiKey::DeleteGroups, 0, 2),
     (ApiKey::OffsetDelete, 0, 0),
     // Offsets committed inside a transaction (classic protocol, before KIP-890's v4).
@@ -107,7 +110,8 @@ macro_rules! with_throttled_responses {
             (OffsetDelete, OffsetDeleteResponse), (DescribeClientQuotas, DescribeClientQuotasResponse), (AlterClientQuotas, AlterClientQuotasResponse),
             (DescribeUserScramCredentials, DescribeUserScramCredentialsResponse), (AlterUserScramCredentials, AlterUserScramCredentialsResponse),
             (DescribeCluster, DescribeClusterResponse), (DescribeProducers, DescribeProducersResponse), (DescribeTransactions, DescribeTransactionsResponse),
-            (ListTransactions, ListTransactionsResponse), (DescribeTopicPartitions, DescribeTopicPartitionsResponse), (UnregisterBroker, UnregisterBrokerResponse)
+            (ListTransactions, ListTransactionsResponse), (DescribeTopicPartitions, DescribeTopicPartitionsResponse), (UnregisterBroker, UnregisterBrokerResponse),
+            (ConsumerGroupHeartbeat, ConsumerGroupHeartbeatResponse), (ConsumerGroupDescribe, ConsumerGroupDescribeResponse)
         )
     };
 }

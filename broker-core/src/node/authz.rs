@@ -238,6 +238,13 @@ pub(super) fn check(access: Option<&Access>, request: &mut Request) -> Check {
                 Some(_) => strip(&mut req.coordinator_keys, |k| a.can(Describe, kind, k), |k| (k.to_string(), code, Vec::new())),
             }
         }
+        RequestKind::ConsumerGroupHeartbeat(req) if !a.can(Read, Group, &req.group_id) => reply!(kafka_protocol::messages::ConsumerGroupHeartbeatResponse::default().with_error_code(Code::GroupAuthorizationFailed.code())),
+        // Kafka's: every topic subscribed by name must be one the member may DESCRIBE.
+        RequestKind::ConsumerGroupHeartbeat(req) => match req.subscribed_topic_names.iter().flatten().find(|t| !a.can(Describe, ResourceType::Topic, t)) {
+            Some(t) => reply!(kafka_protocol::messages::ConsumerGroupHeartbeatResponse::default().with_error_code(Code::TopicAuthorizationFailed.code()).with_error_message(Some(s(&a.why(Describe, ResourceType::Topic, t))))),
+            None => Check::Pass,
+        },
+        RequestKind::ConsumerGroupDescribe(req) => strip(&mut req.group_ids, |g| a.can(Describe, Group, g), |g| (g.to_string(), Code::GroupAuthorizationFailed, Vec::new())),
         RequestKind::DescribeGroups(req) => strip(&mut req.groups, |g| a.can(Describe, Group, g), |g| (g.to_string(), Code::GroupAuthorizationFailed, Vec::new())),
         // Each refused group answered in its place by the handler, which deletes the others.
         RequestKind::DeleteGroups(req) => {
@@ -570,4 +577,9 @@ pub(super) fn find_coordinator_after(resp: &mut kafka_protocol::messages::FindCo
     use kafka_protocol::messages::find_coordinator_response::Coordinator;
     let each = refused.iter().map(|(k, code, _)| Coordinator::default().with_key(s(k)).with_node_id((-1).into()).with_port(-1).with_error_code(code.code()).with_error_message(Some(s("not authorized"))));
     resp.coordinators.extend(each);
+}
+
+pub(super) fn consumer_group_describe_after(resp: &mut kafka_protocol::messages::ConsumerGroupDescribeResponse, refused: &[Refused]) {
+    use kafka_protocol::messages::consumer_group_describe_response::DescribedGroup;
+    resp.groups.extend(refused.iter().map(|(g, code, _)| DescribedGroup::default().with_group_id(s(g).into()).with_error_code(code.code())));
 }

@@ -40,7 +40,7 @@ use kafka_protocol::messages::{BrokerId, GroupId};
 use kafka_protocol::protocol::StrBytes;
 
 /// Runs `f` on the coordinator with ownership brought up to date, then performs its work.
-fn with_groups<T>(node: &Node, now: u64, out: &mut Vec<Action>, f: impl FnOnce(&Broker, &mut Coordinator, &mut Work) -> T) -> T {
+pub(super) fn with_groups<T>(node: &Node, now: u64, out: &mut Vec<Action>, f: impl FnOnce(&Broker, &mut Coordinator, &mut Work) -> T) -> T {
     let mut parts = node.parts();
     let Parts { broker: b, groups: c, .. } = &mut *parts;
     let mut work = Work::default();
@@ -346,20 +346,25 @@ fn group_by_topic(found: Vec<(Committed, bool)>, error: i16) -> Vec<OffsetFetchR
     topics
 }
 
-/// ListGroups (v4 filters by state, v5 by type: every group here is "classic").
+/// ListGroups (v4 filters by state, v5 by type: "classic" or "consumer").
 pub fn list_groups(node: &Node, version: i16, req: ListGroupsRequest, now: u64, out: &mut Vec<Action>) -> ListGroupsResponse {
     let states: Vec<String> = req.states_filter.iter().map(|x| x.to_lowercase()).collect();
     let types: Vec<String> = req.types_filter.iter().map(|x| x.to_lowercase()).collect();
     let mut r = ListGroupsResponse::default();
-    if !types.is_empty() && !types.iter().any(|t| t == "classic") {
-        return r;
-    }
+    let typed = |t: &str| types.is_empty() || types.iter().any(|x| x == t);
     r.groups = with_groups(node, now, out, |_, c, _| {
         if !c.loading().is_empty() {
             // Some groups here are still loading: the client asks again rather than miss them.
             r.error_code = code(Code::CoordinatorLoadInProgress);
         }
+        let consumer = c.consumer_groups().filter(|_| typed("consumer")).filter(|g| states.is_empty() || states.contains(&g.state().name().to_lowercase())).map(|g| {
+            let mut l = ListedGroup::default();
+            (l.group_id, l.protocol_type, l.group_state) = (GroupId(s(&g.id)), s("consumer"), s(g.state().name()));
+            l.group_type = if version >= 5 { s("consumer") } else { s("") };
+            l
+        });
         c.groups()
+            .filter(|_| typed("classic"))
             .filter(|g| states.is_empty() || states.contains(&g.state.name().to_lowercase()))
             .map(|g| {
                 let mut l = ListedGroup::default();
@@ -369,13 +374,14 @@ pub fn list_groups(node: &Node, version: i16, req: ListGroupsRequest, now: u64, 
                 l.group_type = if version >= 5 { s("classic") } else { s("") };
                 l
             })
+            .chain(consumer)
             .collect()
     });
     r
 }
 
 /// Kafka's AclOperation codes a group has: READ (3), DELETE (6), DESCRIBE (8), as a bit set.
-const group_operations: i32 = (1 << 3) | (1 << 6) | (1 << 8);
+pub(super) const group_operations: i32 = (1 << 3) | (1 << 6) | (1 << 8);
 
 /// DescribeGroups: members with metadata and assignment while Stable; an unknown group is Dead.
 pub fn describe_groups(node: &Node, req: DescribeGroupsRequest, now: u64, out: &mut Vec<Action>) -> DescribeGroupsResponse {

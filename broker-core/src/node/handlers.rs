@@ -59,11 +59,30 @@ pub fn metadata(b: &mut Broker, version: i16, req: MetadataRequest, controller_i
     }
     r.cluster_id = Some(s(&c.cluster_id));
     r.controller_id = BrokerId(controller_id);
-    // v0: an empty list means all topics; v1+: null means all topics.
+    // v0: an empty list means all topics; v1+: null means all topics. v10+ may name a topic
+    // by id alone (a KIP-848 member resolving its assignment): an unknown id is UNKNOWN_TOPIC_ID.
+    let by_id = |id: uuid::Uuid| b.image().topics.iter().find(|(_, t)| uuid(t.id) == id).map(|(n, _)| n.clone());
+    let mut unknown_ids = Vec::new();
     let wanted: Option<Vec<String>> = match req.topics {
-        Some(ts) if !(version == 0 && ts.is_empty()) => Some(ts.into_iter().filter_map(|t| t.name.map(|n| n.0.to_string())).collect()),
+        Some(ts) if !(version == 0 && ts.is_empty()) => Some(
+            ts.into_iter()
+                .filter_map(|t| match t.name {
+                    Some(n) => Some(n.0.to_string()),
+                    None => {
+                        let name = by_id(t.topic_id);
+                        if name.is_none() {
+                            unknown_ids.push(t.topic_id);
+                        }
+                        name
+                    }
+                })
+                .collect(),
+        ),
         _ => None,
     };
+    for id in unknown_ids {
+        r.topics.push(MetadataResponseTopic::default().with_topic_id(id).with_error_code(crate::kafka::Code::UnknownTopicId.code()));
+    }
     // Before v4 a request could not refuse auto-creation, so it is on.
     let allow_auto = version < 4 || req.allow_auto_topic_creation;
     let names: Vec<String> = wanted.clone().unwrap_or_else(|| b.image().topics.keys().cloned().collect());

@@ -190,6 +190,15 @@ pub struct Flags {
     /// group.max.size
     #[arg(long)]
     pub group_max_size: Option<usize>,
+    /// group.consumer.session.timeout.ms (KIP-848 groups; default 45000)
+    #[arg(long)]
+    pub group_consumer_session_timeout_ms: Option<u64>,
+    /// group.consumer.heartbeat.interval.ms (KIP-848 groups; default 5000)
+    #[arg(long)]
+    pub group_consumer_heartbeat_interval_ms: Option<u64>,
+    /// group.consumer.assignors, comma-separated: uniform, range (the first is the default)
+    #[arg(long)]
+    pub group_consumer_assignors: Option<String>,
     /// offsets.topic.num.partitions
     #[arg(long)]
     pub offsets_topic_num_partitions: Option<i32>,
@@ -312,6 +321,9 @@ pub const FILE_SETTINGS: &[&str] = &[
     "group.min.session.timeout.ms",
     "group.max.session.timeout.ms",
     "group.max.size",
+    "group.consumer.session.timeout.ms",
+    "group.consumer.heartbeat.interval.ms",
+    "group.consumer.assignors",
     "offsets.topic.num.partitions",
     "offsets.topic.replication.factor",
     "offsets.retention.minutes",
@@ -377,6 +389,9 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
             "group.min.session.timeout.ms" => f.group_min_session_timeout_ms = Some(int()? as u64),
             "group.max.session.timeout.ms" => f.group_max_session_timeout_ms = Some(int()? as u64),
             "group.max.size" => f.group_max_size = Some(int()? as usize),
+            "group.consumer.session.timeout.ms" => f.group_consumer_session_timeout_ms = Some(int()? as u64),
+            "group.consumer.heartbeat.interval.ms" => f.group_consumer_heartbeat_interval_ms = Some(int()? as u64),
+            "group.consumer.assignors" => f.group_consumer_assignors = Some(value.as_str().ok_or_else(|| bad("a list like \"uniform,range\""))?.to_string()),
             "offsets.topic.num.partitions" => f.offsets_topic_num_partitions = Some(int()? as i32),
             "offsets.topic.replication.factor" => f.offsets_topic_replication_factor = Some(int()? as i16),
             "offsets.retention.minutes" => f.offsets_retention_minutes = Some(int()? as u64),
@@ -414,7 +429,7 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
         log_segment_bytes, log_roll_ms, log_retention_ms, log_retention_bytes, log_index_interval_bytes,
         log_flush_interval_messages, log_flush_interval_ms, message_max_bytes, controller_quorum_voters, process_roles, controller_quorum_election_timeout_ms, metadata_log_max_record_bytes_between_snapshots,
         default_replication_factor, replica_lag_time_max_ms, broker_session_timeout_ms, broker_heartbeat_interval_ms,
-        unclean_leader_election_enable, eligible_leader_replicas_enable, auto_leader_rebalance_enable, leader_imbalance_check_interval_seconds, leader_imbalance_per_broker_percentage, group_initial_rebalance_delay_ms, group_min_session_timeout_ms, group_max_session_timeout_ms, group_max_size, offsets_topic_num_partitions, offsets_topic_replication_factor, offsets_retention_minutes, offset_metadata_max_bytes, transaction_max_timeout_ms, transactional_id_expiration_ms, transaction_abort_timed_out_transaction_cleanup_interval_ms, transaction_remove_expired_transaction_cleanup_interval_ms, transaction_state_log_num_partitions, transaction_state_log_replication_factor, transaction_state_log_min_isr, transaction_version, transaction_partition_verification_enable, log_cleaner_backoff_ms, log_cleaner_io_max_bytes_per_second, fetch_zero_copy, legacy_api_versions, worker_threads, metrics_listen);
+        unclean_leader_election_enable, eligible_leader_replicas_enable, auto_leader_rebalance_enable, leader_imbalance_check_interval_seconds, leader_imbalance_per_broker_percentage, group_initial_rebalance_delay_ms, group_min_session_timeout_ms, group_max_session_timeout_ms, group_max_size, group_consumer_session_timeout_ms, group_consumer_heartbeat_interval_ms, group_consumer_assignors, offsets_topic_num_partitions, offsets_topic_replication_factor, offsets_retention_minutes, offset_metadata_max_bytes, transaction_max_timeout_ms, transactional_id_expiration_ms, transaction_abort_timed_out_transaction_cleanup_interval_ms, transaction_remove_expired_transaction_cleanup_interval_ms, transaction_state_log_num_partitions, transaction_state_log_replication_factor, transaction_state_log_min_isr, transaction_version, transaction_partition_verification_enable, log_cleaner_backoff_ms, log_cleaner_io_max_bytes_per_second, fetch_zero_copy, legacy_api_versions, worker_threads, metrics_listen);
     Ok(f)
 }
 
@@ -519,6 +534,15 @@ fn resolve_groups(f: &Flags, g: &mut crate::group::GroupConfig) -> Result<(), St
     if let Some(v) = f.group_min_session_timeout_ms { g.min_session_timeout_ms = v }
     if let Some(v) = f.group_max_session_timeout_ms { g.max_session_timeout_ms = v }
     if let Some(v) = f.group_max_size { g.max_size = v }
+    if let Some(v) = f.group_consumer_session_timeout_ms { g.consumer_session_timeout_ms = v }
+    if let Some(v) = f.group_consumer_heartbeat_interval_ms { g.consumer_heartbeat_interval_ms = v }
+    if let Some(names) = &f.group_consumer_assignors {
+        let known = names.split(',').map(|n| crate::group::assignors::ServerAssignor::by_name(n.trim()).ok_or_else(|| format!("group.consumer.assignors: unknown assignor {n:?} (uniform, range)")));
+        g.consumer_assignors = known.collect::<Result<Vec<_>, _>>()?;
+    }
+    if g.consumer_assignors.is_empty() || g.consumer_heartbeat_interval_ms == 0 || g.consumer_heartbeat_interval_ms >= g.consumer_session_timeout_ms {
+        return Err("group.consumer.assignors must name one; group.consumer.heartbeat.interval.ms must be 1 ms or more and below group.consumer.session.timeout.ms".into());
+    }
     if let Some(v) = f.offsets_topic_num_partitions { g.offsets_partitions = v }
     if let Some(v) = f.offsets_topic_replication_factor { g.offsets_replication_factor = v }
     if let Some(v) = f.offsets_retention_minutes { g.offsets_retention_ms = v.saturating_mul(60_000) }

@@ -1,6 +1,7 @@
-//! Consumer groups (the classic protocol) with real clients against the real `broker` binary:
-//! confluent-kafka members splitting a topic, joining late and taking over after a leave (range
-//! and cooperative-sticky), kafka-python and `kcat -G` resuming at committed offsets, the
+//! Consumer groups with real clients against the real `broker` binary: confluent-kafka members
+//! splitting a topic, joining late and taking over after a leave (classic range and
+//! cooperative-sticky; KIP-848's uniform and range), KIP-848's describe, static restart and
+//! regex subscription, kafka-python and `kcat -G` resuming at committed offsets, the
 //! AdminClient's group calls, and a static member (KIP-345) restarting without a rebalance.
 //!
 //! The harness is `real_clients`'s: each test starts its own broker on its own port and data
@@ -63,6 +64,42 @@ fn confluent_cooperative_sticky_late_joiner_then_takeover_after_leave() {
     let mut broker = broker(&dir);
     let args = ["--topic", "late-coop", "--group", "late-coop", "--strategy", "cooperative-sticky", "--n", "3000", "--b-joins-late"];
     group_script(&mut broker, "group_split.py", &args);
+}
+
+// ---------------------------------------------------------------------------------------------
+// confluent-kafka with `group.protocol=consumer` (KIP-848): the broker assigns, members
+// reconcile heartbeat by heartbeat. The broker tells members to heartbeat every 500 ms.
+
+fn kip848_broker(dir: &tempfile::TempDir) -> Broker {
+    Broker::start(dir.path(), &["--num-partitions", topic_partitions, "--group-consumer-heartbeat-interval-ms", "500"])
+}
+
+#[test]
+fn kip848_uniform_split_then_takeover_after_leave() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut broker = kip848_broker(&dir);
+    let args = ["--topic", "kip848-split", "--group", "kip848-split", "--protocol", "consumer", "--strategy", "uniform", "--n", "3000"];
+    group_script(&mut broker, "group_split.py", &args);
+}
+
+/// B joins where A owns every partition: A is told to revoke three, and B gets them only once
+/// A's heartbeat says it let them go, starting each at A's commit.
+#[test]
+fn kip848_range_late_joiner_then_takeover_after_leave() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut broker = kip848_broker(&dir);
+    let args = ["--topic", "kip848-late", "--group", "kip848-late", "--protocol", "consumer", "--strategy", "range", "--n", "3000", "--b-joins-late"];
+    group_script(&mut broker, "group_split.py", &args);
+}
+
+/// Describe and list, a static member's restart, a resume at the commits, a regex
+/// subscription taking in a topic created after it.
+#[test]
+fn kip848_describe_static_restart_resume_and_regex() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut broker = kip848_broker(&dir);
+    let args = ["--topic", "kip848-cp", "--group", "kip848-cp", "--assignor", "uniform"];
+    group_script(&mut broker, "consumer_protocol.py", &args);
 }
 
 #[test]

@@ -2,8 +2,9 @@
 """Two confluent-kafka consumers share a group, then one leaves and the other takes over.
 
 Produces N keyed records to a topic of P partitions (the broker's --num-partitions) and notes
-where each landed. Two consumers of one group (`--strategy`: range or cooperative-sticky)
-subscribe; both must get a non-empty share, and their assignments must split the P partitions
+where each landed. Two consumers of one group (`--strategy`: range or cooperative-sticky under
+the classic protocol; with `--protocol consumer`, KIP-848, the broker's uniform or range
+assignor) subscribe; both must get a non-empty share, and their assignments must split the P partitions
 with no overlap. With `--b-joins-late`, B subscribes only once A owns every partition and has
 read from each: on each partition B then gets, its first record must be at the offset A
 committed there when it gave the partition up. Each reads part of its share, committing synchronously with explicit offsets
@@ -55,7 +56,7 @@ def produce(bootstrap, topic, n):
 class Member:
     """One consumer of the group and what it saw: records, commits, assignments, first reads."""
 
-    def __init__(self, name, bootstrap, group, strategy, topic):
+    def __init__(self, name, bootstrap, group, strategy, topic, protocol):
         self.name, self.topic = name, topic
         self.reads = []  # (partition, offset, key, value)
         self.next = {}  # partition -> offset after the last record read
@@ -65,17 +66,20 @@ class Member:
         self.watching = False
         self.closed = False
         self.cap = {}  # partition -> next offset at which this member stops reading it (paused)
-        self.consumer = Consumer({
+        config = {
             "bootstrap.servers": bootstrap,
             "group.id": group,
             "client.id": f"group-split-{name}",
-            "partition.assignment.strategy": strategy,
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
-            "session.timeout.ms": 10000,
-            "heartbeat.interval.ms": 500,
             "max.partition.fetch.bytes": 2048,
-        })
+        }
+        if protocol == "consumer":
+            # KIP-848: the broker assigns, and its group.consumer.* settings time the group.
+            config.update({"group.protocol": "consumer", "group.remote.assignor": strategy})
+        else:
+            config.update({"partition.assignment.strategy": strategy, "session.timeout.ms": 10000, "heartbeat.interval.ms": 500})
+        self.consumer = Consumer(config)
         self.consumer.subscribe([topic], on_assign=self.on_assign, on_revoke=self.on_revoke)
 
     def on_assign(self, consumer, partitions):
@@ -144,7 +148,8 @@ def run():
     ap.add_argument("--bootstrap", required=True)
     ap.add_argument("--topic", required=True)
     ap.add_argument("--group", required=True)
-    ap.add_argument("--strategy", required=True, choices=["range", "roundrobin", "cooperative-sticky"])
+    ap.add_argument("--strategy", required=True, choices=["range", "roundrobin", "cooperative-sticky", "uniform"])
+    ap.add_argument("--protocol", default="classic", choices=["classic", "consumer"])
     ap.add_argument("--n", type=int, default=3000)
     ap.add_argument("--partitions", type=int, default=6, help="the topic must have this many partitions")
     ap.add_argument("--before-leave", type=int, default=150,
@@ -162,7 +167,7 @@ def run():
     expect(all(c > args.before_leave for c in per_partition.values()),
            f"{topic}: records per partition {per_partition}: each needs more than {args.before_leave}")
 
-    a, b = Member("A", args.bootstrap, args.group, args.strategy, topic), None
+    a, b = Member("A", args.bootstrap, args.group, args.strategy, topic, args.protocol), None
     # A never reads the last 50 records of a partition (the takeover check needs some left).
     a.cap = {p: c - 50 for p, c in per_partition.items()}
     describe = lambda: (f"A assigned {a.assignment()} read {len(a.reads)} events {a.events}"
@@ -173,7 +178,7 @@ def run():
         drive([a], deadline, lambda: (a.assignment() == partitions and len(a.reads) >= args.before_leave
                                       and set(a.next) >= set(partitions)), describe)
         a.commit()
-    b = Member("B", args.bootstrap, args.group, args.strategy, topic)
+    b = Member("B", args.bootstrap, args.group, args.strategy, topic, args.protocol)
     b.watch_first()
 
     # Phase 1: the group forms (or B joins it) and splits the partitions.

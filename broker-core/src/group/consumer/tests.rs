@@ -12,7 +12,9 @@ fn tp(a: &[i32]) -> TopicPartitions {
 }
 
 fn hb(member_id: &str, member_epoch: i32, owned: Option<&[i32]>) -> Heartbeat {
-    Heartbeat { member_id: member_id.into(), member_epoch, instance_id: None, topics: (member_epoch == 0).then(|| ["a".to_string()].into()), owned: owned.map(tp) }
+    let joining = member_epoch == 0;
+    let owned = owned.map(tp).or_else(|| joining.then(TopicPartitions::new));
+    Heartbeat { member_id: member_id.into(), member_epoch, topics: joining.then(|| ["a".to_string()].into()), rebalance_timeout_ms: joining.then_some(300_000), owned, ..Heartbeat::default() }
 }
 
 struct Script {
@@ -47,7 +49,7 @@ fn render(p: &TopicPartitions) -> String {
 
 #[test]
 fn a_group_through_joins_revocations_fencing_a_static_restart_and_a_timeout() {
-    let mut s = Script { group: ConsumerGroup::new("g", ServerAssignor::Uniform, 45_000), partitions: [("a".to_string(), 4)].into(), now: 0, text: String::new() };
+    let mut s = Script { group: ConsumerGroup::new("g", &[ServerAssignor::Uniform], 45_000), partitions: [("a".to_string(), 4)].into(), now: 0, text: String::new() };
     let m1 = s.beat("m1 joins", hb("", 0, None)).expect("joined").member_id;
     s.beat("m1 says it owns what it was given", hb(&m1, 1, Some(&[0, 1, 2, 3])));
     let m2 = s.beat("m2 joins", hb("", 0, None)).expect("joined").member_id;
@@ -75,4 +77,90 @@ fn a_group_through_joins_revocations_fencing_a_static_restart_and_a_timeout() {
     s.beat("m1 heartbeats after m2's session ended", hb(&m1, 3, Some(&[0])));
     s.beat("i1 heartbeats", hb(&back, 3, Some(&[1])));
     insta::assert_snapshot!(s.text);
+}
+
+fn join(g: &mut ConsumerGroup, id: &str, topics: &[&str], regex: Option<&str>, topics_now: &BTreeMap<String, i32>, now: u64) -> Answer {
+    let hb = Heartbeat {
+        member_id: id.into(),
+        topics: Some(topics.iter().map(|t| t.to_string()).collect()),
+        regex: regex.map(str::to_string),
+        rebalance_timeout_ms: Some(10_000),
+        owned: Some(TopicPartitions::new()),
+        ..Heartbeat::default()
+    };
+    hb.validate(1).expect("a valid join");
+    g.heartbeat(hb, topics_now, now).expect("joined")
+}
+
+#[test]
+fn a_regex_subscription_takes_in_topics_created_later_and_never_internal_ones() {
+    let mut topics: BTreeMap<String, i32> = [("orders-eu".to_string(), 2), ("payments".to_string(), 1), ("__consumer_offsets".to_string(), 50)].into();
+    let mut g = ConsumerGroup::new("g", &ServerAssignor::ALL, 45_000);
+    let a = join(&mut g, "m", &[], Some("orders-.*|__.*"), &topics, 0);
+    assert_eq!(a.assignment, Some([("orders-eu".to_string(), vec![0, 1])].into()));
+    let epoch = g.epoch;
+    topics.insert("orders-us".into(), 1);
+    let owned = Some([("orders-eu".to_string(), vec![0, 1])].into());
+    let a = g.heartbeat(Heartbeat { member_id: "m".into(), member_epoch: a.member_epoch, owned, ..Heartbeat::default() }, &topics, 1).expect("heartbeat");
+    assert_eq!(g.epoch, epoch + 1, "a matching topic created: a new epoch");
+    assert_eq!(a.assignment, Some([("orders-eu".to_string(), vec![0, 1]), ("orders-us".to_string(), vec![0])].into()));
+    // A topic nobody subscribes to changes nothing.
+    topics.insert("other".into(), 3);
+    g.heartbeat(Heartbeat { member_id: "m".into(), member_epoch: a.member_epoch, ..Heartbeat::default() }, &topics, 2).expect("heartbeat");
+    assert_eq!(g.epoch, epoch + 1);
+}
+
+#[test]
+fn a_member_that_keeps_what_it_must_revoke_past_its_rebalance_timeout_is_removed() {
+    let topics: BTreeMap<String, i32> = [("a".to_string(), 2)].into();
+    let mut g = ConsumerGroup::new("g", &ServerAssignor::ALL, 45_000);
+    let a = join(&mut g, "slow", &["a"], None, &topics, 0);
+    let owned = Some([("a".to_string(), vec![0, 1])].into());
+    g.heartbeat(Heartbeat { member_id: "slow".into(), member_epoch: a.member_epoch, owned: owned.clone(), ..Heartbeat::default() }, &topics, 100).expect("heartbeat");
+    join(&mut g, "new", &["a"], None, &topics, 1_000);
+    g.heartbeat(Heartbeat { member_id: "slow".into(), member_epoch: a.member_epoch, owned: owned.clone(), ..Heartbeat::default() }, &topics, 2_000).expect("told to revoke");
+    assert_eq!(g.members["slow"].revoke_by, Some(12_000), "its rebalance timeout runs from when it was told");
+    g.heartbeat(Heartbeat { member_id: "slow".into(), member_epoch: a.member_epoch, owned, ..Heartbeat::default() }, &topics, 11_999).expect("still within it");
+    assert_eq!(g.next_deadline(), Some(12_000));
+    g.expire(12_000);
+    assert!(!g.members.contains_key("slow"));
+    assert_eq!(g.target["new"], [("a".to_string(), vec![0, 1])].into());
+}
+
+#[test]
+fn the_assignor_most_members_ask_for_is_used() {
+    let topics: BTreeMap<String, i32> = [("a".to_string(), 4)].into();
+    let mut g = ConsumerGroup::new("g", &ServerAssignor::ALL, 45_000);
+    join(&mut g, "m1", &["a"], None, &topics, 0);
+    assert_eq!(g.assignor, ServerAssignor::Uniform, "none asked: the first configured");
+    let hb = |id: &str| Heartbeat { member_id: id.into(), topics: Some(["a".to_string()].into()), assignor: Some("range".into()), rebalance_timeout_ms: Some(1), owned: Some(TopicPartitions::new()), ..Heartbeat::default() };
+    g.heartbeat(hb("m2"), &topics, 1).expect("joined");
+    assert_eq!(g.assignor, ServerAssignor::Range);
+}
+
+#[test]
+fn heartbeats_are_refused_as_kafka_refuses_them() {
+    let ok = Heartbeat { member_id: "m".into(), topics: Some(BTreeSet::new()), rebalance_timeout_ms: Some(1), owned: Some(TopicPartitions::new()), ..Heartbeat::default() };
+    assert_eq!(ok.validate(1), Ok(()));
+    let code = |hb: Heartbeat, v| hb.validate(v).err().map(|(c, _)| c);
+    assert_eq!(code(Heartbeat { member_id: String::new(), ..ok.clone() }, 1), Some(Code::InvalidRequest), "v1: the client names itself");
+    assert_eq!(code(Heartbeat { member_id: String::new(), ..ok.clone() }, 0), None);
+    assert_eq!(code(Heartbeat { rebalance_timeout_ms: None, ..ok.clone() }, 1), Some(Code::InvalidRequest));
+    assert_eq!(code(Heartbeat { owned: Some([("a".to_string(), vec![0])].into()), ..ok.clone() }, 1), Some(Code::InvalidRequest));
+    assert_eq!(code(Heartbeat { topics: None, ..ok.clone() }, 1), Some(Code::InvalidRequest));
+    assert_eq!(code(Heartbeat { assignor: Some("sticky".into()), ..ok.clone() }, 1), Some(Code::UnsupportedAssignor));
+    assert_eq!(code(Heartbeat { regex: Some("(".into()), ..ok.clone() }, 1), Some(Code::InvalidRegularExpression));
+    assert_eq!(code(Heartbeat { member_epoch: -2, ..ok.clone() }, 1), Some(Code::InvalidRequest), "only a static member leaves for a while");
+}
+
+#[test]
+fn commits_are_checked_against_member_epochs() {
+    let topics: BTreeMap<String, i32> = [("a".to_string(), 1)].into();
+    let mut g = ConsumerGroup::new("g", &ServerAssignor::ALL, 45_000);
+    assert_eq!(g.check_member("", -1), Ok(()), "an empty group takes a commit from outside");
+    let a = join(&mut g, "m", &["a"], None, &topics, 0);
+    assert_eq!(g.check_member("", -1), Err(Code::UnknownMemberId));
+    assert_eq!(g.check_member("m", a.member_epoch), Ok(()));
+    assert_eq!(g.check_member("m", a.member_epoch - 1), Err(Code::StaleMemberEpoch));
+    assert_eq!(g.check_member("x", a.member_epoch), Err(Code::UnknownMemberId));
 }

@@ -1,0 +1,147 @@
+//! KIP-848's APIs: ConsumerGroupHeartbeat and ConsumerGroupDescribe. Field-by-field
+//! translation between the wire (topics by id) and the coordinator (topics by name, every
+//! decision `group::consumer`'s); a topic id this node does not know is left out of what a
+//! member says it owns, as a deleted topic is.
+
+use super::group_handlers::{group_operations, with_groups};
+use super::group_reply::code;
+use super::Node;
+use crate::broker::Action;
+use crate::client::assignor::TopicPartitions;
+use crate::group::consumer::{ConsumerGroup, Heartbeat};
+use crate::kafka::Code;
+use crate::protocol::{s, topic_name, uuid};
+use kafka_protocol::messages::consumer_group_describe_request::ConsumerGroupDescribeRequest;
+use kafka_protocol::messages::consumer_group_describe_response::{self as describe, ConsumerGroupDescribeResponse, DescribedGroup};
+use kafka_protocol::messages::consumer_group_heartbeat_request::ConsumerGroupHeartbeatRequest;
+use kafka_protocol::messages::consumer_group_heartbeat_response::{self as heartbeat, ConsumerGroupHeartbeatResponse};
+use std::collections::BTreeMap;
+
+/// The topics of the image: partition counts by name, and names by id.
+struct Topics {
+    partitions: BTreeMap<String, i32>,
+    ids: BTreeMap<String, uuid::Uuid>,
+}
+
+impl Topics {
+    fn of(node: &Node) -> Topics {
+        let b = node.broker();
+        let topics = &b.image().topics;
+        Topics { partitions: topics.iter().map(|(n, t)| (n.clone(), t.partitions.len() as i32)).collect(), ids: topics.iter().map(|(n, t)| (n.clone(), uuid(t.id))).collect() }
+    }
+
+    fn name_of(&self, id: uuid::Uuid) -> Option<&String> {
+        self.ids.iter().find(|(_, x)| **x == id).map(|(n, _)| n)
+    }
+
+    /// Partitions by topic id, for the wire.
+    fn by_id<'a>(&'a self, tps: &'a TopicPartitions) -> impl Iterator<Item = (&'a String, uuid::Uuid, Vec<i32>)> + 'a {
+        tps.iter().filter_map(|(t, ps)| Some((t, *self.ids.get(t)?, ps.clone())))
+    }
+}
+
+/// ConsumerGroupHeartbeat (v0: the coordinator names a joining member; v1, KIP-1082: the
+/// member names itself).
+pub fn consumer_group_heartbeat(node: &Node, version: i16, (client_id, peer): (&str, Option<std::net::IpAddr>), req: ConsumerGroupHeartbeatRequest, now: u64, out: &mut Vec<Action>) -> ConsumerGroupHeartbeatResponse {
+    let topics = Topics::of(node);
+    let owned = req.topic_partitions.as_ref().map(|tps| {
+        let mut owned = TopicPartitions::new();
+        for t in tps {
+            if let Some(name) = topics.name_of(t.topic_id) {
+                let ps = owned.entry(name.clone()).or_default();
+                ps.extend(&t.partitions);
+                ps.sort_unstable();
+                ps.dedup();
+            }
+        }
+        owned
+    });
+    let hb = Heartbeat {
+        member_id: req.member_id.to_string(),
+        member_epoch: req.member_epoch,
+        instance_id: req.instance_id.as_ref().map(|x| x.to_string()),
+        rack: req.rack_id.as_ref().map(|x| x.to_string()),
+        client_id: client_id.to_string(),
+        client_host: peer.map_or(String::new(), |ip| format!("/{ip}")),
+        rebalance_timeout_ms: (req.rebalance_timeout_ms >= 0).then_some(req.rebalance_timeout_ms as u64),
+        topics: req.subscribed_topic_names.as_ref().map(|ts| ts.iter().map(|t| t.0.to_string()).collect()),
+        regex: req.subscribed_topic_regex.as_ref().map(|x| x.to_string()),
+        assignor: req.server_assignor.as_ref().map(|x| x.to_string()),
+        owned,
+    };
+    let mut r = ConsumerGroupHeartbeatResponse::default();
+    if let Err((e, why)) = hb.validate(version) {
+        (r.error_code, r.error_message) = (code(e), Some(s(why)));
+        return r;
+    }
+    let group = req.group_id.0.to_string();
+    let (result, interval) = with_groups(node, now, out, |_, c, _| (c.consumer_heartbeat(&group, hb, &topics.partitions, now), c.config().consumer_heartbeat_interval_ms));
+    match result {
+        Err(e) => r.error_code = code(e),
+        Ok(a) => {
+            r.member_id = Some(s(&a.member_id));
+            r.member_epoch = a.member_epoch;
+            r.heartbeat_interval_ms = i32::try_from(interval).unwrap_or(i32::MAX);
+            r.assignment = a.assignment.map(|tps| {
+                let each = topics.by_id(&tps).map(|(_, id, ps)| heartbeat::TopicPartitions::default().with_topic_id(id).with_partitions(ps));
+                heartbeat::Assignment::default().with_topic_partitions(each.collect())
+            });
+        }
+    }
+    r
+}
+
+/// ConsumerGroupDescribe: each group's epochs, assignor and members, each member's current
+/// and target assignment. A group that is not a consumer group here is GROUP_ID_NOT_FOUND.
+pub fn consumer_group_describe(node: &Node, req: ConsumerGroupDescribeRequest, now: u64, out: &mut Vec<Action>) -> ConsumerGroupDescribeResponse {
+    let topics = Topics::of(node);
+    let mut r = ConsumerGroupDescribeResponse::default();
+    with_groups(node, now, out, |_, c, _| {
+        for id in &req.group_ids {
+            let mut d = DescribedGroup::default();
+            d.group_id = id.clone();
+            d.authorized_operations = if req.include_authorized_operations { group_operations } else { i32::MIN };
+            match c.consumer_group(id.0.as_str()) {
+                Err(e) => d.error_code = code(e),
+                Ok(None) => {
+                    d.error_code = code(Code::GroupIdNotFound);
+                    d.error_message = Some(s(&format!("Group {} not found.", id.0.as_str())));
+                }
+                Ok(Some(g)) => describe_group(&mut d, g, &topics),
+            }
+            r.groups.push(d);
+        }
+    });
+    r
+}
+
+fn describe_group(d: &mut DescribedGroup, g: &ConsumerGroup, topics: &Topics) {
+    let assignment = |tps: &TopicPartitions| {
+        let each = topics.by_id(tps).map(|(name, id, ps)| describe::TopicPartitions::default().with_topic_id(id).with_topic_name(topic_name(name)).with_partitions(ps));
+        describe::Assignment::default().with_topic_partitions(each.collect())
+    };
+    d.group_state = s(g.state().name());
+    d.group_epoch = g.epoch;
+    d.assignment_epoch = g.target_epoch;
+    d.assignor_name = s(g.assignor.name());
+    d.members = g
+        .members
+        .iter()
+        .map(|(id, m)| {
+            let mut dm = describe::Member::default();
+            dm.member_id = s(id);
+            dm.instance_id = m.instance_id.as_deref().map(s);
+            dm.rack_id = m.rack.as_deref().map(s);
+            dm.member_epoch = m.assignment.epoch;
+            dm.client_id = s(&m.client_id);
+            dm.client_host = s(&m.client_host);
+            dm.subscribed_topic_names = m.topics.iter().map(|t| topic_name(t)).collect();
+            dm.subscribed_topic_regex = m.regex.as_deref().map(s);
+            dm.assignment = assignment(&m.assignment.assigned);
+            dm.target_assignment = assignment(&g.target.get(id).cloned().unwrap_or_default());
+            // KIP-1099's member type: 1, a consumer-protocol member.
+            dm.member_type = 1;
+            dm
+        })
+        .collect();
+}
