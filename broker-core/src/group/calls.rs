@@ -93,6 +93,18 @@ pub enum Answer {
     Sync(Result<Bytes, Code>),
     /// A write (commit, deletion) is replicated, or why not.
     Written(Result<(), Code>),
+    /// A KIP-848 heartbeat, once what it changed is replicated.
+    Consumer(Result<HeartbeatAnswer, Code>),
+}
+
+/// A ConsumerGroupHeartbeat's answer, topics by id as the wire has them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeartbeatAnswer {
+    pub member_id: String,
+    pub member_epoch: i32,
+    /// Its partitions when they changed (None: as before).
+    pub assignment: Option<super::consumer_records::TopicIdPartitions>,
+    pub heartbeat_interval_ms: u64,
 }
 
 /// Why the group must be written to the offsets topic.

@@ -165,17 +165,20 @@ pub struct ConsumerGroup {
     pub members: BTreeMap<String, Member>,
     pub target: GroupAssignment,
     /// Partition counts of the subscribed topics, as the target was computed over them.
-    partitions: BTreeMap<String, i32>,
+    pub(super) partitions: BTreeMap<String, i32>,
+    /// Loaded from the offsets topic: the hash of the partition counts the stored epoch was
+    /// computed over, checked at the first heartbeat (`consumer_stored`).
+    pub(super) loaded_hash: Option<i64>,
     /// `group.consumer.assignors`: the first is the default.
     assignors: Vec<ServerAssignor>,
-    session_timeout_ms: u64,
+    pub(super) session_timeout_ms: u64,
     ids_given: u64,
 }
 
 impl ConsumerGroup {
     pub fn new(id: &str, assignors: &[ServerAssignor], session_timeout_ms: u64) -> ConsumerGroup {
         let assignors = if assignors.is_empty() { ServerAssignor::ALL.to_vec() } else { assignors.to_vec() };
-        ConsumerGroup { id: id.to_string(), epoch: 0, target_epoch: 0, assignor: assignors[0], members: BTreeMap::new(), target: GroupAssignment::new(), partitions: BTreeMap::new(), assignors, session_timeout_ms, ids_given: 0 }
+        ConsumerGroup { id: id.to_string(), epoch: 0, target_epoch: 0, assignor: assignors[0], members: BTreeMap::new(), target: GroupAssignment::new(), partitions: BTreeMap::new(), loaded_hash: None, assignors, session_timeout_ms, ids_given: 0 }
     }
 
     pub fn state(&self) -> GroupState {
@@ -294,6 +297,10 @@ impl ConsumerGroup {
         }
         let partitions: BTreeMap<String, i32> = self.members.values().flat_map(|m| &m.subscribed).filter_map(|t| Some((t.clone(), *topics.get(t)?))).collect();
         changed |= partitions != self.partitions;
+        // Just loaded: the subscriptions resolve again; only different partitions move the epoch.
+        if let Some(hash) = self.loaded_hash.take() {
+            changed = super::consumer_stored::metadata_hash(&partitions) != hash;
+        }
         self.partitions = partitions;
         changed
     }

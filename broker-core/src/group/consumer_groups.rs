@@ -3,35 +3,107 @@
 //! consumer group's committed offsets live in the classic map's Empty entry, so OffsetFetch,
 //! DeleteGroups and expiry treat both alike). A group id is one kind at a time: a
 //! ConsumerGroupHeartbeat for a classic group with members is GROUP_ID_NOT_FOUND, a JoinGroup
-//! for a consumer group with members INCONSISTENT_GROUP_PROTOCOL. Calls on [`Coordinator`]
-//! with an explicit `now`; no IO.
+//! for a consumer group with members INCONSISTENT_GROUP_PROTOCOL (an empty one is dropped, as
+//! Kafka converts it). Calls on [`Coordinator`] with an explicit `now`; no IO.
 //!
-//! Not built yet (issue 29): the groups' records in `__consumer_offsets` (a coordinator that
-//! takes over starts them empty: members rejoin, fenced), classic members inside a consumer
-//! group (KIP-848's online migration).
+//! Every change of a group is written to `__consumer_offsets` (`consumer_stored`) and the
+//! heartbeat that made it is answered only once that write is replicated, so a member is never
+//! told of a partition a coordinator taking over would not know it holds.
+//!
+//! Not built yet (issue 29): classic members inside a consumer group (KIP-848's online
+//! migration).
 
-use super::consumer::{Answer, ConsumerGroup, Heartbeat};
-use super::{Coordinator, State};
+use super::consumer::{ConsumerGroup, Heartbeat};
+use super::consumer_records::{self, ConsumerKey};
+use super::consumer_stored::{changes, Record, View};
+use super::records::{self, Key, RecordError};
+use super::writes::Effect;
+use super::{Answer, Coordinator, HeartbeatAnswer, Pending, State, Work};
 use crate::kafka::Code;
 use std::collections::BTreeMap;
 
 impl Coordinator {
-    /// ConsumerGroupHeartbeat, its fields already [`Heartbeat::validate`]d. `topics` are the
-    /// partition counts of every topic that exists.
-    pub fn consumer_heartbeat(&mut self, group: &str, hb: Heartbeat, topics: &BTreeMap<String, i32>, now: u64) -> Result<Answer, Code> {
+    /// The cluster's topics as of `image` (rebuilt when its offset moved): what consumer groups
+    /// subscribe to, and the ids their records and answers name topics by.
+    pub fn set_topics(&mut self, image: &crate::metadata::image::Image) {
+        if image.offset != self.topics_at {
+            self.topics = image.topics.iter().map(|(n, t)| (n.clone(), (t.id, t.partitions.len() as i32))).collect();
+            self.topics_at = image.offset;
+        }
+    }
+
+    fn topic_id(&self, name: &str) -> Option<[u8; 16]> {
+        self.topics.get(name).map(|(id, _)| *id)
+    }
+
+    /// ConsumerGroupHeartbeat, its fields already [`Heartbeat::validate`]d: answered once what
+    /// it changed is replicated.
+    pub fn consumer_heartbeat(&mut self, group: &str, hb: Heartbeat, now: u64, work: &mut Work) -> Pending<Answer> {
+        let refused = |code| Pending::Now(Answer::Consumer(Err(code)));
         if group.is_empty() {
-            return Err(Code::InvalidRequest);
+            return refused(Code::InvalidRequest);
         }
-        self.owner(group)?;
+        if let Err(code) = self.owner(group) {
+            return refused(code);
+        }
         if self.groups.get(group).is_some_and(|g| !matches!(g.state, State::Empty | State::Dead)) {
-            return Err(Code::GroupIdNotFound);
+            return refused(Code::GroupIdNotFound);
         }
-        let config = &self.config;
+        let (config, partitions) = (&self.config, self.topics.iter().map(|(n, (_, count))| (n.clone(), *count)).collect::<BTreeMap<_, _>>());
         let g = self.consumer_groups.entry(group.to_string()).or_insert_with(|| ConsumerGroup::new(group, &config.consumer_assignors, config.consumer_session_timeout_ms));
         if hb.member_epoch == 0 && !g.members.contains_key(&hb.member_id) && g.members.values().filter(|m| !m.away).count() >= config.max_size {
-            return Err(Code::GroupMaxSizeReached);
+            return refused(Code::GroupMaxSizeReached);
         }
-        g.heartbeat(hb, topics, now)
+        let before = if self.consumer_unsynced.remove(group) { View::default() } else { g.view() };
+        let result = g.heartbeat(hb, &partitions, now);
+        let after = g.view();
+        let interval = self.config.consumer_heartbeat_interval_ms;
+        let answer = Answer::Consumer(result.map(|a| HeartbeatAnswer {
+            member_id: a.member_id,
+            member_epoch: a.member_epoch,
+            assignment: a.assignment.map(|tps| tps.into_iter().filter_map(|(t, ps)| Some((self.topic_id(&t)?, ps))).collect()),
+            heartbeat_interval_ms: interval,
+        }));
+        // The group's offsets (and its place in ListGroups' expiry) are the classic entry's.
+        self.group_mut(group, now);
+        let records = changes(&before, &after, &|t| self.topic_id(t));
+        if records.is_empty() {
+            return Pending::Now(answer);
+        }
+        let ticket = self.ticket();
+        self.write(group, self.encode(group, records), Effect::Consumer { group: group.to_string(), ticket, answer }, now, work);
+        Pending::Wait(ticket)
+    }
+
+    fn encode(&self, group: &str, records: Vec<Record>) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
+        records.into_iter().map(|(key, v)| (records::encode_key(&Key::Consumer { group: group.to_string(), key }), v.as_ref().map(consumer_records::encode_value))).collect()
+    }
+
+    /// The tombstones of every record of `group` as a consumer group (none if it is not one).
+    pub(super) fn consumer_tombstones(&self, group: &str) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
+        self.consumer_groups.get(group).map_or(Vec::new(), |g| self.encode(group, g.tombstones()))
+    }
+
+    /// A JoinGroup for an empty consumer group: it goes, and its records with it.
+    pub(super) fn drop_consumer_group(&mut self, group: &str, now: u64, work: &mut Work) {
+        let tombstones = self.consumer_tombstones(group);
+        if self.consumer_groups.remove(group).is_some() {
+            self.write(group, tombstones, Effect::Background, now, work);
+        }
+    }
+
+    /// A consumer-group record read back while loading (`value` None: a tombstone).
+    pub(super) fn restore_consumer(&mut self, group: &str, key: ConsumerKey, value: Option<&[u8]>, now: u64) -> Result<(), RecordError> {
+        let value = value.map(|v| consumer_records::decode_value(&key, v)).transpose()?.flatten();
+        if key == ConsumerKey::Epoch && value.is_none() {
+            self.consumer_groups.remove(group);
+            return Ok(());
+        }
+        let names: BTreeMap<[u8; 16], String> = self.topics.iter().map(|(n, (id, _))| (*id, n.clone())).collect();
+        let config = &self.config;
+        let g = self.consumer_groups.entry(group.to_string()).or_insert_with(|| ConsumerGroup::new(group, &config.consumer_assignors, config.consumer_session_timeout_ms));
+        g.restore(key, value, &|id| names.get(&id).cloned(), now);
+        Ok(())
     }
 
     /// A consumer group for ConsumerGroupDescribe (None: no such group here).
@@ -57,13 +129,17 @@ impl Coordinator {
         self.consumer_groups.get(group).map(|g| g.check_member(member, epoch))
     }
 
-    /// Sessions and rebalance timeouts run out; a group left with no members goes (its
-    /// offsets stay with the classic entry).
-    pub(super) fn tick_consumer_groups(&mut self, now: u64) {
-        for g in self.consumer_groups.values_mut() {
+    /// Sessions and rebalance timeouts run out; what that changes is written. An empty group
+    /// stays (with its epoch) until its offsets expire or it is deleted, as in Kafka.
+    pub(super) fn tick_consumer_groups(&mut self, now: u64, work: &mut Work) {
+        let due: Vec<String> = self.consumer_groups().filter(|g| g.next_deadline().is_some_and(|t| t <= now)).map(|g| g.id.clone()).collect();
+        for id in due {
+            let Some(g) = self.consumer_groups.get_mut(&id) else { continue };
+            let before = g.view();
             g.expire(now);
+            let records = changes(&before, &g.view(), &|t| self.topics.get(t).map(|(x, _)| *x));
+            self.write(&id, self.encode(&id, records), Effect::Background, now, work);
         }
-        self.consumer_groups.retain(|_, g| !g.members.is_empty());
     }
 
     /// The next time a consumer group's member times out.
@@ -75,5 +151,9 @@ impl Coordinator {
     pub(super) fn resign_consumer_groups(&mut self, p: i32) {
         let partitions = self.hosting.partitions();
         self.consumer_groups.retain(|g, _| super::partition_for(g, partitions) != p);
+        self.consumer_unsynced.retain(|g| super::partition_for(g, partitions) != p);
     }
 }
+
+#[cfg(test)]
+mod tests;

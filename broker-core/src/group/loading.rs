@@ -89,6 +89,11 @@ impl Coordinator {
                     Err(_) => skipped += 1,
                 },
                 (Key::Group { .. }, None) => drop(self.groups.remove(&group)),
+                (Key::Consumer { key, .. }, v) => {
+                    if self.restore_consumer(&group, key, v.as_deref(), now).is_err() {
+                        skipped += 1;
+                    }
+                }
             }
         }
         if skipped > 0 {

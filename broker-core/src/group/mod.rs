@@ -18,6 +18,8 @@
 pub mod assignors;
 pub mod consumer;
 mod consumer_groups;
+pub mod consumer_records;
+pub mod consumer_stored;
 pub mod reconcile;
 mod calls;
 mod config;
@@ -28,17 +30,17 @@ pub mod rules;
 pub mod state;
 mod stored;
 mod txn_offsets;
+mod writes;
 
 pub use config::{offsets_topic, offsets_topic_spec, partition_for, GroupConfig};
-pub use state::{Answer, Group, JoinAnswer, JoinRequest, Member, Reply, State, Ticket};
+pub use state::{Answer, Group, HeartbeatAnswer, JoinAnswer, JoinRequest, Member, Reply, State, Ticket};
 
-use calls::write_error;
 use hosting::Hosting;
 use crate::kafka::Code;
-use crate::log::batch;
 use crate::planted::Planted;
 use records::{offset_records, Key, OffsetValue};
 use state::{Out, Store};
+use writes::{Effect, Write};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Where the shell appended a coordinator's write: its last offset, the leader epoch it was
@@ -99,34 +101,6 @@ type TxnOffsets = BTreeMap<String, BTreeMap<i64, Offsets>>;
 /// Offsets by partition.
 type Offsets = BTreeMap<(String, i32), OffsetValue>;
 
-/// A write appended (or being appended) and what it does once replicated.
-#[derive(Debug)]
-struct Write {
-    partition: i32,
-    /// Where it was appended.
-    appended: Option<Appended>,
-    effect: Effect,
-}
-
-#[derive(Debug)]
-enum Effect {
-    /// The leader's assignment for a generation.
-    Assignment { group: String, generation: i32 },
-    /// Nothing waits on it.
-    Background,
-    /// Offsets take effect and the committer is answered.
-    Commit { group: String, offsets: Vec<((String, i32), OffsetValue)>, ticket: Ticket },
-    /// The group (or some of its offsets) is gone, and the caller is answered.
-    Delete { group: String, offsets: Option<Vec<(String, i32)>>, ticket: Ticket },
-    /// Offsets committed inside `producer_id`'s transaction are written (pending until its
-    /// marker), and the committer is answered.
-    TxnCommit { group: String, producer_id: i64, offsets: Vec<(String, i32)>, ticket: Ticket },
-    /// `producer_id`'s transaction marker is in the log: once replicated, a commit makes the
-    /// offsets it ended take effect (an abort drops them); a failed one gives them back to
-    /// the pending ones (the coordinator sends the marker again).
-    TxnEnd { producer_id: i64, commit: bool, ended: Vec<(String, Offsets)> },
-}
-
 pub struct Coordinator {
     config: GroupConfig,
     /// The offsets topic's partitions, and those led here.
@@ -134,6 +108,11 @@ pub struct Coordinator {
     groups: BTreeMap<String, Group>,
     /// KIP-848 groups (their offsets are in `groups`).
     consumer_groups: BTreeMap<String, consumer::ConsumerGroup>,
+    /// Consumer groups whose last write failed: their next one writes them whole.
+    consumer_unsynced: BTreeSet<String>,
+    /// The cluster's topics (id, partition count) as of metadata offset `topics_at`.
+    topics: BTreeMap<String, ([u8; 16], i32)>,
+    topics_at: i64,
     /// Offsets committed inside open transactions: not offsets yet.
     txn_offsets: TxnOffsets,
     /// Tickets handed out and not yet answered or given up.
@@ -158,6 +137,9 @@ impl Coordinator {
             hosting: Hosting::default(),
             groups: BTreeMap::new(),
             consumer_groups: BTreeMap::new(),
+            consumer_unsynced: BTreeSet::new(),
+            topics: BTreeMap::new(),
+            topics_at: -1,
             txn_offsets: BTreeMap::new(),
             open: BTreeSet::new(),
             next_ticket: 1,
@@ -222,128 +204,6 @@ impl Coordinator {
         self.write(group, vec![(key, Some(value))], effect, now, work);
     }
 
-    fn write(&mut self, group: &str, kvs: Vec<(Vec<u8>, Option<Vec<u8>>)>, effect: Effect, now: u64, work: &mut Work) {
-        self.write_as(group, kvs, None, effect, now, work)
-    }
-
-    /// [`Coordinator::write`], as a transactional batch of `producer` (id, epoch) when given.
-    fn write_as(&mut self, group: &str, kvs: Vec<(Vec<u8>, Option<Vec<u8>>)>, producer: Option<(i64, i16)>, effect: Effect, now: u64, work: &mut Work) {
-        let partition = self.hosting.partition_of(group);
-        let id = self.next_write;
-        self.next_write += 1;
-        let records: Vec<batch::KeyValue> = kvs.iter().map(|(k, v)| (Some(k.as_slice()), v.as_deref())).collect();
-        let mut bytes = batch::build_keyed(&records, now as i64);
-        if let Some((producer_id, epoch)) = producer {
-            // No sequence: the broker checks a coordinator's batch for its epoch alone.
-            batch::set_producer(&mut bytes, producer_id, epoch, -1);
-            batch::set_transactional(&mut bytes);
-        }
-        work.appends.push(Append { write: id, partition, batch: bytes });
-        self.writes.insert(id, Write { partition, appended: None, effect });
-    }
-
-    /// The shell appended `write` (where: [`Appended`]), or could not.
-    pub fn appended(&mut self, write: u64, result: Result<Appended, Code>, now: u64, work: &mut Work) {
-        match result {
-            Ok(at) => {
-                if let Some(w) = self.writes.get_mut(&write) {
-                    w.appended = Some(at);
-                }
-            }
-            Err(code) => self.finish(write, Err(write_error(code)), now, work),
-        }
-    }
-
-    /// Writes whose fate is known by now: `replicated(partition, appended)` says whether the
-    /// offsets topic's high watermark passed it, or why it never will.
-    pub fn settle(&mut self, replicated: impl Fn(i32, Appended) -> Result<bool, Code>, now: u64, work: &mut Work) {
-        let done: Vec<(u64, Result<(), Code>)> = self
-            .writes
-            .iter()
-            .filter_map(|(id, w)| {
-                match replicated(w.partition, w.appended?) {
-                    Ok(true) => Some((*id, Ok(()))),
-                    Ok(false) => None,
-                    Err(code) => Some((*id, Err(write_error(code)))),
-                }
-            })
-            .collect();
-        for (id, result) in done {
-            self.finish(id, result, now, work);
-        }
-    }
-
-    /// Whether writes are waiting for replication (the shell settles them when marks move).
-    pub fn has_writes(&self) -> bool {
-        !self.writes.is_empty()
-    }
-
-    fn finish(&mut self, write: u64, result: Result<(), Code>, now: u64, work: &mut Work) {
-        let Some(w) = self.writes.remove(&write) else { return };
-        let mut out = Out::default();
-        let group = match w.effect {
-            Effect::Background => return,
-            Effect::Assignment { group, generation } => {
-                if let Some(g) = self.groups.get_mut(&group) {
-                    g.stored(generation, result, now, &mut out);
-                }
-                group
-            }
-            Effect::Commit { group, offsets, ticket } => {
-                if result.is_ok() {
-                    let g = self.groups.entry(group.clone()).or_insert_with(|| Group::new(&group, now, String::new()));
-                    g.offsets.extend(offsets);
-                }
-                out.answers.push((ticket, Answer::Written(result)));
-                group
-            }
-            Effect::TxnCommit { group, producer_id, offsets, ticket } => {
-                if result.is_err() {
-                    // Not written: these offsets were never part of the transaction.
-                    if let Some(pending) = self.txn_offsets.get_mut(&group).and_then(|g| g.get_mut(&producer_id)) {
-                        offsets.iter().for_each(|tp| drop(pending.remove(tp)));
-                    }
-                    self.drop_empty_txn_offsets(&group);
-                }
-                out.answers.push((ticket, Answer::Written(result)));
-                group
-            }
-            Effect::TxnEnd { producer_id, commit, ended } => {
-                let takes_effect = rules::of(self.planted).txn_offsets_take_effect(commit);
-                for (group, offsets) in ended {
-                    match (result.is_ok(), takes_effect) {
-                        (true, true) => self.groups.entry(group.clone()).or_insert_with(|| Group::new(&group, now, String::new())).offsets.extend(offsets),
-                        (true, false) => {}
-                        (false, _) => {
-                            // Pending again, under anything committed since: the marker comes again.
-                            let pending = self.txn_offsets.entry(group).or_default().entry(producer_id).or_default();
-                            for (tp, v) in offsets {
-                                pending.entry(tp).or_insert(v);
-                            }
-                        }
-                    }
-                }
-                return;
-            }
-            Effect::Delete { group, offsets, ticket } => {
-                match (result.is_ok(), offsets) {
-                    (true, Some(parts)) => {
-                        if let Some(g) = self.groups.get_mut(&group) {
-                            parts.iter().for_each(|tp| drop(g.offsets.remove(tp)));
-                        }
-                    }
-                    (true, None) => drop(self.groups.remove(&group)),
-                    // Not deleted after all: the group is back, as Empty as it was.
-                    (false, None) => self.groups.get_mut(&group).into_iter().for_each(|g| g.revive(now)),
-                    (false, Some(_)) => {}
-                }
-                out.answers.push((ticket, Answer::Written(result)));
-                group
-            }
-        };
-        self.deliver(&group, out, now, work);
-    }
-
     fn id_prefix(&self, group: &str) -> String {
         let p = self.hosting.partition_of(group);
         format!("{p}.{}", self.hosting.get(p).map_or(-1, |o| o.leader_epoch))
@@ -362,6 +222,7 @@ impl Coordinator {
         if let Err(code) = self.owner(group).and_then(|_| if self.consumer_members(group) { Err(Code::InconsistentGroupProtocol) } else { Ok(0) }) {
             return Pending::Now(JoinAnswer::error(code, &req.member_id));
         }
+        self.drop_consumer_group(group, now, work);
         let c = &self.config;
         if req.session_timeout_ms < c.min_session_timeout_ms || req.session_timeout_ms > c.max_session_timeout_ms {
             return Pending::Now(JoinAnswer::error(Code::InvalidSessionTimeout, &req.member_id));
@@ -500,6 +361,7 @@ impl Coordinator {
         }
         let mut kvs: Vec<(Vec<u8>, Option<Vec<u8>>)> = g.offsets.keys().map(|(t, p)| (records::encode_key(&Key::Offset { group: group.to_string(), topic: t.clone(), partition: *p }), None)).collect();
         kvs.push((records::encode_key(&Key::Group { group: group.to_string() }), None));
+        kvs.extend(self.consumer_tombstones(group));
         // Dead at once, as in Kafka: nothing joins or commits into a group being deleted.
         if let Some(g) = self.groups.get_mut(group) {
             g.kill(now);
@@ -548,7 +410,7 @@ impl Coordinator {
             }
             self.deliver(id, out, now, work);
         }
-        self.tick_consumer_groups(now);
+        self.tick_consumer_groups(now, work);
         if now >= self.next_expiry_check {
             self.next_expiry_check = now + crate::constants::offsets_retention_check_ms;
             for id in ids {
@@ -579,6 +441,8 @@ impl Coordinator {
             g.kill(now);
             self.groups.remove(id);
             kvs.push((records::encode_key(&Key::Group { group: id.to_string() }), None));
+            kvs.extend(self.consumer_tombstones(id));
+            self.consumer_groups.remove(id);
         }
         if !kvs.is_empty() {
             self.write(id, kvs, Effect::Background, now, work);

@@ -25,12 +25,14 @@ pub enum Key {
     Offset { group: String, topic: String, partition: i32 },
     /// A group's membership and assignment.
     Group { group: String },
+    /// A KIP-848 consumer group's record (`consumer_records`).
+    Consumer { group: String, key: super::consumer_records::ConsumerKey },
 }
 
 impl Key {
     pub fn group(&self) -> &str {
         match self {
-            Key::Offset { group, .. } | Key::Group { group } => group,
+            Key::Offset { group, .. } | Key::Group { group } | Key::Consumer { group, .. } => group,
         }
     }
 }
@@ -101,6 +103,7 @@ pub fn encode_key(key: &Key) -> Vec<u8> {
             w.extend_from_slice(&group_key_version.to_be_bytes());
             put_str(&mut w, Some(group));
         }
+        Key::Consumer { group, key } => super::consumer_records::encode_key(&mut w, group, key),
     }
     w
 }
@@ -146,6 +149,8 @@ pub fn decode_key(b: &[u8]) -> Result<Key, RecordError> {
         Key::Offset { group, topic, partition: r.i32("partition")? }
     } else if version == group_key_version {
         Key::Group { group: r.string("group id")? }
+    } else if let Some((group, key)) = super::consumer_records::decode_key(&mut r, version)? {
+        Key::Consumer { group, key }
     } else {
         return Err(RecordError::Version { what: "key", version });
     };
@@ -204,7 +209,7 @@ pub fn decode_group(b: &[u8]) -> Result<GroupValue, RecordError> {
     Ok(v)
 }
 
-fn put_str(w: &mut Vec<u8>, s: Option<&str>) {
+pub(super) fn put_str(w: &mut Vec<u8>, s: Option<&str>) {
     match s {
         // Strings come from bounded request fields, so they fit in an i16 length.
         Some(s) => {
@@ -220,23 +225,29 @@ fn put_bytes(w: &mut Vec<u8>, b: &[u8]) {
     w.extend_from_slice(b);
 }
 
-struct Reader<'a> {
+pub(super) struct Reader<'a> {
     b: &'a [u8],
     pos: usize,
 }
 
 impl Reader<'_> {
-    fn take(&mut self, n: usize, what: &'static str) -> Result<&[u8], RecordError> {
+    pub(super) fn new(b: &[u8]) -> Reader<'_> {
+        Reader { b, pos: 0 }
+    }
+    pub(super) fn left(&self) -> usize {
+        self.b.len() - self.pos
+    }
+    pub(super) fn take(&mut self, n: usize, what: &'static str) -> Result<&[u8], RecordError> {
         let end = self.pos.checked_add(n).filter(|&e| e <= self.b.len()).ok_or(RecordError::Truncated(what))?;
         let s = &self.b[self.pos..end];
         self.pos = end;
         Ok(s)
     }
-    fn i16(&mut self, what: &'static str) -> Result<i16, RecordError> {
+    pub(super) fn i16(&mut self, what: &'static str) -> Result<i16, RecordError> {
         let s = self.take(2, what)?;
         Ok(i16::from_be_bytes([s[0], s[1]]))
     }
-    fn i32(&mut self, what: &'static str) -> Result<i32, RecordError> {
+    pub(super) fn i32(&mut self, what: &'static str) -> Result<i32, RecordError> {
         let s = self.take(4, what)?;
         Ok(i32::from_be_bytes([s[0], s[1], s[2], s[3]]))
     }
@@ -254,7 +265,7 @@ impl Reader<'_> {
         let s = self.take(len as usize, what)?;
         std::str::from_utf8(s).map(|s| Some(s.to_string())).map_err(|_| RecordError::NotUtf8(what))
     }
-    fn string(&mut self, what: &'static str) -> Result<String, RecordError> {
+    pub(super) fn string(&mut self, what: &'static str) -> Result<String, RecordError> {
         Ok(self.nullable_string(what)?.unwrap_or_default())
     }
     fn bytes(&mut self, what: &'static str) -> Result<Bytes, RecordError> {
@@ -264,7 +275,7 @@ impl Reader<'_> {
         }
         Ok(Bytes::copy_from_slice(self.take(len as usize, what)?))
     }
-    fn end(&self) -> Result<(), RecordError> {
+    pub(super) fn end(&self) -> Result<(), RecordError> {
         match self.b.len() - self.pos {
             0 => Ok(()),
             n => Err(RecordError::Trailing(n)),

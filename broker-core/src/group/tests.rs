@@ -188,6 +188,7 @@ fn describe(a: &Answer) -> String {
         Answer::Sync(Ok(b)) => format!("NONE assignment {:?}", String::from_utf8_lossy(b)),
         Answer::Sync(Err(e)) => format!("{e:?}"),
         Answer::Written(r) => code(r.err()),
+        Answer::Consumer(r) => format!("{r:?}"),
     }
 }
 

@@ -3,12 +3,14 @@
 //! decision `group::consumer`'s); a topic id this node does not know is left out of what a
 //! member says it owns, as a deleted topic is.
 
-use super::group_handlers::{group_operations, with_groups};
-use super::group_reply::code;
-use super::Node;
+use super::group_handlers::{finish, group_operations, with_groups, At};
+use super::group_reply::{code, GroupReply};
+use super::{Node, Outcome};
 use crate::broker::Action;
 use crate::client::assignor::TopicPartitions;
 use crate::group::consumer::{ConsumerGroup, Heartbeat};
+use crate::constants::group_request_wait_ms_max;
+use crate::group::Answer;
 use crate::kafka::Code;
 use crate::protocol::{s, topic_name, uuid};
 use kafka_protocol::messages::consumer_group_describe_request::ConsumerGroupDescribeRequest;
@@ -17,17 +19,14 @@ use kafka_protocol::messages::consumer_group_heartbeat_request::ConsumerGroupHea
 use kafka_protocol::messages::consumer_group_heartbeat_response::{self as heartbeat, ConsumerGroupHeartbeatResponse};
 use std::collections::BTreeMap;
 
-/// The topics of the image: partition counts by name, and names by id.
+/// The topics of the image by name, with their ids.
 struct Topics {
-    partitions: BTreeMap<String, i32>,
     ids: BTreeMap<String, uuid::Uuid>,
 }
 
 impl Topics {
     fn of(node: &Node) -> Topics {
-        let b = node.broker();
-        let topics = &b.image().topics;
-        Topics { partitions: topics.iter().map(|(n, t)| (n.clone(), t.partitions.len() as i32)).collect(), ids: topics.iter().map(|(n, t)| (n.clone(), uuid(t.id))).collect() }
+        Topics { ids: node.broker().image().topics.iter().map(|(n, t)| (n.clone(), uuid(t.id))).collect() }
     }
 
     fn name_of(&self, id: uuid::Uuid) -> Option<&String> {
@@ -41,8 +40,8 @@ impl Topics {
 }
 
 /// ConsumerGroupHeartbeat (v0: the coordinator names a joining member; v1, KIP-1082: the
-/// member names itself).
-pub fn consumer_group_heartbeat(node: &Node, version: i16, (client_id, peer): (&str, Option<std::net::IpAddr>), req: ConsumerGroupHeartbeatRequest, now: u64, out: &mut Vec<Action>) -> ConsumerGroupHeartbeatResponse {
+/// member names itself), answered once what it changed in the group is replicated.
+pub fn consumer_group_heartbeat(node: &Node, (version, cid): (i16, i32), (client_id, peer): (&str, Option<std::net::IpAddr>), req: ConsumerGroupHeartbeatRequest, now: u64, out: &mut Vec<Action>) -> Result<Outcome, String> {
     let topics = Topics::of(node);
     let owned = req.topic_partitions.as_ref().map(|tps| {
         let mut owned = TopicPartitions::new();
@@ -69,24 +68,31 @@ pub fn consumer_group_heartbeat(node: &Node, version: i16, (client_id, peer): (&
         assignor: req.server_assignor.as_ref().map(|x| x.to_string()),
         owned,
     };
-    let mut r = ConsumerGroupHeartbeatResponse::default();
+    let reply = GroupReply::ConsumerHeartbeat { version, cid };
     if let Err((e, why)) = hb.validate(version) {
-        (r.error_code, r.error_message) = (code(e), Some(s(why)));
-        return r;
+        let r = ConsumerGroupHeartbeatResponse::default().with_error_code(code(e)).with_error_message(Some(s(why)));
+        return Ok(Outcome::Reply(crate::protocol::Response::new(crate::kafka::ApiKey::ConsumerGroupHeartbeat, version, cid, r)));
     }
     let group = req.group_id.0.to_string();
-    let (result, interval) = with_groups(node, now, out, |_, c, _| (c.consumer_heartbeat(&group, hb, &topics.partitions, now), c.config().consumer_heartbeat_interval_ms));
-    match result {
-        Err(e) => r.error_code = code(e),
-        Ok(a) => {
+    let pending = with_groups(node, now, out, |_, c, w| c.consumer_heartbeat(&group, hb, now, w));
+    finish(At { node, out }, reply, pending, group_request_wait_ms_max)
+}
+
+/// The response to a heartbeat the coordinator answered.
+pub(super) fn heartbeat_response(answer: Option<&Answer>) -> ConsumerGroupHeartbeatResponse {
+    let mut r = ConsumerGroupHeartbeatResponse::default();
+    match answer {
+        Some(Answer::Consumer(Ok(a))) => {
             r.member_id = Some(s(&a.member_id));
             r.member_epoch = a.member_epoch;
-            r.heartbeat_interval_ms = i32::try_from(interval).unwrap_or(i32::MAX);
-            r.assignment = a.assignment.map(|tps| {
-                let each = topics.by_id(&tps).map(|(_, id, ps)| heartbeat::TopicPartitions::default().with_topic_id(id).with_partitions(ps));
+            r.heartbeat_interval_ms = i32::try_from(a.heartbeat_interval_ms).unwrap_or(i32::MAX);
+            r.assignment = a.assignment.as_ref().map(|tps| {
+                let each = tps.iter().map(|(id, ps)| heartbeat::TopicPartitions::default().with_topic_id(uuid(*id)).with_partitions(ps.clone()));
                 heartbeat::Assignment::default().with_topic_partitions(each.collect())
             });
         }
+        Some(Answer::Consumer(Err(e))) => r.error_code = code(*e),
+        _ => r.error_code = code(Code::UnknownServerError),
     }
     r
 }

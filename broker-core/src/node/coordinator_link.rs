@@ -34,6 +34,9 @@ pub trait Hosted {
     fn settle(&mut self, replicated: &dyn Fn(i32, Appended) -> Result<bool, Code>, now: u64, work: &mut Self::Work);
     fn has_writes(&self) -> bool;
     fn tick(&mut self, now: u64, work: &mut Self::Work);
+    /// The cluster's topics as the metadata image has them (the group coordinator's consumer
+    /// groups subscribe to topics and name them by id).
+    fn set_topics(&mut self, _image: &crate::metadata::image::Image) {}
     /// The appends `work` asks for and its lines for the log.
     fn shared(work: &mut Self::Work) -> (&mut Vec<Append>, &mut Vec<String>);
     fn take_appends(work: &mut Self::Work) -> Vec<Append> {
@@ -82,6 +85,9 @@ impl Hosted for crate::group::Coordinator {
     }
     fn tick(&mut self, now: u64, work: &mut Self::Work) {
         self.tick(now, work)
+    }
+    fn set_topics(&mut self, image: &crate::metadata::image::Image) {
+        self.set_topics(image)
     }
     fn shared(work: &mut Self::Work) -> (&mut Vec<Append>, &mut Vec<String>) {
         (&mut work.appends, &mut work.lines)
@@ -203,6 +209,7 @@ impl Hosted for Txns {
 /// of each partition still loading.
 pub fn sync_ownership<C: Hosted>(b: &Broker, c: &mut C, now: u64, work: &mut C::Work) {
     let topic = C::TOPIC;
+    c.set_topics(b.image());
     let partitions = b.image().topics.get(topic).map_or(0, |t| t.partitions.len() as i32);
     c.set_partitions(partitions, now, work);
     let led: Vec<(i32, i32, i64)> = (0..partitions)

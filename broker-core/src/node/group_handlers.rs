@@ -265,7 +265,12 @@ pub fn offset_fetch(node: &Node, version: i16, req: OffsetFetchRequest, now: u64
     if version >= 8 {
         for g in &req.groups {
             let wanted = g.topics.as_ref().map(|ts| ts.iter().flat_map(|t| t.partition_indexes.iter().map(|p| (t.name.0.to_string(), *p))).collect::<Vec<_>>());
-            let result = with_groups(node, now, out, |_, c, _| stable_offsets(c, g.group_id.0.as_str(), wanted.as_deref(), req.require_stable));
+            // v9: a KIP-848 member's fetch is checked against its member epoch, as its commits are.
+            let member = g.member_id.as_ref().map(|m| m.to_string());
+            let result = with_groups(node, now, out, |_, c, _| {
+                let checked = member.as_ref().and_then(|m| c.consumer_member_check(g.group_id.0.as_str(), m, g.member_epoch));
+                checked.unwrap_or(Ok(())).and_then(|()| stable_offsets(c, g.group_id.0.as_str(), wanted.as_deref(), req.require_stable))
+            });
             let mut gr = OffsetFetchResponseGroup::default();
             gr.group_id = g.group_id.clone();
             match result {
@@ -484,12 +489,12 @@ impl<T> Pending<T> {
 }
 
 /// Where a request's waiting happens: the node, and the actions its decision collected.
-struct At<'a> {
-    node: &'a Node,
-    out: &'a mut Vec<Action>,
+pub(super) struct At<'a> {
+    pub(super) node: &'a Node,
+    pub(super) out: &'a mut Vec<Action>,
 }
 
-fn finish(at: At<'_>, reply: GroupReply, pending: Pending<Answer>, wait_ms: u64) -> Result<Outcome, String> {
+pub(super) fn finish(at: At<'_>, reply: GroupReply, pending: Pending<Answer>, wait_ms: u64) -> Result<Outcome, String> {
     match pending {
         Pending::Now(a) => Ok(Outcome::Reply(reply.finish(&[a]))),
         Pending::Wait(t) => wait_all(at, reply, vec![t], wait_ms),

@@ -34,6 +34,7 @@ pub(crate) enum GroupReply {
     TxnCommit { version: i16, cid: i32, response: TxnOffsetCommitResponse, slots: Vec<(usize, usize)> },
     DeleteGroups { version: i16, cid: i32, response: DeleteGroupsResponse, slots: Vec<(Ticket, usize)> },
     OffsetDelete { version: i16, cid: i32, response: OffsetDeleteResponse },
+    ConsumerHeartbeat { version: i16, cid: i32 },
 }
 
 impl GroupReply {
@@ -42,6 +43,7 @@ impl GroupReply {
         match self {
             GroupReply::Join { .. } => Answer::Join(JoinAnswer::error(Code::RebalanceInProgress, "")),
             GroupReply::Sync { .. } => Answer::Sync(Err(Code::RebalanceInProgress)),
+            GroupReply::ConsumerHeartbeat { .. } => Answer::Consumer(Err(Code::CoordinatorNotAvailable)),
             _ => Answer::Written(Err(Code::CoordinatorNotAvailable)),
         }
     }
@@ -99,6 +101,7 @@ impl GroupReply {
                 }
                 Response::new(ApiKey::DeleteGroups, version, cid, response)
             }
+            GroupReply::ConsumerHeartbeat { version, cid } => Response::new(ApiKey::ConsumerGroupHeartbeat, version, cid, super::consumer_handlers::heartbeat_response(answers.first())),
             GroupReply::OffsetDelete { version, cid, mut response } => {
                 match answers.first() {
                     Some(Answer::Written(Err(Code::GroupSubscribedToTopic))) => {

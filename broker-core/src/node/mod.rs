@@ -439,7 +439,7 @@ fn handle_inner(node: &Node, prepared: Prepared, caller: Option<&Caller>, now: u
             }
             reply!(readded!(resp, authz::offset_fetch_after))
         }
-        RequestKind::ConsumerGroupHeartbeat(req) => reply!(consumer_handlers::consumer_group_heartbeat(node, version, (&client_id, peer), req, now, out)),
+        RequestKind::ConsumerGroupHeartbeat(req) => consumer_handlers::consumer_group_heartbeat(node, (version, correlation_id), (&client_id, peer), req, now, out),
         RequestKind::ConsumerGroupDescribe(req) => reply!(readded!(consumer_handlers::consumer_group_describe(node, req, now, out), authz::consumer_group_describe_after)),
         RequestKind::ListGroups(req) => reply!(filtered!(group_handlers::list_groups(node, version, req, now, out), authz::list_groups_after)),
         RequestKind::DescribeGroups(req) => reply!(readded!(group_handlers::describe_groups(node, req, now, out), authz::describe_groups_after)),

@@ -1,0 +1,141 @@
+//! Consumer groups through the coordinator and its log: heartbeats answered only once their
+//! records are replicated, and a coordinator that takes the partition over loads the group as
+//! it was, so its members go on at their epochs without a rebalance.
+
+use super::super::*;
+use crate::client::assignor::TopicPartitions;
+use crate::group::consumer::Heartbeat;
+use bytes::Bytes;
+
+const epoch: i32 = 3;
+
+/// A coordinator leading the one offsets partition, and the records it appended there.
+struct Node {
+    c: Coordinator,
+    log: Vec<Loaded>,
+    /// Writes appended, not yet replicated.
+    pending: Vec<u64>,
+}
+
+fn topics() -> BTreeMap<String, ([u8; 16], i32)> {
+    [("t".to_string(), ([1u8; 16], 4))].into()
+}
+
+impl Node {
+    fn new(log: Vec<Loaded>) -> Node {
+        let mut c = Coordinator::new(GroupConfig::default());
+        c.topics = topics();
+        let mut work = Work::default();
+        c.set_partitions(1, 0, &mut work);
+        c.take_over(0, epoch, 0);
+        c.load(0, log.clone(), log.len() as i64, true, 0, &mut work);
+        Node { c, log, pending: Vec::new() }
+    }
+
+    fn append(&mut self, work: Work) {
+        for a in work.appends {
+            let records = crate::client::consumer::decode_records(Bytes::from(a.batch)).expect("our batches decode");
+            self.log.extend(records.into_iter().map(|(_, k, v)| Loaded::Record { key: k.expect("keyed"), value: v, producer: None }));
+            let at = Appended { last_offset: self.log.len() as i64 - 1, leader_epoch: epoch, log: None };
+            self.c.appended(a.write, Ok(at), 0, &mut Work::default());
+            self.pending.push(a.write);
+        }
+    }
+
+    /// Everything appended is replicated: the answers that waited for it.
+    fn replicate(&mut self) -> Vec<(Ticket, Answer)> {
+        let mut work = Work::default();
+        self.c.settle(|_, _| Ok(true), 0, &mut work);
+        self.pending.clear();
+        work.answers
+    }
+
+    /// One heartbeat, appended and replicated: its answer.
+    fn beat(&mut self, hb: Heartbeat, now: u64) -> HeartbeatAnswer {
+        let mut work = Work::default();
+        let pending = self.c.consumer_heartbeat("g", hb, now, &mut work);
+        self.append(work);
+        let answer = match pending {
+            Pending::Now(a) => a,
+            Pending::Wait(t) => {
+                let answers = self.replicate();
+                answers.into_iter().find(|(x, _)| *x == t).expect("answered once replicated").1
+            }
+        };
+        match answer {
+            Answer::Consumer(Ok(a)) => a,
+            other => panic!("heartbeat refused: {other:?}"),
+        }
+    }
+}
+
+fn join(member: &str) -> Heartbeat {
+    Heartbeat { member_id: member.into(), topics: Some(["t".to_string()].into()), rebalance_timeout_ms: Some(60_000), owned: Some(TopicPartitions::new()), ..Heartbeat::default() }
+}
+
+fn beat(member: &str, member_epoch: i32, owned: &[i32]) -> Heartbeat {
+    Heartbeat { member_id: member.into(), member_epoch, owned: Some([("t".to_string(), owned.to_vec())].into_iter().filter(|(_, ps)| !ps.is_empty()).collect()), ..Heartbeat::default() }
+}
+
+fn partitions(a: &HeartbeatAnswer) -> Vec<i32> {
+    a.assignment.iter().flatten().flat_map(|(_, ps)| ps.clone()).collect()
+}
+
+#[test]
+fn a_heartbeat_that_changes_the_group_is_answered_only_once_replicated() {
+    let mut n = Node::new(Vec::new());
+    let mut work = Work::default();
+    let Pending::Wait(ticket) = n.c.consumer_heartbeat("g", join("a"), 0, &mut work) else { panic!("a join changes the group") };
+    assert!(work.answers.is_empty());
+    n.append(work);
+    assert!(!n.log.is_empty(), "the join's records are appended");
+    let answers = n.replicate();
+    assert!(matches!(&answers[..], [(t, Answer::Consumer(Ok(a)))] if *t == ticket && a.member_epoch == 1));
+    // A heartbeat that changes nothing writes nothing and is answered at once.
+    let mut work = Work::default();
+    assert!(matches!(n.c.consumer_heartbeat("g", beat("a", 1, &[0, 1, 2, 3]), 1, &mut work), Pending::Now(_)));
+    assert!(work.appends.is_empty());
+}
+
+#[test]
+fn a_coordinator_taking_over_loads_the_group_and_its_members_go_on_at_their_epochs() {
+    let mut n = Node::new(Vec::new());
+    let a = n.beat(join("a"), 0);
+    n.beat(beat("a", a.member_epoch, &[0, 1, 2, 3]), 1);
+    let b = n.beat(join("b"), 2);
+    // a is told to revoke two partitions; b waits for them.
+    let a2 = n.beat(beat("a", a.member_epoch, &[0, 1, 2, 3]), 3);
+    assert_eq!(partitions(&a2).len(), 2);
+    let view = n.c.consumer_groups["g"].view();
+    let group_epoch = n.c.consumer_groups["g"].epoch;
+
+    // Another coordinator loads what was written: the same group, epoch for epoch.
+    let mut m = Node::new(n.log.clone());
+    assert_eq!(m.c.consumer_groups["g"].view(), view);
+    // a lets go; b gets the two partitions, at the epochs the first coordinator gave.
+    let a3 = m.beat(beat("a", a.member_epoch, &partitions(&a2)), 10);
+    let b2 = m.beat(beat("b", b.member_epoch, &[]), 11);
+    assert_eq!(m.c.consumer_groups["g"].epoch, group_epoch, "no rebalance at the takeover");
+    assert_eq!(a3.member_epoch, group_epoch);
+    assert_eq!(b2.member_epoch, group_epoch);
+    assert_eq!(a3.assignment, None, "a's partitions stay as it was told");
+    let mut all = partitions(&a2).into_iter().chain(partitions(&b2)).collect::<Vec<_>>();
+    all.sort_unstable();
+    assert_eq!(all, [0, 1, 2, 3]);
+}
+
+#[test]
+fn a_deleted_consumer_group_is_gone_after_a_reload() {
+    let mut n = Node::new(Vec::new());
+    let a = n.beat(join("a"), 0);
+    n.beat(Heartbeat { member_id: "a".into(), member_epoch: -1, ..Heartbeat::default() }, 1);
+    assert!(n.c.consumer_groups["g"].members.is_empty());
+    assert_eq!(a.member_epoch, 1);
+    let mut work = Work::default();
+    let Ok(Pending::Wait(_)) = n.c.delete_group("g", 2, &mut work) else { panic!("an empty consumer group is deleted") };
+    n.append(work);
+    n.replicate();
+    assert!(!n.c.consumer_groups.contains_key("g"));
+    let m = Node::new(n.log.clone());
+    assert!(!m.c.consumer_groups.contains_key("g"), "its records were tombstoned");
+}
