@@ -9,7 +9,8 @@ replication factor 3. Steps, each with its own deadline:
    FindCoordinator) must have --replicas replicas, all in sync. Pick the group: the first of
    `<--group>-0`, `<--group>-1`, ... whose coordinator, as describe_consumer_groups() reports
    it, is not broker --avoid (the controller, which the test must not kill).
-3. Two confluent-kafka consumers (range, manual synchronous commits of the offset after the last
+3. Two confluent-kafka consumers (range; `--protocol consumer`: KIP-848 with the broker's range
+   assignor; manual synchronous commits of the offset after the last
    record read, every --commit-every records per member) split the topic's partitions and read,
    paced at --rate records/s so the kill lands mid-consumption, with a small prefetch
    (`queued.min.messages`, `max.partition.fetch.bytes`) so that most records are fetched only
@@ -130,27 +131,30 @@ def wait_offsets_topic_replicated(admin, replicas, deadline, meanwhile):
 class Member:
     """One consumer of the group: what it read, what it committed, and which commits failed."""
 
-    def __init__(self, name, bootstrap, group, topic, log):
+    def __init__(self, name, bootstrap, group, topic, log, protocol):
         self.name, self.topic, self.log = name, topic, log
         self.reads = []  # (partition, offset, key, value)
         self.next = {}  # partition -> offset after the last record read
         self.acked = []  # (seconds since start, partition, offset) of each acknowledged commit
         self.failed = []  # (seconds since start, error) of each failed commit
         self.uncommitted = 0
-        self.consumer = Consumer({
+        config = {
             "bootstrap.servers": bootstrap,
             "group.id": group,
             "client.id": f"coord-kill-{name}",
-            "partition.assignment.strategy": "range",
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
-            "session.timeout.ms": 6000,
-            "heartbeat.interval.ms": 500,
             # A small prefetch: most records must be fetched after the kill, not before it.
             "max.partition.fetch.bytes": 4096,
             "queued.min.messages": 200,
             "fetch.wait.max.ms": 100,
-        })
+        }
+        if protocol == "consumer":
+            # KIP-848: the broker's range assignor; its group.consumer.* settings time the group.
+            config.update({"group.protocol": "consumer", "group.remote.assignor": "range"})
+        else:
+            config.update({"partition.assignment.strategy": "range", "session.timeout.ms": 6000, "heartbeat.interval.ms": 500})
+        self.consumer = Consumer(config)
         self.consumer.subscribe([topic], on_revoke=self.on_revoke)
 
     def on_revoke(self, consumer, partitions):
@@ -259,6 +263,7 @@ def run():
     ap.add_argument("--killed", required=True)
     ap.add_argument("--kill-wait-s", type=float, default=30)
     ap.add_argument("--recovery-s-max", type=float, default=20)
+    ap.add_argument("--protocol", default="classic", choices=["classic", "consumer"], help="the members' group.protocol")
     args = ap.parse_args()
     topic, n = args.topic, args.n
     expect(args.kill_after + args.read_after_kill < n, "--kill-after plus --read-after-kill must be under --n")
@@ -279,7 +284,7 @@ def run():
     group, coordinator = choose_group(admin, args.group, args.avoid, Deadline(30, f"a group coordinated by a broker other than {args.avoid}"))
 
     log = []
-    members = [Member(name, args.bootstrap, group, topic, log) for name in ("A", "B")]
+    members = [Member(name, args.bootstrap, group, topic, log, args.protocol) for name in ("A", "B")]
     g = Group(members, args.rate, args.commit_every)
     t0 = g.t0
     assigned = lambda: {m.name: m.assignment() for m in members}

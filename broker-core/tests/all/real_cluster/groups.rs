@@ -38,8 +38,22 @@ const coordinator_kill_script_s_max: u64 = 240;
 /// produced record is read at least once.
 #[test]
 fn cluster_group_coordinator_sigkill_mid_consumption() {
-    let mut cluster = Cluster::start_with(group_flags);
-    let topic = "coordinator-kill";
+    coordinator_sigkill_mid_consumption("classic", group_flags);
+}
+
+/// The same with KIP-848 members (`group.protocol=consumer`): the group's epochs, targets and
+/// assignments are loaded by the new coordinator from `__consumer_offsets`. The broker tells
+/// members to heartbeat every 500 ms, and ends a silent member's session after 6 s, as the
+/// classic members above ask for.
+#[test]
+fn cluster_kip848_group_coordinator_sigkill_mid_consumption() {
+    let flags = [group_flags, &["--group-consumer-heartbeat-interval-ms", "500", "--group-consumer-session-timeout-ms", "6000"]].concat();
+    coordinator_sigkill_mid_consumption("consumer", &flags);
+}
+
+fn coordinator_sigkill_mid_consumption(protocol: &str, flags: &[&str]) {
+    let mut cluster = Cluster::start_with(flags);
+    let topic = &format!("coordinator-kill-{protocol}");
     let md = cluster.metadata(0, cluster_size, &["--topic", topic, "--create", "--partitions", "6", "--min-isr", "3"]);
     check_fully_replicated(&cluster, &md, topic, 6);
 
@@ -49,7 +63,7 @@ fn cluster_group_coordinator_sigkill_mid_consumption() {
     let recovery = coordinator_kill_recovery_s_max.to_string();
     // Node 0 runs the controller, the only voter: the script picks a group coordinated elsewhere.
     let args = [
-        "--topic", topic, "--group", "coordinator-kill", "--partitions", "6", "--n", coordinator_kill_records,
+        "--topic", topic, "--group", topic, "--partitions", "6", "--n", coordinator_kill_records, "--protocol", protocol,
         "--avoid", "0", "--replicas", "3", "--ready", &ready, "--killed", &killed, "--recovery-s-max", &recovery,
     ];
     let script = "group_coordinator_kill.py";
