@@ -1,7 +1,8 @@
 //! The operator's questions about consumer groups, asked as kafka-consumer-groups.sh asks them:
 //! which groups exist (ListGroups to every broker, since each answers only for the groups it
-//! coordinates), and where one group stands (FindCoordinator, then DescribeGroups and OffsetFetch
-//! to its coordinator, then ListOffsets "latest" to each partition's leader for the log end).
+//! coordinates), and where one group stands (FindCoordinator, then ConsumerGroupDescribe for a
+//! KIP-848 group or DescribeGroups for a classic one, and OffsetFetch, to its coordinator, then
+//! ListOffsets "latest" to each partition's leader for the log end).
 //! Answers are plain structs; formatting is the caller's.
 //!
 //! It must never change what it looks at: no JoinGroup, no commit, and its Metadata requests
@@ -15,6 +16,7 @@ use super::cluster::Cluster;
 use super::ClientError;
 use crate::constants::{admin_backoff_ms_first, admin_backoff_ms_max, admin_coordinator_attempts_max};
 use crate::kafka::{list_offsets, Code};
+use kafka_protocol::messages::consumer_group_describe_request::ConsumerGroupDescribeRequest;
 use kafka_protocol::messages::describe_groups_request::DescribeGroupsRequest;
 use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
 use kafka_protocol::messages::list_groups_request::ListGroupsRequest;
@@ -87,6 +89,8 @@ pub struct MemberDescription {
     pub client_id: String,
     pub client_host: String,
     pub assignment: MemberAssignment,
+    /// A KIP-848 member's epoch and target assignment (None: a classic member).
+    pub kip848: Option<(i32, TopicPartitions)>,
 }
 
 /// One partition the group has a committed offset for, or a member is assigned.
@@ -123,6 +127,8 @@ pub struct GroupDescription {
     pub members: Vec<MemberDescription>,
     /// Sorted by topic, then partition.
     pub partitions: Vec<PartitionOffsets>,
+    /// A KIP-848 group's epoch and the epoch of its target assignment (None: a classic group).
+    pub epochs: Option<(i32, i32)>,
 }
 
 impl GroupDescription {
@@ -324,8 +330,66 @@ async fn coordinator_view(cluster: &mut Cluster, group: &str) -> Result<(GroupDe
     };
     let addr = broker_socket(&coordinator).await.map_err(at_coordinator)?;
 
+    let (state, protocol_type, protocol, members, epochs) = match consumer_group(cluster, addr, group).await.map_err(at_coordinator)? {
+        Some(found) => found,
+        None => classic_group(cluster, addr, group, &coordinator).await.map_err(at_coordinator)?,
+    };
+
+    // Null topics: every offset the group committed.
+    let req = OffsetFetchRequest::default().with_groups(vec![OffsetFetchRequestGroup::default().with_group_id(GroupId(StrBytes::from_string(group.to_string()))).with_topics(None)]);
+    let fetched = send(cluster, addr, &req).await.map_err(at_coordinator)?;
+    let og = fetched.groups.into_iter().find(|x| x.group_id.0.as_str() == group).ok_or_else(|| ClientError::Protocol(format!("OffsetFetch did not answer for {group}")))?;
+    if og.error_code != 0 {
+        return Err(ClientError::kafka(og.error_code, format!("OffsetFetch to coordinator {coordinator}")));
+    }
+    let mut committed = Committed::new();
+    for t in og.topics {
+        for p in t.partitions {
+            if p.error_code != 0 {
+                return Err(ClientError::kafka(p.error_code, format!("OffsetFetch for {}-{}", t.name.0.as_str(), p.partition_index)));
+            }
+            committed.insert((t.name.0.to_string(), p.partition_index), (p.committed_offset >= 0).then_some(p.committed_offset));
+        }
+    }
+    let d = GroupDescription { group_id: group.to_string(), coordinator, state, protocol_type, protocol, members, partitions: Vec::new(), epochs };
+    Ok((d, committed))
+}
+
+/// A group as described: state, protocol type, assignor, members, KIP-848 epochs.
+type Described = (String, String, String, Vec<MemberDescription>, Option<(i32, i32)>);
+
+/// ConsumerGroupDescribe: None when the group is not a KIP-848 group (GROUP_ID_NOT_FOUND) or
+/// the broker does not serve the API (a broker before Kafka 4).
+async fn consumer_group(cluster: &mut Cluster, addr: SocketAddr, group: &str) -> Result<Option<Described>, ClientError> {
+    let req = ConsumerGroupDescribeRequest::default().with_group_ids(vec![GroupId(StrBytes::from_string(group.to_string()))]);
+    let g = match send(cluster, addr, &req).await {
+        Ok(r) => r.groups.into_iter().find(|g| g.group_id.0.as_str() == group),
+        Err(e @ ClientError::Io { .. }) => return Err(e),
+        Err(_) => None,
+    };
+    let Some(g) = g.filter(|g| g.error_code == 0) else { return Ok(None) };
+    let tps = |a: &kafka_protocol::messages::consumer_group_describe_response::Assignment| -> TopicPartitions {
+        a.topic_partitions.iter().map(|t| (t.topic_name.0.to_string(), t.partitions.clone())).collect()
+    };
+    let members = g
+        .members
+        .iter()
+        .map(|m| MemberDescription {
+            member_id: m.member_id.to_string(),
+            instance_id: m.instance_id.as_ref().map(|i| i.to_string()),
+            client_id: m.client_id.to_string(),
+            client_host: m.client_host.to_string(),
+            assignment: MemberAssignment::Partitions(tps(&m.assignment)),
+            kip848: Some((m.member_epoch, tps(&m.target_assignment))),
+        })
+        .collect();
+    Ok(Some((g.group_state.to_string(), consumer_protocol_type.to_string(), g.assignor_name.to_string(), members, Some((g.group_epoch, g.assignment_epoch)))))
+}
+
+/// DescribeGroups, for a classic group.
+async fn classic_group(cluster: &mut Cluster, addr: SocketAddr, group: &str, coordinator: &BrokerAddr) -> Result<Described, ClientError> {
     let req = DescribeGroupsRequest::default().with_groups(vec![GroupId(StrBytes::from_string(group.to_string()))]);
-    let described = send(cluster, addr, &req).await.map_err(at_coordinator)?;
+    let described = send(cluster, addr, &req).await?;
     let g = described.groups.into_iter().find(|g| g.group_id.0.as_str() == group).ok_or_else(|| ClientError::Protocol(format!("DescribeGroups did not answer for {group}")))?;
     if g.error_code != 0 {
         let why = g.error_message.map_or(String::new(), |m| m.to_string());
@@ -350,28 +414,11 @@ async fn coordinator_view(cluster: &mut Cluster, group: &str) -> Result<(GroupDe
                 client_id: m.client_id.to_string(),
                 client_host: m.client_host.to_string(),
                 assignment,
+                kip848: None,
             }
         })
         .collect();
-
-    // Null topics: every offset the group committed.
-    let req = OffsetFetchRequest::default().with_groups(vec![OffsetFetchRequestGroup::default().with_group_id(GroupId(StrBytes::from_string(group.to_string()))).with_topics(None)]);
-    let fetched = send(cluster, addr, &req).await.map_err(at_coordinator)?;
-    let og = fetched.groups.into_iter().find(|x| x.group_id.0.as_str() == group).ok_or_else(|| ClientError::Protocol(format!("OffsetFetch did not answer for {group}")))?;
-    if og.error_code != 0 {
-        return Err(ClientError::kafka(og.error_code, format!("OffsetFetch to coordinator {coordinator}")));
-    }
-    let mut committed = Committed::new();
-    for t in og.topics {
-        for p in t.partitions {
-            if p.error_code != 0 {
-                return Err(ClientError::kafka(p.error_code, format!("OffsetFetch for {}-{}", t.name.0.as_str(), p.partition_index)));
-            }
-            committed.insert((t.name.0.to_string(), p.partition_index), (p.committed_offset >= 0).then_some(p.committed_offset));
-        }
-    }
-    let d = GroupDescription { group_id: group.to_string(), coordinator, state: g.group_state.to_string(), protocol_type, protocol: g.protocol_data.to_string(), members, partitions: Vec::new() };
-    Ok((d, committed))
+    Ok((g.group_state.to_string(), protocol_type, g.protocol_data.to_string(), members, None))
 }
 
 /// The high watermark of each partition in `parts`, asked of its leader; a partition whose
@@ -470,7 +517,7 @@ mod tests {
         d.partitions.push(row(Some(1), Ok(5)));
         assert!(!d.is_unknown());
         d.partitions.clear();
-        d.members.push(MemberDescription { member_id: "m".into(), instance_id: None, client_id: "c".into(), client_host: String::new(), assignment: MemberAssignment::Unknown });
+        d.members.push(MemberDescription { member_id: "m".into(), instance_id: None, client_id: "c".into(), client_host: String::new(), assignment: MemberAssignment::Unknown, kip848: None });
         assert!(!d.is_unknown());
     }
 

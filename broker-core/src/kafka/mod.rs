@@ -167,6 +167,8 @@ pub const SENT: &[(ApiKey, i16)] = &[
     (ApiKey::FindCoordinator, 4),
     (ApiKey::ListGroups, 5),
     (ApiKey::DescribeGroups, 5),
+    (ApiKey::ConsumerGroupDescribe, 1),
+    (ApiKey::ConsumerGroupHeartbeat, 1),
     (ApiKey::JoinGroup, 9),
     (ApiKey::SyncGroup, 5),
     (ApiKey::Heartbeat, 4),

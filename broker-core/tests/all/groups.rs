@@ -92,13 +92,13 @@ fn kip848_range_late_joiner_then_takeover_after_leave() {
     group_script(&mut broker, "group_split.py", &args);
 }
 
-/// Describe and list, a static member's restart, a resume at the commits, a regex
+/// Describe and list (the AdminClient and `seedlog groups describe`), a static member's restart, a resume at the commits, a regex
 /// subscription taking in a topic created after it.
 #[test]
 fn kip848_describe_static_restart_resume_and_regex() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut broker = kip848_broker(&dir);
-    let args = ["--topic", "kip848-cp", "--group", "kip848-cp", "--assignor", "uniform"];
+    let args = ["--topic", "kip848-cp", "--group", "kip848-cp", "--assignor", "uniform", "--seedlog", env!("CARGO_BIN_EXE_seedlog")];
     group_script(&mut broker, "consumer_protocol.py", &args);
 }
 

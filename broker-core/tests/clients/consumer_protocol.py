@@ -7,7 +7,9 @@ Produces N records to `--topic` (the broker's --num-partitions). Two consumers o
 `--assignor`, read and commit what they read. Then:
 * describe_consumer_groups(): type CONSUMER, state STABLE, the assignor, both members with their
   client ids, and each member's assignment (and target assignment) equal to what it holds;
-  list_consumer_groups() lists it under CONSUMER and STABLE, not under CLASSIC;
+  list_consumer_groups() lists it under CONSUMER and STABLE, not under CLASSIC; with
+  `--seedlog`, `seedlog groups describe` shows the group's epochs and each member's epoch,
+  partitions and target;
 * A closes and a new A (same instance id) starts within the session timeout: it gets back
   A's partitions exactly and B's assignment never changes (a restart is no rebalance);
 * both close; a third consumer C resumes: its first record on every partition is at the offset
@@ -18,6 +20,7 @@ Produces N records to `--topic` (the broker's --num-partitions). Two consumers o
 
 import argparse
 import json
+import subprocess
 import time
 
 from confluent_kafka import (Consumer, ConsumerGroupState, ConsumerGroupType, KafkaException, Producer,
@@ -107,6 +110,24 @@ def listed(admin, group, **kwargs):
     return [g for g in r.valid if g.group_id == group]
 
 
+def describe_with_seedlog(seedlog, bootstrap, group, topic, held, members):
+    """`seedlog groups describe`: a KIP-848 header, and a member row per client whose
+    partitions and target are what it holds."""
+    out = subprocess.run([seedlog, "groups", "describe", group, "--bootstrap", bootstrap], capture_output=True, text=True, timeout=60)
+    for m in members:
+        m.poll()
+    expect(out.returncode == 0, f"seedlog groups describe: exit {out.returncode}: {out.stderr}")
+    lines = out.stdout.splitlines()
+    expect("GROUP-EPOCH" in lines[0] and "PROTOCOL-TYPE consumer" in lines[0], f"seedlog's header: {lines[0]!r}")
+    header = next((i for i, l in enumerate(lines) if l.startswith("MEMBER-ID")), None)
+    expect(header is not None and lines[header].split() == ["MEMBER-ID", "CLIENT-ID", "HOST", "INSTANCE-ID", "EPOCH", "PARTITIONS", "TARGET"], f"seedlog's member table: {out.stdout}")
+    rows = {l.split()[1]: l.split() for l in lines[header + 1:] if l.strip()}
+    for name, parts in held.items():
+        want = f"{topic}(" + ",".join(str(p) for _, p in parts) + ")"
+        row = rows.get(f"kip848-{name}")
+        expect(row is not None and row[5] == want and row[6] == want, f"seedlog shows {row} for {name}, which holds {want}")
+
+
 def run():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bootstrap", required=True)
@@ -114,6 +135,7 @@ def run():
     ap.add_argument("--group", required=True)
     ap.add_argument("--assignor", default="uniform", choices=["uniform", "range"])
     ap.add_argument("--n", type=int, default=2000)
+    ap.add_argument("--seedlog", help="the seedlog binary: check `seedlog groups describe` too")
     args = ap.parse_args()
     topic, group, bootstrap = args.topic, args.group, args.bootstrap
     at = produce(bootstrap, topic, args.n)
@@ -152,6 +174,8 @@ def run():
         expect(current == held[name] and target == held[name], f"{name}: described {current} (target {target}), holds {held[name]}")
     expect(len(listed(admin, group, types={ConsumerGroupType.CONSUMER}, states={ConsumerGroupState.STABLE})) == 1, "not listed as a STABLE consumer group")
     expect(not listed(admin, group, types={ConsumerGroupType.CLASSIC}), "listed as a classic group")
+    if args.seedlog:
+        describe_with_seedlog(args.seedlog, bootstrap, group, topic, held, [a, b])
 
     # A static restart: A's partitions come back to the new A, B's never move.
     a.consumer.close()

@@ -3,7 +3,7 @@
 //! only formats their answers, with pure functions, so the tables are unit-tested without a
 //! broker. It never changes a group: no join, no commit, no reset.
 
-use broker_core::client::groups_admin::{self, GroupDescription, GroupListing, MemberAssignment};
+use broker_core::client::groups_admin::{self, GroupDescription, GroupListing, MemberAssignment, MemberDescription};
 use clap::Subcommand;
 use std::fmt::Write;
 use std::time::Duration;
@@ -14,7 +14,8 @@ pub enum GroupsCmd {
     /// Exits 1 after the table if some broker did not answer (its groups are missing).
     List,
     /// One group: its state and members, and per partition the committed offset, the log end
-    /// (high watermark), the lag and the consumer assigned it. A group with no members and no
+    /// (high watermark), the lag and the consumer assigned it. A KIP-848 group also shows its
+    /// group and assignment epochs, and each member's epoch and target beside what it has. A group with no members and no
     /// committed offset prints "group G does not exist or has no committed offsets" on stderr
     /// and exits 1.
     Describe { group: String },
@@ -105,8 +106,9 @@ fn partitions(a: &MemberAssignment) -> String {
 /// `seedlog groups describe G`: a line on the group, the partitions table (kafka-consumer-groups.sh
 /// --describe's columns), and the members with their assignments.
 pub fn render_describe(d: &GroupDescription) -> String {
+    let epochs = d.epochs.map_or(String::new(), |(group, target)| format!("  GROUP-EPOCH {group}  ASSIGNMENT-EPOCH {target}"));
     let mut out = format!(
-        "GROUP {}  COORDINATOR {}  STATE {}  PROTOCOL-TYPE {}  ASSIGNOR {}\n\n",
+        "GROUP {}  COORDINATOR {}  STATE {}  PROTOCOL-TYPE {}  ASSIGNOR {}{epochs}\n\n",
         d.group_id,
         d.coordinator,
         or_dash(&d.state),
@@ -132,12 +134,24 @@ pub fn render_describe(d: &GroupDescription) -> String {
         let _ = writeln!(out, "Group {} has no active members.", d.group_id);
         return out;
     }
-    let rows: Vec<Vec<String>> = d
-        .members
-        .iter()
-        .map(|m| vec![m.member_id.clone(), or_dash(&m.client_id), or_dash(&m.client_host), or_dash(m.instance_id.as_deref().unwrap_or("")), partitions(&m.assignment)])
-        .collect();
-    out.push_str(&table(&["MEMBER-ID", "CLIENT-ID", "HOST", "INSTANCE-ID", "PARTITIONS"], &rows));
+    let row = |m: &MemberDescription| vec![m.member_id.clone(), or_dash(&m.client_id), or_dash(&m.client_host), or_dash(m.instance_id.as_deref().unwrap_or("")), partitions(&m.assignment)];
+    match d.epochs {
+        None => out.push_str(&table(&["MEMBER-ID", "CLIENT-ID", "HOST", "INSTANCE-ID", "PARTITIONS"], &d.members.iter().map(row).collect::<Vec<_>>())),
+        Some(_) => {
+            let rows: Vec<Vec<String>> = d
+                .members
+                .iter()
+                .map(|m| {
+                    let (epoch, target) = m.kip848.clone().map_or(("-".into(), "-".into()), |(e, t)| (e.to_string(), partitions(&MemberAssignment::Partitions(t))));
+                    let mut r = row(m);
+                    r.insert(4, epoch);
+                    r.push(target);
+                    r
+                })
+                .collect();
+            out.push_str(&table(&["MEMBER-ID", "CLIENT-ID", "HOST", "INSTANCE-ID", "EPOCH", "PARTITIONS", "TARGET"], &rows));
+        }
+    }
     out
 }
 
@@ -145,7 +159,7 @@ pub fn render_describe(d: &GroupDescription) -> String {
 mod tests {
     use super::*;
     use broker_core::client::ClientError;
-    use broker_core::client::groups_admin::{BrokerAddr, ListedGroup, MemberDescription, PartitionOffsets};
+    use broker_core::client::groups_admin::{BrokerAddr, ListedGroup, PartitionOffsets};
     use broker_core::kafka::Code;
 
     fn part(topic: &str, partition: i32, committed: Option<i64>, log_end: Result<i64, ClientError>, owner: Option<(&str, &str)>) -> PartitionOffsets {
@@ -167,6 +181,7 @@ mod tests {
                     client_id: "c1".into(),
                     client_host: "/10.0.0.7".into(),
                     assignment: MemberAssignment::Partitions([("orders".to_string(), vec![0, 1])].into()),
+                    kip848: None,
                 },
                 MemberDescription {
                     member_id: "c2-77e1".into(),
@@ -174,6 +189,7 @@ mod tests {
                     client_id: "c2".into(),
                     client_host: String::new(),
                     assignment: MemberAssignment::Partitions([("orders".to_string(), vec![2]), ("refunds".to_string(), vec![0])].into()),
+                    kip848: None,
                 },
             ],
             partitions: vec![
@@ -182,6 +198,7 @@ mod tests {
                 part("orders", 2, None, Ok(55), Some(("c2-77e1", "c2"))),
                 part("refunds", 0, Some(3), Err(ClientError::Kafka { code: Code::LeaderNotAvailable, message: "refunds-0 has no leader (leader id -1)".into() }), Some(("c2-77e1", "c2"))),
             ],
+            epochs: None,
         };
         let want = "\
 GROUP billing  COORDINATOR 1 (10.0.0.2:9092)  STATE Stable  PROTOCOL-TYPE consumer  ASSIGNOR range
@@ -210,6 +227,7 @@ c2-77e1    c2         -          pod-2        orders(2) refunds(0)
             protocol: String::new(),
             members: vec![],
             partitions: vec![part("t", 0, Some(10), Ok(10), None)],
+            epochs: None,
         };
         assert!(!d.is_unknown());
         let want = "\
@@ -219,6 +237,40 @@ TOPIC  PARTITION  CURRENT-OFFSET  LOG-END-OFFSET  LAG  CONSUMER-ID  CLIENT-ID
 t      0          10              10              0    -            -
 
 Group g has no active members.
+";
+        assert_eq!(render_describe(&d), want, "got:\n{}", render_describe(&d));
+    }
+
+    #[test]
+    fn describe_a_kip848_group_shows_epochs_and_targets() {
+        let member = |id: &str, epoch, has: &[i32], target: &[i32]| MemberDescription {
+            member_id: id.into(),
+            instance_id: None,
+            client_id: id.into(),
+            client_host: "/127.0.0.1".into(),
+            assignment: MemberAssignment::Partitions([("t".to_string(), has.to_vec())].into_iter().filter(|(_, p)| !p.is_empty()).collect()),
+            kip848: Some((epoch, [("t".to_string(), target.to_vec())].into_iter().filter(|(_, p)| !p.is_empty()).collect())),
+        };
+        let d = GroupDescription {
+            group_id: "g".into(),
+            coordinator: BrokerAddr { id: 0, host: "127.0.0.1".into(), port: 9092 },
+            state: "Reconciling".into(),
+            protocol_type: "consumer".into(),
+            protocol: "uniform".into(),
+            members: vec![member("a", 2, &[0, 1], &[0, 1]), member("b", 1, &[2, 3], &[2]), member("c", 2, &[], &[3])],
+            partitions: vec![part("t", 0, Some(5), Ok(9), Some(("a", "a")))],
+            epochs: Some((3, 3)),
+        };
+        let want = "\
+GROUP g  COORDINATOR 0 (127.0.0.1:9092)  STATE Reconciling  PROTOCOL-TYPE consumer  ASSIGNOR uniform  GROUP-EPOCH 3  ASSIGNMENT-EPOCH 3
+
+TOPIC  PARTITION  CURRENT-OFFSET  LOG-END-OFFSET  LAG  CONSUMER-ID  CLIENT-ID
+t      0          5               9               4    a            a
+
+MEMBER-ID  CLIENT-ID  HOST        INSTANCE-ID  EPOCH  PARTITIONS  TARGET
+a          a          /127.0.0.1  -            2      t(0,1)      t(0,1)
+b          b          /127.0.0.1  -            1      t(2,3)      t(2)
+c          c          /127.0.0.1  -            2      -           t(3)
 ";
         assert_eq!(render_describe(&d), want, "got:\n{}", render_describe(&d));
     }
