@@ -20,6 +20,8 @@ pub struct Cluster {
     conns: BTreeMap<SocketAddr, Conn>,
     brokers: BTreeMap<i32, SocketAddr>,
     leaders: BTreeMap<(String, i32), i32>,
+    /// Topic ids by name, as Metadata gave them (KIP-848 assignments name topics by id).
+    ids: BTreeMap<String, uuid::Uuid>,
     /// Which candidate the next metadata request goes to.
     cursor: usize,
     /// Who every connection authenticates as (SASL SCRAM), if the listener asks.
@@ -30,7 +32,7 @@ impl Cluster {
     /// `bootstrap`: brokers to ask for metadata until some answered (at least one).
     pub fn new(bootstrap: Vec<SocketAddr>, client_id: &str, timeout: Duration) -> Cluster {
         assert!(!bootstrap.is_empty(), "a client needs at least one bootstrap broker");
-        Cluster { bootstrap, client_id: client_id.into(), timeout, conns: BTreeMap::new(), brokers: BTreeMap::new(), leaders: BTreeMap::new(), cursor: 0, login: None }
+        Cluster { bootstrap, client_id: client_id.into(), timeout, conns: BTreeMap::new(), brokers: BTreeMap::new(), leaders: BTreeMap::new(), ids: BTreeMap::new(), cursor: 0, login: None }
     }
 
     /// Authenticates every connection as `login` (a SASL_PLAINTEXT or SASL_SSL listener).
@@ -102,6 +104,9 @@ impl Cluster {
                 failure.get_or_insert(ClientError::kafka(t.error_code, format!("metadata for {name}")));
                 continue;
             }
+            if !t.topic_id.is_nil() {
+                self.ids.insert(name.clone(), t.topic_id);
+            }
             for p in &t.partitions {
                 self.leaders.insert((name.clone(), p.partition_index), p.leader_id.0);
             }
@@ -129,6 +134,16 @@ impl Cluster {
     pub fn partition_count(&self, topic: &str) -> Option<i32> {
         let n = self.leaders.range((topic.to_string(), i32::MIN)..=(topic.to_string(), i32::MAX)).count();
         (n > 0).then_some(n as i32)
+    }
+
+    /// A topic's id, as the last metadata for it gave it.
+    pub fn topic_id(&self, topic: &str) -> Option<uuid::Uuid> {
+        self.ids.get(topic).copied()
+    }
+
+    /// The topic with id `id`, among those metadata was asked for.
+    pub fn topic_name(&self, id: uuid::Uuid) -> Option<&str> {
+        self.ids.iter().find(|(_, x)| **x == id).map(|(n, _)| n.as_str())
     }
 
     /// Forgets a partition's leader (it moved, or did not answer).

@@ -12,7 +12,9 @@
 //! simulator's paused members exercise. Timers are tokio's (simulated time under madsim).
 
 use super::assignor::{by_name, user_data, wire, Assignor, Members, RebalanceProtocol, TopicPartitions};
-use super::consumer::{ConsumedRecord, Consumer};
+use super::consumer::Consumer;
+use super::group_config::stamp;
+pub use super::group_config::{GroupConfig, GroupEvent, GroupMetadata, GroupProtocol, Polled, Reset, Stamped};
 use super::ClientError;
 use crate::kafka::{list_offsets, Code};
 use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
@@ -33,115 +35,18 @@ use tokio::time::Instant;
 /// How much longer than the rebalance timeout a JoinGroup may take (Kafka's clients: 5 s).
 const join_grace_ms: u64 = 5_000;
 
-/// Where a partition with no committed offset starts (`auto.offset.reset`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reset {
-    Earliest,
-    Latest,
-}
-
-/// A group consumer's settings (Kafka's consumer config names in the docs).
-#[derive(Debug, Clone)]
-pub struct GroupConfig {
-    /// `group.id`
-    pub group_id: String,
-    /// `client.id`
-    pub client_id: String,
-    /// `group.instance.id`: a static member (KIP-345); it does not leave the group on close.
-    pub instance_id: Option<String>,
-    /// `session.timeout.ms`
-    pub session_timeout_ms: i32,
-    /// `max.poll.interval.ms`, sent as the rebalance timeout.
-    pub rebalance_timeout_ms: i32,
-    /// `heartbeat.interval.ms`
-    pub heartbeat_interval_ms: u64,
-    /// `partition.assignment.strategy`, in order of preference.
-    pub assignors: Vec<Assignor>,
-    /// `enable.auto.commit`
-    pub auto_commit: bool,
-    /// `auto.commit.interval.ms`
-    pub auto_commit_interval_ms: u64,
-    /// `auto.offset.reset`
-    pub reset: Reset,
-    /// `request.timeout.ms` for every request but JoinGroup (which waits a rebalance).
-    pub request_timeout: Duration,
-}
-
-impl GroupConfig {
-    /// Kafka's consumer defaults for `group_id`.
-    pub fn new(group_id: &str, client_id: &str) -> GroupConfig {
-        GroupConfig {
-            group_id: group_id.into(),
-            client_id: client_id.into(),
-            instance_id: None,
-            session_timeout_ms: 45_000,
-            rebalance_timeout_ms: 300_000,
-            heartbeat_interval_ms: 3_000,
-            assignors: vec![Assignor::Range, Assignor::CooperativeSticky],
-            auto_commit: true,
-            auto_commit_interval_ms: 5_000,
-            reset: Reset::Latest,
-            request_timeout: Duration::from_secs(30),
-        }
-    }
-}
-
-/// What happened to the member's partitions.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum GroupEvent {
-    /// Joined generation `generation` as `member_id` (the leader if `leader`).
-    Joined { generation: i32, member_id: String, leader: bool, protocol: String },
-    /// Partitions handed to this member, and where each starts (its committed offset, or the
-    /// `auto.offset.reset` point).
-    Assigned { partitions: TopicPartitions, starts: BTreeMap<(String, i32), i64> },
-    /// Partitions given up in an orderly way (their progress was committed first when
-    /// auto-commit is on).
-    Revoked(TopicPartitions),
-    /// Partitions taken away without notice (the member was fenced or timed out): another member
-    /// may already own them.
-    Lost(TopicPartitions),
-    /// Offsets committed and acknowledged: partition → offset.
-    Committed(BTreeMap<(String, i32), i64>),
-}
-
-/// A member's identity in the group at one moment (Kafka's `ConsumerGroupMetadata`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GroupMetadata {
-    pub member_id: String,
-    pub generation: i32,
-    pub instance_id: Option<String>,
-}
-
-/// A [`GroupEvent`] and the moment (tokio's clock: simulated under madsim) it happened.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Stamped {
-    pub at: Instant,
-    pub event: GroupEvent,
-}
-
-fn stamp(event: GroupEvent) -> Stamped {
-    Stamped { at: Instant::now(), event }
-}
-
-/// What one poll returned: records, group events, and the error that cut it short, if any.
-#[derive(Debug, Default)]
-pub struct Polled {
-    pub records: Vec<ConsumedRecord>,
-    pub events: Vec<Stamped>,
-    pub error: Option<ClientError>,
-}
-
 pub struct GroupConsumer {
-    config: GroupConfig,
-    consumer: Consumer,
-    topics: BTreeSet<String>,
+    pub(super) config: GroupConfig,
+    pub(super) consumer: Consumer,
+    pub(super) topics: BTreeSet<String>,
     coordinator: Option<SocketAddr>,
-    member_id: String,
-    generation: i32,
+    pub(super) member_id: String,
+    /// The generation (classic) or member epoch (KIP-848); -1 outside the group.
+    pub(super) generation: i32,
     protocol: Option<Assignor>,
-    owned: TopicPartitions,
-    rejoin: bool,
-    next_heartbeat: Instant,
+    pub(super) owned: TopicPartitions,
+    pub(super) rejoin: bool,
+    pub(super) next_heartbeat: Instant,
     next_commit: Instant,
 }
 
@@ -149,11 +54,11 @@ fn s(text: &str) -> StrBytes {
     StrBytes::from_string(text.to_string())
 }
 
-fn partitions_of(tp: &TopicPartitions) -> impl Iterator<Item = (String, i32)> + '_ {
+pub(super) fn partitions_of(tp: &TopicPartitions) -> impl Iterator<Item = (String, i32)> + '_ {
     tp.iter().flat_map(|(t, ps)| ps.iter().map(move |p| (t.clone(), *p)))
 }
 
-fn minus(a: &TopicPartitions, b: &TopicPartitions) -> TopicPartitions {
+pub(super) fn minus(a: &TopicPartitions, b: &TopicPartitions) -> TopicPartitions {
     let mut out = TopicPartitions::new();
     for (t, p) in partitions_of(a) {
         if !b.get(&t).is_some_and(|ps| ps.contains(&p)) {
@@ -214,11 +119,14 @@ impl GroupConsumer {
     }
 
     async fn maintain(&mut self, events: &mut Vec<Stamped>) -> Result<(), ClientError> {
-        if self.rejoin || self.generation < 0 {
+        let kip848 = matches!(self.config.protocol, GroupProtocol::Consumer { .. });
+        if kip848 {
+            self.maintain_kip848(events).await?;
+        } else if self.rejoin || self.generation < 0 {
             self.join(events).await?;
         }
         let now = Instant::now();
-        if now >= self.next_heartbeat {
+        if !kip848 && now >= self.next_heartbeat {
             self.next_heartbeat = now + Duration::from_millis(self.config.heartbeat_interval_ms);
             self.heartbeat(events).await?;
         }
@@ -266,18 +174,18 @@ impl GroupConsumer {
     }
 
     /// A request to the coordinator; a failed connection forgets it.
-    async fn ask_coordinator<R: kafka_protocol::protocol::Request<Response: 'static>>(&mut self, req: &R) -> Result<R::Response, ClientError> {
+    pub(super) async fn ask_coordinator<R: kafka_protocol::protocol::Request<Response: 'static>>(&mut self, req: &R) -> Result<R::Response, ClientError> {
         let addr = self.coordinator().await?;
         self.send_to(addr, req).await.inspect_err(|_| self.coordinator = None)
     }
 
     /// An error code from the coordinator: what the member must do about it, and the error.
-    fn on_error(&mut self, code: i16, what: &str, events: &mut Vec<Stamped>) -> ClientError {
+    pub(super) fn on_error(&mut self, code: i16, what: &str, events: &mut Vec<Stamped>) -> ClientError {
         let e = ClientError::kafka(code, format!("{what} in group {}", self.config.group_id));
         match crate::kafka::error(code) {
             Some(Code::NotCoordinator | Code::CoordinatorNotAvailable | Code::CoordinatorLoadInProgress) => self.coordinator = None,
             Some(Code::RebalanceInProgress) => self.rejoin = true,
-            Some(Code::IllegalGeneration | Code::UnknownMemberId | Code::FencedInstanceId) => {
+            Some(Code::IllegalGeneration | Code::UnknownMemberId | Code::FencedInstanceId | Code::FencedMemberEpoch) => {
                 if code == Code::UnknownMemberId.code() {
                     self.member_id.clear();
                 }
@@ -441,7 +349,7 @@ impl GroupConsumer {
     }
 
     /// Positions for `added`: each at its committed offset, or the reset point.
-    async fn start_positions(&mut self, added: &TopicPartitions) -> Result<(), ClientError> {
+    pub(super) async fn start_positions(&mut self, added: &TopicPartitions) -> Result<(), ClientError> {
         let committed = self.committed(added).await?;
         let mut missing = Vec::new();
         for (t, p) in partitions_of(added) {
@@ -476,7 +384,7 @@ impl GroupConsumer {
         self.commit_partitions(&owned, events).await
     }
 
-    async fn commit_partitions(&mut self, parts: &TopicPartitions, events: &mut Vec<Stamped>) -> Result<(), ClientError> {
+    pub(super) async fn commit_partitions(&mut self, parts: &TopicPartitions, events: &mut Vec<Stamped>) -> Result<(), ClientError> {
         let offsets: BTreeMap<(String, i32), i64> = partitions_of(parts).filter_map(|(t, p)| self.consumer.position(&t, p).map(|o| ((t, p), o))).collect();
         self.commit_offsets(offsets, events).await
     }
@@ -583,7 +491,9 @@ impl GroupConsumer {
         if !self.owned.is_empty() {
             events.push(stamp(GroupEvent::Revoked(std::mem::take(&mut self.owned))));
         }
-        if self.config.instance_id.is_none() && !self.member_id.is_empty() {
+        if matches!(self.config.protocol, GroupProtocol::Consumer { .. }) {
+            self.leave_kip848().await;
+        } else if self.config.instance_id.is_none() && !self.member_id.is_empty() {
             let mut req = LeaveGroupRequest::default();
             req.group_id = GroupId(s(&self.config.group_id));
             req.members = vec![MemberIdentity::default().with_member_id(s(&self.member_id))];

@@ -12,6 +12,8 @@ pub mod cluster;
 pub mod conn;
 pub mod consumer;
 pub mod group;
+mod group_config;
+mod group_kip848;
 pub mod groups_admin;
 pub mod placement;
 pub mod plan;

@@ -168,7 +168,8 @@ pub const SENT: &[(ApiKey, i16)] = &[
     (ApiKey::ListGroups, 5),
     (ApiKey::DescribeGroups, 5),
     (ApiKey::ConsumerGroupDescribe, 1),
-    (ApiKey::ConsumerGroupHeartbeat, 1),
+    // v0: the coordinator names a joining member (this client has no ids of its own).
+    (ApiKey::ConsumerGroupHeartbeat, 0),
     (ApiKey::JoinGroup, 9),
     (ApiKey::SyncGroup, 5),
     (ApiKey::Heartbeat, 4),

@@ -1,10 +1,11 @@
 //! The Rust group consumer against a real broker in process (real sockets, real files): two
 //! members split a topic, commit, one leaves, and the other takes its partitions over at their
-//! committed offsets, reading every record at least once.
+//! committed offsets, reading every record at least once; under the classic protocol
+//! (cooperative-sticky) and KIP-848's (`group.protocol=consumer`, the broker's uniform assignor).
 
 use broker_core::client::admin::create_topics;
 use broker_core::client::assignor::Assignor;
-use broker_core::client::group::Reset;
+use broker_core::client::group::{GroupProtocol, Reset};
 use broker_core::client::{GroupConfig, GroupConsumer, GroupEvent, Producer, ProducerConfig};
 use broker_core::server;
 use broker_core::storage::FileDisk;
@@ -28,7 +29,7 @@ struct Seen {
     events: Vec<GroupEvent>,
 }
 
-fn member(addr: SocketAddr, name: &str) -> GroupConsumer {
+fn member(addr: SocketAddr, name: &str, protocol: &GroupProtocol) -> GroupConsumer {
     let mut c = GroupConfig::new("g", name);
     (
         c.session_timeout_ms,
@@ -37,6 +38,7 @@ fn member(addr: SocketAddr, name: &str) -> GroupConsumer {
         c.reset,
     ) = (10_000, 300, false, Reset::Earliest);
     c.assignors = vec![Assignor::CooperativeSticky, Assignor::Range];
+    c.protocol = protocol.clone();
     let mut g = GroupConsumer::new(vec![addr], c);
     g.subscribe(&["t"]);
     g
@@ -112,6 +114,15 @@ async fn wait_for(what: &str, cond: impl Fn() -> bool) {
 
 #[test]
 fn two_members_split_a_topic_and_one_takes_over_at_the_committed_offsets() {
+    split_then_take_over(GroupProtocol::Classic);
+}
+
+#[test]
+fn kip848_two_members_split_a_topic_and_one_takes_over_at_the_committed_offsets() {
+    split_then_take_over(GroupProtocol::Consumer { assignor: Some("uniform".into()) });
+}
+
+fn split_then_take_over(protocol: GroupProtocol) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -126,6 +137,7 @@ fn two_members_split_a_topic_and_one_takes_over_at_the_committed_offsets() {
                 c.groups.initial_rebalance_delay_ms,
                 c.groups.offsets_partitions,
             ) = (0, 3);
+            c.groups.consumer_heartbeat_interval_ms = 300;
         });
         let node = tokio::spawn(server::serve(listener, shared, std::future::pending()));
         create_topics(
@@ -141,8 +153,8 @@ fn two_members_split_a_topic_and_one_takes_over_at_the_committed_offsets() {
             Arc::new(Mutex::new(Seen::default())),
         );
         let (stop_a, stop_b) = (Arc::new(Mutex::new(false)), Arc::new(Mutex::new(false)));
-        let a = tokio::spawn(run(member(addr, "a"), seen_a.clone(), stop_a.clone()));
-        let b = tokio::spawn(run(member(addr, "b"), seen_b.clone(), stop_b.clone()));
+        let a = tokio::spawn(run(member(addr, "a", &protocol), seen_a.clone(), stop_a.clone()));
+        let b = tokio::spawn(run(member(addr, "b", &protocol), seen_b.clone(), stop_b.clone()));
         // The first phase is produced once both hold partitions: produced before, a member that
         // forms the group alone may read and commit all of it before the other joins, which then
         // starts at the end of every partition it gets and reads nothing (seen under load).
