@@ -194,6 +194,11 @@ pub enum PlantedBug {
     /// is told, and muted for, a thousandth of its wait: it writes at the rate it offers
     /// (`quota_respected` on `scenarios/fast/quotas.toml`).
     ThrottleInSeconds,
+    /// The group coordinator gives a KIP-848 member a partition as soon as the group's target
+    /// moves it, without waiting for its owner's heartbeat to say it let the partition go
+    /// (`group::rules`): for a while two members consume it (`group_owners` on
+    /// `scenarios/groups/kip848-churn.toml`).
+    ReconcileSkipsRevocation,
 }
 
 impl PlantedBug {
@@ -244,6 +249,7 @@ impl PlantedBug {
         PlantedBug::AclDenyIgnored,
         PlantedBug::ReassignmentSkipsCatchUp,
         PlantedBug::ThrottleInSeconds,
+        PlantedBug::ReconcileSkipsRevocation,
     ];
 
     /// The bug named `name` (its variant name, as traces record it).

@@ -257,6 +257,9 @@ pub struct History {
     pub final_commit_errors: BTreeMap<String, String>,
     /// When group members stopped (the end of their reads), ms.
     pub members_until_ms: u64,
+    /// Groups whose members speak KIP-848 (`group.protocol = "consumer"`): epochs are each
+    /// member's own, not the group's.
+    pub kip848_groups: std::collections::BTreeSet<String>,
     /// Every time a broker became a partition's leader, in the order they happened.
     pub leaderships: Vec<Leadership>,
     /// The metadata quorum as its voters reported it: elections, committed entries applied,

@@ -58,6 +58,9 @@ impl GroupConsumer {
         let owned = if joining { TopicPartitions::new() } else { self.owned.clone() };
         let cluster = self.consumer.cluster();
         req.topic_partitions = Some(owned.iter().filter_map(|(t, ps)| Some(Owned::default().with_topic_id(cluster.topic_id(t)?).with_partitions(ps.clone()))).collect());
+        // A heartbeat that failed may have been taken, its answer lost: the next one says
+        // everything, and is answered with the whole assignment (Kafka's clients do the same).
+        self.rejoin = true;
         let resp = self.ask_coordinator(&req).await?;
         if resp.error_code != 0 {
             return Err(self.on_error(resp.error_code, "ConsumerGroupHeartbeat", events));
@@ -80,8 +83,12 @@ impl GroupConsumer {
             }
             match self.consumer.cluster().topic_name(t.topic_id) {
                 Some(name) => target.entry(name.to_string()).or_default().extend(&t.partitions),
-                // Not a topic it can name yet: asked for again, whole, next time.
-                None => self.rejoin = true,
+                // A topic it cannot name yet: nothing of this assignment is taken (a partial one
+                // would revoke the rest), and the whole of it is asked for again next time.
+                None => {
+                    self.rejoin = true;
+                    return Ok(());
+                }
             }
         }
         target.values_mut().for_each(|ps| ps.sort_unstable());

@@ -512,6 +512,7 @@ mod tests {
             protocol: String::new(),
             members: vec![],
             partitions: vec![row(None, Ok(5))],
+            epochs: None,
         };
         assert!(d.is_unknown(), "an assigned-but-uncommitted row alone does not make a group known");
         d.partitions.push(row(Some(1), Ok(5)));

@@ -4,7 +4,8 @@
 //! that epoch by the group's server-side assignor (`assignors`), and each member reconciles
 //! toward its part of it heartbeat by heartbeat (`reconcile`), so no partition is ever given to
 //! two members. A plain struct with an explicit `now`; no IO, no clock, no randomness (member
-//! ids are the client's, KIP-848 v1, or derived from the group's own counter).
+//! ids are the client's, KIP-848 v1, or derived from the coordinator's leader epoch and the
+//! group's own counter).
 //!
 //! Rules, as Kafka's:
 //! * a heartbeat at member epoch 0 joins; -1 leaves; -2 is a static member's temporary leave:
@@ -173,12 +174,18 @@ pub struct ConsumerGroup {
     assignors: Vec<ServerAssignor>,
     pub(super) session_timeout_ms: u64,
     ids_given: u64,
+    /// Makes the ids given here unique across coordinators: the coordinator's offsets
+    /// partition and leader epoch (a coordinator taking over counts from one again).
+    pub(super) id_prefix: String,
+    /// Kafka's rule: a partition goes to its new member only once its owner let it go
+    /// (`rules::Rules::waits_for_revocation`; a planted bug turns it off).
+    pub(super) waits_for_revocation: bool,
 }
 
 impl ConsumerGroup {
     pub fn new(id: &str, assignors: &[ServerAssignor], session_timeout_ms: u64) -> ConsumerGroup {
         let assignors = if assignors.is_empty() { ServerAssignor::ALL.to_vec() } else { assignors.to_vec() };
-        ConsumerGroup { id: id.to_string(), epoch: 0, target_epoch: 0, assignor: assignors[0], members: BTreeMap::new(), target: GroupAssignment::new(), partitions: BTreeMap::new(), loaded_hash: None, assignors, session_timeout_ms, ids_given: 0 }
+        ConsumerGroup { id: id.to_string(), epoch: 0, target_epoch: 0, assignor: assignors[0], members: BTreeMap::new(), target: GroupAssignment::new(), partitions: BTreeMap::new(), loaded_hash: None, assignors, session_timeout_ms, ids_given: 0, id_prefix: String::new(), waits_for_revocation: true }
     }
 
     pub fn state(&self) -> GroupState {
@@ -232,7 +239,7 @@ impl ConsumerGroup {
         let member_id = match hb.member_id.is_empty() {
             true => {
                 self.ids_given += 1;
-                format!("{}-member-{}", self.id, self.ids_given)
+                format!("{}-member-{}{}", self.id, self.id_prefix, self.ids_given)
             }
             false => hb.member_id.clone(),
         };
@@ -331,7 +338,8 @@ impl ConsumerGroup {
         let others: Vec<&MemberAssignment> = self.members.iter().filter(|(id, _)| id.as_str() != member_id).map(|(_, m)| &m.assignment).collect();
         let member = &self.members[member_id];
         let target = self.target.get(member_id).cloned().unwrap_or_default();
-        let next = reconcile::next(&member.assignment, self.target_epoch, &target, member.owned.as_ref(), |t, p| others.iter().any(|o| o.holds(t, p)));
+        let waits = self.waits_for_revocation;
+        let next = reconcile::next(&member.assignment, self.target_epoch, &target, member.owned.as_ref(), |t, p| waits && others.iter().any(|o| o.holds(t, p)));
         let changed = next.assigned != member.assignment.assigned || member.owned.is_none() || full;
         let answer = Answer { member_id: member_id.to_string(), member_epoch: next.epoch, assignment: changed.then(|| next.assigned.clone()) };
         let member = self.members.get_mut(member_id).expect("reconciled a member");

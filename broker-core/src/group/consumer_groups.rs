@@ -32,6 +32,17 @@ impl Coordinator {
         }
     }
 
+    /// `group`'s consumer group, a new one (with this coordinator's rules) if it has none.
+    fn consumer_group_mut(&mut self, group: &str) -> &mut ConsumerGroup {
+        if !self.consumer_groups.contains_key(group) {
+            let mut g = ConsumerGroup::new(group, &self.config.consumer_assignors, self.config.consumer_session_timeout_ms);
+            g.waits_for_revocation = super::rules::of(self.planted).waits_for_revocation();
+            g.id_prefix = format!("{}-", self.id_prefix(group));
+            self.consumer_groups.insert(group.to_string(), g);
+        }
+        self.consumer_groups.get_mut(group).expect("inserted")
+    }
+
     fn topic_id(&self, name: &str) -> Option<[u8; 16]> {
         self.topics.get(name).map(|(id, _)| *id)
     }
@@ -49,14 +60,17 @@ impl Coordinator {
         if self.groups.get(group).is_some_and(|g| !matches!(g.state, State::Empty | State::Dead)) {
             return refused(Code::GroupIdNotFound);
         }
-        let (config, partitions) = (&self.config, self.topics.iter().map(|(n, (_, count))| (n.clone(), *count)).collect::<BTreeMap<_, _>>());
-        let g = self.consumer_groups.entry(group.to_string()).or_insert_with(|| ConsumerGroup::new(group, &config.consumer_assignors, config.consumer_session_timeout_ms));
-        if hb.member_epoch == 0 && !g.members.contains_key(&hb.member_id) && g.members.values().filter(|m| !m.away).count() >= config.max_size {
+        let partitions: BTreeMap<String, i32> = self.topics.iter().map(|(n, (_, count))| (n.clone(), *count)).collect();
+        let max_size = self.config.max_size;
+        let unsynced = self.consumer_unsynced.contains(group);
+        let g = self.consumer_group_mut(group);
+        if hb.member_epoch == 0 && !g.members.contains_key(&hb.member_id) && g.members.values().filter(|m| !m.away).count() >= max_size {
             return refused(Code::GroupMaxSizeReached);
         }
-        let before = if self.consumer_unsynced.remove(group) { View::default() } else { g.view() };
+        let before = if unsynced { View::default() } else { g.view() };
         let result = g.heartbeat(hb, &partitions, now);
         let after = g.view();
+        self.consumer_unsynced.remove(group);
         let interval = self.config.consumer_heartbeat_interval_ms;
         let answer = Answer::Consumer(result.map(|a| HeartbeatAnswer {
             member_id: a.member_id,
@@ -100,8 +114,7 @@ impl Coordinator {
             return Ok(());
         }
         let names: BTreeMap<[u8; 16], String> = self.topics.iter().map(|(n, (id, _))| (*id, n.clone())).collect();
-        let config = &self.config;
-        let g = self.consumer_groups.entry(group.to_string()).or_insert_with(|| ConsumerGroup::new(group, &config.consumer_assignors, config.consumer_session_timeout_ms));
+        let g = self.consumer_group_mut(group);
         g.restore(key, value, &|id| names.get(&id).cloned(), now);
         Ok(())
     }

@@ -1,6 +1,7 @@
-//! The coordinator's commit rules that the simulator may swap, when the node is built, for a
-//! known wrong one (a planted bug, `crate::planted`): which generation a commit is checked
-//! against, whether a refused one is written, and which transactions' offsets take effect. `Coordinator::commit` asks [`Rules`], whose
+//! The coordinator's rules that the simulator may swap, when the node is built, for a known
+//! wrong one (a planted bug, `crate::planted`): which generation a commit is checked against,
+//! whether a refused one is written, which transactions' offsets take effect, and whether a
+//! KIP-848 partition waits for its owner to let it go. `Coordinator::commit` asks [`Rules`], whose
 //! defaults are Kafka's ([`Kafka`]); [`of`] picks a planted bug's rule (simulated build only).
 
 use super::Group;
@@ -25,6 +26,12 @@ pub trait Rules: Sync {
     /// abort) is replicated: only a commit's (planted `TxnOffsetsKeptOnAbort`).
     fn txn_offsets_take_effect(&self, commit: bool) -> bool {
         commit
+    }
+
+    /// Whether a KIP-848 member is given a partition only once its previous owner let it go
+    /// (planted `ReconcileSkipsRevocation`: at once).
+    fn waits_for_revocation(&self) -> bool {
+        true
     }
 }
 
@@ -81,8 +88,17 @@ mod planted_rules {
         }
     }
 
+    /// A partition moves to its new KIP-848 owner before the old one let it go.
+    pub struct ReconcileSkipsRevocation;
+    impl Rules for ReconcileSkipsRevocation {
+        fn waits_for_revocation(&self) -> bool {
+            false
+        }
+    }
+
     pub fn of(bug: PlantedBug) -> Option<&'static dyn Rules> {
         Some(match bug {
+            PlantedBug::ReconcileSkipsRevocation => &ReconcileSkipsRevocation,
             PlantedBug::TxnOffsetsKeptOnAbort => &TxnOffsetsKeptOnAbort,
             PlantedBug::CommitIgnoresGeneration => &CommitIgnoresGeneration,
             PlantedBug::CommitAcceptsOlderGeneration => &CommitAcceptsOlderGeneration,

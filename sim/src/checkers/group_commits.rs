@@ -6,7 +6,9 @@
 //! And a commit is fenced by its generation: none carrying a generation the group had already
 //! left when it was sent is acknowledged (Kafka answers ILLEGAL_GENERATION, or
 //! UNKNOWN_MEMBER_ID to a member no longer in it), whether it comes from a zombie or from a
-//! current member whose commit raced a rebalance.
+//! current member whose commit raced a rebalance. A KIP-848 member's epoch is its own (members
+//! of one group reconcile to the group's epoch each at its pace), so there the fence is per
+//! member: a commit carrying an epoch older than one its member already owned partitions at.
 
 use super::group_history::{acked_commits, groups, partitions};
 use crate::history::{GroupEventKind, History, Outcome, Violation};
@@ -51,18 +53,20 @@ pub fn commits_durable(h: &History, out: &mut Vec<Violation>) {
 /// of an older generation sent after that moment must be refused. (A JoinGroup answer is not
 /// such evidence: a coordinator failing before storing the generation comes back without it.)
 /// Commits with no generation (-1: a consumer outside group management, taken by an Empty
-/// group) are not fenced.
+/// group) are not fenced. Under KIP-848 the same holds member by member: a member owning
+/// partitions at epoch E heard E in a heartbeat answer, sent once E was stored.
 fn fenced_by_generation(h: &History, out: &mut Vec<Violation>) {
-    // Per group: each generation some member owned partitions in, and the first moment it did.
-    let mut stored: BTreeMap<&str, BTreeMap<i32, u64>> = BTreeMap::new();
+    // Per group (per member of a KIP-848 group): each generation owned in, and when first.
+    let scope = |group: &str, member: &str| if h.kip848_groups.contains(group) { member.to_string() } else { String::new() };
+    let mut stored: BTreeMap<(&str, String), BTreeMap<i32, u64>> = BTreeMap::new();
     for e in &h.group_events {
-        if let GroupEventKind::Owned { generation, .. } = &e.kind {
-            let first = stored.entry(e.group.as_str()).or_default().entry(*generation).or_insert(e.at_ms);
+        if let GroupEventKind::Owned { generation, member_id, .. } = &e.kind {
+            let first = stored.entry((e.group.as_str(), scope(&e.group, member_id))).or_default().entry(*generation).or_insert(e.at_ms);
             *first = (*first).min(e.at_ms);
         }
     }
     for c in h.commits.iter().filter(|c| c.generation >= 0 && matches!(c.outcome, Outcome::Ok(_))) {
-        let Some(gens) = stored.get(c.group.as_str()) else { continue };
+        let Some(gens) = stored.get(&(c.group.as_str(), scope(&c.group, &c.member_id))) else { continue };
         let newer = gens.range(c.generation + 1..).filter(|(_, at)| **at < c.invoke_ms).min_by_key(|(_, at)| **at);
         if let Some((g, at)) = newer {
             let p = c.offsets.first().map_or(-1, |(p, _)| *p);

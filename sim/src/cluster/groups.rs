@@ -15,7 +15,7 @@ use super::topology::{commit_reader_ip, harness_node, Cluster};
 use crate::history::{Commit, GroupEvent, GroupEventKind, Outcome, Read};
 use crate::scenario::{GroupSpec, Scenario};
 use broker_core::client::assignor::{by_name, TopicPartitions};
-use broker_core::client::group::Reset;
+use broker_core::client::group::{GroupProtocol, Reset};
 use broker_core::client::group::{GroupMetadata, Stamped};
 use broker_core::client::{ClientError, GroupConfig, GroupConsumer, GroupEvent as ClientEvent};
 use madsim::task::JoinHandle;
@@ -55,7 +55,11 @@ struct Member {
 /// Starts every member of every group on its own client node.
 pub(super) fn start(s: &Scenario, cluster: &mut Cluster, seed: u64, rec: &Rec) -> Vec<JoinHandle<()>> {
     let until_ms = s.duration_ms + s.heal_ms / 2;
-    rec.lock().expect("recorder").history.members_until_ms = until_ms;
+    {
+        let mut r = rec.lock().expect("recorder");
+        r.history.members_until_ms = until_ms;
+        r.history.kip848_groups = s.groups.iter().filter(|g| g.protocol == "consumer").map(|g| g.id.clone()).collect();
+    }
     let mut tasks = Vec::new();
     let names = s.member_names();
     let specs = s.groups.iter().flat_map(|g| std::iter::repeat_n(g, g.members as usize));
@@ -75,6 +79,9 @@ fn consumer(m: &Member, incarnation: u32) -> GroupConsumer {
     c.rebalance_timeout_ms = (m.spec.session_timeout_ms * 2) as i32;
     c.heartbeat_interval_ms = m.spec.heartbeat_interval_ms;
     c.assignors = by_name(&m.spec.assignor).into_iter().collect();
+    if m.spec.protocol == "consumer" {
+        c.protocol = GroupProtocol::Consumer { assignor: Some(m.spec.assignor.clone()) };
+    }
     c.auto_commit = false;
     c.reset = Reset::Earliest;
     c.request_timeout = Duration::from_millis(request_timeout_ms);

@@ -215,6 +215,11 @@ pub(super) fn broker_config(s: &Scenario, i: u32, bug: Option<PlantedBug>) -> Br
     // Three offsets partitions keep group scenarios cheap; sessions as short as a second let
     // them churn within a fast scenario.
     (c.groups.offsets_partitions, c.groups.min_session_timeout_ms) = (sim_offsets_partitions, group_min_session_ms);
+    // KIP-848 sessions and heartbeats are the coordinator's to set: the scenario's groups' own.
+    for g in s.groups.iter().filter(|g| g.protocol == "consumer") {
+        c.groups.consumer_session_timeout_ms = g.session_timeout_ms;
+        c.groups.consumer_heartbeat_interval_ms = g.heartbeat_interval_ms;
+    }
     // The same for the transaction coordinator's state topic; abandoned transactions are
     // checked for their timeout every second, so a fast scenario sees them aborted.
     (c.txns.state_partitions, c.txns.abort_timed_out_interval_ms) = (sim_offsets_partitions, txn_abort_check_ms);

@@ -153,7 +153,13 @@ pub struct GroupSpec {
     pub id: String,
     pub topic: String,
     pub members: u32,
-    /// range, roundrobin, sticky or cooperative-sticky.
+    /// `group.protocol`: "classic" (JoinGroup/SyncGroup, a member assigns) or "consumer"
+    /// (KIP-848: the coordinator assigns, members reconcile by ConsumerGroupHeartbeat; the
+    /// brokers' group.consumer session and heartbeat interval are this group's).
+    #[serde(default = "protocol_default")]
+    pub protocol: String,
+    /// classic: range, roundrobin, sticky or cooperative-sticky; consumer: the server's
+    /// uniform or range.
     #[serde(default = "assignor_default")]
     pub assignor: String,
     /// Static members (KIP-345): each keeps a group.instance.id across restarts.
@@ -210,6 +216,9 @@ pub const processor_hops_max: u32 = 8;
 /// stalls already make.
 pub const commit_lag_ms_max: u64 = 10_000;
 
+fn protocol_default() -> String {
+    "classic".into()
+}
 fn assignor_default() -> String {
     "range".into()
 }
@@ -239,8 +248,15 @@ impl Scenario {
             if g.id.is_empty() || !(1..=group_members_max).contains(&g.members) {
                 return Err(format!("scenario: groups '{}' needs an id and 1..={group_members_max} members", g.id));
             }
-            if broker_core::client::assignor::by_name(&g.assignor).is_none() {
-                return Err(format!("scenario: groups.assignor '{}' must be range, roundrobin, sticky or cooperative-sticky", g.assignor));
+            match g.protocol.as_str() {
+                "classic" if broker_core::client::assignor::by_name(&g.assignor).is_none() => {
+                    return Err(format!("scenario: groups.assignor '{}' must be range, roundrobin, sticky or cooperative-sticky", g.assignor));
+                }
+                "consumer" if broker_core::group::assignors::ServerAssignor::by_name(&g.assignor).is_none() => {
+                    return Err(format!("scenario: groups.assignor '{}' must be uniform or range with protocol \"consumer\"", g.assignor));
+                }
+                "classic" | "consumer" => {}
+                other => return Err(format!("scenario: groups.protocol '{other}' must be classic or consumer")),
             }
             if !(1_000..=60_000).contains(&g.session_timeout_ms) || g.heartbeat_interval_ms == 0 || g.heartbeat_interval_ms * 2 > g.session_timeout_ms {
                 return Err(format!("scenario: groups '{}': session_timeout_ms must be 1000..=60000 and heartbeat_interval_ms at most half of it", g.id));

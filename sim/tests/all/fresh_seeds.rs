@@ -60,6 +60,8 @@ const cheap_half: &[(PlantedBug, &str, &str, u64)] = &[
     (PlantedBug::CommitAcceptsOlderGeneration, "scenarios/groups/commit-lag.toml", "group_commits", 10),
     (PlantedBug::StaleCommitWrittenAnyway, "scenarios/groups/commit-lag.toml", "group_delivery", 10),
     (PlantedBug::CommitIgnoresGeneration, "scenarios/groups/churn.toml", "group_commits", 5),
+    // KIP-848: a partition given to its new member before its owner's heartbeat let it go.
+    (PlantedBug::ReconcileSkipsRevocation, "scenarios/groups/kip848-churn.toml", "group_owners", 10),
     // acks=all answered when the mark reaches a batch's last offset: only a one-record batch
     // differs (the mark sits on batch boundaries). None of 300 seeds of `replicated`,
     // `replicated-fsync`, `replicated` with ELR or `idempotent-in-flight`; one-record batches with

@@ -364,3 +364,15 @@ fn a_seeded_group_run_has_a_stable_rebalance_timeline() {
     assert_eq!(first, again, "seed 7 twice, two timelines");
     insta::assert_snapshot!(first);
 }
+
+/// The same under KIP-848 (`group.protocol = "consumer"`): epochs move member by member, a
+/// partition is revoked by one member before another owns it, a crashed or stalled member is
+/// fenced and rejoins at epoch 0.
+#[test]
+fn a_seeded_kip848_group_run_has_a_stable_rebalance_timeline() {
+    let (path, s) = group_scenarios().into_iter().find(|(_, s)| s.name == "group-kip848-churn").unwrap();
+    let first = sim::rebalances::timeline(&run(&s, &path, 7, None).history);
+    let again = sim::rebalances::timeline(&run(&s, &path, 7, None).history);
+    assert_eq!(first, again, "seed 7 twice, two timelines");
+    insta::assert_snapshot!(first);
+}
