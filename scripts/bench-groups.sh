@@ -11,6 +11,9 @@
 #              holds its share of the partitions, and from one member's close() until the others
 #              are all assigned again; with the client's default heartbeat.interval.ms (3 s) and
 #              with 100 ms.
+#   kip848     the same rebalance with KIP-848 members (group.protocol=consumer, the broker's
+#              uniform assignor): the heartbeat interval is the broker's, so a broker with
+#              Kafka's default group.consumer.heartbeat.interval.ms (5 s), then one with 100 ms.
 #   consume    one broker, N (1,000,000) records of 100 bytes on 1 and on 6 partitions, read from
 #              offset 0 by assign() and by subscribe() (a new group with no offsets, and a group
 #              whose offsets were committed at 0 first), fetch.queue.backoff.ms=10.
@@ -27,7 +30,7 @@
 # $TARGET/bench-groups/results-*.jsonl; `scripts/bench_groups.py summarize FILE...` prints the
 # table again.
 #
-# Environment: RUNS (3), STEPS ("rebalance consume commits sim"), N (1000000), COMMITS (2000),
+# Environment: RUNS (3), STEPS ("rebalance kip848 consume commits sim"), N (1000000), COMMITS (2000),
 # MEMBERS (10), OFFSETS_PARTITIONS (50), SIM_SEEDS (40), SIM_TARGET_DIR, STEP_TIMEOUT seconds per step (120), QUIET_WAIT seconds to wait before each step
 # for idle CPUs (60; 0 = do not wait), PY (a Python with confluent-kafka; default
 # target/client-venv/bin/python, then python3), CARGO_TARGET_DIR (where the release broker is
@@ -41,7 +44,7 @@ if [ "${1:-}" = "--help" ] || [ "${1:-}" = "-h" ]; then
 fi
 [ $# -eq 0 ] || { echo "bench-groups: no arguments expected (settings are environment variables; see --help)" >&2; exit 2; }
 RUNS=${RUNS:-3}; N=${N:-1000000}; COMMITS=${COMMITS:-2000}; MEMBERS=${MEMBERS:-10}
-STEP_TIMEOUT=${STEP_TIMEOUT:-120}; QUIET_WAIT=${QUIET_WAIT:-60}; STEPS=${STEPS:-rebalance consume commits sim}
+STEP_TIMEOUT=${STEP_TIMEOUT:-120}; QUIET_WAIT=${QUIET_WAIT:-60}; STEPS=${STEPS:-rebalance kip848 consume commits sim}
 OFFSETS_PARTITIONS=${OFFSETS_PARTITIONS:-50}; SIM_SEEDS=${SIM_SEEDS:-40}
 TARGET=${CARGO_TARGET_DIR:-target}
 SIM_TARGET_DIR=${SIM_TARGET_DIR:-$TARGET/sim}
@@ -185,6 +188,23 @@ if wants rebalance || wants consume; then
     done
   fi
   stop_brokers
+fi
+
+# --- KIP-848: the rebalance with the broker's heartbeat interval at 5 s, then 100 ms ------------
+if wants kip848; then
+  for hb in 5000 100; do
+    PORT=$(free_port)
+    export BOOTSTRAP=127.0.0.1:$PORT
+    start_broker "kip848-$hb" "$PORT" --node-id 0 --group-initial-rebalance-delay-ms 0 --group-consumer-heartbeat-interval-ms "$hb"
+    one=$BPID
+    setup "$here" wait-brokers --brokers 1 --offsets-topic
+    setup "$clients" topic create rebalance 20
+    for r in $(seq "$RUNS"); do
+      step "kip848 rebalance heartbeat $hb ms run $r" "$here" rebalance --topic rebalance --members "$MEMBERS" \
+        --protocol consumer --heartbeat-ms "$hb" --broker-pid "$one" --tag "$MEMBERS members, KIP-848, broker heartbeat $hb ms"
+    done
+    stop_brokers
+  done
 fi
 
 # --- three brokers: commits -------------------------------------------------------------------

@@ -86,14 +86,20 @@ class BrokersCpu(BrokerCpu):
 class Member:
     """A group consumer polled by its own thread; its share as the callbacks last said."""
 
-    def __init__(self, i, topic, group, heartbeat_ms, clock):
+    def __init__(self, i, topic, group, heartbeat_ms, clock, protocol="classic"):
         from confluent_kafka import Consumer
         conf = {"bootstrap.servers": BOOTSTRAP, "group.id": group, "client.id": f"bench-member-{i:02d}",
-                "partition.assignment.strategy": "range", "enable.auto.commit": False,
-                "auto.offset.reset": "earliest"}
-        if heartbeat_ms is not None:
+                "enable.auto.commit": False, "auto.offset.reset": "earliest"}
+        if protocol == "consumer":
+            # KIP-848: the broker assigns (its default, uniform) and sets the heartbeat interval.
+            conf["group.protocol"] = "consumer"
+        else:
+            conf["partition.assignment.strategy"] = "range"
+        if heartbeat_ms is not None and protocol == "classic":
             conf["heartbeat.interval.ms"] = heartbeat_ms
             conf["session.timeout.ms"] = 6000       # the broker's minimum; the default is 45 s
+        # KIP-848's callbacks are incremental: what is added, what is taken away.
+        self.incremental = protocol == "consumer"
         self.consumer = Consumer(conf)
         self.topic, self.clock = topic, clock
         self.share = frozenset()
@@ -106,13 +112,15 @@ class Member:
 
     def on_assign(self, consumer, partitions):
         with self.lock:
-            self.share = frozenset(tp.partition for tp in partitions)
+            given = frozenset(tp.partition for tp in partitions)
+            self.share = self.share | given if self.incremental else given
             self.assigned_at = self.clock()
             self.events.append((round(self.assigned_at, 3), "assign", sorted(self.share)))
 
     def on_revoke(self, consumer, partitions):
         with self.lock:
-            self.share = frozenset()
+            taken = frozenset(tp.partition for tp in partitions)
+            self.share = self.share - taken if self.incremental else frozenset()
             self.events.append((round(self.clock(), 3), "revoke", sorted(tp.partition for tp in partitions)))
 
     def subscribe(self):
@@ -151,9 +159,9 @@ def cmd_rebalance(a):
     group = f"bench-rebalance-{os.getpid()}-{time.time_ns()}"
     t0 = time.perf_counter()
     clock = lambda: time.perf_counter() - t0  # noqa: E731
-    members = [Member(i, a.topic, group, a.heartbeat_ms, clock) for i in range(a.members)]
+    members = [Member(i, a.topic, group, a.heartbeat_ms, clock, a.protocol) for i in range(a.members)]
     rec = {"kind": "rebalance", "tag": a.tag, "topic": a.topic, "members": a.members, "partitions": len(partitions),
-           "heartbeat_ms": a.heartbeat_ms}
+           "heartbeat_ms": a.heartbeat_ms, "protocol": a.protocol}
     cpu = BrokerCpu(a.broker_pid)
     cpu.start()
     deadline = time.monotonic() + a.timeout
@@ -180,8 +188,11 @@ def cmd_rebalance(a):
         close_start = clock()
         leaving.close()
         rec["close_call_s"] = round(clock() - close_start, 3)
+        # Classic: every member is assigned again (eager range). KIP-848: only the members given
+        # the leaver's partitions hear of the change.
+        moved = all if a.protocol == "classic" else any
         while not (split_exactly([m.state() for m in rest], partitions)
-                   and all(m.state()[1] > close_start for m in rest)):
+                   and moved(m.state()[1] > close_start for m in rest)):
             if time.monotonic() > deadline:
                 rec["failed"] = f"leave: shares {[(sorted(s), t) for s, t in (m.state() for m in rest)]}"
                 return
@@ -471,7 +482,8 @@ def main():
     p = step("rebalance", cmd_rebalance)
     p.add_argument("--topic", required=True)
     p.add_argument("--members", type=int, default=10)
-    p.add_argument("--heartbeat-ms", type=int, help="heartbeat.interval.ms (default: the client's, 3 s)")
+    p.add_argument("--heartbeat-ms", type=int, help="heartbeat.interval.ms (default: the client's, 3 s; KIP-848: the broker's, only recorded)")
+    p.add_argument("--protocol", choices=["classic", "consumer"], default="classic", help="group.protocol")
     p.add_argument("--settle-s", type=float, default=1.0, help="wait between join and leave")
     p.add_argument("--jitter-s", type=float, default=3.0, help="plus up to this much, drawn at random")
     p = step("commits", cmd_commits)

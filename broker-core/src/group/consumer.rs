@@ -4,8 +4,8 @@
 //! that epoch by the group's server-side assignor (`assignors`), and each member reconciles
 //! toward its part of it heartbeat by heartbeat (`reconcile`), so no partition is ever given to
 //! two members. A plain struct with an explicit `now`; no IO, no clock, no randomness (member
-//! ids are the client's, KIP-848 v1, or derived from the coordinator's leader epoch and the
-//! group's own counter).
+//! ids are the client's, KIP-848 v1, or the coordinator's, made unique across coordinators;
+//! one made here from the group's own counter only when the caller gives none).
 //!
 //! Rules, as Kafka's:
 //! * a heartbeat at member epoch 0 joins; -1 leaves; -2 is a static member's temporary leave:
@@ -174,9 +174,8 @@ pub struct ConsumerGroup {
     assignors: Vec<ServerAssignor>,
     pub(super) session_timeout_ms: u64,
     ids_given: u64,
-    /// Makes the ids given here unique across coordinators: the coordinator's offsets
-    /// partition and leader epoch (a coordinator taking over counts from one again).
-    pub(super) id_prefix: String,
+    /// Compiled regular expressions of members' subscriptions.
+    regexes: BTreeMap<String, regex::Regex>,
     /// Kafka's rule: a partition goes to its new member only once its owner let it go
     /// (`rules::Rules::waits_for_revocation`; a planted bug turns it off).
     pub(super) waits_for_revocation: bool,
@@ -185,7 +184,7 @@ pub struct ConsumerGroup {
 impl ConsumerGroup {
     pub fn new(id: &str, assignors: &[ServerAssignor], session_timeout_ms: u64) -> ConsumerGroup {
         let assignors = if assignors.is_empty() { ServerAssignor::ALL.to_vec() } else { assignors.to_vec() };
-        ConsumerGroup { id: id.to_string(), epoch: 0, target_epoch: 0, assignor: assignors[0], members: BTreeMap::new(), target: GroupAssignment::new(), partitions: BTreeMap::new(), loaded_hash: None, assignors, session_timeout_ms, ids_given: 0, id_prefix: String::new(), waits_for_revocation: true }
+        ConsumerGroup { id: id.to_string(), epoch: 0, target_epoch: 0, assignor: assignors[0], members: BTreeMap::new(), target: GroupAssignment::new(), partitions: BTreeMap::new(), loaded_hash: None, assignors, session_timeout_ms, ids_given: 0, regexes: BTreeMap::new(), waits_for_revocation: true }
     }
 
     pub fn state(&self) -> GroupState {
@@ -217,6 +216,10 @@ impl ConsumerGroup {
             }
             epoch => {
                 let member = self.members.get_mut(&hb.member_id).ok_or(Code::UnknownMemberId)?;
+                // Away on a temporary leave, its epoch is -2 to the group: it must rejoin at 0.
+                if member.away {
+                    return Err(Code::FencedMemberEpoch);
+                }
                 reconcile::check_epoch(&member.assignment, epoch, hb.owned.as_ref().or(member.owned.as_ref()))?;
                 member.expires_at = now + self.session_timeout_ms;
                 update(member, &hb);
@@ -239,7 +242,7 @@ impl ConsumerGroup {
         let member_id = match hb.member_id.is_empty() {
             true => {
                 self.ids_given += 1;
-                format!("{}-member-{}{}", self.id, self.id_prefix, self.ids_given)
+                format!("{}-member-{}", self.id, self.ids_given)
             }
             false => hb.member_id.clone(),
         };
@@ -286,6 +289,24 @@ impl ConsumerGroup {
         }
     }
 
+    /// The group was loaded from the offsets topic: its subscriptions resolve against the
+    /// topics now; the epoch moves only if the subscribed partitions differ from those the
+    /// stored epoch was computed over (its metadata hash). Every member gets a fresh session,
+    /// and one revoking a fresh rebalance timeout (Kafka's choice at load). Whether it moved.
+    pub fn loaded(&mut self, topics: &BTreeMap<String, i32>, now: u64) -> bool {
+        self.refresh(topics);
+        let stored = self.loaded_hash.take();
+        for m in self.members.values_mut() {
+            m.expires_at = now + self.session_timeout_ms;
+            m.revoke_by = (m.assignment.state == MemberState::UnrevokedPartitions).then_some(now + m.rebalance_timeout_ms);
+        }
+        let moved = stored != Some(super::consumer_stored::metadata_hash(&self.partitions));
+        if moved {
+            self.bump();
+        }
+        moved
+    }
+
     /// When [`ConsumerGroup::expire`] next removes a member, if no heartbeat comes first.
     pub fn next_deadline(&self) -> Option<u64> {
         self.members.values().flat_map(|m| [Some(m.expires_at), m.revoke_by]).flatten().min()
@@ -295,8 +316,13 @@ impl ConsumerGroup {
     /// counts of all that are subscribed; whether either changed since the target was computed.
     fn refresh(&mut self, topics: &BTreeMap<String, i32>) -> bool {
         let mut changed = false;
+        let regexes = &mut self.regexes;
+        regexes.retain(|r, _| self.members.values().any(|m| m.regex.as_deref() == Some(r.as_str())));
         for m in self.members.values_mut() {
-            let matcher = m.regex.as_deref().and_then(compile);
+            let matcher = m.regex.as_deref().and_then(|r| match regexes.get(r) {
+                Some(x) => Some(x.clone()),
+                None => compile(r).inspect(|x| drop(regexes.insert(r.to_string(), x.clone()))),
+            });
             let matched = topics.keys().filter(|t| !t.starts_with("__") && matcher.as_ref().is_some_and(|r| r.is_match(t)));
             let subscribed: BTreeSet<String> = m.topics.iter().cloned().chain(matched.cloned()).collect();
             changed |= subscribed != m.subscribed;
@@ -304,10 +330,6 @@ impl ConsumerGroup {
         }
         let partitions: BTreeMap<String, i32> = self.members.values().flat_map(|m| &m.subscribed).filter_map(|t| Some((t.clone(), *topics.get(t)?))).collect();
         changed |= partitions != self.partitions;
-        // Just loaded: the subscriptions resolve again; only different partitions move the epoch.
-        if let Some(hash) = self.loaded_hash.take() {
-            changed = super::consumer_stored::metadata_hash(&partitions) != hash;
-        }
         self.partitions = partitions;
         changed
     }

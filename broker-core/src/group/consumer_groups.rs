@@ -37,7 +37,6 @@ impl Coordinator {
         if !self.consumer_groups.contains_key(group) {
             let mut g = ConsumerGroup::new(group, &self.config.consumer_assignors, self.config.consumer_session_timeout_ms);
             g.waits_for_revocation = super::rules::of(self.planted).waits_for_revocation();
-            g.id_prefix = format!("{}-", self.id_prefix(group));
             self.consumer_groups.insert(group.to_string(), g);
         }
         self.consumer_groups.get_mut(group).expect("inserted")
@@ -49,7 +48,7 @@ impl Coordinator {
 
     /// ConsumerGroupHeartbeat, its fields already [`Heartbeat::validate`]d: answered once what
     /// it changed is replicated.
-    pub fn consumer_heartbeat(&mut self, group: &str, hb: Heartbeat, now: u64, work: &mut Work) -> Pending<Answer> {
+    pub fn consumer_heartbeat(&mut self, group: &str, mut hb: Heartbeat, now: u64, work: &mut Work) -> Pending<Answer> {
         let refused = |code| Pending::Now(Answer::Consumer(Err(code)));
         if group.is_empty() {
             return refused(Code::InvalidRequest);
@@ -57,20 +56,32 @@ impl Coordinator {
         if let Err(code) = self.owner(group) {
             return refused(code);
         }
-        if self.groups.get(group).is_some_and(|g| !matches!(g.state, State::Empty | State::Dead)) {
-            return refused(Code::GroupIdNotFound);
+        match self.groups.get(group).map(|g| g.state) {
+            // Being deleted: nothing joins it until the tombstones are written.
+            Some(State::Dead) => return refused(Code::CoordinatorNotAvailable),
+            Some(State::Empty) | None => {}
+            Some(_) => return refused(Code::GroupIdNotFound),
+        }
+        if hb.member_epoch == 0 && hb.member_id.is_empty() {
+            // v0: the coordinator names the member, uniquely across coordinators and groups.
+            self.counter += 1;
+            hb.member_id = format!("{group}-{}-{}", self.id_prefix(group), self.counter);
         }
         let partitions: BTreeMap<String, i32> = self.topics.iter().map(|(n, (_, count))| (n.clone(), *count)).collect();
         let max_size = self.config.max_size;
-        let unsynced = self.consumer_unsynced.contains(group);
+        let known = self.consumer_groups.contains_key(group);
         let g = self.consumer_group_mut(group);
         if hb.member_epoch == 0 && !g.members.contains_key(&hb.member_id) && g.members.values().filter(|m| !m.away).count() >= max_size {
             return refused(Code::GroupMaxSizeReached);
         }
-        let before = if unsynced { View::default() } else { g.view() };
+        let before = g.view();
         let result = g.heartbeat(hb, &partitions, now);
-        let after = g.view();
-        self.consumer_unsynced.remove(group);
+        if let (Err(code), false, true) = (&result, known, g.members.is_empty()) {
+            // Nothing was made of it: no group is left behind in memory.
+            let code = *code;
+            self.consumer_groups.remove(group);
+            return refused(code);
+        }
         let interval = self.config.consumer_heartbeat_interval_ms;
         let answer = Answer::Consumer(result.map(|a| HeartbeatAnswer {
             member_id: a.member_id,
@@ -78,15 +89,54 @@ impl Coordinator {
             assignment: a.assignment.map(|tps| tps.into_iter().filter_map(|(t, ps)| Some((self.topic_id(&t)?, ps))).collect()),
             heartbeat_interval_ms: interval,
         }));
-        // The group's offsets (and its place in ListGroups' expiry) are the classic entry's.
-        self.group_mut(group, now);
-        let records = changes(&before, &after, &|t| self.topic_id(t));
-        if records.is_empty() {
-            return Pending::Now(answer);
-        }
         let ticket = self.ticket();
-        self.write(group, self.encode(group, records), Effect::Consumer { group: group.to_string(), ticket, answer }, now, work);
-        Pending::Wait(ticket)
+        match self.write_consumer(group, before, Some((ticket, answer)), now, work) {
+            Some(answer) => {
+                self.forget(ticket);
+                Pending::Now(answer)
+            }
+            None => Pending::Wait(ticket),
+        }
+    }
+
+    /// Writes what changed in `group` since `before`, and answers `waiting` once that is
+    /// replicated. With nothing to write the answer is given back (None: it waits), unless an
+    /// earlier write of the group is still in flight: what it says may be part of that write, so
+    /// the group epoch record is written again and the answer waits for it (the partition's
+    /// writes replicate in order). After a failed write the group is written whole, and the
+    /// members that write may have stored are tombstoned.
+    fn write_consumer(&mut self, group: &str, before: View, waiting: Option<(super::Ticket, Answer)>, now: u64, work: &mut Work) -> Option<Answer> {
+        // The group's offsets (and its place in offsets expiry) are the classic entry's.
+        self.group_mut(group, now);
+        let g = &self.consumer_groups[group];
+        let after = g.view();
+        let unsynced = self.consumer_unsynced.remove(group);
+        let mut records = match &unsynced {
+            Some(stored) => {
+                let gone: Vec<Record> = stored.iter().filter(|m| !after.member_ids().any(|x| x == *m)).flat_map(|m| super::consumer_stored::tombstones_of(m)).collect();
+                gone.into_iter().chain(changes(&View::default(), &after, &|t| self.topic_id(t))).collect()
+            }
+            None => changes(&before, &after, &|t| self.topic_id(t)),
+        };
+        let in_flight = self.writes.values().any(|w| matches!(&w.effect, Effect::Consumer { group: x, .. } if x == group));
+        if records.is_empty() {
+            match (in_flight, waiting) {
+                (true, Some(w)) => {
+                    records = changes(&View::default(), &after, &|t| self.topic_id(t)).into_iter().filter(|(k, _)| *k == ConsumerKey::Epoch).collect();
+                    return self.write_consumer_records(group, records, Some(w), before, after, now, work);
+                }
+                (_, waiting) => return waiting.map(|(_, a)| a),
+            }
+        }
+        self.write_consumer_records(group, records, waiting, before, after, now, work)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn write_consumer_records(&mut self, group: &str, records: Vec<Record>, waiting: Option<(super::Ticket, Answer)>, before: View, after: View, now: u64, work: &mut Work) -> Option<Answer> {
+        let members = before.member_ids().chain(after.member_ids()).cloned().collect();
+        let kvs = self.encode(group, records);
+        self.write(group, kvs, Effect::Consumer { group: group.to_string(), waiting, members }, now, work);
+        None
     }
 
     fn encode(&self, group: &str, records: Vec<Record>) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
@@ -102,7 +152,22 @@ impl Coordinator {
     pub(super) fn drop_consumer_group(&mut self, group: &str, now: u64, work: &mut Work) {
         let tombstones = self.consumer_tombstones(group);
         if self.consumer_groups.remove(group).is_some() {
+            self.consumer_unsynced.remove(group);
             self.write(group, tombstones, Effect::Background, now, work);
+        }
+    }
+
+    /// Offsets partition `p` is loaded: its consumer groups resolve their subscriptions, and a
+    /// group whose subscribed partitions changed meanwhile moves its epoch (written).
+    pub(super) fn consumer_groups_loaded(&mut self, p: i32, now: u64, work: &mut Work) {
+        let partitions: BTreeMap<String, i32> = self.topics.iter().map(|(n, (_, count))| (n.clone(), *count)).collect();
+        let ids: Vec<String> = self.consumer_groups.keys().filter(|g| self.hosting.partition_of(g) == p).cloned().collect();
+        for id in ids {
+            let Some(g) = self.consumer_groups.get_mut(&id) else { continue };
+            let before = g.view();
+            if g.loaded(&partitions, now) {
+                self.write_consumer(&id, before, None, now, work);
+            }
         }
     }
 
@@ -114,6 +179,7 @@ impl Coordinator {
             return Ok(());
         }
         let names: BTreeMap<[u8; 16], String> = self.topics.iter().map(|(n, (id, _))| (*id, n.clone())).collect();
+        self.group_mut(group, now);
         let g = self.consumer_group_mut(group);
         g.restore(key, value, &|id| names.get(&id).cloned(), now);
         Ok(())
@@ -139,7 +205,13 @@ impl Coordinator {
     /// An OffsetCommit's or OffsetFetch's member check when `group` is a consumer group (None:
     /// it is not one, the classic rules apply).
     pub fn consumer_member_check(&self, group: &str, member: &str, epoch: i32) -> Option<Result<(), Code>> {
-        self.consumer_groups.get(group).map(|g| g.check_member(member, epoch))
+        let deleting = self.groups.get(group).is_some_and(|g| g.state == State::Dead);
+        self.consumer_groups.get(group).map(|g| if deleting { Err(Code::CoordinatorNotAvailable) } else { g.check_member(member, epoch) })
+    }
+
+    /// Whether a member of consumer group `group` subscribes to `topic` (OffsetDelete).
+    pub(super) fn consumer_subscribed(&self, group: &str, topic: &str) -> bool {
+        self.consumer_groups.get(group).is_some_and(|g| g.members.values().any(|m| m.subscribed.contains(topic)))
     }
 
     /// Sessions and rebalance timeouts run out; what that changes is written. An empty group
@@ -150,8 +222,7 @@ impl Coordinator {
             let Some(g) = self.consumer_groups.get_mut(&id) else { continue };
             let before = g.view();
             g.expire(now);
-            let records = changes(&before, &g.view(), &|t| self.topics.get(t).map(|(x, _)| *x));
-            self.write(&id, self.encode(&id, records), Effect::Background, now, work);
+            self.write_consumer(&id, before, None, now, work);
         }
     }
 
@@ -164,7 +235,7 @@ impl Coordinator {
     pub(super) fn resign_consumer_groups(&mut self, p: i32) {
         let partitions = self.hosting.partitions();
         self.consumer_groups.retain(|g, _| super::partition_for(g, partitions) != p);
-        self.consumer_unsynced.retain(|g| super::partition_for(g, partitions) != p);
+        self.consumer_unsynced.retain(|g, _| super::partition_for(g, partitions) != p);
     }
 }
 

@@ -5,10 +5,11 @@
 //! caller gives the name → id lookup (and back).
 //!
 //! A loaded group's members get a fresh session and, if revoking, a fresh rebalance timeout
-//! (Kafka's own choice at load); what they own is unknown until their next heartbeat, which is
-//! answered with their whole assignment. The group epoch moves at that heartbeat only if the
-//! subscribed topics' partitions differ from those the stored epoch was computed over (the
-//! stored metadata hash).
+//! (Kafka's own choice at load; [`ConsumerGroup::loaded`]); what they own is unknown until
+//! their next heartbeat, which is answered with their whole assignment. The group epoch moves
+//! at load only if the subscribed topics' partitions differ from those the stored epoch was
+//! computed over (the stored metadata hash). A static member away on a temporary leave is
+//! stored at member epoch -2, its real epoch as the previous one.
 
 use super::consumer::{ConsumerGroup, Member};
 use super::consumer_records::{ConsumerKey, ConsumerValue, CurrentAssignment, MemberMetadata, TopicIdPartitions};
@@ -25,12 +26,22 @@ pub struct View {
     epoch: i32,
     hash: i64,
     target_epoch: i32,
-    members: BTreeMap<String, (MemberMetadata, TopicPartitions, MemberAssignment)>,
+    members: BTreeMap<String, (MemberMetadata, TopicPartitions, MemberAssignment, bool)>,
 }
+
+impl View {
+    /// The members it holds.
+    pub fn member_ids(&self) -> impl Iterator<Item = &String> {
+        self.members.keys()
+    }
+}
+
+/// The member epoch a static member away on a temporary leave is stored with (Kafka's).
+const away_epoch: i32 = -2;
 
 impl ConsumerGroup {
     pub fn view(&self) -> View {
-        let members = self.members.iter().map(|(id, m)| (id.clone(), (metadata(m), self.target.get(id).cloned().unwrap_or_default(), m.assignment.clone()))).collect();
+        let members = self.members.iter().map(|(id, m)| (id.clone(), (metadata(m), self.target.get(id).cloned().unwrap_or_default(), m.assignment.clone(), m.away))).collect();
         let hash = self.loaded_hash.unwrap_or_else(|| metadata_hash(&self.partitions));
         View { epoch: self.epoch, hash, target_epoch: self.target_epoch, members }
     }
@@ -63,8 +74,10 @@ impl ConsumerGroup {
                     _ => MemberState::Stable,
                 };
                 let m = self.member_for_load(&id, now);
-                m.assignment = MemberAssignment { epoch: c.epoch, previous_epoch: c.previous_epoch, state, assigned: names(c.assigned), revoking: names(c.revoking) };
-                m.revoke_by = (state == MemberState::UnrevokedPartitions).then_some(now + m.rebalance_timeout_ms);
+                // Away on a temporary leave: its real epoch is kept as the previous one.
+                m.away = c.epoch == away_epoch;
+                let epoch = if m.away { c.previous_epoch } else { c.epoch };
+                m.assignment = MemberAssignment { epoch, previous_epoch: c.previous_epoch, state, assigned: names(c.assigned), revoking: names(c.revoking) };
             }
             (ConsumerKey::Member(id), None) => drop(self.members.remove(&id)),
             (ConsumerKey::Target(id), None) => drop(self.target.remove(&id)),
@@ -100,30 +113,31 @@ pub fn changes(before: &View, after: &View, id: &dyn Fn(&str) -> Option<[u8; 16]
     let ids = |tps: &TopicPartitions| -> TopicIdPartitions { tps.iter().filter_map(|(t, ps)| Some((id(t)?, ps.clone()))).collect() };
     let mut out = gone(before.members.keys().filter(|m| !after.members.contains_key(*m)));
     let was = |m: &str| before.members.get(m);
-    for (m, (meta, _, _)) in &after.members {
-        if was(m).is_none_or(|(b, _, _)| b != meta) {
+    for (m, (meta, _, _, _)) in &after.members {
+        if was(m).is_none_or(|(b, _, _, _)| b != meta) {
             out.push((ConsumerKey::Member(m.clone()), Some(ConsumerValue::Member(meta.clone()))));
         }
     }
     if (before.epoch, before.hash) != (after.epoch, after.hash) {
         out.push((ConsumerKey::Epoch, Some(ConsumerValue::Epoch { epoch: after.epoch, metadata_hash: after.hash })));
     }
-    for (m, (_, target, _)) in &after.members {
-        if was(m).is_none_or(|(_, b, _)| b != target) {
+    for (m, (_, target, _, _)) in &after.members {
+        if was(m).is_none_or(|(_, b, _, _)| b != target) {
             out.push((ConsumerKey::Target(m.clone()), Some(ConsumerValue::Target(ids(target)))));
         }
     }
     if before.target_epoch != after.target_epoch {
         out.push((ConsumerKey::TargetEpoch, Some(ConsumerValue::TargetEpoch(after.target_epoch))));
     }
-    for (m, (_, _, a)) in &after.members {
-        if was(m).is_none_or(|(_, _, b)| b != a) {
+    for (m, (_, _, a, away)) in &after.members {
+        if was(m).is_none_or(|(_, _, b, was_away)| b != a || was_away != away) {
             let state = match a.state {
                 MemberState::Stable => 0,
                 MemberState::UnrevokedPartitions => 1,
                 MemberState::UnreleasedPartitions => 2,
             };
-            let c = CurrentAssignment { epoch: a.epoch, previous_epoch: a.previous_epoch, state, assigned: ids(&a.assigned), revoking: ids(&a.revoking) };
+            let (epoch, previous_epoch) = if *away { (away_epoch, a.epoch) } else { (a.epoch, a.previous_epoch) };
+            let c = CurrentAssignment { epoch, previous_epoch, state, assigned: ids(&a.assigned), revoking: ids(&a.revoking) };
             out.push((ConsumerKey::Current(m.clone()), Some(ConsumerValue::Current(c))));
         }
     }
@@ -132,7 +146,12 @@ pub fn changes(before: &View, after: &View, id: &dyn Fn(&str) -> Option<[u8; 16]
 
 /// Tombstones of these members' records.
 fn gone<'a>(members: impl Iterator<Item = &'a String>) -> Vec<Record> {
-    members.flat_map(|m| [ConsumerKey::Current(m.clone()), ConsumerKey::Target(m.clone()), ConsumerKey::Member(m.clone())]).map(|k| (k, None)).collect()
+    members.flat_map(|m| tombstones_of(m)).collect()
+}
+
+/// Tombstones of one member's records.
+pub fn tombstones_of(member: &str) -> [Record; 3] {
+    [(ConsumerKey::Current(member.to_string()), None), (ConsumerKey::Target(member.to_string()), None), (ConsumerKey::Member(member.to_string()), None)]
 }
 
 fn metadata(m: &Member) -> MemberMetadata {

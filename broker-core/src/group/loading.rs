@@ -100,6 +100,7 @@ impl Coordinator {
             work.lines.push(format!("{offsets_topic}-{p}: skipped {skipped} records that are not group records"));
         }
         if done {
+            self.consumer_groups_loaded(p, now, work);
             work.lines.push(format!("{offsets_topic}-{p}: loaded; coordinating {} groups", self.groups.keys().filter(|g| self.hosting.partition_of(g) == p).count()));
         }
     }

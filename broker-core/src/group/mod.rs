@@ -108,8 +108,9 @@ pub struct Coordinator {
     groups: BTreeMap<String, Group>,
     /// KIP-848 groups (their offsets are in `groups`).
     consumer_groups: BTreeMap<String, consumer::ConsumerGroup>,
-    /// Consumer groups whose last write failed: their next one writes them whole.
-    consumer_unsynced: BTreeSet<String>,
+    /// Consumer groups whose last write failed, with the members that write may have stored:
+    /// their next one writes them whole, those members tombstoned.
+    consumer_unsynced: BTreeMap<String, BTreeSet<String>>,
     /// The cluster's topics (id, partition count) as of metadata offset `topics_at`.
     topics: BTreeMap<String, ([u8; 16], i32)>,
     topics_at: i64,
@@ -137,7 +138,7 @@ impl Coordinator {
             hosting: Hosting::default(),
             groups: BTreeMap::new(),
             consumer_groups: BTreeMap::new(),
-            consumer_unsynced: BTreeSet::new(),
+            consumer_unsynced: BTreeMap::new(),
             topics: BTreeMap::new(),
             topics_at: -1,
             txn_offsets: BTreeMap::new(),
@@ -378,7 +379,7 @@ impl Coordinator {
         if g.state == State::Dead {
             return Err(Code::GroupIdNotFound);
         }
-        if g.state != State::Empty && partitions.iter().any(|(t, _)| g.subscribed(t)) {
+        if partitions.iter().any(|(t, _)| (g.state != State::Empty && g.subscribed(t)) || self.consumer_subscribed(group, t)) {
             return Err(Code::GroupSubscribedToTopic);
         }
         let kvs = partitions.iter().map(|(t, p)| (records::encode_key(&Key::Offset { group: group.to_string(), topic: t.clone(), partition: *p }), None)).collect();

@@ -18,7 +18,9 @@ impl Coordinator {
     #[allow(clippy::too_many_arguments)]
     pub fn txn_commit(&mut self, group: &str, (producer_id, epoch): (i64, i16), member: &str, instance: Option<&str>, generation: i32, offsets: Vec<((String, i32), OffsetValue)>, now: u64, work: &mut Work) -> Result<Pending<()>, Code> {
         self.owner(group)?;
-        if generation >= 0 || !member.is_empty() {
+        if let Some(checked) = self.consumer_member_check(group, member, generation) {
+            checked?;
+        } else if generation >= 0 || !member.is_empty() {
             let stale = self.groups.get(group).filter(|g| g.members.contains_key(member) && (0..g.generation).contains(&generation)).map(|g| g.generation);
             let rules = rules::of(self.planted);
             match self.groups.get_mut(group) {

@@ -30,9 +30,10 @@ pub(super) enum Effect {
     Commit { group: String, offsets: Vec<((String, i32), OffsetValue)>, ticket: Ticket },
     /// The group (or some of its offsets) is gone, and the caller is answered.
     Delete { group: String, offsets: Option<Vec<(String, i32)>>, ticket: Ticket },
-    /// A consumer group's heartbeat changed it: answered once that is replicated (a failure
-    /// answers the write's error, and the group's next write is whole).
-    Consumer { group: String, ticket: Ticket, answer: Answer },
+    /// A consumer group changed (a heartbeat's answer, if one waits, once that is replicated).
+    /// A failure answers the write's error, and the group's next write is whole, with
+    /// tombstones for `members` (those this write may have stored).
+    Consumer { group: String, waiting: Option<(Ticket, Answer)>, members: std::collections::BTreeSet<String> },
     /// Offsets committed inside `producer_id`'s transaction are written (pending until its
     /// marker), and the committer is answered.
     TxnCommit { group: String, producer_id: i64, offsets: Vec<(String, i32)>, ticket: Ticket },
@@ -104,15 +105,13 @@ impl Coordinator {
         let mut out = Out::default();
         let group = match w.effect {
             Effect::Background => return,
-            Effect::Consumer { group, ticket, answer } => {
-                let answer = match result {
-                    Ok(()) => answer,
-                    Err(code) => {
-                        self.consumer_unsynced.insert(group.clone());
-                        Answer::Consumer(Err(code))
-                    }
-                };
-                out.answers.push((ticket, answer));
+            Effect::Consumer { group, waiting, members } => {
+                if result.is_err() {
+                    self.consumer_unsynced.entry(group.clone()).or_default().extend(members);
+                }
+                if let Some((ticket, answer)) = waiting {
+                    out.answers.push((ticket, result.map_or_else(|code| Answer::Consumer(Err(code)), |()| answer)));
+                }
                 group
             }
             Effect::Assignment { group, generation } => {

@@ -141,10 +141,18 @@ pub(super) fn check(access: Option<&Access>, request: &mut Request) -> Check {
             let mut refused = Vec::new();
             if let Some(topics) = &mut req.topics {
                 topics.retain(|t| {
-                    let name = t.name.as_ref().map_or("", |n| n.0.as_str());
-                    let ok = a.can(Describe, ResourceType::Topic, name);
+                    // A topic asked by id alone (KIP-848 members) is checked by its name here;
+                    // an unknown id goes on, to be answered UNKNOWN_TOPIC_ID.
+                    let name = match &t.name {
+                        Some(n) => n.0.to_string(),
+                        None => match a.name_of(t.topic_id) {
+                            Some(n) => n,
+                            None => return true,
+                        },
+                    };
+                    let ok = a.can(Describe, ResourceType::Topic, &name);
                     if !ok {
-                        refused.push((name.to_string(), Code::TopicAuthorizationFailed, Vec::new()));
+                        refused.push((name, Code::TopicAuthorizationFailed, Vec::new()));
                     }
                     ok
                 });

@@ -265,6 +265,11 @@ impl Scenario {
                 return Err(format!("scenario: groups '{}': commit_lag_ms {} must be at most {commit_lag_ms_max} and at most session_timeout_ms", g.id, g.commit_lag_ms));
             }
         }
+        // KIP-848's session and heartbeat interval are the brokers' settings: one for all groups.
+        let kip848: Vec<&GroupSpec> = self.groups.iter().filter(|g| g.protocol == "consumer").collect();
+        if kip848.windows(2).any(|w| (w[0].session_timeout_ms, w[0].heartbeat_interval_ms) != (w[1].session_timeout_ms, w[1].heartbeat_interval_ms)) {
+            return Err("scenario: groups with protocol \"consumer\" must share session_timeout_ms and heartbeat_interval_ms (the brokers' group.consumer.* settings)".into());
+        }
         for p in &self.producers {
             if !known(&p.topic) {
                 return Err(format!("scenario: producers.topic '{}' is not in topics", p.topic));

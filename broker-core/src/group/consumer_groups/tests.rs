@@ -7,7 +7,7 @@ use crate::client::assignor::TopicPartitions;
 use crate::group::consumer::Heartbeat;
 use bytes::Bytes;
 
-const epoch: i32 = 3;
+const leader_epoch: i32 = 3;
 
 /// A coordinator leading the one offsets partition, and the records it appended there.
 struct Node {
@@ -27,7 +27,7 @@ impl Node {
         c.topics = topics();
         let mut work = Work::default();
         c.set_partitions(1, 0, &mut work);
-        c.take_over(0, epoch, 0);
+        c.take_over(0, leader_epoch, 0);
         c.load(0, log.clone(), log.len() as i64, true, 0, &mut work);
         Node { c, log, pending: Vec::new() }
     }
@@ -36,7 +36,7 @@ impl Node {
         for a in work.appends {
             let records = crate::client::consumer::decode_records(Bytes::from(a.batch)).expect("our batches decode");
             self.log.extend(records.into_iter().map(|(_, k, v)| Loaded::Record { key: k.expect("keyed"), value: v, producer: None }));
-            let at = Appended { last_offset: self.log.len() as i64 - 1, leader_epoch: epoch, log: None };
+            let at = Appended { last_offset: self.log.len() as i64 - 1, leader_epoch, log: None };
             self.c.appended(a.write, Ok(at), 0, &mut Work::default());
             self.pending.push(a.write);
         }
@@ -138,4 +138,70 @@ fn a_deleted_consumer_group_is_gone_after_a_reload() {
     assert!(!n.c.consumer_groups.contains_key("g"));
     let m = Node::new(n.log.clone());
     assert!(!m.c.consumer_groups.contains_key("g"), "its records were tombstoned");
+}
+
+#[test]
+fn after_a_takeover_a_member_joining_moves_the_epoch_and_gets_its_share() {
+    let mut n = Node::new(Vec::new());
+    let a = n.beat(join("a"), 0);
+    n.beat(beat("a", a.member_epoch, &[0, 1, 2, 3]), 1);
+    let epoch = n.c.consumer_groups["g"].epoch;
+    let mut m = Node::new(n.log.clone());
+    let b = m.beat(join("b"), 10);
+    assert_eq!(m.c.consumer_groups["g"].epoch, epoch + 1, "a join after the load is a new epoch");
+    assert_eq!(m.c.consumer_groups["g"].target["b"].get("t").map(Vec::len), Some(2), "b's share is in the target");
+    assert_eq!(b.member_epoch, epoch + 1);
+}
+
+#[test]
+fn a_failed_write_makes_the_next_one_whole_and_a_reload_agrees_with_memory() {
+    let mut n = Node::new(Vec::new());
+    let a = n.beat(join("a"), 0);
+    n.beat(beat("a", a.member_epoch, &[0, 1, 2, 3]), 1);
+    // b joins; the write fails (the partition's ISR shrank below min.insync, say).
+    let mut work = Work::default();
+    let Pending::Wait(t) = n.c.consumer_heartbeat("g", join("b"), 2, &mut work) else { panic!("a join writes") };
+    let failed = work.appends[0].write;
+    let mut out = Work::default();
+    n.c.appended(failed, Err(Code::NotEnoughReplicas), 2, &mut out);
+    assert!(matches!(&out.answers[..], [(x, Answer::Consumer(Err(_)))] if *x == t), "the join is answered with the write's error");
+    // b's client retries; a leaves meanwhile. Memory moved on; the log has only a's records.
+    n.beat(Heartbeat { member_id: "a".into(), member_epoch: -1, ..Heartbeat::default() }, 3);
+    let view = n.c.consumer_groups["g"].view();
+    let m = Node::new(n.log.clone());
+    assert_eq!(m.c.consumer_groups["g"].view(), view, "the write after the failure carried the whole group");
+}
+
+#[test]
+fn an_answer_with_nothing_new_waits_for_the_write_still_in_flight() {
+    let mut n = Node::new(Vec::new());
+    let mut work = Work::default();
+    let Pending::Wait(first) = n.c.consumer_heartbeat("g", join("a"), 0, &mut work) else { panic!("a join writes") };
+    n.append(work);
+    // a's answer was lost; it says everything again. Nothing changes, but what it is told is
+    // in the write not yet replicated.
+    let mut work = Work::default();
+    let again = n.c.consumer_heartbeat("g", join("a"), 1, &mut work);
+    let Pending::Wait(second) = again else { panic!("answered before the first write replicated: {again:?}") };
+    n.append(work);
+    let answered: Vec<Ticket> = n.replicate().into_iter().map(|(t, _)| t).collect();
+    assert_eq!(answered, [first, second]);
+}
+
+#[test]
+fn a_static_members_temporary_leave_survives_a_takeover() {
+    let mut n = Node::new(Vec::new());
+    let static_join = Heartbeat { instance_id: Some("i".into()), ..join("s1") };
+    let a = n.beat(static_join.clone(), 0);
+    n.beat(beat("s1", a.member_epoch, &[0, 1, 2, 3]), 1);
+    n.beat(Heartbeat { member_id: "s1".into(), member_epoch: -2, instance_id: Some("i".into()), ..Heartbeat::default() }, 2);
+    let mut m = Node::new(n.log.clone());
+    assert!(m.c.consumer_groups["g"].members["s1"].away, "stored at epoch -2");
+    // The old incarnation's heartbeat is fenced; the new one takes its place and partitions.
+    let mut work = Work::default();
+    let fenced = m.c.consumer_heartbeat("g", beat("s1", a.member_epoch, &[0, 1, 2, 3]), 3, &mut work);
+    assert!(matches!(fenced, Pending::Now(Answer::Consumer(Err(Code::FencedMemberEpoch)))), "{fenced:?}");
+    let back = m.beat(Heartbeat { instance_id: Some("i".into()), ..join("s2") }, 4);
+    assert_eq!(partitions(&back), [0, 1, 2, 3]);
+    assert_eq!(back.member_epoch, a.member_epoch, "no rebalance");
 }
