@@ -57,6 +57,28 @@ pub struct Member {
     pub away: bool,
 }
 
+impl Member {
+    /// A member that just joined (or was just loaded): nothing known of it yet, nothing given.
+    pub fn new(expires_at: u64) -> Member {
+        Member {
+            instance_id: None,
+            rack: None,
+            client_id: String::new(),
+            client_host: String::new(),
+            topics: BTreeSet::new(),
+            regex: None,
+            subscribed: BTreeSet::new(),
+            assignor: None,
+            rebalance_timeout_ms: 0,
+            assignment: MemberAssignment::joined(),
+            owned: None,
+            expires_at,
+            revoke_by: None,
+            away: false,
+        }
+    }
+}
+
 /// A heartbeat's fields the group decides on. `None` fields are unchanged since the member's
 /// last heartbeat (Kafka's null).
 #[derive(Debug, Clone, Default)]
@@ -246,22 +268,7 @@ impl ConsumerGroup {
             }
             false => hb.member_id.clone(),
         };
-        let mut member = Member {
-            instance_id: None,
-            rack: None,
-            client_id: String::new(),
-            client_host: String::new(),
-            topics: BTreeSet::new(),
-            regex: None,
-            subscribed: BTreeSet::new(),
-            assignor: None,
-            rebalance_timeout_ms: 0,
-            assignment: MemberAssignment::joined(),
-            owned: None,
-            expires_at: now + self.session_timeout_ms,
-            revoke_by: None,
-            away: false,
-        };
+        let mut member = Member::new(now + self.session_timeout_ms);
         let mut target = TopicPartitions::new();
         // A static member back: it takes the place (epoch, partitions, target) it left.
         if let Some((old, _)) = before {

@@ -15,7 +15,7 @@ use super::consumer::{ConsumerGroup, Member};
 use super::consumer_records::{ConsumerKey, ConsumerValue, CurrentAssignment, MemberMetadata, TopicIdPartitions};
 use super::reconcile::{MemberAssignment, MemberState};
 use crate::client::assignor::TopicPartitions;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 /// A record to write: key and value (None: a tombstone).
 pub type Record = (ConsumerKey, Option<ConsumerValue>);
@@ -87,22 +87,7 @@ impl ConsumerGroup {
 
     fn member_for_load(&mut self, id: &str, now: u64) -> &mut Member {
         let expires_at = now + self.session_timeout_ms;
-        self.members.entry(id.to_string()).or_insert_with(|| Member {
-            instance_id: None,
-            rack: None,
-            client_id: String::new(),
-            client_host: String::new(),
-            topics: BTreeSet::new(),
-            regex: None,
-            subscribed: BTreeSet::new(),
-            assignor: None,
-            rebalance_timeout_ms: 0,
-            assignment: MemberAssignment::joined(),
-            owned: None,
-            expires_at,
-            revoke_by: None,
-            away: false,
-        })
+        self.members.entry(id.to_string()).or_insert_with(|| Member::new(expires_at))
     }
 }
 
