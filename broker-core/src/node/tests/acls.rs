@@ -1,7 +1,8 @@
 //! ACLs through `handle_from`, as real request bytes from named callers: CreateAcls,
 //! DescribeAcls and DeleteAcls as the super user; what a principal without ACLs is refused and
 //! with which code; Metadata hiding what a principal may not describe; a produce refused per
-//! topic; and every ACL API answering SECURITY_DISABLED without an authorizer.
+//! topic; KIP-848's heartbeat and describe refused, Metadata asked by topic id checked by the
+//! topic's name; and every ACL API answering SECURITY_DISABLED without an authorizer.
 
 use super::*;
 use crate::security::acl::Caller;
@@ -281,4 +282,42 @@ fn offset_fetch_answers_hide_or_refuse_the_topics_the_caller_may_not_describe() 
     assert_eq!(listed, vec!["orders".to_string()]);
     let named: Vec<(String, i64, i16)> = resp.groups[1].topics.iter().map(|t| (t.name.to_string(), t.partitions[0].committed_offset, t.partitions[0].error_code)).collect();
     assert_eq!(named, vec![("orders".to_string(), 42, 0), ("secret".to_string(), -1, Code::TopicAuthorizationFailed.code())]);
+}
+
+#[test]
+fn kip848_refusals_answer_kafkas_codes_and_metadata_by_id_is_checked_by_name() {
+    use kafka_protocol::messages::consumer_group_describe_request::ConsumerGroupDescribeRequest;
+    use kafka_protocol::messages::consumer_group_describe_response::ConsumerGroupDescribeResponse;
+    use kafka_protocol::messages::consumer_group_heartbeat_request::ConsumerGroupHeartbeatRequest;
+    use kafka_protocol::messages::consumer_group_heartbeat_response::ConsumerGroupHeartbeatResponse;
+    use kafka_protocol::messages::GroupId;
+    let tmp = tempfile::tempdir().unwrap();
+    let n = node(tmp.path(), true);
+    let (admin, alice) = (who("User:admin"), who("User:alice"));
+    crate::testing::create(&n, "orders", 1, Default::default()).unwrap();
+    crate::testing::create(&n, "other", 1, Default::default()).unwrap();
+    let join = |topic: &str| {
+        ConsumerGroupHeartbeatRequest::default().with_group_id(GroupId(s("g"))).with_member_id(s("m")).with_member_epoch(0).with_rebalance_timeout_ms(1000).with_subscribed_topic_names(Some(vec![TopicName(s(topic))])).with_topic_partitions(Some(vec![]))
+    };
+    let beat = |r: ConsumerGroupHeartbeatRequest| -> ConsumerGroupHeartbeatResponse { reply(ask(&n, &alice, ApiKey::ConsumerGroupHeartbeat, 1, &r), ApiKey::ConsumerGroupHeartbeat, 1) };
+    assert_eq!(beat(join("orders")).error_code, Code::GroupAuthorizationFailed.code(), "no READ on the group");
+    let describe = ConsumerGroupDescribeRequest::default().with_group_ids(vec![GroupId(s("g"))]);
+    let d: ConsumerGroupDescribeResponse = reply(ask(&n, &alice, ApiKey::ConsumerGroupDescribe, 1, &describe), ApiKey::ConsumerGroupDescribe, 1);
+    assert_eq!(d.groups[0].error_code, Code::GroupAuthorizationFailed.code(), "no DESCRIBE on the group");
+    // READ on group g and on topic orders (READ implies DESCRIBE), nothing on other.
+    let create = CreateAclsRequest::default().with_creations(vec![creation(3, "g", 3, 3, 3), creation(2, "orders", 3, 3, 3)]);
+    let c: CreateAclsResponse = reply(ask(&n, &admin, ApiKey::CreateAcls, 3, &create), ApiKey::CreateAcls, 3);
+    assert!(c.results.iter().all(|r| r.error_code == 0));
+    let refused = beat(join("other"));
+    assert_eq!(refused.error_code, Code::TopicAuthorizationFailed.code(), "subscribing by name to a topic it may not describe");
+    assert!(refused.error_message.is_some_and(|m| m.contains("other")));
+    assert_ne!(beat(join("orders")).error_code, Code::GroupAuthorizationFailed.code());
+    // Metadata asked by id: answered by name where alice may describe it, refused where not.
+    let all: MetadataResponse = reply(ask(&n, &admin, ApiKey::Metadata, 12, &MetadataRequest::default().with_topics(None)), ApiKey::Metadata, 12);
+    let id = |name: &str| all.topics.iter().find(|t| t.name.as_ref().is_some_and(|x| x.as_str() == name)).expect("listed").topic_id;
+    let by_id = MetadataRequest::default().with_topics(Some(vec![MetadataRequestTopic::default().with_name(None).with_topic_id(id("orders")), MetadataRequestTopic::default().with_name(None).with_topic_id(id("other"))]));
+    let m: MetadataResponse = reply(ask(&n, &alice, ApiKey::Metadata, 12, &by_id), ApiKey::Metadata, 12);
+    let named = |name: &str| m.topics.iter().find(|t| t.name.as_ref().is_some_and(|x| x.as_str() == name)).map(|t| t.error_code);
+    assert_eq!(named("orders"), Some(0));
+    assert_eq!(named("other"), Some(Code::TopicAuthorizationFailed.code()));
 }
