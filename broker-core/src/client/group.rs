@@ -313,24 +313,33 @@ impl GroupConsumer {
     /// Takes a generation's assignment: revokes what is no longer ours (cooperative), starts
     /// what is new at its committed offset (or the reset point).
     async fn adopt(&mut self, assigned: TopicPartitions, assignor: Assignor, events: &mut Vec<Stamped>) -> Result<(), ClientError> {
+        // KIP-429: after giving partitions up, rejoin so they can go to their new owner.
+        if self.move_to(assigned, events).await? && assignor.rebalance_protocol() == RebalanceProtocol::Cooperative {
+            self.rejoin = true;
+        }
+        Ok(())
+    }
+
+    /// Moves to owning `assigned`: revokes what is no longer in it (its progress committed first
+    /// with auto-commit), then starts what is new at its committed offset (or the reset point);
+    /// if that fails the new partitions stay unowned and the member rejoins. Whether anything was
+    /// revoked. Both protocols take their assignments here.
+    pub(super) async fn move_to(&mut self, assigned: TopicPartitions, events: &mut Vec<Stamped>) -> Result<bool, ClientError> {
         let revoked = minus(&self.owned, &assigned);
         let added = minus(&assigned, &self.owned);
-        if !revoked.is_empty() {
+        let revoked_any = !revoked.is_empty();
+        if revoked_any {
             if self.config.auto_commit {
                 let _ = self.commit_partitions(&revoked, events).await;
             }
             for (t, p) in partitions_of(&revoked) {
                 self.consumer.unassign(&t, p);
             }
-            events.push(stamp(GroupEvent::Revoked(revoked.clone())));
-            // KIP-429: after giving partitions up, rejoin so they can go to their new owner.
-            if assignor.rebalance_protocol() == RebalanceProtocol::Cooperative {
-                self.rejoin = true;
-            }
+            events.push(stamp(GroupEvent::Revoked(revoked)));
         }
         if added.is_empty() {
             self.owned = assigned;
-            return Ok(());
+            return Ok(revoked_any);
         }
         // The new partitions are owned once they have positions: an owned partition without one
         // has nothing to fetch, and every poll would return at once, empty, without waiting.
@@ -345,11 +354,11 @@ impl GroupConsumer {
         self.owned = assigned;
         let starts = partitions_of(&added).filter_map(|(t, p)| self.consumer.position(&t, p).map(|o| ((t, p), o))).collect();
         events.push(stamp(GroupEvent::Assigned { partitions: added, starts }));
-        Ok(())
+        Ok(revoked_any)
     }
 
     /// Positions for `added`: each at its committed offset, or the reset point.
-    pub(super) async fn start_positions(&mut self, added: &TopicPartitions) -> Result<(), ClientError> {
+    async fn start_positions(&mut self, added: &TopicPartitions) -> Result<(), ClientError> {
         let committed = self.committed(added).await?;
         let mut missing = Vec::new();
         for (t, p) in partitions_of(added) {

@@ -7,7 +7,7 @@
 //! everything and rejoin. Calls on [`GroupConsumer`]; timers are tokio's.
 
 use super::assignor::TopicPartitions;
-use super::group::{minus, partitions_of, GroupConsumer};
+use super::group::GroupConsumer;
 use super::group_config::{stamp, GroupEvent, GroupProtocol, Stamped};
 use super::ClientError;
 use kafka_protocol::messages::consumer_group_heartbeat_request::{ConsumerGroupHeartbeatRequest, TopicPartitions as Owned};
@@ -95,40 +95,13 @@ impl GroupConsumer {
         self.take(target, events).await
     }
 
-    /// Moves to `target`: revokes first (the next owner waits for the next heartbeat to say
-    /// so), then starts what is new.
+    /// Moves to `target` (revoking first); a revocation is said with the very next heartbeat,
+    /// since the partitions' next owner waits for it. If the new partitions cannot start, the
+    /// next heartbeat asks for the whole assignment again (`rejoin`).
     async fn take(&mut self, target: TopicPartitions, events: &mut Vec<Stamped>) -> Result<(), ClientError> {
-        let revoked = minus(&self.owned, &target);
-        let added = minus(&target, &self.owned);
-        if !revoked.is_empty() {
-            if self.config.auto_commit {
-                let _ = self.commit_partitions(&revoked, events).await;
-            }
-            for (t, p) in partitions_of(&revoked) {
-                self.consumer.unassign(&t, p);
-            }
-            self.owned = minus(&self.owned, &revoked);
-            events.push(stamp(GroupEvent::Revoked(revoked)));
+        if self.move_to(target, events).await? {
             self.next_heartbeat = Instant::now();
         }
-        if added.is_empty() {
-            return Ok(());
-        }
-        if let Err(e) = self.start_positions(&added).await {
-            for (t, p) in partitions_of(&added) {
-                self.consumer.unassign(&t, p);
-            }
-            // Not owned: the next heartbeat asks for the whole assignment again.
-            self.rejoin = true;
-            return Err(e);
-        }
-        for (t, p) in partitions_of(&added) {
-            let ps = self.owned.entry(t).or_default();
-            ps.push(p);
-            ps.sort_unstable();
-        }
-        let starts = partitions_of(&added).filter_map(|(t, p)| self.consumer.position(&t, p).map(|o| ((t, p), o))).collect();
-        events.push(stamp(GroupEvent::Assigned { partitions: added, starts }));
         Ok(())
     }
 
