@@ -249,12 +249,50 @@ pub const group_initial_rebalance_delay_ms_default: u64 = 3_000;
 /// assignment to the group's stored record, which must fit one batch of the offsets topic.
 pub const group_members_max: usize = 1_000;
 
+/// Shortest `share.record.lock.duration.ms` a group config may set: Kafka's lower bound for
+/// the broker-level `group.share.*record.lock.duration.ms` settings; a shorter lock would
+/// expire before a member could process what it acquired.
+pub const share_record_lock_duration_ms_min: u64 = 1_000;
+
+/// Longest `share.record.lock.duration.ms` a group config may set: Kafka's upper bound (1 h)
+/// for the same settings; a crashed member's records wait at most this long.
+pub const share_record_lock_duration_ms_max: u64 = 3_600_000;
+
 /// Kafka `group.consumer.session.timeout.ms` default: a KIP-848 member not heard from this
 /// long leaves its group.
 pub const group_consumer_session_timeout_ms_default: u64 = 45_000;
 
 /// Kafka `group.consumer.heartbeat.interval.ms` default: the interval KIP-848 members are told.
 pub const group_consumer_heartbeat_interval_ms_default: u64 = 5_000;
+
+/// Kafka `group.share.session.timeout.ms` default: a share-group member not heard from this
+/// long leaves its group.
+pub const group_share_session_timeout_ms_default: u64 = 45_000;
+
+/// Kafka `group.share.heartbeat.interval.ms` default: the interval share-group members are told.
+pub const group_share_heartbeat_interval_ms_default: u64 = 5_000;
+
+/// Kafka `group.share.max.size` default: members one share group admits.
+pub const group_share_max_size_default: usize = 200;
+
+/// Kafka `group.share.record.lock.duration.ms` default: how long a member holds records it
+/// acquired before they become available again.
+pub const group_share_record_lock_duration_ms_default: u64 = 30_000;
+
+/// Kafka `group.share.delivery.count.limit` default: a record delivered this often and then
+/// released (or timed out) is archived, not delivered again.
+pub const group_share_delivery_count_limit_default: i16 = 5;
+
+/// Kafka `group.share.partition.max.record.locks` default: records of one share-partition in
+/// flight at once (from its start offset to its end), which bounds its memory.
+pub const group_share_partition_max_record_locks_default: i64 = 2_000;
+
+/// Kafka `group.share.max.share.sessions` default: share sessions one broker keeps.
+pub const group_share_max_share_sessions_default: usize = 2_000;
+
+/// How long a share-partition leader waits before writing its state again after a write the
+/// coordinator did not take (it moved, it was loading, the link failed).
+pub const share_state_retry_ms: u64 = 200;
 
 /// Kafka `offsets.retention.minutes` default: 7 days.
 pub const offsets_retention_ms_default: u64 = 7 * 24 * 3600 * 1000;

@@ -24,6 +24,7 @@ pub mod node;
 pub mod protocol;
 pub mod replication;
 pub mod security;
+pub mod share;
 pub mod server;
 pub mod simprobe;
 pub mod storage;

@@ -37,6 +37,7 @@ mod partition;
 mod partitions;
 pub mod producer;
 mod reconcile;
+pub mod share_read;
 pub mod stats;
 pub mod rules;
 mod upkeep;
@@ -108,6 +109,10 @@ pub enum Action {
     /// included, as Kafka's coordinator does): the shell sends the WriteTxnMarkers and reports
     /// its answer with `node::Input::MarkersAnswered`.
     SendMarkers(crate::txn::markers::Send),
+    /// A share-partition leader's read or write of its state at its group's coordinator
+    /// (`share::leader`): the shell sends it and reports the answer with
+    /// `node::Input::ShareStateAnswered`.
+    ShareState(crate::share::leader::Send),
 }
 
 /// A coordinator's ticket: which coordinator handed it out, and its number there.
@@ -115,6 +120,8 @@ pub enum Action {
 pub enum Ticket {
     Group(crate::group::Ticket),
     Txn(crate::txn::Ticket),
+    /// The share-partition leader's (`share::leader`).
+    Share(u64),
 }
 
 /// The answer of a [`Ticket`], from its coordinator.
@@ -122,6 +129,7 @@ pub enum Ticket {
 pub enum Answer {
     Group(crate::group::Answer),
     Txn(crate::txn::Answer),
+    Share(crate::share::leader::Results),
 }
 
 /// How loud an [`Action::Log`] line is.

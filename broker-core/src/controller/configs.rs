@@ -7,10 +7,15 @@
 //! `unclean.leader.election.enable` on is followed, in the same batch, by the elections it now
 //! allows (leaderless partitions whose ISR is gone), decided on a scratch copy that holds the
 //! new config exactly as replay will.
+//!
+//! Group configs (a GROUP resource, KIP-848 and KIP-932) are decided the same way: the new set,
+//! each name known and each value checked (`metadata::group_configs`), becomes one
+//! `GroupConfig` record; the group need not exist, as in Kafka.
 
 use super::election::Draft;
 use super::{Controller, Error};
 use crate::metadata::configs::{self, Op, TopicSettings};
+use crate::metadata::group_configs;
 use crate::metadata::throttles;
 use crate::metadata::MetadataRecord;
 use std::collections::BTreeMap;
@@ -76,5 +81,32 @@ impl Controller {
             return Ok(Vec::new());
         }
         Ok(vec![MetadataRecord::BrokerConfig { broker: id, config: next }])
+    }
+
+    /// IncrementalAlterConfigs for group `group`: `ops` applied in order to its configs. Every
+    /// name an operation gives must be a group config, DELETE's too (Kafka: INVALID_CONFIG).
+    /// Returns no records when nothing changes.
+    pub fn alter_group_config(&self, group: &str, ops: &[(String, Op)]) -> Result<Vec<MetadataRecord>, Error> {
+        group_configs::check_group_name(group).map_err(Error::InvalidRequest)?;
+        for (name, _) in ops {
+            group_configs::known(name).map_err(Error::InvalidConfig)?;
+        }
+        let current = self.image.group_configs.get(group).cloned().unwrap_or_default();
+        let next = configs::alter(&current, ops, |_| None).map_err(Error::InvalidConfig)?;
+        self.set_group_config(group, next)
+    }
+
+    /// AlterConfigs for group `group`: `config` replaces its configs whole.
+    pub fn replace_group_config(&self, group: &str, config: BTreeMap<String, String>) -> Result<Vec<MetadataRecord>, Error> {
+        group_configs::check_group_name(group).map_err(Error::InvalidRequest)?;
+        self.set_group_config(group, config)
+    }
+
+    fn set_group_config(&self, group: &str, next: BTreeMap<String, String>) -> Result<Vec<MetadataRecord>, Error> {
+        let next = group_configs::checked(&next).map_err(Error::InvalidConfig)?;
+        if self.image.group_configs.get(group).map_or(next.is_empty(), |c| *c == next) {
+            return Ok(Vec::new());
+        }
+        Ok(vec![MetadataRecord::GroupConfig { group: group.to_string(), config: next }])
     }
 }

@@ -114,6 +114,8 @@ mod tests {
         apply(&mut image, MetadataRecord::TopicConfig { name: "t".into(), config: BTreeMap::new() });
         apply(&mut image, MetadataRecord::Topic { name: "gone".into(), id: topic::hex(&[4; 16]), partitions: 1, config: BTreeMap::new() });
         apply(&mut image, MetadataRecord::RemoveTopic { name: "gone".into() });
+        apply(&mut image, MetadataRecord::GroupConfig { group: "g".into(), config: BTreeMap::from([("share.auto.offset.reset".to_string(), "earliest".to_string())]) });
+        assert!(!image.group_configs.is_empty());
         let bytes = encode(&image);
         assert!(records(&bytes).unwrap().len() > 2 * records_per_batch, "several batches");
         assert_eq!(decode(&bytes, image.offset + 1), Ok(image.clone()));

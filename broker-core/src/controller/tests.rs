@@ -161,6 +161,7 @@ fn render(records: &[MetadataRecord]) -> String {
         MetadataRecord::TopicConfig { name, config } => format!("config {name} {config:?}"),
         MetadataRecord::LeaderChange { leader, epoch } => format!("leader change {leader} epoch={epoch}"),
         MetadataRecord::BrokerConfig { broker, config } => format!("broker config {broker} {config:?}"),
+        MetadataRecord::GroupConfig { group, config } => format!("group config {group} {config:?}"),
         MetadataRecord::ClientQuota { entity, key, value } => format!("quota {:?} {key}={:?}", entity.parts(), value.map(|v| v.0)),
         MetadataRecord::ScramCredential { user, credential } => format!("scram {user} {}", credential.mechanism.name()),
         MetadataRecord::RemoveScramCredential { user, mechanism } => format!("remove scram {user} {}", mechanism.name()),

@@ -95,6 +95,8 @@ pub enum Answer {
     Written(Result<(), Code>),
     /// A KIP-848 heartbeat, once what it changed is replicated.
     Consumer(Result<HeartbeatAnswer, Code>),
+    /// A share-partition's state, read or written (`share_state`), once replicated.
+    ShareState(Result<Option<super::share_state::Stored>, Code>),
 }
 
 /// A ConsumerGroupHeartbeat's answer, topics by id as the wire has them.

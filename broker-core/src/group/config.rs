@@ -30,6 +30,20 @@ pub struct GroupConfig {
     pub consumer_heartbeat_interval_ms: u64,
     /// `group.consumer.assignors`: the first is a group's default.
     pub consumer_assignors: Vec<super::assignors::ServerAssignor>,
+    /// `group.share.session.timeout.ms` (KIP-932 groups)
+    pub share_session_timeout_ms: u64,
+    /// `group.share.heartbeat.interval.ms`
+    pub share_heartbeat_interval_ms: u64,
+    /// `group.share.max.size`
+    pub share_max_size: usize,
+    /// `group.share.record.lock.duration.ms`
+    pub share_record_lock_duration_ms: u64,
+    /// `group.share.delivery.count.limit`
+    pub share_delivery_count_limit: i16,
+    /// `group.share.partition.max.record.locks`
+    pub share_partition_max_record_locks: i64,
+    /// `group.share.max.share.sessions`
+    pub share_max_share_sessions: usize,
 }
 
 impl Default for GroupConfig {
@@ -47,6 +61,13 @@ impl Default for GroupConfig {
             consumer_session_timeout_ms: group_consumer_session_timeout_ms_default,
             consumer_heartbeat_interval_ms: group_consumer_heartbeat_interval_ms_default,
             consumer_assignors: super::assignors::ServerAssignor::ALL.to_vec(),
+            share_session_timeout_ms: group_share_session_timeout_ms_default,
+            share_heartbeat_interval_ms: group_share_heartbeat_interval_ms_default,
+            share_max_size: group_share_max_size_default,
+            share_record_lock_duration_ms: group_share_record_lock_duration_ms_default,
+            share_delivery_count_limit: group_share_delivery_count_limit_default,
+            share_partition_max_record_locks: group_share_partition_max_record_locks_default,
+            share_max_share_sessions: group_share_max_share_sessions_default,
         }
     }
 }

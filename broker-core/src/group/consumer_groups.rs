@@ -56,6 +56,9 @@ impl Coordinator {
         if let Err(code) = self.owner(group) {
             return refused(code);
         }
+        if self.is_share_group(group) {
+            return refused(Code::GroupIdNotFound);
+        }
         match self.groups.get(group).map(|g| g.state) {
             // Being deleted: nothing joins it until the tombstones are written.
             Some(State::Dead) => return refused(Code::CoordinatorNotAvailable),

@@ -34,6 +34,7 @@ impl Coordinator {
         let partitions = self.hosting.partitions();
         self.txn_offsets.retain(|g, _| partition_for(g, partitions) != p);
         self.resign_consumer_groups(p);
+        self.resign_share_groups(p);
         let ids: Vec<String> = self.groups.keys().filter(|g| partition_for(g, partitions) == p).cloned().collect();
         for id in ids {
             let mut out = Out::default();
@@ -89,6 +90,11 @@ impl Coordinator {
                     Err(_) => skipped += 1,
                 },
                 (Key::Group { .. }, None) => drop(self.groups.remove(&group)),
+                (Key::ShareState(key), v) => {
+                    if self.restore_share_state(key, v.as_deref()).is_err() {
+                        skipped += 1;
+                    }
+                }
                 (Key::Consumer { key, .. }, v) => {
                     if self.restore_consumer(&group, key, v.as_deref(), now).is_err() {
                         skipped += 1;

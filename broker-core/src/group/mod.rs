@@ -21,6 +21,9 @@ mod consumer_groups;
 pub mod consumer_records;
 pub mod consumer_stored;
 pub mod reconcile;
+pub mod share;
+mod share_groups;
+pub mod share_state;
 mod calls;
 mod config;
 pub mod hosting;
@@ -111,6 +114,10 @@ pub struct Coordinator {
     /// Consumer groups whose last write failed, with the members that write may have stored:
     /// their next one writes them whole, those members tombstoned.
     consumer_unsynced: BTreeMap<String, BTreeSet<String>>,
+    /// KIP-932 share groups (in memory only: `share_groups`).
+    share_groups: BTreeMap<String, share::ShareGroup>,
+    /// Share-partitions' durable state, by (group, topic id, partition) (`share_state`).
+    share_states: BTreeMap<share_state::ShareKey, share_state::Stored>,
     /// The cluster's topics (id, partition count) as of metadata offset `topics_at`.
     topics: BTreeMap<String, ([u8; 16], i32)>,
     topics_at: i64,
@@ -139,6 +146,8 @@ impl Coordinator {
             groups: BTreeMap::new(),
             consumer_groups: BTreeMap::new(),
             consumer_unsynced: BTreeMap::new(),
+            share_groups: BTreeMap::new(),
+            share_states: BTreeMap::new(),
             topics: BTreeMap::new(),
             topics_at: -1,
             txn_offsets: BTreeMap::new(),
@@ -220,7 +229,7 @@ impl Coordinator {
         if group.is_empty() {
             return Pending::Now(JoinAnswer::error(Code::InvalidGroupId, &req.member_id));
         }
-        if let Err(code) = self.owner(group).and_then(|_| if self.consumer_members(group) { Err(Code::InconsistentGroupProtocol) } else { Ok(0) }) {
+        if let Err(code) = self.owner(group).and_then(|_| if self.consumer_members(group) || self.is_share_group(group) { Err(Code::InconsistentGroupProtocol) } else { Ok(0) }) {
             return Pending::Now(JoinAnswer::error(code, &req.member_id));
         }
         self.drop_consumer_group(group, now, work);
@@ -354,6 +363,17 @@ impl Coordinator {
     /// offsets and metadata are tombstoned, and it is gone once that is replicated.
     pub fn delete_group(&mut self, group: &str, now: u64, work: &mut Work) -> Result<Pending<()>, Code> {
         self.owner(group)?;
+        if let Some(g) = self.share_groups.get(group) {
+            if !g.members.is_empty() {
+                return Err(Code::NonEmptyGroup);
+            }
+            let kvs = self.share_state_tombstones(group);
+            self.share_groups.remove(group);
+            self.groups.remove(group);
+            let ticket = self.ticket();
+            self.write(group, kvs, Effect::Delete { group: group.to_string(), offsets: None, ticket }, now, work);
+            return Ok(Pending::Wait(ticket));
+        }
         let Some(g) = self.groups.get(group) else { return Err(Code::GroupIdNotFound) };
         match g.state {
             State::Dead => return Err(Code::GroupIdNotFound),
@@ -392,7 +412,7 @@ impl Coordinator {
     /// "Dead" answer).
     pub fn describe(&self, group: &str) -> Result<Option<&Group>, Code> {
         self.owner(group)?;
-        Ok(self.groups.get(group).filter(|g| g.state != State::Dead && !self.consumer_groups.contains_key(group)))
+        Ok(self.groups.get(group).filter(|g| g.state != State::Dead && !self.consumer_groups.contains_key(group) && !self.share_groups.contains_key(group)))
     }
 
     /// Every group this node coordinates (ListGroups).
@@ -412,6 +432,7 @@ impl Coordinator {
             self.deliver(id, out, now, work);
         }
         self.tick_consumer_groups(now, work);
+        self.tick_share_groups(now);
         if now >= self.next_expiry_check {
             self.next_expiry_check = now + crate::constants::offsets_retention_check_ms;
             for id in ids {
@@ -454,7 +475,7 @@ impl Coordinator {
     pub fn next_deadline(&self) -> Option<u64> {
         let expiry = (!self.groups.is_empty()).then_some(self.next_expiry_check);
         // Groups of a partition still loading wait for the load, not for their deadlines.
-        self.groups.values().filter(|g| self.owner(&g.id).is_ok()).filter_map(Group::next_deadline).chain(expiry).chain(self.consumer_deadline()).min()
+        self.groups.values().filter(|g| self.owner(&g.id).is_ok()).filter_map(Group::next_deadline).chain(expiry).chain(self.consumer_deadline()).chain(self.share_deadline()).min()
     }
 }
 

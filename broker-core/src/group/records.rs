@@ -27,12 +27,14 @@ pub enum Key {
     Group { group: String },
     /// A KIP-848 consumer group's record (`consumer_records`).
     Consumer { group: String, key: super::consumer_records::ConsumerKey },
+    /// A share-partition's state (`share_state`): group, topic id, partition.
+    ShareState(super::share_state::ShareKey),
 }
 
 impl Key {
     pub fn group(&self) -> &str {
         match self {
-            Key::Offset { group, .. } | Key::Group { group } | Key::Consumer { group, .. } => group,
+            Key::Offset { group, .. } | Key::Group { group } | Key::Consumer { group, .. } | Key::ShareState((group, _, _)) => group,
         }
     }
 }
@@ -104,6 +106,7 @@ pub fn encode_key(key: &Key) -> Vec<u8> {
             put_str(&mut w, Some(group));
         }
         Key::Consumer { group, key } => super::consumer_records::encode_key(&mut w, group, key),
+        Key::ShareState(key) => super::share_state::encode_key(&mut w, key),
     }
     w
 }
@@ -149,6 +152,8 @@ pub fn decode_key(b: &[u8]) -> Result<Key, RecordError> {
         Key::Offset { group, topic, partition: r.i32("partition")? }
     } else if version == group_key_version {
         Key::Group { group: r.string("group id")? }
+    } else if version == super::share_state::share_state_key_type {
+        Key::ShareState(super::share_state::decode_key(&mut r)?)
     } else if let Some((group, key)) = super::consumer_records::decode_key(&mut r, version)? {
         Key::Consumer { group, key }
     } else {
@@ -251,7 +256,7 @@ impl Reader<'_> {
         let s = self.take(4, what)?;
         Ok(i32::from_be_bytes([s[0], s[1], s[2], s[3]]))
     }
-    fn i64(&mut self, what: &'static str) -> Result<i64, RecordError> {
+    pub(super) fn i64(&mut self, what: &'static str) -> Result<i64, RecordError> {
         let s = self.take(8, what)?;
         let mut a = [0u8; 8];
         a.copy_from_slice(s);

@@ -189,6 +189,7 @@ fn describe(a: &Answer) -> String {
         Answer::Sync(Err(e)) => format!("{e:?}"),
         Answer::Written(r) => code(r.err()),
         Answer::Consumer(r) => format!("{r:?}"),
+        Answer::ShareState(r) => format!("{r:?}"),
     }
 }
 

@@ -34,6 +34,9 @@ pub(super) enum Effect {
     /// A failure answers the write's error, and the group's next write is whole, with
     /// tombstones for `members` (those this write may have stored).
     Consumer { group: String, waiting: Option<(Ticket, Answer)>, members: std::collections::BTreeSet<String> },
+    /// A share-partition's state is written (or its leader epoch, by a read): `answer` once
+    /// replicated, the write's error otherwise.
+    Share { ticket: Ticket, answer: Answer },
     /// Offsets committed inside `producer_id`'s transaction are written (pending until its
     /// marker), and the committer is answered.
     TxnCommit { group: String, producer_id: i64, offsets: Vec<(String, i32)>, ticket: Ticket },
@@ -105,6 +108,12 @@ impl Coordinator {
         let mut out = Out::default();
         let group = match w.effect {
             Effect::Background => return,
+            Effect::Share { ticket, answer } => {
+                if self.open.remove(&ticket) {
+                    work.answers.push((ticket, result.map_or_else(|code| Answer::ShareState(Err(code)), |()| answer)));
+                }
+                return;
+            }
             Effect::Consumer { group, waiting, members } => {
                 if result.is_err() {
                     self.consumer_unsynced.entry(group.clone()).or_default().extend(members);
@@ -166,6 +175,7 @@ impl Coordinator {
                     (true, None) => {
                         self.groups.remove(&group);
                         self.consumer_groups.remove(&group);
+                        self.share_states.retain(|(g, _, _), _| *g != group);
                     }
                     // Not deleted after all: the group is back, as Empty as it was.
                     (false, None) => self.groups.get_mut(&group).into_iter().for_each(|g| g.revive(now)),

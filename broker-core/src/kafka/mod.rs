@@ -49,6 +49,14 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     // KIP-848 consumer groups (group::consumer): v1 is KIP-1082's (members name themselves).
     (ApiKey::ConsumerGroupHeartbeat, 0, 1),
     (ApiKey::ConsumerGroupDescribe, 0, 1),
+    // KIP-932 share groups (group::share, share::): v1 is Kafka 4.1's, the one clients send;
+    // the state APIs are a share-partition leader's, to its group's coordinator.
+    (ApiKey::ShareGroupHeartbeat, 1, 1),
+    (ApiKey::ShareGroupDescribe, 1, 1),
+    (ApiKey::ShareFetch, 1, 1),
+    (ApiKey::ShareAcknowledge, 1, 1),
+    (ApiKey::ReadShareGroupState, 0, 0),
+    (ApiKey::WriteShareGroupState, 0, 0),
     (ApiKey::DeleteGroups, 0, 2),
     (ApiKey::OffsetDelete, 0, 0),
     // Offsets committed inside a transaction (classic protocol, before KIP-890's v4).
@@ -111,7 +119,9 @@ macro_rules! with_throttled_responses {
             (DescribeUserScramCredentials, DescribeUserScramCredentialsResponse), (AlterUserScramCredentials, AlterUserScramCredentialsResponse),
             (DescribeCluster, DescribeClusterResponse), (DescribeProducers, DescribeProducersResponse), (DescribeTransactions, DescribeTransactionsResponse),
             (ListTransactions, ListTransactionsResponse), (DescribeTopicPartitions, DescribeTopicPartitionsResponse), (UnregisterBroker, UnregisterBrokerResponse),
-            (ConsumerGroupHeartbeat, ConsumerGroupHeartbeatResponse), (ConsumerGroupDescribe, ConsumerGroupDescribeResponse)
+            (ConsumerGroupHeartbeat, ConsumerGroupHeartbeatResponse), (ConsumerGroupDescribe, ConsumerGroupDescribeResponse),
+            (ShareGroupHeartbeat, ShareGroupHeartbeatResponse), (ShareGroupDescribe, ShareGroupDescribeResponse), (ShareFetch, ShareFetchResponse),
+            (ShareAcknowledge, ShareAcknowledgeResponse)
         )
     };
 }
@@ -170,6 +180,9 @@ pub const SENT: &[(ApiKey, i16)] = &[
     (ApiKey::ConsumerGroupDescribe, 1),
     // v0: the coordinator names a joining member (this client has no ids of its own).
     (ApiKey::ConsumerGroupHeartbeat, 0),
+    // A share-partition leader's state, at its group's coordinator.
+    (ApiKey::ReadShareGroupState, 0),
+    (ApiKey::WriteShareGroupState, 0),
     (ApiKey::JoinGroup, 9),
     (ApiKey::SyncGroup, 5),
     (ApiKey::Heartbeat, 4),
@@ -266,6 +279,8 @@ pub const marker_txn_version_tag: i32 = 0;
 pub mod config_resource {
     pub const topic: i8 = 2;
     pub const broker: i8 = 4;
+    /// A group's dynamic configs (KIP-848, KIP-932), named by the group id.
+    pub const group: i8 = 32;
 }
 
 /// IncrementalAlterConfigs operations (KIP-339's AlterConfigOp.OpType).
@@ -304,6 +319,8 @@ pub mod config_source {
     pub const static_broker: i8 = 4;
     /// The broker's default.
     pub const default: i8 = 5;
+    /// Set on the group (Kafka's GROUP_CONFIG: a group's dynamic config).
+    pub const dynamic_group: i8 = 8;
 }
 
 /// ListOffsets special timestamps.

@@ -1,6 +1,7 @@
 //! The state (the [`Image`]) that replaying the metadata records builds: brokers with their
 //! epochs and fencing, topics with their config, for every partition its replicas, ISR,
-//! leader and epochs, and the users' SCRAM credentials.
+//! leader and epochs, the users' SCRAM credentials, ACLs, quotas, and dynamic broker and group
+//! configs.
 //!
 //! [`Image::apply`] must stay total and deterministic: every broker and every future controller
 //! rebuilds its view by replaying these records, so a record that does not fit the image (an
@@ -95,13 +96,15 @@ pub struct Image {
     pub quotas: super::quotas::Quotas,
     /// Dynamic broker configs by broker id, -1 the cluster's default (`throttles`).
     pub broker_configs: BTreeMap<i32, BTreeMap<String, String>>,
+    /// Dynamic group configs by group id (`group_configs`); a group with none is absent.
+    pub group_configs: BTreeMap<String, BTreeMap<String, String>>,
     /// Offset of the last applied record; -1 before any.
     pub offset: i64,
 }
 
 impl Default for Image {
     fn default() -> Self {
-        Image { brokers: BTreeMap::new(), topics: BTreeMap::new(), scram: BTreeMap::new(), acls: Default::default(), quotas: Default::default(), broker_configs: BTreeMap::new(), offset: -1 }
+        Image { brokers: BTreeMap::new(), topics: BTreeMap::new(), scram: BTreeMap::new(), acls: Default::default(), quotas: Default::default(), broker_configs: BTreeMap::new(), group_configs: BTreeMap::new(), offset: -1 }
     }
 }
 
@@ -168,6 +171,12 @@ impl Image {
                     false => self.broker_configs.insert(*broker, config.clone()),
                 };
             }
+            MetadataRecord::GroupConfig { group, config } => {
+                match config.is_empty() {
+                    true => self.group_configs.remove(group),
+                    false => self.group_configs.insert(group.clone(), config.clone()),
+                };
+            }
             MetadataRecord::ClientQuota { entity, key, value } => {
                 let values = self.quotas.entry(entity.clone()).or_default();
                 match value {
@@ -187,10 +196,16 @@ impl Image {
         self.scram.get(&(user.to_string(), mechanism))
     }
 
+    /// The value of group config `key` set on `group` (`group_configs`'s names); None when it
+    /// is not set, and the broker's default applies.
+    pub fn group_config(&self, group: &str, key: &str) -> Option<&str> {
+        self.group_configs.get(group)?.get(key).map(String::as_str)
+    }
+
     /// Nothing was ever registered, created or stored: the metadata log of a cluster being
     /// formed, where the operator's bootstrap records (`--add-scram`) go first.
     pub fn is_fresh(&self) -> bool {
-        self.brokers.is_empty() && self.topics.is_empty() && self.scram.is_empty() && self.acls.is_empty() && self.quotas.is_empty() && self.broker_configs.is_empty()
+        self.brokers.is_empty() && self.topics.is_empty() && self.scram.is_empty() && self.acls.is_empty() && self.quotas.is_empty() && self.broker_configs.is_empty() && self.group_configs.is_empty()
     }
 
     /// The records that rebuild this image from nothing (offsets aside): each broker's latest
@@ -231,6 +246,7 @@ impl Image {
         }
         out.extend(self.acls.iter().map(|acl| MetadataRecord::Acl { acl: acl.clone() }));
         out.extend(self.broker_configs.iter().map(|(broker, config)| MetadataRecord::BrokerConfig { broker: *broker, config: config.clone() }));
+        out.extend(self.group_configs.iter().map(|(group, config)| MetadataRecord::GroupConfig { group: group.clone(), config: config.clone() }));
         for (entity, values) in &self.quotas {
             out.extend(values.iter().map(|(key, v)| MetadataRecord::ClientQuota { entity: entity.clone(), key: key.clone(), value: Some(*v) }));
         }
@@ -359,6 +375,37 @@ mod tests {
         for bad in [&b""[..], b"{}", b"{\"type\":\"Nope\"}", b"\xff\xfe", b"{\"type\":\"FenceBroker\",\"id\":\"1\"}"] {
             assert!(MetadataRecord::decode(bad).is_err(), "{bad:?}");
         }
+    }
+}
+
+#[cfg(test)]
+mod group_config_tests {
+    use super::*;
+
+    /// A `GroupConfig` record replaces the group's whole set, an empty one removes it, a group
+    /// need not exist, and what is set reaches snapshots (`to_records`) and comes back on replay.
+    #[test]
+    fn group_configs_are_replaced_whole_and_survive_to_records() {
+        let set = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<BTreeMap<_, _>>();
+        let mut image = Image::default();
+        image.apply(0, &MetadataRecord::GroupConfig { group: "g".into(), config: set(&[("share.auto.offset.reset", "earliest"), ("share.session.timeout.ms", "9000")]) });
+        image.apply(1, &MetadataRecord::GroupConfig { group: "g".into(), config: set(&[("share.auto.offset.reset", "by_duration:PT1H")]) });
+        image.apply(2, &MetadataRecord::GroupConfig { group: "h".into(), config: set(&[("share.isolation.level", "read_committed")]) });
+        image.apply(3, &MetadataRecord::GroupConfig { group: "gone".into(), config: set(&[("share.isolation.level", "read_committed")]) });
+        image.apply(4, &MetadataRecord::GroupConfig { group: "gone".into(), config: BTreeMap::new() });
+        assert_eq!(image.group_config("g", "share.auto.offset.reset"), Some("by_duration:PT1H"));
+        assert_eq!(image.group_config("g", "share.session.timeout.ms"), None, "left out of the new set: back at the default");
+        assert_eq!((image.group_config("gone", "share.isolation.level"), image.group_config("nobody", "x")), (None, None));
+        assert_eq!(image.group_configs.keys().collect::<Vec<_>>(), ["g", "h"]);
+        assert!(!image.is_fresh());
+        let mut replayed = Image::default();
+        for (offset, r) in (0..).zip(image.to_records()) {
+            replayed.apply(offset, &r);
+        }
+        assert_eq!(replayed.group_configs, image.group_configs);
+        let r = MetadataRecord::GroupConfig { group: "g".into(), config: set(&[("share.auto.offset.reset", "earliest")]) };
+        assert_eq!(String::from_utf8(r.encode()).unwrap(), r#"{"type":"GroupConfig","group":"g","config":{"share.auto.offset.reset":"earliest"}}"#);
+        assert_eq!(MetadataRecord::decode(&r.encode()), Ok(r));
     }
 }
 

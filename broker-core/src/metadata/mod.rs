@@ -1,10 +1,11 @@
 //! The cluster metadata's vocabulary, shared by the broker, the controller and (later) the group
 //! coordinator so that none of them imports another: the records of the metadata log, the
-//! image they replay into, topics (names, ids, config overrides) and the topic configs clients
-//! describe and change. Plain data and pure functions: no IO, no clock, no decisions about who
+//! image they replay into, topics (names, ids, config overrides), and the topic and group configs
+//! clients describe and change. Plain data and pure functions: no IO, no clock, no decisions about who
 //! leads what.
 
 pub mod configs;
+pub mod group_configs;
 pub mod image;
 pub mod quotas;
 pub mod throttles;

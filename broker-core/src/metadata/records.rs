@@ -82,6 +82,10 @@ pub enum MetadataRecord {
     /// A broker's dynamic configs after a change (`broker` -1: the cluster's default), the
     /// whole set replacing the one before, as `TopicConfig` (`throttles`).
     BrokerConfig { broker: i32, config: BTreeMap<String, String> },
+    /// A group's dynamic configs after a change (Kafka's ConfigRecord for a GROUP resource,
+    /// `group_configs`): the whole set replacing the one before, as `TopicConfig`; an empty set
+    /// leaves the group with none. The group need not exist.
+    GroupConfig { group: String, config: BTreeMap<String, String> },
     /// One quota value of an entity (Kafka's ClientQuotaRecord): set, or removed (`value`
     /// None). An entity with no value left is gone.
     ClientQuota { entity: super::quotas::Entity, key: String, #[serde(default, skip_serializing_if = "Option::is_none")] value: Option<super::quotas::Value> },

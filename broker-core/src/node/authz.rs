@@ -3,7 +3,7 @@
 //! checks it, and what a refusal looks like. Four shapes:
 //! - per resource inside the handler: Produce (WRITE topic, WRITE transactional id),
 //!   CreateTopics (CREATE cluster or topic), DeleteTopics and DeleteRecords (DELETE topic), AlterConfigs and
-//!   IncrementalAlterConfigs (ALTER_CONFIGS topic, or cluster for a broker), OffsetCommit and
+//!   IncrementalAlterConfigs (ALTER_CONFIGS topic or group, or cluster for a broker), OffsetCommit and
 //!   TxnOffsetCommit and OffsetDelete (READ topic, once the group is allowed), DeleteGroups
 //!   naming allowed and refused groups (DELETE group) get a [`Denied`]
 //!   and answer each refused resource with its authorization error;
@@ -252,6 +252,12 @@ pub(super) fn check(access: Option<&Access>, request: &mut Request) -> Check {
             Some(t) => reply!(kafka_protocol::messages::ConsumerGroupHeartbeatResponse::default().with_error_code(Code::TopicAuthorizationFailed.code()).with_error_message(Some(s(&a.why(Describe, ResourceType::Topic, t))))),
             None => Check::Pass,
         },
+        // KIP-932: READ on the group (topics are not checked per partition yet).
+        RequestKind::ShareGroupHeartbeat(req) if !a.can(Read, Group, &req.group_id) => reply!(kafka_protocol::messages::ShareGroupHeartbeatResponse::default().with_error_code(Code::GroupAuthorizationFailed.code())),
+        RequestKind::ShareFetch(kafka_protocol::messages::ShareFetchRequest { group_id: Some(g), .. }) if !a.can(Read, Group, g) => reply!(kafka_protocol::messages::ShareFetchResponse::default().with_error_code(Code::GroupAuthorizationFailed.code())),
+        RequestKind::ShareAcknowledge(kafka_protocol::messages::ShareAcknowledgeRequest { group_id: Some(g), .. }) if !a.can(Read, Group, g) => reply!(kafka_protocol::messages::ShareAcknowledgeResponse::default().with_error_code(Code::GroupAuthorizationFailed.code())),
+        RequestKind::ShareGroupHeartbeat(_) | RequestKind::ShareFetch(_) | RequestKind::ShareAcknowledge(_) => Check::Pass,
+        RequestKind::ShareGroupDescribe(req) => strip(&mut req.group_ids, |g| a.can(Describe, Group, g), |g| (g.to_string(), Code::GroupAuthorizationFailed, Vec::new())),
         RequestKind::ConsumerGroupDescribe(req) => strip(&mut req.group_ids, |g| a.can(Describe, Group, g), |g| (g.to_string(), Code::GroupAuthorizationFailed, Vec::new())),
         RequestKind::DescribeGroups(req) => strip(&mut req.groups, |g| a.can(Describe, Group, g), |g| (g.to_string(), Code::GroupAuthorizationFailed, Vec::new())),
         // Each refused group answered in its place by the handler, which deletes the others.
@@ -343,8 +349,8 @@ pub(super) fn check(access: Option<&Access>, request: &mut Request) -> Check {
         RequestKind::ListGroups(_) if !a.cluster(Describe) => Check::Filter,
         RequestKind::ListGroups(_) => Check::Pass,
         RequestKind::DescribeConfigs(_) => Check::Filter,
-        // Per resource inside the handler: ALTER_CONFIGS on each topic, on the cluster for a
-        // broker's configs.
+        // Per resource inside the handler: ALTER_CONFIGS on each topic or group, on the cluster
+        // for a broker's configs.
         RequestKind::AlterConfigs(_) | RequestKind::IncrementalAlterConfigs(_) => {
             let names: Vec<(i8, String)> = match &request.body {
                 RequestKind::AlterConfigs(r) => r.resources.iter().map(|x| (x.resource_type, x.resource_name.to_string())).collect(),
@@ -355,6 +361,8 @@ pub(super) fn check(access: Option<&Access>, request: &mut Request) -> Check {
             for (kind, name) in &names {
                 match *kind {
                     crate::kafka::config_resource::topic => denied.topic(a, AlterConfigs, name),
+                    crate::kafka::config_resource::group if !a.can(AlterConfigs, Group, name) => _ = denied.groups.insert(name.clone(), Code::GroupAuthorizationFailed),
+                    crate::kafka::config_resource::group => {}
                     _ if !a.cluster(AlterConfigs) => denied.cluster = Some((Code::ClusterAuthorizationFailed, a.why(AlterConfigs, ResourceType::Cluster, cluster_name))),
                     _ => {}
                 }
@@ -499,13 +507,14 @@ pub(super) fn describe_producers_after(access: &Access, resp: &mut kafka_protoco
     }
 }
 
-/// After DescribeConfigs: a topic the caller may not DESCRIBE_CONFIGS answered
-/// TOPIC_AUTHORIZATION_FAILED, a broker's configs without DESCRIBE_CONFIGS on the cluster
+/// After DescribeConfigs: a topic (group) the caller may not DESCRIBE_CONFIGS answered
+/// TOPIC_ (GROUP_) AUTHORIZATION_FAILED, a broker's configs without DESCRIBE_CONFIGS on the cluster
 /// CLUSTER_AUTHORIZATION_FAILED, with nothing of what they hold.
 pub(super) fn describe_configs_after(access: &Access, resp: &mut kafka_protocol::messages::DescribeConfigsResponse) {
     for r in &mut resp.results {
         let (kind, name, code) = match r.resource_type {
             crate::kafka::config_resource::topic => (ResourceType::Topic, r.resource_name.as_str(), Code::TopicAuthorizationFailed),
+            crate::kafka::config_resource::group => (ResourceType::Group, r.resource_name.as_str(), Code::GroupAuthorizationFailed),
             _ => (ResourceType::Cluster, cluster_name, Code::ClusterAuthorizationFailed),
         };
         if !access.can(Operation::DescribeConfigs, kind, name) {
@@ -585,9 +594,4 @@ pub(super) fn find_coordinator_after(resp: &mut kafka_protocol::messages::FindCo
     use kafka_protocol::messages::find_coordinator_response::Coordinator;
     let each = refused.iter().map(|(k, code, _)| Coordinator::default().with_key(s(k)).with_node_id((-1).into()).with_port(-1).with_error_code(code.code()).with_error_message(Some(s("not authorized"))));
     resp.coordinators.extend(each);
-}
-
-pub(super) fn consumer_group_describe_after(resp: &mut kafka_protocol::messages::ConsumerGroupDescribeResponse, refused: &[Refused]) {
-    use kafka_protocol::messages::consumer_group_describe_response::DescribedGroup;
-    resp.groups.extend(refused.iter().map(|(g, code, _)| DescribedGroup::default().with_group_id(s(g).into()).with_error_code(code.code())));
 }

@@ -5,7 +5,9 @@
 //! node's broker has applied it. Broker resources (a broker id, or "" for the cluster's
 //! default) change only the replication throttle rates (`BrokerConfig` records, KIP-73); any
 //! other broker config is INVALID_REQUEST, Kafka's answer for one it cannot update dynamically:
-//! Seedlog reads its other settings at start.
+//! Seedlog reads its other settings at start. Group resources (type 32, KIP-848 and KIP-932)
+//! are a group's dynamic configs, decided by the controller as topic configs are (one
+//! `GroupConfig` record) and described by any broker from its image; the group need not exist.
 //! Field-by-field translation and the per-request checks Kafka makes before deciding
 //! (duplicate resources or keys, null values, unknown operations); decisions are the
 //! controller's (`controller::configs`) and `metadata::configs`'.
@@ -16,7 +18,8 @@ use super::{Node, Outcome, Waiting};
 use crate::broker::Broker;
 use crate::constants::alter_configs_wait_ms;
 use crate::kafka::{config_op, config_resource, config_source, Code};
-use crate::metadata::configs::{describe_topic, Op};
+use crate::metadata::configs::{describe_topic, Described, Op};
+use crate::metadata::group_configs;
 use kafka_protocol::messages::alter_configs_request::AlterConfigsRequest;
 use kafka_protocol::messages::alter_configs_response::{AlterConfigsResourceResponse, AlterConfigsResponse};
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsRequest;
@@ -42,6 +45,10 @@ pub fn describe_configs(b: &Broker, req: DescribeConfigsRequest) -> DescribeConf
             },
             config_resource::broker if name.is_empty() || name == b.config().node_id.to_string() => Ok(broker_entries(b)),
             config_resource::broker => Err((Code::InvalidRequest, format!("broker '{name}' is not this broker ({})", b.config().node_id))),
+            config_resource::group => match group_configs::check_group_name(&name) {
+                Ok(()) => Ok(described_entries(group_configs::describe(b.image().group_configs.get(&name).unwrap_or(&BTreeMap::new())), req.include_synonyms)),
+                Err(why) => Err((Code::InvalidRequest, why)),
+            },
             other => Err((Code::InvalidRequest, format!("config resource type {other} is not supported"))),
         };
         match entries {
@@ -61,7 +68,12 @@ pub fn describe_configs(b: &Broker, req: DescribeConfigsRequest) -> DescribeConf
 }
 
 fn topic_entries(b: &Broker, overrides: &BTreeMap<String, String>, synonyms: bool) -> Vec<DescribeConfigsResourceResult> {
-    describe_topic(&b.topic_defaults(), overrides)
+    described_entries(describe_topic(&b.topic_defaults(), overrides), synonyms)
+}
+
+/// Configs as DescribeConfigs answers them, synonyms only when asked.
+fn described_entries(described: Vec<Described>, synonyms: bool) -> Vec<DescribeConfigsResourceResult> {
+    described
         .into_iter()
         .map(|d| {
             let mut c = DescribeConfigsResourceResult::default();
@@ -271,12 +283,16 @@ fn alter(node: &Node, asks: Vec<(i8, String, Result<Ask, String>)>, validate_onl
                     }
                 }
             },
-            (config_resource::topic, Ok(ask)) => match quorum.as_deref_mut() {
+            (config_resource::group, _) if denied.groups.contains_key(&name) => Err((Code::GroupAuthorizationFailed, format!("not authorized to alter the configs of group '{name}' (ALTER_CONFIGS on the group)"))),
+            (config_resource::topic | config_resource::group, Ok(ask)) => match quorum.as_deref_mut() {
                 None => Err((Code::NotController, "this node is not the controller".to_string())),
                 Some(q) => {
-                    let decided = match ask {
-                        Ask::Replace(config) => q.controller().replace_topic_config(&name, config),
-                        Ask::Ops(ops) => q.controller().alter_topic_config(&name, &ops),
+                    let c = q.controller();
+                    let decided = match (kind == config_resource::group, ask) {
+                        (false, Ask::Replace(config)) => c.replace_topic_config(&name, config),
+                        (false, Ask::Ops(ops)) => c.alter_topic_config(&name, &ops),
+                        (true, Ask::Replace(config)) => c.replace_group_config(&name, config),
+                        (true, Ask::Ops(ops)) => c.alter_group_config(&name, &ops),
                     };
                     match decided {
                         Err(e) => Err((e.kafka_error(), e.to_string())),

@@ -24,9 +24,14 @@ struct Topics {
     ids: BTreeMap<String, uuid::Uuid>,
 }
 
+/// The image's topic ids by name, as the wire carries them.
+pub(super) fn topic_ids(b: &crate::broker::Broker) -> BTreeMap<String, uuid::Uuid> {
+    b.image().topics.iter().map(|(n, t)| (n.clone(), uuid(t.id))).collect()
+}
+
 impl Topics {
     fn of(node: &Node) -> Topics {
-        Topics { ids: node.broker().image().topics.iter().map(|(n, t)| (n.clone(), uuid(t.id))).collect() }
+        Topics { ids: topic_ids(&node.broker()) }
     }
 
     fn name_of(&self, id: uuid::Uuid) -> Option<&String> {
@@ -150,4 +155,10 @@ fn describe_group(d: &mut DescribedGroup, g: &ConsumerGroup, topics: &Topics) {
             dm
         })
         .collect();
+}
+
+/// A ConsumerGroupDescribe answered without the groups the caller may not describe, given
+/// them back with their errors.
+pub(super) fn consumer_group_describe_after(resp: &mut ConsumerGroupDescribeResponse, refused: &[super::authz::Refused]) {
+    resp.groups.extend(refused.iter().map(|(g, code, _)| DescribedGroup::default().with_group_id(s(g).into()).with_error_code(code.code())));
 }

@@ -368,6 +368,12 @@ pub fn list_groups(node: &Node, version: i16, req: ListGroupsRequest, now: u64, 
             l.group_type = if version >= 5 { s("consumer") } else { s("") };
             l
         });
+        let share = c.share_groups().filter(|_| typed("share")).filter(|g| states.is_empty() || states.contains(&g.state().to_lowercase())).map(|g| {
+            let mut l = ListedGroup::default();
+            (l.group_id, l.protocol_type, l.group_state) = (GroupId(s(&g.id)), s("share"), s(g.state()));
+            l.group_type = if version >= 5 { s("share") } else { s("") };
+            l
+        });
         c.groups()
             .filter(|_| typed("classic"))
             .filter(|g| states.is_empty() || states.contains(&g.state.name().to_lowercase()))
@@ -380,6 +386,7 @@ pub fn list_groups(node: &Node, version: i16, req: ListGroupsRequest, now: u64, 
                 l
             })
             .chain(consumer)
+            .chain(share)
             .collect()
     });
     r

@@ -14,6 +14,7 @@ use kafka_protocol::messages::offset_delete_response::OffsetDeleteResponse;
 use kafka_protocol::messages::sync_group_response::SyncGroupResponse;
 use kafka_protocol::messages::txn_offset_commit_response::TxnOffsetCommitResponse;
 use kafka_protocol::messages::ApiKey;
+use uuid::Uuid;
 
 /// A Kafka code as the wire carries it.
 pub(super) fn code(c: Code) -> i16 {
@@ -35,6 +36,9 @@ pub(crate) enum GroupReply {
     DeleteGroups { version: i16, cid: i32, response: DeleteGroupsResponse, slots: Vec<(Ticket, usize)> },
     OffsetDelete { version: i16, cid: i32, response: OffsetDeleteResponse },
     ConsumerHeartbeat { version: i16, cid: i32 },
+    /// A share-partition leader's ReadShareGroupState or WriteShareGroupState of one partition.
+    ReadShareState { version: i16, cid: i32, topic_id: Option<Uuid>, partition: i32 },
+    WriteShareState { version: i16, cid: i32, topic_id: Option<Uuid>, partition: i32 },
 }
 
 impl GroupReply {
@@ -44,6 +48,7 @@ impl GroupReply {
             GroupReply::Join { .. } => Answer::Join(JoinAnswer::error(Code::RebalanceInProgress, "")),
             GroupReply::Sync { .. } => Answer::Sync(Err(Code::RebalanceInProgress)),
             GroupReply::ConsumerHeartbeat { .. } => Answer::Consumer(Err(Code::CoordinatorNotAvailable)),
+            GroupReply::ReadShareState { .. } | GroupReply::WriteShareState { .. } => Answer::ShareState(Err(Code::CoordinatorNotAvailable)),
             _ => Answer::Written(Err(Code::CoordinatorNotAvailable)),
         }
     }
@@ -102,6 +107,8 @@ impl GroupReply {
                 Response::new(ApiKey::DeleteGroups, version, cid, response)
             }
             GroupReply::ConsumerHeartbeat { version, cid } => Response::new(ApiKey::ConsumerGroupHeartbeat, version, cid, super::consumer_handlers::heartbeat_response(answers.first())),
+            GroupReply::ReadShareState { version, cid, topic_id, partition } => Response::new(ApiKey::ReadShareGroupState, version, cid, super::share_handlers::read_response(topic_id, partition, answers.first())),
+            GroupReply::WriteShareState { version, cid, topic_id, partition } => Response::new(ApiKey::WriteShareGroupState, version, cid, super::share_handlers::write_response(topic_id, partition, answers.first())),
             GroupReply::OffsetDelete { version, cid, mut response } => {
                 match answers.first() {
                     Some(Answer::Written(Err(Code::GroupSubscribedToTopic))) => {

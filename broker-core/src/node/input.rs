@@ -38,6 +38,9 @@ pub enum Input {
     /// The answer of a transaction coordinator's WriteTxnMarkers ([`Action::SendMarkers`]):
     /// each marker's partition and its error (None: written), or why none came.
     MarkersAnswered { request: u64, result: MarkersResult },
+    /// The answer of a share-partition leader's state read or write ([`Action::ShareState`]):
+    /// a read's state, a write's `Ok(None)`, or the error (a lost link: COORDINATOR_NOT_AVAILABLE).
+    ShareStateAnswered { request: u64, result: Result<Option<crate::group::share_state::Stored>, crate::kafka::Code> },
     /// The controller refused to auto-create this topic: Metadata may ask again.
     AutoCreateRefused(String),
     /// For the metadata quorum: decided under the quorum's own lock, never the broker's.
@@ -68,7 +71,7 @@ impl Node {
         if let Input::Fetcher { leader, input } = input {
             return Node::fetcher_input(&mut parts, leader, input, now);
         }
-        let Parts { broker, groups, txns, .. } = &mut *parts;
+        let Parts { broker, groups, txns, shares, .. } = &mut *parts;
         let mut actions = match input {
             Input::Tick { checkpoint } => {
                 let mut actions = broker.tick(now);
@@ -80,6 +83,7 @@ impl Node {
                 }
                 actions.extend(coordinator_link::tick(broker, groups, now));
                 actions.extend(coordinator_link::tick(broker, txns, now));
+                actions.extend(super::share_handlers::tick(broker, shares, now));
                 actions.extend(staged.map(Action::SyncCheckpoint));
                 actions
             }
@@ -98,6 +102,7 @@ impl Node {
                 actions
             }
             Input::MarkersAnswered { request, result } => coordinator_link::markers_answered(broker, txns, request, result, now),
+            Input::ShareStateAnswered { request, result } => super::share_handlers::state_answered(broker, shares, request, result, now),
             Input::AutoCreateRefused(topic) => {
                 broker.auto_create_failed(&topic);
                 Vec::new()

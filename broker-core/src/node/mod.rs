@@ -35,6 +35,8 @@ mod handlers;
 mod input;
 mod placement_handlers;
 mod quota_handlers;
+mod share_fetch;
+pub mod share_handlers;
 pub mod txn_handlers;
 mod user_handlers;
 pub mod verify;
@@ -73,6 +75,8 @@ pub struct Parts {
     pub groups: Coordinator,
     /// The transaction coordinator and its markers' channel.
     pub txns: coordinator_link::Txns,
+    /// The share-partitions this node leads and serves (KIP-932), and their share sessions.
+    pub shares: crate::share::leader::Shares,
     /// One replica fetcher per leader this node has followed (`fetching`).
     fetchers: std::collections::BTreeMap<i32, crate::broker::ReplicaFetcher>,
 }
@@ -108,7 +112,8 @@ impl Node {
         groups.planted = broker.config().planted_set();
         let txns = coordinator_link::Txns::new(broker.config().txns.clone(), broker.config().prepared_commits());
         let unit = broker.config().throttle_unit();
-        Node { parts: Mutex::new(Parts { broker, groups, txns, fetchers: Default::default() }), controller: controller.map(Mutex::new), controller_hint: (-1).into(), throttles: Mutex::new(crate::throttle::Throttles::new(unit)) }
+        let shares = share_handlers::new_shares(broker.config());
+        Node { parts: Mutex::new(Parts { broker, groups, txns, shares, fetchers: Default::default() }), controller: controller.map(Mutex::new), controller_hint: (-1).into(), throttles: Mutex::new(crate::throttle::Throttles::new(unit)) }
     }
 
     /// The broker and the coordinator, even if a request handler panicked while holding them
@@ -131,7 +136,7 @@ impl Node {
     /// When [`Input::Tick`] is next due, if the broker or a coordinator has a deadline.
     pub fn next_deadline(&self) -> Option<u64> {
         let parts = self.parts();
-        parts.broker.next_deadline().into_iter().chain(parts.groups.next_deadline()).chain(parts.txns.next_deadline()).min()
+        parts.broker.next_deadline().into_iter().chain(parts.groups.next_deadline()).chain(parts.txns.next_deadline()).chain(parts.shares.next_deadline()).min()
     }
 
     /// The metadata quorum's voter, on a node that is one (active as controller or not).
@@ -440,7 +445,13 @@ fn handle_inner(node: &Node, prepared: Prepared, caller: Option<&Caller>, now: u
             reply!(readded!(resp, authz::offset_fetch_after))
         }
         RequestKind::ConsumerGroupHeartbeat(req) => consumer_handlers::consumer_group_heartbeat(node, (version, correlation_id), (&client_id, peer), req, now, out),
-        RequestKind::ConsumerGroupDescribe(req) => reply!(readded!(consumer_handlers::consumer_group_describe(node, req, now, out), authz::consumer_group_describe_after)),
+        RequestKind::ConsumerGroupDescribe(req) => reply!(readded!(consumer_handlers::consumer_group_describe(node, req, now, out), consumer_handlers::consumer_group_describe_after)),
+        RequestKind::ShareGroupHeartbeat(req) => reply!(share_handlers::share_group_heartbeat(node, (&client_id, peer), req, now, out)),
+        RequestKind::ShareGroupDescribe(req) => reply!(readded!(share_handlers::share_group_describe(node, req, now, out), share_handlers::share_group_describe_after)),
+        RequestKind::ShareFetch(req) => share_fetch::share_fetch(node, (version, correlation_id), req, attempt, now, out),
+        RequestKind::ShareAcknowledge(req) => share_fetch::share_acknowledge(node, (version, correlation_id), req, now, out),
+        RequestKind::ReadShareGroupState(req) => share_handlers::read_share_group_state(node, (version, correlation_id), req, now, out),
+        RequestKind::WriteShareGroupState(req) => share_handlers::write_share_group_state(node, (version, correlation_id), req, now, out),
         RequestKind::ListGroups(req) => reply!(filtered!(group_handlers::list_groups(node, version, req, now, out), authz::list_groups_after)),
         RequestKind::DescribeGroups(req) => reply!(readded!(group_handlers::describe_groups(node, req, now, out), authz::describe_groups_after)),
         RequestKind::DeleteGroups(req) => group_handlers::delete_groups(node, (version, correlation_id), req, &denied, now, out),

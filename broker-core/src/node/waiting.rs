@@ -49,6 +49,9 @@ enum What {
     Group { reply: Option<GroupReply>, tickets: Vec<group::Ticket>, answers: Vec<(group::Ticket, group::Answer)> },
     /// A transaction coordinator's request: the response, waiting on one ticket.
     Txn { reply: Option<TxnReply>, ticket: crate::txn::Ticket },
+    /// A ShareFetch or ShareAcknowledge: the response, waiting on the share-partition leader's
+    /// ticket (`results`: its answer, once come).
+    Share { reply: Option<super::share_fetch::ShareReply>, ticket: u64, results: Option<crate::share::leader::Results> },
 }
 
 /// One partition of a produce waiting for its high watermark (acks=all), or for its batch to
@@ -113,12 +116,18 @@ impl Waiting {
         Waiting { timeout_ms, envelope: None, what: What::Txn { reply: Some(reply), ticket } }
     }
 
+    /// Waits for the share-partition leader to answer `ticket`.
+    pub(crate) fn share(reply: super::share_fetch::ShareReply, ticket: u64, timeout_ms: u64) -> Waiting {
+        Waiting { timeout_ms, envelope: None, what: What::Share { reply: Some(reply), ticket, results: None } }
+    }
+
     /// The coordinator tickets this request still waits on (none but for a coordinator's
     /// request).
     pub fn tickets(&self) -> Vec<Ticket> {
         match &self.what {
             What::Group { tickets, .. } => tickets.iter().map(|t| Ticket::Group(*t)).collect(),
             What::Txn { reply: Some(_), ticket } => vec![Ticket::Txn(*ticket)],
+            What::Share { reply: Some(_), ticket, results: None } => vec![Ticket::Share(*ticket)],
             _ => Vec::new(),
         }
     }
@@ -136,6 +145,7 @@ impl Waiting {
                     r.answered(answer);
                 }
             }
+            (What::Share { ticket: mine, results, .. }, Ticket::Share(ticket), Answer::Share(r)) if *mine == ticket => *results = Some(r),
             _ => {}
         }
     }
@@ -185,6 +195,15 @@ impl Waiting {
                 }
                 reply.take().map(|r| Outcome::Reply(r.finish()))
             }
+            What::Share { reply, ticket, results } => {
+                if results.is_none() && !expired {
+                    return None;
+                }
+                if results.is_none() {
+                    node.parts().shares.forget(*ticket);
+                }
+                reply.take().map(|r| Outcome::Reply(r.finish(results.as_ref())))
+            }
             What::Committed { offset, epoch, reply, refused, applied } => {
                 if let Some(e) = *epoch {
                     let state = node.controller().map(|q| (q.active_epoch() == Some(e), q.is_committed(*offset)));
@@ -222,7 +241,7 @@ impl Waiting {
     /// [`Waiting::poll`] with the broker already locked.
     pub(crate) fn poll_broker(&mut self, b: &Broker, expired: bool) -> Option<Outcome> {
         match &mut self.what {
-            What::Group { .. } | What::Txn { .. } | What::Committed { .. } => None,
+            What::Group { .. } | What::Txn { .. } | What::Share { .. } | What::Committed { .. } => None,
             What::Applied { offset, reply } => (expired || b.image().offset >= *offset).then(|| Outcome::Reply(reply.clone())),
             What::DeleteRecords { version, correlation_id, response, pending } => {
                 let timeout = self.timeout_ms;

@@ -22,7 +22,8 @@ use tokio::time::Instant;
 pub(super) async fn answer(shared: &Shared, frame: &Bytes, caller: &crate::security::acl::Caller, turn: tokio::sync::OwnedSemaphorePermit, clock: &mut Clock) -> Outcome {
     let mut turn = Some(turn);
     let key = protocol::leading(frame).map_or(-1, |l| l.key);
-    let is_fetch = key == ApiKey::Fetch as i16;
+    // Fetch and ShareFetch park: they are decided again while they wait for records.
+    let is_fetch = key == ApiKey::Fetch as i16 || key == ApiKey::ShareFetch as i16;
     if waits_for_startup(key) && !shared.is_started() {
         // The requests that register this broker must be read meanwhile.
         turn = None;

@@ -199,6 +199,24 @@ pub struct Flags {
     /// group.consumer.assignors, comma-separated: uniform, range (the first is the default)
     #[arg(long)]
     pub group_consumer_assignors: Option<String>,
+    /// group.share.session.timeout.ms (KIP-932 share groups; default 45000)
+    #[arg(long)]
+    pub group_share_session_timeout_ms: Option<u64>,
+    /// group.share.heartbeat.interval.ms (default 5000)
+    #[arg(long)]
+    pub group_share_heartbeat_interval_ms: Option<u64>,
+    /// group.share.max.size: members one share group admits (default 200)
+    #[arg(long)]
+    pub group_share_max_size: Option<usize>,
+    /// group.share.record.lock.duration.ms: how long acquired records stay a member's (1000..=3600000; default 30000)
+    #[arg(long)]
+    pub group_share_record_lock_duration_ms: Option<u64>,
+    /// group.share.delivery.count.limit: deliveries before a record is archived (2..=10; default 5)
+    #[arg(long)]
+    pub group_share_delivery_count_limit: Option<i16>,
+    /// group.share.partition.max.record.locks: records of a share-partition in flight (100..=10000; default 2000)
+    #[arg(long)]
+    pub group_share_partition_max_record_locks: Option<i64>,
     /// offsets.topic.num.partitions
     #[arg(long)]
     pub offsets_topic_num_partitions: Option<i32>,
@@ -324,6 +342,12 @@ pub const FILE_SETTINGS: &[&str] = &[
     "group.consumer.session.timeout.ms",
     "group.consumer.heartbeat.interval.ms",
     "group.consumer.assignors",
+    "group.share.session.timeout.ms",
+    "group.share.heartbeat.interval.ms",
+    "group.share.max.size",
+    "group.share.record.lock.duration.ms",
+    "group.share.delivery.count.limit",
+    "group.share.partition.max.record.locks",
     "offsets.topic.num.partitions",
     "offsets.topic.replication.factor",
     "offsets.retention.minutes",
@@ -392,6 +416,12 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
             "group.consumer.session.timeout.ms" => f.group_consumer_session_timeout_ms = Some(int()? as u64),
             "group.consumer.heartbeat.interval.ms" => f.group_consumer_heartbeat_interval_ms = Some(int()? as u64),
             "group.consumer.assignors" => f.group_consumer_assignors = Some(value.as_str().ok_or_else(|| bad("a list like \"uniform,range\""))?.to_string()),
+            "group.share.session.timeout.ms" => f.group_share_session_timeout_ms = Some(int()? as u64),
+            "group.share.heartbeat.interval.ms" => f.group_share_heartbeat_interval_ms = Some(int()? as u64),
+            "group.share.max.size" => f.group_share_max_size = Some(int()? as usize),
+            "group.share.record.lock.duration.ms" => f.group_share_record_lock_duration_ms = Some(int()? as u64),
+            "group.share.delivery.count.limit" => f.group_share_delivery_count_limit = Some(i16::try_from(int()?).map_err(|_| bad("a small integer"))?),
+            "group.share.partition.max.record.locks" => f.group_share_partition_max_record_locks = Some(int()?),
             "offsets.topic.num.partitions" => f.offsets_topic_num_partitions = Some(int()? as i32),
             "offsets.topic.replication.factor" => f.offsets_topic_replication_factor = Some(int()? as i16),
             "offsets.retention.minutes" => f.offsets_retention_minutes = Some(int()? as u64),
@@ -429,7 +459,7 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
         log_segment_bytes, log_roll_ms, log_retention_ms, log_retention_bytes, log_index_interval_bytes,
         log_flush_interval_messages, log_flush_interval_ms, message_max_bytes, controller_quorum_voters, process_roles, controller_quorum_election_timeout_ms, metadata_log_max_record_bytes_between_snapshots,
         default_replication_factor, replica_lag_time_max_ms, broker_session_timeout_ms, broker_heartbeat_interval_ms,
-        unclean_leader_election_enable, eligible_leader_replicas_enable, auto_leader_rebalance_enable, leader_imbalance_check_interval_seconds, leader_imbalance_per_broker_percentage, group_initial_rebalance_delay_ms, group_min_session_timeout_ms, group_max_session_timeout_ms, group_max_size, group_consumer_session_timeout_ms, group_consumer_heartbeat_interval_ms, group_consumer_assignors, offsets_topic_num_partitions, offsets_topic_replication_factor, offsets_retention_minutes, offset_metadata_max_bytes, transaction_max_timeout_ms, transactional_id_expiration_ms, transaction_abort_timed_out_transaction_cleanup_interval_ms, transaction_remove_expired_transaction_cleanup_interval_ms, transaction_state_log_num_partitions, transaction_state_log_replication_factor, transaction_state_log_min_isr, transaction_version, transaction_partition_verification_enable, log_cleaner_backoff_ms, log_cleaner_io_max_bytes_per_second, fetch_zero_copy, legacy_api_versions, worker_threads, metrics_listen);
+        unclean_leader_election_enable, eligible_leader_replicas_enable, auto_leader_rebalance_enable, leader_imbalance_check_interval_seconds, leader_imbalance_per_broker_percentage, group_initial_rebalance_delay_ms, group_min_session_timeout_ms, group_max_session_timeout_ms, group_max_size, group_consumer_session_timeout_ms, group_consumer_heartbeat_interval_ms, group_consumer_assignors, group_share_session_timeout_ms, group_share_heartbeat_interval_ms, group_share_max_size, group_share_record_lock_duration_ms, group_share_delivery_count_limit, group_share_partition_max_record_locks, offsets_topic_num_partitions, offsets_topic_replication_factor, offsets_retention_minutes, offset_metadata_max_bytes, transaction_max_timeout_ms, transactional_id_expiration_ms, transaction_abort_timed_out_transaction_cleanup_interval_ms, transaction_remove_expired_transaction_cleanup_interval_ms, transaction_state_log_num_partitions, transaction_state_log_replication_factor, transaction_state_log_min_isr, transaction_version, transaction_partition_verification_enable, log_cleaner_backoff_ms, log_cleaner_io_max_bytes_per_second, fetch_zero_copy, legacy_api_versions, worker_threads, metrics_listen);
     Ok(f)
 }
 
@@ -511,8 +541,8 @@ pub fn resolve(f: &Flags) -> Result<(SocketAddr, BrokerConfig), String> {
         }
         c.leader_imbalance_per_broker_percentage = v;
     }
-    resolve_groups(f, &mut c.groups)?;
-    resolve_txns(f, &mut c.txns)?;
+    super::config_coordinators::resolve_groups(f, &mut c.groups)?;
+    super::config_coordinators::resolve_txns(f, &mut c.txns)?;
     super::config_security::resolve_security(f, &mut c)?;
     if let Some(v) = f.log_cleaner_backoff_ms { c.cleaner_backoff_ms = v.max(1) }
     // Kafka's default is Double.MaxValue: no limit. A rate beyond u64 is none either.
@@ -526,67 +556,6 @@ pub fn resolve(f: &Flags) -> Result<(SocketAddr, BrokerConfig), String> {
         ));
     }
     Ok((listen, c))
-}
-
-/// The group coordinator's settings, checked as Kafka checks them.
-fn resolve_groups(f: &Flags, g: &mut crate::group::GroupConfig) -> Result<(), String> {
-    if let Some(v) = f.group_initial_rebalance_delay_ms { g.initial_rebalance_delay_ms = v }
-    if let Some(v) = f.group_min_session_timeout_ms { g.min_session_timeout_ms = v }
-    if let Some(v) = f.group_max_session_timeout_ms { g.max_session_timeout_ms = v }
-    if let Some(v) = f.group_max_size { g.max_size = v }
-    if let Some(v) = f.group_consumer_session_timeout_ms { g.consumer_session_timeout_ms = v }
-    if let Some(v) = f.group_consumer_heartbeat_interval_ms { g.consumer_heartbeat_interval_ms = v }
-    if let Some(names) = &f.group_consumer_assignors {
-        let known = names.split(',').map(|n| crate::group::assignors::ServerAssignor::by_name(n.trim()).ok_or_else(|| format!("group.consumer.assignors: unknown assignor {n:?} (uniform, range)")));
-        g.consumer_assignors = known.collect::<Result<Vec<_>, _>>()?;
-    }
-    if g.consumer_assignors.is_empty() || g.consumer_heartbeat_interval_ms == 0 || g.consumer_heartbeat_interval_ms >= g.consumer_session_timeout_ms {
-        return Err("group.consumer.assignors must name one; group.consumer.heartbeat.interval.ms must be 1 ms or more and below group.consumer.session.timeout.ms".into());
-    }
-    if let Some(v) = f.offsets_topic_num_partitions { g.offsets_partitions = v }
-    if let Some(v) = f.offsets_topic_replication_factor { g.offsets_replication_factor = v }
-    if let Some(v) = f.offsets_retention_minutes { g.offsets_retention_ms = v.saturating_mul(60_000) }
-    if let Some(v) = f.offset_metadata_max_bytes { g.offset_metadata_max_bytes = v }
-    if g.min_session_timeout_ms > g.max_session_timeout_ms {
-        return Err(format!("group.min.session.timeout.ms={} exceeds group.max.session.timeout.ms={}", g.min_session_timeout_ms, g.max_session_timeout_ms));
-    }
-    if !(1..=crate::constants::partitions_per_topic_max).contains(&g.offsets_partitions) {
-        return Err(format!("offsets.topic.num.partitions={} must be 1..={}", g.offsets_partitions, crate::constants::partitions_per_topic_max));
-    }
-    if g.offsets_replication_factor < 1 || g.max_size < 1 {
-        return Err("offsets.topic.replication.factor and group.max.size must be at least 1".into());
-    }
-    Ok(())
-}
-
-/// The transaction coordinator's settings, checked as Kafka checks them (each at least 1).
-fn resolve_txns(f: &Flags, t: &mut crate::txn::TxnConfig) -> Result<(), String> {
-    if let Some(v) = f.transaction_max_timeout_ms { t.max_timeout_ms = v }
-    if let Some(v) = f.transactional_id_expiration_ms { t.id_expiration_ms = v }
-    if let Some(v) = f.transaction_abort_timed_out_transaction_cleanup_interval_ms { t.abort_timed_out_interval_ms = v }
-    if let Some(v) = f.transaction_remove_expired_transaction_cleanup_interval_ms { t.remove_expired_interval_ms = v }
-    if let Some(v) = f.transaction_state_log_num_partitions { t.state_partitions = v }
-    if let Some(v) = f.transaction_state_log_replication_factor { t.state_replication_factor = v }
-    if let Some(v) = f.transaction_state_log_min_isr { t.state_min_isr = v }
-    if let Some(v) = f.transaction_partition_verification_enable { t.partition_verification = v }
-    if let Some(v) = f.transaction_version {
-        t.transaction_version = crate::kafka::TxnVersion::from_level(v).ok_or_else(|| format!("transaction.version={v} must be 1 (classic) or 2 (KIP-890)"))?;
-    }
-    let positive = [
-        ("transaction.max.timeout.ms", t.max_timeout_ms as i64),
-        ("transactional.id.expiration.ms", t.id_expiration_ms),
-        ("transaction.abort.timed.out.transaction.cleanup.interval.ms", t.abort_timed_out_interval_ms),
-        ("transaction.remove.expired.transaction.cleanup.interval.ms", t.remove_expired_interval_ms),
-        ("transaction.state.log.replication.factor", t.state_replication_factor as i64),
-        ("transaction.state.log.min.isr", t.state_min_isr as i64),
-    ];
-    if let Some((name, v)) = positive.iter().find(|(_, v)| *v < 1) {
-        return Err(format!("{name}={v} must be at least 1"));
-    }
-    if !(1..=crate::constants::partitions_per_topic_max).contains(&t.state_partitions) {
-        return Err(format!("transaction.state.log.num.partitions={} must be 1..={}", t.state_partitions, crate::constants::partitions_per_topic_max));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 
 mod answer;
 pub mod config;
+mod config_coordinators;
 mod config_quorum;
 mod config_security;
 mod connection;
@@ -16,6 +17,7 @@ mod jobs;
 use jobs::Job;
 mod links;
 mod markers;
+mod share_state;
 pub mod metrics;
 mod peers;
 mod raft;
@@ -266,6 +268,7 @@ impl Shared {
                 // is queued now.
                 Action::Raft(m) => raft::queue(self, m),
                 Action::SendMarkers(send) => markers::spawn(self, send),
+                Action::ShareState(send) => share_state::spawn(self, send),
                 Action::Answer { ticket, answer } => {
                     // No one waits any more (the request timed out, its connection closed):
                     // the answer is dropped, as Kafka drops a delayed response nobody reads.

@@ -27,7 +27,7 @@ fn broker(dir: &tempfile::TempDir) -> Broker {
 }
 
 /// Runs a group script and shows its time and summary (stdout).
-fn group_script(broker: &mut Broker, script: &str, args: &[&str]) {
+pub(crate) fn group_script(broker: &mut Broker, script: &str, args: &[&str]) {
     let started = Instant::now();
     let out = client_script(broker, script, args);
     eprintln!(

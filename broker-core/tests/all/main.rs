@@ -16,6 +16,7 @@ mod producer_in_flight;
 mod real_clients;
 mod real_cluster;
 mod security;
+mod share_groups;
 mod slow_disk;
 mod support;
 mod tidy;

@@ -317,6 +317,7 @@ async fn broker_main(disk: SimDisk, config: BrokerConfig, rec: Rec, stop: Arc<St
         Action::FetchFrom { .. } | Action::FetcherBackOff { .. } => {} // every fetcher round: the network's to trace
         Action::Answer { .. } => {} // the request's response is in the client's history
         Action::SendMarkers(_) => {} // the markers' requests: the network's to trace
+        Action::ShareState(_) => {} // a share-partition leader's state requests: the network's to trace
         Action::Release(_) => {} // retention's deletions: their effect is in the disk's history
         Action::Swap { .. } => {} // a cleaning swap: its effect is in the disk's history
         Action::Reregister => event(&r, &node, "reregister", json!({})),

@@ -1,6 +1,7 @@
 //! Topic config changes (AlterConfigs, IncrementalAlterConfigs) as controller decisions: one
 //! `TopicConfig` record holding the whole new override set, checked like CreateTopics' configs,
-//! and the elections a newly enabled unclean election allows, in the same batch.
+//! and the elections a newly enabled unclean election allows, in the same batch. Group configs
+//! likewise: one `GroupConfig` record holding the group's whole new set.
 
 use super::*;
 use crate::metadata::configs::Op;
@@ -62,4 +63,22 @@ fn turning_unclean_election_on_elects_a_leaderless_partition_in_the_same_batch()
     let expected = r#"config t {"unclean.leader.election.enable": "true"}
         t-0 replicas=[1, 2, 3] isr=[2] leader=2 epochs=2/3"#;
     assert_eq!(c.commit(records), lines(expected));
+}
+
+#[test]
+fn a_group_config_change_is_one_record_holding_the_whole_new_set() {
+    let mut c = Cluster::with_brokers(ControllerConfig::default(), &[1]);
+    let change = ops(&[("share.auto.offset.reset", Op::Set(" earliest ".into())), ("share.record.lock.duration.ms", Op::Set("60000".into()))]);
+    let records = c.ctl.alter_group_config("never-created", &change).unwrap();
+    assert_eq!(c.commit(records), r#"group config never-created {"share.auto.offset.reset": "earliest", "share.record.lock.duration.ms": "60000"}"#, "stored trimmed");
+    assert_eq!(c.ctl.alter_group_config("never-created", &change).unwrap(), Vec::new(), "the same change again changes nothing");
+    let records = c.ctl.alter_group_config("never-created", &ops(&[("share.auto.offset.reset", Op::Delete)])).unwrap();
+    assert_eq!(c.commit(records), r#"group config never-created {"share.record.lock.duration.ms": "60000"}"#);
+    let records = c.ctl.replace_group_config("never-created", BTreeMap::new()).unwrap();
+    assert_eq!(c.commit(records), "group config never-created {}", "AlterConfigs with nothing: every config back at its default");
+    assert!(c.ctl.image().group_configs.is_empty());
+    let refused = |group: &str, change: &[(&str, Op)]| c.ctl.alter_group_config(group, &ops(change)).unwrap_err().kafka_error();
+    assert_eq!(refused("g", &[("retention.ms", Op::Set("1".into()))]), Code::InvalidConfig);
+    assert_eq!(refused("g", &[("share.record.lock.duration.ms", Op::Set("3600001".into()))]), Code::InvalidConfig);
+    assert_eq!(refused("", &[("share.auto.offset.reset", Op::Set("latest".into()))]), Code::InvalidRequest);
 }

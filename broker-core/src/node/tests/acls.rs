@@ -166,6 +166,8 @@ fn config_changes_are_authorized_per_resource() {
     use crate::kafka::{config_op, config_resource};
     use kafka_protocol::messages::incremental_alter_configs_request::{AlterConfigsResource, AlterableConfig, IncrementalAlterConfigsRequest};
     use kafka_protocol::messages::incremental_alter_configs_response::IncrementalAlterConfigsResponse;
+    use kafka_protocol::messages::describe_configs_request::{DescribeConfigsRequest, DescribeConfigsResource};
+    use kafka_protocol::messages::describe_configs_response::DescribeConfigsResponse;
     let tmp = tempfile::tempdir().unwrap();
     let n = node(tmp.path(), true);
     let (admin, alice) = (who("User:admin"), who("User:alice"));
@@ -184,6 +186,28 @@ fn config_changes_are_authorized_per_resource() {
     let c: CreateAclsResponse = reply(ask(&n, &admin, ApiKey::CreateAcls, 3, &create), ApiKey::CreateAcls, 3);
     assert_eq!(c.results[0].error_code, 0);
     assert_eq!(codes(&alice, config_resource::topic, "orders"), 0, "ALTER_CONFIGS on the topic");
+    // A group's configs: ALTER_CONFIGS on the group to change them, DESCRIBE_CONFIGS to read them.
+    let group_change = |name: &str| {
+        let config = AlterableConfig::default().with_name(s("share.auto.offset.reset")).with_config_operation(config_op::set).with_value(Some(s("earliest")));
+        IncrementalAlterConfigsRequest::default().with_resources(vec![AlterConfigsResource::default().with_resource_type(config_resource::group).with_resource_name(s(name)).with_configs(vec![config])])
+    };
+    let group_code = |caller: &Caller, name: &str| {
+        let r: IncrementalAlterConfigsResponse = reply(ask(&n, caller, ApiKey::IncrementalAlterConfigs, 1, &group_change(name)), ApiKey::IncrementalAlterConfigs, 1);
+        r.responses[0].error_code
+    };
+    let describe_code = |caller: &Caller, name: &str| {
+        let res = DescribeConfigsResource::default().with_resource_type(config_resource::group).with_resource_name(s(name));
+        let r: DescribeConfigsResponse = reply(ask(&n, caller, ApiKey::DescribeConfigs, 4, &DescribeConfigsRequest::default().with_resources(vec![res])), ApiKey::DescribeConfigs, 4);
+        (r.results[0].error_code, r.results[0].configs.len())
+    };
+    assert_eq!(group_code(&alice, "share-g"), Code::GroupAuthorizationFailed.code());
+    assert_eq!(describe_code(&alice, "share-g"), (Code::GroupAuthorizationFailed.code(), 0));
+    let create = CreateAclsRequest::default().with_creations(vec![creation(3, "share-g", 3, 11, 3), creation(3, "share-g", 3, 10, 3)]);
+    let c: CreateAclsResponse = reply(ask(&n, &admin, ApiKey::CreateAcls, 3, &create), ApiKey::CreateAcls, 3);
+    assert!(c.results.iter().all(|r| r.error_code == 0));
+    assert_eq!(group_code(&alice, "share-g"), 0, "ALTER_CONFIGS on the group");
+    assert_eq!(describe_code(&alice, "share-g"), (0, crate::metadata::group_configs::CATALOG.len()), "DESCRIBE_CONFIGS on the group");
+    assert_eq!(group_code(&alice, "other"), Code::GroupAuthorizationFailed.code(), "only that group");
 }
 
 

@@ -2,6 +2,8 @@
 //! IncrementalAlterConfigs and AlterConfigs change is what DescribeConfigs then reports (with
 //! its source and synonyms), every bad request gets Kafka's code and a reason, a node that is
 //! not the controller answers NOT_CONTROLLER, and DeleteRecords answers the low watermark.
+//! Group resources (type 32) the same way: set, described as DYNAMIC_GROUP_CONFIG or
+//! DEFAULT_CONFIG, deleted, and bad names and values refused INVALID_CONFIG naming the key.
 
 use super::*;
 use crate::kafka::{config_op, config_resource, config_source, config_type};
@@ -181,4 +183,89 @@ fn delete_records_answers_the_new_low_watermark() {
     let r: FetchResponse = reply(answer(&node, ApiKey::Fetch, 12, &fetch_req("t", 0, 0)), ApiKey::Fetch, 12);
     let pd = &r.responses[0].partitions[0];
     assert_eq!((pd.error_code, pd.log_start_offset), (Code::OffsetOutOfRange.code(), 3));
+}
+
+/// One described config: (name, value, source).
+type Entry = (String, String, i8);
+
+/// A GROUP resource (type 32): what a DescribeConfigs answers for a group, in catalog order, at
+/// v4 (or the error code and message).
+fn describe_group(node: &Node, group: &str) -> Result<Vec<Entry>, (i16, String)> {
+    let res = DescribeConfigsResource::default().with_resource_type(config_resource::group).with_resource_name(s(group));
+    let req = DescribeConfigsRequest::default().with_resources(vec![res]);
+    let r: DescribeConfigsResponse = reply(answer(node, ApiKey::DescribeConfigs, 4, &req), ApiKey::DescribeConfigs, 4);
+    let x = &r.results[0];
+    match x.error_code {
+        0 => Ok(x.configs.iter().map(|c| (c.name.to_string(), c.value.as_ref().unwrap().to_string(), c.config_source)).collect()),
+        code => Err((code, x.error_message.as_ref().map_or(String::new(), |m| m.to_string()))),
+    }
+}
+
+#[test]
+fn group_configs_are_set_described_and_deleted_for_any_group_id() {
+    use crate::metadata::group_configs::{self, share_auto_offset_reset as reset, share_record_lock_duration_ms as lock};
+    let tmp = tempfile::tempdir().unwrap();
+    let node = broker(tmp.path());
+    let group = config_resource::group;
+    let defaults = describe_group(&node, "g").unwrap();
+    let want: Vec<Entry> = group_configs::CATALOG.iter().map(|d| (d.name.to_string(), d.default_value(), config_source::default)).collect();
+    assert_eq!(defaults, want, "a group nobody configured (or created) has every default");
+    assert!(defaults.contains(&(reset.into(), "latest".into(), config_source::default)));
+
+    let set: &[Change] = &[(reset, config_op::set, Some("by_duration:PT1H")), (lock, config_op::set, Some("60000"))];
+    assert_eq!(alter_incrementally(&node, 1, &incremental(&[(group, "g", set)], false)), vec![(0, String::new())]);
+    let after = describe_group(&node, "g").unwrap();
+    assert!(after.contains(&(reset.into(), "by_duration:PT1H".into(), config_source::dynamic_group)), "{after:?}");
+    assert!(after.contains(&(lock.into(), "60000".into(), config_source::dynamic_group)));
+    assert!(after.contains(&("share.isolation.level".into(), "read_uncommitted".into(), config_source::default)));
+    assert_eq!(node.broker().image().group_config("g", reset), Some("by_duration:PT1H"), "the accessor the share coordinator reads");
+    assert_eq!(describe_group(&node, "other").unwrap(), want, "another group is untouched");
+
+    // DELETE goes back to the default; the other config stays.
+    let delete: &[Change] = &[(reset, config_op::delete, None)];
+    assert_eq!(alter_incrementally(&node, 0, &incremental(&[(group, "g", delete)], false)), vec![(0, String::new())]);
+    let after = describe_group(&node, "g").unwrap();
+    assert!(after.contains(&(reset.into(), "latest".into(), config_source::default)) && after.contains(&(lock.into(), "60000".into(), config_source::dynamic_group)));
+    assert_eq!(node.broker().image().group_config("g", reset), None);
+
+    // AlterConfigs replaces the whole set.
+    let legacy = LegacyResource::default().with_resource_type(group).with_resource_name(s("g")).with_configs(vec![LegacyConfig::default().with_name(s("share.isolation.level")).with_value(Some(s("read_committed")))]);
+    let r: AlterConfigsResponse = reply(answer(&node, ApiKey::AlterConfigs, 2, &AlterConfigsRequest::default().with_resources(vec![legacy])), ApiKey::AlterConfigs, 2);
+    assert_eq!(r.responses[0].error_code, 0, "{:?}", r.responses[0].error_message);
+    assert_eq!(node.broker().image().group_configs["g"], [("share.isolation.level".to_string(), "read_committed".to_string())].into());
+}
+
+#[test]
+fn bad_group_config_changes_are_invalid_config_naming_the_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let node = broker(tmp.path());
+    let group = config_resource::group;
+    let req = incremental(
+        &[
+            (group, "g1", &[("group.share.record.lock.duration.ms", config_op::set, Some("1000"))]),
+            (group, "g2", &[("share.auto.offset.reset", config_op::set, Some("yesterday"))]),
+            (group, "g3", &[("share.auto.offset.reset", config_op::set, Some("by_duration:PT1.5H"))]),
+            (group, "g4", &[("share.record.lock.duration.ms", config_op::set, Some("999"))]),
+            (group, "g5", &[("consumer.session.timeout.ms", config_op::set, Some("0"))]),
+            (group, "g6", &[("share.isolation.level", config_op::set, Some("dirty"))]),
+            (group, "g7", &[("no.such.config", config_op::delete, None)]),
+            (group, "g8", &[("share.session.timeout.ms", config_op::append, Some("1"))]),
+            (group, "", &[("share.session.timeout.ms", config_op::set, Some("1"))]),
+        ],
+        false,
+    );
+    let answers = alter_incrementally(&node, 1, &req);
+    let codes: Vec<i16> = answers.iter().map(|(c, _)| *c).collect();
+    let invalid = Code::InvalidConfig.code();
+    assert_eq!(codes, vec![invalid, invalid, invalid, invalid, invalid, invalid, invalid, invalid, Code::InvalidRequest.code()]);
+    assert!(answers[0].1.starts_with("unknown group config 'group.share.record.lock.duration.ms'"), "{}", answers[0].1);
+    assert!(answers[1].1.starts_with("share.auto.offset.reset=yesterday must be latest, earliest or by_duration:"), "{}", answers[1].1);
+    assert_eq!(answers[3].1, "share.record.lock.duration.ms=999 must be at least 1000");
+    assert!(answers[6].1.contains("no.such.config") && answers[7].1.contains("not LIST"), "{answers:?}");
+    assert!(node.broker().image().group_configs.is_empty(), "nothing was committed");
+    assert_eq!(describe_group(&node, "").unwrap_err().0, Code::InvalidRequest.code());
+    // validate_only checks and commits nothing.
+    let check = incremental(&[(group, "g", &[("share.auto.offset.reset", config_op::set, Some("earliest"))])], true);
+    assert_eq!(alter_incrementally(&node, 1, &check), vec![(0, String::new())]);
+    assert!(node.broker().image().group_configs.is_empty());
 }

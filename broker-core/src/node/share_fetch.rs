@@ -1,0 +1,287 @@
+//! ShareFetch and ShareAcknowledge (KIP-932) at a share-partition leader: the request's share
+//! session is checked and changed (`share::sessions`), its acknowledgements applied, records
+//! acquired from each session partition's log (whole batches, with the acquired ranges and
+//! their delivery counts), and the answer sent once the share-partition leader wrote every
+//! change it made (`share::leader`). A fetch that finds nothing and changes nothing waits for
+//! records (parked) up to its `max_wait_ms`. Topics travel by id; one this node does not know
+//! is UNKNOWN_TOPIC_ID.
+
+use super::share_handlers::{coordinator_of, emit};
+use super::{Attempt, Node, Outcome, Parts, Waiting};
+use crate::broker::share_read::first_batches;
+use crate::broker::Action;
+use crate::constants::{fetch_bytes_max, group_request_wait_ms_max};
+use crate::kafka::Code;
+use crate::protocol::Response;
+use crate::share::leader::{Out, PartKey, Results};
+use crate::share::partition::AckType;
+use bytes::Bytes;
+use kafka_protocol::messages::share_acknowledge_request::ShareAcknowledgeRequest;
+use kafka_protocol::messages::share_acknowledge_response::{self as ack_resp, ShareAcknowledgeResponse};
+use kafka_protocol::messages::share_fetch_request::ShareFetchRequest;
+use kafka_protocol::messages::share_fetch_response::{AcquiredRecords, PartitionData, ShareFetchResponse, ShareFetchableTopicResponse};
+use kafka_protocol::messages::ApiKey;
+use std::collections::BTreeMap;
+use uuid::Uuid;
+
+/// Acknowledgement batches as the share-partition takes them.
+type Acks = Vec<(i64, i64, Vec<AckType>)>;
+
+/// One partition's answer under construction.
+#[derive(Debug, Default)]
+struct Slot {
+    error: i16,
+    ack_error: Option<i16>,
+    records: Bytes,
+    acquired: Vec<AcquiredRecords>,
+    leader: (i32, i32),
+}
+
+/// A ShareFetch or ShareAcknowledge answer under construction: its partitions by (topic id,
+/// topic, partition), finished with the share-partition leader's results.
+#[derive(Debug)]
+pub(crate) struct ShareReply {
+    fetch: bool,
+    version: i16,
+    cid: i32,
+    error: Option<Code>,
+    lock_ms: i32,
+    slots: BTreeMap<(Uuid, String, i32), Slot>,
+}
+
+impl ShareReply {
+    /// The response, given what the writes it waited on came to (None: the wait ran out).
+    pub(crate) fn finish(mut self, results: Option<&Results>) -> Response {
+        for ((_, topic, p), slot) in self.slots.iter_mut() {
+            let result = match results {
+                Some(r) => r.get(&(topic.clone(), *p)).copied().unwrap_or(Ok(())),
+                None if slot.ack_error.is_some() || !slot.acquired.is_empty() => Err(Code::RequestTimedOut),
+                None => Ok(()),
+            };
+            if let Err(code) = result {
+                if !slot.acquired.is_empty() {
+                    // Not written: no record of it may reach the member.
+                    (slot.error, slot.records, slot.acquired) = (code.code(), Bytes::new(), Vec::new());
+                }
+                if slot.ack_error == Some(0) {
+                    slot.ack_error = Some(code.code());
+                }
+            }
+        }
+        let error = self.error.map_or(0, |c| c.code());
+        let mut by_topic: BTreeMap<Uuid, Vec<(i32, Slot)>> = BTreeMap::new();
+        for ((id, _, p), slot) in self.slots {
+            by_topic.entry(id).or_default().push((p, slot));
+        }
+        if self.fetch {
+            let mut r = ShareFetchResponse::default();
+            (r.error_code, r.acquisition_lock_timeout_ms) = (error, self.lock_ms);
+            for (id, parts) in by_topic {
+                let partitions = parts
+                    .into_iter()
+                    .map(|(p, slot)| {
+                        let mut pd = PartitionData::default().with_partition_index(p).with_error_code(slot.error).with_acknowledge_error_code(slot.ack_error.unwrap_or(0));
+                        pd.current_leader.leader_id = slot.leader.0;
+                        pd.current_leader.leader_epoch = slot.leader.1;
+                        // Never null: librdkafka reads a null set as a broken response.
+                        pd.records = Some(slot.records);
+                        pd.acquired_records = slot.acquired;
+                        pd
+                    })
+                    .collect();
+                r.responses.push(ShareFetchableTopicResponse::default().with_topic_id(id).with_partitions(partitions));
+            }
+            return Response::new(ApiKey::ShareFetch, self.version, self.cid, r);
+        }
+        let mut r = ShareAcknowledgeResponse::default();
+        r.error_code = error;
+        for (id, parts) in by_topic {
+            let partitions = parts
+                .into_iter()
+                .map(|(p, slot)| {
+                    let mut pd = ack_resp::PartitionData::default().with_partition_index(p).with_error_code(slot.ack_error.unwrap_or(slot.error));
+                    (pd.current_leader.leader_id, pd.current_leader.leader_epoch) = slot.leader;
+                    pd
+                })
+                .collect();
+            r.responses.push(ack_resp::ShareAcknowledgeTopicResponse::default().with_topic_id(id).with_partitions(partitions));
+        }
+        Response::new(ApiKey::ShareAcknowledge, self.version, self.cid, r)
+    }
+}
+
+/// The acknowledgement batches of one partition, checked (INVALID_REQUEST: a type outside
+/// 0–3, or batches out of order or overlapping).
+fn acks_of(batches: impl Iterator<Item = (i64, i64, Vec<i8>)>) -> Result<Acks, Code> {
+    let mut acks: Acks = Vec::new();
+    for (first, last, types) in batches {
+        let types = types.into_iter().map(AckType::from_wire).collect::<Option<Vec<_>>>().ok_or(Code::InvalidRequest)?;
+        if acks.last().is_some_and(|(_, l, _)| first <= *l) {
+            return Err(Code::InvalidRequest);
+        }
+        acks.push((first, last, types));
+    }
+    Ok(acks)
+}
+
+/// What a request names, resolved: (topic id, topic name or None if unknown here, partition, acks).
+type Named = Vec<(Uuid, Option<String>, i32, Result<Acks, Code>)>;
+
+/// What both APIs do with a request once named: the session's check and change, the
+/// acknowledgements, then (for a fetch) the acquisition. Ok(None): nothing changed, so
+/// nothing to wait for.
+struct Asked<'a> {
+    group: &'a str,
+    member: &'a str,
+    epoch: i32,
+    named: Named,
+    forgotten: Vec<(String, i32)>,
+    fetch: Option<(usize, usize)>,
+    /// How long a fetch that finds nothing may wait for records.
+    wait_ms: u64,
+}
+
+fn decide(parts: &mut Parts, mut reply: ShareReply, asked: Asked<'_>, attempt: Attempt, now: u64, actions: &mut Vec<Action>) -> Result<Outcome, String> {
+    let Parts { broker: b, shares, .. } = parts;
+    let ids = super::consumer_handlers::topic_ids(b);
+    // Every share-partition of the request is of its one group.
+    let coordinator = coordinator_of(b, asked.group);
+    let locate = move |_: &str| coordinator;
+    let mut out = Out::default();
+    let (group, member) = (asked.group.to_string(), asked.member.to_string());
+    let first = attempt == Attempt::First;
+    let has_acks = asked.named.iter().any(|(_, _, _, a)| a.as_ref().map_or(true, |a| !a.is_empty()));
+    let added: Vec<(String, i32)> = asked.named.iter().filter_map(|(_, t, p, _)| Some((t.clone()?, *p))).collect();
+    let begun = match first {
+        true => shares.sessions.begin(&group, &member, asked.epoch, asked.fetch.is_some(), has_acks, &added, &asked.forgotten),
+        false => shares.sessions.partitions(&group, &member).cloned().map(|partitions| crate::share::sessions::Begun { partitions, closing: false }).ok_or(Code::ShareSessionNotFound),
+    };
+    let begun = match begun {
+        Ok(b) => b,
+        Err(e) => {
+            reply.error = Some(e);
+            return Ok(Outcome::Reply(reply.finish(None)));
+        }
+    };
+    let ticket = shares.ticket();
+    for (id, name, p, acks) in asked.named.into_iter().filter(|_| first) {
+        let slot = reply.slots.entry((id, name.clone().unwrap_or_default(), p)).or_default();
+        let Some(name) = name else {
+            slot.error = Code::UnknownTopicId.code();
+            continue;
+        };
+        let acks = match acks {
+            Ok(a) if a.is_empty() => continue,
+            Ok(a) => a,
+            Err(e) => {
+                slot.ack_error = Some(e.code());
+                continue;
+            }
+        };
+        let key: PartKey = (group.clone(), name, p);
+        let result = shares.acknowledge(&key, &member, &acks, ticket, now);
+        slot.ack_error = Some(result.err().map_or(0, |e| e.code()));
+    }
+    if let Some((mut records_left, mut bytes_left)) = asked.fetch.filter(|_| !begun.closing) {
+        for (topic, p) in &begun.partitions {
+            if records_left == 0 || bytes_left == 0 {
+                break;
+            }
+            let Some(id) = ids.get(topic).copied() else { continue };
+            let slot_key = (id, topic.clone(), *p);
+            let bounds = match b.share_bounds(topic, *p) {
+                Ok(x) => x,
+                Err(e) => {
+                    reply.slots.entry(slot_key).or_default().error = e.kafka_error(true).code();
+                    continue;
+                }
+            };
+            let key: PartKey = (group.clone(), topic.clone(), *p);
+            if !shares.prepare(&key, *id.as_bytes(), bounds.leader_epoch, &locate, now, &mut out) {
+                continue;
+            }
+            let Some(from) = shares.partition(&key).and_then(|x| x.fetch_from()).filter(|f| *f < bounds.high_watermark) else { continue };
+            let (bytes, spans) = match b.share_read(topic, *p, from, bytes_left) {
+                Ok(x) => x,
+                Err(e) => {
+                    reply.slots.entry(slot_key).or_default().error = e.kafka_error(true).code();
+                    continue;
+                }
+            };
+            if let Some(&(base, _)) = spans.first().filter(|(base, _)| *base > from) {
+                shares.log_gap(&key, from, base);
+            }
+            let a = shares.acquire(&key, &member, &spans, records_left, ticket, now);
+            if a.runs.is_empty() {
+                continue;
+            }
+            let slot = reply.slots.entry(slot_key).or_default();
+            slot.records = first_batches(&bytes, a.batches_used);
+            slot.leader = (b.config().node_id, bounds.leader_epoch);
+            slot.acquired = a.runs.iter().map(|r| AcquiredRecords::default().with_first_offset(r.first).with_last_offset(r.last).with_delivery_count(r.count)).collect();
+            records_left = records_left.saturating_sub(a.runs.iter().map(|r| (r.last - r.first + 1) as usize).sum());
+            bytes_left = bytes_left.saturating_sub(slot.records.len());
+        }
+    }
+    if begun.closing {
+        shares.release_member(&group, &member, &mut out);
+    }
+    shares.flush(&locate, now, &mut out);
+    shares.take_answers(&mut out);
+    let waits = shares.waits(ticket);
+    emit(out, actions);
+    if !waits {
+        shares.forget(ticket);
+        return match asked.fetch {
+            Some(_) if attempt != Attempt::Final && asked.wait_ms > 0 && !begun.closing && reply.slots.is_empty() => Ok(Outcome::Park { wait_ms: asked.wait_ms, metadata: false }),
+            _ => Ok(Outcome::Reply(reply.finish(Some(&Results::new())))),
+        };
+    }
+    let mut waiting = Waiting::share(reply, ticket, group_request_wait_ms_max);
+    waiting.take_answers(actions);
+    Ok(Outcome::Wait(waiting))
+}
+
+fn named_topics<'a, T: 'a>(node: &Node, topics: impl Iterator<Item = (Uuid, i32, T)>, acks: impl Fn(T) -> Result<Acks, Code>) -> Named {
+    let ids = super::consumer_handlers::topic_ids(&node.broker());
+    topics.map(|(id, p, t)| (id, ids.iter().find(|(_, x)| **x == id).map(|(n, _)| n.clone()), p, acks(t))).collect()
+}
+
+fn names(node: &Node, forgotten: impl Iterator<Item = (Uuid, i32)>) -> Vec<(String, i32)> {
+    let ids = super::consumer_handlers::topic_ids(&node.broker());
+    forgotten.filter_map(|(id, p)| Some((ids.iter().find(|(_, x)| **x == id)?.0.clone(), p))).collect()
+}
+
+/// ShareFetch.
+pub fn share_fetch(node: &Node, (version, cid): (i16, i32), req: ShareFetchRequest, attempt: Attempt, now: u64, out: &mut Vec<Action>) -> Result<Outcome, String> {
+    let lock_ms = i32::try_from(node.broker().config().groups.share_record_lock_duration_ms).unwrap_or(i32::MAX);
+    let mut reply = ShareReply { fetch: true, version, cid, error: None, lock_ms, slots: BTreeMap::new() };
+    let group = req.group_id.as_ref().map(|g| g.0.to_string()).unwrap_or_default();
+    let member = req.member_id.as_ref().map(|m| m.to_string()).unwrap_or_default();
+    if group.is_empty() || member.is_empty() {
+        reply.error = Some(Code::InvalidRequest);
+        return Ok(Outcome::Reply(reply.finish(None)));
+    }
+    let parts = req.topics.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, p.partition_index, p)));
+    let named = named_topics(node, parts, |p| acks_of(p.acknowledgement_batches.iter().map(|b| (b.first_offset, b.last_offset, b.acknowledge_types.clone()))));
+    let forgotten = names(node, req.forgotten_topics_data.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, *p))));
+    let records = if req.max_records > 0 { req.max_records as usize } else { usize::MAX };
+    let bytes = (req.max_bytes.max(1) as usize).min(fetch_bytes_max);
+    let asked = Asked { group: &group, member: &member, epoch: req.share_session_epoch, named, forgotten, fetch: Some((records, bytes)), wait_ms: req.max_wait_ms.max(0) as u64 };
+    decide(&mut node.parts(), reply, asked, attempt, now, out)
+}
+
+/// ShareAcknowledge.
+pub fn share_acknowledge(node: &Node, (version, cid): (i16, i32), req: ShareAcknowledgeRequest, now: u64, out: &mut Vec<Action>) -> Result<Outcome, String> {
+    let mut reply = ShareReply { fetch: false, version, cid, error: None, lock_ms: 0, slots: BTreeMap::new() };
+    let group = req.group_id.as_ref().map(|g| g.0.to_string()).unwrap_or_default();
+    let member = req.member_id.as_ref().map(|m| m.to_string()).unwrap_or_default();
+    if group.is_empty() || member.is_empty() {
+        reply.error = Some(Code::InvalidRequest);
+        return Ok(Outcome::Reply(reply.finish(None)));
+    }
+    let parts = req.topics.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, p.partition_index, p)));
+    let named = named_topics(node, parts, |p| acks_of(p.acknowledgement_batches.iter().map(|b| (b.first_offset, b.last_offset, b.acknowledge_types.clone()))));
+    let asked = Asked { group: &group, member: &member, epoch: req.share_session_epoch, named, forgotten: Vec::new(), fetch: None, wait_ms: 0 };
+    decide(&mut node.parts(), reply, asked, Attempt::First, now, out)
+}

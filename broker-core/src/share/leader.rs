@@ -1,0 +1,387 @@
+//! A node's share-partitions (KIP-932's share-partition leader): one [`SharePartition`] per
+//! (group, topic, partition) this node leads and a member fetched, its state read from the
+//! group's coordinator when it starts serving (ReadShareGroupState) and written back
+//! (WriteShareGroupState) after every change. The one invariant: a member is told nothing —
+//! no record it acquired, no acknowledgement taken — before the write holding that change is
+//! answered by the coordinator, so a leader taking over (which reads the state first, and
+//! fences this one) never delivers an accepted record again nor loses an acknowledgement.
+//!
+//! A plain struct with an explicit `now`; the sends are the shell's ([`Send`] out, its answer
+//! back through [`Shares::answered`]). Requests that wait on writes hold a ticket, answered in
+//! [`Out::answers`] once every share-partition it touched has written what it changed.
+//! One write per share-partition is in flight at a time; what changes meanwhile goes in the
+//! next, a whole snapshot each time.
+
+use super::partition::{AckType, Acquisition, Limits, SharePartition};
+use super::sessions::Sessions;
+use crate::constants::share_state_retry_ms;
+use crate::group::share_state::Stored;
+use crate::kafka::Code;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// (group, topic, partition).
+pub type PartKey = (String, String, i32);
+
+/// A request's results by (topic, partition): Ok once its changes are written.
+pub type Results = BTreeMap<(String, i32), Result<(), Code>>;
+
+/// A share-state request the shell sends to the coordinator of `group` (node `coordinator`),
+/// then reports with [`Shares::answered`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Send {
+    pub request: u64,
+    pub coordinator: i32,
+    pub group: String,
+    pub topic_id: [u8; 16],
+    pub partition: i32,
+    pub what: What,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum What {
+    Read { leader_epoch: i32 },
+    Write(Stored),
+}
+
+/// What a call asks of the shell.
+#[derive(Debug, Default)]
+pub struct Out {
+    pub sends: Vec<Send>,
+    /// Tickets whose every share-partition is written (or failed), with the results.
+    pub answers: Vec<(u64, Results)>,
+    /// Records became available again (a lock ran out, a member let go): parked fetches may
+    /// find some.
+    pub wake: bool,
+    pub lines: Vec<String>,
+}
+
+#[derive(Debug)]
+enum Phase {
+    /// Its state is being read (request id; None: to be sent again at `retry_at`).
+    Reading(Option<u64>),
+    Ready(SharePartition),
+}
+
+#[derive(Debug)]
+struct Entry {
+    leader_epoch: i32,
+    topic_id: [u8; 16],
+    state_epoch: i32,
+    phase: Phase,
+    /// Changes not in any write yet, and the tickets waiting for them.
+    dirty: bool,
+    dirty_waiters: BTreeSet<u64>,
+    /// The write in flight and the tickets it settles.
+    in_flight: Option<(u64, BTreeSet<u64>)>,
+    retry_at: u64,
+}
+
+#[derive(Debug, Default)]
+struct Waiter {
+    owed: BTreeSet<PartKey>,
+    results: Results,
+}
+
+#[derive(Debug)]
+pub struct Shares {
+    pub limits: Limits,
+    pub sessions: Sessions,
+    parts: BTreeMap<PartKey, Entry>,
+    requests: BTreeMap<u64, PartKey>,
+    next_request: u64,
+    waiters: BTreeMap<u64, Waiter>,
+    next_ticket: u64,
+}
+
+/// Where a group's coordinator is (None: not known now).
+pub type Locate<'a> = &'a dyn Fn(&str) -> Option<i32>;
+
+impl Shares {
+    pub fn new(limits: Limits, max_sessions: usize) -> Shares {
+        Shares { limits, sessions: Sessions::new(max_sessions), parts: BTreeMap::new(), requests: BTreeMap::new(), next_request: 1, waiters: BTreeMap::new(), next_ticket: 1 }
+    }
+
+    pub fn ticket(&mut self) -> u64 {
+        let t = self.next_ticket;
+        self.next_ticket += 1;
+        self.waiters.insert(t, Waiter::default());
+        t
+    }
+
+    /// The request holding `ticket` stopped waiting: nothing is answered for it any more.
+    pub fn forget(&mut self, ticket: u64) {
+        self.waiters.remove(&ticket);
+    }
+
+    /// Whether `ticket` waits on a write.
+    pub fn waits(&self, ticket: u64) -> bool {
+        self.waiters.get(&ticket).is_some_and(|w| !w.owed.is_empty())
+    }
+
+    /// Whether `key` can be served now under `leader_epoch` (this node's leadership of the
+    /// partition): Ok(true) once its state is read; Ok(false) while it is being read (a read is
+    /// sent when the share-partition is new here or its leadership is).
+    pub fn prepare(&mut self, key: &PartKey, topic_id: [u8; 16], leader_epoch: i32, locate: Locate, now: u64, out: &mut Out) -> bool {
+        match self.parts.get(key) {
+            Some(e) if e.leader_epoch == leader_epoch => return matches!(e.phase, Phase::Ready(_)),
+            Some(_) => self.drop_part(key, Code::NotLeaderOrFollower, out),
+            None => {}
+        }
+        let e = Entry { leader_epoch, topic_id, state_epoch: 0, phase: Phase::Reading(None), dirty: false, dirty_waiters: BTreeSet::new(), in_flight: None, retry_at: now };
+        self.parts.insert(key.clone(), e);
+        self.send_read(key, locate, now, out);
+        false
+    }
+
+    fn send_read(&mut self, key: &PartKey, locate: Locate, now: u64, out: &mut Out) {
+        let Some(e) = self.parts.get_mut(key) else { return };
+        let Some(coordinator) = locate(&key.0) else {
+            e.retry_at = now + share_state_retry_ms;
+            return;
+        };
+        let request = self.next_request;
+        self.next_request += 1;
+        e.phase = Phase::Reading(Some(request));
+        self.requests.insert(request, key.clone());
+        out.sends.push(Send { request, coordinator, group: key.0.clone(), topic_id: e.topic_id, partition: key.2, what: What::Read { leader_epoch: e.leader_epoch } });
+    }
+
+    /// The share-partition, once ready.
+    pub fn partition(&self, key: &PartKey) -> Option<&SharePartition> {
+        match &self.parts.get(key)?.phase {
+            Phase::Ready(p) => Some(p),
+            Phase::Reading(_) => None,
+        }
+    }
+
+    fn ready_mut(&mut self, key: &PartKey) -> Option<&mut SharePartition> {
+        match &mut self.parts.get_mut(key)?.phase {
+            Phase::Ready(p) => Some(p),
+            Phase::Reading(_) => None,
+        }
+    }
+
+    /// A change to `key` that `ticket` (if any) waits to see written.
+    fn changed(&mut self, key: &PartKey, ticket: Option<u64>) {
+        let Some(e) = self.parts.get_mut(key) else { return };
+        e.dirty = true;
+        if let Some(t) = ticket {
+            if let Some(w) = self.waiters.get_mut(&t) {
+                e.dirty_waiters.insert(t);
+                w.owed.insert(key.clone());
+            }
+        }
+    }
+
+    /// `member` acknowledges records of `key` (each batch: first, last, types), answered with
+    /// `ticket` once written. The first batch refused is the partition's error; those before
+    /// it stand.
+    pub fn acknowledge(&mut self, key: &PartKey, member: &str, batches: &[(i64, i64, Vec<AckType>)], ticket: u64, now: u64) -> Result<(), Code> {
+        let Some(p) = self.ready_mut(key) else { return Err(Code::InvalidRecordState) };
+        let mut result = Ok(());
+        let mut any = false;
+        for (first, last, types) in batches {
+            match p.acknowledge(member, *first, *last, types, now) {
+                Ok(()) => any = true,
+                Err(code) => {
+                    result = Err(code);
+                    break;
+                }
+            }
+        }
+        if any {
+            self.changed(key, Some(ticket));
+        }
+        result
+    }
+
+    /// Acquires records of `key` for `member` from the log batches read at
+    /// [`SharePartition::fetch_from`]; `ticket` is answered once the acquisition is written.
+    pub fn acquire(&mut self, key: &PartKey, member: &str, batches: &[(i64, i64)], max_records: usize, ticket: u64, now: u64) -> Acquisition {
+        let Some(p) = self.ready_mut(key) else { return Acquisition { runs: Vec::new(), batches_used: 0 } };
+        let a = p.acquire(member, batches, max_records, now);
+        if !a.runs.is_empty() {
+            self.changed(key, Some(ticket));
+        }
+        a
+    }
+
+    /// A read at `from` found its first batch at `to`: the records between are gone from the
+    /// log (compacted) and are archived.
+    pub fn log_gap(&mut self, key: &PartKey, from: i64, to: i64) {
+        if self.ready_mut(key).is_some_and(|p| p.log_gap(from, to)) {
+            self.changed(key, None);
+        }
+    }
+
+    /// `member`'s session closed: what it holds of `group` goes back.
+    pub fn release_member(&mut self, group: &str, member: &str, out: &mut Out) {
+        let keys: Vec<PartKey> = self.parts.keys().filter(|k| k.0 == group).cloned().collect();
+        for key in keys {
+            let Some(p) = self.ready_mut(&key) else { continue };
+            if p.release_member(member) {
+                self.changed(&key, None);
+                out.wake = true;
+            }
+        }
+    }
+
+    /// Sends the writes owed: every changed share-partition without a write in flight.
+    pub fn flush(&mut self, locate: Locate, now: u64, out: &mut Out) {
+        let due: Vec<PartKey> = self.parts.iter().filter(|(_, e)| e.dirty && e.in_flight.is_none() && e.retry_at <= now && matches!(e.phase, Phase::Ready(_))).map(|(k, _)| k.clone()).collect();
+        for key in due {
+            let Some(coordinator) = locate(&key.0) else {
+                if let Some(e) = self.parts.get_mut(&key) {
+                    e.retry_at = now + share_state_retry_ms;
+                }
+                continue;
+            };
+            let request = self.next_request;
+            self.next_request += 1;
+            let e = self.parts.get_mut(&key).expect("listed above");
+            let Phase::Ready(p) = &e.phase else { continue };
+            let state = Stored { state_epoch: e.state_epoch, leader_epoch: e.leader_epoch, snapshot: p.snapshot() };
+            e.dirty = false;
+            e.in_flight = Some((request, std::mem::take(&mut e.dirty_waiters)));
+            self.requests.insert(request, key.clone());
+            out.sends.push(Send { request, coordinator, group: key.0.clone(), topic_id: e.topic_id, partition: key.2, what: What::Write(state) });
+        }
+    }
+
+    /// The coordinator answered `request` (a read's state, or a write's Ok(None)), or the link
+    /// failed. `start_of(key)` is where a share-partition never initialized starts (Kafka's
+    /// `share.auto.offset.reset`), and where the log starts now.
+    pub fn answered(&mut self, request: u64, result: Result<Option<Stored>, Code>, start_of: &dyn Fn(&PartKey) -> Option<(i64, i64)>, now: u64, out: &mut Out) {
+        let Some(key) = self.requests.remove(&request) else { return };
+        let Some(e) = self.parts.get_mut(&key) else { return };
+        let fenced = matches!(result, Err(Code::FencedLeaderEpoch | Code::FencedStateEpoch));
+        match (&e.phase, result) {
+            (_, Err(_)) if fenced => {
+                out.lines.push(format!("share-partition {}/{}-{}: fenced by a newer leader; dropped", key.0, key.1, key.2));
+                self.drop_part(&key, Code::NotLeaderOrFollower, out);
+            }
+            (Phase::Reading(Some(r)), Ok(stored)) if *r == request => {
+                let Some((reset_start, log_start)) = start_of(&key) else {
+                    self.drop_part(&key, Code::NotLeaderOrFollower, out);
+                    return;
+                };
+                let stored = stored.unwrap_or_default();
+                let mut p = match stored.snapshot.start {
+                    s if s < 0 => {
+                        e.dirty = true;
+                        SharePartition::new(reset_start, self.limits)
+                    }
+                    _ => SharePartition::restore(&stored.snapshot, self.limits),
+                };
+                e.dirty |= p.log_start_moved(log_start);
+                e.state_epoch = stored.state_epoch;
+                e.phase = Phase::Ready(p);
+                out.wake = true;
+            }
+            (Phase::Reading(Some(r)), Err(_)) if *r == request => {
+                e.phase = Phase::Reading(None);
+                e.retry_at = now + share_state_retry_ms;
+            }
+            (Phase::Ready(_), result) if e.in_flight.as_ref().is_some_and(|(r, _)| *r == request) => {
+                let (_, tickets) = e.in_flight.take().expect("checked");
+                match result {
+                    Ok(_) => self.settle(&key, tickets, Ok(())),
+                    Err(_) => {
+                        // Not taken (the coordinator moved, was loading, the link failed): the
+                        // same changes go again, whole, with anything since.
+                        e.dirty = true;
+                        e.dirty_waiters.extend(tickets);
+                        e.retry_at = now + share_state_retry_ms;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn settle(&mut self, key: &PartKey, tickets: BTreeSet<u64>, result: Result<(), Code>) {
+        for t in tickets {
+            let Some(w) = self.waiters.get_mut(&t) else { continue };
+            w.owed.remove(key);
+            w.results.insert((key.1.clone(), key.2), result);
+        }
+    }
+
+    /// Tickets whose every share-partition is settled, out to be answered.
+    pub fn take_answers(&mut self, out: &mut Out) {
+        let done: Vec<u64> = self.waiters.iter().filter(|(_, w)| w.owed.is_empty() && !w.results.is_empty()).map(|(t, _)| *t).collect();
+        for t in done {
+            if let Some(w) = self.waiters.remove(&t) {
+                out.answers.push((t, w.results));
+            }
+        }
+    }
+
+    /// This node no longer serves `key` (its leadership moved, or a newer leader fenced it):
+    /// what waits on it is answered `code`.
+    fn drop_part(&mut self, key: &PartKey, code: Code, out: &mut Out) {
+        let Some(e) = self.parts.remove(key) else { return };
+        let mut tickets = e.dirty_waiters;
+        if let Some((r, t)) = e.in_flight {
+            self.requests.remove(&r);
+            tickets.extend(t);
+        }
+        if let Phase::Reading(Some(r)) = e.phase {
+            self.requests.remove(&r);
+        }
+        self.settle(key, tickets, Err(code));
+        self.take_answers(out);
+    }
+
+    /// Time passes: locks run out, reads and writes that failed go again, and share-partitions
+    /// whose leadership moved (`leader_epoch_of`: this node's epoch, None when not leading) go.
+    pub fn tick(&mut self, leader_epoch_of: &dyn Fn(&str, i32) -> Option<i32>, locate: Locate, now: u64, out: &mut Out) {
+        let gone: Vec<PartKey> = self.parts.iter().filter(|(k, e)| leader_epoch_of(&k.1, k.2) != Some(e.leader_epoch)).map(|(k, _)| k.clone()).collect();
+        for key in gone {
+            self.drop_part(&key, Code::NotLeaderOrFollower, out);
+        }
+        let keys: Vec<PartKey> = self.parts.keys().cloned().collect();
+        for key in keys {
+            let e = self.parts.get_mut(&key).expect("listed");
+            match &mut e.phase {
+                Phase::Ready(p) => {
+                    if p.tick(now) {
+                        e.dirty = true;
+                        out.wake = true;
+                    }
+                }
+                Phase::Reading(None) if e.retry_at <= now => self.send_read(&key, locate, now, out),
+                Phase::Reading(_) => {}
+            }
+        }
+        self.flush(locate, now, out);
+        self.take_answers(out);
+    }
+
+    /// The next time [`Shares::tick`] has work.
+    pub fn next_deadline(&self) -> Option<u64> {
+        self.parts
+            .values()
+            .filter_map(|e| match &e.phase {
+                Phase::Ready(p) => {
+                    let retry = (e.dirty && e.in_flight.is_none()).then_some(e.retry_at);
+                    p.next_deadline().into_iter().chain(retry).min()
+                }
+                Phase::Reading(None) => Some(e.retry_at),
+                Phase::Reading(Some(_)) => None,
+            })
+            .min()
+    }
+
+    /// The share-partitions served here, with their start, end and records in flight
+    /// (for describing).
+    pub fn served(&self) -> impl Iterator<Item = (&PartKey, &SharePartition)> {
+        self.parts.iter().filter_map(|(k, e)| match &e.phase {
+            Phase::Ready(p) => Some((k, p)),
+            Phase::Reading(_) => None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;
