@@ -1,7 +1,10 @@
 //! Consumer groups on the three-broker cluster: the group's coordinator is SIGKILLed while two
 //! confluent-kafka members consume, and the group must carry on at another broker without
 //! losing an acknowledged commit (issue 8 item 7). The client side, and what it checks record by
-//! record and commit by commit, is `tests/clients/group_coordinator_kill.py`.
+//! record and commit by commit, is `tests/clients/group_coordinator_kill.py`. Share groups
+//! (KIP-932, issue 29): a data partition's leader, or the group's coordinator, is SIGKILLed and
+//! restarted while two ShareConsumers accept every record, and no confirmed acceptance may be
+//! lost or followed by a redelivery (`tests/clients/share_failover.py`).
 
 use super::*;
 
@@ -96,4 +99,91 @@ fn coordinator_sigkill_mid_consumption(protocol: &str, flags: &[&str]) {
              expected another coordinator within {coordinator_kill_recovery_s_max} s\n{summary}"
         ));
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Share groups (KIP-932): the share-partition leader writes each share-partition's state to the
+// group's coordinator (in `__consumer_offsets`) before it tells a member anything, and a leader
+// taking over reads it back first; the coordinator keeps membership in memory only. Issue 29's
+// claim: the state survives the SIGKILL of either without losing an accepted acknowledgement or
+// redelivering an accepted record. The client side, and what it checks record by record, is
+// `tests/clients/share_failover.py`.
+
+/// The group flags above, plus share-group members told to heartbeat every 500 ms (5 s by
+/// default would leave them that long without a coordinator after a failover).
+const share_flags: &[&str] = &["--group-share-heartbeat-interval-ms", "500", "--group-share-session-timeout-ms", "6000"];
+/// Records produced: at the script's 200 records/s the members read for 15 s, so the kill (after
+/// 200 confirmations per partition), the recovery and the restart fall inside the consumption.
+const share_failover_records: &str = "3000";
+/// From the script's start to its `--ready` file: the offsets topic's creation, choosing a
+/// group, producing 3,000 acks=all records, and 400 records read at 200/s.
+const share_failover_ready_s_max: u64 = 60;
+/// From the script seeing the kill to 100 confirmations after it on each partition that needed
+/// the victim, and metadata showing its role taken over: the broker session timeout (2 s), the
+/// election, librdkafka's metadata refresh, the new leader reading the state from the coordinator
+/// (or the new coordinator loading its offsets partition), and 100 records at 200/s.
+const share_failover_recovery_s_max: u64 = 20;
+/// The whole script, a hang included.
+const share_failover_script_s_max: u64 = 150;
+
+/// SIGKILL of the leader of one of a share group's two data partitions mid-consumption, then its
+/// restart: its partition moves to another replica, whose leader reads the share-partition's state
+/// from the group's coordinator; consumption goes on to the end, every record is accepted, and
+/// none whose acceptance was confirmed is handed out again.
+#[test]
+fn cluster_share_partition_leader_sigkill_mid_consumption() {
+    share_sigkill_mid_consumption("leader");
+}
+
+/// The same with the group's coordinator (the leader of the group's `__consumer_offsets`
+/// partition, not leading a data partition): share-partition leaders' state writes wait for the
+/// new coordinator, which loads the state from the replicated log; the members rejoin there.
+#[test]
+fn cluster_share_group_coordinator_sigkill_mid_consumption() {
+    share_sigkill_mid_consumption("coordinator");
+}
+
+fn share_sigkill_mid_consumption(kill: &str) {
+    let mut cluster = Cluster::start_with(&[group_flags, share_flags].concat());
+    let topic = &format!("share-failover-{kill}");
+    let md = cluster.metadata(0, cluster_size, &["--topic", topic, "--create", "--partitions", "2", "--min-isr", "3"]);
+    check_fully_replicated(&cluster, &md, topic, 2);
+
+    let work = tempfile::tempdir().expect("tempdir");
+    let path = |name: &str| work.path().join(name).to_str().expect("utf-8 temp path").to_string();
+    let (ready, killed, recovered, restarted) = (path("ready.json"), path("killed"), path("recovered.json"), path("restarted"));
+    let recovery = share_failover_recovery_s_max.to_string();
+    // Node 0 runs the controller, the only voter: the script picks a victim elsewhere.
+    let args = [
+        "--topic", topic, "--group", topic, "--partitions", "2", "--kill", kill, "--avoid", "0", "--n", share_failover_records,
+        "--replicas", "3", "--recovery-s-max", &recovery, "--ready", &ready, "--killed", &killed, "--recovered", &recovered,
+        "--restarted", &restarted,
+    ];
+    let script = "share_failover.py";
+    let client = ClientProcess::spawn(&mut client_command(&cluster.addr(0), script, &args), None)
+        .unwrap_or_else(|why| cluster.fail(&format!("{script}: {why}")));
+    let (client, said) = cluster.await_ready(client, script, &ready, share_failover_ready_s_max, "the group consuming and the victim chosen");
+    let victim = said["victim"].as_i64().and_then(|v| i32::try_from(v).ok()).filter(|v| *v != 0 && cluster.nodes.iter().any(|n| n.id == *v));
+    let Some(victim) = victim else {
+        cluster.fail(&format!("{script} chose victim {} ({said}); expected node 1 or 2 (not the controller)", said["victim"]));
+    };
+
+    cluster.sigkill(victim);
+    std::fs::write(&killed, b"").expect("write the kill marker");
+    eprintln!("SIGKILLed node {victim} (share group {kill}): {said}");
+    let recovery_wait = share_failover_recovery_s_max + 10;
+    let (client, reached) = cluster.await_ready(client, script, &recovered, recovery_wait, "consumption recovered after the kill");
+    cluster.assert_alive("while the share group recovered", Some(victim));
+    eprintln!("recovered after the kill of node {victim}: {reached}");
+    cluster.restart(victim);
+    std::fs::write(&restarted, b"").expect("write the restart marker");
+
+    let out = client
+        .wait(Duration::from_secs(share_failover_script_s_max))
+        .unwrap_or_else(|why| cluster.fail(&format!("{script}: {why}")));
+    let stdout = cluster.check_script(script, &args, &out);
+    cluster.assert_alive("after the share group consumed to the end", None);
+    let summary: Value = serde_json::from_str(stdout.trim().lines().last().unwrap_or(""))
+        .unwrap_or_else(|e| cluster.fail(&format!("{script} printed no JSON summary ({e}): {stdout}")));
+    eprintln!("{summary}");
 }

@@ -4,7 +4,8 @@
 //! acknowledged record must survive on the new leaders, and the killed broker must rejoin the
 //! ISR after a restart; kcat and kafka-python bootstrapped from a non-controller node see the
 //! whole cluster; a consumer group's coordinator is SIGKILLed mid-consumption and the group
-//! carries on at another broker with every acknowledged commit (`groups.rs`); transactional
+//! carries on at another broker with every acknowledged commit, and a share group's state rides
+//! out the SIGKILL of a share-partition leader or of its coordinator (`groups.rs`); transactional
 //! producers commit, abort and are fenced with markers crossing brokers (`transactions.rs`).
 //!
 //! In these tests node 0 is the only metadata controller voter, in the same process and on the
