@@ -199,6 +199,16 @@ pub enum PlantedBug {
     /// (`group::rules`): for a while two members consume it (`group_owners` on
     /// `scenarios/groups/kip848-churn.toml`).
     ReconcileSkipsRevocation,
+    /// The brokers' `group.share.delivery.count.limit` is off (chosen when the node is built):
+    /// a record released every time it is delivered is delivered again and again instead of
+    /// being archived at the limit (`share_delivery` on `scenarios/groups/share-churn.toml`).
+    ShareDeliveryLimitOff,
+    /// A share-partition leader tells members what they acquired, and that their
+    /// acknowledgements were taken, without waiting for the state's write (`share::leader`'s
+    /// invariant broken): a leader that fails before writing leaves its successor a state that
+    /// never saw them (`share_delivery`: counts that do not go up, accepted records handed out
+    /// again).
+    ShareTellsBeforeWrite,
 }
 
 impl PlantedBug {
@@ -250,6 +260,8 @@ impl PlantedBug {
         PlantedBug::ReassignmentSkipsCatchUp,
         PlantedBug::ThrottleInSeconds,
         PlantedBug::ReconcileSkipsRevocation,
+        PlantedBug::ShareDeliveryLimitOff,
+        PlantedBug::ShareTellsBeforeWrite,
     ];
 
     /// The bug named `name` (its variant name, as traces record it).

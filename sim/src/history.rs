@@ -80,6 +80,36 @@ impl Write {
     }
 }
 
+/// A record a share-group member was handed (KIP-932), with its delivery count, when the
+/// answer carrying it arrived.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShareDelivery {
+    pub process: String,
+    pub group: String,
+    pub topic: String,
+    pub partition: i32,
+    pub offset: i64,
+    pub delivery_count: i16,
+    pub at_ms: u64,
+}
+
+/// What a share-group member's acknowledgement came to, as the member learned it at `at_ms`:
+/// "taken" (the broker said so), "refused" (definitely not: the records were not the member's,
+/// or it was never sent), or "unknown" (no answer, or one that cannot say: a timeout, a
+/// leadership that moved while its write was out).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShareAck {
+    pub process: String,
+    pub group: String,
+    pub topic: String,
+    pub partition: i32,
+    pub offset: i64,
+    /// "accept", "release", "reject" (or "gap").
+    pub kind: &'static str,
+    pub outcome: &'static str,
+    pub at_ms: u64,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Read {
     pub process: String,
@@ -260,6 +290,16 @@ pub struct History {
     /// Groups whose members speak KIP-848 (`group.protocol = "consumer"`): epochs are each
     /// member's own, not the group's.
     pub kip848_groups: std::collections::BTreeSet<String>,
+    /// Share groups (KIP-932) by id, with their topic: what their members were handed and
+    /// what became of each acknowledgement.
+    pub share_groups: BTreeMap<String, String>,
+    pub share_deliveries: Vec<ShareDelivery>,
+    pub share_acks: Vec<ShareAck>,
+    /// Share fetches that got no answer, by group, when the member gave up on them: each may
+    /// have handed a member records it never saw.
+    pub share_unanswered: Vec<(String, u64)>,
+    /// The brokers' `group.share.delivery.count.limit`.
+    pub share_delivery_limit: i16,
     /// Every time a broker became a partition's leader, in the order they happened.
     pub leaderships: Vec<Leadership>,
     /// The metadata quorum as its voters reported it: elections, committed entries applied,

@@ -19,6 +19,7 @@ pub mod placement;
 pub mod plan;
 pub mod producer;
 pub mod quotas;
+pub mod share;
 pub mod transactions;
 
 pub use conn::Conn;

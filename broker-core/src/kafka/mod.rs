@@ -180,6 +180,10 @@ pub const SENT: &[(ApiKey, i16)] = &[
     (ApiKey::ConsumerGroupDescribe, 1),
     // v0: the coordinator names a joining member (this client has no ids of its own).
     (ApiKey::ConsumerGroupHeartbeat, 0),
+    // The share-group member (client::share).
+    (ApiKey::ShareGroupHeartbeat, 1),
+    (ApiKey::ShareFetch, 1),
+    (ApiKey::ShareAcknowledge, 1),
     // A share-partition leader's state, at its group's coordinator.
     (ApiKey::ReadShareGroupState, 0),
     (ApiKey::WriteShareGroupState, 0),

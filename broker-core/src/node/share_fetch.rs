@@ -228,7 +228,7 @@ fn decide(parts: &mut Parts, mut reply: ShareReply, asked: Asked<'_>, attempt: A
     }
     shares.flush(&locate, now, &mut out);
     shares.take_answers(&mut out);
-    let waits = shares.waits(ticket);
+    let waits = shares.waits(ticket) && !shares.tells_before_write;
     emit(out, actions);
     if !waits {
         shares.forget(ticket);

@@ -85,6 +85,9 @@ struct Waiter {
 #[derive(Debug)]
 pub struct Shares {
     pub limits: Limits,
+    /// Planted `ShareTellsBeforeWrite` (chosen when the node is built): answers go out before
+    /// the writes they wait on. Always false in the real build.
+    pub tells_before_write: bool,
     pub sessions: Sessions,
     parts: BTreeMap<PartKey, Entry>,
     requests: BTreeMap<u64, PartKey>,
@@ -98,7 +101,7 @@ pub type Locate<'a> = &'a dyn Fn(&str) -> Option<i32>;
 
 impl Shares {
     pub fn new(limits: Limits, max_sessions: usize) -> Shares {
-        Shares { limits, sessions: Sessions::new(max_sessions), parts: BTreeMap::new(), requests: BTreeMap::new(), next_request: 1, waiters: BTreeMap::new(), next_ticket: 1 }
+        Shares { limits, tells_before_write: false, sessions: Sessions::new(max_sessions), parts: BTreeMap::new(), requests: BTreeMap::new(), next_request: 1, waiters: BTreeMap::new(), next_ticket: 1 }
     }
 
     pub fn ticket(&mut self) -> u64 {

@@ -22,6 +22,7 @@
 //! | `group_commits` | a group's committed offsets never move back, survive what acks=all survives, and stay within the log; no commit of a generation the group had left is acknowledged | Kafka's OffsetCommit contract; generation fencing |
 //! | `group_delivery` | a member starts a partition at its committed offset (never past, never below an acknowledged commit unless a commit of unknown outcome holds that offset: last writer wins); every surviving acknowledged record is delivered | at-least-once consumption |
 //! | `group_liveness` | after healing every partition is owned and the group stops rebalancing | DESIGN invariant 7; VOPR's liveness phase |
+//! | `share_delivery` | a share group's record: delivery counts only go up and stay within the limit; never handed out again once its acceptance or rejection was taken, nor taken twice; after healing every surviving record was handed out and each ended (accepted, rejected, or archived at the limit) | KIP-932's delivery guarantees |
 //! | `leader_epochs` | at most one broker becomes leader of a partition per leader epoch, and a broker's leader epochs of a partition never go back | DESIGN invariant 3; KIP-101 leader epochs; issue 10 item 5 |
 //! | `raft_votes` | a voter votes for one candidate per epoch, and restarts with the epoch and vote its store synced, never older | Raft: persistent currentTerm and votedFor; KRaft's quorum-state |
 //! | `raft_leaders` | at most one voter becomes Raft leader of the metadata quorum per epoch | Raft: Election Safety; issue 10 item 5 |
@@ -86,6 +87,7 @@ mod raft_votes;
 mod quotas;
 mod reassignments;
 mod replicas;
+mod share_delivery;
 mod write_liveness;
 mod writes;
 
@@ -122,6 +124,7 @@ pub const CHECKERS: &[(&str, Checker)] = &[
     ("group_commits", group_commits::commits_durable),
     ("group_delivery", group_delivery::at_least_once),
     ("group_liveness", group_liveness::group_settles),
+    ("share_delivery", share_delivery::share_delivery),
     ("compaction", compaction::compaction),
     ("authorized", authorized::authorized),
     ("quota_respected", quotas::quota_respected),

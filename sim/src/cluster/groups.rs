@@ -59,6 +59,7 @@ pub(super) fn start(s: &Scenario, cluster: &mut Cluster, seed: u64, rec: &Rec) -
         let mut r = rec.lock().expect("recorder");
         r.history.members_until_ms = until_ms;
         r.history.kip848_groups = s.groups.iter().filter(|g| g.protocol == "consumer").map(|g| g.id.clone()).collect();
+        r.history.share_groups = s.groups.iter().filter(|g| g.protocol == "share").map(|g| (g.id.clone(), g.topic.clone())).collect();
     }
     let mut tasks = Vec::new();
     let names = s.member_names();
@@ -66,6 +67,11 @@ pub(super) fn start(s: &Scenario, cluster: &mut Cluster, seed: u64, rec: &Rec) -
     for (name, spec) in names.into_iter().zip(specs) {
         let Some(node) = cluster.add_client(&name, rec) else { break };
         let rng = ChaCha8Rng::seed_from_u64(seed ^ broker_core::hash::fnv1a(broker_core::hash::fnv_offset, name.bytes()));
+        if spec.protocol == "share" {
+            let m = super::shares::ShareMember { name, spec: spec.clone(), brokers: cluster.brokers.clone(), churn_until_ms: s.duration_ms, until_ms, rng, rec: rec.clone() };
+            tasks.push(node.spawn(super::shares::member_main(m)));
+            continue;
+        }
         let m = Member { name, spec: spec.clone(), brokers: cluster.brokers.clone(), churn_until_ms: s.duration_ms, until_ms, rng, rec: rec.clone() };
         tasks.push(node.spawn(member_main(m)));
     }

@@ -41,6 +41,8 @@ mod membership;
 #[cfg(madsim)]
 mod processors;
 #[cfg(madsim)]
+mod shares;
+#[cfg(madsim)]
 mod quotas;
 #[cfg(madsim)]
 mod reassign;
@@ -123,6 +125,7 @@ async fn simulate(s: Scenario, faults: Vec<FaultSpec>, disk_seed: u64, bug: Opti
         h.compacted_topics = s.compacted_topics().into_iter().map(|(t, delete_retention_ms)| (t, Compaction { delete_retention_ms })).collect();
         (h.session_ms, h.voters, h.brokers) = (topology::session_ms, topology::voters(&s).collect(), s.brokers);
         h.controller_failover_ms = topology::controller_failover_ms;
+        h.share_delivery_limit = broker_core::group::GroupConfig::default().share_delivery_count_limit;
         h.processors = processors::of(&s);
     }
     broker_core::netfault::reset(disk_seed);

@@ -32,6 +32,11 @@ pub(crate) const supervisor_restart_ms: u64 = 1_000;
 pub(crate) const sim_offsets_partitions: i32 = 3;
 /// Shortest group session a member may ask for: a second lets groups churn within a scenario.
 pub(crate) const group_min_session_ms: u64 = 1_000;
+
+/// How long a share-group member holds records it acquired (`group.share.record.lock.duration.ms`,
+/// Kafka's least): what a crashed member held comes back within a fast scenario.
+#[cfg(madsim)]
+pub(crate) const share_lock_ms: u64 = 1_000;
 /// How often abandoned transactions are checked for their timeout: a scenario sees them aborted.
 pub(crate) const txn_abort_check_ms: i64 = 1_000;
 

@@ -33,7 +33,7 @@ use tracing::Instrument;
 const broker_port: u16 = 9092;
 
 pub(super) use super::timing::{controller_failover_ms, session_ms, sim_offsets_partitions, voters};
-use super::timing::{group_min_session_ms, heartbeat_ms, quorum_election_ms, replica_lag_ms, supervisor_restart_ms, txn_abort_check_ms};
+use super::timing::{group_min_session_ms, share_lock_ms, heartbeat_ms, quorum_election_ms, replica_lag_ms, supervisor_restart_ms, txn_abort_check_ms};
 
 /// The admin node, which creates the topics.
 pub(super) const admin_ip: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 2, 2));
@@ -219,6 +219,17 @@ pub(super) fn broker_config(s: &Scenario, i: u32, bug: Option<PlantedBug>) -> Br
     for g in s.groups.iter().filter(|g| g.protocol == "consumer") {
         c.groups.consumer_session_timeout_ms = g.session_timeout_ms;
         c.groups.consumer_heartbeat_interval_ms = g.heartbeat_interval_ms;
+    }
+    // A share group's session and heartbeat are the coordinator's too; locks are short so
+    // records a crashed member held come back within a fast scenario.
+    for g in s.groups.iter().filter(|g| g.protocol == "share") {
+        c.groups.share_session_timeout_ms = g.session_timeout_ms;
+        c.groups.share_heartbeat_interval_ms = g.heartbeat_interval_ms;
+        c.groups.share_record_lock_duration_ms = share_lock_ms;
+    }
+    // Planted `ShareDeliveryLimitOff`: a setting chosen when the node is built.
+    if bug == Some(PlantedBug::ShareDeliveryLimitOff) {
+        c.groups.share_delivery_count_limit = i16::MAX;
     }
     // The same for the transaction coordinator's state topic; abandoned transactions are
     // checked for their timeout every second, so a fast scenario sees them aborted.

@@ -44,6 +44,27 @@ pub(super) async fn create_topics(s: &Scenario, cluster: &Cluster, rec: &Rec) {
     let admin = harness_node("admin", admin_ip);
     let topics: Vec<TopicToCreate> = s.topics.iter().map(|t| TopicToCreate { name: t.name.clone(), partitions: t.partitions, replication_factor: t.replication_factor, configs: t.config.clone() }).collect();
     let _ = admin.spawn(admin_main(cluster.brokers[0], cluster.brokers.len(), topics, rec.clone())).await;
+    // Share groups read their topics from the start (the group config `share.auto.offset.reset`;
+    // Kafka's default, `latest`, would skip what was produced before a share-partition was
+    // first read).
+    let changes: Vec<broker_core::client::placement::ConfigChange> = s.groups.iter().filter(|g| g.protocol == "share").map(|g| (broker_core::kafka::config_resource::group, g.id.clone(), "share.auto.offset.reset".to_string(), Some("earliest".to_string()))).collect();
+    if !changes.is_empty() {
+        let _ = admin.spawn(group_configs_main(cluster.brokers[0], changes, rec.clone())).await;
+    }
+}
+
+/// Sets group configs through the active controller, trying again until the topics' deadline.
+#[cfg(madsim)]
+async fn group_configs_main(broker: SocketAddr, changes: Vec<broker_core::client::placement::ConfigChange>, rec: Rec) {
+    let start = now_ms(&rec);
+    loop {
+        let target = admin::find_controller(broker, Duration::from_millis(request_timeout_ms)).await.unwrap_or(broker);
+        match broker_core::client::placement::alter_configs(target, &changes, Duration::from_millis(request_timeout_ms)).await {
+            Ok(()) => return event(&rec, "admin", "group_configs_set", json!({"groups": changes.iter().map(|c| &c.1).collect::<Vec<_>>()})),
+            Err(e) if now_ms(&rec) - start > topics_deadline_ms => return event(&rec, "admin", "group_configs_failed", json!({"error": e.to_string()})),
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
 }
 
 /// Starts every producer (each spec `count` times), then every processor, then every

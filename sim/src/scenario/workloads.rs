@@ -255,8 +255,8 @@ impl Scenario {
                 "consumer" if broker_core::group::assignors::ServerAssignor::by_name(&g.assignor).is_none() => {
                     return Err(format!("scenario: groups.assignor '{}' must be uniform or range with protocol \"consumer\"", g.assignor));
                 }
-                "classic" | "consumer" => {}
-                other => return Err(format!("scenario: groups.protocol '{other}' must be classic or consumer")),
+                "classic" | "consumer" | "share" => {}
+                other => return Err(format!("scenario: groups.protocol '{other}' must be classic, consumer or share")),
             }
             if !(1_000..=60_000).contains(&g.session_timeout_ms) || g.heartbeat_interval_ms == 0 || g.heartbeat_interval_ms * 2 > g.session_timeout_ms {
                 return Err(format!("scenario: groups '{}': session_timeout_ms must be 1000..=60000 and heartbeat_interval_ms at most half of it", g.id));
@@ -265,10 +265,13 @@ impl Scenario {
                 return Err(format!("scenario: groups '{}': commit_lag_ms {} must be at most {commit_lag_ms_max} and at most session_timeout_ms", g.id, g.commit_lag_ms));
             }
         }
-        // KIP-848's session and heartbeat interval are the brokers' settings: one for all groups.
-        let kip848: Vec<&GroupSpec> = self.groups.iter().filter(|g| g.protocol == "consumer").collect();
-        if kip848.windows(2).any(|w| (w[0].session_timeout_ms, w[0].heartbeat_interval_ms) != (w[1].session_timeout_ms, w[1].heartbeat_interval_ms)) {
-            return Err("scenario: groups with protocol \"consumer\" must share session_timeout_ms and heartbeat_interval_ms (the brokers' group.consumer.* settings)".into());
+        // KIP-848's and KIP-932's session and heartbeat interval are the brokers' settings: one
+        // for all groups of a protocol.
+        for protocol in ["consumer", "share"] {
+            let same: Vec<&GroupSpec> = self.groups.iter().filter(|g| g.protocol == protocol).collect();
+            if same.windows(2).any(|w| (w[0].session_timeout_ms, w[0].heartbeat_interval_ms) != (w[1].session_timeout_ms, w[1].heartbeat_interval_ms)) {
+                return Err(format!("scenario: groups with protocol \"{protocol}\" must share session_timeout_ms and heartbeat_interval_ms (the brokers' group.{protocol}.* settings)"));
+            }
         }
         for p in &self.producers {
             if !known(&p.topic) {
