@@ -54,8 +54,10 @@ pub struct SharePolled {
     pub records: Vec<ShareRecord>,
     pub acks: Vec<AckOutcome>,
     pub error: Option<ClientError>,
-    /// ShareFetch requests that got no answer (a timeout, a broken connection): each may have
-    /// acquired records the member never saw.
+    /// ShareFetch requests (or partitions of one) answered with no records the member could
+    /// take — no answer at all (a timeout, a broken connection) or a partition's error (its
+    /// leadership moved, its write timed out): each may have acquired records for the member
+    /// that it never saw, which count as delivered.
     pub unanswered: u32,
 }
 
@@ -292,6 +294,7 @@ impl ShareConsumer {
                     report(&BTreeMap::from([(tp.clone(), acks)]), crate::kafka::error(p.acknowledge_error_code).map_or(Ok(()), Err), &mut polled.acks);
                 }
                 if p.error_code != 0 {
+                    polled.unanswered += 1;
                     self.cluster.forget(&topic, p.partition_index);
                     continue;
                 }
@@ -333,13 +336,29 @@ impl ShareConsumer {
             req.member_id = Some(s(&self.config.member_id));
             req.share_session_epoch = -1;
             req.topics = topics.into_values().collect();
-            let code = match self.send(addr, &req).await {
-                Ok(r) if r.error_code == 0 => None,
-                Ok(r) => Some(crate::kafka::error(r.error_code).unwrap_or(Code::UnknownServerError)),
-                Err(_) => Some(Code::NetworkException),
-            };
-            // (Per-partition errors are not told apart here: a close's outcome is all or nothing.)
-            report(&owed, code.map_or(Ok(()), Err), &mut outcomes);
+            let answer = self.send(addr, &req).await;
+            // Each partition's own result; a partition the answer does not name was not taken.
+            let mut results: BTreeMap<(String, i32), Result<(), Code>> = BTreeMap::new();
+            match answer {
+                Ok(r) if r.error_code == 0 => {
+                    for t in &r.responses {
+                        let Some(name) = self.cluster.topic_name(t.topic_id).map(str::to_string) else { continue };
+                        for p in &t.partitions {
+                            results.insert((name.clone(), p.partition_index), crate::kafka::error(p.error_code).map_or(Ok(()), Err));
+                        }
+                    }
+                }
+                other => {
+                    let code = other.map_or(Code::NetworkException, |r| crate::kafka::error(r.error_code).unwrap_or(Code::UnknownServerError));
+                    for tp in owed.keys() {
+                        results.insert(tp.clone(), Err(code));
+                    }
+                }
+            }
+            for (tp, acks) in &owed {
+                let result = results.get(tp).copied().unwrap_or(Err(Code::InvalidRecordState));
+                report(&BTreeMap::from([(tp.clone(), acks.clone())]), result, &mut outcomes);
+            }
         }
         if self.joined {
             let mut req = ShareGroupHeartbeatRequest::default();
