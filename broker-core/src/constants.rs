@@ -290,6 +290,19 @@ pub const group_share_partition_max_record_locks_default: i64 = 2_000;
 /// Kafka `group.share.max.share.sessions` default: share sessions one broker keeps.
 pub const group_share_max_share_sessions_default: usize = 2_000;
 
+/// Largest span of offsets a share-partition's stored state may cover (WriteShareGroupState
+/// beyond it is INVALID_REQUEST): a leader holds at most `group.share.partition.max.record.locks`
+/// (10,000 at most) in flight, plus the rest of one batch; a million leaves room and bounds
+/// what a restore builds.
+pub const share_state_span_max: i64 = 1_000_000;
+
+/// Most bytes of one partition's log a ShareFetch reads (at least one whole batch): what it
+/// hands out is bounded by `max_records` (librdkafka asks 500) and the rest of the read is
+/// thrown away, so reading up to the client's `max_bytes` (50 MiB by default) would cost in
+/// proportion to what is left of the partition (scripts/bench-share.sh found 0.2x a consumer
+/// group's rate at 1M records for that).
+pub const share_read_bytes_max: usize = 1 << 20;
+
 /// How long a share-partition leader waits before writing its state again after a write the
 /// coordinator did not take (it moved, it was loading, the link failed).
 pub const share_state_retry_ms: u64 = 200;

@@ -295,9 +295,9 @@ pub struct History {
     pub share_groups: BTreeMap<String, String>,
     pub share_deliveries: Vec<ShareDelivery>,
     pub share_acks: Vec<ShareAck>,
-    /// Share fetches that got no answer, by group, when the member gave up on them: each may
-    /// have handed a member records it never saw.
-    pub share_unanswered: Vec<(String, u64)>,
+    /// Share fetches (group, partition, when) answered with nothing the member could take — no
+    /// answer, or the partition's error: each may have handed it records it never saw.
+    pub share_unanswered: Vec<(String, i32, u64)>,
     /// The brokers' `group.share.delivery.count.limit`.
     pub share_delivery_limit: i16,
     /// Every time a broker became a partition's leader, in the order they happened.

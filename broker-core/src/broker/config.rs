@@ -220,6 +220,12 @@ impl BrokerConfig {
         &super::rules::Kafka
     }
 
+    /// Planted `ShareTellsBeforeWrite`: the share-partition leader answers before its writes
+    /// (`share::leader::Shares::tells_before_write`). Always false in the real build.
+    pub fn share_tells_before_write(&self) -> bool {
+        self.planted(crate::planted::PlantedBug::ShareTellsBeforeWrite)
+    }
+
     /// The planted bug as a value the other decision structs (the controller's config) hold.
     #[inline]
     pub fn planted_set(&self) -> Planted {

@@ -57,8 +57,8 @@ pub struct SharePolled {
     /// ShareFetch requests (or partitions of one) answered with no records the member could
     /// take — no answer at all (a timeout, a broken connection) or a partition's error (its
     /// leadership moved, its write timed out): each may have acquired records for the member
-    /// that it never saw, which count as delivered.
-    pub unanswered: u32,
+    /// that it never saw, which count as delivered. By partition, once per such answer.
+    pub unanswered: Vec<(String, i32)>,
 }
 
 #[derive(Debug, Clone)]
@@ -264,6 +264,7 @@ impl ShareConsumer {
         (req.max_records, req.batch_size) = (self.config.max_records, self.config.max_records);
         req.topics = topics.into_values().collect();
         req.forgotten_topics_data = forgotten_topics.into_iter().map(|(id, ps)| ForgottenTopic::default().with_topic_id(id).with_partitions(ps)).collect();
+        let asked: Vec<(String, i32)> = session.partitions.iter().chain(added.iter()).cloned().collect::<BTreeSet<_>>().into_iter().collect();
         let answer = self.send(addr, &req).await;
         let session = self.sessions.entry(addr).or_default();
         let resp = match answer {
@@ -272,7 +273,9 @@ impl ShareConsumer {
                 // Nothing is known of what the broker took: the session opens again, and the
                 // acknowledgements sent are reported not taken.
                 *session = Session::default();
-                polled.unanswered += other.is_err() as u32;
+                if other.is_err() {
+                    polled.unanswered.extend(asked);
+                }
                 let code = other.as_ref().map_or(Code::NetworkException, |r| crate::kafka::error(r.error_code).unwrap_or(Code::UnknownServerError));
                 report(&owed, Err(code), &mut polled.acks);
                 return match other {
@@ -294,7 +297,7 @@ impl ShareConsumer {
                     report(&BTreeMap::from([(tp.clone(), acks)]), crate::kafka::error(p.acknowledge_error_code).map_or(Ok(()), Err), &mut polled.acks);
                 }
                 if p.error_code != 0 {
-                    polled.unanswered += 1;
+                    polled.unanswered.push(tp.clone());
                     self.cluster.forget(&topic, p.partition_index);
                     continue;
                 }

@@ -32,7 +32,18 @@ impl Coordinator {
         }
         let partitions = self.partition_counts();
         let (timeout, max_size) = (self.config.share_session_timeout_ms, self.config.share_max_size);
-        let g = self.share_groups.entry(group.to_string()).or_insert_with(|| ShareGroup::new(group, timeout));
+        // Only a join makes a group: a leave or a heartbeat of a member it never had leaves
+        // nothing behind.
+        if !self.share_groups.contains_key(group) {
+            if hb.member_epoch != 0 {
+                return match hb.member_epoch {
+                    -1 => Ok(ShareAnswer { member_id: hb.member_id, member_epoch: -1, assignment: None }),
+                    _ => Err(Code::UnknownMemberId),
+                };
+            }
+            self.share_groups.insert(group.to_string(), ShareGroup::new(group, timeout));
+        }
+        let g = self.share_groups.get_mut(group).expect("present or inserted");
         if hb.member_epoch == 0 && !g.members.contains_key(&hb.member_id) && g.members.len() >= max_size {
             return Err(Code::GroupMaxSizeReached);
         }

@@ -93,6 +93,20 @@ pub fn decode_value(b: &[u8]) -> Result<Stored, RecordError> {
     Ok(Stored { state_epoch, leader_epoch, snapshot: Snapshot { start, batches } })
 }
 
+/// Whether a snapshot sent by a leader can be a share-partition's: a start offset, then
+/// batches in order within [start, start + span) with counts not below zero. A leader restores
+/// what is stored entry by entry, so the span is bounded
+/// (`constants::share_state_span_max`).
+fn well_formed(s: &Snapshot) -> bool {
+    let mut at = s.start;
+    s.start >= 0
+        && s.batches.iter().all(|b| {
+            let ok = b.first >= at && b.first <= b.last && b.count >= 0 && b.last - s.start < crate::constants::share_state_span_max;
+            at = b.last.saturating_add(1);
+            ok
+        })
+}
+
 impl Coordinator {
     fn share_state_record(key: &ShareKey, v: Option<&Stored>) -> (Vec<u8>, Option<Vec<u8>>) {
         let mut k = Vec::new();
@@ -101,8 +115,9 @@ impl Coordinator {
     }
 
     /// ReadShareGroupState: the stored state (start offset -1: never initialized), answered
-    /// once a `leader_epoch` above the stored one is stored too (the first read stores an
-    /// uninitialized state, so the fence holds from the first leader on).
+    /// once it is written again under `leader_epoch` (not below the stored one) and replicated
+    /// (the first read stores an uninitialized state, so the fence holds from the first leader
+    /// on).
     pub fn read_share_state(&mut self, key: ShareKey, leader_epoch: i32, now: u64, work: &mut Work) -> Result<Pending<Answer>, Code> {
         self.owner(&key.0)?;
         let stored = self.share_states.get(&key).cloned();
@@ -110,10 +125,10 @@ impl Coordinator {
         if leader_epoch < known {
             return Err(Code::FencedLeaderEpoch);
         }
+        // Written again even at the same epoch: what is in memory may not be replicated yet (a
+        // write still in flight), and the answer must vouch only for what a coordinator taking
+        // over would load.
         let mut s = stored.unwrap_or(Stored { state_epoch: 0, leader_epoch, snapshot: Snapshot { start: -1, batches: Vec::new() } });
-        if leader_epoch == known {
-            return Ok(Pending::Now(Answer::ShareState(Ok(Some(s)))));
-        }
         s.leader_epoch = leader_epoch;
         Ok(self.write_share(key, s, true, now, work))
     }
@@ -121,6 +136,9 @@ impl Coordinator {
     /// WriteShareGroupState: `state` replaces what is stored, answered once replicated.
     pub fn write_share_state(&mut self, key: ShareKey, state: Stored, now: u64, work: &mut Work) -> Result<Pending<Answer>, Code> {
         self.owner(&key.0)?;
+        if !well_formed(&state.snapshot) {
+            return Err(Code::InvalidRequest);
+        }
         if let Some(s) = self.share_states.get(&key) {
             if state.leader_epoch < s.leader_epoch {
                 return Err(Code::FencedLeaderEpoch);

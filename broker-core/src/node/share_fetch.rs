@@ -34,7 +34,8 @@ struct Slot {
     ack_error: Option<i16>,
     records: Bytes,
     acquired: Vec<AcquiredRecords>,
-    leader: (i32, i32),
+    /// The leader's id and epoch, where this node leads (else unknown: -1, -1).
+    leader: Option<(i32, i32)>,
 }
 
 /// A ShareFetch or ShareAcknowledge answer under construction: its partitions by (topic id,
@@ -81,8 +82,7 @@ impl ShareReply {
                     .into_iter()
                     .map(|(p, slot)| {
                         let mut pd = PartitionData::default().with_partition_index(p).with_error_code(slot.error).with_acknowledge_error_code(slot.ack_error.unwrap_or(0));
-                        pd.current_leader.leader_id = slot.leader.0;
-                        pd.current_leader.leader_epoch = slot.leader.1;
+                        (pd.current_leader.leader_id, pd.current_leader.leader_epoch) = slot.leader.unwrap_or((-1, -1));
                         // Never null: librdkafka reads a null set as a broken response.
                         pd.records = Some(slot.records);
                         pd.acquired_records = slot.acquired;
@@ -100,7 +100,7 @@ impl ShareReply {
                 .into_iter()
                 .map(|(p, slot)| {
                     let mut pd = ack_resp::PartitionData::default().with_partition_index(p).with_error_code(slot.ack_error.unwrap_or(slot.error));
-                    (pd.current_leader.leader_id, pd.current_leader.leader_epoch) = slot.leader;
+                    (pd.current_leader.leader_id, pd.current_leader.leader_epoch) = slot.leader.unwrap_or((-1, -1));
                     pd
                 })
                 .collect();
@@ -144,16 +144,20 @@ struct Asked<'a> {
 fn decide(parts: &mut Parts, mut reply: ShareReply, asked: Asked<'_>, attempt: Attempt, now: u64, actions: &mut Vec<Action>) -> Result<Outcome, String> {
     let Parts { broker: b, shares, .. } = parts;
     let ids = super::consumer_handlers::topic_ids(b);
-    // Every share-partition of the request is of its one group.
-    let coordinator = coordinator_of(b, asked.group);
-    let locate = move |_: &str| coordinator;
+    // Where each group with share-partitions here is coordinated (a flush writes them all).
+    let mut groups = shares.groups();
+    groups.insert(asked.group.to_string());
+    let coordinators: std::collections::BTreeMap<String, Option<i32>> = groups.into_iter().map(|g| (g.clone(), coordinator_of(b, &g))).collect();
+    let locate = |g: &str| coordinators.get(g).copied().flatten();
     let mut out = Out::default();
     let (group, member) = (asked.group.to_string(), asked.member.to_string());
     let first = attempt == Attempt::First;
     let has_acks = asked.named.iter().any(|(_, _, _, a)| a.as_ref().map_or(true, |a| !a.is_empty()));
-    let added: Vec<(String, i32)> = asked.named.iter().filter_map(|(_, t, p, _)| Some((t.clone()?, *p))).collect();
+    // A session takes only partitions that exist (what a client names is bounded by the image).
+    let exists = |t: &str, p: i32| b.image().topics.get(t).is_some_and(|x| p >= 0 && (p as usize) < x.partitions.len());
+    let added: Vec<(String, i32)> = asked.named.iter().filter_map(|(_, t, p, _)| Some((t.clone()?, *p))).filter(|(t, p)| exists(t, *p)).collect();
     let begun = match first {
-        true => shares.sessions.begin(&group, &member, asked.epoch, asked.fetch.is_some(), has_acks, &added, &asked.forgotten),
+        true => shares.sessions.begin(&group, &member, asked.epoch, asked.fetch.is_some(), has_acks, &added, &asked.forgotten, now),
         false => shares.sessions.partitions(&group, &member).cloned().map(|partitions| crate::share::sessions::Begun { partitions, closing: false }).ok_or(Code::ShareSessionNotFound),
     };
     let begun = match begun {
@@ -178,8 +182,14 @@ fn decide(parts: &mut Parts, mut reply: ShareReply, asked: Asked<'_>, attempt: A
                 continue;
             }
         };
+        // Taken only by this leadership's share-partition (records acquired under an earlier
+        // one went back when it ended): NOT_LEADER_OR_FOLLOWER where this node does not lead.
         let key: PartKey = (group.clone(), name, p);
-        let result = shares.acknowledge(&key, &member, &acks, ticket, now);
+        let result = match b.share_bounds(&key.1, p) {
+            Err(e) => Err(e.kafka_error(true)),
+            Ok(bounds) if !shares.prepare(&key, *id.as_bytes(), bounds.leader_epoch, &locate, now, &mut out) => Err(Code::InvalidRecordState),
+            Ok(_) => shares.acknowledge(&key, &member, &acks, ticket, now),
+        };
         slot.ack_error = Some(result.err().map_or(0, |e| e.code()));
     }
     if let Some((mut records_left, mut bytes_left)) = asked.fetch.filter(|_| !begun.closing) {
@@ -201,7 +211,7 @@ fn decide(parts: &mut Parts, mut reply: ShareReply, asked: Asked<'_>, attempt: A
                 continue;
             }
             let Some(from) = shares.partition(&key).and_then(|x| x.fetch_from()).filter(|f| *f < bounds.high_watermark) else { continue };
-            let (bytes, spans) = match b.share_read(topic, *p, from, bytes_left) {
+            let (bytes, spans) = match b.share_read(topic, *p, from, bytes_left.min(crate::constants::share_read_bytes_max)) {
                 Ok(x) => x,
                 Err(e) => {
                     reply.slots.entry(slot_key).or_default().error = e.kafka_error(true).code();
@@ -217,7 +227,7 @@ fn decide(parts: &mut Parts, mut reply: ShareReply, asked: Asked<'_>, attempt: A
             }
             let slot = reply.slots.entry(slot_key).or_default();
             slot.records = first_batches(&bytes, a.batches_used);
-            slot.leader = (b.config().node_id, bounds.leader_epoch);
+            slot.leader = Some((b.config().node_id, bounds.leader_epoch));
             slot.acquired = a.runs.iter().map(|r| AcquiredRecords::default().with_first_offset(r.first).with_last_offset(r.last).with_delivery_count(r.count)).collect();
             records_left = records_left.saturating_sub(a.runs.iter().map(|r| (r.last - r.first + 1) as usize).sum());
             bytes_left = bytes_left.saturating_sub(slot.records.len());
@@ -228,8 +238,13 @@ fn decide(parts: &mut Parts, mut reply: ShareReply, asked: Asked<'_>, attempt: A
     }
     shares.flush(&locate, now, &mut out);
     shares.take_answers(&mut out);
+    // This request's own ticket may be settled already (a share-partition dropped on the way).
+    let own = out.answers.iter().position(|(t, _)| *t == ticket).map(|i| out.answers.remove(i).1);
     let waits = shares.waits(ticket) && !shares.tells_before_write;
     emit(out, actions);
+    if let Some(results) = own {
+        return Ok(Outcome::Reply(reply.finish(Some(&results))));
+    }
     if !waits {
         shares.forget(ticket);
         return match asked.fetch {

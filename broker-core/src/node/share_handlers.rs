@@ -31,8 +31,8 @@ use kafka_protocol::messages::write_share_group_state_response::{self as write_r
 pub fn new_shares(config: &crate::broker::BrokerConfig) -> Shares {
     let g = &config.groups;
     let limits = Limits { lock_ms: g.share_record_lock_duration_ms, delivery_limit: g.share_delivery_count_limit, max_locks: g.share_partition_max_record_locks };
-    let mut shares = Shares::new(limits, g.share_max_share_sessions);
-    shares.tells_before_write = config.planted(crate::planted::PlantedBug::ShareTellsBeforeWrite);
+    let mut shares = Shares::new(limits, g.share_max_share_sessions, g.share_session_timeout_ms);
+    shares.tells_before_write = config.share_tells_before_write();
     shares
 }
 

@@ -100,8 +100,9 @@ pub struct Shares {
 pub type Locate<'a> = &'a dyn Fn(&str) -> Option<i32>;
 
 impl Shares {
-    pub fn new(limits: Limits, max_sessions: usize) -> Shares {
-        Shares { limits, tells_before_write: false, sessions: Sessions::new(max_sessions), parts: BTreeMap::new(), requests: BTreeMap::new(), next_request: 1, waiters: BTreeMap::new(), next_ticket: 1 }
+    /// `session_idle_ms`: how long a share session lives unused.
+    pub fn new(limits: Limits, max_sessions: usize, session_idle_ms: u64) -> Shares {
+        Shares { limits, tells_before_write: false, sessions: Sessions::new(max_sessions, session_idle_ms), parts: BTreeMap::new(), requests: BTreeMap::new(), next_request: 1, waiters: BTreeMap::new(), next_ticket: 1 }
     }
 
     pub fn ticket(&mut self) -> u64 {
@@ -177,25 +178,20 @@ impl Shares {
     }
 
     /// `member` acknowledges records of `key` (each batch: first, last, types), answered with
-    /// `ticket` once written. The first batch refused is the partition's error; those before
-    /// it stand.
+    /// `ticket` once written. All or none: one error code answers a partition's batches, so
+    /// the first refused leaves every batch as it was.
     pub fn acknowledge(&mut self, key: &PartKey, member: &str, batches: &[(i64, i64, Vec<AckType>)], ticket: u64, now: u64) -> Result<(), Code> {
         let Some(p) = self.ready_mut(key) else { return Err(Code::InvalidRecordState) };
-        let mut result = Ok(());
-        let mut any = false;
         for (first, last, types) in batches {
-            match p.acknowledge(member, *first, *last, types, now) {
-                Ok(()) => any = true,
-                Err(code) => {
-                    result = Err(code);
-                    break;
-                }
-            }
+            p.check_acknowledge(member, *first, *last, types)?;
         }
-        if any {
+        for (first, last, types) in batches {
+            p.acknowledge(member, *first, *last, types, now).expect("checked above, batches apart");
+        }
+        if !batches.is_empty() {
             self.changed(key, Some(ticket));
         }
-        result
+        Ok(())
     }
 
     /// Acquires records of `key` for `member` from the log batches read at
@@ -339,6 +335,11 @@ impl Shares {
     /// Time passes: locks run out, reads and writes that failed go again, and share-partitions
     /// whose leadership moved (`leader_epoch_of`: this node's epoch, None when not leading) go.
     pub fn tick(&mut self, leader_epoch_of: &dyn Fn(&str, i32) -> Option<i32>, locate: Locate, now: u64, out: &mut Out) {
+        // Sessions not used for a session timeout are gone (a member that crashed never
+        // closes its own), and what their members held goes back.
+        for (group, member) in self.sessions.expire(now) {
+            self.release_member(&group, &member, out);
+        }
         let gone: Vec<PartKey> = self.parts.iter().filter(|(k, e)| leader_epoch_of(&k.1, k.2) != Some(e.leader_epoch)).map(|(k, _)| k.clone()).collect();
         for key in gone {
             self.drop_part(&key, Code::NotLeaderOrFollower, out);
@@ -373,7 +374,13 @@ impl Shares {
                 Phase::Reading(None) => Some(e.retry_at),
                 Phase::Reading(Some(_)) => None,
             })
+            .chain(self.sessions.next_expiry())
             .min()
+    }
+
+    /// The groups with share-partitions here (whose coordinators a call may write to).
+    pub fn groups(&self) -> BTreeSet<String> {
+        self.parts.keys().map(|k| k.0.clone()).collect()
     }
 
     /// The share-partitions served here, with their start, end and records in flight

@@ -332,6 +332,12 @@ impl SharePartition {
                     self.open_gap(offset);
                 }
                 debug_assert_eq!(offset, self.end);
+                // Within a batch too, never more than `max_locks` in flight: one huge batch
+                // (millions of small records) would otherwise fill the map. The rest of the
+                // batch is acquired by later fetches (the read starts at `end` again).
+                if self.end - self.start >= self.limits.max_locks {
+                    break 'batches;
+                }
                 self.set(offset, RecordState::Available, 0, None);
                 self.end = offset + 1;
                 got.push(offset, self.take(offset, &lock));
@@ -348,18 +354,7 @@ impl SharePartition {
     /// INVALID_RECORD_STATE and nothing changes.
     pub fn acknowledge(&mut self, member: &str, first: i64, last: i64, types: &[AckType], now: u64) -> Result<(), Code> {
         let _ = now; // the lock deadline is not checked: an expired lock is the tick's to end
-        let span = i128::from(last) - i128::from(first) + 1;
-        if first > last || types.is_empty() || (types.len() != 1 && types.len() as i128 != span) {
-            return Err(Code::InvalidRequest);
-        }
-        // Bounded by the map, not the request: a range outside it has offsets without entries.
-        if first < self.start || last >= self.end {
-            return Err(Code::InvalidRecordState);
-        }
-        let held = |e: &InFlight| e.lock.as_ref().is_some_and(|l| &*l.member == member);
-        if !self.entries.range(first..=last).all(|(_, e)| held(e)) {
-            return Err(Code::InvalidRecordState);
-        }
+        self.check_acknowledge(member, first, last, types)?;
         for (i, offset) in (first..=last).enumerate() {
             let count = self.entries[&offset].count;
             let state = match types[if types.len() == 1 { 0 } else { i }] {
@@ -373,8 +368,28 @@ impl SharePartition {
         Ok(())
     }
 
-    /// `member`'s share session closed: what it holds goes back, its delivery count taken back
-    /// as Kafka does (fetched but never delivered). Returns whether anything changed.
+    /// Whether [`SharePartition::acknowledge`] would take this batch (changes nothing): a
+    /// caller with several batches checks them all first, so a partition's batches are taken
+    /// all or none (one error code answers them all).
+    pub fn check_acknowledge(&self, member: &str, first: i64, last: i64, types: &[AckType]) -> Result<(), Code> {
+        let span = i128::from(last) - i128::from(first) + 1;
+        if first > last || types.is_empty() || (types.len() != 1 && types.len() as i128 != span) {
+            return Err(Code::InvalidRequest);
+        }
+        // Bounded by the map, not the request: a range outside it has offsets without entries.
+        if first < self.start || last >= self.end {
+            return Err(Code::InvalidRecordState);
+        }
+        let held = |e: &InFlight| e.lock.as_ref().is_some_and(|l| &*l.member == member);
+        if !self.entries.range(first..=last).all(|(_, e)| held(e)) {
+            return Err(Code::InvalidRecordState);
+        }
+        Ok(())
+    }
+
+    /// `member`'s share session closed: what it holds goes back, its delivery counted (Kafka
+    /// takes the count back, as fetched but maybe never delivered; here a count counts every
+    /// time a record was handed out, so counts only go up). Returns whether anything changed.
     pub fn release_member(&mut self, member: &str) -> bool {
         let held: Vec<i64> = self
             .entries
@@ -383,7 +398,7 @@ impl SharePartition {
             .map(|(&offset, _)| offset)
             .collect();
         for &offset in &held {
-            let count = (self.entries[&offset].count - 1).max(0);
+            let count = self.entries[&offset].count;
             let state = self.released(offset, count);
             self.set(offset, state, count, None);
         }

@@ -21,6 +21,8 @@ struct Session {
     /// The epoch the next request must carry.
     next: i32,
     partitions: Partitions,
+    /// When a request last used it.
+    used_ms: u64,
 }
 
 /// What a request may do, once its epoch is checked.
@@ -36,18 +38,34 @@ pub struct Begun {
 pub struct Sessions {
     by_member: BTreeMap<(String, String), Session>,
     max: usize,
+    /// A session not used this long is gone (`expire`).
+    idle_ms: u64,
 }
 
 impl Sessions {
-    pub fn new(max: usize) -> Sessions {
-        Sessions { by_member: BTreeMap::new(), max }
+    pub fn new(max: usize, idle_ms: u64) -> Sessions {
+        Sessions { by_member: BTreeMap::new(), max, idle_ms }
+    }
+
+    /// Sessions not used for `idle_ms` (their members crashed, or left without closing them):
+    /// removed, and named for their records to go back.
+    pub fn expire(&mut self, now: u64) -> Vec<(String, String)> {
+        let idle = self.idle_ms;
+        let gone: Vec<(String, String)> = self.by_member.iter().filter(|(_, s)| s.used_ms + idle <= now).map(|(k, _)| k.clone()).collect();
+        gone.iter().for_each(|k| drop(self.by_member.remove(k)));
+        gone
+    }
+
+    /// When the next session would expire unused.
+    pub fn next_expiry(&self) -> Option<u64> {
+        self.by_member.values().map(|s| s.used_ms + self.idle_ms).min()
     }
 
     /// Checks `epoch` for `(group, member)` and applies the request's changes: `added`,
     /// `forgotten`. `fetch`: a ShareFetch (it may open a session; a ShareAcknowledge may not).
     /// `acks`: whether it carries acknowledgements (none are allowed when opening).
     #[allow(clippy::too_many_arguments)]
-    pub fn begin(&mut self, group: &str, member: &str, epoch: i32, fetch: bool, acks: bool, added: &[(String, i32)], forgotten: &[(String, i32)]) -> Result<Begun, Code> {
+    pub fn begin(&mut self, group: &str, member: &str, epoch: i32, fetch: bool, acks: bool, added: &[(String, i32)], forgotten: &[(String, i32)], now: u64) -> Result<Begun, Code> {
         let key = (group.to_string(), member.to_string());
         if epoch == open_epoch {
             if !fetch {
@@ -60,7 +78,7 @@ impl Sessions {
                 return Err(Code::ShareSessionLimitReached);
             }
             let partitions: Partitions = added.iter().cloned().collect();
-            self.by_member.insert(key, Session { next: 1, partitions: partitions.clone() });
+            self.by_member.insert(key, Session { next: 1, partitions: partitions.clone(), used_ms: now });
             return Ok(Begun { partitions, closing: false });
         }
         let s = self.by_member.get_mut(&key).ok_or(Code::ShareSessionNotFound)?;
@@ -73,6 +91,7 @@ impl Sessions {
             return Err(Code::InvalidShareSessionEpoch);
         }
         s.next = if epoch == i32::MAX { 1 } else { epoch + 1 };
+        s.used_ms = now;
         s.partitions.extend(added.iter().cloned());
         for tp in forgotten {
             s.partitions.remove(tp);
@@ -104,32 +123,37 @@ mod tests {
 
     #[test]
     fn epochs_open_advance_and_close() {
-        let mut s = Sessions::new(2);
-        assert_eq!(s.begin("g", "m", 1, true, false, &[], &[]), Err(Code::ShareSessionNotFound));
-        assert_eq!(s.begin("g", "m", 0, true, true, &[tp("t", 0)], &[]), Err(Code::InvalidRequest));
-        assert_eq!(s.begin("g", "m", 0, false, false, &[tp("t", 0)], &[]), Err(Code::InvalidShareSessionEpoch));
-        let b = s.begin("g", "m", 0, true, false, &[tp("t", 0)], &[]).unwrap();
+        let mut s = Sessions::new(2, 1_000);
+        assert_eq!(s.begin("g", "m", 1, true, false, &[], &[], 0), Err(Code::ShareSessionNotFound));
+        assert_eq!(s.begin("g", "m", 0, true, true, &[tp("t", 0)], &[], 0), Err(Code::InvalidRequest));
+        assert_eq!(s.begin("g", "m", 0, false, false, &[tp("t", 0)], &[], 0), Err(Code::InvalidShareSessionEpoch));
+        let b = s.begin("g", "m", 0, true, false, &[tp("t", 0)], &[], 0).unwrap();
         assert_eq!(b.partitions.len(), 1);
-        let b = s.begin("g", "m", 1, true, true, &[tp("t", 1)], &[]).unwrap();
+        let b = s.begin("g", "m", 1, true, true, &[tp("t", 1)], &[], 0).unwrap();
         assert_eq!(b.partitions.len(), 2);
         // A repeat of epoch 1 is refused and changes nothing.
-        assert_eq!(s.begin("g", "m", 1, true, false, &[], &[tp("t", 0)]), Err(Code::InvalidShareSessionEpoch));
-        let b = s.begin("g", "m", 2, false, true, &[], &[tp("t", 0)]).unwrap();
+        assert_eq!(s.begin("g", "m", 1, true, false, &[], &[tp("t", 0)], 0), Err(Code::InvalidShareSessionEpoch));
+        let b = s.begin("g", "m", 2, false, true, &[], &[tp("t", 0)], 0).unwrap();
         assert_eq!(b.partitions, [tp("t", 1)].into_iter().collect());
-        let b = s.begin("g", "m", -1, false, true, &[], &[]).unwrap();
+        let b = s.begin("g", "m", -1, false, true, &[], &[], 0).unwrap();
         assert!(b.closing);
         assert!(s.is_empty());
     }
 
     #[test]
     fn the_limit_counts_sessions_and_the_epoch_wraps() {
-        let mut s = Sessions::new(1);
-        s.begin("g", "a", 0, true, false, &[], &[]).unwrap();
-        assert_eq!(s.begin("g", "b", 0, true, false, &[], &[]), Err(Code::ShareSessionLimitReached));
+        let mut s = Sessions::new(1, 1_000);
+        s.begin("g", "a", 0, true, false, &[], &[], 0).unwrap();
+        assert_eq!(s.begin("g", "b", 0, true, false, &[], &[], 0), Err(Code::ShareSessionLimitReached));
         // Reopening one's own session is not a new one.
-        s.begin("g", "a", 0, true, false, &[], &[]).unwrap();
+        s.begin("g", "a", 0, true, false, &[], &[], 0).unwrap();
         s.by_member.values_mut().for_each(|x| x.next = i32::MAX);
-        s.begin("g", "a", i32::MAX, true, false, &[], &[]).unwrap();
-        assert!(s.begin("g", "a", 1, true, false, &[], &[]).is_ok());
+        s.begin("g", "a", i32::MAX, true, false, &[], &[], 0).unwrap();
+        assert!(s.begin("g", "a", 1, true, false, &[], &[], 0).is_ok());
+        // Unused for its idle time, it is gone; the limit has room again.
+        assert_eq!(s.next_expiry(), Some(1_000));
+        assert_eq!(s.expire(999), Vec::<(String, String)>::new());
+        assert_eq!(s.expire(1_000), vec![("g".to_string(), "a".to_string())]);
+        assert!(s.begin("g", "b", 0, true, false, &[], &[], 1_000).is_ok());
     }
 }

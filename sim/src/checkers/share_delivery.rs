@@ -41,7 +41,9 @@ pub fn share_delivery(h: &History, out: &mut Vec<Violation>) {
             if acks.len() > 1 {
                 out.push(v(acks[1].0, format!("offset {offset} was taken as ended twice: {} by {} and {} by {}", acks[0].1, acks[0].2, acks[1].1, acks[1].2)));
             }
-            if let Some(d) = ds.iter().find(|d| d.at_ms > acks[0].0) {
+            // (At the same ms too: a record taken as ended is never acquired again, so no answer
+            // carrying it can come after the acceptance's.)
+            if let Some(d) = ds.iter().find(|d| d.at_ms >= acks[0].0 && !(d.process == acks[0].2 && d.at_ms == acks[0].0)) {
                 out.push(v(d.at_ms, format!("offset {offset} handed to {} at {} ms (count {}) after {}'s {} of it was taken at {} ms", d.process, d.at_ms, d.delivery_count, acks[0].2, acks[0].1, acks[0].0)));
             }
         }
@@ -68,7 +70,7 @@ fn liveness(h: &History, group: &str, topic: &str, deliveries: &BTreeMap<(i32, i
         let at_limit = ds.iter().any(|d| d.delivery_count >= h.share_delivery_limit);
         // An acceptance after the last delivery whose answer never came may have ended it; so
         // may fetches whose answers never came, each a delivery no member saw, up to the limit.
-        let unseen = h.share_unanswered.iter().filter(|(g, t)| g == group && *t >= last_ms).count();
+        let unseen = h.share_unanswered.iter().filter(|(g, q, t)| g == group && *q == p && *t >= last_ms).count();
         let last_count = ds[ds.len() - 1].delivery_count as usize;
         let maybe_ended = maybe.get(&(p, offset)).is_some_and(|ts| ts.iter().any(|t| *t >= last_ms)) || last_count + unseen >= h.share_delivery_limit as usize;
         if first_ms < due_ms && !ended.contains_key(&(p, offset)) && !at_limit && !maybe_ended {

@@ -98,9 +98,9 @@ pub(super) async fn member_main(mut m: ShareMember) {
     while now_ms(&m.rec) < m.until_ms {
         let polled = c.poll(poll_wait_ms).await;
         record(&m, &polled.records, &polled.acks);
-        if polled.unanswered > 0 {
+        if !polled.unanswered.is_empty() {
             let at_ms = now_ms(&m.rec);
-            let lost = std::iter::repeat_n((m.spec.id.clone(), at_ms), polled.unanswered as usize);
+            let lost = polled.unanswered.iter().map(|(_, p)| (m.spec.id.clone(), *p, at_ms));
             m.rec.lock().expect("recorder").history.share_unanswered.extend(lost);
         }
         if let Some(e) = &polled.error {

@@ -64,7 +64,7 @@ const cheap_half: &[(PlantedBug, &str, &str, u64)] = &[
     (PlantedBug::ReconcileSkipsRevocation, "scenarios/groups/kip848-churn.toml", "group_owners", 10),
     // KIP-932: a record released every time it is delivered goes on past the limit (every
     // seed); answers sent before the share-partition's state is written show once a leader
-    // fails in between (the 3rd fresh seed; 2 of 10 from 10000).
+    // fails in between (the 6th fresh seed; 14 of 40 from 10000).
     (PlantedBug::ShareDeliveryLimitOff, "scenarios/groups/share-churn.toml", "share_delivery", 5),
     (PlantedBug::ShareTellsBeforeWrite, "scenarios/groups/share-churn.toml", "share_delivery", 30),
     // acks=all answered when the mark reaches a batch's last offset: only a one-record batch

@@ -2,7 +2,7 @@ use super::*;
 use crate::share::partition::{RecordState, Snapshot};
 
 fn shares() -> Shares {
-    Shares::new(Limits { lock_ms: 1_000, delivery_limit: 3, max_locks: 100 }, 10)
+    Shares::new(Limits { lock_ms: 1_000, delivery_limit: 3, max_locks: 100 }, 10, 45_000)
 }
 
 fn key() -> PartKey {
