@@ -262,6 +262,12 @@ fn named_topics<'a, T: 'a>(node: &Node, topics: impl Iterator<Item = (Uuid, i32,
     topics.map(|(id, p, t)| (id, ids.iter().find(|(_, x)| **x == id).map(|(n, _)| n.clone()), p, acks(t))).collect()
 }
 
+/// The request's group and member (None when either is missing: INVALID_REQUEST).
+fn who(group: &Option<kafka_protocol::messages::GroupId>, member: &Option<kafka_protocol::protocol::StrBytes>) -> Option<(String, String)> {
+    let group = group.as_ref().map(|g| g.0.to_string()).filter(|g| !g.is_empty())?;
+    Some((group, member.as_ref().map(|m| m.to_string()).filter(|m| !m.is_empty())?))
+}
+
 fn names(node: &Node, forgotten: impl Iterator<Item = (Uuid, i32)>) -> Vec<(String, i32)> {
     let ids = super::consumer_handlers::topic_ids(&node.broker());
     forgotten.filter_map(|(id, p)| Some((ids.iter().find(|(_, x)| **x == id)?.0.clone(), p))).collect()
@@ -271,12 +277,10 @@ fn names(node: &Node, forgotten: impl Iterator<Item = (Uuid, i32)>) -> Vec<(Stri
 pub fn share_fetch(node: &Node, (version, cid): (i16, i32), req: ShareFetchRequest, attempt: Attempt, now: u64, out: &mut Vec<Action>) -> Result<Outcome, String> {
     let lock_ms = i32::try_from(node.broker().config().groups.share_record_lock_duration_ms).unwrap_or(i32::MAX);
     let mut reply = ShareReply { fetch: true, version, cid, error: None, lock_ms, slots: BTreeMap::new() };
-    let group = req.group_id.as_ref().map(|g| g.0.to_string()).unwrap_or_default();
-    let member = req.member_id.as_ref().map(|m| m.to_string()).unwrap_or_default();
-    if group.is_empty() || member.is_empty() {
+    let Some((group, member)) = who(&req.group_id, &req.member_id) else {
         reply.error = Some(Code::InvalidRequest);
         return Ok(Outcome::Reply(reply.finish(None)));
-    }
+    };
     let parts = req.topics.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, p.partition_index, p)));
     let named = named_topics(node, parts, |p| acks_of(p.acknowledgement_batches.iter().map(|b| (b.first_offset, b.last_offset, b.acknowledge_types.clone()))));
     let forgotten = names(node, req.forgotten_topics_data.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, *p))));
@@ -289,12 +293,10 @@ pub fn share_fetch(node: &Node, (version, cid): (i16, i32), req: ShareFetchReque
 /// ShareAcknowledge.
 pub fn share_acknowledge(node: &Node, (version, cid): (i16, i32), req: ShareAcknowledgeRequest, now: u64, out: &mut Vec<Action>) -> Result<Outcome, String> {
     let mut reply = ShareReply { fetch: false, version, cid, error: None, lock_ms: 0, slots: BTreeMap::new() };
-    let group = req.group_id.as_ref().map(|g| g.0.to_string()).unwrap_or_default();
-    let member = req.member_id.as_ref().map(|m| m.to_string()).unwrap_or_default();
-    if group.is_empty() || member.is_empty() {
+    let Some((group, member)) = who(&req.group_id, &req.member_id) else {
         reply.error = Some(Code::InvalidRequest);
         return Ok(Outcome::Reply(reply.finish(None)));
-    }
+    };
     let parts = req.topics.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, p.partition_index, p)));
     let named = named_topics(node, parts, |p| acks_of(p.acknowledgement_batches.iter().map(|b| (b.first_offset, b.last_offset, b.acknowledge_types.clone()))));
     let asked = Asked { group: &group, member: &member, epoch: req.share_session_epoch, named, forgotten: Vec::new(), fetch: None, wait_ms: 0 };

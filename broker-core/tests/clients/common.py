@@ -176,3 +176,33 @@ def kafka_python_read(bootstrap, topic, isolation, end, deadline, record=lambda 
         return out
     finally:
         consumer.close()
+
+
+def produce_placed(bootstrap, topic, values, partition_of, deadline, batch_records):
+    """Produces each of `values` (str) to partition `partition_of(index)` with confluent-kafka,
+    acks=all and idempotent, `batch_records` to a batch; returns {value: (partition, offset)}.
+    Fails unless every record was acknowledged within the deadline."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
+                         "linger.ms": 5, "batch.num.messages": batch_records, "message.timeout.ms": 30000})
+    placed, failed = {}, []
+
+    def on_delivery(err, msg):
+        if err is not None:
+            failed.append(f"{msg.value()!r}: {err}")
+        else:
+            placed[msg.value().decode()] = (msg.partition(), msg.offset())
+
+    for index, value in enumerate(values):
+        while True:
+            try:
+                producer.produce(topic, value.encode(), partition=partition_of(index), on_delivery=on_delivery)
+                break
+            except BufferError:
+                producer.poll(0.1)
+    left = producer.flush(max(1.0, deadline.left()))
+    expect(left == 0, f"produce to {topic!r}: {left} records not acknowledged within the deadline")
+    expect(not failed, f"produce to {topic!r}: {len(failed)} failed, first: {failed[:3]}")
+    expect(len(placed) == len(values), f"produce to {topic!r}: {len(placed)} acknowledged of {len(values)}")
+    return placed

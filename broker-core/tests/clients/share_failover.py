@@ -65,10 +65,10 @@ import os
 import threading
 import time
 
-from confluent_kafka import AcknowledgeType, Consumer, KafkaException, Producer, ShareConsumer
+from confluent_kafka import AcknowledgeType, Consumer, KafkaException, ShareConsumer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
-from common import Deadline, confluent_partitions, expect, fail, main
+from common import Deadline, confluent_partitions, expect, fail, main, produce_placed
 
 offsets_topic = "__consumer_offsets"
 admin_call_s = 5
@@ -188,28 +188,7 @@ def set_group_config(admin, group):
 
 def produce(bootstrap, topic, values, partition_of, deadline):
     """{value: (partition, offset)} for each of `values`, acks=all."""
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
-                         "linger.ms": 5, "batch.num.messages": producer_batch_records, "message.timeout.ms": 30000})
-    placed, failed = {}, []
-
-    def on_delivery(err, msg):
-        if err is not None:
-            failed.append(f"{msg.value()!r}: {err}")
-        else:
-            placed[msg.value().decode()] = (msg.partition(), msg.offset())
-
-    for index, value in enumerate(values):
-        while True:
-            try:
-                producer.produce(topic, value.encode(), partition=partition_of(index), on_delivery=on_delivery)
-                break
-            except BufferError:
-                producer.poll(0.1)
-    left = producer.flush(max(1.0, deadline.left()))
-    expect(left == 0, f"produce to {topic!r}: {left} records not acknowledged within the deadline")
-    expect(not failed, f"produce to {topic!r}: {len(failed)} failed, first: {failed[:3]}")
-    expect(len(placed) == len(values), f"produce to {topic!r}: {len(placed)} acknowledged of {len(values)}")
-    return placed
+    return produce_placed(bootstrap, topic, values, partition_of, deadline, producer_batch_records)
 
 
 def share_consumer(args, name):

@@ -30,10 +30,10 @@ import argparse
 import threading
 import time
 
-from confluent_kafka import AcknowledgeType, KafkaException, Producer, ShareConsumer
+from confluent_kafka import AcknowledgeType, KafkaException, ShareConsumer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
 
-from common import Deadline, confluent_partitions, expect, fail, main
+from common import Deadline, confluent_partitions, expect, fail, main, produce_placed
 
 PARTITIONS = 2
 MEMBERS = 3
@@ -90,27 +90,7 @@ def produce(bootstrap, topic, values, partition_of, deadline, fresh=True):
     """Produces each of `values` (str) to partition `partition_of(index)`, acks=all; returns
     {value: (partition, offset)}. Into a `fresh` topic: checks each partition's offsets are
     dense from 0."""
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
-                         "linger.ms": 5, "batch.num.messages": PRODUCER_BATCH_RECORDS})
-    placed, failed = {}, []
-
-    def on_delivery(err, msg):
-        if err is not None:
-            failed.append(f"{msg.value()!r}: {err}")
-        else:
-            placed[msg.value().decode()] = (msg.partition(), msg.offset())
-
-    for index, value in enumerate(values):
-        while True:
-            try:
-                producer.produce(topic, value.encode(), partition=partition_of(index), on_delivery=on_delivery)
-                break
-            except BufferError:
-                producer.poll(0.1)
-    left = producer.flush(max(1.0, deadline.left()))
-    expect(left == 0, f"produce to {topic!r}: {left} records not acknowledged within the deadline")
-    expect(not failed, f"produce to {topic!r}: {len(failed)} failed, first: {failed[:3]}")
-    expect(len(placed) == len(values), f"produce to {topic!r}: {len(placed)} acknowledged of {len(values)}")
+    placed = produce_placed(bootstrap, topic, values, partition_of, deadline, PRODUCER_BATCH_RECORDS)
     by_partition = {}
     for p, o in placed.values() if fresh else []:
         by_partition.setdefault(p, []).append(o)
