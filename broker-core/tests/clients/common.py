@@ -206,3 +206,25 @@ def produce_placed(bootstrap, topic, values, partition_of, deadline, batch_recor
     expect(not failed, f"produce to {topic!r}: {len(failed)} failed, first: {failed[:3]}")
     expect(len(placed) == len(values), f"produce to {topic!r}: {len(placed)} acknowledged of {len(values)}")
     return placed
+
+
+def share_reset_earliest(admin, group):
+    """Sets share group `group`'s `share.auto.offset.reset` to earliest (a GROUP config
+    resource, IncrementalAlterConfigs) and checks it with describe_configs."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    entry = ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[entry])
+    try:
+        admin.incremental_alter_configs([resource])[resource].result(timeout=20)
+    except KafkaException as e:
+        fail(f"incremental_alter_configs(GROUP {group!r}, share.auto.offset.reset=earliest) failed: {e.args[0]}")
+    described = ConfigResource(ResourceType.GROUP, group)
+    try:
+        configs = admin.describe_configs([described])[described].result(timeout=20)
+    except KafkaException as e:
+        fail(f"describe_configs(GROUP {group!r}) failed: {e.args[0]}")
+    reset = configs.get("share.auto.offset.reset")
+    expect(reset is not None and reset.value == "earliest",
+           f"group {group!r}: share.auto.offset.reset is {reset.value if reset else None!r} after setting earliest")

@@ -66,9 +66,9 @@ import threading
 import time
 
 from confluent_kafka import AcknowledgeType, Consumer, KafkaException, ShareConsumer
-from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+from confluent_kafka.admin import AdminClient
 
-from common import Deadline, confluent_partitions, expect, fail, main, produce_placed
+from common import Deadline, confluent_partitions, expect, fail, main, produce_placed, share_reset_earliest
 
 offsets_topic = "__consumer_offsets"
 admin_call_s = 5
@@ -167,23 +167,6 @@ def choose(admin, args, data_leaders, offsets_leaders, deadline):
                 c = coordinators[group]
                 return (victim if victim is not None else c), group, c
     fail(f"no group among {sorted(coordinators)} has a coordinator that fits --kill {args.kill}: {coordinators}")
-
-
-def set_group_config(admin, group):
-    entry = ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)
-    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[entry])
-    try:
-        admin.incremental_alter_configs([resource])[resource].result(timeout=20)
-    except KafkaException as e:
-        fail(f"incremental_alter_configs(GROUP {group!r}, share.auto.offset.reset=earliest) failed: {e.args[0]}")
-    described = ConfigResource(ResourceType.GROUP, group)
-    try:
-        configs = admin.describe_configs([described])[described].result(timeout=20)
-    except KafkaException as e:
-        fail(f"describe_configs(GROUP {group!r}) failed: {e.args[0]}")
-    reset = configs.get("share.auto.offset.reset")
-    expect(reset is not None and reset.value == "earliest",
-           f"group {group!r}: share.auto.offset.reset is {reset.value if reset else None!r} after setting earliest")
 
 
 def produce(bootstrap, topic, values, partition_of, deadline):
@@ -523,7 +506,7 @@ def run_test():
     args.chosen_group = group
     victim_partitions = sorted(p for p, leader in data_leaders.items() if leader == victim)
     watched = victim_partitions if args.kill == "leader" else partitions
-    set_group_config(admin, group)
+    share_reset_earliest(admin, group)
 
     values = [str(i) for i in range(n)]
     placed = produce(args.bootstrap, topic, values, lambda i: i % len(partitions), Deadline(45, f"producing {n} records"))

@@ -31,9 +31,9 @@ import threading
 import time
 
 from confluent_kafka import AcknowledgeType, KafkaException, ShareConsumer
-from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
+from confluent_kafka.admin import AdminClient, NewTopic
 
-from common import Deadline, confluent_partitions, expect, fail, main, produce_placed
+from common import Deadline, confluent_partitions, expect, fail, main, produce_placed, share_reset_earliest
 
 PARTITIONS = 2
 MEMBERS = 3
@@ -69,20 +69,7 @@ def setup(bootstrap, topic, group, deadline):
         fail(f"create_topics({topic!r}, {PARTITIONS} partitions) failed: {e.args[0]}")
     partitions = confluent_partitions(admin, topic, deadline)
     expect(partitions == list(range(PARTITIONS)), f"{topic}: partitions {partitions}, created {PARTITIONS}")
-    entry = ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)
-    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[entry])
-    try:
-        admin.incremental_alter_configs([resource])[resource].result(timeout=20)
-    except KafkaException as e:
-        fail(f"incremental_alter_configs(GROUP {group!r}, share.auto.offset.reset=earliest) failed: {e.args[0]}")
-    described = ConfigResource(ResourceType.GROUP, group)
-    try:
-        configs = admin.describe_configs([described])[described].result(timeout=20)
-    except KafkaException as e:
-        fail(f"describe_configs(GROUP {group!r}) failed: {e.args[0]}")
-    reset = configs.get("share.auto.offset.reset")
-    expect(reset is not None and reset.value == "earliest",
-           f"group {group!r}: share.auto.offset.reset is {reset.value if reset else None!r} after setting earliest")
+    share_reset_earliest(admin, group)
     return partitions
 
 
