@@ -5,6 +5,8 @@
 use crate::kafka::Code;
 use super::conn::Conn;
 use super::ClientError;
+use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
+use kafka_protocol::messages::find_coordinator_response::FindCoordinatorResponse;
 use kafka_protocol::messages::metadata_request::{MetadataRequest, MetadataRequestTopic};
 use kafka_protocol::messages::TopicName;
 use kafka_protocol::protocol::StrBytes;
@@ -150,4 +152,19 @@ impl Cluster {
     pub fn forget(&mut self, topic: &str, partition: i32) {
         self.leaders.remove(&(topic.to_string(), partition));
     }
+}
+
+/// FindCoordinator for `key` (`key_type`: `kafka::coordinator_type`), to ask any broker.
+pub fn find_coordinator(key_type: i8, key: &str) -> FindCoordinatorRequest {
+    FindCoordinatorRequest::default().with_key_type(key_type).with_coordinator_keys(vec![StrBytes::from_string(key.to_string())])
+}
+
+/// The coordinator's address in `found`, the answer to [`find_coordinator`]; `what` names the
+/// lookup in a Kafka error.
+pub fn coordinator_in(found: &FindCoordinatorResponse, what: impl FnOnce() -> String) -> Result<SocketAddr, ClientError> {
+    let c = found.coordinators.first().ok_or_else(|| ClientError::Protocol("FindCoordinator answered no coordinator".into()))?;
+    if c.error_code != 0 {
+        return Err(ClientError::kafka(c.error_code, what()));
+    }
+    format!("{}:{}", c.host.as_str(), c.port).parse().map_err(|_| ClientError::Protocol(format!("coordinator address {}:{} is not ip:port", c.host.as_str(), c.port)))
 }

@@ -17,7 +17,6 @@ use super::group_config::stamp;
 pub use super::group_config::{GroupConfig, GroupEvent, GroupMetadata, GroupProtocol, Polled, Reset, Stamped};
 use super::ClientError;
 use crate::kafka::{list_offsets, Code};
-use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
 use kafka_protocol::messages::heartbeat_request::HeartbeatRequest;
 use kafka_protocol::messages::join_group_request::{JoinGroupRequest, JoinGroupRequestProtocol};
 use kafka_protocol::messages::leave_group_request::{LeaveGroupRequest, MemberIdentity};
@@ -142,15 +141,10 @@ impl GroupConsumer {
             return Ok(c);
         }
         let addr = self.consumer.cluster().any_broker();
-        let mut req = FindCoordinatorRequest::default();
-        req.coordinator_keys = vec![s(&self.config.group_id)];
+        let req = super::cluster::find_coordinator(crate::kafka::coordinator_type::group, &self.config.group_id);
         let resp = self.send_to(addr, &req).await;
         let resp = resp.inspect_err(|_| self.consumer.cluster().rotate())?;
-        let c = resp.coordinators.first().ok_or_else(|| ClientError::Protocol("FindCoordinator answered no coordinator".into()))?;
-        if c.error_code != 0 {
-            return Err(ClientError::kafka(c.error_code, format!("finding the coordinator of {}", self.config.group_id)));
-        }
-        let addr: SocketAddr = format!("{}:{}", c.host, c.port).parse().map_err(|_| ClientError::Protocol(format!("coordinator address {}:{}", c.host, c.port)))?;
+        let addr = super::cluster::coordinator_in(&resp, || format!("finding the coordinator of {}", self.config.group_id))?;
         self.coordinator = Some(addr);
         Ok(addr)
     }

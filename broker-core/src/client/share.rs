@@ -12,7 +12,6 @@ use super::ClientError;
 use crate::kafka::Code;
 use crate::share::partition::AckType;
 use bytes::Bytes;
-use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
 use kafka_protocol::messages::share_acknowledge_request::{self as ack_req, ShareAcknowledgeRequest};
 use kafka_protocol::messages::share_fetch_request::{AcknowledgementBatch, FetchPartition, FetchTopic, ForgottenTopic, ShareFetchRequest};
 use kafka_protocol::messages::share_group_heartbeat_request::ShareGroupHeartbeatRequest;
@@ -135,14 +134,9 @@ impl ShareConsumer {
             return Ok(c);
         }
         let addr = self.cluster.any_broker();
-        let mut req = FindCoordinatorRequest::default();
-        req.coordinator_keys = vec![s(&self.config.group_id)];
+        let req = super::cluster::find_coordinator(crate::kafka::coordinator_type::group, &self.config.group_id);
         let resp = self.send(addr, &req).await.inspect_err(|_| self.cluster.rotate())?;
-        let c = resp.coordinators.first().ok_or_else(|| ClientError::Protocol("FindCoordinator answered no coordinator".into()))?;
-        if c.error_code != 0 {
-            return Err(ClientError::kafka(c.error_code, format!("finding the coordinator of {}", self.config.group_id)));
-        }
-        let addr: SocketAddr = format!("{}:{}", c.host, c.port).parse().map_err(|_| ClientError::Protocol(format!("coordinator address {}:{}", c.host, c.port)))?;
+        let addr = super::cluster::coordinator_in(&resp, || format!("finding the coordinator of {}", self.config.group_id))?;
         self.coordinator = Some(addr);
         Ok(addr)
     }

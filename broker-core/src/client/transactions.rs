@@ -22,7 +22,6 @@ use crate::kafka::Code;
 use kafka_protocol::messages::add_offsets_to_txn_request::AddOffsetsToTxnRequest;
 use kafka_protocol::messages::add_partitions_to_txn_request::{AddPartitionsToTxnRequest, AddPartitionsToTxnTopic};
 use kafka_protocol::messages::end_txn_request::EndTxnRequest;
-use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
 use kafka_protocol::messages::init_producer_id_request::InitProducerIdRequest;
 use kafka_protocol::messages::txn_offset_commit_request::{TxnOffsetCommitRequest, TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic};
 use kafka_protocol::messages::{GroupId, ProducerId, TopicName, TransactionalId};
@@ -105,7 +104,7 @@ impl TransactionalProducer {
         if let Some(a) = self.coordinators.get(key) {
             return Ok(*a);
         }
-        let req = FindCoordinatorRequest::default().with_key_type(key.0).with_coordinator_keys(vec![StrBytes::from_string(key.1.clone())]);
+        let req = super::cluster::find_coordinator(key.0, &key.1);
         let c = self.producer.cluster();
         let addr = c.any_broker();
         let resp = match c.conn(addr).await?.send(&req).await {
@@ -116,11 +115,7 @@ impl TransactionalProducer {
                 return Err(e);
             }
         };
-        let found = resp.coordinators.first().ok_or_else(|| ClientError::Protocol("FindCoordinator answered no coordinator".into()))?;
-        if found.error_code != 0 {
-            return Err(ClientError::kafka(found.error_code, "FindCoordinator"));
-        }
-        let addr: SocketAddr = format!("{}:{}", found.host.as_str(), found.port).parse().map_err(|_| ClientError::Protocol(format!("coordinator address {}:{} is not ip:port", found.host.as_str(), found.port)))?;
+        let addr = super::cluster::coordinator_in(&resp, || "FindCoordinator".into())?;
         self.coordinators.insert(key.clone(), addr);
         Ok(addr)
     }
