@@ -13,8 +13,10 @@ Then writes, under fuzz/corpus/:
   log_recovery/<partition>      each partition directory (segments, indexes, checkpoint) in
                                 the target's entry format (sim::fuzzing::log_files)
 
-Usage: fuzz/seeds/capture.py BROKER_BINARY [PYTHON]   (PYTHON: one with confluent_kafka and
-kafka-python, e.g. target/client-venv/bin/python). Needs kcat.
+Usage: fuzz/seeds/capture.py BROKER_BINARY [PYTHON] [--only LABEL,...]   (PYTHON: one with
+confluent_kafka and kafka-python, e.g. target/client-venv/bin/python). Needs kcat. `--only` runs
+just the named clients (e.g. `--only share,consumer-protocol` to seed a new API's sessions
+without rewriting the rest) and writes only their request_frames seeds.
 """
 
 import os
@@ -101,6 +103,8 @@ def pump(src, dst, rec):
 
 
 def run(label, proxy, cmd, stdin=None):
+    if ONLY and label not in ONLY:
+        return
     proxy.label = label
     print("capturing", label, file=sys.stderr)
     r = subprocess.run(cmd, input=stdin, capture_output=True, timeout=180)
@@ -124,8 +128,17 @@ def batches(data):
         at += n
 
 
+ONLY = set()
+
+
 def main():
-    broker, python = sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else sys.executable
+    global ONLY
+    args = sys.argv[1:]
+    if "--only" in args:
+        i = args.index("--only")
+        ONLY = set(args[i + 1].split(","))
+        del args[i : i + 2]
+    broker, python = args[0], args[1] if len(args) > 1 else sys.executable
     bport, pport = free_port(), free_port()
     proxy = Proxy(pport, bport)
     proxy.start()
@@ -149,6 +162,8 @@ def main():
             run("compacted", proxy, py("compacted_topic.py", "--topic", "cmp"))
             run("compacted-lz4", proxy, py("compacted_topic.py", "--topic", "cmp-lz4", "--compression", "lz4"))
             run("compacted-zstd", proxy, py("compacted_topic.py", "--topic", "cmp-zstd", "--compression", "zstd"))
+            run("consumer-protocol", proxy, py("consumer_protocol.py", "--topic", "cpt", "--group", "cpg", "--n", "400"))
+            run("share", proxy, py("share_group.py", "--topic", "sht", "--group", "shg", "--n", "2000"))
         finally:
             b.send_signal(signal.SIGTERM)
             b.wait(timeout=30)
@@ -160,6 +175,9 @@ def main():
                 if rec.frames:
                     n = counts[rec.label] = counts.get(rec.label, 0) + 1
                     (frames / f"{rec.label}-{n}").write_bytes(b"".join(rec.frames))
+        if ONLY:
+            print({k: len(list((CORPUS / k).iterdir())) for k in ("request_frames",)})
+            return
         rb, lr = CORPUS / "record_batch", CORPUS / "log_recovery"
         rb.mkdir(parents=True, exist_ok=True)
         lr.mkdir(parents=True, exist_ok=True)
