@@ -172,7 +172,7 @@ def main():
         counts = {}
         with proxy.lock:
             for rec in proxy.sessions:
-                if rec.frames:
+                if rec.frames and (not ONLY or rec.label in ONLY):
                     n = counts[rec.label] = counts.get(rec.label, 0) + 1
                     (frames / f"{rec.label}-{n}").write_bytes(b"".join(rec.frames))
         if ONLY:
