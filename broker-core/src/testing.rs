@@ -94,9 +94,9 @@ pub fn apply_metadata(node: &Node, now: u64) {
     let _ = node.input(crate::node::Input::Metadata(run), now);
 }
 
-/// Runs the syncs and swaps among `actions` ([`crate::broker::Action::Sync`],
-/// [`crate::broker::Action::Swap`]) at once, as the shell does off the node's lock, and reports
-/// each back; returns the other actions and the reports'.
+/// Runs the syncs, swaps and truncations among `actions` ([`crate::broker::Action::Sync`],
+/// [`crate::broker::Action::Swap`], [`crate::broker::Action::Truncate`]) at once, as the shell
+/// does off the node's lock, and reports each back; returns the other actions and the reports'.
 /// For tests that drive the broker directly.
 pub fn run_syncs(b: &mut Broker, actions: Vec<crate::broker::Action>, now: u64) -> Vec<crate::broker::Action> {
     let mut rest = Vec::new();
@@ -107,6 +107,7 @@ pub fn run_syncs(b: &mut Broker, actions: Vec<crate::broker::Action>, now: u64) 
                 rest.extend(b.synced(&topic, partition, job.stamp, result, now));
             }
             crate::broker::Action::Swap { topic, partition, job } => rest.extend(b.swapped(&topic, partition, job.run(), now)),
+            crate::broker::Action::Truncate { topic, partition, job } => rest.extend(b.truncated(&topic, partition, job.run(), now)),
             other => rest.push(other),
         }
     }

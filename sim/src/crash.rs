@@ -8,13 +8,18 @@
 //! what a replay of every batch gives, for a log retention removed nothing from. One producer
 //! is transactional: its batches are, and markers end its transactions (commit or abort).
 //!
+//! The deferred rounds ([`deferred_crash_rounds`]) truncate too, as a follower does: the cut
+//! changes memory at once and its IO and producer-state rebuild are a job the owner runs late,
+//! out of order or never (`log::cut`, `broker::truncation`); until it reports, a crash may bring
+//! back a dense prefix of what the cut removed, never more, and afterwards never any of it.
+//!
 //! [`crash_rounds`] runs in plain Rust (a decision-level test: crashes land between calls);
 //! [`node_rounds`] runs the same log inside madsim nodes that are killed mid-write
 //! (`--cfg madsim` only). Both are used by the test suite and by `cargo sim crash-log`.
 //! Nothing here reads a clock or an unseeded RNG.
 
 use broker_core::broker::producer::ProducerStates;
-use broker_core::broker::{record_appended, replayed_aborted, replayed_producers, restored_producers};
+use broker_core::broker::{apply_truncated, owed_truncation, record_appended, replayed_aborted, replayed_producers, restored_producers, TruncateJob};
 use broker_core::log::batch::control::{build_marker, MarkerKind};
 use broker_core::hash::{fnv1a, fnv_offset};
 use broker_core::log::batch::{build, set_producer, set_transactional, validate};
@@ -40,6 +45,9 @@ pub struct Model {
     pub batches: Vec<(i64, Vec<u8>)>,
     /// Batches below this offset were synced by a completed flush.
     pub synced_below: i64,
+    /// The batches a truncation whose job has not reported removed (in order, after
+    /// `batches`): until it reports, a crash may bring back a prefix of them.
+    pub cut_pending: Vec<(i64, Vec<u8>)>,
 }
 
 /// Reads the whole log batch by batch.
@@ -64,7 +72,11 @@ pub fn check_recovered(log: &Log, model: &mut Model) -> Result<(), String> {
     let start = model.batches.iter().position(|(o, _)| *o == log.log_start_offset());
     let start = match (start, got.is_empty()) {
         (Some(s), _) => s,
-        (None, true) => model.batches.len(),
+        // Nothing appended survives here (a full truncation started the log over past them).
+        (None, true) => {
+            model.batches.clear();
+            0
+        }
         (None, false) => return Err(format!("log starts at {}, not at any appended batch", log.log_start_offset())),
     };
     for (i, (offset, bytes)) in got.iter().enumerate() {
@@ -162,37 +174,93 @@ pub fn crash_rounds(seed: u64, rounds: usize, verbose: bool) -> Result<Vec<(i64,
 /// owes (flush policy, rolls) deferred, so each write and sync is a job ([`Log::defer_writes`],
 /// [`Log::defer_syncs`]) the owner runs at once, later, out of order, or never (a crash comes
 /// first: staged appends die with the process), and deleted files are closed as the owner
-/// takes them. The
-/// same seed draws the same work as [`crash_rounds`]; the jobs' fates come from their own RNG.
+/// takes them. The owner also truncates now and then, and its truncation's job (the IO and the
+/// producer-state rebuild, whose result replaces the state the rounds keep) meets the same
+/// fates. The same seed draws the same work as [`crash_rounds`] plus the truncations; the
+/// truncations and the jobs' fates come from their own RNG.
 pub fn deferred_crash_rounds(seed: u64, rounds: usize, verbose: bool) -> Result<Vec<(i64, Vec<u8>)>, String> {
     rounds_of(seed, rounds, verbose, true)
 }
 
-/// The jobs a deferring log's owner holds, and the RNG that decides when each runs.
+/// The jobs a deferring log's owner holds, and the RNG that decides when each runs (and when
+/// the log is truncated, as a follower's is).
 struct Owner {
     rng: ChaCha8Rng,
     jobs: Vec<broker_core::log::SyncJob>,
+    /// A truncation's job, with its producer-state rebuild.
+    cut: Option<TruncateJob>,
 }
 
 impl Owner {
     /// Takes what the log owes, then runs each held job with probability 1/2, in a random
-    /// order, reporting each back. False when a job failed (the log went offline): the crash
-    /// comes next.
-    fn serve(&mut self, log: &mut Log) -> bool {
+    /// order, reporting each back (a truncation's with the producers' state it rebuilt). False
+    /// when a job failed (the log went offline): the crash comes next.
+    fn serve(&mut self, log: &mut Log, state: &mut ProducerStates, model: &mut Model, full: bool) -> Result<bool, String> {
         self.jobs.extend(log.take_sync());
         if let Some(files) = log.take_released() {
             files.close();
         }
-        while !self.jobs.is_empty() && self.rng.gen_bool(0.5) {
-            let job = self.jobs.swap_remove(self.rng.gen_range(0..self.jobs.len()));
+        while (!self.jobs.is_empty() || self.cut.is_some()) && self.rng.gen_bool(0.5) {
+            let pick = self.rng.gen_range(0..self.jobs.len() + usize::from(self.cut.is_some()));
+            if pick == self.jobs.len() {
+                let job = self.cut.take().expect("picked");
+                match apply_truncated(log, state, job.run()) {
+                    Ok(true) => model.cut_pending.clear(),
+                    Ok(false) if log.failure().is_some() => {} // offline meanwhile (a full disk)
+                    Ok(false) => return Err("the truncation's report was not its log's".into()),
+                    Err(_) if full => {}
+                    Err(e) => return Err(format!("truncation's job: {e}")),
+                }
+                continue;
+            }
+            let job = self.jobs.swap_remove(pick);
             log.synced(job.stamp, job.run());
         }
-        log.failure().is_none()
+        Ok(log.failure().is_none())
+    }
+
+    /// Now and then truncates the log, as a follower does (mostly a short tail, sometimes
+    /// everything, starting over past the end): memory at once, its job held. False when the
+    /// log went offline (a full disk): the crash comes next.
+    fn truncate(&mut self, log: &mut Log, model: &mut Model, full: bool, verbose: bool) -> Result<bool, String> {
+        let (start, end) = (log.log_start_offset(), log.log_end_offset());
+        if self.cut.is_some() || !self.rng.gen_bool(0.05) {
+            return Ok(true);
+        }
+        let fully = end == start || self.rng.gen_bool(0.1);
+        let result = match fully {
+            true => log.truncate_fully(end + self.rng.gen_range(0..20), 0),
+            false => log.truncate_to(end - self.rng.gen_range(1..=(end - start).min(40)), 0),
+        };
+        let failed = match result {
+            Ok(()) => false,
+            Err(LogError::Busy(_)) => return Ok(true), // a write in flight: another time
+            // Offline part way through (a full disk): memory may be cut and names gone.
+            Err(_) if full && log.failure().is_some() => true,
+            Err(e) => return Err(format!("truncation: {e}")),
+        };
+        let new_end = log.log_end_offset();
+        if verbose {
+            eprintln!("  truncated {start}..{end} to {}..{new_end}{}", log.log_start_offset(), if failed { ", failed" } else { "" });
+        }
+        let keep = if fully { 0 } else { model.batches.partition_point(|(o, _)| *o < new_end) };
+        model.cut_pending = model.batches.split_off(keep);
+        // Until the job reports, the removals may be durable and the cut not: what the cut took
+        // may be gone, synced or not (all of it for a full truncation, and its new segment too).
+        model.synced_below = if fully || failed { 0 } else { model.synced_below.min(new_end) };
+        if failed {
+            return Ok(false);
+        }
+        self.cut = owed_truncation(log, true);
+        if self.cut.is_none() {
+            return Err("a deferring log's truncation owes no job".into());
+        }
+        Ok(true)
     }
 }
 
 fn rounds_of(seed: u64, rounds: usize, verbose: bool, deferring: bool) -> Result<Vec<(i64, Vec<u8>)>, String> {
-    let mut owner = Owner { rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6a6f_6273), jobs: Vec::new() };
+    let mut owner = Owner { rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6a6f_6273), jobs: Vec::new(), cut: None };
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let disk = SimDisk::new(seed);
     let dir = Path::new("/data/topic-0");
@@ -207,11 +275,15 @@ fn rounds_of(seed: u64, rounds: usize, verbose: bool, deferring: bool) -> Result
         if verbose {
             eprintln!("seed {seed} round {round}: {report:?}; segments {:?}, end {}", log.segment_bases(), log.log_end_offset());
         }
+        // A truncation whose job never reported: what it removed may be back (a prefix of it).
+        let pending = std::mem::take(&mut model.cut_pending);
+        model.batches.extend(pending);
         check_recovered(&log, &mut model).map_err(ctx)?;
         if deferring {
             log.defer_syncs();
             log.defer_writes();
             owner.jobs.clear(); // taken before the crash, never run
+            owner.cut = None;
         }
         // As the broker keeps it: from the log at open, then each append recorded.
         let mut state = check_producers(&mut log, &config).map_err(ctx)?;
@@ -250,7 +322,9 @@ fn rounds_of(seed: u64, rounds: usize, verbose: bool, deferring: bool) -> Result
                         Err(e) if !full => return Err(ctx(format!("staged checkpoint: {e}"))),
                         _ => {}
                     }
-                    model.synced_below = model.synced_below.max(log.recovery_point());
+                    if !log.cutting() {
+                        model.synced_below = model.synced_below.max(log.recovery_point());
+                    }
                     if steps < 4 {
                         // Crash with the checkpoint half done, appends having gone on while
                         // the shell's file-system sync ran.
@@ -267,9 +341,13 @@ fn rounds_of(seed: u64, rounds: usize, verbose: bool, deferring: bool) -> Result
                     _ => {}
                 },
             }
-            let offline = deferring && !owner.serve(&mut log);
+            let offline = deferring && !(owner.truncate(&mut log, &mut model, full, verbose).map_err(ctx)? && owner.serve(&mut log, &mut state, &mut model, full).map_err(ctx)?);
             // The log's own claim, checked by the next recovery: everything below it is synced.
-            model.synced_below = model.synced_below.max(log.recovery_point());
+            // Not while a truncation's job is in flight: the claim is about the log after it,
+            // and a crash before it may bring back a prefix of the log before it.
+            if !log.cutting() {
+                model.synced_below = model.synced_below.max(log.recovery_point());
+            }
             check_prefix_live(&log, &model).map_err(ctx)?;
             if offline {
                 break;
@@ -285,6 +363,8 @@ fn rounds_of(seed: u64, rounds: usize, verbose: bool, deferring: bool) -> Result
         now += rng.gen_range(0..1000);
     }
     let (mut log, _) = Log::open(Arc::new(disk.clone()) as Arc<dyn Disk>, dir, config.clone(), now).map_err(|e| e.to_string())?;
+    let pending = std::mem::take(&mut model.cut_pending);
+    model.batches.extend(pending);
     check_recovered(&log, &mut model).map_err(|e| format!("seed {seed} final: {e}"))?;
     check_producers(&mut log, &config).map_err(|e| format!("seed {seed} final: {e}"))?;
     read_all(&log)
@@ -309,6 +389,8 @@ fn append_one(rng: &mut ChaCha8Rng, serial: &mut u64, next: &mut [i32; producers
             }
         }
         Err(LogError::Io { source, .. }) if full && source.kind() == std::io::ErrorKind::StorageFull => Ok(true),
+        // A truncation's job in flight (the deferred rounds): refused, nothing changed.
+        Err(LogError::Busy(_)) if log.cutting() => Ok(true),
         Err(e) => Err(format!("append: {e}")),
     }
 }

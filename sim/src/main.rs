@@ -153,8 +153,9 @@ mod cli {
             /// appends, passes that die at a random disk call, power loss, recovery.
             #[arg(long, conflicts_with = "nodes")]
             clean: bool,
-            /// Run the log as the broker does: its writes and syncs are jobs that run late, out
-            /// of order or never (sim::crash::deferred_crash_rounds).
+            /// Run the log as the broker does: its writes, syncs and truncations (a follower's,
+            /// drawn now and then) are jobs that run late, out of order or never
+            /// (sim::crash::deferred_crash_rounds).
             #[arg(long, conflicts_with_all = ["nodes", "clean"])]
             deferred: bool,
             /// Print each recovery report and crash outcome.

@@ -81,6 +81,10 @@ pub enum Error {
     /// append); the retry asks the coordinator again.
     #[error("the producer's transaction here is not verified yet")]
     TxnVerificationOwed,
+    /// UNSUPPORTED_VERSION (35): a ListOffsets special timestamp newer than the request's
+    /// version (-3 before v7, -4 before v8, -5 before v9), or no such timestamp.
+    #[error("this timestamp is not a ListOffsets target at the request's version")]
+    UnsupportedVersion,
     /// An authorization failure (TOPIC_AUTHORIZATION_FAILED, TRANSACTIONAL_ID_AUTHORIZATION_FAILED):
     /// the code and who may not do what (`node::authz`).
     #[error("{1}")]
@@ -119,10 +123,15 @@ impl Error {
             Error::OffsetNotAvailable => Code::OffsetNotAvailable,
             Error::PolicyViolation(_) => Code::PolicyViolation,
             Error::TransactionalIdMissing => Code::TransactionalIdAuthorizationFailed,
-            Error::TxnUnverified(Code::InvalidTxnState) => Code::InvalidTxnState,
+            // A coordinator answers a partition outside the producer's transaction
+            // TRANSACTION_ABORTABLE (Kafka's, at AddPartitionsToTxn v4 and v5): a producer
+            // before Produce v11 is told INVALID_TXN_STATE, as Kafka's leaders convert it
+            // (v11+ is told it as it is: `node::handlers::produce`).
+            Error::TxnUnverified(Code::InvalidTxnState | Code::TransactionAbortable) => Code::InvalidTxnState,
             Error::TxnUnverified(Code::ProducerFenced | Code::InvalidProducerEpoch) => Code::InvalidProducerEpoch,
             Error::TxnUnverified(Code::InvalidProducerIdMapping) => Code::InvalidProducerIdMapping,
             Error::TxnUnverified(_) | Error::TxnVerificationOwed => Code::NotEnoughReplicas,
+            Error::UnsupportedVersion => Code::UnsupportedVersion,
             Error::NotAuthorized(code, _) => *code,
         }
     }

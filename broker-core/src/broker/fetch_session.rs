@@ -22,6 +22,11 @@
 //! same each time), a full fetch opens its session only when it is answered, and only the
 //! answer actually sent updates what each partition was last told.
 //!
+//! A session keys its partitions by topic names, or (opened by Fetch v13+, KIP-516) by topic
+//! ids, written as text: a topic re-created under its name is then another topic, as in
+//! Kafka's sessions of topic-id partitions. A fetch of the other kind in a session is
+//! FETCH_SESSION_TOPIC_ID_ERROR; the fetcher starts over with a full fetch.
+//!
 //! Never reads a clock (every call takes `now`), never iterates a hash map; session ids come
 //! from a counter, so the simulator replays them. The fetcher's side of a session (which
 //! partitions to name) is `fetch_session::asking`.
@@ -63,6 +68,8 @@ struct Session {
     /// The epoch the next incremental fetch must carry.
     next_epoch: i32,
     partitions: PartitionMap<Cached>,
+    /// Topics are keyed by id (Fetch v13+), not by name.
+    by_id: bool,
     used_ms: u64,
 }
 
@@ -127,10 +134,12 @@ impl FetchSessions {
     }
 
     /// Applies a fetch's session fields: `id` and `epoch` as the request carries them, `asked`
-    /// its partitions, `forgotten` its forgotten topics' partitions (incremental fetches only).
+    /// its partitions, `forgotten` its forgotten topics' partitions (incremental fetches only),
+    /// each topic by its key (`by_id`: its id's text, else its name).
     /// `first`: the request's first handling; handled again (parked, data may have arrived) an
     /// incremental fetch must find its own epoch the last one taken, and takes none.
-    pub fn begin(&mut self, now: u64, replica: Option<i32>, id: i32, epoch: i32, first: bool, asked: &[(&str, i32, Wanted)], forgotten: &[(&str, i32)]) -> Result<Plan, Code> {
+    #[allow(clippy::too_many_arguments)]
+    pub fn begin(&mut self, now: u64, replica: Option<i32>, (id, epoch): (i32, i32), by_id: bool, first: bool, asked: &[(&str, i32, Wanted)], forgotten: &[(&str, i32)]) -> Result<Plan, Code> {
         if epoch == final_epoch || epoch == initial_epoch {
             if id != 0 {
                 self.sessions.remove(&id);
@@ -144,6 +153,9 @@ impl FetchSessions {
         let taken = if first { epoch == session.next_epoch } else { next(epoch) == session.next_epoch };
         if !taken {
             return Err(Code::InvalidFetchSessionEpoch);
+        }
+        if session.by_id != by_id {
+            return Err(Code::FetchSessionTopicIdError);
         }
         for &(topic, p) in forgotten {
             session.partitions.remove(topic, p);
@@ -171,8 +183,9 @@ impl FetchSessions {
     }
 
     /// A full fetch is answered: opens its session if a slot is free or can be taken, with
-    /// each partition as asked and as the answer tells it. The context to answer under.
-    pub fn open<'a>(&mut self, now: u64, replica: Option<i32>, told: impl Iterator<Item = (&'a str, i32, Wanted, Told)>) -> Context {
+    /// each partition as asked and as the answer tells it (topics keyed by id when `by_id`).
+    /// The context to answer under.
+    pub fn open<'a>(&mut self, now: u64, replica: Option<i32>, by_id: bool, told: impl Iterator<Item = (&'a str, i32, Wanted, Told)>) -> Context {
         if self.sessions.len() >= fetch_sessions_max {
             let Some(victim) = self.victim(now, replica.is_some()) else { return Context::Sessionless };
             self.sessions.remove(&victim);
@@ -197,7 +210,7 @@ impl FetchSessions {
             partitions.insert_shared(&shared, p, Cached { wanted, sent: Some(sent) });
             name = Some(shared);
         }
-        self.sessions.insert(id, Session { replica, next_epoch: next(initial_epoch), partitions, used_ms: now });
+        self.sessions.insert(id, Session { replica, next_epoch: next(initial_epoch), partitions, by_id, used_ms: now });
         Context::Full { id }
     }
 

@@ -98,7 +98,7 @@ impl ReplicaFetcher {
 
     fn truncated(&self, broker: &mut Broker, f: &Following, epoch: i32, end: i64, now: u64, out: &mut Vec<Action>) {
         let leader = self.leader;
-        match broker.truncate_to_leader(&f.topic, f.partition, leader, f.leader_epoch, epoch, end, now) {
+        match broker.truncate_to_leader(&f.topic, f.partition, leader, f.leader_epoch, epoch, end, now, out) {
             Ok(Some(leo)) if leo < f.fetch_offset => {
                 out.push(Action::Log(Level::Info, format!("{}-{}: truncated to {leo} (epoch {})", f.topic, f.partition, f.leader_epoch)));
             }
@@ -131,7 +131,7 @@ impl ReplicaFetcher {
             }
             // OFFSET_OUT_OF_RANGE below the leader's log start: start over from there.
             Some(Code::OffsetOutOfRange) if answer.log_start_offset > f.fetch_offset => {
-                (broker.restart_from(&f.topic, f.partition, leader, f.leader_epoch, answer.log_start_offset, now), Then::Continue)
+                (broker.restart_from(&f.topic, f.partition, leader, f.leader_epoch, answer.log_start_offset, now, out), Then::Continue)
             }
             // Past the leader's log end: truncate by epoch again.
             Some(Code::OffsetOutOfRange) => (broker.retruncate(&f.topic, f.partition), Then::Continue),

@@ -5,7 +5,7 @@
 
 use super::partition::{Following, Partition};
 use super::producer::ProducerStates;
-use super::{Broker, Error};
+use super::{Action, Broker, Error};
 use crate::log::{batch, LogError};
 use crate::replication::Role;
 use std::collections::BTreeSet;
@@ -30,7 +30,8 @@ impl Broker {
     pub fn following(&self, leader: i32) -> Vec<Following> {
         self.partitions
             .iter()
-            .filter(|(_, part)| part.replication.role == Role::Follower { leader } && part.log.failure().is_none())
+            // A replica whose truncation's job is in flight waits for its report (`truncation`).
+            .filter(|(_, part)| part.replication.role == Role::Follower { leader } && part.log.failure().is_none() && !part.log.cutting())
             .map(|((name, p), part)| Following {
                 topic: name.clone(),
                 partition: p,
@@ -50,9 +51,10 @@ impl Broker {
     }
 
     /// KIP-279 truncation: the leader answered OffsetForLeaderEpoch for our latest epoch with
-    /// (`epoch`, `end`). Cuts the local log where it diverges from the leader's.
+    /// (`epoch`, `end`). Cuts the local log where it diverges from the leader's: in memory at
+    /// once, the IO and the producer-state rebuild as a job pushed to `out` (`truncation`).
     #[allow(clippy::too_many_arguments)]
-    pub fn truncate_to_leader(&mut self, name: &str, p: i32, leader: i32, leader_epoch: i32, epoch: i32, end: i64, now: u64) -> Result<Option<i64>, Error> {
+    pub fn truncate_to_leader(&mut self, name: &str, p: i32, leader: i32, leader_epoch: i32, epoch: i32, end: i64, now: u64, out: &mut Vec<Action>) -> Result<Option<i64>, Error> {
         let Some(part) = self.followed_mut(name, p, leader, leader_epoch) else { return Ok(None) };
         let leo = part.leo();
         // (where to cut, whether that settles it) — Kafka's getOffsetTruncationState.
@@ -77,18 +79,18 @@ impl Broker {
         let cut = target < leo && rules.follower_truncates();
         if cut {
             match part.log.truncate_to(target, now) {
-                // A cleaning swap in flight (`log::swap`): the next round asks again.
+                // A cleaning swap or a write in flight (`log::swap`, `log::deferred`): the next
+                // round asks again.
                 Err(LogError::Busy(_)) => return Ok(None),
                 done => done?,
             }
-            part.rebuild_producers()?;
         }
         let leo = part.leo();
         part.replication.on_truncate(leo);
         part.replication.needs_truncation = !complete && rules.follower_truncates() && rules.truncates_until_agreed();
         part.observed(&observer, me, name, p, now);
         if cut {
-            self.lower_log_start(name, p)?;
+            self.after_truncation(name, p, true, out)?;
         }
         Ok(Some(leo))
     }
@@ -101,7 +103,7 @@ impl Broker {
     pub fn append_from_leader(&mut self, name: &str, p: i32, leader: i32, leader_epoch: i32, fetch_offset: i64, records: &[u8], leader_hw: i64, now: u64) -> Result<Option<crate::log::SyncJob>, Error> {
         let (me, observer) = (self.config.node_id, self.config.observer.clone());
         let Some(part) = self.followed_mut(name, p, leader, leader_epoch) else { return Ok(None) };
-        if part.replication.needs_truncation || part.leo() != fetch_offset {
+        if part.replication.needs_truncation || part.leo() != fetch_offset || part.log.cutting() {
             return Ok(None); // a stale answer: the next fetch asks again from the right place
         }
         if !records.is_empty() {
@@ -160,19 +162,22 @@ impl Broker {
         Ok(())
     }
 
-    /// The leader's log starts after ours ends (retention there): start over from its start.
-    pub fn restart_from(&mut self, name: &str, p: i32, leader: i32, leader_epoch: i32, leader_start: i64, now: u64) -> Result<(), Error> {
+    /// The leader's log starts after ours ends (retention there): start over from its start,
+    /// in memory at once, the IO as a job pushed to `out` (`truncation`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn restart_from(&mut self, name: &str, p: i32, leader: i32, leader_epoch: i32, leader_start: i64, now: u64, out: &mut Vec<Action>) -> Result<(), Error> {
         let (me, observer) = (self.config.node_id, self.config.observer.clone());
         let Some(part) = self.followed_mut(name, p, leader, leader_epoch) else { return Ok(()) };
         match part.log.truncate_fully(leader_start, now) {
-            // A cleaning swap in flight (`log::swap`): the next fetch is refused again.
+            // A cleaning swap or a write in flight: the next fetch is refused again.
             Err(LogError::Busy(_)) => return Ok(()),
             done => done?,
         }
+        // An empty log has no producers: this state is right at once.
         part.producers = ProducerStates::default();
         let leo = part.leo();
         part.replication.on_truncate(leo);
         part.observed(&observer, me, name, p, now);
-        self.lower_log_start(name, p)
+        self.after_truncation(name, p, false, out)
     }
 }

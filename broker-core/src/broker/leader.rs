@@ -6,6 +6,7 @@ use super::producer::Verdict;
 use super::{Action, Broker, Error};
 use crate::kafka::list_offsets;
 use crate::log::batch::{self, BatchHeader};
+use crate::log::epochs::EpochEntry;
 use crate::log::Records;
 use crate::replication::IsrProposal;
 use bytes::Bytes;
@@ -257,12 +258,13 @@ impl Broker {
                 let delete_waiting = part.delete_asked >= 0 && part.delete_asked > part.replication.low_watermark(start, |x| self.image.is_live(x));
                 if rules.fetch_is_progress(who.again) {
                     let me = self.config.node_id;
-                    // The fetch's registration (KIP-903), as this broker's metadata knows it:
-                    // Fetch v12 does not carry it (v15's ReplicaState does). An image behind a
+                    // The fetch's registration (KIP-903): as Fetch v15+'s ReplicaState tells
+                    // it, else as this broker's metadata knows it (Fetch v12, which this
+                    // crate's followers send, does not carry it). An image behind a
                     // re-registration names the older epoch, which the controller then refuses;
                     // the reverse needs a fetch sent before a crash and first read here after
                     // the restart's registration reached this broker.
-                    let broker_epoch = self.image.broker_epoch(r);
+                    let broker_epoch = if who.broker_epoch >= 0 { who.broker_epoch } else { self.image.broker_epoch(r) };
                     let Some((topic, part)) = self.partitions.get_mut_named(name, p) else { return Err(self.missing(name, p)) };
                     let moved_start = who.log_start_offset >= 0 && part.replication.on_follower_log_start(r, who.log_start_offset);
                     let moved = part.replication.on_follower_fetch_counting(r, broker_epoch, offset, leo, part.counted_end(), now);
@@ -319,33 +321,62 @@ impl Broker {
     }
 
     /// ListOffsets: -2 earliest, -1 latest (the high watermark, or for `read_committed` the
-    /// last stable offset), else the first offset with a timestamp at or after `ts`. Returns
-    /// (timestamp, offset); (-1, -1) when none.
+    /// last stable offset), -3 the record with the largest timestamp (KIP-734), -4 the earliest
+    /// local offset (KIP-405: the log start, all of the log being local), -5 the latest tiered
+    /// offset (KIP-1005: none, -1, nothing being tiered), else the first offset with a
+    /// timestamp at or after `ts`. Returns (timestamp, offset); (-1, -1) when none. What a
+    /// reader may see bounds the answers found by timestamp: the high watermark, or the LSO
+    /// (read_committed), and the log start.
     pub fn list_offset(&self, name: &str, p: i32, ts: i64, epoch: i32, read_committed: bool) -> Result<(i64, i64), Error> {
         let part = self.led(name, p, epoch)?;
-        if ts != list_offsets::earliest && part.high_watermark() < part.replication.epoch_start() {
+        let local_only = [list_offsets::earliest, list_offsets::earliest_local, list_offsets::latest_tiered];
+        if !local_only.contains(&ts) && part.high_watermark() < part.replication.epoch_start() {
             // KIP-207: a new leader's high watermark lags until its followers fetch; answering
             // it as "latest" would send consumers back in the log.
             return Err(Error::OffsetNotAvailable);
         }
+        let visible = if read_committed { part.last_stable_offset() } else { part.high_watermark() };
+        let start = part.log_start_offset();
         Ok(match ts {
-            list_offsets::earliest => (-1, part.log_start_offset()),
-            list_offsets::latest if read_committed => (-1, part.last_stable_offset()),
-            list_offsets::latest => (-1, part.high_watermark()),
+            list_offsets::earliest | list_offsets::earliest_local => (-1, start),
+            list_offsets::latest => (-1, visible),
+            list_offsets::latest_tiered => (-1, -1),
+            list_offsets::max_timestamp => match part.log.offset_of_max_timestamp()? {
+                Some((offset, found)) if offset >= start && offset < visible => (found, offset),
+                _ => (-1, -1),
+            },
             t if t < 0 => return Err(Error::InvalidConfig(format!("timestamp {t} is not a ListOffsets target"))),
-            t => {
-                // What the reader may see: up to the high watermark, or the LSO (read_committed).
-                let visible = if read_committed { part.last_stable_offset() } else { part.high_watermark() };
-                match part.log.offset_for_timestamp(t)? {
-                    // A match below the start DeleteRecords set is in the segment holding it:
-                    // records at and after the start come later, so they answer (Kafka searches
-                    // from the start; the timestamp of the record at the start is not looked up).
-                    Some((offset, _)) if offset < part.log_start_offset() && part.log_start_offset() < visible => (-1, part.log_start_offset()),
-                    Some((offset, found)) if offset >= part.log_start_offset() && offset < visible => (found, offset),
-                    _ => (-1, -1),
-                }
-            }
+            t => match part.log.offset_for_timestamp(t)? {
+                // A match below the start DeleteRecords set is in the segment holding it:
+                // records at and after the start come later, so they answer (Kafka searches
+                // from the start; the timestamp of the record at the start is not looked up).
+                Some((offset, _)) if offset < start && start < visible => (-1, start),
+                Some((offset, found)) if offset >= start && offset < visible => (found, offset),
+                _ => (-1, -1),
+            },
         })
+    }
+
+    /// The leader epoch a ListOffsets answer of `offset` for target `ts` carries, as Kafka's
+    /// (`UnifiedLog.fetchOffsetByTimestamp`, `Partition.fetchOffsetForTimestamp`): none (-1)
+    /// when nothing was found (`offset` -1: -3 on a log without timestamps, a timestamp past
+    /// every record, -5 without tiered storage); for -1 the current epoch; for -2, and -4
+    /// (every segment local, so Kafka answers it as -2), the log's earliest epoch when it
+    /// starts at or before the log start; for -3 and a timestamp the epoch the found record
+    /// was written in. A leader's own epoch counts from where its leadership began, written
+    /// under or not, as Kafka's cache holds it from the election on.
+    pub fn list_offset_epoch(&self, name: &str, p: i32, ts: i64, offset: i64) -> i32 {
+        let Ok(part) = self.local(name, p) else { return -1 };
+        let current = part.replication.leader_epoch;
+        let written = part.log.epochs().entries();
+        let own = written.last().is_none_or(|e| current > e.epoch).then(|| EpochEntry { epoch: current, start_offset: part.replication.epoch_start() });
+        let mut epochs = written.iter().copied().chain(own);
+        match ts {
+            _ if offset < 0 => -1,
+            list_offsets::latest => current,
+            list_offsets::earliest | list_offsets::earliest_local => epochs.next().filter(|e| e.start_offset <= part.log_start_offset()).map_or(-1, |e| e.epoch),
+            _ => epochs.take_while(|e| e.start_offset <= offset).last().map_or(-1, |e| e.epoch),
+        }
     }
 
     /// The leader epoch this node has for a partition it leads.

@@ -13,8 +13,9 @@
 //! (Kafka's low watermark).
 //!
 //! A truncation below the floor (epoch truncation, starting over at the leader's start, a
-//! recovery that lost an unflushed tail) brings the floor down to the new log end, persisted,
-//! so records appended later are never hidden by a floor from before.
+//! recovery that lost an unflushed tail) brings the floor down to the new log end, persisted
+//! (by the truncation's job, `truncation`, before the replica takes appends again), so records
+//! appended later are never hidden by a floor from before.
 
 use super::{Broker, Error};
 use crate::kafka::delete_records_to_high_watermark;
@@ -69,14 +70,6 @@ impl Broker {
         Ok(())
     }
 
-    /// After a truncation: a floor above the new log end comes down to it, persisted.
-    pub(super) fn lower_log_start(&mut self, name: &str, p: i32) -> Result<(), Error> {
-        let dir = self.partition_dir(name, p);
-        let disk = self.disk.clone();
-        let part = self.local_mut(name, p)?;
-        part.start_floor = lowered(disk.as_ref(), &dir, &part.log, part.start_floor)?;
-        Ok(())
-    }
 }
 
 /// The floor of a replica just opened: read from its directory, brought down to the log end

@@ -10,7 +10,8 @@
 //! to open logs), `leader` (produce, fetch, offsets, ISR proposals), `log_start` (DeleteRecords
 //! and the log start offset it persists), `follower` (epoch truncation, appending what leaders
 //! send),
-//! `fetcher` (the replica fetcher's rounds, shared by the shell and the tests),
+//! `fetcher` (the replica fetcher's rounds, shared by the shell and the tests), `truncation`
+//! (a follower's truncation and producer-state rebuild as a job off the node's gate),
 //! `upkeep` (time-driven work, producer ids), `due` (what the upkeep has to visit), `partition` (one replica), `error`, `config`.
 //!
 //! Layout of the data directory:
@@ -37,6 +38,8 @@ mod partition;
 mod partitions;
 pub mod producer;
 mod reconcile;
+mod topic_ids;
+mod truncation;
 pub mod share_read;
 pub mod stats;
 pub mod rules;
@@ -48,6 +51,7 @@ pub use fetcher::{FetchAnswer, ReplicaFetcher, Step, Then};
 pub use partition::{producers_of, record_appended, replayed_aborted, replayed_producers, restored_producers, Fetched, Fetcher, Following, IsrAnswer, IsrReply, Partition, Produced};
 pub use leader::{Incoming, Unverified};
 pub use partitions::{PartitionMap, Partitions};
+pub use truncation::{apply_truncated, owed_truncation, TruncateJob, Truncated};
 pub use upkeep::{producer_id_block, producer_id_node_shift};
 
 use crate::metadata::configs::TopicSettings;
@@ -101,6 +105,10 @@ pub enum Action {
     /// A cleaned group's swap (its syncs, renames and directory syncs): the shell runs it off
     /// the node's lock and reports with `node::Input::Swapped` (`log::swap`).
     Swap { topic: String, partition: i32, job: crate::log::SwapJob },
+    /// A follower's truncation (its syncs, file cut and checkpoint) and the producer-state
+    /// rebuild after it: the shell runs it off the node's lock and reports with
+    /// `node::Input::Truncated` (`truncation`).
+    Truncate { topic: String, partition: i32, job: TruncateJob },
     /// A coordinator's answer for a request that waited on `ticket` (a rebalance completed, a
     /// commit replicated, a transaction's state written): the shell hands it to the request
     /// holding the ticket.
@@ -181,6 +189,8 @@ pub struct Broker {
     cleaner: cleaning::Cleaner,
     /// The KIP-227 fetch sessions of this node's fetchers, as leader (`fetch_session`).
     fetch_sessions: fetch_session::FetchSessions,
+    /// The image's topic names by id, for requests that name topics by id (`topic_ids`).
+    topic_ids: topic_ids::TopicIds,
     /// What the time-driven upkeep has to visit, kept by the calls that create the work (`due`).
     due: due::Upkeep,
     /// Counters for the metrics endpoint (`stats`).
@@ -224,6 +234,7 @@ impl Broker {
             next_guard: 0,
             cleaner,
             fetch_sessions: fetch_session::FetchSessions::new(),
+            topic_ids: Default::default(),
             due: due::Upkeep::default(),
             stats: stats::Stats::default(),
             replication_rate: Default::default(),
@@ -279,6 +290,11 @@ impl Broker {
     pub fn topic_settings(&self, name: &str) -> Option<Result<TopicSettings, String>> {
         let t = self.image.topics.get(name)?;
         Some(TopicSettings::resolve(&self.topic_defaults(), &t.config))
+    }
+
+    /// The name of the topic with id `id` in this broker's image (KIP-516's requests by id).
+    pub fn topic_by_id(&self, id: [u8; 16]) -> Option<&Arc<str>> {
+        self.topic_ids.name(id)
     }
 
     /// The fetch sessions this node keeps as leader (the Fetch handler applies them).

@@ -8,7 +8,7 @@ use super::Error;
 use crate::kafka::Code;
 use crate::log::batch::control::{self, Control};
 use crate::log::txn_index::AbortedTxn;
-use crate::log::{BatchHeader, Log, LogError};
+use crate::log::{BatchHeader, Batches, Log, LogError};
 use crate::metadata::PartitionInfo;
 use crate::replication::{Change, Replication, Role};
 
@@ -84,10 +84,13 @@ impl Partition {
         }
     }
 
-    /// Whether this replica is led here under a request's leader epoch (-1: unchecked).
+    /// Whether this replica is led here under a request's leader epoch (-1: unchecked). Not
+    /// while a truncation's job is in flight: its producer state waits for the rebuild
+    /// (`truncation`), so a leader answers LEADER_NOT_AVAILABLE until then.
     pub(super) fn check_lead(&self, epoch: i32) -> Result<(), Error> {
         let r = &self.replication;
         match r.role {
+            Role::Leader if self.log.cutting() => return Err(Error::LeaderNotAvailable),
             Role::Leader => {}
             Role::None => return Err(Error::LeaderNotAvailable),
             Role::Follower { .. } => return Err(Error::NotLeaderOrFollower),
@@ -103,7 +106,8 @@ impl Partition {
         }
         let log_end = self.log.failure().is_none().then(|| self.leo());
         observer.see(Observation::ReplicaLogEnd { node, topic, topic_id: self.topic_id, partition: p, log_end, now });
-        if self.replication.is_leader() {
+        // A leader whose truncation's job is in flight knows no last stable offset yet.
+        if self.replication.is_leader() && !self.log.cutting() {
             let below_min_isr = self.replication.maximal_isr_len() < usize::try_from(self.min_insync).unwrap_or(0);
             let (leader_epoch, high_watermark, last_stable_offset) = (self.replication.leader_epoch, self.high_watermark(), self.last_stable_offset());
             observer.see(Observation::LeaderHighWatermark { node, topic, topic_id: self.topic_id, partition: p, leader_epoch, high_watermark, last_stable_offset, below_min_isr, now });
@@ -170,7 +174,7 @@ pub fn record_appended(producers: &mut ProducerStates, log: &mut Log, hw: i64, h
 /// [`producers_of`], with the aborted transactions its replay derived written to the log's
 /// index in place of what it held from the replay's start on.
 pub fn restored_producers(log: &mut Log) -> Result<ProducerStates, LogError> {
-    let replay = replay(log)?;
+    let replay = replay(&log.batches())?;
     log.replace_aborted_from(replay.from, replay.aborted)?;
     Ok(replay.producers)
 }
@@ -178,50 +182,51 @@ pub fn restored_producers(log: &mut Log) -> Result<ProducerStates, LogError> {
 /// The producers' state as the batches in `log` leave it: the newest usable producer-state
 /// snapshot and the batches after it, else every batch (`log::snapshots`).
 pub fn producers_of(log: &Log) -> Result<ProducerStates, LogError> {
-    Ok(replay(log)?.producers)
+    Ok(replay(&log.batches())?.producers)
 }
 
 /// The state a replay of every batch in `log` gives: what [`producers_of`] must give too for a
 /// log that nothing was removed from (retention and compaction drop batches a snapshot taken
 /// before them still counts, as Kafka's do).
 pub fn replayed_producers(log: &Log) -> Result<ProducerStates, LogError> {
-    Ok(replay_from(log, log.log_start_offset(), ProducerStates::default())?.producers)
+    Ok(replay_from(&log.batches(), log.log_start_offset(), ProducerStates::default())?.producers)
 }
 
 /// The aborted transactions a replay of every batch in `log` finds: what the log's index must
 /// hold too for a log that nothing was removed from.
 pub fn replayed_aborted(log: &Log) -> Result<Vec<AbortedTxn>, LogError> {
-    Ok(replay_from(log, log.log_start_offset(), ProducerStates::default())?.aborted)
+    Ok(replay_from(&log.batches(), log.log_start_offset(), ProducerStates::default())?.aborted)
 }
 
 /// What a replay of a log's batches found.
-struct Replay {
-    producers: ProducerStates,
+pub(super) struct Replay {
+    pub(super) producers: ProducerStates,
     /// Where it started: the transactions aborted from here on are `aborted`.
-    from: i64,
-    aborted: Vec<AbortedTxn>,
+    pub(super) from: i64,
+    pub(super) aborted: Vec<AbortedTxn>,
 }
 
-/// Replays from the newest snapshot at or below where the aborted-transaction index is known
-/// whole ([`Log::aborted_replay_bound`]; docs/transactions.md, 1.5), or from the log start when
-/// there is none.
-fn replay(log: &Log) -> Result<Replay, LogError> {
-    match log.newest_producer_snapshot_to(log.aborted_replay_bound()) {
-        Some((at, entries)) => replay_from(log, at, ProducerStates::from_snapshot(&entries)),
-        None => replay_from(log, log.log_start_offset(), ProducerStates::default()),
+/// Replays from the newest snapshot `batches` may start from (at or below where the
+/// aborted-transaction index is known whole, [`Log::aborted_replay_bound`]; docs/transactions.md,
+/// 1.5), or from the log start when there is none. Blocking (reads): inline at open, in a
+/// truncation's job after one (`broker::truncation`).
+pub(super) fn replay(batches: &Batches) -> Result<Replay, LogError> {
+    match batches.newest_producer_snapshot() {
+        Some((at, entries)) => replay_from(batches, at, ProducerStates::from_snapshot(&entries)),
+        None => replay_from(batches, batches.log_start_offset(), ProducerStates::default()),
     }
 }
 
 /// Every batch from `from` recorded on top of `producers`: data batches by their headers,
 /// markers by their one record too (commit or abort, and the coordinator's epoch).
-fn replay_from(log: &Log, from: i64, mut producers: ProducerStates) -> Result<Replay, LogError> {
+fn replay_from(batches: &Batches, from: i64, mut producers: ProducerStates) -> Result<Replay, LogError> {
     let mut aborted = Vec::new();
     let mut failed = None;
-    log.for_each_header_from(from, |h| {
+    batches.for_each_from(from, |h, read| {
         if !h.is_control() {
             return producers.record(h);
         }
-        let control = log.read(h.base_offset, h.size, i64::MAX).and_then(|r| Ok(control::read_control(&r.bytes[..h.size.min(r.bytes.len())])?));
+        let control = read().and_then(|bytes| Ok(control::read_control(&bytes)?));
         match control {
             Ok(Control::Marker { kind, coordinator_epoch }) => aborted.extend(producers.record_marker(h, kind, coordinator_epoch).and_then(|t| t.aborted())),
             Ok(Control::Other(_)) => {}
@@ -337,14 +342,17 @@ pub struct Fetcher {
     /// A consumer's isolation level is read_committed: it reads up to the last stable offset
     /// and is told the aborted transactions of what it reads.
     pub read_committed: bool,
+    /// The follower's broker epoch as its fetch tells it (Fetch v15+'s ReplicaState, KIP-903;
+    /// -1: not told, and the leader's metadata names it).
+    pub broker_epoch: i64,
 }
 
 impl Fetcher {
-    pub const consumer: Fetcher = Fetcher { replica: None, leader_epoch: -1, log_start_offset: -1, again: false, read_committed: false };
+    pub const consumer: Fetcher = Fetcher { replica: None, leader_epoch: -1, log_start_offset: -1, again: false, read_committed: false, broker_epoch: -1 };
 
     /// A follower's fetch, handled for the first time.
     pub fn follower(id: i32, leader_epoch: i32) -> Fetcher {
-        Fetcher { replica: Some(id), leader_epoch, log_start_offset: -1, again: false, read_committed: false }
+        Fetcher { replica: Some(id), leader_epoch, log_start_offset: -1, again: false, read_committed: false, broker_epoch: -1 }
     }
 }
 

@@ -31,7 +31,7 @@ impl Broker {
         self.due.replicas_changed();
         self.due.isr_all = true;
         let mut reconfigured: BTreeSet<String> = BTreeSet::new();
-        let (mut all, mut stale) = (false, false);
+        let (mut all, mut stale, mut topics) = (false, false, false);
         for (offset, record) in records {
             self.image.apply(*offset, record);
             match record {
@@ -40,7 +40,9 @@ impl Broker {
                 }
                 MetadataRecord::Topic { name, .. } => {
                     self.auto_create.remove(name);
+                    topics = true;
                 }
+                MetadataRecord::RemoveTopic { .. } => topics = true,
                 MetadataRecord::TopicConfig { name, .. } => {
                     reconfigured.insert(name.clone());
                 }
@@ -50,6 +52,9 @@ impl Broker {
                 MetadataRecord::RegisterBroker { id, .. } if *id == self.config.node_id => stale = true,
                 _ => {}
             }
+        }
+        if topics {
+            self.topic_ids = super::topic_ids::TopicIds::of(&self.image);
         }
         let mut out = Vec::new();
         if stale {

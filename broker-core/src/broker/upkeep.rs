@@ -105,7 +105,9 @@ impl Broker {
         let mut out = Vec::new();
         let rules = self.config.rules();
         let failed: Vec<(String, i32)> = match self.due.failures.take() && rules.reopens_failed_logs() {
-            true => self.partitions.iter().filter(|(_, part)| part.log.failure().is_some()).map(|((n, p), _)| (n.to_string(), p)).collect(),
+            // A log whose truncation's job is still running waits for its report, which rings
+            // the alarm again: reopening meanwhile would recover files the job still changes.
+            true => self.partitions.iter().filter(|(_, part)| part.log.failure().is_some() && !part.log.cutting()).map(|((n, p), _)| (n.to_string(), p)).collect(),
             false => Vec::new(),
         };
         let hand_over = rules.hands_over_failed_leadership();

@@ -179,7 +179,9 @@ impl GroupConsumer {
         match crate::kafka::error(code) {
             Some(Code::NotCoordinator | Code::CoordinatorNotAvailable | Code::CoordinatorLoadInProgress) => self.coordinator = None,
             Some(Code::RebalanceInProgress) => self.rejoin = true,
-            Some(Code::IllegalGeneration | Code::UnknownMemberId | Code::FencedInstanceId | Code::FencedMemberEpoch) => {
+            // GROUP_ID_NOT_FOUND: a KIP-848 member's group became a classic group while it was
+            // away (KIP-848's downgrade), without it: Kafka's clients lose everything too.
+            Some(Code::IllegalGeneration | Code::UnknownMemberId | Code::FencedInstanceId | Code::FencedMemberEpoch | Code::GroupIdNotFound) => {
                 if code == Code::UnknownMemberId.code() {
                     self.member_id.clear();
                 }

@@ -3,8 +3,9 @@
 //! saying what it owns each time. The coordinator assigns; the member takes what it is given
 //! incrementally: partitions taken away are revoked at once (committed first with auto-commit)
 //! and reported with the very next heartbeat, since their next owner waits for that; partitions
-//! added start at their committed offsets. FENCED_MEMBER_EPOCH or UNKNOWN_MEMBER_ID lose
-//! everything and rejoin. Calls on [`GroupConsumer`]; timers are tokio's.
+//! added start at their committed offsets. FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID or
+//! GROUP_ID_NOT_FOUND (the group went back to the classic protocol without it, KIP-848's
+//! downgrade) lose everything and rejoin. Calls on [`GroupConsumer`]; timers are tokio's.
 
 use super::assignor::TopicPartitions;
 use super::group::GroupConsumer;

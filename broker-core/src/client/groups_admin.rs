@@ -1,8 +1,9 @@
 //! The operator's questions about consumer groups, asked as kafka-consumer-groups.sh asks them:
 //! which groups exist (ListGroups to every broker, since each answers only for the groups it
 //! coordinates), and where one group stands (FindCoordinator, then ConsumerGroupDescribe for a
-//! KIP-848 group or DescribeGroups for a classic one, and OffsetFetch, to its coordinator, then
-//! ListOffsets "latest" to each partition's leader for the log end).
+//! KIP-848 group, ShareGroupDescribe for a KIP-932 share group or DescribeGroups for a classic
+//! one, and OffsetFetch, to its coordinator, then ListOffsets "latest" to each partition's
+//! leader for the log end).
 //! Answers are plain structs; formatting is the caller's.
 //!
 //! It must never change what it looks at: no JoinGroup, no commit, and its Metadata requests
@@ -23,6 +24,7 @@ use kafka_protocol::messages::list_groups_request::ListGroupsRequest;
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic};
 use kafka_protocol::messages::metadata_request::{MetadataRequest, MetadataRequestTopic};
 use kafka_protocol::messages::offset_fetch_request::{OffsetFetchRequest, OffsetFetchRequestGroup};
+use kafka_protocol::messages::share_group_describe_request::ShareGroupDescribeRequest;
 use kafka_protocol::messages::{BrokerId, GroupId, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use std::collections::{BTreeMap, BTreeSet};
@@ -34,6 +36,9 @@ const client_id: &str = "seedlog-groups";
 
 /// The protocol type of groups whose assignments are the consumer protocol's bytes.
 pub const consumer_protocol_type: &str = "consumer";
+
+/// The protocol type of KIP-932 share groups, as ListGroups reports it.
+pub const share_protocol_type: &str = "share";
 
 /// A broker as Metadata or FindCoordinator names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,9 +138,10 @@ pub struct GroupDescription {
 
 impl GroupDescription {
     /// Nothing to show: no members and no committed offset (an unknown group reads as Dead
-    /// with neither, so both cases look the same to the coordinator's answers).
+    /// with neither, so both cases look the same to the coordinator's answers). A share group
+    /// commits no offsets; one its coordinator described exists, even empty.
     pub fn is_unknown(&self) -> bool {
-        self.members.is_empty() && self.partitions.iter().all(|p| p.committed.is_none())
+        self.members.is_empty() && self.partitions.iter().all(|p| p.committed.is_none()) && self.protocol_type != share_protocol_type
     }
 }
 
@@ -330,7 +336,11 @@ async fn coordinator_view(cluster: &mut Cluster, group: &str) -> Result<(GroupDe
     };
     let addr = broker_socket(&coordinator).await.map_err(at_coordinator)?;
 
-    let (state, protocol_type, protocol, members, epochs) = match consumer_group(cluster, addr, group).await.map_err(at_coordinator)? {
+    let found = match consumer_group(cluster, addr, group).await.map_err(at_coordinator)? {
+        Some(found) => Some(found),
+        None => share_group(cluster, addr, group).await.map_err(at_coordinator)?,
+    };
+    let (state, protocol_type, protocol, members, epochs) = match found {
         Some(found) => found,
         None => classic_group(cluster, addr, group, &coordinator).await.map_err(at_coordinator)?,
     };
@@ -384,6 +394,35 @@ async fn consumer_group(cluster: &mut Cluster, addr: SocketAddr, group: &str) ->
         })
         .collect();
     Ok(Some((g.group_state.to_string(), consumer_protocol_type.to_string(), g.assignor_name.to_string(), members, Some((g.group_epoch, g.assignment_epoch)))))
+}
+
+/// ShareGroupDescribe: None when the group is not a share group (GROUP_ID_NOT_FOUND) or the
+/// broker does not serve the API. A share member's epoch and partitions are its `kip848`
+/// (its target is what it was given: a share group revokes nothing).
+async fn share_group(cluster: &mut Cluster, addr: SocketAddr, group: &str) -> Result<Option<Described>, ClientError> {
+    let req = ShareGroupDescribeRequest::default().with_group_ids(vec![GroupId(StrBytes::from_string(group.to_string()))]);
+    let g = match send(cluster, addr, &req).await {
+        Ok(r) => r.groups.into_iter().find(|g| g.group_id.0.as_str() == group),
+        Err(e @ ClientError::Io { .. }) => return Err(e),
+        Err(_) => None,
+    };
+    let Some(g) = g.filter(|g| g.error_code == 0) else { return Ok(None) };
+    let members = g
+        .members
+        .iter()
+        .map(|m| {
+            let tps: TopicPartitions = m.assignment.topic_partitions.iter().map(|t| (t.topic_name.0.to_string(), t.partitions.clone())).collect();
+            MemberDescription {
+                member_id: m.member_id.to_string(),
+                instance_id: None,
+                client_id: m.client_id.to_string(),
+                client_host: m.client_host.to_string(),
+                assignment: MemberAssignment::Partitions(tps.clone()),
+                kip848: Some((m.member_epoch, tps)),
+            }
+        })
+        .collect();
+    Ok(Some((g.group_state.to_string(), share_protocol_type.to_string(), g.assignor_name.to_string(), members, Some((g.group_epoch, g.assignment_epoch)))))
 }
 
 /// DescribeGroups, for a classic group.

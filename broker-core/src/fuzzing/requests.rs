@@ -253,10 +253,13 @@ fn produce(s: &mut Scratch, m: &mut Model, topic: Topic, partition: i32, acks: A
     }
 }
 
-/// The records a Fetch returns (offset, key, value) and the partition's error code.
+/// The records a Fetch returns (offset, key, value) and the partition's error code. From v13 the
+/// topic goes by its id (KIP-516): the one the node's metadata has, or for a topic it does not
+/// have an id of none (answered UNKNOWN_TOPIC_ID).
 fn fetch(s: &mut Scratch, topic: Topic, partition: i32, offset: i64, max_bytes: i32, max_wait_ms: i32, v: i16) -> (Vec<(i64, Option<Bytes>, Option<Bytes>)>, i16) {
     let p = fetch_request::FetchPartition::default().with_partition(partition).with_fetch_offset(offset).with_partition_max_bytes(max_bytes);
-    let t = fetch_request::FetchTopic::default().with_topic(topic_name(topic)).with_partitions(vec![p]);
+    let id = s.node.broker().image().topics.get(topic.name()).map_or([0xfe; 16], |t| t.id);
+    let t = fetch_request::FetchTopic::default().with_topic(topic_name(topic)).with_topic_id(uuid::Uuid::from_bytes(id)).with_partitions(vec![p]);
     let req = FetchRequest::default().with_replica_id(BrokerId(-1)).with_max_wait_ms(max_wait_ms).with_min_bytes(1).with_max_bytes(max_bytes).with_session_epoch(-1).with_topics(vec![t]);
     let f = frame(ApiKey::Fetch, v, &req).expect("encodes");
     let r: FetchResponse = reply(s.answer(&f), ApiKey::Fetch, v);

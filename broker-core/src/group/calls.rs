@@ -93,7 +93,7 @@ pub enum Answer {
     Sync(Result<Bytes, Code>),
     /// A write (commit, deletion) is replicated, or why not.
     Written(Result<(), Code>),
-    /// A KIP-848 heartbeat, once what it changed is replicated.
+    /// A KIP-848 heartbeat (or a KIP-932 share heartbeat), once what it changed is replicated.
     Consumer(Result<HeartbeatAnswer, Code>),
     /// A share-partition's state, read or written (`share_state`), once replicated.
     ShareState(Result<Option<super::share_state::Stored>, Code>),

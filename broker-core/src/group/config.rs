@@ -30,6 +30,9 @@ pub struct GroupConfig {
     pub consumer_heartbeat_interval_ms: u64,
     /// `group.consumer.assignors`: the first is a group's default.
     pub consumer_assignors: Vec<super::assignors::ServerAssignor>,
+    /// `group.consumer.migration.policy`: which online conversions between a classic group and
+    /// a consumer group with members are allowed (KIP-848's migration; `migration`).
+    pub consumer_migration_policy: MigrationPolicy,
     /// `group.share.session.timeout.ms` (KIP-932 groups)
     pub share_session_timeout_ms: u64,
     /// `group.share.heartbeat.interval.ms`
@@ -61,6 +64,7 @@ impl Default for GroupConfig {
             consumer_session_timeout_ms: group_consumer_session_timeout_ms_default,
             consumer_heartbeat_interval_ms: group_consumer_heartbeat_interval_ms_default,
             consumer_assignors: super::assignors::ServerAssignor::ALL.to_vec(),
+            consumer_migration_policy: MigrationPolicy::Bidirectional,
             share_session_timeout_ms: group_share_session_timeout_ms_default,
             share_heartbeat_interval_ms: group_share_heartbeat_interval_ms_default,
             share_max_size: group_share_max_size_default,
@@ -69,6 +73,48 @@ impl Default for GroupConfig {
             share_partition_max_record_locks: group_share_partition_max_record_locks_default,
             share_max_share_sessions: group_share_max_share_sessions_default,
         }
+    }
+}
+
+/// `group.consumer.migration.policy` (Kafka's names; `bidirectional` is Kafka 4.0's default).
+/// Conversions of empty groups happen whatever it says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MigrationPolicy {
+    /// A classic group upgrades when a consumer-protocol member joins, and a consumer group
+    /// whose last consumer-protocol member left downgrades.
+    Bidirectional,
+    /// Only the upgrade.
+    Upgrade,
+    /// Only the downgrade.
+    Downgrade,
+    /// Neither, and no classic member joins a consumer group with members (Kafka since
+    /// KAFKA-20640): a group id is one kind at a time.
+    Disabled,
+}
+
+impl MigrationPolicy {
+    pub const ALL: [MigrationPolicy; 4] = [MigrationPolicy::Bidirectional, MigrationPolicy::Upgrade, MigrationPolicy::Downgrade, MigrationPolicy::Disabled];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            MigrationPolicy::Bidirectional => "bidirectional",
+            MigrationPolicy::Upgrade => "upgrade",
+            MigrationPolicy::Downgrade => "downgrade",
+            MigrationPolicy::Disabled => "disabled",
+        }
+    }
+
+    /// The policy of that name, as Kafka reads it (case-insensitive).
+    pub fn by_name(name: &str) -> Option<MigrationPolicy> {
+        MigrationPolicy::ALL.into_iter().find(|p| p.name().eq_ignore_ascii_case(name.trim()))
+    }
+
+    pub fn upgrades(self) -> bool {
+        matches!(self, MigrationPolicy::Bidirectional | MigrationPolicy::Upgrade)
+    }
+
+    pub fn downgrades(self) -> bool {
+        matches!(self, MigrationPolicy::Bidirectional | MigrationPolicy::Downgrade)
     }
 }
 

@@ -22,9 +22,13 @@
 //!   against the topics that exist at every heartbeat, so a topic created later joins the
 //!   subscription with the next heartbeat;
 //! * the group's assignor is the one most of its members ask for (ties and none: the first of
-//!   `group.consumer.assignors`).
+//!   `group.consumer.assignors`);
+//! * a member may speak the classic protocol instead (KIP-848's online migration): its
+//!   subscription counts the same, and `consumer_classic` decides its JoinGroup, SyncGroup,
+//!   Heartbeat and LeaveGroup.
 
 use super::assignors::{GroupSpec, MemberSpec, ServerAssignor};
+use super::consumer_records::ClassicMetadata;
 use super::reconcile::{self, MemberAssignment, MemberState};
 use crate::client::assignor::{GroupAssignment, TopicPartitions};
 use crate::kafka::Code;
@@ -55,6 +59,9 @@ pub struct Member {
     pub revoke_by: Option<u64>,
     /// A static member away on a temporary leave (-2), until it returns or its session ends.
     pub away: bool,
+    /// A member using the classic protocol (JoinGroup, SyncGroup, Heartbeat) inside this
+    /// group, KIP-848's online migration (`consumer_classic`); None for a consumer-protocol one.
+    pub classic: Option<ClassicMetadata>,
 }
 
 impl Member {
@@ -75,7 +82,13 @@ impl Member {
             expires_at,
             revoke_by: None,
             away: false,
+            classic: None,
         }
+    }
+
+    /// Its session timeout: a classic member's own (JoinGroup's), else the group's.
+    pub fn session_timeout_ms(&self, group_ms: u64) -> u64 {
+        self.classic.as_ref().map_or(group_ms, |c| c.session_timeout_ms.max(0) as u64)
     }
 }
 
@@ -257,7 +270,8 @@ impl ConsumerGroup {
     /// A member at epoch 0: new, or a static member back in the place it left. Returns its
     /// member id (one given here when it brought none).
     fn join(&mut self, hb: &Heartbeat, now: u64) -> Result<String, Code> {
-        let before = hb.instance_id.as_ref().and_then(|instance| self.members.iter().find(|(id, m)| m.instance_id.as_ref() == Some(instance) && **id != hb.member_id).map(|(id, m)| (id.clone(), m.away)));
+        // A classic member's place is taken at once (it never leaves temporarily), as in Kafka.
+        let before = hb.instance_id.as_ref().and_then(|instance| self.members.iter().find(|(id, m)| m.instance_id.as_ref() == Some(instance) && **id != hb.member_id).map(|(id, m)| (id.clone(), m.away || m.classic.is_some())));
         if matches!(before, Some((_, false))) {
             return Err(Code::UnreleasedInstanceId);
         }
@@ -304,8 +318,9 @@ impl ConsumerGroup {
         self.refresh(topics);
         let stored = self.loaded_hash.take();
         for m in self.members.values_mut() {
-            m.expires_at = now + self.session_timeout_ms;
-            m.revoke_by = (m.assignment.state == MemberState::UnrevokedPartitions).then_some(now + m.rebalance_timeout_ms);
+            m.expires_at = now + m.session_timeout_ms(self.session_timeout_ms);
+            // A classic member's revocation has no deadline of its own (it rejoins to let go).
+            m.revoke_by = (m.assignment.state == MemberState::UnrevokedPartitions && m.classic.is_none()).then_some(now + m.rebalance_timeout_ms);
         }
         let moved = stored != Some(super::consumer_stored::metadata_hash(&self.partitions));
         if moved {
@@ -321,7 +336,7 @@ impl ConsumerGroup {
 
     /// Resolves every member's subscription against the topics that exist, and the partition
     /// counts of all that are subscribed; whether either changed since the target was computed.
-    fn refresh(&mut self, topics: &BTreeMap<String, i32>) -> bool {
+    pub(super) fn refresh(&mut self, topics: &BTreeMap<String, i32>) -> bool {
         let mut changed = false;
         let regexes = &mut self.regexes;
         regexes.retain(|r, _| self.members.values().any(|m| m.regex.as_deref() == Some(r.as_str())));
@@ -342,7 +357,7 @@ impl ConsumerGroup {
     }
 
     /// A new group epoch and the target at it, from each member's previous target.
-    fn bump(&mut self) {
+    pub(super) fn bump(&mut self) {
         self.epoch += 1;
         let spec: GroupSpec = self
             .members
@@ -382,7 +397,8 @@ impl ConsumerGroup {
 
     /// Kafka's check of an OffsetCommit (v9: member epochs) or OffsetFetch against the group: a
     /// commit from outside the group (no member id, a negative epoch) only while it is empty;
-    /// a member must be known and at its current epoch (STALE_MEMBER_EPOCH otherwise).
+    /// a member must be known and at its current epoch (STALE_MEMBER_EPOCH otherwise; a classic
+    /// member's generation is its epoch, ILLEGAL_GENERATION otherwise).
     pub fn check_member(&self, member_id: &str, epoch: i32) -> Result<(), Code> {
         if epoch < 0 && member_id.is_empty() {
             return match self.members.is_empty() {
@@ -391,9 +407,11 @@ impl ConsumerGroup {
             };
         }
         let member = self.members.get(member_id).ok_or(Code::UnknownMemberId)?;
-        match member.assignment.epoch == epoch {
-            true => Ok(()),
-            false => Err(Code::StaleMemberEpoch),
+        match (member.assignment.epoch == epoch, member.classic.is_some()) {
+            (true, _) => Ok(()),
+            // A classic member's generation is its member epoch.
+            (false, true) => Err(Code::IllegalGeneration),
+            (false, false) => Err(Code::StaleMemberEpoch),
         }
     }
 }
@@ -415,6 +433,8 @@ fn update(member: &mut Member, hb: &Heartbeat) {
     if let Some(a) = hb.assignor.as_deref().and_then(ServerAssignor::by_name) {
         member.assignor = Some(a);
     }
+    // A ConsumerGroupHeartbeat makes its member a consumer-protocol one (Kafka's choice).
+    member.classic = None;
     if hb.member_epoch == 0 {
         member.instance_id = hb.instance_id.clone();
         member.rack = hb.rack.clone();

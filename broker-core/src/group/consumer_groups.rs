@@ -1,17 +1,21 @@
 //! The coordinator's KIP-848 consumer groups (ConsumerGroupHeartbeat, ConsumerGroupDescribe):
 //! one [`ConsumerGroup`] per group id beside the classic groups, sharing their offsets (a
 //! consumer group's committed offsets live in the classic map's Empty entry, so OffsetFetch,
-//! DeleteGroups and expiry treat both alike). A group id is one kind at a time: a
-//! ConsumerGroupHeartbeat for a classic group with members is GROUP_ID_NOT_FOUND, a JoinGroup
-//! for a consumer group with members INCONSISTENT_GROUP_PROTOCOL (an empty one is dropped, as
-//! Kafka converts it). Calls on [`Coordinator`] with an explicit `now`; no IO.
+//! DeleteGroups and expiry treat both alike). A group id is a classic group or a consumer
+//! group, never both; KIP-848's online migration (`migration`, after
+//! `group.consumer.migration.policy`) moves a group with members between the two: a
+//! ConsumerGroupHeartbeat joining a Stable classic group converts it, classic members are
+//! then served by the consumer group (`consumer_classic`), and a consumer group whose last
+//! consumer-protocol member went, leaving classic ones, converts back. Without the policy's
+//! leave, a ConsumerGroupHeartbeat for a classic group with members is GROUP_ID_NOT_FOUND and a
+//! JoinGroup for a consumer group with members INCONSISTENT_GROUP_PROTOCOL. An empty group of
+//! either kind is dropped when the other kind joins, as Kafka converts it. Calls on
+//! [`Coordinator`] with an explicit `now`; no IO.
 //!
 //! Every change of a group is written to `__consumer_offsets` (`consumer_stored`) and the
-//! heartbeat that made it is answered only once that write is replicated, so a member is never
-//! told of a partition a coordinator taking over would not know it holds.
-//!
-//! Not built yet (issue 29): classic members inside a consumer group (KIP-848's online
-//! migration).
+//! request that made it (a heartbeat, a classic member's JoinGroup or SyncGroup) is answered
+//! only once that write is replicated, so a member is never told of a partition a coordinator
+//! taking over would not know it holds.
 
 use super::consumer::{ConsumerGroup, Heartbeat};
 use super::consumer_records::{self, ConsumerKey};
@@ -59,31 +63,55 @@ impl Coordinator {
         if self.is_share_group(group) {
             return refused(Code::GroupIdNotFound);
         }
-        match self.groups.get(group).map(|g| g.state) {
+        let upgrading = match self.groups.get(group).map(|g| g.state) {
             // Being deleted: nothing joins it until the tombstones are written.
             Some(State::Dead) => return refused(Code::CoordinatorNotAvailable),
-            Some(State::Empty) | None => {}
-            Some(_) => return refused(Code::GroupIdNotFound),
-        }
+            Some(State::Empty) | None => false,
+            // A classic group with members: KIP-848's upgrade, if it may.
+            Some(_) => match self.upgraded(group, &hb, now) {
+                Ok(converted) => {
+                    self.consumer_groups.insert(group.to_string(), converted);
+                    true
+                }
+                Err(code) => return refused(code),
+            },
+        };
         if hb.member_epoch == 0 && hb.member_id.is_empty() {
             // v0: the coordinator names the member, uniquely across coordinators and groups.
             self.counter += 1;
             hb.member_id = format!("{group}-{}-{}", self.id_prefix(group), self.counter);
         }
-        let partitions: BTreeMap<String, i32> = self.topics.iter().map(|(n, (_, count))| (n.clone(), *count)).collect();
+        let partitions = self.partition_counts();
         let max_size = self.config.max_size;
-        let known = self.consumer_groups.contains_key(group);
+        let known = self.consumer_groups.contains_key(group) && !upgrading;
+        // A group id's epochs never go back: a consumer group made where an empty classic
+        // group was goes on from its generation (and a classic group made where an empty
+        // consumer group was, from its epoch: `drop_consumer_group`).
+        let generation = self.groups.get(group).filter(|_| !known && !upgrading).map(|c| c.generation);
         let g = self.consumer_group_mut(group);
+        if let Some(generation) = generation {
+            (g.epoch, g.target_epoch) = (generation, generation);
+        }
         if hb.member_epoch == 0 && !g.members.contains_key(&hb.member_id) && g.members.values().filter(|m| !m.away).count() >= max_size {
+            if upgrading {
+                self.consumer_groups.remove(group);
+            }
             return refused(Code::GroupMaxSizeReached);
         }
+        let g = self.consumer_groups.get_mut(group).expect("made above");
         let before = g.view();
         let result = g.heartbeat(hb, &partitions, now);
-        if let (Err(code), false, true) = (&result, known, g.members.is_empty()) {
-            // Nothing was made of it: no group is left behind in memory.
+        if let (Err(code), false) = (&result, known) {
+            // Nothing was made of it: no group is left behind in memory (a classic group that
+            // was to convert stays as it was).
             let code = *code;
-            self.consumer_groups.remove(group);
-            return refused(code);
+            if upgrading || self.consumer_groups.get(group).is_some_and(|g| g.members.is_empty()) {
+                self.consumer_groups.remove(group);
+                return refused(code);
+            }
+        }
+        if upgrading && result.is_ok() {
+            self.upgrade(group, now, work);
         }
         let interval = self.config.consumer_heartbeat_interval_ms;
         let answer = Answer::Consumer(result.map(|a| HeartbeatAnswer {
@@ -92,6 +120,17 @@ impl Coordinator {
             assignment: a.assignment.map(|tps| tps.into_iter().filter_map(|(t, ps)| Some((self.topic_id(&t)?, ps))).collect()),
             heartbeat_interval_ms: interval,
         }));
+        self.answer_once_written(group, before, answer, now, work)
+    }
+
+    /// Partition counts of every topic, by name.
+    pub(super) fn partition_counts(&self) -> BTreeMap<String, i32> {
+        self.topics.iter().map(|(n, (_, count))| (n.clone(), *count)).collect()
+    }
+
+    /// `answer`, to a request that changed `group` since `before`, once that change is
+    /// replicated ([`Coordinator::write_consumer`]).
+    pub(super) fn answer_once_written(&mut self, group: &str, before: View, answer: Answer, now: u64, work: &mut Work) -> Pending<Answer> {
         let ticket = self.ticket();
         match self.write_consumer(group, before, Some((ticket, answer)), now, work) {
             Some(answer) => {
@@ -106,9 +145,15 @@ impl Coordinator {
     /// replicated. With nothing to write the answer is given back (None: it waits), unless an
     /// earlier write of the group is still in flight: what it says may be part of that write, so
     /// the group epoch record is written again and the answer waits for it (the partition's
-    /// writes replicate in order). After a failed write the group is written whole, and the
-    /// members that write may have stored are tombstoned.
-    fn write_consumer(&mut self, group: &str, before: View, waiting: Option<(super::Ticket, Answer)>, now: u64, work: &mut Work) -> Option<Answer> {
+    /// writes replicate in order). After a failed write (or an upgrade) the group is written
+    /// whole, after a tombstone of its classic record, and the members that write may have
+    /// stored are tombstoned. A change that left only classic members, the last
+    /// consumer-protocol one gone, is KIP-848's downgrade instead (`migration`).
+    pub(super) fn write_consumer(&mut self, group: &str, before: View, waiting: Option<(super::Ticket, Answer)>, now: u64, work: &mut Work) -> Option<Answer> {
+        if self.downgrades(group, &before) {
+            self.downgrade(group, before, waiting, now, work);
+            return None;
+        }
         // The group's offsets (and its place in offsets expiry) are the classic entry's.
         self.group_mut(group, now);
         let g = &self.consumer_groups[group];
@@ -126,23 +171,25 @@ impl Coordinator {
             match (in_flight, waiting) {
                 (true, Some(w)) => {
                     records = changes(&View::default(), &after, &|t| self.topic_id(t)).into_iter().filter(|(k, _)| *k == ConsumerKey::Epoch).collect();
-                    return self.write_consumer_records(group, records, Some(w), before, after, now, work);
+                    return self.write_consumer_records(group, (records, false), Some(w), before, after, now, work);
                 }
                 (_, waiting) => return waiting.map(|(_, a)| a),
             }
         }
-        self.write_consumer_records(group, records, waiting, before, after, now, work)
+        self.write_consumer_records(group, (records, unsynced.is_some()), waiting, before, after, now, work)
     }
 
+    /// `records` (`whole`: after a tombstone of the group's classic record, which they supersede).
     #[allow(clippy::too_many_arguments)]
-    fn write_consumer_records(&mut self, group: &str, records: Vec<Record>, waiting: Option<(super::Ticket, Answer)>, before: View, after: View, now: u64, work: &mut Work) -> Option<Answer> {
+    fn write_consumer_records(&mut self, group: &str, (records, whole): (Vec<Record>, bool), waiting: Option<(super::Ticket, Answer)>, before: View, after: View, now: u64, work: &mut Work) -> Option<Answer> {
         let members = before.member_ids().chain(after.member_ids()).cloned().collect();
-        let kvs = self.encode(group, records);
+        let classic = whole.then(|| (records::encode_key(&Key::Group { group: group.to_string() }), None));
+        let kvs = classic.into_iter().chain(self.encode(group, records)).collect();
         self.write(group, kvs, Effect::Consumer { group: group.to_string(), waiting, members }, now, work);
         None
     }
 
-    fn encode(&self, group: &str, records: Vec<Record>) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
+    pub(super) fn encode(&self, group: &str, records: Vec<Record>) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
         records.into_iter().map(|(key, v)| (records::encode_key(&Key::Consumer { group: group.to_string(), key }), v.as_ref().map(consumer_records::encode_value))).collect()
     }
 
@@ -151,10 +198,14 @@ impl Coordinator {
         self.consumer_groups.get(group).map_or(Vec::new(), |g| self.encode(group, g.tombstones()))
     }
 
-    /// A JoinGroup for an empty consumer group: it goes, and its records with it.
+    /// A JoinGroup for an empty consumer group: it goes, and its records with it; the classic
+    /// group's generations go on from its epoch.
     pub(super) fn drop_consumer_group(&mut self, group: &str, now: u64, work: &mut Work) {
         let tombstones = self.consumer_tombstones(group);
-        if self.consumer_groups.remove(group).is_some() {
+        if let Some(dropped) = self.consumer_groups.remove(group) {
+            if let Some(classic) = self.groups.get_mut(group) {
+                classic.generation = classic.generation.max(dropped.epoch);
+            }
             self.consumer_unsynced.remove(group);
             self.write(group, tombstones, Effect::Background, now, work);
         }
@@ -163,7 +214,7 @@ impl Coordinator {
     /// Offsets partition `p` is loaded: its consumer groups resolve their subscriptions, and a
     /// group whose subscribed partitions changed meanwhile moves its epoch (written).
     pub(super) fn consumer_groups_loaded(&mut self, p: i32, now: u64, work: &mut Work) {
-        let partitions: BTreeMap<String, i32> = self.topics.iter().map(|(n, (_, count))| (n.clone(), *count)).collect();
+        let partitions = self.partition_counts();
         let ids: Vec<String> = self.consumer_groups.keys().filter(|g| self.hosting.partition_of(g) == p).cloned().collect();
         for id in ids {
             let Some(g) = self.consumer_groups.get_mut(&id) else { continue };

@@ -11,6 +11,8 @@
 //! 4  ConsumerGroupPartitionMetadata   (Kafka 4.0's; read past, never written)
 //! 5  ConsumerGroupMemberMetadata      instance? | rack? | client id | client host | topics [string]
 //!                                     | regex? | rebalance timeout i32 | assignor?
+//!                                     | tags {0: classic member: session timeout i32
+//!                                       | protocols [name string | metadata bytes | tags] | tags}
 //! 6  ConsumerGroupTargetAssignmentMetadata   assignment epoch i32
 //! 7  ConsumerGroupTargetAssignmentMember     [topic id uuid | partitions [i32]]
 //! 8  ConsumerGroupCurrentMemberAssignment    epoch i32 | previous epoch i32 | state i8
@@ -66,6 +68,18 @@ pub struct MemberMetadata {
     pub regex: Option<String>,
     pub rebalance_timeout_ms: i32,
     pub assignor: Option<String>,
+    /// A member using the classic protocol inside the consumer group (KIP-848's migration):
+    /// None for a consumer-protocol member.
+    pub classic: Option<ClassicMetadata>,
+}
+
+/// What a classic member (JoinGroup) brings that a consumer-protocol member has not: its
+/// session timeout and its protocols (name, consumer protocol subscription), in its order.
+/// Kafka's `ClassicMemberMetadata`, the tagged field 0 of record type 5.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ClassicMetadata {
+    pub session_timeout_ms: i32,
+    pub protocols: Vec<(String, bytes::Bytes)>,
 }
 
 /// A member's current assignment, as stored (record type 8); `state` is Kafka's MemberState
@@ -93,6 +107,9 @@ pub enum ConsumerValue {
 
 /// Tag of the metadata hash in the group epoch value (Kafka 4.1's `MetadataHash`).
 const metadata_hash_tag: u32 = 0;
+
+/// Tag of a classic member's metadata in the member metadata value (`ClassicMemberMetadata`).
+const classic_member_tag: u32 = 0;
 
 pub(super) fn encode_key(w: &mut Vec<u8>, group: &str, key: &ConsumerKey) {
     w.extend_from_slice(&key.record_type().to_be_bytes());
@@ -141,6 +158,14 @@ pub fn encode_value(v: &ConsumerValue) -> Vec<u8> {
             compact_str(&mut w, m.regex.as_deref());
             w.extend_from_slice(&m.rebalance_timeout_ms.to_be_bytes());
             compact_str(&mut w, m.assignor.as_deref());
+            if let Some(classic) = &m.classic {
+                let field = encode_classic(classic);
+                uvarint(&mut w, 1);
+                uvarint(&mut w, classic_member_tag);
+                uvarint(&mut w, field.len() as u32);
+                w.extend_from_slice(&field);
+                return w;
+            }
         }
         ConsumerValue::TargetEpoch(epoch) => w.extend_from_slice(&epoch.to_be_bytes()),
         ConsumerValue::Target(tps) => topic_partitions(&mut w, tps),
@@ -164,6 +189,7 @@ pub fn decode_value(key: &ConsumerKey, b: &[u8]) -> Result<Option<ConsumerValue>
         return Err(RecordError::Version { what: "consumer group value", version });
     }
     let mut metadata_hash = 0;
+    let mut classic = None;
     let v = match key {
         ConsumerKey::PartitionMetadata => return Ok(None),
         ConsumerKey::Epoch => ConsumerValue::Epoch { epoch: r.i32("group epoch")?, metadata_hash: 0 },
@@ -179,6 +205,7 @@ pub fn decode_value(key: &ConsumerKey, b: &[u8]) -> Result<Option<ConsumerValue>
             regex: r.compact_str("regex")?,
             rebalance_timeout_ms: r.i32("rebalance timeout")?,
             assignor: r.compact_str("assignor")?,
+            classic: None,
         }),
         ConsumerKey::TargetEpoch => ConsumerValue::TargetEpoch(r.i32("assignment epoch")?),
         ConsumerKey::Target(_) => ConsumerValue::Target(read_topic_partitions(&mut r)?),
@@ -191,18 +218,52 @@ pub fn decode_value(key: &ConsumerKey, b: &[u8]) -> Result<Option<ConsumerValue>
         }),
     };
     for (tag, value) in r.tags()? {
-        if tag == metadata_hash_tag && value.len() == 8 {
-            metadata_hash = i64::from_be_bytes(value.try_into().expect("eight bytes"));
+        match (key, tag) {
+            (ConsumerKey::Epoch, t) if t == metadata_hash_tag && value.len() == 8 => metadata_hash = i64::from_be_bytes(value.try_into().expect("eight bytes")),
+            (ConsumerKey::Member(_), t) if t == classic_member_tag => classic = Some(decode_classic(&value)?),
+            _ => {}
         }
     }
     r.end()?;
     Ok(Some(match v {
         ConsumerValue::Epoch { epoch, .. } => ConsumerValue::Epoch { epoch, metadata_hash },
+        ConsumerValue::Member(m) => ConsumerValue::Member(MemberMetadata { classic, ..m }),
         other => other,
     }))
 }
 
-fn uvarint(w: &mut Vec<u8>, mut v: u32) {
+/// A classic member's metadata as its tagged field carries it: session timeout, the protocols
+/// (each name, metadata, no tags), no tags.
+fn encode_classic(c: &ClassicMetadata) -> Vec<u8> {
+    let mut w = c.session_timeout_ms.to_be_bytes().to_vec();
+    uvarint(&mut w, c.protocols.len() as u32 + 1);
+    for (name, metadata) in &c.protocols {
+        compact_str(&mut w, Some(name));
+        uvarint(&mut w, metadata.len() as u32 + 1);
+        w.extend_from_slice(metadata);
+        uvarint(&mut w, 0);
+    }
+    uvarint(&mut w, 0);
+    w
+}
+
+fn decode_classic(b: &[u8]) -> Result<ClassicMetadata, RecordError> {
+    let mut r = Reader::new(b);
+    let session_timeout_ms = r.i32("classic session timeout")?;
+    let n = r.compact_len("classic protocols")?;
+    let mut protocols = Vec::new();
+    for _ in 0..n {
+        let name = r.compact_str("classic protocol name")?.unwrap_or_default();
+        let len = r.compact_len("classic protocol metadata")?;
+        protocols.push((name, bytes::Bytes::copy_from_slice(r.take(len, "classic protocol metadata")?)));
+        r.tags()?;
+    }
+    r.tags()?;
+    r.end()?;
+    Ok(ClassicMetadata { session_timeout_ms, protocols })
+}
+
+pub(super) fn uvarint(w: &mut Vec<u8>, mut v: u32) {
     while v >= 0x80 {
         w.push((v as u8) | 0x80);
         v >>= 7;
@@ -210,7 +271,7 @@ fn uvarint(w: &mut Vec<u8>, mut v: u32) {
     w.push(v as u8);
 }
 
-fn compact_str(w: &mut Vec<u8>, s: Option<&str>) {
+pub(super) fn compact_str(w: &mut Vec<u8>, s: Option<&str>) {
     match s {
         Some(s) => {
             uvarint(w, s.len() as u32 + 1);
@@ -220,7 +281,7 @@ fn compact_str(w: &mut Vec<u8>, s: Option<&str>) {
     }
 }
 
-fn topic_partitions(w: &mut Vec<u8>, tps: &TopicIdPartitions) {
+pub(super) fn topic_partitions(w: &mut Vec<u8>, tps: &TopicIdPartitions) {
     uvarint(w, tps.len() as u32 + 1);
     for (id, ps) in tps {
         w.extend_from_slice(id);
@@ -230,7 +291,7 @@ fn topic_partitions(w: &mut Vec<u8>, tps: &TopicIdPartitions) {
     }
 }
 
-fn read_topic_partitions(r: &mut Reader) -> Result<TopicIdPartitions, RecordError> {
+pub(super) fn read_topic_partitions(r: &mut Reader) -> Result<TopicIdPartitions, RecordError> {
     let n = r.compact_len("topic partitions")?;
     let mut out = Vec::new();
     for _ in 0..n {
@@ -244,7 +305,7 @@ fn read_topic_partitions(r: &mut Reader) -> Result<TopicIdPartitions, RecordErro
 }
 
 impl Reader<'_> {
-    fn uvarint(&mut self, what: &'static str) -> Result<u32, RecordError> {
+    pub(super) fn uvarint(&mut self, what: &'static str) -> Result<u32, RecordError> {
         let mut v = 0u32;
         for shift in (0..35).step_by(7) {
             let b = self.take(1, what)?[0];
@@ -258,7 +319,7 @@ impl Reader<'_> {
 
     /// A compact array's length; each element takes at least a byte, so a length beyond the
     /// bytes left is an error here, never an allocation.
-    fn compact_len(&mut self, what: &'static str) -> Result<usize, RecordError> {
+    pub(super) fn compact_len(&mut self, what: &'static str) -> Result<usize, RecordError> {
         let n = (self.uvarint(what)? as usize).saturating_sub(1);
         match n <= self.left() {
             true => Ok(n),
@@ -266,7 +327,7 @@ impl Reader<'_> {
         }
     }
 
-    fn compact_str(&mut self, what: &'static str) -> Result<Option<String>, RecordError> {
+    pub(super) fn compact_str(&mut self, what: &'static str) -> Result<Option<String>, RecordError> {
         let n = self.uvarint(what)? as usize;
         if n == 0 {
             return Ok(None);
@@ -276,7 +337,7 @@ impl Reader<'_> {
     }
 
     /// A tagged-fields section: (tag, value) each.
-    fn tags(&mut self) -> Result<Vec<(u32, Vec<u8>)>, RecordError> {
+    pub(super) fn tags(&mut self) -> Result<Vec<(u32, Vec<u8>)>, RecordError> {
         let n = self.uvarint("tagged fields")? as usize;
         if n > self.left() {
             return Err(RecordError::Truncated("tagged fields"));
@@ -305,7 +366,8 @@ mod tests {
         let id = [7u8; 16];
         let values = [
             (ConsumerKey::Epoch, ConsumerValue::Epoch { epoch: 5, metadata_hash: -3 }),
-            (ConsumerKey::Member("m".into()), ConsumerValue::Member(MemberMetadata { instance_id: Some("i".into()), rack: None, client_id: "c".into(), client_host: "/127.0.0.1".into(), topics: vec!["a".into(), "b".into()], regex: Some("x.*".into()), rebalance_timeout_ms: 300_000, assignor: Some("range".into()) })),
+            (ConsumerKey::Member("m".into()), ConsumerValue::Member(MemberMetadata { instance_id: Some("i".into()), rack: None, client_id: "c".into(), client_host: "/127.0.0.1".into(), topics: vec!["a".into(), "b".into()], regex: Some("x.*".into()), rebalance_timeout_ms: 300_000, assignor: Some("range".into()), classic: None })),
+            (ConsumerKey::Member("c".into()), ConsumerValue::Member(MemberMetadata { client_id: "c".into(), topics: vec!["a".into()], rebalance_timeout_ms: 60_000, classic: Some(ClassicMetadata { session_timeout_ms: 45_000, protocols: vec![("range".into(), bytes::Bytes::from_static(&[0, 3, 0, 0, 0, 1])), ("roundrobin".into(), bytes::Bytes::new())] }), ..MemberMetadata::default() })),
             (ConsumerKey::TargetEpoch, ConsumerValue::TargetEpoch(4)),
             (ConsumerKey::Target("m".into()), ConsumerValue::Target(vec![(id, vec![0, 2])])),
             (ConsumerKey::Current("m".into()), ConsumerValue::Current(CurrentAssignment { epoch: 4, previous_epoch: 3, state: 1, assigned: vec![(id, vec![0])], revoking: vec![(id, vec![2])] })),

@@ -34,6 +34,16 @@ impl View {
     pub fn member_ids(&self) -> impl Iterator<Item = &String> {
         self.members.keys()
     }
+
+    /// The group epoch it holds.
+    pub fn epoch(&self) -> i32 {
+        self.epoch
+    }
+
+    /// Whether a member it holds uses the consumer protocol (not the classic one).
+    pub fn has_consumer_protocol_members(&self) -> bool {
+        self.members.values().any(|(meta, _, _, _)| meta.classic.is_none())
+    }
 }
 
 /// The member epoch a static member away on a temporary leave is stored with (Kafka's).
@@ -65,6 +75,7 @@ impl ConsumerGroup {
                 (m.instance_id, m.rack, m.client_id, m.client_host) = (v.instance_id, v.rack, v.client_id, v.client_host);
                 (m.topics, m.regex, m.rebalance_timeout_ms) = (v.topics.into_iter().collect(), v.regex, v.rebalance_timeout_ms.max(0) as u64);
                 m.assignor = v.assignor.as_deref().and_then(super::assignors::ServerAssignor::by_name);
+                m.classic = v.classic;
             }
             (ConsumerKey::Target(id), Some(ConsumerValue::Target(tps))) => drop(self.target.insert(id, names(tps))),
             (ConsumerKey::Current(id), Some(ConsumerValue::Current(c))) => {
@@ -149,6 +160,7 @@ fn metadata(m: &Member) -> MemberMetadata {
         regex: m.regex.clone(),
         rebalance_timeout_ms: i32::try_from(m.rebalance_timeout_ms).unwrap_or(i32::MAX),
         assignor: m.assignor.map(|a| a.name().to_string()),
+        classic: m.classic.clone(),
     }
 }
 

@@ -45,6 +45,20 @@ impl Coordinator {
         }
     }
 
+    /// A classic group's record was tombstoned: the group goes, unless it still has offsets
+    /// (it became a consumer group, KIP-848's upgrade): then only its membership goes.
+    fn forget_classic(&mut self, group: &str, now: u64) {
+        let prefix = self.id_prefix(group);
+        match self.groups.remove(group) {
+            Some(old) if !old.offsets.is_empty() => {
+                let mut g = super::Group::new(group, now, prefix);
+                g.offsets = old.offsets;
+                self.groups.insert(group.to_string(), g);
+            }
+            _ => {}
+        }
+    }
+
     /// What was read from offsets partition `p` while loading, in log order. `next` is the
     /// offset after it; `done` ends the load. A transaction's offsets are pending until its
     /// marker: a commit makes them offsets, an abort drops them.
@@ -86,12 +100,24 @@ impl Coordinator {
                     }
                 }
                 (Key::Group { .. }, Some(v)) => match records::decode_group(&v) {
-                    Ok(value) => self.group_mut(&group, now).restore(value, now),
+                    Ok(value) => {
+                        // A classic group with members supersedes the consumer group stored
+                        // before it (KIP-848's downgrade).
+                        if !value.members.is_empty() {
+                            self.consumer_groups.remove(&group);
+                        }
+                        self.group_mut(&group, now).restore(value, now)
+                    }
                     Err(_) => skipped += 1,
                 },
-                (Key::Group { .. }, None) => drop(self.groups.remove(&group)),
+                (Key::Group { .. }, None) => self.forget_classic(&group, now),
                 (Key::ShareState(key), v) => {
                     if self.restore_share_state(key, v.as_deref()).is_err() {
+                        skipped += 1;
+                    }
+                }
+                (Key::ShareGroup { key, .. }, v) => {
+                    if self.restore_share_group(&group, key, v.as_deref(), now).is_err() {
                         skipped += 1;
                     }
                 }
@@ -107,6 +133,7 @@ impl Coordinator {
         }
         if done {
             self.consumer_groups_loaded(p, now, work);
+            self.share_groups_loaded(p, now, work);
             work.lines.push(format!("{offsets_topic}-{p}: loaded; coordinating {} groups", self.groups.keys().filter(|g| self.hosting.partition_of(g) == p).count()));
         }
     }

@@ -17,17 +17,21 @@
 
 pub mod assignors;
 pub mod consumer;
+pub mod consumer_classic;
 mod consumer_groups;
 pub mod consumer_records;
 pub mod consumer_stored;
 pub mod reconcile;
 pub mod share;
 mod share_groups;
+pub mod share_records;
 pub mod share_state;
+pub mod share_stored;
 mod calls;
 mod config;
 pub mod hosting;
 mod loading;
+mod migration;
 pub mod records;
 pub mod rules;
 pub mod state;
@@ -35,7 +39,7 @@ mod stored;
 mod txn_offsets;
 mod writes;
 
-pub use config::{offsets_topic, offsets_topic_spec, partition_for, GroupConfig};
+pub use config::{offsets_topic, offsets_topic_spec, partition_for, GroupConfig, MigrationPolicy};
 pub use state::{Answer, Group, HeartbeatAnswer, JoinAnswer, JoinRequest, Member, Reply, State, Ticket};
 
 use hosting::Hosting;
@@ -114,7 +118,7 @@ pub struct Coordinator {
     /// Consumer groups whose last write failed, with the members that write may have stored:
     /// their next one writes them whole, those members tombstoned.
     consumer_unsynced: BTreeMap<String, BTreeSet<String>>,
-    /// KIP-932 share groups (in memory only: `share_groups`).
+    /// KIP-932 share groups (`share_groups`).
     share_groups: BTreeMap<String, share::ShareGroup>,
     /// Share-partitions' durable state, by (group, topic id, partition) (`share_state`).
     share_states: BTreeMap<share_state::ShareKey, share_state::Stored>,
@@ -229,10 +233,9 @@ impl Coordinator {
         if group.is_empty() {
             return Pending::Now(JoinAnswer::error(Code::InvalidGroupId, &req.member_id));
         }
-        if let Err(code) = self.owner(group).and_then(|_| if self.consumer_members(group) || self.is_share_group(group) { Err(Code::InconsistentGroupProtocol) } else { Ok(0) }) {
+        if let Err(code) = self.owner(group).and_then(|_| if self.is_share_group(group) { Err(Code::InconsistentGroupProtocol) } else { Ok(0) }) {
             return Pending::Now(JoinAnswer::error(code, &req.member_id));
         }
-        self.drop_consumer_group(group, now, work);
         let c = &self.config;
         if req.session_timeout_ms < c.min_session_timeout_ms || req.session_timeout_ms > c.max_session_timeout_ms {
             return Pending::Now(JoinAnswer::error(Code::InvalidSessionTimeout, &req.member_id));
@@ -241,6 +244,11 @@ impl Coordinator {
         if oversize {
             return Pending::Now(JoinAnswer::error(Code::InvalidRequest, &req.member_id));
         }
+        if self.consumer_members(group) {
+            // A classic member of a consumer group (KIP-848's migration).
+            return self.join_consumer_group(group, req, now, work);
+        }
+        self.drop_consumer_group(group, now, work);
         let cfg = self.config.clone();
         self.counter += 1;
         let (counter, ticket) = (self.counter, self.ticket());
@@ -272,6 +280,9 @@ impl Coordinator {
         if assignments.iter().any(|(_, a)| a.len() > crate::constants::group_assignment_bytes_max) {
             return Pending::Now(Err(Code::InvalidRequest));
         }
+        if self.consumer_groups.contains_key(group) {
+            return self.sync_consumer_group(group, member, instance, generation, protocol, now, work);
+        }
         let ticket = self.ticket();
         let Some(g) = self.groups.get_mut(group) else {
             self.forget(ticket);
@@ -289,6 +300,9 @@ impl Coordinator {
             return Err(Code::InvalidGroupId);
         }
         self.owner(group)?;
+        if let Some(g) = self.consumer_groups.get_mut(group) {
+            return g.classic_heartbeat(member, instance, generation, now);
+        }
         match self.groups.get_mut(group) {
             Some(g) => g.heartbeat(member, instance, generation, now),
             None => Err(Code::UnknownMemberId),
@@ -301,6 +315,9 @@ impl Coordinator {
             return Err(Code::InvalidGroupId);
         }
         self.owner(group)?;
+        if self.consumer_groups.contains_key(group) {
+            return Ok(self.leave_consumer_group(group, members, now, work));
+        }
         let Some(g) = self.groups.get_mut(group) else {
             return Ok(members.iter().map(|_| Err(Code::UnknownMemberId)).collect());
         };
@@ -363,16 +380,8 @@ impl Coordinator {
     /// offsets and metadata are tombstoned, and it is gone once that is replicated.
     pub fn delete_group(&mut self, group: &str, now: u64, work: &mut Work) -> Result<Pending<()>, Code> {
         self.owner(group)?;
-        if let Some(g) = self.share_groups.get(group) {
-            if !g.members.is_empty() {
-                return Err(Code::NonEmptyGroup);
-            }
-            let kvs = self.share_state_tombstones(group);
-            self.share_groups.remove(group);
-            self.groups.remove(group);
-            let ticket = self.ticket();
-            self.write(group, kvs, Effect::Delete { group: group.to_string(), offsets: None, ticket }, now, work);
-            return Ok(Pending::Wait(ticket));
+        if self.is_share_group(group) {
+            return self.delete_share_group(group, now, work);
         }
         let Some(g) = self.groups.get(group) else { return Err(Code::GroupIdNotFound) };
         match g.state {
@@ -432,7 +441,7 @@ impl Coordinator {
             self.deliver(id, out, now, work);
         }
         self.tick_consumer_groups(now, work);
-        self.tick_share_groups(now);
+        self.tick_share_groups(now, work);
         if now >= self.next_expiry_check {
             self.next_expiry_check = now + crate::constants::offsets_retention_check_ms;
             for id in ids {

@@ -29,12 +29,14 @@ pub enum Key {
     Consumer { group: String, key: super::consumer_records::ConsumerKey },
     /// A share-partition's state (`share_state`): group, topic id, partition.
     ShareState(super::share_state::ShareKey),
+    /// A KIP-932 share group's record (`share_records`).
+    ShareGroup { group: String, key: super::share_records::ShareGroupKey },
 }
 
 impl Key {
     pub fn group(&self) -> &str {
         match self {
-            Key::Offset { group, .. } | Key::Group { group } | Key::Consumer { group, .. } | Key::ShareState((group, _, _)) => group,
+            Key::Offset { group, .. } | Key::Group { group } | Key::Consumer { group, .. } | Key::ShareState((group, _, _)) | Key::ShareGroup { group, .. } => group,
         }
     }
 }
@@ -107,6 +109,7 @@ pub fn encode_key(key: &Key) -> Vec<u8> {
         }
         Key::Consumer { group, key } => super::consumer_records::encode_key(&mut w, group, key),
         Key::ShareState(key) => super::share_state::encode_key(&mut w, key),
+        Key::ShareGroup { group, key } => super::share_records::encode_key(&mut w, group, key),
     }
     w
 }
@@ -156,6 +159,8 @@ pub fn decode_key(b: &[u8]) -> Result<Key, RecordError> {
         Key::ShareState(super::share_state::decode_key(&mut r)?)
     } else if let Some((group, key)) = super::consumer_records::decode_key(&mut r, version)? {
         Key::Consumer { group, key }
+    } else if let Some((group, key)) = super::share_records::decode_key(&mut r, version)? {
+        Key::ShareGroup { group, key }
     } else {
         return Err(RecordError::Version { what: "key", version });
     };
@@ -326,7 +331,7 @@ mod tests {
     #[test]
     fn garbage_is_an_error_not_a_panic() {
         assert_eq!(decode_key(&[]), Err(RecordError::Truncated("key version")));
-        assert_eq!(decode_key(&[0, 9]), Err(RecordError::Version { what: "key", version: 9 }));
+        assert_eq!(decode_key(&[0, 16]), Err(RecordError::Version { what: "key", version: 16 }));
         assert_eq!(decode_key(&[0, 2, 0, 5, b'a']), Err(RecordError::Truncated("group id")));
         assert_eq!(decode_key(&[0, 2, 0, 1, b'a', 0]), Err(RecordError::Trailing(1)));
         // A member count of two billion with no members behind it.

@@ -78,13 +78,21 @@ pub struct ShareGroup {
     pub members: BTreeMap<String, ShareMember>,
     pub target: BTreeMap<String, TopicPartitions>,
     /// The partition counts of the subscribed topics the target was computed with.
-    subscribed: BTreeMap<String, i32>,
-    session_timeout_ms: u64,
+    pub(super) subscribed: BTreeMap<String, i32>,
+    pub(super) session_timeout_ms: u64,
+    /// The hash of `subscribed` as stored, from a load until the load ends (`share_stored`).
+    pub(super) loaded_hash: Option<i64>,
+    /// After a write failed: the members that write may have stored (the next write is the
+    /// whole group, with their tombstones).
+    pub(super) unsynced: Option<BTreeSet<String>>,
+    /// Its deletion is being written: nothing joins it, and its share-partition states are
+    /// neither read nor written, until that write is replicated (or failed).
+    pub deleting: bool,
 }
 
 impl ShareGroup {
     pub fn new(id: &str, session_timeout_ms: u64) -> ShareGroup {
-        ShareGroup { id: id.to_string(), epoch: 0, assignment_epoch: 0, members: BTreeMap::new(), target: BTreeMap::new(), subscribed: BTreeMap::new(), session_timeout_ms }
+        ShareGroup { id: id.to_string(), epoch: 0, assignment_epoch: 0, members: BTreeMap::new(), target: BTreeMap::new(), subscribed: BTreeMap::new(), session_timeout_ms, loaded_hash: None, unsynced: None, deleting: false }
     }
 
     /// Kafka's share-group states: Empty without members, Stable with.
@@ -116,6 +124,7 @@ impl ShareGroup {
             }
         }
         let full = hb.member_epoch == 0 || hb.topics.is_some();
+        let asked_epoch = hb.member_epoch;
         let m = self.members.get_mut(&id).expect("joined or known");
         m.deadline = now + self.session_timeout_ms;
         let mut changed = hb.member_epoch == 0 && m.epoch == 0 && m.topics.is_empty();
@@ -138,7 +147,10 @@ impl ShareGroup {
             m.epoch = self.assignment_epoch;
         }
         m.assigned = target;
-        Ok(ShareAnswer { member_id: id, member_epoch: m.epoch, assignment: (moved || full).then(|| m.assigned.clone()) })
+        // A member at an epoch other than its own missed an answer (it was lost, or timed out
+        // while its write replicated): it is told its partitions again, as Kafka does.
+        let missed = asked_epoch != m.epoch;
+        Ok(ShareAnswer { member_id: id, member_epoch: m.epoch, assignment: (moved || full || missed).then(|| m.assigned.clone()) })
     }
 
     /// Members whose session ended leave.
@@ -157,12 +169,12 @@ impl ShareGroup {
     }
 
     /// The partition counts of the topics the members subscribe to, as the cluster has them.
-    fn subscribed_now(&self, partitions: &BTreeMap<String, i32>) -> BTreeMap<String, i32> {
+    pub(super) fn subscribed_now(&self, partitions: &BTreeMap<String, i32>) -> BTreeMap<String, i32> {
         self.members.values().flat_map(|m| &m.topics).filter_map(|t| Some((t.clone(), *partitions.get(t)?))).collect()
     }
 
     /// A new epoch and its target.
-    fn recompute(&mut self, partitions: &BTreeMap<String, i32>) {
+    pub(super) fn recompute(&mut self, partitions: &BTreeMap<String, i32>) {
         self.epoch += 1;
         self.subscribed = self.subscribed_now(partitions);
         self.target = simple_assignment(&self.members, &self.subscribed);
@@ -232,6 +244,19 @@ mod tests {
         g.heartbeat(hb("c", -1, None), &two(), 30).unwrap();
         assert_eq!(g.epoch, 4);
         assert!(g.target.values().all(|t| t["t"].len() == 1));
+    }
+
+    #[test]
+    fn a_member_that_missed_its_answer_is_told_its_partitions_again() {
+        let mut g = ShareGroup::new("g", 45_000);
+        g.heartbeat(hb("a", 0, Some(&["t"])), &two(), 0).unwrap();
+        g.heartbeat(hb("b", 0, Some(&["t"])), &two(), 0).unwrap();
+        // a's answer moving it to epoch 2 (one partition) is lost: it heartbeats at epoch 1.
+        let first = g.heartbeat(hb("a", 1, None), &two(), 10).unwrap();
+        assert_eq!(first.member_epoch, 2);
+        let again = g.heartbeat(hb("a", 1, None), &two(), 20).unwrap();
+        assert_eq!((again.member_epoch, again.assignment), (2, first.assignment), "the same partitions, sent again");
+        assert_eq!(g.heartbeat(hb("a", 2, None), &two(), 30).unwrap().assignment, None, "in step: nothing to send");
     }
 
     #[test]

@@ -7,7 +7,9 @@
 //!
 //! The one invariant is the fence: a read or write under a leader epoch below the stored one is
 //! FENCED_LEADER_EPOCH, and a read under a higher one stores that epoch (written) before it is
-//! answered, so once a new leader has read the state, no write of an older leader lands.
+//! answered, so once a new leader has read the state, no write of an older leader lands. A
+//! deleted group's states are tombstoned and, in memory, fenced under the next state epoch, so a
+//! leader still holding one reads again (`fence_deleted_share_states`).
 //!
 //! Kafka keeps this in `__share_group_state`, behind a share coordinator of its own placed by
 //! "group:topic id:partition"; here it sits in `__consumer_offsets` beside the group, under a
@@ -120,6 +122,7 @@ impl Coordinator {
     /// on).
     pub fn read_share_state(&mut self, key: ShareKey, leader_epoch: i32, now: u64, work: &mut Work) -> Result<Pending<Answer>, Code> {
         self.owner(&key.0)?;
+        self.not_deleting(&key.0)?;
         let stored = self.share_states.get(&key).cloned();
         let known = stored.as_ref().map_or(-1, |s| s.leader_epoch);
         if leader_epoch < known {
@@ -136,6 +139,7 @@ impl Coordinator {
     /// WriteShareGroupState: `state` replaces what is stored, answered once replicated.
     pub fn write_share_state(&mut self, key: ShareKey, state: Stored, now: u64, work: &mut Work) -> Result<Pending<Answer>, Code> {
         self.owner(&key.0)?;
+        self.not_deleting(&key.0)?;
         if !well_formed(&state.snapshot) {
             return Err(Code::InvalidRequest);
         }
@@ -173,6 +177,25 @@ impl Coordinator {
     /// The tombstones of every share-partition state of `group` (DeleteGroups).
     pub(super) fn share_state_tombstones(&self, group: &str) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
         self.share_states.keys().filter(|(g, _, _)| g == group).map(|k| Self::share_state_record(k, None)).collect()
+    }
+
+    /// While the group's deletion is being written its states wait (the leader sends again):
+    /// a write landing after the tombstones would bring a deleted state back.
+    fn not_deleting(&self, group: &str) -> Result<(), Code> {
+        match self.share_group_deleting(group) {
+            true => Err(Code::CoordinatorLoadInProgress),
+            false => Ok(()),
+        }
+    }
+
+    /// `group` was deleted (its states tombstoned): each state it had is replaced, in memory
+    /// only, by an uninitialized one under the next state epoch. A share-partition leader still
+    /// holding the old state is fenced at its next write (FENCED_STATE_EPOCH) and reads again,
+    /// so a group re-created under the same name starts where `share.auto.offset.reset` says.
+    pub(super) fn fence_deleted_share_states(&mut self, group: &str) {
+        for (_, s) in self.share_states.iter_mut().filter(|((g, _, _), _)| g == group) {
+            *s = Stored { state_epoch: s.state_epoch.saturating_add(1), leader_epoch: s.leader_epoch, snapshot: Snapshot { start: -1, batches: Vec::new() } };
+        }
     }
 
     /// The share-partition states of `group`, for describing it.

@@ -252,6 +252,13 @@ impl Group {
         Reply::Later
     }
 
+    /// A consumer group's classic members became this group again (KIP-848's downgrade): the
+    /// protocol is chosen as a rebalance would, and a rebalance starts at once.
+    pub(super) fn rebalance_downgraded(&mut self, now: u64, out: &mut Out) {
+        self.protocol = self.select_protocol();
+        self.prepare_rebalance(now, out);
+    }
+
     /// Starts a rebalance: members must rejoin within the longest rebalance timeout.
     fn prepare_rebalance(&mut self, now: u64, out: &mut Out) {
         match self.state {

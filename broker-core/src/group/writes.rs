@@ -1,7 +1,7 @@
 //! The coordinator's writes to `__consumer_offsets`: a batch built for each decision that must be
 //! durable, where the shell appended it, and what it does once the offsets topic's high
 //! watermark passes it (or why it never will): offsets take effect, a leader's assignment is
-//! given out, a deletion is done, a consumer group's heartbeat is answered. Calls on
+//! given out, a deletion is done, a consumer or share group's heartbeat is answered. Calls on
 //! [`Coordinator`]; the shell appends and reports, this never does IO.
 
 use super::calls::write_error;
@@ -34,6 +34,10 @@ pub(super) enum Effect {
     /// A failure answers the write's error, and the group's next write is whole, with
     /// tombstones for `members` (those this write may have stored).
     Consumer { group: String, waiting: Option<(Ticket, Answer)>, members: std::collections::BTreeSet<String> },
+    /// A share group changed (a heartbeat's answer, if one waits, once that is replicated); a
+    /// failure answers the write's error and makes the group's next write whole, with
+    /// tombstones for `members` (`share_groups`).
+    ShareGroup { group: String, waiting: Option<(Ticket, Answer)>, members: std::collections::BTreeSet<String> },
     /// A share-partition's state is written (or its leader epoch, by a read): `answer` once
     /// replicated, the write's error otherwise.
     Share { ticket: Ticket, answer: Answer },
@@ -114,6 +118,13 @@ impl Coordinator {
                 }
                 return;
             }
+            Effect::ShareGroup { group, waiting, members } => {
+                self.share_group_written(&group, result, members);
+                if let Some((ticket, answer)) = waiting {
+                    out.answers.push((ticket, result.map_or_else(|code| Answer::Consumer(Err(code)), |()| answer)));
+                }
+                group
+            }
             Effect::Consumer { group, waiting, members } => {
                 if result.is_err() {
                     self.consumer_unsynced.entry(group.clone()).or_default().extend(members);
@@ -166,6 +177,9 @@ impl Coordinator {
                 return;
             }
             Effect::Delete { group, offsets, ticket } => {
+                if offsets.is_none() {
+                    self.share_group_deleted(&group, result);
+                }
                 match (result.is_ok(), offsets) {
                     (true, Some(parts)) => {
                         if let Some(g) = self.groups.get_mut(&group) {
@@ -175,7 +189,6 @@ impl Coordinator {
                     (true, None) => {
                         self.groups.remove(&group);
                         self.consumer_groups.remove(&group);
-                        self.share_states.retain(|(g, _, _), _| *g != group);
                     }
                     // Not deleted after all: the group is back, as Empty as it was.
                     (false, None) => self.groups.get_mut(&group).into_iter().for_each(|g| g.revive(now)),

@@ -10,11 +10,20 @@ pub use kafka_protocol::messages::ApiKey;
 /// bound is never below what kafka-protocol decodes: advertising a version that cannot be
 /// read would close the connection of a client that picked it.
 pub const SERVED: &[(ApiKey, i16, i16)] = &[
-    (ApiKey::Produce, 3, 9),
-    (ApiKey::Fetch, 4, 12),
-    (ApiKey::ListOffsets, 1, 6),
+    // Produce v10 answers a wrong leader's partitions with the leader to ask (KIP-951), v11 a
+    // failed verification TRANSACTION_ABORTABLE (KIP-890); v12 (KIP-890 part 2's implicit add)
+    // is Kafka 4.0's.
+    (ApiKey::Produce, 3, 11),
+    // Fetch v13 names topics by id (KIP-516), v15 a follower by its ReplicaState (KIP-903),
+    // v16 answers a wrong leader's partitions with the leader to ask (KIP-951), v17 carries a
+    // follower's directory id (KIP-853, ignored).
+    (ApiKey::Fetch, 4, 17),
+    // v7: -3, the largest timestamp (KIP-734); v8: -4, the earliest local offset (KIP-405);
+    // v9: -5, the latest tiered offset (KIP-1005).
+    (ApiKey::ListOffsets, 1, 9),
     (ApiKey::Metadata, 0, 12),
-    (ApiKey::ApiVersions, 0, 3),
+    // v4 lets a feature's oldest level be 0 (KAFKA-17011); this broker lists no features.
+    (ApiKey::ApiVersions, 0, 4),
     (ApiKey::CreateTopics, 2, 7),
     (ApiKey::DeleteTopics, 1, 6),
     (ApiKey::CreatePartitions, 0, 3),
@@ -22,13 +31,15 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::AlterConfigs, 0, 2),
     (ApiKey::IncrementalAlterConfigs, 0, 1),
     (ApiKey::DeleteRecords, 0, 2),
-    (ApiKey::InitProducerId, 0, 4),
+    // v5 of InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn (v4) and TxnOffsetCommit (v4)
+    // only let the answer be TRANSACTION_ABORTABLE (KIP-890).
+    (ApiKey::InitProducerId, 0, 5),
     (ApiKey::OffsetForLeaderEpoch, 2, 4),
     // The transaction coordinator (docs/transactions.md): AddPartitionsToTxn v0-3 from
-    // clients, v4 a leader's verification (KIP-890 part 1); EndTxn v5 is KIP-890 part 2's (the epoch bumped at
+    // clients, v4-5 a leader's verification (KIP-890 part 1); EndTxn v5 is KIP-890 part 2's (the epoch bumped at
     // every end, answered in the response) where `transaction.version` is 2.
-    (ApiKey::AddPartitionsToTxn, 0, 4),
-    (ApiKey::AddOffsetsToTxn, 0, 3),
+    (ApiKey::AddPartitionsToTxn, 0, 5),
+    (ApiKey::AddOffsetsToTxn, 0, 4),
     (ApiKey::EndTxn, 0, 5),
     (ApiKey::DescribeTransactions, 0, 0),
     (ApiKey::ListTransactions, 0, 1),
@@ -36,8 +47,9 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::WriteTxnMarkers, 1, 1),
     // KIP-664: the producers a leader knows, and their open transactions.
     (ApiKey::DescribeProducers, 0, 0),
-    // Consumer groups, classic protocol (docs/groups.md).
-    (ApiKey::FindCoordinator, 0, 4),
+    // Consumer groups, classic protocol (docs/groups.md). FindCoordinator v5 only lets the
+    // answer be TRANSACTION_ABORTABLE; v6's share-state keys (KIP-932) are not served.
+    (ApiKey::FindCoordinator, 0, 5),
     (ApiKey::JoinGroup, 0, 9),
     (ApiKey::SyncGroup, 0, 5),
     (ApiKey::Heartbeat, 0, 4),
@@ -59,14 +71,16 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::WriteShareGroupState, 0, 0),
     (ApiKey::DeleteGroups, 0, 2),
     (ApiKey::OffsetDelete, 0, 0),
-    // Offsets committed inside a transaction (classic protocol, before KIP-890's v4).
-    (ApiKey::TxnOffsetCommit, 0, 3),
+    // Offsets committed inside a transaction (classic protocol; v5, KIP-890 part 2's, is Kafka 4.0's).
+    (ApiKey::TxnOffsetCommit, 0, 4),
     // Broker to controller (see docs/replication.md).
     (ApiKey::ElectLeaders, 0, 2),
     // v3: each new ISR member's broker epoch (KIP-903).
     (ApiKey::AlterPartition, 2, 3),
-    (ApiKey::BrokerRegistration, 0, 3),
-    (ApiKey::BrokerHeartbeat, 0, 0),
+    // BrokerRegistration v4 is v3 (KAFKA-17011's feature levels); BrokerHeartbeat v1 adds the
+    // offline log directories (KIP-858), which a broker with one directory never sends.
+    (ApiKey::BrokerRegistration, 0, 4),
+    (ApiKey::BrokerHeartbeat, 0, 1),
     // A broker forwarding a controller request to the active controller (KIP-590).
     (ApiKey::Envelope, 0, 0),
     // SASL (security/, server/sasl.rs): v0's raw tokens or v1's SaslAuthenticate (KIP-152);
@@ -152,6 +166,19 @@ pub fn served(key: ApiKey) -> Option<(i16, i16)> {
     SERVED.iter().find(|(k, _, _)| *k == key).map(|(_, lo, hi)| (*lo, *hi))
 }
 
+/// The newest version of `key` served (-1: not served), for `const` checks tying a layout
+/// written by hand (the zero-copy Fetch writer, the quota's Fetch walk) to what is served.
+pub const fn served_newest(key: ApiKey) -> i16 {
+    let mut i = 0;
+    while i < SERVED.len() {
+        if SERVED[i].0 as i16 == key as i16 {
+            return SERVED[i].2;
+        }
+        i += 1;
+    }
+    -1
+}
+
 /// The version this crate's client (workloads, admin) and the broker's peer links (controller
 /// link, metadata follower, replica fetcher) send of each API: always one the broker serves.
 pub const SENT: &[(ApiKey, i16)] = &[
@@ -178,6 +205,7 @@ pub const SENT: &[(ApiKey, i16)] = &[
     (ApiKey::ListGroups, 5),
     (ApiKey::DescribeGroups, 5),
     (ApiKey::ConsumerGroupDescribe, 1),
+    (ApiKey::ShareGroupDescribe, 1),
     // v0: the coordinator names a joining member (this client has no ids of its own).
     (ApiKey::ConsumerGroupHeartbeat, 0),
     // The share-group member (client::share).
@@ -333,6 +361,42 @@ pub mod list_offsets {
     pub const latest: i64 = -1;
     /// The log start offset.
     pub const earliest: i64 = -2;
+    /// KIP-734: the record with the largest timestamp, and that timestamp.
+    pub const max_timestamp: i64 = -3;
+    /// KIP-405: the start of the log on local disk (without tiered storage, the log start).
+    pub const earliest_local: i64 = -4;
+    /// KIP-1005: the last offset in tiered storage (without it, none: offset -1).
+    pub const latest_tiered: i64 = -5;
+
+    /// The first ListOffsets version that may ask for the special timestamp `target` (None:
+    /// no such target); a timestamp of 0 or more is served by every version.
+    pub fn first_version(target: i64) -> Option<i16> {
+        match target {
+            0.. | latest | earliest => Some(1),
+            max_timestamp => Some(7),
+            earliest_local => Some(8),
+            latest_tiered => Some(9),
+            _ => None,
+        }
+    }
+}
+
+/// The first versions with the behaviours this broker answers by version (each named once).
+pub mod since {
+    /// Produce answers NOT_LEADER_OR_FOLLOWER with the leader to ask (KIP-951).
+    pub const produce_leader_hints: i16 = 10;
+    /// Produce may answer TRANSACTION_ABORTABLE where a verification failed (KIP-890).
+    pub const produce_transaction_abortable: i16 = 11;
+    /// Fetch names topics by id (KIP-516).
+    pub const fetch_topic_ids: i16 = 13;
+    /// Fetch names a follower in ReplicaState, with its broker epoch (KIP-903).
+    pub const fetch_replica_state: i16 = 15;
+    /// Fetch answers NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH with the leader to ask
+    /// (KIP-951).
+    pub const fetch_leader_hints: i16 = 16;
+    // A metadata-log Fetch names its topic, which only versions before topic ids can: none
+    // gets leader hints.
+    const _: () = assert!(fetch_topic_ids <= fetch_leader_hints);
 }
 
 /// Fetch and ListOffsets isolation levels (KIP-98).

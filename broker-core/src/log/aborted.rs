@@ -24,6 +24,7 @@ use super::{file_stem, io_err, BatchHeader, Log, LogError};
 use std::collections::BTreeMap;
 use crate::storage::{read_exact_at, Disk};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Aborted transactions by producer, each as (first offset, marker offset), in log order: what
 /// a cleaning pass removes (Kafka's cleaner discards an aborted transaction's batches and keeps
@@ -69,6 +70,100 @@ pub(super) fn load(disk: &dyn Disk, dir: &Path, base: i64, next: Option<i64>, mo
         Ok((entries, _)) => Ok(entries),
         Err(e) => Err(e.to_string()),
     })
+}
+
+/// The entries of `entries` whose markers lie in the segment [base, next), encoded.
+fn encoded(entries: &[AbortedTxn], base: i64, next: Option<i64>) -> Vec<u8> {
+    entries.iter().filter(|t| t.last_offset >= base && next.is_none_or(|n| t.last_offset < n)).flat_map(|t| t.encode()).collect()
+}
+
+/// What bringing one `.txnindex` in line did.
+enum Rewrote {
+    /// The file already said it: read, not known synced.
+    Same(PathBuf),
+    /// Replaced atomically (synced).
+    Replaced,
+    /// Removed (a directory change, durable at the next directory sync).
+    Removed,
+    /// Neither a file nor entries for one.
+    Absent,
+}
+
+/// Makes the file at `path` hold `bytes` (none: no file). Read back only when the length
+/// agrees (never more than memory holds).
+fn rewrite_file(disk: &dyn Disk, path: &Path, bytes: &[u8]) -> Result<Rewrote, LogError> {
+    let exists = disk.exists(path);
+    if bytes.is_empty() {
+        if !exists {
+            return Ok(Rewrote::Absent);
+        }
+        disk.remove(path).map_err(io_err("remove", path))?;
+        return Ok(Rewrote::Removed);
+    }
+    let file = if exists { Some(disk.open(path, false).map_err(io_err("open", path))?) } else { None };
+    let same_len = match &file {
+        Some(f) => f.len().map_err(io_err("size", path))? == bytes.len() as u64,
+        None => false,
+    };
+    let mut held = vec![0u8; if same_len { bytes.len() } else { 0 }];
+    if let (true, Some(f)) = (same_len, &file) {
+        read_exact_at(f.as_ref(), &mut held, 0).map_err(io_err("read", path))?;
+    }
+    drop(file);
+    if same_len && held == bytes {
+        return Ok(Rewrote::Same(path.to_path_buf()));
+    }
+    crate::storage::write_atomically(disk, path, bytes).map_err(io_err("replace", path))?;
+    Ok(Rewrote::Replaced)
+}
+
+/// Some segments' `.txnindex` files as they must read, written by a job off the owner's lock
+/// (a truncation's, `log::cut`): each that already says it is synced (it may have been read,
+/// not known synced), each that must change replaced atomically, and the directory synced if
+/// one went.
+pub(super) struct IndexFiles {
+    disk: Arc<dyn Disk>,
+    dir: PathBuf,
+    bounds: Vec<(i64, Option<i64>)>,
+    entries: Vec<AbortedTxn>,
+}
+
+impl IndexFiles {
+    /// The files of the segments `bounds` (base, next segment's base) as `entries` say.
+    pub(super) fn new(disk: Arc<dyn Disk>, dir: PathBuf, bounds: Vec<(i64, Option<i64>)>, entries: Vec<AbortedTxn>) -> IndexFiles {
+        IndexFiles { disk, dir, bounds, entries }
+    }
+
+    /// Blocking: reads, writes and syncs.
+    pub(super) fn write(&self) -> Result<(), LogError> {
+        let mut removed = false;
+        for &(base, next) in &self.bounds {
+            match rewrite_file(self.disk.as_ref(), &path(&self.dir, base), &encoded(&self.entries, base, next))? {
+                Rewrote::Same(path) => super::durability::Owed::File(path).sync(self.disk.as_ref())?,
+                Rewrote::Removed => removed = true,
+                Rewrote::Replaced | Rewrote::Absent => {}
+            }
+        }
+        if removed {
+            self.disk.sync_dir(&self.dir).map_err(io_err("fsync directory", &self.dir))?;
+        }
+        Ok(())
+    }
+}
+
+/// What a truncation's job found after its producer-state replay: the aborted transactions
+/// from `from` on, written to their files if they differ from what memory held (`entries`;
+/// None: memory already says it). The owner gives it to [`Log::adopt_aborted`].
+#[derive(Debug)]
+pub struct AbortedFix {
+    from: i64,
+    entries: Option<Vec<AbortedTxn>>,
+}
+
+impl AbortedFix {
+    pub(super) fn new(from: i64, entries: Option<Vec<AbortedTxn>>) -> AbortedFix {
+        AbortedFix { from, entries }
+    }
 }
 
 impl Log {
@@ -173,12 +268,49 @@ impl Log {
     /// After a cut at `offset`: entries of removed markers go, and the file of the segment cut
     /// is rewritten (those of removed segments went with them).
     pub(super) fn cut_aborted(&mut self, offset: i64) -> Result<(), LogError> {
-        let at = self.aborted.partition_point(|t| t.last_offset < offset);
-        if at == self.aborted.len() {
-            return Ok(());
+        match self.drop_aborted_from(offset) {
+            true => self.rewrite_aborted_from(offset),
+            false => Ok(()),
         }
+    }
+
+    /// [`Log::cut_aborted`] in memory: whether entries went (then the files from the segment
+    /// holding `offset` on must be brought in line: [`Log::aborted_files_from`]).
+    pub(super) fn drop_aborted_from(&mut self, offset: i64) -> bool {
+        let at = self.aborted.partition_point(|t| t.last_offset < offset);
+        let dropped = at < self.aborted.len();
         self.aborted.truncate(at);
-        self.rewrite_aborted_from(offset)
+        dropped
+    }
+
+    /// The `.txnindex` files of every segment from the one holding `from` as memory says they
+    /// read (with `entries` in place of memory's), for a job to write (`log::cut`).
+    pub(super) fn aborted_files_from(&self, from: i64, entries: Vec<AbortedTxn>) -> IndexFiles {
+        IndexFiles { disk: self.disk.clone(), dir: self.dir.clone(), bounds: self.segment_bounds_from(from), entries }
+    }
+
+    /// (base, next segment's base) of every segment from the one holding `from`.
+    fn segment_bounds_from(&self, from: i64) -> Vec<(i64, Option<i64>)> {
+        let first = self.segment_holding(from);
+        self.segments.iter().enumerate().filter(|(_, s)| s.base_offset >= first).map(|(i, s)| (s.base_offset, self.segments.get(i + 1).map(|n| n.base_offset))).collect()
+    }
+
+    /// What a truncation's job needs to bring the index in line with a producer-state replay
+    /// after it: the entries and whether they can be trusted, as memory holds them now.
+    pub(super) fn aborted_held(&self) -> (Vec<AbortedTxn>, bool) {
+        (self.aborted.clone(), self.aborted_untrusted)
+    }
+
+    /// Takes what a truncation's job wrote after its replay ([`AbortedFix`]): the entries from
+    /// its start on, now as the files hold them and durable.
+    pub fn adopt_aborted(&mut self, fix: AbortedFix) {
+        if let Some(entries) = fix.entries {
+            let at = self.aborted.partition_point(|t| t.last_offset < fix.from);
+            self.aborted.truncate(at);
+            self.aborted.extend(entries);
+            self.aborted_untrusted = false;
+        }
+        self.aborted_durable_to = None;
     }
 
     /// After the oldest segments went: entries of markers below the new start go with them.
@@ -198,35 +330,13 @@ impl Log {
     /// a crash leaves the old entries or the new ones, never a cut file whose older entries a
     /// checkpoint had vouched for.
     fn rewrite_aborted_from(&mut self, from: i64) -> Result<(), LogError> {
-        let first = self.segment_holding(from);
-        let bases: Vec<(i64, Option<i64>)> = self.segments.iter().enumerate().filter(|(_, s)| s.base_offset >= first).map(|(i, s)| (s.base_offset, self.segments.get(i + 1).map(|n| n.base_offset))).collect();
-        for (base, next) in bases {
-            let bytes: Vec<u8> = self.aborted.iter().filter(|t| t.last_offset >= base && next.is_none_or(|n| t.last_offset < n)).flat_map(|t| t.encode()).collect();
-            let path = path(&self.dir, base);
-            let exists = self.disk.exists(&path);
-            if bytes.is_empty() {
-                if exists {
-                    self.disk.remove(&path).map_err(io_err("remove", &path))?;
-                    self.dir_changed();
-                }
-                continue;
+        for (base, next) in self.segment_bounds_from(from) {
+            let bytes = encoded(&self.aborted, base, next);
+            match rewrite_file(self.disk.as_ref(), &path(&self.dir, base), &bytes)? {
+                Rewrote::Same(path) => self.owed.note(super::durability::Owed::File(path)),
+                Rewrote::Removed => self.dir_changed(),
+                Rewrote::Replaced | Rewrote::Absent => {}
             }
-            // Read back only when the length agrees (never more than memory holds).
-            let file = if exists { Some(self.disk.open(&path, false).map_err(io_err("open", &path))?) } else { None };
-            let same_len = match &file {
-                Some(f) => f.len().map_err(io_err("size", &path))? == bytes.len() as u64,
-                None => false,
-            };
-            let mut held = vec![0u8; if same_len { bytes.len() } else { 0 }];
-            if let (true, Some(f)) = (same_len, &file) {
-                read_exact_at(f.as_ref(), &mut held, 0).map_err(io_err("read", &path))?;
-            }
-            drop(file);
-            if same_len && held == bytes {
-                self.owed.note(super::durability::Owed::File(path));
-                continue;
-            }
-            crate::storage::write_atomically(self.disk.as_ref(), &path, &bytes).map_err(io_err("replace", &path))?;
         }
         Ok(())
     }

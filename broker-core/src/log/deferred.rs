@@ -11,7 +11,9 @@
 //!   went: each job covers everything not yet known durable when it was taken, so any job that
 //!   completes vouches for its whole range, even ahead of an older one;
 //! * never across a cut: a job taken before the log end moved down (a truncation) or before the
-//!   log was reopened vouches for nothing, since its range may hold other bytes now;
+//!   log was reopened vouches for nothing, since its range may hold other bytes now; and no job
+//!   is handed out while a truncation's own job is in flight (`log::cut`: its file cut, syncs
+//!   and checkpoint), so no write lands past a cut the files do not have yet;
 //! * a failed job takes the log offline, as a failed inline flush does;
 //! * what the flush policy asked for counts as written only once synced: [`Log::policy_end`] is
 //!   the end a leader may count for its high watermark, so no record the policy calls durable is
@@ -25,6 +27,10 @@
 //! below it. A leader counts no record for its high watermark before it is written, an acks=1
 //! answer waits for it, and a truncation is refused ([`LogError::Busy`]) while a job that
 //! writes is in flight, as during a cleaning swap.
+//!
+//! Truncations likewise (`log::cut`): with deferral on, a truncation changes memory and removes
+//! names only, and its syncs, file cut and checkpoint are a job the owner runs and reports
+//! ([`Log::take_cut`], [`Log::cut_done`]); until then the log takes no append.
 //!
 //! A log whose owner never takes jobs (the controller's metadata log, tests) writes and syncs
 //! inline as before: deferral is switched on by [`Log::defer_syncs`] and [`Log::defer_writes`].
@@ -66,11 +72,13 @@ pub(super) struct Deferred {
     write_asked: i64,
     /// Jobs that write, taken and not reported back yet.
     writes_in_flight: u32,
+    /// A truncation whose files are the owner's job, until its report (`log::cut`).
+    pub(super) cutting: Option<super::cut::InFlight>,
 }
 
 impl Deferred {
     pub(super) fn new() -> Deferred {
-        Deferred { on: false, due: false, policy_end: 0, serial: serial_next.fetch_add(1, Ordering::Relaxed), cuts: 0, dir_changes: 0, cleaned: None, behind: false, written_end: 0, write_asked: 0, writes_in_flight: 0 }
+        Deferred { on: false, due: false, policy_end: 0, serial: serial_next.fetch_add(1, Ordering::Relaxed), cuts: 0, dir_changes: 0, cleaned: None, behind: false, written_end: 0, write_asked: 0, writes_in_flight: 0, cutting: None }
     }
 
     /// Everything below `end` is written (a flush wrote what was staged before it synced).
@@ -231,9 +239,13 @@ impl Log {
 
     /// The job owed since the last one, if any: the segments with staged bytes to write, and,
     /// when a sync is owed, every segment with data at or past the recovery point, the
-    /// directory if it changed, and what else the log owes. None when nothing is owed or the
-    /// log is offline.
+    /// directory if it changed, and what else the log owes. None when nothing is owed, the
+    /// log is offline, or a truncation's job is in flight (`log::cut`: then after its report).
     pub fn take_sync(&mut self) -> Option<SyncJob> {
+        if self.deferred.cutting.is_some() {
+            // A write must not overtake the truncation's file cut; what is owed stays owed.
+            return None;
+        }
         let end = self.log_end_offset();
         let writes_due = self.deferred.behind && self.deferred.write_asked < end;
         let syncs = std::mem::take(&mut self.deferred.due);
@@ -262,7 +274,7 @@ impl Log {
     }
 
     /// The `.log` files (and paths) of the segments holding data at or past `from`.
-    fn segments_past(&self, from: i64) -> Vec<(Arc<SegmentLog>, Arc<std::path::Path>)> {
+    pub(super) fn segments_past(&self, from: i64) -> Vec<(Arc<SegmentLog>, Arc<std::path::Path>)> {
         let end = self.log_end_offset();
         let segs = self.segments.iter().enumerate();
         segs.filter(|(i, _)| self.segments.get(i + 1).map_or(end, |n| n.base_offset) > from).map(|(_, seg)| seg.sync_handle()).collect()

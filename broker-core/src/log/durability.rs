@@ -105,8 +105,13 @@ fn tmp_path(log: &Log) -> PathBuf {
 impl Log {
     /// Syncs every segment holding data at or after the recovery point (oldest first, so a
     /// synced offset never sits after an unsynced one), and the directory if files changed.
+    /// While a truncation's job is in flight this does nothing: that job flushes to the log's
+    /// end, and nothing may touch the files before it (`log::cut`).
     pub fn flush(&mut self, _now: u64) -> Result<(), LogError> {
         self.check_failed()?;
+        if self.cutting() {
+            return Ok(());
+        }
         let result = self.flush_inner();
         self.offline_on_error(result, "flush")
     }
@@ -126,7 +131,7 @@ impl Log {
         Ok(())
     }
 
-    fn mark_flushed(&mut self, end: i64) {
+    pub(super) fn mark_flushed(&mut self, end: i64) {
         self.recovery_point = end;
         self.deferred.written_to(end); // a sync writes what is staged first
         self.unflushed_records = 0;
@@ -163,9 +168,13 @@ impl Log {
     }
 
     /// Writes the recovery point to its checkpoint file (atomically), after making the indexes
-    /// of the segments it vouches for durable. Call after `flush`.
+    /// of the segments it vouches for durable. Call after `flush`. Nothing while a truncation's
+    /// job is in flight: it writes the checkpoint itself (`log::cut`).
     pub fn checkpoint(&mut self) -> Result<(), LogError> {
         self.check_failed()?;
+        if self.cutting() {
+            return Ok(());
+        }
         if self.checkpoint_in_place {
             return self.write_checkpoint_in_place();
         }
@@ -183,9 +192,13 @@ impl Log {
     /// entries still buffered are written, and the log end goes to the temporary checkpoint
     /// file. Nothing is synced; the caller runs `Disk::sync_all` before
     /// [`Log::checkpoint_commit`], and must not change the log in between. `None`: the log has
-    /// not changed since its checkpoint file was written, which already says its end.
+    /// not changed since its checkpoint file was written, which already says its end, or a
+    /// truncation's job is in flight, which writes the checkpoint itself (`log::cut`).
     pub fn checkpoint_stage(&mut self) -> Result<Option<StagedCheckpoint>, LogError> {
         self.check_failed()?;
+        if self.cutting() {
+            return Ok(None);
+        }
         if self.checkpoint_in_place {
             // Planted `CheckpointInPlace`: the old per-log flush and an unsynced in-place write,
             // which the file-system syncs around a staged checkpoint would otherwise cover.

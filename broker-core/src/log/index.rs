@@ -10,6 +10,7 @@
 use crate::constants::{index_write_entries, offset_index_entry_bytes, time_index_entry_bytes};
 use crate::storage::{read_exact_at, DiskFile};
 use std::io;
+use std::sync::Arc;
 
 /// One fixed-size index entry, big-endian on disk.
 pub trait Entry: Copy + std::fmt::Debug {
@@ -73,7 +74,9 @@ impl Entry for TimeEntry {
 
 /// An index file and its entries in memory.
 pub struct IndexFile<E: Entry> {
-    file: Box<dyn DiskFile>,
+    /// Shared with a truncation's job, which cuts and syncs the file off the owner's lock
+    /// (`log::cut`).
+    file: Arc<dyn DiskFile>,
     entries: Vec<E>,
     /// How many of `entries` are in the file; the rest wait for the next group write.
     written: usize,
@@ -83,7 +86,7 @@ impl<E: Entry> IndexFile<E> {
     /// An index with no entries over `file`, which is truncated to empty.
     pub fn empty(file: Box<dyn DiskFile>) -> io::Result<Self> {
         file.truncate(0)?;
-        Ok(IndexFile { file, entries: Vec::new(), written: 0 })
+        Ok(IndexFile { file: Arc::from(file), entries: Vec::new(), written: 0 })
     }
 
     /// Reads the entries of `file`. `Ok(Err(..))` means the file is not a valid index (longer
@@ -106,7 +109,7 @@ impl<E: Entry> IndexFile<E> {
             return Ok(Err((file, why)));
         }
         let written = entries.len();
-        Ok(Ok(IndexFile { file, entries, written }))
+        Ok(Ok(IndexFile { file: Arc::from(file), entries, written }))
     }
 
     pub fn entries(&self) -> &[E] {
@@ -151,15 +154,28 @@ impl<E: Entry> IndexFile<E> {
     /// Keeps only the entries for which `keep` holds on a prefix (the first failing entry and all
     /// after it go), in memory and on disk.
     pub fn truncate_where(&mut self, keep: impl Fn(&E) -> bool) -> io::Result<()> {
-        let n = self.entries.partition_point(|e| keep(e));
-        if n < self.entries.len() {
-            self.entries.truncate(n);
-            if n < self.written {
-                self.written = n;
-                self.file.truncate((n * E::BYTES) as u64)?;
-            }
+        match self.cut_entries(keep) {
+            Some(len) => self.file.truncate(len),
+            None => Ok(()),
         }
-        Ok(())
+    }
+
+    /// [`IndexFile::truncate_where`] in memory only: returns the length the file must be cut
+    /// to when it holds entries that went (None: it holds none), which the caller does before
+    /// anything is written past that length again (a truncation's job, `log::cut`).
+    pub fn cut_entries(&mut self, keep: impl Fn(&E) -> bool) -> Option<u64> {
+        let n = self.entries.partition_point(|e| keep(e));
+        self.entries.truncate(n);
+        if n >= self.written {
+            return None;
+        }
+        self.written = n;
+        Some((n * E::BYTES) as u64)
+    }
+
+    /// The file, for a job that cuts or syncs it off the owner's lock.
+    pub fn handle(&self) -> Arc<dyn DiskFile> {
+        self.file.clone()
     }
 
     /// Writes pending entries and makes the file durable.

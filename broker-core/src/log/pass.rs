@@ -110,10 +110,10 @@ impl Log {
     /// other failure only ends the pass.
     pub fn clean_step(&mut self, now: u64, upper: i64, map_bytes: usize, budget: usize, keep: Keep) -> Result<Step, LogError> {
         // Every step frees a slice of what earlier swaps replaced, pass or no pass; a pass
-        // whose swap is in flight waits for it (`swap`).
+        // waits for its swap in flight (`swap`) and for a truncation's job (`cut`).
         let freeing = !self.retired.is_empty();
         self.retired.free_slice();
-        if self.swapping() {
+        if self.swapping() || self.cutting() {
             return Ok(Step::Working { bytes: 0 });
         }
         let mut pass = match self.pass.take() {
@@ -165,9 +165,9 @@ impl Log {
     }
 
     /// Whether [`Log::clean_step`] has work now: a pass in flight or due, or replaced files
-    /// to free.
+    /// to free — none while a truncation's job is in flight (`cut`).
     pub fn cleaner_work_due(&self, now: u64, upper: i64) -> bool {
-        self.cleaning() || self.cleaning_due(now, upper)
+        !self.cutting() && (self.cleaning() || self.cleaning_due(now, upper))
     }
 
     /// The phase of the pass in flight — `"map"`, `"producers"` or `"rewrite"` (the module
@@ -181,11 +181,12 @@ impl Log {
     }
 
     /// Ends the pass in flight, if any, removing its `.cleaned` file (a leftover one is removed
-    /// at the next open anyway). Called before anything removes segments.
+    /// at the next open anyway). Called before anything removes segments. With deferral on the
+    /// owner closes the removed file off its lock, as retention's (a last close frees blocks).
     pub(super) fn abort_cleaning(&mut self) {
         if let Some(Phase::Rewrite { group: Some(g), .. }) = self.pass.take().map(|p| p.phase) {
-            drop(g.seg);
             let _ = self.remove_cleaned(g.bases[0]);
+            self.released.extend(self.deferred.on.then(|| g.seg.into_log()));
         }
     }
 

@@ -3,6 +3,8 @@
 //! may be used as the log's real behaviour.
 
 use super::{Log, LogError, RECOVERY_POINT_FILE};
+use crate::storage::Disk;
+use std::path::Path;
 
 impl Log {
     /// Plants `CheckpointInPlace`: from now on [`Log::checkpoint`] writes the recovery point
@@ -15,11 +17,17 @@ impl Log {
     }
 
     pub(super) fn write_checkpoint_in_place(&mut self) -> Result<(), LogError> {
-        let path = self.dir.join(RECOVERY_POINT_FILE);
-        let text = format!("{}\n", self.recovery_point);
-        let io = |source| LogError::Io { op: "write checkpoint", path: path.clone(), source };
-        let file = self.disk.open(&path, true).map_err(io)?;
-        file.truncate(0).map_err(io)?;
-        file.write_at(text.as_bytes(), 0).map_err(io)
+        write_in_place(self.disk.as_ref(), &self.dir, self.recovery_point)
     }
+}
+
+/// `CheckpointInPlace`'s write of `recovery_point` into `dir`'s checkpoint file (a
+/// truncation's job writes it so too, `log::cut`).
+pub(super) fn write_in_place(disk: &dyn Disk, dir: &Path, recovery_point: i64) -> Result<(), LogError> {
+    let path = dir.join(RECOVERY_POINT_FILE);
+    let text = format!("{recovery_point}\n");
+    let io = |source| LogError::Io { op: "write checkpoint", path: path.clone(), source };
+    let file = disk.open(&path, true).map_err(io)?;
+    file.truncate(0).map_err(io)?;
+    file.write_at(text.as_bytes(), 0).map_err(io)
 }

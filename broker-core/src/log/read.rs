@@ -126,6 +126,23 @@ impl Log {
         Ok(None)
     }
 
+    /// KIP-734's ListOffsets -3: the first record holding the log's largest timestamp, with
+    /// that timestamp, looked up in the first segment whose largest it is (as Kafka looks it
+    /// up, a compressed batch's records included: `Segment::find_timestamp`). None for a log
+    /// without timestamps, or when compaction removed that record.
+    pub fn offset_of_max_timestamp(&self) -> Result<Option<(i64, i64)>, LogError> {
+        let mut largest: Option<&Segment> = None;
+        for seg in &self.segments {
+            if largest.is_none_or(|l| seg.max_timestamp() > l.max_timestamp()) {
+                largest = Some(seg);
+            }
+        }
+        match largest {
+            Some(seg) if seg.max_timestamp() >= 0 => seg.find_timestamp(seg.max_timestamp()),
+            _ => Ok(None),
+        }
+    }
+
     /// Cross-checks every segment's indexes against its log (for tests and `debug` checks):
     /// each offset entry points at a batch with that base offset, time entries are covered.
     pub fn verify_indexes(&self) -> Result<(), String> {

@@ -60,8 +60,29 @@ impl SegmentLog {
     /// undone with a plain `truncate` removes no served batch, so it is no cut.)
     pub fn cut(&self, len: u64) -> io::Result<()> {
         let _writer = locked(&self.writer);
+        self.cut_staged(len);
+        self.truncate_file(len)
+    }
+
+    /// The memory half of [`SegmentLog::cut`], inside the decision of a truncation whose file
+    /// work is the owner's job (`log::cut`): regions bounded before refuse to send from now on,
+    /// and staged bytes past `len` go. Not under the writer's lock, which a sync's write-out
+    /// may hold off the node's lock for long: a write-out under way either wrote its snapshot
+    /// of the staged bytes before [`SegmentLog::cut_file`] cuts the file (which takes the lock),
+    /// or takes its snapshot after this and writes only bytes below `len`.
+    pub(super) fn cut_staged(&self, len: u64) {
         self.cuts.fetch_add(1, Ordering::AcqRel);
         locked(&self.staged).cut(len);
+    }
+
+    /// The file half: cuts the file to `len` once no write-out is under way (blocking: the
+    /// owner's job runs it off the node's lock).
+    pub(super) fn cut_file(&self, len: u64) -> io::Result<()> {
+        let _writer = locked(&self.writer);
+        self.truncate_file(len)
+    }
+
+    fn truncate_file(&self, len: u64) -> io::Result<()> {
         match self.file.len()? > len {
             true => self.file.truncate(len),
             false => Ok(()),

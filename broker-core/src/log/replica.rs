@@ -2,7 +2,10 @@
 //! truncation (KIP-101/279), and the leader-epoch queries. These are more methods of [`Log`],
 //! kept apart from the leader's write path; like it they do IO only through the `Disk` and
 //! never read a clock. Truncation must never leave a state from which a crash could bring a
-//! removed record back; see docs/storage.md, "Replication".
+//! removed record back under a recovery point that vouches for it; see docs/storage.md,
+//! "Replication". A log whose owner takes jobs ([`Log::defer_syncs`]) truncates in memory
+//! only (and removes names), leaving the syncs, the file cut and the checkpoint to the owner's
+//! job (`log::cut`); a log that syncs inline does all of it before returning.
 
 use super::segment::{self, Segment};
 use super::{batch, AppendInfo, EpochCache, Log, LogError};
@@ -20,6 +23,7 @@ impl Log {
     /// fetches again from its log end).
     pub fn append_replicated(&mut self, batches: &[u8], now: u64) -> Result<Option<AppendInfo>, LogError> {
         self.check_failed()?;
+        self.refuse_while_cutting()?;
         let headers = batch::whole_batches(batches)?;
         let mut expected = self.log_end_offset();
         for h in &headers {
@@ -42,25 +46,31 @@ impl Log {
     /// Removes every record at or above `offset` (a follower's KIP-101 truncation). When
     /// `offset` falls inside a batch the whole batch goes: the log is cut at that batch's base
     /// offset, so the log end may end up below `offset`. A no-op when `offset` is at or past the
-    /// log end; below the log start it is [`Log::truncate_fully`]. Durable on return: later
-    /// segments are removed and the directory synced before the cut (a cut segment followed by
-    /// a surviving later one would read as a gap, corruption, at the next open), the cut is
-    /// synced, and the checkpoint is rewritten so it never vouches for removed offsets. A cut
-    /// into a cleaning swap in flight is refused ([`LogError::Busy`], nothing changed); any
-    /// other error takes the log offline ([`Log::failure`]): a half-done truncation leaves memory
-    /// unsure of the disk, and reopening recovers a dense log holding no more than before.
-    /// A negative `offset` is a caller bug (an UNDEFINED_EPOCH_OFFSET answer is no truncation
-    /// point) and panics, as Kafka's `truncateTo` throws.
+    /// log end; below the log start it is [`Log::truncate_fully`]. Durable on return when the
+    /// log syncs inline: later segments are removed and the directory synced before the cut (a
+    /// cut segment followed by a surviving later one would read as a gap, corruption, at the
+    /// next open), the cut is synced, and the checkpoint is rewritten so it never vouches for
+    /// removed offsets. With deferral on ([`Log::defer_syncs`]) memory is cut at once and the
+    /// same IO, in the same order, is the owner's job ([`Log::take_cut`], `log::cut`); until
+    /// its report the log takes no append and no other truncation. A cut while a cleaning swap
+    /// is in flight — into its group, or with deferral on at all — or while a job that writes
+    /// or a truncation's job is in flight is refused ([`LogError::Busy`], nothing changed); any
+    /// other error takes the log offline ([`Log::failure`]): a half-done truncation leaves
+    /// memory unsure of the disk, and reopening recovers a dense log holding no more than
+    /// before. A negative `offset` is a caller bug (an UNDEFINED_EPOCH_OFFSET answer is no
+    /// truncation point) and panics, as Kafka's `truncateTo` throws.
     pub fn truncate_to(&mut self, offset: i64, now: u64) -> Result<(), LogError> {
         assert!(offset >= 0, "log offsets are never negative: {offset}");
         self.check_failed()?;
+        self.refuse_while_cutting()?;
         if offset >= self.log_end_offset() {
             return Ok(());
         }
         if offset < self.log_start_offset() {
             return self.truncate_fully(offset, now);
         }
-        self.refuse_cut_while_swapping(offset)?;
+        // The job's replay would read the segments a swap replaces: with deferral on, wait.
+        self.refuse_cut_while_swapping(if self.deferred.on { i64::MIN } else { offset })?;
         self.refuse_cut_while_writing()?;
         let result = self.cut_tail(offset, now);
         self.offline_on_error(result, "truncation")
@@ -70,15 +80,27 @@ impl Log {
         self.abort_cleaning();
         let keep = self.segments.partition_point(|s| s.base_offset <= offset);
         // Newest first: whatever prefix of the removals a crash keeps, the log stays dense.
+        // The files stay open until the segments are dropped (with deferral on, by the job).
+        let mut removed = Vec::new();
         while self.segments.len() > keep {
             let seg = self.segments.pop().expect("more segments than kept");
             self.dir_changed();
-            seg.delete(self.disk.as_ref(), &self.dir)?;
+            segment::delete_files(self.disk.as_ref(), &self.dir, seg.base_offset)?;
+            removed.push(seg);
         }
         // Snapshots past the cut describe batches about to go (a cut inside a batch moves the
         // end to its base, where no snapshot can lie above `offset`): gone before the cut.
         self.drop_producer_snapshots(|o| o > offset)?;
-        self.cut_aborted(offset)?;
+        let aborted_cut = self.drop_aborted_from(offset);
+        if self.deferred.on {
+            let file = self.active_mut().cut_in_memory(offset, now)?;
+            self.epochs.truncate_from_end(self.log_end_offset());
+            return self.owe_cut(removed, aborted_cut, file);
+        }
+        drop(removed);
+        if aborted_cut {
+            self.cut_aborted(offset)?;
+        }
         self.sync_dir_if_dirty()?;
         let end = self.active_mut().truncate_to(offset, now)?;
         self.epochs.truncate_from_end(end);
@@ -87,11 +109,13 @@ impl Log {
 
     /// Deletes every segment and starts an empty log whose start and end are `new_start`, as
     /// Kafka does when a follower's fetch offset is below the leader's log start. Durable on
-    /// return; refused while a cleaning swap is in flight, and any other error takes the log
-    /// offline, as for [`Log::truncate_to`].
+    /// return when the log syncs inline; with deferral on, memory and names change at once
+    /// and the syncs and checkpoint are the owner's job, as for [`Log::truncate_to`], which
+    /// also says what is refused and what takes the log offline.
     pub fn truncate_fully(&mut self, new_start: i64, now: u64) -> Result<(), LogError> {
         assert!(new_start >= 0, "log offsets are never negative: {new_start}");
         self.check_failed()?;
+        self.refuse_while_cutting()?;
         self.refuse_cut_while_swapping(i64::MIN)?;
         self.refuse_cut_while_writing()?;
         let result = self.start_over_at(new_start, now);
@@ -111,8 +135,12 @@ impl Log {
             segment::delete_files(self.disk.as_ref(), &self.dir, seg.base_offset)?;
         }
         let fresh = Segment::create(self.disk.as_ref(), &self.dir, new_start, self.config.index_interval_bytes, now)?;
-        self.segments = vec![fresh];
+        let removed = std::mem::replace(&mut self.segments, vec![fresh]);
         self.epochs.clear();
+        if self.deferred.on {
+            return self.owe_cut(removed, false, None);
+        }
+        drop(removed);
         self.sync_dir_if_dirty()?;
         self.settle_after_truncation()
     }
@@ -127,25 +155,6 @@ impl Log {
         self.flush_inner()?;
         self.checkpoint()?;
         self.lower_clean_point(self.log_end_offset())
-    }
-
-    /// Deletes, oldest first, every segment whose records all lie below `offset` (the next
-    /// segment starts at or below it), never the active one: the metadata log's prefix once a
-    /// durable snapshot covers it. Returns how many were deleted; durable on return. Any error
-    /// takes the log offline, as for [`Log::truncate_to`].
-    pub fn delete_segments_below(&mut self, offset: i64) -> Result<usize, LogError> {
-        self.check_failed()?;
-        let result = self.delete_prefix(offset);
-        self.offline_on_error(result, "prefix deletion")
-    }
-
-    fn delete_prefix(&mut self, offset: i64) -> Result<usize, LogError> {
-        let mut deleted = 0;
-        while self.segments.len() > 1 && self.segments[1].base_offset <= offset {
-            self.delete_oldest_segment()?;
-            deleted += 1;
-        }
-        self.deleted_prefix(deleted)
     }
 
     /// The leader epoch of the newest batch that carries one (the epoch cache's last entry).

@@ -8,12 +8,15 @@
 //! after the recovery point is scanned from its start and cut at the first batch that breaks
 //! the rule, and its indexes are rebuilt. It never reads a clock: `now` comes from the caller.
 
+mod cut;
 mod lookup;
 
 use super::batch::{self, BatchHeader};
 use super::index::{IndexFile, OffsetEntry, TimeEntry};
 use super::segment_files::{load_index, offset_index_checks_out, paths, ChunkReader};
 pub use super::segment_files::delete_files;
+pub(super) use cut::FileCut;
+pub(super) use lookup::walk_headers;
 use super::{io_err, LogError};
 use crate::constants::{batch_header_bytes, batch_log_overhead_bytes};
 use super::region::SegmentLog;
@@ -351,33 +354,6 @@ impl Segment {
         Ok(())
     }
 
-    /// Removes every batch from the one holding `offset` on (the whole batch when `offset` falls
-    /// inside it) and returns the new next offset. The `.log` cut is synced before this returns:
-    /// the bytes removed lie above every offset the log keeps, so no offset-driven flush would
-    /// ever make the cut durable (as with a recovery cut). Index entries beyond the cut go; the
-    /// index files are synced by the next checkpoint, like any index change.
-    pub fn truncate_to(&mut self, offset: i64, now: u64) -> Result<i64, LogError> {
-        let Some((position, first_removed)) = self.position_of(offset)? else { return Ok(self.next_offset) };
-        let end = first_removed.base_offset;
-        self.log.cut(position).map_err(io_err("truncate", &self.log_path))?;
-        self.size = position;
-        self.next_offset = end;
-        let rel_end = end - self.base_offset;
-        let index_path = self.log_path.with_extension("index");
-        self.idx.index.truncate_where(|e| (e.position as u64) < position).map_err(io_err("truncate", &index_path))?;
-        let time_path = self.log_path.with_extension("timeindex");
-        self.idx.time_index.truncate_where(|t| (t.relative_offset as i64) < rel_end).map_err(io_err("truncate", &time_path))?;
-        self.idx.dirty = true;
-        if position == 0 {
-            // Empty again: `segment.ms` counts from now, as for a new segment (Kafka's rule).
-            self.first_batch_timestamp = None;
-            self.created_ms = now;
-        }
-        self.recompute_index_state()?;
-        self.log.sync().map_err(io_err("fdatasync", &self.log_path))?;
-        Ok(end)
-    }
-
     /// Re-derives the largest timestamp and the bytes since the last index entry from the
     /// remaining index entries and the batches after the last one, as a trusted open does.
     fn recompute_index_state(&mut self) -> Result<(), LogError> {
@@ -485,6 +461,16 @@ impl Segment {
     /// A file-system sync after [`Segment::write_indexes`] made both indexes durable.
     pub fn indexes_are_durable(&mut self) {
         self.idx.dirty = false;
+    }
+
+    /// Whether the indexes changed since they were last made durable.
+    pub(super) fn indexes_dirty(&self) -> bool {
+        self.idx.dirty
+    }
+
+    /// Both index files and their paths, for a job that syncs them off the owner's lock.
+    pub(super) fn index_handles(&self) -> [(Arc<dyn DiskFile>, PathBuf); 2] {
+        [(self.idx.index.handle(), self.log_path.with_extension("index")), (self.idx.time_index.handle(), self.log_path.with_extension("timeindex"))]
     }
 
     /// Appends whole batches back to back (offsets continuing this segment's, checked by the

@@ -15,7 +15,26 @@
 use super::producer_snapshot::{self, SnapshotEntry};
 use super::{io_err, Log, LogError};
 use crate::constants::{producer_snapshot_bytes_max, producer_snapshots_kept};
-use crate::storage::read_exact_at;
+use crate::storage::{read_exact_at, Disk};
+use std::path::Path;
+
+/// The newest of `offsets` (oldest first) whose snapshot in `dir` reads back whole; one that
+/// does not (torn by a crash, damaged) is skipped for the next older.
+pub(super) fn newest_readable(disk: &dyn Disk, dir: &Path, offsets: &[i64]) -> Option<(i64, Vec<SnapshotEntry>)> {
+    offsets.iter().rev().find_map(|&o| Some((o, read_snapshot(disk, dir, o).ok()?)))
+}
+
+fn read_snapshot(disk: &dyn Disk, dir: &Path, offset: i64) -> Result<Vec<SnapshotEntry>, String> {
+    let path = dir.join(producer_snapshot::file_name(offset));
+    let file = disk.open(&path, false).map_err(|e| e.to_string())?;
+    let len = file.len().map_err(|e| e.to_string())?;
+    if len > producer_snapshot_bytes_max {
+        return Err(format!("{len} bytes, more than a snapshot holds"));
+    }
+    let mut bytes = vec![0u8; len as usize];
+    read_exact_at(file.as_ref(), &mut bytes, 0).map_err(|e| e.to_string())?;
+    producer_snapshot::decode(&bytes).map_err(|e| e.to_string())
+}
 
 impl Log {
     /// The offsets of the snapshots on disk, oldest first.
@@ -25,11 +44,12 @@ impl Log {
 
     /// Writes `entries` as the snapshot at the log end (not synced: see the module header) and
     /// removes all but the newest [`producer_snapshots_kept`]. A snapshot already there is
-    /// left as it is.
+    /// left as it is, and none is written while a truncation is in flight (`log::cut`): the
+    /// owner's producer state waits for its replay, and nothing may touch the files meanwhile.
     pub fn write_producer_snapshot(&mut self, entries: &[SnapshotEntry]) -> Result<(), LogError> {
         self.check_failed()?;
         let end = self.log_end_offset();
-        if self.snapshots.last() == Some(&end) {
+        if self.snapshots.last() == Some(&end) || self.cutting() {
             return Ok(());
         }
         let path = self.dir.join(producer_snapshot::file_name(end));
@@ -52,20 +72,14 @@ impl Log {
 
     /// [`Log::newest_producer_snapshot`] at or below `at_most` too.
     pub fn newest_producer_snapshot_to(&self, at_most: i64) -> Option<(i64, Vec<SnapshotEntry>)> {
-        let (start, end) = (self.log_start_offset(), self.log_end_offset().min(at_most));
-        self.snapshots.iter().rev().filter(|&&o| o >= start && o <= end).find_map(|&o| Some((o, self.read_producer_snapshot(o).ok()?)))
+        newest_readable(self.disk.as_ref(), &self.dir, &self.usable_snapshots(at_most))
     }
 
-    fn read_producer_snapshot(&self, offset: i64) -> Result<Vec<SnapshotEntry>, String> {
-        let path = self.dir.join(producer_snapshot::file_name(offset));
-        let file = self.disk.open(&path, false).map_err(|e| e.to_string())?;
-        let len = file.len().map_err(|e| e.to_string())?;
-        if len > producer_snapshot_bytes_max {
-            return Err(format!("{len} bytes, more than a snapshot holds"));
-        }
-        let mut bytes = vec![0u8; len as usize];
-        read_exact_at(file.as_ref(), &mut bytes, 0).map_err(|e| e.to_string())?;
-        producer_snapshot::decode(&bytes).map_err(|e| e.to_string())
+    /// The snapshots a replay may start from: at or above the log start, at or below the log
+    /// end and `at_most`, oldest first.
+    pub(super) fn usable_snapshots(&self, at_most: i64) -> Vec<i64> {
+        let (start, end) = (self.log_start_offset(), self.log_end_offset().min(at_most));
+        self.snapshots.iter().copied().filter(|&o| o >= start && o <= end).collect()
     }
 
     /// Removes the snapshots `doomed` names, and says how many. Durable at the caller's next

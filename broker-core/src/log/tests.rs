@@ -9,6 +9,7 @@ mod cleaning_txn;
 mod region;
 mod deferred;
 mod behind;
+mod cut;
 mod snapshots;
 mod swap;
 
@@ -19,6 +20,15 @@ use crate::storage::{Disk, FileDisk};
 
 fn disk() -> Arc<dyn Disk> {
     Arc::new(FileDisk::new())
+}
+
+/// Truncates a log whose owner takes jobs (`log::cut`) and runs and reports the job at once,
+/// as the broker's shell does.
+fn truncate_deferred(log: &mut Log, offset: i64) {
+    log.truncate_to(offset, 0).unwrap();
+    let job = log.take_cut().expect("a truncation's job");
+    let done = job.run().map(drop);
+    assert!(log.cut_done(job.stamp, done), "the report is the log's");
 }
 
 /// The real disk, watched: counts the bytes read, and fails the next sync (of a file or of

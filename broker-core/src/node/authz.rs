@@ -5,10 +5,15 @@
 //!   CreateTopics (CREATE cluster or topic), DeleteTopics and DeleteRecords (DELETE topic), AlterConfigs and
 //!   IncrementalAlterConfigs (ALTER_CONFIGS topic or group, or cluster for a broker), OffsetCommit and
 //!   TxnOffsetCommit and OffsetDelete (READ topic, once the group is allowed), DeleteGroups
-//!   naming allowed and refused groups (DELETE group) get a [`Denied`]
-//!   and answer each refused resource with its authorization error;
+//!   naming allowed and refused groups (DELETE group), ShareFetch and ShareAcknowledge (READ
+//!   topic, `share`) get a [`Denied`]
+//!   and answer each refused resource with its authorization error; a consumer's Fetch asks
+//!   [`may_read`] of every partition it reads, its fetch session's as well as those it names,
+//!   at every fetch (Kafka's `filterByAuthorized` over the whole fetch context), so neither a
+//!   session opened on a topic id before its topic existed nor an ACL revoked mid-session
+//!   reads what the caller may not READ;
 //! - per topic around the handler: Metadata (DESCRIBE: hidden from a listing, named ones
-//!   TOPIC_AUTHORIZATION_FAILED, auto-creation only with CREATE), Fetch (READ), ListOffsets
+//!   TOPIC_AUTHORIZATION_FAILED, auto-creation only with CREATE), ListOffsets
 //!   (DESCRIBE) and a consumer's OffsetForLeaderEpoch (DESCRIBE) lose their refused topics
 //!   before and get them back as errors after, and so do
 //!   the refused groups of a DescribeGroups or an OffsetFetch (v8+) and the refused keys of a
@@ -28,7 +33,7 @@
 //! broker is not open before its check is written.
 
 use super::Outcome;
-use crate::broker::Error;
+use crate::broker::{Broker, Error};
 use crate::kafka::{ApiKey, Code};
 use crate::protocol::request::Request;
 use crate::protocol::{s, Response};
@@ -40,20 +45,35 @@ use std::collections::{BTreeMap, BTreeSet};
 pub(super) struct Access<'a> {
     config: &'a AuthorizerConfig,
     acls: &'a BTreeSet<Acl>,
-    /// The topics of the image, to name a topic a request gives by id.
+    /// The topics of the image.
     topics: &'a BTreeMap<String, crate::metadata::image::TopicInfo>,
+    /// The broker whose image this is, to name a topic a request gives by id from its map of
+    /// ids (None: a test's bare image, which names none).
+    broker: Option<&'a Broker>,
     principal: &'a str,
     host: String,
     internal: bool,
 }
 
 impl Access<'_> {
+    /// `caller`'s access over `b`'s image.
+    pub(super) fn of<'a>(b: &'a Broker, caller: &'a Caller) -> Access<'a> {
+        Access { broker: Some(b), ..Access::new(&b.config().security.authorizer, b.image(), caller) }
+    }
+
+    /// `caller`'s access over a bare image, without its topic ids ([`Access::of`]).
     pub(super) fn new<'a>(config: &'a AuthorizerConfig, image: &'a crate::metadata::image::Image, caller: &'a Caller) -> Access<'a> {
-        Access { config, acls: &image.acls, topics: &image.topics, principal: &caller.principal, host: caller.host.to_string(), internal: caller.internal }
+        Access { config, acls: &image.acls, topics: &image.topics, broker: None, principal: &caller.principal, host: caller.host.to_string(), internal: caller.internal }
     }
 
     fn name_of(&self, id: uuid::Uuid) -> Option<String> {
-        self.topics.iter().find(|(_, t)| t.id == *id.as_bytes()).map(|(n, _)| n.clone())
+        self.broker?.topic_by_id(*id.as_bytes()).map(|n| n.to_string())
+    }
+
+    /// Every check passes: the authorizer is off, or the caller is this cluster's own or a
+    /// super user.
+    fn exempt(&self) -> bool {
+        !self.config.enabled || self.internal || self.config.super_users.contains(self.principal)
     }
 
     pub(super) fn can(&self, operation: Operation, resource_type: ResourceType, name: &str) -> bool {
@@ -98,6 +118,10 @@ impl Denied {
     }
 }
 
+mod readded;
+mod share;
+pub(in crate::node) use readded::{describe_groups_after, find_coordinator_after, list_offsets_after, offset_fetch_after, offset_for_leader_epoch_after};
+
 /// A topic taken out of a request: its name, error, and the partitions that were asked.
 pub(super) type Refused = (String, Code, Vec<i32>);
 
@@ -108,7 +132,7 @@ pub(super) enum Check {
     /// Handle it, telling the handler what to refuse.
     Within(Denied),
     /// Handle it without these topics (and their asked partitions), then answer them with this
-    /// error (Metadata, Fetch, ListOffsets; for DescribeGroups, OffsetFetch and a batched
+    /// error (Metadata, ListOffsets, OffsetForLeaderEpoch; for DescribeGroups, OffsetFetch and a batched
     /// FindCoordinator the groups or keys, partitions empty); `hide`: a Metadata listing of
     /// every topic, to filter after.
     Without { topics: Vec<Refused>, hide: bool },
@@ -124,7 +148,7 @@ pub(super) enum Check {
 /// The check of `request` by `caller` (None: the node's own, or a test: everything).
 pub(super) fn check(access: Option<&Access>, request: &mut Request) -> Check {
     let Some(a) = access else { return Check::Pass };
-    if !a.config.enabled || a.internal || a.config.super_users.contains(a.principal) {
+    if a.exempt() {
         return Check::Pass;
     }
     let (key, version, correlation_id) = (request.key, request.version, request.correlation_id());
@@ -174,12 +198,9 @@ pub(super) fn check(access: Option<&Access>, request: &mut Request) -> Check {
             }
             Check::Within(denied)
         }
-        RequestKind::Fetch(req) if req.replica_id.0 < 0 && !super::controller_handlers::is_metadata_fetch(req) => {
-            // By name: Fetch is served up to v12, before topic ids.
-            let refused: Vec<Refused> = req.topics.iter().filter(|t| !a.can(Read, ResourceType::Topic, &t.topic)).map(|t| (t.topic.to_string(), Code::TopicAuthorizationFailed, t.partitions.iter().map(|p| p.partition).collect())).collect();
-            req.topics.retain(|t| !refused.iter().any(|(n, _, _)| n.as_str() == t.topic.0.as_str()));
-            Check::Without { topics: refused, hide: false }
-        }
+        // A consumer's: READ on each topic, checked by the handler on every partition it reads
+        // ([`may_read`]), a session's included, which the request does not name.
+        RequestKind::Fetch(req) if crate::protocol::fetch_replica(req).0 < 0 && !super::controller_handlers::is_metadata_fetch(req) => Check::Pass,
         RequestKind::ListOffsets(req) if req.replica_id.0 < 0 => {
             let refused: Vec<Refused> = req.topics.iter().filter(|t| !a.can(Describe, ResourceType::Topic, &t.name)).map(|t| (t.name.to_string(), Code::TopicAuthorizationFailed, t.partitions.iter().map(|p| p.partition_index).collect())).collect();
             req.topics.retain(|t| !refused.iter().any(|(n, _, _)| n.as_str() == t.name.0.as_str()));
@@ -252,11 +273,15 @@ pub(super) fn check(access: Option<&Access>, request: &mut Request) -> Check {
             Some(t) => reply!(kafka_protocol::messages::ConsumerGroupHeartbeatResponse::default().with_error_code(Code::TopicAuthorizationFailed.code()).with_error_message(Some(s(&a.why(Describe, ResourceType::Topic, t))))),
             None => Check::Pass,
         },
-        // KIP-932: READ on the group (topics are not checked per partition yet).
+        // KIP-932: READ on the group, then the topics (`share`).
         RequestKind::ShareGroupHeartbeat(req) if !a.can(Read, Group, &req.group_id) => reply!(kafka_protocol::messages::ShareGroupHeartbeatResponse::default().with_error_code(Code::GroupAuthorizationFailed.code())),
         RequestKind::ShareFetch(kafka_protocol::messages::ShareFetchRequest { group_id: Some(g), .. }) if !a.can(Read, Group, g) => reply!(kafka_protocol::messages::ShareFetchResponse::default().with_error_code(Code::GroupAuthorizationFailed.code())),
         RequestKind::ShareAcknowledge(kafka_protocol::messages::ShareAcknowledgeRequest { group_id: Some(g), .. }) if !a.can(Read, Group, g) => reply!(kafka_protocol::messages::ShareAcknowledgeResponse::default().with_error_code(Code::GroupAuthorizationFailed.code())),
-        RequestKind::ShareGroupHeartbeat(_) | RequestKind::ShareFetch(_) | RequestKind::ShareAcknowledge(_) => Check::Pass,
+        RequestKind::ShareGroupHeartbeat(req) => match share::undescribable(a, req) {
+            Some(why) => reply!(kafka_protocol::messages::ShareGroupHeartbeatResponse::default().with_error_code(Code::TopicAuthorizationFailed.code()).with_error_message(Some(s(&why)))),
+            None => Check::Pass,
+        },
+        RequestKind::ShareFetch(_) | RequestKind::ShareAcknowledge(_) => Check::Within(share::unreadable(a)),
         RequestKind::ShareGroupDescribe(req) => strip(&mut req.group_ids, |g| a.can(Describe, Group, g), |g| (g.to_string(), Code::GroupAuthorizationFailed, Vec::new())),
         RequestKind::ConsumerGroupDescribe(req) => strip(&mut req.group_ids, |g| a.can(Describe, Group, g), |g| (g.to_string(), Code::GroupAuthorizationFailed, Vec::new())),
         RequestKind::DescribeGroups(req) => strip(&mut req.groups, |g| a.can(Describe, Group, g), |g| (g.to_string(), Code::GroupAuthorizationFailed, Vec::new())),
@@ -458,7 +483,14 @@ fn cluster(a: &Access, operation: Operation, key: ApiKey) -> Check {
 
 /// Whether a Raft message from `access`'s caller is taken (CLUSTER_ACTION on the cluster).
 pub(super) fn raft(access: Option<&Access>) -> bool {
-    access.is_none_or(|a| !a.config.enabled || a.internal || a.config.super_users.contains(a.principal) || a.cluster(Operation::ClusterAction))
+    access.is_none_or(|a| a.exempt() || a.cluster(Operation::ClusterAction))
+}
+
+/// Whether a consumer's Fetch may read `topic` (READ on it), asked by the Fetch handler of
+/// every partition it reads at every fetch: those the request names and those its session
+/// holds (None: the node's own, or a test: everything).
+pub(super) fn may_read(access: Option<&Access>, topic: &str) -> bool {
+    access.is_none_or(|a| a.exempt() || a.can(Operation::Read, ResourceType::Topic, topic))
 }
 
 /// After Metadata: refused named topics answered TOPIC_AUTHORIZATION_FAILED, and a listing of
@@ -526,31 +558,6 @@ pub(super) fn describe_configs_after(access: &Access, resp: &mut kafka_protocol:
     }
 }
 
-/// After Fetch: each refused topic's asked partitions answered with its error.
-pub(super) fn fetch_after(resp: &mut kafka_protocol::messages::FetchResponse, refused: &[Refused]) {
-    use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
-    for (name, code, asked) in refused {
-        let partitions = asked.iter().map(|p| PartitionData::default().with_partition_index(*p).with_error_code(code.code()).with_high_watermark(-1)).collect();
-        resp.responses.push(FetchableTopicResponse::default().with_topic(s(name).into()).with_partitions(partitions));
-    }
-}
-
-/// After ListOffsets: each refused topic's asked partitions answered with its error.
-pub(super) fn list_offsets_after(resp: &mut kafka_protocol::messages::ListOffsetsResponse, refused: &[Refused]) {
-    use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
-    for (name, code, asked) in refused {
-        let partitions = asked.iter().map(|p| ListOffsetsPartitionResponse::default().with_partition_index(*p).with_error_code(code.code()).with_offset(-1).with_timestamp(-1)).collect();
-        resp.topics.push(ListOffsetsTopicResponse::default().with_name(s(name).into()).with_partitions(partitions));
-    }
-}
-
-/// After DescribeGroups, OffsetFetch (v8+) or a batched FindCoordinator handled without the
-/// groups or keys the caller may not DESCRIBE: each answered with its error, as Kafka does.
-pub(super) fn describe_groups_after(resp: &mut kafka_protocol::messages::DescribeGroupsResponse, refused: &[Refused]) {
-    use kafka_protocol::messages::describe_groups_response::DescribedGroup;
-    resp.groups.extend(refused.iter().map(|(g, code, _)| DescribedGroup::default().with_group_id(s(g).into()).with_error_code(code.code())));
-}
-
 /// After OffsetFetch, for the caller's allowed groups: a topic it may not DESCRIBE is left out
 /// of a listing of every committed offset (`named` false for the group, as Kafka filters it),
 /// and answered TOPIC_AUTHORIZATION_FAILED per partition, with no offset, where it was named.
@@ -573,25 +580,4 @@ pub(super) fn offset_fetch_topics_after(access: &Access, resp: &mut kafka_protoc
         false => resp.topics.retain(|t| !hidden(&t.name)),
         true => resp.topics.iter_mut().filter(|t| hidden(&t.name)).for_each(|t| t.partitions.iter_mut().for_each(old)),
     }
-}
-
-/// After a consumer's OffsetForLeaderEpoch handled without its refused topics: each asked
-/// partition of theirs answered with the error.
-pub(super) fn offset_for_leader_epoch_after(resp: &mut kafka_protocol::messages::OffsetForLeaderEpochResponse, refused: &[Refused]) {
-    use kafka_protocol::messages::offset_for_leader_epoch_response::{EpochEndOffset, OffsetForLeaderTopicResult};
-    for (name, code, partitions) in refused {
-        let each = partitions.iter().map(|p| EpochEndOffset::default().with_partition(*p).with_error_code(code.code()).with_leader_epoch(-1).with_end_offset(-1)).collect();
-        resp.topics.push(OffsetForLeaderTopicResult::default().with_topic(crate::protocol::topic_name(name)).with_partitions(each));
-    }
-}
-
-pub(super) fn offset_fetch_after(resp: &mut kafka_protocol::messages::OffsetFetchResponse, refused: &[Refused]) {
-    use kafka_protocol::messages::offset_fetch_response::OffsetFetchResponseGroup;
-    resp.groups.extend(refused.iter().map(|(g, code, _)| OffsetFetchResponseGroup::default().with_group_id(s(g).into()).with_error_code(code.code())));
-}
-
-pub(super) fn find_coordinator_after(resp: &mut kafka_protocol::messages::FindCoordinatorResponse, refused: &[Refused]) {
-    use kafka_protocol::messages::find_coordinator_response::Coordinator;
-    let each = refused.iter().map(|(k, code, _)| Coordinator::default().with_key(s(k)).with_node_id((-1).into()).with_port(-1).with_error_code(code.code()).with_error_message(Some(s("not authorized"))));
-    resp.coordinators.extend(each);
 }

@@ -150,8 +150,9 @@ fn describe_group(d: &mut DescribedGroup, g: &ConsumerGroup, topics: &Topics) {
             dm.subscribed_topic_regex = m.regex.as_deref().map(s);
             dm.assignment = assignment(&m.assignment.assigned);
             dm.target_assignment = assignment(&g.target.get(id).cloned().unwrap_or_default());
-            // KIP-1099's member type: 1, a consumer-protocol member.
-            dm.member_type = 1;
+            // KIP-1099's member type (v1): 0 a classic member (KIP-848's migration), 1 a
+            // consumer-protocol one.
+            dm.member_type = if m.classic.is_some() { 0 } else { 1 };
             dm
         })
         .collect();

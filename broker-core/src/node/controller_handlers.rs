@@ -68,7 +68,7 @@ pub fn metadata_fetch(node: &Node, req: FetchRequest, final_attempt: bool, now: 
     // A broker reading the metadata log is one of the quorum's observers (DescribeQuorum).
     let asked = req.topics.iter().filter(|t| t.topic.0.as_str() == metadata_topic).flat_map(|t| &t.partitions).find(|p| p.partition == 0);
     if let (Some(q), Some(p)) = (quorum.as_deref_mut(), asked) {
-        q.observed(req.replica_id.0, p.fetch_offset, now);
+        q.observed(crate::protocol::fetch_replica(&req).0, p.fetch_offset, now);
     }
     for t in &req.topics {
         let mut tr = FetchableTopicResponse::default();

@@ -138,7 +138,10 @@ pub fn sync_group(node: &Node, version: i16, cid: i32, req: SyncGroupRequest, no
     let (pending, protocol) = with_groups(node, now, out, |_, c, w| {
         let p = protocol.as_ref().map(|(t, n)| (t.as_str(), n.as_str()));
         let pending = c.sync(&group, req.member_id.as_str(), instance.as_deref(), req.generation_id, p, assignments, now, w);
-        (pending, c.describe(&group).ok().flatten().map(|g| (g.protocol_type.clone(), g.protocol.clone())))
+        // A classic member of a consumer group is answered with the protocol it asked for
+        // (Kafka's answer; the sync checked it).
+        let asked = protocol.clone().map(|(t, n)| (Some(t), Some(n)));
+        (pending, c.describe(&group).ok().flatten().map(|g| (g.protocol_type.clone(), g.protocol.clone())).or(asked))
     });
     finish(At { node, out }, GroupReply::Sync { version, cid, protocol }, pending.map(Answer::Sync), group_request_wait_ms_max)
 }

@@ -36,6 +36,8 @@ pub(crate) enum GroupReply {
     DeleteGroups { version: i16, cid: i32, response: DeleteGroupsResponse, slots: Vec<(Ticket, usize)> },
     OffsetDelete { version: i16, cid: i32, response: OffsetDeleteResponse },
     ConsumerHeartbeat { version: i16, cid: i32 },
+    /// A ShareGroupHeartbeat of `group` (named in its error message).
+    ShareHeartbeat { version: i16, cid: i32, group: String },
     /// A share-partition leader's ReadShareGroupState or WriteShareGroupState of one partition.
     ReadShareState { version: i16, cid: i32, topic_id: Option<Uuid>, partition: i32 },
     WriteShareState { version: i16, cid: i32, topic_id: Option<Uuid>, partition: i32 },
@@ -47,7 +49,7 @@ impl GroupReply {
         match self {
             GroupReply::Join { .. } => Answer::Join(JoinAnswer::error(Code::RebalanceInProgress, "")),
             GroupReply::Sync { .. } => Answer::Sync(Err(Code::RebalanceInProgress)),
-            GroupReply::ConsumerHeartbeat { .. } => Answer::Consumer(Err(Code::CoordinatorNotAvailable)),
+            GroupReply::ConsumerHeartbeat { .. } | GroupReply::ShareHeartbeat { .. } => Answer::Consumer(Err(Code::CoordinatorNotAvailable)),
             GroupReply::ReadShareState { .. } | GroupReply::WriteShareState { .. } => Answer::ShareState(Err(Code::CoordinatorNotAvailable)),
             _ => Answer::Written(Err(Code::CoordinatorNotAvailable)),
         }
@@ -107,6 +109,7 @@ impl GroupReply {
                 Response::new(ApiKey::DeleteGroups, version, cid, response)
             }
             GroupReply::ConsumerHeartbeat { version, cid } => Response::new(ApiKey::ConsumerGroupHeartbeat, version, cid, super::consumer_handlers::heartbeat_response(answers.first())),
+            GroupReply::ShareHeartbeat { version, cid, group } => Response::new(ApiKey::ShareGroupHeartbeat, version, cid, super::share_handlers::heartbeat_response(&group, answers.first())),
             GroupReply::ReadShareState { version, cid, topic_id, partition } => Response::new(ApiKey::ReadShareGroupState, version, cid, super::share_handlers::read_response(topic_id, partition, answers.first())),
             GroupReply::WriteShareState { version, cid, topic_id, partition } => Response::new(ApiKey::WriteShareGroupState, version, cid, super::share_handlers::write_response(topic_id, partition, answers.first())),
             GroupReply::OffsetDelete { version, cid, mut response } => {

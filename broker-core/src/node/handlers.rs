@@ -2,7 +2,9 @@
 //! decisions delegated to the [`Broker`]. Field-by-field translation only; see docs/protocol.md
 //! for versions and errors.
 
+use crate::kafka::{since, Code};
 use crate::protocol::{s, topic_name, uuid};
+use std::borrow::Cow;
 use super::waiting::{Pending, PendingDelete, Waiting};
 use crate::protocol::fetch_frame::FileRecords;
 use super::Outcome;
@@ -23,7 +25,7 @@ use kafka_protocol::messages::offset_for_leader_epoch_request::OffsetForLeaderEp
 use kafka_protocol::messages::offset_for_leader_epoch_response::{EpochEndOffset, OffsetForLeaderEpochResponse, OffsetForLeaderTopicResult};
 use kafka_protocol::messages::produce_request::ProduceRequest;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, ProduceResponse, TopicProduceResponse};
-use kafka_protocol::messages::{BrokerId, ProducerId};
+use kafka_protocol::messages::{BrokerId, ProducerId, TopicName};
 
 /// Metadata, with each broker's endpoint on `listener`, the one the client came in on (a live
 /// broker without that listener is left out, and a partition it leads answers
@@ -61,7 +63,7 @@ pub fn metadata(b: &mut Broker, version: i16, req: MetadataRequest, controller_i
     r.controller_id = BrokerId(controller_id);
     // v0: an empty list means all topics; v1+: null means all topics. v10+ may name a topic
     // by id alone (a KIP-848 member resolving its assignment): an unknown id is UNKNOWN_TOPIC_ID.
-    let by_id = |id: uuid::Uuid| b.image().topics.iter().find(|(_, t)| uuid(t.id) == id).map(|(n, _)| n.clone());
+    let by_id = |id: uuid::Uuid| b.topic_by_id(*id.as_bytes()).map(|n| n.to_string());
     let mut unknown_ids = Vec::new();
     let wanted: Option<Vec<String>> = match req.topics {
         Some(ts) if !(version == 0 && ts.is_empty()) => Some(
@@ -131,7 +133,9 @@ pub fn metadata(b: &mut Broker, version: i16, req: MetadataRequest, controller_i
 /// appended batch or the request's timeout passes.
 /// `batches`: each partition's records checked ([`produce_batches`]), in the request's order.
 #[allow(clippy::too_many_arguments)]
-pub fn produce(b: &mut Broker, (version, correlation_id): (i16, i32), req: ProduceRequest, batches: Vec<Option<Incoming>>, verified: Option<&super::verify::Verified>, denied: &super::authz::Denied, now: u64, out: &mut Vec<Action>) -> Result<Outcome, String> {
+/// `listener`: the one the client came in on, whose endpoints a v10+ answer names for
+/// partitions led elsewhere (KIP-951, `leader_hints`).
+pub fn produce(b: &mut Broker, (version, correlation_id, listener): (i16, i32, &str), req: ProduceRequest, batches: Vec<Option<Incoming>>, verified: Option<&super::verify::Verified>, denied: &super::authz::Denied, now: u64, out: &mut Vec<Action>) -> Result<Outcome, String> {
     let mut batches = batches.into_iter();
     let acks = req.acks;
     let modern = version >= 8;
@@ -168,7 +172,7 @@ pub fn produce(b: &mut Broker, (version, correlation_id): (i16, i32), req: Produ
                     }
                 }
                 Err(e) => {
-                    pr.error_code = e.kafka_error(modern).code();
+                    pr.error_code = produce_code(&e, version).code();
                     pr.base_offset = -1;
                     pr.log_start_offset = -1;
                     if modern {
@@ -188,9 +192,23 @@ pub fn produce(b: &mut Broker, (version, correlation_id): (i16, i32), req: Produ
         return Ok(Outcome::NoReply);
     }
     let timeout = (req.timeout_ms.max(0) as u64).min(crate::constants::produce_wait_ms_max);
-    let mut waiting = Waiting::produce(version, correlation_id, r, pending, timeout);
+    let hints = (version >= since::produce_leader_hints).then(|| listener.to_string());
+    let mut waiting = Waiting::produce(version, correlation_id, r, pending, timeout).with_leader_hints(hints);
     // Already replicated (an ISR of one): answer now.
     Ok(waiting.poll_broker(b, false).unwrap_or(Outcome::Wait(waiting)))
+}
+
+/// A refused produce's code at `version`: a partition its producer's coordinator answered
+/// TRANSACTION_ABORTABLE (not in the open transaction) is told so from v11 (KIP-890: the
+/// producer aborts and goes on), INVALID_TXN_STATE before (which older clients know), as
+/// Kafka's `AddPartitionsToTxnManager` converts it; any other refusal is the same at every
+/// version (INVALID_TXN_STATE for a partition the coordinator's answer left out, as for the
+/// leader's own refusals); INVALID_RECORD from v8, CORRUPT_MESSAGE before.
+fn produce_code(e: &Error, version: i16) -> Code {
+    match e {
+        Error::TxnUnverified(Code::TransactionAbortable) if version >= since::produce_transaction_abortable => Code::TransactionAbortable,
+        _ => e.kafka_error(version >= 8),
+    }
 }
 
 /// A produce request's batches checked, one per partition in the request's order (None where
@@ -212,18 +230,34 @@ pub enum FetchDecision {
 /// available and `max_wait_ms` has not passed. KIP-227 sessions (v7+, `broker::fetch_session`):
 /// an incremental fetch reads every partition of its session and is answered with those that
 /// have news; a parked fetch handled again changes its session only where a repeat changes
-/// nothing, and only the answer sent updates what the session last told.
-pub fn fetch(b: &mut Broker, version: i16, req: FetchRequest, attempt: super::Attempt, now: u64, out: &mut Vec<Action>) -> FetchDecision {
+/// nothing, and only the answer sent updates what the session last told. From v13 topics are
+/// named by id (KIP-516), in the request and the answer.
+///
+/// Every partition read, the session's as well as those named, is first looked at as Kafka's
+/// `handleFetchRequest` does at every fetch: an id this broker's metadata does not know is
+/// UNKNOWN_TOPIC_ID, a topic `caller` may not READ (a consumer's fetch, `authz::may_read`)
+/// TOPIC_AUTHORIZATION_FAILED, a partition the metadata does not have
+/// UNKNOWN_TOPIC_OR_PARTITION. Those are answered without being read, and neither end the long
+/// poll nor prolong it (a fetch with nothing else is answered at once); an error reading a
+/// partition answers at once, for the client to act on it.
+pub fn fetch(b: &mut Broker, version: i16, req: FetchRequest, caller: Option<&crate::security::acl::Caller>, attempt: super::Attempt, now: u64, out: &mut Vec<Action>) -> FetchDecision {
     let final_attempt = attempt == super::Attempt::Final;
     let read_committed = req.isolation_level == crate::kafka::isolation::read_committed;
-    // A follower names itself (Kafka's replica_id; -1 for consumers).
-    let replica = (req.replica_id.0 >= 0).then_some(req.replica_id.0);
-    let asked = asked_partitions(version, &req);
-    let forgotten: Vec<(&str, i32)> = req.forgotten_topics_data.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.topic.0.as_str(), *p))).collect();
-    let (id, epoch) = if version >= 7 { (req.session_id, req.session_epoch) } else { (0, -1) };
-    let plan = match b.fetch_sessions().begin(now, replica, id, epoch, attempt == super::Attempt::First, &asked, &forgotten) {
+    let by_id = version >= since::fetch_topic_ids;
+    // A follower names itself (Kafka's replica_id; -1 for consumers), and from v15 its broker
+    // epoch (KIP-903).
+    let (replica_id, broker_epoch) = crate::protocol::fetch_replica(&req);
+    let replica = (replica_id >= 0).then_some(replica_id);
+    // Each topic's key in the session and the answer: its name, or its id's text.
+    let keys: Vec<Cow<str>> = req.topics.iter().map(|t| topic_key(by_id, &t.topic, t.topic_id)).collect();
+    let forgotten_keys: Vec<Cow<str>> = req.forgotten_topics_data.iter().map(|t| topic_key(by_id, &t.topic, t.topic_id)).collect();
+    let asked = asked_partitions(version, &req, &keys);
+    let forgotten: Vec<(&str, i32)> = req.forgotten_topics_data.iter().zip(&forgotten_keys).flat_map(|(t, k)| t.partitions.iter().map(move |p| (k.as_ref(), *p))).collect();
+    let session = if version >= 7 { (req.session_id, req.session_epoch) } else { (0, -1) };
+    let plan = match b.fetch_sessions().begin(now, replica, session, by_id, attempt == super::Attempt::First, &asked, &forgotten) {
         Ok(plan) => plan,
         Err(code) => {
+            // Kafka's SessionErrorContext: the error alone, no partition.
             let mut r = FetchResponse::default();
             r.error_code = code.code();
             return FetchDecision::Respond(r, Vec::new());
@@ -233,42 +267,54 @@ pub fn fetch(b: &mut Broker, version: i16, req: FetchRequest, attempt: super::At
         Plan::Asked { .. } => asked.clone(),
         Plan::Session { partitions, .. } => partitions.iter().map(|(n, p, w)| (&**n, *p, *w)).collect(),
     };
+    // A follower's CLUSTER_ACTION was checked before (`authz::check`); a consumer needs READ.
+    let targets = {
+        let access = caller.filter(|_| replica.is_none()).map(|c| super::authz::Access::of(b, c));
+        fetch_targets(b, by_id, access.as_ref(), &read)
+    };
     // The broker's own cap (Kafka `fetch.max.bytes`) bounds what one request can make it
     // allocate, whatever the client asks for.
     let cap = crate::constants::fetch_bytes_max;
     let mut budget = if version >= 3 { (req.max_bytes.max(0) as usize).min(cap) } else { cap };
     let mut total = 0usize;
-    let mut errors = false;
+    let (mut errors, mut readable) = (false, 0usize);
     // What each partition answers, small: most of an incremental session's are left out.
     let mut results: Vec<(&str, i32, Read)> = Vec::with_capacity(read.len());
-    for &(name, p, w) in &read {
+    for (&(key, p, w), target) in read.iter().zip(targets) {
         let limit = (w.max_bytes.max(0) as usize).min(budget);
-        let who = Fetcher { replica, leader_epoch: w.leader_epoch, log_start_offset: w.log_start_offset, again: attempt != super::Attempt::First, read_committed };
-        let answer = match b.fetch(name, p, w.fetch_offset, limit, total == 0, who, now, out) {
+        let who = Fetcher { replica, leader_epoch: w.leader_epoch, log_start_offset: w.log_start_offset, again: attempt != super::Attempt::First, read_committed, broker_epoch };
+        let fetched = match target {
+            Ok(name) => {
+                readable += 1;
+                b.fetch(&name, p, w.fetch_offset, limit, total == 0, who, now, out).map_err(|e| {
+                    errors = true;
+                    match e {
+                        // A follower below the log start restarts from there (see server::replica_fetch).
+                        Error::OffsetOutOfRange { start, .. } => (e.kafka_error(true), start),
+                        _ => (e.kafka_error(true), -1),
+                    }
+                })
+            }
+            Err(code) => Err((code, -1)),
+        };
+        let answer = match fetched {
             Ok(f) => {
                 budget = budget.saturating_sub(f.records.len());
                 total += f.records.len();
                 Read { error_code: 0, high_watermark: f.high_watermark, last_stable_offset: f.last_stable_offset, log_start_offset: f.log_start_offset, records: f.records, aborted: f.aborted }
             }
-            Err(e) => {
-                errors = true;
-                // A follower below the log start restarts from there (see server::replica_fetch).
-                let log_start_offset = match e {
-                    Error::OffsetOutOfRange { start, .. } => start,
-                    _ => -1,
-                };
-                Read { error_code: e.kafka_error(true).code(), high_watermark: -1, last_stable_offset: -1, log_start_offset, records: Records::default(), aborted: Vec::new() }
-            }
+            Err((code, log_start_offset)) => Read { error_code: code.code(), high_watermark: -1, last_stable_offset: -1, log_start_offset, records: Records::default(), aborted: Vec::new() },
         };
-        results.push((name, p, answer));
+        results.push((key, p, answer));
     }
-    // Kafka answers at once when any partition has an error (the client must act on it).
-    if !final_attempt && !errors && req.max_wait_ms > 0 && total < req.min_bytes.max(1) as usize {
+    // Kafka answers at once when reading a partition failed (the client must act on it), or
+    // when there is no partition to read.
+    if !final_attempt && !errors && readable > 0 && req.max_wait_ms > 0 && total < req.min_bytes.max(1) as usize {
         return FetchDecision::Park(req.max_wait_ms as u64);
     }
     let context = match plan {
         Plan::Asked { open: false } => Context::Sessionless,
-        Plan::Asked { open: true } => b.fetch_sessions().open(now, replica, results.iter().zip(&read).map(|((n, p, a), (_, _, w))| (*n, *p, *w, a.told()))),
+        Plan::Asked { open: true } => b.fetch_sessions().open(now, replica, by_id, results.iter().zip(&read).map(|((n, p, a), (_, _, w))| (*n, *p, *w, a.told()))),
         Plan::Session { id, .. } => {
             let sessions = b.fetch_sessions();
             results.retain(|(n, p, a)| sessions.carries(id, n, *p, a.error_code != 0 || !a.records.is_empty(), a.told()));
@@ -278,7 +324,8 @@ pub fn fetch(b: &mut Broker, version: i16, req: FetchRequest, attempt: super::At
     let mut r = FetchResponse::default();
     r.session_id = context.id();
     let mut files = Vec::new();
-    for (name, p, a) in results {
+    let mut last_key = None;
+    for (key, p, a) in results {
         let mut pd = PartitionData::default();
         pd.partition_index = p;
         // Empty for read_uncommitted (the fetch did not look them up).
@@ -288,9 +335,13 @@ pub fn fetch(b: &mut Broker, version: i16, req: FetchRequest, attempt: super::At
         pd.last_stable_offset = a.last_stable_offset;
         pd.log_start_offset = a.log_start_offset;
         let records = a.records;
-        if r.responses.last().is_none_or(|t: &FetchableTopicResponse| t.topic.0.as_str() != name) {
+        if last_key != Some(key) {
+            last_key = Some(key);
             let mut tr = FetchableTopicResponse::default();
-            tr.topic = topic_name(name);
+            match by_id {
+                true => tr.topic_id = topic_id(key).unwrap_or_default(),
+                false => tr.topic = topic_name(key),
+            }
             r.responses.push(tr);
         }
         let (topic, tr) = (r.responses.len() - 1, r.responses.last_mut().expect("pushed above"));
@@ -306,6 +357,30 @@ pub fn fetch(b: &mut Broker, version: i16, req: FetchRequest, attempt: super::At
         tr.partitions.push(pd);
     }
     FetchDecision::Respond(r, files)
+}
+
+/// What a fetch does with each partition of `read` (by its key: a name, or by id an id's
+/// text): the topic's name to read it by, or the error it is answered with unread
+/// (Kafka's erroneous partitions, in Kafka's order): UNKNOWN_TOPIC_ID, then
+/// TOPIC_AUTHORIZATION_FAILED (`access`: a consumer's, which needs READ), then
+/// UNKNOWN_TOPIC_OR_PARTITION. Each topic is resolved and authorized once per run of its
+/// partitions.
+fn fetch_targets(b: &Broker, by_id: bool, access: Option<&super::authz::Access>, read: &[(&str, i32, Wanted)]) -> Vec<Result<std::sync::Arc<str>, Code>> {
+    let mut run: Option<(&str, Result<std::sync::Arc<str>, Code>)> = None;
+    let mut targets = Vec::with_capacity(read.len());
+    for &(key, p, _) in read {
+        if run.as_ref().is_none_or(|(k, _)| *k != key) {
+            let name = match by_id {
+                true => topic_id(key).and_then(|id| b.topic_by_id(*id.as_bytes()).cloned()).ok_or(Code::UnknownTopicId),
+                false => Ok(std::sync::Arc::from(key)),
+            };
+            let allowed = name.and_then(|n| if super::authz::may_read(access, &n) { Ok(n) } else { Err(Code::TopicAuthorizationFailed) });
+            run = Some((key, allowed));
+        }
+        let topic = run.as_ref().expect("set above").1.clone();
+        targets.push(topic.and_then(|n| if b.image().partition(&n, p).is_some() { Ok(n) } else { Err(Code::UnknownTopicOrPartition) }));
+    }
+    targets
 }
 
 /// What a fetch read of one partition: an error code (0: none), and what the answer tells.
@@ -324,15 +399,28 @@ impl Read {
     }
 }
 
+/// A Fetch topic's key in its session and answer: its name, or (`by_id`, v13+) its id's text.
+fn topic_key<'a>(by_id: bool, name: &'a TopicName, id: uuid::Uuid) -> Cow<'a, str> {
+    match by_id {
+        true => Cow::Owned(id.to_string()),
+        false => Cow::Borrowed(name.0.as_str()),
+    }
+}
+
+/// The topic id a key by id holds (None for a name).
+fn topic_id(key: &str) -> Option<uuid::Uuid> {
+    uuid::Uuid::parse_str(key).ok()
+}
+
 /// The partitions a Fetch names, each once (a partition asked twice is answered once), in its
-/// order, with what it asks of each.
-fn asked_partitions(version: i16, req: &FetchRequest) -> Vec<(&str, i32, Wanted)> {
+/// order, with what it asks of each; `keys` are its topics' keys ([`topic_key`]).
+fn asked_partitions<'a>(version: i16, req: &FetchRequest, keys: &'a [Cow<'a, str>]) -> Vec<(&'a str, i32, Wanted)> {
     let mut seen = PartitionMap::default();
     let mut asked = Vec::new();
-    for topic in &req.topics {
-        let name = topic.topic.0.as_str();
+    for (topic, key) in req.topics.iter().zip(keys) {
+        let key = key.as_ref();
         for fp in &topic.partitions {
-            if seen.insert(name, fp.partition, ()).is_some() {
+            if seen.insert(key, fp.partition, ()).is_some() {
                 continue;
             }
             let wanted = Wanted {
@@ -341,12 +429,15 @@ fn asked_partitions(version: i16, req: &FetchRequest) -> Vec<(&str, i32, Wanted)
                 leader_epoch: if version >= 9 { fp.current_leader_epoch } else { -1 },
                 max_bytes: fp.partition_max_bytes,
             };
-            asked.push((name, fp.partition, wanted));
+            asked.push((key, fp.partition, wanted));
         }
     }
     asked
 }
 
+/// ListOffsets at each partition's leader. A special timestamp the request's version does not
+/// know of (-3 before v7, -4 before v8, -5 before v9, any other negative one) is
+/// UNSUPPORTED_VERSION for its partition, as Kafka answers it.
 pub fn list_offsets(b: &Broker, version: i16, req: ListOffsetsRequest) -> ListOffsetsResponse {
     let mut r = ListOffsetsResponse::default();
     let read_committed = req.isolation_level == crate::kafka::isolation::read_committed;
@@ -358,12 +449,16 @@ pub fn list_offsets(b: &Broker, version: i16, req: ListOffsetsRequest) -> ListOf
             let mut pr = ListOffsetsPartitionResponse::default();
             pr.partition_index = p.partition_index;
             let epoch = if version >= 4 { p.current_leader_epoch } else { -1 };
-            match b.list_offset(&name, p.partition_index, p.timestamp, epoch, read_committed) {
+            let listed = match crate::kafka::list_offsets::first_version(p.timestamp) {
+                Some(first) if version >= first => b.list_offset(&name, p.partition_index, p.timestamp, epoch, read_committed),
+                _ => Err(Error::UnsupportedVersion),
+            };
+            match listed {
                 Ok((ts, offset)) => {
                     pr.timestamp = ts;
                     pr.offset = offset;
                     if version >= 4 {
-                        pr.leader_epoch = b.leader_epoch(&name, p.partition_index);
+                        pr.leader_epoch = b.list_offset_epoch(&name, p.partition_index, p.timestamp, offset);
                     }
                 }
                 Err(e) => {

@@ -25,6 +25,8 @@ pub enum Input {
     Synced { topic: String, partition: i32, stamp: SyncStamp, result: Result<(), LogError> },
     /// A cleaning swap the node asked for ([`Action::Swap`]) ran.
     Swapped { topic: String, partition: i32, done: Swapped },
+    /// A truncation's job the node asked for ([`Action::Truncate`]) ran.
+    Truncated { topic: String, partition: i32, done: crate::broker::Truncated },
     /// The file-system sync of a staged checkpoint ([`Action::SyncCheckpoint`]) ran: commit it.
     CheckpointSynced { staged: StagedCheckpoints, result: Result<(), std::io::Error> },
     /// The process is stopping: flush and checkpoint every partition.
@@ -41,6 +43,9 @@ pub enum Input {
     /// The answer of a share-partition leader's state read or write ([`Action::ShareState`]):
     /// a read's state, a write's `Ok(None)`, or the error (a lost link: COORDINATOR_NOT_AVAILABLE).
     ShareStateAnswered { request: u64, result: Result<Option<crate::group::share_state::Stored>, crate::kafka::Code> },
+    /// A client connection (the id its requests' [`crate::security::acl::Caller`] carried)
+    /// closed: the share sessions last used on it end.
+    ConnectionClosed { connection: u64 },
     /// The controller refused to auto-create this topic: Metadata may ask again.
     AutoCreateRefused(String),
     /// For the metadata quorum: decided under the quorum's own lock, never the broker's.
@@ -90,6 +95,7 @@ impl Node {
             Input::Clean => broker.clean_step(now),
             Input::Synced { topic, partition, stamp, result } => broker.synced(&topic, partition, stamp, result, now),
             Input::Swapped { topic, partition, done } => broker.swapped(&topic, partition, done, now),
+            Input::Truncated { topic, partition, done } => broker.truncated(&topic, partition, done, now),
             Input::CheckpointSynced { staged, result } => broker.checkpoint_commit(staged, result),
             Input::Shutdown => broker.checkpoint(now),
             Input::Registered { epoch } => broker.registered(epoch, now),
@@ -103,6 +109,7 @@ impl Node {
             }
             Input::MarkersAnswered { request, result } => coordinator_link::markers_answered(broker, txns, request, result, now),
             Input::ShareStateAnswered { request, result } => super::share_handlers::state_answered(broker, shares, request, result, now),
+            Input::ConnectionClosed { connection } => super::share_handlers::connection_closed(broker, shares, connection, now),
             Input::AutoCreateRefused(topic) => {
                 broker.auto_create_failed(&topic);
                 Vec::new()

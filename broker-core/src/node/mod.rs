@@ -17,7 +17,8 @@
 //! `coordinator_link` (where both coordinators meet the broker: ownership, loading, their
 //! appends, the markers' channel),
 //! `waiting` (requests answered later), `forward` (KIP-590 on this node), `input` (the shell's
-//! other inputs), `fetching` (the replica fetchers' rounds).
+//! other inputs), `fetching` (the replica fetchers' rounds), `leader_hints` (KIP-951: where a
+//! wrong leader's Produce and Fetch answers send the client).
 
 mod acl_handlers;
 mod authz;
@@ -33,6 +34,7 @@ mod group_handlers;
 mod group_reply;
 mod handlers;
 mod input;
+mod leader_hints;
 mod placement_handlers;
 mod quota_handlers;
 mod share_fetch;
@@ -304,7 +306,7 @@ fn handle_inner(node: &Node, prepared: Prepared, caller: Option<&Caller>, now: u
         Decoded::Request(r) => r,
         Decoded::Raft(m) => {
             let b = node.broker();
-            if !authz::raft(caller.map(|c| authz::Access::new(&b.config().security.authorizer, b.image(), c)).as_ref()) {
+            if !authz::raft(caller.map(|c| authz::Access::of(&b, c)).as_ref()) {
                 return Ok(Outcome::Close("not authorized: a Raft message needs CLUSTER_ACTION on the cluster".into()));
             }
             drop(b);
@@ -314,7 +316,7 @@ fn handle_inner(node: &Node, prepared: Prepared, caller: Option<&Caller>, now: u
     };
     let check = {
         let b = node.broker();
-        let access = caller.map(|c| authz::Access::new(&b.config().security.authorizer, b.image(), c));
+        let access = caller.map(|c| authz::Access::of(&b, c));
         authz::check(access.as_ref(), &mut request)
     };
     let filter = matches!(check, authz::Check::Filter);
@@ -330,7 +332,7 @@ fn handle_inner(node: &Node, prepared: Prepared, caller: Option<&Caller>, now: u
             let mut resp = $resp;
             if let (true, Some(caller)) = (filter, caller) {
                 let b = node.broker();
-                $after(&authz::Access::new(&b.config().security.authorizer, b.image(), caller), &mut resp);
+                $after(&authz::Access::of(&b, caller), &mut resp);
             }
             resp
         }};
@@ -372,22 +374,27 @@ fn handle_inner(node: &Node, prepared: Prepared, caller: Option<&Caller>, now: u
             let mut resp = handlers::metadata(&mut b(), version, req, controller_id, &listener);
             if let (Some((refused, hide)), Some(caller)) = (without, caller) {
                 let b = b();
-                authz::metadata_after(&authz::Access::new(&b.config().security.authorizer, b.image(), caller), &mut resp, refused, hide);
+                authz::metadata_after(&authz::Access::of(&b, caller), &mut resp, refused, hide);
             }
             reply!(resp)
         }
         RequestKind::Produce(req) => {
             let batches = batches.unwrap_or_else(|| handlers::produce_batches(&req));
-            handlers::produce(&mut b(), (version, correlation_id), req, batches, verified.as_ref(), &denied, now, out)
+            let listener = listener();
+            handlers::produce(&mut b(), (version, correlation_id, &listener), req, batches, verified.as_ref(), &denied, now, out)
         }
         RequestKind::Fetch(req) => {
             let metadata = controller_handlers::is_metadata_fetch(&req);
             let mut decision = match metadata {
                 true => controller_handlers::metadata_fetch(node, req, final_attempt, now),
-                false => handlers::fetch(&mut b(), version, req, attempt, now, out),
+                false => handlers::fetch(&mut b(), version, req, caller, attempt, now, out),
             };
-            if let (handlers::FetchDecision::Respond(resp, _), Some((refused, _))) = (&mut decision, &without) {
-                authz::fetch_after(resp, refused);
+            // KIP-951: where a partition led elsewhere is led (v16+; the metadata log is
+            // fetched by name, so before v13).
+            let hints = version >= crate::kafka::since::fetch_leader_hints;
+            if let (true, handlers::FetchDecision::Respond(resp, _)) = (hints, &mut decision) {
+                let listener = listener();
+                leader_hints::fetch(&b(), &listener, resp);
             }
             match decision {
                 handlers::FetchDecision::Respond(resp, files) if files.is_empty() => reply!(resp),
@@ -440,16 +447,16 @@ fn handle_inner(node: &Node, prepared: Prepared, caller: Option<&Caller>, now: u
             let mut resp = group_handlers::offset_fetch(node, version, req, now, out);
             if let (true, Some(caller)) = (filter || without.is_some(), caller) {
                 let b = node.broker();
-                authz::offset_fetch_topics_after(&authz::Access::new(&b.config().security.authorizer, b.image(), caller), &mut resp, &named);
+                authz::offset_fetch_topics_after(&authz::Access::of(&b, caller), &mut resp, &named);
             }
             reply!(readded!(resp, authz::offset_fetch_after))
         }
         RequestKind::ConsumerGroupHeartbeat(req) => consumer_handlers::consumer_group_heartbeat(node, (version, correlation_id), (&client_id, peer), req, now, out),
         RequestKind::ConsumerGroupDescribe(req) => reply!(readded!(consumer_handlers::consumer_group_describe(node, req, now, out), consumer_handlers::consumer_group_describe_after)),
-        RequestKind::ShareGroupHeartbeat(req) => reply!(share_handlers::share_group_heartbeat(node, (&client_id, peer), req, now, out)),
+        RequestKind::ShareGroupHeartbeat(req) => share_handlers::share_group_heartbeat(node, (version, correlation_id), (&client_id, peer), req, now, out),
         RequestKind::ShareGroupDescribe(req) => reply!(readded!(share_handlers::share_group_describe(node, req, now, out), share_handlers::share_group_describe_after)),
-        RequestKind::ShareFetch(req) => share_fetch::share_fetch(node, (version, correlation_id), req, attempt, now, out),
-        RequestKind::ShareAcknowledge(req) => share_fetch::share_acknowledge(node, (version, correlation_id), req, now, out),
+        RequestKind::ShareFetch(req) => share_fetch::share_fetch(node, (version, correlation_id), req, (&denied, caller.and_then(|c| c.connection)), attempt, now, out),
+        RequestKind::ShareAcknowledge(req) => share_fetch::share_acknowledge(node, (version, correlation_id), req, (&denied, caller.and_then(|c| c.connection)), now, out),
         RequestKind::ReadShareGroupState(req) => share_handlers::read_share_group_state(node, (version, correlation_id), req, now, out),
         RequestKind::WriteShareGroupState(req) => share_handlers::write_share_group_state(node, (version, correlation_id), req, now, out),
         RequestKind::ListGroups(req) => reply!(filtered!(group_handlers::list_groups(node, version, req, now, out), authz::list_groups_after)),

@@ -4,11 +4,13 @@
 //! their delivery counts), and the answer sent once the share-partition leader wrote every
 //! change it made (`share::leader`). A fetch that finds nothing and changes nothing waits for
 //! records (parked) up to its `max_wait_ms`. Topics travel by id; one this node does not know
-//! is UNKNOWN_TOPIC_ID.
+//! is UNKNOWN_TOPIC_ID, one the caller may not READ (`authz::share`'s [`Denied`])
+//! TOPIC_AUTHORIZATION_FAILED: not added to the session, fetched or acknowledged.
 
+use super::authz::Denied;
 use super::share_handlers::{coordinator_of, emit};
 use super::{Attempt, Node, Outcome, Parts, Waiting};
-use crate::broker::share_read::first_batches;
+use crate::broker::share_read::{first_batches, ShareRead};
 use crate::broker::Action;
 use crate::constants::{fetch_bytes_max, group_request_wait_ms_max};
 use crate::kafka::Code;
@@ -139,6 +141,10 @@ struct Asked<'a> {
     fetch: Option<(usize, usize)>,
     /// How long a fetch that finds nothing may wait for records.
     wait_ms: u64,
+    /// Topics the caller may not READ.
+    denied: &'a Denied,
+    /// The connection it came on: a session lives on the one that opened it.
+    connection: Option<u64>,
 }
 
 fn decide(parts: &mut Parts, mut reply: ShareReply, asked: Asked<'_>, attempt: Attempt, now: u64, actions: &mut Vec<Action>) -> Result<Outcome, String> {
@@ -151,17 +157,25 @@ fn decide(parts: &mut Parts, mut reply: ShareReply, asked: Asked<'_>, attempt: A
     let locate = |g: &str| coordinators.get(g).copied().flatten();
     let mut out = Out::default();
     let (group, member) = (asked.group.to_string(), asked.member.to_string());
+    let lock_ms = super::share_handlers::lock_ms_of(b, &group);
+    let read_committed = b.image().group_config(&group, crate::metadata::group_configs::share_isolation_level) == Some("read_committed");
     let first = attempt == Attempt::First;
     let has_acks = asked.named.iter().any(|(_, _, _, a)| a.as_ref().map_or(true, |a| !a.is_empty()));
     // A session takes only partitions that exist (what a client names is bounded by the image).
     let exists = |t: &str, p: i32| b.image().topics.get(t).is_some_and(|x| p >= 0 && (p as usize) < x.partitions.len());
-    let added: Vec<(String, i32)> = asked.named.iter().filter_map(|(_, t, p, _)| Some((t.clone()?, *p))).filter(|(t, p)| exists(t, *p)).collect();
+    let refused = |t: &str| asked.denied.of(t).is_some();
+    let added: Vec<(String, i32)> = asked.named.iter().filter_map(|(_, t, p, _)| Some((t.clone()?, *p))).filter(|(t, p)| exists(t, *p) && !refused(t)).collect();
     let begun = match first {
-        true => shares.sessions.begin(&group, &member, asked.epoch, asked.fetch.is_some(), has_acks, &added, &asked.forgotten, now),
+        true => shares.sessions.check_connection(&group, &member, asked.epoch, asked.connection).and_then(|()| shares.sessions.begin(&group, &member, asked.epoch, asked.fetch.is_some(), has_acks, &added, &asked.forgotten, now)),
         false => shares.sessions.partitions(&group, &member).cloned().map(|partitions| crate::share::sessions::Begun { partitions, closing: false }).ok_or(Code::ShareSessionNotFound),
     };
     let begun = match begun {
-        Ok(b) => b,
+        Ok(b) => {
+            if let (Some(c), true) = (asked.connection, first && asked.epoch == crate::share::sessions::open_epoch) {
+                shares.sessions.bind(&group, &member, c);
+            }
+            b
+        }
         Err(e) => {
             reply.error = Some(e);
             return Ok(Outcome::Reply(reply.finish(None)));
@@ -174,6 +188,13 @@ fn decide(parts: &mut Parts, mut reply: ShareReply, asked: Asked<'_>, attempt: A
             slot.error = Code::UnknownTopicId.code();
             continue;
         };
+        if refused(&name) {
+            slot.error = Code::TopicAuthorizationFailed.code();
+            if acks.as_ref().map_or(true, |a| !a.is_empty()) {
+                slot.ack_error = Some(slot.error);
+            }
+            continue;
+        }
         let acks = match acks {
             Ok(a) if a.is_empty() => continue,
             Ok(a) => a,
@@ -199,6 +220,10 @@ fn decide(parts: &mut Parts, mut reply: ShareReply, asked: Asked<'_>, attempt: A
             }
             let Some(id) = ids.get(topic).copied() else { continue };
             let slot_key = (id, topic.clone(), *p);
+            if refused(topic) {
+                reply.slots.entry(slot_key).or_default().error = Code::TopicAuthorizationFailed.code();
+                continue;
+            }
             let bounds = match b.share_bounds(topic, *p) {
                 Ok(x) => x,
                 Err(e) => {
@@ -210,8 +235,8 @@ fn decide(parts: &mut Parts, mut reply: ShareReply, asked: Asked<'_>, attempt: A
             if !shares.prepare(&key, *id.as_bytes(), bounds.leader_epoch, &locate, now, &mut out) {
                 continue;
             }
-            let Some(from) = shares.partition(&key).and_then(|x| x.fetch_from()).filter(|f| *f < bounds.high_watermark) else { continue };
-            let (bytes, spans) = match b.share_read(topic, *p, from, bytes_left.min(crate::constants::share_read_bytes_max)) {
+            let Some(from) = shares.partition(&key).and_then(|x| x.fetch_from()).filter(|f| *f < bounds.upper(read_committed)) else { continue };
+            let ShareRead { bytes, spans, skip_to } = match b.share_read(topic, *p, from, bytes_left.min(crate::constants::share_read_bytes_max), read_committed) {
                 Ok(x) => x,
                 Err(e) => {
                     reply.slots.entry(slot_key).or_default().error = e.kafka_error(true).code();
@@ -221,7 +246,11 @@ fn decide(parts: &mut Parts, mut reply: ShareReply, asked: Asked<'_>, attempt: A
             if let Some(&(base, _)) = spans.first().filter(|(base, _)| *base > from) {
                 shares.log_gap(&key, from, base);
             }
-            let a = shares.acquire(&key, &member, &spans, records_left, ticket, now);
+            let a = shares.acquire(&key, &member, &spans, records_left, lock_ms, ticket, now);
+            // Read to its end: what a committed read left out there is passed over.
+            if let Some(to) = skip_to.filter(|_| a.batches_used == spans.len() && shares.partition(&key).is_some_and(|x| spans.last().is_none_or(|s| x.end() > s.1))) {
+                shares.skip_to(&key, to);
+            }
             if a.runs.is_empty() {
                 continue;
             }
@@ -274,24 +303,24 @@ fn names(node: &Node, forgotten: impl Iterator<Item = (Uuid, i32)>) -> Vec<(Stri
 }
 
 /// ShareFetch.
-pub fn share_fetch(node: &Node, (version, cid): (i16, i32), req: ShareFetchRequest, attempt: Attempt, now: u64, out: &mut Vec<Action>) -> Result<Outcome, String> {
-    let lock_ms = i32::try_from(node.broker().config().groups.share_record_lock_duration_ms).unwrap_or(i32::MAX);
-    let mut reply = ShareReply { fetch: true, version, cid, error: None, lock_ms, slots: BTreeMap::new() };
+pub fn share_fetch(node: &Node, (version, cid): (i16, i32), req: ShareFetchRequest, (denied, connection): (&Denied, Option<u64>), attempt: Attempt, now: u64, out: &mut Vec<Action>) -> Result<Outcome, String> {
+    let mut reply = ShareReply { fetch: true, version, cid, error: None, lock_ms: 0, slots: BTreeMap::new() };
     let Some((group, member)) = who(&req.group_id, &req.member_id) else {
         reply.error = Some(Code::InvalidRequest);
         return Ok(Outcome::Reply(reply.finish(None)));
     };
+    reply.lock_ms = i32::try_from(super::share_handlers::lock_ms_of(&node.broker(), &group)).unwrap_or(i32::MAX);
     let parts = req.topics.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, p.partition_index, p)));
     let named = named_topics(node, parts, |p| acks_of(p.acknowledgement_batches.iter().map(|b| (b.first_offset, b.last_offset, b.acknowledge_types.clone()))));
     let forgotten = names(node, req.forgotten_topics_data.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, *p))));
     let records = if req.max_records > 0 { req.max_records as usize } else { usize::MAX };
     let bytes = (req.max_bytes.max(1) as usize).min(fetch_bytes_max);
-    let asked = Asked { group: &group, member: &member, epoch: req.share_session_epoch, named, forgotten, fetch: Some((records, bytes)), wait_ms: req.max_wait_ms.max(0) as u64 };
+    let asked = Asked { group: &group, member: &member, epoch: req.share_session_epoch, named, forgotten, fetch: Some((records, bytes)), wait_ms: req.max_wait_ms.max(0) as u64, denied, connection };
     decide(&mut node.parts(), reply, asked, attempt, now, out)
 }
 
 /// ShareAcknowledge.
-pub fn share_acknowledge(node: &Node, (version, cid): (i16, i32), req: ShareAcknowledgeRequest, now: u64, out: &mut Vec<Action>) -> Result<Outcome, String> {
+pub fn share_acknowledge(node: &Node, (version, cid): (i16, i32), req: ShareAcknowledgeRequest, (denied, connection): (&Denied, Option<u64>), now: u64, out: &mut Vec<Action>) -> Result<Outcome, String> {
     let mut reply = ShareReply { fetch: false, version, cid, error: None, lock_ms: 0, slots: BTreeMap::new() };
     let Some((group, member)) = who(&req.group_id, &req.member_id) else {
         reply.error = Some(Code::InvalidRequest);
@@ -299,6 +328,6 @@ pub fn share_acknowledge(node: &Node, (version, cid): (i16, i32), req: ShareAckn
     };
     let parts = req.topics.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, p.partition_index, p)));
     let named = named_topics(node, parts, |p| acks_of(p.acknowledgement_batches.iter().map(|b| (b.first_offset, b.last_offset, b.acknowledge_types.clone()))));
-    let asked = Asked { group: &group, member: &member, epoch: req.share_session_epoch, named, forgotten: Vec::new(), fetch: None, wait_ms: 0 };
+    let asked = Asked { group: &group, member: &member, epoch: req.share_session_epoch, named, forgotten: Vec::new(), fetch: None, wait_ms: 0, denied, connection };
     decide(&mut node.parts(), reply, asked, Attempt::First, now, out)
 }

@@ -26,6 +26,7 @@ use kafka_protocol::messages::share_group_heartbeat_request::ShareGroupHeartbeat
 use kafka_protocol::messages::share_group_heartbeat_response::{self as heartbeat, ShareGroupHeartbeatResponse};
 use kafka_protocol::messages::write_share_group_state_request::{self as write_req, WriteShareGroupStateRequest};
 use kafka_protocol::messages::write_share_group_state_response::{self as write_resp, WriteShareGroupStateResponse};
+use kafka_protocol::messages::ApiKey;
 
 /// A node's share-partition leader, with the broker's settings.
 pub fn new_shares(config: &crate::broker::BrokerConfig) -> Shares {
@@ -36,8 +37,8 @@ pub fn new_shares(config: &crate::broker::BrokerConfig) -> Shares {
     shares
 }
 
-/// ShareGroupHeartbeat: answered at once (a share group's membership is not written).
-pub fn share_group_heartbeat(node: &Node, (client_id, peer): (&str, Option<std::net::IpAddr>), req: ShareGroupHeartbeatRequest, now: u64, out: &mut Vec<Action>) -> ShareGroupHeartbeatResponse {
+/// ShareGroupHeartbeat: answered once what it changed in the group is replicated.
+pub fn share_group_heartbeat(node: &Node, (version, cid): (i16, i32), (client_id, peer): (&str, Option<std::net::IpAddr>), req: ShareGroupHeartbeatRequest, now: u64, out: &mut Vec<Action>) -> Result<Outcome, String> {
     let hb = ShareHeartbeat {
         member_id: req.member_id.to_string(),
         member_epoch: req.member_epoch,
@@ -46,30 +47,36 @@ pub fn share_group_heartbeat(node: &Node, (client_id, peer): (&str, Option<std::
         client_host: peer.map_or(String::new(), |ip| format!("/{ip}")),
         topics: req.subscribed_topic_names.as_ref().map(|ts| ts.iter().map(|t| t.0.to_string()).collect()),
     };
-    let mut r = ShareGroupHeartbeatResponse::default();
-    if let Err((e, why)) = hb.validate() {
-        (r.error_code, r.error_message) = (code(e), Some(s(why)));
-        return r;
-    }
     let group = req.group_id.0.to_string();
-    let ids = crate::node::consumer_handlers::topic_ids(&node.broker());
-    let interval = node.broker().config().groups.share_heartbeat_interval_ms;
-    match with_groups(node, now, out, |_, c, _| c.share_heartbeat(&group, hb, now)) {
-        Ok(a) => {
+    if let Err((e, why)) = hb.validate() {
+        let r = ShareGroupHeartbeatResponse::default().with_error_code(code(e)).with_error_message(Some(s(why)));
+        return Ok(Outcome::Reply(crate::protocol::Response::new(ApiKey::ShareGroupHeartbeat, version, cid, r)));
+    }
+    let reply = GroupReply::ShareHeartbeat { version, cid, group: group.clone() };
+    let pending = with_groups(node, now, out, |_, c, w| c.share_heartbeat(&group, hb, now, w));
+    finish(At { node, out }, reply, pending, group_request_wait_ms_max)
+}
+
+/// The response to a share heartbeat the coordinator answered.
+pub(super) fn heartbeat_response(group: &str, answer: Option<&Answer>) -> ShareGroupHeartbeatResponse {
+    let mut r = ShareGroupHeartbeatResponse::default();
+    match answer {
+        Some(Answer::Consumer(Ok(a))) => {
             r.member_id = Some(s(&a.member_id));
             r.member_epoch = a.member_epoch;
-            r.heartbeat_interval_ms = i32::try_from(interval).unwrap_or(i32::MAX);
-            r.assignment = a.assignment.map(|tps| {
-                let each = tps.iter().filter_map(|(t, ps)| Some(heartbeat::TopicPartitions::default().with_topic_id(*ids.get(t)?).with_partitions(ps.clone())));
+            r.heartbeat_interval_ms = i32::try_from(a.heartbeat_interval_ms).unwrap_or(i32::MAX);
+            r.assignment = a.assignment.as_ref().map(|tps| {
+                let each = tps.iter().map(|(id, ps)| heartbeat::TopicPartitions::default().with_topic_id(uuid(*id)).with_partitions(ps.clone()));
                 heartbeat::Assignment::default().with_topic_partitions(each.collect())
             });
         }
-        Err(e) => {
-            r.error_code = code(e);
-            if e == Code::GroupIdNotFound {
+        Some(Answer::Consumer(Err(e))) => {
+            r.error_code = code(*e);
+            if *e == Code::GroupIdNotFound {
                 r.error_message = Some(s(&format!("Group {group} is not a share group.")));
             }
         }
+        _ => r.error_code = code(Code::UnknownServerError),
     }
     r
 }
@@ -130,21 +137,53 @@ pub(super) fn emit(out: Out, actions: &mut Vec<Action>) {
 }
 
 /// Where a share-partition never initialized starts (the group's `share.auto.offset.reset`:
-/// `latest` by default, the high watermark; `earliest`, the log start), and the log start.
-fn start_of(b: &Broker, (group, topic, p): &PartKey) -> Option<(i64, i64)> {
+/// `latest` by default, the high watermark; `earliest`, the log start; `by_duration:`, the
+/// first record with a timestamp at or after `now` less the duration, found in the time index
+/// as ListOffsets finds it, else the high watermark, as Kafka does), and the log start.
+fn start_of(b: &Broker, (group, topic, p): &PartKey, now: u64) -> Option<(i64, i64)> {
+    use crate::metadata::group_configs::{share_auto_offset_reset, OffsetReset};
     let bounds = b.share_bounds(topic, *p).ok()?;
-    let reset = b.image().group_config(group, "share.auto.offset.reset").unwrap_or("latest");
-    let start = if reset == "earliest" { bounds.log_start } else { bounds.high_watermark };
+    let reset = b.image().group_config(group, share_auto_offset_reset).and_then(OffsetReset::parse).unwrap_or(OffsetReset::Latest);
+    let start = match reset {
+        OffsetReset::Earliest => bounds.log_start,
+        OffsetReset::Latest => bounds.high_watermark,
+        OffsetReset::ByDurationMs(ms) => {
+            let since = i64::try_from(now.saturating_sub(ms)).unwrap_or(i64::MAX);
+            match b.list_offset(topic, *p, since, -1, false) {
+                Ok((_, offset)) if offset >= 0 => offset,
+                _ => bounds.high_watermark,
+            }
+        }
+    };
     Some((start, bounds.log_start))
+}
+
+/// How long a member of `group` holds what it acquires: the group's
+/// `share.record.lock.duration.ms` (kept within Kafka's bounds when it was set), else the
+/// broker's `group.share.record.lock.duration.ms`.
+pub(super) fn lock_ms_of(b: &Broker, group: &str) -> u64 {
+    use crate::constants::{share_record_lock_duration_ms_max as max, share_record_lock_duration_ms_min as min};
+    let set = b.image().group_config(group, crate::metadata::group_configs::share_record_lock_duration_ms).and_then(|v| v.parse::<u64>().ok());
+    set.map_or(b.config().groups.share_record_lock_duration_ms, |ms| ms.clamp(min, max))
 }
 
 /// The answer of a share-state request the shell sent.
 pub fn state_answered(b: &mut Broker, shares: &mut Shares, request: u64, result: Result<Option<Stored>, Code>, now: u64) -> Vec<Action> {
     let mut out = Out::default();
     let locate = |g: &str| coordinator_of(b, g);
-    shares.answered(request, result, &|k| start_of(b, k), now, &mut out);
+    shares.answered(request, result, &|k| start_of(b, k, now), now, &mut out);
     shares.flush(&locate, now, &mut out);
     shares.take_answers(&mut out);
+    let mut actions = Vec::new();
+    emit(out, &mut actions);
+    actions
+}
+
+/// A client connection closed: the share sessions last used on it end (their records go back).
+pub fn connection_closed(b: &mut Broker, shares: &mut Shares, connection: u64, now: u64) -> Vec<Action> {
+    let mut out = Out::default();
+    let locate = |g: &str| coordinator_of(b, g);
+    shares.connection_closed(connection, &locate, now, &mut out);
     let mut actions = Vec::new();
     emit(out, &mut actions);
     actions

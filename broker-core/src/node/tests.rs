@@ -100,8 +100,11 @@ fn api_versions_lists_what_is_served_without_feature_fields() {
     assert_eq!(r.error_code, 0);
     let produce = r.api_keys.iter().find(|k| k.api_key == 0).unwrap();
     // From Kafka 3.9's v0: the versions Kafka 4.0 removed are bridged (protocol::legacy).
-    assert_eq!((produce.min_version, produce.max_version), (0, 9));
+    assert_eq!((produce.min_version, produce.max_version), (0, 11));
     assert!(r.supported_features.is_empty() && r.finalized_features.is_empty());
+    // Kafka 3.9's newest versions: Fetch v17 (KIP-853), ListOffsets v9 (KIP-1005).
+    let top = |key: ApiKey| r.api_keys.iter().find(|k| k.api_key == key as i16).map(|k| k.max_version);
+    assert_eq!((top(ApiKey::Fetch), top(ApiKey::ListOffsets), top(ApiKey::ApiVersions)), (Some(17), Some(9), Some(4)));
     // A newer ApiVersions than served: UNSUPPORTED_VERSION, in a v0 body, with the list.
     let mut v9 = frame(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default()).to_vec();
     v9[2..4].copy_from_slice(&9i16.to_be_bytes());
@@ -261,7 +264,9 @@ mod acls;
 mod cluster;
 mod listeners;
 mod configs;
+mod fetch_checks;
 mod fetch_sessions;
+mod new_versions;
 mod elect_leaders;
 mod placement;
 mod quotas;

@@ -254,7 +254,7 @@ fn answer<T>(r: Result<txn::Pending<T>, Code>, wrap: impl FnOnce(Result<T, Code>
     }
 }
 
-/// AddPartitionsToTxn: v0–3 a client adding partitions to its transaction; v4 a partition
+/// AddPartitionsToTxn: v0–3 a client adding partitions to its transaction; v4–5 a partition
 /// leader's batch ([`verify_partitions`]).
 pub fn add_partitions_to_txn(node: &Node, version: i16, cid: i32, req: AddPartitionsToTxnRequest, now: u64, out: &mut Vec<Action>) -> Outcome {
     if version >= 4 {
@@ -275,10 +275,12 @@ pub fn add_partitions_to_txn(node: &Node, version: i16, cid: i32, req: AddPartit
     finish(node, out, reply(ApiKey::AddPartitionsToTxn, version, cid), answer(Ok(pending), |r| Answer::Partitions(r.unwrap_or_default())))
 }
 
-/// AddPartitionsToTxn v4 from a partition leader (KIP-890 part 1): per transaction, whether
-/// each partition is in its open transaction (`verify_only`), answered at once. An implicit
-/// add (`verify_only` false, which Kafka's leaders send for Produce v12) is INVALID_REQUEST:
-/// this broker serves Produce up to v9, so none of its leaders sends one.
+/// AddPartitionsToTxn v4-5 from a partition leader (KIP-890 part 1): per transaction, whether
+/// each partition is in its open transaction (`verify_only`), answered at once; a partition
+/// that is not is TRANSACTION_ABORTABLE at v4 and v5 alike, as Kafka's coordinator answers it
+/// (the leader tells a producer INVALID_TXN_STATE before Produce v11, `handlers::produce`).
+/// An implicit add (`verify_only` false, which Kafka's leaders send for Produce v12) is
+/// INVALID_REQUEST: this broker serves Produce up to v11, so none of its leaders sends one.
 fn verify_partitions(node: &Node, req: &AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse {
     let parts = node.parts();
     let mut resp = AddPartitionsToTxnResponse::default();
@@ -288,8 +290,10 @@ fn verify_partitions(node: &Node, req: &AddPartitionsToTxnRequest) -> AddPartiti
             true => parts.txns.coordinator.verify_partitions(t.transactional_id.0.as_str(), t.producer_id.0, t.producer_epoch, &partitions),
             false => Err(Code::InvalidRequest),
         };
+        let abortable = |c: Code| if c == Code::InvalidTxnState { Code::TransactionAbortable } else { c };
         let results: PartitionResults = match results {
-            Ok(r) => r,
+            // The coordinator's "not in the open transaction", on the wire as Kafka's says it.
+            Ok(r) => r.into_iter().map(|(tp, r)| (tp, r.map_err(abortable))).collect(),
             Err(c) => partitions.into_iter().map(|tp| (tp, Err(c))).collect(),
         };
         let by_topic = partitions_response(results, 4).results_by_topic_v3_and_below;

@@ -34,7 +34,9 @@ pub struct Waiting {
 
 #[derive(Debug)]
 enum What {
-    Produce { version: i16, correlation_id: i32, response: ProduceResponse, pending: Vec<Pending> },
+    /// `hints`: the client's listener, where the answer names the leaders of partitions led
+    /// elsewhere (Produce v10+, `leader_hints`).
+    Produce { version: i16, correlation_id: i32, response: ProduceResponse, pending: Vec<Pending>, hints: Option<String> },
     Applied { offset: i64, reply: Response },
     /// A controller decision whose last record is at `offset`, proposed in the controller epoch
     /// `epoch` (None once it is committed); `applied`: then wait for this node's broker to apply
@@ -83,7 +85,16 @@ pub(crate) struct PendingDelete {
 
 impl Waiting {
     pub(crate) fn produce(version: i16, correlation_id: i32, response: ProduceResponse, pending: Vec<Pending>, timeout_ms: u64) -> Waiting {
-        Waiting { timeout_ms, envelope: None, what: What::Produce { version, correlation_id, response, pending } }
+        Waiting { timeout_ms, envelope: None, what: What::Produce { version, correlation_id, response, pending, hints: None } }
+    }
+
+    /// A produce whose answer names the leaders of partitions led elsewhere, with their
+    /// endpoints on `listener` (KIP-951; None: the version has no such fields).
+    pub(crate) fn with_leader_hints(mut self, listener: Option<String>) -> Waiting {
+        if let What::Produce { hints, .. } = &mut self.what {
+            *hints = listener;
+        }
+        self
     }
 
     pub(crate) fn markers(version: i16, correlation_id: i32, response: WriteTxnMarkersResponse, pending: Vec<(usize, Pending)>, timeout_ms: u64) -> Waiting {
@@ -275,7 +286,7 @@ impl Waiting {
                 }
                 Some(Outcome::Reply(Response::new(ApiKey::WriteTxnMarkers, *version, *correlation_id, std::mem::take(response))))
             }
-            What::Produce { version, correlation_id, response, pending } => {
+            What::Produce { version, correlation_id, response, pending, hints } => {
                 let timeout = self.timeout_ms;
                 pending.retain(|p| {
                     let Some(failed) = settled(b, p, expired, timeout) else { return true };
@@ -291,6 +302,9 @@ impl Waiting {
                 });
                 if !pending.is_empty() {
                     return None;
+                }
+                if let Some(listener) = hints {
+                    super::leader_hints::produce(b, listener, response);
                 }
                 Some(Outcome::Reply(Response::new(ApiKey::Produce, *version, *correlation_id, std::mem::take(response))))
             }

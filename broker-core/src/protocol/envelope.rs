@@ -37,7 +37,7 @@ pub fn envelope(request: Bytes, client: IpAddr, principal: &str) -> EnvelopeRequ
 pub fn caller(req: &EnvelopeRequest) -> Option<crate::security::acl::Caller> {
     let principal = req.request_principal.as_ref().and_then(|p| std::str::from_utf8(p).ok()).filter(|p| !p.is_empty());
     let host = client(req)?;
-    Some(crate::security::acl::Caller { principal: principal.unwrap_or(crate::security::acl::anonymous).to_string(), host, internal: false, listener: None })
+    Some(crate::security::acl::Caller { principal: principal.unwrap_or(crate::security::acl::anonymous).to_string(), host, internal: false, listener: None, connection: None })
 }
 
 /// The client's address an envelope carries, if it names one.

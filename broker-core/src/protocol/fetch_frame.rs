@@ -4,21 +4,25 @@
 //! wire are exactly what the kafka-protocol crate encodes for the same response with the
 //! records in memory (checked for every served version by the tests below).
 //!
-//! Each partition's fixed fields are encoded by the crate with its records null; `records` is
-//! the last field before the (flexible versions') tagged fields, so the null's encoding is cut
-//! off and the real length written in its place. No IO here: regions are only carried.
+//! Each partition's fields are encoded by the crate, and the records field found exactly in
+//! that encoding (`around_records`): the bytes before it, the real length with the file
+//! regions, then the bytes after it (a flexible version's tagged fields) as the crate wrote them. A topic is its name, or from v13 its id
+//! (KIP-516); the response's own tagged fields (v16's leader endpoints, KIP-951) are the
+//! crate's encoding of them. No IO here: regions are only carried.
 
 use crate::log::FileRegion;
 use bytes::{BufMut, Bytes, BytesMut};
-use kafka_protocol::messages::fetch_response::FetchResponse;
+use kafka_protocol::messages::fetch_response::{FetchResponse, PartitionData};
 use kafka_protocol::messages::{ApiKey, ResponseHeader};
 use kafka_protocol::protocol::Encodable;
 
-/// Fetch versions the splicing encoder knows the outer layout of (those served, up to the first
-/// with topic ids, whose layout differs).
-const versions: std::ops::RangeInclusive<i16> = 4..=12;
+/// Fetch versions the splicing encoder knows the outer layout of (those served).
+const versions: std::ops::RangeInclusive<i16> = 4..=17;
+const _: () = assert!(*versions.end() == crate::kafka::served_newest(kafka_protocol::messages::ApiKey::Fetch), "the zero-copy writer must know the layout of every Fetch version served");
 /// The first flexible (compact, tagged-field) version of Fetch.
 const flexible_from: i16 = 12;
+/// The first version naming topics by id (KIP-516).
+const topic_ids_from: i16 = crate::kafka::since::fetch_topic_ids;
 
 /// A response frame, size prefix included, in parts sent back to back.
 #[derive(Debug, Clone)]
@@ -99,28 +103,24 @@ pub fn encode(version: i16, correlation_id: i32, resp: &FetchResponse, files: &[
     put_len(&mut cur, flexible, resp.responses.len());
     let mut files = files.iter().peekable();
     for (ti, topic) in resp.responses.iter().enumerate() {
-        let name = topic.topic.0.as_bytes();
-        match flexible {
-            true => put_uvarint(&mut cur, name.len() as u32 + 1),
-            false => cur.put_i16(name.len() as i16),
+        if version >= topic_ids_from {
+            cur.put_slice(topic.topic_id.as_bytes());
+        } else {
+            let name = topic.topic.0.as_bytes();
+            match flexible {
+                true => put_uvarint(&mut cur, name.len() as u32 + 1),
+                false => cur.put_i16(name.len() as i16),
+            }
+            cur.put_slice(name);
         }
-        cur.put_slice(name);
         put_len(&mut cur, flexible, topic.partitions.len());
         for (pi, pd) in topic.partitions.iter().enumerate() {
             let Some(file) = files.next_if(|f| f.topic == ti && f.partition == pi) else {
                 pd.encode(&mut cur, version).map_err(&err)?;
                 continue;
             };
-            let mut fixed = pd.clone();
-            fixed.records = None;
-            let mut enc = BytesMut::new();
-            fixed.encode(&mut enc, version).map_err(&err)?;
-            // Null records, then (flexible) zero tagged fields: what is cut off below.
-            let tail: &[u8] = if flexible { &[0, 0] } else { &[0xff; 4] };
-            if !enc.ends_with(tail) {
-                return Err(format!("Fetch v{version}: partition {pi} of {} has tagged fields, which file records do not carry", topic.topic.0));
-            }
-            cur.put_slice(&enc[..enc.len() - tail.len()]);
+            let (before, after) = around_records(pd, version)?;
+            cur.put_slice(&before);
             let len: usize = file.regions.iter().map(|r| r.len as usize).sum();
             match flexible {
                 true => put_uvarint(&mut cur, len as u32 + 1),
@@ -130,16 +130,14 @@ pub fn encode(version: i16, correlation_id: i32, resp: &FetchResponse, files: &[
                 parts.push(Part::Memory(cur.split().freeze()));
                 parts.extend(file.regions.iter().cloned().map(Part::File));
             }
-            if flexible {
-                cur.put_u8(0); // no tagged fields
-            }
+            cur.put_slice(&after);
         }
         if flexible {
             cur.put_u8(0);
         }
     }
     if flexible {
-        cur.put_u8(0);
+        cur.put_slice(&tagged_fields(version, resp)?);
     }
     if let Some(f) = files.next() {
         return Err(format!("Fetch v{version}: file records for topic {} partition {} are out of order or absent from the response", f.topic, f.partition));
@@ -152,6 +150,43 @@ pub fn encode(version: i16, correlation_id: i32, resp: &FetchResponse, files: &[
     }
     frame.parts.insert(0, Part::Memory(Bytes::copy_from_slice(&(size as i32).to_be_bytes())));
     Ok(frame)
+}
+
+/// A partition's encoding without its records: the bytes before the records field and those
+/// after it (a flexible version's tagged fields, carried as they are). Found exactly, not by a
+/// guess at the tail: the partition is encoded with null records and with empty ones, which
+/// differ in the records field alone (null: compact length 0, or i32 -1 before v12; empty: 1,
+/// or 0), so where they first differ is where the records go.
+fn around_records(pd: &PartitionData, version: i16) -> Result<(Bytes, Bytes), String> {
+    let encoded = |records: Option<Bytes>| -> Result<Bytes, String> {
+        let mut enc = BytesMut::new();
+        pd.clone().with_records(records).encode(&mut enc, version).map_err(|e| format!("encoding Fetch v{version}: {e}"))?;
+        Ok(enc.freeze())
+    };
+    let (null, empty) = (encoded(None)?, encoded(Some(Bytes::new()))?);
+    let (null_mark, empty_mark): (&[u8], &[u8]) = if version >= flexible_from { (&[0], &[1]) } else { (&[0xff; 4], &[0; 4]) };
+    let at = null.iter().zip(empty.iter()).position(|(a, b)| a != b).unwrap_or(null.len());
+    let end = at + null_mark.len();
+    let exact = null.len() == empty.len() && null.get(at..end) == Some(null_mark) && empty.get(at..end) == Some(empty_mark) && null[end..] == empty[end..];
+    match exact {
+        true => Ok((null.slice(..at), null.slice(end..))),
+        false => Err(format!("Fetch v{version}: partition {} has no records field where the layout puts it", pd.partition_index)),
+    }
+}
+
+/// The response's own tagged fields, as the crate encodes them: those of the same response
+/// with no topics, after its fixed fields and the empty topic array.
+fn tagged_fields(version: i16, resp: &FetchResponse) -> Result<Bytes, String> {
+    let mut outer = FetchResponse::default().with_throttle_time_ms(resp.throttle_time_ms).with_error_code(resp.error_code).with_session_id(resp.session_id).with_node_endpoints(resp.node_endpoints.clone());
+    outer.unknown_tagged_fields = resp.unknown_tagged_fields.clone();
+    let mut enc = BytesMut::new();
+    outer.encode(&mut enc, version).map_err(failed(version))?;
+    // throttle_time_ms, error_code, session_id, and the empty array's length (one byte).
+    let fixed = 4 + 2 + 4 + 1;
+    if enc.len() < fixed {
+        return Err(format!("Fetch v{version}: the response's fixed fields encode in {} bytes", enc.len()));
+    }
+    Ok(enc.freeze().slice(fixed..))
 }
 
 /// Maps an encoder error to the reason the connection closes.

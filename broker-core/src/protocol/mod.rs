@@ -123,6 +123,16 @@ pub fn api_versions_response(error_code: i16, legacy: bool) -> ApiVersionsRespon
     r
 }
 
+/// Who sends a Fetch: the follower's replica id (-1: a consumer) and, from v15 (KIP-903), its
+/// broker epoch (-1: not told). Before v15 the id is `replica_id`, from v15 it is in
+/// `replica_state`; kafka-protocol decodes each only at its versions, leaving the other -1.
+pub fn fetch_replica(req: &kafka_protocol::messages::FetchRequest) -> (i32, i64) {
+    match req.replica_id.0 {
+        id if id >= 0 => (id, -1),
+        _ => (req.replica_state.replica_id.0, req.replica_state.replica_epoch),
+    }
+}
+
 /// A wire string.
 pub(crate) fn s(text: &str) -> StrBytes {
     StrBytes::from_string(text.to_string())

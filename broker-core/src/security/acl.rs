@@ -276,6 +276,9 @@ pub struct Caller {
     /// The client listener the request came in on, whose endpoints the answers name (None:
     /// the inter-broker listener's, as for a forwarded request or the CONTROLLER listener).
     pub listener: Option<std::sync::Arc<str>>,
+    /// The connection the request came on, unique in the process (None: a forwarded request,
+    /// a test's): share sessions end when theirs closes.
+    pub connection: Option<u64>,
 }
 
 /// The principal of a connection that proved nothing (PLAINTEXT, or TLS without a client

@@ -199,6 +199,9 @@ pub struct Flags {
     /// group.consumer.assignors, comma-separated: uniform, range (the first is the default)
     #[arg(long)]
     pub group_consumer_assignors: Option<String>,
+    /// group.consumer.migration.policy: bidirectional (default), upgrade, downgrade, disabled
+    #[arg(long)]
+    pub group_consumer_migration_policy: Option<String>,
     /// group.share.session.timeout.ms (KIP-932 share groups; default 45000)
     #[arg(long)]
     pub group_share_session_timeout_ms: Option<u64>,
@@ -342,6 +345,7 @@ pub const FILE_SETTINGS: &[&str] = &[
     "group.consumer.session.timeout.ms",
     "group.consumer.heartbeat.interval.ms",
     "group.consumer.assignors",
+    "group.consumer.migration.policy",
     "group.share.session.timeout.ms",
     "group.share.heartbeat.interval.ms",
     "group.share.max.size",
@@ -416,6 +420,7 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
             "group.consumer.session.timeout.ms" => f.group_consumer_session_timeout_ms = Some(int()? as u64),
             "group.consumer.heartbeat.interval.ms" => f.group_consumer_heartbeat_interval_ms = Some(int()? as u64),
             "group.consumer.assignors" => f.group_consumer_assignors = Some(value.as_str().ok_or_else(|| bad("a list like \"uniform,range\""))?.to_string()),
+            "group.consumer.migration.policy" => f.group_consumer_migration_policy = Some(text()?),
             "group.share.session.timeout.ms" => f.group_share_session_timeout_ms = Some(int()? as u64),
             "group.share.heartbeat.interval.ms" => f.group_share_heartbeat_interval_ms = Some(int()? as u64),
             "group.share.max.size" => f.group_share_max_size = Some(int()? as usize),
@@ -459,7 +464,7 @@ pub fn merge_file(text: &str, over: Flags) -> Result<Flags, String> {
         log_segment_bytes, log_roll_ms, log_retention_ms, log_retention_bytes, log_index_interval_bytes,
         log_flush_interval_messages, log_flush_interval_ms, message_max_bytes, controller_quorum_voters, process_roles, controller_quorum_election_timeout_ms, metadata_log_max_record_bytes_between_snapshots,
         default_replication_factor, replica_lag_time_max_ms, broker_session_timeout_ms, broker_heartbeat_interval_ms,
-        unclean_leader_election_enable, eligible_leader_replicas_enable, auto_leader_rebalance_enable, leader_imbalance_check_interval_seconds, leader_imbalance_per_broker_percentage, group_initial_rebalance_delay_ms, group_min_session_timeout_ms, group_max_session_timeout_ms, group_max_size, group_consumer_session_timeout_ms, group_consumer_heartbeat_interval_ms, group_consumer_assignors, group_share_session_timeout_ms, group_share_heartbeat_interval_ms, group_share_max_size, group_share_record_lock_duration_ms, group_share_delivery_count_limit, group_share_partition_max_record_locks, offsets_topic_num_partitions, offsets_topic_replication_factor, offsets_retention_minutes, offset_metadata_max_bytes, transaction_max_timeout_ms, transactional_id_expiration_ms, transaction_abort_timed_out_transaction_cleanup_interval_ms, transaction_remove_expired_transaction_cleanup_interval_ms, transaction_state_log_num_partitions, transaction_state_log_replication_factor, transaction_state_log_min_isr, transaction_version, transaction_partition_verification_enable, log_cleaner_backoff_ms, log_cleaner_io_max_bytes_per_second, fetch_zero_copy, legacy_api_versions, worker_threads, metrics_listen);
+        unclean_leader_election_enable, eligible_leader_replicas_enable, auto_leader_rebalance_enable, leader_imbalance_check_interval_seconds, leader_imbalance_per_broker_percentage, group_initial_rebalance_delay_ms, group_min_session_timeout_ms, group_max_session_timeout_ms, group_max_size, group_consumer_session_timeout_ms, group_consumer_heartbeat_interval_ms, group_consumer_assignors, group_consumer_migration_policy, group_share_session_timeout_ms, group_share_heartbeat_interval_ms, group_share_max_size, group_share_record_lock_duration_ms, group_share_delivery_count_limit, group_share_partition_max_record_locks, offsets_topic_num_partitions, offsets_topic_replication_factor, offsets_retention_minutes, offset_metadata_max_bytes, transaction_max_timeout_ms, transactional_id_expiration_ms, transaction_abort_timed_out_transaction_cleanup_interval_ms, transaction_remove_expired_transaction_cleanup_interval_ms, transaction_state_log_num_partitions, transaction_state_log_replication_factor, transaction_state_log_min_isr, transaction_version, transaction_partition_verification_enable, log_cleaner_backoff_ms, log_cleaner_io_max_bytes_per_second, fetch_zero_copy, legacy_api_versions, worker_threads, metrics_listen);
     Ok(f)
 }
 

@@ -16,6 +16,9 @@ pub(super) fn resolve_groups(f: &Flags, g: &mut crate::group::GroupConfig) -> Re
         let known = names.split(',').map(|n| crate::group::assignors::ServerAssignor::by_name(n.trim()).ok_or_else(|| format!("group.consumer.assignors: unknown assignor {n:?} (uniform, range)")));
         g.consumer_assignors = known.collect::<Result<Vec<_>, _>>()?;
     }
+    if let Some(name) = &f.group_consumer_migration_policy {
+        g.consumer_migration_policy = crate::group::MigrationPolicy::by_name(name).ok_or_else(|| format!("group.consumer.migration.policy: unknown policy {name:?} (bidirectional, upgrade, downgrade, disabled)"))?;
+    }
     if g.consumer_assignors.is_empty() || g.consumer_heartbeat_interval_ms == 0 || g.consumer_heartbeat_interval_ms >= g.consumer_session_timeout_ms {
         return Err("group.consumer.assignors must name one; group.consumer.heartbeat.interval.ms must be 1 ms or more and below group.consumer.session.timeout.ms".into());
     }

@@ -11,7 +11,8 @@
 //! answered before one flush. On a SASL listener each frame first goes past the connection's
 //! SASL session (`sasl.rs`), which answers the authentication itself and closes a connection
 //! that asks for anything else before it authenticated. Nothing here decides anything: frames
-//! go to `answer`.
+//! go to `answer`. A connection that carried a ShareFetch tells the node when it closes, so the
+//! share sessions last used on it end (`node::Input::ConnectionClosed`).
 
 use super::answer::answer;
 use super::sasl::{self, Sasl};
@@ -29,6 +30,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
 use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
+
+/// The next connection's id (its requests' `Caller::connection`): unique in the process.
+static next_connection_id: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// Why reading the next request ended the connection.
 enum Stop {
@@ -203,18 +207,24 @@ pub(super) async fn connection(link: Link, shared: Arc<Shared>, protocol: crate:
         tracing::debug!("connection from {peer} is {principal}");
     }
     let reauth_ms = shared.broker().config().security.reauth_ms;
-    let mut auth = Auth { session: protocol.is_sasl().then(|| Session::with_lifetime(reauth_ms)), enabled: shared.broker().config().security.sasl_mechanisms.clone(), internal_only, tls_principal: principal, listener };
+    let connection = next_connection_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut auth = Auth { session: protocol.is_sasl().then(|| Session::with_lifetime(reauth_ms)), enabled: shared.broker().config().security.sasl_mechanisms.clone(), internal_only, tls_principal: principal, listener, connection, shared_fetch: false };
     loop {
         inbox.expect_raw_token(auth.expects_raw_token());
-        let Some(first) = next(&mut inbox, &mut rd, &shared, peer).await else { return };
+        let Some(first) = next(&mut inbox, &mut rd, &shared, peer).await else { break };
         let mut wr = BufWriter::with_capacity(connection_write_buffer_bytes, half);
         let open = burst(&shared, &mut inbox, &mut rd, &mut wr, first, peer, local, &mut auth).await;
         // The burst's answers go out before the connection waits again (or closes).
         if wr.flush().await.is_err() || !open {
-            return;
+            break;
         }
         half = wr.into_inner();
         inbox.release();
+    }
+    if auth.shared_fetch {
+        let actions = shared.decide(|s| s.node.input(crate::node::Input::ConnectionClosed { connection }, super::now_ms())).await;
+        shared.perform(actions).await;
+        shared.changed();
     }
 }
 
@@ -248,6 +258,9 @@ struct Auth {
     tls_principal: Option<String>,
     /// The client listener's name (None on the CONTROLLER listener).
     listener: Option<Arc<str>>,
+    /// This connection's id, and whether it carried a ShareFetch (a share session may be on it).
+    connection: u64,
+    shared_fetch: bool,
 }
 
 impl Auth {
@@ -266,7 +279,7 @@ impl Auth {
         };
         // The PLAINTEXT controller listener beside a secured one carries only this node's own
         // links (`sasl.rs` refuses anything else there): the node itself.
-        crate::security::acl::Caller { principal, host, internal: self.internal_only, listener: self.listener.clone() }
+        crate::security::acl::Caller { principal, host, internal: self.internal_only, listener: self.listener.clone(), connection: Some(self.connection) }
     }
 }
 
@@ -294,6 +307,7 @@ async fn burst(shared: &Shared, inbox: &mut Inbox, rd: &mut send::ReadHalf, wr: 
     let (mut frame, mut turn) = first;
     loop {
         let key = frame.get(..2).map(|k| i16::from_be_bytes([k[0], k[1]]));
+        auth.shared_fetch |= key == Some(ApiKey::ShareFetch as i16);
         // A fetch may park for max_wait_ms: answers to earlier pipelined requests go out first.
         if key == Some(ApiKey::Fetch as i16) && wr.flush().await.is_err() {
             return false;

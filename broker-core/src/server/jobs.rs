@@ -1,8 +1,9 @@
 //! The shell's side of the IO a decision leaves to it (issue 32's `io_done` contract): each
-//! write and sync job, cleaning swap and checkpoint sync runs off the node's disk gate — on the
-//! blocking pool in the real build (a small write on the shell's own task), at once and then
-//! sleeping the latency the simulated disk owes in the simulated one — and is reported back in
-//! a decision of its own (`node::Input::Synced`, `Swapped`, `CheckpointSynced`).
+//! write and sync job, cleaning swap, truncation (with its producer-state rebuild) and
+//! checkpoint sync runs off the node's disk gate — on the blocking pool in the real build (a
+//! small write on the shell's own task), at once and then sleeping the latency the simulated
+//! disk owes in the simulated one — and is reported back in a decision of its own
+//! (`node::Input::Synced`, `Swapped`, `Truncated`, `CheckpointSynced`).
 
 use super::{now_ms, Broker, Input, Shared};
 #[cfg(madsim)]
@@ -12,6 +13,7 @@ use std::time::Duration;
 pub(super) enum Job {
     Sync(crate::log::SyncJob),
     Swap(crate::log::SwapJob),
+    Truncate(crate::broker::TruncateJob),
 }
 
 impl Shared {
@@ -24,6 +26,7 @@ impl Shared {
             let input = match job {
                 Job::Sync(job) => Input::Synced { topic, partition, stamp: job.stamp, result: self.run_sync(&job).await },
                 Job::Swap(job) => Input::Swapped { topic, partition, done: self.run_swap(job).await },
+                Job::Truncate(job) => Input::Truncated { topic, partition, done: self.run_truncation(job).await },
             };
             let wakes = !matches!(&input, Input::Synced { stamp, .. } if !stamp.syncs());
             let done = self.decide(|s| s.node.input(input, now_ms())).await;
@@ -97,18 +100,35 @@ impl Shared {
         }
     }
 
+    /// Runs a truncation's job (the log's syncs, file cut and checkpoint, then the
+    /// producer-state replay) without the disk gate, as [`Shared::run_sync`] runs a sync job.
+    async fn run_truncation(&self, job: crate::broker::TruncateJob) -> crate::broker::Truncated {
+        let task = job.clone();
+        self.off_gate("truncation", crate::buggify::Site::SlowSync, move || task.run(), |why| job.lost(why)).await
+    }
+
     /// Runs a cleaning swap without the disk gate, as [`Shared::run_sync`] runs a sync job.
     async fn run_swap(&self, job: crate::log::SwapJob) -> crate::log::Swapped {
+        let task = job.clone();
+        self.off_gate("swap", crate::buggify::Site::SlowSwap, move || task.run(), |why| job.lost(why)).await
+    }
+
+    /// Runs a blocking job (`what`) without the disk gate: on the blocking pool in the real
+    /// build (`lost` makes the report of a task that ended without one); in the simulated one
+    /// at once, then sleeping the latency the disk owes for it and, now and then, a BUGGIFY
+    /// delay at `site` (a job that takes its time).
+    async fn off_gate<T: Send + 'static>(&self, what: &str, site: crate::buggify::Site, run: impl FnOnce() -> T + Send + 'static, lost: impl FnOnce(String) -> T) -> T {
         #[cfg(not(madsim))]
         {
-            let task = job.clone();
-            let ran = tokio::task::spawn_blocking(move || task.run()).await;
-            ran.unwrap_or_else(|e| job.lost(format!("the swap task ended without an answer: {e}")))
+            let _ = site;
+            let ran = tokio::task::spawn_blocking(run).await;
+            ran.unwrap_or_else(|e| lost(format!("the {what} task ended without an answer: {e}")))
         }
         #[cfg(madsim)]
         {
-            let done = job.run();
-            let late = self.buggify.draw(crate::buggify::Site::SlowSwap).map_or(0, |n| 20 + n % 381);
+            let _ = (what, lost);
+            let done = run();
+            let late = self.buggify.draw(site).map_or(0, |n| 20 + n % 381);
             let stall = self.disk.take_stall() + Duration::from_millis(late);
             if !stall.is_zero() {
                 tokio::time::sleep(stall).await;

@@ -43,10 +43,85 @@ pub(super) fn counted(frame: &[u8], every: bool) -> Option<Counted> {
         _ => return None,
     };
     let (client_id, body) = client_id(frame, lead.key, lead.version)?;
-    if bytes == Some(Kind::Fetch) && body.get(..4).map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]))? >= 0 {
+    if bytes == Some(Kind::Fetch) && fetch_replica(body, lead.version)? >= 0 {
         return None; // a follower's fetch: replication is not a client's traffic
     }
     Some(Counted { bytes, version: lead.version, client_id, request_bytes: frame.len() })
+}
+
+/// A Fetch body's replica id (-1: a consumer's): its first field before v15; from v15 in the
+/// ReplicaState tagged field (KIP-903), which follows every other field ([`replica_state_id`]).
+fn fetch_replica(body: &[u8], version: i16) -> Option<i32> {
+    if version < crate::kafka::since::fetch_replica_state {
+        return body.get(..4).map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+    }
+    replica_state_id(body)
+}
+
+/// The newest Fetch version whose request layout [`replica_state_id`] walks.
+const fetch_walked_newest: i16 = 17;
+const _: () = assert!(crate::kafka::served_newest(ApiKey::Fetch) <= fetch_walked_newest, "a newer Fetch is served: check its request layout against replica_state_id");
+
+/// ReplicaState's replica id in a Fetch v15-17 body (-1 without one: a consumer's), found by
+/// walking the body by its lengths to the request's tagged fields, nothing decoded, copied or
+/// allocated (this runs for every consumer fetch while a quota is set). The layout
+/// (FetchRequest.json): max_wait_ms, min_bytes, max_bytes (i32), isolation_level (i8),
+/// session_id, session_epoch (i32); topics [topic_id (16 bytes), partitions [partition,
+/// current_leader_epoch (i32), fetch_offset (i64), last_fetched_epoch (i32), log_start_offset
+/// (i64), partition_max_bytes (i32), tags], tags]; forgotten_topics_data [topic_id, partitions
+/// [i32], tags]; rack_id (compact string); tags: 0 cluster_id, 1 ReplicaState (replica_id i32,
+/// replica_epoch i64). Tagged fields are skipped by their sizes, v17's per-partition
+/// ReplicaDirectoryId included. None for a body cut short.
+fn replica_state_id(mut body: &[u8]) -> Option<i32> {
+    const replica_state_tag: u32 = 1;
+    let b = &mut body;
+    skip(b, 4 + 4 + 4 + 1 + 4 + 4)?;
+    for _ in 0..compact_len(b)? {
+        skip(b, 16)?;
+        for _ in 0..compact_len(b)? {
+            skip(b, 4 + 4 + 8 + 4 + 8 + 4)?;
+            skip_tags(b)?;
+        }
+        skip_tags(b)?;
+    }
+    for _ in 0..compact_len(b)? {
+        skip(b, 16)?;
+        let partitions = compact_len(b)?;
+        skip(b, partitions.checked_mul(4)?)?;
+        skip_tags(b)?;
+    }
+    let rack = compact_len(b)?;
+    skip(b, rack)?;
+    for _ in 0..uvarint(b)? {
+        let tag = uvarint(b)?;
+        let size = uvarint(b)? as usize;
+        let field = b.get(..size)?;
+        if tag == replica_state_tag {
+            return field.get(..4).map(|x| i32::from_be_bytes([x[0], x[1], x[2], x[3]]));
+        }
+        skip(b, size)?;
+    }
+    Some(-1)
+}
+
+fn skip(buf: &mut &[u8], n: usize) -> Option<()> {
+    *buf = buf.get(n..)?;
+    Some(())
+}
+
+/// A compact array's or string's length (its uvarint is length + 1; 0 is null: none).
+fn compact_len(buf: &mut &[u8]) -> Option<usize> {
+    Some((uvarint(buf)? as usize).saturating_sub(1))
+}
+
+/// Skips a tagged-field section: a count, then each tag's number, size and bytes.
+fn skip_tags(buf: &mut &[u8]) -> Option<()> {
+    for _ in 0..uvarint(buf)? {
+        uvarint(buf)?;
+        let size = uvarint(buf)? as usize;
+        skip(buf, size)?;
+    }
+    Some(())
 }
 
 /// The request header's client id, and the body after the header.
@@ -57,13 +132,7 @@ fn client_id(frame: &[u8], key: i16, version: i16) -> Option<(String, &[u8])> {
     let mut rest = frame.get(end..)?;
     let flexible = ApiKey::try_from(key).ok().is_some_and(|k| k.request_header_version(version) >= 2);
     if flexible {
-        // Tagged fields: a count, then each tag's number, size and bytes.
-        let count = uvarint(&mut rest)?;
-        for _ in 0..count {
-            uvarint(&mut rest)?;
-            let size = uvarint(&mut rest)? as usize;
-            rest = rest.get(size..)?;
-        }
+        skip_tags(&mut rest)?;
     }
     Some((id, rest))
 }
@@ -167,10 +236,37 @@ mod tests {
         let produce = frame(ApiKey::Produce, 9, "slow", &ProduceRequest::default());
         let c = counted(&produce, false).expect("a produce counts");
         assert_eq!((c.bytes, c.client_id.as_str(), c.request_bytes), (Some(Kind::Produce), "slow", produce.len()));
-        for version in [4, 11, 12] {
-            let consumer = frame(ApiKey::Fetch, version, "reader", &FetchRequest::default().with_replica_id(kafka_protocol::messages::BrokerId(-1)));
+        for version in [4, 11, 12, 14, 15, 16, 17] {
+            // From v15 the follower is named in ReplicaState, after every other field (walked
+            // over: topics, partitions with v17's directory id, forgotten topics, the rack, the
+            // cluster id); a consumer's first field is then its max_wait_ms, which must not read
+            // as a replica id.
+            let (consumer, follower) = match version >= 15 {
+                true => {
+                    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ForgottenTopic, ReplicaState};
+                    let partition = |p: i32| FetchPartition::default().with_partition(p).with_fetch_offset(1 << 40).with_partition_max_bytes(1 << 20).with_replica_directory_id(uuid::Uuid::from_u128(7));
+                    let topic = |id: u128| FetchTopic::default().with_topic_id(uuid::Uuid::from_u128(id)).with_partitions(vec![partition(0), partition(3)]);
+                    let full = FetchRequest::default()
+                        .with_max_wait_ms(500)
+                        .with_cluster_id(Some(StrBytes::from_static_str("cluster")))
+                        .with_topics(vec![topic(1), topic(2)])
+                        .with_forgotten_topics_data(vec![ForgottenTopic::default().with_topic_id(uuid::Uuid::from_u128(3)).with_partitions(vec![0, 1, 2])])
+                        .with_rack_id(StrBytes::from_static_str("rack-a"));
+                    let state = ReplicaState::default().with_replica_id(kafka_protocol::messages::BrokerId(2)).with_replica_epoch(9);
+                    (full.clone(), full.with_replica_state(state))
+                }
+                false => (FetchRequest::default().with_replica_id(kafka_protocol::messages::BrokerId(-1)), FetchRequest::default().with_replica_id(kafka_protocol::messages::BrokerId(2))),
+            };
+            if version >= 15 {
+                let body = |f: &Bytes| client_id(f, ApiKey::Fetch as i16, version).unwrap().1.to_vec();
+                let (c, f) = (frame(ApiKey::Fetch, version, "reader", &consumer), frame(ApiKey::Fetch, version, "replica", &follower));
+                assert_eq!((replica_state_id(&body(&c)), replica_state_id(&body(&f))), (Some(-1), Some(2)), "v{version}");
+                let cut = body(&f);
+                assert_eq!(replica_state_id(&cut[..cut.len() - 3]), None, "v{version}: a body cut short");
+            }
+            let consumer = frame(ApiKey::Fetch, version, "reader", &consumer);
             assert_eq!(counted(&consumer, false).map(|c| c.client_id), Some("reader".to_string()), "v{version}");
-            let follower = frame(ApiKey::Fetch, version, "replica", &FetchRequest::default().with_replica_id(kafka_protocol::messages::BrokerId(2)));
+            let follower = frame(ApiKey::Fetch, version, "replica", &follower);
             assert!(counted(&follower, true).is_none(), "v{version}: a follower's fetch does not count");
         }
         let metadata = frame(ApiKey::Metadata, 12, "x", &kafka_protocol::messages::MetadataRequest::default());

@@ -10,7 +10,10 @@
 //! back through [`Shares::answered`]). Requests that wait on writes hold a ticket, answered in
 //! [`Out::answers`] once every share-partition it touched has written what it changed.
 //! One write per share-partition is in flight at a time; what changes meanwhile goes in the
-//! next, a whole snapshot each time.
+//! next, a whole snapshot each time. A group with no share session here left has its
+//! share-partitions forgotten once everything they changed is written (nothing is held, no
+//! write owed): the next member to fetch reads the state again, so what the coordinator did
+//! meanwhile (a deletion of the group) is seen.
 
 use super::partition::{AckType, Acquisition, Limits, SharePartition};
 use super::sessions::Sessions;
@@ -123,11 +126,13 @@ impl Shares {
     }
 
     /// Whether `key` can be served now under `leader_epoch` (this node's leadership of the
-    /// partition): Ok(true) once its state is read; Ok(false) while it is being read (a read is
-    /// sent when the share-partition is new here or its leadership is).
+    /// partition) for the topic `topic_id` names: Ok(true) once its state is read; Ok(false)
+    /// while it is being read (a read is sent when the share-partition is new here, its
+    /// leadership is, or the name now belongs to another topic: a deleted topic's state is
+    /// never served for one re-created under its name, even at the same leader epoch).
     pub fn prepare(&mut self, key: &PartKey, topic_id: [u8; 16], leader_epoch: i32, locate: Locate, now: u64, out: &mut Out) -> bool {
         match self.parts.get(key) {
-            Some(e) if e.leader_epoch == leader_epoch => return matches!(e.phase, Phase::Ready(_)),
+            Some(e) if e.leader_epoch == leader_epoch && e.topic_id == topic_id => return matches!(e.phase, Phase::Ready(_)),
             Some(_) => self.drop_part(key, Code::NotLeaderOrFollower, out),
             None => {}
         }
@@ -195,9 +200,12 @@ impl Shares {
     }
 
     /// Acquires records of `key` for `member` from the log batches read at
-    /// [`SharePartition::fetch_from`]; `ticket` is answered once the acquisition is written.
-    pub fn acquire(&mut self, key: &PartKey, member: &str, batches: &[(i64, i64)], max_records: usize, ticket: u64, now: u64) -> Acquisition {
+    /// [`SharePartition::fetch_from`], locked for `lock_ms` (the group's record lock
+    /// duration); `ticket` is answered once the acquisition is written.
+    #[allow(clippy::too_many_arguments)]
+    pub fn acquire(&mut self, key: &PartKey, member: &str, batches: &[(i64, i64)], max_records: usize, lock_ms: u64, ticket: u64, now: u64) -> Acquisition {
         let Some(p) = self.ready_mut(key) else { return Acquisition { runs: Vec::new(), batches_used: 0 } };
+        p.set_lock_ms(lock_ms);
         let a = p.acquire(member, batches, max_records, now);
         if !a.runs.is_empty() {
             self.changed(key, Some(ticket));
@@ -213,6 +221,14 @@ impl Shares {
         }
     }
 
+    /// A committed read of `key` found nothing to deliver before `offset` (aborted records,
+    /// markers): the share-partition passes over them.
+    pub fn skip_to(&mut self, key: &PartKey, offset: i64) {
+        if self.ready_mut(key).is_some_and(|p| p.skip_to(offset)) {
+            self.changed(key, None);
+        }
+    }
+
     /// `member`'s session closed: what it holds of `group` goes back.
     pub fn release_member(&mut self, group: &str, member: &str, out: &mut Out) {
         let keys: Vec<PartKey> = self.parts.keys().filter(|k| k.0 == group).cloned().collect();
@@ -223,6 +239,16 @@ impl Shares {
                 out.wake = true;
             }
         }
+    }
+
+    /// `connection` closed: the share sessions last used on it end, and what their members
+    /// held goes back at once (written), rather than when their locks run out.
+    pub fn connection_closed(&mut self, connection: u64, locate: Locate, now: u64, out: &mut Out) {
+        for (group, member) in self.sessions.closed(connection) {
+            self.release_member(&group, &member, out);
+        }
+        self.flush(locate, now, out);
+        self.take_answers(out);
     }
 
     /// Sends the writes owed: every changed share-partition without a write in flight.
@@ -284,7 +310,10 @@ impl Shares {
             (Phase::Ready(_), result) if e.in_flight.as_ref().is_some_and(|(r, _)| *r == request) => {
                 let (_, tickets) = e.in_flight.take().expect("checked");
                 match result {
-                    Ok(_) => self.settle(&key, tickets, Ok(())),
+                    Ok(_) => {
+                        self.settle(&key, tickets, Ok(()));
+                        self.forget_idle();
+                    }
                     Err(_) => {
                         // Not taken (the coordinator moved, was loading, the link failed): the
                         // same changes go again, whole, with anything since.
@@ -296,6 +325,16 @@ impl Shares {
             }
             _ => {}
         }
+    }
+
+    /// Share-partitions of groups with no session here, written and holding nothing, are
+    /// forgotten (read again when a member fetches).
+    fn forget_idle(&mut self) {
+        let sessions = &self.sessions;
+        self.parts.retain(|(g, _, _), e| {
+            let idle = matches!(&e.phase, Phase::Ready(p) if p.next_deadline().is_none()) && !e.dirty && e.in_flight.is_none();
+            !idle || sessions.has_group(g)
+        });
     }
 
     fn settle(&mut self, key: &PartKey, tickets: BTreeSet<u64>, result: Result<(), Code>) {
@@ -360,6 +399,7 @@ impl Shares {
         }
         self.flush(locate, now, out);
         self.take_answers(out);
+        self.forget_idle();
     }
 
     /// The next time [`Shares::tick`] has work.

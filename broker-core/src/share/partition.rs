@@ -1,6 +1,7 @@
 //! One KIP-932 share-partition — a (share group, topic, partition) as its partition leader sees
 //! it — as a decision: which records members may be given (acquire), what their answers do to
-//! them (acknowledge), what a lock timeout, a closed session or a moved log start does, and the
+//! them (acknowledge), what a lock timeout, a closed session, a moved log start or records a
+//! committed read passes over (`skip_to`) does, and the
 //! durable form written to the share-state store. A plain struct with an explicit `now`; no IO,
 //! no clock, no randomness. Rules as Kafka's `SharePartition`, with one difference: an Acquired
 //! record is written as Available with its delivery count, because the shell persists the
@@ -258,6 +259,11 @@ impl SharePartition {
         self.end - self.start
     }
 
+    /// How long what is acquired from now on stays locked (a group may set its own).
+    pub fn set_lock_ms(&mut self, lock_ms: u64) {
+        self.limits.lock_ms = lock_ms;
+    }
+
     pub fn limits(&self) -> Limits {
         self.limits
     }
@@ -477,6 +483,18 @@ impl SharePartition {
         }
         self.advance_start();
         !gone.is_empty()
+    }
+
+    /// No record before `offset` that was never acquired is to be delivered (a committed read
+    /// found only aborted transactions' records and markers there): they pass as a gap, as a
+    /// compaction gap does. Whether anything changed.
+    pub fn skip_to(&mut self, offset: i64) -> bool {
+        if offset <= self.end {
+            return false;
+        }
+        self.open_gap(offset);
+        self.advance_start();
+        true
     }
 
     /// New records resume at `offset` > end: [end, offset) is a compaction gap. Behind records

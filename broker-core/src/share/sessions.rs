@@ -3,8 +3,13 @@
 //! one) with the partitions it names; every later request must carry the session's next epoch
 //! (wrapping from i32::MAX to 1), adds the partitions it names and drops the forgotten ones;
 //! epoch -1 is the member's last request: its acknowledgements are applied and the session
-//! closes (its acquired records go back). One invariant: a request is applied to a session
-//! only at the epoch the session expects, so a repeated or reordered request changes nothing.
+//! closes (its acquired records go back). A session lives on the connection that opened it: a
+//! request on another connection finds no session (SHARE_SESSION_NOT_FOUND), and the session
+//! ends when that connection closes, or after it went unused for its idle time. One invariant:
+//! a request is applied to a session only at the epoch the session expects and on its
+//! connection, so a repeated or reordered request changes nothing, nor does one of an older
+//! session of the member that arrives late (on a connection since replaced) with an epoch the
+//! new session happens to expect.
 
 use crate::kafka::Code;
 use std::collections::{BTreeMap, BTreeSet};
@@ -23,6 +28,8 @@ struct Session {
     partitions: Partitions,
     /// When a request last used it.
     used_ms: u64,
+    /// The connection that opened it (None: not known, a test's).
+    connection: Option<u64>,
 }
 
 /// What a request may do, once its epoch is checked.
@@ -78,7 +85,7 @@ impl Sessions {
                 return Err(Code::ShareSessionLimitReached);
             }
             let partitions: Partitions = added.iter().cloned().collect();
-            self.by_member.insert(key, Session { next: 1, partitions: partitions.clone(), used_ms: now });
+            self.by_member.insert(key, Session { next: 1, partitions: partitions.clone(), used_ms: now, connection: None });
             return Ok(Begun { partitions, closing: false });
         }
         let s = self.by_member.get_mut(&key).ok_or(Code::ShareSessionNotFound)?;
@@ -97,6 +104,37 @@ impl Sessions {
             s.partitions.remove(tp);
         }
         Ok(Begun { partitions: s.partitions.clone(), closing: false })
+    }
+
+    /// Whether a request of `(group, member)` at `epoch` on `connection` (None: not known) may
+    /// use its session: one that continues a session opened on another connection finds none.
+    pub fn check_connection(&self, group: &str, member: &str, epoch: i32, connection: Option<u64>) -> Result<(), Code> {
+        let bound = self.by_member.get(&(group.to_string(), member.to_string())).and_then(|s| s.connection);
+        match (epoch, bound, connection) {
+            (open_epoch, _, _) => Ok(()),
+            (_, Some(b), Some(c)) if b != c => Err(Code::ShareSessionNotFound),
+            _ => Ok(()),
+        }
+    }
+
+    /// The session of `(group, member)` was opened on `connection`: it lives there.
+    pub fn bind(&mut self, group: &str, member: &str, connection: u64) {
+        if let Some(s) = self.by_member.get_mut(&(group.to_string(), member.to_string())) {
+            s.connection = Some(connection);
+        }
+    }
+
+    /// `connection` closed: the sessions on it are removed, and named for their records to go
+    /// back (as Kafka does when a member's connection drops).
+    pub fn closed(&mut self, connection: u64) -> Vec<(String, String)> {
+        let gone: Vec<(String, String)> = self.by_member.iter().filter(|(_, s)| s.connection == Some(connection)).map(|(k, _)| k.clone()).collect();
+        gone.iter().for_each(|k| drop(self.by_member.remove(k)));
+        gone
+    }
+
+    /// Whether a member of `group` has a session here.
+    pub fn has_group(&self, group: &str) -> bool {
+        self.by_member.range((group.to_string(), String::new())..).next().is_some_and(|((g, _), _)| g == group)
     }
 
     /// The partitions of a member's session (a parked fetch asks again without changing it).
@@ -155,5 +193,26 @@ mod tests {
         assert_eq!(s.expire(999), Vec::<(String, String)>::new());
         assert_eq!(s.expire(1_000), vec![("g".to_string(), "a".to_string())]);
         assert!(s.begin("g", "b", 0, true, false, &[], &[], 1_000).is_ok());
+    }
+
+    #[test]
+    fn a_session_lives_and_ends_on_the_connection_that_opened_it() {
+        let mut s = Sessions::new(10, 1_000);
+        s.begin("g", "a", 0, true, false, &[tp("t", 0)], &[], 0).unwrap();
+        s.begin("g", "b", 0, true, false, &[tp("t", 0)], &[], 0).unwrap();
+        s.bind("g", "a", 7);
+        s.bind("g", "b", 7);
+        // b reopened its session on another connection: a late request of its old session,
+        // on connection 7, finds none, though its epoch is the one the new session expects.
+        s.begin("g", "b", 0, true, false, &[tp("t", 0)], &[], 1).unwrap();
+        s.bind("g", "b", 8);
+        assert_eq!(s.check_connection("g", "b", 1, Some(7)), Err(Code::ShareSessionNotFound));
+        assert_eq!(s.check_connection("g", "b", 1, Some(8)), Ok(()));
+        assert_eq!(s.check_connection("g", "b", 0, Some(7)), Ok(()), "any connection may open one");
+        // Connection 7 closes: only a's session goes with it.
+        assert_eq!(s.closed(9), Vec::<(String, String)>::new());
+        assert_eq!(s.closed(7), vec![("g".to_string(), "a".to_string())]);
+        assert_eq!(s.begin("g", "a", 1, true, false, &[], &[], 2), Err(Code::ShareSessionNotFound));
+        assert!(s.partitions("g", "b").is_some());
     }
 }

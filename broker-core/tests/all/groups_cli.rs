@@ -7,7 +7,8 @@
 //! prints one row per partition with the committed offset, the log end and the lag, names the
 //! consumer of each partition while a member holds it, and decodes librdkafka's assignment
 //! bytes; `describe` of an unknown group exits 1 with "group G does not exist or has no
-//! committed offsets" on stderr and nothing on stdout.
+//! committed offsets" on stderr and nothing on stdout. A KIP-932 share group describes with its
+//! epochs and each member's epoch and partitions.
 //!
 //! Every wait is bounded; a failure shows the tool's output and the broker's last lines.
 
@@ -198,4 +199,53 @@ fn describe_names_the_live_member_of_each_partition() {
     let listed = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(out.status.success() && listed.lines().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["livegroup", "Stable", "consumer"]), "list: {}", text(&out));
     drop(consumer);
+}
+
+/// `describe` of a KIP-932 share group (two members joined over raw ShareGroupHeartbeats, the
+/// one-partition-each `simple` assignment of a 3-partition topic): the header names protocol
+/// type `share`, the `simple` assignor and the group and assignment epochs; the members table
+/// gives each member's epoch and partitions. Once both left, the empty group still describes
+/// (exit 0, "no active members"), and `list` shows it as a share group.
+#[test]
+fn describe_a_share_groups_members_assignments_and_epoch() {
+    use crate::share_groups::raw;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let broker = start_broker(dir.path());
+    let topic = "cli-shared";
+    produce(&broker, topic);
+    let addr: std::net::SocketAddr = broker.addr().parse().expect("address");
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let g = "cli-share-group";
+    let a = runtime.block_on(raw::beat(addr, g, "member-a", 0, Some(topic))).expect("a joins");
+    runtime.block_on(raw::beat(addr, g, "member-b", 0, Some(topic))).expect("b joins");
+    let a = runtime.block_on(raw::beat(addr, g, "member-a", a.member_epoch, None)).expect("a heartbeats");
+    assert_eq!(a.member_epoch, 2);
+
+    let out = seedlog(&broker, &["describe", g]);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{}", text(&out));
+    let header = stdout.lines().next().unwrap_or_default();
+    assert!(header.contains("STATE Stable  PROTOCOL-TYPE share  ASSIGNOR simple  GROUP-EPOCH 2  ASSIGNMENT-EPOCH 2"), "describe's header:\n{stdout}");
+    let member = |id: &str| stdout.lines().find(|l| l.starts_with(&format!("{id} "))).unwrap_or_else(|| panic!("no line for {id}:\n{stdout}")).split_whitespace().map(str::to_string).collect::<Vec<_>>();
+    // MEMBER-ID CLIENT-ID HOST INSTANCE-ID EPOCH PARTITIONS TARGET
+    let (ma, mb) = (member("member-a"), member("member-b"));
+    assert_eq!((ma[4].as_str(), mb[4].as_str()), ("2", "2"), "both at the group epoch:\n{stdout}");
+    let mut all: Vec<String> = [&ma[5], &mb[5]].iter().map(|p| p.to_string()).collect();
+    all.sort();
+    let joined = all.join(" ");
+    for p in 0..partitions {
+        assert!(joined.contains(&p.to_string()), "partition {p} assigned to nobody: {joined}\n{stdout}");
+    }
+    assert!(ma[5].starts_with(&format!("{topic}(")) && ma[5] == ma[6], "a's partitions are its target:\n{stdout}");
+
+    for m in ["member-a", "member-b"] {
+        runtime.block_on(raw::beat(addr, g, m, -1, None)).unwrap_or_else(|code| panic!("{m} leaves: {code:?}"));
+    }
+    let out = seedlog(&broker, &["describe", g]);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "an empty share group exists: {}", text(&out));
+    assert!(stdout.lines().next().is_some_and(|l| l.contains("STATE Empty  PROTOCOL-TYPE share")) && stdout.contains(&format!("Group {g} has no active members.")), "{stdout}");
+    let out = seedlog(&broker, &["list"]);
+    let listed = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(listed.lines().any(|l| l.split_whitespace().collect::<Vec<_>>() == [g, "Empty", "share"]), "list: {}", text(&out));
 }

@@ -43,6 +43,8 @@ const committer_queue_max: usize = 1_024;
 /// What one member needs to run.
 struct Member {
     name: String,
+    /// Its place in its group (a mixed group's protocol alternates by it).
+    index: usize,
     spec: GroupSpec,
     brokers: Vec<SocketAddr>,
     /// Churn stops here (the end of the safety phase); reading stops at `until_ms`.
@@ -58,13 +60,14 @@ pub(super) fn start(s: &Scenario, cluster: &mut Cluster, seed: u64, rec: &Rec) -
     {
         let mut r = rec.lock().expect("recorder");
         r.history.members_until_ms = until_ms;
-        r.history.kip848_groups = s.groups.iter().filter(|g| g.protocol == "consumer").map(|g| g.id.clone()).collect();
+        // A mixed group's classic members inside a consumer group are at their own epochs too.
+        r.history.kip848_groups = s.groups.iter().filter(|g| matches!(g.protocol.as_str(), "consumer" | "mixed")).map(|g| g.id.clone()).collect();
         r.history.share_groups = s.groups.iter().filter(|g| g.protocol == "share").map(|g| (g.id.clone(), g.topic.clone())).collect();
     }
     let mut tasks = Vec::new();
     let names = s.member_names();
-    let specs = s.groups.iter().flat_map(|g| std::iter::repeat_n(g, g.members as usize));
-    for (name, spec) in names.into_iter().zip(specs) {
+    let specs = s.groups.iter().flat_map(|g| (0..g.members as usize).map(move |i| (i, g)));
+    for (name, (index, spec)) in names.into_iter().zip(specs) {
         let Some(node) = cluster.add_client(&name, rec) else { break };
         let rng = ChaCha8Rng::seed_from_u64(seed ^ broker_core::hash::fnv1a(broker_core::hash::fnv_offset, name.bytes()));
         if spec.protocol == "share" {
@@ -72,7 +75,7 @@ pub(super) fn start(s: &Scenario, cluster: &mut Cluster, seed: u64, rec: &Rec) -
             tasks.push(node.spawn(super::shares::member_main(m)));
             continue;
         }
-        let m = Member { name, spec: spec.clone(), brokers: cluster.brokers.clone(), churn_until_ms: s.duration_ms, until_ms, rng, rec: rec.clone() };
+        let m = Member { name, index, spec: spec.clone(), brokers: cluster.brokers.clone(), churn_until_ms: s.duration_ms, until_ms, rng, rec: rec.clone() };
         tasks.push(node.spawn(member_main(m)));
     }
     tasks
@@ -85,7 +88,7 @@ fn consumer(m: &Member, incarnation: u32) -> GroupConsumer {
     c.rebalance_timeout_ms = (m.spec.session_timeout_ms * 2) as i32;
     c.heartbeat_interval_ms = m.spec.heartbeat_interval_ms;
     c.assignors = by_name(&m.spec.assignor).into_iter().collect();
-    if m.spec.protocol == "consumer" {
+    if m.spec.protocol == "consumer" || (m.spec.protocol == "mixed" && (m.index + incarnation as usize) % 2 == 1) {
         c.protocol = GroupProtocol::Consumer { assignor: Some(m.spec.assignor.clone()) };
     }
     c.auto_commit = false;

@@ -216,7 +216,7 @@ pub(super) fn broker_config(s: &Scenario, i: u32, bug: Option<PlantedBug>) -> Br
     // them churn within a fast scenario.
     (c.groups.offsets_partitions, c.groups.min_session_timeout_ms) = (sim_offsets_partitions, group_min_session_ms);
     // KIP-848 sessions and heartbeats are the coordinator's to set: the scenario's groups' own.
-    for g in s.groups.iter().filter(|g| g.protocol == "consumer") {
+    for g in s.groups.iter().filter(|g| matches!(g.protocol.as_str(), "consumer" | "mixed")) {
         c.groups.consumer_session_timeout_ms = g.session_timeout_ms;
         c.groups.consumer_heartbeat_interval_ms = g.heartbeat_interval_ms;
     }
@@ -331,6 +331,7 @@ async fn broker_main(disk: SimDisk, config: BrokerConfig, rec: Rec, stop: Arc<St
         Action::ShareState(_) => {} // a share-partition leader's state requests: the network's to trace
         Action::Release(_) => {} // retention's deletions: their effect is in the disk's history
         Action::Swap { .. } => {} // a cleaning swap: its effect is in the disk's history
+        Action::Truncate { .. } => {} // a truncation's IO: the fetcher's line says what was cut
         Action::Reregister => event(&r, &node, "reregister", json!({})),
         Action::Log(level, line) => event(&r, &node, "broker_log", json!({"level": format!("{level:?}").to_lowercase(), "line": line})),
         // In the trace as its log line already; the history keeps it for `leader_epochs`.

@@ -155,11 +155,14 @@ pub struct GroupSpec {
     pub members: u32,
     /// `group.protocol`: "classic" (JoinGroup/SyncGroup, a member assigns) or "consumer"
     /// (KIP-848: the coordinator assigns, members reconcile by ConsumerGroupHeartbeat; the
-    /// brokers' group.consumer session and heartbeat interval are this group's).
+    /// brokers' group.consumer session and heartbeat interval are this group's), or "mixed":
+    /// member i's incarnation k speaks consumer when i + k is odd and classic otherwise, so
+    /// the group starts with both kinds (KIP-848's online migration) and each restart under
+    /// churn switches a member's protocol, upgrading and downgrading the group as it goes.
     #[serde(default = "protocol_default")]
     pub protocol: String,
     /// classic: range, roundrobin, sticky or cooperative-sticky; consumer: the server's
-    /// uniform or range.
+    /// uniform or range; mixed: range (the classic members' and the server's).
     #[serde(default = "assignor_default")]
     pub assignor: String,
     /// Static members (KIP-345): each keeps a group.instance.id across restarts.
@@ -255,8 +258,11 @@ impl Scenario {
                 "consumer" if broker_core::group::assignors::ServerAssignor::by_name(&g.assignor).is_none() => {
                     return Err(format!("scenario: groups.assignor '{}' must be uniform or range with protocol \"consumer\"", g.assignor));
                 }
-                "classic" | "consumer" | "share" => {}
-                other => return Err(format!("scenario: groups.protocol '{other}' must be classic, consumer or share")),
+                "mixed" if g.assignor != "range" => {
+                    return Err(format!("scenario: groups.assignor '{}' must be range with protocol \"mixed\" (the assignor both kinds of member know)", g.assignor));
+                }
+                "classic" | "consumer" | "mixed" | "share" => {}
+                other => return Err(format!("scenario: groups.protocol '{other}' must be classic, consumer, mixed or share")),
             }
             if !(1_000..=60_000).contains(&g.session_timeout_ms) || g.heartbeat_interval_ms == 0 || g.heartbeat_interval_ms * 2 > g.session_timeout_ms {
                 return Err(format!("scenario: groups '{}': session_timeout_ms must be 1000..=60000 and heartbeat_interval_ms at most half of it", g.id));
@@ -268,7 +274,7 @@ impl Scenario {
         // KIP-848's and KIP-932's session and heartbeat interval are the brokers' settings: one
         // for all groups of a protocol.
         for protocol in ["consumer", "share"] {
-            let same: Vec<&GroupSpec> = self.groups.iter().filter(|g| g.protocol == protocol).collect();
+            let same: Vec<&GroupSpec> = self.groups.iter().filter(|g| g.protocol == protocol || (protocol == "consumer" && g.protocol == "mixed")).collect();
             if same.windows(2).any(|w| (w[0].session_timeout_ms, w[0].heartbeat_interval_ms) != (w[1].session_timeout_ms, w[1].heartbeat_interval_ms)) {
                 return Err(format!("scenario: groups with protocol \"{protocol}\" must share session_timeout_ms and heartbeat_interval_ms (the brokers' group.{protocol}.* settings)"));
             }

@@ -15,9 +15,10 @@ pub enum GroupsCmd {
     List,
     /// One group: its state and members, and per partition the committed offset, the log end
     /// (high watermark), the lag and the consumer assigned it. A KIP-848 group also shows its
-    /// group and assignment epochs, and each member's epoch and target beside what it has. A group with no members and no
-    /// committed offset prints "group G does not exist or has no committed offsets" on stderr
-    /// and exits 1.
+    /// group and assignment epochs, and each member's epoch and target beside what it has; so
+    /// does a KIP-932 share group (protocol type `share`, its target being what it has). A group
+    /// with no members and no committed offset (and not a share group) prints "group G does not
+    /// exist or has no committed offsets" on stderr and exits 1.
     Describe { group: String },
 }
 

@@ -153,11 +153,14 @@ impl Cluster {
                     let answer = self.broker(leader).end_offset_for_epoch(&f.topic, f.partition, latest, f.leader_epoch).map_err(|e| e.kafka_error(true));
                     fetcher.on_epoch_answer(self.broker(follower), &f, answer, now, &mut out);
                 }
+                // The truncations' jobs, run and reported as the shell does before the next round.
+                let out = self.run_truncations(follower, out);
+                assert!(out.iter().all(|a| !matches!(a, Action::Log(Level::Error, _))), "{out:?}");
                 return Round::Truncated(self.leo(follower));
             }
             Step::Fetch(following) => {
                 for f in following {
-                    let who = Fetcher { replica: Some(follower), leader_epoch: f.leader_epoch, log_start_offset: f.log_start_offset, again: false, read_committed: false };
+                    let who = Fetcher { replica: Some(follower), leader_epoch: f.leader_epoch, log_start_offset: f.log_start_offset, again: false, read_committed: false, broker_epoch: -1 };
                     let mut woke = Vec::new();
                     let got = self.broker(leader).fetch(&f.topic, f.partition, f.fetch_offset, 1 << 20, true, who, now, &mut woke).unwrap();
                     self.actions.extend(woke);
@@ -170,8 +173,23 @@ impl Cluster {
                 }
             }
         }
+        let out = self.run_truncations(follower, out);
         assert!(out.iter().all(|a| !matches!(a, Action::Log(Level::Error, _))), "{out:?}");
         Round::Fetched(fetched)
+    }
+
+    /// Runs the truncations' jobs among `out` on `follower` and reports them back, as the shell
+    /// does off the node's gate; returns the other actions and the reports'.
+    fn run_truncations(&mut self, follower: i32, out: Vec<Action>) -> Vec<Action> {
+        let now = self.now;
+        let mut rest = Vec::new();
+        for action in out {
+            match action {
+                Action::Truncate { topic, partition, job } => rest.extend(self.broker(follower).truncated(&topic, partition, job.run(), now)),
+                other => rest.push(other),
+            }
+        }
+        rest
     }
 
     /// Whether a leader asked to wake waiting requests since the last call.
@@ -510,6 +528,7 @@ mod cut_short;
 mod due;
 mod log_start;
 mod throttle;
+mod truncation;
 
 #[test]
 fn what_the_controller_link_heard_is_read_as_kafka_reads_an_alter_partition_answer() {

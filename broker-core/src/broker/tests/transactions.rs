@@ -1,7 +1,8 @@
 //! Transactions at a partition leader, on real files: transactional batches hold the last
 //! stable offset back until their marker is replicated, read_committed reads stop there and
 //! are told the aborted transactions, markers are refused from older epochs, and the aborted
-//! transactions and open transactions survive a restart and follow a truncation.
+//! transactions and open transactions survive a restart and follow a truncation (rebuilt by
+//! its job; a report for a log reopened since is dropped).
 
 use super::*;
 use crate::kafka::TxnVersion;
@@ -24,6 +25,18 @@ fn with_topic(dir: &std::path::Path) -> crate::node::Node {
 }
 
 const committed: Fetcher = Fetcher { read_committed: true, ..Fetcher::consumer };
+
+/// `t-0` truncated to `offset` as a follower's truncation is: memory at once, and the job
+/// (its IO and the producer-state rebuild, `truncation`) not run yet.
+fn truncated_to(b: &mut Broker, offset: i64) -> crate::broker::TruncateJob {
+    b.partitions.get_mut("t", 0).unwrap().log.truncate_to(offset, 0).unwrap();
+    let mut actions = Vec::new();
+    b.after_truncation("t", 0, true, &mut actions).unwrap();
+    match &actions[..] {
+        [Action::Truncate { job, .. }] => job.clone(),
+        _ => panic!("one job: {actions:?}"),
+    }
+}
 
 /// (high watermark, last stable offset, offsets a read_committed fetch from 0 returns,
 /// aborted transactions it lists).
@@ -104,13 +117,48 @@ fn aborted_and_open_transactions_survive_a_restart_and_follow_a_truncation() {
     let mut b = node.broker();
     assert_eq!(read(&mut b), before, "after the restart: the same LSO and the same aborted transactions");
     assert_eq!(std::fs::read(&index).unwrap().len(), 2 * crate::log::txn_index::entry_bytes, "the lost entry is written again");
-    // Truncated below the second abort: its entry goes, and p1's transaction at 3 is open again.
-    b.partitions.get_mut("t", 0).unwrap().log.truncate_to(4, 0).unwrap();
-    b.partitions.get_mut("t", 0).unwrap().rebuild_producers().unwrap();
+    // Truncated below the second abort.
+    let job = truncated_to(&mut b, 4);
+    assert_eq!(std::fs::read(&index).unwrap().len(), 2 * crate::log::txn_index::entry_bytes, "the file waits for the job");
+    // Until its report the state from before the cut serves nothing: this replica leads, and
+    // neither judges a producer's batch nor tells a reader its last stable offset.
+    assert_eq!(b.produce("t", 0, &txn(p2, e2, 1, 1), -1, 0, out).unwrap_err().kafka_error(true), Code::LeaderNotAvailable);
+    assert_eq!(b.fetch("t", 0, 0, 1 << 20, true, committed, 0, &mut Vec::new()).unwrap_err().kafka_error(true), Code::LeaderNotAvailable);
+    let done = job.run();
+    b.truncated("t", 0, done, 0);
+    // Its entry went, and p1's transaction at 3 is open again.
     let part = b.partitions.get("t", 0).unwrap();
     assert_eq!(part.log.aborted_overlapping(0, 10), vec![first]);
     assert_eq!(part.producers.last_stable_offset(4), 3, "p1's second transaction is open again");
     assert_eq!(std::fs::read(&index).unwrap().len(), crate::log::txn_index::entry_bytes);
+    assert!(b.produce("t", 0, &txn(p2, e2, 1, 1), -1, 0, out).is_ok(), "the replica serves again");
+}
+
+#[test]
+fn a_truncations_report_for_a_log_reopened_since_is_dropped() {
+    // Why: the report's producer state was rebuilt from a log that is gone; taken by the log
+    // opened since, it would undo what that log did meanwhile (here: a committed transaction
+    // counted open again, its last stable offset moved back).
+    let tmp = tempfile::tempdir().unwrap();
+    let node = with_topic(tmp.path());
+    let mut b = node.broker();
+    let (p1, e1) = b.init_producer_id().unwrap();
+    let out = &mut Vec::new();
+    b.produce("t", 0, &txn(p1, e1, 0, 2), -1, 0, out).unwrap(); // 0-1: p1 opens
+    b.produce("t", 0, &build(&[b"x"], 1000), -1, 0, out).unwrap(); // 2
+    crate::testing::run_syncs(&mut b, std::mem::take(out), 0);
+    let done = truncated_to(&mut b, 2).run(); // ran, but its report never reached a decision: the process stopped
+    drop(b);
+    drop(node);
+    let node = one_node(config(tmp.path()));
+    crate::testing::sync(&node, 0);
+    let mut b = node.broker();
+    assert_eq!(b.partitions.get("t", 0).unwrap().leo(), 2, "the job's cut was durable");
+    b.write_marker("t", 0, (p1, e1, TxnVersion::Classic), MarkerKind::Commit, 0, 0, out).unwrap(); // 2
+    let before = read(&mut b);
+    assert_eq!(before.1, 3, "p1 committed: everything is stable");
+    assert!(b.truncated("t", 0, done, 0).is_empty(), "not this log's truncation");
+    assert_eq!(read(&mut b), before, "the old log's rebuilt state (p1 open) is not taken");
 }
 
 #[test]

@@ -2,14 +2,15 @@
 //! is served), the first record at a timestamp (through the time index), and every batch
 //! header in order (to rebuild derived state). Lookups never change the segment.
 
-use super::super::batch;
+use super::super::{batch, compressed};
 use super::super::segment_files::ChunkReader;
 use super::super::index::OffsetEntry;
 use super::super::region::FileRegion;
 use super::super::{io_err, BatchHeader, LogError};
 use super::Segment;
 use crate::constants::{batch_header_bytes, batch_log_overhead_bytes, header_read_batch_bytes_min, recovery_read_bytes};
-use crate::storage::read_exact_at;
+use crate::storage::{read_exact_at, DiskFile};
+use std::path::Path;
 
 impl Segment {
     /// Whole batches from the one containing `offset`, while their last offset is below
@@ -163,20 +164,23 @@ impl Segment {
         }
     }
 
-    /// The exact record for uncompressed batches (None if none has the timestamp: a compacted
-    /// batch); the batch's base offset otherwise (finding the record inside a compressed batch
-    /// needs decompression, which the log does not do).
+    /// The first record of the batch at `pos` whose timestamp is `>= ts`, with that timestamp
+    /// (None if none has it: a compacted batch), as Kafka's `FileRecords.searchForTimestamp`
+    /// finds it: a compressed batch is decompressed to look at its records (within
+    /// `batch_decompressed_bytes_max`, which every stored batch met when it was produced), and
+    /// with LogAppendTime every record has the batch's max timestamp (Kafka's rule).
     fn find_in_batch(&self, pos: u64, h: &BatchHeader, ts: i64) -> Result<Option<(i64, i64)>, LogError> {
-        // With LogAppendTime the batch's max timestamp is every record's timestamp (Kafka's rule).
-        if h.compression() != 0 || h.log_append_time() {
-            return Ok(Some((h.base_offset, h.max_timestamp)));
-        }
         let mut buf = vec![0u8; h.size];
         read_exact_at(self.log.as_ref(), &mut buf, pos).map_err(io_err("read", &self.log_path))?;
         batch::validate_stored(&buf).map_err(|e| self.corrupt(pos, e.to_string()))?;
+        let body = &buf[batch_header_bytes..];
+        let records = match h.compression() {
+            0 => std::borrow::Cow::Borrowed(body),
+            codec => std::borrow::Cow::Owned(compressed::decompress(codec, body).map_err(|e| self.corrupt(pos, e.to_string()))?),
+        };
         let mut found = None;
-        batch::walk_records(&buf[batch_header_bytes..], h.records_count, |r| {
-            let rts = h.base_timestamp.saturating_add(r.timestamp_delta);
+        batch::walk_records(&records, h.records_count, |r| {
+            let rts = if h.log_append_time() { h.max_timestamp } else { h.base_timestamp.saturating_add(r.timestamp_delta) };
             if found.is_none() && rts >= ts {
                 found = Some((h.base_offset + r.offset_delta as i64, rts));
             }
@@ -197,27 +201,35 @@ impl Segment {
     /// producer-state rebuild crawl); after a batch of [`header_read_batch_bytes_min`] or more
     /// the next header is read alone, so a log of large batches is not copied whole to find
     /// its headers (its pages are still read ahead by the OS on a cold disk).
-    pub fn headers_from(&self, mut pos: u64, mut expected: i64, max_bytes: u64, f: &mut dyn FnMut(&BatchHeader)) -> Result<(u64, i64), LogError> {
-        let mut reader = ChunkReader::new(self.log.as_ref(), &self.log_path, self.size);
-        let stop = pos.saturating_add(max_bytes);
-        // The first header alone: the batch it heads says which reads suit the rest.
-        let mut chunk = batch_header_bytes;
-        while pos < self.size && pos < stop {
-            if self.size - pos < batch_header_bytes as u64 {
-                return Err(self.corrupt(pos, "batch header runs past the end of the segment".into()));
-            }
-            let h = batch::read_header(reader.get_reading(pos, batch_header_bytes, chunk)?).map_err(|e| self.corrupt(pos, e.to_string()))?;
-            chunk = if h.size as u64 >= header_read_batch_bytes_min { batch_header_bytes } else { recovery_read_bytes };
-            if h.size < batch_header_bytes || pos + h.size as u64 > self.size {
-                return Err(self.corrupt(pos, format!("batch length {} does not fit the segment", h.size)));
-            }
-            if h.last_offset_delta < 0 || h.base_offset.checked_add(h.last_offset_delta as i64 + 1).is_none() || h.base_offset != expected {
-                return Err(self.corrupt(pos, format!("batch at offset {} where {expected} was expected", h.base_offset)));
-            }
-            f(&h);
-            expected = h.next_offset();
-            pos += h.size as u64;
-        }
-        Ok((pos, expected))
+    pub fn headers_from(&self, pos: u64, expected: i64, max_bytes: u64, f: &mut dyn FnMut(&BatchHeader)) -> Result<(u64, i64), LogError> {
+        walk_headers(self.log.as_ref(), &self.log_path, self.size, pos, expected, max_bytes, &mut |h, _| f(h))
     }
+}
+
+/// [`Segment::headers_from`] over a segment's `.log` held apart from it (`size` bytes of whole
+/// batches), for readers that run without the log (a truncation's producer-state replay,
+/// `log::batches`): `f` is also told where each batch starts.
+pub(in crate::log) fn walk_headers(file: &dyn DiskFile, path: &Path, size: u64, mut pos: u64, mut expected: i64, max_bytes: u64, f: &mut dyn FnMut(&BatchHeader, u64)) -> Result<(u64, i64), LogError> {
+    let corrupt = |position: u64, reason: String| LogError::Corrupt { file: path.to_path_buf(), position, reason };
+    let mut reader = ChunkReader::new(file, path, size);
+    let stop = pos.saturating_add(max_bytes);
+    // The first header alone: the batch it heads says which reads suit the rest.
+    let mut chunk = batch_header_bytes;
+    while pos < size && pos < stop {
+        if size - pos < batch_header_bytes as u64 {
+            return Err(corrupt(pos, "batch header runs past the end of the segment".into()));
+        }
+        let h = batch::read_header(reader.get_reading(pos, batch_header_bytes, chunk)?).map_err(|e| corrupt(pos, e.to_string()))?;
+        chunk = if h.size as u64 >= header_read_batch_bytes_min { batch_header_bytes } else { recovery_read_bytes };
+        if h.size < batch_header_bytes || pos + h.size as u64 > size {
+            return Err(corrupt(pos, format!("batch length {} does not fit the segment", h.size)));
+        }
+        if h.last_offset_delta < 0 || h.base_offset.checked_add(h.last_offset_delta as i64 + 1).is_none() || h.base_offset != expected {
+            return Err(corrupt(pos, format!("batch at offset {} where {expected} was expected", h.base_offset)));
+        }
+        f(&h, pos);
+        expected = h.next_offset();
+        pos += h.size as u64;
+    }
+    Ok((pos, expected))
 }

@@ -3,7 +3,7 @@
 
 use super::super::batch::build;
 use super::super::*;
-use super::disk;
+use super::{disk, truncate_deferred};
 
 fn deferring(dir: &Path, flush: FlushPolicy) -> Log {
     let (mut log, _) = Log::open(disk(), dir, LogConfig { flush, ..LogConfig::default() }, 0).unwrap();
@@ -51,7 +51,7 @@ fn a_job_taken_before_a_cut_vouches_for_nothing() {
         one(&mut log);
     }
     let stale = log.take_sync().unwrap();
-    log.truncate_to(1, 0).unwrap();
+    truncate_deferred(&mut log, 1);
     for _ in 0..3 {
         one(&mut log);
     }
@@ -112,7 +112,7 @@ fn a_checkpoint_commits_its_staged_end_across_appends_but_not_across_a_cut() {
     }
     let staged = log.checkpoint_stage().unwrap().unwrap();
     disk().sync_all(tmp.path()).unwrap();
-    log.truncate_to(1, 0).unwrap();
+    truncate_deferred(&mut log, 1);
     for _ in 0..3 {
         one(&mut log); // offsets 1..4 again, unsynced
     }

@@ -1,7 +1,8 @@
 //! ACLs through `handle_from`, as real request bytes from named callers: CreateAcls,
 //! DescribeAcls and DeleteAcls as the super user; what a principal without ACLs is refused and
 //! with which code; Metadata hiding what a principal may not describe; a produce refused per
-//! topic; KIP-848's heartbeat and describe refused, Metadata asked by topic id checked by the
+//! topic; KIP-848's heartbeat and describe refused, KIP-932's topics (READ to fetch and acknowledge,
+//! DESCRIBE to subscribe), Metadata asked by topic id checked by the
 //! topic's name; and every ACL API answering SECURITY_DISABLED without an authorizer.
 
 use super::*;
@@ -22,7 +23,7 @@ fn node(dir: &std::path::Path, enabled: bool) -> Node {
 }
 
 fn who(principal: &str) -> Caller {
-    Caller { principal: principal.into(), host: [10, 0, 0, 7].into(), internal: false, listener: None }
+    Caller { principal: principal.into(), host: [10, 0, 0, 7].into(), internal: false, listener: None, connection: None }
 }
 
 /// Handles a request from `caller`; one that waits for metadata is answered once this node's
@@ -344,4 +345,55 @@ fn kip848_refusals_answer_kafkas_codes_and_metadata_by_id_is_checked_by_name() {
     let named = |name: &str| m.topics.iter().find(|t| t.name.as_ref().is_some_and(|x| x.as_str() == name)).map(|t| t.error_code);
     assert_eq!(named("orders"), Some(0));
     assert_eq!(named("other"), Some(Code::TopicAuthorizationFailed.code()));
+}
+
+#[test]
+fn kip932_needs_read_on_each_topic_fetched_and_describe_on_each_subscribed() {
+    use kafka_protocol::messages::share_acknowledge_request::{AcknowledgeTopic, AcknowledgePartition, AcknowledgementBatch, ShareAcknowledgeRequest};
+    use kafka_protocol::messages::share_acknowledge_response::ShareAcknowledgeResponse;
+    use kafka_protocol::messages::share_fetch_request::{FetchPartition, FetchTopic, ShareFetchRequest};
+    use kafka_protocol::messages::share_fetch_response::ShareFetchResponse;
+    use kafka_protocol::messages::share_group_heartbeat_request::ShareGroupHeartbeatRequest;
+    use kafka_protocol::messages::share_group_heartbeat_response::ShareGroupHeartbeatResponse;
+    use kafka_protocol::messages::GroupId;
+    let tmp = tempfile::tempdir().unwrap();
+    let n = node(tmp.path(), true);
+    let (admin, alice) = (who("User:admin"), who("User:alice"));
+    crate::testing::create(&n, "orders", 1, Default::default()).unwrap();
+    crate::testing::create(&n, "other", 1, Default::default()).unwrap();
+    let all: MetadataResponse = reply(ask(&n, &admin, ApiKey::Metadata, 12, &MetadataRequest::default().with_topics(None)), ApiKey::Metadata, 12);
+    let id = |name: &str| all.topics.iter().find(|t| t.name.as_ref().is_some_and(|x| x.as_str() == name)).expect("listed").topic_id;
+    // READ on group g and on topic orders, nothing on other.
+    let create = CreateAclsRequest::default().with_creations(vec![creation(3, "g", 3, 3, 3), creation(2, "orders", 3, 3, 3)]);
+    let c: CreateAclsResponse = reply(ask(&n, &admin, ApiKey::CreateAcls, 3, &create), ApiKey::CreateAcls, 3);
+    assert!(c.results.iter().all(|r| r.error_code == 0));
+
+    let join = |topic: &str| ShareGroupHeartbeatRequest::default().with_group_id(GroupId(s("g"))).with_member_id(s("m")).with_member_epoch(0).with_subscribed_topic_names(Some(vec![TopicName(s(topic))]));
+    let beat = |r: ShareGroupHeartbeatRequest| -> ShareGroupHeartbeatResponse { reply(ask(&n, &alice, ApiKey::ShareGroupHeartbeat, 1, &r), ApiKey::ShareGroupHeartbeat, 1) };
+    let refused = beat(join("other"));
+    assert_eq!(refused.error_code, Code::TopicAuthorizationFailed.code(), "subscribing to a topic it may not describe");
+    assert!(refused.error_message.is_some_and(|m| m.contains("other")));
+    assert_ne!(beat(join("orders")).error_code, Code::TopicAuthorizationFailed.code());
+
+    let fetch = |epoch: i32, topics: &[&str]| {
+        let topics = topics.iter().map(|t| FetchTopic::default().with_topic_id(id(t)).with_partitions(vec![FetchPartition::default().with_partition_index(0)])).collect();
+        let req = ShareFetchRequest::default().with_group_id(Some(GroupId(s("g")))).with_member_id(Some(s("m"))).with_share_session_epoch(epoch).with_max_wait_ms(0).with_max_bytes(1 << 20).with_max_records(10).with_topics(topics);
+        let r: ShareFetchResponse = reply(ask(&n, &alice, ApiKey::ShareFetch, 1, &req), ApiKey::ShareFetch, 1);
+        assert_eq!(r.error_code, 0);
+        r.responses.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, p.error_code))).collect::<Vec<_>>()
+    };
+    // A session opened with both: other is refused (and left out of the session), orders goes on.
+    let r = fetch(0, &["orders", "other"]);
+    assert!(r.contains(&(id("other"), Code::TopicAuthorizationFailed.code())), "{r:?}");
+    assert!(!r.iter().any(|(t, e)| *t == id("orders") && *e != 0), "{r:?}");
+    let ack = ShareAcknowledgeRequest::default().with_group_id(Some(GroupId(s("g")))).with_member_id(Some(s("m"))).with_share_session_epoch(1).with_topics(vec![AcknowledgeTopic::default().with_topic_id(id("other")).with_partitions(vec![
+        AcknowledgePartition::default().with_partition_index(0).with_acknowledgement_batches(vec![AcknowledgementBatch::default().with_first_offset(0).with_last_offset(0).with_acknowledge_types(vec![1])]),
+    ])]);
+    let a: ShareAcknowledgeResponse = reply(ask(&n, &alice, ApiKey::ShareAcknowledge, 1, &ack), ApiKey::ShareAcknowledge, 1);
+    assert_eq!(a.responses[0].partitions[0].error_code, Code::TopicAuthorizationFailed.code(), "acknowledging records of a topic it may not read");
+    // READ on orders taken away (a DENY): the session's partition, not named again, is refused.
+    let deny = CreateAclsRequest::default().with_creations(vec![creation(2, "orders", 3, 3, 2)]);
+    let c: CreateAclsResponse = reply(ask(&n, &admin, ApiKey::CreateAcls, 3, &deny), ApiKey::CreateAcls, 3);
+    assert!(c.results.iter().all(|r| r.error_code == 0));
+    assert_eq!(fetch(2, &[]), vec![(id("orders"), Code::TopicAuthorizationFailed.code())]);
 }

@@ -96,7 +96,7 @@ fn log_dirs_and_the_quorum_need_describe_on_the_cluster() {
     let mut c = crate::testing::config(tmp.path());
     c.security.authorizer = crate::security::acl::AuthorizerConfig { enabled: true, super_users: ["User:admin".to_string()].into(), allow_if_no_acl: false, ..Default::default() };
     let node = crate::testing::one_node(c);
-    let alice = crate::security::acl::Caller { principal: "User:alice".into(), host: [10, 0, 0, 7].into(), internal: false, listener: None };
+    let alice = crate::security::acl::Caller { principal: "User:alice".into(), host: [10, 0, 0, 7].into(), internal: false, listener: None, connection: None };
     let ask = |key, version, bytes: Bytes| (handle_from(&node, prepare(decode_request(&bytes, true).unwrap()), Some(&alice), 0, Attempt::First, &mut Vec::new()), key, version);
     let (o, k, v) = ask(ApiKey::DescribeLogDirs, 4, frame(ApiKey::DescribeLogDirs, 4, &DescribeLogDirsRequest::default()));
     let r: DescribeLogDirsResponse = reply(o, k, v);

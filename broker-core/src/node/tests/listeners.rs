@@ -9,7 +9,7 @@ use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
 use kafka_protocol::messages::find_coordinator_response::FindCoordinatorResponse;
 
 fn on(listener: Option<&str>) -> Caller {
-    Caller { principal: crate::security::acl::anonymous.into(), host: [127, 0, 0, 1].into(), internal: false, listener: listener.map(Into::into) }
+    Caller { principal: crate::security::acl::anonymous.into(), host: [127, 0, 0, 1].into(), internal: false, listener: listener.map(Into::into), connection: None }
 }
 
 fn ask<R: Encodable + HeaderVersion>(node: &Node, caller: &Caller, key: ApiKey, version: i16, req: &R) -> Outcome {

@@ -170,11 +170,19 @@ mod coordinator {
     }
 
     fn produce(node: &Node, pid: i64, epoch: i16, seq: i32) -> i16 {
+        produce_at(node, pid, epoch, seq, 9)
+    }
+
+    fn transactional(pid: i64, epoch: i16, seq: i32) -> ProduceRequest {
         let mut batch = build(&[b"a", b"b"], 1000);
         crate::log::batch::set_producer(&mut batch, pid, epoch, seq);
         crate::log::batch::set_transactional(&mut batch);
-        let req = produce_req("t", batch, -1).with_transactional_id(Some(id()));
-        let r: ProduceResponse = reply(handle_verifying(node, &frame(ApiKey::Produce, 9, &req), 0, &mut Vec::new()), ApiKey::Produce, 9);
+        produce_req("t", batch, -1).with_transactional_id(Some(id()))
+    }
+
+    fn produce_at(node: &Node, pid: i64, epoch: i16, seq: i32, version: i16) -> i16 {
+        let req = transactional(pid, epoch, seq);
+        let r: ProduceResponse = reply(handle_verifying(node, &frame(ApiKey::Produce, version, &req), 0, &mut Vec::new()), ApiKey::Produce, version);
         r.responses[0].partition_responses[0].error_code
     }
 
@@ -288,6 +296,36 @@ mod coordinator {
         deliver_markers(&node, out, 30);
         let r: ProduceResponse = reply(handle_from(&node, prepared.verified(verified), None, 40, Attempt::First, &mut Vec::new()), ApiKey::Produce, 9);
         assert_eq!(r.responses[0].partition_responses[0].error_code, Code::NotEnoughReplicas.code(), "verified before the marker, appended after it: asked again");
+    }
+
+    /// KIP-890 from Produce v11: a write its coordinator answered TRANSACTION_ABORTABLE (not
+    /// in the producer's open transaction) is told so (the producer aborts and goes on), and
+    /// INVALID_TXN_STATE before, which older clients know. The coordinator answers such a
+    /// partition TRANSACTION_ABORTABLE at AddPartitionsToTxn v4 and v5 alike, as Kafka's does;
+    /// a partition the coordinator's answer left out is the leader's own INVALID_TXN_STATE at
+    /// every Produce version (Kafka's leaders convert only TRANSACTION_ABORTABLE).
+    #[test]
+    fn produce_v11_is_told_an_unverified_write_is_transaction_abortable() {
+        let tmp = tempfile::tempdir().unwrap();
+        let node = txn_node(tmp.path());
+        let pid = ready(&node);
+        for (version, code) in [(9, Code::InvalidTxnState), (10, Code::InvalidTxnState), (11, Code::TransactionAbortable)] {
+            assert_eq!(produce_at(&node, pid, 0, 0, version), code.code(), "Produce v{version}: t-0 was never added to the transaction");
+        }
+        assert_eq!(read_committed(&node), (0, 0, 0, vec![]), "nothing appended");
+        let Outcome::Verify { job, prepared } = handle(&node, &frame(ApiKey::Produce, 11, &transactional(pid, 0, 0)), 0, Attempt::First, &mut Vec::new()) else { panic!("a first write is verified") };
+        for version in [4, 5] {
+            let (answer, _): (AddPartitionsToTxnResponse, _) = ask(&node, ApiKey::AddPartitionsToTxn, version, &crate::node::verify::request(&job), 0);
+            assert_eq!(answer.results_by_transaction[0].topic_results[0].results_by_partition[0].partition_error_code, Code::TransactionAbortable.code(), "AddPartitionsToTxn v{version}");
+            let verified = crate::node::verify::results(&job, Ok(answer));
+            assert_eq!(verified.values().collect::<Vec<_>>(), vec![&Err(Code::TransactionAbortable)], "v{version}: refused by the leader");
+        }
+        // An answer naming no partition: the leader refuses the write itself.
+        let verified = crate::node::verify::results(&job, Ok(AddPartitionsToTxnResponse::default()));
+        let r: ProduceResponse = reply(handle_from(&node, prepared.verified(verified), None, 0, Attempt::First, &mut Vec::new()), ApiKey::Produce, 11);
+        assert_eq!(r.responses[0].partition_responses[0].error_code, Code::InvalidTxnState.code(), "Produce v11: a partition the coordinator did not answer for");
+        assert_eq!(add_t0(&node, pid, 0), 0);
+        assert_eq!(produce_at(&node, pid, 0, 0, 11), 0, "verified: appended");
     }
 
     #[test]

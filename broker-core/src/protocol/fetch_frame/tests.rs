@@ -44,10 +44,17 @@ fn spliced_frames_are_the_crates_encoding_for_every_version() {
         if version >= 7 {
             whole = whole.with_session_id(77);
         }
+        // By name, or from v13 by id (the crate writes the one the version has).
         let topic = |name: &str, parts: Vec<PartitionData>| {
-            FetchableTopicResponse::default().with_topic(TopicName(StrBytes::from_string(name.into()))).with_partitions(parts)
+            let id = uuid::Uuid::from_u128(name.len() as u128 * 0x1234_5678_9abc);
+            FetchableTopicResponse::default().with_topic(TopicName(StrBytes::from_string(name.into()))).with_topic_id(id).with_partitions(parts)
         };
-        let error = partition(1, Bytes::new()).with_error_code(6).with_high_watermark(-1);
+        let mut error = partition(1, Bytes::new()).with_error_code(6).with_high_watermark(-1);
+        if version >= 16 {
+            // KIP-951: the partition's leader, and the answer's endpoints (tagged fields).
+            error.current_leader = kafka_protocol::messages::fetch_response::LeaderIdAndEpoch::default().with_leader_id(3.into()).with_leader_epoch(7);
+            whole.node_endpoints = vec![kafka_protocol::messages::fetch_response::NodeEndpoint::default().with_node_id(3.into()).with_host(StrBytes::from_static_str("b3")).with_port(9093)];
+        }
         whole.responses = vec![
             topic("a", vec![partition(0, bytes[0].clone()), error, partition(2, Bytes::from_static(b"in memory"))]),
             topic("bb", vec![partition(0, bytes[1].clone()), partition(1, Bytes::new()), partition(2, bytes[2].clone())]),
@@ -73,17 +80,40 @@ fn spliced_frames_are_the_crates_encoding_for_every_version() {
 }
 
 #[test]
-fn unknown_versions_misplaced_regions_and_tagged_fields_are_refused_not_mangled() {
+fn unknown_versions_and_misplaced_regions_are_refused_not_mangled() {
     let tmp = tempfile::tempdir().unwrap();
     let (_log, slices) = slices(tmp.path());
     let Records::File(regions) = &slices[0] else { panic!() };
     let files = [FileRecords { topic: 0, partition: 0, regions: regions.clone() }];
     let mut r = FetchResponse::default();
     r.responses = vec![FetchableTopicResponse::default().with_partitions(vec![partition(0, Bytes::new())])];
-    assert!(encode(13, 1, &r, &files).unwrap_err().contains("v13"));
+    assert!(encode(18, 1, &r, &files).unwrap_err().contains("v18"));
     let elsewhere = [FileRecords { topic: 0, partition: 5, regions: regions.clone() }];
     assert!(encode(12, 1, &r, &elsewhere).unwrap_err().contains("out of order or absent"));
-    r.responses[0].partitions[0].diverging_epoch.epoch = 4;
-    r.responses[0].partitions[0].diverging_epoch.end_offset = 9;
-    assert!(encode(12, 1, &r, &files).unwrap_err().contains("tagged fields"));
+}
+
+/// A file partition's own tagged fields (a diverging epoch, a leader) come after its records
+/// and are carried as the crate encodes them, found exactly: a leader (0, 0) makes the
+/// partition's encoding end in two zero bytes, as one without tagged fields does.
+#[test]
+fn a_file_partitions_tagged_fields_are_carried_as_the_crate_encodes_them() {
+    use kafka_protocol::messages::fetch_response::{EpochEndOffset, LeaderIdAndEpoch};
+    let tmp = tempfile::tempdir().unwrap();
+    let (_log, slices) = slices(tmp.path());
+    let Records::File(regions) = &slices[0] else { panic!() };
+    let records = slices[0].to_bytes().unwrap();
+    let tagged = [
+        partition(0, records.clone()).with_current_leader(LeaderIdAndEpoch::default().with_leader_id(0.into()).with_leader_epoch(0)),
+        partition(0, records.clone()).with_diverging_epoch(EpochEndOffset::default().with_epoch(4).with_end_offset(9)),
+    ];
+    for version in 12..=*versions.end() {
+        for pd in &tagged {
+            let whole = FetchResponse::default().with_responses(vec![FetchableTopicResponse::default().with_topic(TopicName(StrBytes::from_static_str("a"))).with_topic_id(uuid::Uuid::from_u128(9)).with_partitions(vec![pd.clone()])]);
+            let expected = crate::protocol::Response::new(ApiKey::Fetch, version, 42, whole.clone()).encode().unwrap();
+            let mut spliced = whole;
+            spliced.responses[0].partitions[0].records = Some(Bytes::new());
+            let frame = encode(version, 42, &spliced, &[FileRecords { topic: 0, partition: 0, regions: regions.clone() }]).unwrap();
+            assert_eq!(frame.to_bytes().unwrap(), expected, "v{version}");
+        }
+    }
 }

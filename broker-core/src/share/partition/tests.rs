@@ -469,3 +469,21 @@ fn random_sequences_keep_the_invariants() {
         random_sequence(seed);
     }
 }
+
+#[test]
+fn records_a_committed_read_left_out_are_passed_over() {
+    let mut p = SharePartition::new(0, limits());
+    // Nothing in flight: the start jumps past them.
+    assert!(p.skip_to(4));
+    p.check();
+    assert_eq!((p.start(), p.end(), p.fetch_from()), (4, 4, Some(4)));
+    assert!(!p.skip_to(3), "behind the end: nothing to pass over");
+    // Behind a record in flight they are Archived, never delivered; the start moves past them
+    // once that record ends.
+    take(&mut p, A, &[(4, 5)], 10, 0);
+    assert!(p.skip_to(9));
+    p.check();
+    assert_eq!((p.end(), p.fetch_from()), (9, Some(9)));
+    ack(&mut p, A, 4, 5, &[Accept]).unwrap();
+    assert_eq!(p.start(), 9);
+}

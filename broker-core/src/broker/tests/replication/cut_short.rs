@@ -40,7 +40,7 @@ fn a_follower_append_cut_short_knows_the_producers_of_what_it_wrote() {
     for seq in 0..2 {
         c.broker(1).produce(topic_name, 0, &super::idempotent(&[b"a"], 7, 0, seq), -1, now, &mut Vec::new()).unwrap();
     }
-    let who = Fetcher { replica: Some(2), leader_epoch: epoch, log_start_offset: 0, again: false, read_committed: false };
+    let who = Fetcher { replica: Some(2), leader_epoch: epoch, log_start_offset: 0, again: false, read_committed: false, broker_epoch: -1 };
     let got = c.broker(1).fetch(topic_name, 0, 0, 1 << 20, true, who, now, &mut Vec::new()).unwrap();
     let records = got.records.to_bytes().unwrap();
     allowed.store(1, SeqCst); // the first batch is written, the second runs out
