@@ -199,15 +199,18 @@ impl Coordinator {
     }
 
     /// A JoinGroup for an empty consumer group: it goes, and its records with it; the classic
-    /// group's generations go on from its epoch.
+    /// group's generations go on from its epoch. The empty classic group is written with the
+    /// tombstones, so a coordinator that loads them after a failover goes on from that epoch
+    /// too (without it, the next classic generation there was 1 again: a zombie of the first
+    /// generation 1 could commit into the new one).
     pub(super) fn drop_consumer_group(&mut self, group: &str, now: u64, work: &mut Work) {
-        let tombstones = self.consumer_tombstones(group);
+        let mut kvs = self.consumer_tombstones(group);
         if let Some(dropped) = self.consumer_groups.remove(group) {
-            if let Some(classic) = self.groups.get_mut(group) {
-                classic.generation = classic.generation.max(dropped.epoch);
-            }
+            let classic = self.group_mut(group, now);
+            classic.generation = classic.generation.max(dropped.epoch);
+            kvs.push((records::encode_key(&Key::Group { group: group.to_string() }), Some(records::encode_group(&classic.value()))));
             self.consumer_unsynced.remove(group);
-            self.write(group, tombstones, Effect::Background, now, work);
+            self.write(group, kvs, Effect::Background, now, work);
         }
     }
 

@@ -457,3 +457,22 @@ fn a_group_ids_epochs_never_go_back_across_conversions_of_an_empty_group() {
     let d = n.join(join_req("", &[]));
     assert!(d.generation > epoch, "generation {} after epoch {epoch}", d.generation);
 }
+
+/// mixed-churn seed 871: the consumer group was dropped for a classic JoinGroup on one
+/// coordinator, whose successor loaded only the tombstones and began the classic group at
+/// generation 1 again, while the first generation 1's members could still commit.
+#[test]
+fn a_coordinator_taking_over_after_a_consumer_group_was_dropped_goes_on_from_its_epoch() {
+    let mut n = Node::new(MigrationPolicy::Bidirectional, Vec::new());
+    n.beat(consumer_join("c")).expect("c makes a consumer group");
+    n.beat(Heartbeat { member_id: "c".into(), member_epoch: -1, ..Heartbeat::default() }).expect("c leaves");
+    let epoch = n.c.consumer_groups["g"].epoch;
+    let joined = n.join(join_req("", &[]));
+    assert!(joined.generation > epoch, "generation {} after epoch {epoch}", joined.generation);
+    // The coordinator moves before the new generation's SyncGroup writes the classic group.
+    n.replicate();
+    let mut m = Node::new(MigrationPolicy::Bidirectional, n.log.clone());
+    assert!(m.c.consumer_group("g").expect("here").is_none(), "the consumer group is gone");
+    let d = m.join(join_req("", &[]));
+    assert!(d.generation > epoch, "generation {} after epoch {epoch}", d.generation);
+}
