@@ -8,44 +8,32 @@
 //! Answering as Kafka 4.0 (`--legacy-api-versions false`) keeps them.
 
 use crate::real_clients::Broker;
-use bytes::{BufMut, Bytes, BytesMut};
+use crate::support::RawConnection;
+use bytes::Bytes;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
 use uuid::Uuid;
 
-struct Client {
-    stream: TcpStream,
-    correlation: i32,
-}
+struct Client(RawConnection);
 
 impl Client {
     fn connect(broker: &Broker) -> Client {
-        let stream = TcpStream::connect(broker.bootstrap()).expect("connect");
-        stream.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
-        Client { stream, correlation: 0 }
+        Client(RawConnection::connect(&broker.bootstrap()))
     }
 
     /// Sends `body` at `version`; the answer's body read at that version.
     fn ask(&mut self, key: ApiKey, version: i16, body: RequestKind) -> ResponseKind {
-        self.correlation += 1;
-        let header = RequestHeader::default().with_request_api_key(key as i16).with_request_api_version(version).with_correlation_id(self.correlation).with_client_id(Some(StrBytes::from_static_str("new-versions")));
-        let mut out = BytesMut::new();
-        out.put_i32(0);
-        header.encode(&mut out, key.request_header_version(version)).expect("header");
-        body.encode(&mut out, version).expect("body");
-        let size = (out.len() - 4) as i32;
-        out[..4].copy_from_slice(&size.to_be_bytes());
-        self.stream.write_all(&out).expect("write");
-        let mut len = [0u8; 4];
-        self.stream.read_exact(&mut len).unwrap_or_else(|e| panic!("{key:?} v{version}: no answer ({e}): the broker closed the connection"));
-        let mut frame = vec![0u8; i32::from_be_bytes(len) as usize];
-        self.stream.read_exact(&mut frame).expect("answer body");
-        let mut frame = Bytes::from(frame);
+        let (mut frame, correlation) = self
+            .0
+            .round_trip(|out, correlation| {
+                let header = RequestHeader::default().with_request_api_key(key as i16).with_request_api_version(version).with_correlation_id(correlation).with_client_id(Some(StrBytes::from_static_str("new-versions")));
+                header.encode(out, key.request_header_version(version)).expect("header");
+                body.encode(out, version).expect("body");
+            })
+            .unwrap_or_else(|| panic!("{key:?} v{version}: no answer: the broker closed the connection"));
         let h = ResponseHeader::decode(&mut frame, key.response_header_version(version)).expect("answer header");
-        assert_eq!(h.correlation_id, self.correlation, "{key:?} v{version}: correlation id");
+        assert_eq!(h.correlation_id, correlation, "{key:?} v{version}: correlation id");
         let body = ResponseKind::decode(key, &mut frame, version).unwrap_or_else(|e| panic!("{key:?} v{version}: the answer does not read at its version: {e}"));
         assert!(frame.is_empty(), "{key:?} v{version}: {} bytes after the answer", frame.len());
         body

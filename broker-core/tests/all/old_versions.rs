@@ -7,50 +7,33 @@
 //! sarama 1.22 group consumer (`sarama_group_consumer`).
 
 use crate::real_clients::{client_script, run_bounded, Broker};
+use crate::support::RawConnection;
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol_39::messages::*;
 use kafka_protocol_39::protocol::{Decodable, Encodable, StrBytes};
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-struct Old {
-    stream: TcpStream,
-    correlation: i32,
-}
+struct Old(RawConnection);
 
 impl Old {
     fn connect(broker: &Broker) -> Old {
-        let stream = TcpStream::connect(broker.bootstrap()).expect("connect");
-        stream.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
-        Old { stream, correlation: 0 }
+        Old(RawConnection::connect(&broker.bootstrap()))
     }
 
     /// Sends `body` at `version`; the answer's body read at that version, or None when the
     /// broker closed the connection instead.
     fn ask(&mut self, key: ApiKey, version: i16, body: RequestKind) -> Option<ResponseKind> {
-        self.correlation += 1;
-        let mut header = RequestHeader::default();
-        header.request_api_key = key as i16;
-        header.request_api_version = version;
-        header.correlation_id = self.correlation;
-        header.client_id = Some(StrBytes::from_static_str("old-versions"));
-        let mut out = BytesMut::new();
-        out.put_i32(0);
-        header.encode(&mut out, key.request_header_version(version)).expect("header");
-        body.encode(&mut out, version).expect("body");
-        let size = (out.len() - 4) as i32;
-        out[..4].copy_from_slice(&size.to_be_bytes());
-        self.stream.write_all(&out).expect("write");
-        let mut len = [0u8; 4];
-        if self.stream.read_exact(&mut len).is_err() {
-            return None;
-        }
-        let mut frame = vec![0u8; i32::from_be_bytes(len) as usize];
-        self.stream.read_exact(&mut frame).expect("answer body");
-        let mut frame = Bytes::from(frame);
+        let (mut frame, correlation) = self.0.round_trip(|out, correlation| {
+            let mut header = RequestHeader::default();
+            header.request_api_key = key as i16;
+            header.request_api_version = version;
+            header.correlation_id = correlation;
+            header.client_id = Some(StrBytes::from_static_str("old-versions"));
+            header.encode(out, key.request_header_version(version)).expect("header");
+            body.encode(out, version).expect("body");
+        })?;
         let h = ResponseHeader::decode(&mut frame, key.response_header_version(version)).expect("answer header");
-        assert_eq!(h.correlation_id, self.correlation, "{key:?} v{version}: correlation id");
+        assert_eq!(h.correlation_id, correlation, "{key:?} v{version}: correlation id");
         let body = ResponseKind::decode(key, &mut frame, version).unwrap_or_else(|e| panic!("{key:?} v{version}: the answer does not read at its version: {e}"));
         assert!(frame.is_empty(), "{key:?} v{version}: {} bytes after the answer", frame.len());
         Some(body)

@@ -456,3 +456,38 @@ pub async fn node_in_process(dir: &Path, topics: &[broker_core::client::admin::N
     broker_core::client::admin::create_topics(addr, topics, Duration::from_secs(10)).await.expect("create the topics");
     (addr, node)
 }
+
+/// A raw Kafka connection for the API-version tests, which encode with two kafka-protocol
+/// versions (0.18 and Kafka 3.9's 0.15): it frames what the caller encoded and reads back one
+/// answer's frame, so each test keeps only its own crate's header and body.
+pub struct RawConnection {
+    stream: std::net::TcpStream,
+    correlation: i32,
+}
+
+impl RawConnection {
+    pub fn connect(bootstrap: &str) -> RawConnection {
+        let stream = std::net::TcpStream::connect(bootstrap).expect("connect");
+        stream.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
+        RawConnection { stream, correlation: 0 }
+    }
+
+    /// Sends the request `encode` writes (header and body, given the next correlation id) with
+    /// its size in front; the answer's frame and that correlation id, or None when the broker
+    /// closed the connection instead of answering.
+    pub fn round_trip(&mut self, encode: impl FnOnce(&mut bytes::BytesMut, i32)) -> Option<(bytes::Bytes, i32)> {
+        use bytes::BufMut;
+        self.correlation += 1;
+        let mut out = bytes::BytesMut::new();
+        out.put_i32(0);
+        encode(&mut out, self.correlation);
+        let size = (out.len() - 4) as i32;
+        out[..4].copy_from_slice(&size.to_be_bytes());
+        self.stream.write_all(&out).expect("write");
+        let mut len = [0u8; 4];
+        self.stream.read_exact(&mut len).ok()?;
+        let mut frame = vec![0u8; i32::from_be_bytes(len) as usize];
+        self.stream.read_exact(&mut frame).expect("answer body");
+        Some((bytes::Bytes::from(frame), self.correlation))
+    }
+}
