@@ -22,6 +22,10 @@ pub struct BrokerConfig {
     /// `log.dirs` (one directory).
     pub data_dir: PathBuf,
     pub cluster_id: String,
+    /// The secret the topic ids this node's controller makes are derived under
+    /// (`metadata::topic::topic_id`): from the OS at each start (`server::config::resolve`), from
+    /// the seed in the simulator, zeros in unit tests.
+    pub topic_id_key: crate::metadata::topic::TopicIdKey,
     /// `controller.quorum.voters` (`id@host:port,...`): the Raft metadata quorum's voters and
     /// their addresses. A node whose `node.id` is among them runs a voter (combined mode).
     pub voters: std::collections::BTreeMap<i32, String>,
@@ -121,6 +125,7 @@ impl Default for BrokerConfig {
             advertised_listeners: Vec::new(),
             data_dir: PathBuf::from("data"),
             cluster_id: "seedlog-cluster".into(),
+            topic_id_key: [0; 32],
             voters: [(0, "127.0.0.1:9092".to_string())].into(),
             broker_role: true,
             quorum_election_timeout_ms: crate::constants::quorum_election_timeout_ms_default,

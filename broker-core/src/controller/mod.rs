@@ -60,6 +60,8 @@ pub const broker_listeners_max: usize = 16;
 pub struct ControllerConfig {
     /// `node.id` of this controller: mixed into topic ids.
     pub node_id: i32,
+    /// The secret this controller's topic ids are derived under (`topic::topic_id`).
+    pub topic_id_key: crate::metadata::topic::TopicIdKey,
     /// `broker.session.timeout.ms`
     pub session_timeout_ms: u64,
     /// `default.replication.factor`: for CreateTopics with -1.
@@ -104,6 +106,7 @@ impl Default for ControllerConfig {
     fn default() -> Self {
         ControllerConfig {
             node_id: 0,
+            topic_id_key: [0; 32],
             session_timeout_ms: broker_session_timeout_ms_default,
             default_replication_factor: 1,
             num_partitions: num_partitions_default,
@@ -435,12 +438,13 @@ impl Controller {
         }
     }
 
-    /// Deterministic from the name, `now`, this controller and the next metadata offset; a
+    /// Deterministic from this controller's secret, the name, `now`, this controller and the
+    /// next metadata offset; a
     /// (vanishingly unlikely) clash with a live topic's id moves to the next serial.
     fn fresh_topic_id(&self, name: &str, now: u64) -> [u8; 16] {
         let mut serial = self.image.offset.saturating_add(1) as u64;
         loop {
-            let id = topic::topic_id(name, now, self.config.node_id, serial);
+            let id = topic::topic_id(&self.config.topic_id_key, name, now, self.config.node_id, serial);
             if !self.image.topics.values().any(|t| t.id == id) {
                 return id;
             }

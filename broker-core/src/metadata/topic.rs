@@ -142,19 +142,36 @@ pub fn apply_overrides(base: &LogConfig, overrides: &BTreeMap<String, String>) -
     Ok(c)
 }
 
-/// A topic id from the name and the moment of creation: deterministic (no OS randomness in the
-/// core), distinct for a re-created topic of the same name. Two FNV-1a passes, never zero.
-pub fn topic_id(name: &str, now: u64, node_id: i32, serial: u64) -> [u8; 16] {
+/// The secret topic ids are derived under: drawn from the OS at each start of the real broker
+/// (`server::config`), from the run's seed in the simulator; all zeros only in unit tests.
+pub type TopicIdKey = [u8; 32];
+
+/// A topic id from the name and the moment of creation, under the controller's secret `key`:
+/// HMAC-SHA-256 of (name, now, controller, serial), its first 16 bytes, never zero. Deterministic
+/// given the key (no OS randomness in the core), distinct for a re-created topic of the same
+/// name, and, like Kafka's random UUIDs, not to be guessed by a client before the topic exists
+/// (fetch sessions and ACLs name topics by id).
+pub fn topic_id(key: &TopicIdKey, name: &str, now: u64, node_id: i32, serial: u64) -> [u8; 16] {
+    use hmac::{Hmac, Mac};
+    let mut m = Hmac::<sha2::Sha256>::new_from_slice(key).expect("HMAC takes a key of any length");
+    m.update(&(name.len() as u64).to_be_bytes());
+    m.update(name.as_bytes());
+    m.update(&now.to_be_bytes());
+    m.update(&node_id.to_be_bytes());
+    m.update(&serial.to_be_bytes());
     let mut out = [0u8; 16];
-    for (half, seed) in [crate::hash::fnv_offset, 0x8422_2325_cbf2_9ce4].into_iter().enumerate() {
-        let bytes = name.bytes().chain(now.to_be_bytes()).chain(node_id.to_be_bytes()).chain(serial.to_be_bytes());
-        let h = crate::hash::fnv1a(seed, bytes.chain([half as u8]));
-        out[half * 8..half * 8 + 8].copy_from_slice(&h.to_be_bytes());
-    }
+    out.copy_from_slice(&m.finalize().into_bytes()[..16]);
     if out == [0; 16] {
         out[15] = 1;
     }
     out
+}
+
+/// The simulator's key for node `node` of a run whose seed-derived value is `seed`: SHA-256 of
+/// both, so a seed's ids are the same on every replay.
+pub fn topic_id_key_from_seed(seed: u64, node: u32) -> TopicIdKey {
+    use sha2::Digest;
+    sha2::Sha256::new().chain_update(b"seedlog topic ids").chain_update(seed.to_be_bytes()).chain_update(node.to_be_bytes()).finalize().into()
 }
 
 pub fn hex(id: &[u8; 16]) -> String {
@@ -202,9 +219,14 @@ mod tests {
 
     #[test]
     fn ids_are_stable_and_round_trip_through_hex() {
-        let id = topic_id("t", 5, 0, 0);
-        assert_eq!(id, topic_id("t", 5, 0, 0));
-        assert_ne!(id, topic_id("t", 6, 0, 0));
+        let key = topic_id_key_from_seed(7, 0);
+        let id = topic_id(&key, "t", 5, 0, 0);
+        assert_eq!(id, topic_id(&key, "t", 5, 0, 0));
+        assert_ne!(id, topic_id(&key, "t", 6, 0, 0));
+        assert_ne!(id, topic_id(&topic_id_key_from_seed(8, 0), "t", 5, 0, 0), "another key, another id");
+        assert_ne!(key, topic_id_key_from_seed(7, 1));
+        // The name's length goes first: ("ab", ..) and ("a", ..) with shifted bytes differ.
+        assert_ne!(topic_id(&key, "t", 5, 0, 0), topic_id(&key, "t\0", 5, 0, 0));
         assert_eq!(unhex(&hex(&id)), Some(id));
         assert!(validate_name("__cluster_metadata").unwrap_err().contains("reserved"));
     }

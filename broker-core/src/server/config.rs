@@ -474,7 +474,7 @@ pub const listen_default: &str = "127.0.0.1:9092";
 /// Resolves flags into the inter-broker listener's address and the broker's config (every
 /// listener in `security.listeners`), checking ranges.
 pub fn resolve(f: &Flags) -> Result<(SocketAddr, BrokerConfig), String> {
-    let mut c = BrokerConfig::default();
+    let mut c = BrokerConfig { topic_id_key: os_random_key()?, ..BrokerConfig::default() };
     let listen = super::config_security::resolve_listeners(f, &mut c)?;
     let advertised = format!("{}:{}", c.advertised_host, c.advertised_port);
     if let Some(v) = f.node_id { c.node_id = v }
@@ -566,3 +566,12 @@ pub fn resolve(f: &Flags) -> Result<(SocketAddr, BrokerConfig), String> {
 #[cfg(test)]
 #[path = "config_tests.rs"]
 mod tests;
+
+/// 32 bytes from the OS's randomness (`/dev/urandom`): the secret this start's topic ids are
+/// derived under. The one place the broker reads OS randomness; never the simulator's path.
+fn os_random_key() -> Result<crate::metadata::topic::TopicIdKey, String> {
+    use std::io::Read;
+    let mut key = [0u8; 32];
+    std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut key)).map_err(|e| format!("reading /dev/urandom for the topic id key: {e}"))?;
+    Ok(key)
+}

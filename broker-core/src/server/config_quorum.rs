@@ -67,6 +67,7 @@ pub fn open_quorum(disk: std::sync::Arc<dyn crate::storage::Disk>, c: &BrokerCon
 pub fn controller_config(c: &BrokerConfig) -> crate::controller::ControllerConfig {
     crate::controller::ControllerConfig {
         node_id: c.node_id,
+        topic_id_key: c.topic_id_key,
         session_timeout_ms: c.session_timeout_ms,
         default_replication_factor: c.default_replication_factor,
         num_partitions: c.num_partitions,

@@ -104,6 +104,7 @@ pub(super) fn start_brokers(s: &Scenario, disk_seed: u64, bug: Option<PlantedBug
         if s.buggify {
             config.buggify = Buggify::seeded(buggify_seed(disk_seed, i), &buggify_sites(s));
         }
+        config.topic_id_key = broker_core::metadata::topic::topic_id_key_from_seed(disk_seed, i);
         cluster.buggify.push(config.buggify.clone());
         let (d, r) = (disk.clone(), rec.clone());
         let stop: Arc<Stop> = Arc::default();

@@ -72,8 +72,9 @@ fn carried(r: &FetchResponse) -> Vec<(String, i32, i16, usize)> {
     all
 }
 
-/// KIP-516's ids are derived from the name, the time, the controller and the next metadata
-/// offset, so a caller can name a topic by id before it exists. A session opened then holds
+/// KIP-516's ids are derived from the controller's secret, the name, the time, the controller
+/// and the next metadata offset, so a caller who knew the secret could name a topic by id
+/// before it exists. A session opened then holds
 /// the id (UNKNOWN_TOPIC_ID); once the topic exists the session's partition is authorized
 /// like any: TOPIC_AUTHORIZATION_FAILED, never the records, for a caller without READ.
 #[test]
@@ -87,7 +88,9 @@ fn a_session_holding_the_id_of_a_topic_created_later_reads_it_only_with_read() {
         let b = node.broker();
         (b.config().node_id, b.image().offset)
     };
-    let guessed = Uuid::from_bytes(crate::metadata::topic::topic_id("secret", 0, me, offset as u64 + 1));
+    // The test knows the controller's key (zeros in unit tests); a client does not.
+    let key = node.broker().config().topic_id_key;
+    let guessed = Uuid::from_bytes(crate::metadata::topic::topic_id(&key, "secret", 0, me, offset as u64 + 1));
     let full: FetchResponse = reply(ask_as(&node, &alice, ApiKey::Fetch, 13, &fetch_of(&[("open", open), ("secret", guessed)], (0, 0), 0, true), Attempt::First), ApiKey::Fetch, 13);
     let session = full.session_id;
     assert!(session > 0, "a session opened");
