@@ -38,12 +38,16 @@ pub enum Site {
     /// A cleaning swap's job (`log::swap`) completes 20–400 ms late, so truncations, retention
     /// and leader changes land while it is in flight.
     SlowSwap,
+    /// A cleaning swap's or a truncation's job starts 20–400 ms late (queued behind others on
+    /// the blocking pool), so the log can be reopened or its topic deleted before it runs: it
+    /// must then do nothing (`log::fence`).
+    LateJob,
 }
 
 impl Site {
     /// Every site, in the order of their draws: a site added at the end leaves the draws of the
     /// earlier ones (and so which of them a seed enables) unchanged.
-    pub const ALL: [Site; 6] = [Site::ShortLag, Site::IsrAnswerDropped, Site::SlowSync, Site::IsrAnswerStorageError, Site::MetadataLate, Site::SlowSwap];
+    pub const ALL: [Site; 7] = [Site::ShortLag, Site::IsrAnswerDropped, Site::SlowSync, Site::IsrAnswerStorageError, Site::MetadataLate, Site::SlowSwap, Site::LateJob];
 
     #[cfg(madsim)]
     fn index(self) -> usize {

@@ -307,6 +307,17 @@ pub const share_read_bytes_max: usize = 1 << 20;
 /// coordinator did not take (it moved, it was loading, the link failed).
 pub const share_state_retry_ms: u64 = 200;
 
+/// Most distinct share-partitions one AlterShareGroupOffsets may name (beyond: INVALID_REQUEST
+/// before anything is allocated): all of them are one batch in `__consumer_offsets`, and at
+/// about 60 bytes a state record (short group ids) 10,000 is what one `message_bytes_max`
+/// batch can hold; Kafka's own admin tools alter one topic's partitions at a time.
+pub const share_offsets_alter_partitions_max: usize = 10_000;
+
+/// Most groups one DescribeShareGroupOffsets may name (those beyond are answered
+/// INVALID_REQUEST without a lookup): each is a walk of the group's states under the
+/// coordinator's lock, and Kafka's admin client asks a handful at a time.
+pub const share_offsets_describe_groups_max: usize = 1_000;
+
 /// Kafka `offsets.retention.minutes` default: 7 days.
 pub const offsets_retention_ms_default: u64 = 7 * 24 * 3600 * 1000;
 
@@ -421,7 +432,10 @@ pub const cleaner_sync_bytes: usize = 8 << 20;
 /// page-cache write to another thread costs more than the write (every job on the pool
 /// measured 64–88 µs of broker CPU per small batch against 10–11). Either way it runs off the
 /// node's lock; a small write the kernel throttles blocks the runtime worker running it, and
-/// larger writes, which it throttles for longer, get a thread.
+/// larger writes, which it throttles for longer, get a thread. (Running them in place under
+/// `block_in_place` moved the flush-every-batch producer a quarter faster but grew each open
+/// connection's RSS past `connection_idle_bytes_max`: more runtime threads and their malloc
+/// arenas, docs/benchmarks.md.)
 pub const write_inline_bytes_max: u64 = 64 << 10;
 
 /// Kafka `log.cleaner.backoff.ms` default: how long the cleaner waits when no log is due.

@@ -13,6 +13,11 @@
 //! out of order or never (`log::cut`, `broker::truncation`); until it reports, a crash may bring
 //! back a dense prefix of what the cut removed, never more, and afterwards never any of it.
 //!
+//! Some of their rounds end in a reopen instead of a crash, as the broker reopens a failed log
+//! (`Broker::reopen_failed`): the jobs the old log handed out are not forgotten but run later,
+//! against the reopened log's files, and must do nothing (`log::fence`; without it a stale
+//! write lands under the reopened log's records). Their reports must change nothing.
+//!
 //! [`crash_rounds`] runs in plain Rust (a decision-level test: crashes land between calls);
 //! [`node_rounds`] runs the same log inside madsim nodes that are killed mid-write
 //! (`--cfg madsim` only). Both are used by the test suite and by `cargo sim crash-log`.
@@ -189,6 +194,15 @@ struct Owner {
     jobs: Vec<broker_core::log::SyncJob>,
     /// A truncation's job, with its producer-state rebuild.
     cut: Option<TruncateJob>,
+    /// Jobs of logs reopened since (a round that ended in a reopen): run now and then, they
+    /// must do nothing, and their reports change nothing.
+    stale: Vec<Stale>,
+}
+
+/// A job of a log reopened since.
+enum Stale {
+    Sync(broker_core::log::SyncJob),
+    Cut(TruncateJob),
 }
 
 impl Owner {
@@ -199,6 +213,32 @@ impl Owner {
         self.jobs.extend(log.take_sync());
         if let Some(files) = log.take_released() {
             files.close();
+        }
+        if !self.stale.is_empty() && self.rng.gen_bool(0.3) {
+            let i = self.rng.gen_range(0..self.stale.len());
+            let (failure, end) = (log.failure().map(str::to_string), log.log_end_offset());
+            let ran = match self.stale.swap_remove(i) {
+                Stale::Sync(job) => {
+                    let result = job.run();
+                    let ran = format!("{result:?}");
+                    log.synced(job.stamp, result);
+                    ran
+                }
+                Stale::Cut(job) => {
+                    let done = job.run();
+                    let ran = format!("{done:?}");
+                    if !matches!(apply_truncated(log, state, done), Ok(false)) {
+                        return Err("a reopened log took its old log's truncation report".into());
+                    }
+                    ran
+                }
+            };
+            if !ran.contains("closed before this job ran") {
+                return Err(format!("a job of a log reopened since ran: {ran}"));
+            }
+            if (log.failure().map(str::to_string), log.log_end_offset()) != (failure, end) {
+                return Err("a stale job's report changed the reopened log".into());
+            }
         }
         while (!self.jobs.is_empty() || self.cut.is_some()) && self.rng.gen_bool(0.5) {
             let pick = self.rng.gen_range(0..self.jobs.len() + usize::from(self.cut.is_some()));
@@ -260,7 +300,7 @@ impl Owner {
 }
 
 fn rounds_of(seed: u64, rounds: usize, verbose: bool, deferring: bool) -> Result<Vec<(i64, Vec<u8>)>, String> {
-    let mut owner = Owner { rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6a6f_6273), jobs: Vec::new(), cut: None };
+    let mut owner = Owner { rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6a6f_6273), jobs: Vec::new(), cut: None, stale: Vec::new() };
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let disk = SimDisk::new(seed);
     let dir = Path::new("/data/topic-0");
@@ -353,12 +393,25 @@ fn rounds_of(seed: u64, rounds: usize, verbose: bool, deferring: bool) -> Result
                 break;
             }
         }
+        // Now and then the owner reopens the log instead (as after a failure), its jobs kept
+        // to run late; drawn from the owner's RNG, so the rounds' own work stays the seed's.
+        let reopen = deferring && owner.rng.gen_bool(0.2);
+        if reopen {
+            log.close_jobs();
+            owner.stale.extend(owner.jobs.drain(..).map(Stale::Sync));
+            owner.stale.extend(owner.cut.take().map(Stale::Cut));
+        }
         drop(log);
         disk.set_faults(DiskFaults::default());
         let mode = if rng.gen_bool(0.8) { CrashMode::PowerLoss } else { CrashMode::Clean };
-        let crash = disk.crash(mode);
-        if verbose {
-            eprintln!("seed {seed} round {round}: {crash}");
+        if !reopen {
+            owner.stale.clear(); // the process died: nothing of it runs
+            let crash = disk.crash(mode);
+            if verbose {
+                eprintln!("seed {seed} round {round}: {crash}");
+            }
+        } else if verbose {
+            eprintln!("seed {seed} round {round}: reopened, {} jobs of the old log held", owner.stale.len());
         }
         now += rng.gen_range(0..1000);
     }

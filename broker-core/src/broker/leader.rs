@@ -154,15 +154,16 @@ impl Broker {
             let start = part.log_start_offset();
             return Ok(Produced { base_offset: seen.base_offset, last_offset: seen.last_offset, log_start_offset: start, leader_epoch: epoch, log_append_time: -1, duplicate: true, log: Some(part.log.serial()) });
         }
-        let mut bytes = records.bytes.to_vec();
+        let bytes = records.bytes.to_vec();
         if rules.appends_after_ack() {
             return self.defer(name, p, h, bytes);
         }
-        let appended = part.log.append(&mut bytes, epoch, now);
+        // Owned: the write-behind stages the stamped batch without copying it again.
+        let appended = part.log.append_owned(bytes, epoch, now);
         if appended.is_err() {
             self.due.logs.note(topic, p, &part.log, part.high_watermark());
         }
-        let info = appended?;
+        let (info, bytes) = appended?;
         let stamped = batch::read_header(&bytes)?;
         part.record_appended(&stamped, &bytes)?;
         debug_assert_eq!(stamped.base_offset, info.base_offset);

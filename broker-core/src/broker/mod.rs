@@ -394,6 +394,9 @@ impl Broker {
     /// the log start) are made now, and the cleaner's next turn is due.
     pub fn swapped(&mut self, name: &str, p: i32, done: crate::log::Swapped, now: u64) -> Vec<Action> {
         let mut out = Vec::new();
+        if crate::log::SwapJob::fenced(&done) {
+            out.push(Action::Log(Level::Info, format!("{name}-{p}: a cleaning swap ran after its log was let go (reopened or deleted) and did nothing")));
+        }
         let Some(part) = self.partitions.get_mut(name, p) else { return out };
         let floor = part.start_floor;
         let trimmed = part.log.swapped(done).and_then(|()| log_start::trim_below(&mut part.log, floor, now).map(drop));

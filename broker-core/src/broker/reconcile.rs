@@ -299,8 +299,12 @@ impl Broker {
     }
 
     /// Closes this node's replica (no file is touched) and tells the simulator's ISR watch.
+    /// Its log's jobs are closed first (`Log::close_jobs`): one running off the gate ends
+    /// before whatever comes next (a reopen's recovery, the directory's removal, a topic
+    /// created again at the path) changes the directory, and one that runs later does nothing.
     pub(super) fn forget(&mut self, name: &str, p: i32, now: u64) -> Option<Partition> {
         let part = self.partitions.remove(name, p)?;
+        part.log.close_jobs();
         self.due.replicas_changed(); // (`due`) the open replicas and roles changed
         let (node, topic_id) = (self.config.node_id, part.topic_id);
         self.config.observer.see(crate::observe::Observation::ReplicaLogEnd { node, topic: name, topic_id, partition: p, log_end: None, now });

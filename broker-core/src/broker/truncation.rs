@@ -58,7 +58,7 @@ impl TruncateJob {
     /// Does the truncation's IO, then the replay (blocking: run it where that stops nobody
     /// else). A failure anywhere fails the whole job, and the report takes the log offline.
     pub fn run(&self) -> Truncated {
-        let result = self.cut.run().and_then(|tail| {
+        let result = self.cut.run_then(|tail| {
             if let Some(f) = &self.floor {
                 dir::write_log_start(f.disk.as_ref(), &f.dir, f.offset)?;
             }
@@ -70,6 +70,11 @@ impl TruncateJob {
             Ok(Some((replay.producers, fix)))
         });
         Truncated { stamp: self.cut.stamp, result }
+    }
+
+    /// Whether `done` ran after its log was let go, and so did nothing (`log::fence`).
+    pub fn fenced(done: &Truncated) -> bool {
+        crate::log::did_nothing(&done.result)
     }
 
     /// The report of a job whose run ended without one (`why`): the log goes offline, as after
@@ -162,6 +167,9 @@ impl Broker {
     pub fn truncated(&mut self, name: &str, p: i32, done: Truncated, now: u64) -> Vec<Action> {
         let mut out = Vec::new();
         let (me, observer) = (self.config.node_id, self.config.observer.clone());
+        if TruncateJob::fenced(&done) {
+            out.push(Action::Log(Level::Info, format!("{name}-{p}: a truncation's job ran after its log was let go (reopened or deleted) and did nothing")));
+        }
         let Some(part) = self.partitions.get_mut(name, p) else { return out };
         match apply_truncated(&mut part.log, &mut part.producers, done) {
             Ok(true) => {}

@@ -2,8 +2,8 @@
 //! which groups exist (ListGroups to every broker, since each answers only for the groups it
 //! coordinates), and where one group stands (FindCoordinator, then ConsumerGroupDescribe for a
 //! KIP-848 group, ShareGroupDescribe for a KIP-932 share group or DescribeGroups for a classic
-//! one, and OffsetFetch, to its coordinator, then ListOffsets "latest" to each partition's
-//! leader for the log end).
+//! one, and OffsetFetch (DescribeShareGroupOffsets for a share group), to its coordinator,
+//! then ListOffsets "latest" to each partition's leader for the log end).
 //! Answers are plain structs; formatting is the caller's.
 //!
 //! It must never change what it looks at: no JoinGroup, no commit, and its Metadata requests
@@ -164,19 +164,19 @@ fn coordinator_transient(code: Code) -> bool {
 /// The pauses between attempts at a coordinator: doubling from
 /// [`admin_backoff_ms_first`] up to [`admin_backoff_ms_max`], at most
 /// [`admin_coordinator_attempts_max`] attempts.
-struct Backoff {
+pub(super) struct Backoff {
     tried: u32,
     next_ms: u64,
 }
 
 impl Backoff {
-    fn new() -> Backoff {
+    pub(super) fn new() -> Backoff {
         Backoff { tried: 1, next_ms: admin_backoff_ms_first }
     }
 
     /// After attempt `what` failed with `e`: waits and returns Ok (try again) if `e` is a
     /// transient coordinator condition and attempts remain; else the error to give up with.
-    async fn again(&mut self, what: &str, e: ClientError) -> Result<(), ClientError> {
+    pub(super) async fn again(&mut self, what: &str, e: ClientError) -> Result<(), ClientError> {
         match e {
             ClientError::Kafka { code, message } if coordinator_transient(code) => {
                 if self.tried >= admin_coordinator_attempts_max {
@@ -234,7 +234,7 @@ async fn list_on(cluster: &mut Cluster, b: &BrokerAddr) -> Result<Vec<ListedGrou
 }
 
 /// Sends `req` on the pooled connection to `addr`, forgetting the connection if it failed.
-async fn send<R: kafka_protocol::protocol::Request<Response: 'static>>(cluster: &mut Cluster, addr: SocketAddr, req: &R) -> Result<R::Response, ClientError> {
+pub(super) async fn send<R: kafka_protocol::protocol::Request<Response: 'static>>(cluster: &mut Cluster, addr: SocketAddr, req: &R) -> Result<R::Response, ClientError> {
     let sent = match cluster.conn(addr).await {
         Ok(conn) => conn.send(req).await,
         Err(e) => Err(e),
@@ -345,6 +345,11 @@ async fn coordinator_view(cluster: &mut Cluster, group: &str) -> Result<(GroupDe
         None => classic_group(cluster, addr, group, &coordinator).await.map_err(at_coordinator)?,
     };
 
+    // A share group commits no offsets: its share-partitions' start offsets stand for them.
+    if protocol_type == share_protocol_type {
+        let committed = super::share_offsets::started(cluster, addr, group).await.map_err(at_coordinator)?;
+        return Ok((GroupDescription { group_id: group.to_string(), coordinator, state, protocol_type, protocol, members, partitions: Vec::new(), epochs }, committed));
+    }
     // Null topics: every offset the group committed.
     let req = OffsetFetchRequest::default().with_groups(vec![OffsetFetchRequestGroup::default().with_group_id(GroupId(StrBytes::from_string(group.to_string()))).with_topics(None)]);
     let fetched = send(cluster, addr, &req).await.map_err(at_coordinator)?;

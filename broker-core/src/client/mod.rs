@@ -20,6 +20,7 @@ pub mod plan;
 pub mod producer;
 pub mod quotas;
 pub mod share;
+pub mod share_offsets;
 pub mod transactions;
 
 pub use conn::Conn;

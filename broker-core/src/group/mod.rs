@@ -24,6 +24,7 @@ pub mod consumer_stored;
 pub mod reconcile;
 pub mod share;
 mod share_groups;
+pub mod share_offsets;
 pub mod share_records;
 pub mod share_state;
 pub mod share_stored;

@@ -47,7 +47,8 @@ impl Coordinator {
         // Only a join makes a group: a leave or a heartbeat of a member it never had leaves
         // nothing behind.
         let known = self.share_groups.get(group);
-        if known.is_some_and(|g| g.deleting) {
+        // Nor while an Alter or Delete of its offsets is written (it needs the group empty).
+        if known.is_some_and(|g| g.deleting) || (hb.member_epoch == 0 && self.share_offsets_writing(group)) {
             return refused(Code::CoordinatorNotAvailable);
         }
         if known.is_none_or(|g| !g.members.contains_key(&hb.member_id)) && hb.member_epoch == 0 && known.map_or(0, |g| g.members.len()) >= max_size {
@@ -128,12 +129,13 @@ impl Coordinator {
     }
 
     /// DeleteGroups of share group `group`: only an empty one (NON_EMPTY_GROUP otherwise). Its
-    /// records and its share-partition states are tombstoned; meanwhile nothing joins it and
+    /// records are tombstoned and its share-partition states replaced by fences; meanwhile nothing joins it and
     /// its states are neither read nor written. Once replicated the group is gone and its
     /// share-partitions start afresh (`share_state`'s fence); if the write fails, it stays.
     pub(super) fn delete_share_group(&mut self, group: &str, now: u64, work: &mut Work) -> Result<Pending<()>, Code> {
+        let writing = self.share_offsets_writing(group);
         let Some(g) = self.share_groups.get_mut(group) else { return Err(Code::GroupIdNotFound) };
-        if g.deleting {
+        if g.deleting || writing {
             return Err(Code::CoordinatorNotAvailable);
         }
         if !g.members.is_empty() {
@@ -141,7 +143,7 @@ impl Coordinator {
         }
         g.deleting = true;
         let mut kvs = Self::encode_share_group(group, g.tombstones());
-        kvs.extend(self.share_state_tombstones(group));
+        kvs.extend(self.share_state_fences(group));
         let ticket = self.ticket();
         self.write(group, kvs, Effect::Delete { group: group.to_string(), offsets: None, ticket }, now, work);
         Ok(Pending::Wait(ticket))

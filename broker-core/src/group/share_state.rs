@@ -8,8 +8,12 @@
 //! The one invariant is the fence: a read or write under a leader epoch below the stored one is
 //! FENCED_LEADER_EPOCH, and a read under a higher one stores that epoch (written) before it is
 //! answered, so once a new leader has read the state, no write of an older leader lands. A
-//! deleted group's states are tombstoned and, in memory, fenced under the next state epoch, so a
-//! leader still holding one reads again (`fence_deleted_share_states`).
+//! deleted group's states are replaced by fences — written with the deletion, so a coordinator
+//! loading the partition later has them too: uninitialized states under the next state epoch
+//! (`share_state_fences`), so a leader still holding an old state is FENCED_STATE_EPOCH at its
+//! next write and reads again. A fence is never tombstoned (a leader may hold the old state
+//! for as long as it leads the partition): one small record per share-partition of a deleted
+//! group stays, overwritten when the group is re-created and read.
 //!
 //! Kafka keeps this in `__share_group_state`, behind a share coordinator of its own placed by
 //! "group:topic id:partition"; here it sits in `__consumer_offsets` beside the group, under a
@@ -109,6 +113,12 @@ fn well_formed(s: &Snapshot) -> bool {
         })
 }
 
+/// What replaces a deleted group's share-partition state: uninitialized (start -1) under the
+/// next state epoch, the leader epoch kept (an older leader stays fenced).
+fn fence_of(s: &Stored) -> Stored {
+    Stored { state_epoch: s.state_epoch.saturating_add(1), leader_epoch: s.leader_epoch, snapshot: Snapshot { start: -1, batches: Vec::new() } }
+}
+
 impl Coordinator {
     fn share_state_record(key: &ShareKey, v: Option<&Stored>) -> (Vec<u8>, Option<Vec<u8>>) {
         let mut k = Vec::new();
@@ -174,27 +184,29 @@ impl Coordinator {
         Ok(())
     }
 
-    /// The tombstones of every share-partition state of `group` (DeleteGroups).
-    pub(super) fn share_state_tombstones(&self, group: &str) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
-        self.share_states.keys().filter(|(g, _, _)| g == group).map(|k| Self::share_state_record(k, None)).collect()
+    /// The fences replacing every share-partition state of `group` (DeleteGroups), as records.
+    pub(super) fn share_state_fences(&self, group: &str) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
+        self.share_states.iter().filter(|((g, _, _), _)| g == group).map(|(k, s)| Self::share_state_record(k, Some(&fence_of(s)))).collect()
     }
 
     /// While the group's deletion is being written its states wait (the leader sends again):
-    /// a write landing after the tombstones would bring a deleted state back.
+    /// a write landing after the tombstones would bring a deleted state back. So they do while
+    /// an Alter or Delete of its offsets is (`share_offsets`): they take effect only then.
     fn not_deleting(&self, group: &str) -> Result<(), Code> {
-        match self.share_group_deleting(group) {
+        match self.share_group_deleting(group) || self.share_offsets_writing(group) {
             true => Err(Code::CoordinatorLoadInProgress),
             false => Ok(()),
         }
     }
 
-    /// `group` was deleted (its states tombstoned): each state it had is replaced, in memory
-    /// only, by an uninitialized one under the next state epoch. A share-partition leader still
-    /// holding the old state is fenced at its next write (FENCED_STATE_EPOCH) and reads again,
-    /// so a group re-created under the same name starts where `share.auto.offset.reset` says.
+    /// `group`'s deletion, with its fences (`share_state_fences`), is replicated: each state
+    /// it had is its fence in memory too. A share-partition leader still holding the old state
+    /// is fenced at its next write (FENCED_STATE_EPOCH), or finds the new state epoch when a
+    /// member's session opens there, and reads again, so a group re-created under the same
+    /// name starts where `share.auto.offset.reset` says.
     pub(super) fn fence_deleted_share_states(&mut self, group: &str) {
         for (_, s) in self.share_states.iter_mut().filter(|((g, _, _), _)| g == group) {
-            *s = Stored { state_epoch: s.state_epoch.saturating_add(1), leader_epoch: s.leader_epoch, snapshot: Snapshot { start: -1, batches: Vec::new() } };
+            *s = fence_of(s);
         }
     }
 

@@ -41,6 +41,9 @@ pub(super) enum Effect {
     /// A share-partition's state is written (or its leader epoch, by a read): `answer` once
     /// replicated, the write's error otherwise.
     Share { ticket: Ticket, answer: Answer },
+    /// A share group's offsets altered or deleted (`share_offsets`): `states` replace the
+    /// stored ones once replicated, and the caller is answered; dropped if the write fails.
+    ShareOffsets { group: String, states: Vec<(super::share_state::ShareKey, super::share_state::Stored)>, ticket: Ticket },
     /// Offsets committed inside `producer_id`'s transaction are written (pending until its
     /// marker), and the committer is answered.
     TxnCommit { group: String, producer_id: i64, offsets: Vec<(String, i32)>, ticket: Ticket },
@@ -115,6 +118,13 @@ impl Coordinator {
             Effect::Share { ticket, answer } => {
                 if self.open.remove(&ticket) {
                     work.answers.push((ticket, result.map_or_else(|code| Answer::ShareState(Err(code)), |()| answer)));
+                }
+                return;
+            }
+            Effect::ShareOffsets { states, ticket, .. } => {
+                self.share_offsets_written(states, result);
+                if self.open.remove(&ticket) {
+                    work.answers.push((ticket, Answer::ShareState(result.map(|()| None))));
                 }
                 return;
             }

@@ -69,6 +69,11 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ShareAcknowledge, 1, 1),
     (ApiKey::ReadShareGroupState, 0, 0),
     (ApiKey::WriteShareGroupState, 0, 0),
+    // The share-group offsets admin APIs (group::share_offsets): v0, Kafka 4.1's (v1 of
+    // DescribeShareGroupOffsets, KIP-1226's lag, is not in kafka-protocol 0.18).
+    (ApiKey::DescribeShareGroupOffsets, 0, 0),
+    (ApiKey::AlterShareGroupOffsets, 0, 0),
+    (ApiKey::DeleteShareGroupOffsets, 0, 0),
     (ApiKey::DeleteGroups, 0, 2),
     (ApiKey::OffsetDelete, 0, 0),
     // Offsets committed inside a transaction (classic protocol; v5, KIP-890 part 2's, is Kafka 4.0's).
@@ -135,7 +140,8 @@ macro_rules! with_throttled_responses {
             (ListTransactions, ListTransactionsResponse), (DescribeTopicPartitions, DescribeTopicPartitionsResponse), (UnregisterBroker, UnregisterBrokerResponse),
             (ConsumerGroupHeartbeat, ConsumerGroupHeartbeatResponse), (ConsumerGroupDescribe, ConsumerGroupDescribeResponse),
             (ShareGroupHeartbeat, ShareGroupHeartbeatResponse), (ShareGroupDescribe, ShareGroupDescribeResponse), (ShareFetch, ShareFetchResponse),
-            (ShareAcknowledge, ShareAcknowledgeResponse)
+            (ShareAcknowledge, ShareAcknowledgeResponse), (DescribeShareGroupOffsets, DescribeShareGroupOffsetsResponse),
+            (AlterShareGroupOffsets, AlterShareGroupOffsetsResponse), (DeleteShareGroupOffsets, DeleteShareGroupOffsetsResponse)
         )
     };
 }
@@ -206,6 +212,10 @@ pub const SENT: &[(ApiKey, i16)] = &[
     (ApiKey::DescribeGroups, 5),
     (ApiKey::ConsumerGroupDescribe, 1),
     (ApiKey::ShareGroupDescribe, 1),
+    // `seedlog groups` on a share group's offsets.
+    (ApiKey::DescribeShareGroupOffsets, 0),
+    (ApiKey::AlterShareGroupOffsets, 0),
+    (ApiKey::DeleteShareGroupOffsets, 0),
     // v0: the coordinator names a joining member (this client has no ids of its own).
     (ApiKey::ConsumerGroupHeartbeat, 0),
     // The share-group member (client::share).

@@ -68,6 +68,8 @@ pub struct CutStamp {
 pub struct CutJob {
     work: Arc<Mutex<Option<Work>>>,
     pub stamp: CutStamp,
+    /// Closed once the log is let go: the job then does nothing (`log::fence`).
+    fence: super::fence::Fence,
 }
 
 struct Work {
@@ -156,8 +158,15 @@ impl CutJob {
     /// that stops nobody else) and hands over the log's batches for the replay. A second run of
     /// the same job does nothing and fails.
     pub fn run(&self) -> Result<Tail, LogError> {
+        self.run_then(Ok)
+    }
+
+    /// [`CutJob::run`], then `then` with the batches (the owner's rebuild, whose index fix
+    /// writes files too), both inside the log's fence: a log let go since (reopened, its topic
+    /// deleted and perhaps created again at the path) has its files changed by neither.
+    pub fn run_then<T>(&self, then: impl FnOnce(Tail) -> Result<T, LogError>) -> Result<T, LogError> {
         let work = self.work.lock().unwrap_or_else(|p| p.into_inner()).take();
-        work.map_or_else(|| Err(LogError::Failed("a truncation's job ran twice".into())), Work::run)
+        self.fence.pass(|| work.map_or_else(|| Err(LogError::Failed("a truncation's job ran twice".into())), Work::run).and_then(then))
     }
 }
 
@@ -262,7 +271,7 @@ impl Log {
             clean_point,
             tail,
         };
-        let job = CutJob { work: Arc::new(Mutex::new(Some(work))), stamp };
+        let job = CutJob { work: Arc::new(Mutex::new(Some(work))), stamp, fence: self.deferred.fence.clone() };
         self.deferred.cutting = Some(InFlight { stamp, job: Some(job), indexes: synced });
         Ok(())
     }

@@ -74,11 +74,13 @@ pub(super) struct Deferred {
     writes_in_flight: u32,
     /// A truncation whose files are the owner's job, until its report (`log::cut`).
     pub(super) cutting: Option<super::cut::InFlight>,
+    /// Every job of this log runs inside it; closed when the log is let go (`log::fence`).
+    pub(super) fence: super::fence::Fence,
 }
 
 impl Deferred {
     pub(super) fn new() -> Deferred {
-        Deferred { on: false, due: false, policy_end: 0, serial: serial_next.fetch_add(1, Ordering::Relaxed), cuts: 0, dir_changes: 0, cleaned: None, behind: false, written_end: 0, write_asked: 0, writes_in_flight: 0, cutting: None }
+        Deferred { on: false, due: false, policy_end: 0, serial: serial_next.fetch_add(1, Ordering::Relaxed), cuts: 0, dir_changes: 0, cleaned: None, behind: false, written_end: 0, write_asked: 0, writes_in_flight: 0, cutting: None, fence: Default::default() }
     }
 
     /// Everything below `end` is written (a flush wrote what was staged before it synced).
@@ -127,6 +129,7 @@ pub struct SyncJob {
     dir: Option<PathBuf>,
     owed: Vec<Owed>,
     disk: Arc<dyn Disk>,
+    fence: super::fence::Fence,
     pub stamp: SyncStamp,
 }
 
@@ -147,7 +150,13 @@ impl Eq for SyncJob {}
 impl SyncJob {
     /// Does the writes, then the syncs (blocking: run it where that stops nobody else). Oldest
     /// segment first, then the directory, then what else was owed.
+    /// A job of a log let go since does nothing (`log::fence`): its staged bytes would land in
+    /// the file a reopened log appends to.
     pub fn run(&self) -> Result<(), LogError> {
+        self.fence.pass(|| self.run_inside())
+    }
+
+    fn run_inside(&self) -> Result<(), LogError> {
         for (file, path) in &self.writes {
             file.write_out().map_err(super::io_err("write", path))?;
         }
@@ -270,7 +279,7 @@ impl Log {
             true => self.owed.things(),
             false => Vec::new(),
         };
-        Some(SyncJob { writes, files, dir, owed, disk: self.disk.clone(), stamp })
+        Some(SyncJob { writes, files, dir, owed, disk: self.disk.clone(), fence: self.deferred.fence.clone(), stamp })
     }
 
     /// The `.log` files (and paths) of the segments holding data at or past `from`.
@@ -318,7 +327,7 @@ impl Log {
     pub(super) fn cleaner_job(&self, file: (Arc<SegmentLog>, Arc<std::path::Path>)) -> SyncJob {
         let d = &self.deferred;
         let stamp = SyncStamp { serial: d.serial, upto: -1, cuts: d.cuts, dir_changes: d.dir_changes, owed: 0, writes: false, syncs: true };
-        SyncJob { writes: Vec::new(), files: vec![file], dir: None, owed: Vec::new(), disk: self.disk.clone(), stamp }
+        SyncJob { writes: Vec::new(), files: vec![file], dir: None, owed: Vec::new(), disk: self.disk.clone(), fence: d.fence.clone(), stamp }
     }
 
     /// A job of this log came back. Ok: the recovery point moves up to its end unless the log

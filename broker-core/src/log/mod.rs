@@ -31,6 +31,7 @@ mod config;
 mod cut;
 mod deferred;
 mod durability;
+mod fence;
 mod overlay;
 mod pass;
 pub mod producer_snapshot;
@@ -58,6 +59,7 @@ pub use cut::{CutJob, CutStamp, Tail};
 pub use aborted::AbortedFix;
 pub use batches::Batches;
 pub use swap::{SwapJob, Swapped};
+pub use fence::did_nothing;
 pub use region::{FileRegion, Records, RegionError};
 pub use segment::{file_stem, Cut};
 
@@ -300,6 +302,21 @@ impl Log {
     /// (see [`Log::failure`]): recovery on reopen decides whether the batch survived. Refused
     /// ([`LogError::Busy`]) while a truncation's job is in flight (`cut`).
     pub fn append(&mut self, batch: &mut [u8], leader_epoch: i32, now: u64) -> Result<AppendInfo, LogError> {
+        let header = self.stamp(batch, leader_epoch, now)?;
+        self.append_stamped(segment::Appending::Borrowed(batch), &header, now)
+    }
+
+    /// [`Log::append`] of a batch the log may keep: staged (the write-behind) without a copy of
+    /// its bytes. Returns the stamped batch too.
+    pub fn append_owned(&mut self, mut batch: Vec<u8>, leader_epoch: i32, now: u64) -> Result<(AppendInfo, bytes::Bytes), LogError> {
+        let header = self.stamp(&mut batch, leader_epoch, now)?;
+        let batch = bytes::Bytes::from(batch);
+        Ok((self.append_stamped(segment::Appending::Shared(&batch), &header, now)?, batch))
+    }
+
+    /// Validates `batch` and stamps it as the next one (offsets, `leader_epoch`, timestamps);
+    /// changes nothing in the log.
+    fn stamp(&self, batch: &mut [u8], leader_epoch: i32, now: u64) -> Result<BatchHeader, LogError> {
         self.check_failed()?;
         self.refuse_while_cutting()?;
         let mut header = batch::validate(batch, self.config.max_message_bytes)?;
@@ -312,10 +329,14 @@ impl Log {
         }
         let base = self.log_end_offset();
         batch::stamp(batch, base, leader_epoch);
-        let header = BatchHeader { base_offset: base, leader_epoch, ..header };
-        self.write_batch(batch, &header, now)?;
+        Ok(BatchHeader { base_offset: base, leader_epoch, ..header })
+    }
+
+    /// Appends a batch [`Log::stamp`] stamped, and flushes if the policy says so.
+    fn append_stamped(&mut self, batch: segment::Appending<'_>, header: &BatchHeader, now: u64) -> Result<AppendInfo, LogError> {
+        self.write_batch(batch, header, now)?;
         let flushed = self.flush_by_policy(now)?;
-        Ok(AppendInfo { base_offset: base, last_offset: header.last_offset(), max_timestamp: header.max_timestamp, flushed })
+        Ok(AppendInfo { base_offset: header.base_offset, last_offset: header.last_offset(), max_timestamp: header.max_timestamp, flushed })
     }
 
     /// Takes new settings for an open log (a topic's config changed): they apply from the next
@@ -328,9 +349,9 @@ impl Log {
 
     /// Writes one checked batch that already carries its offsets, starting at the log end:
     /// rolls first if due, then appends, and counts it for the epoch cache and the flush policy.
-    fn write_batch(&mut self, bytes: &[u8], header: &BatchHeader, now: u64) -> Result<(), LogError> {
+    fn write_batch(&mut self, bytes: segment::Appending<'_>, header: &BatchHeader, now: u64) -> Result<(), LogError> {
         debug_assert_eq!(header.base_offset, self.log_end_offset());
-        self.maybe_roll(bytes.len() as u64, header.last_offset_delta, header.max_timestamp, now)?;
+        self.maybe_roll(bytes.bytes().len() as u64, header.last_offset_delta, header.max_timestamp, now)?;
         let behind = self.deferred.behind;
         if let Err(e) = self.active_mut().append(bytes, header, behind) {
             if let LogError::Failed(_) = e {

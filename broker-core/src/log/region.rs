@@ -94,9 +94,10 @@ impl SegmentLog {
     }
 
     /// Stages whole batches appended at `position` (the end of the file and of what is staged)
-    /// for the owner's next [`SegmentLog::write_out`]; reads see them at once.
-    pub(super) fn stage(&self, position: u64, bytes: &[u8]) {
-        locked(&self.staged).push(Chunk { position, bytes: Bytes::copy_from_slice(bytes) });
+    /// for the owner's next [`SegmentLog::write_out`]; reads see them at once. Kept as given:
+    /// shared bytes are not copied (`segment::Appending`).
+    pub(super) fn stage(&self, position: u64, bytes: Bytes) {
+        locked(&self.staged).push(Chunk { position, bytes });
     }
 
     /// Bytes staged and not yet written.

@@ -35,7 +35,7 @@ impl Log {
         let (Some(first), Some(last)) = (headers.first(), headers.last()) else { return Ok(None) };
         let mut at = 0;
         for h in &headers {
-            self.write_batch(&batches[at..at + h.size], h, now)?;
+            self.write_batch(super::segment::Appending::Borrowed(&batches[at..at + h.size]), h, now)?;
             at += h.size;
         }
         let flushed = self.flush_by_policy(now)?;

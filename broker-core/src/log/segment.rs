@@ -38,6 +38,32 @@ pub struct Cut {
     pub reason: String,
 }
 
+/// One stamped batch as an append hands it over. Written at once, either is only read; staged
+/// (the write-behind, `log::overlay`), borrowed bytes are copied and shared ones kept as they
+/// are: a produce's batch is staged without a second copy of its bytes.
+#[derive(Clone, Copy)]
+pub enum Appending<'a> {
+    Borrowed(&'a [u8]),
+    Shared(&'a bytes::Bytes),
+}
+
+impl<'a> Appending<'a> {
+    pub fn bytes(self) -> &'a [u8] {
+        match self {
+            Appending::Borrowed(b) => b,
+            Appending::Shared(b) => b,
+        }
+    }
+
+    /// The bytes for the overlay to keep: a refcount of shared ones, a copy of borrowed ones.
+    fn kept(self) -> bytes::Bytes {
+        match self {
+            Appending::Borrowed(b) => bytes::Bytes::copy_from_slice(b),
+            Appending::Shared(b) => b.clone(),
+        }
+    }
+}
+
 /// Fields in declared order (`repr(C)`), what an append touches first: see `Log`.
 #[repr(C)]
 pub struct Segment {
@@ -330,11 +356,12 @@ impl Segment {
 
     /// Appends a validated, stamped batch whose base offset is `next_offset()`: written now, or
     /// with `behind` staged for the owner's next job to write (`log::overlay`).
-    pub fn append(&mut self, bytes: &[u8], h: &BatchHeader, behind: bool) -> Result<(), LogError> {
+    pub fn append(&mut self, batch: Appending<'_>, h: &BatchHeader, behind: bool) -> Result<(), LogError> {
+        let bytes = batch.bytes();
         debug_assert_eq!(h.base_offset, self.next_offset, "caller assigns dense offsets");
         debug_assert_eq!(h.size, bytes.len());
         if behind {
-            self.log.stage(self.size, bytes);
+            self.log.stage(self.size, batch.kept());
         } else if let Err(source) = self.log.write_at(bytes, self.size) {
             // Leave no partial batch behind: the next append must start on a batch boundary.
             if let Err(undo) = self.log.truncate(self.size) {
@@ -479,7 +506,7 @@ impl Segment {
     pub fn append_run(&mut self, bytes: &[u8], behind: bool) -> Result<(), LogError> {
         let headers = batch::whole_batches(bytes).map_err(|e| self.corrupt(self.size, e.to_string()))?;
         if behind {
-            self.log.stage(self.size, bytes);
+            self.log.stage(self.size, bytes::Bytes::copy_from_slice(bytes));
         } else if let Err(source) = self.log.write_at(bytes, self.size) {
             let _ = self.log.truncate(self.size);
             return Err(LogError::Io { op: "append", path: self.log_path.to_path_buf(), source });

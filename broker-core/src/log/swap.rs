@@ -32,6 +32,8 @@ use std::sync::{Arc, Mutex};
 pub struct SwapJob {
     work: Arc<Mutex<Option<Work>>>,
     serial: u64,
+    /// Closed once the log is let go: the swap then does nothing (`log::fence`).
+    fence: super::fence::Fence,
 }
 
 struct Work {
@@ -70,8 +72,15 @@ impl SwapJob {
     /// stops nobody else). A second run of the same job does nothing and says so.
     pub fn run(&self) -> Swapped {
         let work = self.work.lock().unwrap_or_else(|p| p.into_inner()).take();
-        let result = work.map_or_else(|| Err(LogError::Failed("a cleaning swap ran twice".into())), Work::run);
+        // A log reopened since may be building its own `B.log.cleaned`, and a topic created
+        // again at the path has other segments: the swap must touch neither.
+        let result = self.fence.pass(|| work.map_or_else(|| Err(LogError::Failed("a cleaning swap ran twice".into())), Work::run));
         Swapped { serial: self.serial, result }
+    }
+
+    /// Whether it ran after its log was let go, and so did nothing (`log::fence`).
+    pub fn fenced(done: &Swapped) -> bool {
+        super::fence::did_nothing(&done.result)
     }
 
     /// The report of a job whose run ended without one (`why`): the log goes offline, as
@@ -110,7 +119,7 @@ impl Log {
     pub(super) fn swap_group(&mut self, cleaned: Segment, bases: Vec<i64>, end: i64, removed_markers: Vec<i64>, now: u64) -> Result<(), LogError> {
         let work = Work { disk: self.disk.clone(), dir: self.dir.clone(), cleaned, bases: bases.clone(), interval: self.config.index_interval_bytes, now };
         if self.deferred.on {
-            let job = SwapJob { work: Arc::new(Mutex::new(Some(work))), serial: self.deferred.marks().0 };
+            let job = SwapJob { work: Arc::new(Mutex::new(Some(work))), serial: self.deferred.marks().0, fence: self.deferred.fence.clone() };
             self.swap = Some(Box::new(InFlight { bases, end, removed_markers, job: Some(job) }));
             return Ok(());
         }

@@ -12,6 +12,7 @@ mod behind;
 mod cut;
 mod snapshots;
 mod swap;
+mod fence;
 
 use super::batch::{build, validate};
 use super::*;

@@ -6,7 +6,7 @@
 //!   IncrementalAlterConfigs (ALTER_CONFIGS topic or group, or cluster for a broker), OffsetCommit and
 //!   TxnOffsetCommit and OffsetDelete (READ topic, once the group is allowed), DeleteGroups
 //!   naming allowed and refused groups (DELETE group), ShareFetch and ShareAcknowledge (READ
-//!   topic, `share`) get a [`Denied`]
+//!   topic, `share`), the share-group offsets APIs (groups and topics, `share::offsets`) get a [`Denied`]
 //!   and answer each refused resource with its authorization error; a consumer's Fetch asks
 //!   [`may_read`] of every partition it reads, its fetch session's as well as those it names,
 //!   at every fetch (Kafka's `filterByAuthorized` over the whole fetch context), so neither a
@@ -282,6 +282,7 @@ pub(super) fn check(access: Option<&Access>, request: &mut Request) -> Check {
             None => Check::Pass,
         },
         RequestKind::ShareFetch(_) | RequestKind::ShareAcknowledge(_) => Check::Within(share::unreadable(a)),
+        RequestKind::DescribeShareGroupOffsets(_) | RequestKind::AlterShareGroupOffsets(_) | RequestKind::DeleteShareGroupOffsets(_) => share::offsets(a, (key, version, correlation_id), &request.body),
         RequestKind::ShareGroupDescribe(req) => strip(&mut req.group_ids, |g| a.can(Describe, Group, g), |g| (g.to_string(), Code::GroupAuthorizationFailed, Vec::new())),
         RequestKind::ConsumerGroupDescribe(req) => strip(&mut req.group_ids, |g| a.can(Describe, Group, g), |g| (g.to_string(), Code::GroupAuthorizationFailed, Vec::new())),
         RequestKind::DescribeGroups(req) => strip(&mut req.groups, |g| a.can(Describe, Group, g), |g| (g.to_string(), Code::GroupAuthorizationFailed, Vec::new())),

@@ -7,7 +7,9 @@ use crate::protocol::Response;
 use crate::group::{Answer, JoinAnswer, Ticket};
 use crate::kafka::Code;
 use crate::protocol::s;
+use kafka_protocol::messages::alter_share_group_offsets_response::AlterShareGroupOffsetsResponse;
 use kafka_protocol::messages::delete_groups_response::DeleteGroupsResponse;
+use kafka_protocol::messages::delete_share_group_offsets_response::DeleteShareGroupOffsetsResponse;
 use kafka_protocol::messages::join_group_response::{JoinGroupResponse, JoinGroupResponseMember};
 use kafka_protocol::messages::offset_commit_response::OffsetCommitResponse;
 use kafka_protocol::messages::offset_delete_response::OffsetDeleteResponse;
@@ -41,6 +43,10 @@ pub(crate) enum GroupReply {
     /// A share-partition leader's ReadShareGroupState or WriteShareGroupState of one partition.
     ReadShareState { version: i16, cid: i32, topic_id: Option<Uuid>, partition: i32 },
     WriteShareState { version: i16, cid: i32, topic_id: Option<Uuid>, partition: i32 },
+    /// AlterShareGroupOffsets and DeleteShareGroupOffsets (`share_offsets`): the partitions
+    /// (topics) that wait for the write.
+    AlterShareOffsets { version: i16, cid: i32, response: AlterShareGroupOffsetsResponse, slots: Vec<(usize, usize)> },
+    DeleteShareOffsets { version: i16, cid: i32, response: DeleteShareGroupOffsetsResponse, slots: Vec<usize> },
 }
 
 impl GroupReply {
@@ -112,6 +118,8 @@ impl GroupReply {
             GroupReply::ShareHeartbeat { version, cid, group } => Response::new(ApiKey::ShareGroupHeartbeat, version, cid, super::share_handlers::heartbeat_response(&group, answers.first())),
             GroupReply::ReadShareState { version, cid, topic_id, partition } => Response::new(ApiKey::ReadShareGroupState, version, cid, super::share_handlers::read_response(topic_id, partition, answers.first())),
             GroupReply::WriteShareState { version, cid, topic_id, partition } => Response::new(ApiKey::WriteShareGroupState, version, cid, super::share_handlers::write_response(topic_id, partition, answers.first())),
+            GroupReply::AlterShareOffsets { version, cid, response, slots } => Response::new(ApiKey::AlterShareGroupOffsets, version, cid, super::share_offsets::alter_finished(response, slots, answers.first())),
+            GroupReply::DeleteShareOffsets { version, cid, response, slots } => Response::new(ApiKey::DeleteShareGroupOffsets, version, cid, super::share_offsets::delete_finished(response, slots, answers.first())),
             GroupReply::OffsetDelete { version, cid, mut response } => {
                 match answers.first() {
                     Some(Answer::Written(Err(Code::GroupSubscribedToTopic))) => {

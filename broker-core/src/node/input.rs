@@ -43,6 +43,9 @@ pub enum Input {
     /// The answer of a share-partition leader's state read or write ([`Action::ShareState`]):
     /// a read's state, a write's `Ok(None)`, or the error (a lost link: COORDINATOR_NOT_AVAILABLE).
     ShareStateAnswered { request: u64, result: Result<Option<crate::group::share_state::Stored>, crate::kafka::Code> },
+    /// The answer of a share-partition leader's question about a group's members
+    /// ([`Action::ShareState`] of `What::Members`): their ids, or the error.
+    ShareMembersAnswered { request: u64, result: Result<std::collections::BTreeSet<String>, crate::kafka::Code> },
     /// A client connection (the id its requests' [`crate::security::acl::Caller`] carried)
     /// closed: the share sessions last used on it end.
     ConnectionClosed { connection: u64 },
@@ -109,6 +112,7 @@ impl Node {
             }
             Input::MarkersAnswered { request, result } => coordinator_link::markers_answered(broker, txns, request, result, now),
             Input::ShareStateAnswered { request, result } => super::share_handlers::state_answered(broker, shares, request, result, now),
+            Input::ShareMembersAnswered { request, result } => super::share_handlers::members_answered(broker, shares, request, result, now),
             Input::ConnectionClosed { connection } => super::share_handlers::connection_closed(broker, shares, connection, now),
             Input::AutoCreateRefused(topic) => {
                 broker.auto_create_failed(&topic);

@@ -39,6 +39,7 @@ mod placement_handlers;
 mod quota_handlers;
 mod share_fetch;
 pub mod share_handlers;
+mod share_offsets;
 pub mod txn_handlers;
 mod user_handlers;
 pub mod verify;
@@ -459,6 +460,9 @@ fn handle_inner(node: &Node, prepared: Prepared, caller: Option<&Caller>, now: u
         RequestKind::ShareAcknowledge(req) => share_fetch::share_acknowledge(node, (version, correlation_id), req, (&denied, caller.and_then(|c| c.connection)), now, out),
         RequestKind::ReadShareGroupState(req) => share_handlers::read_share_group_state(node, (version, correlation_id), req, now, out),
         RequestKind::WriteShareGroupState(req) => share_handlers::write_share_group_state(node, (version, correlation_id), req, now, out),
+        RequestKind::DescribeShareGroupOffsets(req) => reply!(share_offsets::describe(node, req, &denied, now, out)),
+        RequestKind::AlterShareGroupOffsets(req) => share_offsets::alter(node, (version, correlation_id), req, &denied, now, out),
+        RequestKind::DeleteShareGroupOffsets(req) => share_offsets::delete(node, (version, correlation_id), req, &denied, now, out),
         RequestKind::ListGroups(req) => reply!(filtered!(group_handlers::list_groups(node, version, req, now, out), authz::list_groups_after)),
         RequestKind::DescribeGroups(req) => reply!(readded!(group_handlers::describe_groups(node, req, now, out), authz::describe_groups_after)),
         RequestKind::DeleteGroups(req) => group_handlers::delete_groups(node, (version, correlation_id), req, &denied, now, out),

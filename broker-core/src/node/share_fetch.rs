@@ -171,8 +171,13 @@ fn decide(parts: &mut Parts, mut reply: ShareReply, asked: Asked<'_>, attempt: A
     };
     let begun = match begun {
         Ok(b) => {
-            if let (Some(c), true) = (asked.connection, first && asked.epoch == crate::share::sessions::open_epoch) {
+            let opened = first && asked.epoch == crate::share::sessions::open_epoch;
+            if let (Some(c), true) = (asked.connection, opened) {
                 shares.sessions.bind(&group, &member, c);
+            }
+            if opened {
+                // The group may have been deleted and re-created since this node read its state.
+                shares.session_opened(&group);
             }
             b
         }

@@ -34,6 +34,7 @@ pub fn new_shares(config: &crate::broker::BrokerConfig) -> Shares {
     let limits = Limits { lock_ms: g.share_record_lock_duration_ms, delivery_limit: g.share_delivery_count_limit, max_locks: g.share_partition_max_record_locks };
     let mut shares = Shares::new(limits, g.share_max_share_sessions, g.share_session_timeout_ms);
     shares.tells_before_write = config.share_tells_before_write();
+    shares.members_check_ms = g.share_heartbeat_interval_ms;
     shares
 }
 
@@ -208,6 +209,7 @@ fn stored_of(state_epoch: i32, leader_epoch: i32, start: i64, batches: impl Iter
 pub enum StateRequest {
     Read(ReadShareGroupStateRequest),
     Write(WriteShareGroupStateRequest),
+    Members(ShareGroupDescribeRequest),
 }
 
 pub fn state_request(send: &Send) -> StateRequest {
@@ -224,7 +226,28 @@ pub fn state_request(send: &Send) -> StateRequest {
             let t = write_req::WriteStateData::default().with_topic_id(uuid(send.topic_id)).with_partitions(vec![p]);
             StateRequest::Write(WriteShareGroupStateRequest::default().with_group_id(group).with_topics(vec![t]))
         }
+        What::Members => StateRequest::Members(ShareGroupDescribeRequest::default().with_group_ids(vec![kafka_protocol::messages::GroupId(group)])),
     }
+}
+
+/// A ShareGroupDescribe's answer, as the share-partition leader takes it: the group's member
+/// ids, or its error (GROUP_ID_NOT_FOUND once it is gone).
+pub fn members_result(answer: ShareGroupDescribeResponse) -> Result<std::collections::BTreeSet<String>, Code> {
+    let g = answer.groups.into_iter().next().ok_or(Code::UnknownServerError)?;
+    if let Some(e) = crate::kafka::error(g.error_code) {
+        return Err(e);
+    }
+    Ok(g.members.into_iter().map(|m| m.member_id.to_string()).collect())
+}
+
+/// The answer of a share-partition leader's question about its group's members.
+pub fn members_answered(b: &mut Broker, shares: &mut Shares, request: u64, result: Result<std::collections::BTreeSet<String>, Code>, now: u64) -> Vec<Action> {
+    let mut out = Out::default();
+    let locate = |g: &str| coordinator_of(b, g);
+    shares.members_answered(request, result, &locate, now, &mut out);
+    let mut actions = Vec::new();
+    emit(out, &mut actions);
+    actions
 }
 
 /// A read's answer, as the share-partition leader takes it.

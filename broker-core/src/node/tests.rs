@@ -270,6 +270,7 @@ mod new_versions;
 mod elect_leaders;
 mod placement;
 mod quotas;
+mod share_offsets;
 mod transactions;
 
 mod groups {

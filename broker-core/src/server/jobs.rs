@@ -115,8 +115,9 @@ impl Shared {
 
     /// Runs a blocking job (`what`) without the disk gate: on the blocking pool in the real
     /// build (`lost` makes the report of a task that ended without one); in the simulated one
-    /// at once, then sleeping the latency the disk owes for it and, now and then, a BUGGIFY
-    /// delay at `site` (a job that takes its time).
+    /// at once (now and then only after a BUGGIFY wait, `LateJob`: a job queued on the pool),
+    /// then sleeping the latency the disk owes for it and, now and then, a BUGGIFY delay at
+    /// `site` (a job that takes its time).
     async fn off_gate<T: Send + 'static>(&self, what: &str, site: crate::buggify::Site, run: impl FnOnce() -> T + Send + 'static, lost: impl FnOnce(String) -> T) -> T {
         #[cfg(not(madsim))]
         {
@@ -127,6 +128,10 @@ impl Shared {
         #[cfg(madsim)]
         {
             let _ = (what, lost);
+            // BUGGIFY: the job waits its turn on the pool, and its log may be let go meanwhile.
+            if let Some(n) = self.buggify.draw(crate::buggify::Site::LateJob) {
+                tokio::time::sleep(Duration::from_millis(20 + n % 381)).await;
+            }
             let done = run();
             let late = self.buggify.draw(site).map_or(0, |n| 20 + n % 381);
             let stall = self.disk.take_stall() + Duration::from_millis(late);

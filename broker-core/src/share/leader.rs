@@ -13,7 +13,12 @@
 //! next, a whole snapshot each time. A group with no share session here left has its
 //! share-partitions forgotten once everything they changed is written (nothing is held, no
 //! write owed): the next member to fetch reads the state again, so what the coordinator did
-//! meanwhile (a deletion of the group) is seen.
+//! meanwhile (a deletion of the group) is seen. A share session of a group opening here makes
+//! its share-partitions check the state again before their next fetch (a read, taken only if
+//! its state epoch moved): a group deleted and re-created while this node still held its old
+//! state, with nothing left to hand out and so no write to be fenced at, starts afresh. And
+//! records held by a member its group's coordinator no longer has (its group session timed
+//! out, it left) go back: `members` asks the coordinator about the holders of each group.
 
 use super::partition::{AckType, Acquisition, Limits, SharePartition};
 use super::sessions::Sessions;
@@ -44,6 +49,9 @@ pub struct Send {
 pub enum What {
     Read { leader_epoch: i32 },
     Write(Stored),
+    /// Which members the group has now (ShareGroupDescribe; `topic_id` and `partition` unused),
+    /// answered through [`Shares::members_answered`].
+    Members,
 }
 
 /// What a call asks of the shell.
@@ -65,6 +73,16 @@ enum Phase {
     Ready(SharePartition),
 }
 
+/// Where a ready share-partition is in checking its state epoch at the coordinator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Check {
+    None,
+    /// A session of the group opened here: read again before the next fetch.
+    Due,
+    /// The read sent (request id).
+    Sent(u64),
+}
+
 #[derive(Debug)]
 struct Entry {
     leader_epoch: i32,
@@ -77,6 +95,7 @@ struct Entry {
     /// The write in flight and the tickets it settles.
     in_flight: Option<(u64, BTreeSet<u64>)>,
     retry_at: u64,
+    check: Check,
 }
 
 #[derive(Debug, Default)]
@@ -97,6 +116,11 @@ pub struct Shares {
     next_request: u64,
     waiters: BTreeMap<u64, Waiter>,
     next_ticket: u64,
+    /// How often a group whose members hold records here is checked for holders its
+    /// coordinator no longer has (the broker's `group.share.heartbeat.interval.ms`).
+    pub members_check_ms: u64,
+    member_checks: BTreeMap<String, members::MemberCheck>,
+    member_requests: BTreeMap<u64, String>,
 }
 
 /// Where a group's coordinator is (None: not known now).
@@ -105,7 +129,19 @@ pub type Locate<'a> = &'a dyn Fn(&str) -> Option<i32>;
 impl Shares {
     /// `session_idle_ms`: how long a share session lives unused.
     pub fn new(limits: Limits, max_sessions: usize, session_idle_ms: u64) -> Shares {
-        Shares { limits, tells_before_write: false, sessions: Sessions::new(max_sessions, session_idle_ms), parts: BTreeMap::new(), requests: BTreeMap::new(), next_request: 1, waiters: BTreeMap::new(), next_ticket: 1 }
+        Shares {
+            limits,
+            tells_before_write: false,
+            sessions: Sessions::new(max_sessions, session_idle_ms),
+            parts: BTreeMap::new(),
+            requests: BTreeMap::new(),
+            next_request: 1,
+            waiters: BTreeMap::new(),
+            next_ticket: 1,
+            members_check_ms: crate::constants::group_share_heartbeat_interval_ms_default,
+            member_checks: BTreeMap::new(),
+            member_requests: BTreeMap::new(),
+        }
     }
 
     pub fn ticket(&mut self) -> u64 {
@@ -132,11 +168,17 @@ impl Shares {
     /// never served for one re-created under its name, even at the same leader epoch).
     pub fn prepare(&mut self, key: &PartKey, topic_id: [u8; 16], leader_epoch: i32, locate: Locate, now: u64, out: &mut Out) -> bool {
         match self.parts.get(key) {
-            Some(e) if e.leader_epoch == leader_epoch && e.topic_id == topic_id => return matches!(e.phase, Phase::Ready(_)),
+            Some(e) if e.leader_epoch == leader_epoch && e.topic_id == topic_id => {
+                let ready = matches!(e.phase, Phase::Ready(_));
+                if ready && e.check == Check::Due && e.retry_at <= now {
+                    self.send_check(key, locate, now, out);
+                }
+                return ready;
+            }
             Some(_) => self.drop_part(key, Code::NotLeaderOrFollower, out),
             None => {}
         }
-        let e = Entry { leader_epoch, topic_id, state_epoch: 0, phase: Phase::Reading(None), dirty: false, dirty_waiters: BTreeSet::new(), in_flight: None, retry_at: now };
+        let e = Entry { leader_epoch, topic_id, state_epoch: 0, phase: Phase::Reading(None), dirty: false, dirty_waiters: BTreeSet::new(), in_flight: None, retry_at: now, check: Check::None };
         self.parts.insert(key.clone(), e);
         self.send_read(key, locate, now, out);
         false
@@ -151,6 +193,33 @@ impl Shares {
         let request = self.next_request;
         self.next_request += 1;
         e.phase = Phase::Reading(Some(request));
+        self.requests.insert(request, key.clone());
+        out.sends.push(Send { request, coordinator, group: key.0.clone(), topic_id: e.topic_id, partition: key.2, what: What::Read { leader_epoch: e.leader_epoch } });
+    }
+
+    /// A share session of `group` opened here (ShareFetch at epoch 0): its share-partitions
+    /// check their state epoch at the coordinator before their next fetch. A member joining a
+    /// group deleted and re-created under the name would otherwise be served the deleted
+    /// group's state, which — with nothing left to hand out — is never written, so never
+    /// meets the coordinator's fence.
+    pub fn session_opened(&mut self, group: &str) {
+        for (_, e) in self.parts.iter_mut().filter(|(k, _)| k.0 == group) {
+            if !matches!(e.check, Check::Sent(_)) {
+                e.check = Check::Due;
+            }
+        }
+    }
+
+    /// Reads the state of ready `key` again, to compare its state epoch (served meanwhile).
+    fn send_check(&mut self, key: &PartKey, locate: Locate, now: u64, out: &mut Out) {
+        let Some(e) = self.parts.get_mut(key) else { return };
+        let Some(coordinator) = locate(&key.0) else {
+            e.retry_at = now + share_state_retry_ms;
+            return;
+        };
+        let request = self.next_request;
+        self.next_request += 1;
+        e.check = Check::Sent(request);
         self.requests.insert(request, key.clone());
         out.sends.push(Send { request, coordinator, group: key.0.clone(), topic_id: e.topic_id, partition: key.2, what: What::Read { leader_epoch: e.leader_epoch } });
     }
@@ -209,6 +278,7 @@ impl Shares {
         let a = p.acquire(member, batches, max_records, now);
         if !a.runs.is_empty() {
             self.changed(key, Some(ticket));
+            self.members_held(&key.0, now);
         }
         a
     }
@@ -280,6 +350,31 @@ impl Shares {
         let Some(key) = self.requests.remove(&request) else { return };
         let Some(e) = self.parts.get_mut(&key) else { return };
         let fenced = matches!(result, Err(Code::FencedLeaderEpoch | Code::FencedStateEpoch));
+        if e.check == Check::Sent(request) {
+            match result {
+                // The same state epoch: what this node holds is the state; it goes on.
+                Ok(stored) if stored.as_ref().map_or(0, |s| s.state_epoch) == e.state_epoch => e.check = Check::None,
+                // The group was deleted meanwhile: its state here is the deleted group's.
+                Ok(stored) => {
+                    out.lines.push(format!("share-partition {}/{}-{}: the group was deleted and re-created; read afresh", key.0, key.1, key.2));
+                    let (leader_epoch, topic_id) = (e.leader_epoch, e.topic_id);
+                    self.drop_part(&key, Code::NotLeaderOrFollower, out);
+                    let fresh = Entry { leader_epoch, topic_id, state_epoch: 0, phase: Phase::Reading(Some(request)), dirty: false, dirty_waiters: BTreeSet::new(), in_flight: None, retry_at: now, check: Check::None };
+                    self.parts.insert(key.clone(), fresh);
+                    self.requests.insert(request, key);
+                    self.answered(request, Ok(stored), start_of, now, out);
+                }
+                Err(_) if fenced => {
+                    out.lines.push(format!("share-partition {}/{}-{}: fenced by a newer leader; dropped", key.0, key.1, key.2));
+                    self.drop_part(&key, Code::NotLeaderOrFollower, out);
+                }
+                Err(_) => {
+                    e.check = Check::Due;
+                    e.retry_at = now + share_state_retry_ms;
+                }
+            }
+            return;
+        }
         match (&e.phase, result) {
             (_, Err(_)) if fenced => {
                 out.lines.push(format!("share-partition {}/{}-{}: fenced by a newer leader; dropped", key.0, key.1, key.2));
@@ -367,6 +462,9 @@ impl Shares {
         if let Phase::Reading(Some(r)) = e.phase {
             self.requests.remove(&r);
         }
+        if let Check::Sent(r) = e.check {
+            self.requests.remove(&r);
+        }
         self.settle(key, tickets, Err(code));
         self.take_answers(out);
     }
@@ -397,6 +495,7 @@ impl Shares {
                 Phase::Reading(_) => {}
             }
         }
+        self.check_members(locate, now, out);
         self.flush(locate, now, out);
         self.take_answers(out);
         self.forget_idle();
@@ -415,6 +514,7 @@ impl Shares {
                 Phase::Reading(Some(_)) => None,
             })
             .chain(self.sessions.next_expiry())
+            .chain(self.members_deadline())
             .min()
     }
 
@@ -433,5 +533,6 @@ impl Shares {
     }
 }
 
+mod members;
 #[cfg(test)]
 mod tests;

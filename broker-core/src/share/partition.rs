@@ -278,6 +278,11 @@ impl SharePartition {
         self.entries.values().filter(|e| e.lock.as_ref().is_some_and(|l| &*l.member == member)).count()
     }
 
+    /// The members holding records (for asking the coordinator which of them still are).
+    pub fn holders(&self) -> BTreeSet<&str> {
+        self.entries.values().filter_map(|e| e.lock.as_ref().map(|l| &*l.member)).collect()
+    }
+
     /// Where the next acquisition reads the log: the first Available record, else the first new
     /// one while fewer than `max_locks` are in flight, else None (nothing to acquire).
     pub fn fetch_from(&self) -> Option<i64> {

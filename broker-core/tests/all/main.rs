@@ -19,6 +19,7 @@ mod real_clients;
 mod real_cluster;
 mod security;
 mod share_groups;
+mod share_offsets;
 mod slow_disk;
 mod support;
 mod tidy;

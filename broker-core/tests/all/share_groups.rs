@@ -5,8 +5,9 @@
 //! acknowledgements and delivery counts, kept by its coordinator in `__consumer_offsets`, are
 //! still there after the broker restarts, and so is its membership (raw heartbeats go on at
 //! their epochs); an empty group is deleted with its states (`delete_consumer_groups`); the
-//! group's own lock duration, `by_duration:` reset and isolation level decide; and a killed
-//! member's records come back when its connection closes.
+//! group's own lock duration, `by_duration:` reset and isolation level decide; a killed
+//! member's records come back when its connection closes; and a member whose group session
+//! timed out has its records given back while its share session lives on.
 //!
 //! The harness is `real_clients`'s (own broker, port and data directory per test, every wait
 //! bounded); the checks are in `tests/clients/share_group*.py`. No test waits out the broker's
@@ -229,4 +230,103 @@ fn a_killed_members_records_come_back_when_its_connection_closes() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut broker = Broker::start(dir.path(), &[]);
     group_script(&mut broker, "share_group_disconnect.py", &["--topic", "share-disconnect", "--group", "share-disconnect"]);
+}
+
+/// A member whose group session times out at the coordinator, while its share session at the
+/// partition leader lives on (its connection open, a ShareAcknowledge with nothing in it every
+/// second keeping the session used), has its records given back once the coordinator no longer
+/// has it: another member is handed every one of them at delivery count 2 within seconds of the
+/// 6 s group session timeout, long before the 60 s record lock; and the fenced member's
+/// acceptance of them afterwards is INVALID_RECORD_STATE. Raw requests for the fenced member;
+/// the other is `client::share`'s member.
+#[test]
+fn a_member_fenced_by_its_group_session_timeout_has_its_records_given_back() {
+    use broker_core::client::share::{ShareConfig, ShareConsumer};
+    use broker_core::client::{Conn, Producer, ProducerConfig};
+    use broker_core::kafka::Code;
+    use bytes::Bytes;
+    use kafka_protocol::messages::share_acknowledge_request::{AcknowledgementBatch, AcknowledgePartition, AcknowledgeTopic, ShareAcknowledgeRequest};
+    use kafka_protocol::messages::share_fetch_request::{FetchPartition, FetchTopic, ShareFetchRequest};
+    use kafka_protocol::messages::GroupId;
+    use kafka_protocol::protocol::StrBytes;
+    use std::time::Instant;
+
+    let (g, topic, n) = ("share-fenced", "share-fenced", 10i64);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let flags = ["--group-share-session-timeout-ms", "6000", "--group-share-heartbeat-interval-ms", "1000", "--group-share-record-lock-duration-ms", "60000"];
+    let broker = Broker::start(dir.path(), &flags);
+    let addr: std::net::SocketAddr = broker.bootstrap().parse().expect("address");
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    runtime.block_on(async {
+        broker_core::client::admin::create_topics(addr, &[(topic.into(), 1, 1)], Duration::from_secs(10)).await.expect("create the topic");
+        let earliest = (broker_core::kafka::config_resource::group, g.to_string(), "share.auto.offset.reset".to_string(), Some("earliest".to_string()));
+        broker_core::client::placement::alter_configs(addr, &[earliest], Duration::from_secs(10)).await.expect("share.auto.offset.reset=earliest");
+        let mut p = Producer::new(addr, ProducerConfig { client_id: "p".into(), ..ProducerConfig::default() });
+        let records: Vec<_> = (0..n).map(|i| (None, Some(Bytes::from(format!("r{i}"))))).collect();
+        p.send(topic, 0, &records, 0).await.expect("produce");
+        let mut cluster = broker_core::client::cluster::Cluster::new(vec![addr], "ids", Duration::from_secs(5));
+        cluster.refresh(&[topic]).await.expect("metadata");
+        let id = cluster.topic_id(topic).expect("topic id");
+        let s = |x: &str| StrBytes::from_string(x.to_string());
+
+        // "fenced" joins (one heartbeat, never another) and acquires every record.
+        let joined = raw::beat(addr, g, "fenced", 0, Some(topic)).await.expect("fenced joins");
+        assert!(joined.member_epoch > 0);
+        let mut c = Conn::connect(addr, "fenced", Duration::from_secs(5)).await.expect("connect");
+        let fetch = |epoch: i32| {
+            let part = FetchPartition::default().with_partition_index(0);
+            ShareFetchRequest::default().with_group_id(Some(GroupId(s(g)))).with_member_id(Some(s("fenced"))).with_share_session_epoch(epoch).with_max_wait_ms(500).with_max_bytes(1 << 20).with_max_records(100).with_topics(vec![FetchTopic::default().with_topic_id(id).with_partitions(vec![part])])
+        };
+        let (mut epoch, mut acquired) = (0, 0i64);
+        let give_up = Instant::now() + Duration::from_secs(20);
+        while acquired < n {
+            assert!(Instant::now() < give_up, "fenced acquired {acquired} of {n} records");
+            let r = c.send_at(&fetch(epoch), Some(1), Duration::from_secs(10)).await.expect("ShareFetch");
+            assert_eq!(r.error_code, 0, "ShareFetch at epoch {epoch}");
+            epoch += 1;
+            acquired += r.responses.iter().flat_map(|t| &t.partitions).flat_map(|p| &p.acquired_records).map(|a| a.last_offset - a.first_offset + 1).sum::<i64>();
+        }
+        let held_at = Instant::now();
+
+        // Its share session stays in use: a ShareAcknowledge with nothing in it every second.
+        let keep = tokio::spawn(async move {
+            loop {
+                let req = ShareAcknowledgeRequest::default().with_group_id(Some(GroupId(s(g)))).with_member_id(Some(s("fenced"))).with_share_session_epoch(epoch);
+                let r = c.send_at(&req, Some(1), Duration::from_secs(10)).await.expect("ShareAcknowledge");
+                assert_eq!(r.error_code, 0, "the fenced member's share session lives on (epoch {epoch})");
+                epoch += 1;
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                if epoch > 40 {
+                    return (c, epoch);
+                }
+            }
+        });
+
+        // Another member is handed them once the coordinator ended "fenced".
+        let config = ShareConfig { group_id: g.into(), member_id: "other".into(), topics: vec![topic.into()], max_records: 100, request_timeout: Duration::from_secs(5) };
+        let mut other = ShareConsumer::new(vec![addr], config);
+        let mut got = std::collections::BTreeMap::new();
+        let give_up = Instant::now() + Duration::from_secs(25);
+        while (got.len() as i64) < n {
+            assert!(Instant::now() < give_up, "after {:?} the other member got {got:?}, not all {n} records", held_at.elapsed());
+            for r in other.poll(500).await.records {
+                assert!(got.insert(r.offset, r.delivery_count).is_none(), "offset {} handed twice", r.offset);
+            }
+        }
+        let waited = held_at.elapsed();
+        assert!(got.values().all(|c| *c == 2), "each given back once: {got:?}");
+        assert!(waited < Duration::from_secs(20), "given back {waited:?} after they were acquired: long before the 60 s lock");
+        assert!(waited >= Duration::from_secs(5), "not before the group session timed out ({waited:?})");
+
+        // The fenced member's acceptance now is refused: the records are the other's.
+        keep.abort();
+        let mut c = Conn::connect(addr, "fenced-late", Duration::from_secs(5)).await.expect("connect");
+        let r = c.send_at(&fetch(0), Some(1), Duration::from_secs(10)).await.expect("a new session");
+        assert_eq!(r.error_code, 0);
+        let batch = AcknowledgementBatch::default().with_first_offset(0).with_last_offset(n - 1).with_acknowledge_types(vec![1]);
+        let ack = ShareAcknowledgeRequest::default().with_group_id(Some(GroupId(s(g)))).with_member_id(Some(s("fenced"))).with_share_session_epoch(1).with_topics(vec![AcknowledgeTopic::default().with_topic_id(id).with_partitions(vec![AcknowledgePartition::default().with_partition_index(0).with_acknowledgement_batches(vec![batch])])]);
+        let r = c.send_at(&ack, Some(1), Duration::from_secs(10)).await.expect("ShareAcknowledge");
+        let code = r.responses.iter().flat_map(|t| &t.partitions).map(|p| p.error_code).next();
+        assert_eq!(code, Some(Code::InvalidRecordState.code()), "{r:?}");
+    });
 }

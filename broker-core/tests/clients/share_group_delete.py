@@ -10,8 +10,9 @@ AdminClient.delete_consumer_groups).
   known, so delete_consumer_groups succeeds; a second deletion is GROUP_ID_NOT_FOUND. A new
   member of a group of the same name (share.auto.offset.reset set to earliest again) must be
   handed every one of the N records again, each once, at delivery count 1: the deleted group's
-  share-partition states (everything accepted) went with it. (Deleted once more without a
-  restart, a third incarnation can be handed nothing: a known gap, docs/share-groups.md.)
+  share-partition states (everything accepted) went with it. Deleted once more, now without a
+  restart (the partition leader still holds the state in memory), a third incarnation is again
+  handed every record at delivery count 1.
 
 Prints one summary line on stdout per phase.
 """
@@ -108,8 +109,16 @@ def after(args):
     counts = sorted(set(seen.values()))
     if counts != [1]:
         fail(f"after: the re-created group was handed records at delivery counts {counts}, expected only 1 (a fresh start)")
+    code = delete(args.bootstrap, args.group)
+    expect(code is None, f"after: deleting the re-created group (its states held by a running leader) answered {code!r}")
+    share_reset_earliest(AdminClient({"bootstrap.servers": args.bootstrap}), args.group)
+    again = consume_all(args.bootstrap, args.topic, args.group, "share-recreated-again", placed, deadline, args.debug)
+    counts = sorted(set(again.values()))
+    if counts != [1]:
+        fail(f"after: the group re-created a second time was handed records at delivery counts {counts}, expected only 1")
     print(f"after: the empty group was deleted (then GROUP_ID_NOT_FOUND); a group re-created under its name was handed "
-          f"all {len(seen)} records again, each once at delivery count 1")
+          f"all {len(seen)} records again, each once at delivery count 1, and so was one re-created after a second "
+          f"deletion without a restart")
 
 
 def run():

@@ -1,9 +1,13 @@
 //! `seedlog groups`: the operator's view of consumer groups, like kafka-consumer-groups.sh's
-//! `--list` and `--describe`. The requests are `broker_core::client::groups_admin`'s; this file
-//! only formats their answers, with pure functions, so the tables are unit-tested without a
-//! broker. It never changes a group: no join, no commit, no reset.
+//! `--list` and `--describe`, and of a KIP-932 share group's start offsets, which it may set
+//! or delete as kafka-share-groups.sh's `--reset-offsets` and `--delete-offsets` do. The
+//! requests are `broker_core::client::groups_admin`'s and `client::share_offsets`'; this file
+//! only parses arguments and formats answers, with pure functions, so the tables are
+//! unit-tested without a broker. Only `alter-share-offsets` and `delete-share-offsets` change a
+//! group, and only what they name: no join, no commit.
 
 use broker_core::client::groups_admin::{self, GroupDescription, GroupListing, MemberAssignment, MemberDescription};
+use broker_core::client::{share_offsets, ClientError};
 use clap::Subcommand;
 use std::fmt::Write;
 use std::time::Duration;
@@ -20,6 +24,53 @@ pub enum GroupsCmd {
     /// with no members and no committed offset (and not a share group) prints "group G does not
     /// exist or has no committed offsets" on stderr and exits 1.
     Describe { group: String },
+    /// Sets where an EMPTY share group's share-partitions start (AlterShareGroupOffsets): each
+    /// `TOPIC:PARTITION=OFFSET`. Prints each partition's outcome; exits 1 if one failed (a group
+    /// with members is refused whole: NON_EMPTY_GROUP).
+    AlterShareOffsets {
+        group: String,
+        #[arg(required = true, value_parser = parse_start)]
+        offsets: Vec<(String, i32, i64)>,
+    },
+    /// Deletes an EMPTY share group's share-partition states of each TOPIC
+    /// (DeleteShareGroupOffsets): they start afresh, where `share.auto.offset.reset` says.
+    DeleteShareOffsets {
+        group: String,
+        #[arg(required = true)]
+        topics: Vec<String>,
+    },
+}
+
+/// `TOPIC:PARTITION=OFFSET` (the topic may hold colons: the last one splits).
+fn parse_start(arg: &str) -> Result<(String, i32, i64), String> {
+    let bad = || format!("{arg:?}: expected TOPIC:PARTITION=OFFSET");
+    let (tp, offset) = arg.rsplit_once('=').ok_or_else(bad)?;
+    let (topic, partition) = tp.rsplit_once(':').ok_or_else(bad)?;
+    match (topic.is_empty(), partition.parse::<i32>(), offset.parse::<i64>()) {
+        (false, Ok(p), Ok(o)) if p >= 0 && o >= 0 => Ok((topic.to_string(), p, o)),
+        _ => Err(bad()),
+    }
+}
+
+/// One line per item changed, `ok` or why not; the number that failed.
+fn render_changes<T: std::fmt::Display>(results: &[(T, Result<(), ClientError>)]) -> (String, usize) {
+    let mut out = String::new();
+    for (what, r) in results {
+        let _ = match r {
+            Ok(()) => writeln!(out, "{what}  ok"),
+            Err(e) => writeln!(out, "{what}  {}", crate::error_text(e.clone())),
+        };
+    }
+    (out, results.iter().filter(|(_, r)| r.is_err()).count())
+}
+
+fn changed<T: std::fmt::Display>(results: Vec<(T, Result<(), ClientError>)>) -> Res {
+    let (text, failed) = render_changes(&results);
+    print!("{text}");
+    match failed {
+        0 => Ok(()),
+        n => Err(format!("{n} of {} failed", results.len()).into()),
+    }
 }
 
 type Res = Result<(), Box<dyn std::error::Error>>;
@@ -45,6 +96,11 @@ pub fn run(bootstrap: &str, timeout: Duration, cmd: GroupsCmd) -> Res {
                 print!("{}", render_describe(&d));
                 Ok(())
             }
+            GroupsCmd::AlterShareOffsets { group, offsets } => {
+                let results = share_offsets::alter_share_offsets(bootstrap, &group, &offsets, timeout).await.map_err(crate::error_text)?;
+                changed(results.into_iter().map(|((t, p), r)| (format!("{t}:{p}"), r)).collect())
+            }
+            GroupsCmd::DeleteShareOffsets { group, topics } => changed(share_offsets::delete_share_offsets(bootstrap, &group, &topics, timeout).await.map_err(crate::error_text)?),
         }
     })
 }
@@ -124,7 +180,9 @@ pub fn render_describe(d: &GroupDescription) -> String {
             vec![p.topic.clone(), p.partition.to_string(), opt(p.committed), opt(p.log_end.as_ref().ok().copied()), opt(p.lag()), member, client]
         })
         .collect();
-    out.push_str(&table(&["TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "CLIENT-ID"], &rows));
+    // A share group's offset is its share-partition start offset (kafka-share-groups.sh's column).
+    let offset = if d.protocol_type == groups_admin::share_protocol_type { "START-OFFSET" } else { "CURRENT-OFFSET" };
+    out.push_str(&table(&["TOPIC", "PARTITION", offset, "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "CLIENT-ID"], &rows));
     for p in &d.partitions {
         if let Err(e) = &p.log_end {
             let _ = writeln!(out, "log end of {}-{} unknown: {}", p.topic, p.partition, crate::error_text(e.clone()));
@@ -274,6 +332,19 @@ b          b          /127.0.0.1  -            1      t(2,3)      t(2)
 c          c          /127.0.0.1  -            2      -           t(3)
 ";
         assert_eq!(render_describe(&d), want, "got:\n{}", render_describe(&d));
+    }
+
+    #[test]
+    fn share_offsets_arguments_and_outcomes() {
+        assert_eq!(parse_start("orders:2=40"), Ok(("orders".into(), 2, 40)));
+        assert_eq!(parse_start("a:b:0=0"), Ok(("a:b".into(), 0, 0)), "the last colon splits");
+        for bad in ["orders=4", "orders:x=4", ":0=1", "orders:0=-1", "orders:-1=0", "orders:0"] {
+            assert!(parse_start(bad).is_err(), "{bad}");
+        }
+        let results = vec![("t:0".to_string(), Ok(())), ("t:9".to_string(), Err(ClientError::Kafka { code: Code::UnknownTopicOrPartition, message: "AlterShareGroupOffsets of t-9".into() }))];
+        let (text, failed) = render_changes(&results);
+        assert_eq!(failed, 1);
+        assert!(text.starts_with("t:0  ok\nt:9  UnknownTopicOrPartition"), "{text}");
     }
 
     #[test]

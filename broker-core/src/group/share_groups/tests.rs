@@ -161,7 +161,7 @@ fn a_group_whose_topic_grew_while_unloaded_moves_its_epoch_at_load() {
 }
 
 #[test]
-fn an_empty_group_survives_a_reload_and_deletion_tombstones_it_with_its_states() {
+fn an_empty_group_survives_a_reload_and_deletion_tombstones_it_and_fences_its_states_durably() {
     let mut n = Node::new(Vec::new());
     n.beat(hb("a", 0, Some(&["t"])), 0).unwrap();
     let key: ShareKey = ("g".into(), [1u8; 16], 0);
@@ -195,10 +195,14 @@ fn an_empty_group_survives_a_reload_and_deletion_tombstones_it_with_its_states()
     let read = m.replicate().into_iter().find(|(x, _)| *x == t).map(|(_, a)| a);
     assert!(matches!(&read, Some(Answer::ShareState(Ok(Some(s)))) if s.snapshot.start == -1 && s.state_epoch == 1), "{read:?}");
 
-    // After another restart (from the log up to the deletion) nothing of the group is left.
+    // After another restart (from the log up to the deletion) the group is gone, and its
+    // states' fences were written with it: a coordinator that loads the partition (a move, a
+    // restart) still fences the old leader's write, and a read starts afresh.
     let upto = m.log.len() - 1;
     let mut r = Node::new(m.log[..upto].to_vec());
     assert!(!r.c.is_share_group("g"));
-    assert_eq!(r.c.share_states_of("g").count(), 0, "its states were tombstoned");
+    let fences: Vec<_> = r.c.share_states_of("g").map(|(_, s)| (s.state_epoch, s.snapshot.start)).collect();
+    assert_eq!(fences, vec![(1, -1)], "the deletion wrote a fence, not a tombstone");
+    assert_eq!(r.c.write_share_state(key.clone(), state.clone(), 9, &mut Work::default()).err(), Some(Code::FencedStateEpoch), "the fence survives a load");
     assert_eq!(r.c.delete_group("g", 9, &mut Work::default()).err(), Some(Code::GroupIdNotFound));
 }

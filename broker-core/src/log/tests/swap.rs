@@ -8,7 +8,7 @@ use super::cleaning::{compacted, contents, latest_of, map_bytes, updates};
 
 /// A compacted log with deferral on, stepped until its first group's swap is owed; returns
 /// the log, the job and what the log read before.
-fn log_with_a_swap_owed(dir: &std::path::Path) -> (Log, crate::log::SwapJob, Vec<(i64, String, Option<String>)>) {
+pub(super) fn log_with_a_swap_owed(dir: &std::path::Path) -> (Log, crate::log::SwapJob, Vec<(i64, String, Option<String>)>) {
     let (mut log, _) = Log::open(disk(), dir, compacted(), 0).unwrap();
     log.defer_syncs();
     updates(&mut log, 6, 40, 1_000);

@@ -3,11 +3,17 @@
 //! and neither fetched, acknowledged nor added to the share session; the handler is told which
 //! through a [`Denied`] naming every topic of the image the caller may not READ, since a
 //! session's partitions are not named in the request); ShareGroupHeartbeat needs DESCRIBE on
-//! each topic it subscribes to, as KIP-848's heartbeat does. Decides from ACLs only; the
-//! group's own READ check is `authz`'s.
+//! each topic it subscribes to, as KIP-848's heartbeat does. The offsets admin APIs
+//! ([`offsets`]) as Kafka's KafkaApis checks them: DescribeShareGroupOffsets DESCRIBE on each
+//! group and each topic, AlterShareGroupOffsets READ on the group and READ on each topic,
+//! DeleteShareGroupOffsets DELETE on the group and READ on each topic. Decides from ACLs only;
+//! the group's own READ check of the other APIs is `authz`'s.
 
-use super::{Access, Denied};
-use crate::kafka::Code;
+use super::{Access, Check, Denied};
+use crate::kafka::{ApiKey, Code};
+use crate::node::Outcome;
+use crate::protocol::{s, Response};
+use kafka_protocol::messages::RequestKind;
 use crate::security::acl::{Operation, ResourceType};
 use kafka_protocol::messages::ShareGroupHeartbeatRequest;
 
@@ -24,4 +30,44 @@ pub(super) fn unreadable(a: &Access) -> Denied {
 pub(super) fn undescribable(a: &Access, req: &ShareGroupHeartbeatRequest) -> Option<String> {
     let t = req.subscribed_topic_names.iter().flatten().find(|t| !a.can(Operation::Describe, ResourceType::Topic, t))?;
     Some(a.why(Operation::Describe, ResourceType::Topic, t))
+}
+
+/// The check of a share-group offsets request: a refused group of a Describe is answered
+/// GROUP_AUTHORIZATION_FAILED in its place (the handler is told through `Denied::groups`, with
+/// every named topic the caller may not DESCRIBE, existing or not, and for a listing of every
+/// topic each topic of the image it may not DESCRIBE: the listing leaves them out); a refused group of an Alter or Delete refuses the whole request (the top-level
+/// error); their topics the caller may not READ are answered TOPIC_AUTHORIZATION_FAILED.
+pub(super) fn offsets(a: &Access, (key, version, correlation_id): (ApiKey, i16, i32), body: &RequestKind) -> Check {
+    use Operation::{Delete, Describe, Read};
+    let refused = Code::GroupAuthorizationFailed;
+    let mut denied = Denied::none();
+    match body {
+        RequestKind::DescribeShareGroupOffsets(req) => {
+            denied.groups = req.groups.iter().filter(|g| !a.can(Describe, ResourceType::Group, &g.group_id)).map(|g| (g.group_id.to_string(), refused)).collect();
+            // By the names asked, whether or not they exist (a refusal must not tell which
+            // do); a listing of every topic is filtered per name returned.
+            for t in req.groups.iter().flat_map(|g| g.topics.iter().flatten()) {
+                denied.topic(a, Describe, &t.topic_name);
+            }
+            if req.groups.iter().any(|g| g.topics.is_none()) {
+                for name in a.topics.keys() {
+                    denied.topic(a, Describe, name);
+                }
+            }
+        }
+        RequestKind::AlterShareGroupOffsets(req) if !a.can(Read, ResourceType::Group, &req.group_id) => {
+            let why = a.why(Read, ResourceType::Group, &req.group_id);
+            let body = kafka_protocol::messages::AlterShareGroupOffsetsResponse::default().with_error_code(refused.code()).with_error_message(Some(s(&why)));
+            return Check::Refuse(Outcome::Reply(Response::new(key, version, correlation_id, body)));
+        }
+        RequestKind::AlterShareGroupOffsets(req) => req.topics.iter().for_each(|t| denied.topic(a, Read, &t.topic_name)),
+        RequestKind::DeleteShareGroupOffsets(req) if !a.can(Delete, ResourceType::Group, &req.group_id) => {
+            let why = a.why(Delete, ResourceType::Group, &req.group_id);
+            let body = kafka_protocol::messages::DeleteShareGroupOffsetsResponse::default().with_error_code(refused.code()).with_error_message(Some(s(&why)));
+            return Check::Refuse(Outcome::Reply(Response::new(key, version, correlation_id, body)));
+        }
+        RequestKind::DeleteShareGroupOffsets(req) => req.topics.iter().for_each(|t| denied.topic(a, Read, &t.topic_name)),
+        _ => unreachable!("only the share-group offsets APIs are checked here"),
+    }
+    Check::Within(denied)
 }

@@ -210,3 +210,136 @@ fn a_group_without_sessions_here_is_forgotten_once_written_and_read_again() {
     assert!(!s.prepare(&key(), [1; 16], 1, coordinator, 2, &mut out));
     assert!(matches!(out.sends.as_slice(), [Send { what: What::Read { .. }, .. }]));
 }
+
+/// The one read `out` asks for: its request.
+fn read_of(out: &Out) -> u64 {
+    match out.sends.as_slice() {
+        [Send { request, what: What::Read { .. }, .. }] => *request,
+        other => panic!("one read expected: {other:?}"),
+    }
+}
+
+#[test]
+fn a_session_opening_checks_the_state_and_a_recreated_groups_starts_afresh() {
+    let mut s = shares();
+    // Everything of the old group was accepted: nothing left to hand out, no write owed.
+    let done = Snapshot { start: 10, batches: Vec::new() };
+    ready(&mut s, Some(Stored { state_epoch: 0, leader_epoch: 1, snapshot: done }), 0);
+    s.sessions.begin("g", "old", 0, true, false, &[("t".into(), 0)], &[], 0).unwrap();
+    // The group is deleted and re-created (at the coordinator); a new member's session opens
+    // here while the old one still holds the share-partition.
+    s.sessions.begin("g", "new", 0, true, false, &[("t".into(), 0)], &[], 1).unwrap();
+    s.session_opened("g");
+    let mut out = Out::default();
+    assert!(s.prepare(&key(), [1; 16], 1, coordinator, 1, &mut out), "served while it checks");
+    let request = read_of(&out);
+    // The coordinator fenced the deleted group's state under the next state epoch.
+    let fence = Stored { state_epoch: 1, leader_epoch: -1, snapshot: Snapshot { start: -1, batches: Vec::new() } };
+    let mut out = Out::default();
+    s.answered(request, Ok(Some(fence)), &|_| Some((0, 0)), 2, &mut out);
+    assert!(out.wake);
+    let p = s.partition(&key()).expect("read afresh");
+    assert_eq!((p.start(), p.fetch_from()), (0, Some(0)), "the re-created group starts where its reset says");
+    // Its first write is under the new state epoch, so the coordinator takes it.
+    s.flush(coordinator, 2, &mut out);
+    let (_, state) = write_of(&out);
+    assert_eq!((state.state_epoch, state.snapshot.start), (1, 0));
+}
+
+#[test]
+fn a_check_at_the_same_state_epoch_keeps_what_members_hold() {
+    let mut s = shares();
+    ready(&mut s, None, 0);
+    let t = s.ticket();
+    s.acquire(&key(), "m", &[(0, 1)], 10, 30_000, t, 0);
+    let mut out = Out::default();
+    s.flush(coordinator, 0, &mut out);
+    let (write, _) = write_of(&out);
+    s.answered(write, Ok(None), &|_| None, 0, &mut out);
+    s.session_opened("g");
+    let mut out = Out::default();
+    assert!(s.prepare(&key(), [1; 16], 1, coordinator, 1, &mut out));
+    let request = read_of(&out);
+    let stored = Stored { state_epoch: 0, leader_epoch: -1, snapshot: Snapshot { start: 0, batches: vec![crate::share::partition::StateBatch { first: 0, last: 1, state: RecordState::Available, count: 1 }] } };
+    let mut out = Out::default();
+    s.answered(request, Ok(Some(stored)), &|_| Some((0, 0)), 2, &mut out);
+    assert!(out.sends.is_empty() && out.answers.is_empty(), "{out:?}");
+    assert_eq!(s.partition(&key()).unwrap().fetch_from(), Some(2), "records 0 and 1 still held by m");
+    // Checked once: the next fetch reads nothing more.
+    let mut out = Out::default();
+    assert!(s.prepare(&key(), [1; 16], 1, coordinator, 3, &mut out));
+    assert!(out.sends.is_empty());
+}
+
+/// The one membership question `out` asks: its request.
+fn members_question(out: &Out) -> u64 {
+    match out.sends.as_slice() {
+        [Send { request, coordinator: 7, group, what: What::Members, .. }] if group == "g" => *request,
+        other => panic!("one members question expected: {other:?}"),
+    }
+}
+
+/// `member` acquires `first..=last` (locked 30 s), written.
+fn held_by(s: &mut Shares, member: &str, first: i64, last: i64, now: u64) {
+    let t = s.ticket();
+    assert!(!s.acquire(&key(), member, &[(first, last)], 100, 30_000, t, now).runs.is_empty());
+    let mut out = Out::default();
+    s.flush(coordinator, now, &mut out);
+    let (request, _) = write_of(&out);
+    s.answered(request, Ok(None), &|_| None, now, &mut out);
+}
+
+#[test]
+fn records_of_a_member_its_coordinator_no_longer_has_go_back_long_before_their_locks_run_out() {
+    let mut s = shares();
+    ready(&mut s, None, 0);
+    held_by(&mut s, "gone", 0, 1, 0);
+    held_by(&mut s, "live", 2, 3, 0);
+    // Asked one check interval after records were first held, not before.
+    let mut out = Out::default();
+    s.tick(&|_, _| Some(1), coordinator, 1, &mut out);
+    assert!(out.sends.is_empty(), "{out:?}");
+    assert_eq!(s.next_deadline(), Some(s.members_check_ms), "before the locks run out (30 s)");
+    let mut out = Out::default();
+    s.tick(&|_, _| Some(1), coordinator, s.members_check_ms, &mut out);
+    let request = members_question(&out);
+    // The coordinator ended "gone" (its group session timed out): its records go back,
+    // written, their delivery counts kept; "live" keeps its own.
+    let mut out = Out::default();
+    s.members_answered(request, Ok(["live".to_string()].into()), coordinator, 5_002, &mut out);
+    assert!(out.wake);
+    let (_, state) = write_of(&out);
+    assert_eq!(state.snapshot.batches.iter().map(|b| (b.first, b.last, b.state, b.count)).collect::<Vec<_>>(), vec![(0, 3, RecordState::Available, 1)]);
+    let p = s.partition(&key()).unwrap();
+    assert_eq!((p.acquired_by("gone"), p.acquired_by("live")), (0, 2));
+    assert_eq!(p.fetch_from(), Some(0), "another member is handed them next");
+}
+
+#[test]
+fn a_member_asked_about_after_it_acquired_keeps_its_records_and_a_failed_question_releases_nothing() {
+    let mut s = shares();
+    ready(&mut s, None, 0);
+    held_by(&mut s, "old", 0, 1, 0);
+    let mut out = Out::default();
+    s.tick(&|_, _| Some(1), coordinator, s.members_check_ms, &mut out);
+    let first = members_question(&out);
+    // The coordinator moved: nothing is released, and the next check asks again.
+    let mut out = Out::default();
+    s.members_answered(first, Err(Code::NotCoordinator), coordinator, 5_001, &mut out);
+    assert!(!out.wake && out.sends.is_empty());
+    assert_eq!(s.partition(&key()).unwrap().acquired_by("old"), 2);
+    let mut out = Out::default();
+    s.tick(&|_, _| Some(1), coordinator, 5_001 + s.members_check_ms, &mut out);
+    let second = members_question(&out);
+    // "new" joins after the coordinator answered, and acquires before the answer arrives: the
+    // answer does not name it, yet it was not asked about, so it keeps what it holds.
+    held_by(&mut s, "new", 2, 2, 10_002);
+    let mut out = Out::default();
+    s.members_answered(second, Err(Code::GroupIdNotFound), coordinator, 10_003, &mut out);
+    let p = s.partition(&key()).unwrap();
+    assert_eq!((p.acquired_by("old"), p.acquired_by("new")), (0, 1));
+    // A repeated answer changes nothing.
+    let mut out = Out::default();
+    s.members_answered(second, Ok(BTreeSet::new()), coordinator, 10_004, &mut out);
+    assert!(!out.wake && out.sends.is_empty());
+}

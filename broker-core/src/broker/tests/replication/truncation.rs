@@ -70,3 +70,45 @@ fn a_truncation_returns_a_job_and_its_replica_waits_for_the_report() {
     let produced = c.broker(1).produce(topic_name, 0, &retry, 1, now, &mut Vec::new()).unwrap();
     assert!(!produced.duplicate && produced.base_offset == 1, "appended again where the cut left off: {produced:?}");
 }
+
+/// Every file of `dir` with its bytes, by name.
+fn files(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap()).map(|e| (e.file_name().into_string().unwrap(), std::fs::read(e.path()).unwrap())).collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn a_truncations_job_run_after_its_topic_was_deleted_and_created_again_leaves_the_new_replica_alone() {
+    let mut c = Cluster::new(&[1, 2]);
+    c.create(2);
+    c.produce(1, &[b"a"]);
+    c.catch_up(2);
+    c.produce(1, &[b"b"]);
+    c.elect(2, &[2]);
+    c.produce(2, &[b"c"]);
+    let now = c.now;
+    // Broker 1 truncates as a follower of 2; the shell has not run the job yet.
+    let mut fetcher = ReplicaFetcher::new(2);
+    let mut out = Vec::new();
+    let Step::Truncate(ask) = fetcher.next(c.broker(1), now, &mut out) else { panic!("broker 1 truncates first") };
+    for (f, latest) in ask {
+        let answer = c.broker(2).end_offset_for_epoch(&f.topic, f.partition, latest, f.leader_epoch).map_err(|e| e.kafka_error(true));
+        fetcher.on_epoch_answer(c.broker(1), &f, answer, now, &mut out);
+    }
+    let jobs: Vec<_> = out.iter().filter_map(|a| if let Action::Truncate { job, .. } = a { Some(job.clone()) } else { None }).collect();
+    assert_eq!(jobs.len(), 1, "{out:?}");
+    // The topic is deleted and created again under its name before the job runs.
+    let records = c.ctl.delete_topic(topic_name).unwrap();
+    c.commit(records);
+    c.create(2);
+    c.produce(1, &[b"new"]);
+    let dir = c.broker(1).partition_dir(topic_name, 0);
+    let on_disk = files(&dir);
+    let done = jobs[0].run();
+    assert_eq!(files(&dir), on_disk, "the deleted topic's truncation wrote into the new topic's directory");
+    assert!(format!("{done:?}").contains("closed before this job ran"), "{done:?}");
+    let reported = c.broker(1).truncated(topic_name, 0, done, now);
+    assert!(matches!(&reported[..], [Action::Log(Level::Info, line)] if line.contains("did nothing")), "a report for another log changes nothing: {reported:?}");
+    assert_eq!(c.leo(1), 1, "the new replica is untouched");
+}
