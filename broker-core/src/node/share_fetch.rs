@@ -56,8 +56,13 @@ impl ShareReply {
     /// The response, given what the writes it waited on came to (None: the wait ran out).
     pub(crate) fn finish(mut self, results: Option<&Results>) -> Response {
         for ((_, topic, p), slot) in self.slots.iter_mut() {
+            let at = (topic.clone(), *p);
+            if results.is_some_and(|r| r.taken_back.contains(&at)) {
+                // Gone back before the write was answered, maybe another member's by now.
+                (slot.records, slot.acquired) = (Bytes::new(), Vec::new());
+            }
             let result = match results {
-                Some(r) => r.get(&(topic.clone(), *p)).copied().unwrap_or(Ok(())),
+                Some(r) => r.written.get(&at).copied().unwrap_or(Ok(())),
                 None if slot.ack_error.is_some() || !slot.acquired.is_empty() => Err(Code::RequestTimedOut),
                 None => Ok(()),
             };
@@ -283,7 +288,7 @@ fn decide(parts: &mut Parts, mut reply: ShareReply, asked: Asked<'_>, attempt: A
         shares.forget(ticket);
         return match asked.fetch {
             Some(_) if attempt != Attempt::Final && asked.wait_ms > 0 && !begun.closing && reply.slots.is_empty() => Ok(Outcome::Park { wait_ms: asked.wait_ms, metadata: false }),
-            _ => Ok(Outcome::Reply(reply.finish(Some(&Results::new())))),
+            _ => Ok(Outcome::Reply(reply.finish(Some(&Results::default())))),
         };
     }
     let mut waiting = Waiting::share(reply, ticket, group_request_wait_ms_max);

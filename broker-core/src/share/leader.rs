@@ -5,6 +5,8 @@
 //! no record it acquired, no acknowledgement taken — before the write holding that change is
 //! answered by the coordinator, so a leader taking over (which reads the state first, and
 //! fences this one) never delivers an accepted record again nor loses an acknowledgement.
+//! Nor, when that answer comes, of records it no longer holds: what went back meanwhile (a
+//! lock ran out, the coordinator no longer had the member) may be another member's already.
 //!
 //! A plain struct with an explicit `now`; the sends are the shell's ([`Send`] out, its answer
 //! back through [`Shares::answered`]). Requests that wait on writes hold a ticket, answered in
@@ -20,7 +22,7 @@
 //! records held by a member its group's coordinator no longer has (its group session timed
 //! out, it left) go back: `members` asks the coordinator about the holders of each group.
 
-use super::partition::{AckType, Acquisition, Limits, SharePartition};
+use super::partition::{AckType, Acquired, Acquisition, Limits, SharePartition};
 use super::sessions::Sessions;
 use crate::constants::share_state_retry_ms;
 use crate::group::share_state::Stored;
@@ -30,8 +32,22 @@ use std::collections::{BTreeMap, BTreeSet};
 /// (group, topic, partition).
 pub type PartKey = (String, String, i32);
 
-/// A request's results by (topic, partition): Ok once its changes are written.
-pub type Results = BTreeMap<(String, i32), Result<(), Code>>;
+/// What became of a request's changes, by (topic, partition).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Results {
+    /// Ok once its changes there are written.
+    pub written: BTreeMap<(String, i32), Result<(), Code>>,
+    /// Where records it acquired are no longer its member's when the write holding them is
+    /// answered (they went back meanwhile: a lock ran out, the coordinator no longer had the
+    /// member; another member may hold them now): the answer hands none of them out.
+    pub taken_back: BTreeSet<(String, i32)>,
+}
+
+impl FromIterator<((String, i32), Result<(), Code>)> for Results {
+    fn from_iter<I: IntoIterator<Item = ((String, i32), Result<(), Code>)>>(written: I) -> Results {
+        Results { written: written.into_iter().collect(), taken_back: BTreeSet::new() }
+    }
+}
 
 /// A share-state request the shell sends to the coordinator of `group` (node `coordinator`),
 /// then reports with [`Shares::answered`].
@@ -102,6 +118,9 @@ struct Entry {
 struct Waiter {
     owed: BTreeSet<PartKey>,
     results: Results,
+    /// What the request acquired, by share-partition: its member and the runs (with their
+    /// delivery counts) its answer will hand out, checked to be still held when answered.
+    acquired: BTreeMap<PartKey, (String, Vec<Acquired>)>,
 }
 
 #[derive(Debug)]
@@ -185,6 +204,12 @@ impl Shares {
     }
 
     fn send_read(&mut self, key: &PartKey, locate: Locate, now: u64, out: &mut Out) {
+        self.send_state_read(key, locate, now, out, |e, request| e.phase = Phase::Reading(Some(request)));
+    }
+
+    /// Reads the state of `key` at its coordinator (`mark` records the request in its entry), or,
+    /// with no coordinator known, tries again after `share_state_retry_ms`.
+    fn send_state_read(&mut self, key: &PartKey, locate: Locate, now: u64, out: &mut Out, mark: impl FnOnce(&mut Entry, u64)) {
         let Some(e) = self.parts.get_mut(key) else { return };
         let Some(coordinator) = locate(&key.0) else {
             e.retry_at = now + share_state_retry_ms;
@@ -192,7 +217,7 @@ impl Shares {
         };
         let request = self.next_request;
         self.next_request += 1;
-        e.phase = Phase::Reading(Some(request));
+        mark(e, request);
         self.requests.insert(request, key.clone());
         out.sends.push(Send { request, coordinator, group: key.0.clone(), topic_id: e.topic_id, partition: key.2, what: What::Read { leader_epoch: e.leader_epoch } });
     }
@@ -212,16 +237,7 @@ impl Shares {
 
     /// Reads the state of ready `key` again, to compare its state epoch (served meanwhile).
     fn send_check(&mut self, key: &PartKey, locate: Locate, now: u64, out: &mut Out) {
-        let Some(e) = self.parts.get_mut(key) else { return };
-        let Some(coordinator) = locate(&key.0) else {
-            e.retry_at = now + share_state_retry_ms;
-            return;
-        };
-        let request = self.next_request;
-        self.next_request += 1;
-        e.check = Check::Sent(request);
-        self.requests.insert(request, key.clone());
-        out.sends.push(Send { request, coordinator, group: key.0.clone(), topic_id: e.topic_id, partition: key.2, what: What::Read { leader_epoch: e.leader_epoch } });
+        self.send_state_read(key, locate, now, out, |e, request| e.check = Check::Sent(request));
     }
 
     /// The share-partition, once ready.
@@ -279,6 +295,9 @@ impl Shares {
         if !a.runs.is_empty() {
             self.changed(key, Some(ticket));
             self.members_held(&key.0, now);
+            if let Some(w) = self.waiters.get_mut(&ticket) {
+                w.acquired.entry(key.clone()).or_insert_with(|| (member.to_string(), Vec::new())).1.extend(a.runs.iter().copied());
+            }
         }
         a
     }
@@ -436,17 +455,34 @@ impl Shares {
         for t in tickets {
             let Some(w) = self.waiters.get_mut(&t) else { continue };
             w.owed.remove(key);
-            w.results.insert((key.1.clone(), key.2), result);
+            w.results.written.insert((key.1.clone(), key.2), result);
         }
     }
 
-    /// Tickets whose every share-partition is settled, out to be answered.
+    /// Tickets whose every share-partition is settled, out to be answered. A record a ticket
+    /// acquired may have gone back before it is answered (its lock ran out while the write was
+    /// retried, the coordinator no longer had its member) and even be another member's now:
+    /// the answer then hands out nothing of that share-partition, so no member is told of a
+    /// record it does not hold.
     pub fn take_answers(&mut self, out: &mut Out) {
-        let done: Vec<u64> = self.waiters.iter().filter(|(_, w)| w.owed.is_empty() && !w.results.is_empty()).map(|(t, _)| *t).collect();
+        let done: Vec<u64> = self.waiters.iter().filter(|(_, w)| w.owed.is_empty() && !w.results.written.is_empty()).map(|(t, _)| *t).collect();
         for t in done {
-            if let Some(w) = self.waiters.remove(&t) {
-                out.answers.push((t, w.results));
+            let Some(mut w) = self.waiters.remove(&t) else { continue };
+            for (key, (member, runs)) in &w.acquired {
+                let at = (key.1.clone(), key.2);
+                // A failed write hands nothing out anyway.
+                if w.results.written.get(&at) != Some(&Ok(())) {
+                    continue;
+                }
+                let held = match self.parts.get(key).map(|e| &e.phase) {
+                    Some(Phase::Ready(p)) => runs.iter().all(|r| p.still_held(member, r)),
+                    Some(Phase::Reading(_)) | None => false,
+                };
+                if !held {
+                    w.results.taken_back.insert(at);
+                }
             }
+            out.answers.push((t, w.results));
         }
     }
 

@@ -273,6 +273,13 @@ impl SharePartition {
         self.entries.get(&offset).map(|e| (e.state, e.count))
     }
 
+    /// Whether every record of `run` is still Acquired by `member` at the run's delivery count
+    /// (not released, timed out or acquired again since: a count only goes up).
+    pub fn still_held(&self, member: &str, run: &Acquired) -> bool {
+        let held = |e: &InFlight| e.count == run.count && e.lock.as_ref().is_some_and(|l| &*l.member == member);
+        (run.first..=run.last).all(|offset| self.entries.get(&offset).is_some_and(held))
+    }
+
     /// Offsets `member` holds.
     pub fn acquired_by(&self, member: &str) -> usize {
         self.entries.values().filter(|e| e.lock.as_ref().is_some_and(|l| &*l.member == member)).count()

@@ -9,7 +9,10 @@
 //! One invariant: only holders as of the question are released: a member that joined after
 //! the coordinator answered, and acquired before the answer arrived, keeps what it holds.
 //! Never releases on a failed question (the coordinator moved, the link failed): the next
-//! check asks again.
+//! check asks again. Nor on an answer from a node that is no longer the group's coordinator
+//! when it arrives: a coordinator cut off from the cluster, not yet aware it was replaced,
+//! answers from what it has in memory, which may hold changes it could never replicate (its
+//! members' sessions running out while no heartbeat reached it).
 
 use super::{Locate, Out, Phase, Send, Shares, What};
 use crate::constants::share_state_retry_ms;
@@ -20,8 +23,9 @@ use std::collections::BTreeSet;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct MemberCheck {
     next_at: u64,
-    /// The question in flight: its request, and who held records when it was asked.
-    sent: Option<(u64, BTreeSet<String>)>,
+    /// The question in flight: its request, the node asked, and who held records when it was
+    /// asked.
+    sent: Option<(u64, i32, BTreeSet<String>)>,
 }
 
 impl Shares {
@@ -63,7 +67,7 @@ impl Shares {
             };
             let request = self.next_request;
             self.next_request += 1;
-            check.sent = Some((request, holders));
+            check.sent = Some((request, coordinator, holders));
             self.member_requests.insert(request, group.clone());
             out.sends.push(Send { request, coordinator, group, topic_id: [0; 16], partition: -1, what: What::Members });
         }
@@ -76,19 +80,22 @@ impl Shares {
 
     /// The coordinator answered `request` with the members its group has (GROUP_ID_NOT_FOUND:
     /// none, the group is gone), or failed. What the holders asked about and not among them
-    /// hold goes back, written.
+    /// hold goes back, written, if the node that answered is still the group's coordinator.
     pub fn members_answered(&mut self, request: u64, result: Result<BTreeSet<String>, Code>, locate: Locate, now: u64, out: &mut Out) {
         let Some(group) = self.member_requests.remove(&request) else { return };
         let interval = self.members_check_ms;
         let Some(check) = self.member_checks.get_mut(&group) else { return };
-        let asked = match check.sent.take() {
-            Some((r, asked)) if r == request => asked,
+        let (asked_node, asked) = match check.sent.take() {
+            Some((r, node, asked)) if r == request => (node, asked),
             other => {
                 check.sent = other;
                 return;
             }
         };
         check.next_at = now + interval;
+        if locate(&group) != Some(asked_node) {
+            return;
+        }
         let members = match result {
             Ok(members) => members,
             Err(Code::GroupIdNotFound) => BTreeSet::new(),

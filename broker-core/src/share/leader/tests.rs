@@ -343,3 +343,134 @@ fn a_member_asked_about_after_it_acquired_keeps_its_records_and_a_failed_questio
     s.members_answered(second, Ok(BTreeSet::new()), coordinator, 10_004, &mut out);
     assert!(!out.wake && out.sends.is_empty());
 }
+
+/// The one answer `out` gives `ticket`.
+fn answer_of(out: &Out, ticket: u64) -> &Results {
+    match out.answers.as_slice() {
+        [(t, r)] if *t == ticket => r,
+        other => panic!("one answer for {ticket} expected: {other:?}"),
+    }
+}
+
+#[test]
+fn records_gone_back_before_their_write_was_answered_are_not_handed_out() {
+    // Seed 2585 of share-churn: "a" acquired records while a write was stuck at a coordinator
+    // cut off from the cluster; the membership check released them ("a" not in the answer),
+    // "b" acquired them at the next delivery count, and one write answered both fetches: "a"
+    // was told of records "b" held, at a lower count.
+    let mut s = shares();
+    ready(&mut s, None, 0);
+    held_by(&mut s, "a", 0, 0, 0);
+    let stuck = s.ticket();
+    s.acknowledge(&key(), "a", &[(0, 0, vec![AckType::Accept])], stuck, 0).unwrap();
+    let mut out = Out::default();
+    s.flush(coordinator, 0, &mut out);
+    let (stuck_write, _) = write_of(&out);
+    let ta = s.ticket();
+    assert_eq!(s.acquire(&key(), "a", &[(1, 2)], 10, 30_000, ta, 1).runs[0].count, 1);
+    let mut out = Out::default();
+    s.tick(&|_, _| Some(1), coordinator, s.members_check_ms, &mut out);
+    let question = members_question(&out);
+    let mut out = Out::default();
+    s.members_answered(question, Ok(BTreeSet::new()), coordinator, s.members_check_ms, &mut out);
+    assert!(out.wake && out.sends.is_empty(), "the next write waits for the one in flight: {out:?}");
+    let tb = s.ticket();
+    let b = s.acquire(&key(), "b", &[(1, 2)], 10, 30_000, tb, s.members_check_ms);
+    assert_eq!(b.runs[0].count, 2, "handed to b at its second delivery");
+    // The stuck write is answered at last: "a"'s acceptance is taken; the acquisition it waits
+    // for is in the next write, which carries "b"'s too.
+    let mut out = Out::default();
+    s.answered(stuck_write, Ok(None), &|_| None, 6_000, &mut out);
+    s.flush(coordinator, 6_000, &mut out);
+    s.take_answers(&mut out);
+    assert_eq!(answer_of(&out, stuck).written, [(("t".to_string(), 0), Ok(()))].into_iter().collect());
+    let (next, _) = write_of(&out);
+    let mut out = Out::default();
+    s.answered(next, Ok(None), &|_| None, 6_001, &mut out);
+    s.take_answers(&mut out);
+    let results: BTreeMap<u64, Results> = out.answers.into_iter().collect();
+    let at = ("t".to_string(), 0);
+    assert_eq!(results[&ta].written.get(&at), Some(&Ok(())), "written (the release is)");
+    assert!(results[&ta].taken_back.contains(&at), "but not a's any more: not handed out");
+    assert!(results[&tb].taken_back.is_empty(), "b's, handed out: {results:?}");
+}
+
+#[test]
+fn records_whose_lock_ran_out_before_their_write_was_answered_are_not_handed_out() {
+    let mut s = shares();
+    ready(&mut s, None, 0);
+    let ta = s.ticket();
+    s.acquire(&key(), "a", &[(0, 1)], 10, 1_000, ta, 0);
+    let mut out = Out::default();
+    s.flush(coordinator, 0, &mut out);
+    let (slow, _) = write_of(&out);
+    // The write takes longer than the lock: the records go back, and "b" acquires them.
+    let mut out = Out::default();
+    s.tick(&|_, _| Some(1), coordinator, 1_000, &mut out);
+    assert!(out.wake);
+    let tb = s.ticket();
+    assert_eq!(s.acquire(&key(), "b", &[(0, 1)], 10, 1_000, tb, 1_000).runs[0].count, 2);
+    let mut out = Out::default();
+    s.answered(slow, Ok(None), &|_| None, 1_001, &mut out);
+    s.flush(coordinator, 1_001, &mut out);
+    s.take_answers(&mut out);
+    assert!(answer_of(&out, ta).taken_back.contains(&("t".to_string(), 0)), "{out:?}");
+    let (next, _) = write_of(&out);
+    let mut out = Out::default();
+    s.answered(next, Ok(None), &|_| None, 1_002, &mut out);
+    s.take_answers(&mut out);
+    assert!(answer_of(&out, tb).taken_back.is_empty(), "{out:?}");
+}
+
+#[test]
+fn records_gone_back_while_the_requests_other_share_partition_was_written_are_not_handed_out() {
+    let mut s = shares();
+    ready(&mut s, None, 0);
+    let other: PartKey = ("g".into(), "t".into(), 1);
+    let mut out = Out::default();
+    assert!(!s.prepare(&other, [1; 16], 1, coordinator, 0, &mut out));
+    let [Send { request, .. }] = out.sends.as_slice() else { panic!("{out:?}") };
+    s.answered(*request, Ok(None), &|_| Some((0, 0)), 0, &mut out);
+    // One fetch acquires at both; partition 0's records are locked for less (the group's
+    // lock duration changed in between).
+    let t = s.ticket();
+    s.acquire(&key(), "a", &[(0, 0)], 10, 1_000, t, 0);
+    s.acquire(&other, "a", &[(0, 0)], 10, 30_000, t, 0);
+    let mut out = Out::default();
+    s.flush(coordinator, 0, &mut out);
+    let write = |p: i32| out.sends.iter().find(|x| x.partition == p).map(|x| x.request).expect("a write each");
+    let (w0, w1) = (write(0), write(1));
+    let mut out = Out::default();
+    s.answered(w0, Ok(None), &|_| None, 10, &mut out);
+    s.take_answers(&mut out);
+    assert!(out.answers.is_empty(), "partition 1 is not written yet");
+    // Partition 0's lock runs out before partition 1's write is answered.
+    s.tick(&|_, _| Some(1), coordinator, 1_000, &mut out);
+    let mut out = Out::default();
+    s.answered(w1, Ok(None), &|_| None, 1_001, &mut out);
+    s.take_answers(&mut out);
+    let r = answer_of(&out, t);
+    assert_eq!(r.taken_back, [("t".to_string(), 0)].into_iter().collect(), "partition 1's records are still a's: {r:?}");
+}
+
+#[test]
+fn an_answer_from_a_node_no_longer_the_groups_coordinator_releases_nothing() {
+    // Seed 2585 of share-churn: the question went to a coordinator cut off from the cluster;
+    // it arrived after the cut healed, before that node learnt it had been replaced, and was
+    // answered from its memory, where the members' sessions had run out (never replicated).
+    let mut s = shares();
+    ready(&mut s, None, 0);
+    held_by(&mut s, "live", 0, 1, 0);
+    let mut out = Out::default();
+    s.tick(&|_, _| Some(1), coordinator, s.members_check_ms, &mut out);
+    let question = members_question(&out);
+    let moved: Locate = &|_| Some(8);
+    let mut out = Out::default();
+    s.members_answered(question, Ok(BTreeSet::new()), moved, 5_001, &mut out);
+    assert!(!out.wake && out.sends.is_empty(), "{out:?}");
+    assert_eq!(s.partition(&key()).unwrap().acquired_by("live"), 2);
+    // The next check asks the new coordinator.
+    let mut out = Out::default();
+    s.tick(&|_, _| Some(1), moved, 5_001 + s.members_check_ms, &mut out);
+    assert!(matches!(out.sends.as_slice(), [Send { coordinator: 8, what: What::Members, .. }]), "{out:?}");
+}
