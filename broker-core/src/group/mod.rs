@@ -490,4 +490,6 @@ impl Coordinator {
 }
 
 #[cfg(test)]
+mod test_log;
+#[cfg(test)]
 mod tests;

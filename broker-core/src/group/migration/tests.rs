@@ -29,12 +29,7 @@ fn topics() -> BTreeMap<String, ([u8; 16], i32)> {
 impl Node {
     fn new(policy: MigrationPolicy, log: Vec<Loaded>) -> Node {
         let config = GroupConfig { initial_rebalance_delay_ms: 0, consumer_migration_policy: policy, ..GroupConfig::default() };
-        let mut c = Coordinator::new(config);
-        c.topics = topics();
-        let mut work = Work::default();
-        c.set_partitions(1, 0, &mut work);
-        c.take_over(0, leader_epoch, 0);
-        c.load(0, log.clone(), log.len() as i64, true, 0, &mut work);
+        let (c, _) = crate::group::test_log::leading(config, topics(), &log, leader_epoch);
         Node { c, log, now: 0, answered: BTreeMap::new() }
     }
 
@@ -44,12 +39,7 @@ impl Node {
         self.answered.extend(work.answers);
         let mut appended = Vec::new();
         for a in work.appends {
-            let records = crate::client::consumer::decode_records(Bytes::from(a.batch)).expect("our batches decode");
-            let batch: Vec<Loaded> = records.into_iter().map(|(_, k, v)| Loaded::Record { key: k.expect("keyed"), value: v, producer: None }).collect();
-            self.log.extend(batch.iter().cloned());
-            appended.extend(batch);
-            let at = Appended { last_offset: self.log.len() as i64 - 1, leader_epoch, log: None };
-            self.c.appended(a.write, Ok(at), self.now, &mut Work::default());
+            appended.extend(crate::group::test_log::append(&mut self.c, &mut self.log, a, leader_epoch, self.now));
         }
         appended
     }

@@ -7,7 +7,6 @@ use super::super::*;
 use crate::group::share::ShareHeartbeat;
 use crate::group::share_state::{ShareKey, Stored};
 use crate::share::partition::{RecordState, Snapshot, StateBatch};
-use bytes::Bytes;
 
 const leader_epoch: i32 = 3;
 
@@ -23,12 +22,7 @@ fn topics() -> BTreeMap<String, ([u8; 16], i32)> {
 
 impl Node {
     fn new(log: Vec<Loaded>) -> Node {
-        let mut c = Coordinator::new(GroupConfig::default());
-        c.topics = topics();
-        let mut work = Work::default();
-        c.set_partitions(1, 0, &mut work);
-        c.take_over(0, leader_epoch, 0);
-        c.load(0, log.clone(), log.len() as i64, true, 0, &mut work);
+        let (c, work) = crate::group::test_log::leading(GroupConfig::default(), topics(), &log, leader_epoch);
         let mut n = Node { c, log };
         n.append(work);
         n
@@ -36,10 +30,7 @@ impl Node {
 
     fn append(&mut self, work: Work) {
         for a in work.appends {
-            let records = crate::client::consumer::decode_records(Bytes::from(a.batch)).expect("our batches decode");
-            self.log.extend(records.into_iter().map(|(_, k, v)| Loaded::Record { key: k.expect("keyed"), value: v, producer: None }));
-            let at = Appended { last_offset: self.log.len() as i64 - 1, leader_epoch, log: None };
-            self.c.appended(a.write, Ok(at), 0, &mut Work::default());
+            crate::group::test_log::append(&mut self.c, &mut self.log, a, leader_epoch, 0);
         }
     }
 
