@@ -94,9 +94,11 @@ pub fn apply_metadata(node: &Node, now: u64) {
     let _ = node.input(crate::node::Input::Metadata(run), now);
 }
 
-/// Runs the syncs, swaps and truncations among `actions` ([`crate::broker::Action::Sync`],
+/// Runs the syncs, cleaning steps, swaps and truncations among `actions`
+/// ([`crate::broker::Action::Sync`], [`crate::broker::Action::Clean`],
 /// [`crate::broker::Action::Swap`], [`crate::broker::Action::Truncate`]) at once, as the shell
-/// does off the node's lock, and reports each back; returns the other actions and the reports'.
+/// does off the node's lock, and reports each back; returns the other actions and the reports'
+/// (a cleaning step's report's own jobs, its swap, run too).
 /// For tests that drive the broker directly.
 pub fn run_syncs(b: &mut Broker, actions: Vec<crate::broker::Action>, now: u64) -> Vec<crate::broker::Action> {
     let mut rest = Vec::new();
@@ -105,6 +107,10 @@ pub fn run_syncs(b: &mut Broker, actions: Vec<crate::broker::Action>, now: u64) 
             crate::broker::Action::Sync { topic, partition, job } => {
                 let result = job.run();
                 rest.extend(b.synced(&topic, partition, job.stamp, result, now));
+            }
+            crate::broker::Action::Clean { topic, partition, job } => {
+                let reported = b.cleaned(&topic, partition, job.run(), now);
+                rest.extend(run_syncs(b, reported, now));
             }
             crate::broker::Action::Swap { topic, partition, job } => rest.extend(b.swapped(&topic, partition, job.run(), now)),
             crate::broker::Action::Truncate { topic, partition, job } => rest.extend(b.truncated(&topic, partition, job.run(), now)),

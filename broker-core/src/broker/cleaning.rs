@@ -1,7 +1,9 @@
 //! The log cleaner's turns (Kafka's `LogCleaner`, one cleaner here): which partition a pass
 //! cleans, and the pace of its steps. A pass runs a step at a time ([`Log::clean_step`], about
 //! [`cleaner_step_bytes`] each), so the broker answers requests between steps; the steps are
-//! paced to `log.cleaner.io.max.bytes.per.second` (Kafka's `Throttler`). With nothing due the
+//! paced to `log.cleaner.io.max.bytes.per.second` (Kafka's `Throttler`). Each step's reads and
+//! writes are a job the shell runs off the node's lock ([`Action::Clean`], reported with
+//! [`Broker::cleaned`]): the turn itself reads no batch. With nothing due the
 //! cleaner looks again after `log.cleaner.backoff.ms`; after a pass it looks at once, as
 //! Kafka's does.
 //!
@@ -70,48 +72,69 @@ impl Broker {
         if now < self.cleaner.next_ms {
             return out;
         }
-        let backoff = now + self.config.cleaner_backoff_ms;
         let in_flight = self.cleaner.in_flight.take().filter(|k| self.partitions.get(&k.0, k.1).is_some_and(|p| p.log.cleaning()));
         let starts = in_flight.is_none();
         let Some(key) = in_flight.or_else(|| self.next_due(now)) else {
-            self.cleaner.next_ms = backoff;
+            self.cleaner.next_ms = now + self.config.cleaner_backoff_ms;
             return out;
         };
         let keep = self.config.rules().cleaner_keeps();
-        let (topic, partition) = key.clone();
         let part = self.partitions.get_mut(&key.0, key.1).expect("listed");
         let upper = part.cleanable_end();
-        self.cleaner.next_ms = match part.log.clean_step(now, upper, cleaner_key_map_bytes, cleaner_step_bytes, keep) {
+        let result = part.log.clean_step(now, upper, cleaner_key_map_bytes, cleaner_step_bytes, keep);
+        self.step_done(key, starts, result, now, &mut out);
+        out
+    }
+
+    /// A cleaning step of `name`-`p`'s log ([`Action::Clean`]) came back: the pass goes on or
+    /// ends as after a step taken in the turn, and the cleaner's next turn is paced by it.
+    pub fn cleaned(&mut self, name: &str, p: i32, done: crate::log::Cleaned, now: u64) -> Vec<Action> {
+        let mut out = Vec::new();
+        if crate::log::CleanJob::fenced(&done) {
+            out.push(Action::Log(Level::Info, format!("{name}-{p}: a cleaning step ran after its log was let go (reopened or deleted) and did nothing")));
+        }
+        let Some(part) = self.partitions.get_mut(name, p) else { return out };
+        let result = part.log.cleaned(done, now);
+        self.step_done((name.to_string(), p), false, result, now, &mut out);
+        self.note_log(name, p);
+        out
+    }
+
+    /// After a step of `key`'s log (taken in the turn, or a job's report): what to log, when
+    /// the next turn is, and the jobs the log owes — the step itself, off the node's lock
+    /// (issue 32), or a whole group's swap (`log::swap`), whose report the next turn waits for.
+    fn step_done(&mut self, key: (String, i32), starts: bool, result: Result<CleanStep, crate::log::LogError>, now: u64, out: &mut Vec<Action>) {
+        let backoff = now + self.config.cleaner_backoff_ms;
+        let Some(part) = self.partitions.get_mut(&key.0, key.1) else { return };
+        self.cleaner.next_ms = match result {
             Ok(CleanStep::Idle) => backoff,
             Ok(CleanStep::Working { bytes }) => {
                 if starts && part.log.cleaning_phase().is_some() {
                     out.push(Action::Log(Level::Info, format!("{}-{}: cleaning from offset {}", key.0, key.1, part.log.cleaned_to())));
                 }
-                self.cleaner.in_flight = Some(key);
+                self.cleaner.in_flight = Some(key.clone());
                 self.cleaner.throttle.after(now, bytes)
             }
             Ok(CleanStep::Done { bytes, stats }) => {
                 if let Some(s) = stats {
                     out.push(Action::Log(Level::Info, format!("{}-{}: cleaned [{}, {}): {} keys, {} segments rewritten, {} -> {} bytes", key.0, key.1, s.from, s.to, s.keys, s.segments_rewritten, s.bytes_before, s.bytes_after)));
                 }
-                self.cleaner.last = Some(key);
+                self.cleaner.last = Some(key.clone());
                 self.cleaner.throttle.after(now, bytes)
             }
             Err(e) => {
                 out.push(Action::Log(Level::Error, format!("{}-{}: cleaning failed: {e}", key.0, key.1)));
-                self.cleaner.last = Some(key);
+                self.cleaner.last = Some(key.clone());
                 backoff
             }
         };
-        // The cleaned file's periodic sync, off the node's lock like a flush (issue 32).
-        if let Some(job) = part.log.take_cleaner_sync() {
-            out.push(Action::Sync { topic: topic.clone(), partition, job });
+        let (topic, partition) = key;
+        if let Some(job) = part.log.take_clean() {
+            out.push(Action::Clean { topic: topic.clone(), partition, job });
         }
-        // And a whole group's swap (`log::swap`): the next turn waits for its report.
         if let Some(job) = part.log.take_swap() {
             out.push(Action::Swap { topic, partition, job });
         }
-        out
     }
 
     /// The first partition after the last one cleaned whose log is due a pass.

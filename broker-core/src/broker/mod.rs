@@ -102,6 +102,9 @@ pub enum Action {
     /// The files of segments retention or DeleteRecords deleted (their names are gone): the
     /// shell closes them off the node's lock, since the last close frees their blocks.
     Release(crate::log::Released),
+    /// A cleaning step (its reads, judgements and writes of the `.cleaned` file): the shell
+    /// runs it off the node's lock and reports with `node::Input::Cleaned` (`log::pass::job`).
+    Clean { topic: String, partition: i32, job: crate::log::CleanJob },
     /// A cleaned group's swap (its syncs, renames and directory syncs): the shell runs it off
     /// the node's lock and reports with `node::Input::Swapped` (`log::swap`).
     Swap { topic: String, partition: i32, job: crate::log::SwapJob },

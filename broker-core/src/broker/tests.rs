@@ -226,6 +226,29 @@ fn a_topic_deleted_and_recreated_keeps_its_new_records_across_a_restart() {
     assert_eq!(node.broker().fetch("t", 0, 0, 1 << 20, true, consumer, 0, &mut Vec::new()).unwrap().high_watermark, 3, "the new topic's records survive the replay");
 }
 
+/// A topic of one partition with `cleanup.policy=compact`, small segments, and a pass due at
+/// any dirty share.
+fn create_compacted(node: &crate::node::Node, name: &str) {
+    let configs = [("cleanup.policy", "compact"), ("segment.bytes", "1024"), ("min.cleanable.dirty.ratio", "0.01")];
+    create(node, name, 1, configs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()).unwrap();
+}
+
+/// Each key's latest value in partition 0 of `name` below `end`, fetch after fetch from offset
+/// 0 as a consumer reads, moving past each answer's last batch.
+fn latest_by_fetch(b: &mut Broker, name: &str, end: i64, now: u64) -> BTreeMap<String, String> {
+    let (mut latest, mut offset) = (BTreeMap::new(), 0);
+    while offset < end {
+        let f = b.fetch(name, 0, offset, 1 << 20, true, consumer, now, &mut Vec::new()).unwrap();
+        for h in crate::log::batch::whole_batches(&f.records.to_bytes().unwrap()).unwrap() {
+            offset = h.next_offset();
+        }
+        for (_, k, v) in crate::client::consumer::decode_records(f.records.to_bytes().unwrap()).unwrap() {
+            latest.insert(String::from_utf8(k.unwrap().to_vec()).unwrap(), String::from_utf8(v.unwrap().to_vec()).unwrap());
+        }
+    }
+    latest
+}
+
 /// A compacted topic: keyless records refused (INVALID_RECORD), and the cleaner, on the
 /// broker's turns, leaves the latest value of each key readable at its offset through a fetch.
 #[test]
@@ -233,8 +256,7 @@ fn a_compacted_topic_is_cleaned_on_the_timer_and_refuses_keyless_records() {
     use crate::log::batch::build_keyed;
     let tmp = tempfile::tempdir().unwrap();
     let node = one_node(config(tmp.path()));
-    let configs = [("cleanup.policy", "compact"), ("segment.bytes", "1024"), ("min.cleanable.dirty.ratio", "0.01")];
-    create(&node, "c", 1, configs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()).unwrap();
+    create_compacted(&node, "c");
     let mut b = node.broker();
     let keyless = b.produce("c", 0, &build(&[b"no key"], 1000), 1, 0, &mut Vec::new()).unwrap_err();
     assert_eq!(keyless.kafka_error(true), Code::InvalidRecord, "{keyless}");
@@ -258,22 +280,57 @@ fn a_compacted_topic_is_cleaned_on_the_timer_and_refuses_keyless_records() {
     assert!(lines.iter().filter_map(Action::line).any(|l| l.contains("c-0: cleaned")), "{lines:?}");
     let after = b.partitions()[("c", 0)].log.size_bytes();
     assert!(after * 3 < before, "{after} of {before} bytes left");
-    // Fetch after fetch from offset 0, as a consumer reads, moving past each answer's last batch.
-    let (mut latest, mut offset) = (BTreeMap::new(), 0);
-    while offset < 200 {
-        let f = b.fetch("c", 0, offset, 1 << 20, true, consumer, 0, &mut Vec::new()).unwrap();
-        for h in crate::log::batch::whole_batches(&f.records.to_bytes().unwrap()).unwrap() {
-            offset = h.next_offset();
-        }
-        for (_, k, v) in crate::client::consumer::decode_records(f.records.to_bytes().unwrap()).unwrap() {
-            latest.insert(String::from_utf8(k.unwrap().to_vec()).unwrap(), String::from_utf8(v.unwrap().to_vec()).unwrap());
-        }
-    }
+    let latest = latest_by_fetch(&mut b, "c", 200, 0);
     let active_start = b.partitions()[("c", 0)].log.segment_bases().last().copied().unwrap();
     for k in 0..5 {
         // The last write of each key was 195+k; older ones survive only in the active segment.
         assert_eq!(latest[&format!("k{k}")], format!("v{}", 195 + k), "active segment starts at {active_start}");
     }
+}
+
+/// Issue 32: a cleaning step is a job the shell runs off the node's lock (`Action::Clean`).
+/// While one is held the next turn hands out no other, and produce and fetch go on, on the
+/// partition being cleaned and on another; its report goes on with the pass, which ends as
+/// the turns' passes do.
+#[test]
+fn a_held_cleaning_step_holds_back_no_produce_or_fetch() {
+    use crate::log::batch::build_keyed;
+    let tmp = tempfile::tempdir().unwrap();
+    let node = one_node(config(tmp.path()));
+    create_compacted(&node, "c");
+    create(&node, "t", 1, BTreeMap::new()).unwrap();
+    let mut b = node.broker();
+    for i in 0..200 {
+        let (k, v) = (format!("k{}", i % 5), format!("v{i}"));
+        b.produce("c", 0, &build_keyed(&[(Some(k.as_bytes()), Some(v.as_bytes()))], 1000), 1, 0, &mut Vec::new()).unwrap();
+    }
+    let now = 1_000_000;
+    let turn = b.clean_step(now);
+    let job = turn.iter().find_map(|a| if let Action::Clean { topic, job, .. } = a { Some((topic.clone(), job.clone())) } else { None });
+    let (topic, job) = job.expect("the turn hands its step out as a job");
+    assert_eq!(topic, "c");
+    let due = b.cleaner_due().max(now);
+    let again = b.clean_step(due);
+    assert!(!again.iter().any(|a| matches!(a, Action::Clean { .. } | Action::Swap { .. })), "one step in flight: {again:?}");
+    assert_eq!(b.produce("t", 0, &build(&[b"other"], 1000), 1, now, &mut Vec::new()).unwrap().base_offset, 0);
+    assert_eq!(b.produce("c", 0, &build_keyed(&[(Some(b"k0"), Some(b"late"))], 1000), 1, now, &mut Vec::new()).unwrap().base_offset, 200);
+    assert_eq!(b.fetch("t", 0, 0, 1 << 20, true, consumer, now, &mut Vec::new()).unwrap().high_watermark, 1);
+    assert_eq!(b.fetch("c", 0, 0, 1 << 20, true, consumer, now, &mut Vec::new()).unwrap().high_watermark, 201);
+    let reported = b.cleaned("c", 0, job.run(), now);
+    let mut lines = crate::testing::run_syncs(&mut b, reported, now);
+    let mut now = now;
+    for _ in 0..1000 {
+        if lines.iter().filter_map(Action::line).any(|l| l.contains("c-0: cleaned")) {
+            break;
+        }
+        now = b.cleaner_due().max(now);
+        let step = b.clean_step(now);
+        lines.extend(crate::testing::run_syncs(&mut b, step, now));
+    }
+    assert!(lines.iter().filter_map(Action::line).any(|l| l.contains("c-0: cleaned")), "{lines:?}");
+    let latest = latest_by_fetch(&mut b, "c", 201, now);
+    assert_eq!(latest["k0"], "late", "the record produced while the step was held stays");
+    assert_eq!(latest["k4"], "v199");
 }
 
 #[test]

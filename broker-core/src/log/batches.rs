@@ -9,20 +9,37 @@
 
 use super::producer_snapshot::SnapshotEntry;
 use super::region::SegmentLog;
-use super::segment::walk_headers;
+use super::index::OffsetEntry;
+use super::segment::{walk_headers, Reader, Segment};
 use super::{batch, io_err, BatchHeader, Log, LogError};
 use crate::storage::{read_exact_at, Disk};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// One segment, as a reader needs it.
-struct Held {
-    base: i64,
+/// One segment, as a reader without the log needs it: a replay here, a cleaning step's view
+/// (`log::pass::step`).
+pub(super) struct Held {
+    pub(super) base: i64,
     /// The offset after its last batch (the next segment's base, or the log end).
-    next: i64,
-    size: u64,
-    file: Arc<SegmentLog>,
-    path: Arc<Path>,
+    pub(super) next: i64,
+    pub(super) size: u64,
+    pub(super) file: Arc<SegmentLog>,
+    pub(super) path: Arc<Path>,
+    /// Its offset index, shared with the segment.
+    index: Arc<Vec<OffsetEntry>>,
+}
+
+impl Held {
+    /// `seg` as it stands, whose batches end at `next`.
+    pub(super) fn new(seg: &Segment, next: i64) -> Held {
+        let (file, path) = seg.sync_handle();
+        Held { base: seg.base_offset, next, size: seg.size(), file, path, index: seg.index_shared() }
+    }
+
+    /// Its lookups by offset, as the segment's own.
+    pub(super) fn reader(&self) -> Reader<'_> {
+        Reader::new(self.base, self.size, &self.file, &self.path, &self.index)
+    }
 }
 
 /// See the module header.
@@ -44,10 +61,7 @@ impl Log {
             .segments
             .iter()
             .enumerate()
-            .map(|(i, seg)| {
-                let (file, path) = seg.sync_handle();
-                Held { base: seg.base_offset, next: self.segments.get(i + 1).map_or(end, |n| n.base_offset), size: seg.size(), file, path }
-            })
+            .map(|(i, seg)| Held::new(seg, self.segments.get(i + 1).map_or(end, |n| n.base_offset)))
             .collect();
         let snapshots = self.usable_snapshots(self.aborted_replay_bound());
         Batches { disk: self.disk.clone(), dir: self.dir.clone(), segments, snapshots }

@@ -61,9 +61,10 @@ pub(super) struct Deferred {
     pub(super) cuts: u64,
     /// Times a segment file was created or removed.
     pub(super) dir_changes: u64,
-    /// The cleaner's `.cleaned` file grew by `cleaner_sync_bytes` since its last sync: a sync
-    /// owed to the owner as a job ([`Log::take_cleaner_sync`]), not done inside the step.
-    pub(super) cleaned: Option<SyncJob>,
+    /// A cleaning step handed to the owner as a job, until its report (`log::pass::job`).
+    pub(super) cleaning: Option<super::pass::InFlight>,
+    /// Cleaning steps handed out so far: each job's stamp.
+    pub(super) clean_steps: u64,
     /// Appends are staged for the owner's jobs to write (the write-behind).
     pub(super) behind: bool,
     /// Everything below it is written (reports confirmed it), with `behind` on.
@@ -80,7 +81,7 @@ pub(super) struct Deferred {
 
 impl Deferred {
     pub(super) fn new() -> Deferred {
-        Deferred { on: false, due: false, policy_end: 0, serial: serial_next.fetch_add(1, Ordering::Relaxed), cuts: 0, dir_changes: 0, cleaned: None, behind: false, written_end: 0, write_asked: 0, writes_in_flight: 0, cutting: None, fence: Default::default() }
+        Deferred { on: false, due: false, policy_end: 0, serial: serial_next.fetch_add(1, Ordering::Relaxed), cuts: 0, dir_changes: 0, cleaning: None, clean_steps: 0, behind: false, written_end: 0, write_asked: 0, writes_in_flight: 0, cutting: None, fence: Default::default() }
     }
 
     /// Everything below `end` is written (a flush wrote what was staged before it synced).
@@ -312,22 +313,6 @@ impl Log {
     /// (deferral on; otherwise deletions close them at once).
     pub fn take_released(&mut self) -> Option<super::Released> {
         (!self.released.is_empty()).then(|| super::Released::new(std::mem::take(&mut self.released)))
-    }
-
-    /// The sync the cleaner's output owes, if a step left one (deferral on; see
-    /// [`Log::cleaner_job`]).
-    pub fn take_cleaner_sync(&mut self) -> Option<SyncJob> {
-        self.deferred.cleaned.take()
-    }
-
-    /// A job over the cleaner's `.cleaned` file alone that vouches for nothing in the log (its
-    /// end is below any recovery point), since it only keeps the swap's final sync short —
-    /// that one, before the rename that commits the swap, stays inside its step. A failure
-    /// takes the log offline, as any failed sync does.
-    pub(super) fn cleaner_job(&self, file: (Arc<SegmentLog>, Arc<std::path::Path>)) -> SyncJob {
-        let d = &self.deferred;
-        let stamp = SyncStamp { serial: d.serial, upto: -1, cuts: d.cuts, dir_changes: d.dir_changes, owed: 0, writes: false, syncs: true };
-        SyncJob { writes: Vec::new(), files: vec![file], dir: None, owed: Vec::new(), disk: self.disk.clone(), fence: d.fence.clone(), stamp }
     }
 
     /// A job of this log came back. Ok: the recovery point moves up to its end unless the log

@@ -77,7 +77,9 @@ pub struct IndexFile<E: Entry> {
     /// Shared with a truncation's job, which cuts and syncs the file off the owner's lock
     /// (`log::cut`).
     file: Arc<dyn DiskFile>,
-    entries: Vec<E>,
+    /// Shared with a cleaning step's job, which looks batches up in a closed segment off the
+    /// owner's lock (`log::clean_job`); a change while one holds them copies them first.
+    entries: Arc<Vec<E>>,
     /// How many of `entries` are in the file; the rest wait for the next group write.
     written: usize,
 }
@@ -86,7 +88,7 @@ impl<E: Entry> IndexFile<E> {
     /// An index with no entries over `file`, which is truncated to empty.
     pub fn empty(file: Box<dyn DiskFile>) -> io::Result<Self> {
         file.truncate(0)?;
-        Ok(IndexFile { file: Arc::from(file), entries: Vec::new(), written: 0 })
+        Ok(IndexFile { file: Arc::from(file), entries: Arc::new(Vec::new()), written: 0 })
     }
 
     /// Reads the entries of `file`. `Ok(Err(..))` means the file is not a valid index (longer
@@ -109,11 +111,16 @@ impl<E: Entry> IndexFile<E> {
             return Ok(Err((file, why)));
         }
         let written = entries.len();
-        Ok(Ok(IndexFile { file: Arc::from(file), entries, written }))
+        Ok(Ok(IndexFile { file: Arc::from(file), entries: Arc::new(entries), written }))
     }
 
     pub fn entries(&self) -> &[E] {
         &self.entries
+    }
+
+    /// The entries, shared rather than copied (see the field).
+    pub fn shared(&self) -> Arc<Vec<E>> {
+        self.entries.clone()
     }
 
     pub fn last(&self) -> Option<E> {
@@ -124,7 +131,7 @@ impl<E: Entry> IndexFile<E> {
     /// pending group to the file when it is full.
     pub fn push(&mut self, e: E) -> io::Result<()> {
         debug_assert!(self.last().is_none_or(|l| l.key() < e.key()), "index keys must increase");
-        self.entries.push(e);
+        Arc::make_mut(&mut self.entries).push(e);
         if self.entries.len() - self.written >= index_write_entries {
             self.write_out()?;
         }
@@ -165,7 +172,9 @@ impl<E: Entry> IndexFile<E> {
     /// anything is written past that length again (a truncation's job, `log::cut`).
     pub fn cut_entries(&mut self, keep: impl Fn(&E) -> bool) -> Option<u64> {
         let n = self.entries.partition_point(|e| keep(e));
-        self.entries.truncate(n);
+        if n < self.entries.len() {
+            Arc::make_mut(&mut self.entries).truncate(n);
+        }
         if n >= self.written {
             return None;
         }

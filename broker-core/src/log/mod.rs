@@ -52,6 +52,7 @@ pub use config::{CleanupPolicy, FlushPolicy, LogConfig};
 pub use epochs::{EpochCache, EpochEntry};
 pub use cleaner::CleanStats;
 pub use pass::Step as CleanStep;
+pub use pass::{CleanJob, CleanStamp, Cleaned};
 pub use durability::StagedCheckpoint;
 pub use retired::Released;
 pub use deferred::{SyncJob, SyncStamp};

@@ -2,7 +2,7 @@
 //! (ListOffsets), and the index cross-check tests use. Reads never change the log.
 
 use super::batch::{self, BatchError, BatchHeader};
-use super::segment::Segment;
+use super::segment::{Reader, Segment};
 use super::region::{FileRegion, Records};
 use super::{Log, LogError, ReadResult};
 use bytes::Bytes;
@@ -32,27 +32,7 @@ impl Log {
             return Err(LogError::OffsetOutOfRange { requested: offset, start, end });
         }
         let first = self.segments.partition_point(|s| s.base_offset <= offset).saturating_sub(1);
-        let (mut found, mut len) = (None, 0usize);
-        for seg in &self.segments[first..] {
-            if seg.base_offset >= upper {
-                break;
-            }
-            let from = if found.is_none() { offset } else { seg.base_offset };
-            let Some((at, n)) = seg.read_into(from, max_bytes - len, upper, trusted.clone(), buf, len)? else { continue };
-            match found {
-                None => (found, len) = (Some(at), n),
-                // Only while nothing fit: the next segment's first batch must fit what is left.
-                Some(_) if len + n <= max_bytes => len += n,
-                Some(_) => break,
-            }
-            // One segment's batches make an answer, as in Kafka, unless every one of them is an
-            // empty compacted batch: an answer with no record in it reads to librdkafka as a
-            // record too large to fetch, so the read goes on to the next segment's.
-            if holds_a_record(&buf[..len]) || len >= max_bytes {
-                break;
-            }
-        }
-        Ok((found.unwrap_or(offset), len))
+        read_across(self.segments[first..].iter().map(Segment::reader), offset, max_bytes, upper, trusted, buf)
     }
 
     /// [`Log::read`] as regions of the segment files (zero-copy fetch, see `log::region`): the
@@ -163,6 +143,32 @@ impl Log {
         }
         Ok(())
     }
+}
+
+/// [`Log::read_into`] over `segments`, from the one holding `offset` on: the log's own, or a
+/// cleaning job's view of them (`log::clean_job`).
+pub(super) fn read_across<'a>(segments: impl Iterator<Item = Reader<'a>>, offset: i64, max_bytes: usize, upper: i64, trusted: std::ops::Range<i64>, buf: &mut Vec<u8>) -> Result<(i64, usize), LogError> {
+    let (mut found, mut len) = (None, 0usize);
+    for seg in segments {
+        if seg.base_offset >= upper {
+            break;
+        }
+        let from = if found.is_none() { offset } else { seg.base_offset };
+        let Some((at, n)) = seg.read_into(from, max_bytes - len, upper, trusted.clone(), buf, len)? else { continue };
+        match found {
+            None => (found, len) = (Some(at), n),
+            // Only while nothing fit: the next segment's first batch must fit what is left.
+            Some(_) if len + n <= max_bytes => len += n,
+            Some(_) => break,
+        }
+        // One segment's batches make an answer, as in Kafka, unless every one of them is an
+        // empty compacted batch: an answer with no record in it reads to librdkafka as a
+        // record too large to fetch, so the read goes on to the next segment's.
+        if holds_a_record(&buf[..len]) || len >= max_bytes {
+            break;
+        }
+    }
+    Ok((found.unwrap_or(offset), len))
 }
 
 /// Whole batches back to back, each with its header (the bytes shared, not copied).

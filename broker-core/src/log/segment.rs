@@ -16,9 +16,9 @@ use super::index::{IndexFile, OffsetEntry, TimeEntry};
 use super::segment_files::{load_index, offset_index_checks_out, paths, ChunkReader};
 pub use super::segment_files::delete_files;
 pub(super) use cut::FileCut;
-pub(super) use lookup::walk_headers;
+pub(super) use lookup::{walk_headers, Reader};
 use super::{io_err, LogError};
-use crate::constants::{batch_header_bytes, batch_log_overhead_bytes};
+use crate::constants::batch_log_overhead_bytes;
 use super::region::SegmentLog;
 use crate::storage::{read_exact_at, Disk, DiskFile};
 use std::path::{Path, PathBuf};
@@ -399,50 +399,6 @@ impl Segment {
         }
     }
 
-    /// The header of the batch at `pos`, checked against the segment: a plausible length that
-    /// fits before `limit`, non-negative offset delta without overflow, and (when given) the
-    /// base offset the walk expects. Anything else is [`LogError::Corrupt`].
-    fn header_at(&self, pos: u64, expected: Option<i64>, limit: u64) -> Result<BatchHeader, LogError> {
-        let mut header = [0u8; batch_header_bytes];
-        if pos + batch_header_bytes as u64 > limit {
-            return Err(self.corrupt(pos, "batch header runs past the end of the segment".into()));
-        }
-        read_exact_at(self.log.as_ref(), &mut header, pos).map_err(io_err("read", &self.log_path))?;
-        let h = batch::read_header(&header).map_err(|e| self.corrupt(pos, e.to_string()))?;
-        let len_ok = batch::declared_size(&header).is_some_and(|s| pos + s as u64 <= limit);
-        if !len_ok {
-            return Err(self.corrupt(pos, format!("batch length {} does not fit the segment", h.size)));
-        }
-        if h.last_offset_delta < 0 || h.base_offset.checked_add(h.last_offset_delta as i64 + 1).is_none() {
-            return Err(self.corrupt(pos, format!("batch offset delta {} is impossible", h.last_offset_delta)));
-        }
-        if let Some(e) = expected.filter(|&e| e != h.base_offset) {
-            return Err(self.corrupt(pos, format!("batch base offset {} where {e} was expected", h.base_offset)));
-        }
-        Ok(h)
-    }
-
-    /// Byte position of the batch containing `offset` (or the first batch after it), scanning
-    /// headers forward from the nearest index entry and checking that offsets run densely.
-    /// `None` if no batch ends at or after it.
-    pub(super) fn position_of(&self, offset: i64) -> Result<Option<(u64, BatchHeader)>, LogError> {
-        let rel = (offset.saturating_sub(self.base_offset)).clamp(0, u32::MAX as i64);
-        let (mut pos, mut expected) = self
-            .idx
-            .index
-            .floor(rel)
-            .map_or((0, self.base_offset), |e| (e.position as u64, self.base_offset + e.relative_offset as i64));
-        while pos < self.size {
-            let h = self.header_at(pos, Some(expected), self.size)?;
-            if h.last_offset() >= offset {
-                return Ok(Some((pos, h)));
-            }
-            expected = h.next_offset();
-            pos += h.size as u64;
-        }
-        Ok(None)
-    }
-
     fn corrupt(&self, position: u64, reason: String) -> LogError {
         LogError::Corrupt { file: self.log_path.to_path_buf(), position, reason }
     }
@@ -461,6 +417,11 @@ impl Segment {
     /// needs them durable — which keeps a per-batch flush at one fdatasync.
     pub fn sync(&self) -> Result<(), LogError> {
         self.log.sync().map_err(io_err("fdatasync", &self.log_path))
+    }
+
+    /// The offset index's entries, shared with a cleaning step's job (`log::pass::step`).
+    pub(super) fn index_shared(&self) -> Arc<Vec<OffsetEntry>> {
+        self.idx.index.shared()
     }
 
     /// The `.log` file and its path, for a sync run outside the log (`log::deferred`).

@@ -13,6 +13,7 @@ mod cut;
 mod snapshots;
 mod swap;
 mod fence;
+mod clean_job;
 
 use super::batch::{build, validate};
 use super::*;
@@ -30,6 +31,16 @@ fn truncate_deferred(log: &mut Log, offset: i64) {
     let job = log.take_cut().expect("a truncation's job");
     let done = job.run().map(drop);
     assert!(log.cut_done(job.stamp, done), "the report is the log's");
+}
+
+/// One cleaner step of a log whose owner takes jobs, the step's job (if it handed one out)
+/// run and reported at once, as the broker's shell does; a swap it owes is the caller's.
+fn clean_step_now(log: &mut Log, now: u64, upper: i64, budget: usize) -> CleanStep {
+    let step = log.clean_step(now, upper, cleaning::map_bytes, budget, clean::Keep::Latest).unwrap();
+    match log.take_clean() {
+        Some(job) => log.cleaned(job.run(), now).unwrap(),
+        None => step,
+    }
 }
 
 /// The real disk, watched: counts the bytes read, and fails the next sync (of a file or of

@@ -23,6 +23,8 @@ pub enum Input {
     Clean,
     /// A sync the node asked for ([`Action::Sync`]) ran, with `result`.
     Synced { topic: String, partition: i32, stamp: SyncStamp, result: Result<(), LogError> },
+    /// A cleaning step the node asked for ([`Action::Clean`]) ran.
+    Cleaned { topic: String, partition: i32, done: crate::log::Cleaned },
     /// A cleaning swap the node asked for ([`Action::Swap`]) ran.
     Swapped { topic: String, partition: i32, done: Swapped },
     /// A truncation's job the node asked for ([`Action::Truncate`]) ran.
@@ -97,6 +99,7 @@ impl Node {
             }
             Input::Clean => broker.clean_step(now),
             Input::Synced { topic, partition, stamp, result } => broker.synced(&topic, partition, stamp, result, now),
+            Input::Cleaned { topic, partition, done } => broker.cleaned(&topic, partition, done, now),
             Input::Swapped { topic, partition, done } => broker.swapped(&topic, partition, done, now),
             Input::Truncated { topic, partition, done } => broker.truncated(&topic, partition, done, now),
             Input::CheckpointSynced { staged, result } => broker.checkpoint_commit(staged, result),

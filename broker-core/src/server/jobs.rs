@@ -1,9 +1,9 @@
 //! The shell's side of the IO a decision leaves to it (issue 32's `io_done` contract): each
-//! write and sync job, cleaning swap, truncation (with its producer-state rebuild) and
-//! checkpoint sync runs off the node's disk gate — on the blocking pool in the real build (a
-//! small write on the shell's own task), at once and then sleeping the latency the simulated
-//! disk owes in the simulated one — and is reported back in a decision of its own
-//! (`node::Input::Synced`, `Swapped`, `Truncated`, `CheckpointSynced`).
+//! write and sync job, cleaning step, cleaning swap, truncation (with its producer-state
+//! rebuild) and checkpoint sync runs off the node's disk gate — on the blocking pool in the
+//! real build (a small write on the shell's own task), at once and then sleeping the latency
+//! the simulated disk owes in the simulated one — and is reported back in a decision of its
+//! own (`node::Input::Synced`, `Cleaned`, `Swapped`, `Truncated`, `CheckpointSynced`).
 
 use super::{now_ms, Broker, Input, Shared};
 #[cfg(madsim)]
@@ -12,6 +12,7 @@ use std::time::Duration;
 /// IO a decision left to the shell, run off the node's gate and reported back in a decision.
 pub(super) enum Job {
     Sync(crate::log::SyncJob),
+    Clean(crate::log::CleanJob),
     Swap(crate::log::SwapJob),
     Truncate(crate::broker::TruncateJob),
 }
@@ -25,6 +26,7 @@ impl Shared {
         while let Some((topic, partition, job)) = jobs.pop_front() {
             let input = match job {
                 Job::Sync(job) => Input::Synced { topic, partition, stamp: job.stamp, result: self.run_sync(&job).await },
+                Job::Clean(job) => Input::Cleaned { topic, partition, done: self.run_clean(job).await },
                 Job::Swap(job) => Input::Swapped { topic, partition, done: self.run_swap(job).await },
                 Job::Truncate(job) => Input::Truncated { topic, partition, done: self.run_truncation(job).await },
             };
@@ -105,6 +107,13 @@ impl Shared {
     async fn run_truncation(&self, job: crate::broker::TruncateJob) -> crate::broker::Truncated {
         let task = job.clone();
         self.off_gate("truncation", crate::buggify::Site::SlowSync, move || task.run(), |why| job.lost(why)).await
+    }
+
+    /// Runs a cleaning step (its reads and the `.cleaned` file's writes) without the disk
+    /// gate, as [`Shared::run_sync`] runs a sync job.
+    async fn run_clean(&self, job: crate::log::CleanJob) -> crate::log::Cleaned {
+        let task = job.clone();
+        self.off_gate("cleaning step", crate::buggify::Site::SlowSwap, move || task.run(), |why| job.lost(why)).await
     }
 
     /// Runs a cleaning swap without the disk gate, as [`Shared::run_sync`] runs a sync job.

@@ -285,6 +285,7 @@ impl Shared {
                 }
                 Action::Leading { .. } => {} // logged as a line too
                 Action::Sync { topic, partition, job } => syncs.push((topic, partition, Job::Sync(job))),
+                Action::Clean { topic, partition, job } => syncs.push((topic, partition, Job::Clean(job))),
                 Action::Swap { topic, partition, job } => syncs.push((topic, partition, Job::Swap(job))),
                 Action::Truncate { topic, partition, job } => syncs.push((topic, partition, Job::Truncate(job))),
                 Action::Release(files) => close_off_gate(files),
@@ -297,9 +298,9 @@ impl Shared {
     /// Runs one decision that may do disk IO with the node's disk to itself, and lets the next
     /// decision in only once its IO is done: on a real disk the IO happens inside `decide`; on
     /// the simulated disk the latency it owes is slept before the gate opens. A partition's
-    /// writes, fsyncs and truncations are not decision IO: they come out as [`Action::Sync`]
-    /// and [`Action::Truncate`] and run off the gate ([`Shared::perform`]); what is left here
-    /// (the cleaner's reads, unlinks, the metadata log) delays the node's other decisions
+    /// writes, fsyncs and truncations and the cleaner's steps are not decision IO: they come
+    /// out as [`Action::Sync`], [`Action::Truncate`] and [`Action::Clean`] and run off the gate
+    /// ([`Shared::perform`]); what is left here (unlinks, the metadata log) delays the node's other decisions
     /// alike, and requests waiting for the gate wait asynchronously instead of blocking runtime
     /// workers on the node's lock.
     pub(crate) async fn decide<T>(&self, decide: impl FnOnce(&Shared) -> T) -> T {

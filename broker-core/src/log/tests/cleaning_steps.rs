@@ -1,8 +1,8 @@
 //! Compaction in bounded steps on real files (the cleaner's turn, `Log::clean_step`): a pass
 //! in small steps cleans as a whole pass does while appends go on, a truncation or retention
 //! aborts the pass in flight, each producer's last batch survives, dead batches are passed over
-//! unread, replaced segments are freed a slice per step, and the cleaned file's periodic sync
-//! is a job for the shell.
+//! unread, and replaced segments are freed a slice per step. A log whose owner takes jobs runs
+//! its steps as jobs: `clean_job`.
 
 use super::*;
 use super::cleaning::{compacted, contents, latest_of, map_bytes, updates};
@@ -281,61 +281,4 @@ fn replaced_segments_are_freed_a_slice_per_step_then_closed() {
     assert_eq!(held, 0, "every replaced file is closed once freed");
     assert!(steps > 3, "{steps} steps");
     assert_eq!(log.clean_step(10_000, log.log_end_offset(), map_bytes, 1 << 20, clean::Keep::Latest).unwrap(), CleanStep::Idle);
-}
-
-/// A log whose first segment holds a little over `cleaner_sync_bytes` of live keys (one
-/// 1 KiB record each), and a second segment to make it cleanable.
-fn log_to_clean_past_the_sync_interval(dir: &std::path::Path, defer: bool) -> Log {
-    let bytes = crate::constants::cleaner_sync_bytes + (1 << 20);
-    let config = LogConfig { segment_bytes: bytes as u64, ..compacted() };
-    let (mut log, _) = Log::open(disk(), dir, config, 0).unwrap();
-    if defer {
-        log.defer_syncs();
-    }
-    let value = vec![b'v'; 1024];
-    let mut k = 0;
-    while log.segment_bases().len() < 2 {
-        let keys: Vec<String> = (k..k + 16).map(|i| format!("k{i}")).collect();
-        let kv: Vec<KeyValue> = keys.iter().map(|key| (Some(key.as_bytes()), Some(&value[..]))).collect();
-        log.append(&mut build_keyed(&kv, 1_000), 1, 0).unwrap();
-        k += 16;
-    }
-    log
-}
-
-#[test]
-fn the_cleaned_files_periodic_sync_is_a_job_that_vouches_for_nothing_when_the_owner_takes_jobs() {
-    // Issue 32: the sync every `cleaner_sync_bytes` of a `.cleaned` file ran inside the step,
-    // under the node's lock (16-18 ms each on the benchmark machine). With deferral on it is
-    // left to the owner as a job; the swap's final sync stays in its step.
-    let tmp = tempfile::tempdir().unwrap();
-    let mut log = log_to_clean_past_the_sync_interval(tmp.path(), true);
-    let before = contents(&log).0;
-    let rp = log.recovery_point();
-    let mut jobs = Vec::new();
-    let (_, stats) = clean_in_steps(&mut log, 10_000, crate::constants::cleaner_step_bytes, |log| jobs.extend(log.take_cleaner_sync()));
-    assert!(stats.is_some(), "the pass ran");
-    assert!(!jobs.is_empty(), "a cleaned file past the sync interval owes a job");
-    for job in jobs {
-        let result = job.run();
-        assert!(result.is_ok(), "{result:?}");
-        assert!(!log.synced(job.stamp, result), "it vouches for nothing in the log");
-    }
-    assert_eq!(log.recovery_point(), rp);
-    assert_eq!(contents(&log).0, before, "every key was live: the log reads the same");
-    // Without deferral (the metadata log, tests), the step syncs as before and owes nothing.
-    let tmp = tempfile::tempdir().unwrap();
-    let mut log = log_to_clean_past_the_sync_interval(tmp.path(), false);
-    clean_in_steps(&mut log, 10_000, crate::constants::cleaner_step_bytes, |log| assert!(log.take_cleaner_sync().is_none(), "inline"));
-    // A failed one takes the log offline, as a failed flush does.
-    let tmp = tempfile::tempdir().unwrap();
-    let mut log = log_to_clean_past_the_sync_interval(tmp.path(), true);
-    let mut failed = false;
-    clean_in_steps(&mut log, 10_000, crate::constants::cleaner_step_bytes, |log| {
-        if let Some(job) = log.take_cleaner_sync().filter(|_| !failed) {
-            log.synced(job.stamp, Err(LogError::Failed("fdatasync: EIO".into())));
-            failed = true;
-        }
-    });
-    assert!(failed && log.failure().is_some(), "offline after the failed sync");
 }

@@ -7,7 +7,7 @@
 //! stale bytes under the new log's records.
 
 use super::super::*;
-use super::cleaning::{compacted, contents, latest_of, map_bytes};
+use super::cleaning::{compacted, contents, latest_of};
 use super::batch::build;
 use super::{disk, fill, read_all, small};
 
@@ -26,7 +26,8 @@ fn assert_closed(result: Result<(), LogError>) {
 /// Steps `log`'s pass until its first group's swap is owed.
 fn swap_owed(log: &mut Log) -> SwapJob {
     for _ in 0..10_000 {
-        assert!(matches!(log.clean_step(10_000, log.log_end_offset(), map_bytes, 300, clean::Keep::Latest).unwrap(), CleanStep::Working { .. }));
+        let upper = log.log_end_offset();
+        assert!(matches!(super::clean_step_now(log, 10_000, upper, 300), CleanStep::Working { .. }));
         if let Some(job) = log.take_swap() {
             return job;
         }
@@ -57,7 +58,8 @@ fn a_swap_run_after_its_log_was_reopened_leaves_the_new_logs_files_alone() {
     // The log's own swap and the rest of its pass go through, and nothing is lost.
     log.swapped(fresh.run()).unwrap();
     loop {
-        match log.clean_step(10_000, log.log_end_offset(), map_bytes, 300, clean::Keep::Latest).unwrap() {
+        let upper = log.log_end_offset();
+        match super::clean_step_now(&mut log, 10_000, upper, 300) {
             CleanStep::Done { .. } => break,
             CleanStep::Working { .. } => {
                 if let Some(job) = log.take_swap() {

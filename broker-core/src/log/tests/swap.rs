@@ -4,7 +4,7 @@
 //! one takes the log offline with nothing lost on reopening.
 
 use super::*;
-use super::cleaning::{compacted, contents, latest_of, map_bytes, updates};
+use super::cleaning::{compacted, contents, latest_of, updates};
 
 /// A compacted log with deferral on, stepped until its first group's swap is owed; returns
 /// the log, the job and what the log read before.
@@ -15,7 +15,8 @@ pub(super) fn log_with_a_swap_owed(dir: &std::path::Path) -> (Log, crate::log::S
     log.roll(0).unwrap();
     let before = contents(&log).0;
     for _ in 0..10_000 {
-        assert!(matches!(log.clean_step(10_000, log.log_end_offset(), map_bytes, 300, clean::Keep::Latest).unwrap(), CleanStep::Working { .. }));
+        let upper = log.log_end_offset();
+        assert!(matches!(super::clean_step_now(&mut log, 10_000, upper, 300), CleanStep::Working { .. }));
         if let Some(job) = log.take_swap() {
             return (log, job, before);
         }
@@ -37,7 +38,7 @@ fn a_swap_in_flight_leaves_the_old_segments_readable_and_refuses_cuts() {
     let done = job.run();
     assert!(swap_files(tmp.path()).is_empty(), "the job renamed the cleaned files into place");
     assert_eq!(contents(&log).0, before);
-    assert_eq!(log.clean_step(10_000, end, map_bytes, 300, clean::Keep::Latest).unwrap(), CleanStep::Working { bytes: 0 }, "the pass waits for its swap");
+    assert_eq!(super::clean_step_now(&mut log, 10_000, end, 300), CleanStep::Working { bytes: 0 }, "the pass waits for its swap");
     let refused = log.truncate_to(1, 0).unwrap_err();
     assert!(matches!(refused, LogError::Busy(_)), "{refused}");
     assert!(matches!(log.truncate_fully(end, 0), Err(LogError::Busy(_))));
@@ -56,7 +57,7 @@ fn a_swap_in_flight_leaves_the_old_segments_readable_and_refuses_cuts() {
     assert_eq!(log.log_end_offset(), end);
     let mut stats = None;
     while stats.is_none() {
-        match log.clean_step(10_000, end, map_bytes, 300, clean::Keep::Latest).unwrap() {
+        match super::clean_step_now(&mut log, 10_000, end, 300) {
             CleanStep::Done { stats: s, .. } => stats = Some(s),
             CleanStep::Working { .. } => {
                 if let Some(job) = log.take_swap() {
