@@ -21,6 +21,10 @@
 //!   topic names, internal `__` topics never matched), or both; the expression is resolved
 //!   against the topics that exist at every heartbeat, so a topic created later joins the
 //!   subscription with the next heartbeat;
+//! * what a member's expression matches is cut to the topics its own caller may DESCRIBE
+//!   (Kafka 4's KAFKA-18813), as the heartbeat says them ([`Heartbeat::describable`]: the node
+//!   authorizes, this only filters) and as of that member's own last heartbeat: a topic it is
+//!   let see later joins at its next heartbeat, one it may no longer see leaves then;
 //! * the group's assignor is the one most of its members ask for (ties and none: the first of
 //!   `group.consumer.assignors`);
 //! * a member may speak the classic protocol instead (KIP-848's online migration): its
@@ -45,6 +49,10 @@ pub struct Member {
     pub topics: BTreeSet<String>,
     /// A regular expression whose matching topics it also subscribes to.
     pub regex: Option<String>,
+    /// What `regex` matched that its caller may DESCRIBE, as of its own last heartbeat: the
+    /// expression subscribes to these only. None: every match (no authorizer, or none heard
+    /// of since the group was loaded: its next heartbeat says).
+    pub regex_allowed: Option<BTreeSet<String>>,
     /// What its subscription resolved to at the last heartbeat.
     pub subscribed: BTreeSet<String>,
     /// The assignor it asks for (`group.remote.assignor`).
@@ -74,6 +82,7 @@ impl Member {
             client_host: String::new(),
             topics: BTreeSet::new(),
             regex: None,
+            regex_allowed: None,
             subscribed: BTreeSet::new(),
             assignor: None,
             rebalance_timeout_ms: 0,
@@ -108,6 +117,10 @@ pub struct Heartbeat {
     pub topics: Option<BTreeSet<String>>,
     /// Its regular expression (an empty one clears it).
     pub regex: Option<String>,
+    /// The topics its caller may DESCRIBE, as the node's authorizer answered for this request:
+    /// what the member's regular expression matches is cut to these. None: every topic (no
+    /// authorizer, or a caller every check lets through).
+    pub describable: Option<BTreeSet<String>>,
     pub assignor: Option<String>,
     /// What it owns.
     pub owned: Option<TopicPartitions>,
@@ -156,6 +169,14 @@ impl Heartbeat {
 /// A regular expression as subscriptions match it: against the whole topic name.
 fn compile(regex: &str) -> Option<regex::Regex> {
     regex::Regex::new(&format!("^(?:{regex})$")).ok()
+}
+
+/// `regex` compiled, from the group's cache (compiled and kept there the first time).
+fn cached(regexes: &mut BTreeMap<String, regex::Regex>, regex: &str) -> Option<regex::Regex> {
+    match regexes.get(regex) {
+        Some(x) => Some(x.clone()),
+        None => compile(regex).inspect(|x| drop(regexes.insert(regex.to_string(), x.clone()))),
+    }
 }
 
 /// The answer to a heartbeat that was taken.
@@ -261,6 +282,7 @@ impl ConsumerGroup {
                 hb.member_id.clone()
             }
         };
+        self.allow(&member_id, hb.describable.as_ref(), topics);
         if self.refresh(topics) {
             self.bump();
         }
@@ -334,6 +356,14 @@ impl ConsumerGroup {
         self.members.values().flat_map(|m| [Some(m.expires_at), m.revoke_by]).flatten().min()
     }
 
+    /// What the member's expression may subscribe to from now on: the topics it matches now
+    /// that its caller may DESCRIBE (`describable`, this heartbeat's; None: every match).
+    fn allow(&mut self, member_id: &str, describable: Option<&BTreeSet<String>>, topics: &BTreeMap<String, i32>) {
+        let Some(m) = self.members.get_mut(member_id) else { return };
+        let matcher = m.regex.as_deref().and_then(|r| cached(&mut self.regexes, r));
+        m.regex_allowed = describable.map(|d| topics.keys().filter(|t| d.contains(*t) && matcher.as_ref().is_some_and(|r| r.is_match(t))).cloned().collect());
+    }
+
     /// Resolves every member's subscription against the topics that exist, and the partition
     /// counts of all that are subscribed; whether either changed since the target was computed.
     pub(super) fn refresh(&mut self, topics: &BTreeMap<String, i32>) -> bool {
@@ -341,11 +371,9 @@ impl ConsumerGroup {
         let regexes = &mut self.regexes;
         regexes.retain(|r, _| self.members.values().any(|m| m.regex.as_deref() == Some(r.as_str())));
         for m in self.members.values_mut() {
-            let matcher = m.regex.as_deref().and_then(|r| match regexes.get(r) {
-                Some(x) => Some(x.clone()),
-                None => compile(r).inspect(|x| drop(regexes.insert(r.to_string(), x.clone()))),
-            });
-            let matched = topics.keys().filter(|t| !t.starts_with("__") && matcher.as_ref().is_some_and(|r| r.is_match(t)));
+            let matcher = m.regex.as_deref().and_then(|r| cached(regexes, r));
+            let allowed = |t: &str| m.regex_allowed.as_ref().is_none_or(|a| a.contains(t));
+            let matched = topics.keys().filter(|t| !t.starts_with("__") && allowed(t.as_str()) && matcher.as_ref().is_some_and(|r| r.is_match(t)));
             let subscribed: BTreeSet<String> = m.topics.iter().cloned().chain(matched.cloned()).collect();
             changed |= subscribed != m.subscribed;
             m.subscribed = subscribed;

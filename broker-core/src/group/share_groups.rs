@@ -132,8 +132,11 @@ impl Coordinator {
     /// records are tombstoned and its share-partition states replaced by fences; meanwhile nothing joins it and
     /// its states are neither read nor written. Once replicated the group is gone and its
     /// share-partitions start afresh (`share_state`'s fence); if the write fails, it stays.
+    /// INVALID_REQUEST, nothing written, when a state's epoch is at i32::MAX: its fence could
+    /// not move past the epoch a leader may hold (as the offsets APIs refuse it).
     pub(super) fn delete_share_group(&mut self, group: &str, now: u64, work: &mut Work) -> Result<Pending<()>, Code> {
         let writing = self.share_offsets_writing(group);
+        let fences = self.share_state_fences(group);
         let Some(g) = self.share_groups.get_mut(group) else { return Err(Code::GroupIdNotFound) };
         if g.deleting || writing {
             return Err(Code::CoordinatorNotAvailable);
@@ -141,9 +144,10 @@ impl Coordinator {
         if !g.members.is_empty() {
             return Err(Code::NonEmptyGroup);
         }
+        let fences = fences?;
         g.deleting = true;
         let mut kvs = Self::encode_share_group(group, g.tombstones());
-        kvs.extend(self.share_state_fences(group));
+        kvs.extend(fences);
         let ticket = self.ticket();
         self.write(group, kvs, Effect::Delete { group: group.to_string(), offsets: None, ticket }, now, work);
         Ok(Pending::Wait(ticket))

@@ -11,7 +11,7 @@
 //! deleted group's states are replaced by fences — written with the deletion, so a coordinator
 //! loading the partition later has them too: uninitialized states under the next state epoch
 //! (`share_state_fences`), so a leader still holding an old state is FENCED_STATE_EPOCH at its
-//! next write and reads again. A fence is never tombstoned (a leader may hold the old state
+//! next write and reads again (a state epoch at i32::MAX has no next: the deletion is refused). A fence is never tombstoned (a leader may hold the old state
 //! for as long as it leads the partition): one small record per share-partition of a deleted
 //! group stays, overwritten when the group is re-created and read.
 //!
@@ -37,6 +37,9 @@ const value_version: i16 = 0;
 
 /// A share-partition's key: group, topic id, partition.
 pub type ShareKey = (String, [u8; 16], i32);
+
+/// A record's key and value (None: a tombstone), as written to `__consumer_offsets`.
+type Kv = (Vec<u8>, Option<Vec<u8>>);
 
 /// A share-partition's state as stored.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -114,9 +117,10 @@ fn well_formed(s: &Snapshot) -> bool {
 }
 
 /// What replaces a deleted group's share-partition state: uninitialized (start -1) under the
-/// next state epoch, the leader epoch kept (an older leader stays fenced).
-fn fence_of(s: &Stored) -> Stored {
-    Stored { state_epoch: s.state_epoch.saturating_add(1), leader_epoch: s.leader_epoch, snapshot: Snapshot { start: -1, batches: Vec::new() } }
+/// next state epoch, the leader epoch kept (an older leader stays fenced). None at a state
+/// epoch of i32::MAX: there is no next one, and a fence at the same epoch would not fence.
+fn fence_of(s: &Stored) -> Option<Stored> {
+    Some(Stored { state_epoch: s.state_epoch.checked_add(1)?, leader_epoch: s.leader_epoch, snapshot: Snapshot { start: -1, batches: Vec::new() } })
 }
 
 impl Coordinator {
@@ -184,9 +188,12 @@ impl Coordinator {
         Ok(())
     }
 
-    /// The fences replacing every share-partition state of `group` (DeleteGroups), as records.
-    pub(super) fn share_state_fences(&self, group: &str) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
-        self.share_states.iter().filter(|((g, _, _), _)| g == group).map(|(k, s)| Self::share_state_record(k, Some(&fence_of(s)))).collect()
+    /// The fences replacing every share-partition state of `group` (DeleteGroups), as records;
+    /// INVALID_REQUEST when a state epoch is at i32::MAX (no fence could move past it), as the
+    /// offsets APIs refuse it.
+    pub(super) fn share_state_fences(&self, group: &str) -> Result<Vec<Kv>, Code> {
+        let fence = |(k, s): (&ShareKey, &Stored)| fence_of(s).map(|f| Self::share_state_record(k, Some(&f))).ok_or(Code::InvalidRequest);
+        self.share_states.iter().filter(|((g, _, _), _)| g == group).map(fence).collect()
     }
 
     /// While the group's deletion is being written its states wait (the leader sends again):
@@ -205,8 +212,12 @@ impl Coordinator {
     /// member's session opens there, and reads again, so a group re-created under the same
     /// name starts where `share.auto.offset.reset` says.
     pub(super) fn fence_deleted_share_states(&mut self, group: &str) {
+        // Every one has a next state epoch: the deletion was refused otherwise, and states do
+        // not change while it is written (`not_deleting`).
         for (_, s) in self.share_states.iter_mut().filter(|((g, _, _), _)| g == group) {
-            *s = fence_of(s);
+            if let Some(fence) = fence_of(s) {
+                *s = fence;
+            }
         }
     }
 

@@ -48,8 +48,9 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     // KIP-664: the producers a leader knows, and their open transactions.
     (ApiKey::DescribeProducers, 0, 0),
     // Consumer groups, classic protocol (docs/groups.md). FindCoordinator v5 only lets the
-    // answer be TRANSACTION_ABORTABLE; v6's share-state keys (KIP-932) are not served.
-    (ApiKey::FindCoordinator, 0, 5),
+    // answer be TRANSACTION_ABORTABLE; v6 adds KIP-932's share-partition keys (key type 2),
+    // answered with their group's coordinator, which keeps share-partition states here.
+    (ApiKey::FindCoordinator, 0, 6),
     (ApiKey::JoinGroup, 0, 9),
     (ApiKey::SyncGroup, 0, 5),
     (ApiKey::Heartbeat, 0, 4),
@@ -271,6 +272,8 @@ pub fn error(code: i16) -> Option<Code> {
 pub mod coordinator_type {
     pub const group: i8 = 0;
     pub const transaction: i8 = 1;
+    /// A share-partition, "group:topic id:partition" (KIP-932), from FindCoordinator v6.
+    pub const share: i8 = 2;
 }
 
 /// The transaction protocol a transaction ends under (Kafka's `transaction.version` feature,
@@ -404,6 +407,8 @@ pub mod since {
     /// Fetch answers NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH with the leader to ask
     /// (KIP-951).
     pub const fetch_leader_hints: i16 = 16;
+    /// FindCoordinator takes share-partition keys ([`super::coordinator_type::share`], KIP-932).
+    pub const find_coordinator_share: i16 = 6;
     // A metadata-log Fetch names its topic, which only versions before topic ids can: none
     // gets leader hints.
     const _: () = assert!(fetch_topic_ids <= fetch_leader_hints);

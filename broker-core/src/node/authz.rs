@@ -26,7 +26,8 @@
 //! - after the handler, filtering the answer: ListGroups and ListTransactions (what the caller
 //!   may DESCRIBE), DescribeConfigs, DescribeProducers (READ topic), DescribeTransactions
 //!   (DESCRIBE transactional id), OffsetFetch's topics (DESCRIBE topic: hidden from a listing,
-//!   refused where named).
+//!   refused where named); a KIP-848 member's regex and a ConsumerGroupDescribe, by the
+//!   topics the caller may DESCRIBE (`regex`).
 //!
 //! Anything else a principal is refused closes the connection (fail closed, logged), and so
 //! does every API this module does not name for anyone but a super user: an API added to the
@@ -119,6 +120,7 @@ impl Denied {
 }
 
 mod readded;
+pub(in crate::node) mod regex;
 mod share;
 pub(in crate::node) use readded::{describe_groups_after, find_coordinator_after, list_offsets_after, offset_fetch_after, offset_for_leader_epoch_after};
 
@@ -257,6 +259,8 @@ pub(super) fn check(access: Option<&Access>, request: &mut Request) -> Check {
             Check::Pass => Check::Filter,
             without => without,
         },
+        // A share-partition key (v6): CLUSTER_ACTION on the cluster (`share::find_coordinator`).
+        RequestKind::FindCoordinator(req) if req.key_type == crate::kafka::coordinator_type::share => share::find_coordinator(a, version, req).map_or(Check::Pass, |r| reply!(r)),
         RequestKind::FindCoordinator(req) => {
             let keys: Vec<String> = if version >= 4 { req.coordinator_keys.iter().map(|k| k.to_string()).collect() } else { vec![req.key.to_string()] };
             let (kind, code) = if req.key_type == 1 { (Txn, Code::TransactionalIdAuthorizationFailed) } else { (Group, Code::GroupAuthorizationFailed) };

@@ -1,7 +1,9 @@
 //! KIP-848's APIs: ConsumerGroupHeartbeat and ConsumerGroupDescribe. Field-by-field
 //! translation between the wire (topics by id) and the coordinator (topics by name, every
 //! decision `group::consumer`'s); a topic id this node does not know is left out of what a
-//! member says it owns, as a deleted topic is.
+//! member says it owns, as a deleted topic is. The caller's DESCRIBE on topics, as `authz`
+//! answers it, goes with a heartbeat (its regex's matches are cut to it) and filters a
+//! describe (a group holding a topic the caller may not see is refused, as Kafka 4 does).
 
 use super::group_handlers::{finish, group_operations, with_groups, At};
 use super::group_reply::{code, GroupReply};
@@ -13,11 +15,12 @@ use crate::constants::group_request_wait_ms_max;
 use crate::group::Answer;
 use crate::kafka::Code;
 use crate::protocol::{s, topic_name, uuid};
+use crate::security::acl::Caller;
 use kafka_protocol::messages::consumer_group_describe_request::ConsumerGroupDescribeRequest;
 use kafka_protocol::messages::consumer_group_describe_response::{self as describe, ConsumerGroupDescribeResponse, DescribedGroup};
 use kafka_protocol::messages::consumer_group_heartbeat_request::ConsumerGroupHeartbeatRequest;
 use kafka_protocol::messages::consumer_group_heartbeat_response::{self as heartbeat, ConsumerGroupHeartbeatResponse};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The topics of the image by name, with their ids.
 struct Topics {
@@ -44,9 +47,15 @@ impl Topics {
     }
 }
 
+/// The topics `caller` may DESCRIBE now (None: every topic).
+fn describable(node: &Node, caller: Option<&Caller>) -> Option<BTreeSet<String>> {
+    let b = node.broker();
+    super::authz::regex::describable(caller.map(|c| super::authz::Access::of(&b, c)).as_ref())
+}
+
 /// ConsumerGroupHeartbeat (v0: the coordinator names a joining member; v1, KIP-1082: the
 /// member names itself), answered once what it changed in the group is replicated.
-pub fn consumer_group_heartbeat(node: &Node, (version, cid): (i16, i32), (client_id, peer): (&str, Option<std::net::IpAddr>), req: ConsumerGroupHeartbeatRequest, now: u64, out: &mut Vec<Action>) -> Result<Outcome, String> {
+pub fn consumer_group_heartbeat(node: &Node, (version, cid): (i16, i32), (client_id, peer): (&str, Option<std::net::IpAddr>), req: ConsumerGroupHeartbeatRequest, caller: Option<&Caller>, now: u64, out: &mut Vec<Action>) -> Result<Outcome, String> {
     let topics = Topics::of(node);
     let owned = req.topic_partitions.as_ref().map(|tps| {
         let mut owned = TopicPartitions::new();
@@ -70,6 +79,7 @@ pub fn consumer_group_heartbeat(node: &Node, (version, cid): (i16, i32), (client
         rebalance_timeout_ms: (req.rebalance_timeout_ms >= 0).then_some(req.rebalance_timeout_ms as u64),
         topics: req.subscribed_topic_names.as_ref().map(|ts| ts.iter().map(|t| t.0.to_string()).collect()),
         regex: req.subscribed_topic_regex.as_ref().map(|x| x.to_string()),
+        describable: describable(node, caller),
         assignor: req.server_assignor.as_ref().map(|x| x.to_string()),
         owned,
     };
@@ -103,9 +113,12 @@ pub(super) fn heartbeat_response(answer: Option<&Answer>) -> ConsumerGroupHeartb
 }
 
 /// ConsumerGroupDescribe: each group's epochs, assignor and members, each member's current
-/// and target assignment. A group that is not a consumer group here is GROUP_ID_NOT_FOUND.
-pub fn consumer_group_describe(node: &Node, req: ConsumerGroupDescribeRequest, now: u64, out: &mut Vec<Action>) -> ConsumerGroupDescribeResponse {
+/// and target assignment. A group that is not a consumer group here is GROUP_ID_NOT_FOUND; one
+/// whose assignments or targets hold a topic `caller` may not DESCRIBE is
+/// TOPIC_AUTHORIZATION_FAILED, with nothing of it (Kafka 4's KAFKA-18813).
+pub fn consumer_group_describe(node: &Node, req: ConsumerGroupDescribeRequest, caller: Option<&Caller>, now: u64, out: &mut Vec<Action>) -> ConsumerGroupDescribeResponse {
     let topics = Topics::of(node);
+    let describable = describable(node, caller);
     let mut r = ConsumerGroupDescribeResponse::default();
     with_groups(node, now, out, |_, c, _| {
         for id in &req.group_ids {
@@ -118,12 +131,23 @@ pub fn consumer_group_describe(node: &Node, req: ConsumerGroupDescribeRequest, n
                     d.error_code = code(Code::GroupIdNotFound);
                     d.error_message = Some(s(&format!("Group {} not found.", id.0.as_str())));
                 }
+                Ok(Some(g)) if describable.as_ref().is_some_and(|can| !holds_only(g, &topics, can)) => {
+                    d.error_code = code(Code::TopicAuthorizationFailed);
+                    d.error_message = Some(s(super::authz::regex::undescribable_group));
+                }
                 Ok(Some(g)) => describe_group(&mut d, g, &topics),
             }
             r.groups.push(d);
         }
     });
     r
+}
+
+/// Whether every topic of `g`'s members' assignments and targets that still exists (a
+/// deleted one is never described) is one of `allowed`.
+fn holds_only(g: &ConsumerGroup, topics: &Topics, allowed: &BTreeSet<String>) -> bool {
+    let assigned = g.members.values().flat_map(|m| m.assignment.assigned.keys());
+    assigned.chain(g.target.values().flat_map(|t| t.keys())).all(|t| allowed.contains(t) || !topics.ids.contains_key(t))
 }
 
 fn describe_group(d: &mut DescribedGroup, g: &ConsumerGroup, topics: &Topics) {

@@ -50,16 +50,25 @@ pub(super) fn with_groups<T>(node: &Node, now: u64, out: &mut Vec<Action>, f: im
     result
 }
 
-/// FindCoordinator (v0–v4; v4 batches keys), for groups and transactional ids, with the
-/// coordinator's endpoint on `listener`, the client's. Creates the coordinator's state topic on
-/// first use.
+/// FindCoordinator (v0–v6; v4 batches keys), for groups, transactional ids and (v6)
+/// share-partitions, with the coordinator's endpoint on `listener`, the client's. Creates the
+/// coordinator's state topic on first use. A share-partition's state is kept by its group's
+/// coordinator here (docs/share-groups.md), so its key is answered with that; Kafka's
+/// KafkaApis checks the key type's version and the key's form, each INVALID_REQUEST per key
+/// (the CLUSTER_ACTION it needs is `authz`'s).
 pub fn find_coordinator(b: &mut Broker, version: i16, req: FindCoordinatorRequest, listener: &str) -> FindCoordinatorResponse {
+    use crate::kafka::coordinator_type as kind;
     let keys = if version >= 4 { req.coordinator_keys.clone() } else { vec![req.key.clone()] };
     let mut r = FindCoordinatorResponse::default();
     for key in keys {
         let located = match req.key_type {
-            crate::kafka::coordinator_type::group => locate(b, offsets_topic, key.as_str(), listener),
-            crate::kafka::coordinator_type::transaction => locate(b, crate::txn::transaction_state_topic, key.as_str(), listener),
+            kind::group => locate(b, offsets_topic, key.as_str(), listener),
+            kind::transaction => locate(b, crate::txn::transaction_state_topic, key.as_str(), listener),
+            kind::share if version < crate::kafka::since::find_coordinator_share => Err((Code::InvalidRequest, "a share-partition key needs FindCoordinator v6")),
+            kind::share => match share_key_group(key.as_str()) {
+                Some(g) => locate(b, offsets_topic, g, listener),
+                None => Err((Code::InvalidRequest, "a share-partition key is group:topic id:partition")),
+            },
             _ => Err((Code::InvalidRequest, "unknown coordinator key type")),
         };
         let mut c = Located::default();
@@ -97,6 +106,25 @@ fn locate(b: &mut Broker, topic: &str, key: &str, listener: &str) -> Result<(i32
         Some((host, port)) => Ok((x.id, host.to_string(), port)),
         None => unavailable("the coordinator has no listener of the name this client connected to"),
     }
+}
+
+/// The group of share-partition key `key` ("group:topic id:partition"), or None where it is
+/// not one as Kafka 4.1's `SharePartitionKey.validate` reads it: split at every colon (trailing
+/// empty parts dropped, as Java's `split`), exactly three parts, none blank, the topic id
+/// Kafka's base64 (16 bytes), the partition an i32. So a group id with a colon has no key.
+pub(super) fn share_key_group(key: &str) -> Option<&str> {
+    use base64::engine::{general_purpose::GeneralPurposeConfig, DecodePaddingMode, GeneralPurpose};
+    use base64::Engine;
+    // Java's URL-safe decoder: whole padding or none, trailing bits not checked.
+    const kafka_uuid: GeneralPurpose = GeneralPurpose::new(&base64::alphabet::URL_SAFE, GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::RequireNone).with_decode_allow_trailing_bits(true));
+    let mut parts: Vec<&str> = key.split(':').collect();
+    while parts.last() == Some(&"") {
+        parts.pop();
+    }
+    let blank = |p: &str| p.chars().all(|c| c <= ' ');
+    let [group, topic_id, partition] = parts[..] else { return None };
+    let id_ok = topic_id.len() <= 24 && kafka_uuid.decode(topic_id.strip_suffix("==").unwrap_or(topic_id)).is_ok_and(|b| b.len() == 16);
+    (!blank(group) && !blank(topic_id) && !blank(partition) && id_ok && partition.parse::<i32>().is_ok()).then_some(group)
 }
 
 fn str_opt(v: &Option<StrBytes>) -> Option<String> {

@@ -452,8 +452,8 @@ fn handle_inner(node: &Node, prepared: Prepared, caller: Option<&Caller>, now: u
             }
             reply!(readded!(resp, authz::offset_fetch_after))
         }
-        RequestKind::ConsumerGroupHeartbeat(req) => consumer_handlers::consumer_group_heartbeat(node, (version, correlation_id), (&client_id, peer), req, now, out),
-        RequestKind::ConsumerGroupDescribe(req) => reply!(readded!(consumer_handlers::consumer_group_describe(node, req, now, out), consumer_handlers::consumer_group_describe_after)),
+        RequestKind::ConsumerGroupHeartbeat(req) => consumer_handlers::consumer_group_heartbeat(node, (version, correlation_id), (&client_id, peer), req, caller, now, out),
+        RequestKind::ConsumerGroupDescribe(req) => reply!(readded!(consumer_handlers::consumer_group_describe(node, req, caller, now, out), consumer_handlers::consumer_group_describe_after)),
         RequestKind::ShareGroupHeartbeat(req) => share_handlers::share_group_heartbeat(node, (version, correlation_id), (&client_id, peer), req, now, out),
         RequestKind::ShareGroupDescribe(req) => reply!(readded!(share_handlers::share_group_describe(node, req, now, out), share_handlers::share_group_describe_after)),
         RequestKind::ShareFetch(req) => share_fetch::share_fetch(node, (version, correlation_id), req, (&denied, caller.and_then(|c| c.connection)), attempt, now, out),

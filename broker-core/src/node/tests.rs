@@ -266,10 +266,12 @@ mod listeners;
 mod configs;
 mod fetch_checks;
 mod fetch_sessions;
+mod find_coordinator;
 mod new_versions;
 mod elect_leaders;
 mod placement;
 mod quotas;
+mod regex_acls;
 mod share_offsets;
 mod transactions;
 

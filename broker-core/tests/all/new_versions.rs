@@ -4,7 +4,8 @@
 //! v13-17 by topic id (sessionless and in a session, from the files and copied, an unknown id),
 //! ListOffsets v7-9's special timestamps, the versions that only add TRANSACTION_ABORTABLE
 //! (FindCoordinator v5, InitProducerId v5, AddOffsetsToTxn v4, TxnOffsetCommit v4,
-//! AddPartitionsToTxn v5), ApiVersions v4, BrokerRegistration v4 and BrokerHeartbeat v1.
+//! AddPartitionsToTxn v5), FindCoordinator v6's share-partition keys (Kafka 4.1's), ApiVersions
+//! v4, BrokerRegistration v4 and BrokerHeartbeat v1.
 //! Answering as Kafka 4.0 (`--legacy-api-versions false`) keeps them.
 
 use crate::real_clients::Broker;
@@ -172,17 +173,27 @@ fn transaction_and_cluster_apis_at_kafka_39s_newest_versions() {
     let mut c = Client::connect(&broker);
     let ResponseKind::ApiVersions(v) = c.ask(ApiKey::ApiVersions, 4, RequestKind::ApiVersions(ApiVersionsRequest::default().with_client_software_name(s("new-versions")).with_client_software_version(s("1")))) else { panic!() };
     let top = |key: ApiKey| v.api_keys.iter().find(|k| k.api_key == key as i16).map(|k| k.max_version);
-    let newest = [(ApiKey::Produce, 11), (ApiKey::Fetch, 17), (ApiKey::ListOffsets, 9), (ApiKey::ApiVersions, 4), (ApiKey::FindCoordinator, 5), (ApiKey::InitProducerId, 5), (ApiKey::AddPartitionsToTxn, 5), (ApiKey::AddOffsetsToTxn, 4), (ApiKey::TxnOffsetCommit, 4), (ApiKey::BrokerRegistration, 4), (ApiKey::BrokerHeartbeat, 1)];
+    let newest = [(ApiKey::Produce, 11), (ApiKey::Fetch, 17), (ApiKey::ListOffsets, 9), (ApiKey::ApiVersions, 4), (ApiKey::FindCoordinator, 6), (ApiKey::InitProducerId, 5), (ApiKey::AddPartitionsToTxn, 5), (ApiKey::AddOffsetsToTxn, 4), (ApiKey::TxnOffsetCommit, 4), (ApiKey::BrokerRegistration, 4), (ApiKey::BrokerHeartbeat, 1)];
     for (key, version) in newest {
         assert_eq!(top(key), Some(version), "ApiVersions v4: {key:?}'s newest");
     }
-    create_topic(&mut c, "txn-a");
+    let id = create_topic(&mut c, "txn-a");
 
     let tx = TransactionalId(s("new-tx"));
     let find = |key: &str, key_type: i8| RequestKind::FindCoordinator(FindCoordinatorRequest::default().with_key_type(key_type).with_coordinator_keys(vec![s(key)]));
     let found = |r: &ResponseKind| matches!(r, ResponseKind::FindCoordinator(f) if f.coordinators[0].error_code == 0);
     c.ask_until(ApiKey::FindCoordinator, 5, find("new-tx", 1), found);
     c.ask_until(ApiKey::FindCoordinator, 5, find("new-group", 0), found);
+    // v6: a share-partition key (KIP-932) is answered with its group's coordinator; a
+    // malformed one is INVALID_REQUEST (no authorizer: anyone may ask).
+    use base64::Engine;
+    let share_key = format!("new-group:{}:0", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(id.as_bytes()));
+    let ResponseKind::FindCoordinator(group) = c.ask(ApiKey::FindCoordinator, 6, find("new-group", 0)) else { panic!() };
+    let ResponseKind::FindCoordinator(r) = c.ask(ApiKey::FindCoordinator, 6, find(&share_key, 2)) else { panic!() };
+    let at = |f: &FindCoordinatorResponse| f.coordinators.iter().map(|c| (c.error_code, c.node_id.0, c.host.to_string(), c.port)).collect::<Vec<_>>();
+    assert_eq!((at(&r), r.coordinators[0].key.to_string()), (at(&group), share_key), "FindCoordinator v6: the share key's group coordinator");
+    let ResponseKind::FindCoordinator(r) = c.ask(ApiKey::FindCoordinator, 6, find("new-group", 2)) else { panic!() };
+    assert_eq!(r.coordinators[0].error_code, broker_core::kafka::Code::InvalidRequest.code(), "FindCoordinator v6: a malformed share key is INVALID_REQUEST");
     let init = RequestKind::InitProducerId(InitProducerIdRequest::default().with_transactional_id(Some(tx.clone())).with_transaction_timeout_ms(60_000).with_producer_id((-1).into()).with_producer_epoch(-1));
     let ResponseKind::InitProducerId(r) = c.ask_until(ApiKey::InitProducerId, 5, init, |r| matches!(r, ResponseKind::InitProducerId(i) if i.error_code == 0)) else { unreachable!() };
     let (pid, epoch) = (r.producer_id, r.producer_epoch);

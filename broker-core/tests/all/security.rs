@@ -4,7 +4,9 @@
 //! passwords, unknown users and unauthenticated clients refused; and the credentials still
 //! there after a restart (they live in the metadata log, never as a password). Then TLS: the
 //! same clients over SASL_SSL, and over SSL with client certificates required (`tls_clients.py`),
-//! certificates made per test (`certs.rs`); untrusted authorities refused either way.
+//! certificates made per test (`certs.rs`); untrusted authorities refused either way. ACLs
+//! with real clients (`acl_clients.py`), and a KIP-848 regex consumer that sees only the topics
+//! it may describe (`acl_regex_consumer.py`).
 
 use crate::real_clients::{client_script, run_bounded, Broker};
 use crate::certs::Certs;
@@ -154,9 +156,9 @@ fn the_broker_itself_refuses_a_certificate_from_an_authority_it_does_not_trust()
     assert!(!seedlog(&[]).status.success(), "seedlog without a certificate was served");
 }
 
-#[test]
-fn acls_allow_and_deny_real_clients_per_topic_group_and_cluster() {
-    let dir = tempfile::tempdir().expect("tempdir");
+/// A broker over SASL_PLAINTEXT whose authorizer is on (StandardAuthorizer), with super user
+/// admin (SCRAM-SHA-256, password admin-secret).
+fn authorizing_broker(dir: &std::path::Path) -> Broker {
     let ports = crate::support::free_ports(2);
     let listeners = format!("SASL_PLAINTEXT://127.0.0.1:{},CONTROLLER://127.0.0.1:{}", ports[0], ports[1]);
     let jaas = "org.apache.kafka.common.security.scram.ScramLoginModule required username=\"admin\" password=\"admin-secret\";";
@@ -172,7 +174,13 @@ fn acls_allow_and_deny_real_clients_per_topic_group_and_cluster() {
         "--super-users",
         "User:admin",
     ];
-    let mut broker = Broker::start_listening(dir.path(), ports[0], &args);
+    Broker::start_listening(dir, ports[0], &args)
+}
+
+#[test]
+fn acls_allow_and_deny_real_clients_per_topic_group_and_cluster() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut broker = authorizing_broker(dir.path());
     let out = client_script(&mut broker, "acl_clients.py", &[]);
     eprintln!("{}", String::from_utf8_lossy(&out.stdout).trim());
     // The operator's tools see what the clients did, change it, and refuse alice.
@@ -194,6 +202,17 @@ fn acls_allow_and_deny_real_clients_per_topic_group_and_cluster() {
     assert!(!refused.status.success() && text(&refused).contains("ClusterAuthorizationFailed"), "{}", text(&refused));
     let removed = seedlog("admin", "admin-secret", &["acls", "remove", "--group", "audit", "--prefixed"]);
     assert!(removed.status.success() && text(&removed).contains("removed 1 ACL(s)"), "{}", text(&removed));
+}
+
+/// KIP-848 (`group.protocol=consumer`): confluent-kafka subscribed to `^.*` is assigned only
+/// the topics its principal may DESCRIBE, and one more once an ACL lets it (Kafka 4's
+/// KAFKA-18813), `acl_regex_consumer.py`.
+#[test]
+fn a_kip848_regex_consumer_is_assigned_only_the_topics_its_acls_let_it_describe() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut broker = authorizing_broker(dir.path());
+    let out = client_script(&mut broker, "acl_regex_consumer.py", &[]);
+    eprintln!("{}", String::from_utf8_lossy(&out.stdout).trim());
 }
 
 #[test]

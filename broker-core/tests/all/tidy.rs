@@ -268,3 +268,33 @@ fn every_unsafe_block_says_why_it_is_safe() {
     assert!(sites >= 20, "found only {sites} unsafe sites: is the scan still seeing them?");
     assert!(hits.is_empty(), "unsafe without a `// SAFETY:` comment saying why it is sound:\n{}", hits.join("\n"));
 }
+
+#[test]
+fn every_module_is_short_and_says_what_it_is_for() {
+    // STYLE.md and issue 32: no file over 600 lines (split by responsibility), and every module
+    // but a test module opens with a `//!` header saying what it is for.
+    const lines_max: usize = 600;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace").to_path_buf();
+    let mut files = Vec::new();
+    for dir in ["broker-core/src", "broker-core/tests", "sim/src", "sim/tests", "fuzz/fuzz_targets"].map(|d| root.join(d)) {
+        if dir.is_dir() {
+            rust_files(&dir, &mut files);
+        }
+    }
+    files.sort();
+    assert!(files.len() >= 200, "found only {} Rust files under {}", files.len(), root.display());
+    let mut hits = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        let rel = file.strip_prefix(&root).unwrap_or(file).display().to_string();
+        let count = text.lines().count();
+        if count > lines_max {
+            hits.push(format!("{rel}: {count} lines (at most {lines_max})"));
+        }
+        let test_module = rel.contains("/tests/") || rel.ends_with("tests.rs") || rel.contains("/tests.rs");
+        if !test_module && rel.contains("/src/") && !text.trim_start().starts_with("//!") {
+            hits.push(format!("{rel}: no `//!` header saying what the module is for"));
+        }
+    }
+    assert!(hits.is_empty(), "modules too long or without a header:\n{}", hits.join("\n"));
+}

@@ -228,3 +228,21 @@ def share_reset_earliest(admin, group):
     reset = configs.get("share.auto.offset.reset")
     expect(reset is not None and reset.value == "earliest",
            f"group {group!r}: share.auto.offset.reset is {reset.value if reset else None!r} after setting earliest")
+
+
+def share_args(doc, n, phases=None, state_help=None):
+    """The share-group scripts' arguments: --bootstrap, --topic, --group, --n (default `n`),
+    --debug; with `phases` (names) also --phase and --state (`state_help` says what the file
+    carries between the phases). Returns the parsed arguments."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--bootstrap", required=True)
+    ap.add_argument("--topic", required=True)
+    ap.add_argument("--group", required=True)
+    ap.add_argument("--n", type=int, default=n)
+    if phases:
+        ap.add_argument("--phase", choices=list(phases), required=True)
+        ap.add_argument("--state", required=True, help=state_help)
+    ap.add_argument("--debug", action="store_true", help="librdkafka debug=protocol,cgrp,fetch on every consumer")
+    return ap.parse_args()

@@ -26,14 +26,13 @@ those two.
 Prints one summary line on stdout. The helpers here are shared with share_group_restart.py.
 """
 
-import argparse
 import threading
 import time
 
 from confluent_kafka import AcknowledgeType, KafkaException, ShareConsumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from common import Deadline, confluent_partitions, expect, fail, main, produce_placed, share_reset_earliest
+from common import Deadline, confluent_partitions, expect, fail, main, produce_placed, share_reset_earliest, share_args
 
 PARTITIONS = 2
 MEMBERS = 3
@@ -351,13 +350,7 @@ def run_members(args):
 
 
 def run():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--bootstrap", required=True)
-    ap.add_argument("--topic", required=True)
-    ap.add_argument("--group", required=True)
-    ap.add_argument("--n", type=int, default=2000)
-    ap.add_argument("--debug", action="store_true", help="librdkafka debug=protocol,cgrp,fetch on every consumer")
-    args = ap.parse_args()
+    args = share_args(__doc__, 2000)
     run_members(args)
 
 

@@ -20,7 +20,6 @@ ones too.
 Prints one summary line on stdout.
 """
 
-import argparse
 import os
 import signal
 import time
@@ -28,7 +27,7 @@ import time
 from confluent_kafka import AcknowledgeType, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
 
-from common import Deadline, confluent_partitions, expect, fail, main
+from common import Deadline, confluent_partitions, expect, fail, main, share_args
 from share_group import commit, share_consumer
 
 # The group's lock, and how long after the first member got the records the second may wait for
@@ -206,13 +205,7 @@ def read_committed(args):
 
 
 def run():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--bootstrap", required=True)
-    ap.add_argument("--topic", required=True)
-    ap.add_argument("--group", required=True)
-    ap.add_argument("--n", type=int, default=50)
-    ap.add_argument("--debug", action="store_true", help="librdkafka debug=protocol,cgrp,fetch on every consumer")
-    args = ap.parse_args()
+    args = share_args(__doc__, 50)
     print(f"{lock_duration(args)}; {by_duration(args)}; {read_committed(args)}")
 
 

@@ -17,14 +17,13 @@ AdminClient.delete_consumer_groups).
 Prints one summary line on stdout per phase.
 """
 
-import argparse
 import json
 import time
 
 from confluent_kafka import AcknowledgeType, KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
-from common import Deadline, expect, fail, main, share_reset_earliest
+from common import Deadline, expect, fail, main, share_reset_earliest, share_args
 from share_group import PARTITIONS, AckCallback, commit, produce, setup, share_consumer
 
 # How long a deletion may be retried while the restarted coordinator loads its partition.
@@ -122,16 +121,9 @@ def after(args):
 
 
 def run():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--bootstrap", required=True)
-    ap.add_argument("--topic", required=True)
-    ap.add_argument("--group", required=True)
-    ap.add_argument("--n", type=int, default=400)
-    ap.add_argument("--phase", choices=["before", "after"], required=True)
-    ap.add_argument("--state", required=True, help="JSON file: written before the restart, read after it")
-    ap.add_argument("--debug", action="store_true", help="librdkafka debug=protocol,cgrp,fetch on every consumer")
-    args = ap.parse_args()
-    {"before": before, "after": after}[args.phase](args)
+    phases = {"before": before, "after": after}
+    args = share_args(__doc__, 400, phases, "JSON file: written before the restart, read after it")
+    phases[args.phase](args)
 
 
 if __name__ == "__main__":

@@ -11,14 +11,13 @@ expired unused (45 s).
 Prints one summary line on stdout.
 """
 
-import argparse
 import os
 import signal
 import time
 
 from confluent_kafka.admin import AdminClient
 
-from common import Deadline, expect, main
+from common import Deadline, expect, main, share_args
 from share_group import commit, share_consumer
 from share_group_configs import create, produce, set_group_config, take
 
@@ -27,13 +26,7 @@ DISCONNECT_WAIT_MAX_S = 15.0
 
 
 def run():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--bootstrap", required=True)
-    ap.add_argument("--topic", required=True)
-    ap.add_argument("--group", required=True)
-    ap.add_argument("--n", type=int, default=50)
-    ap.add_argument("--debug", action="store_true", help="librdkafka debug=protocol,cgrp,fetch on every consumer")
-    args = ap.parse_args()
+    args = share_args(__doc__, 50)
     deadline = Deadline(60, "a share session ending with its connection")
     admin = AdminClient({"bootstrap.servers": args.bootstrap})
     create(admin, args.topic, deadline)

@@ -14,10 +14,9 @@ the phases, since confluent-kafka 2.16 has no share-group offsets admin calls).
 Prints one summary line on stdout per phase.
 """
 
-import argparse
 import json
 
-from common import Deadline, fail, main
+from common import Deadline, fail, main, share_args
 from share_group import PARTITIONS, produce, setup
 from share_group_delete import consume_all
 
@@ -45,16 +44,9 @@ def again(args):
 
 
 def run():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--bootstrap", required=True)
-    ap.add_argument("--topic", required=True)
-    ap.add_argument("--group", required=True)
-    ap.add_argument("--n", type=int, default=400)
-    ap.add_argument("--phase", choices=["first", "again"], required=True)
-    ap.add_argument("--state", required=True, help="JSON file: written by the first phase, read by the second")
-    ap.add_argument("--debug", action="store_true", help="librdkafka debug=protocol,cgrp,fetch on every consumer")
-    args = ap.parse_args()
-    {"first": first, "again": again}[args.phase](args)
+    phases = {"first": first, "again": again}
+    args = share_args(__doc__, 400, phases, "JSON file: written by the first phase, read by the second")
+    phases[args.phase](args)
 
 
 if __name__ == "__main__":

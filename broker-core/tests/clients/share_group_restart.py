@@ -17,13 +17,12 @@
 Prints one summary line on stdout per phase.
 """
 
-import argparse
 import json
 import time
 
 from confluent_kafka import AcknowledgeType
 
-from common import Deadline, expect, fail, main
+from common import Deadline, expect, fail, main, share_args
 from share_group import PARTITIONS, TAIL_S, AckCallback, commit, expect_drained, produce, setup, share_consumer
 
 # Before the restart, records of the second half are released each time they are handed out
@@ -139,16 +138,9 @@ def after(args):
 
 
 def run():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--bootstrap", required=True)
-    ap.add_argument("--topic", required=True)
-    ap.add_argument("--group", required=True)
-    ap.add_argument("--n", type=int, default=1000)
-    ap.add_argument("--phase", choices=["before", "after"], required=True)
-    ap.add_argument("--state", required=True, help="JSON file: written before the restart, read after it")
-    ap.add_argument("--debug", action="store_true", help="librdkafka debug=protocol,cgrp,fetch on every consumer")
-    args = ap.parse_args()
-    {"before": before, "after": after}[args.phase](args)
+    phases = {"before": before, "after": after}
+    args = share_args(__doc__, 1000, phases, "JSON file: written before the restart, read after it")
+    phases[args.phase](args)
 
 
 if __name__ == "__main__":

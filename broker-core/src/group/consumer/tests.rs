@@ -110,6 +110,59 @@ fn a_regex_subscription_takes_in_topics_created_later_and_never_internal_ones() 
     assert_eq!(g.epoch, epoch + 1);
 }
 
+/// A heartbeat of `id` at its current epoch, its caller let DESCRIBE `describable`.
+fn beat_seeing(g: &mut ConsumerGroup, id: &str, describable: &[&str], topics: &BTreeMap<String, i32>, now: u64) -> Answer {
+    let member_epoch = g.members[id].assignment.epoch;
+    let describable = Some(set(describable));
+    g.heartbeat(Heartbeat { member_id: id.into(), member_epoch, describable, ..Heartbeat::default() }, topics, now).expect("heartbeat")
+}
+
+fn set(topics: &[&str]) -> BTreeSet<String> {
+    topics.iter().map(|t| t.to_string()).collect()
+}
+
+#[test]
+fn a_regex_subscribes_each_member_to_the_matches_its_own_caller_may_describe() {
+    let mut topics: BTreeMap<String, i32> = [("a-one".to_string(), 2), ("a-two".to_string(), 1), ("b-one".to_string(), 2)].into();
+    let mut g = ConsumerGroup::new("g", &ServerAssignor::ALL, 45_000);
+    let joining = |id: &str, describable: &[&str]| Heartbeat {
+        member_id: id.into(),
+        regex: Some(".*".into()),
+        describable: Some(set(describable)),
+        rebalance_timeout_ms: Some(10_000),
+        owned: Some(TopicPartitions::new()),
+        ..Heartbeat::default()
+    };
+    // Alice may describe the a- topics only: `.*` gives her those, never b-one.
+    let a = g.heartbeat(joining("alice", &["a-one", "a-two"]), &topics, 0).expect("alice joins");
+    assert_eq!(a.assignment, Some([("a-one".to_string(), vec![0, 1]), ("a-two".to_string(), vec![0])].into()));
+    // Bob, with the same regex, may describe everything: b-one is his alone.
+    g.heartbeat(joining("bob", &["a-one", "a-two", "b-one"]), &topics, 1).expect("bob joins");
+    assert_eq!(g.members["alice"].subscribed, set(&["a-one", "a-two"]));
+    assert_eq!(g.target["bob"]["b-one"], vec![0, 1]);
+    assert!(!g.target["alice"].contains_key("b-one"), "{:?}", g.target);
+    // A topic created later that alice may describe joins her subscription at her own next
+    // heartbeat, not at bob's (the set she may see is the one her last heartbeat said).
+    topics.insert("a-three".into(), 1);
+    beat_seeing(&mut g, "bob", &["a-one", "a-two", "a-three", "b-one"], &topics, 2);
+    assert!(!g.members["alice"].subscribed.contains("a-three"));
+    beat_seeing(&mut g, "alice", &["a-one", "a-two", "a-three"], &topics, 3);
+    assert!(g.members["alice"].subscribed.contains("a-three"));
+    // An ACL added for alice on b-one: at her next heartbeat it is hers to share; taken away,
+    // it leaves her subscription and target at the heartbeat after.
+    let epoch = g.epoch;
+    beat_seeing(&mut g, "alice", &["a-one", "a-three", "a-two", "b-one"], &topics, 4);
+    assert_eq!((g.epoch, &g.members["alice"].subscribed), (epoch + 1, &set(&["a-one", "a-three", "a-two", "b-one"])));
+    beat_seeing(&mut g, "alice", &["a-one", "a-three", "a-two"], &topics, 5);
+    assert_eq!(g.epoch, epoch + 2);
+    assert!(!g.members["alice"].subscribed.contains("b-one") && !g.target["alice"].contains_key("b-one"), "{:?}", g.target);
+    // No authorizer (describable None): every match, as before.
+    beat_seeing(&mut g, "bob", &["a-one", "a-two", "a-three", "b-one"], &topics, 6);
+    g.heartbeat(Heartbeat { member_id: "alice".into(), member_epoch: g.members["alice"].assignment.epoch, ..Heartbeat::default() }, &topics, 7).expect("heartbeat");
+    assert_eq!(g.members["alice"].regex_allowed, None);
+    assert!(g.members["alice"].subscribed.contains("b-one"));
+}
+
 #[test]
 fn a_member_that_keeps_what_it_must_revoke_past_its_rebalance_timeout_is_removed() {
     let topics: BTreeMap<String, i32> = [("a".to_string(), 2)].into();

@@ -197,3 +197,32 @@ fn an_empty_group_survives_a_reload_and_deletion_tombstones_it_and_fences_its_st
     assert_eq!(r.c.write_share_state(key.clone(), state.clone(), 9, &mut Work::default()).err(), Some(Code::FencedStateEpoch), "the fence survives a load");
     assert_eq!(r.c.delete_group("g", 9, &mut Work::default()).err(), Some(Code::GroupIdNotFound));
 }
+
+#[test]
+fn a_deletion_is_refused_where_a_states_epoch_has_no_next_to_fence_with() {
+    let mut n = Node::new(Vec::new());
+    n.beat(hb("a", 0, Some(&["t"])), 0).unwrap();
+    n.beat(hb("a", -1, None), 1).unwrap();
+    let (low, high): (ShareKey, ShareKey) = (("g".into(), [1u8; 16], 0), ("g".into(), [1u8; 16], 1));
+    let at = |state_epoch| Stored { state_epoch, leader_epoch: 7, snapshot: Snapshot { start: 5, batches: Vec::new() } };
+    for (key, epoch) in [(&low, 3), (&high, i32::MAX)] {
+        let mut work = Work::default();
+        assert!(matches!(n.c.write_share_state(key.clone(), at(epoch), 2, &mut work), Ok(Pending::Wait(_))));
+        n.append(work);
+        n.replicate();
+    }
+    // A fence at i32::MAX would not fence a leader holding that epoch: the whole group is
+    // refused, as the offsets APIs refuse such a state, and nothing is written.
+    let mut work = Work::default();
+    assert_eq!(n.c.delete_group("g", 3, &mut work).err(), Some(Code::InvalidRequest));
+    assert!(work.appends.is_empty(), "nothing written: {:?}", work.appends.len());
+    assert!(n.c.is_share_group("g"));
+    let states: Vec<_> = n.c.share_states_of("g").map(|(_, s)| (s.state_epoch, s.snapshot.start)).collect();
+    assert_eq!(states, vec![(3, 5), (i32::MAX, 5)], "both states kept, neither fenced");
+    // Not left half-deleted: the states are still written and a member joins.
+    let mut work = Work::default();
+    assert!(matches!(n.c.write_share_state(low.clone(), at(3), 4, &mut work), Ok(Pending::Wait(_))));
+    n.append(work);
+    n.replicate();
+    assert!(n.beat(hb("b", 0, Some(&["t"])), 5).is_ok());
+}

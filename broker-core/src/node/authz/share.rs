@@ -6,8 +6,10 @@
 //! each topic it subscribes to, as KIP-848's heartbeat does. The offsets admin APIs
 //! ([`offsets`]) as Kafka's KafkaApis checks them: DescribeShareGroupOffsets DESCRIBE on each
 //! group and each topic, AlterShareGroupOffsets READ on the group and READ on each topic,
-//! DeleteShareGroupOffsets DELETE on the group and READ on each topic. Decides from ACLs only;
-//! the group's own READ check of the other APIs is `authz`'s.
+//! DeleteShareGroupOffsets DELETE on the group and READ on each topic. FindCoordinator's
+//! share-partition keys (v6) are the brokers' own lookup: CLUSTER_ACTION on the cluster
+//! ([`find_coordinator`]). Decides from ACLs only; the group's own READ check of the other APIs
+//! is `authz`'s.
 
 use super::{Access, Check, Denied};
 use crate::kafka::{ApiKey, Code};
@@ -70,4 +72,19 @@ pub(super) fn offsets(a: &Access, (key, version, correlation_id): (ApiKey, i16, 
         _ => unreachable!("only the share-group offsets APIs are checked here"),
     }
     Check::Within(denied)
+}
+
+/// The refusal of a FindCoordinator of share-partition keys by a caller without CLUSTER_ACTION
+/// on the cluster: CLUSTER_AUTHORIZATION_FAILED on every key, as Kafka's KafkaApis answers its
+/// thrown refusal (`authorizeClusterOperation`, before any key is read). None: handled (below
+/// v6 the handler answers the key type INVALID_REQUEST, unchecked, as Kafka; no keys, no
+/// answer to refuse).
+pub(super) fn find_coordinator(a: &Access, version: i16, req: &kafka_protocol::messages::FindCoordinatorRequest) -> Option<kafka_protocol::messages::FindCoordinatorResponse> {
+    use kafka_protocol::messages::find_coordinator_response::{Coordinator, FindCoordinatorResponse};
+    if version < crate::kafka::since::find_coordinator_share || req.coordinator_keys.is_empty() || a.cluster(Operation::ClusterAction) {
+        return None;
+    }
+    let why = a.why(Operation::ClusterAction, ResourceType::Cluster, crate::security::acl::cluster_name);
+    let each = req.coordinator_keys.iter().map(|k| Coordinator::default().with_key(k.clone()).with_node_id((-1).into()).with_host(s("")).with_port(-1).with_error_code(Code::ClusterAuthorizationFailed.code()).with_error_message(Some(s(&why))));
+    Some(FindCoordinatorResponse::default().with_coordinators(each.collect()))
 }

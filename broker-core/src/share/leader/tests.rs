@@ -474,3 +474,29 @@ fn an_answer_from_a_node_no_longer_the_groups_coordinator_releases_nothing() {
     s.tick(&|_, _| Some(1), moved, 5_001 + s.members_check_ms, &mut out);
     assert!(matches!(out.sends.as_slice(), [Send { coordinator: 8, what: What::Members, .. }]), "{out:?}");
 }
+
+#[test]
+fn a_member_its_coordinator_no_longer_has_keeps_its_share_session_as_in_kafka() {
+    let mut s = shares();
+    ready(&mut s, None, 0);
+    s.sessions.begin("g", "gone", 0, true, false, &[("t".into(), 0)], &[], 0).unwrap();
+    s.sessions.bind("g", "gone", 7);
+    held_by(&mut s, "gone", 0, 1, 0);
+    let mut out = Out::default();
+    s.tick(&|_, _| Some(1), coordinator, s.members_check_ms, &mut out);
+    let question = members_question(&out);
+    let now = s.members_check_ms + 1;
+    let mut out = Out::default();
+    s.members_answered(question, Ok(BTreeSet::new()), coordinator, now, &mut out);
+    assert_eq!(s.partition(&key()).unwrap().acquired_by("gone"), 0, "what it held went back");
+    let (release, _) = write_of(&out);
+    s.answered(release, Ok(None), &|_| None, now, &mut Out::default());
+    // Its share session is not ended: Kafka's share-partition leader checks no member id
+    // against the group, and the coordinator tells it of no removal (a member fenced rejoins
+    // under the same id, KIP-1082). Its next fetch goes on at the session's epoch, on its
+    // connection, and is handed records; the next check gives them back if it is still gone.
+    assert_eq!(s.sessions.check_connection("g", "gone", 1, Some(7)), Ok(()));
+    assert!(s.sessions.begin("g", "gone", 1, true, false, &[], &[], now).is_ok_and(|b| b.partitions.contains(&("t".to_string(), 0))));
+    held_by(&mut s, "gone", 0, 1, now);
+    assert_eq!(s.partition(&key()).unwrap().acquired_by("gone"), 2);
+}
