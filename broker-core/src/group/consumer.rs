@@ -22,9 +22,11 @@
 //!   against the topics that exist at every heartbeat, so a topic created later joins the
 //!   subscription with the next heartbeat;
 //! * what a member's expression matches is cut to the topics its own caller may DESCRIBE
-//!   (Kafka 4's KAFKA-18813), as the heartbeat says them ([`Heartbeat::describable`]: the node
-//!   authorizes, this only filters) and as of that member's own last heartbeat: a topic it is
-//!   let see later joins at its next heartbeat, one it may no longer see leaves then;
+//!   (Kafka 4's KAFKA-18813), as the heartbeat says them ([`Heartbeat::regex_allowed`]: the
+//!   node authorizes, this only filters) and as of that member's own last heartbeat: a topic it
+//!   is let see later joins at its next heartbeat, one it may no longer see leaves then; a
+//!   group loaded from the offsets topic holds each such member to the topics of its target and
+//!   assignment until it heartbeats (fail closed: nobody is given a topic it may not see);
 //! * the group's assignor is the one most of its members ask for (ties and none: the first of
 //!   `group.consumer.assignors`);
 //! * a member may speak the classic protocol instead (KIP-848's online migration): its
@@ -50,8 +52,9 @@ pub struct Member {
     /// A regular expression whose matching topics it also subscribes to.
     pub regex: Option<String>,
     /// What `regex` matched that its caller may DESCRIBE, as of its own last heartbeat: the
-    /// expression subscribes to these only. None: every match (no authorizer, or none heard
-    /// of since the group was loaded: its next heartbeat says).
+    /// expression subscribes to these only. None: every match (no authorizer, or a caller
+    /// every check lets through). A loaded member's is its target's and assignment's topics
+    /// until its next heartbeat says ([`ConsumerGroup::loaded`]).
     pub regex_allowed: Option<BTreeSet<String>>,
     /// What its subscription resolved to at the last heartbeat.
     pub subscribed: BTreeSet<String>,
@@ -117,10 +120,11 @@ pub struct Heartbeat {
     pub topics: Option<BTreeSet<String>>,
     /// Its regular expression (an empty one clears it).
     pub regex: Option<String>,
-    /// The topics its caller may DESCRIBE, as the node's authorizer answered for this request:
-    /// what the member's regular expression matches is cut to these. None: every topic (no
-    /// authorizer, or a caller every check lets through).
-    pub describable: Option<BTreeSet<String>>,
+    /// What the member's regular expression (this heartbeat's, else the one it has) matches
+    /// that its caller may DESCRIBE, as the node's authorizer answered for this request
+    /// ([`regex_matches`], then one check per match): the expression subscribes
+    /// to these only. None: every match (no authorizer, or a caller every check lets through).
+    pub regex_allowed: Option<BTreeSet<String>>,
     pub assignor: Option<String>,
     /// What it owns.
     pub owned: Option<TopicPartitions>,
@@ -177,6 +181,14 @@ fn cached(regexes: &mut BTreeMap<String, regex::Regex>, regex: &str) -> Option<r
         Some(x) => Some(x.clone()),
         None => compile(regex).inspect(|x| drop(regexes.insert(regex.to_string(), x.clone()))),
     }
+}
+
+/// The topics of `topics` that `regex` matches (internal `__` topics never), as a
+/// subscription resolves it, compiled from `group`'s cache when it has it: what the node
+/// authorizes for [`Heartbeat::regex_allowed`].
+pub fn regex_matches<'a>(group: Option<&ConsumerGroup>, regex: &str, topics: impl Iterator<Item = &'a String>) -> BTreeSet<String> {
+    let matcher = group.and_then(|g| g.regexes.get(regex).cloned()).or_else(|| compile(regex));
+    topics.filter(|t| !t.starts_with("__") && matcher.as_ref().is_some_and(|r| r.is_match(t))).cloned().collect()
 }
 
 /// The answer to a heartbeat that was taken.
@@ -282,7 +294,10 @@ impl ConsumerGroup {
                 hb.member_id.clone()
             }
         };
-        self.allow(&member_id, hb.describable.as_ref(), topics);
+        // Stored as the node matched and authorized it: no second match over every topic.
+        if let Some(m) = self.members.get_mut(&member_id) {
+            m.regex_allowed = hb.regex_allowed;
+        }
         if self.refresh(topics) {
             self.bump();
         }
@@ -337,6 +352,13 @@ impl ConsumerGroup {
     /// stored epoch was computed over (its metadata hash). Every member gets a fresh session,
     /// and one revoking a fresh rebalance timeout (Kafka's choice at load). Whether it moved.
     pub fn loaded(&mut self, topics: &BTreeMap<String, i32>, now: u64) -> bool {
+        // Who may DESCRIBE what is not stored: a member's regex keeps to the topics it was
+        // given (target and assignment) until its first heartbeat says, so a member whose
+        // caller may see few topics is not handed every match meanwhile.
+        for (id, m) in self.members.iter_mut().filter(|(_, m)| m.regex.is_some()) {
+            let target = self.target.get(id).into_iter().flat_map(|t| t.keys());
+            m.regex_allowed = Some(target.chain(m.assignment.assigned.keys()).cloned().collect());
+        }
         self.refresh(topics);
         let stored = self.loaded_hash.take();
         for m in self.members.values_mut() {
@@ -356,12 +378,10 @@ impl ConsumerGroup {
         self.members.values().flat_map(|m| [Some(m.expires_at), m.revoke_by]).flatten().min()
     }
 
-    /// What the member's expression may subscribe to from now on: the topics it matches now
-    /// that its caller may DESCRIBE (`describable`, this heartbeat's; None: every match).
-    fn allow(&mut self, member_id: &str, describable: Option<&BTreeSet<String>>, topics: &BTreeMap<String, i32>) {
-        let Some(m) = self.members.get_mut(member_id) else { return };
-        let matcher = m.regex.as_deref().and_then(|r| cached(&mut self.regexes, r));
-        m.regex_allowed = describable.map(|d| topics.keys().filter(|t| d.contains(*t) && matcher.as_ref().is_some_and(|r| r.is_match(t))).cloned().collect());
+    /// The regular expression a heartbeat of `member_id` subscribes with: `regex`, the
+    /// heartbeat's (empty: none), else the one the member has.
+    pub fn regex_of<'a>(&'a self, member_id: &str, regex: Option<&'a str>) -> Option<&'a str> {
+        regex.or_else(|| self.members.get(member_id)?.regex.as_deref()).filter(|r| !r.is_empty())
     }
 
     /// Resolves every member's subscription against the topics that exist, and the partition

@@ -24,7 +24,7 @@ use super::records::{self, Key, RecordError};
 use super::writes::Effect;
 use super::{Answer, Coordinator, HeartbeatAnswer, Pending, State, Work};
 use crate::kafka::Code;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 impl Coordinator {
     /// The cluster's topics as of `image` (rebuilt when its offset moved): what consumer groups
@@ -240,6 +240,18 @@ impl Coordinator {
         let g = self.consumer_group_mut(group);
         g.restore(key, value, &|id| names.get(&id).cloned(), now);
         Ok(())
+    }
+
+    /// What a heartbeat of `member_id` in `group` subscribes to by regular expression
+    /// (`regex`, the heartbeat's, else the one the member has): the topics it matches now, for
+    /// the node to authorize ([`Heartbeat::regex_allowed`]). Empty without an expression.
+    pub fn consumer_regex_matches(&self, group: &str, member_id: &str, regex: Option<&str>) -> BTreeSet<String> {
+        let g = self.consumer_groups.get(group);
+        let regex = match g {
+            Some(g) => g.regex_of(member_id, regex),
+            None => regex.filter(|r| !r.is_empty()),
+        };
+        regex.map_or_else(BTreeSet::new, |r| super::consumer::regex_matches(g, r, self.topics.keys()))
     }
 
     /// A consumer group for ConsumerGroupDescribe (None: no such group here).

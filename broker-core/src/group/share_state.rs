@@ -7,13 +7,14 @@
 //!
 //! The one invariant is the fence: a read or write under a leader epoch below the stored one is
 //! FENCED_LEADER_EPOCH, and a read under a higher one stores that epoch (written) before it is
-//! answered, so once a new leader has read the state, no write of an older leader lands. A
-//! deleted group's states are replaced by fences — written with the deletion, so a coordinator
-//! loading the partition later has them too: uninitialized states under the next state epoch
-//! (`share_state_fences`), so a leader still holding an old state is FENCED_STATE_EPOCH at its
-//! next write and reads again (a state epoch at i32::MAX has no next: the deletion is refused). A fence is never tombstoned (a leader may hold the old state
-//! for as long as it leads the partition): one small record per share-partition of a deleted
-//! group stays, overwritten when the group is re-created and read.
+//! answered, so once a new leader has read the state, no write of an older leader lands. A deleted
+//! group's states are replaced by fences — written with the deletion, so a coordinator loading the
+//! partition later has them too: uninitialized states under the next state epoch
+//! (`share_state_fences`), so a leader still holding an old state is FENCED_STATE_EPOCH at its next
+//! write and reads again (a state epoch at i32::MAX has no next: the deletion is refused). A fence
+//! is never tombstoned (a leader may hold the old state for as long as it leads the partition): one
+//! small record per share-partition of a deleted group stays, overwritten when the group is
+//! re-created and read.
 //!
 //! Kafka keeps this in `__share_group_state`, behind a share coordinator of its own placed by
 //! "group:topic id:partition"; here it sits in `__consumer_offsets` beside the group, under a
@@ -123,6 +124,12 @@ fn fence_of(s: &Stored) -> Option<Stored> {
     Some(Stored { state_epoch: s.state_epoch.checked_add(1)?, leader_epoch: s.leader_epoch, snapshot: Snapshot { start: -1, batches: Vec::new() } })
 }
 
+/// Every key `group`'s share-partitions can have: they sort together, so a range walks them
+/// without a scan of every group's states.
+fn group_keys(group: &str) -> std::ops::RangeInclusive<ShareKey> {
+    (group.to_string(), [0; 16], i32::MIN)..=(group.to_string(), [u8::MAX; 16], i32::MAX)
+}
+
 impl Coordinator {
     fn share_state_record(key: &ShareKey, v: Option<&Stored>) -> (Vec<u8>, Option<Vec<u8>>) {
         let mut k = Vec::new();
@@ -193,7 +200,7 @@ impl Coordinator {
     /// offsets APIs refuse it.
     pub(super) fn share_state_fences(&self, group: &str) -> Result<Vec<Kv>, Code> {
         let fence = |(k, s): (&ShareKey, &Stored)| fence_of(s).map(|f| Self::share_state_record(k, Some(&f))).ok_or(Code::InvalidRequest);
-        self.share_states.iter().filter(|((g, _, _), _)| g == group).map(fence).collect()
+        self.share_states.range(group_keys(group)).map(fence).collect()
     }
 
     /// While the group's deletion is being written its states wait (the leader sends again):
@@ -212,10 +219,13 @@ impl Coordinator {
     /// member's session opens there, and reads again, so a group re-created under the same
     /// name starts where `share.auto.offset.reset` says.
     pub(super) fn fence_deleted_share_states(&mut self, group: &str) {
-        // Every one has a next state epoch: the deletion was refused otherwise, and states do
-        // not change while it is written (`not_deleting`).
-        for (_, s) in self.share_states.iter_mut().filter(|((g, _, _), _)| g == group) {
-            if let Some(fence) = fence_of(s) {
+        for (key, s) in self.share_states.range_mut(group_keys(group)) {
+            let fence = fence_of(s);
+            // A bug if not: a state epoch at i32::MAX refuses the deletion
+            // (`share_state_fences`), and states do not change while it is written
+            // (`not_deleting`). Kept as it is then (a fence at the same epoch would not fence).
+            debug_assert!(fence.is_some(), "{key:?}: a deleted group's state has no next state epoch");
+            if let Some(fence) = fence {
                 *s = fence;
             }
         }
@@ -223,7 +233,7 @@ impl Coordinator {
 
     /// The share-partition states of `group`, for describing it.
     pub fn share_states_of<'a>(&'a self, group: &'a str) -> impl Iterator<Item = (&'a ShareKey, &'a Stored)> + 'a {
-        self.share_states.iter().filter(move |((g, _, _), _)| g == group)
+        self.share_states.range(group_keys(group))
     }
 
     /// Offsets partition `p` is no longer led here: its share states leave memory.

@@ -3,16 +3,19 @@
 //! decision `group::consumer`'s); a topic id this node does not know is left out of what a
 //! member says it owns, as a deleted topic is. The caller's DESCRIBE on topics, as `authz`
 //! answers it, goes with a heartbeat (its regex's matches are cut to it) and filters a
-//! describe (a group holding a topic the caller may not see is refused, as Kafka 4 does).
+//! describe (a group holding a topic the caller may not see is refused, as Kafka 4 does);
+//! only the topics in question are checked (a regex's matches, a described group's), never
+//! every topic of the image, and a heartbeat without a regex costs no check.
 
+use super::authz::{regex, Access};
 use super::group_handlers::{finish, group_operations, with_groups, At};
 use super::group_reply::{code, GroupReply};
 use super::{Node, Outcome};
-use crate::broker::Action;
+use crate::broker::{Action, Broker};
 use crate::client::assignor::TopicPartitions;
 use crate::group::consumer::{ConsumerGroup, Heartbeat};
 use crate::constants::group_request_wait_ms_max;
-use crate::group::Answer;
+use crate::group::{Answer, Coordinator};
 use crate::kafka::Code;
 use crate::protocol::{s, topic_name, uuid};
 use crate::security::acl::Caller;
@@ -47,10 +50,15 @@ impl Topics {
     }
 }
 
-/// The topics `caller` may DESCRIBE now (None: every topic).
-fn describable(node: &Node, caller: Option<&Caller>) -> Option<BTreeSet<String>> {
-    let b = node.broker();
-    super::authz::regex::describable(caller.map(|c| super::authz::Access::of(&b, c)).as_ref())
+/// What the heartbeat's regex (else the member's) matches now that `caller` may DESCRIBE
+/// ([`Heartbeat::regex_allowed`]); None when every check lets the caller through. Only the
+/// matches are checked: a member without a regex costs no check at all. A static member
+/// rejoining under a new member id without naming its regex is looked up by that id, finds
+/// none and is given none of its matches until its next heartbeat (fail closed).
+fn regex_allowed(b: &Broker, c: &Coordinator, group: &str, hb: &Heartbeat, caller: Option<&Caller>) -> Option<BTreeSet<String>> {
+    let access = caller.map(|x| Access::of(b, x));
+    let a = regex::restricted(access.as_ref())?;
+    Some(regex::describable(a, c.consumer_regex_matches(group, &hb.member_id, hb.regex.as_deref())))
 }
 
 /// ConsumerGroupHeartbeat (v0: the coordinator names a joining member; v1, KIP-1082: the
@@ -79,7 +87,7 @@ pub fn consumer_group_heartbeat(node: &Node, (version, cid): (i16, i32), (client
         rebalance_timeout_ms: (req.rebalance_timeout_ms >= 0).then_some(req.rebalance_timeout_ms as u64),
         topics: req.subscribed_topic_names.as_ref().map(|ts| ts.iter().map(|t| t.0.to_string()).collect()),
         regex: req.subscribed_topic_regex.as_ref().map(|x| x.to_string()),
-        describable: describable(node, caller),
+        regex_allowed: None,
         assignor: req.server_assignor.as_ref().map(|x| x.to_string()),
         owned,
     };
@@ -89,7 +97,10 @@ pub fn consumer_group_heartbeat(node: &Node, (version, cid): (i16, i32), (client
         return Ok(Outcome::Reply(crate::protocol::Response::new(crate::kafka::ApiKey::ConsumerGroupHeartbeat, version, cid, r)));
     }
     let group = req.group_id.0.to_string();
-    let pending = with_groups(node, now, out, |_, c, w| c.consumer_heartbeat(&group, hb, now, w));
+    let pending = with_groups(node, now, out, |b, c, w| {
+        let hb = Heartbeat { regex_allowed: regex_allowed(b, c, &group, &hb, caller), ..hb };
+        c.consumer_heartbeat(&group, hb, now, w)
+    });
     finish(At { node, out }, reply, pending, group_request_wait_ms_max)
 }
 
@@ -118,9 +129,10 @@ pub(super) fn heartbeat_response(answer: Option<&Answer>) -> ConsumerGroupHeartb
 /// TOPIC_AUTHORIZATION_FAILED, with nothing of it (Kafka 4's KAFKA-18813).
 pub fn consumer_group_describe(node: &Node, req: ConsumerGroupDescribeRequest, caller: Option<&Caller>, now: u64, out: &mut Vec<Action>) -> ConsumerGroupDescribeResponse {
     let topics = Topics::of(node);
-    let describable = describable(node, caller);
     let mut r = ConsumerGroupDescribeResponse::default();
-    with_groups(node, now, out, |_, c, _| {
+    with_groups(node, now, out, |b, c, _| {
+        let access = caller.map(|x| Access::of(b, x));
+        let restricted = regex::restricted(access.as_ref());
         for id in &req.group_ids {
             let mut d = DescribedGroup::default();
             d.group_id = id.clone();
@@ -131,9 +143,9 @@ pub fn consumer_group_describe(node: &Node, req: ConsumerGroupDescribeRequest, c
                     d.error_code = code(Code::GroupIdNotFound);
                     d.error_message = Some(s(&format!("Group {} not found.", id.0.as_str())));
                 }
-                Ok(Some(g)) if describable.as_ref().is_some_and(|can| !holds_only(g, &topics, can)) => {
+                Ok(Some(g)) if restricted.is_some_and(|a| !regex::may_describe_all(a, held(g, &topics).into_iter())) => {
                     d.error_code = code(Code::TopicAuthorizationFailed);
-                    d.error_message = Some(s(super::authz::regex::undescribable_group));
+                    d.error_message = Some(s(regex::undescribable_group));
                 }
                 Ok(Some(g)) => describe_group(&mut d, g, &topics),
             }
@@ -143,11 +155,11 @@ pub fn consumer_group_describe(node: &Node, req: ConsumerGroupDescribeRequest, c
     r
 }
 
-/// Whether every topic of `g`'s members' assignments and targets that still exists (a
-/// deleted one is never described) is one of `allowed`.
-fn holds_only(g: &ConsumerGroup, topics: &Topics, allowed: &BTreeSet<String>) -> bool {
+/// The topics of `g`'s members' assignments and targets that still exist (a deleted one is
+/// never described): those a describe of `g` must let its caller DESCRIBE, as Kafka checks.
+fn held<'g>(g: &'g ConsumerGroup, topics: &Topics) -> BTreeSet<&'g String> {
     let assigned = g.members.values().flat_map(|m| m.assignment.assigned.keys());
-    assigned.chain(g.target.values().flat_map(|t| t.keys())).all(|t| allowed.contains(t) || !topics.ids.contains_key(t))
+    assigned.chain(g.target.values().flat_map(|t| t.keys())).filter(|t| topics.ids.contains_key(*t)).collect()
 }
 
 fn describe_group(d: &mut DescribedGroup, g: &ConsumerGroup, topics: &Topics) {

@@ -12,19 +12,12 @@ lists admin's too) and is refused `orders`' configs (TOPIC_AUTHORIZATION_FAILED)
 alice is refused `orders` again.
 """
 
-import argparse
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient, NewTopic,
-                                   ResourcePatternType, ResourceType, ScramCredentialInfo, ScramMechanism,
-                                   UserScramCredentialUpsertion)
+from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
+                                   ResourcePatternType, ResourceType)
 
-from common import Deadline, expect, fail, main
-
-
-def login(bootstrap, user, password):
-    return {"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "SCRAM-SHA-256",
-            "sasl.username": user, "sasl.password": password}
+from common import Deadline, acl_start, expect, fail, main, scram_login
 
 
 def produce(config, topic, n=5):
@@ -63,19 +56,11 @@ def consume(config, topic, group, n):
 
 
 def run():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--bootstrap", required=True)
-    args = ap.parse_args()
-    admin_config = login(args.bootstrap, "admin", "admin-secret")
-    admin = AdminClient(admin_config)
-    done = admin.alter_user_scram_credentials([UserScramCredentialUpsertion("alice", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), b"alice-secret")])
-    expect(all(f.exception(30) is None for f in done.values()), "adding alice")
     topics = ["orders", "payments", "payments-secret"]
-    for t, f in admin.create_topics([NewTopic(t, 1, 1) for t in topics], request_timeout=30).items():
-        f.result(30)
+    args, admin_config, admin = acl_start(__doc__, {t: 1 for t in topics})
     for t in ["payments", "payments-secret"]:
         expect(produce(admin_config, t) == [], f"admin produces to {t}")
-    alice = login(args.bootstrap, "alice", "alice-secret")
+    alice = scram_login(args.bootstrap, "alice", "alice-secret")
 
     # No ACLs yet: alice may do nothing.
     expect(produce(alice, "orders") == [KafkaError.TOPIC_AUTHORIZATION_FAILED] * 5, "alice writes with no ACL")

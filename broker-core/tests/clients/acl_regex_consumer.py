@@ -11,23 +11,16 @@ describe_consumer_groups() shows the broker's view too (librdkafka leaves out of
 a topic it cannot describe, so the broker's own assignment and target are what is checked).
 """
 
-import argparse
 import time
 
 from confluent_kafka import Consumer, Producer
-from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, AdminClient, NewTopic, ResourcePatternType,
-                                   ResourceType, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion)
+from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
 
-from common import Deadline, expect, main
+from common import Deadline, acl_start, expect, main, scram_login
 
 # Longer than the broker's heartbeat interval (group.consumer.heartbeat.interval.ms, 5 s), so
 # alice heartbeats more than once while she is watched.
 watch_s = 12
-
-
-def login(bootstrap, user, password):
-    return {"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "SCRAM-SHA-256",
-            "sasl.username": user, "sasl.password": password}
 
 
 def described(admin):
@@ -40,16 +33,8 @@ def described(admin):
 
 
 def run():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--bootstrap", required=True)
-    args = ap.parse_args()
-    admin_config = login(args.bootstrap, "admin", "admin-secret")
-    admin = AdminClient(admin_config)
-    done = admin.alter_user_scram_credentials([UserScramCredentialUpsertion("alice", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), b"alice-secret")])
-    expect(all(f.exception(30) is None for f in done.values()), "adding alice")
     topics = {"a-one": 2, "a-two": 1, "b-one": 1}
-    for t, f in admin.create_topics([NewTopic(t, n, 1) for t, n in topics.items()], request_timeout=30).items():
-        f.result(30)
+    args, admin_config, admin = acl_start(__doc__, topics)
     p = Producer({**admin_config, "acks": "all"})
     for t, n in topics.items():
         for i in range(3):
@@ -63,7 +48,7 @@ def run():
     for binding, f in admin.create_acls(acls, request_timeout=30).items():
         expect(f.result(30) is None, f"creating {binding}")
 
-    alice = Consumer({**login(args.bootstrap, "alice", "alice-secret"), "group.id": "rx", "group.protocol": "consumer",
+    alice = Consumer({**scram_login(args.bootstrap, "alice", "alice-secret"), "group.id": "rx", "group.protocol": "consumer",
                       "enable.auto.commit": False, "auto.offset.reset": "earliest"})
     alice.subscribe(["^.*"])
     read = set()

@@ -246,3 +246,29 @@ def share_args(doc, n, phases=None, state_help=None):
         ap.add_argument("--state", required=True, help=state_help)
     ap.add_argument("--debug", action="store_true", help="librdkafka debug=protocol,cgrp,fetch on every consumer")
     return ap.parse_args()
+
+
+def scram_login(bootstrap, user, password):
+    """A confluent-kafka config that logs in as `user` with SCRAM-SHA-256 over SASL_PLAINTEXT."""
+    return {"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "SCRAM-SHA-256",
+            "sasl.username": user, "sasl.password": password}
+
+
+def acl_start(doc, topics):
+    """The ACL scripts' start: parses --bootstrap, logs in as the super user `admin`, adds user
+    alice (password alice-secret) and creates `topics` (name -> partitions, replication 1).
+    Returns (the arguments, admin's config, an AdminClient)."""
+    import argparse
+    from confluent_kafka.admin import AdminClient, NewTopic, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--bootstrap", required=True)
+    args = ap.parse_args()
+    admin_config = scram_login(args.bootstrap, "admin", "admin-secret")
+    admin = AdminClient(admin_config)
+    alice = UserScramCredentialUpsertion("alice", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), b"alice-secret")
+    done = admin.alter_user_scram_credentials([alice])
+    expect(all(f.exception(30) is None for f in done.values()), "adding alice")
+    for t, f in admin.create_topics([NewTopic(t, n, 1) for t, n in topics.items()], request_timeout=30).items():
+        f.result(30)
+    return args, admin_config, admin

@@ -22,7 +22,7 @@ import time
 
 from confluent_kafka import AcknowledgeType
 
-from common import Deadline, expect, fail, main, share_args
+from common import Deadline, expect, main, share_args
 from share_group import PARTITIONS, TAIL_S, AckCallback, commit, expect_drained, produce, setup, share_consumer
 
 # Before the restart, records of the second half are released each time they are handed out

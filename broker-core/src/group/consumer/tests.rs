@@ -110,11 +110,12 @@ fn a_regex_subscription_takes_in_topics_created_later_and_never_internal_ones() 
     assert_eq!(g.epoch, epoch + 1);
 }
 
-/// A heartbeat of `id` at its current epoch, its caller let DESCRIBE `describable`.
+/// A heartbeat of `id` at its current epoch, its caller let DESCRIBE `describable` of what
+/// its regex matches.
 fn beat_seeing(g: &mut ConsumerGroup, id: &str, describable: &[&str], topics: &BTreeMap<String, i32>, now: u64) -> Answer {
     let member_epoch = g.members[id].assignment.epoch;
-    let describable = Some(set(describable));
-    g.heartbeat(Heartbeat { member_id: id.into(), member_epoch, describable, ..Heartbeat::default() }, topics, now).expect("heartbeat")
+    let regex_allowed = Some(set(describable));
+    g.heartbeat(Heartbeat { member_id: id.into(), member_epoch, regex_allowed, ..Heartbeat::default() }, topics, now).expect("heartbeat")
 }
 
 fn set(topics: &[&str]) -> BTreeSet<String> {
@@ -128,7 +129,7 @@ fn a_regex_subscribes_each_member_to_the_matches_its_own_caller_may_describe() {
     let joining = |id: &str, describable: &[&str]| Heartbeat {
         member_id: id.into(),
         regex: Some(".*".into()),
-        describable: Some(set(describable)),
+        regex_allowed: Some(set(describable)),
         rebalance_timeout_ms: Some(10_000),
         owned: Some(TopicPartitions::new()),
         ..Heartbeat::default()
@@ -161,6 +162,41 @@ fn a_regex_subscribes_each_member_to_the_matches_its_own_caller_may_describe() {
     g.heartbeat(Heartbeat { member_id: "alice".into(), member_epoch: g.members["alice"].assignment.epoch, ..Heartbeat::default() }, &topics, 7).expect("heartbeat");
     assert_eq!(g.members["alice"].regex_allowed, None);
     assert!(g.members["alice"].subscribed.contains("b-one"));
+}
+
+#[test]
+fn a_reloaded_regex_member_is_held_to_its_own_topics_until_it_heartbeats() {
+    let topics: BTreeMap<String, i32> = [("a-one".to_string(), 2), ("a-two".to_string(), 1), ("b-one".to_string(), 2)].into();
+    let mut g = ConsumerGroup::new("g", &ServerAssignor::ALL, 45_000);
+    let joining = |id: &str, allowed: Option<&[&str]>| Heartbeat {
+        member_id: id.into(),
+        regex: Some(".*".into()),
+        regex_allowed: allowed.map(set),
+        rebalance_timeout_ms: Some(10_000),
+        owned: Some(TopicPartitions::new()),
+        ..Heartbeat::default()
+    };
+    // Alice may describe the a- topics only; bob (no authorizer check) every match.
+    g.heartbeat(joining("alice", Some(&["a-one", "a-two"])), &topics, 0).expect("alice joins");
+    g.heartbeat(joining("bob", None), &topics, 1).expect("bob joins");
+    assert!(!g.target["alice"].contains_key("b-one"));
+    // Another coordinator loads the group from its records (who may see what is not stored).
+    let id = |t: &str| Some([t.len() as u8, t.as_bytes()[0], t.as_bytes()[2], 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    let names: BTreeMap<[u8; 16], String> = topics.keys().map(|t| (id(t).expect("named"), t.clone())).collect();
+    let mut loaded = ConsumerGroup::new("g", &ServerAssignor::ALL, 45_000);
+    for (key, value) in crate::group::consumer_stored::changes(&Default::default(), &g.view(), &id) {
+        loaded.restore(key, value, &|i| names.get(&i).cloned(), 2);
+    }
+    loaded.loaded(&topics, 2);
+    // Bob leaves: the target is computed again, alice alone in the group. She must not be
+    // given b-one, which her caller may not DESCRIBE, before her own heartbeat says more.
+    let bob_epoch = loaded.members["bob"].assignment.epoch;
+    loaded.heartbeat(Heartbeat { member_id: "bob".into(), member_epoch: -1, ..Heartbeat::default() }, &topics, 3).expect("bob leaves");
+    assert!(bob_epoch < loaded.epoch, "the target was computed again");
+    assert_eq!(loaded.target["alice"].keys().collect::<Vec<_>>(), ["a-one", "a-two"], "{:?}", loaded.target);
+    // Her first heartbeat replaces the held set with what her caller may see now.
+    beat_seeing(&mut loaded, "alice", &["a-one", "a-two", "b-one"], &topics, 4);
+    assert!(loaded.target["alice"].contains_key("b-one"), "{:?}", loaded.target);
 }
 
 #[test]

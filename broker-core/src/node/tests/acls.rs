@@ -22,17 +22,18 @@ fn node(dir: &std::path::Path, enabled: bool) -> Node {
     crate::testing::one_node(c)
 }
 
-fn who(principal: &str) -> Caller {
+pub(super) fn who(principal: &str) -> Caller {
     Caller { principal: principal.into(), host: [10, 0, 0, 7].into(), internal: false, listener: None, connection: None }
 }
 
-/// Handles a request from `caller`; one that waits for metadata is answered once this node's
-/// broker applied it.
-fn ask<R: Encodable + HeaderVersion>(node: &Node, caller: &Caller, key: ApiKey, version: i16, req: &R) -> Outcome {
+/// Handles a request from `caller`; one that waits (for metadata, or for a group's write) is
+/// answered once this node's broker applied and replicated what it waits for.
+pub(super) fn ask<R: Encodable + HeaderVersion>(node: &Node, caller: &Caller, key: ApiKey, version: i16, req: &R) -> Outcome {
     let prepared = prepare(decode_request(&frame(key, version, req), true).unwrap());
     match handle_from(node, prepared, Some(caller), 0, Attempt::First, &mut Vec::new()) {
         Outcome::Wait(mut waiting) => {
             crate::testing::apply_metadata(node, 0);
+            crate::testing::sync(node, 0);
             waiting.poll(node, false).expect("answered once applied")
         }
         other => other,

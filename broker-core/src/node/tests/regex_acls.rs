@@ -4,8 +4,8 @@
 //! heartbeat and leaves once the ACL is deleted; a ConsumerGroupDescribe by a principal that
 //! may not DESCRIBE a topic the group holds is refused TOPIC_AUTHORIZATION_FAILED.
 
+use super::acls::{ask, who};
 use super::*;
-use crate::security::acl::Caller;
 use kafka_protocol::messages::consumer_group_describe_request::ConsumerGroupDescribeRequest;
 use kafka_protocol::messages::consumer_group_describe_response::ConsumerGroupDescribeResponse;
 use kafka_protocol::messages::consumer_group_heartbeat_request::{ConsumerGroupHeartbeatRequest, TopicPartitions as Owned};
@@ -21,24 +21,6 @@ use std::collections::BTreeMap;
 
 fn s(text: &str) -> StrBytes {
     StrBytes::from_string(text.into())
-}
-
-fn who(principal: &str) -> Caller {
-    Caller { principal: principal.into(), host: [10, 0, 0, 7].into(), internal: false, listener: None, connection: None }
-}
-
-/// Handles a request from `caller`; one that waits (for metadata, or for the group's write) is
-/// answered once this node applied and replicated what it waits for.
-fn ask<R: Encodable + HeaderVersion>(node: &Node, caller: &Caller, key: ApiKey, version: i16, req: &R) -> Outcome {
-    let prepared = prepare(decode_request(&frame(key, version, req), true).unwrap());
-    match handle_from(node, prepared, Some(caller), 0, Attempt::First, &mut Vec::new()) {
-        Outcome::Wait(mut waiting) => {
-            crate::testing::apply_metadata(node, 0);
-            crate::testing::sync(node, 0);
-            waiting.poll(node, false).expect("answered once applied")
-        }
-        other => other,
-    }
 }
 
 /// An ALLOW for `principal` from any host: resource type (2 topic, 3 group), name, pattern
