@@ -78,7 +78,7 @@ pub struct IndexFile<E: Entry> {
     /// (`log::cut`).
     file: Arc<dyn DiskFile>,
     /// Shared with a cleaning step's job, which looks batches up in a closed segment off the
-    /// owner's lock (`log::clean_job`); a change while one holds them copies them first.
+    /// owner's lock (`log::pass::job`); a change while one holds them copies them first.
     entries: Arc<Vec<E>>,
     /// How many of `entries` are in the file; the rest wait for the next group write.
     written: usize,

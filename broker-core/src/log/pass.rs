@@ -150,6 +150,12 @@ impl Log {
         // own step's job (`job`).
         let freeing = !self.retired.is_empty();
         self.retired.free_slice();
+        // An offline log's pass goes no further: after a failed swap, a step that found no
+        // group left would set the clean point past the group reopening may drop.
+        if self.failed.is_some() {
+            self.abort_cleaning();
+            return Ok(Step::Idle);
+        }
         if self.swapping() || self.cutting() || self.deferred.cleaning.is_some() {
             return Ok(Step::Working { bytes: 0 });
         }
@@ -189,7 +195,8 @@ impl Log {
     }
 
     /// A whole pass at once ([`Log::clean_step`] until it ends): `None` when none was due or
-    /// it mapped nothing. Inline: for a log whose owner takes no jobs.
+    /// it mapped nothing. Inline whatever the mode: with deferral on, each step's job and
+    /// each swap run here, before the next step.
     pub fn clean(&mut self, now: u64, upper: i64, map_bytes: usize) -> Result<Option<CleanStats>, LogError> {
         self.clean_keeping(now, upper, map_bytes, Keep::Latest)
     }
@@ -199,7 +206,15 @@ impl Log {
     #[doc(hidden)]
     pub fn clean_keeping(&mut self, now: u64, upper: i64, map_bytes: usize, keep: Keep) -> Result<Option<CleanStats>, LogError> {
         loop {
-            match self.clean_step(now, upper, map_bytes, crate::constants::cleaner_read_bytes, keep)? {
+            // With deferral on, the step's job and the swap it owes run here too.
+            let mut step = self.clean_step(now, upper, map_bytes, crate::constants::cleaner_read_bytes, keep)?;
+            if let Some(job) = self.take_clean() {
+                step = self.cleaned(job.run(), now)?;
+            }
+            if let Some(job) = self.take_swap() {
+                self.swapped(job.run())?;
+            }
+            match step {
                 Step::Idle => return Ok(None),
                 Step::Working { .. } => {}
                 Step::Done { stats, .. } => return Ok(stats),
@@ -272,7 +287,7 @@ impl Log {
     fn advance(&mut self, pass: &mut Pass, now: u64, budget: u64) -> Result<Progress, LogError> {
         let mut bytes = 0u64;
         loop {
-            let view = self.view_for(pass);
+            let view = self.view_for(pass, budget - bytes);
             let (n, stop) = pass.step(&view, now, budget - bytes)?;
             bytes += n;
             if let Some(stats) = self.apply(pass, stop, now)? {
@@ -329,18 +344,30 @@ impl Log {
         Ok(None)
     }
 
-    /// The segments the pass's next step may read, from the one holding where it is through
-    /// the end of its phase's range (see [`View`]).
-    fn view_for(&self, pass: &Pass) -> View {
-        let (from, to) = match &pass.phase {
-            Phase::Map { next } => (*next, pass.end),
-            Phase::Producers { base, .. } => (*base, pass.start),
-            Phase::Rewrite { group: Some(g), .. } => (g.next, g.end),
-            Phase::Rewrite { group: None, .. } => (0, 0),
+    /// The segments the pass's next step (of `budget` bytes) may read, from the one holding
+    /// where it is through the end of its phase's range (see [`View`]). The map walk's view
+    /// stops at the first segment starting `budget` bytes past where it is, so a step costs
+    /// no more than it reads however long the dirty range: the step reads whole batches while
+    /// under `budget`, so every batch it reads starts in a segment that starts before that
+    /// (counted from the first segment's start, so its bytes below `next` are allowed for),
+    /// and it stops at its budget ([`Stop::Budget`]) before the view runs out.
+    fn view_for(&self, pass: &Pass, budget: u64) -> View {
+        let (from, to, reach) = match &pass.phase {
+            Phase::Map { next } => (*next, pass.end, Some(budget)),
+            Phase::Producers { base, .. } => (*base, pass.start, None),
+            Phase::Rewrite { group: Some(g), .. } => (g.next, g.end, None),
+            Phase::Rewrite { group: None, .. } => (0, 0, None),
         };
         let first = self.segments.partition_point(|s| s.base_offset <= from).saturating_sub(1);
         let last = self.segments.len() - 1; // the active segment: never read by a pass
-        let segs = self.segments[first.min(last)..last].iter().take_while(|s| s.base_offset < to);
+        let segs = &self.segments[first.min(last)..last];
+        let reach = reach.map_or(u64::MAX, |b| b.saturating_add(segs.first().map_or(0, |s| s.size())));
+        let mut before = 0u64;
+        let segs = segs.iter().take_while(|s| s.base_offset < to).take_while(|s| {
+            let starts_within = before < reach;
+            before = before.saturating_add(s.size());
+            starts_within
+        });
         View::new(segs, self.disk.clone(), self.dir.clone(), self.config.index_interval_bytes)
     }
 
@@ -365,7 +392,14 @@ impl Log {
             return Err(LogError::Failed(format!("cleaning {}: the segments of the group at {base} changed under the pass", self.dir.display())));
         }
         if !g.removed_markers.is_empty() {
-            self.before_removing_markers(base, g.end, &g.removed_markers)?;
+            if let Err(e) = self.before_removing_markers(base, g.end, &g.removed_markers) {
+                // The group is out of the pass already, so the abort would not find its
+                // files: a `B.txnindex.cleaned` left behind could replace `B.txnindex` in a
+                // later swap that removes no marker.
+                self.released.extend(self.deferred.on.then(|| seg.into_log()));
+                let _ = self.remove_cleaned(base);
+                return Err(e);
+            }
         }
         stats.segments_rewritten += g.bases.len();
         stats.bytes_before += g.before;

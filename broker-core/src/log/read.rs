@@ -146,7 +146,7 @@ impl Log {
 }
 
 /// [`Log::read_into`] over `segments`, from the one holding `offset` on: the log's own, or a
-/// cleaning job's view of them (`log::clean_job`).
+/// cleaning job's view of them (`log::pass::job`).
 pub(super) fn read_across<'a>(segments: impl Iterator<Item = Reader<'a>>, offset: i64, max_bytes: usize, upper: i64, trusted: std::ops::Range<i64>, buf: &mut Vec<u8>) -> Result<(i64, usize), LogError> {
     let (mut found, mut len) = (None, 0usize);
     for seg in segments {

@@ -156,7 +156,11 @@ impl Log {
     }
 
     fn put_in_place(&mut self, bases: &[i64], removed_markers: &[i64], seg: Result<Segment, LogError>) -> Result<(), LogError> {
-        let seg = seg.inspect_err(|e| self.go_offline(format!("cleaning: {e}"), true))?;
+        // Offline, the pass ends here: its clean point would cover a group reopening may drop.
+        let seg = seg.inspect_err(|e| {
+            self.go_offline(format!("cleaning: {e}"), true);
+            self.abort_cleaning();
+        })?;
         let i = self.segments.partition_point(|s| s.base_offset < bases[0]);
         let j = i + bases.len();
         // Nothing removes a segment of the group while it swaps; were these not its, memory
@@ -164,6 +168,7 @@ impl Log {
         if !self.segments.get(i..j).is_some_and(|s| s.iter().map(|s| s.base_offset).eq(bases.iter().copied())) {
             let why = format!("the segments of the group at {} changed during its swap", bases[0]);
             self.go_offline(format!("cleaning: {why}"), true);
+            self.abort_cleaning();
             return Err(LogError::Failed(why));
         }
         for old in self.segments.splice(i..j, [seg]) {

@@ -30,7 +30,12 @@ impl Shared {
                 Job::Swap(job) => Input::Swapped { topic, partition, done: self.run_swap(job).await },
                 Job::Truncate(job) => Input::Truncated { topic, partition, done: self.run_truncation(job).await },
             };
-            let wakes = !matches!(&input, Input::Synced { stamp, .. } if !stamp.syncs());
+            // A cleaning step's report changes nothing a reader sees (its swap's report does).
+            let wakes = match &input {
+                Input::Synced { stamp, .. } => stamp.syncs(),
+                Input::Cleaned { .. } => false,
+                _ => true,
+            };
             let done = self.decide(|s| s.node.input(input, now_ms())).await;
             let (more, checkpoint) = self.perform_now(done);
             debug_assert!(checkpoint.is_none(), "only a tick stages a checkpoint");

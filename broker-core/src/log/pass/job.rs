@@ -130,7 +130,7 @@ impl Log {
                 Err(e) => return self.settle(pass, Err(e)),
             }
         }
-        let view = self.view_for(&pass);
+        let view = self.view_for(&pass, budget);
         let d = &mut self.deferred;
         d.clean_steps += 1;
         let stamp = CleanStamp { serial: d.marks().0, step: d.clean_steps };

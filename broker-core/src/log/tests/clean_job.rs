@@ -1,8 +1,10 @@
 //! Cleaning steps as the owner's jobs (`log::pass::job`), on real files: the cleaner's turn and
 //! the job's report read no batch (the job reads the dirty range); while a job is held the
 //! log takes appends and reads and the next turn waits; a pass aborted while its step's job is
-//! in flight (or not yet taken) loses the report and leaves no `.cleaned` file; and a whole
-//! pass through jobs leaves the very bytes an inline pass leaves.
+//! in flight (or not yet taken) loses the report and leaves no `.cleaned` file; a failed swap
+//! ends the pass with no clean point past it; the job syncs its `.cleaned` file every
+//! `cleaner_sync_bytes` (the turn never does); a whole pass through jobs leaves the very bytes
+//! an inline pass leaves, and `Log::clean` runs one inline with deferral on.
 
 use super::*;
 use super::cleaning::{compacted, contents, latest_of, map_bytes, updates};
@@ -200,4 +202,108 @@ fn a_whole_pass_through_jobs_leaves_the_bytes_an_inline_pass_leaves() {
     assert!(a == b, "the same bytes in every segment");
     let point = |dir: &Path| std::fs::read(dir.join("cleaner-offset-checkpoint")).unwrap();
     assert_eq!(point(inline_tmp.path()), point(jobs_tmp.path()), "the same clean point");
+}
+
+#[test]
+fn after_a_failed_swap_the_pass_ends_and_no_turn_sets_its_clean_point() {
+    // One closed segment: the group whose swap fails is the pass's last, so a turn that went
+    // on with the pass would find no group left and set the clean point past it.
+    let tmp = tempfile::tempdir().unwrap();
+    let (d, _, fail_sync) = ProbeDisk::shared();
+    let (mut log, _) = Log::open(d, tmp.path(), compacted(), 0).unwrap();
+    log.defer_syncs();
+    let latest = updates(&mut log, 6, 3, 1_000);
+    log.roll(0).unwrap();
+    assert_eq!(log.segment_bases().len(), 2, "one closed segment");
+    let before = log.cleaned_to();
+    let job = loop {
+        let upper = log.log_end_offset();
+        assert!(matches!(clean_step_now(&mut log, 10_000, upper, 300), CleanStep::Working { .. }));
+        if let Some(job) = log.take_swap() {
+            break job;
+        }
+    };
+    fail_sync.store(true, Ordering::SeqCst); // the cleaned segment's sync, the swap's first
+    assert!(log.swapped(job.run()).is_err());
+    assert!(log.failure().is_some(), "a failed swap takes the log offline");
+    assert_eq!(log.cleaning_phase(), None, "the pass ended with the swap");
+    let upper = log.log_end_offset();
+    assert_eq!(log.clean_step(10_000, upper, map_bytes, 300, clean::Keep::Latest).unwrap(), CleanStep::Idle);
+    assert!(log.take_clean().is_none());
+    assert_eq!(log.cleaned_to(), before, "no clean point past the group never swapped in");
+    drop(log);
+    let (log, _) = Log::open(disk(), tmp.path(), compacted(), 0).unwrap();
+    assert_eq!(log.cleaned_to(), before, "nor on disk");
+    assert_eq!(latest_of(&contents(&log).0), latest, "the old segment's records");
+}
+
+#[test]
+fn log_clean_runs_the_steps_and_swaps_inline_with_deferral_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut log = deferred_log(disk(), tmp.path(), compacted());
+    let before = contents(&log).0;
+    let stats = log.clean(10_000, log.log_end_offset(), map_bytes).unwrap().expect("due");
+    assert!(stats.segments_rewritten > 0, "{stats:?}");
+    assert!(!log.swapping() && log.cleaning_phase().is_none());
+    let after = contents(&log).0;
+    assert!(after.len() < before.len());
+    assert_eq!(latest_of(&after), latest_of(&before));
+    assert!(cleaned_files(tmp.path()).is_empty());
+}
+
+/// Counts the syncs of cleaned segments' `.log.cleaned` files.
+#[derive(Default)]
+struct CleanedSyncs(std::sync::atomic::AtomicU64);
+
+impl Hook for CleanedSyncs {
+    fn before(&self, op: Op<'_>) -> std::io::Result<()> {
+        if let Op::Sync { path } = op {
+            if path.to_string_lossy().ends_with(".log.cleaned") {
+                self.0.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_steps_job_syncs_the_cleaned_file_every_cleaner_sync_bytes_and_the_turn_never_does() {
+    // A first segment a little over `cleaner_sync_bytes` of live keys (1 KiB each), and a
+    // second to make it cleanable: its group's file is synced once as it grows, in a job.
+    let tmp = tempfile::tempdir().unwrap();
+    let syncs = Arc::new(CleanedSyncs::default());
+    let d: Arc<dyn Disk> = Arc::new(Hooked::new(Arc::new(FileDisk::new()), syncs.clone()));
+    let bytes = crate::constants::cleaner_sync_bytes + (1 << 20);
+    let (mut log, _) = Log::open(d, tmp.path(), LogConfig { segment_bytes: bytes as u64, ..compacted() }, 0).unwrap();
+    log.defer_syncs();
+    let value = vec![b'v'; 1024];
+    let mut k = 0;
+    while log.segment_bases().len() < 2 {
+        let keys: Vec<String> = (k..k + 16).map(|i| format!("k{i}")).collect();
+        let kv: Vec<batch::KeyValue> = keys.iter().map(|key| (Some(key.as_bytes()), Some(&value[..]))).collect();
+        log.append(&mut batch::build_keyed(&kv, 1_000), 1, 0).unwrap();
+        k += 16;
+    }
+    let count = || syncs.0.load(Ordering::Relaxed);
+    let (mut in_jobs, mut in_turns) = (0, 0);
+    for _ in 0..100_000 {
+        let at = count();
+        let mut step = log.clean_step(10_000, log.log_end_offset(), map_bytes, crate::constants::cleaner_step_bytes, clean::Keep::Latest).unwrap();
+        in_turns += count() - at;
+        if let Some(job) = log.take_clean() {
+            let at = count();
+            let done = job.run();
+            in_jobs += count() - at;
+            let at = count();
+            step = log.cleaned(done, 10_000).unwrap();
+            in_turns += count() - at;
+        }
+        swap_now(&mut log);
+        if let CleanStep::Done { stats, .. } = step {
+            assert!(stats.is_some(), "the pass ran");
+            break;
+        }
+    }
+    assert_eq!(in_jobs, 1, "{bytes} bytes of cleaned file: one sync as it grows, in the job");
+    assert_eq!(in_turns, 0, "no turn or report syncs it");
 }

@@ -177,3 +177,57 @@ fn a_marker_goes_once_nothing_of_its_transaction_is_left_and_its_delete_horizon_
     }
     assert_eq!(crate::broker::replayed_aborted(&log).unwrap(), log.aborted_transactions());
 }
+
+/// Fails the sync of a cleaned group's `.txnindex` once armed.
+#[derive(Default)]
+struct FailTxnIndexSync(std::sync::atomic::AtomicBool);
+
+impl Hook for FailTxnIndexSync {
+    fn before(&self, op: Op<'_>) -> std::io::Result<()> {
+        match op {
+            Op::Sync { path } if path.to_string_lossy().ends_with(".txnindex.cleaned") && self.0.load(std::sync::atomic::Ordering::SeqCst) => Err(std::io::Error::other("EIO (injected)")),
+            _ => Ok(()),
+        }
+    }
+}
+
+#[test]
+fn a_group_failing_before_its_swap_leaves_no_cleaned_file() {
+    // The group is out of the pass when its swap is prepared (`before_removing_markers`):
+    // a failure there must still remove its files, or a stale `B.txnindex.cleaned` could
+    // replace `B.txnindex` in a later swap.
+    let tmp = tempfile::tempdir().unwrap();
+    let hook = Arc::new(FailTxnIndexSync::default());
+    let d: Arc<dyn Disk> = Arc::new(Hooked::new(Arc::new(FileDisk::new()), hook.clone()));
+    let config = compacted();
+    let retention = config.delete_retention_ms;
+    let (mut log, _) = Log::open(d, tmp.path(), config, 0).unwrap();
+    let aborter = 7;
+    log.append(&mut batch(&[("k0", "aborted")], Some((aborter, 0))), 1, 0).unwrap(); // 0
+    let abort_at = log.log_end_offset();
+    log.append(&mut build_marker(aborter, 0, MarkerKind::Abort, 0, 1_000), 1, 0).unwrap(); // 1
+    log.append_aborted(AbortedTxn { producer_id: aborter, first_offset: 0, last_offset: abort_at, last_stable_offset: 0 }).unwrap();
+    log.append(&mut batch(&[("a", "next")], Some((aborter, 1))), 1, 0).unwrap();
+    log.append(&mut build_marker(aborter, 0, MarkerKind::Commit, 0, 1_000), 1, 0).unwrap();
+    let fill = |log: &mut Log, from: usize| {
+        for i in from..from + 60 {
+            log.append(&mut batch(&[("f", &format!("{i:0>40}"))], None), 1, 0).unwrap();
+        }
+        log.roll(0).unwrap();
+    };
+    fill(&mut log, 0);
+    let now = 10_000u64;
+    log.clean(now, log.log_end_offset(), map_bytes).unwrap().expect("due");
+    fill(&mut log, 60);
+    hook.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    let failed = log.clean(now + retention, log.log_end_offset(), map_bytes).unwrap_err();
+    assert!(failed.to_string().contains("injected"), "{failed}");
+    let left: Vec<String> = std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).filter(|n| n.ends_with(".cleaned")).collect();
+    assert!(left.is_empty(), "{left:?}");
+    assert!(log.failure().is_none() && log.cleaning_phase().is_none(), "only the pass ended");
+    // The next pass removes the marker.
+    hook.0.store(false, std::sync::atomic::Ordering::SeqCst);
+    let stats = log.clean(now + retention, log.log_end_offset(), map_bytes).unwrap().expect("due");
+    assert_eq!(stats.markers_removed, 1, "{stats:?}");
+    assert_eq!(log.aborted_transactions(), &[]);
+}
