@@ -2,8 +2,9 @@
 //! cleans, and the pace of its steps. A pass runs a step at a time ([`Log::clean_step`], about
 //! [`cleaner_step_bytes`] each), so the broker answers requests between steps; the steps are
 //! paced to `log.cleaner.io.max.bytes.per.second` (Kafka's `Throttler`). Each step's reads and
-//! writes are a job the shell runs off the node's lock ([`Action::Clean`], reported with
-//! [`Broker::cleaned`]): the turn itself reads no batch. With nothing due the
+//! writes, and the pass's closing clean-point checkpoint, are a job the shell runs off the
+//! node's lock ([`Action::Clean`], reported with [`Broker::cleaned`]): the turn itself reads
+//! no batch and writes no file. With nothing due the
 //! cleaner looks again after `log.cleaner.backoff.ms`; after a pass it looks at once, as
 //! Kafka's does.
 //!

@@ -29,8 +29,8 @@
 //! `step`'s, over a read-only view of the segments it reads, and never touches the log;
 //! this file is the log's side — starting a pass, choosing each group, setting the clean
 //! point, swapping a whole group in (`finish_group`) — which reads no dirty byte. A log whose
-//! owner takes jobs ([`Log::defer_syncs`]) hands each step to the owner as a job (`job`);
-//! any other runs it here, inline.
+//! owner takes jobs ([`Log::defer_syncs`]) hands each step to the owner as a job (`job`), and
+//! the clean point's write at the pass's end too; any other runs them here, inline.
 
 use super::aborted::AbortedRanges;
 use super::clean::{Keep, KeyMap, Tombstones};
@@ -322,13 +322,18 @@ impl Log {
                 pass.phase = Phase::Rewrite { tombstones, retention_ms, last_of_producer, held: BTreeSet::new(), next: self.log_start_offset(), group: None };
             }
             Stop::NeedGroup => {
+                if self.no_group_left(pass) {
+                    // With deferral on the point is the pass's last job (`job`), handed out by
+                    // the next turn.
+                    if self.deferred.on {
+                        return Ok(None);
+                    }
+                    self.set_clean_point(pass.stats.to)?;
+                    return Ok(Some(Some(pass.stats.clone())));
+                }
                 let Phase::Rewrite { next, group, .. } = &mut pass.phase else { unreachable!("a group is asked for in the rewrite") };
                 let mapped = pass.stats.to;
                 let i = self.segments.partition_point(|s| s.base_offset < *next);
-                if i + 1 >= self.segments.len() || self.segments[i].base_offset >= mapped {
-                    self.set_clean_point(mapped)?;
-                    return Ok(Some(Some(pass.stats.clone())));
-                }
                 let j = self.group_end(i, mapped);
                 let segs = &self.segments[i..j];
                 let (bases, end, before) = (segs.iter().map(|s| s.base_offset).collect::<Vec<_>>(), segs[segs.len() - 1].next_offset(), segs.iter().map(|s| s.size()).sum());
@@ -342,6 +347,14 @@ impl Log {
             }
         }
         Ok(None)
+    }
+
+    /// Whether the rewrite has no group left below the mapped end: the pass ends at its
+    /// clean point.
+    fn no_group_left(&self, pass: &Pass) -> bool {
+        let Phase::Rewrite { next, .. } = &pass.phase else { unreachable!("a group is asked for in the rewrite") };
+        let i = self.segments.partition_point(|s| s.base_offset < *next);
+        i + 1 >= self.segments.len() || self.segments[i].base_offset >= pass.stats.to
     }
 
     /// The segments the pass's next step (of `budget` bytes) may read, from the one holding

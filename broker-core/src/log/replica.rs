@@ -53,12 +53,13 @@ impl Log {
     /// removed offsets. With deferral on ([`Log::defer_syncs`]) memory is cut at once and the
     /// same IO, in the same order, is the owner's job ([`Log::take_cut`], `log::cut`); until
     /// its report the log takes no append and no other truncation. A cut while a cleaning swap
-    /// is in flight — into its group, or with deferral on at all — or while a job that writes
-    /// or a truncation's job is in flight is refused ([`LogError::Busy`], nothing changed); any
-    /// other error takes the log offline ([`Log::failure`]): a half-done truncation leaves
-    /// memory unsure of the disk, and reopening recovers a dense log holding no more than
-    /// before. A negative `offset` is a caller bug (an UNDEFINED_EPOCH_OFFSET answer is no
-    /// truncation point) and panics, as Kafka's `truncateTo` throws.
+    /// is in flight — into its group, or with deferral on at all — or while a job that writes,
+    /// a cleaning pass's clean-point job or a truncation's job is in flight is refused
+    /// ([`LogError::Busy`], nothing changed); any other error takes the log offline
+    /// ([`Log::failure`]): a half-done truncation leaves memory unsure of the disk, and
+    /// reopening recovers a dense log holding no more than before. A negative `offset` is a
+    /// caller bug (an UNDEFINED_EPOCH_OFFSET answer is no truncation point) and panics, as
+    /// Kafka's `truncateTo` throws.
     pub fn truncate_to(&mut self, offset: i64, now: u64) -> Result<(), LogError> {
         assert!(offset >= 0, "log offsets are never negative: {offset}");
         self.check_failed()?;
@@ -71,6 +72,8 @@ impl Log {
         }
         // The job's replay would read the segments a swap replaces: with deferral on, wait.
         self.refuse_cut_while_swapping(if self.deferred.on { i64::MIN } else { offset })?;
+        // A pass's clean point being written: the cut's own job may write a lower one.
+        self.refuse_cut_while_pointing()?;
         self.refuse_cut_while_writing()?;
         let result = self.cut_tail(offset, now);
         self.offline_on_error(result, "truncation")
@@ -117,6 +120,7 @@ impl Log {
         self.check_failed()?;
         self.refuse_while_cutting()?;
         self.refuse_cut_while_swapping(i64::MIN)?;
+        self.refuse_cut_while_pointing()?;
         self.refuse_cut_while_writing()?;
         let result = self.start_over_at(new_start, now);
         self.offline_on_error(result, "full truncation")

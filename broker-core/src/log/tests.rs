@@ -14,6 +14,7 @@ mod snapshots;
 mod swap;
 mod fence;
 mod clean_job;
+mod clean_point;
 
 use super::batch::{build, validate};
 use super::*;
