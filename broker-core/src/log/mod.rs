@@ -283,7 +283,11 @@ impl Log {
         // A snapshot past the recovered end describes batches the log no longer has, and one
         // below its start batches it cannot replay after it: both go, durably, before new
         // batches could take their offsets (`snapshots`).
-        if log.drop_producer_snapshots(|o| o > end || o < start)? > 0 {
+        // The same when the log starts above what its checkpoint vouches for: segments were
+        // removed after the last checkpoint (a truncation whose job never ran before a
+        // reopen), and their unlinks may not be durable, so a power loss could bring back
+        // records the log had dropped (crash-log --deferred seed 185100).
+        if log.drop_producer_snapshots(|o| o > end || o < start)? > 0 || start > report.recovery_point {
             log.disk.sync_dir(&log.dir).map_err(io_err("fsync directory", &log.dir))?;
         }
         if report.cut.is_some() || !report.segments_removed.is_empty() || report.recovery_point > end {

@@ -77,6 +77,15 @@ fn regression_retention_advanced_recovery_point_before_deletes_were_durable() {
 }
 
 #[test]
+fn regression_a_reopen_trusted_unlinks_a_truncation_never_made_durable() {
+    // A follower's truncation whose job never ran before the log was reopened: the open saw
+    // the segments gone, and a power loss brought them (and their dropped records) back.
+    for seed in [1686, 6298, 6745, 7530, 7743, 8146, 8921, 10450, 185100] {
+        deferred_crash_rounds(seed, 12, false).unwrap();
+    }
+}
+
+#[test]
 fn hundreds_of_crashes_inside_cleaning_never_lose_a_keys_latest_value() {
     // 60 seeds x 10 rounds = 600 rounds, most dying at a random disk call of up to four
     // cleaning passes (a quarter of the recoveries die again, some while completing a swap).
