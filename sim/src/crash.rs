@@ -309,9 +309,12 @@ fn rounds_of(seed: u64, rounds: usize, verbose: bool, deferring: bool) -> Result
     let mut now = 0u64;
     let mut serial = 0u64;
     let mut next = [0i32; producers as usize];
+    let mut reopened = false;
     for round in 0..rounds {
         let ctx = |e: String| format!("seed {seed} round {round} ({config:?}): {e}");
-        let (mut log, report) = Log::open(Arc::new(disk.clone()) as Arc<dyn Disk>, dir, config.clone(), now).map_err(|e| ctx(e.to_string()))?;
+        // A log reopened in place syncs its directory first, as the broker's does (`Log::reopen`).
+        let open = if reopened { Log::reopen } else { Log::open };
+        let (mut log, report) = open(Arc::new(disk.clone()) as Arc<dyn Disk>, dir, config.clone(), now).map_err(|e| ctx(e.to_string()))?;
         if verbose {
             eprintln!("seed {seed} round {round}: {report:?}; segments {:?}, end {}", log.segment_bases(), log.log_end_offset());
         }
@@ -396,6 +399,7 @@ fn rounds_of(seed: u64, rounds: usize, verbose: bool, deferring: bool) -> Result
         // Now and then the owner reopens the log instead (as after a failure), its jobs kept
         // to run late; drawn from the owner's RNG, so the rounds' own work stays the seed's.
         let reopen = deferring && owner.rng.gen_bool(0.2);
+        reopened = reopen;
         if reopen {
             log.close_jobs();
             owner.stale.extend(owner.jobs.drain(..).map(Stale::Sync));

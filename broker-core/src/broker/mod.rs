@@ -170,6 +170,9 @@ pub struct Broker {
     partitions: Partitions,
     /// Replicas that failed to open or went offline, and when to try opening them again.
     offline: BTreeMap<(String, i32), u64>,
+    /// Offline replicas this node led when their log failed, with that leader epoch: opened
+    /// again only once the image names a later one (`upkeep::reopen_failed`).
+    failed_leading: BTreeMap<(String, i32), i32>,
     /// Replicas whose directory this step created, unsynced: one file-system sync makes them
     /// all durable before the step returns (`reconcile::sync_created`).
     created: Vec<(String, i32)>,
@@ -228,6 +231,7 @@ impl Broker {
             image: Image::default(),
             partitions: Partitions::default(),
             offline: BTreeMap::new(),
+            failed_leading: BTreeMap::new(),
             created: Vec::new(),
             producer_ids,
             auto_create: BTreeSet::new(),

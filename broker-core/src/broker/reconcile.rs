@@ -232,6 +232,13 @@ impl Broker {
             return Ok(());
         }
         if !self.partitions.contains(name, p) {
+            let key = (name.to_string(), p);
+            match self.failed_leading.get(&key) {
+                // Led here when its log failed: not before the controller names a later epoch.
+                Some(&failed) if info.leader_epoch <= failed => return Ok(()),
+                Some(_) => drop(self.failed_leading.remove(&key)),
+                None => {}
+            }
             let part = self.open_partition(name, p, now, out)?;
             self.partitions.insert(name, p, part);
         }
@@ -267,7 +274,13 @@ impl Broker {
             Claimed::Torn => out.push(Action::Log(Level::Info, format!("{}: its marker was torn by a power loss before its first flush; emptied", dir.display()))),
             Claimed::Ours | Claimed::Fresh => {}
         }
-        let (mut log, report) = Log::open(self.disk.clone(), &dir, settings.log, now)?;
+        // A replica offline here was open before (or failed to open): its old log's name
+        // changes are made durable before it takes writes (`Log::reopen`).
+        let open = match self.offline.contains_key(&(name.to_string(), p)) {
+            true => Log::reopen,
+            false => Log::open,
+        };
+        let (mut log, report) = open(self.disk.clone(), &dir, settings.log, now)?;
         log.ring_on_failure(self.due.failures.clone());
         log.defer_syncs();
         if self.config.write_behind {

@@ -117,8 +117,17 @@ impl Broker {
                 let (node, topic_id) = (self.config.node_id, part.topic_id);
                 self.config.observer.see(crate::observe::Observation::LeaderLogFailed { node, topic: &key.0, topic_id, partition: key.1, now });
             }
-            if led.is_some() && hand_over && !out.contains(&Action::Reregister) {
-                out.push(Action::Reregister);
+            if let Some(part) = led.as_ref().filter(|_| hand_over) {
+                if !out.contains(&Action::Reregister) {
+                    out.push(Action::Reregister);
+                }
+                // Not led again at this epoch: what this node remembered of the leadership
+                // (the ISR its AlterPartition answers committed, ahead of a lagging image) went
+                // with the log, and the reopened log may end below what followers already took
+                // at this epoch. The registration moves the leadership to a later epoch
+                // (swarm-quorum seed 71013: reopened at epoch 1 on an image whose ISR was older
+                // than the controller's, the mark passed a member).
+                self.failed_leading.insert(key.clone(), part.replication.leader_epoch);
             }
             self.offline.entry(key).or_insert(now);
         }
@@ -126,6 +135,7 @@ impl Broker {
             self.open_missing(now, &mut out);
         }
         self.offline.retain(|(n, p), _| !self.partitions.contains(n, *p));
+        self.failed_leading.retain(|key, _| self.offline.contains_key(key));
         self.sync_created(&mut out);
         out
     }
@@ -154,6 +164,7 @@ impl Broker {
                 continue;
             }
             match self.reconcile(&name, p, now, out) {
+                Ok(()) if !self.partitions.contains(&name, p) => {} // held back (`failed_leading`)
                 Ok(()) => {
                     if self.offline.remove(&key).is_some() {
                         let leo = self.partitions.get(&name, p).map_or(-1, |x| x.leo());

@@ -86,6 +86,16 @@ fn regression_a_reopen_trusted_unlinks_a_truncation_never_made_durable() {
 }
 
 #[test]
+fn regression_a_log_reopened_in_place_makes_its_old_unlinks_durable_before_new_batches() {
+    // A tail truncation (0..26 to 0..11) unlinked segment 16 and the log was reopened before
+    // its job synced the directory; the start did not move, the reopened log appended at 16,
+    // and a power loss before its first flush brought the old segment 16 back (`Log::reopen`).
+    for seed in [5711, 9338] {
+        deferred_crash_rounds(seed, 12, false).unwrap();
+    }
+}
+
+#[test]
 fn hundreds_of_crashes_inside_cleaning_never_lose_a_keys_latest_value() {
     // 60 seeds x 10 rounds = 600 rounds, most dying at a random disk call of up to four
     // cleaning passes (a quarter of the recoveries die again, some while completing a swap).
