@@ -393,12 +393,18 @@ impl Broker {
 
     /// ISR changes to send the controller, one per partition at most.
     /// Only the leaders with a check due are looked at (`due`): every one after new metadata
-    /// or when BUGGIFY shortens the lag window for this round, else those whose window end or
-    /// retry came, or that a fetch from outside the ISR or a controller's answer touched.
+    /// or in a round with a shorter lag window, else those whose window end or retry came, or
+    /// that a fetch from outside the ISR or a controller's answer touched.
     pub fn isr_proposals(&mut self, now: u64) -> Vec<(String, i32, IsrProposal)> {
+        self.isr_proposals_within(now, self.config.replica_lag_ms_max)
+    }
+
+    /// [`Broker::isr_proposals`] with a replica-lag window of `lag` ms for this round: the
+    /// shell passes a fifth of `replica_lag_ms_max` when BUGGIFY's `ShortLag` fires
+    /// (`server::peers`), so the draw is the shell's and this decision only reads its input.
+    pub fn isr_proposals_within(&mut self, now: u64, lag: u64) -> Vec<(String, i32, IsrProposal)> {
         let window = self.config.replica_lag_ms_max;
-        let short = self.config.buggify.fires(crate::buggify::Site::ShortLag);
-        let lag = if short { window / 5 } else { window };
+        let short = lag < window;
         let keys: Vec<(std::sync::Arc<str>, i32)> = match std::mem::take(&mut self.due.isr_all) || short {
             true => {
                 self.due.isr = Default::default(); // every entry is visited now

@@ -286,7 +286,13 @@ async fn session(shared: &Shared, conn: &mut Conn) -> Result<(), ClientError> {
 /// the node, which reads it (`Broker::isr_reply`): after a failure, the rest of the round is
 /// not sent.
 async fn alter_partitions(shared: &Shared, conn: &mut Conn, me: i32, epoch: i64) -> Result<(), ClientError> {
-    let proposals = shared.broker().isr_proposals(now_ms());
+    let proposals = {
+        let mut b = shared.broker();
+        // BUGGIFY: this round's proposals take a replica-lag window a fifth as long.
+        let window = b.config().replica_lag_ms_max;
+        let lag = if b.config().buggify.fires(Site::ShortLag) { window / 5 } else { window };
+        b.isr_proposals_within(now_ms(), lag)
+    };
     let mut failure = None;
     for (name, p, prop) in proposals {
         let topic_id = shared.broker().image().topics.get(&name).map(|t| uuid::Uuid::from_bytes(t.id));
