@@ -112,6 +112,10 @@ pub enum Action {
     /// rebuild after it: the shell runs it off the node's lock and reports with
     /// `node::Input::Truncated` (`truncation`).
     Truncate { topic: String, partition: i32, job: TruncateJob },
+    /// A step of a coordinator's load of its state partition (a region of the log to read,
+    /// check and decode): the shell runs it off the node's lock and reports with
+    /// `node::Input::Loaded` (`node::coordinator_load`).
+    Load { topic: String, partition: i32, job: crate::node::LoadJob },
     /// A coordinator's answer for a request that waited on `ticket` (a rebalance completed, a
     /// commit replicated, a transaction's state written): the shell hands it to the request
     /// holding the ticket.

@@ -9,6 +9,12 @@ use super::state::Out;
 use crate::kafka::Code;
 
 impl Coordinator {
+    /// Its offsets partitions' ownership and loading, for the node's load jobs
+    /// (`node::coordinator_load`).
+    pub fn hosting_mut(&mut self) -> &mut super::hosting::Hosting {
+        &mut self.hosting
+    }
+
     /// The offsets topic has `partitions` partitions (0: it does not exist).
     pub fn set_partitions(&mut self, partitions: i32, now: u64, work: &mut Work) {
         for p in self.hosting.moved(partitions) {

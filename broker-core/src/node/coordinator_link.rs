@@ -3,20 +3,21 @@
 //! coordinates the keys of the state-topic partitions this node leads, loads a partition's
 //! keys from its log when it starts leading it, and makes its decisions durable as acks=all
 //! appends whose replication settles them. [`Hosted`] is that shape; this module follows
-//! leadership, loads, appends and settles for both. Called with the broker locked, then the
-//! coordinator (always in that order).
+//! leadership, appends and settles for both, and hands the load's steps out as jobs
+//! (`coordinator_load`): it never reads the state log itself. Called with the broker locked,
+//! then the coordinator (always in that order).
 //!
 //! The transaction coordinator's markers also leave from here: [`Txns`] pairs it with the
 //! channel that sends them (`txn::markers`), whose requests come out as
 //! [`Action::SendMarkers`].
 
+use super::coordinator_load;
 use crate::broker::{Action, Broker, Level, Produced};
-use crate::constants::offsets_load_bytes_per_step;
+use crate::group::hosting::Hosting;
 use crate::group::{Append, Appended, Loaded};
 use crate::kafka::Code;
 use crate::replication::Role;
 use crate::txn::markers::{Channel, Leader, Settled};
-use kafka_protocol::records::RecordBatchDecoder;
 use std::collections::BTreeMap;
 
 /// A coordinator hosted on the node's state-topic partitions.
@@ -28,7 +29,8 @@ pub trait Hosted {
     fn owned(&self) -> BTreeMap<i32, i32>;
     fn resign(&mut self, p: i32, now: u64, work: &mut Self::Work);
     fn take_over(&mut self, p: i32, leader_epoch: i32, start: i64);
-    fn loading(&self) -> Vec<(i32, i64)>;
+    /// Its state partitions' ownership and loading: which load step each waits for.
+    fn hosting(&mut self) -> &mut Hosting;
     fn load(&mut self, p: i32, loaded: Vec<Loaded>, next: i64, done: bool, now: u64, work: &mut Self::Work);
     fn appended(&mut self, write: u64, result: Result<Appended, Code>, now: u64, work: &mut Self::Work);
     fn settle(&mut self, replicated: &dyn Fn(i32, Appended) -> Result<bool, Code>, now: u64, work: &mut Self::Work);
@@ -48,8 +50,8 @@ pub trait Hosted {
     fn appends_owed(work: &mut Self::Work) -> bool {
         !Self::shared(work).0.is_empty()
     }
-    /// Takes the rest of `work` (answers, lines, markers) out as actions; what that asks to
-    /// append is left in `work`.
+    /// Takes the rest of `work` (answers, lines, markers) out as actions, the load steps due
+    /// first (`coordinator_load::hand_out`); what that asks to append is left in `work`.
     fn finish(&mut self, b: &Broker, work: &mut Self::Work, now: u64, out: &mut Vec<Action>);
 }
 
@@ -68,8 +70,8 @@ impl Hosted for crate::group::Coordinator {
     fn take_over(&mut self, p: i32, leader_epoch: i32, start: i64) {
         self.take_over(p, leader_epoch, start)
     }
-    fn loading(&self) -> Vec<(i32, i64)> {
-        self.loading()
+    fn hosting(&mut self) -> &mut Hosting {
+        self.hosting_mut()
     }
     fn load(&mut self, p: i32, loaded: Vec<Loaded>, next: i64, done: bool, now: u64, work: &mut Self::Work) {
         self.load(p, loaded, next, done, now, work)
@@ -92,7 +94,8 @@ impl Hosted for crate::group::Coordinator {
     fn shared(work: &mut Self::Work) -> (&mut Vec<Append>, &mut Vec<String>) {
         (&mut work.appends, &mut work.lines)
     }
-    fn finish(&mut self, _: &Broker, work: &mut Self::Work, _: u64, out: &mut Vec<Action>) {
+    fn finish(&mut self, b: &Broker, work: &mut Self::Work, _: u64, out: &mut Vec<Action>) {
+        coordinator_load::hand_out(b, self, work, out);
         out.extend(std::mem::take(&mut work.answers).into_iter().map(|(t, a)| Action::Answer { ticket: crate::broker::Ticket::Group(t), answer: crate::broker::Answer::Group(a) }));
         out.extend(std::mem::take(&mut work.lines).into_iter().map(|l| Action::Log(Level::Info, l)));
     }
@@ -168,8 +171,8 @@ impl Hosted for Txns {
     fn take_over(&mut self, p: i32, leader_epoch: i32, start: i64) {
         self.coordinator.take_over(p, leader_epoch, start)
     }
-    fn loading(&self) -> Vec<(i32, i64)> {
-        self.coordinator.loading()
+    fn hosting(&mut self) -> &mut Hosting {
+        self.coordinator.hosting_mut()
     }
     fn load(&mut self, p: i32, loaded: Vec<Loaded>, next: i64, done: bool, now: u64, work: &mut Self::Work) {
         // The state topic holds no transactions: its records are all there is.
@@ -195,6 +198,7 @@ impl Hosted for Txns {
         (&mut work.appends, &mut work.lines)
     }
     fn finish(&mut self, b: &Broker, work: &mut Self::Work, now: u64, out: &mut Vec<Action>) {
+        coordinator_load::hand_out(b, self, work, out);
         for job in std::mem::take(&mut work.markers) {
             self.markers.add(job, now);
         }
@@ -205,8 +209,9 @@ impl Hosted for Txns {
     }
 }
 
-/// Brings the coordinator in line with the partitions this node leads now, and loads one step
-/// of each partition still loading.
+/// Brings the coordinator in line with the partitions this node leads now. A partition loading
+/// with nothing left to read ends its load here; the others' steps are jobs, handed out as the
+/// work is finished (`coordinator_load`).
 pub fn sync_ownership<C: Hosted>(b: &Broker, c: &mut C, now: u64, work: &mut C::Work) {
     let topic = C::TOPIC;
     c.set_topics(b.image());
@@ -230,63 +235,7 @@ pub fn sync_ownership<C: Hosted>(b: &Broker, c: &mut C, now: u64, work: &mut C::
             c.take_over(*p, *epoch, *start);
         }
     }
-    for (p, next) in c.loading() {
-        load_step(b, c, p, next, now, work);
-    }
-}
-
-/// Reads up to one step of state partition `p` from `next` and hands its records over.
-fn load_step<C: Hosted>(b: &Broker, c: &mut C, p: i32, next: i64, now: u64, work: &mut C::Work) {
-    let topic = C::TOPIC;
-    let Some(part) = b.partitions().get(topic, p) else { return };
-    let end = part.log.log_end_offset();
-    let read = match part.log.read(next.max(part.log_start_offset()), offsets_load_bytes_per_step, end) {
-        Ok(r) => r.bytes,
-        Err(e) => {
-            // The log answers again once its disk does; the partition stays loading meanwhile.
-            C::line(work, format!("{topic}-{p}: loading: {e}"));
-            return;
-        }
-    };
-    let mut loaded = Vec::new();
-    let mut after = next;
-    let mut bytes = read.clone();
-    while !bytes.is_empty() {
-        let whole = bytes.clone();
-        match RecordBatchDecoder::decode(&mut bytes) {
-            Ok(set) => {
-                // A compacted batch may hold none of its offsets' records: the load moves past
-                // the batch's last offset all the same.
-                let raw = &whole[..whole.len() - bytes.len()];
-                let Ok(h) = crate::log::batch::read_header(raw) else { continue };
-                after = after.max(h.next_offset());
-                if h.last_offset() < next {
-                    continue;
-                }
-                if h.is_control() {
-                    if let Ok(crate::log::batch::control::Control::Marker { kind, .. }) = crate::log::batch::control::read_control(raw) {
-                        let commit = kind == crate::log::batch::control::MarkerKind::Commit;
-                        loaded.push(Loaded::Marker { producer_id: h.producer_id, commit });
-                    }
-                    continue;
-                }
-                let producer = h.is_transactional().then_some(h.producer_id);
-                for r in set.records {
-                    after = after.max(r.offset + 1);
-                    if r.offset >= next {
-                        loaded.push(Loaded::Record { key: r.key.unwrap_or_default(), value: r.value, producer });
-                    }
-                }
-            }
-            Err(e) => {
-                C::line(work, format!("{topic}-{p}: a batch at or after offset {after} does not decode ({e}); skipped"));
-                after = end;
-                break;
-            }
-        }
-    }
-    let done = read.is_empty() || after >= end;
-    c.load(p, loaded, after, done, now, work);
+    coordinator_load::finish_empty(b, c, now, work);
 }
 
 /// Performs the coordinator's work: appends its batches to its state topic (as the leader,
@@ -324,10 +273,11 @@ fn replicated(b: &Broker, topic: &str, p: i32, a: Appended) -> Result<bool, Code
     b.replicated(topic, p, &produced).map_err(|e| e.kafka_error(true))
 }
 
-/// The coordinator's timers: ownership, loading, and its own (sessions, rebalance deadlines,
-/// transaction timeouts, expiry).
+/// The coordinator's timers: ownership, loading (a step that failed is asked again), and its
+/// own (sessions, rebalance deadlines, transaction timeouts, expiry).
 pub fn tick<C: Hosted>(b: &mut Broker, c: &mut C, now: u64) -> Vec<Action> {
     let mut work = C::Work::default();
+    c.hosting().retry_loads();
     sync_ownership(b, c, now, &mut work);
     c.tick(now, &mut work);
     let mut out = Vec::new();

@@ -5,7 +5,7 @@
 //! links and timers only carry: how an answer is read (an ISR change lost, refused, stale or
 //! committed) is the broker's decision, by its rules. Never a socket, a clock or a sleep here.
 
-use super::{coordinator_link, FetcherInput, Node, Parts};
+use super::{coordinator_link, coordinator_load, FetcherInput, LoadDone, Node, Parts};
 use crate::broker::{Action, IsrReply, Level, StagedCheckpoints};
 use crate::controller::raft::Message;
 use crate::log::{LogError, Swapped, SyncStamp};
@@ -29,6 +29,8 @@ pub enum Input {
     Swapped { topic: String, partition: i32, done: Swapped },
     /// A truncation's job the node asked for ([`Action::Truncate`]) ran.
     Truncated { topic: String, partition: i32, done: crate::broker::Truncated },
+    /// A coordinator's load step the node asked for ([`Action::Load`]) ran.
+    Loaded { topic: String, partition: i32, done: LoadDone },
     /// The file-system sync of a staged checkpoint ([`Action::SyncCheckpoint`]) ran: commit it.
     CheckpointSynced { staged: StagedCheckpoints, result: Result<(), std::io::Error> },
     /// The process is stopping: flush and checkpoint every partition.
@@ -102,6 +104,9 @@ impl Node {
             Input::Cleaned { topic, partition, done } => broker.cleaned(&topic, partition, done, now),
             Input::Swapped { topic, partition, done } => broker.swapped(&topic, partition, done, now),
             Input::Truncated { topic, partition, done } => broker.truncated(&topic, partition, done, now),
+            Input::Loaded { topic, partition, done } if topic == crate::group::offsets_topic => coordinator_load::loaded(broker, groups, partition, done, now),
+            Input::Loaded { topic, partition, done } if topic == crate::txn::transaction_state_topic => coordinator_load::loaded(broker, txns, partition, done, now),
+            Input::Loaded { topic, .. } => vec![Action::Log(Level::Error, format!("a load step of {topic}, which no coordinator keeps"))],
             Input::CheckpointSynced { staged, result } => broker.checkpoint_commit(staged, result),
             Input::Shutdown => broker.checkpoint(now),
             Input::Registered { epoch } => broker.registered(epoch, now),

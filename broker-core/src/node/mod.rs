@@ -28,6 +28,7 @@ mod controller_handlers;
 mod consumer_handlers;
 mod elect_leaders;
 mod coordinator_link;
+mod coordinator_load;
 mod fetching;
 mod forward;
 mod group_handlers;
@@ -56,6 +57,7 @@ use std::sync::{Mutex, MutexGuard};
 use bytes::Bytes;
 use kafka_protocol::messages::RequestKind;
 
+pub use coordinator_load::{LoadDone, LoadJob};
 pub use fetching::FetcherInput;
 pub use input::{Input, MarkersResult, QuorumInput};
 pub use waiting::Waiting;

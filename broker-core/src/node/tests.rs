@@ -264,6 +264,7 @@ mod acls;
 mod cluster;
 mod listeners;
 mod configs;
+mod coordinator_load;
 mod fetch_checks;
 mod fetch_sessions;
 mod find_coordinator;

@@ -1,9 +1,10 @@
 //! The shell's side of the IO a decision leaves to it (issue 32's `io_done` contract): each
 //! write and sync job, cleaning step, cleaning swap, truncation (with its producer-state
-//! rebuild) and checkpoint sync runs off the node's disk gate — on the blocking pool in the
-//! real build (a small write on the shell's own task), at once and then sleeping the latency
-//! the simulated disk owes in the simulated one — and is reported back in a decision of its
-//! own (`node::Input::Synced`, `Cleaned`, `Swapped`, `Truncated`, `CheckpointSynced`).
+//! rebuild), coordinator's load step and checkpoint sync runs off the node's disk gate — on the
+//! blocking pool in the real build (a small write on the shell's own task), at once and then
+//! sleeping the latency the simulated disk owes in the simulated one — and is reported back in
+//! a decision of its own (`node::Input::Synced`, `Cleaned`, `Swapped`, `Truncated`, `Loaded`,
+//! `CheckpointSynced`).
 
 use super::{now_ms, Broker, Input, Shared};
 #[cfg(madsim)]
@@ -15,6 +16,7 @@ pub(super) enum Job {
     Clean(crate::log::CleanJob),
     Swap(crate::log::SwapJob),
     Truncate(crate::broker::TruncateJob),
+    Load(crate::node::LoadJob),
 }
 
 impl Shared {
@@ -29,11 +31,13 @@ impl Shared {
                 Job::Clean(job) => Input::Cleaned { topic, partition, done: self.run_clean(job).await },
                 Job::Swap(job) => Input::Swapped { topic, partition, done: self.run_swap(job).await },
                 Job::Truncate(job) => Input::Truncated { topic, partition, done: self.run_truncation(job).await },
+                Job::Load(job) => Input::Loaded { topic, partition, done: self.run_load(job).await },
             };
             // A cleaning step's report changes nothing a reader sees (its swap's report does).
             let wakes = match &input {
                 Input::Synced { stamp, .. } => stamp.syncs(),
-                Input::Cleaned { .. } => false,
+                // A load step's report changes nothing a waiting request waits for either.
+                Input::Cleaned { .. } | Input::Loaded { .. } => false,
                 _ => true,
             };
             let done = self.decide(|s| s.node.input(input, now_ms())).await;
@@ -112,6 +116,21 @@ impl Shared {
     async fn run_truncation(&self, job: crate::broker::TruncateJob) -> crate::broker::Truncated {
         let task = job.clone();
         self.off_gate("truncation", crate::buggify::Site::SlowSync, move || task.run(), |why| job.lost(why)).await
+    }
+
+    /// Starts a coordinator's load step ([`crate::broker::Action::Load`]) on a task of its own,
+    /// so the tick or request whose decision handed it out does not wait for the load; the
+    /// report's decision hands out the next step, which starts a task of its own in turn.
+    pub(super) fn spawn_load(&self, topic: String, partition: i32, job: crate::node::LoadJob) {
+        let Some(shared) = self.me.upgrade() else { return };
+        tokio::spawn(async move { shared.run_jobs(vec![(topic, partition, Job::Load(job))]).await });
+    }
+
+    /// Reads, checks and decodes a coordinator's load step without the disk gate, as
+    /// [`Shared::run_sync`] runs a sync job.
+    async fn run_load(&self, job: crate::node::LoadJob) -> crate::node::LoadDone {
+        let task = job.clone();
+        self.off_gate("load", crate::buggify::Site::SlowSync, move || task.run(), |why| job.lost(why)).await
     }
 
     /// Runs a cleaning step (its reads and the `.cleaned` file's writes) without the disk

@@ -288,6 +288,7 @@ impl Shared {
                 Action::Clean { topic, partition, job } => syncs.push((topic, partition, Job::Clean(job))),
                 Action::Swap { topic, partition, job } => syncs.push((topic, partition, Job::Swap(job))),
                 Action::Truncate { topic, partition, job } => syncs.push((topic, partition, Job::Truncate(job))),
+                Action::Load { topic, partition, job } => self.spawn_load(topic, partition, job),
                 Action::Release(files) => close_off_gate(files),
                 Action::SyncCheckpoint(staged) => checkpoint = Some(staged),
             }

@@ -8,6 +8,12 @@ use super::{partition_for, records, transaction_state_topic, Coordinator, Entry,
 use crate::kafka::Code;
 
 impl Coordinator {
+    /// Its state partitions' ownership and loading, for the node's load jobs
+    /// (`node::coordinator_load`).
+    pub fn hosting_mut(&mut self) -> &mut crate::group::hosting::Hosting {
+        &mut self.hosting
+    }
+
     /// The state topic has `partitions` partitions (0: it does not exist).
     pub fn set_partitions(&mut self, partitions: i32, now: i64, work: &mut Work) {
         for p in self.hosting.moved(partitions) {

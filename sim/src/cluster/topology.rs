@@ -334,6 +334,7 @@ async fn broker_main(disk: SimDisk, config: BrokerConfig, rec: Rec, stop: Arc<St
         Action::Clean { .. } => {} // a cleaning step: its effect is in the disk's history
         Action::Swap { .. } => {} // a cleaning swap: its effect is in the disk's history
         Action::Truncate { .. } => {} // a truncation's IO: the fetcher's line says what was cut
+        Action::Load { .. } => {} // a coordinator's load step: its lines say what loaded
         Action::Reregister => event(&r, &node, "reregister", json!({})),
         Action::Log(level, line) => event(&r, &node, "broker_log", json!({"level": format!("{level:?}").to_lowercase(), "line": line})),
         // In the trace as its log line already; the history keeps it for `leader_epochs`.
