@@ -6,7 +6,10 @@
 //! The swap, through `Disk`, for a group whose first segment is `B`:
 //!
 //! 1. `B.log.cleaned`: the cleaned batches, appended a step at a time (with its indexes in
-//!    `B.index.cleaned` and `B.timeindex.cleaned`), then synced;
+//!    `B.index.cleaned` and `B.timeindex.cleaned`), then synced; if the pass removed
+//!    transaction markers of the group, the producer snapshots at or below the last of them
+//!    removed and the directory synced, then `B.txnindex.cleaned` written and synced (with
+//!    deferral on, the swap's job does both before its renames: `log::swap`);
 //! 2. renamed `B.log.swap`, directory synced — the commit point;
 //! 3. `B.txnindex.cleaned`, if the pass wrote one (it removed abort markers), renamed
 //!    `B.txnindex`; the group's old `.log`, `.index` and `.timeindex` files removed (and the
@@ -128,6 +131,30 @@ pub(super) fn cleaned_txn_index_path(dir: &Path, base: i64) -> PathBuf {
     dir.join(format!("{}.txnindex.cleaned", file_stem(base)))
 }
 
+/// Removes the `.cleaned` files of the group at `base`, whichever exist: a group whose first
+/// step never ran made none, and only one that removes abort markers writes a `.txnindex`.
+/// Only the pass that made them, or a job holding its place, may call it: a later pass of the
+/// same base makes files of the same names (`log::pass::job`).
+/// The `.txnindex` first (the one a later swap could take for its own), and every file tried
+/// whatever failed before: the first error is returned.
+pub(super) fn remove_cleaned(disk: &dyn Disk, dir: &Path, base: i64) -> Result<(), LogError> {
+    let mut first = Ok(());
+    for path in [cleaned_txn_index_path(dir, base)].iter().chain(cleaned_paths(dir, base).iter()) {
+        if let Err(e) = remove_if_there(disk, path) {
+            first = first.and(Err(e));
+        }
+    }
+    first
+}
+
+/// Removes `path`; one already gone is no error.
+fn remove_if_there(disk: &dyn Disk, path: &Path) -> Result<(), LogError> {
+    match disk.remove(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(super::io_err("remove", path)(e)),
+        _ => Ok(()),
+    }
+}
+
 /// Step 1 begins: an empty segment for the group starting at `base`, under the `.cleaned`
 /// names; its indexes are built as it is written, so the swapped-in segment opens without a
 /// scan.
@@ -135,15 +162,20 @@ pub(super) fn create_cleaned(disk: &dyn Disk, dir: &Path, base: i64, interval: u
     Segment::create_at(disk, cleaned_paths(dir, base), base, interval, now)
 }
 
-/// Steps 1–4 of the module header, once the group is all in `cleaned`: it replaces segments
+/// Steps 2–4 of the module header, once the group is all in `cleaned` and step 1 is done
+/// ([`seal`], and what removed markers owe: `log::pass::markers`): it replaces segments
 /// `bases` (the first names it), and the new segment is opened with the indexes built.
-pub(super) fn swap_in(disk: &dyn Disk, dir: &Path, mut cleaned: Segment, bases: &[i64], interval: u64, now: u64) -> Result<Segment, LogError> {
+/// `txn_index`: whether this swap's pass wrote `B.txnindex.cleaned`; if not, one found there
+/// (left by an earlier pass whose removal failed) is removed before the commit point, whose
+/// directory sync makes that durable, so step 3 never takes a stale index for this group's.
+pub(super) fn swap_in(disk: &dyn Disk, dir: &Path, cleaned: Segment, bases: &[i64], interval: u64, now: u64, txn_index: bool) -> Result<Segment, LogError> {
     let base = bases[0];
     let (cleaned_log, swap, _) = paths(dir, base);
     use super::io_err as io;
-    cleaned.sync()?;
-    cleaned.sync_indexes()?;
     drop(cleaned);
+    if !txn_index {
+        remove_if_there(disk, &cleaned_txn_index_path(dir, base))?;
+    }
     disk.rename(&cleaned_log, &swap).map_err(io("rename", &cleaned_log))?;
     disk.sync_dir(dir).map_err(io("sync", dir))?;
     finish_swap(disk, dir, base, bases)?;
@@ -156,6 +188,12 @@ pub(super) fn swap_in(disk: &dyn Disk, dir: &Path, mut cleaned: Segment, bases: 
     disk.sync_dir(dir).map_err(io("sync", dir))?;
     let mut rebuilt = Vec::new();
     Segment::open_trusted(disk, dir, base, interval, now, &mut rebuilt)
+}
+
+/// Step 1 ends: the cleaned segment and its indexes synced.
+pub(super) fn seal(cleaned: &mut Segment) -> Result<(), LogError> {
+    cleaned.sync()?;
+    cleaned.sync_indexes()
 }
 
 /// Steps 3–4: removes the replaced segments' files and renames the `.swap` into place. The

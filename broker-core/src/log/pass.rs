@@ -30,7 +30,9 @@
 //! this file is the log's side — starting a pass, choosing each group, setting the clean
 //! point, swapping a whole group in (`finish_group`) — which reads no dirty byte. A log whose
 //! owner takes jobs ([`Log::defer_syncs`]) hands each step to the owner as a job (`job`), and
-//! the clean point's write at the pass's end too; any other runs them here, inline.
+//! the clean point's write at the pass's end too, and the removal of a dropped pass's
+//! `.cleaned` files; any other runs them here, inline. A group kept as it was (one segment,
+//! nothing gone) has its file removed by the step that finds it whole.
 
 use super::aborted::AbortedRanges;
 use super::clean::{Keep, KeyMap, Tombstones};
@@ -42,10 +44,12 @@ use crate::storage::write_atomically;
 use std::collections::{BTreeMap, BTreeSet};
 
 mod job;
+mod markers;
 mod step;
 
 pub use job::{CleanJob, CleanStamp, Cleaned};
 pub(super) use job::InFlight;
+pub(super) use markers::Markers;
 use step::{Stop, View};
 
 /// A pass between steps.
@@ -100,6 +104,14 @@ struct Group {
     changed: bool,
     /// Offsets of the transaction markers this group removes (`clean::clean_marker`).
     removed_markers: Vec<i64>,
+}
+
+impl Group {
+    /// Whether the group is one segment whose every batch survived whole: it is not swapped
+    /// in, and its `.cleaned` file goes.
+    fn kept_as_is(&self) -> bool {
+        !(self.changed || self.out.merged) && self.bases.len() == 1
+    }
 }
 
 impl Pass {
@@ -238,16 +250,17 @@ impl Log {
     /// header's 1–3) — or None between passes: for benchmarks that split a pass's time.
     pub fn cleaning_phase(&self) -> Option<&'static str> {
         match &self.deferred.cleaning {
-            Some(flight) => Some(flight.phase),
+            Some(flight) => flight.phase,
             None => self.pass.as_ref().map(|p| p.phase_name()),
         }
     }
 
-    /// Ends the pass in flight, if any, removing its `.cleaned` file (a leftover one is removed
-    /// at the next open anyway). Called before anything removes segments. With deferral on the
-    /// owner closes the removed file off its lock, as retention's (a last close frees blocks).
-    /// A pass whose step is the owner's job meanwhile loses that job's report: its files go
-    /// when the report comes ([`Log::cleaned`]), since the job may still be writing them.
+    /// Ends the pass in flight, if any, removing its `.cleaned` files (a leftover one is
+    /// removed at the next open anyway). Called before anything removes segments. With
+    /// deferral on the removal, and the close of the group's file, are a job (`job`, which
+    /// says why no later pass's files of the same names can meet it). A pass whose step is the
+    /// owner's job meanwhile loses that job's report: its files go when the job sees the abort
+    /// or its report comes ([`Log::cleaned`]), since the job may still be writing them.
     pub(super) fn abort_cleaning(&mut self) {
         let pass = self.pass.take();
         self.drop_pass(pass, None);
@@ -257,29 +270,9 @@ impl Log {
     /// Lets go of a pass that will not go on (`base`: its group's files, when the pass itself
     /// is lost with a job that never reported).
     fn drop_pass(&mut self, pass: Option<Box<Pass>>, base: Option<i64>) {
-        let base = pass.as_ref().and_then(|p| p.group_base()).or(base);
-        if let Some(Phase::Rewrite { group: Some(Group { seg: Some(seg), .. }), .. }) = pass.map(|p| p.phase) {
-            self.released.extend(self.deferred.on.then(|| seg.into_log()));
-        }
-        if let Some(base) = base {
-            let _ = self.remove_cleaned(base);
-        }
-    }
-
-    /// Removes the `.cleaned` files of the group at `base`.
-    fn remove_cleaned(&self, base: i64) -> Result<(), LogError> {
-        for path in cleaner::cleaned_paths(&self.dir, base) {
-            match self.disk.remove(&path) {
-                // A group whose first step never ran made none.
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(super::io_err("remove", &path)(e)),
-                _ => {}
-            }
-        }
-        // Written only by a group that removes abort markers.
-        let txn_index = cleaner::cleaned_txn_index_path(&self.dir, base);
-        match self.disk.remove(&txn_index) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(super::io_err("remove", &txn_index)(e)),
-            _ => Ok(()),
+        match pass.as_ref().and_then(|p| p.group_base()).or(base) {
+            Some(base) => self.discard(pass, None, base),
+            None => drop(pass),
         }
     }
 
@@ -391,26 +384,26 @@ impl Log {
     /// would follow its history instead of its live keys.
     fn finish_group(&mut self, g: Group, stats: &mut CleanStats, now: u64) -> Result<(), LogError> {
         let base = g.bases[0];
-        let seg = g.seg.expect("a whole group was written");
-        if !(g.changed || g.out.merged) && g.bases.len() == 1 {
-            drop(seg);
-            return self.remove_cleaned(base);
+        if g.kept_as_is() {
+            // The step that found it whole removed its file (`step`).
+            return Ok(());
         }
+        let seg = g.seg.expect("a whole group was written");
         let i = self.segments.partition_point(|s| s.base_offset < base);
         let j = i + g.bases.len();
         // Segments change only after an abort; were these not the group's, nothing is swapped.
         if !self.segments.get(i..j).is_some_and(|s| s.iter().map(|s| s.base_offset).eq(g.bases.iter().copied())) {
-            drop(seg);
-            let _ = self.remove_cleaned(base);
+            self.discard(None, Some(seg), base);
             return Err(LogError::Failed(format!("cleaning {}: the segments of the group at {base} changed under the pass", self.dir.display())));
         }
-        if !g.removed_markers.is_empty() {
+        // With deferral on, what removed markers owe is the swap job's first part (`swap`).
+        if !g.removed_markers.is_empty() && !self.deferred.on {
             if let Err(e) = self.before_removing_markers(base, g.end, &g.removed_markers) {
                 // The group is out of the pass already, so the abort would not find its
                 // files: a `B.txnindex.cleaned` left behind could replace `B.txnindex` in a
                 // later swap that removes no marker.
-                self.released.extend(self.deferred.on.then(|| seg.into_log()));
-                let _ = self.remove_cleaned(base);
+                drop(seg);
+                let _ = cleaner::remove_cleaned(self.disk.as_ref(), &self.dir, base);
                 return Err(e);
             }
         }
@@ -421,29 +414,6 @@ impl Log {
         // From the rename on, a failure leaves memory unsure of the disk: the log goes offline
         // and reopening completes or drops the swap (see `cleaner`; off the owner's lock: `swap`).
         self.swap_group(seg, g.bases, g.end, g.removed_markers, now)
-    }
-
-    /// Before a group whose pass removed the markers at `removed` (ascending) is swapped in:
-    /// the producer snapshots at or below the last of them go, durably (a replay from one
-    /// would hold a transaction open that no marker now ends; those above describe it ended),
-    /// and if abort markers go, the group's `.txnindex` without them is written beside the
-    /// cleaned segment, synced, to replace the old one in the swap (a reader told of an abort
-    /// whose marker is gone would skip its producer's later batches).
-    fn before_removing_markers(&mut self, base: i64, end: i64, removed: &[i64]) -> Result<(), LogError> {
-        let last = removed[removed.len() - 1];
-        if self.drop_producer_snapshots(|o| o <= last)? > 0 {
-            self.disk.sync_dir(&self.dir).map_err(super::io_err("sync", &self.dir))?;
-        }
-        let held: Vec<_> = self.aborted.iter().filter(|t| (base..end).contains(&t.last_offset)).collect();
-        if held.iter().all(|t| removed.binary_search(&t.last_offset).is_err()) {
-            return Ok(());
-        }
-        let bytes: Vec<u8> = held.iter().filter(|t| removed.binary_search(&t.last_offset).is_err()).flat_map(|t| t.encode()).collect();
-        let path = cleaner::cleaned_txn_index_path(&self.dir, base);
-        let file = self.disk.open(&path, true).map_err(super::io_err("create", &path))?;
-        file.truncate(0).map_err(super::io_err("truncate", &path))?;
-        file.write_at(&bytes, 0).map_err(super::io_err("write", &path))?;
-        file.sync().map_err(super::io_err("sync", &path))
     }
 
     /// Brings the clean point down to `end` if it is above (after a truncation), persisted.

@@ -8,7 +8,10 @@
 //!   a crash fails its CRC or is absent, and an older one or a full replay serves);
 //! * removed, durably, before anything could give its offsets other batches: at open those above
 //!   the recovered end, at a truncation those above the cut (inside the truncation's own
-//!   directory sync), at a full truncation all of them;
+//!   directory sync), at a full truncation all of them, and before a cleaned group whose pass
+//!   removed transaction markers is swapped in those at or below the last of them
+//!   (`log::pass::markers`: with deferral on, memory lets go at once and the swap's job
+//!   removes them first);
 //! * only one at or above the log start and at or below the log end is used, and only the
 //!   newest `producer_snapshots_kept` are kept.
 
@@ -97,6 +100,14 @@ impl Log {
             self.dir_changed();
         }
         Ok(gone.len())
+    }
+
+    /// Lets go of the snapshots `doomed` names in memory, and returns their paths for a job
+    /// to remove and make durable (a cleaned group's swap, `log::pass::markers`).
+    pub(super) fn forget_producer_snapshots(&mut self, doomed: impl Fn(i64) -> bool) -> Vec<std::path::PathBuf> {
+        let (gone, kept): (Vec<i64>, Vec<i64>) = self.snapshots.iter().partition(|&&o| doomed(o));
+        self.snapshots = kept;
+        gone.into_iter().map(|o| self.dir.join(producer_snapshot::file_name(o))).collect()
     }
 
     /// The recovery point the checkpoint file holds (as read at open, or last written): below

@@ -5,6 +5,16 @@
 //! ([`Log::take_swap`]), the owner runs it where blocking is harmless, and reports back
 //! ([`Log::swapped`]), which puts the cleaned segment in place of the group's in memory.
 //!
+//! A group whose pass removed transaction markers owes more before the renames
+//! (`log::pass::markers`): its producer snapshots at or below the last removed marker removed,
+//! the directory synced, and its `B.txnindex.cleaned` written and synced. With deferral on
+//! that is the job's first part ([`Markers`]): the decision only decides (memory lets go of
+//! the snapshots; the index's bytes), and the job does it, in that order, before its own
+//! syncs and renames. A failure there, or in those syncs, comes before the commit point: the
+//! job removes `B.txnindex.cleaned` (no later swap may take it for its own) and fails, and the
+//! log goes offline as after any failed swap; reopening finds the old segments, the markers
+//! and any snapshot not yet removed (still true of them), and removes the `.cleaned` leftovers.
+//!
 //! What must hold while the job is in flight: the files on disk are the old segments', then
 //! the cleaned one's, while memory still reads the old segments through their open handles
 //! (a removed file stays readable to its holders). So nothing may remove or cut a segment of
@@ -20,6 +30,7 @@
 //! whose owner takes no jobs (tests, the crash rounds) swaps inline, in the same order.
 
 use super::cleaner;
+use super::pass::Markers;
 use super::segment::Segment;
 use super::{Log, LogError};
 use crate::storage::Disk;
@@ -43,11 +54,23 @@ struct Work {
     bases: Vec<i64>,
     interval: u64,
     now: u64,
+    /// What removed markers owe first (deferral on; empty inline, where `finish_group` did it).
+    markers: Markers,
+    /// Whether the pass wrote (or the job writes) the group's `B.txnindex.cleaned`.
+    txn_index: bool,
 }
 
 impl Work {
     fn run(self) -> Result<Segment, LogError> {
-        cleaner::swap_in(self.disk.as_ref(), &self.dir, self.cleaned, &self.bases, self.interval, self.now)
+        let Work { disk, dir, mut cleaned, bases, interval, now, markers, txn_index } = self;
+        let base = bases[0];
+        // Up to the first rename nothing is committed: a failure leaves the old segments, and
+        // no `B.txnindex.cleaned` that a later swap removing no marker would take for its own.
+        if let Err(e) = markers.apply(disk.as_ref(), &dir, base).and_then(|()| cleaner::seal(&mut cleaned)) {
+            let _ = disk.remove(&cleaner::cleaned_txn_index_path(&dir, base));
+            return Err(e);
+        }
+        cleaner::swap_in(disk.as_ref(), &dir, cleaned, &bases, interval, now, txn_index)
     }
 }
 
@@ -115,9 +138,14 @@ impl std::fmt::Debug for Swapped {
 
 impl Log {
     /// Swaps a whole cleaned group in for the segments at `bases`: at once, or (deferral on)
-    /// as a job for the owner.
+    /// as a job for the owner, with what its removed markers owe as the job's first part.
     pub(super) fn swap_group(&mut self, cleaned: Segment, bases: Vec<i64>, end: i64, removed_markers: Vec<i64>, now: u64) -> Result<(), LogError> {
-        let work = Work { disk: self.disk.clone(), dir: self.dir.clone(), cleaned, bases: bases.clone(), interval: self.config.index_interval_bytes, now };
+        let markers = match self.deferred.on && !removed_markers.is_empty() {
+            true => self.markers_owed(bases[0], end, &removed_markers),
+            false => Markers::default(),
+        };
+        let txn_index = !removed_markers.is_empty() && self.txn_index_without(bases[0], end, &removed_markers).is_some();
+        let work = Work { disk: self.disk.clone(), dir: self.dir.clone(), cleaned, bases: bases.clone(), interval: self.config.index_interval_bytes, now, markers, txn_index };
         if self.deferred.on {
             let job = SwapJob { work: Arc::new(Mutex::new(Some(work))), serial: self.deferred.marks().0, fence: self.deferred.fence.clone() };
             self.swap = Some(Box::new(InFlight { bases, end, removed_markers, job: Some(job) }));

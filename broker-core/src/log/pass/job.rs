@@ -11,9 +11,9 @@
 //! * the log starts no other step (its pass is the job's), no other pass, and no swap
 //!   ([`Log::clean_step`] waits for the report);
 //! * whatever aborts the pass meanwhile ([`Log::abort_cleaning`]: retention, truncation,
-//!   DeleteRecords) loses the report: the job is marked aborted, and when it comes back its
-//!   pass is dropped and its `.cleaned` files removed — not before, since the job may still be
-//!   writing them, and no new pass starts until then, so no other pass's files share the names;
+//!   DeleteRecords) loses the report: the job is marked aborted, and its pass's `.cleaned`
+//!   files go once it is done writing them — by the job itself if it sees the mark (before
+//!   or after its step), else by a discard job its report hands out (below);
 //! * no job touches the files of a log let go (reopened, deleted): it runs inside the log's
 //!   fence (`log::fence`), and a report of another log (its serial) changes nothing;
 //! * a job's failure ends the pass (its files removed), as an inline step's does, and so does
@@ -32,12 +32,26 @@
 //! * a failed write ends the pass with its error, as an inline one does, and memory takes
 //!   the point anyway (the rename may have landed, and the point is true), so a later
 //!   truncation below it rewrites the file; a report of a log let go changes nothing.
+//!
+//! A dropped pass's `.cleaned` files are a job too (no decision unlinks them): a pass dropped
+//! between steps (aborted, or failed), or whose step's report is dropped, leaves its group's
+//! files, its open `.cleaned` segment and its key map to a discard job ([`Log::discard`]),
+//! held where a step's job is. The cleaner's next turn hands it out. The unlinks may run late,
+//! yet never meet a later pass's file of the same name (a later pass of the same group base
+//! makes `B.log.cleaned` again): a pass makes its files only in its steps, and no step, nor
+//! any pass, starts while the discard job (or a step's job that removes its own) is in flight,
+//! as for any job in the slot. A failed removal is a line, not an offline log: a leftover is
+//! harmless (a later pass truncates its `.cleaned` files, a swap that writes no `.txnindex`
+//! removes a stale `B.txnindex.cleaned` before its commit, `cleaner::swap_in`, and an open
+//! removes them as strays), and a job run after its log was let go removes nothing.
 
 use super::step::{Stop, View};
 use super::{Pass, Phase, Progress, Step};
+use super::super::segment::Segment;
 use super::super::{cleaner, Log, LogError};
 use crate::storage::{write_atomically, Disk};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Which step of which log a job is, checked when it comes back.
@@ -55,12 +69,16 @@ pub struct CleanJob {
     pub stamp: CleanStamp,
     /// The clean point it writes, when it is a pass's last job.
     point: Option<i64>,
+    /// Set by the log when the pass is aborted (shared with its [`InFlight`]): a step that
+    /// sees it removes its group's files instead of going on.
+    aborted: Arc<AtomicBool>,
     /// Closed once the log is let go: the job then does nothing (`log::fence`).
     fence: super::super::fence::Fence,
 }
 
 struct Work {
-    pass: Box<Pass>,
+    /// The pass (None: a discard job of a group already out of its pass).
+    pass: Option<Box<Pass>>,
     task: Task,
 }
 
@@ -69,13 +87,19 @@ enum Task {
     Step { view: View, now: u64, budget: u64 },
     /// The pass's end: its clean point written at `path`.
     Point { disk: Arc<dyn Disk>, path: PathBuf, offset: i64 },
+    /// A dropped pass's group files removed, after its open `.cleaned` segment (`seg`, when
+    /// the group was out of the pass) and the pass are let go.
+    Discard { disk: Arc<dyn Disk>, dir: PathBuf, base: i64, seg: Option<Segment> },
 }
 
 /// A finished [`CleanJob`]: the pass back, and what the step did or why it failed.
 pub struct Cleaned {
     stamp: CleanStamp,
-    /// None when the job's task was lost, or it ran twice.
+    /// None when the job's task was lost, it ran twice, or it discarded the pass.
     pass: Option<Box<Pass>>,
+    /// The job let go of its pass and removed its group's `.cleaned` files (a discard job, or
+    /// a step that saw its pass aborted): `result` is the removal's.
+    discarded: bool,
     result: Result<(u64, Stop), LogError>,
 }
 
@@ -83,12 +107,14 @@ pub struct Cleaned {
 #[derive(Debug)]
 pub(in crate::log) struct InFlight {
     stamp: CleanStamp,
-    /// The `.cleaned` files' base of the group the step writes, if any.
+    /// The `.cleaned` files' base of the group the step writes (or the discard job removes),
+    /// if any.
     base: Option<i64>,
-    /// The pass's phase when handed out (`Log::cleaning_phase`).
-    pub(in crate::log) phase: &'static str,
-    /// The pass was aborted meanwhile: the report is dropped.
-    aborted: bool,
+    /// The pass's phase when handed out (`Log::cleaning_phase`); None: a discard job, of no
+    /// pass in flight.
+    pub(in crate::log) phase: Option<&'static str>,
+    /// The pass was aborted meanwhile: the report is dropped (shared with the job).
+    aborted: Arc<AtomicBool>,
     /// The job writes the pass's clean point, this one (the pass's last job).
     point: Option<i64>,
     /// The job, until the owner takes it.
@@ -100,16 +126,36 @@ impl CleanJob {
     /// that stops nobody else). A second run of the same job does nothing and fails.
     pub fn run(&self) -> Cleaned {
         let work = self.work.lock().unwrap_or_else(|p| p.into_inner()).take();
-        let Some(mut work) = work else {
-            return Cleaned { stamp: self.stamp, pass: None, result: Err(LogError::Failed("a cleaning step ran twice".into())) };
+        let Some(Work { mut pass, task }) = work else {
+            return Cleaned { stamp: self.stamp, pass: None, discarded: false, result: Err(LogError::Failed("a cleaning step ran twice".into())) };
         };
-        let Work { pass, task } = &mut work;
+        let mut discarded = false;
         let result = self.fence.pass(|| match task {
-            Task::Step { view, now, budget } => pass.step(view, *now, *budget),
+            Task::Step { view, now, budget } => {
+                let p = pass.as_mut().expect("a step holds its pass");
+                let stepped = match self.aborted.load(Ordering::SeqCst) {
+                    true => Ok((0, Stop::Nothing)),
+                    false => p.step(&view, now, budget),
+                };
+                // Aborted before or while it ran: the report is dropped, and the files are this
+                // job's to remove (no step of a later pass runs before its report).
+                if !self.aborted.load(Ordering::SeqCst) {
+                    return stepped;
+                }
+                discarded = true;
+                let base = p.group_base();
+                drop(pass.take());
+                base.map_or(Ok(()), |base| view.remove_cleaned(base)).map(|()| (0, Stop::Nothing))
+            }
             // The report reads no stop of a point job (`Log::pointed`).
-            Task::Point { disk, path, offset } => write_atomically(disk.as_ref(), path, offset.to_string().as_bytes()).map(|()| (0, Stop::Nothing)).map_err(super::super::io_err("write", path)),
+            Task::Point { disk, path, offset } => write_atomically(disk.as_ref(), &path, offset.to_string().as_bytes()).map(|()| (0, Stop::Nothing)).map_err(super::super::io_err("write", &path)),
+            Task::Discard { disk, dir, base, seg } => {
+                discarded = true;
+                drop((seg, pass.take()));
+                cleaner::remove_cleaned(disk.as_ref(), &dir, base).map(|()| (0, Stop::Nothing))
+            }
         });
-        Cleaned { stamp: self.stamp, pass: Some(work.pass), result }
+        Cleaned { stamp: self.stamp, pass, discarded, result }
     }
 
     /// The clean point it writes, when it is a pass's last job (None: a step).
@@ -125,7 +171,7 @@ impl CleanJob {
     /// The report of a job whose run ended without one (`why`): the pass is lost, and its
     /// files go when the report comes.
     pub fn lost(&self, why: String) -> Cleaned {
-        Cleaned { stamp: self.stamp, pass: None, result: Err(LogError::Failed(why)) }
+        Cleaned { stamp: self.stamp, pass: None, discarded: false, result: Err(LogError::Failed(why)) }
     }
 }
 
@@ -175,13 +221,34 @@ impl Log {
     }
 
     fn hand_out_job(&mut self, pass: Box<Pass>, task: Task, point: Option<i64>) -> Step {
+        let (base, phase) = (pass.group_base(), Some(pass.phase_name()));
+        self.hold_job(Work { pass: Some(pass), task }, base, phase, point, false);
+        Step::Working { bytes: 0 }
+    }
+
+    /// Puts `work` in the slot of the cleaning job in flight, for the owner to take.
+    fn hold_job(&mut self, work: Work, base: Option<i64>, phase: Option<&'static str>, point: Option<i64>, aborted: bool) {
         let d = &mut self.deferred;
         d.clean_steps += 1;
         let stamp = CleanStamp { serial: d.marks().0, step: d.clean_steps };
-        let (base, phase) = (pass.group_base(), pass.phase_name());
-        let job = CleanJob { work: Arc::new(Mutex::new(Some(Work { pass, task }))), stamp, point, fence: d.fence.clone() };
-        d.cleaning = Some(InFlight { stamp, base, phase, aborted: false, job: Some(job), point });
-        Step::Working { bytes: 0 }
+        let aborted = Arc::new(AtomicBool::new(aborted));
+        let job = CleanJob { work: Arc::new(Mutex::new(Some(work))), stamp, point, aborted: aborted.clone(), fence: d.fence.clone() };
+        d.cleaning = Some(InFlight { stamp, base, phase, aborted, job: Some(job), point });
+    }
+
+    /// Lets go of a dropped pass's group at `base` — its `.cleaned` files, `seg` (its open
+    /// segment, when the group is out of the pass) and `pass` — in a discard job (deferral on;
+    /// see the module header), or here. Wherever a pass is dropped the slot is free: the pass
+    /// was between steps, or its job's report (or untaken job) has just left it.
+    pub(in crate::log) fn discard(&mut self, pass: Option<Box<Pass>>, seg: Option<Segment>, base: i64) {
+        if !self.deferred.on || self.deferred.cleaning.is_some() {
+            debug_assert!(!self.deferred.on, "a pass dropped while a cleaning job is in flight");
+            drop((pass, seg));
+            let _ = cleaner::remove_cleaned(self.disk.as_ref(), &self.dir, base);
+            return;
+        }
+        let task = Task::Discard { disk: self.disk.clone(), dir: self.dir.clone(), base, seg };
+        self.hold_job(Work { pass, task }, Some(base), None, None, true);
     }
 
     /// A truncation waits for the clean point's job: its own job may write a lower point.
@@ -198,34 +265,46 @@ impl Log {
     }
 
     /// The pass was aborted: a step in flight loses its report, and one not yet taken by the
-    /// owner never runs (its pass goes now: nothing was written).
+    /// owner never runs (its pass goes now, its group's files, if any, in a discard job). A
+    /// discard job in flight has nothing to abort.
     pub(super) fn abort_clean_job(&mut self) {
         let Some(flight) = &mut self.deferred.cleaning else { return };
-        flight.aborted = true;
+        if flight.phase.is_none() {
+            return; // a discard job: there is nothing left to abort
+        }
+        flight.aborted.store(true, Ordering::SeqCst);
         if let Some(job) = flight.job.take() {
             let base = flight.base;
             self.deferred.cleaning = None;
-            let pass = job.work.lock().unwrap_or_else(|p| p.into_inner()).take().map(|w| w.pass);
+            let pass = job.work.lock().unwrap_or_else(|p| p.into_inner()).take().and_then(|w| w.pass);
             self.drop_pass(pass, base);
         }
     }
 
     /// A [`CleanJob`] of this log came back: what its stop needs of the log is applied, and the
-    /// pass goes on (or ends) as after an inline step. A report of another log, of a pass
-    /// aborted meanwhile, or of a job that did not run changes nothing but removing the step's
-    /// `.cleaned` files; a failed step ends the pass. Returns what the step did, as
+    /// pass goes on (or ends) as after an inline step. A report of another log changes nothing;
+    /// one of a pass aborted meanwhile, or of a job that did not run, hands the step's
+    /// `.cleaned` files to a discard job unless the job removed them; a failed step ends the
+    /// pass, and a failed removal is returned for a line. Returns what the step did, as
     /// [`Log::clean_step`] does.
     pub fn cleaned(&mut self, done: Cleaned, now: u64) -> Result<Step, LogError> {
         if self.deferred.cleaning.as_ref().is_none_or(|f| f.stamp != done.stamp) {
             return Ok(Step::Working { bytes: 0 });
         }
         let flight = self.deferred.cleaning.take().expect("checked above");
+        let aborted = flight.aborted.load(Ordering::SeqCst);
         if let Some(point) = flight.point {
-            return self.pointed(flight.aborted, point, done);
+            return self.pointed(aborted, point, done);
+        }
+        if done.discarded {
+            // A leftover is harmless: a later pass of the group truncates its `.cleaned` files,
+            // a swap removes a stale `B.txnindex.cleaned` before its commit (`cleaner::swap_in`),
+            // and an open removes them as strays. The error is the owner's line; the log stays.
+            return done.result.map(|_| Step::Working { bytes: 0 });
         }
         // Aborted meanwhile, run after its log was let go, or of a log gone offline since: the
         // pass ends here.
-        let dropped = flight.aborted || CleanJob::fenced(&done) || self.failed.is_some();
+        let dropped = aborted || CleanJob::fenced(&done) || self.failed.is_some();
         let (pass, result) = match (dropped, done.pass) {
             (false, Some(pass)) => (pass, done.result),
             (_, pass) => {

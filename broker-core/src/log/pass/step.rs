@@ -1,6 +1,7 @@
 //! One step of a cleaning pass (`log::pass`), over a read-only [`View`] of the segments it
 //! reads: the map walk's reads and key map, the producers' header scan, and the rewrite's
-//! reads, judgements and writes (and periodic syncs) of the group's `.cleaned` file, until
+//! reads, judgements and writes (and periodic syncs) of the group's `.cleaned` file (and its
+//! removal, when the group is kept as it was), until
 //! about `budget` bytes are done or the phase reaches something only the log can do
 //! ([`Stop`]). A job runs it off the owner's lock (`log::pass::job`); a log whose owner takes
 //! no jobs runs it inline.
@@ -58,6 +59,12 @@ impl View {
     pub(super) fn new<'a>(segments: impl Iterator<Item = &'a Segment>, disk: Arc<dyn Disk>, dir: PathBuf, interval: u64) -> View {
         let segments = segments.map(|s| Held::new(s, s.next_offset())).collect();
         View { segments, disk, dir, interval }
+    }
+
+    /// Removes the `.cleaned` files of the group at `base`: only its own pass's step may, or
+    /// a job that stands for it (`job`), as a later pass makes files of the same names.
+    pub(super) fn remove_cleaned(&self, base: i64) -> Result<(), LogError> {
+        cleaner::remove_cleaned(self.disk.as_ref(), &self.dir, base)
     }
 
     /// The index of the segment holding `offset` (or the first, below them all).
@@ -246,6 +253,12 @@ impl Pass {
                         g.unsynced = 0;
                     }
                     if whole {
+                        if g.kept_as_is() {
+                            // Not swapped in: its file goes here, in the step that made it
+                            // (the owner's job with deferral on), so no decision unlinks it.
+                            drop(g.seg.take());
+                            view.remove_cleaned(g.bases[0])?;
+                        }
                         return Ok((bytes, Stop::GroupWhole));
                     }
                 }

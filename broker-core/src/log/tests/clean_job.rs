@@ -1,10 +1,12 @@
 //! Cleaning steps as the owner's jobs (`log::pass::job`), on real files: the cleaner's turn and
 //! the job's report read no batch (the job reads the dirty range); while a job is held the
 //! log takes appends and reads and the next turn waits; a pass aborted while its step's job is
-//! in flight (or not yet taken) loses the report and leaves no `.cleaned` file; a failed swap
-//! ends the pass with no clean point past it; the job syncs its `.cleaned` file every
-//! `cleaner_sync_bytes` (the turn never does); a whole pass through jobs leaves the very bytes
-//! an inline pass leaves, and `Log::clean` runs one inline with deferral on.
+//! in flight (or not yet taken) loses the report and leaves no `.cleaned` file; a dropped
+//! pass's files go in a job of their own, before which no later pass makes files of the same
+//! names; a failed swap ends the pass with no clean point past it; the job syncs its
+//! `.cleaned` file every `cleaner_sync_bytes` (the turn never does); a whole pass through jobs
+//! leaves the very bytes an inline pass leaves, and `Log::clean` runs one inline with
+//! deferral on.
 
 use super::*;
 use super::cleaning::{compacted, contents, latest_of, map_bytes, updates};
@@ -153,7 +155,8 @@ fn a_pass_aborted_while_its_steps_job_is_in_flight_loses_the_report_and_leaves_n
     }
 
     // A truncation aborts it with the job run before the abort: its report is dropped all the
-    // same, the files go, and a new pass cleans the truncated log.
+    // same, the files go (in a job the report hands out), and a new pass cleans the truncated
+    // log.
     let tmp = tempfile::tempdir().unwrap();
     let mut log = deferred_log(disk(), tmp.path(), compacted());
     let job = job_while_rewriting(&mut log, 10_000);
@@ -162,6 +165,8 @@ fn a_pass_aborted_while_its_steps_job_is_in_flight_loses_the_report_and_leaves_n
     let cut = log.log_end_offset() - 7;
     super::truncate_deferred(&mut log, cut);
     assert_eq!(log.cleaned(done, 10_000).unwrap(), CleanStep::Working { bytes: 0 });
+    let discard = log.take_clean().expect("the files' removal is a job");
+    assert_eq!(log.cleaned(discard.run(), 10_000).unwrap(), CleanStep::Working { bytes: 0 });
     assert!(cleaned_files(tmp.path()).is_empty(), "{:?}", cleaned_files(tmp.path()));
     assert!(log.cleaned_to() <= cut);
     let truncated = contents(&log).0;
@@ -178,6 +183,61 @@ fn a_pass_aborted_while_its_steps_job_is_in_flight_loses_the_report_and_leaves_n
     assert!(log.apply_retention(10_000, log.log_end_offset()).unwrap() > 0);
     assert!(log.take_clean().is_none() && log.cleaning_phase().is_none());
     assert!(cleaned_files(tmp.path()).is_empty());
+}
+
+#[test]
+fn a_dropped_passs_files_go_in_a_job_before_which_no_later_pass_makes_files_of_the_same_names() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (d, rec) = super::cleaning_txn::Recorder::disk();
+    let mut log = deferred_log(d, tmp.path(), compacted());
+    // Between steps, with the first group's files made.
+    while cleaned_files(tmp.path()).is_empty() {
+        let upper = log.log_end_offset();
+        assert!(matches!(clean_step_now(&mut log, 10_000, upper, 300), CleanStep::Working { .. }));
+        swap_now(&mut log);
+    }
+    let made = cleaned_files(tmp.path());
+    // A truncation aborts the pass: its decision unlinks no `.cleaned` file.
+    let cut = log.log_end_offset() - 7;
+    rec.take();
+    log.truncate_to(cut, 0).unwrap();
+    let decided = rec.take();
+    assert!(!decided.iter().any(|op| op.contains(".cleaned")), "{decided:?}");
+    assert_eq!(cleaned_files(tmp.path()), made);
+    let job = log.take_cut().expect("a truncation's job");
+    let done = job.run().map(drop);
+    assert!(log.cut_done(job.stamp, done));
+    let truncated = contents(&log).0;
+    // The next turn hands the removal out as a job, and no turn starts a pass until its report.
+    let upper = log.log_end_offset();
+    assert_eq!(log.clean_step(10_000, upper, map_bytes, 300, clean::Keep::Latest).unwrap(), CleanStep::Working { bytes: 0 });
+    let discard = log.take_clean().expect("the files' removal is a job");
+    assert_eq!((discard.clean_point(), log.cleaning_phase()), (None, None), "no pass in flight");
+    log.roll(0).unwrap();
+    for _ in 0..3 {
+        let upper = log.log_end_offset();
+        assert_eq!(log.clean_step(10_000, upper, map_bytes, 300, clean::Keep::Latest).unwrap(), CleanStep::Working { bytes: 0 });
+        assert!(log.take_clean().is_none(), "no pass starts while the removal is in flight");
+    }
+    assert_eq!(cleaned_files(tmp.path()), made, "nothing made or removed meanwhile");
+    let done = discard.run();
+    assert!(cleaned_files(tmp.path()).is_empty());
+    assert_eq!(log.cleaned(done, 10_000).unwrap(), CleanStep::Working { bytes: 0 });
+    // The next pass makes the same group's files again; the removal, run again, or its report
+    // delivered again, touches none of them.
+    while cleaned_files(tmp.path()).is_empty() {
+        let upper = log.log_end_offset();
+        assert!(matches!(clean_step_now(&mut log, 10_000, upper, 300), CleanStep::Working { .. }));
+        swap_now(&mut log);
+    }
+    let remade = cleaned_files(tmp.path());
+    assert!(remade.iter().any(|n| made.contains(n)), "{remade:?} {made:?}");
+    let again = discard.run();
+    assert_eq!(log.cleaned(again, 10_000).unwrap(), CleanStep::Working { bytes: 0 });
+    assert_eq!(cleaned_files(tmp.path()), remade);
+    assert!(finish_pass(&mut log, 10_000, 300).is_some());
+    assert!(cleaned_files(tmp.path()).is_empty());
+    assert_eq!(latest_of(&contents(&log).0), latest_of(&truncated));
 }
 
 #[test]

@@ -301,3 +301,22 @@ fn time_lookups_read_cleaned_batches() {
     assert_eq!(log.offset_for_timestamp(1_030).unwrap(), Some((118, 1_059)));
     assert_eq!(log.offset_for_timestamp(0).unwrap(), Some((118, 1_059)));
 }
+
+#[test]
+fn a_swap_that_writes_no_txnindex_removes_a_stale_one_before_its_commit() {
+    // A `B.txnindex.cleaned` left by an earlier pass whose removal failed would be renamed over
+    // `B.txnindex` by a later swap of the group that removes no marker (`cleaner::swap_in`).
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut log, _) = Log::open(disk(), tmp.path(), compacted(), 0).unwrap();
+    updates(&mut log, 6, 40, 1_000);
+    log.roll(0).unwrap();
+    let stale = tmp.path().join("00000000000000000000.txnindex.cleaned");
+    std::fs::write(&stale, [7u8; 34]).unwrap();
+    log.clean(10_000, log.log_end_offset(), map_bytes).unwrap().expect("due");
+    assert!(!stale.exists(), "the stale index was removed");
+    let index = tmp.path().join("00000000000000000000.txnindex");
+    assert!(std::fs::metadata(&index).map_or(true, |m| m.len() == 0), "no stale index took B.txnindex's place");
+    log.close(0).unwrap();
+    let (log, _) = Log::open(disk(), tmp.path(), compacted(), 0).unwrap();
+    assert_eq!(log.aborted_transactions(), &[], "no abort came back from a stale index");
+}

@@ -231,3 +231,221 @@ fn a_group_failing_before_its_swap_leaves_no_cleaned_file() {
     assert_eq!(stats.markers_removed, 1, "{stats:?}");
     assert_eq!(log.aborted_transactions(), &[]);
 }
+
+/// Notes every namespace and write call of the disk as "op file-name" (reads are left out),
+/// and fails the sync — and, if asked, the removal — of a group's `.txnindex.cleaned` once
+/// armed.
+#[derive(Default)]
+pub(super) struct Recorder {
+    ops: std::sync::Mutex<Vec<String>>,
+    fail_txn_index_sync: std::sync::atomic::AtomicBool,
+    fail_txn_index_remove: std::sync::atomic::AtomicBool,
+}
+
+impl Recorder {
+    /// A real disk noted by a new recorder.
+    pub(super) fn disk() -> (Arc<dyn Disk>, Arc<Recorder>) {
+        let rec = Arc::new(Recorder::default());
+        (Arc::new(Hooked::new(Arc::new(FileDisk::new()), rec.clone())), rec)
+    }
+
+    /// The calls noted since the last take.
+    pub(super) fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.ops.lock().unwrap())
+    }
+}
+
+impl Hook for Recorder {
+    fn before(&self, op: Op<'_>) -> std::io::Result<()> {
+        let name = |p: &Path| p.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        let (what, path) = match op {
+            Op::WriteAt { path, .. } => ("write", path),
+            Op::Append { path, .. } => ("append", path),
+            Op::Truncate { path, .. } => ("truncate", path),
+            Op::Sync { path } => ("sync", path),
+            Op::Rename { from, .. } => ("rename", from),
+            Op::Remove { path } => ("remove", path),
+            Op::SyncDir { path } => ("sync_dir", path),
+            Op::SyncAll { path } => ("sync_all", path),
+        };
+        let armed = match what {
+            "sync" => self.fail_txn_index_sync.load(std::sync::atomic::Ordering::SeqCst),
+            "remove" => self.fail_txn_index_remove.load(std::sync::atomic::Ordering::SeqCst),
+            _ => false,
+        };
+        if armed && name(path).ends_with(".txnindex.cleaned") {
+            return Err(std::io::Error::other("EIO (injected)"));
+        }
+        self.ops.lock().unwrap().push(format!("{what} {}", name(path)));
+        Ok(())
+    }
+}
+
+/// A log whose first segment holds an aborted transaction (a producer snapshot taken inside
+/// it), its ABORT marker at 1 and the producer's next, committed, transaction, then closed
+/// segments of other keys; its first pass (at `now`) has set the marker's delete horizon, and
+/// more segments were written since. A pass at `now + delete.retention.ms` removes the marker.
+fn log_with_a_marker_to_remove(disk: Arc<dyn Disk>, dir: &Path, deferred: bool, now: u64) -> Log {
+    let (mut log, _) = Log::open(disk, dir, compacted(), 0).unwrap();
+    if deferred {
+        log.defer_syncs();
+    }
+    let aborter = 7;
+    log.append(&mut batch(&[("k0", "aborted")], Some((aborter, 0))), 1, 0).unwrap(); // 0
+    let inside = crate::broker::replayed_producers(&log).unwrap();
+    log.write_producer_snapshot(&inside.to_snapshot()).unwrap();
+    let abort_at = log.log_end_offset();
+    log.append(&mut build_marker(aborter, 0, MarkerKind::Abort, 0, 1_000), 1, 0).unwrap(); // 1
+    log.append_aborted(AbortedTxn { producer_id: aborter, first_offset: 0, last_offset: abort_at, last_stable_offset: 0 }).unwrap();
+    log.append(&mut batch(&[("a", "next")], Some((aborter, 1))), 1, 0).unwrap();
+    log.append(&mut build_marker(aborter, 0, MarkerKind::Commit, 0, 1_000), 1, 0).unwrap();
+    fill_f(&mut log, 0);
+    let stats = clean_through_jobs(&mut log, now, None).expect("due");
+    assert_eq!(stats.markers_removed, 0, "the first pass only sets the horizon");
+    fill_f(&mut log, 60);
+    log
+}
+
+fn fill_f(log: &mut Log, from: usize) {
+    for i in from..from + 60 {
+        log.append(&mut batch(&[("f", &format!("{i:0>40}"))], None), 1, 0).unwrap();
+    }
+    log.roll(0).unwrap();
+}
+
+/// A whole pass: inline when the log steps inline; with deferral on, each turn's and report's
+/// decision, and each job run at once after it, as the broker's shell does — the calls each
+/// made noted in `noted` (decisions, step jobs, swap jobs), when given.
+fn clean_through_jobs(log: &mut Log, now: u64, noted: Option<(&Recorder, &mut [Vec<String>; 3])>) -> Option<CleanStats> {
+    let Some((rec, noted)) = noted else { return log.clean(now, log.log_end_offset(), map_bytes).unwrap() };
+    rec.take();
+    for _ in 0..100_000 {
+        let upper = log.log_end_offset();
+        let mut step = log.clean_step(now, upper, map_bytes, 300, clean::Keep::Latest).unwrap();
+        noted[0].extend(rec.take());
+        if let Some(job) = log.take_clean() {
+            let done = job.run();
+            noted[1].extend(rec.take());
+            step = log.cleaned(done, now).unwrap();
+            noted[0].extend(rec.take());
+        }
+        if let Some(job) = log.take_swap() {
+            let done = job.run();
+            noted[2].extend(rec.take());
+            log.swapped(done).unwrap();
+            noted[0].extend(rec.take());
+        }
+        match step {
+            CleanStep::Done { stats, .. } => return stats,
+            CleanStep::Idle => return None,
+            CleanStep::Working { .. } => {}
+        }
+    }
+    panic!("the pass never ended");
+}
+
+/// Every file of `dir` with its bytes, by name, but the recovery point's checkpoint (the
+/// flushes of the two modes differ).
+fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap()).filter(|e| e.file_name() != RECOVERY_POINT_FILE).map(|e| (e.file_name().into_string().unwrap(), std::fs::read(e.path()).unwrap())).collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn with_deferral_the_decisions_of_a_marker_removing_pass_touch_no_file_and_its_swap_job_removes_the_snapshots_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (d, rec) = Recorder::disk();
+    let now = 10_000u64;
+    let mut log = log_with_a_marker_to_remove(d, tmp.path(), true, now);
+    let retention = log.config().delete_retention_ms;
+    assert_eq!(log.producer_snapshot_offsets(), &[1]);
+    let mut noted: [Vec<String>; 3] = Default::default();
+    let stats = clean_through_jobs(&mut log, now + retention, Some((&rec, &mut noted))).expect("due");
+    assert_eq!(stats.markers_removed, 1, "{stats:?}");
+    let [decided, steps, swaps] = noted;
+    // The turns and reports decide only: no unlink, write, sync or rename (a replaced file is
+    // cut a slice at a time by the turns, `retired`: a truncate).
+    assert!(decided.iter().all(|op| op.starts_with("truncate ")), "{decided:?}");
+    assert!(steps.iter().any(|op| op.ends_with(".log.cleaned")), "{steps:?}");
+    // The marker group's swap job: the snapshot removed, the directory synced, the index
+    // written and synced, then the renames — the order the inline swap keeps.
+    let at = |want: &str| swaps.iter().position(|op| op == want).unwrap_or_else(|| panic!("no {want:?} in {swaps:?}"));
+    let txn_index = "00000000000000000000.txnindex.cleaned";
+    let removed = at(&format!("remove {}", crate::log::producer_snapshot::file_name(1)));
+    let written = at(&format!("write {txn_index}"));
+    let first_rename = swaps.iter().position(|op| op.starts_with("rename ")).expect("a rename");
+    assert!(swaps[removed..written].iter().any(|op| op.starts_with("sync_dir ")), "{swaps:?}");
+    assert!(removed < written && written < at(&format!("sync {txn_index}")) && at(&format!("sync {txn_index}")) < first_rename, "{swaps:?}");
+    assert_eq!(log.producer_snapshot_offsets(), &[] as &[i64]);
+    assert_eq!(log.aborted_transactions(), &[]);
+    let left: Vec<String> = files(tmp.path()).into_iter().map(|f| f.0).filter(|n| n.ends_with(".snapshot") || n.ends_with(".cleaned")).collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn a_marker_removing_pass_through_jobs_leaves_the_files_an_inline_pass_leaves() {
+    let (inline_tmp, jobs_tmp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let now = 10_000u64;
+    let mut inline = log_with_a_marker_to_remove(disk(), inline_tmp.path(), false, now);
+    let (d, rec) = Recorder::disk();
+    let mut jobs = log_with_a_marker_to_remove(d, jobs_tmp.path(), true, now);
+    let retention = inline.config().delete_retention_ms;
+    let expected = clean_through_jobs(&mut inline, now + retention, None).expect("due");
+    assert_eq!(expected.markers_removed, 1);
+    let mut noted: [Vec<String>; 3] = Default::default();
+    assert_eq!(clean_through_jobs(&mut jobs, now + retention, Some((&rec, &mut noted))), Some(expected), "the same pass");
+    assert_eq!((jobs.producer_snapshot_offsets(), jobs.aborted_transactions()), (inline.producer_snapshot_offsets(), inline.aborted_transactions()));
+    drop((inline, jobs));
+    let (a, b) = (files(inline_tmp.path()), files(jobs_tmp.path()));
+    assert_eq!(a.iter().map(|f| &f.0).collect::<Vec<_>>(), b.iter().map(|f| &f.0).collect::<Vec<_>>(), "the same files");
+    assert!(a == b, "the same bytes in every file");
+}
+
+#[test]
+fn a_swap_job_failing_in_its_marker_part_takes_the_log_offline_and_a_reopen_recovers_the_old_group() {
+    // The index's sync fails: the job removes `B.txnindex.cleaned` itself; and with its
+    // removal failing too, reopening removes it. Either way no later swap takes it.
+    for remove_fails in [false, true] {
+        let tmp = tempfile::tempdir().unwrap();
+        let (d, rec) = Recorder::disk();
+        let now = 10_000u64;
+        let mut log = log_with_a_marker_to_remove(d, tmp.path(), true, now);
+        let retention = log.config().delete_retention_ms;
+        let (before, index) = (latest(&log), log.aborted_transactions().to_vec());
+        rec.fail_txn_index_sync.store(true, std::sync::atomic::Ordering::SeqCst);
+        rec.fail_txn_index_remove.store(remove_fails, std::sync::atomic::Ordering::SeqCst);
+        let failed = loop {
+            let upper = log.log_end_offset();
+            let step = super::clean_step_now(&mut log, now + retention, upper, 300);
+            if let Some(job) = log.take_swap() {
+                if let Err(e) = log.swapped(job.run()) {
+                    break e;
+                }
+            }
+            assert!(matches!(step, CleanStep::Working { .. }), "the pass ended without the failure: {step:?}");
+        };
+        assert!(failed.to_string().contains("injected"), "{failed}");
+        assert!(log.failure().is_some(), "a failed swap job takes the log offline");
+        assert_eq!(log.cleaning_phase(), None, "the pass ended with it");
+        let stale = tmp.path().join("00000000000000000000.txnindex.cleaned");
+        assert_eq!(stale.exists(), remove_fails, "the job removes the index it wrote");
+        drop(log);
+        let (mut log, report) = Log::open(disk(), tmp.path(), compacted(), 0).unwrap();
+        assert_eq!(report.stray_files_removed.contains(&stale), remove_fails, "{report:?}");
+        assert!(!stale.exists());
+        assert_eq!(latest(&log), before, "the old group");
+        assert_eq!(log.aborted_transactions(), &index[..], "its marker and its index stay");
+        let restored = crate::broker::restored_producers(&mut log).unwrap();
+        assert!(!restored.has_open_txn(7), "the marker still ends the transaction");
+        // A later pass removes the marker, and its index goes with it.
+        log.defer_syncs();
+        let stats = clean_through_jobs(&mut log, now + retention, None).expect("due");
+        assert_eq!(stats.markers_removed, 1, "{stats:?}");
+        assert_eq!(log.aborted_transactions(), &[]);
+        drop(log);
+        let (log, _) = Log::open(disk(), tmp.path(), compacted(), 0).unwrap();
+        assert_eq!(log.aborted_transactions(), &[], "the swapped-in index holds no entry for the removed abort");
+        assert_eq!(latest(&log), before);
+    }
+}
