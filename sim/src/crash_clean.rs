@@ -29,6 +29,18 @@
 //! before the pass starts; the active segment may still lose an unsynced tail, which is why the
 //! key check looks below the recovered end. Plain Rust, both builds; nothing reads a clock or an
 //! unseeded RNG.
+//!
+//! [`deferred_clean_rounds`] runs the log as the broker does: it defers its syncs (and, on half
+//! the seeds, its writes), and the round's owner (`owner`) drives every job it hands out —
+//! sync jobs, cleaning steps, swaps (their marker part first), discards — as the broker's
+//! shell does, so the death lands inside those jobs too. The owner's syncs run in order or, now
+//! and then, one held late; a pass cleans only below the log's recovery point (as the broker's
+//! stays below its high watermark, which its flush policy keeps below what is synced), so what
+//! it reads is durable. The same seed draws the same work as [`clean_rounds`]; the jobs' order,
+//! the steps' sizes, the write-behind and the broker's checkpoints (a producer snapshot at
+//! the log end, now and then) come from the owner's own RNG. Same checks.
+
+mod owner;
 
 use crate::disk::{CrashMode, DiskFaults, SimDisk};
 use broker_core::broker::{replayed_producers, restored_producers};
@@ -78,6 +90,15 @@ pub struct CleanRounds {
     /// Transaction markers the completed passes removed (nothing of their transaction left,
     /// their delete horizon passed).
     pub markers_removed: usize,
+    /// Jobs the owner ran (deferred rounds only, as are the counts below).
+    pub jobs_run: usize,
+    /// Rounds whose death landed inside a sync job, a cleaning step's (or discard) job, a
+    /// swap's job, and, of those, inside its marker part (snapshots removed, directory synced,
+    /// `B.txnindex.cleaned` written and synced).
+    pub died_in_sync_job: usize,
+    pub died_in_clean_job: usize,
+    pub died_in_swap_job: usize,
+    pub died_in_markers: usize,
 }
 
 impl CleanRounds {
@@ -92,6 +113,11 @@ impl CleanRounds {
         self.tombstones_gone += s.tombstones_gone;
         self.aborted_gone += s.aborted_gone;
         self.markers_removed += s.markers_removed;
+        self.jobs_run += s.jobs_run;
+        self.died_in_sync_job += s.died_in_sync_job;
+        self.died_in_clean_job += s.died_in_clean_job;
+        self.died_in_swap_job += s.died_in_swap_job;
+        self.died_in_markers += s.died_in_markers;
     }
 }
 
@@ -143,6 +169,16 @@ fn config(rng: &mut ChaCha8Rng) -> LogConfig {
 /// call → crash. `keep` is the cleaner's decision (only the planted-bug test passes anything
 /// but `Keep::Latest`). `verbose` prints each round's recovery and crash to stderr.
 pub fn clean_rounds(seed: u64, rounds: usize, keep: Keep, verbose: bool) -> Result<CleanRounds, String> {
+    rounds_of(seed, rounds, keep, verbose, false)
+}
+
+/// [`clean_rounds`] with the log deferring its syncs (and writes, on half the seeds) and the
+/// owner running every job it hands out, as the broker does (see the module header).
+pub fn deferred_clean_rounds(seed: u64, rounds: usize, keep: Keep, verbose: bool) -> Result<CleanRounds, String> {
+    rounds_of(seed, rounds, keep, verbose, true)
+}
+
+fn rounds_of(seed: u64, rounds: usize, keep: Keep, verbose: bool, deferring: bool) -> Result<CleanRounds, String> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let disk = SimDisk::new(seed);
     let dir = Path::new("/data/kv-0");
@@ -152,6 +188,7 @@ pub fn clean_rounds(seed: u64, rounds: usize, keep: Keep, verbose: bool) -> Resu
     let (mut now, mut serial) = (1_000u64, 0u64);
     let mut before: Option<Before> = None;
     let mut txns = Txns::default();
+    let mut owner = deferring.then(|| owner::Owner::new(seed, &disk, dir, verbose));
     let open = |now: u64| Log::open(Arc::new(disk.clone()) as Arc<dyn Disk>, dir, config.clone(), now);
     for round in 0..=rounds {
         let ctx = |e: String| format!("seed {seed} round {round} ({config:?}, {keys} keys): {e}");
@@ -176,6 +213,9 @@ pub fn clean_rounds(seed: u64, rounds: usize, keep: Keep, verbose: bool) -> Resu
             return Err(ctx(format!("restored producer state (snapshots {:?}) has the transaction open: {}; the log: {open:?}", log.producer_snapshot_offsets(), restored.has_open_txn(producer))));
         }
         stats.swaps_completed += report.swaps_completed.len();
+        if let Some(o) = owner.as_mut() {
+            o.start(&mut log);
+        }
         if verbose {
             eprintln!("seed {seed} round {round}: {report:?}; segments {:?}, end {}", log.segment_bases(), log.log_end_offset());
         }
@@ -225,6 +265,12 @@ pub fn clean_rounds(seed: u64, rounds: usize, keep: Keep, verbose: bool) -> Resu
                     log.flush(now).and_then(|_| log.checkpoint()).map_err(|e| ctx(format!("checkpoint: {e}")))?;
                 }
             }
+            if let Some(o) = owner.as_mut() {
+                o.checkpoint(&mut log, now).map_err(ctx)?;
+                if !o.serve(&mut log) {
+                    return Err(ctx(format!("offline with no fault: {:?}", log.failure())));
+                }
+            }
         }
         let (records, end) = (contents(&log).map_err(ctx)?, log.log_end_offset());
         let (aborted, open_first, _) = txn_state(&log).map_err(ctx)?;
@@ -258,25 +304,53 @@ pub fn clean_rounds(seed: u64, rounds: usize, keep: Keep, verbose: bool) -> Resu
                 }
                 b.durable = b.durable.max(log.recovery_point());
             }
+            // The syncs owed (the roll's among them) run before the turn: what the pass may
+            // clean is below the recovery point they move.
+            if let Some(o) = owner.as_mut() {
+                if !o.serve(&mut log) {
+                    stats.died_mid_pass += 1;
+                    break;
+                }
+                b.durable = b.durable.max(log.recovery_point());
+            }
             b.reached = b.reached.max(log.cleaned_to());
             b.now = now;
             let upper = if rng.gen_bool(0.8) { log.log_end_offset() } else { rng.gen_range(log.log_start_offset()..=log.log_end_offset()) };
             // The partition's last stable offset: an open transaction may still abort.
             let upper = upper.min(open_first.unwrap_or(i64::MAX));
             let ops = disk.ops();
-            match log.clean_keeping(now, upper, map_bytes, keep) {
+            let result = match owner.as_mut() {
+                None => log.clean_keeping(now, upper, map_bytes, keep).map_err(|e| e.to_string()),
+                // The broker cleans below its high watermark, which its flush policy keeps below
+                // what is synced: here, below the recovery point.
+                Some(o) => {
+                    let upper = upper.min(log.recovery_point());
+                    o.pass(&mut log, now, upper, map_bytes, keep)
+                }
+            };
+            if deferring {
+                b.durable = b.durable.max(log.recovery_point());
+            }
+            match result {
                 Ok(Some(pass)) => {
                     stats.passes += 1;
                     stats.markers_removed += pass.markers_removed;
                     stats.pass_ops += disk.ops() - ops;
                 }
                 Ok(None) => {}
+                // With the process alive a deferred pass must not fail (the inline rounds never
+                // checked it).
+                Err(e) if deferring && !disk.faults().dead_from_op.is_some_and(|d| disk.ops() >= d) => return Err(ctx(format!("pass failed with no fault: {e}"))),
                 Err(_) => {
                     stats.died_mid_pass += 1;
                     break;
                 }
             }
             now += rng.gen_range(0..200);
+        }
+        if let Some(o) = owner.as_mut() {
+            o.end_round(&mut stats);
+            stats.jobs_run = o.jobs_run;
         }
         drop(log);
         disk.set_faults(DiskFaults::default());

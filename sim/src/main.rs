@@ -155,8 +155,9 @@ mod cli {
             clean: bool,
             /// Run the log as the broker does: its writes, syncs and truncations (a follower's,
             /// drawn now and then) are jobs that run late, out of order or never
-            /// (sim::crash::deferred_crash_rounds).
-            #[arg(long, conflicts_with_all = ["nodes", "clean"])]
+            /// (sim::crash::deferred_crash_rounds). With --clean: syncs, writes, cleaning steps,
+            /// swaps are jobs, deaths inside them too (sim::crash_clean::deferred_clean_rounds).
+            #[arg(long, conflicts_with = "nodes")]
             deferred: bool,
             /// Print each recovery report and crash outcome.
             #[arg(long, short)]
@@ -227,7 +228,7 @@ mod cli {
             Cmd::Replay { trace } => replay(&trace),
             Cmd::Shrink { input, seed, plant, checker, out, max_runs } => shrink(&input, seed, plant.as_deref(), checker, out, max_runs),
             Cmd::Matrix { seeds, jobs, row, dump, traces, plant } => planted(plant.as_deref()).and_then(|bug| matrix(seeds, jobs, row.as_deref(), dump.as_deref(), &traces, bug)),
-            Cmd::CrashLog { seeds, rounds, clean: true, verbose, .. } => crash_clean(seeds, rounds, verbose),
+            Cmd::CrashLog { seeds, rounds, clean: true, deferred, verbose, .. } => crash_clean(seeds, rounds, deferred, verbose),
             Cmd::CrashLog { seeds, rounds, nodes, deferred, verbose, .. } => crash_log(seeds, rounds, nodes, deferred, verbose),
             Cmd::View { trace, out } => view(&trace, out.as_deref()),
         };
@@ -538,17 +539,21 @@ mod cli {
         Ok(failed.is_empty())
     }
 
-    fn crash_clean(seeds: Range<u64>, rounds: usize, verbose: bool) -> Result<bool, String> {
+    fn crash_clean(seeds: Range<u64>, rounds: usize, deferred: bool, verbose: bool) -> Result<bool, String> {
         use broker_core::log::clean::Keep;
-        println!("crash-log --clean: seeds {}..{}, {rounds} rounds each (dying inside cleaning, then power loss or clean)", seeds.start, seeds.end);
+        let (flag, mode, rounds_of) = match deferred {
+            false => ("", "", sim::crash_clean::clean_rounds as fn(u64, usize, Keep, bool) -> Result<sim::crash_clean::CleanRounds, String>),
+            true => (" --deferred", ", the broker's jobs", sim::crash_clean::deferred_clean_rounds as _),
+        };
+        println!("crash-log --clean{flag}: seeds {}..{}, {rounds} rounds each (dying inside cleaning{mode}, then power loss or clean)", seeds.start, seeds.end);
         let (mut failed, mut total) = (0u64, sim::crash_clean::CleanRounds::default());
         for seed in seeds.clone() {
-            match sim::crash_clean::clean_rounds(seed, rounds, Keep::Latest, verbose) {
+            match rounds_of(seed, rounds, Keep::Latest, verbose) {
                 Ok(s) => total.add(&s),
                 Err(e) => {
                     failed += 1;
                     println!("FAIL {e}");
-                    println!("  reproduce: cargo sim crash-log --clean --seeds {seed} --rounds {rounds} --verbose");
+                    println!("  reproduce: cargo sim crash-log --clean{flag} --seeds {seed} --rounds {rounds} --verbose");
                 }
             }
         }
@@ -557,6 +562,9 @@ mod cli {
             "{} of {seeds_run} seeds passed: {} rounds, {} passes completed, {} died mid-pass, {} recoveries died, {} swaps completed at open, {} tombstones gone, {} aborted records gone, {} markers removed",
             seeds_run - failed, total.rounds, total.passes, total.died_mid_pass, total.died_in_recovery, total.swaps_completed, total.tombstones_gone, total.aborted_gone, total.markers_removed
         );
+        if let Some(t) = deferred.then_some(&total) {
+            println!("  {} jobs run; deaths inside a job: {} sync, {} cleaning step or discard, {} swap ({} in its marker part)", t.jobs_run, t.died_in_sync_job, t.died_in_clean_job, t.died_in_swap_job, t.died_in_markers);
+        }
         Ok(failed == 0)
     }
 

@@ -6,7 +6,7 @@ use broker_core::log::clean::Keep;
 use broker_core::log::{Log, LogConfig};
 use broker_core::storage::Disk;
 use sim::crash::{crash_rounds, deferred_crash_rounds};
-use sim::crash_clean::{clean_rounds, CleanRounds};
+use sim::crash_clean::{clean_rounds, deferred_clean_rounds, CleanRounds};
 use sim::disk::{CrashMode, SimDisk};
 use std::path::Path;
 use std::sync::Arc;
@@ -120,4 +120,71 @@ fn crash_rounds_inside_cleaning_are_deterministic_and_would_catch_a_cleaner_keep
     assert_eq!(clean_rounds(5, 6, Keep::Latest, false), clean_rounds(5, 6, Keep::Latest, false));
     let caught = (0..20u64).filter(|&seed| clean_rounds(seed, 10, Keep::First, false).is_err()).count();
     assert!(caught >= 10, "the rounds' key check caught a keep-first cleaner on only {caught} of 20 seeds");
+}
+
+#[test]
+fn crashes_inside_the_brokers_cleaning_jobs_never_lose_a_keys_latest_value() {
+    // 40 seeds x 10 rounds with the log as the broker runs it: syncs (and, on half the seeds,
+    // writes) deferred, every cleaning step, swap, discard and sync a job the owner runs, the
+    // death landing anywhere, inside those jobs too.
+    let mut total = CleanRounds::default();
+    let mut failures = Vec::new();
+    for seed in 0..40u64 {
+        match deferred_clean_rounds(seed, 10, Keep::Latest, false) {
+            Ok(s) => total.add(&s),
+            Err(e) => failures.push(e),
+        }
+    }
+    assert!(failures.is_empty(), "{} failing seeds, first: {}\n  reproduce: cargo sim crash-log --clean --deferred --seeds N --verbose", failures.len(), failures[0]);
+    // Guards: deaths mid-pass and inside each kind of job, a swap's marker part among them;
+    // committed swaps completed at open; passes to completion that removed markers.
+    assert!(total.died_mid_pass * 3 > total.rounds && total.swaps_completed > 5 && total.died_in_recovery > 10, "{total:?}");
+    assert!(total.died_in_sync_job > 0 && total.died_in_clean_job > 10 && total.died_in_swap_job > 10 && total.died_in_markers > 0, "{total:?}");
+    assert!(total.passes * 2 > total.rounds && total.markers_removed > 0 && total.tombstones_gone > 0 && total.aborted_gone > 0, "{total:?}");
+    assert_eq!(deferred_clean_rounds(5, 6, Keep::Latest, false), deferred_clean_rounds(5, 6, Keep::Latest, false));
+}
+
+// Bugs the deferred crash-clean rounds found (`cargo sim crash-log --clean --deferred`, seeds
+// 0..3000 and 100000..103000: 65 of 6000 seeds failed, in four ways). Each test replays its seeds; unignore it
+// with the fix. Reproduce one: `cargo sim crash-log --clean --deferred --seeds N --rounds 10
+// --verbose`.
+
+#[test]
+#[ignore = "open bug: a group cleaned over several steps can be swapped in missing a run of batches (its offsets jump)"]
+fn regression_a_group_rewritten_over_several_steps_keeps_every_offset() {
+    // Seed 600, round 7: the swapped-in `167.log` jumps from 167 to 176 ("batch base offset
+    // 176 where 168 was expected" when the next pass reads it); seed 624 no longer opens.
+    // The inline passes stepped with small budgets fail the same way: the rewrite across steps.
+    for seed in [600, 624, 2604] {
+        deferred_clean_rounds(seed, 10, Keep::Latest, false).unwrap();
+    }
+}
+
+#[test]
+#[ignore = "open bug: an aborted transaction's index entry outlives its removed ABORT marker after a power loss"]
+fn regression_an_index_entry_outlives_its_removed_marker_after_power_loss() {
+    // Seed 217, round 7: every pass and swap completes (no death), a power loss follows, and
+    // the reopened log's aborted-transaction index holds [315, 390] though the marker at 390
+    // went in that round's pass (the live log had let go of the entry).
+    for seed in [217, 341, 1353] {
+        deferred_clean_rounds(seed, 10, Keep::Latest, false).unwrap();
+    }
+}
+
+#[test]
+#[ignore = "open bug: a key's latest value is gone after passes with the broker's jobs and a power loss"]
+fn regression_a_keys_latest_value_survives_the_brokers_cleaning_jobs() {
+    // Seed 473, round 3: three swaps, no death, a power loss; the reopened log (which tiles its
+    // offsets) has no record of k17, whose latest value was at offset 26.
+    for seed in [473, 2969] {
+        deferred_clean_rounds(seed, 10, Keep::Latest, false).unwrap();
+    }
+}
+
+#[test]
+#[ignore = "open bug: after a clean crash a producer snapshot holds open a transaction the log no longer has open"]
+fn regression_no_snapshot_holds_open_a_transaction_whose_marker_a_pass_removed() {
+    // Seed 101331, round 2: eight swaps, no death, a clean crash; the reopened log restores
+    // from snapshots [298, 300] a transaction open that no batch of the log leaves open.
+    deferred_clean_rounds(101_331, 10, Keep::Latest, false).unwrap();
 }
