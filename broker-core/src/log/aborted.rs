@@ -12,10 +12,12 @@
 //!   that replay (at open and after a truncation, [`Log::replace_aborted_from`]), whatever the
 //!   files said; a file that does not decode makes the replay start at the log start;
 //! * a truncation drops the entries of removed offsets with them, a deleted segment takes its
-//!   file along; the cleaner removes aborted transactions' data ([`AbortedRanges`]) but keeps
-//!   their markers, so every entry stays in the segment it was written to: a segment holding
-//!   an entry is only ever the first of a cleaned group, whose file keeps its base offset's
-//!   name, so its `.txnindex` stays its own.
+//!   file along; the cleaner removes aborted transactions' data ([`AbortedRanges`]), and a
+//!   marker only once nothing of its transaction is left and its delete horizon passed (the
+//!   group's `.txnindex` is then rewritten without it before the swap: `log::pass::markers`);
+//!   every entry kept stays in the segment it was written to: a segment holding an entry is
+//!   only ever the first of a cleaned group, whose file keeps its base offset's name, so its
+//!   `.txnindex` stays its own.
 //!
 //! Never decides what aborted: that is the markers' and the producer state's.
 

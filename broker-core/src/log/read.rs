@@ -55,11 +55,13 @@ impl Log {
             if !regions.is_empty() && total + region.len as usize > max_bytes {
                 break;
             }
+            let ended = region.position + region.len >= seg.size();
             total += region.len as usize;
             holds_a_record |= holds;
             regions.push(region);
-            // As in Log::read: on past segments of empty compacted batches only.
-            if holds_a_record || total >= max_bytes {
+            // As in Log::read: on past segments of empty compacted batches only, each read to
+            // its end (never past a batch this one left out).
+            if holds_a_record || total >= max_bytes || !ended {
                 break;
             }
         }
@@ -154,7 +156,7 @@ pub(super) fn read_across<'a>(segments: impl Iterator<Item = Reader<'a>>, offset
             break;
         }
         let from = if found.is_none() { offset } else { seg.base_offset };
-        let Some((at, n)) = seg.read_into(from, max_bytes - len, upper, trusted.clone(), buf, len)? else { continue };
+        let Some((at, n, ended)) = seg.read_into(from, max_bytes - len, upper, trusted.clone(), buf, len)? else { continue };
         match found {
             None => (found, len) = (Some(at), n),
             // Only while nothing fit: the next segment's first batch must fit what is left.
@@ -163,8 +165,10 @@ pub(super) fn read_across<'a>(segments: impl Iterator<Item = Reader<'a>>, offset
         }
         // One segment's batches make an answer, as in Kafka, unless every one of them is an
         // empty compacted batch: an answer with no record in it reads to librdkafka as a
-        // record too large to fetch, so the read goes on to the next segment's.
-        if holds_a_record(&buf[..len]) || len >= max_bytes {
+        // record too large to fetch, so the read goes on to the next segment's. Only from
+        // this one's end: a read cut short by `max_bytes` left batches out here, and reading
+        // on from the next segment's base would skip them (the answer is read as contiguous).
+        if holds_a_record(&buf[..len]) || len >= max_bytes || !ended {
             break;
         }
     }

@@ -162,8 +162,10 @@ impl<'a> Reader<'a> {
     /// of allocating and zeroing one per read). Each batch's CRC and offset continuity are
     /// checked — bad bytes are reported with their position, never served — except that
     /// batches whose base offset is in `trusted` skip the CRC (see [`super::super::Log::read_into`]).
-    /// Returns the first batch's offset and the bytes of whole batches at `buf[at..]`.
-    pub fn read_into(&self, offset: i64, max_bytes: usize, upper: i64, trusted: std::ops::Range<i64>, buf: &mut Vec<u8>, at: usize) -> Result<Option<(i64, usize)>, LogError> {
+    /// Returns the first batch's offset, the bytes of whole batches at `buf[at..]`, and whether
+    /// they reach the segment's end (a read cut by `max_bytes` or `upper` does not: a read
+    /// across segments goes on to the next one only after this one's last batch).
+    pub fn read_into(&self, offset: i64, max_bytes: usize, upper: i64, trusted: std::ops::Range<i64>, buf: &mut Vec<u8>, at: usize) -> Result<Option<(i64, usize, bool)>, LogError> {
         let Some((start, first)) = self.position_of(offset)? else { return Ok(None) };
         if first.last_offset() >= upper {
             return Ok(None);
@@ -177,7 +179,7 @@ impl<'a> Reader<'a> {
         let buf = &mut buf[at..at + want];
         read_exact_at(self.log, buf, start).map_err(io_err("read", self.log_path))?;
         let len = self.whole_batches(start, &first, buf, upper, &trusted)?;
-        Ok(Some((first.base_offset, len)))
+        Ok(Some((first.base_offset, len, start + len as u64 >= self.size)))
     }
 
     /// The batches from the one containing `offset`, while their last offset is below `upper`
