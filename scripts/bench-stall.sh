@@ -4,6 +4,8 @@
 #   scripts/bench-stall.sh                 # 20 s per mode
 #   SECS=60 scripts/bench-stall.sh
 #   BROKER=path/to/broker scripts/bench-stall.sh   # that binary, no build (A/B runs)
+#   CREATE=6 scripts/bench-stall.sh        # and create 6 topics of 200 partitions on A, 3 s
+#                                          # apart, during the large-records run
 #
 # Starts two release brokers on free loopback ports (data under target/bench-stall), each its own
 # node and controller, on the same machine and disk. A confluent-kafka producer loads broker A's
@@ -16,6 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${SECS:-20}
+CREATE=${CREATE:-0}
 die() { echo "bench-stall: $*" >&2; exit 1; }
 . scripts/client-python.sh
 . scripts/broker-start.sh
@@ -42,5 +45,12 @@ for addr in "$A" "$B"; do
   BOOTSTRAP=$addr timeout 120 "$PY" scripts/bench_clients.py topic create flushed 1 --config flush.messages=1 >&2 || die "create flushed on $addr"
   BOOTSTRAP=$addr timeout 120 "$PY" scripts/bench_clients.py topic create probe 1 >&2 || die "create probe on $addr"
 done
+CREATOR=
+if [ "$CREATE" -gt 0 ]; then
+  # Topics created on the loaded broker while it writes: the created replicas' syncfs flushes
+  # every dirty page of the file system (docs/benchmarks.md, "One partition's disk work").
+  ( for i in $(seq 1 "$CREATE"); do sleep 3; BOOTSTRAP=$A timeout 120 "$PY" scripts/bench_clients.py topic create "created-$i" 200 >&2 || exit 1; done ) & CREATOR=$!
+fi
 timeout $(( SECS + 300 )) "$PY" scripts/bench_stall.py run --loaded "$A" --other "$B" --topic load --record-bytes 262144 --secs "$SECS" --mode large-records || die "large-records run failed"
+[ -z "$CREATOR" ] || wait "$CREATOR" || die "creating topics on $A failed"
 timeout $(( SECS + 300 )) "$PY" scripts/bench_stall.py run --loaded "$A" --other "$B" --topic flushed --record-bytes 100 --secs "$SECS" --mode flush-every-batch || die "flush-every-batch run failed"

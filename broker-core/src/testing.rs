@@ -40,7 +40,8 @@ pub fn register(node: &Node, now: u64) -> i64 {
         q.commit(records, now).unwrap();
         next
     };
-    let _ = node.input(crate::node::Input::Registered { epoch }, now);
+    let actions = node.input(crate::node::Input::Registered { epoch }, now);
+    let _ = created_synced(node, actions, now);
     for _ in 0..2 {
         sync(node, now);
     }
@@ -86,17 +87,37 @@ pub fn sync(node: &Node, now: u64) {
     apply_metadata(node, now);
 }
 
-/// Applies every committed metadata record the broker has not seen.
-pub fn apply_metadata(node: &Node, now: u64) {
+/// Applies every committed metadata record the broker has not seen; returns the actions (the
+/// created replicas' sync among them, [`crate::broker::Action::SyncCreated`]).
+pub fn apply_metadata(node: &Node, now: u64) -> Vec<crate::broker::Action> {
     let from = node.broker().image().offset + 1;
     let bytes = node.controller().unwrap().read(from, 1 << 30);
     let run: Vec<_> = decode_records(&bytes).unwrap().into_iter().filter(|(o, _)| *o >= from).collect();
-    let _ = node.input(crate::node::Input::Metadata(run), now);
+    let actions = node.input(crate::node::Input::Metadata(run), now);
+    created_synced(node, actions, now)
 }
 
-/// Runs the syncs, cleaning steps, swaps and truncations among `actions`
-/// ([`crate::broker::Action::Sync`], [`crate::broker::Action::Clean`],
-/// [`crate::broker::Action::Swap`], [`crate::broker::Action::Truncate`]) at once, as the shell
+/// Runs the created replicas' syncs among `actions` ([`crate::broker::Action::SyncCreated`]) at
+/// once, as the shell does off the node's lock, and reports each back, so the replicas take
+/// their roles; returns the other actions and the reports'.
+pub fn created_synced(node: &Node, actions: Vec<crate::broker::Action>, now: u64) -> Vec<crate::broker::Action> {
+    let mut rest = Vec::new();
+    for action in actions {
+        match action {
+            crate::broker::Action::SyncCreated(job) => {
+                let result = job.run();
+                rest.extend(node.input(crate::node::Input::CreatedSynced { job, result }, now));
+            }
+            other => rest.push(other),
+        }
+    }
+    rest
+}
+
+/// Runs the syncs, cleaning steps, swaps, truncations and created replicas' syncs among
+/// `actions` ([`crate::broker::Action::Sync`], [`crate::broker::Action::Clean`],
+/// [`crate::broker::Action::Swap`], [`crate::broker::Action::Truncate`],
+/// [`crate::broker::Action::SyncCreated`]) at once, as the shell
 /// does off the node's lock, and reports each back; returns the other actions and the reports'
 /// (a cleaning step's report's own jobs, its swap, run too).
 /// For tests that drive the broker directly.
@@ -114,6 +135,10 @@ pub fn run_syncs(b: &mut Broker, actions: Vec<crate::broker::Action>, now: u64) 
             }
             crate::broker::Action::Swap { topic, partition, job } => rest.extend(b.swapped(&topic, partition, job.run(), now)),
             crate::broker::Action::Truncate { topic, partition, job } => rest.extend(b.truncated(&topic, partition, job.run(), now)),
+            crate::broker::Action::SyncCreated(job) => {
+                let result = job.run();
+                rest.extend(b.created_synced(job, result, now));
+            }
             other => rest.push(other),
         }
     }
@@ -148,14 +173,15 @@ pub fn delete(node: &Node, name: &str) -> Result<(), crate::controller::Error> {
 
 /// A [`Hook`](crate::storage::hooked::Hook) that makes one kind of disk work slow for files
 /// whose path contains `slow_path`, once armed: syncs ([`SlowDisk::syncs`]; `sync_all` too,
-/// which syncs them), or writes to `.log` files ([`SlowDisk::writes`]: the kernel throttling a
-/// writer). The real build sleeps the thread, the simulated build owes the time as stall (as
+/// which syncs them), writes to `.log` files ([`SlowDisk::writes`]: the kernel throttling a
+/// writer), or only file-system syncs ([`SlowDisk::sync_all`]: a `syncfs` flushing a loaded
+/// broker's dirty pages). The real build sleeps the thread, the simulated build owes the time as stall (as
 /// `SimDisk`'s latency does). Used by [`slow_io_stops_only_its_partition`] over a
 /// [`Hooked`](crate::storage::hooked::Hooked) disk.
 pub struct SlowDisk {
     slow_path: String,
     delay: std::time::Duration,
-    writes: bool,
+    kind: Slow,
     /// Set by the test just before the write it wants slowed.
     pub armed: Arc<std::sync::atomic::AtomicBool>,
     /// Set once a slow call has begun.
@@ -165,15 +191,28 @@ pub struct SlowDisk {
     owed_ns: std::sync::atomic::AtomicU64,
 }
 
+/// Which disk work a [`SlowDisk`] slows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Slow {
+    Syncs,
+    Writes,
+    SyncAll,
+}
+
 impl SlowDisk {
     /// Slow syncs.
     pub fn syncs(slow_path: &str, delay: std::time::Duration) -> SlowDisk {
-        SlowDisk { slow_path: slow_path.into(), delay, writes: false, armed: Default::default(), started: Default::default(), owed_ns: Default::default() }
+        SlowDisk { slow_path: slow_path.into(), delay, kind: Slow::Syncs, armed: Default::default(), started: Default::default(), owed_ns: Default::default() }
     }
 
     /// Slow writes to segment files.
     pub fn writes(slow_path: &str, delay: std::time::Duration) -> SlowDisk {
-        SlowDisk { writes: true, ..SlowDisk::syncs(slow_path, delay) }
+        SlowDisk { kind: Slow::Writes, ..SlowDisk::syncs(slow_path, delay) }
+    }
+
+    /// Slow file-system syncs, nothing else.
+    pub fn sync_all(delay: std::time::Duration) -> SlowDisk {
+        SlowDisk { kind: Slow::SyncAll, ..SlowDisk::syncs("", delay) }
     }
 }
 
@@ -182,10 +221,10 @@ impl crate::storage::hooked::Hook for SlowDisk {
         use crate::storage::hooked::Op;
         use std::sync::atomic::Ordering::SeqCst;
         let ours = |path: &Path| path.to_string_lossy().contains(&self.slow_path);
-        let slow = match op {
-            Op::Sync { path } if !self.writes => ours(path),
-            Op::SyncAll { .. } => !self.writes,
-            Op::WriteAt { path, .. } | Op::Append { path, .. } if self.writes => ours(path) && path.extension().is_some_and(|e| e == "log"),
+        let slow = match (op, self.kind) {
+            (Op::Sync { path }, Slow::Syncs) => ours(path),
+            (Op::SyncAll { .. }, Slow::Syncs | Slow::SyncAll) => true,
+            (Op::WriteAt { path, .. } | Op::Append { path, .. }, Slow::Writes) => ours(path) && path.extension().is_some_and(|e| e == "log"),
             _ => false,
         };
         if slow && self.armed.load(SeqCst) {
@@ -277,6 +316,39 @@ pub async fn slow_io_stops_only_its_partition(addr: std::net::SocketAddr, armed:
     cluster.refresh(&["a", "b"]).await.expect("metadata during a's slow call");
     let metadata = Duration::from_millis(crate::server::now_ms() - sent);
     let own = Duration::from_millis(slow.await.expect("task") - sent);
+    SlowIoTimes { other_partition, metadata, own }
+}
+
+/// What waits for a topic's creation when the file-system sync that makes its replicas
+/// durable is slow ([`SlowDisk::sync_all`]): against a one-node broker at `addr`, a topic `c`
+/// is created (auto-created by a produce to it) while the disk is armed; once that sync has
+/// begun, a produce to `b` and a Metadata request are answered without waiting for it, and the
+/// produce to `c` only after it (its replica takes no write before, `broker::created`). Times as
+/// [`SlowIoTimes`], `own` the produce to `c`.
+pub async fn slow_creation_stops_only_its_topic(addr: std::net::SocketAddr, armed: Arc<std::sync::atomic::AtomicBool>, started: Arc<std::sync::atomic::AtomicBool>) -> SlowIoTimes {
+    use crate::client::{cluster::Cluster, Producer, ProducerConfig};
+    use std::sync::atomic::Ordering::SeqCst;
+    use std::time::Duration;
+    let config = ProducerConfig { acks: 1, idempotent: false, request_timeout: Duration::from_secs(30), ..ProducerConfig::default() };
+    let mut to_c = Producer::new(addr, config.clone());
+    let mut to_b = Producer::new(addr, config);
+    let mut cluster = Cluster::new(vec![addr], "slow-create", Duration::from_secs(30));
+    to_b.send("b", 0, &[(None, Some("warm".into()))], 0).await.expect("produce to b");
+    cluster.refresh(&["b"]).await.expect("metadata");
+    armed.store(true, SeqCst);
+    let sent = crate::server::now_ms();
+    let create = tokio::spawn(async move {
+        to_c.send("c", 0, &[(None, Some("first".into()))], 0).await.expect("produce to c, creating it");
+        crate::server::now_ms()
+    });
+    while !started.load(SeqCst) {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    to_b.send("b", 0, &[(None, Some("fast".into()))], 0).await.expect("produce to b during c's creation sync");
+    let other_partition = Duration::from_millis(crate::server::now_ms() - sent);
+    cluster.refresh(&["b"]).await.expect("metadata during c's creation sync");
+    let metadata = Duration::from_millis(crate::server::now_ms() - sent);
+    let own = Duration::from_millis(create.await.expect("task") - sent);
     SlowIoTimes { other_partition, metadata, own }
 }
 

@@ -16,11 +16,13 @@
 //! One producer writes transactions among the plain batches: transactional batches of keyed
 //! updates, ended by COMMIT or ABORT markers (an abort entering the log's aborted-transaction
 //! index, as the partition does); cleaning never passes the first offset of the transaction
-//! still open (the partition's last stable offset). Keys are then judged by their latest record
-//! that no abort took back; every aborted record still in the log must be covered by an entry
-//! of the recovered index (or by the transaction open again), and no entry may outlive its
-//! ABORT marker (a pass removes a marker once nothing of its transaction is left and its
-//! delete horizon passed, and swaps in the group's `.txnindex` without it).
+//! still open, nor of one whose marker lies at or above the recovery point, which a power loss
+//! may take (the partition's last stable offset, the recovery point standing for the high
+//! watermark). Keys are then judged by their latest record that no abort took back; every
+//! aborted record still in the log must be covered by an entry of the recovered index (or by
+//! the transaction open again), and no entry may outlive its ABORT marker (a pass removes a
+//! marker once nothing of its transaction is left and its delete horizon passed, and swaps in
+//! the group's `.txnindex` without it).
 //!
 //! Now and then the round writes a producer-state snapshot and checkpoints, as the broker
 //! does, so a later open takes the index below the snapshot from the `.txnindex` files.
@@ -273,7 +275,7 @@ fn rounds_of(seed: u64, rounds: usize, keep: Keep, verbose: bool, deferring: boo
             }
         }
         let (records, end) = (contents(&log).map_err(ctx)?, log.log_end_offset());
-        let (aborted, open_first, _) = txn_state(&log).map_err(ctx)?;
+        let (aborted, open_first, _, ended) = txn_state(&log).map_err(ctx)?;
         let mut b = Before { records, aborted, index: log.aborted_transactions().to_vec(), end, durable: log.recovery_point(), reached: log.cleaned_to(), now };
         // A small key map now and then, so a pass covers only part of the dirty range.
         let map_bytes = if rng.gen_bool(0.3) { rng.gen_range(1..4) * (2 + key_overhead_bytes) } else { 1 << 20 };
@@ -316,13 +318,17 @@ fn rounds_of(seed: u64, rounds: usize, keep: Keep, verbose: bool, deferring: boo
             b.reached = b.reached.max(log.cleaned_to());
             b.now = now;
             let upper = if rng.gen_bool(0.8) { log.log_end_offset() } else { rng.gen_range(log.log_start_offset()..=log.log_end_offset()) };
-            // The partition's last stable offset: an open transaction may still abort.
-            let upper = upper.min(open_first.unwrap_or(i64::MAX));
+            // The partition's last stable offset: an open transaction may still abort, and an
+            // ended one's marker above the recovery point may still go with an unsynced tail
+            // (the transaction open again, after a pass judged its batches by that marker).
+            let upper = upper.min(first_unstable(open_first, &ended, log.recovery_point()).unwrap_or(i64::MAX));
             let ops = disk.ops();
             let result = match owner.as_mut() {
                 None => log.clean_keeping(now, upper, map_bytes, keep).map_err(|e| e.to_string()),
-                // The broker cleans below its high watermark, which its flush policy keeps below
-                // what is synced: here, below the recovery point.
+                // The broker cleans below its high watermark; these rounds model a log whose
+                // committed part is what is synced (flush before the mark moves): here, below
+                // the recovery point. (Without such a flush policy a broker's mark may pass it:
+                // docs/storage.md, seed 17048.)
                 Some(o) => {
                     let upper = upper.min(log.recovery_point());
                     o.pass(&mut log, now, upper, map_bytes, keep)
@@ -365,11 +371,11 @@ fn rounds_of(seed: u64, rounds: usize, keep: Keep, verbose: bool, deferring: boo
 }
 
 /// The offsets of records an ABORT marker took back, the first offset of the producer's
-/// transaction still open (no marker yet), and the offsets of its ABORT markers, as the
-/// batches in `log` say.
-fn txn_state(log: &Log) -> Result<(BTreeSet<i64>, Option<i64>, BTreeSet<i64>), String> {
+/// transaction still open (no marker yet), the offsets of its ABORT markers, and each ended
+/// transaction's first offset and marker offset, as the batches in `log` say.
+fn txn_state(log: &Log) -> Result<(BTreeSet<i64>, Option<i64>, BTreeSet<i64>, Vec<(i64, i64)>), String> {
     let (mut aborted, mut open): (BTreeSet<i64>, Option<(i64, Vec<i64>)>) = (BTreeSet::new(), None);
-    let mut markers = BTreeSet::new();
+    let (mut markers, mut ended) = (BTreeSet::new(), Vec::new());
     log.for_each_batch(log.log_start_offset(), 1 << 16, |h, batch| -> Result<(), Box<dyn std::error::Error>> {
         if h.producer_id != producer {
             return Ok(());
@@ -379,8 +385,11 @@ fn txn_state(log: &Log) -> Result<(BTreeSet<i64>, Option<i64>, BTreeSet<i64>), S
             if abort {
                 markers.insert(h.base_offset);
             }
-            if let Some((_, offsets)) = open.take().filter(|_| abort) {
-                aborted.extend(offsets);
+            if let Some((first, offsets)) = open.take() {
+                ended.push((first, h.base_offset));
+                if abort {
+                    aborted.extend(offsets);
+                }
             }
             return Ok(());
         }
@@ -389,7 +398,18 @@ fn txn_state(log: &Log) -> Result<(BTreeSet<i64>, Option<i64>, BTreeSet<i64>), S
         Ok(())
     })
     .map_err(|e| e.to_string())?;
-    Ok((aborted, open.map(|(first, _)| first), markers))
+    Ok((aborted, open.map(|(first, _)| first), markers, ended))
+}
+
+/// The first offset the partition's last stable offset stays below under a high watermark `hw`
+/// (`ProducerStates::last_stable_offset`; the rounds' `hw` is the recovery point): that of the
+/// transaction still open (`open`), or of one ended (`ended`: first offset, marker offset) by
+/// a marker at or above `hw`. A power loss may take such a marker: had a pass taken the
+/// transaction's batches back for its abort, a producer snapshot taken inside the transaction
+/// would then hold it open with nothing of it left in the log (seed 17048).
+fn first_unstable(open: Option<i64>, ended: &[(i64, i64)], hw: i64) -> Option<i64> {
+    let unreplicated = ended.iter().filter(|&&(_, marker)| marker >= hw).map(|&(first, _)| first);
+    open.into_iter().chain(unreplicated).min()
 }
 
 /// A batch of 1..4 updates of keys `k0..k{keys-1}`, 15% of them tombstones; values unique.
@@ -464,7 +484,7 @@ fn check(log: &Log, b: &Before, retention_ms: u64) -> Result<(usize, usize), Str
     // recovered index covers it, or (its marker lost with an unsynced tail) its transaction is
     // open again and the last stable offset holds it back.
     let index = log.aborted_transactions();
-    let (_, open, markers) = txn_state(log)?;
+    let (_, open, markers, _) = txn_state(log)?;
     // And no entry outlives its marker (a pass removes a marker once nothing of its
     // transaction is left and its delete horizon passed): a reader told of an abort whose
     // marker is gone would skip the producer's later batches.

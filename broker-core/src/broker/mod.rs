@@ -10,7 +10,8 @@
 //! to open logs), `leader` (produce, fetch, offsets, ISR proposals), `log_start` (DeleteRecords
 //! and the log start offset it persists), `follower` (epoch truncation, appending what leaders
 //! send),
-//! `fetcher` (the replica fetcher's rounds, shared by the shell and the tests), `truncation`
+//! `created` (the one file-system sync for the replicas a step created, as a job), `fetcher`
+//! (the replica fetcher's rounds, shared by the shell and the tests), `truncation`
 //! (a follower's truncation and producer-state rebuild as a job off the node's gate),
 //! `upkeep` (time-driven work, producer ids), `due` (what the upkeep has to visit), `partition` (one replica), `error`, `config`.
 //!
@@ -26,6 +27,7 @@
 
 mod cleaning;
 mod config;
+mod created;
 mod due;
 mod error;
 pub mod fetch_session;
@@ -46,6 +48,7 @@ pub mod rules;
 mod upkeep;
 
 pub use config::{BrokerConfig, Planted, PlantedBug};
+pub use created::CreatedSync;
 pub use error::Error;
 pub use fetcher::{FetchAnswer, ReplicaFetcher, Step, Then};
 pub use partition::{producers_of, record_appended, replayed_aborted, replayed_producers, restored_producers, Fetched, Fetcher, Following, IsrAnswer, IsrReply, Partition, Produced};
@@ -83,6 +86,9 @@ pub enum Action {
     /// runs the job off the node's lock and reports with [`Broker::synced`]. A produce answers
     /// only after the syncs its decision asked for; a follower fetches again only after them.
     Sync { topic: String, partition: i32, job: crate::log::SyncJob },
+    /// Replicas were created, their markers written unsynced: the shell syncs the file system
+    /// off the node's lock and reports with `node::Input::CreatedSynced` (`created`).
+    SyncCreated(CreatedSync),
     /// The periodic checkpoint staged these logs' files: the shell syncs the file system off
     /// the node's lock, then reports with `node::Input::CheckpointSynced`, whose commit it
     /// syncs again (the renames).
@@ -177,9 +183,13 @@ pub struct Broker {
     /// Offline replicas this node led when their log failed, with that leader epoch: opened
     /// again only once the image names a later one (`upkeep::reopen_failed`).
     failed_leading: BTreeMap<(String, i32), i32>,
-    /// Replicas whose directory this step created, unsynced: one file-system sync makes them
-    /// all durable before the step returns (`reconcile::sync_created`).
+    /// Replicas whose directory this step created, their markers unsynced: the step ends by
+    /// handing out one file-system sync for all of them (`created`).
     created: Vec<(String, i32)>,
+    /// Replica directories whose new marker no created replicas' sync has covered yet, with the
+    /// serial of the log open on each (0 before it opens): given no role until one does
+    /// (`created`).
+    creating: BTreeMap<(String, i32), u64>,
     /// Producer ids handed out by this node.
     producer_ids: ProducerIds,
     /// Topics a Metadata request asked to auto-create; the shell forwards them to the controller.
@@ -237,6 +247,7 @@ impl Broker {
             offline: BTreeMap::new(),
             failed_leading: BTreeMap::new(),
             created: Vec::new(),
+            creating: BTreeMap::new(),
             producer_ids,
             auto_create: BTreeSet::new(),
             registered: None,

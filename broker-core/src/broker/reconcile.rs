@@ -81,6 +81,7 @@ impl Broker {
         }
         let image = &self.image;
         self.offline.retain(|(n, _), _| image.topics.contains_key(n));
+        self.creating.retain(|(n, _), _| image.topics.contains_key(n));
         self.stats.retain(|n| image.topics.contains_key(n));
         if all {
             out.extend(self.reconcile_all(now));
@@ -91,40 +92,6 @@ impl Broker {
         }
         self.sync_created(&mut out);
         out
-    }
-
-    /// Makes the directories of the replicas this step created durable with one file-system
-    /// sync, however many there are (a topic of 4,000 partitions: one `syncfs`, not 4,000
-    /// rounds of fsyncs). Until it returns, no replica it covers has taken a write, so a torn
-    /// marker after a power loss always means a creation that never finished
-    /// (`Claimed::Torn`). If it fails the replicas go offline, their markers removed so that
-    /// reopening writes them again.
-    pub(super) fn sync_created(&mut self, out: &mut Vec<Action>) {
-        if self.created.is_empty() {
-            return;
-        }
-        let created = std::mem::take(&mut self.created);
-        if let Err(e) = self.disk.sync_all(&self.config.data_dir) {
-            out.push(Action::Log(Level::Error, format!("syncfs after creating {} replicas: {e}; they go offline", created.len())));
-            for key in created {
-                let marker = self.partition_dir(&key.0, key.1).join(dir::partition_marker);
-                self.forget(&key.0, key.1, 0);
-                let _ = self.disk.remove(&marker);
-                self.offline.insert(key, 0);
-            }
-            return;
-        }
-        let in_place = self.config.rules().checkpoints_in_place();
-        for key in created {
-            if let Some(part) = self.partitions.get_mut(&key.0, key.1) {
-                part.log.owed_durable();
-                if in_place {
-                    // Planted: its in-place checkpoint at open is written again after the sync
-                    // that covered the first, so it stays unsynced as the bug has it.
-                    let _ = part.log.checkpoint();
-                }
-            }
-        }
     }
 
     /// A topic's config changed: every open replica of it takes the new settings at once —
@@ -205,6 +172,7 @@ impl Broker {
             Err(e) => return out.push(Action::Log(Level::Error, format!("looking for stray replicas: {e}"))),
         };
         for (name, p) in strays {
+            self.creating.remove(&(name.clone(), p));
             match dir::remove(self.disk.as_ref(), &self.config.data_dir, &self.partition_dir(&name, p)) {
                 Ok(()) => out.push(Action::Log(Level::Info, format!("{name}-{p}: no replica here in the metadata (moved or deleted while this broker was down); removed"))),
                 Err(e) => out.push(Action::Log(Level::Error, format!("{name}-{p}: removing a stray replica: {e}"))),
@@ -213,7 +181,7 @@ impl Broker {
     }
 
     /// [`Broker::reconcile`], marking the replica offline (retried later) when it fails.
-    fn reconcile_or_offline(&mut self, (name, p): (String, i32), now: u64, out: &mut Vec<Action>) {
+    pub(super) fn reconcile_or_offline(&mut self, (name, p): (String, i32), now: u64, out: &mut Vec<Action>) {
         if let Err(e) = self.reconcile(&name, p, now, out) {
             out.push(Action::Log(Level::Error, format!("{name}-{p}: {e}")));
             self.offline.insert((name, p), now + failed_log_reopen_ms);
@@ -247,6 +215,9 @@ impl Broker {
         if !self.ready() {
             return Ok(()); // opened, but no role before this process's registration is applied
         }
+        if self.creating(name, p) {
+            return Ok(()); // opened, but no role before its creation is durable (`created`)
+        }
         let (topic, part) = self.partitions.get_mut_named(name, p).expect("opened above");
         // A new role or ISR: its ISR is looked at next (`due`), its log's retention may be
         // nearer with the high watermark the role brought.
@@ -269,6 +240,12 @@ impl Broker {
         let topic_id = self.image.topics.get(name).map(|t| t.id).ok_or(Error::UnknownTopicOrPartition)?;
         let dir = self.partition_dir(name, p);
         let claimed = dir::claim(self.disk.as_ref(), &self.config.data_dir, &dir, &topic::hex(&topic_id))?;
+        let key = (name.to_string(), p);
+        if claimed.marker_written() {
+            // The directory's marker is unsynced from here until a created replicas' sync
+            // covering it reports (`created`), whatever becomes of this open.
+            self.creating.insert(key.clone(), 0);
+        }
         match claimed {
             Claimed::Emptied => out.push(Action::Log(Level::Info, format!("{}: left by a deleted topic of the same name; emptied", dir.display()))),
             Claimed::Torn => out.push(Action::Log(Level::Info, format!("{}: its marker was torn by a power loss before its first flush; emptied", dir.display()))),
@@ -276,7 +253,7 @@ impl Broker {
         }
         // A replica offline here was open before (or failed to open): its old log's name
         // changes are made durable before it takes writes (`Log::reopen`).
-        let open = match self.offline.contains_key(&(name.to_string(), p)) {
+        let open = match self.offline.contains_key(&key) {
             true => Log::reopen,
             false => Log::open,
         };
@@ -286,9 +263,13 @@ impl Broker {
         if self.config.write_behind {
             log.defer_writes();
         }
-        if claimed.marker_written() {
+        // Its marker written now, or written by an earlier open whose sync has not reported
+        // (a log that failed meanwhile, reopened here as `Ours` from the page cache): owed by
+        // this log, and a sync for it handed out at the step's end.
+        if let Some(serial) = self.creating.get_mut(&key) {
+            *serial = log.serial();
             log.owe_sync(dir.join(dir::partition_marker), self.config.data_dir.clone());
-            self.created.push((name.to_string(), p));
+            self.created.push(key);
         }
         if self.config.rules().checkpoints_in_place() {
             // Every checkpoint from here on is written in place, starting with one at open.
@@ -326,6 +307,7 @@ impl Broker {
 
     pub(super) fn remove_local(&mut self, name: &str, p: i32) -> Result<(), Error> {
         self.forget(name, p, 0);
+        self.creating.remove(&(name.to_string(), p));
         Ok(dir::remove(self.disk.as_ref(), &self.config.data_dir, &self.partition_dir(name, p))?)
     }
 

@@ -50,7 +50,12 @@ pub struct ProducerConfig {
     pub idempotent: bool,
     /// Attempts after the first one.
     pub retries: u32,
+    /// The wait before the first retry, doubled before each next one up to `retry_backoff_max`
+    /// (KIP-580, Kafka's `retry.backoff.ms` and `retry.backoff.max.ms`): five retries cover
+    /// about 2.5 s, as long as a new topic's first leader may take to be ready
+    /// (`broker::created`). Equal values: a constant wait.
     pub retry_backoff: Duration,
+    pub retry_backoff_max: Duration,
     pub request_timeout: Duration,
     /// Who it authenticates as on a SASL listener.
     pub login: Option<crate::security::SaslLogin>,
@@ -64,9 +69,19 @@ impl Default for ProducerConfig {
             idempotent: true,
             retries: 5,
             retry_backoff: Duration::from_millis(100),
+            retry_backoff_max: Duration::from_secs(1),
             request_timeout: Duration::from_secs(5),
             login: None,
         }
+    }
+}
+
+impl ProducerConfig {
+    /// The wait before retry number `attempt` (from 1): `retry_backoff` doubled each time, at
+    /// most `retry_backoff_max`.
+    pub fn backoff(&self, attempt: u32) -> Duration {
+        let doubled = self.retry_backoff.saturating_mul(1 << attempt.saturating_sub(1).min(16));
+        doubled.min(self.retry_backoff_max.max(self.retry_backoff))
     }
 }
 
@@ -233,7 +248,7 @@ impl Producer {
                     maybe_appended |= e.outcome_unknown();
                     attempt += 1;
                     self.cluster.forget(topic, partition);
-                    tokio::time::sleep(self.config.retry_backoff).await;
+                    tokio::time::sleep(self.config.backoff(attempt)).await;
                 }
                 Err(e) => {
                     maybe_appended |= e.outcome_unknown();
@@ -306,7 +321,7 @@ impl Producer {
         }
         for attempt in 0..=self.config.retries {
             if attempt > 0 {
-                tokio::time::sleep(self.config.retry_backoff).await;
+                tokio::time::sleep(self.config.backoff(attempt)).await;
             }
             self.attempt_in_flight(&mut flights).await;
             self.settle_attempt(&mut flights, attempt < self.config.retries);
@@ -421,4 +436,19 @@ fn partition_answer(resp: &ProduceResponse) -> Result<i64, ClientError> {
         return Err(ClientError::kafka(p.error_code, message));
     }
     Ok(p.base_offset)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ProducerConfig;
+    use std::time::Duration;
+
+    #[test]
+    fn the_retry_backoff_doubles_up_to_its_maximum() {
+        let config = ProducerConfig::default();
+        let waits: Vec<u64> = (1..=6).map(|n| config.backoff(n).as_millis() as u64).collect();
+        assert_eq!(waits, [100, 200, 400, 800, 1000, 1000]);
+        let constant = ProducerConfig { retry_backoff: Duration::from_millis(50), retry_backoff_max: Duration::from_millis(50), ..ProducerConfig::default() };
+        assert!((1..=40).all(|n| constant.backoff(n) == Duration::from_millis(50)));
+    }
 }

@@ -86,6 +86,14 @@ impl OwedList {
     }
 }
 
+/// What one log owed when its owner took a sync on its behalf ([`Log::owed_stamp`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OwedStamp {
+    /// The log's identity (a reopened log has another).
+    serial: u64,
+    owed: u64,
+}
+
 /// A checkpoint written to its temporary file, waiting for the caller's `sync_all`.
 #[must_use]
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -145,9 +153,19 @@ impl Log {
         self.owed.note(Owed::Dir(dir));
     }
 
-    /// The caller made everything this log owes durable (a file-system sync after creating it).
-    pub fn owed_durable(&mut self) {
-        self.owed.clear();
+    /// What this log owes now, for a sync its owner runs on its behalf (the broker's one
+    /// file-system sync after creating replicas, `broker::created`).
+    pub fn owed_stamp(&self) -> OwedStamp {
+        OwedStamp { serial: self.deferred.marks().0, owed: self.owed.mark() }
+    }
+
+    /// A sync that began after `stamp` was taken covered this log's files: what it owed then is
+    /// paid (what it noted since stays owed). A stamp of another log (this one was reopened
+    /// since) pays nothing.
+    pub fn owed_synced(&mut self, stamp: OwedStamp) {
+        if stamp.serial == self.deferred.marks().0 {
+            self.owed.paid_to(stamp.owed);
+        }
     }
 
     fn pay_owed(&mut self) -> Result<(), LogError> {

@@ -53,7 +53,7 @@ pub use epochs::{EpochCache, EpochEntry};
 pub use cleaner::CleanStats;
 pub use pass::Step as CleanStep;
 pub use pass::{CleanJob, CleanStamp, Cleaned};
-pub use durability::StagedCheckpoint;
+pub use durability::{OwedStamp, StagedCheckpoint};
 pub use retired::Released;
 pub use deferred::{SyncJob, SyncStamp};
 pub use cut::{CutJob, CutStamp, Tail};

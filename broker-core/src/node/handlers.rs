@@ -101,11 +101,16 @@ pub fn metadata(b: &mut Broker, version: i16, req: MetadataRequest, controller_i
                     .map(|(i, p)| {
                         let mut m = MetadataResponsePartition::default();
                         m.partition_index = i as i32;
-                        m.leader_id = BrokerId(p.leader);
+                        // A replica this node leads but is still creating has no role yet.
+                        let leader = match p.leader == b.config().node_id && b.creating(&name, i as i32) {
+                            true => -1,
+                            false => p.leader,
+                        };
+                        m.leader_id = BrokerId(leader);
                         m.leader_epoch = p.leader_epoch;
                         m.replica_nodes = p.replicas.iter().map(|&x| BrokerId(x)).collect();
                         m.isr_nodes = p.isr.iter().map(|&x| BrokerId(x)).collect();
-                        if p.leader < 0 {
+                        if leader < 0 {
                             m.error_code = Error::LeaderNotAvailable.kafka_error(true).code();
                         } else if unreachable.contains(&p.leader) {
                             m.error_code = crate::kafka::Code::ListenerNotFound.code();

@@ -291,6 +291,7 @@ impl Shared {
                 Action::Load { topic, partition, job } => self.spawn_load(topic, partition, job),
                 Action::Release(files) => close_off_gate(files),
                 Action::SyncCheckpoint(staged) => checkpoint = Some(staged),
+                Action::SyncCreated(job) => self.spawn_created_sync(job),
             }
         }
         (syncs, checkpoint)

@@ -1,14 +1,15 @@
 //! What waits for what on a slow disk, on real sockets and real files: while one partition's
 //! fsync, or its write (the kernel throttling a writer), is under way, a produce to another
 //! partition of the same node and a Metadata request are answered without waiting for it, and
-//! the produce that asked for it waits for it.
+//! the produce that asked for it waits for it; while the file-system sync after a topic's
+//! creation is under way, only that topic's produce waits for it.
 //! The same body runs in the simulator (sim/tests/all/slow_disk.rs), so both builds model the
 //! node's disk alike (docs/architecture.md, "IO at the edge").
 
 use broker_core::server;
 use broker_core::storage::hooked::Hooked;
 use broker_core::storage::{Disk, FileDisk};
-use broker_core::testing::{flush_every_batch_node, node_serving, slow_io_stops_only_its_partition, SlowDisk, SlowIoTimes};
+use broker_core::testing::{flush_every_batch_node, node_serving, slow_creation_stops_only_its_topic, slow_io_stops_only_its_partition, SlowDisk, SlowIoTimes};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
@@ -20,6 +21,16 @@ const slow_call: Duration = Duration::from_millis(800);
 /// Runs the slow-disk test body against a real one-node broker whose disk is `slow` and whose
 /// shell state `build` makes.
 fn run_slow(slow: SlowDisk, build: fn(Arc<dyn Disk>, &Path, SocketAddr) -> Arc<server::Shared>) -> SlowIoTimes {
+    run_slow_body(slow, build, Body::Produce)
+}
+
+/// Which body runs: a slow call of one partition's produce, or of a topic's creation.
+enum Body {
+    Produce,
+    Create,
+}
+
+fn run_slow_body(slow: SlowDisk, build: fn(Arc<dyn Disk>, &Path, SocketAddr) -> Arc<server::Shared>, body: Body) -> SlowIoTimes {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     runtime.block_on(async {
         let dir = tempfile::tempdir().unwrap();
@@ -28,7 +39,10 @@ fn run_slow(slow: SlowDisk, build: fn(Arc<dyn Disk>, &Path, SocketAddr) -> Arc<s
         let (armed, started) = (slow.armed.clone(), slow.started.clone());
         let disk: Arc<dyn Disk> = Arc::new(Hooked::new(Arc::new(FileDisk::new()), Arc::new(slow)));
         let node = tokio::spawn(server::serve(listener, build(disk, dir.path(), addr), std::future::pending()));
-        let t = slow_io_stops_only_its_partition(addr, armed, started).await;
+        let t = match body {
+            Body::Produce => slow_io_stops_only_its_partition(addr, armed, started).await,
+            Body::Create => slow_creation_stops_only_its_topic(addr, armed, started).await,
+        };
         node.abort();
         t
     })
@@ -46,4 +60,12 @@ fn a_slow_write_on_one_partition_stops_only_that_partition() {
     let never = |disk, dir: &Path, addr| node_serving(disk, dir, addr, |c| c.log.flush = broker_core::log::FlushPolicy::Never);
     let t = run_slow(SlowDisk::writes("/a-0/", slow_call), never);
     t.assert_only_its_partition_waited(slow_call, "write");
+}
+
+#[test]
+fn a_slow_file_system_sync_after_creating_a_topic_stops_only_that_topic() {
+    // The sync that makes a created topic's replicas durable runs off the node's gate: a
+    // `syncfs` on a loaded broker flushes every dirty page (docs/benchmarks.md, 1.3-1.5 s).
+    let t = run_slow_body(SlowDisk::sync_all(slow_call), flush_every_batch_node, Body::Create);
+    t.assert_only_its_partition_waited(slow_call, "creation syncfs");
 }

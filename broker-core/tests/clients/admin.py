@@ -62,7 +62,10 @@ def run():
 
     err = outcome(admin.create_topics([NewTopic(TOPIC, num_partitions=3, replication_factor=1)])[TOPIC])
     expect(err is None, f"create_topics({TOPIC!r}, 3 partitions) failed: {err}")
-    md = wait_metadata(admin, f"{TOPIC!r} in metadata after create", lambda md: TOPIC in md.topics)
+    # As in KRaft, CreateTopics answers once the controller committed the topic; its leaders
+    # take their role a moment later (here: once the new replicas are durable).
+    md = wait_metadata(admin, f"{TOPIC!r} in metadata with its leaders after create",
+                       lambda md: TOPIC in md.topics and all(p.leader >= 0 for p in md.topics[TOPIC].partitions.values()))
     t = md.topics[TOPIC]
     expect(t.error is None, f"metadata for {TOPIC!r} carries error {t.error}")
     expect(sorted(t.partitions) == [0, 1, 2], f"{TOPIC!r} has partitions {sorted(t.partitions)}, created 3")

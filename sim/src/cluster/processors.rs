@@ -75,7 +75,7 @@ async fn processor_main(name: String, brokers: Vec<SocketAddr>, shape: Shape, re
         return;
     }
     let spec = &shape.spec;
-    let config = ProducerConfig { client_id: name.clone(), acks: -1, idempotent: true, retries: 3, retry_backoff: Duration::from_millis(50), request_timeout: Duration::from_millis(request_timeout_ms), login: None };
+    let config = ProducerConfig { client_id: name.clone(), acks: -1, idempotent: true, retries: 3, retry_backoff: Duration::from_millis(50), retry_backoff_max: Duration::from_millis(50), request_timeout: Duration::from_millis(request_timeout_ms), login: None };
     let mut producer = TransactionalProducer::new(brokers.clone(), config, &format!("{}-{name}", spec.group), txn_timeout_ms);
     let mut consumer: Option<Consumer> = None;
     let mut serial: u64 = 0;

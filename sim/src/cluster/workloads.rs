@@ -146,7 +146,7 @@ pub(crate) async fn producer_main(name: String, brokers: Vec<SocketAddr>, topic:
     }
     let request_timeout = Duration::from_millis(spec.request_timeout_ms.unwrap_or(request_timeout_ms));
     rec.lock().expect("recorder").history.request_timeouts_ms.insert(name.clone(), request_timeout.as_millis() as u64);
-    let config = ProducerConfig { client_id, acks, idempotent, retries: spec.retries, retry_backoff: Duration::from_millis(50), request_timeout, login };
+    let config = ProducerConfig { client_id, acks, idempotent, retries: spec.retries, retry_backoff: Duration::from_millis(50), retry_backoff_max: Duration::from_millis(50), request_timeout, login };
     let mut producer = Producer::with_bootstrap(brokers, config);
     let start = now_ms(&rec);
     let mut n: u64 = 0;
@@ -202,7 +202,7 @@ pub(crate) async fn txn_producer_main(name: String, brokers: Vec<SocketAddr>, to
     let (rate, bytes) = (spec.rate.max(1), spec.record_bytes);
     let partitions = partitions.max(1);
     let batch_records = spec.batch_records.min((batch_value_bytes_max / bytes.max(1) as u64).max(1));
-    let config = ProducerConfig { client_id: name.clone(), acks: -1, idempotent: true, retries: spec.retries, retry_backoff: Duration::from_millis(50), request_timeout: Duration::from_millis(request_timeout_ms), login: None };
+    let config = ProducerConfig { client_id: name.clone(), acks: -1, idempotent: true, retries: spec.retries, retry_backoff: Duration::from_millis(50), retry_backoff_max: Duration::from_millis(50), request_timeout: Duration::from_millis(request_timeout_ms), login: None };
     let mut producer = TransactionalProducer::new(brokers, config, &format!("{name}-txn"), txn_timeout_ms);
     producer.set_end_timeout((spec.end_txn_timeout_ms > 0).then(|| Duration::from_millis(spec.end_txn_timeout_ms)));
     let start = now_ms(&rec);

@@ -57,7 +57,8 @@ impl Cluster {
         for &id in ids {
             let epoch = c.next;
             let records = c.ctl.register(id, "host", 9092, epoch, 0).unwrap();
-            c.broker(id).registered(epoch, 0);
+            let registered = c.broker(id).registered(epoch, 0);
+            crate::testing::run_syncs(c.broker(id), registered, 0);
             c.commit(records);
         }
         for &id in ids {
@@ -74,7 +75,8 @@ impl Cluster {
         for r in records {
             self.ctl.apply(self.next, &r);
             for b in self.brokers.values_mut() {
-                b.apply_metadata(self.next, &r, self.now);
+                let applied = b.apply_metadata(self.next, &r, self.now);
+                crate::testing::run_syncs(b, applied, self.now);
             }
             self.next += 1;
         }
@@ -288,13 +290,15 @@ fn a_broker_takes_no_role_until_its_own_registration_is_applied() {
     // Registration accepted first, metadata after.
     let mut b = open();
     for (offset, r) in (0..).zip(&previous_life) {
-        b.apply_metadata(offset, r, 0);
+        let applied = b.apply_metadata(offset, r, 0);
+        crate::testing::run_syncs(&mut b, applied, 0);
     }
     no_role(&mut b, "replayed, not registered");
     b.registered(7, 0);
     no_role(&mut b, "registered, registration not applied");
     for (offset, r) in (7..).zip(&this_life) {
-        b.apply_metadata(offset, r, 0);
+        let applied = b.apply_metadata(offset, r, 0);
+        crate::testing::run_syncs(&mut b, applied, 0);
     }
     assert_eq!(b.following(2).len(), 2, "follows 2 in both partitions, as the image says");
     assert_eq!(b.produce(topic_name, 0, &build(&[b"x"], 1), 1, 0, &mut Vec::new()).unwrap_err().kafka_error(true), Code::NotLeaderOrFollower);
@@ -307,7 +311,8 @@ fn a_broker_takes_no_role_until_its_own_registration_is_applied() {
     // registration record in the log may be another process's (an earlier life of node 1).
     let mut b = open();
     for (offset, r) in (0..).zip(previous_life.iter().chain(&this_life)) {
-        b.apply_metadata(offset, r, 0);
+        let applied = b.apply_metadata(offset, r, 0);
+        crate::testing::run_syncs(&mut b, applied, 0);
     }
     no_role(&mut b, "metadata applied, not registered");
     b.registered(7, 0);
