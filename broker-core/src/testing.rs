@@ -42,6 +42,7 @@ pub fn register(node: &Node, now: u64) -> i64 {
     };
     let actions = node.input(crate::node::Input::Registered { epoch }, now);
     let _ = created_synced(node, actions, now);
+    let _ = open_held(node, now);
     for _ in 0..2 {
         sync(node, now);
     }
@@ -94,7 +95,20 @@ pub fn apply_metadata(node: &Node, now: u64) -> Vec<crate::broker::Action> {
     let bytes = node.controller().unwrap().read(from, 1 << 30);
     let run: Vec<_> = decode_records(&bytes).unwrap().into_iter().filter(|(o, _)| *o >= from).collect();
     let actions = node.input(crate::node::Input::Metadata(run), now);
-    created_synced(node, actions, now)
+    let mut rest = created_synced(node, actions, now);
+    rest.extend(open_held(node, now));
+    rest
+}
+
+/// Ticks until no replica waits to be opened (a step opens `replica_opens_per_step` at most,
+/// the shell's next ticks the rest), running their creations' syncs; returns the actions.
+pub fn open_held(node: &Node, now: u64) -> Vec<crate::broker::Action> {
+    let mut rest = Vec::new();
+    while node.broker().opens_held() {
+        let actions = node.input(crate::node::Input::Tick { checkpoint: false }, now);
+        rest.extend(created_synced(node, actions, now));
+    }
+    rest
 }
 
 /// Runs the created replicas' syncs among `actions` ([`crate::broker::Action::SyncCreated`]) at

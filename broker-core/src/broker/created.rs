@@ -96,6 +96,14 @@ impl Broker {
         !self.creating.is_empty() && self.creating.contains_key(&(name.to_string(), p))
     }
 
+    /// Whether this node's replica of a partition is not ready to take a role yet: not open
+    /// (waiting its turn, `replica_opens_per_step`, or offline) or [`Broker::creating`]. Where
+    /// the image names this node the leader, its Metadata and FindCoordinator answers say the
+    /// leader is not available meanwhile.
+    pub fn replica_pending(&self, name: &str, p: i32) -> bool {
+        !self.partitions.contains(name, p) || self.creating(name, p)
+    }
+
     /// The created replicas' sync ran. Done: each replica still open as the log the job covered
     /// forgets what its log owed then and takes its role from the image. Failed: the kernel may
     /// have dropped the markers' pages, so each is closed with its marker removed and reopened

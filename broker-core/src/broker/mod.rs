@@ -375,9 +375,23 @@ impl Broker {
             .collect()
     }
 
-    /// The earliest `flush.ms` deadline over all partitions.
+    /// The earliest `flush.ms` deadline over all partitions; at once when a step held back
+    /// replicas to open (`replica_opens_per_step`).
     pub fn next_deadline(&self) -> Option<u64> {
+        if self.due.opens_held {
+            return Some(0);
+        }
         self.due.logs.next_flush(&self.partitions)
+    }
+
+    /// Whether replicas the image names here wait for the next tick to be opened.
+    pub fn opens_held(&self) -> bool {
+        self.due.opens_held
+    }
+
+    /// A new step: it may open `replica_opens_per_step` replicas.
+    fn new_step(&mut self) {
+        self.due.opens_left = crate::constants::replica_opens_per_step;
     }
 
     /// After a call that may have given a partition's log time-driven work (`due`).

@@ -26,6 +26,7 @@ impl Broker {
     /// a log in which a topic was deleted and re-created must never open the old topic over the
     /// new one's directory.
     pub fn apply_metadata_batch(&mut self, records: &[(i64, MetadataRecord)], now: u64) -> Vec<Action> {
+        self.new_step();
         let mut touched: BTreeSet<(String, i32)> = BTreeSet::new();
         // Roles, ISRs, live brokers and the replicas named here may all have moved (`due`).
         self.due.replicas_changed();
@@ -136,6 +137,7 @@ impl Broker {
     /// The controller accepted this process's registration with `epoch`. Every role is dropped
     /// until the metadata log shows that registration (see [`Broker::ready`]).
     pub fn registered(&mut self, epoch: i64, now: u64) -> Vec<Action> {
+        self.new_step();
         self.registered = Some(epoch);
         self.due.isr_all = true;
         self.due.followed = None;
@@ -207,6 +209,12 @@ impl Broker {
                 Some(_) => drop(self.failed_leading.remove(&key)),
                 None => {}
             }
+            if self.due.opens_left == 0 {
+                // Opened by the next tick, 1 ms on: other requests are decided in between.
+                self.due.opens_held = true;
+                return Ok(());
+            }
+            self.due.opens_left -= 1;
             let part = self.open_partition(name, p, now, out)?;
             self.partitions.insert(name, p, part);
         }

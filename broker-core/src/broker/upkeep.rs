@@ -56,6 +56,7 @@ impl Broker {
     /// logs, opening replicas that failed to open), for the partitions that have some due
     /// (`due`): a partition left out is one whose visit would have done nothing.
     pub fn tick(&mut self, now: u64) -> Vec<Action> {
+        self.new_step();
         let mut out = self.reopen_failed(now);
         for (name, p, mut bytes) in std::mem::take(&mut self.deferred) {
             if let Some(part) = self.partitions.get_mut(&name, p) {
@@ -131,7 +132,7 @@ impl Broker {
             }
             self.offline.entry(key).or_insert(now);
         }
-        if std::mem::take(&mut self.due.merge) || self.offline.values().any(|&at| at <= now) {
+        if std::mem::take(&mut self.due.merge) | std::mem::take(&mut self.due.opens_held) || self.offline.values().any(|&at| at <= now) {
             self.open_missing(now, &mut out);
         }
         self.offline.retain(|(n, p), _| !self.partitions.contains(n, *p));

@@ -101,8 +101,8 @@ fn locate(b: &mut Broker, topic: &str, key: &str, listener: &str) -> Result<(i32
     };
     let p = partition_for(key, t.partitions.len() as i32);
     let leader = t.partitions.get(p as usize).map_or(-1, |i| i.leader);
-    if leader == b.config().node_id && b.creating(topic, p) {
-        return unavailable("the key's state partition is being created on its leader");
+    if leader == b.config().node_id && b.replica_pending(topic, p) {
+        return unavailable("the key's state partition is being opened on its leader");
     }
     let Some(x) = b.image().brokers.get(&leader).filter(|x| !x.fenced) else { return unavailable("the key's state partition has no leader") };
     match x.endpoint(listener) {

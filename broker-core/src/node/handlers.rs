@@ -101,8 +101,9 @@ pub fn metadata(b: &mut Broker, version: i16, req: MetadataRequest, controller_i
                     .map(|(i, p)| {
                         let mut m = MetadataResponsePartition::default();
                         m.partition_index = i as i32;
-                        // A replica this node leads but is still creating has no role yet.
-                        let leader = match p.leader == b.config().node_id && b.creating(&name, i as i32) {
+                        // A replica this node leads but has not opened or made durable yet has
+                        // no role yet.
+                        let leader = match p.leader == b.config().node_id && b.replica_pending(&name, i as i32) {
                             true => -1,
                             false => p.leader,
                         };

@@ -163,3 +163,25 @@ fn a_created_replica_whose_log_fails_before_its_sync_reports_is_reopened_still_w
     assert!(actions.iter().any(|a| matches!(a, Action::Leading { .. })), "{actions:?}");
     assert_eq!(produce(&node, 0, b"b", 5).unwrap(), 0);
 }
+
+#[test]
+fn a_step_opens_a_bounded_number_of_replicas_and_the_next_ticks_open_the_rest() {
+    // Opening a replica creates a directory and files; under heavy writeback each create waits
+    // on the file system's journal, and 200 of them in one decision held the gate for 1 s.
+    use crate::constants::replica_opens_per_step as step;
+    let tmp = tempfile::tempdir().unwrap();
+    let (node, _watch) = node_watched(tmp.path());
+    let partitions = 2 * step as i32 + 3;
+    let _ = create_t(&node, partitions);
+    let open = |node: &crate::node::Node| (0..partitions).filter(|&p| node.broker().partitions.contains("t", p)).count();
+    assert_eq!(open(&node), step, "the metadata step opens {step}");
+    assert!(node.broker().opens_held() && node.broker().next_deadline() == Some(0), "the next tick is due at once");
+    let mut jobs = 0;
+    for tick in 1..=2 {
+        let actions = node.input(crate::node::Input::Tick { checkpoint: false }, tick);
+        jobs += actions.iter().filter(|a| matches!(a, Action::SyncCreated(_))).count();
+        assert_eq!(open(&node), ((tick as usize + 1) * step).min(partitions as usize), "tick {tick}");
+    }
+    assert!(!node.broker().opens_held());
+    assert_eq!(jobs, 2, "each tick that opened replicas hands out one sync for them");
+}
