@@ -41,6 +41,17 @@ fn node_watched(dir: &std::path::Path) -> (crate::node::Node, Arc<Watch>) {
     (one_node_on(Arc::new(Hooked::new(Arc::new(FileDisk::new()), watch.clone())), cfg), watch)
 }
 
+/// The created replicas' syncs among `actions`.
+fn sync_jobs(actions: Vec<Action>) -> Vec<CreatedSync> {
+    actions
+        .into_iter()
+        .filter_map(|a| match a {
+            Action::SyncCreated(job) => Some(job),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Creates `t` with `partitions` partitions and returns the one sync job the step handed out.
 fn create_t(node: &crate::node::Node, partitions: i32) -> CreatedSync {
     let (_, records) = node.controller().unwrap().controller().create_topic("t", partitions, -1, BTreeMap::new(), 0).unwrap();
@@ -48,14 +59,7 @@ fn create_t(node: &crate::node::Node, partitions: i32) -> CreatedSync {
     let from = node.broker().image().offset + 1;
     let bytes = node.controller().unwrap().read(from, 1 << 30);
     let run: Vec<_> = crate::metadata::decode_records(&bytes).unwrap().into_iter().filter(|(o, _)| *o >= from).collect();
-    let jobs: Vec<CreatedSync> = node
-        .input(crate::node::Input::Metadata(run), 0)
-        .into_iter()
-        .filter_map(|a| match a {
-            Action::SyncCreated(job) => Some(job),
-            _ => None,
-        })
-        .collect();
+    let jobs = sync_jobs(node.input(crate::node::Input::Metadata(run), 0));
     assert_eq!(jobs.len(), 1, "one sync for every replica the step created");
     jobs.into_iter().next().unwrap()
 }
@@ -114,14 +118,7 @@ fn a_failed_sync_takes_the_created_replicas_offline_and_their_reopen_writes_the_
     }
 
     // Reopened at the retry: the markers written again, one sync for both; roles once it reports.
-    let again: Vec<CreatedSync> = node
-        .input(crate::node::Input::Tick { checkpoint: false }, 2 + crate::constants::failed_log_reopen_ms)
-        .into_iter()
-        .filter_map(|a| match a {
-            Action::SyncCreated(job) => Some(job),
-            _ => None,
-        })
-        .collect();
+    let again = sync_jobs(node.input(crate::node::Input::Tick { checkpoint: false }, 2 + crate::constants::failed_log_reopen_ms));
     assert_eq!(again.iter().map(CreatedSync::len).sum::<usize>(), 2, "{again:?}");
     for p in [0, 1] {
         assert!(tmp.path().join(format!("t-{p}")).join(crate::log::dir::partition_marker).exists(), "t-{p}'s marker was written again");
@@ -142,14 +139,7 @@ fn a_created_replica_whose_log_fails_before_its_sync_reports_is_reopened_still_w
     let (node, _watch) = node_watched(tmp.path());
     let first = create_t(&node, 1);
     node.broker().partitions.get_mut("t", 0).unwrap().log.sync_failed("injected");
-    let again: Vec<CreatedSync> = node
-        .input(crate::node::Input::Tick { checkpoint: false }, 1)
-        .into_iter()
-        .filter_map(|a| match a {
-            Action::SyncCreated(job) => Some(job),
-            _ => None,
-        })
-        .collect();
+    let again = sync_jobs(node.input(crate::node::Input::Tick { checkpoint: false }, 1));
     assert_eq!(again.len(), 1, "the reopened log waits for a sync of its own");
     assert!(node.broker().partitions.contains("t", 0) && node.broker().creating("t", 0));
 
@@ -179,7 +169,7 @@ fn a_step_opens_a_bounded_number_of_replicas_and_the_next_ticks_open_the_rest() 
     let mut jobs = 0;
     for tick in 1..=2 {
         let actions = node.input(crate::node::Input::Tick { checkpoint: false }, tick);
-        jobs += actions.iter().filter(|a| matches!(a, Action::SyncCreated(_))).count();
+        jobs += sync_jobs(actions).len();
         assert_eq!(open(&node), ((tick as usize + 1) * step).min(partitions as usize), "tick {tick}");
     }
     assert!(!node.broker().opens_held());
