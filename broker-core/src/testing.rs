@@ -91,10 +91,7 @@ pub fn sync(node: &Node, now: u64) {
 /// Applies every committed metadata record the broker has not seen; returns the actions (the
 /// created replicas' sync among them, [`crate::broker::Action::SyncCreated`]).
 pub fn apply_metadata(node: &Node, now: u64) -> Vec<crate::broker::Action> {
-    let from = node.broker().image().offset + 1;
-    let bytes = node.controller().unwrap().read(from, 1 << 30);
-    let run: Vec<_> = decode_records(&bytes).unwrap().into_iter().filter(|(o, _)| *o >= from).collect();
-    let actions = node.input(crate::node::Input::Metadata(run), now);
+    let actions = node.input(crate::node::Input::Metadata(metadata_run(node)), now);
     let mut rest = created_synced(node, actions, now);
     rest.extend(open_held(node, now));
     rest
@@ -109,6 +106,13 @@ pub fn open_held(node: &Node, now: u64) -> Vec<crate::broker::Action> {
         rest.extend(created_synced(node, actions, now));
     }
     rest
+}
+
+/// The committed metadata records the broker has not applied yet.
+pub fn metadata_run(node: &Node) -> Vec<(i64, crate::metadata::MetadataRecord)> {
+    let from = node.broker().image().offset + 1;
+    let bytes = node.controller().unwrap().read(from, 1 << 30);
+    decode_records(&bytes).unwrap().into_iter().filter(|(o, _)| *o >= from).collect()
 }
 
 /// Runs the created replicas' syncs among `actions` ([`crate::broker::Action::SyncCreated`]) at

@@ -545,3 +545,24 @@ fn with_the_write_behind_an_acks_1_produce_is_answered_once_its_write_is_reporte
     let r: ProduceResponse = reply(waiting.poll(&node, false).expect("answered once its write failed"), ApiKey::Produce, 9);
     assert_eq!(r.responses[0].partition_responses[0].error_code, Code::KafkaStorageError.code());
 }
+
+/// A partition this node leads by the image but whose replica is not durable yet (its
+/// creation's sync is out, `broker::created`): Metadata names no leader, so clients wait
+/// rather than be refused; once the sync reports, this node.
+#[test]
+fn metadata_names_no_leader_for_a_replica_whose_creation_is_not_durable_yet() {
+    let tmp = tempfile::tempdir().unwrap();
+    let node = broker(tmp.path());
+    let (_, records) = node.controller().unwrap().controller().create_topic("t", 1, -1, std::collections::BTreeMap::new(), 0).unwrap();
+    node.controller().unwrap().commit(records, 0).unwrap();
+    let actions = node.input(Input::Metadata(crate::testing::metadata_run(&node)), 0);
+    let ask = |node: &Node| {
+        let md = MetadataRequest::default().with_topics(Some(vec![MetadataRequestTopic::default().with_name(Some(TopicName(StrBytes::from_static_str("t"))))]));
+        let r: MetadataResponse = reply(handle(node, &frame(ApiKey::Metadata, 12, &md), 1, Attempt::First, &mut Vec::new()), ApiKey::Metadata, 12);
+        let p = &r.topics[0].partitions[0];
+        (p.leader_id.0, p.error_code)
+    };
+    assert_eq!(ask(&node), (-1, Code::LeaderNotAvailable.code()), "its creation's sync is out");
+    let _ = crate::testing::created_synced(&node, actions, 1);
+    assert_eq!(ask(&node), (0, 0), "the sync reported: this node leads it");
+}

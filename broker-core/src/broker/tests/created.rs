@@ -56,10 +56,7 @@ fn sync_jobs(actions: Vec<Action>) -> Vec<CreatedSync> {
 fn create_t(node: &crate::node::Node, partitions: i32) -> CreatedSync {
     let (_, records) = node.controller().unwrap().controller().create_topic("t", partitions, -1, BTreeMap::new(), 0).unwrap();
     node.controller().unwrap().commit(records, 0).unwrap();
-    let from = node.broker().image().offset + 1;
-    let bytes = node.controller().unwrap().read(from, 1 << 30);
-    let run: Vec<_> = crate::metadata::decode_records(&bytes).unwrap().into_iter().filter(|(o, _)| *o >= from).collect();
-    let jobs = sync_jobs(node.input(crate::node::Input::Metadata(run), 0));
+    let jobs = sync_jobs(node.input(crate::node::Input::Metadata(crate::testing::metadata_run(node)), 0));
     assert_eq!(jobs.len(), 1, "one sync for every replica the step created");
     jobs.into_iter().next().unwrap()
 }
