@@ -148,6 +148,9 @@ impl Broker {
     }
 
     fn reconcile_all(&mut self, now: u64) -> Vec<Action> {
+        // This process's registration: every replica opens at once, as Kafka loads every log
+        // before it serves (client requests wait for the registration, `server::answer`).
+        self.due.opens_left = usize::MAX;
         let mut out = Vec::new();
         self.remove_strays(&mut out);
         let keys: Vec<(String, i32)> = self.image.topics.iter().flat_map(|(n, t)| (0..t.partitions.len() as i32).map(move |p| (n.clone(), p))).collect();
