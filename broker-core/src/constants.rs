@@ -102,15 +102,6 @@ pub const tick_interval_ms: u64 = 100;
 /// Kafka `log.flush.offset.checkpoint.interval.ms`: how often recovery points are written.
 pub const checkpoint_interval_ms: u64 = 60_000;
 
-/// How many replicas one decision opens at most (but the registration's, which opens every
-/// replica before clients are served, as Kafka loads every log); the rest wait for the next
-/// upkeep ticks, 1 ms apart, so other requests are decided in between. Opening a replica
-/// creates its directory and four files: on a broker under heavy writeback each create waits on the file system's
-/// journal (0.4 ms on average, 8 ms at worst on the benchmark machine), and a topic of 200
-/// partitions opened in one decision held the node's gate for about 1 s
-/// (docs/benchmarks.md, "One partition's disk work").
-pub const replica_opens_per_step: usize = 16;
-
 /// How long a partition whose log went offline (failed fsync or write) waits between attempts
 /// to reopen it: long enough not to hammer a failing disk, short enough to heal quickly.
 pub const failed_log_reopen_ms: u64 = 1_000;

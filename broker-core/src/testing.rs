@@ -41,8 +41,7 @@ pub fn register(node: &Node, now: u64) -> i64 {
         next
     };
     let actions = node.input(crate::node::Input::Registered { epoch }, now);
-    let _ = created_synced(node, actions, now);
-    let _ = open_held(node, now);
+    let _ = run_opens(node, actions, now);
     for _ in 0..2 {
         sync(node, now);
     }
@@ -88,24 +87,11 @@ pub fn sync(node: &Node, now: u64) {
     apply_metadata(node, now);
 }
 
-/// Applies every committed metadata record the broker has not seen; returns the actions (the
-/// created replicas' sync among them, [`crate::broker::Action::SyncCreated`]).
+/// Applies every committed metadata record the broker has not seen, running the open jobs it
+/// hands out; returns the other actions.
 pub fn apply_metadata(node: &Node, now: u64) -> Vec<crate::broker::Action> {
     let actions = node.input(crate::node::Input::Metadata(metadata_run(node)), now);
-    let mut rest = created_synced(node, actions, now);
-    rest.extend(open_held(node, now));
-    rest
-}
-
-/// Ticks until no replica waits to be opened (a step opens `replica_opens_per_step` at most,
-/// the shell's next ticks the rest), running their creations' syncs; returns the actions.
-pub fn open_held(node: &Node, now: u64) -> Vec<crate::broker::Action> {
-    let mut rest = Vec::new();
-    while node.broker().opens_held() {
-        let actions = node.input(crate::node::Input::Tick { checkpoint: false }, now);
-        rest.extend(created_synced(node, actions, now));
-    }
-    rest
+    run_opens(node, actions, now)
 }
 
 /// The committed metadata records the broker has not applied yet.
@@ -115,16 +101,16 @@ pub fn metadata_run(node: &Node) -> Vec<(i64, crate::metadata::MetadataRecord)> 
     decode_records(&bytes).unwrap().into_iter().filter(|(o, _)| *o >= from).collect()
 }
 
-/// Runs the created replicas' syncs among `actions` ([`crate::broker::Action::SyncCreated`]) at
-/// once, as the shell does off the node's lock, and reports each back, so the replicas take
+/// Runs the open jobs among `actions` ([`crate::broker::Action::Open`]) at once, as the shell
+/// does off the node's lock, and reports each back, so the replicas are installed and take
 /// their roles; returns the other actions and the reports'.
-pub fn created_synced(node: &Node, actions: Vec<crate::broker::Action>, now: u64) -> Vec<crate::broker::Action> {
+pub fn run_opens(node: &Node, actions: Vec<crate::broker::Action>, now: u64) -> Vec<crate::broker::Action> {
     let mut rest = Vec::new();
     for action in actions {
         match action {
-            crate::broker::Action::SyncCreated(job) => {
-                let result = job.run();
-                rest.extend(node.input(crate::node::Input::CreatedSynced { job, result }, now));
+            crate::broker::Action::Open(job) => {
+                let reported = node.input(crate::node::Input::Opened(job.run()), now);
+                rest.extend(run_opens(node, reported, now));
             }
             other => rest.push(other),
         }
@@ -132,10 +118,10 @@ pub fn created_synced(node: &Node, actions: Vec<crate::broker::Action>, now: u64
     rest
 }
 
-/// Runs the syncs, cleaning steps, swaps, truncations and created replicas' syncs among
+/// Runs the syncs, cleaning steps, swaps, truncations and open jobs among
 /// `actions` ([`crate::broker::Action::Sync`], [`crate::broker::Action::Clean`],
 /// [`crate::broker::Action::Swap`], [`crate::broker::Action::Truncate`],
-/// [`crate::broker::Action::SyncCreated`]) at once, as the shell
+/// [`crate::broker::Action::Open`]) at once, as the shell
 /// does off the node's lock, and reports each back; returns the other actions and the reports'
 /// (a cleaning step's report's own jobs, its swap, run too).
 /// For tests that drive the broker directly.
@@ -153,9 +139,9 @@ pub fn run_syncs(b: &mut Broker, actions: Vec<crate::broker::Action>, now: u64) 
             }
             crate::broker::Action::Swap { topic, partition, job } => rest.extend(b.swapped(&topic, partition, job.run(), now)),
             crate::broker::Action::Truncate { topic, partition, job } => rest.extend(b.truncated(&topic, partition, job.run(), now)),
-            crate::broker::Action::SyncCreated(job) => {
-                let result = job.run();
-                rest.extend(b.created_synced(job, result, now));
+            crate::broker::Action::Open(job) => {
+                let reported = b.opened(job.run(), now);
+                rest.extend(run_syncs(b, reported, now));
             }
             other => rest.push(other),
         }
@@ -341,7 +327,7 @@ pub async fn slow_io_stops_only_its_partition(addr: std::net::SocketAddr, armed:
 /// durable is slow ([`SlowDisk::sync_all`]): against a one-node broker at `addr`, a topic `c`
 /// is created (auto-created by a produce to it) while the disk is armed; once that sync has
 /// begun, a produce to `b` and a Metadata request are answered without waiting for it, and the
-/// produce to `c` only after it (its replica takes no write before, `broker::created`). Times as
+/// produce to `c` only after it (its replica takes no write before, `broker::opening`). Times as
 /// [`SlowIoTimes`], `own` the produce to `c`.
 pub async fn slow_creation_stops_only_its_topic(addr: std::net::SocketAddr, armed: Arc<std::sync::atomic::AtomicBool>, started: Arc<std::sync::atomic::AtomicBool>) -> SlowIoTimes {
     use crate::client::{cluster::Cluster, Producer, ProducerConfig};

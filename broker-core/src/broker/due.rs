@@ -148,10 +148,6 @@ pub(super) struct Upkeep {
     /// The image or the set of open replicas changed since the upkeep last compared them (the
     /// replicas to open); offline replicas whose retry time came are compared regardless.
     pub(super) merge: bool,
-    /// Replicas the current step may still open (`replica_opens_per_step`), and whether a step
-    /// held some back: then the next tick comes at once and opens more (`upkeep::open_missing`).
-    pub(super) opens_left: usize,
-    pub(super) opens_held: bool,
     /// Rung by any local log that goes offline: only then are logs looked at for failures.
     pub(super) failures: crate::log::FailureAlarm,
     /// The leaders this node follows, as last counted; None once a role may have changed

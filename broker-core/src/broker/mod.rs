@@ -10,7 +10,8 @@
 //! to open logs), `leader` (produce, fetch, offsets, ISR proposals), `log_start` (DeleteRecords
 //! and the log start offset it persists), `follower` (epoch truncation, appending what leaders
 //! send),
-//! `created` (the one file-system sync for the replicas a step created, as a job), `fetcher`
+//! `opening` (replicas opened as a job off the node's gate, created ones made durable by one
+//! file-system sync before they take a role), `fetcher`
 //! (the replica fetcher's rounds, shared by the shell and the tests), `truncation`
 //! (a follower's truncation and producer-state rebuild as a job off the node's gate),
 //! `upkeep` (time-driven work, producer ids), `due` (what the upkeep has to visit), `partition` (one replica), `error`, `config`.
@@ -27,7 +28,6 @@
 
 mod cleaning;
 mod config;
-mod created;
 mod due;
 mod error;
 pub mod fetch_session;
@@ -36,6 +36,7 @@ mod follower;
 mod leader;
 mod log_start;
 mod markers;
+mod opening;
 mod partition;
 mod partitions;
 pub mod producer;
@@ -48,7 +49,7 @@ pub mod rules;
 mod upkeep;
 
 pub use config::{BrokerConfig, Planted, PlantedBug};
-pub use created::CreatedSync;
+pub use opening::{OpenJob, Opened};
 pub use error::Error;
 pub use fetcher::{FetchAnswer, ReplicaFetcher, Step, Then};
 pub use partition::{producers_of, record_appended, replayed_aborted, replayed_producers, restored_producers, Fetched, Fetcher, Following, IsrAnswer, IsrReply, Partition, Produced};
@@ -86,9 +87,9 @@ pub enum Action {
     /// runs the job off the node's lock and reports with [`Broker::synced`]. A produce answers
     /// only after the syncs its decision asked for; a follower fetches again only after them.
     Sync { topic: String, partition: i32, job: crate::log::SyncJob },
-    /// Replicas were created, their markers written unsynced: the shell syncs the file system
-    /// off the node's lock and reports with `node::Input::CreatedSynced` (`created`).
-    SyncCreated(CreatedSync),
+    /// Replicas to open (created, moved here, retried after a failure): the shell runs the job
+    /// off the node's lock and reports with `node::Input::Opened` (`opening`).
+    Open(OpenJob),
     /// The periodic checkpoint staged these logs' files: the shell syncs the file system off
     /// the node's lock, then reports with `node::Input::CheckpointSynced`, whose commit it
     /// syncs again (the renames).
@@ -180,16 +181,19 @@ pub struct Broker {
     partitions: Partitions,
     /// Replicas that failed to open or went offline, and when to try opening them again.
     offline: BTreeMap<(String, i32), u64>,
-    /// Offline replicas this node led when their log failed, with that leader epoch: opened
-    /// again only once the image names a later one (`upkeep::reopen_failed`).
-    failed_leading: BTreeMap<(String, i32), i32>,
-    /// Replicas whose directory this step created, their markers unsynced: the step ends by
-    /// handing out one file-system sync for all of them (`created`).
-    created: Vec<(String, i32)>,
-    /// Replica directories whose new marker no created replicas' sync has covered yet, with the
-    /// serial of the log open on each (0 before it opens): given no role until one does
-    /// (`created`).
-    creating: BTreeMap<(String, i32), u64>,
+    /// Offline replicas this node led when their log failed, with their topic's id and that
+    /// leader epoch: opened again only once the image names a later one
+    /// (`upkeep::reopen_failed`); forgotten with the topic.
+    failed_leading: BTreeMap<(String, i32), ([u8; 16], i32)>,
+    /// Replicas whose open job is out, until its report (`opening`).
+    opening: BTreeMap<(String, i32), opening::Opening>,
+    /// The opens this step queued: the step ends by handing them out as one job (`opening`).
+    to_open: Vec<opening::ToOpen>,
+    /// How many opens were queued (each open's attempt number, `opening`).
+    open_attempts: u64,
+    /// Replica directories with a marker written that no sync has covered: their next open
+    /// syncs it even if it reads whole (`opening`).
+    creating: BTreeSet<(String, i32)>,
     /// Producer ids handed out by this node.
     producer_ids: ProducerIds,
     /// Topics a Metadata request asked to auto-create; the shell forwards them to the controller.
@@ -246,8 +250,10 @@ impl Broker {
             partitions: Partitions::default(),
             offline: BTreeMap::new(),
             failed_leading: BTreeMap::new(),
-            created: Vec::new(),
-            creating: BTreeMap::new(),
+            opening: BTreeMap::new(),
+            to_open: Vec::new(),
+            open_attempts: 0,
+            creating: BTreeSet::new(),
             producer_ids,
             auto_create: BTreeSet::new(),
             registered: None,
@@ -372,26 +378,13 @@ impl Broker {
                 format!("{n}-{p}: {:?} epoch {} isr {:?} hw {} leo {}{}", r.role, r.leader_epoch, r.isr, r.high_watermark(), part.leo(), if r.needs_truncation { " (to truncate)" } else { "" })
             })
             .chain(self.offline.keys().map(|(n, p)| format!("{n}-{p}: offline")))
+            .chain(self.opening.keys().map(|(n, p)| format!("{n}-{p}: opening")))
             .collect()
     }
 
-    /// The earliest `flush.ms` deadline over all partitions; at once when a step held back
-    /// replicas to open (`replica_opens_per_step`).
+    /// The earliest `flush.ms` deadline over all partitions.
     pub fn next_deadline(&self) -> Option<u64> {
-        if self.due.opens_held {
-            return Some(0);
-        }
         self.due.logs.next_flush(&self.partitions)
-    }
-
-    /// Whether replicas the image names here wait for the next tick to be opened.
-    pub fn opens_held(&self) -> bool {
-        self.due.opens_held
-    }
-
-    /// A new step: it may open `replica_opens_per_step` replicas.
-    fn new_step(&mut self) {
-        self.due.opens_left = crate::constants::replica_opens_per_step;
     }
 
     /// After a call that may have given a partition's log time-driven work (`due`).

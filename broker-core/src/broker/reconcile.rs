@@ -3,14 +3,13 @@
 //! and nothing given a role before this process's own registration is in the image. Also the
 //! topics Metadata requests asked to auto-create, until the controller has them.
 
-use super::partition::{restored_producers, start_of, Partition};
-use super::{log_start, Action, Broker, Error, Level};
+use super::partition::Partition;
+use super::{Action, Broker, Error, Level};
 use crate::constants::failed_log_reopen_ms;
-use crate::log::dir::{self, Claimed};
-use crate::log::Log;
+use crate::log::dir;
 use crate::metadata::configs::TopicSettings;
 use crate::metadata::{topic, MetadataRecord};
-use crate::replication::{Change, Replication};
+use crate::replication::Change;
 use std::collections::BTreeSet;
 
 impl Broker {
@@ -26,7 +25,6 @@ impl Broker {
     /// a log in which a topic was deleted and re-created must never open the old topic over the
     /// new one's directory.
     pub fn apply_metadata_batch(&mut self, records: &[(i64, MetadataRecord)], now: u64) -> Vec<Action> {
-        self.new_step();
         let mut touched: BTreeSet<(String, i32)> = BTreeSet::new();
         // Roles, ISRs, live brokers and the replicas named here may all have moved (`due`).
         self.due.replicas_changed();
@@ -65,12 +63,17 @@ impl Broker {
                 part.replication.stop();
             }
         }
-        let gone: Vec<(String, i32)> = self
-            .partitions
-            .iter()
-            .filter(|((n, p), part)| self.image.topics.get(&***n).is_none_or(|t| t.id != part.topic_id || *p as usize >= t.partitions.len()))
-            .map(|((n, p), _)| (n.to_string(), p))
-            .collect();
+        // Open replicas and those whose open job is out alike.
+        let image = &self.image;
+        let is_gone = |n: &str, p: i32, id: [u8; 16]| image.topics.get(n).is_none_or(|t| t.id != id || p as usize >= t.partitions.len());
+        let open = self.partitions.iter().map(|((n, p), part)| (n.to_string(), p, part.topic_id));
+        let opening = self.opening_ids().map(|((n, p), id)| (n.clone(), *p, id));
+        let mut gone: Vec<(String, i32)> = open.chain(opening).filter(|(n, p, id)| is_gone(n, *p, *id)).map(|(n, p, _)| (n, p)).collect();
+        // And offline ones whose topic is gone (one re-created meanwhile empties the directory
+        // when it opens, `dir::claim`).
+        let no_topic = |n: &str, p: i32| image.topics.get(n).is_none_or(|t| p as usize >= t.partitions.len());
+        gone.extend(self.offline.keys().filter(|(n, p)| no_topic(n, *p) && !self.partitions.contains(n, *p) && !self.opening.contains_key(&(n.clone(), *p))).cloned());
+        self.shut_opens(&gone);
         for (name, p) in gone {
             match self.remove_local(&name, p) {
                 Ok(()) => out.push(Action::Log(Level::Info, format!("{name}-{p}: topic deleted; replica removed"))),
@@ -82,7 +85,8 @@ impl Broker {
         }
         let image = &self.image;
         self.offline.retain(|(n, _), _| image.topics.contains_key(n));
-        self.creating.retain(|(n, _), _| image.topics.contains_key(n));
+        self.failed_leading.retain(|(n, _), (id, _)| image.topics.get(n).is_some_and(|t| t.id == *id));
+        self.creating.retain(|(n, _)| image.topics.contains_key(n));
         self.stats.retain(|n| image.topics.contains_key(n));
         if all {
             out.extend(self.reconcile_all(now));
@@ -91,7 +95,7 @@ impl Broker {
         for key in touched {
             self.reconcile_or_offline(key, now, &mut out);
         }
-        self.sync_created(&mut out);
+        self.hand_out_opens(&mut out);
         out
     }
 
@@ -119,7 +123,7 @@ impl Broker {
 
     /// [`Broker::topic_settings`], or this broker's defaults (with a log line) when the
     /// topic's overrides do not resolve here; None for an unknown topic.
-    fn settings_or_defaults(&self, name: &str, out: &mut Vec<Action>) -> Option<TopicSettings> {
+    pub(super) fn settings_or_defaults(&self, name: &str, out: &mut Vec<Action>) -> Option<TopicSettings> {
         match self.topic_settings(name)? {
             Ok(s) => Some(s),
             Err(e) => {
@@ -130,14 +134,13 @@ impl Broker {
     }
 
     /// Whether the image holds this process's own registration: only then are its roles current.
-    pub(super) fn ready(&self) -> bool {
+    pub fn ready(&self) -> bool {
         !self.config.rules().roles_wait_for_registration() || (self.registered.is_some() && self.image.brokers.get(&self.config.node_id).map(|b| b.epoch) == self.registered)
     }
 
     /// The controller accepted this process's registration with `epoch`. Every role is dropped
     /// until the metadata log shows that registration (see [`Broker::ready`]).
     pub fn registered(&mut self, epoch: i64, now: u64) -> Vec<Action> {
-        self.new_step();
         self.registered = Some(epoch);
         self.due.isr_all = true;
         self.due.followed = None;
@@ -148,16 +151,13 @@ impl Broker {
     }
 
     fn reconcile_all(&mut self, now: u64) -> Vec<Action> {
-        // This process's registration: every replica opens at once, as Kafka loads every log
-        // before it serves (client requests wait for the registration, `server::answer`).
-        self.due.opens_left = usize::MAX;
         let mut out = Vec::new();
         self.remove_strays(&mut out);
         let keys: Vec<(String, i32)> = self.image.topics.iter().flat_map(|(n, t)| (0..t.partitions.len() as i32).map(move |p| (n.clone(), p))).collect();
         for key in keys {
             self.reconcile_or_offline(key, now, &mut out);
         }
-        self.sync_created(&mut out);
+        self.hand_out_opens(&mut out);
         out
     }
 
@@ -177,9 +177,12 @@ impl Broker {
             Err(e) => return out.push(Action::Log(Level::Error, format!("looking for stray replicas: {e}"))),
         };
         for (name, p) in strays {
-            self.creating.remove(&(name.clone(), p));
+            self.cancel_open(&name, p);
             match dir::remove(self.disk.as_ref(), &self.config.data_dir, &self.partition_dir(&name, p)) {
-                Ok(()) => out.push(Action::Log(Level::Info, format!("{name}-{p}: no replica here in the metadata (moved or deleted while this broker was down); removed"))),
+                Ok(()) => {
+                    self.creating.remove(&(name.clone(), p));
+                    out.push(Action::Log(Level::Info, format!("{name}-{p}: no replica here in the metadata (moved or deleted while this broker was down); removed")));
+                }
                 Err(e) => out.push(Action::Log(Level::Error, format!("{name}-{p}: removing a stray replica: {e}"))),
             }
         }
@@ -198,36 +201,31 @@ impl Broker {
         let Some(info) = self.image.partition(name, p).cloned() else { return Ok(()) };
         let me = self.config.node_id;
         if !info.replicas.contains(&me) {
-            if self.partitions.contains(name, p) {
+            let offline = self.offline.remove(&(name.to_string(), p)).is_some();
+            if self.partitions.contains(name, p) || self.is_opening(name, p) || offline {
                 self.remove_local(name, p)?;
                 out.push(Action::Log(Level::Info, format!("{name}-{p}: no longer a replica here; removed")));
             }
             return Ok(());
         }
         if !self.partitions.contains(name, p) {
+            if self.is_opening(name, p) {
+                return Ok(()); // its open job's report gives it its role
+            }
             let key = (name.to_string(), p);
             match self.failed_leading.get(&key) {
                 // Led here when its log failed: not before the controller names a later epoch.
-                Some(&failed) if info.leader_epoch <= failed => return Ok(()),
+                Some(&(_, failed)) if info.leader_epoch <= failed => return Ok(()),
                 Some(_) => drop(self.failed_leading.remove(&key)),
                 None => {}
             }
-            if self.due.opens_left == 0 {
-                // Opened by the next tick, 1 ms on: other requests are decided in between.
-                self.due.opens_held = true;
-                return Ok(());
-            }
-            self.due.opens_left -= 1;
-            let part = self.open_partition(name, p, now, out)?;
-            self.partitions.insert(name, p, part);
+            // Opened off the gate; its report gives it its role (`opening`).
+            return self.queue_open(name, p, now, out);
         }
         self.note_log(name, p);
         self.due.followed = None;
         if !self.ready() {
             return Ok(()); // opened, but no role before this process's registration is applied
-        }
-        if self.creating(name, p) {
-            return Ok(()); // opened, but no role before its creation is durable (`created`)
         }
         let (topic, part) = self.partitions.get_mut_named(name, p).expect("opened above");
         // A new role or ISR: its ISR is looked at next (`due`), its log's retention may be
@@ -246,63 +244,6 @@ impl Broker {
         Ok(())
     }
 
-    fn open_partition(&mut self, name: &str, p: i32, now: u64, out: &mut Vec<Action>) -> Result<Partition, Error> {
-        let settings = self.settings_or_defaults(name, out).ok_or(Error::UnknownTopicOrPartition)?;
-        let topic_id = self.image.topics.get(name).map(|t| t.id).ok_or(Error::UnknownTopicOrPartition)?;
-        let dir = self.partition_dir(name, p);
-        let claimed = dir::claim(self.disk.as_ref(), &self.config.data_dir, &dir, &topic::hex(&topic_id))?;
-        let key = (name.to_string(), p);
-        if claimed.marker_written() {
-            // The directory's marker is unsynced from here until a created replicas' sync
-            // covering it reports (`created`), whatever becomes of this open.
-            self.creating.insert(key.clone(), 0);
-        }
-        match claimed {
-            Claimed::Emptied => out.push(Action::Log(Level::Info, format!("{}: left by a deleted topic of the same name; emptied", dir.display()))),
-            Claimed::Torn => out.push(Action::Log(Level::Info, format!("{}: its marker was torn by a power loss before its first flush; emptied", dir.display()))),
-            Claimed::Ours | Claimed::Fresh => {}
-        }
-        // A replica offline here was open before (or failed to open): its old log's name
-        // changes are made durable before it takes writes (`Log::reopen`).
-        let open = match self.offline.contains_key(&key) {
-            true => Log::reopen,
-            false => Log::open,
-        };
-        let (mut log, report) = open(self.disk.clone(), &dir, settings.log, now)?;
-        log.ring_on_failure(self.due.failures.clone());
-        log.defer_syncs();
-        if self.config.write_behind {
-            log.defer_writes();
-        }
-        // Its marker written now, or written by an earlier open whose sync has not reported
-        // (a log that failed meanwhile, reopened here as `Ours` from the page cache): owed by
-        // this log, and a sync for it handed out at the step's end.
-        if let Some(serial) = self.creating.get_mut(&key) {
-            *serial = log.serial();
-            log.owe_sync(dir.join(dir::partition_marker), self.config.data_dir.clone());
-            self.created.push(key);
-        }
-        if self.config.rules().checkpoints_in_place() {
-            // Every checkpoint from here on is written in place, starting with one at open.
-            log.plant_checkpoint_in_place();
-            log.checkpoint()?;
-        }
-        if let Some(cut) = &report.cut {
-            out.push(Action::Log(Level::Info, format!("{name}-{p}: recovery cut {} at byte {} ({} bytes): {}", cut.file.display(), cut.position, cut.bytes_removed, cut.reason)));
-        }
-        for path in report.indexes_rebuilt.iter().chain(&report.segments_removed) {
-            out.push(Action::Log(Level::Info, format!("{name}-{p}: recovery rebuilt or removed {}", path.display())));
-        }
-        let start_floor = log_start::open(self.disk.as_ref(), &dir, &mut log, now)?;
-        let producers = restored_producers(&mut log)?;
-        // Until the leader says otherwise, only what this replica holds is known committed
-        // by no one: start at the log start and learn the mark from the leader (or, as a
-        // leader, from the ISR).
-        let mut replication = Replication::new(self.config.node_id, start_of(&log, start_floor));
-        replication.set_strict_min_isr(self.config.strict_min_isr(settings.min_insync));
-        Ok(Partition { topic_id, min_insync: settings.min_insync, log, producers, replication, start_floor, delete_asked: -1, lso_held_by: self.config.lso_held_by() })
-    }
-
     /// Closes this node's replica (no file is touched) and tells the simulator's ISR watch.
     /// Its log's jobs are closed first (`Log::close_jobs`): one running off the gate ends
     /// before whatever comes next (a reopen's recovery, the directory's removal, a topic
@@ -316,10 +257,14 @@ impl Broker {
         Some(part)
     }
 
+    /// Removes this node's replica and its directory (an open job out for it is fenced first).
     pub(super) fn remove_local(&mut self, name: &str, p: i32) -> Result<(), Error> {
         self.forget(name, p, 0);
+        self.cancel_open(name, p);
+        dir::remove(self.disk.as_ref(), &self.config.data_dir, &self.partition_dir(name, p))?;
+        // Its marker, if an open wrote one no sync covered, is gone with it.
         self.creating.remove(&(name.to_string(), p));
-        Ok(dir::remove(self.disk.as_ref(), &self.config.data_dir, &self.partition_dir(name, p))?)
+        Ok(())
     }
 
     /// Asks for `name` to be auto-created (Metadata with auto-creation allowed): `Ok(false)`

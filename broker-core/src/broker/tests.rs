@@ -204,7 +204,7 @@ fn acks_all_waits_for_the_isr_and_min_insync_is_enforced() {
 }
 
 mod configs;
-mod created;
+mod opening;
 mod failed_log;
 mod transactions;
 mod replication;

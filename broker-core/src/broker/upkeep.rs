@@ -56,7 +56,6 @@ impl Broker {
     /// logs, opening replicas that failed to open), for the partitions that have some due
     /// (`due`): a partition left out is one whose visit would have done nothing.
     pub fn tick(&mut self, now: u64) -> Vec<Action> {
-        self.new_step();
         let mut out = self.reopen_failed(now);
         for (name, p, mut bytes) in std::mem::take(&mut self.deferred) {
             if let Some(part) = self.partitions.get_mut(&name, p) {
@@ -128,21 +127,22 @@ impl Broker {
                 // at this epoch. The registration moves the leadership to a later epoch
                 // (swarm-quorum seed 71013: reopened at epoch 1 on an image whose ISR was older
                 // than the controller's, the mark passed a member).
-                self.failed_leading.insert(key.clone(), part.replication.leader_epoch);
+                self.failed_leading.insert(key.clone(), (part.topic_id, part.replication.leader_epoch));
             }
             self.offline.entry(key).or_insert(now);
         }
-        if std::mem::take(&mut self.due.merge) | std::mem::take(&mut self.due.opens_held) || self.offline.values().any(|&at| at <= now) {
+        // An offline replica's retry is due unless its open job is out already.
+        let retry = self.offline.iter().any(|(key, &at)| at <= now && !self.opening.contains_key(key));
+        if std::mem::take(&mut self.due.merge) || retry {
             self.open_missing(now, &mut out);
         }
-        self.offline.retain(|(n, p), _| !self.partitions.contains(n, *p));
         self.failed_leading.retain(|key, _| self.offline.contains_key(key));
-        self.sync_created(&mut out);
+        self.hand_out_opens(&mut out);
         out
     }
 
-    /// Opens the replicas the image names here that are not open, but not those offline until
-    /// a later retry.
+    /// Opens the replicas the image names here that are not open (as a job, `opening`), but not
+    /// those offline until a later retry.
     fn open_missing(&mut self, now: u64, out: &mut Vec<Action>) {
         let me = self.config.node_id;
         // Both are in (topic, partition) order: one walk, no allocation for the replicas that are
@@ -164,14 +164,10 @@ impl Broker {
             if self.offline.get(&key).is_some_and(|&at| now < at) {
                 continue;
             }
+            // Its job's report logs the reopen (`opening`); one held back (`failed_leading`) or
+            // out already waits.
             match self.reconcile(&name, p, now, out) {
-                Ok(()) if !self.partitions.contains(&name, p) => {} // held back (`failed_leading`)
-                Ok(()) => {
-                    if self.offline.remove(&key).is_some() {
-                        let leo = self.partitions.get(&name, p).map_or(-1, |x| x.leo());
-                        out.push(Action::Log(Level::Info, format!("{name}-{p}: reopened after a storage failure; log end {leo}")));
-                    }
-                }
+                Ok(()) => {}
                 Err(e) => {
                     self.offline.insert(key, now + failed_log_reopen_ms);
                     out.push(Action::Log(Level::Error, format!("{name}-{p}: still offline: {e}")));

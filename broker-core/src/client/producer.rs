@@ -53,7 +53,7 @@ pub struct ProducerConfig {
     /// The wait before the first retry, doubled before each next one up to `retry_backoff_max`
     /// (KIP-580, Kafka's `retry.backoff.ms` and `retry.backoff.max.ms`): five retries cover
     /// about 2.5 s, as long as a new topic's first leader may take to be ready
-    /// (`broker::created`). Equal values: a constant wait.
+    /// (`broker::opening`). Equal values: a constant wait.
     pub retry_backoff: Duration,
     pub retry_backoff_max: Duration,
     pub request_timeout: Duration,

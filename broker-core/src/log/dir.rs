@@ -31,17 +31,17 @@ pub enum Claimed {
     /// A deleted topic of the same name had left it; its files were removed first, so old
     /// records never resurface under the new topic.
     Emptied,
-    /// Its marker was not whole: a power loss before the creation was made durable (the broker
-    /// gives a created replica no role until the file-system sync it hands out for it reports,
-    /// see `broker::created`); no record was ever written there, so it was emptied as above.
+    /// Its marker was not whole: a power loss before the creation was made durable (the broker's
+    /// open job syncs the file system before a created replica is installed and takes a role,
+    /// see `broker::opening`); no record was ever written there, so it was emptied as above.
     Torn,
 }
 
 impl Claimed {
     /// Whether the marker was written just now, unsynced: the caller must make it and the
     /// directory's entry in the data directory durable before the partition takes a write (the
-    /// broker syncs the file system once for every replica a step created, off its gate, and
-    /// gives them their roles when that reports).
+    /// broker's open job syncs the file system once for every replica it created, off the
+    /// node's gate, before their report installs them).
     pub fn marker_written(self) -> bool {
         self != Claimed::Ours
     }

@@ -146,15 +146,8 @@ impl Log {
         self.unflushed_since_ms = None;
     }
 
-    /// The broker wrote `file` (in `dir`) without syncing either: the next flush, or the next
-    /// staged checkpoint, makes them durable before it vouches for anything.
-    pub fn owe_sync(&mut self, file: PathBuf, dir: PathBuf) {
-        self.owed.note(Owed::File(file));
-        self.owed.note(Owed::Dir(dir));
-    }
-
     /// What this log owes now, for a sync its owner runs on its behalf (the broker's one
-    /// file-system sync after creating replicas, `broker::created`).
+    /// file-system sync after creating replicas, `broker::opening`).
     pub fn owed_stamp(&self) -> OwedStamp {
         OwedStamp { serial: self.deferred.marks().0, owed: self.owed.mark() }
     }

@@ -20,11 +20,22 @@
 //! (`Released`) needs no fence: a close touches no name.
 
 use super::{Log, LogError};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
-/// Shared by a log and every job it hands out; closed for good once the log is let go.
+/// Shared by a log and every job it hands out; closed for good once the log is let go. The
+/// broker fences a replica's open job by one of its own (`broker::opening`): the directory's
+/// removal waits for the open running in it, and an open that runs later does nothing.
 #[derive(Debug, Clone, Default)]
-pub(super) struct Fence(Arc<RwLock<bool>>);
+pub struct Fence(Arc<Inner>);
+
+#[derive(Debug, Default)]
+struct Inner {
+    /// Closed: held shared by each job running inside, taken whole by the close.
+    closed: RwLock<bool>,
+    /// Shut ahead of the close ([`Fence::shut`]): no job starts inside any more.
+    shut: AtomicBool,
+}
 
 /// Why a job that ran after its log was let go did nothing.
 const closed_why: &str = "the log was closed before this job ran; it did nothing";
@@ -42,17 +53,29 @@ pub fn did_nothing<T>(result: &Result<T, LogError>) -> bool {
 impl Fence {
     /// Runs `job` unless the fence is closed (then nothing, and [`closed`]), keeping it open
     /// until the job ends.
-    pub(super) fn pass<T>(&self, job: impl FnOnce() -> Result<T, LogError>) -> Result<T, LogError> {
-        let shut = self.0.read().unwrap_or_else(|p| p.into_inner());
-        if *shut {
+    pub fn pass<T>(&self, job: impl FnOnce() -> Result<T, LogError>) -> Result<T, LogError> {
+        if self.0.shut.load(Ordering::Acquire) {
+            return Err(closed());
+        }
+        let closed_now = self.0.closed.read().unwrap_or_else(|p| p.into_inner());
+        if *closed_now {
             return Err(closed());
         }
         job()
     }
 
+    /// Shuts it without waiting: no job starts inside any more, one running goes on until
+    /// [`Fence::close`]. Shutting many fences first and then closing each waits for the jobs
+    /// running at that moment only (one job opening many replicas in turn would otherwise
+    /// start the next while the first close waits).
+    pub fn shut(&self) {
+        self.0.shut.store(true, Ordering::Release);
+    }
+
     /// Closes it: waits for the jobs running inside, and none runs inside again.
-    pub(super) fn close(&self) {
-        *self.0.write().unwrap_or_else(|p| p.into_inner()) = true;
+    pub fn close(&self) {
+        self.shut();
+        *self.0.closed.write().unwrap_or_else(|p| p.into_inner()) = true;
     }
 }
 

@@ -60,7 +60,7 @@ pub use cut::{CutJob, CutStamp, Tail};
 pub use aborted::AbortedFix;
 pub use batches::Batches;
 pub use swap::{SwapJob, Swapped};
-pub use fence::did_nothing;
+pub use fence::{did_nothing, Fence};
 pub use region::{FileRegion, Records, RegionError};
 pub use segment::{file_stem, Cut};
 

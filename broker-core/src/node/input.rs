@@ -1,8 +1,8 @@
 //! Everything the shell tells a node besides its requests, as one typed [`Input`] to one entry,
 //! [`Node::input`]: the timers it keeps, the completions of the IO the node asked for, and
 //! what the peer links heard from the controller. What comes back is the [`Action`]s to perform,
-//! the file-system syncs of the periodic checkpoint and of created replicas among them
-//! ([`Action::SyncCheckpoint`], [`Action::SyncCreated`]). The
+//! the periodic checkpoint's file-system sync and the replicas' open jobs among them
+//! ([`Action::SyncCheckpoint`], [`Action::Open`]). The
 //! links and timers only carry: how an answer is read (an ISR change lost, refused, stale or
 //! committed) is the broker's decision, by its rules. Never a socket, a clock or a sleep here.
 
@@ -32,8 +32,8 @@ pub enum Input {
     Truncated { topic: String, partition: i32, done: crate::broker::Truncated },
     /// A coordinator's load step the node asked for ([`Action::Load`]) ran.
     Loaded { topic: String, partition: i32, done: LoadDone },
-    /// The file-system sync for created replicas ([`Action::SyncCreated`]) ran.
-    CreatedSynced { job: crate::broker::CreatedSync, result: Result<(), std::io::Error> },
+    /// An open job the node asked for ([`Action::Open`]) ran.
+    Opened(crate::broker::Opened),
     /// The file-system sync of a staged checkpoint ([`Action::SyncCheckpoint`]) ran: commit it.
     CheckpointSynced { staged: StagedCheckpoints, result: Result<(), std::io::Error> },
     /// The process is stopping: flush and checkpoint every partition.
@@ -111,8 +111,12 @@ impl Node {
             Input::Loaded { topic, partition, done } if topic == crate::txn::transaction_state_topic => coordinator_load::loaded(broker, txns, partition, done, now),
             Input::Loaded { topic, .. } => vec![Action::Log(Level::Error, format!("a load step of {topic}, which no coordinator keeps"))],
             Input::CheckpointSynced { staged, result } => broker.checkpoint_commit(staged, result),
-            Input::CreatedSynced { job, result } => broker.created_synced(job, result, now),
-            Input::Shutdown => broker.checkpoint(now),
+            Input::Opened(done) => broker.opened(done, now),
+            Input::Shutdown => {
+                let mut actions = broker.stop_opens();
+                actions.extend(broker.checkpoint(now));
+                actions
+            }
             Input::Registered { epoch } => broker.registered(epoch, now),
             Input::IsrReply { topic, partition, reply } => broker.isr_reply(&topic, partition, &reply, now),
             Input::Metadata(run) => {

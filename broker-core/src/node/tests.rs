@@ -546,11 +546,11 @@ fn with_the_write_behind_an_acks_1_produce_is_answered_once_its_write_is_reporte
     assert_eq!(r.responses[0].partition_responses[0].error_code, Code::KafkaStorageError.code());
 }
 
-/// A partition this node leads by the image but whose replica is not durable yet (its
-/// creation's sync is out, `broker::created`): Metadata names no leader, so clients wait
-/// rather than be refused; once the sync reports, this node.
+/// A partition this node leads by the image but whose replica is not open yet (its open job,
+/// with the creation's sync, is out, `broker::opening`): Metadata names no leader, so clients
+/// wait rather than be refused; once the job reports, this node.
 #[test]
-fn metadata_names_no_leader_for_a_replica_whose_creation_is_not_durable_yet() {
+fn metadata_names_no_leader_for_a_replica_whose_open_has_not_reported() {
     let tmp = tempfile::tempdir().unwrap();
     let node = broker(tmp.path());
     let (_, records) = node.controller().unwrap().controller().create_topic("t", 1, -1, std::collections::BTreeMap::new(), 0).unwrap();
@@ -562,7 +562,7 @@ fn metadata_names_no_leader_for_a_replica_whose_creation_is_not_durable_yet() {
         let p = &r.topics[0].partitions[0];
         (p.leader_id.0, p.error_code)
     };
-    assert_eq!(ask(&node), (-1, Code::LeaderNotAvailable.code()), "its creation's sync is out");
-    let _ = crate::testing::created_synced(&node, actions, 1);
-    assert_eq!(ask(&node), (0, 0), "the sync reported: this node leads it");
+    assert_eq!(ask(&node), (-1, Code::LeaderNotAvailable.code()), "its open job is out");
+    let _ = crate::testing::run_opens(&node, actions, 1);
+    assert_eq!(ask(&node), (0, 0), "the open reported: this node leads it");
 }

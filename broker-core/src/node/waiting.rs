@@ -105,7 +105,8 @@ impl Waiting {
         Waiting { timeout_ms, envelope: None, what: What::DeleteRecords { version, correlation_id, response, pending } }
     }
 
-    /// Reply with `reply` once the local broker applied metadata up to `offset`.
+    /// Reply with `reply` once the local broker applied metadata up to `offset`
+    /// ([`Broker::applied_through`]).
     pub(crate) fn applied(offset: i64, reply: Response, timeout_ms: u64) -> Waiting {
         Waiting { timeout_ms, envelope: None, what: What::Applied { offset, reply } }
     }
@@ -224,7 +225,7 @@ impl Waiting {
                         _ => return Some(Outcome::Reply(refused.clone())),
                     }
                 }
-                (!*applied || expired || node.broker().image().offset >= *offset).then(|| Outcome::Reply(reply.clone()))
+                (!*applied || expired || node.broker().applied_through(*offset)).then(|| Outcome::Reply(reply.clone()))
             }
             _ => self.poll_broker(&node.broker(), expired),
         }
@@ -253,7 +254,7 @@ impl Waiting {
     pub(crate) fn poll_broker(&mut self, b: &Broker, expired: bool) -> Option<Outcome> {
         match &mut self.what {
             What::Group { .. } | What::Txn { .. } | What::Share { .. } | What::Committed { .. } => None,
-            What::Applied { offset, reply } => (expired || b.image().offset >= *offset).then(|| Outcome::Reply(reply.clone())),
+            What::Applied { offset, reply } => (expired || b.applied_through(*offset)).then(|| Outcome::Reply(reply.clone())),
             What::DeleteRecords { version, correlation_id, response, pending } => {
                 let timeout = self.timeout_ms;
                 pending.retain(|p| {

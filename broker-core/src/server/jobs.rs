@@ -1,10 +1,10 @@
 //! The shell's side of the IO a decision leaves to it (issue 32's `io_done` contract): each
 //! write and sync job, cleaning step, cleaning swap, truncation (with its producer-state
-//! rebuild), coordinator's load step, checkpoint sync and created replicas' sync runs off the
+//! rebuild), coordinator's load step, checkpoint sync and replicas' open job runs off the
 //! node's disk gate — on the blocking pool in the real build (a small write on the shell's own
 //! task), at once and then sleeping the latency the simulated disk owes in the simulated one —
 //! and is reported back in a decision of its own (`node::Input::Synced`, `Cleaned`, `Swapped`, `Truncated`, `Loaded`,
-//! `CheckpointSynced`, `CreatedSynced`).
+//! `CheckpointSynced`, `Opened`).
 
 use super::{now_ms, Broker, Input, Shared};
 #[cfg(madsim)]
@@ -66,17 +66,19 @@ impl Shared {
         }
     }
 
-    /// Starts the file-system sync for created replicas ([`crate::broker::Action::SyncCreated`])
-    /// on a task of its own, so the metadata run or tick whose decision created them goes on
-    /// (a `syncfs` on a loaded broker flushes every dirty page: seconds), and reports it back.
-    pub(super) fn spawn_created_sync(&self, job: crate::broker::CreatedSync) {
+    /// Starts an open job ([`crate::broker::Action::Open`]) on a task of its own, so the
+    /// metadata run, registration or tick whose decision handed it out goes on (opening 200
+    /// replicas under writeback takes a second, their creation's `syncfs` seconds), and reports
+    /// it back.
+    pub(super) fn spawn_open(&self, job: crate::broker::OpenJob) {
         let Some(shared) = self.me.upgrade() else { return };
         tokio::spawn(async move {
             let task = job.clone();
-            let result = shared.off_gate("created replicas' sync", crate::buggify::Site::SlowSync, move || task.run(), |why| Err(std::io::Error::other(why))).await;
-            let actions = shared.decide(|s| s.node.input(Input::CreatedSynced { job, result }, now_ms())).await;
+            let done = shared.off_gate("open", crate::buggify::Site::SlowSync, move || task.run(), |why| job.lost(why)).await;
+            let actions = shared.decide(|s| s.node.input(Input::Opened(done), now_ms())).await;
             let (more, checkpoint) = shared.perform_now(actions);
             debug_assert!(checkpoint.is_none(), "only a tick stages a checkpoint");
+            shared.changed();
             shared.run_jobs(more).await;
         });
     }

@@ -161,8 +161,8 @@ impl Shared {
         self.node.broker()
     }
 
-    /// Resolves once this broker has been registered and unfenced (once; later fencing does
-    /// not hold requests), or after `startup_wait_ms_max`; at once on a voter-only node, which
+    /// Resolves once this broker has been registered and unfenced and the replicas it opened
+    /// meanwhile are open (once; later fencing does not hold requests), or after `startup_wait_ms_max`; at once on a voter-only node, which
     /// never registers.
     async fn started(&self) {
         if self.is_started() {
@@ -175,7 +175,10 @@ impl Shared {
             notified.as_mut().enable();
             let ready = {
                 let b = self.broker();
-                b.image().brokers.get(&b.config().node_id).is_some_and(|x| !x.fenced)
+                // This process's own registration applied (so every replica it names here was
+                // queued to open) and every replica opened, as Kafka loads every log before it
+                // serves.
+                b.ready() && b.image().brokers.get(&b.config().node_id).is_some_and(|x| !x.fenced) && b.opening() == 0
             };
             if ready || Instant::now() >= deadline {
                 self.started.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -291,7 +294,7 @@ impl Shared {
                 Action::Load { topic, partition, job } => self.spawn_load(topic, partition, job),
                 Action::Release(files) => close_off_gate(files),
                 Action::SyncCheckpoint(staged) => checkpoint = Some(staged),
-                Action::SyncCreated(job) => self.spawn_created_sync(job),
+                Action::Open(job) => self.spawn_open(job),
             }
         }
         (syncs, checkpoint)

@@ -324,7 +324,7 @@ async fn broker_main(disk: SimDisk, config: BrokerConfig, rec: Rec, stop: Arc<St
         Action::Wake => {} // every produce: noise in a trace
         Action::Sync { .. } => {} // every flushed produce: its effect is in the disk's history
         Action::SyncCheckpoint(_) => {} // every checkpoint: its effect is in the disk's history
-        Action::SyncCreated(_) => {} // created replicas' markers: their effect is in the disk's history
+        Action::Open(_) => {} // replicas to open: their report's lines say what opened
         Action::Raft(_) => {} // every Raft message: the network's to trace
         Action::MetadataMoved => {} // every metadata commit: the quorum's lines and observations say what moved
         Action::FetchFrom { .. } | Action::FetcherBackOff { .. } => {} // every fetcher round: the network's to trace

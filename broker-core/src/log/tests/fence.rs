@@ -132,3 +132,27 @@ fn a_write_job_run_after_its_log_was_reopened_puts_no_stale_bytes_under_the_new_
     let (log, _) = Log::open(disk(), tmp.path(), small(), 0).unwrap();
     assert_eq!(read_all(&log), sent, "the reopened log's record, and nothing after it");
 }
+
+#[test]
+fn a_shut_fence_lets_the_running_job_finish_starts_no_other_and_its_close_waits_for_it() {
+    use std::sync::mpsc::channel;
+    let fence = Fence::default();
+    let (started_tx, started) = channel();
+    let (finish, finish_rx) = channel::<()>();
+    let inside = fence.clone();
+    let running = std::thread::spawn(move || inside.pass(|| {
+        started_tx.send(()).unwrap();
+        finish_rx.recv().unwrap();
+        Ok(7)
+    }));
+    started.recv().unwrap();
+    fence.shut(); // returns at once, the job still inside
+    assert!(did_nothing(&fence.pass(|| Ok(1))), "no job starts inside a shut fence");
+    let closer = fence.clone();
+    let closing = std::thread::spawn(move || closer.close());
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert!(!closing.is_finished(), "the close waits for the job running inside");
+    finish.send(()).unwrap();
+    assert_eq!(running.join().unwrap().unwrap(), 7);
+    closing.join().unwrap();
+}
