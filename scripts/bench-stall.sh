@@ -13,7 +13,8 @@
 # to topic `probe` (every 10 ms) run against A and, the same way, against the idle broker B.
 # Two modes: `large-records` (256 KiB records, default flush policy: the kernel's writeback and
 # segment rolls) and `flush-every-batch` (100-byte records into a topic with flush.messages=1).
-# Prints a JSON line per mode, broker and probe (p50/p99/max ms). Needs confluent-kafka
+# Prints a JSON line per mode, broker and probe (p50/p99/max ms, and how many of that API's
+# requests waited over 100 ms for the node or in its decisions, from its metrics). Needs confluent-kafka
 # (scripts/test.sh installs it in target/client-venv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,8 +39,12 @@ cleanup() {
 }
 trap cleanup EXIT
 mkdir -p "$W/a" "$W/b"
-start_broker "$W/a" || die "broker A did not start"; A_PID=$BPID A=$BOOTSTRAP
-start_broker "$W/b" || die "broker B did not start"; B_PID=$BPID B=$BOOTSTRAP
+# Each broker serves its metrics, so a probe's stall can be told apart: the node's (a request
+# waiting for its gate or in its decisions) or the machine's.
+port() { "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+AM=127.0.0.1:$(port) BM=127.0.0.1:$(port)
+start_broker "$W/a" --metrics-listen "$AM" || die "broker A did not start"; A_PID=$BPID A=$BOOTSTRAP
+start_broker "$W/b" --metrics-listen "$BM" || die "broker B did not start"; B_PID=$BPID B=$BOOTSTRAP
 for addr in "$A" "$B"; do
   BOOTSTRAP=$addr timeout 120 "$PY" scripts/bench_clients.py topic create load 1 --config max.message.bytes=1048576 >&2 || die "create load on $addr"
   BOOTSTRAP=$addr timeout 120 "$PY" scripts/bench_clients.py topic create flushed 1 --config flush.messages=1 >&2 || die "create flushed on $addr"
@@ -51,6 +56,6 @@ if [ "$CREATE" -gt 0 ]; then
   # every dirty page of the file system (docs/benchmarks.md, "One partition's disk work").
   ( for i in $(seq 1 "$CREATE"); do sleep 3; BOOTSTRAP=$A timeout 120 "$PY" scripts/bench_clients.py topic create "created-$i" 200 >&2 || exit 1; done ) & CREATOR=$!
 fi
-timeout $(( SECS + 300 )) "$PY" scripts/bench_stall.py run --loaded "$A" --other "$B" --topic load --record-bytes 262144 --secs "$SECS" --mode large-records || die "large-records run failed"
+timeout $(( SECS + 300 )) "$PY" scripts/bench_stall.py run --loaded "$A" --other "$B" --topic load --record-bytes 262144 --secs "$SECS" --mode large-records --loaded-metrics "$AM" --other-metrics "$BM" || die "large-records run failed"
 [ -z "$CREATOR" ] || wait "$CREATOR" || die "creating topics on $A failed"
-timeout $(( SECS + 300 )) "$PY" scripts/bench_stall.py run --loaded "$A" --other "$B" --topic flushed --record-bytes 100 --secs "$SECS" --mode flush-every-batch || die "flush-every-batch run failed"
+timeout $(( SECS + 300 )) "$PY" scripts/bench_stall.py run --loaded "$A" --other "$B" --topic flushed --record-bytes 100 --secs "$SECS" --mode flush-every-batch --loaded-metrics "$AM" --other-metrics "$BM" || die "flush-every-batch run failed"

@@ -9,6 +9,13 @@ the same machine and disk, idle): a Metadata round trip on a raw socket every 2 
 produce of one 100-byte record to `probe` every 10 ms (another partition of the same node). It
 prints one JSON line per broker and probe: p50, p99 and max in ms, and how many round trips, and
 exits non-zero if a probe failed or the load producer wrote nothing. Every wait has a deadline.
+
+With --loaded-metrics and --other-metrics (each broker's `--metrics-listen` address), each line
+also says how many of that API's requests on that broker (Metadata; Produce, the load's
+included) waited over 100 ms for the node (`queue`: the node's gate) or spent over 100 ms in
+their decisions and disk work (`local`) during the run, from the brokers' own
+`seedlog_request_phase_seconds` histograms: a probe's stall that neither counts happened
+outside the broker's decisions (the machine, the network stack, the client).
 """
 
 import argparse
@@ -18,6 +25,7 @@ import struct
 import sys
 import threading
 import time
+import urllib.request
 
 
 def percentile(xs, q):
@@ -107,7 +115,27 @@ def load(addr, topic, record_bytes, stop, counter, errors):
         errors.append(f"load on {addr}: {e}")
 
 
+def phases_over(url, threshold="0.1"):
+    """{(api, phase): requests over `threshold` s} from a broker's /metrics."""
+    text = urllib.request.urlopen(f"http://{url}/metrics", timeout=10).read().decode()
+    count, under = {}, {}
+    for line in text.splitlines():
+        if not line.startswith("seedlog_request_phase_seconds"):
+            continue
+        name, value = line.rsplit(" ", 1)
+        labels = dict(kv.split("=", 1) for kv in name[name.index("{") + 1:name.rindex("}")].split(","))
+        labels = {k: v.strip('"') for k, v in labels.items()}
+        key = (labels.get("api"), labels.get("phase"))
+        if name.startswith("seedlog_request_phase_seconds_count"):
+            count[key] = float(value)
+        elif name.startswith("seedlog_request_phase_seconds_bucket") and labels.get("le") == threshold:
+            under[key] = float(value)
+    return {k: int(count[k] - under.get(k, 0)) for k in count}
+
+
 def cmd_run(a):
+    metrics = {"loaded": a.loaded_metrics, "other": a.other_metrics}
+    before = {role: phases_over(url) for role, url in metrics.items() if url}
     stop = threading.Event()
     errors, delivered = [], [0]
     series = {}
@@ -125,10 +153,16 @@ def cmd_run(a):
         t.join(120)
     hung = [t for t in threads if t.is_alive()]
     ok = not errors and not hung and delivered[0] > 0
+    after = {role: phases_over(url) for role, url in metrics.items() if url}
     for (role, probe), xs in series.items():
         rec = {"kind": "stall", "mode": a.mode, "record_bytes": a.record_bytes, "broker": role, "probe": probe, "n": len(xs),
                "p50_ms": round(percentile(xs, 0.5) or -1, 3), "p99_ms": round(percentile(xs, 0.99) or -1, 3), "max_ms": round(max(xs) if xs else -1, 3),
                "load_records": delivered[0], "load_mib_per_s": round(delivered[0] * a.record_bytes / a.secs / 2**20, 1)}
+        if role in after:
+            api = "Metadata" if probe == "metadata" else "Produce"
+            for phase in ("queue", "local"):
+                key = (api, phase)
+                rec[f"{phase}_over_100ms"] = after[role].get(key, 0) - before[role].get(key, 0)
         print(json.dumps(rec), flush=True)
     for e in errors:
         print(f"bench_stall: {e}", file=sys.stderr)
@@ -148,6 +182,8 @@ def main():
     r.add_argument("--record-bytes", type=int, default=262144)
     r.add_argument("--secs", type=float, default=20)
     r.add_argument("--mode", default="large-records")
+    r.add_argument("--loaded-metrics", help="broker A's --metrics-listen address")
+    r.add_argument("--other-metrics", help="broker B's --metrics-listen address")
     a = ap.parse_args()
     sys.exit(cmd_run(a))
 
