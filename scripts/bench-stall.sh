@@ -35,6 +35,9 @@ A_PID= B_PID=
 cleanup() {
   for pid in $A_PID $B_PID; do kill -TERM "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
+  # Decisions that held a broker's gate over 100 ms, with their call sites (constants.rs,
+  # slow_decision_ms): what a probe's stall waited for, when it was the node.
+  for b in a b; do grep -h "held the node's" "$W/$b/broker.log" 2>/dev/null | sed "s/^/bench-stall: broker ${b^^}: /" >&2 || true; done
   rm -rf "$W"
 }
 trap cleanup EXIT

@@ -95,6 +95,10 @@ const _: () = assert!(batch_decompressed_bytes_max >= message_bytes_max);
 /// Kafka `num.partitions` default for auto-created topics.
 pub const num_partitions_default: i32 = 1;
 
+/// A decision that holds the node's gate this long (ms, wall time, real build only) is logged
+/// as a warning with its call site: every request of the node waited for it (issue 32's bound).
+pub const slow_decision_ms: u128 = 100;
+
 /// How often the shell runs time-driven log work (flush.ms, retention) when no deadline is
 /// nearer (Kafka's `log.retention.check.interval.ms` is 5 minutes; this also drives flush.ms).
 pub const tick_interval_ms: u64 = 100;

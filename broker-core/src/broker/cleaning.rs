@@ -44,7 +44,12 @@ impl Throttle {
 #[derive(Debug)]
 pub(super) struct Cleaner {
     /// Its next turn, ms.
-    pub(super) next_ms: u64,
+    next_ms: u64,
+    /// After a failed step (a full disk, say), no turn before this, whatever report comes in
+    /// meanwhile: a dropped pass's discard job reporting at once would otherwise start the next
+    /// pass at once, fail it at once, and so on (compacted-disk-faults seed 73413 spun at one
+    /// instant; a real broker would have spun its cleaner on a full disk).
+    failed_until: u64,
     /// The partition whose pass is in flight, if any.
     in_flight: Option<(String, i32)>,
     /// The partition cleaned last: turns rotate past it.
@@ -53,8 +58,13 @@ pub(super) struct Cleaner {
 }
 
 impl Cleaner {
+    /// The next turn at `at`, but not before a failure's backoff ends.
+    pub(super) fn next_at(&mut self, at: u64) {
+        self.next_ms = at.max(self.failed_until);
+    }
+
     pub(super) fn new(bytes_per_second: Option<u64>) -> Cleaner {
-        Cleaner { next_ms: 0, in_flight: None, last: None, throttle: Throttle::new(bytes_per_second) }
+        Cleaner { next_ms: 0, failed_until: 0, in_flight: None, last: None, throttle: Throttle::new(bytes_per_second) }
     }
 }
 
@@ -76,7 +86,7 @@ impl Broker {
         let in_flight = self.cleaner.in_flight.take().filter(|k| self.partitions.get(&k.0, k.1).is_some_and(|p| p.log.cleaning()));
         let starts = in_flight.is_none();
         let Some(key) = in_flight.or_else(|| self.next_due(now)) else {
-            self.cleaner.next_ms = now + self.config.cleaner_backoff_ms;
+            self.cleaner.next_at(now + self.config.cleaner_backoff_ms);
             return out;
         };
         let keep = self.config.rules().cleaner_keeps();
@@ -107,7 +117,7 @@ impl Broker {
     fn step_done(&mut self, key: (String, i32), starts: bool, result: Result<CleanStep, crate::log::LogError>, now: u64, out: &mut Vec<Action>) {
         let backoff = now + self.config.cleaner_backoff_ms;
         let Some(part) = self.partitions.get_mut(&key.0, key.1) else { return };
-        self.cleaner.next_ms = match result {
+        let next = match result {
             Ok(CleanStep::Idle) => backoff,
             Ok(CleanStep::Working { bytes }) => {
                 if starts && part.log.cleaning_phase().is_some() {
@@ -126,9 +136,11 @@ impl Broker {
             Err(e) => {
                 out.push(Action::Log(Level::Error, format!("{}-{}: cleaning failed: {e}", key.0, key.1)));
                 self.cleaner.last = Some(key.clone());
+                self.cleaner.failed_until = backoff;
                 backoff
             }
         };
+        self.cleaner.next_at(next);
         let (topic, partition) = key;
         if let Some(job) = part.log.take_clean() {
             out.push(Action::Clean { topic: topic.clone(), partition, job });

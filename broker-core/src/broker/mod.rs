@@ -432,7 +432,8 @@ impl Broker {
         if let Err(e) = trimmed {
             out.push(Action::Log(Level::Error, format!("{name}-{p}: cleaning: {e}")));
         }
-        self.cleaner.next_ms = self.cleaner.next_ms.min(now);
+        let next = self.cleaner_due().min(now);
+        self.cleaner.next_at(next);
         self.note_log(name, p);
         out
     }

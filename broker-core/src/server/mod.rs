@@ -323,7 +323,19 @@ impl Shared {
 
     async fn decide_under<T>(&self, gate: &tokio::sync::Mutex<()>, decide: impl FnOnce(&Shared) -> T) -> T {
         let _disk = gate.lock().await;
+        #[cfg(not(madsim))]
+        let (started, what) = (std::time::Instant::now(), type_name_of(&decide));
         let out = decide(self);
+        // A decision that held its gate long stopped every request behind it: says which (the
+        // closure's name is its call site's function) for the operator and the benchmarks.
+        #[cfg(not(madsim))]
+        {
+            let held = started.elapsed().as_millis();
+            if held >= crate::constants::slow_decision_ms {
+                let which = if std::ptr::eq(gate, &self.quorum_gate) { "quorum" } else { "disk" };
+                tracing::warn!("a decision held the node's {which} gate for {held} ms ({what})");
+            }
+        }
         let stall = self.disk.take_stall();
         if !stall.is_zero() {
             // BUGGIFY: now and then the disk work completes late (an fsync that takes its time).
@@ -339,6 +351,12 @@ impl Shared {
         }
         out
     }
+}
+
+/// The type name of `_value` (a closure's names the function it was written in).
+#[cfg(not(madsim))]
+fn type_name_of<F>(_value: &F) -> &'static str {
+    std::any::type_name::<F>()
 }
 
 /// Which listener a connection came in on: its name (None for the CONTROLLER listener, whose

@@ -71,3 +71,24 @@ fn a_sweep_names_every_checker_that_fired_and_stops_when_told() {
     let one = Options { jobs: 1, bug: None, until_found: false, transaction_version: None, keep_going: &budget, on_done: &|_| {} };
     assert_eq!(sweep(jobs(&[(path, s)], 0..5), &one).len(), 1, "the budget ran out after the first run");
 }
+
+/// A seed that never ended: the log cleaner, failing on a full disk, took turn after turn at one
+/// simulated instant (`scenarios/regression/cleaner-full-disk-spins.toml`). Run on a thread of
+/// its own with a deadline, so a spin fails this test rather than hanging the suite (a normal
+/// run takes about a second).
+#[test]
+fn a_cleaner_failing_on_a_full_disk_waits_for_its_backoff() {
+    let name = "cleaner-full-disk-spins";
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios/regression").join(format!("{name}.toml"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let s = Scenario::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let (tx, rx) = std::sync::mpsc::channel();
+    for seed in [73413, 73429] {
+        let (s, path, tx) = (s.clone(), path.display().to_string(), tx.clone());
+        std::thread::spawn(move || tx.send((seed, run(&s, &path, seed, None).passed())));
+    }
+    for _ in 0..2 {
+        let (seed, passed) = rx.recv_timeout(std::time::Duration::from_secs(120)).expect("a run did not end within 120 s: the cleaner spins at one instant");
+        assert!(passed, "{name} seed {seed} failed");
+    }
+}
