@@ -55,8 +55,9 @@ for addr in "$A" "$B"; do
 done
 CREATOR=
 if [ "$CREATE" -gt 0 ]; then
-  # Topics created on the loaded broker while it writes: the created replicas' syncfs flushes
-  # every dirty page of the file system (docs/benchmarks.md, "One partition's disk work").
+  # Topics created on the loaded broker while it writes: opening 200 replicas creates 800 files,
+  # and their creation's syncfs flushes every dirty page of the file system (docs/benchmarks.md,
+  # "One partition's disk work").
   ( for i in $(seq 1 "$CREATE"); do sleep 3; BOOTSTRAP=$A timeout 120 "$PY" scripts/bench_clients.py topic create "created-$i" 200 >&2 || exit 1; done ) & CREATOR=$!
 fi
 timeout $(( SECS + 300 )) "$PY" scripts/bench_stall.py run --loaded "$A" --other "$B" --topic load --record-bytes 262144 --secs "$SECS" --mode large-records --loaded-metrics "$AM" --other-metrics "$BM" || die "large-records run failed"
