@@ -139,6 +139,25 @@ pub fn sweep(work: Vec<Job>, opts: &Options) -> Vec<Outcome> {
     results.into_iter().map(|(_, o)| o).collect()
 }
 
+/// The outcome of a run that panicked: failed, its message as the first violation, no trace.
+fn panicked(job: &Job, scenario: &Scenario, transaction_version: Option<i64>, e: &(dyn std::any::Any + Send)) -> Outcome {
+    let why = e.downcast_ref::<String>().map(String::as_str).or_else(|| e.downcast_ref::<&str>().copied()).unwrap_or("a panic without a message");
+    Outcome {
+        path: job.path.clone(),
+        name: job.scenario.name.clone(),
+        seed: job.seed,
+        passed: false,
+        checkers: vec!["panicked"],
+        expects_anomaly: !scenario.expected_anomaly().is_empty(),
+        anomalies: Vec::new(),
+        transaction_version,
+        first: Some(format!("the run panicked: {why}")),
+        trace: Some(String::new()),
+        simulated_ms: 0,
+        counts: serde_json::json!({"acknowledged": 0, "lost": 0, "duplicated": 0}),
+    }
+}
+
 /// What a sweep's runs add up to.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Tally {
@@ -185,7 +204,12 @@ fn run_one(job: &Job, bug: Option<PlantedBug>, transaction_version: Option<i64>)
     if transaction_version.is_some() {
         scenario.broker.transaction_version = transaction_version;
     }
-    let r = cluster::run(&scenario, &job.path.display().to_string(), job.seed, bug).expect("load validated the scenario");
+    let run = || cluster::run(&scenario, &job.path.display().to_string(), job.seed, bug).expect("load validated the scenario");
+    // A run that panics (the recorder's livelock guard, a harness bug) fails its seed alone.
+    let r = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
+        Ok(r) => r,
+        Err(e) => return panicked(job, &scenario, transaction_version, e.as_ref()),
+    };
     let in_order = |v: &[crate::history::Violation]| {
         let fired: BTreeSet<&str> = v.iter().map(|v| v.checker).collect();
         crate::checkers::CHECKERS.iter().map(|(name, _)| *name).filter(|name| fired.contains(name)).collect::<Vec<_>>()

@@ -17,14 +17,22 @@ pub(crate) struct Recorder {
     pub(crate) history: History,
     /// When producers stop invoking writes; unknown (`None`) until the last fault is undone.
     pub(crate) produce_until_ms: Option<u64>,
+    /// The simulated second events are being counted in, and how many came in it.
+    second: (u64, u64),
 }
+
+/// More recorded events than this in one simulated second is a livelock, not a run: tasks
+/// taking turn after turn while simulated time crawls (madsim moves it 50–100 ns a task), as the
+/// log cleaner did on a full disk (scenarios/regression/cleaner-full-disk-spins.toml: the run
+/// never ended and grew to 14 GB). A busy second of a normal run records a few thousand.
+const events_per_second_max: u64 = 1_000_000;
 
 pub(crate) type Rec = Arc<Mutex<Recorder>>;
 
 impl Recorder {
     /// A recorder whose clock starts now, writing after the trace's header.
     pub(crate) fn start(trace: Trace) -> Rec {
-        Arc::new(Mutex::new(Recorder { start: madsim::time::Instant::now(), trace, history: History::default(), produce_until_ms: None }))
+        Arc::new(Mutex::new(Recorder { start: madsim::time::Instant::now(), trace, history: History::default(), produce_until_ms: None, second: (0, 0) }))
     }
 }
 
@@ -52,9 +60,18 @@ pub(crate) fn producing(rec: &Rec) -> bool {
     r.produce_until_ms.is_none_or(|until| now < until)
 }
 
+/// Records one event. Panics on a livelock ([`events_per_second_max`]): the run then fails
+/// with that message (`sweep::run_one`) instead of never ending.
 pub(crate) fn event(rec: &Rec, node: &str, name: &str, fields: Value) {
     let mut r = rec.lock().expect("recorder");
     let t = r.start.elapsed().as_millis() as u64;
+    let second = t / 1000;
+    r.second = if r.second.0 == second { (second, r.second.1 + 1) } else { (second, 1) };
+    if r.second.1 > events_per_second_max {
+        let last = format!("{node} {name} {fields}");
+        drop(r); // not poisoned: the unwinding run drops its recorder
+        panic!("livelock: over {events_per_second_max} events recorded in the simulated second from {t} ms; the last: {last}");
+    }
     r.trace.event(t, node, name, fields);
 }
 
