@@ -1,5 +1,6 @@
 //! The local replicas brought in line with the cluster metadata: committed records applied to
-//! the image, replicas opened, re-roled or removed, topic config changes applied to open logs,
+//! the image, replicas queued to open (a job, `opening`), re-roled or removed (an open still
+//! out fenced first), topic config changes applied to open logs,
 //! and nothing given a role before this process's own registration is in the image. Also the
 //! topics Metadata requests asked to auto-create, until the controller has them.
 

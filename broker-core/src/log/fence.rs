@@ -12,7 +12,9 @@
 //! fence first ([`Log::close_jobs`]): a job running finishes before the close returns, and one
 //! that runs later does nothing and reports so ([`closed`]). Several jobs of one log may run at
 //! once (they share the fence); closing waits for all that run. Kafka likewise aborts the
-//! cleaner, waiting for its thread, before it renames a log's directory for deletion.
+//! cleaner, waiting for its thread, before it renames a log's directory for deletion. The
+//! broker fences a replica's open job (`broker::opening`) with a fence of its own the same way;
+//! [`Fence::shut`] lets it shut many fences first and then wait only for the opens running.
 //!
 //! What it must never do: be held across anything but one job's run (a close waits for it), or
 //! be taken by a decision (only the close is, and in the simulator no job is ever mid-run when
