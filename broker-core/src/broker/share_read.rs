@@ -3,10 +3,17 @@
 //! the share-partition acquires by the offsets the batch headers name). For a share group
 //! reading committed records (`share.isolation.level=read_committed`) the read stops at the last
 //! stable offset and leaves out aborted transactions' batches (by the aborted-transaction index,
-//! as a read_committed Fetch lists them) and transaction markers. Reads only.
+//! as a read_committed Fetch lists them) and transaction markers.
+//!
+//! The read is split as a Fetch's is (issue 32: no decision waits on the disk): under the
+//! node's gate a [`ShareSlice`] bounds it by batch headers only (`Log::slice`); off the gate a
+//! [`ShareReadJob`] reads those regions into memory; the decision then takes what was read
+//! ([`ShareReads::take`]) if it still fits: the same partition, leader epoch and fetch point.
 
 use super::{Broker, Error};
+use crate::log::Records;
 use bytes::Bytes;
+use std::collections::BTreeMap;
 
 /// A led partition's leader epoch, log start, high watermark and last stable offset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,26 +48,103 @@ impl Broker {
         Ok(ShareBounds { leader_epoch: part.replication.leader_epoch, log_start: part.log_start_offset(), high_watermark: part.high_watermark(), last_stable_offset: part.last_stable_offset() })
     }
 
-    /// Whole batches from the one holding `offset`, below the high watermark (`read_committed`:
-    /// the last stable offset, without aborted transactions' batches and markers), within
-    /// `max_bytes` (at least one batch), each with its base and last offsets.
-    pub fn share_read(&mut self, name: &str, p: i32, offset: i64, max_bytes: usize, read_committed: bool) -> Result<ShareRead, Error> {
+    /// What a read of whole batches from the one holding `offset` will cover, below the high
+    /// watermark (`read_committed`: the last stable offset, without aborted transactions'
+    /// batches and markers), within `max_bytes` (at least one batch): file regions bounded by
+    /// batch headers, read off the gate ([`ShareSlice::read`]). None: nothing to read.
+    pub fn share_slice(&mut self, name: &str, p: i32, offset: i64, max_bytes: usize, read_committed: bool) -> Result<Option<ShareSlice>, Error> {
         let part = self.led(name, p, -1)?;
         let upper = if read_committed { part.last_stable_offset().min(part.high_watermark()) } else { part.high_watermark() };
         if offset >= upper {
-            return Ok(ShareRead::default());
+            return Ok(None);
         }
         let from = offset.max(part.log_start_offset());
-        let bytes = part.log.read(from, max_bytes.max(1), upper)?.bytes;
-        let aborted: Vec<(i64, i64, i64)> = match read_committed {
-            true => part.log.aborted_overlapping(from, upper).iter().map(|t| (t.producer_id, t.first_offset, t.last_offset)).collect(),
-            false => Vec::new(),
-        };
-        self.stats.fetched(name, bytes.len());
-        match read_committed {
-            true => Ok(committed(&bytes, &aborted)),
-            false => Ok(ShareRead { spans: batch_spans(&bytes), bytes, skip_to: None }),
+        let records = part.log.slice(from, max_bytes.max(1), upper)?;
+        let aborted = read_committed.then(|| part.log.aborted_overlapping(from, upper).iter().map(|t| (t.producer_id, t.first_offset, t.last_offset)).collect());
+        let leader_epoch = part.replication.leader_epoch;
+        self.stats.fetched(name, records.len());
+        Ok(Some(ShareSlice { topic: name.to_string(), partition: p, offset, leader_epoch, records, aborted }))
+    }
+}
+
+/// One partition's share read, bounded under the gate ([`Broker::share_slice`]): the fetch
+/// point it was asked from, under which leadership, the regions, and the aborted transactions
+/// a committed read leaves out (None: an uncommitted read).
+#[derive(Debug)]
+pub struct ShareSlice {
+    topic: String,
+    partition: i32,
+    offset: i64,
+    leader_epoch: i32,
+    records: Records,
+    aborted: Option<Vec<(i64, i64, i64)>>,
+}
+
+impl ShareSlice {
+    /// The bytes it reads.
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    /// The regions read into memory, off the gate: what a read of them hands out. Err: the
+    /// segment was cut or its file failed meanwhile (the decision finds no read and answers
+    /// without this partition's records).
+    fn read(&self) -> Result<ShareRead, crate::log::RegionError> {
+        let bytes = self.records.to_bytes()?;
+        Ok(match &self.aborted {
+            Some(aborted) => committed(&bytes, aborted),
+            None => ShareRead { spans: batch_spans(&bytes), bytes, skip_to: None },
+        })
+    }
+}
+
+/// A ShareFetch's reads for the shell to make off the gate, one partition after another.
+#[derive(Debug, Default)]
+pub struct ShareReadJob {
+    pub slices: Vec<ShareSlice>,
+}
+
+impl ShareReadJob {
+    pub fn is_empty(&self) -> bool {
+        self.slices.is_empty()
+    }
+
+    /// The bytes it reads.
+    pub fn len(&self) -> usize {
+        self.slices.iter().map(ShareSlice::len).sum()
+    }
+
+    /// Reads every slice (one that fails is left out: its partition answers no records).
+    /// `again`: made for a decision that found its reads did not fit (it asks no more).
+    pub fn run(self, again: bool) -> ShareReads {
+        let read = self.slices.iter().filter_map(|s| Some(((s.topic.clone(), s.partition), (s.offset, s.leader_epoch, s.read().ok()?)))).collect();
+        ShareReads { read, again }
+    }
+}
+
+/// What a ShareFetch's job read, for its decision: by partition, the fetch point and leader
+/// epoch it was read for.
+#[derive(Debug, Default)]
+pub struct ShareReads {
+    read: BTreeMap<(String, i32), (i64, i32, ShareRead)>,
+    /// Read after a decision whose reads did not fit: a miss now is answered, not read again.
+    pub again: bool,
+}
+
+impl ShareReads {
+    /// The read of `topic`-`p` if it was made from `offset` under `leader_epoch`, without
+    /// what it holds at or past `upper` (reads stop below it, which never moves back within a
+    /// leadership; the cut is for the record).
+    pub fn take(&mut self, topic: &str, p: i32, offset: i64, leader_epoch: i32, upper: i64) -> Option<ShareRead> {
+        let (from, epoch, read) = self.read.remove(&(topic.to_string(), p))?;
+        if (from, epoch) != (offset, leader_epoch) {
+            return None;
         }
+        let below = read.spans.iter().take_while(|(_, last)| *last < upper).count();
+        if below == read.spans.len() {
+            return Some(ShareRead { skip_to: read.skip_to.filter(|to| *to <= upper), ..read });
+        }
+        Some(ShareRead { bytes: first_batches(&read.bytes, below), spans: read.spans[..below].to_vec(), skip_to: None })
     }
 }
 
@@ -137,6 +221,47 @@ mod tests {
         let mut b = build_marker(producer, 0, kind, 0, 0);
         batch::stamp(&mut b, base, 0);
         b
+    }
+
+    /// A one-node broker whose topic `t` holds three batches of two records (offsets 0–5).
+    fn three_batches(dir: &std::path::Path) -> crate::node::Node {
+        let node = crate::testing::one_node(crate::testing::config(dir));
+        crate::testing::create(&node, "t", 1, Default::default()).unwrap();
+        for i in 0..3u8 {
+            let mut b = node.broker();
+            let mut out = Vec::new();
+            b.produce("t", 0, &batch::build(&[&[i][..], &[i][..]], 1), 1, 10, &mut out).unwrap();
+            crate::testing::run_syncs(&mut b, out, 10);
+        }
+        assert_eq!(node.broker().share_bounds("t", 0).unwrap().high_watermark, 6);
+        node
+    }
+
+    #[test]
+    fn a_share_read_is_bounded_under_the_gate_read_off_it_and_taken_only_where_it_still_fits() {
+        let tmp = tempfile::tempdir().unwrap();
+        let node = three_batches(tmp.path());
+        let epoch = node.broker().share_bounds("t", 0).unwrap().leader_epoch;
+        let slice = |offset: i64| node.broker().share_slice("t", 0, offset, 1 << 20, false).unwrap();
+        assert!(slice(6).is_none(), "nothing at the high watermark");
+        let job = ShareReadJob { slices: vec![slice(2).unwrap()] };
+        assert_eq!(job.len(), 2 * batch::build(&[&[0][..], &[0][..]], 1).len(), "the two batches from offset 2, bounded by their headers");
+
+        // Read off the gate: taken by a decision fetching from the same point, same epoch.
+        let mut reads = job.run(false);
+        let read = reads.take("t", 0, 2, epoch, 6).expect("the read fits");
+        assert_eq!(read.spans, vec![(2, 3), (4, 5)]);
+        assert_eq!(batch_spans(&read.bytes), read.spans);
+        assert!(reads.take("t", 0, 2, epoch, 6).is_none(), "taken once");
+
+        // Another fetch point, another leader epoch: not this read.
+        let job = || ShareReadJob { slices: vec![slice(2).unwrap()] };
+        assert!(job().run(false).take("t", 0, 0, epoch, 6).is_none(), "acknowledgements moved the fetch point");
+        assert!(job().run(false).take("t", 0, 2, epoch + 1, 6).is_none(), "the leadership changed");
+        assert!(job().run(false).take("u", 0, 2, epoch, 6).is_none());
+        // What lies at or past the upper bound now is left out.
+        let cut = job().run(false).take("t", 0, 2, epoch, 4).unwrap();
+        assert_eq!((cut.spans, batch_spans(&cut.bytes)), (vec![(2, 3)], vec![(2, 3)]));
     }
 
     #[test]

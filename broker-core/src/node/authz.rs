@@ -90,6 +90,11 @@ impl Access<'_> {
     }
 }
 
+/// The topics a ShareFetch from `caller` may not READ, as its check finds them (`share`).
+pub fn share_refused(b: &Broker, caller: &Caller) -> Denied {
+    share::unreadable(&Access::of(b, caller))
+}
+
 /// Resources a handler must refuse, by topic name (or for the whole request).
 #[derive(Debug, Default)]
 pub struct Denied {

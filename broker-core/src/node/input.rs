@@ -154,7 +154,7 @@ impl Node {
             QuorumInput::Message(m) => q.receive(now, m),
         };
         let mut actions = Vec::new();
-        drain(&mut q, &mut actions);
+        drain(self, &mut q, &mut actions);
         if let Err(e) = decided {
             actions.push(Action::Log(Level::Error, format!("controller: {e}")));
         }
@@ -172,7 +172,7 @@ impl Node {
     /// leave with it, as a tick's or a message's do, instead of waiting for the next of those.
     pub fn quorum_decided(&self, out: &mut Vec<Action>) {
         if let Some(mut q) = self.controller() {
-            drain(&mut q, out);
+            drain(self, &mut q, out);
         }
     }
 
@@ -182,8 +182,10 @@ impl Node {
     }
 }
 
-/// What a quorum decision left for the shell: the Raft messages to send, then the operator's lines.
-fn drain(q: &mut super::Quorum, out: &mut Vec<Action>) {
+/// What a quorum decision left for the shell: the Raft messages to send, then the operator's
+/// lines; and the leader it knows now, published to the node's requests.
+fn drain(node: &Node, q: &mut super::Quorum, out: &mut Vec<Action>) {
+    node.publish_quorum_leader(q.leader());
     out.extend(q.outbox().into_iter().map(Action::Raft));
     out.extend(q.take_notes().into_iter().map(|(level, line)| Action::Log(level, line)));
 }

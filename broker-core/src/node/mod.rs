@@ -46,6 +46,7 @@ mod user_handlers;
 pub mod verify;
 mod waiting;
 
+use crate::broker::share_read::{ShareReadJob, ShareReads};
 use crate::broker::{Action, Broker};
 use crate::controller::quorum::Quorum;
 use crate::controller::raft::Message;
@@ -70,6 +71,10 @@ pub struct Node {
     controller: Option<Mutex<Quorum>>,
     /// The quorum leader a voter last named to this node's peer links (-1: none known).
     controller_hint: std::sync::atomic::AtomicI32,
+    /// The quorum leader this node's own voter knew at the end of its last decision (-1:
+    /// none, or no voter here): read without the quorum's lock, which a decision holds across
+    /// its metadata log's writes and syncs, so a Metadata request never waits for those.
+    quorum_leader: std::sync::atomic::AtomicI32,
     /// Client quota meters (`crate::throttle`): a leaf lock, taken alone, never across IO.
     throttles: Mutex<crate::throttle::Throttles>,
 }
@@ -118,7 +123,7 @@ impl Node {
         let txns = coordinator_link::Txns::new(broker.config().txns.clone(), broker.config().prepared_commits());
         let unit = broker.config().throttle_unit();
         let shares = share_handlers::new_shares(broker.config());
-        Node { parts: Mutex::new(Parts { broker, groups, txns, shares, fetchers: Default::default() }), controller: controller.map(Mutex::new), controller_hint: (-1).into(), throttles: Mutex::new(crate::throttle::Throttles::new(unit)) }
+        Node { parts: Mutex::new(Parts { broker, groups, txns, shares, fetchers: Default::default() }), controller: controller.map(Mutex::new), controller_hint: (-1).into(), quorum_leader: (-1).into(), throttles: Mutex::new(crate::throttle::Throttles::new(unit)) }
     }
 
     /// The broker and the coordinator, even if a request handler panicked while holding them
@@ -149,9 +154,34 @@ impl Node {
         self.controller.as_ref().map(|c| c.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
+    /// [`Node::controller`] if its lock is free now: Err while a quorum decision holds it
+    /// (across its metadata log's IO), for a poll outside the gates that must not block.
+    pub fn try_controller(&self) -> Result<Option<MutexGuard<'_, Quorum>>, ()> {
+        match &self.controller {
+            None => Ok(None),
+            Some(c) => match c.try_lock() {
+                Ok(q) => Ok(Some(q)),
+                Err(std::sync::TryLockError::Poisoned(p)) => Ok(Some(p.into_inner())),
+                Err(std::sync::TryLockError::WouldBlock) => Err(()),
+            },
+        }
+    }
+
     /// The quorum leader a voter last named to this node, if any.
     pub fn controller_hint(&self) -> Option<i32> {
         Some(self.controller_hint.load(std::sync::atomic::Ordering::Relaxed)).filter(|&id| id >= 0)
+    }
+
+    /// The quorum leader this node's own voter knew after its last decision, if any: without
+    /// the quorum's lock.
+    pub fn quorum_leader(&self) -> Option<i32> {
+        Some(self.quorum_leader.load(std::sync::atomic::Ordering::Relaxed)).filter(|&id| id >= 0)
+    }
+
+    /// What [`Node::quorum_leader`] reads of this node's own voter: the leader it knows after
+    /// a decision.
+    fn publish_quorum_leader(&self, leader: Option<i32>) {
+        self.quorum_leader.store(leader.unwrap_or(-1), std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Remembers (or, with None, forgets) the quorum leader a voter named.
@@ -164,7 +194,7 @@ impl Node {
     /// a leader that is not a registered broker (a voter-only node) is replaced by this broker
     /// (or, on a voter-only node, the first live broker), which forwards controller requests.
     pub fn controller_id(&self) -> i32 {
-        let own = self.controller().and_then(|q| q.leader());
+        let own = self.quorum_leader();
         let leader = own.or_else(|| self.controller_hint()).unwrap_or_else(|| self.broker().config().voters.keys().next().copied().unwrap_or(-1));
         let b = self.broker();
         if leader < 0 || b.image().brokers.contains_key(&leader) {
@@ -207,6 +237,10 @@ pub enum Outcome {
     /// coordinator `job`, then decide `prepared` again with its answer
     /// ([`Prepared::verified`]).
     Verify { prepared: Prepared, job: verify::VerifyJob },
+    /// A ShareFetch that found records it had not read (`share_fetch::share_plan`): read `job`
+    /// off the gate, then decide the request again with it ([`Prepared::share_reads`]), as a
+    /// parked fetch is (`wait_ms`: its wait, if it has none yet).
+    ShareRead { job: ShareReadJob, wait_ms: u64 },
 }
 
 impl Outcome {
@@ -222,6 +256,7 @@ impl Outcome {
             Outcome::Wait(_) => "a wait",
             Outcome::Forward { .. } => "a forward",
             Outcome::Verify { .. } => "a verification",
+            Outcome::ShareRead { .. } => "a share read",
         }
     }
 }
@@ -264,6 +299,8 @@ pub struct Prepared {
     batches: Option<Vec<Option<crate::broker::Incoming>>>,
     /// A produce's verification, answered (`Outcome::Verify`).
     verified: Option<verify::Verified>,
+    /// A ShareFetch's records, read off the gate before its decision.
+    share_reads: Option<ShareReads>,
 }
 
 /// The work of a request that needs only its bytes, for the shell to do before it takes the
@@ -273,14 +310,33 @@ pub fn prepare(decoded: Decoded) -> Prepared {
         Decoded::Request(Request { body: RequestKind::Produce(req), .. }) => Some(handlers::produce_batches(req)),
         _ => None,
     };
-    Prepared { decoded, batches, verified: None }
+    Prepared { decoded, batches, verified: None, share_reads: None }
 }
 
 impl Prepared {
     /// A copy to decide again (a parked fetch), for a request without batches: None for one
     /// with them (a produce is decided once).
     pub fn copy_without_batches(&self) -> Option<Prepared> {
-        self.batches.is_none().then(|| Prepared { decoded: self.decoded.clone(), batches: None, verified: None })
+        self.batches.is_none().then(|| Prepared { decoded: self.decoded.clone(), batches: None, verified: None, share_reads: None })
+    }
+
+    /// What this request reads before its decision, off the gate: a ShareFetch's records not
+    /// yet read for it (`share_fetch::share_plan`), for the callers `refused` does not name
+    /// (None: anything else).
+    pub fn share_plan(&self, node: &Node, caller: Option<&Caller>) -> Option<ShareReadJob> {
+        let Decoded::Request(Request { body: RequestKind::ShareFetch(req), .. }) = &self.decoded else { return None };
+        if self.share_reads.is_some() {
+            return None;
+        }
+        let refused = caller.map_or_else(authz::Denied::none, |c| authz::share_refused(&node.broker(), c));
+        Some(share_fetch::share_plan(node, req, &refused))
+    }
+
+    /// What was read for this ShareFetch (`share_plan`, `Outcome::ShareRead`): its decision
+    /// takes it.
+    pub fn with_share_reads(mut self, reads: ShareReads) -> Prepared {
+        self.share_reads = Some(reads);
+        self
     }
 
     /// This produce's verification came back (`Outcome::Verify`): decide it again with it.
@@ -304,7 +360,7 @@ pub fn handle_from(node: &Node, prepared: Prepared, caller: Option<&Caller>, now
 /// `enveloped`: the request was forwarded here by another node (never forwarded again).
 fn handle_inner(node: &Node, prepared: Prepared, caller: Option<&Caller>, now: u64, attempt: Attempt, out: &mut Vec<Action>, enveloped: bool) -> Result<Outcome, String> {
     let peer = caller.map(|c| c.host);
-    let Prepared { decoded, batches, verified } = prepared;
+    let Prepared { decoded, batches, verified, share_reads } = prepared;
     let mut request = match decoded {
         Decoded::Request(r) => r,
         Decoded::Raft(m) => {
@@ -354,7 +410,7 @@ fn handle_inner(node: &Node, prepared: Prepared, caller: Option<&Caller>, now: u
     if let (RequestKind::Produce(req), Some(checked), None) = (&request.body, &batches, &verified) {
         let job = req.transactional_id.as_ref().and_then(|id| verify::start(&mut node.broker(), id.0.as_str(), req, checked));
         if let Some(job) = job {
-            return Ok(Outcome::Verify { prepared: Prepared { decoded: Decoded::Request(request), batches, verified: None }, job });
+            return Ok(Outcome::Verify { prepared: Prepared { decoded: Decoded::Request(request), batches, verified: None, share_reads: None }, job });
         }
     }
     let final_attempt = attempt == Attempt::Final;
@@ -458,7 +514,7 @@ fn handle_inner(node: &Node, prepared: Prepared, caller: Option<&Caller>, now: u
         RequestKind::ConsumerGroupDescribe(req) => reply!(readded!(consumer_handlers::consumer_group_describe(node, req, caller, now, out), consumer_handlers::consumer_group_describe_after)),
         RequestKind::ShareGroupHeartbeat(req) => share_handlers::share_group_heartbeat(node, (version, correlation_id), (&client_id, peer), req, now, out),
         RequestKind::ShareGroupDescribe(req) => reply!(readded!(share_handlers::share_group_describe(node, req, now, out), share_handlers::share_group_describe_after)),
-        RequestKind::ShareFetch(req) => share_fetch::share_fetch(node, (version, correlation_id), req, (&denied, caller.and_then(|c| c.connection)), attempt, now, out),
+        RequestKind::ShareFetch(req) => share_fetch::share_fetch(node, (version, correlation_id), req, (&denied, caller.and_then(|c| c.connection)), (attempt, share_reads.unwrap_or_default()), now, out),
         RequestKind::ShareAcknowledge(req) => share_fetch::share_acknowledge(node, (version, correlation_id), req, (&denied, caller.and_then(|c| c.connection)), now, out),
         RequestKind::ReadShareGroupState(req) => share_handlers::read_share_group_state(node, (version, correlation_id), req, now, out),
         RequestKind::WriteShareGroupState(req) => share_handlers::write_share_group_state(node, (version, correlation_id), req, now, out),

@@ -10,7 +10,7 @@
 use super::authz::Denied;
 use super::share_handlers::{coordinator_of, emit};
 use super::{Attempt, Node, Outcome, Parts, Waiting};
-use crate::broker::share_read::{first_batches, ShareRead};
+use crate::broker::share_read::{first_batches, ShareRead, ShareReadJob, ShareReads};
 use crate::broker::Action;
 use crate::constants::{fetch_bytes_max, group_request_wait_ms_max};
 use crate::kafka::Code;
@@ -150,6 +150,8 @@ struct Asked<'a> {
     denied: &'a Denied,
     /// The connection it came on: a session lives on the one that opened it.
     connection: Option<u64>,
+    /// What was read for the fetch before the decision (`share_plan`).
+    reads: ShareReads,
 }
 
 fn decide(parts: &mut Parts, mut reply: ShareReply, asked: Asked<'_>, attempt: Attempt, now: u64, actions: &mut Vec<Action>) -> Result<Outcome, String> {
@@ -223,6 +225,8 @@ fn decide(parts: &mut Parts, mut reply: ShareReply, asked: Asked<'_>, attempt: A
         };
         slot.ack_error = Some(result.err().map_or(0, |e| e.code()));
     }
+    let mut reads = asked.reads;
+    let mut missed = ShareReadJob::default();
     if let Some((mut records_left, mut bytes_left)) = asked.fetch.filter(|_| !begun.closing) {
         for (topic, p) in &begun.partitions {
             if records_left == 0 || bytes_left == 0 {
@@ -246,12 +250,17 @@ fn decide(parts: &mut Parts, mut reply: ShareReply, asked: Asked<'_>, attempt: A
                 continue;
             }
             let Some(from) = shares.partition(&key).and_then(|x| x.fetch_from()).filter(|f| *f < bounds.upper(read_committed)) else { continue };
-            let ShareRead { bytes, spans, skip_to } = match b.share_read(topic, *p, from, bytes_left.min(crate::constants::share_read_bytes_max), read_committed) {
-                Ok(x) => x,
-                Err(e) => {
-                    reply.slots.entry(slot_key).or_default().error = e.kafka_error(true).code();
-                    continue;
+            let upper = bounds.upper(read_committed);
+            let Some(ShareRead { bytes, spans, skip_to }) = reads.take(topic, *p, from, bounds.leader_epoch, upper) else {
+                // Not read for this point (acknowledgements moved it, the session took the
+                // partition now, the leadership changed): bounded now, read after the decision.
+                let room = bytes_left.saturating_sub(missed.len()).min(crate::constants::share_read_bytes_max);
+                match b.share_slice(topic, *p, from, room, read_committed) {
+                    _ if room == 0 => {}
+                    Ok(slice) => missed.slices.extend(slice),
+                    Err(e) => reply.slots.entry(slot_key).or_default().error = e.kafka_error(true).code(),
                 }
+                continue;
             };
             if let Some(&(base, _)) = spans.first().filter(|(base, _)| *base > from) {
                 shares.log_gap(&key, from, base);
@@ -286,8 +295,11 @@ fn decide(parts: &mut Parts, mut reply: ShareReply, asked: Asked<'_>, attempt: A
     }
     if !waits {
         shares.forget(ticket);
+        let idle = asked.fetch.is_some() && !begun.closing && reply.slots.is_empty();
         return match asked.fetch {
-            Some(_) if attempt != Attempt::Final && asked.wait_ms > 0 && !begun.closing && reply.slots.is_empty() => Ok(Outcome::Park { wait_ms: asked.wait_ms, metadata: false }),
+            // Records this decision found but had not read: read them, then decide again.
+            Some(_) if idle && !reads.again && !missed.is_empty() => Ok(Outcome::ShareRead { job: missed, wait_ms: asked.wait_ms }),
+            Some(_) if attempt != Attempt::Final && asked.wait_ms > 0 && idle => Ok(Outcome::Park { wait_ms: asked.wait_ms, metadata: false }),
             _ => Ok(Outcome::Reply(reply.finish(Some(&Results::default())))),
         };
     }
@@ -313,7 +325,7 @@ fn names(node: &Node, forgotten: impl Iterator<Item = (Uuid, i32)>) -> Vec<(Stri
 }
 
 /// ShareFetch.
-pub fn share_fetch(node: &Node, (version, cid): (i16, i32), req: ShareFetchRequest, (denied, connection): (&Denied, Option<u64>), attempt: Attempt, now: u64, out: &mut Vec<Action>) -> Result<Outcome, String> {
+pub fn share_fetch(node: &Node, (version, cid): (i16, i32), req: ShareFetchRequest, (denied, connection): (&Denied, Option<u64>), (attempt, reads): (Attempt, ShareReads), now: u64, out: &mut Vec<Action>) -> Result<Outcome, String> {
     let mut reply = ShareReply { fetch: true, version, cid, error: None, lock_ms: 0, slots: BTreeMap::new() };
     let Some((group, member)) = who(&req.group_id, &req.member_id) else {
         reply.error = Some(Code::InvalidRequest);
@@ -325,7 +337,7 @@ pub fn share_fetch(node: &Node, (version, cid): (i16, i32), req: ShareFetchReque
     let forgotten = names(node, req.forgotten_topics_data.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, *p))));
     let records = if req.max_records > 0 { req.max_records as usize } else { usize::MAX };
     let bytes = (req.max_bytes.max(1) as usize).min(fetch_bytes_max);
-    let asked = Asked { group: &group, member: &member, epoch: req.share_session_epoch, named, forgotten, fetch: Some((records, bytes)), wait_ms: req.max_wait_ms.max(0) as u64, denied, connection };
+    let asked = Asked { group: &group, member: &member, epoch: req.share_session_epoch, named, forgotten, fetch: Some((records, bytes)), wait_ms: req.max_wait_ms.max(0) as u64, denied, connection, reads };
     decide(&mut node.parts(), reply, asked, attempt, now, out)
 }
 
@@ -338,6 +350,43 @@ pub fn share_acknowledge(node: &Node, (version, cid): (i16, i32), req: ShareAckn
     };
     let parts = req.topics.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, p.partition_index, p)));
     let named = named_topics(node, parts, |p| acks_of(p.acknowledgement_batches.iter().map(|b| (b.first_offset, b.last_offset, b.acknowledge_types.clone()))));
-    let asked = Asked { group: &group, member: &member, epoch: req.share_session_epoch, named, forgotten: Vec::new(), fetch: None, wait_ms: 0, denied, connection };
+    let asked = Asked { group: &group, member: &member, epoch: req.share_session_epoch, named, forgotten: Vec::new(), fetch: None, wait_ms: 0, denied, connection, reads: ShareReads::default() };
     decide(&mut node.parts(), reply, asked, Attempt::First, now, out)
+}
+
+/// What a ShareFetch will read, bounded before its decision (under the gate: batch headers
+/// only) for the shell to read off it, so the decision finds the records in memory
+/// (`Prepared::share_reads`): each partition its session holds after the request (the session's
+/// and the request's, less the forgotten; only the request's for a new session) that this node
+/// leads, `refused` (`authz::share_refused`) does not name and whose share-partition is ready,
+/// from where that share-partition fetches next, within the request's bytes. What the
+/// decision itself moves (acknowledgements that give records back, a partition new to the
+/// session) it finds unread and reads after ([`Outcome::ShareRead`]).
+pub fn share_plan(node: &Node, req: &ShareFetchRequest, refused: &Denied) -> ShareReadJob {
+    let mut job = ShareReadJob::default();
+    let Some((group, member)) = who(&req.group_id, &req.member_id) else { return job };
+    let named = names(node, req.topics.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, p.partition_index))));
+    let forgotten = names(node, req.forgotten_topics_data.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, *p))));
+    let mut parts = node.parts();
+    let Parts { broker: b, shares, .. } = &mut *parts;
+    let mut partitions: std::collections::BTreeSet<(String, i32)> = match req.share_session_epoch {
+        crate::share::sessions::open_epoch => Default::default(),
+        _ => shares.sessions.partitions(&group, &member).cloned().unwrap_or_default(),
+    };
+    partitions.extend(named);
+    let read_committed = b.image().group_config(&group, crate::metadata::group_configs::share_isolation_level) == Some("read_committed");
+    let mut bytes_left = (req.max_bytes.max(1) as usize).min(fetch_bytes_max);
+    for (topic, p) in partitions.iter().filter(|x| !forgotten.contains(x) && refused.of(&x.0).is_none()) {
+        let key: PartKey = (group.clone(), topic.clone(), *p);
+        let Some(from) = shares.partition(&key).and_then(|x| x.fetch_from()) else { continue };
+        let room = bytes_left.min(crate::constants::share_read_bytes_max);
+        if room == 0 {
+            break;
+        }
+        if let Ok(Some(slice)) = b.share_slice(topic, *p, from, room, read_committed) {
+            bytes_left = bytes_left.saturating_sub(slice.len());
+            job.slices.push(slice);
+        }
+    }
+    job
 }

@@ -138,6 +138,29 @@ fn hostile_frames_close_the_connection() {
     assert_eq!(frame_len(100i32.to_be_bytes(), 100), Ok(100));
 }
 
+/// A quorum decision holds the quorum's lock across its metadata log's writes and syncs (a
+/// topic of 200 partitions: 170 ms on this machine): a Metadata request, decided under the
+/// node's other gate, must not wait for it (it reads the leader the quorum published).
+#[test]
+fn metadata_is_answered_while_a_quorum_decision_holds_the_quorum() {
+    let tmp = tempfile::tempdir().unwrap();
+    let b = broker(tmp.path());
+    crate::testing::sync(&b, 0);
+    let held = b.controller().expect("a voter here");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let answered = std::thread::scope(|s| {
+        s.spawn(|| {
+            let md = MetadataRequest::default().with_topics(None);
+            let r: MetadataResponse = reply(handle(&b, &frame(ApiKey::Metadata, 12, &md), 0, Attempt::First, &mut Vec::new()), ApiKey::Metadata, 12);
+            let _ = tx.send(r.controller_id.0);
+        });
+        let answered = rx.recv_timeout(std::time::Duration::from_secs(10));
+        drop(held);
+        answered
+    });
+    assert_eq!(answered, Ok(0), "Metadata waited for the quorum's lock");
+}
+
 #[test]
 fn produce_fetch_and_long_poll() {
     let tmp = tempfile::tempdir().unwrap();
@@ -249,7 +272,7 @@ fn produce_checked_before_its_decision_is_answered_alike() {
         assert!(early.batches.is_some(), "case {i}: a readable produce is prepared");
         // The same decision with the batches checked under the lock instead.
         let Decoded::Request(late) = decode_request(&f, true).unwrap() else { panic!("case {i}: a request") };
-        let late = Prepared { decoded: Decoded::Request(late), batches: None, verified: None };
+        let late = Prepared { decoded: Decoded::Request(late), batches: None, verified: None, share_reads: None };
         let answers = [handle_from(&prepared, early, None, 0, Attempt::First, &mut Vec::new()), handle_from(&unprepared, late, None, 0, Attempt::First, &mut Vec::new())];
         let [a, b] = answers.map(|o| reply::<ProduceResponse>(o, ApiKey::Produce, 9).responses[0].partition_responses[0].clone());
         assert_eq!(a, b, "case {i}");

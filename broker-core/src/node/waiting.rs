@@ -218,7 +218,13 @@ impl Waiting {
             }
             What::Committed { offset, epoch, reply, refused, applied } => {
                 if let Some(e) = *epoch {
-                    let state = node.controller().map(|q| (q.active_epoch() == Some(e), q.is_committed(*offset)));
+                    // Polled outside the gates: a quorum decision at its metadata log's sync
+                    // holds the lock, and its end wakes this poll again (the node changed).
+                    let state = match node.try_controller() {
+                        Ok(q) => q.map(|q| (q.active_epoch() == Some(e), q.is_committed(*offset))),
+                        Err(()) if !expired => return None,
+                        Err(()) => None,
+                    };
                     match state {
                         Some((true, true)) => *epoch = None,
                         Some((true, false)) if !expired => return None,

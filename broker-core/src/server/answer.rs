@@ -41,6 +41,14 @@ pub(super) async fn answer(shared: &Shared, frame: &Bytes, caller: &crate::secur
         if is_fetch {
             prepared = this.copy_without_batches();
         }
+        // A ShareFetch's records are read off the gate before its decision.
+        let this = match key == ApiKey::ShareFetch as i16 {
+            true => match shared.decide(|s| this.share_plan(&s.node, Some(caller))).await {
+                Some(job) => this.with_share_reads(shared.read_shares(job, false).await),
+                None => this,
+            },
+            false => this,
+        };
         // Registered before we look, so no change is missed.
         let data = shared.changed.notified();
         let metadata = shared.metadata_committed.notified();
@@ -108,6 +116,12 @@ pub(super) async fn answer(shared: &Shared, frame: &Bytes, caller: &crate::secur
             Outcome::Forward { request, fallback } => return forward::forward(shared, request, caller, fallback).await,
             // KIP-890 part 1: ask the coordinator, then decide the produce again with its answer.
             Outcome::Verify { prepared: again, job } => prepared = Some(again.verified(verify::ask(shared, &job).await)),
+            // A ShareFetch that found records unread: read them off the gate, decide again.
+            Outcome::ShareRead { job, wait_ms } => {
+                deadline.get_or_insert_with(|| Instant::now() + Duration::from_millis(wait_ms));
+                let reads = shared.read_shares(job, true).await;
+                prepared = prepared.map(|p| p.with_share_reads(reads));
+            }
             other => return other,
         }
     }

@@ -391,7 +391,7 @@ async fn burst(shared: &Shared, inbox: &mut Inbox, rd: &mut send::ReadHalf, wr: 
                 tracing::warn!("closing connection from {peer}: {reason}");
                 return false;
             }
-            Outcome::Park { .. } | Outcome::Wait(_) | Outcome::Forward { .. } | Outcome::Verify { .. } => unreachable!("answer() never returns Park, Wait, Forward or Verify"),
+            Outcome::Park { .. } | Outcome::Wait(_) | Outcome::Forward { .. } | Outcome::Verify { .. } | Outcome::ShareRead { .. } => unreachable!("answer() never returns Park, Wait, Forward, Verify or ShareRead"),
         }
         phases[3] = sending.elapsed().as_secs_f64();
         if mute_ms > 0 {

@@ -157,6 +157,18 @@ impl Shared {
         self.off_gate("cleaning step", crate::buggify::Site::SlowSwap, move || task.run(), |why| job.lost(why)).await
     }
 
+    /// Reads a ShareFetch's records without the disk gate (`Outcome::ShareRead`,
+    /// `Prepared::share_plan`), as [`Shared::run_sync`] runs a sync job; `again` as
+    /// [`ShareReadJob::run`](crate::broker::share_read::ShareReadJob::run) takes it.
+    pub(super) async fn read_shares(&self, job: crate::broker::share_read::ShareReadJob, again: bool) -> crate::broker::share_read::ShareReads {
+        use crate::broker::share_read::ShareReadJob;
+        if job.is_empty() {
+            return job.run(again);
+        }
+        // Lost: no reads, and none asked again.
+        self.off_gate("share read", crate::buggify::Site::SlowSync, move || job.run(again), |_| ShareReadJob::default().run(true)).await
+    }
+
     /// Runs a cleaning swap without the disk gate, as [`Shared::run_sync`] runs a sync job.
     async fn run_swap(&self, job: crate::log::SwapJob) -> crate::log::Swapped {
         let task = job.clone();

@@ -74,7 +74,7 @@ pub(super) fn resolve_addr(addr: &str) -> Result<SocketAddr, String> {
 /// voter's view, or the last one a voter named), else the next voter in turn after `tried`.
 pub(super) fn controller_addr(shared: &Shared) -> Result<SocketAddr, String> {
     let voters = shared.broker().config().voters.clone();
-    let known = shared.node.controller().and_then(|q| q.leader()).or_else(|| shared.node.controller_hint());
+    let known = shared.node.quorum_leader().or_else(|| shared.node.controller_hint());
     let id = match known.filter(|id| voters.contains_key(id)) {
         Some(id) => id,
         None => {
