@@ -8,7 +8,9 @@
 //! The read is split as a Fetch's is (issue 32: no decision waits on the disk): under the
 //! node's gate a [`ShareSlice`] bounds it by batch headers only (`Log::slice`); off the gate a
 //! [`ShareReadJob`] reads those regions into memory; the decision then takes what was read
-//! ([`ShareReads::take`]) if it still fits: the same partition, leader epoch and fetch point.
+//! ([`ShareReads::take`]) if it still fits: the same topic, partition, leader epoch and
+//! isolation level, read from at or below its fetch point. As a Fetch's zero-copy read, the
+//! batches are bounded by their headers, not CRC-checked (the client checks).
 
 use super::{Broker, Error};
 use crate::log::Records;
@@ -62,20 +64,30 @@ impl Broker {
         let records = part.log.slice(from, max_bytes.max(1), upper)?;
         let aborted = read_committed.then(|| part.log.aborted_overlapping(from, upper).iter().map(|t| (t.producer_id, t.first_offset, t.last_offset)).collect());
         let leader_epoch = part.replication.leader_epoch;
+        let topic_id = self.image().topics.get(name).map_or([0; 16], |t| t.id);
         self.stats.fetched(name, records.len());
-        Ok(Some(ShareSlice { topic: name.to_string(), partition: p, offset, leader_epoch, records, aborted }))
+        Ok(Some(ShareSlice { at: ReadAt { topic: name.to_string(), topic_id, partition: p, leader_epoch, read_committed }, offset, records, aborted }))
     }
 }
 
-/// One partition's share read, bounded under the gate ([`Broker::share_slice`]): the fetch
-/// point it was asked from, under which leadership, the regions, and the aborted transactions
-/// a committed read leaves out (None: an uncommitted read).
+/// What a share read is of: a partition of one topic (by id too: a topic deleted and created
+/// again under its name is another), under one leadership, at one isolation level.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ReadAt {
+    pub topic: String,
+    pub topic_id: [u8; 16],
+    pub partition: i32,
+    pub leader_epoch: i32,
+    pub read_committed: bool,
+}
+
+/// One partition's share read, bounded under the gate ([`Broker::share_slice`]): what it is
+/// of, the offset it was asked from, the regions, and the aborted transactions a committed
+/// read leaves out (None: an uncommitted read).
 #[derive(Debug)]
 pub struct ShareSlice {
-    topic: String,
-    partition: i32,
+    at: ReadAt,
     offset: i64,
-    leader_epoch: i32,
     records: Records,
     aborted: Option<Vec<(i64, i64, i64)>>,
 }
@@ -117,34 +129,39 @@ impl ShareReadJob {
     /// Reads every slice (one that fails is left out: its partition answers no records).
     /// `again`: made for a decision that found its reads did not fit (it asks no more).
     pub fn run(self, again: bool) -> ShareReads {
-        let read = self.slices.iter().filter_map(|s| Some(((s.topic.clone(), s.partition), (s.offset, s.leader_epoch, s.read().ok()?)))).collect();
+        let read = self.slices.iter().filter_map(|s| Some(((s.at.topic.clone(), s.at.partition), (s.at.clone(), s.offset, s.read().ok()?)))).collect();
         ShareReads { read, again }
     }
 }
 
-/// What a ShareFetch's job read, for its decision: by partition, the fetch point and leader
-/// epoch it was read for.
+/// What a ShareFetch's job read, for its decision: by partition, what it was read as and the
+/// offset it was read from.
 #[derive(Debug, Default)]
 pub struct ShareReads {
-    read: BTreeMap<(String, i32), (i64, i32, ShareRead)>,
+    read: BTreeMap<(String, i32), (ReadAt, i64, ShareRead)>,
     /// Read after a decision whose reads did not fit: a miss now is answered, not read again.
     pub again: bool,
 }
 
 impl ShareReads {
-    /// The read of `topic`-`p` if it was made from `offset` under `leader_epoch`, without
-    /// what it holds at or past `upper` (reads stop below it, which never moves back within a
-    /// leadership; the cut is for the record).
-    pub fn take(&mut self, topic: &str, p: i32, offset: i64, leader_epoch: i32, upper: i64) -> Option<ShareRead> {
-        let (from, epoch, read) = self.read.remove(&(topic.to_string(), p))?;
-        if (from, epoch) != (offset, leader_epoch) {
+    /// The read of `at` from its batch holding `offset` on, if one was made as that, from
+    /// `offset` or below (another member's acquisition may have moved the fetch point up
+    /// meanwhile), and holds a batch at or past `offset`; without what it holds at or past
+    /// `upper` (reads stop below it, which never moves back within a leadership).
+    pub fn take(&mut self, at: &ReadAt, offset: i64, upper: i64) -> Option<ShareRead> {
+        let (made, from, read) = self.read.remove(&(at.topic.clone(), at.partition))?;
+        if made != *at || from > offset {
             return None;
         }
-        let below = read.spans.iter().take_while(|(_, last)| *last < upper).count();
-        if below == read.spans.len() {
-            return Some(ShareRead { skip_to: read.skip_to.filter(|to| *to <= upper), ..read });
+        let behind = read.spans.iter().take_while(|(_, last)| *last < offset).count();
+        let below = read.spans.iter().take_while(|(_, last)| *last < upper).count().max(behind);
+        // Where a committed read ends past what it left out: still news only past `offset`.
+        let skip_to = read.skip_to.filter(|to| below == read.spans.len() && *to <= upper && *to > offset);
+        if behind == below && skip_to.is_none() {
+            return None;
         }
-        Some(ShareRead { bytes: first_batches(&read.bytes, below), spans: read.spans[..below].to_vec(), skip_to: None })
+        let (start, end) = (batches_len(&read.bytes, behind), batches_len(&read.bytes, below));
+        Some(ShareRead { bytes: read.bytes.slice(start..end), spans: read.spans[behind..below].to_vec(), skip_to })
     }
 }
 
@@ -192,12 +209,17 @@ pub fn batch_spans(bytes: &[u8]) -> Vec<(i64, i64)> {
 
 /// The first `n` batches of `bytes` (the acquired ones; the rest are not sent).
 pub fn first_batches(bytes: &Bytes, n: usize) -> Bytes {
+    bytes.slice(..batches_len(bytes, n))
+}
+
+/// How many bytes the first `n` whole batches of `bytes` take.
+fn batches_len(bytes: &[u8], n: usize) -> usize {
     let mut at = 0usize;
     for _ in 0..n {
-        let len = i32::from_be_bytes(bytes[at + 8..at + 12].try_into().expect("4 bytes"));
-        at += crate::constants::batch_log_overhead_bytes + len as usize;
+        let Some((_, end)) = batch_at(bytes, at) else { break };
+        at = end;
     }
-    bytes.slice(..at)
+    at
 }
 
 #[cfg(test)]
@@ -242,26 +264,47 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let node = three_batches(tmp.path());
         let epoch = node.broker().share_bounds("t", 0).unwrap().leader_epoch;
+        let topic_id = node.broker().image().topics["t"].id;
+        let at = ReadAt { topic: "t".into(), topic_id, partition: 0, leader_epoch: epoch, read_committed: false };
         let slice = |offset: i64| node.broker().share_slice("t", 0, offset, 1 << 20, false).unwrap();
         assert!(slice(6).is_none(), "nothing at the high watermark");
         let job = ShareReadJob { slices: vec![slice(2).unwrap()] };
         assert_eq!(job.len(), 2 * batch::build(&[&[0][..], &[0][..]], 1).len(), "the two batches from offset 2, bounded by their headers");
 
-        // Read off the gate: taken by a decision fetching from the same point, same epoch.
+        // Read off the gate: taken by a decision fetching from the same point.
         let mut reads = job.run(false);
-        let read = reads.take("t", 0, 2, epoch, 6).expect("the read fits");
+        let read = reads.take(&at, 2, 6).expect("the read fits");
         assert_eq!(read.spans, vec![(2, 3), (4, 5)]);
         assert_eq!(batch_spans(&read.bytes), read.spans);
-        assert!(reads.take("t", 0, 2, epoch, 6).is_none(), "taken once");
+        assert!(reads.take(&at, 2, 6).is_none(), "taken once");
 
-        // Another fetch point, another leader epoch: not this read.
         let job = || ShareReadJob { slices: vec![slice(2).unwrap()] };
-        assert!(job().run(false).take("t", 0, 0, epoch, 6).is_none(), "acknowledgements moved the fetch point");
-        assert!(job().run(false).take("t", 0, 2, epoch + 1, 6).is_none(), "the leadership changed");
-        assert!(job().run(false).take("u", 0, 2, epoch, 6).is_none());
+        // Another member acquired the first batch meanwhile: the rest of the read serves.
+        let up = job().run(false).take(&at, 4, 6).expect("a read from below the fetch point");
+        assert_eq!((up.spans.clone(), batch_spans(&up.bytes)), (vec![(4, 5)], vec![(4, 5)]));
+        assert!(job().run(false).take(&at, 6, 6).is_none(), "nothing read at or past the fetch point");
+        // Records given back below the read: not this read.
+        assert!(job().run(false).take(&at, 0, 6).is_none(), "acknowledgements moved the fetch point down");
+        // Another leadership, topic, isolation level: not this read.
+        for other in [ReadAt { leader_epoch: epoch + 1, ..at.clone() }, ReadAt { topic_id: [7; 16], ..at.clone() }, ReadAt { read_committed: true, ..at.clone() }] {
+            assert!(job().run(false).take(&other, 2, 6).is_none(), "{other:?}");
+        }
+        assert!(job().run(false).take(&ReadAt { topic: "u".into(), ..at.clone() }, 2, 6).is_none());
         // What lies at or past the upper bound now is left out.
-        let cut = job().run(false).take("t", 0, 2, epoch, 4).unwrap();
+        let cut = job().run(false).take(&at, 2, 4).unwrap();
         assert_eq!((cut.spans, batch_spans(&cut.bytes)), (vec![(2, 3)], vec![(2, 3)]));
+    }
+
+    #[test]
+    fn a_committed_read_of_only_aborted_records_still_moves_past_them() {
+        // 0-1 producer 7, aborted by the marker at 2.
+        let bytes = Bytes::from([records(0, 2, Some(7)), marker(2, 7, MarkerKind::Abort)].concat());
+        let at = ReadAt { topic: "t".into(), topic_id: [1; 16], partition: 0, leader_epoch: 3, read_committed: true };
+        let mut reads = ShareReads { read: [(("t".to_string(), 0), (at.clone(), 0, committed(&bytes, &[(7, 0, 2)])))].into(), again: false };
+        let read = reads.take(&at, 0, 3).expect("what it skips is news");
+        assert_eq!((read.spans, read.skip_to, read.bytes.len()), (vec![], Some(3), 0));
+        let mut reads = ShareReads { read: [(("t".to_string(), 0), (at.clone(), 0, committed(&bytes, &[(7, 0, 2)])))].into(), again: false };
+        assert!(reads.take(&at, 3, 3).is_none(), "nothing past the fetch point");
     }
 
     #[test]

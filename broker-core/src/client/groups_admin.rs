@@ -382,7 +382,16 @@ async fn consumer_group(cluster: &mut Cluster, addr: SocketAddr, group: &str) ->
         Err(e @ ClientError::Io { .. }) => return Err(e),
         Err(_) => None,
     };
-    let Some(g) = g.filter(|g| g.error_code == 0) else { return Ok(None) };
+    let Some(g) = g else { return Ok(None) };
+    // The coordinator still loading (after a restart) or moving: asked again, never taken for
+    // "not this kind of group".
+    let code = crate::kafka::error(g.error_code).unwrap_or(Code::Unknown(g.error_code));
+    if coordinator_transient(code) {
+        return Err(ClientError::kafka(g.error_code, format!("ConsumerGroupDescribe of {group}")));
+    }
+    if g.error_code != 0 {
+        return Ok(None);
+    }
     let tps = |a: &kafka_protocol::messages::consumer_group_describe_response::Assignment| -> TopicPartitions {
         a.topic_partitions.iter().map(|t| (t.topic_name.0.to_string(), t.partitions.clone())).collect()
     };
@@ -411,7 +420,16 @@ async fn share_group(cluster: &mut Cluster, addr: SocketAddr, group: &str) -> Re
         Err(e @ ClientError::Io { .. }) => return Err(e),
         Err(_) => None,
     };
-    let Some(g) = g.filter(|g| g.error_code == 0) else { return Ok(None) };
+    let Some(g) = g else { return Ok(None) };
+    // The coordinator still loading (after a restart) or moving: asked again, never taken for
+    // "not this kind of group".
+    let code = crate::kafka::error(g.error_code).unwrap_or(Code::Unknown(g.error_code));
+    if coordinator_transient(code) {
+        return Err(ClientError::kafka(g.error_code, format!("ShareGroupDescribe of {group}")));
+    }
+    if g.error_code != 0 {
+        return Ok(None);
+    }
     let members = g
         .members
         .iter()

@@ -50,11 +50,20 @@ impl Scratch {
         let mut actions: Vec<Action> = Vec::new();
         // As the shell does: decoded, and a produce's batches checked, off the node's lock.
         let mut outcome = node::handle(&self.node, frame, self.now, Attempt::First, &mut actions);
+        // A ShareFetch that found records unread: read, then decided again, as the shell does
+        // (once per read: a decision with its re-read asks for no other).
+        if let Outcome::ShareRead { job, .. } = outcome {
+            outcome = node::handle_read(&self.node, frame, self.now, Attempt::Again, Some(job.run(true)), &mut actions);
+            assert!(!matches!(outcome, Outcome::ShareRead { .. }), "a decision with its re-read asked for another");
+        }
         if let Outcome::Park { wait_ms, .. } = outcome {
             // Nothing else arrives on this connection: the fetch waits out its max_wait.
             self.now += wait_ms;
             outcome = node::handle(&self.node, frame, self.now, Attempt::Final, &mut actions);
-            assert!(!matches!(outcome, Outcome::Park { .. } | Outcome::Wait(_)), "a final attempt must answer: {outcome:?}");
+            if let Outcome::ShareRead { job, .. } = outcome {
+                outcome = node::handle_read(&self.node, frame, self.now, Attempt::Final, Some(job.run(true)), &mut actions);
+            }
+            assert!(!matches!(outcome, Outcome::Park { .. } | Outcome::Wait(_) | Outcome::ShareRead { .. }), "a final attempt must answer: {outcome:?}");
         }
         if let Outcome::Wait(mut waiting) = outcome {
             // As the shell does: the coordinator's answers go to the request holding the ticket.

@@ -90,9 +90,11 @@ impl Access<'_> {
     }
 }
 
-/// The topics a ShareFetch from `caller` may not READ, as its check finds them (`share`).
-pub fn share_refused(b: &Broker, caller: &Caller) -> Denied {
-    share::unreadable(&Access::of(b, caller))
+/// The topics a ShareFetch from `caller` to `group` may not READ, as its check finds them
+/// (`share`); None where it may not READ the group (the request is refused whole).
+pub fn share_refused(b: &Broker, caller: &Caller, group: &str) -> Option<Denied> {
+    let a = Access::of(b, caller);
+    a.can(Operation::Read, ResourceType::Group, group).then(|| share::unreadable(&a))
 }
 
 /// Resources a handler must refuse, by topic name (or for the whole request).

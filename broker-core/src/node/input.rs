@@ -183,9 +183,9 @@ impl Node {
 }
 
 /// What a quorum decision left for the shell: the Raft messages to send, then the operator's
-/// lines; and the leader it knows now, published to the node's requests.
+/// lines; and what it knows now, published to the node's requests.
 fn drain(node: &Node, q: &mut super::Quorum, out: &mut Vec<Action>) {
-    node.publish_quorum_leader(q.leader());
+    node.publish_quorum_view(q);
     out.extend(q.outbox().into_iter().map(Action::Raft));
     out.extend(q.take_notes().into_iter().map(|(level, line)| Action::Log(level, line)));
 }

@@ -71,12 +71,29 @@ pub struct Node {
     controller: Option<Mutex<Quorum>>,
     /// The quorum leader a voter last named to this node's peer links (-1: none known).
     controller_hint: std::sync::atomic::AtomicI32,
-    /// The quorum leader this node's own voter knew at the end of its last decision (-1:
-    /// none, or no voter here): read without the quorum's lock, which a decision holds across
-    /// its metadata log's writes and syncs, so a Metadata request never waits for those.
-    quorum_leader: std::sync::atomic::AtomicI32,
+    /// What this node's own voter knew at the end of its last decision, read without the
+    /// quorum's lock, which a decision holds across its metadata log's writes and syncs: so a
+    /// Metadata request never waits for those. A leaf lock, held only to copy it.
+    quorum_view: Mutex<QuorumView>,
     /// Client quota meters (`crate::throttle`): a leaf lock, taken alone, never across IO.
     throttles: Mutex<crate::throttle::Throttles>,
+}
+
+/// What a voter's quorum decision left for readers outside it ([`Node::quorum_view`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QuorumView {
+    /// The quorum leader it knows.
+    pub leader: Option<i32>,
+    /// Its epoch as the active controller, if it is that.
+    pub active_epoch: Option<i32>,
+    /// The metadata log's committed end.
+    pub committed_end: i64,
+}
+
+impl QuorumView {
+    fn of(q: &Quorum) -> QuorumView {
+        QuorumView { leader: q.leader(), active_epoch: q.active_epoch(), committed_end: q.committed_end() }
+    }
 }
 
 /// The broker and the coordinators of a node, locked together ([`Node::parts`]).
@@ -123,7 +140,7 @@ impl Node {
         let txns = coordinator_link::Txns::new(broker.config().txns.clone(), broker.config().prepared_commits());
         let unit = broker.config().throttle_unit();
         let shares = share_handlers::new_shares(broker.config());
-        Node { parts: Mutex::new(Parts { broker, groups, txns, shares, fetchers: Default::default() }), controller: controller.map(Mutex::new), controller_hint: (-1).into(), quorum_leader: (-1).into(), throttles: Mutex::new(crate::throttle::Throttles::new(unit)) }
+        Node { parts: Mutex::new(Parts { broker, groups, txns, shares, fetchers: Default::default() }), quorum_view: Mutex::new(controller.as_ref().map(QuorumView::of).unwrap_or_default()), controller: controller.map(Mutex::new), controller_hint: (-1).into(), throttles: Mutex::new(crate::throttle::Throttles::new(unit)) }
     }
 
     /// The broker and the coordinator, even if a request handler panicked while holding them
@@ -172,16 +189,21 @@ impl Node {
         Some(self.controller_hint.load(std::sync::atomic::Ordering::Relaxed)).filter(|&id| id >= 0)
     }
 
-    /// The quorum leader this node's own voter knew after its last decision, if any: without
-    /// the quorum's lock.
-    pub fn quorum_leader(&self) -> Option<i32> {
-        Some(self.quorum_leader.load(std::sync::atomic::Ordering::Relaxed)).filter(|&id| id >= 0)
+    /// What this node's own voter knew after its last decision (the default on a node with
+    /// none): without the quorum's lock.
+    pub fn quorum_view(&self) -> QuorumView {
+        *self.quorum_view.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// What [`Node::quorum_leader`] reads of this node's own voter: the leader it knows after
-    /// a decision.
-    fn publish_quorum_leader(&self, leader: Option<i32>) {
-        self.quorum_leader.store(leader.unwrap_or(-1), std::sync::atomic::Ordering::Relaxed);
+    /// The quorum leader this node's own voter knew after its last decision, if any.
+    pub fn quorum_leader(&self) -> Option<i32> {
+        self.quorum_view().leader
+    }
+
+    /// What [`Node::quorum_view`] reads: published at the end of each quorum decision, before
+    /// the shell wakes anyone with what it did.
+    fn publish_quorum_view(&self, q: &Quorum) {
+        *self.quorum_view.lock().unwrap_or_else(|p| p.into_inner()) = QuorumView::of(q);
     }
 
     /// Remembers (or, with None, forgets) the quorum leader a voter named.
@@ -285,11 +307,24 @@ pub enum Attempt {
 /// [`handle_from`] in one, for callers without a connection (tests, fuzzing). What the broker
 /// asks of the shell besides the answer (wake waiting requests, log a line) is added to `out`.
 pub fn handle(node: &Node, frame: &Bytes, now: u64, attempt: Attempt, out: &mut Vec<Action>) -> Outcome {
+    handle_read(node, frame, now, attempt, None, out)
+}
+
+/// [`handle`] with a ShareFetch's records read here, where the shell reads them off the gate:
+/// those `reads` (what an `Outcome::ShareRead` asked for), or with None what its plan asks for
+/// ([`Prepared::share_plan`]).
+pub fn handle_read(node: &Node, frame: &Bytes, now: u64, attempt: Attempt, reads: Option<ShareReads>, out: &mut Vec<Action>) -> Outcome {
     let legacy = node.broker().config().legacy_api_versions;
-    match decode_request(frame, legacy) {
-        Ok(decoded) => handle_from(node, prepare(decoded), None, now, attempt, out),
-        Err(reason) => Outcome::Close(reason),
-    }
+    let prepared = match decode_request(frame, legacy) {
+        Ok(decoded) => prepare(decoded),
+        Err(reason) => return Outcome::Close(reason),
+    };
+    let prepared = match (reads, prepared.share_plan(node, None)) {
+        (Some(reads), _) => prepared.with_share_reads(reads),
+        (None, Some(job)) => prepared.with_share_reads(job.run(false)),
+        (None, None) => prepared,
+    };
+    handle_from(node, prepared, None, now, attempt, out)
 }
 
 /// A decoded frame ready for its decision: a Produce request's batches are checked already.
@@ -328,8 +363,16 @@ impl Prepared {
         if self.share_reads.is_some() {
             return None;
         }
-        let refused = caller.map_or_else(authz::Denied::none, |c| authz::share_refused(&node.broker(), c));
+        let refused = match caller {
+            Some(c) => authz::share_refused(&node.broker(), c, req.group_id.as_ref().map_or("", |g| g.0.as_str()))?,
+            None => authz::Denied::none(),
+        };
         Some(share_fetch::share_plan(node, req, &refused))
+    }
+
+    /// Whether this is a ShareFetch whose records are not read yet ([`Prepared::share_plan`]).
+    pub fn wants_share_plan(&self) -> bool {
+        matches!(&self.decoded, Decoded::Request(Request { body: RequestKind::ShareFetch(_), .. })) && self.share_reads.is_none()
     }
 
     /// What was read for this ShareFetch (`share_plan`, `Outcome::ShareRead`): its decision

@@ -10,7 +10,7 @@
 use super::authz::Denied;
 use super::share_handlers::{coordinator_of, emit};
 use super::{Attempt, Node, Outcome, Parts, Waiting};
-use crate::broker::share_read::{first_batches, ShareRead, ShareReadJob, ShareReads};
+use crate::broker::share_read::{first_batches, ReadAt, ShareRead, ShareReadJob, ShareReads};
 use crate::broker::Action;
 use crate::constants::{fetch_bytes_max, group_request_wait_ms_max};
 use crate::kafka::Code;
@@ -251,7 +251,8 @@ fn decide(parts: &mut Parts, mut reply: ShareReply, asked: Asked<'_>, attempt: A
             }
             let Some(from) = shares.partition(&key).and_then(|x| x.fetch_from()).filter(|f| *f < bounds.upper(read_committed)) else { continue };
             let upper = bounds.upper(read_committed);
-            let Some(ShareRead { bytes, spans, skip_to }) = reads.take(topic, *p, from, bounds.leader_epoch, upper) else {
+            let at = ReadAt { topic: topic.clone(), topic_id: *id.as_bytes(), partition: *p, leader_epoch: bounds.leader_epoch, read_committed };
+            let Some(ShareRead { bytes, spans, skip_to }) = reads.take(&at, from, upper) else {
                 // Not read for this point (acknowledgements moved it, the session took the
                 // partition now, the leadership changed): bounded now, read after the decision.
                 let room = bytes_left.saturating_sub(missed.len()).min(crate::constants::share_read_bytes_max);
@@ -357,18 +358,31 @@ pub fn share_acknowledge(node: &Node, (version, cid): (i16, i32), req: ShareAckn
 /// What a ShareFetch will read, bounded before its decision (under the gate: batch headers
 /// only) for the shell to read off it, so the decision finds the records in memory
 /// (`Prepared::share_reads`): each partition its session holds after the request (the session's
-/// and the request's, less the forgotten; only the request's for a new session) that this node
-/// leads, `refused` (`authz::share_refused`) does not name and whose share-partition is ready,
-/// from where that share-partition fetches next, within the request's bytes. What the
-/// decision itself moves (acknowledgements that give records back, a partition new to the
-/// session) it finds unread and reads after ([`Outcome::ShareRead`]).
+/// and the request's, less the forgotten; only the request's for a new session, none for a
+/// closing one) that this node leads, `refused` (`authz::share_refused`) does not name and
+/// whose share-partition is ready, from where that share-partition will fetch next after the
+/// request's acknowledgements: its fetch point now, or lower where the request gives records
+/// back (RELEASE), or its end where it is at its lock limit and the request acknowledges
+/// records (which may free locks); within the request's bytes. The decision takes a read from
+/// at or below its fetch point (another member's acquisition moves it up meanwhile); what it
+/// finds unread it reads after ([`Outcome::ShareRead`]).
 pub fn share_plan(node: &Node, req: &ShareFetchRequest, refused: &Denied) -> ShareReadJob {
     let mut job = ShareReadJob::default();
     let Some((group, member)) = who(&req.group_id, &req.member_id) else { return job };
+    if req.share_session_epoch == crate::share::sessions::final_epoch {
+        return job;
+    }
+    // What the request acknowledges, by partition: whether it gives any record back, and from where.
+    let acked = req.topics.iter().flat_map(|t| t.partitions.iter().map(move |p| ((t.topic_id, p.partition_index), &p.acknowledgement_batches)));
+    let acked: Vec<((uuid::Uuid, i32), Option<i64>)> = acked
+        .filter(|(_, batches)| !batches.is_empty())
+        .map(|(at, batches)| (at, batches.iter().filter(|b| b.acknowledge_types.contains(&AckType::Release.wire())).map(|b| b.first_offset).min()))
+        .collect();
     let named = names(node, req.topics.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, p.partition_index))));
     let forgotten = names(node, req.forgotten_topics_data.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, *p))));
     let mut parts = node.parts();
     let Parts { broker: b, shares, .. } = &mut *parts;
+    let ids = super::consumer_handlers::topic_ids(b);
     let mut partitions: std::collections::BTreeSet<(String, i32)> = match req.share_session_epoch {
         crate::share::sessions::open_epoch => Default::default(),
         _ => shares.sessions.partitions(&group, &member).cloned().unwrap_or_default(),
@@ -378,7 +392,14 @@ pub fn share_plan(node: &Node, req: &ShareFetchRequest, refused: &Denied) -> Sha
     let mut bytes_left = (req.max_bytes.max(1) as usize).min(fetch_bytes_max);
     for (topic, p) in partitions.iter().filter(|x| !forgotten.contains(x) && refused.of(&x.0).is_none()) {
         let key: PartKey = (group.clone(), topic.clone(), *p);
-        let Some(from) = shares.partition(&key).and_then(|x| x.fetch_from()) else { continue };
+        let Some(share) = shares.partition(&key) else { continue };
+        let acks = ids.get(topic).and_then(|id| acked.iter().find(|(at, _)| *at == (*id, *p))).map(|(_, released)| *released);
+        let from = match (share.fetch_from(), acks) {
+            (Some(f), Some(Some(released))) => f.min(released),
+            (Some(f), _) => f,
+            (None, Some(released)) => released.unwrap_or(share.end()),
+            (None, None) => continue,
+        };
         let room = bytes_left.min(crate::constants::share_read_bytes_max);
         if room == 0 {
             break;

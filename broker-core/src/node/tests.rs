@@ -146,6 +146,7 @@ fn metadata_is_answered_while_a_quorum_decision_holds_the_quorum() {
     let tmp = tempfile::tempdir().unwrap();
     let b = broker(tmp.path());
     crate::testing::sync(&b, 0);
+    assert_eq!(b.quorum_leader(), Some(0), "the lone voter's leadership is published");
     let held = b.controller().expect("a voter here");
     let (tx, rx) = std::sync::mpsc::channel();
     let answered = std::thread::scope(|s| {

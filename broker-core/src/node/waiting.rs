@@ -218,12 +218,12 @@ impl Waiting {
             }
             What::Committed { offset, epoch, reply, refused, applied } => {
                 if let Some(e) = *epoch {
-                    // Polled outside the gates: a quorum decision at its metadata log's sync
-                    // holds the lock, and its end wakes this poll again (the node changed).
+                    // Polled outside the gates: while a quorum decision holds the lock (at its
+                    // metadata log's sync), what the last one published, which the decision
+                    // that commits the record publishes before anyone is woken.
                     let state = match node.try_controller() {
                         Ok(q) => q.map(|q| (q.active_epoch() == Some(e), q.is_committed(*offset))),
-                        Err(()) if !expired => return None,
-                        Err(()) => None,
+                        Err(()) => Some(node.quorum_view()).map(|v| (v.active_epoch == Some(e), *offset < v.committed_end)),
                     };
                     match state {
                         Some((true, true)) => *epoch = None,

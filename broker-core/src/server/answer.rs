@@ -42,7 +42,7 @@ pub(super) async fn answer(shared: &Shared, frame: &Bytes, caller: &crate::secur
             prepared = this.copy_without_batches();
         }
         // A ShareFetch's records are read off the gate before its decision.
-        let this = match key == ApiKey::ShareFetch as i16 {
+        let this = match this.wants_share_plan() {
             true => match shared.decide(|s| this.share_plan(&s.node, Some(caller))).await {
                 Some(job) => this.with_share_reads(shared.read_shares(job, false).await),
                 None => this,
