@@ -189,6 +189,8 @@ impl Log {
         if self.checkpoint_in_place {
             return self.write_checkpoint_in_place();
         }
+        // A roll owes its indexes' syncs (`Log::roll`): paid here too, whoever called.
+        self.pay_owed()?;
         for seg in &mut self.segments {
             seg.sync_indexes()?;
         }

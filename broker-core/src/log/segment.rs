@@ -446,7 +446,9 @@ impl Segment {
         self.idx.time_index.write_out().map_err(io_err("write", &self.log_path.with_extension("timeindex")))
     }
 
-    /// A file-system sync after [`Segment::write_indexes`] made both indexes durable.
+    /// Both indexes count as synced: a file-system sync after [`Segment::write_indexes`] made
+    /// them durable, or (a roll's, `Log::roll`) their syncs are owed by path to the log's next
+    /// job, which pays them before its report moves the recovery point.
     pub fn indexes_are_durable(&mut self) {
         self.idx.dirty = false;
     }

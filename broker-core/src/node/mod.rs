@@ -319,7 +319,7 @@ pub fn handle_read(node: &Node, frame: &Bytes, now: u64, attempt: Attempt, reads
         Ok(decoded) => prepare(decoded),
         Err(reason) => return Outcome::Close(reason),
     };
-    let prepared = match (reads, prepared.share_plan(node, None)) {
+    let prepared = match (reads, prepared.share_plan(node, None, attempt == Attempt::First)) {
         (Some(reads), _) => prepared.with_share_reads(reads),
         (None, Some(job)) => prepared.with_share_reads(job.run(false)),
         (None, None) => prepared,
@@ -358,7 +358,9 @@ impl Prepared {
     /// What this request reads before its decision, off the gate: a ShareFetch's records not
     /// yet read for it (`share_fetch::share_plan`), for the callers `refused` does not name
     /// (None: anything else).
-    pub fn share_plan(&self, node: &Node, caller: Option<&Caller>) -> Option<ShareReadJob> {
+    /// `first`: the request's first decision is still to come (its acknowledgements move the
+    /// fetch point; a request decided again applied them already).
+    pub fn share_plan(&self, node: &Node, caller: Option<&Caller>, first: bool) -> Option<ShareReadJob> {
         let Decoded::Request(Request { body: RequestKind::ShareFetch(req), .. }) = &self.decoded else { return None };
         if self.share_reads.is_some() {
             return None;
@@ -367,7 +369,7 @@ impl Prepared {
             Some(c) => authz::share_refused(&node.broker(), c, req.group_id.as_ref().map_or("", |g| g.0.as_str()))?,
             None => authz::Denied::none(),
         };
-        Some(share_fetch::share_plan(node, req, &refused))
+        Some(share_fetch::share_plan(node, req, &refused, first))
     }
 
     /// Whether this is a ShareFetch whose records are not read yet ([`Prepared::share_plan`]).

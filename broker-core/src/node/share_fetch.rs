@@ -365,8 +365,9 @@ pub fn share_acknowledge(node: &Node, (version, cid): (i16, i32), req: ShareAckn
 /// back (RELEASE), or its end where it is at its lock limit and the request acknowledges
 /// records (which may free locks); within the request's bytes. The decision takes a read from
 /// at or below its fetch point (another member's acquisition moves it up meanwhile); what it
-/// finds unread it reads after ([`Outcome::ShareRead`]).
-pub fn share_plan(node: &Node, req: &ShareFetchRequest, refused: &Denied) -> ShareReadJob {
+/// finds unread it reads after ([`Outcome::ShareRead`]). Only a `first` decision applies the
+/// acknowledgements; a request decided again (parked) plans from the fetch points alone.
+pub fn share_plan(node: &Node, req: &ShareFetchRequest, refused: &Denied, first: bool) -> ShareReadJob {
     let mut job = ShareReadJob::default();
     let Some((group, member)) = who(&req.group_id, &req.member_id) else { return job };
     if req.share_session_epoch == crate::share::sessions::final_epoch {
@@ -375,7 +376,7 @@ pub fn share_plan(node: &Node, req: &ShareFetchRequest, refused: &Denied) -> Sha
     // What the request acknowledges, by partition: whether it gives any record back, and from where.
     let acked = req.topics.iter().flat_map(|t| t.partitions.iter().map(move |p| ((t.topic_id, p.partition_index), &p.acknowledgement_batches)));
     let acked: Vec<((uuid::Uuid, i32), Option<i64>)> = acked
-        .filter(|(_, batches)| !batches.is_empty())
+        .filter(|(_, batches)| first && !batches.is_empty())
         .map(|(at, batches)| (at, batches.iter().filter(|b| b.acknowledge_types.contains(&AckType::Release.wire())).map(|b| b.first_offset).min()))
         .collect();
     let named = names(node, req.topics.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, p.partition_index))));

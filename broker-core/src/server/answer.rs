@@ -41,14 +41,6 @@ pub(super) async fn answer(shared: &Shared, frame: &Bytes, caller: &crate::secur
         if is_fetch {
             prepared = this.copy_without_batches();
         }
-        // A ShareFetch's records are read off the gate before its decision.
-        let this = match this.wants_share_plan() {
-            true => match shared.decide(|s| this.share_plan(&s.node, Some(caller))).await {
-                Some(job) => this.with_share_reads(shared.read_shares(job, false).await),
-                None => this,
-            },
-            false => this,
-        };
         // Registered before we look, so no change is missed.
         let data = shared.changed.notified();
         let metadata = shared.metadata_committed.notified();
@@ -60,6 +52,14 @@ pub(super) async fn answer(shared: &Shared, frame: &Bytes, caller: &crate::secur
             None => Attempt::First,
             Some(d) if Instant::now() >= d => Attempt::Final,
             Some(_) => Attempt::Again,
+        };
+        // A ShareFetch's records are read off the gate before its decision.
+        let this = match this.wants_share_plan() {
+            true => match shared.decide(|s| this.share_plan(&s.node, Some(caller), attempt == Attempt::First)).await {
+                Some(job) => this.with_share_reads(shared.read_shares(job, false).await),
+                None => this,
+            },
+            false => this,
         };
         let decide = |s: &Shared| {
             let entered = Instant::now();
