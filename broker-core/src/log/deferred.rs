@@ -338,13 +338,18 @@ impl Log {
         }
         // Whatever a job did, it first wrote everything staged when it ran.
         d.written_to(stamp.upto.min(end));
-        if !stamp.syncs || stamp.upto <= self.recovery_point {
+        if !stamp.syncs {
             return false;
         }
+        // What it synced besides segments is paid even when a later job moved the recovery
+        // point past its end first (a roll's index syncs, noted before this job was taken).
         if stamp.dir_changes == d.dir_changes {
             self.dir_dirty = false;
         }
         self.owed.paid_to(stamp.owed);
+        if stamp.upto <= self.recovery_point {
+            return false;
+        }
         self.recovery_point = stamp.upto.min(self.log_end_offset());
         true
     }

@@ -196,3 +196,17 @@ fn a_roll_syncs_nothing_inside_the_decision_and_its_job_syncs_the_rolled_segment
     }
     assert!(log.recovery_point() > rolled);
 }
+
+#[test]
+fn a_job_whose_end_a_later_one_passed_first_still_pays_what_it_synced() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut log = deferring(tmp.path(), FlushPolicy::EveryBatch);
+    one(&mut log);
+    let before = log.take_sync().expect("the policy's job");
+    log.roll(0).unwrap();
+    let after = log.take_sync().expect("the roll's job: its indexes owed");
+    assert!(!log.owed.is_empty());
+    assert!(log.synced(before.stamp, before.run()));
+    assert!(!log.synced(after.stamp, after.run()), "the first report already moved the recovery point to this end");
+    assert!(log.owed.is_empty(), "what the second job synced is paid all the same");
+}
