@@ -373,6 +373,16 @@ async fn coordinator_view(cluster: &mut Cluster, group: &str) -> Result<(GroupDe
 /// A group as described: state, protocol type, assignor, members, KIP-848 epochs.
 type Described = (String, String, String, Vec<MemberDescription>, Option<(i32, i32)>);
 
+/// Whether a describe of one kind of group answered `code` for a group of that kind (Ok(true))
+/// or for another kind (Ok(false): asked as the next kind). The coordinator still loading
+/// (after a restart) or moving is an error for the caller's backoff, never "another kind".
+fn of_this_kind(code: i16, api: &str, group: &str) -> Result<bool, ClientError> {
+    match crate::kafka::error(code) {
+        Some(c) if coordinator_transient(c) => Err(ClientError::kafka(code, format!("{api} of {group}"))),
+        _ => Ok(code == 0),
+    }
+}
+
 /// ConsumerGroupDescribe: None when the group is not a KIP-848 group (GROUP_ID_NOT_FOUND) or
 /// the broker does not serve the API (a broker before Kafka 4).
 async fn consumer_group(cluster: &mut Cluster, addr: SocketAddr, group: &str) -> Result<Option<Described>, ClientError> {
@@ -383,13 +393,7 @@ async fn consumer_group(cluster: &mut Cluster, addr: SocketAddr, group: &str) ->
         Err(_) => None,
     };
     let Some(g) = g else { return Ok(None) };
-    // The coordinator still loading (after a restart) or moving: asked again, never taken for
-    // "not this kind of group".
-    let code = crate::kafka::error(g.error_code).unwrap_or(Code::Unknown(g.error_code));
-    if coordinator_transient(code) {
-        return Err(ClientError::kafka(g.error_code, format!("ConsumerGroupDescribe of {group}")));
-    }
-    if g.error_code != 0 {
+    if !of_this_kind(g.error_code, "ConsumerGroupDescribe", group)? {
         return Ok(None);
     }
     let tps = |a: &kafka_protocol::messages::consumer_group_describe_response::Assignment| -> TopicPartitions {
@@ -421,13 +425,7 @@ async fn share_group(cluster: &mut Cluster, addr: SocketAddr, group: &str) -> Re
         Err(_) => None,
     };
     let Some(g) = g else { return Ok(None) };
-    // The coordinator still loading (after a restart) or moving: asked again, never taken for
-    // "not this kind of group".
-    let code = crate::kafka::error(g.error_code).unwrap_or(Code::Unknown(g.error_code));
-    if coordinator_transient(code) {
-        return Err(ClientError::kafka(g.error_code, format!("ShareGroupDescribe of {group}")));
-    }
-    if g.error_code != 0 {
+    if !of_this_kind(g.error_code, "ShareGroupDescribe", group)? {
         return Ok(None);
     }
     let members = g
