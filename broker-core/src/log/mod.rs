@@ -427,23 +427,14 @@ impl Log {
         // even under flush=never and a restart scans only the active segment. Its indexes too:
         // once it is not the last segment a checkpoint may vouch for it, and open then trusts
         // them (open rebuilds the active segment's indexes without syncing them). With
-        // deferral on, the segment's data and its indexes are synced by the owner's next job,
-        // whose report is what moves the recovery point past it, as Kafka flushes a rolled
-        // segment in the background: the decision only writes the indexes' buffered entries
-        // out (a small write) and owes the two files' syncs (`durability::Owed`).
-        if self.defer_sync(false) {
-            let seg = self.active_mut();
-            if seg.indexes_dirty() {
-                seg.write_indexes()?;
-                let [(_, index), (_, time_index)] = seg.index_handles();
-                seg.indexes_are_durable();
-                self.owed.note(durability::Owed::File(index));
-                self.owed.note(durability::Owed::File(time_index));
-            }
-        } else {
+        // deferral on, the segment's data is synced by the owner's next job, as Kafka flushes a
+        // rolled segment in the background; its indexes are synced here, inside the decision
+        // (owing them to the job instead let fresh `crash-log --deferred` seeds, 342329 the
+        // first, find a trusted segment whose time index held an entry past its end).
+        if !self.defer_sync(false) {
             self.flush(now)?;
-            self.active_mut().sync_indexes()?;
         }
+        self.active_mut().sync_indexes()?;
         let seg = Segment::create(self.disk.as_ref(), &self.dir, base, self.config.index_interval_bytes, now)?;
         self.segments.push(seg);
         self.dir_changed();
