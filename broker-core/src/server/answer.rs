@@ -2,7 +2,8 @@
 //! parked (a fetch waiting for data), held (an answer owed later: acks=all, a coordinator's
 //! ticket, a topic change), forwarded (a controller request on a node that is not the active
 //! controller) or verified (a transactional produce's first writes, KIP-890 part 1) until it
-//! can be answered. IO only: what each step means is the node's.
+//! can be answered; a ShareFetch's records are read off the gate before its decision (and
+//! once more after one that found them unread). IO only: what each step means is the node's.
 
 use super::metrics::Clock;
 use super::{forward, now_ms, verify, Shared};
