@@ -428,13 +428,26 @@ impl Log {
         // once it is not the last segment a checkpoint may vouch for it, and open then trusts
         // them (open rebuilds the active segment's indexes without syncing them). With
         // deferral on, the segment's data is synced by the owner's next job, as Kafka flushes a
-        // rolled segment in the background; its indexes are synced here, inside the decision
-        // (owing them to the job instead let fresh `crash-log --deferred` seeds, 342329 the
-        // first, find a trusted segment whose time index held an entry past its end).
+        // rolled segment in the background, and so are its indexes, written out here and owed
+        // (`durability::Owed`: every checkpoint writer pays what is owed first) — unless the
+        // recovery point already covers the whole segment (a log opened at a checkpoint at its
+        // end): a checkpoint may vouch for it already or before any job runs, and a reopen
+        // would drop what this log owes, so they are synced here.
         if !self.defer_sync(false) {
             self.flush(now)?;
+            self.active_mut().sync_indexes()?;
+        } else if self.recovery_point.max(self.checkpointed) >= base {
+            self.active_mut().sync_indexes()?;
+        } else {
+            let seg = self.active_mut();
+            if seg.indexes_dirty() {
+                seg.write_indexes()?;
+                let [(_, index), (_, time_index)] = seg.index_handles();
+                seg.indexes_are_durable();
+                self.owed.note(durability::Owed::File(index));
+                self.owed.note(durability::Owed::File(time_index));
+            }
         }
-        self.active_mut().sync_indexes()?;
         let seg = Segment::create(self.disk.as_ref(), &self.dir, base, self.config.index_interval_bytes, now)?;
         self.segments.push(seg);
         self.dir_changed();

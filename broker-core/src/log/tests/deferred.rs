@@ -175,3 +175,66 @@ fn a_job_whose_end_a_later_one_passed_first_still_pays_what_it_synced() {
     assert!(!log.synced(after.stamp, after.run()), "the first report already moved the recovery point to this end");
     assert!(log.owed.is_empty(), "what the second job synced is paid all the same");
 }
+
+/// Every file fsynced, in order.
+#[derive(Default)]
+struct FileSyncs(std::sync::Mutex<Vec<PathBuf>>);
+
+impl crate::storage::hooked::Hook for FileSyncs {
+    fn before(&self, op: crate::storage::hooked::Op<'_>) -> std::io::Result<()> {
+        if let crate::storage::hooked::Op::Sync { path } = op {
+            self.0.lock().unwrap().push(path.to_path_buf());
+        }
+        Ok(())
+    }
+}
+
+fn watched(dir: &Path, flush: FlushPolicy) -> (Log, Arc<FileSyncs>) {
+    let hook = Arc::new(FileSyncs::default());
+    let disk: Arc<dyn Disk> = Arc::new(crate::storage::hooked::Hooked::new(disk(), hook.clone()));
+    let config = LogConfig { segment_bytes: 4096, index_interval_bytes: 1, flush, ..LogConfig::default() };
+    let (mut log, _) = Log::open(disk, dir, config, 0).unwrap();
+    log.defer_syncs();
+    (log, hook)
+}
+
+#[test]
+fn a_roll_past_the_recovery_point_syncs_nothing_inside_the_decision_and_its_job_syncs_the_rolled_indexes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut log, hook) = watched(tmp.path(), FlushPolicy::Never);
+    while log.segment_bases().len() < 2 {
+        one(&mut log);
+    }
+    let rolled = log.segment_bases()[0];
+    assert_eq!(*hook.0.lock().unwrap(), Vec::<PathBuf>::new(), "the roll synced inside the decision");
+    assert!(log.recovery_point() <= rolled, "nothing vouched for before a job");
+    let job = log.take_sync().expect("the roll owes its segment's sync");
+    assert!(log.synced(job.stamp, job.run()));
+    let synced = hook.0.lock().unwrap().clone();
+    let stem = tmp.path().join(format!("{rolled:020}"));
+    for ext in ["log", "index", "timeindex"] {
+        assert!(synced.contains(&stem.with_extension(ext)), "the job synced the rolled segment's .{ext}: {synced:?}");
+    }
+    assert!(log.recovery_point() > rolled);
+}
+
+/// A segment the recovery point already covers whole (a checkpoint may vouch for it before any
+/// job runs, and a reopen drops what a log owes): its roll syncs its indexes at once. Owing them
+/// instead let `crash-log --deferred` seed 342329 find a trusted segment whose time index was
+/// the one from before the last crash.
+#[test]
+fn a_roll_of_a_segment_the_recovery_point_covers_syncs_its_indexes_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut log, hook) = watched(tmp.path(), FlushPolicy::EveryBatch);
+    one(&mut log);
+    let job = log.take_sync().unwrap();
+    assert!(log.synced(job.stamp, job.run()));
+    assert_eq!(log.recovery_point(), log.log_end_offset());
+    hook.0.lock().unwrap().clear();
+    log.roll(0).unwrap();
+    let synced = hook.0.lock().unwrap().clone();
+    let stem = tmp.path().join(format!("{:020}", 0));
+    for ext in ["index", "timeindex"] {
+        assert!(synced.contains(&stem.with_extension(ext)), "the roll synced the .{ext}: {synced:?}");
+    }
+}
