@@ -23,6 +23,11 @@ COMMITTED = {0: ["c1", "c3", "b1"], 1: ["c2"]}
 ALL = {0: ["c1", "a1", "c3", "z1", "b1"], 1: ["c2", "a2"]}
 
 
+def step(what):
+    """Where the run is, printed at once: a run killed by its deadline shows its last step."""
+    print(what, flush=True)
+
+
 def confluent_producer(bootstrap, txn_id):
     from confluent_kafka import Producer
 
@@ -35,6 +40,7 @@ def run_confluent(bootstrap, topic, txn_id):
 
     p = confluent_producer(bootstrap, txn_id)
     p.init_transactions(30)
+    step("confluent: initialized")
     for values, commit in ([("c1", 0), ("c2", 1)], True), ([("a1", 0), ("a2", 1)], False), ([("c3", 0)], True):
         p.begin_transaction()
         for v, part in values:
@@ -49,18 +55,23 @@ def run_confluent(bootstrap, topic, txn_id):
     p.begin_transaction()
     p.produce(topic, b"z1", partition=0)
     expect(p.flush(30) == 0, "confluent: the open transaction's record was not delivered")
+    step("confluent: three transactions ended, one left open")
     q = confluent_producer(bootstrap, txn_id)
     q.init_transactions(60)
+    step("confluent: the second producer initialized (the first fenced)")
     q.begin_transaction()
     q.produce(topic, b"b1", partition=0)
     q.commit_transaction(30)
+    step("confluent: the second producer committed")
     try:
         p.commit_transaction(10)
         fail("confluent: the fenced producer committed")
     except KafkaException as e:
         err = e.args[0]
         expect(err.fatal() or "fenced" in err.str().lower(), f"confluent: the fenced producer's commit failed, but not as fenced: {err}")
+    step("confluent: the fenced producer's commit refused")
     confluent_offsets(bootstrap, topic, q)
+    step("confluent: offsets sent to transactions")
 
 
 def confluent_offsets(bootstrap, topic, producer):
@@ -91,6 +102,7 @@ def run_kafka_python(bootstrap, topic, txn_id):
 
     p = producer()
     p.init_transactions()
+    step("kafka-python: initialized")
     for values, commit in ([("c1", 0), ("c2", 1)], True), ([("a1", 0), ("a2", 1)], False), ([("c3", 0)], True):
         p.begin_transaction()
         for v, part in values:
@@ -103,12 +115,15 @@ def run_kafka_python(bootstrap, topic, txn_id):
             p.abort_transaction()
     p.begin_transaction()
     p.send(topic, b"z1", partition=0).get(timeout=30)
+    step("kafka-python: three transactions ended, one left open")
     q = producer()
     q.init_transactions()
     q.begin_transaction()
     q.send(topic, b"b1", partition=0)
     q.commit_transaction()
+    step("kafka-python: the second producer committed")
     kafka_python_offsets(bootstrap, topic, q)
+    step("kafka-python: offsets sent to transactions")
     q.close(timeout=10)
     try:
         p.commit_transaction()
@@ -157,6 +172,7 @@ def run():
     txn_id = f"seedlog-{args.client}"
     {"confluent": run_confluent, "kafka-python": run_kafka_python}[args.client](args.bootstrap, args.topic, txn_id)
     for isolation, want in (("read_committed", COMMITTED), ("read_uncommitted", ALL)):
+        step(f"{args.client}: reading {isolation}")
         got = read(args.bootstrap, args.topic, isolation, Deadline(60, f"{args.client} {isolation}"))
         expect(got == want, f"{args.client} {isolation}: {got}, expected {want}")
     print(f"{args.client}: committed, aborted and fenced transactions read back as their outcomes say")
