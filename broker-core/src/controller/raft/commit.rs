@@ -10,8 +10,9 @@ use super::entries::Entries;
 
 /// The new high watermark, if it moves above `current`. `ends` holds one durable log end per
 /// voter (the leader's own included; voters not heard from yet are left out); `majority` how
-/// many must hold an offset. `count_old_epochs` is the planted bug that skips the epoch check.
-pub(super) fn advance(log: &Entries, epoch: i32, ends: &[i64], majority: usize, current: Option<i64>, count_old_epochs: bool) -> Option<i64> {
+/// many must hold an offset; `commits` the rule, given whether the offset ends an entry of the
+/// leader's own epoch (Raft's: only then; a planted bug's: always, `RaftConfig::commits_by_count`).
+pub(super) fn advance(log: &Entries, epoch: i32, ends: &[i64], majority: usize, current: Option<i64>, commits: impl Fn(bool) -> bool) -> Option<i64> {
     if ends.len() < majority {
         return None;
     }
@@ -22,7 +23,7 @@ pub(super) fn advance(log: &Entries, epoch: i32, ends: &[i64], majority: usize, 
         return None;
     }
     let own_epoch = log.epoch_at(held - 1) == Some(epoch);
-    (own_epoch || count_old_epochs).then_some(held)
+    commits(own_epoch).then_some(held)
 }
 
 #[cfg(test)]
@@ -30,6 +31,15 @@ mod tests {
     use super::*;
     use crate::controller::raft::Entry;
     use crate::log::batch;
+
+    /// Raft's rule, and the planted bug's.
+    fn raft(own_epoch: bool) -> bool {
+        own_epoch
+    }
+
+    fn planted(_own_epoch: bool) -> bool {
+        true
+    }
 
     fn log(epochs: &[i32]) -> Entries {
         let mut l = Entries::default();
@@ -44,17 +54,17 @@ mod tests {
     #[test]
     fn the_majority_end_commits_when_it_ends_an_entry_of_the_leaders_epoch() {
         let l = log(&[1, 1, 2, 2]);
-        assert_eq!(advance(&l, 2, &[4, 3, 1], 2, None, false), Some(3));
-        assert_eq!(advance(&l, 2, &[4, 4, 1], 2, Some(3), false), Some(4));
-        assert_eq!(advance(&l, 2, &[4, 4, 1], 2, Some(4), false), None, "never the same or lower");
-        assert_eq!(advance(&l, 2, &[4], 2, None, false), None, "fewer voters heard than a majority");
+        assert_eq!(advance(&l, 2, &[4, 3, 1], 2, None, raft), Some(3));
+        assert_eq!(advance(&l, 2, &[4, 4, 1], 2, Some(3), raft), Some(4));
+        assert_eq!(advance(&l, 2, &[4, 4, 1], 2, Some(4), raft), None, "never the same or lower");
+        assert_eq!(advance(&l, 2, &[4], 2, None, raft), None, "fewer voters heard than a majority");
     }
 
     #[test]
     fn an_entry_of_an_older_epoch_is_never_committed_by_counting() {
         let l = log(&[1, 1, 3]);
-        assert_eq!(advance(&l, 3, &[3, 2, 0], 2, None, false), None);
-        assert_eq!(advance(&l, 3, &[3, 2, 0], 2, None, true), Some(2), "the planted bug counts it");
-        assert_eq!(advance(&l, 3, &[3, 3, 0], 2, None, false), Some(3), "it commits with the leader's entry");
+        assert_eq!(advance(&l, 3, &[3, 2, 0], 2, None, raft), None);
+        assert_eq!(advance(&l, 3, &[3, 2, 0], 2, None, planted), Some(2), "the planted bug counts it");
+        assert_eq!(advance(&l, 3, &[3, 3, 0], 2, None, raft), Some(3), "it commits with the leader's entry");
     }
 }

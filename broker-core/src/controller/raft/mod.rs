@@ -96,6 +96,8 @@ pub struct RaftConfig {
     pub fetch_wait_ms: u64,
     /// Bytes of entries per Fetch answer (at least one whole entry is always sent).
     pub fetch_bytes: usize,
+    /// The Raft bug planted when the node was built (the tests and the simulator only): the
+    /// decisions never test it, they ask the rules below, which it swaps.
     pub plant: Option<PlantedRaftBug>,
 }
 
@@ -113,6 +115,18 @@ impl RaftConfig {
             fetch_bytes: quorum_fetch_bytes,
             plant: None,
         }
+    }
+
+    /// Raft's rule for a vote, its own included: it counts, and is sent, only once synced to
+    /// the quorum state (planted `VoteBeforeSync`: at once).
+    pub(crate) fn vote_waits_for_sync(&self) -> bool {
+        self.plant != Some(PlantedRaftBug::VoteBeforeSync)
+    }
+
+    /// Raft's commit rule (§5.4.2) for an offset a majority holds, given whether it ends an
+    /// entry of the leader's own epoch: only then (planted `CommitOldEpochByCount`: always).
+    pub(crate) fn commits_by_count(&self, own_epoch: bool) -> bool {
+        own_epoch || self.plant == Some(PlantedRaftBug::CommitOldEpochByCount)
     }
 
     /// Refuses settings under which the rules do not hold (a retry that fires before a held

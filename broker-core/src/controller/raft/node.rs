@@ -9,7 +9,7 @@
 use super::durability::{Durability, Held};
 use super::election::{self, log_up_to_date, Tally};
 use super::replication::{Following, Leadership};
-use super::{Action, Body, Entries, Entry, Error, Message, NodeId, PlantedRaftBug, QuorumState, RaftConfig, Snapshot};
+use super::{Action, Body, Entries, Entry, Error, Message, NodeId, QuorumState, RaftConfig, Snapshot};
 use crate::constants::metadata_batch_bytes_max;
 use crate::log::batch;
 use rand_chacha::rand_core::SeedableRng;
@@ -270,7 +270,7 @@ impl Node {
         self.role = Role::Candidate(Tally::default());
         self.deadline = election::election_deadline(&mut self.rng, now, self.config.election_timeout_ms);
         self.ask_votes(epoch, false, out);
-        if self.config.plant == Some(PlantedRaftBug::VoteBeforeSync) {
+        if !self.config.vote_waits_for_sync() {
             return self.count_vote(now, self.id(), epoch, out);
         }
         if let Some(Held::SelfVote { epoch }) = self.io.hold(Held::SelfVote { epoch }) {
@@ -347,7 +347,7 @@ impl Node {
         if self.state.voted_for.is_none() {
             self.become_unattached(now, QuorumState { voted_for: Some(from), ..self.state }, out);
         }
-        if self.config.plant == Some(PlantedRaftBug::VoteBeforeSync) {
+        if !self.config.vote_waits_for_sync() {
             return out.push(Action::Send(reply));
         }
         if let Some(Held::Send(m)) = self.io.hold(Held::Send(reply)) {

@@ -12,7 +12,7 @@
 use super::commit;
 use super::install::Installing;
 use super::node::{Node, Role};
-use super::{Action, Body, FetchResult, NodeId, PlantedRaftBug, RaftConfig};
+use super::{Action, Body, FetchResult, NodeId, RaftConfig};
 use std::collections::BTreeMap;
 
 /// A follower's view of its leader.
@@ -256,8 +256,8 @@ impl Node {
         let Role::Leader(lead) = &self.role else { return };
         let mut ends: Vec<i64> = lead.acked.values().copied().collect();
         ends.push(self.io.synced_end());
-        let old = self.config.plant == Some(PlantedRaftBug::CommitOldEpochByCount);
-        if let Some(hw) = commit::advance(&self.log, self.state.epoch, &ends, self.config.majority(), self.high_watermark, old) {
+        let rule = |own_epoch| self.config.commits_by_count(own_epoch);
+        if let Some(hw) = commit::advance(&self.log, self.state.epoch, &ends, self.config.majority(), self.high_watermark, rule) {
             self.raise_high_watermark(hw, out);
         }
     }
