@@ -362,7 +362,7 @@ impl Prepared {
     /// fetch point; a request decided again applied them already).
     pub fn share_plan(&self, node: &Node, caller: Option<&Caller>, first: bool) -> Option<ShareReadJob> {
         let Decoded::Request(Request { body: RequestKind::ShareFetch(req), .. }) = &self.decoded else { return None };
-        if self.share_reads.is_some() {
+        if !self.wants_share_plan() {
             return None;
         }
         let refused = match caller {

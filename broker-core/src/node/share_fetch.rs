@@ -256,10 +256,10 @@ fn decide(parts: &mut Parts, mut reply: ShareReply, asked: Asked<'_>, attempt: A
                 // Not read for this point (acknowledgements moved it, the session took the
                 // partition now, the leadership changed): bounded now, read after the decision.
                 let room = bytes_left.saturating_sub(missed.len()).min(crate::constants::share_read_bytes_max);
-                match b.share_slice(topic, *p, from, room, read_committed) {
-                    _ if room == 0 => {}
-                    Ok(slice) => missed.slices.extend(slice),
-                    Err(e) => reply.slots.entry(slot_key).or_default().error = e.kafka_error(true).code(),
+                match (room > 0).then(|| b.share_slice(topic, *p, from, room, read_committed)) {
+                    None => {}
+                    Some(Ok(slice)) => missed.slices.extend(slice),
+                    Some(Err(e)) => reply.slots.entry(slot_key).or_default().error = e.kafka_error(true).code(),
                 }
                 continue;
             };
