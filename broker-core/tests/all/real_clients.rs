@@ -103,7 +103,8 @@ pub(crate) fn run_bounded(cmd: &mut Command, stdin: Option<Vec<u8>>, timeout: Du
 /// output. Returns the output of a script that succeeded.
 pub(crate) fn client_script(broker: &mut Broker, script: &str, args: &[&str]) -> Output {
     let bootstrap = broker.bootstrap();
-    let out = run_bounded(&mut client_command(&bootstrap, script, args), None, Duration::from_secs(client_timeout_s), script);
+    let out = support::run_bounded(&mut client_command(&bootstrap, script, args), None, Duration::from_secs(client_timeout_s))
+        .unwrap_or_else(|why| panic!("{script} {args:?}: {why}\n{}", broker.log_tail()));
     if !out.status.success() {
         panic!(
             "{script} {args:?} failed ({})\n--- stdout ---\n{}\n--- stderr ---\n{}\n{}",

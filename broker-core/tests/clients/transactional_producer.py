@@ -16,6 +16,8 @@ order) and read_uncommitted (every value sent), with confluent-kafka's consumer.
 """
 
 import argparse
+import os
+import time
 
 from common import Deadline, confluent_read_all, expect, fail, main
 
@@ -23,16 +25,22 @@ COMMITTED = {0: ["c1", "c3", "b1"], 1: ["c2"]}
 ALL = {0: ["c1", "a1", "c3", "z1", "b1"], 1: ["c2", "a2"]}
 
 
+STARTED = time.monotonic()
+
+
 def step(what):
     """Where the run is, printed at once: a run killed by its deadline shows its last step."""
-    print(what, flush=True)
+    print(f"{time.monotonic() - STARTED:6.1f} s  {what}", flush=True)
 
 
 def confluent_producer(bootstrap, txn_id):
     from confluent_kafka import Producer
 
-    return Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id, "transaction.timeout.ms": 60000,
-                     "message.timeout.ms": 30000})
+    config = {"bootstrap.servers": bootstrap, "transactional.id": txn_id, "transaction.timeout.ms": 60000,
+              "message.timeout.ms": 30000}
+    if os.environ.get("SEEDLOG_RDKAFKA_DEBUG"):
+        config["debug"] = os.environ["SEEDLOG_RDKAFKA_DEBUG"]
+    return Producer(config)
 
 
 def run_confluent(bootstrap, topic, txn_id):
@@ -80,6 +88,13 @@ def confluent_offsets(bootstrap, topic, producer):
     group = f"seedlog-eos-{topic}"
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
     try:
+        # The group's coordinator first: the first FindCoordinator of a group creates
+        # __consumer_offsets and is answered COORDINATOR_NOT_AVAILABLE until its partitions lead,
+        # as Kafka does. librdkafka's send_offsets_to_transaction gives up looking after three
+        # such answers and then waits forever, its timeout ignored (librdkafka issue 5456): a
+        # loaded machine that took over 300 ms to create the topic hung this script.
+        consumer.committed([TopicPartition(topic, 0)], timeout=30)
+        step("confluent: the group's coordinator answers")
         for offset, commit in (3, True), (5, False):
             producer.begin_transaction()
             producer.send_offsets_to_transaction([TopicPartition(topic, 0, offset)], consumer.consumer_group_metadata(), 30)
