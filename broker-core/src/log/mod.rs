@@ -429,14 +429,17 @@ impl Log {
         // them (open rebuilds the active segment's indexes without syncing them). With
         // deferral on, the segment's data is synced by the owner's next job, as Kafka flushes a
         // rolled segment in the background, and so are its indexes, written out here and owed
-        // (`durability::Owed`: every checkpoint writer pays what is owed first) — unless the
-        // recovery point already covers the whole segment (a log opened at a checkpoint at its
-        // end): a checkpoint may vouch for it already or before any job runs, and a reopen
-        // would drop what this log owes, so they are synced here.
+        // (`durability::Owed`: every checkpoint writer pays what is owed first, and a log
+        // reopened before paying recovers the segment, its checkpoint being below it) — unless
+        // the checkpoint on disk already covers the whole segment. Then open trusts the
+        // segment whatever this log owes, and a reopen drops what it owes, so they are synced
+        // here. That happens only when nothing was appended since that checkpoint, so the
+        // indexes are dirty only when open rebuilt them: the first roll after a restart at a
+        // checkpoint at the log end (`crash-log --deferred` seed 342329 found it).
         if !self.defer_sync(false) {
             self.flush(now)?;
             self.active_mut().sync_indexes()?;
-        } else if self.recovery_point.max(self.checkpointed) >= base {
+        } else if self.checkpointed >= base {
             self.active_mut().sync_indexes()?;
         } else {
             let seg = self.active_mut();

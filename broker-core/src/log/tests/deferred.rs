@@ -218,23 +218,58 @@ fn a_roll_past_the_recovery_point_syncs_nothing_inside_the_decision_and_its_job_
     assert!(log.recovery_point() > rolled);
 }
 
-/// A segment the recovery point already covers whole (a checkpoint may vouch for it before any
-/// job runs, and a reopen drops what a log owes): its roll syncs its indexes at once. Owing them
-/// instead let `crash-log --deferred` seed 342329 find a trusted segment whose time index was
-/// the one from before the last crash.
+/// Under flush-every-batch the recovery point reaches the log end before a roll, but no
+/// checkpoint on disk covers the rolled segment yet: its roll syncs nothing inside the decision
+/// either, and a log reopened before the job paid recovers the segment (its checkpoint is below
+/// it) instead of trusting index files nobody synced.
 #[test]
-fn a_roll_of_a_segment_the_recovery_point_covers_syncs_its_indexes_at_once() {
+fn a_roll_under_flush_every_batch_owes_its_indexes_and_a_reopen_before_the_job_recovers_the_segment() {
+    let rolled = |dir: &Path| {
+        let (mut log, hook) = watched(dir, FlushPolicy::EveryBatch);
+        one(&mut log);
+        let job = log.take_sync().unwrap();
+        assert!(log.synced(job.stamp, job.run()));
+        assert_eq!(log.recovery_point(), log.log_end_offset());
+        hook.0.lock().unwrap().clear();
+        log.roll(0).unwrap();
+        assert_eq!(*hook.0.lock().unwrap(), Vec::<PathBuf>::new(), "the roll synced inside the decision");
+        (log, hook)
+    };
     let tmp = tempfile::tempdir().unwrap();
+    let (mut log, hook) = rolled(tmp.path());
+    let job = log.take_sync().expect("the roll's index syncs are owed to a job");
+    log.synced(job.stamp, job.run());
+    let synced = hook.0.lock().unwrap().clone();
+    let stem = tmp.path().join(format!("{:020}", 0));
+    for ext in ["index", "timeindex"] {
+        assert!(synced.contains(&stem.with_extension(ext)), "the job synced the .{ext}: {synced:?}");
+    }
+    let other = tempfile::tempdir().unwrap();
+    drop(rolled(other.path()));
+    let (_, report) = Log::open(disk(), other.path(), LogConfig { segment_bytes: 4096, index_interval_bytes: 1, ..LogConfig::default() }, 0).unwrap();
+    assert_eq!((report.segments_trusted, report.segments_scanned), (0, 2), "nothing vouched for the rolled segment");
+}
+
+/// A segment the checkpoint on disk already covers whole (a log opened at a checkpoint at its
+/// end, whose last segment's indexes open rebuilt without syncing them): its roll syncs them at
+/// once, since open will trust the segment whatever the log owes, and a reopen drops what a log
+/// owes. Owing them instead let `crash-log --deferred` seed 342329 find a trusted segment whose
+/// time index was the one from before the last crash.
+#[test]
+fn a_roll_of_a_segment_the_checkpoint_covers_syncs_its_rebuilt_indexes_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    {
+        let (mut log, _) = watched(tmp.path(), FlushPolicy::EveryBatch);
+        one(&mut log);
+        let job = log.take_sync().unwrap();
+        assert!(log.synced(job.stamp, job.run()));
+        log.checkpoint().unwrap();
+    }
     let (mut log, hook) = watched(tmp.path(), FlushPolicy::EveryBatch);
-    one(&mut log);
-    let job = log.take_sync().unwrap();
-    assert!(log.synced(job.stamp, job.run()));
-    assert_eq!(log.recovery_point(), log.log_end_offset());
-    hook.0.lock().unwrap().clear();
     log.roll(0).unwrap();
     let synced = hook.0.lock().unwrap().clone();
     let stem = tmp.path().join(format!("{:020}", 0));
     for ext in ["index", "timeindex"] {
-        assert!(synced.contains(&stem.with_extension(ext)), "the roll synced the .{ext}: {synced:?}");
+        assert!(synced.contains(&stem.with_extension(ext)), "the roll synced the rebuilt .{ext}: {synced:?}");
     }
 }
