@@ -356,6 +356,60 @@ pub async fn slow_creation_stops_only_its_topic(addr: std::net::SocketAddr, arme
     SlowIoTimes { other_partition, metadata, own }
 }
 
+/// What waits for a slow sync of the metadata log, which a quorum decision makes holding the
+/// quorum's lock: against a one-node broker at `addr` whose disk is slow on the metadata log's
+/// syncs ([`SlowDisk`]), a broker's Fetch of the metadata log sent while a CreateTopics' sync is
+/// under way waits for the quorum, and a produce to `b` and a Metadata request sent after it
+/// are answered without waiting (the Fetch is decided under the quorum's gate, not the node's:
+/// `node::Prepared::decided_by_quorum`); the CreateTopics is answered only after the sync.
+pub async fn slow_metadata_sync_stops_only_the_quorum(addr: std::net::SocketAddr, armed: Arc<std::sync::atomic::AtomicBool>, started: Arc<std::sync::atomic::AtomicBool>) -> SlowIoTimes {
+    use crate::client::{cluster::Cluster, conn::Conn, Producer, ProducerConfig};
+    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchRequest, FetchTopic};
+    use kafka_protocol::messages::{BrokerId, TopicName};
+    use std::sync::atomic::Ordering::SeqCst;
+    use std::time::Duration;
+    let config = ProducerConfig { acks: 1, idempotent: false, request_timeout: Duration::from_secs(30), ..ProducerConfig::default() };
+    let mut to_b = Producer::new(addr, config);
+    let mut cluster = Cluster::new(vec![addr], "slow-metadata", Duration::from_secs(30));
+    to_b.send("b", 0, &[(None, Some("warm".into()))], 0).await.expect("produce to b");
+    cluster.refresh(&["b"]).await.expect("metadata");
+    let mut follower = Conn::connect(addr, "metadata-follower", Duration::from_secs(30)).await.expect("connect");
+    armed.store(true, SeqCst);
+    let sent = crate::server::now_ms();
+    let create = tokio::spawn(async move {
+        crate::client::admin::create_topics(addr, &[("c".into(), 1, 1)], Duration::from_secs(30)).await.expect("create c");
+        crate::server::now_ms()
+    });
+    while !started.load(SeqCst) {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let follow = tokio::spawn(async move {
+        let mut p = FetchPartition::default();
+        p.fetch_offset = 0;
+        p.partition_max_bytes = 1 << 20;
+        let mut t = FetchTopic::default();
+        t.topic = TopicName(crate::protocol::s(crate::metadata::metadata_topic));
+        t.partitions = vec![p];
+        let mut req = FetchRequest::default();
+        req.replica_id = BrokerId(1);
+        req.max_bytes = 1 << 20;
+        req.session_epoch = -1;
+        req.topics = vec![t];
+        follower.send_at(&req, Some(12), Duration::from_secs(30)).await.expect("fetch of the metadata log")
+    });
+    // Let the Fetch reach its gate first.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    to_b.send("b", 0, &[(None, Some("fast".into()))], 0).await.expect("produce to b during the metadata log's sync");
+    let other_partition = Duration::from_millis(crate::server::now_ms() - sent);
+    cluster.refresh(&["b"]).await.expect("metadata during the metadata log's sync");
+    let metadata = Duration::from_millis(crate::server::now_ms() - sent);
+    armed.store(false, SeqCst);
+    let own = Duration::from_millis(create.await.expect("task") - sent);
+    let fetched = follow.await.expect("task");
+    assert_eq!(fetched.responses[0].partitions[0].error_code, 0, "the metadata log's Fetch was refused");
+    SlowIoTimes { other_partition, metadata, own }
+}
+
 /// A one-node broker (its own controller) for the slow-disk test, advertised at `addr`, data
 /// in `data_dir`, flushing every batch so each produce fsyncs: the shell state to `serve`.
 pub fn flush_every_batch_node(disk: Arc<dyn Disk>, data_dir: &Path, addr: std::net::SocketAddr) -> Arc<crate::server::Shared> {

@@ -38,6 +38,7 @@ mod input;
 mod leader_hints;
 mod placement_handlers;
 mod quota_handlers;
+mod quorum_view;
 mod share_fetch;
 pub mod share_handlers;
 mod share_offsets;
@@ -61,6 +62,7 @@ use kafka_protocol::messages::RequestKind;
 pub use coordinator_load::{LoadDone, LoadJob};
 pub use fetching::FetcherInput;
 pub use input::{Input, MarkersResult, QuorumInput};
+pub use quorum_view::QuorumView;
 pub use waiting::Waiting;
 
 /// What requests act on: this node's broker and coordinators, under one lock (a coordinator's
@@ -77,23 +79,6 @@ pub struct Node {
     quorum_view: Mutex<QuorumView>,
     /// Client quota meters (`crate::throttle`): a leaf lock, taken alone, never across IO.
     throttles: Mutex<crate::throttle::Throttles>,
-}
-
-/// What a voter's quorum decision left for readers outside it ([`Node::quorum_view`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct QuorumView {
-    /// The quorum leader it knows.
-    pub leader: Option<i32>,
-    /// Its epoch as the active controller, if it is that.
-    pub active_epoch: Option<i32>,
-    /// The metadata log's committed end.
-    pub committed_end: i64,
-}
-
-impl QuorumView {
-    fn of(q: &Quorum) -> QuorumView {
-        QuorumView { leader: q.leader(), active_epoch: q.active_epoch(), committed_end: q.committed_end() }
-    }
 }
 
 /// The broker and the coordinators of a node, locked together ([`Node::parts`]).
@@ -370,6 +355,19 @@ impl Prepared {
             None => authz::Denied::none(),
         };
         Some(share_fetch::share_plan(node, req, &refused, first))
+    }
+
+    /// Whether this request (of API `key`) is decided under the metadata quorum's gate rather
+    /// than the node's: the controller APIs, and the requests that read the quorum alone (a
+    /// broker's Fetch of the metadata log, ListPartitionReassignments). They lock the quorum,
+    /// which a quorum decision holds across its metadata log's writes and syncs: under the
+    /// node's gate they would stop every request of the node meanwhile.
+    pub fn decided_by_quorum(&self, key: i16) -> bool {
+        match &self.decoded {
+            Decoded::Request(Request { body: RequestKind::Fetch(req), .. }) => controller_handlers::is_metadata_fetch(req),
+            Decoded::Request(Request { body: RequestKind::ListPartitionReassignments(_), .. }) => true,
+            _ => crate::protocol::is_controller_api(key),
+        }
     }
 
     /// Whether this is a ShareFetch whose records are not read yet ([`Prepared::share_plan`]).

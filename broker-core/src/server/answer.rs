@@ -62,6 +62,7 @@ pub(super) async fn answer(shared: &Shared, frame: &Bytes, caller: &crate::secur
             },
             false => this,
         };
+        let on_quorum = this.decided_by_quorum(key);
         let decide = |s: &Shared| {
             let entered = Instant::now();
             let mut actions = Vec::new();
@@ -76,7 +77,7 @@ pub(super) async fn answer(shared: &Shared, frame: &Bytes, caller: &crate::secur
             };
             ((outcome, answers, entered), actions)
         };
-        let ((outcome, answers, entered), actions) = match protocol::is_controller_api(key) {
+        let ((outcome, answers, entered), actions) = match on_quorum {
             true => shared.decide_quorum(decide).await,
             false => shared.decide(decide).await,
         };

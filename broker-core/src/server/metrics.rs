@@ -148,7 +148,7 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
             }
             let line = buf.split(|&b| b == b'\r').next().unwrap_or(&[]);
             let (status, body) = match line.starts_with(b"GET /metrics ") || line == b"GET /metrics" {
-                true => ("200 OK", render(&shared)),
+                true => ("200 OK", render(&shared).await),
                 false => ("404 Not Found", "only GET /metrics is served here\n".to_string()),
             };
             let head = format!("HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
@@ -193,8 +193,10 @@ fn escape(v: &str) -> String {
     v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
-/// Everything, read from the node at once.
-fn render(shared: &Shared) -> String {
+/// Everything, read from the node at once; the quorum's part once its gate is free (a quorum
+/// decision holds the quorum's lock across its metadata log's syncs: a scrape must not block a
+/// runtime thread on it).
+async fn render(shared: &Shared) -> String {
     let mut t = Text::default();
     requests(&mut t, &shared.metrics);
     t.one("seedlog_produce_purgatory_size", "gauge", "Requests answered later: acks=all produces waiting for the ISR, topic changes waiting to be applied.", shared.metrics.waiting.load(Ordering::Relaxed) as f64);
@@ -203,7 +205,7 @@ fn render(shared: &Shared) -> String {
         t.sample("seedlog_client_throttle_seconds_total", &[("kind", kind)], shared.metrics.throttle_ms[i].load(Ordering::Relaxed) as f64 / 1000.0);
     }
     partitions(&mut t, shared);
-    quorum(&mut t, shared);
+    shared.decide_quorum(|s| quorum(&mut t, s)).await;
     t.0
 }
 

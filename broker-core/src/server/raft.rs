@@ -47,7 +47,9 @@ pub(super) fn spawn(shared: Arc<Shared>) -> Vec<tokio::task::JoinHandle<()>> {
 async fn run(shared: Arc<Shared>) {
     loop {
         let wait = {
-            let deadline = shared.node.controller().and_then(|q| q.next_deadline());
+            // From what the last quorum decision published: the quorum's lock may be held
+            // across a metadata log sync, and this task must not block a runtime thread on it.
+            let deadline = shared.node.quorum_view().next_deadline;
             deadline.map_or(tick_interval_ms, |d| d.saturating_sub(now_ms()).clamp(1, tick_interval_ms))
         };
         tokio::select! {
