@@ -102,6 +102,9 @@ pub struct StagedCheckpoint {
     /// The log's `deferred` marks when staged: a log cut or reopened since takes no commit.
     serial: u64,
     cuts: u64,
+    /// Segment files created or removed before the stage: one removed after it (DeleteRecords,
+    /// retention) is not in the sync that follows, so its directory stays to be synced.
+    dir_changes: u64,
     /// What the log owed when staged ([`OwedList::mark`]): the `sync_all` after it pays that.
     owed: u64,
 }
@@ -233,7 +236,7 @@ impl Log {
         file.truncate(0).map_err(io)?;
         file.write_at(format!("{end}\n").as_bytes(), 0).map_err(io)?;
         let (serial, cuts) = self.deferred.marks();
-        Ok(Some(StagedCheckpoint { end, serial, cuts, owed: self.owed.mark() }))
+        Ok(Some(StagedCheckpoint { end, serial, cuts, dir_changes: self.deferred.dir_changes, owed: self.owed.mark() }))
     }
 
     /// The second half, after a `sync_all` that followed [`Log::checkpoint_stage`]: everything
@@ -250,7 +253,7 @@ impl Log {
         }
         self.owed.paid_to(staged.owed);
         if staged.end == self.log_end_offset() {
-            self.dir_dirty = false;
+            self.dir_dirty &= staged.dir_changes != self.deferred.dir_changes;
             for seg in &mut self.segments {
                 seg.indexes_are_durable();
             }

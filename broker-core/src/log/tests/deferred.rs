@@ -273,3 +273,26 @@ fn a_roll_of_a_segment_the_checkpoint_covers_syncs_its_rebuilt_indexes_at_once()
         assert!(synced.contains(&stem.with_extension(ext)), "the roll synced the rebuilt .{ext}: {synced:?}");
     }
 }
+
+/// A checkpoint's commit vouches only for what its file-system sync saw: a segment removed
+/// between the stage and the commit (retention, DeleteRecords, decided while the shell ran the
+/// sync) leaves its directory sync owed. Clearing it let the removal be lost to a power loss
+/// with nothing left to sync it (the next stage found nothing changed).
+#[test]
+fn a_segment_removed_between_a_checkpoints_stage_and_commit_leaves_its_directory_sync_owed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = LogConfig { segment_bytes: 200, retention_bytes: 0, ..LogConfig::default() };
+    let (mut log, _) = Log::open(disk(), tmp.path(), config, 0).unwrap();
+    log.defer_syncs();
+    while log.segment_bases().len() < 3 {
+        one(&mut log);
+    }
+    let job = log.take_sync().unwrap();
+    assert!(log.synced(job.stamp, job.run()));
+    let staged = log.checkpoint_stage().unwrap().expect("changed since open");
+    disk().sync_all(tmp.path()).unwrap();
+    assert!(log.apply_retention(0, log.log_end_offset()).unwrap() >= 1);
+    log.checkpoint_commit(staged).unwrap();
+    assert!(log.dir_dirty, "the removal's directory sync was called done by a sync that came before it");
+    assert!(log.checkpoint_stage().unwrap().is_some(), "the next checkpoint has the directory to make durable");
+}
