@@ -35,6 +35,8 @@ pub(super) async fn answer(shared: &Shared, frame: &Bytes, caller: &crate::secur
         Ok(decoded) => Some(node::prepare(decoded)),
         Err(reason) => return Outcome::Close(reason),
     };
+    // Decided under the quorum's gate or the node's (the same for every decision of it).
+    let on_quorum = prepared.as_ref().is_some_and(|p| p.decided_by_quorum(key));
     let mut deadline: Option<Instant> = None;
     loop {
         // A fetch that parks is decided again, on a copy of its request kept for that.
@@ -62,7 +64,6 @@ pub(super) async fn answer(shared: &Shared, frame: &Bytes, caller: &crate::secur
             },
             false => this,
         };
-        let on_quorum = this.decided_by_quorum(key);
         let decide = |s: &Shared| {
             let entered = Instant::now();
             let mut actions = Vec::new();
@@ -78,6 +79,10 @@ pub(super) async fn answer(shared: &Shared, frame: &Bytes, caller: &crate::secur
             ((outcome, answers, entered), actions)
         };
         let ((outcome, answers, entered), actions) = match on_quorum {
+            // A controller API's records are written and synced to the metadata log inside its
+            // decision (a topic of 200 partitions: 120-250 ms here): the runtime is told, so the
+            // tasks queued on this worker move meanwhile (`may_block`).
+            true if protocol::is_controller_api(key) => shared.decide_quorum(|s| super::may_block(|| decide(s))).await,
             true => shared.decide_quorum(decide).await,
             false => shared.decide(decide).await,
         };

@@ -213,7 +213,9 @@ pub(super) async fn connection(link: Link, shared: Arc<Shared>, protocol: crate:
         inbox.expect_raw_token(auth.expects_raw_token());
         let Some(first) = next(&mut inbox, &mut rd, &shared, peer).await else { break };
         let mut wr = BufWriter::with_capacity(connection_write_buffer_bytes, half);
-        let open = burst(&shared, &mut inbox, &mut rd, &mut wr, first, peer, local, &mut auth).await;
+        // Boxed: an idle connection's task does not carry a burst's state (a request's decision,
+        // park, wait or forward), only one that is answering does.
+        let open = Box::pin(burst(&shared, &mut inbox, &mut rd, &mut wr, first, peer, local, &mut auth)).await;
         // The burst's answers go out before the connection waits again (or closes).
         if wr.flush().await.is_err() || !open {
             break;

@@ -325,12 +325,7 @@ impl Shared {
         let _disk = gate.lock().await;
         #[cfg(not(madsim))]
         let (started, what) = (std::time::Instant::now(), type_name_of(&decide));
-        // A quorum decision writes and syncs the metadata log inline (a topic of 200 partitions:
-        // 170-190 ms here): the runtime is told, so this worker's other tasks move meanwhile.
-        let out = match std::ptr::eq(gate, &self.quorum_gate) {
-            true => may_block(|| decide(self)),
-            false => decide(self),
-        };
+        let out = decide(self);
         // A decision that held its gate long stopped every request behind it: says which (the
         // closure's name is its call site's function) for the operator and the benchmarks.
         #[cfg(not(madsim))]
@@ -363,7 +358,7 @@ impl Shared {
 /// connection's task queued behind it waited as long (a Metadata round trip of 190 ms while a
 /// CreateTopics synced the metadata log, with no request waiting for a gate). As is in the
 /// simulator and on a current-thread runtime.
-fn may_block<T>(f: impl FnOnce() -> T) -> T {
+pub(super) fn may_block<T>(f: impl FnOnce() -> T) -> T {
     #[cfg(not(madsim))]
     if tokio::runtime::Handle::try_current().is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread) {
         return tokio::task::block_in_place(f);
