@@ -84,6 +84,10 @@ impl Broker {
                 if let Err(e) = part.log.tick(now, hw) {
                     out.push(Action::Log(Level::Error, format!("{name}-{p}: {e}")));
                 }
+                // A flush.ms sync, run off the gate like an append's.
+                if let Some(job) = part.log.take_sync() {
+                    out.push(Action::Sync { topic: name.to_string(), partition: p, job });
+                }
                 // Retention's or DeleteRecords' deleted files, closed by the shell (issue 32).
                 if let Some(files) = part.log.take_released() {
                     out.push(Action::Release(files));

@@ -493,11 +493,12 @@ impl Log {
         }
     }
 
-    /// Time-driven work: `flush.ms` flushes and retention (bounded by `upper`, see
-    /// [`Log::apply_retention`]). Returns the segments deleted.
+    /// Time-driven work: `flush.ms` flushes (owed to the owner's next job with deferral on, as
+    /// an append's are) and retention (bounded by `upper`, see [`Log::apply_retention`]).
+    /// Returns the segments deleted.
     pub fn tick(&mut self, now: u64, upper: i64) -> Result<usize, LogError> {
         if let (FlushPolicy::EveryMs(ms), Some(t)) = (self.config.flush, self.unflushed_since_ms) {
-            if now >= t + ms {
+            if now >= t + ms && !self.defer_sync(true) {
                 self.flush(now)?;
             }
         }

@@ -123,10 +123,14 @@ fn peer_name(shared: &Shared, addr: SocketAddr) -> Option<String> {
 /// The protocol of the listener at `addr`: a voter's CONTROLLER listener, else a broker's
 /// client listener (the cluster's nodes are configured alike).
 fn protocol_of(shared: &Shared, addr: SocketAddr) -> crate::security::Protocol {
-    let broker = shared.broker();
-    let (c, s) = (broker.config(), &broker.config().security);
-    let to_voter = s.controller_listener.is_some() && c.voters.values().any(|v| resolve_addr(v).ok() == Some(addr));
-    if to_voter { s.controller_protocol } else { s.inter_broker_protocol }
+    // Copied out first: a name lookup may take its time, never under the node's lock.
+    let (voters, controller, inter_broker) = {
+        let broker = shared.broker();
+        let (c, s) = (broker.config(), &broker.config().security);
+        (s.controller_listener.is_some().then(|| c.voters.clone()), s.controller_protocol, s.inter_broker_protocol)
+    };
+    let to_voter = voters.is_some_and(|v| v.values().any(|v| resolve_addr(v).ok() == Some(addr)));
+    if to_voter { controller } else { inter_broker }
 }
 
 pub(super) async fn connect(shared: &Shared, addr: SocketAddr, who: &str) -> Option<Conn> {
@@ -509,7 +513,8 @@ async fn fetch_metadata(shared: &Shared, conn: &mut Conn, me: i32, offset: i64) 
         shared.node.set_controller_hint(Some(pd.current_leader.leader_id.0).filter(|&l| l >= 0));
     }
     kafka(pd.error_code)?;
-    let answered_by = shared.broker().config().voters.iter().find(|(_, a)| resolve_addr(a).ok() == Some(conn.addr())).map(|(id, _)| *id);
+    let voters = shared.broker().config().voters.clone(); // resolved below, not under the lock
+    let answered_by = voters.iter().find(|(_, a)| resolve_addr(a).ok() == Some(conn.addr())).map(|(id, _)| *id);
     if answered_by.is_some() {
         shared.node.set_controller_hint(answered_by);
     }

@@ -51,11 +51,14 @@ async fn replica_fetcher(shared: Arc<Shared>, leader: i32) {
             continue;
         }
         if conn.is_none() {
-            let addr = {
+            // The endpoint is copied out and resolved after: a name lookup may take its time,
+            // never under the node's lock.
+            let endpoint = {
                 let b = shared.broker();
                 let inter = &b.config().security.inter_broker_listener;
-                b.image().brokers.get(&leader).and_then(|x| x.endpoint(inter)).map(|(host, port)| resolve(host, port))
+                b.image().brokers.get(&leader).and_then(|x| x.endpoint(inter)).map(|(host, port)| (host.to_string(), port))
             };
+            let addr = endpoint.map(|(host, port)| resolve(&host, port));
             let Some(Ok(addr)) = addr else {
                 backoff().await;
                 continue;

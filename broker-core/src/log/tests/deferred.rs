@@ -296,3 +296,20 @@ fn a_segment_removed_between_a_checkpoints_stage_and_commit_leaves_its_directory
     assert!(log.dir_dirty, "the removal's directory sync was called done by a sync that came before it");
     assert!(log.checkpoint_stage().unwrap().is_some(), "the next checkpoint has the directory to make durable");
 }
+
+/// `flush.ms` is owed to a job too: the tick that finds it due syncs nothing inside the
+/// decision, and the records it covers count for the high watermark once the job is reported.
+#[test]
+fn a_flush_ms_sync_is_owed_to_a_job_not_made_inside_the_tick() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut log, hook) = watched(tmp.path(), FlushPolicy::EveryMs(10));
+    one(&mut log);
+    hook.0.lock().unwrap().clear();
+    log.tick(1_000, log.log_end_offset()).unwrap();
+    assert_eq!(*hook.0.lock().unwrap(), Vec::<PathBuf>::new(), "the tick synced inside the decision");
+    assert_eq!(log.policy_end(), 0, "not counted before its sync");
+    let job = log.take_sync().expect("the flush.ms sync is owed to a job");
+    assert!(log.synced(job.stamp, job.run()));
+    assert_eq!(log.policy_end(), 1);
+    assert!(log.take_sync().is_none(), "one sync per deadline");
+}
