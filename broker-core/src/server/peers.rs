@@ -162,7 +162,8 @@ pub async fn controlled_shutdown(shared: &Shared) {
     if !shared.broker().config().broker_role {
         return; // never registered: nothing to fence
     }
-    if shared.node.controller().is_some_and(|q| q.is_active()) {
+    // From what the quorum last published: a quorum decision may hold its lock across a sync.
+    if shared.node.quorum_view().active_epoch.is_some() {
         // The active controller stops with this node (its listener is already closed): the
         // next one fences it when its session ends, or nobody is left to.
         return;
