@@ -123,14 +123,19 @@ fn peer_name(shared: &Shared, addr: SocketAddr) -> Option<String> {
 /// The protocol of the listener at `addr`: a voter's CONTROLLER listener, else a broker's
 /// client listener (the cluster's nodes are configured alike).
 fn protocol_of(shared: &Shared, addr: SocketAddr) -> crate::security::Protocol {
-    // Copied out first: a name lookup may take its time, never under the node's lock.
-    let (voters, controller, inter_broker) = {
+    let (listener, controller, inter_broker) = {
         let broker = shared.broker();
-        let (c, s) = (broker.config(), &broker.config().security);
-        (s.controller_listener.is_some().then(|| c.voters.clone()), s.controller_protocol, s.inter_broker_protocol)
+        let s = &broker.config().security;
+        (s.controller_listener.is_some(), s.controller_protocol, s.inter_broker_protocol)
     };
-    let to_voter = voters.is_some_and(|v| v.values().any(|v| resolve_addr(v).ok() == Some(addr)));
-    if to_voter { controller } else { inter_broker }
+    if listener && voter_at(shared, addr).is_some() { controller } else { inter_broker }
+}
+
+/// The voter `controller.quorum.voters` names at `addr`, if any. The names are copied out and
+/// resolved after: a name lookup may take its time, never under the node's lock.
+fn voter_at(shared: &Shared, addr: SocketAddr) -> Option<i32> {
+    let voters = shared.broker().config().voters.clone();
+    voters.iter().find(|(_, a)| resolve_addr(a).ok() == Some(addr)).map(|(id, _)| *id)
 }
 
 pub(super) async fn connect(shared: &Shared, addr: SocketAddr, who: &str) -> Option<Conn> {
@@ -514,8 +519,7 @@ async fn fetch_metadata(shared: &Shared, conn: &mut Conn, me: i32, offset: i64) 
         shared.node.set_controller_hint(Some(pd.current_leader.leader_id.0).filter(|&l| l >= 0));
     }
     kafka(pd.error_code)?;
-    let voters = shared.broker().config().voters.clone(); // resolved below, not under the lock
-    let answered_by = voters.iter().find(|(_, a)| resolve_addr(a).ok() == Some(conn.addr())).map(|(id, _)| *id);
+    let answered_by = voter_at(shared, conn.addr());
     if answered_by.is_some() {
         shared.node.set_controller_hint(answered_by);
     }
