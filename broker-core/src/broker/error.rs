@@ -81,6 +81,11 @@ pub enum Error {
     /// append); the retry asks the coordinator again.
     #[error("the producer's transaction here is not verified yet")]
     TxnVerificationOwed,
+    /// COORDINATOR_LOAD_IN_PROGRESS (14), retriable: this node's block of producer ids is used
+    /// up and the next is not durable yet (Kafka's producer-id manager answers so while it
+    /// waits for its next block).
+    #[error("the next block of producer ids is not persisted yet")]
+    ProducerIdsPending,
     /// UNSUPPORTED_VERSION (35): a ListOffsets special timestamp newer than the request's
     /// version (-3 before v7, -4 before v8, -5 before v9), or no such timestamp.
     #[error("this timestamp is not a ListOffsets target at the request's version")]
@@ -132,6 +137,7 @@ impl Error {
             Error::TxnUnverified(Code::InvalidProducerIdMapping) => Code::InvalidProducerIdMapping,
             Error::TxnUnverified(_) | Error::TxnVerificationOwed => Code::NotEnoughReplicas,
             Error::UnsupportedVersion => Code::UnsupportedVersion,
+            Error::ProducerIdsPending => Code::CoordinatorLoadInProgress,
             Error::NotAuthorized(code, _) => *code,
         }
     }

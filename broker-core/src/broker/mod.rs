@@ -41,6 +41,7 @@ mod partition;
 mod partitions;
 pub mod producer;
 mod reconcile;
+mod removal;
 mod topic_ids;
 mod truncation;
 pub mod share_read;
@@ -65,7 +66,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use upkeep::ProducerIds;
-pub use upkeep::StagedCheckpoints;
+pub use upkeep::{ProducerIdBlock, StagedCheckpoints};
 
 /// What a broker call asks of the shell besides its answer. The shell performs them in order;
 /// tests assert on them; nothing is left latched inside the broker for a later call to drain.
@@ -109,6 +110,13 @@ pub enum Action {
     /// The files of segments retention or DeleteRecords deleted (their names are gone): the
     /// shell closes them off the node's lock, since the last close frees their blocks.
     Release(crate::log::Released),
+    /// The next block of producer ids to persist ahead of use (`upkeep`): the shell runs the job
+    /// off the node's lock and reports with `node::Input::ProducerIdsPersisted`.
+    PersistProducerIds(ProducerIdBlock),
+    /// A removed replica's retired directory (`removal`): the shell unlinks its files and
+    /// removes it off the node's lock; a failure is a line for the operator (the next
+    /// registration finds the directory again).
+    Remove(std::path::PathBuf),
     /// A cleaning step (its reads, judgements and writes of the `.cleaned` file): the shell
     /// runs it off the node's lock and reports with `node::Input::Cleaned` (`log::pass::job`).
     Clean { topic: String, partition: i32, job: crate::log::CleanJob },
@@ -235,7 +243,7 @@ impl Broker {
         }
         let data = config.data_dir.clone();
         crate::storage::create_dir_all_durably(disk.as_ref(), &data).map_err(|e| Error::Storage(format!("create {}: {e}", data.display())))?;
-        let producer_ids = ProducerIds::open(disk.as_ref(), &data, config.node_id)?;
+        let producer_ids = ProducerIds::open(disk.clone(), &data, config.node_id)?;
         let cleaner = cleaning::Cleaner::new(config.cleaner_io_bytes_per_second);
         // Only ELR reads the marker, and without it nothing touches the file: runs without
         // ELR do the disk calls they always did.

@@ -7,7 +7,6 @@
 use super::partition::Partition;
 use super::{Action, Broker, Error, Level};
 use crate::constants::failed_log_reopen_ms;
-use crate::log::dir;
 use crate::metadata::configs::TopicSettings;
 use crate::metadata::{topic, MetadataRecord};
 use crate::replication::Change;
@@ -76,7 +75,7 @@ impl Broker {
         gone.extend(self.offline.keys().filter(|(n, p)| no_topic(n, *p) && !self.partitions.contains(n, *p) && !self.opening.contains_key(&(n.clone(), *p))).cloned());
         self.shut_opens(&gone);
         for (name, p) in gone {
-            match self.remove_local(&name, p) {
+            match self.remove_local(&name, p, &mut out) {
                 Ok(()) => out.push(Action::Log(Level::Info, format!("{name}-{p}: topic deleted; replica removed"))),
                 Err(e) => out.push(Action::Log(Level::Error, format!("{name}-{p}: removing: {e}"))),
             }
@@ -162,33 +161,6 @@ impl Broker {
         out
     }
 
-    /// Removes the partition directories this broker holds and the metadata, as of its own
-    /// registration, gives it no replica for: a move away from it or a topic deleted while it
-    /// was down (Kafka's stray logs). A directory of a topic re-created under a new id is kept
-    /// here and emptied when the replica opens (`dir::claim`).
-    fn remove_strays(&mut self, out: &mut Vec<Action>) {
-        let me = self.config.node_id;
-        let (image, partitions) = (&self.image, &self.partitions);
-        let keep = |name: &str, p: i32| {
-            let assigned = image.topics.get(name).and_then(|t| t.partitions.get(usize::try_from(p).ok()?)).is_some_and(|part| part.replicas.contains(&me));
-            assigned || partitions.contains(name, p) || name == crate::metadata::metadata_topic
-        };
-        let strays = match dir::strays(self.disk.as_ref(), &self.config.data_dir, keep) {
-            Ok(strays) => strays,
-            Err(e) => return out.push(Action::Log(Level::Error, format!("looking for stray replicas: {e}"))),
-        };
-        for (name, p) in strays {
-            self.cancel_open(&name, p);
-            match dir::remove(self.disk.as_ref(), &self.config.data_dir, &self.partition_dir(&name, p)) {
-                Ok(()) => {
-                    self.creating.remove(&(name.clone(), p));
-                    out.push(Action::Log(Level::Info, format!("{name}-{p}: no replica here in the metadata (moved or deleted while this broker was down); removed")));
-                }
-                Err(e) => out.push(Action::Log(Level::Error, format!("{name}-{p}: removing a stray replica: {e}"))),
-            }
-        }
-    }
-
     /// [`Broker::reconcile`], marking the replica offline (retried later) when it fails.
     pub(super) fn reconcile_or_offline(&mut self, (name, p): (String, i32), now: u64, out: &mut Vec<Action>) {
         if let Err(e) = self.reconcile(&name, p, now, out) {
@@ -204,7 +176,7 @@ impl Broker {
         if !info.replicas.contains(&me) {
             let offline = self.offline.remove(&(name.to_string(), p)).is_some();
             if self.partitions.contains(name, p) || self.is_opening(name, p) || offline {
-                self.remove_local(name, p)?;
+                self.remove_local(name, p, out)?;
                 out.push(Action::Log(Level::Info, format!("{name}-{p}: no longer a replica here; removed")));
             }
             return Ok(());
@@ -256,16 +228,6 @@ impl Broker {
         let (node, topic_id) = (self.config.node_id, part.topic_id);
         self.config.observer.see(crate::observe::Observation::ReplicaLogEnd { node, topic: name, topic_id, partition: p, log_end: None, now });
         Some(part)
-    }
-
-    /// Removes this node's replica and its directory (an open job out for it is fenced first).
-    pub(super) fn remove_local(&mut self, name: &str, p: i32) -> Result<(), Error> {
-        self.forget(name, p, 0);
-        self.cancel_open(name, p);
-        dir::remove(self.disk.as_ref(), &self.config.data_dir, &self.partition_dir(name, p))?;
-        // Its marker, if an open wrote one no sync covered, is gone with it.
-        self.creating.remove(&(name.to_string(), p));
-        Ok(())
     }
 
     /// Asks for `name` to be auto-created (Metadata with auto-creation allowed): `Ok(false)`

@@ -4,6 +4,7 @@
 use super::*;
 use crate::kafka::Code;
 use crate::log::batch::build;
+use crate::log::LogError;
 use crate::testing::{config, create, delete, one_node};
 use producer::ProducerStates;
 
@@ -65,6 +66,7 @@ fn topics_come_from_the_metadata_log_and_survive_restarts() {
     assert_eq!(node.broker().fetch("t", 2, 0, 100, true, consumer, 0, &mut Vec::new()).unwrap().high_watermark, 1);
     delete(&node, "t").unwrap();
     assert!(!tmp.path().join("t-0").exists());
+    assert!(tmp.path().join("t-0.0-delete/partition.metadata").exists(), "renamed out of use; its files are the shell's to remove");
     drop(node);
     assert!(one_node(config(tmp.path())).broker().image().topics.get("t").is_none(), "deleted topics stay deleted");
 }
@@ -175,6 +177,41 @@ fn producer_ids_are_unique_per_node() {
     let (a, _) = one.unwrap().init_producer_id().unwrap();
     let (b, _) = two.unwrap().init_producer_id().unwrap();
     assert_eq!((a, b), (1 << 32, 2 << 32));
+}
+
+#[test]
+fn the_next_producer_id_block_is_persisted_ahead_by_a_job_and_never_inside_a_decision() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = config(tmp.path());
+    let file = cfg.data_dir.join("producer-ids");
+    let mut b = Broker::open(Arc::new(crate::storage::FileDisk::new()), cfg.clone(), 0).unwrap();
+    let on_disk = || std::fs::read_to_string(&file).unwrap().trim().parse::<i64>().unwrap();
+    assert_eq!(on_disk(), producer_id_block, "the first block is persisted at open");
+    let blocks = |actions: Vec<Action>| actions.into_iter().filter_map(|a| if let Action::PersistProducerIds(job) = a { Some(job) } else { None }).collect::<Vec<_>>();
+    let prefetch_at = producer_id_block - producer_id_block / 10;
+    let ids: Vec<i64> = (0..prefetch_at - 1).map(|_| b.init_producer_id().unwrap().0).collect();
+    assert!(blocks(b.tick(0)).is_empty(), "most of the block is left: nothing to persist yet");
+    let ids: Vec<i64> = ids.into_iter().chain((0..producer_id_block - prefetch_at + 1).map(|_| b.init_producer_id().unwrap().0)).collect();
+    assert_eq!(ids, (0..producer_id_block).collect::<Vec<_>>());
+    assert_eq!(on_disk(), producer_id_block, "handing out ids writes nothing");
+    let refused = b.init_producer_id().unwrap_err();
+    assert_eq!(refused.kafka_error(true), Code::CoordinatorLoadInProgress, "the block is used up and the next is not durable: retriable");
+    let mut jobs = blocks(b.tick(0));
+    assert_eq!(jobs.len(), 1);
+    assert!(blocks(b.tick(0)).is_empty(), "one job out at a time");
+    let job = jobs.pop().unwrap();
+    assert_eq!(job.limit(), 2 * producer_id_block);
+    assert!(b.producer_ids_persisted(job.limit(), Err(LogError::Failed("EIO".into()))).iter().any(|a| matches!(a, Action::Log(Level::Error, _))));
+    assert!(b.init_producer_id().is_err(), "a failed job hands out nothing");
+    let job = blocks(b.tick(0)).pop().expect("the next tick tries again");
+    job.run().unwrap();
+    assert_eq!(on_disk(), 2 * producer_id_block, "persisted before its ids are handed out");
+    assert!(b.producer_ids_persisted(job.limit(), Ok(())).is_empty());
+    assert_eq!(b.init_producer_id().unwrap().0, producer_id_block);
+    drop(b);
+    let mut b = Broker::open(Arc::new(crate::storage::FileDisk::new()), cfg, 0).unwrap();
+    assert_eq!(b.init_producer_id().unwrap().0, 2 * producer_id_block, "a restart skips the rest of the persisted block");
+    assert_eq!(on_disk(), 3 * producer_id_block);
 }
 
 #[test]

@@ -1,11 +1,13 @@
-//! Time-driven work (flush.ms, retention bounded by the high watermark, reopening logs that failed, checkpoints) and this node's producer ids, allocated from
-//! blocks persisted before use so a restart never hands one out twice.
+//! Time-driven work (flush.ms, retention bounded by the high watermark, reopening logs that
+//! failed, checkpoints) and this node's producer ids, allocated from blocks persisted before
+//! use so a restart never hands one out twice; the next block is persisted ahead by a job the
+//! tick hands out.
 
 use super::{Action, Broker, Error, Level};
 use crate::constants::failed_log_reopen_ms;
-use crate::log::dir;
+use crate::log::{dir, LogError};
 use crate::storage::Disk;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Producer ids are persisted in blocks of this many, so allocation writes the disk once per
@@ -19,37 +21,113 @@ pub const producer_id_node_shift: u32 = 32;
 /// The producer-id file under the data directory.
 const producer_ids_file: &str = "producer-ids";
 
-/// The ids this node hands out: `next`, up to the end of the block persisted for it.
+/// The next block is persisted once no more than this many ids of the current one are left
+/// (Kafka's producer-id manager asks for its next block at 90% too): a job off the node's
+/// gate, handed out by the next tick, well before the block runs out.
+const producer_id_prefetch: i64 = producer_id_block / 10;
+
+/// The ids this node hands out: `next`, below the end of the block persisted for it (so a
+/// restart never hands one out twice). The next block is persisted ahead, by a job
+/// ([`ProducerIdBlock`]), never inside a decision; only the first, at open.
 pub(super) struct ProducerIds {
     next: i64,
+    /// Ids below this are covered by the block on disk.
+    limit: i64,
+    /// The limit a job out is persisting.
+    persisting: Option<i64>,
+    disk: Arc<dyn Disk>,
+    path: PathBuf,
+}
+
+/// Persists a block of producer ids: `limit` becomes the end written in the producer-id file
+/// (a write, two fsyncs and a rename; blocking: run it off the node's gate).
+#[derive(Clone)]
+pub struct ProducerIdBlock {
+    disk: Arc<dyn Disk>,
+    path: PathBuf,
     limit: i64,
 }
 
-impl ProducerIds {
-    /// Resumes after the last block persisted: the rest of that block may have been handed out.
-    pub(super) fn open(disk: &dyn Disk, data_dir: &Path, node_id: i32) -> Result<ProducerIds, Error> {
-        let first = (node_id as i64) << producer_id_node_shift;
-        let next = dir::read_producer_ids(disk, &data_dir.join(producer_ids_file))?.map_or(first, |n| n.max(first));
-        Ok(ProducerIds { next, limit: next })
+impl PartialEq for ProducerIdBlock {
+    fn eq(&self, other: &ProducerIdBlock) -> bool {
+        (&self.path, self.limit) == (&other.path, other.limit)
+    }
+}
+
+impl Eq for ProducerIdBlock {}
+
+impl std::fmt::Debug for ProducerIdBlock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ProducerIdBlock({} to {})", self.path.display(), self.limit)
+    }
+}
+
+impl ProducerIdBlock {
+    pub fn run(&self) -> Result<(), LogError> {
+        dir::write_producer_ids(self.disk.as_ref(), &self.path, self.limit)
     }
 
-    /// The next id, persisting a new block first when this one is used up.
-    fn next(&mut self, disk: &dyn Disk, data_dir: &Path) -> Result<i64, Error> {
+    /// The end of the block it persists, for its report.
+    pub fn limit(&self) -> i64 {
+        self.limit
+    }
+}
+
+impl ProducerIds {
+    /// Resumes after the last block persisted (the rest of that block may have been handed
+    /// out) and persists the first block, at startup, before any request is decided.
+    pub(super) fn open(disk: Arc<dyn Disk>, data_dir: &Path, node_id: i32) -> Result<ProducerIds, Error> {
+        let first = (node_id as i64) << producer_id_node_shift;
+        let path = data_dir.join(producer_ids_file);
+        let next = dir::read_producer_ids(disk.as_ref(), &path)?.map_or(first, |n| n.max(first));
+        let limit = next + producer_id_block;
+        dir::write_producer_ids(disk.as_ref(), &path, limit)?;
+        Ok(ProducerIds { next, limit, persisting: None, disk, path })
+    }
+
+    /// The next id, or COORDINATOR_LOAD_IN_PROGRESS while the next block is not durable yet.
+    fn next(&mut self) -> Result<i64, Error> {
         if self.next >= self.limit {
-            let limit = self.next + producer_id_block;
-            dir::write_producer_ids(disk, &data_dir.join(producer_ids_file), limit)?;
-            self.limit = limit;
+            return Err(Error::ProducerIdsPending);
         }
         self.next += 1;
         Ok(self.next - 1)
+    }
+
+    /// The job persisting the next block, once this one is nearly used up and none is out.
+    fn owed(&mut self) -> Option<ProducerIdBlock> {
+        if self.persisting.is_some() || self.limit - self.next > producer_id_prefetch {
+            return None;
+        }
+        let limit = self.limit + producer_id_block;
+        self.persisting = Some(limit);
+        Some(ProducerIdBlock { disk: self.disk.clone(), path: self.path.clone(), limit })
+    }
+
+    /// A block's job ran: its ids may be handed out, or the next tick tries again.
+    fn persisted(&mut self, limit: i64, result: Result<(), LogError>) -> Option<String> {
+        if self.persisting == Some(limit) {
+            self.persisting = None;
+        }
+        match result {
+            Ok(()) => {
+                self.limit = self.limit.max(limit);
+                None
+            }
+            Err(e) => Some(format!("persisting the next block of producer ids (to {limit}): {e}")),
+        }
     }
 }
 
 impl Broker {
     /// A fresh producer id (epoch 0), from a block persisted before use.
     pub fn init_producer_id(&mut self) -> Result<(i64, i16), Error> {
-        let id = self.producer_ids.next(self.disk.as_ref(), &self.config.data_dir)?;
-        Ok((id, 0))
+        Ok((self.producer_ids.next()?, 0))
+    }
+
+    /// The report of a [`ProducerIdBlock`] the tick handed out.
+    pub fn producer_ids_persisted(&mut self, limit: i64, result: Result<(), LogError>) -> Vec<Action> {
+        self.producer_ids.persisted(limit, result).map(|line| Action::Log(Level::Error, line)).into_iter().collect()
     }
 
     /// Time-driven work (flush.ms, retention bounded by the high watermark, reopening failed
@@ -57,6 +135,7 @@ impl Broker {
     /// (`due`): a partition left out is one whose visit would have done nothing.
     pub fn tick(&mut self, now: u64) -> Vec<Action> {
         let mut out = self.reopen_failed(now);
+        out.extend(self.producer_ids.owed().map(Action::PersistProducerIds));
         for (name, p, mut bytes) in std::mem::take(&mut self.deferred) {
             if let Some(part) = self.partitions.get_mut(&name, p) {
                 let epoch = part.replication.leader_epoch;

@@ -1,6 +1,7 @@
 //! The data directory around the partition logs, through [`Disk`]: a partition directory
 //! belongs to one topic id (its `partition.metadata`, as Kafka writes it), is emptied before a
-//! re-created topic of the same name takes it, and is removed whole with its topic; and the
+//! re-created topic of the same name takes it, and is removed whole with its topic (renamed out
+//! of use first, its files unlinked later); and the
 //! node's `producer-ids` file, the end of the last producer-id block handed out. The broker
 //! decides when; this module only does the IO, so no decision module touches the disk.
 //!
@@ -9,11 +10,12 @@
 //! <data>/producer-ids                     "<next unallocated id>\n"
 //! <data>/<topic>-<p>/log-start-offset-checkpoint   "<log start offset>\n" (DeleteRecords)
 //! <data>/clean-shutdown                   "<broker epoch>\n" (KIP-966; only while stopped)
+//! <data>/<topic>-<p>.<n>-delete/          a removed replica's directory, until its files go
 //! ```
 
 use super::{io_err as io, LogError};
 use crate::storage::{read_exact_at, write_atomically, Disk};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The name of the file that says which topic id a partition directory belongs to.
 pub const partition_marker: &str = "partition.metadata";
@@ -89,18 +91,71 @@ pub fn remove(disk: &dyn Disk, data_dir: &Path, dir: &Path) -> Result<(), LogErr
     disk.sync_dir(data_dir).map_err(io("fsync", data_dir))
 }
 
-/// The partition directories under `data_dir` that `keep` (given the topic name and partition
-/// a directory's name says) does not keep, among those holding a partition marker: what a broker
-/// left behind while it was down (a move or a deletion it never saw). One listing, and one look
-/// per directory not kept: a kept one with another topic's marker is `claim`'s to empty.
-pub fn strays(disk: &dyn Disk, data_dir: &Path, keep: impl Fn(&str, i32) -> bool) -> Result<Vec<(String, i32)>, LogError> {
-    let mut out = Vec::new();
+/// How a retired partition directory's name ends (`<topic>-<p>.<n>-delete`): Kafka's suffix
+/// for a deleted log's directory awaiting its asynchronous deletion. No partition directory's
+/// name ends so (theirs end in a partition number).
+const retired_suffix: &str = "-delete";
+
+/// Takes partition directory `dir` out of use with one rename, to `<its name>.<n>-delete` (the
+/// lowest `n` not taken), and returns the new path; None when `dir` does not exist. Its files
+/// are unlinked later, off the node's gate ([`remove_retired`]): a replica is removed without
+/// its unlinks and syncs stopping the node, and the name is free at once for a replica created
+/// again under it. The rename is not synced: a crash before it is durable leaves the directory
+/// under its old name, and a crash before the removal leaves the retired one; both are strays
+/// the next registration removes ([`strays`]).
+pub fn retire(disk: &dyn Disk, dir: &Path) -> Result<Option<PathBuf>, LogError> {
+    if !disk.exists(dir) {
+        return Ok(None);
+    }
+    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let to = (0u64..).map(|n| dir.with_file_name(format!("{name}.{n}{retired_suffix}"))).find(|to| !disk.exists(to)).expect("some name is free");
+    disk.rename(dir, &to).map_err(io("rename", dir))?;
+    Ok(Some(to))
+}
+
+/// Removes a retired directory ([`retire`]) and everything in it. What is already gone is no
+/// error: a registration's stray sweep may hand out a directory a removal is still removing.
+/// Not synced: a crash before the removal is durable leaves it a stray again.
+pub fn remove_retired(disk: &dyn Disk, dir: &Path) -> Result<(), LogError> {
+    let gone = |r: std::io::Result<()>| match r {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        r => r,
+    };
+    let files = match disk.list(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        r => r.map_err(io("list", dir))?,
+    };
+    for file in files {
+        let f = dir.join(file);
+        gone(disk.remove(&f)).map_err(io("remove", &f))?;
+    }
+    gone(disk.remove_dir(dir)).map_err(io("remove", dir))
+}
+
+/// What a broker left behind in `data_dir` while it was down, from one listing.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Strays {
+    /// The partition directories holding a marker that `keep` (given the topic name and
+    /// partition the name says) does not keep: a move or a deletion the broker never saw. A
+    /// kept one with another topic's marker is `claim`'s to empty.
+    pub replicas: Vec<(String, i32)>,
+    /// Retired directories whose removal did not finish ([`retire`]).
+    pub retired: Vec<PathBuf>,
+}
+
+/// The [`Strays`] under `data_dir`: one listing, and one look per partition directory not kept.
+pub fn strays(disk: &dyn Disk, data_dir: &Path, keep: impl Fn(&str, i32) -> bool) -> Result<Strays, LogError> {
+    let mut out = Strays::default();
     for name in disk.list(data_dir).map_err(io("list", data_dir))? {
+        if name.ends_with(retired_suffix) {
+            out.retired.push(data_dir.join(name));
+            continue;
+        }
         let Some((topic, p)) = name.rsplit_once('-').and_then(|(t, p)| Some((t, p.parse::<i32>().ok()?))) else { continue };
         if keep(topic, p) || !disk.exists(&data_dir.join(&name).join(partition_marker)) {
             continue;
         }
-        out.push((topic.to_string(), p));
+        out.replicas.push((topic.to_string(), p));
     }
     Ok(out)
 }
@@ -226,6 +281,33 @@ mod tests {
             assert_eq!(claim(&disk, data, &dir, &aa).unwrap(), Claimed::Ours);
             remove(&disk, data, &dir).unwrap();
         }
+    }
+
+    #[test]
+    fn a_retired_directory_frees_its_name_at_once_and_is_found_again_until_removed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let disk = FileDisk::new();
+        let (data, dir) = (tmp.path(), tmp.path().join("t-0"));
+        let aa = "aa".repeat(16);
+        assert_eq!(retire(&disk, &dir).unwrap(), None, "nothing to retire");
+        claim(&disk, data, &dir, &aa).unwrap();
+        plant(&disk, &dir.join("00000000000000000000.log"), b"old records");
+        let first = retire(&disk, &dir).unwrap().expect("retired");
+        assert_eq!(first, data.join("t-0.0-delete"));
+        assert!(!disk.exists(&dir) && disk.exists(&first.join("00000000000000000000.log")));
+        // Created again under the name and retired again before the first removal ran.
+        assert_eq!(claim(&disk, data, &dir, &aa).unwrap(), Claimed::Fresh);
+        let second = retire(&disk, &dir).unwrap().expect("retired");
+        assert_eq!(second, data.join("t-0.1-delete"), "a free name, not the one still being removed");
+        claim(&disk, data, &dir, &aa).unwrap();
+        let found = strays(&disk, data, |_, _| true).unwrap();
+        assert_eq!(found, Strays { replicas: vec![], retired: vec![first.clone(), second.clone()] }, "a retired directory is never taken for a replica");
+        let found = strays(&disk, data, |_, _| false).unwrap();
+        assert_eq!(found.replicas, vec![("t".to_string(), 0)]);
+        remove_retired(&disk, &first).unwrap();
+        remove_retired(&disk, &first).unwrap(); // a second removal of it finds nothing to do
+        remove_retired(&disk, &second).unwrap();
+        assert_eq!(disk.list(data).unwrap(), vec!["t-0".to_string()], "only the live directory is left");
     }
 
     #[test]

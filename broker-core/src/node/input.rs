@@ -34,6 +34,9 @@ pub enum Input {
     Loaded { topic: String, partition: i32, done: LoadDone },
     /// An open job the node asked for ([`Action::Open`]) ran.
     Opened(crate::broker::Opened),
+    /// A block of producer ids the node asked for ([`Action::PersistProducerIds`]) was
+    /// persisted (or not: `result`).
+    ProducerIdsPersisted { limit: i64, result: Result<(), LogError> },
     /// The file-system sync of a staged checkpoint ([`Action::SyncCheckpoint`]) ran: commit it.
     CheckpointSynced { staged: StagedCheckpoints, result: Result<(), std::io::Error> },
     /// The process is stopping: flush and checkpoint every partition.
@@ -112,6 +115,7 @@ impl Node {
             Input::Loaded { topic, .. } => vec![Action::Log(Level::Error, format!("a load step of {topic}, which no coordinator keeps"))],
             Input::CheckpointSynced { staged, result } => broker.checkpoint_commit(staged, result),
             Input::Opened(done) => broker.opened(done, now),
+            Input::ProducerIdsPersisted { limit, result } => broker.producer_ids_persisted(limit, result),
             Input::Shutdown => {
                 let mut actions = broker.stop_opens();
                 actions.extend(broker.checkpoint(now));

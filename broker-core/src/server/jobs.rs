@@ -1,10 +1,10 @@
 //! The shell's side of the IO a decision leaves to it (issue 32's `io_done` contract): each
 //! write and sync job, cleaning step, cleaning swap, truncation (with its producer-state
-//! rebuild), coordinator's load step, checkpoint sync and replicas' open job runs off the
+//! rebuild), coordinator's load step, checkpoint sync, replicas' open job and removal runs off the
 //! node's disk gate — on the blocking pool in the real build (a small write on the shell's own
 //! task), at once and then sleeping the latency the simulated disk owes in the simulated one —
 //! and is reported back in a decision of its own (`node::Input::Synced`, `Cleaned`, `Swapped`, `Truncated`, `Loaded`,
-//! `CheckpointSynced`, `Opened`).
+//! `CheckpointSynced`, `Opened`, `ProducerIdsPersisted`); a removal's failures only become lines for the operator.
 
 use super::{now_ms, Broker, Input, Shared};
 #[cfg(madsim)]
@@ -80,6 +80,30 @@ impl Shared {
             debug_assert!(checkpoint.is_none(), "only a tick stages a checkpoint");
             shared.changed();
             shared.run_jobs(more).await;
+        });
+    }
+
+    /// Persists the next block of producer ids ([`crate::broker::Action::PersistProducerIds`])
+    /// on a task of its own, and reports it back.
+    pub(super) fn spawn_producer_ids(&self, block: crate::broker::ProducerIdBlock) {
+        let Some(shared) = self.me.upgrade() else { return };
+        tokio::spawn(async move {
+            let (task, limit) = (block.clone(), block.limit());
+            let result = shared.off_gate("producer-id block", crate::buggify::Site::SlowSync, move || task.run(), |why| Err(crate::log::LogError::Failed(why))).await;
+            let actions = shared.decide(|s| s.node.input(Input::ProducerIdsPersisted { limit, result }, now_ms())).await;
+            let _ = shared.perform_now(actions);
+        });
+    }
+
+    /// Removes retired replica directories ([`crate::broker::Action::Remove`]) on a task of its
+    /// own, off the node's gate; a failure is a line for the operator.
+    pub(super) fn spawn_removal(&self, dirs: Vec<std::path::PathBuf>) {
+        let Some(shared) = self.me.upgrade() else { return };
+        tokio::spawn(async move {
+            let disk = shared.disk.clone();
+            let remove = move || dirs.iter().filter_map(|d| crate::log::dir::remove_retired(disk.as_ref(), d).err().map(|e| format!("removing a removed replica's directory: {e}"))).collect();
+            let failed: Vec<String> = shared.off_gate("removal", crate::buggify::Site::SlowSync, remove, |why| vec![why]).await;
+            let _ = shared.perform_now(failed.into_iter().map(|line| crate::broker::Action::Log(crate::broker::Level::Error, line)).collect());
         });
     }
 

@@ -255,8 +255,7 @@ impl Shared {
 
     /// The actions that need no waiting, done now; the syncs and the checkpoint's are returned.
     fn perform_now(&self, actions: Vec<Action>) -> (Vec<(String, i32, Job)>, Option<crate::broker::StagedCheckpoints>) {
-        let mut syncs = Vec::new();
-        let mut checkpoint = None;
+        let (mut syncs, mut checkpoint, mut retired) = (Vec::new(), None, Vec::new());
         for action in actions {
             if let Some(observe) = &self.observer {
                 observe(&action);
@@ -295,7 +294,12 @@ impl Shared {
                 Action::Release(files) => close_off_gate(files),
                 Action::SyncCheckpoint(staged) => checkpoint = Some(staged),
                 Action::Open(job) => self.spawn_open(job),
+                Action::Remove(dir) => retired.push(dir),
+                Action::PersistProducerIds(block) => self.spawn_producer_ids(block),
             }
+        }
+        if !retired.is_empty() {
+            self.spawn_removal(retired);
         }
         (syncs, checkpoint)
     }

@@ -332,6 +332,8 @@ async fn broker_main(disk: SimDisk, config: BrokerConfig, rec: Rec, stop: Arc<St
         Action::SendMarkers(_) => {} // the markers' requests: the network's to trace
         Action::ShareState(_) => {} // a share-partition leader's state requests: the network's to trace
         Action::Release(_) => {} // retention's deletions: their effect is in the disk's history
+        Action::Remove(_) => {} // a removed replica's files: their effect is in the disk's history
+        Action::PersistProducerIds(_) => {} // a producer-id block: its effect is in the disk's history
         Action::Clean { .. } => {} // a cleaning step: its effect is in the disk's history
         Action::Swap { .. } => {} // a cleaning swap: its effect is in the disk's history
         Action::Truncate { .. } => {} // a truncation's IO: the fetcher's line says what was cut

@@ -35,11 +35,13 @@ fn cluster_reassignment_while_producing() {
     let acked = producer.finish(&mut cluster, None);
     cluster.script(target[0], "cluster_verify_acked.py", &["--topic", topic, "--acked", &acked.path, "--no-duplicates"]);
 
-    let dir = cluster.node(leaving).data_dir.join(format!("{topic}-0"));
+    // Its directory renamed out of use at once, then removed off the node's gate (`…-delete`).
+    let data_dir = cluster.node(leaving).data_dir.clone();
+    let left = || std::fs::read_dir(&data_dir).into_iter().flatten().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).find(|n| n == &format!("{topic}-0") || n.starts_with(&format!("{topic}-0.")));
     let deadline = Instant::now() + Duration::from_secs(removed_replica_gone_s_max);
-    while dir.exists() {
+    while let Some(name) = left() {
         if Instant::now() > deadline {
-            cluster.fail(&format!("{} still exists {removed_replica_gone_s_max} s after node {leaving} left {topic}-0's replicas", dir.display()));
+            cluster.fail(&format!("{} still exists {removed_replica_gone_s_max} s after node {leaving} left {topic}-0's replicas", data_dir.join(name).display()));
         }
         thread::sleep(Duration::from_millis(50));
     }
