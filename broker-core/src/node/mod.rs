@@ -79,6 +79,9 @@ pub struct Node {
     quorum_view: Mutex<QuorumView>,
     /// Client quota meters (`crate::throttle`): a leaf lock, taken alone, never across IO.
     throttles: Mutex<crate::throttle::Throttles>,
+    /// The broker's authorizer settings (fixed at start), so a caller they exempt from every
+    /// check is told apart without the broker's lock ([`Node::checked`]).
+    authorizer: crate::security::acl::AuthorizerConfig,
 }
 
 /// The broker and the coordinators of a node, locked together ([`Node::parts`]).
@@ -125,7 +128,8 @@ impl Node {
         let txns = coordinator_link::Txns::new(broker.config().txns.clone(), broker.config().prepared_commits());
         let unit = broker.config().throttle_unit();
         let shares = share_handlers::new_shares(broker.config());
-        Node { parts: Mutex::new(Parts { broker, groups, txns, shares, fetchers: Default::default() }), quorum_view: Mutex::new(controller.as_ref().map(QuorumView::of).unwrap_or_default()), controller: controller.map(Mutex::new), controller_hint: (-1).into(), throttles: Mutex::new(crate::throttle::Throttles::new(unit)) }
+        let authorizer = broker.config().security.authorizer.clone();
+        Node { authorizer, parts: Mutex::new(Parts { broker, groups, txns, shares, fetchers: Default::default() }), quorum_view: Mutex::new(controller.as_ref().map(QuorumView::of).unwrap_or_default()), controller: controller.map(Mutex::new), controller_hint: (-1).into(), throttles: Mutex::new(crate::throttle::Throttles::new(unit)) }
     }
 
     /// The broker and the coordinator, even if a request handler panicked while holding them
@@ -404,22 +408,25 @@ pub fn handle_from(node: &Node, prepared: Prepared, caller: Option<&Caller>, now
 fn handle_inner(node: &Node, prepared: Prepared, caller: Option<&Caller>, now: u64, attempt: Attempt, out: &mut Vec<Action>, enveloped: bool) -> Result<Outcome, String> {
     let peer = caller.map(|c| c.host);
     let Prepared { decoded, batches, verified, share_reads } = prepared;
+    // Only a caller the checks apply to locks the broker for its image's ACLs: a Raft message
+    // or a metadata fetch from this cluster's own, decided under the quorum's gate, never
+    // waits for the node's lock (held across a decision's disk work).
+    let checked = caller.filter(|c| !authz::exempt(&node.authorizer, &c.principal, c.internal));
     let mut request = match decoded {
         Decoded::Request(r) => r,
         Decoded::Raft(m) => {
-            let b = node.broker();
-            if !authz::raft(caller.map(|c| authz::Access::of(&b, c)).as_ref()) {
-                return Ok(Outcome::Close("not authorized: a Raft message needs CLUSTER_ACTION on the cluster".into()));
+            if let Some(c) = checked {
+                if !authz::raft(Some(&authz::Access::of(&node.broker(), c))) {
+                    return Ok(Outcome::Close("not authorized: a Raft message needs CLUSTER_ACTION on the cluster".into()));
+                }
             }
-            drop(b);
             return raft_message(node, m, now, out);
         }
         Decoded::Answer(reply) => return Ok(Outcome::Reply(reply)),
     };
-    let check = {
-        let b = node.broker();
-        let access = caller.map(|c| authz::Access::of(&b, c));
-        authz::check(access.as_ref(), &mut request)
+    let check = match checked {
+        None => authz::Check::Pass,
+        Some(c) => authz::check(Some(&authz::Access::of(&node.broker(), c)), &mut request),
     };
     let filter = matches!(check, authz::Check::Filter);
     let (denied, without) = match check {

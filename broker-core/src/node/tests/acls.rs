@@ -398,3 +398,32 @@ fn kip932_needs_read_on_each_topic_fetched_and_describe_on_each_subscribed() {
     assert!(c.results.iter().all(|r| r.error_code == 0));
     assert_eq!(fetch(2, &[]), vec![(id("orders"), Code::TopicAuthorizationFailed.code())]);
 }
+
+#[test]
+fn a_raft_message_from_the_cluster_is_decided_without_the_brokers_lock() {
+    use crate::controller::raft::{Body, Message};
+    let tmp = tempfile::tempdir().unwrap();
+    let n = node(tmp.path(), true);
+    let message = || prepare(Decoded::Raft(Message { from: 7, to: 0, body: Body::BeginQuorumEpoch { epoch: 0 } }));
+    let (cluster, alice) = (Caller { internal: true, ..who("User:broker") }, who("User:alice"));
+    std::thread::scope(|s| {
+        // A decision under the node's gate holds the broker's lock (across its disk work).
+        let held = n.broker();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (n, cluster) = (&n, &cluster);
+        let decide = s.spawn(move || {
+            let outcome = handle_from(n, message(), Some(cluster), 0, Attempt::First, &mut Vec::new());
+            tx.send(()).unwrap();
+            outcome
+        });
+        let decided = rx.recv_timeout(std::time::Duration::from_secs(10));
+        drop(held);
+        assert!(decided.is_ok(), "the cluster's own Raft message waited for the broker's lock");
+        assert!(!matches!(decide.join().unwrap(), Outcome::Close(_)));
+    });
+    // A caller the checks apply to is still checked, over the image.
+    match handle_from(&n, message(), Some(&alice), 0, Attempt::First, &mut Vec::new()) {
+        Outcome::Close(why) => assert!(why.contains("CLUSTER_ACTION"), "{why}"),
+        _ => panic!("a Raft message from User:alice was taken"),
+    }
+}
