@@ -6,6 +6,8 @@
 #   BROKER=path/to/broker scripts/bench-stall.sh   # that binary, no build (A/B runs)
 #   CREATE=6 scripts/bench-stall.sh        # and create 6 topics of 200 partitions on A, 3 s
 #                                          # apart, during the large-records run
+#   PARTITIONS=4000 SECS=75 scripts/bench-stall.sh   # the loaded topics with 4,000 partitions,
+#                                          # long enough for a periodic checkpoint (every 60 s)
 #
 # Starts two release brokers on free loopback ports (data under target/bench-stall), each its own
 # node and controller, on the same machine and disk. A confluent-kafka producer loads broker A's
@@ -20,6 +22,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${SECS:-20}
 CREATE=${CREATE:-0}
+PARTITIONS=${PARTITIONS:-1}
 die() { echo "bench-stall: $*" >&2; exit 1; }
 . scripts/client-python.sh
 . scripts/broker-start.sh
@@ -49,8 +52,8 @@ AM=127.0.0.1:$(port) BM=127.0.0.1:$(port)
 start_broker "$W/a" --metrics-listen "$AM" || die "broker A did not start"; A_PID=$BPID A=$BOOTSTRAP
 start_broker "$W/b" --metrics-listen "$BM" || die "broker B did not start"; B_PID=$BPID B=$BOOTSTRAP
 for addr in "$A" "$B"; do
-  BOOTSTRAP=$addr timeout 120 "$PY" scripts/bench_clients.py topic create load 1 --config max.message.bytes=1048576 >&2 || die "create load on $addr"
-  BOOTSTRAP=$addr timeout 120 "$PY" scripts/bench_clients.py topic create flushed 1 --config flush.messages=1 >&2 || die "create flushed on $addr"
+  BOOTSTRAP=$addr timeout 120 "$PY" scripts/bench_clients.py topic create load "$PARTITIONS" --config max.message.bytes=1048576 >&2 || die "create load on $addr"
+  BOOTSTRAP=$addr timeout 120 "$PY" scripts/bench_clients.py topic create flushed "$PARTITIONS" --config flush.messages=1 >&2 || die "create flushed on $addr"
   BOOTSTRAP=$addr timeout 120 "$PY" scripts/bench_clients.py topic create probe 1 >&2 || die "create probe on $addr"
 done
 CREATOR=
@@ -60,6 +63,6 @@ if [ "$CREATE" -gt 0 ]; then
   # "One partition's disk work").
   ( for i in $(seq 1 "$CREATE"); do sleep 3; BOOTSTRAP=$A timeout 120 "$PY" scripts/bench_clients.py topic create "created-$i" 200 >&2 || exit 1; done ) & CREATOR=$!
 fi
-timeout $(( SECS + 300 )) "$PY" scripts/bench_stall.py run --loaded "$A" --other "$B" --topic load --record-bytes 262144 --secs "$SECS" --mode large-records --loaded-metrics "$AM" --other-metrics "$BM" || die "large-records run failed"
+timeout $(( SECS + 300 )) "$PY" scripts/bench_stall.py run --loaded "$A" --other "$B" --topic load --partitions "$PARTITIONS" --record-bytes 262144 --secs "$SECS" --mode large-records --loaded-metrics "$AM" --other-metrics "$BM" || die "large-records run failed"
 [ -z "$CREATOR" ] || wait "$CREATOR" || die "creating topics on $A failed"
-timeout $(( SECS + 300 )) "$PY" scripts/bench_stall.py run --loaded "$A" --other "$B" --topic flushed --record-bytes 100 --secs "$SECS" --mode flush-every-batch --loaded-metrics "$AM" --other-metrics "$BM" || die "flush-every-batch run failed"
+timeout $(( SECS + 300 )) "$PY" scripts/bench_stall.py run --loaded "$A" --other "$B" --topic flushed --partitions "$PARTITIONS" --record-bytes 100 --secs "$SECS" --mode flush-every-batch --loaded-metrics "$AM" --other-metrics "$BM" || die "flush-every-batch run failed"

@@ -88,12 +88,13 @@ def produce_probe(addr, topic, stop, out, errors):
         errors.append(f"produce probe of {addr}: {e}")
 
 
-def load(addr, topic, record_bytes, stop, counter, errors):
+def load(addr, topic, record_bytes, partitions, stop, counter, errors):
     from confluent_kafka import Producer
     p = Producer({"bootstrap.servers": addr, "acks": "1", "linger.ms": 5, "enable.idempotence": False,
                   "message.max.bytes": max(1_000_000, record_bytes + 1024), "queue.buffering.max.kbytes": 262144})
     payload = b"x" * record_bytes
     failed = []
+    n = 0
 
     def cb(err, msg):
         if err is None:
@@ -103,10 +104,11 @@ def load(addr, topic, record_bytes, stop, counter, errors):
     try:
         while not stop.is_set():
             try:
-                p.produce(topic, payload, partition=0, on_delivery=cb)
+                p.produce(topic, payload, partition=n % partitions, on_delivery=cb)
             except BufferError:
                 p.poll(0.001)
                 continue
+            n += 1
             p.poll(0)
         p.flush(60)
         if failed:
@@ -139,7 +141,7 @@ def cmd_run(a):
     stop = threading.Event()
     errors, delivered = [], [0]
     series = {}
-    threads = [threading.Thread(target=load, args=(a.loaded, a.topic, a.record_bytes, stop, delivered, errors))]
+    threads = [threading.Thread(target=load, args=(a.loaded, a.topic, a.record_bytes, a.partitions, stop, delivered, errors))]
     for role, addr in (("loaded", a.loaded), ("other", a.other)):
         series[(role, "metadata")] = []
         series[(role, "produce-other-partition")] = []
@@ -180,6 +182,7 @@ def main():
     r.add_argument("--topic", default="load")
     r.add_argument("--probe", default="probe")
     r.add_argument("--record-bytes", type=int, default=262144)
+    r.add_argument("--partitions", type=int, default=1, help="the loaded topic's partitions, written round robin")
     r.add_argument("--secs", type=float, default=20)
     r.add_argument("--mode", default="large-records")
     r.add_argument("--loaded-metrics", help="broker A's --metrics-listen address")

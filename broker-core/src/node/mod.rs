@@ -415,10 +415,8 @@ fn handle_inner(node: &Node, prepared: Prepared, caller: Option<&Caller>, now: u
     let mut request = match decoded {
         Decoded::Request(r) => r,
         Decoded::Raft(m) => {
-            if let Some(c) = checked {
-                if !authz::raft(Some(&authz::Access::of(&node.broker(), c))) {
-                    return Ok(Outcome::Close("not authorized: a Raft message needs CLUSTER_ACTION on the cluster".into()));
-                }
+            if checked.is_some_and(|c| !authz::raft(Some(&authz::Access::of(&node.broker(), c)))) {
+                return Ok(Outcome::Close("not authorized: a Raft message needs CLUSTER_ACTION on the cluster".into()));
             }
             return raft_message(node, m, now, out);
         }
