@@ -106,6 +106,14 @@ pub const tick_interval_ms: u64 = 100;
 /// Kafka `log.flush.offset.checkpoint.interval.ms`: how often recovery points are written.
 pub const checkpoint_interval_ms: u64 = 60_000;
 
+/// At most this many changed logs are staged, or committed, in one decision of a periodic
+/// checkpoint; the rest in the decisions after it, with other requests decided in between.
+/// Each writes a few files (a producer snapshot, index entries, the checkpoint's temporary
+/// file) or renames one, which under writeback wait on the file system's journal: 8,000 logs
+/// staged in one decision held a node's gate 3.8 s, 256 a decision 0.1–0.75 s
+/// (docs/benchmarks.md, 0.4–3 ms a log).
+pub const checkpoint_logs_per_decision: usize = 32;
+
 /// How long a partition whose log went offline (failed fsync or write) waits between attempts
 /// to reopen it: long enough not to hammer a failing disk, short enough to heal quickly.
 pub const failed_log_reopen_ms: u64 = 1_000;

@@ -393,6 +393,48 @@ fn one_checkpoint_covers_every_partition_with_its_log_end() {
     }
 }
 
+/// A periodic checkpoint over many changed logs is staged a bounded number of logs a decision
+/// (`constants::checkpoint_logs_per_decision`), each stage resuming after the last log the one
+/// before staged, then committed a bounded number at a time: every log ends with its own end
+/// checkpointed, none staged twice or left out.
+#[test]
+fn a_checkpoint_is_staged_and_committed_a_bounded_number_of_logs_at_a_time() {
+    let tmp = tempfile::tempdir().unwrap();
+    let node = one_node(config(tmp.path()));
+    create(&node, "t", 40, BTreeMap::new()).unwrap();
+    let mut b = node.broker();
+    for p in 0..40 {
+        for _ in 0..1 + p % 4 {
+            b.produce("t", p, &build(&[b"v"], 1000), 1, 0, &mut Vec::new()).unwrap();
+        }
+    }
+    let (failures, staged) = b.checkpoint_stage(None, 7);
+    assert!(failures.is_empty(), "{failures:?}");
+    let mut staged = staged.expect("every log changed");
+    let mut sizes = vec![staged.len()];
+    while let Some(after) = staged.resume() {
+        let (failures, more) = b.checkpoint_stage(Some(&after), 7);
+        assert!(failures.is_empty(), "{failures:?}");
+        let more = more.expect("a stage that stopped at its bound has logs after it");
+        sizes.push(more.len());
+        staged.extend(more);
+    }
+    assert_eq!(sizes, [7, 7, 7, 7, 7, 5], "40 changed logs, 7 a decision");
+    b.disk.sync_all(tmp.path()).unwrap();
+    let parts = staged.split(16);
+    assert_eq!(parts.iter().map(StagedCheckpoints::len).collect::<Vec<_>>(), [16, 16, 8]);
+    for part in parts {
+        assert!(b.checkpoint_commit(part, Ok(())).is_empty());
+    }
+    for p in 0..40 {
+        let dir = tmp.path().join(format!("t-{p}"));
+        let text = std::fs::read_to_string(dir.join(crate::log::RECOVERY_POINT_FILE)).unwrap();
+        assert_eq!(text, format!("{}\n", 1 + p % 4), "t-{p}");
+        assert!(!dir.join(format!("{}.tmp", crate::log::RECOVERY_POINT_FILE)).exists(), "t-{p}: staged file renamed");
+    }
+    assert!(b.checkpoint_stage(None, 7).1.is_none(), "nothing changed since");
+}
+
 /// KIP-966's clean-shutdown marker: left after a clean stop (ELR on), taken once at the next
 /// open (the first registration sends its epoch, later ones -1), gone from the disk so a crash
 /// after that start counts as unclean; a garbled marker counts as none; without ELR nothing

@@ -264,7 +264,7 @@ impl Broker {
     /// partitions the difference between a stop of seconds and one of milliseconds. All at once,
     /// under the caller's lock (shutdown, tests); the periodic checkpoint runs the syncs off it
     /// ([`Broker::checkpoint_stage`]).
-    pub fn checkpoint(&mut self, now: u64) -> Vec<Action> {
+    pub fn checkpoint(&mut self, _now: u64) -> Vec<Action> {
         // No job runs after this one: what the logs staged is written here, or lost with
         // the process (the write-behind, `log::deferred`).
         let mut failures = Vec::new();
@@ -273,7 +273,7 @@ impl Broker {
                 failures.push(Action::Log(Level::Error, format!("{name}-{p}: {e}")));
             }
         }
-        let (mut out, staged) = self.checkpoint_stage(now);
+        let (mut out, staged) = self.checkpoint_stage(None, usize::MAX);
         out.splice(0..0, failures);
         if let Some(staged) = staged {
             let synced = self.disk.sync_all(&self.config.data_dir);
@@ -289,11 +289,20 @@ impl Broker {
     /// its log end to the temporary checkpoint file (`Log::checkpoint_stage`). None when no log
     /// changed. The caller then runs `Disk::sync_all` on the data directory (off the node's lock
     /// if it likes: logs may take appends meanwhile), and [`Broker::checkpoint_commit`] with
-    /// its result, and another `sync_all` to make the renames durable.
-    pub fn checkpoint_stage(&mut self, _now: u64) -> (Vec<Action>, Option<StagedCheckpoints>) {
+    /// its result, and another `sync_all` to make the renames durable. Only the logs after
+    /// `after` are looked at, and at most `logs_max` staged: then the staged set says where the
+    /// next decision resumes ([`StagedCheckpoints::resume`]); each log's checkpoint stands on
+    /// its own, so logs staged a few decisions apart share one sync.
+    pub fn checkpoint_stage(&mut self, after: Option<&(Arc<str>, i32)>, logs_max: usize) -> (Vec<Action>, Option<StagedCheckpoints>) {
         let mut out = Vec::new();
         let mut staged = Vec::new();
-        for ((name, p), part) in self.partitions.iter_mut() {
+        let mut resume = None;
+        let past = |(name, p): (&Arc<str>, i32)| after.is_none_or(|(n, q)| (name, p) > (n, *q));
+        for ((name, p), part) in self.partitions.iter_mut().skip_while(|(key, _)| !past(*key)) {
+            if staged.len() == logs_max {
+                resume = staged.last().map(|(key, _): &((Arc<str>, i32), _)| key.clone());
+                break;
+            }
             // The producers' state at the log end, written before the stage so the
             // checkpoint's file-system sync makes it durable with the batches it describes.
             // (An offline log says so once, below.)
@@ -308,7 +317,7 @@ impl Broker {
                 Err(e) => out.push(Action::Log(Level::Error, format!("{name}-{p}: checkpoint: {e}"))),
             }
         }
-        (out, (!staged.is_empty()).then_some(StagedCheckpoints(staged)))
+        (out, (!staged.is_empty()).then_some(StagedCheckpoints { logs: staged, resume }))
     }
 
     /// A checkpoint's second half, after the `sync_all` that followed
@@ -319,15 +328,15 @@ impl Broker {
     pub fn checkpoint_commit(&mut self, staged: StagedCheckpoints, synced: std::io::Result<()>) -> Vec<Action> {
         let mut out = Vec::new();
         if let Err(e) = synced {
-            for (key, _) in &staged.0 {
+            for (key, _) in &staged.logs {
                 if let Some(part) = self.partitions.get_mut(&key.0, key.1) {
                     part.log.sync_failed(&e.to_string());
                 }
             }
-            out.push(Action::Log(Level::Error, format!("checkpoint: syncfs {}: {e}; its {} logs go offline until recovered", self.config.data_dir.display(), staged.0.len())));
+            out.push(Action::Log(Level::Error, format!("checkpoint: syncfs {}: {e}; its {} logs go offline until recovered", self.config.data_dir.display(), staged.logs.len())));
             return out;
         }
-        for ((name, p), s) in staged.0 {
+        for ((name, p), s) in staged.logs {
             if let Some(Err(e)) = self.partitions.get_mut(&name, p).map(|part| part.log.checkpoint_commit(s)) {
                 out.push(Action::Log(Level::Error, format!("{name}-{p}: checkpoint: {e}")));
             }
@@ -345,4 +354,39 @@ impl Broker {
 /// The logs a checkpoint staged, waiting for the file-system sync before their commit.
 #[must_use]
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StagedCheckpoints(Vec<((Arc<str>, i32), crate::log::StagedCheckpoint)>);
+pub struct StagedCheckpoints {
+    logs: Vec<((Arc<str>, i32), crate::log::StagedCheckpoint)>,
+    /// The last log staged, when the stage stopped at its bound: the next one resumes after it.
+    resume: Option<(Arc<str>, i32)>,
+}
+
+impl StagedCheckpoints {
+    /// Where the stage stopped at its bound (`node::Input::CheckpointMore` goes on from there).
+    pub fn resume(&self) -> Option<(Arc<str>, i32)> {
+        self.resume.clone()
+    }
+
+    /// Takes in the logs a later decision of the same checkpoint staged, and where it stopped.
+    pub fn extend(&mut self, more: StagedCheckpoints) {
+        self.logs.extend(more.logs);
+        self.resume = more.resume;
+    }
+
+    /// The staged logs, in sets of at most `n`, each committed in a decision of its own.
+    pub fn split(self, n: usize) -> Vec<StagedCheckpoints> {
+        let mut logs = self.logs.into_iter().peekable();
+        let mut out = Vec::new();
+        while logs.peek().is_some() {
+            out.push(StagedCheckpoints { logs: logs.by_ref().take(n.max(1)).collect(), resume: None });
+        }
+        out
+    }
+
+    pub fn len(&self) -> usize {
+        self.logs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.logs.is_empty()
+    }
+}

@@ -8,6 +8,7 @@
 
 use super::{coordinator_link, coordinator_load, FetcherInput, LoadDone, Node, Parts};
 use crate::broker::{Action, IsrReply, Level, StagedCheckpoints};
+use crate::constants::checkpoint_logs_per_decision;
 use crate::controller::raft::Message;
 use crate::log::{LogError, Swapped, SyncStamp};
 use crate::metadata::MetadataRecord;
@@ -37,6 +38,9 @@ pub enum Input {
     /// A block of producer ids the node asked for ([`Action::PersistProducerIds`]) was
     /// persisted (or not: `result`).
     ProducerIdsPersisted { limit: i64, result: Result<(), LogError> },
+    /// A periodic checkpoint's stage stopped at its bound after this log
+    /// ([`crate::broker::StagedCheckpoints::resume`]): stage the next logs.
+    CheckpointMore { after: (std::sync::Arc<str>, i32) },
     /// The file-system sync of a staged checkpoint ([`Action::SyncCheckpoint`]) ran: commit it.
     CheckpointSynced { staged: StagedCheckpoints, result: Result<(), std::io::Error> },
     /// The process is stopping: flush and checkpoint every partition.
@@ -95,7 +99,7 @@ impl Node {
                 let mut actions = broker.tick(now);
                 let mut staged = None;
                 if checkpoint {
-                    let (failures, s) = broker.checkpoint_stage(now);
+                    let (failures, s) = broker.checkpoint_stage(None, checkpoint_logs_per_decision);
                     actions.extend(failures);
                     staged = s;
                 }
@@ -113,6 +117,11 @@ impl Node {
             Input::Loaded { topic, partition, done } if topic == crate::group::offsets_topic => coordinator_load::loaded(broker, groups, partition, done, now),
             Input::Loaded { topic, partition, done } if topic == crate::txn::transaction_state_topic => coordinator_load::loaded(broker, txns, partition, done, now),
             Input::Loaded { topic, .. } => vec![Action::Log(Level::Error, format!("a load step of {topic}, which no coordinator keeps"))],
+            Input::CheckpointMore { after } => {
+                let (mut actions, staged) = broker.checkpoint_stage(Some(&after), checkpoint_logs_per_decision);
+                actions.extend(staged.map(Action::SyncCheckpoint));
+                actions
+            }
             Input::CheckpointSynced { staged, result } => broker.checkpoint_commit(staged, result),
             Input::Opened(done) => broker.opened(done, now),
             Input::ProducerIdsPersisted { limit, result } => broker.producer_ids_persisted(limit, result),

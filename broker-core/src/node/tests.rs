@@ -590,3 +590,24 @@ fn metadata_names_no_leader_for_a_replica_whose_open_has_not_reported() {
     let _ = crate::testing::run_opens(&node, actions, 1);
     assert_eq!(ask(&node), (0, 0), "the open reported: this node leads it");
 }
+
+/// A periodic checkpoint over more changed logs than one decision stages: the tick stages
+/// `checkpoint_logs_per_decision` and says where to resume, and `Input::CheckpointMore` stages
+/// the rest (the shell's `finish_checkpoint` loops on it before the file-system sync).
+#[test]
+fn a_tick_stages_a_bounded_checkpoint_and_the_next_input_resumes_it() {
+    use crate::constants::checkpoint_logs_per_decision as per;
+    let tmp = tempfile::tempdir().unwrap();
+    let node = crate::testing::one_node(crate::testing::config(tmp.path()));
+    let n = per + 5;
+    crate::testing::create(&node, "t", n as i32, Default::default()).unwrap();
+    for p in 0..n as i32 {
+        node.broker().produce("t", p, &build(&[b"v"], 1), 1, 0, &mut Vec::new()).unwrap();
+    }
+    let staged = |actions: Vec<Action>| actions.into_iter().find_map(|a| if let Action::SyncCheckpoint(s) = a { Some(s) } else { None });
+    let first = staged(node.input(Input::Tick { checkpoint: true }, 1)).expect("staged");
+    assert_eq!(first.len(), per);
+    let after = first.resume().expect("stopped at its bound");
+    let rest = staged(node.input(Input::CheckpointMore { after }, 1)).expect("the rest staged");
+    assert_eq!((rest.len(), rest.resume()), (5, None));
+}

@@ -52,15 +52,34 @@ impl Shared {
         }
     }
 
-    /// The periodic checkpoint's file-system syncs, off the disk gate (a `syncfs` after a
-    /// minute of writes can take long): sync, commit in a decision, sync the renames.
-    pub(super) async fn finish_checkpoint(&self, staged: crate::broker::StagedCheckpoints) {
+    /// The rest of a periodic checkpoint the tick began: its other logs staged, a bounded
+    /// number a decision (`constants::checkpoint_logs_per_decision`); the file-system sync, off
+    /// the disk gate (a `syncfs` after a minute of writes can take long); the commit, bounded
+    /// alike; a sync of the renames.
+    pub(super) async fn finish_checkpoint(&self, mut staged: crate::broker::StagedCheckpoints) {
+        while let Some(after) = staged.resume() {
+            let actions = self.decide(|s| s.node.input(Input::CheckpointMore { after }, now_ms())).await;
+            let (jobs, more) = self.perform_now(actions);
+            self.run_jobs(jobs).await;
+            match more {
+                Some(more) => staged.extend(more),
+                None => break,
+            }
+        }
         let dir = self.broker().config().data_dir.clone();
         let synced = self.sync_all(&dir).await;
-        let actions = self.decide(|s| s.node.input(Input::CheckpointSynced { staged, result: synced }, now_ms())).await;
-        let (more, checkpoint) = self.perform_now(actions);
-        debug_assert!(checkpoint.is_none(), "only a tick stages a checkpoint");
-        self.run_jobs(more).await;
+        // A failed sync takes every staged log offline in one decision (no IO); a good one
+        // commits them a bounded number at a time (a rename each).
+        let parts = match synced {
+            Ok(()) => staged.split(crate::constants::checkpoint_logs_per_decision).into_iter().map(|s| (s, Ok(()))).collect(),
+            Err(e) => vec![(staged, Err(e))],
+        };
+        for (staged, result) in parts {
+            let actions = self.decide(|s| s.node.input(Input::CheckpointSynced { staged, result }, now_ms())).await;
+            let (more, checkpoint) = self.perform_now(actions);
+            debug_assert!(checkpoint.is_none(), "only a checkpoint's stage stages one");
+            self.run_jobs(more).await;
+        }
         if let Err(e) = self.sync_all(&dir).await {
             let _ = self.perform_now(vec![Broker::renames_not_durable(&dir, &e)]);
         }
