@@ -184,8 +184,13 @@ impl OpenJob {
     /// `marker` once a new marker is written.
     fn open_one(&self, r: &ToOpen, marker: &mut bool) -> Result<Ready, Error> {
         let dir = self.data_dir.join(format!("{}-{}", r.key.0, r.key.1));
-        // A claim that failed may have written a marker: owed, as one that did.
-        let claimed = dir::claim(self.disk.as_ref(), &self.data_dir, &dir, &topic::hex(&r.topic_id)).inspect_err(|_| *marker = true)?;
+        // A claim that failed while changing the directory may have written a marker: owed, as
+        // one that did. One that failed reading the marker wrote none: a failed sync must not
+        // remove the marker of a directory that holds records (seed swarm-five 71630).
+        let claimed = dir::claim(self.disk.as_ref(), &self.data_dir, &dir, &topic::hex(&r.topic_id)).map_err(|f| {
+            *marker |= f.changed;
+            f.error
+        })?;
         *marker |= claimed.marker_written();
         let mut lines = Vec::new();
         match claimed {

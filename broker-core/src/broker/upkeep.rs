@@ -23,7 +23,7 @@ const producer_ids_file: &str = "producer-ids";
 
 /// The next block is persisted once no more than this many ids of the current one are left
 /// (Kafka's producer-id manager asks for its next block at 90% too): a job off the node's
-/// gate, handed out by the next tick, well before the block runs out.
+/// gate, handed out by the decision that took the id, well before the block runs out.
 const producer_id_prefetch: i64 = producer_id_block / 10;
 
 /// The ids this node hands out: `next`, below the end of the block persisted for it (so a
@@ -125,7 +125,14 @@ impl Broker {
         Ok((self.producer_ids.next()?, 0))
     }
 
-    /// The report of a [`ProducerIdBlock`] the tick handed out.
+    /// The job persisting the next block of producer ids, once the current one is nearly used
+    /// up and none is out: handed out by the decisions that take ids (InitProducerId, an
+    /// EndTxn that rotates the id) and by the tick, which retries a failed one.
+    pub fn producer_ids_owed(&mut self) -> Option<Action> {
+        self.producer_ids.owed().map(Action::PersistProducerIds)
+    }
+
+    /// The report of a [`ProducerIdBlock`] handed out.
     pub fn producer_ids_persisted(&mut self, limit: i64, result: Result<(), LogError>) -> Vec<Action> {
         self.producer_ids.persisted(limit, result).map(|line| Action::Log(Level::Error, line)).into_iter().collect()
     }
@@ -135,7 +142,7 @@ impl Broker {
     /// (`due`): a partition left out is one whose visit would have done nothing.
     pub fn tick(&mut self, now: u64) -> Vec<Action> {
         let mut out = self.reopen_failed(now);
-        out.extend(self.producer_ids.owed().map(Action::PersistProducerIds));
+        out.extend(self.producer_ids_owed());
         for (name, p, mut bytes) in std::mem::take(&mut self.deferred) {
             if let Some(part) = self.partitions.get_mut(&name, p) {
                 let epoch = part.replication.leader_epoch;
@@ -296,13 +303,14 @@ impl Broker {
     pub fn checkpoint_stage(&mut self, after: Option<&(Arc<str>, i32)>, logs_max: usize) -> (Vec<Action>, Option<StagedCheckpoints>) {
         let mut out = Vec::new();
         let mut staged = Vec::new();
-        let mut resume = None;
+        let (mut resume, mut last) = (None, None);
         let past = |(name, p): (&Arc<str>, i32)| after.is_none_or(|(n, q)| (name, p) > (n, *q));
         for ((name, p), part) in self.partitions.iter_mut().skip_while(|(key, _)| !past(*key)) {
             if staged.len() == logs_max {
-                resume = staged.last().map(|(key, _): &((Arc<str>, i32), _)| key.clone());
+                resume = last; // (the last log looked at: none is looked at twice)
                 break;
             }
+            last = Some((name.clone(), p));
             // The producers' state at the log end, written before the stage so the
             // checkpoint's file-system sync makes it durable with the batches it describes.
             // (An offline log says so once, below.)

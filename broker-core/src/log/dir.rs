@@ -49,26 +49,38 @@ impl Claimed {
     }
 }
 
+/// A failed [`claim`]: why, and whether it failed after it began changing the directory
+/// (removing another topic's files, writing the marker), which may have left a marker written
+/// or torn: owed a sync, as a written one. A failure to read what was there changed nothing,
+/// and must not be taken for one (the broker's open job removes an owed marker whose sync
+/// failed, and a directory of records without its marker is later claimed as fresh).
+#[derive(Debug)]
+pub struct ClaimFailed {
+    pub error: LogError,
+    pub changed: bool,
+}
+
 /// Makes `dir` the directory of the topic with id `topic_id_hex`. A new marker is written in
 /// place and unsynced (see [`Claimed::marker_written`]): creating a topic of 4,000 partitions
 /// must not cost 4,000 rounds of fsyncs.
-pub fn claim(disk: &dyn Disk, data_dir: &Path, dir: &Path, topic_id_hex: &str) -> Result<Claimed, LogError> {
+pub fn claim(disk: &dyn Disk, data_dir: &Path, dir: &Path, topic_id_hex: &str) -> Result<Claimed, ClaimFailed> {
+    let (read, changing) = (|error| ClaimFailed { error, changed: false }, |error| ClaimFailed { error, changed: true });
     let marker = dir.join(partition_marker);
     let expected = format!("version: 0\ntopic_id: {topic_id_hex}\n");
     // `exists` first: on a fresh directory no open is attempted (a failed open is still a disk
     // call, and the simulated disk charges latency for it).
-    let text = if disk.exists(&marker) { read_small(disk, &marker, small_file_bytes_max)? } else { None };
+    let text = if disk.exists(&marker) { read_small(disk, &marker, small_file_bytes_max).map_err(read)? } else { None };
     let claimed = match text {
         Some(text) if text == expected => return Ok(Claimed::Ours),
         Some(text) => {
-            remove(disk, data_dir, dir)?;
+            remove(disk, data_dir, dir).map_err(changing)?;
             if is_marker(&text) { Claimed::Emptied } else { Claimed::Torn }
         }
         None => Claimed::Fresh,
     };
-    disk.create_dir_all(dir).map_err(io("create", dir))?;
-    let file = disk.open(&marker, true).map_err(io("create", &marker))?;
-    file.truncate(0).and_then(|_| file.write_at(expected.as_bytes(), 0)).map_err(io("write", &marker))?;
+    disk.create_dir_all(dir).map_err(io("create", dir)).map_err(changing)?;
+    let file = disk.open(&marker, true).map_err(io("create", &marker)).map_err(changing)?;
+    file.truncate(0).and_then(|_| file.write_at(expected.as_bytes(), 0)).map_err(io("write", &marker)).map_err(changing)?;
     Ok(claimed)
 }
 
@@ -96,6 +108,11 @@ pub fn remove(disk: &dyn Disk, data_dir: &Path, dir: &Path) -> Result<(), LogErr
 /// name ends so (theirs end in a partition number).
 const retired_suffix: &str = "-delete";
 
+/// A retired directory's name keeps at most this many bytes of the partition directory's, so
+/// `<name>.<n>-delete` stays within the 255 bytes a file name may have (a topic's name alone
+/// may have 249; Kafka shortens its deleted logs' names the same way).
+const retired_name_kept_bytes_max: usize = 200;
+
 /// Takes partition directory `dir` out of use with one rename, to `<its name>.<n>-delete` (the
 /// lowest `n` not taken), and returns the new path; None when `dir` does not exist. Its files
 /// are unlinked later, off the node's gate ([`remove_retired`]): a replica is removed without
@@ -108,6 +125,11 @@ pub fn retire(disk: &dyn Disk, dir: &Path) -> Result<Option<PathBuf>, LogError> 
         return Ok(None);
     }
     let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut kept = name.len().min(retired_name_kept_bytes_max);
+    while !name.is_char_boundary(kept) {
+        kept -= 1;
+    }
+    let name = &name[..kept];
     let to = (0u64..).map(|n| dir.with_file_name(format!("{name}.{n}{retired_suffix}"))).find(|to| !disk.exists(to)).expect("some name is free");
     disk.rename(dir, &to).map_err(io("rename", dir))?;
     Ok(Some(to))
@@ -308,6 +330,25 @@ mod tests {
         remove_retired(&disk, &first).unwrap(); // a second removal of it finds nothing to do
         remove_retired(&disk, &second).unwrap();
         assert_eq!(disk.list(data).unwrap(), vec!["t-0".to_string()], "only the live directory is left");
+        // A topic name of 249 bytes, the longest Kafka allows: its retired name still fits.
+        let long = data.join(format!("{}-17", "x".repeat(249)));
+        claim(&disk, data, &long, &aa).unwrap();
+        let retired = retire(&disk, &long).unwrap().expect("retired");
+        assert!(retired.file_name().unwrap().len() <= 255 && disk.exists(&retired.join(partition_marker)), "{}", retired.display());
+    }
+
+    #[test]
+    fn a_claim_that_fails_reading_the_marker_says_it_changed_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let disk = FileDisk::new();
+        let (data, dir) = (tmp.path(), tmp.path().join("t-0"));
+        std::fs::create_dir_all(dir.join(partition_marker)).unwrap(); // unreadable as a file
+        let failed = claim(&disk, data, &dir, &"aa".repeat(16)).unwrap_err();
+        assert!(!failed.changed, "{failed:?}");
+        let (file_dir, under) = (tmp.path().join("u-0"), tmp.path().join("u-0").join("x"));
+        std::fs::write(&file_dir, b"a file where the directory goes").unwrap();
+        let failed = claim(&disk, data, &under, &"aa".repeat(16)).unwrap_err();
+        assert!(failed.changed, "a failure while creating may leave a marker behind: {failed:?}");
     }
 
     #[test]

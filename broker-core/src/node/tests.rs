@@ -611,3 +611,23 @@ fn a_tick_stages_a_bounded_checkpoint_and_the_next_input_resumes_it() {
     let rest = staged(node.input(Input::CheckpointMore { after }, 1)).expect("the rest staged");
     assert_eq!((rest.len(), rest.resume()), (5, None));
 }
+
+/// The InitProducerId that takes the 900th id of a block hands out the job persisting the next
+/// block itself (not the tick, which a periodic checkpoint holds up), once; the ids go on.
+#[test]
+fn the_init_producer_id_that_nears_a_blocks_end_asks_for_the_next_block() {
+    use kafka_protocol::messages::init_producer_id_request::InitProducerIdRequest;
+    use kafka_protocol::messages::init_producer_id_response::InitProducerIdResponse;
+    let tmp = tempfile::tempdir().unwrap();
+    let node = broker(tmp.path());
+    let req = InitProducerIdRequest::default().with_transactional_id(None).with_transaction_timeout_ms(60_000);
+    let mut asked = Vec::new();
+    for i in 0..950 {
+        let mut out = Vec::new();
+        let r: InitProducerIdResponse = reply(handle(&node, &frame(ApiKey::InitProducerId, 4, &req), 0, Attempt::First, &mut out), ApiKey::InitProducerId, 4);
+        assert_eq!((r.error_code, r.producer_id.0), (0, i), "id {i}");
+        asked.extend(out.into_iter().filter_map(|a| if let Action::PersistProducerIds(job) = a { Some((i, job.limit())) } else { None }));
+    }
+    let prefetch_at = crate::broker::producer_id_block * 9 / 10;
+    assert_eq!(asked, [(prefetch_at - 1, 2 * crate::broker::producer_id_block)], "asked once, by the request that left 100 ids");
+}

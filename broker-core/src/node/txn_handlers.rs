@@ -235,13 +235,17 @@ fn partitions_response(results: PartitionResults, version: i16) -> AddPartitions
 /// the transaction coordinator's (KIP-360's expected id and epoch from v3).
 pub fn init_producer_id(node: &Node, version: i16, cid: i32, req: InitProducerIdRequest, now: u64, out: &mut Vec<Action>) -> Outcome {
     let Some(txn_id) = req.transactional_id.as_ref().map(|t| t.0.to_string()) else {
-        return Outcome::Reply(Response::new(ApiKey::InitProducerId, version, cid, super::handlers::init_producer_id(&mut node.broker())));
+        let mut b = node.broker();
+        let r = super::handlers::init_producer_id(&mut b);
+        out.extend(b.producer_ids_owed());
+        return Outcome::Reply(Response::new(ApiKey::InitProducerId, version, cid, r));
     };
     let expected = (version >= 3 && req.producer_id.0 >= 0).then_some(ProducerIdAndEpoch { producer_id: req.producer_id.0, epoch: req.producer_epoch });
     let pending = with_txns(node, now, out, |b, c, w| {
         let new_id = || b.init_producer_id().map(|(id, _)| id).map_err(|e| e.kafka_error(true));
         c.init_producer_id(now as i64, &txn_id, req.transaction_timeout_ms, expected, new_id, w)
     });
+    out.extend(node.broker().producer_ids_owed());
     finish(node, out, reply(ApiKey::InitProducerId, version, cid), answer(pending, Answer::Producer))
 }
 
@@ -332,6 +336,7 @@ pub fn end_txn(node: &Node, version: i16, cid: i32, req: EndTxnRequest, now: u64
         let new_id = || b.init_producer_id().map(|(id, _)| id).map_err(|e| e.kafka_error(true));
         c.end_txn(now as i64, &txn_id, req.producer_id.0, req.producer_epoch, req.committed, asked, new_id, w)
     });
+    out.extend(node.broker().producer_ids_owed());
     finish(node, out, reply(ApiKey::EndTxn, version, cid), answer(pending, Answer::Ended))
 }
 

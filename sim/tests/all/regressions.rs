@@ -30,6 +30,7 @@ const found_by_fresh_seeds: &[(&str, u64, &str)] = &[
     ("replication-cut-off-leader-shrinks-isr-to-itself", 65812, "a leader cut off shrank its ISR to itself and lost power, and was elected back short (replicated needed ELR)"),
     ("reassign-new-leader-elected-read-as-refusal", 19, "an ISR expansion answered NEW_LEADER_ELECTED left the maximal ISR, and the old leader acknowledged records its successor never had"),
     ("reassign-stray-replica-after-power-loss", 70195, "a replica moved away while its broker was down kept its directory for good"),
+    ("open-failed-read-of-a-marker-empties-the-replica", 71630, "a reopen whose claim failed reading the marker removed it after a failed sync, and a later reopen emptied the replica"),
 ];
 
 #[test]
