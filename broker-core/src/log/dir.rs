@@ -342,11 +342,11 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let disk = FileDisk::new();
         let (data, dir) = (tmp.path(), tmp.path().join("t-0"));
-        std::fs::create_dir_all(dir.join(partition_marker)).unwrap(); // unreadable as a file
+        disk.create_dir_all(&dir.join(partition_marker)).unwrap(); // unreadable as a file
         let failed = claim(&disk, data, &dir, &"aa".repeat(16)).unwrap_err();
         assert!(!failed.changed, "{failed:?}");
         let (file_dir, under) = (tmp.path().join("u-0"), tmp.path().join("u-0").join("x"));
-        std::fs::write(&file_dir, b"a file where the directory goes").unwrap();
+        plant(&disk, &file_dir, b"a file where the directory goes");
         let failed = claim(&disk, data, &under, &"aa".repeat(16)).unwrap_err();
         assert!(failed.changed, "a failure while creating may leave a marker behind: {failed:?}");
     }
