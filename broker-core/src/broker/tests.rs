@@ -372,42 +372,47 @@ fn a_held_cleaning_step_holds_back_no_produce_or_fetch() {
     assert_eq!(latest["k4"], "v199");
 }
 
+/// A node with topic `t` of 40 partitions, `records(p)` records produced to partition `p`.
+fn forty_logs(dir: &std::path::Path, records: impl Fn(i32) -> i32) -> crate::node::Node {
+    let node = one_node(config(dir));
+    create(&node, "t", 40, BTreeMap::new()).unwrap();
+    for p in 0..40 {
+        for _ in 0..records(p) {
+            node.broker().produce("t", p, &build(&[b"v"], 1000), 1, 0, &mut Vec::new()).unwrap();
+        }
+    }
+    node
+}
+
+/// Partition `p`'s checkpoint file, with its staged file renamed away.
+fn checkpoint_of(dir: &std::path::Path, p: i32) -> String {
+    let dir = dir.join(format!("t-{p}"));
+    assert!(!dir.join(format!("{}.tmp", crate::log::RECOVERY_POINT_FILE)).exists(), "t-{p}: staged file renamed");
+    std::fs::read_to_string(dir.join(crate::log::RECOVERY_POINT_FILE)).unwrap()
+}
+
 #[test]
 fn one_checkpoint_covers_every_partition_with_its_log_end() {
     let tmp = tempfile::tempdir().unwrap();
-    let node = one_node(config(tmp.path()));
-    create(&node, "t", 40, BTreeMap::new()).unwrap();
+    let node = forty_logs(tmp.path(), |p| p % 4);
     let mut b = node.broker();
-    for p in 0..40 {
-        for _ in 0..p % 4 {
-            b.produce("t", p, &build(&[b"v"], 1000), 1, 0, &mut Vec::new()).unwrap();
-        }
-    }
     assert!(b.checkpoint(5).is_empty(), "no errors");
     for p in 0..40 {
-        let dir = tmp.path().join(format!("t-{p}"));
-        let text = std::fs::read_to_string(dir.join(crate::log::RECOVERY_POINT_FILE)).unwrap();
-        assert_eq!(text, format!("{}\n", p % 4), "t-{p}");
-        assert!(!dir.join(format!("{}.tmp", crate::log::RECOVERY_POINT_FILE)).exists(), "t-{p}: staged file renamed");
-        assert_eq!(std::fs::read_to_string(dir.join(crate::log::dir::partition_marker)).unwrap().len(), 54, "t-{p}: marker whole");
+        assert_eq!(checkpoint_of(tmp.path(), p), format!("{}\n", p % 4), "t-{p}");
+        let marker = tmp.path().join(format!("t-{p}")).join(crate::log::dir::partition_marker);
+        assert_eq!(std::fs::read_to_string(marker).unwrap().len(), 54, "t-{p}: marker whole");
     }
 }
 
 /// A periodic checkpoint over many changed logs is staged a bounded number of logs a decision
 /// (`constants::checkpoint_logs_per_decision`), each stage resuming after the last log the one
-/// before staged, then committed a bounded number at a time: every log ends with its own end
+/// before looked at, then committed a bounded number at a time: every log ends with its own end
 /// checkpointed, none staged twice or left out.
 #[test]
 fn a_checkpoint_is_staged_and_committed_a_bounded_number_of_logs_at_a_time() {
     let tmp = tempfile::tempdir().unwrap();
-    let node = one_node(config(tmp.path()));
-    create(&node, "t", 40, BTreeMap::new()).unwrap();
+    let node = forty_logs(tmp.path(), |p| 1 + p % 4);
     let mut b = node.broker();
-    for p in 0..40 {
-        for _ in 0..1 + p % 4 {
-            b.produce("t", p, &build(&[b"v"], 1000), 1, 0, &mut Vec::new()).unwrap();
-        }
-    }
     let (failures, staged) = b.checkpoint_stage(None, 7);
     assert!(failures.is_empty(), "{failures:?}");
     let mut staged = staged.expect("every log changed");
@@ -427,10 +432,7 @@ fn a_checkpoint_is_staged_and_committed_a_bounded_number_of_logs_at_a_time() {
         assert!(b.checkpoint_commit(part, Ok(())).is_empty());
     }
     for p in 0..40 {
-        let dir = tmp.path().join(format!("t-{p}"));
-        let text = std::fs::read_to_string(dir.join(crate::log::RECOVERY_POINT_FILE)).unwrap();
-        assert_eq!(text, format!("{}\n", 1 + p % 4), "t-{p}");
-        assert!(!dir.join(format!("{}.tmp", crate::log::RECOVERY_POINT_FILE)).exists(), "t-{p}: staged file renamed");
+        assert_eq!(checkpoint_of(tmp.path(), p), format!("{}\n", 1 + p % 4), "t-{p}");
     }
     assert!(b.checkpoint_stage(None, 7).1.is_none(), "nothing changed since");
 }
